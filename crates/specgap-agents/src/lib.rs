@@ -1,0 +1,1 @@
+//! specgap-agents (under construction).

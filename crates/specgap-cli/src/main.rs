@@ -1,0 +1,86 @@
+//! The `specgap` binary: parses arguments and hands each verb to its module.
+//!
+//! Each verb lives in its own module (`check`, `eval`, `run`, `show`, `merge`, `report`,
+//! `compare`) with an `Args` struct (clap) and an `exec` function. The modules stay thin: the
+//! work happens in the library crates, which return typed errors; only this binary uses anyhow.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod check;
+mod compare;
+mod eval;
+mod merge;
+mod report;
+mod run;
+mod show;
+
+/// specgap evaluates AI agents on work that starts incomplete.
+#[derive(Debug, Parser)]
+#[command(name = "specgap", version, about, long_about = None, after_help = EXAMPLES)]
+struct Cli {
+    /// Log more (repeat for more detail); logs go to stderr.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+const EXAMPLES: &str = "\
+Examples:
+  specgap check examples/tasks                 validate every package of a suite
+  specgap eval examples/tasks/payment-retry ./my-fix
+  specgap run                                  run the bundled suite with scripted agents
+  specgap report runs/latest --format html --out report.html";
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Validate task packages: format, evaluator runs of every solution, leak scan.
+    Check(check::Args),
+    /// Evaluate a directory as a submission of a task and print the outcome.
+    Eval(eval::Args),
+    /// Run agents through episodes on a suite and record everything in a run store.
+    Run(run::Args),
+    /// Show a run, or one episode's transcript.
+    Show(show::Args),
+    /// Join shards of one run into one store.
+    Merge(merge::Args),
+    /// Compute the measures of a run and write a report.
+    Report(report::Args),
+    /// Compare two runs task by task, with paired statistics.
+    Compare(compare::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.verbose);
+    let outcome = match cli.command {
+        Command::Check(args) => check::exec(args),
+        Command::Eval(args) => eval::exec(args),
+        Command::Run(args) => run::exec(args),
+        Command::Show(args) => show::exec(args),
+        Command::Merge(args) => merge::exec(args),
+        Command::Report(args) => report::exec(args),
+        Command::Compare(args) => compare::exec(args),
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SPECGAP_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+}

@@ -1,0 +1,1 @@
+//! specgap-engine (under construction).

@@ -1,0 +1,214 @@
+//! Trajectory events (DESIGN §6): one JSON object per line of
+//! `episodes/<id>/trajectory.jsonl.zst`, in order, each with a sequence number and timestamps.
+//!
+//! The same types carry tool calls between agents and the engine, so a trajectory read back
+//! from a store can be replayed (`replay:<dir>`) without conversion.
+
+use serde::{Deserialize, Serialize};
+
+/// One tool call made by an agent in a turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// Call id, unique in the episode (model-assigned for chat agents, `call-<n>` otherwise).
+    pub id: String,
+    /// Tool name (DESIGN §3 tool table).
+    pub tool: String,
+    /// Arguments object as the agent sent it.
+    pub arguments: serde_json::Value,
+}
+
+/// A tool offered to the agent: name, description in our own words, JSON schema of arguments.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// Tool name.
+    pub name: String,
+    /// What the tool does, for the agent.
+    pub description: String,
+    /// JSON schema (draft 2020-12 subset) of the arguments object.
+    pub parameters: serde_json::Value,
+}
+
+/// Token and request usage of model calls (issue "chat agent" item 5); all counts summed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens.
+    #[serde(default)]
+    pub input_tokens: u64,
+    /// Completion tokens.
+    #[serde(default)]
+    pub output_tokens: u64,
+    /// Prompt tokens served from the provider's cache.
+    #[serde(default)]
+    pub cached_tokens: u64,
+    /// Reasoning tokens (part of output).
+    #[serde(default)]
+    pub reasoning_tokens: u64,
+    /// HTTP requests that got an answer.
+    #[serde(default)]
+    pub requests: u64,
+    /// Retried requests.
+    #[serde(default)]
+    pub retries: u64,
+    /// Summed request latency in milliseconds.
+    #[serde(default)]
+    pub latency_ms: u64,
+    /// Cost in US dollars from the price table (0 without one).
+    #[serde(default)]
+    pub cost_usd: f64,
+}
+
+impl Usage {
+    /// Adds another usage record into this one.
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cached_tokens += other.cached_tokens;
+        self.reasoning_tokens += other.reasoning_tokens;
+        self.requests += other.requests;
+        self.retries += other.retries;
+        self.latency_ms += other.latency_ms;
+        self.cost_usd += other.cost_usd;
+    }
+}
+
+/// Who speaks in a user message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UserMessageKind {
+    /// Answer to an `ask_user` question.
+    Answer,
+    /// Consequence feedback after a failed submission (DESIGN §3.4).
+    Feedback,
+    /// A harness reminder (e.g. after a reply without a tool call).
+    Reminder,
+    /// A continuation message (delivery text channel).
+    Continuation,
+}
+
+/// An event with its sequence number and timestamps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// 0-based position in the trajectory.
+    pub seq: u64,
+    /// Wall-clock time, milliseconds since the Unix epoch (excluded from determinism checks).
+    pub ts_ms: u64,
+    /// Milliseconds since the episode started (excluded from determinism checks).
+    pub elapsed_ms: u64,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// What happened, tagged by `"type"` in JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventKind {
+    /// The episode began: everything the agent was told.
+    EpisodeStart {
+        /// Episode id.
+        episode: String,
+        /// Task name.
+        task: String,
+        /// Canonical condition string.
+        condition: String,
+        /// `clean` or `residual:<id>`.
+        start: String,
+        /// Agent spec.
+        agent: String,
+        /// System prompt given to the agent.
+        system_prompt: String,
+        /// Opening user message.
+        opening_message: String,
+        /// Tools offered.
+        tools: Vec<ToolSpec>,
+    },
+    /// One agent turn: its text and the tool calls it made.
+    AgentTurn {
+        /// 1-based turn number.
+        turn: u32,
+        /// Assistant text, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+        /// Tool calls, in order.
+        #[serde(default)]
+        tool_calls: Vec<ToolCall>,
+        /// Model usage for this turn.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+    },
+    /// The result of one tool call, exactly one per call.
+    ToolResult {
+        /// The call id answered.
+        call_id: String,
+        /// Tool name.
+        tool: String,
+        /// Text given back to the agent.
+        output: String,
+        /// Whether it is an error result.
+        is_error: bool,
+    },
+    /// A message from the owner / customer / harness to the agent.
+    UserMessage {
+        /// Why the message was sent.
+        kind: UserMessageKind,
+        /// The text the agent sees.
+        text: String,
+        /// Model usage of the user model, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+    },
+    /// A scripted agent applied a solution overlay (harness action `apply_overlay`).
+    Overlay {
+        /// `gold`, `literal`, `starter` or `mutant:<id>`.
+        name: String,
+    },
+    /// The workspace was delivered for review.
+    Submission {
+        /// 1-based submission number.
+        k: u32,
+        /// Agent's summary, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        summary: Option<String>,
+        /// True for the automatic final submission of a budget or loop end.
+        automatic: bool,
+    },
+    /// The private evaluation of submission `k` (never shown to the agent).
+    Evaluation {
+        /// Submission number.
+        k: u32,
+        /// Score by the task's scoring kind.
+        score: f64,
+        /// Success by the task's scoring kind.
+        success: bool,
+        /// Highest-priority failing requirement, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        failing_requirement: Option<String>,
+    },
+    /// A budget was exhausted.
+    Budget {
+        /// `turns`, `tool_calls`, `wall_sec` or `submissions`.
+        which: String,
+        /// Amount used.
+        used: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// An infrastructure or evaluation error.
+    Error {
+        /// `infrastructure` or `evaluation`.
+        class: String,
+        /// What went wrong.
+        message: String,
+        /// Tail of the failing program's stderr, if any.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        stderr_tail: String,
+    },
+    /// The episode ended.
+    End {
+        /// Why (snake_case end reason).
+        reason: String,
+        /// Extra words, if any.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        detail: String,
+    },
+}

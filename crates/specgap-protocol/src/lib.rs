@@ -1,0 +1,20 @@
+//! # specgap-protocol
+//!
+//! The plain data types every other specgap crate speaks. Nothing here does I/O; each type is
+//! a serde mirror of a normative contract in `DESIGN.md`:
+//!
+//! | module | contract |
+//! | --- | --- |
+//! | [`package`] | task package format 1 (DESIGN §2): `task.toml`, `requirements.toml`, `observations.toml`, `user.toml`, `clarifications.toml`, residual `meta.toml` |
+//! | [`event`] | trajectory events and tool calls (DESIGN §3, §6) |
+//! | [`run`] | `run.toml`, episode keys and ids, end reasons (DESIGN §3.5, §6) |
+//! | [`result`] | the evaluator protocol's `result.json` (DESIGN §2) and the scoring kinds that turn it into Score and Success |
+//!
+//! Parsing files into these types (and reporting errors that name the file) is the job of
+//! `specgap-task`; this crate only defines shapes and the pure rules attached to them.
+#![deny(missing_docs)]
+
+pub mod event;
+pub mod package;
+pub mod result;
+pub mod run;

@@ -1,0 +1,302 @@
+//! Task package format 1 (DESIGN §2): the serde shapes of every TOML file in a package.
+//!
+//! Every struct rejects unknown keys (`deny_unknown_fields`), because a misspelt key in a
+//! task package silently changes what is measured. Semantic checks (unique priorities,
+//! observations naming known requirements, …) live in `specgap-task`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// The only package format this version of specgap reads.
+pub const PACKAGE_FORMAT: u32 = 1;
+
+/// `task.toml`: the manifest of a task package (DESIGN §2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskManifest {
+    /// Package format version; must equal [`PACKAGE_FORMAT`].
+    pub format: u32,
+    /// Identity and family of the task.
+    pub task: TaskInfo,
+    /// What commands inside the sandbox need.
+    #[serde(default)]
+    pub environment: Environment,
+    /// What `run_project` replays, if anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<Project>,
+    /// How the private evaluator is started.
+    pub evaluator: EvaluatorSpec,
+    /// Per-task budgets (DESIGN §4 precedence: CLI > preset > this > defaults).
+    #[serde(default)]
+    pub budget: Budget,
+    /// Present on delivery cases only (seed 002).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<Delivery>,
+}
+
+/// `[task]` of `task.toml`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskInfo {
+    /// `org/name`, unique in a suite.
+    pub name: String,
+    /// The task's own version string.
+    pub version: String,
+    /// One line saying what the task is.
+    pub description: String,
+    /// Task family (seed 000 §4): swe | research | optimization | ml | terminal.
+    pub family: Family,
+}
+
+/// Task family, as in seed 000 §4 (used for per-family breakdowns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Family {
+    /// Software engineering.
+    Swe,
+    /// Research and analysis.
+    Research,
+    /// Optimization and operations (delivery cases).
+    Optimization,
+    /// Machine learning.
+    Ml,
+    /// Terminal / shell work.
+    Terminal,
+}
+
+impl Family {
+    /// The lowercase name used in `task.toml` and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Family::Swe => "swe",
+            Family::Research => "research",
+            Family::Optimization => "optimization",
+            Family::Ml => "ml",
+            Family::Terminal => "terminal",
+        }
+    }
+}
+
+/// `[environment]` of `task.toml`: what sandboxed commands need from the host.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Environment {
+    /// Command names resolved on the host `PATH`; their installation directories are mounted
+    /// read-only in the sandbox.
+    #[serde(default)]
+    pub commands: Vec<String>,
+    /// Extra absolute host paths mounted read-only.
+    #[serde(default)]
+    pub binds: Vec<String>,
+    /// Extra environment variables for every sandboxed command.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+/// `[project]` of `task.toml`: what `run_project` replays.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Project {
+    /// Directory of records, relative to the workspace.
+    pub records: String,
+    /// Shell command; `{record}` is replaced by the record's workspace-relative path, shell-quoted.
+    pub replay: String,
+}
+
+/// `[evaluator]` of `task.toml`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvaluatorSpec {
+    /// Shell command run with cwd = a private copy of `evaluator/`. Must not be empty.
+    pub command: String,
+    /// Wall-clock limit in seconds.
+    #[serde(default = "default_evaluator_timeout")]
+    pub timeout_sec: u64,
+}
+
+fn default_evaluator_timeout() -> u64 {
+    600
+}
+
+/// `[budget]` of `task.toml`; absent keys fall back to the defaults of DESIGN §4.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Budget {
+    /// Agent turns (one model reply or script line each).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turns: Option<u32>,
+    /// Tool calls over the whole episode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<u32>,
+    /// Wall-clock seconds for the whole episode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_sec: Option<u64>,
+}
+
+/// `[delivery]` of `task.toml` (seed 002 §3): how a delivery case is scored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Delivery {
+    /// The accepted reference's raw objective value (finite, non-zero).
+    pub reference: f64,
+    /// `max`: score = x / reference; `min`: score = reference / x.
+    pub direction: Direction,
+    /// Glob of the deliverable, relative to the workspace.
+    pub artifact: String,
+}
+
+/// Optimisation direction of a delivery case's objective.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// Larger objective is better.
+    Max,
+    /// Smaller objective is better.
+    Min,
+}
+
+/// `requirements.toml`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequirementsFile {
+    /// The task's true requirements R (seed 000 §3).
+    #[serde(default)]
+    pub requirement: Vec<Requirement>,
+}
+
+/// One requirement: a machine-checkable predicate on the delivered workspace (seed 000 §3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Requirement {
+    /// Lowercase, hyphenated identifier, unique in the task.
+    pub id: String,
+    /// 1 is the highest; unique within the task. Feedback names the failing requirement with
+    /// the highest priority (DESIGN §3.4).
+    pub priority: u32,
+    /// Whether the partial instruction states it.
+    pub stated: bool,
+    /// The full rule.
+    pub description: String,
+    /// Where the evidence lives; for authors and auditors only.
+    pub discovery: String,
+}
+
+/// `observations.toml`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ObservationsFile {
+    /// The observation registry (seed 000 §3.2).
+    #[serde(default)]
+    pub observation: Vec<Observation>,
+}
+
+/// What a person would see when a requirement fails in one failure mode (seed 000 §3.2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Observation {
+    /// The requirement id this observation belongs to.
+    pub requirement: String,
+    /// The failure mode id the evaluator reports.
+    pub failure_mode: String,
+    /// Context for the user model only; never shown to the agent.
+    pub scene: String,
+    /// First context: what happened.
+    pub incident: String,
+    /// Second context: one measured, actionable fact; `{key}` placeholders are filled from
+    /// the evaluator's `measured` values.
+    pub detail: String,
+}
+
+/// `user.toml`: the simulated owner or customer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UserProfile {
+    /// Who the owner / customer is.
+    pub persona: String,
+    /// What the owner believes at the start.
+    pub understanding: String,
+    /// What the owner lets the engineer touch.
+    pub editable_surface: String,
+    /// Optional speaking style.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub style: Option<String>,
+}
+
+/// `clarifications.toml`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClarificationsFile {
+    /// Clarification targets (seed 002 §3.2).
+    #[serde(default)]
+    pub target: Vec<ClarificationTarget>,
+}
+
+/// A registered fact the customer holds that the request and data do not settle (seed 002 §3.2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClarificationTarget {
+    /// Identifier, unique in the task.
+    pub id: String,
+    /// What the target is about.
+    pub description: String,
+    /// missing | ambiguous | invalidated | conflicting.
+    pub issue_type: IssueType,
+    /// scoring-convention | constraint-rule | computation-convention | data-semantics.
+    pub domain: Domain,
+    /// Optional: the requirement or rule the target comes from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule_source: Option<String>,
+    /// The registered customer answer.
+    pub answer: String,
+    /// Example questions that would surface it.
+    pub triggers: Vec<String>,
+}
+
+/// Why a clarification target is needed (seed 002 §3.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IssueType {
+    /// The request omits the fact.
+    Missing,
+    /// The request admits several readings.
+    Ambiguous,
+    /// The request or data states something no longer true.
+    Invalidated,
+    /// Sources disagree.
+    Conflicting,
+}
+
+/// Content domain of a clarification target (seed 002 §3.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Domain {
+    /// How the delivery is scored.
+    ScoringConvention,
+    /// A hard rule the delivery must obey.
+    ConstraintRule,
+    /// How a quantity is computed.
+    ComputationConvention,
+    /// What a data field means.
+    DataSemantics,
+}
+
+/// `residual/<state-id>/meta.toml`: a predecessor's final state (seed 001 §3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResidualMeta {
+    /// Model or agent name that left the state.
+    pub predecessor: String,
+    /// Whether the predecessor declared the work complete.
+    pub declared_complete: bool,
+    /// Steps the predecessor took.
+    pub steps: u32,
+    /// Test ids the verifier fails on this state.
+    pub failing_tests: Vec<String>,
+    /// Files the gold changes and this state does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left_out: Option<Vec<String>>,
+    /// Free text for authors.
+    #[serde(default)]
+    pub notes: String,
+}

@@ -1,0 +1,188 @@
+//! Run-level shapes (DESIGN §6): the resolved configuration in `run.toml`, the episode key and
+//! its derived id, and end reasons.
+
+use serde::{Deserialize, Serialize};
+
+/// The resolved configuration of a run, written as `run.toml`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunConfig {
+    /// specgap version that made the run.
+    pub specgap_version: String,
+    /// Run seed; every random choice derives from it.
+    pub seed: u64,
+    /// Repeats per (task, agent, condition, start).
+    pub repeats: u32,
+    /// Retries of infrastructure / evaluation errors per episode.
+    pub retries: u32,
+    /// Whether commands ran under bubblewrap.
+    pub sandbox: bool,
+    /// `[i, n]` when this store is shard i of n (1-based i).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<[u32; 2]>,
+    /// Tasks with their content hashes.
+    pub tasks: Vec<TaskRef>,
+    /// Agents with their full configuration.
+    pub agents: Vec<ComponentRef>,
+    /// Users with their full configuration.
+    pub users: Vec<ComponentRef>,
+    /// Canonical condition strings.
+    pub conditions: Vec<String>,
+    /// Starts: `clean`, `residual:<id>` or `residual:all`.
+    pub starts: Vec<String>,
+}
+
+/// A task in a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskRef {
+    /// Task name (`org/name`).
+    pub name: String,
+    /// Package content hash (hex sha256).
+    pub hash: String,
+    /// Where the package was read from.
+    pub path: String,
+}
+
+/// An agent or user with its configuration and the hash of that configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ComponentRef {
+    /// Spec as given (`scripted:gold`, `chat:qwen3`, `relay`).
+    pub spec: String,
+    /// Full configuration (model, base URL, arguments, prompt version); never an API key.
+    pub config: toml::Table,
+    /// Hex sha256 of the canonical JSON of `spec` and `config`.
+    pub hash: String,
+}
+
+/// The key of an episode (DESIGN §6); its id is derived from it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct EpisodeKey {
+    /// Task name.
+    pub task: String,
+    /// Task content hash.
+    pub task_hash: String,
+    /// Agent spec.
+    pub agent: String,
+    /// Agent configuration hash.
+    pub agent_hash: String,
+    /// User configuration hash.
+    pub user_hash: String,
+    /// Canonical condition with overrides.
+    pub condition: String,
+    /// `clean` or `residual:<id>`.
+    pub start: String,
+    /// 0-based repeat.
+    pub repeat: u32,
+    /// Run seed.
+    pub seed: u64,
+}
+
+/// Why an episode ended (DESIGN §3.5), stored as its snake_case name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndReason {
+    /// A submission succeeded.
+    Accepted,
+    /// A submission was made under a condition without feedback.
+    Submitted,
+    /// The submission budget is used up.
+    SubmissionBudget,
+    /// The turn budget is used up.
+    TurnBudget,
+    /// The tool-call budget is used up.
+    ToolCallBudget,
+    /// The wall-clock budget is used up.
+    WallBudget,
+    /// The 4th consecutive identical call.
+    LoopRepeatedCall,
+    /// The 4th consecutive command with blank output.
+    LoopBlankOutput,
+    /// The 4th consecutive `ask_user` under an owner condition.
+    LoopAskUser,
+    /// The clarification-round limit of delivery conditions.
+    ClarificationLimit,
+    /// Two consecutive replies without a tool call.
+    NoToolCall,
+    /// The model's context overflowed.
+    ContextOverflow,
+    /// Three consecutive refusals or content-filter stops.
+    Refusals,
+    /// A replay script or scripted agent had nothing more to do.
+    AgentDone,
+    /// An infrastructure error after retries.
+    InfrastructureError,
+    /// An evaluation error after retries.
+    EvaluationError,
+    /// The run was interrupted.
+    Interrupted,
+}
+
+impl EndReason {
+    /// The snake_case name used in the store and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EndReason::Accepted => "accepted",
+            EndReason::Submitted => "submitted",
+            EndReason::SubmissionBudget => "submission_budget",
+            EndReason::TurnBudget => "turn_budget",
+            EndReason::ToolCallBudget => "tool_call_budget",
+            EndReason::WallBudget => "wall_budget",
+            EndReason::LoopRepeatedCall => "loop_repeated_call",
+            EndReason::LoopBlankOutput => "loop_blank_output",
+            EndReason::LoopAskUser => "loop_ask_user",
+            EndReason::ClarificationLimit => "clarification_limit",
+            EndReason::NoToolCall => "no_tool_call",
+            EndReason::ContextOverflow => "context_overflow",
+            EndReason::Refusals => "refusals",
+            EndReason::AgentDone => "agent_done",
+            EndReason::InfrastructureError => "infrastructure_error",
+            EndReason::EvaluationError => "evaluation_error",
+            EndReason::Interrupted => "interrupted",
+        }
+    }
+
+    /// Whether the episode counts in measures (errors and interruptions do not).
+    pub fn is_scored(self) -> bool {
+        !matches!(self, EndReason::InfrastructureError | EndReason::EvaluationError | EndReason::Interrupted)
+    }
+}
+
+impl EpisodeKey {
+    /// The episode id: the first 16 hex digits of sha256 over the key's canonical JSON
+    /// (field order as declared). Stable across machines and runs, so shards merge.
+    pub fn id(&self) -> String {
+        use sha2::{Digest, Sha256};
+        // Serializing a struct of strings and integers cannot fail.
+        let canonical = serde_json::to_vec(self).unwrap_or_default();
+        let digest = Sha256::digest(&canonical);
+        digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn episode_id_is_stable() {
+        let key = EpisodeKey {
+            task: "examples/x".into(),
+            task_hash: "ab".into(),
+            agent: "scripted:gold".into(),
+            agent_hash: "cd".into(),
+            user_hash: "ef".into(),
+            condition: "partial".into(),
+            start: "clean".into(),
+            repeat: 0,
+            seed: 7,
+        };
+        let id = key.id();
+        assert_eq!(id.len(), 16);
+        assert_eq!(id, key.clone().id());
+        let mut other = key;
+        other.repeat = 1;
+        assert_ne!(id, other.id());
+    }
+}

@@ -1,0 +1,1 @@
+//! specgap-report (under construction).

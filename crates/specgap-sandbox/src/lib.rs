@@ -1,0 +1,1 @@
+//! specgap-sandbox (under construction).

@@ -1,0 +1,1 @@
+//! specgap-stats (under construction).

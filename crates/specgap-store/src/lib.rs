@@ -1,0 +1,1 @@
+//! specgap-store (under construction).

@@ -1,0 +1,1 @@
+//! specgap-task (under construction).
