@@ -1,1 +1,193 @@
-//! specgap-agents (under construction).
+//! # specgap-agents
+//!
+//! Agents that drive episode sessions through [`specgap_engine::session::Agent`] (DESIGN §5):
+//!
+//! * [`scripted`]: `scripted:gold | literal | starter | mutant:<id>`, apply a solution overlay
+//!   and submit;
+//! * [`replay`]: `replay:<file>`, a plain JSON Lines script or a stored trajectory;
+//! * [`chat`]: `chat:<model>`, the tool-calling loop over an OpenAI-compatible endpoint, and
+//!   the LLM owner / customer ([`chat::ChatUser`]).
+//!
+//! [`parse_agent_spec`] turns a command-line spec into an [`AgentSpec`], which says whether it
+//! applies to a task ([`AgentSpec::applicability`]) and builds the agent ([`AgentSpec::build`]).
+#![deny(missing_docs)]
+
+pub mod chat;
+pub mod replay;
+pub mod scripted;
+
+use std::path::PathBuf;
+
+use specgap_engine::condition::NotApplicable;
+use specgap_engine::runner::{AgentFactory, PlannedEpisode};
+use specgap_engine::session::{Agent, AgentError};
+use specgap_protocol::run::ComponentRef;
+use specgap_task::TaskPackage;
+
+pub use replay::{ReplayAgent, ReplayError, ScriptTurn, parse_script};
+pub use scripted::{ScriptedAgent, Solution};
+
+/// A parsed agent spec.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AgentSpec {
+    /// `scripted:<solution>`.
+    Scripted(Solution),
+    /// `replay:<path>`.
+    Replay(PathBuf),
+    /// `chat:<model>`.
+    Chat(String),
+}
+
+/// Why an agent spec does not parse or build.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentSpecError {
+    /// Not a known agent kind.
+    #[error("unknown agent `{0}`; expected scripted:gold|literal|starter|mutant:<id>, replay:<file> or chat:<model>")]
+    Unknown(String),
+    /// `scripted:` with an unknown solution.
+    #[error("unknown scripted agent `{0}`; expected scripted:gold, scripted:literal, scripted:starter or scripted:mutant:<id>")]
+    BadSolution(String),
+    /// `replay:` or `chat:` with nothing after the colon.
+    #[error("agent `{0}` needs a value after the colon")]
+    Empty(String),
+    /// The replay source cannot be read.
+    #[error("cannot load agent `{spec}`")]
+    Replay {
+        /// The spec.
+        spec: String,
+        /// Why.
+        #[source]
+        source: ReplayError,
+    },
+    /// This crate cannot build the agent kind.
+    #[error("agent `{0}` is not built by specgap-agents yet")]
+    NotBuilt(String),
+}
+
+/// Parses `scripted:gold|literal|starter|mutant:<id>`, `replay:<file>` or `chat:<model>`.
+///
+/// # Errors
+/// [`AgentSpecError`] saying what was expected.
+pub fn parse_agent_spec(text: &str) -> Result<AgentSpec, AgentSpecError> {
+    let text = text.trim();
+    let (kind, value) = text.split_once(':').ok_or_else(|| AgentSpecError::Unknown(text.into()))?;
+    match kind {
+        "scripted" => Solution::parse(value).map(AgentSpec::Scripted).ok_or_else(|| AgentSpecError::BadSolution(text.into())),
+        "replay" if value.is_empty() => Err(AgentSpecError::Empty(text.into())),
+        "replay" => Ok(AgentSpec::Replay(PathBuf::from(value))),
+        "chat" if value.is_empty() => Err(AgentSpecError::Empty(text.into())),
+        "chat" => Ok(AgentSpec::Chat(value.into())),
+        _ => Err(AgentSpecError::Unknown(text.into())),
+    }
+}
+
+impl AgentSpec {
+    /// The canonical spec string.
+    pub fn canonical(&self) -> String {
+        match self {
+            AgentSpec::Scripted(s) => format!("scripted:{}", s.name()),
+            AgentSpec::Replay(path) => format!("replay:{}", path.display()),
+            AgentSpec::Chat(model) => format!("chat:{model}"),
+        }
+    }
+
+    /// Whether the agent can run on `package` (DESIGN §4): a scripted agent needs its overlay
+    /// (`starter` always applies).
+    ///
+    /// # Errors
+    /// [`NotApplicable`] naming the missing overlay.
+    pub fn applicability(&self, package: &TaskPackage) -> Result<(), NotApplicable> {
+        let AgentSpec::Scripted(solution) = self else { return Ok(()) };
+        let name = solution.name();
+        if *solution == Solution::Starter || package.solution(&name).is_some() {
+            return Ok(());
+        }
+        let dir = match solution {
+            Solution::Mutant(id) => format!("solutions/mutants/{id}/"),
+            other => format!("solutions/{}/", other.name()),
+        };
+        Err(NotApplicable::new(format!("agent scripted:{name} needs {dir}")))
+    }
+
+    /// Builds a fresh agent for one episode attempt.
+    ///
+    /// # Errors
+    /// [`AgentSpecError::Replay`] when a replay source cannot be read;
+    /// [`AgentSpecError::NotBuilt`] for `chat:`, which needs its configuration
+    /// ([`AgentSpec::build_with`]).
+    pub fn build(&self) -> Result<Box<dyn Agent + Send>, AgentSpecError> {
+        match self {
+            AgentSpec::Scripted(solution) => Ok(Box::new(ScriptedAgent::new(solution.clone()))),
+            AgentSpec::Replay(path) => ReplayAgent::load(path)
+                .map(|agent| Box::new(agent) as Box<dyn Agent + Send>)
+                .map_err(|source| AgentSpecError::Replay { spec: self.canonical(), source }),
+            AgentSpec::Chat(_) => Err(AgentSpecError::NotBuilt(self.canonical())),
+        }
+    }
+}
+
+impl AgentSpec {
+    /// Builds a fresh agent for one episode attempt from its stored configuration (the
+    /// component table of `run.toml`): `chat:` reads a [`chat::ChatConfig`] from `config`;
+    /// other kinds ignore it and behave as [`AgentSpec::build`]. `seed` seeds the chat
+    /// agent's retry jitter (derive it from the run seed and the episode).
+    ///
+    /// # Errors
+    /// [`AgentError`] when the configuration is not a chat configuration, the HTTP client
+    /// cannot be built, or [`AgentSpec::build`] fails.
+    pub fn build_with(&self, config: &toml::Table, seed: u64) -> Result<Box<dyn Agent + Send>, AgentError> {
+        match self {
+            AgentSpec::Chat(_) => {
+                let chat = chat::ChatConfig::from_table(config)
+                    .map_err(|e| AgentError::with_source("cannot read the chat agent configuration", true, e))?;
+                Ok(Box::new(chat::ChatAgent::new(&chat, seed)?))
+            }
+            _ => Ok(self.build()?),
+        }
+    }
+}
+
+/// A seed for an episode's model clients: the run seed mixed with the episode id (FNV-1a)
+/// and a per-role `salt`, so retries' jitter differs between episodes yet is reproducible.
+pub fn episode_seed(episode: &PlannedEpisode, salt: u64) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in episode.id.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    hash ^ episode.key.seed.rotate_left(17) ^ salt
+}
+
+/// The agent factory of a run: parses each agent's spec and builds it from its stored
+/// configuration ([`AgentSpec::build_with`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Agents;
+
+impl AgentFactory for Agents {
+    fn make(&self, agent: &ComponentRef, episode: &PlannedEpisode, _package: &TaskPackage) -> Result<Box<dyn Agent + Send>, AgentError> {
+        parse_agent_spec(&agent.spec)?.build_with(&agent.config, episode_seed(episode, 0x6167_656e))
+    }
+}
+
+impl From<AgentSpecError> for AgentError {
+    fn from(e: AgentSpecError) -> Self {
+        AgentError::with_source("cannot build the agent", true, e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_parse_and_print() {
+        for text in ["scripted:gold", "scripted:literal", "scripted:starter", "scripted:mutant:rule-a", "replay:x/y.jsonl", "chat:qwen3"] {
+            assert_eq!(parse_agent_spec(text).unwrap().canonical(), text);
+        }
+        assert_eq!(parse_agent_spec("scripted:mutant:a").unwrap(), AgentSpec::Scripted(Solution::Mutant("a".into())));
+        assert!(matches!(parse_agent_spec("scripted:silver"), Err(AgentSpecError::BadSolution(_))));
+        assert!(matches!(parse_agent_spec("scripted:mutant:"), Err(AgentSpecError::BadSolution(_))));
+        assert!(matches!(parse_agent_spec("gold"), Err(AgentSpecError::Unknown(_))));
+        assert!(matches!(parse_agent_spec("replay:"), Err(AgentSpecError::Empty(_))));
+    }
+}

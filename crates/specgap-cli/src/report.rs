@@ -1,12 +1,83 @@
-//! `specgap report` (under construction).
+//! `specgap report RUN... [--group-by DIMS] [--format md|html|json] [--out FILE]`: the measures
+//! of one or more runs (seeds 000, 001 and 002), as Markdown, one self-contained HTML page
+//! with SVG charts, or versioned JSON (docs/report-schema.md).
+//!
+//! Reading a run also runs the offline clarification-coverage judge on delivery episodes that
+//! have no offline judgement yet and records its verdicts in the run's store. The computation
+//! lives in `specgap_report`.
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+use anyhow::Context as _;
+use specgap_report::render::{render_html, render_json, render_markdown};
+use specgap_report::{Dim, ReportOptions, RunData, build_report};
+
+/// Output format of a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Markdown tables.
+    Md,
+    /// One self-contained HTML page with inline SVG charts.
+    Html,
+    /// The report as JSON (schema `specgap-report`).
+    Json,
+}
 
 /// Arguments of `specgap report`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Run directories (the `--out` of `specgap run`); several runs are pooled, and each one
+    /// is a seed replicate for the mean ± sd tables.
+    #[arg(required = true)]
+    pub runs: Vec<PathBuf>,
+    /// Grouping dimensions of the main table, comma-separated: agent, condition, start,
+    /// family, task.
+    #[arg(long, value_delimiter = ',', default_value = "agent,condition,start")]
+    pub group_by: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "md")]
+    pub format: Format,
+    /// Write the report to this file instead of stdout.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
 
 /// Runs `specgap report`.
-pub fn exec(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`specgap report` is not implemented yet")
+pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
+    let group_by = args.group_by.iter().map(|d| Dim::parse(d)).collect::<Result<Vec<_>, _>>()?;
+    let text = render_runs(&args.runs, &ReportOptions { group_by, ..ReportOptions::default() }, args.format)?;
+    match &args.out {
+        Some(path) => fs_err::write(path, text)?,
+        None => print!("{text}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The report of the run in `run_dir` with the default grouping, rendered in `format` (used
+/// by `specgap run` after a run).
+pub fn render(run_dir: &Path, format: Format) -> anyhow::Result<String> {
+    render_runs(&[run_dir.to_path_buf()], &ReportOptions::default(), format)
+}
+
+fn render_runs(dirs: &[PathBuf], options: &ReportOptions, format: Format) -> anyhow::Result<String> {
+    let runs = dirs
+        .iter()
+        .map(|dir| RunData::load(dir).with_context(|| format!("cannot read run {}", dir.display())))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    for run in &runs {
+        for warning in &run.warnings {
+            tracing::warn!("{}: {warning}", run.dir.display());
+        }
+    }
+    let report = build_report(&runs, options)?;
+    let title = match dirs {
+        [one] => format!("Run {}", one.display()),
+        many => format!("Runs {}", many.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")),
+    };
+    Ok(match format {
+        Format::Md => render_markdown(&report, &title),
+        Format::Html => render_html(&report, &title),
+        Format::Json => render_json(&report)?,
+    })
 }

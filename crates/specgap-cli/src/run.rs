@@ -1,12 +1,655 @@
-//! `specgap run` (under construction).
+//! `specgap run`: run agents through episodes on a suite and record everything in a run store.
+//!
+//! ```text
+//! specgap run [SUITE...] --agent A[,B] --condition C[,D] --start clean|residual:<id>|residual:all
+//!             --repeats N --jobs J --seed S --out DIR [axis overrides] [budgets]
+//!             [--user relay] [--shard i/n] [--retries N] [--no-sandbox]
+//! specgap run --resume DIR [--jobs J]
+//! ```
+//!
+//! Without a suite, the bundled example suite runs with the scripted agents (gold, literal,
+//! starter) under `partial,full,literal` into `runs/<timestamp>` (with a `runs/latest` link),
+//! offline, and the report is printed. The planning, worker pool, retries and stop handling
+//! live in `specgap_engine::runner`; this module resolves flags into a [`RunConfig`], shows
+//! progress and handles Ctrl-C.
 
+use std::io::IsTerminal as _;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context as _, bail};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use specgap_engine::condition::{BudgetFlags, Condition, Overrides, Start, parse_profile};
+use specgap_engine::runner::{self, EpisodeReport, PlanInput, PlannedEpisode, RunInputs, RunObserver, RunOptions, Shard};
+use specgap_protocol::package::Budget;
+use specgap_protocol::run::{RunConfig, TaskRef};
+use specgap_store::{Status, Store};
+use specgap_task::TaskPackage;
+
+mod agents;
+
+/// Exit code after Ctrl-C (128 + SIGINT), as shells report it.
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+/// The agents of a run without `--agent`.
+pub const DEFAULT_AGENTS: &str = "scripted:gold,scripted:literal,scripted:starter";
+/// The conditions of a run without `--condition`.
+pub const DEFAULT_CONDITIONS: &str = "partial,full,literal";
 
 /// Arguments of `specgap run`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Suites: directories holding task packages at any depth, or single packages. Default:
+    /// the bundled example suite (`examples/tasks`).
+    pub suites: Vec<PathBuf>,
+    /// Agents, comma-separated: scripted:gold|literal|starter|mutant:<id>, replay:<file or
+    /// RUN/episodes/<id>>. Default: scripted:gold,scripted:literal,scripted:starter.
+    #[arg(long = "agent", value_delimiter = ',')]
+    pub agents: Vec<String>,
+    /// Condition presets, comma-separated: partial, full, literal, plan, hidden, interact,
+    /// interact-req, full-info, oracle:R. Default: partial,full,literal.
+    #[arg(long = "condition", value_delimiter = ',')]
+    pub conditions: Vec<String>,
+    /// Starts, comma-separated: clean, residual:<id>, residual:all. Default: clean.
+    #[arg(long = "start", value_delimiter = ',')]
+    pub starts: Vec<String>,
+    /// Repeats of each task × agent × condition × start. Default: 1.
+    #[arg(long)]
+    pub repeats: Option<u32>,
+    /// Episodes run at once. Default: the number of CPUs.
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Run seed; every random choice derives from it. Default: 0.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// The run directory. Default: runs/<UTC timestamp>, linked from runs/latest.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Submission budget, overriding every listed preset.
+    #[arg(long)]
+    pub submissions: Option<u32>,
+    /// Offer `ask_user` (on) or withdraw it (off), overriding every listed preset.
+    #[arg(long, value_parser = ["on", "off"])]
+    pub ask: Option<String>,
+    /// Consequence feedback on or off, overriding every listed preset.
+    #[arg(long, value_parser = ["on", "off"])]
+    pub feedback: Option<String>,
+    /// Tool profile, overriding every listed preset.
+    #[arg(long, value_parser = ["owner", "shell"])]
+    pub profile: Option<String>,
+    /// Turn budget per episode (overrides task.toml [budget]).
+    #[arg(long)]
+    pub turns: Option<u32>,
+    /// Tool-call budget per episode.
+    #[arg(long)]
+    pub tool_calls: Option<u32>,
+    /// Wall-clock budget per episode, in seconds.
+    #[arg(long)]
+    pub wall_sec: Option<u64>,
+    /// The simulated owner / customer. Default: relay.
+    #[arg(long)]
+    pub user: Option<String>,
+    /// Continue the run in DIR with its own configuration (run.toml): only episodes never
+    /// begun, unfinished, or failed with an infrastructure or evaluation error run again.
+    #[arg(long, value_name = "DIR")]
+    pub resume: Option<PathBuf>,
+    /// Run only shard i of n (1-based): the episodes whose position in the run's plan is
+    /// i−1 modulo n. Merge the shards with `specgap merge`.
+    #[arg(long, value_name = "i/n")]
+    pub shard: Option<String>,
+    /// Retries of an episode after an infrastructure or evaluation error. Default: 2.
+    #[arg(long)]
+    pub retries: Option<u32>,
+    /// Run commands without bubblewrap (debugging only: the agent is then not contained).
+    #[arg(long)]
+    pub no_sandbox: bool,
+    /// Do not print the report at the end.
+    #[arg(long)]
+    pub no_report: bool,
+    /// Flags of `chat:<model>` agents and users (issue "chat agent").
+    #[command(flatten)]
+    pub chat: ChatArgs,
+}
+
+// ---------------------------------------------------------------------------------------
+// Chat agent and LLM user flags (owned by the chat-agent work; see specgap_agents::chat).
+// ---------------------------------------------------------------------------------------
+
+/// Flags of `--agent chat:<model>` and `--user chat:<model>`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ChatArgs {
+    /// Base URL of the agent's OpenAI-compatible endpoint, up to /v1.
+    #[arg(long, default_value = specgap_agents::chat::DEFAULT_BASE_URL)]
+    pub base_url: String,
+    /// Environment variable holding the agent endpoint's API key (unset: no Authorization header).
+    #[arg(long, default_value = specgap_agents::chat::DEFAULT_API_KEY_ENV)]
+    pub api_key_env: String,
+    /// A request field for the agent model, key=value (value parsed as JSON when it parses),
+    /// e.g. temperature=0, max_tokens=4096, seed=1, reasoning_effort=low. Repeatable.
+    #[arg(long = "model-arg", value_name = "KEY=VALUE")]
+    pub model_args: Vec<String>,
+    /// Streaming (SSE) responses.
+    #[arg(long)]
+    pub stream: bool,
+    /// For models without native tool calls: tools described in the system prompt, calls
+    /// parsed from ```tool_call blocks.
+    #[arg(long)]
+    pub emulate_tools: bool,
+    /// The agent model's context window in tokens; our estimate (characters / 4) above it ends
+    /// the episode with context_overflow.
+    #[arg(long)]
+    pub context_tokens: Option<u64>,
+    /// Seconds before a model request times out (then it is retried).
+    #[arg(long, default_value_t = specgap_agents::chat::DEFAULT_REQUEST_TIMEOUT_SEC)]
+    pub request_timeout: f64,
+    /// Retries of a failed model request (429, 5xx, timeouts, broken responses) before the
+    /// episode is an infrastructure error.
+    #[arg(long, default_value_t = specgap_agents::chat::DEFAULT_MAX_RETRIES)]
+    pub max_retries: u32,
+    /// Price table, TOML: [models."<name>"] input_per_mtok, output_per_mtok, cached_input_per_mtok.
+    #[arg(long, value_name = "FILE.toml")]
+    pub prices: Option<PathBuf>,
+    /// Stop starting new episodes once the run's summed model cost passes this many US dollars.
+    #[arg(long, value_name = "USD")]
+    pub max_cost: Option<f64>,
+    /// Base URL of the user model's endpoint (default: --base-url).
+    #[arg(long)]
+    pub user_base_url: Option<String>,
+    /// Environment variable holding the user endpoint's API key (default: --api-key-env).
+    #[arg(long)]
+    pub user_api_key_env: Option<String>,
+    /// A request field for the user model, key=value. Repeatable.
+    #[arg(long = "user-model-arg", value_name = "KEY=VALUE")]
+    pub user_model_args: Vec<String>,
+}
+
+impl Args {
+    /// Names of the flags given that `--resume` ignores.
+    fn flags_resume_ignores(&self) -> Vec<&'static str> {
+        let given = [
+            ("SUITE", !self.suites.is_empty()),
+            ("--agent", !self.agents.is_empty()),
+            ("--condition", !self.conditions.is_empty()),
+            ("--start", !self.starts.is_empty()),
+            ("--repeats", self.repeats.is_some()),
+            ("--seed", self.seed.is_some()),
+            ("--out", self.out.is_some()),
+            ("--submissions", self.submissions.is_some()),
+            ("--ask", self.ask.is_some()),
+            ("--feedback", self.feedback.is_some()),
+            ("--profile", self.profile.is_some()),
+            ("--turns", self.turns.is_some()),
+            ("--tool-calls", self.tool_calls.is_some()),
+            ("--wall-sec", self.wall_sec.is_some()),
+            ("--user", self.user.is_some()),
+            ("--shard", self.shard.is_some()),
+            ("--retries", self.retries.is_some()),
+            ("--no-sandbox", self.no_sandbox),
+        ];
+        given.into_iter().filter(|(_, g)| *g).map(|(name, _)| name).collect()
+    }
+}
+
+/// Everything a run needs, resolved from flags or from a stored `run.toml`.
+struct Resolved {
+    config: RunConfig,
+    tasks: Vec<TaskPackage>,
+    conditions: Vec<Condition>,
+    shard: Option<Shard>,
+}
 
 /// Runs `specgap run`.
-pub fn exec(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`specgap run` is not implemented yet")
+pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
+    let jobs = args.jobs.unwrap_or_else(default_jobs).max(1);
+    let (out, store, resolved, plan, resuming) = match &args.resume {
+        Some(dir) => {
+            let ignored = args.flags_resume_ignores();
+            if !ignored.is_empty() {
+                eprintln!("note: --resume uses the run's own configuration (run.toml); ignoring {}", ignored.join(", "));
+            }
+            let store = Store::open(dir).with_context(|| format!("cannot resume {}", dir.display()))?;
+            let resolved = resolve_stored(store.config())?;
+            let plan = plan(&resolved)?;
+            (dir.clone(), store, resolved, plan, true)
+        }
+        None => {
+            let resolved = resolve_flags(&args)?;
+            // Plan before creating the store: a run where nothing applies leaves nothing behind.
+            let plan = plan(&resolved)?;
+            let (out, link_latest) = match &args.out {
+                Some(out) => (out.clone(), false),
+                None => (default_out_dir()?, true),
+            };
+            let store = Store::create(&out, &resolved.config).with_context(|| format!("cannot create run {}", out.display()))?;
+            if link_latest {
+                link_latest_run(&out);
+            }
+            (out, store, resolved, plan, false)
+        }
+    };
+    let outcome = run_plan(&store, &resolved, &plan, jobs, resuming)?;
+    if outcome.interrupted {
+        eprintln!(
+            "interrupted: finished episodes are kept in {}. Continue with:\n  specgap run --resume {}",
+            out.display(),
+            shell_word(&out.display().to_string())
+        );
+        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+    }
+    eprintln!("{}", outcome.summary_line);
+    if !args.no_report {
+        print!("{}", crate::report::render(&out, crate::report::Format::Md)?);
+    }
+    eprintln!("run stored in {}", out.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+}
+
+/// Resolves a new run's flags into its configuration.
+fn resolve_flags(args: &Args) -> anyhow::Result<Resolved> {
+    let suites = if args.suites.is_empty() { vec![default_suite()?] } else { args.suites.clone() };
+    let tasks = specgap_task::discover(&suites).context("cannot load the suite")?;
+    let agent_specs = if args.agents.is_empty() { split_list(DEFAULT_AGENTS) } else { clean_list(&args.agents) };
+    let overrides = Overrides {
+        submissions: args.submissions,
+        ask: args.ask.as_deref().map(|v| v == "on"),
+        feedback: args.feedback.as_deref().map(|v| v == "on"),
+        profile: args.profile.as_deref().and_then(parse_profile),
+    };
+    if args.submissions == Some(0) {
+        bail!("--submissions must be at least 1");
+    }
+    let condition_names = if args.conditions.is_empty() { split_list(DEFAULT_CONDITIONS) } else { clean_list(&args.conditions) };
+    let conditions = Condition::parse_list(&condition_names.join(","), overrides)?;
+    let starts = if args.starts.is_empty() { vec!["clean".to_string()] } else { clean_list(&args.starts) };
+    for start in &starts {
+        if start != "residual:all" {
+            Start::parse(start)?;
+        }
+    }
+    let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
+    let repeats = args.repeats.unwrap_or(1);
+    if repeats == 0 {
+        bail!("--repeats must be at least 1");
+    }
+    let agents = agent_specs.iter().map(|spec| agents::component(spec, &args.chat)).collect::<anyhow::Result<Vec<_>>>()?;
+    let user = agents::user_component(args.user.as_deref().unwrap_or("relay"), &args.chat)?;
+    let config = RunConfig {
+        specgap_version: env!("CARGO_PKG_VERSION").to_string(),
+        seed: args.seed.unwrap_or(0),
+        repeats,
+        retries: args.retries.unwrap_or(2),
+        sandbox: !args.no_sandbox,
+        shard: shard.map(|s| s.as_pair()),
+        tasks: tasks.iter().map(task_ref).collect::<anyhow::Result<Vec<_>>>()?,
+        agents,
+        users: vec![user],
+        conditions: dedup(conditions.iter().map(Condition::canonical).collect()),
+        starts: dedup(starts),
+        budget: Budget { turns: args.turns, tool_calls: args.tool_calls, wall_sec: args.wall_sec },
+    };
+    let conditions = config.conditions.iter().map(|c| Condition::parse(c)).collect::<Result<Vec<_>, _>>()?;
+    Ok(Resolved { config, tasks, conditions, shard })
+}
+
+/// Rebuilds a run from its stored configuration, checking that every task still has the
+/// content it had and every agent the configuration it had.
+fn resolve_stored(config: &RunConfig) -> anyhow::Result<Resolved> {
+    let mut tasks = Vec::with_capacity(config.tasks.len());
+    for task in &config.tasks {
+        let package = specgap_task::load(&task.path).with_context(|| format!("cannot load task {} from {}", task.name, task.path))?;
+        if package.hash() != task.hash {
+            bail!(
+                "task {} at {} changed since the run began (hash {} in run.toml, {} now); resuming would mix versions",
+                task.name,
+                task.path,
+                task.hash,
+                package.hash()
+            );
+        }
+        tasks.push(package);
+    }
+    for agent in config.agents.iter().filter(|a| !a.spec.starts_with("chat:")) {
+        // A chat agent's stored configuration is its configuration; others are re-derived.
+        let now = agents::component(&agent.spec, &ChatArgs::defaults())?;
+        if now.hash != agent.hash {
+            bail!("agent {} has a different configuration now than in run.toml (e.g. its replay file changed)", agent.spec);
+        }
+    }
+    let conditions = config.conditions.iter().map(|c| Condition::parse(c)).collect::<Result<Vec<_>, _>>()?;
+    let shard = config.shard.map(|[index, count]| Shard { index, count });
+    Ok(Resolved { config: config.clone(), tasks, conditions, shard })
+}
+
+fn task_ref(package: &TaskPackage) -> anyhow::Result<TaskRef> {
+    let path = fs_err::canonicalize(package.root())?;
+    Ok(TaskRef { name: package.name().to_string(), hash: package.hash().to_string(), path: path.display().to_string() })
+}
+
+fn split_list(text: &str) -> Vec<String> {
+    text.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect()
+}
+
+fn clean_list(items: &[String]) -> Vec<String> {
+    items.iter().map(|s| s.trim()).filter(|s| !s.is_empty()).map(str::to_string).collect()
+}
+
+/// Keeps the first occurrence of each item, in order.
+fn dedup(items: Vec<String>) -> Vec<String> {
+    let mut seen = std::collections::BTreeSet::new();
+    items.into_iter().filter(|i| seen.insert(i.clone())).collect()
+}
+
+/// The bundled example suite: `examples/tasks` under the current directory, else next to the
+/// source tree this binary was built from; while that suite has no packages yet, the task
+/// crate's test fixtures.
+fn default_suite() -> anyhow::Result<PathBuf> {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let candidates = [
+        PathBuf::from("examples/tasks"),
+        repo.join("examples/tasks"),
+        repo.join("crates/specgap-task/tests/fixtures"),
+    ];
+    for candidate in &candidates {
+        if specgap_task::discover_dirs(&[candidate]).is_ok() {
+            return Ok(candidate.clone());
+        }
+    }
+    bail!("no suite given and the bundled example suite (examples/tasks) was not found; pass a suite directory")
+}
+
+/// `runs/<UTC timestamp>`, with `-2`, `-3`, … when that directory exists.
+fn default_out_dir() -> anyhow::Result<PathBuf> {
+    let stamp = utc_timestamp(SystemTime::now());
+    let base = PathBuf::from("runs").join(&stamp);
+    let mut candidate = base.clone();
+    let mut n = 2;
+    while candidate.exists() {
+        candidate = PathBuf::from("runs").join(format!("{stamp}-{n}"));
+        n += 1;
+    }
+    Ok(candidate)
+}
+
+/// `YYYYMMDD-HHMMSS` in UTC.
+fn utc_timestamp(time: SystemTime) -> String {
+    let secs = time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(i64::try_from(days).unwrap_or(0));
+    format!("{y:04}{m:02}{d:02}-{:02}{:02}{:02}", rest / 3600, rest % 3600 / 60, rest % 60)
+}
+
+/// Proleptic Gregorian date of a day count since 1970-01-01 (H. Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// Points `runs/latest` at the new run (best effort: a failure only warns).
+fn link_latest_run(out: &Path) {
+    let Some(name) = out.file_name() else { return };
+    let link = out.with_file_name("latest");
+    let _ = fs_err::remove_file(&link);
+    if let Err(e) = std::os::unix::fs::symlink(name, &link) {
+        tracing::warn!("cannot link {} to {}: {e}", link.display(), out.display());
+    }
+}
+
+/// Quotes a word for a POSIX shell when needed.
+fn shell_word(text: &str) -> String {
+    if !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+:=@".contains(c)) {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
+struct Outcome {
+    interrupted: bool,
+    summary_line: String,
+}
+
+/// The plan of a resolved run.
+fn plan(resolved: &Resolved) -> anyhow::Result<runner::Plan> {
+    let config = &resolved.config;
+    let user = config.users.first().context("the run configuration names no user")?;
+    let input = PlanInput {
+        tasks: &resolved.tasks,
+        agents: &config.agents,
+        user,
+        conditions: &resolved.conditions,
+        starts: &config.starts,
+        repeats: config.repeats,
+        seed: config.seed,
+        shard: resolved.shard,
+    };
+    Ok(runner::plan(&input, &agents::Applicability)?)
+}
+
+fn run_plan(store: &Store, resolved: &Resolved, plan: &runner::Plan, jobs: usize, resuming: bool) -> anyhow::Result<Outcome> {
+    let config = &resolved.config;
+    let user = config.users.first().context("the run configuration names no user")?;
+    let stop = Arc::new(AtomicBool::new(false));
+    install_interrupt_handler(&stop)?;
+    let todo = plan
+        .episodes
+        .iter()
+        .filter(|e| {
+            store.episode_status(&e.id).ok().flatten().is_none_or(|s| s.needs_rerun() || (resuming && s == Status::EvalError))
+        })
+        .count();
+    let progress = Progress::new(todo as u64);
+    if plan.episodes.len() > todo {
+        progress.note(&format!("{} of {} episodes are already done in this store", plan.episodes.len() - todo, plan.episodes.len()));
+    }
+    let options = RunOptions {
+        jobs,
+        retries: config.retries,
+        sandbox: config.sandbox,
+        budget_flags: BudgetFlags {
+            turns: config.budget.turns,
+            tool_calls: config.budget.tool_calls,
+            wall_sec: config.budget.wall_sec,
+            ..BudgetFlags::default()
+        },
+        seed: config.seed,
+        stop: Arc::clone(&stop),
+        work_root: None,
+        rerun_eval_errors: resuming,
+    };
+    let inputs = RunInputs { tasks: &resolved.tasks, agents: &config.agents, user };
+    let summary = runner::execute(plan, inputs, store, &specgap_agents::Agents, &specgap_agents::chat::user::Users, &progress, &options);
+    progress.finish();
+    let summary = summary?;
+    let interrupted = stop.load(Ordering::SeqCst) && (summary.interrupted > 0 || summary.not_started > 0);
+    let summary_line = format!(
+        "{} episodes: {} finished, {} evaluation errors, {} infrastructure errors, {} interrupted, {} already done; {} not applicable",
+        summary.planned,
+        summary.finished,
+        summary.eval_errors,
+        summary.infra_errors,
+        summary.interrupted + summary.not_started,
+        summary.already_done,
+        summary.not_applicable
+    );
+    Ok(Outcome { interrupted, summary_line })
+}
+
+/// Ctrl-C (and SIGTERM / SIGHUP): the first one asks the runner to stop starting episodes
+/// and end running ones as interrupted; a second one exits at once.
+fn install_interrupt_handler(stop: &Arc<AtomicBool>) -> anyhow::Result<()> {
+    let stop = Arc::clone(stop);
+    let presses = AtomicUsize::new(0);
+    let result = ctrlc::set_handler(move || {
+        if presses.fetch_add(1, Ordering::SeqCst) == 0 {
+            stop.store(true, Ordering::SeqCst);
+            with_bar(|bar| bar.println("stopping: no new episodes start; running ones end as interrupted (Ctrl-C again to quit now)"));
+            if active_bar().is_none() {
+                eprintln!("stopping: no new episodes start; running ones end as interrupted (Ctrl-C again to quit now)");
+            }
+        } else {
+            std::process::exit(i32::from(EXIT_INTERRUPTED));
+        }
+    });
+    match result {
+        Ok(()) | Err(ctrlc::Error::MultipleHandlers) => Ok(()),
+        Err(e) => Err(e).context("cannot install the Ctrl-C handler"),
+    }
+}
+
+/// The progress bar of the running `specgap run`, if any; log lines go through it.
+static ACTIVE_BAR: Mutex<Option<ProgressBar>> = Mutex::new(None);
+
+fn active_bar() -> Option<ProgressBar> {
+    ACTIVE_BAR.lock().ok().and_then(|b| b.clone())
+}
+
+fn with_bar(f: impl FnOnce(&ProgressBar)) {
+    if let Some(bar) = active_bar() {
+        f(&bar);
+    }
+}
+
+/// A `tracing` writer that prints above the progress bar while one is shown, so log lines
+/// never garble it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LogWriter;
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogWriter {
+    type Writer = LogLine;
+    fn make_writer(&'a self) -> Self::Writer {
+        LogLine(Vec::new())
+    }
+}
+
+/// One log record, printed when dropped.
+#[derive(Debug)]
+pub struct LogLine(Vec<u8>);
+
+impl std::io::Write for LogLine {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for LogLine {
+    fn drop(&mut self) {
+        let text = String::from_utf8_lossy(&self.0);
+        let text = text.trim_end_matches('\n');
+        if text.is_empty() {
+            return;
+        }
+        match active_bar() {
+            Some(bar) if !bar.is_hidden() => bar.println(text),
+            _ => eprintln!("{text}"),
+        }
+    }
+}
+
+/// The progress display: done/total, errors, rate and ETA on stderr (hidden when stderr is
+/// not a terminal).
+struct Progress {
+    bar: ProgressBar,
+    errors: AtomicUsize,
+}
+
+impl Progress {
+    fn new(total: u64) -> Self {
+        let target = if std::io::stderr().is_terminal() { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() };
+        let bar = ProgressBar::with_draw_target(Some(total), target);
+        let style = ProgressStyle::with_template("{bar:30} {pos}/{len} episodes · {msg} · {per_sec} · ETA {eta}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar());
+        bar.set_style(style);
+        bar.set_message("0 errors");
+        bar.enable_steady_tick(Duration::from_millis(250));
+        if let Ok(mut slot) = ACTIVE_BAR.lock() {
+            *slot = Some(bar.clone());
+        }
+        Progress { bar, errors: AtomicUsize::new(0) }
+    }
+
+    fn note(&self, message: &str) {
+        if self.bar.is_hidden() {
+            eprintln!("{message}");
+        } else {
+            self.bar.println(message);
+        }
+    }
+
+    fn finish(&self) {
+        self.bar.finish_and_clear();
+        if let Ok(mut slot) = ACTIVE_BAR.lock() {
+            *slot = None;
+        }
+    }
+}
+
+impl RunObserver for Progress {
+    fn attempt_started(&self, episode: &PlannedEpisode, attempt: u32) {
+        tracing::info!(episode = %episode.id, task = %episode.key.task, agent = %episode.key.agent, condition = %episode.key.condition, attempt, "episode starts");
+    }
+
+    fn episode_ended(&self, report: &EpisodeReport) {
+        if matches!(report.status, Status::InfraError | Status::EvalError) {
+            let n = self.errors.fetch_add(1, Ordering::SeqCst) + 1;
+            self.bar.set_message(format!("{n} errors"));
+            self.note(&format!(
+                "episode {} ({} · {} · {}) ended with {} after {} attempt(s): {}",
+                report.id,
+                report.task,
+                report.agent,
+                report.condition,
+                report.status.as_str(),
+                report.attempts,
+                report.errors.last().map_or("", String::as_str)
+            ));
+        }
+        if report.status != Status::Interrupted {
+            self.bar.inc(1);
+        }
+    }
+
+    fn note(&self, message: &str) {
+        Progress::note(self, message);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_are_utc_civil_dates() {
+        assert_eq!(utc_timestamp(UNIX_EPOCH), "19700101-000000");
+        // 2026-11-30 03:53:01 UTC.
+        let t = UNIX_EPOCH + Duration::from_secs(1_796_010_781);
+        assert_eq!(utc_timestamp(t), "20261130-035301");
+        assert_eq!(civil_from_days(-1), (1969, 12, 31));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
+
+    #[test]
+    fn shell_words_are_quoted_when_needed() {
+        assert_eq!(shell_word("runs/2026-x"), "runs/2026-x");
+        assert_eq!(shell_word("my run"), "'my run'");
+        assert_eq!(shell_word("it's"), r"'it'\''s'");
+    }
 }

@@ -1,12 +1,327 @@
-//! `specgap show` (under construction).
+//! `specgap show RUN [EPISODE]`: a run's episodes as a table, or one episode's transcript.
+//!
+//! The transcript is read from the episode's trajectory: what the agent was told (system
+//! prompt, opening message, tools), each turn's calls and their results, each owner /
+//! customer message, and each submission. The private evaluation of a submission is printed
+//! apart, in a block labelled as private: the agent never saw it. Long texts are cut (head
+//! kept, the cut stated) unless `--full` is given.
 
+use std::fmt::Write as _;
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+use anyhow::{Context as _, bail};
+use specgap_protocol::event::{Event, EventKind, UserMessageKind};
+use specgap_store::{EpisodeDetail, EpisodeRow, Store};
 
 /// Arguments of `specgap show`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// The run directory.
+    pub run: PathBuf,
+    /// An episode id, or a unique prefix of one; without it, the run's episodes are listed.
+    pub episode: Option<String>,
+    /// Print texts in full instead of cutting long ones.
+    #[arg(long)]
+    pub full: bool,
+}
 
 /// Runs `specgap show`.
-pub fn exec(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`specgap show` is not implemented yet")
+pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
+    let store = Store::open(&args.run).with_context(|| format!("cannot open run {}", args.run.display()))?;
+    let text = match &args.episode {
+        None => episode_table(&store.episodes()?),
+        Some(prefix) => {
+            let id = resolve_id(&store, prefix)?;
+            let limits = if args.full { Limits::NONE } else { Limits::DEFAULT };
+            transcript(&store, &id, limits)?
+        }
+    };
+    print!("{text}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The one episode id starting with `prefix`.
+fn resolve_id(store: &Store, prefix: &str) -> anyhow::Result<String> {
+    let matches: Vec<String> = store.episodes()?.into_iter().map(|e| e.id).filter(|id| id.starts_with(prefix)).collect();
+    match matches.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => bail!("no episode id starts with `{prefix}` in {}; `specgap show {}` lists them", store.dir().display(), store.dir().display()),
+        many => bail!("`{prefix}` is ambiguous: it starts {} episode ids ({}); give more digits", many.len(), many.join(", ")),
+    }
+}
+
+/// Renders the run's episodes as an aligned text table.
+pub fn episode_table(episodes: &[EpisodeRow]) -> String {
+    let header = ["id", "task", "agent", "condition", "start", "repeat", "status", "end reason", "subs", "final score"];
+    let rows: Vec<Vec<String>> = episodes
+        .iter()
+        .map(|e| {
+            vec![
+                e.id.clone(),
+                e.task.clone(),
+                e.agent.clone(),
+                e.condition.clone(),
+                e.start.clone(),
+                e.repeat.to_string(),
+                e.status.as_str().to_string(),
+                e.end_reason.map_or("—", |r| r.as_str()).to_string(),
+                e.submissions.to_string(),
+                final_score(e),
+            ]
+        })
+        .collect();
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let line = |cells: &[String], out: &mut String| {
+        let padded: Vec<String> = cells.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        out.push_str(padded.join("  ").trim_end());
+        out.push('\n');
+    };
+    line(&header.iter().map(|h| h.to_string()).collect::<Vec<_>>(), &mut out);
+    for row in &rows {
+        line(row, &mut out);
+    }
+    let _ = writeln!(out, "{} episode(s)", episodes.len());
+    out
+}
+
+fn final_score(e: &EpisodeRow) -> String {
+    match (e.final_score, e.final_success) {
+        (Some(score), Some(true)) => format!("{score:.3} success"),
+        (Some(score), _) => format!("{score:.3}"),
+        _ => "—".to_string(),
+    }
+}
+
+/// How much of long texts the transcript keeps.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    /// Lines kept of a long text (head).
+    lines: usize,
+    /// Characters kept of a long text.
+    chars: usize,
+}
+
+impl Limits {
+    const DEFAULT: Limits = Limits { lines: 40, chars: 4000 };
+    const NONE: Limits = Limits { lines: usize::MAX, chars: usize::MAX };
+
+    /// `text` cut to the limits (head kept), with a note saying what was cut.
+    fn cut(&self, text: &str) -> String {
+        let lines: Vec<&str> = text.lines().collect();
+        let mut kept = lines.iter().take(self.lines).copied().collect::<Vec<_>>().join("\n");
+        let mut was_cut = lines.len() > self.lines;
+        if kept.chars().count() > self.chars {
+            kept = kept.chars().take(self.chars).collect();
+            was_cut = true;
+        }
+        if was_cut {
+            let _ = write!(
+                kept,
+                "\n… [cut: {} of {} characters shown; `--full` shows everything]",
+                kept.chars().count(),
+                text.chars().count()
+            );
+        }
+        kept
+    }
+}
+
+/// Indents every line of `text` by `prefix`.
+fn indent(text: &str, prefix: &str) -> String {
+    if text.is_empty() {
+        return format!("{prefix}(empty)\n");
+    }
+    text.lines().map(|l| format!("{prefix}{l}\n")).collect()
+}
+
+/// A readable transcript of episode `id`.
+fn transcript(store: &Store, id: &str, limits: Limits) -> anyhow::Result<String> {
+    let detail = store.episode_detail(id)?.with_context(|| format!("episode {id} is not in the store"))?;
+    let trajectory = specgap_store::read_trajectory(store.dir(), id)?;
+    let mut out = header(&detail);
+    let speaker = if specgap_engine::condition::Condition::parse(&detail.episode.condition).is_ok_and(|c| c.is_delivery()) {
+        "customer"
+    } else {
+        "owner"
+    };
+    for event in &trajectory.events {
+        render_event(&mut out, event, &detail, speaker, limits);
+    }
+    if let Some(tail) = &trajectory.truncated {
+        let _ = writeln!(
+            out,
+            "\n[trajectory ends in a damaged frame at byte {} ({} bytes): the run was killed while writing]",
+            tail.offset, tail.bytes
+        );
+    }
+    if !detail.errors.is_empty() {
+        out.push_str("\n== Errors (all attempts) ==\n");
+        for e in &detail.errors {
+            let deterministic = if e.error.deterministic { ", deterministic" } else { "" };
+            let _ = writeln!(out, "attempt {} #{}: {}{}: {}", e.attempt, e.idx, e.error.class.as_str(), deterministic, e.error.message);
+            if !e.error.stderr_tail.is_empty() {
+                out.push_str(&indent(&limits.cut(&e.error.stderr_tail), "    stderr | "));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn header(detail: &EpisodeDetail) -> String {
+    let e = &detail.episode;
+    let mut out = format!(
+        "Episode {}\n  task {} · agent {} · condition {} · start {} · repeat {}\n  status {} · end reason {} · attempts {} · submissions {} · final score {} · {} turns, {} tool calls\n",
+        e.id,
+        e.task,
+        e.agent,
+        e.condition,
+        e.start,
+        e.repeat,
+        e.status.as_str(),
+        e.end_reason.map_or("—", |r| r.as_str()),
+        e.attempts,
+        e.submissions,
+        final_score(e),
+        e.turns,
+        e.tool_calls,
+    );
+    if let Some(error) = &e.error {
+        let _ = writeln!(out, "  error: {error}");
+    }
+    out
+}
+
+fn render_event(out: &mut String, event: &Event, detail: &EpisodeDetail, speaker: &str, limits: Limits) {
+    match &event.kind {
+        EventKind::EpisodeStart { system_prompt, opening_message, tools, .. } => {
+            out.push_str("\n== What the agent was told ==\n-- system prompt --\n");
+            out.push_str(&indent(&limits.cut(system_prompt), "  "));
+            out.push_str("-- opening message --\n");
+            out.push_str(&indent(&limits.cut(opening_message), "  "));
+            out.push_str("-- tools --\n");
+            for tool in tools {
+                let args = tool.parameters.get("properties").and_then(|p| p.as_object()).map_or_else(String::new, |p| {
+                    p.keys().cloned().collect::<Vec<_>>().join(", ")
+                });
+                let first_line = tool.description.lines().next().unwrap_or_default();
+                let _ = writeln!(out, "  {}({args}): {first_line}", tool.name);
+            }
+            out.push_str("\n== Transcript ==\n");
+        }
+        EventKind::AgentTurn { turn, text, tool_calls, .. } => {
+            let _ = writeln!(out, "\n[turn {turn}] agent");
+            if let Some(text) = text.as_deref().filter(|t| !t.trim().is_empty()) {
+                out.push_str(&indent(&limits.cut(text), "  says | "));
+            }
+            if tool_calls.is_empty() {
+                out.push_str("  (no tool call)\n");
+            }
+            for call in tool_calls {
+                let _ = writeln!(out, "  → {} {}", call.id, call.tool);
+                out.push_str(&render_arguments(&call.arguments, limits));
+            }
+        }
+        EventKind::ToolResult { call_id, tool, output, is_error } => {
+            let tag = if *is_error { " (error)" } else { "" };
+            let _ = writeln!(out, "  ← {call_id} {tool}{tag}");
+            out.push_str(&indent(&limits.cut(output), "    | "));
+        }
+        EventKind::UserMessage { kind, text, .. } => {
+            let who = match kind {
+                UserMessageKind::Answer => format!("{speaker} answers"),
+                UserMessageKind::Feedback => format!("{speaker} reports back"),
+                UserMessageKind::Reminder => "harness reminder".to_string(),
+                UserMessageKind::Continuation => format!("{speaker} continues"),
+            };
+            let _ = writeln!(out, "\n[{who}]");
+            out.push_str(&indent(&limits.cut(text), "  | "));
+        }
+        EventKind::Overlay { name } => {
+            let _ = writeln!(out, "  [harness action apply_overlay: solution `{name}` copied over the workspace]");
+        }
+        EventKind::Submission { k, summary, automatic } => {
+            let how = if *automatic { "automatic final submission" } else { "submitted by the agent" };
+            let _ = writeln!(out, "\n[submission {k}: {how}]");
+            if let Some(summary) = summary.as_deref().filter(|s| !s.trim().is_empty()) {
+                out.push_str(&indent(&limits.cut(summary), "  summary | "));
+            }
+        }
+        EventKind::Evaluation { k, score, success, failing_requirement } => {
+            out.push_str(&private_block(*k, *score, *success, failing_requirement.as_deref(), detail));
+        }
+        EventKind::Budget { which, used, limit } => {
+            let _ = writeln!(out, "\n[budget exhausted: {which} {used} of {limit}]");
+        }
+        EventKind::Error { class, message, stderr_tail } => {
+            let _ = writeln!(out, "\n[{class} error] {message}");
+            if !stderr_tail.is_empty() {
+                out.push_str(&indent(&limits.cut(stderr_tail), "  stderr | "));
+            }
+        }
+        EventKind::End { reason, detail: words } => {
+            let extra = if words.is_empty() { String::new() } else { format!(": {words}") };
+            let _ = writeln!(out, "\n[episode ended: {reason}{extra}]");
+        }
+    }
+}
+
+/// Tool-call arguments, one per line; string values cut like any other text.
+fn render_arguments(arguments: &serde_json::Value, limits: Limits) -> String {
+    let Some(map) = arguments.as_object() else {
+        return indent(&limits.cut(&arguments.to_string()), "      ");
+    };
+    let mut out = String::new();
+    for (key, value) in map {
+        match value.as_str() {
+            Some(text) if text.contains('\n') => {
+                let _ = writeln!(out, "      {key}:");
+                out.push_str(&indent(&limits.cut(text), "        | "));
+            }
+            Some(text) => {
+                let _ = writeln!(out, "      {key}: {}", limits.cut(text));
+            }
+            None => {
+                let _ = writeln!(out, "      {key}: {value}");
+            }
+        }
+    }
+    out
+}
+
+/// The private evaluation of submission `k`, fenced and labelled so no reader mistakes it for
+/// something the agent saw.
+fn private_block(k: u32, score: f64, success: bool, failing: Option<&str>, detail: &EpisodeDetail) -> String {
+    let mut out = format!("  ┌─ PRIVATE evaluation of submission {k} (never shown to the agent or the {})\n", "user model");
+    let verdict = if success { "success" } else { "not a success" };
+    let _ = writeln!(out, "  │ score {score:.3} · {verdict}");
+    if let Some(requirement) = failing {
+        let _ = writeln!(out, "  │ highest-priority failing requirement: {requirement}");
+    }
+    for r in detail.requirement_outcomes.iter().filter(|r| r.k == k) {
+        let verdict = if r.pass { "pass" } else { "FAIL" };
+        let mode = r.failure_mode.as_deref().map(|m| format!(" ({m})")).unwrap_or_default();
+        let _ = writeln!(out, "  │   {verdict:<4} {}{mode}", r.requirement);
+    }
+    let tests: Vec<_> = detail.tests.iter().filter(|t| t.k == k).collect();
+    if !tests.is_empty() {
+        let failing: Vec<&str> = tests
+            .iter()
+            .filter(|t| matches!(t.outcome, specgap_protocol::result::TestOutcome::Fail | specgap_protocol::result::TestOutcome::Error))
+            .map(|t| t.test.as_str())
+            .collect();
+        let _ = writeln!(out, "  │   tests: {} reported, failing: {}", tests.len(), if failing.is_empty() { "none".to_string() } else { failing.join(", ") });
+    }
+    for d in detail.deliveries.iter().filter(|d| d.k == k) {
+        let objective = d.objective.map_or("—".to_string(), |o| o.to_string());
+        let _ = writeln!(out, "  │   delivery: valid {} · objective {objective} · {} violation(s)", d.valid, d.violations.len());
+    }
+    out.push_str("  └─\n");
+    out
 }

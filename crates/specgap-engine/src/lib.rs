@@ -1,1 +1,41 @@
-//! specgap-engine (under construction).
+//! # specgap-engine
+//!
+//! The episode state machine (DESIGN §3): it materializes a workspace, opens the session with
+//! the condition's system prompt and opening message, lets the agent call tools, evaluates
+//! each submission privately, feeds back only what a person would observe, and ends the
+//! episode by the rules of DESIGN §3.5.
+//!
+//! | module | what it holds |
+//! | --- | --- |
+//! | [`episode`] | [`run_episode`]: one attempt of one episode, its loop and end rules (DESIGN §3) |
+//! | [`condition`] | presets, overrides, canonical condition strings, starts, applicability, budgets, the `oracle:R` subset (DESIGN §4) |
+//! | [`prompts`] | system prompts (`src/prompts/*.md`, [`PROMPT_VERSION`]) and the opening message |
+//! | [`tools`] | tool specs per profile, argument parsing, output caps, the file tools |
+//! | [`confine`] | workspace path confinement |
+//! | [`session`] | the [`Agent`] and [`User`] traits the episode talks to |
+//! | [`feedback`] | observation choice and escalation after a failed submission |
+//! | [`relay`] | the deterministic `relay` user |
+//!
+//! The run orchestration that plans episodes, retries failed attempts and fills the store
+//! lives in `runner`.
+#![deny(missing_docs)]
+
+pub mod condition;
+pub mod confine;
+pub mod episode;
+pub mod feedback;
+pub mod prompts;
+pub mod relay;
+pub mod runner;
+mod sandbox_ops;
+pub mod session;
+pub mod tools;
+
+pub use condition::{
+    Ask, BudgetFlags, Budgets, Condition, ConditionError, NotApplicable, OpeningKind, Overrides, Preset, Profile,
+    PromptKind, Start, applicability, expand_starts,
+};
+pub use episode::{EpisodeContext, EpisodeError, EpisodeOutcome, StartResults, SubmissionOutcome, run_episode};
+pub use prompts::PROMPT_VERSION;
+pub use relay::RelayUser;
+pub use session::{Agent, AgentError, AgentReply, FeedbackContext, Incoming, Opening, Question, Reply, User, UserError};

@@ -30,6 +30,15 @@ pub struct RunConfig {
     pub conditions: Vec<String>,
     /// Starts: `clean`, `residual:<id>` or `residual:all`.
     pub starts: Vec<String>,
+    /// Budget flags of the run (`--turns`, `--tool-calls`, `--wall-sec`); an absent key
+    /// defers to each task's `[budget]`, then the defaults (DESIGN §4 precedence). Omitted
+    /// from `run.toml` when no flag was given.
+    #[serde(default, skip_serializing_if = "is_default_budget")]
+    pub budget: crate::package::Budget,
+}
+
+fn is_default_budget(budget: &crate::package::Budget) -> bool {
+    *budget == crate::package::Budget::default()
 }
 
 /// A task in a run.

@@ -1,1 +1,62 @@
-//! specgap-report (under construction).
+//! # specgap-report
+//!
+//! The measures of the three source papers, computed from run stores, and the reports that
+//! present them.
+//!
+//! ## Where things are
+//!
+//! | module | what | source |
+//! | --- | --- | --- |
+//! | [`run`] | [`RunData`]: a store's rows, the task packages' context, offline judgements | DESIGN §6 |
+//! | [`episode`] | [`Episode`]: one episode joined across tables; grouping dimensions | — |
+//! | [`first`] | Score@k / Success@k of one episode (carried forward) and the first summary | seed 000 §4.1 |
+//! | [`outcome`] | Score@k and Success@k per group, outcome cost, In round / Ahead | seed 000 §4.1, §5.2–5.3, Table 4, 7 |
+//! | [`residual`] | Res, Clean, Residual Gap, CondFail, predecessor groups, acceptance bias | seed 001 App. C.2, D |
+//! | [`delivery`] | Quality, DSR, pass@k, pass^k, Recall, Precision, Ask-F1, KQC1, ATC, Redund., zero-score signatures, oracle curves | seed 002 §4.2, App. A.3, A.6, A.7 |
+//! | [`judge`] | the offline clarification-coverage judge (shared matching rule) | seed 002 §4.1, A.3 |
+//! | [`diff`], [`opened`] | workspace diffs (Kept, Left-out files) and "opened" files from trajectories | seed 001 App. D.2 |
+//! | [`report`], [`render`], [`svg`] | the report: Markdown, self-contained HTML with SVG charts, versioned JSON | docs/report-schema.md |
+//! | [`compare`] | two runs paired by task: bootstrap interval, Wilcoxon, Holm | seed 002 §5.1, A.6 |
+//!
+//! ## How the pieces fit
+//!
+//! ```no_run
+//! use specgap_report::{RunData, ReportOptions, build_report, render::render_markdown};
+//! let run = RunData::load(std::path::Path::new("runs/latest"))?;
+//! let report = build_report(&[run], &ReportOptions::default())?;
+//! print!("{}", render_markdown(&report, "runs/latest"));
+//! # Ok::<(), specgap_report::ReportError>(())
+//! ```
+//!
+//! [`RunData::load`] reads every row of a store once; the measures are pure functions of
+//! [`Episode`]s, except the seed 001 acceptance-bias measures, which read final diffs and
+//! trajectories of normally submitted residual episodes from the run directory. Statistics
+//! (bootstrap, Wilcoxon, Holm, Spearman, pass@k, mean ± sd) come from `specgap-stats`.
+//!
+//! A measure that does not apply — no delivery task, no question to judge, no residual start,
+//! a package that cannot be read — is absent (`None`, left out of JSON, `—` in tables), never
+//! 0. Only scored episodes (finished, with a scored end reason) enter measures; errors and
+//! interruptions are counted apart.
+#![deny(missing_docs)]
+
+pub mod compare;
+pub mod context;
+pub mod delivery;
+pub mod diff;
+pub mod episode;
+mod error;
+pub mod first;
+pub mod judge;
+pub mod opened;
+pub mod outcome;
+pub mod render;
+pub mod report;
+pub mod residual;
+pub mod run;
+pub mod svg;
+
+pub use compare::{CompareOptions, Comparison, Selection, compare};
+pub use episode::{Dim, Episode};
+pub use error::ReportError;
+pub use report::{Report, ReportOptions, build_report};
+pub use run::RunData;

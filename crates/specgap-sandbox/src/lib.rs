@@ -1,1 +1,58 @@
-//! specgap-sandbox (under construction).
+//! # specgap-sandbox
+//!
+//! Everything specgap does to files and processes on behalf of an episode (DESIGN §3.1–3.2)
+//! and of an evaluator (DESIGN §2 "Evaluator protocol"):
+//!
+//! | step | API |
+//! | --- | --- |
+//! | cache a package's clean workspace as a git base with a fixed commit id | [`BaseCache::base`] → [`Base`] |
+//! | make an episode's workspace (clean, or a residual state's `state.patch` applied) | [`materialize`] |
+//! | apply a solution overlay (`solutions/gold/`, mutants, …) with its `delete.txt` | [`apply_overlay`] |
+//! | the submission as a binary-safe patch against the base | [`diff`], [`diff_bytes`] |
+//! | a copy of the work tree for evaluation | [`freeze`] |
+//! | run a command under bubblewrap with limits | [`run`] with a [`CommandSpec`], a [`HostView`] and a [`SandboxConfig`] |
+//! | run a package's evaluator and validate its `result.json` | [`run_evaluator`] → [`Evaluation`] or [`EvalError`] |
+//!
+//! ```no_run
+//! use std::path::Path;
+//! use specgap_sandbox::{BaseCache, CommandSpec, HostView, SandboxConfig, diff, materialize, run};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let cache = BaseCache::new("/tmp/run/bases")?;
+//! let base = cache.base("3f2a9c", Path::new("examples/tasks/x/workspace"))?;
+//! let ws = Path::new("/tmp/run/ws/episode-1");
+//! materialize(&base, ws, None)?;
+//! let host = HostView::system()?;
+//! let out = run(&CommandSpec::shell("echo hi > note.txt", ws), &host, &SandboxConfig::default())?;
+//! assert!(out.success());
+//! let patch = diff(&base, ws)?; // adds note.txt
+//! # let _ = patch; Ok(()) }
+//! ```
+//!
+//! ## Trust
+//! The agent under test and the submitted code are untrusted. The harness never runs git (or
+//! anything) against an agent's `.git`; every diff comes from the cache's copy of the base
+//! with hooks, fsmonitor, external diff, textconv and work-tree attributes disabled. Every
+//! command runs as uid 1000 without capabilities in new user, PID, network, IPC, UTS and
+//! cgroup namespaces, sees only the system directories, the task's `[environment]` and its
+//! own mounts, and is killed whole at its timeout. See [`runner`] for the full sandbox view and
+//! [`evaluator`] for the evaluator's and the candidate's.
+#![deny(missing_docs)]
+
+mod capture;
+mod cgroup;
+pub mod error;
+pub mod evaluator;
+mod fsutil;
+mod git;
+pub mod host;
+pub mod materialize;
+pub mod runner;
+mod seccomp;
+
+pub use capture::cut_marker;
+pub use error::{MaterializeError, SandboxError};
+pub use evaluator::{EvalError, Evaluation, EvaluatorRun, run_evaluator};
+pub use host::HostView;
+pub use materialize::{Base, BaseCache, apply_overlay, diff, diff_bytes, freeze, materialize};
+pub use runner::{CommandOutput, CommandSpec, Limits, Mount, Program, SandboxConfig, WORKSPACE_MOUNT, run};

@@ -1,1 +1,58 @@
-//! specgap-store (under construction).
+//! # specgap-store
+//!
+//! The run store of DESIGN §6: one directory per run.
+//!
+//! ```text
+//! DIR/run.toml                                   resolved configuration (RunConfig)
+//! DIR/results.sqlite                             episodes and everything measured about them
+//! DIR/episodes/<id>/trajectory.jsonl.zst         every event in order, one zstd frame per event
+//! DIR/episodes/<id>/start/result.json            evaluator on a residual starting state
+//! DIR/episodes/<id>/submissions/<k>/result.json  evaluator on submission k (k from 1)
+//! DIR/episodes/<id>/submissions/<k>/workspace.diff
+//! ```
+//!
+//! Writing (the engine): [`Store::create`] once per run, then per episode
+//! [`Store::begin_episode`] → [`EpisodeWriter`] (`event`, `write_start_result`,
+//! `write_submission`, `record_question`, `record_usage`, `record_error`, …) →
+//! [`EpisodeWriter::finish`]. A `Store` is cheap to clone and shared by worker threads; they
+//! serialize on one SQLite connection (WAL mode, busy timeout for other processes).
+//!
+//! Resuming: [`Store::open`], then [`Store::unfinished_or_failed`] lists what `--resume` runs
+//! again ([`Status::needs_rerun`]); `begin_episode` clears an earlier attempt itself.
+//!
+//! Reading (reports, `show`): [`Store::rows`], the per-table readers, [`Store::episode_detail`]
+//! and [`read_trajectory`], which tolerates (and reports) a cut last frame left by a crash.
+//!
+//! Sharding: [`merge`] joins shards of one run into one store. [`Store::dump_tables`] renders
+//! every table as sorted text for determinism checks.
+//!
+//! Every column is documented, with units, in `docs/store-schema.md`; the schema version is
+//! [`SCHEMA_VERSION`] (`PRAGMA user_version`), with the migration rule in [`schema`].
+#![deny(missing_docs)]
+
+mod config;
+mod error;
+mod files;
+mod merge;
+mod rows;
+pub mod schema;
+mod store;
+mod trajectory;
+mod writer;
+
+pub use config::RUN_TOML;
+pub use error::StoreError;
+pub use merge::{MergeSummary, merge};
+pub use rows::{
+    DeliveryRow, EpisodeDetail, EpisodeMeta, EpisodeRow, EpisodeSummary, ErrorClass, ErrorRecord,
+    ErrorRow, Judgement, JudgementRow, NotApplicableRow, Question, QuestionRow,
+    RequirementOutcomeRow, Role, RunRows, StartResultRow, Status, SubmissionRecord, SubmissionRow,
+    TestRow, UsageRow,
+};
+pub use schema::{SCHEMA_VERSION, is_volatile_column};
+pub use store::{EPISODES_DIR, RESULTS_DB, Store};
+pub use trajectory::{
+    TRAJECTORY_FILE, Trajectory, TruncatedTail, read_trajectory, read_trajectory_file,
+    trajectory_path,
+};
+pub use writer::EpisodeWriter;

@@ -1,1 +1,50 @@
-//! specgap-task (under construction).
+//! # specgap-task
+//!
+//! Loads, validates and checks format-1 task packages (DESIGN §2).
+//!
+//! * [`load`] reads one package directory into a [`TaskPackage`] and enforces every rule that
+//!   needs no evaluator run: the required files, unknown keys, unique requirement ids and
+//!   priorities, observations and mutants naming known requirements, safe `delete.txt`
+//!   entries and symlinks, entry kinds, residual `meta.toml`, the delivery reference. Every
+//!   failure is a [`LoadError`] naming the file (and the line and column for TOML).
+//! * [`discover`] finds and loads every package below a set of paths, sorted by task name.
+//! * Each [`TaskPackage`] carries a content hash ([`TaskPackage::hash`]) that keys episodes
+//!   in the run store, and the [`TaskPackage::scoring_context`] that
+//!   `specgap_protocol::result` needs to validate and score an evaluator's `result.json`.
+//! * [`check`] runs the checks of `specgap check` (seed 000 Appendix E.2 for requirement-scored
+//!   tasks, seed 001 residual states, seed 002 delivery cases) and renders their table; [`eval`]
+//!   evaluates any directory as a submission (`specgap eval`).
+//! * Both judge submissions through the [`Judge`] trait; [`SandboxJudge`] materializes the
+//!   starter, an overlay or a residual state with `specgap-sandbox` and runs the real evaluator
+//!   under bubblewrap. [`leak`] is the leak scan; [`matching`] the shared question-matching rule.
+//!
+//! ```no_run
+//! let package = specgap_task::load("examples/tasks/payment-retry")?;
+//! for requirement in package.requirements() {
+//!     println!("{} (priority {})", requirement.id, requirement.priority);
+//! }
+//! let judge = specgap_task::SandboxJudge::new(true)?;
+//! let report = specgap_task::check::check_package(&package, &judge);
+//! print!("{}", specgap_task::check::render_table(&report));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![deny(missing_docs)]
+
+pub mod check;
+mod discover;
+mod error;
+pub mod eval;
+mod judge;
+pub mod leak;
+mod load;
+pub mod matching;
+mod package;
+mod sandbox_judge;
+mod tree;
+
+pub use discover::{discover, discover_dirs};
+pub use error::{LoadError, Location};
+pub use judge::{EvaluateError, Judge, Judged, Outcome, Submission};
+pub use load::{is_requirement_id, load};
+pub use package::{Overlay, ResidualState, Solutions, TaskPackage};
+pub use sandbox_judge::{JudgeSetupError, SandboxJudge};

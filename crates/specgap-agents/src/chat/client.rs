@@ -1,0 +1,437 @@
+//! The HTTP side of the chat agent and the LLM user: one `POST {base_url}/chat/completions`
+//! per completion, streamed (SSE) or not, with retries.
+//!
+//! # Faults (issue "chat agent" item 2)
+//!
+//! * HTTP 408, 425, 429 and 5xx, connection errors, timeouts (`request_timeout_sec`), a body
+//!   that is not JSON, and a stream that ends before its last chunk are *retried* with
+//!   exponential backoff (`retry_base_ms · 2^(n−1)`, at most 60 s, times a jitter in
+//!   [0.5, 1) drawn from a seeded ChaCha8 generator); a `Retry-After: <seconds>` header
+//!   replaces the computed delay. Retries are not turns. After `max_retries` retries the
+//!   completion fails with [`ClientError::Exhausted`].
+//! * HTTP 400 / 413 / 422 whose body speaks of the context length is
+//!   [`ClientError::ContextOverflow`].
+//! * Any other HTTP error (401, 404, a 400 about something else) is
+//!   [`ClientError::Rejected`]: retrying the same request cannot help.
+//!
+//! The API key is read from the environment variable the configuration names when the
+//! client is made, sent only as `Authorization: Bearer …`, and never stored or logged.
+
+use std::io::{BufRead as _, BufReader};
+use std::time::{Duration, Instant};
+
+use rand::Rng as _;
+use rand::SeedableRng as _;
+use rand_chacha::ChaCha8Rng;
+use serde_json::{Map, Value, json};
+use specgap_protocol::event::{ToolCall, ToolSpec, Usage};
+
+use crate::chat::ChatConfig;
+use crate::chat::price::Price;
+use crate::chat::wire::{ChatResponse, WireMessage, WireUsage, arguments_value};
+
+/// Longest computed backoff delay.
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// Longest `Retry-After` honoured.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(600);
+
+/// One completed model call.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Completion {
+    /// The assistant text (may be empty).
+    pub text: String,
+    /// Native tool calls, in order; ids as the server gave them (possibly empty).
+    pub tool_calls: Vec<ToolCall>,
+    /// `finish_reason` as sent (`""` when absent).
+    pub finish_reason: String,
+    /// A refusal text, when the server marks one.
+    pub refusal: Option<String>,
+    /// Usage of this completion, retries included.
+    pub usage: Usage,
+}
+
+/// Why a completion failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The request does not fit the model's context window (server error or our estimate).
+    #[error("the conversation no longer fits the model's context window")]
+    ContextOverflow {
+        /// Usage spent finding out.
+        usage: Usage,
+    },
+    /// Retries are used up.
+    #[error("model service failed after {attempts} attempts; last fault: {last}")]
+    Exhausted {
+        /// Requests tried.
+        attempts: u32,
+        /// The last fault, lowercase.
+        last: String,
+        /// Usage spent.
+        usage: Usage,
+    },
+    /// The server refused the request in a way a retry cannot change.
+    #[error("model service rejected the request with http {status}: {body}")]
+    Rejected {
+        /// HTTP status.
+        status: u16,
+        /// Start of the body.
+        body: String,
+        /// Usage spent.
+        usage: Usage,
+    },
+    /// The HTTP client cannot be built.
+    #[error("cannot build the http client")]
+    Build(#[source] reqwest::Error),
+}
+
+impl ClientError {
+    /// Usage spent on the failed completion.
+    pub fn usage(&self) -> Usage {
+        match self {
+            ClientError::ContextOverflow { usage } | ClientError::Exhausted { usage, .. } | ClientError::Rejected { usage, .. } => {
+                usage.clone()
+            }
+            ClientError::Build(_) => Usage::default(),
+        }
+    }
+}
+
+/// One failed try.
+enum Fault {
+    Retry { message: String, retry_after: Option<Duration> },
+    ContextOverflow,
+    Rejected { status: u16, body: String },
+}
+
+/// A chat-completions client for one model.
+pub struct ChatClient {
+    http: reqwest::blocking::Client,
+    url: String,
+    api_key: Option<String>,
+    model: String,
+    model_args: Map<String, Value>,
+    stream: bool,
+    max_retries: u32,
+    retry_base: Duration,
+    price: Option<Price>,
+    rng: ChaCha8Rng,
+}
+
+impl std::fmt::Debug for ChatClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The key is never printed.
+        f.debug_struct("ChatClient").field("url", &self.url).field("model", &self.model).finish_non_exhaustive()
+    }
+}
+
+impl ChatClient {
+    /// A client for `config`, reading the API key from `config.api_key_env` now (absent or
+    /// empty: no `Authorization` header); `seed` seeds the backoff jitter.
+    ///
+    /// # Errors
+    /// [`ClientError::Build`] when the HTTP client cannot be built.
+    pub fn new(config: &ChatConfig, seed: u64) -> Result<Self, ClientError> {
+        let timeout = Duration::from_secs_f64(config.request_timeout_sec.max(0.001));
+        let http = reqwest::blocking::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(timeout.min(Duration::from_secs(30)))
+            .build()
+            .map_err(ClientError::Build)?;
+        let api_key = std::env::var(&config.api_key_env).ok().filter(|k| !k.trim().is_empty());
+        Ok(ChatClient {
+            http,
+            url: format!("{}/chat/completions", config.base_url.trim_end_matches('/')),
+            api_key,
+            model: config.model.clone(),
+            model_args: config.model_args.clone(),
+            stream: config.stream,
+            max_retries: config.max_retries,
+            retry_base: Duration::from_millis(config.retry_base_ms),
+            price: config.price,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+        })
+    }
+
+    /// The request body: model, messages, tools (when any), stream flags, then the model
+    /// arguments, which may override anything but the messages and tools.
+    pub fn request_body(&self, messages: &[WireMessage], tools: &[ToolSpec]) -> Value {
+        let mut body = Map::new();
+        body.insert("model".into(), json!(self.model));
+        body.insert("stream".into(), json!(self.stream));
+        if self.stream {
+            body.insert("stream_options".into(), json!({ "include_usage": true }));
+        }
+        for (key, value) in &self.model_args {
+            body.insert(key.clone(), value.clone());
+        }
+        body.insert("messages".into(), json!(messages));
+        if !tools.is_empty() {
+            let tools: Vec<Value> = tools
+                .iter()
+                .map(|t| json!({ "type": "function", "function": { "name": t.name, "description": t.description, "parameters": t.parameters } }))
+                .collect();
+            body.insert("tools".into(), Value::Array(tools));
+        }
+        Value::Object(body)
+    }
+
+    /// One completion, with retries (module guide).
+    ///
+    /// # Errors
+    /// [`ClientError`] as the module guide says.
+    pub fn complete(&mut self, messages: &[WireMessage], tools: &[ToolSpec]) -> Result<Completion, ClientError> {
+        let body = self.request_body(messages, tools);
+        let mut usage = Usage::default();
+        let mut attempt = 0u32;
+        loop {
+            let started = Instant::now();
+            let outcome = self.send_once(&body, &mut usage);
+            usage.latency_ms += u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            let fault = match outcome {
+                Ok(mut completion) => {
+                    if let Some(price) = &self.price {
+                        usage.cost_usd += price.cost(&completion.usage);
+                    }
+                    usage.add(&completion.usage);
+                    completion.usage = usage;
+                    return Ok(completion);
+                }
+                Err(fault) => fault,
+            };
+            match fault {
+                Fault::ContextOverflow => return Err(ClientError::ContextOverflow { usage }),
+                Fault::Rejected { status, body } => return Err(ClientError::Rejected { status, body, usage }),
+                Fault::Retry { message, retry_after } => {
+                    if attempt >= self.max_retries {
+                        return Err(ClientError::Exhausted { attempts: attempt + 1, last: message, usage });
+                    }
+                    attempt += 1;
+                    usage.retries += 1;
+                    let delay = retry_after.map_or_else(|| self.backoff(attempt), |d| d.min(MAX_RETRY_AFTER));
+                    tracing::warn!("model request failed ({message}); retry {attempt} of {} in {delay:?}", self.max_retries);
+                    std::thread::sleep(delay);
+                }
+            }
+        }
+    }
+
+    /// `retry_base · 2^(attempt−1)`, capped, times a seeded jitter in [0.5, 1).
+    fn backoff(&mut self, attempt: u32) -> Duration {
+        let exponential = self.retry_base.saturating_mul(1u32 << (attempt - 1).min(16)).min(MAX_BACKOFF);
+        exponential.mul_f64(self.rng.random_range(0.5..1.0))
+    }
+
+    fn send_once(&self, body: &Value, usage: &mut Usage) -> Result<Completion, Fault> {
+        let mut request = self.http.post(&self.url).json(body);
+        if let Some(key) = &self.api_key {
+            request = request.bearer_auth(key);
+        }
+        let response = request.send().map_err(|e| Fault::Retry { message: transport_message(&e), retry_after: None })?;
+        usage.requests += 1;
+        let status = response.status();
+        if !status.is_success() {
+            let retry_after = response
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .filter(|s| s.is_finite() && *s >= 0.0)
+                .map(Duration::from_secs_f64);
+            let text = response.text().unwrap_or_default();
+            return Err(classify_status(status.as_u16(), &text, retry_after));
+        }
+        if self.stream { read_stream(response) } else { read_body(response) }
+    }
+}
+
+fn transport_message(e: &reqwest::Error) -> String {
+    if e.is_timeout() {
+        "the request timed out".into()
+    } else if e.is_connect() {
+        "cannot connect to the model service".into()
+    } else {
+        format!("transport error: {e}")
+    }
+}
+
+/// Whether an error body speaks of the context window.
+fn mentions_context(body: &str) -> bool {
+    let lower = body.to_lowercase();
+    [
+        "context length",
+        "context_length",
+        "context window",
+        "maximum context",
+        "too many tokens",
+        "prompt is too long",
+        "maximum input length",
+        "reduce the length",
+        "input is too long",
+    ]
+    .iter()
+    .any(|needle| lower.contains(needle))
+}
+
+fn classify_status(status: u16, body: &str, retry_after: Option<Duration>) -> Fault {
+    let short: String = body.chars().take(300).collect();
+    match status {
+        400 | 413 | 422 if mentions_context(body) => Fault::ContextOverflow,
+        408 | 425 | 429 | 500..=599 => Fault::Retry { message: format!("http {status}: {short}"), retry_after },
+        _ => Fault::Rejected { status, body: short },
+    }
+}
+
+fn read_body(response: reqwest::blocking::Response) -> Result<Completion, Fault> {
+    let text = response.text().map_err(|e| Fault::Retry { message: transport_message(&e), retry_after: None })?;
+    let parsed: ChatResponse = serde_json::from_str(&text)
+        .map_err(|e| Fault::Retry { message: format!("the response body is not the expected json: {e}"), retry_after: None })?;
+    if parsed.choices.is_empty() {
+        return Err(body_error(parsed.error.as_ref()));
+    }
+    let mut acc = Accumulator::default();
+    acc.absorb(parsed, false);
+    Ok(acc.finish())
+}
+
+/// A fault for a body that carries an error object (or nothing) instead of choices.
+fn body_error(error: Option<&Value>) -> Fault {
+    let text = error.map(Value::to_string).unwrap_or_else(|| "a response without choices".into());
+    if mentions_context(&text) {
+        Fault::ContextOverflow
+    } else {
+        Fault::Retry { message: format!("the service answered with an error: {}", text.chars().take(300).collect::<String>()), retry_after: None }
+    }
+}
+
+fn read_stream(response: reqwest::blocking::Response) -> Result<Completion, Fault> {
+    let mut acc = Accumulator::default();
+    let mut done = false;
+    for line in BufReader::new(response).lines() {
+        let line = line.map_err(|e| Fault::Retry { message: format!("the stream broke: {e}"), retry_after: None })?;
+        let line = line.trim();
+        let Some(data) = line.strip_prefix("data:") else { continue };
+        let data = data.trim();
+        if data == "[DONE]" {
+            done = true;
+            break;
+        }
+        let chunk: ChatResponse = serde_json::from_str(data)
+            .map_err(|e| Fault::Retry { message: format!("a stream chunk is not the expected json: {e}"), retry_after: None })?;
+        if chunk.choices.is_empty() && chunk.usage.is_none() {
+            return Err(body_error(chunk.error.as_ref()));
+        }
+        acc.absorb(chunk, true);
+    }
+    if !done && acc.finish_reason.is_none() {
+        return Err(Fault::Retry { message: "the stream ended before the completion did".into(), retry_after: None });
+    }
+    Ok(acc.finish())
+}
+
+/// Collects a response or streamed chunks into a [`Completion`].
+#[derive(Default)]
+struct Accumulator {
+    text: String,
+    refusal: String,
+    finish_reason: Option<String>,
+    /// (id, name, arguments text or value) by index.
+    calls: Vec<(String, String, String, Option<Value>)>,
+    usage: Option<WireUsage>,
+}
+
+impl Accumulator {
+    fn absorb(&mut self, response: ChatResponse, streamed: bool) {
+        if response.usage.is_some() {
+            self.usage = response.usage;
+        }
+        let Some(choice) = response.choices.into_iter().next() else { return };
+        if let Some(reason) = choice.finish_reason {
+            self.finish_reason = Some(reason);
+        }
+        let Some(message) = (if streamed { choice.delta.or(choice.message) } else { choice.message.or(choice.delta) }) else {
+            return;
+        };
+        self.text.push_str(&message.text());
+        if let Some(refusal) = &message.refusal {
+            self.refusal.push_str(refusal);
+        }
+        for (position, call) in message.tool_calls.into_iter().enumerate() {
+            let index = if streamed { call.index.map_or(position, |i| i as usize) } else { self.calls.len() };
+            while self.calls.len() <= index {
+                self.calls.push(Default::default());
+            }
+            let slot = &mut self.calls[index];
+            if let Some(id) = call.id.filter(|id| !id.is_empty()) {
+                slot.0 = id;
+            }
+            if let Some(name) = call.function.name.filter(|n| !n.is_empty()) {
+                slot.1.push_str(&name);
+            }
+            match call.function.arguments {
+                Some(Value::String(part)) => slot.2.push_str(&part),
+                Some(Value::Null) | None => {}
+                Some(object) => slot.3 = Some(object),
+            }
+        }
+    }
+
+    fn finish(self) -> Completion {
+        let tool_calls = self
+            .calls
+            .into_iter()
+            .filter(|(_, name, _, _)| !name.is_empty())
+            .map(|(id, name, text, object)| ToolCall {
+                id,
+                tool: name,
+                arguments: object.unwrap_or_else(|| arguments_value(Some(&Value::String(text)))),
+            })
+            .collect();
+        let usage = self.usage.map(|u| Usage {
+            input_tokens: u.prompt_tokens,
+            output_tokens: u.completion_tokens,
+            cached_tokens: u.prompt_tokens_details.map_or(0, |d| d.cached_tokens),
+            reasoning_tokens: u.completion_tokens_details.map_or(0, |d| d.reasoning_tokens),
+            ..Usage::default()
+        });
+        Completion {
+            text: self.text,
+            tool_calls,
+            finish_reason: self.finish_reason.unwrap_or_default(),
+            refusal: Some(self.refusal).filter(|r| !r.trim().is_empty()),
+            usage: usage.unwrap_or_default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_are_classified() {
+        assert!(matches!(classify_status(400, "This model's maximum context length is 8192 tokens", None), Fault::ContextOverflow));
+        assert!(matches!(classify_status(400, "bad temperature", None), Fault::Rejected { status: 400, .. }));
+        assert!(matches!(classify_status(429, "slow down", Some(Duration::from_secs(2))), Fault::Retry { retry_after: Some(_), .. }));
+        assert!(matches!(classify_status(503, "", None), Fault::Retry { .. }));
+        assert!(matches!(classify_status(401, "no key", None), Fault::Rejected { status: 401, .. }));
+    }
+
+    #[test]
+    fn streamed_tool_call_deltas_join() {
+        let mut acc = Accumulator::default();
+        for chunk in [
+            r#"{"choices":[{"delta":{"content":"Hel"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"lo","tool_calls":[{"index":0,"id":"c1","function":{"name":"read_text","arguments":"{\"pa"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"th\":\"a\"}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":3}}"#,
+        ] {
+            acc.absorb(serde_json::from_str(chunk).unwrap(), true);
+        }
+        let c = acc.finish();
+        assert_eq!(c.text, "Hello");
+        assert_eq!(c.tool_calls, vec![ToolCall { id: "c1".into(), tool: "read_text".into(), arguments: json!({"path": "a"}) }]);
+        assert_eq!(c.finish_reason, "tool_calls");
+        assert_eq!((c.usage.input_tokens, c.usage.output_tokens), (5, 3));
+    }
+}

@@ -1,0 +1,98 @@
+//! The chat user: what it knows per condition, its prompts, empty replies.
+
+use serde_json::json;
+use specgap_agents::chat::{ChatConfig, ChatUser, UserKnowledge, UserRole};
+use specgap_engine::condition::Condition;
+use specgap_engine::session::{FeedbackContext, Question, User};
+
+use crate::mock_server::{MockServer, Scripted, completion};
+
+fn example(name: &str) -> specgap_task::TaskPackage {
+    specgap_task::load(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/tasks").join(name)).unwrap()
+}
+
+fn config(server: &MockServer) -> ChatConfig {
+    let mut c = ChatConfig::new("user-model");
+    c.base_url = server.url.clone();
+    c.api_key_env = "SPECGAP_TEST_NO_SUCH_KEY".into();
+    c.retry_base_ms = 1;
+    c
+}
+
+#[test]
+fn owner_and_customer_know_what_their_condition_allows() {
+    let package = example("payment-retry");
+    let partial = UserKnowledge::for_episode(&package, &Condition::parse("partial").unwrap());
+    let full = UserKnowledge::for_episode(&package, &Condition::parse("full").unwrap());
+    assert_eq!(partial.role, UserRole::Owner);
+    let profile = package.user().unwrap();
+    assert!(partial.system_prompt.contains(profile.persona.trim()));
+    assert!(partial.system_prompt.contains(profile.understanding.trim()));
+    assert!(partial.system_prompt.contains(profile.editable_surface.trim()));
+    let full_text = package.instruction_full().unwrap().trim();
+    assert!(!partial.system_prompt.contains(full_text));
+    assert!(full.system_prompt.contains(full_text));
+    for id in package.requirement_ids() {
+        assert!(!partial.system_prompt.contains(id.as_str()) && !full.system_prompt.contains(id.as_str()));
+    }
+    let retail = example("retail-replenishment");
+    let customer = UserKnowledge::for_episode(&retail, &Condition::parse("interact").unwrap());
+    assert_eq!(customer.role, UserRole::Customer);
+    assert!(customer.system_prompt.contains(retail.information().unwrap().trim()));
+    for target in retail.clarifications() {
+        assert!(!customer.system_prompt.contains(target.id.as_str()));
+    }
+}
+
+#[test]
+fn feedback_releases_the_detail_only_when_escalated_and_history_is_kept() {
+    let server = MockServer::start(|_, n| Scripted::json(completion(Some(&format!("reply {n}")), &[], "stop")));
+    let package = example("payment-retry");
+    let knowledge = UserKnowledge::for_episode(&package, &Condition::parse("partial").unwrap());
+    let mut user = ChatUser::new(&config(&server), knowledge, 3).unwrap();
+    let observation = package.observations()[0].clone();
+    let mut context = FeedbackContext {
+        observation: observation.clone(),
+        detail: "the filled detail 42".into(),
+        escalated: false,
+        text: observation.incident.clone(),
+    };
+    let first = user.feedback(&context).unwrap();
+    assert_eq!(first.text, "reply 0");
+    assert_eq!(first.usage.unwrap().requests, 1);
+    context.escalated = true;
+    user.feedback(&context).unwrap();
+    let answer = user.answer(&Question { index: 0, turn: 3, text: "Is the log complete?".into() }).unwrap();
+    assert_eq!(answer.text, "reply 2");
+    let requests = server.requests();
+    let last_user = |i: usize| requests[i].messages().last().unwrap()["content"].as_str().unwrap().to_string();
+    assert!(last_user(0).contains(observation.incident.trim()));
+    assert!(last_user(0).contains(observation.scene.trim()));
+    assert!(!last_user(0).contains("the filled detail 42"));
+    assert!(last_user(1).contains("the filled detail 42"));
+    assert!(last_user(2).contains("Is the log complete?"));
+    let roles: Vec<&str> = requests[2].messages().iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["system", "user", "assistant", "user", "assistant", "user"]);
+    assert!(requests.iter().all(|r| r.body.get("tools").is_none()));
+}
+
+#[test]
+fn an_empty_reply_is_asked_again_then_fails() {
+    let server = MockServer::sequence(vec![
+        Scripted::json(completion(Some("  "), &[], "stop")),
+        Scripted::json(json!({"choices": [{"message": {"content": null}, "finish_reason": ""}]})),
+        Scripted::json(completion(Some("Use the settlement file."), &[], "stop")),
+    ]);
+    let package = example("payment-retry");
+    let knowledge = UserKnowledge::for_episode(&package, &Condition::parse("partial").unwrap());
+    let mut user = ChatUser::new(&config(&server), knowledge.clone(), 3).unwrap();
+    let reply = user.answer(&Question { index: 0, turn: 1, text: "Which file?".into() }).unwrap();
+    assert_eq!(reply.text, "Use the settlement file.");
+    assert_eq!(reply.usage.unwrap().requests, 3);
+
+    let silent = MockServer::start(|_, _| Scripted::json(completion(Some(""), &[], "stop")));
+    let mut user = ChatUser::new(&config(&silent), knowledge, 3).unwrap();
+    let error = user.answer(&Question { index: 0, turn: 1, text: "Which file?".into() }).unwrap_err();
+    assert!(!error.deterministic);
+    assert_eq!(silent.requests().len(), 3);
+}

@@ -1,0 +1,357 @@
+//! End to end on the example suite: `chat:` agents against the mock server playing a scripted
+//! competent agent (reads records, writes the gold files, submits) with a `chat:` user on the
+//! same server, through the real runner, sandbox, evaluators and store. Every captured
+//! request is checked for the invariants and scanned for what its role must never see; the
+//! API key must appear nowhere in the run directory.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use serde_json::{Value, json};
+use specgap_agents::Agents;
+use specgap_agents::chat::ChatConfig;
+use specgap_agents::chat::user::Users;
+use specgap_engine::condition::{BudgetFlags, Condition};
+use specgap_engine::runner::{self, PlanInput, RunInputs, RunOptions, Silent};
+use specgap_protocol::run::{ComponentRef, EndReason, RunConfig};
+use specgap_store::{Role, Status, Store};
+use specgap_task::TaskPackage;
+
+use crate::mock_server::{Captured, MockServer, Scripted, check_request, completion};
+
+const KEY_ENV: &str = "SPECGAP_TEST_KEY_E2E";
+const KEY: &str = "sk-e2e-7f3a9c-distinctive-key";
+const AGENT_MODEL: &str = "agent-model";
+const USER_MODEL: &str = "user-model";
+const USER_REPLY: &str = "I only know what I saw myself; please find the rest out from the project.";
+
+fn example(name: &str) -> TaskPackage {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/tasks").join(name);
+    specgap_task::load(dir).unwrap()
+}
+
+/// The gold overlay's files (path relative to the workspace, text).
+fn gold_files(package: &TaskPackage) -> Vec<(String, String)> {
+    files_under(&package.root().join("solutions/gold"))
+}
+
+fn files_under(root: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in fs_err::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if let Ok(text) = fs_err::read_to_string(&path) {
+                out.push((path.strip_prefix(root).unwrap().to_string_lossy().into_owned(), text));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn tool_names(request: &Captured) -> Vec<String> {
+    request.body["tools"]
+        .as_array()
+        .map(|t| t.iter().map(|t| t["function"]["name"].as_str().unwrap().to_string()).collect())
+        .unwrap_or_default()
+}
+
+/// The scripted competent agent: the calls of each turn, decided from the opening.
+fn script(request: &Captured, tasks: &[TaskPackage]) -> Vec<Vec<(String, Value)>> {
+    let opening = request.messages()[1]["content"].as_str().unwrap();
+    let package = tasks
+        .iter()
+        .find(|p| {
+            let head: String = p.instruction().chars().take(60).collect();
+            let full_head: String = p.instruction_full().unwrap_or("\u{0}").chars().take(60).collect();
+            opening.starts_with(&head) || opening.starts_with(&full_head)
+        })
+        .expect("the opening names a known task");
+    let tools = tool_names(request);
+    let has = |t: &str| tools.iter().any(|n| n == t);
+    let clarify_first = request.system().contains("contains no question mark");
+    let mut turns: Vec<Vec<(String, Value)>> = Vec::new();
+    let one = |tool: &str, args: Value| vec![(tool.to_string(), args)];
+    if package.is_delivery() {
+        if has("ask_user") {
+            turns.push(one("ask_user", json!({"question": "How should a store be supplied when its own city's warehouse runs out?"})));
+        }
+        if clarify_first {
+            turns.push(one("ask_user", json!({"question": "Thank you, I have what I need."})));
+        }
+        turns.push(one("list_files", json!({"path": "data"})));
+    } else {
+        if has("ask_user") {
+            turns.push(one("ask_user", json!({"question": "Which of the records should I trust most?"})));
+        }
+        turns.push(vec![("list_files".into(), json!({"path": "records"})), ("read_text".into(), json!({"path": "README.md"}))]);
+        if opening_is_partial(package, opening) && has("ask_user") && !has("write_plan") {
+            // Under partial: deliver the untouched project once to hear the owner's feedback.
+            turns.push(one("submit", json!({"summary": "first look"})));
+        }
+        if has("write_plan") {
+            turns.push(one("write_plan", json!({"plan": "Read the records, then write the fix and submit."})));
+        }
+    }
+    turns.push(gold_files(package).into_iter().map(|(path, content)| ("write_text".to_string(), json!({"path": path, "content": content}))).collect());
+    turns.push(one("submit", json!({"summary": "done"})));
+    turns
+}
+
+fn opening_is_partial(package: &TaskPackage, opening: &str) -> bool {
+    !package.is_delivery() && opening.trim_end() == package.instruction().trim_end()
+}
+
+fn handler(tasks: Arc<Vec<TaskPackage>>) -> impl Fn(&Captured, usize) -> Scripted + Send + Sync {
+    move |request, _| {
+        if request.body["model"] == USER_MODEL {
+            return Scripted::json(completion(Some(USER_REPLY), &[], "stop"));
+        }
+        let turns = script(request, &tasks);
+        let step = request.messages().iter().filter(|m| m["role"] == "assistant").count();
+        let Some(calls) = turns.get(step) else {
+            return Scripted::json(completion(Some("All done."), &[], "stop"));
+        };
+        let calls: Vec<(String, String, Value)> =
+            calls.iter().enumerate().map(|(i, (tool, args))| (format!("t{step}-{i}"), tool.clone(), args.clone())).collect();
+        let refs: Vec<(&str, &str, Value)> = calls.iter().map(|(id, t, a)| (id.as_str(), t.as_str(), a.clone())).collect();
+        Scripted::json(completion(None, &refs, "tool_calls"))
+    }
+}
+
+fn component(spec: &str, config: &ChatConfig) -> ComponentRef {
+    let mut table = config.to_table().unwrap();
+    table.insert("kind".into(), toml::Value::String("chat".into()));
+    ComponentRef { spec: spec.into(), config: table, hash: format!("{:x}", spec.len() * 7919 + config.model.len()) }
+}
+
+struct E2e {
+    store: Store,
+    requests: Vec<Captured>,
+    tasks: Vec<TaskPackage>,
+    dir: tempfile::TempDir,
+}
+
+fn run(conditions: &[&str], tasks: Vec<TaskPackage>) -> E2e {
+    // SAFETY: this variable is set only here, to the same value, by tests of this binary.
+    unsafe { std::env::set_var(KEY_ENV, KEY) };
+    let shared = Arc::new(tasks.clone());
+    let server = MockServer::start(handler(Arc::clone(&shared)));
+    let mut agent_config = ChatConfig::new(AGENT_MODEL).with_model_args(&["temperature=0"]).unwrap();
+    agent_config.base_url = server.url.clone();
+    agent_config.api_key_env = KEY_ENV.into();
+    agent_config.retry_base_ms = 1;
+    let mut user_config = agent_config.clone();
+    user_config.model = USER_MODEL.into();
+    let agent = component(&format!("chat:{AGENT_MODEL}"), &agent_config);
+    let user = component(&format!("chat:{USER_MODEL}"), &user_config);
+    let dir = tempfile::tempdir().unwrap();
+    let conditions: Vec<Condition> = conditions.iter().map(|c| Condition::parse(c).unwrap()).collect();
+    let config = RunConfig {
+        specgap_version: "test".into(),
+        seed: 11,
+        repeats: 1,
+        retries: 0,
+        sandbox: true,
+        shard: None,
+        tasks: vec![],
+        agents: vec![agent.clone()],
+        users: vec![user.clone()],
+        conditions: conditions.iter().map(Condition::canonical).collect(),
+        starts: vec!["clean".into()],
+        budget: Default::default(),
+    };
+    let store = Store::create(&dir.path().join("run"), &config).unwrap();
+    let agents = vec![agent];
+    let starts = vec!["clean".to_string()];
+    let input = PlanInput { tasks: &tasks, agents: &agents, user: &user, conditions: &conditions, starts: &starts, repeats: 1, seed: 11, shard: None };
+    let plan = runner::plan(&input, &runner::AllAgentsApply).unwrap();
+    let options = RunOptions {
+        jobs: 2,
+        retries: 0,
+        sandbox: true,
+        budget_flags: BudgetFlags::default(),
+        seed: 11,
+        stop: Arc::new(AtomicBool::new(false)),
+        work_root: Some(dir.path().to_path_buf()),
+        rerun_eval_errors: false,
+    };
+    let inputs = RunInputs { tasks: &tasks, agents: &agents, user: &user };
+    runner::execute(&plan, inputs, &store, &Agents, &Users, &Silent, &options).unwrap();
+    let requests = server.requests();
+    E2e { store, requests, tasks, dir }
+}
+
+/// Every string in a request body, with tool-call argument strings decoded.
+fn visible_text(request: &Captured) -> String {
+    fn walk(value: &Value, out: &mut String) {
+        match value {
+            Value::String(s) => {
+                out.push_str(s);
+                out.push('\n');
+                if let Ok(inner @ (Value::Object(_) | Value::Array(_))) = serde_json::from_str::<Value>(s) {
+                    walk(&inner, out);
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|v| walk(v, out)),
+            Value::Object(map) => map.values().for_each(|v| walk(v, out)),
+            _ => {}
+        }
+    }
+    let mut out = String::new();
+    walk(&request.body["messages"], &mut out);
+    out
+}
+
+fn longest_line(text: &str) -> String {
+    text.lines().map(str::trim).max_by_key(|l| l.len()).unwrap_or("").to_string()
+}
+
+/// Each end-to-end run holds one task.
+fn task_of<'a>(_request: &Captured, tasks: &'a [TaskPackage]) -> &'a TaskPackage {
+    assert_eq!(tasks.len(), 1);
+    &tasks[0]
+}
+
+fn check_privacy(e2e: &E2e) {
+    for request in &e2e.requests {
+        let text = visible_text(request);
+        let package = task_of(request, &e2e.tasks);
+        let evaluator = fs_err::read_to_string(package.root().join("evaluator/evaluate.py")).unwrap();
+        let forbidden_everywhere: Vec<String> = package
+            .requirement_ids()
+            .iter()
+            .cloned()
+            .chain(package.clarifications().iter().map(|t| t.id.clone()))
+            .chain([longest_line(&evaluator), "failure_mode".to_string()])
+            .collect();
+        for needle in &forbidden_everywhere {
+            assert!(!text.contains(needle.as_str()), "a request of {} shows `{needle}`", request.body["model"]);
+        }
+        let full = text.contains(package.instruction_full().map_or("\u{0}", |f| f.lines().next().unwrap()));
+        if !full {
+            for requirement in package.requirements() {
+                let head: String = requirement.description.chars().take(50).collect();
+                assert!(!text.contains(&head), "requirement description shown to {}", request.body["model"]);
+            }
+        }
+        for observation in package.observations() {
+            let static_detail = observation.detail.split('{').next().unwrap().trim();
+            if static_detail.len() > 20 {
+                assert!(!text.contains(static_detail), "an unreleased observation detail was shown");
+            }
+            if request.body["model"] == AGENT_MODEL {
+                assert!(!text.contains(observation.scene.trim()), "the agent saw an observation scene");
+            }
+        }
+        if request.body["model"] == AGENT_MODEL {
+            // Solution files the agent did not write itself.
+            let gold: Vec<String> = gold_files(package).into_iter().map(|(_, t)| t).collect();
+            for (_, other) in files_under(&package.root().join("solutions")) {
+                if !gold.contains(&other) {
+                    assert!(!text.contains(longest_line(&other).as_str()) || gold.iter().any(|g| g.contains(longest_line(&other).as_str())));
+                }
+            }
+            if let Some(information) = package.information() {
+                let line = longest_line(information);
+                let full_info = request.system().contains("business information");
+                assert_eq!(text.contains(&line), full_info, "information.md is shown to the agent exactly under full-info");
+            }
+        }
+    }
+}
+
+fn check_no_key(dir: &Path, store: &Store) {
+    let mut stack = vec![dir.to_path_buf()];
+    let mut files = 0;
+    while let Some(d) = stack.pop() {
+        for entry in fs_err::read_dir(&d).unwrap() {
+            let path: PathBuf = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                files += 1;
+                let bytes = fs_err::read(&path).unwrap();
+                assert!(!String::from_utf8_lossy(&bytes).contains(KEY), "the API key is in {}", path.display());
+            }
+        }
+    }
+    assert!(files > 3);
+    for episode in store.episodes().unwrap() {
+        let trajectory = specgap_store::read_trajectory(store.dir(), &episode.id).unwrap();
+        let text = serde_json::to_string(&trajectory.events).unwrap();
+        assert!(!text.contains(KEY));
+    }
+}
+
+#[test]
+fn owner_conditions_with_a_chat_owner() {
+    let e2e = run(&["partial", "full", "literal", "plan"], vec![example("payment-retry")]);
+    let episodes = e2e.store.episodes().unwrap();
+    assert_eq!(episodes.len(), 4);
+    for episode in &episodes {
+        assert_eq!(episode.status, Status::Finished, "{}: {:?}", episode.condition, episode);
+        assert_eq!(episode.final_score, Some(1.0), "{}", episode.condition);
+        assert_eq!(episode.end_reason, Some(EndReason::Accepted), "{}", episode.condition);
+        let expected_submissions = if episode.condition == "partial" { 2 } else { 1 };
+        assert_eq!(episode.submissions, expected_submissions, "{}", episode.condition);
+    }
+    for request in &e2e.requests {
+        assert_eq!(request.header("authorization"), Some(format!("Bearer {KEY}").as_str()));
+        if request.body["model"] == AGENT_MODEL {
+            let names = tool_names(request);
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            check_request(request, &names);
+            assert!(names.contains(&"submit") && names.contains(&"read_text"));
+            assert_eq!(request.body["temperature"], 0);
+        }
+    }
+    // The owner was asked a question (partial, full, plan) and gave feedback once (partial).
+    let user_requests: Vec<&Captured> = e2e.requests.iter().filter(|r| r.body["model"] == USER_MODEL).collect();
+    assert_eq!(user_requests.len(), 4);
+    let feedback: Vec<&&Captured> = user_requests.iter().filter(|r| visible_text(r).contains("What you saw:")).collect();
+    assert_eq!(feedback.len(), 1);
+    let questions = e2e.store.questions().unwrap();
+    assert_eq!(questions.len(), 3);
+    assert!(questions.iter().all(|q| q.question.answer == USER_REPLY));
+    let usage = e2e.store.usage().unwrap();
+    let agent_rows: Vec<_> = usage.iter().filter(|u| u.role == Role::Agent).collect();
+    let user_rows: Vec<_> = usage.iter().filter(|u| u.role == Role::User).collect();
+    assert_eq!(agent_rows.len(), 4);
+    let agent_requests = e2e.requests.iter().filter(|r| r.body["model"] == AGENT_MODEL).count() as u64;
+    assert_eq!(agent_rows.iter().map(|u| u.usage.requests).sum::<u64>(), agent_requests);
+    assert_eq!(agent_rows.iter().map(|u| u.usage.input_tokens).sum::<u64>(), 100 * agent_requests);
+    assert_eq!(user_rows.iter().map(|u| u.usage.requests).sum::<u64>(), 4);
+    check_privacy(&e2e);
+    check_no_key(e2e.dir.path(), &e2e.store);
+}
+
+#[test]
+fn delivery_conditions_with_a_chat_customer() {
+    let e2e = run(&["hidden", "interact", "interact-req", "full-info"], vec![example("retail-replenishment")]);
+    let episodes = e2e.store.episodes().unwrap();
+    assert_eq!(episodes.len(), 4);
+    for episode in &episodes {
+        assert_eq!(episode.status, Status::Finished, "{}: {:?}", episode.condition, episode);
+        assert_eq!(episode.final_score, Some(1.0), "{}", episode.condition);
+        assert_eq!(episode.final_success, Some(true), "{}", episode.condition);
+    }
+    for request in e2e.requests.iter().filter(|r| r.body["model"] == AGENT_MODEL) {
+        let names = tool_names(request);
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        check_request(request, &names);
+    }
+    // interact and interact-req each asked one real question; the unlock message is no question.
+    let customer: Vec<&Captured> = e2e.requests.iter().filter(|r| r.body["model"] == USER_MODEL).collect();
+    assert_eq!(customer.len(), 2);
+    for request in &customer {
+        let text = visible_text(request);
+        assert!(text.contains(e2e.tasks[0].information().unwrap().lines().find(|l| l.len() > 40).unwrap()), "the customer knows information.md");
+    }
+    check_privacy(&e2e);
+    check_no_key(e2e.dir.path(), &e2e.store);
+}

@@ -1,0 +1,9 @@
+//! Integration tests of specgap-agents: one binary (`cargo test -p specgap-agents`).
+//!
+//! The chat agent and the chat user talk to a hand-written OpenAI-compatible mock server
+//! (`mock_server`) that captures and checks every request.
+
+mod chat_agent;
+mod chat_user;
+mod end_to_end;
+mod mock_server;

@@ -1,0 +1,158 @@
+//! Agent and user specs of a run: their configuration in `run.toml`, which tasks they apply
+//! to, and the factory that makes a fresh agent for each attempt.
+
+use anyhow::{Context as _, bail};
+use specgap_agents::{AgentSpec, parse_agent_spec};
+use sha2::{Digest as _, Sha256};
+use specgap_engine::condition::NotApplicable;
+use specgap_engine::runner::AgentApplicability;
+use specgap_protocol::run::ComponentRef;
+use specgap_task::TaskPackage;
+
+/// Lowercase hex sha256 of `bytes`.
+fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A [`ComponentRef`] for `spec` with `config`: the hash is the sha256 of the canonical JSON
+/// `{"config": …, "spec": …}` (keys sorted).
+pub fn component_ref(spec: &str, config: toml::Table) -> ComponentRef {
+    let canonical = serde_json::json!({ "spec": spec, "config": config });
+    let hash = sha256_hex(canonical.to_string().as_bytes());
+    ComponentRef { spec: spec.to_string(), config, hash }
+}
+
+/// The stored configuration of an agent spec: its kind and arguments, and for a replay the
+/// sha256 of the script or trajectory it replays (so an edited script keys new episodes).
+///
+/// # Errors
+/// A spec that does not parse, or a replay source that cannot be read.
+pub fn component(spec: &str, chat: &super::ChatArgs) -> anyhow::Result<ComponentRef> {
+    let parsed = parse_agent_spec(spec)?;
+    let mut config = toml::Table::new();
+    let put = |config: &mut toml::Table, key: &str, value: String| {
+        config.insert(key.into(), toml::Value::String(value));
+    };
+    match &parsed {
+        AgentSpec::Scripted(solution) => {
+            put(&mut config, "kind", "scripted".into());
+            put(&mut config, "solution", solution.name());
+        }
+        AgentSpec::Replay(path) => {
+            put(&mut config, "kind", "replay".into());
+            put(&mut config, "source_sha256", replay_source_hash(path)?);
+        }
+        AgentSpec::Chat(model) => {
+            config = chat.agent_config(model)?.to_table()?;
+            config.insert("kind".into(), toml::Value::String("chat".into()));
+            config.insert("prompt_version".into(), toml::Value::String(specgap_engine::PROMPT_VERSION.into()));
+        }
+    }
+    Ok(component_ref(&parsed.canonical(), config))
+}
+
+/// sha256 of what a replay reads: the file itself, or a stored episode's trajectory.
+fn replay_source_hash(path: &std::path::Path) -> anyhow::Result<String> {
+    let file = if path.is_dir() { path.join(specgap_store::TRAJECTORY_FILE) } else { path.to_path_buf() };
+    let bytes = fs_err::read(&file).with_context(|| format!("cannot read the replay source {}", path.display()))?;
+    Ok(sha256_hex(&bytes))
+}
+
+/// The stored configuration of a user spec: `relay`, or `chat:<model>` with its endpoint
+/// configuration (never the API key, only the variable that holds it).
+///
+/// # Errors
+/// An unknown user, bad model arguments or an unreadable price table.
+pub fn user_component(spec: &str, chat: &super::ChatArgs) -> anyhow::Result<ComponentRef> {
+    let mut config = toml::Table::new();
+    if spec == "relay" {
+        config.insert("kind".into(), toml::Value::String("relay".into()));
+        return Ok(component_ref(spec, config));
+    }
+    let Some(model) = spec.strip_prefix("chat:").filter(|m| !m.is_empty()) else {
+        bail!("unknown user `{spec}`; expected relay or chat:<model>");
+    };
+    let mut config = chat.user_config(model)?.to_table()?;
+    config.insert("kind".into(), toml::Value::String("chat".into()));
+    Ok(component_ref(spec, config))
+}
+
+impl super::ChatArgs {
+    /// The flags' defaults (for re-deriving non-chat components on `--resume`).
+    pub fn defaults() -> Self {
+        use clap::Parser as _;
+        #[derive(clap::Parser)]
+        struct Only {
+            #[command(flatten)]
+            chat: super::ChatArgs,
+        }
+        Only::parse_from(["specgap"]).chat
+    }
+
+    fn price(&self, model: &str) -> anyhow::Result<Option<specgap_agents::chat::Price>> {
+        let Some(path) = &self.prices else { return Ok(None) };
+        let table = specgap_agents::chat::PriceTable::load(path)?;
+        let price = table.price(model);
+        if price.is_none() {
+            tracing::warn!("the price table {} has no entry for model {model}; its cost counts as 0", path.display());
+        }
+        Ok(price)
+    }
+
+    /// The agent's endpoint configuration for `model`.
+    pub fn agent_config(&self, model: &str) -> anyhow::Result<specgap_agents::chat::ChatConfig> {
+        let mut config = specgap_agents::chat::ChatConfig::new(model).with_model_args(&self.model_args)?;
+        config.base_url = self.base_url.clone();
+        config.api_key_env = self.api_key_env.clone();
+        config.stream = self.stream;
+        config.emulate_tools = self.emulate_tools;
+        config.context_tokens = self.context_tokens;
+        config.request_timeout_sec = self.request_timeout;
+        config.max_retries = self.max_retries;
+        config.price = self.price(model)?;
+        Ok(config)
+    }
+
+    /// The user's endpoint configuration for `model` (URL and key variable default to the
+    /// agent's).
+    pub fn user_config(&self, model: &str) -> anyhow::Result<specgap_agents::chat::ChatConfig> {
+        let mut config = specgap_agents::chat::ChatConfig::new(model).with_model_args(&self.user_model_args)?;
+        config.base_url = self.user_base_url.clone().unwrap_or_else(|| self.base_url.clone());
+        config.api_key_env = self.user_api_key_env.clone().unwrap_or_else(|| self.api_key_env.clone());
+        config.request_timeout_sec = self.request_timeout;
+        config.max_retries = self.max_retries;
+        config.price = self.price(model)?;
+        Ok(config)
+    }
+}
+
+/// Scripted agents need their solution overlay (DESIGN §4); `specgap-agents` decides.
+#[derive(Debug, Clone, Copy)]
+pub struct Applicability;
+
+impl AgentApplicability for Applicability {
+    fn applicable(&self, agent: &ComponentRef, package: &TaskPackage) -> Result<(), NotApplicable> {
+        match parse_agent_spec(&agent.spec) {
+            Ok(spec) => spec.applicability(package),
+            // Specs were parsed when the run was configured; one that no longer parses
+            // cannot run anywhere.
+            Err(e) => Err(NotApplicable::new(e.to_string())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn component_hash_covers_spec_and_config() {
+        let mut config = toml::Table::new();
+        config.insert("solution".into(), toml::Value::String("gold".into()));
+        let a = component_ref("scripted:gold", config.clone());
+        assert_eq!(a.hash.len(), 64);
+        assert_eq!(a.hash, component_ref("scripted:gold", config.clone()).hash);
+        assert_ne!(a.hash, component_ref("scripted:literal", config).hash);
+        assert_ne!(a.hash, component_ref("scripted:gold", toml::Table::new()).hash);
+    }
+}

@@ -1,0 +1,112 @@
+//! A run killed (SIGKILL) or interrupted (SIGINT) mid-way and resumed gives the same results
+//! as an uninterrupted run of the same seed, and leaves no sandboxed process behind.
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use serde_json::json;
+use specgap_store::Status;
+
+use crate::support::*;
+
+/// A replay agent whose episodes each hold a sandboxed `sleep` whose command line carries
+/// `marker`, so a kill always lands while some sandboxed process runs.
+fn slow_script(dir: &Path, marker: &str) -> PathBuf {
+    write_script(
+        dir,
+        "slow.jsonl",
+        &[
+            json!({"tool": "run_experiment", "arguments": {"command": format!("sleep 2; echo {marker}")}}),
+            json!({"tool": "write_text", "arguments": {"path": "notes.txt", "content": "looked around\n"}}),
+            json!({"tool": "submit", "arguments": {"summary": "done"}}),
+        ],
+    )
+}
+
+fn run_args(script: &Path, out: &Path) -> Vec<OsString> {
+    let agents = format!("scripted:gold,replay:{}", script.display());
+    [
+        OsStr::new("run"),
+        task_fixture("req-basic").as_os_str(),
+        OsStr::new("--agent"),
+        OsStr::new(&agents),
+        OsStr::new("--condition"),
+        OsStr::new("partial,full"),
+        OsStr::new("--repeats"),
+        OsStr::new("2"),
+        OsStr::new("--jobs"),
+        OsStr::new("2"),
+        OsStr::new("--seed"),
+        OsStr::new("11"),
+        OsStr::new("--out"),
+        out.as_os_str(),
+        OsStr::new("--no-report"),
+    ]
+    .iter()
+    .map(|s| s.to_os_string())
+    .collect()
+}
+
+/// Starts the run in the background and waits until at least one episode has finished and a
+/// sandboxed process of a later one is running.
+fn start_and_wait(script: &Path, out: &Path, marker: &str) -> Child {
+    let child = specgap().args(run_args(script, out)).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let ready = wait_for(Duration::from_secs(120), || finished_count(out) >= 1 && !processes_with(marker).is_empty());
+    assert!(ready, "the run never reached a finished episode with a sandboxed process running");
+    child
+}
+
+fn assert_resume_matches(script: &Path, reference: &Path, out: &Path) {
+    run_ok([OsStr::new("run"), OsStr::new("--resume"), out.as_os_str(), OsStr::new("--jobs"), OsStr::new("2")]);
+    let rows = episodes(out);
+    assert_eq!(rows.len(), 8);
+    assert!(rows.iter().all(|e| e.status == Status::Finished), "{rows:#?}");
+    assert!(rows.iter().any(|e| e.attempts == 2), "some episode was cut mid-way and restarted");
+    let _ = script;
+    assert_eq!(tables_without_attempts(reference), tables_without_attempts(out));
+}
+
+#[test]
+fn sigkill_then_resume_equals_an_uninterrupted_run_and_nothing_survives() {
+    let tmp = tempfile::tempdir().unwrap();
+    let marker = marker("sigkill");
+    let script = slow_script(tmp.path(), &marker);
+    let reference = tmp.path().join("reference");
+    run_ok(run_args(&script, &reference));
+    assert_eq!(episodes(&reference).len(), 8);
+
+    let out = tmp.path().join("killed");
+    let mut child = start_and_wait(&script, &out, &marker);
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let gone = wait_for(Duration::from_secs(30), || processes_with(&marker).is_empty());
+    assert!(gone, "sandboxed processes outlived the runner: {:?}", processes_with(&marker));
+    assert!(episodes(&out).iter().any(|e| e.status != Status::Finished), "the kill came too late to test anything");
+
+    assert_resume_matches(&script, &reference, &out);
+}
+
+#[test]
+fn ctrl_c_interrupts_exits_130_and_resume_completes_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let marker = marker("sigint");
+    let script = slow_script(tmp.path(), &marker);
+    let reference = tmp.path().join("reference");
+    run_ok(run_args(&script, &reference));
+
+    let out = tmp.path().join("interrupted");
+    let child = start_and_wait(&script, &out, &marker);
+    send_signal(child.id(), libc::SIGINT);
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains(&format!("specgap run --resume {}", out.display())), "{stderr}");
+    assert!(processes_with(&marker).is_empty(), "a sandboxed process outlived the interrupted run");
+    let rows = episodes(&out);
+    assert!(rows.iter().any(|e| e.status == Status::Interrupted), "{rows:#?}");
+    assert!(rows.len() < 8 || rows.iter().any(|e| e.status != Status::Finished));
+
+    assert_resume_matches(&script, &reference, &out);
+}

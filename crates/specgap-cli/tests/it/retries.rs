@@ -1,0 +1,94 @@
+//! Evaluation errors: retried from a fresh materialization up to `--retries`, a repeated
+//! identical failure called deterministic after one retry, never scored.
+
+use std::ffi::OsStr;
+use std::path::Path;
+
+use specgap_protocol::run::EndReason;
+use specgap_store::{ErrorClass, Status, Store};
+
+use crate::support::*;
+
+fn run_fixture(fixture: &str, out: &Path, retries: &str) {
+    run_ok([
+        OsStr::new("run"),
+        cli_fixture(fixture).as_os_str(),
+        OsStr::new("--agent"),
+        OsStr::new("scripted:starter"),
+        OsStr::new("--condition"),
+        OsStr::new("full"),
+        OsStr::new("--retries"),
+        OsStr::new(retries),
+        OsStr::new("--out"),
+        out.as_os_str(),
+        OsStr::new("--no-report"),
+    ]);
+}
+
+/// (attempt, class, message, stderr tail, deterministic) of every error of the only episode.
+fn error_rows(out: &Path) -> Vec<(u32, ErrorClass, String, String, bool)> {
+    let store = Store::open(out).unwrap();
+    store
+        .errors()
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.attempt, e.error.class, e.error.message, e.error.stderr_tail, e.error.deterministic))
+        .collect()
+}
+
+fn assert_unscored_eval_error(out: &Path, attempts: u32) {
+    let rows = episodes(out);
+    assert_eq!(rows.len(), 1);
+    let e = &rows[0];
+    assert_eq!(e.status, Status::EvalError);
+    assert_eq!(e.end_reason, Some(EndReason::EvaluationError));
+    assert_eq!(e.attempts, attempts);
+    assert_eq!((e.final_score, e.final_success), (None, None));
+    let store = Store::open(out).unwrap();
+    assert!(store.submissions().unwrap().iter().all(|s| !s.valid_evaluation && s.score.is_none()));
+    let report = report_json(out);
+    let g = group(&report, "scripted:starter", "full");
+    assert_eq!(g["outcomes"]["scored"], 0);
+    assert_eq!(g["evaluation_errors"], 1);
+    assert_eq!(g["outcomes"]["score_at"][0], serde_json::Value::Null);
+}
+
+#[test]
+fn a_flaky_evaluator_is_retried_up_to_the_limit_and_never_scored() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    run_fixture("eval-flaky", &out, "2");
+    let errors = error_rows(&out);
+    assert_eq!(errors.len(), 3, "{errors:#?}");
+    for (i, (attempt, class, message, tail, deterministic)) in errors.iter().enumerate() {
+        assert_eq!(*attempt, i as u32 + 1);
+        assert_eq!(*class, ErrorClass::Evaluation);
+        assert_eq!(message, "evaluator exited with status 3");
+        assert!(tail.starts_with("transient failure at "), "{tail}");
+        assert!(!deterministic);
+    }
+    assert_unscored_eval_error(&out, 3);
+}
+
+#[test]
+fn an_evaluator_that_always_crashes_is_deterministic_after_one_retry() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    run_fixture("eval-crash", &out, "5");
+    let crash = |attempt, deterministic| {
+        (attempt, ErrorClass::Evaluation, "evaluator exited with status 3".to_string(), "the reference table is missing\n".to_string(), deterministic)
+    };
+    assert_eq!(error_rows(&out), [crash(1, false), crash(2, true)]);
+    assert_unscored_eval_error(&out, 2);
+    let error = episodes(&out)[0].error.clone().unwrap();
+    assert_eq!(error, "evaluator exited with status 3 (deterministic: not retried again)");
+}
+
+#[test]
+fn no_retries_means_one_attempt() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    run_fixture("eval-flaky", &out, "0");
+    assert_eq!(error_rows(&out).len(), 1);
+    assert_unscored_eval_error(&out, 1);
+}

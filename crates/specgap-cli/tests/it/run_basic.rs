@@ -1,0 +1,125 @@
+//! Scripted agents on the requirement fixture; not-applicable combinations; the default run.
+
+use std::ffi::OsStr;
+
+use specgap_store::{NotApplicableRow, Status, Store};
+
+use crate::support::*;
+
+#[test]
+fn gold_succeeds_at_once_and_starter_scores_zero() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    run_ok([
+        OsStr::new("run"),
+        task_fixture("req-basic").as_os_str(),
+        OsStr::new("--agent"),
+        OsStr::new("scripted:gold,scripted:starter"),
+        OsStr::new("--condition"),
+        OsStr::new("partial,full"),
+        OsStr::new("--jobs"),
+        OsStr::new("2"),
+        OsStr::new("--out"),
+        out.as_os_str(),
+        OsStr::new("--no-report"),
+    ]);
+    let rows = episodes(&out);
+    assert_eq!(rows.len(), 4);
+    assert!(rows.iter().all(|e| e.status == Status::Finished), "{rows:#?}");
+    let report = report_json(&out);
+    for condition in ["partial", "full"] {
+        let gold = group(&report, "scripted:gold", condition);
+        assert_eq!(gold["episodes"], 1);
+        assert_eq!(gold["outcomes"]["success_at"][0], 1.0, "gold Success@1 under {condition}");
+        assert_eq!(gold["outcomes"]["score_at"][0], 1.0);
+        let starter = group(&report, "scripted:starter", condition);
+        assert_eq!(starter["outcomes"]["score_at"][0], 0.0, "starter Score@1 under {condition}");
+        assert_eq!(starter["outcomes"]["success_at"][3], 0.0);
+    }
+    // run.toml holds the resolved configuration.
+    let config = Store::open(&out).unwrap().config().clone();
+    assert_eq!(config.conditions, ["partial", "full"]);
+    assert_eq!(config.starts, ["clean"]);
+    assert_eq!(config.retries, 2);
+    assert_eq!(config.tasks[0].name, "fixtures/req-basic");
+    assert_eq!(config.agents.iter().map(|a| a.spec.as_str()).collect::<Vec<_>>(), ["scripted:gold", "scripted:starter"]);
+}
+
+#[test]
+fn inapplicable_combinations_are_recorded_and_never_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    run_ok([
+        OsStr::new("run"),
+        task_fixture("req-basic").as_os_str(),
+        task_fixture("delivery-basic").as_os_str(),
+        OsStr::new("--agent"),
+        OsStr::new("scripted:gold,scripted:mutant:no-such-requirement"),
+        OsStr::new("--condition"),
+        OsStr::new("full"),
+        OsStr::new("--start"),
+        OsStr::new("clean,residual:half-done"),
+        OsStr::new("--out"),
+        out.as_os_str(),
+        OsStr::new("--no-report"),
+    ]);
+    let na = Store::open(&out).unwrap().not_applicable().unwrap();
+    let row = |task: &str, agent: &str, start: &str, reason: &str| NotApplicableRow {
+        task: task.into(),
+        agent: agent.into(),
+        condition: "full".into(),
+        start: start.into(),
+        reason: reason.into(),
+    };
+    let mutant = "scripted:mutant:no-such-requirement";
+    let mutant_reason = "agent scripted:mutant:no-such-requirement needs solutions/mutants/no-such-requirement/";
+    let full_reason = "condition full needs instruction.full.md";
+    let mut expected = vec![
+        row("fixtures/delivery-basic", "scripted:gold", "clean", full_reason),
+        row("fixtures/delivery-basic", "scripted:gold", "residual:half-done", full_reason),
+        row("fixtures/delivery-basic", mutant, "clean", mutant_reason),
+        row("fixtures/delivery-basic", mutant, "residual:half-done", mutant_reason),
+        row("fixtures/req-basic", "scripted:gold", "residual:half-done", "start residual:half-done needs residual/half-done/"),
+        row("fixtures/req-basic", mutant, "clean", mutant_reason),
+        row("fixtures/req-basic", mutant, "residual:half-done", mutant_reason),
+    ];
+    expected.sort();
+    assert_eq!(na, expected);
+    let rows = episodes(&out);
+    assert_eq!(rows.len(), 1, "only gold × req-basic × full × clean runs");
+    assert_eq!((rows[0].task.as_str(), rows[0].agent.as_str()), ("fixtures/req-basic", "scripted:gold"));
+}
+
+#[test]
+fn a_run_where_nothing_applies_is_an_error_and_leaves_no_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let output = specgap()
+        .args([OsStr::new("run"), task_fixture("delivery-basic").as_os_str(), OsStr::new("--agent"), OsStr::new("scripted:gold")])
+        .args([OsStr::new("--condition"), OsStr::new("full"), OsStr::new("--out"), out.as_os_str()])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("nothing to run: none of the task × agent × condition × start combinations applies (1 not applicable)"), "{stderr}");
+    assert!(!out.exists());
+}
+
+#[test]
+fn without_a_suite_the_example_suite_runs_offline_and_the_report_is_printed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let output = specgap().current_dir(tmp.path()).args(["run", "--jobs", "2"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{}\n{stdout}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("| scripted:gold | partial | clean |"), "{stdout}");
+    assert!(stdout.contains("| scripted:starter | literal | clean |"), "{stdout}");
+    let latest = tmp.path().join("runs/latest");
+    let target = std::fs::read_link(&latest).expect("runs/latest is a link");
+    assert!(tmp.path().join("runs").join(&target).join("run.toml").is_file());
+    let config = Store::open(&latest).unwrap().config().clone();
+    let agents: Vec<&str> = config.agents.iter().map(|a| a.spec.as_str()).collect();
+    assert_eq!(agents, ["scripted:gold", "scripted:literal", "scripted:starter"]);
+    assert_eq!(config.conditions, ["partial", "full", "literal"]);
+    let report = report_json(&latest);
+    assert_eq!(group(&report, "scripted:gold", "full")["outcomes"]["success_at"][0], 1.0);
+}

@@ -1,0 +1,972 @@
+//! One episode (DESIGN §3): materialize, open, loop, end.
+//!
+//! [`run_episode`] is the public entry. It drives one attempt of one episode: it writes
+//! every event to the [`EpisodeWriter`], records submissions, questions and usage, and
+//! returns an [`EpisodeOutcome`] for the runner to `finish` the writer with, or an
+//! [`EpisodeError`] (evaluation or infrastructure) that the runner may retry from a fresh
+//! materialization. Errors are never scored.
+//!
+//! # End rules (DESIGN §3.5), as implemented
+//!
+//! * **Submissions**: a successful submission ends with `accepted`; any submission under a
+//!   condition without feedback ends with `submitted`; otherwise the user gets consequence
+//!   feedback ([`crate::feedback`]) unless that was the last submission
+//!   (`submission_budget`).
+//! * **Budgets**: the turn budget is checked after each turn (an agent gets exactly `turns`
+//!   turns); the tool-call budget after each call (exactly `tool_calls` calls run); the wall
+//!   budget before each turn and after each call. Commands' timeouts are capped by the
+//!   remaining wall time.
+//! * **Loops**: the 4th consecutive identical call (same tool, same arguments, compared as
+//!   JSON values; `submit` neither counts nor breaks the run) is not run and ends with
+//!   `loop_repeated_call`; the 4th consecutive call that is a `run_experiment` / `bash` which
+//!   exits 0 with blank stdout and stderr runs, then ends with `loop_blank_output` (any other
+//!   call in between breaks the run); the 4th consecutive `ask_user` under an owner
+//!   condition is not answered and ends with `loop_ask_user`; under a delivery condition an
+//!   `ask_user` beyond the clarification-round limit ends with `clarification_limit`.
+//!   Two consecutive replies without a tool call end with `no_tool_call` (the first gets a
+//!   reminder); three consecutive refusals end with `refusals`; context overflow ends at
+//!   once. Feedback resets every consecutive counter; an answer resets the identical-call
+//!   and blank-output counters (not the question counter, which the answers themselves
+//!   would otherwise always reset).
+//! * **Automatic submission**: every end except `accepted`, `submitted`,
+//!   `submission_budget` and `interrupted` submits the current workspace when its diff
+//!   against the base differs from the last submission's (or the starting state's), with
+//!   `automatic = true`; it is evaluated and scored like any other and gets no feedback.
+//! * Calls left in a turn after the episode ended get an error result saying they did not
+//!   run, so every call has exactly one result in the trajectory.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use specgap_protocol::event::{EventKind, ToolCall, Usage, UserMessageKind};
+use specgap_protocol::result::{EvalResult, Scored};
+use specgap_protocol::run::EndReason;
+use specgap_sandbox::{Base, BaseCache, HostView, SandboxConfig};
+use specgap_store::{EpisodeWriter, Role, StoreError, SubmissionRecord};
+use specgap_task::TaskPackage;
+use specgap_task::matching::linked_targets;
+
+use crate::condition::{Ask, Budgets, Condition, Start};
+use crate::confine::WorkspaceRoot;
+use crate::feedback::{Escalation, NO_OBSERVATION, failing_requirement};
+use crate::prompts::{opening_message, system_prompts};
+use crate::sandbox_ops::{self, CommandResult};
+use crate::session::{Agent, AgentError, AgentReply, Incoming, Opening, Question, User, UserError};
+use crate::tools::{self, ToolOutput, names};
+
+/// Evaluations of residual starting states, keyed by (task hash, state id), shared across the
+/// episodes of a run so each state is evaluated once.
+pub type StartResults = Arc<Mutex<HashMap<(String, String), EvalResult>>>;
+
+/// Consecutive identical calls that end an episode (DESIGN §3.5).
+pub const REPEATED_CALL_LIMIT: u32 = 4;
+/// Consecutive blank successful commands that end an episode.
+pub const BLANK_OUTPUT_LIMIT: u32 = 4;
+/// Consecutive `ask_user` calls that end an owner-condition episode.
+pub const ASK_LIMIT: u32 = 4;
+/// Consecutive replies without a tool call that end an episode.
+pub const NO_TOOL_CALL_LIMIT: u32 = 2;
+/// Consecutive refusals that end an episode.
+pub const REFUSAL_LIMIT: u32 = 3;
+
+/// The harness's reminder after a reply without a tool call.
+pub const NO_TOOL_REMINDER: &str = "Your last reply called no tool. Continue the work by calling a tool; when you \
+    are done, deliver with submit. Another reply without a tool call ends the work.";
+/// The harness's reminder after a refusal.
+pub const REFUSAL_REMINDER: &str = "Please continue the work with the tools you have.";
+/// The `ask_user` result that unlocks work under `interact-req`.
+pub const UNLOCK_ACKNOWLEDGEMENT: &str =
+    "Understood. Editing, running commands and submitting are now available; go ahead with the work.";
+
+/// Everything one episode attempt needs besides the agent, the user and the writer.
+#[derive(Debug, Clone, Copy)]
+pub struct EpisodeContext<'a> {
+    /// Episode id (for the `episode_start` event).
+    pub episode_id: &'a str,
+    /// The task.
+    pub package: &'a TaskPackage,
+    /// The condition.
+    pub condition: &'a Condition,
+    /// Where the episode starts.
+    pub start: &'a Start,
+    /// The agent spec, as recorded in `episode_start`.
+    pub agent_spec: &'a str,
+    /// Resolved budgets ([`Budgets::resolve`]).
+    pub budgets: Budgets,
+    /// Sandbox settings for every command and evaluator run.
+    pub sandbox: &'a SandboxConfig,
+    /// The harness's own base copies of clean workspaces.
+    pub bases: &'a BaseCache,
+    /// A fresh directory for this attempt; the workspace and frozen submissions go inside.
+    pub workdir: &'a Path,
+    /// Run seed.
+    pub seed: u64,
+    /// 0-based repeat (seeds the `oracle:R` subset).
+    pub repeat: u32,
+    /// Shared cache of residual-start evaluations.
+    pub start_results: &'a StartResults,
+    /// When set, the episode ends as `interrupted` before its next turn.
+    pub stop: Option<&'a AtomicBool>,
+}
+
+/// One evaluated submission.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubmissionOutcome {
+    /// 1-based submission number.
+    pub k: u32,
+    /// The automatic final submission of a budget or loop end.
+    pub automatic: bool,
+    /// Score and Success by the task's scoring kind.
+    pub scored: Scored,
+    /// The highest-priority failing requirement, if any.
+    pub failing_requirement: Option<String>,
+}
+
+/// How an episode attempt ended (the runner turns it into `EpisodeSummary`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EpisodeOutcome {
+    /// Why it ended.
+    pub end_reason: EndReason,
+    /// Evaluated submissions, in order.
+    pub submissions: Vec<SubmissionOutcome>,
+    /// Agent turns taken.
+    pub turns: u32,
+    /// Tool calls made (including refused ones).
+    pub tool_calls: u32,
+    /// Questions answered.
+    pub questions: u32,
+    /// Wall-clock duration in milliseconds.
+    pub wall_ms: u64,
+    /// The agent's usage.
+    pub agent_usage: Usage,
+}
+
+impl EpisodeOutcome {
+    /// The store summary of a finished episode.
+    pub fn summary(&self) -> specgap_store::EpisodeSummary {
+        let status = if self.end_reason == EndReason::Interrupted {
+            specgap_store::Status::Interrupted
+        } else {
+            specgap_store::Status::Finished
+        };
+        specgap_store::EpisodeSummary {
+            status,
+            end_reason: Some(self.end_reason),
+            turns: self.turns,
+            tool_calls: self.tool_calls,
+            wall_ms: self.wall_ms,
+            error: None,
+        }
+    }
+}
+
+/// Why an attempt failed without a score (DESIGN §3 "Infrastructure failures").
+#[derive(Debug, thiserror::Error)]
+pub enum EpisodeError {
+    /// The evaluator did not produce a valid `result.json` (DESIGN §2).
+    #[error("evaluation error: {message}")]
+    Evaluation {
+        /// What went wrong.
+        message: String,
+        /// Tail of the evaluator's stderr.
+        stderr_tail: String,
+        /// Whether a retry cannot help.
+        deterministic: bool,
+    },
+    /// The sandbox, the agent service or the user service failed.
+    #[error("infrastructure error: {message}")]
+    Infrastructure {
+        /// What went wrong.
+        message: String,
+        /// Whether a retry cannot help.
+        deterministic: bool,
+        /// The cause.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
+    /// The store could not record the episode (fatal for the run).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl EpisodeError {
+    /// An infrastructure error with a cause.
+    pub fn infrastructure(
+        message: impl Into<String>,
+        deterministic: bool,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        EpisodeError::Infrastructure { message: message.into(), deterministic, source: Some(Box::new(source)) }
+    }
+
+    /// Whether the failure says a retry cannot help.
+    pub fn deterministic(&self) -> bool {
+        match self {
+            EpisodeError::Evaluation { deterministic, .. } | EpisodeError::Infrastructure { deterministic, .. } => {
+                *deterministic
+            }
+            EpisodeError::Store(_) => true,
+        }
+    }
+
+    /// The end reason recorded for this error.
+    pub fn end_reason(&self) -> EndReason {
+        match self {
+            EpisodeError::Evaluation { .. } => EndReason::EvaluationError,
+            _ => EndReason::InfrastructureError,
+        }
+    }
+
+    /// The store's error class, `None` for a store failure (which is not an attempt error).
+    pub fn class(&self) -> Option<specgap_store::ErrorClass> {
+        match self {
+            EpisodeError::Evaluation { .. } => Some(specgap_store::ErrorClass::Evaluation),
+            EpisodeError::Infrastructure { .. } => Some(specgap_store::ErrorClass::Infrastructure),
+            EpisodeError::Store(_) => None,
+        }
+    }
+
+    /// The stderr tail, when the error has one.
+    pub fn stderr_tail(&self) -> &str {
+        match self {
+            EpisodeError::Evaluation { stderr_tail, .. } => stderr_tail,
+            _ => "",
+        }
+    }
+}
+
+impl From<AgentError> for EpisodeError {
+    fn from(e: AgentError) -> Self {
+        EpisodeError::Infrastructure {
+            message: format!("agent: {}", e.message),
+            deterministic: e.deterministic,
+            source: Some(Box::new(e)),
+        }
+    }
+}
+
+impl From<UserError> for EpisodeError {
+    fn from(e: UserError) -> Self {
+        EpisodeError::Infrastructure {
+            message: format!("user: {}", e.message),
+            deterministic: e.deterministic,
+            source: Some(Box::new(e)),
+        }
+    }
+}
+
+/// Runs one episode attempt (module guide). The writer is not finished here: on `Ok` the
+/// runner calls `writer.finish(outcome.summary())`; on `Err` it records the error and
+/// retries or finishes with an error status. An `error` event and an `end` event are written
+/// to the trajectory either way.
+///
+/// # Errors
+/// [`EpisodeError::Evaluation`] when an evaluation fails, [`EpisodeError::Infrastructure`]
+/// when the sandbox, agent or user fails, [`EpisodeError::Store`] when the store fails.
+pub fn run_episode(
+    ctx: &EpisodeContext<'_>,
+    agent: &mut dyn Agent,
+    user: &mut dyn User,
+    writer: &mut EpisodeWriter,
+) -> Result<EpisodeOutcome, EpisodeError> {
+    let started = Instant::now();
+    let result = Episode::open(ctx, agent, user, writer, started).and_then(|mut episode| episode.run());
+    let usage = agent.usage();
+    if usage != Usage::default() {
+        writer.record_usage(Role::Agent, &usage)?;
+    }
+    match result {
+        Ok(mut outcome) => {
+            outcome.agent_usage = usage;
+            Ok(outcome)
+        }
+        Err(error) => {
+            if !matches!(error, EpisodeError::Store(_)) {
+                let class = match error {
+                    EpisodeError::Evaluation { .. } => "evaluation",
+                    _ => "infrastructure",
+                };
+                writer.event(EventKind::Error {
+                    class: class.into(),
+                    message: error_chain(&error),
+                    stderr_tail: error.stderr_tail().to_string(),
+                })?;
+                writer.event(EventKind::End { reason: error.end_reason().as_str().into(), detail: String::new() })?;
+            }
+            Err(error)
+        }
+    }
+}
+
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let line = cause.to_string();
+        if !text.contains(&line) {
+            text.push_str(": ");
+            text.push_str(&line);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// Consecutive counters of the loop rules.
+#[derive(Debug, Default)]
+struct Counters {
+    last_call: Option<(String, Value)>,
+    identical: u32,
+    blank: u32,
+    asks: u32,
+    no_tool: u32,
+    refusals: u32,
+}
+
+impl Counters {
+    fn owner_answered(&mut self) {
+        self.last_call = None;
+        self.identical = 0;
+        self.blank = 0;
+    }
+
+    fn owner_feedback(&mut self) {
+        *self = Counters::default();
+    }
+}
+
+/// What a dispatched call did besides its result text.
+#[derive(Debug, Default)]
+struct Effect {
+    /// The call ended the episode.
+    end: Option<EndReason>,
+    /// A command that exited 0 with blank output.
+    blank_success: bool,
+    /// An answered `ask_user` question.
+    answered: bool,
+    /// Feedback to deliver after the turn's results.
+    feedback: Option<String>,
+}
+
+struct Episode<'c, 'a> {
+    ctx: &'c EpisodeContext<'a>,
+    agent: &'c mut dyn Agent,
+    user: &'c mut dyn User,
+    writer: &'c mut EpisodeWriter,
+    started: Instant,
+    host: HostView,
+    base: Base,
+    ws_dir: PathBuf,
+    ws: WorkspaceRoot,
+    offered: Vec<String>,
+    execute_phase: Option<String>,
+    turns: u32,
+    tool_calls: u32,
+    questions: u32,
+    counters: Counters,
+    plan_written: bool,
+    asked_before_unlock: u32,
+    unlocked: bool,
+    escalation: Escalation,
+    last_diff: String,
+    last_result: Option<EvalResult>,
+    submissions: Vec<SubmissionOutcome>,
+    inbox: Vec<Incoming>,
+}
+
+impl<'c, 'a> Episode<'c, 'a> {
+    fn open(
+        ctx: &'c EpisodeContext<'a>,
+        agent: &'c mut dyn Agent,
+        user: &'c mut dyn User,
+        writer: &'c mut EpisodeWriter,
+        started: Instant,
+    ) -> Result<Self, EpisodeError> {
+        let package = ctx.package;
+        let prompts = system_prompts(ctx.condition, &ctx.budgets);
+        let message = opening_message(package, ctx.condition, ctx.seed, ctx.repeat).ok_or_else(|| {
+            EpisodeError::Infrastructure {
+                message: format!("condition {} does not apply to task {}", ctx.condition, package.name()),
+                deterministic: true,
+                source: None,
+            }
+        })?;
+        let tools = tools::tool_specs(ctx.condition, package.manifest().project.is_some());
+        let opening = Opening { system_prompt: prompts.initial.clone(), message, tools };
+        writer.event(EventKind::EpisodeStart {
+            episode: ctx.episode_id.into(),
+            task: package.name().into(),
+            condition: ctx.condition.canonical(),
+            start: ctx.start.canonical(),
+            agent: ctx.agent_spec.into(),
+            system_prompt: opening.system_prompt.clone(),
+            opening_message: opening.message.clone(),
+            tools: opening.tools.clone(),
+        })?;
+        let host = sandbox_ops::host_view(package)?;
+        let ws_dir = ctx.workdir.join("workspace");
+        let base = sandbox_ops::materialize(ctx, &ws_dir)?;
+        let ws = WorkspaceRoot::new(&ws_dir)
+            .map_err(|e| EpisodeError::infrastructure("cannot open the materialized workspace", false, e))?;
+        let last_diff = sandbox_ops::diff(&base, &ws_dir)?;
+        let mut episode = Episode {
+            ctx,
+            agent,
+            user,
+            writer,
+            started,
+            host,
+            base,
+            ws_dir,
+            ws,
+            offered: opening.tools.iter().map(|t| t.name.clone()).collect(),
+            execute_phase: prompts.execute_phase,
+            turns: 0,
+            tool_calls: 0,
+            questions: 0,
+            counters: Counters::default(),
+            plan_written: false,
+            asked_before_unlock: 0,
+            unlocked: false,
+            escalation: Escalation::default(),
+            last_diff,
+            last_result: None,
+            submissions: Vec::new(),
+            inbox: Vec::new(),
+        };
+        if let Start::Residual(id) = ctx.start {
+            episode.evaluate_start(id)?;
+        }
+        episode.agent.start(&opening)?;
+        Ok(episode)
+    }
+
+    fn run(&mut self) -> Result<EpisodeOutcome, EpisodeError> {
+        let reason = self.turn_loop()?;
+        self.end(reason)
+    }
+
+    fn turn_loop(&mut self) -> Result<EndReason, EpisodeError> {
+        loop {
+            if self.ctx.stop.is_some_and(|s| s.load(Ordering::SeqCst)) {
+                return Ok(EndReason::Interrupted);
+            }
+            if self.wall_exhausted() {
+                return Ok(EndReason::WallBudget);
+            }
+            let inbox = std::mem::take(&mut self.inbox);
+            let reply = self.agent.next_turn(&inbox)?;
+            let ended = match reply {
+                AgentReply::Done => return Ok(EndReason::AgentDone),
+                AgentReply::ContextOverflow => return Ok(EndReason::ContextOverflow),
+                AgentReply::Refusal { text, usage } => self.refusal(text, usage)?,
+                AgentReply::Turn { text, tool_calls, usage } => self.turn(text, tool_calls, usage)?,
+            };
+            if let Some(reason) = ended {
+                return Ok(reason);
+            }
+            if self.turns >= self.ctx.budgets.turns {
+                return Ok(EndReason::TurnBudget);
+            }
+        }
+    }
+
+    fn wall_exhausted(&self) -> bool {
+        self.started.elapsed() >= Duration::from_secs(self.ctx.budgets.wall_sec)
+    }
+
+    fn remaining_wall_sec(&self) -> u64 {
+        self.ctx.budgets.wall_sec.saturating_sub(self.started.elapsed().as_secs()).max(1)
+    }
+
+    fn refusal(&mut self, text: Option<String>, usage: Option<Usage>) -> Result<Option<EndReason>, EpisodeError> {
+        self.turns += 1;
+        self.writer.event(EventKind::AgentTurn { turn: self.turns, text, tool_calls: Vec::new(), usage })?;
+        self.counters.refusals += 1;
+        if self.counters.refusals >= REFUSAL_LIMIT {
+            return Ok(Some(EndReason::Refusals));
+        }
+        self.harness_message(UserMessageKind::Reminder, REFUSAL_REMINDER)?;
+        Ok(None)
+    }
+
+    fn harness_message(&mut self, kind: UserMessageKind, text: &str) -> Result<(), EpisodeError> {
+        self.writer.event(EventKind::UserMessage { kind, text: text.into(), usage: None })?;
+        self.inbox.push(Incoming::UserMessage { kind, text: text.into() });
+        Ok(())
+    }
+
+    fn turn(
+        &mut self,
+        text: Option<String>,
+        mut calls: Vec<ToolCall>,
+        usage: Option<Usage>,
+    ) -> Result<Option<EndReason>, EpisodeError> {
+        self.turns += 1;
+        for (i, call) in calls.iter_mut().enumerate() {
+            if call.id.is_empty() {
+                call.id = format!("turn-{}-call-{}", self.turns, i + 1);
+            }
+        }
+        self.writer.event(EventKind::AgentTurn { turn: self.turns, text, tool_calls: calls.clone(), usage })?;
+        self.counters.refusals = 0;
+        if calls.is_empty() {
+            self.counters.no_tool += 1;
+            if self.counters.no_tool >= NO_TOOL_CALL_LIMIT {
+                return Ok(Some(EndReason::NoToolCall));
+            }
+            self.harness_message(UserMessageKind::Reminder, NO_TOOL_REMINDER)?;
+            return Ok(None);
+        }
+        self.counters.no_tool = 0;
+        let lone = lone_tool_violation(&calls);
+        let mut ended: Option<EndReason> = None;
+        let mut feedback = None;
+        for call in &calls {
+            if let Some(reason) = ended {
+                let note = format!("not run: the work ended ({}) before this call", reason.as_str());
+                self.tool_result(call, ToolOutput::error(note))?;
+                continue;
+            }
+            self.tool_calls += 1;
+            let effect = match (&lone, self.repeated(call)) {
+                (_, true) => {
+                    self.tool_result(
+                        call,
+                        ToolOutput::error("not run: the same call was repeated four times in a row"),
+                    )?;
+                    Effect { end: Some(EndReason::LoopRepeatedCall), ..Effect::default() }
+                }
+                (Some(tool), false) => {
+                    let message = format!(
+                        "not run: `{tool}` must be the only call in its turn, and this turn has {} calls; none of them ran",
+                        calls.len()
+                    );
+                    self.tool_result(call, ToolOutput::error(message))?;
+                    Effect::default()
+                }
+                (None, false) => self.dispatch(call)?,
+            };
+            self.count(call, &effect);
+            if effect.feedback.is_some() {
+                feedback = effect.feedback;
+            }
+            ended = effect.end;
+            if ended.is_none() && self.counters.blank >= BLANK_OUTPUT_LIMIT {
+                ended = Some(EndReason::LoopBlankOutput);
+            }
+            if ended.is_none() && self.tool_calls >= self.ctx.budgets.tool_calls {
+                ended = Some(EndReason::ToolCallBudget);
+            }
+            if ended.is_none() && self.wall_exhausted() {
+                ended = Some(EndReason::WallBudget);
+            }
+        }
+        if let Some(text) = feedback {
+            self.inbox.push(Incoming::UserMessage { kind: UserMessageKind::Feedback, text });
+        }
+        Ok(ended)
+    }
+
+    /// Updates the identical-call counter; true when this call is the 4th in a row.
+    fn repeated(&mut self, call: &ToolCall) -> bool {
+        if call.tool == names::SUBMIT {
+            return false;
+        }
+        let key = (call.tool.clone(), call.arguments.clone());
+        if self.counters.last_call.as_ref() == Some(&key) {
+            self.counters.identical += 1;
+        } else {
+            self.counters.last_call = Some(key);
+            self.counters.identical = 1;
+        }
+        self.counters.identical >= REPEATED_CALL_LIMIT
+    }
+
+    /// Updates the blank-output and question counters after a call.
+    fn count(&mut self, call: &ToolCall, effect: &Effect) {
+        self.counters.blank = if effect.blank_success { self.counters.blank + 1 } else { 0 };
+        if effect.answered {
+            self.counters.asks += 1;
+            self.counters.owner_answered();
+        } else if call.tool != names::ASK_USER {
+            self.counters.asks = 0;
+        }
+        if effect.feedback.is_some() {
+            self.counters.owner_feedback();
+        }
+    }
+
+    fn tool_result(&mut self, call: &ToolCall, output: ToolOutput) -> Result<(), EpisodeError> {
+        self.writer.event(EventKind::ToolResult {
+            call_id: call.id.clone(),
+            tool: call.tool.clone(),
+            output: output.output.clone(),
+            is_error: output.is_error,
+        })?;
+        self.inbox.push(Incoming::ToolResult {
+            call_id: call.id.clone(),
+            tool: call.tool.clone(),
+            output: output.output,
+            is_error: output.is_error,
+        });
+        Ok(())
+    }
+
+    /// Runs one call and records its result.
+    fn dispatch(&mut self, call: &ToolCall) -> Result<Effect, EpisodeError> {
+        let mut effect = Effect::default();
+        let output = match self.gate(call) {
+            Some(refusal) => ToolOutput::error(refusal),
+            None => match call.tool.as_str() {
+                names::LIST_FILES => with_args(call, |a| tools::list_files(&self.ws, &a)),
+                names::READ_TEXT => with_args(call, |a| tools::read_text(&self.ws, &a)),
+                names::WRITE_TEXT => with_args(call, |a| tools::write_text(&self.ws, &a)),
+                names::REPLACE_TEXT => with_args(call, |a| tools::replace_text(&self.ws, &a)),
+                names::RUN_EXPERIMENT | names::BASH => self.command_tool(call, &mut effect)?,
+                names::RUN_PROJECT => self.run_project(call)?,
+                names::WRITE_PLAN => self.write_plan(call),
+                names::ASK_USER => self.ask_user(call, &mut effect)?,
+                names::SUBMIT => self.submit_tool(call, &mut effect)?,
+                names::APPLY_OVERLAY => self.apply_overlay(call)?,
+                other => unreachable_tool(other),
+            },
+        };
+        self.tool_result(call, output)?;
+        Ok(effect)
+    }
+
+    /// Refuses calls that are not offered or not yet allowed; `None` lets the call run.
+    fn gate(&self, call: &ToolCall) -> Option<String> {
+        let tool = call.tool.as_str();
+        let harness = self.agent.allows_harness_actions();
+        if tool == names::APPLY_OVERLAY && harness {
+            return None;
+        }
+        if !self.offered.iter().any(|t| t == tool) {
+            return Some(format!("unknown tool `{tool}`; the tools are: {}", self.offered.join(", ")));
+        }
+        if harness {
+            // Scripted calibration agents are not held by the plan / clarify-first gates.
+            return None;
+        }
+        let editing = matches!(tool, names::WRITE_TEXT | names::REPLACE_TEXT);
+        if self.ctx.condition.is_plan() && !self.plan_written && (editing || tool == names::SUBMIT) {
+            return Some(format!(
+                "`{tool}` is refused in the planning phase; study the project, then save your plan with write_plan"
+            ));
+        }
+        let working =
+            editing || matches!(tool, names::RUN_EXPERIMENT | names::BASH | names::RUN_PROJECT | names::SUBMIT);
+        if self.ctx.condition.ask() == Ask::Required && !self.unlocked && working {
+            return Some(format!(
+                "`{tool}` is withheld until you have asked the client what the request leaves open and then told them, \
+                 in an ask_user message without a question mark, that you have what you need"
+            ));
+        }
+        None
+    }
+
+    fn command_tool(&mut self, call: &ToolCall, effect: &mut Effect) -> Result<ToolOutput, EpisodeError> {
+        let args: tools::CommandArgs = match tools::parse_args(&call.tool, &call.arguments) {
+            Ok(args) => args,
+            Err(message) => return Ok(ToolOutput::error(message)),
+        };
+        let result = self.run_command(&args.command, args.timeout_sec)?;
+        effect.blank_success = result.blank_success();
+        Ok(result.to_output())
+    }
+
+    fn run_command(&self, command: &str, timeout_sec: Option<u64>) -> Result<CommandResult, EpisodeError> {
+        let timeout = timeout_sec
+            .unwrap_or(tools::DEFAULT_COMMAND_TIMEOUT_SEC)
+            .clamp(1, tools::MAX_COMMAND_TIMEOUT_SEC)
+            .min(self.remaining_wall_sec());
+        sandbox_ops::run_command(self.ctx, &self.host, &self.ws_dir, command, timeout)
+    }
+
+    fn run_project(&mut self, call: &ToolCall) -> Result<ToolOutput, EpisodeError> {
+        let args: tools::RunProjectArgs = match tools::parse_args(&call.tool, &call.arguments) {
+            Ok(args) => args,
+            Err(message) => return Ok(ToolOutput::error(message)),
+        };
+        let Some(project) = self.ctx.package.manifest().project.as_ref() else {
+            return Ok(ToolOutput::error("this project has no recorded runs to replay"));
+        };
+        let record = match tools::project_record(&self.ws, &project.records, &args.record) {
+            Ok(record) => record,
+            Err(message) => return Ok(ToolOutput::error(message)),
+        };
+        let command = project.replay.replace("{record}", &tools::shell_quote(&record));
+        Ok(self.run_command(&command, None)?.to_output())
+    }
+
+    fn write_plan(&mut self, call: &ToolCall) -> ToolOutput {
+        let args: tools::WritePlanArgs = match tools::parse_args(&call.tool, &call.arguments) {
+            Ok(args) => args,
+            Err(message) => return ToolOutput::error(message),
+        };
+        if self.plan_written {
+            return ToolOutput::error("the plan is already written; you are in the execution phase");
+        }
+        if let Err(message) = tools::write_file(&self.ws, "PLAN.md", &args.plan) {
+            return ToolOutput::error(message);
+        }
+        self.plan_written = true;
+        let execute = self.execute_phase.clone().unwrap_or_default();
+        ToolOutput::ok(format!("Plan saved to PLAN.md.\n\n{execute}"))
+    }
+
+    fn ask_user(&mut self, call: &ToolCall, effect: &mut Effect) -> Result<ToolOutput, EpisodeError> {
+        let args: tools::AskUserArgs = match tools::parse_args(&call.tool, &call.arguments) {
+            Ok(args) => args,
+            Err(message) => return Ok(ToolOutput::error(message)),
+        };
+        let condition = self.ctx.condition;
+        let clarify_first = condition.ask() == Ask::Required && !self.unlocked;
+        if clarify_first && self.asked_before_unlock > 0 && !args.question.contains(['?', '？']) {
+            self.unlocked = true;
+            return Ok(ToolOutput::ok(UNLOCK_ACKNOWLEDGEMENT));
+        }
+        if !condition.is_delivery() && self.counters.asks + 1 >= ASK_LIMIT {
+            effect.end = Some(EndReason::LoopAskUser);
+            return Ok(ToolOutput::error("not answered: this is the fourth question in a row"));
+        }
+        if condition.is_delivery() && self.questions >= self.ctx.budgets.clarification_rounds {
+            effect.end = Some(EndReason::ClarificationLimit);
+            return Ok(ToolOutput::error("not answered: no further questions can be answered"));
+        }
+        let question = Question { index: self.questions, turn: self.turns, text: args.question.clone() };
+        let reply = self.user.answer(&question)?;
+        if let Some(usage) = &reply.usage {
+            self.writer.record_usage(Role::User, usage)?;
+        }
+        let matched = linked_targets(&args.question, self.ctx.package.clarifications())
+            .into_iter()
+            .map(|t| t.id.clone())
+            .collect();
+        self.writer.record_question(&specgap_store::Question {
+            turn: self.turns,
+            text: args.question,
+            answer: reply.text.clone(),
+            matched_targets: matched,
+        })?;
+        self.questions += 1;
+        if clarify_first {
+            self.asked_before_unlock += 1;
+        }
+        effect.answered = true;
+        Ok(ToolOutput::ok(reply.text))
+    }
+
+    fn apply_overlay(&mut self, call: &ToolCall) -> Result<ToolOutput, EpisodeError> {
+        let args: tools::ApplyOverlayArgs = match tools::parse_args(&call.tool, &call.arguments) {
+            Ok(args) => args,
+            Err(message) => return Ok(ToolOutput::error(message)),
+        };
+        if args.name != "starter" {
+            let Some(overlay) = self.ctx.package.solution(&args.name) else {
+                return Ok(ToolOutput::error(format!("the task has no overlay `{}`", args.name)));
+            };
+            sandbox_ops::apply_overlay(&self.ws_dir, overlay)?;
+        }
+        self.writer.event(EventKind::Overlay { name: args.name.clone() })?;
+        Ok(ToolOutput::ok(format!("applied overlay `{}`", args.name)))
+    }
+
+    fn submit_tool(&mut self, call: &ToolCall, effect: &mut Effect) -> Result<ToolOutput, EpisodeError> {
+        let args: tools::SubmitArgs = match tools::parse_args(&call.tool, &call.arguments) {
+            Ok(args) => args,
+            Err(message) => return Ok(ToolOutput::error(message)),
+        };
+        let outcome = self.submit(args.summary, false)?;
+        let condition = self.ctx.condition;
+        if outcome.scored.success {
+            effect.end = Some(EndReason::Accepted);
+            return Ok(ToolOutput::ok("The delivery was accepted. The work is finished."));
+        }
+        if !condition.feedback() {
+            effect.end = Some(EndReason::Submitted);
+            return Ok(ToolOutput::ok("The delivery was received. The work is finished."));
+        }
+        let used = self.submissions.len() as u32;
+        if used >= self.ctx.budgets.submissions {
+            effect.end = Some(EndReason::SubmissionBudget);
+            return Ok(ToolOutput::ok("The delivery was returned and no submissions are left. The work is finished."));
+        }
+        effect.feedback = Some(self.feedback_text()?);
+        let left = self.ctx.budgets.submissions - used;
+        let word = if left == 1 { "submission" } else { "submissions" };
+        Ok(ToolOutput::ok(format!("The delivery was returned; the owner's message follows. {left} {word} left.")))
+    }
+
+    /// The user's message for a failed submission; recorded as a feedback event.
+    fn feedback_text(&mut self) -> Result<String, EpisodeError> {
+        let result = self.last_result.clone().unwrap_or(EvalResult {
+            version: specgap_protocol::result::RESULT_VERSION,
+            requirements: None,
+            tests: None,
+            delivery: None,
+            reward: None,
+        });
+        let reply = match self.escalation.feedback(self.ctx.package, &result) {
+            Some(context) => self.user.feedback(&context)?,
+            None => crate::session::Reply { text: NO_OBSERVATION.into(), usage: None },
+        };
+        if let Some(usage) = &reply.usage {
+            self.writer.record_usage(Role::User, usage)?;
+        }
+        self.writer.event(EventKind::UserMessage {
+            kind: UserMessageKind::Feedback,
+            text: reply.text.clone(),
+            usage: reply.usage,
+        })?;
+        Ok(reply.text)
+    }
+
+    /// Evaluates (the sandbox freezes a copy of the workspace first), scores and records
+    /// submission k = next.
+    fn submit(&mut self, summary: Option<String>, automatic: bool) -> Result<SubmissionOutcome, EpisodeError> {
+        let k = self.submissions.len() as u32 + 1;
+        self.writer.event(EventKind::Submission { k, summary, automatic })?;
+        let diff = sandbox_ops::diff(&self.base, &self.ws_dir)?;
+        let evaluated = sandbox_ops::evaluate(self.ctx, &self.host, &self.ws_dir);
+        let (result, scored) = match evaluated {
+            Ok(pair) => pair,
+            Err(error) => {
+                self.writer.write_submission(
+                    k,
+                    &SubmissionRecord {
+                        automatic,
+                        agent_declared: !automatic,
+                        result: None,
+                        scored: None,
+                        failing_requirement: None,
+                        error: Some(error.to_string()),
+                        diff,
+                    },
+                )?;
+                return Err(error);
+            }
+        };
+        let failing = failing_requirement(self.ctx.package, &result).map(str::to_string);
+        self.writer.write_submission(
+            k,
+            &SubmissionRecord {
+                automatic,
+                agent_declared: !automatic,
+                result: Some(result.clone()),
+                scored: Some(scored),
+                failing_requirement: failing.clone(),
+                error: None,
+                diff: diff.clone(),
+            },
+        )?;
+        self.writer.event(EventKind::Evaluation {
+            k,
+            score: scored.score,
+            success: scored.success,
+            failing_requirement: failing.clone(),
+        })?;
+        self.last_diff = diff;
+        self.last_result = Some(result);
+        let outcome = SubmissionOutcome { k, automatic, scored, failing_requirement: failing };
+        self.submissions.push(outcome.clone());
+        Ok(outcome)
+    }
+
+    /// Evaluates the residual starting state once per (task hash, state id) and records it
+    /// as `start/result.json`.
+    fn evaluate_start(&mut self, state: &str) -> Result<(), EpisodeError> {
+        let key = (self.ctx.package.hash().to_string(), state.to_string());
+        let cached = self.ctx.start_results.lock().ok().and_then(|cache| cache.get(&key).cloned());
+        let result = match cached {
+            Some(result) => result,
+            None => {
+                let (result, _) = sandbox_ops::evaluate(self.ctx, &self.host, &self.ws_dir)?;
+                if let Ok(mut cache) = self.ctx.start_results.lock() {
+                    cache.insert(key, result.clone());
+                }
+                result
+            }
+        };
+        self.writer.write_start_result(&result)?;
+        Ok(())
+    }
+
+    /// Ends the episode: the automatic submission where due, budget and end events.
+    fn end(&mut self, reason: EndReason) -> Result<EpisodeOutcome, EpisodeError> {
+        if submits_automatically(reason) {
+            let diff = sandbox_ops::diff(&self.base, &self.ws_dir)?;
+            if diff != self.last_diff {
+                self.submit(None, true)?;
+            }
+        }
+        if let Some((which, used, limit)) = self.budget_used(reason) {
+            self.writer.event(EventKind::Budget { which: which.into(), used, limit })?;
+        }
+        self.writer.event(EventKind::End { reason: reason.as_str().into(), detail: String::new() })?;
+        Ok(EpisodeOutcome {
+            end_reason: reason,
+            submissions: self.submissions.clone(),
+            turns: self.turns,
+            tool_calls: self.tool_calls,
+            questions: self.questions,
+            wall_ms: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            agent_usage: Usage::default(),
+        })
+    }
+
+    fn budget_used(&self, reason: EndReason) -> Option<(&'static str, u64, u64)> {
+        let b = &self.ctx.budgets;
+        match reason {
+            EndReason::TurnBudget => Some(("turns", self.turns.into(), b.turns.into())),
+            EndReason::ToolCallBudget => Some(("tool_calls", self.tool_calls.into(), b.tool_calls.into())),
+            EndReason::WallBudget => Some(("wall_sec", self.started.elapsed().as_secs(), b.wall_sec)),
+            EndReason::SubmissionBudget => Some(("submissions", self.submissions.len() as u64, b.submissions.into())),
+            _ => None,
+        }
+    }
+}
+
+/// Whether an end makes the automatic final submission (module guide).
+pub fn submits_automatically(reason: EndReason) -> bool {
+    !matches!(
+        reason,
+        EndReason::Accepted
+            | EndReason::Submitted
+            | EndReason::SubmissionBudget
+            | EndReason::Interrupted
+            | EndReason::InfrastructureError
+            | EndReason::EvaluationError
+    )
+}
+
+/// The first lone-only tool (`submit`, `ask_user`, `write_plan`) of a turn with several
+/// calls, if any.
+fn lone_tool_violation(calls: &[ToolCall]) -> Option<String> {
+    if calls.len() < 2 {
+        return None;
+    }
+    calls
+        .iter()
+        .map(|c| c.tool.as_str())
+        .find(|t| matches!(*t, names::SUBMIT | names::ASK_USER | names::WRITE_PLAN))
+        .map(str::to_string)
+}
+
+fn with_args<T: serde::de::DeserializeOwned>(call: &ToolCall, run: impl FnOnce(T) -> ToolOutput) -> ToolOutput {
+    match tools::parse_args::<T>(&call.tool, &call.arguments) {
+        Ok(args) => run(args),
+        Err(message) => ToolOutput::error(message),
+    }
+}
+
+fn unreachable_tool(tool: &str) -> ToolOutput {
+    // `gate` only lets offered tools through, and every offered tool is dispatched above.
+    ToolOutput::error(format!("unknown tool `{tool}`"))
+}

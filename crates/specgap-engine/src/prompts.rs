@@ -1,0 +1,224 @@
+//! System prompts and the opening message (DESIGN §3.3, §4).
+//!
+//! The prompt texts live in `src/prompts/*.md`, written in this project's own words from the
+//! intent of seed 000 Appendix F (evidence, literal, plan then execute) and seed 002 A.9.1
+//! (delivery, with one block per condition). `{name}` placeholders are filled here with the
+//! episode's budget and the rules that apply to its condition. Any change to a prompt text
+//! must bump [`PROMPT_VERSION`], which is part of every agent configuration in `run.toml`.
+
+use specgap_task::TaskPackage;
+
+use crate::condition::{Ask, Budgets, Condition, OpeningKind, PromptKind, oracle_targets};
+
+/// Version of the prompt texts; bump on any change to `src/prompts/*.md` or to this module's
+/// fill-ins.
+pub const PROMPT_VERSION: &str = "1";
+
+const EVIDENCE: &str = include_str!("prompts/evidence.md");
+const LITERAL: &str = include_str!("prompts/literal.md");
+const PLAN: &str = include_str!("prompts/plan.md");
+const PLAN_EXECUTE: &str = include_str!("prompts/plan_execute.md");
+const DELIVERY: &str = include_str!("prompts/delivery.md");
+const DELIVERY_HIDDEN: &str = include_str!("prompts/delivery_hidden.md");
+const DELIVERY_INTERACT: &str = include_str!("prompts/delivery_interact.md");
+const DELIVERY_INTERACT_REQ: &str = include_str!("prompts/delivery_interact_req.md");
+const DELIVERY_FULL_INFO: &str = include_str!("prompts/delivery_full_info.md");
+const DELIVERY_ORACLE: &str = include_str!("prompts/delivery_oracle.md");
+
+/// The system prompts of one episode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SystemPrompts {
+    /// The prompt the agent starts with.
+    pub initial: String,
+    /// Plan mode only: the execution-phase text, handed to the agent in the result of its
+    /// successful `write_plan` (seed 000 F.3 switches prompts at that point).
+    pub execute_phase: Option<String>,
+}
+
+/// Renders the system prompt(s) of `condition` with `budgets` filled in.
+pub fn system_prompts(condition: &Condition, budgets: &Budgets) -> SystemPrompts {
+    let fills = Fills::new(condition, budgets);
+    let initial = match condition.prompt() {
+        PromptKind::Evidence => fills.render(EVIDENCE),
+        PromptKind::Literal => fills.render(LITERAL),
+        PromptKind::Plan => fills.render(PLAN),
+        PromptKind::Delivery | PromptKind::DeliveryClarifyFirst => {
+            let block = delivery_block(condition);
+            fills.render(&DELIVERY.replace("{condition_note}", block.trim_end()))
+        }
+    };
+    let execute_phase = condition.is_plan().then(|| fills.render(PLAN_EXECUTE).trim_end().to_string());
+    SystemPrompts { initial: initial.trim_end().to_string(), execute_phase }
+}
+
+fn delivery_block(condition: &Condition) -> &'static str {
+    match (condition.opening(), condition.ask()) {
+        (OpeningKind::InstructionAndInformation, _) => DELIVERY_FULL_INFO,
+        (OpeningKind::InstructionAndAnswers, _) => DELIVERY_ORACLE,
+        (_, Ask::Required) => DELIVERY_INTERACT_REQ,
+        (_, Ask::Optional) => DELIVERY_INTERACT,
+        (_, Ask::Off) => DELIVERY_HIDDEN,
+    }
+}
+
+/// The placeholder values of one episode.
+struct Fills {
+    pairs: Vec<(&'static str, String)>,
+}
+
+impl Fills {
+    fn new(condition: &Condition, budgets: &Budgets) -> Self {
+        let asks = condition.ask() != Ask::Off;
+        let ask_note = if asks && !condition.is_delivery() {
+            " You can put a question to the owner with `ask_user`; they answer from what they know.".to_string()
+        } else {
+            String::new()
+        };
+        let ask_plan_note = if asks { ", and so is asking the owner with `ask_user`" } else { "" };
+        let submissions_word = if budgets.submissions == 1 { "submission" } else { "submissions" };
+        let budget_note = format!(
+            "Budget: {} {submissions_word}, {} turns, {} tool calls and {} minutes of wall-clock time.",
+            budgets.submissions,
+            budgets.turns,
+            budgets.tool_calls,
+            budgets.wall_sec.div_ceil(60),
+        );
+        Fills {
+            pairs: vec![
+                ("{ask_note}", ask_note),
+                ("{ask_plan_note}", ask_plan_note.to_string()),
+                ("{budget_note}", budget_note),
+                ("{rules_note}", rules_note(condition, budgets)),
+                ("{submissions}", budgets.submissions.to_string()),
+                ("{submissions_word}", submissions_word.to_string()),
+            ],
+        }
+    }
+
+    fn render(&self, template: &str) -> String {
+        self.pairs.iter().fold(template.to_string(), |text, (key, value)| text.replace(key, value))
+    }
+}
+
+/// The end rules and turn rules of a condition, in words (DESIGN §3.5).
+fn rules_note(condition: &Condition, budgets: &Budgets) -> String {
+    let asks = condition.ask() != Ask::Off;
+    let ask_loop = match (asks, condition.is_delivery()) {
+        (false, _) => String::new(),
+        (true, false) => ", on the fourth question to the owner in a row".to_string(),
+        (true, true) => format!(", when you ask more than {} questions", budgets.clarification_rounds),
+    };
+    let mut alone = vec!["`submit`"];
+    if asks {
+        alone.push("`ask_user`");
+    }
+    if condition.is_plan() {
+        alone.push("`write_plan`");
+    }
+    let alone_rule = match alone.as_slice() {
+        [one] => format!("{one} must be the only call in its turn"),
+        [init @ .., last] => format!("{} and {last} must each be the only call in their turn", init.join(", ")),
+        [] => String::new(),
+    };
+    format!(
+        "The work also ends when any budget runs out, on the fourth identical call in a row (same tool, same \
+         arguments), on the fourth command in a row that succeeds without printing anything{ask_loop}, when your \
+         context overflows, and after three refusals in a row; the current workspace is then submitted \
+         automatically if it changed since your last submission. A reply without any tool call gets one reminder; \
+         a second such reply in a row ends the work. Every path is relative to the workspace. Independent tools may \
+         be called together in one turn; {alone_rule}."
+    )
+}
+
+/// The opening message of an episode (DESIGN §4 "opening instruction"): instruction.md;
+/// instruction.full.md under `full`; plus information.md under `full-info`; plus the
+/// registered answers of the seeded oracle subset under `oracle:R`. Nothing else of the
+/// package is ever quoted. `None` when the package lacks the file the condition needs (see
+/// [`crate::applicability`]).
+pub fn opening_message(package: &TaskPackage, condition: &Condition, run_seed: u64, repeat: u32) -> Option<String> {
+    let instruction = package.instruction().trim_end();
+    Some(match condition.opening() {
+        OpeningKind::Instruction => instruction.to_string(),
+        OpeningKind::FullInstruction => package.instruction_full()?.trim_end().to_string(),
+        OpeningKind::InstructionAndInformation => {
+            let information = package.information()?.trim_end();
+            format!("{instruction}\n\n---\n\nBusiness information from the client:\n\n{information}")
+        }
+        OpeningKind::InstructionAndAnswers => {
+            let ratio = match condition.preset() {
+                crate::condition::Preset::Oracle(r) => r,
+                _ => 0.0,
+            };
+            let answers = oracle_targets(package.clarifications(), ratio, run_seed, package.name(), repeat);
+            if answers.is_empty() {
+                instruction.to_string()
+            } else {
+                let list: Vec<String> = answers.iter().map(|t| format!("- {}", t.answer.trim())).collect();
+                format!("{instruction}\n\n---\n\nPoints the client has already settled:\n\n{}", list.join("\n"))
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::condition::BudgetFlags;
+    use specgap_protocol::package::Budget;
+
+    fn prompts(text: &str) -> SystemPrompts {
+        let c = Condition::parse(text).unwrap();
+        let b = Budgets::resolve(&c, &Budget::default(), &BudgetFlags::default());
+        system_prompts(&c, &b)
+    }
+
+    #[test]
+    fn every_condition_renders_without_placeholders() {
+        for text in [
+            "partial",
+            "full",
+            "literal",
+            "plan",
+            "hidden",
+            "interact",
+            "interact-req",
+            "full-info",
+            "oracle:0.5",
+            "partial+ask=off",
+            "plan+ask=off",
+            "hidden+ask=on",
+            "literal+profile=shell",
+        ] {
+            let p = prompts(text);
+            assert!(!p.initial.contains('{') && !p.initial.contains('}'), "{text}: {}", p.initial);
+            assert_eq!(p.execute_phase.is_some(), text.starts_with("plan"), "{text}");
+        }
+    }
+
+    #[test]
+    fn budget_and_rules_are_filled() {
+        let p = prompts("partial");
+        assert!(
+            p.initial.contains("Budget: 4 submissions, 120 turns, 360 tool calls and 60 minutes of wall-clock time.")
+        );
+        assert!(p.initial.contains("`submit` and `ask_user` must each be the only call in their turn."));
+        assert!(p.initial.contains("on the fourth question to the owner in a row"));
+        let l = prompts("literal");
+        assert!(l.initial.contains("`submit` must be the only call in its turn."));
+        assert!(!l.initial.contains("ask_user"));
+        let d = prompts("interact");
+        assert!(d.initial.contains("when you ask more than 30 questions"));
+        assert!(d.initial.contains("you have 1 submission."));
+        let q = prompts("plan");
+        assert!(q.initial.contains("`submit`, `ask_user` and `write_plan` must each be the only call in their turn."));
+    }
+
+    #[test]
+    fn delivery_blocks_follow_the_condition() {
+        assert!(prompts("hidden").initial.contains("Nobody is available to answer questions."));
+        assert!(prompts("interact").initial.contains("expects to be consulted"));
+        assert!(prompts("interact-req").initial.contains("contains no question mark"));
+        assert!(prompts("full-info").initial.contains("business information"));
+        assert!(prompts("oracle:1").initial.contains("already settled some points"));
+    }
+}

@@ -1,0 +1,536 @@
+//! Carrying out a plan: a bounded pool of worker threads, one episode at a time each, with
+//! retries of failed attempts and a cooperative stop.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use specgap_protocol::run::{ComponentRef, EndReason};
+use specgap_store::{EpisodeMeta, EpisodeSummary, ErrorClass, ErrorRecord, NotApplicableRow, Status, Store};
+use specgap_sandbox::{BaseCache, SandboxConfig};
+use specgap_task::TaskPackage;
+
+use crate::condition::{BudgetFlags, Budgets};
+use crate::runner::RunnerError;
+use crate::runner::plan::{Plan, PlannedEpisode};
+use crate::episode::{EpisodeContext, EpisodeError, StartResults, run_episode};
+use crate::session::{Agent, AgentError, User, UserError};
+
+/// Makes a fresh agent for each attempt of an episode (so no state leaks between retries).
+pub trait AgentFactory: Sync {
+    /// An agent for `agent` on `episode` of `package`.
+    ///
+    /// # Errors
+    /// [`AgentError`] when the agent cannot be made (an unreadable replay file, …): an
+    /// infrastructure error of that attempt.
+    fn make(&self, agent: &ComponentRef, episode: &PlannedEpisode, package: &TaskPackage) -> Result<Box<dyn Agent + Send>, AgentError>;
+}
+
+/// Makes a fresh user for each attempt of an episode.
+pub trait UserFactory: Sync {
+    /// A user for `user` on `episode` of `package`.
+    ///
+    /// # Errors
+    /// [`UserError`] when the user cannot be made: an infrastructure error of that attempt.
+    fn make(&self, user: &ComponentRef, episode: &PlannedEpisode, package: &TaskPackage) -> Result<Box<dyn User + Send>, UserError>;
+}
+
+/// The deterministic `relay` user for every episode (DESIGN §5).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RelayUsers;
+
+impl UserFactory for RelayUsers {
+    fn make(&self, _user: &ComponentRef, _episode: &PlannedEpisode, package: &TaskPackage) -> Result<Box<dyn User + Send>, UserError> {
+        Ok(Box::new(crate::relay::RelayUser::new(package)))
+    }
+}
+
+/// Hears about the run's progress; called from worker threads.
+pub trait RunObserver: Sync {
+    /// An attempt of `episode` is starting (1-based `attempt` within this process).
+    fn attempt_started(&self, _episode: &PlannedEpisode, _attempt: u32) {}
+    /// An episode reached its final state for this run.
+    fn episode_ended(&self, _report: &EpisodeReport) {}
+    /// A line for the log (retries, skipped episodes).
+    fn note(&self, _message: &str) {}
+}
+
+/// An observer that ignores everything.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Silent;
+
+impl RunObserver for Silent {}
+
+/// What the run needs besides the plan.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Episodes run at once (at least 1).
+    pub jobs: usize,
+    /// Retries of a failed attempt (infrastructure or evaluation error).
+    pub retries: u32,
+    /// Run commands under bubblewrap (false only for `--no-sandbox` debugging).
+    pub sandbox: bool,
+    /// Budget flags from the command line.
+    pub budget_flags: BudgetFlags,
+    /// Run seed.
+    pub seed: u64,
+    /// Set to stop: no new episode starts, running ones end as `interrupted`.
+    pub stop: Arc<AtomicBool>,
+    /// Parent of the per-run temporary directory of workspaces (`None`: the system's).
+    pub work_root: Option<PathBuf>,
+    /// Also run again episodes stored as `eval_error` (`--resume`).
+    pub rerun_eval_errors: bool,
+}
+
+/// How one episode ended in this run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EpisodeReport {
+    /// Episode id.
+    pub id: String,
+    /// Task name.
+    pub task: String,
+    /// Agent spec.
+    pub agent: String,
+    /// Canonical condition.
+    pub condition: String,
+    /// Start.
+    pub start: String,
+    /// 0-based repeat.
+    pub repeat: u32,
+    /// Final status.
+    pub status: Status,
+    /// End reason.
+    pub end_reason: Option<EndReason>,
+    /// Attempts made in this run.
+    pub attempts: u32,
+    /// Error messages of the failed attempts, in order.
+    pub errors: Vec<String>,
+}
+
+/// Counts of a run (this process's share).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunSummary {
+    /// Episodes in this shard's plan.
+    pub planned: usize,
+    /// Episodes already final in the store, not run again.
+    pub already_done: usize,
+    /// Episodes that ended `finished`.
+    pub finished: usize,
+    /// Episodes that ended `infra_error`.
+    pub infra_errors: usize,
+    /// Episodes that ended `eval_error`.
+    pub eval_errors: usize,
+    /// Episodes that ended `interrupted`.
+    pub interrupted: usize,
+    /// Episodes never started because of a stop request.
+    pub not_started: usize,
+    /// Attempts retried after a failure.
+    pub retried_attempts: usize,
+    /// Not-applicable combinations recorded.
+    pub not_applicable: usize,
+}
+
+/// What a plan refers to by index.
+#[derive(Debug, Clone, Copy)]
+pub struct RunInputs<'a> {
+    /// Tasks (`PlannedEpisode::task` indexes them).
+    pub tasks: &'a [TaskPackage],
+    /// Agents (`PlannedEpisode::agent` indexes them).
+    pub agents: &'a [ComponentRef],
+    /// The user.
+    pub user: &'a ComponentRef,
+}
+
+/// Records the plan's not-applicable combinations in the store.
+///
+/// # Errors
+/// Store errors.
+pub fn record_not_applicable(store: &Store, plan: &Plan) -> Result<usize, RunnerError> {
+    for skipped in &plan.not_applicable {
+        store.record_not_applicable(&NotApplicableRow {
+            task: skipped.task.clone(),
+            agent: skipped.agent.clone(),
+            condition: skipped.condition.clone(),
+            start: skipped.start.clone(),
+            reason: skipped.reason.clone(),
+        })?;
+    }
+    Ok(plan.not_applicable.len())
+}
+
+/// Whether `status` (`None`: never begun) means the episode must run.
+fn needs_running(status: Option<Status>, rerun_eval_errors: bool) -> bool {
+    match status {
+        None => true,
+        Some(s) if s.needs_rerun() => true,
+        Some(Status::EvalError) => rerun_eval_errors,
+        Some(_) => false,
+    }
+}
+
+/// Runs every planned episode that needs running on `options.jobs` worker threads, recording
+/// not-applicable combinations first. Returns when all have ended or, after a stop request,
+/// when the running ones have.
+///
+/// # Errors
+/// Store errors that leave the run unable to record results (the first one; the run stops).
+/// Failures of single episodes are recorded in the store, not returned.
+pub fn execute(
+    plan: &Plan,
+    inputs: RunInputs<'_>,
+    store: &Store,
+    agents: &dyn AgentFactory,
+    users: &dyn UserFactory,
+    observer: &dyn RunObserver,
+    options: &RunOptions,
+) -> Result<RunSummary, RunnerError> {
+    let mut summary = RunSummary { planned: plan.episodes.len(), ..RunSummary::default() };
+    summary.not_applicable = record_not_applicable(store, plan)?;
+    let mut queue = VecDeque::new();
+    for episode in &plan.episodes {
+        let status = store.episode_status(&episode.id)?;
+        if needs_running(status, options.rerun_eval_errors) {
+            if status == Some(Status::EvalError) {
+                // Kept statuses refuse `begin_episode`; a resume that re-runs them starts over.
+                store.reset_episode(&episode.id)?;
+            }
+            queue.push_back(episode);
+        } else {
+            summary.already_done += 1;
+        }
+    }
+    let work_dir = make_work_dir(options.work_root.as_deref())?;
+    let shared = Shared {
+        queue: Mutex::new(queue),
+        reports: Mutex::new(Vec::new()),
+        fatal: Mutex::new(None),
+        retried: AtomicUsize::new(0),
+    };
+    let bases = BaseCache::new(work_dir.path().join("bases"))
+        .map_err(|e| RunnerError::WorkDir { path: work_dir.path().join("bases"), source: std::io::Error::other(e) })?;
+    let ctx = WorkerContext {
+        inputs,
+        store,
+        agents,
+        users,
+        observer,
+        options,
+        work_dir: work_dir.path(),
+        shared: &shared,
+        sandbox: SandboxConfig { enabled: options.sandbox },
+        bases,
+        start_results: StartResults::default(),
+    };
+    let jobs = options.jobs.max(1);
+    std::thread::scope(|scope| -> Result<(), RunnerError> {
+        for n in 0..jobs {
+            let ctx = &ctx;
+            std::thread::Builder::new()
+                .name(format!("specgap-worker-{n}"))
+                .spawn_scoped(scope, move || worker(ctx))
+                .map_err(RunnerError::Thread)?;
+        }
+        Ok(())
+    })?;
+    if let Some(error) = lock(&shared.fatal).take() {
+        return Err(error);
+    }
+    summary.not_started = lock(&shared.queue).len();
+    summary.retried_attempts = shared.retried.load(Ordering::SeqCst);
+    for report in lock(&shared.reports).iter() {
+        match report.status {
+            Status::Finished => summary.finished += 1,
+            Status::InfraError => summary.infra_errors += 1,
+            Status::EvalError => summary.eval_errors += 1,
+            Status::Interrupted | Status::Running => summary.interrupted += 1,
+            Status::NotApplicable => {}
+        }
+    }
+    Ok(summary)
+}
+
+/// Locks a mutex, reusing it if a panicking worker poisoned it (the data is plain counters
+/// and queues, valid at every point).
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The run's temporary directory of workspaces, removed when dropped.
+fn make_work_dir(root: Option<&Path>) -> Result<tempfile::TempDir, RunnerError> {
+    let parent = root.map_or_else(std::env::temp_dir, Path::to_path_buf);
+    tempfile::Builder::new()
+        .prefix("specgap-run-")
+        .tempdir_in(&parent)
+        .map_err(|source| RunnerError::WorkDir { path: parent, source })
+}
+
+struct Shared<'p> {
+    queue: Mutex<VecDeque<&'p PlannedEpisode>>,
+    reports: Mutex<Vec<EpisodeReport>>,
+    fatal: Mutex<Option<RunnerError>>,
+    retried: AtomicUsize,
+}
+
+struct WorkerContext<'a, 'p> {
+    inputs: RunInputs<'a>,
+    store: &'a Store,
+    agents: &'a dyn AgentFactory,
+    users: &'a dyn UserFactory,
+    observer: &'a dyn RunObserver,
+    options: &'a RunOptions,
+    work_dir: &'a Path,
+    shared: &'a Shared<'p>,
+    sandbox: SandboxConfig,
+    bases: BaseCache,
+    start_results: StartResults,
+}
+
+fn worker(ctx: &WorkerContext<'_, '_>) {
+    loop {
+        if ctx.options.stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let Some(episode) = lock(&ctx.shared.queue).pop_front() else {
+            return;
+        };
+        match run_with_retries(ctx, episode) {
+            Ok(report) => {
+                ctx.observer.episode_ended(&report);
+                lock(&ctx.shared.reports).push(report);
+            }
+            Err(error) => {
+                // The store cannot record results: stop everything, keep the first error.
+                ctx.options.stop.store(true, Ordering::SeqCst);
+                lock(&ctx.shared.fatal).get_or_insert(error);
+                return;
+            }
+        }
+    }
+}
+
+/// How one attempt went.
+enum Attempt {
+    /// The episode reached a final state (finished, or interrupted by a stop request).
+    Ended { status: Status, end_reason: EndReason },
+    /// The attempt failed; the writer is still open so the caller decides between a retry
+    /// and a final error status.
+    Failed { writer: specgap_store::EpisodeWriter, failure: Failure },
+}
+
+/// A failed attempt, as the retry policy sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Failure {
+    class: ErrorClass,
+    message: String,
+    stderr_tail: String,
+    /// The agent, user or sandbox said retrying cannot help.
+    deterministic: bool,
+}
+
+impl Failure {
+    /// Whether `self`, following `previous`, shows a deterministic failure: the component
+    /// said so, or an evaluation error repeats exactly (message and stderr tail).
+    fn is_deterministic_after(&self, previous: Option<&Failure>) -> bool {
+        self.deterministic
+            || previous.is_some_and(|p| {
+                self.class == ErrorClass::Evaluation
+                    && p.class == ErrorClass::Evaluation
+                    && p.message == self.message
+                    && p.stderr_tail == self.stderr_tail
+            })
+    }
+}
+
+fn run_with_retries(ctx: &WorkerContext<'_, '_>, episode: &PlannedEpisode) -> Result<EpisodeReport, RunnerError> {
+    let mut previous: Option<Failure> = None;
+    let mut errors = Vec::new();
+    let mut attempt_no = 0u32;
+    loop {
+        attempt_no += 1;
+        ctx.observer.attempt_started(episode, attempt_no);
+        match attempt(ctx, episode)? {
+            Attempt::Ended { status, end_reason } => {
+                return Ok(report(episode, status, Some(end_reason), attempt_no, errors));
+            }
+            Attempt::Failed { mut writer, failure } => {
+                let deterministic = failure.is_deterministic_after(previous.as_ref());
+                writer.record_error(&ErrorRecord {
+                    class: failure.class,
+                    message: failure.message.clone(),
+                    stderr_tail: failure.stderr_tail.clone(),
+                    deterministic,
+                })?;
+                errors.push(failure.message.clone());
+                let retries_left = attempt_no <= ctx.options.retries;
+                let stopping = ctx.options.stop.load(Ordering::SeqCst);
+                if retries_left && !deterministic && !stopping {
+                    ctx.shared.retried.fetch_add(1, Ordering::SeqCst);
+                    ctx.observer.note(&format!(
+                        "episode {} attempt {attempt_no} failed ({}): {}; retrying from a fresh workspace",
+                        episode.id,
+                        failure.class.as_str(),
+                        failure.message
+                    ));
+                    // Dropping the writer leaves the episode `running`; the next
+                    // `begin_episode` starts attempt n + 1 and keeps this attempt's errors.
+                    drop(writer);
+                    previous = Some(failure);
+                    continue;
+                }
+                let (status, end_reason) = match failure.class {
+                    ErrorClass::Infrastructure => (Status::InfraError, EndReason::InfrastructureError),
+                    ErrorClass::Evaluation => (Status::EvalError, EndReason::EvaluationError),
+                };
+                let why = if deterministic { " (deterministic: not retried again)" } else { "" };
+                writer.finish(EpisodeSummary {
+                    status,
+                    end_reason: Some(end_reason),
+                    turns: 0,
+                    tool_calls: 0,
+                    wall_ms: 0,
+                    error: Some(format!("{}{why}", failure.message)),
+                })?;
+                return Ok(report(episode, status, Some(end_reason), attempt_no, errors));
+            }
+        }
+    }
+}
+
+fn report(episode: &PlannedEpisode, status: Status, end_reason: Option<EndReason>, attempts: u32, errors: Vec<String>) -> EpisodeReport {
+    EpisodeReport {
+        id: episode.id.clone(),
+        task: episode.key.task.clone(),
+        agent: episode.key.agent.clone(),
+        condition: episode.key.condition.clone(),
+        start: episode.key.start.clone(),
+        repeat: episode.key.repeat,
+        status,
+        end_reason,
+        attempts,
+        errors,
+    }
+}
+
+/// One attempt: begin the episode in the store, make the agent and user, materialize and run.
+fn attempt(ctx: &WorkerContext<'_, '_>, episode: &PlannedEpisode) -> Result<Attempt, RunnerError> {
+    let package = &ctx.inputs.tasks[episode.task];
+    let agent_ref = &ctx.inputs.agents[episode.agent];
+    let meta = EpisodeMeta {
+        user: ctx.inputs.user.spec.clone(),
+        family: package.manifest().task.family,
+        scoring_kind: package.static_scoring_kind().unwrap_or_else(|| guess_kind(package)),
+    };
+    let mut writer = ctx.store.begin_episode(&episode.key, &meta)?;
+    let infra = |message: String, deterministic: bool| Failure {
+        class: ErrorClass::Infrastructure,
+        message,
+        stderr_tail: String::new(),
+        deterministic,
+    };
+    let mut agent = match ctx.agents.make(agent_ref, episode, package) {
+        Ok(agent) => agent,
+        Err(e) => return Ok(Attempt::Failed { writer, failure: infra(format!("agent: {e}"), e.deterministic) }),
+    };
+    let mut user = match ctx.users.make(ctx.inputs.user, episode, package) {
+        Ok(user) => user,
+        Err(e) => return Ok(Attempt::Failed { writer, failure: infra(format!("user: {e}"), e.deterministic) }),
+    };
+    let budgets = Budgets::resolve(&episode.condition, &package.manifest().budget, &ctx.options.budget_flags);
+    let workdir = ctx.work_dir.join(format!("{}-{}", episode.id, writer.attempt()));
+    if let Err(e) = fs_err::create_dir_all(&workdir) {
+        return Ok(Attempt::Failed { writer, failure: infra(format!("cannot create the episode directory: {e}"), false) });
+    }
+    let episode_ctx = EpisodeContext {
+        episode_id: &episode.id,
+        package,
+        condition: &episode.condition,
+        start: &episode.start,
+        agent_spec: &agent_ref.spec,
+        budgets,
+        sandbox: &ctx.sandbox,
+        bases: &ctx.bases,
+        workdir: &workdir,
+        seed: ctx.options.seed,
+        repeat: episode.key.repeat,
+        start_results: &ctx.start_results,
+        stop: Some(&ctx.options.stop),
+    };
+    let result = run_episode(&episode_ctx, agent.as_mut(), user.as_mut(), &mut writer);
+    // The workspace and frozen submissions are scratch: the store has the diffs.
+    if let Err(e) = fs_err::remove_dir_all(&workdir) {
+        tracing::warn!("cannot remove episode directory: {e}");
+    }
+    match result {
+        Ok(outcome) => {
+            let summary = outcome.summary();
+            let status = summary.status;
+            writer.finish(summary)?;
+            Ok(Attempt::Ended { status, end_reason: outcome.end_reason })
+        }
+        Err(EpisodeError::Store(e)) => Err(RunnerError::Store(e)),
+        Err(EpisodeError::Evaluation { message, stderr_tail, deterministic }) => Ok(Attempt::Failed {
+            writer,
+            failure: Failure { class: ErrorClass::Evaluation, message, stderr_tail, deterministic },
+        }),
+        Err(error @ EpisodeError::Infrastructure { .. }) => {
+            let deterministic = error.deterministic();
+            Ok(Attempt::Failed { writer, failure: infra(error_chain(&error), deterministic) })
+        }
+    }
+}
+
+/// An error and its causes, joined by `: ` (causes already in the text are skipped).
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let line = cause.to_string();
+        if !text.contains(&line) {
+            text.push_str(": ");
+            text.push_str(&line);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// The scoring kind recorded when the package alone does not decide it: delivery cases are
+/// delivery-scored unless their evaluator reports tests, other tasks test- or reward-scored;
+/// the engine's submissions carry the kind actually used.
+fn guess_kind(package: &TaskPackage) -> specgap_protocol::result::ScoringKind {
+    use specgap_protocol::result::ScoringKind;
+    if package.is_delivery() { ScoringKind::Delivery } else { ScoringKind::Test }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn eval(message: &str, tail: &str) -> Failure {
+        Failure { class: ErrorClass::Evaluation, message: message.into(), stderr_tail: tail.into(), deterministic: false }
+    }
+
+    #[test]
+    fn repeated_evaluation_error_is_deterministic() {
+        let first = eval("evaluator exited with status 1", "boom");
+        assert!(!first.is_deterministic_after(None));
+        assert!(eval("evaluator exited with status 1", "boom").is_deterministic_after(Some(&first)));
+        assert!(!eval("evaluator exited with status 1", "boom 2").is_deterministic_after(Some(&first)));
+        let infra = Failure { class: ErrorClass::Infrastructure, ..first.clone() };
+        assert!(!infra.is_deterministic_after(Some(&infra.clone())));
+        let said = Failure { deterministic: true, ..infra };
+        assert!(said.is_deterministic_after(None));
+    }
+
+    #[test]
+    fn which_statuses_run() {
+        assert!(needs_running(None, false));
+        assert!(needs_running(Some(Status::Running), false));
+        assert!(needs_running(Some(Status::Interrupted), false));
+        assert!(needs_running(Some(Status::InfraError), false));
+        assert!(!needs_running(Some(Status::EvalError), false));
+        assert!(needs_running(Some(Status::EvalError), true));
+        assert!(!needs_running(Some(Status::Finished), true));
+    }
+}

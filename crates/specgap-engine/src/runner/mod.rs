@@ -1,0 +1,70 @@
+//! Run orchestration (DESIGN §3 "Infrastructure failures", §4, §6): plan the episodes of a
+//! run, run them on a bounded pool of worker threads, retry failed attempts, and record
+//! everything in the run store.
+//!
+//! ## Shape
+//!
+//! 1. [`plan()`](plan::plan) takes tasks × agents × conditions × starts × repeats in that
+//!    fixed order. Each combination the task cannot support becomes a not-applicable record
+//!    (never run); each other one becomes `repeats` [`PlannedEpisode`]s keyed by
+//!    [`EpisodeKey`](specgap_protocol::run::EpisodeKey). `--shard i/n` keeps the episodes
+//!    whose 0-based position among all applicable episodes is `i − 1` mod `n`.
+//! 2. [`execute`](exec::execute) runs the planned episodes that still need running (never
+//!    begun, or left running / interrupted / failed by an earlier process) on `jobs` threads.
+//!    Each attempt begins the episode in the store, materializes a fresh workspace under a
+//!    per-episode temporary directory (removed afterwards; never inside the store), and calls
+//!    the episode engine.
+//! 3. An attempt that fails with an infrastructure or evaluation error is retried from a fresh
+//!    materialization up to the run's retry limit. A failure is *deterministic* — and not
+//!    retried again — when the agent or user says so, or when an evaluation error repeats the
+//!    previous attempt's message and stderr tail exactly: an evaluator that always crashes
+//!    costs two attempts, not `1 + retries`. The episode then ends as `infra_error` or
+//!    `eval_error` and is never scored.
+//! 4. A stop request (Ctrl-C) stops new episodes from starting; running ones end as
+//!    `interrupted` (the engine kills their sandboxed commands), so `--resume` picks them up.
+//!
+//! The runner knows agents only through [`AgentFactory`], so this crate does not depend on
+//! `specgap-agents`; progress goes to a [`RunObserver`].
+#![allow(clippy::module_name_repetitions)]
+
+pub mod exec;
+pub mod plan;
+
+pub use exec::{
+    AgentFactory, EpisodeReport, RelayUsers, RunInputs, RunObserver, RunOptions, RunSummary, Silent, UserFactory, execute,
+    record_not_applicable,
+};
+pub use plan::{AgentApplicability, AllAgentsApply, Plan, PlanInput, PlannedEpisode, Shard, Skipped, plan};
+
+/// Why a run cannot be planned or carried out. Failures of single episodes are not
+/// `RunnerError`s: they are recorded in the store and counted in [`RunSummary`].
+#[derive(Debug, thiserror::Error)]
+pub enum RunnerError {
+    /// `--shard` is not `i/n` with `1 <= i <= n`.
+    #[error("bad shard `{0}`; expected i/n with 1 <= i <= n, e.g. 2/4")]
+    BadShard(String),
+    /// A condition or start does not parse.
+    #[error(transparent)]
+    Condition(#[from] crate::condition::ConditionError),
+    /// No combination of the run applies (DESIGN §4).
+    #[error("nothing to run: none of the task × agent × condition × start combinations applies ({not_applicable} not applicable)")]
+    NothingApplies {
+        /// Combinations recorded as not applicable.
+        not_applicable: usize,
+    },
+    /// The run store failed.
+    #[error("run store error")]
+    Store(#[from] specgap_store::StoreError),
+    /// The temporary directory for workspaces could not be made.
+    #[error("cannot create a temporary directory for episode workspaces under {path}")]
+    WorkDir {
+        /// The parent directory.
+        path: std::path::PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A worker thread could not be started.
+    #[error("cannot start a worker thread")]
+    Thread(#[source] std::io::Error),
+}

@@ -1,0 +1,540 @@
+//! The agent's tools (DESIGN §3 tool table; names and arguments are normative): their
+//! [`ToolSpec`]s per profile, argument parsing, output caps, and the file tools.
+//!
+//! The command tools (`run_experiment`, `bash`, `run_project`) and the session tools
+//! (`ask_user`, `submit`, `write_plan`) are executed by the episode loop, which owns the
+//! sandbox, the user and the budgets; this module only parses their arguments.
+
+use std::io;
+use std::path::Path;
+
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use specgap_protocol::event::ToolSpec;
+
+use crate::condition::{Ask, Condition, Profile};
+use crate::confine::WorkspaceRoot;
+
+/// Largest tool result given back to the agent, in bytes; longer text keeps its head and tail
+/// and states the cut.
+pub const OUTPUT_CAP: usize = 16 * 1024;
+/// Default `depth` of `list_files`.
+pub const DEFAULT_LIST_DEPTH: u32 = 2;
+/// Most entries `list_files` prints.
+pub const LIST_ENTRY_CAP: usize = 1000;
+/// Default `limit` of `read_text`, in lines.
+pub const DEFAULT_READ_LIMIT: usize = 2000;
+/// Default `timeout_sec` of `run_experiment`, `bash` and `run_project`.
+pub const DEFAULT_COMMAND_TIMEOUT_SEC: u64 = 120;
+/// Largest `timeout_sec` a command may ask for (further capped by the remaining wall budget).
+pub const MAX_COMMAND_TIMEOUT_SEC: u64 = 1800;
+
+/// Tool names.
+pub mod names {
+    /// `list_files`.
+    pub const LIST_FILES: &str = "list_files";
+    /// `read_text`.
+    pub const READ_TEXT: &str = "read_text";
+    /// `write_text`.
+    pub const WRITE_TEXT: &str = "write_text";
+    /// `replace_text`.
+    pub const REPLACE_TEXT: &str = "replace_text";
+    /// `run_project`.
+    pub const RUN_PROJECT: &str = "run_project";
+    /// `run_experiment`.
+    pub const RUN_EXPERIMENT: &str = "run_experiment";
+    /// `ask_user`.
+    pub const ASK_USER: &str = "ask_user";
+    /// `submit`.
+    pub const SUBMIT: &str = "submit";
+    /// `write_plan`.
+    pub const WRITE_PLAN: &str = "write_plan";
+    /// `bash`.
+    pub const BASH: &str = "bash";
+    /// The harness action of scripted agents (not offered as a tool).
+    pub const APPLY_OVERLAY: &str = "apply_overlay";
+}
+
+fn spec(name: &str, description: &str, parameters: Value) -> ToolSpec {
+    ToolSpec { name: name.into(), description: description.into(), parameters }
+}
+
+fn object(properties: Value, required: &[&str]) -> Value {
+    json!({ "type": "object", "properties": properties, "required": required, "additionalProperties": false })
+}
+
+fn command_spec(name: &str, description: &str) -> ToolSpec {
+    spec(
+        name,
+        description,
+        object(
+            json!({
+                "command": { "type": "string", "description": "Shell command line, run by sh with the workspace as working directory." },
+                "timeout_sec": { "type": "integer", "minimum": 1, "description": "Seconds before the command is killed (default 120)." }
+            }),
+            &["command"],
+        ),
+    )
+}
+
+/// The tools offered under `condition` (DESIGN §3): profile `owner` = list_files, read_text,
+/// write_text, replace_text, run_project (only with `[project]`), run_experiment, ask_user
+/// (unless ask is off), submit; profile `shell` = bash, ask_user, submit; plus write_plan in
+/// plan mode. In that order.
+pub fn tool_specs(condition: &Condition, has_project: bool) -> Vec<ToolSpec> {
+    let mut tools = Vec::new();
+    match condition.profile() {
+        Profile::Owner => {
+            tools.push(spec(
+                names::LIST_FILES,
+                "List the files and directories under a workspace directory, down to a given depth. Directories end in `/`; links show where they point.",
+                object(
+                    json!({
+                        "path": { "type": "string", "description": "Directory relative to the workspace (default `.`)." },
+                        "depth": { "type": "integer", "minimum": 1, "description": "How many levels to descend (default 2)." }
+                    }),
+                    &[],
+                ),
+            ));
+            tools.push(spec(
+                names::READ_TEXT,
+                "Read a text file of the workspace, with line numbers. Use offset and limit to page through long files.",
+                object(
+                    json!({
+                        "path": { "type": "string", "description": "File relative to the workspace." },
+                        "offset": { "type": "integer", "minimum": 1, "description": "First line to show, counting from 1 (default 1)." },
+                        "limit": { "type": "integer", "minimum": 1, "description": "Most lines to show (default 2000)." }
+                    }),
+                    &["path"],
+                ),
+            ));
+            tools.push(spec(
+                names::WRITE_TEXT,
+                "Create a file or replace its whole content. Missing parent directories are created.",
+                object(
+                    json!({
+                        "path": { "type": "string", "description": "File relative to the workspace." },
+                        "content": { "type": "string", "description": "The complete new content." }
+                    }),
+                    &["path", "content"],
+                ),
+            ));
+            tools.push(spec(
+                names::REPLACE_TEXT,
+                "Replace one passage of a file. `old` must occur exactly once in the file; otherwise nothing changes and the error says how many times it occurs.",
+                object(
+                    json!({
+                        "path": { "type": "string", "description": "File relative to the workspace." },
+                        "old": { "type": "string", "description": "The exact text to replace." },
+                        "new": { "type": "string", "description": "The text to put in its place." }
+                    }),
+                    &["path", "old", "new"],
+                ),
+            ));
+            if has_project {
+                tools.push(spec(
+                    names::RUN_PROJECT,
+                    "Replay one of the project's recorded runs and show what it prints.",
+                    object(
+                        json!({
+                            "record": { "type": "string", "description": "The record, relative to the project's records directory (or to the workspace)." }
+                        }),
+                        &["record"],
+                    ),
+                ));
+            }
+            tools.push(command_spec(
+                names::RUN_EXPERIMENT,
+                "Run a shell command in the workspace, isolated and without network access, and show its exit status and output.",
+            ));
+        }
+        Profile::Shell => tools.push(command_spec(
+            names::BASH,
+            "Run a shell command in the workspace, isolated and without network access, and show its exit status and output.",
+        )),
+    }
+    if condition.ask() != Ask::Off {
+        let who = if condition.is_delivery() { "client" } else { "owner" };
+        tools.push(spec(
+            names::ASK_USER,
+            &format!("Send a message to the {who}; their reply is the result. Must be the only call in its turn."),
+            object(
+                json!({ "question": { "type": "string", "description": "Your message or question." } }),
+                &["question"],
+            ),
+        ));
+    }
+    tools.push(spec(
+        names::SUBMIT,
+        "Deliver the current workspace for review. Must be the only call in its turn.",
+        object(json!({ "summary": { "type": "string", "description": "A short note on what you delivered." } }), &[]),
+    ));
+    if condition.is_plan() {
+        tools.push(spec(
+            names::WRITE_PLAN,
+            "Save your plan as PLAN.md and move from planning to execution. Must be the only call in its turn.",
+            object(json!({ "plan": { "type": "string", "description": "The complete plan." } }), &["plan"]),
+        ));
+    }
+    tools
+}
+
+/// Arguments of `list_files`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListFilesArgs {
+    /// Directory (default `.`).
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Depth (default 2).
+    #[serde(default)]
+    pub depth: Option<u32>,
+}
+
+/// Arguments of `read_text`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadTextArgs {
+    /// File.
+    pub path: String,
+    /// First line, 1-based.
+    #[serde(default)]
+    pub offset: Option<usize>,
+    /// Most lines.
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+/// Arguments of `write_text`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WriteTextArgs {
+    /// File.
+    pub path: String,
+    /// New content.
+    pub content: String,
+}
+
+/// Arguments of `replace_text`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplaceTextArgs {
+    /// File.
+    pub path: String,
+    /// Text to replace (exactly one occurrence).
+    pub old: String,
+    /// Replacement.
+    pub new: String,
+}
+
+/// Arguments of `run_project`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunProjectArgs {
+    /// Record path.
+    pub record: String,
+}
+
+/// Arguments of `run_experiment` and `bash`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandArgs {
+    /// Shell command line.
+    pub command: String,
+    /// Seconds before the command is killed.
+    #[serde(default)]
+    pub timeout_sec: Option<u64>,
+}
+
+/// Arguments of `ask_user`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AskUserArgs {
+    /// The message.
+    pub question: String,
+}
+
+/// Arguments of `submit`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubmitArgs {
+    /// Optional summary.
+    #[serde(default)]
+    pub summary: Option<String>,
+}
+
+/// Arguments of `write_plan`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WritePlanArgs {
+    /// The plan.
+    pub plan: String,
+}
+
+/// Arguments of the `apply_overlay` harness action.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApplyOverlayArgs {
+    /// `gold`, `literal`, `starter` or `mutant:<id>`.
+    pub name: String,
+}
+
+/// Parses a tool's arguments; `null` counts as `{}`. The error is the tool error text.
+///
+/// # Errors
+/// A message naming the tool and what serde could not accept.
+pub fn parse_args<T: DeserializeOwned>(tool: &str, arguments: &Value) -> Result<T, String> {
+    let value = if arguments.is_null() { json!({}) } else { arguments.clone() };
+    serde_json::from_value(value).map_err(|e| format!("bad arguments for {tool}: {e}"))
+}
+
+/// A tool's result text and whether it is an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    /// Text for the agent (capped with [`cap_output`]).
+    pub output: String,
+    /// Whether it is an error result.
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    /// A successful result.
+    pub fn ok(output: impl Into<String>) -> Self {
+        ToolOutput { output: cap_output(&output.into(), OUTPUT_CAP), is_error: false }
+    }
+
+    /// An error result.
+    pub fn error(output: impl Into<String>) -> Self {
+        ToolOutput { output: cap_output(&output.into(), OUTPUT_CAP), is_error: true }
+    }
+}
+
+/// Caps text at `cap` bytes: keeps the first and last `cap / 2` bytes (on character
+/// boundaries) and puts `[… N bytes cut …]` between them, N the bytes left out.
+pub fn cap_output(text: &str, cap: usize) -> String {
+    if text.len() <= cap {
+        return text.to_string();
+    }
+    let mut head_end = cap / 2;
+    while !text.is_char_boundary(head_end) {
+        head_end -= 1;
+    }
+    let mut tail_start = text.len() - cap / 2;
+    while !text.is_char_boundary(tail_start) {
+        tail_start += 1;
+    }
+    let cut = tail_start - head_end;
+    format!("{}\n[... {cut} bytes cut ...]\n{}", &text[..head_end], &text[tail_start..])
+}
+
+fn io_text(e: &io::Error) -> String {
+    e.kind().to_string()
+}
+
+/// `list_files`: entries under `path` to `depth` levels, one per line, workspace-relative and
+/// sorted; directories end in `/`, links print ` -> target` and are not followed; `.git` is
+/// listed but not entered. At most [`LIST_ENTRY_CAP`] entries, then a count of the rest.
+pub fn list_files(ws: &WorkspaceRoot, args: &ListFilesArgs) -> ToolOutput {
+    let rel = args.path.clone().unwrap_or_else(|| ".".into());
+    let dir = match ws.resolve(&rel) {
+        Ok(dir) => dir,
+        Err(refusal) => return ToolOutput::error(refusal.to_string()),
+    };
+    if dir.is_file() {
+        return ToolOutput::ok(ws.relative(&dir).unwrap_or(&dir).display().to_string());
+    }
+    if !dir.is_dir() {
+        return ToolOutput::error(format!("`{rel}` does not exist"));
+    }
+    let depth = args.depth.unwrap_or(DEFAULT_LIST_DEPTH).max(1) as usize;
+    let mut walker =
+        walkdir::WalkDir::new(&dir).min_depth(1).max_depth(depth).follow_links(false).sort_by_file_name().into_iter();
+    let mut lines = Vec::new();
+    let mut total = 0usize;
+    while let Some(entry) = walker.next() {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(e) => {
+                return ToolOutput::error(format!(
+                    "cannot list `{rel}`: {}",
+                    e.io_error().map(io_text).unwrap_or_default()
+                ));
+            }
+        };
+        let file_type = entry.file_type();
+        if file_type.is_dir() && entry.file_name() == ".git" {
+            walker.skip_current_dir();
+        }
+        total += 1;
+        if lines.len() >= LIST_ENTRY_CAP {
+            continue;
+        }
+        let shown = ws.relative(entry.path()).unwrap_or(entry.path()).display().to_string();
+        lines.push(if file_type.is_symlink() {
+            let target = fs_err::read_link(entry.path()).map(|t| t.display().to_string()).unwrap_or_default();
+            format!("{shown} -> {target}")
+        } else if file_type.is_dir() {
+            format!("{shown}/")
+        } else {
+            shown
+        });
+    }
+    if total > lines.len() {
+        lines.push(format!("[{} more entries not shown]", total - lines.len()));
+    }
+    if lines.is_empty() {
+        return ToolOutput::ok(format!("`{rel}` is empty"));
+    }
+    ToolOutput::ok(lines.join("\n"))
+}
+
+/// `read_text`: lines `offset..offset+limit` with 1-based numbers (`{n:>6}\t{line}`), and a
+/// closing note when the file has lines outside the range.
+pub fn read_text(ws: &WorkspaceRoot, args: &ReadTextArgs) -> ToolOutput {
+    let path = match ws.resolve(&args.path) {
+        Ok(path) => path,
+        Err(refusal) => return ToolOutput::error(refusal.to_string()),
+    };
+    if path.is_dir() {
+        return ToolOutput::error(format!("`{}` is a directory; use list_files", args.path));
+    }
+    let bytes = match fs_err::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) => return ToolOutput::error(format!("cannot read `{}`: {}", args.path, io_text(&e))),
+    };
+    let Ok(text) = String::from_utf8(bytes) else {
+        return ToolOutput::error(format!("`{}` is not UTF-8 text", args.path));
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let offset = args.offset.unwrap_or(1).max(1);
+    let limit = args.limit.unwrap_or(DEFAULT_READ_LIMIT).max(1);
+    if lines.is_empty() {
+        return ToolOutput::ok(format!("`{}` is empty", args.path));
+    }
+    if offset > lines.len() {
+        return ToolOutput::error(format!(
+            "offset {offset} is past the end; `{}` has {} lines",
+            args.path,
+            lines.len()
+        ));
+    }
+    let end = (offset - 1 + limit).min(lines.len());
+    let mut out: Vec<String> =
+        lines[offset - 1..end].iter().enumerate().map(|(i, line)| format!("{:>6}\t{line}", offset + i)).collect();
+    if offset > 1 || end < lines.len() {
+        out.push(format!("[lines {offset}-{end} of {}]", lines.len()));
+    }
+    ToolOutput::ok(out.join("\n"))
+}
+
+/// `write_text`: creates parents and writes the whole content.
+pub fn write_text(ws: &WorkspaceRoot, args: &WriteTextArgs) -> ToolOutput {
+    match write_file(ws, &args.path, &args.content) {
+        Ok(()) => ToolOutput::ok(format!("wrote {} bytes to `{}`", args.content.len(), args.path)),
+        Err(message) => ToolOutput::error(message),
+    }
+}
+
+/// Writes a workspace file through confinement (used by `write_text` and `write_plan`).
+///
+/// # Errors
+/// The tool error text.
+pub fn write_file(ws: &WorkspaceRoot, rel: &str, content: &str) -> Result<(), String> {
+    let path = ws.resolve(rel).map_err(|r| r.to_string())?;
+    if path.is_dir() {
+        return Err(format!("`{rel}` is a directory"));
+    }
+    if let Some(parent) = path.parent() {
+        fs_err::create_dir_all(parent)
+            .map_err(|e| format!("cannot create the directories of `{rel}`: {}", io_text(&e)))?;
+    }
+    fs_err::write(&path, content).map_err(|e| format!("cannot write `{rel}`: {}", io_text(&e)))
+}
+
+/// `replace_text`: replaces the one occurrence of `old`; zero or several occurrences is an
+/// error that says how many.
+pub fn replace_text(ws: &WorkspaceRoot, args: &ReplaceTextArgs) -> ToolOutput {
+    if args.old.is_empty() {
+        return ToolOutput::error("`old` is empty; give the exact text to replace");
+    }
+    let path = match ws.resolve(&args.path) {
+        Ok(path) => path,
+        Err(refusal) => return ToolOutput::error(refusal.to_string()),
+    };
+    let text = match fs_err::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) => return ToolOutput::error(format!("cannot read `{}`: {}", args.path, io_text(&e))),
+    };
+    let count = text.matches(args.old.as_str()).count();
+    if count != 1 {
+        return ToolOutput::error(format!(
+            "`old` occurs {count} times in `{}`; it must occur exactly once, nothing was changed",
+            args.path
+        ));
+    }
+    let updated = text.replacen(args.old.as_str(), &args.new, 1);
+    match fs_err::write(&path, updated) {
+        Ok(()) => ToolOutput::ok(format!("replaced 1 occurrence in `{}`", args.path)),
+        Err(e) => ToolOutput::error(format!("cannot write `{}`: {}", args.path, io_text(&e))),
+    }
+}
+
+/// The record path for `run_project`: relative to the records directory, or to the workspace
+/// when it already starts with the records directory. Must name an existing file or directory
+/// inside the records directory.
+///
+/// # Errors
+/// The tool error text.
+pub fn project_record(ws: &WorkspaceRoot, records_dir: &str, record: &str) -> Result<String, String> {
+    let records_root = ws.resolve(records_dir).map_err(|r| r.to_string())?;
+    let records_prefix = Path::new(records_dir);
+    let rel = if Path::new(record).starts_with(records_prefix) {
+        record.to_string()
+    } else {
+        records_prefix.join(record).display().to_string()
+    };
+    let path = ws.resolve(&rel).map_err(|r| r.to_string())?;
+    if !path.starts_with(&records_root) || !path.exists() {
+        return Err(format!("no record `{record}` under `{records_dir}`; list it with list_files"));
+    }
+    Ok(rel)
+}
+
+/// Quotes a string for `sh` (single quotes, embedded quotes escaped).
+pub fn shell_quote(text: &str) -> String {
+    if !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c)) {
+        return text.to_string();
+    }
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cap_keeps_head_and_tail() {
+        let text = "a".repeat(10) + &"b".repeat(10);
+        assert_eq!(cap_output(&text, 8), "aaaa\n[... 12 bytes cut ...]\nbbbb");
+        assert_eq!(cap_output("short", 8), "short");
+        // Multi-byte characters are never split.
+        let wide = "é".repeat(10);
+        assert_eq!(cap_output(&wide, 7), "é\n[... 16 bytes cut ...]\né");
+    }
+
+    #[test]
+    fn quoting() {
+        assert_eq!(shell_quote("records/a.json"), "records/a.json");
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+    }
+
+    #[test]
+    fn bad_arguments_are_named() {
+        let e = parse_args::<ReadTextArgs>("read_text", &json!({"file": "x"})).unwrap_err();
+        assert!(e.starts_with("bad arguments for read_text: unknown field `file`"), "{e}");
+        let ok: SubmitArgs = parse_args("submit", &Value::Null).unwrap();
+        assert_eq!(ok.summary, None);
+    }
+}

@@ -1,0 +1,11 @@
+//! Integration tests of the episode engine: one binary (`cargo test -p specgap-engine`).
+//!
+//! They run real episodes on the task crate's fixtures (`req-basic`, `delivery-basic`)
+//! under bubblewrap, with the relay user and a store in a temporary directory.
+
+mod applicability;
+mod end_rules;
+mod residual;
+mod submissions;
+mod support;
+mod tools;

@@ -1,0 +1,335 @@
+//! Paired comparison of two runs (or two selections of runs) task by task: per-task values of
+//! each measure, the mean difference B − A with a seeded paired bootstrap interval, and a
+//! two-sided Wilcoxon signed-rank test with Holm's correction over every compared measure —
+//! the procedure of seed 002 §5.1 and App. A.6 (Table 11), paired by case.
+//!
+//! Per-task values are means over the side's scored episodes of that task (repeats pooled).
+//! Only tasks where both sides define the measure are paired; a measure with no pair is left
+//! out.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use specgap_stats::{BootstrapConfig, IntervalMethod, WilcoxonOptions, bootstrap_paired, holm_adjust, wilcoxon_paired};
+
+use crate::ReportError;
+use crate::delivery::episode_clarification;
+use crate::episode::{Dim, Episode, index_episodes, indicator, mean, per_task_means};
+use crate::judge::OFFLINE_JUDGE;
+use crate::run::RunData;
+
+/// The `schema` field of a JSON comparison.
+pub const COMPARE_SCHEMA: &str = "specgap-compare";
+/// The JSON comparison's version.
+pub const COMPARE_VERSION: u32 = 1;
+
+/// Episodes a side keeps: `key=value` filters on report dimensions, all of which must hold.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Selection {
+    /// (dimension, required value) pairs.
+    pub filters: Vec<(Dim, String)>,
+}
+
+impl Selection {
+    /// Parses `key=value[,key=value…]` (keys: agent, condition, start, family, task); the
+    /// empty string selects everything.
+    ///
+    /// # Errors
+    /// [`ReportError::BadSelection`] or [`ReportError::UnknownDimension`].
+    pub fn parse(text: &str) -> Result<Selection, ReportError> {
+        let mut filters = Vec::new();
+        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (key, value) = part.split_once('=').ok_or_else(|| ReportError::BadSelection(part.to_string()))?;
+            filters.push((Dim::parse(key)?, value.trim().to_string()));
+        }
+        Ok(Selection { filters })
+    }
+
+    fn matches(&self, e: &Episode<'_>) -> bool {
+        self.filters.iter().all(|(dim, value)| dim.value(e) == *value)
+    }
+
+    fn describe(&self) -> String {
+        if self.filters.is_empty() {
+            return "all episodes".into();
+        }
+        self.filters.iter().map(|(d, v)| format!("{}={v}", d.as_str())).collect::<Vec<_>>().join(",")
+    }
+}
+
+/// Settings of a comparison.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompareOptions {
+    /// Episodes of run A to use.
+    pub select_a: Selection,
+    /// Episodes of run B to use.
+    pub select_b: Selection,
+    /// Seed of the bootstrap's ChaCha8 stream (seed 002 uses 12345).
+    pub seed: u64,
+    /// Bootstrap resamples (seed 002 uses 2,000).
+    pub resamples: usize,
+    /// Two-sided confidence level of the interval.
+    pub confidence: f64,
+    /// Judge behind the clarification measures.
+    pub judge: String,
+}
+
+impl Default for CompareOptions {
+    fn default() -> Self {
+        CompareOptions {
+            select_a: Selection::default(),
+            select_b: Selection::default(),
+            seed: 12345,
+            resamples: 2000,
+            confidence: 0.95,
+            judge: OFFLINE_JUDGE.to_string(),
+        }
+    }
+}
+
+/// One side of a comparison.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Side {
+    /// Run directory.
+    pub dir: String,
+    /// The selection applied.
+    pub selection: String,
+    /// Scored episodes used.
+    pub episodes: usize,
+    /// The agent × condition × start groups pooled.
+    pub groups: Vec<String>,
+}
+
+/// One task's values on both sides.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TaskPair {
+    /// Task name.
+    pub task: String,
+    /// Value on side A.
+    pub a: f64,
+    /// Value on side B.
+    pub b: f64,
+}
+
+/// One measure compared.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MeasureComparison {
+    /// Measure name.
+    pub measure: String,
+    /// Paired tasks.
+    pub tasks: usize,
+    /// Mean over paired tasks on side A.
+    pub mean_a: f64,
+    /// Mean over paired tasks on side B.
+    pub mean_b: f64,
+    /// mean_b − mean_a.
+    pub difference: f64,
+    /// Percentile bootstrap interval of the difference (paired by task); absent with fewer
+    /// than two tasks or a degenerate distribution.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interval: Option<[f64; 2]>,
+    /// Two-sided Wilcoxon signed-rank p-value of B − A (scipy defaults); absent when undefined
+    /// (every difference zero).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wilcoxon_p: Option<f64>,
+    /// Holm-adjusted p-value over every measure with a Wilcoxon p-value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub holm_p: Option<f64>,
+    /// Per-task values, by task.
+    pub per_task: Vec<TaskPair>,
+}
+
+/// A whole comparison.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    /// Always [`COMPARE_SCHEMA`].
+    pub schema: &'static str,
+    /// [`COMPARE_VERSION`].
+    pub version: u32,
+    /// Side A.
+    pub a: Side,
+    /// Side B.
+    pub b: Side,
+    /// Bootstrap resamples.
+    pub resamples: usize,
+    /// Bootstrap seed.
+    pub seed: u64,
+    /// Interval confidence level.
+    pub confidence: f64,
+    /// The measures, in a fixed order.
+    pub measures: Vec<MeasureComparison>,
+}
+
+type Measure = (&'static str, fn(&Episode<'_>, &str) -> Option<f64>);
+
+/// The compared measures: Score@k / Success@k for requirement-, test- and reward-scored tasks
+/// (seed 000), Quality / DSR / validity for delivery tasks and the clarification measures
+/// (seed 002).
+const MEASURES: &[Measure] = &[
+    ("Score@1", |e, _| (!e.is_delivery()).then(|| e.score_at(1))),
+    ("Score@4", |e, _| (!e.is_delivery()).then(|| e.score_at(4))),
+    ("Success@1", |e, _| (!e.is_delivery()).then(|| indicator(e.success_at(1)))),
+    ("Success@4", |e, _| (!e.is_delivery()).then(|| indicator(e.success_at(4)))),
+    ("Quality", |e, _| e.is_delivery().then(|| e.final_score())),
+    ("DSR", |e, _| e.is_delivery().then(|| indicator(e.final_success()))),
+    ("Valid", |e, _| e.is_delivery().then(|| indicator(e.final_valid()))),
+    ("Recall", |e, judge| episode_clarification(e, judge)?.recall),
+    ("Precision", |e, judge| episode_clarification(e, judge)?.precision),
+    ("Ask-F1", |e, judge| episode_clarification(e, judge)?.ask_f1),
+];
+
+/// Compares run `b` against run `a` (differences are B − A).
+///
+/// # Errors
+/// [`ReportError::EmptySide`] when a selection keeps no scored episode;
+/// [`ReportError::Stats`] when a statistic rejects its input.
+pub fn compare(a: &RunData, b: &RunData, options: &CompareOptions) -> Result<Comparison, ReportError> {
+    let episodes = index_episodes(&[a, b]);
+    let side = |run: usize, selection: &Selection| -> Vec<&Episode> {
+        episodes.iter().filter(|e| e.run == run && e.is_scored() && selection.matches(e)).collect()
+    };
+    let side_a = side(0, &options.select_a);
+    let side_b = side(1, &options.select_b);
+    if side_a.is_empty() {
+        return Err(ReportError::EmptySide { side: "A" });
+    }
+    if side_b.is_empty() {
+        return Err(ReportError::EmptySide { side: "B" });
+    }
+    let several_submissions = side_a.iter().chain(&side_b).any(|e| e.scores.len() > 1);
+    let mut measures = Vec::new();
+    for (name, value) in MEASURES {
+        if name.ends_with("@4") && !several_submissions {
+            continue;
+        }
+        let va = per_task_means(side_a.iter().copied(), |e| value(e, &options.judge));
+        let vb = per_task_means(side_b.iter().copied(), |e| value(e, &options.judge));
+        let per_task: Vec<TaskPair> =
+            va.iter().filter_map(|(task, x)| vb.get(task).map(|y| TaskPair { task: task.clone(), a: *x, b: *y })).collect();
+        if per_task.is_empty() {
+            continue;
+        }
+        measures.push(compare_measure(name, per_task, options)?);
+    }
+    let finite: Vec<(usize, f64)> = measures.iter().enumerate().filter_map(|(i, m)| m.wilcoxon_p.map(|p| (i, p))).collect();
+    if !finite.is_empty() {
+        let adjusted = holm_adjust(&finite.iter().map(|(_, p)| *p).collect::<Vec<_>>())
+            .map_err(|source| ReportError::Stats { measure: "Holm adjustment".into(), source })?;
+        for ((i, _), p) in finite.iter().zip(adjusted) {
+            measures[*i].holm_p = Some(p);
+        }
+    }
+    Ok(Comparison {
+        schema: COMPARE_SCHEMA,
+        version: COMPARE_VERSION,
+        a: describe_side(a, &options.select_a, &side_a),
+        b: describe_side(b, &options.select_b, &side_b),
+        resamples: options.resamples,
+        seed: options.seed,
+        confidence: options.confidence,
+        measures,
+    })
+}
+
+fn describe_side(run: &RunData, selection: &Selection, episodes: &[&Episode<'_>]) -> Side {
+    let mut groups: Vec<String> =
+        episodes.iter().map(|e| format!("{} · {} · {}", e.row.agent, e.row.condition, e.row.start)).collect();
+    groups.sort();
+    groups.dedup();
+    Side { dir: run.dir.display().to_string(), selection: selection.describe(), episodes: episodes.len(), groups }
+}
+
+fn compare_measure(name: &str, per_task: Vec<TaskPair>, options: &CompareOptions) -> Result<MeasureComparison, ReportError> {
+    let xs: Vec<f64> = per_task.iter().map(|p| p.a).collect();
+    let ys: Vec<f64> = per_task.iter().map(|p| p.b).collect();
+    let stats_error = |source| ReportError::Stats { measure: name.to_string(), source };
+    let mean_a = mean(xs.iter().copied()).unwrap_or(0.0);
+    let mean_b = mean(ys.iter().copied()).unwrap_or(0.0);
+    let interval = if per_task.len() >= 2 {
+        let config = BootstrapConfig {
+            confidence_level: options.confidence,
+            n_resamples: options.resamples,
+            method: IntervalMethod::Percentile,
+            seed: options.seed,
+        };
+        let difference = |a: &[f64], b: &[f64]| (b.iter().sum::<f64>() - a.iter().sum::<f64>()) / a.len() as f64;
+        let i = bootstrap_paired(&xs, &ys, difference, &config).map_err(stats_error)?;
+        (i.low.is_finite() && i.high.is_finite()).then_some([i.low, i.high])
+    } else {
+        None
+    };
+    let test = wilcoxon_paired(&ys, &xs, &WilcoxonOptions::default()).map_err(stats_error)?;
+    Ok(MeasureComparison {
+        measure: name.to_string(),
+        tasks: per_task.len(),
+        mean_a,
+        mean_b,
+        difference: mean_b - mean_a,
+        interval,
+        wilcoxon_p: test.p_value.is_finite().then_some(test.p_value),
+        holm_p: None,
+        per_task,
+    })
+}
+
+fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or_else(|| crate::render::ABSENT.to_string(), |v| format!("{v:.digits$}"))
+}
+
+/// The comparison as Markdown: the summary table, then per-task values of each measure.
+pub fn render_comparison_markdown(c: &Comparison) -> String {
+    let mut out = String::from("# Comparison B − A\n\n");
+    for (label, side) in [("A", &c.a), ("B", &c.b)] {
+        let _ = writeln!(out, "- **{label}**: `{}` ({}; {} scored episodes; groups: {})", side.dir, side.selection, side.episodes, side.groups.join("; "));
+    }
+    let _ = write!(
+        out,
+        "\nPaired by task. Interval: {:.0}% percentile bootstrap of the mean difference ({} resamples, seed {}). Wilcoxon signed-rank, two-sided; Holm over the {} measures with a p-value.\n\n",
+        c.confidence * 100.0,
+        c.resamples,
+        c.seed,
+        c.measures.iter().filter(|m| m.wilcoxon_p.is_some()).count()
+    );
+    out.push_str("| measure | tasks | A | B | B − A | interval | Wilcoxon p | Holm p |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    for m in &c.measures {
+        let interval = m.interval.map_or_else(|| crate::render::ABSENT.to_string(), |[l, h]| format!("[{l:+.4}, {h:+.4}]"));
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:.4} | {:.4} | {:+.4} | {} | {} | {} |",
+            m.measure,
+            m.tasks,
+            m.mean_a,
+            m.mean_b,
+            m.difference,
+            interval,
+            opt(m.wilcoxon_p, 4),
+            opt(m.holm_p, 4)
+        );
+    }
+    out.push_str("\n## Per-task values\n\n");
+    let mut by_task: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for (i, m) in c.measures.iter().enumerate() {
+        for p in &m.per_task {
+            let row = by_task.entry(p.task.as_str()).or_insert_with(|| vec![crate::render::ABSENT.to_string(); c.measures.len()]);
+            row[i] = format!("{:.4} → {:.4}", p.a, p.b);
+        }
+    }
+    let names: Vec<&str> = c.measures.iter().map(|m| m.measure.as_str()).collect();
+    let _ = writeln!(out, "| task | {} |", names.join(" | "));
+    let _ = writeln!(out, "| --- |{}", " ---: |".repeat(names.len()));
+    for (task, cells) in by_task {
+        let _ = writeln!(out, "| {task} | {} |", cells.join(" | "));
+    }
+    out
+}
+
+/// The comparison as pretty JSON (schema `specgap-compare`, docs/report-schema.md).
+///
+/// # Errors
+/// [`ReportError::Json`].
+pub fn render_comparison_json(c: &Comparison) -> Result<String, ReportError> {
+    let mut text = serde_json::to_string_pretty(c).map_err(ReportError::Json)?;
+    text.push('\n');
+    Ok(text)
+}

@@ -1,0 +1,321 @@
+//! One episode with everything the store holds about it, joined from the per-table rows, and
+//! the grouping dimensions of a report.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::Path;
+
+use specgap_protocol::result::{ScoringKind, TestOutcome};
+use specgap_store::{DeliveryRow, EpisodeRow, Judgement, QuestionRow, Status, SubmissionRow};
+
+use crate::context::TaskContext;
+use crate::first::{SubmissionScore, score_at_k, success_at_k};
+use crate::run::RunData;
+
+/// An episode joined with its submissions, per-submission outcomes, questions and judgements.
+/// Borrowed from the [`RunData`] it came from.
+#[derive(Debug, Clone)]
+pub struct Episode<'a> {
+    /// Index of the run (in the slice given to [`index_episodes`]).
+    pub run: usize,
+    /// The run directory (for diffs and trajectories).
+    pub run_dir: &'a Path,
+    /// The `episodes` row.
+    pub row: &'a EpisodeRow,
+    /// Every submission, by k.
+    pub submissions: Vec<&'a SubmissionRow>,
+    /// Validly evaluated submissions as Score / Success, by k.
+    pub scores: Vec<SubmissionScore>,
+    /// Test outcomes by k (0 = the residual starting state) and test id.
+    pub tests: BTreeMap<u32, BTreeMap<&'a str, TestOutcome>>,
+    /// Requirement verdicts by k (0 = starting state) and requirement id.
+    pub requirements: BTreeMap<u32, BTreeMap<&'a str, bool>>,
+    /// Delivery verdicts by k.
+    pub deliveries: BTreeMap<u32, &'a DeliveryRow>,
+    /// Questions by idx.
+    pub questions: Vec<&'a QuestionRow>,
+    /// Judgements of every judge.
+    pub judgements: Vec<&'a Judgement>,
+    /// The task package's context, when the package could be read.
+    pub context: Option<&'a TaskContext>,
+}
+
+/// Joins the rows of every run into episodes, in run order and then by episode id.
+pub fn index_episodes<'a>(runs: &[&'a RunData]) -> Vec<Episode<'a>> {
+    let mut out = Vec::new();
+    for (run_index, run) in runs.iter().enumerate() {
+        let rows = &run.rows;
+        let mut at: HashMap<&str, usize> = HashMap::with_capacity(rows.episodes.len());
+        let first = out.len();
+        for row in &rows.episodes {
+            at.insert(row.id.as_str(), out.len());
+            out.push(Episode {
+                run: run_index,
+                run_dir: run.dir.as_path(),
+                row,
+                submissions: Vec::new(),
+                scores: Vec::new(),
+                tests: BTreeMap::new(),
+                requirements: BTreeMap::new(),
+                deliveries: BTreeMap::new(),
+                questions: Vec::new(),
+                judgements: Vec::new(),
+                context: run.tasks.get(&row.task),
+            });
+        }
+        let slot = |id: &str| at.get(id).copied();
+        for s in &rows.submissions {
+            if let Some(i) = slot(&s.episode) {
+                out[i].submissions.push(s);
+                if let (true, Some(score), Some(success)) = (s.valid_evaluation, s.score, s.success) {
+                    out[i].scores.push(SubmissionScore { k: s.k, score, success });
+                }
+            }
+        }
+        for t in &rows.tests {
+            if let Some(i) = slot(&t.episode) {
+                out[i].tests.entry(t.k).or_default().insert(t.test.as_str(), t.outcome);
+            }
+        }
+        for r in &rows.requirement_outcomes {
+            if let Some(i) = slot(&r.episode) {
+                out[i].requirements.entry(r.k).or_default().insert(r.requirement.as_str(), r.pass);
+            }
+        }
+        for d in &rows.deliveries {
+            if let Some(i) = slot(&d.episode) {
+                out[i].deliveries.insert(d.k, d);
+            }
+        }
+        for q in &rows.questions {
+            if let Some(i) = slot(&q.episode) {
+                out[i].questions.push(q);
+            }
+        }
+        for j in &rows.judgements {
+            if let Some(i) = slot(&j.episode) {
+                out[i].judgements.push(&j.judgement);
+            }
+        }
+        for episode in &mut out[first..] {
+            episode.submissions.sort_by_key(|s| s.k);
+            episode.scores.sort_by_key(|s| s.k);
+            episode.questions.sort_by_key(|q| q.idx);
+        }
+    }
+    out
+}
+
+impl<'a> Episode<'a> {
+    /// Whether the episode enters the measures: it finished, for a reason other than an error
+    /// or an interruption (DESIGN §3 infrastructure failures; first report's rule).
+    pub fn is_scored(&self) -> bool {
+        self.row.status == Status::Finished && self.row.end_reason.is_some_and(|r| r.is_scored())
+    }
+
+    /// Score@k, carried forward (seed 000 §4.1); 0 without a valid submission.
+    pub fn score_at(&self, k: u32) -> f64 {
+        score_at_k(&self.scores, k)
+    }
+
+    /// Success@k, carried forward (seed 000 §4.1); false without a valid submission.
+    pub fn success_at(&self, k: u32) -> bool {
+        success_at_k(&self.scores, k)
+    }
+
+    /// Score of the last valid submission (0 without one): the delivery score s of seed 002
+    /// §4.2 and the run outcome of seed 001.
+    pub fn final_score(&self) -> f64 {
+        self.score_at(u32::MAX)
+    }
+
+    /// Success of the last valid submission (false without one): y of seed 001 App. C.2.
+    pub fn final_success(&self) -> bool {
+        self.success_at(u32::MAX)
+    }
+
+    /// The k of the last valid submission.
+    pub fn final_k(&self) -> Option<u32> {
+        self.scores.last().map(|s| s.k)
+    }
+
+    /// Seed 001 App. D.1 "normally submitted": a scored episode whose last submission the
+    /// agent declared itself (`submit`, not an automatic budget or loop submission) and whose
+    /// evaluation is valid.
+    pub fn normally_submitted(&self) -> bool {
+        self.is_scored()
+            && self.submissions.last().is_some_and(|s| s.agent_declared && !s.automatic && s.valid_evaluation)
+    }
+
+    /// Whether the task is delivery-scored.
+    pub fn is_delivery(&self) -> bool {
+        self.row.scoring_kind == ScoringKind::Delivery
+    }
+
+    /// The residual state id, for a residual start.
+    pub fn state(&self) -> Option<&'a str> {
+        self.row.start.strip_prefix("residual:")
+    }
+
+    /// Whether the episode started from the clean workspace.
+    pub fn is_clean(&self) -> bool {
+        self.row.start == "clean"
+    }
+
+    /// Tests failing (`fail` or `error`) at submission `k` (0 = starting state); `None` when no
+    /// test outcome is stored for that k.
+    pub fn failing_tests(&self, k: u32) -> Option<BTreeSet<&'a str>> {
+        self.tests.get(&k).map(|tests| {
+            tests.iter().filter(|(_, o)| matches!(o, TestOutcome::Fail | TestOutcome::Error)).map(|(t, _)| *t).collect()
+        })
+    }
+
+    /// Whether `test` passes at submission `k`.
+    pub fn test_passes(&self, k: u32, test: &str) -> bool {
+        self.tests.get(&k).and_then(|t| t.get(test)).is_some_and(|o| *o == TestOutcome::Pass)
+    }
+
+    /// Whether requirement `id` passes at submission `k`, if reported.
+    pub fn requirement_passes(&self, k: u32, id: &str) -> Option<bool> {
+        self.requirements.get(&k).and_then(|r| r.get(id)).copied()
+    }
+
+    /// Whether the delivery at the last valid submission is valid (hard constraints hold);
+    /// false without one.
+    pub fn final_valid(&self) -> bool {
+        self.final_k().and_then(|k| self.deliveries.get(&k)).is_some_and(|d| d.valid)
+    }
+
+    /// The judgements of one judge.
+    pub fn judgements_of(&self, judge: &str) -> Vec<&'a Judgement> {
+        self.judgements.iter().copied().filter(|j| j.judge == judge).collect()
+    }
+}
+
+/// The condition string's preset: the part before the first `+` override (DESIGN §4).
+pub fn preset(condition: &str) -> &str {
+    condition.split('+').next().unwrap_or(condition)
+}
+
+/// R of an `oracle:R` condition.
+pub fn oracle_ratio(condition: &str) -> Option<f64> {
+    preset(condition).strip_prefix("oracle:").and_then(|r| r.parse().ok())
+}
+
+/// Whether `ask_user` is offered under a condition: the preset's column of DESIGN §4,
+/// changed by an `ask=on|off` override.
+pub fn offers_ask(condition: &str) -> bool {
+    if condition.contains("+ask=off") {
+        return false;
+    }
+    condition.contains("+ask=on") || ["partial", "full", "plan", "interact", "interact-req"].contains(&preset(condition))
+}
+
+/// A grouping dimension of a report (`--group-by`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dim {
+    /// Agent spec.
+    Agent,
+    /// Canonical condition string.
+    Condition,
+    /// `clean` or `residual:<id>`.
+    Start,
+    /// Task family (seed 000 per-family breakdowns).
+    Family,
+    /// Task name.
+    Task,
+}
+
+impl Dim {
+    /// The dimension's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Dim::Agent => "agent",
+            Dim::Condition => "condition",
+            Dim::Start => "start",
+            Dim::Family => "family",
+            Dim::Task => "task",
+        }
+    }
+
+    /// Parses a name.
+    ///
+    /// # Errors
+    /// [`crate::ReportError::UnknownDimension`].
+    pub fn parse(name: &str) -> Result<Dim, crate::ReportError> {
+        Ok(match name.trim() {
+            "agent" => Dim::Agent,
+            "condition" => Dim::Condition,
+            "start" => Dim::Start,
+            "family" => Dim::Family,
+            "task" => Dim::Task,
+            other => return Err(crate::ReportError::UnknownDimension(other.to_string())),
+        })
+    }
+
+    /// The episode's value on this dimension.
+    pub fn value(self, episode: &Episode<'_>) -> String {
+        match self {
+            Dim::Agent => episode.row.agent.clone(),
+            Dim::Condition => episode.row.condition.clone(),
+            Dim::Start => episode.row.start.clone(),
+            Dim::Family => episode.row.family.as_str().to_string(),
+            Dim::Task => episode.row.task.clone(),
+        }
+    }
+}
+
+/// The default grouping: agent × condition × start.
+pub const DEFAULT_GROUP_BY: [Dim; 3] = [Dim::Agent, Dim::Condition, Dim::Start];
+
+/// One group's key: the values on each dimension, in the order of the dimensions.
+pub type GroupKey = Vec<String>;
+
+/// Groups episodes by `dims`, keeping only those `keep` accepts; keys sorted.
+pub fn group_by<'e, 'a>(
+    episodes: &'e [Episode<'a>],
+    dims: &[Dim],
+    keep: impl Fn(&Episode<'a>) -> bool,
+) -> BTreeMap<GroupKey, Vec<&'e Episode<'a>>> {
+    let mut groups: BTreeMap<GroupKey, Vec<&Episode>> = BTreeMap::new();
+    for episode in episodes.iter().filter(|e| keep(e)) {
+        let key = dims.iter().map(|d| d.value(episode)).collect();
+        groups.entry(key).or_default().push(episode);
+    }
+    groups
+}
+
+/// Mean of per-task means: each task's episodes are averaged first, then the tasks (every
+/// task weighs the same; seed 001 App. C eq. 3–4, seed 002 §4.2 Quality). `None` without
+/// values.
+pub fn task_macro<'e, 'a: 'e>(episodes: impl IntoIterator<Item = &'e Episode<'a>>, value: impl Fn(&Episode<'a>) -> Option<f64>) -> Option<f64> {
+    let per_task = per_task_means(episodes, value);
+    mean(per_task.values().copied())
+}
+
+/// Per-task means of `value` over the episodes where it is defined.
+pub fn per_task_means<'e, 'a: 'e>(
+    episodes: impl IntoIterator<Item = &'e Episode<'a>>,
+    value: impl Fn(&Episode<'a>) -> Option<f64>,
+) -> BTreeMap<String, f64> {
+    let mut sums: BTreeMap<String, (f64, usize)> = BTreeMap::new();
+    for episode in episodes {
+        if let Some(v) = value(episode) {
+            let slot = sums.entry(episode.row.task.clone()).or_insert((0.0, 0));
+            slot.0 += v;
+            slot.1 += 1;
+        }
+    }
+    sums.into_iter().map(|(task, (sum, n))| (task, sum / n as f64)).collect()
+}
+
+/// Arithmetic mean; `None` for no values.
+pub fn mean(values: impl IntoIterator<Item = f64>) -> Option<f64> {
+    let (sum, n) = values.into_iter().fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
+    (n > 0).then(|| sum / n as f64)
+}
+
+/// 1.0 for true, 0.0 for false.
+pub fn indicator(flag: bool) -> f64 {
+    if flag { 1.0 } else { 0.0 }
+}

@@ -1,0 +1,125 @@
+//! The offline clarification-coverage judge (seed 002 §4.1 "Requirement coverage", App. A.3).
+//!
+//! Seed 002 asks a panel of five models whether answering at least one recorded question
+//! would reveal each clarification target. The offline judge replaces the panel by the
+//! project's shared matching rule ([`specgap_task::matching`], also used by the `relay`
+//! user): the agent's questions are split into question units, a target is **covered** when at
+//! least one unit links to it, and its matched questions are the units that link.
+//!
+//! Verdicts are stored in the store's `judgements` table with judge [`OFFLINE_JUDGE`], verdict
+//! [`COVERED`] or [`MISSED`], and `matched_question_indices` holding 0-based *question-unit*
+//! indices (see [`question_units`]) — the Q of seed 002 §4.2, so that Precision counts units.
+
+use std::collections::{BTreeSet, HashMap};
+
+use specgap_protocol::package::ClarificationTarget;
+use specgap_protocol::result::ScoringKind;
+use specgap_store::{Judgement, JudgementRow, QuestionRow, RunRows, Status, Store};
+use specgap_task::matching;
+
+use crate::context::TaskContext;
+
+/// Judge name of the offline judge in the `judgements` table.
+pub const OFFLINE_JUDGE: &str = "offline";
+/// Verdict of a target that at least one question unit reaches.
+pub const COVERED: &str = "covered";
+/// Verdict of a target no question unit reaches.
+pub const MISSED: &str = "missed";
+
+/// One question unit of an episode (seed 002 A.3 "Question units").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuestionUnit {
+    /// 0-based index over all units of the episode: units of question 0 first, in order.
+    pub index: u32,
+    /// `questions.idx` of the message it came from.
+    pub question: u32,
+    /// 1-based interaction turn: the rank of the agent turn that asked it among the distinct
+    /// agent turns that asked anything (seed 002 §4.2 "counting from 1").
+    pub turn: u32,
+    /// The unit's text.
+    pub text: String,
+}
+
+/// Splits an episode's questions (any order; sorted by `idx` here) into question units with
+/// the shared rule [`matching::question_units`], numbering units and interaction turns.
+pub fn question_units(questions: &[&QuestionRow]) -> Vec<QuestionUnit> {
+    let mut sorted: Vec<&QuestionRow> = questions.to_vec();
+    sorted.sort_by_key(|q| q.idx);
+    let asking_turns: BTreeSet<u32> = sorted.iter().map(|q| q.question.turn).collect();
+    let turn_rank = |turn: u32| asking_turns.range(..=turn).count() as u32;
+    let mut units = Vec::new();
+    for q in sorted {
+        for text in matching::question_units(&q.question.text) {
+            units.push(QuestionUnit {
+                index: units.len() as u32,
+                question: q.idx,
+                turn: turn_rank(q.question.turn),
+                text: text.to_string(),
+            });
+        }
+    }
+    units
+}
+
+/// The offline verdict on every target: covered when some unit links to it by
+/// [`matching::links`], with the linking units' indices.
+pub fn judge_offline(units: &[QuestionUnit], targets: &[ClarificationTarget]) -> Vec<Judgement> {
+    targets
+        .iter()
+        .map(|target| {
+            let matched: Vec<u32> = units.iter().filter(|u| matching::links(&u.text, target)).map(|u| u.index).collect();
+            Judgement {
+                judge: OFFLINE_JUDGE.to_string(),
+                target: target.id.clone(),
+                verdict: if matched.is_empty() { MISSED } else { COVERED }.to_string(),
+                matched_question_indices: matched,
+            }
+        })
+        .collect()
+}
+
+/// What [`judge_missing`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JudgeSummary {
+    /// Episodes judged now (they had no offline judgement).
+    pub judged: usize,
+    /// Judgements written to the store.
+    pub recorded: usize,
+    /// Why recording stopped, if it did (the judgements are still used in memory).
+    pub warning: Option<String>,
+}
+
+/// Runs the offline judge on every finished delivery episode whose task has clarification
+/// targets and that has no offline judgement yet; adds the verdicts to `rows.judgements` and,
+/// when `store` is given, records them there ([`Store::record_judgement`]). A store that
+/// refuses the write (read-only copy) stops the recording, not the report.
+pub fn judge_missing(store: Option<&Store>, rows: &mut RunRows, tasks: &std::collections::BTreeMap<String, TaskContext>) -> JudgeSummary {
+    let judged: BTreeSet<&str> =
+        rows.judgements.iter().filter(|j| j.judgement.judge == OFFLINE_JUDGE).map(|j| j.episode.as_str()).collect();
+    let mut questions: HashMap<&str, Vec<&QuestionRow>> = HashMap::new();
+    for q in &rows.questions {
+        questions.entry(q.episode.as_str()).or_default().push(q);
+    }
+    let mut new_rows = Vec::new();
+    let mut summary = JudgeSummary::default();
+    for episode in &rows.episodes {
+        let eligible = episode.status == Status::Finished
+            && episode.scoring_kind == ScoringKind::Delivery
+            && !judged.contains(episode.id.as_str());
+        let Some(context) = tasks.get(&episode.task).filter(|c| eligible && !c.targets.is_empty()) else { continue };
+        let asked = questions.get(episode.id.as_str()).map(Vec::as_slice).unwrap_or_default();
+        let units = question_units(asked);
+        summary.judged += 1;
+        for judgement in judge_offline(&units, &context.targets) {
+            if let (Some(store), None) = (store, &summary.warning) {
+                match store.record_judgement(&episode.id, &judgement) {
+                    Ok(()) => summary.recorded += 1,
+                    Err(err) => summary.warning = Some(format!("offline judgements not recorded in the store: {err}")),
+                }
+            }
+            new_rows.push(JudgementRow { episode: episode.id.clone(), judgement });
+        }
+    }
+    rows.judgements.extend(new_rows);
+    summary
+}

@@ -1,0 +1,193 @@
+//! Measures of seed 000 (Instructions Are Evidence): Score@k and Success@k per group, the
+//! outcome cost against the full specification, and requirement resolution In round / Ahead.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+
+use crate::episode::{Episode, indicator, mean, per_task_means};
+use crate::first::MAX_K;
+
+/// Score@k and Success@k of a set of episodes (seed 000 §4.1, carried forward as in
+/// [`crate::first`]): means over its scored episodes, k = 1..=4. Score is a fraction in [0, 1]
+/// (delivery scores may exceed 1); Success@k is the fraction of episodes with Success@k.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Outcomes {
+    /// Scored episodes the means are over.
+    pub scored: usize,
+    /// Mean Score@k, k = 1..=4; `None` without scored episodes.
+    pub score_at: [Option<f64>; MAX_K],
+    /// Fraction with Success@k, k = 1..=4; `None` without scored episodes.
+    pub success_at: [Option<f64>; MAX_K],
+    /// Mean number of submissions (valid or not) per scored episode.
+    pub mean_submissions: Option<f64>,
+}
+
+/// [`Outcomes`] of the scored episodes among `episodes`.
+pub fn outcomes(episodes: &[&Episode<'_>]) -> Outcomes {
+    let scored: Vec<&&Episode> = episodes.iter().filter(|e| e.is_scored()).collect();
+    let mut score_at = [None; MAX_K];
+    let mut success_at = [None; MAX_K];
+    for (slot, k) in (1..=MAX_K as u32).enumerate() {
+        score_at[slot] = mean(scored.iter().map(|e| e.score_at(k)));
+        success_at[slot] = mean(scored.iter().map(|e| indicator(e.success_at(k))));
+    }
+    Outcomes {
+        scored: scored.len(),
+        score_at,
+        success_at,
+        mean_submissions: mean(scored.iter().map(|e| e.submissions.len() as f64)),
+    }
+}
+
+/// Outcome cost of seed 000 (Figure 4, Table 7 "Cost"): how far the partial instruction's
+/// k-th submission stays below the full specification's first, `Full@1 − Partial@k`, in the
+/// units of its inputs. Table 4's subscripts are its negation, `Partial@k − Full@1`.
+pub fn outcome_cost(full_at_1: f64, partial_at_k: f64) -> f64 {
+    full_at_1 - partial_at_k
+}
+
+/// The outcome-cost comparison of one agent (and start, family… per the report's grouping)
+/// between conditions `full`, `partial` and `literal` (seed 000 Table 4, Figure 4), over the
+/// tasks that have scored episodes under both `full` and `partial`. Each value is a mean of
+/// per-task means (equal task weight), a fraction in [0, 1].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CostComparison {
+    /// Tasks with scored episodes under both `full` and `partial`.
+    pub tasks: usize,
+    /// Full@1 Score.
+    pub full_score_at_1: f64,
+    /// Full@1 Success.
+    pub full_success_at_1: f64,
+    /// Partial@k Score, k = 1..=4.
+    pub partial_score_at: [f64; MAX_K],
+    /// Partial@k Success, k = 1..=4.
+    pub partial_success_at: [f64; MAX_K],
+    /// Literal@k Score on the same tasks, when `literal` ran on all of them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub literal_score_at: Option<[f64; MAX_K]>,
+    /// Literal@k Success on the same tasks, likewise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub literal_success_at: Option<[f64; MAX_K]>,
+    /// [`outcome_cost`] of Score: Full@1 − Partial@k, k = 1..=4 (`[0]` is Table 7's Cost).
+    pub cost_score_at: [f64; MAX_K],
+    /// [`outcome_cost`] of Success: Full@1 − Partial@k.
+    pub cost_success_at: [f64; MAX_K],
+}
+
+/// [`CostComparison`] from the episodes of the three conditions; `None` when no task has
+/// scored episodes under both `full` and `partial`.
+pub fn cost_comparison(full: &[&Episode<'_>], partial: &[&Episode<'_>], literal: &[&Episode<'_>]) -> Option<CostComparison> {
+    let scored = |e: &Episode| e.is_scored();
+    let full_score = per_task_means(full.iter().copied(), |e| scored(e).then(|| e.score_at(1)));
+    let tasks: BTreeSet<String> = per_task_means(partial.iter().copied(), |e| scored(e).then_some(0.0))
+        .into_keys()
+        .filter(|t| full_score.contains_key(t))
+        .collect();
+    if tasks.is_empty() {
+        return None;
+    }
+    let on_tasks = |episodes: &[&Episode], value: &dyn Fn(&Episode) -> f64| -> Option<f64> {
+        let means = per_task_means(episodes.iter().copied().filter(|e| tasks.contains(&e.row.task)), |e| scored(e).then(|| value(e)));
+        (means.len() == tasks.len()).then(|| mean(means.values().copied())).flatten()
+    };
+    let at_k = |episodes: &[&Episode], success: bool| -> Option<[f64; MAX_K]> {
+        let mut out = [0.0; MAX_K];
+        for (slot, k) in (1..=MAX_K as u32).enumerate() {
+            out[slot] = if success { on_tasks(episodes, &|e| indicator(e.success_at(k)))? } else { on_tasks(episodes, &|e| e.score_at(k))? };
+        }
+        Some(out)
+    };
+    let full_score_at_1 = on_tasks(full, &|e| e.score_at(1))?;
+    let full_success_at_1 = on_tasks(full, &|e| indicator(e.success_at(1)))?;
+    let partial_score_at = at_k(partial, false)?;
+    let partial_success_at = at_k(partial, true)?;
+    Some(CostComparison {
+        tasks: tasks.len(),
+        full_score_at_1,
+        full_success_at_1,
+        partial_score_at,
+        partial_success_at,
+        literal_score_at: at_k(literal, false),
+        literal_success_at: at_k(literal, true),
+        cost_score_at: partial_score_at.map(|p| outcome_cost(full_score_at_1, p)),
+        cost_success_at: partial_success_at.map(|p| outcome_cost(full_success_at_1, p)),
+    })
+}
+
+/// Requirement resolution after the first submission (seed 000 §5.3, Table 5), pooled over
+/// the episodes of a group.
+///
+/// - **In round**: of the reports (a failed submission k whose highest-priority failing
+///   requirement r was fed back as an observation, followed by a submission k'), the share
+///   where r passes at k'. Each report counts, so a requirement reported twice counts twice.
+/// - **Ahead**: of the *remaining unstated* requirements of an episode with a second
+///   submission — failing at its first submission, not stated in the partial instruction, not
+///   the one reported after it — the share that pass at some later submission before any
+///   observation reports them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Resolution {
+    /// Episodes with at least two valid submissions that entered.
+    pub episodes: usize,
+    /// Reports followed by a next submission.
+    pub reports: usize,
+    /// Reports whose requirement passes at the next submission.
+    pub fixed_in_round: usize,
+    /// `fixed_in_round / reports`; `None` without reports.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub in_round: Option<f64>,
+    /// Remaining unstated requirements (needs the task package's `stated` flags).
+    pub remaining_unstated: usize,
+    /// Of those, resolved before any report.
+    pub resolved_ahead: usize,
+    /// `resolved_ahead / remaining_unstated`; `None` when there were none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ahead: Option<f64>,
+}
+
+/// [`Resolution`] over the scored requirement-scored episodes among `episodes`; `None` when
+/// none has two valid submissions.
+pub fn resolution(episodes: &[&Episode<'_>]) -> Option<Resolution> {
+    let mut r = Resolution { episodes: 0, reports: 0, fixed_in_round: 0, in_round: None, remaining_unstated: 0, resolved_ahead: 0, ahead: None };
+    for episode in episodes.iter().filter(|e| e.is_scored() && !e.requirements.is_empty()) {
+        let ks: Vec<u32> = episode.scores.iter().map(|s| s.k).collect();
+        if ks.len() < 2 {
+            continue;
+        }
+        r.episodes += 1;
+        let reported = |k: u32| episode.submissions.iter().find(|s| s.k == k).and_then(|s| s.failing_requirement.as_deref());
+        for pair in ks.windows(2) {
+            if let Some(req) = reported(pair[0]) {
+                r.reports += 1;
+                if episode.requirement_passes(pair[1], req) == Some(true) {
+                    r.fixed_in_round += 1;
+                }
+            }
+        }
+        // Ahead needs the stated flags; without the package the episode does not enter it.
+        let Some(context) = episode.context else { continue };
+        let first = ks[0];
+        let Some(at_first) = episode.requirements.get(&first) else { continue };
+        for (req, _) in at_first.iter().filter(|(_, pass)| !**pass) {
+            if context.stated.contains(*req) || reported(first) == Some(*req) {
+                continue;
+            }
+            r.remaining_unstated += 1;
+            for &k in &ks[1..] {
+                if episode.requirement_passes(k, req) == Some(true) {
+                    r.resolved_ahead += 1;
+                    break;
+                }
+                if reported(k) == Some(*req) {
+                    break;
+                }
+            }
+        }
+    }
+    if r.episodes == 0 {
+        return None;
+    }
+    r.in_round = (r.reports > 0).then(|| r.fixed_in_round as f64 / r.reports as f64);
+    r.ahead = (r.remaining_unstated > 0).then(|| r.resolved_ahead as f64 / r.remaining_unstated as f64);
+    Some(r)
+}

@@ -1,0 +1,610 @@
+//! Rendering a [`Report`] as Markdown, as one self-contained HTML page (inline CSS and SVG, no
+//! script, no external fetch), or as JSON.
+//!
+//! Both text formats are built from the same [`Section`]s, so they show the same numbers.
+//! Percentages carry one decimal (seeds 000 and 001), Quality four (seed 002), ATC two. A
+//! measure that does not apply prints as `—`, never as 0.
+
+use std::fmt::Write as _;
+
+use crate::ReportError;
+use crate::delivery::{DefinedMean, SIGNATURE_ORDER};
+use crate::episode::Dim;
+use crate::report::{KeyMap, MeanSd, Report};
+use crate::svg::{self, Axis, SubmissionPanel, escape};
+
+/// A table: caption, column headers (right-aligned when numeric) and text cells.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    /// One line above the table.
+    pub caption: String,
+    /// Column headers.
+    pub headers: Vec<String>,
+    /// Per column, whether it holds numbers (right-aligned).
+    pub numeric: Vec<bool>,
+    /// Rows of cells.
+    pub rows: Vec<Vec<String>>,
+}
+
+/// A part of the report: a title, paragraphs, tables and (HTML only) one chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Section {
+    /// Anchor id.
+    pub id: &'static str,
+    /// Heading.
+    pub title: String,
+    /// Paragraphs of plain text.
+    pub text: Vec<String>,
+    /// Tables.
+    pub tables: Vec<Table>,
+    /// An SVG chart, drawn in HTML only.
+    pub chart: Option<String>,
+}
+
+/// `—` for a value that does not apply.
+pub const ABSENT: &str = "—";
+
+fn percent(v: Option<f64>) -> String {
+    v.map_or_else(|| ABSENT.to_string(), |v| format!("{:.1}", v * 100.0))
+}
+
+fn fixed(v: Option<f64>, digits: usize) -> String {
+    v.map_or_else(|| ABSENT.to_string(), |v| format!("{v:.digits$}"))
+}
+
+fn signed_points(v: f64) -> String {
+    let p = v * 100.0;
+    if p.abs() < 0.05 { "0.0".to_string() } else { format!("{p:+.1}") }
+}
+
+fn defined_percent(v: &Option<DefinedMean>) -> String {
+    percent(v.as_ref().map(|d| d.mean))
+}
+
+fn defined_fixed(v: &Option<DefinedMean>, digits: usize) -> String {
+    fixed(v.as_ref().map(|d| d.mean), digits)
+}
+
+fn mean_sd_percent(m: &MeanSd) -> String {
+    format!("{:.1} ± {:.1}", m.mean * 100.0, m.sd * 100.0)
+}
+
+fn key_headers(dims: &[Dim]) -> Vec<String> {
+    dims.iter().map(|d| d.as_str().to_string()).collect()
+}
+
+fn key_cells(dims: &[Dim], key: &KeyMap) -> Vec<String> {
+    dims.iter().map(|d| key.get(d).cloned().unwrap_or_default()).collect()
+}
+
+fn key_label(key: &KeyMap) -> String {
+    if key.is_empty() { "all".to_string() } else { key.values().cloned().collect::<Vec<_>>().join(" · ") }
+}
+
+fn table(caption: &str, dims: &[Dim], columns: &[&str], rows: Vec<Vec<String>>) -> Table {
+    let mut headers = key_headers(dims);
+    let mut numeric = vec![false; headers.len()];
+    headers.extend(columns.iter().map(|c| c.to_string()));
+    numeric.extend(columns.iter().map(|_| true));
+    Table { caption: caption.to_string(), headers, numeric, rows }
+}
+
+/// The sections of a report, in reading order; sections without content are left out.
+pub fn sections(report: &Report) -> Vec<Section> {
+    let dims = &report.group_by;
+    let without = |dim: Dim| -> Vec<Dim> { dims.iter().copied().filter(|d| *d != dim).collect() };
+    let mut out = Vec::new();
+
+    let runs = Table {
+        caption: "Runs in this report.".into(),
+        headers: vec!["run".into(), "seed".into(), "episodes".into(), "judged now".into()],
+        numeric: vec![false, true, true, true],
+        rows: report.runs.iter().map(|r| vec![r.dir.clone(), r.seed.to_string(), r.episodes.to_string(), r.judged_now.to_string()]).collect(),
+    };
+    out.push(Section { id: "runs", title: "Runs".into(), text: vec![], tables: vec![runs], chart: None });
+
+    let outcome_rows: Vec<Vec<String>> = report
+        .groups
+        .iter()
+        .map(|g| {
+            let mut row = key_cells(dims, &g.key);
+            row.push(g.episodes.to_string());
+            row.push(g.outcomes.scored.to_string());
+            row.extend(g.outcomes.score_at.iter().map(|v| percent(*v)));
+            row.extend(g.outcomes.success_at.iter().map(|v| percent(*v)));
+            row
+        })
+        .collect();
+    out.push(Section {
+        id: "outcomes",
+        title: "Outcomes: Score@k and Success@k (seed 000)".into(),
+        text: vec!["Percent over scored episodes. An episode that ended after fewer than k submissions carries its last values forward; episodes that ended in an evaluation or infrastructure error are counted apart (last section).".into()],
+        tables: vec![table(
+            "Score@k and Success@k, k = 1..4.",
+            dims,
+            &["episodes", "scored", "Score@1", "Score@2", "Score@3", "Score@4", "Success@1", "Success@2", "Success@3", "Success@4"],
+            outcome_rows,
+        )],
+        chart: None,
+    });
+
+    if !report.outcome_costs.is_empty() {
+        let cost_dims = without(Dim::Condition);
+        let rows = report
+            .outcome_costs
+            .iter()
+            .map(|c| {
+                let m = &c.comparison;
+                let mut row = key_cells(&cost_dims, &c.key);
+                row.push(m.tasks.to_string());
+                for k in [0, 3] {
+                    row.push(percent(m.literal_score_at.map(|l| l[k])));
+                    row.push(percent(m.literal_success_at.map(|l| l[k])));
+                }
+                for k in [0, 3] {
+                    row.push(format!("{} ({})", percent(Some(m.partial_score_at[k])), signed_points(-m.cost_score_at[k])));
+                    row.push(format!("{} ({})", percent(Some(m.partial_success_at[k])), signed_points(-m.cost_success_at[k])));
+                }
+                row.push(percent(Some(m.full_score_at_1)));
+                row.push(percent(Some(m.full_success_at_1)));
+                row.push(format!("{:.1}", m.cost_score_at[0] * 100.0));
+                row.push(c.cost_replicates.as_ref().map_or_else(|| ABSENT.to_string(), mean_sd_percent));
+                row
+            })
+            .collect();
+        let panels: Vec<SubmissionPanel> = report
+            .outcome_costs
+            .iter()
+            .map(|c| SubmissionPanel {
+                label: key_label(&c.key),
+                partial: c.comparison.partial_score_at,
+                literal: c.comparison.literal_score_at,
+                full_at_1: c.comparison.full_score_at_1,
+            })
+            .collect();
+        out.push(Section {
+            id: "outcome-cost",
+            title: "Outcome cost: partial instruction against full specification (seed 000 Table 4, Figure 4)".into(),
+            text: vec!["Means of per-task means over the tasks that ran under both `full` and `partial`, in percent. In parentheses: Partial@k − Full@1 in points (Table 4's subscripts). Cost = Full@1 − Partial@1 in Score points (Table 7); with several runs, its mean ± sd over runs.".into()],
+            tables: vec![table(
+                "Literal, Partial and Full outcomes.",
+                &cost_dims,
+                &[
+                    "tasks", "Literal@1 Score", "Literal@1 Success", "Literal@4 Score", "Literal@4 Success", "Partial@1 Score", "Partial@1 Success",
+                    "Partial@4 Score", "Partial@4 Success", "Full@1 Score", "Full@1 Success", "Cost", "Cost over runs",
+                ],
+                rows,
+            )],
+            chart: Some(svg::score_across_submissions(&panels)),
+        });
+    }
+
+    let replicate_rows: Vec<Vec<String>> = report
+        .groups
+        .iter()
+        .filter_map(|g| {
+            let r = g.replicates.as_ref()?;
+            let mut row = key_cells(dims, &g.key);
+            row.push(r.runs.to_string());
+            for k in [0, 3] {
+                row.push(mean_sd_percent(&r.score_at[k]));
+            }
+            for k in [0, 3] {
+                row.push(mean_sd_percent(&r.success_at[k]));
+            }
+            Some(row)
+        })
+        .collect();
+    if !replicate_rows.is_empty() {
+        out.push(Section {
+            id: "replicates",
+            title: "Seed replicates (seed 000 §5.6, Table 7)".into(),
+            text: vec!["One replicate per run: mean ± sample standard deviation over the runs that hold the group, in percent.".into()],
+            tables: vec![table("Score and Success over replicates.", dims, &["runs", "Score@1", "Score@4", "Success@1", "Success@4"], replicate_rows)],
+            chart: None,
+        });
+    }
+
+    let resolution_rows: Vec<Vec<String>> = report
+        .groups
+        .iter()
+        .filter_map(|g| {
+            let r = g.resolution.as_ref()?;
+            let mut row = key_cells(dims, &g.key);
+            row.extend([
+                r.episodes.to_string(),
+                percent(r.in_round),
+                format!("{}/{}", r.fixed_in_round, r.reports),
+                percent(r.ahead),
+                format!("{}/{}", r.resolved_ahead, r.remaining_unstated),
+            ]);
+            Some(row)
+        })
+        .collect();
+    if !resolution_rows.is_empty() {
+        out.push(Section {
+            id: "resolution",
+            title: "Requirement resolution after the first submission (seed 000 §5.3, Table 5)".into(),
+            text: vec!["In round: share of requirements reported by an observation that pass at the next submission. Ahead: share of the remaining unstated requirements that pass before any report.".into()],
+            tables: vec![table("In round and Ahead, percent (counts).", dims, &["episodes", "In round", "reports", "Ahead", "remaining"], resolution_rows)],
+            chart: None,
+        });
+    }
+
+    if !report.residual.is_empty() {
+        out.push(residual_section(report, &without(Dim::Start)));
+    }
+
+    let delivery_rows: Vec<Vec<String>> = report
+        .groups
+        .iter()
+        .filter_map(|g| {
+            let d = g.delivery.as_ref()?;
+            let mut row = key_cells(dims, &g.key);
+            row.extend([
+                d.cases.to_string(),
+                d.runs.to_string(),
+                format!("{:.4}", d.quality),
+                percent(Some(d.dsr)),
+                percent(Some(d.valid)),
+                d.pass_k.as_ref().map_or_else(|| ABSENT.to_string(), |p| p.k.to_string()),
+                percent(d.pass_k.as_ref().map(|p| p.pass_at_k)),
+                percent(d.pass_k.as_ref().map(|p| p.pass_hat_k)),
+            ]);
+            Some(row)
+        })
+        .collect();
+    let clarification_rows: Vec<Vec<String>> = report
+        .groups
+        .iter()
+        .filter_map(|g| {
+            let c = g.clarification.as_ref()?;
+            let mut row = key_cells(dims, &g.key);
+            row.extend([
+                c.runs.to_string(),
+                format!("{:.1}", c.mean_units),
+                defined_percent(&c.recall),
+                defined_percent(&c.precision),
+                defined_percent(&c.ask_f1),
+                defined_percent(&c.kqc1),
+                defined_fixed(&c.atc, 2),
+                defined_fixed(&c.redund, 1),
+            ]);
+            Some(row)
+        })
+        .collect();
+    if !delivery_rows.is_empty() || !clarification_rows.is_empty() {
+        let mut tables = Vec::new();
+        if !delivery_rows.is_empty() {
+            tables.push(table(
+                "Quality (case-macro, 1 = the reference), DSR and validity in percent; pass@k and pass^k over validity across repeats.",
+                dims,
+                &["cases", "runs", "Quality", "DSR", "valid", "k", "pass@k", "pass^k"],
+                delivery_rows,
+            ));
+        }
+        if !clarification_rows.is_empty() {
+            tables.push(table(
+                &format!("Clarification by judge `{}`: means over the runs where each is defined (percent; ATC in interaction turns, Redund. in question units).", report.judge),
+                dims,
+                &["runs", "units", "Recall", "Precision", "Ask-F1", "KQC1", "ATC", "Redund."],
+                clarification_rows,
+            ));
+        }
+        let points: Vec<(String, f64, f64)> = report
+            .groups
+            .iter()
+            .filter_map(|g| Some((key_label(&g.key), g.clarification.as_ref()?.recall.as_ref()?.mean * 100.0, g.delivery.as_ref()?.quality)))
+            .collect();
+        let mut text = vec!["Delivery scores are 0 for invalid runs. With no question, Recall is 0 and Precision, Ask-F1 and ATC are undefined (seed 002 App. A.3).".to_string()];
+        if let Some(a) = &report.recall_quality {
+            text.push(format!("Spearman ρ between {} and {} over {} groups: {:.2} (p = {:.3}).", a.x, a.y, a.groups, a.rho, a.p_value));
+        }
+        let chart = (!points.is_empty()).then(|| {
+            let max_quality = points.iter().map(|p| p.2).fold(1.0_f64, f64::max);
+            svg::scatter(
+                &points,
+                &Axis { label: "Recall (%)".into(), min: 0.0, max: 100.0 },
+                &Axis { label: "Quality".into(), min: 0.0, max: max_quality },
+                "Recall against Quality per group",
+            )
+        });
+        out.push(Section { id: "delivery", title: "Delivery and clarification (seed 002)".into(), text, tables, chart });
+    }
+
+    let zero_rows: Vec<Vec<String>> = report
+        .groups
+        .iter()
+        .filter_map(|g| {
+            let z = g.zero_scores.as_ref().filter(|z| z.zero > 0)?;
+            let mut row = key_cells(dims, &g.key);
+            row.extend([z.runs.to_string(), z.zero.to_string(), z.invalid.to_string(), z.valid_zero.to_string()]);
+            row.extend(SIGNATURE_ORDER.iter().map(|s| z.signatures.get(*s).copied().unwrap_or(0).to_string()));
+            Some(row)
+        })
+        .collect();
+    if !zero_rows.is_empty() {
+        let mut columns = vec!["runs", "zero", "invalid", "valid zero"];
+        columns.extend(SIGNATURE_ORDER);
+        out.push(Section {
+            id: "zero-scores",
+            title: "Zero-score signatures (seed 002 App. A.7, Table 14)".into(),
+            text: vec!["Runs scoring 0 by the evaluator's recorded signature (precedence constraint, fatal, schema, execution).".into()],
+            tables: vec![table("Zero-score runs.", dims, &columns, zero_rows)],
+            chart: None,
+        });
+    }
+
+    if !report.oracle.is_empty() {
+        out.push(oracle_section(report));
+    }
+
+    let end_rows: Vec<Vec<String>> = report
+        .groups
+        .iter()
+        .map(|g| {
+            let reasons: Vec<String> = g.end_reasons.iter().map(|(r, n)| format!("{r} {n}")).collect();
+            let mut row = key_cells(dims, &g.key);
+            row.extend([
+                g.episodes.to_string(),
+                if reasons.is_empty() { ABSENT.to_string() } else { reasons.join(", ") },
+                g.evaluation_errors.to_string(),
+                g.infrastructure_errors.to_string(),
+                g.unfinished.to_string(),
+                g.not_applicable.to_string(),
+            ]);
+            row
+        })
+        .collect();
+    let mut end_table = table("End reasons; errors are never counted as the agent's failures.", dims, &["episodes", "end reasons", "evaluation errors", "infrastructure errors", "unfinished", "not applicable"], end_rows);
+    let reasons_column = dims.len() + 1;
+    end_table.numeric[reasons_column] = false;
+    let mut tables = vec![end_table];
+    if !report.not_applicable.is_empty() {
+        tables.push(Table {
+            caption: "Combinations the run skipped because the task cannot support them (DESIGN §4).".into(),
+            headers: vec!["task".into(), "agent".into(), "condition".into(), "start".into(), "why".into()],
+            numeric: vec![false; 5],
+            rows: report.not_applicable.iter().map(|n| vec![n.task.clone(), n.agent.clone(), n.condition.clone(), n.start.clone(), n.reason.clone()]).collect(),
+        });
+    }
+    out.push(Section { id: "ends", title: "End reasons, errors and not-applicable combinations".into(), text: vec![], tables, chart: None });
+
+    if !report.warnings.is_empty() {
+        out.push(Section { id: "warnings", title: "Warnings".into(), text: report.warnings.clone(), tables: vec![], chart: None });
+    }
+    out
+}
+
+fn residual_section(report: &Report, dims: &[Dim]) -> Section {
+    let rates = report
+        .residual
+        .iter()
+        .map(|r| {
+            let m = &r.measures;
+            let mut row = key_cells(dims, &r.key);
+            row.extend([
+                m.rates.tasks.to_string(),
+                percent(Some(m.rates.res)),
+                percent(Some(m.rates.clean)),
+                format!("{:.1}", m.rates.gap_points),
+                percent(m.cond_fail.as_ref().map(|c| c.rate)),
+                m.cond_fail.as_ref().map_or_else(|| ABSENT.to_string(), |c| c.tasks.to_string()),
+            ]);
+            row
+        })
+        .collect();
+    let predecessors = report
+        .residual
+        .iter()
+        .flat_map(|r| {
+            r.measures.predecessors.iter().map(move |p| {
+                let mut row = key_cells(dims, &r.key);
+                row.extend([
+                    p.predecessor.clone(),
+                    p.rates.tasks.to_string(),
+                    percent(Some(p.rates.clean)),
+                    percent(Some(p.rates.res)),
+                    format!("{:.1}", p.rates.gap_points),
+                ]);
+                row
+            })
+        })
+        .collect();
+    let bias = report
+        .residual
+        .iter()
+        .map(|r| {
+            let a = &r.measures.acceptance;
+            let mut row = key_cells(dims, &r.key);
+            row.extend([
+                a.continuations.to_string(),
+                percent(a.same_failing),
+                percent(a.initially_failing_clean),
+                percent(a.initially_failing_residual),
+                percent(a.repair_rate_failed),
+                percent(a.kept_failed),
+                percent(a.left_out_clean),
+                percent(a.left_out_residual),
+                percent(a.left_out_opened),
+                fixed(a.steps_ratio, 2),
+                percent(a.inspected),
+                a.kept_split.as_ref().map_or_else(|| ABSENT.to_string(), |s| format!("{} vs {}", percent(Some(s.success_above)), percent(Some(s.success_at_or_below)))),
+            ]);
+            row
+        })
+        .collect();
+    let mut predecessor_table = table("Per predecessor (App. C.2): each group on its own tasks, with its own clean reference.", dims, &["predecessor", "tasks", "Clean", "Residual", "Gap"], predecessors);
+    predecessor_table.numeric[dims.len()] = false;
+    let chart_rows: Vec<(String, f64, f64)> =
+        report.residual.iter().map(|r| (key_label(&r.key), r.measures.rates.clean, r.measures.rates.res)).collect();
+    Section {
+        id: "residual",
+        title: "Residual starts (seed 001)".into(),
+        text: vec![
+            "Res and Clean: success averaged over repeats and states within a task, then over the tasks that have both starts (App. C eqs. 3–4), in percent; Gap = Clean − Res in points before rounding; CondFail on the tasks whose clean starts all succeeded (eq. 5).".into(),
+            "Acceptance bias (App. D) over normally submitted episodes, task-averaged: Same failing and Kept over failed continuations; Initially failing from clean runs and from the state; Left-out files changed from each start and opened in the continuation; Steps as the median over tasks of residual ÷ clean turns; Kept split: success above vs at or below the median Kept.".into(),
+        ],
+        tables: vec![
+            table("Res, Clean, Gap and CondFail.", dims, &["tasks", "Res", "Clean", "Gap", "CondFail", "CondFail tasks"], rates),
+            predecessor_table,
+            table(
+                "Acceptance bias.",
+                dims,
+                &["continuations", "Same failing", "Init. failing clean", "Init. failing residual", "Repair (failed)", "Kept (failed)", "Left-out clean", "Left-out residual", "Left-out opened", "Steps", "Inspected", "Success by Kept"],
+                bias,
+            ),
+        ],
+        chart: Some(svg::clean_against_residual(&chart_rows)),
+    }
+}
+
+fn oracle_section(report: &Report) -> Section {
+    let mut tables = Vec::new();
+    let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    for row in &report.oracle {
+        let mut tasks: Vec<String> = row.levels.iter().flat_map(|l| l.cases.iter().map(|c| c.task.clone())).collect();
+        tasks.sort();
+        tasks.dedup();
+        let mut headers = vec!["case".to_string()];
+        headers.extend(row.levels.iter().map(|l| format!("{:.0}%", l.ratio * 100.0)));
+        let mut rows: Vec<Vec<String>> = tasks
+            .iter()
+            .map(|task| {
+                let mut cells = vec![task.clone()];
+                for level in &row.levels {
+                    cells.push(level.cases.iter().find(|c| &c.task == task).map_or_else(
+                        || ABSENT.to_string(),
+                        |c| match c.sd {
+                            Some(sd) => format!("{:.4} ± {sd:.4}", c.mean),
+                            None => format!("{:.4}", c.mean),
+                        },
+                    ));
+                }
+                cells
+            })
+            .collect();
+        let mut macro_row = vec![format!("{}-case mean", tasks.len())];
+        macro_row.extend(row.levels.iter().map(|l| format!("{:.4}", l.macro_mean)));
+        rows.push(macro_row);
+        let n = headers.len();
+        tables.push(Table {
+            caption: format!("{}: Quality by answer coverage, mean ± sd over repeats.", key_label(&row.key)),
+            headers,
+            numeric: (0..n).map(|i| i > 0).collect(),
+            rows,
+        });
+        for task in &tasks {
+            let points = row.levels.iter().filter_map(|l| l.cases.iter().find(|c| &c.task == task).map(|c| (l.ratio * 100.0, c.mean))).collect();
+            series.push((format!("{} {task}", key_label(&row.key)), points));
+        }
+        series.push((format!("{} mean", key_label(&row.key)), row.levels.iter().map(|l| (l.ratio * 100.0, l.macro_mean)).collect()));
+    }
+    let emphasis = series.last().map(|s| s.0.clone()).unwrap_or_default();
+    let max = series.iter().flat_map(|s| s.1.iter().map(|p| p.1)).fold(1.0_f64, f64::max);
+    Section {
+        id: "oracle",
+        title: "Oracle answer coverage (seed 002 App. A.6, Table 13, Figure 5)".into(),
+        text: vec!["Condition `oracle:R` gives the first R of a seeded permutation of the registered answers, nested across R. Quality per case and the case-macro mean.".into()],
+        tables,
+        chart: Some(svg::curves(
+            &series,
+            &Axis { label: "answer coverage (%)".into(), min: 0.0, max: 100.0 },
+            &Axis { label: "Quality".into(), min: 0.0, max },
+            &emphasis,
+            "Quality against oracle answer coverage",
+        )),
+    }
+}
+
+fn md_cell(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', " ")
+}
+
+/// The report as Markdown (GitHub tables).
+pub fn render_markdown(report: &Report, title: &str) -> String {
+    let mut out = format!("# {}\n\n", md_cell(title));
+    for section in sections(report) {
+        let _ = write!(out, "## {}\n\n", section.title);
+        for paragraph in &section.text {
+            let _ = write!(out, "{paragraph}\n\n");
+        }
+        for t in &section.tables {
+            if !t.caption.is_empty() {
+                let _ = write!(out, "{}\n\n", t.caption);
+            }
+            let _ = writeln!(out, "| {} |", t.headers.iter().map(|h| md_cell(h)).collect::<Vec<_>>().join(" | "));
+            let _ = writeln!(out, "| {} |", t.numeric.iter().map(|n| if *n { "---:" } else { "---" }).collect::<Vec<_>>().join(" | "));
+            for row in &t.rows {
+                let _ = writeln!(out, "| {} |", row.iter().map(|c| md_cell(c)).collect::<Vec<_>>().join(" | "));
+            }
+            out.push('\n');
+        }
+    }
+    out
+}
+
+const CSS: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2rem auto;max-width:1200px;padding:0 1rem;color:#1a202c;background:#fff;line-height:1.45}\
+h1{font-size:1.6rem}h2{font-size:1.2rem;margin-top:2.2rem;border-bottom:1px solid #e2e8f0;padding-bottom:.2rem}\
+table{border-collapse:collapse;margin:.4rem 0 1.2rem;font-size:.85rem}caption{text-align:left;caption-side:top;color:#4a5568;padding:.2rem 0}\
+th,td{border:1px solid #e2e8f0;padding:.25rem .5rem;vertical-align:top}th{background:#f7fafc;text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums}\
+figure{margin:.5rem 0 1.5rem}svg{max-width:100%;height:auto}nav a{margin-right:.8rem}.meta{color:#4a5568}";
+
+/// The report as one self-contained HTML page: inline CSS, inline SVG charts, no script and
+/// no external resource.
+pub fn render_html(report: &Report, title: &str) -> String {
+    let sections = sections(report);
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><link rel=\"icon\" href=\"data:,\"><title>{t}</title><style>{CSS}</style></head><body><h1>{t}</h1>",
+        t = escape(title)
+    );
+    let _ = write!(out, "<p class=\"meta\">specgap {} · report schema {} v{}</p><nav>", report.specgap_version, report.schema, report.version);
+    for s in &sections {
+        let _ = write!(out, "<a href=\"#{}\">{}</a>", s.id, escape(s.title.split(" (").next().unwrap_or(&s.title)));
+    }
+    out.push_str("</nav>");
+    for s in &sections {
+        let _ = write!(out, "<section id=\"{}\"><h2>{}</h2>", s.id, escape(&s.title));
+        for p in &s.text {
+            let _ = write!(out, "<p>{}</p>", escape(p));
+        }
+        if let Some(chart) = &s.chart {
+            let _ = write!(out, "<figure>{chart}</figure>");
+        }
+        for t in &s.tables {
+            out.push_str("<table>");
+            if !t.caption.is_empty() {
+                let _ = write!(out, "<caption>{}</caption>", escape(&t.caption));
+            }
+            out.push_str("<thead><tr>");
+            for h in &t.headers {
+                let _ = write!(out, "<th scope=\"col\">{}</th>", escape(h));
+            }
+            out.push_str("</tr></thead><tbody>");
+            for row in &t.rows {
+                out.push_str("<tr>");
+                for (i, cell) in row.iter().enumerate() {
+                    let class = if t.numeric.get(i).copied().unwrap_or(false) { " class=\"n\"" } else { "" };
+                    let _ = write!(out, "<td{class}>{}</td>", escape(cell));
+                }
+                out.push_str("</tr>");
+            }
+            out.push_str("</tbody></table>");
+        }
+        out.push_str("</section>");
+    }
+    out.push_str("</body></html>\n");
+    out
+}
+
+/// The report as pretty JSON (schema `specgap-report`, documented in docs/report-schema.md).
+///
+/// # Errors
+/// [`ReportError::Json`] if serialization fails (non-finite numbers serialize as null).
+pub fn render_json(report: &Report) -> Result<String, ReportError> {
+    let mut text = serde_json::to_string_pretty(report).map_err(ReportError::Json)?;
+    text.push('\n');
+    Ok(text)
+}

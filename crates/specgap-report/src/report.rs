@@ -1,0 +1,418 @@
+//! [`Report`]: every measure of one or more runs, grouped, ready to render as Markdown, HTML or
+//! JSON (schema [`REPORT_SCHEMA`] version [`REPORT_VERSION`], documented in
+//! `docs/report-schema.md`).
+//!
+//! Grouping: the main table splits episodes by the `--group-by` dimensions (default agent ×
+//! condition × start). Tables whose measure compares along one dimension drop it from their
+//! key: the outcome cost compares conditions (`full` vs `partial`), the residual table
+//! compares starts (clean vs residual), the oracle curve spans `oracle:R` conditions.
+//!
+//! Several runs: episodes of all runs are pooled for the measures; when two or more runs hold
+//! a group, the report adds seed-replicate mean ± sd of Score@k / Success@k and of the outcome
+//! cost (seed 000 §5.6, Table 7), one replicate per run.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use specgap_stats::mean_sd;
+
+use crate::ReportError;
+use crate::delivery::{ClarificationSummary, DeliveryMeasures, OracleLevel, ZeroScores, clarification_summary, delivery_measures, oracle_curve, zero_scores};
+use crate::episode::{Dim, Episode, GroupKey, group_by, index_episodes, oracle_ratio};
+use crate::first::MAX_K;
+use crate::judge::OFFLINE_JUDGE;
+use crate::outcome::{CostComparison, Outcomes, Resolution, cost_comparison, outcomes, resolution};
+use crate::residual::{ResidualMeasures, residual_measures};
+use crate::run::RunData;
+
+/// The `schema` field of every JSON report.
+pub const REPORT_SCHEMA: &str = "specgap-report";
+/// The JSON report's version; bumped on any incompatible change (docs/report-schema.md).
+pub const REPORT_VERSION: u32 = 1;
+
+/// How a report is built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReportOptions {
+    /// Grouping dimensions of the main table, in order.
+    pub group_by: Vec<Dim>,
+    /// Judge whose clarification verdicts feed Recall and the other seed 002 measures.
+    pub judge: String,
+}
+
+impl Default for ReportOptions {
+    fn default() -> Self {
+        ReportOptions { group_by: crate::episode::DEFAULT_GROUP_BY.to_vec(), judge: OFFLINE_JUDGE.to_string() }
+    }
+}
+
+/// A run as the report lists it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunSummary {
+    /// Run directory as given.
+    pub dir: String,
+    /// Run seed.
+    pub seed: u64,
+    /// specgap version that made the run.
+    pub specgap_version: String,
+    /// Episodes in the store.
+    pub episodes: usize,
+    /// Episodes the offline judge judged while this report was made.
+    pub judged_now: usize,
+}
+
+/// A group's key: dimension → value.
+pub type KeyMap = BTreeMap<Dim, String>;
+
+/// Every measure of one group of the main table.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GroupReport {
+    /// The group's values on the grouping dimensions.
+    pub key: KeyMap,
+    /// Episodes in the store, whatever their status.
+    pub episodes: usize,
+    /// Episodes ended by an evaluation error (never the agent's failure).
+    pub evaluation_errors: usize,
+    /// Episodes ended by an infrastructure error.
+    pub infrastructure_errors: usize,
+    /// Episodes interrupted or not finished.
+    pub unfinished: usize,
+    /// Not-applicable records of this group (DESIGN §4).
+    pub not_applicable: usize,
+    /// Episodes per end reason.
+    pub end_reasons: BTreeMap<String, usize>,
+    /// Score@k / Success@k (seed 000).
+    pub outcomes: Outcomes,
+    /// In round / Ahead (seed 000 §5.3), for requirement-scored episodes with feedback.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolution: Option<Resolution>,
+    /// Quality, DSR, pass@k, pass^k (seed 002), for delivery-scored episodes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<DeliveryMeasures>,
+    /// Recall, Precision, Ask-F1, KQC1, ATC, Redund. (seed 002).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clarification: Option<ClarificationSummary>,
+    /// Zero-score signatures (seed 002 App. A.7).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zero_scores: Option<ZeroScores>,
+    /// Seed-replicate mean ± sd over runs, when at least two runs hold the group.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replicates: Option<Replicates>,
+}
+
+/// A mean ± sample sd over replicates.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MeanSd {
+    /// Mean over replicates.
+    pub mean: f64,
+    /// Sample standard deviation (`ddof = 1`).
+    pub sd: f64,
+}
+
+/// Seed-replicate statistics of Score@k / Success@k (seed 000 §5.6, Table 7).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Replicates {
+    /// Runs (replicates) with scored episodes in the group.
+    pub runs: usize,
+    /// Score@k, k = 1..=4.
+    pub score_at: [MeanSd; MAX_K],
+    /// Success@k, k = 1..=4.
+    pub success_at: [MeanSd; MAX_K],
+}
+
+/// One row of the outcome-cost table (seed 000 Table 4 / Figure 4 / Table 7).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CostRow {
+    /// Key: the grouping dimensions without `condition`.
+    pub key: KeyMap,
+    /// The comparison over all runs pooled.
+    pub comparison: CostComparison,
+    /// Cost (Full@1 − Partial@1, Score) mean ± sd over runs, with two or more runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_replicates: Option<MeanSd>,
+}
+
+/// One row of the residual table (seed 001).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResidualRow {
+    /// Key: the grouping dimensions without `start`.
+    pub key: KeyMap,
+    /// The measures.
+    pub measures: ResidualMeasures,
+}
+
+/// One oracle-coverage curve (seed 002 App. A.6).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OracleRow {
+    /// Key: the grouping dimensions without `condition`.
+    pub key: KeyMap,
+    /// Levels by R.
+    pub levels: Vec<OracleLevel>,
+}
+
+/// Spearman ρ between two group-level measures (seed 002 §5.3, Figure 4).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Association {
+    /// First measure.
+    pub x: String,
+    /// Second measure.
+    pub y: String,
+    /// Groups with both values.
+    pub groups: usize,
+    /// Spearman ρ.
+    pub rho: f64,
+    /// Two-sided p-value.
+    pub p_value: f64,
+}
+
+/// A not-applicable record (DESIGN §4).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NotApplicable {
+    /// Task.
+    pub task: String,
+    /// Agent.
+    pub agent: String,
+    /// Condition.
+    pub condition: String,
+    /// Start.
+    pub start: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// The whole report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    /// Always [`REPORT_SCHEMA`].
+    pub schema: &'static str,
+    /// [`REPORT_VERSION`].
+    pub version: u32,
+    /// Version of specgap that made the report.
+    pub specgap_version: &'static str,
+    /// Grouping dimensions of `groups`.
+    pub group_by: Vec<Dim>,
+    /// Judge behind the clarification measures.
+    pub judge: String,
+    /// The runs.
+    pub runs: Vec<RunSummary>,
+    /// The main table.
+    pub groups: Vec<GroupReport>,
+    /// Outcome cost (seed 000).
+    pub outcome_costs: Vec<CostRow>,
+    /// Residual starts (seed 001).
+    pub residual: Vec<ResidualRow>,
+    /// Oracle coverage (seed 002).
+    pub oracle: Vec<OracleRow>,
+    /// Recall against Quality across groups (seed 002 Figure 4), with three or more groups.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recall_quality: Option<Association>,
+    /// Not-applicable records.
+    pub not_applicable: Vec<NotApplicable>,
+    /// Why some measures may be missing.
+    pub warnings: Vec<String>,
+}
+
+fn key_map(dims: &[Dim], key: &GroupKey) -> KeyMap {
+    dims.iter().copied().zip(key.iter().cloned()).collect()
+}
+
+/// Builds the report of `runs`.
+///
+/// # Errors
+/// [`ReportError::NoRuns`] for an empty slice; [`ReportError::Stats`] if a statistic fails.
+pub fn build_report(runs: &[RunData], options: &ReportOptions) -> Result<Report, ReportError> {
+    if runs.is_empty() {
+        return Err(ReportError::NoRuns);
+    }
+    let episodes = index_episodes(&runs.iter().collect::<Vec<_>>());
+    let dims = &options.group_by;
+    let without = |dim: Dim| -> Vec<Dim> { dims.iter().copied().filter(|d| *d != dim).collect() };
+    let not_applicable = not_applicable_rows(runs);
+
+    let mut groups = Vec::new();
+    let mut families: BTreeMap<&str, &str> = BTreeMap::new();
+    for e in &episodes {
+        families.entry(e.row.task.as_str()).or_insert(e.row.family.as_str());
+    }
+    for run in runs {
+        for (name, context) in &run.tasks {
+            families.entry(name.as_str()).or_insert(context.family.as_str());
+        }
+    }
+    let mut na_by_key: BTreeMap<GroupKey, usize> = BTreeMap::new();
+    for na in &not_applicable {
+        *na_by_key.entry(not_applicable_key(dims, na, &families)).or_default() += 1;
+    }
+    let mut grouped = group_by(&episodes, dims, |_| true);
+    for key in na_by_key.keys() {
+        grouped.entry(key.clone()).or_default();
+    }
+    for (key, members) in &grouped {
+        groups.push(group_report(dims, key, members, na_by_key.get(key).copied().unwrap_or(0), runs.len(), &options.judge)?);
+    }
+
+    let cost_dims = without(Dim::Condition);
+    let mut outcome_costs = Vec::new();
+    for (key, members) in group_by(&episodes, &cost_dims, |_| true) {
+        if let Some(row) = cost_row(&cost_dims, &key, &members, runs.len()) {
+            outcome_costs.push(row);
+        }
+    }
+
+    let residual_dims = without(Dim::Start);
+    let mut residual = Vec::new();
+    for (key, members) in group_by(&episodes, &residual_dims, |_| true) {
+        let clean: Vec<&Episode> = members.iter().copied().filter(|e| e.is_clean()).collect();
+        let res: Vec<&Episode> = members.iter().copied().filter(|e| e.state().is_some()).collect();
+        if let Some(measures) = residual_measures(&clean, &res) {
+            residual.push(ResidualRow { key: key_map(&residual_dims, &key), measures });
+        }
+    }
+
+    let oracle_dims = without(Dim::Condition);
+    let mut oracle = Vec::new();
+    for (key, members) in group_by(&episodes, &oracle_dims, |e| oracle_ratio(&e.row.condition).is_some()) {
+        let levels = oracle_curve(&members);
+        if !levels.is_empty() {
+            oracle.push(OracleRow { key: key_map(&oracle_dims, &key), levels });
+        }
+    }
+
+    let recall_quality = association(&groups)?;
+    let warnings = runs.iter().flat_map(|r| r.warnings.iter().map(move |w| format!("{}: {w}", r.dir.display()))).collect();
+    Ok(Report {
+        schema: REPORT_SCHEMA,
+        version: REPORT_VERSION,
+        specgap_version: env!("CARGO_PKG_VERSION"),
+        group_by: dims.clone(),
+        judge: options.judge.clone(),
+        runs: runs
+            .iter()
+            .map(|r| RunSummary {
+                dir: r.dir.display().to_string(),
+                seed: r.config.seed,
+                specgap_version: r.config.specgap_version.clone(),
+                episodes: r.rows.episodes.len(),
+                judged_now: r.judge.judged,
+            })
+            .collect(),
+        groups,
+        outcome_costs,
+        residual,
+        oracle,
+        recall_quality,
+        not_applicable,
+        warnings,
+    })
+}
+
+fn group_report(
+    dims: &[Dim],
+    key: &GroupKey,
+    members: &[&Episode<'_>],
+    not_applicable: usize,
+    n_runs: usize,
+    judge: &str,
+) -> Result<GroupReport, ReportError> {
+    use specgap_protocol::run::EndReason;
+    let mut end_reasons = BTreeMap::new();
+    for reason in members.iter().filter_map(|e| e.row.end_reason) {
+        *end_reasons.entry(reason.as_str().to_string()).or_insert(0) += 1;
+    }
+    let count = |reason: EndReason| members.iter().filter(|e| e.row.end_reason == Some(reason)).count();
+    let unfinished = members.iter().filter(|e| e.row.end_reason.is_none()).count() + count(EndReason::Interrupted);
+    Ok(GroupReport {
+        key: key_map(dims, key),
+        episodes: members.len(),
+        evaluation_errors: count(EndReason::EvaluationError),
+        infrastructure_errors: count(EndReason::InfrastructureError),
+        unfinished,
+        not_applicable,
+        end_reasons,
+        outcomes: outcomes(members),
+        resolution: resolution(members),
+        delivery: delivery_measures(members)?,
+        clarification: clarification_summary(members, judge),
+        zero_scores: zero_scores(members),
+        replicates: if n_runs >= 2 { replicates(members, n_runs)? } else { None },
+    })
+}
+
+/// Score@k / Success@k per run, then mean ± sd over runs with scored episodes.
+fn replicates(members: &[&Episode<'_>], n_runs: usize) -> Result<Option<Replicates>, ReportError> {
+    let per_run: Vec<Outcomes> = (0..n_runs)
+        .map(|run| outcomes(&members.iter().copied().filter(|e| e.run == run).collect::<Vec<_>>()))
+        .filter(|o| o.scored > 0)
+        .collect();
+    if per_run.len() < 2 {
+        return Ok(None);
+    }
+    let stat = |values: Vec<f64>| -> Result<MeanSd, ReportError> {
+        let m = mean_sd(&values).map_err(|source| ReportError::Stats { measure: "seed replicates".into(), source })?;
+        Ok(MeanSd { mean: m.mean, sd: m.sd })
+    };
+    let mut score_at = [MeanSd { mean: 0.0, sd: 0.0 }; MAX_K];
+    let mut success_at = score_at;
+    for k in 0..MAX_K {
+        score_at[k] = stat(per_run.iter().filter_map(|o| o.score_at[k]).collect())?;
+        success_at[k] = stat(per_run.iter().filter_map(|o| o.success_at[k]).collect())?;
+    }
+    Ok(Some(Replicates { runs: per_run.len(), score_at, success_at }))
+}
+
+fn cost_row(dims: &[Dim], key: &GroupKey, members: &[&Episode<'_>], n_runs: usize) -> Option<CostRow> {
+    let of = |condition: &str, run: Option<usize>| -> Vec<&Episode> {
+        members.iter().copied().filter(|e| e.row.condition == condition && run.is_none_or(|r| e.run == r)).collect()
+    };
+    let comparison = cost_comparison(&of("full", None), &of("partial", None), &of("literal", None))?;
+    let per_run: Vec<f64> = (0..n_runs)
+        .filter_map(|run| cost_comparison(&of("full", Some(run)), &of("partial", Some(run)), &[]).map(|c| c.cost_score_at[0]))
+        .collect();
+    let cost_replicates =
+        (per_run.len() >= 2).then(|| mean_sd(&per_run).ok().map(|m| MeanSd { mean: m.mean, sd: m.sd })).flatten();
+    Some(CostRow { key: key_map(dims, key), comparison, cost_replicates })
+}
+
+/// Spearman ρ between Recall and Quality over the groups that have both (three or more).
+fn association(groups: &[GroupReport]) -> Result<Option<Association>, ReportError> {
+    let pairs: Vec<(f64, f64)> = groups
+        .iter()
+        .filter_map(|g| Some((g.clarification.as_ref()?.recall.as_ref()?.mean, g.delivery.as_ref()?.quality)))
+        .collect();
+    if pairs.len() < 3 {
+        return Ok(None);
+    }
+    let (x, y): (Vec<f64>, Vec<f64>) = pairs.into_iter().unzip();
+    let c = specgap_stats::spearman(&x, &y).map_err(|source| ReportError::Stats { measure: "Spearman rho (Recall, Quality)".into(), source })?;
+    Ok((c.rho.is_finite()).then(|| Association { x: "Recall".into(), y: "Quality".into(), groups: x.len(), rho: c.rho, p_value: c.p_value }))
+}
+
+fn not_applicable_rows(runs: &[RunData]) -> Vec<NotApplicable> {
+    let mut out: Vec<NotApplicable> = runs
+        .iter()
+        .flat_map(|r| r.rows.not_applicable.iter())
+        .map(|n| NotApplicable {
+            task: n.task.clone(),
+            agent: n.agent.clone(),
+            condition: n.condition.clone(),
+            start: n.start.clone(),
+            reason: n.reason.clone(),
+        })
+        .collect();
+    out.sort_by(|a, b| (&a.task, &a.agent, &a.condition, &a.start).cmp(&(&b.task, &b.agent, &b.condition, &b.start)));
+    out.dedup();
+    out
+}
+
+/// The main-table key of a not-applicable record; its family comes from an episode or the
+/// package of the same task (or `unknown`).
+fn not_applicable_key(dims: &[Dim], na: &NotApplicable, families: &BTreeMap<&str, &str>) -> GroupKey {
+    dims.iter()
+        .map(|d| match d {
+            Dim::Agent => na.agent.clone(),
+            Dim::Condition => na.condition.clone(),
+            Dim::Start => na.start.clone(),
+            Dim::Task => na.task.clone(),
+            Dim::Family => families.get(na.task.as_str()).map_or_else(|| "unknown".to_string(), |f| f.to_string()),
+        })
+        .collect()
+}

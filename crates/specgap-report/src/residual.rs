@@ -1,0 +1,372 @@
+//! Measures of seed 001 (SWE-Residual): Res, Clean, Residual Gap, CondFail and
+//! per-predecessor groups (App. C.2 eqs. 3–5), and the acceptance-bias measures of App. D
+//! (Same failing, Initially failing, Kept, Left-out files, Steps, inspection, split by Kept).
+//!
+//! Outcomes y are the final Success of each scored episode (an episode that ran out of budget
+//! counts as a failure, App. D.1). Repeats are averaged within each (task, state) first, then
+//! states within the task, then tasks, so every task weighs the same.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use serde::Serialize;
+use specgap_store::read_trajectory;
+
+use crate::diff::{DiffChanges, kept_lines, parse_diff};
+use crate::episode::{Episode, indicator, mean};
+use crate::opened::{actions, inspects_inherited, opened_files};
+
+/// Residual Gap in percentage points, `100 · (Clean − Res)`, from unrounded rates in [0, 1]
+/// (seed 001 App. C.2; Table 3 "Gap", computed before rounding).
+pub fn residual_gap_points(clean: f64, res: f64) -> f64 {
+    100.0 * (clean - res)
+}
+
+/// Res(A), Clean(A) and the Residual Gap on the tasks that have both a clean and a residual
+/// start (seed 001 App. C.2 eqs. 3–4).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResidualRates {
+    /// N: tasks with scored episodes from both starts.
+    pub tasks: usize,
+    /// Res(A) in [0, 1]: success averaged over repeats and states within a task, then tasks.
+    pub res: f64,
+    /// Clean(A) in [0, 1] on the same tasks.
+    pub clean: f64,
+    /// [`residual_gap_points`], in percentage points.
+    pub gap_points: f64,
+}
+
+/// Success of each task's clean start, averaged over repeats (scored episodes only).
+fn clean_by_task(clean: &[&Episode<'_>]) -> BTreeMap<String, f64> {
+    crate::episode::per_task_means(clean.iter().copied(), |e| e.is_scored().then(|| indicator(e.final_success())))
+}
+
+/// Success of each task's residual starts: repeats averaged per state, then states (eq. 3's
+/// inner mean over R_i).
+fn residual_by_task(residual: &[&Episode<'_>]) -> BTreeMap<String, f64> {
+    let mut by_state: BTreeMap<(String, String), (f64, usize)> = BTreeMap::new();
+    for e in residual.iter().filter(|e| e.is_scored()) {
+        let Some(state) = e.state() else { continue };
+        let slot = by_state.entry((e.row.task.clone(), state.to_string())).or_insert((0.0, 0));
+        slot.0 += indicator(e.final_success());
+        slot.1 += 1;
+    }
+    let mut by_task: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for ((task, _), (sum, n)) in by_state {
+        by_task.entry(task).or_default().push(sum / n as f64);
+    }
+    by_task.into_iter().filter_map(|(t, v)| mean(v).map(|m| (t, m))).collect()
+}
+
+/// [`ResidualRates`] from an agent's clean and residual episodes; `None` when no task has
+/// both.
+pub fn residual_rates(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Option<ResidualRates> {
+    let clean = clean_by_task(clean);
+    let residual = residual_by_task(residual);
+    let tasks: Vec<&String> = residual.keys().filter(|t| clean.contains_key(*t)).collect();
+    let res = mean(tasks.iter().map(|t| residual[*t]))?;
+    let clean_rate = mean(tasks.iter().map(|t| clean[*t]))?;
+    Some(ResidualRates { tasks: tasks.len(), res, clean: clean_rate, gap_points: residual_gap_points(clean_rate, res) })
+}
+
+/// Conditional failure rate (seed 001 App. C.2 eq. 5): on the tasks the agent completes from
+/// a clean start — here, every clean repeat succeeded — the mean over tasks of the residual
+/// failure rate (averaged over repeats and states).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CondFail {
+    /// |C_A|: tasks whose clean starts all succeeded and that have residual starts.
+    pub tasks: usize,
+    /// CondFail(A) in [0, 1].
+    pub rate: f64,
+}
+
+/// [`CondFail`]; `None` when C_A is empty.
+pub fn cond_fail(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Option<CondFail> {
+    let clean = clean_by_task(clean);
+    let residual = residual_by_task(residual);
+    let completed: Vec<f64> =
+        residual.iter().filter(|(t, _)| clean.get(*t).is_some_and(|c| *c >= 1.0)).map(|(_, r)| 1.0 - r).collect();
+    let n = completed.len();
+    mean(completed).map(|rate| CondFail { tasks: n, rate })
+}
+
+/// Rates of the residual states produced by one predecessor (seed 001 App. C.2 "Predecessor
+/// groups", Table 8): tasks with at least one state from it, only its states averaged, and
+/// the clean reference on the same tasks.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PredecessorGroup {
+    /// `meta.toml` `predecessor`, or `unknown` when the package could not be read.
+    pub predecessor: String,
+    /// The rates on this group's tasks.
+    pub rates: ResidualRates,
+}
+
+/// [`PredecessorGroup`]s, sorted by predecessor.
+pub fn predecessor_groups(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Vec<PredecessorGroup> {
+    let mut by_predecessor: BTreeMap<String, Vec<&Episode>> = BTreeMap::new();
+    for e in residual {
+        let predecessor = e
+            .state()
+            .and_then(|s| e.context.and_then(|c| c.states.get(s)))
+            .map_or_else(|| "unknown".to_string(), |s| s.predecessor.clone());
+        by_predecessor.entry(predecessor).or_default().push(e);
+    }
+    by_predecessor
+        .into_iter()
+        .filter_map(|(predecessor, episodes)| residual_rates(clean, &episodes).map(|rates| PredecessorGroup { predecessor, rates }))
+        .collect()
+}
+
+/// The acceptance-bias measures of seed 001 App. D.2 over normally submitted episodes (App.
+/// D.1). Each run-level value is averaged within its task, then across tasks; every value is
+/// a fraction in [0, 1] except `steps_ratio`. A value is absent when no run defines it (for
+/// example Same failing without per-test results, Kept without the task package).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct AcceptanceBias {
+    /// Normally submitted continuations.
+    pub continuations: usize,
+    /// Failed continuations that end with exactly the tests failing in their residual state.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub same_failing: Option<f64>,
+    /// Share of the state's failing tests that pass at the end of the agent's clean runs on the
+    /// same task (each continuation paired with the mean over those runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub initially_failing_clean: Option<f64>,
+    /// Share of the state's failing tests that pass at the end of the continuation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub initially_failing_residual: Option<f64>,
+    /// The same share restricted to failed continuations (seed 001 §5.4 "repair rate").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repair_rate_failed: Option<f64>,
+    /// Share of the predecessor's added lines still in the final diff, over failed
+    /// continuations (longest-common-subsequence line match per file).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept_failed: Option<f64>,
+    /// Over states with left-out files: share of the agent's clean runs that change one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub left_out_clean: Option<f64>,
+    /// Share of continuations that change a left-out file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub left_out_residual: Option<f64>,
+    /// Share of continuations that open a left-out file (App. D.2 rules, [`crate::opened`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub left_out_opened: Option<f64>,
+    /// Median over tasks of the task-mean ratio of continuation turns to the mean turns of the
+    /// agent's clean runs on the task.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steps_ratio: Option<f64>,
+    /// Share of continuations that inspect the inherited changes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inspected: Option<f64>,
+    /// Continuations split at the median Kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept_split: Option<KeptSplit>,
+}
+
+/// Success of continuations above vs at-or-below the median Kept (seed 001 App. D.2 "Split by
+/// Kept"), run-level rates.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KeptSplit {
+    /// The median Kept over normally submitted continuations.
+    pub median_kept: f64,
+    /// Continuations with Kept above the median.
+    pub above: usize,
+    /// Continuations with Kept at or below the median.
+    pub at_or_below: usize,
+    /// Success rate above the median.
+    pub success_above: f64,
+    /// Success rate at or below the median.
+    pub success_at_or_below: f64,
+}
+
+/// Per-task accumulation of run-level values, averaged within tasks, then across tasks.
+#[derive(Default)]
+struct TaskAverage(BTreeMap<String, Vec<f64>>);
+
+impl TaskAverage {
+    fn add(&mut self, task: &str, value: f64) {
+        self.0.entry(task.to_string()).or_default().push(value);
+    }
+
+    fn task_means(&self) -> Vec<f64> {
+        self.0.values().filter_map(|v| mean(v.iter().copied())).collect()
+    }
+
+    fn macro_mean(&self) -> Option<f64> {
+        mean(self.task_means())
+    }
+}
+
+/// Final diffs and trajectories read from the run directory, once each.
+#[derive(Default)]
+struct Artifacts {
+    diffs: HashMap<String, Option<DiffChanges>>,
+}
+
+impl Artifacts {
+    /// The final submission's diff against the base, or `None` when it cannot be read.
+    fn final_diff(&mut self, e: &Episode<'_>) -> Option<&DiffChanges> {
+        self.diffs
+            .entry(e.row.id.clone())
+            .or_insert_with(|| {
+                let k = e.submissions.last()?.k;
+                let path = e.run_dir.join("episodes").join(&e.row.id).join("submissions").join(k.to_string()).join("workspace.diff");
+                let bytes = fs_err::read(path).ok()?;
+                Some(parse_diff(&String::from_utf8_lossy(&bytes)))
+            })
+            .as_ref()
+    }
+}
+
+/// [`AcceptanceBias`] of one agent from its clean and residual episodes. Reads final diffs
+/// and trajectories of normally submitted episodes from their run directories; a file that
+/// cannot be read leaves that run's value undefined.
+pub fn acceptance_bias(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> AcceptanceBias {
+    let mut artifacts = Artifacts::default();
+    let normal_clean: Vec<&Episode> = clean.iter().copied().filter(|e| e.normally_submitted()).collect();
+    let clean_on = |task: &str| -> Vec<&Episode> { normal_clean.iter().copied().filter(|c| c.row.task == task).collect() };
+    let continuations: Vec<&Episode> = residual.iter().copied().filter(|e| e.normally_submitted()).collect();
+
+    let mut same_failing = TaskAverage::default();
+    let mut if_clean = TaskAverage::default();
+    let mut if_residual = TaskAverage::default();
+    let mut repair_failed = TaskAverage::default();
+    let mut kept_failed = TaskAverage::default();
+    let mut left_clean = TaskAverage::default();
+    let mut left_residual = TaskAverage::default();
+    let mut left_opened = TaskAverage::default();
+    let mut steps = TaskAverage::default();
+    let mut inspected = TaskAverage::default();
+    let mut kept_all: Vec<(f64, bool)> = Vec::new();
+
+    for e in &continuations {
+        let task = e.row.task.as_str();
+        let failed = !e.final_success();
+        let partners = clean_on(task);
+        let state = e.state().and_then(|s| e.context.and_then(|c| c.states.get(s)));
+        // Same failing / Initially failing: per-test results at k = 0 and at the end.
+        if let (Some(start_failing), Some(final_k)) = (e.failing_tests(0), e.final_k()) {
+            if let Some(end_failing) = e.failing_tests(final_k) {
+                if failed {
+                    same_failing.add(task, indicator(end_failing == start_failing));
+                }
+            }
+            if !start_failing.is_empty() {
+                let share = |ep: &Episode| -> Option<f64> {
+                    let k = ep.final_k()?;
+                    ep.tests.get(&k)?;
+                    Some(start_failing.iter().filter(|t| ep.test_passes(k, t)).count() as f64 / start_failing.len() as f64)
+                };
+                if let Some(v) = share(e) {
+                    if_residual.add(task, v);
+                    if failed {
+                        repair_failed.add(task, v);
+                    }
+                }
+                if let Some(v) = mean(partners.iter().filter_map(|c| share(c))) {
+                    if_clean.add(task, v);
+                }
+            }
+        }
+        // Steps: turns relative to the agent's clean runs on the task.
+        if let Some(clean_turns) = mean(partners.iter().map(|c| f64::from(c.row.turns))).filter(|t| *t > 0.0) {
+            steps.add(task, f64::from(e.row.turns) / clean_turns);
+        }
+        let Some(state) = state else { continue };
+        let final_changes = artifacts.final_diff(e).cloned();
+        // Kept: the predecessor's added lines that remain in the final diff.
+        if let Some(final_changes) = &final_changes {
+            let (kept, total) = kept_lines(&state.changes.added, &final_changes.added);
+            if total > 0 {
+                let value = kept as f64 / total as f64;
+                kept_all.push((value, e.final_success()));
+                if failed {
+                    kept_failed.add(task, value);
+                }
+            }
+        }
+        let trajectory = read_trajectory(e.run_dir, &e.row.id).ok().map(|t| actions(&t.events));
+        if let Some(actions) = &trajectory {
+            inspected.add(task, indicator(inspects_inherited(actions, &state.changes.files)));
+        }
+        // Left-out files: states with a non-empty L and clean partners normally submitted.
+        if state.left_out.is_empty() || partners.is_empty() {
+            continue;
+        }
+        let changes_left_out = |changes: &DiffChanges| state.left_out.iter().any(|f| changes.files.contains(f));
+        let clean_values: Vec<f64> =
+            partners.iter().filter_map(|c| artifacts.final_diff(c).map(|d| indicator(changes_left_out(d)))).collect();
+        if let (Some(final_changes), Some(clean_value)) = (&final_changes, mean(clean_values)) {
+            left_clean.add(task, clean_value);
+            left_residual.add(task, indicator(changes_left_out(final_changes)));
+            if let Some(actions) = &trajectory {
+                left_opened.add(task, indicator(!opened_files(actions, &state.left_out).is_empty()));
+            }
+        }
+    }
+
+    AcceptanceBias {
+        continuations: continuations.len(),
+        same_failing: same_failing.macro_mean(),
+        initially_failing_clean: if_clean.macro_mean(),
+        initially_failing_residual: if_residual.macro_mean(),
+        repair_rate_failed: repair_failed.macro_mean(),
+        kept_failed: kept_failed.macro_mean(),
+        left_out_clean: left_clean.macro_mean(),
+        left_out_residual: left_residual.macro_mean(),
+        left_out_opened: left_opened.macro_mean(),
+        steps_ratio: {
+            let per_task = steps.task_means();
+            specgap_stats::median(&per_task).ok()
+        },
+        inspected: inspected.macro_mean(),
+        kept_split: kept_split(&kept_all),
+    }
+}
+
+/// Splits (Kept, success) pairs at the median Kept; `None` when either side is empty.
+fn kept_split(values: &[(f64, bool)]) -> Option<KeptSplit> {
+    let kept: Vec<f64> = values.iter().map(|(k, _)| *k).collect();
+    let median_kept = specgap_stats::median(&kept).ok()?;
+    let above: Vec<bool> = values.iter().filter(|(k, _)| *k > median_kept).map(|(_, s)| *s).collect();
+    let below: Vec<bool> = values.iter().filter(|(k, _)| *k <= median_kept).map(|(_, s)| *s).collect();
+    Some(KeptSplit {
+        median_kept,
+        above: above.len(),
+        at_or_below: below.len(),
+        success_above: mean(above.iter().map(|s| indicator(*s)))?,
+        success_at_or_below: mean(below.iter().map(|s| indicator(*s)))?,
+    })
+}
+
+/// Every seed 001 measure of one agent (and condition, family… per the report's grouping):
+/// what [`crate::report`] shows per row of its residual table.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResidualMeasures {
+    /// Res, Clean and Gap over all states.
+    pub rates: ResidualRates,
+    /// CondFail, when some task's clean starts all succeeded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cond_fail: Option<CondFail>,
+    /// Per-predecessor groups.
+    pub predecessors: Vec<PredecessorGroup>,
+    /// Acceptance-bias measures.
+    pub acceptance: AcceptanceBias,
+}
+
+/// [`ResidualMeasures`]; `None` when no task has both a clean and a residual start.
+pub fn residual_measures(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Option<ResidualMeasures> {
+    let rates = residual_rates(clean, residual)?;
+    // Restrict everything else to the matched tasks, as App. C.2 does.
+    let both: BTreeSet<&str> = {
+        let c: BTreeSet<&str> = clean.iter().filter(|e| e.is_scored()).map(|e| e.row.task.as_str()).collect();
+        residual.iter().filter(|e| e.is_scored() && c.contains(e.row.task.as_str())).map(|e| e.row.task.as_str()).collect()
+    };
+    let clean: Vec<&Episode> = clean.iter().copied().filter(|e| both.contains(e.row.task.as_str())).collect();
+    let residual: Vec<&Episode> = residual.iter().copied().filter(|e| both.contains(e.row.task.as_str())).collect();
+    Some(ResidualMeasures {
+        rates,
+        cond_fail: cond_fail(&clean, &residual),
+        predecessors: predecessor_groups(&clean, &residual),
+        acceptance: acceptance_bias(&clean, &residual),
+    })
+}

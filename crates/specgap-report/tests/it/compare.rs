@@ -1,0 +1,73 @@
+//! `compare`: two runs paired by task, with a hand-computed Wilcoxon p-value and Holm.
+
+use specgap_protocol::result::ScoringKind;
+use specgap_report::compare::render_comparison_markdown;
+use specgap_report::{CompareOptions, ReportError, RunData, Selection, compare};
+
+use crate::fixture::{Ep, Sub, close, reward, run_with};
+
+fn reward_ep(task: &str, agent: &str, score: f64) -> Ep {
+    Ep::new(task, agent, "full").kind(ScoringKind::Reward).sub(Sub::scored(score, false, reward(score)))
+}
+
+#[test]
+fn paired_by_task_with_wilcoxon_and_holm() {
+    let a = run_with(21, &[], &[]);
+    let b = run_with(22, &[], &[]);
+    let a_scores = [0.1, 0.2, 0.3, 0.4, 0.5];
+    let b_scores = [0.3, 0.1, 0.6, 0.9, 0.55];
+    for (i, (x, y)) in a_scores.iter().zip(b_scores).enumerate() {
+        a.episode(&reward_ep(&format!("t{i}"), "m", *x));
+        b.episode(&reward_ep(&format!("t{i}"), "m", y));
+    }
+    // A task only run A has is not paired.
+    a.episode(&reward_ep("t9", "m", 1.0));
+    let (ra, rb) = (RunData::load(&a.dir).unwrap(), RunData::load(&b.dir).unwrap());
+    let c = compare(&ra, &rb, &CompareOptions::default()).unwrap();
+    // One submission everywhere: Score@4 / Success@4 would repeat @1 and are left out; no
+    // delivery or clarification either.
+    let names: Vec<&str> = c.measures.iter().map(|m| m.measure.as_str()).collect();
+    assert_eq!(names, ["Score@1", "Success@1"]);
+    let score = &c.measures[0];
+    assert_eq!(score.tasks, 5);
+    // B − A = 0.2, −0.1, 0.3, 0.5, 0.05: mean 0.95 / 5.
+    close(score.difference, 0.19, 1e-12);
+    close(score.mean_a, 0.3, 1e-12);
+    // Ranks of |d|: 0.05→1, 0.1→2, 0.2→3, 0.3→4, 0.5→5; R− = 2. Exact null of n = 5: 3 of the
+    // 32 sign patterns have R− ≤ 2 (sums 0, 1, 2), two-sided p = 2 · 3/32 = 0.1875.
+    close(score.wilcoxon_p.unwrap(), 0.1875, 1e-12);
+    // Every Success@1 difference is zero: no p-value, so Holm's family is Score@1 alone.
+    assert_eq!(c.measures[1].wilcoxon_p, None);
+    close(score.holm_p.unwrap(), 0.1875, 1e-12);
+    let [low, high] = score.interval.unwrap();
+    assert!(-0.1 <= low && low <= 0.19 && 0.19 <= high && high <= 0.5, "[{low}, {high}]");
+    // Seeded: the same options give the same interval.
+    assert_eq!(compare(&ra, &rb, &CompareOptions::default()).unwrap().measures[0].interval, score.interval);
+    let md = render_comparison_markdown(&c);
+    assert!(md.contains("| Score@1 | 5 | 0.3000 | 0.4900 | +0.1900 |"), "{md}");
+    assert!(md.contains("| t0 | 0.1000 → 0.3000 |"), "{md}");
+}
+
+#[test]
+fn selections_split_one_run() {
+    let run = run_with(23, &[], &[]);
+    for i in 0..3 {
+        run.episode(&reward_ep(&format!("t{i}"), "low", 0.25));
+        run.episode(&reward_ep(&format!("t{i}"), "high", 0.75));
+    }
+    let data = RunData::load(&run.dir).unwrap();
+    let options = CompareOptions {
+        select_a: Selection::parse("agent=low").unwrap(),
+        select_b: Selection::parse("agent=high").unwrap(),
+        ..CompareOptions::default()
+    };
+    let c = compare(&data, &data, &options).unwrap();
+    close(c.measures[0].difference, 0.5, 1e-12);
+    assert_eq!(c.a.groups, ["low · full · clean"]);
+    // All differences equal (0.5): the bootstrap distribution is a point.
+    assert_eq!(c.measures[0].interval, Some([0.5, 0.5]));
+    let none = CompareOptions { select_a: Selection::parse("agent=nobody").unwrap(), ..CompareOptions::default() };
+    assert!(matches!(compare(&data, &data, &none), Err(ReportError::EmptySide { side: "A" })));
+    assert!(matches!(Selection::parse("agent"), Err(ReportError::BadSelection(_))));
+    assert!(matches!(Selection::parse("model=x"), Err(ReportError::UnknownDimension(_))));
+}

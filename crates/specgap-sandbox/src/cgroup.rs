@@ -1,0 +1,163 @@
+//! Per-command cgroup-v1 groups for the process and memory limits (DESIGN §3.2).
+//!
+//! rlimits do not bind a process tree whose host uid is 0, so the process limit uses the
+//! cgroup-v1 `pids` controller and the memory limit the `memory` controller. Each command gets
+//! its own group under the harness's own group of that controller; the spawned child moves
+//! itself in before it execs (so no early fork escapes), and afterwards every process still in
+//! the group is killed and the group removed. Where a controller is missing or not writable
+//! the limit is skipped with a one-time warning.
+
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+const CGROUP_ROOT: &str = "/sys/fs/cgroup";
+
+static PIDS_WARNED: AtomicBool = AtomicBool::new(false);
+static MEMORY_WARNED: AtomicBool = AtomicBool::new(false);
+static SEQUENCE: AtomicU64 = AtomicU64::new(0);
+
+/// The groups of one command; removed (after killing their members) on drop.
+#[derive(Debug, Default)]
+pub(crate) struct Cgroups {
+    pids: Option<PathBuf>,
+    memory: Option<PathBuf>,
+}
+
+impl Cgroups {
+    /// Creates the groups: always a `pids` group (it also finds every process to kill at the
+    /// end), with `pids.max` = `max_processes` when given; a `memory` group when
+    /// `memory_bytes` is given.
+    pub(crate) fn create(max_processes: Option<u32>, memory_bytes: Option<u64>) -> Cgroups {
+        let name = format!("specgap-{}-{}", std::process::id(), SEQUENCE.fetch_add(1, Ordering::Relaxed));
+        let pids_limit = max_processes.map_or_else(|| "max".to_string(), |n| n.to_string());
+        let pids = make_group("pids", &name, &[("pids.max", pids_limit)], &PIDS_WARNED, max_processes.is_some());
+        let memory = memory_bytes.and_then(|bytes| {
+            let limits = [("memory.limit_in_bytes", bytes.to_string())];
+            let group = make_group("memory", &name, &limits, &MEMORY_WARNED, true)?;
+            // Without swap accounting this file is absent; the limit above still holds RAM.
+            let _ = std::fs::write(group.join("memory.memsw.limit_in_bytes"), bytes.to_string());
+            let _ = std::fs::write(group.join("memory.swappiness"), "0");
+            Some(group)
+        });
+        Cgroups { pids, memory }
+    }
+
+    /// The `cgroup.procs` files the child writes its pid into before exec.
+    pub(crate) fn procs_files(&self) -> Vec<CString> {
+        [&self.pids, &self.memory]
+            .into_iter()
+            .flatten()
+            .filter_map(|group| CString::new(group.join("cgroup.procs").as_os_str().as_bytes()).ok())
+            .collect()
+    }
+
+    /// Whether the memory controller had to kill a process of the group for lack of memory.
+    pub(crate) fn memory_exceeded(&self) -> bool {
+        let Some(group) = &self.memory else { return false };
+        let Ok(text) = std::fs::read_to_string(group.join("memory.oom_control")) else { return false };
+        text.lines()
+            .filter_map(|line| line.strip_prefix("oom_kill "))
+            .any(|count| count.trim().parse::<u64>().is_ok_and(|n| n > 0))
+    }
+
+    /// Kills every process left in the groups, waits (bounded) until they are gone, removes the
+    /// groups.
+    pub(crate) fn kill_and_remove(&mut self) {
+        for group in [self.pids.take(), self.memory.take()].into_iter().flatten() {
+            kill_members(&group);
+            remove_group(&group);
+        }
+    }
+}
+
+impl Drop for Cgroups {
+    fn drop(&mut self) {
+        self.kill_and_remove();
+    }
+}
+
+fn make_group(controller: &str, name: &str, settings: &[(&str, String)], warned: &AtomicBool, wanted: bool) -> Option<PathBuf> {
+    let result = (|| -> std::io::Result<PathBuf> {
+        let parent = own_group(controller);
+        let group = parent.join(name);
+        std::fs::create_dir(&group)?;
+        for (file, value) in settings {
+            if let Err(e) = std::fs::write(group.join(file), value) {
+                let _ = std::fs::remove_dir(&group);
+                return Err(e);
+            }
+        }
+        Ok(group)
+    })();
+    match result {
+        Ok(group) => Some(group),
+        Err(e) => {
+            if wanted && !warned.swap(true, Ordering::Relaxed) {
+                tracing::warn!(
+                    "cgroup-v1 `{controller}` controller unavailable under {CGROUP_ROOT} ({e}); sandboxed commands run without the {controller} limit"
+                );
+            }
+            None
+        }
+    }
+}
+
+/// The harness's own group of `controller` (from `/proc/self/cgroup`), falling back to the
+/// controller's root.
+fn own_group(controller: &str) -> PathBuf {
+    let root = Path::new(CGROUP_ROOT).join(controller);
+    let Ok(text) = std::fs::read_to_string("/proc/self/cgroup") else { return root };
+    for line in text.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next(), parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+        if controllers.split(',').any(|c| c == controller) {
+            let candidate = root.join(path.trim_start_matches('/'));
+            if candidate.is_dir() {
+                return candidate;
+            }
+        }
+    }
+    root
+}
+
+fn members(group: &Path) -> Vec<i32> {
+    std::fs::read_to_string(group.join("cgroup.procs"))
+        .map(|text| text.lines().filter_map(|l| l.trim().parse().ok()).collect())
+        .unwrap_or_default()
+}
+
+fn kill_members(group: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut pause = Duration::from_micros(200);
+    loop {
+        let pids = members(group);
+        if pids.is_empty() || Instant::now() > deadline {
+            if !pids.is_empty() {
+                tracing::warn!("processes {pids:?} in {} survived SIGKILL for 5 s", group.display());
+            }
+            return;
+        }
+        for pid in pids {
+            // SAFETY: kill(2) with a pid read from our own cgroup; no memory is touched.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(20));
+    }
+}
+
+fn remove_group(group: &Path) {
+    for _ in 0..50 {
+        match std::fs::remove_dir(group) {
+            Ok(()) => return,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+            Err(_) => std::thread::sleep(Duration::from_millis(2)),
+        }
+    }
+    tracing::warn!("could not remove cgroup {}", group.display());
+}

@@ -1,0 +1,601 @@
+//! The evaluator runner (DESIGN §2 "Evaluator protocol"): [`run_evaluator`] runs a package's
+//! `[evaluator].command` on a submission and returns its validated `result.json`.
+//!
+//! # What the evaluator sees
+//! | path (sandboxed) | what | access |
+//! | --- | --- | --- |
+//! | `/evaluator` (cwd) | a private copy of the package's `evaluator/` | read-write |
+//! | `/workspace` = `$SPECGAP_WORKSPACE` | a frozen copy of the submission (no `.git`) | read-only |
+//! | `/out` = `$SPECGAP_OUT` | an empty directory for `result.json` | read-write |
+//! | `$SPECGAP_CANDIDATE` | the candidate launcher (below) | execute |
+//!
+//! plus `SPECGAP_TASK` (the task name) and the task's `[environment]`. The submission is never
+//! mounted writable, and nothing else of the package is visible.
+//!
+//! # The candidate launcher
+//! `$SPECGAP_CANDIDATE cmd args...` runs `cmd args...` in a *fresh* sandbox whose only
+//! non-system content is a new copy of the submission, mounted writable at `/workspace` as the
+//! working directory; none of the evaluator's files, its `SPECGAP_OUT` or its environment are
+//! there. The launcher relays the command's stdout, stderr and exit status (124 on timeout, 125
+//! when the command could not be started). It is a POSIX `sh` script talking to a service
+//! thread of the harness through a private call directory: the script writes the arguments
+//! (NUL-separated) and its whole standard input into a new call directory and marks it ready;
+//! the service copies the submission, runs the command with [`crate::run`], writes back
+//! stdout, stderr and status, and marks the call done. The script needs only `/bin/sh` and
+//! coreutils, so it works under any binary linking this crate (the CLI, tests of other
+//! crates) and needs no nested sandbox. Standard input is read to its end before the command
+//! starts: interactive back-and-forth with a candidate is not supported. Each call's time limit
+//! is what is left of the evaluator's.
+
+use std::collections::HashSet;
+use std::io;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant};
+
+use fs_err as fs;
+use specgap_protocol::package::Direction;
+use specgap_protocol::result::{EvalResult, ResultProblem, ScoringContext};
+
+use crate::error::{MaterializeError, SandboxError};
+use crate::fsutil::{self, GitEntries};
+use crate::host::HostView;
+use crate::materialize::freeze;
+use crate::runner::{CommandSpec, Limits, Mount, Program, SandboxConfig, WORKSPACE_MOUNT, run_raw};
+
+/// Bytes of the evaluator's stderr kept with every evaluation and error.
+pub const STDERR_TAIL_BYTES: usize = 2048;
+/// Largest `result.json` read.
+pub const RESULT_MAX_BYTES: u64 = 64 << 20;
+/// Exit status the launcher reports when the candidate timed out (as `timeout(1)`).
+pub const CANDIDATE_TIMEOUT_STATUS: i32 = 124;
+/// Exit status the launcher reports when the candidate could not be started.
+pub const CANDIDATE_START_FAILED_STATUS: i32 = 125;
+
+const EVALUATOR_MOUNT: &str = "/evaluator";
+const OUT_MOUNT: &str = "/out";
+const CALLS_MOUNT: &str = "/run/specgap/calls";
+const LAUNCHER_BIN_MOUNT: &str = "/run/specgap/bin";
+const LAUNCHER_NAME: &str = "specgap-candidate";
+/// Candidate calls served at once (the machines have two cores).
+const CANDIDATE_WORKERS: usize = 2;
+
+/// One evaluation to perform.
+#[derive(Debug, Clone)]
+pub struct EvaluatorRun {
+    /// `[task].name`, given as `SPECGAP_TASK`.
+    pub task_name: String,
+    /// The package's `evaluator/` directory (copied; never modified).
+    pub evaluator_dir: PathBuf,
+    /// `[evaluator].command`, run as `/bin/sh -c` with cwd = the copy of `evaluator/`.
+    pub command: String,
+    /// `[evaluator].timeout_sec`: wall-clock limit of the evaluator, candidate calls included.
+    pub timeout: Duration,
+    /// The submitted workspace; it is frozen again here (no `.git`), so a live workspace is fine.
+    pub workspace: PathBuf,
+    /// The task's requirement ids (empty unless requirement-scored), for validation.
+    pub requirement_ids: Vec<String>,
+    /// `[delivery]` reference and direction of a delivery case, for validation.
+    pub delivery: Option<(f64, Direction)>,
+    /// Process, memory and output limits of the evaluator (its timeout is `timeout`).
+    pub limits: Limits,
+    /// Limits of each candidate call (the timeout is capped by the evaluator's remaining time).
+    pub candidate_limits: Limits,
+    /// Where the scratch directory goes (default: the system temporary directory).
+    pub scratch_dir: Option<PathBuf>,
+}
+
+impl EvaluatorRun {
+    /// An evaluation with default limits (candidate output up to 16 MiB per stream).
+    pub fn new(task_name: impl Into<String>, evaluator_dir: impl Into<PathBuf>, command: impl Into<String>, timeout: Duration, workspace: impl Into<PathBuf>) -> Self {
+        EvaluatorRun {
+            task_name: task_name.into(),
+            evaluator_dir: evaluator_dir.into(),
+            command: command.into(),
+            timeout,
+            workspace: workspace.into(),
+            requirement_ids: Vec::new(),
+            delivery: None,
+            limits: Limits::default(),
+            candidate_limits: Limits { output_bytes: 16 << 20, ..Limits::default() },
+            scratch_dir: None,
+        }
+    }
+
+    /// The scoring context to validate against.
+    pub fn scoring_context(&self) -> ScoringContext<'_> {
+        ScoringContext { requirement_ids: &self.requirement_ids, delivery: self.delivery }
+    }
+}
+
+/// A successful evaluation: a `result.json` that parsed and validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Evaluation {
+    /// The validated result.
+    pub result: EvalResult,
+    /// The last [`STDERR_TAIL_BYTES`] of the evaluator's stderr.
+    pub stderr_tail: String,
+    /// The evaluator's wall-clock time.
+    pub duration: Duration,
+    /// How many candidate calls the evaluator made.
+    pub candidate_calls: u32,
+}
+
+/// An evaluation error (DESIGN §2): recorded with its reason and the evaluator's stderr tail,
+/// retried per the run's policy, and never a score.
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    /// The evaluator exited with a non-zero status (`code` is `None` when killed by a signal).
+    #[error("evaluator exited with status {}", code.map_or_else(|| "killed".to_string(), |c| c.to_string()))]
+    NonZeroExit {
+        /// Exit code.
+        code: Option<i32>,
+        /// Last bytes of the evaluator's stderr.
+        stderr_tail: String,
+    },
+    /// The evaluator ran past `[evaluator].timeout_sec` and was killed.
+    #[error("evaluator timed out after {} s", after.as_secs_f64())]
+    Timeout {
+        /// The limit that was exceeded.
+        after: Duration,
+        /// Last bytes of the evaluator's stderr.
+        stderr_tail: String,
+    },
+    /// The evaluator exited 0 without writing `$SPECGAP_OUT/result.json`.
+    #[error("evaluator wrote no result.json")]
+    MissingResult {
+        /// Last bytes of the evaluator's stderr.
+        stderr_tail: String,
+    },
+    /// `result.json` is not the expected JSON.
+    #[error("malformed result.json: {message}")]
+    MalformedResult {
+        /// serde_json's message (or why the file could not be read).
+        message: String,
+        /// Last bytes of the evaluator's stderr.
+        stderr_tail: String,
+    },
+    /// `result.json` parsed but fails validation against the task.
+    #[error("invalid result.json: {problem}")]
+    InvalidResult {
+        /// What is wrong.
+        problem: ResultProblem,
+        /// Last bytes of the evaluator's stderr.
+        stderr_tail: String,
+    },
+    /// The sandbox failed, for the evaluator or one of its candidate calls.
+    #[error("sandbox failure during evaluation")]
+    Sandbox {
+        /// The cause.
+        #[source]
+        source: SandboxError,
+        /// Last bytes of the evaluator's stderr (empty when it never ran).
+        stderr_tail: String,
+    },
+    /// The evaluation directory could not be prepared (copying the evaluator or submission).
+    #[error("cannot prepare the evaluation")]
+    Prepare(#[source] MaterializeError),
+}
+
+impl EvalError {
+    /// The evaluator's stderr tail ("" for [`EvalError::Prepare`]).
+    pub fn stderr_tail(&self) -> &str {
+        match self {
+            EvalError::NonZeroExit { stderr_tail, .. }
+            | EvalError::Timeout { stderr_tail, .. }
+            | EvalError::MissingResult { stderr_tail }
+            | EvalError::MalformedResult { stderr_tail, .. }
+            | EvalError::InvalidResult { stderr_tail, .. }
+            | EvalError::Sandbox { stderr_tail, .. } => stderr_tail,
+            EvalError::Prepare(_) => "",
+        }
+    }
+
+    /// A short stable reason code for the store: `non-zero-exit`, `timeout`, `missing-result`,
+    /// `malformed-result`, `invalid-result`, `sandbox`, `prepare`.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            EvalError::NonZeroExit { .. } => "non-zero-exit",
+            EvalError::Timeout { .. } => "timeout",
+            EvalError::MissingResult { .. } => "missing-result",
+            EvalError::MalformedResult { .. } => "malformed-result",
+            EvalError::InvalidResult { .. } => "invalid-result",
+            EvalError::Sandbox { .. } => "sandbox",
+            EvalError::Prepare(_) => "prepare",
+        }
+    }
+}
+
+impl From<io::Error> for EvalError {
+    fn from(e: io::Error) -> Self {
+        EvalError::Prepare(MaterializeError::Io(e))
+    }
+}
+
+/// The last `max` bytes of `text`, starting on a character boundary.
+pub fn tail(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut start = text.len() - max;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    text[start..].to_string()
+}
+
+/// Host-side layout of one evaluation's scratch directory.
+struct Scratch {
+    _dir: tempfile::TempDir,
+    evaluator: PathBuf,
+    submission: PathBuf,
+    out: PathBuf,
+    calls: PathBuf,
+    bin: PathBuf,
+    candidates: PathBuf,
+}
+
+impl Scratch {
+    fn new(run: &EvaluatorRun) -> Result<Scratch, EvalError> {
+        let builder = tempfile::Builder::new().prefix("specgap-eval-").tempdir_in(run.scratch_dir.clone().unwrap_or_else(std::env::temp_dir));
+        let dir = builder?;
+        let root = dir.path().to_path_buf();
+        let scratch = Scratch {
+            evaluator: root.join("evaluator"),
+            submission: root.join("submission"),
+            out: root.join("out"),
+            calls: root.join("calls"),
+            bin: root.join("bin"),
+            candidates: root.join("candidates"),
+            _dir: dir,
+        };
+        fsutil::copy_tree(&run.evaluator_dir, &scratch.evaluator, GitEntries::Keep).map_err(|e| EvalError::Prepare(e.into()))?;
+        freeze(&run.workspace, &scratch.submission).map_err(EvalError::Prepare)?;
+        for dir in [&scratch.out, &scratch.calls, &scratch.bin, &scratch.candidates] {
+            fs::create_dir(dir)?;
+        }
+        Ok(scratch)
+    }
+
+    fn mounts(&self) -> Vec<Mount> {
+        let mount = |host: &Path, sandbox: &str, writable: bool| Mount { host: host.to_path_buf(), sandbox: PathBuf::from(sandbox), writable };
+        vec![
+            mount(&self.evaluator, EVALUATOR_MOUNT, true),
+            mount(&self.submission, WORKSPACE_MOUNT, false),
+            mount(&self.out, OUT_MOUNT, true),
+            mount(&self.calls, CALLS_MOUNT, true),
+            mount(&self.bin, LAUNCHER_BIN_MOUNT, false),
+        ]
+    }
+}
+
+/// Runs the evaluator on `run.workspace` and returns its validated result.
+///
+/// # Errors
+/// Every [`EvalError`] variant; each carries the evaluator's stderr tail.
+pub fn run_evaluator(run: &EvaluatorRun, host: &HostView, config: &SandboxConfig) -> Result<Evaluation, EvalError> {
+    let scratch = Scratch::new(run)?;
+    let mounts = scratch.mounts();
+    let visible = |i: usize| config.visible_path(&mounts[i]).to_path_buf();
+    let (evaluator_path, workspace_path, out_path, calls_path, bin_path) = (visible(0), visible(1), visible(2), visible(3), visible(4));
+    let launcher = bin_path.join(LAUNCHER_NAME);
+    write_launcher(&scratch.bin.join(LAUNCHER_NAME), &calls_path)?;
+
+    let mut spec = CommandSpec {
+        program: Program::Shell(run.command.clone()),
+        mounts,
+        cwd: evaluator_path,
+        env: Default::default(),
+        stdin: Vec::new(),
+        limits: Limits { timeout: run.timeout, ..run.limits },
+    };
+    spec.env.insert("SPECGAP_WORKSPACE".into(), workspace_path.display().to_string());
+    spec.env.insert("SPECGAP_OUT".into(), out_path.display().to_string());
+    spec.env.insert("SPECGAP_TASK".into(), run.task_name.clone());
+    spec.env.insert("SPECGAP_CANDIDATE".into(), launcher.display().to_string());
+
+    let deadline = Instant::now() + run.timeout;
+    let service = CandidateService::start(&scratch, run.candidate_limits, deadline, host.clone(), config.clone());
+    let outcome = run_raw(&spec, host, config);
+    let served = service.stop();
+
+    let output = match outcome {
+        Ok(output) => output,
+        Err(source) => return Err(EvalError::Sandbox { source, stderr_tail: String::new() }),
+    };
+    let stderr_tail = tail(&output.stderr.text(), STDERR_TAIL_BYTES);
+    if let Some(source) = served.failure {
+        return Err(EvalError::Sandbox { source, stderr_tail });
+    }
+    if output.timed_out {
+        return Err(EvalError::Timeout { after: run.timeout, stderr_tail });
+    }
+    if output.exit_code != Some(0) {
+        return Err(EvalError::NonZeroExit { code: output.exit_code, stderr_tail });
+    }
+    let result = read_result(&scratch.out.join("result.json"), &stderr_tail)?;
+    if let Err(problem) = result.validate(&run.scoring_context()) {
+        return Err(EvalError::InvalidResult { problem, stderr_tail });
+    }
+    Ok(Evaluation { result, stderr_tail, duration: output.duration, candidate_calls: served.calls })
+}
+
+fn read_result(path: &Path, stderr_tail: &str) -> Result<EvalResult, EvalError> {
+    let malformed = |message: String| EvalError::MalformedResult { message, stderr_tail: stderr_tail.to_string() };
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(EvalError::MissingResult { stderr_tail: stderr_tail.to_string() });
+        }
+        Err(e) => return Err(malformed(format!("cannot inspect result.json: {e}"))),
+    };
+    if !meta.is_file() {
+        return Err(malformed("result.json is not a regular file".into()));
+    }
+    if meta.len() > RESULT_MAX_BYTES {
+        return Err(malformed(format!("result.json has {} bytes, more than the {RESULT_MAX_BYTES} allowed", meta.len())));
+    }
+    let bytes = fs::read(path).map_err(|e| malformed(e.to_string()))?;
+    serde_json::from_slice(&bytes).map_err(|e| malformed(e.to_string()))
+}
+
+/// Writes the launcher script, with the call directory (as the evaluator sees it) built in.
+fn write_launcher(path: &Path, calls: &Path) -> Result<(), EvalError> {
+    let calls = calls.display().to_string().replace('\'', "'\\''");
+    let script = format!(
+        r#"#!/bin/sh
+# specgap candidate launcher: runs "$@" in a fresh sandbox that holds only a copy of the
+# submitted workspace, and relays its stdout, stderr and exit status.
+if [ "$#" -eq 0 ]; then
+  echo 'specgap-candidate: usage: $SPECGAP_CANDIDATE command [argument...]' >&2
+  exit 2
+fi
+call=$(mktemp -d '{calls}/call.XXXXXXXX') || exit {start_failed}
+printf '%s\0' "$@" > "$call/argv"
+cat > "$call/stdin"
+: > "$call/ready"
+while [ ! -e "$call/done" ]; do sleep 0.005; done
+cat "$call/stdout"
+cat "$call/stderr" >&2
+status=$(cat "$call/status")
+rm -rf "$call"
+exit "$status"
+"#,
+        start_failed = CANDIDATE_START_FAILED_STATUS
+    );
+    fs::write(path, script)?;
+    fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))?;
+    Ok(())
+}
+
+/// What the candidate service did.
+struct Served {
+    calls: u32,
+    failure: Option<SandboxError>,
+}
+
+/// The harness side of the launcher: a poller thread that finds ready calls and workers that
+/// run them.
+struct CandidateService {
+    stop: Arc<AtomicBool>,
+    poller: std::thread::JoinHandle<()>,
+    calls: Arc<AtomicU32>,
+    failure: Arc<Mutex<Option<SandboxError>>>,
+}
+
+/// Everything a worker needs to serve one call.
+struct CallContext {
+    submission: PathBuf,
+    candidates: PathBuf,
+    limits: Limits,
+    deadline: Instant,
+    host: HostView,
+    config: SandboxConfig,
+    failure: Arc<Mutex<Option<SandboxError>>>,
+}
+
+impl CandidateService {
+    fn start(scratch: &Scratch, limits: Limits, deadline: Instant, host: HostView, config: SandboxConfig) -> CandidateService {
+        let stop = Arc::new(AtomicBool::new(false));
+        let calls = Arc::new(AtomicU32::new(0));
+        let failure = Arc::new(Mutex::new(None));
+        let ctx = Arc::new(CallContext {
+            submission: scratch.submission.clone(),
+            candidates: scratch.candidates.clone(),
+            limits,
+            deadline,
+            host,
+            config,
+            failure: Arc::clone(&failure),
+        });
+        let calls_dir = scratch.calls.clone();
+        let (stop2, calls2) = (Arc::clone(&stop), Arc::clone(&calls));
+        let poller = std::thread::spawn(move || poll_calls(&calls_dir, &stop2, &calls2, &ctx));
+        CandidateService { stop, poller, calls, failure }
+    }
+
+    /// Stops polling and waits for the calls in flight (each ends by the evaluator's deadline).
+    fn stop(self) -> Served {
+        self.stop.store(true, Ordering::Release);
+        let _ = self.poller.join();
+        let failure = match self.failure.lock() {
+            Ok(mut guard) => guard.take(),
+            Err(poisoned) => poisoned.into_inner().take(),
+        };
+        Served { calls: self.calls.load(Ordering::Acquire), failure }
+    }
+}
+
+fn poll_calls(calls_dir: &Path, stop: &AtomicBool, count: &AtomicU32, ctx: &Arc<CallContext>) {
+    let (tx, rx) = mpsc::channel::<PathBuf>();
+    let rx = Arc::new(Mutex::new(rx));
+    let workers: Vec<_> = (0..CANDIDATE_WORKERS)
+        .map(|_| {
+            let (rx, ctx) = (Arc::clone(&rx), Arc::clone(ctx));
+            std::thread::spawn(move || {
+                loop {
+                    let next = match rx.lock() {
+                        Ok(guard) => guard.recv(),
+                        Err(_) => return,
+                    };
+                    match next {
+                        Ok(call) => serve_call(&call, &ctx),
+                        Err(_) => return,
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut seen = HashSet::new();
+    while !stop.load(Ordering::Acquire) {
+        if let Ok(entries) = std::fs::read_dir(calls_dir) {
+            for entry in entries.flatten() {
+                let call = entry.path();
+                if call.join("ready").exists() && seen.insert(call.clone()) {
+                    count.fetch_add(1, Ordering::AcqRel);
+                    let _ = tx.send(call);
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    drop(tx);
+    for worker in workers {
+        let _ = worker.join();
+    }
+}
+
+/// Serves one call: copy the submission, run the command, write stdout/stderr/status, mark done.
+fn serve_call(call: &Path, ctx: &CallContext) {
+    let dir = match CallDir::open(call) {
+        Ok(dir) => dir,
+        Err(e) => {
+            tracing::warn!("ignoring candidate call {}: {e}", call.display());
+            return;
+        }
+    };
+    let (stdout, stderr, status) = match run_call(&dir, ctx) {
+        Ok(reply) => reply,
+        Err(CallError::Sandbox(e)) => {
+            let message = format!("specgap-candidate: cannot run the command: {e}\n");
+            if let Ok(mut slot) = ctx.failure.lock() {
+                slot.get_or_insert(e);
+            }
+            (Vec::new(), message.into_bytes(), CANDIDATE_START_FAILED_STATUS)
+        }
+        Err(CallError::Request(message)) => (Vec::new(), format!("specgap-candidate: {message}\n").into_bytes(), CANDIDATE_START_FAILED_STATUS),
+    };
+    let written = (|| -> io::Result<()> {
+        dir.write("stdout", &stdout)?;
+        dir.write("stderr", &stderr)?;
+        dir.write("status", format!("{status}\n").as_bytes())?;
+        dir.write("done", b"")
+    })();
+    if let Err(e) = written {
+        tracing::warn!("cannot answer candidate call {}: {e}", call.display());
+    }
+}
+
+/// A call directory opened without following links, so files an evaluator planted there
+/// (links to host files, a directory swapped for a link) are never read or written through:
+/// every access is `openat` relative to this descriptor with `O_NOFOLLOW`, and replies are
+/// created exclusively.
+struct CallDir {
+    fd: std::os::fd::OwnedFd,
+}
+
+impl CallDir {
+    fn open(path: &Path) -> io::Result<CallDir> {
+        use std::os::fd::FromRawFd;
+        use std::os::unix::ffi::OsStrExt;
+        let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(io::Error::other)?;
+        // SAFETY: open(2) on a NUL-terminated path; the fd is owned right after.
+        let fd = unsafe { libc::open(c_path.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just opened and is owned by nobody else.
+        Ok(CallDir { fd: unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) } })
+    }
+
+    fn open_at(&self, name: &str, flags: libc::c_int) -> io::Result<std::fs::File> {
+        use std::os::fd::{AsRawFd, FromRawFd};
+        let c_name = std::ffi::CString::new(name).map_err(io::Error::other)?;
+        // SAFETY: openat(2) relative to our directory fd with a NUL-terminated name.
+        let fd = unsafe { libc::openat(self.fd.as_raw_fd(), c_name.as_ptr(), flags | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0o644) };
+        if fd < 0 {
+            let e = io::Error::last_os_error();
+            return Err(io::Error::new(e.kind(), format!("{name}: {e}")));
+        }
+        // SAFETY: `fd` was just opened and is owned by nobody else.
+        Ok(unsafe { std::fs::File::from_raw_fd(fd) })
+    }
+
+    fn read(&self, name: &str) -> io::Result<Vec<u8>> {
+        use std::io::Read;
+        let mut file = self.open_at(name, libc::O_RDONLY)?;
+        if !file.metadata()?.is_file() {
+            return Err(io::Error::other(format!("{name} is not a regular file")));
+        }
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)?;
+        Ok(bytes)
+    }
+
+    fn write(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
+        use std::io::Write;
+        let mut file = self.open_at(name, libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL)?;
+        file.write_all(bytes)
+    }
+}
+
+enum CallError {
+    Sandbox(SandboxError),
+    Request(String),
+}
+
+fn run_call(call: &CallDir, ctx: &CallContext) -> Result<(Vec<u8>, Vec<u8>, i32), CallError> {
+    let argv_bytes = call.read("argv").map_err(|e| CallError::Request(format!("unreadable call: {e}")))?;
+    let stdin = call.read("stdin").map_err(|e| CallError::Request(format!("unreadable call: {e}")))?;
+    let mut argv: Vec<String> = argv_bytes.split(|b| *b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+    if argv.last().is_some_and(String::is_empty) {
+        argv.pop();
+    }
+    if argv.is_empty() {
+        return Err(CallError::Request("no command given".into()));
+    }
+    let remaining = ctx.deadline.saturating_duration_since(Instant::now());
+    if remaining.is_zero() {
+        return Ok((Vec::new(), b"specgap-candidate: the evaluator's time is up\n".to_vec(), CANDIDATE_TIMEOUT_STATUS));
+    }
+    let copy = tempfile::Builder::new().prefix("call-").tempdir_in(&ctx.candidates).map_err(|e| CallError::Sandbox(e.into()))?;
+    let workspace = copy.path().join("workspace");
+    fsutil::copy_tree(&ctx.submission, &workspace, GitEntries::Skip).map_err(|e| CallError::Sandbox(e.into()))?;
+    let mut spec = CommandSpec::argv(argv, &workspace);
+    spec.stdin = stdin;
+    spec.limits = Limits { timeout: ctx.limits.timeout.min(remaining), ..ctx.limits };
+    let output = run_raw(&spec, &ctx.host, &ctx.config).map_err(CallError::Sandbox)?;
+    let mut stderr = output.stderr.bytes;
+    let status = if output.timed_out {
+        stderr.extend_from_slice(format!("specgap-candidate: timed out after {} s\n", spec.limits.timeout.as_secs_f64()).as_bytes());
+        CANDIDATE_TIMEOUT_STATUS
+    } else {
+        output.exit_code.unwrap_or(128 + libc::SIGKILL)
+    };
+    Ok((output.stdout.bytes, stderr, status))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tail_keeps_the_last_bytes_on_a_char_boundary() {
+        assert_eq!(tail("abcdef", 3), "def");
+        assert_eq!(tail("ab", 3), "ab");
+        assert_eq!(tail("aé", 1), "");
+        assert_eq!(tail("aéb", 2), "b");
+    }
+}

@@ -1,0 +1,270 @@
+//! [`HostView`]: what of the host a sandboxed command sees besides the system directories
+//! (DESIGN §2 `[environment]`, §3.2).
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Component, Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use fs_err as fs;
+use specgap_protocol::package::Environment;
+
+use crate::error::SandboxError;
+
+/// `PATH` inside the sandbox after the resolved command directories.
+pub const SYSTEM_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// Host directories that every sandbox sees read-only anyway; a command found under one needs
+/// no extra mount.
+const SYSTEM_DIRS: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
+
+/// Version managers whose shims are resolved with `<tool> which <name>`.
+const SHIM_TOOLS: &[&str] = &["pyenv", "rbenv", "nodenv", "goenv", "plenv", "jenv", "phpenv", "asdf"];
+
+/// The user and group a sandboxed command runs as (DESIGN §3.2: never root inside).
+pub const SANDBOX_UID: u32 = 1000;
+
+/// The resolved host view of one task's `[environment]`: extra read-only mounts (installation
+/// prefixes of `commands`, and `binds`), directories to put first on the sandbox `PATH`, the
+/// task's extra environment, and a synthetic `/etc/passwd`, `/etc/group`, `/etc/hosts` and
+/// `/etc/nsswitch.conf` (the host's are never shown). Cheap to clone; build it once per task.
+#[derive(Debug, Clone)]
+pub struct HostView {
+    bin_dirs: Vec<PathBuf>,
+    mounts: Vec<PathBuf>,
+    env: BTreeMap<String, String>,
+    etc: Arc<tempfile::TempDir>,
+}
+
+impl HostView {
+    /// A view with nothing but the system directories (no `[environment]`).
+    ///
+    /// # Errors
+    /// [`SandboxError::Io`] when the synthetic `/etc` files cannot be written.
+    pub fn system() -> Result<HostView, SandboxError> {
+        Ok(HostView { bin_dirs: Vec::new(), mounts: Vec::new(), env: BTreeMap::new(), etc: Arc::new(write_etc()?) })
+    }
+
+    /// Resolves `[environment]`: each of `commands` is looked up on the host `PATH`; a
+    /// version-manager shim (pyenv, rbenv, nodenv, asdf, …) is resolved to the real program
+    /// with `<tool> which <name>`; symbolic links are followed. A program outside the system
+    /// directories gets its installation prefix (the parent of its `bin/` directory, e.g.
+    /// `/root/.pyenv/versions/3.11.7`) mounted read-only at the same path and its directory put
+    /// first on the sandbox `PATH`. `binds` are mounted read-only at the same path.
+    ///
+    /// # Errors
+    /// [`SandboxError::CommandNotFound`], [`SandboxError::ShimUnresolved`], and
+    /// [`SandboxError::BadBind`] for a bind that is relative, missing, `/`, or would expose the
+    /// harness's working directory (a prefix or bind that contains it).
+    pub fn resolve(environment: &Environment) -> Result<HostView, SandboxError> {
+        let mut view = HostView::system()?;
+        for name in &environment.commands {
+            let found = find_on_path(name).ok_or_else(|| SandboxError::CommandNotFound(name.clone()))?;
+            let real = resolve_shim(name, &found)?;
+            let real = fs::canonicalize(&real)?;
+            view.add_program(&real)?;
+        }
+        for bind in &environment.binds {
+            let path = PathBuf::from(bind);
+            check_mountable(&path)?;
+            if !path.exists() {
+                return Err(SandboxError::BadBind { path, reason: "expected an existing host path".into() });
+            }
+            push_unique(&mut view.mounts, path);
+        }
+        view.env = environment.env.clone();
+        Ok(view)
+    }
+
+    /// `PATH` for sandboxed commands: the resolved command directories, then [`SYSTEM_PATH`].
+    pub fn path_var(&self) -> String {
+        let mut parts: Vec<String> = self.bin_dirs.iter().map(|d| d.display().to_string()).collect();
+        parts.push(SYSTEM_PATH.to_string());
+        parts.join(":")
+    }
+
+    /// Host paths mounted read-only at the same path in every sandbox of this view.
+    pub fn read_only_mounts(&self) -> &[PathBuf] {
+        &self.mounts
+    }
+
+    /// Directories put first on the sandbox `PATH`.
+    pub fn bin_dirs(&self) -> &[PathBuf] {
+        &self.bin_dirs
+    }
+
+    /// The task's `[environment].env`.
+    pub fn env(&self) -> &BTreeMap<String, String> {
+        &self.env
+    }
+
+    /// The directory holding the synthetic `/etc` files.
+    pub(crate) fn etc_dir(&self) -> &Path {
+        self.etc.path()
+    }
+
+    fn add_program(&mut self, real: &Path) -> Result<(), SandboxError> {
+        let Some(bin_dir) = real.parent() else {
+            return Err(SandboxError::BadBind { path: real.to_path_buf(), reason: "program has no parent directory".into() });
+        };
+        if is_system_path(bin_dir) {
+            if !SYSTEM_PATH.split(':').any(|p| Path::new(p) == bin_dir) {
+                push_unique(&mut self.bin_dirs, bin_dir.to_path_buf());
+            }
+            return Ok(());
+        }
+        let prefix = installation_prefix(bin_dir);
+        check_mountable(&prefix)?;
+        push_unique(&mut self.mounts, prefix);
+        push_unique(&mut self.bin_dirs, bin_dir.to_path_buf());
+        Ok(())
+    }
+}
+
+/// The directory to mount for a program in `bin_dir`: the parent of a `bin` directory when
+/// that parent is specific enough (at least two levels deep and not the home directory),
+/// else the program's own directory.
+fn installation_prefix(bin_dir: &Path) -> PathBuf {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    if bin_dir.file_name().is_some_and(|n| n == "bin") {
+        if let Some(parent) = bin_dir.parent() {
+            let deep_enough = parent.components().filter(|c| matches!(c, Component::Normal(_))).count() >= 2;
+            if deep_enough && home.as_deref() != Some(parent) {
+                return parent.to_path_buf();
+            }
+        }
+    }
+    bin_dir.to_path_buf()
+}
+
+fn is_system_path(path: &Path) -> bool {
+    SYSTEM_DIRS.iter().any(|dir| path.starts_with(dir))
+}
+
+/// Refuses mounts that are relative, contain `..`, are `/`, or contain the harness's working
+/// directory (which usually holds the task suite and the run store).
+fn check_mountable(path: &Path) -> Result<(), SandboxError> {
+    let bad = |reason: &str| Err(SandboxError::BadBind { path: path.to_path_buf(), reason: reason.to_string() });
+    if !path.is_absolute() {
+        return bad("expected an absolute path");
+    }
+    if path.components().any(|c| c == Component::ParentDir) {
+        return bad("expected a path without `..`");
+    }
+    if path == Path::new("/") {
+        return bad("mounting / would expose the whole host");
+    }
+    if let Ok(cwd) = std::env::current_dir() {
+        if cwd.starts_with(path) {
+            return bad("it contains the harness's working directory, which must stay private");
+        }
+    }
+    Ok(())
+}
+
+fn push_unique(list: &mut Vec<PathBuf>, path: PathBuf) {
+    if !list.contains(&path) {
+        list.push(path);
+    }
+}
+
+/// The first executable `name` on the host `PATH` (or `name` itself when it is absolute).
+pub(crate) fn find_on_path(name: &str) -> Option<PathBuf> {
+    if name.contains('/') {
+        let path = PathBuf::from(name);
+        return (path.is_absolute() && is_executable(&path)).then_some(path);
+    }
+    let path_var = std::env::var_os("PATH")?;
+    std::env::split_paths(&path_var).map(|dir| dir.join(name)).find(|candidate| is_executable(candidate))
+}
+
+fn is_executable(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// When `found` is a version-manager shim (a small script in a `shims/` directory that execs
+/// the manager), asks the manager which real program it would run; otherwise returns `found`.
+fn resolve_shim(name: &str, found: &Path) -> Result<PathBuf, SandboxError> {
+    let in_shims_dir = found.parent().and_then(Path::file_name).is_some_and(|n| n == "shims");
+    if !in_shims_dir {
+        return Ok(found.to_path_buf());
+    }
+    let Ok(script) = std::fs::read_to_string(found) else {
+        return Ok(found.to_path_buf()); // a binary in a `shims` directory is a real program
+    };
+    let Some(tool) = shim_tool(&script) else {
+        return Ok(found.to_path_buf());
+    };
+    let unresolved = |reason: String| SandboxError::ShimUnresolved { name: name.to_string(), shim: found.to_path_buf(), reason };
+    let output = Command::new(&tool).arg("which").arg(name).output().map_err(|e| unresolved(format!("cannot run {tool}: {e}")))?;
+    if !output.status.success() {
+        return Err(unresolved(format!("`{tool} which {name}` failed: {}", String::from_utf8_lossy(&output.stderr).trim())));
+    }
+    let real = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
+    if !real.is_absolute() || !is_executable(&real) {
+        return Err(unresolved(format!("`{tool} which {name}` printed `{}`, not an executable path", real.display())));
+    }
+    Ok(real)
+}
+
+/// The version-manager program a shim script execs (`exec "/root/.pyenv/libexec/pyenv" exec
+/// ...` gives `/root/.pyenv/libexec/pyenv`), if it is one of [`SHIM_TOOLS`].
+fn shim_tool(script: &str) -> Option<String> {
+    if !script.starts_with("#!") {
+        return None;
+    }
+    script.lines().find_map(|line| {
+        let rest = line.trim().strip_prefix("exec ")?;
+        let token = rest.split_whitespace().next()?.trim_matches('"').trim_matches('\'');
+        let file = Path::new(token).file_name()?.to_str()?;
+        SHIM_TOOLS.contains(&file).then(|| token.to_string())
+    })
+}
+
+/// Writes the synthetic `/etc` files every sandbox gets.
+fn write_etc() -> Result<tempfile::TempDir, SandboxError> {
+    let dir = tempfile::Builder::new().prefix("specgap-etc-").tempdir()?;
+    let uid = SANDBOX_UID;
+    let files = [
+        ("passwd", format!("specgap:x:{uid}:{uid}:specgap:/tmp:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")),
+        ("group", format!("specgap:x:{uid}:\nnogroup:x:65534:\n")),
+        ("hosts", "127.0.0.1 localhost\n::1 localhost\n".to_string()),
+        ("nsswitch.conf", "passwd: files\ngroup: files\nhosts: files\n".to_string()),
+    ];
+    for (name, text) in files {
+        let path = dir.path().join(name);
+        fs::write(&path, text)?;
+        fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))?;
+    }
+    fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))?;
+    Ok(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pyenv_shim_names_its_manager() {
+        let script = "#!/usr/bin/env bash\nset -e\nexport PYENV_ROOT=\"/root/.pyenv\"\nexec \"/root/.pyenv/libexec/pyenv\" exec \"$program\" \"$@\"\n";
+        assert_eq!(shim_tool(script).as_deref(), Some("/root/.pyenv/libexec/pyenv"));
+        assert_eq!(shim_tool("#!/bin/sh\nexec /usr/bin/env python3 \"$@\"\n"), None);
+        assert_eq!(shim_tool("\x7fELF"), None);
+    }
+
+    #[test]
+    fn prefix_is_parent_of_bin_when_specific() {
+        assert_eq!(installation_prefix(Path::new("/root/.pyenv/versions/3.11.7/bin")), PathBuf::from("/root/.pyenv/versions/3.11.7"));
+        assert_eq!(installation_prefix(Path::new("/opt/bin")), PathBuf::from("/opt/bin"));
+        assert_eq!(installation_prefix(Path::new("/opt/tool/libexec")), PathBuf::from("/opt/tool/libexec"));
+    }
+
+    #[test]
+    fn mount_checks() {
+        assert!(check_mountable(Path::new("relative")).is_err());
+        assert!(check_mountable(Path::new("/")).is_err());
+        assert!(check_mountable(Path::new("/opt/../etc")).is_err());
+        assert!(check_mountable(Path::new("/opt/data")).is_ok());
+    }
+}

@@ -1,0 +1,700 @@
+//! The bubblewrap runner (DESIGN §3.2): [`run`] executes one [`CommandSpec`] in a fresh
+//! sandbox and returns its [`CommandOutput`].
+//!
+//! # What a sandboxed command sees
+//! - user and group 1000 in a new user namespace, no capabilities, no way to create further
+//!   user namespaces, a seccomp filter refusing `ptrace` and similar calls;
+//! - new PID, network (loopback only, nothing else), IPC, UTS and cgroup namespaces;
+//! - read-only `/usr` (and the `/bin`, `/sbin`, `/lib*` links or directories), a handful of
+//!   `/etc` files (the loader cache, `alternatives`, `localtime`, and synthetic `passwd`,
+//!   `group`, `hosts`, `nsswitch.conf` — nothing else of the host's `/etc`), fresh `/proc` and
+//!   `/dev`, a private tmpfs `/tmp` (also `HOME`);
+//! - the [`HostView`]'s read-only mounts, and the spec's [`Mount`]s (normally the workspace,
+//!   writable, at [`WORKSPACE_MOUNT`], which is also the working directory);
+//! - a clean environment: `PATH`, `HOME`, `TMPDIR`, `LANG`, `USER`, `TERM`, then the task's
+//!   `[environment].env`, then the spec's `env` (later entries win).
+//!
+//! # How it ends
+//! The wall-clock timeout kills bubblewrap's process group; bubblewrap's `--die-with-parent`
+//! and the PID namespace then take every process of the sandbox with it, and every process
+//! still in the command's cgroup is killed as well, so nothing survives the command.
+
+use std::collections::BTreeMap;
+use std::ffi::CString;
+use std::io::Write;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Component, Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::capture::{Capture, Captured};
+use crate::cgroup::Cgroups;
+use crate::error::SandboxError;
+use crate::host::{self, HostView, SANDBOX_UID};
+use crate::seccomp;
+
+/// Where the workspace is mounted inside the sandbox, and the default working directory.
+pub const WORKSPACE_MOUNT: &str = "/workspace";
+
+/// Host `/etc` entries every sandbox sees read-only (when present): the dynamic loader's cache,
+/// Debian's `alternatives` links (many `/usr/bin` programs point into it) and the time zone.
+const HOST_ETC: &[&str] = &["ld.so.cache", "alternatives", "localtime"];
+/// Synthetic `/etc` files written by [`HostView`].
+const SYNTHETIC_ETC: &[&str] = &["passwd", "group", "hosts", "nsswitch.conf"];
+/// Top-level host entries that are a directory or a link into `/usr`.
+const SYSTEM_TOP: &[&str] = &["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
+/// Sandbox paths a spec mount may not cover.
+const RESERVED: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/proc", "/dev"];
+
+/// Fd numbers inside bwrap: argument list, seccomp program, "command started" byte.
+const FD_ARGS: RawFd = 3;
+const FD_SECCOMP: RawFd = 4;
+const FD_STARTED: RawFd = 5;
+
+/// What to execute.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Program {
+    /// A shell command string, run as `/bin/sh -c <string>`.
+    Shell(String),
+    /// A program and its arguments, looked up on the sandbox `PATH`.
+    Argv(Vec<String>),
+}
+
+/// A host path made visible inside the sandbox.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mount {
+    /// Existing host path.
+    pub host: PathBuf,
+    /// Absolute path inside the sandbox (not `/` and not under a system directory).
+    pub sandbox: PathBuf,
+    /// Whether the command may write to it.
+    pub writable: bool,
+}
+
+/// Resource limits of one command (DESIGN §3.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    /// Wall-clock limit; at expiry the whole process tree is killed.
+    pub timeout: Duration,
+    /// Maximum number of processes (cgroup `pids.max`), `None` for no limit.
+    pub max_processes: Option<u32>,
+    /// Maximum memory in bytes (cgroup `memory.limit_in_bytes`), `None` for no limit.
+    pub memory_bytes: Option<u64>,
+    /// Bytes of each of stdout and stderr kept: the first half and the last half; the middle
+    /// is replaced by `"\n[... N bytes cut ...]\n"`.
+    pub output_bytes: usize,
+}
+
+impl Default for Limits {
+    /// 60 s, 512 processes, 4 GiB, 256 KiB of each stream.
+    fn default() -> Self {
+        Limits { timeout: Duration::from_secs(60), max_processes: Some(512), memory_bytes: Some(4 << 30), output_bytes: 256 << 10 }
+    }
+}
+
+/// One command to run in a sandbox.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandSpec {
+    /// What to execute.
+    pub program: Program,
+    /// Host paths visible inside, in order (later mounts may cover earlier ones).
+    pub mounts: Vec<Mount>,
+    /// Working directory inside the sandbox (absolute).
+    pub cwd: PathBuf,
+    /// Extra environment, applied after the task's `[environment].env`.
+    pub env: BTreeMap<String, String>,
+    /// Bytes fed on standard input (empty: standard input is `/dev/null`).
+    pub stdin: Vec<u8>,
+    /// Limits.
+    pub limits: Limits,
+}
+
+impl CommandSpec {
+    /// `/bin/sh -c <command>` with `workspace` mounted writable at [`WORKSPACE_MOUNT`] as the
+    /// working directory, default [`Limits`].
+    pub fn shell(command: impl Into<String>, workspace: &Path) -> Self {
+        Self::with_program(Program::Shell(command.into()), workspace)
+    }
+
+    /// `argv` (program looked up on the sandbox `PATH`) with `workspace` mounted as in
+    /// [`CommandSpec::shell`].
+    pub fn argv(argv: Vec<String>, workspace: &Path) -> Self {
+        Self::with_program(Program::Argv(argv), workspace)
+    }
+
+    fn with_program(program: Program, workspace: &Path) -> Self {
+        CommandSpec {
+            program,
+            mounts: vec![Mount { host: workspace.to_path_buf(), sandbox: PathBuf::from(WORKSPACE_MOUNT), writable: true }],
+            cwd: PathBuf::from(WORKSPACE_MOUNT),
+            env: BTreeMap::new(),
+            stdin: Vec::new(),
+            limits: Limits::default(),
+        }
+    }
+
+    /// Sets the wall-clock timeout.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.limits.timeout = timeout;
+        self
+    }
+
+    /// Adds an environment variable.
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.insert(key.into(), value.into());
+        self
+    }
+
+    /// Sets standard input.
+    pub fn stdin(mut self, bytes: impl Into<Vec<u8>>) -> Self {
+        self.stdin = bytes.into();
+        self
+    }
+
+    /// Adds a read-only mount.
+    pub fn read_only(mut self, host: impl Into<PathBuf>, sandbox: impl Into<PathBuf>) -> Self {
+        self.mounts.push(Mount { host: host.into(), sandbox: sandbox.into(), writable: false });
+        self
+    }
+}
+
+/// How commands are run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxConfig {
+    /// `false` (`--no-sandbox`) runs commands directly on the host with the same environment,
+    /// timeout and cgroup limits but no isolation; every command logs a warning.
+    pub enabled: bool,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        SandboxConfig { enabled: true }
+    }
+}
+
+impl SandboxConfig {
+    /// Checks that commands can run: with the sandbox enabled, `bwrap` must be on `PATH`.
+    ///
+    /// # Errors
+    /// [`SandboxError::BwrapMissing`].
+    pub fn check(&self) -> Result<(), SandboxError> {
+        if self.enabled && bwrap_path().is_none() {
+            return Err(SandboxError::BwrapMissing);
+        }
+        Ok(())
+    }
+
+    /// The path by which a command run under this configuration sees `mount`: its sandbox
+    /// path when sandboxed, its host path when the sandbox is disabled.
+    pub fn visible_path<'a>(&self, mount: &'a Mount) -> &'a Path {
+        if self.enabled { &mount.sandbox } else { &mount.host }
+    }
+}
+
+/// What a command did. A non-zero exit, a timeout or cut output are results, not errors.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CommandOutput {
+    /// Exit code; `None` when killed by a signal (or on timeout).
+    pub exit_code: Option<i32>,
+    /// Whether the wall-clock limit killed it.
+    pub timed_out: bool,
+    /// Whether the memory limit killed a process of it.
+    pub memory_exceeded: bool,
+    /// Standard output (head and tail kept, lossy UTF-8).
+    pub stdout: String,
+    /// Standard error (head and tail kept, lossy UTF-8).
+    pub stderr: String,
+    /// Whether bytes of stdout were cut.
+    pub stdout_cut: bool,
+    /// Whether bytes of stderr were cut.
+    pub stderr_cut: bool,
+    /// Bytes written to stdout in total.
+    pub stdout_bytes: u64,
+    /// Bytes written to stderr in total.
+    pub stderr_bytes: u64,
+    /// Wall-clock time from start to exit.
+    pub duration: Duration,
+    /// Whether it ran inside bubblewrap.
+    pub sandboxed: bool,
+}
+
+impl CommandOutput {
+    /// Exit code 0 and no timeout.
+    pub fn success(&self) -> bool {
+        self.exit_code == Some(0) && !self.timed_out
+    }
+}
+
+/// The first `bwrap` on the harness's `PATH`, looked up once.
+fn bwrap_path() -> Option<PathBuf> {
+    static BWRAP: OnceLock<Option<PathBuf>> = OnceLock::new();
+    BWRAP.get_or_init(|| host::find_on_path("bwrap")).clone()
+}
+
+/// Runs `spec` in a fresh sandbox (or, with `config.enabled == false`, directly on the host
+/// with a warning) and waits for it, enforcing `spec.limits`.
+///
+/// # Errors
+/// [`SandboxError::BwrapMissing`] when enabled without bubblewrap; [`SandboxError::InvalidSpec`]
+/// and [`SandboxError::BadBind`] for an unusable spec; [`SandboxError::Setup`] when bubblewrap
+/// could not build the sandbox; [`SandboxError::Spawn`] / [`SandboxError::Io`] otherwise.
+pub fn run(spec: &CommandSpec, host: &HostView, config: &SandboxConfig) -> Result<CommandOutput, SandboxError> {
+    let raw = run_raw(spec, host, config)?;
+    Ok(CommandOutput {
+        exit_code: raw.exit_code,
+        timed_out: raw.timed_out,
+        memory_exceeded: raw.memory_exceeded,
+        stdout: raw.stdout.text(),
+        stderr: raw.stderr.text(),
+        stdout_cut: raw.stdout.cut,
+        stderr_cut: raw.stderr.cut,
+        stdout_bytes: raw.stdout.total,
+        stderr_bytes: raw.stderr.total,
+        duration: raw.duration,
+        sandboxed: raw.sandboxed,
+    })
+}
+
+/// [`run`] with the captured streams as bytes (the candidate launcher relays them exactly).
+pub(crate) fn run_raw(spec: &CommandSpec, host: &HostView, config: &SandboxConfig) -> Result<RawOutput, SandboxError> {
+    validate(spec)?;
+    let env = environment(spec, host, config);
+    if config.enabled {
+        let bwrap = bwrap_path().ok_or(SandboxError::BwrapMissing)?;
+        run_bwrap(&bwrap, spec, host, env)
+    } else {
+        tracing::warn!("sandbox disabled (--no-sandbox): running {:?} directly on the host", program_text(&spec.program));
+        run_unsandboxed(spec, env)
+    }
+}
+
+/// [`CommandOutput`] before the streams become text.
+#[derive(Debug, Clone)]
+pub(crate) struct RawOutput {
+    pub exit_code: Option<i32>,
+    pub timed_out: bool,
+    pub memory_exceeded: bool,
+    pub stdout: Captured,
+    pub stderr: Captured,
+    pub duration: Duration,
+    pub sandboxed: bool,
+}
+
+fn program_text(program: &Program) -> String {
+    match program {
+        Program::Shell(cmd) => cmd.clone(),
+        Program::Argv(argv) => argv.join(" "),
+    }
+}
+
+fn validate(spec: &CommandSpec) -> Result<(), SandboxError> {
+    let invalid = |msg: String| Err(SandboxError::InvalidSpec(msg));
+    if let Program::Argv(argv) = &spec.program {
+        if argv.is_empty() {
+            return invalid("expected a non-empty argv".into());
+        }
+    }
+    if !is_clean_absolute(&spec.cwd) {
+        return invalid(format!("working directory {} must be an absolute path without `..`", spec.cwd.display()));
+    }
+    for mount in &spec.mounts {
+        let dest = &mount.sandbox;
+        if !is_clean_absolute(dest) || dest == Path::new("/") {
+            return invalid(format!("mount point {} must be an absolute path other than / without `..`", dest.display()));
+        }
+        if RESERVED.iter().any(|r| dest.starts_with(r)) {
+            return invalid(format!("mount point {} would cover a system directory", dest.display()));
+        }
+        if !mount.host.exists() {
+            return Err(SandboxError::BadBind { path: mount.host.clone(), reason: "expected an existing host path".into() });
+        }
+    }
+    Ok(())
+}
+
+fn is_clean_absolute(path: &Path) -> bool {
+    path.is_absolute() && !path.components().any(|c| c == Component::ParentDir)
+}
+
+/// The command's environment: base variables, then `[environment].env`, then the spec's.
+fn environment(spec: &CommandSpec, host: &HostView, config: &SandboxConfig) -> BTreeMap<String, String> {
+    let mut env = BTreeMap::new();
+    let path = if config.enabled {
+        host.path_var()
+    } else {
+        // Unsandboxed, also keep the harness's PATH so host-only programs stay reachable.
+        let mut p = host.path_var();
+        if let Ok(own) = std::env::var("PATH") {
+            p = format!("{p}:{own}");
+        }
+        p
+    };
+    env.insert("PATH".to_string(), path);
+    env.insert("HOME".to_string(), "/tmp".to_string());
+    env.insert("TMPDIR".to_string(), "/tmp".to_string());
+    env.insert("LANG".to_string(), "C.UTF-8".to_string());
+    env.insert("USER".to_string(), "specgap".to_string());
+    env.insert("LOGNAME".to_string(), "specgap".to_string());
+    env.insert("TERM".to_string(), "dumb".to_string());
+    env.extend(host.env().iter().map(|(k, v)| (k.clone(), v.clone())));
+    env.extend(spec.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+    env
+}
+
+/// bubblewrap's arguments, up to and including `--`.
+fn bwrap_args(spec: &CommandSpec, host: &HostView) -> Vec<Vec<u8>> {
+    let mut args: Vec<Vec<u8>> = Vec::new();
+    let mut push = |parts: &[&[u8]]| args.extend(parts.iter().map(|p| p.to_vec()));
+    let uid = SANDBOX_UID.to_string();
+    push(&[b"--unshare-all", b"--unshare-user", b"--disable-userns"]);
+    push(&[b"--uid", uid.as_bytes(), b"--gid", uid.as_bytes()]);
+    push(&[b"--cap-drop", b"ALL", b"--die-with-parent", b"--new-session", b"--hostname", b"specgap"]);
+    push(&[b"--ro-bind", b"/usr", b"/usr"]);
+    for top in SYSTEM_TOP {
+        match std::fs::symlink_metadata(top) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                if let Ok(target) = std::fs::read_link(top) {
+                    push(&[b"--symlink", target.as_os_str().as_bytes(), top.as_bytes()]);
+                }
+            }
+            Ok(meta) if meta.is_dir() => push(&[b"--ro-bind", top.as_bytes(), top.as_bytes()]),
+            _ => {}
+        }
+    }
+    for name in HOST_ETC {
+        let path = format!("/etc/{name}");
+        push(&[b"--ro-bind-try", path.as_bytes(), path.as_bytes()]);
+    }
+    for name in SYNTHETIC_ETC {
+        let src = host.etc_dir().join(name);
+        let dest = format!("/etc/{name}");
+        push(&[b"--ro-bind", src.as_os_str().as_bytes(), dest.as_bytes()]);
+    }
+    // /proc/1 is bubblewrap's own init; its memory is nobody's business.
+    push(&[b"--proc", b"/proc", b"--ro-bind", b"/dev/null", b"/proc/1/mem", b"--dev", b"/dev", b"--tmpfs", b"/tmp"]);
+    for path in host.read_only_mounts() {
+        push(&[b"--ro-bind", path.as_os_str().as_bytes(), path.as_os_str().as_bytes()]);
+    }
+    for mount in &spec.mounts {
+        let flag: &[u8] = if mount.writable { b"--bind" } else { b"--ro-bind" };
+        push(&[flag, mount.host.as_os_str().as_bytes(), mount.sandbox.as_os_str().as_bytes()]);
+    }
+    // The sandbox's root is bubblewrap's tmpfs; make it (and the directories bubblewrap
+    // created in it, such as /etc) read-only. Mounted paths keep their own flags.
+    push(&[b"--remount-ro", b"/"]);
+    push(&[b"--chdir", spec.cwd.as_os_str().as_bytes()]);
+    let seccomp_fd = FD_SECCOMP.to_string();
+    push(&[b"--seccomp", seccomp_fd.as_bytes()]);
+    args
+}
+
+/// The command line bubblewrap execs: a `/bin/sh` prologue reports "started" on
+/// [`FD_STARTED`], closes it, and execs the program (so a setup failure, where nothing is
+/// reported, is told apart from the program's own exit status).
+fn sandboxed_argv(program: &Program) -> Vec<String> {
+    let prologue = format!("printf x >&{FD_STARTED}; exec {FD_STARTED}>&-; exec \"$@\"");
+    let mut argv = vec!["/bin/sh".to_string(), "-c".to_string(), prologue, "specgap".to_string()];
+    match program {
+        Program::Shell(cmd) => argv.extend(["/bin/sh".to_string(), "-c".to_string(), cmd.clone()]),
+        Program::Argv(list) => argv.extend(list.iter().cloned()),
+    }
+    argv
+}
+
+fn pipe() -> Result<(OwnedFd, OwnedFd), SandboxError> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: pipe2 fills two fds we take ownership of right after.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error().into());
+    }
+    // SAFETY: both fds were just created and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// A pipe whose read end already holds `bytes` (writer closed), for data bubblewrap reads once.
+fn filled_pipe(bytes: &[u8]) -> Result<OwnedFd, SandboxError> {
+    let (read, write) = pipe()?;
+    if bytes.len() <= 60 * 1024 {
+        let mut file = std::fs::File::from(write);
+        file.write_all(bytes)?;
+    } else {
+        let data = bytes.to_vec();
+        std::thread::spawn(move || {
+            let mut file = std::fs::File::from(write);
+            let _ = file.write_all(&data);
+        });
+    }
+    Ok(read)
+}
+
+fn run_bwrap(bwrap: &Path, spec: &CommandSpec, host: &HostView, env: BTreeMap<String, String>) -> Result<RawOutput, SandboxError> {
+    let mut arg_bytes = Vec::new();
+    for arg in bwrap_args(spec, host) {
+        arg_bytes.extend_from_slice(&arg);
+        arg_bytes.push(0);
+    }
+    let args_fd = filled_pipe(&arg_bytes)?;
+    let seccomp_fd = filled_pipe(&seccomp::filter_bytes())?;
+    let (started_read, started_write) = pipe()?;
+
+    let mut cmd = Command::new(bwrap);
+    cmd.env_clear().envs(&env).arg("--args").arg(FD_ARGS.to_string()).arg("--").args(sandboxed_argv(&spec.program));
+    let cgroups = Cgroups::create(spec.limits.max_processes, spec.limits.memory_bytes);
+    let fd_map = [(args_fd.as_raw_fd(), FD_ARGS), (seccomp_fd.as_raw_fd(), FD_SECCOMP), (started_write.as_raw_fd(), FD_STARTED)];
+    prepare_child(&mut cmd, &cgroups, &fd_map);
+    let spawned = spawn_and_wait(cmd, bwrap, spec, cgroups, true);
+    drop(started_write);
+    drop(args_fd);
+    drop(seccomp_fd);
+    let output = spawned?;
+    let mut byte = [0u8; 1];
+    let started = std::fs::File::from(started_read);
+    let reported = std::io::Read::read(&mut &started, &mut byte).unwrap_or(0) == 1;
+    if !reported && !output.timed_out {
+        return Err(SandboxError::Setup {
+            status: output.exit_code.map_or_else(|| "killed".to_string(), |c| c.to_string()),
+            stderr: output.stderr.text().trim().to_string(),
+        });
+    }
+    Ok(output)
+}
+
+fn run_unsandboxed(spec: &CommandSpec, env: BTreeMap<String, String>) -> Result<RawOutput, SandboxError> {
+    let cwd = host_path_of(spec, &spec.cwd)?;
+    let mut cmd = match &spec.program {
+        Program::Shell(text) => {
+            let mut c = Command::new("/bin/sh");
+            c.arg("-c").arg(text);
+            c
+        }
+        Program::Argv(argv) => {
+            let mut c = Command::new(&argv[0]);
+            c.args(&argv[1..]);
+            c
+        }
+    };
+    cmd.env_clear().envs(&env).current_dir(&cwd);
+    let cgroups = Cgroups::create(spec.limits.max_processes, spec.limits.memory_bytes);
+    prepare_child(&mut cmd, &cgroups, &[]);
+    let program = PathBuf::from(match &spec.program {
+        Program::Shell(_) => "/bin/sh".to_string(),
+        Program::Argv(argv) => argv[0].clone(),
+    });
+    spawn_and_wait(cmd, &program, spec, cgroups, false)
+}
+
+/// The host path behind a sandbox path, through the spec's mounts (last match wins).
+fn host_path_of(spec: &CommandSpec, sandbox: &Path) -> Result<PathBuf, SandboxError> {
+    spec.mounts
+        .iter()
+        .rev()
+        .find_map(|m| sandbox.strip_prefix(&m.sandbox).ok().map(|rest| m.host.join(rest)))
+        .ok_or_else(|| SandboxError::InvalidSpec(format!("working directory {} is not inside any mount", sandbox.display())))
+}
+
+/// Sets up the child between fork and exec: its own process group (so a timeout can kill the
+/// group), membership of the command's cgroups (before it can fork), the inherited fds moved
+/// to their fixed numbers, and every other fd marked close-on-exec.
+fn prepare_child(cmd: &mut Command, cgroups: &Cgroups, fd_map: &[(RawFd, RawFd)]) {
+    cmd.process_group(0);
+    let procs: Vec<CString> = cgroups.procs_files();
+    let fd_map: Vec<(RawFd, RawFd)> = fd_map.to_vec();
+    let first_free = fd_map.iter().map(|(_, to)| to + 1).max().unwrap_or(3);
+    // SAFETY: the closure only calls async-signal-safe functions (getpid, open, write, close,
+    // fcntl, dup2, syscall) on data prepared before fork, and allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            join_cgroups(&procs);
+            let mut moved = [0 as RawFd; 8];
+            for (i, (from, _)) in fd_map.iter().enumerate().take(moved.len()) {
+                moved[i] = libc::fcntl(*from, libc::F_DUPFD_CLOEXEC, 64);
+                if moved[i] < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            for (i, (_, to)) in fd_map.iter().enumerate().take(moved.len()) {
+                if libc::dup2(moved[i], *to) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            // Marks (not closes) the rest close-on-exec: std's own exec-error pipe keeps working.
+            const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
+            libc::syscall(libc::SYS_close_range, first_free as libc::c_uint, libc::c_uint::MAX, CLOSE_RANGE_CLOEXEC);
+            Ok(())
+        });
+    }
+}
+
+/// Writes the calling process's pid into each `cgroup.procs` file. Async-signal-safe.
+fn join_cgroups(procs: &[CString]) {
+    // SAFETY: getpid/open/write/close on NUL-terminated paths built before fork.
+    unsafe {
+        let mut pid = libc::getpid() as u32;
+        let mut digits = [0u8; 12];
+        let mut at = digits.len();
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (pid % 10) as u8;
+            pid /= 10;
+            if pid == 0 {
+                break;
+            }
+        }
+        for path in procs {
+            let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+            if fd >= 0 {
+                libc::write(fd, digits[at..].as_ptr().cast(), digits.len() - at);
+                libc::close(fd);
+            }
+        }
+    }
+}
+
+/// Spawns `cmd`, feeds stdin, captures output, enforces the timeout, kills whatever is left,
+/// reaps, and assembles the [`CommandOutput`].
+fn spawn_and_wait(mut cmd: Command, program: &Path, spec: &CommandSpec, mut cgroups: Cgroups, sandboxed: bool) -> Result<RawOutput, SandboxError> {
+    cmd.stdin(if spec.stdin.is_empty() { Stdio::null() } else { Stdio::piped() }).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let start = Instant::now();
+    let mut child = cmd.spawn().map_err(|source| SandboxError::Spawn { program: program.to_path_buf(), source })?;
+    let pid = child.id() as libc::pid_t;
+
+    if let Some(mut stdin) = child.stdin.take() {
+        let bytes = spec.stdin.clone();
+        // Detached: it ends when the command closes or exits (EPIPE), whichever comes first.
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(&bytes);
+        });
+    }
+    let stdout = spawn_reader(child.stdout.take(), spec.limits.output_bytes);
+    let stderr = spawn_reader(child.stderr.take(), spec.limits.output_bytes);
+
+    let timed_out = wait_or_kill(pid, spec.limits.timeout);
+    let status = reap(&mut child)?;
+    let duration = start.elapsed();
+    let memory_exceeded = cgroups.memory_exceeded();
+    cgroups.kill_and_remove();
+
+    Ok(RawOutput {
+        exit_code: if timed_out { None } else { status.code() },
+        timed_out,
+        memory_exceeded,
+        stdout: finish_reader(stdout),
+        stderr: finish_reader(stderr),
+        duration,
+        sandboxed,
+    })
+}
+
+/// Waits for `pid` to exit (without reaping it, so its pid and process group stay ours) for at
+/// most `timeout`; on expiry kills its process group and returns `true`.
+fn wait_or_kill(pid: libc::pid_t, timeout: Duration) -> bool {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        loop {
+            // SAFETY: waitid on our own child with WNOWAIT; siginfo is a plain out-parameter.
+            let rc = unsafe {
+                let mut info: libc::siginfo_t = std::mem::zeroed();
+                libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT)
+            };
+            if rc == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+                let _ = tx.send(());
+                return;
+            }
+        }
+    });
+    match rx.recv_timeout(timeout) {
+        Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => false,
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            // SAFETY: the child is not reaped yet, so `pid` still names our process group.
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+            }
+            let _ = rx.recv();
+            true
+        }
+    }
+}
+
+fn reap(child: &mut Child) -> Result<std::process::ExitStatus, SandboxError> {
+    let status = child.wait()?;
+    if let Some(signal) = status.signal() {
+        tracing::debug!("sandboxed command ended by signal {signal}");
+    }
+    Ok(status)
+}
+
+/// A reader thread's shared capture and its "done" flag.
+struct Reader {
+    capture: Arc<Mutex<Capture>>,
+    done: Arc<AtomicBool>,
+}
+
+fn spawn_reader(pipe: Option<impl std::io::Read + Send + 'static>, limit: usize) -> Reader {
+    let capture = Arc::new(Mutex::new(Capture::new(limit)));
+    let done = Arc::new(AtomicBool::new(false));
+    if let Some(mut pipe) = pipe {
+        let (capture, done) = (Arc::clone(&capture), Arc::clone(&done));
+        std::thread::spawn(move || {
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                match pipe.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        if let Ok(mut c) = capture.lock() {
+                            c.push(&buf[..n]);
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(_) => break,
+                }
+            }
+            done.store(true, Ordering::Release);
+        });
+    } else {
+        done.store(true, Ordering::Release);
+    }
+    Reader { capture, done }
+}
+
+/// Waits (up to 2 s after the command ended) for the stream to close, then renders what was
+/// read. Only an unsandboxed command whose escaped descendants hold the pipe can hit the bound.
+fn finish_reader(reader: Reader) -> Captured {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let mut pause = Duration::from_micros(50);
+    while !reader.done.load(Ordering::Acquire) && Instant::now() < deadline {
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(10));
+    }
+    match reader.capture.lock() {
+        Ok(c) => c.render(),
+        Err(poisoned) => poisoned.into_inner().render(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_programs_run_behind_the_started_prologue() {
+        let argv = sandboxed_argv(&Program::Shell("echo hi".into()));
+        assert_eq!(argv, ["/bin/sh", "-c", "printf x >&5; exec 5>&-; exec \"$@\"", "specgap", "/bin/sh", "-c", "echo hi"]);
+    }
+
+    #[test]
+    fn mounts_may_not_cover_system_directories() {
+        let ws = std::env::temp_dir();
+        let mut spec = CommandSpec::shell("true", &ws);
+        spec.mounts.push(Mount { host: ws.clone(), sandbox: PathBuf::from("/usr/local/x"), writable: false });
+        assert!(matches!(validate(&spec), Err(SandboxError::InvalidSpec(_))));
+        let spec = CommandSpec::argv(vec![], &ws);
+        assert!(matches!(validate(&spec), Err(SandboxError::InvalidSpec(_))));
+    }
+}

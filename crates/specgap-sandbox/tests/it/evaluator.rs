@@ -1,0 +1,196 @@
+//! DESIGN §2 evaluator protocol: the evaluator runner, the candidate launcher, and every
+//! evaluation error with its stderr tail.
+
+use std::path::Path;
+use std::time::Duration;
+
+use specgap_protocol::result::{EvalResult, ResultProblem};
+use specgap_sandbox::{EvalError, EvaluatorRun, run_evaluator};
+
+use crate::support::{SECRET, package, sandbox, system_host, write_tree};
+
+/// Writes `script` as `evaluator/eval.sh` next to the package's workspace and returns a run of
+/// `sh eval.sh` on that workspace.
+fn evaluator_run(pkg_root: &Path, workspace: &Path, script: &str, timeout: Duration) -> EvaluatorRun {
+    let evaluator = pkg_root.join("evaluator");
+    write_tree(&evaluator, &[("eval.sh", script)]);
+    EvaluatorRun::new("examples/probe", &evaluator, "sh eval.sh", timeout, workspace)
+}
+
+fn evaluate(run: &EvaluatorRun) -> Result<specgap_sandbox::Evaluation, EvalError> {
+    run_evaluator(run, &system_host(), &sandbox())
+}
+
+#[test]
+fn evaluator_sees_its_copy_the_submission_and_the_protocol_variables() {
+    let pkg = package();
+    write_tree(&pkg.workspace, &[("answer.txt", "42\n")]);
+    let script = r#"
+set -e
+echo "task=$SPECGAP_TASK ws=$SPECGAP_WORKSPACE out=$SPECGAP_OUT cwd=$(pwd)" >&2
+ls "$SPECGAP_OUT" | wc -l >&2
+cat expected-7f3a9d.txt > /dev/null
+echo scratch > scratch.txt
+if touch "$SPECGAP_WORKSPACE/x" 2>/dev/null; then echo submission-writable >&2; fi
+if cat ../requirements.toml 2>/dev/null; then echo package-visible >&2; fi
+if [ -e "$SPECGAP_WORKSPACE/.git" ]; then echo git-visible >&2; fi
+a=$(cat "$SPECGAP_WORKSPACE/answer.txt")
+if [ "$a" = 42 ]; then p=true; else p=false; fi
+printf '{"version":1,"requirements":{"answer":{"pass":%s,"measured":{"value":%s}}}}' "$p" "$a" > "$SPECGAP_OUT/result.json"
+"#;
+    let mut run = evaluator_run(pkg.dir.path(), &pkg.workspace, script, Duration::from_secs(30));
+    run.requirement_ids = vec!["answer".into()];
+    std::fs::create_dir_all(pkg.workspace.join(".git")).unwrap();
+    let evaluation = evaluate(&run).unwrap();
+    assert_eq!(evaluation.stderr_tail, "task=examples/probe ws=/workspace out=/out cwd=/evaluator\n0\n");
+    let expected: EvalResult =
+        serde_json::from_str(r#"{"version":1,"requirements":{"answer":{"pass":true,"measured":{"value":42}}}}"#).unwrap();
+    assert_eq!(evaluation.result, expected);
+    assert_eq!(evaluation.candidate_calls, 0);
+    // The package's evaluator/ was copied, not modified.
+    assert!(!pkg.dir.path().join("evaluator/scratch.txt").exists());
+}
+
+#[test]
+fn candidate_sees_only_a_fresh_copy_of_the_submission() {
+    let pkg = package();
+    let probe = r#"
+echo "cwd=$(pwd)"
+echo "files=$(ls | tr '\n' ' ')"
+echo "secret=${EVAL_SECRET:-}"
+echo "specgap_vars=$(env | grep -c '^SPECGAP_')"
+for p in /evaluator /out /run/specgap; do [ -e $p ] && echo "visible $p"; done
+find / \( -path /proc -o -path /sys -o -path /usr \) -prune -o -name '*7f3a9d*' -print 2>/dev/null
+echo "earlier=$(cat left-behind.txt 2>/dev/null)"
+echo left > left-behind.txt
+echo "stdin=$(cat)"
+echo to-stderr >&2
+exit 3
+"#;
+    write_tree(&pkg.workspace, &[("probe.sh", probe)]);
+    let script = r#"
+export EVAL_SECRET=SECRET-7f3a9d-private
+printf 'first' | "$SPECGAP_CANDIDATE" sh probe.sh > first.out 2> first.err; echo "status=$?" >> first.out
+printf 'second' | "$SPECGAP_CANDIDATE" sh probe.sh > second.out 2>/dev/null
+"$SPECGAP_CANDIDATE" sh -c 'printf "%s|" "$@"' sh 'a b' '' "c'd" > argv.out
+python3 - <<'EOF'
+import json, os
+detail = {name: open(name).read() for name in ["first.out", "first.err", "second.out", "argv.out"]}
+json.dump({"version": 1, "requirements": {"probe": {"pass": True, "measured": detail}}}, open(os.environ["SPECGAP_OUT"] + "/result.json", "w"))
+EOF
+"#;
+    let mut run = evaluator_run(pkg.dir.path(), &pkg.workspace, script, Duration::from_secs(60));
+    run.requirement_ids = vec!["probe".into()];
+    let evaluation = evaluate(&run).unwrap();
+    assert_eq!(evaluation.candidate_calls, 3);
+    let measured = &evaluation.result.requirements.as_ref().unwrap()["probe"].measured;
+    let text = |k: &str| measured[k].as_str().unwrap().to_string();
+    let expected_run = |stdin: &str| {
+        format!("cwd=/workspace\nfiles=notes.txt probe.sh \nsecret=\nspecgap_vars=0\nearlier=\nstdin={stdin}\n")
+    };
+    assert_eq!(text("first.out"), format!("{}status=3\n", expected_run("first")));
+    assert_eq!(text("first.err"), "to-stderr\n");
+    assert_eq!(text("second.out"), expected_run("second"));
+    assert_eq!(text("argv.out"), "a b||c'd|");
+    assert!(!evaluation.stderr_tail.contains(SECRET));
+    // Candidates wrote into their own copies only.
+    assert!(!pkg.workspace.join("left-behind.txt").exists());
+}
+
+#[test]
+fn candidate_timeout_is_reported_as_124() {
+    let pkg = package();
+    let script = r#"
+"$SPECGAP_CANDIDATE" sleep 100 2> err.txt
+s=$?
+echo "status=$s" >&2
+cat err.txt >&2
+echo '{"version":1,"reward":0.0}' > "$SPECGAP_OUT/result.json"
+"#;
+    let mut run = evaluator_run(pkg.dir.path(), &pkg.workspace, script, Duration::from_secs(30));
+    run.candidate_limits.timeout = Duration::from_millis(500);
+    let evaluation = evaluate(&run).unwrap();
+    assert_eq!(evaluation.stderr_tail, "status=124\nspecgap-candidate: timed out after 0.5 s\n");
+}
+
+#[test]
+fn non_zero_exit_is_an_evaluation_error() {
+    let pkg = package();
+    let run = evaluator_run(pkg.dir.path(), &pkg.workspace, "echo boom >&2\necho '{\"version\":1,\"reward\":1.0}' > $SPECGAP_OUT/result.json\nexit 3\n", Duration::from_secs(30));
+    match evaluate(&run) {
+        Err(EvalError::NonZeroExit { code, stderr_tail }) => {
+            assert_eq!(code, Some(3));
+            assert_eq!(stderr_tail, "boom\n");
+        }
+        other => panic!("expected NonZeroExit, got {other:?}"),
+    }
+}
+
+#[test]
+fn timeout_is_an_evaluation_error_and_kills_the_evaluator() {
+    let pkg = package();
+    let run = evaluator_run(pkg.dir.path(), &pkg.workspace, "echo waiting >&2\nsleep 918276\n", Duration::from_millis(700));
+    match evaluate(&run) {
+        Err(e @ EvalError::Timeout { .. }) => {
+            assert_eq!(e.stderr_tail(), "waiting\n");
+            assert_eq!(e.reason(), "timeout");
+            assert_eq!(e.to_string(), "evaluator timed out after 0.7 s");
+        }
+        other => panic!("expected Timeout, got {other:?}"),
+    }
+    assert_eq!(crate::support::processes_with("918276"), Vec::<u32>::new());
+}
+
+#[test]
+fn missing_result_is_an_evaluation_error() {
+    let pkg = package();
+    let run = evaluator_run(pkg.dir.path(), &pkg.workspace, "echo nothing written >&2\n", Duration::from_secs(30));
+    match evaluate(&run) {
+        Err(EvalError::MissingResult { stderr_tail }) => assert_eq!(stderr_tail, "nothing written\n"),
+        other => panic!("expected MissingResult, got {other:?}"),
+    }
+}
+
+#[test]
+fn malformed_result_carries_serdes_message() {
+    let pkg = package();
+    let bad = r#"{"version": 1, "reward": "high"}"#;
+    let run = evaluator_run(pkg.dir.path(), &pkg.workspace, &format!("echo writing >&2\necho '{bad}' > $SPECGAP_OUT/result.json\n"), Duration::from_secs(30));
+    let serde_message = serde_json::from_str::<EvalResult>(&format!("{bad}\n")).unwrap_err().to_string();
+    match evaluate(&run) {
+        Err(EvalError::MalformedResult { message, stderr_tail }) => {
+            assert_eq!(message, serde_message);
+            assert_eq!(stderr_tail, "writing\n");
+        }
+        other => panic!("expected MalformedResult, got {other:?}"),
+    }
+}
+
+#[test]
+fn unknown_and_missing_requirement_ids_are_evaluation_errors() {
+    let pkg = package();
+    let script = "echo checked >&2\necho '{\"version\":1,\"requirements\":{\"a\":{\"pass\":true},\"z\":{\"pass\":false}}}' > $SPECGAP_OUT/result.json\n";
+    let mut run = evaluator_run(pkg.dir.path(), &pkg.workspace, script, Duration::from_secs(30));
+    run.requirement_ids = vec!["a".into(), "z-other".into()];
+    match evaluate(&run) {
+        Err(EvalError::InvalidResult { problem, stderr_tail }) => {
+            assert_eq!(problem, ResultProblem::UnknownRequirement("z".into()));
+            assert_eq!(stderr_tail, "checked\n");
+        }
+        other => panic!("expected InvalidResult, got {other:?}"),
+    }
+    run.requirement_ids = vec!["a".into(), "b".into(), "z".into()];
+    match evaluate(&run) {
+        Err(EvalError::InvalidResult { problem, .. }) => assert_eq!(problem, ResultProblem::MissingRequirement("b".into())),
+        other => panic!("expected InvalidResult, got {other:?}"),
+    }
+}
+
+#[test]
+fn stderr_tail_is_the_last_2048_bytes() {
+    let pkg = package();
+    let run = evaluator_run(pkg.dir.path(), &pkg.workspace, "seq 1 3000 >&2\nexit 1\n", Duration::from_secs(30));
+    let full: String = (1..=3000).map(|i| format!("{i}\n")).collect();
+    let err = evaluate(&run).unwrap_err();
+    assert_eq!(err.stderr_tail(), &full[full.len() - 2048..]);
+}

@@ -1,0 +1,81 @@
+//! Helpers shared by the integration tests.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use specgap_sandbox::{CommandOutput, CommandSpec, HostView, SandboxConfig, run};
+
+/// Writes `files` (path, content) under `root`, creating parents.
+pub fn write_tree(root: &Path, files: &[(&str, &str)]) {
+    for (path, content) in files {
+        let full = root.join(path);
+        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+        std::fs::write(&full, content).unwrap();
+    }
+}
+
+/// Makes `path` executable.
+pub fn make_executable(path: &Path) {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A host view with nothing but the system directories.
+pub fn system_host() -> HostView {
+    HostView::system().unwrap()
+}
+
+/// The default (enabled) sandbox.
+pub fn sandbox() -> SandboxConfig {
+    SandboxConfig::default()
+}
+
+/// Runs `command` with `workspace` as /workspace, 30 s timeout.
+pub fn sh(workspace: &Path, command: &str) -> CommandOutput {
+    let spec = CommandSpec::shell(command, workspace).timeout(Duration::from_secs(30));
+    run(&spec, &system_host(), &sandbox()).unwrap()
+}
+
+/// A package-like layout on the host: `pkg/workspace` next to private `evaluator/`,
+/// `solutions/` and `requirements.toml`, each holding `secret` in its content.
+pub struct Package {
+    pub dir: tempfile::TempDir,
+    pub workspace: PathBuf,
+}
+
+/// The secret string planted in every private file.
+pub const SECRET: &str = "SECRET-7f3a9d-private";
+
+pub fn package() -> Package {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write_tree(
+        root,
+        &[
+            ("evaluator/expected-7f3a9d.txt", SECRET),
+            ("solutions/gold/answer-7f3a9d.txt", SECRET),
+            ("requirements.toml", SECRET),
+            ("workspace/notes.txt", "public notes\n"),
+        ],
+    );
+    let workspace = root.join("workspace");
+    Package { dir, workspace }
+}
+
+/// Pids of host processes whose command line contains `needle`.
+pub fn processes_with(needle: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        if pid == std::process::id() {
+            continue;
+        }
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if text.contains(needle) {
+                found.push(pid);
+            }
+        }
+    }
+    found
+}

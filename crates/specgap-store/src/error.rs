@@ -1,0 +1,204 @@
+//! The one error type of the store: every failure names the file, episode or field concerned.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong while creating, writing, reading or merging a run store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A file operation failed; `fs_err` errors already name the path.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+
+    /// An SQLite statement failed on `results.sqlite`.
+    #[error("sqlite error on {path}")]
+    Sqlite {
+        /// The database file.
+        path: PathBuf,
+        /// The SQLite error.
+        #[source]
+        source: rusqlite::Error,
+    },
+
+    /// `run.toml` could not be parsed.
+    #[error("{path} is not a valid run configuration")]
+    ConfigParse {
+        /// The `run.toml` file.
+        path: PathBuf,
+        /// The parser's error.
+        #[source]
+        source: toml::de::Error,
+    },
+
+    /// The run configuration could not be written as TOML.
+    #[error("run configuration cannot be written as toml")]
+    ConfigSerialize(#[source] toml::ser::Error),
+
+    /// A directory expected to be a run has no `run.toml`.
+    #[error("{dir} is not a specgap run directory: expected run.toml and results.sqlite in it")]
+    NotAStore {
+        /// The directory.
+        dir: PathBuf,
+    },
+
+    /// `Store::create` was pointed at a non-empty directory that is not a run.
+    #[error("{dir} is not empty and is not a specgap run; expected an empty or new directory")]
+    NonEmptyDir {
+        /// The directory.
+        dir: PathBuf,
+    },
+
+    /// `Store::create` was pointed at a run of a different configuration.
+    #[error("{dir} holds a run of a different configuration: {difference}")]
+    ConfigMismatch {
+        /// The directory.
+        dir: PathBuf,
+        /// The first difference found, in words.
+        difference: String,
+    },
+
+    /// The database was written by a newer specgap.
+    #[error("{path} has schema version {found}; this specgap reads versions up to {supported}")]
+    SchemaTooNew {
+        /// The database file.
+        path: PathBuf,
+        /// `PRAGMA user_version` found.
+        found: i64,
+        /// The newest version this build knows.
+        supported: i64,
+    },
+
+    /// WAL journaling could not be switched on.
+    #[error("{path}: expected journal mode wal, sqlite reports `{mode}`")]
+    NotWal {
+        /// The database file.
+        path: PathBuf,
+        /// The journal mode SQLite reported.
+        mode: String,
+    },
+
+    /// A JSON value (result.json, a JSON column, a trajectory event) could not be written or read.
+    #[error("{what}: invalid json")]
+    Json {
+        /// What was being converted.
+        what: String,
+        /// The serde error.
+        #[source]
+        source: serde_json::Error,
+    },
+
+    /// A text column holds a value outside its documented set.
+    #[error("{table}.{column} holds `{value}`, which is not a known value")]
+    BadValue {
+        /// Table.
+        table: &'static str,
+        /// Column.
+        column: &'static str,
+        /// The stored text.
+        value: String,
+    },
+
+    /// `begin_episode` on an episode that already has a final result.
+    #[error("episode {id} is already {status}; reset it before running it again")]
+    AlreadyFinished {
+        /// Episode id.
+        id: String,
+        /// Its stored status.
+        status: String,
+    },
+
+    /// An operation named an episode the store does not have.
+    #[error("episode {id} is not in the store")]
+    UnknownEpisode {
+        /// Episode id.
+        id: String,
+    },
+
+    /// `finish` was called with a status that is not final.
+    #[error("episode {id}: expected a final status in finish, got `{status}`")]
+    NotFinal {
+        /// Episode id.
+        id: String,
+        /// The status given.
+        status: String,
+    },
+
+    /// A trajectory has a damaged frame before its end (a damaged last frame is tolerated).
+    #[error("{path}: zstd frame at byte {offset} cannot be decoded")]
+    TrajectoryFrame {
+        /// The trajectory file.
+        path: PathBuf,
+        /// Byte offset of the frame.
+        offset: u64,
+        /// The decoder's error.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// A trajectory frame decoded to something that is not one event line.
+    #[error("{path}: frame at byte {offset} is not one json event")]
+    TrajectoryEvent {
+        /// The trajectory file.
+        path: PathBuf,
+        /// Byte offset of the frame.
+        offset: u64,
+        /// The serde error.
+        #[source]
+        source: serde_json::Error,
+    },
+
+    /// `merge` was given no runs.
+    #[error("merge needs at least one run directory")]
+    MergeNoRuns,
+
+    /// `merge` was given an output directory that is not empty.
+    #[error("merge output {dir} is not empty; expected an empty or new directory")]
+    MergeOutputNotEmpty {
+        /// The output directory.
+        dir: PathBuf,
+    },
+
+    /// Two runs given to `merge` are not shards of the same run.
+    #[error("cannot merge {other} with {first}: {difference}")]
+    MergeMismatch {
+        /// The first run given.
+        first: PathBuf,
+        /// The run that differs from it.
+        other: PathBuf,
+        /// The first difference found, in words.
+        difference: String,
+    },
+
+    /// An episode appears in two runs with different results.
+    #[error("episode {id} has different results in {first} and {other} (table {table})")]
+    MergeConflict {
+        /// Episode id.
+        id: String,
+        /// The run where it was first seen.
+        first: PathBuf,
+        /// The run where it differs.
+        other: PathBuf,
+        /// The first table whose rows differ.
+        table: &'static str,
+    },
+}
+
+/// Attaches the database path to rusqlite errors.
+pub(crate) trait SqlContext<T> {
+    /// Converts an SQLite error into [`StoreError::Sqlite`] naming `path`.
+    fn at(self, path: &std::path::Path) -> Result<T, StoreError>;
+}
+
+impl<T> SqlContext<T> for Result<T, rusqlite::Error> {
+    fn at(self, path: &std::path::Path) -> Result<T, StoreError> {
+        self.map_err(|source| StoreError::Sqlite {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+}
+
+/// Wraps a serde_json error with what was being converted.
+pub(crate) fn json_error(what: impl Into<String>) -> impl FnOnce(serde_json::Error) -> StoreError {
+    let what = what.into();
+    move |source| StoreError::Json { what, source }
+}

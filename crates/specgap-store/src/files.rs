@@ -1,0 +1,51 @@
+//! Small file helpers: atomic writes, recursive copy and removal.
+
+use std::io::Write;
+use std::path::Path;
+
+use crate::error::StoreError;
+
+/// Writes `bytes` to `path` through `path.tmp` and a rename, so readers see the old file or
+/// the whole new one.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    let mut tmp_name = path.as_os_str().to_owned();
+    tmp_name.push(".tmp");
+    let tmp = std::path::PathBuf::from(tmp_name);
+    let mut file = fs_err::File::create(&tmp)?;
+    file.write_all(bytes)?;
+    file.sync_data()?;
+    drop(file);
+    fs_err::rename(&tmp, path)?;
+    Ok(())
+}
+
+/// Whether `dir` does not exist or has no entries.
+pub(crate) fn is_missing_or_empty(dir: &Path) -> Result<bool, StoreError> {
+    if !dir.exists() {
+        return Ok(true);
+    }
+    Ok(fs_err::read_dir(dir)?.next().is_none())
+}
+
+/// Removes `dir` and everything in it, if it exists.
+pub(crate) fn remove_dir_if_exists(dir: &Path) -> Result<(), StoreError> {
+    if dir.exists() {
+        fs_err::remove_dir_all(dir)?;
+    }
+    Ok(())
+}
+
+/// Copies the tree under `src` to `dst` (created), files and directories only.
+pub(crate) fn copy_dir(src: &Path, dst: &Path) -> Result<(), StoreError> {
+    fs_err::create_dir_all(dst)?;
+    for entry in fs_err::read_dir(src)? {
+        let entry = entry?;
+        let target = dst.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_dir(&entry.path(), &target)?;
+        } else {
+            fs_err::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,498 @@
+//! Plain structs for what goes into the store and what comes out of it, one per table
+//! (columns documented in `docs/store-schema.md`).
+
+use std::collections::BTreeMap;
+
+use specgap_protocol::event::Usage;
+use specgap_protocol::package::Family;
+use specgap_protocol::result::{
+    EvalResult, Scored, ScoringKind, Signature, TestOutcome, Violation,
+};
+use specgap_protocol::run::{EndReason, EpisodeKey};
+
+use crate::error::StoreError;
+
+/// Lifecycle status of an episode (`episodes.status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Status {
+    /// Begun and not finished: a crash or kill left it, or it is running now.
+    Running,
+    /// Ended normally (any scored end reason); counts in measures.
+    Finished,
+    /// The condition or start does not apply to the task (DESIGN §4).
+    NotApplicable,
+    /// Infrastructure failure after the run's retries (DESIGN §3); reported apart.
+    InfraError,
+    /// Evaluation error after retries (DESIGN §2); reported apart, never the agent's failure.
+    EvalError,
+    /// The run was interrupted (Ctrl-C) while the episode ran.
+    Interrupted,
+}
+
+impl Status {
+    /// The text stored in `episodes.status`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Running => "running",
+            Status::Finished => "finished",
+            Status::NotApplicable => "not_applicable",
+            Status::InfraError => "infra_error",
+            Status::EvalError => "eval_error",
+            Status::Interrupted => "interrupted",
+        }
+    }
+
+    /// Parses the stored text.
+    ///
+    /// # Errors
+    /// [`StoreError::BadValue`] for an unknown name.
+    pub fn parse(text: &str) -> Result<Self, StoreError> {
+        Ok(match text {
+            "running" => Status::Running,
+            "finished" => Status::Finished,
+            "not_applicable" => Status::NotApplicable,
+            "infra_error" => Status::InfraError,
+            "eval_error" => Status::EvalError,
+            "interrupted" => Status::Interrupted,
+            other => {
+                return Err(StoreError::BadValue {
+                    table: "episodes",
+                    column: "status",
+                    value: other.to_string(),
+                });
+            }
+        })
+    }
+
+    /// Whether `--resume` runs the episode again: unfinished (`running`, `interrupted`) and
+    /// infrastructure-failed episodes. Evaluation errors are kept: they point at the task's
+    /// evaluator, and a fixed evaluator changes the task hash and hence the episode key.
+    pub fn needs_rerun(self) -> bool {
+        matches!(
+            self,
+            Status::Running | Status::Interrupted | Status::InfraError
+        )
+    }
+}
+
+/// Who used a model (`usage.role`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Role {
+    /// The agent under test.
+    Agent,
+    /// The simulated owner / customer.
+    User,
+}
+
+impl Role {
+    /// The text stored in `usage.role`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Agent => "agent",
+            Role::User => "user",
+        }
+    }
+
+    pub(crate) fn parse(text: &str) -> Result<Self, StoreError> {
+        match text {
+            "agent" => Ok(Role::Agent),
+            "user" => Ok(Role::User),
+            other => Err(StoreError::BadValue {
+                table: "usage",
+                column: "role",
+                value: other.to_string(),
+            }),
+        }
+    }
+}
+
+/// Class of an episode error (`errors.class`), DESIGN §3 "Infrastructure failures".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ErrorClass {
+    /// Model service, sandbox start or other harness failure.
+    Infrastructure,
+    /// The evaluator failed to produce a valid `result.json` (DESIGN §2).
+    Evaluation,
+}
+
+impl ErrorClass {
+    /// The text stored in `errors.class`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::Infrastructure => "infrastructure",
+            ErrorClass::Evaluation => "evaluation",
+        }
+    }
+
+    pub(crate) fn parse(text: &str) -> Result<Self, StoreError> {
+        match text {
+            "infrastructure" => Ok(ErrorClass::Infrastructure),
+            "evaluation" => Ok(ErrorClass::Evaluation),
+            other => Err(StoreError::BadValue {
+                table: "errors",
+                column: "class",
+                value: other.to_string(),
+            }),
+        }
+    }
+}
+
+/// What the engine knows about an episode beyond its key, given to `begin_episode`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EpisodeMeta {
+    /// User spec (`relay`, `chat:<model>`); the key holds only its hash.
+    pub user: String,
+    /// Task family, for per-family breakdowns (seed 000 §4).
+    pub family: Family,
+    /// The task's scoring kind (DESIGN §2).
+    pub scoring_kind: ScoringKind,
+}
+
+/// One submission as the engine hands it to the store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubmissionRecord {
+    /// True for the automatic final submission of a budget or loop end (DESIGN §3.5).
+    pub automatic: bool,
+    /// True when the agent called `submit` itself (seed 001 App. D.1 "normally submitted").
+    pub agent_declared: bool,
+    /// The evaluator's `result.json`, when it produced one that parsed.
+    pub result: Option<EvalResult>,
+    /// Score and Success; `None` when the evaluation was not valid.
+    pub scored: Option<Scored>,
+    /// Highest-priority failing requirement, if any.
+    pub failing_requirement: Option<String>,
+    /// Evaluation error message, if any.
+    pub error: Option<String>,
+    /// The workspace diff against the starting base (binary-safe `git diff` text).
+    pub diff: String,
+}
+
+/// A question the agent asked with `ask_user`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Question {
+    /// 1-based agent turn in which it was asked.
+    pub turn: u32,
+    /// The question text as the agent wrote it.
+    pub text: String,
+    /// The reply the agent got.
+    pub answer: String,
+    /// Ids of the clarification targets the shared matching rule links to it (DESIGN §5).
+    pub matched_targets: Vec<String>,
+}
+
+/// A judge's verdict on one clarification target of an episode (seed 002 §4 coverage).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Judgement {
+    /// Judge name, e.g. `offline` (the shared matching rule) or `chat:<model>`.
+    pub judge: String,
+    /// Clarification target id.
+    pub target: String,
+    /// The judge's verdict, e.g. `covered` or `missed`.
+    pub verdict: String,
+    /// 0-based `questions.idx` values the judge linked to the target.
+    pub matched_question_indices: Vec<u32>,
+}
+
+/// An infrastructure or evaluation error met during an attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorRecord {
+    /// Infrastructure or evaluation.
+    pub class: ErrorClass,
+    /// What went wrong.
+    pub message: String,
+    /// Tail of the failing program's stderr (empty when none).
+    pub stderr_tail: String,
+    /// Whether the failure is deterministic (not retried more than once, DESIGN §3).
+    pub deterministic: bool,
+}
+
+/// What `finish` records about an ended episode.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EpisodeSummary {
+    /// Final status; `Running` is refused.
+    pub status: Status,
+    /// Why the episode ended, if it did.
+    pub end_reason: Option<EndReason>,
+    /// Agent turns taken.
+    pub turns: u32,
+    /// Tool calls made.
+    pub tool_calls: u32,
+    /// Wall-clock duration of the attempt in milliseconds.
+    pub wall_ms: u64,
+    /// Error message for `infra_error` / `eval_error` / `interrupted`.
+    pub error: Option<String>,
+}
+
+/// A row of `episodes`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EpisodeRow {
+    /// Episode id ([`EpisodeKey::id`]).
+    pub id: String,
+    /// Task name.
+    pub task: String,
+    /// Task content hash.
+    pub task_hash: String,
+    /// Agent spec.
+    pub agent: String,
+    /// Agent configuration hash.
+    pub agent_hash: String,
+    /// User spec.
+    pub user: String,
+    /// User configuration hash.
+    pub user_hash: String,
+    /// Canonical condition with overrides.
+    pub condition: String,
+    /// `clean` or `residual:<id>`.
+    pub start: String,
+    /// 0-based repeat.
+    pub repeat: u32,
+    /// Run seed.
+    pub seed: u64,
+    /// Task family.
+    pub family: Family,
+    /// Scoring kind.
+    pub scoring_kind: ScoringKind,
+    /// Lifecycle status.
+    pub status: Status,
+    /// Why it ended (`None` while running).
+    pub end_reason: Option<EndReason>,
+    /// Attempts begun (1 + restarts after infrastructure failures).
+    pub attempts: u32,
+    /// Submissions recorded in the final attempt.
+    pub submissions: u32,
+    /// Score of the last validly evaluated submission (`None` without one).
+    pub final_score: Option<f64>,
+    /// Success of the last validly evaluated submission.
+    pub final_success: Option<bool>,
+    /// Agent turns.
+    pub turns: u32,
+    /// Tool calls.
+    pub tool_calls: u32,
+    /// Wall-clock duration of the final attempt (ms; volatile).
+    pub wall_ms: u64,
+    /// Start of the final attempt, ms since the Unix epoch (volatile).
+    pub started_ts: u64,
+    /// End of the final attempt, ms since the Unix epoch (volatile; `None` while running).
+    pub ended_ts: Option<u64>,
+    /// Error message, if any.
+    pub error: Option<String>,
+}
+
+impl EpisodeRow {
+    /// The key this row was written for.
+    pub fn key(&self) -> EpisodeKey {
+        EpisodeKey {
+            task: self.task.clone(),
+            task_hash: self.task_hash.clone(),
+            agent: self.agent.clone(),
+            agent_hash: self.agent_hash.clone(),
+            user_hash: self.user_hash.clone(),
+            condition: self.condition.clone(),
+            start: self.start.clone(),
+            repeat: self.repeat,
+            seed: self.seed,
+        }
+    }
+}
+
+/// A row of `start_results`: the evaluator on a residual starting state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StartResultRow {
+    /// Episode id.
+    pub episode: String,
+    /// Residual state id (`residual:<id>` without the prefix).
+    pub state: String,
+    /// Reward reported, if any; tests, requirements and delivery are in their tables at k = 0.
+    pub reward: Option<f64>,
+}
+
+/// A row of `submissions`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubmissionRow {
+    /// Episode id.
+    pub episode: String,
+    /// 1-based submission number.
+    pub k: u32,
+    /// Automatic final submission.
+    pub automatic: bool,
+    /// The agent called `submit` itself.
+    pub agent_declared: bool,
+    /// The evaluation produced a scorable result.
+    pub valid_evaluation: bool,
+    /// Scoring kind used (`None` when not valid).
+    pub kind: Option<ScoringKind>,
+    /// Score (`None` when not valid).
+    pub score: Option<f64>,
+    /// Success (`None` when not valid).
+    pub success: Option<bool>,
+    /// `reward` as reported, whatever the kind.
+    pub reward: Option<f64>,
+    /// Highest-priority failing requirement.
+    pub failing_requirement: Option<String>,
+    /// Evaluation error message.
+    pub error: Option<String>,
+    /// Size of `workspace.diff` in bytes.
+    pub diff_bytes: u64,
+}
+
+/// A row of `requirement_outcomes`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequirementOutcomeRow {
+    /// Episode id.
+    pub episode: String,
+    /// Submission number; 0 is the starting state.
+    pub k: u32,
+    /// Requirement id.
+    pub requirement: String,
+    /// Whether it holds.
+    pub pass: bool,
+    /// Failure mode reported.
+    pub failure_mode: Option<String>,
+    /// Measured values.
+    pub measured: BTreeMap<String, serde_json::Value>,
+    /// Evaluator's free text.
+    pub detail: Option<String>,
+}
+
+/// A row of `tests`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TestRow {
+    /// Episode id.
+    pub episode: String,
+    /// Submission number; 0 is the starting state.
+    pub k: u32,
+    /// Test id.
+    pub test: String,
+    /// Outcome.
+    pub outcome: TestOutcome,
+}
+
+/// A row of `deliveries`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeliveryRow {
+    /// Episode id.
+    pub episode: String,
+    /// Submission number; 0 is the starting state.
+    pub k: u32,
+    /// Valid delivery.
+    pub valid: bool,
+    /// Raw objective.
+    pub objective: Option<f64>,
+    /// Zero-score signature (seed 002 §5.4).
+    pub signature: Option<Signature>,
+    /// Hard-constraint violations.
+    pub violations: Vec<Violation>,
+}
+
+/// A row of `questions`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuestionRow {
+    /// Episode id.
+    pub episode: String,
+    /// 0-based order in which the question was asked.
+    pub idx: u32,
+    /// The question.
+    pub question: Question,
+}
+
+/// A row of `judgements`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JudgementRow {
+    /// Episode id.
+    pub episode: String,
+    /// The judgement.
+    pub judgement: Judgement,
+}
+
+/// A row of `usage`: summed model usage of one role in one attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UsageRow {
+    /// Episode id.
+    pub episode: String,
+    /// 1-based attempt.
+    pub attempt: u32,
+    /// Agent or user model.
+    pub role: Role,
+    /// Summed usage.
+    pub usage: Usage,
+}
+
+/// A row of `errors`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorRow {
+    /// Episode id.
+    pub episode: String,
+    /// 1-based attempt.
+    pub attempt: u32,
+    /// 0-based order within the attempt.
+    pub idx: u32,
+    /// The error.
+    pub error: ErrorRecord,
+}
+
+/// A row of `not_applicable`: a (task, agent, condition, start) skipped by DESIGN §4.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct NotApplicableRow {
+    /// Task name.
+    pub task: String,
+    /// Agent spec.
+    pub agent: String,
+    /// Canonical condition.
+    pub condition: String,
+    /// Start.
+    pub start: String,
+    /// Why it does not apply, e.g. "no instruction.full.md".
+    pub reason: String,
+}
+
+/// Everything the store holds about one episode, for `show`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EpisodeDetail {
+    /// The episode row.
+    pub episode: EpisodeRow,
+    /// Residual start evaluation, if any.
+    pub start_result: Option<StartResultRow>,
+    /// Submissions by k.
+    pub submissions: Vec<SubmissionRow>,
+    /// Requirement outcomes by (k, requirement).
+    pub requirement_outcomes: Vec<RequirementOutcomeRow>,
+    /// Tests by (k, test).
+    pub tests: Vec<TestRow>,
+    /// Deliveries by k.
+    pub deliveries: Vec<DeliveryRow>,
+    /// Questions by idx.
+    pub questions: Vec<QuestionRow>,
+    /// Judgements by (judge, target).
+    pub judgements: Vec<JudgementRow>,
+    /// Usage by (attempt, role).
+    pub usage: Vec<UsageRow>,
+    /// Errors by (attempt, idx).
+    pub errors: Vec<ErrorRow>,
+}
+
+/// Every row of a store, for reports.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunRows {
+    /// Episodes by id.
+    pub episodes: Vec<EpisodeRow>,
+    /// Residual start evaluations by episode.
+    pub start_results: Vec<StartResultRow>,
+    /// Submissions by (episode, k).
+    pub submissions: Vec<SubmissionRow>,
+    /// Requirement outcomes by (episode, k, requirement).
+    pub requirement_outcomes: Vec<RequirementOutcomeRow>,
+    /// Tests by (episode, k, test).
+    pub tests: Vec<TestRow>,
+    /// Deliveries by (episode, k).
+    pub deliveries: Vec<DeliveryRow>,
+    /// Questions by (episode, idx).
+    pub questions: Vec<QuestionRow>,
+    /// Judgements by (episode, judge, target).
+    pub judgements: Vec<JudgementRow>,
+    /// Usage by (episode, attempt, role).
+    pub usage: Vec<UsageRow>,
+    /// Errors by (episode, attempt, idx).
+    pub errors: Vec<ErrorRow>,
+    /// Not-applicable combinations by (task, agent, condition, start).
+    pub not_applicable: Vec<NotApplicableRow>,
+}

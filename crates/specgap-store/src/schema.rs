@@ -1,0 +1,237 @@
+//! The SQLite schema of `results.sqlite`, its version and the migration rule
+//! (documented column by column in `docs/store-schema.md`).
+//!
+//! Migration rule: the version lives in `PRAGMA user_version`. Every schema change bumps
+//! [`SCHEMA_VERSION`] and appends one step to `MIGRATIONS` that turns version N−1 into N using
+//! only additive statements (new tables, new nullable or defaulted columns), so older stores
+//! open after an in-place upgrade and their rows keep their meaning. Opening a store whose
+//! version is newer than [`SCHEMA_VERSION`] is refused.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::Connection;
+
+use crate::error::{SqlContext, StoreError};
+
+/// Current schema version, stored in `PRAGMA user_version`.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// How long a writer waits for another connection's lock before failing (milliseconds).
+pub const BUSY_TIMEOUT_MS: u64 = 10_000;
+
+/// Migration steps: `MIGRATIONS[i]` turns version `i + 1` into `i + 2`. Empty at version 1.
+const MIGRATIONS: &[&str] = &[];
+
+/// Tables in dependency order (parents first), with the column naming the episode they belong
+/// to (`None` for run-level tables).
+pub(crate) const TABLES: &[(&str, Option<&str>)] = &[
+    ("episodes", Some("id")),
+    ("start_results", Some("episode")),
+    ("submissions", Some("episode")),
+    ("requirement_outcomes", Some("episode")),
+    ("tests", Some("episode")),
+    ("deliveries", Some("episode")),
+    ("questions", Some("episode")),
+    ("judgements", Some("episode")),
+    ("usage", Some("episode")),
+    ("errors", Some("episode")),
+    ("not_applicable", None),
+];
+
+/// Whether a column holds a wall-clock time or a duration, which differ between two runs of
+/// the same seed: by naming rule, every such column ends in `_ts` or `_ms`.
+pub fn is_volatile_column(name: &str) -> bool {
+    name.ends_with("_ts") || name.ends_with("_ms")
+}
+
+const SCHEMA_V1: &str = r#"
+CREATE TABLE episodes (
+    id              TEXT PRIMARY KEY,
+    task            TEXT NOT NULL,
+    task_hash       TEXT NOT NULL,
+    agent           TEXT NOT NULL,
+    agent_hash      TEXT NOT NULL,
+    user            TEXT NOT NULL,
+    user_hash       TEXT NOT NULL,
+    condition       TEXT NOT NULL,
+    start           TEXT NOT NULL,
+    repeat          INTEGER NOT NULL,
+    seed            TEXT NOT NULL,
+    family          TEXT NOT NULL,
+    scoring_kind    TEXT NOT NULL,
+    status          TEXT NOT NULL CHECK (status IN
+                        ('running','finished','not_applicable','infra_error','eval_error','interrupted')),
+    end_reason      TEXT,
+    attempts        INTEGER NOT NULL,
+    submissions     INTEGER NOT NULL DEFAULT 0,
+    final_score     REAL,
+    final_success   INTEGER,
+    turns           INTEGER NOT NULL DEFAULT 0,
+    tool_calls      INTEGER NOT NULL DEFAULT 0,
+    wall_ms         INTEGER NOT NULL DEFAULT 0,
+    started_ts      INTEGER NOT NULL,
+    ended_ts        INTEGER,
+    error           TEXT
+) STRICT;
+
+CREATE TABLE start_results (
+    episode         TEXT PRIMARY KEY REFERENCES episodes(id),
+    state           TEXT NOT NULL,
+    reward          REAL
+) STRICT;
+
+CREATE TABLE submissions (
+    episode             TEXT NOT NULL REFERENCES episodes(id),
+    k                   INTEGER NOT NULL CHECK (k >= 1),
+    automatic           INTEGER NOT NULL,
+    agent_declared      INTEGER NOT NULL,
+    valid_evaluation    INTEGER NOT NULL,
+    kind                TEXT,
+    score               REAL,
+    success             INTEGER,
+    reward              REAL,
+    failing_requirement TEXT,
+    error               TEXT,
+    diff_bytes          INTEGER NOT NULL,
+    PRIMARY KEY (episode, k)
+) STRICT;
+
+CREATE TABLE requirement_outcomes (
+    episode         TEXT NOT NULL REFERENCES episodes(id),
+    k               INTEGER NOT NULL CHECK (k >= 0),
+    requirement     TEXT NOT NULL,
+    pass            INTEGER NOT NULL,
+    failure_mode    TEXT,
+    measured        TEXT NOT NULL,
+    detail          TEXT,
+    PRIMARY KEY (episode, k, requirement)
+) STRICT;
+
+CREATE TABLE tests (
+    episode         TEXT NOT NULL REFERENCES episodes(id),
+    k               INTEGER NOT NULL CHECK (k >= 0),
+    test            TEXT NOT NULL,
+    outcome         TEXT NOT NULL CHECK (outcome IN ('pass','fail','error','skip')),
+    PRIMARY KEY (episode, k, test)
+) STRICT;
+
+CREATE TABLE deliveries (
+    episode         TEXT NOT NULL REFERENCES episodes(id),
+    k               INTEGER NOT NULL CHECK (k >= 0),
+    valid           INTEGER NOT NULL,
+    objective       REAL,
+    signature       TEXT,
+    violations      TEXT NOT NULL,
+    PRIMARY KEY (episode, k)
+) STRICT;
+
+CREATE TABLE questions (
+    episode         TEXT NOT NULL REFERENCES episodes(id),
+    idx             INTEGER NOT NULL CHECK (idx >= 0),
+    turn            INTEGER NOT NULL,
+    text            TEXT NOT NULL,
+    answer          TEXT NOT NULL,
+    matched_targets TEXT NOT NULL,
+    PRIMARY KEY (episode, idx)
+) STRICT;
+
+CREATE TABLE judgements (
+    episode                  TEXT NOT NULL REFERENCES episodes(id),
+    judge                    TEXT NOT NULL,
+    target                   TEXT NOT NULL,
+    verdict                  TEXT NOT NULL,
+    matched_question_indices TEXT NOT NULL,
+    PRIMARY KEY (episode, judge, target)
+) STRICT;
+
+CREATE TABLE usage (
+    episode          TEXT NOT NULL REFERENCES episodes(id),
+    attempt          INTEGER NOT NULL CHECK (attempt >= 1),
+    role             TEXT NOT NULL CHECK (role IN ('agent','user')),
+    input_tokens     INTEGER NOT NULL,
+    output_tokens    INTEGER NOT NULL,
+    cached_tokens    INTEGER NOT NULL,
+    reasoning_tokens INTEGER NOT NULL,
+    requests         INTEGER NOT NULL,
+    retries          INTEGER NOT NULL,
+    latency_ms       INTEGER NOT NULL,
+    cost_usd         REAL NOT NULL,
+    PRIMARY KEY (episode, attempt, role)
+) STRICT;
+
+CREATE TABLE errors (
+    episode          TEXT NOT NULL REFERENCES episodes(id),
+    attempt          INTEGER NOT NULL CHECK (attempt >= 1),
+    idx              INTEGER NOT NULL CHECK (idx >= 0),
+    class            TEXT NOT NULL CHECK (class IN ('infrastructure','evaluation')),
+    message          TEXT NOT NULL,
+    stderr_tail      TEXT NOT NULL,
+    deterministic    INTEGER NOT NULL,
+    PRIMARY KEY (episode, attempt, idx)
+) STRICT;
+
+CREATE TABLE not_applicable (
+    task            TEXT NOT NULL,
+    agent           TEXT NOT NULL,
+    condition       TEXT NOT NULL,
+    start           TEXT NOT NULL,
+    reason          TEXT NOT NULL,
+    PRIMARY KEY (task, agent, condition, start)
+) STRICT;
+
+CREATE INDEX episodes_by_status ON episodes(status);
+"#;
+
+/// Opens (creating if needed) `results.sqlite` at `path`: WAL journaling, foreign keys on,
+/// busy timeout [`BUSY_TIMEOUT_MS`], schema created or migrated to [`SCHEMA_VERSION`].
+///
+/// # Errors
+/// [`StoreError::Sqlite`], [`StoreError::NotWal`], [`StoreError::SchemaTooNew`].
+pub(crate) fn open_connection(path: &Path) -> Result<Connection, StoreError> {
+    let mut conn = Connection::open(path).at(path)?;
+    conn.busy_timeout(Duration::from_millis(BUSY_TIMEOUT_MS))
+        .at(path)?;
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+        .at(path)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(StoreError::NotWal {
+            path: path.to_path_buf(),
+            mode,
+        });
+    }
+    // NORMAL is durable against process crashes in WAL mode; only power loss can drop the
+    // last transactions, which a resume re-runs.
+    conn.pragma_update(None, "synchronous", "NORMAL").at(path)?;
+    conn.pragma_update(None, "foreign_keys", "ON").at(path)?;
+    migrate(&mut conn, path)?;
+    Ok(conn)
+}
+
+/// Brings the schema to [`SCHEMA_VERSION`] in one transaction.
+fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
+    let tx = conn
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .at(path)?;
+    let found: i64 = tx
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .at(path)?;
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::SchemaTooNew {
+            path: path.to_path_buf(),
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    if found == 0 {
+        tx.execute_batch(SCHEMA_V1).at(path)?;
+    } else {
+        for step in &MIGRATIONS[usize::try_from(found - 1).unwrap_or(0)..] {
+            tx.execute_batch(step).at(path)?;
+        }
+    }
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+        .at(path)?;
+    tx.commit().at(path)
+}

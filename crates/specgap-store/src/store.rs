@@ -1,0 +1,834 @@
+//! [`Store`]: one run directory — `run.toml`, `results.sqlite` and `episodes/`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, OptionalExtension, Row, params};
+use serde::de::DeserializeOwned;
+use specgap_protocol::run::{EpisodeKey, RunConfig};
+
+use crate::config::{self, EXACT};
+use crate::error::{SqlContext, StoreError, json_error};
+use crate::files;
+use crate::rows::*;
+use crate::schema::{self, TABLES};
+use crate::writer::EpisodeWriter;
+
+/// File name of the database inside a run directory.
+pub const RESULTS_DB: &str = "results.sqlite";
+
+/// Directory of per-episode files inside a run directory.
+pub const EPISODES_DIR: &str = "episodes";
+
+/// An open run store. Cheap to clone; clones share one SQLite connection behind a mutex, so
+/// a `Store` can be handed to every worker thread (writes are a few small statements per
+/// event of interest, so one serialized connection is not a bottleneck, and it avoids
+/// `SQLITE_BUSY` between our own writers). Other processes (`specgap show` during a run) read
+/// concurrently thanks to WAL mode.
+#[derive(Debug, Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    dir: PathBuf,
+    db_path: PathBuf,
+    config: RunConfig,
+    conn: Mutex<Connection>,
+}
+
+impl Store {
+    /// Makes `dir` a run store for `config`: creates the directory, writes `run.toml`, creates
+    /// `results.sqlite` (schema [`schema::SCHEMA_VERSION`], WAL) and `episodes/`. When `dir`
+    /// already holds a run of exactly this configuration, that store is opened instead, so
+    /// creating and resuming are the same call.
+    ///
+    /// # Errors
+    /// [`StoreError::NonEmptyDir`] when `dir` has files but no `run.toml`;
+    /// [`StoreError::ConfigMismatch`] naming the first differing field when it holds another
+    /// configuration; file and SQLite errors.
+    pub fn create(dir: &Path, config: &RunConfig) -> Result<Store, StoreError> {
+        if dir.join(config::RUN_TOML).is_file() {
+            let existing = config::read_config(dir)?;
+            if let Some(difference) = config::config_difference(
+                &existing,
+                "the store",
+                config,
+                "the new configuration",
+                EXACT,
+            ) {
+                return Err(StoreError::ConfigMismatch {
+                    dir: dir.to_path_buf(),
+                    difference,
+                });
+            }
+            return Store::open(dir);
+        }
+        if !files::is_missing_or_empty(dir)? {
+            return Err(StoreError::NonEmptyDir {
+                dir: dir.to_path_buf(),
+            });
+        }
+        fs_err::create_dir_all(dir.join(EPISODES_DIR))?;
+        // run.toml first: a crash right after it leaves a store that `open` completes (the
+        // database is created on open), never a directory `create` would refuse.
+        config::write_config(dir, config)?;
+        Store::open(dir)
+    }
+
+    /// Opens the run store in `dir` (for resume, `show`, `report`), upgrading its schema in
+    /// place when it is older than this build's.
+    ///
+    /// # Errors
+    /// [`StoreError::NotAStore`] without `run.toml`; [`StoreError::ConfigParse`];
+    /// [`StoreError::SchemaTooNew`]; SQLite errors.
+    pub fn open(dir: &Path) -> Result<Store, StoreError> {
+        let config = config::read_config(dir)?;
+        fs_err::create_dir_all(dir.join(EPISODES_DIR))?;
+        let db_path = dir.join(RESULTS_DB);
+        let conn = schema::open_connection(&db_path)?;
+        Ok(Store::from_parts(dir, db_path, config, conn))
+    }
+
+    fn from_parts(dir: &Path, db_path: PathBuf, config: RunConfig, conn: Connection) -> Store {
+        let inner = Inner {
+            dir: dir.to_path_buf(),
+            db_path,
+            config,
+            conn: Mutex::new(conn),
+        };
+        Store {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// The run directory.
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// The resolved configuration from `run.toml`.
+    pub fn config(&self) -> &RunConfig {
+        &self.inner.config
+    }
+
+    /// Path of `results.sqlite`.
+    pub fn db_path(&self) -> &Path {
+        &self.inner.db_path
+    }
+
+    /// Directory of episode `id`: `DIR/episodes/<id>`.
+    pub fn episode_dir(&self, id: &str) -> PathBuf {
+        self.inner.dir.join(EPISODES_DIR).join(id)
+    }
+
+    /// Locks the shared connection. A panic in another thread while holding the lock cannot
+    /// leave a half transaction (rusqlite rolls back on drop), so a poisoned lock is reused.
+    pub(crate) fn conn(&self) -> MutexGuard<'_, Connection> {
+        self.inner
+            .conn
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Starts (or restarts) the episode of `key`: inserts its row or marks it `running` with
+    /// `attempts + 1`, clears every row of an earlier unfinished attempt except its `errors`
+    /// and `usage` (kept, keyed by attempt, as the record of what was retried and paid for),
+    /// and replaces its directory with an empty one holding a new trajectory file.
+    ///
+    /// Retrying within a run: record the attempt's errors, then either drop its writer or
+    /// finish it as `infra_error` / `eval_error`, and call `begin_episode` again; the next
+    /// attempt starts clean with `attempts + 1`.
+    ///
+    /// # Errors
+    /// [`StoreError::AlreadyFinished`] when the episode is `finished` or `not_applicable`: call
+    /// [`Store::reset_episode`] first to run it again.
+    pub fn begin_episode(
+        &self,
+        key: &EpisodeKey,
+        meta: &EpisodeMeta,
+    ) -> Result<EpisodeWriter, StoreError> {
+        let id = key.id();
+        let attempt = {
+            let path = self.db_path();
+            let mut conn = self.conn();
+            let tx = conn
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                .at(path)?;
+            let existing: Option<(String, u32)> = tx
+                .query_row(
+                    "SELECT status, attempts FROM episodes WHERE id = ?1",
+                    [&id],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .optional()
+                .at(path)?;
+            if let Some((status, _)) = &existing {
+                let status = Status::parse(status)?;
+                if matches!(status, Status::Finished | Status::NotApplicable) {
+                    return Err(StoreError::AlreadyFinished {
+                        id,
+                        status: status.as_str().to_string(),
+                    });
+                }
+                delete_attempt_rows(&tx, path, &id)?;
+            }
+            let attempt = existing.map_or(1, |(_, attempts)| attempts + 1);
+            upsert_running(&tx, path, &id, key, meta, attempt)?;
+            tx.commit().at(path)?;
+            attempt
+        };
+        let dir = self.episode_dir(&id);
+        files::remove_dir_if_exists(&dir)?;
+        fs_err::create_dir_all(&dir)?;
+        EpisodeWriter::new(self.clone(), id, key.start.clone(), attempt, dir)
+    }
+
+    /// The stored status of episode `id`, or `None` when it was never begun.
+    ///
+    /// # Errors
+    /// SQLite errors; [`StoreError::BadValue`] for an unknown status text.
+    pub fn episode_status(&self, id: &str) -> Result<Option<Status>, StoreError> {
+        let path = self.db_path();
+        let status: Option<String> = self
+            .conn()
+            .query_row("SELECT status FROM episodes WHERE id = ?1", [id], |r| {
+                r.get(0)
+            })
+            .optional()
+            .at(path)?;
+        status.as_deref().map(Status::parse).transpose()
+    }
+
+    /// Ids (sorted) of the episodes `--resume` runs again: status running, interrupted or
+    /// infra_error ([`Status::needs_rerun`]).
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn unfinished_or_failed(&self) -> Result<Vec<String>, StoreError> {
+        let path = self.db_path();
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare("SELECT id FROM episodes WHERE status IN ('running','interrupted','infra_error') ORDER BY id")
+            .at(path)?;
+        let ids = stmt
+            .query_map([], |r| r.get(0))
+            .at(path)?
+            .collect::<Result<Vec<String>, _>>()
+            .at(path)?;
+        Ok(ids)
+    }
+
+    /// Deletes every row of episode `id` (all attempts) and its directory. Deleting an
+    /// episode that is not there is not an error.
+    ///
+    /// # Errors
+    /// SQLite and file errors.
+    pub fn reset_episode(&self, id: &str) -> Result<(), StoreError> {
+        {
+            let path = self.db_path();
+            let mut conn = self.conn();
+            let tx = conn.transaction().at(path)?;
+            for (table, column) in TABLES.iter().rev() {
+                if let Some(column) = column {
+                    tx.execute(&format!("DELETE FROM {table} WHERE {column} = ?1"), [id])
+                        .at(path)?;
+                }
+            }
+            tx.commit().at(path)?;
+        }
+        files::remove_dir_if_exists(&self.episode_dir(id))
+    }
+
+    /// Records that a (task, agent, condition, start) does not apply (DESIGN §4); recording
+    /// the same combination again replaces the reason.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn record_not_applicable(&self, row: &NotApplicableRow) -> Result<(), StoreError> {
+        self.conn()
+            .execute(
+                "INSERT OR REPLACE INTO not_applicable (task, agent, condition, start, reason) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![row.task, row.agent, row.condition, row.start, row.reason],
+            )
+            .at(self.db_path())?;
+        Ok(())
+    }
+
+    /// Records (or replaces) a judge's verdict on one clarification target of episode `id`.
+    /// Usable after the episode finished (an offline judge run at report time).
+    ///
+    /// # Errors
+    /// [`StoreError::UnknownEpisode`] when the episode is not in the store; SQLite errors.
+    pub fn record_judgement(&self, id: &str, judgement: &Judgement) -> Result<(), StoreError> {
+        let indices = serde_json::to_string(&judgement.matched_question_indices)
+            .map_err(json_error("judgements.matched_question_indices"))?;
+        let path = self.db_path();
+        let conn = self.conn();
+        let known: Option<i64> = conn
+            .query_row("SELECT 1 FROM episodes WHERE id = ?1", [id], |r| r.get(0))
+            .optional()
+            .at(path)?;
+        if known.is_none() {
+            return Err(StoreError::UnknownEpisode { id: id.to_string() });
+        }
+        conn.execute(
+            "INSERT OR REPLACE INTO judgements (episode, judge, target, verdict, matched_question_indices)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![id, judgement.judge, judgement.target, judgement.verdict, indices],
+        )
+        .at(path)?;
+        Ok(())
+    }
+
+    /// Every table's rows rendered as text, sorted, keyed by table name: for comparing two
+    /// stores table by table (determinism tests, merge checks). With `exclude_volatile`,
+    /// wall-clock and duration columns (names ending `_ts` or `_ms`) are left out, so two runs
+    /// of the same seed compare equal. NULL renders as `NULL`, reals in shortest round-trip
+    /// form, blobs as hex.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn dump_tables(
+        &self,
+        exclude_volatile: bool,
+    ) -> Result<BTreeMap<String, Vec<Vec<String>>>, StoreError> {
+        let path = self.db_path();
+        let conn = self.conn();
+        let mut out = BTreeMap::new();
+        for (table, _) in TABLES {
+            let mut stmt = conn.prepare(&format!("SELECT * FROM {table}")).at(path)?;
+            let keep: Vec<usize> = stmt
+                .column_names()
+                .iter()
+                .enumerate()
+                .filter(|(_, name)| !(exclude_volatile && schema::is_volatile_column(name)))
+                .map(|(i, _)| i)
+                .collect();
+            let mut rows = stmt.query([]).at(path)?;
+            let mut rendered = Vec::new();
+            while let Some(row) = rows.next().at(path)? {
+                let mut cells = Vec::with_capacity(keep.len());
+                for &i in &keep {
+                    cells.push(render_value(row.get_ref(i).at(path)?));
+                }
+                rendered.push(cells);
+            }
+            rendered.sort();
+            out.insert((*table).to_string(), rendered);
+        }
+        Ok(out)
+    }
+
+    /// All episode rows, by id.
+    ///
+    /// # Errors
+    /// SQLite errors; [`StoreError::BadValue`] for unknown enum texts.
+    pub fn episodes(&self) -> Result<Vec<EpisodeRow>, StoreError> {
+        self.select(EPISODE_SELECT, "id", None, "id", episode_row)
+    }
+
+    /// The row of episode `id`, if present.
+    ///
+    /// # Errors
+    /// As [`Store::episodes`].
+    pub fn episode(&self, id: &str) -> Result<Option<EpisodeRow>, StoreError> {
+        Ok(self
+            .select(EPISODE_SELECT, "id", Some(id), "id", episode_row)?
+            .into_iter()
+            .next())
+    }
+
+    /// All residual start evaluations, by episode.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn start_results(&self) -> Result<Vec<StartResultRow>, StoreError> {
+        self.start_results_of(None)
+    }
+
+    /// All submissions, by (episode, k).
+    ///
+    /// # Errors
+    /// SQLite errors; [`StoreError::BadValue`].
+    pub fn submissions(&self) -> Result<Vec<SubmissionRow>, StoreError> {
+        self.submissions_of(None)
+    }
+
+    /// All requirement outcomes, by (episode, k, requirement).
+    ///
+    /// # Errors
+    /// SQLite errors; [`StoreError::Json`] for a damaged `measured`.
+    pub fn requirement_outcomes(&self) -> Result<Vec<RequirementOutcomeRow>, StoreError> {
+        self.requirement_outcomes_of(None)
+    }
+
+    /// All test outcomes, by (episode, k, test).
+    ///
+    /// # Errors
+    /// SQLite errors; [`StoreError::BadValue`].
+    pub fn tests(&self) -> Result<Vec<TestRow>, StoreError> {
+        self.tests_of(None)
+    }
+
+    /// All delivery verdicts, by (episode, k).
+    ///
+    /// # Errors
+    /// SQLite errors; [`StoreError::BadValue`]; [`StoreError::Json`].
+    pub fn deliveries(&self) -> Result<Vec<DeliveryRow>, StoreError> {
+        self.deliveries_of(None)
+    }
+
+    /// All questions, by (episode, idx).
+    ///
+    /// # Errors
+    /// SQLite errors; [`StoreError::Json`].
+    pub fn questions(&self) -> Result<Vec<QuestionRow>, StoreError> {
+        self.questions_of(None)
+    }
+
+    /// All judgements, by (episode, judge, target).
+    ///
+    /// # Errors
+    /// SQLite errors; [`StoreError::Json`].
+    pub fn judgements(&self) -> Result<Vec<JudgementRow>, StoreError> {
+        self.judgements_of(None)
+    }
+
+    /// All usage rows, by (episode, attempt, role).
+    ///
+    /// # Errors
+    /// SQLite errors; [`StoreError::BadValue`].
+    pub fn usage(&self) -> Result<Vec<UsageRow>, StoreError> {
+        self.usage_of(None)
+    }
+
+    /// All error rows, by (episode, attempt, idx).
+    ///
+    /// # Errors
+    /// SQLite errors; [`StoreError::BadValue`].
+    pub fn errors(&self) -> Result<Vec<ErrorRow>, StoreError> {
+        self.errors_of(None)
+    }
+
+    /// All not-applicable combinations, by (task, agent, condition, start).
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn not_applicable(&self) -> Result<Vec<NotApplicableRow>, StoreError> {
+        let sql = "SELECT task, agent, condition, start, reason FROM not_applicable";
+        self.select(
+            sql,
+            "task",
+            None,
+            "task, agent, condition, start",
+            |r, path| {
+                Ok(NotApplicableRow {
+                    task: r.get(0).at(path)?,
+                    agent: r.get(1).at(path)?,
+                    condition: r.get(2).at(path)?,
+                    start: r.get(3).at(path)?,
+                    reason: r.get(4).at(path)?,
+                })
+            },
+        )
+    }
+
+    /// Every row of the store, for reports.
+    ///
+    /// # Errors
+    /// As the per-table readers.
+    pub fn rows(&self) -> Result<RunRows, StoreError> {
+        Ok(RunRows {
+            episodes: self.episodes()?,
+            start_results: self.start_results()?,
+            submissions: self.submissions()?,
+            requirement_outcomes: self.requirement_outcomes()?,
+            tests: self.tests()?,
+            deliveries: self.deliveries()?,
+            questions: self.questions()?,
+            judgements: self.judgements()?,
+            usage: self.usage()?,
+            errors: self.errors()?,
+            not_applicable: self.not_applicable()?,
+        })
+    }
+
+    /// Everything about episode `id`, or `None` when it is not in the store (for `show`).
+    ///
+    /// # Errors
+    /// As the per-table readers.
+    pub fn episode_detail(&self, id: &str) -> Result<Option<EpisodeDetail>, StoreError> {
+        let Some(episode) = self.episode(id)? else {
+            return Ok(None);
+        };
+        let filter = Some(id);
+        Ok(Some(EpisodeDetail {
+            episode,
+            start_result: self.start_results_of(filter)?.into_iter().next(),
+            submissions: self.submissions_of(filter)?,
+            requirement_outcomes: self.requirement_outcomes_of(filter)?,
+            tests: self.tests_of(filter)?,
+            deliveries: self.deliveries_of(filter)?,
+            questions: self.questions_of(filter)?,
+            judgements: self.judgements_of(filter)?,
+            usage: self.usage_of(filter)?,
+            errors: self.errors_of(filter)?,
+        }))
+    }
+
+    fn start_results_of(&self, filter: Option<&str>) -> Result<Vec<StartResultRow>, StoreError> {
+        self.select(
+            "SELECT episode, state, reward FROM start_results",
+            "episode",
+            filter,
+            "episode",
+            |r, path| {
+                Ok(StartResultRow {
+                    episode: r.get(0).at(path)?,
+                    state: r.get(1).at(path)?,
+                    reward: r.get(2).at(path)?,
+                })
+            },
+        )
+    }
+
+    fn submissions_of(&self, filter: Option<&str>) -> Result<Vec<SubmissionRow>, StoreError> {
+        let sql = "SELECT episode, k, automatic, agent_declared, valid_evaluation, kind, score, success, reward,
+                          failing_requirement, error, diff_bytes FROM submissions";
+        self.select(sql, "episode", filter, "episode, k", |r, path| {
+            let kind: Option<String> = r.get(5).at(path)?;
+            Ok(SubmissionRow {
+                episode: r.get(0).at(path)?,
+                k: r.get(1).at(path)?,
+                automatic: r.get(2).at(path)?,
+                agent_declared: r.get(3).at(path)?,
+                valid_evaluation: r.get(4).at(path)?,
+                kind: kind
+                    .map(|k| parse_enum("submissions", "kind", k))
+                    .transpose()?,
+                score: r.get(6).at(path)?,
+                success: r.get(7).at(path)?,
+                reward: r.get(8).at(path)?,
+                failing_requirement: r.get(9).at(path)?,
+                error: r.get(10).at(path)?,
+                diff_bytes: r.get(11).at(path)?,
+            })
+        })
+    }
+
+    fn requirement_outcomes_of(
+        &self,
+        filter: Option<&str>,
+    ) -> Result<Vec<RequirementOutcomeRow>, StoreError> {
+        let sql = "SELECT episode, k, requirement, pass, failure_mode, measured, detail FROM requirement_outcomes";
+        self.select(
+            sql,
+            "episode",
+            filter,
+            "episode, k, requirement",
+            |r, path| {
+                let measured: String = r.get(5).at(path)?;
+                Ok(RequirementOutcomeRow {
+                    episode: r.get(0).at(path)?,
+                    k: r.get(1).at(path)?,
+                    requirement: r.get(2).at(path)?,
+                    pass: r.get(3).at(path)?,
+                    failure_mode: r.get(4).at(path)?,
+                    measured: serde_json::from_str(&measured)
+                        .map_err(json_error("requirement_outcomes.measured"))?,
+                    detail: r.get(6).at(path)?,
+                })
+            },
+        )
+    }
+
+    fn tests_of(&self, filter: Option<&str>) -> Result<Vec<TestRow>, StoreError> {
+        self.select(
+            "SELECT episode, k, test, outcome FROM tests",
+            "episode",
+            filter,
+            "episode, k, test",
+            |r, path| {
+                Ok(TestRow {
+                    episode: r.get(0).at(path)?,
+                    k: r.get(1).at(path)?,
+                    test: r.get(2).at(path)?,
+                    outcome: parse_enum("tests", "outcome", r.get::<_, String>(3).at(path)?)?,
+                })
+            },
+        )
+    }
+
+    fn deliveries_of(&self, filter: Option<&str>) -> Result<Vec<DeliveryRow>, StoreError> {
+        let sql = "SELECT episode, k, valid, objective, signature, violations FROM deliveries";
+        self.select(sql, "episode", filter, "episode, k", |r, path| {
+            let signature: Option<String> = r.get(4).at(path)?;
+            let violations: String = r.get(5).at(path)?;
+            Ok(DeliveryRow {
+                episode: r.get(0).at(path)?,
+                k: r.get(1).at(path)?,
+                valid: r.get(2).at(path)?,
+                objective: r.get(3).at(path)?,
+                signature: signature
+                    .map(|s| parse_enum("deliveries", "signature", s))
+                    .transpose()?,
+                violations: serde_json::from_str(&violations)
+                    .map_err(json_error("deliveries.violations"))?,
+            })
+        })
+    }
+
+    fn questions_of(&self, filter: Option<&str>) -> Result<Vec<QuestionRow>, StoreError> {
+        let sql = "SELECT episode, idx, turn, text, answer, matched_targets FROM questions";
+        self.select(sql, "episode", filter, "episode, idx", |r, path| {
+            let matched: String = r.get(5).at(path)?;
+            Ok(QuestionRow {
+                episode: r.get(0).at(path)?,
+                idx: r.get(1).at(path)?,
+                question: Question {
+                    turn: r.get(2).at(path)?,
+                    text: r.get(3).at(path)?,
+                    answer: r.get(4).at(path)?,
+                    matched_targets: serde_json::from_str(&matched)
+                        .map_err(json_error("questions.matched_targets"))?,
+                },
+            })
+        })
+    }
+
+    fn judgements_of(&self, filter: Option<&str>) -> Result<Vec<JudgementRow>, StoreError> {
+        let sql =
+            "SELECT episode, judge, target, verdict, matched_question_indices FROM judgements";
+        self.select(
+            sql,
+            "episode",
+            filter,
+            "episode, judge, target",
+            |r, path| {
+                let indices: String = r.get(4).at(path)?;
+                Ok(JudgementRow {
+                    episode: r.get(0).at(path)?,
+                    judgement: Judgement {
+                        judge: r.get(1).at(path)?,
+                        target: r.get(2).at(path)?,
+                        verdict: r.get(3).at(path)?,
+                        matched_question_indices: serde_json::from_str(&indices)
+                            .map_err(json_error("judgements.matched_question_indices"))?,
+                    },
+                })
+            },
+        )
+    }
+
+    fn usage_of(&self, filter: Option<&str>) -> Result<Vec<UsageRow>, StoreError> {
+        let sql = "SELECT episode, attempt, role, input_tokens, output_tokens, cached_tokens, reasoning_tokens,
+                          requests, retries, latency_ms, cost_usd FROM usage";
+        self.select(
+            sql,
+            "episode",
+            filter,
+            "episode, attempt, role",
+            |r, path| {
+                Ok(UsageRow {
+                    episode: r.get(0).at(path)?,
+                    attempt: r.get(1).at(path)?,
+                    role: Role::parse(&r.get::<_, String>(2).at(path)?)?,
+                    usage: specgap_protocol::event::Usage {
+                        input_tokens: r.get(3).at(path)?,
+                        output_tokens: r.get(4).at(path)?,
+                        cached_tokens: r.get(5).at(path)?,
+                        reasoning_tokens: r.get(6).at(path)?,
+                        requests: r.get(7).at(path)?,
+                        retries: r.get(8).at(path)?,
+                        latency_ms: r.get(9).at(path)?,
+                        cost_usd: r.get(10).at(path)?,
+                    },
+                })
+            },
+        )
+    }
+
+    fn errors_of(&self, filter: Option<&str>) -> Result<Vec<ErrorRow>, StoreError> {
+        let sql =
+            "SELECT episode, attempt, idx, class, message, stderr_tail, deterministic FROM errors";
+        self.select(
+            sql,
+            "episode",
+            filter,
+            "episode, attempt, idx",
+            |r, path| {
+                Ok(ErrorRow {
+                    episode: r.get(0).at(path)?,
+                    attempt: r.get(1).at(path)?,
+                    idx: r.get(2).at(path)?,
+                    error: ErrorRecord {
+                        class: ErrorClass::parse(&r.get::<_, String>(3).at(path)?)?,
+                        message: r.get(4).at(path)?,
+                        stderr_tail: r.get(5).at(path)?,
+                        deterministic: r.get(6).at(path)?,
+                    },
+                })
+            },
+        )
+    }
+
+    /// Runs `sql` (a SELECT without WHERE), optionally restricted to `filter_column = filter`,
+    /// ordered by `order`, mapping each row.
+    fn select<T>(
+        &self,
+        sql: &str,
+        filter_column: &str,
+        filter: Option<&str>,
+        order: &str,
+        map: impl Fn(&Row<'_>, &Path) -> Result<T, StoreError>,
+    ) -> Result<Vec<T>, StoreError> {
+        let path = self.db_path();
+        let conn = self.conn();
+        let full = match filter {
+            Some(_) => format!("{sql} WHERE {filter_column} = ?1 ORDER BY {order}"),
+            None => format!("{sql} ORDER BY {order}"),
+        };
+        let mut stmt = conn.prepare(&full).at(path)?;
+        let mut rows = match filter {
+            Some(value) => stmt.query([value]).at(path)?,
+            None => stmt.query([]).at(path)?,
+        };
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().at(path)? {
+            out.push(map(row, path)?);
+        }
+        Ok(out)
+    }
+}
+
+const EPISODE_SELECT: &str = "SELECT id, task, task_hash, agent, agent_hash, user, user_hash, condition, start,
+    repeat, seed, family, scoring_kind, status, end_reason, attempts, submissions, final_score, final_success,
+    turns, tool_calls, wall_ms, started_ts, ended_ts, error FROM episodes";
+
+fn episode_row(r: &Row<'_>, path: &Path) -> Result<EpisodeRow, StoreError> {
+    let seed: String = r.get(10).at(path)?;
+    let end_reason: Option<String> = r.get(14).at(path)?;
+    Ok(EpisodeRow {
+        id: r.get(0).at(path)?,
+        task: r.get(1).at(path)?,
+        task_hash: r.get(2).at(path)?,
+        agent: r.get(3).at(path)?,
+        agent_hash: r.get(4).at(path)?,
+        user: r.get(5).at(path)?,
+        user_hash: r.get(6).at(path)?,
+        condition: r.get(7).at(path)?,
+        start: r.get(8).at(path)?,
+        repeat: r.get(9).at(path)?,
+        seed: seed.parse().map_err(|_| StoreError::BadValue {
+            table: "episodes",
+            column: "seed",
+            value: seed.clone(),
+        })?,
+        family: parse_enum("episodes", "family", r.get::<_, String>(11).at(path)?)?,
+        scoring_kind: parse_enum("episodes", "scoring_kind", r.get::<_, String>(12).at(path)?)?,
+        status: Status::parse(&r.get::<_, String>(13).at(path)?)?,
+        end_reason: end_reason
+            .map(|e| parse_enum("episodes", "end_reason", e))
+            .transpose()?,
+        attempts: r.get(15).at(path)?,
+        submissions: r.get(16).at(path)?,
+        final_score: r.get(17).at(path)?,
+        final_success: r.get(18).at(path)?,
+        turns: r.get(19).at(path)?,
+        tool_calls: r.get(20).at(path)?,
+        wall_ms: r.get(21).at(path)?,
+        started_ts: r.get(22).at(path)?,
+        ended_ts: r.get(23).at(path)?,
+        error: r.get(24).at(path)?,
+    })
+}
+
+/// Parses a snake_case / lowercase enum name through its serde form.
+fn parse_enum<T: DeserializeOwned>(
+    table: &'static str,
+    column: &'static str,
+    text: String,
+) -> Result<T, StoreError> {
+    serde_json::from_value(serde_json::Value::String(text.clone())).map_err(|_| {
+        StoreError::BadValue {
+            table,
+            column,
+            value: text,
+        }
+    })
+}
+
+/// Deletes the rows an attempt writes, except `errors` and `usage`, which are kept per attempt.
+fn delete_attempt_rows(
+    tx: &rusqlite::Transaction<'_>,
+    path: &Path,
+    id: &str,
+) -> Result<(), StoreError> {
+    for table in [
+        "start_results",
+        "submissions",
+        "requirement_outcomes",
+        "tests",
+        "deliveries",
+        "questions",
+        "judgements",
+    ] {
+        tx.execute(&format!("DELETE FROM {table} WHERE episode = ?1"), [id])
+            .at(path)?;
+    }
+    Ok(())
+}
+
+fn upsert_running(
+    tx: &rusqlite::Transaction<'_>,
+    path: &Path,
+    id: &str,
+    key: &EpisodeKey,
+    meta: &EpisodeMeta,
+    attempt: u32,
+) -> Result<(), StoreError> {
+    tx.execute(
+        "INSERT INTO episodes (id, task, task_hash, agent, agent_hash, user, user_hash, condition, start, repeat,
+                               seed, family, scoring_kind, status, attempts, started_ts)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 'running', ?14, ?15)
+         ON CONFLICT(id) DO UPDATE SET
+            user = excluded.user, family = excluded.family, scoring_kind = excluded.scoring_kind,
+            status = 'running', end_reason = NULL, attempts = excluded.attempts, submissions = 0,
+            final_score = NULL, final_success = NULL, turns = 0, tool_calls = 0, wall_ms = 0,
+            started_ts = excluded.started_ts, ended_ts = NULL, error = NULL",
+        params![
+            id,
+            key.task,
+            key.task_hash,
+            key.agent,
+            key.agent_hash,
+            meta.user,
+            key.user_hash,
+            key.condition,
+            key.start,
+            key.repeat,
+            key.seed.to_string(),
+            meta.family.as_str(),
+            meta.scoring_kind.as_str(),
+            attempt,
+            crate::writer::now_ms(),
+        ],
+    )
+    .at(path)?;
+    Ok(())
+}
+
+/// Renders one SQLite value for [`Store::dump_tables`].
+pub(crate) fn render_value(value: ValueRef<'_>) -> String {
+    match value {
+        ValueRef::Null => "NULL".to_string(),
+        ValueRef::Integer(i) => i.to_string(),
+        ValueRef::Real(f) => format!("{f:?}"),
+        ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
+        ValueRef::Blob(b) => b.iter().map(|byte| format!("{byte:02x}")).collect(),
+    }
+}

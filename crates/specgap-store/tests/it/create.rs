@@ -1,0 +1,143 @@
+//! Creating and opening stores: run.toml, WAL, schema version, refusals.
+
+use specgap_store::{SCHEMA_VERSION, Store};
+
+use crate::{config, run_episode};
+
+#[test]
+fn create_writes_run_toml_and_opens_it_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let cfg = config(7, Some([1, 2]));
+    let store = Store::create(&dir, &cfg).unwrap();
+    assert_eq!(store.config(), &cfg);
+    assert!(dir.join("episodes").is_dir());
+    drop(store);
+    let reopened = Store::open(&dir).unwrap();
+    assert_eq!(reopened.config(), &cfg);
+    let text = std::fs::read_to_string(dir.join("run.toml")).unwrap();
+    let parsed: specgap_protocol::run::RunConfig = toml::from_str(&text).unwrap();
+    assert_eq!(parsed, cfg);
+}
+
+#[test]
+fn database_is_in_wal_mode_with_schema_version() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::create(tmp.path(), &config(7, None)).unwrap();
+    let conn = rusqlite::Connection::open(store.db_path()).unwrap();
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, 1);
+    assert_eq!(SCHEMA_VERSION, 1);
+}
+
+#[test]
+fn create_refuses_a_non_empty_directory_that_is_not_a_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("notes.txt"), "mine").unwrap();
+    let err = Store::create(tmp.path(), &config(7, None)).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{} is not empty and is not a specgap run; expected an empty or new directory",
+            tmp.path().display()
+        )
+    );
+}
+
+#[test]
+fn create_refuses_a_run_of_another_configuration_naming_the_field() {
+    let tmp = tempfile::tempdir().unwrap();
+    Store::create(tmp.path(), &config(7, None)).unwrap();
+    let err = Store::create(tmp.path(), &config(8, None)).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{} holds a run of a different configuration: `seed` differs: 7 in the store, 8 in the new configuration",
+            tmp.path().display()
+        )
+    );
+}
+
+#[test]
+fn create_on_a_run_of_the_same_configuration_opens_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::create(tmp.path(), &config(7, None)).unwrap();
+    let id = run_episode(&store, 0, 1.0, 10);
+    drop(store);
+    let again = Store::create(tmp.path(), &config(7, None)).unwrap();
+    let ids: Vec<String> = again
+        .episodes()
+        .unwrap()
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    assert_eq!(ids, vec![id]);
+}
+
+#[test]
+fn open_refuses_a_directory_without_run_toml() {
+    let tmp = tempfile::tempdir().unwrap();
+    let err = Store::open(tmp.path()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{} is not a specgap run directory: expected run.toml and results.sqlite in it",
+            tmp.path().display()
+        )
+    );
+}
+
+#[test]
+fn open_refuses_a_newer_schema() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::create(tmp.path(), &config(7, None)).unwrap();
+    let db = store.db_path().to_path_buf();
+    drop(store);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.pragma_update(None, "user_version", 99).unwrap();
+    drop(conn);
+    let err = Store::open(tmp.path()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{} has schema version 99; this specgap reads versions up to 1",
+            db.display()
+        )
+    );
+}
+
+#[test]
+fn worker_threads_share_one_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::create(tmp.path(), &config(7, None)).unwrap();
+    let handles: Vec<_> = (0..4)
+        .map(|repeat| {
+            let store = store.clone();
+            std::thread::spawn(move || run_episode(&store, repeat, 1.0, 10))
+        })
+        .collect();
+    let mut ids: Vec<String> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    ids.sort();
+    let stored: Vec<String> = store
+        .episodes()
+        .unwrap()
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    assert_eq!(stored, ids);
+    assert_eq!(store.submissions().unwrap().len(), 4);
+}
+
+#[test]
+fn store_and_writer_can_move_between_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    fn assert_send<T: Send>() {}
+    assert_send_sync::<Store>();
+    assert_send::<specgap_store::EpisodeWriter>();
+}

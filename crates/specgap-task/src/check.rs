@@ -1,0 +1,995 @@
+//! `specgap check`: validate task packages before any agent sees them.
+//!
+//! After the loader's static rules ([`crate::load`]), a package is checked by its scoring kind,
+//! each check running the real evaluator through a [`Judge`]:
+//!
+//! | kind | checks (row names) | source |
+//! | --- | --- | --- |
+//! | all | `load`, `kind` (the evaluator reports something to score) | DESIGN §2 |
+//! | requirement | `instruction-length` (40–250 words), `leak-scan`, `starter` fails every requirement, `gold` passes every requirement, `literal` fails at least as many as are unstated, `mutant:<id>` reproduces its requirement's failure, `observations` cover every reported failure mode and detail placeholder | seed 000 App. E.2 / E.3 |
+//! | test | `starter` fails some test (warn otherwise), `gold` passes every test | seed 001 |
+//! | delivery | `information`, `clarifications` (each target answered, with a trigger), `starter` does not attain the reference, `gold` is valid and attains it | seed 002 §3 |
+//! | reward | `starter`, `gold` reaches reward 1 | DESIGN §2 |
+//! | any with residual states | `residual:<id>`: the patch applies, the verifier fails with a valid verdict, and its failing tests equal `meta.toml`'s `failing_tests` | seed 001 §3 |
+//!
+//! Each row is [`Verdict::Pass`], [`Verdict::Fail`], [`Verdict::Warn`] (worth a look, not
+//! blocking) or [`Verdict::Skip`] (could not be checked because an earlier check failed or the
+//! package has nothing to check). A package passes when no row fails.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde::Serialize;
+use specgap_protocol::package::Direction;
+use specgap_protocol::result::{EvalResult, ScoringKind};
+
+use crate::discover::discover_dirs;
+use crate::error::LoadError;
+use crate::judge::{EvaluateError, Judge, Outcome, Submission, judge_outcome};
+use crate::leak::{self, Leak};
+use crate::package::TaskPackage;
+
+/// Shortest and longest partial instruction, in words (seed 000 Appendix E.2).
+pub const INSTRUCTION_WORDS: (usize, usize) = (40, 250);
+
+/// Version of the `--json` shape ([`CheckSummary`]).
+pub const CHECK_JSON_VERSION: u32 = 1;
+
+/// The result of one check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// The check holds.
+    Pass,
+    /// The check does not hold; the package is not ready.
+    Fail,
+    /// Suspicious but not blocking (e.g. a mutant that breaks more than its requirement).
+    Warn,
+    /// Not checked (an earlier check failed, or nothing to check).
+    Skip,
+}
+
+impl Verdict {
+    /// `pass`, `fail`, `warn` or `skip`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "fail",
+            Verdict::Warn => "warn",
+            Verdict::Skip => "skip",
+        }
+    }
+}
+
+/// One row of a task's check table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CheckRow {
+    /// Check name (`load`, `gold`, `mutant:fee-cap`, `residual:half-done`, ...).
+    pub check: String,
+    /// Verdict.
+    pub result: Verdict,
+    /// Why, in one line.
+    pub reason: String,
+}
+
+impl CheckRow {
+    fn new(check: impl Into<String>, result: Verdict, reason: impl Into<String>) -> Self {
+        CheckRow {
+            check: check.into(),
+            result,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Every check of one package.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TaskReport {
+    /// `[task].name`, or `None` when the package did not load.
+    pub task: Option<String>,
+    /// The package directory.
+    pub root: PathBuf,
+    /// The scoring kind, once known.
+    pub kind: Option<ScoringKind>,
+    /// The content hash, when the package loaded.
+    pub hash: Option<String>,
+    /// Whether no row failed.
+    pub passed: bool,
+    /// The rows, in check order.
+    pub checks: Vec<CheckRow>,
+}
+
+impl TaskReport {
+    /// The task name, or the root path when the package did not load.
+    pub fn title(&self) -> String {
+        self.task
+            .clone()
+            .unwrap_or_else(|| self.root.display().to_string())
+    }
+
+    fn finish(mut self) -> Self {
+        self.passed = self.checks.iter().all(|row| row.result != Verdict::Fail);
+        self
+    }
+}
+
+/// The `--json` output of `specgap check` (stable shape, [`CHECK_JSON_VERSION`]):
+/// `{"version": 1, "passed": bool, "tasks": [TaskReport...]}` where each task is
+/// `{"task": name|null, "root": path, "kind": "requirement"|"test"|"delivery"|"reward"|null,
+/// "hash": hex|null, "passed": bool, "checks": [{"check", "result": "pass"|"fail"|"warn"|"skip",
+/// "reason"}]}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CheckSummary {
+    /// [`CHECK_JSON_VERSION`].
+    pub version: u32,
+    /// Whether every task passed.
+    pub passed: bool,
+    /// One report per package, sorted by task name (unloadable packages by path, first).
+    pub tasks: Vec<TaskReport>,
+}
+
+impl CheckSummary {
+    /// Wraps reports.
+    pub fn new(tasks: Vec<TaskReport>) -> Self {
+        CheckSummary {
+            version: CHECK_JSON_VERSION,
+            passed: tasks.iter().all(|t| t.passed),
+            tasks,
+        }
+    }
+}
+
+/// Loads and checks every package below `paths`, `jobs` packages at a time (at least one).
+/// Reports come back sorted by task name; packages that fail to load report one `load` row
+/// and sort by path before the others. Two packages with the same name both get a failing
+/// `unique-name` row.
+///
+/// # Errors
+/// Only discovery errors ([`discover_dirs`]): unreadable paths, no packages at all.
+pub fn check_paths<P: AsRef<Path>>(
+    paths: &[P],
+    judge: &dyn Judge,
+    jobs: usize,
+) -> Result<Vec<TaskReport>, LoadError> {
+    let dirs = discover_dirs(paths)?;
+    let next = AtomicUsize::new(0);
+    let reports = Mutex::new(Vec::with_capacity(dirs.len()));
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.clamp(1, dirs.len().max(1)) {
+            scope.spawn(|| {
+                loop {
+                    let index = next.fetch_add(1, Ordering::SeqCst);
+                    let Some(dir) = dirs.get(index) else { break };
+                    let report = check_dir(dir, judge);
+                    if let Ok(mut reports) = reports.lock() {
+                        reports.push(report);
+                    }
+                }
+            });
+        }
+    });
+    let mut reports = reports
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    reports.sort_by(|a, b| (&a.task, &a.root).cmp(&(&b.task, &b.root)));
+    mark_duplicate_names(&mut reports);
+    Ok(reports)
+}
+
+fn mark_duplicate_names(reports: &mut [TaskReport]) {
+    for i in 0..reports.len() {
+        let others: Vec<PathBuf> = reports
+            .iter()
+            .enumerate()
+            .filter(|(j, other)| *j != i && other.task.is_some() && other.task == reports[i].task)
+            .map(|(_, other)| other.root.clone())
+            .collect();
+        if let Some(other) = others.first() {
+            let reason = format!("task name is also used by {}", other.display());
+            reports[i]
+                .checks
+                .insert(1, CheckRow::new("unique-name", Verdict::Fail, reason));
+            reports[i].passed = false;
+        }
+    }
+}
+
+/// Loads and checks one package directory.
+pub fn check_dir(root: &Path, judge: &dyn Judge) -> TaskReport {
+    match crate::load(root) {
+        Ok(package) => check_package(&package, judge),
+        Err(err) => TaskReport {
+            task: None,
+            root: root.to_path_buf(),
+            kind: None,
+            hash: None,
+            passed: false,
+            checks: vec![CheckRow::new("load", Verdict::Fail, err.to_string())],
+        },
+    }
+}
+
+/// Checks a loaded package (the `load` row passes).
+pub fn check_package(package: &TaskPackage, judge: &dyn Judge) -> TaskReport {
+    let mut checker = Checker {
+        package,
+        judge,
+        rows: Vec::new(),
+        seen: Vec::new(),
+    };
+    checker.push("load", Verdict::Pass, "format 1 package loaded");
+    let kind = checker.run_all();
+    TaskReport {
+        task: Some(package.name().to_owned()),
+        root: package.root().to_path_buf(),
+        kind,
+        hash: Some(package.hash().to_owned()),
+        passed: false,
+        checks: checker.rows,
+    }
+    .finish()
+}
+
+/// Evaluations worth remembering for the cross-run `observations` check.
+struct Seen {
+    label: String,
+    result: EvalResult,
+}
+
+struct Checker<'a> {
+    package: &'a TaskPackage,
+    judge: &'a dyn Judge,
+    rows: Vec<CheckRow>,
+    seen: Vec<Seen>,
+}
+
+impl Checker<'_> {
+    fn push(&mut self, check: impl Into<String>, result: Verdict, reason: impl Into<String>) {
+        self.rows.push(CheckRow::new(check, result, reason));
+    }
+
+    /// Evaluates a submission, remembering successful results for the observations check.
+    fn evaluate(&mut self, submission: Submission<'_>) -> Result<Outcome, EvaluateError> {
+        let outcome = judge_outcome(self.judge, self.package, submission)?;
+        self.seen.push(Seen {
+            label: submission.label(),
+            result: outcome.result.clone(),
+        });
+        Ok(outcome)
+    }
+
+    /// Runs every check; returns the scoring kind when it could be decided.
+    fn run_all(&mut self) -> Option<ScoringKind> {
+        let package = self.package;
+        let starter = self.evaluate(Submission::Starter);
+        let gold = package
+            .solutions
+            .gold
+            .as_ref()
+            .map(|overlay| self.evaluate(Submission::Overlay("gold", overlay)));
+        let kind = self.kind_row(&starter, gold.as_ref());
+        match kind {
+            Some(ScoringKind::Requirement) => self.requirement_checks(&starter, gold.as_ref()),
+            Some(ScoringKind::Test) => self.test_checks(&starter, gold.as_ref()),
+            Some(ScoringKind::Delivery) => self.delivery_checks(&starter, gold.as_ref()),
+            Some(ScoringKind::Reward) => self.reward_checks(&starter, gold.as_ref()),
+            None => return None,
+        }
+        self.residual_checks();
+        kind
+    }
+
+    /// The `kind` row: the package's scoring kind, from the package and the evaluations
+    /// of the starter and gold; fails when there is nothing to score.
+    fn kind_row(
+        &mut self,
+        starter: &Result<Outcome, EvaluateError>,
+        gold: Option<&Result<Outcome, EvaluateError>>,
+    ) -> Option<ScoringKind> {
+        let package = self.package;
+        if package.is_requirement_scored() {
+            let n = package.requirements().len();
+            self.push(
+                "kind",
+                Verdict::Pass,
+                format!("requirement-scored ({n} requirements)"),
+            );
+            return Some(ScoringKind::Requirement);
+        }
+        let outcomes: Vec<&Outcome> = [Some(starter), gold]
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r.as_ref().ok())
+            .collect();
+        if outcomes.is_empty() {
+            let err = describe_error(starter.as_ref().err());
+            self.push(
+                "kind",
+                Verdict::Fail,
+                format!("cannot decide the scoring kind: the starter's {err}"),
+            );
+            return None;
+        }
+        if let Some(tests) = outcomes.iter().find_map(|o| o.result.tests.as_ref()) {
+            self.push(
+                "kind",
+                Verdict::Pass,
+                format!("test-scored (evaluator reports {} tests)", tests.len()),
+            );
+            return Some(ScoringKind::Test);
+        }
+        if let Some(delivery) = &package.manifest.delivery {
+            let direction = match delivery.direction {
+                Direction::Max => "max",
+                Direction::Min => "min",
+            };
+            self.push(
+                "kind",
+                Verdict::Pass,
+                format!(
+                    "delivery-scored (reference {}, {direction})",
+                    delivery.reference
+                ),
+            );
+            return Some(ScoringKind::Delivery);
+        }
+        if outcomes.iter().any(|o| o.result.reward.is_some()) {
+            self.push("kind", Verdict::Pass, "reward-scored");
+            return Some(ScoringKind::Reward);
+        }
+        self.push(
+            "kind",
+            Verdict::Fail,
+            "nothing to score: no requirements.toml, no [delivery], and the evaluator reports neither tests nor reward",
+        );
+        None
+    }
+
+    // ---- requirement-scored (seed 000 Appendix E.2) -----------------------------------------
+
+    fn requirement_checks(
+        &mut self,
+        starter: &Result<Outcome, EvaluateError>,
+        gold: Option<&Result<Outcome, EvaluateError>>,
+    ) {
+        let package = self.package;
+        self.instruction_length_row();
+        self.leak_scan_row();
+        let total = package.requirements().len();
+        match starter {
+            Err(err) => self.push("starter", Verdict::Fail, describe_error(Some(err))),
+            Ok(outcome) => {
+                let failing = outcome.failing_requirements(package);
+                let passing: Vec<&str> = package
+                    .requirement_ids()
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|id| !failing.contains(id))
+                    .collect();
+                if passing.is_empty() {
+                    self.push(
+                        "starter",
+                        Verdict::Pass,
+                        format!("fails every requirement ({total} of {total})"),
+                    );
+                } else {
+                    let reason = format!(
+                        "passes {}; expected the starter to fail every requirement",
+                        passing.join(", ")
+                    );
+                    self.push("starter", Verdict::Fail, reason);
+                }
+            }
+        }
+        match gold {
+            None => self.push(
+                "gold",
+                Verdict::Fail,
+                "no solutions/gold/; a requirement-scored task needs a gold solution",
+            ),
+            Some(Err(err)) => self.push("gold", Verdict::Fail, describe_error(Some(err))),
+            Some(Ok(outcome)) => {
+                let failing = outcome.failing_requirements(package);
+                if failing.is_empty() {
+                    self.push(
+                        "gold",
+                        Verdict::Pass,
+                        format!("passes every requirement ({total} of {total})"),
+                    );
+                } else {
+                    let shown = self.with_modes(outcome, &failing);
+                    self.push(
+                        "gold",
+                        Verdict::Fail,
+                        format!("fails {shown}; expected the gold to pass every requirement"),
+                    );
+                }
+            }
+        }
+        self.literal_row();
+        self.mutant_rows();
+        self.observations_row();
+    }
+
+    fn instruction_length_row(&mut self) {
+        let (min, max) = INSTRUCTION_WORDS;
+        let words = leak::instruction_words(self.package.instruction());
+        if (min..=max).contains(&words) {
+            self.push(
+                "instruction-length",
+                Verdict::Pass,
+                format!("{words} words ({min} to {max})"),
+            );
+        } else {
+            self.push(
+                "instruction-length",
+                Verdict::Fail,
+                format!("instruction.md has {words} words; expected {min} to {max}"),
+            );
+        }
+    }
+
+    fn leak_scan_row(&mut self) {
+        match scan_package(self.package) {
+            Err(err) => self.push("leak-scan", Verdict::Fail, format!("could not scan: {err}")),
+            Ok(leaks) if leaks.is_empty() => self.push(
+                "leak-scan",
+                Verdict::Pass,
+                "no unstated requirement text in instruction.md or workspace files",
+            ),
+            Ok(leaks) => {
+                let shown: Vec<String> = leaks.iter().map(Leak::to_string).collect();
+                self.push("leak-scan", Verdict::Fail, shown.join("; "));
+            }
+        }
+    }
+
+    fn literal_row(&mut self) {
+        let package = self.package;
+        let Some(overlay) = package.solutions.literal.as_ref() else {
+            self.push(
+                "literal",
+                Verdict::Warn,
+                "no solutions/literal/; the instruction-following baseline is not calibrated",
+            );
+            return;
+        };
+        let unstated = package.requirements().iter().filter(|r| !r.stated).count();
+        match self.evaluate(Submission::Overlay("literal", overlay)) {
+            Err(err) => self.push("literal", Verdict::Fail, describe_error(Some(&err))),
+            Ok(outcome) => {
+                let failing = outcome.failing_requirements(package);
+                let listed = list_or_none(&failing);
+                let n = failing.len();
+                if n >= unstated {
+                    self.push(
+                        "literal",
+                        Verdict::Pass,
+                        format!("fails {n} ({listed}); at least the {unstated} unstated"),
+                    );
+                } else {
+                    let reason = format!(
+                        "fails {n} ({listed}); expected at least {unstated}, one per unstated requirement"
+                    );
+                    self.push("literal", Verdict::Fail, reason);
+                }
+            }
+        }
+    }
+
+    fn mutant_rows(&mut self) {
+        let package = self.package;
+        for id in package.requirement_ids() {
+            let check = format!("mutant:{id}");
+            let Some(overlay) = package.solutions.mutants.get(id) else {
+                self.push(
+                    check,
+                    Verdict::Warn,
+                    format!("no solutions/mutants/{id}/; its failure is not shown reproducible"),
+                );
+                continue;
+            };
+            match self.evaluate(Submission::Overlay(&check, overlay)) {
+                Err(err) => self.push(check, Verdict::Fail, describe_error(Some(&err))),
+                Ok(outcome) => {
+                    let failing = outcome.failing_requirements(package);
+                    let others: Vec<&str> = failing.iter().copied().filter(|f| f != id).collect();
+                    if !failing.contains(&id.as_str()) {
+                        self.push(
+                            check,
+                            Verdict::Fail,
+                            format!("passes {id}; expected the mutant to reproduce its failure"),
+                        );
+                    } else if others.is_empty() {
+                        let own = self.with_modes(&outcome, &[id.as_str()]);
+                        self.push(check, Verdict::Pass, format!("fails {own} only"));
+                    } else {
+                        let own = self.with_modes(&outcome, &[id.as_str()]);
+                        self.push(
+                            check,
+                            Verdict::Warn,
+                            format!("fails {own}, and also breaks {}", others.join(", ")),
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// `id (mode)` for each failing requirement, the mode as reported (`-` when none).
+    fn with_modes(&self, outcome: &Outcome, ids: &[&str]) -> String {
+        let reported = outcome.result.requirements.as_ref();
+        let shown: Vec<String> = ids
+            .iter()
+            .map(|id| {
+                let mode = reported
+                    .and_then(|m| m.get(*id))
+                    .and_then(|o| o.failure_mode.as_deref())
+                    .unwrap_or("-");
+                format!("{id} ({mode})")
+            })
+            .collect();
+        shown.join(", ")
+    }
+
+    /// Every failure mode reported in any evaluation so far has an observation, and every
+    /// `{key}` of that observation's detail was measured.
+    fn observations_row(&mut self) {
+        let package = self.package;
+        if self.seen.is_empty() {
+            self.push(
+                "observations",
+                Verdict::Skip,
+                "no evaluation succeeded, so no failure mode was reported",
+            );
+            return;
+        }
+        let mut problems = Vec::new();
+        let mut modes_seen: BTreeSet<(String, String)> = BTreeSet::new();
+        for seen in &self.seen {
+            for (id, outcome) in seen.result.requirements.iter().flatten() {
+                let Some(mode) = outcome.failure_mode.as_deref().filter(|_| !outcome.pass) else {
+                    continue;
+                };
+                modes_seen.insert((id.clone(), mode.to_owned()));
+                let registered = package
+                    .observations()
+                    .iter()
+                    .find(|o| &o.requirement == id && o.failure_mode == mode);
+                let Some(observation) = registered else {
+                    problems.push(format!(
+                        "{} reports failure mode `{mode}` of `{id}`, which observations.toml does not register",
+                        seen.label
+                    ));
+                    continue;
+                };
+                for key in placeholders(&observation.detail) {
+                    if !outcome.measured.contains_key(key) {
+                        problems.push(format!(
+                            "{} reports `{id}`/`{mode}` without measuring `{key}`, which its observation's detail needs",
+                            seen.label
+                        ));
+                    }
+                }
+            }
+        }
+        problems.dedup();
+        if problems.is_empty() {
+            let n = modes_seen.len();
+            self.push(
+                "observations",
+                Verdict::Pass,
+                format!("{n} reported failure modes, each with an observation"),
+            );
+        } else {
+            self.push("observations", Verdict::Fail, problems.join("; "));
+        }
+    }
+
+    // ---- test-scored ---------------------------------------------------------------------------
+
+    fn test_checks(
+        &mut self,
+        starter: &Result<Outcome, EvaluateError>,
+        gold: Option<&Result<Outcome, EvaluateError>>,
+    ) {
+        match starter {
+            Err(err) => self.push("starter", Verdict::Fail, describe_error(Some(err))),
+            Ok(outcome) => {
+                let total = outcome.result.tests.as_ref().map_or(0, |t| t.len());
+                let failing = outcome.failing_tests().len();
+                if failing == 0 {
+                    self.push(
+                        "starter",
+                        Verdict::Warn,
+                        format!("passes all {total} tests; there is nothing to fix"),
+                    );
+                } else {
+                    self.push(
+                        "starter",
+                        Verdict::Pass,
+                        format!("fails {failing} of {total} tests"),
+                    );
+                }
+            }
+        }
+        match gold {
+            None => self.push(
+                "gold",
+                Verdict::Fail,
+                "no solutions/gold/; a test-scored task needs a gold solution",
+            ),
+            Some(Err(err)) => self.push("gold", Verdict::Fail, describe_error(Some(err))),
+            Some(Ok(outcome)) => {
+                let total = outcome.result.tests.as_ref().map_or(0, |t| t.len());
+                let failing = outcome.failing_tests();
+                if outcome.success() {
+                    self.push(
+                        "gold",
+                        Verdict::Pass,
+                        format!("passes every test ({total})"),
+                    );
+                } else if failing.is_empty() {
+                    self.push(
+                        "gold",
+                        Verdict::Fail,
+                        "reports no test as passing; expected the gold to pass every test",
+                    );
+                } else {
+                    let reason = format!(
+                        "fails {}; expected the gold to pass every test",
+                        failing.join(", ")
+                    );
+                    self.push("gold", Verdict::Fail, reason);
+                }
+            }
+        }
+    }
+
+    // ---- delivery-scored (seed 002 §3) --------------------------------------------------------
+
+    fn delivery_checks(
+        &mut self,
+        starter: &Result<Outcome, EvaluateError>,
+        gold: Option<&Result<Outcome, EvaluateError>>,
+    ) {
+        let package = self.package;
+        if package.information().is_some() {
+            self.push("information", Verdict::Pass, "information.md present");
+        } else {
+            self.push(
+                "information",
+                Verdict::Fail,
+                "no information.md; the customer needs the complete business information",
+            );
+        }
+        self.clarifications_row();
+        match starter {
+            Err(err) => self.push("starter", Verdict::Fail, describe_error(Some(err))),
+            Ok(outcome) if outcome.success() => {
+                let reason = format!(
+                    "{}; expected the starter not to attain it",
+                    describe_delivery(outcome)
+                );
+                self.push("starter", Verdict::Fail, reason);
+            }
+            Ok(outcome) => self.push("starter", Verdict::Pass, describe_delivery(outcome)),
+        }
+        match gold {
+            None => self.push(
+                "gold",
+                Verdict::Fail,
+                "no solutions/gold/; a delivery case needs the accepted solution",
+            ),
+            Some(Err(err)) => self.push("gold", Verdict::Fail, describe_error(Some(err))),
+            Some(Ok(outcome)) if outcome.success() => {
+                self.push("gold", Verdict::Pass, describe_delivery(outcome))
+            }
+            Some(Ok(outcome)) => {
+                let reason = format!(
+                    "{}; expected the gold to be valid and attain the reference",
+                    describe_delivery(outcome)
+                );
+                self.push("gold", Verdict::Fail, reason);
+            }
+        }
+    }
+
+    fn clarifications_row(&mut self) {
+        let targets = self.package.clarifications();
+        if targets.is_empty() {
+            self.push(
+                "clarifications",
+                Verdict::Warn,
+                "no clarification targets; oracle conditions and Ask-F1 do not apply",
+            );
+            return;
+        }
+        let mut problems = Vec::new();
+        for target in targets {
+            if target.answer.trim().is_empty() {
+                problems.push(format!("target `{}` has no answer", target.id));
+            }
+            if !target.triggers.iter().any(|t| !t.trim().is_empty()) {
+                problems.push(format!("target `{}` has no trigger", target.id));
+            }
+        }
+        if problems.is_empty() {
+            let n = targets.len();
+            self.push(
+                "clarifications",
+                Verdict::Pass,
+                format!("{n} targets, each with an answer and a trigger"),
+            );
+        } else {
+            self.push("clarifications", Verdict::Fail, problems.join("; "));
+        }
+    }
+
+    // ---- reward-scored -------------------------------------------------------------------------
+
+    fn reward_checks(
+        &mut self,
+        starter: &Result<Outcome, EvaluateError>,
+        gold: Option<&Result<Outcome, EvaluateError>>,
+    ) {
+        let reward = |o: &Outcome| {
+            o.result
+                .reward
+                .map_or_else(|| "no reward".to_owned(), |r| format!("reward {r}"))
+        };
+        match starter {
+            Err(err) => self.push("starter", Verdict::Fail, describe_error(Some(err))),
+            Ok(outcome) if outcome.success() => self.push(
+                "starter",
+                Verdict::Warn,
+                format!("{}; there is nothing to improve", reward(outcome)),
+            ),
+            Ok(outcome) => self.push("starter", Verdict::Pass, reward(outcome)),
+        }
+        match gold {
+            None => self.push(
+                "gold",
+                Verdict::Fail,
+                "no solutions/gold/; a reward-scored task needs a gold solution",
+            ),
+            Some(Err(err)) => self.push("gold", Verdict::Fail, describe_error(Some(err))),
+            Some(Ok(outcome)) if outcome.success() => {
+                self.push("gold", Verdict::Pass, reward(outcome))
+            }
+            Some(Ok(outcome)) => self.push(
+                "gold",
+                Verdict::Fail,
+                format!("{}; expected reward 1", reward(outcome)),
+            ),
+        }
+    }
+
+    // ---- residual states (seed 001 §3) ---------------------------------------------------------
+
+    /// For each residual state: the patch applies, the verifier fails with a valid verdict,
+    /// and the failing tests equal `failing_tests` (failing requirement ids when the evaluator
+    /// reports no tests).
+    fn residual_checks(&mut self) {
+        let package = self.package;
+        for state in package.residual_states().values() {
+            let check = format!("residual:{}", state.id);
+            let outcome = match self.evaluate(Submission::Residual(state)) {
+                Err(err) => {
+                    self.push(check, Verdict::Fail, describe_error(Some(&err)));
+                    continue;
+                }
+                Ok(outcome) => outcome,
+            };
+            if outcome.success() {
+                self.push(
+                    check,
+                    Verdict::Fail,
+                    "the verifier passes on this state; expected it to fail",
+                );
+                continue;
+            }
+            let failing: BTreeSet<&str> = if outcome.result.tests.is_some() {
+                outcome.failing_tests().into_iter().collect()
+            } else {
+                outcome.failing_requirements(package).into_iter().collect()
+            };
+            let listed: BTreeSet<&str> = state
+                .meta
+                .failing_tests
+                .iter()
+                .map(String::as_str)
+                .collect();
+            if failing == listed {
+                let shown: Vec<&str> = failing.into_iter().collect();
+                self.push(
+                    check,
+                    Verdict::Pass,
+                    format!("applies; fails {} as meta.toml lists", shown.join(", ")),
+                );
+            } else {
+                let missing: Vec<&str> = listed.difference(&failing).copied().collect();
+                let extra: Vec<&str> = failing.difference(&listed).copied().collect();
+                let reason = format!(
+                    "failing tests differ from meta.toml's failing_tests: listed but passing: {}; failing but not listed: {}",
+                    list_or_none(&missing),
+                    list_or_none(&extra)
+                );
+                self.push(check, Verdict::Fail, reason);
+            }
+        }
+    }
+}
+
+fn list_or_none(items: &[&str]) -> String {
+    if items.is_empty() {
+        "none".to_owned()
+    } else {
+        items.join(", ")
+    }
+}
+
+/// An evaluation error with its chain of causes, `: `-joined, in one line.
+pub fn describe_error_chain(err: &EvaluateError) -> String {
+    let mut text = err.to_string();
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(cause.to_string().trim());
+        source = cause.source();
+    }
+    text
+}
+
+/// An evaluation error in one line: its message, its causes, and the last stderr line.
+pub(crate) fn describe_error(err: Option<&EvaluateError>) -> String {
+    let Some(err) = err else {
+        return "evaluation did not run".to_owned();
+    };
+    let mut text = describe_error_chain(err);
+    if let Some(tail) = err
+        .stderr_tail()
+        .and_then(|t| t.lines().rev().find(|l| !l.trim().is_empty()))
+    {
+        text.push_str(" (stderr: ");
+        text.push_str(tail.trim());
+        text.push(')');
+    }
+    text
+}
+
+/// A delivery verdict in words: validity, objective, reference and violations.
+fn describe_delivery(outcome: &Outcome) -> String {
+    let Some(delivery) = &outcome.result.delivery else {
+        return "no delivery reported".to_owned();
+    };
+    if !delivery.valid {
+        let signature = delivery.signature.map_or("-", |s| match s {
+            specgap_protocol::result::Signature::Constraint => "constraint",
+            specgap_protocol::result::Signature::Fatal => "fatal",
+            specgap_protocol::result::Signature::Schema => "schema",
+            specgap_protocol::result::Signature::Execution => "execution",
+            specgap_protocol::result::Signature::Quality => "quality",
+            specgap_protocol::result::Signature::None => "none",
+        });
+        let rules: Vec<&str> = delivery
+            .violations
+            .iter()
+            .map(|v| v.rule.as_str())
+            .collect();
+        return format!("invalid ({signature}: {})", list_or_none(&rules));
+    }
+    let score = outcome.scored.map_or(0.0, |s| s.score);
+    let objective = delivery
+        .objective
+        .map_or_else(|| "-".to_owned(), |x| x.to_string());
+    if outcome.success() {
+        format!("valid, objective {objective} attains the reference (score {score:.4})")
+    } else {
+        format!("valid, objective {objective} falls short of the reference (score {score:.4})")
+    }
+}
+
+/// `{key}` placeholders of an observation detail (keys of letters, digits and `_`).
+pub(crate) fn placeholders(detail: &str) -> Vec<&str> {
+    let mut keys = Vec::new();
+    let mut rest = detail;
+    while let Some(open) = rest.find('{') {
+        let after = &rest[open + 1..];
+        match after.find('}') {
+            Some(close)
+                if close > 0
+                    && after[..close]
+                        .chars()
+                        .all(|c| c.is_alphanumeric() || c == '_') =>
+            {
+                keys.push(&after[..close]);
+                rest = &after[close + 1..];
+            }
+            _ => rest = after,
+        }
+    }
+    keys
+}
+
+/// Leaks in instruction.md and every regular workspace file (binary files skipped), file
+/// by file in path order.
+pub fn scan_package(package: &TaskPackage) -> Result<Vec<Leak>, LoadError> {
+    let unstated: Vec<_> = package
+        .requirements()
+        .iter()
+        .filter(|r| !r.stated)
+        .collect();
+    let mut leaks = leak::scan_text("instruction.md", package.instruction(), &unstated);
+    let root = package.root();
+    let walker = walkdir::WalkDir::new(package.workspace_dir())
+        .follow_links(false)
+        .sort_by_file_name();
+    for entry in walker {
+        let entry = entry?;
+        if !entry.file_type().is_file() {
+            continue;
+        }
+        let Some(text) = leak::read_scannable(entry.path())? else {
+            continue;
+        };
+        let rel = entry.path().strip_prefix(root).unwrap_or(entry.path());
+        leaks.extend(leak::scan_text(
+            &rel.display().to_string(),
+            &text,
+            &unstated,
+        ));
+    }
+    Ok(leaks)
+}
+
+/// The check table of one report, as printed by `specgap check`:
+///
+/// ```text
+/// fixtures/req-basic (requirement-scored): pass
+///   check               result  reason
+///   load                pass    format 1 package loaded
+/// ```
+pub fn render_table(report: &TaskReport) -> String {
+    let kind = report
+        .kind
+        .map_or_else(String::new, |k| format!(" ({}-scored)", k.as_str()));
+    let overall = if report.passed { "pass" } else { "fail" };
+    let mut out = format!("{}{kind}: {overall}\n", report.title());
+    let width = report
+        .checks
+        .iter()
+        .map(|r| r.check.len())
+        .max()
+        .unwrap_or(0)
+        .max("check".len());
+    out.push_str(&format!("  {:<width$}  result  reason\n", "check"));
+    for row in &report.checks {
+        out.push_str(&format!(
+            "  {:<width$}  {:<6}  {}\n",
+            row.check,
+            row.result.as_str(),
+            row.reason
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_brace_keys() {
+        assert_eq!(
+            placeholders("Invoice {invoice} paid {days_late} days late {fee}."),
+            ["invoice", "days_late", "fee"]
+        );
+        assert_eq!(
+            placeholders("no {} keys {a b} here {ok"),
+            Vec::<&str>::new()
+        );
+    }
+}

@@ -1,0 +1,175 @@
+//! [`SandboxJudge`]: the real [`Judge`] — materializes a submission with `specgap-sandbox` and
+//! runs the package's evaluator on it under bubblewrap (DESIGN §2 evaluator protocol, §3.1–3.2).
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use specgap_sandbox::{
+    BaseCache, EvalError, EvaluatorRun, HostView, MaterializeError, SandboxConfig, SandboxError,
+    apply_overlay, materialize, run_evaluator,
+};
+
+use crate::judge::{EvaluateError, Judge, Judged, Submission};
+use crate::package::TaskPackage;
+
+/// Why a [`SandboxJudge`] could not be set up.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum JudgeSetupError {
+    /// The sandbox cannot run commands (bubblewrap missing).
+    #[error("the sandbox cannot run commands")]
+    Sandbox(#[from] SandboxError),
+    /// The private base cache could not be created.
+    #[error("cannot create the workspace base cache")]
+    Cache(#[from] MaterializeError),
+    /// The private scratch directory could not be created.
+    #[error("cannot create a scratch directory")]
+    Io(#[from] std::io::Error),
+}
+
+/// Evaluates submissions with the package's real evaluator, in the sandbox unless disabled.
+///
+/// Each evaluation materializes the starter workspace from a private base cache (kept for the
+/// judge's lifetime, deleted on drop), applies the overlay or residual patch, and runs
+/// `[evaluator].command` with [`run_evaluator`]. The `[environment]` host view is resolved once
+/// per package. Safe to share between threads.
+#[derive(Debug)]
+pub struct SandboxJudge {
+    config: SandboxConfig,
+    cache: BaseCache,
+    hosts: Mutex<HashMap<String, HostView>>,
+    _cache_dir: tempfile::TempDir,
+}
+
+impl SandboxJudge {
+    /// A judge running evaluators under bubblewrap (`sandbox = true`) or directly on the host
+    /// (`false`, `--no-sandbox`: trusted code only).
+    ///
+    /// # Errors
+    /// [`JudgeSetupError::Sandbox`] when the sandbox is enabled and `bwrap` is not installed;
+    /// I/O errors creating the private cache.
+    pub fn new(sandbox: bool) -> Result<SandboxJudge, JudgeSetupError> {
+        let config = SandboxConfig { enabled: sandbox };
+        config.check()?;
+        let cache_dir = tempfile::Builder::new()
+            .prefix("specgap-check-")
+            .tempdir()?;
+        let cache = BaseCache::new(cache_dir.path())?;
+        Ok(SandboxJudge {
+            config,
+            cache,
+            hosts: Mutex::new(HashMap::new()),
+            _cache_dir: cache_dir,
+        })
+    }
+
+    fn host_view(&self, package: &TaskPackage) -> Result<HostView, EvaluateError> {
+        let key = package.hash().to_owned();
+        if let Some(view) = self
+            .hosts
+            .lock()
+            .ok()
+            .and_then(|hosts| hosts.get(&key).cloned())
+        {
+            return Ok(view);
+        }
+        let view = HostView::resolve(&package.manifest().environment).map_err(|source| {
+            EvaluateError::Environment {
+                source: Box::new(source),
+            }
+        })?;
+        if let Ok(mut hosts) = self.hosts.lock() {
+            hosts.insert(key, view.clone());
+        }
+        Ok(view)
+    }
+
+    /// Builds the submitted workspace in `dest`: the starter, plus an overlay or a residual
+    /// patch. A directory submission is used as it is (the evaluator runner freezes a copy).
+    fn prepare(
+        &self,
+        package: &TaskPackage,
+        submission: Submission<'_>,
+        dest: &Path,
+    ) -> Result<(), EvaluateError> {
+        let what = submission.label();
+        let prepare_error = |source: MaterializeError| EvaluateError::Prepare {
+            what: what.clone(),
+            source: Box::new(source),
+        };
+        if let Submission::Directory(_) = submission {
+            return Ok(());
+        }
+        let base = self
+            .cache
+            .base(package.hash(), &package.workspace_dir())
+            .map_err(prepare_error)?;
+        match submission {
+            Submission::Directory(_) => Ok(()),
+            Submission::Starter => materialize(&base, dest, None).map_err(prepare_error),
+            Submission::Overlay(_, overlay) => {
+                materialize(&base, dest, None).map_err(prepare_error)?;
+                apply_overlay(dest, &overlay.dir).map_err(prepare_error)
+            }
+            Submission::Residual(state) => match materialize(&base, dest, Some(&state.patch)) {
+                Err(source @ MaterializeError::PatchFailed { .. }) => {
+                    Err(EvaluateError::PatchDoesNotApply {
+                        state: state.id.clone(),
+                        source: Box::new(source),
+                    })
+                }
+                other => other.map_err(prepare_error),
+            },
+        }
+    }
+}
+
+impl Judge for SandboxJudge {
+    fn evaluate(
+        &self,
+        package: &TaskPackage,
+        submission: Submission<'_>,
+    ) -> Result<Judged, EvaluateError> {
+        let scratch = tempfile::Builder::new()
+            .prefix("specgap-submission-")
+            .tempdir()
+            .map_err(|source| EvaluateError::Prepare {
+                what: submission.label(),
+                source: Box::new(source),
+            })?;
+        let workspace = match submission {
+            Submission::Directory(dir) => dir.to_path_buf(),
+            _ => scratch.path().join("workspace"),
+        };
+        self.prepare(package, submission, &workspace)?;
+        let host = self.host_view(package)?;
+        let manifest = package.manifest();
+        let mut run = EvaluatorRun::new(
+            package.name(),
+            package.evaluator_dir(),
+            manifest.evaluator.command.clone(),
+            Duration::from_secs(manifest.evaluator.timeout_sec),
+            workspace,
+        );
+        run.requirement_ids = package.requirement_ids().to_vec();
+        run.delivery = package.scoring_context().delivery;
+        match run_evaluator(&run, &host, &self.config) {
+            Ok(evaluation) => Ok(Judged {
+                result: evaluation.result,
+                stderr_tail: evaluation.stderr_tail,
+            }),
+            Err(EvalError::InvalidResult {
+                problem,
+                stderr_tail,
+            }) => Err(EvaluateError::InvalidResult {
+                problem,
+                stderr_tail,
+            }),
+            Err(source) => Err(EvaluateError::Evaluator {
+                source: Box::new(source),
+            }),
+        }
+    }
+}

@@ -1,0 +1,279 @@
+//! Walking a package on disk: entry kinds, symlink containment, and the content hash.
+//!
+//! One walk serves three rules of DESIGN §2: a package holds only regular files, directories
+//! and symlinks; every symlink stays inside its tree (its `workspace/`, its solution overlay,
+//! or else the package); and the package's content hash covers exactly what was walked.
+
+use std::os::unix::ffi::OsStrExt as _;
+use std::os::unix::fs::{FileTypeExt as _, PermissionsExt as _};
+use std::path::{Component, Path, PathBuf};
+
+use sha2::{Digest as _, Sha256};
+
+use crate::error::LoadError;
+
+/// What a walked entry is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum EntryKind {
+    Dir,
+    File { executable: bool },
+    Symlink { target: PathBuf },
+}
+
+/// One entry below the package root, in walk order.
+#[derive(Debug, Clone)]
+pub(crate) struct Entry {
+    /// Path relative to the package root.
+    pub rel: PathBuf,
+    pub kind: EntryKind,
+}
+
+/// Walks every entry below `root` (not following symlinks), siblings in byte order of their
+/// names, and rejects anything that is not a regular file, directory or symlink.
+pub(crate) fn walk(root: &Path) -> Result<Vec<Entry>, LoadError> {
+    let mut entries = Vec::new();
+    let walker = walkdir::WalkDir::new(root)
+        .follow_links(false)
+        .min_depth(1)
+        .sort_by_file_name();
+    for item in walker {
+        let item = item?;
+        let path = item.path();
+        let rel = path.strip_prefix(root).unwrap_or(path).to_path_buf();
+        let file_type = item.file_type();
+        let kind = if file_type.is_dir() {
+            EntryKind::Dir
+        } else if file_type.is_symlink() {
+            EntryKind::Symlink {
+                target: fs_err::read_link(path)?,
+            }
+        } else if file_type.is_file() {
+            let mode = fs_err::symlink_metadata(path)?.permissions().mode();
+            EntryKind::File {
+                executable: mode & 0o111 != 0,
+            }
+        } else {
+            return Err(LoadError::SpecialFile {
+                path: path.to_path_buf(),
+                kind: special_kind(&file_type),
+            });
+        };
+        entries.push(Entry { rel, kind });
+    }
+    Ok(entries)
+}
+
+fn special_kind(file_type: &std::fs::FileType) -> &'static str {
+    if file_type.is_fifo() {
+        "fifo"
+    } else if file_type.is_socket() {
+        "socket"
+    } else if file_type.is_block_device() {
+        "block device"
+    } else if file_type.is_char_device() {
+        "character device"
+    } else {
+        "special file"
+    }
+}
+
+/// The tree a package-relative path belongs to, for symlink containment: `workspace/`, one
+/// solution overlay, or the package itself. Returns the tree's package-relative root.
+fn tree_of(rel: &Path) -> PathBuf {
+    let parts: Vec<&std::ffi::OsStr> = rel.iter().collect();
+    let named = |i: usize, name: &str| parts.get(i).is_some_and(|p| *p == name);
+    // The tree root itself (e.g. a `workspace` symlink) belongs to the package tree.
+    if named(0, "workspace") && parts.len() > 1 {
+        return PathBuf::from("workspace");
+    }
+    if named(0, "solutions") && (named(1, "gold") || named(1, "literal")) && parts.len() > 2 {
+        return rel.iter().take(2).collect();
+    }
+    if named(0, "solutions") && named(1, "mutants") && parts.len() > 3 {
+        return rel.iter().take(3).collect();
+    }
+    PathBuf::new()
+}
+
+/// Rejects symlinks whose target leaves their tree, lexically (absolute targets, `..` above
+/// the tree root) or, when the target exists, after resolving every link on the way.
+pub(crate) fn check_symlinks(root: &Path, entries: &[Entry]) -> Result<(), LoadError> {
+    for entry in entries {
+        let EntryKind::Symlink { target } = &entry.kind else {
+            continue;
+        };
+        let tree = tree_of(&entry.rel);
+        let in_tree = entry.rel.strip_prefix(&tree).unwrap_or(&entry.rel);
+        let parent = in_tree.parent().unwrap_or(Path::new(""));
+        let escapes = !lexically_inside(parent, target)
+            || !resolved_inside(&root.join(&entry.rel), &root.join(&tree));
+        if escapes {
+            let label = if tree.as_os_str().is_empty() {
+                "the package".to_owned()
+            } else {
+                format!("{}/", tree.display())
+            };
+            return Err(LoadError::SymlinkEscapes {
+                path: root.join(&entry.rel),
+                target: target.display().to_string(),
+                tree: label,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Whether `target`, taken relative to `parent` (a path inside the tree), stays inside the
+/// tree without consulting the file system.
+pub(crate) fn lexically_inside(parent: &Path, target: &Path) -> bool {
+    let mut depth: Vec<&std::ffi::OsStr> = parent
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(name) => Some(name),
+            _ => None,
+        })
+        .collect();
+    for component in target.components() {
+        match component {
+            Component::Prefix(_) | Component::RootDir => return false,
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if depth.pop().is_none() {
+                    return false;
+                }
+            }
+            Component::Normal(name) => depth.push(name),
+        }
+    }
+    true
+}
+
+/// Whether the link resolves inside the tree; a dangling link (nothing to resolve) passes
+/// here and is judged by the lexical rule alone.
+fn resolved_inside(link: &Path, tree: &Path) -> bool {
+    match (std::fs::canonicalize(link), std::fs::canonicalize(tree)) {
+        (Ok(real), Ok(tree)) => real.starts_with(tree),
+        _ => true,
+    }
+}
+
+/// Lexically normalises a relative path; `None` when it is absolute or climbs above its root.
+pub(crate) fn normalize_relative(path: &Path) -> Option<PathBuf> {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::Prefix(_) | Component::RootDir => return None,
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    return None;
+                }
+            }
+            Component::Normal(name) => out.push(name),
+        }
+    }
+    Some(out)
+}
+
+/// The package's content hash: lowercase hex SHA-256 over every walked entry in walk order —
+/// its kind, its relative path, and its content (files, with the executable bit) or target
+/// (symlinks). Renaming, adding, removing, chmod +x or editing any file changes the hash.
+pub(crate) fn content_hash(root: &Path, entries: &[Entry]) -> Result<String, LoadError> {
+    let mut hasher = Sha256::new();
+    hasher.update(b"specgap-package-hash-v1\0");
+    for entry in entries {
+        let tag: &[u8] = match entry.kind {
+            EntryKind::Dir => b"d",
+            EntryKind::File { executable: false } => b"f",
+            EntryKind::File { executable: true } => b"x",
+            EntryKind::Symlink { .. } => b"l",
+        };
+        hasher.update(tag);
+        hasher.update(entry.rel.as_os_str().as_bytes());
+        hasher.update(b"\0");
+        match &entry.kind {
+            EntryKind::Dir => {}
+            EntryKind::File { .. } => {
+                let path = root.join(&entry.rel);
+                let len = fs_err::symlink_metadata(&path)?.len();
+                hasher.update(len.to_le_bytes());
+                let mut file = fs_err::File::open(&path)?;
+                std::io::copy(&mut file, &mut HashWriter(&mut hasher))?;
+            }
+            EntryKind::Symlink { target } => {
+                hasher.update(target.as_os_str().as_bytes());
+                hasher.update(b"\0");
+            }
+        }
+    }
+    Ok(to_hex(&hasher.finalize()))
+}
+
+struct HashWriter<'a>(&'a mut Sha256);
+
+impl std::io::Write for HashWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn to_hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        // Writing to a String cannot fail.
+        let _ = write!(out, "{byte:02x}");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lexical_containment() {
+        assert!(lexically_inside(Path::new("a/b"), Path::new("../c")));
+        assert!(lexically_inside(Path::new("a"), Path::new("..")));
+        assert!(!lexically_inside(Path::new("a"), Path::new("../..")));
+        assert!(!lexically_inside(Path::new(""), Path::new("/etc/passwd")));
+        assert!(!lexically_inside(Path::new(""), Path::new("x/../../y")));
+    }
+
+    #[test]
+    fn tree_of_names_the_overlay() {
+        assert_eq!(
+            tree_of(Path::new("workspace/a/b")),
+            PathBuf::from("workspace")
+        );
+        assert_eq!(tree_of(Path::new("workspace")), PathBuf::new());
+        assert_eq!(
+            tree_of(Path::new("solutions/gold/x")),
+            PathBuf::from("solutions/gold")
+        );
+        assert_eq!(
+            tree_of(Path::new("solutions/mutants/m/x")),
+            PathBuf::from("solutions/mutants/m")
+        );
+        assert_eq!(tree_of(Path::new("evaluator/x")), PathBuf::new());
+    }
+
+    #[test]
+    fn normalize_rejects_climbing() {
+        assert_eq!(
+            normalize_relative(Path::new("a/./b/../c")),
+            Some(PathBuf::from("a/c"))
+        );
+        assert_eq!(normalize_relative(Path::new("a/../../c")), None);
+        assert_eq!(normalize_relative(Path::new("/a")), None);
+    }
+
+    #[test]
+    fn hex_is_lowercase_two_digits() {
+        assert_eq!(to_hex(&[0, 10, 255]), "000aff");
+    }
+}

@@ -1,0 +1,85 @@
+//! Finding packages in a suite.
+
+use specgap_task::LoadError;
+
+use crate::support::{Copy, copy_tree, fixture};
+
+#[test]
+fn discover_finds_every_fixture_sorted_by_name() {
+    let packages = specgap_task::discover(&[fixture("")]).unwrap();
+    let names: Vec<&str> = packages.iter().map(|p| p.name()).collect();
+    assert_eq!(
+        names,
+        [
+            "fixtures/delivery-basic",
+            "fixtures/req-basic",
+            "fixtures/test-basic"
+        ]
+    );
+}
+
+#[test]
+fn discover_skips_package_insides_and_hidden_directories() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_tree(&fixture("req-basic"), &tmp.path().join("suite/b"));
+    // A task.toml inside a workspace, a residual dir or a hidden dir is not a package.
+    copy_tree(
+        &fixture("test-basic"),
+        &tmp.path().join("suite/b/workspace/nested"),
+    );
+    copy_tree(&fixture("test-basic"), &tmp.path().join("suite/residual/x"));
+    copy_tree(&fixture("test-basic"), &tmp.path().join("suite/.cache/x"));
+    copy_tree(
+        &fixture("delivery-basic"),
+        &tmp.path().join("suite/a/deep/delivery"),
+    );
+    let dirs = specgap_task::discover_dirs(&[tmp.path().join("suite")]).unwrap();
+    assert_eq!(
+        dirs,
+        [
+            tmp.path().join("suite/a/deep/delivery"),
+            tmp.path().join("suite/b")
+        ]
+    );
+    // A task.toml path names its package.
+    let dirs = specgap_task::discover_dirs(&[tmp.path().join("suite/b/task.toml")]).unwrap();
+    assert_eq!(dirs, [tmp.path().join("suite/b")]);
+}
+
+#[test]
+fn duplicate_task_names_name_both_packages() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_tree(&fixture("req-basic"), &tmp.path().join("one"));
+    copy_tree(&fixture("req-basic"), &tmp.path().join("two"));
+    let err = specgap_task::discover(&[tmp.path()]).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "task name `fixtures/req-basic` is used by two packages: {} and {}",
+            tmp.path().join("one").display(),
+            tmp.path().join("two").display()
+        )
+    );
+}
+
+#[test]
+fn nothing_found_is_an_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let err = specgap_task::discover(&[tmp.path()]).unwrap_err();
+    assert!(matches!(err, LoadError::NoPackages { .. }));
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "no task packages (directories with a task.toml) found under {}",
+            tmp.path().display()
+        )
+    );
+}
+
+#[test]
+fn discover_reports_a_broken_package() {
+    let copy = Copy::of("req-basic");
+    copy.remove("instruction.md");
+    let err = specgap_task::discover(&[copy.root.parent().unwrap()]).unwrap_err();
+    assert!(matches!(err, LoadError::MissingInstruction { .. }));
+}

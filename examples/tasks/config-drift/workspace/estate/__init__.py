@@ -1,0 +1,1 @@
+"""Estate tooling: nightly configuration checks against declared baselines."""

@@ -1,0 +1,1 @@
+"""Analysis of the shop's online experiments."""

@@ -1,0 +1,1 @@
+"""Kettle & Crumb web shop: checkout, payments and the nightly payment jobs."""
