@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Time scipy.stats.bootstrap on the "Statistics" benchmark of BENCHMARKS.md.
 
-The mean of 49 cases, 2,000 resamples, percentile and BCa, 95%; the median of 21 timed runs
+The mean of 49 cases, 2,000 resamples, percentile and BCa, 95%; the median of 51 timed runs
 after one warm-up run. The Rust counterpart is
 `cargo run --release -p specgap-stats --example bootstrap_bench` (same data, same settings).
 
@@ -20,7 +20,7 @@ from scipy import stats
 
 CASES = 49
 RESAMPLES = 2000
-RUNS = 21
+RUNS = 51
 
 
 def cases():

@@ -50,7 +50,9 @@ pub struct Args {
 
 /// Runs `specgap compare`.
 pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
-    let load = |dir: &PathBuf| RunData::load(dir).with_context(|| format!("cannot read run {}", dir.display()));
+    let load = |dir: &PathBuf| {
+        RunData::load(dir).with_context(|| format!("cannot read run {}", dir.display()))
+    };
     let a = load(&args.run_a)?;
     let b = load(&args.run_b)?;
     let options = CompareOptions {

@@ -45,8 +45,19 @@ pub struct Args {
 
 /// Runs `specgap report`.
 pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
-    let group_by = args.group_by.iter().map(|d| Dim::parse(d)).collect::<Result<Vec<_>, _>>()?;
-    let text = render_runs(&args.runs, &ReportOptions { group_by, ..ReportOptions::default() }, args.format)?;
+    let group_by = args
+        .group_by
+        .iter()
+        .map(|d| Dim::parse(d))
+        .collect::<Result<Vec<_>, _>>()?;
+    let text = render_runs(
+        &args.runs,
+        &ReportOptions {
+            group_by,
+            ..ReportOptions::default()
+        },
+        args.format,
+    )?;
     match &args.out {
         Some(path) => fs_err::write(path, text)?,
         None => print!("{text}"),
@@ -60,7 +71,11 @@ pub fn render(run_dir: &Path, format: Format) -> anyhow::Result<String> {
     render_runs(&[run_dir.to_path_buf()], &ReportOptions::default(), format)
 }
 
-fn render_runs(dirs: &[PathBuf], options: &ReportOptions, format: Format) -> anyhow::Result<String> {
+fn render_runs(
+    dirs: &[PathBuf],
+    options: &ReportOptions,
+    format: Format,
+) -> anyhow::Result<String> {
     let runs = dirs
         .iter()
         .map(|dir| RunData::load(dir).with_context(|| format!("cannot read run {}", dir.display())))
@@ -73,7 +88,13 @@ fn render_runs(dirs: &[PathBuf], options: &ReportOptions, format: Format) -> any
     let report = build_report(&runs, options)?;
     let title = match dirs {
         [one] => format!("Run {}", one.display()),
-        many => format!("Runs {}", many.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")),
+        many => format!(
+            "Runs {}",
+            many.iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     };
     Ok(match format {
         Format::Md => render_markdown(&report, &title),

@@ -8,7 +8,7 @@
 //! ```
 //!
 //! Without a suite, the bundled example suite runs with the scripted agents (gold, literal,
-//! starter) under `partial,full,literal` into `runs/<timestamp>` (with a `runs/latest` link),
+//! starter) under `partial,full,literal,hidden` from `clean,residual:all` into `runs/<timestamp>` (with a `runs/latest` link),
 //! offline, and the report is printed. The planning, worker pool, retries and stop handling
 //! live in `specgap_engine::runner`; this module resolves flags into a [`RunConfig`], shows
 //! progress and handles Ctrl-C.
@@ -37,7 +37,10 @@ pub const EXIT_INTERRUPTED: u8 = 130;
 /// The agents of a run without `--agent`.
 pub const DEFAULT_AGENTS: &str = "scripted:gold,scripted:literal,scripted:starter";
 /// The conditions of a run without `--condition`.
-pub const DEFAULT_CONDITIONS: &str = "partial,full,literal";
+pub const DEFAULT_CONDITIONS: &str = "partial,full,literal,hidden";
+/// The starts of a run without `--start`: every task from its clean workspace, and tasks with
+/// residual states from each of them too (`residual:all` expands to nothing elsewhere).
+pub const DEFAULT_STARTS: &str = "clean,residual:all";
 
 /// Arguments of `specgap run`.
 #[derive(Debug, clap::Args)]
@@ -46,14 +49,16 @@ pub struct Args {
     /// the bundled example suite (`examples/tasks`).
     pub suites: Vec<PathBuf>,
     /// Agents, comma-separated: scripted:gold|literal|starter|mutant:<id>, replay:<file or
-    /// RUN/episodes/<id>>. Default: scripted:gold,scripted:literal,scripted:starter.
+    /// RUN/episodes/<id>>, chat:<model> (see the chat flags below). Default:
+    /// scripted:gold,scripted:literal,scripted:starter.
     #[arg(long = "agent", value_delimiter = ',')]
     pub agents: Vec<String>,
     /// Condition presets, comma-separated: partial, full, literal, plan, hidden, interact,
-    /// interact-req, full-info, oracle:R. Default: partial,full,literal.
+    /// interact-req, full-info, oracle:R. Default: partial,full,literal,hidden (owner tasks run
+    /// the first three; every kind of task, delivery and test-scored included, runs `hidden`).
     #[arg(long = "condition", value_delimiter = ',')]
     pub conditions: Vec<String>,
-    /// Starts, comma-separated: clean, residual:<id>, residual:all. Default: clean.
+    /// Starts, comma-separated: clean, residual:<id>, residual:all. Default: clean,residual:all.
     #[arg(long = "start", value_delimiter = ',')]
     pub starts: Vec<String>,
     /// Repeats of each task × agent × condition × start. Default: 1.
@@ -89,7 +94,12 @@ pub struct Args {
     /// Wall-clock budget per episode, in seconds.
     #[arg(long)]
     pub wall_sec: Option<u64>,
-    /// The simulated owner / customer. Default: relay.
+    /// Clarification rounds per delivery episode (an ask_user call or a text exchange of
+    /// questions each); a round beyond it ends the episode. Default: 30.
+    #[arg(long, value_name = "N")]
+    pub clarification_rounds: Option<u32>,
+    /// The simulated owner / customer: relay, or chat:<model> (a model playing them; see the
+    /// --user-* flags). Default: relay.
     #[arg(long)]
     pub user: Option<String>,
     /// Continue the run in DIR with its own configuration (run.toml): only episodes never
@@ -184,6 +194,7 @@ impl Args {
             ("--turns", self.turns.is_some()),
             ("--tool-calls", self.tool_calls.is_some()),
             ("--wall-sec", self.wall_sec.is_some()),
+            ("--clarification-rounds", self.clarification_rounds.is_some()),
             ("--user", self.user.is_some()),
             ("--shard", self.shard.is_some()),
             ("--retries", self.retries.is_some()),
@@ -230,7 +241,7 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
             (out, store, resolved, plan, false)
         }
     };
-    let outcome = run_plan(&store, &resolved, &plan, jobs, resuming)?;
+    let outcome = run_plan(&store, &resolved, &plan, jobs, resuming, args.chat.max_cost)?;
     if outcome.interrupted {
         eprintln!(
             "interrupted: finished episodes are kept in {}. Continue with:\n  specgap run --resume {}",
@@ -267,7 +278,7 @@ fn resolve_flags(args: &Args) -> anyhow::Result<Resolved> {
     }
     let condition_names = if args.conditions.is_empty() { split_list(DEFAULT_CONDITIONS) } else { clean_list(&args.conditions) };
     let conditions = Condition::parse_list(&condition_names.join(","), overrides)?;
-    let starts = if args.starts.is_empty() { vec!["clean".to_string()] } else { clean_list(&args.starts) };
+    let starts = if args.starts.is_empty() { split_list(DEFAULT_STARTS) } else { clean_list(&args.starts) };
     for start in &starts {
         if start != "residual:all" {
             Start::parse(start)?;
@@ -293,6 +304,7 @@ fn resolve_flags(args: &Args) -> anyhow::Result<Resolved> {
         conditions: dedup(conditions.iter().map(Condition::canonical).collect()),
         starts: dedup(starts),
         budget: Budget { turns: args.turns, tool_calls: args.tool_calls, wall_sec: args.wall_sec },
+        clarification_rounds: args.clarification_rounds,
     };
     let conditions = config.conditions.iter().map(|c| Condition::parse(c)).collect::<Result<Vec<_>, _>>()?;
     Ok(Resolved { config, tasks, conditions, shard })
@@ -322,6 +334,7 @@ fn resolve_stored(config: &RunConfig) -> anyhow::Result<Resolved> {
             bail!("agent {} has a different configuration now than in run.toml (e.g. its replay file changed)", agent.spec);
         }
     }
+    agents::check_stored_prompt_versions(config)?;
     let conditions = config.conditions.iter().map(|c| Condition::parse(c)).collect::<Result<Vec<_>, _>>()?;
     let shard = config.shard.map(|[index, count]| Shard { index, count });
     Ok(Resolved { config: config.clone(), tasks, conditions, shard })
@@ -440,7 +453,14 @@ fn plan(resolved: &Resolved) -> anyhow::Result<runner::Plan> {
     Ok(runner::plan(&input, &agents::Applicability)?)
 }
 
-fn run_plan(store: &Store, resolved: &Resolved, plan: &runner::Plan, jobs: usize, resuming: bool) -> anyhow::Result<Outcome> {
+fn run_plan(
+    store: &Store,
+    resolved: &Resolved,
+    plan: &runner::Plan,
+    jobs: usize,
+    resuming: bool,
+    max_cost: Option<f64>,
+) -> anyhow::Result<Outcome> {
     let config = &resolved.config;
     let user = config.users.first().context("the run configuration names no user")?;
     let stop = Arc::new(AtomicBool::new(false));
@@ -464,28 +484,39 @@ fn run_plan(store: &Store, resolved: &Resolved, plan: &runner::Plan, jobs: usize
             turns: config.budget.turns,
             tool_calls: config.budget.tool_calls,
             wall_sec: config.budget.wall_sec,
-            ..BudgetFlags::default()
+            clarification_rounds: config.clarification_rounds,
         },
         seed: config.seed,
         stop: Arc::clone(&stop),
         work_root: None,
         rerun_eval_errors: resuming,
+        max_cost_usd: max_cost,
     };
     let inputs = RunInputs { tasks: &resolved.tasks, agents: &config.agents, user };
     let summary = runner::execute(plan, inputs, store, &specgap_agents::Agents, &specgap_agents::chat::user::Users, &progress, &options);
     progress.finish();
     let summary = summary?;
-    let interrupted = stop.load(Ordering::SeqCst) && (summary.interrupted > 0 || summary.not_started > 0);
-    let summary_line = format!(
+    let stopped = stop.load(Ordering::SeqCst);
+    let interrupted = stopped && (summary.interrupted > 0 || summary.not_started > 0);
+    // Without a stop request, episodes left unstarted were held back by --max-cost.
+    let (interrupted_count, held_back) =
+        if stopped { (summary.interrupted + summary.not_started, 0) } else { (summary.interrupted, summary.not_started) };
+    let mut summary_line = format!(
         "{} episodes: {} finished, {} evaluation errors, {} infrastructure errors, {} interrupted, {} already done; {} not applicable",
         summary.planned,
         summary.finished,
         summary.eval_errors,
         summary.infra_errors,
-        summary.interrupted + summary.not_started,
+        interrupted_count,
         summary.already_done,
         summary.not_applicable
     );
+    if summary.cost_limit_reached && held_back > 0 {
+        summary_line.push_str(&format!(
+            "; {held_back} not started because the run's model cost passed --max-cost (continue with specgap run --resume {} --max-cost <higher>)",
+            shell_word(&store.dir().display().to_string())
+        ));
+    }
     Ok(Outcome { interrupted, summary_line })
 }
 

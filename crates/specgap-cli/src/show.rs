@@ -5,14 +5,17 @@
 //! customer message, and each submission. The private evaluation of a submission is printed
 //! apart, in a block labelled as private: the agent never saw it. Long texts are cut (head
 //! kept, the cut stated) unless `--full` is given.
+//!
+//! Model usage and cost (the store's `usage` rows, summed over attempts) are shown per episode
+//! in the list (with per-role run totals below it) and per role in a transcript's header.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
-use specgap_protocol::event::{Event, EventKind, UserMessageKind};
-use specgap_store::{EpisodeDetail, EpisodeRow, Store};
+use specgap_protocol::event::{Event, EventKind, Usage, UserMessageKind};
+use specgap_store::{EpisodeDetail, EpisodeRow, Role, Store, UsageRow};
 
 /// Arguments of `specgap show`.
 #[derive(Debug, clap::Args)]
@@ -30,7 +33,7 @@ pub struct Args {
 pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
     let store = Store::open(&args.run).with_context(|| format!("cannot open run {}", args.run.display()))?;
     let text = match &args.episode {
-        None => episode_table(&store.episodes()?),
+        None => episode_table(&store.episodes()?, &store.usage()?),
         Some(prefix) => {
             let id = resolve_id(&store, prefix)?;
             let limits = if args.full { Limits::NONE } else { Limits::DEFAULT };
@@ -51,13 +54,19 @@ fn resolve_id(store: &Store, prefix: &str) -> anyhow::Result<String> {
     }
 }
 
-/// Renders the run's episodes as an aligned text table.
-pub fn episode_table(episodes: &[EpisodeRow]) -> String {
-    let header = ["id", "task", "agent", "condition", "start", "repeat", "status", "end reason", "subs", "final score"];
+/// Renders the run's episodes as an aligned text table; when `usage` has rows, each episode
+/// also shows its model requests, tokens (input / output) and cost over all roles and
+/// attempts, and the run's totals per role follow the table.
+pub fn episode_table(episodes: &[EpisodeRow], usage: &[UsageRow]) -> String {
+    let mut header = vec!["id", "task", "agent", "condition", "start", "repeat", "status", "end reason", "subs", "final score"];
+    let with_usage = !usage.is_empty();
+    if with_usage {
+        header.extend(["requests", "tokens in/out", "cost"]);
+    }
     let rows: Vec<Vec<String>> = episodes
         .iter()
         .map(|e| {
-            vec![
+            let mut row = vec![
                 e.id.clone(),
                 e.task.clone(),
                 e.agent.clone(),
@@ -68,7 +77,15 @@ pub fn episode_table(episodes: &[EpisodeRow]) -> String {
                 e.end_reason.map_or("—", |r| r.as_str()).to_string(),
                 e.submissions.to_string(),
                 final_score(e),
-            ]
+            ];
+            if with_usage {
+                let total = summed(usage.iter().filter(|u| u.episode == e.id));
+                row.extend(match total {
+                    Some(t) => [t.requests.to_string(), format!("{}/{}", t.input_tokens, t.output_tokens), dollars(t.cost_usd)],
+                    None => ["—".to_string(), "—".to_string(), "—".to_string()],
+                });
+            }
+            row
         })
         .collect();
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
@@ -88,6 +105,54 @@ pub fn episode_table(episodes: &[EpisodeRow]) -> String {
         line(row, &mut out);
     }
     let _ = writeln!(out, "{} episode(s)", episodes.len());
+    if with_usage {
+        out.push_str("model usage of the run (all episodes and attempts):\n");
+        out.push_str(&role_lines(usage.iter()));
+    }
+    out
+}
+
+/// The sum of `rows`' usage; `None` without rows.
+fn summed<'a>(rows: impl Iterator<Item = &'a UsageRow>) -> Option<Usage> {
+    rows.fold(None, |acc, row| {
+        let mut total: Usage = acc.unwrap_or_default();
+        total.add(&row.usage);
+        Some(total)
+    })
+}
+
+/// US dollars with four decimals (model calls often cost fractions of a cent).
+fn dollars(cost: f64) -> String {
+    format!("${cost:.4}")
+}
+
+/// One line per role that has usage rows, then the total when both roles do.
+fn role_lines<'a>(rows: impl Iterator<Item = &'a UsageRow> + Clone) -> String {
+    let mut out = String::new();
+    let mut present = 0;
+    for role in [Role::Agent, Role::User] {
+        if let Some(u) = summed(rows.clone().filter(|r| r.role == role)) {
+            present += 1;
+            let _ = writeln!(
+                out,
+                "  {:<5} {} requests ({} retried) · {} input tokens ({} cached) · {} output tokens ({} reasoning) · {:.1} s latency · {}",
+                role.as_str(),
+                u.requests,
+                u.retries,
+                u.input_tokens,
+                u.cached_tokens,
+                u.output_tokens,
+                u.reasoning_tokens,
+                u.latency_ms as f64 / 1000.0,
+                dollars(u.cost_usd)
+            );
+        }
+    }
+    if present > 1
+        && let Some(total) = summed(rows)
+    {
+        let _ = writeln!(out, "  total {}", dollars(total.cost_usd));
+    }
     out
 }
 
@@ -194,6 +259,12 @@ fn header(detail: &EpisodeDetail) -> String {
     );
     if let Some(error) = &e.error {
         let _ = writeln!(out, "  error: {error}");
+    }
+    if !detail.usage.is_empty() {
+        let attempts = detail.usage.iter().map(|u| u.attempt).collect::<std::collections::BTreeSet<_>>().len();
+        let over = if attempts > 1 { format!(" (summed over {attempts} attempts)") } else { String::new() };
+        let _ = writeln!(out, "  model usage{over}:");
+        out.push_str(&role_lines(detail.usage.iter()));
     }
     out
 }

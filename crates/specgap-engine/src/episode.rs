@@ -24,7 +24,7 @@
 //!   condition is not answered and ends with `loop_ask_user`; under a delivery condition an
 //!   `ask_user` beyond the clarification-round limit ends with `clarification_limit`.
 //!   Two consecutive replies without a tool call end with `no_tool_call` (the first gets a
-//!   reminder); three consecutive refusals end with `refusals`; context overflow ends at
+//!   reminder; under delivery conditions the text channel below comes first); three consecutive refusals end with `refusals`; context overflow ends at
 //!   once. Feedback resets every consecutive counter; an answer resets the identical-call
 //!   and blank-output counters (not the question counter, which the answers themselves
 //!   would otherwise always reset).
@@ -34,6 +34,18 @@
 //!   `automatic = true`; it is evaluated and scored like any other and gets no feedback.
 //! * Calls left in a turn after the episode ended get an error result saying they did not
 //!   run, so every call has exactly one result in the trajectory.
+//! * **Delivery text channel** ([`crate::text_channel`], seed 002 A.9.3): under delivery
+//!   conditions that offer `ask_user`, questions under a `## Questions for the client`
+//!   heading (any turn), or the question sentences of a reply without a tool call while no
+//!   file matches `[delivery].artifact`, are answered one by one by the user, recorded like
+//!   `ask_user` questions, and returned as one `answer` message after the turn's tool
+//!   results; each such message is one clarification round, and a round beyond the limit
+//!   ends with `clarification_limit`. An answered exchange resets the no-tool-call counter.
+//!   Under `interact-req`, once a question was answered, a reply without a tool call and
+//!   without a question mark unlocks the work like an `ask_user` statement. Under every
+//!   delivery condition, a reply without a tool call and without a question, while no
+//!   deliverable exists, gets a `continuation` message instead of the reminder, at most
+//!   three times per episode; the no-tool-call rule applies after that.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -56,6 +68,7 @@ use crate::feedback::{Escalation, NO_OBSERVATION, failing_requirement};
 use crate::prompts::{opening_message, system_prompts};
 use crate::sandbox_ops::{self, CommandResult};
 use crate::session::{Agent, AgentError, AgentReply, Incoming, Opening, Question, User, UserError};
+use crate::text_channel::{self, CONTINUATION, CONTINUATION_LIMIT};
 use crate::tools::{self, ToolOutput, names};
 
 /// Evaluations of residual starting states, keyed by (task hash, state id), shared across the
@@ -367,6 +380,10 @@ struct Episode<'c, 'a> {
     turns: u32,
     tool_calls: u32,
     questions: u32,
+    /// Clarification rounds used: answered `ask_user` calls and text-channel exchanges.
+    clarification_rounds: u32,
+    /// Continuation messages sent (delivery text channel).
+    continuations: u32,
     counters: Counters,
     plan_written: bool,
     asked_before_unlock: u32,
@@ -428,6 +445,8 @@ impl<'c, 'a> Episode<'c, 'a> {
             turns: 0,
             tool_calls: 0,
             questions: 0,
+            clarification_rounds: 0,
+            continuations: 0,
             counters: Counters::default(),
             plan_written: false,
             asked_before_unlock: 0,
@@ -512,15 +531,11 @@ impl<'c, 'a> Episode<'c, 'a> {
                 call.id = format!("turn-{}-call-{}", self.turns, i + 1);
             }
         }
-        self.writer.event(EventKind::AgentTurn { turn: self.turns, text, tool_calls: calls.clone(), usage })?;
+        self.writer.event(EventKind::AgentTurn { turn: self.turns, text: text.clone(), tool_calls: calls.clone(), usage })?;
         self.counters.refusals = 0;
+        let text = text.unwrap_or_default();
         if calls.is_empty() {
-            self.counters.no_tool += 1;
-            if self.counters.no_tool >= NO_TOOL_CALL_LIMIT {
-                return Ok(Some(EndReason::NoToolCall));
-            }
-            self.harness_message(UserMessageKind::Reminder, NO_TOOL_REMINDER)?;
-            return Ok(None);
+            return self.reply_without_call(&text);
         }
         self.counters.no_tool = 0;
         let lone = lone_tool_violation(&calls);
@@ -569,7 +584,106 @@ impl<'c, 'a> Episode<'c, 'a> {
         if let Some(text) = feedback {
             self.inbox.push(Incoming::UserMessage { kind: UserMessageKind::Feedback, text });
         }
+        if ended.is_none()
+            && self.text_questions_offered()
+            && let Some(questions) = text_channel::heading_questions(&text).filter(|q| !q.is_empty())
+        {
+            ended = self.text_exchange(questions)?;
+        }
         Ok(ended)
+    }
+
+    /// A reply without a tool call: the delivery text channel (module guide), else one
+    /// reminder and then the `no_tool_call` end.
+    fn reply_without_call(&mut self, text: &str) -> Result<Option<EndReason>, EpisodeError> {
+        let artifact_missing = self.artifact_missing();
+        if self.text_questions_offered() {
+            let questions = text_channel::heading_questions(text).or_else(|| {
+                (artifact_missing == Some(true) && text_channel::has_question_mark(text))
+                    .then(|| text_channel::question_sentences(text))
+            });
+            if let Some(questions) = questions.filter(|q| !q.is_empty()) {
+                return self.text_exchange(questions);
+            }
+        }
+        let clarify_first = self.ctx.condition.ask() == Ask::Required && !self.unlocked;
+        if clarify_first && self.asked_before_unlock > 0 && !text_channel::has_question_mark(text) {
+            self.unlocked = true;
+            self.counters.no_tool = 0;
+            self.harness_message(UserMessageKind::Continuation, UNLOCK_ACKNOWLEDGEMENT)?;
+            return Ok(None);
+        }
+        if self.ctx.condition.is_delivery() && artifact_missing == Some(true) && self.continuations < CONTINUATION_LIMIT
+        {
+            self.continuations += 1;
+            self.harness_message(UserMessageKind::Continuation, CONTINUATION)?;
+            return Ok(None);
+        }
+        self.counters.no_tool += 1;
+        if self.counters.no_tool >= NO_TOOL_CALL_LIMIT {
+            return Ok(Some(EndReason::NoToolCall));
+        }
+        self.harness_message(UserMessageKind::Reminder, NO_TOOL_REMINDER)?;
+        Ok(None)
+    }
+
+    /// Whether questions in the reply text are answered: delivery conditions that offer
+    /// `ask_user` (seed 002 A.9.3).
+    fn text_questions_offered(&self) -> bool {
+        self.ctx.condition.is_delivery() && self.ctx.condition.ask() != Ask::Off
+    }
+
+    /// Whether no workspace file matches `[delivery].artifact`; `None` for a task without one.
+    fn artifact_missing(&self) -> Option<bool> {
+        let delivery = self.ctx.package.manifest().delivery.as_ref()?;
+        Some(!text_channel::artifact_exists(&self.ws_dir, &delivery.artifact))
+    }
+
+    /// One text-channel clarification round: every question answered and recorded, the
+    /// answers delivered as one message; beyond the round limit, the `clarification_limit` end.
+    fn text_exchange(&mut self, questions: Vec<String>) -> Result<Option<EndReason>, EpisodeError> {
+        if self.clarification_rounds >= self.ctx.budgets.clarification_rounds {
+            return Ok(Some(EndReason::ClarificationLimit));
+        }
+        let mut pairs = Vec::with_capacity(questions.len());
+        let mut usage: Option<Usage> = None;
+        for question in questions {
+            let reply = self.put_question(&question)?;
+            if let Some(u) = &reply.usage {
+                usage.get_or_insert_with(Usage::default).add(u);
+            }
+            pairs.push((question, reply.text));
+        }
+        self.clarification_rounds += 1;
+        if self.ctx.condition.ask() == Ask::Required && !self.unlocked {
+            self.asked_before_unlock += 1;
+        }
+        self.counters.no_tool = 0;
+        self.counters.owner_answered();
+        let text = text_channel::answer_message(&pairs);
+        self.writer.event(EventKind::UserMessage { kind: UserMessageKind::Answer, text: text.clone(), usage })?;
+        self.inbox.push(Incoming::UserMessage { kind: UserMessageKind::Answer, text });
+        Ok(None)
+    }
+
+    /// Puts one question to the user and records it (questions table, user usage); the
+    /// channel (tool or text) is the caller's.
+    fn put_question(&mut self, text: &str) -> Result<crate::session::Reply, EpisodeError> {
+        let question = Question { index: self.questions, turn: self.turns, text: text.to_string() };
+        let reply = self.user.answer(&question)?;
+        if let Some(usage) = &reply.usage {
+            self.writer.record_usage(Role::User, usage)?;
+        }
+        let matched =
+            linked_targets(text, self.ctx.package.clarifications()).into_iter().map(|t| t.id.clone()).collect();
+        self.writer.record_question(&specgap_store::Question {
+            turn: self.turns,
+            text: text.to_string(),
+            answer: reply.text.clone(),
+            matched_targets: matched,
+        })?;
+        self.questions += 1;
+        Ok(reply)
     }
 
     /// Updates the identical-call counter; true when this call is the 4th in a row.
@@ -736,26 +850,12 @@ impl<'c, 'a> Episode<'c, 'a> {
             effect.end = Some(EndReason::LoopAskUser);
             return Ok(ToolOutput::error("not answered: this is the fourth question in a row"));
         }
-        if condition.is_delivery() && self.questions >= self.ctx.budgets.clarification_rounds {
+        if condition.is_delivery() && self.clarification_rounds >= self.ctx.budgets.clarification_rounds {
             effect.end = Some(EndReason::ClarificationLimit);
             return Ok(ToolOutput::error("not answered: no further questions can be answered"));
         }
-        let question = Question { index: self.questions, turn: self.turns, text: args.question.clone() };
-        let reply = self.user.answer(&question)?;
-        if let Some(usage) = &reply.usage {
-            self.writer.record_usage(Role::User, usage)?;
-        }
-        let matched = linked_targets(&args.question, self.ctx.package.clarifications())
-            .into_iter()
-            .map(|t| t.id.clone())
-            .collect();
-        self.writer.record_question(&specgap_store::Question {
-            turn: self.turns,
-            text: args.question,
-            answer: reply.text.clone(),
-            matched_targets: matched,
-        })?;
-        self.questions += 1;
+        let reply = self.put_question(&args.question)?;
+        self.clarification_rounds += 1;
         if clarify_first {
             self.asked_before_unlock += 1;
         }

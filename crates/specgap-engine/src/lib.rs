@@ -15,6 +15,7 @@
 //! | [`session`] | the [`Agent`] and [`User`] traits the episode talks to |
 //! | [`feedback`] | observation choice and escalation after a failed submission |
 //! | [`relay`] | the deterministic `relay` user |
+//! | [`text_channel`] | the delivery text channel: questions in reply text, continuations (seed 002 A.9.3) |
 //!
 //! The run orchestration that plans episodes, retries failed attempts and fills the store
 //! lives in `runner`.
@@ -29,6 +30,7 @@ pub mod relay;
 pub mod runner;
 mod sandbox_ops;
 pub mod session;
+pub mod text_channel;
 pub mod tools;
 
 pub use condition::{

@@ -12,7 +12,7 @@ use crate::condition::{Ask, Budgets, Condition, OpeningKind, PromptKind, oracle_
 
 /// Version of the prompt texts; bump on any change to `src/prompts/*.md` or to this module's
 /// fill-ins.
-pub const PROMPT_VERSION: &str = "1";
+pub const PROMPT_VERSION: &str = "2";
 
 const EVIDENCE: &str = include_str!("prompts/evidence.md");
 const LITERAL: &str = include_str!("prompts/literal.md");
@@ -106,7 +106,7 @@ fn rules_note(condition: &Condition, budgets: &Budgets) -> String {
     let ask_loop = match (asks, condition.is_delivery()) {
         (false, _) => String::new(),
         (true, false) => ", on the fourth question to the owner in a row".to_string(),
-        (true, true) => format!(", when you ask more than {} questions", budgets.clarification_rounds),
+        (true, true) => format!(", when you put more than {} rounds of questions to the client", budgets.clarification_rounds),
     };
     let mut alone = vec!["`submit`"];
     if asks {
@@ -207,7 +207,8 @@ mod tests {
         assert!(l.initial.contains("`submit` must be the only call in its turn."));
         assert!(!l.initial.contains("ask_user"));
         let d = prompts("interact");
-        assert!(d.initial.contains("when you ask more than 30 questions"));
+        assert!(d.initial.contains("when you put more than 30 rounds of questions to the client"));
+        assert!(d.initial.contains("under a heading `## Questions for the client`"));
         assert!(d.initial.contains("you have 1 submission."));
         let q = prompts("plan");
         assert!(q.initial.contains("`submit`, `ask_user` and `write_plan` must each be the only call in their turn."));

@@ -35,6 +35,11 @@ pub struct RunConfig {
     /// from `run.toml` when no flag was given.
     #[serde(default, skip_serializing_if = "is_default_budget")]
     pub budget: crate::package::Budget,
+    /// `--clarification-rounds`: answered clarification rounds allowed per delivery episode
+    /// (an `ask_user` call or a text-channel exchange each; seed 002 A.3); absent: the
+    /// engine's default of 30. Omitted from `run.toml` when the flag was not given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clarification_rounds: Option<u32>,
 }
 
 fn is_default_budget(budget: &crate::package::Budget) -> bool {

@@ -11,7 +11,10 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde::Serialize;
-use specgap_stats::{BootstrapConfig, IntervalMethod, WilcoxonOptions, bootstrap_paired, holm_adjust, wilcoxon_paired};
+use specgap_stats::{
+    BootstrapConfig, IntervalMethod, WilcoxonOptions, bootstrap_paired, holm_adjust,
+    wilcoxon_paired,
+};
 
 use crate::ReportError;
 use crate::delivery::episode_clarification;
@@ -40,21 +43,29 @@ impl Selection {
     pub fn parse(text: &str) -> Result<Selection, ReportError> {
         let mut filters = Vec::new();
         for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (key, value) = part.split_once('=').ok_or_else(|| ReportError::BadSelection(part.to_string()))?;
+            let (key, value) = part
+                .split_once('=')
+                .ok_or_else(|| ReportError::BadSelection(part.to_string()))?;
             filters.push((Dim::parse(key)?, value.trim().to_string()));
         }
         Ok(Selection { filters })
     }
 
     fn matches(&self, e: &Episode<'_>) -> bool {
-        self.filters.iter().all(|(dim, value)| dim.value(e) == *value)
+        self.filters
+            .iter()
+            .all(|(dim, value)| dim.value(e) == *value)
     }
 
     fn describe(&self) -> String {
         if self.filters.is_empty() {
             return "all episodes".into();
         }
-        self.filters.iter().map(|(d, v)| format!("{}={v}", d.as_str())).collect::<Vec<_>>().join(",")
+        self.filters
+            .iter()
+            .map(|(d, v)| format!("{}={v}", d.as_str()))
+            .collect::<Vec<_>>()
+            .join(",")
     }
 }
 
@@ -129,8 +140,8 @@ pub struct MeasureComparison {
     /// than two tasks or a degenerate distribution.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interval: Option<[f64; 2]>,
-    /// Two-sided Wilcoxon signed-rank p-value of B − A (scipy defaults); absent when undefined
-    /// (every difference zero).
+    /// Two-sided Wilcoxon signed-rank p-value of B − A (scipy defaults); absent when the test
+    /// gives NaN.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wilcoxon_p: Option<f64>,
     /// Holm-adjusted p-value over every measure with a Wilcoxon p-value.
@@ -169,13 +180,23 @@ type Measure = (&'static str, fn(&Episode<'_>, &str) -> Option<f64>);
 const MEASURES: &[Measure] = &[
     ("Score@1", |e, _| (!e.is_delivery()).then(|| e.score_at(1))),
     ("Score@4", |e, _| (!e.is_delivery()).then(|| e.score_at(4))),
-    ("Success@1", |e, _| (!e.is_delivery()).then(|| indicator(e.success_at(1)))),
-    ("Success@4", |e, _| (!e.is_delivery()).then(|| indicator(e.success_at(4)))),
+    ("Success@1", |e, _| {
+        (!e.is_delivery()).then(|| indicator(e.success_at(1)))
+    }),
+    ("Success@4", |e, _| {
+        (!e.is_delivery()).then(|| indicator(e.success_at(4)))
+    }),
     ("Quality", |e, _| e.is_delivery().then(|| e.final_score())),
-    ("DSR", |e, _| e.is_delivery().then(|| indicator(e.final_success()))),
-    ("Valid", |e, _| e.is_delivery().then(|| indicator(e.final_valid()))),
+    ("DSR", |e, _| {
+        e.is_delivery().then(|| indicator(e.final_success()))
+    }),
+    ("Valid", |e, _| {
+        e.is_delivery().then(|| indicator(e.final_valid()))
+    }),
     ("Recall", |e, judge| episode_clarification(e, judge)?.recall),
-    ("Precision", |e, judge| episode_clarification(e, judge)?.precision),
+    ("Precision", |e, judge| {
+        episode_clarification(e, judge)?.precision
+    }),
     ("Ask-F1", |e, judge| episode_clarification(e, judge)?.ask_f1),
 ];
 
@@ -184,10 +205,17 @@ const MEASURES: &[Measure] = &[
 /// # Errors
 /// [`ReportError::EmptySide`] when a selection keeps no scored episode;
 /// [`ReportError::Stats`] when a statistic rejects its input.
-pub fn compare(a: &RunData, b: &RunData, options: &CompareOptions) -> Result<Comparison, ReportError> {
+pub fn compare(
+    a: &RunData,
+    b: &RunData,
+    options: &CompareOptions,
+) -> Result<Comparison, ReportError> {
     let episodes = index_episodes(&[a, b]);
     let side = |run: usize, selection: &Selection| -> Vec<&Episode> {
-        episodes.iter().filter(|e| e.run == run && e.is_scored() && selection.matches(e)).collect()
+        episodes
+            .iter()
+            .filter(|e| e.run == run && e.is_scored() && selection.matches(e))
+            .collect()
     };
     let side_a = side(0, &options.select_a);
     let side_b = side(1, &options.select_b);
@@ -205,17 +233,34 @@ pub fn compare(a: &RunData, b: &RunData, options: &CompareOptions) -> Result<Com
         }
         let va = per_task_means(side_a.iter().copied(), |e| value(e, &options.judge));
         let vb = per_task_means(side_b.iter().copied(), |e| value(e, &options.judge));
-        let per_task: Vec<TaskPair> =
-            va.iter().filter_map(|(task, x)| vb.get(task).map(|y| TaskPair { task: task.clone(), a: *x, b: *y })).collect();
+        let per_task: Vec<TaskPair> = va
+            .iter()
+            .filter_map(|(task, x)| {
+                vb.get(task).map(|y| TaskPair {
+                    task: task.clone(),
+                    a: *x,
+                    b: *y,
+                })
+            })
+            .collect();
         if per_task.is_empty() {
             continue;
         }
         measures.push(compare_measure(name, per_task, options)?);
     }
-    let finite: Vec<(usize, f64)> = measures.iter().enumerate().filter_map(|(i, m)| m.wilcoxon_p.map(|p| (i, p))).collect();
+    let finite: Vec<(usize, f64)> = measures
+        .iter()
+        .enumerate()
+        .filter_map(|(i, m)| m.wilcoxon_p.map(|p| (i, p)))
+        .collect();
     if !finite.is_empty() {
-        let adjusted = holm_adjust(&finite.iter().map(|(_, p)| *p).collect::<Vec<_>>())
-            .map_err(|source| ReportError::Stats { measure: "Holm adjustment".into(), source })?;
+        let adjusted =
+            holm_adjust(&finite.iter().map(|(_, p)| *p).collect::<Vec<_>>()).map_err(|source| {
+                ReportError::Stats {
+                    measure: "Holm adjustment".into(),
+                    source,
+                }
+            })?;
         for ((i, _), p) in finite.iter().zip(adjusted) {
             measures[*i].holm_p = Some(p);
         }
@@ -233,17 +278,31 @@ pub fn compare(a: &RunData, b: &RunData, options: &CompareOptions) -> Result<Com
 }
 
 fn describe_side(run: &RunData, selection: &Selection, episodes: &[&Episode<'_>]) -> Side {
-    let mut groups: Vec<String> =
-        episodes.iter().map(|e| format!("{} · {} · {}", e.row.agent, e.row.condition, e.row.start)).collect();
+    let mut groups: Vec<String> = episodes
+        .iter()
+        .map(|e| format!("{} · {} · {}", e.row.agent, e.row.condition, e.row.start))
+        .collect();
     groups.sort();
     groups.dedup();
-    Side { dir: run.dir.display().to_string(), selection: selection.describe(), episodes: episodes.len(), groups }
+    Side {
+        dir: run.dir.display().to_string(),
+        selection: selection.describe(),
+        episodes: episodes.len(),
+        groups,
+    }
 }
 
-fn compare_measure(name: &str, per_task: Vec<TaskPair>, options: &CompareOptions) -> Result<MeasureComparison, ReportError> {
+fn compare_measure(
+    name: &str,
+    per_task: Vec<TaskPair>,
+    options: &CompareOptions,
+) -> Result<MeasureComparison, ReportError> {
     let xs: Vec<f64> = per_task.iter().map(|p| p.a).collect();
     let ys: Vec<f64> = per_task.iter().map(|p| p.b).collect();
-    let stats_error = |source| ReportError::Stats { measure: name.to_string(), source };
+    let stats_error = |source| ReportError::Stats {
+        measure: name.to_string(),
+        source,
+    };
     let mean_a = mean(xs.iter().copied()).unwrap_or(0.0);
     let mean_b = mean(ys.iter().copied()).unwrap_or(0.0);
     let interval = if per_task.len() >= 2 {
@@ -253,7 +312,8 @@ fn compare_measure(name: &str, per_task: Vec<TaskPair>, options: &CompareOptions
             method: IntervalMethod::Percentile,
             seed: options.seed,
         };
-        let difference = |a: &[f64], b: &[f64]| (b.iter().sum::<f64>() - a.iter().sum::<f64>()) / a.len() as f64;
+        let difference =
+            |a: &[f64], b: &[f64]| (b.iter().sum::<f64>() - a.iter().sum::<f64>()) / a.len() as f64;
         let i = bootstrap_paired(&xs, &ys, difference, &config).map_err(stats_error)?;
         (i.low.is_finite() && i.high.is_finite()).then_some([i.low, i.high])
     } else {
@@ -274,14 +334,24 @@ fn compare_measure(name: &str, per_task: Vec<TaskPair>, options: &CompareOptions
 }
 
 fn opt(v: Option<f64>, digits: usize) -> String {
-    v.map_or_else(|| crate::render::ABSENT.to_string(), |v| format!("{v:.digits$}"))
+    v.map_or_else(
+        || crate::render::ABSENT.to_string(),
+        |v| format!("{v:.digits$}"),
+    )
 }
 
 /// The comparison as Markdown: the summary table, then per-task values of each measure.
 pub fn render_comparison_markdown(c: &Comparison) -> String {
     let mut out = String::from("# Comparison B − A\n\n");
     for (label, side) in [("A", &c.a), ("B", &c.b)] {
-        let _ = writeln!(out, "- **{label}**: `{}` ({}; {} scored episodes; groups: {})", side.dir, side.selection, side.episodes, side.groups.join("; "));
+        let _ = writeln!(
+            out,
+            "- **{label}**: `{}` ({}; {} scored episodes; groups: {})",
+            side.dir,
+            side.selection,
+            side.episodes,
+            side.groups.join("; ")
+        );
     }
     let _ = write!(
         out,
@@ -293,7 +363,10 @@ pub fn render_comparison_markdown(c: &Comparison) -> String {
     );
     out.push_str("| measure | tasks | A | B | B − A | interval | Wilcoxon p | Holm p |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for m in &c.measures {
-        let interval = m.interval.map_or_else(|| crate::render::ABSENT.to_string(), |[l, h]| format!("[{l:+.4}, {h:+.4}]"));
+        let interval = m.interval.map_or_else(
+            || crate::render::ABSENT.to_string(),
+            |[l, h]| format!("[{l:+.4}, {h:+.4}]"),
+        );
         let _ = writeln!(
             out,
             "| {} | {} | {:.4} | {:.4} | {:+.4} | {} | {} | {} |",
@@ -311,7 +384,9 @@ pub fn render_comparison_markdown(c: &Comparison) -> String {
     let mut by_task: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for (i, m) in c.measures.iter().enumerate() {
         for p in &m.per_task {
-            let row = by_task.entry(p.task.as_str()).or_insert_with(|| vec![crate::render::ABSENT.to_string(); c.measures.len()]);
+            let row = by_task
+                .entry(p.task.as_str())
+                .or_insert_with(|| vec![crate::render::ABSENT.to_string(); c.measures.len()]);
             row[i] = format!("{:.4} → {:.4}", p.a, p.b);
         }
     }

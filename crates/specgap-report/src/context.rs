@@ -48,12 +48,19 @@ impl TaskContext {
     pub fn from_package(package: &TaskPackage) -> (TaskContext, Vec<String>) {
         let mut warnings = Vec::new();
         let mut states = BTreeMap::new();
-        let gold_changes = package.solutions().gold.as_ref().map(|gold| overlay_changed_files(gold, &package.workspace_dir()));
+        let gold_changes = package
+            .solutions()
+            .gold
+            .as_ref()
+            .map(|gold| overlay_changed_files(gold, &package.workspace_dir()));
         for (id, state) in package.residual_states() {
             let changes = match fs_err::read(&state.patch) {
                 Ok(bytes) => parse_diff(&String::from_utf8_lossy(&bytes)),
                 Err(err) => {
-                    warnings.push(format!("task {}: residual state {id}: {err}", package.name()));
+                    warnings.push(format!(
+                        "task {}: residual state {id}: {err}",
+                        package.name()
+                    ));
                     DiffChanges::default()
                 }
             };
@@ -66,12 +73,24 @@ impl TaskContext {
                 }
                 (None, None) => BTreeSet::new(),
             };
-            states.insert(id.clone(), StateContext { predecessor: state.meta.predecessor.clone(), changes, left_out });
+            states.insert(
+                id.clone(),
+                StateContext {
+                    predecessor: state.meta.predecessor.clone(),
+                    changes,
+                    left_out,
+                },
+            );
         }
         let context = TaskContext {
             name: package.name().to_string(),
             family: package.manifest().task.family,
-            stated: package.requirements().iter().filter(|r| r.stated).map(|r| r.id.clone()).collect(),
+            stated: package
+                .requirements()
+                .iter()
+                .filter(|r| r.stated)
+                .map(|r| r.id.clone())
+                .collect(),
             targets: package.clarifications().to_vec(),
             states,
         };
@@ -88,7 +107,9 @@ fn overlay_changed_files(overlay: &Overlay, workspace: &Path) -> Result<BTreeSet
         if !entry.file_type().is_file() {
             continue;
         }
-        let Ok(relative) = entry.path().strip_prefix(&overlay.dir) else { continue };
+        let Ok(relative) = entry.path().strip_prefix(&overlay.dir) else {
+            continue;
+        };
         if relative == Path::new("delete.txt") {
             continue;
         }

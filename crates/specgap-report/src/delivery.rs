@@ -55,8 +55,14 @@ pub struct DeliveryMeasures {
 /// # Errors
 /// [`ReportError::Stats`] if the pass@k estimator rejects the counts (cannot happen for
 /// counts built here; reported rather than hidden).
-pub fn delivery_measures(episodes: &[&Episode<'_>]) -> Result<Option<DeliveryMeasures>, ReportError> {
-    let runs: Vec<&Episode> = episodes.iter().copied().filter(|e| e.is_scored() && e.is_delivery()).collect();
+pub fn delivery_measures(
+    episodes: &[&Episode<'_>],
+) -> Result<Option<DeliveryMeasures>, ReportError> {
+    let runs: Vec<&Episode> = episodes
+        .iter()
+        .copied()
+        .filter(|e| e.is_scored() && e.is_delivery())
+        .collect();
     if runs.is_empty() {
         return Ok(None);
     }
@@ -75,7 +81,11 @@ pub fn delivery_measures(episodes: &[&Episode<'_>]) -> Result<Option<DeliveryMea
             let values = values.map_err(|source| ReportError::Stats { measure: "pass@k".into(), source })?;
             Ok(mean(values).unwrap_or(0.0))
         };
-        Some(PassK { k: k as u32, pass_at_k: stats(specgap_stats::pass_at_k)?, pass_hat_k: stats(specgap_stats::pass_hat_k)? })
+        Some(PassK {
+            k: k as u32,
+            pass_at_k: stats(specgap_stats::pass_at_k)?,
+            pass_hat_k: stats(specgap_stats::pass_hat_k)?,
+        })
     } else {
         None
     };
@@ -117,27 +127,57 @@ pub struct ClarificationValues {
 /// 0 and Precision, Ask-F1 and ATC undefined; with questions but no judgement at all (the
 /// judge failed or never ran), every measure is unavailable. A target without a judgement
 /// counts as not covered; matched indices outside the units are ignored.
-pub fn clarification_values(units: &[QuestionUnit], targets: &[String], judgements: &[&Judgement]) -> ClarificationValues {
+pub fn clarification_values(
+    units: &[QuestionUnit],
+    targets: &[String],
+    judgements: &[&Judgement],
+) -> ClarificationValues {
     let g = targets.len();
     if g == 0 {
         return ClarificationValues::default();
     }
     if units.is_empty() {
-        return ClarificationValues { units: 0, recall: Some(0.0), kqc1: Some(0.0), redund: Some(0.0), ..Default::default() };
+        return ClarificationValues {
+            units: 0,
+            recall: Some(0.0),
+            kqc1: Some(0.0),
+            redund: Some(0.0),
+            ..Default::default()
+        };
     }
     if judgements.is_empty() {
-        return ClarificationValues { units: units.len(), ..Default::default() };
+        return ClarificationValues {
+            units: units.len(),
+            ..Default::default()
+        };
     }
     let wanted: BTreeSet<&str> = targets.iter().map(String::as_str).collect();
-    let covered: Vec<&&Judgement> = judgements.iter().filter(|j| j.verdict == COVERED && wanted.contains(j.target.as_str())).collect();
+    let covered: Vec<&&Judgement> = judgements
+        .iter()
+        .filter(|j| j.verdict == COVERED && wanted.contains(j.target.as_str()))
+        .collect();
     let turn_of = |index: u32| units.get(index as usize).map(|u| u.turn);
-    let relevant: BTreeSet<u32> =
-        covered.iter().flat_map(|j| j.matched_question_indices.iter().copied()).filter(|i| (*i as usize) < units.len()).collect();
-    let first_turns: Vec<u32> =
-        covered.iter().filter_map(|j| j.matched_question_indices.iter().filter_map(|i| turn_of(*i)).min()).collect();
+    let relevant: BTreeSet<u32> = covered
+        .iter()
+        .flat_map(|j| j.matched_question_indices.iter().copied())
+        .filter(|i| (*i as usize) < units.len())
+        .collect();
+    let first_turns: Vec<u32> = covered
+        .iter()
+        .filter_map(|j| {
+            j.matched_question_indices
+                .iter()
+                .filter_map(|i| turn_of(*i))
+                .min()
+        })
+        .collect();
     let recall = covered.len() as f64 / g as f64;
     let precision = relevant.len() as f64 / units.len() as f64;
-    let ask_f1 = if precision + recall > 0.0 { 2.0 * precision * recall / (precision + recall) } else { 0.0 };
+    let ask_f1 = if precision + recall > 0.0 {
+        2.0 * precision * recall / (precision + recall)
+    } else {
+        0.0
+    };
     ClarificationValues {
         units: units.len(),
         recall: Some(recall),
@@ -203,12 +243,22 @@ pub fn episode_clarification(e: &Episode<'_>, judge: &str) -> Option<Clarificati
     }
     let units = question_units(&e.questions);
     let targets: Vec<String> = context.targets.iter().map(|t| t.id.clone()).collect();
-    Some(clarification_values(&units, &targets, &e.judgements_of(judge)))
+    Some(clarification_values(
+        &units,
+        &targets,
+        &e.judgements_of(judge),
+    ))
 }
 
 /// [`ClarificationSummary`] of a group; `None` when no run applies.
-pub fn clarification_summary(episodes: &[&Episode<'_>], judge: &str) -> Option<ClarificationSummary> {
-    let values: Vec<ClarificationValues> = episodes.iter().filter_map(|e| episode_clarification(e, judge)).collect();
+pub fn clarification_summary(
+    episodes: &[&Episode<'_>],
+    judge: &str,
+) -> Option<ClarificationSummary> {
+    let values: Vec<ClarificationValues> = episodes
+        .iter()
+        .filter_map(|e| episode_clarification(e, judge))
+        .collect();
     if values.is_empty() {
         return None;
     }
@@ -225,7 +275,14 @@ pub fn clarification_summary(episodes: &[&Episode<'_>], judge: &str) -> Option<C
 }
 
 /// Signature precedence for zero-score runs (seed 002 App. A.7, Table 14).
-pub const SIGNATURE_ORDER: [&str; 6] = ["constraint", "fatal", "schema", "execution", "quality", "none"];
+pub const SIGNATURE_ORDER: [&str; 6] = [
+    "constraint",
+    "fatal",
+    "schema",
+    "execution",
+    "quality",
+    "none",
+];
 
 /// Zero-score runs of a group by evaluator signature (seed 002 App. A.7, Table 14).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -245,10 +302,16 @@ pub struct ZeroScores {
 /// The signature of a zero-score run: the evaluator's, else `constraint` for an invalid
 /// delivery with violations, else `none` (no explicit message).
 pub fn zero_signature(e: &Episode<'_>) -> String {
-    let delivery = e.final_k().or_else(|| e.submissions.last().map(|s| s.k)).and_then(|k| e.deliveries.get(&k));
+    let delivery = e
+        .final_k()
+        .or_else(|| e.submissions.last().map(|s| s.k))
+        .and_then(|k| e.deliveries.get(&k));
     match delivery {
         Some(d) => match d.signature {
-            Some(sig) => serde_json::to_value(sig).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_else(|| "none".into()),
+            Some(sig) => serde_json::to_value(sig)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_else(|| "none".into()),
             None if !d.valid && !d.violations.is_empty() => "constraint".into(),
             None => "none".into(),
         },
@@ -258,17 +321,31 @@ pub fn zero_signature(e: &Episode<'_>) -> String {
 
 /// [`ZeroScores`]; `None` without scored delivery runs.
 pub fn zero_scores(episodes: &[&Episode<'_>]) -> Option<ZeroScores> {
-    let runs: Vec<&Episode> = episodes.iter().copied().filter(|e| e.is_scored() && e.is_delivery()).collect();
+    let runs: Vec<&Episode> = episodes
+        .iter()
+        .copied()
+        .filter(|e| e.is_scored() && e.is_delivery())
+        .collect();
     if runs.is_empty() {
         return None;
     }
-    let zeros: Vec<&Episode> = runs.iter().copied().filter(|e| e.final_score() == 0.0).collect();
+    let zeros: Vec<&Episode> = runs
+        .iter()
+        .copied()
+        .filter(|e| e.final_score() == 0.0)
+        .collect();
     let mut signatures = BTreeMap::new();
     for e in &zeros {
         *signatures.entry(zero_signature(e)).or_insert(0) += 1;
     }
     let invalid = zeros.iter().filter(|e| !e.final_valid()).count();
-    Some(ZeroScores { runs: runs.len(), zero: zeros.len(), invalid, valid_zero: zeros.len() - invalid, signatures })
+    Some(ZeroScores {
+        runs: runs.len(),
+        zero: zeros.len(),
+        invalid,
+        valid_zero: zeros.len() - invalid,
+        signatures,
+    })
 }
 
 /// One case at one oracle coverage level: Quality mean ± sd over repeats (seed 002 Table 13).
@@ -312,7 +389,10 @@ pub fn oracle_curve(episodes: &[&Episode<'_>]) -> Vec<OracleLevel> {
         .filter_map(|(condition, eps)| {
             let mut by_task: BTreeMap<String, Vec<f64>> = BTreeMap::new();
             for e in eps {
-                by_task.entry(e.row.task.clone()).or_default().push(e.final_score());
+                by_task
+                    .entry(e.row.task.clone())
+                    .or_default()
+                    .push(e.final_score());
             }
             let cases: Vec<OracleCase> = by_task
                 .into_iter()
@@ -320,13 +400,24 @@ pub fn oracle_curve(episodes: &[&Episode<'_>]) -> Vec<OracleLevel> {
                     task,
                     repeats: scores.len(),
                     mean: mean(scores.iter().copied()).unwrap_or(0.0),
-                    sd: specgap_stats::sample_sd(&scores).ok().filter(|s| s.is_finite()),
+                    sd: specgap_stats::sample_sd(&scores)
+                        .ok()
+                        .filter(|s| s.is_finite()),
                 })
                 .collect();
             let macro_mean = case_macro(&cases.iter().map(|c| c.mean).collect::<Vec<_>>())?;
-            Some(OracleLevel { ratio: oracle_ratio(&condition)?, condition, cases, macro_mean })
+            Some(OracleLevel {
+                ratio: oracle_ratio(&condition)?,
+                condition,
+                cases,
+                macro_mean,
+            })
         })
         .collect();
-    out.sort_by(|a, b| a.ratio.total_cmp(&b.ratio).then_with(|| a.condition.cmp(&b.condition)));
+    out.sort_by(|a, b| {
+        a.ratio
+            .total_cmp(&b.ratio)
+            .then_with(|| a.condition.cmp(&b.condition))
+    });
     out
 }

@@ -41,16 +41,18 @@ pub fn parse_diff(text: &str) -> DiffChanges {
             in_hunk = false;
             continue;
         }
-        let Some(path) = current.clone() else { continue };
+        let Some(path) = current.clone() else {
+            continue;
+        };
         if !in_hunk {
             // Header lines of a file section: `+++ b/<path>` names the new side precisely.
             if let Some(new) = line.strip_prefix("+++ ") {
-                if let Some(p) = strip_side(new, "b/") {
-                    if p != path {
-                        changes.files.remove(&path);
-                        changes.files.insert(p.clone());
-                        current = Some(p);
-                    }
+                if let Some(p) = strip_side(new, "b/")
+                    && p != path
+                {
+                    changes.files.remove(&path);
+                    changes.files.insert(p.clone());
+                    current = Some(p);
                 }
                 continue;
             }
@@ -63,7 +65,11 @@ pub fn parse_diff(text: &str) -> DiffChanges {
             continue;
         }
         if let Some(added) = line.strip_prefix('+') {
-            changes.added.entry(path).or_default().push(added.to_string());
+            changes
+                .added
+                .entry(path)
+                .or_default()
+                .push(added.to_string());
         }
     }
     changes
@@ -77,19 +83,25 @@ fn header_path(rest: &str) -> Option<String> {
         // body = "<p> b/<p>": len = 2·|p| + 3.
         if body.len() >= 3 && (body.len() - 3) % 2 == 0 {
             let n = (body.len() - 3) / 2;
-            if body.is_char_boundary(n) && body[n..].starts_with(" b/") && body[..n] == body[n + 3..] {
+            if body.is_char_boundary(n)
+                && body[n..].starts_with(" b/")
+                && body[..n] == body[n + 3..]
+            {
                 return Some(body[..n].to_string());
             }
         }
         return body.find(" b/").map(|at| body[..at].to_string());
     }
     // Quoted paths ("a/…" "b/…"): take the second, unquoted.
-    rest.rsplit_once(" \"b/").map(|(_, p)| p.trim_end_matches('"').to_string())
+    rest.rsplit_once(" \"b/")
+        .map(|(_, p)| p.trim_end_matches('"').to_string())
 }
 
 fn strip_side(text: &str, prefix: &str) -> Option<String> {
     let text = text.trim_end();
-    let text = text.strip_prefix('"').map_or(text, |t| t.trim_end_matches('"'));
+    let text = text
+        .strip_prefix('"')
+        .map_or(text, |t| t.trim_end_matches('"'));
     text.strip_prefix(prefix).map(str::to_string)
 }
 
@@ -98,7 +110,10 @@ fn strip_side(text: &str, prefix: &str) -> Option<String> {
 /// of the two line sequences, summed over files (seed 001 App. D.2 "Kept").
 ///
 /// Returns `(kept, total)` with `total` the number of lines in `kept_from`.
-pub fn kept_lines(kept_from: &BTreeMap<String, Vec<String>>, final_added: &BTreeMap<String, Vec<String>>) -> (usize, usize) {
+pub fn kept_lines(
+    kept_from: &BTreeMap<String, Vec<String>>,
+    final_added: &BTreeMap<String, Vec<String>>,
+) -> (usize, usize) {
     let mut kept = 0;
     let mut total = 0;
     for (file, lines) in kept_from {

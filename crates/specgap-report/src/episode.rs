@@ -66,19 +66,32 @@ pub fn index_episodes<'a>(runs: &[&'a RunData]) -> Vec<Episode<'a>> {
         for s in &rows.submissions {
             if let Some(i) = slot(&s.episode) {
                 out[i].submissions.push(s);
-                if let (true, Some(score), Some(success)) = (s.valid_evaluation, s.score, s.success) {
-                    out[i].scores.push(SubmissionScore { k: s.k, score, success });
+                if let (true, Some(score), Some(success)) = (s.valid_evaluation, s.score, s.success)
+                {
+                    out[i].scores.push(SubmissionScore {
+                        k: s.k,
+                        score,
+                        success,
+                    });
                 }
             }
         }
         for t in &rows.tests {
             if let Some(i) = slot(&t.episode) {
-                out[i].tests.entry(t.k).or_default().insert(t.test.as_str(), t.outcome);
+                out[i]
+                    .tests
+                    .entry(t.k)
+                    .or_default()
+                    .insert(t.test.as_str(), t.outcome);
             }
         }
         for r in &rows.requirement_outcomes {
             if let Some(i) = slot(&r.episode) {
-                out[i].requirements.entry(r.k).or_default().insert(r.requirement.as_str(), r.pass);
+                out[i]
+                    .requirements
+                    .entry(r.k)
+                    .or_default()
+                    .insert(r.requirement.as_str(), r.pass);
             }
         }
         for d in &rows.deliveries {
@@ -143,7 +156,10 @@ impl<'a> Episode<'a> {
     /// evaluation is valid.
     pub fn normally_submitted(&self) -> bool {
         self.is_scored()
-            && self.submissions.last().is_some_and(|s| s.agent_declared && !s.automatic && s.valid_evaluation)
+            && self
+                .submissions
+                .last()
+                .is_some_and(|s| s.agent_declared && !s.automatic && s.valid_evaluation)
     }
 
     /// Whether the task is delivery-scored.
@@ -165,13 +181,20 @@ impl<'a> Episode<'a> {
     /// test outcome is stored for that k.
     pub fn failing_tests(&self, k: u32) -> Option<BTreeSet<&'a str>> {
         self.tests.get(&k).map(|tests| {
-            tests.iter().filter(|(_, o)| matches!(o, TestOutcome::Fail | TestOutcome::Error)).map(|(t, _)| *t).collect()
+            tests
+                .iter()
+                .filter(|(_, o)| matches!(o, TestOutcome::Fail | TestOutcome::Error))
+                .map(|(t, _)| *t)
+                .collect()
         })
     }
 
     /// Whether `test` passes at submission `k`.
     pub fn test_passes(&self, k: u32, test: &str) -> bool {
-        self.tests.get(&k).and_then(|t| t.get(test)).is_some_and(|o| *o == TestOutcome::Pass)
+        self.tests
+            .get(&k)
+            .and_then(|t| t.get(test))
+            .is_some_and(|o| *o == TestOutcome::Pass)
     }
 
     /// Whether requirement `id` passes at submission `k`, if reported.
@@ -182,12 +205,18 @@ impl<'a> Episode<'a> {
     /// Whether the delivery at the last valid submission is valid (hard constraints hold);
     /// false without one.
     pub fn final_valid(&self) -> bool {
-        self.final_k().and_then(|k| self.deliveries.get(&k)).is_some_and(|d| d.valid)
+        self.final_k()
+            .and_then(|k| self.deliveries.get(&k))
+            .is_some_and(|d| d.valid)
     }
 
     /// The judgements of one judge.
     pub fn judgements_of(&self, judge: &str) -> Vec<&'a Judgement> {
-        self.judgements.iter().copied().filter(|j| j.judge == judge).collect()
+        self.judgements
+            .iter()
+            .copied()
+            .filter(|j| j.judge == judge)
+            .collect()
     }
 }
 
@@ -198,7 +227,9 @@ pub fn preset(condition: &str) -> &str {
 
 /// R of an `oracle:R` condition.
 pub fn oracle_ratio(condition: &str) -> Option<f64> {
-    preset(condition).strip_prefix("oracle:").and_then(|r| r.parse().ok())
+    preset(condition)
+        .strip_prefix("oracle:")
+        .and_then(|r| r.parse().ok())
 }
 
 /// Whether `ask_user` is offered under a condition: the preset's column of DESIGN §4,
@@ -207,11 +238,14 @@ pub fn offers_ask(condition: &str) -> bool {
     if condition.contains("+ask=off") {
         return false;
     }
-    condition.contains("+ask=on") || ["partial", "full", "plan", "interact", "interact-req"].contains(&preset(condition))
+    condition.contains("+ask=on")
+        || ["partial", "full", "plan", "interact", "interact-req"].contains(&preset(condition))
 }
 
 /// A grouping dimension of a report (`--group-by`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Dim {
     /// Agent spec.
@@ -288,7 +322,10 @@ pub fn group_by<'e, 'a>(
 /// Mean of per-task means: each task's episodes are averaged first, then the tasks (every
 /// task weighs the same; seed 001 App. C eq. 3–4, seed 002 §4.2 Quality). `None` without
 /// values.
-pub fn task_macro<'e, 'a: 'e>(episodes: impl IntoIterator<Item = &'e Episode<'a>>, value: impl Fn(&Episode<'a>) -> Option<f64>) -> Option<f64> {
+pub fn task_macro<'e, 'a: 'e>(
+    episodes: impl IntoIterator<Item = &'e Episode<'a>>,
+    value: impl Fn(&Episode<'a>) -> Option<f64>,
+) -> Option<f64> {
     let per_task = per_task_means(episodes, value);
     mean(per_task.values().copied())
 }
@@ -298,20 +335,24 @@ pub fn per_task_means<'e, 'a: 'e>(
     episodes: impl IntoIterator<Item = &'e Episode<'a>>,
     value: impl Fn(&Episode<'a>) -> Option<f64>,
 ) -> BTreeMap<String, f64> {
-    let mut sums: BTreeMap<String, (f64, usize)> = BTreeMap::new();
+    let mut sums: HashMap<&'a str, (f64, usize)> = HashMap::new();
     for episode in episodes {
         if let Some(v) = value(episode) {
-            let slot = sums.entry(episode.row.task.clone()).or_insert((0.0, 0));
+            let slot = sums.entry(episode.row.task.as_str()).or_insert((0.0, 0));
             slot.0 += v;
             slot.1 += 1;
         }
     }
-    sums.into_iter().map(|(task, (sum, n))| (task, sum / n as f64)).collect()
+    sums.into_iter()
+        .map(|(task, (sum, n))| (task.to_string(), sum / n as f64))
+        .collect()
 }
 
 /// Arithmetic mean; `None` for no values.
 pub fn mean(values: impl IntoIterator<Item = f64>) -> Option<f64> {
-    let (sum, n) = values.into_iter().fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
+    let (sum, n) = values
+        .into_iter()
+        .fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
     (n > 0).then(|| sum / n as f64)
 }
 

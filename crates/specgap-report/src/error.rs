@@ -18,9 +18,9 @@ pub enum ReportError {
     Store {
         /// The run directory.
         dir: PathBuf,
-        /// What the store reported.
+        /// What the store reported (boxed: store errors are large).
         #[source]
-        source: StoreError,
+        source: Box<StoreError>,
     },
     /// No run was given.
     #[error("expected at least one run directory to report on")]
@@ -29,7 +29,9 @@ pub enum ReportError {
     #[error("unknown group-by dimension `{0}`; expected agent, condition, start, family or task")]
     UnknownDimension(String),
     /// A selection (`key=value`) that does not parse.
-    #[error("bad selection `{0}`; expected key=value with key agent, condition, start, family or task")]
+    #[error(
+        "bad selection `{0}`; expected key=value with key agent, condition, start, family or task"
+    )]
     BadSelection(String),
     /// A compared side with no scored episode after its selection.
     #[error("run {side} has no scored episode matching its selection")]

@@ -10,7 +10,7 @@
 //! [`COVERED`] or [`MISSED`], and `matched_question_indices` holding 0-based *question-unit*
 //! indices (see [`question_units`]) — the Q of seed 002 §4.2, so that Precision counts units.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use specgap_protocol::package::ClarificationTarget;
 use specgap_protocol::result::ScoringKind;
@@ -64,10 +64,25 @@ pub fn question_units(questions: &[&QuestionRow]) -> Vec<QuestionUnit> {
 /// The offline verdict on every target: covered when some unit links to it by
 /// [`matching::links`], with the linking units' indices.
 pub fn judge_offline(units: &[QuestionUnit], targets: &[ClarificationTarget]) -> Vec<Judgement> {
+    judge_with(units, targets, &mut |unit, target| {
+        matching::links(unit, target)
+    })
+}
+
+/// [`judge_offline`] with the link test passed in (a memo of it, in [`judge_missing`]).
+fn judge_with(
+    units: &[QuestionUnit],
+    targets: &[ClarificationTarget],
+    links: &mut dyn FnMut(&str, &ClarificationTarget) -> bool,
+) -> Vec<Judgement> {
     targets
         .iter()
         .map(|target| {
-            let matched: Vec<u32> = units.iter().filter(|u| matching::links(&u.text, target)).map(|u| u.index).collect();
+            let matched: Vec<u32> = units
+                .iter()
+                .filter(|u| links(&u.text, target))
+                .map(|u| u.index)
+                .collect();
             Judgement {
                 judge: OFFLINE_JUDGE.to_string(),
                 target: target.id.clone(),
@@ -85,39 +100,72 @@ pub struct JudgeSummary {
     pub judged: usize,
     /// Judgements written to the store.
     pub recorded: usize,
-    /// Why recording stopped, if it did (the judgements are still used in memory).
+    /// Why they were not recorded, if they were not (they are still used in memory).
     pub warning: Option<String>,
 }
 
 /// Runs the offline judge on every finished delivery episode whose task has clarification
 /// targets and that has no offline judgement yet; adds the verdicts to `rows.judgements` and,
-/// when `store` is given, records them there ([`Store::record_judgement`]). A store that
-/// refuses the write (read-only copy) stops the recording, not the report.
-pub fn judge_missing(store: Option<&Store>, rows: &mut RunRows, tasks: &std::collections::BTreeMap<String, TaskContext>) -> JudgeSummary {
-    let judged: BTreeSet<&str> =
-        rows.judgements.iter().filter(|j| j.judgement.judge == OFFLINE_JUDGE).map(|j| j.episode.as_str()).collect();
+/// when `store` is given, records them there in one transaction
+/// ([`Store::record_judgements`]). A store that refuses the write (a read-only copy) leaves a
+/// warning, not an error: the report still uses the verdicts.
+pub fn judge_missing(
+    store: Option<&Store>,
+    rows: &mut RunRows,
+    tasks: &BTreeMap<String, TaskContext>,
+) -> JudgeSummary {
+    let judged: BTreeSet<&str> = rows
+        .judgements
+        .iter()
+        .filter(|j| j.judgement.judge == OFFLINE_JUDGE)
+        .map(|j| j.episode.as_str())
+        .collect();
     let mut questions: HashMap<&str, Vec<&QuestionRow>> = HashMap::new();
     for q in &rows.questions {
         questions.entry(q.episode.as_str()).or_default().push(q);
     }
     let mut new_rows = Vec::new();
     let mut summary = JudgeSummary::default();
+    // Repeats and scripted agents ask the same questions again: the rule is a pure function
+    // of (unit, target), so each distinct pair of a task is matched once.
+    let mut memo: HashMap<(String, String, String), bool> = HashMap::new();
     for episode in &rows.episodes {
         let eligible = episode.status == Status::Finished
             && episode.scoring_kind == ScoringKind::Delivery
             && !judged.contains(episode.id.as_str());
-        let Some(context) = tasks.get(&episode.task).filter(|c| eligible && !c.targets.is_empty()) else { continue };
-        let asked = questions.get(episode.id.as_str()).map(Vec::as_slice).unwrap_or_default();
-        let units = question_units(asked);
+        let Some(context) = tasks
+            .get(&episode.task)
+            .filter(|c| eligible && !c.targets.is_empty())
+        else {
+            continue;
+        };
+        let asked = questions
+            .get(episode.id.as_str())
+            .map(Vec::as_slice)
+            .unwrap_or_default();
         summary.judged += 1;
-        for judgement in judge_offline(&units, &context.targets) {
-            if let (Some(store), None) = (store, &summary.warning) {
-                match store.record_judgement(&episode.id, &judgement) {
-                    Ok(()) => summary.recorded += 1,
-                    Err(err) => summary.warning = Some(format!("offline judgements not recorded in the store: {err}")),
-                }
+        let task = episode.task.as_str();
+        let mut links = |unit: &str, target: &ClarificationTarget| -> bool {
+            let key = (task.to_string(), unit.to_string(), target.id.clone());
+            *memo
+                .entry(key)
+                .or_insert_with(|| matching::links(unit, target))
+        };
+        for judgement in judge_with(&question_units(asked), &context.targets, &mut links) {
+            new_rows.push(JudgementRow {
+                episode: episode.id.clone(),
+                judgement,
+            });
+        }
+    }
+    if let (Some(store), false) = (store, new_rows.is_empty()) {
+        match store.record_judgements(&new_rows) {
+            Ok(()) => summary.recorded = new_rows.len(),
+            Err(err) => {
+                summary.warning = Some(format!(
+                    "offline judgements not recorded in the store: {err}"
+                ))
             }
-            new_rows.push(JudgementRow { episode: episode.id.clone(), judgement });
         }
     }
     rows.judgements.extend(new_rows);

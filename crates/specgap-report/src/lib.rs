@@ -9,14 +9,15 @@
 //! | --- | --- | --- |
 //! | [`run`] | [`RunData`]: a store's rows, the task packages' context, offline judgements | DESIGN §6 |
 //! | [`episode`] | [`Episode`]: one episode joined across tables; grouping dimensions | — |
-//! | [`first`] | Score@k / Success@k of one episode (carried forward) and the first summary | seed 000 §4.1 |
+//! | [`first`] | Score@k / Success@k of one episode, carried forward | seed 000 §4.1 |
 //! | [`outcome`] | Score@k and Success@k per group, outcome cost, In round / Ahead | seed 000 §4.1, §5.2–5.3, Table 4, 7 |
 //! | [`residual`] | Res, Clean, Residual Gap, CondFail, predecessor groups, acceptance bias | seed 001 App. C.2, D |
 //! | [`delivery`] | Quality, DSR, pass@k, pass^k, Recall, Precision, Ask-F1, KQC1, ATC, Redund., zero-score signatures, oracle curves | seed 002 §4.2, App. A.3, A.6, A.7 |
 //! | [`judge`] | the offline clarification-coverage judge (shared matching rule) | seed 002 §4.1, A.3 |
 //! | [`diff`], [`opened`] | workspace diffs (Kept, Left-out files) and "opened" files from trajectories | seed 001 App. D.2 |
 //! | [`report`], [`render`], [`svg`] | the report: Markdown, self-contained HTML with SVG charts, versioned JSON | docs/report-schema.md |
-//! | [`compare`] | two runs paired by task: bootstrap interval, Wilcoxon, Holm | seed 002 §5.1, A.6 |
+//! | [`usage`] | model usage and cost per group and role, from the stores' `usage` rows | DESIGN §6 |
+//! | [`mod@compare`] | two runs paired by task: bootstrap interval, Wilcoxon, Holm | seed 002 §5.1, A.6 |
 //!
 //! ## How the pieces fit
 //!
@@ -54,6 +55,7 @@ pub mod report;
 pub mod residual;
 pub mod run;
 pub mod svg;
+pub mod usage;
 
 pub use compare::{CompareOptions, Comparison, Selection, compare};
 pub use episode::{Dim, Episode};

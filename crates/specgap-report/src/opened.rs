@@ -30,8 +30,8 @@ use specgap_protocol::event::{Event, EventKind};
 
 /// Programs whose output is (part of) the content of their file operands.
 pub const CONTENT_READERS: &[&str] = &[
-    "cat", "tac", "head", "tail", "less", "more", "nl", "sed", "awk", "gawk", "bat", "batcat", "xxd", "od",
-    "hexdump", "strings", "cut", "sort", "uniq", "diff", "view", "column",
+    "cat", "tac", "head", "tail", "less", "more", "nl", "sed", "awk", "gawk", "bat", "batcat",
+    "xxd", "od", "hexdump", "strings", "cut", "sort", "uniq", "diff", "view", "column",
 ];
 
 /// Search programs whose matching lines show file content unless listing flags are given.
@@ -39,12 +39,27 @@ pub const SEARCHERS: &[&str] = &["grep", "egrep", "fgrep", "rg", "ag", "ack"];
 
 /// Flags that make a search list paths or counts instead of content.
 const LISTING_FLAGS: &[&str] = &[
-    "-l", "-L", "-c", "-q", "--files", "--files-with-matches", "--files-without-match", "--count", "--quiet",
+    "-l",
+    "-L",
+    "-c",
+    "-q",
+    "--files",
+    "--files-with-matches",
+    "--files-without-match",
+    "--count",
+    "--quiet",
     "--count-matches",
 ];
 
 /// Flags that make `git diff` / `git show` / `git log` print no hunk.
-const SUMMARY_FLAGS: &[&str] = &["--stat", "--name-only", "--name-status", "--numstat", "--shortstat", "--summary"];
+const SUMMARY_FLAGS: &[&str] = &[
+    "--stat",
+    "--name-only",
+    "--name-status",
+    "--numstat",
+    "--shortstat",
+    "--summary",
+];
 
 /// One executed action: a tool call with its arguments and the output the agent saw.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,7 +76,10 @@ pub struct Action {
 pub fn actions(events: &[Event]) -> Vec<Action> {
     let mut outputs: HashMap<&str, &str> = HashMap::new();
     for event in events {
-        if let EventKind::ToolResult { call_id, output, .. } = &event.kind {
+        if let EventKind::ToolResult {
+            call_id, output, ..
+        } = &event.kind
+        {
             outputs.insert(call_id.as_str(), output.as_str());
         }
     }
@@ -73,9 +91,22 @@ pub fn actions(events: &[Event]) -> Vec<Action> {
                     "read_text" => "path",
                     _ => "command",
                 };
-                let argument = call.arguments.get(key).and_then(|v| v.as_str()).unwrap_or_default().to_string();
-                let output = outputs.get(call.id.as_str()).copied().unwrap_or_default().to_string();
-                out.push(Action { tool: call.tool.clone(), argument, output });
+                let argument = call
+                    .arguments
+                    .get(key)
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default()
+                    .to_string();
+                let output = outputs
+                    .get(call.id.as_str())
+                    .copied()
+                    .unwrap_or_default()
+                    .to_string();
+                out.push(Action {
+                    tool: call.tool.clone(),
+                    argument,
+                    output,
+                });
             }
         }
     }
@@ -102,7 +133,8 @@ pub fn inspects_inherited(actions: &[Action], predecessor_files: &BTreeSet<Strin
         stages(&a.argument).iter().any(|stage| {
             let words = program_words(stage);
             words.first().is_some_and(|p| p == "git")
-                && git_subcommand(&words[1..]).is_some_and(|(sub, _)| sub == "status" || sub == "diff")
+                && git_subcommand(&words[1..])
+                    .is_some_and(|(sub, _)| sub == "status" || sub == "diff")
         })
     });
     runs_git_inspection || !opened_files(actions, predecessor_files).is_empty()
@@ -120,12 +152,16 @@ pub fn opens(action: &Action, file: &str) -> bool {
     if !is_shell(&action.tool) {
         return false;
     }
-    stages(&action.argument).iter().any(|stage| stage_opens(stage, file, &action.output))
+    stages(&action.argument)
+        .iter()
+        .any(|stage| stage_opens(stage, file, &action.output))
 }
 
 fn stage_opens(stage: &str, file: &str, output: &str) -> bool {
     let words = program_words(stage);
-    let Some(program) = words.first() else { return false };
+    let Some(program) = words.first() else {
+        return false;
+    };
     let operands = || words.iter().skip(1).filter(|w| !w.starts_with('-'));
     if program == "git" {
         return git_stage_opens(&words[1..], file, output);
@@ -136,20 +172,29 @@ fn stage_opens(stage: &str, file: &str, output: &str) -> bool {
     if !CONTENT_READERS.contains(&program.as_str()) {
         return false;
     }
-    if program == "sed" && words.iter().any(|w| w.starts_with("-i") || w == "--in-place") {
+    if program == "sed"
+        && words
+            .iter()
+            .any(|w| w.starts_with("-i") || w == "--in-place")
+    {
         return false;
     }
     operands().any(|w| same_path(w, file))
 }
 
 fn search_opens(args: &[String], file: &str, output: &str) -> bool {
-    if args.iter().any(|a| LISTING_FLAGS.contains(&a.as_str()) || is_short_flag_with(a, &['l', 'L', 'c', 'q'])) {
+    if args.iter().any(|a| {
+        LISTING_FLAGS.contains(&a.as_str()) || is_short_flag_with(a, &['l', 'L', 'c', 'q'])
+    }) {
         return false;
     }
     if output.trim().is_empty() {
         return false;
     }
-    let named = args.iter().filter(|a| !a.starts_with('-')).any(|a| same_path(a, file));
+    let named = args
+        .iter()
+        .filter(|a| !a.starts_with('-'))
+        .any(|a| same_path(a, file));
     named || output_shows_lines_of(output, file)
 }
 
@@ -171,11 +216,16 @@ fn git_subcommand(args: &[String]) -> Option<(&str, usize)> {
 }
 
 fn git_stage_opens(args: &[String], file: &str, output: &str) -> bool {
-    let Some((sub, first_arg)) = git_subcommand(args) else { return false };
+    let Some((sub, first_arg)) = git_subcommand(args) else {
+        return false;
+    };
     match sub {
         "grep" => search_opens(&args[first_arg..], file, output),
         "diff" | "show" | "log" => {
-            if args.iter().any(|a| SUMMARY_FLAGS.iter().any(|f| a.starts_with(f))) {
+            if args
+                .iter()
+                .any(|a| SUMMARY_FLAGS.iter().any(|f| a.starts_with(f)))
+            {
                 return false;
             }
             output_shows_hunk_of(output, file)
@@ -186,12 +236,16 @@ fn git_stage_opens(args: &[String], file: &str, output: &str) -> bool {
 
 /// `-l`, `-il`, `-nc`…: a combined short flag containing one of `letters`.
 fn is_short_flag_with(arg: &str, letters: &[char]) -> bool {
-    arg.starts_with('-') && !arg.starts_with("--") && arg[1..].chars().all(char::is_alphabetic) && arg[1..].chars().any(|c| letters.contains(&c))
+    arg.starts_with('-')
+        && !arg.starts_with("--")
+        && arg[1..].chars().all(char::is_alphabetic)
+        && arg[1..].chars().any(|c| letters.contains(&c))
 }
 
 fn output_shows_lines_of(output: &str, file: &str) -> bool {
     output.lines().any(|line| {
-        line.split_once(':').is_some_and(|(path, _)| same_path(path, file))
+        line.split_once(':')
+            .is_some_and(|(path, _)| same_path(path, file))
     })
 }
 
@@ -251,7 +305,10 @@ fn stages(command: &str) -> Vec<String> {
         }
     }
     out.push(current);
-    out.into_iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
+    out.into_iter()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
 }
 
 /// The words of a stage with leading variable assignments, `sudo`, `env`, `time`, `command`
@@ -259,17 +316,21 @@ fn stages(command: &str) -> Vec<String> {
 fn program_words(stage: &str) -> Vec<String> {
     let mut words = split_words(stage);
     while let Some(first) = words.first() {
-        let is_assignment = first.contains('=') && !first.starts_with('-') && !first.starts_with('=');
-        if is_assignment || ["sudo", "env", "time", "command", "xargs", "exec", "nohup"].contains(&first.as_str()) {
+        let is_assignment =
+            first.contains('=') && !first.starts_with('-') && !first.starts_with('=');
+        if is_assignment
+            || ["sudo", "env", "time", "command", "xargs", "exec", "nohup"]
+                .contains(&first.as_str())
+        {
             words.remove(0);
         } else {
             break;
         }
     }
-    if let Some(first) = words.first_mut() {
-        if let Some((_, base)) = first.rsplit_once('/') {
-            *first = base.to_string();
-        }
+    if let Some(first) = words.first_mut()
+        && let Some((_, base)) = first.rsplit_once('/')
+    {
+        *first = base.to_string();
     }
     words
 }
@@ -307,34 +368,72 @@ mod tests {
     use super::*;
 
     fn shell(command: &str, output: &str) -> Action {
-        Action { tool: "bash".into(), argument: command.into(), output: output.into() }
+        Action {
+            tool: "bash".into(),
+            argument: command.into(),
+            output: output.into(),
+        }
     }
 
     #[test]
     fn content_readers_open_their_operands() {
         assert!(opens(&shell("cat src/enc.go", "package enc"), "src/enc.go"));
-        assert!(opens(&shell("cd /workspace && sed -n '1,40p' ./src/enc.go", "x"), "src/enc.go"));
-        assert!(opens(&shell("head -n 5 /workspace/src/enc.go | nl", "x"), "src/enc.go"));
-        assert!(!opens(&shell("sed -i 's/a/b/' src/enc.go", ""), "src/enc.go"));
+        assert!(opens(
+            &shell("cd /workspace && sed -n '1,40p' ./src/enc.go", "x"),
+            "src/enc.go"
+        ));
+        assert!(opens(
+            &shell("head -n 5 /workspace/src/enc.go | nl", "x"),
+            "src/enc.go"
+        ));
+        assert!(!opens(
+            &shell("sed -i 's/a/b/' src/enc.go", ""),
+            "src/enc.go"
+        ));
         assert!(!opens(&shell("cat src/other.go", "x"), "src/enc.go"));
-        assert!(opens(&Action { tool: "read_text".into(), argument: "./src/enc.go".into(), output: String::new() }, "src/enc.go"));
+        assert!(opens(
+            &Action {
+                tool: "read_text".into(),
+                argument: "./src/enc.go".into(),
+                output: String::new()
+            },
+            "src/enc.go"
+        ));
     }
 
     #[test]
     fn listings_never_open() {
         assert!(!opens(&shell("ls src", "enc.go"), "src/enc.go"));
-        assert!(!opens(&shell("find . -name '*.go'", "./src/enc.go"), "src/enc.go"));
+        assert!(!opens(
+            &shell("find . -name '*.go'", "./src/enc.go"),
+            "src/enc.go"
+        ));
         assert!(!opens(&shell("rg --files", "src/enc.go"), "src/enc.go"));
-        assert!(!opens(&shell("grep -rl key src", "src/enc.go"), "src/enc.go"));
+        assert!(!opens(
+            &shell("grep -rl key src", "src/enc.go"),
+            "src/enc.go"
+        ));
         assert!(!opens(&shell("git status", " M src/enc.go"), "src/enc.go"));
-        assert!(!opens(&shell("git diff --stat", " src/enc.go | 2 +-"), "src/enc.go"));
+        assert!(!opens(
+            &shell("git diff --stat", " src/enc.go | 2 +-"),
+            "src/enc.go"
+        ));
     }
 
     #[test]
     fn searches_and_diffs_open_when_they_show_content() {
-        assert!(opens(&shell("grep -rn key src", "src/enc.go:12: key := 3"), "src/enc.go"));
-        assert!(!opens(&shell("grep -rn key src", "src/other.go:1: key"), "src/enc.go"));
-        assert!(opens(&shell("grep key src/enc.go", "key := 3"), "src/enc.go"));
+        assert!(opens(
+            &shell("grep -rn key src", "src/enc.go:12: key := 3"),
+            "src/enc.go"
+        ));
+        assert!(!opens(
+            &shell("grep -rn key src", "src/other.go:1: key"),
+            "src/enc.go"
+        ));
+        assert!(opens(
+            &shell("grep key src/enc.go", "key := 3"),
+            "src/enc.go"
+        ));
         assert!(!opens(&shell("grep key src/enc.go", ""), "src/enc.go"));
         let diff = "diff --git a/src/enc.go b/src/enc.go\n--- a/src/enc.go\n+++ b/src/enc.go\n@@ -1 +1 @@\n-a\n+b\n";
         assert!(opens(&shell("git diff", diff), "src/enc.go"));
@@ -344,10 +443,16 @@ mod tests {
     #[test]
     fn inspection_of_inherited_changes() {
         let files: BTreeSet<String> = ["src/enc.go".to_string()].into();
-        assert!(inspects_inherited(&[shell("git status --short", "")], &files));
+        assert!(inspects_inherited(
+            &[shell("git status --short", "")],
+            &files
+        ));
         assert!(inspects_inherited(&[shell("git -C . diff", "")], &files));
         assert!(inspects_inherited(&[shell("cat src/enc.go", "x")], &files));
-        assert!(!inspects_inherited(&[shell("ls && git log --oneline", "x")], &files));
+        assert!(!inspects_inherited(
+            &[shell("ls && git log --oneline", "x")],
+            &files
+        ));
     }
 
     #[test]

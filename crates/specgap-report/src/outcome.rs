@@ -1,11 +1,11 @@
 //! Measures of seed 000 (Instructions Are Evidence): Score@k and Success@k per group, the
 //! outcome cost against the full specification, and requirement resolution In round / Ahead.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::episode::{Episode, indicator, mean, per_task_means};
+use crate::episode::{Episode, indicator, mean};
 use crate::first::MAX_K;
 
 /// Score@k and Success@k of a set of episodes (seed 000 §4.1, carried forward as in
@@ -75,43 +75,78 @@ pub struct CostComparison {
     pub cost_success_at: [f64; MAX_K],
 }
 
+/// Per task: scored episodes and the sums of their Score@k and Success@k.
+struct TaskSums {
+    n: usize,
+    score: [f64; MAX_K],
+    success: [f64; MAX_K],
+}
+
+fn task_sums<'a>(episodes: &[&Episode<'a>]) -> BTreeMap<&'a str, TaskSums> {
+    let mut out: BTreeMap<&str, TaskSums> = BTreeMap::new();
+    for e in episodes.iter().filter(|e| e.is_scored()) {
+        let sums = out.entry(e.row.task.as_str()).or_insert(TaskSums {
+            n: 0,
+            score: [0.0; MAX_K],
+            success: [0.0; MAX_K],
+        });
+        sums.n += 1;
+        for (slot, k) in (1..=MAX_K as u32).enumerate() {
+            sums.score[slot] += e.score_at(k);
+            sums.success[slot] += indicator(e.success_at(k));
+        }
+    }
+    out
+}
+
+/// Mean over `tasks` of the per-task means of Score@k (or Success@k), k = 1..=4; `None` when
+/// a task has no scored episode in `sums`.
+fn macro_at_k(
+    sums: &BTreeMap<&str, TaskSums>,
+    tasks: &BTreeSet<&str>,
+    success: bool,
+) -> Option<[f64; MAX_K]> {
+    let mut out = [0.0; MAX_K];
+    for task in tasks {
+        let t = sums.get(task)?;
+        let values = if success { &t.success } else { &t.score };
+        for (slot, v) in out.iter_mut().zip(values) {
+            *slot += v / t.n as f64;
+        }
+    }
+    Some(out.map(|v| v / tasks.len() as f64))
+}
+
 /// [`CostComparison`] from the episodes of the three conditions; `None` when no task has
 /// scored episodes under both `full` and `partial`.
-pub fn cost_comparison(full: &[&Episode<'_>], partial: &[&Episode<'_>], literal: &[&Episode<'_>]) -> Option<CostComparison> {
-    let scored = |e: &Episode| e.is_scored();
-    let full_score = per_task_means(full.iter().copied(), |e| scored(e).then(|| e.score_at(1)));
-    let tasks: BTreeSet<String> = per_task_means(partial.iter().copied(), |e| scored(e).then_some(0.0))
-        .into_keys()
-        .filter(|t| full_score.contains_key(t))
+pub fn cost_comparison(
+    full: &[&Episode<'_>],
+    partial: &[&Episode<'_>],
+    literal: &[&Episode<'_>],
+) -> Option<CostComparison> {
+    let (full, partial, literal) = (task_sums(full), task_sums(partial), task_sums(literal));
+    let tasks: BTreeSet<&str> = partial
+        .keys()
+        .copied()
+        .filter(|t| full.contains_key(t))
         .collect();
     if tasks.is_empty() {
         return None;
     }
-    let on_tasks = |episodes: &[&Episode], value: &dyn Fn(&Episode) -> f64| -> Option<f64> {
-        let means = per_task_means(episodes.iter().copied().filter(|e| tasks.contains(&e.row.task)), |e| scored(e).then(|| value(e)));
-        (means.len() == tasks.len()).then(|| mean(means.values().copied())).flatten()
-    };
-    let at_k = |episodes: &[&Episode], success: bool| -> Option<[f64; MAX_K]> {
-        let mut out = [0.0; MAX_K];
-        for (slot, k) in (1..=MAX_K as u32).enumerate() {
-            out[slot] = if success { on_tasks(episodes, &|e| indicator(e.success_at(k)))? } else { on_tasks(episodes, &|e| e.score_at(k))? };
-        }
-        Some(out)
-    };
-    let full_score_at_1 = on_tasks(full, &|e| e.score_at(1))?;
-    let full_success_at_1 = on_tasks(full, &|e| indicator(e.success_at(1)))?;
-    let partial_score_at = at_k(partial, false)?;
-    let partial_success_at = at_k(partial, true)?;
+    let full_score = macro_at_k(&full, &tasks, false)?;
+    let full_success = macro_at_k(&full, &tasks, true)?;
+    let partial_score_at = macro_at_k(&partial, &tasks, false)?;
+    let partial_success_at = macro_at_k(&partial, &tasks, true)?;
     Some(CostComparison {
         tasks: tasks.len(),
-        full_score_at_1,
-        full_success_at_1,
+        full_score_at_1: full_score[0],
+        full_success_at_1: full_success[0],
         partial_score_at,
         partial_success_at,
-        literal_score_at: at_k(literal, false),
-        literal_success_at: at_k(literal, true),
-        cost_score_at: partial_score_at.map(|p| outcome_cost(full_score_at_1, p)),
-        cost_success_at: partial_success_at.map(|p| outcome_cost(full_success_at_1, p)),
+        literal_score_at: macro_at_k(&literal, &tasks, false),
+        literal_success_at: macro_at_k(&literal, &tasks, true),
+        cost_score_at: partial_score_at.map(|p| outcome_cost(full_score[0], p)),
+        cost_success_at: partial_success_at.map(|p| outcome_cost(full_success[0], p)),
     })
 }
 
@@ -148,14 +183,31 @@ pub struct Resolution {
 /// [`Resolution`] over the scored requirement-scored episodes among `episodes`; `None` when
 /// none has two valid submissions.
 pub fn resolution(episodes: &[&Episode<'_>]) -> Option<Resolution> {
-    let mut r = Resolution { episodes: 0, reports: 0, fixed_in_round: 0, in_round: None, remaining_unstated: 0, resolved_ahead: 0, ahead: None };
-    for episode in episodes.iter().filter(|e| e.is_scored() && !e.requirements.is_empty()) {
+    let mut r = Resolution {
+        episodes: 0,
+        reports: 0,
+        fixed_in_round: 0,
+        in_round: None,
+        remaining_unstated: 0,
+        resolved_ahead: 0,
+        ahead: None,
+    };
+    for episode in episodes
+        .iter()
+        .filter(|e| e.is_scored() && !e.requirements.is_empty())
+    {
         let ks: Vec<u32> = episode.scores.iter().map(|s| s.k).collect();
         if ks.len() < 2 {
             continue;
         }
         r.episodes += 1;
-        let reported = |k: u32| episode.submissions.iter().find(|s| s.k == k).and_then(|s| s.failing_requirement.as_deref());
+        let reported = |k: u32| {
+            episode
+                .submissions
+                .iter()
+                .find(|s| s.k == k)
+                .and_then(|s| s.failing_requirement.as_deref())
+        };
         for pair in ks.windows(2) {
             if let Some(req) = reported(pair[0]) {
                 r.reports += 1;
@@ -165,9 +217,13 @@ pub fn resolution(episodes: &[&Episode<'_>]) -> Option<Resolution> {
             }
         }
         // Ahead needs the stated flags; without the package the episode does not enter it.
-        let Some(context) = episode.context else { continue };
+        let Some(context) = episode.context else {
+            continue;
+        };
         let first = ks[0];
-        let Some(at_first) = episode.requirements.get(&first) else { continue };
+        let Some(at_first) = episode.requirements.get(&first) else {
+            continue;
+        };
         for (req, _) in at_first.iter().filter(|(_, pass)| !**pass) {
             if context.stated.contains(*req) || reported(first) == Some(*req) {
                 continue;
@@ -188,6 +244,7 @@ pub fn resolution(episodes: &[&Episode<'_>]) -> Option<Resolution> {
         return None;
     }
     r.in_round = (r.reports > 0).then(|| r.fixed_in_round as f64 / r.reports as f64);
-    r.ahead = (r.remaining_unstated > 0).then(|| r.resolved_ahead as f64 / r.remaining_unstated as f64);
+    r.ahead =
+        (r.remaining_unstated > 0).then(|| r.resolved_ahead as f64 / r.remaining_unstated as f64);
     Some(r)
 }

@@ -54,7 +54,11 @@ fn fixed(v: Option<f64>, digits: usize) -> String {
 
 fn signed_points(v: f64) -> String {
     let p = v * 100.0;
-    if p.abs() < 0.05 { "0.0".to_string() } else { format!("{p:+.1}") }
+    if p.abs() < 0.05 {
+        "0.0".to_string()
+    } else {
+        format!("{p:+.1}")
+    }
 }
 
 fn defined_percent(v: &Option<DefinedMean>) -> String {
@@ -74,11 +78,17 @@ fn key_headers(dims: &[Dim]) -> Vec<String> {
 }
 
 fn key_cells(dims: &[Dim], key: &KeyMap) -> Vec<String> {
-    dims.iter().map(|d| key.get(d).cloned().unwrap_or_default()).collect()
+    dims.iter()
+        .map(|d| key.get(d).cloned().unwrap_or_default())
+        .collect()
 }
 
 fn key_label(key: &KeyMap) -> String {
-    if key.is_empty() { "all".to_string() } else { key.values().cloned().collect::<Vec<_>>().join(" · ") }
+    if key.is_empty() {
+        "all".to_string()
+    } else {
+        key.values().cloned().collect::<Vec<_>>().join(" · ")
+    }
 }
 
 fn table(caption: &str, dims: &[Dim], columns: &[&str], rows: Vec<Vec<String>>) -> Table {
@@ -86,7 +96,12 @@ fn table(caption: &str, dims: &[Dim], columns: &[&str], rows: Vec<Vec<String>>) 
     let mut numeric = vec![false; headers.len()];
     headers.extend(columns.iter().map(|c| c.to_string()));
     numeric.extend(columns.iter().map(|_| true));
-    Table { caption: caption.to_string(), headers, numeric, rows }
+    Table {
+        caption: caption.to_string(),
+        headers,
+        numeric,
+        rows,
+    }
 }
 
 /// The sections of a report, in reading order; sections without content are left out.
@@ -97,11 +112,33 @@ pub fn sections(report: &Report) -> Vec<Section> {
 
     let runs = Table {
         caption: "Runs in this report.".into(),
-        headers: vec!["run".into(), "seed".into(), "episodes".into(), "judged now".into()],
+        headers: vec![
+            "run".into(),
+            "seed".into(),
+            "episodes".into(),
+            "judged now".into(),
+        ],
         numeric: vec![false, true, true, true],
-        rows: report.runs.iter().map(|r| vec![r.dir.clone(), r.seed.to_string(), r.episodes.to_string(), r.judged_now.to_string()]).collect(),
+        rows: report
+            .runs
+            .iter()
+            .map(|r| {
+                vec![
+                    r.dir.clone(),
+                    r.seed.to_string(),
+                    r.episodes.to_string(),
+                    r.judged_now.to_string(),
+                ]
+            })
+            .collect(),
     };
-    out.push(Section { id: "runs", title: "Runs".into(), text: vec![], tables: vec![runs], chart: None });
+    out.push(Section {
+        id: "runs",
+        title: "Runs".into(),
+        text: vec![],
+        tables: vec![runs],
+        chart: None,
+    });
 
     let outcome_rows: Vec<Vec<String>> = report
         .groups
@@ -142,13 +179,25 @@ pub fn sections(report: &Report) -> Vec<Section> {
                     row.push(percent(m.literal_success_at.map(|l| l[k])));
                 }
                 for k in [0, 3] {
-                    row.push(format!("{} ({})", percent(Some(m.partial_score_at[k])), signed_points(-m.cost_score_at[k])));
-                    row.push(format!("{} ({})", percent(Some(m.partial_success_at[k])), signed_points(-m.cost_success_at[k])));
+                    row.push(format!(
+                        "{} ({})",
+                        percent(Some(m.partial_score_at[k])),
+                        signed_points(-m.cost_score_at[k])
+                    ));
+                    row.push(format!(
+                        "{} ({})",
+                        percent(Some(m.partial_success_at[k])),
+                        signed_points(-m.cost_success_at[k])
+                    ));
                 }
                 row.push(percent(Some(m.full_score_at_1)));
                 row.push(percent(Some(m.full_success_at_1)));
                 row.push(format!("{:.1}", m.cost_score_at[0] * 100.0));
-                row.push(c.cost_replicates.as_ref().map_or_else(|| ABSENT.to_string(), mean_sd_percent));
+                row.push(
+                    c.cost_replicates
+                        .as_ref()
+                        .map_or_else(|| ABSENT.to_string(), mean_sd_percent),
+                );
                 row
             })
             .collect();
@@ -247,7 +296,9 @@ pub fn sections(report: &Report) -> Vec<Section> {
                 format!("{:.4}", d.quality),
                 percent(Some(d.dsr)),
                 percent(Some(d.valid)),
-                d.pass_k.as_ref().map_or_else(|| ABSENT.to_string(), |p| p.k.to_string()),
+                d.pass_k
+                    .as_ref()
+                    .map_or_else(|| ABSENT.to_string(), |p| p.k.to_string()),
                 percent(d.pass_k.as_ref().map(|p| p.pass_at_k)),
                 percent(d.pass_k.as_ref().map(|p| p.pass_hat_k)),
             ]);
@@ -294,22 +345,45 @@ pub fn sections(report: &Report) -> Vec<Section> {
         let points: Vec<(String, f64, f64)> = report
             .groups
             .iter()
-            .filter_map(|g| Some((key_label(&g.key), g.clarification.as_ref()?.recall.as_ref()?.mean * 100.0, g.delivery.as_ref()?.quality)))
+            .filter_map(|g| {
+                Some((
+                    key_label(&g.key),
+                    g.clarification.as_ref()?.recall.as_ref()?.mean * 100.0,
+                    g.delivery.as_ref()?.quality,
+                ))
+            })
             .collect();
         let mut text = vec!["Delivery scores are 0 for invalid runs. With no question, Recall is 0 and Precision, Ask-F1 and ATC are undefined (seed 002 App. A.3).".to_string()];
         if let Some(a) = &report.recall_quality {
-            text.push(format!("Spearman ρ between {} and {} over {} groups: {:.2} (p = {:.3}).", a.x, a.y, a.groups, a.rho, a.p_value));
+            text.push(format!(
+                "Spearman ρ between {} and {} over {} groups: {:.2} (p = {:.3}).",
+                a.x, a.y, a.groups, a.rho, a.p_value
+            ));
         }
         let chart = (!points.is_empty()).then(|| {
             let max_quality = points.iter().map(|p| p.2).fold(1.0_f64, f64::max);
             svg::scatter(
                 &points,
-                &Axis { label: "Recall (%)".into(), min: 0.0, max: 100.0 },
-                &Axis { label: "Quality".into(), min: 0.0, max: max_quality },
+                &Axis {
+                    label: "Recall (%)".into(),
+                    min: 0.0,
+                    max: 100.0,
+                },
+                &Axis {
+                    label: "Quality".into(),
+                    min: 0.0,
+                    max: max_quality,
+                },
                 "Recall against Quality per group",
             )
         });
-        out.push(Section { id: "delivery", title: "Delivery and clarification (seed 002)".into(), text, tables, chart });
+        out.push(Section {
+            id: "delivery",
+            title: "Delivery and clarification (seed 002)".into(),
+            text,
+            tables,
+            chart,
+        });
     }
 
     let zero_rows: Vec<Vec<String>> = report
@@ -318,8 +392,17 @@ pub fn sections(report: &Report) -> Vec<Section> {
         .filter_map(|g| {
             let z = g.zero_scores.as_ref().filter(|z| z.zero > 0)?;
             let mut row = key_cells(dims, &g.key);
-            row.extend([z.runs.to_string(), z.zero.to_string(), z.invalid.to_string(), z.valid_zero.to_string()]);
-            row.extend(SIGNATURE_ORDER.iter().map(|s| z.signatures.get(*s).copied().unwrap_or(0).to_string()));
+            row.extend([
+                z.runs.to_string(),
+                z.zero.to_string(),
+                z.invalid.to_string(),
+                z.valid_zero.to_string(),
+            ]);
+            row.extend(
+                SIGNATURE_ORDER
+                    .iter()
+                    .map(|s| z.signatures.get(*s).copied().unwrap_or(0).to_string()),
+            );
             Some(row)
         })
         .collect();
@@ -343,11 +426,19 @@ pub fn sections(report: &Report) -> Vec<Section> {
         .groups
         .iter()
         .map(|g| {
-            let reasons: Vec<String> = g.end_reasons.iter().map(|(r, n)| format!("{r} {n}")).collect();
+            let reasons: Vec<String> = g
+                .end_reasons
+                .iter()
+                .map(|(r, n)| format!("{r} {n}"))
+                .collect();
             let mut row = key_cells(dims, &g.key);
             row.extend([
                 g.episodes.to_string(),
-                if reasons.is_empty() { ABSENT.to_string() } else { reasons.join(", ") },
+                if reasons.is_empty() {
+                    ABSENT.to_string()
+                } else {
+                    reasons.join(", ")
+                },
                 g.evaluation_errors.to_string(),
                 g.infrastructure_errors.to_string(),
                 g.unfinished.to_string(),
@@ -356,24 +447,126 @@ pub fn sections(report: &Report) -> Vec<Section> {
             row
         })
         .collect();
-    let mut end_table = table("End reasons; errors are never counted as the agent's failures.", dims, &["episodes", "end reasons", "evaluation errors", "infrastructure errors", "unfinished", "not applicable"], end_rows);
+    let mut end_table = table(
+        "End reasons; errors are never counted as the agent's failures.",
+        dims,
+        &[
+            "episodes",
+            "end reasons",
+            "evaluation errors",
+            "infrastructure errors",
+            "unfinished",
+            "not applicable",
+        ],
+        end_rows,
+    );
     let reasons_column = dims.len() + 1;
     end_table.numeric[reasons_column] = false;
     let mut tables = vec![end_table];
     if !report.not_applicable.is_empty() {
         tables.push(Table {
-            caption: "Combinations the run skipped because the task cannot support them (DESIGN §4).".into(),
-            headers: vec!["task".into(), "agent".into(), "condition".into(), "start".into(), "why".into()],
+            caption:
+                "Combinations the run skipped because the task cannot support them (DESIGN §4)."
+                    .into(),
+            headers: vec![
+                "task".into(),
+                "agent".into(),
+                "condition".into(),
+                "start".into(),
+                "why".into(),
+            ],
             numeric: vec![false; 5],
-            rows: report.not_applicable.iter().map(|n| vec![n.task.clone(), n.agent.clone(), n.condition.clone(), n.start.clone(), n.reason.clone()]).collect(),
+            rows: report
+                .not_applicable
+                .iter()
+                .map(|n| {
+                    vec![
+                        n.task.clone(),
+                        n.agent.clone(),
+                        n.condition.clone(),
+                        n.start.clone(),
+                        n.reason.clone(),
+                    ]
+                })
+                .collect(),
         });
     }
-    out.push(Section { id: "ends", title: "End reasons, errors and not-applicable combinations".into(), text: vec![], tables, chart: None });
+    out.push(Section {
+        id: "ends",
+        title: "End reasons, errors and not-applicable combinations".into(),
+        text: vec![],
+        tables,
+        chart: None,
+    });
+
+    if !report.usage.is_empty() {
+        out.push(usage_section(report, dims));
+    }
 
     if !report.warnings.is_empty() {
-        out.push(Section { id: "warnings", title: "Warnings".into(), text: report.warnings.clone(), tables: vec![], chart: None });
+        out.push(Section {
+            id: "warnings",
+            title: "Warnings".into(),
+            text: report.warnings.clone(),
+            tables: vec![],
+            chart: None,
+        });
     }
     out
+}
+
+/// Model usage and cost per group and role (every attempt, scored or not).
+fn usage_section(report: &Report, dims: &[Dim]) -> Section {
+    let rows: Vec<Vec<String>> = report
+        .usage
+        .iter()
+        .map(|u| {
+            let mut row = key_cells(dims, &u.key);
+            row.extend([
+                u.role.clone(),
+                u.episodes.to_string(),
+                u.requests.to_string(),
+                u.retries.to_string(),
+                u.input_tokens.to_string(),
+                u.cached_tokens.to_string(),
+                u.output_tokens.to_string(),
+                u.reasoning_tokens.to_string(),
+                format!("{:.1}", u.latency_ms as f64 / 1000.0),
+                format!("{:.4}", u.cost_usd),
+                format!("{:.4}", u.cost_usd / u.episodes.max(1) as f64),
+            ]);
+            row
+        })
+        .collect();
+    let columns = [
+        "role",
+        "episodes",
+        "requests",
+        "retries",
+        "input tokens",
+        "cached",
+        "output tokens",
+        "reasoning",
+        "latency s",
+        "cost $",
+        "$ per episode",
+    ];
+    let mut usage_table = table(
+        "Model usage summed over every attempt; the user is the simulated owner or customer.",
+        dims,
+        &columns,
+        rows,
+    );
+    usage_table.numeric[dims.len()] = false;
+    Section {
+        id: "usage",
+        title: "Model usage and cost".into(),
+        text: vec![
+            "Costs come from the run's price table (`--prices`); without one they are 0.".into(),
+        ],
+        tables: vec![usage_table],
+        chart: None,
+    }
 }
 
 fn residual_section(report: &Report, dims: &[Dim]) -> Section {
@@ -389,7 +582,9 @@ fn residual_section(report: &Report, dims: &[Dim]) -> Section {
                 percent(Some(m.rates.clean)),
                 format!("{:.1}", m.rates.gap_points),
                 percent(m.cond_fail.as_ref().map(|c| c.rate)),
-                m.cond_fail.as_ref().map_or_else(|| ABSENT.to_string(), |c| c.tasks.to_string()),
+                m.cond_fail
+                    .as_ref()
+                    .map_or_else(|| ABSENT.to_string(), |c| c.tasks.to_string()),
             ]);
             row
         })
@@ -429,15 +624,38 @@ fn residual_section(report: &Report, dims: &[Dim]) -> Section {
                 percent(a.left_out_opened),
                 fixed(a.steps_ratio, 2),
                 percent(a.inspected),
-                a.kept_split.as_ref().map_or_else(|| ABSENT.to_string(), |s| format!("{} vs {}", percent(Some(s.success_above)), percent(Some(s.success_at_or_below)))),
+                a.kept_split.as_ref().map_or_else(
+                    || ABSENT.to_string(),
+                    |s| {
+                        format!(
+                            "{} vs {}",
+                            percent(Some(s.success_above)),
+                            percent(Some(s.success_at_or_below))
+                        )
+                    },
+                ),
             ]);
             row
         })
         .collect();
-    let mut predecessor_table = table("Per predecessor (App. C.2): each group on its own tasks, with its own clean reference.", dims, &["predecessor", "tasks", "Clean", "Residual", "Gap"], predecessors);
+    let mut predecessor_table = table(
+        "Per predecessor (App. C.2): each group on its own tasks, with its own clean reference.",
+        dims,
+        &["predecessor", "tasks", "Clean", "Residual", "Gap"],
+        predecessors,
+    );
     predecessor_table.numeric[dims.len()] = false;
-    let chart_rows: Vec<(String, f64, f64)> =
-        report.residual.iter().map(|r| (key_label(&r.key), r.measures.rates.clean, r.measures.rates.res)).collect();
+    let chart_rows: Vec<(String, f64, f64)> = report
+        .residual
+        .iter()
+        .map(|r| {
+            (
+                key_label(&r.key),
+                r.measures.rates.clean,
+                r.measures.rates.res,
+            )
+        })
+        .collect();
     Section {
         id: "residual",
         title: "Residual starts (seed 001)".into(),
@@ -463,11 +681,19 @@ fn oracle_section(report: &Report) -> Section {
     let mut tables = Vec::new();
     let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
     for row in &report.oracle {
-        let mut tasks: Vec<String> = row.levels.iter().flat_map(|l| l.cases.iter().map(|c| c.task.clone())).collect();
+        let mut tasks: Vec<String> = row
+            .levels
+            .iter()
+            .flat_map(|l| l.cases.iter().map(|c| c.task.clone()))
+            .collect();
         tasks.sort();
         tasks.dedup();
         let mut headers = vec!["case".to_string()];
-        headers.extend(row.levels.iter().map(|l| format!("{:.0}%", l.ratio * 100.0)));
+        headers.extend(
+            row.levels
+                .iter()
+                .map(|l| format!("{:.0}%", l.ratio * 100.0)),
+        );
         let mut rows: Vec<Vec<String>> = tasks
             .iter()
             .map(|task| {
@@ -489,19 +715,40 @@ fn oracle_section(report: &Report) -> Section {
         rows.push(macro_row);
         let n = headers.len();
         tables.push(Table {
-            caption: format!("{}: Quality by answer coverage, mean ± sd over repeats.", key_label(&row.key)),
+            caption: format!(
+                "{}: Quality by answer coverage, mean ± sd over repeats.",
+                key_label(&row.key)
+            ),
             headers,
             numeric: (0..n).map(|i| i > 0).collect(),
             rows,
         });
         for task in &tasks {
-            let points = row.levels.iter().filter_map(|l| l.cases.iter().find(|c| &c.task == task).map(|c| (l.ratio * 100.0, c.mean))).collect();
+            let points = row
+                .levels
+                .iter()
+                .filter_map(|l| {
+                    l.cases
+                        .iter()
+                        .find(|c| &c.task == task)
+                        .map(|c| (l.ratio * 100.0, c.mean))
+                })
+                .collect();
             series.push((format!("{} {task}", key_label(&row.key)), points));
         }
-        series.push((format!("{} mean", key_label(&row.key)), row.levels.iter().map(|l| (l.ratio * 100.0, l.macro_mean)).collect()));
+        series.push((
+            format!("{} mean", key_label(&row.key)),
+            row.levels
+                .iter()
+                .map(|l| (l.ratio * 100.0, l.macro_mean))
+                .collect(),
+        ));
     }
     let emphasis = series.last().map(|s| s.0.clone()).unwrap_or_default();
-    let max = series.iter().flat_map(|s| s.1.iter().map(|p| p.1)).fold(1.0_f64, f64::max);
+    let max = series
+        .iter()
+        .flat_map(|s| s.1.iter().map(|p| p.1))
+        .fold(1.0_f64, f64::max);
     Section {
         id: "oracle",
         title: "Oracle answer coverage (seed 002 App. A.6, Table 13, Figure 5)".into(),
@@ -533,10 +780,33 @@ pub fn render_markdown(report: &Report, title: &str) -> String {
             if !t.caption.is_empty() {
                 let _ = write!(out, "{}\n\n", t.caption);
             }
-            let _ = writeln!(out, "| {} |", t.headers.iter().map(|h| md_cell(h)).collect::<Vec<_>>().join(" | "));
-            let _ = writeln!(out, "| {} |", t.numeric.iter().map(|n| if *n { "---:" } else { "---" }).collect::<Vec<_>>().join(" | "));
+            let _ = writeln!(
+                out,
+                "| {} |",
+                t.headers
+                    .iter()
+                    .map(|h| md_cell(h))
+                    .collect::<Vec<_>>()
+                    .join(" | ")
+            );
+            let _ = writeln!(
+                out,
+                "| {} |",
+                t.numeric
+                    .iter()
+                    .map(|n| if *n { "---:" } else { "---" })
+                    .collect::<Vec<_>>()
+                    .join(" | ")
+            );
             for row in &t.rows {
-                let _ = writeln!(out, "| {} |", row.iter().map(|c| md_cell(c)).collect::<Vec<_>>().join(" | "));
+                let _ = writeln!(
+                    out,
+                    "| {} |",
+                    row.iter()
+                        .map(|c| md_cell(c))
+                        .collect::<Vec<_>>()
+                        .join(" | ")
+                );
             }
             out.push('\n');
         }
@@ -548,7 +818,7 @@ const CSS: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-seri
 h1{font-size:1.6rem}h2{font-size:1.2rem;margin-top:2.2rem;border-bottom:1px solid #e2e8f0;padding-bottom:.2rem}\
 table{border-collapse:collapse;margin:.4rem 0 1.2rem;font-size:.85rem}caption{text-align:left;caption-side:top;color:#4a5568;padding:.2rem 0}\
 th,td{border:1px solid #e2e8f0;padding:.25rem .5rem;vertical-align:top}th{background:#f7fafc;text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums}\
-figure{margin:.5rem 0 1.5rem}svg{max-width:100%;height:auto}nav a{margin-right:.8rem}.meta{color:#4a5568}";
+.scroll{overflow-x:auto;max-width:100%}figure{margin:.5rem 0 1.5rem}svg{max-width:100%;height:auto}nav a{margin-right:.8rem}.meta{color:#4a5568}";
 
 /// The report as one self-contained HTML page: inline CSS, inline SVG charts, no script and
 /// no external resource.
@@ -560,13 +830,27 @@ pub fn render_html(report: &Report, title: &str) -> String {
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><link rel=\"icon\" href=\"data:,\"><title>{t}</title><style>{CSS}</style></head><body><h1>{t}</h1>",
         t = escape(title)
     );
-    let _ = write!(out, "<p class=\"meta\">specgap {} · report schema {} v{}</p><nav>", report.specgap_version, report.schema, report.version);
+    let _ = write!(
+        out,
+        "<p class=\"meta\">specgap {} · report schema {} v{}</p><nav>",
+        report.specgap_version, report.schema, report.version
+    );
     for s in &sections {
-        let _ = write!(out, "<a href=\"#{}\">{}</a>", s.id, escape(s.title.split(" (").next().unwrap_or(&s.title)));
+        let _ = write!(
+            out,
+            "<a href=\"#{}\">{}</a>",
+            s.id,
+            escape(s.title.split(" (").next().unwrap_or(&s.title))
+        );
     }
     out.push_str("</nav>");
     for s in &sections {
-        let _ = write!(out, "<section id=\"{}\"><h2>{}</h2>", s.id, escape(&s.title));
+        let _ = write!(
+            out,
+            "<section id=\"{}\"><h2>{}</h2>",
+            s.id,
+            escape(&s.title)
+        );
         for p in &s.text {
             let _ = write!(out, "<p>{}</p>", escape(p));
         }
@@ -574,7 +858,7 @@ pub fn render_html(report: &Report, title: &str) -> String {
             let _ = write!(out, "<figure>{chart}</figure>");
         }
         for t in &s.tables {
-            out.push_str("<table>");
+            out.push_str("<div class=\"scroll\"><table>");
             if !t.caption.is_empty() {
                 let _ = write!(out, "<caption>{}</caption>", escape(&t.caption));
             }
@@ -586,12 +870,16 @@ pub fn render_html(report: &Report, title: &str) -> String {
             for row in &t.rows {
                 out.push_str("<tr>");
                 for (i, cell) in row.iter().enumerate() {
-                    let class = if t.numeric.get(i).copied().unwrap_or(false) { " class=\"n\"" } else { "" };
+                    let class = if t.numeric.get(i).copied().unwrap_or(false) {
+                        " class=\"n\""
+                    } else {
+                        ""
+                    };
                     let _ = write!(out, "<td{class}>{}</td>", escape(cell));
                 }
                 out.push_str("</tr>");
             }
-            out.push_str("</tbody></table>");
+            out.push_str("</tbody></table></div>");
         }
         out.push_str("</section>");
     }

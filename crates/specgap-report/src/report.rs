@@ -17,7 +17,10 @@ use serde::Serialize;
 use specgap_stats::mean_sd;
 
 use crate::ReportError;
-use crate::delivery::{ClarificationSummary, DeliveryMeasures, OracleLevel, ZeroScores, clarification_summary, delivery_measures, oracle_curve, zero_scores};
+use crate::delivery::{
+    ClarificationSummary, DeliveryMeasures, OracleLevel, ZeroScores, clarification_summary,
+    delivery_measures, oracle_curve, zero_scores,
+};
 use crate::episode::{Dim, Episode, GroupKey, group_by, index_episodes, oracle_ratio};
 use crate::first::MAX_K;
 use crate::judge::OFFLINE_JUDGE;
@@ -41,7 +44,10 @@ pub struct ReportOptions {
 
 impl Default for ReportOptions {
     fn default() -> Self {
-        ReportOptions { group_by: crate::episode::DEFAULT_GROUP_BY.to_vec(), judge: OFFLINE_JUDGE.to_string() }
+        ReportOptions {
+            group_by: crate::episode::DEFAULT_GROUP_BY.to_vec(),
+            judge: OFFLINE_JUDGE.to_string(),
+        }
     }
 }
 
@@ -207,6 +213,10 @@ pub struct Report {
     pub recall_quality: Option<Association>,
     /// Not-applicable records.
     pub not_applicable: Vec<NotApplicable>,
+    /// Model usage and cost per group and role ([`crate::usage`]); left out of JSON when no
+    /// run recorded usage.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub usage: Vec<crate::usage::UsageSummary>,
     /// Why some measures may be missing.
     pub warnings: Vec<String>,
 }
@@ -231,23 +241,36 @@ pub fn build_report(runs: &[RunData], options: &ReportOptions) -> Result<Report,
     let mut groups = Vec::new();
     let mut families: BTreeMap<&str, &str> = BTreeMap::new();
     for e in &episodes {
-        families.entry(e.row.task.as_str()).or_insert(e.row.family.as_str());
+        families
+            .entry(e.row.task.as_str())
+            .or_insert(e.row.family.as_str());
     }
     for run in runs {
         for (name, context) in &run.tasks {
-            families.entry(name.as_str()).or_insert(context.family.as_str());
+            families
+                .entry(name.as_str())
+                .or_insert(context.family.as_str());
         }
     }
     let mut na_by_key: BTreeMap<GroupKey, usize> = BTreeMap::new();
     for na in &not_applicable {
-        *na_by_key.entry(not_applicable_key(dims, na, &families)).or_default() += 1;
+        *na_by_key
+            .entry(not_applicable_key(dims, na, &families))
+            .or_default() += 1;
     }
     let mut grouped = group_by(&episodes, dims, |_| true);
     for key in na_by_key.keys() {
         grouped.entry(key.clone()).or_default();
     }
     for (key, members) in &grouped {
-        groups.push(group_report(dims, key, members, na_by_key.get(key).copied().unwrap_or(0), runs.len(), &options.judge)?);
+        groups.push(group_report(
+            dims,
+            key,
+            members,
+            na_by_key.get(key).copied().unwrap_or(0),
+            runs.len(),
+            &options.judge,
+        )?);
     }
 
     let cost_dims = without(Dim::Condition);
@@ -262,23 +285,43 @@ pub fn build_report(runs: &[RunData], options: &ReportOptions) -> Result<Report,
     let mut residual = Vec::new();
     for (key, members) in group_by(&episodes, &residual_dims, |_| true) {
         let clean: Vec<&Episode> = members.iter().copied().filter(|e| e.is_clean()).collect();
-        let res: Vec<&Episode> = members.iter().copied().filter(|e| e.state().is_some()).collect();
+        let res: Vec<&Episode> = members
+            .iter()
+            .copied()
+            .filter(|e| e.state().is_some())
+            .collect();
         if let Some(measures) = residual_measures(&clean, &res) {
-            residual.push(ResidualRow { key: key_map(&residual_dims, &key), measures });
+            residual.push(ResidualRow {
+                key: key_map(&residual_dims, &key),
+                measures,
+            });
         }
     }
 
     let oracle_dims = without(Dim::Condition);
     let mut oracle = Vec::new();
-    for (key, members) in group_by(&episodes, &oracle_dims, |e| oracle_ratio(&e.row.condition).is_some()) {
+    for (key, members) in group_by(&episodes, &oracle_dims, |e| {
+        oracle_ratio(&e.row.condition).is_some()
+    }) {
         let levels = oracle_curve(&members);
         if !levels.is_empty() {
-            oracle.push(OracleRow { key: key_map(&oracle_dims, &key), levels });
+            oracle.push(OracleRow {
+                key: key_map(&oracle_dims, &key),
+                levels,
+            });
         }
     }
 
     let recall_quality = association(&groups)?;
-    let warnings = runs.iter().flat_map(|r| r.warnings.iter().map(move |w| format!("{}: {w}", r.dir.display()))).collect();
+    let usage = crate::usage::usage_summaries(runs, &episodes, dims);
+    let warnings = runs
+        .iter()
+        .flat_map(|r| {
+            r.warnings
+                .iter()
+                .map(move |w| format!("{}: {w}", r.dir.display()))
+        })
+        .collect();
     Ok(Report {
         schema: REPORT_SCHEMA,
         version: REPORT_VERSION,
@@ -301,6 +344,7 @@ pub fn build_report(runs: &[RunData], options: &ReportOptions) -> Result<Report,
         oracle,
         recall_quality,
         not_applicable,
+        usage,
         warnings,
     })
 }
@@ -318,8 +362,17 @@ fn group_report(
     for reason in members.iter().filter_map(|e| e.row.end_reason) {
         *end_reasons.entry(reason.as_str().to_string()).or_insert(0) += 1;
     }
-    let count = |reason: EndReason| members.iter().filter(|e| e.row.end_reason == Some(reason)).count();
-    let unfinished = members.iter().filter(|e| e.row.end_reason.is_none()).count() + count(EndReason::Interrupted);
+    let count = |reason: EndReason| {
+        members
+            .iter()
+            .filter(|e| e.row.end_reason == Some(reason))
+            .count()
+    };
+    let unfinished = members
+        .iter()
+        .filter(|e| e.row.end_reason.is_none())
+        .count()
+        + count(EndReason::Interrupted);
     Ok(GroupReport {
         key: key_map(dims, key),
         episodes: members.len(),
@@ -333,22 +386,40 @@ fn group_report(
         delivery: delivery_measures(members)?,
         clarification: clarification_summary(members, judge),
         zero_scores: zero_scores(members),
-        replicates: if n_runs >= 2 { replicates(members, n_runs)? } else { None },
+        replicates: if n_runs >= 2 {
+            replicates(members, n_runs)?
+        } else {
+            None
+        },
     })
 }
 
 /// Score@k / Success@k per run, then mean ± sd over runs with scored episodes.
 fn replicates(members: &[&Episode<'_>], n_runs: usize) -> Result<Option<Replicates>, ReportError> {
     let per_run: Vec<Outcomes> = (0..n_runs)
-        .map(|run| outcomes(&members.iter().copied().filter(|e| e.run == run).collect::<Vec<_>>()))
+        .map(|run| {
+            outcomes(
+                &members
+                    .iter()
+                    .copied()
+                    .filter(|e| e.run == run)
+                    .collect::<Vec<_>>(),
+            )
+        })
         .filter(|o| o.scored > 0)
         .collect();
     if per_run.len() < 2 {
         return Ok(None);
     }
     let stat = |values: Vec<f64>| -> Result<MeanSd, ReportError> {
-        let m = mean_sd(&values).map_err(|source| ReportError::Stats { measure: "seed replicates".into(), source })?;
-        Ok(MeanSd { mean: m.mean, sd: m.sd })
+        let m = mean_sd(&values).map_err(|source| ReportError::Stats {
+            measure: "seed replicates".into(),
+            source,
+        })?;
+        Ok(MeanSd {
+            mean: m.mean,
+            sd: m.sd,
+        })
     };
     let mut score_at = [MeanSd { mean: 0.0, sd: 0.0 }; MAX_K];
     let mut success_at = score_at;
@@ -356,34 +427,78 @@ fn replicates(members: &[&Episode<'_>], n_runs: usize) -> Result<Option<Replicat
         score_at[k] = stat(per_run.iter().filter_map(|o| o.score_at[k]).collect())?;
         success_at[k] = stat(per_run.iter().filter_map(|o| o.success_at[k]).collect())?;
     }
-    Ok(Some(Replicates { runs: per_run.len(), score_at, success_at }))
+    Ok(Some(Replicates {
+        runs: per_run.len(),
+        score_at,
+        success_at,
+    }))
 }
 
-fn cost_row(dims: &[Dim], key: &GroupKey, members: &[&Episode<'_>], n_runs: usize) -> Option<CostRow> {
+fn cost_row(
+    dims: &[Dim],
+    key: &GroupKey,
+    members: &[&Episode<'_>],
+    n_runs: usize,
+) -> Option<CostRow> {
     let of = |condition: &str, run: Option<usize>| -> Vec<&Episode> {
-        members.iter().copied().filter(|e| e.row.condition == condition && run.is_none_or(|r| e.run == r)).collect()
+        members
+            .iter()
+            .copied()
+            .filter(|e| e.row.condition == condition && run.is_none_or(|r| e.run == r))
+            .collect()
     };
-    let comparison = cost_comparison(&of("full", None), &of("partial", None), &of("literal", None))?;
+    let comparison = cost_comparison(
+        &of("full", None),
+        &of("partial", None),
+        &of("literal", None),
+    )?;
     let per_run: Vec<f64> = (0..n_runs)
-        .filter_map(|run| cost_comparison(&of("full", Some(run)), &of("partial", Some(run)), &[]).map(|c| c.cost_score_at[0]))
+        .filter_map(|run| {
+            cost_comparison(&of("full", Some(run)), &of("partial", Some(run)), &[])
+                .map(|c| c.cost_score_at[0])
+        })
         .collect();
-    let cost_replicates =
-        (per_run.len() >= 2).then(|| mean_sd(&per_run).ok().map(|m| MeanSd { mean: m.mean, sd: m.sd })).flatten();
-    Some(CostRow { key: key_map(dims, key), comparison, cost_replicates })
+    let cost_replicates = (per_run.len() >= 2)
+        .then(|| {
+            mean_sd(&per_run).ok().map(|m| MeanSd {
+                mean: m.mean,
+                sd: m.sd,
+            })
+        })
+        .flatten();
+    Some(CostRow {
+        key: key_map(dims, key),
+        comparison,
+        cost_replicates,
+    })
 }
 
 /// Spearman ρ between Recall and Quality over the groups that have both (three or more).
 fn association(groups: &[GroupReport]) -> Result<Option<Association>, ReportError> {
     let pairs: Vec<(f64, f64)> = groups
         .iter()
-        .filter_map(|g| Some((g.clarification.as_ref()?.recall.as_ref()?.mean, g.delivery.as_ref()?.quality)))
+        .filter_map(|g| {
+            Some((
+                g.clarification.as_ref()?.recall.as_ref()?.mean,
+                g.delivery.as_ref()?.quality,
+            ))
+        })
         .collect();
     if pairs.len() < 3 {
         return Ok(None);
     }
     let (x, y): (Vec<f64>, Vec<f64>) = pairs.into_iter().unzip();
-    let c = specgap_stats::spearman(&x, &y).map_err(|source| ReportError::Stats { measure: "Spearman rho (Recall, Quality)".into(), source })?;
-    Ok((c.rho.is_finite()).then(|| Association { x: "Recall".into(), y: "Quality".into(), groups: x.len(), rho: c.rho, p_value: c.p_value }))
+    let c = specgap_stats::spearman(&x, &y).map_err(|source| ReportError::Stats {
+        measure: "Spearman rho (Recall, Quality)".into(),
+        source,
+    })?;
+    Ok((c.rho.is_finite()).then(|| Association {
+        x: "Recall".into(),
+        y: "Quality".into(),
+        groups: x.len(),
+        rho: c.rho,
+        p_value: c.p_value,
+    }))
 }
 
 fn not_applicable_rows(runs: &[RunData]) -> Vec<NotApplicable> {
@@ -398,21 +513,34 @@ fn not_applicable_rows(runs: &[RunData]) -> Vec<NotApplicable> {
             reason: n.reason.clone(),
         })
         .collect();
-    out.sort_by(|a, b| (&a.task, &a.agent, &a.condition, &a.start).cmp(&(&b.task, &b.agent, &b.condition, &b.start)));
+    out.sort_by(|a, b| {
+        (&a.task, &a.agent, &a.condition, &a.start).cmp(&(
+            &b.task,
+            &b.agent,
+            &b.condition,
+            &b.start,
+        ))
+    });
     out.dedup();
     out
 }
 
 /// The main-table key of a not-applicable record; its family comes from an episode or the
 /// package of the same task (or `unknown`).
-fn not_applicable_key(dims: &[Dim], na: &NotApplicable, families: &BTreeMap<&str, &str>) -> GroupKey {
+fn not_applicable_key(
+    dims: &[Dim],
+    na: &NotApplicable,
+    families: &BTreeMap<&str, &str>,
+) -> GroupKey {
     dims.iter()
         .map(|d| match d {
             Dim::Agent => na.agent.clone(),
             Dim::Condition => na.condition.clone(),
             Dim::Start => na.start.clone(),
             Dim::Task => na.task.clone(),
-            Dim::Family => families.get(na.task.as_str()).map_or_else(|| "unknown".to_string(), |f| f.to_string()),
+            Dim::Family => families
+                .get(na.task.as_str())
+                .map_or_else(|| "unknown".to_string(), |f| f.to_string()),
         })
         .collect()
 }

@@ -13,7 +13,7 @@ use specgap_store::read_trajectory;
 
 use crate::diff::{DiffChanges, kept_lines, parse_diff};
 use crate::episode::{Episode, indicator, mean};
-use crate::opened::{actions, inspects_inherited, opened_files};
+use crate::opened::{Action, actions, inspects_inherited, opened_files};
 
 /// Residual Gap in percentage points, `100 · (Clean − Res)`, from unrounded rates in [0, 1]
 /// (seed 001 App. C.2; Table 3 "Gap", computed before rounding).
@@ -37,7 +37,9 @@ pub struct ResidualRates {
 
 /// Success of each task's clean start, averaged over repeats (scored episodes only).
 fn clean_by_task(clean: &[&Episode<'_>]) -> BTreeMap<String, f64> {
-    crate::episode::per_task_means(clean.iter().copied(), |e| e.is_scored().then(|| indicator(e.final_success())))
+    crate::episode::per_task_means(clean.iter().copied(), |e| {
+        e.is_scored().then(|| indicator(e.final_success()))
+    })
 }
 
 /// Success of each task's residual starts: repeats averaged per state, then states (eq. 3's
@@ -46,7 +48,9 @@ fn residual_by_task(residual: &[&Episode<'_>]) -> BTreeMap<String, f64> {
     let mut by_state: BTreeMap<(String, String), (f64, usize)> = BTreeMap::new();
     for e in residual.iter().filter(|e| e.is_scored()) {
         let Some(state) = e.state() else { continue };
-        let slot = by_state.entry((e.row.task.clone(), state.to_string())).or_insert((0.0, 0));
+        let slot = by_state
+            .entry((e.row.task.clone(), state.to_string()))
+            .or_insert((0.0, 0));
         slot.0 += indicator(e.final_success());
         slot.1 += 1;
     }
@@ -54,7 +58,10 @@ fn residual_by_task(residual: &[&Episode<'_>]) -> BTreeMap<String, f64> {
     for ((task, _), (sum, n)) in by_state {
         by_task.entry(task).or_default().push(sum / n as f64);
     }
-    by_task.into_iter().filter_map(|(t, v)| mean(v).map(|m| (t, m))).collect()
+    by_task
+        .into_iter()
+        .filter_map(|(t, v)| mean(v).map(|m| (t, m)))
+        .collect()
 }
 
 /// [`ResidualRates`] from an agent's clean and residual episodes; `None` when no task has
@@ -65,7 +72,12 @@ pub fn residual_rates(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Opti
     let tasks: Vec<&String> = residual.keys().filter(|t| clean.contains_key(*t)).collect();
     let res = mean(tasks.iter().map(|t| residual[*t]))?;
     let clean_rate = mean(tasks.iter().map(|t| clean[*t]))?;
-    Some(ResidualRates { tasks: tasks.len(), res, clean: clean_rate, gap_points: residual_gap_points(clean_rate, res) })
+    Some(ResidualRates {
+        tasks: tasks.len(),
+        res,
+        clean: clean_rate,
+        gap_points: residual_gap_points(clean_rate, res),
+    })
 }
 
 /// Conditional failure rate (seed 001 App. C.2 eq. 5): on the tasks the agent completes from
@@ -83,8 +95,11 @@ pub struct CondFail {
 pub fn cond_fail(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Option<CondFail> {
     let clean = clean_by_task(clean);
     let residual = residual_by_task(residual);
-    let completed: Vec<f64> =
-        residual.iter().filter(|(t, _)| clean.get(*t).is_some_and(|c| *c >= 1.0)).map(|(_, r)| 1.0 - r).collect();
+    let completed: Vec<f64> = residual
+        .iter()
+        .filter(|(t, _)| clean.get(*t).is_some_and(|c| *c >= 1.0))
+        .map(|(_, r)| 1.0 - r)
+        .collect();
     let n = completed.len();
     mean(completed).map(|rate| CondFail { tasks: n, rate })
 }
@@ -101,7 +116,10 @@ pub struct PredecessorGroup {
 }
 
 /// [`PredecessorGroup`]s, sorted by predecessor.
-pub fn predecessor_groups(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Vec<PredecessorGroup> {
+pub fn predecessor_groups(
+    clean: &[&Episode<'_>],
+    residual: &[&Episode<'_>],
+) -> Vec<PredecessorGroup> {
     let mut by_predecessor: BTreeMap<String, Vec<&Episode>> = BTreeMap::new();
     for e in residual {
         let predecessor = e
@@ -112,7 +130,9 @@ pub fn predecessor_groups(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> 
     }
     by_predecessor
         .into_iter()
-        .filter_map(|(predecessor, episodes)| residual_rates(clean, &episodes).map(|rates| PredecessorGroup { predecessor, rates }))
+        .filter_map(|(predecessor, episodes)| {
+            residual_rates(clean, &episodes).map(|rates| PredecessorGroup { predecessor, rates })
+        })
         .collect()
 }
 
@@ -188,7 +208,10 @@ impl TaskAverage {
     }
 
     fn task_means(&self) -> Vec<f64> {
-        self.0.values().filter_map(|v| mean(v.iter().copied())).collect()
+        self.0
+            .values()
+            .filter_map(|v| mean(v.iter().copied()))
+            .collect()
     }
 
     fn macro_mean(&self) -> Option<f64> {
@@ -196,24 +219,71 @@ impl TaskAverage {
     }
 }
 
-/// Final diffs and trajectories read from the run directory, once each.
+/// Final diffs and trajectory actions read from the run directories, once each, by as many
+/// threads as the machine has cores (reports read thousands of small files).
 #[derive(Default)]
-struct Artifacts {
-    diffs: HashMap<String, Option<DiffChanges>>,
+struct Artifacts<'a> {
+    diffs: HashMap<&'a str, DiffChanges>,
+    actions: HashMap<&'a str, Vec<Action>>,
 }
 
-impl Artifacts {
-    /// The final submission's diff against the base, or `None` when it cannot be read.
-    fn final_diff(&mut self, e: &Episode<'_>) -> Option<&DiffChanges> {
-        self.diffs
-            .entry(e.row.id.clone())
-            .or_insert_with(|| {
-                let k = e.submissions.last()?.k;
-                let path = e.run_dir.join("episodes").join(&e.row.id).join("submissions").join(k.to_string()).join("workspace.diff");
-                let bytes = fs_err::read(path).ok()?;
-                Some(parse_diff(&String::from_utf8_lossy(&bytes)))
-            })
-            .as_ref()
+/// What to read for one episode.
+#[derive(Clone, Copy)]
+enum Need {
+    Diff,
+    DiffAndActions,
+}
+
+/// The final submission's diff against the base, or `None` when it cannot be read.
+fn read_final_diff(e: &Episode<'_>) -> Option<DiffChanges> {
+    let k = e.submissions.last()?.k;
+    let path = e
+        .run_dir
+        .join("episodes")
+        .join(&e.row.id)
+        .join("submissions")
+        .join(k.to_string())
+        .join("workspace.diff");
+    let bytes = fs_err::read(path).ok()?;
+    Some(parse_diff(&String::from_utf8_lossy(&bytes)))
+}
+
+impl<'a> Artifacts<'a> {
+    fn read(work: &[(&Episode<'a>, Need)]) -> Artifacts<'a> {
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(work.len().max(1));
+        let chunk = work.len().div_ceil(threads).max(1);
+        let parts: Vec<Artifacts<'a>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = work
+                .chunks(chunk)
+                .map(|part| {
+                    scope.spawn(move || {
+                        let mut out = Artifacts::default();
+                        for (e, need) in part {
+                            let id = e.row.id.as_str();
+                            if let Some(diff) = read_final_diff(e) {
+                                out.diffs.insert(id, diff);
+                            }
+                            if matches!(need, Need::DiffAndActions)
+                                && let Ok(t) = read_trajectory(e.run_dir, id)
+                            {
+                                out.actions.insert(id, actions(&t.events));
+                            }
+                        }
+                        out
+                    })
+                })
+                .collect();
+            // A panicking reader thread loses its part; the values it held stay undefined.
+            handles.into_iter().filter_map(|h| h.join().ok()).collect()
+        });
+        let mut all = Artifacts::default();
+        for part in parts {
+            all.diffs.extend(part.diffs);
+            all.actions.extend(part.actions);
+        }
+        all
     }
 }
 
@@ -221,10 +291,35 @@ impl Artifacts {
 /// and trajectories of normally submitted episodes from their run directories; a file that
 /// cannot be read leaves that run's value undefined.
 pub fn acceptance_bias(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> AcceptanceBias {
-    let mut artifacts = Artifacts::default();
-    let normal_clean: Vec<&Episode> = clean.iter().copied().filter(|e| e.normally_submitted()).collect();
-    let clean_on = |task: &str| -> Vec<&Episode> { normal_clean.iter().copied().filter(|c| c.row.task == task).collect() };
-    let continuations: Vec<&Episode> = residual.iter().copied().filter(|e| e.normally_submitted()).collect();
+    // The agent's normally submitted clean runs by task: each continuation's partners.
+    let mut clean_by_task: HashMap<&str, Vec<&Episode>> = HashMap::new();
+    for c in clean.iter().copied().filter(|e| e.normally_submitted()) {
+        clean_by_task
+            .entry(c.row.task.as_str())
+            .or_default()
+            .push(c);
+    }
+    let continuations: Vec<&Episode> = residual
+        .iter()
+        .copied()
+        .filter(|e| e.normally_submitted())
+        .collect();
+    let has_state = |e: &Episode| {
+        e.state()
+            .is_some_and(|s| e.context.is_some_and(|c| c.states.contains_key(s)))
+    };
+    let mut work: Vec<(&Episode, Need)> = continuations
+        .iter()
+        .copied()
+        .filter(|e| has_state(e))
+        .map(|e| (e, Need::DiffAndActions))
+        .collect();
+    work.extend(clean_by_task.values().flatten().map(|e| (*e, Need::Diff)));
+    let artifacts = Artifacts::read(&work);
+    // Partner values depend only on the task and the state, so they are computed once.
+    let mut clean_turns: HashMap<&str, Option<f64>> = HashMap::new();
+    let mut clean_repair: HashMap<(&str, Vec<&str>), Option<f64>> = HashMap::new();
+    let mut clean_left_out: HashMap<(&str, &str), Option<f64>> = HashMap::new();
 
     let mut same_failing = TaskAverage::default();
     let mut if_clean = TaskAverage::default();
@@ -241,20 +336,28 @@ pub fn acceptance_bias(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Acc
     for e in &continuations {
         let task = e.row.task.as_str();
         let failed = !e.final_success();
-        let partners = clean_on(task);
-        let state = e.state().and_then(|s| e.context.and_then(|c| c.states.get(s)));
+        let partners: &[&Episode] = clean_by_task.get(task).map_or(&[], Vec::as_slice);
+        let state = e
+            .state()
+            .and_then(|s| e.context.and_then(|c| c.states.get(s)));
         // Same failing / Initially failing: per-test results at k = 0 and at the end.
         if let (Some(start_failing), Some(final_k)) = (e.failing_tests(0), e.final_k()) {
-            if let Some(end_failing) = e.failing_tests(final_k) {
-                if failed {
-                    same_failing.add(task, indicator(end_failing == start_failing));
-                }
+            if let Some(end_failing) = e.failing_tests(final_k)
+                && failed
+            {
+                same_failing.add(task, indicator(end_failing == start_failing));
             }
             if !start_failing.is_empty() {
                 let share = |ep: &Episode| -> Option<f64> {
                     let k = ep.final_k()?;
                     ep.tests.get(&k)?;
-                    Some(start_failing.iter().filter(|t| ep.test_passes(k, t)).count() as f64 / start_failing.len() as f64)
+                    Some(
+                        start_failing
+                            .iter()
+                            .filter(|t| ep.test_passes(k, t))
+                            .count() as f64
+                            / start_failing.len() as f64,
+                    )
                 };
                 if let Some(v) = share(e) {
                     if_residual.add(task, v);
@@ -262,19 +365,28 @@ pub fn acceptance_bias(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Acc
                         repair_failed.add(task, v);
                     }
                 }
-                if let Some(v) = mean(partners.iter().filter_map(|c| share(c))) {
+                let key = (task, start_failing.iter().copied().collect::<Vec<&str>>());
+                let clean_value = *clean_repair
+                    .entry(key)
+                    .or_insert_with(|| mean(partners.iter().filter_map(|c| share(c))));
+                if let Some(v) = clean_value {
                     if_clean.add(task, v);
                 }
             }
         }
         // Steps: turns relative to the agent's clean runs on the task.
-        if let Some(clean_turns) = mean(partners.iter().map(|c| f64::from(c.row.turns))).filter(|t| *t > 0.0) {
-            steps.add(task, f64::from(e.row.turns) / clean_turns);
+        let turns = *clean_turns.entry(task).or_insert_with(|| {
+            mean(partners.iter().map(|c| f64::from(c.row.turns))).filter(|t| *t > 0.0)
+        });
+        if let Some(turns) = turns {
+            steps.add(task, f64::from(e.row.turns) / turns);
         }
-        let Some(state) = state else { continue };
-        let final_changes = artifacts.final_diff(e).cloned();
+        let (Some(state), Some(state_id)) = (state, e.state()) else {
+            continue;
+        };
+        let final_changes = artifacts.diffs.get(e.row.id.as_str());
         // Kept: the predecessor's added lines that remain in the final diff.
-        if let Some(final_changes) = &final_changes {
+        if let Some(final_changes) = final_changes {
             let (kept, total) = kept_lines(&state.changes.added, &final_changes.added);
             if total > 0 {
                 let value = kept as f64 / total as f64;
@@ -284,22 +396,44 @@ pub fn acceptance_bias(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Acc
                 }
             }
         }
-        let trajectory = read_trajectory(e.run_dir, &e.row.id).ok().map(|t| actions(&t.events));
-        if let Some(actions) = &trajectory {
-            inspected.add(task, indicator(inspects_inherited(actions, &state.changes.files)));
+        let trajectory = artifacts.actions.get(e.row.id.as_str());
+        if let Some(actions) = trajectory {
+            inspected.add(
+                task,
+                indicator(inspects_inherited(actions, &state.changes.files)),
+            );
         }
         // Left-out files: states with a non-empty L and clean partners normally submitted.
         if state.left_out.is_empty() || partners.is_empty() {
             continue;
         }
-        let changes_left_out = |changes: &DiffChanges| state.left_out.iter().any(|f| changes.files.contains(f));
-        let clean_values: Vec<f64> =
-            partners.iter().filter_map(|c| artifacts.final_diff(c).map(|d| indicator(changes_left_out(d)))).collect();
-        if let (Some(final_changes), Some(clean_value)) = (&final_changes, mean(clean_values)) {
+        let changes_left_out =
+            |changes: &DiffChanges| state.left_out.iter().any(|f| changes.files.contains(f));
+        let clean_value = match clean_left_out.get(&(task, state_id)) {
+            Some(value) => *value,
+            None => {
+                let values: Vec<f64> = partners
+                    .iter()
+                    .filter_map(|c| {
+                        artifacts
+                            .diffs
+                            .get(c.row.id.as_str())
+                            .map(|d| indicator(changes_left_out(d)))
+                    })
+                    .collect();
+                let value = mean(values);
+                clean_left_out.insert((task, state_id), value);
+                value
+            }
+        };
+        if let (Some(final_changes), Some(clean_value)) = (final_changes, clean_value) {
             left_clean.add(task, clean_value);
             left_residual.add(task, indicator(changes_left_out(final_changes)));
-            if let Some(actions) = &trajectory {
-                left_opened.add(task, indicator(!opened_files(actions, &state.left_out).is_empty()));
+            if let Some(actions) = trajectory {
+                left_opened.add(
+                    task,
+                    indicator(!opened_files(actions, &state.left_out).is_empty()),
+                );
             }
         }
     }
@@ -327,8 +461,16 @@ pub fn acceptance_bias(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Acc
 fn kept_split(values: &[(f64, bool)]) -> Option<KeptSplit> {
     let kept: Vec<f64> = values.iter().map(|(k, _)| *k).collect();
     let median_kept = specgap_stats::median(&kept).ok()?;
-    let above: Vec<bool> = values.iter().filter(|(k, _)| *k > median_kept).map(|(_, s)| *s).collect();
-    let below: Vec<bool> = values.iter().filter(|(k, _)| *k <= median_kept).map(|(_, s)| *s).collect();
+    let above: Vec<bool> = values
+        .iter()
+        .filter(|(k, _)| *k > median_kept)
+        .map(|(_, s)| *s)
+        .collect();
+    let below: Vec<bool> = values
+        .iter()
+        .filter(|(k, _)| *k <= median_kept)
+        .map(|(_, s)| *s)
+        .collect();
     Some(KeptSplit {
         median_kept,
         above: above.len(),
@@ -354,15 +496,34 @@ pub struct ResidualMeasures {
 }
 
 /// [`ResidualMeasures`]; `None` when no task has both a clean and a residual start.
-pub fn residual_measures(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Option<ResidualMeasures> {
+pub fn residual_measures(
+    clean: &[&Episode<'_>],
+    residual: &[&Episode<'_>],
+) -> Option<ResidualMeasures> {
     let rates = residual_rates(clean, residual)?;
     // Restrict everything else to the matched tasks, as App. C.2 does.
     let both: BTreeSet<&str> = {
-        let c: BTreeSet<&str> = clean.iter().filter(|e| e.is_scored()).map(|e| e.row.task.as_str()).collect();
-        residual.iter().filter(|e| e.is_scored() && c.contains(e.row.task.as_str())).map(|e| e.row.task.as_str()).collect()
+        let c: BTreeSet<&str> = clean
+            .iter()
+            .filter(|e| e.is_scored())
+            .map(|e| e.row.task.as_str())
+            .collect();
+        residual
+            .iter()
+            .filter(|e| e.is_scored() && c.contains(e.row.task.as_str()))
+            .map(|e| e.row.task.as_str())
+            .collect()
     };
-    let clean: Vec<&Episode> = clean.iter().copied().filter(|e| both.contains(e.row.task.as_str())).collect();
-    let residual: Vec<&Episode> = residual.iter().copied().filter(|e| both.contains(e.row.task.as_str())).collect();
+    let clean: Vec<&Episode> = clean
+        .iter()
+        .copied()
+        .filter(|e| both.contains(e.row.task.as_str()))
+        .collect();
+    let residual: Vec<&Episode> = residual
+        .iter()
+        .copied()
+        .filter(|e| both.contains(e.row.task.as_str()))
+        .collect();
     Some(ResidualMeasures {
         rates,
         cond_fail: cond_fail(&clean, &residual),

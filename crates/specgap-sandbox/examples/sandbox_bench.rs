@@ -7,7 +7,7 @@
 //! - per-episode materialization of workspaces with 10, 1,000 and 10,000 files from a cached
 //!   base, against `cp -r` of the same tree; plus `freeze`, `diff` and the one-time base build.
 //!
-//! Usage: `sandbox_bench [--runs N]` (default 30).
+//! Usage: `sandbox_bench [--runs N]` (default 30; at most 10 for the 10,000-file tree).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -17,21 +17,30 @@ use specgap_sandbox::{BaseCache, CommandSpec, HostView, Limits, SandboxConfig, d
 
 type BenchResult<T> = Result<T, Box<dyn std::error::Error>>;
 
+/// A named thing to time; called with the repetition index (usize::MAX for the warm-up).
+type Variant<'a> = (&'a str, Box<dyn FnMut(usize) -> BenchResult<()> + 'a>);
+
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
     samples[samples.len() / 2]
 }
 
-/// Runs `f` once to warm up, then `runs` times, returning the median.
-fn measure(runs: usize, mut f: impl FnMut(usize) -> BenchResult<()>) -> BenchResult<Duration> {
-    f(usize::MAX)?;
-    let mut samples = Vec::with_capacity(runs);
-    for i in 0..runs {
-        let start = Instant::now();
-        f(i)?;
-        samples.push(start.elapsed());
+/// Warms every variant up once, then runs them `runs` times *interleaved* (A B C A B C ...),
+/// so load from other processes on the shared machine hits every variant alike; returns the
+/// median of each.
+fn measure(runs: usize, variants: &mut [Variant<'_>]) -> BenchResult<Vec<Duration>> {
+    for (_, f) in variants.iter_mut() {
+        f(usize::MAX)?;
     }
-    Ok(median(samples))
+    let mut samples = vec![Vec::with_capacity(runs); variants.len()];
+    for i in 0..runs {
+        for (k, (_, f)) in variants.iter_mut().enumerate() {
+            let start = Instant::now();
+            f(i)?;
+            samples[k].push(start.elapsed());
+        }
+    }
+    Ok(samples.into_iter().map(median).collect())
 }
 
 fn ms(d: Duration) -> String {
@@ -75,36 +84,35 @@ fn main() -> BenchResult<()> {
     let host = HostView::system()?;
     let config = SandboxConfig::default();
 
-    println!("runs per measurement: {runs} (median, after one warm-up)\n");
-    println!("| per command (`true`) | median |\n| --- | --- |");
-    let bare_sh = measure(runs, |_| status_ok(Command::new("/bin/sh").args(["-c", "true"])))?;
-    println!("| no sandbox: spawn `/bin/sh -c true` | {} |", ms(bare_sh));
-    let bare = measure(runs, |_| status_ok(&mut bare_bwrap()))?;
-    println!("| bare `bwrap --unshare-all ... /bin/true` | {} |", ms(bare))
-    ;
+    println!("runs per measurement: {runs} (median; variants interleaved A B C A B C after one warm-up each)\n");
     let spec = CommandSpec::argv(vec!["true".into()], &ws);
-    let ours = measure(runs, |_| {
-        let out = run(&spec, &host, &config)?;
+    let mut no_limits = spec.clone();
+    no_limits.limits = Limits { max_processes: None, memory_bytes: None, ..Limits::default() };
+    let mut pids_only = spec.clone();
+    pids_only.limits = Limits { memory_bytes: None, ..Limits::default() };
+    let shell = CommandSpec::shell("true", &ws);
+    let ours = |spec: &CommandSpec| -> BenchResult<()> {
+        let out = run(spec, &host, &config)?;
         if !out.success() {
-            return Err("true failed".into());
+            return Err(format!("{:?} failed: {}", spec.program, out.stderr).into());
         }
         Ok(())
-    })?;
-    println!("| `specgap_sandbox::run` (default limits: pids + memory cgroups) | {} |", ms(ours));
-    let mut light = spec.clone();
-    light.limits = Limits { max_processes: None, memory_bytes: None, ..Limits::default() };
-    let ours_light = measure(runs, |_| {
-        run(&light, &host, &config)?;
-        Ok(())
-    })?;
-    println!("| `specgap_sandbox::run` (no process or memory limit) | {} |", ms(ours_light));
-    let shell = CommandSpec::shell("true", &ws);
-    let ours_shell = measure(runs, |_| {
-        run(&shell, &host, &config)?;
-        Ok(())
-    })?;
-    println!("| `specgap_sandbox::run` of a shell string `true` | {} |", ms(ours_shell));
-    println!("\nratio run / bare bwrap: {:.2} (default limits), {:.2} (no limits)\n", ours.as_secs_f64() / bare.as_secs_f64(), ours_light.as_secs_f64() / bare.as_secs_f64());
+    };
+    let mut variants: Vec<Variant<'_>> = vec![
+        ("no sandbox: spawn `/bin/sh -c true`", Box::new(|_| status_ok(Command::new("/bin/sh").args(["-c", "true"])))),
+        ("bare `bwrap --unshare-all ... /bin/true`", Box::new(|_| status_ok(&mut bare_bwrap()))),
+        ("`run`, argv `true`, no process or memory limit (no cgroups)", Box::new(|_| ours(&no_limits))),
+        ("`run`, argv `true`, process limit", Box::new(|_| ours(&pids_only))),
+        ("`run`, argv `true`, default limits (process + memory)", Box::new(|_| ours(&spec))),
+        ("`run`, shell string `true`, default limits", Box::new(|_| ours(&shell))),
+    ];
+    let medians = measure(runs, &mut variants)?;
+    let bare = medians[1];
+    println!("| per command (`true`) | median | / bare bwrap |\n| --- | --- | --- |");
+    for ((name, _), m) in variants.iter().zip(&medians) {
+        println!("| {name} | {} | {:.2} |", ms(*m), m.as_secs_f64() / bare.as_secs_f64());
+    }
+    println!();
 
     let cache = BaseCache::new(scratch.path().join("cache"))?;
     println!("| files | `cp -r` | materialize (cached base) | ratio | freeze | diff (unchanged) | base build (once) |");
@@ -118,23 +126,32 @@ fn main() -> BenchResult<()> {
         let out_dir = scratch.path().join(format!("out-{files}"));
         std::fs::create_dir(&out_dir)?;
         let dest = |kind: &str, i: usize| -> PathBuf { out_dir.join(format!("{kind}-{i}")) };
-        let cp = measure(runs, |i| status_ok(Command::new("cp").arg("-r").arg(&src).arg(dest("cp", i))))?;
-        let mat = measure(runs, |i| Ok(materialize(&base, &dest("mat", i), None)?))?;
-        let frz = measure(runs, |i| Ok(freeze(&dest("mat", 0), &dest("frz", i))?))?;
-        let dff = measure(runs.min(10), |_| {
-            let d = diff(&base, &dest("mat", 0))?;
-            if !d.is_empty() {
-                return Err("unexpected diff".into());
-            }
-            Ok(())
-        })?;
+        // 10,000-file trees are I/O-bound and slow: fewer repetitions.
+        let runs = if files >= 10_000 { runs.min(10) } else { runs };
+        let first = out_dir.join("first");
+        materialize(&base, &first, None)?;
+        let mut variants: Vec<Variant<'_>> = vec![
+            ("cp", Box::new(|i| status_ok(Command::new("cp").arg("-r").arg(&src).arg(dest("cp", i))))),
+            ("materialize", Box::new(|i| Ok(materialize(&base, &dest("mat", i), None)?))),
+            ("freeze", Box::new(|i| Ok(freeze(&first, &dest("frz", i))?))),
+            (
+                "diff",
+                Box::new(|_| {
+                    if !diff(&base, &first)?.is_empty() {
+                        return Err("unexpected diff".into());
+                    }
+                    Ok(())
+                }),
+            ),
+        ];
+        let m = measure(runs, &mut variants)?;
         println!(
             "| {files} | {} | {} | {:.2} | {} | {} | {} |",
-            ms(cp),
-            ms(mat),
-            mat.as_secs_f64() / cp.as_secs_f64(),
-            ms(frz),
-            ms(dff),
+            ms(m[0]),
+            ms(m[1]),
+            m[1].as_secs_f64() / m[0].as_secs_f64(),
+            ms(m[2]),
+            ms(m[3]),
             ms(build)
         );
         std::fs::remove_dir_all(&out_dir)?;

@@ -27,10 +27,15 @@ pub(crate) struct Cgroups {
 }
 
 impl Cgroups {
-    /// Creates the groups: always a `pids` group (it also finds every process to kill at the
-    /// end), with `pids.max` = `max_processes` when given; a `memory` group when
-    /// `memory_bytes` is given.
+    /// Creates the groups when a limit is asked for: a `pids` group (which also finds every
+    /// process to kill at the end) with `pids.max` = `max_processes` or `max`, and a `memory`
+    /// group when `memory_bytes` is given. Without any limit nothing is created: joining a
+    /// cgroup-v1 group costs the child an RCU grace period (about 4 ms measured here), and the
+    /// sandbox's PID namespace already takes every process down with the command.
     pub(crate) fn create(max_processes: Option<u32>, memory_bytes: Option<u64>) -> Cgroups {
+        if max_processes.is_none() && memory_bytes.is_none() {
+            return Cgroups::default();
+        }
         let name = format!("specgap-{}-{}", std::process::id(), SEQUENCE.fetch_add(1, Ordering::Relaxed));
         let pids_limit = max_processes.map_or_else(|| "max".to_string(), |n| n.to_string());
         let pids = make_group("pids", &name, &[("pids.max", pids_limit)], &PIDS_WARNED, max_processes.is_some());
@@ -131,7 +136,7 @@ fn members(group: &Path) -> Vec<i32> {
 
 fn kill_members(group: &Path) {
     let deadline = Instant::now() + Duration::from_secs(5);
-    let mut pause = Duration::from_micros(200);
+    let mut pause = Duration::from_micros(50);
     loop {
         let pids = members(group);
         if pids.is_empty() || Instant::now() > deadline {
@@ -152,12 +157,21 @@ fn kill_members(group: &Path) {
 }
 
 fn remove_group(group: &Path) {
-    for _ in 0..50 {
+    // A group whose last process just exited can stay busy for a moment.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let mut pause = Duration::from_micros(50);
+    loop {
         match std::fs::remove_dir(group) {
             Ok(()) => return,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
-            Err(_) => std::thread::sleep(Duration::from_millis(2)),
+            Err(e) if Instant::now() > deadline => {
+                tracing::warn!("could not remove cgroup {}: {e}", group.display());
+                return;
+            }
+            Err(_) => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(20));
+            }
         }
     }
-    tracing::warn!("could not remove cgroup {}", group.display());
 }

@@ -180,10 +180,10 @@ pub(crate) fn confined_join(root: &Path, rel: &str) -> Option<PathBuf> {
     let parts: Vec<_> = normal.components().collect();
     for part in &parts[..parts.len() - 1] {
         walked.push(part);
-        if let Ok(meta) = std::fs::symlink_metadata(&walked) {
-            if meta.file_type().is_symlink() {
-                return None;
-            }
+        if let Ok(meta) = std::fs::symlink_metadata(&walked)
+            && meta.file_type().is_symlink()
+        {
+            return None;
         }
     }
     Some(root.join(normal))

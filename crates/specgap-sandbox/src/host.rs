@@ -127,12 +127,12 @@ impl HostView {
 /// else the program's own directory.
 fn installation_prefix(bin_dir: &Path) -> PathBuf {
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    if bin_dir.file_name().is_some_and(|n| n == "bin") {
-        if let Some(parent) = bin_dir.parent() {
-            let deep_enough = parent.components().filter(|c| matches!(c, Component::Normal(_))).count() >= 2;
-            if deep_enough && home.as_deref() != Some(parent) {
-                return parent.to_path_buf();
-            }
+    if bin_dir.file_name().is_some_and(|n| n == "bin")
+        && let Some(parent) = bin_dir.parent()
+    {
+        let deep_enough = parent.components().filter(|c| matches!(c, Component::Normal(_))).count() >= 2;
+        if deep_enough && home.as_deref() != Some(parent) {
+            return parent.to_path_buf();
         }
     }
     bin_dir.to_path_buf()
@@ -155,10 +155,10 @@ fn check_mountable(path: &Path) -> Result<(), SandboxError> {
     if path == Path::new("/") {
         return bad("mounting / would expose the whole host");
     }
-    if let Ok(cwd) = std::env::current_dir() {
-        if cwd.starts_with(path) {
-            return bad("it contains the harness's working directory, which must stay private");
-        }
+    if let Ok(cwd) = std::env::current_dir()
+        && cwd.starts_with(path)
+    {
+        return bad("it contains the harness's working directory, which must stay private");
     }
     Ok(())
 }

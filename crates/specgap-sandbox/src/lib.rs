@@ -6,7 +6,7 @@
 //! | step | API |
 //! | --- | --- |
 //! | cache a package's clean workspace as a git base with a fixed commit id | [`BaseCache::base`] → [`Base`] |
-//! | make an episode's workspace (clean, or a residual state's `state.patch` applied) | [`materialize`] |
+//! | make an episode's workspace (clean, or a residual state's `state.patch` applied) | [`materialize()`] |
 //! | apply a solution overlay (`solutions/gold/`, mutants, …) with its `delete.txt` | [`apply_overlay`] |
 //! | the submission as a binary-safe patch against the base | [`diff`], [`diff_bytes`] |
 //! | a copy of the work tree for evaluation | [`freeze`] |

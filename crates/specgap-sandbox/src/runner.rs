@@ -52,10 +52,10 @@ const SYSTEM_TOP: &[&str] = &["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/lib
 /// Sandbox paths a spec mount may not cover.
 const RESERVED: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/proc", "/dev"];
 
-/// Fd numbers inside bwrap: argument list, seccomp program, "command started" byte.
+/// Fd numbers inside bwrap: argument list, seccomp program, JSON status stream.
 const FD_ARGS: RawFd = 3;
 const FD_SECCOMP: RawFd = 4;
-const FD_STARTED: RawFd = 5;
+const FD_STATUS: RawFd = 5;
 
 /// What to execute.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -296,10 +296,10 @@ fn program_text(program: &Program) -> String {
 
 fn validate(spec: &CommandSpec) -> Result<(), SandboxError> {
     let invalid = |msg: String| Err(SandboxError::InvalidSpec(msg));
-    if let Program::Argv(argv) = &spec.program {
-        if argv.is_empty() {
-            return invalid("expected a non-empty argv".into());
-        }
+    if let Program::Argv(argv) = &spec.program
+        && argv.is_empty()
+    {
+        return invalid("expected a non-empty argv".into());
     }
     if !is_clean_absolute(&spec.cwd) {
         return invalid(format!("working directory {} must be an absolute path without `..`", spec.cwd.display()));
@@ -391,21 +391,47 @@ fn bwrap_args(spec: &CommandSpec, host: &HostView) -> Vec<Vec<u8>> {
     push(&[b"--remount-ro", b"/"]);
     push(&[b"--chdir", spec.cwd.as_os_str().as_bytes()]);
     let seccomp_fd = FD_SECCOMP.to_string();
-    push(&[b"--seccomp", seccomp_fd.as_bytes()]);
+    let status_fd = FD_STATUS.to_string();
+    push(&[b"--seccomp", seccomp_fd.as_bytes(), b"--json-status-fd", status_fd.as_bytes()]);
     args
 }
 
-/// The command line bubblewrap execs: a `/bin/sh` prologue reports "started" on
-/// [`FD_STARTED`], closes it, and execs the program (so a setup failure, where nothing is
-/// reported, is told apart from the program's own exit status).
+/// The command line bubblewrap execs.
 fn sandboxed_argv(program: &Program) -> Vec<String> {
-    let prologue = format!("printf x >&{FD_STARTED}; exec {FD_STARTED}>&-; exec \"$@\"");
-    let mut argv = vec!["/bin/sh".to_string(), "-c".to_string(), prologue, "specgap".to_string()];
     match program {
-        Program::Shell(cmd) => argv.extend(["/bin/sh".to_string(), "-c".to_string(), cmd.clone()]),
-        Program::Argv(list) => argv.extend(list.iter().cloned()),
+        Program::Shell(cmd) => vec!["/bin/sh".to_string(), "-c".to_string(), cmd.clone()],
+        Program::Argv(list) => list.clone(),
     }
-    argv
+}
+
+/// The host pid of the sandbox's PID-namespace init, from bubblewrap's JSON status stream.
+fn namespace_init_pid(status_stream: &[u8]) -> Option<libc::pid_t> {
+    let text = String::from_utf8_lossy(status_stream);
+    let rest = text.split("\"child-pid\":").nth(1)?;
+    rest.trim_start().split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+}
+
+/// Waits (at most 5 s) until `pid` has exited (gone, or a zombie).
+fn wait_until_gone(pid: libc::pid_t) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut pause = Duration::from_micros(50);
+    while Instant::now() < deadline {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return };
+        let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next());
+        if matches!(state, Some('Z' | 'X') | None) {
+            return;
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(10));
+    }
+    tracing::warn!("sandbox init {pid} still running 5 s after its namespace was killed");
+}
+
+/// Whether bubblewrap's JSON status stream reports the command's exit. bubblewrap writes
+/// `"exit-code"` only when the sandbox was set up and the command ran to its end, so its
+/// absence (without a timeout) means the sandbox never started.
+fn reports_exit(status_stream: &[u8]) -> bool {
+    status_stream.windows(b"\"exit-code\"".len()).any(|w| w == b"\"exit-code\"")
 }
 
 fn pipe() -> Result<(OwnedFd, OwnedFd), SandboxError> {
@@ -442,22 +468,32 @@ fn run_bwrap(bwrap: &Path, spec: &CommandSpec, host: &HostView, env: BTreeMap<St
     }
     let args_fd = filled_pipe(&arg_bytes)?;
     let seccomp_fd = filled_pipe(&seccomp::filter_bytes())?;
-    let (started_read, started_write) = pipe()?;
+    let (status_read, status_write) = pipe()?;
 
     let mut cmd = Command::new(bwrap);
     cmd.env_clear().envs(&env).arg("--args").arg(FD_ARGS.to_string()).arg("--").args(sandboxed_argv(&spec.program));
     let cgroups = Cgroups::create(spec.limits.max_processes, spec.limits.memory_bytes);
-    let fd_map = [(args_fd.as_raw_fd(), FD_ARGS), (seccomp_fd.as_raw_fd(), FD_SECCOMP), (started_write.as_raw_fd(), FD_STARTED)];
+    let fd_map = [(args_fd.as_raw_fd(), FD_ARGS), (seccomp_fd.as_raw_fd(), FD_SECCOMP), (status_write.as_raw_fd(), FD_STATUS)];
     prepare_child(&mut cmd, &cgroups, &fd_map);
-    let spawned = spawn_and_wait(cmd, bwrap, spec, cgroups, true);
-    drop(started_write);
-    drop(args_fd);
-    drop(seccomp_fd);
-    let output = spawned?;
-    let mut byte = [0u8; 1];
-    let started = std::fs::File::from(started_read);
-    let reported = std::io::Read::read(&mut &started, &mut byte).unwrap_or(0) == 1;
-    if !reported && !output.timed_out {
+    let spawned = spawn_and_wait(cmd, bwrap, spec, cgroups, true, vec![args_fd, seccomp_fd, status_write]);
+    let mut output = spawned?;
+    let mut status_stream = Vec::new();
+    let _ = std::io::Read::read_to_end(&mut std::fs::File::from(status_read), &mut status_stream);
+    if output.timed_out
+        && let Some(init) = namespace_init_pid(&status_stream)
+    {
+        // Killing bubblewrap makes the kernel kill its PID namespace; the namespace's init
+        // finishes exiting only after every process in it is gone, so wait for that.
+        wait_until_gone(init);
+    }
+    if !reports_exit(&status_stream) && !output.timed_out {
+        // The sandbox was built but the program could not be executed: that is the command's
+        // failure (as a shell reports it: 127 not found, 126 not executable), not the sandbox's.
+        let stderr = output.stderr.text();
+        if let Some(line) = stderr.lines().last().filter(|l| l.starts_with("bwrap: execvp ")) {
+            output.exit_code = Some(if line.ends_with("No such file or directory") { 127 } else { 126 });
+            return Ok(output);
+        }
         return Err(SandboxError::Setup {
             status: output.exit_code.map_or_else(|| "killed".to_string(), |c| c.to_string()),
             stderr: output.stderr.text().trim().to_string(),
@@ -487,11 +523,17 @@ fn run_unsandboxed(spec: &CommandSpec, env: BTreeMap<String, String>) -> Result<
         Program::Shell(_) => "/bin/sh".to_string(),
         Program::Argv(argv) => argv[0].clone(),
     });
-    spawn_and_wait(cmd, &program, spec, cgroups, false)
+    spawn_and_wait(cmd, &program, spec, cgroups, false, Vec::new())
 }
 
 /// The host path behind a sandbox path, through the spec's mounts (last match wins).
+///
+/// Callers that built the spec with [`SandboxConfig::visible_path`] under a disabled sandbox
+/// already hold a host path inside one of the mounts' host directories; it is used as it is.
 fn host_path_of(spec: &CommandSpec, sandbox: &Path) -> Result<PathBuf, SandboxError> {
+    if spec.mounts.iter().any(|m| sandbox.starts_with(&m.host)) {
+        return Ok(sandbox.to_path_buf());
+    }
     spec.mounts
         .iter()
         .rev()
@@ -558,11 +600,21 @@ fn join_cgroups(procs: &[CString]) {
 }
 
 /// Spawns `cmd`, feeds stdin, captures output, enforces the timeout, kills whatever is left,
-/// reaps, and assembles the [`CommandOutput`].
-fn spawn_and_wait(mut cmd: Command, program: &Path, spec: &CommandSpec, mut cgroups: Cgroups, sandboxed: bool) -> Result<RawOutput, SandboxError> {
+/// reaps, and assembles the [`CommandOutput`]. `child_fds` (the parent's copies of fds handed
+/// to the child) are closed right after the spawn.
+fn spawn_and_wait(
+    mut cmd: Command,
+    program: &Path,
+    spec: &CommandSpec,
+    mut cgroups: Cgroups,
+    sandboxed: bool,
+    child_fds: Vec<OwnedFd>,
+) -> Result<RawOutput, SandboxError> {
     cmd.stdin(if spec.stdin.is_empty() { Stdio::null() } else { Stdio::piped() }).stdout(Stdio::piped()).stderr(Stdio::piped());
     let start = Instant::now();
-    let mut child = cmd.spawn().map_err(|source| SandboxError::Spawn { program: program.to_path_buf(), source })?;
+    let spawned = cmd.spawn();
+    drop(child_fds);
+    let mut child = spawned.map_err(|source| SandboxError::Spawn { program: program.to_path_buf(), source })?;
     let pid = child.id() as libc::pid_t;
 
     if let Some(mut stdin) = child.stdin.take() {
@@ -683,9 +735,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn shell_programs_run_behind_the_started_prologue() {
-        let argv = sandboxed_argv(&Program::Shell("echo hi".into()));
-        assert_eq!(argv, ["/bin/sh", "-c", "printf x >&5; exec 5>&-; exec \"$@\"", "specgap", "/bin/sh", "-c", "echo hi"]);
+    fn shell_programs_run_under_sh() {
+        assert_eq!(sandboxed_argv(&Program::Shell("echo hi".into())), ["/bin/sh", "-c", "echo hi"]);
+        assert_eq!(sandboxed_argv(&Program::Argv(vec!["ls".into(), "-l".into()])), ["ls", "-l"]);
+    }
+
+    #[test]
+    fn the_namespace_init_pid_is_read_from_the_status_stream() {
+        assert_eq!(namespace_init_pid(b"{ \"child-pid\": 31173, \"cgroup-namespace\": 4026532182 }\n"), Some(31173));
+        assert_eq!(namespace_init_pid(b""), None);
+    }
+
+    #[test]
+    fn only_a_reported_exit_counts_as_started() {
+        assert!(reports_exit(b"{ \"child-pid\": 12 }\n{ \"exit-code\": 3 }\n"));
+        assert!(!reports_exit(b"{ \"child-pid\": 12, \"pid-namespace\": 4 }\n"));
+        assert!(!reports_exit(b""));
     }
 
     #[test]

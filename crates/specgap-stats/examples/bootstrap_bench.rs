@@ -1,5 +1,6 @@
 //! Times `bootstrap_case` on the benchmark of BENCHMARKS.md ("Statistics"): the mean of 49
-//! cases (statistic: `mean_or_nan`, numpy's pairwise mean), 2,000 resamples, percentile and BCa, median of 21 timed runs after one warm-up run.
+//! cases (statistic: `mean_or_nan`, numpy's pairwise mean), 2,000 resamples, percentile and
+//! BCa, median of 51 timed runs after one warm-up run.
 //! The Python counterpart is `bench/stats_bootstrap.py` (scipy.stats.bootstrap, same data).
 //!
 //! Run: `cargo run --release -p specgap-stats --example bootstrap_bench`
@@ -10,7 +11,7 @@ use std::time::Instant;
 
 const CASES: usize = 49;
 const RESAMPLES: usize = 2000;
-const RUNS: usize = 21;
+const RUNS: usize = 51;
 
 /// The benchmark data, defined identically in bench/stats_bootstrap.py.
 fn cases() -> Vec<f64> {

@@ -2,9 +2,10 @@
 //! aligned pairs of cases.
 //!
 //! Source: Efron (1979) and Efron & Tibshirani (1993), *An Introduction to the Bootstrap*,
-//! §13.3 (percentile) and §14.3 with Eq. 14.15 (BCa: bias correction ẑ₀ and jackknife
-//! acceleration â). Seed 002 App. A.4 reports 95% case-bootstrap intervals with 2,000
-//! resamples and seed 12345, paired by case for differences. The semantics are those of
+//! §13.3 (percentile) and §14.3 (BCa: bias correction ẑ₀ and jackknife acceleration â; scipy
+//! cites §14.3 and §15.4, Eq. 15.36, for its implementation). Seed 002 App. A.4 reports 95%
+//! case-bootstrap intervals with 2,000 resamples and seed 12345, paired by case for
+//! differences. The semantics are those of
 //! `scipy.stats.bootstrap` (scipy 1.17): `confidence_level`, `n_resamples`,
 //! `method='percentile' | 'BCa'`, `paired=True` for aligned samples, BCa computed as scipy's
 //! `_bca_interval` (mid-rank percentile of the estimate, leave-one-case-out jackknife), and
@@ -156,9 +157,10 @@ where
 /// time, as scipy does for paired data.
 ///
 /// Determinism: resample r draws its `n_cases` indices in order from one
-/// `ChaCha8Rng::seed_from_u64(config.seed)` stream, each exactly uniform by Lemire's
-/// multiply-and-reject method (one byte per attempt for up to 256 cases, rand's `Uniform<u32>`
-/// beyond); the same seed, data and statistic give the same interval on every platform.
+/// `ChaCha8Rng::seed_from_u64(config.seed)` stream, each exactly uniform (Lemire's
+/// multiply-and-reject draw, several indices per 64-bit word; see the crate's `resample`
+/// module); the same seed, data and statistic give the same interval on every platform, and
+/// [`bootstrap_case`], [`bootstrap_paired`] and this function draw the same resamples.
 ///
 /// NaN results, as scipy: if any resample's statistic is NaN the endpoints are NaN; BCa
 /// endpoints are NaN when the acceleration is undefined (every jackknife value equal, e.g. a
@@ -208,9 +210,32 @@ where
         statistic: &mut statistic,
         indices: vec![0; n_cases],
     };
-    Ok((0..n_resamples)
-        .map(|_| resampler.resample(&mut sampler))
-        .collect())
+    Ok(resampler.distribution(&mut sampler, n_resamples))
+}
+
+/// Values drawn per batch of resamples (32 KiB of `f64`): drawing many resamples in one call
+/// keeps the sampler's loop long, and the stream, hence every resample, is the same as drawing
+/// them one by one.
+const BATCH_VALUES: usize = 4096;
+
+/// Evaluates `statistic` on `n_resamples` consecutive chunks of `n_cases` values drawn by
+/// `draw` into a batch buffer.
+fn batched_distribution<T: Copy + Default>(
+    n_cases: usize,
+    n_resamples: usize,
+    mut draw: impl FnMut(&mut [T]),
+    mut statistic: impl FnMut(&[T]) -> f64,
+) -> Vec<f64> {
+    let per_batch = (BATCH_VALUES / n_cases).max(1);
+    let mut batch = vec![T::default(); per_batch * n_cases];
+    let mut distribution = Vec::with_capacity(n_resamples);
+    while distribution.len() < n_resamples {
+        let resamples = per_batch.min(n_resamples - distribution.len());
+        let values = &mut batch[..resamples * n_cases];
+        draw(values);
+        distribution.extend(values.chunks_exact(n_cases).map(&mut statistic));
+    }
+    distribution
 }
 
 fn new_sampler(n_cases: usize, seed: u64) -> Result<IndexSampler, StatsError> {
@@ -226,7 +251,8 @@ fn new_sampler(n_cases: usize, seed: u64) -> Result<IndexSampler, StatsError> {
 trait Resampler {
     fn n_cases(&self) -> usize;
     fn estimate(&mut self) -> f64;
-    fn resample(&mut self, sampler: &mut IndexSampler) -> f64;
+    /// The bootstrap distribution: the statistic on `n_resamples` resamples, in stream order.
+    fn distribution(&mut self, sampler: &mut IndexSampler, n_resamples: usize) -> Vec<f64>;
     /// θ̂₍ᵢ₎: the statistic without case `left_out` (original order kept), for BCa.
     fn leave_one_out(&mut self, left_out: usize) -> f64;
 }
@@ -249,10 +275,14 @@ impl<F: FnMut(&[usize]) -> f64> Resampler for IndexResampler<'_, F> {
         (self.statistic)(&self.indices)
     }
 
-    fn resample(&mut self, sampler: &mut IndexSampler) -> f64 {
-        self.indices.resize(self.n_cases, 0);
-        sampler.fill(&mut self.indices);
-        (self.statistic)(&self.indices)
+    fn distribution(&mut self, sampler: &mut IndexSampler, n_resamples: usize) -> Vec<f64> {
+        let statistic = &mut self.statistic;
+        batched_distribution(
+            self.n_cases,
+            n_resamples,
+            |indices| sampler.fill(indices),
+            |indices| statistic(indices),
+        )
     }
 
     fn leave_one_out(&mut self, left_out: usize) -> f64 {
@@ -289,11 +319,15 @@ impl<F: FnMut(&[f64]) -> f64> Resampler for CaseResampler<'_, '_, F> {
         (self.statistic)(self.cases)
     }
 
-    fn resample(&mut self, sampler: &mut IndexSampler) -> f64 {
+    fn distribution(&mut self, sampler: &mut IndexSampler, n_resamples: usize) -> Vec<f64> {
         let cases = self.cases;
-        self.buffer.resize(cases.len(), 0.0);
-        sampler.fill_with(&mut self.buffer, |i| cases[i]);
-        (self.statistic)(&self.buffer)
+        let statistic = &mut self.statistic;
+        batched_distribution(
+            cases.len(),
+            n_resamples,
+            |values| sampler.fill_with(values, |i| cases[i]),
+            |values| statistic(values),
+        )
     }
 
     fn leave_one_out(&mut self, left_out: usize) -> f64 {
@@ -314,9 +348,7 @@ fn run_bootstrap(
     ensure_len("cases", n_cases, 2)?;
     let mut sampler = new_sampler(n_cases, config.seed)?;
     let estimate = resampler.estimate();
-    let distribution: Vec<f64> = (0..config.n_resamples)
-        .map(|_| resampler.resample(&mut sampler))
-        .collect();
+    let distribution = resampler.distribution(&mut sampler, config.n_resamples);
     let interval = match config.method {
         IntervalMethod::Percentile => percentile_interval(&distribution, config.confidence_level)?,
         IntervalMethod::Bca => {
@@ -348,7 +380,7 @@ pub fn percentile_interval(
 }
 
 /// BCa interval from a bootstrap distribution, the estimate θ̂ on the original data, and the
-/// jackknife values θ̂₍ᵢ₎ (Efron & Tibshirani Eq. 14.10 and 14.15, as scipy's
+/// jackknife values θ̂₍ᵢ₎ (Efron & Tibshirani §14.3, as scipy's
 /// `_bca_interval`): with z_α = Φ⁻¹((1 − level)/2), the endpoints are the linear quantiles at
 /// `Φ(ẑ₀ + (ẑ₀ ± z_α) / (1 − â(ẑ₀ ± z_α)))`, with ẑ₀ from [`bca_bias_correction`] and â from
 /// [`bca_acceleration`].
@@ -387,7 +419,7 @@ pub fn bca_bias_correction(distribution: &[f64], estimate: f64) -> f64 {
     normal_ppf((below + at_or_below) as f64 / (2 * distribution.len()) as f64)
 }
 
-/// BCa acceleration â from jackknife values (Efron & Tibshirani Eq. 14.15, scipy's form):
+/// BCa acceleration â from jackknife values (Efron & Tibshirani §14.3; scipy's form):
 /// with θ̄ their mean and Uᵢ = (n − 1)(θ̄ − θ̂₍ᵢ₎),
 /// `â = (ΣUᵢ³ / n³) / (6 · (ΣUᵢ² / n²)^{3/2})`. NaN when all jackknife values are equal.
 pub fn bca_acceleration(jackknife: &[f64]) -> f64 {

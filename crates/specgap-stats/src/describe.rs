@@ -42,28 +42,35 @@ const PAIRWISE_BLOCK: usize = 128;
 /// `((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))`, then the remainder; above 128 the two
 /// halves (split at a multiple of 8) summed recursively. Rounding error grows as O(log n), and
 /// the eight independent accumulators make it several times faster than a serial loop.
+#[inline]
 pub fn pairwise_sum(values: &[f64]) -> f64 {
-    let n = values.len();
-    if n < PAIRWISE_LANES {
+    if values.len() < PAIRWISE_LANES {
         // numpy starts from −0 so that a sum of −0 values stays −0.
-        return values.iter().fold(-0.0, |sum, v| sum + v);
-    }
-    if n > PAIRWISE_BLOCK {
-        let half = n / 2;
+        values.iter().fold(-0.0, |sum, v| sum + v)
+    } else if values.len() <= PAIRWISE_BLOCK {
+        block_sum(values)
+    } else {
+        let half = values.len() / 2;
         let split = half - half % PAIRWISE_LANES;
-        return pairwise_sum(&values[..split]) + pairwise_sum(&values[split..]);
+        pairwise_sum(&values[..split]) + pairwise_sum(&values[split..])
     }
+}
+
+/// numpy's block of 8 to 128 values: eight interleaved accumulators, then the remainder.
+#[inline]
+fn block_sum(values: &[f64]) -> f64 {
+    let (head, rest) = values.split_at(PAIRWISE_LANES);
     let mut lanes = [0.0; PAIRWISE_LANES];
-    lanes.copy_from_slice(&values[..PAIRWISE_LANES]);
-    let full = n - n % PAIRWISE_LANES;
-    for chunk in values[PAIRWISE_LANES..full].chunks_exact(PAIRWISE_LANES) {
+    lanes.copy_from_slice(head);
+    let mut chunks = rest.chunks_exact(PAIRWISE_LANES);
+    for chunk in &mut chunks {
         for (lane, v) in lanes.iter_mut().zip(chunk) {
             *lane += v;
         }
     }
     let [r0, r1, r2, r3, r4, r5, r6, r7] = lanes;
     let mut sum = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7));
-    for v in &values[full..] {
+    for v in chunks.remainder() {
         sum += v;
     }
     sum

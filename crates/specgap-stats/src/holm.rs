@@ -1,8 +1,8 @@
 //! Holm's step-down adjustment of a family of p-values.
 //!
 //! Source: Holm (1979), "A simple sequentially rejective multiple test procedure"; seed 002
-//! §4.3 and Fig. 4 apply it over 24 comparisons. Matches
-//! `statsmodels.stats.multitest.multipletests(p, method='holm')[1]`.
+//! §5.1 applies it to the paired Wilcoxon contrasts, Fig. 4 and Table 11 over 24
+//! comparisons. Matches `statsmodels.stats.multitest.multipletests(p, method='holm')[1]`.
 
 use crate::error::StatsError;
 

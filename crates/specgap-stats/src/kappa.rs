@@ -1,6 +1,6 @@
 //! Cohen's kappa for two raters, unweighted or with linear / quadratic disagreement weights.
 //!
-//! Source: Cohen (1960) and, for weights, Cohen (1968); seed 002 §3.4 and App. A.8 (Table 16)
+//! Source: Cohen (1960) and, for weights, Cohen (1968); seed 002 §4.3 and App. A.8 (Table 16)
 //! report unweighted κ between annotators and the judge panel. Matches
 //! `sklearn.metrics.cohen_kappa_score(y1, y2, weights=None | 'linear' | 'quadratic')`.
 
@@ -53,7 +53,8 @@ pub fn cohen_kappa<L: Ord>(
     let mut categories: Vec<&L> = rater_a.iter().chain(rater_b).collect();
     categories.sort();
     categories.dedup();
-    let position = |label: &L| categories.binary_search(&label).unwrap_or_default();
+    // Every label is among the categories, so the first category not below it is the label.
+    let position = |label: &L| categories.partition_point(|category| *category < label);
 
     let k = categories.len();
     let mut observed = vec![0.0; k * k];

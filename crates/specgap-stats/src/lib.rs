@@ -11,15 +11,15 @@
 //! | interval for a case-level measure (Quality, Recall, …) | [`bootstrap_case`] | `scipy.stats.bootstrap` |
 //! | interval for a paired difference between conditions | [`bootstrap_paired`] | `scipy.stats.bootstrap(paired=True)` |
 //! | interval for anything computed from case indices (clusters, ρ, κ) | [`bootstrap_indices`] | same |
-//! | paired test of two conditions over cases | [`wilcoxon`], [`wilcoxon_paired`] | `scipy.stats.wilcoxon` |
+//! | paired test of two conditions over cases | [`wilcoxon()`], [`wilcoxon_paired`] | `scipy.stats.wilcoxon` |
 //! | many tests at once | [`holm_adjust`] | `statsmodels multipletests(method='holm')` |
-//! | rank association across systems or cases | [`spearman`] | `scipy.stats.spearmanr` |
+//! | rank association across systems or cases | [`spearman()`] | `scipy.stats.spearmanr` |
 //! | agreement of two raters | [`cohen_kappa`] | `sklearn.metrics.cohen_kappa_score` |
 //! | repeats of one case | [`pass_at_k`], [`pass_hat_k`] | Chen et al. 2021; tau-bench |
 //! | seed replicates | [`mean_sd`], plus [`mean`], [`median`], [`sample_sd`], [`rank_average`] | numpy / scipy |
 //! | a fast statistic for the bootstrap | [`mean_or_nan`] (bit-equal to `numpy.mean`) | numpy |
 //!
-//! Seed 002 (FDE-Bench) §4.3 and App. A.4 use the combination this crate is built for: 95%
+//! Seed 002 (FDE-Bench) §5.1 and App. A.4 use the combination this crate is built for: 95%
 //! case-bootstrap intervals (2,000 resamples, seed 12345), two-sided Wilcoxon signed-rank
 //! tests on paired case means, Holm over the family of comparisons.
 //!
@@ -32,10 +32,16 @@
 //!
 //! ## Example
 //! ```
-//! use specgap_stats::{bootstrap_paired, wilcoxon_paired, holm_adjust, BootstrapConfig, IntervalMethod, WilcoxonOptions};
+//! use specgap_stats::{
+//!     BootstrapConfig, IntervalMethod, WilcoxonOptions, bootstrap_paired, holm_adjust, wilcoxon_paired,
+//! };
 //! let interact = [0.61, 0.40, 0.72, 0.55, 0.30, 0.81, 0.47];
 //! let hidden = [0.20, 0.35, 0.41, 0.18, 0.30, 0.52, 0.11];
-//! let config = BootstrapConfig { n_resamples: 2000, method: IntervalMethod::Percentile, ..BootstrapConfig::new(12345) };
+//! let config = BootstrapConfig {
+//!     n_resamples: 2000,
+//!     method: IntervalMethod::Percentile,
+//!     ..BootstrapConfig::new(12345)
+//! };
 //! let mean_difference = |a: &[f64], b: &[f64]| {
 //!     a.iter().zip(b).map(|(x, y)| x - y).sum::<f64>() / a.len() as f64
 //! };

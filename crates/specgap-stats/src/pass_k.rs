@@ -2,8 +2,8 @@
 //!
 //! Sources: pass@k is the unbiased estimator of Chen et al. (2021), "Evaluating Large Language
 //! Models Trained on Code", §2.1; pass^k (all k attempts succeed) is the estimator of
-//! tau-bench (Yao et al., 2024, §4). Seed 002 §4.2 reports pass@3 and pass^3 over three valid
-//! repeats per case (there n = k = 3, so they are "at least one" and "all three").
+//! tau-bench (Yao et al., 2024, "τ-bench: a benchmark for tool-agent-user interaction").
+//! Seed 002 §4.2 reports pass@3 and pass^3 over three valid repeats per case (there n = k = 3, so they are "at least one" and "all three").
 //!
 //! Both are computed as running products of ratios, never as factorials, so large n stays
 //! finite and accurate.

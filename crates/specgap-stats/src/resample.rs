@@ -31,16 +31,21 @@ const MAX_BATCH_DIGITS: usize = 32;
 
 /// A seeded source of uniform indices in `[0, n)`.
 pub(crate) struct IndexSampler {
-    rng: ChaCha8Rng,
-    n: u64,
-    /// Digits per 64-bit word.
-    digits: usize,
-    /// `2⁶⁴ mod nᵏ`: words whose final low part is below this are rejected.
-    reject_below: u64,
+    words: DigitWords,
     /// Digits of the last word not yet handed out (a resample rarely needs a multiple of k).
     spare: [usize; MAX_BATCH_DIGITS],
     spare_next: usize,
     spare_len: usize,
+}
+
+/// The accepted 64-bit words and their k base-n digits.
+struct DigitWords {
+    rng: ChaCha8Rng,
+    n: u64,
+    /// Digits per word, k.
+    digits: usize,
+    /// `2⁶⁴ mod nᵏ`: words whose final low part is below this are rejected.
+    reject_below: u64,
 }
 
 impl IndexSampler {
@@ -56,10 +61,12 @@ impl IndexSampler {
         // n < 2³² ≤ 2⁶⁰, so at least one digit fits and range fits in u64.
         let range = u64::try_from(range).ok()?;
         Some(IndexSampler {
-            rng: ChaCha8Rng::seed_from_u64(seed),
-            n,
-            digits,
-            reject_below: range.wrapping_neg() % range,
+            words: DigitWords {
+                rng: ChaCha8Rng::seed_from_u64(seed),
+                n,
+                digits,
+                reject_below: range.wrapping_neg() % range,
+            },
             spare: [0; MAX_BATCH_DIGITS],
             spare_next: 0,
             spare_len: 0,
@@ -77,22 +84,20 @@ impl IndexSampler {
     /// then overwritten.
     pub(crate) fn fill_with<T: Copy>(&mut self, out: &mut [T], mut map: impl FnMut(usize) -> T) {
         let mut filled = self.take_spare(out, &mut map);
-        while out.len() - filled >= 2 * self.digits {
-            let end = filled + 2 * self.digits;
-            self.draw_word_pair(&mut out[filled..end], &mut map);
-            filled = end;
+        let k = self.words.digits;
+        while out.len() - filled >= 2 * k {
+            self.words
+                .draw_pair(&mut out[filled..filled + 2 * k], &mut map);
+            filled += 2 * k;
         }
-        while out.len() - filled >= self.digits {
-            let end = filled + self.digits;
-            self.draw_word(&mut out[filled..end], &mut map);
-            filled = end;
+        while out.len() - filled >= k {
+            self.words.draw(&mut out[filled..filled + k], &mut map);
+            filled += k;
         }
         if filled < out.len() {
-            let mut spare = [0; MAX_BATCH_DIGITS];
-            self.draw_word(&mut spare[..self.digits], &mut |index| index);
-            self.spare = spare;
+            self.words.draw(&mut self.spare[..k], &mut |index| index);
             self.spare_next = 0;
-            self.spare_len = self.digits;
+            self.spare_len = k;
             filled += self.take_spare(&mut out[filled..], &mut map);
         }
         debug_assert_eq!(filled, out.len());
@@ -108,14 +113,16 @@ impl IndexSampler {
         self.spare_next += count;
         count
     }
+}
 
+impl DigitWords {
     /// Fills `slots` (2k of them) with the mapped digits of the next two accepted words.
     ///
-    /// The same result as two calls of [`Self::draw_word`], but the two multiplication chains
+    /// The same result as two calls of [`Self::draw`], but the two multiplication chains
     /// are interleaved so that the processor can overlap them (each digit waits on the
     /// previous product of its own word).
     #[inline]
-    fn draw_word_pair<T: Copy>(&mut self, slots: &mut [T], map: &mut impl FnMut(usize) -> T) {
+    fn draw_pair<T: Copy>(&mut self, slots: &mut [T], map: &mut impl FnMut(usize) -> T) {
         let (first, second) = slots.split_at_mut(self.digits);
         let (mut low_a, mut low_b) = (self.rng.next_u64(), self.rng.next_u64());
         for (slot_a, slot_b) in first.iter_mut().zip(second.iter_mut()) {
@@ -129,21 +136,21 @@ impl IndexSampler {
         // Keep the stream's order: accepted words fill the slots in the order they were drawn.
         match (low_a >= self.reject_below, low_b >= self.reject_below) {
             (true, true) => {}
-            (true, false) => self.draw_word(second, map),
+            (true, false) => self.draw(second, map),
             (false, true) => {
                 first.copy_from_slice(second);
-                self.draw_word(second, map);
+                self.draw(second, map);
             }
             (false, false) => {
-                self.draw_word(first, map);
-                self.draw_word(second, map);
+                self.draw(first, map);
+                self.draw(second, map);
             }
         }
     }
 
     /// Fills `slots` (k of them) with the mapped digits of one accepted word.
     #[inline]
-    fn draw_word<T>(&mut self, slots: &mut [T], map: &mut impl FnMut(usize) -> T) {
+    fn draw<T>(&mut self, slots: &mut [T], map: &mut impl FnMut(usize) -> T) {
         loop {
             let mut low = self.rng.next_u64();
             for slot in slots.iter_mut() {
@@ -210,7 +217,7 @@ mod tests {
         }
         let sampler = IndexSampler::new(49, 0).unwrap();
         assert_eq!(
-            (sampler.digits, sampler.reject_below),
+            (sampler.words.digits, sampler.words.reject_below),
             (10, (1u128 << 64).rem_euclid(u128::from(range)) as u64)
         );
     }

@@ -1,6 +1,6 @@
 //! Spearman rank correlation with its two-sided p-value.
 //!
-//! Source: Spearman (1904/1961); seed 002 §4.4, Fig. 4 and App. A.5 report ρ with p-values
+//! Source: Spearman (1904/1961); seed 002 §5.2, §5.3 (Fig. 4) and App. A.5 report ρ with p-values
 //! across configurations. Matches `scipy.stats.spearmanr(x, y)` (scipy 1.17) for 1-D input:
 //! average ranks for ties, Pearson correlation of the ranks (as `numpy.corrcoef`, clipped to
 //! [−1, 1]), and `p = 2·sf_t(|t|, n − 2)` with `t = ρ·sqrt((n − 2) / ((1 + ρ)(1 − ρ)))`.

@@ -2,8 +2,8 @@
 //! `scipy/stats/_wilcoxon.py`) option for option.
 //!
 //! Source of the test: Wilcoxon (1945), "Individual comparisons by ranking methods"; seed 002
-//! §4.3 and App. A.4 use it two-sided on paired case means with Holm correction. Zero handling
-//! follows Pratt (1959) and the "zero-split" method of scipy gh-2263; the Pratt variance
+//! §5.1 (and Table 11 of App. A.6) uses it two-sided on paired case means with Holm
+//! correction. Zero handling follows Pratt (1959) and the "zero-split" method of scipy gh-2263; the Pratt variance
 //! adjustment follows Cureton (1967), as scipy does.
 
 use crate::describe::rank_average_with_ties;
@@ -47,7 +47,8 @@ pub enum WilcoxonMethod {
     Auto,
     /// The exact null distribution of the positive rank sum (valid without ties and zeros; with
     /// them the statistic is rounded conservatively, as scipy does: up for `Less`, down for
-    /// `Greater`).
+    /// `Greater`). Building the distribution costs O(n³) time and O(n²) memory, as in scipy,
+    /// so it is meant for the small samples `Auto` sends here (n ≤ 50).
     Exact,
     /// The normal approximation with tie-corrected variance.
     Asymptotic,
@@ -240,7 +241,13 @@ impl SignedRanks {
                 tie_groups[0] = 0;
             }
         }
-        let tie_correction: f64 = tie_groups.iter().map(|&t| (t * t * t - t) as f64).sum();
+        let tie_correction: f64 = tie_groups
+            .iter()
+            .map(|&t| {
+                let t = t as f64; // in f64: t³ would overflow usize for huge groups
+                t * t * t - t
+            })
+            .sum();
         let sd = ((variance_x24 - tie_correction / 2.0) / 24.0).sqrt();
         SignedRanks {
             nonzero,

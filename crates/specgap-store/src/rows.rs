@@ -187,9 +187,10 @@ pub struct Judgement {
     pub judge: String,
     /// Clarification target id.
     pub target: String,
-    /// The judge's verdict, e.g. `covered` or `missed`.
+    /// The judge's verdict: `covered` or `missed` (docs/store-schema.md).
     pub verdict: String,
-    /// 0-based `questions.idx` values the judge linked to the target.
+    /// 0-based question-unit indices the judge linked to the target: the episode's questions
+    /// in `idx` order, split at question marks, numbered consecutively (docs/store-schema.md).
     pub matched_question_indices: Vec<u32>,
 }
 

@@ -284,6 +284,39 @@ impl Store {
         Ok(())
     }
 
+    /// Records (or replaces) many judgements in one transaction — what an offline judge run at
+    /// report time writes for thousands of episodes. All or nothing.
+    ///
+    /// # Errors
+    /// [`StoreError::UnknownEpisode`] for the first row whose episode is not in the store
+    /// (nothing is written); JSON and SQLite errors.
+    pub fn record_judgements(&self, rows: &[JudgementRow]) -> Result<(), StoreError> {
+        let path = self.db_path();
+        let mut conn = self.conn();
+        let tx = conn.transaction().at(path)?;
+        {
+            let mut known = tx.prepare("SELECT 1 FROM episodes WHERE id = ?1").at(path)?;
+            let mut insert = tx
+                .prepare(
+                    "INSERT OR REPLACE INTO judgements (episode, judge, target, verdict, matched_question_indices)
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                )
+                .at(path)?;
+            for row in rows {
+                if !known.exists([&row.episode]).at(path)? {
+                    return Err(StoreError::UnknownEpisode { id: row.episode.clone() });
+                }
+                let j = &row.judgement;
+                let indices = serde_json::to_string(&j.matched_question_indices)
+                    .map_err(json_error("judgements.matched_question_indices"))?;
+                insert
+                    .execute(params![row.episode, j.judge, j.target, j.verdict, indices])
+                    .at(path)?;
+            }
+        }
+        tx.commit().at(path)
+    }
+
     /// Every table's rows rendered as text, sorted, keyed by table name: for comparing two
     /// stores table by table (determinism tests, merge checks). With `exclude_volatile`,
     /// wall-clock and duration columns (names ending `_ts` or `_ms`) are left out, so two runs

@@ -77,12 +77,10 @@ pub fn read_trajectory_file(path: &Path) -> Result<Trajectory, StoreError> {
             }
         };
         let offset = pos as u64;
-        let line = zstd::stream::decode_all(&rest[..frame_len]).map_err(|source| {
-            StoreError::TrajectoryFrame {
-                path: path.to_path_buf(),
-                offset,
-                source,
-            }
+        let line = decode_frame(&rest[..frame_len]).map_err(|source| StoreError::TrajectoryFrame {
+            path: path.to_path_buf(),
+            offset,
+            source,
         })?;
         let event: Event =
             serde_json::from_slice(&line).map_err(|source| StoreError::TrajectoryEvent {
@@ -96,6 +94,33 @@ pub fn read_trajectory_file(path: &Path) -> Result<Trajectory, StoreError> {
     Ok(Trajectory {
         events,
         truncated: None,
+    })
+}
+
+/// Frames that say they decode to more than this are decoded by streaming instead of into one
+/// buffer of the announced size (a damaged header must not allocate gigabytes).
+const MAX_FRAME_BUFFER: u64 = 64 << 20;
+
+thread_local! {
+    /// One decompression context per thread, reused for every frame: creating a zstd context
+    /// costs more than decoding a typical event, and reports read many trajectories.
+    static DECOMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Decodes one complete frame, with the thread's reused context when the frame records its
+/// content size (frames written by [`FrameWriter`] do).
+fn decode_frame(frame: &[u8]) -> std::io::Result<Vec<u8>> {
+    let size = match zstd::zstd_safe::get_frame_content_size(frame) {
+        Ok(Some(size)) if size <= MAX_FRAME_BUFFER => size as usize,
+        _ => return zstd::stream::decode_all(frame),
+    };
+    DECOMPRESSOR.with_borrow_mut(|slot| {
+        let decompressor = match slot {
+            Some(d) => d,
+            None => slot.insert(zstd::bulk::Decompressor::new()?),
+        };
+        decompressor.decompress(frame, size)
     })
 }
 

@@ -29,6 +29,12 @@ use crate::chat::ChatConfig;
 use crate::chat::client::ChatClient;
 use crate::chat::wire::WireMessage;
 
+/// Version of the owner / customer prompt texts of this module ([`UserKnowledge`] and the
+/// question and feedback prompts); bump on any change. It is stored in the user's table in
+/// `run.toml` (`user_prompt_version`), which the episode key hashes, so edited prompts key new
+/// episodes.
+pub const USER_PROMPT_VERSION: &str = "1";
+
 /// Extra tries after an empty user reply.
 pub const EMPTY_REPLY_RETRIES: u32 = 2;
 
@@ -80,10 +86,8 @@ impl UserKnowledge {
             }
         }
         prompt.push_str(&format!("\n\n## What you asked the engineer for\n{}", package.instruction().trim()));
-        if condition.opening() == OpeningKind::FullInstruction {
-            if let Some(full) = package.instruction_full() {
-                prompt.push_str(&format!("\n\n## The complete specification you hold\n{}", full.trim()));
-            }
+        if let (OpeningKind::FullInstruction, Some(full)) = (condition.opening(), package.instruction_full()) {
+            prompt.push_str(&format!("\n\n## The complete specification you hold\n{}", full.trim()));
         }
         UserKnowledge { role: UserRole::Owner, system_prompt: prompt }
     }

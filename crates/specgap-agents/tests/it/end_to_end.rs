@@ -10,10 +10,10 @@ use std::sync::atomic::AtomicBool;
 
 use serde_json::{Value, json};
 use specgap_agents::Agents;
-use specgap_agents::chat::ChatConfig;
+use specgap_agents::chat::{ChatConfig, Price};
 use specgap_agents::chat::user::Users;
 use specgap_engine::condition::{BudgetFlags, Condition};
-use specgap_engine::runner::{self, PlanInput, RunInputs, RunOptions, Silent};
+use specgap_engine::runner::{self, PlanInput, RunInputs, RunOptions, RunSummary, Silent};
 use specgap_protocol::run::{ComponentRef, EndReason, RunConfig};
 use specgap_store::{Role, Status, Store};
 use specgap_task::TaskPackage;
@@ -106,7 +106,11 @@ fn opening_is_partial(package: &TaskPackage, opening: &str) -> bool {
     !package.is_delivery() && opening.trim_end() == package.instruction().trim_end()
 }
 
-fn handler(tasks: Arc<Vec<TaskPackage>>) -> impl Fn(&Captured, usize) -> Scripted + Send + Sync {
+/// The turns of a scripted agent; a turn `[("say", {"text": …})]` is a reply without a tool
+/// call.
+type Script = fn(&Captured, &[TaskPackage]) -> Vec<Vec<(String, Value)>>;
+
+fn handler(tasks: Arc<Vec<TaskPackage>>, script: Script) -> impl Fn(&Captured, usize) -> Scripted + Send + Sync {
     move |request, _| {
         if request.body["model"] == USER_MODEL {
             return Scripted::json(completion(Some(USER_REPLY), &[], "stop"));
@@ -116,6 +120,11 @@ fn handler(tasks: Arc<Vec<TaskPackage>>) -> impl Fn(&Captured, usize) -> Scripte
         let Some(calls) = turns.get(step) else {
             return Scripted::json(completion(Some("All done."), &[], "stop"));
         };
+        if let [(tool, args)] = calls.as_slice()
+            && tool == "say"
+        {
+            return Scripted::json(completion(args["text"].as_str(), &[], "stop"));
+        }
         let calls: Vec<(String, String, Value)> =
             calls.iter().enumerate().map(|(i, (tool, args))| (format!("t{step}-{i}"), tool.clone(), args.clone())).collect();
         let refs: Vec<(&str, &str, Value)> = calls.iter().map(|(id, t, a)| (id.as_str(), t.as_str(), a.clone())).collect();
@@ -134,17 +143,78 @@ struct E2e {
     requests: Vec<Captured>,
     tasks: Vec<TaskPackage>,
     dir: tempfile::TempDir,
+    summary: RunSummary,
+    agents: Vec<ComponentRef>,
+    user: ComponentRef,
+    conditions: Vec<Condition>,
+    server: MockServer,
+}
+
+/// Run settings the tests vary.
+struct Tweaks {
+    jobs: usize,
+    price: Option<Price>,
+    max_cost_usd: Option<f64>,
+    script: Script,
+}
+
+impl Default for Tweaks {
+    fn default() -> Self {
+        Tweaks { jobs: 2, price: None, max_cost_usd: None, script }
+    }
+}
+
+impl E2e {
+    /// Executes the run's plan again on its store (as `--resume` does).
+    fn execute_again(&mut self, max_cost_usd: Option<f64>) -> RunSummary {
+        let starts = vec!["clean".to_string()];
+        let input = PlanInput {
+            tasks: &self.tasks,
+            agents: &self.agents,
+            user: &self.user,
+            conditions: &self.conditions,
+            starts: &starts,
+            repeats: 1,
+            seed: 11,
+            shard: None,
+        };
+        let plan = runner::plan(&input, &runner::AllAgentsApply).unwrap();
+        let options = options(1, self.dir.path(), max_cost_usd);
+        let inputs = RunInputs { tasks: &self.tasks, agents: &self.agents, user: &self.user };
+        let summary = runner::execute(&plan, inputs, &self.store, &Agents, &Users, &Silent, &options).unwrap();
+        self.requests = self.server.requests();
+        summary
+    }
+}
+
+fn options(jobs: usize, work_root: &Path, max_cost_usd: Option<f64>) -> RunOptions {
+    RunOptions {
+        jobs,
+        retries: 0,
+        sandbox: true,
+        budget_flags: BudgetFlags::default(),
+        seed: 11,
+        stop: Arc::new(AtomicBool::new(false)),
+        work_root: Some(work_root.to_path_buf()),
+        rerun_eval_errors: false,
+        max_cost_usd,
+    }
 }
 
 fn run(conditions: &[&str], tasks: Vec<TaskPackage>) -> E2e {
+    run_with(conditions, tasks, Tweaks::default())
+}
+
+fn run_with(conditions: &[&str], tasks: Vec<TaskPackage>, tweaks: Tweaks) -> E2e {
     // SAFETY: this variable is set only here, to the same value, by tests of this binary.
     unsafe { std::env::set_var(KEY_ENV, KEY) };
     let shared = Arc::new(tasks.clone());
-    let server = MockServer::start(handler(Arc::clone(&shared)));
+    let server = MockServer::start(handler(Arc::clone(&shared), tweaks.script));
     let mut agent_config = ChatConfig::new(AGENT_MODEL).with_model_args(&["temperature=0"]).unwrap();
     agent_config.base_url = server.url.clone();
     agent_config.api_key_env = KEY_ENV.into();
     agent_config.retry_base_ms = 1;
+    agent_config.price = tweaks.price;
     let mut user_config = agent_config.clone();
     user_config.model = USER_MODEL.into();
     let agent = component(&format!("chat:{AGENT_MODEL}"), &agent_config);
@@ -164,26 +234,18 @@ fn run(conditions: &[&str], tasks: Vec<TaskPackage>) -> E2e {
         conditions: conditions.iter().map(Condition::canonical).collect(),
         starts: vec!["clean".into()],
         budget: Default::default(),
+        clarification_rounds: None,
     };
     let store = Store::create(&dir.path().join("run"), &config).unwrap();
     let agents = vec![agent];
     let starts = vec!["clean".to_string()];
     let input = PlanInput { tasks: &tasks, agents: &agents, user: &user, conditions: &conditions, starts: &starts, repeats: 1, seed: 11, shard: None };
     let plan = runner::plan(&input, &runner::AllAgentsApply).unwrap();
-    let options = RunOptions {
-        jobs: 2,
-        retries: 0,
-        sandbox: true,
-        budget_flags: BudgetFlags::default(),
-        seed: 11,
-        stop: Arc::new(AtomicBool::new(false)),
-        work_root: Some(dir.path().to_path_buf()),
-        rerun_eval_errors: false,
-    };
+    let options = options(tweaks.jobs, dir.path(), tweaks.max_cost_usd);
     let inputs = RunInputs { tasks: &tasks, agents: &agents, user: &user };
-    runner::execute(&plan, inputs, &store, &Agents, &Users, &Silent, &options).unwrap();
+    let summary = runner::execute(&plan, inputs, &store, &Agents, &Users, &Silent, &options).unwrap();
     let requests = server.requests();
-    E2e { store, requests, tasks, dir }
+    E2e { store, requests, tasks, dir, summary, agents, user, conditions, server }
 }
 
 /// Every string in a request body, with tool-call argument strings decoded.
@@ -354,4 +416,91 @@ fn delivery_conditions_with_a_chat_customer() {
     }
     check_privacy(&e2e);
     check_no_key(e2e.dir.path(), &e2e.store);
+}
+
+/// A delivery agent that uses the text channel: questions under the heading in a reply
+/// without a tool call, then a statement that gets a continuation, then the work.
+fn text_channel_script(request: &Captured, tasks: &[TaskPackage]) -> Vec<Vec<(String, Value)>> {
+    let package = &tasks[0];
+    let say = |text: &str| vec![("say".to_string(), json!({ "text": text }))];
+    let mut turns = vec![
+        say(TEXT_QUESTIONS),
+        say("Thank you. I will now build the replenishment plan."),
+        vec![("list_files".to_string(), json!({"path": "data"}))],
+    ];
+    assert!(tool_names(request).contains(&"ask_user".to_string()));
+    turns.push(gold_files(package).into_iter().map(|(path, content)| ("write_text".to_string(), json!({"path": path, "content": content}))).collect());
+    turns.push(vec![("submit".to_string(), json!({"summary": "done"}))]);
+    turns
+}
+
+const TEXT_QUESTIONS: &str = "I have read the request.\n\n## Questions for the client\n1. How should a store be supplied when its own city's warehouse runs out?\n2. Which currency are the costs in?\n";
+
+#[test]
+fn delivery_text_channel_with_a_chat_customer() {
+    let tweaks = Tweaks { script: text_channel_script, ..Tweaks::default() };
+    let e2e = run_with(&["interact"], vec![example("retail-replenishment")], tweaks);
+    let episodes = e2e.store.episodes().unwrap();
+    assert_eq!(episodes.len(), 1);
+    assert_eq!(episodes[0].status, Status::Finished, "{:?}", episodes[0]);
+    assert_eq!(episodes[0].final_score, Some(1.0));
+    assert_eq!(episodes[0].end_reason, Some(EndReason::Accepted));
+    // The customer model got each question on its own.
+    let customer: Vec<&Captured> = e2e.requests.iter().filter(|r| r.body["model"] == USER_MODEL).collect();
+    assert_eq!(customer.len(), 2);
+    assert!(visible_text(customer[0]).contains("How should a store be supplied when its own city's warehouse runs out?"));
+    assert!(!visible_text(customer[0]).contains("Which currency"));
+    assert!(visible_text(customer[1]).contains("Which currency are the costs in?"));
+    // Both are recorded, like ask_user questions, in the turn that asked them.
+    let questions = e2e.store.questions().unwrap();
+    let texts: Vec<&str> = questions.iter().map(|q| q.question.text.as_str()).collect();
+    assert_eq!(texts, ["How should a store be supplied when its own city's warehouse runs out?", "Which currency are the costs in?"]);
+    assert!(questions.iter().all(|q| q.question.turn == 1 && q.question.answer == USER_REPLY));
+    // The agent got the answers as one user message, then the continuation.
+    let agent: Vec<&Captured> = e2e.requests.iter().filter(|r| r.body["model"] == AGENT_MODEL).collect();
+    assert_eq!(agent.len(), 5);
+    let user_text = |request: &Captured| -> Vec<String> {
+        request.messages().iter().filter(|m| m["role"] == "user").map(|m| m["content"].as_str().unwrap_or("").to_string()).collect()
+    };
+    let answers = format!(
+        "- How should a store be supplied when its own city's warehouse runs out?\n  {USER_REPLY}\n- Which currency are the costs in?\n  {USER_REPLY}"
+    );
+    assert_eq!(&user_text(agent[1])[1..], std::slice::from_ref(&answers));
+    assert_eq!(user_text(agent[2])[1..], [answers, specgap_engine::text_channel::CONTINUATION.to_string()]);
+    for request in &agent {
+        let names = tool_names(request);
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        check_request(request, &names);
+    }
+    check_privacy(&e2e);
+    check_no_key(e2e.dir.path(), &e2e.store);
+}
+
+#[test]
+fn max_cost_stops_starting_episodes_and_resume_runs_the_rest() {
+    let price = Price { input_per_mtok: 1.0, output_per_mtok: 2.0, cached_input_per_mtok: Some(0.5) };
+    // Every mock completion: 100 prompt tokens (40 cached), 20 completion tokens.
+    let per_request = (60.0 * 1.0 + 40.0 * 0.5 + 20.0 * 2.0) / 1_000_000.0;
+    let tweaks = Tweaks { jobs: 1, price: Some(price), max_cost_usd: Some(per_request / 2.0), ..Tweaks::default() };
+    let mut e2e = run_with(&["full", "literal", "partial"], vec![example("payment-retry")], tweaks);
+    assert!(e2e.summary.cost_limit_reached);
+    assert_eq!((e2e.summary.finished, e2e.summary.interrupted, e2e.summary.not_started), (1, 0, 2));
+    let episodes = e2e.store.episodes().unwrap();
+    assert_eq!(episodes.len(), 1, "episodes not started stay out of the store");
+    assert_eq!(episodes[0].status, Status::Finished);
+    assert_eq!(episodes[0].end_reason, Some(EndReason::Accepted));
+    let usage = e2e.store.usage().unwrap();
+    let requests = e2e.requests.len() as f64;
+    let cost: f64 = usage.iter().map(|u| u.usage.cost_usd).sum();
+    assert!((cost - requests * per_request).abs() < 1e-12, "{cost} for {requests} requests");
+
+    // Resuming under the same limit starts nothing; without it, the rest runs.
+    let again = e2e.execute_again(Some(per_request / 2.0));
+    assert_eq!((again.already_done, again.not_started, again.finished), (1, 2, 0));
+    let rest = e2e.execute_again(None);
+    assert!(!rest.cost_limit_reached);
+    assert_eq!((rest.already_done, rest.finished, rest.not_started), (1, 2, 0));
+    let episodes = e2e.store.episodes().unwrap();
+    assert_eq!(episodes.len(), 3);
+    assert!(episodes.iter().all(|e| e.status == Status::Finished && e.final_score == Some(1.0)));
 }

@@ -74,7 +74,37 @@ pub fn user_component(spec: &str, chat: &super::ChatArgs) -> anyhow::Result<Comp
     };
     let mut config = chat.user_config(model)?.to_table()?;
     config.insert("kind".into(), toml::Value::String("chat".into()));
+    config.insert(
+        "user_prompt_version".into(),
+        toml::Value::String(specgap_agents::chat::user::USER_PROMPT_VERSION.into()),
+    );
     Ok(component_ref(spec, config))
+}
+
+/// Checks, on `--resume`, that the prompt texts of the stored `chat:` agents and users are
+/// the ones this build has: their stored configuration is used as is, so a changed prompt would
+/// mix prompt versions in one run.
+///
+/// # Errors
+/// A stored `prompt_version` / `user_prompt_version` that differs from this build's.
+pub fn check_stored_prompt_versions(config: &specgap_protocol::run::RunConfig) -> anyhow::Result<()> {
+    let chat = |c: &&ComponentRef| c.spec.starts_with("chat:");
+    let checks = config
+        .agents
+        .iter()
+        .filter(chat)
+        .map(|a| (a, "prompt_version", specgap_engine::PROMPT_VERSION))
+        .chain(config.users.iter().filter(chat).map(|u| (u, "user_prompt_version", specgap_agents::chat::user::USER_PROMPT_VERSION)));
+    for (component, key, now) in checks {
+        let stored = component.config.get(key).and_then(toml::Value::as_str).unwrap_or("none");
+        if stored != now {
+            bail!(
+                "{} was run with {key} {stored}, and this specgap has {now}; resuming would mix prompt versions (start a new run instead)",
+                component.spec
+            );
+        }
+    }
+    Ok(())
 }
 
 impl super::ChatArgs {

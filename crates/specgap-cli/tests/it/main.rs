@@ -1,8 +1,10 @@
 //! End-to-end tests of the `specgap` binary (`env!("CARGO_BIN_EXE_specgap")`) on small fixture
 //! packages: the task crate's `tests/fixtures` and this crate's `tests/fixtures`.
 
+mod chat;
 mod containment;
 mod determinism;
+mod examples;
 mod resume;
 mod retries;
 mod run_basic;

@@ -51,10 +51,20 @@ fn run_args(script: &Path, out: &Path) -> Vec<OsString> {
 
 /// Starts the run in the background and waits until at least one episode has finished and a
 /// sandboxed process of a later one is running.
-fn start_and_wait(script: &Path, out: &Path, marker: &str) -> Child {
-    let child = specgap().args(run_args(script, out)).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+/// The runner's stderr goes to `stderr_file` (a pipe nobody reads could fill up and stall it).
+fn start_and_wait(script: &Path, out: &Path, marker: &str, stderr_file: &Path) -> Child {
+    let stderr = std::fs::File::create(stderr_file).unwrap();
+    let mut child = specgap().args(run_args(script, out)).stdout(Stdio::null()).stderr(stderr).spawn().unwrap();
     let ready = wait_for(Duration::from_secs(120), || finished_count(out) >= 1 && !processes_with(marker).is_empty());
-    assert!(ready, "the run never reached a finished episode with a sandboxed process running");
+    if !ready {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!(
+            "the run never reached a finished episode with a sandboxed process running; episodes {:#?}\nstderr:\n{}",
+            episodes(out),
+            std::fs::read_to_string(stderr_file).unwrap_or_default()
+        );
+    }
     child
 }
 
@@ -65,7 +75,11 @@ fn assert_resume_matches(script: &Path, reference: &Path, out: &Path) {
     assert!(rows.iter().all(|e| e.status == Status::Finished), "{rows:#?}");
     assert!(rows.iter().any(|e| e.attempts == 2), "some episode was cut mid-way and restarted");
     let _ = script;
-    assert_eq!(tables_without_attempts(reference), tables_without_attempts(out));
+    let (expected, got) = (tables_without_attempts(reference), tables_without_attempts(out));
+    for (table, rows) in &expected {
+        assert_eq!(Some(rows), got.get(table), "table {table} of the resumed run differs");
+    }
+    assert_eq!(expected.len(), got.len());
 }
 
 #[test]
@@ -78,7 +92,7 @@ fn sigkill_then_resume_equals_an_uninterrupted_run_and_nothing_survives() {
     assert_eq!(episodes(&reference).len(), 8);
 
     let out = tmp.path().join("killed");
-    let mut child = start_and_wait(&script, &out, &marker);
+    let mut child = start_and_wait(&script, &out, &marker, &tmp.path().join("stderr.txt"));
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let gone = wait_for(Duration::from_secs(30), || processes_with(&marker).is_empty());
@@ -97,11 +111,12 @@ fn ctrl_c_interrupts_exits_130_and_resume_completes_the_run() {
     run_ok(run_args(&script, &reference));
 
     let out = tmp.path().join("interrupted");
-    let child = start_and_wait(&script, &out, &marker);
+    let stderr_file = tmp.path().join("stderr.txt");
+    let mut child = start_and_wait(&script, &out, &marker, &stderr_file);
     send_signal(child.id(), libc::SIGINT);
-    let output = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    let status = child.wait().unwrap();
+    let stderr = std::fs::read_to_string(&stderr_file).unwrap();
+    assert_eq!(status.code(), Some(130), "{stderr}");
     assert!(stderr.contains(&format!("specgap run --resume {}", out.display())), "{stderr}");
     assert!(processes_with(&marker).is_empty(), "a sandboxed process outlived the interrupted run");
     let rows = episodes(&out);

@@ -92,3 +92,15 @@ fn no_retries_means_one_attempt() {
     assert_eq!(error_rows(&out).len(), 1);
     assert_unscored_eval_error(&out, 1);
 }
+
+#[test]
+fn resume_runs_evaluation_errors_again_and_keeps_their_history() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    run_fixture("eval-crash", &out, "2");
+    run_ok([OsStr::new("run"), OsStr::new("--resume"), out.as_os_str()]);
+    let attempts: Vec<(u32, bool)> = error_rows(&out).into_iter().map(|e| (e.0, e.4)).collect();
+    // Two attempts per process: the resumed one starts a fresh retry sequence.
+    assert_eq!(attempts, [(1, false), (2, true), (3, false), (4, true)]);
+    assert_unscored_eval_error(&out, 4);
+}

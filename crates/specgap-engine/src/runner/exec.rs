@@ -81,6 +81,11 @@ pub struct RunOptions {
     pub work_root: Option<PathBuf>,
     /// Also run again episodes stored as `eval_error` (`--resume`).
     pub rerun_eval_errors: bool,
+    /// `--max-cost`, in US dollars: before each episode starts, the run's summed model cost
+    /// (every `usage` row of the store: all roles, attempts and earlier processes) is
+    /// compared with it, and once the cost is above it no further episode starts. Running
+    /// episodes finish normally; episodes not started stay unstarted, for `--resume`.
+    pub max_cost_usd: Option<f64>,
 }
 
 /// How one episode ended in this run.
@@ -123,8 +128,11 @@ pub struct RunSummary {
     pub eval_errors: usize,
     /// Episodes that ended `interrupted`.
     pub interrupted: usize,
-    /// Episodes never started because of a stop request.
+    /// Episodes never started because of a stop request or the cost limit.
     pub not_started: usize,
+    /// Whether the run's summed model cost passed [`RunOptions::max_cost_usd`], so episodes
+    /// stopped starting.
+    pub cost_limit_reached: bool,
     /// Attempts retried after a failure.
     pub retried_attempts: usize,
     /// Not-applicable combinations recorded.
@@ -191,10 +199,8 @@ pub fn execute(
     for episode in &plan.episodes {
         let status = store.episode_status(&episode.id)?;
         if needs_running(status, options.rerun_eval_errors) {
-            if status == Some(Status::EvalError) {
-                // Kept statuses refuse `begin_episode`; a resume that re-runs them starts over.
-                store.reset_episode(&episode.id)?;
-            }
+            // `begin_episode` restarts unfinished and failed episodes itself, keeping the
+            // earlier attempts' error rows.
             queue.push_back(episode);
         } else {
             summary.already_done += 1;
@@ -206,6 +212,7 @@ pub fn execute(
         reports: Mutex::new(Vec::new()),
         fatal: Mutex::new(None),
         retried: AtomicUsize::new(0),
+        cost_limit_reached: AtomicBool::new(false),
     };
     let bases = BaseCache::new(work_dir.path().join("bases"))
         .map_err(|e| RunnerError::WorkDir { path: work_dir.path().join("bases"), source: std::io::Error::other(e) })?;
@@ -223,21 +230,43 @@ pub fn execute(
         start_results: StartResults::default(),
     };
     let jobs = options.jobs.max(1);
+    let workers_done = AtomicBool::new(false);
     std::thread::scope(|scope| -> Result<(), RunnerError> {
+        let mut handles = Vec::with_capacity(jobs);
+        let mut spawned = Ok(());
         for n in 0..jobs {
             let ctx = &ctx;
-            std::thread::Builder::new()
-                .name(format!("specgap-worker-{n}"))
-                .spawn_scoped(scope, move || worker(ctx))
-                .map_err(RunnerError::Thread)?;
+            match std::thread::Builder::new().name(format!("specgap-worker-{n}")).spawn_scoped(scope, move || worker(ctx)) {
+                Ok(handle) => handles.push(handle),
+                Err(e) => {
+                    // Stop the workers already started; they end their episodes as interrupted.
+                    options.stop.store(true, Ordering::SeqCst);
+                    spawned = Err(RunnerError::Thread(e));
+                    break;
+                }
+            }
         }
-        Ok(())
+        let watcher = {
+            let (stop, done) = (&options.stop, &workers_done);
+            std::thread::Builder::new()
+                .name("specgap-stop-watcher".into())
+                .spawn_scoped(scope, move || watch_for_stop(stop, done))
+                .map_err(RunnerError::Thread)?
+        };
+        for handle in handles {
+            // A panicking worker has already lost its episode (left `running` for resume).
+            let _ = handle.join();
+        }
+        workers_done.store(true, Ordering::SeqCst);
+        let _ = watcher.join();
+        spawned
     })?;
     if let Some(error) = lock(&shared.fatal).take() {
         return Err(error);
     }
     summary.not_started = lock(&shared.queue).len();
     summary.retried_attempts = shared.retried.load(Ordering::SeqCst);
+    summary.cost_limit_reached = shared.cost_limit_reached.load(Ordering::SeqCst);
     for report in lock(&shared.reports).iter() {
         match report.status {
             Status::Finished => summary.finished += 1,
@@ -250,19 +279,100 @@ pub fn execute(
     Ok(summary)
 }
 
+/// After a stop request, kills the sandboxed commands and evaluators still running, again
+/// every 100 ms (a batched turn may start one more) until the workers are done, so running
+/// episodes end as `interrupted` at once instead of when their commands time out.
+fn watch_for_stop(stop: &AtomicBool, workers_done: &AtomicBool) {
+    while !workers_done.load(Ordering::SeqCst) {
+        if stop.load(Ordering::SeqCst) {
+            let killed = kill_own_process_groups();
+            if killed > 0 {
+                tracing::debug!("stop requested: killed {killed} sandboxed process group(s)");
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// Kills (SIGKILL) the process group of every child of this process that leads a group of its
+/// own, and returns how many. The sandbox starts every command and evaluator in a new process
+/// group (and bubblewrap's PID namespace takes the rest with it); helpers such as `git` share
+/// the harness's group and are left alone.
+fn kill_own_process_groups() -> usize {
+    let own = std::process::id();
+    let Ok(entries) = fs_err::read_dir("/proc") else { return 0 };
+    let mut killed = 0;
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        // A process may exit between listing and reading: skip it.
+        let Ok(stat) = fs_err::read_to_string(entry.path().join("stat")) else { continue };
+        if let Some((ppid, pgrp)) = parent_and_group(&stat)
+            && ppid == own
+            && pgrp == pid
+            && let Ok(group) = i32::try_from(pid)
+        {
+            // SAFETY: kill(2) on a process group our own child leads.
+            unsafe { libc::kill(-group, libc::SIGKILL) };
+            killed += 1;
+        }
+    }
+    killed
+}
+
+/// `(ppid, pgrp)` from the text of `/proc/<pid>/stat` (fields 4 and 5, after the command name
+/// in parentheses, which may itself contain spaces and parentheses).
+fn parent_and_group(stat: &str) -> Option<(u32, u32)> {
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    let mut fields = after_name.split_whitespace();
+    let _state = fields.next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    Some((ppid, pgrp))
+}
+
 /// Locks a mutex, reusing it if a panicking worker poisoned it (the data is plain counters
 /// and queues, valid at every point).
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// The run's temporary directory of workspaces, removed when dropped.
+/// Prefix of a run's temporary directory; the owning process id follows, so a later run can
+/// tell the directories of killed runners (`kill -9` skips every destructor) from live ones.
+const WORK_DIR_PREFIX: &str = "specgap-run-";
+
+/// The run's temporary directory of workspaces (`<parent>/specgap-run-<pid>-<random>`),
+/// removed when dropped. Directories left by runners that no longer exist are removed first.
 fn make_work_dir(root: Option<&Path>) -> Result<tempfile::TempDir, RunnerError> {
     let parent = root.map_or_else(std::env::temp_dir, Path::to_path_buf);
+    remove_stale_work_dirs(&parent);
     tempfile::Builder::new()
-        .prefix("specgap-run-")
+        .prefix(&format!("{WORK_DIR_PREFIX}{}-", std::process::id()))
         .tempdir_in(&parent)
         .map_err(|source| RunnerError::WorkDir { path: parent, source })
+}
+
+/// Removes `specgap-run-<pid>-*` directories under `parent` whose process is gone (best
+/// effort: anything unreadable is left alone).
+fn remove_stale_work_dirs(parent: &Path) {
+    let Ok(entries) = fs_err::read_dir(parent) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(stale_candidate_pid) else { continue };
+        if Path::new("/proc").join(pid.to_string()).exists() {
+            continue;
+        }
+        if let Err(e) = fs_err::remove_dir_all(entry.path()) {
+            tracing::debug!("cannot remove a stale work directory: {e}");
+        }
+    }
+}
+
+/// The pid in a work directory name `specgap-run-<pid>-<random>`.
+fn stale_candidate_pid(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix(WORK_DIR_PREFIX)?;
+    let (pid, random) = rest.split_once('-')?;
+    (!random.is_empty()).then_some(())?;
+    pid.parse().ok()
 }
 
 struct Shared<'p> {
@@ -270,6 +380,7 @@ struct Shared<'p> {
     reports: Mutex<Vec<EpisodeReport>>,
     fatal: Mutex<Option<RunnerError>>,
     retried: AtomicUsize,
+    cost_limit_reached: AtomicBool,
 }
 
 struct WorkerContext<'a, 'p> {
@@ -291,6 +402,15 @@ fn worker(ctx: &WorkerContext<'_, '_>) {
         if ctx.options.stop.load(Ordering::SeqCst) {
             return;
         }
+        match cost_limit_reached(ctx) {
+            Ok(false) => {}
+            Ok(true) => return,
+            Err(error) => {
+                ctx.options.stop.store(true, Ordering::SeqCst);
+                lock(&ctx.shared.fatal).get_or_insert(error);
+                return;
+            }
+        }
         let Some(episode) = lock(&ctx.shared.queue).pop_front() else {
             return;
         };
@@ -309,13 +429,34 @@ fn worker(ctx: &WorkerContext<'_, '_>) {
     }
 }
 
+/// Whether `--max-cost` forbids starting another episode (see [`RunOptions::max_cost_usd`]);
+/// the first worker to find the limit passed tells the observer, with the amounts.
+fn cost_limit_reached(ctx: &WorkerContext<'_, '_>) -> Result<bool, RunnerError> {
+    let Some(limit) = ctx.options.max_cost_usd else { return Ok(false) };
+    if ctx.shared.cost_limit_reached.load(Ordering::SeqCst) {
+        return Ok(true);
+    }
+    let spent: f64 = ctx.store.usage()?.iter().map(|row| row.usage.cost_usd).sum();
+    if spent <= limit {
+        return Ok(false);
+    }
+    if !ctx.shared.cost_limit_reached.swap(true, Ordering::SeqCst) {
+        let waiting = lock(&ctx.shared.queue).len();
+        ctx.observer.note(&format!(
+            "the run's model cost is ${spent:.4}, above --max-cost ${limit}: no further episodes start \
+             ({waiting} not started; running ones finish). Continue later with --resume and a higher --max-cost"
+        ));
+    }
+    Ok(true)
+}
+
 /// How one attempt went.
 enum Attempt {
     /// The episode reached a final state (finished, or interrupted by a stop request).
     Ended { status: Status, end_reason: EndReason },
     /// The attempt failed; the writer is still open so the caller decides between a retry
     /// and a final error status.
-    Failed { writer: specgap_store::EpisodeWriter, failure: Failure },
+    Failed { writer: Box<specgap_store::EpisodeWriter>, failure: Failure },
 }
 
 /// A failed attempt, as the retry policy sees it.
@@ -353,6 +494,19 @@ fn run_with_retries(ctx: &WorkerContext<'_, '_>, episode: &PlannedEpisode) -> Re
             Attempt::Ended { status, end_reason } => {
                 return Ok(report(episode, status, Some(end_reason), attempt_no, errors));
             }
+            Attempt::Failed { writer, failure } if ctx.options.stop.load(Ordering::SeqCst) => {
+                // The stop killed what this attempt was running: not an error of the episode,
+                // so no error row (a resumed run then stores what an uninterrupted one does).
+                writer.finish(EpisodeSummary {
+                    status: Status::Interrupted,
+                    end_reason: Some(EndReason::Interrupted),
+                    turns: 0,
+                    tool_calls: 0,
+                    wall_ms: 0,
+                    error: Some(format!("interrupted: {}", failure.message)),
+                })?;
+                return Ok(report(episode, Status::Interrupted, Some(EndReason::Interrupted), attempt_no, errors));
+            }
             Attempt::Failed { mut writer, failure } => {
                 let deterministic = failure.is_deterministic_after(previous.as_ref());
                 writer.record_error(&ErrorRecord {
@@ -363,8 +517,7 @@ fn run_with_retries(ctx: &WorkerContext<'_, '_>, episode: &PlannedEpisode) -> Re
                 })?;
                 errors.push(failure.message.clone());
                 let retries_left = attempt_no <= ctx.options.retries;
-                let stopping = ctx.options.stop.load(Ordering::SeqCst);
-                if retries_left && !deterministic && !stopping {
+                if retries_left && !deterministic && !ctx.options.stop.load(Ordering::SeqCst) {
                     ctx.shared.retried.fetch_add(1, Ordering::SeqCst);
                     ctx.observer.note(&format!(
                         "episode {} attempt {attempt_no} failed ({}): {}; retrying from a fresh workspace",
@@ -430,16 +583,16 @@ fn attempt(ctx: &WorkerContext<'_, '_>, episode: &PlannedEpisode) -> Result<Atte
     };
     let mut agent = match ctx.agents.make(agent_ref, episode, package) {
         Ok(agent) => agent,
-        Err(e) => return Ok(Attempt::Failed { writer, failure: infra(format!("agent: {e}"), e.deterministic) }),
+        Err(e) => return Ok(Attempt::Failed { writer: Box::new(writer), failure: infra(format!("agent: {e}"), e.deterministic) }),
     };
     let mut user = match ctx.users.make(ctx.inputs.user, episode, package) {
         Ok(user) => user,
-        Err(e) => return Ok(Attempt::Failed { writer, failure: infra(format!("user: {e}"), e.deterministic) }),
+        Err(e) => return Ok(Attempt::Failed { writer: Box::new(writer), failure: infra(format!("user: {e}"), e.deterministic) }),
     };
     let budgets = Budgets::resolve(&episode.condition, &package.manifest().budget, &ctx.options.budget_flags);
     let workdir = ctx.work_dir.join(format!("{}-{}", episode.id, writer.attempt()));
     if let Err(e) = fs_err::create_dir_all(&workdir) {
-        return Ok(Attempt::Failed { writer, failure: infra(format!("cannot create the episode directory: {e}"), false) });
+        return Ok(Attempt::Failed { writer: Box::new(writer), failure: infra(format!("cannot create the episode directory: {e}"), false) });
     }
     let episode_ctx = EpisodeContext {
         episode_id: &episode.id,
@@ -470,12 +623,12 @@ fn attempt(ctx: &WorkerContext<'_, '_>, episode: &PlannedEpisode) -> Result<Atte
         }
         Err(EpisodeError::Store(e)) => Err(RunnerError::Store(e)),
         Err(EpisodeError::Evaluation { message, stderr_tail, deterministic }) => Ok(Attempt::Failed {
-            writer,
+            writer: Box::new(writer),
             failure: Failure { class: ErrorClass::Evaluation, message, stderr_tail, deterministic },
         }),
         Err(error @ EpisodeError::Infrastructure { .. }) => {
             let deterministic = error.deterministic();
-            Ok(Attempt::Failed { writer, failure: infra(error_chain(&error), deterministic) })
+            Ok(Attempt::Failed { writer: Box::new(writer), failure: infra(error_chain(&error), deterministic) })
         }
     }
 }
@@ -521,6 +674,39 @@ mod tests {
         assert!(!infra.is_deterministic_after(Some(&infra.clone())));
         let said = Failure { deterministic: true, ..infra };
         assert!(said.is_deterministic_after(None));
+    }
+
+    #[test]
+    fn work_dir_names_carry_the_owner_pid() {
+        assert_eq!(stale_candidate_pid("specgap-run-4242-Ab12cd"), Some(4242));
+        assert_eq!(stale_candidate_pid("specgap-run-Ab12cd"), None);
+        assert_eq!(stale_candidate_pid("specgap-run-4242-"), None);
+        assert_eq!(stale_candidate_pid("other-4242-x"), None);
+    }
+
+    #[test]
+    fn stale_work_dirs_of_dead_runners_are_removed() {
+        let parent = tempfile::tempdir().unwrap();
+        // pid_max is at most 2^22, so this pid cannot be alive.
+        let stale = parent.path().join("specgap-run-99999999-abc");
+        let live = parent.path().join(format!("specgap-run-{}-abc", std::process::id()));
+        let other = parent.path().join("specgap-run-notes");
+        for dir in [&stale, &live, &other] {
+            fs_err::create_dir_all(dir.join("ws")).unwrap();
+        }
+        let made = make_work_dir(Some(parent.path())).unwrap();
+        assert!(!stale.exists());
+        assert!(live.exists() && other.exists());
+        let name = made.path().file_name().unwrap().to_str().unwrap().to_string();
+        assert_eq!(stale_candidate_pid(&name), Some(std::process::id()));
+    }
+
+    #[test]
+    fn stat_fields_after_odd_command_names() {
+        let stat = "4242 (sh) x (y)) S 100 4242 4242 0 -1 4194560";
+        assert_eq!(parent_and_group(stat), Some((100, 4242)));
+        assert_eq!(parent_and_group("1 (init) S 0 1 1"), Some((0, 1)));
+        assert_eq!(parent_and_group("garbage"), None);
     }
 
     #[test]

@@ -22,10 +22,11 @@
 //!    `eval_error` and is never scored.
 //! 4. A stop request (Ctrl-C) stops new episodes from starting; running ones end as
 //!    `interrupted` (the engine kills their sandboxed commands), so `--resume` picks them up.
+//!    A cost limit ([`RunOptions::max_cost_usd`]) is not a stop request: once the store's
+//!    summed model cost passes it no episode starts, and running ones finish normally.
 //!
 //! The runner knows agents only through [`AgentFactory`], so this crate does not depend on
 //! `specgap-agents`; progress goes to a [`RunObserver`].
-#![allow(clippy::module_name_repetitions)]
 
 pub mod exec;
 pub mod plan;

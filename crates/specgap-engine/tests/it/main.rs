@@ -8,4 +8,5 @@ mod end_rules;
 mod residual;
 mod submissions;
 mod support;
+mod text_channel;
 mod tools;

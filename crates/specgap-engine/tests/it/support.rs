@@ -249,6 +249,7 @@ pub fn run(package: &TaskPackage, condition: &str, agent: &mut dyn Agent, option
         conditions: vec![condition.canonical()],
         starts: vec![start.canonical()],
         budget: Default::default(),
+        clarification_rounds: None,
     };
     let store = Store::create(&dir.path().join("run"), &config).unwrap();
     let key = EpisodeKey {

@@ -7,7 +7,9 @@ use specgap_report::{CompareOptions, ReportError, RunData, Selection, compare};
 use crate::fixture::{Ep, Sub, close, reward, run_with};
 
 fn reward_ep(task: &str, agent: &str, score: f64) -> Ep {
-    Ep::new(task, agent, "full").kind(ScoringKind::Reward).sub(Sub::scored(score, false, reward(score)))
+    Ep::new(task, agent, "full")
+        .kind(ScoringKind::Reward)
+        .sub(Sub::scored(score, false, reward(score)))
 }
 
 #[test]
@@ -22,7 +24,10 @@ fn paired_by_task_with_wilcoxon_and_holm() {
     }
     // A task only run A has is not paired.
     a.episode(&reward_ep("t9", "m", 1.0));
-    let (ra, rb) = (RunData::load(&a.dir).unwrap(), RunData::load(&b.dir).unwrap());
+    let (ra, rb) = (
+        RunData::load(&a.dir).unwrap(),
+        RunData::load(&b.dir).unwrap(),
+    );
     let c = compare(&ra, &rb, &CompareOptions::default()).unwrap();
     // One submission everywhere: Score@4 / Success@4 would repeat @1 and are left out; no
     // delivery or clarification either.
@@ -36,15 +41,29 @@ fn paired_by_task_with_wilcoxon_and_holm() {
     // Ranks of |d|: 0.05→1, 0.1→2, 0.2→3, 0.3→4, 0.5→5; R− = 2. Exact null of n = 5: 3 of the
     // 32 sign patterns have R− ≤ 2 (sums 0, 1, 2), two-sided p = 2 · 3/32 = 0.1875.
     close(score.wilcoxon_p.unwrap(), 0.1875, 1e-12);
-    // Every Success@1 difference is zero: no p-value, so Holm's family is Score@1 alone.
-    assert_eq!(c.measures[1].wilcoxon_p, None);
-    close(score.holm_p.unwrap(), 0.1875, 1e-12);
+    // Every Success@1 difference is zero: p = 1, as scipy gives. Holm over the two p-values:
+    // 0.1875 · 2 = 0.375, then max(0.375, 1 · 1) = 1.
+    assert_eq!(c.measures[1].wilcoxon_p, Some(1.0));
+    close(score.holm_p.unwrap(), 0.375, 1e-12);
+    assert_eq!(c.measures[1].holm_p, Some(1.0));
     let [low, high] = score.interval.unwrap();
-    assert!(-0.1 <= low && low <= 0.19 && 0.19 <= high && high <= 0.5, "[{low}, {high}]");
+    assert!(
+        (-0.1..=0.19).contains(&low) && (0.19..=0.5).contains(&high),
+        "[{low}, {high}]"
+    );
     // Seeded: the same options give the same interval.
-    assert_eq!(compare(&ra, &rb, &CompareOptions::default()).unwrap().measures[0].interval, score.interval);
+    assert_eq!(
+        compare(&ra, &rb, &CompareOptions::default())
+            .unwrap()
+            .measures[0]
+            .interval,
+        score.interval
+    );
     let md = render_comparison_markdown(&c);
-    assert!(md.contains("| Score@1 | 5 | 0.3000 | 0.4900 | +0.1900 |"), "{md}");
+    assert!(
+        md.contains("| Score@1 | 5 | 0.3000 | 0.4900 | +0.1900 |"),
+        "{md}"
+    );
     assert!(md.contains("| t0 | 0.1000 → 0.3000 |"), "{md}");
 }
 
@@ -66,8 +85,20 @@ fn selections_split_one_run() {
     assert_eq!(c.a.groups, ["low · full · clean"]);
     // All differences equal (0.5): the bootstrap distribution is a point.
     assert_eq!(c.measures[0].interval, Some([0.5, 0.5]));
-    let none = CompareOptions { select_a: Selection::parse("agent=nobody").unwrap(), ..CompareOptions::default() };
-    assert!(matches!(compare(&data, &data, &none), Err(ReportError::EmptySide { side: "A" })));
-    assert!(matches!(Selection::parse("agent"), Err(ReportError::BadSelection(_))));
-    assert!(matches!(Selection::parse("model=x"), Err(ReportError::UnknownDimension(_))));
+    let none = CompareOptions {
+        select_a: Selection::parse("agent=nobody").unwrap(),
+        ..CompareOptions::default()
+    };
+    assert!(matches!(
+        compare(&data, &data, &none),
+        Err(ReportError::EmptySide { side: "A" })
+    ));
+    assert!(matches!(
+        Selection::parse("agent"),
+        Err(ReportError::BadSelection(_))
+    ));
+    assert!(matches!(
+        Selection::parse("model=x"),
+        Err(ReportError::UnknownDimension(_))
+    ));
 }

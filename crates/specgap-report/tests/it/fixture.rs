@@ -20,7 +20,12 @@ pub struct TaskSpec {
     /// (id, description, triggers)
     pub targets: Vec<(&'static str, &'static str, Vec<&'static str>)>,
     /// (state id, predecessor, state.patch text, left_out)
-    pub states: Vec<(&'static str, &'static str, String, Option<Vec<&'static str>>)>,
+    pub states: Vec<(
+        &'static str,
+        &'static str,
+        String,
+        Option<Vec<&'static str>>,
+    )>,
     /// Workspace files (path, content).
     pub workspace: Vec<(&'static str, &'static str)>,
     /// Gold overlay files (path, content).
@@ -52,7 +57,11 @@ fn write(path: &Path, text: &str) {
 /// Writes a package under `root/<name>` and returns its path.
 pub fn write_package(root: &Path, spec: &TaskSpec) -> PathBuf {
     let dir = root.join(spec.name.replace('/', "_"));
-    let delivery = if spec.delivery { "\n[delivery]\nreference = 10.0\ndirection = \"max\"\nartifact = \"plan.json\"\n" } else { "" };
+    let delivery = if spec.delivery {
+        "\n[delivery]\nreference = 10.0\ndirection = \"max\"\nartifact = \"plan.json\"\n"
+    } else {
+        ""
+    };
     write(
         &dir.join("task.toml"),
         &format!(
@@ -81,7 +90,10 @@ pub fn write_package(root: &Path, spec: &TaskSpec) -> PathBuf {
         }
         write(&dir.join("requirements.toml"), &reqs);
         write(&dir.join("observations.toml"), &obs);
-        write(&dir.join("user.toml"), "persona = \"owner\"\nunderstanding = \"partial\"\neditable_surface = \"all\"\n");
+        write(
+            &dir.join("user.toml"),
+            "persona = \"owner\"\nunderstanding = \"partial\"\neditable_surface = \"all\"\n",
+        );
     }
     if !spec.targets.is_empty() {
         let mut text = String::new();
@@ -93,18 +105,31 @@ pub fn write_package(root: &Path, spec: &TaskSpec) -> PathBuf {
             ));
         }
         write(&dir.join("clarifications.toml"), &text);
-        write(&dir.join("user.toml"), "persona = \"customer\"\nunderstanding = \"all\"\neditable_surface = \"all\"\n");
+        write(
+            &dir.join("user.toml"),
+            "persona = \"customer\"\nunderstanding = \"all\"\neditable_surface = \"all\"\n",
+        );
         write(&dir.join("information.md"), "All business rules.\n");
     }
     for (id, predecessor, patch, left_out) in &spec.states {
         write(&dir.join("residual").join(id).join("state.patch"), patch);
         let left_out = left_out
             .as_ref()
-            .map(|l| format!("left_out = [{}]\n", l.iter().map(|f| format!("\"{f}\"")).collect::<Vec<_>>().join(", ")))
+            .map(|l| {
+                format!(
+                    "left_out = [{}]\n",
+                    l.iter()
+                        .map(|f| format!("\"{f}\""))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })
             .unwrap_or_default();
         write(
             &dir.join("residual").join(id).join("meta.toml"),
-            &format!("predecessor = \"{predecessor}\"\ndeclared_complete = true\nsteps = 10\nfailing_tests = []\n{left_out}notes = \"\"\n"),
+            &format!(
+                "predecessor = \"{predecessor}\"\ndeclared_complete = true\nsteps = 10\nfailing_tests = [\"t1\"]\n{left_out}notes = \"\"\n"
+            ),
         );
     }
     dir
@@ -127,21 +152,36 @@ pub fn run_with(seed: u64, tasks: &[TaskSpec], missing: &[&str]) -> Run {
     let mut hashes = Vec::new();
     for spec in tasks {
         let path = write_package(&tmp.path().join("suite"), spec);
-        let package = specgap_task::load(&path).unwrap_or_else(|e| panic!("fixture package {}: {e}", spec.name));
-        refs.push_str(&format!("[[tasks]]\nname = \"{}\"\nhash = \"{}\"\npath = \"{}\"\n\n", spec.name, package.hash(), path.display()));
+        let package = specgap_task::load(&path)
+            .unwrap_or_else(|e| panic!("fixture package {}: {e}", spec.name));
+        refs.push_str(&format!(
+            "[[tasks]]\nname = \"{}\"\nhash = \"{}\"\npath = \"{}\"\n\n",
+            spec.name,
+            package.hash(),
+            path.display()
+        ));
         hashes.push((spec.name.clone(), package.hash().to_string()));
     }
     for name in missing {
-        refs.push_str(&format!("[[tasks]]\nname = \"{name}\"\nhash = \"00\"\npath = \"/nonexistent/{name}\"\n\n"));
+        refs.push_str(&format!(
+            "[[tasks]]\nname = \"{name}\"\nhash = \"00\"\npath = \"/nonexistent/{name}\"\n\n"
+        ));
         hashes.push((name.to_string(), "00".into()));
     }
+    let empty = if refs.is_empty() { "tasks = []\n" } else { "" };
     let text = format!(
-        "specgap_version = \"0.1.0\"\nseed = {seed}\nrepeats = 1\nretries = 0\nsandbox = false\nconditions = [\"partial\"]\nstarts = [\"clean\"]\n\n{refs}[[agents]]\nspec = \"a\"\nhash = \"h\"\nconfig = {{}}\n\n[[users]]\nspec = \"relay\"\nhash = \"u\"\nconfig = {{}}\n"
+        "specgap_version = \"0.1.0\"\n{empty}seed = {seed}\nrepeats = 1\nretries = 0\nsandbox = false\nconditions = [\"partial\"]\nstarts = [\"clean\"]\n\n{refs}[[agents]]\nspec = \"a\"\nhash = \"h\"\nconfig = {{}}\n\n[[users]]\nspec = \"relay\"\nhash = \"u\"\nconfig = {{}}\n"
     );
     let config: RunConfig = toml::from_str(&text).unwrap();
     let dir = tmp.path().join("run");
     let store = Store::create(&dir, &config).unwrap();
-    Run { _tmp: tmp, dir, store, seed, hashes }
+    Run {
+        _tmp: tmp,
+        dir,
+        store,
+        seed,
+        hashes,
+    }
 }
 
 /// One submission of an episode.
@@ -161,7 +201,16 @@ pub struct Sub {
 impl Sub {
     /// A valid, agent-declared submission with score and success.
     pub fn scored(score: f64, success: bool, result: String) -> Sub {
-        Sub { score, success, result, failing: None, automatic: false, declared: true, valid: true, diff: String::new() }
+        Sub {
+            score,
+            success,
+            result,
+            failing: None,
+            automatic: false,
+            declared: true,
+            valid: true,
+            diff: String::new(),
+        }
     }
 }
 
@@ -234,7 +283,11 @@ impl Ep {
 impl Run {
     /// Writes an episode; returns its id.
     pub fn episode(&self, ep: &Ep) -> String {
-        let task_hash = self.hashes.iter().find(|(n, _)| *n == ep.task).map_or("00".to_string(), |(_, h)| h.clone());
+        let task_hash = self
+            .hashes
+            .iter()
+            .find(|(n, _)| *n == ep.task)
+            .map_or("00".to_string(), |(_, h)| h.clone());
         let key = EpisodeKey {
             task: ep.task.clone(),
             task_hash,
@@ -246,7 +299,11 @@ impl Run {
             repeat: ep.repeat,
             seed: self.seed,
         };
-        let meta = EpisodeMeta { user: "relay".into(), family: ep.family, scoring_kind: ep.kind };
+        let meta = EpisodeMeta {
+            user: "relay".into(),
+            family: ep.family,
+            scoring_kind: ep.kind,
+        };
         let mut writer = self.store.begin_episode(&key, &meta).unwrap();
         for event in &ep.events {
             writer.event(event.clone()).unwrap();
@@ -256,7 +313,12 @@ impl Run {
         }
         for (turn, text) in &ep.questions {
             writer
-                .record_question(&Question { turn: *turn, text: text.clone(), answer: "ok".into(), matched_targets: vec![] })
+                .record_question(&Question {
+                    turn: *turn,
+                    text: text.clone(),
+                    answer: "ok".into(),
+                    matched_targets: vec![],
+                })
                 .unwrap();
         }
         for (i, sub) in ep.subs.iter().enumerate() {
@@ -264,7 +326,11 @@ impl Run {
                 automatic: sub.automatic,
                 agent_declared: sub.declared,
                 result: Some(parse(&sub.result)),
-                scored: sub.valid.then_some(Scored { kind: ep.kind, score: sub.score, success: sub.success }),
+                scored: sub.valid.then_some(Scored {
+                    kind: ep.kind,
+                    score: sub.score,
+                    success: sub.success,
+                }),
                 failing_requirement: sub.failing.clone(),
                 error: (!sub.valid).then(|| "evaluation failed".to_string()),
                 diff: sub.diff.clone(),
@@ -273,7 +339,14 @@ impl Run {
         }
         let id = writer.id().to_string();
         writer
-            .finish(EpisodeSummary { status: ep.status, end_reason: Some(ep.end), turns: ep.turns, tool_calls: ep.turns, wall_ms: 1, error: None })
+            .finish(EpisodeSummary {
+                status: ep.status,
+                end_reason: Some(ep.end),
+                turns: ep.turns,
+                tool_calls: ep.turns,
+                wall_ms: 1,
+                error: None,
+            })
             .unwrap();
         id
     }
@@ -285,20 +358,31 @@ pub fn parse(json: &str) -> EvalResult {
 
 /// result.json with requirement verdicts.
 pub fn reqs(verdicts: &[(&str, bool)]) -> String {
-    let body: Vec<String> = verdicts.iter().map(|(id, pass)| format!("\"{id}\": {{\"pass\": {pass}}}")).collect();
-    format!("{{\"version\": 1, \"requirements\": {{{}}}}}", body.join(", "))
+    let body: Vec<String> = verdicts
+        .iter()
+        .map(|(id, pass)| format!("\"{id}\": {{\"pass\": {pass}}}"))
+        .collect();
+    format!(
+        "{{\"version\": 1, \"requirements\": {{{}}}}}",
+        body.join(", ")
+    )
 }
 
 /// result.json with test outcomes.
 pub fn tests(outcomes: &[(&str, &str)]) -> String {
-    let body: Vec<String> = outcomes.iter().map(|(id, o)| format!("\"{id}\": \"{o}\"")).collect();
+    let body: Vec<String> = outcomes
+        .iter()
+        .map(|(id, o)| format!("\"{id}\": \"{o}\""))
+        .collect();
     format!("{{\"version\": 1, \"tests\": {{{}}}}}", body.join(", "))
 }
 
 /// result.json with a delivery verdict.
 pub fn delivery(valid: bool, objective: f64, signature: Option<&str>, violations: usize) -> String {
     let signature = signature.map_or("null".to_string(), |s| format!("\"{s}\""));
-    let violations: Vec<String> = (0..violations).map(|i| format!("{{\"rule\": \"r{i}\", \"count\": 1, \"detail\": \"\"}}")).collect();
+    let violations: Vec<String> = (0..violations)
+        .map(|i| format!("{{\"rule\": \"r{i}\", \"count\": 1, \"detail\": \"\"}}"))
+        .collect();
     format!(
         "{{\"version\": 1, \"delivery\": {{\"valid\": {valid}, \"objective\": {objective}, \"violations\": [{}], \"signature\": {signature}}}}}",
         violations.join(", ")
@@ -313,5 +397,8 @@ pub fn reward(value: f64) -> String {
 /// Asserts `|actual − expected| <= tolerance`.
 #[track_caller]
 pub fn close(actual: f64, expected: f64, tolerance: f64) {
-    assert!((actual - expected).abs() <= tolerance, "expected {expected} ± {tolerance}, got {actual}");
+    assert!(
+        (actual - expected).abs() <= tolerance,
+        "expected {expected} ± {tolerance}, got {actual}"
+    );
 }

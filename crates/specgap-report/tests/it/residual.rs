@@ -18,13 +18,24 @@ fn test_ep(task: &str, start: &str, repeat: u32, success: bool) -> Ep {
         .kind(ScoringKind::Test)
         .start(start)
         .repeat(repeat)
-        .sub(Sub::scored(if success { 1.0 } else { 0.5 }, success, tests(&[("t1", "pass"), ("t2", outcome)])))
-        .end(if success { EndReason::Accepted } else { EndReason::Submitted })
+        .sub(Sub::scored(
+            if success { 1.0 } else { 0.5 },
+            success,
+            tests(&[("t1", "pass"), ("t2", outcome)]),
+        ))
+        .end(if success {
+            EndReason::Accepted
+        } else {
+            EndReason::Submitted
+        })
 }
 
 fn state_task(name: &str, states: &[(&'static str, &'static str)]) -> TaskSpec {
     let mut spec = TaskSpec::new(name);
-    spec.states = states.iter().map(|(id, pred)| (*id, *pred, diff_of("src/a.py", &["l1"]), Some(vec![]))).collect();
+    spec.states = states
+        .iter()
+        .map(|(id, pred)| (*id, *pred, diff_of("src/a.py", &["l1"]), Some(vec![])))
+        .collect();
     spec
 }
 
@@ -38,11 +49,23 @@ fn res_clean_gap_condfail_and_predecessor_groups() {
     ];
     let run = run_with(7, &tasks, &[]);
     // t1: clean 1, 1 → 1.0; s1: 1, 0 → 0.5; s2: 0, 0 → 0; residual = (0.5 + 0) / 2 = 0.25.
-    for (start, repeat, ok) in [("clean", 0, true), ("clean", 1, true), ("residual:s1", 0, true), ("residual:s1", 1, false), ("residual:s2", 0, false), ("residual:s2", 1, false)] {
+    for (start, repeat, ok) in [
+        ("clean", 0, true),
+        ("clean", 1, true),
+        ("residual:s1", 0, true),
+        ("residual:s1", 1, false),
+        ("residual:s2", 0, false),
+        ("residual:s2", 1, false),
+    ] {
         run.episode(&test_ep("org/t1", start, repeat, ok));
     }
     // t2: clean 1, 0 → 0.5; s1: 1, 1 → 1.0.
-    for (start, repeat, ok) in [("clean", 0, true), ("clean", 1, false), ("residual:s1", 0, true), ("residual:s1", 1, true)] {
+    for (start, repeat, ok) in [
+        ("clean", 0, true),
+        ("clean", 1, false),
+        ("residual:s1", 0, true),
+        ("residual:s1", 1, true),
+    ] {
         run.episode(&test_ep("org/t2", start, repeat, ok));
     }
     // t3 has no residual start and t4 no clean start: neither enters N.
@@ -68,7 +91,11 @@ fn res_clean_gap_condfail_and_predecessor_groups() {
     close(cf.rate, 0.75, 1e-12);
     // Predecessor groups: deepseek on t1 (s1: 0.5) and t2 (1.0): Res 0.75, Clean 0.75;
     // qwen on t1 only (s2: 0): Res 0, Clean 1.0, Gap 100. glm's task has no clean start.
-    let names: Vec<&str> = m.predecessors.iter().map(|p| p.predecessor.as_str()).collect();
+    let names: Vec<&str> = m
+        .predecessors
+        .iter()
+        .map(|p| p.predecessor.as_str())
+        .collect();
     assert_eq!(names, ["deepseek", "qwen"]);
     close(m.predecessors[0].rates.res, 0.75, 1e-12);
     close(m.predecessors[0].rates.clean, 0.75, 1e-12);
@@ -95,13 +122,20 @@ fn table_3_gaps_are_clean_minus_res() {
     // The gap is computed before rounding, so Clean − Res of the rounded rates may differ from
     // the printed gap by one unit of the last digit (e.g. 51.1 − 30.6 = 20.5, printed 20.6).
     for (_, _, res, clean, gap) in TABLE_3 {
-        close(residual_gap_points(clean / 100.0, res / 100.0), *gap, 0.1 + 1e-9);
+        close(
+            residual_gap_points(clean / 100.0, res / 100.0),
+            *gap,
+            0.1 + 1e-9,
+        );
     }
 }
 
 /// A unified diff adding `lines` to `file` (one context line `base`).
 fn diff_of(file: &str, lines: &[&str]) -> String {
-    let mut text = format!("diff --git a/{file} b/{file}\nindex 1111111..2222222 100644\n--- a/{file}\n+++ b/{file}\n@@ -1 +1,{} @@\n base\n", lines.len() + 1);
+    let mut text = format!(
+        "diff --git a/{file} b/{file}\nindex 1111111..2222222 100644\n--- a/{file}\n+++ b/{file}\n@@ -1 +1,{} @@\n base\n",
+        lines.len() + 1
+    );
     for line in lines {
         text.push('+');
         text.push_str(line);
@@ -116,10 +150,19 @@ fn shell(turn: u32, command: &str, output: &str) -> Vec<EventKind> {
         EventKind::AgentTurn {
             turn,
             text: None,
-            tool_calls: vec![ToolCall { id: id.clone(), tool: "bash".into(), arguments: json!({ "command": command }) }],
+            tool_calls: vec![ToolCall {
+                id: id.clone(),
+                tool: "bash".into(),
+                arguments: json!({ "command": command }),
+            }],
             usage: None,
         },
-        EventKind::ToolResult { call_id: id, tool: "bash".into(), output: output.into(), is_error: false },
+        EventKind::ToolResult {
+            call_id: id,
+            tool: "bash".into(),
+            output: output.into(),
+            is_error: false,
+        },
     ]
 }
 
@@ -129,20 +172,43 @@ fn read_text(turn: u32, path: &str) -> Vec<EventKind> {
         EventKind::AgentTurn {
             turn,
             text: None,
-            tool_calls: vec![ToolCall { id: id.clone(), tool: "read_text".into(), arguments: json!({ "path": path }) }],
+            tool_calls: vec![ToolCall {
+                id: id.clone(),
+                tool: "read_text".into(),
+                arguments: json!({ "path": path }),
+            }],
             usage: None,
         },
-        EventKind::ToolResult { call_id: id, tool: "read_text".into(), output: "1 c".into(), is_error: false },
+        EventKind::ToolResult {
+            call_id: id,
+            tool: "read_text".into(),
+            output: "1 c".into(),
+            is_error: false,
+        },
     ]
 }
 
 /// A normally submitted episode of task `org/r` with final tests and diff.
-fn final_state(start: &str, repeat: u32, final_tests: &[(&str, &str)], diff: String, turns: u32) -> Ep {
+fn final_state(
+    start: &str,
+    repeat: u32,
+    final_tests: &[(&str, &str)],
+    diff: String,
+    turns: u32,
+) -> Ep {
     let success = final_tests.iter().all(|(_, o)| *o == "pass");
     let mut sub = Sub::scored(if success { 1.0 } else { 0.0 }, success, tests(final_tests));
     sub.diff = diff;
-    let mut ep = Ep::new("org/r", "g", "partial").kind(ScoringKind::Test).start(start).repeat(repeat).sub(sub);
-    ep.end = if success { EndReason::Accepted } else { EndReason::Submitted };
+    let mut ep = Ep::new("org/r", "g", "partial")
+        .kind(ScoringKind::Test)
+        .start(start)
+        .repeat(repeat)
+        .sub(sub);
+    ep.end = if success {
+        EndReason::Accepted
+    } else {
+        EndReason::Submitted
+    };
     ep.turns = turns;
     if start != "clean" {
         // The residual state fails t1 and t2 (App. D.2: F(S_r) = {t1, t2}).
@@ -157,26 +223,75 @@ fn acceptance_bias_on_normally_submitted_episodes() {
     spec.workspace = vec![("src/a.py", "base\n"), ("src/b.py", "b\n")];
     // The gold changes a.py and b.py; the predecessor only a.py, adding l1..l4: L = {src/b.py}.
     spec.gold = vec![("src/a.py", "base\nfixed\n"), ("src/b.py", "b2\n")];
-    spec.states = vec![("s", "deepseek", diff_of("src/a.py", &["l1", "l2", "l3", "l4"]), None)];
+    spec.states = vec![(
+        "s",
+        "deepseek",
+        diff_of("src/a.py", &["l1", "l2", "l3", "l4"]),
+        None,
+    )];
     let run = run_with(8, &[spec], &[]);
 
     // Clean runs: c1 passes t1, t2 and changes b.py (20 turns); c2 passes t1 only, changes a.py
     // (30 turns). Mean clean turns 25.
-    run.episode(&final_state("clean", 0, &[("t1", "pass"), ("t2", "pass"), ("t3", "fail")], diff_of("src/b.py", &["b2"]), 20));
-    run.episode(&final_state("clean", 1, &[("t1", "pass"), ("t2", "fail"), ("t3", "fail")], diff_of("src/a.py", &["q"]), 30));
+    run.episode(&final_state(
+        "clean",
+        0,
+        &[("t1", "pass"), ("t2", "pass"), ("t3", "fail")],
+        diff_of("src/b.py", &["b2"]),
+        20,
+    ));
+    run.episode(&final_state(
+        "clean",
+        1,
+        &[("t1", "pass"), ("t2", "fail"), ("t3", "fail")],
+        diff_of("src/a.py", &["q"]),
+        30,
+    ));
     // r1: same failing tests, keeps l1 l2 l3 (3/4), runs git status and cats b.py; 10 turns.
-    let mut r1 = final_state("residual:s", 0, &[("t1", "fail"), ("t2", "fail"), ("t3", "pass")], diff_of("src/a.py", &["l1", "l2", "x", "l3"]), 10);
-    r1.events = [shell(1, "git status --short", " M src/a.py"), shell(2, "cat src/b.py", "b")].concat();
+    let mut r1 = final_state(
+        "residual:s",
+        0,
+        &[("t1", "fail"), ("t2", "fail"), ("t3", "pass")],
+        diff_of("src/a.py", &["l1", "l2", "x", "l3"]),
+        10,
+    );
+    r1.events = [
+        shell(1, "git status --short", " M src/a.py"),
+        shell(2, "cat src/b.py", "b"),
+    ]
+    .concat();
     run.episode(&r1);
     // r2: repairs t1, keeps l4 only (1/4), changes b.py, reads an unrelated file; 15 turns.
-    let r2_diff = format!("{}{}", diff_of("src/a.py", &["l4", "y"]), diff_of("src/b.py", &["b3"]));
-    let mut r2 = final_state("residual:s", 1, &[("t1", "pass"), ("t2", "fail"), ("t3", "pass")], r2_diff, 15);
+    let r2_diff = format!(
+        "{}{}",
+        diff_of("src/a.py", &["l4", "y"]),
+        diff_of("src/b.py", &["b3"])
+    );
+    let mut r2 = final_state(
+        "residual:s",
+        1,
+        &[("t1", "pass"), ("t2", "fail"), ("t3", "pass")],
+        r2_diff,
+        15,
+    );
     r2.events = read_text(1, "src/c.py");
     run.episode(&r2);
     // r3: succeeds, keeps all four lines; no tool call; 25 turns.
-    run.episode(&final_state("residual:s", 2, &[("t1", "pass"), ("t2", "pass"), ("t3", "pass")], diff_of("src/a.py", &["l1", "l2", "l3", "l4", "z"]), 25));
+    run.episode(&final_state(
+        "residual:s",
+        2,
+        &[("t1", "pass"), ("t2", "pass"), ("t3", "pass")],
+        diff_of("src/a.py", &["l1", "l2", "l3", "l4", "z"]),
+        25,
+    ));
     // r4: an automatic submission at a budget end is not normally submitted (App. D.1).
-    let mut r4 = final_state("residual:s", 3, &[("t1", "pass"), ("t2", "pass"), ("t3", "pass")], String::new(), 99);
+    let mut r4 = final_state(
+        "residual:s",
+        3,
+        &[("t1", "pass"), ("t2", "pass"), ("t3", "pass")],
+        String::new(),
+        99,
+    );
     r4.subs[0].automatic = true;
     r4.subs[0].declared = false;
     r4.end = EndReason::TurnBudget;
@@ -217,10 +332,22 @@ fn acceptance_bias_on_normally_submitted_episodes() {
 #[test]
 fn without_the_package_the_package_measures_are_absent() {
     let run = run_with(9, &[], &["org/r"]);
-    let mut r = final_state("residual:s", 0, &[("t1", "fail"), ("t2", "fail"), ("t3", "pass")], diff_of("src/a.py", &["l1"]), 10);
+    let mut r = final_state(
+        "residual:s",
+        0,
+        &[("t1", "fail"), ("t2", "fail"), ("t3", "pass")],
+        diff_of("src/a.py", &["l1"]),
+        10,
+    );
     r.subs[0].success = false;
     run.episode(&r);
-    run.episode(&final_state("clean", 0, &[("t1", "pass"), ("t2", "pass"), ("t3", "pass")], String::new(), 10));
+    run.episode(&final_state(
+        "clean",
+        0,
+        &[("t1", "pass"), ("t2", "pass"), ("t3", "pass")],
+        String::new(),
+        10,
+    ));
     let report = report_of(&[&run], &[Dim::Agent]);
     let m = &report.residual[0].measures;
     // Per-test measures still apply; Kept, Left-out files and inspection need the package.
@@ -230,5 +357,10 @@ fn without_the_package_the_package_measures_are_absent() {
     assert_eq!(m.acceptance.inspected, None);
     assert_eq!(m.predecessors[0].predecessor, "unknown");
     let json = serde_json::to_value(&report).unwrap();
-    assert!(json["residual"][0]["measures"]["acceptance"].get("kept_failed").is_none(), "absent, not 0: {json}");
+    assert!(
+        json["residual"][0]["measures"]["acceptance"]
+            .get("kept_failed")
+            .is_none(),
+        "absent, not 0: {json}"
+    );
 }

@@ -129,12 +129,12 @@ fn non_zero_exit_is_an_evaluation_error() {
 #[test]
 fn timeout_is_an_evaluation_error_and_kills_the_evaluator() {
     let pkg = package();
-    let run = evaluator_run(pkg.dir.path(), &pkg.workspace, "echo waiting >&2\nsleep 918276\n", Duration::from_millis(700));
+    let run = evaluator_run(pkg.dir.path(), &pkg.workspace, "echo waiting >&2\nsleep 918276\n", Duration::from_secs(2));
     match evaluate(&run) {
         Err(e @ EvalError::Timeout { .. }) => {
             assert_eq!(e.stderr_tail(), "waiting\n");
             assert_eq!(e.reason(), "timeout");
-            assert_eq!(e.to_string(), "evaluator timed out after 0.7 s");
+            assert_eq!(e.to_string(), "evaluator timed out after 2 s");
         }
         other => panic!("expected Timeout, got {other:?}"),
     }
@@ -193,4 +193,34 @@ fn stderr_tail_is_the_last_2048_bytes() {
     let full: String = (1..=3000).map(|i| format!("{i}\n")).collect();
     let err = evaluate(&run).unwrap_err();
     assert_eq!(err.stderr_tail(), &full[full.len() - 2048..]);
+}
+
+#[test]
+fn planted_links_in_a_call_directory_are_never_followed() {
+    let pkg = package();
+    let secret = pkg.dir.path().join("requirements.toml");
+    let victim = pkg.dir.path().join("victim.txt");
+    std::fs::write(&victim, "untouched\n").unwrap();
+    // The evaluator speaks the launcher protocol by hand: its stdin is a link to a host secret,
+    // and a second call pre-plants `stdout` as a link to a host file.
+    let script = format!(
+        r#"
+calls=/run/specgap/calls
+mkdir $calls/a && printf 'cat\0' > $calls/a/argv && ln -s '{secret}' $calls/a/stdin && : > $calls/a/ready
+mkdir $calls/b && printf 'echo\0hi\0' > $calls/b/argv && : > $calls/b/stdin && ln -s '{victim}' $calls/b/stdout && : > $calls/b/ready
+while [ ! -e $calls/a/done ]; do sleep 0.01; done
+echo "a: $(cat $calls/a/status) $(cat $calls/a/stdout) $(cat $calls/a/stderr)" >&2
+sleep 0.5
+[ -e $calls/b/done ] && echo "b answered" >&2
+echo '{{"version":1,"reward":1.0}}' > "$SPECGAP_OUT/result.json"
+"#,
+        secret = secret.display(),
+        victim = victim.display()
+    );
+    let run = evaluator_run(pkg.dir.path(), &pkg.workspace, &script, Duration::from_secs(30));
+    let evaluation = evaluate(&run).unwrap();
+    assert!(!evaluation.stderr_tail.contains(SECRET), "{}", evaluation.stderr_tail);
+    assert!(evaluation.stderr_tail.starts_with("a: 125  specgap-candidate: unreadable call: stdin: "), "{}", evaluation.stderr_tail);
+    assert!(!evaluation.stderr_tail.contains("b answered"));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched\n");
 }

@@ -171,6 +171,30 @@ fn same_seed_gives_the_identical_interval() {
 }
 
 #[test]
+fn paired_resampling_is_resampling_of_differences() {
+    // Resampling aligned pairs and then differencing is the same as resampling the differences:
+    // with the same seed both draw the same case indices, so the intervals are identical.
+    let args = arguments(&cases("bootstrap_monte_carlo")[2]);
+    let (a, b) = (floats(&args["data"][0]), floats(&args["data"][1]));
+    let differences: Vec<f64> = a.iter().zip(&b).map(|(x, y)| x - y).collect();
+    let config = BootstrapConfig {
+        n_resamples: 3000,
+        ..BootstrapConfig::new(99)
+    };
+    let mean_difference = |x: &[f64], y: &[f64]| {
+        let d: Vec<f64> = x.iter().zip(y).map(|(p, q)| p - q).collect();
+        mean(&d)
+    };
+    let paired = bootstrap_paired(&a, &b, mean_difference, &config).unwrap();
+    let of_differences = bootstrap_case(&differences, mean, &config).unwrap();
+    assert_eq!(paired, of_differences);
+    assert!(
+        paired.low > 0.0,
+        "the fixture's conditions differ: {paired:?}"
+    );
+}
+
+#[test]
 fn degenerate_data_gives_nan_bca_endpoints_as_scipy() {
     // Every resample mean equals the estimate: q = (0 + B) / 2B = 1/2, so z0 = 0, but every
     // jackknife value is equal too, so the acceleration is 0/0 = NaN and the BCa levels are

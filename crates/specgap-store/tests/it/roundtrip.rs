@@ -9,7 +9,7 @@ use specgap_protocol::result::{Scored, ScoringKind, Signature, TestOutcome, Viol
 use specgap_protocol::run::EndReason;
 use specgap_store::*;
 
-use crate::{config, key, meta, result, summary};
+use crate::{config, key, meta, result, run_episode, summary};
 
 const START: &str = r#"{"version":1,
     "requirements":{"a":{"pass":false,"failure_mode":"stale","measured":{"open_rows":3},"detail":"3 rows"},
@@ -469,6 +469,36 @@ fn judgement_for_an_unknown_episode_is_refused() {
         err.to_string(),
         "episode feedfeedfeedfeed is not in the store"
     );
+}
+
+#[test]
+fn judgements_in_one_batch_are_all_or_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::create(tmp.path(), &config(7, None)).unwrap();
+    let id = run_episode(&store, 0, 1.0, 5);
+    let row = |episode: &str, target: &str, indices: Vec<u32>| JudgementRow {
+        episode: episode.to_string(),
+        judgement: Judgement {
+            judge: "offline".into(),
+            target: target.into(),
+            verdict: if indices.is_empty() { "missed" } else { "covered" }.into(),
+            matched_question_indices: indices,
+        },
+    };
+    store
+        .record_judgements(&[row(&id, "a", vec![0, 2]), row(&id, "b", vec![])])
+        .unwrap();
+    let stored = store.judgements().unwrap();
+    assert_eq!(stored, [row(&id, "a", vec![0, 2]), row(&id, "b", vec![])]);
+    // One unknown episode refuses the whole batch.
+    let err = store
+        .record_judgements(&[row(&id, "c", vec![1]), row("feedfeedfeedfeed", "a", vec![])])
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "episode feedfeedfeedfeed is not in the store"
+    );
+    assert_eq!(store.judgements().unwrap().len(), 2);
 }
 
 #[test]

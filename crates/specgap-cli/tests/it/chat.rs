@@ -1,0 +1,264 @@
+//! `specgap run --agent chat:<model> --user chat:<model>` against the hand-written
+//! OpenAI-compatible mock server of `specgap-agents` (shared by path): the flags reach the
+//! requests, the store and run.toml hold the configuration and usage, `show` and the report
+//! show usage and cost, `--max-cost` holds episodes back for `--resume`, and the API key
+//! appears nowhere in the run directory.
+
+use std::path::Path;
+use std::process::Output;
+
+use serde_json::{Value, json};
+use specgap_protocol::run::EndReason;
+use specgap_store::{Role, Status, Store};
+
+use crate::support::*;
+
+#[allow(dead_code)]
+#[path = "../../../specgap-agents/tests/it/mock_server.rs"]
+mod mock_server;
+
+use mock_server::{Captured, MockServer, Scripted, check_request, completion};
+
+const KEY_ENV: &str = "SPECGAP_CLI_CHAT_TEST_KEY";
+const KEY: &str = "sk-cli-5d1e77-distinctive-key";
+const USER_REPLY: &str = "I only know what I saw myself; please find the rest out from the project.";
+/// Every mock completion: 100 prompt tokens (40 cached), 20 completion tokens (5 reasoning).
+const PRICES: &str = "[models.\"mock\"]\ninput_per_mtok = 1.0\noutput_per_mtok = 2.0\ncached_input_per_mtok = 0.5\n";
+const PER_REQUEST_USD: f64 = (60.0 * 1.0 + 40.0 * 0.5 + 20.0 * 2.0) / 1_000_000.0;
+
+fn payment_retry() -> std::path::PathBuf {
+    repo().join("examples/tasks/payment-retry")
+}
+
+/// A competent agent on payment-retry: asks once, reads, writes the gold fix, submits. User
+/// requests (no tools offered) get [`USER_REPLY`].
+fn handler() -> impl Fn(&Captured, usize) -> Scripted + Send + Sync {
+    let gold = fs_err::read_to_string(payment_retry().join("solutions/gold/shop/checkout.py")).unwrap();
+    move |request, _| {
+        if request.body.get("tools").is_none() {
+            return Scripted::json(completion(Some(USER_REPLY), &[], "stop"));
+        }
+        let step = request.messages().iter().filter(|m| m["role"] == "assistant").count();
+        let call: Option<(&str, Value)> = match step {
+            0 => Some(("ask_user", json!({"question": "Which of the records should I trust most?"}))),
+            1 => Some(("read_text", json!({"path": "README.md"}))),
+            2 => Some(("write_text", json!({"path": "shop/checkout.py", "content": gold}))),
+            3 => Some(("submit", json!({"summary": "retries added"}))),
+            _ => None,
+        };
+        match call {
+            Some((tool, args)) => Scripted::json(completion(None, &[(&format!("c{step}"), tool, args)], "tool_calls")),
+            None => Scripted::json(completion(Some("All done."), &[], "stop")),
+        }
+    }
+}
+
+/// `specgap run` on payment-retry with the chat flags and `extra` arguments.
+fn chat_run(server: &MockServer, out: &Path, prices: &Path, extra: &[&str]) -> Output {
+    let mut cmd = specgap();
+    cmd.env(KEY_ENV, KEY)
+        .arg("run")
+        .arg(payment_retry())
+        .args(["--agent", "chat:mock", "--base-url", &server.url, "--api-key-env", KEY_ENV])
+        .args(["--user", "chat:mock", "--model-arg", "temperature=0", "--user-model-arg", "max_tokens=300"])
+        .args(["--condition", "partial,full", "--jobs", "1", "--max-retries", "1"])
+        .arg("--prices")
+        .arg(prices)
+        .arg("--out")
+        .arg(out)
+        .args(extra);
+    let output = cmd.output().expect("spawn specgap");
+    assert!(
+        output.status.success(),
+        "specgap failed with {:?}\nstdout:\n{}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+fn write_prices(dir: &Path) -> std::path::PathBuf {
+    let path = dir.join("prices.toml");
+    fs_err::write(&path, PRICES).unwrap();
+    path
+}
+
+/// Asserts `KEY` is in no file of `dir` (trajectories decompressed).
+fn assert_key_nowhere(dir: &Path) {
+    let mut files = 0;
+    for entry in walk(dir) {
+        files += 1;
+        let bytes = fs_err::read(&entry).unwrap();
+        assert!(!String::from_utf8_lossy(&bytes).contains(KEY), "the API key is in {}", entry.display());
+    }
+    assert!(files >= 4, "only {files} files in the run directory");
+    let store = Store::open(dir).unwrap();
+    for episode in store.episodes().unwrap() {
+        let trajectory = specgap_store::read_trajectory(store.dir(), &episode.id).unwrap();
+        assert!(!serde_json::to_string(&trajectory.events).unwrap().contains(KEY));
+    }
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in fs_err::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() { stack.push(path) } else { out.push(path) }
+        }
+    }
+    out
+}
+
+#[test]
+fn chat_agent_and_user_run_with_usage_in_the_store_show_and_report() {
+    let server = MockServer::start(handler());
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let prices = write_prices(tmp.path());
+    let output = chat_run(&server, &out, &prices, &[]);
+
+    // Requests: the key as bearer token, the model arguments, the tool-call invariants.
+    let requests = server.requests();
+    let (agent, user): (Vec<&Captured>, Vec<&Captured>) = requests.iter().partition(|r| r.body.get("tools").is_some());
+    assert_eq!((agent.len(), user.len()), (8, 2));
+    for request in &requests {
+        assert_eq!(request.path, "/v1/chat/completions");
+        assert_eq!(request.header("authorization"), Some(format!("Bearer {KEY}").as_str()));
+        assert_eq!(request.body["model"], "mock");
+    }
+    for request in &agent {
+        assert_eq!(request.body["temperature"], 0);
+        assert!(request.body.get("max_tokens").is_none());
+        assert!(request.body.get("stream").is_none_or(|s| s == false));
+        let names: Vec<String> = request.body["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap().to_string()).collect();
+        check_request(request, &names.iter().map(String::as_str).collect::<Vec<_>>());
+    }
+    assert!(user.iter().all(|r| r.body["max_tokens"] == 300 && r.body.get("temperature").is_none()));
+
+    // The store.
+    let store = Store::open(&out).unwrap();
+    let episodes = store.episodes().unwrap();
+    assert_eq!(episodes.len(), 2);
+    for e in &episodes {
+        assert_eq!((e.status, e.end_reason, e.final_score, e.submissions), (Status::Finished, Some(EndReason::Accepted), Some(1.0), 1), "{e:?}");
+    }
+    let questions = store.questions().unwrap();
+    assert_eq!(questions.len(), 2);
+    assert!(questions.iter().all(|q| q.question.text == "Which of the records should I trust most?" && q.question.answer == USER_REPLY));
+    let usage = store.usage().unwrap();
+    assert_eq!(usage.len(), 4);
+    for row in &usage {
+        let requests = if row.role == Role::Agent { 4 } else { 1 };
+        assert_eq!((row.usage.requests, row.usage.input_tokens, row.usage.cached_tokens, row.usage.output_tokens), (requests, 100 * requests, 40 * requests, 20 * requests));
+        assert!((row.usage.cost_usd - requests as f64 * PER_REQUEST_USD).abs() < 1e-12, "{row:?}");
+    }
+
+    // run.toml: the whole configuration, the key's variable, never the key.
+    let run_toml = fs_err::read_to_string(out.join("run.toml")).unwrap();
+    let config: toml::Table = toml::from_str(&run_toml).unwrap();
+    let agent_table = config["agents"].as_array().unwrap()[0]["config"].as_table().unwrap();
+    assert_eq!(agent_table["model"].as_str(), Some("mock"));
+    assert_eq!(agent_table["base_url"].as_str(), Some(server.url.as_str()));
+    assert_eq!(agent_table["api_key_env"].as_str(), Some(KEY_ENV));
+    assert_eq!(agent_table["prompt_version"].as_str(), Some(specgap_engine::PROMPT_VERSION));
+    assert_eq!(agent_table["model_args"]["temperature"].as_integer(), Some(0));
+    assert_eq!(agent_table["price"]["input_per_mtok"].as_float(), Some(1.0));
+    let user_table = config["users"].as_array().unwrap()[0]["config"].as_table().unwrap();
+    assert_eq!(user_table["user_prompt_version"].as_str(), Some(specgap_agents::chat::user::USER_PROMPT_VERSION));
+    assert_eq!(user_table["model_args"]["max_tokens"].as_integer(), Some(300));
+
+    // The report printed after the run shows usage and cost per group and role.
+    let report = String::from_utf8(output.stdout).unwrap();
+    assert!(report.contains("## Model usage and cost"), "{report}");
+    for condition in ["full", "partial"] {
+        let agent_row = format!("| chat:mock | {condition} | clean | agent | 1 | 4 | 0 | 400 | 160 | 80 | 20 | ");
+        let user_row = format!("| chat:mock | {condition} | clean | user | 1 | 1 | 0 | 100 | 40 | 20 | 5 | ");
+        let line = |start: &str| report.lines().find(|l| l.starts_with(start)).unwrap_or_else(|| panic!("no {start:?} in\n{report}"));
+        assert!(line(&agent_row).ends_with(" | 0.0005 | 0.0005 |"), "{}", line(&agent_row));
+        assert!(line(&user_row).ends_with(" | 0.0001 | 0.0001 |"), "{}", line(&user_row));
+    }
+
+    // `specgap show`: per episode, then per role for the run and for one episode.
+    let table = String::from_utf8(run_ok([std::ffi::OsStr::new("show"), out.as_os_str()]).stdout).unwrap();
+    let header = table.lines().next().unwrap();
+    assert!(header.ends_with("requests  tokens in/out  cost"), "{table}");
+    for e in &episodes {
+        let row = table.lines().find(|l| l.starts_with(&e.id)).unwrap();
+        assert!(row.ends_with("5         500/100        $0.0006"), "{row}");
+    }
+    assert!(table.contains("model usage of the run (all episodes and attempts):\n  agent 8 requests (0 retried) · 800 input tokens (320 cached) · 160 output tokens (40 reasoning) · "), "{table}");
+    assert!(table.contains("  user  2 requests (0 retried) · 200 input tokens (80 cached) · 40 output tokens (10 reasoning) · "), "{table}");
+    assert!(table.trim_end().ends_with("  total $0.0012"), "{table}");
+    let transcript = String::from_utf8(run_ok([std::ffi::OsStr::new("show"), out.as_os_str(), std::ffi::OsStr::new(&episodes[0].id)]).stdout).unwrap();
+    assert!(transcript.contains("  model usage:\n  agent 4 requests (0 retried) · 400 input tokens (160 cached) · 80 output tokens (20 reasoning) · "), "{transcript}");
+    assert!(transcript.contains("  user  1 requests (0 retried) · 100 input tokens (40 cached) · 20 output tokens (5 reasoning) · "), "{transcript}");
+    assert!(transcript.contains("  total $0.0006\n"), "{transcript}");
+
+    assert_key_nowhere(&out);
+}
+
+#[test]
+fn max_cost_holds_episodes_back_for_resume() {
+    let server = MockServer::start(handler());
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let prices = write_prices(tmp.path());
+    // One request already passes this limit: the first episode runs to its end, the second
+    // never starts.
+    let limit = format!("{}", PER_REQUEST_USD / 2.0);
+    let output = chat_run(&server, &out, &prices, &["--max-cost", &limit, "--no-report"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(&format!("the run's model cost is $0.0006, above --max-cost ${limit}: no further episodes start (1 not started; running ones finish)")), "{stderr}");
+    assert!(stderr.contains("2 episodes: 1 finished, 0 evaluation errors, 0 infrastructure errors, 0 interrupted, 0 already done; 0 not applicable; 1 not started because the run's model cost passed --max-cost"), "{stderr}");
+    let episodes = episodes(&out);
+    assert_eq!(episodes.len(), 1);
+    assert_eq!((episodes[0].status, episodes[0].end_reason), (Status::Finished, Some(EndReason::Accepted)));
+
+    let mut resume = specgap();
+    let output = resume.env(KEY_ENV, KEY).args(["run", "--no-report", "--resume"]).arg(&out).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("2 episodes: 1 finished, 0 evaluation errors, 0 infrastructure errors, 0 interrupted, 1 already done"), "{stderr}");
+    let episodes = crate::support::episodes(&out);
+    assert_eq!(episodes.len(), 2);
+    assert!(episodes.iter().all(|e| e.status == Status::Finished && e.final_score == Some(1.0)));
+    assert_key_nowhere(&out);
+}
+
+#[test]
+fn clarification_rounds_flag_limits_text_questions_of_a_chat_agent() {
+    // Every agent turn asks under the heading and calls no tool; the relay customer answers.
+    let server = MockServer::start(|_request: &Captured, _| {
+        let text = "## Questions for the client\n- How should a store be supplied when its own city's warehouse runs out?";
+        Scripted::json(completion(Some(text), &[], "stop"))
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let output = specgap()
+        .env_remove("OPENAI_API_KEY")
+        .arg("run")
+        .arg(repo().join("examples/tasks/retail-replenishment"))
+        .args(["--agent", "chat:mock", "--base-url", &server.url, "--condition", "interact", "--clarification-rounds", "2"])
+        .args(["--jobs", "1", "--no-report", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let rows = episodes(&out);
+    assert_eq!(rows.len(), 1);
+    assert_eq!((rows[0].status, rows[0].end_reason, rows[0].turns), (Status::Finished, Some(EndReason::ClarificationLimit), 3));
+    let store = Store::open(&out).unwrap();
+    let questions = store.questions().unwrap();
+    assert_eq!(questions.len(), 2);
+    assert!(questions.iter().all(|q| q.question.text == "How should a store be supplied when its own city's warehouse runs out?"));
+    // The agent got the first answer as a user message in the text-channel shape.
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    assert!(requests.iter().all(|r| r.header("authorization").is_none()));
+    let last_user = requests[1].messages().iter().rev().find(|m| m["role"] == "user").unwrap()["content"].as_str().unwrap().to_string();
+    assert!(last_user.starts_with("- How should a store be supplied when its own city's warehouse runs out?\n  "), "{last_user}");
+    assert_eq!(store.config().clarification_rounds, Some(2));
+}

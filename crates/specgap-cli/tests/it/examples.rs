@@ -1,0 +1,123 @@
+//! The bundled example suite (`examples/tasks`) and its replay scripts (`examples/scripts`):
+//! per-package outcomes of the scripted agents, pinned, and the scores the scripts' README
+//! promises.
+
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+
+use specgap_store::{Status, Store};
+
+use crate::support::*;
+
+/// `(task, agent, condition, start)` → final score of the one episode, for a whole run.
+fn final_scores(run: &Path) -> BTreeMap<(String, String, String, String), (f64, bool)> {
+    episodes(run)
+        .into_iter()
+        .map(|e| {
+            assert_eq!(e.status, Status::Finished, "{e:#?}");
+            let key = (e.task.clone(), e.agent.clone(), e.condition.clone(), e.start.clone());
+            (key, (e.final_score.expect("scored"), e.final_success.expect("scored")))
+        })
+        .collect()
+}
+
+fn key(task: &str, agent: &str, condition: &str, start: &str) -> (String, String, String, String) {
+    (format!("examples/{task}"), format!("scripted:{agent}"), condition.to_string(), start.to_string())
+}
+
+/// Pins, per package, what the default run (scripted gold, literal, starter under
+/// partial, full, literal, hidden from clean and every residual state) gives.
+pub fn assert_default_run_pins(run: &Path) {
+    let scores = final_scores(run);
+    // Requirement-scored owner tasks: 5 requirements each, literal meets only the stated one
+    // (1/5 = 0.2, examples/tasks/*/NOTES.md); scripted agents submit once, so Score@1..@4 all
+    // carry that value forward.
+    for task in ["payment-retry", "config-drift", "experiment-analysis"] {
+        for condition in ["partial", "full", "literal", "hidden"] {
+            assert_eq!(scores[&key(task, "gold", condition, "clean")], (1.0, true), "{task} gold {condition}");
+            assert_eq!(scores[&key(task, "literal", condition, "clean")], (0.2, false), "{task} literal {condition}");
+            assert_eq!(scores[&key(task, "starter", condition, "clean")], (0.0, false), "{task} starter {condition}");
+        }
+    }
+    // Delivery case: gold attains the reference; literal violates hard rules (void, 0);
+    // no plan at all is a schema failure (0). Feedback conditions do not apply (no observations).
+    assert_eq!(scores[&key("retail-replenishment", "gold", "hidden", "clean")], (1.0, true));
+    assert_eq!(scores[&key("retail-replenishment", "literal", "hidden", "clean")], (0.0, false));
+    assert_eq!(scores[&key("retail-replenishment", "starter", "hidden", "clean")], (0.0, false));
+    // Residual-start task: 11 hidden tests; the starter fails them all from clean; from a
+    // residual state the starter delivers the inherited work as it is (trim-only fails 2,
+    // root-refresh fails 1; their meta.toml lists them); gold passes everywhere.
+    for start in ["clean", "residual:trim-only", "residual:root-refresh"] {
+        assert_eq!(scores[&key("interval-tree", "gold", "hidden", start)], (1.0, true), "gold from {start}");
+    }
+    assert_eq!(scores[&key("interval-tree", "starter", "hidden", "clean")], (0.0, false));
+    assert_eq!(scores[&key("interval-tree", "starter", "hidden", "residual:trim-only")], (9.0 / 11.0, false));
+    assert_eq!(scores[&key("interval-tree", "starter", "hidden", "residual:root-refresh")], (10.0 / 11.0, false));
+    // 3 owner tasks × 3 agents × 4 conditions + retail 3 + interval (gold, starter) × 3 starts.
+    assert_eq!(scores.len(), 36 + 3 + 6);
+}
+
+fn script(name: &str) -> PathBuf {
+    repo().join("examples/scripts").join(name)
+}
+
+fn run_script(task: &str, script_name: &str, extra: &[&str]) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let agent = format!("replay:{}", script(script_name).display());
+    let suite = repo().join("examples/tasks").join(task);
+    let mut args: Vec<&OsStr> = vec![OsStr::new("run"), suite.as_os_str(), OsStr::new("--agent"), OsStr::new(&agent)];
+    args.extend(extra.iter().map(OsStr::new));
+    args.extend([OsStr::new("--jobs"), OsStr::new("2"), OsStr::new("--no-report"), OsStr::new("--out"), out.as_os_str()]);
+    run_ok(args);
+    (tmp, out)
+}
+
+/// Scores of every submission of the single episode under `condition` and `start`.
+fn submission_scores(run: &Path, condition: &str, start: &str) -> Vec<f64> {
+    let store = Store::open(run).unwrap();
+    let episode = store.episodes().unwrap().into_iter().find(|e| e.condition == condition && e.start == start).unwrap();
+    let mut subs: Vec<_> = store.submissions().unwrap().into_iter().filter(|s| s.episode == episode.id).collect();
+    subs.sort_by_key(|s| s.k);
+    subs.iter().map(|s| s.score.expect("valid evaluation")).collect()
+}
+
+#[test]
+fn payment_retry_careful_script_reacts_to_feedback_as_its_readme_says() {
+    // examples/scripts/README.md: 0.2, 0.6, 1.0 under partial and literal; one submission
+    // (0.2) under full, which gives no feedback.
+    let (_tmp, out) = run_script("payment-retry", "payment-retry-careful.jsonl", &["--condition", "partial,literal,full"]);
+    assert_eq!(submission_scores(&out, "partial", "clean"), [0.2, 0.6, 1.0]);
+    assert_eq!(submission_scores(&out, "literal", "clean"), [0.2, 0.6, 1.0]);
+    assert_eq!(submission_scores(&out, "full", "clean"), [0.2]);
+}
+
+#[test]
+fn retail_ask_first_script_asks_then_delivers_the_reference() {
+    let (_tmp, out) = run_script("retail-replenishment", "retail-ask-first.jsonl", &["--condition", "interact-req,hidden"]);
+    assert_eq!(submission_scores(&out, "interact-req", "clean"), [1.0]);
+    assert_eq!(submission_scores(&out, "hidden", "clean"), [1.0]);
+    let store = Store::open(&out).unwrap();
+    let episode = store.episodes().unwrap().into_iter().find(|e| e.condition == "interact-req").unwrap();
+    let questions: Vec<_> = store.questions().unwrap().into_iter().filter(|q| q.episode == episode.id).collect();
+    // One ask_user message carrying eight question units, one per clarification target
+    // (README); the closing statement without a question mark unlocks the tools and is not
+    // recorded as a question.
+    assert_eq!(questions.len(), 1);
+    let mut matched = questions[0].question.matched_targets.clone();
+    matched.sort();
+    matched.dedup();
+    assert_eq!(matched.len(), 8, "{matched:?}");
+}
+
+#[test]
+fn interval_scripts_keep_or_verify_the_inherited_work() {
+    let flags = ["--condition", "partial", "--feedback", "off", "--profile", "shell", "--start", "residual:all"];
+    let (_tmp, keep) = run_script("interval-tree", "interval-keep-inherited.jsonl", &flags);
+    assert_eq!(submission_scores(&keep, "partial+feedback=off+profile=shell", "residual:trim-only"), [9.0 / 11.0]);
+    assert_eq!(submission_scores(&keep, "partial+feedback=off+profile=shell", "residual:root-refresh"), [10.0 / 11.0]);
+    let (_tmp2, verify) = run_script("interval-tree", "interval-verify-inherited.jsonl", &flags);
+    assert_eq!(submission_scores(&verify, "partial+feedback=off+profile=shell", "residual:trim-only"), [1.0]);
+    assert_eq!(submission_scores(&verify, "partial+feedback=off+profile=shell", "residual:root-refresh"), [1.0]);
+}
