@@ -39,7 +39,7 @@ fn gold_succeeds_at_once_and_starter_scores_zero() {
     // run.toml holds the resolved configuration.
     let config = Store::open(&out).unwrap().config().clone();
     assert_eq!(config.conditions, ["partial", "full"]);
-    assert_eq!(config.starts, ["clean"]);
+    assert_eq!(config.starts, ["clean", "residual:all"]);
     assert_eq!(config.retries, 2);
     assert_eq!(config.tasks[0].name, "fixtures/req-basic");
     assert_eq!(config.agents.iter().map(|a| a.spec.as_str()).collect::<Vec<_>>(), ["scripted:gold", "scripted:starter"]);

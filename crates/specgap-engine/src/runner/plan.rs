@@ -118,7 +118,7 @@ pub struct Skipped {
     pub agent: String,
     /// Canonical condition.
     pub condition: String,
-    /// Start (`residual:all` stays as given when the task has no residual state).
+    /// Start (canonical).
     pub start: String,
     /// Why it does not apply.
     pub reason: String,
@@ -152,16 +152,9 @@ pub fn plan(input: &PlanInput<'_>, agents: &dyn AgentApplicability) -> Result<Pl
             let agent_verdict = agents.applicable(agent, package);
             for condition in input.conditions {
                 for start_spec in input.starts {
+                    // `residual:all` on a task without residual states expands to no start
+                    // at all: an empty set, not an inapplicable combination (docs/decisions.md).
                     let starts = expand_starts(start_spec, package)?;
-                    if starts.is_empty() {
-                        not_applicable.push(Skipped {
-                            task: package.name().to_string(),
-                            agent: agent.spec.clone(),
-                            condition: condition.canonical(),
-                            start: start_spec.clone(),
-                            reason: "start residual:all needs at least one residual state".to_string(),
-                        });
-                    }
                     for start in starts {
                         let verdict = agent_verdict.clone().and_then(|()| applicability(package, condition, &start));
                         if let Err(why) = verdict {
