@@ -305,7 +305,7 @@ pub fn run_episode(
                 };
                 writer.event(EventKind::Error {
                     class: class.into(),
-                    message: error_chain(&error),
+                    message: specgap_protocol::text::error_chain(&error),
                     stderr_tail: error.stderr_tail().to_string(),
                 })?;
                 writer.event(EventKind::End { reason: error.end_reason().as_str().into(), detail: String::new() })?;
@@ -315,19 +315,6 @@ pub fn run_episode(
     }
 }
 
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let line = cause.to_string();
-        if !text.contains(&line) {
-            text.push_str(": ");
-            text.push_str(&line);
-        }
-        source = cause.source();
-    }
-    text
-}
 
 /// Consecutive counters of the loop rules.
 #[derive(Debug, Default)]

@@ -6,7 +6,7 @@
 //! is reported the user gets its incident; every later time the incident and the detail,
 //! with `{key}` placeholders filled from that requirement's `measured` values.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use specgap_protocol::result::EvalResult;
 use specgap_task::TaskPackage;
@@ -19,19 +19,7 @@ pub fn failing_requirement<'a>(package: &'a TaskPackage, result: &EvalResult) ->
     package.requirement_ids().iter().find(|id| outcomes.get(id.as_str()).is_some_and(|o| !o.pass)).map(String::as_str)
 }
 
-/// Fills `{key}` placeholders from measured values: strings without quotes, other values as
-/// compact JSON (`3`, `0.25`, `true`). Unknown keys are left as written.
-pub fn fill_placeholders(template: &str, measured: &BTreeMap<String, serde_json::Value>) -> String {
-    let mut out = template.to_string();
-    for (key, value) in measured {
-        let text = match value {
-            serde_json::Value::String(s) => s.clone(),
-            other => other.to_string(),
-        };
-        out = out.replace(&format!("{{{key}}}"), &text);
-    }
-    out
-}
+pub use specgap_protocol::text::fill_placeholders;
 
 /// Remembers which failure modes were already reported in an episode, so the second report
 /// of a mode escalates to incident + detail.
@@ -66,6 +54,7 @@ pub const NO_OBSERVATION: &str = "I tried the delivery and it is not what the pr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     #[test]
     fn placeholders_fill_from_measured() {

@@ -140,9 +140,12 @@ pub fn sections(report: &Report) -> Vec<Section> {
         chart: None,
     });
 
+    // Groups that exist only because a combination was not applicable have no outcome to
+    // show; they stay in the end-reasons section, which lists them.
     let outcome_rows: Vec<Vec<String>> = report
         .groups
         .iter()
+        .filter(|g| g.episodes > 0)
         .map(|g| {
             let mut row = key_cells(dims, &g.key);
             row.push(g.episodes.to_string());
@@ -155,7 +158,7 @@ pub fn sections(report: &Report) -> Vec<Section> {
     out.push(Section {
         id: "outcomes",
         title: "Outcomes: Score@k and Success@k (seed 000)".into(),
-        text: vec!["Percent over scored episodes. An episode that ended after fewer than k submissions carries its last values forward; episodes that ended in an evaluation or infrastructure error are counted apart (last section).".into()],
+        text: vec!["Percent over scored episodes. An episode that ended after fewer than k submissions carries its last values forward; episodes that ended in an evaluation or infrastructure error, and combinations that were not applicable, are counted apart (last section).".into()],
         tables: vec![table(
             "Score@k and Success@k, k = 1..4.",
             dims,

@@ -833,14 +833,7 @@ fn list_or_none(items: &[&str]) -> String {
 
 /// An evaluation error with its chain of causes, `: `-joined, in one line.
 pub fn describe_error_chain(err: &EvaluateError) -> String {
-    let mut text = err.to_string();
-    let mut source = std::error::Error::source(err);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(cause.to_string().trim());
-        source = cause.source();
-    }
-    text
+    specgap_protocol::text::error_chain(err)
 }
 
 /// An evaluation error in one line: its message, its causes, and the last stderr line.

@@ -110,7 +110,7 @@ pub fn eval_dir(
                 requirement: line.id.clone(),
                 failure_mode: observation.failure_mode.clone(),
                 incident: observation.incident.clone(),
-                detail: fill(&observation.detail, &line.measured),
+                detail: specgap_protocol::text::fill_placeholders(&observation.detail, &line.measured),
             })
         });
     Ok(EvalReport {
@@ -128,18 +128,6 @@ pub fn eval_dir(
     })
 }
 
-/// `{key}` → the measured value (strings bare, other JSON compact); unknown keys stay.
-fn fill(template: &str, measured: &BTreeMap<String, serde_json::Value>) -> String {
-    let mut out = template.to_owned();
-    for (key, value) in measured {
-        let text = match value {
-            serde_json::Value::String(s) => s.clone(),
-            other => other.to_string(),
-        };
-        out = out.replace(&format!("{{{key}}}"), &text);
-    }
-    out
-}
 
 fn measured_text(measured: &BTreeMap<String, serde_json::Value>) -> String {
     let parts: Vec<String> = measured

@@ -628,25 +628,11 @@ fn attempt(ctx: &WorkerContext<'_, '_>, episode: &PlannedEpisode) -> Result<Atte
         }),
         Err(error @ EpisodeError::Infrastructure { .. }) => {
             let deterministic = error.deterministic();
-            Ok(Attempt::Failed { writer: Box::new(writer), failure: infra(error_chain(&error), deterministic) })
+            Ok(Attempt::Failed { writer: Box::new(writer), failure: infra(specgap_protocol::text::error_chain(&error), deterministic) })
         }
     }
 }
 
-/// An error and its causes, joined by `: ` (causes already in the text are skipped).
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let line = cause.to_string();
-        if !text.contains(&line) {
-            text.push_str(": ");
-            text.push_str(&line);
-        }
-        source = cause.source();
-    }
-    text
-}
 
 /// The scoring kind recorded when the package alone does not decide it: delivery cases are
 /// delivery-scored unless their evaluator reports tests, other tasks test- or reward-scored;

@@ -1,0 +1,69 @@
+//! Small text rules every crate applies the same way: observation placeholders and one-line
+//! error chains.
+
+use std::collections::BTreeMap;
+
+/// Fills `{key}` placeholders of an observation detail (DESIGN §2 `observations.toml`) from
+/// the evaluator's `measured` values: strings bare, other JSON values compact (`3`, `0.25`,
+/// `true`). Unknown placeholders are left as written, so a missing value shows instead of
+/// vanishing.
+pub fn fill_placeholders(template: &str, measured: &BTreeMap<String, serde_json::Value>) -> String {
+    let mut out = template.to_string();
+    for (key, value) in measured {
+        let text = match value {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        out = out.replace(&format!("{{{key}}}"), &text);
+    }
+    out
+}
+
+/// An error and its causes on one line, joined by `: `; a cause whose text the line already
+/// holds is skipped (many errors repeat their source in their own message).
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let line = cause.to_string();
+        let line = line.trim();
+        if !text.contains(line) {
+            text.push_str(": ");
+            text.push_str(line);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_take_strings_bare_and_numbers_compact() {
+        let mut measured = BTreeMap::new();
+        measured.insert("env".to_string(), serde_json::json!("prod"));
+        measured.insert("rows".to_string(), serde_json::json!(3));
+        assert_eq!(fill_placeholders("{rows} rows in {env}; {missing}", &measured), "3 rows in prod; {missing}");
+    }
+
+    #[derive(Debug)]
+    struct Outer(std::io::Error);
+    impl std::fmt::Display for Outer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "cannot read task.toml")
+        }
+    }
+    impl std::error::Error for Outer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn error_chain_joins_causes_once() {
+        let err = Outer(std::io::Error::new(std::io::ErrorKind::NotFound, "no such file"));
+        assert_eq!(error_chain(&err), "cannot read task.toml: no such file");
+    }
+}
