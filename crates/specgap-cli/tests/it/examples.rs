@@ -121,3 +121,79 @@ fn interval_scripts_keep_or_verify_the_inherited_work() {
     assert_eq!(submission_scores(&verify, "partial+feedback=off+profile=shell", "residual:trim-only"), [1.0]);
     assert_eq!(submission_scores(&verify, "partial+feedback=off+profile=shell", "residual:root-refresh"), [1.0]);
 }
+
+/// Runs of the example suite with the example scripts give a value for every measure family
+/// of the report (issue "Measures …", done-when), and `compare` works on two such runs.
+#[test]
+fn example_runs_fill_every_measure_family_and_compare_works() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |name: &str, task: &str, agents: &str, extra: &[&str]| -> PathBuf {
+        let out = tmp.path().join(name);
+        let suite = repo().join("examples/tasks").join(task);
+        let mut args: Vec<String> = vec!["run".into(), suite.display().to_string(), "--agent".into(), agents.into()];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args.extend(["--jobs", "2", "--no-report", "--out"].map(String::from));
+        args.push(out.display().to_string());
+        run_ok(&args);
+        out
+    };
+    let careful = format!("replay:{}", script("payment-retry-careful.jsonl").display());
+    let ask_first = format!("replay:{}", script("retail-ask-first.jsonl").display());
+    let keep = format!("replay:{}", script("interval-keep-inherited.jsonl").display());
+    let verify = format!("replay:{}", script("interval-verify-inherited.jsonl").display());
+    let owner = run("owner", "payment-retry", &format!("{careful},scripted:literal"), &["--condition", "partial,literal,full"]);
+    let delivery = run(
+        "delivery",
+        "retail-replenishment",
+        &format!("{ask_first},scripted:gold,scripted:starter"),
+        &["--condition", "interact,interact-req,hidden,oracle:0.5", "--repeats", "3"],
+    );
+    let residual = run(
+        "residual",
+        "interval-tree",
+        &format!("{keep},{verify}"),
+        &["--condition", "partial", "--feedback", "off", "--profile", "shell", "--start", "clean,residual:all"],
+    );
+    let output = run_ok([
+        OsStr::new("report"),
+        owner.as_os_str(),
+        delivery.as_os_str(),
+        residual.as_os_str(),
+        OsStr::new("--format"),
+        OsStr::new("json"),
+    ]);
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!((report["schema"].as_str(), report["version"].as_u64()), (Some("specgap-report"), Some(1)));
+    let groups = report["groups"].as_array().unwrap();
+    let any = |field: &str| groups.iter().any(|g| g.get(field).is_some());
+    // seed 000: Score@k everywhere; In-round / Ahead from the careful script's resubmissions.
+    assert!(groups.iter().all(|g| g["episodes"].as_u64() == Some(0) || g["outcomes"]["scored"].as_u64() > Some(0)));
+    assert!(any("resolution"), "no In-round / Ahead");
+    assert!(!report["outcome_costs"].as_array().unwrap().is_empty(), "no outcome cost");
+    // seed 002: Quality / DSR / pass@3 / pass^3, clarification measures, zero-score signatures,
+    // the oracle curve, Recall against Quality over four groups.
+    let delivery_groups: Vec<_> = groups.iter().filter(|g| g.get("delivery").is_some()).collect();
+    assert!(delivery_groups.iter().any(|g| g["delivery"]["pass_k"]["k"] == 3), "no pass@3");
+    let asked = groups
+        .iter()
+        .find(|g| g["key"]["agent"].as_str() == Some(ask_first.as_str()) && g["key"]["condition"] == "interact-req")
+        .unwrap();
+    assert_eq!(asked["clarification"]["recall"]["mean"], 1.0);
+    assert_eq!(asked["clarification"]["ask_f1"]["mean"], 1.0);
+    assert!(any("zero_scores"), "no zero-score signatures");
+    assert!(!report["oracle"].as_array().unwrap().is_empty(), "no oracle curve");
+    assert!(report.get("recall_quality").is_some(), "no Recall against Quality");
+    // seed 001: Res, Clean, Gap and the acceptance-bias measures.
+    let residual_rows = report["residual"].as_array().unwrap();
+    assert!(!residual_rows.is_empty(), "no residual rows");
+
+    let compare = run_ok([
+        OsStr::new("compare"),
+        delivery.as_os_str(),
+        delivery.as_os_str(),
+        OsStr::new("--format"),
+        OsStr::new("json"),
+    ]);
+    let compare: serde_json::Value = serde_json::from_slice(&compare.stdout).unwrap();
+    assert_eq!(compare["schema"], "specgap-compare");
+}

@@ -5,5 +5,6 @@ mod check;
 mod check_logic;
 mod discover;
 mod eval;
+mod examples;
 mod load;
 mod support;

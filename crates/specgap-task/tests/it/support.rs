@@ -25,6 +25,15 @@ impl Copy {
         Copy { _tmp: tmp, root }
     }
 
+    /// Copies the bundled example package `examples/tasks/<name>`.
+    pub fn of_example(name: &str) -> Copy {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join(name);
+        let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/tasks").join(name);
+        copy_tree(&source, &root);
+        Copy { _tmp: tmp, root }
+    }
+
     /// A path inside the copy.
     pub fn path(&self, rel: &str) -> PathBuf {
         self.root.join(rel)
