@@ -9,6 +9,7 @@
 //! | need | function | reference |
 //! | --- | --- | --- |
 //! | interval for a case-level measure (Quality, Recall, …) | [`bootstrap_case`] | `scipy.stats.bootstrap` |
+//! | the same for a mean, fast path (bit-equal to `bootstrap_case` with [`mean_or_nan`]) | [`bootstrap_mean`] | same |
 //! | interval for a paired difference between conditions | [`bootstrap_paired`] | `scipy.stats.bootstrap(paired=True)` |
 //! | interval for anything computed from case indices (clusters, ρ, κ) | [`bootstrap_indices`] | same |
 //! | paired test of two conditions over cases | [`wilcoxon()`], [`wilcoxon_paired`] | `scipy.stats.wilcoxon` |
@@ -67,8 +68,8 @@ pub mod wilcoxon;
 
 pub use bootstrap::{
     BootstrapConfig, BootstrapInterval, ConfidenceInterval, IntervalMethod, bca_acceleration,
-    bca_bias_correction, bca_interval, bootstrap_case, bootstrap_indices, bootstrap_paired,
-    percentile_interval, resample_statistics,
+    bca_bias_correction, bca_interval, bootstrap_case, bootstrap_indices, bootstrap_mean,
+    bootstrap_paired, percentile_interval, resample_statistics,
 };
 pub use describe::{
     MeanSd, mean, mean_or_nan, mean_sd, median, pairwise_sum, rank_average, sample_sd,

@@ -3,14 +3,14 @@
 //! Two kinds of check. (1) Deterministic: scipy read intervals off a bootstrap distribution
 //! stored in the fixture (`n_resamples=0, bootstrap_result=...`); the same distribution through
 //! `percentile_interval` / `bca_interval` must give the same endpoints to rounding. (2) Monte
-//! Carlo: scipy resampled 100,000 times with numpy's generator, we resample with ChaCha8; the
-//! endpoints must agree within Monte Carlo error.
+//! Carlo: scipy resampled 100,000 times with numpy's generator, we resample with our
+//! xoshiro256++ stream; the endpoints must agree within Monte Carlo error.
 
 use crate::fixture::{arguments, assert_close, cases, floats, num};
 use serde_json::Value;
 use specgap_stats::{
     BootstrapConfig, IntervalMethod, StatsError, bca_acceleration, bca_bias_correction,
-    bca_interval, bootstrap_case, bootstrap_indices, bootstrap_paired, mean_or_nan,
+    bca_interval, bootstrap_case, bootstrap_indices, bootstrap_mean, bootstrap_paired, mean_or_nan,
     percentile_interval,
 };
 
@@ -111,7 +111,11 @@ fn resampled_intervals_agree_with_scipy_within_monte_carlo_error() {
             .map(floats)
             .collect();
         let ours = match samples.as_slice() {
-            [cases] => bootstrap_case(cases, mean, &config).unwrap(),
+            [cases] => {
+                let fast = bootstrap_mean(cases, &config).unwrap();
+                assert_eq!(fast, bootstrap_case(cases, mean, &config).unwrap());
+                fast
+            }
             [a, b] => bootstrap_paired(a, b, |x, y| mean(x) - mean(y), &config).unwrap(),
             _ => panic!("one or two samples"),
         };
@@ -273,4 +277,45 @@ fn invalid_input_is_a_typed_error() {
         bootstrap_case(&[1.0, f64::NAN], mean, &config),
         Err(StatsError::NonFinite { .. })
     ));
+}
+
+#[test]
+fn the_mean_fast_path_gives_the_general_paths_interval_bit_for_bit() {
+    // Up to 128 cases bootstrap_mean never writes a resample out; above, it is the general
+    // path. Either way every interval field must be identical, for both methods and for case
+    // counts with every remainder modulo numpy's eight accumulators. The values have long
+    // binary expansions, so sums in another order would round differently.
+    for n in [2, 3, 7, 8, 9, 15, 16, 49, 100, 127, 128, 129, 300] {
+        let cases: Vec<f64> = (0..n).map(|i| ((i * 7919) % 101) as f64 / 7.0).collect();
+        for method in [IntervalMethod::Percentile, IntervalMethod::Bca] {
+            let config = BootstrapConfig {
+                n_resamples: 500,
+                method,
+                ..BootstrapConfig::new(n as u64)
+            };
+            let fast = bootstrap_mean(&cases, &config).unwrap();
+            let general = bootstrap_case(&cases, mean, &config).unwrap();
+            assert_eq!(fast, general, "n = {n}, {method:?}");
+            assert!(
+                fast.low < fast.estimate && fast.estimate < fast.high,
+                "n = {n}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_mean_fast_path_rejects_what_the_general_path_rejects() {
+    let config = BootstrapConfig::new(0);
+    for cases in [&[1.0][..], &[1.0, f64::INFINITY][..], &[][..]] {
+        assert_eq!(
+            bootstrap_mean(cases, &config),
+            bootstrap_case(cases, mean, &config),
+            "{cases:?}"
+        );
+        assert!(bootstrap_mean(cases, &config).is_err());
+    }
+    let constant = [0.5; 10];
+    let bca = bootstrap_mean(&constant, &config).unwrap();
+    assert!(bca.low.is_nan() && bca.high.is_nan());
 }
