@@ -2,7 +2,11 @@
 """Episode-throughput measurement: specgap vs inspect_ai, runs interleaved.
 
 Usage (run.sh calls this; paths relative to the repository root):
-    measure.py --runs 5 --out bench/out/episodes [--jobs 8] [--quiet-wait 120]
+    measure.py --runs 5 --out bench/out/episodes [--jobs 8] [--quiet-wait 120] [--only SUBSTRING]...
+
+Variants: specgap on one task with --repeats 200; specgap on 200 generated task dirs (OUT/copies,
+made by make_copies.sh); inspect_ai with 200 samples; and, only when asked for with
+`--only no-sandbox`, specgap --no-sandbox (harness cost without bubblewrap).
 
 Each round runs every variant once, in turn (A B C, A B C, ...), so a neighbour's load on this
 shared machine hits all variants alike. For every run it records wall time, the CPU time of the
@@ -107,12 +111,19 @@ def variants(args, out):
             [specgap, "run", str(out / "copies"), *common, "--out", str(out / f"dirs-{i}")],
             lambda _: check_specgap(out / f"dirs-{i}"),
         ),
+        "specgap --no-sandbox, 1 task x --repeats 200": lambda i: (
+            [specgap, "run", str(HERE / "task"), *common, "--no-sandbox", "--repeats", str(EPISODES),
+             "--out", str(out / f"nosandbox-{i}")],
+            lambda _: check_specgap(out / f"nosandbox-{i}"),
+        ),
         "inspect_ai, 200 samples (local)": lambda i: (
             [python, str(HERE / "inspect_run.py"), str(out / f"inspect-{i}"), "--max-samples", str(args.jobs)],
             check_inspect,
         ),
     }
-    return {name: found[name] for name in found if not args.only or any(s in name for s in args.only)}
+    if not args.only:
+        return {name: make for name, make in found.items() if "--no-sandbox" not in name}
+    return {name: make for name, make in found.items() if any(s in name for s in args.only)}
 
 
 def main():
@@ -121,16 +132,19 @@ def main():
     parser.add_argument("--jobs", type=int, default=8)
     parser.add_argument("--out", type=Path, default=ROOT / "bench/out/episodes")
     parser.add_argument("--quiet-wait", type=float, default=120.0)
-    parser.add_argument("--only", action="append", help="substring of a variant name (repeatable)")
+    parser.add_argument("--only", action="append",
+                        help="substring of a variant name (repeatable); default: all but --no-sandbox")
     args = parser.parse_args()
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     # A run directory left by an earlier invocation would make specgap resume it.
-    for prefix in ("ours", "dirs", "inspect", "stdout"):
+    for prefix in ("ours", "dirs", "nosandbox", "inspect", "stdout"):
         for stale in out.glob(f"{prefix}-*"):
             shutil.rmtree(stale) if stale.is_dir() else stale.unlink()
     rows = []
     chosen = variants(args, out)
+    if any("task dirs" in name for name in chosen) and not (out / "copies").is_dir():
+        subprocess.run([str(HERE / "make_copies.sh"), str(out / "copies"), str(EPISODES)], check=True)
     for i in range(1, args.runs + 1):
         for name, make in chosen.items():
             argv, check = make(i)

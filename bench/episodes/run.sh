@@ -8,7 +8,9 @@
 # 3. runs 200 episodes of it with specgap (--repeats 200, and 200 generated task dirs) and 200
 #    samples with inspect_ai (bench/episodes/inspect_task.py, sandbox "local"), interleaved,
 #    RUNS times each, and prints medians (bench/episodes/measure.py);
-# 4. startup time of `specgap --version` (hyperfine) and peak RSS of `specgap run` at --jobs 64.
+# 4. where an episode's time goes (phases from the trajectories, --jobs 8 and --jobs 1);
+# 5. startup time of `specgap --version` (hyperfine) and peak RSS of `specgap run` at --jobs 64
+#    (/usr/bin/time -v: the largest single process of the tree, i.e. specgap itself).
 #
 # Everything it writes goes to bench/out/episodes (gitignored). The machine is shared: the
 # measurement waits for a quiet moment before each run and reports the load of other tenants.
@@ -31,8 +33,7 @@ command -v hyperfine >/dev/null || { echo "hyperfine is missing: apt-get install
 
 echo "## machine"
 echo "nproc: $(nproc); memory: $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo); kernel $(uname -r)"
-lscpu | head -8 | sed -n '1p;5p;6p;8p'
-lscpu | grep -E '^(Model name|Hypervisor vendor)'
+lscpu | grep -E '^(Architecture|CPU\(s\)|Model name|Thread\(s\) per core|Core\(s\) per socket|Hypervisor vendor):' | tr -s ' '
 echo "specgap $($specgap --version | awk '{print $2}') at commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates || echo ' (+ uncommitted changes in crates/)')"
 echo "inspect_ai $(bench/.venv/bin/python -c 'import inspect_ai; print(inspect_ai.__version__)'), $(bench/.venv/bin/python --version)"
 echo "$(bwrap --version), $(git --version), $(hyperfine --version)"
@@ -45,8 +46,20 @@ bench/episodes/make_copies.sh "$out/copies" 200
 python3 bench/episodes/measure.py --runs "$runs" --jobs 8 --out "$out"
 
 echo; echo "## startup: specgap --version"
-hyperfine -N --warmup 20 --runs 300 --export-json "$out/startup.json" "$specgap --version" 2>&1 | grep -E 'Time|Range'
-hyperfine -N --warmup 1 --runs 5 "bench/.venv/bin/inspect --version" 2>&1 | grep -E 'Time|Range' | sed 's/^/inspect --version: /'
+median_ms() { python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['results'][0]; print(f\"median {r['median']*1000:.1f} ms (mean {r['mean']*1000:.1f} ms, min {r['min']*1000:.1f} ms, max {r['max']*1000:.1f} ms, {len(r['times'])} runs)\")" "$1"; }
+hyperfine -N --warmup 20 --runs 300 --export-json "$out/startup.json" "$specgap --version" >/dev/null 2>&1
+echo "specgap --version: $(median_ms "$out/startup.json")"
+hyperfine -N --warmup 1 --runs 5 --export-json "$out/startup-inspect.json" "bench/.venv/bin/inspect --version" >/dev/null 2>&1
+echo "inspect --version (for scale): $(median_ms "$out/startup-inspect.json")"
+
+echo; echo "## where an episode's time goes: phases (bench/episodes/phases.py)"
+echo "### --jobs 8, round 1 of the throughput measurement"
+python3 bench/episodes/phases.py "$out/ours-1"
+echo "### --jobs 1, 50 episodes"
+rm -rf "$out/jobs1"
+$specgap run bench/episodes/task --agent replay:bench/episodes/replay.jsonl --condition hidden \
+  --repeats 50 --jobs 1 --no-report --out "$out/jobs1" 2>/dev/null
+python3 bench/episodes/phases.py "$out/jobs1"
 
 echo; echo "## peak RSS: specgap run, 200 episodes at --jobs 64 (/usr/bin/time -v, 3 runs)"
 for i in 1 2 3; do

@@ -53,6 +53,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    restore_default_sigpipe();
     let cli = Cli::parse();
     init_logging(cli.verbose);
     let outcome = match cli.command {
@@ -70,6 +71,20 @@ fn main() -> ExitCode {
             eprintln!("error: {err:#}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// Lets a closed stdout end the process quietly, as it does for other command-line tools.
+///
+/// Rust starts programs with SIGPIPE ignored, so writing to a closed pipe
+/// (`specgap show RUN | head`) returns an error and `print!` panics on it. With the default
+/// disposition the kernel ends the process on that write instead, which is what a pipeline
+/// expects.
+fn restore_default_sigpipe() {
+    // SAFETY: called first thing in `main`, before any other thread exists; setting a signal's
+    // disposition to SIG_DFL installs no handler code and touches no Rust state.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 

@@ -59,7 +59,11 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
         args.format,
     )?;
     match &args.out {
-        Some(path) => fs_err::write(path, text)?,
+        Some(path) => {
+            fs_err::write(path, text)?;
+            // The file is the output; one line on stderr says where it went.
+            eprintln!("report written to {}", path.display());
+        }
         None => print!("{text}"),
     }
     Ok(ExitCode::SUCCESS)

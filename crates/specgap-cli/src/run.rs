@@ -214,6 +214,9 @@ struct Resolved {
 
 /// Runs `specgap run`.
 pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
+    if args.jobs == Some(0) {
+        bail!("--jobs must be at least 1");
+    }
     let jobs = args.jobs.unwrap_or_else(default_jobs).max(1);
     let (out, store, resolved, plan, resuming) = match &args.resume {
         Some(dir) => {

@@ -15,6 +15,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use specgap_protocol::event::{Event, EventKind, Usage, UserMessageKind};
+use specgap_protocol::run::RunConfig;
 use specgap_store::{EpisodeDetail, EpisodeRow, Role, Store, UsageRow};
 
 /// Arguments of `specgap show`.
@@ -33,7 +34,7 @@ pub struct Args {
 pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
     let store = Store::open(&args.run).with_context(|| format!("cannot open run {}", args.run.display()))?;
     let text = match &args.episode {
-        None => episode_table(&store.episodes()?, &store.usage()?),
+        None => episode_table(&store.episodes()?, &store.usage()?, has_price_table(store.config())),
         Some(prefix) => {
             let id = resolve_id(&store, prefix)?;
             let limits = if args.full { Limits::NONE } else { Limits::DEFAULT };
@@ -54,10 +55,22 @@ fn resolve_id(store: &Store, prefix: &str) -> anyhow::Result<String> {
     }
 }
 
-/// Renders the run's episodes as an aligned text table; when `usage` has rows, each episode
-/// also shows its model requests, tokens (input / output) and cost over all roles and
-/// attempts, and the run's totals per role follow the table.
-pub fn episode_table(episodes: &[EpisodeRow], usage: &[UsageRow]) -> String {
+/// Whether the run priced model calls: a chat component stores its `price` only when
+/// `--prices` gave one, so without it every cost is an unknown, not $0.
+fn has_price_table(config: &RunConfig) -> bool {
+    config.agents.iter().chain(&config.users).any(|c| c.config.contains_key("price"))
+}
+
+/// Renders the run's episodes as an aligned text table, sorted by task, agent, condition,
+/// start and repeat; when `usage` has rows, each episode also shows its model requests, tokens
+/// (input / output) and cost over all roles and attempts (`—` when `priced` is false: the run
+/// had no price table), and the run's totals per role follow the table.
+pub fn episode_table(episodes: &[EpisodeRow], usage: &[UsageRow], priced: bool) -> String {
+    let mut episodes: Vec<&EpisodeRow> = episodes.iter().collect();
+    episodes.sort_by(|a, b| {
+        (&a.task, &a.agent, &a.condition, &a.start, a.repeat, &a.id).cmp(&(&b.task, &b.agent, &b.condition, &b.start, b.repeat, &b.id))
+    });
+    let cost = |usd: f64| if priced { dollars(usd) } else { NO_PRICE.to_string() };
     let mut header = vec!["id", "task", "agent", "condition", "start", "repeat", "status", "end reason", "subs", "final score"];
     let with_usage = !usage.is_empty();
     if with_usage {
@@ -81,7 +94,7 @@ pub fn episode_table(episodes: &[EpisodeRow], usage: &[UsageRow]) -> String {
             if with_usage {
                 let total = summed(usage.iter().filter(|u| u.episode == e.id));
                 row.extend(match total {
-                    Some(t) => [t.requests.to_string(), format!("{}/{}", t.input_tokens, t.output_tokens), dollars(t.cost_usd)],
+                    Some(t) => [t.requests.to_string(), format!("{}/{}", t.input_tokens, t.output_tokens), cost(t.cost_usd)],
                     None => ["—".to_string(), "—".to_string(), "—".to_string()],
                 });
             }
@@ -107,7 +120,7 @@ pub fn episode_table(episodes: &[EpisodeRow], usage: &[UsageRow]) -> String {
     let _ = writeln!(out, "{} episode(s)", episodes.len());
     if with_usage {
         out.push_str("model usage of the run (all episodes and attempts):\n");
-        out.push_str(&role_lines(usage.iter()));
+        out.push_str(&role_lines(usage.iter(), priced));
     }
     out
 }
@@ -121,13 +134,17 @@ fn summed<'a>(rows: impl Iterator<Item = &'a UsageRow>) -> Option<Usage> {
     })
 }
 
+/// The cost cell of a run without a price table.
+const NO_PRICE: &str = "—";
+
 /// US dollars with four decimals (model calls often cost fractions of a cent).
 fn dollars(cost: f64) -> String {
     format!("${cost:.4}")
 }
 
 /// One line per role that has usage rows, then the total when both roles do.
-fn role_lines<'a>(rows: impl Iterator<Item = &'a UsageRow> + Clone) -> String {
+fn role_lines<'a>(rows: impl Iterator<Item = &'a UsageRow> + Clone, priced: bool) -> String {
+    let cost = |usd: f64| if priced { dollars(usd) } else { format!("cost {NO_PRICE} (no price table)") };
     let mut out = String::new();
     let mut present = 0;
     for role in [Role::Agent, Role::User] {
@@ -144,14 +161,14 @@ fn role_lines<'a>(rows: impl Iterator<Item = &'a UsageRow> + Clone) -> String {
                 u.output_tokens,
                 u.reasoning_tokens,
                 u.latency_ms as f64 / 1000.0,
-                dollars(u.cost_usd)
+                cost(u.cost_usd)
             );
         }
     }
     if present > 1
         && let Some(total) = summed(rows)
     {
-        let _ = writeln!(out, "  total {}", dollars(total.cost_usd));
+        let _ = writeln!(out, "  total {}", cost(total.cost_usd));
     }
     out
 }
@@ -210,7 +227,7 @@ fn indent(text: &str, prefix: &str) -> String {
 fn transcript(store: &Store, id: &str, limits: Limits) -> anyhow::Result<String> {
     let detail = store.episode_detail(id)?.with_context(|| format!("episode {id} is not in the store"))?;
     let trajectory = specgap_store::read_trajectory(store.dir(), id)?;
-    let mut out = header(&detail);
+    let mut out = header(&detail, has_price_table(store.config()));
     let speaker = if specgap_engine::condition::Condition::parse(&detail.episode.condition).is_ok_and(|c| c.is_delivery()) {
         "customer"
     } else {
@@ -239,7 +256,7 @@ fn transcript(store: &Store, id: &str, limits: Limits) -> anyhow::Result<String>
     Ok(out)
 }
 
-fn header(detail: &EpisodeDetail) -> String {
+fn header(detail: &EpisodeDetail, priced: bool) -> String {
     let e = &detail.episode;
     let mut out = format!(
         "Episode {}\n  task {} · agent {} · condition {} · start {} · repeat {}\n  status {} · end reason {} · attempts {} · submissions {} · final score {} · {} turns, {} tool calls\n",
@@ -264,7 +281,7 @@ fn header(detail: &EpisodeDetail) -> String {
         let attempts = detail.usage.iter().map(|u| u.attempt).collect::<std::collections::BTreeSet<_>>().len();
         let over = if attempts > 1 { format!(" (summed over {attempts} attempts)") } else { String::new() };
         let _ = writeln!(out, "  model usage{over}:");
-        out.push_str(&role_lines(detail.usage.iter()));
+        out.push_str(&role_lines(detail.usage.iter(), priced));
     }
     out
 }
@@ -395,4 +412,27 @@ fn private_block(k: u32, score: f64, success: bool, failing: Option<&str>, detai
     }
     out.push_str("  └─\n");
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usage_row(role: Role, requests: u64, cost_usd: f64) -> UsageRow {
+        UsageRow { episode: "e1".into(), attempt: 1, role, usage: Usage { requests, cost_usd, ..Usage::default() } }
+    }
+
+    #[test]
+    fn without_a_price_table_costs_are_unknown_not_zero() {
+        let rows = [usage_row(Role::Agent, 2, 0.0), usage_row(Role::User, 1, 0.0)];
+        let unpriced = role_lines(rows.iter(), false);
+        assert_eq!(
+            unpriced,
+            "  agent 2 requests (0 retried) · 0 input tokens (0 cached) · 0 output tokens (0 reasoning) · 0.0 s latency · cost — (no price table)\n\
+             \x20 user  1 requests (0 retried) · 0 input tokens (0 cached) · 0 output tokens (0 reasoning) · 0.0 s latency · cost — (no price table)\n\
+             \x20 total cost — (no price table)\n"
+        );
+        let priced = role_lines(rows.iter(), true);
+        assert!(priced.ends_with("  total $0.0000\n"), "{priced}");
+    }
 }

@@ -76,7 +76,7 @@ pub struct CompareOptions {
     pub select_a: Selection,
     /// Episodes of run B to use.
     pub select_b: Selection,
-    /// Seed of the bootstrap's ChaCha8 stream (seed 002 uses 12345).
+    /// Seed of the bootstrap's xoshiro256++ stream (seed 002 uses 12345).
     pub seed: u64,
     /// Bootstrap resamples (seed 002 uses 2,000).
     pub resamples: usize,

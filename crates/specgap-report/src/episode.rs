@@ -44,10 +44,9 @@ pub fn index_episodes<'a>(runs: &[&'a RunData]) -> Vec<Episode<'a>> {
     let mut out = Vec::new();
     for (run_index, run) in runs.iter().enumerate() {
         let rows = &run.rows;
-        let mut at: HashMap<&str, usize> = HashMap::with_capacity(rows.episodes.len());
         let first = out.len();
+        out.reserve(rows.episodes.len());
         for row in &rows.episodes {
-            at.insert(row.id.as_str(), out.len());
             out.push(Episode {
                 run: run_index,
                 run_dir: run.dir.as_path(),
@@ -62,7 +61,8 @@ pub fn index_episodes<'a>(runs: &[&'a RunData]) -> Vec<Episode<'a>> {
                 context: run.tasks.get(&row.task),
             });
         }
-        let slot = |id: &str| at.get(id).copied();
+        let mut finder = EpisodeFinder::new(rows.episodes.iter().map(|e| e.id.as_str()).collect());
+        let mut slot = |id: &str| finder.position(id).map(|i| first + i);
         for s in &rows.submissions {
             if let Some(i) = slot(&s.episode) {
                 out[i].submissions.push(s);
@@ -116,6 +116,63 @@ pub fn index_episodes<'a>(runs: &[&'a RunData]) -> Vec<Episode<'a>> {
         }
     }
     out
+}
+
+/// Finds the position of an episode among a run's `episodes` rows, for the rows of the other
+/// tables. A store returns `episodes` sorted by id and every other table sorted by episode, so
+/// the finder keeps a cursor and searches forward from it (galloping: usually the episode at
+/// or just after the cursor), back only when a new table starts; this is a merge join, several
+/// times faster on 100,000 episodes than hashing every row's id. Rows built in another order
+/// fall back to a hash map.
+struct EpisodeFinder<'a> {
+    ids: Vec<&'a str>,
+    /// Whether `ids` increase strictly (sorted, no duplicates); otherwise `by_id` is used.
+    sorted: bool,
+    cursor: usize,
+    by_id: HashMap<&'a str, usize>,
+}
+
+impl<'a> EpisodeFinder<'a> {
+    /// A finder over the ids of a run's `episodes` rows, in their order.
+    fn new(ids: Vec<&'a str>) -> Self {
+        let sorted = ids.windows(2).all(|w| w[0] < w[1]);
+        let by_id = if sorted {
+            HashMap::new()
+        } else {
+            // Later rows win, as inserting them one by one would.
+            ids.iter().enumerate().map(|(i, id)| (*id, i)).collect()
+        };
+        EpisodeFinder {
+            ids,
+            sorted,
+            cursor: 0,
+            by_id,
+        }
+    }
+
+    /// Position of episode `id`, or `None` when the run has no such episode.
+    fn position(&mut self, id: &str) -> Option<usize> {
+        if !self.sorted {
+            return self.by_id.get(id).copied();
+        }
+        let ids = &self.ids;
+        let at = match ids.get(self.cursor) {
+            Some(current) if *current == id => return Some(self.cursor),
+            Some(current) if *current < id => {
+                let start = self.cursor + 1;
+                let rest = &ids[start..];
+                // Double the window until its last id reaches `id`, then search inside it.
+                let mut window = 1;
+                while window < rest.len() && rest[window - 1] < id {
+                    window *= 2;
+                }
+                start + rest[..window.min(rest.len())].partition_point(|x| *x < id)
+            }
+            _ => ids[..self.cursor].partition_point(|x| *x < id),
+        };
+        self.cursor = at;
+        (ids.get(at) == Some(&id)).then_some(at)
+    }
 }
 
 impl<'a> Episode<'a> {
@@ -289,12 +346,17 @@ impl Dim {
 
     /// The episode's value on this dimension.
     pub fn value(self, episode: &Episode<'_>) -> String {
+        self.value_str(episode).to_string()
+    }
+
+    /// [`Dim::value`], borrowed from the episode row.
+    pub fn value_str<'a>(self, episode: &Episode<'a>) -> &'a str {
         match self {
-            Dim::Agent => episode.row.agent.clone(),
-            Dim::Condition => episode.row.condition.clone(),
-            Dim::Start => episode.row.start.clone(),
-            Dim::Family => episode.row.family.as_str().to_string(),
-            Dim::Task => episode.row.task.clone(),
+            Dim::Agent => &episode.row.agent,
+            Dim::Condition => &episode.row.condition,
+            Dim::Start => &episode.row.start,
+            Dim::Family => episode.row.family.as_str(),
+            Dim::Task => &episode.row.task,
         }
     }
 }
@@ -311,12 +373,25 @@ pub fn group_by<'e, 'a>(
     dims: &[Dim],
     keep: impl Fn(&Episode<'a>) -> bool,
 ) -> BTreeMap<GroupKey, Vec<&'e Episode<'a>>> {
-    let mut groups: BTreeMap<GroupKey, Vec<&Episode>> = BTreeMap::new();
+    // Keys borrowed from the rows, looked up through one reused buffer: no allocation per
+    // episode (a report groups 100,000 episodes four times). Borrowed and owned keys order
+    // the same way, so the result is as if grouped by owned keys.
+    let mut groups: BTreeMap<Vec<&'a str>, Vec<&Episode>> = BTreeMap::new();
+    let mut key: Vec<&'a str> = Vec::with_capacity(dims.len());
     for episode in episodes.iter().filter(|e| keep(e)) {
-        let key = dims.iter().map(|d| d.value(episode)).collect();
-        groups.entry(key).or_default().push(episode);
+        key.clear();
+        key.extend(dims.iter().map(|d| d.value_str(episode)));
+        match groups.get_mut(key.as_slice()) {
+            Some(members) => members.push(episode),
+            None => {
+                groups.insert(key.clone(), vec![episode]);
+            }
+        }
     }
     groups
+        .into_iter()
+        .map(|(key, members)| (key.into_iter().map(str::to_string).collect(), members))
+        .collect()
 }
 
 /// Mean of per-task means: each task's episodes are averaged first, then the tasks (every
@@ -359,4 +434,53 @@ pub fn mean(values: impl IntoIterator<Item = f64>) -> Option<f64> {
 /// 1.0 for true, 0.0 for false.
 pub fn indicator(flag: bool) -> f64 {
     if flag { 1.0 } else { 0.0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EpisodeFinder;
+
+    /// Positions of `queries` (in this order) with one finder over `ids`.
+    fn positions(ids: &[&'static str], queries: &[&str]) -> Vec<Option<usize>> {
+        let mut finder = EpisodeFinder::new(ids.to_vec());
+        queries.iter().map(|q| finder.position(q)).collect()
+    }
+
+    #[test]
+    fn sorted_ids_are_found_forward_backward_and_absent() {
+        let ids = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"];
+        // One table (sorted, sparse, with an unknown episode), then a second table restarting.
+        let queries = ["b", "b", "c", "h", "bb", "j", "zz", "a", "a", "e", "j", "0"];
+        assert_eq!(
+            positions(&ids, &queries),
+            [
+                Some(1),
+                Some(1),
+                Some(2),
+                Some(7),
+                None,
+                Some(9),
+                None,
+                Some(0),
+                Some(0),
+                Some(4),
+                Some(9),
+                None
+            ]
+        );
+    }
+
+    #[test]
+    fn unsorted_or_repeated_ids_use_the_hash_map_where_the_last_row_wins() {
+        let ids = ["c", "a", "b", "a"];
+        assert_eq!(
+            positions(&ids, &["a", "b", "c", "d"]),
+            [Some(3), Some(2), Some(0), None]
+        );
+    }
+
+    #[test]
+    fn no_episodes_find_nothing() {
+        assert_eq!(positions(&[], &["a"]), [None]);
+    }
 }

@@ -823,6 +823,30 @@ table{border-collapse:collapse;margin:.4rem 0 1.2rem;font-size:.85rem}caption{te
 th,td{border:1px solid #e2e8f0;padding:.25rem .5rem;vertical-align:top}th{background:#f7fafc;text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums}\
 .scroll{overflow-x:auto;max-width:100%}figure{margin:.5rem 0 1.5rem}svg{max-width:100%;height:auto}nav a{margin-right:.8rem}.meta{color:#4a5568}";
 
+/// HTML-escapes `text` and turns its Markdown code spans (`` `full` ``) into `<code>` elements,
+/// since section texts are written once for both renderers. A backtick without a partner stays
+/// as it is.
+fn escape_with_code(text: &str) -> String {
+    let escaped = escape(text);
+    let pieces: Vec<&str> = escaped.split('`').collect();
+    let mut out = String::with_capacity(escaped.len());
+    for (i, piece) in pieces.iter().enumerate() {
+        let is_code = i % 2 == 1;
+        let has_partner = i + 1 < pieces.len() || !is_code;
+        match (is_code, has_partner) {
+            (true, true) => {
+                let _ = write!(out, "<code>{piece}</code>");
+            }
+            (true, false) => {
+                out.push('`');
+                out.push_str(piece);
+            }
+            (false, _) => out.push_str(piece),
+        }
+    }
+    out
+}
+
 /// The report as one self-contained HTML page: inline CSS, inline SVG charts, no script and
 /// no external resource.
 pub fn render_html(report: &Report, title: &str) -> String {
@@ -855,7 +879,7 @@ pub fn render_html(report: &Report, title: &str) -> String {
             escape(&s.title)
         );
         for p in &s.text {
-            let _ = write!(out, "<p>{}</p>", escape(p));
+            let _ = write!(out, "<p>{}</p>", escape_with_code(p));
         }
         if let Some(chart) = &s.chart {
             let _ = write!(out, "<figure>{chart}</figure>");
@@ -863,7 +887,7 @@ pub fn render_html(report: &Report, title: &str) -> String {
         for t in &s.tables {
             out.push_str("<div class=\"scroll\"><table>");
             if !t.caption.is_empty() {
-                let _ = write!(out, "<caption>{}</caption>", escape(&t.caption));
+                let _ = write!(out, "<caption>{}</caption>", escape_with_code(&t.caption));
             }
             out.push_str("<thead><tr>");
             for h in &t.headers {
@@ -898,4 +922,16 @@ pub fn render_json(report: &Report) -> Result<String, ReportError> {
     let mut text = serde_json::to_string_pretty(report).map_err(ReportError::Json)?;
     text.push('\n');
     Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn code_spans_become_code_elements_after_escaping() {
+        assert_eq!(escape_with_code("both `full` and `<partial>`"), "both <code>full</code> and <code>&lt;partial&gt;</code>");
+        assert_eq!(escape_with_code("a `lone backtick"), "a `lone backtick");
+        assert_eq!(escape_with_code("no code & more"), "no code &amp; more");
+    }
 }

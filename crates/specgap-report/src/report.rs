@@ -234,13 +234,60 @@ pub fn build_report(runs: &[RunData], options: &ReportOptions) -> Result<Report,
         return Err(ReportError::NoRuns);
     }
     let episodes = index_episodes(&runs.iter().collect::<Vec<_>>());
+    let residual_dims: Vec<Dim> = options
+        .group_by
+        .iter()
+        .copied()
+        .filter(|d| *d != Dim::Start)
+        .collect();
+    std::thread::scope(|scope| {
+        // The seed 001 measures read thousands of diffs and trajectories (with their own
+        // reader threads); they run beside the other measures, which use one core.
+        let residual = scope.spawn(|| residual_rows(&episodes, &residual_dims));
+        let residual = move || match residual.join() {
+            Ok(rows) => rows,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        report_with(runs, options, &episodes, residual)
+    })
+}
+
+/// The seed 001 rows of the report: one per group of `dims` (the report's dimensions
+/// without `start`) that has clean and residual starts.
+fn residual_rows(episodes: &[Episode<'_>], dims: &[Dim]) -> Vec<ResidualRow> {
+    let mut residual = Vec::new();
+    for (key, members) in group_by(episodes, dims, |_| true) {
+        let clean: Vec<&Episode> = members.iter().copied().filter(|e| e.is_clean()).collect();
+        let res: Vec<&Episode> = members
+            .iter()
+            .copied()
+            .filter(|e| e.state().is_some())
+            .collect();
+        if let Some(measures) = residual_measures(&clean, &res) {
+            residual.push(ResidualRow {
+                key: key_map(dims, &key),
+                measures,
+            });
+        }
+    }
+    residual
+}
+
+/// Every other measure of [`build_report`], and the report with the residual rows that
+/// `residual` waits for.
+fn report_with(
+    runs: &[RunData],
+    options: &ReportOptions,
+    episodes: &[Episode<'_>],
+    residual: impl FnOnce() -> Vec<ResidualRow>,
+) -> Result<Report, ReportError> {
     let dims = &options.group_by;
     let without = |dim: Dim| -> Vec<Dim> { dims.iter().copied().filter(|d| *d != dim).collect() };
     let not_applicable = not_applicable_rows(runs);
 
     let mut groups = Vec::new();
     let mut families: BTreeMap<&str, &str> = BTreeMap::new();
-    for e in &episodes {
+    for e in episodes {
         families
             .entry(e.row.task.as_str())
             .or_insert(e.row.family.as_str());
@@ -258,7 +305,7 @@ pub fn build_report(runs: &[RunData], options: &ReportOptions) -> Result<Report,
             .entry(not_applicable_key(dims, na, &families))
             .or_default() += 1;
     }
-    let mut grouped = group_by(&episodes, dims, |_| true);
+    let mut grouped = group_by(episodes, dims, |_| true);
     for key in na_by_key.keys() {
         grouped.entry(key.clone()).or_default();
     }
@@ -275,32 +322,15 @@ pub fn build_report(runs: &[RunData], options: &ReportOptions) -> Result<Report,
 
     let cost_dims = without(Dim::Condition);
     let mut outcome_costs = Vec::new();
-    for (key, members) in group_by(&episodes, &cost_dims, |_| true) {
+    for (key, members) in group_by(episodes, &cost_dims, |_| true) {
         if let Some(row) = cost_row(&cost_dims, &key, &members, runs.len()) {
             outcome_costs.push(row);
         }
     }
 
-    let residual_dims = without(Dim::Start);
-    let mut residual = Vec::new();
-    for (key, members) in group_by(&episodes, &residual_dims, |_| true) {
-        let clean: Vec<&Episode> = members.iter().copied().filter(|e| e.is_clean()).collect();
-        let res: Vec<&Episode> = members
-            .iter()
-            .copied()
-            .filter(|e| e.state().is_some())
-            .collect();
-        if let Some(measures) = residual_measures(&clean, &res) {
-            residual.push(ResidualRow {
-                key: key_map(&residual_dims, &key),
-                measures,
-            });
-        }
-    }
-
     let oracle_dims = without(Dim::Condition);
     let mut oracle = Vec::new();
-    for (key, members) in group_by(&episodes, &oracle_dims, |e| {
+    for (key, members) in group_by(episodes, &oracle_dims, |e| {
         oracle_ratio(&e.row.condition).is_some()
     }) {
         let levels = oracle_curve(&members);
@@ -313,7 +343,7 @@ pub fn build_report(runs: &[RunData], options: &ReportOptions) -> Result<Report,
     }
 
     let recall_quality = association(&groups)?;
-    let usage = crate::usage::usage_summaries(runs, &episodes, dims);
+    let usage = crate::usage::usage_summaries(runs, episodes, dims);
     let warnings = runs
         .iter()
         .flat_map(|r| {
@@ -340,7 +370,7 @@ pub fn build_report(runs: &[RunData], options: &ReportOptions) -> Result<Report,
             .collect(),
         groups,
         outcome_costs,
-        residual,
+        residual: residual(),
         oracle,
         recall_quality,
         not_applicable,

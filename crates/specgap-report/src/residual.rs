@@ -6,7 +6,9 @@
 //! counts as a failure, App. D.1). Repeats are averaged within each (task, state) first, then
 //! states within the task, then tasks, so every task weighs the same.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::io::Read;
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
 use serde::Serialize;
 use specgap_store::read_trajectory;
@@ -234,6 +236,9 @@ enum Need {
     DiffAndActions,
 }
 
+/// Episodes each reader thread takes from the shared queue at a time.
+const READ_BATCH: usize = 64;
+
 /// The final submission's diff against the base, or `None` when it cannot be read.
 fn read_final_diff(e: &Episode<'_>) -> Option<DiffChanges> {
     let k = e.submissions.last()?.k;
@@ -244,36 +249,25 @@ fn read_final_diff(e: &Episode<'_>) -> Option<DiffChanges> {
         .join("submissions")
         .join(k.to_string())
         .join("workspace.diff");
-    let bytes = fs_err::read(path).ok()?;
+    // Read without `fs::read`'s size hint (two `statx` and an `lseek` per file, most of the
+    // cost of a diff of a few hundred bytes).
+    let mut bytes = Vec::with_capacity(8 << 10);
+    fs_err::File::open(path).ok()?.read_to_end(&mut bytes).ok()?;
     Some(parse_diff(&String::from_utf8_lossy(&bytes)))
 }
 
 impl<'a> Artifacts<'a> {
+    /// Reads what `work` needs. Threads take batches from a shared counter rather than fixed
+    /// halves, so a thread that drew the continuations (two files each) does not finish long
+    /// after one that drew clean runs (one file each).
     fn read(work: &[(&Episode<'a>, Need)]) -> Artifacts<'a> {
         let threads = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
-            .min(work.len().max(1));
-        let chunk = work.len().div_ceil(threads).max(1);
+            .min(work.len().div_ceil(READ_BATCH).max(1));
+        let next = AtomicUsize::new(0);
         let parts: Vec<Artifacts<'a>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = work
-                .chunks(chunk)
-                .map(|part| {
-                    scope.spawn(move || {
-                        let mut out = Artifacts::default();
-                        for (e, need) in part {
-                            let id = e.row.id.as_str();
-                            if let Some(diff) = read_final_diff(e) {
-                                out.diffs.insert(id, diff);
-                            }
-                            if matches!(need, Need::DiffAndActions)
-                                && let Ok(t) = read_trajectory(e.run_dir, id)
-                            {
-                                out.actions.insert(id, actions(&t.events));
-                            }
-                        }
-                        out
-                    })
-                })
+            let handles: Vec<_> = (0..threads)
+                .map(|_| scope.spawn(|| Artifacts::read_batches(work, &next)))
                 .collect();
             // A panicking reader thread loses its part; the values it held stay undefined.
             handles.into_iter().filter_map(|h| h.join().ok()).collect()
@@ -284,6 +278,31 @@ impl<'a> Artifacts<'a> {
             all.actions.extend(part.actions);
         }
         all
+    }
+
+    /// One reader thread: batches of `work` from `next` until none is left.
+    fn read_batches(work: &[(&Episode<'a>, Need)], next: &AtomicUsize) -> Artifacts<'a> {
+        let mut out = Artifacts::default();
+        loop {
+            let start = next.fetch_add(READ_BATCH, AtomicOrdering::Relaxed);
+            let Some(batch) = work.get(start..(start + READ_BATCH).min(work.len())) else {
+                return out;
+            };
+            if batch.is_empty() {
+                return out;
+            }
+            for (e, need) in batch {
+                let id = e.row.id.as_str();
+                if let Some(diff) = read_final_diff(e) {
+                    out.diffs.insert(id, diff);
+                }
+                if matches!(need, Need::DiffAndActions)
+                    && let Ok(t) = read_trajectory(e.run_dir, id)
+                {
+                    out.actions.insert(id, actions(&t.events));
+                }
+            }
+        }
     }
 }
 
@@ -314,7 +333,23 @@ pub fn acceptance_bias(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Acc
         .filter(|e| has_state(e))
         .map(|e| (e, Need::DiffAndActions))
         .collect();
-    work.extend(clean_by_task.values().flatten().map(|e| (*e, Need::Diff)));
+    // Clean runs' diffs serve only Left-out files: read them for tasks where a continuation
+    // starts from a state with left-out files.
+    let left_out_tasks: HashSet<&str> = continuations
+        .iter()
+        .filter(|e| {
+            e.state()
+                .and_then(|s| e.context.and_then(|c| c.states.get(s)))
+                .is_some_and(|state| !state.left_out.is_empty())
+        })
+        .map(|e| e.row.task.as_str())
+        .collect();
+    work.extend(
+        clean_by_task
+            .iter()
+            .filter(|(task, _)| left_out_tasks.contains(*task))
+            .flat_map(|(_, runs)| runs.iter().map(|e| (*e, Need::Diff))),
+    );
     let artifacts = Artifacts::read(&work);
     // Partner values depend only on the task and the state, so they are computed once.
     let mut clean_turns: HashMap<&str, Option<f64>> = HashMap::new();

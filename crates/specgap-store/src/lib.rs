@@ -34,6 +34,7 @@ mod config;
 mod error;
 mod files;
 mod merge;
+mod read;
 mod rows;
 pub mod schema;
 mod store;

@@ -209,6 +209,21 @@ pub(crate) fn open_connection(path: &Path) -> Result<Connection, StoreError> {
     Ok(conn)
 }
 
+/// Opens a second, read-only connection to an existing `results.sqlite` at `path` (for
+/// reading tables in parallel): busy timeout [`BUSY_TIMEOUT_MS`], no schema check or
+/// migration (the store's own connection did that when it was opened).
+///
+/// # Errors
+/// [`StoreError::Sqlite`] when the file cannot be opened.
+pub(crate) fn open_reader(path: &Path) -> Result<Connection, StoreError> {
+    let flags =
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).at(path)?;
+    conn.busy_timeout(Duration::from_millis(BUSY_TIMEOUT_MS))
+        .at(path)?;
+    Ok(conn)
+}
+
 /// Brings the schema to [`SCHEMA_VERSION`] in one transaction.
 fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
     let tx = conn

@@ -5,13 +5,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use rusqlite::types::ValueRef;
-use rusqlite::{Connection, OptionalExtension, Row, params};
-use serde::de::DeserializeOwned;
+use rusqlite::{Connection, OptionalExtension, params};
 use specgap_protocol::run::{EpisodeKey, RunConfig};
 
 use crate::config::{self, EXACT};
 use crate::error::{SqlContext, StoreError, json_error};
 use crate::files;
+use crate::read;
 use crate::rows::*;
 use crate::schema::{self, TABLES};
 use crate::writer::EpisodeWriter;
@@ -295,7 +295,9 @@ impl Store {
         let mut conn = self.conn();
         let tx = conn.transaction().at(path)?;
         {
-            let mut known = tx.prepare("SELECT 1 FROM episodes WHERE id = ?1").at(path)?;
+            let mut known = tx
+                .prepare("SELECT 1 FROM episodes WHERE id = ?1")
+                .at(path)?;
             let mut insert = tx
                 .prepare(
                     "INSERT OR REPLACE INTO judgements (episode, judge, target, verdict, matched_question_indices)
@@ -304,7 +306,9 @@ impl Store {
                 .at(path)?;
             for row in rows {
                 if !known.exists([&row.episode]).at(path)? {
-                    return Err(StoreError::UnknownEpisode { id: row.episode.clone() });
+                    return Err(StoreError::UnknownEpisode {
+                        id: row.episode.clone(),
+                    });
                 }
                 let j = &row.judgement;
                 let indices = serde_json::to_string(&j.matched_question_indices)
@@ -361,7 +365,7 @@ impl Store {
     /// # Errors
     /// SQLite errors; [`StoreError::BadValue`] for unknown enum texts.
     pub fn episodes(&self) -> Result<Vec<EpisodeRow>, StoreError> {
-        self.select(EPISODE_SELECT, "id", None, "id", episode_row)
+        self.read_all(&read::EPISODES)
     }
 
     /// The row of episode `id`, if present.
@@ -369,10 +373,7 @@ impl Store {
     /// # Errors
     /// As [`Store::episodes`].
     pub fn episode(&self, id: &str) -> Result<Option<EpisodeRow>, StoreError> {
-        Ok(self
-            .select(EPISODE_SELECT, "id", Some(id), "id", episode_row)?
-            .into_iter()
-            .next())
+        Ok(self.read_of(&read::EPISODES, id)?.into_iter().next())
     }
 
     /// All residual start evaluations, by episode.
@@ -380,7 +381,7 @@ impl Store {
     /// # Errors
     /// SQLite errors.
     pub fn start_results(&self) -> Result<Vec<StartResultRow>, StoreError> {
-        self.start_results_of(None)
+        self.read_all(&read::START_RESULTS)
     }
 
     /// All submissions, by (episode, k).
@@ -388,7 +389,7 @@ impl Store {
     /// # Errors
     /// SQLite errors; [`StoreError::BadValue`].
     pub fn submissions(&self) -> Result<Vec<SubmissionRow>, StoreError> {
-        self.submissions_of(None)
+        self.read_all(&read::SUBMISSIONS)
     }
 
     /// All requirement outcomes, by (episode, k, requirement).
@@ -396,7 +397,7 @@ impl Store {
     /// # Errors
     /// SQLite errors; [`StoreError::Json`] for a damaged `measured`.
     pub fn requirement_outcomes(&self) -> Result<Vec<RequirementOutcomeRow>, StoreError> {
-        self.requirement_outcomes_of(None)
+        self.read_all(&read::REQUIREMENT_OUTCOMES)
     }
 
     /// All test outcomes, by (episode, k, test).
@@ -404,7 +405,7 @@ impl Store {
     /// # Errors
     /// SQLite errors; [`StoreError::BadValue`].
     pub fn tests(&self) -> Result<Vec<TestRow>, StoreError> {
-        self.tests_of(None)
+        self.read_all(&read::TESTS)
     }
 
     /// All delivery verdicts, by (episode, k).
@@ -412,7 +413,7 @@ impl Store {
     /// # Errors
     /// SQLite errors; [`StoreError::BadValue`]; [`StoreError::Json`].
     pub fn deliveries(&self) -> Result<Vec<DeliveryRow>, StoreError> {
-        self.deliveries_of(None)
+        self.read_all(&read::DELIVERIES)
     }
 
     /// All questions, by (episode, idx).
@@ -420,7 +421,7 @@ impl Store {
     /// # Errors
     /// SQLite errors; [`StoreError::Json`].
     pub fn questions(&self) -> Result<Vec<QuestionRow>, StoreError> {
-        self.questions_of(None)
+        self.read_all(&read::QUESTIONS)
     }
 
     /// All judgements, by (episode, judge, target).
@@ -428,7 +429,7 @@ impl Store {
     /// # Errors
     /// SQLite errors; [`StoreError::Json`].
     pub fn judgements(&self) -> Result<Vec<JudgementRow>, StoreError> {
-        self.judgements_of(None)
+        self.read_all(&read::JUDGEMENTS)
     }
 
     /// All usage rows, by (episode, attempt, role).
@@ -436,7 +437,7 @@ impl Store {
     /// # Errors
     /// SQLite errors; [`StoreError::BadValue`].
     pub fn usage(&self) -> Result<Vec<UsageRow>, StoreError> {
-        self.usage_of(None)
+        self.read_all(&read::USAGE)
     }
 
     /// All error rows, by (episode, attempt, idx).
@@ -444,7 +445,7 @@ impl Store {
     /// # Errors
     /// SQLite errors; [`StoreError::BadValue`].
     pub fn errors(&self) -> Result<Vec<ErrorRow>, StoreError> {
-        self.errors_of(None)
+        self.read_all(&read::ERRORS)
     }
 
     /// All not-applicable combinations, by (task, agent, condition, start).
@@ -452,41 +453,38 @@ impl Store {
     /// # Errors
     /// SQLite errors.
     pub fn not_applicable(&self) -> Result<Vec<NotApplicableRow>, StoreError> {
-        let sql = "SELECT task, agent, condition, start, reason FROM not_applicable";
-        self.select(
-            sql,
-            "task",
-            None,
-            "task, agent, condition, start",
-            |r, path| {
-                Ok(NotApplicableRow {
-                    task: r.get(0).at(path)?,
-                    agent: r.get(1).at(path)?,
-                    condition: r.get(2).at(path)?,
-                    start: r.get(3).at(path)?,
-                    reason: r.get(4).at(path)?,
-                })
-            },
-        )
+        self.read_all(&read::NOT_APPLICABLE)
     }
 
-    /// Every row of the store, for reports.
+    /// Every row of the store, for reports, each table in primary-key order.
+    ///
+    /// The largest tables of a typical run after `episodes` (`requirement_outcomes`, `tests`,
+    /// `judgements`) are read on a second, read-only connection in a second thread while this
+    /// connection reads the others: reports of 100,000 episodes spend most of their load time
+    /// here. Each table is its own read, as when read one by one; when the second connection
+    /// cannot be opened, every table is read on this one.
     ///
     /// # Errors
     /// As the per-table readers.
     pub fn rows(&self) -> Result<RunRows, StoreError> {
-        Ok(RunRows {
-            episodes: self.episodes()?,
-            start_results: self.start_results()?,
-            submissions: self.submissions()?,
-            requirement_outcomes: self.requirement_outcomes()?,
-            tests: self.tests()?,
-            deliveries: self.deliveries()?,
-            questions: self.questions()?,
-            judgements: self.judgements()?,
-            usage: self.usage()?,
-            errors: self.errors()?,
-            not_applicable: self.not_applicable()?,
+        let path = self.db_path();
+        let Ok(second) = schema::open_reader(path) else {
+            let conn = self.conn();
+            let mut rows = read_first_half(&conn, path)?;
+            read_second_half(&conn, path)?.fill(&mut rows);
+            return Ok(rows);
+        };
+        std::thread::scope(|scope| {
+            let other = scope.spawn(move || read_second_half(&second, path));
+            let mine = read_first_half(&self.conn(), path);
+            // The reader thread only returns; a panic there is a bug worth propagating.
+            let other = match other.join() {
+                Ok(result) => result,
+                Err(panic) => std::panic::resume_unwind(panic),
+            };
+            let mut rows = mine?;
+            other?.fill(&mut rows);
+            Ok(rows)
         })
     }
 
@@ -498,300 +496,66 @@ impl Store {
         let Some(episode) = self.episode(id)? else {
             return Ok(None);
         };
-        let filter = Some(id);
         Ok(Some(EpisodeDetail {
             episode,
-            start_result: self.start_results_of(filter)?.into_iter().next(),
-            submissions: self.submissions_of(filter)?,
-            requirement_outcomes: self.requirement_outcomes_of(filter)?,
-            tests: self.tests_of(filter)?,
-            deliveries: self.deliveries_of(filter)?,
-            questions: self.questions_of(filter)?,
-            judgements: self.judgements_of(filter)?,
-            usage: self.usage_of(filter)?,
-            errors: self.errors_of(filter)?,
+            start_result: self.read_of(&read::START_RESULTS, id)?.into_iter().next(),
+            submissions: self.read_of(&read::SUBMISSIONS, id)?,
+            requirement_outcomes: self.read_of(&read::REQUIREMENT_OUTCOMES, id)?,
+            tests: self.read_of(&read::TESTS, id)?,
+            deliveries: self.read_of(&read::DELIVERIES, id)?,
+            questions: self.read_of(&read::QUESTIONS, id)?,
+            judgements: self.read_of(&read::JUDGEMENTS, id)?,
+            usage: self.read_of(&read::USAGE, id)?,
+            errors: self.read_of(&read::ERRORS, id)?,
         }))
     }
 
-    fn start_results_of(&self, filter: Option<&str>) -> Result<Vec<StartResultRow>, StoreError> {
-        self.select(
-            "SELECT episode, state, reward FROM start_results",
-            "episode",
-            filter,
-            "episode",
-            |r, path| {
-                Ok(StartResultRow {
-                    episode: r.get(0).at(path)?,
-                    state: r.get(1).at(path)?,
-                    reward: r.get(2).at(path)?,
-                })
-            },
-        )
+    /// Every row of one table, in primary-key order.
+    fn read_all<T>(&self, reader: &read::Reader<T>) -> Result<Vec<T>, StoreError> {
+        reader.read(&self.conn(), self.db_path(), None)
     }
 
-    fn submissions_of(&self, filter: Option<&str>) -> Result<Vec<SubmissionRow>, StoreError> {
-        let sql = "SELECT episode, k, automatic, agent_declared, valid_evaluation, kind, score, success, reward,
-                          failing_requirement, error, diff_bytes FROM submissions";
-        self.select(sql, "episode", filter, "episode, k", |r, path| {
-            let kind: Option<String> = r.get(5).at(path)?;
-            Ok(SubmissionRow {
-                episode: r.get(0).at(path)?,
-                k: r.get(1).at(path)?,
-                automatic: r.get(2).at(path)?,
-                agent_declared: r.get(3).at(path)?,
-                valid_evaluation: r.get(4).at(path)?,
-                kind: kind
-                    .map(|k| parse_enum("submissions", "kind", k))
-                    .transpose()?,
-                score: r.get(6).at(path)?,
-                success: r.get(7).at(path)?,
-                reward: r.get(8).at(path)?,
-                failing_requirement: r.get(9).at(path)?,
-                error: r.get(10).at(path)?,
-                diff_bytes: r.get(11).at(path)?,
-            })
-        })
-    }
-
-    fn requirement_outcomes_of(
-        &self,
-        filter: Option<&str>,
-    ) -> Result<Vec<RequirementOutcomeRow>, StoreError> {
-        let sql = "SELECT episode, k, requirement, pass, failure_mode, measured, detail FROM requirement_outcomes";
-        self.select(
-            sql,
-            "episode",
-            filter,
-            "episode, k, requirement",
-            |r, path| {
-                let measured: String = r.get(5).at(path)?;
-                Ok(RequirementOutcomeRow {
-                    episode: r.get(0).at(path)?,
-                    k: r.get(1).at(path)?,
-                    requirement: r.get(2).at(path)?,
-                    pass: r.get(3).at(path)?,
-                    failure_mode: r.get(4).at(path)?,
-                    measured: serde_json::from_str(&measured)
-                        .map_err(json_error("requirement_outcomes.measured"))?,
-                    detail: r.get(6).at(path)?,
-                })
-            },
-        )
-    }
-
-    fn tests_of(&self, filter: Option<&str>) -> Result<Vec<TestRow>, StoreError> {
-        self.select(
-            "SELECT episode, k, test, outcome FROM tests",
-            "episode",
-            filter,
-            "episode, k, test",
-            |r, path| {
-                Ok(TestRow {
-                    episode: r.get(0).at(path)?,
-                    k: r.get(1).at(path)?,
-                    test: r.get(2).at(path)?,
-                    outcome: parse_enum("tests", "outcome", r.get::<_, String>(3).at(path)?)?,
-                })
-            },
-        )
-    }
-
-    fn deliveries_of(&self, filter: Option<&str>) -> Result<Vec<DeliveryRow>, StoreError> {
-        let sql = "SELECT episode, k, valid, objective, signature, violations FROM deliveries";
-        self.select(sql, "episode", filter, "episode, k", |r, path| {
-            let signature: Option<String> = r.get(4).at(path)?;
-            let violations: String = r.get(5).at(path)?;
-            Ok(DeliveryRow {
-                episode: r.get(0).at(path)?,
-                k: r.get(1).at(path)?,
-                valid: r.get(2).at(path)?,
-                objective: r.get(3).at(path)?,
-                signature: signature
-                    .map(|s| parse_enum("deliveries", "signature", s))
-                    .transpose()?,
-                violations: serde_json::from_str(&violations)
-                    .map_err(json_error("deliveries.violations"))?,
-            })
-        })
-    }
-
-    fn questions_of(&self, filter: Option<&str>) -> Result<Vec<QuestionRow>, StoreError> {
-        let sql = "SELECT episode, idx, turn, text, answer, matched_targets FROM questions";
-        self.select(sql, "episode", filter, "episode, idx", |r, path| {
-            let matched: String = r.get(5).at(path)?;
-            Ok(QuestionRow {
-                episode: r.get(0).at(path)?,
-                idx: r.get(1).at(path)?,
-                question: Question {
-                    turn: r.get(2).at(path)?,
-                    text: r.get(3).at(path)?,
-                    answer: r.get(4).at(path)?,
-                    matched_targets: serde_json::from_str(&matched)
-                        .map_err(json_error("questions.matched_targets"))?,
-                },
-            })
-        })
-    }
-
-    fn judgements_of(&self, filter: Option<&str>) -> Result<Vec<JudgementRow>, StoreError> {
-        let sql =
-            "SELECT episode, judge, target, verdict, matched_question_indices FROM judgements";
-        self.select(
-            sql,
-            "episode",
-            filter,
-            "episode, judge, target",
-            |r, path| {
-                let indices: String = r.get(4).at(path)?;
-                Ok(JudgementRow {
-                    episode: r.get(0).at(path)?,
-                    judgement: Judgement {
-                        judge: r.get(1).at(path)?,
-                        target: r.get(2).at(path)?,
-                        verdict: r.get(3).at(path)?,
-                        matched_question_indices: serde_json::from_str(&indices)
-                            .map_err(json_error("judgements.matched_question_indices"))?,
-                    },
-                })
-            },
-        )
-    }
-
-    fn usage_of(&self, filter: Option<&str>) -> Result<Vec<UsageRow>, StoreError> {
-        let sql = "SELECT episode, attempt, role, input_tokens, output_tokens, cached_tokens, reasoning_tokens,
-                          requests, retries, latency_ms, cost_usd FROM usage";
-        self.select(
-            sql,
-            "episode",
-            filter,
-            "episode, attempt, role",
-            |r, path| {
-                Ok(UsageRow {
-                    episode: r.get(0).at(path)?,
-                    attempt: r.get(1).at(path)?,
-                    role: Role::parse(&r.get::<_, String>(2).at(path)?)?,
-                    usage: specgap_protocol::event::Usage {
-                        input_tokens: r.get(3).at(path)?,
-                        output_tokens: r.get(4).at(path)?,
-                        cached_tokens: r.get(5).at(path)?,
-                        reasoning_tokens: r.get(6).at(path)?,
-                        requests: r.get(7).at(path)?,
-                        retries: r.get(8).at(path)?,
-                        latency_ms: r.get(9).at(path)?,
-                        cost_usd: r.get(10).at(path)?,
-                    },
-                })
-            },
-        )
-    }
-
-    fn errors_of(&self, filter: Option<&str>) -> Result<Vec<ErrorRow>, StoreError> {
-        let sql =
-            "SELECT episode, attempt, idx, class, message, stderr_tail, deterministic FROM errors";
-        self.select(
-            sql,
-            "episode",
-            filter,
-            "episode, attempt, idx",
-            |r, path| {
-                Ok(ErrorRow {
-                    episode: r.get(0).at(path)?,
-                    attempt: r.get(1).at(path)?,
-                    idx: r.get(2).at(path)?,
-                    error: ErrorRecord {
-                        class: ErrorClass::parse(&r.get::<_, String>(3).at(path)?)?,
-                        message: r.get(4).at(path)?,
-                        stderr_tail: r.get(5).at(path)?,
-                        deterministic: r.get(6).at(path)?,
-                    },
-                })
-            },
-        )
-    }
-
-    /// Runs `sql` (a SELECT without WHERE), optionally restricted to `filter_column = filter`,
-    /// ordered by `order`, mapping each row.
-    fn select<T>(
-        &self,
-        sql: &str,
-        filter_column: &str,
-        filter: Option<&str>,
-        order: &str,
-        map: impl Fn(&Row<'_>, &Path) -> Result<T, StoreError>,
-    ) -> Result<Vec<T>, StoreError> {
-        let path = self.db_path();
-        let conn = self.conn();
-        let full = match filter {
-            Some(_) => format!("{sql} WHERE {filter_column} = ?1 ORDER BY {order}"),
-            None => format!("{sql} ORDER BY {order}"),
-        };
-        let mut stmt = conn.prepare(&full).at(path)?;
-        let mut rows = match filter {
-            Some(value) => stmt.query([value]).at(path)?,
-            None => stmt.query([]).at(path)?,
-        };
-        let mut out = Vec::new();
-        while let Some(row) = rows.next().at(path)? {
-            out.push(map(row, path)?);
-        }
-        Ok(out)
+    /// The rows of one table that belong to episode `id`, in primary-key order.
+    fn read_of<T>(&self, reader: &read::Reader<T>, id: &str) -> Result<Vec<T>, StoreError> {
+        reader.read(&self.conn(), self.db_path(), Some(id))
     }
 }
 
-const EPISODE_SELECT: &str = "SELECT id, task, task_hash, agent, agent_hash, user, user_hash, condition, start,
-    repeat, seed, family, scoring_kind, status, end_reason, attempts, submissions, final_score, final_success,
-    turns, tool_calls, wall_ms, started_ts, ended_ts, error FROM episodes";
+/// The tables [`Store::rows`] reads on its second connection.
+struct SecondHalf {
+    requirement_outcomes: Vec<RequirementOutcomeRow>,
+    tests: Vec<TestRow>,
+    judgements: Vec<JudgementRow>,
+}
 
-fn episode_row(r: &Row<'_>, path: &Path) -> Result<EpisodeRow, StoreError> {
-    let seed: String = r.get(10).at(path)?;
-    let end_reason: Option<String> = r.get(14).at(path)?;
-    Ok(EpisodeRow {
-        id: r.get(0).at(path)?,
-        task: r.get(1).at(path)?,
-        task_hash: r.get(2).at(path)?,
-        agent: r.get(3).at(path)?,
-        agent_hash: r.get(4).at(path)?,
-        user: r.get(5).at(path)?,
-        user_hash: r.get(6).at(path)?,
-        condition: r.get(7).at(path)?,
-        start: r.get(8).at(path)?,
-        repeat: r.get(9).at(path)?,
-        seed: seed.parse().map_err(|_| StoreError::BadValue {
-            table: "episodes",
-            column: "seed",
-            value: seed.clone(),
-        })?,
-        family: parse_enum("episodes", "family", r.get::<_, String>(11).at(path)?)?,
-        scoring_kind: parse_enum("episodes", "scoring_kind", r.get::<_, String>(12).at(path)?)?,
-        status: Status::parse(&r.get::<_, String>(13).at(path)?)?,
-        end_reason: end_reason
-            .map(|e| parse_enum("episodes", "end_reason", e))
-            .transpose()?,
-        attempts: r.get(15).at(path)?,
-        submissions: r.get(16).at(path)?,
-        final_score: r.get(17).at(path)?,
-        final_success: r.get(18).at(path)?,
-        turns: r.get(19).at(path)?,
-        tool_calls: r.get(20).at(path)?,
-        wall_ms: r.get(21).at(path)?,
-        started_ts: r.get(22).at(path)?,
-        ended_ts: r.get(23).at(path)?,
-        error: r.get(24).at(path)?,
+impl SecondHalf {
+    fn fill(self, rows: &mut RunRows) {
+        rows.requirement_outcomes = self.requirement_outcomes;
+        rows.tests = self.tests;
+        rows.judgements = self.judgements;
+    }
+}
+
+fn read_second_half(conn: &Connection, path: &Path) -> Result<SecondHalf, StoreError> {
+    Ok(SecondHalf {
+        requirement_outcomes: read::REQUIREMENT_OUTCOMES.read(conn, path, None)?,
+        tests: read::TESTS.read(conn, path, None)?,
+        judgements: read::JUDGEMENTS.read(conn, path, None)?,
     })
 }
 
-/// Parses a snake_case / lowercase enum name through its serde form.
-fn parse_enum<T: DeserializeOwned>(
-    table: &'static str,
-    column: &'static str,
-    text: String,
-) -> Result<T, StoreError> {
-    serde_json::from_value(serde_json::Value::String(text.clone())).map_err(|_| {
-        StoreError::BadValue {
-            table,
-            column,
-            value: text,
-        }
+/// Every table but the [`SecondHalf`] (left empty).
+fn read_first_half(conn: &Connection, path: &Path) -> Result<RunRows, StoreError> {
+    Ok(RunRows {
+        episodes: read::EPISODES.read(conn, path, None)?,
+        start_results: read::START_RESULTS.read(conn, path, None)?,
+        submissions: read::SUBMISSIONS.read(conn, path, None)?,
+        deliveries: read::DELIVERIES.read(conn, path, None)?,
+        questions: read::QUESTIONS.read(conn, path, None)?,
+        usage: read::USAGE.read(conn, path, None)?,
+        errors: read::ERRORS.read(conn, path, None)?,
+        not_applicable: read::NOT_APPLICABLE.read(conn, path, None)?,
+        ..RunRows::default()
     })
 }
 

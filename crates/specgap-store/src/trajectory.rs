@@ -57,7 +57,7 @@ pub fn read_trajectory(run_dir: &Path, id: &str) -> Result<Trajectory, StoreErro
 /// complete frame fails to decode; [`StoreError::TrajectoryEvent`] when a frame is not one JSON
 /// event line.
 pub fn read_trajectory_file(path: &Path) -> Result<Trajectory, StoreError> {
-    let data = fs_err::read(path)?;
+    let data = crate::files::read_whole(path)?;
     let mut events = Vec::new();
     let mut pos = 0usize;
     while pos < data.len() {

@@ -310,7 +310,12 @@ impl EpisodeWriter {
             .execute(
                 "UPDATE episodes SET status = ?2, end_reason = ?3, turns = ?4, tool_calls = ?5, wall_ms = ?6,
                         ended_ts = ?7, error = ?8, final_score = ?9, final_success = ?10,
-                        submissions = (SELECT COUNT(*) FROM submissions WHERE episode = ?1)
+                        submissions = (SELECT COUNT(*) FROM submissions WHERE episode = ?1),
+                        -- the kind planned before any evaluation is a guess between test and
+                        -- reward (DESIGN §2 decides by what the evaluator reports): the first
+                        -- valid evaluation settles it
+                        scoring_kind = COALESCE((SELECT kind FROM submissions WHERE episode = ?1
+                                                 AND kind IS NOT NULL ORDER BY k LIMIT 1), scoring_kind)
                  WHERE id = ?1",
                 params![
                     self.id,

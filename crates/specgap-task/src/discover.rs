@@ -19,13 +19,19 @@ const NEVER_SEARCHED: [&str; 3] = ["workspace", "solutions", "residual"];
 /// symlinks.
 ///
 /// # Errors
-/// [`LoadError::Io`] / [`LoadError::Walk`] when a path cannot be read (a missing path
-/// included), [`LoadError::NoPackages`] when nothing is found.
+/// [`LoadError::NoSuchPath`] when a path does not exist, [`LoadError::Io`] /
+/// [`LoadError::Walk`] when a path cannot be read, [`LoadError::NoPackages`] when nothing is
+/// found.
 pub fn discover_dirs<P: AsRef<Path>>(paths: &[P]) -> Result<Vec<PathBuf>, LoadError> {
     let mut found = Vec::new();
     for path in paths {
         let path = path.as_ref();
-        let meta = fs_err::metadata(path)?;
+        let meta = match fs_err::metadata(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(LoadError::NoSuchPath { path: path.to_path_buf() });
+            }
+            other => other?,
+        };
         if meta.is_file() && path.file_name().is_some_and(|n| n == "task.toml") {
             found.push(
                 path.parent()

@@ -357,6 +357,13 @@ pub enum LoadError {
         /// The paths searched.
         paths: Vec<PathBuf>,
     },
+
+    /// A path given to discovery does not exist.
+    #[error("no such file or directory: {} (expected a task package or a suite directory)", path.display())]
+    NoSuchPath {
+        /// The path as given.
+        path: PathBuf,
+    },
 }
 
 fn display_paths(paths: &[PathBuf]) -> String {

@@ -248,10 +248,25 @@ fn transport_message(e: &reqwest::Error) -> String {
     if e.is_timeout() {
         "the request timed out".into()
     } else if e.is_connect() {
-        "cannot connect to the model service".into()
+        match e.url() {
+            Some(url) => format!("cannot connect to the model service at {}", redacted_url(url)),
+            None => "cannot connect to the model service".into(),
+        }
     } else {
         format!("transport error: {e}")
     }
+}
+
+/// The URL a request went to, without user info or query string, so an error message can name
+/// the endpoint without carrying a credential (the API key itself travels only in a header).
+fn redacted_url(url: &reqwest::Url) -> String {
+    let mut shown = url.clone();
+    // Both setters fail only for URLs that cannot have credentials; then there is nothing to hide.
+    let _ = shown.set_username("");
+    let _ = shown.set_password(None);
+    shown.set_query(None);
+    shown.set_fragment(None);
+    shown.to_string()
 }
 
 /// Whether an error body speaks of the context window.
@@ -414,6 +429,17 @@ mod tests {
         assert!(matches!(classify_status(429, "slow down", Some(Duration::from_secs(2))), Fault::Retry { retry_after: Some(_), .. }));
         assert!(matches!(classify_status(503, "", None), Fault::Retry { .. }));
         assert!(matches!(classify_status(401, "no key", None), Fault::Rejected { status: 401, .. }));
+    }
+
+    #[test]
+    fn a_refused_connection_names_the_url_without_credentials() {
+        // Port 1 on the loopback interface has no listener: the connection is refused locally.
+        let error = reqwest::blocking::Client::new()
+            .post("http://user:secret@127.0.0.1:1/v1/chat/completions?api-key=secret")
+            .bearer_auth("sk-secret")
+            .send()
+            .unwrap_err();
+        assert_eq!(transport_message(&error), "cannot connect to the model service at http://127.0.0.1:1/v1/chat/completions");
     }
 
     #[test]

@@ -101,7 +101,7 @@ fn a_run_where_nothing_applies_is_an_error_and_leaves_no_store() {
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("nothing to run: none of the task × agent × condition × start combinations applies (1 not applicable)"), "{stderr}");
+    assert!(stderr.contains("nothing to run: none of the task × agent × condition × start combinations applies (1 not applicable: condition full needs instruction.full.md)"), "{stderr}");
     assert!(!out.exists());
 }
 
@@ -124,4 +124,18 @@ fn without_a_suite_the_example_suite_runs_offline_and_the_report_is_printed() {
     let report = report_json(&latest);
     assert_eq!(group(&report, "scripted:gold", "full")["outcomes"]["success_at"][0], 1.0);
     crate::examples::assert_default_run_pins(&latest);
+}
+
+#[test]
+fn zero_jobs_is_rejected_before_anything_is_stored() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let output = specgap()
+        .args([OsStr::new("run"), task_fixture("req-basic").as_os_str(), OsStr::new("--jobs"), OsStr::new("0")])
+        .args([OsStr::new("--out"), out.as_os_str()])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "error: --jobs must be at least 1\n");
+    assert!(!out.exists());
 }

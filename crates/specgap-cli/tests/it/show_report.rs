@@ -16,15 +16,27 @@ fn show_lists_episodes_and_prints_a_transcript_with_the_private_evaluation_apart
         OsStr::new("scripted:gold,scripted:literal"),
         OsStr::new("--condition"),
         OsStr::new("partial"),
+        OsStr::new("--repeats"),
+        OsStr::new("2"),
         OsStr::new("--out"),
         out.as_os_str(),
         OsStr::new("--no-report"),
     ]);
     let table = String::from_utf8(run_ok([OsStr::new("show"), out.as_os_str()]).stdout).unwrap();
     let lines: Vec<&str> = table.lines().collect();
-    assert_eq!(lines.len(), 4, "{table}");
+    assert_eq!(lines.len(), 6, "{table}");
     assert!(lines[0].starts_with("id "), "{table}");
-    assert_eq!(lines[3], "2 episode(s)");
+    assert_eq!(lines[5], "4 episode(s)");
+    // Sorted by task, agent, condition, start, repeat (not by the random-looking id).
+    let agent_and_repeat: Vec<(&str, &str)> = lines[1..5]
+        .iter()
+        .map(|l| {
+            let cells: Vec<&str> = l.split_whitespace().collect();
+            (cells[2], cells[5])
+        })
+        .collect();
+    assert_eq!(agent_and_repeat, [("scripted:gold", "0"), ("scripted:gold", "1"), ("scripted:literal", "0"), ("scripted:literal", "1")]);
+    assert_show_into_a_closed_pipe_ends_quietly(&out);
     let literal = episodes(&out).into_iter().find(|e| e.agent == "scripted:literal").unwrap();
     assert!(table.contains(&literal.id));
 
@@ -42,6 +54,25 @@ fn show_lists_episodes_and_prints_a_transcript_with_the_private_evaluation_apart
     let ambiguous = specgap().args([OsStr::new("show"), out.as_os_str(), OsStr::new("")]).output().unwrap();
     assert_eq!(ambiguous.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&ambiguous.stderr).contains("is ambiguous"));
+}
+
+/// `specgap show RUN | head`: a reader that is gone before the table is written ends the
+/// process by SIGPIPE, as for other tools, instead of a "failed printing to stdout" panic.
+fn assert_show_into_a_closed_pipe_ends_quietly(out: &std::path::Path) {
+    use std::os::fd::FromRawFd as _;
+    use std::os::unix::process::ExitStatusExt as _;
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    // SAFETY: both descriptors were just created and are owned here alone.
+    let write_end = unsafe {
+        libc::close(fds[0]);
+        std::os::fd::OwnedFd::from_raw_fd(fds[1])
+    };
+    let output = specgap().args([OsStr::new("show"), out.as_os_str()]).stdout(std::process::Stdio::from(write_end)).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(output.status.signal(), Some(libc::SIGPIPE), "{:?} {stderr}", output.status);
 }
 
 #[test]
@@ -65,4 +96,12 @@ fn markdown_report_has_the_measures_and_end_reasons() {
         "{md}"
     );
     assert!(md.contains("| scripted:gold | partial | clean | 1 | accepted 1 | 0 | 0 | 0 | 0 |"), "{md}");
+
+    // With --out the report goes to the file, and stderr says where.
+    let html_path = tmp.path().join("report.html");
+    let written = run_ok([OsStr::new("report"), out.as_os_str(), OsStr::new("--format"), OsStr::new("html"), OsStr::new("--out"), html_path.as_os_str()]);
+    assert!(written.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&written.stderr);
+    assert_eq!(stderr.trim_end(), format!("report written to {}", html_path.display()), "{stderr}");
+    assert!(fs_err::read_to_string(&html_path).unwrap().starts_with("<!DOCTYPE html>"));
 }

@@ -48,10 +48,15 @@ pub enum RunnerError {
     #[error(transparent)]
     Condition(#[from] crate::condition::ConditionError),
     /// No combination of the run applies (DESIGN §4).
-    #[error("nothing to run: none of the task × agent × condition × start combinations applies ({not_applicable} not applicable)")]
+    #[error(
+        "nothing to run: none of the task × agent × condition × start combinations applies ({not_applicable} not applicable{})",
+        reason_summary(.reasons)
+    )]
     NothingApplies {
         /// Combinations recorded as not applicable.
         not_applicable: usize,
+        /// The distinct reasons they do not apply, in first-seen order.
+        reasons: Vec<String>,
     },
     /// The run store failed.
     #[error("run store error")]
@@ -68,4 +73,49 @@ pub enum RunnerError {
     /// A worker thread could not be started.
     #[error("cannot start a worker thread")]
     Thread(#[source] std::io::Error),
+}
+
+/// How many distinct not-applicable reasons [`RunnerError::NothingApplies`] names before
+/// summarising the rest as "and N more".
+const REASONS_SHOWN: usize = 5;
+
+/// Formats the distinct not-applicable reasons as `: a; b; and N more`, or nothing when there
+/// are none, so a user sees why nothing applies without opening a store.
+fn reason_summary(reasons: &[String]) -> String {
+    if reasons.is_empty() {
+        return String::new();
+    }
+    let mut shown: Vec<&str> = reasons.iter().take(REASONS_SHOWN).map(String::as_str).collect();
+    let more = reasons.len().saturating_sub(REASONS_SHOWN);
+    let more_text = format!("and {more} more");
+    if more > 0 {
+        shown.push(&more_text);
+    }
+    format!(": {}", shown.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nothing_applies_names_up_to_five_distinct_reasons() {
+        let none = RunnerError::NothingApplies { not_applicable: 0, reasons: vec![] };
+        assert_eq!(
+            none.to_string(),
+            "nothing to run: none of the task × agent × condition × start combinations applies (0 not applicable)"
+        );
+        let one = RunnerError::NothingApplies { not_applicable: 28, reasons: vec!["agent scripted:mutant:nope needs solutions/mutants/nope/".into()] };
+        assert_eq!(
+            one.to_string(),
+            "nothing to run: none of the task × agent × condition × start combinations applies \
+             (28 not applicable: agent scripted:mutant:nope needs solutions/mutants/nope/)"
+        );
+        let seven = RunnerError::NothingApplies { not_applicable: 7, reasons: (1..=7).map(|i| format!("r{i}")).collect() };
+        assert_eq!(
+            seven.to_string(),
+            "nothing to run: none of the task × agent × condition × start combinations applies \
+             (7 not applicable: r1; r2; r3; r4; r5; and 2 more)"
+        );
+    }
 }

@@ -197,7 +197,13 @@ pub fn plan(input: &PlanInput<'_>, agents: &dyn AgentApplicability) -> Result<Pl
         }
     }
     if all.is_empty() {
-        return Err(RunnerError::NothingApplies { not_applicable: not_applicable.len() });
+        let mut reasons: Vec<String> = Vec::new();
+        for skipped in &not_applicable {
+            if !reasons.contains(&skipped.reason) {
+                reasons.push(skipped.reason.clone());
+            }
+        }
+        return Err(RunnerError::NothingApplies { not_applicable: not_applicable.len(), reasons });
     }
     let total_episodes = all.len();
     let episodes = match input.shard {

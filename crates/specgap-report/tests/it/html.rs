@@ -85,6 +85,8 @@ fn html_is_self_contained_with_three_charts() {
     assert!(html.contains("Clean against Residual"));
     assert!(html.contains("Recall against Quality"));
     assert!(!html.contains("<script"), "no script");
+    // Markdown code spans in section texts become <code> elements, never literal backticks.
+    assert!(!html.contains('`'), "literal backtick in the page");
     // The only URL is the SVG namespace, which is never fetched.
     assert_eq!(
         html.matches("http").count(),

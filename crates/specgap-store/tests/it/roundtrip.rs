@@ -514,3 +514,26 @@ fn finish_refuses_running() {
     );
     assert_eq!(store.episode_status(&id).unwrap(), Some(Status::Running));
 }
+
+/// The scoring kind planned before any evaluation (a guess between test and reward, DESIGN §2)
+/// is replaced by the kind of the first valid evaluation when the episode finishes.
+#[test]
+fn finish_settles_the_scoring_kind_from_the_first_evaluation() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::create(&tmp.path().join("run"), &config(1, None)).unwrap();
+    let planned = EpisodeMeta { scoring_kind: ScoringKind::Test, ..meta() };
+    let mut writer = store.begin_episode(&key(0, "clean"), &planned).unwrap();
+    let record = SubmissionRecord {
+        automatic: false,
+        agent_declared: true,
+        result: Some(result(r#"{"version":1,"reward":1.0}"#)),
+        scored: Some(Scored { kind: ScoringKind::Reward, score: 1.0, success: true }),
+        failing_requirement: None,
+        error: None,
+        diff: String::new(),
+    };
+    writer.write_submission(1, &record).unwrap();
+    let id = writer.id().to_string();
+    writer.finish(summary(Status::Finished, Some(EndReason::Accepted), 5)).unwrap();
+    assert_eq!(store.episode(&id).unwrap().unwrap().scoring_kind, ScoringKind::Reward);
+}

@@ -77,6 +77,18 @@ fn nothing_found_is_an_error() {
 }
 
 #[test]
+fn a_missing_path_is_named_as_missing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("nonexist");
+    let err = specgap_task::discover(&[&missing]).unwrap_err();
+    assert!(matches!(err, LoadError::NoSuchPath { .. }));
+    assert_eq!(
+        err.to_string(),
+        format!("no such file or directory: {} (expected a task package or a suite directory)", missing.display())
+    );
+}
+
+#[test]
 fn discover_reports_a_broken_package() {
     let copy = Copy::of("req-basic");
     copy.remove("instruction.md");

@@ -1,0 +1,439 @@
+//! Table readers of `results.sqlite`: one [`Reader`] per table, run on any connection.
+//!
+//! Bulk reads (every row of a table, for reports) scan the table in storage order and sort
+//! in memory by the primary key. `ORDER BY <primary key>` on these rowid tables walks the
+//! primary-key index and looks each row up in the table by rowid — one B-tree search per row
+//! (BENCHMARKS.md, "Reports"). The in-memory order is SQLite's: text compares bytewise (BINARY
+//! collation) and integers numerically, which is how Rust orders `String` and `u32`. Reads of
+//! one episode (`WHERE episode = ?1`) keep `ORDER BY`, which the index serves directly.
+//!
+//! Enum columns are parsed from the borrowed column text with serde's string deserializer
+//! (no intermediate `String` or `serde_json::Value`).
+
+use std::cmp::Ordering;
+use std::path::Path;
+
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, Row};
+use serde::Deserialize;
+use serde::de::value::{Error as NameError, StrDeserializer};
+
+use crate::error::{SqlContext, StoreError, json_error};
+use crate::rows::*;
+
+/// How to read one table: the SELECT (no WHERE, no ORDER BY), the column naming the episode
+/// (for reads of one episode), the primary-key order as SQL and as a comparator, and the
+/// row mapper. Columns are read by index, in the SELECT's order.
+pub(crate) struct Reader<T> {
+    sql: &'static str,
+    filter_column: &'static str,
+    order: &'static str,
+    cmp: fn(&T, &T) -> Ordering,
+    map: fn(&Row<'_>, &Path) -> Result<T, StoreError>,
+}
+
+impl<T> Reader<T> {
+    /// Every row (with `filter`: the rows whose filter column equals it), in primary-key
+    /// order. Statements are prepared once per connection (rusqlite's statement cache).
+    ///
+    /// # Errors
+    /// SQLite errors at `path`; whatever the row mapper returns.
+    pub(crate) fn read(
+        &self,
+        conn: &Connection,
+        path: &Path,
+        filter: Option<&str>,
+    ) -> Result<Vec<T>, StoreError> {
+        let mut out = Vec::new();
+        match filter {
+            Some(value) => {
+                let sql = format!(
+                    "{} WHERE {} = ?1 ORDER BY {}",
+                    self.sql, self.filter_column, self.order
+                );
+                let mut stmt = conn.prepare_cached(&sql).at(path)?;
+                let mut rows = stmt.query([value]).at(path)?;
+                while let Some(row) = rows.next().at(path)? {
+                    out.push((self.map)(row, path)?);
+                }
+            }
+            None => {
+                let mut stmt = conn.prepare_cached(self.sql).at(path)?;
+                let mut rows = stmt.query([]).at(path)?;
+                while let Some(row) = rows.next().at(path)? {
+                    out.push((self.map)(row, path)?);
+                }
+                // Primary keys are unique, so an unstable sort gives SQLite's order (a table
+                // already in key order costs one linear pass).
+                out.sort_unstable_by(self.cmp);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Borrowed text of column `i` (NULL is an error: use [`opt_text`] for nullable columns).
+fn text<'r>(r: &'r Row<'_>, i: usize, path: &Path) -> Result<&'r str, StoreError> {
+    let value = r.get_ref(i).at(path)?;
+    value
+        .as_str()
+        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(i, value.data_type(), Box::new(e)))
+        .at(path)
+}
+
+/// Borrowed text of nullable column `i`.
+fn opt_text<'r>(r: &'r Row<'_>, i: usize, path: &Path) -> Result<Option<&'r str>, StoreError> {
+    match r.get_ref(i).at(path)? {
+        ValueRef::Null => Ok(None),
+        _ => text(r, i, path).map(Some),
+    }
+}
+
+/// Parses a snake_case / lowercase enum name through its serde form, straight from the
+/// borrowed column text.
+fn parse_name<T: for<'de> Deserialize<'de>>(
+    table: &'static str,
+    column: &'static str,
+    text: &str,
+) -> Result<T, StoreError> {
+    T::deserialize(StrDeserializer::<NameError>::new(text)).map_err(|_| StoreError::BadValue {
+        table,
+        column,
+        value: text.to_string(),
+    })
+}
+
+/// `episodes`, by id.
+pub(crate) const EPISODES: Reader<EpisodeRow> = Reader {
+    sql: "SELECT id, task, task_hash, agent, agent_hash, user, user_hash, condition, start,
+        repeat, seed, family, scoring_kind, status, end_reason, attempts, submissions, final_score,
+        final_success, turns, tool_calls, wall_ms, started_ts, ended_ts, error FROM episodes",
+    filter_column: "id",
+    order: "id",
+    cmp: |a, b| a.id.cmp(&b.id),
+    map: episode_row,
+};
+
+fn episode_row(r: &Row<'_>, path: &Path) -> Result<EpisodeRow, StoreError> {
+    let seed = text(r, 10, path)?;
+    Ok(EpisodeRow {
+        id: r.get(0).at(path)?,
+        task: r.get(1).at(path)?,
+        task_hash: r.get(2).at(path)?,
+        agent: r.get(3).at(path)?,
+        agent_hash: r.get(4).at(path)?,
+        user: r.get(5).at(path)?,
+        user_hash: r.get(6).at(path)?,
+        condition: r.get(7).at(path)?,
+        start: r.get(8).at(path)?,
+        repeat: r.get(9).at(path)?,
+        seed: seed.parse().map_err(|_| StoreError::BadValue {
+            table: "episodes",
+            column: "seed",
+            value: seed.to_string(),
+        })?,
+        family: parse_name("episodes", "family", text(r, 11, path)?)?,
+        scoring_kind: parse_name("episodes", "scoring_kind", text(r, 12, path)?)?,
+        status: Status::parse(text(r, 13, path)?)?,
+        end_reason: opt_text(r, 14, path)?
+            .map(|e| parse_name("episodes", "end_reason", e))
+            .transpose()?,
+        attempts: r.get(15).at(path)?,
+        submissions: r.get(16).at(path)?,
+        final_score: r.get(17).at(path)?,
+        final_success: r.get(18).at(path)?,
+        turns: r.get(19).at(path)?,
+        tool_calls: r.get(20).at(path)?,
+        wall_ms: r.get(21).at(path)?,
+        started_ts: r.get(22).at(path)?,
+        ended_ts: r.get(23).at(path)?,
+        error: r.get(24).at(path)?,
+    })
+}
+
+/// `start_results`, by episode.
+pub(crate) const START_RESULTS: Reader<StartResultRow> = Reader {
+    sql: "SELECT episode, state, reward FROM start_results",
+    filter_column: "episode",
+    order: "episode",
+    cmp: |a, b| a.episode.cmp(&b.episode),
+    map: |r, path| {
+        Ok(StartResultRow {
+            episode: r.get(0).at(path)?,
+            state: r.get(1).at(path)?,
+            reward: r.get(2).at(path)?,
+        })
+    },
+};
+
+/// `submissions`, by (episode, k).
+pub(crate) const SUBMISSIONS: Reader<SubmissionRow> = Reader {
+    sql: "SELECT episode, k, automatic, agent_declared, valid_evaluation, kind, score, success,
+        reward, failing_requirement, error, diff_bytes FROM submissions",
+    filter_column: "episode",
+    order: "episode, k",
+    cmp: |a, b| (&a.episode, a.k).cmp(&(&b.episode, b.k)),
+    map: |r, path| {
+        Ok(SubmissionRow {
+            episode: r.get(0).at(path)?,
+            k: r.get(1).at(path)?,
+            automatic: r.get(2).at(path)?,
+            agent_declared: r.get(3).at(path)?,
+            valid_evaluation: r.get(4).at(path)?,
+            kind: opt_text(r, 5, path)?
+                .map(|k| parse_name("submissions", "kind", k))
+                .transpose()?,
+            score: r.get(6).at(path)?,
+            success: r.get(7).at(path)?,
+            reward: r.get(8).at(path)?,
+            failing_requirement: r.get(9).at(path)?,
+            error: r.get(10).at(path)?,
+            diff_bytes: r.get(11).at(path)?,
+        })
+    },
+};
+
+/// `requirement_outcomes`, by (episode, k, requirement).
+pub(crate) const REQUIREMENT_OUTCOMES: Reader<RequirementOutcomeRow> = Reader {
+    sql: "SELECT episode, k, requirement, pass, failure_mode, measured, detail
+        FROM requirement_outcomes",
+    filter_column: "episode",
+    order: "episode, k, requirement",
+    cmp: |a, b| (&a.episode, a.k, &a.requirement).cmp(&(&b.episode, b.k, &b.requirement)),
+    map: |r, path| {
+        Ok(RequirementOutcomeRow {
+            episode: r.get(0).at(path)?,
+            k: r.get(1).at(path)?,
+            requirement: r.get(2).at(path)?,
+            pass: r.get(3).at(path)?,
+            failure_mode: r.get(4).at(path)?,
+            measured: serde_json::from_str(text(r, 5, path)?)
+                .map_err(json_error("requirement_outcomes.measured"))?,
+            detail: r.get(6).at(path)?,
+        })
+    },
+};
+
+/// `tests`, by (episode, k, test).
+pub(crate) const TESTS: Reader<TestRow> = Reader {
+    sql: "SELECT episode, k, test, outcome FROM tests",
+    filter_column: "episode",
+    order: "episode, k, test",
+    cmp: |a, b| (&a.episode, a.k, &a.test).cmp(&(&b.episode, b.k, &b.test)),
+    map: |r, path| {
+        Ok(TestRow {
+            episode: r.get(0).at(path)?,
+            k: r.get(1).at(path)?,
+            test: r.get(2).at(path)?,
+            outcome: parse_name("tests", "outcome", text(r, 3, path)?)?,
+        })
+    },
+};
+
+/// `deliveries`, by (episode, k).
+pub(crate) const DELIVERIES: Reader<DeliveryRow> = Reader {
+    sql: "SELECT episode, k, valid, objective, signature, violations FROM deliveries",
+    filter_column: "episode",
+    order: "episode, k",
+    cmp: |a, b| (&a.episode, a.k).cmp(&(&b.episode, b.k)),
+    map: |r, path| {
+        Ok(DeliveryRow {
+            episode: r.get(0).at(path)?,
+            k: r.get(1).at(path)?,
+            valid: r.get(2).at(path)?,
+            objective: r.get(3).at(path)?,
+            signature: opt_text(r, 4, path)?
+                .map(|s| parse_name("deliveries", "signature", s))
+                .transpose()?,
+            violations: serde_json::from_str(text(r, 5, path)?)
+                .map_err(json_error("deliveries.violations"))?,
+        })
+    },
+};
+
+/// `questions`, by (episode, idx).
+pub(crate) const QUESTIONS: Reader<QuestionRow> = Reader {
+    sql: "SELECT episode, idx, turn, text, answer, matched_targets FROM questions",
+    filter_column: "episode",
+    order: "episode, idx",
+    cmp: |a, b| (&a.episode, a.idx).cmp(&(&b.episode, b.idx)),
+    map: |r, path| {
+        Ok(QuestionRow {
+            episode: r.get(0).at(path)?,
+            idx: r.get(1).at(path)?,
+            question: Question {
+                turn: r.get(2).at(path)?,
+                text: r.get(3).at(path)?,
+                answer: r.get(4).at(path)?,
+                matched_targets: serde_json::from_str(text(r, 5, path)?)
+                    .map_err(json_error("questions.matched_targets"))?,
+            },
+        })
+    },
+};
+
+/// `judgements`, by (episode, judge, target).
+pub(crate) const JUDGEMENTS: Reader<JudgementRow> = Reader {
+    sql: "SELECT episode, judge, target, verdict, matched_question_indices FROM judgements",
+    filter_column: "episode",
+    order: "episode, judge, target",
+    cmp: |a, b| {
+        let (x, y) = (&a.judgement, &b.judgement);
+        (&a.episode, &x.judge, &x.target).cmp(&(&b.episode, &y.judge, &y.target))
+    },
+    map: |r, path| {
+        Ok(JudgementRow {
+            episode: r.get(0).at(path)?,
+            judgement: Judgement {
+                judge: r.get(1).at(path)?,
+                target: r.get(2).at(path)?,
+                verdict: r.get(3).at(path)?,
+                matched_question_indices: serde_json::from_str(text(r, 4, path)?)
+                    .map_err(json_error("judgements.matched_question_indices"))?,
+            },
+        })
+    },
+};
+
+/// `usage`, by (episode, attempt, role).
+pub(crate) const USAGE: Reader<UsageRow> = Reader {
+    sql: "SELECT episode, attempt, role, input_tokens, output_tokens, cached_tokens,
+        reasoning_tokens, requests, retries, latency_ms, cost_usd FROM usage",
+    filter_column: "episode",
+    order: "episode, attempt, role",
+    // SQLite orders `role` by its text; compare the text, not the enum's declaration order.
+    cmp: |a, b| {
+        (&a.episode, a.attempt, a.role.as_str()).cmp(&(&b.episode, b.attempt, b.role.as_str()))
+    },
+    map: |r, path| {
+        Ok(UsageRow {
+            episode: r.get(0).at(path)?,
+            attempt: r.get(1).at(path)?,
+            role: Role::parse(text(r, 2, path)?)?,
+            usage: specgap_protocol::event::Usage {
+                input_tokens: r.get(3).at(path)?,
+                output_tokens: r.get(4).at(path)?,
+                cached_tokens: r.get(5).at(path)?,
+                reasoning_tokens: r.get(6).at(path)?,
+                requests: r.get(7).at(path)?,
+                retries: r.get(8).at(path)?,
+                latency_ms: r.get(9).at(path)?,
+                cost_usd: r.get(10).at(path)?,
+            },
+        })
+    },
+};
+
+/// `errors`, by (episode, attempt, idx).
+pub(crate) const ERRORS: Reader<ErrorRow> = Reader {
+    sql: "SELECT episode, attempt, idx, class, message, stderr_tail, deterministic FROM errors",
+    filter_column: "episode",
+    order: "episode, attempt, idx",
+    cmp: |a, b| (&a.episode, a.attempt, a.idx).cmp(&(&b.episode, b.attempt, b.idx)),
+    map: |r, path| {
+        Ok(ErrorRow {
+            episode: r.get(0).at(path)?,
+            attempt: r.get(1).at(path)?,
+            idx: r.get(2).at(path)?,
+            error: ErrorRecord {
+                class: ErrorClass::parse(text(r, 3, path)?)?,
+                message: r.get(4).at(path)?,
+                stderr_tail: r.get(5).at(path)?,
+                deterministic: r.get(6).at(path)?,
+            },
+        })
+    },
+};
+
+/// `not_applicable`, by (task, agent, condition, start); never read per episode.
+pub(crate) const NOT_APPLICABLE: Reader<NotApplicableRow> = Reader {
+    sql: "SELECT task, agent, condition, start, reason FROM not_applicable",
+    filter_column: "task",
+    order: "task, agent, condition, start",
+    cmp: |a, b| {
+        (&a.task, &a.agent, &a.condition, &a.start).cmp(&(
+            &b.task,
+            &b.agent,
+            &b.condition,
+            &b.start,
+        ))
+    },
+    map: |r, path| {
+        Ok(NotApplicableRow {
+            task: r.get(0).at(path)?,
+            agent: r.get(1).at(path)?,
+            condition: r.get(2).at(path)?,
+            start: r.get(3).at(path)?,
+            reason: r.get(4).at(path)?,
+        })
+    },
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use specgap_protocol::result::{Signature, TestOutcome};
+    use specgap_protocol::run::EndReason;
+
+    #[test]
+    fn parse_name_reads_serde_names_and_rejects_others() {
+        assert_eq!(
+            parse_name::<EndReason>("episodes", "end_reason", "submission_budget").ok(),
+            Some(EndReason::SubmissionBudget)
+        );
+        assert_eq!(
+            parse_name::<TestOutcome>("tests", "outcome", "skip").ok(),
+            Some(TestOutcome::Skip)
+        );
+        assert_eq!(
+            parse_name::<Signature>("deliveries", "signature", "none").ok(),
+            Some(Signature::None)
+        );
+        let err = parse_name::<TestOutcome>("tests", "outcome", "Pass").err();
+        assert_eq!(
+            err.map(|e| e.to_string()),
+            Some(
+                StoreError::BadValue {
+                    table: "tests",
+                    column: "outcome",
+                    value: "Pass".into()
+                }
+                .to_string()
+            )
+        );
+    }
+
+    #[test]
+    fn in_memory_order_is_sqlites_primary_key_order() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE t (episode TEXT NOT NULL, k INTEGER NOT NULL, test TEXT NOT NULL,
+                 PRIMARY KEY (episode, k, test)) STRICT;
+             INSERT INTO t VALUES ('b', 2, 'x'), ('a', 10, 'z'), ('a', 9, 'Z'), ('B', 1, 'a'),
+                 ('a', 10, 'y'), ('é', 0, 'a'), ('ab', 0, 'a'), ('a', 10, 'Y');",
+        )
+        .unwrap();
+        let mut stmt = conn
+            .prepare("SELECT episode, k, test FROM t ORDER BY episode, k, test")
+            .unwrap();
+        let sqlite: Vec<(String, u32, String)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let mut ours: Vec<TestRow> = sqlite
+            .iter()
+            .rev()
+            .map(|(episode, k, test)| TestRow {
+                episode: episode.clone(),
+                k: *k,
+                test: test.clone(),
+                outcome: TestOutcome::Pass,
+            })
+            .collect();
+        ours.sort_unstable_by(TESTS.cmp);
+        let ours: Vec<(String, u32, String)> =
+            ours.into_iter().map(|t| (t.episode, t.k, t.test)).collect();
+        assert_eq!(ours, sqlite);
+    }
+}
