@@ -127,8 +127,9 @@ pub fn judge_missing(
     let mut new_rows = Vec::new();
     let mut summary = JudgeSummary::default();
     // Repeats and scripted agents ask the same questions again: the rule is a pure function
-    // of (unit, target), so each distinct pair of a task is matched once.
-    let mut memo: HashMap<(String, String, String), bool> = HashMap::new();
+    // of (unit, target), so each distinct pair of a task is matched once. Keyed task → unit →
+    // target so that a lookup borrows its keys (owned keys are made only for a new pair).
+    let mut memo: HashMap<&str, HashMap<String, HashMap<String, bool>>> = HashMap::new();
     for episode in &rows.episodes {
         let eligible = episode.status == Status::Finished
             && episode.scoring_kind == ScoringKind::Delivery
@@ -144,12 +145,17 @@ pub fn judge_missing(
             .map(Vec::as_slice)
             .unwrap_or_default();
         summary.judged += 1;
-        let task = episode.task.as_str();
+        let by_unit = memo.entry(episode.task.as_str()).or_default();
         let mut links = |unit: &str, target: &ClarificationTarget| -> bool {
-            let key = (task.to_string(), unit.to_string(), target.id.clone());
-            *memo
-                .entry(key)
-                .or_insert_with(|| matching::links(unit, target))
+            if let Some(linked) = by_unit.get(unit).and_then(|t| t.get(target.id.as_str())) {
+                return *linked;
+            }
+            let linked = matching::links(unit, target);
+            by_unit
+                .entry(unit.to_string())
+                .or_default()
+                .insert(target.id.clone(), linked);
+            linked
         };
         for judgement in judge_with(&question_units(asked), &context.targets, &mut links) {
             new_rows.push(JudgementRow {

@@ -462,7 +462,7 @@ impl Store {
     /// `judgements`) are read on a second, read-only connection in a second thread while this
     /// connection reads the others: reports of 100,000 episodes spend most of their load time
     /// here. Each table is its own read, as when read one by one; when the second connection
-    /// cannot be opened, every table is read on this one.
+    /// cannot be opened or fails, its tables are read on this one.
     ///
     /// # Errors
     /// As the per-table readers.
@@ -476,14 +476,16 @@ impl Store {
         };
         std::thread::scope(|scope| {
             let other = scope.spawn(move || read_second_half(&second, path));
-            let mine = read_first_half(&self.conn(), path);
-            // The reader thread only returns; a panic there is a bug worth propagating.
+            let mut rows = read_first_half(&self.conn(), path)?;
             let other = match other.join() {
-                Ok(result) => result,
+                Ok(Ok(other)) => other,
+                // A read-only connection can fail where the store's own succeeds (a WAL index
+                // it may not create): read those tables again on this one.
+                Ok(Err(_)) => read_second_half(&self.conn(), path)?,
+                // The reader thread only returns; a panic there is a bug worth propagating.
                 Err(panic) => std::panic::resume_unwind(panic),
             };
-            let mut rows = mine?;
-            other?.fill(&mut rows);
+            other.fill(&mut rows);
             Ok(rows)
         })
     }
