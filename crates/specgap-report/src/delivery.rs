@@ -58,11 +58,7 @@ pub struct DeliveryMeasures {
 pub fn delivery_measures(
     episodes: &[&Episode<'_>],
 ) -> Result<Option<DeliveryMeasures>, ReportError> {
-    let runs: Vec<&Episode> = episodes
-        .iter()
-        .copied()
-        .filter(|e| e.is_scored() && e.is_delivery())
-        .collect();
+    let runs = scored_deliveries(episodes);
     if runs.is_empty() {
         return Ok(None);
     }
@@ -321,11 +317,7 @@ pub fn zero_signature(e: &Episode<'_>) -> String {
 
 /// [`ZeroScores`]; `None` without scored delivery runs.
 pub fn zero_scores(episodes: &[&Episode<'_>]) -> Option<ZeroScores> {
-    let runs: Vec<&Episode> = episodes
-        .iter()
-        .copied()
-        .filter(|e| e.is_scored() && e.is_delivery())
-        .collect();
+    let runs = scored_deliveries(episodes);
     if runs.is_empty() {
         return None;
     }
@@ -420,4 +412,9 @@ pub fn oracle_curve(episodes: &[&Episode<'_>]) -> Vec<OracleLevel> {
             .then_with(|| a.condition.cmp(&b.condition))
     });
     out
+}
+
+/// The scored delivery runs among `episodes` (errors and interruptions never count).
+fn scored_deliveries<'a, 'b>(episodes: &[&'a Episode<'b>]) -> Vec<&'a Episode<'b>> {
+    episodes.iter().copied().filter(|e| e.is_scored() && e.is_delivery()).collect()
 }

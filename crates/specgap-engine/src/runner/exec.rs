@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use specgap_protocol::run::{ComponentRef, EndReason};
-use specgap_store::{EpisodeMeta, EpisodeSummary, ErrorClass, ErrorRecord, NotApplicableRow, Status, Store};
+use specgap_store::{EpisodeMeta, EpisodeSummary, ErrorClass, ErrorRecord, Status, Store};
 use specgap_sandbox::{BaseCache, SandboxConfig};
 use specgap_task::TaskPackage;
 
@@ -156,13 +156,7 @@ pub struct RunInputs<'a> {
 /// Store errors.
 pub fn record_not_applicable(store: &Store, plan: &Plan) -> Result<usize, RunnerError> {
     for skipped in &plan.not_applicable {
-        store.record_not_applicable(&NotApplicableRow {
-            task: skipped.task.clone(),
-            agent: skipped.agent.clone(),
-            condition: skipped.condition.clone(),
-            start: skipped.start.clone(),
-            reason: skipped.reason.clone(),
-        })?;
+        store.record_not_applicable(skipped)?;
     }
     Ok(plan.not_applicable.len())
 }

@@ -3,6 +3,7 @@
 //! not-applicable record (DESIGN §4), and the shard's share of the episodes.
 
 use specgap_protocol::run::{ComponentRef, EpisodeKey};
+use specgap_store::NotApplicableRow;
 use specgap_task::TaskPackage;
 
 use crate::condition::{Condition, NotApplicable, Start, applicability, expand_starts};
@@ -109,20 +110,9 @@ pub struct PlannedEpisode {
     pub position: usize,
 }
 
-/// A combination that does not apply (DESIGN §4), with its reason.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Skipped {
-    /// Task name.
-    pub task: String,
-    /// Agent spec.
-    pub agent: String,
-    /// Canonical condition.
-    pub condition: String,
-    /// Start (canonical).
-    pub start: String,
-    /// Why it does not apply.
-    pub reason: String,
-}
+/// A combination that does not apply (DESIGN §4), with its reason: the store's row, so the
+/// plan records it as it is.
+pub type Skipped = NotApplicableRow;
 
 /// A run's plan.
 #[derive(Debug, Clone, PartialEq)]
