@@ -2,20 +2,40 @@
 """Episode-throughput measurement: specgap vs inspect_ai, runs interleaved.
 
 Usage (run.sh calls this; paths relative to the repository root):
-    measure.py --runs 5 --out bench/out/episodes [--jobs 8] [--quiet-wait 120] [--only SUBSTRING]...
+    measure.py --runs 5 --out bench/out/episodes [--jobs 8] [--quiet-wait 120]
+               [--idle-tail 0.5] [--only SUBSTRING]...
 
-Variants: specgap on one task with --repeats 200; specgap on 200 generated task dirs (OUT/copies,
-made by make_copies.sh); inspect_ai with 200 samples; and, only when asked for with
-`--only no-sandbox`, specgap --no-sandbox (harness cost without bubblewrap).
+Variants (each 200 episodes / samples at --jobs / max_samples 8):
+- specgap on one task with --repeats 200;
+- specgap on 200 generated task dirs (OUT/copies, made by make_copies.sh);
+- inspect_ai, agent loop: the work as tool calls of a scripted mockllm model, run by
+  generate(tool_calls="loop") (inspect_task.py `episodes_agent`; the like-for-like peer of
+  specgap's replay agent, whose calls also go through the harness's tool dispatch);
+- inspect_ai, direct sandbox calls: the same commands issued by a solver itself, no model turn
+  (inspect_task.py `episodes_direct`; a lower bound of inspect's cost for the work);
+- only when asked for with `--only no-sandbox`: specgap --no-sandbox (harness cost without
+  bubblewrap).
 
-Each round runs every variant once, in turn (A B C, A B C, ...), so a neighbour's load on this
-shared machine hits all variants alike. For every run it records wall time, the CPU time of the
-command and its children (wait4 rusage), and how busy the whole machine was meanwhile (from
-/proc/stat), so runs disturbed by other tenants can be told apart. Before each run it waits (at
-most --quiet-wait seconds) until the machine has been at least 90 % idle for one second.
-Every run is checked: 200 episodes/samples, all scored successful.
+Each round runs every variant once, in turn (A B C D, A B C D, ...), so a neighbour's load on
+this shared machine hits all variants alike. Before each run it waits (at most --quiet-wait
+seconds) until the machine has been at least 90 % idle for one second, and records that
+second's busy cores as the background. For every run it records:
 
-Prints a Markdown table per variant and the medians, and writes all rows to OUT/runs.json.
+- wall time, start to exit of the command;
+- CPU of the command and its children (user + sys from wait4's rusage);
+- machine CPU: busy jiffies of all CPUs from /proc/stat (user + nice + system + irq + softirq
+  + steal) from just before the start to --idle-tail seconds (default 0.5) after the exit. A
+  sandboxed episode's kernel work partly runs in kernel worker threads (network-namespace
+  teardown, cgroup release, deferred frees) that wait4 does not charge to the command, and some
+  of it lands after the command exits, hence the tail. It also includes whatever other tenants
+  ran meanwhile: compare it with the background column, and read it from quiet runs.
+
+Every run is checked: specgap's store holds 200 finished, successful episodes; inspect_ai's log
+is a success with 200 samples at accuracy 1 and the counted work (model turns, shell commands,
+file writes) equals what 200 samples of the variant must do.
+
+Prints one line per run to stderr, then Markdown tables of the medians and of the ratios
+specgap / inspect_ai, and writes all rows to OUT/runs.json.
 """
 
 import argparse
@@ -34,8 +54,15 @@ ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 
 
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
 def cpu_ticks():
-    """(busy, total) jiffies over all CPUs, from the first line of /proc/stat."""
+    """(busy, total) jiffies summed over all CPUs, from the first line of /proc/stat.
+
+    The first eight fields are user, nice, system, idle, iowait, irq, softirq, steal (guest time
+    is already inside user and nice); busy = all of them but idle and iowait.
+    """
     fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
     idle = fields[3] + fields[4]  # idle + iowait
     total = sum(fields[:8])
@@ -43,19 +70,30 @@ def cpu_ticks():
 
 
 def wait_for_quiet(limit_s):
-    """Waits until one second passes with the machine ≥ 90 % idle; returns the seconds waited."""
+    """Waits until one second passes with the machine ≥ 90 % idle (or limit_s runs out).
+
+    Returns (seconds waited, busy cores during the last one-second sample): the background load
+    just before the run.
+    """
+    ncpu = os.cpu_count() or 1
     start = time.monotonic()
-    while time.monotonic() - start < limit_s:
+    busy_share = 0.0
+    while True:
         b0, t0 = cpu_ticks()
         time.sleep(1)
         b1, t1 = cpu_ticks()
-        if t1 > t0 and (b1 - b0) / (t1 - t0) <= 0.10:
+        busy_share = (b1 - b0) / (t1 - t0) if t1 > t0 else 0.0
+        if busy_share <= 0.10 or time.monotonic() - start >= limit_s:
             break
-    return time.monotonic() - start
+    return time.monotonic() - start, busy_share * ncpu
 
 
-def timed(argv, cwd, stdout_path):
-    """Runs argv; returns wall seconds, rusage and the machine's busy cores during the run."""
+def timed(argv, cwd, stdout_path, idle_tail_s):
+    """Runs argv; returns wall seconds, its rusage and the machine's busy CPU around the run.
+
+    Machine CPU counts from just before the start to idle_tail_s after the exit (kernel work the
+    run left to worker threads finishes there); the wall time ends at the exit.
+    """
     ncpu = os.cpu_count() or 1
     b0, t0 = cpu_ticks()
     start = time.perf_counter()
@@ -64,19 +102,23 @@ def timed(argv, cwd, stdout_path):
         stderr = proc.stderr.read()
         _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
+    time.sleep(idle_tail_s)
     b1, t1 = cpu_ticks()
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"command failed ({status}): {' '.join(map(str, argv))}\n{stderr.decode()[-2000:]}")
-    machine_busy_cores = (b1 - b0) / (t1 - t0) * ncpu if t1 > t0 else 0.0
+    machine_cpu_s = (b1 - b0) / CLOCK_TICKS
     own_cpu = usage.ru_utime + usage.ru_stime
     return {
         "wall_s": wall,
         "user_s": usage.ru_utime,
         "sys_s": usage.ru_stime,
         "max_rss_kb": usage.ru_maxrss,
-        "machine_busy_cores": machine_busy_cores,
-        # CPU the rest of the machine used meanwhile, in cores (other tenants' builds).
-        "others_cores": max(0.0, machine_busy_cores - own_cpu / wall),
+        "idle_tail_s": idle_tail_s,
+        # Busy CPU seconds of the whole machine over the run and its tail (all tenants).
+        "machine_cpu_s": machine_cpu_s,
+        "machine_busy_cores": (b1 - b0) / (t1 - t0) * ncpu if t1 > t0 else 0.0,
+        # Machine CPU not charged to the command by wait4: kernel worker threads plus other tenants.
+        "unattributed_cpu_s": max(0.0, machine_cpu_s - own_cpu),
     }
 
 
@@ -92,7 +134,9 @@ def check_specgap(run_dir):
 
 def check_inspect(stdout_path):
     report = json.loads(Path(stdout_path).read_text().strip().splitlines()[-1])
-    if report["status"] != "success" or report["samples"] != EPISODES or report["accuracy"] != 1.0:
+    work = {k: report["work"].get(k, 0) for k in report["expected_work"]}
+    if (report["status"] != "success" or report["samples"] != EPISODES or report["accuracy"] != 1.0
+            or work != report["expected_work"]):
         sys.exit(f"inspect_ai run failed its check: {report}")
     return {"import_s": report["import_s"], "eval_s": report["eval_s"]}
 
@@ -116,8 +160,14 @@ def variants(args, out):
              "--out", str(out / f"nosandbox-{i}")],
             lambda _: check_specgap(out / f"nosandbox-{i}"),
         ),
-        "inspect_ai, 200 samples (local)": lambda i: (
-            [python, str(HERE / "inspect_run.py"), str(out / f"inspect-{i}"), "--max-samples", str(args.jobs)],
+        "inspect_ai agent loop, 200 samples (local)": lambda i: (
+            [python, str(HERE / "inspect_run.py"), str(out / f"inspect-agent-{i}"), "--variant", "agent",
+             "--max-samples", str(args.jobs)],
+            check_inspect,
+        ),
+        "inspect_ai direct sandbox calls, 200 samples (local)": lambda i: (
+            [python, str(HERE / "inspect_run.py"), str(out / f"inspect-direct-{i}"), "--variant", "direct",
+             "--max-samples", str(args.jobs)],
             check_inspect,
         ),
     }
@@ -126,12 +176,63 @@ def variants(args, out):
     return {name: make for name, make in found.items() if any(s in name for s in args.only)}
 
 
+def median_of(rows, key):
+    return statistics.median(key(r) for r in rows)
+
+
+def print_tables(rows, chosen):
+    """Markdown table of per-variant medians, then the specgap / inspect_ai ratios."""
+    print("| variant | runs | median wall (s) | episodes/s | min–max wall (s) "
+          "| CPU ms / episode (children, wait4) | machine CPU ms / episode | max RSS (MB) "
+          "| background before run (cores) |")
+    print("| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |")
+    summary = {}
+    for name in chosen:
+        mine = [r for r in rows if r["variant"] == name]
+        walls = [r["wall_s"] for r in mine]
+        wall = statistics.median(walls)
+        children_ms = median_of(mine, lambda r: r["user_s"] + r["sys_s"]) / EPISODES * 1000
+        machine_ms = median_of(mine, lambda r: r["machine_cpu_s"]) / EPISODES * 1000
+        summary[name] = {"wall": wall, "children_ms": children_ms, "machine_ms": machine_ms}
+        print(f"| {name} | {len(mine)} | {wall:.2f} | {EPISODES / wall:.1f} | "
+              f"{min(walls):.2f}–{max(walls):.2f} | {children_ms:.0f} | {machine_ms:.0f} | "
+              f"{median_of(mine, lambda r: r['max_rss_kb']) / 1024:.0f} | "
+              f"{median_of(mine, lambda r: r['background_cores']):.2f} |")
+    tail = rows[0]["idle_tail_s"] if rows else 0
+    print(f"\nMachine CPU = busy CPU of the whole machine (/proc/stat: user+nice+system+irq+softirq+steal, "
+          f"all CPUs) from the start to {tail:g} s after the exit, divided by {EPISODES} episodes; unlike "
+          "wait4's children CPU it includes kernel worker threads (namespace teardown, cgroup release), "
+          "and also any other tenant's work (see the background column).")
+
+    inspect = [r for r in rows if r["variant"].startswith("inspect_ai")]
+    for name in dict.fromkeys(r["variant"] for r in inspect):
+        mine = [r for r in inspect if r["variant"] == name]
+        eval_s = median_of(mine, lambda r: r["eval_s"])
+        print(f"{name}: median import {median_of(mine, lambda r: r['import_s']):.2f} s, "
+              f"median eval() alone {eval_s:.2f} s ({EPISODES / eval_s:.1f} samples/s)")
+
+    peers = [n for n in summary if n.startswith("inspect_ai")]
+    ours = [n for n in summary if not n.startswith("inspect_ai")]
+    if peers and ours:
+        print("\n| specgap variant | inspect_ai variant | episodes/s, specgap / inspect_ai "
+              "| CPU per episode (children), specgap / inspect_ai "
+              "| machine CPU per episode, specgap / inspect_ai |")
+        print("| --- | --- | ---: | ---: | ---: |")
+        for mine in ours:
+            for peer in peers:
+                a, b = summary[mine], summary[peer]
+                print(f"| {mine} | {peer} | {b['wall'] / a['wall']:.2f}x | "
+                      f"{a['children_ms'] / b['children_ms']:.2f}x | {a['machine_ms'] / b['machine_ms']:.2f}x |")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=8)
     parser.add_argument("--out", type=Path, default=ROOT / "bench/out/episodes")
     parser.add_argument("--quiet-wait", type=float, default=120.0)
+    parser.add_argument("--idle-tail", type=float, default=0.5,
+                        help="seconds after each run's exit still counted in its machine CPU")
     parser.add_argument("--only", action="append",
                         help="substring of a variant name (repeatable); default: all but --no-sandbox")
     args = parser.parse_args()
@@ -148,37 +249,19 @@ def main():
     for i in range(1, args.runs + 1):
         for name, make in chosen.items():
             argv, check = make(i)
-            waited = wait_for_quiet(args.quiet_wait)
+            waited, background = wait_for_quiet(args.quiet_wait)
             stdout_path = out / f"stdout-{i}-{len(rows)}.txt"
-            row = {"variant": name, "round": i, "waited_s": round(waited, 1), **timed(argv, ROOT, stdout_path)}
+            row = {"variant": name, "round": i, "waited_s": round(waited, 1),
+                   "background_cores": background, **timed(argv, ROOT, stdout_path, args.idle_tail)}
             row.update(check(stdout_path))
             row["per_s"] = EPISODES / row["wall_s"]
             rows.append(row)
             print(f"round {i} {name}: {row['wall_s']:.2f} s, {row['per_s']:.1f}/s, "
-                  f"cpu {row['user_s'] + row['sys_s']:.2f} s, others {row['others_cores']:.2f} cores",
+                  f"cpu (children) {row['user_s'] + row['sys_s']:.2f} s, "
+                  f"machine cpu {row['machine_cpu_s']:.2f} s, background {background:.2f} cores",
                   file=sys.stderr, flush=True)
     (out / "runs.json").write_text(json.dumps(rows, indent=1))
-    print("| variant | runs | median wall (s) | median episodes/s | min–max wall (s) | median CPU s (user+sys) | CPU ms per episode | median max RSS (MB) | median others' load (cores) |")
-    print("| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |")
-    medians = {}
-    for name in chosen:
-        mine = [r for r in rows if r["variant"] == name]
-        walls = [r["wall_s"] for r in mine]
-        cpu = statistics.median(r["user_s"] + r["sys_s"] for r in mine)
-        medians[name] = statistics.median(walls)
-        print(f"| {name} | {len(mine)} | {medians[name]:.2f} | {EPISODES / medians[name]:.1f} | "
-              f"{min(walls):.2f}–{max(walls):.2f} | {cpu:.2f} | {cpu / EPISODES * 1000:.0f} | "
-              f"{statistics.median(r['max_rss_kb'] for r in mine) / 1024:.0f} | "
-              f"{statistics.median(r['others_cores'] for r in mine):.2f} |")
-    inspect = [r for r in rows if r["variant"].startswith("inspect_ai")]
-    if inspect:
-        print(f"\ninspect_ai: median import {statistics.median(r['import_s'] for r in inspect):.2f} s, "
-              f"median eval() alone {statistics.median(r['eval_s'] for r in inspect):.2f} s "
-              f"({EPISODES / statistics.median(r['eval_s'] for r in inspect):.1f} samples/s)")
-        base = medians[inspect[0]["variant"]]
-        for name, wall in medians.items():
-            if not name.startswith("inspect_ai"):
-                print(f"ratio {name} / inspect_ai (episodes per second, whole commands): {base / wall:.2f}x")
+    print_tables(rows, chosen)
 
 
 if __name__ == "__main__":

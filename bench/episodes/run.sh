@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
-# Episode-throughput benchmark (BENCHMARKS.md, "Episode throughput").
+# Episode-throughput benchmark, the only one (BENCHMARKS.md, "Episode throughput: interleaved
+# runs, startup and memory").
 #
 # Usage: bench/episodes/run.sh [RUNS]        (default 5 interleaved rounds)
 #
 # 1. builds target/release/specgap and the inspect_ai venv (bench/.venv, gitignored);
 # 2. checks the benchmark task package (bench/episodes/task/echo);
 # 3. runs 200 episodes of it with specgap (--repeats 200, and 200 generated task dirs) and 200
-#    samples with inspect_ai (bench/episodes/inspect_task.py, sandbox "local"), interleaved,
-#    RUNS times each, and prints medians (bench/episodes/measure.py);
+#    samples with inspect_ai in two variants (bench/episodes/inspect_task.py, sandbox "local":
+#    the work as tool calls through inspect's agent loop with a scripted mockllm model, and the
+#    same work as direct sandbox calls), interleaved, RUNS times each, and prints medians of
+#    wall time, episodes/s, wait4 CPU and machine-wide CPU per episode, and the ratios
+#    (bench/episodes/measure.py);
 # 4. where an episode's time goes (phases from the trajectories, --jobs 8 and --jobs 1);
 # 5. startup time of `specgap --version` (hyperfine) and peak RSS of `specgap run` at --jobs 64
 #    (/usr/bin/time -v: the largest single process of the tree, i.e. specgap itself).
 #
 # Everything it writes goes to bench/out/episodes (gitignored). The machine is shared: the
-# measurement waits for a quiet moment before each run and reports the load of other tenants.
+# measurement waits for a quiet moment before each run and reports the background load it saw.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 runs="${1:-5}"

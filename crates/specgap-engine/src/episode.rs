@@ -57,7 +57,7 @@ use serde_json::Value;
 use specgap_protocol::event::{EventKind, ToolCall, Usage, UserMessageKind};
 use specgap_protocol::result::{EvalResult, Scored};
 use specgap_protocol::run::EndReason;
-use specgap_sandbox::{Base, BaseCache, HostView, SandboxConfig};
+use specgap_sandbox::{Base, BaseCache, HostView, SandboxConfig, Session};
 use specgap_store::{EpisodeWriter, Role, StoreError, SubmissionRecord};
 use specgap_task::TaskPackage;
 use specgap_task::matching::linked_targets;
@@ -74,6 +74,11 @@ use crate::tools::{self, ToolOutput, names};
 /// Evaluations of residual starting states, keyed by (task hash, state id), shared across the
 /// episodes of a run so each state is evaluated once.
 pub type StartResults = Arc<Mutex<HashMap<(String, String), EvalResult>>>;
+
+/// Shared cache of resolved `[environment]` host views, keyed by package content hash:
+/// resolving runs version-manager lookups and writes the synthetic `/etc`, so a run does it
+/// once per package rather than once per episode.
+pub type HostViews = Arc<Mutex<HashMap<String, HostView>>>;
 
 /// Consecutive identical calls that end an episode (DESIGN §3.5).
 pub const REPEATED_CALL_LIMIT: u32 = 4;
@@ -122,6 +127,8 @@ pub struct EpisodeContext<'a> {
     pub repeat: u32,
     /// Shared cache of residual-start evaluations.
     pub start_results: &'a StartResults,
+    /// Shared cache of host views.
+    pub host_views: &'a HostViews,
     /// When set, the episode ends as `interrupted` before its next turn.
     pub stop: Option<&'a AtomicBool>,
 }
@@ -359,6 +366,8 @@ struct Episode<'c, 'a> {
     writer: &'c mut EpisodeWriter,
     started: Instant,
     host: HostView,
+    /// The sandbox every command of the episode runs in (built by the first command).
+    session: Session,
     base: Base,
     ws_dir: PathBuf,
     ws: WorkspaceRoot,
@@ -411,12 +420,17 @@ impl<'c, 'a> Episode<'c, 'a> {
             opening_message: opening.message.clone(),
             tools: opening.tools.clone(),
         })?;
-        let host = sandbox_ops::host_view(package)?;
+        let host = sandbox_ops::host_view(ctx)?;
         let ws_dir = ctx.workdir.join("workspace");
         let base = sandbox_ops::materialize(ctx, &ws_dir)?;
         let ws = WorkspaceRoot::new(&ws_dir)
             .map_err(|e| EpisodeError::infrastructure("cannot open the materialized workspace", false, e))?;
-        let last_diff = sandbox_ops::diff(&base, &ws_dir)?;
+        // A clean start is a copy of the base, so its diff is empty without asking git.
+        let last_diff = match ctx.start {
+            Start::Clean => String::new(),
+            Start::Residual(_) => sandbox_ops::diff(&base, &ws_dir)?,
+        };
+        let session = sandbox_ops::command_session(ctx, &host, &ws_dir);
         let mut episode = Episode {
             ctx,
             agent,
@@ -424,6 +438,7 @@ impl<'c, 'a> Episode<'c, 'a> {
             writer,
             started,
             host,
+            session,
             base,
             ws_dir,
             ws,
@@ -777,17 +792,22 @@ impl<'c, 'a> Episode<'c, 'a> {
             Ok(args) => args,
             Err(message) => return Ok(ToolOutput::error(message)),
         };
+        if args.command.contains('\0') {
+            // No shell can receive one; refusing here keeps it the agent's mistake, not an
+            // infrastructure failure.
+            return Ok(ToolOutput::error("a command cannot contain a NUL byte"));
+        }
         let result = self.run_command(&args.command, args.timeout_sec)?;
         effect.blank_success = result.blank_success();
         Ok(result.to_output())
     }
 
-    fn run_command(&self, command: &str, timeout_sec: Option<u64>) -> Result<CommandResult, EpisodeError> {
+    fn run_command(&mut self, command: &str, timeout_sec: Option<u64>) -> Result<CommandResult, EpisodeError> {
         let timeout = timeout_sec
             .unwrap_or(tools::DEFAULT_COMMAND_TIMEOUT_SEC)
             .clamp(1, tools::MAX_COMMAND_TIMEOUT_SEC)
             .min(self.remaining_wall_sec());
-        sandbox_ops::run_command(self.ctx, &self.host, &self.ws_dir, command, timeout)
+        sandbox_ops::run_command(&mut self.session, command, timeout)
     }
 
     fn run_project(&mut self, call: &ToolCall) -> Result<ToolOutput, EpisodeError> {

@@ -37,7 +37,7 @@ pub use condition::{
     Ask, BudgetFlags, Budgets, Condition, ConditionError, NotApplicable, OpeningKind, Overrides, Preset, Profile,
     PromptKind, Start, applicability, expand_starts,
 };
-pub use episode::{EpisodeContext, EpisodeError, EpisodeOutcome, StartResults, SubmissionOutcome, run_episode};
+pub use episode::{EpisodeContext, EpisodeError, EpisodeOutcome, HostViews, StartResults, SubmissionOutcome, run_episode};
 pub use prompts::PROMPT_VERSION;
 pub use relay::RelayUser;
 pub use session::{Agent, AgentError, AgentReply, FeedbackContext, Incoming, Opening, Question, Reply, User, UserError};

@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use specgap_protocol::result::{EvalResult, Scored};
 use specgap_sandbox::{
-    Base, CommandOutput, CommandSpec, EvalError, EvaluatorRun, HostView, Limits, MaterializeError, SandboxError, run,
+    Base, CommandOutput, CommandSpec, EvalError, EvaluatorRun, HostView, Limits, MaterializeError, SandboxError, Session,
     run_evaluator,
 };
-use specgap_task::{Overlay, TaskPackage};
+use specgap_task::Overlay;
 
 use crate::condition::Start;
 use crate::episode::{EpisodeContext, EpisodeError};
@@ -36,12 +36,23 @@ fn sandbox_error(error: SandboxError) -> EpisodeError {
     EpisodeError::infrastructure("the sandbox failed", deterministic, error)
 }
 
-/// Resolves the task's `[environment]` once per episode.
+/// The task's resolved `[environment]`, from the run's cache or resolved now (and cached).
 ///
 /// # Errors
-/// An infrastructure error (deterministic for a missing command or a bad bind).
-pub(crate) fn host_view(package: &TaskPackage) -> Result<HostView, EpisodeError> {
-    HostView::resolve(&package.manifest().environment).map_err(sandbox_error)
+/// An infrastructure error (deterministic for a missing command or a bad bind); failures are
+/// not cached.
+pub(crate) fn host_view(ctx: &EpisodeContext<'_>) -> Result<HostView, EpisodeError> {
+    let key = ctx.package.hash();
+    if let Some(view) = lock(ctx.host_views).get(key) {
+        return Ok(view.clone());
+    }
+    let view = HostView::resolve(&ctx.package.manifest().environment).map_err(sandbox_error)?;
+    lock(ctx.host_views).entry(key.to_string()).or_insert_with(|| view.clone());
+    Ok(view)
+}
+
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Materializes the episode's workspace at `dest` from the harness's base (plus the residual
@@ -135,21 +146,19 @@ impl CommandResult {
     }
 }
 
-/// Runs a shell command in the sandbox with the workspace as the only writable directory and
-/// its working directory.
+/// The episode's command session: one sandbox for all its commands, with the workspace as the
+/// only writable directory and the working directory of every command. The sandbox itself is
+/// built by the first command.
+pub(crate) fn command_session(ctx: &EpisodeContext<'_>, host: &HostView, workspace: &Path) -> Session {
+    Session::new(CommandSpec::shell("", workspace), host.clone(), ctx.sandbox.clone())
+}
+
+/// Runs a shell command in the episode's session.
 ///
 /// # Errors
 /// An infrastructure error when the sandbox cannot run it.
-pub(crate) fn run_command(
-    ctx: &EpisodeContext<'_>,
-    host: &HostView,
-    workspace: &Path,
-    command: &str,
-    timeout_sec: u64,
-) -> Result<CommandResult, EpisodeError> {
-    let mut spec = CommandSpec::shell(command, workspace).timeout(Duration::from_secs(timeout_sec));
-    spec.limits.output_bytes = OUTPUT_CAP;
-    let output = run(&spec, host, ctx.sandbox).map_err(sandbox_error)?;
+pub(crate) fn run_command(session: &mut Session, command: &str, timeout_sec: u64) -> Result<CommandResult, EpisodeError> {
+    let output = session.run_shell(command, Duration::from_secs(timeout_sec), OUTPUT_CAP).map_err(sandbox_error)?;
     Ok(CommandResult { output, timeout_sec })
 }
 

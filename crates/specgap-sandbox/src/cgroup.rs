@@ -61,11 +61,20 @@ impl Cgroups {
 
     /// Whether the memory controller had to kill a process of the group for lack of memory.
     pub(crate) fn memory_exceeded(&self) -> bool {
-        let Some(group) = &self.memory else { return false };
-        let Ok(text) = std::fs::read_to_string(group.join("memory.oom_control")) else { return false };
-        text.lines()
-            .filter_map(|line| line.strip_prefix("oom_kill "))
-            .any(|count| count.trim().parse::<u64>().is_ok_and(|n| n > 0))
+        self.oom_kills() > 0
+    }
+
+    /// How many processes the memory controller has killed in the group so far (0 without a
+    /// memory group).
+    pub(crate) fn oom_kills(&self) -> u64 {
+        let Some(group) = &self.memory else { return 0 };
+        let Ok(text) = std::fs::read_to_string(group.join("memory.oom_control")) else { return 0 };
+        text.lines().filter_map(|line| line.strip_prefix("oom_kill ")).find_map(|count| count.trim().parse().ok()).unwrap_or(0)
+    }
+
+    /// The number of processes in the `pids` group, `None` without one.
+    pub(crate) fn member_count(&self) -> Option<usize> {
+        self.pids.as_deref().map(|group| members(group).len())
     }
 
     /// Kills every process left in the groups, waits (bounded) until they are gone, removes the

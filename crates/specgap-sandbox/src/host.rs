@@ -222,9 +222,28 @@ fn shim_tool(script: &str) -> Option<String> {
     })
 }
 
-/// Writes the synthetic `/etc` files every sandbox gets.
+/// File name, in the view's `/etc`, of an execute-only copy (mode 0111) of the host's
+/// `/bin/sh`. A process that executes a program it cannot read is made non-dumpable by the
+/// kernel, so the session's command server runs from this copy: commands, which run as the
+/// same uid, then cannot open its `/proc/<pid>/fd`, `mem` or `environ`.
+pub(crate) const SERVER_SHELL: &str = "specgap-server-sh";
+
+/// Host `/etc` entries copied into every sandbox's `/etc` (when present): the dynamic loader's
+/// cache, Debian's `alternatives` links (many `/usr/bin` programs point into them) and the time
+/// zone link. Symbolic links are copied as links; their targets are under `/usr`.
+const HOST_ETC: &[&str] = &["ld.so.cache", "alternatives", "localtime"];
+
+/// Writes the `/etc` every sandbox of the view gets, mounted read-only as a whole: synthetic
+/// `passwd`, `group`, `hosts` and `nsswitch.conf` (the host's are never shown), copies of
+/// [`HOST_ETC`], and the command server's execute-only shell.
 fn write_etc() -> Result<tempfile::TempDir, SandboxError> {
     let dir = tempfile::Builder::new().prefix("specgap-etc-").tempdir()?;
+    for name in HOST_ETC {
+        copy_host_etc(&Path::new("/etc").join(name), &dir.path().join(name))?;
+    }
+    let shell = dir.path().join(SERVER_SHELL);
+    fs::copy(fs::canonicalize("/bin/sh")?, &shell)?;
+    fs::set_permissions(&shell, std::fs::Permissions::from_mode(0o111))?;
     let uid = SANDBOX_UID;
     let files = [
         ("passwd", format!("specgap:x:{uid}:{uid}:specgap:/tmp:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")),
@@ -239,6 +258,24 @@ fn write_etc() -> Result<tempfile::TempDir, SandboxError> {
     }
     fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))?;
     Ok(dir)
+}
+
+/// Copies a file, a symbolic link (as a link) or a directory of them; a missing `from` is
+/// skipped.
+fn copy_host_etc(from: &Path, to: &Path) -> Result<(), SandboxError> {
+    let Ok(meta) = std::fs::symlink_metadata(from) else { return Ok(()) };
+    if meta.file_type().is_symlink() {
+        std::os::unix::fs::symlink(fs::read_link(from)?, to)?;
+    } else if meta.is_dir() {
+        fs::create_dir(to)?;
+        for entry in fs::read_dir(from)? {
+            let name = entry?.file_name();
+            copy_host_etc(&from.join(&name), &to.join(&name))?;
+        }
+    } else if meta.is_file() {
+        fs::copy(from, to)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@
 //! | the submission as a binary-safe patch against the base | [`diff`], [`diff_bytes`] |
 //! | a copy of the work tree for evaluation | [`freeze`] |
 //! | run a command under bubblewrap with limits | [`run`] with a [`CommandSpec`], a [`HostView`] and a [`SandboxConfig`] |
+//! | run an episode's commands one after another in one long-lived sandbox | [`Session::run_shell`] |
 //! | run a package's evaluator and validate its `result.json` | [`run_evaluator`] → [`Evaluation`] or [`EvalError`] |
 //!
 //! ```no_run
@@ -47,8 +48,10 @@ mod fsutil;
 mod git;
 pub mod host;
 pub mod materialize;
+mod patch;
 pub mod runner;
 mod seccomp;
+pub mod session;
 
 pub use capture::cut_marker;
 pub use error::{MaterializeError, SandboxError};
@@ -56,3 +59,4 @@ pub use evaluator::{EvalError, Evaluation, EvaluatorRun, run_evaluator};
 pub use host::HostView;
 pub use materialize::{Base, BaseCache, apply_overlay, diff, diff_bytes, freeze, materialize};
 pub use runner::{CommandOutput, CommandSpec, Limits, Mount, Program, SandboxConfig, WORKSPACE_MOUNT, run};
+pub use session::Session;

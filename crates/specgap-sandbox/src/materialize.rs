@@ -278,7 +278,8 @@ fn read_delete_list(workspace: &Path, list: &Path) -> Result<Vec<PathBuf>, Mater
     Ok(out)
 }
 
-/// The work tree of `workspace` against the base, as a `git diff --binary` patch that
+/// The work tree of `workspace` against the base, as a `git diff --binary --full-index` patch
+/// (full blob ids, so the text never depends on how many objects the base holds) that
 /// `git apply --binary` reproduces on a fresh materialization: modified, added (untracked),
 /// deleted and binary files, symbolic links as links; `.git` entries and special files left
 /// out. Computed only from the cache's copy of the base with a temporary index and object
@@ -297,11 +298,21 @@ pub fn diff(base: &Base, workspace: &Path) -> Result<String, MaterializeError> {
     })
 }
 
-/// [`diff`] as raw bytes: exact even for text files that are not UTF-8.
+/// [`diff`] as raw bytes: exact even for text files that are not UTF-8. When only text files
+/// with plain names changed, the patch is written in process (`crate::patch`, byte for byte
+/// what git writes); otherwise git computes it.
 ///
 /// # Errors
 /// I/O and git failures.
 pub fn diff_bytes(base: &Base, workspace: &Path) -> Result<Vec<u8>, MaterializeError> {
+    if let Some(patch) = crate::patch::text_patch(&base.repo, workspace)? {
+        return Ok(patch);
+    }
+    git_diff_bytes(base, workspace)
+}
+
+/// [`diff_bytes`] computed by git from a temporary index of the work tree.
+pub(crate) fn git_diff_bytes(base: &Base, workspace: &Path) -> Result<Vec<u8>, MaterializeError> {
     let scratch = tempfile::Builder::new().prefix("specgap-diff-").tempdir()?;
     let index = scratch.path().join("index");
     let objects = scratch.path().join("objects");
@@ -319,6 +330,7 @@ pub fn diff_bytes(base: &Base, workspace: &Path) -> Result<Vec<u8>, MaterializeE
             "diff",
             "--cached",
             "--binary",
+            "--full-index",
             "--no-ext-diff",
             "--no-textconv",
             "--no-color",

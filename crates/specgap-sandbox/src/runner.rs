@@ -42,19 +42,14 @@ use crate::seccomp;
 /// Where the workspace is mounted inside the sandbox, and the default working directory.
 pub const WORKSPACE_MOUNT: &str = "/workspace";
 
-/// Host `/etc` entries every sandbox sees read-only (when present): the dynamic loader's cache,
-/// Debian's `alternatives` links (many `/usr/bin` programs point into it) and the time zone.
-const HOST_ETC: &[&str] = &["ld.so.cache", "alternatives", "localtime"];
-/// Synthetic `/etc` files written by [`HostView`].
-const SYNTHETIC_ETC: &[&str] = &["passwd", "group", "hosts", "nsswitch.conf"];
 /// Top-level host entries that are a directory or a link into `/usr`.
 const SYSTEM_TOP: &[&str] = &["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
 /// Sandbox paths a spec mount may not cover.
 const RESERVED: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/proc", "/dev"];
 
 /// Fd numbers inside bwrap: argument list, seccomp program, JSON status stream.
-const FD_ARGS: RawFd = 3;
-const FD_SECCOMP: RawFd = 4;
+pub(crate) const FD_ARGS: RawFd = 3;
+pub(crate) const FD_SECCOMP: RawFd = 4;
 const FD_STATUS: RawFd = 5;
 
 /// What to execute.
@@ -233,7 +228,7 @@ impl CommandOutput {
 }
 
 /// The first `bwrap` on the harness's `PATH`, looked up once.
-fn bwrap_path() -> Option<PathBuf> {
+pub(crate) fn bwrap_path() -> Option<PathBuf> {
     static BWRAP: OnceLock<Option<PathBuf>> = OnceLock::new();
     BWRAP.get_or_init(|| host::find_on_path("bwrap")).clone()
 }
@@ -294,7 +289,7 @@ fn program_text(program: &Program) -> String {
     }
 }
 
-fn validate(spec: &CommandSpec) -> Result<(), SandboxError> {
+pub(crate) fn validate(spec: &CommandSpec) -> Result<(), SandboxError> {
     let invalid = |msg: String| Err(SandboxError::InvalidSpec(msg));
     if let Program::Argv(argv) = &spec.program
         && argv.is_empty()
@@ -324,7 +319,7 @@ fn is_clean_absolute(path: &Path) -> bool {
 }
 
 /// The command's environment: base variables, then `[environment].env`, then the spec's.
-fn environment(spec: &CommandSpec, host: &HostView, config: &SandboxConfig) -> BTreeMap<String, String> {
+pub(crate) fn environment(spec: &CommandSpec, host: &HostView, config: &SandboxConfig) -> BTreeMap<String, String> {
     let mut env = BTreeMap::new();
     let path = if config.enabled {
         host.path_var()
@@ -348,8 +343,9 @@ fn environment(spec: &CommandSpec, host: &HostView, config: &SandboxConfig) -> B
     env
 }
 
-/// bubblewrap's arguments, up to and including `--`.
-fn bwrap_args(spec: &CommandSpec, host: &HostView) -> Vec<Vec<u8>> {
+/// bubblewrap's arguments, up to and including `--`; with `json_status`, bubblewrap reports
+/// the sandbox's pid and the command's exit on [`FD_STATUS`].
+pub(crate) fn bwrap_args(spec: &CommandSpec, host: &HostView, json_status: bool) -> Vec<Vec<u8>> {
     let mut args: Vec<Vec<u8>> = Vec::new();
     let mut push = |parts: &[&[u8]]| args.extend(parts.iter().map(|p| p.to_vec()));
     let uid = SANDBOX_UID.to_string();
@@ -368,15 +364,9 @@ fn bwrap_args(spec: &CommandSpec, host: &HostView) -> Vec<Vec<u8>> {
             _ => {}
         }
     }
-    for name in HOST_ETC {
-        let path = format!("/etc/{name}");
-        push(&[b"--ro-bind-try", path.as_bytes(), path.as_bytes()]);
-    }
-    for name in SYNTHETIC_ETC {
-        let src = host.etc_dir().join(name);
-        let dest = format!("/etc/{name}");
-        push(&[b"--ro-bind", src.as_os_str().as_bytes(), dest.as_bytes()]);
-    }
+    // One mount for all of /etc: bubblewrap rereads the mount table after every bind, so each
+    // mount saved is worth more than the one before it.
+    push(&[b"--ro-bind", host.etc_dir().as_os_str().as_bytes(), b"/etc"]);
     // /proc/1 is bubblewrap's own init; its memory is nobody's business.
     push(&[b"--proc", b"/proc", b"--ro-bind", b"/dev/null", b"/proc/1/mem", b"--dev", b"/dev", b"--tmpfs", b"/tmp"]);
     for path in host.read_only_mounts() {
@@ -391,8 +381,11 @@ fn bwrap_args(spec: &CommandSpec, host: &HostView) -> Vec<Vec<u8>> {
     push(&[b"--remount-ro", b"/"]);
     push(&[b"--chdir", spec.cwd.as_os_str().as_bytes()]);
     let seccomp_fd = FD_SECCOMP.to_string();
-    let status_fd = FD_STATUS.to_string();
-    push(&[b"--seccomp", seccomp_fd.as_bytes(), b"--json-status-fd", status_fd.as_bytes()]);
+    push(&[b"--seccomp", seccomp_fd.as_bytes()]);
+    if json_status {
+        let status_fd = FD_STATUS.to_string();
+        push(&[b"--json-status-fd", status_fd.as_bytes()]);
+    }
     args
 }
 
@@ -412,7 +405,7 @@ fn namespace_init_pid(status_stream: &[u8]) -> Option<libc::pid_t> {
 }
 
 /// Waits (at most 5 s) until `pid` has exited (gone, or a zombie).
-fn wait_until_gone(pid: libc::pid_t) {
+pub(crate) fn wait_until_gone(pid: libc::pid_t) {
     let deadline = Instant::now() + Duration::from_secs(5);
     let mut pause = Duration::from_micros(50);
     while Instant::now() < deadline {
@@ -434,7 +427,7 @@ fn reports_exit(status_stream: &[u8]) -> bool {
     status_stream.windows(b"\"exit-code\"".len()).any(|w| w == b"\"exit-code\"")
 }
 
-fn pipe() -> Result<(OwnedFd, OwnedFd), SandboxError> {
+pub(crate) fn pipe() -> Result<(OwnedFd, OwnedFd), SandboxError> {
     let mut fds = [0 as RawFd; 2];
     // SAFETY: pipe2 fills two fds we take ownership of right after.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -445,7 +438,7 @@ fn pipe() -> Result<(OwnedFd, OwnedFd), SandboxError> {
 }
 
 /// A pipe whose read end already holds `bytes` (writer closed), for data bubblewrap reads once.
-fn filled_pipe(bytes: &[u8]) -> Result<OwnedFd, SandboxError> {
+pub(crate) fn filled_pipe(bytes: &[u8]) -> Result<OwnedFd, SandboxError> {
     let (read, write) = pipe()?;
     if bytes.len() <= 60 * 1024 {
         let mut file = std::fs::File::from(write);
@@ -462,7 +455,7 @@ fn filled_pipe(bytes: &[u8]) -> Result<OwnedFd, SandboxError> {
 
 fn run_bwrap(bwrap: &Path, spec: &CommandSpec, host: &HostView, env: BTreeMap<String, String>) -> Result<RawOutput, SandboxError> {
     let mut arg_bytes = Vec::new();
-    for arg in bwrap_args(spec, host) {
+    for arg in bwrap_args(spec, host, true) {
         arg_bytes.extend_from_slice(&arg);
         arg_bytes.push(0);
     }
@@ -544,7 +537,7 @@ fn host_path_of(spec: &CommandSpec, sandbox: &Path) -> Result<PathBuf, SandboxEr
 /// Sets up the child between fork and exec: its own process group (so a timeout can kill the
 /// group), membership of the command's cgroups (before it can fork), the inherited fds moved
 /// to their fixed numbers, and every other fd marked close-on-exec.
-fn prepare_child(cmd: &mut Command, cgroups: &Cgroups, fd_map: &[(RawFd, RawFd)]) {
+pub(crate) fn prepare_child(cmd: &mut Command, cgroups: &Cgroups, fd_map: &[(RawFd, RawFd)]) {
     cmd.process_group(0);
     let procs: Vec<CString> = cgroups.procs_files();
     let fd_map: Vec<(RawFd, RawFd)> = fd_map.to_vec();

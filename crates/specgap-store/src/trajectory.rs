@@ -124,6 +124,24 @@ fn decode_frame(frame: &[u8]) -> std::io::Result<Vec<u8>> {
     })
 }
 
+/// `bytes` as one complete zstd frame at [`FRAME_LEVEL`]. One compression context per thread,
+/// reused for every frame: creating a context allocates and clears several hundred KiB, which
+/// per event cost more than compressing the event itself.
+fn compress_frame(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
+    thread_local! {
+        static COMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    COMPRESSOR.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let compressor = match slot.as_mut() {
+            Some(c) => c,
+            None => slot.insert(zstd::bulk::Compressor::new(FRAME_LEVEL)?),
+        };
+        compressor.compress(bytes)
+    })
+}
+
 /// Appends events to a trajectory file, one zstd frame each.
 #[derive(Debug)]
 pub(crate) struct FrameWriter {
@@ -143,7 +161,7 @@ impl FrameWriter {
         let mut line = serde_json::to_vec(event)
             .map_err(json_error(format!("trajectory event {}", event.seq)))?;
         line.push(b'\n');
-        let frame = zstd::bulk::compress(&line, FRAME_LEVEL)?;
+        let frame = compress_frame(&line)?;
         self.file.write_all(&frame)?;
         Ok(())
     }

@@ -14,7 +14,7 @@ use specgap_task::TaskPackage;
 use crate::condition::{BudgetFlags, Budgets};
 use crate::runner::RunnerError;
 use crate::runner::plan::{Plan, PlannedEpisode};
-use crate::episode::{EpisodeContext, EpisodeError, StartResults, run_episode};
+use crate::episode::{EpisodeContext, EpisodeError, HostViews, StartResults, run_episode};
 use crate::session::{Agent, AgentError, User, UserError};
 
 /// Makes a fresh agent for each attempt of an episode (so no state leaks between retries).
@@ -222,6 +222,7 @@ pub fn execute(
         sandbox: SandboxConfig { enabled: options.sandbox },
         bases,
         start_results: StartResults::default(),
+        host_views: HostViews::default(),
     };
     let jobs = options.jobs.max(1);
     let workers_done = AtomicBool::new(false);
@@ -389,6 +390,7 @@ struct WorkerContext<'a, 'p> {
     sandbox: SandboxConfig,
     bases: BaseCache,
     start_results: StartResults,
+    host_views: HostViews,
 }
 
 fn worker(ctx: &WorkerContext<'_, '_>) {
@@ -601,6 +603,7 @@ fn attempt(ctx: &WorkerContext<'_, '_>, episode: &PlannedEpisode) -> Result<Atte
         seed: ctx.options.seed,
         repeat: episode.key.repeat,
         start_results: &ctx.start_results,
+        host_views: &ctx.host_views,
         stop: Some(&ctx.options.stop),
     };
     let result = run_episode(&episode_ctx, agent.as_mut(), user.as_mut(), &mut writer);

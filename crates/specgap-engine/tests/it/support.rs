@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 use specgap_engine::session::{Agent, AgentError, AgentReply, Incoming, Opening};
 use specgap_engine::{
-    BudgetFlags, Budgets, Condition, EpisodeContext, EpisodeError, EpisodeOutcome, RelayUser, Start, StartResults,
+    BudgetFlags, Budgets, Condition, EpisodeContext, EpisodeError, EpisodeOutcome, RelayUser, Start, StartResults, HostViews,
     run_episode,
 };
 use specgap_protocol::event::{Event, EventKind, ToolCall, Usage};
@@ -289,6 +289,7 @@ pub fn run(package: &TaskPackage, condition: &str, agent: &mut dyn Agent, option
         seed: 7,
         repeat: 0,
         start_results: &start_results,
+        host_views: &HostViews::default(),
         stop: options.stop.as_deref(),
     };
     let mut user = RelayUser::new(package);

@@ -4,4 +4,5 @@
 mod evaluator;
 mod materialize;
 mod sandbox;
+mod session;
 mod support;

@@ -52,9 +52,10 @@ fn private_files_next_to_the_workspace_are_unreachable() {
     // Searching the whole file system finds none of the private files.
     let out = sh(ws, "find / \\( -path /proc -o -path /sys -o -path /usr \\) -prune -o -name '*7f3a9d*' -print 2>/dev/null; find / -name requirements.toml 2>/dev/null; echo done");
     assert_eq!(out.stdout, "done\n");
-    // The host's own /etc is not there beyond the loader cache and a few harmless entries.
-    let out = sh(ws, "ls /etc | tr '\\n' ' '");
-    assert_eq!(out.stdout, "alternatives group hosts ld.so.cache localtime nsswitch.conf passwd ");
+    // The host's own /etc is not there beyond the loader cache and a few harmless entries
+    // (and the session's execute-only shell, which nobody inside can read).
+    let out = sh(ws, "ls /etc | tr '\\n' ' '; cat /etc/specgap-server-sh >/dev/null 2>&1 || echo unreadable");
+    assert_eq!(out.stdout, "alternatives group hosts ld.so.cache localtime nsswitch.conf passwd specgap-server-sh unreadable\n");
 }
 
 #[test]

@@ -1,0 +1,474 @@
+//! [`Session`]: one long-lived sandbox that runs an episode's commands one after another
+//! (DESIGN §3.2; the decision "One sandbox per episode" in docs/decisions.md).
+//!
+//! Building a sandbox — new namespaces, about twenty mounts, the seccomp filter, the cgroups —
+//! costs several milliseconds of CPU, more than most commands an agent runs. A session builds
+//! it on the first command and keeps it for the next ones. Each command still starts from the
+//! same state a fresh sandbox would give it, except for `/tmp`, which lives as long as the
+//! session, like the workspace.
+//!
+//! # How a command runs
+//! Inside the sandbox a small POSIX `sh` loop, the *command server*, reads requests from a
+//! pipe. For each it runs `/bin/sh -c <command>` in the working directory with standard input
+//! `/dev/null` and standard output and error on two pipes the session keeps for its whole life;
+//! when that shell exits, the server SIGKILLs every other process of the sandbox (`kill -9 -1`
+//! in the sandbox's PID namespace), waits until none is left and only then reports
+//! `<sequence> <status>` on a status pipe. Nothing a command starts survives it, and by the
+//! time the status arrives every byte the command wrote is already in the output pipes, which
+//! the harness then reads to the end.
+//!
+//! # What the harness trusts
+//! Nothing but output bytes. The server runs from an execute-only copy of the shell, which
+//! makes it non-dumpable, so commands (same uid) cannot open its pipes or memory through
+//! `/proc`; they can still kill it. A status line counts only with the request's sequence
+//! number, and after it the harness counts the sandbox's processes in its `pids` cgroup and
+//! ends the whole sandbox if anything but bubblewrap, its init and the server is left. A command that passes
+//! its timeout, a dead server or a protocol violation ends the sandbox as well: the command is
+//! reported killed (timed out, when the timeout did it) and the next command gets a fresh
+//! sandbox with an empty `/tmp`.
+
+use std::io::Write;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::capture::Capture;
+use crate::cgroup::Cgroups;
+use crate::error::SandboxError;
+use crate::host::HostView;
+use crate::runner::{
+    self, CommandOutput, CommandSpec, FD_ARGS, FD_SECCOMP, Program, SandboxConfig, bwrap_args, bwrap_path, environment,
+    filled_pipe, pipe, prepare_child, validate,
+};
+use crate::seccomp;
+
+/// Fds of the command server inside the sandbox (single digits: `dash` redirections take no
+/// more): requests in, statuses out, the commands' stdout and stderr.
+const FD_REQUESTS: RawFd = 6;
+const FD_STATUS: RawFd = 7;
+const FD_STDOUT: RawFd = 8;
+const FD_STDERR: RawFd = 9;
+
+/// Where the sandbox sees the server's execute-only shell (`host::SERVER_SHELL`; the view's
+/// `/etc` is the sandbox's).
+const SERVER_SHELL_PATH: &str = "/etc/specgap-server-sh";
+
+/// How long the sandbox may take to come up before the session gives up on it.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The command server. A request is `<seq>\n<n>\n` followed by the command's `n` lines. The
+/// server's own variables are not exported, so commands do not see them; its stderr goes to
+/// `/dev/null` so that nothing it prints can block on a pipe nobody reads.
+const SERVER: &str = r#"exec 2>/dev/null 3>&- 4>&- 5>&-
+echo ready >&7
+while IFS= read -r seq <&6 && IFS= read -r n <&6; do
+  cmd=
+  i=0
+  while [ "$i" -lt "$n" ]; do
+    IFS= read -r line <&6 || exit 0
+    if [ "$i" -eq 0 ]; then cmd=$line; else cmd="$cmd
+$line"; fi
+    i=$((i + 1))
+  done
+  /bin/sh -c "$cmd" </dev/null >&8 2>&9 6<&- 7>&- 8>&- 9>&-
+  rc=$?
+  kill -9 -1
+  while kill -0 -1; do :; done
+  echo "$seq $rc" >&7
+done
+"#;
+
+/// A sandbox kept alive across commands. Create one per episode (per workspace) with
+/// [`Session::new`]; the sandbox itself is built by the first [`Session::run_shell`] and
+/// killed, with everything in it, when the session is dropped.
+///
+/// With the sandbox disabled ([`SandboxConfig::enabled`] `false`) every command runs on its
+/// own through [`crate::run`], exactly as without a session.
+#[derive(Debug)]
+pub struct Session {
+    template: CommandSpec,
+    host: HostView,
+    config: SandboxConfig,
+    live: Option<Live>,
+    seq: u64,
+    sandboxes_started: u32,
+}
+
+/// A running sandbox and the harness's ends of its pipes.
+#[derive(Debug)]
+struct Live {
+    child: Child,
+    requests: std::fs::File,
+    status: OwnedFd,
+    stdout: OwnedFd,
+    stderr: OwnedFd,
+    status_buf: Vec<u8>,
+    cgroups: Cgroups,
+    /// Processes in the `pids` cgroup with no command running (bubblewrap, its init, the
+    /// server); `None` without a `pids` cgroup.
+    idle_members: Option<usize>,
+}
+
+/// How waiting for a command ended.
+enum Ending {
+    /// The server reported this exit status.
+    Status(i32),
+    /// The timeout passed.
+    TimedOut,
+    /// The server went away (killed, or the sandbox died) or broke the protocol.
+    Lost,
+}
+
+impl Session {
+    /// A session for commands like `template`: its mounts, working directory, environment
+    /// and process and memory limits hold for every command; its program, standard input,
+    /// timeout and output limit are ignored (each [`Session::run_shell`] gives its own).
+    pub fn new(template: CommandSpec, host: HostView, config: SandboxConfig) -> Session {
+        Session { template, host, config, live: None, seq: 0, sandboxes_started: 0 }
+    }
+
+    /// How many sandboxes this session has built so far: 1 for any number of commands, plus one
+    /// for each command that ended its sandbox (timeout, killed server, leftover processes).
+    pub fn sandboxes_started(&self) -> u32 {
+        self.sandboxes_started
+    }
+
+    /// Runs `/bin/sh -c <command>` in the session's sandbox (building it first when there is
+    /// none) with at most `timeout` of wall-clock time, keeping `output_bytes` of each of
+    /// stdout and stderr (head and tail), and waits for it.
+    ///
+    /// # Errors
+    /// [`SandboxError::InvalidSpec`] for a command with a NUL byte or an unusable template;
+    /// [`SandboxError::BwrapMissing`], [`SandboxError::Setup`] (bubblewrap could not build the
+    /// sandbox, with its stderr), [`SandboxError::Spawn`] and [`SandboxError::Io`] otherwise.
+    pub fn run_shell(&mut self, command: &str, timeout: Duration, output_bytes: usize) -> Result<CommandOutput, SandboxError> {
+        if !self.config.enabled {
+            let mut spec = self.template.clone();
+            spec.program = Program::Shell(command.to_string());
+            spec.stdin = Vec::new();
+            spec.limits.timeout = timeout;
+            spec.limits.output_bytes = output_bytes;
+            return runner::run(&spec, &self.host, &self.config);
+        }
+        if command.contains('\0') {
+            return Err(SandboxError::InvalidSpec("a command cannot contain a NUL byte".into()));
+        }
+        let start = Instant::now();
+        self.seq += 1;
+        let seq = self.seq;
+        let request = encode_request(seq, command);
+        let live = self.live_sandbox(&request)?;
+        let oom_before = live.cgroups.oom_kills();
+        let mut stdout = Capture::new(output_bytes);
+        let mut stderr = Capture::new(output_bytes);
+        let ending = live.wait(seq, start + timeout, &mut stdout, &mut stderr)?;
+        let ending = match ending {
+            Ending::Status(_) if live.has_leftovers() => {
+                tracing::warn!("processes outlived a sandboxed command; ending its sandbox");
+                Ending::Lost
+            }
+            other => other,
+        };
+        let memory_exceeded = live.cgroups.oom_kills() > oom_before;
+        let exit_code = match ending {
+            Ending::Status(code) => Some(code),
+            Ending::TimedOut | Ending::Lost => {
+                self.end_sandbox(&mut stdout, &mut stderr);
+                None
+            }
+        };
+        let (stdout, stderr) = (stdout.render(), stderr.render());
+        Ok(CommandOutput {
+            exit_code,
+            timed_out: matches!(ending, Ending::TimedOut),
+            memory_exceeded,
+            stdout: stdout.text(),
+            stderr: stderr.text(),
+            stdout_cut: stdout.cut,
+            stderr_cut: stderr.cut,
+            stdout_bytes: stdout.total,
+            stderr_bytes: stderr.total,
+            duration: start.elapsed(),
+            sandboxed: true,
+        })
+    }
+
+    /// The running sandbox with `request` handed to its server; builds a sandbox when there is
+    /// none, and builds a new one when the old one cannot take the request any more.
+    fn live_sandbox(&mut self, request: &[u8]) -> Result<&mut Live, SandboxError> {
+        let delivered = match self.live.as_mut() {
+            Some(live) => live.requests.write_all(request).is_ok(),
+            None => false,
+        };
+        if !delivered {
+            if let Some(old) = self.live.take() {
+                old.kill();
+            }
+            let mut live = Live::start(&self.template, &self.host, &self.config)?;
+            self.sandboxes_started += 1;
+            live.requests.write_all(request)?;
+            self.live = Some(live);
+        }
+        self.live.as_mut().ok_or_else(|| SandboxError::Io(std::io::Error::other("session sandbox vanished")))
+    }
+
+    /// Kills the current sandbox and collects what its pipes still hold.
+    fn end_sandbox(&mut self, stdout: &mut Capture, stderr: &mut Capture) {
+        if let Some(live) = self.live.take() {
+            let (out, err) = (live.stdout.try_clone(), live.stderr.try_clone());
+            live.kill();
+            if let (Ok(out), Ok(err)) = (out, err) {
+                drain(&out, stdout);
+                drain(&err, stderr);
+            }
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Some(live) = self.live.take() {
+            live.kill();
+        }
+    }
+}
+
+/// `<seq>\n<n>\n` and the command's `n` lines, each ending in `\n`.
+fn encode_request(seq: u64, command: &str) -> Vec<u8> {
+    let lines: Vec<&str> = command.split('\n').collect();
+    let mut request = format!("{seq}\n{}\n", lines.len()).into_bytes();
+    for line in lines {
+        request.extend_from_slice(line.as_bytes());
+        request.push(b'\n');
+    }
+    request
+}
+
+impl Live {
+    /// Builds the sandbox, starts the server in it and waits for its `ready`.
+    fn start(template: &CommandSpec, host: &HostView, config: &SandboxConfig) -> Result<Live, SandboxError> {
+        validate(template)?;
+        let bwrap = bwrap_path().ok_or(SandboxError::BwrapMissing)?;
+        let mut arg_bytes = Vec::new();
+        for arg in bwrap_args(template, host, false) {
+            arg_bytes.extend_from_slice(&arg);
+            arg_bytes.push(0);
+        }
+        let args_fd = filled_pipe(&arg_bytes)?;
+        let seccomp_fd = filled_pipe(&seccomp::filter_bytes())?;
+        let (requests_read, requests_write) = pipe()?;
+        let (status_read, status_write) = pipe()?;
+        let (stdout_read, stdout_write) = pipe()?;
+        let (stderr_read, stderr_write) = pipe()?;
+
+        let mut cmd = Command::new(&bwrap);
+        cmd.env_clear()
+            .envs(environment(template, host, config))
+            .arg("--args")
+            .arg(FD_ARGS.to_string())
+            .arg("--")
+            .args([SERVER_SHELL_PATH, "-c", SERVER]);
+        let cgroups = Cgroups::create(template.limits.max_processes, template.limits.memory_bytes);
+        let fd_map = [
+            (args_fd.as_raw_fd(), FD_ARGS),
+            (seccomp_fd.as_raw_fd(), FD_SECCOMP),
+            (requests_read.as_raw_fd(), FD_REQUESTS),
+            (status_write.as_raw_fd(), FD_STATUS),
+            (stdout_write.as_raw_fd(), FD_STDOUT),
+            (stderr_write.as_raw_fd(), FD_STDERR),
+        ];
+        prepare_child(&mut cmd, &cgroups, &fd_map);
+        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+        let spawned = cmd.spawn();
+        drop((args_fd, seccomp_fd, requests_read, status_write, stdout_write, stderr_write));
+        let child = spawned.map_err(|source| SandboxError::Spawn { program: bwrap.clone(), source })?;
+        for fd in [&status_read, &stdout_read, &stderr_read] {
+            set_nonblocking(fd)?;
+        }
+        let live = Live {
+            child,
+            requests: std::fs::File::from(requests_write),
+            status: status_read,
+            stdout: stdout_read,
+            stderr: stderr_read,
+            status_buf: Vec::new(),
+            cgroups,
+            idle_members: None,
+        };
+        let mut live = live.await_ready()?;
+        live.idle_members = live.cgroups.member_count();
+        Ok(live)
+    }
+
+    /// Waits for the server's `ready` line; a sandbox that dies first is a setup failure.
+    fn await_ready(mut self) -> Result<Live, SandboxError> {
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            if let Some(line) = take_line(&mut self.status_buf) {
+                if line == b"ready" {
+                    return Ok(self);
+                }
+                continue;
+            }
+            let open = Instant::now() < deadline && poll_readable(&[&self.status], deadline) && read_into(&self.status, &mut self.status_buf);
+            if !open {
+                return Err(self.setup_failure());
+            }
+        }
+    }
+
+    /// Kills the sandbox and returns why it did not start, from bubblewrap's stderr.
+    fn setup_failure(mut self) -> SandboxError {
+        let _ = self.child.kill();
+        let status = self.child.wait().ok();
+        // Whatever bubblewrap started dies with it (--die-with-parent) or here, so the stderr
+        // pipe reaches its end.
+        self.cgroups.kill_and_remove();
+        let mut stderr = Vec::new();
+        if let Some(mut pipe) = self.child.stderr.take() {
+            let _ = std::io::Read::read_to_end(&mut pipe, &mut stderr);
+        }
+        SandboxError::Setup {
+            status: status.and_then(|s| s.code()).map_or_else(|| "killed".to_string(), |c| c.to_string()),
+            stderr: String::from_utf8_lossy(&stderr).trim().to_string(),
+        }
+    }
+
+    /// Reads the command's output until the server reports `seq`'s status, the deadline
+    /// passes or the server goes away; then reads what is left in the output pipes.
+    fn wait(&mut self, seq: u64, deadline: Instant, stdout: &mut Capture, stderr: &mut Capture) -> Result<Ending, SandboxError> {
+        let prefix = format!("{seq} ");
+        loop {
+            while let Some(line) = take_line(&mut self.status_buf) {
+                let Some(code) = line.strip_prefix(prefix.as_bytes()) else { continue };
+                let Some(code) = std::str::from_utf8(code).ok().and_then(|c| c.parse::<i32>().ok()) else {
+                    return Ok(Ending::Lost);
+                };
+                drain(&self.stdout, stdout);
+                drain(&self.stderr, stderr);
+                return Ok(Ending::Status(code));
+            }
+            if Instant::now() >= deadline {
+                return Ok(Ending::TimedOut);
+            }
+            poll_readable(&[&self.status, &self.stdout, &self.stderr], deadline);
+            drain(&self.stdout, stdout);
+            drain(&self.stderr, stderr);
+            if !read_into(&self.status, &mut self.status_buf) {
+                return Ok(Ending::Lost);
+            }
+        }
+    }
+
+    /// Whether processes other than the idle ones are left in the sandbox's `pids` cgroup.
+    fn has_leftovers(&self) -> bool {
+        match (self.idle_members, self.cgroups.member_count()) {
+            (Some(idle), Some(now)) => now > idle,
+            _ => false,
+        }
+    }
+
+    /// Kills bubblewrap and everything in the sandbox, and reaps bubblewrap.
+    fn kill(mut self) {
+        let pid = self.child.id() as libc::pid_t;
+        // SAFETY: kill(2) of our own unreaped child's process group; no memory is touched.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+        // --die-with-parent takes the sandbox down with bubblewrap; the cgroups catch anything
+        // still on its way out.
+        self.cgroups.kill_and_remove();
+        let _ = self.child.wait();
+    }
+}
+
+/// Removes and returns the first complete line of `buf` (without its `\n`).
+fn take_line(buf: &mut Vec<u8>) -> Option<Vec<u8>> {
+    let end = buf.iter().position(|&b| b == b'\n')?;
+    let mut line: Vec<u8> = buf.drain(..=end).collect();
+    line.pop();
+    Some(line)
+}
+
+/// Appends what `fd` holds now to `buf`; `false` once the writers are gone (end of file) or
+/// the read fails.
+fn read_into(fd: &OwnedFd, buf: &mut Vec<u8>) -> bool {
+    let mut chunk = [0u8; 4096];
+    loop {
+        // SAFETY: read(2) into a stack buffer of the given length on an fd we own.
+        let n = unsafe { libc::read(fd.as_raw_fd(), chunk.as_mut_ptr().cast(), chunk.len()) };
+        match n {
+            0 => return false,
+            n if n > 0 => buf.extend_from_slice(&chunk[..n as usize]),
+            _ => {
+                let err = std::io::Error::last_os_error();
+                return match err.kind() {
+                    std::io::ErrorKind::WouldBlock => true,
+                    std::io::ErrorKind::Interrupted => continue,
+                    _ => false,
+                };
+            }
+        }
+    }
+}
+
+/// Moves everything `fd` holds now into `capture`.
+fn drain(fd: &OwnedFd, capture: &mut Capture) {
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        // SAFETY: read(2) into a stack buffer of the given length on an fd we own.
+        let n = unsafe { libc::read(fd.as_raw_fd(), chunk.as_mut_ptr().cast(), chunk.len()) };
+        if n > 0 {
+            capture.push(&chunk[..n as usize]);
+            continue;
+        }
+        if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+            continue;
+        }
+        return;
+    }
+}
+
+/// Waits until one of `fds` is readable (or closed) or `deadline` passes; `false` on timeout.
+fn poll_readable(fds: &[&OwnedFd], deadline: Instant) -> bool {
+    let mut polled: Vec<libc::pollfd> = fds.iter().map(|fd| libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 }).collect();
+    let left = deadline.saturating_duration_since(Instant::now());
+    let timeout_ms = left.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
+    // SAFETY: poll(2) over a vector of pollfd structs we own, with its exact length.
+    let ready = unsafe { libc::poll(polled.as_mut_ptr(), polled.len() as libc::nfds_t, timeout_ms) };
+    ready > 0
+}
+
+fn set_nonblocking(fd: &OwnedFd) -> Result<(), SandboxError> {
+    // SAFETY: fcntl(2) flag calls on an fd we own.
+    let ok = unsafe {
+        let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+        flags >= 0 && libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) == 0
+    };
+    if ok { Ok(()) } else { Err(std::io::Error::last_os_error().into()) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_carry_the_line_count_and_every_line() {
+        assert_eq!(encode_request(7, "ls -l"), b"7\n1\nls -l\n");
+        assert_eq!(encode_request(8, "a\n\\b\n"), b"8\n3\na\n\\b\n\n");
+    }
+
+    #[test]
+    fn the_server_shell_is_where_the_view_puts_it() {
+        assert_eq!(SERVER_SHELL_PATH, format!("/etc/{}", crate::host::SERVER_SHELL));
+    }
+
+    #[test]
+    fn lines_are_taken_one_at_a_time() {
+        let mut buf = b"ready\n3 0\n4".to_vec();
+        assert_eq!(take_line(&mut buf).as_deref(), Some(&b"ready"[..]));
+        assert_eq!(take_line(&mut buf).as_deref(), Some(&b"3 0"[..]));
+        assert_eq!(take_line(&mut buf), None);
+        assert_eq!(buf, b"4");
+    }
+}

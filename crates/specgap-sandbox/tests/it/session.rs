@@ -1,0 +1,182 @@
+//! `Session`: an episode's commands in one long-lived sandbox. Each test checks what a fresh
+//! sandbox per command guaranteed still holds (nothing survives a command, no network, no
+//! private files), what the session adds (one sandbox, a `/tmp` that lasts), and that nothing
+//! a command says about itself can fool the harness.
+
+use std::net::TcpListener;
+use std::time::Duration;
+
+use specgap_sandbox::{CommandOutput, CommandSpec, SandboxConfig, SandboxError, Session, cut_marker};
+
+use crate::support::{SECRET, package, processes_with, sandbox, system_host};
+
+const OUTPUT: usize = 64 << 10;
+
+fn session(workspace: &std::path::Path) -> Session {
+    Session::new(CommandSpec::shell("", workspace), system_host(), sandbox())
+}
+
+fn run(session: &mut Session, command: &str) -> CommandOutput {
+    session.run_shell(command, Duration::from_secs(30), OUTPUT).unwrap()
+}
+
+#[test]
+fn commands_share_one_sandbox_and_its_tmp() {
+    let pkg = package();
+    let mut s = session(&pkg.workspace);
+    assert_eq!(s.sandboxes_started(), 0, "the sandbox is built by the first command");
+    let first = run(&mut s, "id -u; pwd; echo kept > /tmp/note; env | cut -d= -f1 | sort | tr '\\n' ' '");
+    assert_eq!(first.exit_code, Some(0), "{}", first.stderr);
+    assert_eq!(first.stdout, "1000\n/workspace\nHOME LANG LOGNAME PATH PWD TERM TMPDIR USER ");
+    assert!(first.sandboxed);
+    let second = run(&mut s, "cat /tmp/note; cd /tmp; pwd; exit 3");
+    assert_eq!((second.exit_code, second.stdout.as_str()), (Some(3), "kept\n/tmp\n"));
+    let third = run(&mut s, "pwd; echo to-stderr >&2");
+    assert_eq!((third.stdout.as_str(), third.stderr.as_str()), ("/workspace\n", "to-stderr\n"), "each command starts in the workspace");
+    assert_eq!(s.sandboxes_started(), 1);
+}
+
+#[test]
+fn multi_line_commands_arrive_byte_for_byte() {
+    let pkg = package();
+    let mut s = session(&pkg.workspace);
+    let command = "cat <<'EOF'\n  two leading spaces\ttab\\\n\nback\\slash 'quote' \"dq\" $HOME\nEOF\nprintf '%s|' \"a  b\" ''\n";
+    let out = run(&mut s, command);
+    assert_eq!(out.stdout, "  two leading spaces\ttab\\\n\nback\\slash 'quote' \"dq\" $HOME\na  b||");
+    assert_eq!(out.exit_code, Some(0));
+}
+
+#[test]
+fn nothing_a_command_starts_outlives_it() {
+    let pkg = package();
+    let mut s = session(&pkg.workspace);
+    let out = run(&mut s, "sleep 918301 & echo $! > bg.pid; setsid sh -c 'sleep 918302' & nohup sleep 918303 >/dev/null 2>&1 & echo started");
+    assert_eq!(out.stdout, "started\n");
+    for needle in ["918301", "918302", "918303"] {
+        assert_eq!(processes_with(needle), Vec::<u32>::new(), "sleep {needle} survived its command");
+    }
+    let check = run(&mut s, "[ -d /proc/$(cat bg.pid) ] && echo alive || echo gone; ls /proc | grep -c '^[0-9]'");
+    // Left: bubblewrap's init, the command server, this command's shell, ls and grep.
+    assert_eq!(check.stdout, "gone\n5\n");
+    assert_eq!(s.sandboxes_started(), 1);
+}
+
+#[test]
+fn a_timeout_ends_the_sandbox_and_the_next_command_gets_a_fresh_one() {
+    let pkg = package();
+    let mut s = session(&pkg.workspace);
+    run(&mut s, "echo x > /tmp/mark");
+    let out = s.run_shell("echo started; sleep 918304 & sleep 1000", Duration::from_secs(1), OUTPUT).unwrap();
+    assert!(out.timed_out);
+    assert_eq!(out.exit_code, None);
+    assert_eq!(out.stdout, "started\n");
+    assert_eq!(processes_with("918304"), Vec::<u32>::new());
+    let next = run(&mut s, "ls -A /tmp; echo ok");
+    assert_eq!(next.stdout, "ok\n", "a fresh sandbox has an empty /tmp");
+    assert_eq!(s.sandboxes_started(), 2);
+}
+
+#[test]
+fn a_command_that_kills_the_server_ends_only_itself() {
+    let pkg = package();
+    let mut s = session(&pkg.workspace);
+    let out = run(&mut s, "echo before; kill -9 $PPID; sleep 5; echo after");
+    assert_eq!(out.exit_code, None);
+    assert!(!out.timed_out);
+    assert_eq!(out.stdout, "before\n");
+    let next = run(&mut s, "echo fine");
+    assert_eq!((next.exit_code, next.stdout.as_str()), (Some(0), "fine\n"));
+    assert_eq!(s.sandboxes_started(), 2);
+}
+
+#[test]
+fn the_command_server_is_out_of_reach() {
+    let pkg = package();
+    let mut s = session(&pkg.workspace);
+    // The server is each command's parent. Its pipes, memory and environment would let a
+    // command forge exits or inject commands; it runs non-dumpable, so /proc refuses them.
+    let out = run(
+        &mut s,
+        "opened=0; fds=0; for f in /proc/$PPID/fd/*; do fds=$((fds+1)); \
+         { true <\"$f\"; } 2>/dev/null && opened=$((opened+1)); { true >\"$f\"; } 2>/dev/null && opened=$((opened+1)); done; \
+         echo \"$opened of $fds\"; for f in mem environ; do cat /proc/$PPID/$f >/dev/null 2>&1 || echo \"$f refused\"; done",
+    );
+    let (opened, rest) = out.stdout.split_once(" of ").unwrap();
+    let (fds, rest) = rest.split_once('\n').unwrap();
+    assert_eq!(opened, "0", "{}", out.stdout);
+    assert!(fds.parse::<u32>().unwrap() >= 4, "the server holds at least its four pipes: {}", out.stdout);
+    assert_eq!(rest, "mem refused\nenviron refused\n");
+    // A sibling that is not the server (this command's own shell) stays readable, so the
+    // refusals above come from non-dumpability, not from /proc being closed altogether.
+    let own = run(&mut s, "cat /proc/$$/environ | tr '\\0' '\\n' | grep -c '^PATH='");
+    assert_eq!(own.stdout, "1\n");
+    assert_eq!(s.sandboxes_started(), 1);
+}
+
+#[test]
+fn output_keeps_head_and_tail_with_a_stated_cut() {
+    let pkg = package();
+    let mut s = session(&pkg.workspace);
+    let out = s.run_shell("seq 1 20000; seq 1 5 >&2", Duration::from_secs(30), 1001).unwrap();
+    let full: String = (1..=20000).map(|i| format!("{i}\n")).collect();
+    let expected = format!("{}{}{}", &full[..500], cut_marker(full.len() as u64 - 1001), &full[full.len() - 501..]);
+    assert_eq!(out.stdout, expected);
+    assert!(out.stdout_cut);
+    assert_eq!(out.stdout_bytes, full.len() as u64);
+    assert_eq!(out.stderr, "1\n2\n3\n4\n5\n");
+    // Nothing of the long output spills into the next command.
+    assert_eq!(run(&mut s, "echo next").stdout, "next\n");
+}
+
+#[test]
+fn network_and_private_files_stay_unreachable() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let pkg = package();
+    let mut s = session(&pkg.workspace);
+    let probe = format!(
+        "import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=5)\n    print('connected')\nexcept OSError as e:\n    print(type(e).__name__)\n"
+    );
+    let out = run(&mut s, &format!("/usr/bin/python3 -c \"{probe}\""));
+    assert_eq!(out.stdout, "ConnectionRefusedError\n", "{}", out.stderr);
+    assert!(matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock));
+    let root = pkg.dir.path().display().to_string();
+    let out = run(&mut s, &format!("cat ../evaluator/* {root}/evaluator/* {root}/requirements.toml /proc/1/root{root}/requirements.toml"));
+    assert_ne!(out.exit_code, Some(0));
+    assert!(!out.stdout.contains(SECRET) && !out.stderr.contains(SECRET));
+}
+
+#[test]
+fn memory_exceeded_is_told_per_command() {
+    let pkg = package();
+    let mut template = CommandSpec::shell("", &pkg.workspace);
+    template.limits.memory_bytes = Some(128 << 20);
+    let mut s = Session::new(template, system_host(), sandbox());
+    let hog = run(&mut s, "/usr/bin/python3 -c 'x = bytearray(512 << 20); print(len(x))'");
+    assert_ne!(hog.exit_code, Some(0));
+    assert!(hog.memory_exceeded);
+    let next = run(&mut s, "echo small");
+    assert_eq!(next.stdout, "small\n");
+    assert!(!next.memory_exceeded);
+}
+
+#[test]
+fn a_nul_byte_is_refused_before_anything_runs() {
+    let pkg = package();
+    let mut s = session(&pkg.workspace);
+    let err = s.run_shell("echo a\0b", Duration::from_secs(5), OUTPUT).unwrap_err();
+    assert!(matches!(err, SandboxError::InvalidSpec(ref m) if m == "a command cannot contain a NUL byte"), "{err}");
+    assert_eq!(s.sandboxes_started(), 0);
+}
+
+#[test]
+fn a_disabled_sandbox_runs_each_command_on_the_host() {
+    let pkg = package();
+    let mut s = Session::new(CommandSpec::shell("", &pkg.workspace), system_host(), SandboxConfig { enabled: false });
+    let out = run(&mut s, "pwd");
+    assert_eq!(out.stdout, format!("{}\n", pkg.workspace.display()));
+    assert!(!out.sandboxed);
+    assert_eq!(s.sandboxes_started(), 0);
+}
+
