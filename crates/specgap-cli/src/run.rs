@@ -119,6 +119,11 @@ pub struct Args {
     /// Do not print the report at the end.
     #[arg(long)]
     pub no_report: bool,
+    /// Where episodes' scratch files go (materialized workspaces, frozen submissions,
+    /// evaluator copies; removed as each episode ends). Default: /dev/shm when it is a
+    /// memory file system with room for the run, else the system's temporary directory.
+    #[arg(long, value_name = "DIR")]
+    pub work_dir: Option<PathBuf>,
     /// Flags of `chat:<model>` agents and users (issue "chat agent").
     #[command(flatten)]
     pub chat: ChatArgs,
@@ -244,7 +249,8 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
             (out, store, resolved, plan, false)
         }
     };
-    let outcome = run_plan(&store, &resolved, &plan, jobs, resuming, args.chat.max_cost)?;
+    let how = Execution { jobs, resuming, max_cost: args.chat.max_cost, work_dir: args.work_dir.clone() };
+    let outcome = run_plan(&store, &resolved, &plan, &how)?;
     if outcome.interrupted {
         eprintln!(
             "interrupted: finished episodes are kept in {}. Continue with:\n  specgap run --resume {}",
@@ -456,14 +462,16 @@ fn plan(resolved: &Resolved) -> anyhow::Result<runner::Plan> {
     Ok(runner::plan(&input, &agents::Applicability)?)
 }
 
-fn run_plan(
-    store: &Store,
-    resolved: &Resolved,
-    plan: &runner::Plan,
+/// How this invocation executes a plan (flags that are not part of the run's configuration).
+struct Execution {
     jobs: usize,
     resuming: bool,
     max_cost: Option<f64>,
-) -> anyhow::Result<Outcome> {
+    work_dir: Option<PathBuf>,
+}
+
+fn run_plan(store: &Store, resolved: &Resolved, plan: &runner::Plan, how: &Execution) -> anyhow::Result<Outcome> {
+    let Execution { jobs, resuming, max_cost, .. } = *how;
     let config = &resolved.config;
     let user = config.users.first().context("the run configuration names no user")?;
     let stop = Arc::new(AtomicBool::new(false));
@@ -491,7 +499,7 @@ fn run_plan(
         },
         seed: config.seed,
         stop: Arc::clone(&stop),
-        work_root: None,
+        work_root: how.work_dir.clone(),
         rerun_eval_errors: resuming,
         max_cost_usd: max_cost,
     };

@@ -37,17 +37,19 @@ fn sandbox_error(error: SandboxError) -> EpisodeError {
 }
 
 /// The task's resolved `[environment]`, from the run's cache or resolved now (and cached).
+/// Resolving holds the cache's lock, so workers starting on the same package at once resolve
+/// it once; it takes milliseconds, once per package.
 ///
 /// # Errors
 /// An infrastructure error (deterministic for a missing command or a bad bind); failures are
 /// not cached.
 pub(crate) fn host_view(ctx: &EpisodeContext<'_>) -> Result<HostView, EpisodeError> {
-    let key = ctx.package.hash();
-    if let Some(view) = lock(ctx.host_views).get(key) {
+    let mut views = lock(ctx.host_views);
+    if let Some(view) = views.get(ctx.package.hash()) {
         return Ok(view.clone());
     }
     let view = HostView::resolve(&ctx.package.manifest().environment).map_err(sandbox_error)?;
-    lock(ctx.host_views).entry(key.to_string()).or_insert_with(|| view.clone());
+    views.insert(ctx.package.hash().to_string(), view.clone());
     Ok(view)
 }
 

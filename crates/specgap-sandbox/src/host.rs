@@ -43,7 +43,7 @@ impl HostView {
     /// # Errors
     /// [`SandboxError::Io`] when the synthetic `/etc` files cannot be written.
     pub fn system() -> Result<HostView, SandboxError> {
-        Ok(HostView { bin_dirs: Vec::new(), mounts: Vec::new(), env: BTreeMap::new(), etc: Arc::new(write_etc()?) })
+        Ok(HostView { bin_dirs: Vec::new(), mounts: Vec::new(), env: BTreeMap::new(), etc: shared_etc()? })
     }
 
     /// Resolves `[environment]`: each of `commands` is looked up on the host `PATH`; a
@@ -232,6 +232,19 @@ pub(crate) const SERVER_SHELL: &str = "specgap-server-sh";
 /// cache, Debian's `alternatives` links (many `/usr/bin` programs point into them) and the time
 /// zone link. Symbolic links are copied as links; their targets are under `/usr`.
 const HOST_ETC: &[&str] = &["ld.so.cache", "alternatives", "localtime"];
+
+/// The `/etc` directory all live views share (its content never depends on the view): written
+/// when no view holds one, removed when the last view holding it is dropped.
+fn shared_etc() -> Result<Arc<tempfile::TempDir>, SandboxError> {
+    static SHARED: std::sync::Mutex<std::sync::Weak<tempfile::TempDir>> = std::sync::Mutex::new(std::sync::Weak::new());
+    let mut shared = SHARED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(etc) = shared.upgrade() {
+        return Ok(etc);
+    }
+    let etc = Arc::new(write_etc()?);
+    *shared = Arc::downgrade(&etc);
+    Ok(etc)
+}
 
 /// Writes the `/etc` every sandbox of the view gets, mounted read-only as a whole: synthetic
 /// `passwd`, `group`, `hosts` and `nsswitch.conf` (the host's are never shown), copies of

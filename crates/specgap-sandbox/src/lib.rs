@@ -51,6 +51,7 @@ pub mod materialize;
 mod patch;
 pub mod runner;
 mod seccomp;
+mod shellwords;
 pub mod session;
 
 pub use capture::cut_marker;

@@ -9,9 +9,11 @@
 //! episode. From then on the agent owns the workspace's `.git`: every later diff is computed
 //! from the work tree against the cache's copy of the base, never with the agent's `.git`.
 
+use std::collections::HashMap;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use fs_err as fs;
 
@@ -32,6 +34,9 @@ const BRANCH: &str = "main";
 #[derive(Debug, Clone)]
 pub struct BaseCache {
     root: PathBuf,
+    /// One lock per key being built in this process, so that threads asking for the same new
+    /// base at once build it once (other processes still race safely through the rename).
+    building: Arc<Mutex<HashMap<String, Arc<Mutex<()>>>>>,
 }
 
 /// The cached base of one task package: a repository whose single commit holds the package's
@@ -52,7 +57,7 @@ impl BaseCache {
         let root = dir.into();
         fs::create_dir_all(&root)?;
         let root = fs::canonicalize(&root)?;
-        Ok(BaseCache { root })
+        Ok(BaseCache { root, building: Arc::default() })
     }
 
     /// The cache directory.
@@ -70,6 +75,11 @@ impl BaseCache {
     pub fn base(&self, key: &str, workspace_src: &Path) -> Result<Base, MaterializeError> {
         validate_key(key)?;
         let entry = self.root.join(key);
+        if let Some(base) = read_entry(key, &entry)? {
+            return Ok(base);
+        }
+        let key_lock = Arc::clone(self.building.lock().unwrap_or_else(PoisonError::into_inner).entry(key.to_string()).or_default());
+        let _building = key_lock.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(base) = read_entry(key, &entry)? {
             return Ok(base);
         }

@@ -38,6 +38,7 @@ use crate::cgroup::Cgroups;
 use crate::error::SandboxError;
 use crate::host::{self, HostView, SANDBOX_UID};
 use crate::seccomp;
+use crate::shellwords;
 
 /// Where the workspace is mounted inside the sandbox, and the default working directory.
 pub const WORKSPACE_MOUNT: &str = "/workspace";
@@ -338,6 +339,10 @@ pub(crate) fn environment(spec: &CommandSpec, host: &HostView, config: &SandboxC
     env.insert("USER".to_string(), "specgap".to_string());
     env.insert("LOGNAME".to_string(), "specgap".to_string());
     env.insert("TERM".to_string(), "dumb".to_string());
+    if config.enabled {
+        // What a shell would export; programs started without one still find it.
+        env.insert("PWD".to_string(), spec.cwd.display().to_string());
+    }
     env.extend(host.env().iter().map(|(k, v)| (k.clone(), v.clone())));
     env.extend(spec.env.iter().map(|(k, v)| (k.clone(), v.clone())));
     env
@@ -389,10 +394,15 @@ pub(crate) fn bwrap_args(spec: &CommandSpec, host: &HostView, json_status: bool)
     args
 }
 
-/// The command line bubblewrap execs.
+/// The command line bubblewrap execs: a shell command made only of words (no expansion,
+/// redirection or built-in) runs as those words, as the shell itself would have run it, and
+/// saves starting the shell; anything else runs under `/bin/sh -c`.
 fn sandboxed_argv(program: &Program) -> Vec<String> {
     match program {
-        Program::Shell(cmd) => vec!["/bin/sh".to_string(), "-c".to_string(), cmd.clone()],
+        Program::Shell(cmd) => match shellwords::simple_words(cmd) {
+            Some(words) if !shellwords::is_builtin(&words[0]) => words,
+            _ => vec!["/bin/sh".to_string(), "-c".to_string(), cmd.clone()],
+        },
         Program::Argv(list) => list.clone(),
     }
 }
@@ -728,8 +738,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn shell_programs_run_under_sh() {
-        assert_eq!(sandboxed_argv(&Program::Shell("echo hi".into())), ["/bin/sh", "-c", "echo hi"]);
+    fn shell_programs_run_under_sh_unless_they_are_plain_words() {
+        assert_eq!(sandboxed_argv(&Program::Shell("echo hi".into())), ["/bin/sh", "-c", "echo hi"], "a built-in");
+        assert_eq!(sandboxed_argv(&Program::Shell("ls -l > x".into())), ["/bin/sh", "-c", "ls -l > x"]);
+        assert_eq!(sandboxed_argv(&Program::Shell("sh -c 'a; b'".into())), ["sh", "-c", "a; b"]);
         assert_eq!(sandboxed_argv(&Program::Argv(vec!["ls".into(), "-l".into()])), ["ls", "-l"]);
     }
 

@@ -41,6 +41,7 @@ use crate::runner::{
     filled_pipe, pipe, prepare_child, validate,
 };
 use crate::seccomp;
+use crate::shellwords;
 
 /// Fds of the command server inside the sandbox (single digits: `dash` redirections take no
 /// more): requests in, statuses out, the commands' stdout and stderr.
@@ -56,27 +57,23 @@ const SERVER_SHELL_PATH: &str = "/etc/specgap-server-sh";
 /// How long the sandbox may take to come up before the session gives up on it.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The command server. A request is `<seq>\n<n>\n` followed by the command's `n` lines. The
-/// server's own variables are not exported, so commands do not see them; its stderr goes to
-/// `/dev/null` so that nothing it prints can block on a pipe nobody reads.
-const SERVER: &str = r#"exec 2>/dev/null 3>&- 4>&- 5>&-
-echo ready >&7
-while IFS= read -r seq <&6 && IFS= read -r n <&6; do
-  cmd=
-  i=0
-  while [ "$i" -lt "$n" ]; do
-    IFS= read -r line <&6 || exit 0
-    if [ "$i" -eq 0 ]; then cmd=$line; else cmd="$cmd
-$line"; fi
-    i=$((i + 1))
-  done
-  /bin/sh -c "$cmd" </dev/null >&8 2>&9 6<&- 7>&- 8>&- 9>&-
-  rc=$?
-  kill -9 -1
-  while kill -0 -1; do :; done
-  echo "$seq $rc" >&7
-done
-"#;
+/// The command server, on one line so that the shell's messages about a command (`/bin/sh: 1:
+/// x: not found`) read as they would under `/bin/sh -c`; `$0` is `/bin/sh` too. A request is
+/// `<seq> <mode>\n<n>\n` and `n` lines: with mode `argv`, the command's words, run in a
+/// subshell as `"$@"` (the shell execs a program directly, or runs a built-in as `sh -c`
+/// would); with mode `sh`, the lines of a shell command for `/bin/sh -c`. The server's own
+/// variables are not exported, so programs do not see them; its stderr goes to `/dev/null` so
+/// that nothing it prints can block on a pipe nobody reads.
+const SERVER: &str = concat!(
+    r#"exec 2>/dev/null 3>&- 4>&- 5>&-; echo ready >&7; "#,
+    r#"while IFS= read -r head <&6 && IFS= read -r n <&6; do set --; i=0; "#,
+    r#"while [ "$i" -lt "$n" ]; do IFS= read -r line <&6 || exit 0; set -- "$@" "$line"; i=$((i + 1)); done; "#,
+    r#"if [ "${head#* }" = argv ]; then ( "$@" ) </dev/null >&8 2>&9 6<&- 7>&- 8>&- 9>&-; "#,
+    r#"else cmd=$1; shift; for line; do cmd="$cmd"#,
+    "\n",
+    r#"$line"; done; /bin/sh -c "$cmd" </dev/null >&8 2>&9 6<&- 7>&- 8>&- 9>&-; fi; "#,
+    r#"rc=$?; kill -9 -1; while kill -0 -1; do :; done; echo "${head% *} $rc" >&7; done"#,
+);
 
 /// A sandbox kept alive across commands. Create one per episode (per workspace) with
 /// [`Session::new`]; the sandbox itself is built by the first [`Session::run_shell`] and
@@ -233,10 +230,15 @@ impl Drop for Session {
     }
 }
 
-/// `<seq>\n<n>\n` and the command's `n` lines, each ending in `\n`.
+/// `<seq> argv\n<n>\n` and the command's `n` words when it is only words
+/// ([`shellwords::simple_words`]), else `<seq> sh\n<n>\n` and its `n` lines; each line ends in
+/// `\n`.
 fn encode_request(seq: u64, command: &str) -> Vec<u8> {
-    let lines: Vec<&str> = command.split('\n').collect();
-    let mut request = format!("{seq}\n{}\n", lines.len()).into_bytes();
+    let (mode, lines) = match shellwords::simple_words(command) {
+        Some(words) => ("argv", words),
+        None => ("sh", command.split('\n').map(str::to_string).collect()),
+    };
+    let mut request = format!("{seq} {mode}\n{}\n", lines.len()).into_bytes();
     for line in lines {
         request.extend_from_slice(line.as_bytes());
         request.push(b'\n');
@@ -267,7 +269,7 @@ impl Live {
             .arg("--args")
             .arg(FD_ARGS.to_string())
             .arg("--")
-            .args([SERVER_SHELL_PATH, "-c", SERVER]);
+            .args([SERVER_SHELL_PATH, "-c", SERVER, "/bin/sh"]);
         let cgroups = Cgroups::create(template.limits.max_processes, template.limits.memory_bytes);
         let fd_map = [
             (args_fd.as_raw_fd(), FD_ARGS),
@@ -453,9 +455,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn requests_carry_the_line_count_and_every_line() {
-        assert_eq!(encode_request(7, "ls -l"), b"7\n1\nls -l\n");
-        assert_eq!(encode_request(8, "a\n\\b\n"), b"8\n3\na\n\\b\n\n");
+    fn requests_carry_the_mode_the_line_count_and_every_line() {
+        assert_eq!(encode_request(7, "ls -l 'a b'"), b"7 argv\n3\nls\n-l\na b\n");
+        assert_eq!(encode_request(8, "a\n\\b\n"), b"8 sh\n3\na\n\\b\n\n");
     }
 
     #[test]

@@ -77,7 +77,8 @@ pub struct RunOptions {
     pub seed: u64,
     /// Set to stop: no new episode starts, running ones end as `interrupted`.
     pub stop: Arc<AtomicBool>,
-    /// Parent of the per-run temporary directory of workspaces (`None`: the system's).
+    /// Parent of the per-run temporary directory of workspaces (`None`: chosen by
+    /// [`default_work_root`]).
     pub work_root: Option<PathBuf>,
     /// Also run again episodes stored as `eval_error` (`--resume`).
     pub rerun_eval_errors: bool,
@@ -200,7 +201,8 @@ pub fn execute(
             summary.already_done += 1;
         }
     }
-    let work_dir = make_work_dir(options.work_root.as_deref())?;
+    let work_root = options.work_root.clone().unwrap_or_else(|| default_work_root(inputs.tasks, options.jobs.max(1)));
+    let work_dir = make_work_dir(Some(&work_root))?;
     let shared = Shared {
         queue: Mutex::new(queue),
         reports: Mutex::new(Vec::new()),
@@ -329,6 +331,57 @@ fn parent_and_group(stat: &str) -> Option<(u32, u32)> {
 /// and queues, valid at every point).
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A memory file system for scratch files, when the machine has one.
+const MEMORY_FS: &str = "/dev/shm";
+
+/// Where a run's scratch directory goes when `--work-dir` is not given: [`MEMORY_FS`] when it
+/// is a writable tmpfs with at least twice the room the run could need at once (every task's
+/// base, plus, per parallel episode, three copies of the largest workspace and one of the
+/// largest evaluator), else the system's temporary directory. Episodes create and delete
+/// dozens of small files each; on a disk file system that churn costs more CPU (inode
+/// allocation) than everything else the harness does per episode.
+pub fn default_work_root(tasks: &[TaskPackage], jobs: usize) -> PathBuf {
+    let need = scratch_bytes_needed(tasks, jobs);
+    match memory_fs_room(Path::new(MEMORY_FS)) {
+        Some(room) if room >= need.saturating_mul(2) => PathBuf::from(MEMORY_FS),
+        _ => std::env::temp_dir(),
+    }
+}
+
+fn scratch_bytes_needed(tasks: &[TaskPackage], jobs: usize) -> u64 {
+    let workspaces: Vec<u64> = tasks.iter().map(|t| tree_bytes(&t.workspace_dir())).collect();
+    let largest_workspace = workspaces.iter().copied().max().unwrap_or(0);
+    let largest_evaluator = tasks.iter().map(|t| tree_bytes(&t.evaluator_dir())).max().unwrap_or(0);
+    let per_episode = largest_workspace.saturating_mul(3).saturating_add(largest_evaluator);
+    workspaces.iter().sum::<u64>().saturating_add(per_episode.saturating_mul(jobs as u64)).saturating_add(64 << 20)
+}
+
+/// Bytes of the regular files under `dir` (0 when unreadable).
+fn tree_bytes(dir: &Path) -> u64 {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.metadata().ok())
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+        .sum()
+}
+
+/// Bytes available to us on `dir` when it is a writable tmpfs directory.
+fn memory_fs_room(dir: &Path) -> Option<u64> {
+    const TMPFS_MAGIC: libc::c_long = 0x0102_1994;
+    let path = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
+    // SAFETY: statfs/access on a NUL-terminated path; `stat` is a plain out-parameter.
+    let (stat, writable) = unsafe {
+        let mut stat: libc::statfs = std::mem::zeroed();
+        if libc::statfs(path.as_ptr(), &mut stat) != 0 {
+            return None;
+        }
+        (stat, libc::access(path.as_ptr(), libc::W_OK | libc::X_OK) == 0)
+    };
+    (stat.f_type as libc::c_long == TMPFS_MAGIC && writable).then(|| stat.f_bavail as u64 * stat.f_bsize as u64)
 }
 
 /// Prefix of a run's temporary directory; the owning process id follows, so a later run can

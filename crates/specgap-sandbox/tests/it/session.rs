@@ -180,3 +180,25 @@ fn a_disabled_sandbox_runs_each_command_on_the_host() {
     assert_eq!(s.sandboxes_started(), 0);
 }
 
+
+#[test]
+fn plain_word_commands_behave_as_under_sh() {
+    let pkg = package();
+    let mut s = session(&pkg.workspace);
+    // Each pair: a command of plain words (run without a shell) and the same through the shell.
+    for (plain, shell) in [
+        ("ls", "ls; true"),
+        ("cat notes.txt 'no such file'", "cat notes.txt 'no such file'; exit $?"),
+        ("nosuchprogram-7f3a9d arg", "nosuchprogram-7f3a9d arg; exit $?"),
+        ("echo 'a\\tb' -n", "echo 'a\\tb' -n; exit $?"),
+        ("printenv PWD HOME", "printenv PWD HOME; exit $?"),
+        ("./notes.txt", "./notes.txt; exit $?"),
+    ] {
+        let (a, b) = (run(&mut s, plain), run(&mut s, shell));
+        assert_eq!((a.exit_code, &a.stdout), (b.exit_code, &b.stdout), "{plain}");
+        assert_eq!(a.stderr.replace("; exit $?", ""), b.stderr, "{plain}");
+    }
+    let missing = run(&mut s, "nosuchprogram-7f3a9d");
+    assert_eq!((missing.exit_code, missing.stderr.as_str()), (Some(127), "/bin/sh: 1: nosuchprogram-7f3a9d: not found\n"));
+    assert_eq!(s.sandboxes_started(), 1);
+}
