@@ -59,6 +59,16 @@ impl Cgroups {
             .collect()
     }
 
+    /// Moves process `pid` (one that has not forked yet) into the groups. A failure leaves it
+    /// outside, without that limit, and is logged.
+    pub(crate) fn join(&self, pid: libc::pid_t) {
+        for group in [&self.pids, &self.memory].into_iter().flatten() {
+            if let Err(e) = std::fs::write(group.join("cgroup.procs"), pid.to_string()) {
+                tracing::warn!("cannot move process {pid} into {}: {e}", group.display());
+            }
+        }
+    }
+
     /// Whether the memory controller had to kill a process of the group for lack of memory.
     pub(crate) fn memory_exceeded(&self) -> bool {
         self.oom_kills() > 0

@@ -52,6 +52,7 @@ mod patch;
 pub mod runner;
 mod seccomp;
 mod shellwords;
+mod spawn;
 pub mod session;
 
 pub use capture::cut_marker;

@@ -22,11 +22,11 @@
 use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::io::Write;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Component, Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, mpsc};
 use std::time::{Duration, Instant};
@@ -39,6 +39,7 @@ use crate::error::SandboxError;
 use crate::host::{self, HostView, SANDBOX_UID};
 use crate::seccomp;
 use crate::shellwords;
+use crate::spawn::{self, SpawnRequest, Spawned};
 
 /// Where the workspace is mounted inside the sandbox, and the default working directory.
 pub const WORKSPACE_MOUNT: &str = "/workspace";
@@ -438,13 +439,7 @@ fn reports_exit(status_stream: &[u8]) -> bool {
 }
 
 pub(crate) fn pipe() -> Result<(OwnedFd, OwnedFd), SandboxError> {
-    let mut fds = [0 as RawFd; 2];
-    // SAFETY: pipe2 fills two fds we take ownership of right after.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error().into());
-    }
-    // SAFETY: both fds were just created and are owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    Ok(spawn::pipe()?)
 }
 
 /// A pipe whose read end already holds `bytes` (writer closed), for data bubblewrap reads once.
@@ -464,22 +459,26 @@ pub(crate) fn filled_pipe(bytes: &[u8]) -> Result<OwnedFd, SandboxError> {
 }
 
 fn run_bwrap(bwrap: &Path, spec: &CommandSpec, host: &HostView, env: BTreeMap<String, String>) -> Result<RawOutput, SandboxError> {
-    let mut arg_bytes = Vec::new();
-    for arg in bwrap_args(spec, host, true) {
-        arg_bytes.extend_from_slice(&arg);
-        arg_bytes.push(0);
-    }
-    let args_fd = filled_pipe(&arg_bytes)?;
+    let (args_read, args_write) = pipe()?;
     let seccomp_fd = filled_pipe(&seccomp::filter_bytes())?;
     let (status_read, status_write) = pipe()?;
-
-    let mut cmd = Command::new(bwrap);
-    cmd.env_clear().envs(&env).arg("--args").arg(FD_ARGS.to_string()).arg("--").args(sandboxed_argv(&spec.program));
+    let mut args: Vec<Vec<u8>> = vec![b"--args".to_vec(), FD_ARGS.to_string().into_bytes(), b"--".to_vec()];
+    args.extend(sandboxed_argv(&spec.program).into_iter().map(String::into_bytes));
+    let request = SpawnRequest {
+        program: bwrap,
+        args: &args,
+        env: &env,
+        fds: &[(args_read.as_raw_fd(), FD_ARGS), (seccomp_fd.as_raw_fd(), FD_SECCOMP), (status_write.as_raw_fd(), FD_STATUS)],
+        stdin: if spec.stdin.is_empty() { spawn::Stdio::Null } else { spawn::Stdio::Piped },
+        stdout: spawn::Stdio::Piped,
+        stderr: spawn::Stdio::Piped,
+    };
     let cgroups = Cgroups::create(spec.limits.max_processes, spec.limits.memory_bytes);
-    let fd_map = [(args_fd.as_raw_fd(), FD_ARGS), (seccomp_fd.as_raw_fd(), FD_SECCOMP), (status_write.as_raw_fd(), FD_STATUS)];
-    prepare_child(&mut cmd, &cgroups, &fd_map);
-    let spawned = spawn_and_wait(cmd, bwrap, spec, cgroups, true, vec![args_fd, seccomp_fd, status_write]);
-    let mut output = spawned?;
+    let start = Instant::now();
+    let child = spawn::spawn(&request).map_err(|source| SandboxError::Spawn { program: bwrap.to_path_buf(), source })?;
+    drop((args_read, seccomp_fd, status_write));
+    start_bwrap(&child, &cgroups, args_write, &bwrap_args(spec, host, true));
+    let mut output = collect(child, spec, cgroups, true, start)?;
     let mut status_stream = Vec::new();
     let _ = std::io::Read::read_to_end(&mut std::fs::File::from(status_read), &mut status_stream);
     if output.timed_out
@@ -526,7 +525,31 @@ fn run_unsandboxed(spec: &CommandSpec, env: BTreeMap<String, String>) -> Result<
         Program::Shell(_) => "/bin/sh".to_string(),
         Program::Argv(argv) => argv[0].clone(),
     });
-    spawn_and_wait(cmd, &program, spec, cgroups, false, Vec::new())
+    cmd.stdin(if spec.stdin.is_empty() { Stdio::null() } else { Stdio::piped() }).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let start = Instant::now();
+    let child = cmd.spawn().map_err(|source| SandboxError::Spawn { program, source })?;
+    collect(Spawned::from_child(child), spec, cgroups, false, start)
+}
+
+/// Lets a freshly spawned bubblewrap go: moves it into `cgroups` (it is still waiting for its
+/// argument list, so it has started nothing yet), then writes `args` (NUL-terminated each)
+/// into its argument pipe and closes it.
+pub(crate) fn start_bwrap(child: &Spawned, cgroups: &Cgroups, args_pipe: OwnedFd, args: &[Vec<u8>]) {
+    cgroups.join(child.id());
+    let mut bytes = Vec::new();
+    for arg in args {
+        bytes.extend_from_slice(arg);
+        bytes.push(0);
+    }
+    let mut file = std::fs::File::from(args_pipe);
+    if bytes.len() <= 60 * 1024 {
+        // Fits in the pipe: no wait. An early exit of bubblewrap (EPIPE) shows in its status.
+        let _ = file.write_all(&bytes);
+    } else {
+        std::thread::spawn(move || {
+            let _ = file.write_all(&bytes);
+        });
+    }
 }
 
 /// The host path behind a sandbox path, through the spec's mounts (last match wins).
@@ -602,24 +625,10 @@ fn join_cgroups(procs: &[CString]) {
     }
 }
 
-/// Spawns `cmd`, feeds stdin, captures output, enforces the timeout, kills whatever is left,
-/// reaps, and assembles the [`CommandOutput`]. `child_fds` (the parent's copies of fds handed
-/// to the child) are closed right after the spawn.
-fn spawn_and_wait(
-    mut cmd: Command,
-    program: &Path,
-    spec: &CommandSpec,
-    mut cgroups: Cgroups,
-    sandboxed: bool,
-    child_fds: Vec<OwnedFd>,
-) -> Result<RawOutput, SandboxError> {
-    cmd.stdin(if spec.stdin.is_empty() { Stdio::null() } else { Stdio::piped() }).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let start = Instant::now();
-    let spawned = cmd.spawn();
-    drop(child_fds);
-    let mut child = spawned.map_err(|source| SandboxError::Spawn { program: program.to_path_buf(), source })?;
-    let pid = child.id() as libc::pid_t;
-
+/// Feeds the child's stdin, captures its output, enforces the timeout, kills whatever is
+/// left, reaps, and assembles the [`RawOutput`].
+fn collect(mut child: Spawned, spec: &CommandSpec, mut cgroups: Cgroups, sandboxed: bool, start: Instant) -> Result<RawOutput, SandboxError> {
+    let pid = child.id();
     if let Some(mut stdin) = child.stdin.take() {
         let bytes = spec.stdin.clone();
         // Detached: it ends when the command closes or exits (EPIPE), whichever comes first.
@@ -631,7 +640,10 @@ fn spawn_and_wait(
     let stderr = spawn_reader(child.stderr.take(), spec.limits.output_bytes);
 
     let timed_out = wait_or_kill(pid, spec.limits.timeout);
-    let status = reap(&mut child)?;
+    let status = child.wait()?;
+    if let Some(signal) = status.signal() {
+        tracing::debug!("sandboxed command ended by signal {signal}");
+    }
     let duration = start.elapsed();
     let memory_exceeded = cgroups.memory_exceeded();
     cgroups.kill_and_remove();
@@ -675,14 +687,6 @@ fn wait_or_kill(pid: libc::pid_t, timeout: Duration) -> bool {
             true
         }
     }
-}
-
-fn reap(child: &mut Child) -> Result<std::process::ExitStatus, SandboxError> {
-    let status = child.wait()?;
-    if let Some(signal) = status.signal() {
-        tracing::debug!("sandboxed command ended by signal {signal}");
-    }
-    Ok(status)
 }
 
 /// A reader thread's shared capture and its "done" flag.

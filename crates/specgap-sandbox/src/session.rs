@@ -29,7 +29,6 @@
 
 use std::io::Write;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::capture::Capture;
@@ -38,8 +37,9 @@ use crate::error::SandboxError;
 use crate::host::HostView;
 use crate::runner::{
     self, CommandOutput, CommandSpec, FD_ARGS, FD_SECCOMP, Program, SandboxConfig, bwrap_args, bwrap_path, environment,
-    filled_pipe, pipe, prepare_child, validate,
+    filled_pipe, pipe, start_bwrap, validate,
 };
+use crate::spawn::{self, SpawnRequest, Spawned};
 use crate::seccomp;
 use crate::shellwords;
 
@@ -94,7 +94,7 @@ pub struct Session {
 /// A running sandbox and the harness's ends of its pipes.
 #[derive(Debug)]
 struct Live {
-    child: Child,
+    child: Spawned,
     requests: std::fs::File,
     status: OwnedFd,
     stdout: OwnedFd,
@@ -251,39 +251,37 @@ impl Live {
     fn start(template: &CommandSpec, host: &HostView, config: &SandboxConfig) -> Result<Live, SandboxError> {
         validate(template)?;
         let bwrap = bwrap_path().ok_or(SandboxError::BwrapMissing)?;
-        let mut arg_bytes = Vec::new();
-        for arg in bwrap_args(template, host, false) {
-            arg_bytes.extend_from_slice(&arg);
-            arg_bytes.push(0);
-        }
-        let args_fd = filled_pipe(&arg_bytes)?;
+        let (args_read, args_write) = pipe()?;
         let seccomp_fd = filled_pipe(&seccomp::filter_bytes())?;
         let (requests_read, requests_write) = pipe()?;
         let (status_read, status_write) = pipe()?;
         let (stdout_read, stdout_write) = pipe()?;
         let (stderr_read, stderr_write) = pipe()?;
-
-        let mut cmd = Command::new(&bwrap);
-        cmd.env_clear()
-            .envs(environment(template, host, config))
-            .arg("--args")
-            .arg(FD_ARGS.to_string())
-            .arg("--")
-            .args([SERVER_SHELL_PATH, "-c", SERVER, "/bin/sh"]);
+        let args: Vec<Vec<u8>> = ["--args", &FD_ARGS.to_string(), "--", SERVER_SHELL_PATH, "-c", SERVER, "/bin/sh"]
+            .into_iter()
+            .map(|a| a.as_bytes().to_vec())
+            .collect();
+        let env = environment(template, host, config);
+        let request = SpawnRequest {
+            program: &bwrap,
+            args: &args,
+            env: &env,
+            fds: &[
+                (args_read.as_raw_fd(), FD_ARGS),
+                (seccomp_fd.as_raw_fd(), FD_SECCOMP),
+                (requests_read.as_raw_fd(), FD_REQUESTS),
+                (status_write.as_raw_fd(), FD_STATUS),
+                (stdout_write.as_raw_fd(), FD_STDOUT),
+                (stderr_write.as_raw_fd(), FD_STDERR),
+            ],
+            stdin: spawn::Stdio::Null,
+            stdout: spawn::Stdio::Null,
+            stderr: spawn::Stdio::Piped,
+        };
         let cgroups = Cgroups::create(template.limits.max_processes, template.limits.memory_bytes);
-        let fd_map = [
-            (args_fd.as_raw_fd(), FD_ARGS),
-            (seccomp_fd.as_raw_fd(), FD_SECCOMP),
-            (requests_read.as_raw_fd(), FD_REQUESTS),
-            (status_write.as_raw_fd(), FD_STATUS),
-            (stdout_write.as_raw_fd(), FD_STDOUT),
-            (stderr_write.as_raw_fd(), FD_STDERR),
-        ];
-        prepare_child(&mut cmd, &cgroups, &fd_map);
-        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
-        let spawned = cmd.spawn();
-        drop((args_fd, seccomp_fd, requests_read, status_write, stdout_write, stderr_write));
-        let child = spawned.map_err(|source| SandboxError::Spawn { program: bwrap.clone(), source })?;
+        let child = spawn::spawn(&request).map_err(|source| SandboxError::Spawn { program: bwrap.clone(), source })?;
+        drop((args_read, seccomp_fd, requests_read, status_write, stdout_write, stderr_write));
+        start_bwrap(&child, &cgroups, args_write, &bwrap_args(template, host, false));
         for fd in [&status_read, &stdout_read, &stderr_read] {
             set_nonblocking(fd)?;
         }
@@ -321,7 +319,7 @@ impl Live {
 
     /// Kills the sandbox and returns why it did not start, from bubblewrap's stderr.
     fn setup_failure(mut self) -> SandboxError {
-        let _ = self.child.kill();
+        self.child.kill_group();
         let status = self.child.wait().ok();
         // Whatever bubblewrap started dies with it (--die-with-parent) or here, so the stderr
         // pipe reaches its end.
@@ -372,11 +370,7 @@ impl Live {
 
     /// Kills bubblewrap and everything in the sandbox, and reaps bubblewrap.
     fn kill(mut self) {
-        let pid = self.child.id() as libc::pid_t;
-        // SAFETY: kill(2) of our own unreaped child's process group; no memory is touched.
-        unsafe {
-            libc::kill(-pid, libc::SIGKILL);
-        }
+        self.child.kill_group();
         // --die-with-parent takes the sandbox down with bubblewrap; the cgroups catch anything
         // still on its way out.
         self.cgroups.kill_and_remove();
