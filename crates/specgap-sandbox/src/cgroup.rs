@@ -89,17 +89,27 @@ impl Cgroups {
 
     /// Kills every process left in the groups, waits (bounded) until they are gone, removes the
     /// groups.
-    pub(crate) fn kill_and_remove(&mut self) {
+    /// Returns whether the `pids` group was there and is now empty: every process of the
+    /// command is known to be gone.
+    pub(crate) fn kill_and_remove(&mut self) -> bool {
+        let had_pids = self.pids.is_some();
+        let mut emptied = true;
         for group in [self.pids.take(), self.memory.take()].into_iter().flatten() {
-            kill_members(&group);
+            emptied &= kill_members(&group);
             remove_group(&group);
         }
+        had_pids && emptied
+    }
+
+    /// Whether there is a `pids` group (which tells when every process of the command is gone).
+    pub(crate) fn has_pids(&self) -> bool {
+        self.pids.is_some()
     }
 }
 
 impl Drop for Cgroups {
     fn drop(&mut self) {
-        self.kill_and_remove();
+        let _ = self.kill_and_remove();
     }
 }
 
@@ -153,7 +163,8 @@ fn members(group: &Path) -> Vec<i32> {
         .unwrap_or_default()
 }
 
-fn kill_members(group: &Path) {
+/// Kills the group's members until none is left (at most 5 s); `true` when it is empty.
+fn kill_members(group: &Path) -> bool {
     let deadline = Instant::now() + Duration::from_secs(5);
     let mut pause = Duration::from_micros(50);
     loop {
@@ -162,7 +173,7 @@ fn kill_members(group: &Path) {
             if !pids.is_empty() {
                 tracing::warn!("processes {pids:?} in {} survived SIGKILL for 5 s", group.display());
             }
-            return;
+            return pids.is_empty();
         }
         for pid in pids {
             // SAFETY: kill(2) with a pid read from our own cgroup; no memory is touched.

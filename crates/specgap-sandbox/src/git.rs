@@ -44,6 +44,13 @@ const FORCED_CONFIG: &[&str] = &[
     "safe.directory=*",
 ];
 
+/// The first `git` on the harness's `PATH` (looked up once), or `git` when there is none, so
+/// that the spawn fails with the usual "not found".
+fn git_program() -> &'static Path {
+    static GIT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    GIT.get_or_init(|| crate::host::find_on_path("git").unwrap_or_else(|| "git".into()))
+}
+
 /// A git command with the hardened environment; add arguments, then [`Git::run`].
 pub(crate) struct Git {
     cmd: Command,
@@ -54,7 +61,9 @@ pub(crate) struct Git {
 impl Git {
     /// A git call with cwd `cwd`. `GIT_DIR` etc. are added by the caller with [`Git::env`].
     pub(crate) fn new(cwd: &Path) -> Self {
-        let mut cmd = Command::new("git");
+        // An absolute program lets std start git with posix_spawn; with a bare name and a
+        // cleared environment it would fork the whole harness to search PATH.
+        let mut cmd = Command::new(git_program());
         cmd.env_clear();
         if let Some(path) = std::env::var_os("PATH") {
             cmd.env("PATH", path);

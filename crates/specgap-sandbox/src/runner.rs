@@ -39,6 +39,7 @@ use crate::error::SandboxError;
 use crate::host::{self, HostView, SANDBOX_UID};
 use crate::seccomp;
 use crate::shellwords;
+use crate::netns::{self, Lease};
 use crate::spawn::{self, SpawnRequest, Spawned};
 
 /// Where the workspace is mounted inside the sandbox, and the default working directory.
@@ -350,12 +351,18 @@ pub(crate) fn environment(spec: &CommandSpec, host: &HostView, config: &SandboxC
 }
 
 /// bubblewrap's arguments, up to and including `--`; with `json_status`, bubblewrap reports
-/// the sandbox's pid and the command's exit on [`FD_STATUS`].
-pub(crate) fn bwrap_args(spec: &CommandSpec, host: &HostView, json_status: bool) -> Vec<Vec<u8>> {
+/// the sandbox's pid and the command's exit on [`FD_STATUS`]; with `pooled_net`, the sandbox
+/// stays in the network namespace bubblewrap is started in (one from [`crate::netns`]).
+pub(crate) fn bwrap_args(spec: &CommandSpec, host: &HostView, json_status: bool, pooled_net: bool) -> Vec<Vec<u8>> {
     let mut args: Vec<Vec<u8>> = Vec::new();
     let mut push = |parts: &[&[u8]]| args.extend(parts.iter().map(|p| p.to_vec()));
     let uid = SANDBOX_UID.to_string();
-    push(&[b"--unshare-all", b"--unshare-user", b"--disable-userns"]);
+    if pooled_net {
+        push(&[b"--unshare-user", b"--unshare-ipc", b"--unshare-pid", b"--unshare-uts", b"--unshare-cgroup-try"]);
+    } else {
+        push(&[b"--unshare-all", b"--unshare-user"]);
+    }
+    push(&[b"--disable-userns"]);
     push(&[b"--uid", uid.as_bytes(), b"--gid", uid.as_bytes()]);
     push(&[b"--cap-drop", b"ALL", b"--die-with-parent", b"--new-session", b"--hostname", b"specgap"]);
     push(&[b"--ro-bind", b"/usr", b"/usr"]);
@@ -475,10 +482,10 @@ fn run_bwrap(bwrap: &Path, spec: &CommandSpec, host: &HostView, env: BTreeMap<St
     };
     let cgroups = Cgroups::create(spec.limits.max_processes, spec.limits.memory_bytes);
     let start = Instant::now();
-    let child = spawn::spawn(&request).map_err(|source| SandboxError::Spawn { program: bwrap.to_path_buf(), source })?;
+    let (child, lease) = spawn_sandbox(&request, &cgroups)?;
     drop((args_read, seccomp_fd, status_write));
-    start_bwrap(&child, &cgroups, args_write, &bwrap_args(spec, host, true));
-    let mut output = collect(child, spec, cgroups, true, start)?;
+    start_bwrap(&child, &cgroups, args_write, &bwrap_args(spec, host, true, lease.is_some()));
+    let mut output = collect(child, spec, cgroups, lease, start)?;
     let mut status_stream = Vec::new();
     let _ = std::io::Read::read_to_end(&mut std::fs::File::from(status_read), &mut status_stream);
     if output.timed_out
@@ -528,7 +535,23 @@ fn run_unsandboxed(spec: &CommandSpec, env: BTreeMap<String, String>) -> Result<
     cmd.stdin(if spec.stdin.is_empty() { Stdio::null() } else { Stdio::piped() }).stdout(Stdio::piped()).stderr(Stdio::piped());
     let start = Instant::now();
     let child = cmd.spawn().map_err(|source| SandboxError::Spawn { program, source })?;
-    collect(Spawned::from_child(child), spec, cgroups, false, start)
+    let mut output = collect(Spawned::from_child(child), spec, cgroups, None, start)?;
+    output.sandboxed = false;
+    Ok(output)
+}
+
+/// Starts bubblewrap for `request`, inside a pooled network namespace when one can be leased
+/// (which needs the `pids` group to tell when the sandbox is gone).
+pub(crate) fn spawn_sandbox(request: &SpawnRequest<'_>, cgroups: &Cgroups) -> Result<(Spawned, Option<Lease>), SandboxError> {
+    let spawn_error = |source| SandboxError::Spawn { program: request.program.to_path_buf(), source };
+    let lease = if cgroups.has_pids() { netns::lease() } else { None };
+    match lease {
+        Some(lease) => {
+            let child = lease.inside(|| spawn::spawn(request)).map_err(spawn_error)?.map_err(spawn_error)?;
+            Ok((child, Some(lease)))
+        }
+        None => Ok((spawn::spawn(request).map_err(spawn_error)?, None)),
+    }
 }
 
 /// Lets a freshly spawned bubblewrap go: moves it into `cgroups` (it is still waiting for its
@@ -626,8 +649,9 @@ fn join_cgroups(procs: &[CString]) {
 }
 
 /// Feeds the child's stdin, captures its output, enforces the timeout, kills whatever is
-/// left, reaps, and assembles the [`RawOutput`].
-fn collect(mut child: Spawned, spec: &CommandSpec, mut cgroups: Cgroups, sandboxed: bool, start: Instant) -> Result<RawOutput, SandboxError> {
+/// left, reaps, and assembles the [`RawOutput`]; a leased network namespace goes back to the
+/// pool once the cgroup shows every process gone.
+fn collect(mut child: Spawned, spec: &CommandSpec, mut cgroups: Cgroups, lease: Option<Lease>, start: Instant) -> Result<RawOutput, SandboxError> {
     let pid = child.id();
     if let Some(mut stdin) = child.stdin.take() {
         let bytes = spec.stdin.clone();
@@ -646,7 +670,11 @@ fn collect(mut child: Spawned, spec: &CommandSpec, mut cgroups: Cgroups, sandbox
     }
     let duration = start.elapsed();
     let memory_exceeded = cgroups.memory_exceeded();
-    cgroups.kill_and_remove();
+    if cgroups.kill_and_remove()
+        && let Some(lease) = lease
+    {
+        lease.give_back();
+    }
 
     Ok(RawOutput {
         exit_code: if timed_out { None } else { status.code() },
@@ -655,7 +683,7 @@ fn collect(mut child: Spawned, spec: &CommandSpec, mut cgroups: Cgroups, sandbox
         stdout: finish_reader(stdout),
         stderr: finish_reader(stderr),
         duration,
-        sandboxed,
+        sandboxed: true,
     })
 }
 

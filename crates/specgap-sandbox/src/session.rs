@@ -37,8 +37,9 @@ use crate::error::SandboxError;
 use crate::host::HostView;
 use crate::runner::{
     self, CommandOutput, CommandSpec, FD_ARGS, FD_SECCOMP, Program, SandboxConfig, bwrap_args, bwrap_path, environment,
-    filled_pipe, pipe, start_bwrap, validate,
+    filled_pipe, pipe, spawn_sandbox, start_bwrap, validate,
 };
+use crate::netns::Lease;
 use crate::spawn::{self, SpawnRequest, Spawned};
 use crate::seccomp;
 use crate::shellwords;
@@ -95,6 +96,8 @@ pub struct Session {
 #[derive(Debug)]
 struct Live {
     child: Spawned,
+    /// The pooled network namespace the sandbox lives in, if any.
+    lease: Option<Lease>,
     requests: std::fs::File,
     status: OwnedFd,
     stdout: OwnedFd,
@@ -279,14 +282,15 @@ impl Live {
             stderr: spawn::Stdio::Piped,
         };
         let cgroups = Cgroups::create(template.limits.max_processes, template.limits.memory_bytes);
-        let child = spawn::spawn(&request).map_err(|source| SandboxError::Spawn { program: bwrap.clone(), source })?;
+        let (child, lease) = spawn_sandbox(&request, &cgroups)?;
         drop((args_read, seccomp_fd, requests_read, status_write, stdout_write, stderr_write));
-        start_bwrap(&child, &cgroups, args_write, &bwrap_args(template, host, false));
+        start_bwrap(&child, &cgroups, args_write, &bwrap_args(template, host, false, lease.is_some()));
         for fd in [&status_read, &stdout_read, &stderr_read] {
             set_nonblocking(fd)?;
         }
         let live = Live {
             child,
+            lease,
             requests: std::fs::File::from(requests_write),
             status: status_read,
             stdout: stdout_read,
@@ -323,7 +327,7 @@ impl Live {
         let status = self.child.wait().ok();
         // Whatever bubblewrap started dies with it (--die-with-parent) or here, so the stderr
         // pipe reaches its end.
-        self.cgroups.kill_and_remove();
+        self.release();
         let mut stderr = Vec::new();
         if let Some(mut pipe) = self.child.stderr.take() {
             let _ = std::io::Read::read_to_end(&mut pipe, &mut stderr);
@@ -373,8 +377,18 @@ impl Live {
         self.child.kill_group();
         // --die-with-parent takes the sandbox down with bubblewrap; the cgroups catch anything
         // still on its way out.
-        self.cgroups.kill_and_remove();
+        self.release();
         let _ = self.child.wait();
+    }
+
+    /// Kills what is left in the cgroups and, once they are empty, returns the network
+    /// namespace to the pool.
+    fn release(&mut self) {
+        if self.cgroups.kill_and_remove()
+            && let Some(lease) = self.lease.take()
+        {
+            lease.give_back();
+        }
     }
 }
 

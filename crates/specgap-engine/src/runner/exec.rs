@@ -333,19 +333,16 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// A memory file system for scratch files, when the machine has one.
-const MEMORY_FS: &str = "/dev/shm";
-
-/// Where a run's scratch directory goes when `--work-dir` is not given: [`MEMORY_FS`] when it
-/// is a writable tmpfs with at least twice the room the run could need at once (every task's
+/// Where a run's scratch directory goes when `--work-dir` is not given: the memory file
+/// system of [`specgap_sandbox::memory_scratch`] when there is one with at least twice the room the run could need at once (every task's
 /// base, plus, per parallel episode, three copies of the largest workspace and one of the
 /// largest evaluator), else the system's temporary directory. Episodes create and delete
 /// dozens of small files each; on a disk file system that churn costs more CPU (inode
 /// allocation) than everything else the harness does per episode.
 pub fn default_work_root(tasks: &[TaskPackage], jobs: usize) -> PathBuf {
     let need = scratch_bytes_needed(tasks, jobs);
-    match memory_fs_room(Path::new(MEMORY_FS)) {
-        Some(room) if room >= need.saturating_mul(2) => PathBuf::from(MEMORY_FS),
+    match specgap_sandbox::memory_scratch() {
+        Some((dir, room)) if room >= need.saturating_mul(2) => dir,
         _ => std::env::temp_dir(),
     }
 }
@@ -367,21 +364,6 @@ fn tree_bytes(dir: &Path) -> u64 {
         .filter(|m| m.is_file())
         .map(|m| m.len())
         .sum()
-}
-
-/// Bytes available to us on `dir` when it is a writable tmpfs directory.
-fn memory_fs_room(dir: &Path) -> Option<u64> {
-    const TMPFS_MAGIC: libc::c_long = 0x0102_1994;
-    let path = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
-    // SAFETY: statfs/access on a NUL-terminated path; `stat` is a plain out-parameter.
-    let (stat, writable) = unsafe {
-        let mut stat: libc::statfs = std::mem::zeroed();
-        if libc::statfs(path.as_ptr(), &mut stat) != 0 {
-            return None;
-        }
-        (stat, libc::access(path.as_ptr(), libc::W_OK | libc::X_OK) == 0)
-    };
-    (stat.f_type as libc::c_long == TMPFS_MAGIC && writable).then(|| stat.f_bavail as u64 * stat.f_bsize as u64)
 }
 
 /// Prefix of a run's temporary directory; the owning process id follows, so a later run can

@@ -202,3 +202,27 @@ fn plain_word_commands_behave_as_under_sh() {
     assert_eq!((missing.exit_code, missing.stderr.as_str()), (Some(127), "/bin/sh: 1: nosuchprogram-7f3a9d: not found\n"));
     assert_eq!(s.sandboxes_started(), 1);
 }
+
+#[test]
+fn sandboxes_running_at_once_cannot_reach_each_other() {
+    let pkg = package();
+    let listener = "import socket, time\n\
+tcp = socket.socket(); tcp.bind(('127.0.0.1', 0)); tcp.listen(1); tcp.settimeout(3)\n\
+unix = socket.socket(socket.AF_UNIX); unix.bind('\\0specgap-7f3a9d'); unix.listen(1)\n\
+open('port.txt.tmp', 'w').write(str(tcp.getsockname()[1])); __import__('os').rename('port.txt.tmp', 'port.txt')\n\
+try:\n    tcp.accept(); print('accepted')\nexcept OSError:\n    print('nobody came')\n";
+    let ws = pkg.workspace.clone();
+    let serving = std::thread::spawn(move || {
+        let mut a = session(&ws);
+        a.run_shell(&format!("/usr/bin/python3 -c \"{listener}\""), Duration::from_secs(30), OUTPUT).unwrap()
+    });
+    let prober = "import socket, time, os\n\
+while not os.path.exists('port.txt'): time.sleep(0.01)\n\
+port = int(open('port.txt').read())\n\
+for family, address in ((socket.AF_INET, ('127.0.0.1', port)), (socket.AF_UNIX, '\\0specgap-7f3a9d')):\n    s = socket.socket(family)\n    try:\n        s.connect(address); print('connected')\n    except OSError as e:\n        print(type(e).__name__)\n";
+    let mut b = session(&pkg.workspace);
+    let probe = run(&mut b, &format!("/usr/bin/python3 -c \"{prober}\"; cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '"));
+    assert_eq!(probe.stdout, "ConnectionRefusedError\nConnectionRefusedError\nlo\n", "{}", probe.stderr);
+    let served = serving.join().unwrap();
+    assert_eq!(served.stdout, "nobody came\n", "{}", served.stderr);
+}
