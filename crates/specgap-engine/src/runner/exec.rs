@@ -502,16 +502,53 @@ struct Failure {
 
 impl Failure {
     /// Whether `self`, following `previous`, shows a deterministic failure: the component
-    /// said so, or an evaluation error repeats exactly (message and stderr tail).
+    /// said so, or an evaluation error repeats (message and stderr tail equal once the parts
+    /// that differ between attempts anyway — numbers and temporary names — are masked, see
+    /// [`attempt_independent`]).
     fn is_deterministic_after(&self, previous: Option<&Failure>) -> bool {
         self.deterministic
             || previous.is_some_and(|p| {
                 self.class == ErrorClass::Evaluation
                     && p.class == ErrorClass::Evaluation
-                    && p.message == self.message
-                    && p.stderr_tail == self.stderr_tail
+                    && attempt_independent(&p.message) == attempt_independent(&self.message)
+                    && attempt_independent(&p.stderr_tail) == attempt_independent(&self.stderr_tail)
             })
     }
+}
+
+/// `text` with what legitimately changes from one attempt to the next masked: every run of
+/// digits (process ids, timings, line numbers of generated files, addresses) becomes `#`, and
+/// every temporary name — a word that starts with `tmp`, `tmp.`, `.tmp` or `specgap-` followed
+/// by six or more letters, digits, `_` or `-` — becomes `TMP`. Two evaluator crashes that differ only there are
+/// the same failure.
+fn attempt_independent(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if c.is_ascii_digit() {
+            out.push('#');
+            rest = rest.trim_start_matches(|c: char| c.is_ascii_digit());
+            continue;
+        }
+        let at_word_start = out.chars().last().is_none_or(|p| !p.is_ascii_alphanumeric() && p != '_');
+        if at_word_start && let Some(len) = temporary_name_len(rest) {
+            out.push_str("TMP");
+            rest = &rest[len..];
+            continue;
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
+/// The length of the temporary name `text` starts with, if it starts with one.
+fn temporary_name_len(text: &str) -> Option<usize> {
+    let prefix = ["specgap-", "tmp.", ".tmp", "tmp"].into_iter().find(|p| text.starts_with(p))?;
+    let tail = text[prefix.len()..].bytes().take_while(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-').count();
+    // Six or more random characters, as tempfile, mktemp and Python's tempfile make them;
+    // shorter tails are words ("tmpfile").
+    (tail >= 6).then_some(prefix.len() + tail)
 }
 
 fn run_with_retries(ctx: &WorkerContext<'_, '_>, episode: &PlannedEpisode) -> Result<EpisodeReport, RunnerError> {
@@ -692,6 +729,17 @@ mod tests {
         assert!(!infra.is_deterministic_after(Some(&infra.clone())));
         let said = Failure { deterministic: true, ..infra };
         assert!(said.is_deterministic_after(None));
+    }
+
+    #[test]
+    fn errors_that_differ_only_by_numbers_or_temporary_names_repeat() {
+        let first = eval("evaluator exited with status 1", "File \"/tmp/tmpab12_x9/conftest.py\", line 12\npid 4711 took 0.52 s");
+        let second = eval("evaluator exited with status 1", "File \"/tmp/tmpQz9k3w1/conftest.py\", line 12\npid 4790 took 0.61 s");
+        assert!(second.is_deterministic_after(Some(&first)));
+        let other = eval("evaluator exited with status 1", "File \"/tmp/tmpQz9k3w1/other.py\", line 12\npid 4790 took 0.61 s");
+        assert!(!other.is_deterministic_after(Some(&first)));
+        assert_eq!(attempt_independent("/dev/shm/specgap-run-31-Xy8QwE/e-1: 404 tmpfile tmp"), "/dev/shm/TMP/e-#: # tmpfile tmp");
+        assert_eq!(attempt_independent("attempt2 x9 tmp.Ab3dE9xQ"), "attempt# x# TMP");
     }
 
     #[test]
