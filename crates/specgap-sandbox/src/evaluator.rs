@@ -56,8 +56,9 @@ pub const CANDIDATE_START_FAILED_STATUS: i32 = 125;
 
 const EVALUATOR_MOUNT: &str = "/evaluator";
 const OUT_MOUNT: &str = "/out";
-const CALLS_MOUNT: &str = "/run/specgap/calls";
-const LAUNCHER_BIN_MOUNT: &str = "/run/specgap/bin";
+const RUN_MOUNT: &str = "/run/specgap";
+const CALLS_DIR: &str = "calls";
+const BIN_DIR: &str = "bin";
 const LAUNCHER_NAME: &str = "specgap-candidate";
 /// Candidate calls served at once (the machines have two cores).
 const CANDIDATE_WORKERS: usize = 2;
@@ -232,6 +233,9 @@ struct Scratch {
     evaluator: PathBuf,
     submission: PathBuf,
     out: PathBuf,
+    /// Mounted at `/run/specgap`: `calls/` and `bin/` (one mount for both; bubblewrap rereads
+    /// the mount table after every bind).
+    run: PathBuf,
     calls: PathBuf,
     bin: PathBuf,
     candidates: PathBuf,
@@ -246,14 +250,15 @@ impl Scratch {
             evaluator: root.join("evaluator"),
             submission: root.join("submission"),
             out: root.join("out"),
-            calls: root.join("calls"),
-            bin: root.join("bin"),
+            run: root.join("run"),
+            calls: root.join("run").join(CALLS_DIR),
+            bin: root.join("run").join(BIN_DIR),
             candidates: root.join("candidates"),
             _dir: dir,
         };
         fsutil::copy_tree(&run.evaluator_dir, &scratch.evaluator, GitEntries::Keep).map_err(|e| EvalError::Prepare(e.into()))?;
         freeze(&run.workspace, &scratch.submission).map_err(EvalError::Prepare)?;
-        for dir in [&scratch.out, &scratch.calls, &scratch.bin, &scratch.candidates] {
+        for dir in [&scratch.out, &scratch.run, &scratch.calls, &scratch.bin, &scratch.candidates] {
             fs::create_dir(dir)?;
         }
         Ok(scratch)
@@ -265,8 +270,7 @@ impl Scratch {
             mount(&self.evaluator, EVALUATOR_MOUNT, true),
             mount(&self.submission, WORKSPACE_MOUNT, false),
             mount(&self.out, OUT_MOUNT, true),
-            mount(&self.calls, CALLS_MOUNT, true),
-            mount(&self.bin, LAUNCHER_BIN_MOUNT, false),
+            mount(&self.run, RUN_MOUNT, true),
         ]
     }
 }
@@ -279,7 +283,8 @@ pub fn run_evaluator(run: &EvaluatorRun, host: &HostView, config: &SandboxConfig
     let scratch = Scratch::new(run)?;
     let mounts = scratch.mounts();
     let visible = |i: usize| config.visible_path(&mounts[i]).to_path_buf();
-    let (evaluator_path, workspace_path, out_path, calls_path, bin_path) = (visible(0), visible(1), visible(2), visible(3), visible(4));
+    let (evaluator_path, workspace_path, out_path, run_path) = (visible(0), visible(1), visible(2), visible(3));
+    let (calls_path, bin_path) = (run_path.join(CALLS_DIR), run_path.join(BIN_DIR));
     let launcher = bin_path.join(LAUNCHER_NAME);
     write_launcher(&scratch.bin.join(LAUNCHER_NAME), &calls_path)?;
 
@@ -431,23 +436,27 @@ impl CandidateService {
 fn poll_calls(calls_dir: &Path, stop: &AtomicBool, count: &AtomicU32, ctx: &Arc<CallContext>) {
     let (tx, rx) = mpsc::channel::<PathBuf>();
     let rx = Arc::new(Mutex::new(rx));
-    let workers: Vec<_> = (0..CANDIDATE_WORKERS)
-        .map(|_| {
-            let (rx, ctx) = (Arc::clone(&rx), Arc::clone(ctx));
-            std::thread::spawn(move || {
-                loop {
-                    let next = match rx.lock() {
-                        Ok(guard) => guard.recv(),
-                        Err(_) => return,
-                    };
-                    match next {
-                        Ok(call) => serve_call(&call, &ctx),
-                        Err(_) => return,
+    // Workers start with the first call: most evaluators never call the candidate.
+    let start_workers = || -> Vec<_> {
+        (0..CANDIDATE_WORKERS)
+            .map(|_| {
+                let (rx, ctx) = (Arc::clone(&rx), Arc::clone(ctx));
+                std::thread::spawn(move || {
+                    loop {
+                        let next = match rx.lock() {
+                            Ok(guard) => guard.recv(),
+                            Err(_) => return,
+                        };
+                        match next {
+                            Ok(call) => serve_call(&call, &ctx),
+                            Err(_) => return,
+                        }
                     }
-                }
+                })
             })
-        })
-        .collect();
+            .collect()
+    };
+    let mut workers = Vec::new();
     let mut seen = HashSet::new();
     while !stop.load(Ordering::Acquire) {
         if let Ok(entries) = std::fs::read_dir(calls_dir) {
@@ -455,6 +464,9 @@ fn poll_calls(calls_dir: &Path, stop: &AtomicBool, count: &AtomicU32, ctx: &Arc<
                 let call = entry.path();
                 if call.join("ready").exists() && seen.insert(call.clone()) {
                     count.fetch_add(1, Ordering::AcqRel);
+                    if workers.is_empty() {
+                        workers = start_workers();
+                    }
                     let _ = tx.send(call);
                 }
             }

@@ -197,6 +197,19 @@ impl<T> SqlContext<T> for Result<T, rusqlite::Error> {
     }
 }
 
+/// `execute` through the connection's prepared-statement cache: an episode runs the same
+/// dozen statements, and parsing each anew cost about as much as running it.
+pub(crate) trait ExecuteCached {
+    /// Prepares `sql` (or takes it from the cache) and executes it with `params`.
+    fn execute_cached<P: rusqlite::Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize>;
+}
+
+impl ExecuteCached for rusqlite::Connection {
+    fn execute_cached<P: rusqlite::Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize> {
+        self.prepare_cached(sql)?.execute(params)
+    }
+}
+
 /// Wraps a serde_json error with what was being converted.
 pub(crate) fn json_error(what: impl Into<String>) -> impl FnOnce(serde_json::Error) -> StoreError {
     let what = what.into();

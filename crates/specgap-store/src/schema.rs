@@ -205,6 +205,8 @@ pub(crate) fn open_connection(path: &Path) -> Result<Connection, StoreError> {
     // last transactions, which a resume re-runs.
     conn.pragma_update(None, "synchronous", "NORMAL").at(path)?;
     conn.pragma_update(None, "foreign_keys", "ON").at(path)?;
+    // Room for every statement the writer repeats (the default keeps 16).
+    conn.set_prepared_statement_cache_capacity(64);
     migrate(&mut conn, path)?;
     Ok(conn)
 }

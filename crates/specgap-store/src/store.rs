@@ -9,7 +9,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use specgap_protocol::run::{EpisodeKey, RunConfig};
 
 use crate::config::{self, EXACT};
-use crate::error::{SqlContext, StoreError, json_error};
+use crate::error::{ExecuteCached, SqlContext, StoreError, json_error};
 use crate::files;
 use crate::read;
 use crate::rows::*;
@@ -234,7 +234,7 @@ impl Store {
             let tx = conn.transaction().at(path)?;
             for (table, column) in TABLES.iter().rev() {
                 if let Some(column) = column {
-                    tx.execute(&format!("DELETE FROM {table} WHERE {column} = ?1"), [id])
+                    tx.execute_cached(&format!("DELETE FROM {table} WHERE {column} = ?1"), [id])
                         .at(path)?;
                 }
             }
@@ -250,7 +250,7 @@ impl Store {
     /// SQLite errors.
     pub fn record_not_applicable(&self, row: &NotApplicableRow) -> Result<(), StoreError> {
         self.conn()
-            .execute(
+            .execute_cached(
                 "INSERT OR REPLACE INTO not_applicable (task, agent, condition, start, reason) VALUES (?1, ?2, ?3, ?4, ?5)",
                 params![row.task, row.agent, row.condition, row.start, row.reason],
             )
@@ -275,7 +275,7 @@ impl Store {
         if known.is_none() {
             return Err(StoreError::UnknownEpisode { id: id.to_string() });
         }
-        conn.execute(
+        conn.execute_cached(
             "INSERT OR REPLACE INTO judgements (episode, judge, target, verdict, matched_question_indices)
              VALUES (?1, ?2, ?3, ?4, ?5)",
             params![id, judgement.judge, judgement.target, judgement.verdict, indices],
@@ -576,7 +576,7 @@ fn delete_attempt_rows(
         "questions",
         "judgements",
     ] {
-        tx.execute(&format!("DELETE FROM {table} WHERE episode = ?1"), [id])
+        tx.execute_cached(&format!("DELETE FROM {table} WHERE episode = ?1"), [id])
             .at(path)?;
     }
     Ok(())
@@ -590,7 +590,7 @@ fn upsert_running(
     meta: &EpisodeMeta,
     attempt: u32,
 ) -> Result<(), StoreError> {
-    tx.execute(
+    tx.execute_cached(
         "INSERT INTO episodes (id, task, task_hash, agent, agent_hash, user, user_hash, condition, start, repeat,
                                seed, family, scoring_kind, status, attempts, started_ts)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 'running', ?14, ?15)

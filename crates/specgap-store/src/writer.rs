@@ -7,7 +7,7 @@ use rusqlite::{OptionalExtension, Transaction, params};
 use specgap_protocol::event::{Event, EventKind, Usage};
 use specgap_protocol::result::EvalResult;
 
-use crate::error::{SqlContext, StoreError, json_error};
+use crate::error::{ExecuteCached, SqlContext, StoreError, json_error};
 use crate::files;
 use crate::rows::*;
 use crate::store::Store;
@@ -116,9 +116,9 @@ impl EpisodeWriter {
         let mut conn = self.store.conn();
         let tx = conn.transaction().at(&path)?;
         delete_result_rows(&tx, &path, &self.id, 0)?;
-        tx.execute("DELETE FROM start_results WHERE episode = ?1", [&self.id])
+        tx.execute_cached("DELETE FROM start_results WHERE episode = ?1", [&self.id])
             .at(&path)?;
-        tx.execute(
+        tx.execute_cached(
             "INSERT INTO start_results (episode, state, reward) VALUES (?1, ?2, ?3)",
             params![self.id, state, result.reward],
         )
@@ -149,13 +149,13 @@ impl EpisodeWriter {
         let mut conn = self.store.conn();
         let tx = conn.transaction().at(&path)?;
         delete_result_rows(&tx, &path, &self.id, k)?;
-        tx.execute(
+        tx.execute_cached(
             "DELETE FROM submissions WHERE episode = ?1 AND k = ?2",
             params![self.id, k],
         )
         .at(&path)?;
         let scored = record.scored.as_ref();
-        tx.execute(
+        tx.execute_cached(
             "INSERT INTO submissions (episode, k, automatic, agent_declared, valid_evaluation, kind, score, success,
                                       reward, failing_requirement, error, diff_bytes)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
@@ -178,7 +178,7 @@ impl EpisodeWriter {
         if let Some(result) = &record.result {
             insert_result_rows(&tx, &path, &self.id, k, result)?;
         }
-        tx.execute(
+        tx.execute_cached(
             "UPDATE episodes SET submissions = (SELECT COUNT(*) FROM submissions WHERE episode = ?1) WHERE id = ?1",
             [&self.id],
         )
@@ -197,7 +197,7 @@ impl EpisodeWriter {
             .map_err(json_error("questions.matched_targets"))?;
         self.store
             .conn()
-            .execute(
+            .execute_cached(
                 "INSERT INTO questions (episode, idx, turn, text, answer, matched_targets) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 params![self.id, idx, question.turn, question.text, question.answer, matched],
             )
@@ -222,7 +222,7 @@ impl EpisodeWriter {
     pub fn record_usage(&mut self, role: Role, usage: &Usage) -> Result<(), StoreError> {
         self.store
             .conn()
-            .execute(
+            .execute_cached(
                 "INSERT INTO usage (episode, attempt, role, input_tokens, output_tokens, cached_tokens, reasoning_tokens,
                                     requests, retries, latency_ms, cost_usd)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
@@ -262,7 +262,7 @@ impl EpisodeWriter {
         let idx = self.next_error;
         self.store
             .conn()
-            .execute(
+            .execute_cached(
                 "INSERT INTO errors (episode, attempt, idx, class, message, stderr_tail, deterministic)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                 params![
@@ -357,7 +357,7 @@ fn delete_result_rows(
     k: u32,
 ) -> Result<(), StoreError> {
     for table in ["requirement_outcomes", "tests", "deliveries"] {
-        tx.execute(
+        tx.execute_cached(
             &format!("DELETE FROM {table} WHERE episode = ?1 AND k = ?2"),
             params![id, k],
         )
@@ -377,7 +377,7 @@ fn insert_result_rows(
     for (requirement, outcome) in result.requirements.iter().flatten() {
         let measured = serde_json::to_string(&outcome.measured)
             .map_err(json_error("requirement_outcomes.measured"))?;
-        tx.execute(
+        tx.execute_cached(
             "INSERT INTO requirement_outcomes (episode, k, requirement, pass, failure_mode, measured, detail)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             params![id, k, requirement, outcome.pass, outcome.failure_mode, measured, outcome.detail],
@@ -386,7 +386,7 @@ fn insert_result_rows(
     }
     for (test, outcome) in result.tests.iter().flatten() {
         let outcome = serde_json::to_value(outcome).map_err(json_error("tests.outcome"))?;
-        tx.execute(
+        tx.execute_cached(
             "INSERT INTO tests (episode, k, test, outcome) VALUES (?1, ?2, ?3, ?4)",
             params![id, k, test, outcome.as_str()],
         )
@@ -400,7 +400,7 @@ fn insert_result_rows(
             .map(serde_json::to_value)
             .transpose()
             .map_err(json_error("deliveries.signature"))?;
-        tx.execute(
+        tx.execute_cached(
             "INSERT INTO deliveries (episode, k, valid, objective, signature, violations) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             params![id, k, delivery.valid, delivery.objective, signature.as_ref().and_then(|v| v.as_str()), violations],
         )
