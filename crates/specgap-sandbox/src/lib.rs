@@ -33,11 +33,14 @@
 //! ## Trust
 //! The agent under test and the submitted code are untrusted. The harness never runs git (or
 //! anything) against an agent's `.git`; every diff comes from the cache's copy of the base
-//! with hooks, fsmonitor, external diff, textconv and work-tree attributes disabled. Every
-//! command runs as uid 1000 without capabilities in new user, PID, network, IPC, UTS and
-//! cgroup namespaces, sees only the system directories, the task's `[environment]` and its
-//! own mounts, and is killed whole at its timeout. See [`runner`] for the full sandbox view and
-//! [`evaluator`] for the evaluator's and the candidate's.
+//! with hooks, fsmonitor, external diff, textconv and work-tree attributes disabled (text-only
+//! changes are diffed in process, byte for byte as git would). Every command runs as uid 1000
+//! without capabilities in new user, PID, IPC, UTS and cgroup namespaces and a network
+//! namespace of its own (fresh, or lent from a pool to one sandbox at a time), sees only the
+//! system directories, the task's `[environment]` and its own mounts, and is killed whole at
+//! its timeout; nothing it starts outlives it. See [`runner`] for the full sandbox view,
+//! [`session`] for an episode's commands sharing one sandbox, and [`evaluator`] for the
+//! evaluator's and the candidate's.
 #![deny(missing_docs)]
 
 mod capture;

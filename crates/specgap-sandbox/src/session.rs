@@ -135,7 +135,8 @@ impl Session {
 
     /// Runs `/bin/sh -c <command>` in the session's sandbox (building it first when there is
     /// none) with at most `timeout` of wall-clock time, keeping `output_bytes` of each of
-    /// stdout and stderr (head and tail), and waits for it.
+    /// stdout and stderr (head and tail), and waits for it. A command of plain words runs as
+    /// those words without starting a shell for it, which is what the shell would have run.
     ///
     /// # Errors
     /// [`SandboxError::InvalidSpec`] for a command with a NUL byte or an unusable template;

@@ -1,12 +1,14 @@
 //! DESIGN §3.2: the bubblewrap runner. Every escape attempt here must fail.
 
-use std::net::TcpListener;
 use std::time::Duration;
 
 use specgap_protocol::package::Environment;
-use specgap_sandbox::{CommandSpec, HostView, Limits, SandboxConfig, SandboxError, cut_marker, run};
+use specgap_sandbox::{CommandSpec, HostView, Limits, SandboxConfig, SandboxError, run};
 
-use crate::support::{SECRET, package, processes_with, sandbox, sh, system_host, write_tree};
+use crate::support::{
+    SECRET, assert_cut_seq_output, assert_never_connected, host_listener_and_probe, package, processes_with, sandbox, sh, system_host,
+    write_tree,
+};
 
 /// Asserts the command failed and its output does not contain the secret.
 fn assert_denied(ws: &std::path::Path, command: &str) {
@@ -103,16 +105,11 @@ print(r1, e1, r2, e2)\n";
 
 #[test]
 fn network_is_unreachable() {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.set_nonblocking(true).unwrap();
-    let port = listener.local_addr().unwrap().port();
+    let (listener, probe) = host_listener_and_probe();
     let pkg = package();
-    let probe = format!(
-        "import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=5)\n    print('connected')\nexcept OSError as e:\n    print(type(e).__name__)\n"
-    );
-    let out = sh(&pkg.workspace, &format!("/usr/bin/python3 -c \"{probe}\"; ip -o link 2>/dev/null | wc -l; ls /sys/class/net 2>/dev/null | tr '\\n' ' '"));
+    let out = sh(&pkg.workspace, &format!("{probe}; ip -o link 2>/dev/null | wc -l; ls /sys/class/net 2>/dev/null | tr '\\n' ' '"));
     assert!(out.stdout.starts_with("ConnectionRefusedError\n"), "{}{}", out.stdout, out.stderr);
-    assert!(matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock));
+    assert_never_connected(&listener);
 }
 
 #[test]
@@ -197,13 +194,7 @@ fn output_keeps_head_and_tail_with_a_stated_cut() {
     let mut spec = CommandSpec::shell("seq 1 20000; seq 1 5 >&2", &pkg.workspace);
     spec.limits.output_bytes = 1001;
     let out = run(&spec, &system_host(), &sandbox()).unwrap();
-    let full: String = (1..=20000).map(|i| format!("{i}\n")).collect();
-    let expected = format!("{}{}{}", &full[..500], cut_marker(full.len() as u64 - 1001), &full[full.len() - 501..]);
-    assert_eq!(out.stdout, expected);
-    assert!(out.stdout_cut);
-    assert_eq!(out.stdout_bytes, full.len() as u64);
-    assert_eq!(out.stderr, "1\n2\n3\n4\n5\n");
-    assert!(!out.stderr_cut);
+    assert_cut_seq_output(&out);
 }
 
 #[test]

@@ -3,12 +3,13 @@
 //! private files), what the session adds (one sandbox, a `/tmp` that lasts), and that nothing
 //! a command says about itself can fool the harness.
 
-use std::net::TcpListener;
 use std::time::Duration;
 
-use specgap_sandbox::{CommandOutput, CommandSpec, SandboxConfig, SandboxError, Session, cut_marker};
+use specgap_sandbox::{CommandOutput, CommandSpec, SandboxConfig, SandboxError, Session};
 
-use crate::support::{SECRET, package, processes_with, sandbox, system_host};
+use crate::support::{
+    SECRET, assert_cut_seq_output, assert_never_connected, host_listener_and_probe, package, processes_with, sandbox, system_host,
+};
 
 const OUTPUT: usize = 64 << 10;
 
@@ -118,29 +119,19 @@ fn output_keeps_head_and_tail_with_a_stated_cut() {
     let pkg = package();
     let mut s = session(&pkg.workspace);
     let out = s.run_shell("seq 1 20000; seq 1 5 >&2", Duration::from_secs(30), 1001).unwrap();
-    let full: String = (1..=20000).map(|i| format!("{i}\n")).collect();
-    let expected = format!("{}{}{}", &full[..500], cut_marker(full.len() as u64 - 1001), &full[full.len() - 501..]);
-    assert_eq!(out.stdout, expected);
-    assert!(out.stdout_cut);
-    assert_eq!(out.stdout_bytes, full.len() as u64);
-    assert_eq!(out.stderr, "1\n2\n3\n4\n5\n");
+    assert_cut_seq_output(&out);
     // Nothing of the long output spills into the next command.
     assert_eq!(run(&mut s, "echo next").stdout, "next\n");
 }
 
 #[test]
 fn network_and_private_files_stay_unreachable() {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.set_nonblocking(true).unwrap();
-    let port = listener.local_addr().unwrap().port();
+    let (listener, probe) = host_listener_and_probe();
     let pkg = package();
     let mut s = session(&pkg.workspace);
-    let probe = format!(
-        "import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=5)\n    print('connected')\nexcept OSError as e:\n    print(type(e).__name__)\n"
-    );
-    let out = run(&mut s, &format!("/usr/bin/python3 -c \"{probe}\""));
+    let out = run(&mut s, &probe);
     assert_eq!(out.stdout, "ConnectionRefusedError\n", "{}", out.stderr);
-    assert!(matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock));
+    assert_never_connected(&listener);
     let root = pkg.dir.path().display().to_string();
     let out = run(&mut s, &format!("cat ../evaluator/* {root}/evaluator/* {root}/requirements.toml /proc/1/root{root}/requirements.toml"));
     assert_ne!(out.exit_code, Some(0));

@@ -79,3 +79,32 @@ pub fn processes_with(needle: &str) -> Vec<u32> {
     }
     found
 }
+
+/// A listener on the host's loopback (non-blocking) and a shell command that tries to connect
+/// to it from inside a sandbox, printing `connected` or the Python exception's name.
+pub fn host_listener_and_probe() -> (std::net::TcpListener, String) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let probe = format!(
+        "import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=5)\n    print('connected')\nexcept OSError as e:\n    print(type(e).__name__)\n"
+    );
+    (listener, format!("/usr/bin/python3 -c \"{probe}\""))
+}
+
+/// Asserts that nothing ever connected to `listener`.
+pub fn assert_never_connected(listener: &std::net::TcpListener) {
+    assert!(matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock));
+}
+
+/// The output of `seq 1 20000; seq 1 5 >&2` kept to 1001 bytes: head and tail of stdout with
+/// the stated cut, stderr whole.
+pub fn assert_cut_seq_output(out: &CommandOutput) {
+    let full: String = (1..=20000).map(|i| format!("{i}\n")).collect();
+    let expected = format!("{}{}{}", &full[..500], specgap_sandbox::cut_marker(full.len() as u64 - 1001), &full[full.len() - 501..]);
+    assert_eq!(out.stdout, expected);
+    assert!(out.stdout_cut);
+    assert_eq!(out.stdout_bytes, full.len() as u64);
+    assert_eq!(out.stderr, "1\n2\n3\n4\n5\n");
+    assert!(!out.stderr_cut);
+}
