@@ -41,6 +41,7 @@ enum Command {
     /// Evaluate a directory as a submission of a task and print the outcome.
     Eval(eval::Args),
     /// Run agents through episodes on a suite and record everything in a run store.
+    #[command(after_help = run::HELP_AFTER)]
     Run(run::Args),
     /// Show a run, or one episode's transcript.
     Show(show::Args),

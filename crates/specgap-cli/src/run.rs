@@ -33,6 +33,22 @@ mod agents;
 
 /// Exit code after Ctrl-C (128 + SIGINT), as shells report it.
 pub const EXIT_INTERRUPTED: u8 = 130;
+/// Exit code when episodes ran but none finished: every one ended in an infrastructure or
+/// evaluation error (a dead model endpoint, a broken evaluator), so the run has no result.
+pub const EXIT_NO_RESULT: u8 = 3;
+
+/// Examples and exit status, printed after `specgap run --help`'s flags.
+pub const HELP_AFTER: &str = "\
+Examples:
+  specgap run                          the bundled suite with scripted agents, offline
+  specgap run examples/tasks/payment-retry --agent scripted:gold --condition partial,full
+  specgap run my-suite --agent chat:qwen2.5-coder --base-url http://localhost:8000/v1
+  specgap run my-suite --shard 1/4 --out runs/s1   (then: specgap merge runs/s* --out runs/all)
+  specgap run --resume runs/latest     continue an interrupted or failed run
+
+Exit status: 0 when the run completed (episodes that ended in errors are reported apart); 3 when
+episodes ran but none finished (every one ended in an infrastructure or evaluation error, e.g. an
+unreachable model server); 130 when interrupted (resumable); 2 on a usage or harness error.";
 
 /// The agents of a run without `--agent`.
 pub const DEFAULT_AGENTS: &str = "scripted:gold,scripted:literal,scripted:starter";
@@ -223,6 +239,9 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
         bail!("--jobs must be at least 1");
     }
     let jobs = args.jobs.unwrap_or_else(default_jobs).max(1);
+    if let Some(dir) = &args.work_dir {
+        fs_err::create_dir_all(dir).context("cannot prepare --work-dir")?;
+    }
     let (out, store, resolved, plan, resuming) = match &args.resume {
         Some(dir) => {
             let ignored = args.flags_resume_ignores();
@@ -264,6 +283,10 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
         print!("{}", crate::report::render(&out, crate::report::Format::Md)?);
     }
     eprintln!("run stored in {}", out.display());
+    if outcome.only_errors {
+        eprintln!("error: no episode finished; every one ended in an infrastructure or evaluation error (see the report's error sections or `specgap show`)");
+        return Ok(ExitCode::from(EXIT_NO_RESULT));
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -389,14 +412,18 @@ fn default_suite() -> anyhow::Result<PathBuf> {
 /// `runs/<UTC timestamp>`, with `-2`, `-3`, … when that directory exists.
 fn default_out_dir() -> anyhow::Result<PathBuf> {
     let stamp = utc_timestamp(SystemTime::now());
-    let base = PathBuf::from("runs").join(&stamp);
-    let mut candidate = base.clone();
-    let mut n = 2;
-    while candidate.exists() {
-        candidate = PathBuf::from("runs").join(format!("{stamp}-{n}"));
-        n += 1;
+    fs_err::create_dir_all("runs")?;
+    // Creating the directory reserves the name, so two runs started in the same second
+    // cannot pick the same one.
+    let mut n = 1;
+    loop {
+        let candidate = PathBuf::from("runs").join(if n == 1 { stamp.clone() } else { format!("{stamp}-{n}") });
+        match std::fs::create_dir(&candidate) {
+            Ok(()) => return Ok(candidate),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => n += 1,
+            Err(e) => return Err(e).with_context(|| format!("cannot create {}", candidate.display())),
+        }
     }
-    Ok(candidate)
 }
 
 /// `YYYYMMDD-HHMMSS` in UTC.
@@ -425,8 +452,13 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 fn link_latest_run(out: &Path) {
     let Some(name) = out.file_name() else { return };
     let link = out.with_file_name("latest");
-    let _ = fs_err::remove_file(&link);
-    if let Err(e) = std::os::unix::fs::symlink(name, &link) {
+    // A new link renamed over the old one: runs finishing at once never see a missing or
+    // half-made `latest`.
+    let staged = out.with_file_name(format!(".latest-{}", std::process::id()));
+    let _ = fs_err::remove_file(&staged);
+    let made = std::os::unix::fs::symlink(name, &staged).and_then(|()| std::fs::rename(&staged, &link));
+    if let Err(e) = made {
+        let _ = fs_err::remove_file(&staged);
         tracing::warn!("cannot link {} to {}: {e}", link.display(), out.display());
     }
 }
@@ -442,6 +474,8 @@ fn shell_word(text: &str) -> String {
 
 struct Outcome {
     interrupted: bool,
+    /// Episodes ran in this invocation, and every one of them ended in an error.
+    only_errors: bool,
     summary_line: String,
 }
 
@@ -528,7 +562,8 @@ fn run_plan(store: &Store, resolved: &Resolved, plan: &runner::Plan, how: &Execu
             shell_word(&store.dir().display().to_string())
         ));
     }
-    Ok(Outcome { interrupted, summary_line })
+    let only_errors = summary.finished == 0 && summary.eval_errors + summary.infra_errors > 0;
+    Ok(Outcome { interrupted, only_errors, summary_line })
 }
 
 /// Ctrl-C (and SIGTERM / SIGHUP): the first one asks the runner to stop starting episodes

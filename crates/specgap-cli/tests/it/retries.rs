@@ -9,20 +9,31 @@ use specgap_store::{ErrorClass, Status, Store};
 
 use crate::support::*;
 
+/// Runs the fixture's only episode, which always ends in an evaluation error: the run has no
+/// result, so `specgap run` exits 3 and says so.
 fn run_fixture(fixture: &str, out: &Path, retries: &str) {
-    run_ok([
-        OsStr::new("run"),
-        cli_fixture(fixture).as_os_str(),
-        OsStr::new("--agent"),
-        OsStr::new("scripted:starter"),
-        OsStr::new("--condition"),
-        OsStr::new("full"),
-        OsStr::new("--retries"),
-        OsStr::new(retries),
-        OsStr::new("--out"),
-        out.as_os_str(),
-        OsStr::new("--no-report"),
-    ]);
+    let output = specgap()
+        .args([
+            OsStr::new("run"),
+            cli_fixture(fixture).as_os_str(),
+            OsStr::new("--agent"),
+            OsStr::new("scripted:starter"),
+            OsStr::new("--condition"),
+            OsStr::new("full"),
+            OsStr::new("--retries"),
+            OsStr::new(retries),
+            OsStr::new("--out"),
+            out.as_os_str(),
+            OsStr::new("--no-report"),
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("error: no episode finished; every one ended in an infrastructure or evaluation error"),
+        "{stderr}"
+    );
 }
 
 /// (attempt, class, message, stderr tail, deterministic) of every error of the only episode.
@@ -98,7 +109,8 @@ fn resume_runs_evaluation_errors_again_and_keeps_their_history() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
     run_fixture("eval-crash", &out, "2");
-    run_ok([OsStr::new("run"), OsStr::new("--resume"), out.as_os_str()]);
+    let resumed = specgap().args([OsStr::new("run"), OsStr::new("--resume"), out.as_os_str()]).output().unwrap();
+    assert_eq!(resumed.status.code(), Some(3), "the resumed run still has no result");
     let attempts: Vec<(u32, bool)> = error_rows(&out).into_iter().map(|e| (e.0, e.4)).collect();
     // Two attempts per process: the resumed one starts a fresh retry sequence.
     assert_eq!(attempts, [(1, false), (2, true), (3, false), (4, true)]);
