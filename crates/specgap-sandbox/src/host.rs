@@ -246,6 +246,27 @@ fn shared_etc() -> Result<Arc<tempfile::TempDir>, SandboxError> {
     Ok(etc)
 }
 
+/// Prefix of a view's `/etc` directory; the owning process id follows.
+const ETC_PREFIX: &str = "specgap-etc-";
+
+/// Removes `specgap-etc-<pid>-*` directories under `parent` whose process is gone (a harness
+/// killed with SIGKILL cannot remove its own); best effort.
+fn remove_stale_etc_dirs(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else { return };
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(etc_dir_pid) else { continue };
+        if !Path::new("/proc").join(pid.to_string()).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// The owner's pid in an `/etc` directory name `specgap-etc-<pid>-<random>`.
+fn etc_dir_pid(name: &str) -> Option<u32> {
+    let (pid, _) = name.strip_prefix(ETC_PREFIX)?.split_once('-')?;
+    pid.parse().ok()
+}
+
 /// Where the harness puts small scratch trees of its own: [`memory_scratch`]'s directory when
 /// there is one, else the system's temporary directory.
 fn scratch_parent() -> PathBuf {
@@ -280,7 +301,9 @@ pub fn memory_scratch() -> Option<(PathBuf, u64)> {
 /// `passwd`, `group`, `hosts` and `nsswitch.conf` (the host's are never shown), copies of
 /// [`HOST_ETC`], and the command server's execute-only shell.
 fn write_etc() -> Result<tempfile::TempDir, SandboxError> {
-    let dir = tempfile::Builder::new().prefix("specgap-etc-").tempdir_in(scratch_parent())?;
+    let parent = scratch_parent();
+    remove_stale_etc_dirs(&parent);
+    let dir = tempfile::Builder::new().prefix(&format!("{ETC_PREFIX}{}-", std::process::id())).tempdir_in(&parent)?;
     for name in HOST_ETC {
         copy_host_etc(&Path::new("/etc").join(name), &dir.path().join(name))?;
     }
@@ -338,6 +361,21 @@ mod tests {
         assert_eq!(installation_prefix(Path::new("/root/.pyenv/versions/3.11.7/bin")), PathBuf::from("/root/.pyenv/versions/3.11.7"));
         assert_eq!(installation_prefix(Path::new("/opt/bin")), PathBuf::from("/opt/bin"));
         assert_eq!(installation_prefix(Path::new("/opt/tool/libexec")), PathBuf::from("/opt/tool/libexec"));
+    }
+
+    #[test]
+    fn etc_dirs_of_dead_processes_are_removed_and_live_ones_kept() {
+        let parent = tempfile::tempdir().unwrap();
+        // pid_max is at most 2^22, so this pid cannot be alive.
+        let dead = parent.path().join(format!("{ETC_PREFIX}4194305-Ab12cd"));
+        let live = parent.path().join(format!("{ETC_PREFIX}{}-Xy34ef", std::process::id()));
+        let other = parent.path().join("specgap-etc-notapid");
+        for dir in [&dead, &live, &other] {
+            std::fs::create_dir(dir).unwrap();
+        }
+        remove_stale_etc_dirs(parent.path());
+        assert!(!dead.exists());
+        assert!(live.exists() && other.exists());
     }
 
     #[test]

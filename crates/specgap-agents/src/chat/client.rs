@@ -138,6 +138,14 @@ impl ChatClient {
             .build()
             .map_err(ClientError::Build)?;
         let api_key = std::env::var(&config.api_key_env).ok().filter(|k| !k.trim().is_empty());
+        if api_key.is_none() && config.api_key_env != super::DEFAULT_API_KEY_ENV {
+            // A variable named on purpose but not set is most likely a mistake; local servers
+            // without keys are served by the default name going unset, silently.
+            static WARNED: std::sync::Once = std::sync::Once::new();
+            WARNED.call_once(|| {
+                tracing::warn!("environment variable {} (--api-key-env) is not set or empty; requests carry no Authorization header", config.api_key_env);
+            });
+        }
         Ok(ChatClient {
             http,
             url: format!("{}/chat/completions", config.base_url.trim_end_matches('/')),

@@ -262,3 +262,24 @@ fn clarification_rounds_flag_limits_text_questions_of_a_chat_agent() {
     assert!(last_user.starts_with("- How should a store be supplied when its own city's warehouse runs out?\n  "), "{last_user}");
     assert_eq!(store.config().clarification_rounds, Some(2));
 }
+
+#[test]
+fn an_api_key_variable_that_is_not_set_is_warned_about_once() {
+    let server = MockServer::start(handler());
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let output = specgap()
+        .env_remove("SPECGAP_UNSET_KEY_7F3A9D")
+        .arg("run")
+        .arg(payment_retry())
+        .args(["--agent", "chat:mock", "--base-url", &server.url, "--api-key-env", "SPECGAP_UNSET_KEY_7F3A9D"])
+        .args(["--condition", "partial,full", "--jobs", "1", "--no-report", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let warning = "environment variable SPECGAP_UNSET_KEY_7F3A9D (--api-key-env) is not set or empty; requests carry no Authorization header";
+    assert_eq!(stderr.matches(warning).count(), 1, "{stderr}");
+    assert!(server.requests().iter().all(|r| r.header("authorization").is_none()));
+}
