@@ -152,8 +152,11 @@ fn posix_spawn(
             for (fd, to) in handed {
                 check(libc::posix_spawn_file_actions_adddup2(&mut actions, fd.as_raw_fd(), *to))?;
             }
-            // Nothing else of the harness reaches the child, close-on-exec or not.
-            check(libc::posix_spawn_file_actions_addclosefrom_np(&mut actions, FIRST_HIGH_FD))?;
+            // Nothing else of the harness reaches the child, close-on-exec or not (where glibc
+            // offers it; every fd the harness opens is close-on-exec anyway).
+            if let Some(addclosefrom) = addclosefrom_np() {
+                check(addclosefrom(&mut actions, FIRST_HIGH_FD))?;
+            }
             let flags = libc::POSIX_SPAWN_SETPGROUP | libc::POSIX_SPAWN_SETSIGMASK | libc::POSIX_SPAWN_SETSIGDEF;
             check(libc::posix_spawnattr_setflags(&mut attrs, flags as libc::c_short))?;
             check(libc::posix_spawnattr_setpgroup(&mut attrs, 0))?;
@@ -172,6 +175,22 @@ fn posix_spawn(
         result
     }
 }
+
+/// `posix_spawn_file_actions_addclosefrom_np`, looked up at run time: it came with glibc
+/// 2.34, and naming it directly would keep the binary from starting on older systems.
+fn addclosefrom_np() -> Option<AddClosefrom> {
+    static FOUND: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let address = *FOUND.get_or_init(|| {
+        // SAFETY: dlsym with the default handle and a NUL-terminated name; no library is loaded.
+        unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"posix_spawn_file_actions_addclosefrom_np".as_ptr()) as usize }
+    });
+    // SAFETY: a non-null address of that glibc symbol is a function of exactly this signature
+    // (glibc's spawn.h).
+    (address != 0).then(|| unsafe { std::mem::transmute::<usize, AddClosefrom>(address) })
+}
+
+/// The signature of `posix_spawn_file_actions_addclosefrom_np`.
+type AddClosefrom = unsafe extern "C" fn(*mut libc::posix_spawn_file_actions_t, libc::c_int) -> libc::c_int;
 
 impl Spawned {
     /// Takes over a child started by `std::process::Command` (its streams and its reaping).
