@@ -56,8 +56,8 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
     let a = load(&args.run_a)?;
     let b = load(&args.run_b)?;
     let options = CompareOptions {
-        select_a: Selection::parse(&args.select_a)?,
-        select_b: Selection::parse(&args.select_b)?,
+        select_a: Selection::parse_flag("--a", &args.select_a)?,
+        select_b: Selection::parse_flag("--b", &args.select_b)?,
         seed: args.seed,
         resamples: args.resamples,
         ..CompareOptions::default()

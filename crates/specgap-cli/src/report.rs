@@ -28,7 +28,9 @@ pub enum Format {
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Run directories (the `--out` of `specgap run`); several runs are pooled, and each one
-    /// is a seed replicate for the mean ± sd tables.
+    /// is a seed replicate for the mean ± sd tables. A directory given twice is refused;
+    /// shards, missing results and replicates that differ in more than the seed are warned
+    /// about in the report.
     #[arg(required = true)]
     pub runs: Vec<PathBuf>,
     /// Grouping dimensions of the main table, comma-separated: agent, condition, start,
@@ -80,6 +82,8 @@ fn render_runs(
     options: &ReportOptions,
     format: Format,
 ) -> anyhow::Result<String> {
+    // Before loading: a run given twice would be read (and judged) twice for nothing.
+    specgap_report::inputs::distinct_run_dirs(dirs)?;
     let runs = dirs
         .iter()
         .map(|dir| RunData::load(dir).with_context(|| format!("cannot read run {}", dir.display())))

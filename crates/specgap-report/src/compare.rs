@@ -36,17 +36,37 @@ pub struct Selection {
 
 impl Selection {
     /// Parses `key=value[,key=value…]` (keys: agent, condition, start, family, task); the
-    /// empty string selects everything.
+    /// empty string selects everything. Errors name it as "the selection"; use
+    /// [`Selection::parse_flag`] for a selection given on the command line.
     ///
     /// # Errors
-    /// [`ReportError::BadSelection`] or [`ReportError::UnknownDimension`].
+    /// [`ReportError::BadSelection`] or [`ReportError::UnknownSelectionKey`].
     pub fn parse(text: &str) -> Result<Selection, ReportError> {
+        Selection::parse_flag("", text)
+    }
+
+    /// [`Selection::parse`] for a selection given with `flag` (`--a`, `--b`): errors name the
+    /// flag and the text, so a user who typed `--a agnt=x` reads about `--a`.
+    ///
+    /// # Errors
+    /// [`ReportError::BadSelection`] for a part without `=`;
+    /// [`ReportError::UnknownSelectionKey`] for a key that is not a dimension.
+    pub fn parse_flag(flag: &str, text: &str) -> Result<Selection, ReportError> {
         let mut filters = Vec::new();
         for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (key, value) = part
                 .split_once('=')
-                .ok_or_else(|| ReportError::BadSelection(part.to_string()))?;
-            filters.push((Dim::parse(key)?, value.trim().to_string()));
+                .ok_or_else(|| ReportError::BadSelection {
+                    flag: flag.to_string(),
+                    text: text.to_string(),
+                    part: part.to_string(),
+                })?;
+            let dim = Dim::parse(key).map_err(|_| ReportError::UnknownSelectionKey {
+                flag: flag.to_string(),
+                text: text.to_string(),
+                key: key.trim().to_string(),
+            })?;
+            filters.push((dim, value.trim().to_string()));
         }
         Ok(Selection { filters })
     }

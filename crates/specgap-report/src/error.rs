@@ -25,14 +25,44 @@ pub enum ReportError {
     /// No run was given.
     #[error("expected at least one run directory to report on")]
     NoRuns,
+    /// One run directory given twice to a report (compared after canonicalizing): its
+    /// episodes would count twice and pose as seed replicates of themselves.
+    #[error("{}", duplicate_run_message(.dir, .again))]
+    DuplicateRun {
+        /// The directory as first given.
+        dir: PathBuf,
+        /// The same directory as given again (perhaps spelled differently).
+        again: PathBuf,
+    },
     /// A `--group-by` name that is not a dimension.
     #[error("unknown group-by dimension `{0}`; expected agent, condition, start, family or task")]
     UnknownDimension(String),
-    /// A selection (`key=value`) that does not parse.
+    /// A part of a selection (`specgap compare --a` / `--b`) that is not `key=value`.
     #[error(
-        "bad selection `{0}`; expected key=value with key agent, condition, start, family or task"
+        "`{part}` in {} is not key=value; expected key=value pairs, comma-separated, with key agent, condition, start, family or task",
+        selection_place(.flag, .text)
     )]
-    BadSelection(String),
+    BadSelection {
+        /// The flag the selection came from (`--a`, `--b`); empty when not from a flag.
+        flag: String,
+        /// The whole selection as given.
+        text: String,
+        /// The part that is not `key=value`.
+        part: String,
+    },
+    /// A selection key that is not a dimension.
+    #[error(
+        "unknown key `{key}` in {}; expected key=value pairs, comma-separated, with key agent, condition, start, family or task",
+        selection_place(.flag, .text)
+    )]
+    UnknownSelectionKey {
+        /// The flag the selection came from (`--a`, `--b`); empty when not from a flag.
+        flag: String,
+        /// The whole selection as given.
+        text: String,
+        /// The unknown key.
+        key: String,
+    },
     /// A compared side with no scored episode after its selection.
     #[error("run {side} has no scored episode matching its selection")]
     EmptySide {
@@ -51,4 +81,30 @@ pub enum ReportError {
     /// The report could not be serialized.
     #[error("cannot serialize the report as JSON")]
     Json(#[source] serde_json::Error),
+}
+
+/// Where a selection was given, for messages: `` `--a agnt=x` `` or `` the selection `agnt=x` ``.
+fn selection_place(flag: &str, text: &str) -> String {
+    if flag.is_empty() {
+        format!("the selection `{text}`")
+    } else {
+        format!("`{flag} {text}`")
+    }
+}
+
+/// The message of [`ReportError::DuplicateRun`]: the second spelling only when it differs.
+fn duplicate_run_message(dir: &std::path::Path, again: &std::path::Path) -> String {
+    // Compared as spelled: `Path` equality would call `run` and `run/.` the same.
+    if dir.as_os_str() == again.as_os_str() {
+        format!(
+            "run directory {} is given twice; give each run once (seed replicates are different runs)",
+            dir.display()
+        )
+    } else {
+        format!(
+            "run directory {} is given twice (again as {}); give each run once (seed replicates are different runs)",
+            dir.display(),
+            again.display()
+        )
+    }
 }

@@ -16,6 +16,7 @@
 //! | [`judge`] | the offline clarification-coverage judge (shared matching rule) | seed 002 §4.1, A.3 |
 //! | [`diff`], [`opened`] | workspace diffs (Kept, Left-out files) and "opened" files from trajectories | seed 001 App. D.2 |
 //! | [`report`], [`render`], [`svg`] | the report: Markdown, self-contained HTML with SVG charts, versioned JSON | docs/report-schema.md |
+//! | [`inputs`] | checks on the runs given to a report: duplicates, shards, missing results, replicates differing beyond the seed | seed 000 §5.6, DESIGN §6 |
 //! | [`usage`] | model usage and cost per group and role, from the stores' `usage` rows | DESIGN §6 |
 //! | [`mod@compare`] | two runs paired by task: bootstrap interval, Wilcoxon, Holm | seed 002 §5.1, A.6 |
 //!
@@ -47,6 +48,7 @@ pub mod diff;
 pub mod episode;
 mod error;
 pub mod first;
+pub mod inputs;
 pub mod judge;
 pub mod opened;
 pub mod outcome;

@@ -11,7 +11,7 @@
 //! a group, the report adds seed-replicate mean ± sd of Score@k / Success@k and of the outcome
 //! cost (seed 000 §5.6, Table 7), one replicate per run.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 use specgap_stats::mean_sd;
@@ -217,7 +217,8 @@ pub struct Report {
     /// run recorded usage.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub usage: Vec<crate::usage::UsageSummary>,
-    /// Why some measures may be missing.
+    /// Input checks first ([`crate::inputs`]: shards, planned episodes without a result,
+    /// replicates differing beyond the seed), then why some measures may be missing, per run.
     pub warnings: Vec<String>,
 }
 
@@ -225,14 +226,19 @@ fn key_map(dims: &[Dim], key: &GroupKey) -> KeyMap {
     dims.iter().copied().zip(key.iter().cloned()).collect()
 }
 
-/// Builds the report of `runs`.
+/// Builds the report of `runs`. Its warnings start with the input checks of
+/// [`crate::inputs`] (shards, episodes without a result, replicates that differ in more than
+/// the seed), then each run's own warnings.
 ///
 /// # Errors
-/// [`ReportError::NoRuns`] for an empty slice; [`ReportError::Stats`] if a statistic fails.
+/// [`ReportError::NoRuns`] for an empty slice; [`ReportError::DuplicateRun`] when two runs
+/// have the same directory ([`crate::inputs::distinct_run_dirs`]); [`ReportError::Stats`] if
+/// a statistic fails.
 pub fn build_report(runs: &[RunData], options: &ReportOptions) -> Result<Report, ReportError> {
     if runs.is_empty() {
         return Err(ReportError::NoRuns);
     }
+    crate::inputs::distinct_run_dirs(&runs.iter().map(|r| r.dir.as_path()).collect::<Vec<_>>())?;
     let episodes = index_episodes(&runs.iter().collect::<Vec<_>>());
     let residual_dims: Vec<Dim> = options
         .group_by
@@ -309,6 +315,18 @@ fn report_with(
     for key in na_by_key.keys() {
         grouped.entry(key.clone()).or_default();
     }
+    // Per group, the runs whose scored episodes make its seed replicates.
+    let pooled: Vec<BTreeSet<usize>> = grouped
+        .values()
+        .map(|members| {
+            members
+                .iter()
+                .filter(|e| e.is_scored())
+                .map(|e| e.run)
+                .collect::<BTreeSet<usize>>()
+        })
+        .filter(|runs| runs.len() >= 2)
+        .collect();
     for (key, members) in &grouped {
         groups.push(group_report(
             dims,
@@ -344,14 +362,12 @@ fn report_with(
 
     let recall_quality = association(&groups)?;
     let usage = crate::usage::usage_summaries(runs, episodes, dims);
-    let warnings = runs
-        .iter()
-        .flat_map(|r| {
-            r.warnings
-                .iter()
-                .map(move |w| format!("{}: {w}", r.dir.display()))
-        })
-        .collect();
+    let mut warnings = crate::inputs::input_warnings(runs, dims, &pooled);
+    warnings.extend(runs.iter().flat_map(|r| {
+        r.warnings
+            .iter()
+            .map(move |w| format!("{}: {w}", r.dir.display()))
+    }));
     Ok(Report {
         schema: REPORT_SCHEMA,
         version: REPORT_VERSION,

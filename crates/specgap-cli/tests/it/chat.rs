@@ -216,6 +216,16 @@ fn max_cost_holds_episodes_back_for_resume() {
     let episodes = episodes(&out);
     assert_eq!(episodes.len(), 1);
     assert_eq!((episodes[0].status, episodes[0].end_reason), (Status::Finished, Some(EndReason::Accepted)));
+    // The report says the run is incomplete (docs/decisions.md "Report: input checks").
+    let report: serde_json::Value =
+        serde_json::from_slice(&run_ok([std::ffi::OsStr::new("report"), out.as_os_str(), std::ffi::OsStr::new("--format"), std::ffi::OsStr::new("json")]).stdout).unwrap();
+    assert_eq!(
+        report["warnings"],
+        serde_json::json!([format!(
+            "run {0}: 1 of 2 planned episodes has no result (1 absent from the store); the measures use the other 1 — resume with `specgap run --resume {0}`",
+            out.display()
+        )])
+    );
 
     let mut resume = specgap();
     let output = resume.env(KEY_ENV, KEY).args(["run", "--no-report", "--resume"]).arg(&out).output().unwrap();

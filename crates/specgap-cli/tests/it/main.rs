@@ -5,6 +5,7 @@ mod chat;
 mod containment;
 mod determinism;
 mod examples;
+mod report_inputs;
 mod resume;
 mod retries;
 mod run_basic;

@@ -79,17 +79,7 @@ fn assert_show_into_a_closed_pipe_ends_quietly(out: &std::path::Path) {
 fn markdown_report_has_the_measures_and_end_reasons() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
-    run_ok([
-        OsStr::new("run"),
-        task_fixture("req-basic").as_os_str(),
-        OsStr::new("--agent"),
-        OsStr::new("scripted:gold"),
-        OsStr::new("--condition"),
-        OsStr::new("partial"),
-        OsStr::new("--out"),
-        out.as_os_str(),
-        OsStr::new("--no-report"),
-    ]);
+    run_gold_on_req_basic(&out);
     let md = String::from_utf8(run_ok([OsStr::new("report"), out.as_os_str()]).stdout).unwrap();
     assert!(
         md.contains("| scripted:gold | partial | clean | 1 | 1 | 100.0 | 100.0 | 100.0 | 100.0 | 100.0 | 100.0 | 100.0 | 100.0 |"),

@@ -32,6 +32,22 @@ pub fn cli_fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
 }
 
+/// `specgap run` of `scripted:gold` on the `req-basic` fixture under `partial` into `out`
+/// (one finished episode), without the report.
+pub fn run_gold_on_req_basic(out: &Path) {
+    run_ok([
+        OsStr::new("run"),
+        task_fixture("req-basic").as_os_str(),
+        OsStr::new("--agent"),
+        OsStr::new("scripted:gold"),
+        OsStr::new("--condition"),
+        OsStr::new("partial"),
+        OsStr::new("--out"),
+        out.as_os_str(),
+        OsStr::new("--no-report"),
+    ]);
+}
+
 /// Runs `specgap` with `args`, asserts it succeeded, returns its output.
 pub fn run_ok<I, S>(args: I) -> Output
 where

@@ -95,10 +95,10 @@ fn selections_split_one_run() {
     ));
     assert!(matches!(
         Selection::parse("agent"),
-        Err(ReportError::BadSelection(_))
+        Err(ReportError::BadSelection { .. })
     ));
     assert!(matches!(
         Selection::parse("model=x"),
-        Err(ReportError::UnknownDimension(_))
+        Err(ReportError::UnknownSelectionKey { .. })
     ));
 }

@@ -147,6 +147,18 @@ pub struct Run {
 /// Creates a run store whose `run.toml` names the given packages (written under the temp
 /// dir) and, with `missing`, task names without a package.
 pub fn run_with(seed: u64, tasks: &[TaskSpec], missing: &[&str]) -> Run {
+    run_configured(seed, tasks, missing, |_| {})
+}
+
+/// [`run_with`], with `edit` changing the configuration before the store is created (agents,
+/// conditions, starts, repeats, shard, …). Episodes written with [`Run::episode`] carry agent
+/// hash `h` and user hash `u`.
+pub fn run_configured(
+    seed: u64,
+    tasks: &[TaskSpec],
+    missing: &[&str],
+    edit: impl FnOnce(&mut RunConfig),
+) -> Run {
     let tmp = tempfile::tempdir().unwrap();
     let mut refs = String::new();
     let mut hashes = Vec::new();
@@ -172,7 +184,8 @@ pub fn run_with(seed: u64, tasks: &[TaskSpec], missing: &[&str]) -> Run {
     let text = format!(
         "specgap_version = \"0.1.0\"\n{empty}seed = {seed}\nrepeats = 1\nretries = 0\nsandbox = false\nconditions = [\"partial\"]\nstarts = [\"clean\"]\n\n{refs}[[agents]]\nspec = \"a\"\nhash = \"h\"\nconfig = {{}}\n\n[[users]]\nspec = \"relay\"\nhash = \"u\"\nconfig = {{}}\n"
     );
-    let config: RunConfig = toml::from_str(&text).unwrap();
+    let mut config: RunConfig = toml::from_str(&text).unwrap();
+    edit(&mut config);
     let dir = tmp.path().join("run");
     let store = Store::create(&dir, &config).unwrap();
     Run {

@@ -7,6 +7,7 @@ mod compare;
 mod delivery;
 mod fixture;
 mod html;
+mod inputs;
 mod outcome;
 mod residual;
 
