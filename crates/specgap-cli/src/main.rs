@@ -32,8 +32,10 @@ Examples:
   specgap check examples/tasks                 validate every package of a suite
   specgap eval examples/tasks/payment-retry ./my-fix
   specgap run                                  run the bundled suite with scripted agents
-  specgap report runs/latest --format html --out report.html";
+  specgap report runs/latest --format html --out runs/latest/report.html";
 
+// The enum is built once per process; boxing `run`'s many flags would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Validate task packages: format, evaluator runs of every solution, leak scan.

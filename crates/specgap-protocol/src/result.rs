@@ -240,10 +240,8 @@ impl EvalResult {
                     return Err(ResultProblem::MissingRequirement(id.clone()));
                 }
             }
-        } else if let Some(map) = &self.requirements {
-            if let Some(id) = map.keys().next() {
-                return Err(ResultProblem::UnknownRequirement(id.clone()));
-            }
+        } else if let Some(id) = self.requirements.as_ref().and_then(|map| map.keys().next()) {
+            return Err(ResultProblem::UnknownRequirement(id.clone()));
         }
         if ctx.delivery.is_some() && self.delivery.is_none() && self.tests.is_none() && ctx.requirement_ids.is_empty() {
             return Err(ResultProblem::MissingDelivery);
@@ -252,22 +250,16 @@ impl EvalResult {
     }
 
     fn check_finite(&self) -> Result<(), ResultProblem> {
-        if let Some(r) = self.reward {
-            if !r.is_finite() {
-                return Err(ResultProblem::NonFinite("reward".into()));
-            }
+        if self.reward.is_some_and(|r| !r.is_finite()) {
+            return Err(ResultProblem::NonFinite("reward".into()));
         }
-        if let Some(obj) = self.delivery.as_ref().and_then(|d| d.objective) {
-            if !obj.is_finite() {
-                return Err(ResultProblem::NonFinite("delivery.objective".into()));
-            }
+        if self.delivery.as_ref().and_then(|d| d.objective).is_some_and(|obj| !obj.is_finite()) {
+            return Err(ResultProblem::NonFinite("delivery.objective".into()));
         }
         for (id, outcome) in self.requirements.iter().flatten() {
             for (key, value) in &outcome.measured {
-                if let Some(n) = value.as_f64() {
-                    if !n.is_finite() {
-                        return Err(ResultProblem::NonFinite(format!("requirements.{id}.measured.{key}")));
-                    }
+                if value.as_f64().is_some_and(|n| !n.is_finite()) {
+                    return Err(ResultProblem::NonFinite(format!("requirements.{id}.measured.{key}")));
                 }
             }
         }
