@@ -39,5 +39,11 @@ pub use condition::{
 };
 pub use episode::{EpisodeContext, EpisodeError, EpisodeOutcome, HostViews, StartResults, SubmissionOutcome, run_episode};
 pub use prompts::PROMPT_VERSION;
+
+/// Locks a mutex, reusing it if a panicking worker poisoned it: the engine keeps only plain
+/// counters, queues and caches behind locks, valid between any two statements.
+pub(crate) fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 pub use relay::RelayUser;
 pub use session::{Agent, AgentError, AgentReply, FeedbackContext, Incoming, Opening, Question, Reply, User, UserError};

@@ -13,6 +13,7 @@ use specgap_sandbox::{
 use specgap_task::Overlay;
 
 use crate::condition::Start;
+use crate::lock;
 use crate::episode::{EpisodeContext, EpisodeError};
 use crate::tools::{OUTPUT_CAP, ToolOutput};
 
@@ -53,9 +54,6 @@ pub(crate) fn host_view(ctx: &EpisodeContext<'_>) -> Result<HostView, EpisodeErr
     Ok(view)
 }
 
-fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
 
 /// Materializes the episode's workspace at `dest` from the harness's base (plus the residual
 /// patch of a residual start) and returns that base.

@@ -12,6 +12,7 @@ use specgap_sandbox::{BaseCache, SandboxConfig};
 use specgap_task::TaskPackage;
 
 use crate::condition::{BudgetFlags, Budgets};
+use crate::lock;
 use crate::runner::RunnerError;
 use crate::runner::plan::{Plan, PlannedEpisode};
 use crate::episode::{EpisodeContext, EpisodeError, HostViews, StartResults, run_episode};
@@ -325,12 +326,6 @@ fn parent_and_group(stat: &str) -> Option<(u32, u32)> {
     let ppid = fields.next()?.parse().ok()?;
     let pgrp = fields.next()?.parse().ok()?;
     Some((ppid, pgrp))
-}
-
-/// Locks a mutex, reusing it if a panicking worker poisoned it (the data is plain counters
-/// and queues, valid at every point).
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Where a run's scratch directory goes when `--work-dir` is not given: the memory file
