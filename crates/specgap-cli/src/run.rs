@@ -268,6 +268,8 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
             (out, store, resolved, plan, false)
         }
     };
+    // One runner per store: a second one would run the same episodes at the same time.
+    let _runner = specgap_store::lock_runner(&out)?;
     let how = Execution { jobs, resuming, max_cost: args.chat.max_cost, work_dir: args.work_dir.clone() };
     let outcome = run_plan(&store, &resolved, &plan, &how)?;
     if outcome.interrupted {

@@ -34,7 +34,12 @@ pub struct Args {
 pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
     let store = Store::open(&args.run).with_context(|| format!("cannot open run {}", args.run.display()))?;
     let text = match &args.episode {
-        None => episode_table(&store.episodes()?, &store.usage()?, has_price_table(store.config())),
+        None => {
+            let episodes = store.episodes()?;
+            let mut text = episode_table(&episodes, &store.usage()?, has_price_table(store.config()));
+            text.push_str(&orphan_note(&store, &episodes)?);
+            text
+        }
         Some(prefix) => {
             let id = resolve_id(&store, prefix)?;
             let limits = if args.full { Limits::NONE } else { Limits::DEFAULT };
@@ -43,6 +48,20 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
     };
     print!("{text}");
     Ok(ExitCode::SUCCESS)
+}
+
+/// A note under the table when episodes are marked `running` but no specgap process is running
+/// this store (its runner was killed): they stay so until `--resume` runs them again.
+fn orphan_note(store: &Store, episodes: &[EpisodeRow]) -> anyhow::Result<String> {
+    let running = episodes.iter().filter(|e| e.status == specgap_store::Status::Running).count();
+    if running == 0 || specgap_store::runner_alive(store.dir())? {
+        return Ok(String::new());
+    }
+    let dir = store.dir().display();
+    Ok(format!(
+        "\nnote: {running} episode{} marked running, but no specgap process is running this store (its runner stopped without finishing them); continue with `specgap run --resume {dir}`\n",
+        if running == 1 { " is" } else { "s are" }
+    ))
 }
 
 /// The one episode id starting with `prefix`.

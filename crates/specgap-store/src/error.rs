@@ -40,6 +40,15 @@ pub enum StoreError {
         dir: PathBuf,
     },
 
+    /// Another live process is running episodes into this store.
+    #[error("another specgap process{} is running episodes into {dir}; wait for it to end (or stop it) before running or resuming this run", pid.map_or_else(String::new, |p| format!(" (pid {p})")))]
+    RunnerBusy {
+        /// The run directory.
+        dir: PathBuf,
+        /// The holder's pid, when its lock file says.
+        pid: Option<u32>,
+    },
+
     /// `Store::create` was pointed at a non-empty directory that is not a run.
     #[error("{dir} is not empty and is not a specgap run; expected an empty or new directory")]
     NonEmptyDir {

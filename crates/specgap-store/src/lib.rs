@@ -9,6 +9,7 @@
 //! DIR/episodes/<id>/start/result.json            evaluator on a residual starting state
 //! DIR/episodes/<id>/submissions/<k>/result.json  evaluator on submission k (k from 1)
 //! DIR/episodes/<id>/submissions/<k>/workspace.diff
+//! DIR/runner.lock                                held (flock) by the process running episodes
 //! ```
 //!
 //! Writing (the engine): [`Store::create`] once per run, then per episode
@@ -36,6 +37,7 @@ mod files;
 mod merge;
 mod read;
 mod rows;
+mod runner_lock;
 pub mod schema;
 mod store;
 mod trajectory;
@@ -50,6 +52,7 @@ pub use rows::{
     RequirementOutcomeRow, Role, RunRows, StartResultRow, Status, SubmissionRecord, SubmissionRow,
     TestRow, UsageRow,
 };
+pub use runner_lock::{RUNNER_LOCK, RunnerLock, lock_runner, runner_alive};
 pub use schema::{SCHEMA_VERSION, is_volatile_column};
 pub use store::{EPISODES_DIR, RESULTS_DB, Store};
 pub use trajectory::{

@@ -93,11 +93,33 @@ fn sigkill_then_resume_equals_an_uninterrupted_run_and_nothing_survives() {
 
     let out = tmp.path().join("killed");
     let mut child = start_and_wait(&script, &out, &marker, &tmp.path().join("stderr.txt"));
+    // While it runs, a second runner on the same store is refused, and `show` raises no alarm.
+    let second = specgap().args([OsStr::new("run"), OsStr::new("--resume"), out.as_os_str()]).output().unwrap();
+    assert_eq!(second.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&second.stderr),
+        format!(
+            "error: another specgap process (pid {}) is running episodes into {}; wait for it to end (or stop it) before running or resuming this run\n",
+            child.id(),
+            out.display()
+        )
+    );
+    let listing = |out: &Path| String::from_utf8(run_ok([OsStr::new("show"), out.as_os_str()]).stdout).unwrap();
+    assert!(!listing(&out).contains("note:"));
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let gone = wait_for(Duration::from_secs(30), || processes_with(&marker).is_empty());
     assert!(gone, "sandboxed processes outlived the runner: {:?}", processes_with(&marker));
     assert!(episodes(&out).iter().any(|e| e.status != Status::Finished), "the kill came too late to test anything");
+    // The episode that was running stays marked so; `show` says its runner is gone.
+    let running = episodes(&out).iter().filter(|e| e.status == Status::Running).count();
+    assert!(running >= 1);
+    let note = format!(
+        "note: {running} episode{} marked running, but no specgap process is running this store (its runner stopped without finishing them); continue with `specgap run --resume {}`\n",
+        if running == 1 { " is" } else { "s are" },
+        out.display()
+    );
+    assert!(listing(&out).ends_with(&note), "{}", listing(&out));
 
     assert_resume_matches(&script, &reference, &out);
 }

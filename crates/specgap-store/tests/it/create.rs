@@ -141,3 +141,24 @@ fn store_and_writer_can_move_between_threads() {
     assert_send_sync::<Store>();
     assert_send::<specgap_store::EpisodeWriter>();
 }
+
+#[test]
+fn one_runner_at_a_time_holds_a_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    assert!(!specgap_store::runner_alive(dir).unwrap(), "no lock file: no runner");
+    let first = specgap_store::lock_runner(dir).unwrap();
+    assert!(specgap_store::runner_alive(dir).unwrap());
+    let second = specgap_store::lock_runner(dir).unwrap_err();
+    assert_eq!(
+        second.to_string(),
+        format!(
+            "another specgap process (pid {}) is running episodes into {}; wait for it to end (or stop it) before running or resuming this run",
+            std::process::id(),
+            dir.display()
+        )
+    );
+    drop(first);
+    assert!(!specgap_store::runner_alive(dir).unwrap());
+    let _again = specgap_store::lock_runner(dir).unwrap();
+}
