@@ -30,9 +30,9 @@ pub struct Args {
     /// Print one JSON document (stable shape, version 1) instead of tables.
     #[arg(long)]
     pub json: bool,
-    /// Packages checked in parallel.
-    #[arg(long, short = 'j', value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
-    pub jobs: u16,
+    /// Packages checked in parallel. Default: the number of CPUs, as for `specgap run`.
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: Option<u16>,
     /// Run evaluators without bubblewrap (for machines without it; trusted code only).
     #[arg(long)]
     pub no_sandbox: bool,
@@ -41,7 +41,8 @@ pub struct Args {
 /// Runs `specgap check`.
 pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
     let judge = SandboxJudge::new(!args.no_sandbox).context("preparing the evaluator sandbox")?;
-    let reports = check_paths(&args.paths, &judge, usize::from(args.jobs))
+    let jobs = args.jobs.map_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get), usize::from);
+    let reports = check_paths(&args.paths, &judge, jobs)
         .context("finding task packages")?;
     let summary = CheckSummary::new(reports);
     if args.json {
