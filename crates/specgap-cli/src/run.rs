@@ -242,7 +242,7 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(dir) = &args.work_dir {
         fs_err::create_dir_all(dir).context("cannot prepare --work-dir")?;
     }
-    let (out, store, resolved, plan, resuming) = match &args.resume {
+    let (out, store, resolved, plan, resuming, lock) = match &args.resume {
         Some(dir) => {
             let ignored = args.flags_resume_ignores();
             if !ignored.is_empty() {
@@ -251,7 +251,7 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
             let store = Store::open(dir).with_context(|| format!("cannot resume {}", dir.display()))?;
             let resolved = resolve_stored(store.config())?;
             let plan = plan(&resolved)?;
-            (dir.clone(), store, resolved, plan, true)
+            (dir.clone(), store, resolved, plan, true, None)
         }
         None => {
             let resolved = resolve_flags(&args)?;
@@ -261,15 +261,23 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
                 Some(out) => (out.clone(), false),
                 None => (default_out_dir()?, true),
             };
+            // The runner lock first: of two runs racing for one new directory, the second is
+            // told another runner holds it, instead of tripping over a half-made store.
+            refuse_foreign_dir(&out)?;
+            fs_err::create_dir_all(&out).with_context(|| format!("cannot create run {}", out.display()))?;
+            let lock = specgap_store::lock_runner(&out)?;
             let store = Store::create(&out, &resolved.config).with_context(|| format!("cannot create run {}", out.display()))?;
             if link_latest {
                 link_latest_run(&out);
             }
-            (out, store, resolved, plan, false)
+            (out, store, resolved, plan, false, Some(lock))
         }
     };
     // One runner per store: a second one would run the same episodes at the same time.
-    let _runner = specgap_store::lock_runner(&out)?;
+    let _runner = match lock {
+        Some(lock) => lock,
+        None => specgap_store::lock_runner(&out)?,
+    };
     let how = Execution { jobs, resuming, max_cost: args.chat.max_cost, work_dir: args.work_dir.clone() };
     let outcome = run_plan(&store, &resolved, &plan, &how)?;
     if outcome.interrupted {
@@ -412,6 +420,20 @@ fn default_suite() -> anyhow::Result<PathBuf> {
 }
 
 /// `runs/<UTC timestamp>`, with `-2`, `-3`, … when that directory exists.
+/// Refuses an `--out` that holds files but neither a run nor a runner's lock (a run being
+/// created by another process), before anything is written into it.
+fn refuse_foreign_dir(out: &Path) -> anyhow::Result<()> {
+    let ours = |name: &str| out.join(name).exists();
+    let foreign = out.is_dir()
+        && !ours(specgap_store::RUN_TOML)
+        && !ours(specgap_store::RUNNER_LOCK)
+        && fs_err::read_dir(out)?.next().is_some();
+    if foreign {
+        return Err(specgap_store::StoreError::NonEmptyDir { dir: out.to_path_buf() }).with_context(|| format!("cannot create run {}", out.display()));
+    }
+    Ok(())
+}
+
 fn default_out_dir() -> anyhow::Result<PathBuf> {
     let stamp = utc_timestamp(SystemTime::now());
     fs_err::create_dir_all("runs")?;
@@ -549,8 +571,9 @@ fn run_plan(store: &Store, resolved: &Resolved, plan: &runner::Plan, how: &Execu
     let (interrupted_count, held_back) =
         if stopped { (summary.interrupted + summary.not_started, 0) } else { (summary.interrupted, summary.not_started) };
     let mut summary_line = format!(
-        "{} episodes: {} finished, {} evaluation errors, {} infrastructure errors, {} interrupted, {} already done; {} not applicable",
+        "{} episode{}: {} finished, {} evaluation errors, {} infrastructure errors, {} interrupted, {} already done; {} not applicable",
         summary.planned,
+        if summary.planned == 1 { "" } else { "s" },
         summary.finished,
         summary.eval_errors,
         summary.infra_errors,

@@ -335,7 +335,12 @@ impl Condition {
     }
 
     /// The submission budget: the override, else the preset's (4 with feedback, else 1).
+    /// Without feedback it is always 1: the first submission ends the episode (DESIGN §3.4),
+    /// so a larger budget would only mislead the agent.
     pub fn submissions(&self) -> u32 {
+        if !self.feedback() {
+            return 1;
+        }
         self.overrides.submissions.unwrap_or(self.preset.submissions())
     }
 

@@ -12,7 +12,7 @@ use crate::condition::{Ask, Budgets, Condition, OpeningKind, PromptKind, oracle_
 
 /// Version of the prompt texts; bump on any change to `src/prompts/*.md` or to this module's
 /// fill-ins.
-pub const PROMPT_VERSION: &str = "2";
+pub const PROMPT_VERSION: &str = "3";
 
 const EVIDENCE: &str = include_str!("prompts/evidence.md");
 const LITERAL: &str = include_str!("prompts/literal.md");
@@ -76,6 +76,19 @@ impl Fills {
         };
         let ask_plan_note = if asks { ", and so is asking the owner with `ask_user`" } else { "" };
         let submissions_word = if budgets.submissions == 1 { "submission" } else { "submissions" };
+        // Without feedback the first delivery ends the work, whatever it scores, so the agent
+        // must not expect to hear back (seed 000's no-feedback ablation).
+        let (submit_note, literal_submit_note) = if condition.feedback() {
+            (
+                "If they accept it, the job is done. If they do not, they tell you what they saw when they used it, and the returned delivery has used up one of your submissions.",
+                "They may reply with a new request; act on what they ask and nothing more. A returned delivery uses up one of your submissions.",
+            )
+        } else {
+            (
+                "You deliver once: the owner reviews what you hand over without reporting back, and the job ends there.",
+                "You deliver once: the owner takes what you hand over without replying, and the job ends there.",
+            )
+        };
         let budget_note = format!(
             "Budget: {} {submissions_word}, {} turns, {} tool calls and {} minutes of wall-clock time.",
             budgets.submissions,
@@ -86,6 +99,8 @@ impl Fills {
         Fills {
             pairs: vec![
                 ("{ask_note}", ask_note),
+                ("{submit_note}", submit_note.to_string()),
+                ("{literal_submit_note}", literal_submit_note.to_string()),
                 ("{ask_plan_note}", ask_plan_note.to_string()),
                 ("{budget_note}", budget_note),
                 ("{rules_note}", rules_note(condition, budgets)),
@@ -188,6 +203,7 @@ mod tests {
             "plan+ask=off",
             "hidden+ask=on",
             "literal+profile=shell",
+            "partial+feedback=off",
         ] {
             let p = prompts(text);
             assert!(!p.initial.contains('{') && !p.initial.contains('}'), "{text}: {}", p.initial);
@@ -212,6 +228,18 @@ mod tests {
         assert!(d.initial.contains("you have 1 submission."));
         let q = prompts("plan");
         assert!(q.initial.contains("`submit`, `ask_user` and `write_plan` must each be the only call in their turn."));
+    }
+
+    #[test]
+    fn without_feedback_the_agent_is_told_it_delivers_once() {
+        for text in ["partial+feedback=off", "partial+feedback=off+submissions=3", "literal+feedback=off"] {
+            let p = prompts(text);
+            assert!(p.initial.contains("Budget: 1 submission, 120 turns"), "{text}: {}", p.initial);
+            assert!(p.initial.contains("You deliver once:"), "{text}");
+            assert!(!p.initial.contains("uses up one of your submissions") && !p.initial.contains("used up one of your submissions"), "{text}");
+        }
+        assert!(prompts("partial").initial.contains("they tell you what they saw when they used it"));
+        assert!(prompts("literal").initial.contains("A returned delivery uses up one of your submissions."));
     }
 
     #[test]

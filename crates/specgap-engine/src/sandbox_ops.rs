@@ -107,6 +107,8 @@ pub(crate) fn apply_overlay(workspace: &Path, overlay: &Overlay) -> Result<(), E
 pub(crate) struct CommandResult {
     output: CommandOutput,
     timeout_sec: u64,
+    /// The command took its sandbox down with it (the next one starts in a fresh sandbox).
+    sandbox_ended: bool,
 }
 
 impl CommandResult {
@@ -142,6 +144,9 @@ impl CommandResult {
         if out.stdout.is_empty() && out.stderr.is_empty() {
             text.push_str("\n(no output)");
         }
+        if self.sandbox_ended {
+            text.push_str("\n(the sandbox ended with this command; the next command starts in a fresh one, with an empty /tmp)");
+        }
         ToolOutput::ok(text)
     }
 }
@@ -159,7 +164,7 @@ pub(crate) fn command_session(ctx: &EpisodeContext<'_>, host: &HostView, workspa
 /// An infrastructure error when the sandbox cannot run it.
 pub(crate) fn run_command(session: &mut Session, command: &str, timeout_sec: u64) -> Result<CommandResult, EpisodeError> {
     let output = session.run_shell(command, Duration::from_secs(timeout_sec), OUTPUT_CAP).map_err(sandbox_error)?;
-    Ok(CommandResult { output, timeout_sec })
+    Ok(CommandResult { output, timeout_sec, sandbox_ended: session.sandbox_ended_by_last_command() })
 }
 
 /// Runs the package's evaluator on a workspace (frozen again by the sandbox), then scores

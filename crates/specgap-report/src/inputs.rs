@@ -172,7 +172,12 @@ fn missing_results_warning(run: &RunData) -> Option<String> {
         .map(|e| (e.id.as_str(), e.status))
         .collect();
     let dir = run.dir.display();
-    let resume = format!("specgap run --resume {}", shell_word(&dir.to_string()));
+    // A run still going is not to be resumed: a second runner would be refused.
+    let resume = if specgap_store::runner_alive(&run.dir).unwrap_or(false) {
+        "a specgap process is still running it; report again when it ends".to_string()
+    } else {
+        format!("resume with `specgap run --resume {}`", shell_word(&dir.to_string()))
+    };
     let planned = planned_episode_ids(run).and_then(|planned| {
         if stored.keys().all(|id| planned.contains(*id)) {
             Ok(planned)
@@ -200,7 +205,7 @@ fn missing_results_warning(run: &RunData) -> Option<String> {
             }
             let verb = if missing == 1 { "has" } else { "have" };
             Some(format!(
-                "run {dir}: {missing} of {} planned episodes {verb} no result ({}); the measures use the other {} — resume with `{resume}`",
+                "run {dir}: {missing} of {} planned episodes {verb} no result ({}); the measures use the other {} — {resume}",
                 planned.len(),
                 parts.join(", "),
                 planned.len() - missing
@@ -211,7 +216,7 @@ fn missing_results_warning(run: &RunData) -> Option<String> {
             (unfinished > 0).then(|| {
                 let noun = if unfinished == 1 { "episode" } else { "episodes" };
                 format!(
-                    "run {dir}: {unfinished} {noun} unfinished (interrupted or still running); episodes that never started are not counted because {reason} — resume with `{resume}`"
+                    "run {dir}: {unfinished} {noun} unfinished (interrupted or still running); episodes that never started are not counted because {reason} — {resume}"
                 )
             })
         }

@@ -90,6 +90,8 @@ pub struct Session {
     live: Option<Live>,
     seq: u64,
     sandboxes_started: u32,
+    /// Whether the last command took the sandbox down with it.
+    ended_last: bool,
 }
 
 /// A running sandbox and the harness's ends of its pipes.
@@ -124,7 +126,13 @@ impl Session {
     /// and process and memory limits hold for every command; its program, standard input,
     /// timeout and output limit are ignored (each [`Session::run_shell`] gives its own).
     pub fn new(template: CommandSpec, host: HostView, config: SandboxConfig) -> Session {
-        Session { template, host, config, live: None, seq: 0, sandboxes_started: 0 }
+        Session { template, host, config, live: None, seq: 0, sandboxes_started: 0, ended_last: false }
+    }
+
+    /// Whether the last [`Session::run_shell`] ended its sandbox (a timeout, a killed server,
+    /// leftover processes): the next command starts in a fresh one, with an empty `/tmp`.
+    pub fn sandbox_ended_by_last_command(&self) -> bool {
+        self.ended_last
     }
 
     /// How many sandboxes this session has built so far: 1 for any number of commands, plus one
@@ -178,6 +186,7 @@ impl Session {
                 None
             }
         };
+        self.ended_last = exit_code.is_none();
         let (stdout, stderr) = (stdout.render(), stderr.render());
         Ok(CommandOutput {
             exit_code,

@@ -35,6 +35,19 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> 
     Ok(())
 }
 
+/// Whether `dir` does not exist or holds nothing but an entry named `allowed`.
+pub(crate) fn is_missing_or_only(dir: &Path, allowed: &str) -> Result<bool, StoreError> {
+    if !dir.exists() {
+        return Ok(true);
+    }
+    for entry in fs_err::read_dir(dir)? {
+        if entry?.file_name() != allowed {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 /// Whether `dir` does not exist or has no entries.
 pub(crate) fn is_missing_or_empty(dir: &Path) -> Result<bool, StoreError> {
     if !dir.exists() {

@@ -67,7 +67,9 @@ impl Store {
             }
             return Store::open(dir);
         }
-        if !files::is_missing_or_empty(dir)? {
+        // The runner's lock may be there already: `specgap run` takes it before creating the
+        // store, so that two runs racing for one new directory cannot both create it.
+        if !files::is_missing_or_only(dir, crate::runner_lock::RUNNER_LOCK)? {
             return Err(StoreError::NonEmptyDir {
                 dir: dir.to_path_buf(),
             });

@@ -139,3 +139,33 @@ fn zero_jobs_is_rejected_before_anything_is_stored() {
     assert_eq!(String::from_utf8_lossy(&output.stderr), "error: --jobs must be at least 1\n");
     assert!(!out.exists());
 }
+
+#[test]
+fn two_runs_racing_for_one_new_directory_leave_one_store_and_a_clear_refusal() {
+    let tmp = tempfile::tempdir().unwrap();
+    for attempt in 0..4 {
+        let out = tmp.path().join(format!("race-{attempt}"));
+        let start = |agent: &str| {
+            specgap()
+                .args([OsStr::new("run"), task_fixture("req-basic").as_os_str(), OsStr::new("--agent"), OsStr::new(agent)])
+                .args([OsStr::new("--condition"), OsStr::new("partial"), OsStr::new("--no-report"), OsStr::new("--out"), out.as_os_str()])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let (a, b) = (start("scripted:gold"), start("scripted:starter"));
+        let outputs = [a.wait_with_output().unwrap(), b.wait_with_output().unwrap()];
+        assert!(outputs.iter().any(|o| o.status.success()), "neither run succeeded");
+        for output in outputs.iter().filter(|o| !o.status.success()) {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            // The loser either met the winner's lock or, once the winner was done, its
+            // configuration; never a half-made store.
+            assert!(
+                stderr.contains("another specgap process") || stderr.contains("holds a run of a different configuration"),
+                "{stderr}"
+            );
+        }
+        assert_eq!(episodes(&out).len(), 1);
+    }
+}

@@ -229,3 +229,22 @@ fn an_evaluator_that_crashes_is_an_evaluation_error() {
     assert_eq!(rows.len(), 1);
     assert!(!rows[0].valid_evaluation);
 }
+
+#[test]
+fn commands_share_tmp_until_one_takes_the_sandbox_down() {
+    let package = fixture("req-basic");
+    let mut agent = TestAgent::new(vec![
+        one("run_experiment", json!({"command": "echo kept > /tmp/note"})),
+        one("run_experiment", json!({"command": "cat /tmp/note"})),
+        one("run_experiment", json!({"command": "sleep 30", "timeout_sec": 1})),
+        one("run_experiment", json!({"command": "ls -A /tmp; echo listed"})),
+    ]);
+    let r = run(&package, "partial", &mut agent, Options::default());
+    let outputs: Vec<String> = r.results().iter().map(|(_, o, _)| o.clone()).collect();
+    assert_eq!(outputs[1], "exit status 0\n--- stdout ---\nkept");
+    assert_eq!(
+        outputs[2],
+        "killed: timed out after 1 s\n(no output)\n(the sandbox ended with this command; the next command starts in a fresh one, with an empty /tmp)"
+    );
+    assert_eq!(outputs[3], "exit status 0\n--- stdout ---\nlisted");
+}

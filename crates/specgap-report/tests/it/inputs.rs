@@ -119,6 +119,15 @@ fn episodes_without_a_result_are_counted_against_the_plan() {
             d(&run)
         )]
     );
+    // While a runner holds the store, the advice is to wait, not to resume.
+    let _runner = specgap_store::lock_runner(&run.dir).unwrap();
+    assert_eq!(
+        report_warnings(&[&run], &[Dim::Agent]),
+        [format!(
+            "run {0}: 3 of 4 planned episodes have no result (1 absent from the store, 2 interrupted or still running); the measures use the other 1 — a specgap process is still running it; report again when it ends",
+            d(&run)
+        )]
+    );
 }
 
 /// Begins an episode of the fixture's plan and never ends it (status `running`, as a killed

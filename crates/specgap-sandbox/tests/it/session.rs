@@ -72,8 +72,10 @@ fn a_timeout_ends_the_sandbox_and_the_next_command_gets_a_fresh_one() {
     assert_eq!(out.exit_code, None);
     assert_eq!(out.stdout, "started\n");
     assert_eq!(processes_with("918304"), Vec::<u32>::new());
+    assert!(s.sandbox_ended_by_last_command());
     let next = run(&mut s, "ls -A /tmp; echo ok");
     assert_eq!(next.stdout, "ok\n", "a fresh sandbox has an empty /tmp");
+    assert!(!s.sandbox_ended_by_last_command());
     assert_eq!(s.sandboxes_started(), 2);
 }
 
