@@ -797,6 +797,9 @@ impl<'c, 'a> Episode<'c, 'a> {
             // infrastructure failure.
             return Ok(ToolOutput::error("a command cannot contain a NUL byte"));
         }
+        if args.timeout_sec == Some(0) {
+            return Ok(ToolOutput::error("timeout_sec must be at least 1 (seconds)"));
+        }
         let result = self.run_command(&args.command, args.timeout_sec)?;
         effect.blank_success = result.blank_success();
         Ok(result.to_output())

@@ -71,7 +71,7 @@ fn command_spec(name: &str, description: &str) -> ToolSpec {
         object(
             json!({
                 "command": { "type": "string", "description": "Shell command line, run by sh with the workspace as working directory." },
-                "timeout_sec": { "type": "integer", "minimum": 1, "description": "Seconds before the command is killed (default 120)." }
+                "timeout_sec": { "type": "integer", "minimum": 1, "description": "Seconds before the command is killed (default 120, at most 1800)." }
             }),
             &["command"],
         ),

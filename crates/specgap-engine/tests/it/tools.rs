@@ -238,9 +238,12 @@ fn commands_share_tmp_until_one_takes_the_sandbox_down() {
         one("run_experiment", json!({"command": "cat /tmp/note"})),
         one("run_experiment", json!({"command": "sleep 30", "timeout_sec": 1})),
         one("run_experiment", json!({"command": "ls -A /tmp; echo listed"})),
+        one("run_experiment", json!({"command": "true", "timeout_sec": 0})),
     ]);
     let r = run(&package, "partial", &mut agent, Options::default());
-    let outputs: Vec<String> = r.results().iter().map(|(_, o, _)| o.clone()).collect();
+    let results = r.results();
+    assert_eq!((results[4].1.as_str(), results[4].2), ("timeout_sec must be at least 1 (seconds)", true));
+    let outputs: Vec<String> = results.iter().map(|(_, o, _)| o.clone()).collect();
     assert_eq!(outputs[1], "exit status 0\n--- stdout ---\nkept");
     assert_eq!(
         outputs[2],
