@@ -67,15 +67,7 @@ fn chat_run(server: &MockServer, out: &Path, prices: &Path, extra: &[&str]) -> O
         .arg("--out")
         .arg(out)
         .args(extra);
-    let output = cmd.output().expect("spawn specgap");
-    assert!(
-        output.status.success(),
-        "specgap failed with {:?}\nstdout:\n{}\nstderr:\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
+    assert_succeeded(cmd.output().expect("spawn specgap"))
 }
 
 fn write_prices(dir: &Path) -> std::path::PathBuf {

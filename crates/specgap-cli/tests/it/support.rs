@@ -54,7 +54,12 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    let output = specgap().args(args).output().expect("spawn specgap");
+    assert_succeeded(specgap().args(args).output().expect("spawn specgap"))
+}
+
+/// Asserts a finished `specgap` exited 0 (showing its status, stdout and stderr otherwise) and
+/// returns its output.
+pub fn assert_succeeded(output: Output) -> Output {
     assert!(
         output.status.success(),
         "specgap failed with {:?}\nstdout:\n{}\nstderr:\n{}",
