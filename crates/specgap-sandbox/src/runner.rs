@@ -51,8 +51,8 @@ const SYSTEM_TOP: &[&str] = &["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/lib
 const RESERVED: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/proc", "/dev"];
 
 /// Fd numbers inside bwrap: argument list, seccomp program, JSON status stream.
-pub(crate) const FD_ARGS: RawFd = 3;
-pub(crate) const FD_SECCOMP: RawFd = 4;
+const FD_ARGS: RawFd = 3;
+const FD_SECCOMP: RawFd = 4;
 const FD_STATUS: RawFd = 5;
 
 /// What to execute.
@@ -353,7 +353,7 @@ pub(crate) fn environment(spec: &CommandSpec, host: &HostView, config: &SandboxC
 /// bubblewrap's arguments, up to and including `--`; with `json_status`, bubblewrap reports
 /// the sandbox's pid and the command's exit on [`FD_STATUS`]; with `pooled_net`, the sandbox
 /// stays in the network namespace bubblewrap is started in (one from [`crate::netns`]).
-pub(crate) fn bwrap_args(spec: &CommandSpec, host: &HostView, json_status: bool, pooled_net: bool) -> Vec<Vec<u8>> {
+fn bwrap_args(spec: &CommandSpec, host: &HostView, json_status: bool, pooled_net: bool) -> Vec<Vec<u8>> {
     let mut args: Vec<Vec<u8>> = Vec::new();
     let mut push = |parts: &[&[u8]]| args.extend(parts.iter().map(|p| p.to_vec()));
     let uid = SANDBOX_UID.to_string();
@@ -423,7 +423,7 @@ fn namespace_init_pid(status_stream: &[u8]) -> Option<libc::pid_t> {
 }
 
 /// Waits (at most 5 s) until `pid` has exited (gone, or a zombie).
-pub(crate) fn wait_until_gone(pid: libc::pid_t) {
+fn wait_until_gone(pid: libc::pid_t) {
     let deadline = Instant::now() + Duration::from_secs(5);
     let mut pause = Duration::from_micros(50);
     while Instant::now() < deadline {
@@ -450,7 +450,7 @@ pub(crate) fn pipe() -> Result<(OwnedFd, OwnedFd), SandboxError> {
 }
 
 /// A pipe whose read end already holds `bytes` (writer closed), for data bubblewrap reads once.
-pub(crate) fn filled_pipe(bytes: &[u8]) -> Result<OwnedFd, SandboxError> {
+fn filled_pipe(bytes: &[u8]) -> Result<OwnedFd, SandboxError> {
     let (read, write) = pipe()?;
     if bytes.len() <= 60 * 1024 {
         let mut file = std::fs::File::from(write);
@@ -466,26 +466,21 @@ pub(crate) fn filled_pipe(bytes: &[u8]) -> Result<OwnedFd, SandboxError> {
 }
 
 fn run_bwrap(bwrap: &Path, spec: &CommandSpec, host: &HostView, env: BTreeMap<String, String>) -> Result<RawOutput, SandboxError> {
-    let (args_read, args_write) = pipe()?;
-    let seccomp_fd = filled_pipe(&seccomp::filter_bytes())?;
     let (status_read, status_write) = pipe()?;
-    let mut args: Vec<Vec<u8>> = vec![b"--args".to_vec(), FD_ARGS.to_string().into_bytes(), b"--".to_vec()];
-    args.extend(sandboxed_argv(&spec.program).into_iter().map(String::into_bytes));
-    let request = SpawnRequest {
-        program: bwrap,
-        args: &args,
-        env: &env,
-        fds: &[(args_read.as_raw_fd(), FD_ARGS), (seccomp_fd.as_raw_fd(), FD_SECCOMP), (status_write.as_raw_fd(), FD_STATUS)],
-        stdin: if spec.stdin.is_empty() { spawn::Stdio::Null } else { spawn::Stdio::Piped },
-        stdout: spawn::Stdio::Piped,
-        stderr: spawn::Stdio::Piped,
-    };
-    let cgroups = Cgroups::create(spec.limits.max_processes, spec.limits.memory_bytes);
+    let stdin = if spec.stdin.is_empty() { spawn::Stdio::Null } else { spawn::Stdio::Piped };
     let start = Instant::now();
-    let (child, lease) = spawn_sandbox(&request, &cgroups)?;
-    drop((args_read, seccomp_fd, status_write));
-    start_bwrap(&child, &cgroups, args_write, &bwrap_args(spec, host, true, lease.is_some()));
-    let mut output = collect(child, spec, cgroups, lease, start)?;
+    let launched = launch_bwrap(
+        bwrap,
+        spec,
+        host,
+        &env,
+        &sandboxed_argv(&spec.program),
+        &[(status_write.as_raw_fd(), FD_STATUS)],
+        [stdin, spawn::Stdio::Piped, spawn::Stdio::Piped],
+        true,
+    )?;
+    drop(status_write);
+    let mut output = collect(launched.child, spec, launched.cgroups, launched.lease, true, start)?;
     let mut status_stream = Vec::new();
     let _ = std::io::Read::read_to_end(&mut std::fs::File::from(status_read), &mut status_stream);
     if output.timed_out
@@ -535,14 +530,50 @@ fn run_unsandboxed(spec: &CommandSpec, env: BTreeMap<String, String>) -> Result<
     cmd.stdin(if spec.stdin.is_empty() { Stdio::null() } else { Stdio::piped() }).stdout(Stdio::piped()).stderr(Stdio::piped());
     let start = Instant::now();
     let child = cmd.spawn().map_err(|source| SandboxError::Spawn { program, source })?;
-    let mut output = collect(Spawned::from_child(child), spec, cgroups, None, start)?;
-    output.sandboxed = false;
-    Ok(output)
+    collect(Spawned::from_child(child), spec, cgroups, None, false, start)
+}
+
+/// A started bubblewrap: the process, the cgroups it was moved into, and the pooled network
+/// namespace it lives in (if any; it goes back once the cgroups are empty).
+pub(crate) struct Launched {
+    pub child: Spawned,
+    pub cgroups: Cgroups,
+    pub lease: Option<Lease>,
+}
+
+/// Starts bubblewrap for `spec` (its mounts, working directory and process / memory limits)
+/// running `program`, with `env`, the harness fds `fds` handed over at their sandbox numbers
+/// besides the argument list and the seccomp filter, and `stdio` as its standard streams. The
+/// caller closes its own copies of the fds in `fds` afterwards.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn launch_bwrap(
+    bwrap: &Path,
+    spec: &CommandSpec,
+    host: &HostView,
+    env: &BTreeMap<String, String>,
+    program: &[String],
+    fds: &[(RawFd, RawFd)],
+    stdio: [spawn::Stdio; 3],
+    json_status: bool,
+) -> Result<Launched, SandboxError> {
+    let (args_read, args_write) = pipe()?;
+    let seccomp_fd = filled_pipe(&seccomp::filter_bytes())?;
+    let mut args: Vec<Vec<u8>> = vec![b"--args".to_vec(), FD_ARGS.to_string().into_bytes(), b"--".to_vec()];
+    args.extend(program.iter().map(|a| a.as_bytes().to_vec()));
+    let mut handed = vec![(args_read.as_raw_fd(), FD_ARGS), (seccomp_fd.as_raw_fd(), FD_SECCOMP)];
+    handed.extend_from_slice(fds);
+    let [stdin, stdout, stderr] = stdio;
+    let request = SpawnRequest { program: bwrap, args: &args, env, fds: &handed, stdin, stdout, stderr };
+    let cgroups = Cgroups::create(spec.limits.max_processes, spec.limits.memory_bytes);
+    let (child, lease) = spawn_sandbox(&request, &cgroups)?;
+    drop((args_read, seccomp_fd));
+    start_bwrap(&child, &cgroups, args_write, &bwrap_args(spec, host, json_status, lease.is_some()));
+    Ok(Launched { child, cgroups, lease })
 }
 
 /// Starts bubblewrap for `request`, inside a pooled network namespace when one can be leased
 /// (which needs the `pids` group to tell when the sandbox is gone).
-pub(crate) fn spawn_sandbox(request: &SpawnRequest<'_>, cgroups: &Cgroups) -> Result<(Spawned, Option<Lease>), SandboxError> {
+fn spawn_sandbox(request: &SpawnRequest<'_>, cgroups: &Cgroups) -> Result<(Spawned, Option<Lease>), SandboxError> {
     let spawn_error = |source| SandboxError::Spawn { program: request.program.to_path_buf(), source };
     let lease = if cgroups.has_pids() { netns::lease() } else { None };
     match lease {
@@ -557,7 +588,7 @@ pub(crate) fn spawn_sandbox(request: &SpawnRequest<'_>, cgroups: &Cgroups) -> Re
 /// Lets a freshly spawned bubblewrap go: moves it into `cgroups` (it is still waiting for its
 /// argument list, so it has started nothing yet), then writes `args` (NUL-terminated each)
 /// into its argument pipe and closes it.
-pub(crate) fn start_bwrap(child: &Spawned, cgroups: &Cgroups, args_pipe: OwnedFd, args: &[Vec<u8>]) {
+fn start_bwrap(child: &Spawned, cgroups: &Cgroups, args_pipe: OwnedFd, args: &[Vec<u8>]) {
     cgroups.join(child.id());
     let mut bytes = Vec::new();
     for arg in args {
@@ -593,7 +624,7 @@ fn host_path_of(spec: &CommandSpec, sandbox: &Path) -> Result<PathBuf, SandboxEr
 /// Sets up the child between fork and exec: its own process group (so a timeout can kill the
 /// group), membership of the command's cgroups (before it can fork), the inherited fds moved
 /// to their fixed numbers, and every other fd marked close-on-exec.
-pub(crate) fn prepare_child(cmd: &mut Command, cgroups: &Cgroups, fd_map: &[(RawFd, RawFd)]) {
+fn prepare_child(cmd: &mut Command, cgroups: &Cgroups, fd_map: &[(RawFd, RawFd)]) {
     cmd.process_group(0);
     let procs: Vec<CString> = cgroups.procs_files();
     let fd_map: Vec<(RawFd, RawFd)> = fd_map.to_vec();
@@ -651,7 +682,14 @@ fn join_cgroups(procs: &[CString]) {
 /// Feeds the child's stdin, captures its output, enforces the timeout, kills whatever is
 /// left, reaps, and assembles the [`RawOutput`]; a leased network namespace goes back to the
 /// pool once the cgroup shows every process gone.
-fn collect(mut child: Spawned, spec: &CommandSpec, mut cgroups: Cgroups, lease: Option<Lease>, start: Instant) -> Result<RawOutput, SandboxError> {
+fn collect(
+    mut child: Spawned,
+    spec: &CommandSpec,
+    mut cgroups: Cgroups,
+    lease: Option<Lease>,
+    sandboxed: bool,
+    start: Instant,
+) -> Result<RawOutput, SandboxError> {
     let pid = child.id();
     if let Some(mut stdin) = child.stdin.take() {
         let bytes = spec.stdin.clone();
@@ -683,7 +721,7 @@ fn collect(mut child: Spawned, spec: &CommandSpec, mut cgroups: Cgroups, lease: 
         stdout: finish_reader(stdout),
         stderr: finish_reader(stderr),
         duration,
-        sandboxed: true,
+        sandboxed,
     })
 }
 

@@ -36,12 +36,10 @@ use crate::cgroup::Cgroups;
 use crate::error::SandboxError;
 use crate::host::HostView;
 use crate::runner::{
-    self, CommandOutput, CommandSpec, FD_ARGS, FD_SECCOMP, Program, SandboxConfig, bwrap_args, bwrap_path, environment,
-    filled_pipe, pipe, spawn_sandbox, start_bwrap, validate,
+    self, CommandOutput, CommandSpec, Launched, Program, SandboxConfig, bwrap_path, environment, launch_bwrap, pipe, validate,
 };
 use crate::netns::Lease;
-use crate::spawn::{self, SpawnRequest, Spawned};
-use crate::seccomp;
+use crate::spawn::{self, Spawned};
 use crate::shellwords;
 
 /// Fds of the command server inside the sandbox (single digits: `dash` redirections take no
@@ -264,37 +262,28 @@ impl Live {
     fn start(template: &CommandSpec, host: &HostView, config: &SandboxConfig) -> Result<Live, SandboxError> {
         validate(template)?;
         let bwrap = bwrap_path().ok_or(SandboxError::BwrapMissing)?;
-        let (args_read, args_write) = pipe()?;
-        let seccomp_fd = filled_pipe(&seccomp::filter_bytes())?;
         let (requests_read, requests_write) = pipe()?;
         let (status_read, status_write) = pipe()?;
         let (stdout_read, stdout_write) = pipe()?;
         let (stderr_read, stderr_write) = pipe()?;
-        let args: Vec<Vec<u8>> = ["--args", &FD_ARGS.to_string(), "--", SERVER_SHELL_PATH, "-c", SERVER, "/bin/sh"]
-            .into_iter()
-            .map(|a| a.as_bytes().to_vec())
-            .collect();
-        let env = environment(template, host, config);
-        let request = SpawnRequest {
-            program: &bwrap,
-            args: &args,
-            env: &env,
-            fds: &[
-                (args_read.as_raw_fd(), FD_ARGS),
-                (seccomp_fd.as_raw_fd(), FD_SECCOMP),
+        let program: Vec<String> = [SERVER_SHELL_PATH, "-c", SERVER, "/bin/sh"].map(String::from).to_vec();
+        let launched = launch_bwrap(
+            &bwrap,
+            template,
+            host,
+            &environment(template, host, config),
+            &program,
+            &[
                 (requests_read.as_raw_fd(), FD_REQUESTS),
                 (status_write.as_raw_fd(), FD_STATUS),
                 (stdout_write.as_raw_fd(), FD_STDOUT),
                 (stderr_write.as_raw_fd(), FD_STDERR),
             ],
-            stdin: spawn::Stdio::Null,
-            stdout: spawn::Stdio::Null,
-            stderr: spawn::Stdio::Piped,
-        };
-        let cgroups = Cgroups::create(template.limits.max_processes, template.limits.memory_bytes);
-        let (child, lease) = spawn_sandbox(&request, &cgroups)?;
-        drop((args_read, seccomp_fd, requests_read, status_write, stdout_write, stderr_write));
-        start_bwrap(&child, &cgroups, args_write, &bwrap_args(template, host, false, lease.is_some()));
+            [spawn::Stdio::Null, spawn::Stdio::Null, spawn::Stdio::Piped],
+            false,
+        )?;
+        drop((requests_read, status_write, stdout_write, stderr_write));
+        let Launched { child, cgroups, lease } = launched;
         for fd in [&status_read, &stdout_read, &stderr_read] {
             set_nonblocking(fd)?;
         }
