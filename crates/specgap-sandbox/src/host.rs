@@ -11,6 +11,7 @@ use fs_err as fs;
 use specgap_protocol::package::Environment;
 
 use crate::error::SandboxError;
+use crate::scratch;
 
 /// `PATH` inside the sandbox after the resolved command directories.
 pub const SYSTEM_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -249,60 +250,12 @@ fn shared_etc() -> Result<Arc<tempfile::TempDir>, SandboxError> {
 /// Prefix of a view's `/etc` directory; the owning process id follows.
 const ETC_PREFIX: &str = "specgap-etc-";
 
-/// Removes `specgap-etc-<pid>-*` directories under `parent` whose process is gone (a harness
-/// killed with SIGKILL cannot remove its own); best effort.
-fn remove_stale_etc_dirs(parent: &Path) {
-    let Ok(entries) = std::fs::read_dir(parent) else { return };
-    for entry in entries.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(etc_dir_pid) else { continue };
-        if !Path::new("/proc").join(pid.to_string()).exists() {
-            let _ = std::fs::remove_dir_all(entry.path());
-        }
-    }
-}
-
-/// The owner's pid in an `/etc` directory name `specgap-etc-<pid>-<random>`.
-fn etc_dir_pid(name: &str) -> Option<u32> {
-    let (pid, _) = name.strip_prefix(ETC_PREFIX)?.split_once('-')?;
-    pid.parse().ok()
-}
-
-/// Where the harness puts small scratch trees of its own: [`memory_scratch`]'s directory when
-/// there is one, else the system's temporary directory.
-fn scratch_parent() -> PathBuf {
-    memory_scratch().map_or_else(std::env::temp_dir, |(dir, _)| dir)
-}
-
-/// `/dev/shm` and the bytes available on it, when it is a tmpfs this process may write to and
-/// execute from (sandboxes see scratch files through bind mounts, which keep `noexec`).
-/// Creating and deleting many small files costs far less CPU there than on a disk file
-/// system.
-pub fn memory_scratch() -> Option<(PathBuf, u64)> {
-    const TMPFS_MAGIC: i64 = 0x0102_1994;
-    let dir = Path::new("/dev/shm");
-    let path = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
-    // SAFETY: statfs/statvfs/access on a NUL-terminated path; the structs are plain
-    // out-parameters.
-    unsafe {
-        let mut fs: libc::statfs = std::mem::zeroed();
-        let mut vfs: libc::statvfs = std::mem::zeroed();
-        if libc::statfs(path.as_ptr(), &mut fs) != 0 || libc::statvfs(path.as_ptr(), &mut vfs) != 0 {
-            return None;
-        }
-        let usable = fs.f_type as i64 == TMPFS_MAGIC
-            && vfs.f_flag & libc::ST_NOEXEC == 0
-            && vfs.f_flag & libc::ST_RDONLY == 0
-            && libc::access(path.as_ptr(), libc::W_OK | libc::X_OK) == 0;
-        usable.then(|| (dir.to_path_buf(), vfs.f_bavail as u64 * vfs.f_frsize as u64))
-    }
-}
-
 /// Writes the `/etc` every sandbox of the view gets, mounted read-only as a whole: synthetic
 /// `passwd`, `group`, `hosts` and `nsswitch.conf` (the host's are never shown), copies of
 /// [`HOST_ETC`], and the command server's execute-only shell.
 fn write_etc() -> Result<tempfile::TempDir, SandboxError> {
-    let parent = scratch_parent();
-    remove_stale_etc_dirs(&parent);
+    let parent = scratch::parent();
+    scratch::remove_dead_owners(&parent, ETC_PREFIX);
     let dir = tempfile::Builder::new().prefix(&format!("{ETC_PREFIX}{}-", std::process::id())).tempdir_in(&parent)?;
     for name in HOST_ETC {
         copy_host_etc(&Path::new("/etc").join(name), &dir.path().join(name))?;
@@ -373,7 +326,7 @@ mod tests {
         for dir in [&dead, &live, &other] {
             std::fs::create_dir(dir).unwrap();
         }
-        remove_stale_etc_dirs(parent.path());
+        scratch::remove_dead_owners(parent.path(), ETC_PREFIX);
         assert!(!dead.exists());
         assert!(live.exists() && other.exists());
     }

@@ -369,35 +369,11 @@ const WORK_DIR_PREFIX: &str = "specgap-run-";
 /// removed when dropped. Directories left by runners that no longer exist are removed first.
 fn make_work_dir(root: Option<&Path>) -> Result<tempfile::TempDir, RunnerError> {
     let parent = root.map_or_else(std::env::temp_dir, Path::to_path_buf);
-    remove_stale_work_dirs(&parent);
+    specgap_sandbox::scratch::remove_dead_owners(&parent, WORK_DIR_PREFIX);
     tempfile::Builder::new()
         .prefix(&format!("{WORK_DIR_PREFIX}{}-", std::process::id()))
         .tempdir_in(&parent)
         .map_err(|source| RunnerError::WorkDir { path: parent, source })
-}
-
-/// Removes `specgap-run-<pid>-*` directories under `parent` whose process is gone (best
-/// effort: anything unreadable is left alone).
-fn remove_stale_work_dirs(parent: &Path) {
-    let Ok(entries) = fs_err::read_dir(parent) else { return };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(stale_candidate_pid) else { continue };
-        if Path::new("/proc").join(pid.to_string()).exists() {
-            continue;
-        }
-        if let Err(e) = fs_err::remove_dir_all(entry.path()) {
-            tracing::debug!("cannot remove a stale work directory: {e}");
-        }
-    }
-}
-
-/// The pid in a work directory name `specgap-run-<pid>-<random>`.
-fn stale_candidate_pid(name: &str) -> Option<u32> {
-    let rest = name.strip_prefix(WORK_DIR_PREFIX)?;
-    let (pid, random) = rest.split_once('-')?;
-    (!random.is_empty()).then_some(())?;
-    pid.parse().ok()
 }
 
 struct Shared<'p> {
@@ -739,14 +715,16 @@ mod tests {
 
     #[test]
     fn work_dir_names_carry_the_owner_pid() {
-        assert_eq!(stale_candidate_pid("specgap-run-4242-Ab12cd"), Some(4242));
-        assert_eq!(stale_candidate_pid("specgap-run-Ab12cd"), None);
-        assert_eq!(stale_candidate_pid("specgap-run-4242-"), None);
-        assert_eq!(stale_candidate_pid("other-4242-x"), None);
+        use specgap_sandbox::scratch::owner_pid;
+        assert_eq!(owner_pid("specgap-run-4242-Ab12cd", WORK_DIR_PREFIX), Some(4242));
+        assert_eq!(owner_pid("specgap-run-Ab12cd", WORK_DIR_PREFIX), None);
+        assert_eq!(owner_pid("specgap-run-4242-", WORK_DIR_PREFIX), None);
+        assert_eq!(owner_pid("other-4242-x", WORK_DIR_PREFIX), None);
     }
 
     #[test]
     fn stale_work_dirs_of_dead_runners_are_removed() {
+        use specgap_sandbox::scratch::owner_pid;
         let parent = tempfile::tempdir().unwrap();
         // pid_max is at most 2^22, so this pid cannot be alive.
         let stale = parent.path().join("specgap-run-99999999-abc");
@@ -759,7 +737,7 @@ mod tests {
         assert!(!stale.exists());
         assert!(live.exists() && other.exists());
         let name = made.path().file_name().unwrap().to_str().unwrap().to_string();
-        assert_eq!(stale_candidate_pid(&name), Some(std::process::id()));
+        assert_eq!(owner_pid(&name, WORK_DIR_PREFIX), Some(std::process::id()));
     }
 
     #[test]
