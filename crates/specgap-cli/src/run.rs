@@ -249,9 +249,10 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
                 eprintln!("note: --resume uses the run's own configuration (run.toml); ignoring {}", ignored.join(", "));
             }
             let store = Store::open(dir).with_context(|| format!("cannot resume {}", dir.display()))?;
+            let lock = specgap_store::lock_runner(dir)?;
             let resolved = resolve_stored(store.config())?;
             let plan = plan(&resolved)?;
-            (dir.clone(), store, resolved, plan, true, None)
+            (dir.clone(), store, resolved, plan, true, lock)
         }
         None => {
             let resolved = resolve_flags(&args)?;
@@ -261,23 +262,16 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
                 Some(out) => (out.clone(), false),
                 None => (default_out_dir()?, true),
             };
-            // The runner lock first: of two runs racing for one new directory, the second is
-            // told another runner holds it, instead of tripping over a half-made store.
-            refuse_foreign_dir(&out)?;
-            fs_err::create_dir_all(&out).with_context(|| format!("cannot create run {}", out.display()))?;
-            let lock = specgap_store::lock_runner(&out)?;
-            let store = Store::create(&out, &resolved.config).with_context(|| format!("cannot create run {}", out.display()))?;
+            let (store, lock) =
+                Store::create_for_runner(&out, &resolved.config).with_context(|| format!("cannot create run {}", out.display()))?;
             if link_latest {
                 link_latest_run(&out);
             }
-            (out, store, resolved, plan, false, Some(lock))
+            (out, store, resolved, plan, false, lock)
         }
     };
-    // One runner per store: a second one would run the same episodes at the same time.
-    let _runner = match lock {
-        Some(lock) => lock,
-        None => specgap_store::lock_runner(&out)?,
-    };
+    // Held until the run ends: one runner per store (a second would run the same episodes).
+    let _runner = lock;
     let how = Execution { jobs, resuming, max_cost: args.chat.max_cost, work_dir: args.work_dir.clone() };
     let outcome = run_plan(&store, &resolved, &plan, &how)?;
     if outcome.interrupted {
@@ -420,20 +414,6 @@ fn default_suite() -> anyhow::Result<PathBuf> {
 }
 
 /// `runs/<UTC timestamp>`, with `-2`, `-3`, … when that directory exists.
-/// Refuses an `--out` that holds files but neither a run nor a runner's lock (a run being
-/// created by another process), before anything is written into it.
-fn refuse_foreign_dir(out: &Path) -> anyhow::Result<()> {
-    let ours = |name: &str| out.join(name).exists();
-    let foreign = out.is_dir()
-        && !ours(specgap_store::RUN_TOML)
-        && !ours(specgap_store::RUNNER_LOCK)
-        && fs_err::read_dir(out)?.next().is_some();
-    if foreign {
-        return Err(specgap_store::StoreError::NonEmptyDir { dir: out.to_path_buf() }).with_context(|| format!("cannot create run {}", out.display()));
-    }
-    Ok(())
-}
-
 fn default_out_dir() -> anyhow::Result<PathBuf> {
     let stamp = utc_timestamp(SystemTime::now());
     fs_err::create_dir_all("runs")?;

@@ -67,8 +67,7 @@ impl Store {
             }
             return Store::open(dir);
         }
-        // The runner's lock may be there already: `specgap run` takes it before creating the
-        // store, so that two runs racing for one new directory cannot both create it.
+        // The runner's lock may be there already (Store::create_for_runner).
         if !files::is_missing_or_only(dir, crate::runner_lock::RUNNER_LOCK)? {
             return Err(StoreError::NonEmptyDir {
                 dir: dir.to_path_buf(),
@@ -79,6 +78,26 @@ impl Store {
         // database is created on open), never a directory `create` would refuse.
         config::write_config(dir, config)?;
         Store::open(dir)
+    }
+
+    /// [`Store::create`] for the process that will run episodes into the store: takes the
+    /// store's runner lock ([`crate::lock_runner`]) before creating anything but the directory,
+    /// so of two runs racing for one new directory the second is refused with the first's
+    /// pid instead of meeting a half-made store.
+    ///
+    /// # Errors
+    /// [`StoreError::NonEmptyDir`] (checked before the lock is written into the directory),
+    /// [`StoreError::RunnerBusy`], and those of [`Store::create`].
+    pub fn create_for_runner(dir: &Path, config: &RunConfig) -> Result<(Store, crate::RunnerLock), StoreError> {
+        let being_made = dir.join(crate::runner_lock::RUNNER_LOCK).exists();
+        if !being_made && !dir.join(config::RUN_TOML).is_file() && !files::is_missing_or_empty(dir)? {
+            return Err(StoreError::NonEmptyDir {
+                dir: dir.to_path_buf(),
+            });
+        }
+        fs_err::create_dir_all(dir)?;
+        let lock = crate::lock_runner(dir)?;
+        Ok((Store::create(dir, config)?, lock))
     }
 
     /// Opens the run store in `dir` (for resume, `show`, `report`), upgrading its schema in
