@@ -35,13 +35,14 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> 
     Ok(())
 }
 
-/// Whether `dir` does not exist or holds nothing but an entry named `allowed`.
-pub(crate) fn is_missing_or_only(dir: &Path, allowed: &str) -> Result<bool, StoreError> {
+/// Whether `dir` does not exist or holds no entry but those named in `allowed`.
+pub(crate) fn is_missing_or_only(dir: &Path, allowed: &[&str]) -> Result<bool, StoreError> {
     if !dir.exists() {
         return Ok(true);
     }
     for entry in fs_err::read_dir(dir)? {
-        if entry?.file_name() != allowed {
+        let name = entry?.file_name();
+        if !allowed.iter().any(|a| name == *a) {
             return Ok(false);
         }
     }
@@ -50,10 +51,7 @@ pub(crate) fn is_missing_or_only(dir: &Path, allowed: &str) -> Result<bool, Stor
 
 /// Whether `dir` does not exist or has no entries.
 pub(crate) fn is_missing_or_empty(dir: &Path) -> Result<bool, StoreError> {
-    if !dir.exists() {
-        return Ok(true);
-    }
-    Ok(fs_err::read_dir(dir)?.next().is_none())
+    is_missing_or_only(dir, &[])
 }
 
 /// Removes `dir` and everything in it, if it exists.

@@ -68,7 +68,7 @@ impl Store {
             return Store::open(dir);
         }
         // The runner's lock may be there already (Store::create_for_runner).
-        if !files::is_missing_or_only(dir, crate::runner_lock::RUNNER_LOCK)? {
+        if !files::is_missing_or_only(dir, &[crate::runner_lock::RUNNER_LOCK])? {
             return Err(StoreError::NonEmptyDir {
                 dir: dir.to_path_buf(),
             });
