@@ -105,6 +105,11 @@ fn html_is_self_contained_with_three_charts() {
     assert_eq!(json["recall_quality"]["groups"].as_u64(), Some(3));
 
     if !Path::new(CHROMIUM).exists() {
+        // CI sets SPECGAP_REQUIRE_EXTERNAL=1: there a missing browser is a failure, not a skip.
+        assert!(
+            std::env::var_os("SPECGAP_REQUIRE_EXTERNAL").is_none_or(|v| v != "1"),
+            "{CHROMIUM} is required (SPECGAP_REQUIRE_EXTERNAL=1) but not installed: apt-get install -y chromium"
+        );
         println!(
             "skipped: {CHROMIUM} not installed (apt-get install -y chromium) — headless rendering not checked"
         );
