@@ -18,6 +18,7 @@ cannot hold, are written as the strings "nan", "inf" and "-inf".
 import json
 import math
 import platform
+from fractions import Fraction
 import sys
 import warnings
 from pathlib import Path
@@ -139,6 +140,155 @@ def wilcoxon_paired_cases():
             "name": name,
             "origin": origin("scipy", scipy.__version__, "scipy.stats.wilcoxon", x=x, y=y),
             "result": {"statistic": num(res.statistic), "pvalue": num(res.pvalue)},
+        })
+    return cases
+
+
+# --------------------------------------------------------------------------- edge cases
+
+# Values at the edges of the statistics (issue "Hardening", item 10). Where scipy's own floating
+# point answer is not the exact one, the exact rational is written beside it, computed here with
+# Python integers and rounded once to a float (`float(Fraction)` rounds correctly).
+
+def signed_rank_null_counts(n):
+    """counts[s] = number of subsets of the ranks 1..n whose sum is s (Python ints, exact)."""
+    counts = [1]
+    for rank in range(1, n + 1):
+        grown = counts + [0] * rank
+        for s, ways in enumerate(counts):
+            grown[s + rank] += ways
+        counts = grown
+    return counts
+
+
+def exact_wilcoxon_pvalue(r_plus, n, alternative):
+    """The exact-method p-value as a rational: the tail count of the untied null over 2**n,
+    with r_plus rounded up for `less` and down for `greater` as scipy does (gh-19872)."""
+    counts = signed_rank_null_counts(n)
+    total = 2 ** n
+    at_most = Fraction(sum(counts[:math.ceil(r_plus) + 1]), total)
+    at_least = Fraction(sum(counts[math.floor(r_plus):]), total)
+    if alternative == "less":
+        return at_most
+    if alternative == "greater":
+        return at_least
+    return min(Fraction(1), 2 * min(at_most, at_least))
+
+
+def wilcoxon_exact_edge_datasets():
+    return {
+        # The last size at which every entry of scipy's float null is exact.
+        "untied_n53": np.round(np.random.default_rng(53).normal(1.2, 1.0, 53), 6).tolist(),
+        # The first size at which entries round; small tails.
+        "untied_n54": np.round(np.random.default_rng(54).normal(1.2, 1.0, 54), 6).tolist(),
+        # A serial `1 - sum` drifted 4.3e-3 (relative) from scipy on this one, two-sided.
+        "untied_n60": np.round(np.random.default_rng(22).normal(1.4, 1.0, 60), 6).tolist(),
+        "untied_n70": np.round(np.random.default_rng(70).normal(1.1, 1.0, 70), 6).tolist(),
+        # Every rank positive: `greater` is 2**-60; a serial `1 - sum` gave -4.4e-16.
+        "all_equal_n60": [1.5] * 60,
+    }
+
+
+def wilcoxon_exact_edge_cases():
+    cases = []
+    for name, d in wilcoxon_exact_edge_datasets().items():
+        d = [float(v) for v in d]
+        ref = shared(f"wilcoxon_exact_edges/{name}", d)
+        magnitudes = np.abs(np.asarray(d))
+        ranks = stats.rankdata(magnitudes, method="average")
+        r_plus = float(ranks[np.asarray(d) > 0].sum())
+        for alternative in ["two-sided", "greater", "less"]:
+            res = stats.wilcoxon(d, alternative=alternative, method="exact")
+            exact = exact_wilcoxon_pvalue(r_plus, len(d), alternative)
+            cases.append({
+                "name": name,
+                "origin": origin("scipy", scipy.__version__, "scipy.stats.wilcoxon", x=ref,
+                                 alternative=alternative, method="exact"),
+                "result": {"statistic": num(res.statistic), "pvalue": num(res.pvalue)},
+                "exact": {
+                    "origin": origin("python", platform.python_version(),
+                                     "generate.py exact_wilcoxon_pvalue: subset-sum counts of "
+                                     "the ranks 1..n (Python ints) over 2**n, as a Fraction, "
+                                     "rounded once by float()",
+                                     r_plus=r_plus, n=len(d), alternative=alternative),
+                    "pvalue": num(float(exact)),
+                },
+            })
+    return cases
+
+
+def spearman_monotone_cases():
+    """Perfectly monotone pairs of every length 3..100: a = 1..n against a**3 and -a**3."""
+    cases = []
+    for n in range(3, 101):
+        a = np.arange(1, n + 1, dtype=float)
+        for direction, b in [("increasing", a ** 3), ("decreasing", -a ** 3)]:
+            res = stats.spearmanr(a, b)
+            cases.append({
+                "name": f"{direction}_n{n}",
+                "origin": origin("scipy", scipy.__version__, "scipy.stats.spearmanr",
+                                 a=f"numpy.arange(1, {n + 1}, dtype=float)",
+                                 b="a ** 3" if direction == "increasing" else "-(a ** 3)"),
+                "result": {"statistic": num(res.statistic), "pvalue": num(res.pvalue)},
+            })
+    return cases
+
+
+def chen_pass_at_k(n, c, k):
+    """Chen et al. (2021), Fig. 3, in numpy: the product over the c successes."""
+    if n - c < k:
+        return 1.0
+    return 1.0 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1))
+
+
+def exact_pass_ratios(n, c, k):
+    """(pass@k, pass^k) as Fractions: 1 - C(n-c, k)/C(n, k) and C(c, k)/C(n, k)."""
+    return (1 - Fraction(math.comb(n - c, k), math.comb(n, k)),
+            Fraction(math.comb(c, k), math.comb(n, k)))
+
+
+def pass_k_cases():
+    grid = [(n, c, k) for n in range(1, 13) for c in range(0, n + 1) for k in range(1, n + 1)]
+    grid += [(n, c, k) for n in [50, 200] for c in [0, 1, 2, 7, n // 2, n - 3, n]
+             for k in [1, 2, 3, 10, n // 2, n]]
+    cases = []
+    for n, c, k in grid:
+        at_k, hat_k = exact_pass_ratios(n, c, k)
+        cases.append({
+            "name": f"n{n}_c{c}_k{k}",
+            "origin": origin("numpy", np.__version__,
+                             "Chen et al. 2021 Fig. 3 estimator: 1 - numpy.prod(1 - k / "
+                             "numpy.arange(n - c + 1, n + 1)), 1.0 when n - c < k",
+                             n=n, c=c, k=k),
+            "result": {"pass_at_k": num(chen_pass_at_k(n, c, k))},
+            "exact": {
+                "origin": origin("python", platform.python_version(),
+                                 "fractions.Fraction with math.comb: pass@k = 1 - C(n-c,k)/C(n,k),"
+                                 " pass^k = C(c,k)/C(n,k), rounded once by float()",
+                                 n=n, c=c, k=k),
+                "pass_at_k": num(float(at_k)),
+                "pass_hat_k": num(float(hat_k)),
+            },
+        })
+    return cases
+
+
+def pass_k_large_cases():
+    """Counts where a loop over c (Chen's reference code) does not finish; exact only."""
+    cases = []
+    for n, c, k in [(10 ** 15, 10 ** 15 - 1000, 10), (10 ** 15, 1, 1), (10 ** 15, 3, 7),
+                    (2 ** 62, 2 ** 61, 5), (10 ** 15, 10 ** 15 - 2, 4)]:
+        at_k, hat_k = exact_pass_ratios(n, c, k)
+        cases.append({
+            "name": f"n{n}_c{c}_k{k}",
+            "exact": {
+                "origin": origin("python", platform.python_version(),
+                                 "fractions.Fraction with math.comb: pass@k = 1 - C(n-c,k)/C(n,k),"
+                                 " pass^k = C(c,k)/C(n,k), rounded once by float()",
+                                 n=n, c=c, k=k),
+                "pass_at_k": num(float(at_k)),
+                "pass_hat_k": num(float(hat_k)),
+            },
         })
     return cases
 
@@ -404,6 +554,10 @@ def main():
         "encoding": "floats via repr(); NaN and infinities as the strings 'nan', 'inf', '-inf'",
         "wilcoxon": wilcoxon_cases(),
         "wilcoxon_paired": wilcoxon_paired_cases(),
+        "wilcoxon_exact_edges": wilcoxon_exact_edge_cases(),
+        "spearman_monotone": spearman_monotone_cases(),
+        "pass_k": pass_k_cases(),
+        "pass_k_large": pass_k_large_cases(),
         "holm": holm_cases(),
         "spearman": spearman_cases(),
         "cohen_kappa": kappa_cases(),

@@ -7,10 +7,10 @@
 //! left out and the report says why.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 
 use specgap_protocol::package::{ClarificationTarget, Family};
-use specgap_task::{Overlay, TaskPackage};
+use specgap_task::TaskPackage;
+use specgap_task::residual::left_out_files;
 
 use crate::diff::{DiffChanges, parse_diff};
 
@@ -48,11 +48,6 @@ impl TaskContext {
     pub fn from_package(package: &TaskPackage) -> (TaskContext, Vec<String>) {
         let mut warnings = Vec::new();
         let mut states = BTreeMap::new();
-        let gold_changes = package
-            .solutions()
-            .gold
-            .as_ref()
-            .map(|gold| overlay_changed_files(gold, &package.workspace_dir()));
         for (id, state) in package.residual_states() {
             let changes = match fs_err::read(&state.patch) {
                 Ok(bytes) => parse_diff(&String::from_utf8_lossy(&bytes)),
@@ -64,14 +59,17 @@ impl TaskContext {
                     DiffChanges::default()
                 }
             };
-            let left_out = match (&state.meta.left_out, &gold_changes) {
+            // The same definition `specgap check` holds `left_out` to.
+            let left_out = match (&state.meta.left_out, left_out_files(package, state)) {
                 (Some(listed), _) => listed.iter().cloned().collect(),
-                (None, Some(Ok(gold))) => gold.difference(&changes.files).cloned().collect(),
-                (None, Some(Err(err))) => {
-                    warnings.push(format!("task {}: gold overlay: {err}", package.name()));
+                (None, Ok(computed)) => computed.unwrap_or_default(),
+                (None, Err(err)) => {
+                    warnings.push(format!(
+                        "task {}: residual state {id}: {err}",
+                        package.name()
+                    ));
                     BTreeSet::new()
                 }
-                (None, None) => BTreeSet::new(),
             };
             states.insert(
                 id.clone(),
@@ -96,31 +94,4 @@ impl TaskContext {
         };
         (context, warnings)
     }
-}
-
-/// Workspace-relative files an overlay changes: files whose bytes differ from (or are absent
-/// in) the starter workspace, and the paths its `delete.txt` removes.
-fn overlay_changed_files(overlay: &Overlay, workspace: &Path) -> Result<BTreeSet<String>, String> {
-    let mut changed = BTreeSet::new();
-    for entry in walkdir::WalkDir::new(&overlay.dir).sort_by_file_name() {
-        let entry = entry.map_err(|e| e.to_string())?;
-        if !entry.file_type().is_file() {
-            continue;
-        }
-        let Ok(relative) = entry.path().strip_prefix(&overlay.dir) else {
-            continue;
-        };
-        if relative == Path::new("delete.txt") {
-            continue;
-        }
-        let new = fs_err::read(entry.path()).map_err(|e| e.to_string())?;
-        let old = std::fs::read(workspace.join(relative)).ok();
-        if old.as_deref() != Some(new.as_slice()) {
-            changed.insert(relative.to_string_lossy().replace('\\', "/"));
-        }
-    }
-    for deleted in &overlay.delete {
-        changed.insert(deleted.to_string_lossy().replace('\\', "/"));
-    }
-    Ok(changed)
 }

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::convert::Infallible;
 
 use similar::algorithms::DiffHook;
+use specgap_task::residual::{diff_header_path, diff_side_path};
 
 /// What one unified diff changes: the files it touches and, per file, the lines it adds.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -34,7 +35,7 @@ pub fn parse_diff(text: &str) -> DiffChanges {
     let mut in_hunk = false;
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix("diff --git ") {
-            current = header_path(rest);
+            current = diff_header_path(rest);
             if let Some(path) = &current {
                 changes.files.insert(path.clone());
             }
@@ -47,7 +48,7 @@ pub fn parse_diff(text: &str) -> DiffChanges {
         if !in_hunk {
             // Header lines of a file section: `+++ b/<path>` names the new side precisely.
             if let Some(new) = line.strip_prefix("+++ ") {
-                if let Some(p) = strip_side(new, "b/")
+                if let Some(p) = diff_side_path(new, "b/")
                     && p != path
                 {
                     changes.files.remove(&path);
@@ -73,36 +74,6 @@ pub fn parse_diff(text: &str) -> DiffChanges {
         }
     }
     changes
-}
-
-/// The path of a `diff --git a/<p> b/<p>` header: both sides are equal without renames (the
-/// harness diffs with `--no-renames`), so the split is at the middle; otherwise at ` b/`.
-fn header_path(rest: &str) -> Option<String> {
-    let rest = rest.trim_end();
-    if let Some(body) = rest.strip_prefix("a/") {
-        // body = "<p> b/<p>": len = 2·|p| + 3.
-        if body.len() >= 3 && (body.len() - 3) % 2 == 0 {
-            let n = (body.len() - 3) / 2;
-            if body.is_char_boundary(n)
-                && body[n..].starts_with(" b/")
-                && body[..n] == body[n + 3..]
-            {
-                return Some(body[..n].to_string());
-            }
-        }
-        return body.find(" b/").map(|at| body[..at].to_string());
-    }
-    // Quoted paths ("a/…" "b/…"): take the second, unquoted.
-    rest.rsplit_once(" \"b/")
-        .map(|(_, p)| p.trim_end_matches('"').to_string())
-}
-
-fn strip_side(text: &str, prefix: &str) -> Option<String> {
-    let text = text.trim_end();
-    let text = text
-        .strip_prefix('"')
-        .map_or(text, |t| t.trim_end_matches('"'));
-    text.strip_prefix(prefix).map(str::to_string)
 }
 
 /// Lines of `kept_from` (per file) that remain among the lines of `final_added` for the same

@@ -2,19 +2,28 @@
 //!
 //! Source: Spearman (1904/1961); seed 002 §5.2, §5.3 (Fig. 4) and App. A.5 report ρ with p-values
 //! across configurations. Matches `scipy.stats.spearmanr(x, y)` (scipy 1.17) for 1-D input:
-//! average ranks for ties, Pearson correlation of the ranks (as `numpy.corrcoef`, clipped to
-//! [−1, 1]), and `p = 2·sf_t(|t|, n − 2)` with `t = ρ·sqrt((n − 2) / ((1 + ρ)(1 − ρ)))`.
+//! average ranks for ties, Pearson correlation of the ranks in `numpy.corrcoef`'s order of
+//! operations (covariance scaled by the reciprocal 1/(n − 1), divided by each standard
+//! deviation in turn, clipped to [−1, 1]), then `t = ρ·sqrt(max(0, (n − 2) / ((1 + ρ)(1 − ρ))))`
+//! and `p = 2·sf_t(|t|, n − 2)` (`scipy.stats._stats_py._get_pvalue` with the Student t of
+//! n − 2 degrees of freedom), clamped to [0, 1].
+//!
+//! The order matters at the edge: for perfectly monotone ranks the covariance equals both
+//! variances, and `v·(1/(n−1))` versus `v/(n−1)` decides whether `cov/sd/sd` rounds to 1.0 or
+//! to 0.9999999999999998 (n = 7); through the t distribution that is p = 0 versus 1.4e-39.
+//! With numpy's order the result is scipy's for every n (scipy itself gives
+//! 0.9999999999999999 at n = 5, p = 1.4e-24).
 
 use crate::describe::{mean_unchecked, rank_average_with_ties};
 use crate::error::{StatsError, ensure_finite, ensure_len, ensure_same_len};
-use crate::special::student_t_sf;
+use crate::special::{probability, student_t_sf};
 
 /// A correlation coefficient with its two-sided p-value.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Correlation {
     /// The coefficient, in [−1, 1]; NaN where undefined.
     pub rho: f64,
-    /// Two-sided p-value against ρ = 0; NaN where undefined.
+    /// Two-sided p-value against ρ = 0, in [0, 1]; NaN where undefined.
     pub p_value: f64,
 }
 
@@ -44,7 +53,7 @@ pub fn spearman(x: &[f64], y: &[f64]) -> Result<Correlation, StatsError> {
     let dof = (x.len() - 2) as f64;
     // Clip tiny negative values from rounding, as scipy does; |ρ| = 1 gives t = ±inf.
     let t = rho * (dof / ((rho + 1.0) * (1.0 - rho))).max(0.0).sqrt();
-    let p_value = 2.0 * student_t_sf(t.abs(), dof);
+    let p_value = probability(2.0 * student_t_sf(t.abs(), dof));
     Ok(Correlation { rho, p_value })
 }
 
@@ -52,8 +61,10 @@ fn is_constant(values: &[f64]) -> bool {
     values.iter().all(|v| *v == values[0])
 }
 
-/// Pearson correlation in numpy.corrcoef's order of operations: covariance divided by the
-/// second standard deviation, then by the first, clipped to [−1, 1].
+/// Pearson correlation in numpy.corrcoef's order of operations: `numpy.cov` scales the
+/// cross-products by the reciprocal `1 / (n − 1)` (`c *= np.true_divide(1, fact)`), the
+/// covariance is divided by the second standard deviation, then by the first, and the result
+/// clipped to [−1, 1].
 fn pearson_like_numpy(a: &[f64], b: &[f64]) -> f64 {
     let (mean_a, mean_b) = (mean_unchecked(a), mean_unchecked(b));
     let mut cross = 0.0;
@@ -65,9 +76,12 @@ fn pearson_like_numpy(a: &[f64], b: &[f64]) -> f64 {
         square_a += du * du;
         square_b += dv * dv;
     }
-    let scale = (a.len() - 1) as f64;
-    let covariance = cross / scale;
-    let (sd_a, sd_b) = ((square_a / scale).sqrt(), (square_b / scale).sqrt());
+    let reciprocal = 1.0 / (a.len() - 1) as f64;
+    let covariance = cross * reciprocal;
+    let (sd_a, sd_b) = (
+        (square_a * reciprocal).sqrt(),
+        (square_b * reciprocal).sqrt(),
+    );
     (covariance / sd_b / sd_a).clamp(-1.0, 1.0)
 }
 

@@ -11,6 +11,13 @@ use statrs::distribution::{ContinuousCDF, StudentsT};
 use statrs::function::erf;
 use std::f64::consts::SQRT_2;
 
+/// `p` clamped to [0, 1], NaN kept: the last step of every p-value this crate returns, so
+/// that rounding (a sum of probabilities slightly above 1, a difference slightly below 0) never
+/// leaves the unit interval. (`f64::clamp` propagates NaN, which is what scipy's NaN cases need.)
+pub(crate) fn probability(p: f64) -> f64 {
+    p.clamp(0.0, 1.0)
+}
+
 /// Standard normal CDF Φ(x) (scipy.special.ndtr). NaN in, NaN out.
 pub(crate) fn normal_cdf(x: f64) -> f64 {
     if x.is_nan() {
@@ -54,6 +61,14 @@ mod tests {
         assert!(normal_ppf(f64::NAN).is_nan());
         // scipy.special.ndtri(0.975) = 1.959963984540054
         assert!((normal_ppf(0.975) - 1.959963984540054).abs() < 1e-15);
+    }
+
+    #[test]
+    fn probabilities_stay_in_the_unit_interval() {
+        assert_eq!(probability(-4.440892098500626e-16), 0.0);
+        assert_eq!(probability(1.0000000000000002), 1.0);
+        assert_eq!(probability(0.25), 0.25);
+        assert!(probability(f64::NAN).is_nan());
     }
 
     #[test]

@@ -7,14 +7,20 @@
 //! | --- | --- | --- |
 //! | all | `load`, `kind` (the evaluator reports something to score) | DESIGN §2 |
 //! | requirement | `instruction-length` (40–250 words), `leak-scan`, `starter` fails every requirement, `gold` passes every requirement, `literal` fails at least as many as are unstated, `mutant:<id>` reproduces its requirement's failure, `observations` cover every reported failure mode and detail placeholder | seed 000 App. E.2 / E.3 |
+//! | requirement, `--strict` only | `instruction-full` and `user` present, `shape` (warn unless 5 requirements with at most 2 stated); a missing `literal` or `mutant:<id>` fails instead of warning, and each mutant must fail its requirement with a failure mode observations.toml registers for it | seed 000 App. E.2, §4.3 |
 //! | test | `starter` fails some test (warn otherwise), `gold` passes every test | seed 001 |
 //! | delivery | `information`, `clarifications` (each target answered, with a trigger), `starter` does not attain the reference, `gold` is valid and attains it | seed 002 §3 |
 //! | reward | `starter`, `gold` reaches reward 1 | DESIGN §2 |
-//! | any with residual states | `residual:<id>`: the patch applies, the verifier fails with a valid verdict, and its failing tests equal `meta.toml`'s `failing_tests` | seed 001 §3 |
+//! | any with residual states | `residual:<id>`: the patch applies, the verifier fails with a valid verdict, and its failing tests equal `meta.toml`'s `failing_tests`; `residual:<id>:declared-complete`: `declared_complete = true`; `residual:<id>:left-out`: `left_out` equals the gold's changed files minus those the patch touches ([`crate::residual`]), shown when absent | seed 001 §3.2, App. B, D.2 |
 //!
 //! Each row is [`Verdict::Pass`], [`Verdict::Fail`], [`Verdict::Warn`] (worth a look, not
 //! blocking) or [`Verdict::Skip`] (could not be checked because an earlier check failed or the
 //! package has nothing to check). A package passes when no row fails.
+//!
+//! [`CheckOptions::strict`] (`specgap check --strict`) holds a requirement-scored package to
+//! everything the paper's construction produces (seed 000 App. E.2): the full instruction, the
+//! simulated owner, the literal reference, one mutant per requirement failing with a registered
+//! failure mode. Without it, the rows and verdicts are exactly those above.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -29,13 +35,31 @@ use crate::discover::discover_dirs;
 use crate::error::LoadError;
 use crate::judge::{EvaluateError, Judge, Outcome, Submission, judge_outcome};
 use crate::leak::{self, Leak};
-use crate::package::TaskPackage;
+use crate::package::{ResidualState, TaskPackage};
+use crate::residual::left_out_files;
 
 /// Shortest and longest partial instruction, in words (seed 000 Appendix E.2).
 pub const INSTRUCTION_WORDS: (usize, usize) = (40, 250);
 
-/// Version of the `--json` shape ([`CheckSummary`]).
-pub const CHECK_JSON_VERSION: u32 = 1;
+/// Version of the `--json` shape ([`CheckSummary`]). 2 added `strict`.
+pub const CHECK_JSON_VERSION: u32 = 2;
+
+/// Requirements of a task in the paper's shape (seed 000 §4.3: five true requirements).
+pub const PAPER_REQUIREMENTS: usize = 5;
+
+/// Most requirements the paper's partial instructions state (seed 000 §4.3, Table 3: never
+/// more than two).
+pub const PAPER_MAX_STATED: usize = 2;
+
+/// How demanding `check` is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CheckOptions {
+    /// `--strict`: a requirement-scored package must have everything seed 000's construction
+    /// demands (App. E.2) — `instruction.full.md`, `user.toml`, the literal reference, one
+    /// mutant per requirement failing with a failure mode registered for it — and a `shape`
+    /// row warns when it departs from the paper's 5 requirements with at most 2 stated.
+    pub strict: bool,
+}
 
 /// The result of one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -116,7 +140,7 @@ impl TaskReport {
 }
 
 /// The `--json` output of `specgap check` (stable shape, [`CHECK_JSON_VERSION`]):
-/// `{"version": 1, "passed": bool, "tasks": [TaskReport...]}` where each task is
+/// `{"version": 2, "strict": bool, "passed": bool, "tasks": [TaskReport...]}` where each task is
 /// `{"task": name|null, "root": path, "kind": "requirement"|"test"|"delivery"|"reward"|null,
 /// "hash": hex|null, "passed": bool, "checks": [{"check", "result": "pass"|"fail"|"warn"|"skip",
 /// "reason"}]}`.
@@ -124,6 +148,8 @@ impl TaskReport {
 pub struct CheckSummary {
     /// [`CHECK_JSON_VERSION`].
     pub version: u32,
+    /// Whether the checks ran under `--strict` ([`CheckOptions::strict`]).
+    pub strict: bool,
     /// Whether every task passed.
     pub passed: bool,
     /// One report per package, sorted by task name (unloadable packages by path, first).
@@ -131,10 +157,11 @@ pub struct CheckSummary {
 }
 
 impl CheckSummary {
-    /// Wraps reports.
-    pub fn new(tasks: Vec<TaskReport>) -> Self {
+    /// Wraps reports made with `options`.
+    pub fn new(tasks: Vec<TaskReport>, options: &CheckOptions) -> Self {
         CheckSummary {
             version: CHECK_JSON_VERSION,
+            strict: options.strict,
             passed: tasks.iter().all(|t| t.passed),
             tasks,
         }
@@ -153,6 +180,19 @@ pub fn check_paths<P: AsRef<Path>>(
     judge: &dyn Judge,
     jobs: usize,
 ) -> Result<Vec<TaskReport>, LoadError> {
+    check_paths_with(paths, judge, jobs, &CheckOptions::default())
+}
+
+/// [`check_paths`] with `options` (for `--strict`).
+///
+/// # Errors
+/// As [`check_paths`].
+pub fn check_paths_with<P: AsRef<Path>>(
+    paths: &[P],
+    judge: &dyn Judge,
+    jobs: usize,
+    options: &CheckOptions,
+) -> Result<Vec<TaskReport>, LoadError> {
     let dirs = discover_dirs(paths)?;
     let next = AtomicUsize::new(0);
     let reports = Mutex::new(Vec::with_capacity(dirs.len()));
@@ -162,7 +202,7 @@ pub fn check_paths<P: AsRef<Path>>(
                 loop {
                     let index = next.fetch_add(1, Ordering::SeqCst);
                     let Some(dir) = dirs.get(index) else { break };
-                    let report = check_dir(dir, judge);
+                    let report = check_dir_with(dir, judge, options);
                     if let Ok(mut reports) = reports.lock() {
                         reports.push(report);
                     }
@@ -198,8 +238,13 @@ fn mark_duplicate_names(reports: &mut [TaskReport]) {
 
 /// Loads and checks one package directory.
 pub fn check_dir(root: &Path, judge: &dyn Judge) -> TaskReport {
+    check_dir_with(root, judge, &CheckOptions::default())
+}
+
+/// [`check_dir`] with `options` (for `--strict`).
+pub fn check_dir_with(root: &Path, judge: &dyn Judge, options: &CheckOptions) -> TaskReport {
     match crate::load(root) {
-        Ok(package) => check_package(&package, judge),
+        Ok(package) => check_package_with(&package, judge, options),
         Err(err) => TaskReport {
             task: None,
             root: root.to_path_buf(),
@@ -213,9 +258,19 @@ pub fn check_dir(root: &Path, judge: &dyn Judge) -> TaskReport {
 
 /// Checks a loaded package (the `load` row passes).
 pub fn check_package(package: &TaskPackage, judge: &dyn Judge) -> TaskReport {
+    check_package_with(package, judge, &CheckOptions::default())
+}
+
+/// [`check_package`] with `options` (for `--strict`).
+pub fn check_package_with(
+    package: &TaskPackage,
+    judge: &dyn Judge,
+    options: &CheckOptions,
+) -> TaskReport {
     let mut checker = Checker {
         package,
         judge,
+        strict: options.strict,
         rows: Vec::new(),
         seen: Vec::new(),
     };
@@ -241,6 +296,8 @@ struct Seen {
 struct Checker<'a> {
     package: &'a TaskPackage,
     judge: &'a dyn Judge,
+    /// [`CheckOptions::strict`].
+    strict: bool,
     rows: Vec<CheckRow>,
     seen: Vec<Seen>,
 }
@@ -357,6 +414,11 @@ impl Checker<'_> {
         let package = self.package;
         self.instruction_length_row();
         self.leak_scan_row();
+        if self.strict {
+            self.instruction_full_row();
+            self.user_row();
+            self.shape_row();
+        }
         let total = package.requirements().len();
         match starter {
             Err(err) => self.push("starter", Verdict::Fail, describe_error(Some(err))),
@@ -446,14 +508,106 @@ impl Checker<'_> {
         }
     }
 
+    /// `--strict`: the Full control's opening instruction exists and says something.
+    fn instruction_full_row(&mut self) {
+        match self.package.instruction_full() {
+            None => self.push(
+                "instruction-full",
+                Verdict::Fail,
+                "no instruction.full.md; --strict needs the complete specification the full condition opens with (seed 000 App. E.2)",
+            ),
+            Some(text) if leak::instruction_words(text) == 0 => self.push(
+                "instruction-full",
+                Verdict::Fail,
+                "instruction.full.md is empty; --strict needs the complete specification the full condition opens with",
+            ),
+            Some(text) => {
+                let words = leak::instruction_words(text);
+                self.push(
+                    "instruction-full",
+                    Verdict::Pass,
+                    format!("instruction.full.md present ({words} words)"),
+                );
+            }
+        }
+    }
+
+    /// `--strict`: the simulated owner exists, with every field it speaks from filled in.
+    fn user_row(&mut self) {
+        let Some(user) = self.package.user() else {
+            self.push(
+                "user",
+                Verdict::Fail,
+                "no user.toml; --strict needs the simulated owner's persona, understanding and editable surface (seed 000 App. E.1, F.4)",
+            );
+            return;
+        };
+        let empty: Vec<&str> = [
+            ("persona", &user.persona),
+            ("understanding", &user.understanding),
+            ("editable_surface", &user.editable_surface),
+        ]
+        .into_iter()
+        .filter(|(_, text)| text.trim().is_empty())
+        .map(|(key, _)| key)
+        .collect();
+        if empty.is_empty() {
+            self.push(
+                "user",
+                Verdict::Pass,
+                "user.toml present (persona, understanding, editable surface)",
+            );
+        } else {
+            self.push(
+                "user",
+                Verdict::Fail,
+                format!(
+                    "user.toml has an empty {}; the simulated owner speaks from each",
+                    empty.join(", ")
+                ),
+            );
+        }
+    }
+
+    /// `--strict`: warns when the task departs from the paper's shape (seed 000 §4.3).
+    fn shape_row(&mut self) {
+        let total = self.package.requirements().len();
+        let stated = self
+            .package
+            .requirements()
+            .iter()
+            .filter(|r| r.stated)
+            .count();
+        let shape = format!("{total} requirements, {stated} stated");
+        if total == PAPER_REQUIREMENTS && stated <= PAPER_MAX_STATED {
+            self.push("shape", Verdict::Pass, format!("{shape}, as in the paper"));
+        } else {
+            self.push(
+                "shape",
+                Verdict::Warn,
+                format!(
+                    "{shape}; the paper's tasks have {PAPER_REQUIREMENTS} requirements with at most {PAPER_MAX_STATED} stated"
+                ),
+            );
+        }
+    }
+
     fn literal_row(&mut self) {
         let package = self.package;
         let Some(overlay) = package.solutions.literal.as_ref() else {
-            self.push(
-                "literal",
-                Verdict::Warn,
-                "no solutions/literal/; the instruction-following baseline is not calibrated",
-            );
+            if self.strict {
+                self.push(
+                    "literal",
+                    Verdict::Fail,
+                    "no solutions/literal/; --strict needs the literal reference, the instruction-following baseline (seed 000 App. E.2)",
+                );
+            } else {
+                self.push(
+                    "literal",
+                    Verdict::Warn,
+                    "no solutions/literal/; the instruction-following baseline is not calibrated",
+                );
+            }
             return;
         };
         let unstated = package.requirements().iter().filter(|r| !r.stated).count();
@@ -484,11 +638,21 @@ impl Checker<'_> {
         for id in package.requirement_ids() {
             let check = format!("mutant:{id}");
             let Some(overlay) = package.solutions.mutants.get(id) else {
-                self.push(
-                    check,
-                    Verdict::Warn,
-                    format!("no solutions/mutants/{id}/; its failure is not shown reproducible"),
-                );
+                if self.strict {
+                    self.push(
+                        check,
+                        Verdict::Fail,
+                        format!("no solutions/mutants/{id}/; --strict needs one mutant per requirement (seed 000 App. E.2)"),
+                    );
+                } else {
+                    self.push(
+                        check,
+                        Verdict::Warn,
+                        format!(
+                            "no solutions/mutants/{id}/; its failure is not shown reproducible"
+                        ),
+                    );
+                }
                 continue;
             };
             match self.evaluate(Submission::Overlay(&check, overlay)) {
@@ -502,6 +666,8 @@ impl Checker<'_> {
                             Verdict::Fail,
                             format!("passes {id}; expected the mutant to reproduce its failure"),
                         );
+                    } else if let Some(problem) = self.strict_mode_problem(&outcome, id) {
+                        self.push(check, Verdict::Fail, problem);
                     } else if others.is_empty() {
                         let own = self.with_modes(&outcome, &[id.as_str()]);
                         self.push(check, Verdict::Pass, format!("fails {own} only"));
@@ -515,6 +681,42 @@ impl Checker<'_> {
                     }
                 }
             }
+        }
+    }
+
+    /// `--strict`: why the mutant of `id` does not fail with a failure mode observations.toml
+    /// registers for `id` (the failure its observation names), or `None` when it does or the
+    /// check is not strict.
+    fn strict_mode_problem(&self, outcome: &Outcome, id: &str) -> Option<String> {
+        if !self.strict {
+            return None;
+        }
+        let registered: Vec<&str> = self
+            .package
+            .observations()
+            .iter()
+            .filter(|o| o.requirement == id)
+            .map(|o| o.failure_mode.as_str())
+            .collect();
+        let registered_list = if registered.is_empty() {
+            "none registered".to_owned()
+        } else {
+            format!("registered: {}", registered.join(", "))
+        };
+        let reported = outcome
+            .result
+            .requirements
+            .as_ref()
+            .and_then(|m| m.get(id))
+            .and_then(|o| o.failure_mode.as_deref());
+        match reported {
+            None => Some(format!(
+                "fails {id} with no failure mode (null); --strict needs the failure mode its observation names ({registered_list})"
+            )),
+            Some(mode) if !registered.contains(&mode) => Some(format!(
+                "fails {id} with failure mode `{mode}`, which observations.toml does not register for {id} ({registered_list})"
+            )),
+            Some(_) => None,
         }
     }
 
@@ -775,52 +977,143 @@ impl Checker<'_> {
     fn residual_checks(&mut self) {
         let package = self.package;
         for state in package.residual_states().values() {
-            let check = format!("residual:{}", state.id);
-            let outcome = match self.evaluate(Submission::Residual(state)) {
-                Err(err) => {
-                    self.push(check, Verdict::Fail, describe_error(Some(&err)));
-                    continue;
-                }
-                Ok(outcome) => outcome,
-            };
-            if outcome.success() {
-                self.push(
-                    check,
-                    Verdict::Fail,
-                    "the verifier passes on this state; expected it to fail",
-                );
-                continue;
-            }
-            let failing: BTreeSet<&str> = if outcome.result.tests.is_some() {
-                outcome.failing_tests().into_iter().collect()
-            } else {
-                outcome.failing_requirements(package).into_iter().collect()
-            };
-            let listed: BTreeSet<&str> = state
-                .meta
-                .failing_tests
-                .iter()
-                .map(String::as_str)
-                .collect();
-            if failing == listed {
-                let shown: Vec<&str> = failing.into_iter().collect();
-                self.push(
-                    check,
-                    Verdict::Pass,
-                    format!("applies; fails {} as meta.toml lists", shown.join(", ")),
-                );
-            } else {
-                let missing: Vec<&str> = listed.difference(&failing).copied().collect();
-                let extra: Vec<&str> = failing.difference(&listed).copied().collect();
-                let reason = format!(
-                    "failing tests differ from meta.toml's failing_tests: listed but passing: {}; failing but not listed: {}",
-                    list_or_none(&missing),
-                    list_or_none(&extra)
-                );
-                self.push(check, Verdict::Fail, reason);
-            }
+            self.residual_verifier_row(state);
+            self.declared_complete_row(state);
+            self.left_out_row(state);
         }
     }
+
+    /// `residual:<id>:declared-complete`: a residual state is what a predecessor submitted as
+    /// complete (seed 001 §3.2, App. B stage II keeps only agent-declared submissions).
+    fn declared_complete_row(&mut self, state: &ResidualState) {
+        let check = format!("residual:{}:declared-complete", state.id);
+        if state.meta.declared_complete {
+            self.push(
+                check,
+                Verdict::Pass,
+                "meta.toml declares the state complete (the predecessor submitted it as done)",
+            );
+        } else {
+            self.push(
+                check,
+                Verdict::Fail,
+                "meta.toml has declared_complete = false; a residual state is a predecessor's state submitted as complete (seed 001 §3.2)",
+            );
+        }
+    }
+
+    /// `residual:<id>:left-out`: `meta.toml`'s `left_out` equals the files the gold changes and
+    /// the patch does not touch ([`left_out_files`]); when absent, the computed list is shown.
+    fn left_out_row(&mut self, state: &ResidualState) {
+        let check = format!("residual:{}:left-out", state.id);
+        let computed = match left_out_files(self.package, state) {
+            Err(err) => {
+                self.push(check, Verdict::Fail, err.to_string());
+                return;
+            }
+            Ok(None) => {
+                self.push(
+                    check,
+                    Verdict::Skip,
+                    "no solutions/gold/ to compute the left-out files from",
+                );
+                return;
+            }
+            Ok(Some(computed)) => computed,
+        };
+        let shown: Vec<&str> = computed.iter().map(String::as_str).collect();
+        let Some(listed) = state.meta.left_out.as_ref() else {
+            self.push(
+                check,
+                Verdict::Pass,
+                format!(
+                    "not in meta.toml; computed: {} (files the gold changes that state.patch does not touch)",
+                    list_or_none(&shown)
+                ),
+            );
+            return;
+        };
+        let listed: BTreeSet<String> = listed.iter().map(|p| normalize_listed(p)).collect();
+        if listed == computed {
+            self.push(
+                check,
+                Verdict::Pass,
+                format!(
+                    "lists {}, the files the gold changes that state.patch does not touch",
+                    list_or_none(&shown)
+                ),
+            );
+        } else {
+            let extra: Vec<&str> = listed.difference(&computed).map(String::as_str).collect();
+            let missing: Vec<&str> = computed.difference(&listed).map(String::as_str).collect();
+            self.push(
+                check,
+                Verdict::Fail,
+                format!(
+                    "left_out differs from the files the gold changes that state.patch does not touch ({}): listed but not left out: {}; left out but not listed: {}",
+                    list_or_none(&shown),
+                    list_or_none(&extra),
+                    list_or_none(&missing)
+                ),
+            );
+        }
+    }
+
+    /// `residual:<id>`: the patch applies, the verifier fails with a valid verdict, and the
+    /// failing tests are `meta.toml`'s.
+    fn residual_verifier_row(&mut self, state: &ResidualState) {
+        let package = self.package;
+        let check = format!("residual:{}", state.id);
+        let outcome = match self.evaluate(Submission::Residual(state)) {
+            Err(err) => {
+                self.push(check, Verdict::Fail, describe_error(Some(&err)));
+                return;
+            }
+            Ok(outcome) => outcome,
+        };
+        if outcome.success() {
+            self.push(
+                check,
+                Verdict::Fail,
+                "the verifier passes on this state; expected it to fail",
+            );
+            return;
+        }
+        let failing: BTreeSet<&str> = if outcome.result.tests.is_some() {
+            outcome.failing_tests().into_iter().collect()
+        } else {
+            outcome.failing_requirements(package).into_iter().collect()
+        };
+        let listed: BTreeSet<&str> = state
+            .meta
+            .failing_tests
+            .iter()
+            .map(String::as_str)
+            .collect();
+        if failing == listed {
+            let shown: Vec<&str> = failing.into_iter().collect();
+            self.push(
+                check,
+                Verdict::Pass,
+                format!("applies; fails {} as meta.toml lists", shown.join(", ")),
+            );
+        } else {
+            let missing: Vec<&str> = listed.difference(&failing).copied().collect();
+            let extra: Vec<&str> = failing.difference(&listed).copied().collect();
+            let reason = format!(
+                "failing tests differ from meta.toml's failing_tests: listed but passing: {}; failing but not listed: {}",
+                list_or_none(&missing),
+                list_or_none(&extra)
+            );
+            self.push(check, Verdict::Fail, reason);
+        }
+    }
+}
+
+/// A `left_out` entry as [`left_out_files`] writes paths: `/` separators, no leading `./`.
+fn normalize_listed(path: &str) -> String {
+    let path = path.replace('\\', "/");
+    path.trim_start_matches("./").to_owned()
 }
 
 fn list_or_none(items: &[&str]) -> String {

@@ -16,7 +16,8 @@
 //!   evaluates any directory as a submission (`specgap eval`).
 //! * Both judge submissions through the [`Judge`] trait; [`SandboxJudge`] materializes the
 //!   starter, an overlay or a residual state with `specgap-sandbox` and runs the real evaluator
-//!   under bubblewrap. [`leak`] is the leak scan; [`matching`] the shared question-matching rule.
+//!   under bubblewrap. [`leak`] is the leak scan; [`matching`] the shared question-matching rule;
+//!   [`residual`] the left-out files of a residual state (shared by `check` and the report).
 //!
 //! ```no_run
 //! let package = specgap_task::load("examples/tasks/payment-retry")?;
@@ -39,6 +40,7 @@ pub mod leak;
 mod load;
 pub mod matching;
 mod package;
+pub mod residual;
 mod sandbox_judge;
 mod tree;
 

@@ -2,6 +2,7 @@
 //! packages: the task crate's `tests/fixtures` and this crate's `tests/fixtures`.
 
 mod chat;
+mod check;
 mod containment;
 mod determinism;
 mod examples;

@@ -1,5 +1,7 @@
-//! pass@k and pass^k by hand-computed cases (no reference library implements pass^k).
+//! pass@k and pass^k by hand-computed cases, against Chen et al.'s numpy estimator (no
+//! reference library implements pass^k) and against exact rationals from the fixture.
 
+use crate::fixture::{cases, num};
 use specgap_stats::{StatsError, pass_at_k, pass_hat_k};
 
 fn assert_near(actual: f64, expected: f64) {
@@ -80,4 +82,84 @@ fn impossible_counts_are_typed_errors() {
             ..
         })
     ));
+}
+
+fn counts(case: &serde_json::Value) -> (u64, u64, u64) {
+    let args = &case["exact"]["origin"]["arguments"];
+    let get = |key: &str| {
+        args[key]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{key} in {case}"))
+    };
+    (get("n"), get("c"), get("k"))
+}
+
+/// Relative distance, absolute when the expected value is 0.
+fn relative(actual: f64, expected: f64) -> f64 {
+    if expected == 0.0 {
+        actual.abs()
+    } else {
+        ((actual - expected) / expected).abs()
+    }
+}
+
+#[test]
+fn pass_k_match_chen_and_the_exact_ratios() {
+    // The fixture: Chen et al.'s numpy estimator (numpy 2.3.5) and the exact rationals
+    // (Python fractions with math.comb), for n ≤ 12 (every c and k) and n = 50, 200.
+    let all = cases("pass_k");
+    assert_eq!(all.len(), 812);
+    for case in all {
+        let (n, c, k) = counts(case);
+        let context = format!("n={n} c={c} k={k}");
+        let at_k = pass_at_k(n, c, k).unwrap();
+        let hat_k = pass_hat_k(n, c, k).unwrap();
+        let exact_at = num(&case["exact"]["pass_at_k"]);
+        let exact_hat = num(&case["exact"]["pass_hat_k"]);
+        assert!(
+            relative(at_k, exact_at) <= 1e-14,
+            "{context}: {at_k} vs {exact_at}"
+        );
+        assert!(
+            relative(hat_k, exact_hat) <= 1e-13,
+            "{context}: {hat_k} vs {exact_hat}"
+        );
+        // Chen's form subtracts from 1, so small values carry its absolute rounding.
+        let chen = num(&case["result"]["pass_at_k"]);
+        assert!(
+            (at_k - chen).abs() <= 1e-12 * chen + 1e-15,
+            "{context}: {at_k} vs Chen {chen}"
+        );
+    }
+}
+
+#[test]
+fn pass_at_k_is_linear_in_k() {
+    // c = 10¹⁵ − 1000 successes: a loop over c (Chen's reference code, and ours before) never
+    // ends; the product over k = 10 draws is the same ratio. Exact values from Python fractions
+    // (the fixture's pass_k_large section).
+    let large = cases("pass_k_large");
+    assert_eq!(large.len(), 5);
+    for case in large {
+        let (n, c, k) = counts(case);
+        let context = format!("n={n} c={c} k={k}");
+        let at_k = pass_at_k(n, c, k).unwrap();
+        let hat_k = pass_hat_k(n, c, k).unwrap();
+        let exact_at = num(&case["exact"]["pass_at_k"]);
+        let exact_hat = num(&case["exact"]["pass_hat_k"]);
+        assert!(
+            relative(at_k, exact_at) <= 1e-14,
+            "{context}: {at_k} vs {exact_at}"
+        );
+        assert!(
+            relative(hat_k, exact_hat) <= 1e-14,
+            "{context}: {hat_k} vs {exact_hat}"
+        );
+    }
+    let n = 1_000_000_000_000_000u64;
+    assert_eq!(pass_at_k(n, n - 1000, 10).unwrap(), 1.0);
+    // pass@1 is c/n: 1e-15 to the last bits (1 − (1 − 1e-15) would give 1.1102230246251565e-15).
+    assert!(relative(pass_at_k(n, 1, 1).unwrap(), 1e-15) <= 1e-15);
+    // pass^k with k beyond the failures: the product over the n − c = 2 failures.
+    assert!(relative(pass_hat_k(n, n - 2, n / 2).unwrap(), 0.25) <= 1e-15);
 }

@@ -4,7 +4,7 @@
 use std::sync::OnceLock;
 
 use specgap_task::SandboxJudge;
-use specgap_task::check::{CheckRow, TaskReport, Verdict, check_dir, check_paths};
+use specgap_task::check::{CheckOptions, CheckRow, TaskReport, Verdict, check_dir, check_paths};
 
 use crate::support::{Copy, fixture};
 
@@ -94,6 +94,16 @@ fn test_basic_passes_every_check() {
                 "residual:half-done",
                 "pass",
                 "applies; fails line_count_trailing, top_words_ties as meta.toml lists"
+            ),
+            (
+                "residual:half-done:declared-complete",
+                "pass",
+                "meta.toml declares the state complete (the predecessor submitted it as done)"
+            ),
+            (
+                "residual:half-done:left-out",
+                "pass",
+                "lists none, the files the gold changes that state.patch does not touch"
             ),
         ]
     );
@@ -350,6 +360,80 @@ fn residual_meta_listing_other_tests_fails() {
 }
 
 #[test]
+fn residual_meta_not_declared_complete_fails() {
+    let copy = Copy::of("test-basic");
+    copy.replace(
+        "residual/half-done/meta.toml",
+        "declared_complete = true",
+        "declared_complete = false",
+    );
+    let report = check_copy(&copy);
+    let failing: Vec<(&str, &str)> = report
+        .checks
+        .iter()
+        .filter(|r| r.result == Verdict::Fail)
+        .map(|r| (r.check.as_str(), r.reason.as_str()))
+        .collect();
+    assert_eq!(
+        failing,
+        [(
+            "residual:half-done:declared-complete",
+            "meta.toml has declared_complete = false; a residual state is a predecessor's state submitted as complete (seed 001 §3.2)"
+        )]
+    );
+    assert!(!report.passed);
+}
+
+#[test]
+fn residual_meta_with_wrong_left_out_fails() {
+    // The gold changes textstats/core.py, which the state's patch also touches (together with
+    // NOTES.txt): nothing is left out, so listing core.py or README.md is wrong.
+    let copy = Copy::of("test-basic");
+    copy.replace(
+        "residual/half-done/meta.toml",
+        "left_out = []",
+        r#"left_out = ["textstats/core.py", "README.md"]"#,
+    );
+    let report = check_copy(&copy);
+    let left_out = row(&report, "residual:half-done:left-out");
+    assert_eq!(left_out.result, Verdict::Fail);
+    assert_eq!(
+        left_out.reason,
+        "left_out differs from the files the gold changes that state.patch does not touch (none): listed but not left out: README.md, textstats/core.py; left out but not listed: none"
+    );
+    assert!(!report.passed);
+}
+
+#[test]
+fn residual_left_out_is_computed_and_shown_when_absent() {
+    // interval-tree's root-refresh state never touches ivtree/node.py, which the gold changes;
+    // its meta.toml lists it. Without the list, check computes and shows the same file.
+    let copy = Copy::of_example("interval-tree");
+    copy.replace(
+        "residual/root-refresh/meta.toml",
+        "left_out = [\"ivtree/node.py\"]\n",
+        "",
+    );
+    let report = check_copy(&copy);
+    assert!(report.passed, "{:#?}", report.checks);
+    assert_eq!(
+        row(&report, "residual:root-refresh:left-out").reason,
+        "not in meta.toml; computed: ivtree/node.py (files the gold changes that state.patch does not touch)"
+    );
+    // A list naming a file the state did touch is caught, with the computed files shown.
+    copy.replace(
+        "residual/trim-only/meta.toml",
+        "failing_tests =",
+        "left_out = [\"ivtree/tree.py\"]\nfailing_tests =",
+    );
+    let report = check_copy(&copy);
+    assert_eq!(
+        row(&report, "residual:trim-only:left-out").reason,
+        "left_out differs from the files the gold changes that state.patch does not touch (none): listed but not left out: ivtree/tree.py; left out but not listed: none"
+    );
+}
+
+#[test]
 fn residual_patch_that_does_not_apply_fails() {
     let copy = Copy::of("test-basic");
     copy.replace(
@@ -500,9 +584,18 @@ fn duplicate_names_and_broken_packages_are_reported_per_package() {
 #[test]
 fn json_summary_has_the_documented_shape() {
     let report = check_dir(&fixture("delivery-basic"), judge());
-    let summary = specgap_task::check::CheckSummary::new(vec![report]);
+    let summary = specgap_task::check::CheckSummary::new(vec![report], &CheckOptions::default());
     let json = serde_json::to_value(&summary).unwrap();
-    assert_eq!(json["version"], 1);
+    let mut top: Vec<&str> = json
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    top.sort_unstable();
+    assert_eq!(top, ["passed", "strict", "tasks", "version"]);
+    assert_eq!(json["version"], 2);
+    assert_eq!(json["strict"], false);
     assert_eq!(json["passed"], true);
     let task = &json["tasks"][0];
     let mut keys: Vec<&str> = task

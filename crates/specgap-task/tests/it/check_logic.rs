@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use specgap_protocol::result::EvalResult;
-use specgap_task::check::{CheckRow, Verdict, check_package};
+use specgap_task::check::{CheckOptions, CheckRow, Verdict, check_package, check_package_with};
 use specgap_task::{EvaluateError, Judge, Judged, Submission, TaskPackage};
 
 use crate::support::{Copy, fixture};
@@ -288,4 +288,122 @@ fn missing_solutions_fail_gold_and_warn_for_literal_and_mutants() {
         ]
     );
     assert!(!report.passed);
+}
+
+#[test]
+fn strict_fails_a_mutant_reporting_no_failure_mode() {
+    // mutant:fee-cap fails its requirement with `failure_mode` null; the other mutants fail
+    // theirs with registered modes. Without --strict that mutant passes (today's rule); with it
+    // the row fails, naming the modes observations.toml registers for fee-cap.
+    let package = specgap_task::load(fixture("req-basic")).unwrap();
+    let literal = r#"{"version":1,"requirements":{"disputed-exempt":{"pass":false,"failure_mode":"disputed-charged","measured":{"invoice":"I-1","fee":"6.00"}},"fee-cap":{"pass":false,"failure_mode":"fee-over-cap","measured":{"invoice":"I-2","principal":"10.00","fee":"9.00"}},"monthly-rate":{"pass":true}}}"#;
+    let null_mode = r#"{"version":1,"requirements":{"disputed-exempt":{"pass":true},"fee-cap":{"pass":false},"monthly-rate":{"pass":true}}}"#;
+    let disputed = one_failing(
+        "disputed-exempt",
+        "disputed-charged",
+        r#"{"invoice":"I-1","fee":"6.00"}"#,
+    );
+    let monthly = one_failing(
+        "monthly-rate",
+        "fee-miscounted",
+        r#"{"invoice":"I-3","days_late":"40","fee":"2.00"}"#,
+    );
+    let judge = FakeJudge::new(&[
+        ("starter", REQ_ALL_FAIL),
+        ("gold", REQ_ALL_PASS),
+        ("literal", literal),
+        ("mutant:disputed-exempt", &disputed),
+        ("mutant:fee-cap", null_mode),
+        ("mutant:monthly-rate", &monthly),
+    ]);
+    let lenient = check_package(&package, &judge);
+    assert_eq!(row(&lenient.checks, "mutant:fee-cap").result, Verdict::Pass);
+    assert_eq!(
+        row(&lenient.checks, "mutant:fee-cap").reason,
+        "fails fee-cap (-) only"
+    );
+    let strict = check_package_with(&package, &judge, &CheckOptions { strict: true });
+    let mutant = row(&strict.checks, "mutant:fee-cap");
+    assert_eq!(mutant.result, Verdict::Fail);
+    assert_eq!(
+        mutant.reason,
+        "fails fee-cap with no failure mode (null); --strict needs the failure mode its observation names (registered: fee-over-cap)"
+    );
+    assert_eq!(
+        row(&strict.checks, "mutant:monthly-rate").result,
+        Verdict::Pass
+    );
+    assert!(!strict.passed);
+}
+
+#[test]
+fn strict_warns_when_a_task_departs_from_the_papers_shape() {
+    // req-basic has 3 requirements, 1 stated: a warning, not a failure.
+    let package = specgap_task::load(fixture("req-basic")).unwrap();
+    let report = check_package_with(
+        &package,
+        &FakeJudge::new(&[]),
+        &CheckOptions { strict: true },
+    );
+    let shape = row(&report.checks, "shape");
+    assert_eq!(shape.result, Verdict::Warn);
+    assert_eq!(
+        shape.reason,
+        "3 requirements, 1 stated; the paper's tasks have 5 requirements with at most 2 stated"
+    );
+    let order: Vec<&str> = report
+        .checks
+        .iter()
+        .take(8)
+        .map(|r| r.check.as_str())
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "load",
+            "kind",
+            "instruction-length",
+            "leak-scan",
+            "instruction-full",
+            "user",
+            "shape",
+            "starter"
+        ]
+    );
+    // Three stated of five is also outside the shape.
+    let copy = Copy::of("req-basic");
+    let text = copy.read("requirements.toml");
+    copy.write(
+        "requirements.toml",
+        &text.replace("stated = false", "stated = true"),
+    );
+    let package = specgap_task::load(&copy.root).unwrap();
+    let report = check_package_with(
+        &package,
+        &FakeJudge::new(&[]),
+        &CheckOptions { strict: true },
+    );
+    assert_eq!(
+        row(&report.checks, "shape").reason,
+        "3 requirements, 3 stated; the paper's tasks have 5 requirements with at most 2 stated"
+    );
+}
+
+#[test]
+fn strict_adds_nothing_to_other_scoring_kinds() {
+    let package = specgap_task::load(fixture("test-basic")).unwrap();
+    let starter = r#"{"version":1,"tests":{"a":"fail"}}"#;
+    let gold = r#"{"version":1,"tests":{"a":"pass"}}"#;
+    let judge = FakeJudge::new(&[("starter", starter), ("gold", gold)]);
+    let lenient: Vec<String> = check_package(&package, &judge)
+        .checks
+        .iter()
+        .map(|r| r.check.clone())
+        .collect();
+    let strict: Vec<String> = check_package_with(&package, &judge, &CheckOptions { strict: true })
+        .checks
+        .iter()
+        .map(|r| r.check.clone())
+        .collect();
+    assert_eq!(lenient, strict);
 }
