@@ -1,6 +1,7 @@
 //! # specgap-task
 //!
-//! Loads, validates and checks format-1 task packages (DESIGN §2).
+//! Loads, validates and checks task packages of format 1 and 2 (DESIGN §2; [`format2`]'s
+//! guide lists what format 2 adds).
 //!
 //! * [`load`] reads one package directory into a [`TaskPackage`] and enforces every rule that
 //!   needs no evaluator run: the required files, unknown keys, unique requirement ids and
@@ -34,6 +35,7 @@ pub mod check;
 mod discover;
 mod error;
 pub mod eval;
+pub mod format2;
 mod judge;
 pub mod leak;
 mod load;
@@ -46,5 +48,5 @@ pub use discover::{discover, discover_dirs};
 pub use error::{LoadError, Location};
 pub use judge::{EvaluateError, Judge, Judged, Outcome, Submission};
 pub use load::{is_requirement_id, load};
-pub use package::{Overlay, ResidualState, Solutions, TaskPackage};
+pub use package::{DeliverySchema, Overlay, ResidualState, Solutions, TaskPackage};
 pub use sandbox_judge::{JudgeSetupError, SandboxJudge};

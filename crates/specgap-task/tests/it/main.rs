@@ -6,5 +6,6 @@ mod check_logic;
 mod discover;
 mod eval;
 mod examples;
+mod format2;
 mod load;
 mod support;
