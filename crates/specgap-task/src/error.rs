@@ -127,6 +127,16 @@ pub enum LoadError {
         found: &'static str,
     },
 
+    /// A file the loader reads (task.toml, instruction.md, a TOML file, `delete.txt`, the
+    /// delivery schema, ...) is not a regular file, nor a link to one.
+    #[error("{}: expected a regular file, found {found}", path.display())]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+        /// What was found ("a directory", "a fifo", ...).
+        found: &'static str,
+    },
+
     /// A residual state directory lacks `state.patch` or `meta.toml`.
     #[error("{}: missing {file}; a residual state needs state.patch and meta.toml", dir.display())]
     MissingResidualFile {

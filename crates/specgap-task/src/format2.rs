@@ -102,7 +102,7 @@ pub(crate) fn load_schema(root: &Path, rel: &str, at: Location) -> Result<Delive
             fs_err::metadata(&path)?;
         }
     }
-    let text = fs_err::read_to_string(&path)?;
+    let text = crate::load::read_text(&path)?;
     let schema: serde_json::Value = serde_json::from_str(&text).map_err(|err| LoadError::Invalid {
         at: Location { path: path.clone(), line_column: Some((err.line(), err.column().max(1))) },
         message: format!("not JSON, so not a JSON Schema: {}", without_position(&err)),

@@ -131,12 +131,26 @@ fn read_optional_text(path: &Path) -> Result<Option<String>, LoadError> {
     if !is_present(path)? {
         return Ok(None);
     }
-    Ok(Some(fs_err::read_to_string(path)?))
+    Ok(Some(read_text(path)?))
+}
+
+/// Reads a text file that must be a regular file (or a link to one). Anything else is
+/// refused before it is opened: opening a fifo would block the loader forever, and a device
+/// could be read without end. (Files are read before the tree walk rejects special files.)
+pub(crate) fn read_text(path: &Path) -> Result<String, LoadError> {
+    let meta = fs_err::metadata(path)?;
+    if !meta.is_file() {
+        return Err(LoadError::NotAFile {
+            path: path.to_path_buf(),
+            found: tree::kind_name(&meta.file_type()),
+        });
+    }
+    Ok(fs_err::read_to_string(path)?)
 }
 
 /// Reads and deserializes a TOML file, locating shape errors by line and column.
 fn read_toml<T: DeserializeOwned>(path: &Path) -> Result<(T, String), LoadError> {
-    let text = fs_err::read_to_string(path)?;
+    let text = read_text(path)?;
     let value = toml::from_str::<T>(&text).map_err(|err| LoadError::toml(path, &text, &err))?;
     Ok((value, text))
 }
@@ -596,7 +610,7 @@ fn load_overlay(dir: &Path) -> Result<Overlay, LoadError> {
     let delete_txt = dir.join("delete.txt");
     let mut delete = Vec::new();
     if is_present(&delete_txt)? {
-        let text = fs_err::read_to_string(&delete_txt)?;
+        let text = read_text(&delete_txt)?;
         for (index, line) in text.lines().enumerate() {
             let entry = line.trim();
             if entry.is_empty() || entry.starts_with('#') {
@@ -658,6 +672,13 @@ fn load_residual(root: &Path) -> Result<BTreeMap<String, ResidualState>, LoadErr
             return Err(LoadError::MissingResidualFile {
                 dir: path,
                 file: "state.patch",
+            });
+        }
+        let patch_meta = fs_err::metadata(&patch)?;
+        if !patch_meta.is_file() {
+            return Err(LoadError::NotAFile {
+                path: patch,
+                found: tree::kind_name(&patch_meta.file_type()),
             });
         }
         let meta_path = path.join("meta.toml");

@@ -64,6 +64,25 @@ pub(crate) fn walk(root: &Path) -> Result<Vec<Entry>, LoadError> {
     Ok(entries)
 }
 
+/// What a file type is, in words ("a directory", "a fifo", ...), for messages.
+pub(crate) fn kind_name(file_type: &std::fs::FileType) -> &'static str {
+    if file_type.is_dir() {
+        "a directory"
+    } else if file_type.is_symlink() {
+        "a symlink"
+    } else if file_type.is_file() {
+        "a regular file"
+    } else {
+        match special_kind(file_type) {
+            "fifo" => "a fifo",
+            "socket" => "a socket",
+            "block device" => "a block device",
+            "character device" => "a character device",
+            _ => "a special file",
+        }
+    }
+}
+
 fn special_kind(file_type: &std::fs::FileType) -> &'static str {
     if file_type.is_fifo() {
         "fifo"

@@ -534,6 +534,36 @@ fn in_tree_symlink_is_accepted() {
     assert!(specgap_task::load(&copy.root).is_ok());
 }
 
+/// Found by the loader's property test: a fifo where the loader reads a file (here
+/// instruction.md, read before the tree walk rejects special files) blocked `load` forever.
+#[test]
+fn a_fifo_where_a_file_is_read_is_refused_without_blocking() {
+    for file in ["task.toml", "instruction.md", "requirements.toml", "solutions/gold/delete.txt"] {
+        let copy = Copy::of("req-basic");
+        copy.remove(file);
+        let status = std::process::Command::new("mkfifo").arg(copy.path(file)).status().unwrap();
+        assert!(status.success());
+        let expected = if file == "task.toml" || file == "instruction.md" {
+            format!("{}: expected a regular file, found a fifo", copy.path(file).display())
+        } else {
+            // Files read after the walk meet its rule first.
+            format!("{}: is a fifo; a package may hold only regular files, directories and symlinks", copy.path(file).display())
+        };
+        assert_eq!(copy.load_error(), expected, "{file}");
+    }
+    let copy = Copy::of("req-basic");
+    copy.remove("instruction.md");
+    fs_err::create_dir(copy.path("instruction.md")).unwrap();
+    assert_eq!(copy.load_error(), format!("{}: expected a regular file, found a directory", copy.path("instruction.md").display()));
+    let copy = Copy::of("test-basic");
+    copy.remove("residual/half-done/state.patch");
+    fs_err::create_dir(copy.path("residual/half-done/state.patch")).unwrap();
+    assert_eq!(
+        copy.load_error(),
+        format!("{}: expected a regular file, found a directory", copy.path("residual/half-done/state.patch").display())
+    );
+}
+
 #[test]
 fn fifo_and_socket_in_workspace_are_rejected() {
     let copy = Copy::of("req-basic");
