@@ -8,7 +8,8 @@
 //!   priorities, observations and mutants naming known requirements, safe `delete.txt`
 //!   entries and symlinks, entry kinds, residual `meta.toml`, the delivery reference. Every
 //!   failure is a [`LoadError`] naming the file (and the line and column for TOML).
-//! * [`discover`] finds and loads every package below a set of paths, sorted by task name.
+//! * [`discover`] finds and loads every package below a set of paths, sorted by task name;
+//!   when some fail, the error names every one of them.
 //! * Each [`TaskPackage`] carries a content hash ([`TaskPackage::hash`]) that keys episodes
 //!   in the run store, and the [`TaskPackage::scoring_context`] that
 //!   `specgap_protocol::result` needs to validate and score an evaluator's `result.json`.

@@ -20,8 +20,11 @@ const NAMES: [&str; 18] = [
     "objective", "violations", "signature", "rule", "count", "a", "fee-cap", "extra",
 ];
 
+/// A task's requirement ids and delivery reference, as [`ScoringContext`] borrows them.
+type Task = (Vec<String>, Option<(f64, Direction)>);
+
 /// The contexts every accepted result is validated against.
-fn contexts() -> Vec<(Vec<String>, Option<(f64, Direction)>)> {
+fn contexts() -> Vec<Task> {
     vec![
         (vec![], None),
         (vec!["a".into(), "fee-cap".into()], None),
