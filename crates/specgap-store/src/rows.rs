@@ -64,9 +64,12 @@ impl Status {
         })
     }
 
-    /// Whether `--resume` runs the episode again: unfinished (`running`, `interrupted`) and
-    /// infrastructure-failed episodes. Evaluation errors are kept: they point at the task's
-    /// evaluator, and a fixed evaluator changes the task hash and hence the episode key.
+    /// Whether a continued run of the same configuration (`specgap run --out DIR` on an
+    /// existing store) runs the episode again: unfinished (`running`, `interrupted`) and
+    /// infrastructure-failed episodes. Evaluation errors are kept there: they point at the
+    /// task's evaluator, and a fixed evaluator changes the task hash and hence the episode key.
+    /// `specgap run --resume` runs `eval_error` episodes again as well (the runner's
+    /// `RunOptions::rerun_eval_errors`).
     pub fn needs_rerun(self) -> bool {
         matches!(
             self,

@@ -224,8 +224,8 @@ impl Store {
         status.as_deref().map(Status::parse).transpose()
     }
 
-    /// Ids (sorted) of the episodes `--resume` runs again: status running, interrupted or
-    /// infra_error ([`Status::needs_rerun`]).
+    /// Ids (sorted) of the episodes a continued run runs again: status running, interrupted
+    /// or infra_error ([`Status::needs_rerun`]; `specgap run --resume` adds eval_error).
     ///
     /// # Errors
     /// SQLite errors.

@@ -8,8 +8,10 @@
 //! two turns becomes one user message.
 //!
 //! End rules that concern models (DESIGN §3.5): a reply without a tool call is a turn with
-//! no calls (the engine reminds, then ends); a `content_filter` stop or a refusal without
-//! calls is [`AgentReply::Refusal`] (the engine ends after three in a row); the server's
+//! no calls (the engine reminds, then ends); a `content_filter` stop, a `refusal` field
+//! without calls, or a reply without calls whose text is a plain-text refusal
+//! ([`crate::chat::refusal`]) is [`AgentReply::Refusal`] (the engine ends after three in a
+//! row); the server's
 //! context-length error, or our estimate (characters / 4) above `context_tokens`, is
 //! [`AgentReply::ContextOverflow`]. Service faults after retries are [`AgentError`]s, which
 //! the engine records as infrastructure errors.
@@ -130,7 +132,8 @@ impl ChatAgent {
         } else {
             tool_calls
         };
-        let refused = finish_reason == "content_filter" || (refusal.is_some() && calls.is_empty());
+        let refused = finish_reason == "content_filter"
+            || (calls.is_empty() && (refusal.is_some() || crate::chat::refusal::is_plain_text_refusal(&text)));
         if refused {
             let shown = text_opt.or(refusal);
             // The refusal stays in the history so the engine's reminder follows it.

@@ -476,6 +476,31 @@ fn delivery_text_channel_with_a_chat_customer() {
     check_no_key(e2e.dir.path(), &e2e.store);
 }
 
+/// A model that declines in plain text on every turn (no tool call, no refusal field).
+fn plain_refusal_script(_request: &Captured, _tasks: &[TaskPackage]) -> Vec<Vec<(String, Value)>> {
+    let say = |text: &str| vec![("say".to_string(), json!({ "text": text }))];
+    vec![say("I'm sorry, but I can't help with that."), say("I cannot assist with this request."), say("Sorry — I won't do that.")]
+}
+
+/// Issue 10 item 7: a plain-text refusal ended as `no_tool_call`, not `refusals`.
+#[test]
+fn plain_text_refusals_end_the_episode_as_refusals() {
+    let tweaks = Tweaks { script: plain_refusal_script, jobs: 1, ..Tweaks::default() };
+    let e2e = run_with(&["partial"], vec![example("payment-retry")], tweaks);
+    let episodes = e2e.store.episodes().unwrap();
+    assert_eq!(episodes.len(), 1);
+    assert_eq!(episodes[0].status, Status::Finished, "{:?}", episodes[0]);
+    assert_eq!(episodes[0].end_reason, Some(EndReason::Refusals));
+    assert_eq!(episodes[0].turns, 3);
+    assert_eq!(episodes[0].submissions, 0, "nothing changed, so nothing is submitted");
+    let agent: Vec<&Captured> = e2e.requests.iter().filter(|r| r.body["model"] == AGENT_MODEL).collect();
+    assert_eq!(agent.len(), 3);
+    // Each refusal is followed by the refusal reminder, not the no-tool-call one.
+    let last_user = agent[2].messages().iter().rev().find(|m| m["role"] == "user").unwrap()["content"].clone();
+    assert_eq!(last_user, json!(specgap_engine::episode::REFUSAL_REMINDER));
+    check_privacy(&e2e);
+}
+
 #[test]
 fn max_cost_stops_starting_episodes_and_resume_runs_the_rest() {
     let price = Price { input_per_mtok: 1.0, output_per_mtok: 2.0, cached_input_per_mtok: Some(0.5) };

@@ -611,7 +611,7 @@ fn attempt(ctx: &WorkerContext<'_, '_>, episode: &PlannedEpisode) -> Result<Atte
     let meta = EpisodeMeta {
         user: ctx.inputs.user.spec.clone(),
         family: package.manifest().task.family,
-        scoring_kind: package.static_scoring_kind().unwrap_or_else(|| guess_kind(package)),
+        scoring_kind: package.planned_scoring_kind(),
     };
     let mut writer = ctx.store.begin_episode(&episode.key, &meta)?;
     let infra = |message: String, deterministic: bool| Failure {
@@ -671,15 +671,6 @@ fn attempt(ctx: &WorkerContext<'_, '_>, episode: &PlannedEpisode) -> Result<Atte
             Ok(Attempt::Failed { writer: Box::new(writer), failure: infra(specgap_protocol::text::error_chain(&error), deterministic) })
         }
     }
-}
-
-
-/// The scoring kind recorded when the package alone does not decide it: delivery cases are
-/// delivery-scored unless their evaluator reports tests, other tasks test- or reward-scored;
-/// the engine's submissions carry the kind actually used.
-fn guess_kind(package: &TaskPackage) -> specgap_protocol::result::ScoringKind {
-    use specgap_protocol::result::ScoringKind;
-    if package.is_delivery() { ScoringKind::Delivery } else { ScoringKind::Test }
 }
 
 #[cfg(test)]
