@@ -18,8 +18,9 @@
 //! [`EpisodeWriter::finish`]. A `Store` is cheap to clone and shared by worker threads; they
 //! serialize on one SQLite connection (WAL mode, busy timeout for other processes).
 //!
-//! Resuming: [`Store::open`], then [`Store::unfinished_or_failed`] lists what `--resume` runs
-//! again ([`Status::needs_rerun`]); `begin_episode` clears an earlier attempt itself.
+//! Resuming: [`Store::open_for_resume`] (which refuses a run of another protocol version), then
+//! [`Store::unfinished_or_failed`] lists what `--resume` runs again ([`Status::needs_rerun`]);
+//! `begin_episode` clears an earlier attempt itself, keeping its errors and usage.
 //!
 //! Reading (reports, `show`): [`Store::rows`], the per-table readers, [`Store::episode_detail`]
 //! and [`read_trajectory`], which tolerates (and reports) a cut last frame left by a crash.

@@ -114,6 +114,23 @@ impl Store {
         Ok(Store::from_parts(dir, db_path, config, conn))
     }
 
+    /// Opens the run store in `dir` to run more episodes into it (`--resume`): as
+    /// [`Store::open`], but a run made under another protocol version than this build's
+    /// ([`specgap_protocol::run::PROTOCOL_VERSION`]) is refused, since its finished episodes
+    /// and the new ones would follow different rules.
+    ///
+    /// # Errors
+    /// [`StoreError::ProtocolMismatch`], and those of [`Store::open`].
+    pub fn open_for_resume(dir: &Path) -> Result<Store, StoreError> {
+        let store = Store::open(dir)?;
+        let stored = store.config().protocol_version;
+        let current = specgap_protocol::run::PROTOCOL_VERSION;
+        if stored != current {
+            return Err(StoreError::ProtocolMismatch { dir: dir.to_path_buf(), stored, current });
+        }
+        Ok(store)
+    }
+
     fn from_parts(dir: &Path, db_path: PathBuf, config: RunConfig, conn: Connection) -> Store {
         let inner = Inner {
             dir: dir.to_path_buf(),

@@ -223,6 +223,7 @@ fn run_with(conditions: &[&str], tasks: Vec<TaskPackage>, tweaks: Tweaks) -> E2e
     let conditions: Vec<Condition> = conditions.iter().map(|c| Condition::parse(c).unwrap()).collect();
     let config = RunConfig {
         specgap_version: "test".into(),
+        protocol_version: specgap_protocol::run::PROTOCOL_VERSION,
         seed: 11,
         repeats: 1,
         retries: 0,

@@ -238,6 +238,7 @@ pub fn run(package: &TaskPackage, condition: &str, agent: &mut dyn Agent, option
     let agent_spec = options.agent_spec.unwrap_or_else(|| "test".into());
     let config = RunConfig {
         specgap_version: "test".into(),
+        protocol_version: specgap_protocol::run::PROTOCOL_VERSION,
         seed: 7,
         repeats: 1,
         retries: 0,

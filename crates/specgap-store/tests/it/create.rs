@@ -162,3 +162,54 @@ fn one_runner_at_a_time_holds_a_store() {
     assert!(!specgap_store::runner_alive(dir).unwrap());
     let _again = specgap_store::lock_runner(dir).unwrap();
 }
+
+/// `config` (which, like a store written before the field existed, names no protocol version)
+/// with `protocol_version` set.
+fn config_of_protocol(version: u32) -> specgap_protocol::run::RunConfig {
+    let mut config = config(7, None);
+    config.protocol_version = version;
+    config
+}
+
+#[test]
+fn resume_refuses_a_run_of_another_protocol_version() {
+    let tmp = tempfile::tempdir().unwrap();
+    let old = tmp.path().join("old");
+    let store = Store::create(&old, &config(7, None)).unwrap();
+    assert_eq!(store.config().protocol_version, 1, "a run.toml without the field is protocol 1");
+    drop(store);
+    let err = Store::open_for_resume(&old).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{} was run under protocol version 1, and this specgap follows protocol version {}: resuming would mix \
+             episodes whose conditions mean different things. Finish it with the specgap release that started it, \
+             or start a new run (specgap run ... --out <new directory>)",
+            old.display(),
+            specgap_protocol::run::PROTOCOL_VERSION
+        )
+    );
+    // Reading it (show, report) is fine, and a run of this build's protocol resumes.
+    Store::open(&old).unwrap();
+    let current = tmp.path().join("current");
+    Store::create(&current, &config_of_protocol(specgap_protocol::run::PROTOCOL_VERSION)).unwrap();
+    let reopened = Store::open_for_resume(&current).unwrap();
+    assert_eq!(reopened.config().protocol_version, 2);
+    let text = std::fs::read_to_string(current.join("run.toml")).unwrap();
+    assert!(text.contains("protocol_version = 2\n"), "{text}");
+}
+
+#[test]
+fn create_refuses_a_run_of_another_protocol_version() {
+    let tmp = tempfile::tempdir().unwrap();
+    Store::create(tmp.path(), &config_of_protocol(1)).unwrap();
+    let err = Store::create(tmp.path(), &config_of_protocol(2)).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{} holds a run of a different configuration: the protocol version differs: 1 in the store, 2 in the new \
+             configuration (what a condition means changed between them, so their episodes cannot form one run)",
+            tmp.path().display()
+        )
+    );
+}
