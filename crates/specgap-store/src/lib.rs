@@ -14,7 +14,8 @@
 //!
 //! Writing (the engine): [`Store::create`] once per run, then per episode
 //! [`Store::begin_episode`] → [`EpisodeWriter`] (`event`, `write_start_result`,
-//! `write_submission`, `record_question`, `record_usage`, `record_error`, …) →
+//! `write_submission`, `record_question`, `record_usage`, `record_error`, …; a
+//! [`UsageRecorder`] adds model usage from any thread as each request completes) →
 //! [`EpisodeWriter::finish`]. A `Store` is cheap to clone and shared by worker threads; they
 //! serialize on one SQLite connection (WAL mode, busy timeout for other processes).
 //!
@@ -60,4 +61,4 @@ pub use trajectory::{
     TRAJECTORY_FILE, Trajectory, TruncatedTail, read_trajectory, read_trajectory_file,
     trajectory_path,
 };
-pub use writer::EpisodeWriter;
+pub use writer::{EpisodeWriter, UsageRecorder};

@@ -225,6 +225,22 @@ impl Store {
         EpisodeWriter::new(self.clone(), id, key.start.clone(), attempt, dir)
     }
 
+    /// A [`UsageRecorder`](crate::UsageRecorder) for the last attempt of episode `id`
+    /// (`episodes.attempts`), for model calls made about an episode outside its run — a
+    /// judge at report time records its usage under [`Role::Judge`] there.
+    ///
+    /// # Errors
+    /// [`StoreError::UnknownEpisode`] when the episode is not in the store; SQLite errors.
+    pub fn usage_recorder(&self, id: &str) -> Result<crate::UsageRecorder, StoreError> {
+        let attempts: Option<u32> = self
+            .conn()
+            .query_row("SELECT attempts FROM episodes WHERE id = ?1", [id], |r| r.get(0))
+            .optional()
+            .at(self.db_path())?;
+        let attempts = attempts.ok_or_else(|| StoreError::UnknownEpisode { id: id.to_string() })?;
+        Ok(crate::UsageRecorder::new(self.clone(), id.to_string(), attempts))
+    }
+
     /// The stored status of episode `id`, or `None` when it was never begun.
     ///
     /// # Errors
