@@ -248,7 +248,7 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
             if !ignored.is_empty() {
                 eprintln!("note: --resume uses the run's own configuration (run.toml); ignoring {}", ignored.join(", "));
             }
-            let store = Store::open(dir).with_context(|| format!("cannot resume {}", dir.display()))?;
+            let store = Store::open_for_resume(dir).with_context(|| format!("cannot resume {}", dir.display()))?;
             let lock = specgap_store::lock_runner(dir)?;
             let resolved = resolve_stored(store.config())?;
             let plan = plan(&resolved)?;
@@ -329,6 +329,7 @@ fn resolve_flags(args: &Args) -> anyhow::Result<Resolved> {
     let user = agents::user_component(args.user.as_deref().unwrap_or("relay"), &args.chat)?;
     let config = RunConfig {
         specgap_version: env!("CARGO_PKG_VERSION").to_string(),
+        protocol_version: specgap_protocol::run::PROTOCOL_VERSION,
         seed: args.seed.unwrap_or(0),
         repeats,
         retries: args.retries.unwrap_or(2),

@@ -14,11 +14,12 @@
 //! row); the server's
 //! context-length error, or our estimate (characters / 4) above `context_tokens`, is
 //! [`AgentReply::ContextOverflow`]. Service faults after retries are [`AgentError`]s, which
-//! the engine records as infrastructure errors.
+//! the engine records as infrastructure errors. A request abandoned at the episode's deadline
+//! ([`Agent::attach`], [`crate::chat::client`]) is [`AgentReply::Abandoned`].
 
 use std::collections::HashSet;
 
-use specgap_engine::session::{Agent, AgentError, AgentReply, Incoming, Opening};
+use specgap_engine::session::{Agent, AgentError, AgentReply, Incoming, Opening, SessionLink};
 use specgap_protocol::event::{ToolCall, ToolSpec, Usage};
 
 use crate::chat::client::{ChatClient, ClientError, Completion};
@@ -154,6 +155,10 @@ impl ChatAgent {
 }
 
 impl Agent for ChatAgent {
+    fn attach(&mut self, link: &SessionLink) {
+        self.client.attach(link);
+    }
+
     fn start(&mut self, opening: &Opening) -> Result<(), AgentError> {
         let mut system = opening.system_prompt.clone();
         if self.emulate_tools {
@@ -181,7 +186,8 @@ impl Agent for ChatAgent {
                 self.usage.add(&error.usage());
                 match error {
                     ClientError::ContextOverflow { .. } => Ok(AgentReply::ContextOverflow),
-                    ClientError::Rejected { .. } | ClientError::Build(_) => {
+                    ClientError::Abandoned { .. } => Ok(AgentReply::Abandoned),
+                    ClientError::Rejected { .. } | ClientError::Build(_) | ClientError::Runtime(_) => {
                         Err(AgentError::with_source("the model service rejected the request", true, error))
                     }
                     ClientError::Exhausted { .. } => {

@@ -6,7 +6,7 @@
 //! | --- | --- |
 //! | [`agent`] | [`ChatAgent`]: the message history, native or emulated tool calls, refusals, context overflow |
 //! | [`user`] | [`ChatUser`]: the owner (seed 000 F.4) or customer (seed 002 A.9.2) played by a model |
-//! | [`client`] | [`ChatClient`]: HTTP, streaming (SSE), retries with seeded backoff, usage |
+//! | [`client`] | [`ChatClient`]: HTTP, streaming (SSE), retries with seeded backoff, the episode's deadline, usage recorded per try |
 //! | [`wire`] | tolerant request / response types |
 //! | [`emulate`] | `--emulate-tools`: tools in the system prompt, calls in fenced blocks |
 //! | [`price`] | `--prices FILE.toml` price tables |

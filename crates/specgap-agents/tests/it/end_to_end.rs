@@ -26,7 +26,7 @@ const AGENT_MODEL: &str = "agent-model";
 const USER_MODEL: &str = "user-model";
 const USER_REPLY: &str = "I only know what I saw myself; please find the rest out from the project.";
 
-fn example(name: &str) -> TaskPackage {
+pub(crate) fn example(name: &str) -> TaskPackage {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/tasks").join(name);
     specgap_task::load(dir).unwrap()
 }
@@ -132,7 +132,7 @@ fn handler(tasks: Arc<Vec<TaskPackage>>, script: Script) -> impl Fn(&Captured, u
     }
 }
 
-fn component(spec: &str, config: &ChatConfig) -> ComponentRef {
+pub(crate) fn component(spec: &str, config: &ChatConfig) -> ComponentRef {
     let mut table = config.to_table().unwrap();
     table.insert("kind".into(), toml::Value::String("chat".into()));
     ComponentRef { spec: spec.into(), config: table, hash: format!("{:x}", spec.len() * 7919 + config.model.len()) }
@@ -187,7 +187,7 @@ impl E2e {
     }
 }
 
-fn options(jobs: usize, work_root: &Path, max_cost_usd: Option<f64>) -> RunOptions {
+pub(crate) fn options(jobs: usize, work_root: &Path, max_cost_usd: Option<f64>) -> RunOptions {
     RunOptions {
         jobs,
         retries: 0,
@@ -223,6 +223,7 @@ fn run_with(conditions: &[&str], tasks: Vec<TaskPackage>, tweaks: Tweaks) -> E2e
     let conditions: Vec<Condition> = conditions.iter().map(|c| Condition::parse(c).unwrap()).collect();
     let config = RunConfig {
         specgap_version: "test".into(),
+        protocol_version: specgap_protocol::run::PROTOCOL_VERSION,
         seed: 11,
         repeats: 1,
         retries: 0,
