@@ -310,22 +310,15 @@ impl ToolOutput {
     }
 }
 
-/// Caps text at `cap` bytes: keeps the first and last `cap / 2` bytes (on character
-/// boundaries) and puts `[… N bytes cut …]` between them, N the bytes left out.
+/// Caps text at `cap` bytes, the way every cut shown to the agent is made
+/// ([`specgap_sandbox::Captured::render`]): the head and the tail are kept (never splitting a
+/// character, moved to a line boundary when one is near) around one marker line that states
+/// the bytes and line breaks left out, `[... N bytes (L lines) cut ...]`.
 pub fn cap_output(text: &str, cap: usize) -> String {
     if text.len() <= cap {
         return text.to_string();
     }
-    let mut head_end = cap / 2;
-    while !text.is_char_boundary(head_end) {
-        head_end -= 1;
-    }
-    let mut tail_start = text.len() - cap / 2;
-    while !text.is_char_boundary(tail_start) {
-        tail_start += 1;
-    }
-    let cut = tail_start - head_end;
-    format!("{}\n[... {cut} bytes cut ...]\n{}", &text[..head_end], &text[tail_start..])
+    specgap_sandbox::Captured::whole(text.as_bytes()).render(cap)
 }
 
 fn io_text(e: &io::Error) -> String {
@@ -515,12 +508,12 @@ mod tests {
 
     #[test]
     fn cap_keeps_head_and_tail() {
-        let text = "a".repeat(10) + &"b".repeat(10);
-        assert_eq!(cap_output(&text, 8), "aaaa\n[... 12 bytes cut ...]\nbbbb");
+        let text = "a".repeat(100) + &"b".repeat(100);
+        assert_eq!(cap_output(&text, 60), format!("{}\n[... 175 bytes (0 lines) cut ...]\n{}", "a".repeat(12), "b".repeat(13)));
         assert_eq!(cap_output("short", 8), "short");
-        // Multi-byte characters are never split.
-        let wide = "é".repeat(10);
-        assert_eq!(cap_output(&wide, 7), "é\n[... 16 bytes cut ...]\né");
+        // Multi-byte characters are never split: 12 bytes of room hold 6 of the 2-byte "é"s.
+        let wide = "é".repeat(100);
+        assert_eq!(cap_output(&wide, 47), format!("{}\n[... 188 bytes (0 lines) cut ...]\n{}", "é".repeat(3), "é".repeat(3)));
     }
 
     #[test]

@@ -60,7 +60,7 @@ mod shellwords;
 mod spawn;
 pub mod session;
 
-pub use capture::cut_marker;
+pub use capture::{Captured, cut_marker};
 pub use error::{MaterializeError, SandboxError};
 pub use evaluator::{EvalError, Evaluation, EvaluatorRun, run_evaluator};
 pub use host::HostView;
