@@ -85,11 +85,12 @@ pub(crate) fn materialize(ctx: &EpisodeContext<'_>, dest: &Path) -> Result<Base,
     Ok(base)
 }
 
-/// The workspace's diff against the base.
+/// The workspace's diff against the base: the exact bytes of the patch (file names and
+/// contents need not be UTF-8).
 ///
 /// # Errors
 /// An infrastructure error.
-pub(crate) fn diff(base: &Base, workspace: &Path) -> Result<String, EpisodeError> {
+pub(crate) fn diff(base: &Base, workspace: &Path) -> Result<Vec<u8>, EpisodeError> {
     specgap_sandbox::diff(base, workspace).map_err(|e| materialize_error("cannot diff the workspace", e))
 }
 

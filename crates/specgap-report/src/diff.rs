@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::convert::Infallible;
 
 use similar::algorithms::DiffHook;
+use specgap_protocol::path_quote;
 
 /// What one unified diff changes: the files it touches and, per file, the lines it adds.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -92,17 +93,22 @@ fn header_path(rest: &str) -> Option<String> {
         }
         return body.find(" b/").map(|at| body[..at].to_string());
     }
-    // Quoted paths ("a/…" "b/…"): take the second, unquoted.
+    // Quoted paths ("a/…" "b/…", git's C-style quoting): the second, unquoted. Inside quotes
+    // every `"` is escaped, so ` "b/` starts the second name.
     rest.rsplit_once(" \"b/")
-        .map(|(_, p)| p.trim_end_matches('"').to_string())
+        .and_then(|(_, p)| strip_side(&format!("\"b/{p}"), "b/"))
 }
 
+/// A `---`/`+++` or header name without its side prefix: a quoted name is unquoted (its bytes,
+/// shown lossily where they are not UTF-8), so `"b/caf\303\251.txt"` is `café.txt`.
 fn strip_side(text: &str, prefix: &str) -> Option<String> {
     let text = text.trim_end();
-    let text = text
-        .strip_prefix('"')
-        .map_or(text, |t| t.trim_end_matches('"'));
-    text.strip_prefix(prefix).map(str::to_string)
+    match path_quote::unquote(text) {
+        Some(bytes) => bytes
+            .strip_prefix(prefix.as_bytes())
+            .map(|name| String::from_utf8_lossy(name).into_owned()),
+        None => text.strip_prefix(prefix).map(str::to_string),
+    }
 }
 
 /// Lines of `kept_from` (per file) that remain among the lines of `final_added` for the same
@@ -160,6 +166,17 @@ mod tests {
         assert_eq!(changes.added["new file.txt"], ["hello"]);
         assert!(!changes.added.contains_key("gone.txt"));
         assert_eq!(changes.added_lines(), 3);
+    }
+
+    #[test]
+    fn quoted_names_are_read_as_the_files_they_name() {
+        // As git 2.47 writes them with its default core.quotePath.
+        let diff = "diff --git \"a/caf\\303\\251.txt\" \"b/caf\\303\\251.txt\"\nnew file mode 100644\n--- /dev/null\n+++ \"b/caf\\303\\251.txt\"\n@@ -0,0 +1 @@\n+x\ndiff --git \"a/q\\\"u \\\\o\" \"b/q\\\"u \\\\o\"\n--- \"a/q\\\"u \\\\o\"\t\n+++ \"b/q\\\"u \\\\o\"\t\n@@ -1 +1 @@\n-a\n+b\n";
+        let changes = parse_diff(diff);
+        let files: Vec<&str> = changes.files.iter().map(String::as_str).collect();
+        assert_eq!(files, ["café.txt", "q\"u \\o"]);
+        assert_eq!(changes.added["café.txt"], ["x"]);
+        assert_eq!(changes.added["q\"u \\o"], ["b"]);
     }
 
     #[test]
