@@ -346,7 +346,7 @@ impl Run {
                 }),
                 failing_requirement: sub.failing.clone(),
                 error: (!sub.valid).then(|| "evaluation failed".to_string()),
-                diff: sub.diff.clone(),
+                diff: sub.diff.clone().into_bytes(),
             };
             writer.write_submission(i as u32 + 1, &record).unwrap();
         }
