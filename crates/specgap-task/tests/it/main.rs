@@ -7,4 +7,5 @@ mod discover;
 mod eval;
 mod examples;
 mod load;
+mod matching;
 mod support;
