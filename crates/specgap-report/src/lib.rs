@@ -41,6 +41,9 @@
 //! interruptions are counted apart.
 #![deny(missing_docs)]
 
+pub mod associations;
+pub mod cases;
+pub mod clarification;
 pub mod compare;
 pub mod context;
 pub mod delivery;
@@ -52,14 +55,16 @@ pub mod inputs;
 pub mod judge;
 pub mod opened;
 pub mod outcome;
+pub mod plan;
 pub mod render;
+pub mod render_delivery;
 pub mod report;
 pub mod residual;
 pub mod run;
 pub mod svg;
 pub mod usage;
 
-pub use compare::{CompareOptions, Comparison, Selection, compare};
+pub use compare::{CompareOptions, Comparison, Selection, compare, compare_family};
 pub use episode::{Dim, Episode};
 pub use error::ReportError;
 pub use report::{Report, ReportOptions, build_report};
