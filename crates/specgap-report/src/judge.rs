@@ -6,7 +6,8 @@
 //! user): the agent's questions are split into question units, a target is **covered** when at
 //! least one unit links to it, and its matched questions are the units that link.
 //!
-//! Verdicts are stored in the store's `judgements` table with judge [`OFFLINE_JUDGE`], verdict
+//! Verdicts are stored in the store's `judgements` table with judge [`OFFLINE_JUDGE`] (the
+//! rule's version included), verdict
 //! [`COVERED`] or [`MISSED`], and `matched_question_indices` holding 0-based *question-unit*
 //! indices (see [`question_units`]) — the Q of seed 002 §4.2, so that Precision counts units.
 
@@ -19,8 +20,11 @@ use specgap_task::matching;
 
 use crate::context::TaskContext;
 
-/// Judge name of the offline judge in the `judgements` table.
-pub const OFFLINE_JUDGE: &str = "offline";
+/// Judge name of the offline judge in the `judgements` table: `offline:` and the shared rule's
+/// [`matching::RULE_VERSION`], so verdicts of an earlier rule (judge `offline`, version 1, whose
+/// question units were numbered differently) are never read as this rule's; a report on an
+/// older run judges it again under the current rule.
+pub const OFFLINE_JUDGE: &str = "offline:2";
 /// Verdict of a target that at least one question unit reaches.
 pub const COVERED: &str = "covered";
 /// Verdict of a target no question unit reaches.
@@ -181,4 +185,15 @@ pub fn judge_missing(
     }
     rows.judgements.extend(new_rows);
     summary
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_judge_name_carries_the_rule_version() {
+        assert_eq!(
+            super::OFFLINE_JUDGE,
+            format!("offline:{}", specgap_task::matching::RULE_VERSION)
+        );
+    }
 }

@@ -47,6 +47,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use specgap_protocol::package::ClarificationTarget;
 
+/// Version of the rule: it changes whenever a change could change a verdict, so stored offline
+/// verdicts of another version are not mixed with this one's (the offline judge's name
+/// carries it). Version 1: any target sharing two content words, text after the last question
+/// mark dropped; version 2: the rule of the module guide.
+pub const RULE_VERSION: u32 = 2;
+
 /// Shared content words a unit needs with a cue (fewer when the cue itself has fewer words).
 pub const MIN_SHARED_WORDS: usize = 2;
 
