@@ -132,6 +132,10 @@ pub struct RunClarification {
     pub values: ClarificationValues,
     /// Ids of the covered targets; meaningful where Recall is defined.
     pub covered: BTreeSet<String>,
+    /// Matched question units by content domain (seed 002 Table 10): each unit matched to a
+    /// covered target counts 1, split equally among the distinct domains of the covered targets
+    /// it matches.
+    pub matched_domains: BTreeMap<&'static str, f64>,
 }
 
 /// The clarification values of one episode under `judge`, or `None` when they do not apply
@@ -150,15 +154,37 @@ pub fn run_clarification(e: &Episode<'_>, judge: &str) -> Option<RunClarificatio
     let targets: Vec<String> = context.targets.iter().map(|t| t.id.clone()).collect();
     let judgements = e.judgements_of(judge);
     let values = clarification_values(&units, &targets, &judgements);
-    let covered = if units.is_empty() {
-        BTreeSet::new()
+    let covering = if units.is_empty() {
+        Vec::new()
     } else {
         covered_judgements(&targets, &judgements)
-            .iter()
-            .map(|j| j.target.clone())
-            .collect()
     };
-    Some(RunClarification { values, covered })
+    let covered: BTreeSet<String> = covering.iter().map(|j| j.target.clone()).collect();
+    let domain_of: BTreeMap<&str, &'static str> = context
+        .targets
+        .iter()
+        .map(|t| (t.id.as_str(), domain_name(t.domain)))
+        .collect();
+    let mut unit_domains: BTreeMap<u32, BTreeSet<&'static str>> = BTreeMap::new();
+    for j in &covering {
+        let Some(domain) = domain_of.get(j.target.as_str()) else {
+            continue;
+        };
+        for index in j.matched_question_indices.iter().filter(|i| (**i as usize) < units.len()) {
+            unit_domains.entry(*index).or_default().insert(domain);
+        }
+    }
+    let mut matched_domains: BTreeMap<&'static str, f64> = BTreeMap::new();
+    for domains in unit_domains.values() {
+        for domain in domains {
+            *matched_domains.entry(domain).or_default() += 1.0 / domains.len() as f64;
+        }
+    }
+    Some(RunClarification {
+        values,
+        covered,
+        matched_domains,
+    })
 }
 
 /// A run-level measure averaged over the runs where it is defined (seed 002 §4.2
@@ -224,6 +250,11 @@ pub struct ClarificationSummary {
     /// `computation-convention`, `data-semantics`; seed 002 App. A.5).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub by_domain: BTreeMap<String, KindRecall>,
+    /// The domain mix of the matched questions (seed 002 Table 10): per domain, its share of
+    /// the group's matched question units, pooled over runs, a unit matched to targets of
+    /// several domains split equally among them. Absent without a matched unit.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub matched_domains: BTreeMap<String, f64>,
     /// Per measure, the case-level data behind it (for the associations across groups).
     #[serde(skip)]
     pub cases: BTreeMap<String, CaseValues>,
@@ -308,6 +339,18 @@ pub fn clarification_summary(
     }
     let by_issue_type = kind_recalls(&runs, |t| issue_type_name(t.issue_type), &mut cases, "type");
     let by_domain = kind_recalls(&runs, |t| domain_name(t.domain), &mut cases, "domain");
+    let mut mix: BTreeMap<String, f64> = BTreeMap::new();
+    for (_, r) in &runs {
+        for (domain, weight) in &r.matched_domains {
+            *mix.entry(domain.to_string()).or_default() += weight;
+        }
+    }
+    let matched: f64 = mix.values().sum();
+    let matched_domains = if matched > 0.0 {
+        mix.into_iter().map(|(d, w)| (d, w / matched)).collect()
+    } else {
+        BTreeMap::new()
+    };
     let [recall, precision, ask_f1, kqc1, atc, redund]: [Option<DefinedMean>; 6] = means
         .try_into()
         .unwrap_or_else(|_| std::array::from_fn(|_| None));
@@ -325,6 +368,7 @@ pub fn clarification_summary(
         intervals,
         by_issue_type,
         by_domain,
+        matched_domains,
         cases,
     }))
 }
@@ -385,4 +429,76 @@ fn kind_recalls(
         cases.insert(kind_key(family, kind), values);
     }
     out
+}
+
+/// One row of the clarification-target registry (seed 002 Table 7).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RegistryRow {
+    /// `issue_type` or `domain`.
+    pub annotation: &'static str,
+    /// The type or domain.
+    pub kind: String,
+    /// Targets of this kind.
+    pub points: usize,
+    /// Their share of all targets, in [0, 1].
+    pub share: f64,
+    /// Cases with at least one.
+    pub cases: usize,
+}
+
+/// The composition of the clarification targets of the report's cases (seed 002 Table 7).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Registry {
+    /// Targets over all cases.
+    pub points: usize,
+    /// Cases with targets.
+    pub cases: usize,
+    /// By issue type, then by domain, each most points first (ties by name).
+    pub rows: Vec<RegistryRow>,
+}
+
+/// The [`Registry`] of the cases in `contexts` (each once); `None` when none has targets.
+pub fn registry<'c>(contexts: impl IntoIterator<Item = &'c crate::context::TaskContext>) -> Option<Registry> {
+    let cases: Vec<&crate::context::TaskContext> =
+        contexts.into_iter().filter(|c| !c.targets.is_empty()).collect();
+    let points: usize = cases.iter().map(|c| c.targets.len()).sum();
+    if points == 0 {
+        return None;
+    }
+    let mut rows = Vec::new();
+    let kinds: [(&'static str, fn(&ClarificationTarget) -> &'static str); 2] = [
+        ("issue_type", |t| issue_type_name(t.issue_type)),
+        ("domain", |t| domain_name(t.domain)),
+    ];
+    for (annotation, kind_of) in kinds {
+        let mut counts: BTreeMap<&'static str, (usize, usize)> = BTreeMap::new();
+        for case in &cases {
+            let mut seen = BTreeSet::new();
+            for target in &case.targets {
+                let kind = kind_of(target);
+                let slot = counts.entry(kind).or_default();
+                slot.0 += 1;
+                if seen.insert(kind) {
+                    slot.1 += 1;
+                }
+            }
+        }
+        let mut part: Vec<RegistryRow> = counts
+            .into_iter()
+            .map(|(kind, (n, with))| RegistryRow {
+                annotation,
+                kind: kind.to_string(),
+                points: n,
+                share: n as f64 / points as f64,
+                cases: with,
+            })
+            .collect();
+        part.sort_by(|a, b| b.points.cmp(&a.points).then_with(|| a.kind.cmp(&b.kind)));
+        rows.extend(part);
+    }
+    Some(Registry {
+        points,
+        cases: cases.len(),
+        rows,
+    })
 }

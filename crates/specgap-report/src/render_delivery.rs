@@ -144,7 +144,9 @@ fn delivery_section(report: &Report) -> Option<Section> {
             clarification_rows,
         ));
     }
+    tables.extend(registry_table(report));
     tables.extend(kind_tables(report));
+    tables.extend(domain_mix_table(report));
     if let Some(t) = unscored_table(report) {
         tables.push(t);
     }
@@ -211,6 +213,63 @@ fn kind_tables(report: &Report) -> Vec<Table> {
         out.push(table(caption, dims, &columns, rows));
     }
     out
+}
+
+/// The composition of the clarification targets (seed 002 Table 7).
+fn registry_table(report: &Report) -> Option<Table> {
+    let r = report.clarification_registry.as_ref()?;
+    Some(Table {
+        caption: format!(
+            "Clarification targets of the report's cases (seed 002 Table 7): {} targets in {} cases.",
+            r.points, r.cases
+        ),
+        headers: ["annotation", "kind", "points", "share", "cases"].map(String::from).to_vec(),
+        numeric: vec![false, false, true, true, true],
+        rows: r
+            .rows
+            .iter()
+            .map(|row| {
+                vec![
+                    row.annotation.replace('_', " "),
+                    row.kind.clone(),
+                    row.points.to_string(),
+                    percent(Some(row.share)),
+                    row.cases.to_string(),
+                ]
+            })
+            .collect(),
+    })
+}
+
+/// The domain mix of matched questions per group (seed 002 Table 10).
+fn domain_mix_table(report: &Report) -> Option<Table> {
+    let dims = &report.group_by;
+    let domains: BTreeSet<&String> = report
+        .groups
+        .iter()
+        .filter_map(|g| g.clarification.as_ref())
+        .flat_map(|c| c.matched_domains.keys())
+        .collect();
+    if domains.is_empty() {
+        return None;
+    }
+    let rows = report
+        .groups
+        .iter()
+        .filter_map(|g| {
+            let c = g.clarification.as_ref().filter(|c| !c.matched_domains.is_empty())?;
+            let mut row = key_cells(dims, &g.key);
+            row.extend(domains.iter().map(|d| percent(Some(c.matched_domains.get(*d).copied().unwrap_or(0.0)))));
+            Some(row)
+        })
+        .collect();
+    let columns: Vec<&str> = domains.iter().map(|d| d.as_str()).collect();
+    Some(table(
+        "Domain mix of matched questions (seed 002 Table 10): each domain's share of the matched question units, pooled over runs; a unit matched to targets of several domains is split equally; percent.",
+        dims,
+        &columns,
+        rows,
+    ))
 }
 
 /// Planned runs without a score, per group.

@@ -20,7 +20,7 @@ use crate::ReportError;
 pub use crate::associations::Association;
 use crate::associations::{Associations, associations};
 use crate::cases::IntervalSettings;
-use crate::clarification::{ClarificationSummary, clarification_summary};
+use crate::clarification::{ClarificationSummary, Registry, clarification_summary, registry};
 use crate::delivery::{
     DeliveryMeasures, OracleLevel, ZeroScores, delivery_measures, oracle_curve, zero_scores,
 };
@@ -212,6 +212,10 @@ pub struct Report {
     pub recall_quality: Option<Association>,
     /// Rank associations across groups (seed 002 §5.2, §5.3, App. A.4, A.5).
     pub associations: Associations,
+    /// Composition of the clarification targets of the report's cases (seed 002 Table 7);
+    /// absent when no case has targets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clarification_registry: Option<Registry>,
     /// Not-applicable records.
     pub not_applicable: Vec<NotApplicable>,
     /// Model usage and cost per group and role ([`crate::usage`]); left out of JSON when no
@@ -362,6 +366,15 @@ fn report_with(
         }
     }
 
+    let clarification_registry = {
+        let mut seen: BTreeMap<&str, &crate::context::TaskContext> = BTreeMap::new();
+        for e in episodes {
+            if let Some(context) = e.context {
+                seen.entry(e.row.task.as_str()).or_insert(context);
+            }
+        }
+        registry(seen.into_values())
+    };
     let models = agent_models(runs);
     let associations = associations(&groups, dims, &models, &options.intervals)?;
     let recall_quality = associations
@@ -399,6 +412,7 @@ fn report_with(
         intervals: options.intervals,
         recall_quality,
         associations,
+        clarification_registry,
         not_applicable,
         usage,
         warnings,

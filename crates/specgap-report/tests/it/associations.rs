@@ -163,3 +163,54 @@ fn runtime_against_quality() {
     let d = group(&report, &["s1:A", "interact"]).delivery.clone().unwrap();
     assert_eq!(d.mean_wall_sec, Some(4.0));
 }
+
+#[test]
+fn registry_composition_of_table_7() {
+    let report = report();
+    let r = report.clarification_registry.clone().unwrap();
+    assert_eq!((r.points, r.cases), (4, 1));
+    let rows: Vec<(&str, &str, usize, f64, usize)> =
+        r.rows.iter().map(|row| (row.annotation, row.kind.as_str(), row.points, row.share, row.cases)).collect();
+    assert_eq!(
+        rows,
+        [
+            ("issue_type", "missing", 2, 0.5, 1),
+            ("issue_type", "ambiguous", 1, 0.25, 1),
+            ("issue_type", "invalidated", 1, 0.25, 1),
+            ("domain", "constraint-rule", 2, 0.5, 1),
+            ("domain", "data-semantics", 1, 0.25, 1),
+            ("domain", "scoring-convention", 1, 0.25, 1),
+        ]
+    );
+}
+
+#[test]
+fn domain_mix_of_matched_questions_splits_a_unit_among_its_domains() {
+    let report = report();
+    // s1:B's three units matched weight, today (constraint rules) and currency (data semantics).
+    let c = group(&report, &["s1:B", "interact"]).clarification.clone().unwrap();
+    let mix: Vec<(&str, f64)> = c.matched_domains.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+    assert_eq!(mix, [("constraint-rule", 2.0 / 3.0), ("data-semantics", 1.0 / 3.0)]);
+
+    // One unit naming a constraint rule and the currency in two clauses counts half to each.
+    let mut spec = TaskSpec::new("org/case");
+    spec.family = "optimization";
+    spec.delivery = true;
+    spec.clarifications_toml = Some(CLARIFICATIONS.to_string());
+    let run = run_configured(52, &[spec], &[], |_| {});
+    let mut ep = Ep::new("org/case", "x", "interact")
+        .kind(ScoringKind::Delivery)
+        .sub(Sub::scored(0.5, false, delivery(true, 5.0, None, 0)));
+    ep.family = Family::Optimization;
+    ep.end = EndReason::Submitted;
+    ep.questions = vec![
+        (3, "Does the weight limit include the box and padding, and which currency are the amounts in?".into()),
+        (3, "Must every order line ship today?".into()),
+    ];
+    run.episode(&ep);
+    let report = report_of(&[&run], &[Dim::Agent, Dim::Condition]);
+    let c = group(&report, &["x", "interact"]).clarification.clone().unwrap();
+    assert_eq!(c.recall.as_ref().unwrap().mean, 0.75);
+    let mix: Vec<(&str, f64)> = c.matched_domains.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+    assert_eq!(mix, [("constraint-rule", 0.75), ("data-semantics", 0.25)]);
+}
