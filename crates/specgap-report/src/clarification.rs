@@ -466,7 +466,8 @@ pub fn registry<'c>(contexts: impl IntoIterator<Item = &'c crate::context::TaskC
         return None;
     }
     let mut rows = Vec::new();
-    let kinds: [(&'static str, fn(&ClarificationTarget) -> &'static str); 2] = [
+    type KindOf = fn(&ClarificationTarget) -> &'static str;
+    let kinds: [(&'static str, KindOf); 2] = [
         ("issue_type", |t| issue_type_name(t.issue_type)),
         ("domain", |t| domain_name(t.domain)),
     ];
