@@ -56,6 +56,7 @@ pub mod render;
 pub mod report;
 pub mod residual;
 pub mod run;
+pub mod shell;
 pub mod svg;
 pub mod usage;
 

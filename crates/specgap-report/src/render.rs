@@ -263,10 +263,18 @@ pub fn sections(report: &Report) -> Vec<Section> {
         .filter_map(|g| {
             let r = g.resolution.as_ref()?;
             let mut row = key_cells(dims, &g.key);
+            let share = |n: usize| percent((r.reported > 0).then(|| n as f64 / r.reported as f64));
             row.extend([
                 r.episodes.to_string(),
                 percent(r.in_round),
-                format!("{}/{}", r.fixed_in_round, r.reports),
+                format!("{}/{}", r.fixed_next, r.reported),
+                share(r.fixed_second),
+                share(r.neither),
+                share(r.never),
+                r.neither_pass_under_full.map_or_else(
+                    || ABSENT.to_string(),
+                    |v| format!("{} ({})", percent(Some(v)), r.neither_with_full),
+                ),
                 percent(r.ahead),
                 format!("{}/{}", r.resolved_ahead, r.remaining_unstated),
             ]);
@@ -277,8 +285,13 @@ pub fn sections(report: &Report) -> Vec<Section> {
         out.push(Section {
             id: "resolution",
             title: "Requirement resolution after the first submission (seed 000 §5.3, Table 5)".into(),
-            text: vec!["In round: share of requirements reported by an observation that pass at the next submission. Ahead: share of the remaining unstated requirements that pass before any report.".into()],
-            tables: vec![table("In round and Ahead, percent (counts).", dims, &["episodes", "In round", "reports", "Ahead", "remaining"], resolution_rows)],
+            text: vec!["In round: of the requirements an observation reported (first report per episode), the share passing at the next submission; an episode that never submits again counts as not fixed. Second and neither: fixed only at the submission after that, or in neither round (never: at no later submission). Neither under Full: of the neither group, the share passing at the first submission of the same agent's `full` episodes on the task (requirements with such episodes in parentheses). Ahead: share of the remaining unstated requirements after the first submission that pass before any report, over every episode with a first submission.".into()],
+            tables: vec![table(
+                "In round, the report split and Ahead, percent (counts).",
+                dims,
+                &["episodes", "In round", "fixed next", "fixed second", "neither", "never", "neither under Full", "Ahead", "ahead"],
+                resolution_rows,
+            )],
             chart: None,
         });
     }
@@ -632,8 +645,8 @@ fn residual_section(report: &Report, dims: &[Dim]) -> Section {
                     |s| {
                         format!(
                             "{} vs {}",
-                            percent(Some(s.success_above)),
-                            percent(Some(s.success_at_or_below))
+                            percent(Some(s.success_high)),
+                            percent(Some(s.success_low))
                         )
                     },
                 ),
@@ -930,7 +943,10 @@ mod tests {
 
     #[test]
     fn code_spans_become_code_elements_after_escaping() {
-        assert_eq!(escape_with_code("both `full` and `<partial>`"), "both <code>full</code> and <code>&lt;partial&gt;</code>");
+        assert_eq!(
+            escape_with_code("both `full` and `<partial>`"),
+            "both <code>full</code> and <code>&lt;partial&gt;</code>"
+        );
         assert_eq!(escape_with_code("a `lone backtick"), "a `lone backtick");
         assert_eq!(escape_with_code("no code & more"), "no code &amp; more");
     }

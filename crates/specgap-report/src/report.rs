@@ -315,6 +315,7 @@ fn report_with(
     for key in na_by_key.keys() {
         grouped.entry(key.clone()).or_default();
     }
+    let full_index = FullIndex::new(episodes);
     // Per group, the runs whose scored episodes make its seed replicates.
     let pooled: Vec<BTreeSet<usize>> = grouped
         .values()
@@ -335,6 +336,7 @@ fn report_with(
             na_by_key.get(key).copied().unwrap_or(0),
             runs.len(),
             &options.judge,
+            &full_index,
         )?);
     }
 
@@ -368,6 +370,12 @@ fn report_with(
             .iter()
             .map(move |w| format!("{}: {w}", r.dir.display()))
     }));
+    let residual = residual();
+    let mut residual_warnings: BTreeSet<&String> = BTreeSet::new();
+    for row in &residual {
+        residual_warnings.extend(&row.measures.acceptance.warnings);
+    }
+    warnings.extend(residual_warnings.into_iter().cloned());
     Ok(Report {
         schema: REPORT_SCHEMA,
         version: REPORT_VERSION,
@@ -386,7 +394,7 @@ fn report_with(
             .collect(),
         groups,
         outcome_costs,
-        residual: residual(),
+        residual,
         oracle,
         recall_quality,
         not_applicable,
@@ -402,6 +410,7 @@ fn group_report(
     not_applicable: usize,
     n_runs: usize,
     judge: &str,
+    full_index: &FullIndex<'_, '_>,
 ) -> Result<GroupReport, ReportError> {
     use specgap_protocol::run::EndReason;
     let mut end_reasons = BTreeMap::new();
@@ -428,7 +437,7 @@ fn group_report(
         not_applicable,
         end_reasons,
         outcomes: outcomes(members),
-        resolution: resolution(members),
+        resolution: resolution(members, &|e, req| full_index.pass_share(e, req)),
         delivery: delivery_measures(members)?,
         clarification: clarification_summary(members, judge),
         zero_scores: zero_scores(members),
@@ -438,6 +447,48 @@ fn group_report(
             None
         },
     })
+}
+
+/// The scored episodes under condition `full`, by (agent, task, start): the Full reference of
+/// seed 000 §5.3 for requirements that feedback did not get fixed.
+pub struct FullIndex<'e, 'a> {
+    by_key: BTreeMap<(&'a str, &'a str, &'a str), Vec<&'e Episode<'a>>>,
+}
+
+impl<'e, 'a> FullIndex<'e, 'a> {
+    /// Indexes the `full` episodes among `episodes`.
+    pub fn new(episodes: &'e [Episode<'a>]) -> Self {
+        let mut by_key: BTreeMap<(&str, &str, &str), Vec<&Episode>> = BTreeMap::new();
+        for e in episodes
+            .iter()
+            .filter(|e| e.is_scored() && e.row.condition == "full")
+        {
+            by_key
+                .entry((
+                    e.row.agent.as_str(),
+                    e.row.task.as_str(),
+                    e.row.start.as_str(),
+                ))
+                .or_default()
+                .push(e);
+        }
+        FullIndex { by_key }
+    }
+
+    /// Share of the `full` episodes of `episode`'s agent, task and start whose first valid
+    /// submission passes `requirement`; `None` when none has a verdict for it.
+    pub fn pass_share(&self, episode: &Episode<'_>, requirement: &str) -> Option<f64> {
+        let partners = self.by_key.get(&(
+            episode.row.agent.as_str(),
+            episode.row.task.as_str(),
+            episode.row.start.as_str(),
+        ))?;
+        crate::episode::mean(partners.iter().filter_map(|f| {
+            let k = f.scores.first()?.k;
+            f.requirement_passes(k, requirement)
+                .map(crate::episode::indicator)
+        }))
+    }
 }
 
 /// Score@k / Success@k per run, then mean ± sd over runs with scored episodes.

@@ -299,8 +299,9 @@ fn acceptance_bias_on_normally_submitted_episodes() {
 
     let report = report_of(&[&run], &[Dim::Agent, Dim::Condition, Dim::Start]);
     let m = &report.residual[0].measures;
-    // Res counts r4 too (budget ends are failures only when they fail): r1 0, r2 0, r3 1, r4 1.
-    close(m.rates.res, 0.5, 1e-12);
+    // Res counts r4 as a failure (App. D.1: a run that exhausts its budget fails, whatever its
+    // automatic submission scored): r1 0, r2 0, r3 1, r4 0.
+    close(m.rates.res, 0.25, 1e-12);
     close(m.rates.clean, 0.0, 1e-12);
     let a = &m.acceptance;
     assert_eq!(a.continuations, 3);
@@ -325,8 +326,12 @@ fn acceptance_bias_on_normally_submitted_episodes() {
     // Kept split at the median 0.75: above r3 (success 1), at or below r1, r2 (success 0).
     let split = a.kept_split.clone().unwrap();
     close(split.median_kept, 0.75, 1e-12);
-    assert_eq!((split.above, split.at_or_below), (1, 2));
-    assert_eq!((split.success_above, split.success_at_or_below), (1.0, 0.0));
+    assert_eq!(
+        split.rule,
+        specgap_report::residual::KeptSplitRule::AboveMedian
+    );
+    assert_eq!((split.high, split.low), (1, 2));
+    assert_eq!((split.success_high, split.success_low), (1.0, 0.0));
 }
 
 #[test]
