@@ -22,6 +22,12 @@ pub struct TaskContext {
     pub name: String,
     /// Task family (seed 000 per-family breakdowns).
     pub family: Family,
+    /// The research (or other) sub-family of the task, when the package names one (seed 000
+    /// §4.3: instrumented studies, machine-learning experiments, online systems). Read through
+    /// [`TaskContext::subfamily_of`], the one place that knows where it comes from.
+    pub subfamily: Option<String>,
+    /// Requirements of the task (`requirements.toml`); 0 for tasks scored otherwise.
+    pub requirements: usize,
     /// Ids of the requirements the partial instruction states (`stated = true`).
     pub stated: BTreeSet<String>,
     /// Clarification targets in file order (seed 002 §3.2).
@@ -107,6 +113,15 @@ fn rebuild_state_diff(source: &StateSource) -> Result<String, String> {
 }
 
 impl TaskContext {
+    /// The task's sub-family. Package format 1 has no field for it, so this is `None` until
+    /// format 2's `[task] subfamily` lands; switch this one line to
+    /// `package.manifest().task.subfamily.clone()` then (docs/decisions.md "Report: seed 000
+    /// measures").
+    pub fn subfamily_of(package: &TaskPackage) -> Option<String> {
+        let _ = package;
+        None
+    }
+
     /// Builds the context of a loaded package. Reading `state.patch` or the gold overlay can
     /// fail; such a state keeps empty changes and the failure is returned as a warning.
     pub fn from_package(package: &TaskPackage) -> (TaskContext, Vec<String>) {
@@ -160,6 +175,8 @@ impl TaskContext {
         let context = TaskContext {
             name: package.name().to_string(),
             family: package.manifest().task.family,
+            subfamily: TaskContext::subfamily_of(package),
+            requirements: package.requirements().len(),
             stated: package
                 .requirements()
                 .iter()

@@ -10,11 +10,12 @@
 //! | [`run`] | [`RunData`]: a store's rows, the task packages' context, offline judgements | DESIGN §6 |
 //! | [`episode`] | [`Episode`]: one episode joined across tables; grouping dimensions | — |
 //! | [`first`] | Score@k / Success@k of one episode, carried forward | seed 000 §4.1 |
-//! | [`outcome`] | Score@k and Success@k per group, outcome cost, In round / Ahead | seed 000 §4.1, §5.2–5.3, Table 4, 7 |
-//! | [`residual`] | Res, Clean, Residual Gap, CondFail, predecessor groups, acceptance bias | seed 001 App. C.2, D |
+//! | [`outcome`] | Score@k and Success@k per group and family, outcome cost, Partial as a share of Full, In round / Ahead, plan mode against Partial | seed 000 §4.1, §5.2–5.4, Table 4–7 |
+//! | [`residual`] | Res, Clean, Residual Gap, CondFail, predecessor groups, acceptance bias, clean against residual rankings | seed 001 §5.2, App. C.2, D |
+//! | [`benchmark`] | statistics of the suite: residual states (Table 2), requirements stated per task (Table 3) | seed 001 §4, App. A; seed 000 Table 3 |
 //! | [`delivery`] | Quality, DSR, pass@k, pass^k, Recall, Precision, Ask-F1, KQC1, ATC, Redund., zero-score signatures, oracle curves | seed 002 §4.2, App. A.3, A.6, A.7 |
 //! | [`judge`] | the offline clarification-coverage judge (shared matching rule) | seed 002 §4.1, A.3 |
-//! | [`diff`], [`opened`] | workspace diffs (Kept, Left-out files) and "opened" files from trajectories | seed 001 App. D.2 |
+//! | [`diff`], [`opened`], [`shell`] | workspace diffs (Kept, Left-out files); what each step did with files (`specgap_protocol::action`), with shell commands read by a small POSIX shell reader; opened files and inspection | seed 001 App. D.2 |
 //! | [`report`], [`render`], [`svg`] | the report: Markdown, self-contained HTML with SVG charts, versioned JSON | docs/report-schema.md |
 //! | [`inputs`] | checks on the runs given to a report: duplicates, shards, missing results, replicates differing beyond the seed | seed 000 §5.6, DESIGN §6 |
 //! | [`usage`] | model usage and cost per group and role, from the stores' `usage` rows | DESIGN §6 |
@@ -41,6 +42,7 @@
 //! interruptions are counted apart.
 #![deny(missing_docs)]
 
+pub mod benchmark;
 pub mod compare;
 pub mod context;
 pub mod delivery;

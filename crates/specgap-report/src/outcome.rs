@@ -295,3 +295,86 @@ pub fn resolution(episodes: &[&Episode<'_>], full_pass: &FullPass<'_>) -> Option
         (r.remaining_unstated > 0).then(|| r.resolved_ahead as f64 / r.remaining_unstated as f64);
     Some(r)
 }
+
+/// Partial as a share of Full (seed 000 §5.2: "deliver 56% to 81% of their Full Score on the SWE
+/// tasks but only 30% to 66% on the research tasks", and 87% / 57% after four submissions):
+/// on the tasks with scored episodes under both `full` and `partial`, Partial@k Score divided
+/// by Full@1 Score, each a mean of per-task means.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PartialShare {
+    /// Tasks under both conditions.
+    pub tasks: usize,
+    /// Full@1 Score.
+    pub full_score_at_1: f64,
+    /// Partial@1 and Partial@4 Score.
+    pub partial_score_at: [f64; 2],
+    /// Partial@1 / Full@1 and Partial@4 / Full@1; `None` when Full@1 is 0.
+    pub share_at: [Option<f64>; 2],
+}
+
+/// [`PartialShare`] from the episodes of `full` and `partial`; `None` without shared tasks.
+pub fn partial_share(full: &[&Episode<'_>], partial: &[&Episode<'_>]) -> Option<PartialShare> {
+    let c = cost_comparison(full, partial, &[])?;
+    let share = |p: f64| (c.full_score_at_1 > 0.0).then(|| p / c.full_score_at_1);
+    Some(PartialShare {
+        tasks: c.tasks,
+        full_score_at_1: c.full_score_at_1,
+        partial_score_at: [c.partial_score_at[0], c.partial_score_at[3]],
+        share_at: [share(c.partial_score_at[0]), share(c.partial_score_at[3])],
+    })
+}
+
+/// The plan mode against Partial for the same agent (seed 000 §5.4, Table 6): Score@1 and
+/// Success@1 on the tasks with scored episodes under both `plan` and `partial`, means of
+/// per-task means, and the differences Plan − Partial.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PlanVsPartial {
+    /// Tasks under both conditions.
+    pub tasks: usize,
+    /// Partial@1 Score and Success.
+    pub partial_at_1: [f64; 2],
+    /// Plan@1 Score and Success.
+    pub plan_at_1: [f64; 2],
+    /// Plan − Partial, Score and Success.
+    pub difference: [f64; 2],
+}
+
+/// [`PlanVsPartial`]; `None` without shared tasks.
+pub fn plan_vs_partial(plan: &[&Episode<'_>], partial: &[&Episode<'_>]) -> Option<PlanVsPartial> {
+    let (plan, partial) = (task_sums(plan), task_sums(partial));
+    let tasks: BTreeSet<&str> = partial
+        .keys()
+        .copied()
+        .filter(|t| plan.contains_key(t))
+        .collect();
+    if tasks.is_empty() {
+        return None;
+    }
+    let at_1 = |sums: &BTreeMap<&str, TaskSums>| -> Option<[f64; 2]> {
+        Some([
+            macro_at_k(sums, &tasks, false)?[0],
+            macro_at_k(sums, &tasks, true)?[0],
+        ])
+    };
+    let partial_at_1 = at_1(&partial)?;
+    let plan_at_1 = at_1(&plan)?;
+    Some(PlanVsPartial {
+        tasks: tasks.len(),
+        partial_at_1,
+        plan_at_1,
+        difference: [
+            plan_at_1[0] - partial_at_1[0],
+            plan_at_1[1] - partial_at_1[1],
+        ],
+    })
+}
+
+/// The family an episode's task belongs to for per-family tables: `family`, or
+/// `family/subfamily` when the package names a sub-family ([`crate::context::TaskContext`]'s
+/// `subfamily`), so research sub-families separate (seed 000 §4.3).
+pub fn family_label(episode: &Episode<'_>) -> String {
+    match episode.context.and_then(|c| c.subfamily.as_deref()) {
+        Some(sub) => format!("{}/{sub}", episode.row.family.as_str()),
+        None => episode.row.family.as_str().to_string(),
+    }
+}

@@ -17,6 +17,9 @@ use serde::Serialize;
 use specgap_stats::mean_sd;
 
 use crate::ReportError;
+use crate::benchmark::{
+    ResidualBenchmark, StatedRequirements, residual_benchmark, stated_requirements,
+};
 use crate::delivery::{
     ClarificationSummary, DeliveryMeasures, OracleLevel, ZeroScores, clarification_summary,
     delivery_measures, oracle_curve, zero_scores,
@@ -24,14 +27,17 @@ use crate::delivery::{
 use crate::episode::{Dim, Episode, GroupKey, group_by, index_episodes, oracle_ratio};
 use crate::first::MAX_K;
 use crate::judge::OFFLINE_JUDGE;
-use crate::outcome::{CostComparison, Outcomes, Resolution, cost_comparison, outcomes, resolution};
-use crate::residual::{ResidualMeasures, residual_measures};
+use crate::outcome::{
+    CostComparison, Outcomes, PartialShare, PlanVsPartial, Resolution, cost_comparison,
+    family_label, outcomes, partial_share, plan_vs_partial, resolution,
+};
+use crate::residual::{RankingReversal, ResidualMeasures, ranking_reversal, residual_measures};
 use crate::run::RunData;
 
 /// The `schema` field of every JSON report.
 pub const REPORT_SCHEMA: &str = "specgap-report";
 /// The JSON report's version; bumped on any incompatible change (docs/report-schema.md).
-pub const REPORT_VERSION: u32 = 1;
+pub const REPORT_VERSION: u32 = 2;
 
 /// How a report is built.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -146,6 +152,46 @@ pub struct ResidualRow {
     pub measures: ResidualMeasures,
 }
 
+/// Score@k and Success@k of one family (seed 000 §5.2, App. I per-domain tables).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FamilyRow {
+    /// Key: the grouping dimensions without `family` and `task`.
+    pub key: KeyMap,
+    /// `family`, or `family/subfamily` ([`crate::outcome::family_label`]).
+    pub family: String,
+    /// The outcomes of the family's episodes in the group.
+    pub outcomes: Outcomes,
+}
+
+/// Partial as a share of Full in one family (seed 000 §5.2).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PartialShareRow {
+    /// Key: the grouping dimensions without `condition`, `family` and `task`.
+    pub key: KeyMap,
+    /// `family`, or `family/subfamily`.
+    pub family: String,
+    /// The share.
+    pub share: PartialShare,
+}
+
+/// The plan mode against Partial (seed 000 §5.4, Table 6).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PlanRow {
+    /// Key: the grouping dimensions without `condition`.
+    pub key: KeyMap,
+    /// The paired comparison.
+    pub comparison: PlanVsPartial,
+}
+
+/// Clean against residual rankings of agents (seed 001 §5.2).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RankingRow {
+    /// Key: the grouping dimensions without `start` and `agent`.
+    pub key: KeyMap,
+    /// The rankings.
+    pub ranking: RankingReversal,
+}
+
 /// One oracle-coverage curve (seed 002 App. A.6).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct OracleRow {
@@ -206,6 +252,25 @@ pub struct Report {
     pub outcome_costs: Vec<CostRow>,
     /// Residual starts (seed 001).
     pub residual: Vec<ResidualRow>,
+    /// Clean against residual rankings over agents (seed 001 §5.2), when `agent` is a grouping
+    /// dimension and two or more agents have residual rows.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rankings: Vec<RankingRow>,
+    /// The residual states of the suite (seed 001 Table 2, App. A).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub residual_benchmark: Option<ResidualBenchmark>,
+    /// Requirements stated per requirement-scored task (seed 000 Table 3).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stated_requirements: Option<StatedRequirements>,
+    /// Score@k and Success@k per family (seed 000 App. I).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub families: Vec<FamilyRow>,
+    /// Partial as a share of Full per family (seed 000 §5.2).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub partial_shares: Vec<PartialShareRow>,
+    /// Plan mode against Partial (seed 000 §5.4, Table 6).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub plan_vs_partial: Vec<PlanRow>,
     /// Oracle coverage (seed 002).
     pub oracle: Vec<OracleRow>,
     /// Recall against Quality across groups (seed 002 Figure 4), with three or more groups.
@@ -362,6 +427,29 @@ fn report_with(
         }
     }
 
+    let families = family_rows(episodes, &without_all(dims, &[Dim::Family, Dim::Task]));
+    let partial_shares = partial_share_rows(
+        episodes,
+        &without_all(dims, &[Dim::Condition, Dim::Family, Dim::Task]),
+    );
+    let plan_dims = without(Dim::Condition);
+    let mut plan_rows = Vec::new();
+    for (key, members) in group_by(episodes, &plan_dims, |_| true) {
+        let of = |condition: &str| -> Vec<&Episode> {
+            members
+                .iter()
+                .copied()
+                .filter(|e| e.row.condition == condition)
+                .collect()
+        };
+        if let Some(comparison) = plan_vs_partial(&of("plan"), &of("partial")) {
+            plan_rows.push(PlanRow {
+                key: key_map(&plan_dims, &key),
+                comparison,
+            });
+        }
+    }
+
     let recall_quality = association(&groups)?;
     let usage = crate::usage::usage_summaries(runs, episodes, dims);
     let mut warnings = crate::inputs::input_warnings(runs, dims, &pooled);
@@ -371,6 +459,7 @@ fn report_with(
             .map(move |w| format!("{}: {w}", r.dir.display()))
     }));
     let residual = residual();
+    let rankings = ranking_rows(&residual, dims)?;
     let mut residual_warnings: BTreeSet<&String> = BTreeSet::new();
     for row in &residual {
         residual_warnings.extend(&row.measures.acceptance.warnings);
@@ -395,6 +484,12 @@ fn report_with(
         groups,
         outcome_costs,
         residual,
+        rankings,
+        residual_benchmark: residual_benchmark(runs, episodes),
+        stated_requirements: stated_requirements(runs),
+        families,
+        partial_shares,
+        plan_vs_partial: plan_rows,
         oracle,
         recall_quality,
         not_applicable,
@@ -447,6 +542,92 @@ fn group_report(
             None
         },
     })
+}
+
+/// `dims` without any of `drop`.
+fn without_all(dims: &[Dim], drop: &[Dim]) -> Vec<Dim> {
+    dims.iter().copied().filter(|d| !drop.contains(d)).collect()
+}
+
+/// Score@k / Success@k per group of `dims` and family label.
+fn family_rows(episodes: &[Episode<'_>], dims: &[Dim]) -> Vec<FamilyRow> {
+    let mut rows = Vec::new();
+    for (key, members) in group_by(episodes, dims, |_| true) {
+        let mut by_family: BTreeMap<String, Vec<&Episode>> = BTreeMap::new();
+        for e in members {
+            by_family.entry(family_label(e)).or_default().push(e);
+        }
+        for (family, members) in by_family {
+            let outcomes = outcomes(&members);
+            if outcomes.scored > 0 {
+                rows.push(FamilyRow {
+                    key: key_map(dims, &key),
+                    family,
+                    outcomes,
+                });
+            }
+        }
+    }
+    rows
+}
+
+/// Partial as a share of Full per group of `dims` and family label.
+fn partial_share_rows(episodes: &[Episode<'_>], dims: &[Dim]) -> Vec<PartialShareRow> {
+    let mut rows = Vec::new();
+    for (key, members) in group_by(episodes, dims, |_| true) {
+        let mut by_family: BTreeMap<String, Vec<&Episode>> = BTreeMap::new();
+        for e in members {
+            by_family.entry(family_label(e)).or_default().push(e);
+        }
+        for (family, members) in by_family {
+            let of = |condition: &str| -> Vec<&Episode> {
+                members
+                    .iter()
+                    .copied()
+                    .filter(|e| e.row.condition == condition)
+                    .collect()
+            };
+            if let Some(share) = partial_share(&of("full"), &of("partial")) {
+                rows.push(PartialShareRow {
+                    key: key_map(dims, &key),
+                    family,
+                    share,
+                });
+            }
+        }
+    }
+    rows
+}
+
+/// Rankings over agents of the residual rows, per value of the other dimensions; only when
+/// `agent` is a grouping dimension.
+fn ranking_rows(residual: &[ResidualRow], dims: &[Dim]) -> Result<Vec<RankingRow>, ReportError> {
+    if !dims.contains(&Dim::Agent) {
+        return Ok(Vec::new());
+    }
+    let mut by_key: BTreeMap<KeyMap, Vec<(String, f64, f64)>> = BTreeMap::new();
+    for row in residual {
+        let mut key = row.key.clone();
+        let Some(agent) = key.remove(&Dim::Agent) else {
+            continue;
+        };
+        by_key.entry(key).or_default().push((
+            agent,
+            row.measures.rates.clean,
+            row.measures.rates.res,
+        ));
+    }
+    let mut rows = Vec::new();
+    for (key, agents) in by_key {
+        let ranking = ranking_reversal(&agents).map_err(|source| ReportError::Stats {
+            measure: "Spearman rho (Clean, Res)".into(),
+            source,
+        })?;
+        if let Some(ranking) = ranking {
+            rows.push(RankingRow { key, ranking });
+        }
+    }
+    Ok(rows)
 }
 
 /// The scored episodes under condition `full`, by (agent, task, start): the Full reference of

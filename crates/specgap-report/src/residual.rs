@@ -694,3 +694,106 @@ pub fn residual_measures(
         acceptance: acceptance_bias(&clean, &residual),
     })
 }
+
+/// One agent's place in the clean and residual rankings (seed 001 §5.2 "Clean-start rankings
+/// reverse"): rank 1 is the highest rate; ties share their average rank.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AgentRank {
+    /// Agent.
+    pub agent: String,
+    /// Clean(A), in [0, 1].
+    pub clean: f64,
+    /// Res(A), in [0, 1].
+    pub res: f64,
+    /// Rank by Clean.
+    pub clean_rank: f64,
+    /// Rank by Res.
+    pub res_rank: f64,
+}
+
+/// Whether clean and residual starts rank agents alike: Spearman ρ between Clean(A) and Res(A)
+/// over agents (with its two-sided p-value; `specgap_stats::spearman`, scipy's), and the agent
+/// pairs the two orders disagree on.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RankingReversal {
+    /// Agents by Clean rank.
+    pub agents: Vec<AgentRank>,
+    /// Spearman ρ; absent where undefined (a constant column, fewer than three agents for
+    /// the p-value too).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rho: Option<f64>,
+    /// Its two-sided p-value; absent where undefined.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p_value: Option<f64>,
+    /// Agent pairs ordered strictly one way by Clean and strictly the other way by Res.
+    pub reversed_pairs: usize,
+    /// Agent pairs.
+    pub pairs: usize,
+}
+
+/// Ranks of `values`, 1 for the largest, ties averaged.
+fn descending_ranks(values: &[f64]) -> Vec<f64> {
+    values
+        .iter()
+        .map(|v| {
+            let above = values.iter().filter(|w| *w > v).count() as f64;
+            let equal = values.iter().filter(|w| *w == v).count() as f64;
+            above + (equal + 1.0) / 2.0
+        })
+        .collect()
+}
+
+/// [`RankingReversal`] of (agent, Clean, Res) triples; `None` with fewer than two agents.
+///
+/// # Errors
+/// [`specgap_stats::StatsError`] for non-finite rates.
+pub fn ranking_reversal(
+    agents: &[(String, f64, f64)],
+) -> Result<Option<RankingReversal>, specgap_stats::StatsError> {
+    if agents.len() < 2 {
+        return Ok(None);
+    }
+    let clean: Vec<f64> = agents.iter().map(|a| a.1).collect();
+    let res: Vec<f64> = agents.iter().map(|a| a.2).collect();
+    let correlation = specgap_stats::spearman(&clean, &res)?;
+    let (clean_ranks, res_ranks) = (descending_ranks(&clean), descending_ranks(&res));
+    let mut ranked: Vec<AgentRank> = agents
+        .iter()
+        .enumerate()
+        .map(|(i, (agent, c, r))| AgentRank {
+            agent: agent.clone(),
+            clean: *c,
+            res: *r,
+            clean_rank: clean_ranks[i],
+            res_rank: res_ranks[i],
+        })
+        .collect();
+    ranked.sort_by(|a, b| {
+        a.clean_rank
+            .total_cmp(&b.clean_rank)
+            .then(a.agent.cmp(&b.agent))
+    });
+    let mut reversed = 0;
+    let mut pairs = 0;
+    for i in 0..agents.len() {
+        for j in i + 1..agents.len() {
+            pairs += 1;
+            let by_clean = clean[i].total_cmp(&clean[j]);
+            let by_res = res[i].total_cmp(&res[j]);
+            if by_clean != std::cmp::Ordering::Equal
+                && by_res != std::cmp::Ordering::Equal
+                && by_clean != by_res
+            {
+                reversed += 1;
+            }
+        }
+    }
+    let defined = |v: f64| v.is_finite().then_some(v);
+    Ok(Some(RankingReversal {
+        agents: ranked,
+        rho: defined(correlation.rho),
+        p_value: defined(correlation.p_value),
+        reversed_pairs: reversed,
+        pairs,
+    }))
+}

@@ -10,6 +10,7 @@ mod html;
 mod inputs;
 mod outcome;
 mod residual;
+mod tables;
 
 use specgap_report::{Dim, Report, ReportOptions, RunData, build_report};
 
