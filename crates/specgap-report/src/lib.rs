@@ -32,7 +32,8 @@
 //! ```
 //!
 //! [`RunData::load`] reads every row of a store once; the measures are pure functions of
-//! [`Episode`]s, except the seed 001 acceptance-bias measures, which read final diffs and
+//! [`Episode`]s, except the seed 001 acceptance-bias measures, which read final diffs, the
+//! starting states' diffs (`start/workspace.diff`, else the state rebuilt from its package) and
 //! trajectories of normally submitted residual episodes from the run directory. Statistics
 //! (bootstrap, Wilcoxon, Holm, Spearman, pass@k, mean ± sd) come from `specgap-stats`.
 //!

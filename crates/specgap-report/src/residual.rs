@@ -164,8 +164,9 @@ pub struct AcceptanceBias {
     /// The same share restricted to failed continuations (seed 001 §5.4 "repair rate").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repair_rate_failed: Option<f64>,
-    /// Share of the predecessor's added lines still in the final diff, over failed
-    /// continuations (longest-common-subsequence line match per file).
+    /// Share of the predecessor's added lines (P, from the harness's diff of the state) still
+    /// in the final diff, over failed continuations (longest-common-subsequence line match per
+    /// file).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kept_failed: Option<f64>,
     /// Over states with left-out files: share of the agent's clean runs that change one.

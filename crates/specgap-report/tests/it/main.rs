@@ -5,6 +5,7 @@
 
 mod compare;
 mod delivery;
+mod fidelity;
 mod fixture;
 mod html;
 mod inputs;
