@@ -573,7 +573,7 @@ fn strip_wrappers(args: &[Arg]) -> (&[Arg], bool) {
                 rest = &rest[1..];
                 while rest.first().is_some_and(Arg::is_flag) {
                     let takes_value = matches!(rest[0].text(), "-n" | "-s" | "-k");
-                    rest = &rest[if takes_value { 2 } else { 1 }.min(rest.len())..];
+                    rest = &rest[(if takes_value { 2 } else { 1 }).min(rest.len())..];
                 }
                 if program == "timeout" && !rest.is_empty() {
                     rest = &rest[1..];
@@ -585,7 +585,7 @@ fn strip_wrappers(args: &[Arg]) -> (&[Arg], bool) {
                 while rest.first().is_some_and(Arg::is_flag) {
                     let takes_value =
                         matches!(rest[0].text(), "-n" | "-I" | "-d" | "-P" | "-L" | "-s");
-                    rest = &rest[if takes_value { 2 } else { 1 }.min(rest.len())..];
+                    rest = &rest[(if takes_value { 2 } else { 1 }).min(rest.len())..];
                 }
             }
             _ => return (rest, xargs),
@@ -1579,6 +1579,88 @@ mod tests {
             [
                 (ActionKind::Edit, Some("README.md".into()), true),
                 (ActionKind::Write, Some("docs/README.md".into()), true)
+            ]
+        );
+    }
+
+    #[test]
+    fn truncated_and_odd_commands_never_panic() {
+        // Regression: a wrapper flag that takes a value at the very end (`timeout -k`) sliced
+        // past the arguments.
+        let odd = [
+            "timeout -k",
+            "nice -n",
+            "xargs -I",
+            "xargs -n 1 cat",
+            "env",
+            "sudo",
+            "cd",
+            "cd ..",
+            "cd ../..; cat README.md",
+            "git -C",
+            "git",
+            "git -C ivtree diff",
+            "sed -i",
+            "find . -exec",
+            "find . -exec grep -n x {} +",
+            "cp a",
+            "mv",
+            "cat <<",
+            "cat <<EOF",
+            "cat <<'E'\nbody",
+            "echo ${",
+            "echo `",
+            "echo $(",
+            "$((1+",
+            "cat [",
+            "cat ivtree/[!n]*.py",
+            "cat x[a-",
+            "for",
+            "for x in",
+            "for x in a b; do",
+            "while",
+            "case x in a) cat a;; esac",
+            "{ cat a",
+            "( cat a",
+            "f() { cat a; }",
+            "a=1",
+            "> out",
+            "2>&1",
+            "cat ~",
+            "cat /",
+            "cat /workspace",
+            "cat \\",
+            "cat \"unclosed",
+            "bash -c",
+            "sh -c 'cat ivtree/node.py",
+            "ls -la |",
+            "| cat",
+            "&& cat a",
+            ";;",
+            "cat {a,b",
+            "cat {,}",
+            "cat {a,{b,c}}.py",
+            "tee",
+            "touch -t",
+        ];
+        for command in odd {
+            for output in [
+                "",
+                "exit status 0",
+                "exit status 1\n--- stderr ---\nx: No such file",
+                "killed: timed out after 1 s",
+            ] {
+                let _ = command_actions(command, output, &tree());
+            }
+        }
+        // Brace lists nest; a brace without a comma stays literal.
+        assert_eq!(
+            acts("cat ivtree/{node,{tree,__init__}}.py {x}", &ok("...")),
+            [
+                read("ivtree/node.py"),
+                read("ivtree/tree.py"),
+                read("ivtree/__init__.py"),
+                (ActionKind::Read, Some("{x}".into()), true),
             ]
         );
     }

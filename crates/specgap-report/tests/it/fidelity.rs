@@ -27,6 +27,10 @@ fn every_code_location_in_fidelity_md_exists() {
         let defined = ["fn ", "struct ", "enum ", "type ", "const "]
             .iter()
             .any(|kind| source.contains(&format!("{kind}{name}")));
-        assert!(defined, "{location}: no definition of `{name}` in {}", file.display());
+        assert!(
+            defined,
+            "{location}: no definition of `{name}` in {}",
+            file.display()
+        );
     }
 }
