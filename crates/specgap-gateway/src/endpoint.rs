@@ -1,5 +1,5 @@
 //! The allow-list of methods and paths: every request the gateway serves matches exactly one
-//! [`Route`]; anything else is refused with 404 (405 for a known path with another method).
+//! route of this table; anything else is refused with 404 (405 for a known path with another method).
 //!
 //! | method and path (as the sandbox calls them) | endpoint | upstream URL |
 //! | --- | --- | --- |

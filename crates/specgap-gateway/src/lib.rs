@@ -69,13 +69,16 @@
 //!   namespace ([`netns`]).
 //! * [`journal`]: the content-addressed journal and its JSON-lines file; [`Journal::read`]
 //!   and [`Journal::rebuild`] for audits.
+//! * `mock` (cargo feature `mock`): a scripted mock upstream that records every request, with
+//!   well-formed answers of each protocol, for this crate's tests and the engine's.
 //!
 //! ## Threading model
 //!
 //! Each gateway owns one thread running a current-thread tokio runtime (hyper 1 HTTP/1.1
 //! server, reqwest async client with rustls, HTTP/1.1 to the upstream): requests of one
 //! episode are served concurrently on it without locks on the hot path beyond the journal's
-//! mutex. Supervisor hooks run on that thread. [`serve_tcp`] returns once it accepts;
+//! mutex. Supervisor hooks run on that thread (keep them short; a panicking hook loses that
+//! connection and delays shutdown by its 10 s bound). [`serve_tcp`] returns once it accepts;
 //! [`GatewayHandle::shutdown`] (or dropping the handle) stops accepting, abandons in-flight
 //! exchanges, waits until each is recorded (at most 10 s) and joins the thread.
 //!

@@ -9,3 +9,4 @@ mod listeners;
 mod protocols;
 mod security;
 mod support;
+mod usage;
