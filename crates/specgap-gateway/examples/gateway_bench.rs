@@ -53,21 +53,18 @@ fn request_body(kb: usize, stream: bool) -> Vec<u8> {
     body.to_string().into_bytes()
 }
 
-fn time_requests(client: &reqwest::blocking::Client, url: &str, token: Option<&str>, body: &[u8], n: usize) -> Vec<f64> {
-    let mut times = Vec::with_capacity(n);
-    for _ in 0..n {
-        let mut request = client.post(url).header("content-type", "application/json").body(body.to_vec());
-        if let Some(token) = token {
-            request = request.bearer_auth(token);
-        }
-        let started = Instant::now();
-        let response = request.send().expect("request");
-        assert_eq!(response.status(), 200, "benchmark request failed");
-        let bytes = response.bytes().expect("body");
-        times.push(started.elapsed().as_secs_f64() * 1e6);
-        assert!(!bytes.is_empty());
+fn time_one(client: &reqwest::blocking::Client, url: &str, token: Option<&str>, body: &[u8]) -> f64 {
+    let mut request = client.post(url).header("content-type", "application/json").body(body.to_vec());
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
     }
-    times
+    let started = Instant::now();
+    let response = request.send().expect("request");
+    assert_eq!(response.status(), 200, "benchmark request failed");
+    let bytes = response.bytes().expect("body");
+    let micros = started.elapsed().as_secs_f64() * 1e6;
+    assert!(!bytes.is_empty());
+    micros
 }
 
 fn main() {
@@ -81,8 +78,8 @@ fn main() {
     std::fs::create_dir_all(&dir).expect("temp dir");
     let client = reqwest::blocking::Client::builder().no_proxy().build().expect("client");
 
-    println!("| history | variant | direct to mock (µs) | through the gateway (µs) | overhead (µs) |");
-    println!("| ---: | --- | ---: | ---: | ---: |");
+    println!("| request | variant | direct to mock (µs) | through the gateway (µs) | difference of medians (µs) | median of pair differences (µs) (per round) |");
+    println!("| ---: | --- | ---: | ---: | ---: | ---: |");
     for kb in [history_kb, history_kb * 10] {
         for stream in [false, true] {
             let reply = if stream {
@@ -101,28 +98,39 @@ fn main() {
             let gateway_url = format!("{}/chat/completions", gateway.base_url(Protocol::OpenaiChat).expect("url"));
             let body = request_body(kb, stream);
             // Warm both connections.
-            time_requests(&client, &direct_url, None, &body, 20);
-            time_requests(&client, &gateway_url, Some(token.expose()), &body, 20);
-            let (mut direct, mut through) = (Vec::new(), Vec::new());
+            for _ in 0..20 {
+                time_one(&client, &direct_url, None, &body);
+                time_one(&client, &gateway_url, Some(token.expose()), &body);
+            }
+            // Direct and gateway requests alternate, so a load change on the machine touches
+            // both sides alike; the per-pair difference is reported beside the medians.
+            let (mut direct, mut through, mut pairs) = (Vec::new(), Vec::new(), Vec::new());
             let mut round_medians = Vec::new();
             for _ in 0..rounds {
-                let d = time_requests(&client, &direct_url, None, &body, per_round);
-                let g = time_requests(&client, &gateway_url, Some(token.expose()), &body, per_round);
-                round_medians.push(median(g.clone()) - median(d.clone()));
-                direct.extend(d);
-                through.extend(g);
+                let mut round = Vec::with_capacity(per_round);
+                for _ in 0..per_round {
+                    let d = time_one(&client, &direct_url, None, &body);
+                    let g = time_one(&client, &gateway_url, Some(token.expose()), &body);
+                    direct.push(d);
+                    through.push(g);
+                    round.push(g - d);
+                }
+                round_medians.push(median(round.clone()));
+                pairs.extend(round);
             }
             let (d, g) = (median(direct), median(through));
             let rounds_text: Vec<String> = round_medians.iter().map(|m| format!("{m:.0}")).collect();
             println!(
-                "| {} kB | {} | {d:.0} | {g:.0} | **{:.0}** (rounds: {}) |",
+                "| {} kB | {} | {d:.0} | {g:.0} | {:.0} | **{:.0}** ({}) |",
                 body.len() / 1000,
                 if stream { "streamed" } else { "not streamed" },
                 g - d,
+                median(pairs),
                 rounds_text.join(" / ")
             );
             let report = gateway.shutdown().expect("shutdown");
             assert_eq!(report.exchanges as usize, 20 + rounds * per_round);
+            assert_eq!(report.main_requests, report.exchanges);
         }
     }
 
@@ -136,6 +144,9 @@ fn main() {
         let ready = started.elapsed();
         gateway.shutdown().expect("shutdown");
         start_times.push((ready.as_secs_f64() * 1e6, started.elapsed().as_secs_f64() * 1e6));
+        if std::env::var("GATEWAY_BENCH_VERBOSE").is_ok() {
+            eprintln!("start {:?}", ready);
+        }
         std::thread::sleep(Duration::from_millis(5));
     }
     println!();

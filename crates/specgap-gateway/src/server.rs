@@ -425,6 +425,11 @@ async fn serve_model_request(
             } else {
                 Outcome::UpstreamRejected
             };
+            if ctx.shared.is_abandoned() {
+                // The answer came in as the episode ended: its usage counts, the agent gets nothing of it.
+                let body = crate::shape::error_body(Some(protocol), 403, RefusalReason::Ended.code(), "the episode has ended; the model request was abandoned");
+                return json_reply(ex, 403, body, Outcome::Abandoned);
+            }
             let headers = client_headers(&ctx.redactor, &headers);
             ex.reply(status, headers, body, outcome)
         }
