@@ -76,9 +76,10 @@
 //!
 //! Each gateway owns one thread running a current-thread tokio runtime (hyper 1 HTTP/1.1
 //! server, reqwest async client with rustls, HTTP/1.1 to the upstream): requests of one
-//! episode are served concurrently on it without locks on the hot path beyond the journal's
-//! mutex. Supervisor hooks run on that thread (keep them short; a panicking hook loses that
-//! connection and delays shutdown by its 10 s bound). [`serve_tcp`] returns once it accepts;
+//! episode are served concurrently on it; the only locks are short ones (the journal, the
+//! totals, the backoff generator). Supervisor hooks run on that thread (keep them short; a
+//! panicking hook loses that connection and delays shutdown by its 10 s bound). [`serve_tcp`]
+//! returns once it accepts;
 //! [`GatewayHandle::shutdown`] (or dropping the handle) stops accepting, abandons in-flight
 //! exchanges, waits until each is recorded (at most 10 s) and joins the thread.
 //!
@@ -102,7 +103,8 @@
 //!   `anthropic-version` / `-beta`, `openai-beta`, `x-goog-api-client`, `x-stainless-*`, plus
 //!   [`GatewayConfig::extra_forward_headers`]); credentials, cookies, proxy and forwarding
 //!   hints and hop-by-hop headers never are. `accept-encoding: identity` is sent so answers
-//!   can be parsed. Upstream cookies, hop-by-hop and connection hints are not returned.
+//!   can be parsed. Upstream cookies, hop-by-hop and connection hints are not returned, and
+//!   upstream redirects are handed back, never followed (they would carry the key).
 //! * The request body is forwarded as received (byte for byte): an agent that writes its
 //!   token into a message sends it upstream as text; the token is worthless outside this
 //!   gateway.
