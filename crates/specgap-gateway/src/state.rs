@@ -14,7 +14,7 @@ use specgap_protocol::event::Usage;
 use tokio::sync::{Notify, watch};
 
 use crate::journal::Journal;
-use crate::supervisor::{ExchangeRecord, Outcome, RequestClass};
+use crate::supervisor::{ExchangeRecord, RequestClass};
 
 /// A fault that stops the gateway forwarding: the engine ends the episode with an
 /// infrastructure error (never a task failure).
@@ -51,7 +51,7 @@ impl std::fmt::Display for GatewayFault {
 pub struct GatewayReport {
     /// Exchanges recorded (every request, refused ones included).
     pub exchanges: u64,
-    /// Main-loop requests that were forwarded (admitted), whatever their outcome.
+    /// Turns: main-loop requests that were forwarded ([`ExchangeRecord::is_turn`]).
     pub main_requests: u64,
     /// Usage of main-loop requests.
     pub main: Usage,
@@ -80,7 +80,7 @@ impl GatewayReport {
         self.cache_creation_tokens += record.cache_creation_tokens;
         match record.class {
             RequestClass::Main => {
-                if !matches!(record.outcome, Outcome::Refused { .. } | Outcome::Local) {
+                if record.is_turn() {
                     self.main_requests += 1;
                 }
                 self.main.add(&record.usage);

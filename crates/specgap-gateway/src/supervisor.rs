@@ -213,6 +213,15 @@ pub struct ExchangeRecord {
     pub new_blobs: Vec<Blob>,
 }
 
+impl ExchangeRecord {
+    /// Whether the exchange is one of the agent's turns: a main-loop request that was
+    /// forwarded (admitted), whatever came of it. Refused requests (by the allow-list or by
+    /// [`Supervisor::admit`]) and local answers are not turns.
+    pub fn is_turn(&self) -> bool {
+        self.class == RequestClass::Main && !matches!(self.outcome, Outcome::Refused { .. } | Outcome::Local)
+    }
+}
+
 /// The engine's hooks (module guide). Every method has a default, so a supervisor
 /// implements only what it needs.
 pub trait Supervisor: Send + Sync + 'static {

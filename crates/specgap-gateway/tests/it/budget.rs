@@ -49,6 +49,7 @@ fn a_request_past_the_budget_gets_its_protocols_error_and_reaches_nothing() {
         let records = setup.recorder.wait(2);
         assert_eq!(records[1].outcome, Outcome::Refused { reason: RefusalReason::Admission, message: message.into() }, "{case}");
         assert_eq!(records[1].usage.requests, 0);
+        assert_eq!((records[0].is_turn(), records[1].is_turn()), (true, false), "{case}: a refused request is no turn");
         let report = setup.gateway.shutdown().unwrap();
         assert_eq!((report.exchanges, report.main_requests), (2, 1), "{case}");
     }
@@ -70,6 +71,7 @@ fn side_requests_are_classified_by_the_supervisor_and_are_not_turns() {
     let records = setup.recorder.wait(3);
     let classes: Vec<RequestClass> = records.iter().map(|r| r.class).collect();
     assert_eq!(classes, vec![RequestClass::Side, RequestClass::Main, RequestClass::Side]);
+    assert!(records.iter().all(|r| !r.is_turn()));
     // The supervisor saw the classified request before it was forwarded.
     let infos = setup.recorder.infos.lock().unwrap().clone();
     assert_eq!(infos.len(), 2, "listings are not admitted: nothing is spent");
