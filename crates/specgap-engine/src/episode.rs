@@ -96,7 +96,11 @@ pub const NO_TOOL_REMINDER: &str = "Your last reply called no tool. Continue the
     are done, deliver with submit. Another reply without a tool call ends the work.";
 /// The harness's reminder after a refusal.
 pub const REFUSAL_REMINDER: &str = "Please continue the work with the tools you have.";
-/// The `ask_user` result that unlocks work under `interact-req`.
+/// The customer's reply to questions past the clarification-round limit, on both channels
+/// (seed 002 A.9.3 has the customer tell the agent to proceed; these are our words).
+pub const PROCEED_REPLY: &str =
+    "That is as much as I can clarify for now. Please carry on with the work and use your best judgement on anything still open.";
+/// The `ask_user` result that unlocks work under `interact-req+gate=on`.
 pub const UNLOCK_ACKNOWLEDGEMENT: &str =
     "Understood. Editing, running commands and submitting are now available; go ahead with the work.";
 
@@ -378,6 +382,8 @@ struct Episode<'c, 'a> {
     questions: u32,
     /// Clarification rounds used: answered `ask_user` calls and text-channel exchanges.
     clarification_rounds: u32,
+    /// Whether a question came past the round limit (its `budget` event is written once).
+    round_limit_reached: bool,
     /// Continuation messages sent (delivery text channel).
     continuations: u32,
     counters: Counters,
@@ -448,6 +454,7 @@ impl<'c, 'a> Episode<'c, 'a> {
             tool_calls: 0,
             questions: 0,
             clarification_rounds: 0,
+            round_limit_reached: false,
             continuations: 0,
             counters: Counters::default(),
             plan_written: false,
@@ -590,7 +597,7 @@ impl<'c, 'a> Episode<'c, 'a> {
             && self.text_questions_offered()
             && let Some(questions) = text_channel::heading_questions(&text).filter(|q| !q.is_empty())
         {
-            ended = self.text_exchange(questions)?;
+            ended = self.text_exchange(questions, false)?;
         }
         Ok(ended)
     }
@@ -605,11 +612,10 @@ impl<'c, 'a> Episode<'c, 'a> {
                     .then(|| text_channel::question_sentences(text))
             });
             if let Some(questions) = questions.filter(|q| !q.is_empty()) {
-                return self.text_exchange(questions);
+                return self.text_exchange(questions, true);
             }
         }
-        let clarify_first = self.ctx.condition.ask() == Ask::Required && !self.unlocked;
-        if clarify_first && self.asked_before_unlock > 0 && !text_channel::has_question_mark(text) {
+        if self.gate_closed() && self.asked_before_unlock > 0 && !text_channel::has_question_mark(text) {
             self.unlocked = true;
             self.counters.no_tool = 0;
             self.harness_message(UserMessageKind::Continuation, UNLOCK_ACKNOWLEDGEMENT)?;
@@ -642,24 +648,26 @@ impl<'c, 'a> Episode<'c, 'a> {
     }
 
     /// One text-channel clarification round: every question answered and recorded, the
-    /// answers delivered as one message; beyond the round limit, the `clarification_limit` end.
-    fn text_exchange(&mut self, questions: Vec<String>) -> Result<Option<EndReason>, EpisodeError> {
-        if self.clarification_rounds >= self.ctx.budgets.clarification_rounds {
-            return Ok(Some(EndReason::ClarificationLimit));
-        }
-        let mut pairs = Vec::with_capacity(questions.len());
-        let mut usage: Option<Usage> = None;
-        for question in questions {
-            let reply = self.put_question(&question)?;
-            if let Some(u) = &reply.usage {
-                usage.get_or_insert_with(Usage::default).add(u);
+    /// answers delivered as one message. Beyond the round limit the message is
+    /// [`PROCEED_REPLY`]; in a reply without a tool call it then stands in for the reminder
+    /// and counts toward the `no_tool_call` end, so an agent that only keeps asking stops.
+    fn text_exchange(&mut self, questions: Vec<String>, without_call: bool) -> Result<Option<EndReason>, EpisodeError> {
+        if self.rounds_exhausted()? {
+            self.writer.event(EventKind::UserMessage {
+                kind: UserMessageKind::Answer,
+                text: PROCEED_REPLY.into(),
+                usage: None,
+            })?;
+            self.inbox.push(Incoming::UserMessage { kind: UserMessageKind::Answer, text: PROCEED_REPLY.into() });
+            if without_call {
+                self.counters.no_tool += 1;
+                if self.counters.no_tool >= NO_TOOL_CALL_LIMIT {
+                    return Ok(Some(EndReason::NoToolCall));
+                }
             }
-            pairs.push((question, reply.text));
+            return Ok(None);
         }
-        self.clarification_rounds += 1;
-        if self.ctx.condition.ask() == Ask::Required && !self.unlocked {
-            self.asked_before_unlock += 1;
-        }
+        let (pairs, usage) = self.clarification_round(questions)?;
         self.counters.no_tool = 0;
         self.counters.owner_answered();
         let text = text_channel::answer_message(&pairs);
@@ -778,7 +786,7 @@ impl<'c, 'a> Episode<'c, 'a> {
         }
         let working =
             editing || matches!(tool, names::RUN_EXPERIMENT | names::BASH | names::RUN_PROJECT | names::SUBMIT);
-        if self.ctx.condition.ask() == Ask::Required && !self.unlocked && working {
+        if self.gate_closed() && working {
             return Some(format!(
                 "`{tool}` is withheld until you have asked the client what the request leaves open and then told them, \
                  in an ask_user message without a question mark, that you have what you need"
@@ -845,14 +853,16 @@ impl<'c, 'a> Episode<'c, 'a> {
         ToolOutput::ok(format!("Plan saved to PLAN.md.\n\n{execute}"))
     }
 
+    /// One `ask_user` call: one clarification round, each of its questions answered on its
+    /// own (seed 002 A.9.3). Past the delivery round limit the call gets [`PROCEED_REPLY`].
     fn ask_user(&mut self, call: &ToolCall, effect: &mut Effect) -> Result<ToolOutput, EpisodeError> {
-        let args: tools::AskUserArgs = match tools::parse_args(&call.tool, &call.arguments) {
-            Ok(args) => args,
+        let asked = match tools::parse_args::<tools::AskUserArgs>(&call.tool, &call.arguments).and_then(|a| a.asked()) {
+            Ok(asked) => asked,
             Err(message) => return Ok(ToolOutput::error(message)),
         };
         let condition = self.ctx.condition;
-        let clarify_first = condition.ask() == Ask::Required && !self.unlocked;
-        if clarify_first && self.asked_before_unlock > 0 && !args.question.contains(['?', '？']) {
+        let statement = !asked.listed && !text_channel::has_question_mark(&asked.questions[0]);
+        if self.gate_closed() && self.asked_before_unlock > 0 && statement {
             self.unlocked = true;
             return Ok(ToolOutput::ok(UNLOCK_ACKNOWLEDGEMENT));
         }
@@ -860,17 +870,64 @@ impl<'c, 'a> Episode<'c, 'a> {
             effect.end = Some(EndReason::LoopAskUser);
             return Ok(ToolOutput::error("not answered: this is the fourth question in a row"));
         }
-        if condition.is_delivery() && self.clarification_rounds >= self.ctx.budgets.clarification_rounds {
-            effect.end = Some(EndReason::ClarificationLimit);
-            return Ok(ToolOutput::error("not answered: no further questions can be answered"));
+        if condition.is_delivery() && self.rounds_exhausted()? {
+            return Ok(ToolOutput::ok(PROCEED_REPLY));
         }
-        let reply = self.put_question(&args.question)?;
+        let listed = asked.listed;
+        let (pairs, _) = self.clarification_round(asked.questions)?;
+        effect.answered = true;
+        let text = match (listed, pairs.first()) {
+            (false, Some((_, answer))) => answer.clone(),
+            _ => text_channel::answer_message(&pairs),
+        };
+        Ok(ToolOutput::ok(text))
+    }
+
+    /// Whether the hard clarify-first gate (`interact-req+gate=on`) still withholds the work.
+    fn gate_closed(&self) -> bool {
+        self.ctx.condition.ask() == Ask::Required && !self.unlocked
+    }
+
+    /// Whether the delivery clarification-round limit is used up (seed 002 §4.1: at most 30
+    /// rounds). The first time it is, a `budget` event `clarification_rounds` is recorded;
+    /// the episode goes on.
+    fn rounds_exhausted(&mut self) -> Result<bool, EpisodeError> {
+        let limit = self.ctx.budgets.clarification_rounds;
+        if self.clarification_rounds < limit {
+            return Ok(false);
+        }
+        if !self.round_limit_reached {
+            self.round_limit_reached = true;
+            self.writer.event(EventKind::Budget {
+                which: "clarification_rounds".into(),
+                used: self.clarification_rounds.into(),
+                limit: limit.into(),
+            })?;
+        }
+        Ok(true)
+    }
+
+    /// One clarification round, from either channel: every question put to the user on its
+    /// own and recorded with this turn; returns the (question, answer) pairs and the user's
+    /// summed usage.
+    fn clarification_round(
+        &mut self,
+        questions: Vec<String>,
+    ) -> Result<(Vec<(String, String)>, Option<Usage>), EpisodeError> {
+        let mut pairs = Vec::with_capacity(questions.len());
+        let mut usage: Option<Usage> = None;
+        for question in questions {
+            let reply = self.put_question(&question)?;
+            if let Some(u) = &reply.usage {
+                usage.get_or_insert_with(Usage::default).add(u);
+            }
+            pairs.push((question, reply.text));
+        }
         self.clarification_rounds += 1;
-        if clarify_first {
+        if self.gate_closed() {
             self.asked_before_unlock += 1;
         }
-        effect.answered = true;
-        Ok(ToolOutput::ok(reply.text))
+        Ok((pairs, usage))
     }
 
     fn apply_overlay(&mut self, call: &ToolCall) -> Result<ToolOutput, EpisodeError> {
