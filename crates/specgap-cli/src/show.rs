@@ -161,12 +161,13 @@ fn dollars(cost: f64) -> String {
     format!("${cost:.4}")
 }
 
-/// One line per role that has usage rows, then the total when both roles do.
+/// One line per role that has usage rows (agent, user, then any judge, extractor or detector),
+/// then the total when more than one role does.
 fn role_lines<'a>(rows: impl Iterator<Item = &'a UsageRow> + Clone, priced: bool) -> String {
     let cost = |usd: f64| if priced { dollars(usd) } else { format!("cost {NO_PRICE} (no price table)") };
     let mut out = String::new();
     let mut present = 0;
-    for role in [Role::Agent, Role::User] {
+    for role in Role::ALL {
         if let Some(u) = summed(rows.clone().filter(|r| r.role == role)) {
             present += 1;
             let _ = writeln!(

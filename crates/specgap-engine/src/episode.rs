@@ -14,8 +14,16 @@
 //!   (`submission_budget`).
 //! * **Budgets**: the turn budget is checked after each turn (an agent gets exactly `turns`
 //!   turns); the tool-call budget after each call (exactly `tool_calls` calls run); the wall
-//!   budget before each turn and after each call. Commands' timeouts are capped by the
-//!   remaining wall time.
+//!   budget before each turn, when each reply arrives, after each call and after each user
+//!   reply. Commands' timeouts are capped by the remaining wall time, and the agent and user
+//!   get the episode's [`Deadline`] ([`crate::session::SessionLink`]): a model request in
+//!   flight when the wall budget ends is abandoned ([`AgentReply::Abandoned`],
+//!   [`UserError::abandoned`]) and the episode ends with `wall_budget`; a reply that arrives
+//!   after the budget ended is recorded but none of its calls run. A stop request (Ctrl-C)
+//!   abandons requests the same way and ends the episode `interrupted`.
+//! * **Usage**: the agent and user write every model request's usage to the store as it
+//!   completes, through their [`UsageSink`]s; the engine records none itself, except the
+//!   [`Agent::usage`] of an agent that never used its sink, once at the end.
 //! * **Loops**: the 4th consecutive identical call (same tool, same arguments, compared as
 //!   JSON values; `submit` neither counts nor breaks the run) is not run and ends with
 //!   `loop_repeated_call`; the 4th consecutive call that is a `run_experiment` / `bash` which
@@ -67,7 +75,9 @@ use crate::confine::WorkspaceRoot;
 use crate::feedback::{Escalation, NO_OBSERVATION, failing_requirement};
 use crate::prompts::{opening_message, system_prompts};
 use crate::sandbox_ops::{self, CommandResult};
-use crate::session::{Agent, AgentError, AgentReply, Incoming, Opening, Question, User, UserError};
+use crate::session::{
+    Agent, AgentError, AgentReply, Deadline, Incoming, Opening, Question, Reply, SessionLink, UsageSink, User, UserError,
+};
 use crate::text_channel::{self, CONTINUATION, CONTINUATION_LIMIT};
 use crate::tools::{self, ToolOutput, names};
 
@@ -94,6 +104,11 @@ pub const REFUSAL_LIMIT: u32 = 3;
 /// The harness's reminder after a reply without a tool call.
 pub const NO_TOOL_REMINDER: &str = "Your last reply called no tool. Continue the work by calling a tool; when you \
     are done, deliver with submit. Another reply without a tool call ends the work.";
+/// The `end` event's detail when the agent's model request was abandoned at the deadline.
+pub const AGENT_ABANDONED: &str = "the agent's model request in flight was abandoned";
+/// The `end` event's detail when the user's reply was abandoned at the deadline.
+pub const USER_ABANDONED: &str = "the user's reply in flight was abandoned";
+
 /// The harness's reminder after a refusal.
 pub const REFUSAL_REMINDER: &str = "Please continue the work with the tools you have.";
 /// The customer's reply to questions past the clarification-round limit, on both channels
@@ -133,8 +148,9 @@ pub struct EpisodeContext<'a> {
     pub start_results: &'a StartResults,
     /// Shared cache of host views.
     pub host_views: &'a HostViews,
-    /// When set, the episode ends as `interrupted` before its next turn.
-    pub stop: Option<&'a AtomicBool>,
+    /// The run's stop request: when set, the episode ends as `interrupted` before its next
+    /// turn, and model requests in flight are abandoned (it is part of the [`Deadline`]).
+    pub stop: Option<&'a Arc<AtomicBool>>,
 }
 
 /// One evaluated submission.
@@ -274,6 +290,8 @@ impl From<AgentError> for EpisodeError {
 }
 
 impl From<UserError> for EpisodeError {
+    /// A user failure as an infrastructure error (an abandoned reply never gets here: the
+    /// engine turns it into the end of the episode).
     fn from(e: UserError) -> Self {
         EpisodeError::Infrastructure {
             message: format!("user: {}", e.message),
@@ -298,9 +316,16 @@ pub fn run_episode(
     writer: &mut EpisodeWriter,
 ) -> Result<EpisodeOutcome, EpisodeError> {
     let started = Instant::now();
-    let result = Episode::open(ctx, agent, user, writer, started).and_then(|mut episode| episode.run());
+    let links = Links::new(ctx, started, writer);
+    agent.attach(&links.agent);
+    user.attach(&links.user);
+    let result = Episode::open(ctx, agent, user, writer, started, &links).and_then(|mut episode| episode.run());
+    // Whatever still serves the episode (a gateway request) stops now.
+    links.agent.deadline.abandon();
+    links.check_usage()?;
     let usage = agent.usage();
-    if usage != Usage::default() {
+    if !links.agent.usage.is_used() && usage != Usage::default() {
+        // An agent that does not use its sink: its usage is stored once, at the end.
         writer.record_usage(Role::Agent, &usage)?;
     }
     match result {
@@ -326,6 +351,32 @@ pub fn run_episode(
     }
 }
 
+/// The [`SessionLink`]s of the agent and the user: one deadline (wall budget and stop
+/// request), one usage sink per role writing to this attempt's `usage` rows.
+struct Links {
+    agent: SessionLink,
+    user: SessionLink,
+}
+
+impl Links {
+    fn new(ctx: &EpisodeContext<'_>, started: Instant, writer: &EpisodeWriter) -> Self {
+        let at = started.checked_add(Duration::from_secs(ctx.budgets.wall_sec));
+        let mut deadline = at.map_or_else(Deadline::none, Deadline::at);
+        if let Some(stop) = ctx.stop {
+            deadline = deadline.with_stop(Arc::clone(stop));
+        }
+        let link = |role| SessionLink { deadline: deadline.clone(), usage: UsageSink::to_store(role, writer.usage_recorder()) };
+        Links { agent: link(Role::Agent), user: link(Role::User) }
+    }
+
+    /// The first store failure of a usage record, as the episode's store error.
+    fn check_usage(&self) -> Result<(), EpisodeError> {
+        match self.agent.usage.take_failure().or_else(|| self.user.usage.take_failure()) {
+            Some(error) => Err(EpisodeError::Store(error)),
+            None => Ok(()),
+        }
+    }
+}
 
 /// Consecutive counters of the loop rules.
 #[derive(Debug, Default)]
@@ -350,6 +401,14 @@ impl Counters {
     }
 }
 
+/// How a clarification round went.
+enum Round {
+    /// Every question was answered: (question, answer) pairs and the user's summed usage.
+    Answered { pairs: Vec<(String, String)>, usage: Option<Usage> },
+    /// The episode ended during the round.
+    Ended(EndReason),
+}
+
 /// What a dispatched call did besides its result text.
 #[derive(Debug, Default)]
 struct Effect {
@@ -365,6 +424,7 @@ struct Effect {
 
 struct Episode<'c, 'a> {
     ctx: &'c EpisodeContext<'a>,
+    links: &'c Links,
     agent: &'c mut dyn Agent,
     user: &'c mut dyn User,
     writer: &'c mut EpisodeWriter,
@@ -395,6 +455,8 @@ struct Episode<'c, 'a> {
     last_result: Option<EvalResult>,
     submissions: Vec<SubmissionOutcome>,
     inbox: Vec<Incoming>,
+    /// Whose request was abandoned at the deadline, for the `end` event's detail.
+    abandoned: Option<&'static str>,
 }
 
 impl<'c, 'a> Episode<'c, 'a> {
@@ -404,6 +466,7 @@ impl<'c, 'a> Episode<'c, 'a> {
         user: &'c mut dyn User,
         writer: &'c mut EpisodeWriter,
         started: Instant,
+        links: &'c Links,
     ) -> Result<Self, EpisodeError> {
         let package = ctx.package;
         let prompts = system_prompts(ctx.condition, &ctx.budgets);
@@ -439,6 +502,7 @@ impl<'c, 'a> Episode<'c, 'a> {
         let session = sandbox_ops::command_session(ctx, &host, &ws_dir);
         let mut episode = Episode {
             ctx,
+            links,
             agent,
             user,
             writer,
@@ -465,6 +529,7 @@ impl<'c, 'a> Episode<'c, 'a> {
             last_result: None,
             submissions: Vec::new(),
             inbox: Vec::new(),
+            abandoned: None,
         };
         if let Start::Residual(id) = ctx.start {
             episode.evaluate_start(id)?;
@@ -480,19 +545,23 @@ impl<'c, 'a> Episode<'c, 'a> {
 
     fn turn_loop(&mut self) -> Result<EndReason, EpisodeError> {
         loop {
-            if self.ctx.stop.is_some_and(|s| s.load(Ordering::SeqCst)) {
+            if self.stop_requested() {
                 return Ok(EndReason::Interrupted);
             }
             if self.wall_exhausted() {
                 return Ok(EndReason::WallBudget);
             }
             let inbox = std::mem::take(&mut self.inbox);
-            let reply = self.agent.next_turn(&inbox)?;
-            let ended = match reply {
+            let reply = self.agent.next_turn(&inbox);
+            self.links.check_usage()?;
+            // A reply that comes after the wall budget ended (or a stop) is recorded, not acted on.
+            let late = self.deadline_end();
+            let ended = match reply? {
+                AgentReply::Abandoned => return Ok(self.abandoned_end(AGENT_ABANDONED)),
                 AgentReply::Done => return Ok(EndReason::AgentDone),
                 AgentReply::ContextOverflow => return Ok(EndReason::ContextOverflow),
-                AgentReply::Refusal { text, usage } => self.refusal(text, usage)?,
-                AgentReply::Turn { text, tool_calls, usage } => self.turn(text, tool_calls, usage)?,
+                AgentReply::Refusal { text, usage } => self.refusal(text, usage, late)?,
+                AgentReply::Turn { text, tool_calls, usage } => self.turn(text, tool_calls, usage, late)?,
             };
             if let Some(reason) = ended {
                 return Ok(reason);
@@ -504,16 +573,46 @@ impl<'c, 'a> Episode<'c, 'a> {
     }
 
     fn wall_exhausted(&self) -> bool {
-        self.started.elapsed() >= Duration::from_secs(self.ctx.budgets.wall_sec)
+        self.links.agent.deadline.passed()
+    }
+
+    fn stop_requested(&self) -> bool {
+        self.ctx.stop.is_some_and(|s| s.load(Ordering::SeqCst))
+    }
+
+    /// The end due now because of the clock or a stop request, if any.
+    fn deadline_end(&self) -> Option<EndReason> {
+        if self.stop_requested() {
+            Some(EndReason::Interrupted)
+        } else if self.wall_exhausted() {
+            Some(EndReason::WallBudget)
+        } else {
+            None
+        }
+    }
+
+    /// The end of an episode whose agent or user abandoned a request at the deadline
+    /// (`whose` says which, in the `end` event).
+    fn abandoned_end(&mut self, whose: &'static str) -> EndReason {
+        self.abandoned = Some(whose);
+        if self.stop_requested() { EndReason::Interrupted } else { EndReason::WallBudget }
     }
 
     fn remaining_wall_sec(&self) -> u64 {
         self.ctx.budgets.wall_sec.saturating_sub(self.started.elapsed().as_secs()).max(1)
     }
 
-    fn refusal(&mut self, text: Option<String>, usage: Option<Usage>) -> Result<Option<EndReason>, EpisodeError> {
+    fn refusal(
+        &mut self,
+        text: Option<String>,
+        usage: Option<Usage>,
+        late: Option<EndReason>,
+    ) -> Result<Option<EndReason>, EpisodeError> {
         self.turns += 1;
         self.writer.event(EventKind::AgentTurn { turn: self.turns, text, tool_calls: Vec::new(), usage })?;
+        if late.is_some() {
+            return Ok(late);
+        }
         self.counters.refusals += 1;
         if self.counters.refusals >= REFUSAL_LIMIT {
             return Ok(Some(EndReason::Refusals));
@@ -533,6 +632,7 @@ impl<'c, 'a> Episode<'c, 'a> {
         text: Option<String>,
         mut calls: Vec<ToolCall>,
         usage: Option<Usage>,
+        late: Option<EndReason>,
     ) -> Result<Option<EndReason>, EpisodeError> {
         self.turns += 1;
         for (i, call) in calls.iter_mut().enumerate() {
@@ -541,6 +641,12 @@ impl<'c, 'a> Episode<'c, 'a> {
             }
         }
         self.writer.event(EventKind::AgentTurn { turn: self.turns, text: text.clone(), tool_calls: calls.clone(), usage })?;
+        if let Some(reason) = late {
+            for call in &calls {
+                self.tool_result(call, not_run(reason))?;
+            }
+            return Ok(late);
+        }
         self.counters.refusals = 0;
         let text = text.unwrap_or_default();
         if calls.is_empty() {
@@ -552,8 +658,7 @@ impl<'c, 'a> Episode<'c, 'a> {
         let mut feedback = None;
         for call in &calls {
             if let Some(reason) = ended {
-                let note = format!("not run: the work ended ({}) before this call", reason.as_str());
-                self.tool_result(call, ToolOutput::error(note))?;
+                self.tool_result(call, not_run(reason))?;
                 continue;
             }
             self.tool_calls += 1;
@@ -586,8 +691,8 @@ impl<'c, 'a> Episode<'c, 'a> {
             if ended.is_none() && self.tool_calls >= self.ctx.budgets.tool_calls {
                 ended = Some(EndReason::ToolCallBudget);
             }
-            if ended.is_none() && self.wall_exhausted() {
-                ended = Some(EndReason::WallBudget);
+            if ended.is_none() {
+                ended = self.deadline_end();
             }
         }
         if let Some(text) = feedback {
@@ -667,7 +772,10 @@ impl<'c, 'a> Episode<'c, 'a> {
             }
             return Ok(None);
         }
-        let (pairs, usage) = self.clarification_round(questions)?;
+        let (pairs, usage) = match self.clarification_round(questions)? {
+            Round::Answered { pairs, usage } => (pairs, usage),
+            Round::Ended(reason) => return Ok(Some(reason)),
+        };
         self.counters.no_tool = 0;
         self.counters.owner_answered();
         let text = text_channel::answer_message(&pairs);
@@ -676,14 +784,18 @@ impl<'c, 'a> Episode<'c, 'a> {
         Ok(None)
     }
 
-    /// Puts one question to the user and records it (questions table, user usage); the
-    /// channel (tool or text) is the caller's.
-    fn put_question(&mut self, text: &str) -> Result<crate::session::Reply, EpisodeError> {
+    /// Puts one question to the user and records it in the questions table (its usage is
+    /// in the store already, through the user's sink); the channel (tool or text) is the
+    /// caller's. `None` when the user abandoned the reply at the deadline.
+    fn put_question(&mut self, text: &str) -> Result<Option<Reply>, EpisodeError> {
         let question = Question { index: self.questions, turn: self.turns, text: text.to_string() };
-        let reply = self.user.answer(&question)?;
-        if let Some(usage) = &reply.usage {
-            self.writer.record_usage(Role::User, usage)?;
-        }
+        let answered = self.user.answer(&question);
+        self.links.check_usage()?;
+        let reply = match answered {
+            Ok(reply) => reply,
+            Err(error) if error.abandoned => return Ok(None),
+            Err(error) => return Err(error.into()),
+        };
         let matched =
             linked_targets(text, self.ctx.package.clarifications()).into_iter().map(|t| t.id.clone()).collect();
         self.writer.record_question(&specgap_store::Question {
@@ -693,7 +805,7 @@ impl<'c, 'a> Episode<'c, 'a> {
             matched_targets: matched,
         })?;
         self.questions += 1;
-        Ok(reply)
+        Ok(Some(reply))
     }
 
     /// Updates the identical-call counter; true when this call is the 4th in a row.
@@ -874,7 +986,16 @@ impl<'c, 'a> Episode<'c, 'a> {
             return Ok(ToolOutput::ok(PROCEED_REPLY));
         }
         let listed = asked.listed;
-        let (pairs, _) = self.clarification_round(asked.questions)?;
+        let pairs = match self.clarification_round(asked.questions)? {
+            Round::Answered { pairs, .. } => pairs,
+            Round::Ended(reason) => {
+                effect.end = Some(reason);
+                return Ok(ToolOutput::error(format!(
+                    "not answered: the work ended ({}) before the reply came",
+                    reason.as_str()
+                )));
+            }
+        };
         effect.answered = true;
         let text = match (listed, pairs.first()) {
             (false, Some((_, answer))) => answer.clone(),
@@ -908,26 +1029,29 @@ impl<'c, 'a> Episode<'c, 'a> {
     }
 
     /// One clarification round, from either channel: every question put to the user on its
-    /// own and recorded with this turn; returns the (question, answer) pairs and the user's
-    /// summed usage.
-    fn clarification_round(
-        &mut self,
-        questions: Vec<String>,
-    ) -> Result<(Vec<(String, String)>, Option<Usage>), EpisodeError> {
+    /// own and recorded with this turn. A reply abandoned at the deadline, or a deadline that
+    /// passed while the user answered, ends the round (answers already given stay recorded,
+    /// but are not delivered).
+    fn clarification_round(&mut self, questions: Vec<String>) -> Result<Round, EpisodeError> {
         let mut pairs = Vec::with_capacity(questions.len());
         let mut usage: Option<Usage> = None;
         for question in questions {
-            let reply = self.put_question(&question)?;
+            let Some(reply) = self.put_question(&question)? else {
+                return Ok(Round::Ended(self.abandoned_end(USER_ABANDONED)));
+            };
             if let Some(u) = &reply.usage {
                 usage.get_or_insert_with(Usage::default).add(u);
             }
             pairs.push((question, reply.text));
+            if let Some(reason) = self.deadline_end() {
+                return Ok(Round::Ended(reason));
+            }
         }
         self.clarification_rounds += 1;
         if self.gate_closed() {
             self.asked_before_unlock += 1;
         }
-        Ok((pairs, usage))
+        Ok(Round::Answered { pairs, usage })
     }
 
     fn apply_overlay(&mut self, call: &ToolCall) -> Result<ToolOutput, EpisodeError> {
@@ -965,14 +1089,23 @@ impl<'c, 'a> Episode<'c, 'a> {
             effect.end = Some(EndReason::SubmissionBudget);
             return Ok(ToolOutput::ok("The delivery was returned and no submissions are left. The work is finished."));
         }
-        effect.feedback = Some(self.feedback_text()?);
+        let Some(feedback) = self.feedback_text()? else {
+            let reason = self.abandoned_end(USER_ABANDONED);
+            effect.end = Some(reason);
+            return Ok(ToolOutput::ok(format!(
+                "The delivery was returned, and the work ended ({}) before the owner's message came.",
+                reason.as_str()
+            )));
+        };
+        effect.feedback = Some(feedback);
         let left = self.ctx.budgets.submissions - used;
         let word = if left == 1 { "submission" } else { "submissions" };
         Ok(ToolOutput::ok(format!("The delivery was returned; the owner's message follows. {left} {word} left.")))
     }
 
-    /// The user's message for a failed submission; recorded as a feedback event.
-    fn feedback_text(&mut self) -> Result<String, EpisodeError> {
+    /// The user's message for a failed submission; recorded as a feedback event. `None` when
+    /// the user abandoned it at the deadline.
+    fn feedback_text(&mut self) -> Result<Option<String>, EpisodeError> {
         let result = self.last_result.clone().unwrap_or(EvalResult {
             version: specgap_protocol::result::RESULT_VERSION,
             requirements: None,
@@ -981,18 +1114,23 @@ impl<'c, 'a> Episode<'c, 'a> {
             reward: None,
         });
         let reply = match self.escalation.feedback(self.ctx.package, &result) {
-            Some(context) => self.user.feedback(&context)?,
-            None => crate::session::Reply { text: NO_OBSERVATION.into(), usage: None },
+            Some(context) => {
+                let given = self.user.feedback(&context);
+                self.links.check_usage()?;
+                match given {
+                    Ok(reply) => reply,
+                    Err(error) if error.abandoned => return Ok(None),
+                    Err(error) => return Err(error.into()),
+                }
+            }
+            None => Reply { text: NO_OBSERVATION.into(), usage: None },
         };
-        if let Some(usage) = &reply.usage {
-            self.writer.record_usage(Role::User, usage)?;
-        }
         self.writer.event(EventKind::UserMessage {
             kind: UserMessageKind::Feedback,
             text: reply.text.clone(),
             usage: reply.usage,
         })?;
-        Ok(reply.text)
+        Ok(Some(reply.text))
     }
 
     /// Evaluates (the sandbox freezes a copy of the workspace first), scores and records
@@ -1076,7 +1214,8 @@ impl<'c, 'a> Episode<'c, 'a> {
         if let Some((which, used, limit)) = self.budget_used(reason) {
             self.writer.event(EventKind::Budget { which: which.into(), used, limit })?;
         }
-        self.writer.event(EventKind::End { reason: reason.as_str().into(), detail: String::new() })?;
+        let detail = self.abandoned.unwrap_or_default().to_string();
+        self.writer.event(EventKind::End { reason: reason.as_str().into(), detail })?;
         Ok(EpisodeOutcome {
             end_reason: reason,
             submissions: self.submissions.clone(),
@@ -1111,6 +1250,11 @@ pub fn submits_automatically(reason: EndReason) -> bool {
             | EndReason::InfrastructureError
             | EndReason::EvaluationError
     )
+}
+
+/// The result of a call that did not run because the episode had ended.
+fn not_run(reason: EndReason) -> ToolOutput {
+    ToolOutput::error(format!("not run: the work ended ({}) before this call", reason.as_str()))
 }
 
 /// The first lone-only tool (`submit`, `ask_user`, `write_plan`) of a turn with several

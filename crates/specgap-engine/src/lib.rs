@@ -12,7 +12,7 @@
 //! | [`prompts`] | system prompts (`src/prompts/*.md`, [`PROMPT_VERSION`]) and the opening message |
 //! | [`tools`] | tool specs per profile, argument parsing, output caps, the file tools |
 //! | [`confine`] | workspace path confinement |
-//! | [`session`] | the [`Agent`] and [`User`] traits the episode talks to |
+//! | [`session`] | the [`Agent`] and [`User`] traits the episode talks to; the [`Deadline`] and [`UsageSink`] it shares with them |
 //! | [`feedback`] | observation choice and escalation after a failed submission |
 //! | [`relay`] | the deterministic `relay` user |
 //! | [`text_channel`] | the delivery text channel: questions in reply text, continuations (seed 002 A.9.3) |
@@ -46,4 +46,7 @@ pub(crate) fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, 
     mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 pub use relay::RelayUser;
-pub use session::{Agent, AgentError, AgentReply, FeedbackContext, Incoming, Opening, Question, Reply, User, UserError};
+pub use session::{
+    Agent, AgentError, AgentReply, Deadline, FeedbackContext, Incoming, Opening, Question, Reply, SessionLink, UsageSink, User,
+    UserError,
+};

@@ -6,9 +6,208 @@
 //! results, in call order, then any user message). Every tool call it makes gets exactly one
 //! [`Incoming::ToolResult`]. Scripted, replay and chat agents, and later an MCP bridge,
 //! implement [`Agent`] without engine changes.
+//!
+//! Before the episode starts, the engine hands the agent and the user a [`SessionLink`]
+//! ([`Agent::attach`], [`User::attach`]): the episode's [`Deadline`] (the end of its wall
+//! budget, and the signal that a stop was requested) and a [`UsageSink`] that writes model
+//! usage to the store as each request completes. Anything making model requests for the
+//! episode — the chat agent and user, a judge, the external-agent gateway — caps each request
+//! by the deadline, abandons it when the deadline says so, and records every request's usage
+//! in the sink; agents and users without model requests (scripted, replay, `relay`) ignore
+//! the link.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use specgap_protocol::event::{ToolCall, ToolSpec, Usage, UserMessageKind};
 use specgap_protocol::package::Observation;
+use specgap_store::{Role, StoreError, UsageRecorder};
+
+/// How often a wait on a [`Deadline`] wakes to look for a stop request.
+pub const DEADLINE_POLL: Duration = Duration::from_millis(50);
+
+/// The end of an episode's wall budget (DESIGN §3.5) and the signal to abandon model requests
+/// in flight. Cheap to clone; clones share the signal.
+///
+/// A request is to be abandoned — its reply discarded, nothing it returns acted on — once
+/// [`Deadline::is_over`]: the budget's instant has passed, the run was asked to stop
+/// (Ctrl-C), or the engine called [`Deadline::abandon`] because the episode ended. Each try of
+/// a request gets at most [`Deadline::remaining`] time ([`Deadline::cap`]), and each backoff
+/// sleep is cut short at the deadline ([`Deadline::sleep`]).
+#[derive(Debug, Clone)]
+pub struct Deadline {
+    /// `None`: no wall budget (standalone use, tests).
+    at: Option<Instant>,
+    /// The run's stop request, shared with the runner.
+    stop: Option<Arc<AtomicBool>>,
+    /// Set by [`Deadline::abandon`], shared by every clone.
+    abandoned: Arc<AtomicBool>,
+}
+
+impl Default for Deadline {
+    fn default() -> Self {
+        Deadline::none()
+    }
+}
+
+impl Deadline {
+    /// A deadline at `at`.
+    pub fn at(at: Instant) -> Self {
+        Deadline { at: Some(at), stop: None, abandoned: Arc::default() }
+    }
+
+    /// No deadline: requests run to their own timeouts unless [`Deadline::abandon`] is called.
+    pub fn none() -> Self {
+        Deadline { at: None, stop: None, abandoned: Arc::default() }
+    }
+
+    /// The same deadline, also over once `stop` is set (the runner's stop request).
+    pub fn with_stop(mut self, stop: Arc<AtomicBool>) -> Self {
+        self.stop = Some(stop);
+        self
+    }
+
+    /// The instant the wall budget ends, if there is one.
+    pub fn instant(&self) -> Option<Instant> {
+        self.at
+    }
+
+    /// Time left until the instant (zero once passed); `None` without one.
+    pub fn remaining(&self) -> Option<Duration> {
+        self.at.map(|at| at.saturating_duration_since(Instant::now()))
+    }
+
+    /// `limit`, shortened to the time left: the most a request try may take.
+    pub fn cap(&self, limit: Duration) -> Duration {
+        self.remaining().map_or(limit, |left| left.min(limit))
+    }
+
+    /// Whether the wall budget's instant has passed.
+    pub fn passed(&self) -> bool {
+        self.at.is_some_and(|at| Instant::now() >= at)
+    }
+
+    /// Whether a stop was requested or [`Deadline::abandon`] was called (the instant aside).
+    pub fn stop_requested(&self) -> bool {
+        self.abandoned.load(Ordering::SeqCst) || self.stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst))
+    }
+
+    /// Whether requests in flight must be abandoned: the instant passed or a stop was requested.
+    pub fn is_over(&self) -> bool {
+        self.passed() || self.stop_requested()
+    }
+
+    /// Makes the deadline over for every clone (the engine calls it when the episode ends, so
+    /// whatever still serves the episode — a gateway request — stops).
+    pub fn abandon(&self) {
+        self.abandoned.store(true, Ordering::SeqCst);
+    }
+
+    /// Sleeps `duration`, waking every [`DEADLINE_POLL`] and returning early once the deadline
+    /// is over. Returns `true` when the whole duration was slept.
+    pub fn sleep(&self, duration: Duration) -> bool {
+        let until = Instant::now() + duration;
+        loop {
+            if self.is_over() {
+                return false;
+            }
+            let now = Instant::now();
+            if now >= until {
+                return true;
+            }
+            let mut step = (until - now).min(DEADLINE_POLL);
+            if let Some(left) = self.remaining() {
+                // Wake at the instant itself, not up to one poll after it.
+                step = step.min(left.max(Duration::from_millis(1)));
+            }
+            std::thread::sleep(step);
+        }
+    }
+}
+
+/// Where an agent or user records model usage: one call of [`UsageSink::record`] per model
+/// request, answered or not (a failed try's requests and retries, an abandoned request's
+/// latency), as soon as it is known. Cheap to clone; clones share one total.
+///
+/// A sink made by the engine writes each record to the store at once (one committed upsert
+/// into the attempt's `usage` row of its [`Role`]), so usage survives a failing user model,
+/// a killed process and a resumed run, and `--max-cost` sees it while the episode still runs.
+/// A store failure is kept and ends the episode with [`crate::EpisodeError::Store`] at the
+/// engine's next step.
+#[derive(Debug, Clone)]
+pub struct UsageSink {
+    role: Role,
+    recorder: Option<UsageRecorder>,
+    state: Arc<Mutex<SinkState>>,
+}
+
+#[derive(Debug, Default)]
+struct SinkState {
+    total: Usage,
+    records: u64,
+    failure: Option<StoreError>,
+}
+
+impl UsageSink {
+    /// A sink that only sums (nothing reaches a store): for agents and users used outside an
+    /// episode, and tests.
+    pub fn detached(role: Role) -> Self {
+        UsageSink { role, recorder: None, state: Arc::default() }
+    }
+
+    /// A sink writing to the store through `recorder` under `role`.
+    pub fn to_store(role: Role, recorder: UsageRecorder) -> Self {
+        UsageSink { role, recorder: Some(recorder), state: Arc::default() }
+    }
+
+    /// The role usage is recorded under.
+    pub fn role(&self) -> Role {
+        self.role
+    }
+
+    /// Records the usage of one request (or part of one), adding it to the store's row.
+    pub fn record(&self, usage: &Usage) {
+        let written = self.recorder.as_ref().map_or(Ok(()), |r| r.record(self.role, usage));
+        let mut state = crate::lock(&self.state);
+        state.total.add(usage);
+        state.records += 1;
+        if let Err(error) = written {
+            state.failure.get_or_insert(error);
+        }
+    }
+
+    /// Everything recorded so far.
+    pub fn total(&self) -> Usage {
+        crate::lock(&self.state).total.clone()
+    }
+
+    /// Whether anything was recorded.
+    pub fn is_used(&self) -> bool {
+        crate::lock(&self.state).records > 0
+    }
+
+    /// The first store failure of a record, once.
+    pub fn take_failure(&self) -> Option<StoreError> {
+        crate::lock(&self.state).failure.take()
+    }
+}
+
+/// What the engine shares with an agent or user for one episode attempt (module guide).
+#[derive(Debug, Clone)]
+pub struct SessionLink {
+    /// The episode's wall-budget deadline and stop signal.
+    pub deadline: Deadline,
+    /// Where the model usage of this agent or user goes.
+    pub usage: UsageSink,
+}
+
+impl SessionLink {
+    /// A link without a deadline whose usage is only summed (tests, standalone use).
+    pub fn detached(role: Role) -> Self {
+        SessionLink { deadline: Deadline::none(), usage: UsageSink::detached(role) }
+    }
+}
 
 /// What the agent is told when the episode starts (DESIGN §3.3).
 #[derive(Debug, Clone, PartialEq)]
@@ -68,6 +267,11 @@ pub enum AgentReply {
     },
     /// The model's context window is full; ends the episode with `context_overflow`.
     ContextOverflow,
+    /// The request in flight was abandoned because the episode's [`Deadline`] became over (the
+    /// wall budget ended, or a stop was requested); nothing came back to act on. The engine
+    /// ends the episode with `wall_budget` and its automatic submission, or with `interrupted`
+    /// after a stop. Its usage is already in the [`UsageSink`]. Not an infrastructure error.
+    Abandoned,
 }
 
 /// An agent failure that is not the agent's behaviour: a model service error after retries,
@@ -102,6 +306,14 @@ impl AgentError {
 
 /// The agent under test, driven one turn at a time.
 pub trait Agent {
+    /// Receives the episode's [`SessionLink`], once, before [`Agent::start`]. An agent that
+    /// makes model requests keeps it: it caps every request by the deadline, answers
+    /// [`AgentReply::Abandoned`] when the deadline is over, and records every request's usage
+    /// in the sink — the engine writes no agent usage itself (except for an agent that never
+    /// records anything: its [`Agent::usage`] is stored once at the end). The default ignores
+    /// the link (scripted and replay agents make no requests).
+    fn attach(&mut self, _link: &SessionLink) {}
+
     /// Starts the session.
     ///
     /// # Errors
@@ -115,7 +327,8 @@ pub trait Agent {
     /// [`AgentError`] when the agent service fails (an infrastructure error).
     fn next_turn(&mut self, inbox: &[Incoming]) -> Result<AgentReply, AgentError>;
 
-    /// Usage summed over the session so far.
+    /// Usage summed over the session so far (for the outcome; the store gets usage from the
+    /// [`UsageSink`], see [`Agent::attach`]).
     fn usage(&self) -> Usage;
 
     /// Whether the harness accepts `apply_overlay` from this agent: true only for scripted
@@ -159,7 +372,8 @@ pub struct FeedbackContext {
     pub text: String,
 }
 
-/// Why the user could not reply (a user-model service failure): an infrastructure error.
+/// Why the user could not reply: a user-model service failure (an infrastructure error), or
+/// a request abandoned at the episode's [`Deadline`] ([`UserError::abandoned`]).
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
 pub struct UserError {
@@ -167,6 +381,9 @@ pub struct UserError {
     pub message: String,
     /// Whether retrying cannot help.
     pub deterministic: bool,
+    /// The request was abandoned because the deadline became over: not a failure; the engine
+    /// ends the episode with `wall_budget` (or `interrupted` after a stop).
+    pub abandoned: bool,
     /// The cause.
     #[source]
     pub source: Option<Box<dyn std::error::Error + Send + Sync>>,
@@ -175,12 +392,37 @@ pub struct UserError {
 impl UserError {
     /// An error without a cause.
     pub fn new(message: impl Into<String>, deterministic: bool) -> Self {
-        UserError { message: message.into(), deterministic, source: None }
+        UserError { message: message.into(), deterministic, abandoned: false, source: None }
+    }
+
+    /// An error with a cause.
+    pub fn with_source(
+        message: impl Into<String>,
+        deterministic: bool,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        UserError { message: message.into(), deterministic, abandoned: false, source: Some(Box::new(source)) }
+    }
+
+    /// The reply was abandoned at the deadline.
+    pub fn abandoned() -> Self {
+        UserError {
+            message: "the reply was abandoned: the work ended before it came".into(),
+            deterministic: false,
+            abandoned: true,
+            source: None,
+        }
     }
 }
 
 /// The simulated owner or customer (DESIGN §5).
 pub trait User {
+    /// Receives the episode's [`SessionLink`], once, before the first question or feedback; as
+    /// for [`Agent::attach`], a user with a model caps its requests by the deadline, fails with
+    /// [`UserError::abandoned`] when it is over, and records every request's usage in the sink
+    /// (the engine records no user usage itself). The default ignores it (`relay`).
+    fn attach(&mut self, _link: &SessionLink) {}
+
     /// Answers a question from what the owner / customer knows.
     ///
     /// # Errors

@@ -5,9 +5,9 @@
 //!
 //! | module | contract |
 //! | --- | --- |
-//! | [`package`] | task package format 1 (DESIGN §2): `task.toml`, `requirements.toml`, `observations.toml`, `user.toml`, `clarifications.toml`, residual `meta.toml` |
+//! | [`package`] | task package formats 1 and 2 (DESIGN §2): `task.toml`, `requirements.toml`, `observations.toml`, `user.toml`, `clarifications.toml`, residual `meta.toml` |
 //! | [`event`] | trajectory events and tool calls (DESIGN §3, §6) |
-//! | [`run`] | `run.toml`, episode keys and ids, end reasons (DESIGN §3.5, §6) |
+//! | [`run`] | `run.toml` and its protocol version, episode keys and ids, end reasons (DESIGN §3.5, §6) |
 //! | [`text`] | observation `{key}` placeholders and one-line error chains |
 //! | [`result`] | the evaluator protocol's `result.json` (DESIGN §2) and the scoring kinds that turn it into Score and Success |
 //!

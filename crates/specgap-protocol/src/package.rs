@@ -1,21 +1,37 @@
-//! Task package format 1 (DESIGN §2): the serde shapes of every TOML file in a package.
+//! Task package formats 1 and 2 (DESIGN §2): the serde shapes of every TOML file in a package.
 //!
 //! Every struct rejects unknown keys (`deny_unknown_fields`), because a misspelt key in a
 //! task package silently changes what is measured. Semantic checks (unique priorities,
 //! observations naming known requirements, …) live in `specgap-task`.
+//!
+//! Format 2 adds keys and changes nothing else, so a format-1 package reads the same under
+//! both; the additions ([`FORMAT_2_KEYS`]) are optional fields here, and the loader rejects
+//! each of them in a package that says `format = 1`.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-/// The only package format this version of specgap reads.
-pub const PACKAGE_FORMAT: u32 = 1;
+/// The package formats this version of specgap reads, oldest first.
+pub const PACKAGE_FORMATS: [u32; 2] = [1, 2];
+
+/// The format that introduced the additions of 2026-12-01 ([`FORMAT_2_KEYS`]).
+pub const FORMAT_2: u32 = 2;
+
+/// Every key format 2 adds (file, then the key's place in it), in the order CHANGELOG.md
+/// lists them. Each is optional; each is an error in a format-1 package.
+pub const FORMAT_2_KEYS: [&str; 4] = [
+    "task.toml [task].tags",
+    "task.toml [task].subfamily",
+    "task.toml [delivery].schema",
+    "observations.toml [[observation]].request",
+];
 
 /// `task.toml`: the manifest of a task package (DESIGN §2).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TaskManifest {
-    /// Package format version; must equal [`PACKAGE_FORMAT`].
+    /// Package format version: one of [`PACKAGE_FORMATS`] (1, or 2 to use [`FORMAT_2_KEYS`]).
     pub format: u32,
     /// Identity and family of the task.
     pub task: TaskInfo,
@@ -47,6 +63,17 @@ pub struct TaskInfo {
     pub description: String,
     /// Task family (seed 000 §4): swe | research | optimization | ml | terminal.
     pub family: Family,
+    /// Format 2: free lowercase tags for breakdowns and selection (`["billing", "retries"]`):
+    /// each of lowercase letters and digits in words joined by single hyphens, unique in the
+    /// task. Empty when absent.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// Format 2: the sub-family within [`TaskInfo::family`], for per-family breakdowns, in the
+    /// same lowercase-hyphenated form as a tag: e.g. seed 000 §4.3's three research families,
+    /// `instrumented-study` (instrumented studies of devices and operations),
+    /// `ml-experiment` (machine learning experiments) and `online-system` (online systems).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subfamily: Option<String>,
 }
 
 /// Task family, as in seed 000 §4 (used for per-family breakdowns).
@@ -144,6 +171,12 @@ pub struct Delivery {
     pub direction: Direction,
     /// Glob of the deliverable, relative to the workspace.
     pub artifact: String,
+    /// Format 2: a JSON Schema of the submission format (seed 002's extraction contract), as
+    /// a path relative to the package root, outside `workspace/` and so private. The loader
+    /// requires a regular file that parses as JSON and is a schema (an object, or `true` /
+    /// `false`); it does not judge submissions by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<String>,
 }
 
 /// Optimisation direction of a delivery case's objective.
@@ -206,6 +239,11 @@ pub struct Observation {
     /// Second context: one measured, actionable fact; `{key}` placeholders are filled from
     /// the evaluator's `measured` values.
     pub detail: String,
+    /// Format 2: the owner's request in the owner's own voice — what the owner needs to be
+    /// different, never the rule behind it (DESIGN §5: the relay owner turns an observation
+    /// into the next instruction from what was seen and this). Not blank when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<String>,
 }
 
 /// `user.toml`: the simulated owner or customer.

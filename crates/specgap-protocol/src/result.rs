@@ -1,14 +1,19 @@
 //! The evaluator protocol's `result.json` (DESIGN §2) and the scoring kinds.
 //!
-//! [`EvalResult`] is parsed leniently in shape (every section optional) and strictly in
-//! meaning by [`EvalResult::validate`]: non-finite numbers and unknown or missing requirement
-//! ids are evaluation errors, never scores.
+//! [`parse_result`] reads the bytes (every section optional; each error names the JSON path
+//! of the value it is about), and [`EvalResult::validate`] checks the meaning against the task:
+//! non-finite numbers, a reward outside [0, 1] and unknown or missing requirement ids are
+//! evaluation errors, never scores.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use crate::package::Direction;
+
+mod parse;
+
+pub use parse::{ResultParseError, parse_result};
 
 /// The only `result.json` version this crate reads.
 pub const RESULT_VERSION: u32 = 1;
@@ -31,7 +36,9 @@ pub struct EvalResult {
     /// Delivery-case verdict.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivery: Option<DeliveryOutcome>,
-    /// Free reward in [0, 1] for reward-scored tasks.
+    /// Reward in [0, 1] (DESIGN §2; the score of reward-scored tasks). Any other value,
+    /// whatever the task's kind, fails [`EvalResult::validate`] with
+    /// [`ResultProblem::RewardOutOfRange`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reward: Option<f64>,
 }
@@ -168,12 +175,15 @@ pub struct Scored {
 }
 
 /// Why a `result.json` cannot be scored: an evaluation error (DESIGN §2), never a score.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum ResultProblem {
     /// `version` is not [`RESULT_VERSION`].
     Version(u32),
     /// A number is NaN or infinite; the string names where.
     NonFinite(String),
+    /// `reward` is outside [0, 1] (DESIGN §2 scoring table: the score of a reward-scored task
+    /// is the reward itself, so 5.0 would be a score of 500%).
+    RewardOutOfRange(f64),
     /// A requirement id the task does not have.
     UnknownRequirement(String),
     /// A requirement of the task the result does not report.
@@ -191,6 +201,9 @@ impl std::fmt::Display for ResultProblem {
         match self {
             ResultProblem::Version(v) => write!(f, "result.json has version {v}, expected {RESULT_VERSION}"),
             ResultProblem::NonFinite(at) => write!(f, "result.json has a non-finite number at {at}"),
+            ResultProblem::RewardOutOfRange(reward) => {
+                write!(f, "result.json reports reward {reward}, outside [0, 1]; a reward is a fraction from 0 (nothing) to 1 (full)")
+            }
             ResultProblem::UnknownRequirement(id) => {
                 write!(f, "result.json reports requirement `{id}`, which the task does not have")
             }
@@ -200,7 +213,7 @@ impl std::fmt::Display for ResultProblem {
             ResultProblem::MissingDelivery => write!(f, "result.json of a delivery case has no `delivery`"),
             ResultProblem::BadObjective(why) => write!(f, "result.json delivery objective: {why}"),
             ResultProblem::NothingToScore(kind) => {
-                write!(f, "result.json has nothing a {} -scored task needs", kind.as_str())
+                write!(f, "result.json has nothing a {}-scored task needs", kind.as_str())
             }
         }
     }
@@ -218,8 +231,8 @@ pub struct ScoringContext<'a> {
 }
 
 impl EvalResult {
-    /// Checks the result against the task: version, finite numbers, requirement ids exactly
-    /// the task's, `delivery` present on delivery cases.
+    /// Checks the result against the task: version, finite numbers, a reward in [0, 1],
+    /// requirement ids exactly the task's, `delivery` present on delivery cases.
     ///
     /// # Errors
     /// The first [`ResultProblem`] found.
@@ -228,6 +241,9 @@ impl EvalResult {
             return Err(ResultProblem::Version(self.version));
         }
         self.check_finite()?;
+        if let Some(reward) = self.reward.filter(|r| !(0.0..=1.0).contains(r)) {
+            return Err(ResultProblem::RewardOutOfRange(reward));
+        }
         if !ctx.requirement_ids.is_empty() {
             let reported = self.requirements.as_ref();
             for id in reported.into_iter().flat_map(|m| m.keys()) {
@@ -392,5 +408,36 @@ mod tests {
         assert_eq!(r.validate(&ctx), Err(ResultProblem::UnknownRequirement("z".into())));
         let r2: EvalResult = serde_json::from_str(r#"{"version":1,"requirements":{"a":{"pass":true}}}"#).unwrap();
         assert_eq!(r2.validate(&ctx), Err(ResultProblem::MissingRequirement("b".into())));
+    }
+
+    /// Issue 10 item 4: a reward-scored evaluator reporting 5.0 or -3 was accepted as is.
+    #[test]
+    fn reward_outside_zero_to_one_is_an_evaluation_error_naming_the_value() {
+        let ctx = ScoringContext { requirement_ids: &[], delivery: None };
+        for (text, reward, message) in [
+            (r#"{"version":1,"reward":5.0}"#, 5.0, "result.json reports reward 5, outside [0, 1]; a reward is a fraction from 0 (nothing) to 1 (full)"),
+            (r#"{"version":1,"reward":-3}"#, -3.0, "result.json reports reward -3, outside [0, 1]; a reward is a fraction from 0 (nothing) to 1 (full)"),
+            (r#"{"version":1,"reward":1.0000001}"#, 1.0000001, "result.json reports reward 1.0000001, outside [0, 1]; a reward is a fraction from 0 (nothing) to 1 (full)"),
+        ] {
+            let result = parse_result(text.as_bytes()).unwrap();
+            let problem = result.validate(&ctx).unwrap_err();
+            assert_eq!(problem, ResultProblem::RewardOutOfRange(reward));
+            assert_eq!(problem.to_string(), message);
+        }
+        // The range holds whatever the kind: a test-scored result with a reward of 2 is rejected too.
+        let tests = parse_result(br#"{"version":1,"tests":{"t":"pass"},"reward":2}"#).unwrap();
+        assert_eq!(tests.validate(&ctx), Err(ResultProblem::RewardOutOfRange(2.0)));
+        for edge in ["0", "1", "0.0", "1.0", "-0.0"] {
+            let result = parse_result(format!(r#"{{"version":1,"reward":{edge}}}"#).as_bytes()).unwrap();
+            assert_eq!(result.validate(&ctx), Ok(()), "{edge}");
+        }
+    }
+
+    #[test]
+    fn nothing_to_score_names_the_kind_without_a_stray_space() {
+        assert_eq!(
+            ResultProblem::NothingToScore(ScoringKind::Reward).to_string(),
+            "result.json has nothing a reward-scored task needs"
+        );
     }
 }

@@ -3,12 +3,39 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The episode protocol this build follows, recorded in `run.toml` as `protocol_version`
+/// (DESIGN §6). It names what a condition means — end rules, budgets, tools, what the user is
+/// told and how submissions are judged — so a run is resumed or merged only by a build of
+/// the same protocol: `--resume` and `specgap merge` refuse runs of another version. Bumped
+/// by any change that can change the outcome of an episode under an unchanged condition,
+/// task, agent and seed (docs/decisions.md "Protocol version").
+///
+/// * **1** — stores written before the field existed (specgap 0.1); a `run.toml` without
+///   `protocol_version` reads as 1.
+/// * **2** — specgap 0.2.0: the wall budget binds during model requests (a request in flight
+///   when it ends is abandoned and the episode ends `wall_budget` with its automatic
+///   submission, where 0.1 waited for the reply and ran its calls); a reply that comes after
+///   the budget ended runs none of its calls.
+pub const PROTOCOL_VERSION: u32 = 2;
+
+/// The protocol version of a `run.toml` that does not name one (see [`PROTOCOL_VERSION`]).
+pub const PROTOCOL_VERSION_UNRECORDED: u32 = 1;
+
+fn protocol_version_unrecorded() -> u32 {
+    PROTOCOL_VERSION_UNRECORDED
+}
+
 /// The resolved configuration of a run, written as `run.toml`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunConfig {
     /// specgap version that made the run.
     pub specgap_version: String,
+    /// The episode protocol the run follows ([`PROTOCOL_VERSION`] for a new run); absent in
+    /// stores written before the field existed, which read as
+    /// [`PROTOCOL_VERSION_UNRECORDED`].
+    #[serde(default = "protocol_version_unrecorded")]
+    pub protocol_version: u32,
     /// Run seed; every random choice derives from it.
     pub seed: u64,
     /// Repeats per (task, agent, condition, start).
@@ -178,6 +205,18 @@ impl EpisodeKey {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_toml_without_protocol_version_reads_as_version_1() {
+        let text = "specgap_version = \"0.1.0\"\nseed = 1\nrepeats = 1\nretries = 0\nsandbox = true\ntasks = []\nagents = []\nusers = []\nconditions = [\"partial\"]\nstarts = [\"clean\"]\n";
+        let old: RunConfig = toml::from_str(text).unwrap();
+        assert_eq!(old.protocol_version, 1);
+        let mut new = old.clone();
+        new.protocol_version = PROTOCOL_VERSION;
+        let written = toml::to_string(&new).unwrap();
+        assert!(written.contains("protocol_version = 2\n"), "{written}");
+        assert_eq!(toml::from_str::<RunConfig>(&written).unwrap(), new);
+    }
 
     #[test]
     fn episode_id_is_stable() {

@@ -292,6 +292,11 @@ fn config_differences(
         a.specgap_version.clone(),
         b.specgap_version.clone(),
     );
+    scalar(
+        "protocol_version",
+        a.protocol_version.to_string(),
+        b.protocol_version.to_string(),
+    );
     scalar("repeats", a.repeats.to_string(), b.repeats.to_string());
     scalar("sandbox", a.sandbox.to_string(), b.sandbox.to_string());
     scalar("budget", budget_text(&a.budget), budget_text(&b.budget));

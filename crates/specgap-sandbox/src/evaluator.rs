@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use fs_err as fs;
 use specgap_protocol::package::Direction;
-use specgap_protocol::result::{EvalResult, ResultProblem, ScoringContext};
+use specgap_protocol::result::{EvalResult, ResultProblem, ScoringContext, parse_result};
 
 use crate::error::{MaterializeError, SandboxError};
 use crate::fsutil::{self, GitEntries};
@@ -145,15 +145,19 @@ pub enum EvalError {
         stderr_tail: String,
     },
     /// The evaluator exited 0 without writing `$SPECGAP_OUT/result.json`.
-    #[error("evaluator wrote no result.json")]
+    #[error("evaluator wrote no result.json{}", hint.as_deref().map(|h| format!("; {h}")).unwrap_or_default())]
     MissingResult {
         /// Last bytes of the evaluator's stderr.
         stderr_tail: String,
+        /// What to do instead, when the evaluator wrote something else specgap recognises
+        /// (Harbor's `reward.txt` / `reward.json`).
+        hint: Option<String>,
     },
     /// `result.json` is not the expected JSON.
     #[error("malformed result.json: {message}")]
     MalformedResult {
-        /// serde_json's message (or why the file could not be read).
+        /// What is wrong ([`specgap_protocol::result::ResultParseError`]'s message, naming the
+        /// JSON path of the value), or why the file could not be read.
         message: String,
         /// Last bytes of the evaluator's stderr.
         stderr_tail: String,
@@ -186,7 +190,7 @@ impl EvalError {
         match self {
             EvalError::NonZeroExit { stderr_tail, .. }
             | EvalError::Timeout { stderr_tail, .. }
-            | EvalError::MissingResult { stderr_tail }
+            | EvalError::MissingResult { stderr_tail, .. }
             | EvalError::MalformedResult { stderr_tail, .. }
             | EvalError::InvalidResult { stderr_tail, .. }
             | EvalError::Sandbox { stderr_tail, .. } => stderr_tail,
@@ -320,19 +324,20 @@ pub fn run_evaluator(run: &EvaluatorRun, host: &HostView, config: &SandboxConfig
     if output.exit_code != Some(0) {
         return Err(EvalError::NonZeroExit { code: output.exit_code, stderr_tail });
     }
-    let result = read_result(&scratch.out.join("result.json"), &stderr_tail)?;
+    let result = read_result(&scratch.out, &stderr_tail)?;
     if let Err(problem) = result.validate(&run.scoring_context()) {
         return Err(EvalError::InvalidResult { problem, stderr_tail });
     }
     Ok(Evaluation { result, stderr_tail, duration: output.duration, candidate_calls: served.calls })
 }
 
-fn read_result(path: &Path, stderr_tail: &str) -> Result<EvalResult, EvalError> {
+fn read_result(out: &Path, stderr_tail: &str) -> Result<EvalResult, EvalError> {
+    let path = out.join("result.json");
     let malformed = |message: String| EvalError::MalformedResult { message, stderr_tail: stderr_tail.to_string() };
-    let meta = match std::fs::symlink_metadata(path) {
+    let meta = match std::fs::symlink_metadata(&path) {
         Ok(meta) => meta,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return Err(EvalError::MissingResult { stderr_tail: stderr_tail.to_string() });
+            return Err(EvalError::MissingResult { stderr_tail: stderr_tail.to_string(), hint: harbor_hint(out) });
         }
         Err(e) => return Err(malformed(format!("cannot inspect result.json: {e}"))),
     };
@@ -342,8 +347,29 @@ fn read_result(path: &Path, stderr_tail: &str) -> Result<EvalResult, EvalError> 
     if meta.len() > RESULT_MAX_BYTES {
         return Err(malformed(format!("result.json has {} bytes, more than the {RESULT_MAX_BYTES} allowed", meta.len())));
     }
-    let bytes = fs::read(path).map_err(|e| malformed(e.to_string()))?;
-    serde_json::from_slice(&bytes).map_err(|e| malformed(e.to_string()))
+    let bytes = fs::read(&path).map_err(|e| malformed(e.to_string()))?;
+    parse_result(&bytes).map_err(|e| malformed(e.to_string()))
+}
+
+/// How to convert when the evaluator wrote Harbor's `reward.txt` (one number) or
+/// `reward.json` instead of `result.json`; `None` when it wrote neither.
+fn harbor_hint(out: &Path) -> Option<String> {
+    const HOW: &str = "specgap reads $SPECGAP_OUT/result.json (DESIGN §2), so write";
+    let text = out.join("reward.txt");
+    if std::fs::symlink_metadata(&text).is_ok_and(|m| m.is_file()) {
+        // Quote the value only when it is a plain number, so the hint never echoes junk.
+        let value = std::fs::read_to_string(&text)
+            .ok()
+            .and_then(|t| t.trim().parse::<f64>().ok().filter(|v| v.is_finite()).map(|v| v.to_string()));
+        let value = value.as_deref().unwrap_or("<value>");
+        return Some(format!("it wrote reward.txt (Harbor's format); {HOW} {{\"version\": 1, \"reward\": {value}}} there instead"));
+    }
+    if std::fs::symlink_metadata(out.join("reward.json")).is_ok_and(|m| m.is_file()) {
+        return Some(format!(
+            "it wrote reward.json (Harbor's format); {HOW} {{\"version\": 1, \"reward\": <value>}} there instead, with the reward as a number from 0 to 1"
+        ));
+    }
+    None
 }
 
 /// Writes the launcher script, with the call directory (as the evaluator sees it) built in.

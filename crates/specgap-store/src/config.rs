@@ -69,7 +69,8 @@ pub(crate) fn config_difference(
         let (x, y) = (format!("{x:?}"), format!("{y:?}"));
         (x != y).then(|| format!("`{field}` differs: {x} in {a_label}, {y} in {b_label}"))
     };
-    scalar("specgap_version", &a.specgap_version, &b.specgap_version)
+    protocol_difference(a, a_label, b, b_label)
+        .or_else(|| scalar("specgap_version", &a.specgap_version, &b.specgap_version))
         .or_else(|| scalar("seed", &a.seed, &b.seed))
         .or_else(|| scalar("repeats", &a.repeats, &b.repeats))
         .or_else(|| scalar("retries", &a.retries, &b.retries))
@@ -87,6 +88,18 @@ pub(crate) fn config_difference(
         .or_else(|| scalar("conditions", &a.conditions, &b.conditions))
         .or_else(|| scalar("starts", &a.starts, &b.starts))
         .or_else(|| other_field_difference(a, a_label, b, b_label, comparison))
+}
+
+/// Runs of different protocol versions (`RunConfig::protocol_version`) measure different
+/// things, so this is checked first and said plainly.
+fn protocol_difference(a: &RunConfig, a_label: &str, b: &RunConfig, b_label: &str) -> Option<String> {
+    (a.protocol_version != b.protocol_version).then(|| {
+        format!(
+            "the protocol version differs: {} in {a_label}, {} in {b_label} (what a condition means changed between \
+             them, so their episodes cannot form one run)",
+            a.protocol_version, b.protocol_version
+        )
+    })
 }
 
 /// Compares every top-level field through its JSON form, so fields added to [`RunConfig`]

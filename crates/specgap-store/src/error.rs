@@ -65,6 +65,21 @@ pub enum StoreError {
         difference: String,
     },
 
+    /// `--resume` of a run made under another protocol version than this build's.
+    #[error(
+        "{dir} was run under protocol version {stored}, and this specgap follows protocol version {current}: \
+         resuming would mix episodes whose conditions mean different things. Finish it with the specgap \
+         release that started it, or start a new run (specgap run ... --out <new directory>)"
+    )]
+    ProtocolMismatch {
+        /// The run directory.
+        dir: PathBuf,
+        /// `protocol_version` in its run.toml.
+        stored: u32,
+        /// This build's protocol version.
+        current: u32,
+    },
+
     /// The database was written by a newer specgap.
     #[error("{path} has schema version {found}; this specgap reads versions up to {supported}")]
     SchemaTooNew {

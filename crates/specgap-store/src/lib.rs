@@ -14,12 +14,15 @@
 //!
 //! Writing (the engine): [`Store::create`] once per run, then per episode
 //! [`Store::begin_episode`] → [`EpisodeWriter`] (`event`, `write_start_result`,
-//! `write_submission`, `record_question`, `record_usage`, `record_error`, …) →
+//! `write_submission`, `record_question`, `record_usage`, `record_error`, …; a
+//! [`UsageRecorder`] adds model usage from any thread as each request completes) →
 //! [`EpisodeWriter::finish`]. A `Store` is cheap to clone and shared by worker threads; they
 //! serialize on one SQLite connection (WAL mode, busy timeout for other processes).
 //!
-//! Resuming: [`Store::open`], then [`Store::unfinished_or_failed`] lists what `--resume` runs
-//! again ([`Status::needs_rerun`]); `begin_episode` clears an earlier attempt itself.
+//! Resuming: [`Store::open_for_resume`] (which refuses a run of another protocol version), then
+//! [`Store::unfinished_or_failed`] lists what a continued run runs again
+//! ([`Status::needs_rerun`]; `specgap run --resume` also reruns `eval_error` episodes);
+//! `begin_episode` clears an earlier attempt itself, keeping its errors and usage.
 //!
 //! Reading (reports, `show`): [`Store::rows`], the per-table readers, [`Store::episode_detail`]
 //! and [`read_trajectory`], which tolerates (and reports) a cut last frame left by a crash.
@@ -59,4 +62,4 @@ pub use trajectory::{
     TRAJECTORY_FILE, Trajectory, TruncatedTail, read_trajectory, read_trajectory_file,
     trajectory_path,
 };
-pub use writer::EpisodeWriter;
+pub use writer::{EpisodeWriter, UsageRecorder};

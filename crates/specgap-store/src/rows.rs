@@ -64,9 +64,12 @@ impl Status {
         })
     }
 
-    /// Whether `--resume` runs the episode again: unfinished (`running`, `interrupted`) and
-    /// infrastructure-failed episodes. Evaluation errors are kept: they point at the task's
-    /// evaluator, and a fixed evaluator changes the task hash and hence the episode key.
+    /// Whether a continued run of the same configuration (`specgap run --out DIR` on an
+    /// existing store) runs the episode again: unfinished (`running`, `interrupted`) and
+    /// infrastructure-failed episodes. Evaluation errors are kept there: they point at the
+    /// task's evaluator, and a fixed evaluator changes the task hash and hence the episode key.
+    /// `specgap run --resume` runs `eval_error` episodes again as well (the runner's
+    /// `RunOptions::rerun_eval_errors`).
     pub fn needs_rerun(self) -> bool {
         matches!(
             self,
@@ -75,34 +78,43 @@ impl Status {
     }
 }
 
-/// Who used a model (`usage.role`).
+/// Who used a model (`usage.role`). Every model call made for an episode is recorded under
+/// one of these roles as it completes (docs/store-schema.md, `usage`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Role {
-    /// The agent under test.
+    /// The agent under test (its own model calls, or those it makes through the gateway).
     Agent,
     /// The simulated owner / customer.
     User,
+    /// A model judging clarification coverage (seed 002 A.3 Recall / Ask-F1).
+    Judge,
+    /// A model extracting questions or facts from an episode's text.
+    Extractor,
+    /// A model detecting questions or refusals in an agent's replies (seed 002 A.9.3).
+    Detector,
 }
 
 impl Role {
+    /// Every role, in the order `specgap show` lists them.
+    pub const ALL: [Role; 5] = [Role::Agent, Role::User, Role::Judge, Role::Extractor, Role::Detector];
+
     /// The text stored in `usage.role`.
     pub fn as_str(self) -> &'static str {
         match self {
             Role::Agent => "agent",
             Role::User => "user",
+            Role::Judge => "judge",
+            Role::Extractor => "extractor",
+            Role::Detector => "detector",
         }
     }
 
     pub(crate) fn parse(text: &str) -> Result<Self, StoreError> {
-        match text {
-            "agent" => Ok(Role::Agent),
-            "user" => Ok(Role::User),
-            other => Err(StoreError::BadValue {
-                table: "usage",
-                column: "role",
-                value: other.to_string(),
-            }),
-        }
+        Role::ALL.into_iter().find(|role| role.as_str() == text).ok_or_else(|| StoreError::BadValue {
+            table: "usage",
+            column: "role",
+            value: text.to_string(),
+        })
     }
 }
 
@@ -412,7 +424,7 @@ pub struct UsageRow {
     pub episode: String,
     /// 1-based attempt.
     pub attempt: u32,
-    /// Agent or user model.
+    /// Whose model calls.
     pub role: Role,
     /// Summed usage.
     pub usage: Usage,

@@ -15,13 +15,41 @@ use rusqlite::Connection;
 use crate::error::{SqlContext, StoreError};
 
 /// Current schema version, stored in `PRAGMA user_version`.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// How long a writer waits for another connection's lock before failing (milliseconds).
 pub const BUSY_TIMEOUT_MS: u64 = 10_000;
 
-/// Migration steps: `MIGRATIONS[i]` turns version `i + 1` into `i + 2`. Empty at version 1.
-const MIGRATIONS: &[&str] = &[];
+/// Migration steps: `MIGRATIONS[i]` turns version `i + 1` into `i + 2`. A new store is made
+/// at version 1 and taken through every step, so new and upgraded stores have one schema.
+const MIGRATIONS: &[&str] = &[USAGE_ROLES_V2];
+
+/// Version 2: `usage.role` also takes `judge`, `extractor` and `detector`. SQLite cannot
+/// change a CHECK constraint in place, so the table is rebuilt under its own name with the
+/// same columns, rows copied unchanged; no column changes name, unit or meaning
+/// (docs/store-schema.md "Version 2").
+const USAGE_ROLES_V2: &str = r#"
+CREATE TABLE usage_v2 (
+    episode          TEXT NOT NULL REFERENCES episodes(id),
+    attempt          INTEGER NOT NULL CHECK (attempt >= 1),
+    role             TEXT NOT NULL CHECK (role IN ('agent','user','judge','extractor','detector')),
+    input_tokens     INTEGER NOT NULL,
+    output_tokens    INTEGER NOT NULL,
+    cached_tokens    INTEGER NOT NULL,
+    reasoning_tokens INTEGER NOT NULL,
+    requests         INTEGER NOT NULL,
+    retries          INTEGER NOT NULL,
+    latency_ms       INTEGER NOT NULL,
+    cost_usd         REAL NOT NULL,
+    PRIMARY KEY (episode, attempt, role)
+) STRICT;
+INSERT INTO usage_v2 (episode, attempt, role, input_tokens, output_tokens, cached_tokens, reasoning_tokens,
+                      requests, retries, latency_ms, cost_usd)
+    SELECT episode, attempt, role, input_tokens, output_tokens, cached_tokens, reasoning_tokens,
+           requests, retries, latency_ms, cost_usd FROM usage;
+DROP TABLE usage;
+ALTER TABLE usage_v2 RENAME TO usage;
+"#;
 
 /// Tables in dependency order (parents first), with the column naming the episode they belong
 /// to (`None` for run-level tables).
@@ -241,12 +269,13 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
             supported: SCHEMA_VERSION,
         });
     }
-    if found == 0 {
+    let mut version = found;
+    if version == 0 {
         tx.execute_batch(SCHEMA_V1).at(path)?;
-    } else {
-        for step in &MIGRATIONS[usize::try_from(found - 1).unwrap_or(0)..] {
-            tx.execute_batch(step).at(path)?;
-        }
+        version = 1;
+    }
+    for step in &MIGRATIONS[usize::try_from(version - 1).unwrap_or(0)..] {
+        tx.execute_batch(step).at(path)?;
     }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)
         .at(path)?;

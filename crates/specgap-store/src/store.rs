@@ -114,6 +114,23 @@ impl Store {
         Ok(Store::from_parts(dir, db_path, config, conn))
     }
 
+    /// Opens the run store in `dir` to run more episodes into it (`--resume`): as
+    /// [`Store::open`], but a run made under another protocol version than this build's
+    /// ([`specgap_protocol::run::PROTOCOL_VERSION`]) is refused, since its finished episodes
+    /// and the new ones would follow different rules.
+    ///
+    /// # Errors
+    /// [`StoreError::ProtocolMismatch`], and those of [`Store::open`].
+    pub fn open_for_resume(dir: &Path) -> Result<Store, StoreError> {
+        let store = Store::open(dir)?;
+        let stored = store.config().protocol_version;
+        let current = specgap_protocol::run::PROTOCOL_VERSION;
+        if stored != current {
+            return Err(StoreError::ProtocolMismatch { dir: dir.to_path_buf(), stored, current });
+        }
+        Ok(store)
+    }
+
     fn from_parts(dir: &Path, db_path: PathBuf, config: RunConfig, conn: Connection) -> Store {
         let inner = Inner {
             dir: dir.to_path_buf(),
@@ -208,6 +225,22 @@ impl Store {
         EpisodeWriter::new(self.clone(), id, key.start.clone(), attempt, dir)
     }
 
+    /// A [`UsageRecorder`](crate::UsageRecorder) for the last attempt of episode `id`
+    /// (`episodes.attempts`), for model calls made about an episode outside its run — a
+    /// judge at report time records its usage under [`Role::Judge`] there.
+    ///
+    /// # Errors
+    /// [`StoreError::UnknownEpisode`] when the episode is not in the store; SQLite errors.
+    pub fn usage_recorder(&self, id: &str) -> Result<crate::UsageRecorder, StoreError> {
+        let attempts: Option<u32> = self
+            .conn()
+            .query_row("SELECT attempts FROM episodes WHERE id = ?1", [id], |r| r.get(0))
+            .optional()
+            .at(self.db_path())?;
+        let attempts = attempts.ok_or_else(|| StoreError::UnknownEpisode { id: id.to_string() })?;
+        Ok(crate::UsageRecorder::new(self.clone(), id.to_string(), attempts))
+    }
+
     /// The stored status of episode `id`, or `None` when it was never begun.
     ///
     /// # Errors
@@ -224,8 +257,8 @@ impl Store {
         status.as_deref().map(Status::parse).transpose()
     }
 
-    /// Ids (sorted) of the episodes `--resume` runs again: status running, interrupted or
-    /// infra_error ([`Status::needs_rerun`]).
+    /// Ids (sorted) of the episodes a continued run runs again: status running, interrupted
+    /// or infra_error ([`Status::needs_rerun`]; `specgap run --resume` adds eval_error).
     ///
     /// # Errors
     /// SQLite errors.

@@ -215,42 +215,20 @@ impl EpisodeWriter {
     }
 
     /// Adds model usage of `role` to this attempt's `usage` row (created on first use), so it
-    /// may be called once per model call or once at the end.
+    /// may be called once per model request, once per call, or once at the end; the row holds
+    /// the sum. Same as [`UsageRecorder::record`] on [`EpisodeWriter::usage_recorder`].
     ///
     /// # Errors
     /// SQLite errors (also for counts above `i64::MAX`).
     pub fn record_usage(&mut self, role: Role, usage: &Usage) -> Result<(), StoreError> {
-        self.store
-            .conn()
-            .execute_cached(
-                "INSERT INTO usage (episode, attempt, role, input_tokens, output_tokens, cached_tokens, reasoning_tokens,
-                                    requests, retries, latency_ms, cost_usd)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
-                 ON CONFLICT(episode, attempt, role) DO UPDATE SET
-                    input_tokens = input_tokens + excluded.input_tokens,
-                    output_tokens = output_tokens + excluded.output_tokens,
-                    cached_tokens = cached_tokens + excluded.cached_tokens,
-                    reasoning_tokens = reasoning_tokens + excluded.reasoning_tokens,
-                    requests = requests + excluded.requests,
-                    retries = retries + excluded.retries,
-                    latency_ms = latency_ms + excluded.latency_ms,
-                    cost_usd = cost_usd + excluded.cost_usd",
-                params![
-                    self.id,
-                    self.attempt,
-                    role.as_str(),
-                    usage.input_tokens,
-                    usage.output_tokens,
-                    usage.cached_tokens,
-                    usage.reasoning_tokens,
-                    usage.requests,
-                    usage.retries,
-                    usage.latency_ms,
-                    usage.cost_usd,
-                ],
-            )
-            .at(self.store.db_path())?;
-        Ok(())
+        self.usage_recorder().record(role, usage)
+    }
+
+    /// A handle that adds usage to this attempt's `usage` rows from anywhere (another thread,
+    /// a model client in the middle of its retries), so usage is in the store as each request
+    /// completes, whatever happens to the process afterwards.
+    pub fn usage_recorder(&self) -> UsageRecorder {
+        UsageRecorder::new(self.store.clone(), self.id.clone(), self.attempt)
     }
 
     /// Records an infrastructure or evaluation error of this attempt; returns its 0-based
@@ -338,6 +316,70 @@ impl EpisodeWriter {
             });
         }
         tx.commit().at(&path)
+    }
+}
+
+/// Adds model usage to the `usage` rows of one attempt of one episode (made by
+/// [`EpisodeWriter::usage_recorder`]; cheap to clone, `Send + Sync`). Each call is one
+/// committed upsert, so what was recorded survives a crash of the process.
+#[derive(Debug, Clone)]
+pub struct UsageRecorder {
+    store: Store,
+    episode: String,
+    attempt: u32,
+}
+
+impl UsageRecorder {
+    pub(crate) fn new(store: Store, episode: String, attempt: u32) -> Self {
+        UsageRecorder { store, episode, attempt }
+    }
+
+    /// The episode id.
+    pub fn episode(&self) -> &str {
+        &self.episode
+    }
+
+    /// The 1-based attempt.
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// Adds `usage` to the (episode, attempt, `role`) row, creating it on first use.
+    ///
+    /// # Errors
+    /// SQLite errors (also for counts above `i64::MAX`).
+    pub fn record(&self, role: Role, usage: &Usage) -> Result<(), StoreError> {
+        self.store
+            .conn()
+            .execute_cached(
+                "INSERT INTO usage (episode, attempt, role, input_tokens, output_tokens, cached_tokens, reasoning_tokens,
+                                    requests, retries, latency_ms, cost_usd)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+                 ON CONFLICT(episode, attempt, role) DO UPDATE SET
+                    input_tokens = input_tokens + excluded.input_tokens,
+                    output_tokens = output_tokens + excluded.output_tokens,
+                    cached_tokens = cached_tokens + excluded.cached_tokens,
+                    reasoning_tokens = reasoning_tokens + excluded.reasoning_tokens,
+                    requests = requests + excluded.requests,
+                    retries = retries + excluded.retries,
+                    latency_ms = latency_ms + excluded.latency_ms,
+                    cost_usd = cost_usd + excluded.cost_usd",
+                params![
+                    self.episode,
+                    self.attempt,
+                    role.as_str(),
+                    usage.input_tokens,
+                    usage.output_tokens,
+                    usage.cached_tokens,
+                    usage.reasoning_tokens,
+                    usage.requests,
+                    usage.retries,
+                    usage.latency_ms,
+                    usage.cost_usd,
+                ],
+            )
+            .at(self.store.db_path())?;
+        Ok(())
     }
 }
 

@@ -274,7 +274,7 @@ pub fn check_package_with(
         rows: Vec::new(),
         seen: Vec::new(),
     };
-    checker.push("load", Verdict::Pass, "format 1 package loaded");
+    checker.push("load", Verdict::Pass, format!("format {} package loaded", package.format()));
     let kind = checker.run_all();
     TaskReport {
         task: Some(package.name().to_owned()),

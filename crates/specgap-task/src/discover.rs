@@ -77,21 +77,37 @@ fn search(start: &Path, found: &mut Vec<PathBuf>) -> Result<(), LoadError> {
 
 /// Loads every package below `paths` (see [`discover_dirs`]), sorted by task name.
 ///
+/// Every package is loaded before any error is returned, so a suite with several broken
+/// packages names them all at once instead of one per attempt.
+///
 /// # Errors
-/// The first package that fails to load, [`LoadError::DuplicateTaskName`] naming both
-/// package roots when two packages share `[task].name`, or the errors of [`discover_dirs`].
+/// The errors of [`discover_dirs`]; else, when packages fail to load or two packages share
+/// `[task].name` ([`LoadError::DuplicateTaskName`], naming both roots): that one error when
+/// there is one, else [`LoadError::BrokenPackages`] holding all of them in path order.
 pub fn discover<P: AsRef<Path>>(paths: &[P]) -> Result<Vec<TaskPackage>, LoadError> {
     let mut by_name: BTreeMap<String, TaskPackage> = BTreeMap::new();
+    let mut errors = Vec::new();
     for dir in discover_dirs(paths)? {
-        let package = load(&dir)?;
+        let package = match load(&dir) {
+            Ok(package) => package,
+            Err(err) => {
+                errors.push(err);
+                continue;
+            }
+        };
         if let Some(first) = by_name.get(package.name()) {
-            return Err(LoadError::DuplicateTaskName {
+            errors.push(LoadError::DuplicateTaskName {
                 name: package.name().to_owned(),
                 first: first.root().to_path_buf(),
                 second: package.root().to_path_buf(),
             });
+            continue;
         }
         by_name.insert(package.name().to_owned(), package);
     }
-    Ok(by_name.into_values().collect())
+    match errors.len() {
+        0 => Ok(by_name.into_values().collect()),
+        1 => Err(errors.remove(0)),
+        _ => Err(LoadError::BrokenPackages { errors }),
+    }
 }

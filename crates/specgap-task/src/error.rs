@@ -1,4 +1,4 @@
-//! [`LoadError`]: why a directory is not a valid format-1 task package.
+//! [`LoadError`]: why a directory is not a valid task package (format 1 or 2).
 //!
 //! One variant per rejection, each naming the file (and, for TOML files, the line and column)
 //! and saying what was expected. Messages are lowercase and stable: `specgap check` prints them
@@ -68,7 +68,7 @@ pub(crate) fn line_column(text: &str, offset: usize) -> (usize, usize) {
 /// Why a task package (or a suite of them) cannot be loaded.
 ///
 /// Every variant names the file it is about; see each variant for the rule it enforces
-/// (DESIGN §2, task package format 1).
+/// (DESIGN §2, task package formats 1 and 2).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LoadError {
@@ -127,6 +127,16 @@ pub enum LoadError {
         found: &'static str,
     },
 
+    /// A file the loader reads (task.toml, instruction.md, a TOML file, `delete.txt`, the
+    /// delivery schema, ...) is not a regular file, nor a link to one.
+    #[error("{}: expected a regular file, found {found}", path.display())]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+        /// What was found ("a directory", "a fifo", ...).
+        found: &'static str,
+    },
+
     /// A residual state directory lacks `state.patch` or `meta.toml`.
     #[error("{}: missing {file}; a residual state needs state.patch and meta.toml", dir.display())]
     MissingResidualFile {
@@ -147,19 +157,31 @@ pub enum LoadError {
     },
 
     /// `task.toml` has no `format` key.
-    #[error("{at}: missing `format = 1`; this specgap reads task package format 1")]
+    #[error("{at}: missing `format`; this specgap reads task package formats 1 and 2 (`format = 1` unless the package uses a format-2 key)")]
     FormatMissing {
         /// The task.toml.
         at: Location,
     },
 
-    /// `task.toml` declares a format other than 1.
-    #[error("{at}: format = {found} is not supported; expected `format = 1`")]
+    /// `task.toml` declares a format this specgap does not read.
+    #[error("{at}: format = {found} is not supported; expected `format = 1` or `format = 2`")]
     FormatUnsupported {
         /// Where `format` is set.
         at: Location,
         /// The value found, as written.
         found: String,
+    },
+
+    /// A package of an earlier format uses a key that format 2 adds
+    /// ([`specgap_protocol::package::FORMAT_2_KEYS`]).
+    #[error("{at}: {key} is a format-2 key, and this package says `format = {format}`; set `format = 2` in task.toml to use it")]
+    NeedsFormat2 {
+        /// Where the key is set.
+        at: Location,
+        /// The key, as `[table].key` (`[task].tags`, `[[observation]].request`, ...).
+        key: &'static str,
+        /// The format the package declares.
+        format: u32,
     },
 
     /// `[evaluator].command` is empty or blank.
@@ -191,7 +213,7 @@ pub enum LoadError {
         value: f64,
     },
 
-    /// Some other value of a file breaks a format-1 rule (an unusable glob, a relative bind,
+    /// Some other value of a file breaks a format rule (an unusable glob, a relative bind,
     /// a zero timeout, an empty failing-test list, ...).
     #[error("{at}: {message}")]
     Invalid {
@@ -316,6 +338,15 @@ pub enum LoadError {
         tree: String,
     },
 
+    /// A symlink never resolves: following it leads through a loop of links (`ELOOP`).
+    #[error("{}: symlink to `{target}` never resolves: it is part of a symlink loop; links must lead to a file, a directory or nothing", path.display())]
+    SymlinkLoop {
+        /// The symlink.
+        path: PathBuf,
+        /// Its target, as stored.
+        target: String,
+    },
+
     /// A package entry is not a regular file, directory or symlink.
     #[error("{}: is a {kind}; a package may hold only regular files, directories and symlinks", path.display())]
     SpecialFile {
@@ -325,8 +356,8 @@ pub enum LoadError {
         kind: &'static str,
     },
 
-    /// An entry where format 1 allows only specific names (under `solutions/`, `residual/`,
-    /// or a top-level `.toml` file format 1 does not define).
+    /// An entry where the format allows only specific names (under `solutions/`, `residual/`,
+    /// or a top-level `.toml` file no format defines).
     #[error("{}: unexpected {found}; expected {expected}", path.display())]
     UnexpectedEntry {
         /// The entry.
@@ -348,6 +379,14 @@ pub enum LoadError {
         second: PathBuf,
     },
 
+    /// Several packages of a suite failed to load (or share a name): every error, each naming
+    /// its package's file, in path order. One per line below a count.
+    #[error("{} errors in the suite's packages:{}", errors.len(), list_errors(errors))]
+    BrokenPackages {
+        /// The errors, at least two.
+        errors: Vec<LoadError>,
+    },
+
     /// No `task.toml` below the given paths.
     #[error(
         "no task packages (directories with a task.toml) found under {}",
@@ -364,6 +403,10 @@ pub enum LoadError {
         /// The path as given.
         path: PathBuf,
     },
+}
+
+fn list_errors(errors: &[LoadError]) -> String {
+    errors.iter().map(|e| format!("\n  - {e}")).collect()
 }
 
 fn display_paths(paths: &[PathBuf]) -> String {

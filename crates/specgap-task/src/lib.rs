@@ -1,13 +1,15 @@
 //! # specgap-task
 //!
-//! Loads, validates and checks format-1 task packages (DESIGN §2).
+//! Loads, validates and checks task packages of format 1 and 2 (DESIGN §2; [`format2`]'s
+//! guide lists what format 2 adds).
 //!
 //! * [`load`] reads one package directory into a [`TaskPackage`] and enforces every rule that
 //!   needs no evaluator run: the required files, unknown keys, unique requirement ids and
 //!   priorities, observations and mutants naming known requirements, safe `delete.txt`
 //!   entries and symlinks, entry kinds, residual `meta.toml`, the delivery reference. Every
 //!   failure is a [`LoadError`] naming the file (and the line and column for TOML).
-//! * [`discover`] finds and loads every package below a set of paths, sorted by task name.
+//! * [`discover`] finds and loads every package below a set of paths, sorted by task name;
+//!   when some fail, the error names every one of them.
 //! * Each [`TaskPackage`] carries a content hash ([`TaskPackage::hash`]) that keys episodes
 //!   in the run store, and the [`TaskPackage::scoring_context`] that
 //!   `specgap_protocol::result` needs to validate and score an evaluator's `result.json`.
@@ -35,6 +37,7 @@ pub mod check;
 mod discover;
 mod error;
 pub mod eval;
+pub mod format2;
 mod judge;
 pub mod leak;
 mod load;
@@ -48,5 +51,5 @@ pub use discover::{discover, discover_dirs};
 pub use error::{LoadError, Location};
 pub use judge::{EvaluateError, Judge, Judged, Outcome, Submission};
 pub use load::{is_requirement_id, load};
-pub use package::{Overlay, ResidualState, Solutions, TaskPackage};
+pub use package::{DeliverySchema, Overlay, ResidualState, Solutions, TaskPackage};
 pub use sandbox_judge::{JudgeSetupError, SandboxJudge};

@@ -1,4 +1,5 @@
-//! [`load`]: read and validate one format-1 task package (DESIGN §2).
+//! [`load`]: read and validate one task package of format 1 or 2 (DESIGN §2; the format-2
+//! additions' rules are in [`crate::format2`]).
 //!
 //! The order of the checks fixes which error a package with several problems reports first:
 //! task.toml, the required files and directories, the tree (entry kinds, symlinks), then
@@ -11,16 +12,17 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use specgap_protocol::package::{
-    ClarificationTarget, Observation, PACKAGE_FORMAT, Requirement, ResidualMeta, TaskManifest,
+    ClarificationTarget, Observation, PACKAGE_FORMATS, Requirement, ResidualMeta, TaskManifest,
     UserProfile,
 };
 use toml::Spanned;
 
 use crate::error::{LoadError, Location};
+use crate::format2;
 use crate::package::{Overlay, ResidualState, Solutions, TaskPackage};
 use crate::tree;
 
-/// The TOML files format 1 defines at a package's top level; any other `*.toml` there is
+/// The TOML files formats 1 and 2 define at a package's top level; any other `*.toml` there is
 /// most likely a misspelling (`requirement.toml` would silently unscore a task), so it is an
 /// error.
 const KNOWN_TOML: [&str; 5] = [
@@ -36,7 +38,8 @@ const KNOWN_TOML: [&str; 5] = [
 /// Reads task.toml, instruction.md, instruction.full.md, workspace/, evaluator/,
 /// requirements.toml, observations.toml, user.toml, information.md, clarifications.toml,
 /// solutions/ (gold, literal, mutants, each with an optional delete.txt), `residual/<id>/`
-/// (state.patch + meta.toml) and NOTES.md, and hashes every file.
+/// (state.patch + meta.toml), NOTES.md and, in format 2, the `[delivery].schema` file, and
+/// hashes every file.
 ///
 /// # Errors
 /// The first [`LoadError`] found; each names the file and, for TOML, the line and column.
@@ -46,7 +49,7 @@ pub fn load(path: impl AsRef<Path>) -> Result<TaskPackage, LoadError> {
     if !is_present(&task_toml)? {
         return Err(LoadError::MissingTaskToml { root });
     }
-    let manifest = load_manifest(&task_toml)?;
+    let (manifest, schema_at) = load_manifest(&task_toml)?;
     let instruction = read_optional_text(&root.join("instruction.md"))?
         .ok_or_else(|| LoadError::MissingInstruction { root: root.clone() })?;
     require_dir(&root.join("workspace"), || LoadError::MissingWorkspace {
@@ -61,12 +64,16 @@ pub fn load(path: impl AsRef<Path>) -> Result<TaskPackage, LoadError> {
 
     let requirements = load_requirements(&root)?;
     let requirement_ids: Vec<String> = requirements.iter().map(|r| r.id.clone()).collect();
-    let observations = load_observations(&root, &requirement_ids)?;
+    let observations = load_observations(&root, &requirement_ids, manifest.format)?;
     let user = read_optional_toml::<UserProfile>(&root.join("user.toml"))?;
     let clarifications = load_clarifications(&root, &requirement_ids)?;
     let solutions = load_solutions(&root, &requirement_ids)?;
     let residual = load_residual(&root)?;
     reject_unknown_toml(&root)?;
+    let delivery_schema = match manifest.delivery.as_ref().and_then(|d| d.schema.as_deref()) {
+        Some(rel) => Some(format2::load_schema(&root, rel, schema_at)?),
+        None => None,
+    };
 
     Ok(TaskPackage {
         manifest,
@@ -81,6 +88,7 @@ pub fn load(path: impl AsRef<Path>) -> Result<TaskPackage, LoadError> {
         solutions,
         residual,
         notes: read_optional_text(&root.join("NOTES.md"))?,
+        delivery_schema,
         hash: tree::content_hash(&root, &entries)?,
         root,
     })
@@ -123,12 +131,26 @@ fn read_optional_text(path: &Path) -> Result<Option<String>, LoadError> {
     if !is_present(path)? {
         return Ok(None);
     }
-    Ok(Some(fs_err::read_to_string(path)?))
+    Ok(Some(read_text(path)?))
+}
+
+/// Reads a text file that must be a regular file (or a link to one). Anything else is
+/// refused before it is opened: opening a fifo would block the loader forever, and a device
+/// could be read without end. (Files are read before the tree walk rejects special files.)
+pub(crate) fn read_text(path: &Path) -> Result<String, LoadError> {
+    let meta = fs_err::metadata(path)?;
+    if !meta.is_file() {
+        return Err(LoadError::NotAFile {
+            path: path.to_path_buf(),
+            found: tree::kind_name(&meta.file_type()),
+        });
+    }
+    Ok(fs_err::read_to_string(path)?)
 }
 
 /// Reads and deserializes a TOML file, locating shape errors by line and column.
 fn read_toml<T: DeserializeOwned>(path: &Path) -> Result<(T, String), LoadError> {
-    let text = fs_err::read_to_string(path)?;
+    let text = read_text(path)?;
     let value = toml::from_str::<T>(&text).map_err(|err| LoadError::toml(path, &text, &err))?;
     Ok((value, text))
 }
@@ -160,6 +182,8 @@ struct ManifestProbe {
 #[derive(Deserialize)]
 struct TaskProbe {
     name: Option<Spanned<toml::Value>>,
+    tags: Option<Spanned<toml::Value>>,
+    subfamily: Option<Spanned<toml::Value>>,
 }
 
 #[derive(Deserialize)]
@@ -172,9 +196,12 @@ struct EvaluatorProbe {
 struct DeliveryProbe {
     reference: Option<Spanned<toml::Value>>,
     artifact: Option<Spanned<toml::Value>>,
+    schema: Option<Spanned<toml::Value>>,
 }
 
-fn load_manifest(path: &Path) -> Result<TaskManifest, LoadError> {
+/// Reads task.toml; returns it with the location of `[delivery].schema` (read later, after
+/// the tree walk has vetted every symlink).
+fn load_manifest(path: &Path) -> Result<(TaskManifest, Location), LoadError> {
     let (probe, text) = read_toml::<ManifestProbe>(path)?;
     check_format(path, &text, probe.format.as_ref())?;
     let manifest =
@@ -183,7 +210,24 @@ fn load_manifest(path: &Path) -> Result<TaskManifest, LoadError> {
         Some(s) => at(path, &text, s),
         None => Location::path(path),
     };
-    let name_at = locate(probe.task.as_ref().and_then(|t| t.name.as_ref()));
+    let task_probe = probe.task.as_ref();
+    let delivery_probe = probe.delivery.as_ref();
+    let format_2_keys = [
+        ("[task].tags", task_probe.and_then(|t| t.tags.as_ref())),
+        ("[task].subfamily", task_probe.and_then(|t| t.subfamily.as_ref())),
+        ("[delivery].schema", delivery_probe.and_then(|d| d.schema.as_ref())),
+    ];
+    for (key, spanned) in format_2_keys {
+        if spanned.is_some() {
+            format2::require_format_2(manifest.format, locate(spanned), key)?;
+        }
+    }
+    format2::check_labels(
+        &manifest.task,
+        locate(task_probe.and_then(|t| t.tags.as_ref())),
+        locate(task_probe.and_then(|t| t.subfamily.as_ref())),
+    )?;
+    let name_at = locate(task_probe.and_then(|t| t.name.as_ref()));
     if !is_task_name(&manifest.task.name) {
         return Err(LoadError::BadTaskName {
             at: name_at,
@@ -213,7 +257,7 @@ fn load_manifest(path: &Path) -> Result<TaskManifest, LoadError> {
         }
     }
     if let Some(delivery) = &manifest.delivery {
-        let probe = probe.delivery.as_ref();
+        let probe = delivery_probe;
         if !delivery.reference.is_finite() || delivery.reference == 0.0 {
             return Err(LoadError::BadDeliveryReference {
                 at: locate(probe.and_then(|d| d.reference.as_ref())),
@@ -231,7 +275,8 @@ fn load_manifest(path: &Path) -> Result<TaskManifest, LoadError> {
             });
         }
     }
-    Ok(manifest)
+    let schema_at = locate(delivery_probe.and_then(|d| d.schema.as_ref()));
+    Ok((manifest, schema_at))
 }
 
 fn check_format(
@@ -245,7 +290,7 @@ fn check_format(
         });
     };
     match format.get_ref() {
-        toml::Value::Integer(n) if *n == i64::from(PACKAGE_FORMAT) => Ok(()),
+        toml::Value::Integer(n) if PACKAGE_FORMATS.iter().any(|f| i64::from(*f) == *n) => Ok(()),
         other => Err(LoadError::FormatUnsupported {
             at: at(path, text, format),
             found: other.to_string(),
@@ -282,6 +327,18 @@ struct RequirementsDoc {
 struct ObservationsDoc {
     #[serde(default)]
     observation: Vec<Spanned<Observation>>,
+}
+
+/// The spans of `request` keys (format 2), read beside [`ObservationsDoc`].
+#[derive(Deserialize)]
+struct ObservationsProbe {
+    #[serde(default)]
+    observation: Vec<ObservationProbe>,
+}
+
+#[derive(Deserialize)]
+struct ObservationProbe {
+    request: Option<Spanned<toml::Value>>,
 }
 
 #[derive(Deserialize)]
@@ -358,10 +415,12 @@ fn load_requirements(root: &Path) -> Result<Vec<Requirement>, LoadError> {
 }
 
 /// Loads observations.toml: required with requirements, every observation naming a known
-/// requirement, one observation per (requirement, failure mode), every requirement covered.
+/// requirement, one observation per (requirement, failure mode), every requirement covered;
+/// a `request` only in format 2, and never blank.
 fn load_observations(
     root: &Path,
     requirement_ids: &[String],
+    format: u32,
 ) -> Result<Vec<Observation>, LoadError> {
     let path = root.join("observations.toml");
     if !is_present(&path)? {
@@ -373,9 +432,20 @@ fn load_observations(
         });
     }
     let (doc, text) = read_toml::<ObservationsDoc>(&path)?;
+    let probe = toml::from_str::<ObservationsProbe>(&text).map_err(|err| LoadError::toml(&path, &text, &err))?;
     let mut seen: HashSet<(&str, &str)> = HashSet::new();
-    for spanned in &doc.observation {
+    for (spanned, probe) in doc.observation.iter().zip(&probe.observation) {
         let observation = spanned.get_ref();
+        if let (Some(request), Some(request_at)) = (&observation.request, &probe.request) {
+            let request_at = at(&path, &text, request_at);
+            format2::require_format_2(format, request_at.clone(), "[[observation]].request")?;
+            if request.trim().is_empty() {
+                return Err(LoadError::Invalid {
+                    at: request_at,
+                    message: "request is blank; expected what the owner needs to be different, in the owner's words (or no `request`)".into(),
+                });
+            }
+        }
         if !requirement_ids.contains(&observation.requirement) {
             return Err(LoadError::UnknownRequirement {
                 at: at(&path, &text, spanned),
@@ -540,7 +610,7 @@ fn load_overlay(dir: &Path) -> Result<Overlay, LoadError> {
     let delete_txt = dir.join("delete.txt");
     let mut delete = Vec::new();
     if is_present(&delete_txt)? {
-        let text = fs_err::read_to_string(&delete_txt)?;
+        let text = read_text(&delete_txt)?;
         for (index, line) in text.lines().enumerate() {
             let entry = line.trim();
             if entry.is_empty() || entry.starts_with('#') {
@@ -602,6 +672,13 @@ fn load_residual(root: &Path) -> Result<BTreeMap<String, ResidualState>, LoadErr
             return Err(LoadError::MissingResidualFile {
                 dir: path,
                 file: "state.patch",
+            });
+        }
+        let patch_meta = fs_err::metadata(&patch)?;
+        if !patch_meta.is_file() {
+            return Err(LoadError::NotAFile {
+                path: patch,
+                found: tree::kind_name(&patch_meta.file_type()),
             });
         }
         let meta_path = path.join("meta.toml");

@@ -1,4 +1,4 @@
-//! [`TaskPackage`]: a loaded, validated format-1 task package (DESIGN §2).
+//! [`TaskPackage`]: a loaded, validated task package of format 1 or 2 (DESIGN §2).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -46,6 +46,17 @@ pub struct ResidualState {
     pub meta: ResidualMeta,
 }
 
+/// A format-2 delivery case's submission schema (`[delivery].schema`): a JSON Schema the
+/// submission format follows (seed 002's extraction contract), private to the harness.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeliverySchema {
+    /// The schema file inside the package (outside `workspace/`), absolute when the package
+    /// root is.
+    pub path: PathBuf,
+    /// Its parsed contents: a JSON object, or `true` / `false`.
+    pub schema: serde_json::Value,
+}
+
 /// A loaded task package. Build one with [`crate::load`]; every invariant of DESIGN §2 that
 /// can be checked without running the evaluator holds.
 #[derive(Debug, Clone)]
@@ -65,6 +76,7 @@ pub struct TaskPackage {
     pub(crate) solutions: Solutions,
     pub(crate) residual: BTreeMap<String, ResidualState>,
     pub(crate) notes: Option<String>,
+    pub(crate) delivery_schema: Option<DeliverySchema>,
     pub(crate) hash: String,
 }
 
@@ -82,6 +94,27 @@ impl TaskPackage {
     /// The parsed `task.toml`.
     pub fn manifest(&self) -> &TaskManifest {
         &self.manifest
+    }
+
+    /// The package format (`format` in task.toml): 1, or 2 when it may use the format-2 keys
+    /// ([`specgap_protocol::package::FORMAT_2_KEYS`]).
+    pub fn format(&self) -> u32 {
+        self.manifest.format
+    }
+
+    /// `[task].tags` (format 2), in file order; empty when absent.
+    pub fn tags(&self) -> &[String] {
+        &self.manifest.task.tags
+    }
+
+    /// `[task].subfamily` (format 2), the sub-family within `[task].family`, if given.
+    pub fn subfamily(&self) -> Option<&str> {
+        self.manifest.task.subfamily.as_deref()
+    }
+
+    /// `[delivery].schema` (format 2), read and parsed, if given.
+    pub fn delivery_schema(&self) -> Option<&DeliverySchema> {
+        self.delivery_schema.as_ref()
     }
 
     /// `instruction.md`: the opening instruction (owner's partial instruction or client's
@@ -142,6 +175,29 @@ impl TaskPackage {
             .then_some(ScoringKind::Requirement)
     }
 
+    /// The scoring kind DESIGN §2 gives the task before its evaluator has reported anything:
+    /// requirement-scored with requirements; else test-scored when it has residual states
+    /// (their `failing_tests` are tests its verifier fails, seed 001 §3, and `check` holds
+    /// them to the tests the evaluator reports, so it reports tests); else delivery-scored
+    /// with `[delivery]`; else reward-scored, since an evaluator that has reported no tests
+    /// makes a task test-scored only once it does.
+    ///
+    /// The run store records this for an episode when it begins and replaces it with the kind
+    /// of the episode's first valid evaluation, so an episode with none (every attempt an
+    /// evaluation error) keeps it. (It used to be `test` for every task without requirements
+    /// or `[delivery]`, so reward-scored tasks whose evaluations failed were stored as test.)
+    pub fn planned_scoring_kind(&self) -> ScoringKind {
+        if self.is_requirement_scored() {
+            ScoringKind::Requirement
+        } else if !self.residual.is_empty() {
+            ScoringKind::Test
+        } else if self.is_delivery() {
+            ScoringKind::Delivery
+        } else {
+            ScoringKind::Reward
+        }
+    }
+
     /// The scoring kind of an evaluation of this task (DESIGN §2: requirements, then tests,
     /// then delivery, then reward).
     pub fn scoring_kind(&self, result: &EvalResult) -> ScoringKind {
@@ -161,7 +217,8 @@ impl TaskPackage {
         }
     }
 
-    /// The observation registry (`observations.toml`), in file order.
+    /// The observation registry (`observations.toml`), in file order. In format 2 each may
+    /// carry the owner's `request` ([`Observation::request`]).
     pub fn observations(&self) -> &[Observation] {
         &self.observations
     }

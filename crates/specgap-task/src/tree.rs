@@ -2,7 +2,8 @@
 //!
 //! One walk serves three rules of DESIGN §2: a package holds only regular files, directories
 //! and symlinks; every symlink stays inside its tree (its `workspace/`, its solution overlay,
-//! or else the package); and the package's content hash covers exactly what was walked.
+//! or else the package) and is not part of a symlink loop; and the package's content hash
+//! covers exactly what was walked.
 
 use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::fs::{FileTypeExt as _, PermissionsExt as _};
@@ -63,6 +64,25 @@ pub(crate) fn walk(root: &Path) -> Result<Vec<Entry>, LoadError> {
     Ok(entries)
 }
 
+/// What a file type is, in words ("a directory", "a fifo", ...), for messages.
+pub(crate) fn kind_name(file_type: &std::fs::FileType) -> &'static str {
+    if file_type.is_dir() {
+        "a directory"
+    } else if file_type.is_symlink() {
+        "a symlink"
+    } else if file_type.is_file() {
+        "a regular file"
+    } else {
+        match special_kind(file_type) {
+            "fifo" => "a fifo",
+            "socket" => "a socket",
+            "block device" => "a block device",
+            "character device" => "a character device",
+            _ => "a special file",
+        }
+    }
+}
+
 fn special_kind(file_type: &std::fs::FileType) -> &'static str {
     if file_type.is_fifo() {
         "fifo"
@@ -96,7 +116,9 @@ fn tree_of(rel: &Path) -> PathBuf {
 }
 
 /// Rejects symlinks whose target leaves their tree, lexically (absolute targets, `..` above
-/// the tree root) or, when the target exists, after resolving every link on the way.
+/// the tree root) or, when the target exists, after resolving every link on the way; and
+/// symlinks that never resolve because they are part of a loop (`a -> b`, `b -> a`), since
+/// anything that follows them (the agent's tools, an evaluator walking its files) would fail.
 pub(crate) fn check_symlinks(root: &Path, entries: &[Entry]) -> Result<(), LoadError> {
     for entry in entries {
         let EntryKind::Symlink { target } = &entry.kind else {
@@ -105,9 +127,14 @@ pub(crate) fn check_symlinks(root: &Path, entries: &[Entry]) -> Result<(), LoadE
         let tree = tree_of(&entry.rel);
         let in_tree = entry.rel.strip_prefix(&tree).unwrap_or(&entry.rel);
         let parent = in_tree.parent().unwrap_or(Path::new(""));
-        let escapes = !lexically_inside(parent, target)
-            || !resolved_inside(&root.join(&entry.rel), &root.join(&tree));
-        if escapes {
+        let resolved = resolve(&root.join(&entry.rel), &root.join(&tree));
+        if resolved == Resolved::Loop {
+            return Err(LoadError::SymlinkLoop {
+                path: root.join(&entry.rel),
+                target: target.display().to_string(),
+            });
+        }
+        if !lexically_inside(parent, target) || resolved == Resolved::Outside {
             let label = if tree.as_os_str().is_empty() {
                 "the package".to_owned()
             } else {
@@ -148,12 +175,22 @@ pub(crate) fn lexically_inside(parent: &Path, target: &Path) -> bool {
     true
 }
 
-/// Whether the link resolves inside the tree; a dangling link (nothing to resolve) passes
-/// here and is judged by the lexical rule alone.
-fn resolved_inside(link: &Path, tree: &Path) -> bool {
+/// Where a symlink leads once every link on the way is resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Resolved {
+    /// Inside the tree, or nowhere (a dangling link, judged by the lexical rule alone).
+    InsideOrDangling,
+    /// Outside the tree.
+    Outside,
+    /// Nowhere ever: the kernel gives up (`ELOOP`) because the links form a loop.
+    Loop,
+}
+
+fn resolve(link: &Path, tree: &Path) -> Resolved {
     match (std::fs::canonicalize(link), std::fs::canonicalize(tree)) {
-        (Ok(real), Ok(tree)) => real.starts_with(tree),
-        _ => true,
+        (Ok(real), Ok(tree)) if !real.starts_with(&tree) => Resolved::Outside,
+        (Err(err), _) if err.raw_os_error() == Some(libc::ELOOP) => Resolved::Loop,
+        _ => Resolved::InsideOrDangling,
     }
 }
 

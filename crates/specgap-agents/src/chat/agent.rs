@@ -8,15 +8,18 @@
 //! two turns becomes one user message.
 //!
 //! End rules that concern models (DESIGN §3.5): a reply without a tool call is a turn with
-//! no calls (the engine reminds, then ends); a `content_filter` stop or a refusal without
-//! calls is [`AgentReply::Refusal`] (the engine ends after three in a row); the server's
+//! no calls (the engine reminds, then ends); a `content_filter` stop, a `refusal` field
+//! without calls, or a reply without calls whose text is a plain-text refusal
+//! ([`crate::chat::refusal`]) is [`AgentReply::Refusal`] (the engine ends after three in a
+//! row); the server's
 //! context-length error, or our estimate (characters / 4) above `context_tokens`, is
 //! [`AgentReply::ContextOverflow`]. Service faults after retries are [`AgentError`]s, which
-//! the engine records as infrastructure errors.
+//! the engine records as infrastructure errors. A request abandoned at the episode's deadline
+//! ([`Agent::attach`], [`crate::chat::client`]) is [`AgentReply::Abandoned`].
 
 use std::collections::HashSet;
 
-use specgap_engine::session::{Agent, AgentError, AgentReply, Incoming, Opening};
+use specgap_engine::session::{Agent, AgentError, AgentReply, Incoming, Opening, SessionLink};
 use specgap_protocol::event::{ToolCall, ToolSpec, Usage};
 
 use crate::chat::client::{ChatClient, ClientError, Completion};
@@ -130,7 +133,8 @@ impl ChatAgent {
         } else {
             tool_calls
         };
-        let refused = finish_reason == "content_filter" || (refusal.is_some() && calls.is_empty());
+        let refused = finish_reason == "content_filter"
+            || (calls.is_empty() && (refusal.is_some() || crate::chat::refusal::is_plain_text_refusal(&text)));
         if refused {
             let shown = text_opt.or(refusal);
             // The refusal stays in the history so the engine's reminder follows it.
@@ -151,6 +155,10 @@ impl ChatAgent {
 }
 
 impl Agent for ChatAgent {
+    fn attach(&mut self, link: &SessionLink) {
+        self.client.attach(link);
+    }
+
     fn start(&mut self, opening: &Opening) -> Result<(), AgentError> {
         let mut system = opening.system_prompt.clone();
         if self.emulate_tools {
@@ -178,7 +186,8 @@ impl Agent for ChatAgent {
                 self.usage.add(&error.usage());
                 match error {
                     ClientError::ContextOverflow { .. } => Ok(AgentReply::ContextOverflow),
-                    ClientError::Rejected { .. } | ClientError::Build(_) => {
+                    ClientError::Abandoned { .. } => Ok(AgentReply::Abandoned),
+                    ClientError::Rejected { .. } | ClientError::Build(_) | ClientError::Runtime(_) => {
                         Err(AgentError::with_source("the model service rejected the request", true, error))
                     }
                     ClientError::Exhausted { .. } => {

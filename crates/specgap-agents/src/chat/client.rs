@@ -14,17 +14,33 @@
 //! * Any other HTTP error (401, 404, a 400 about something else) is
 //!   [`ClientError::Rejected`]: retrying the same request cannot help.
 //!
+//! # The episode's deadline and usage ([`ChatClient::attach`])
+//!
+//! Each try gets `request_timeout_sec`, shortened to the time the episode's [`Deadline`] has
+//! left; each backoff sleep ends at the deadline too. While a try is in flight the client
+//! looks at the deadline every [`DEADLINE_POLL`]; once it is over (the wall budget ended, or
+//! a stop was requested) the request is dropped — its connection closed, so the server can
+//! stop generating — and the completion fails with [`ClientError::Abandoned`]: not a fault,
+//! never retried. The usage of every try (its answered requests, a retry, its latency, the
+//! tokens and cost of a reply) goes to the [`UsageSink`] as soon as the try ends, so a
+//! failing or abandoned completion loses nothing of what was spent.
+//!
+//! Requests run on a single-threaded tokio runtime owned by the client (on the caller's
+//! thread), so abandoning one cancels it instead of leaving it to finish in the background.
+//!
 //! The API key is read from the environment variable the configuration names when the
 //! client is made, sent only as `Authorization: Bearer …`, and never stored or logged.
 
-use std::io::{BufRead as _, BufReader};
+use std::future::Future;
 use std::time::{Duration, Instant};
 
 use rand::Rng as _;
 use rand::SeedableRng as _;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Map, Value, json};
+use specgap_engine::session::{DEADLINE_POLL, Deadline, SessionLink, UsageSink};
 use specgap_protocol::event::{ToolCall, ToolSpec, Usage};
+use specgap_store::Role;
 
 use crate::chat::ChatConfig;
 use crate::chat::price::Price;
@@ -69,6 +85,14 @@ pub enum ClientError {
         /// Usage spent.
         usage: Usage,
     },
+    /// The episode's deadline became over (wall budget ended, or a stop was requested) before
+    /// a reply came; the request in flight was dropped. Not a fault of the service.
+    #[error("the request was abandoned: the episode's time is up or a stop was requested")]
+    Abandoned {
+        /// Usage spent until then (requests answered before, retries, latency; no tokens of
+        /// the abandoned try).
+        usage: Usage,
+    },
     /// The server refused the request in a way a retry cannot change.
     #[error("model service rejected the request with http {status}: {body}")]
     Rejected {
@@ -82,16 +106,20 @@ pub enum ClientError {
     /// The HTTP client cannot be built.
     #[error("cannot build the http client")]
     Build(#[source] reqwest::Error),
+    /// The client's runtime cannot be started.
+    #[error("cannot start the http client's runtime")]
+    Runtime(#[source] std::io::Error),
 }
 
 impl ClientError {
     /// Usage spent on the failed completion.
     pub fn usage(&self) -> Usage {
         match self {
-            ClientError::ContextOverflow { usage } | ClientError::Exhausted { usage, .. } | ClientError::Rejected { usage, .. } => {
-                usage.clone()
-            }
-            ClientError::Build(_) => Usage::default(),
+            ClientError::ContextOverflow { usage }
+            | ClientError::Exhausted { usage, .. }
+            | ClientError::Rejected { usage, .. }
+            | ClientError::Abandoned { usage } => usage.clone(),
+            ClientError::Build(_) | ClientError::Runtime(_) => Usage::default(),
         }
     }
 }
@@ -101,11 +129,16 @@ enum Fault {
     Retry { message: String, retry_after: Option<Duration> },
     ContextOverflow,
     Rejected { status: u16, body: String },
+    /// The deadline became over while the try was in flight.
+    Abandoned,
 }
 
 /// A chat-completions client for one model.
 pub struct ChatClient {
-    http: reqwest::blocking::Client,
+    http: reqwest::Client,
+    runtime: tokio::runtime::Runtime,
+    request_timeout: Duration,
+    link: SessionLink,
     url: String,
     api_key: Option<String>,
     model: String,
@@ -132,11 +165,14 @@ impl ChatClient {
     /// [`ClientError::Build`] when the HTTP client cannot be built.
     pub fn new(config: &ChatConfig, seed: u64) -> Result<Self, ClientError> {
         let timeout = Duration::from_secs_f64(config.request_timeout_sec.max(0.001));
-        let http = reqwest::blocking::Client::builder()
-            .timeout(timeout)
+        // The whole try is timed by `send_once` (capped by the deadline); only connecting
+        // has a limit of its own.
+        let http = reqwest::Client::builder()
             .connect_timeout(timeout.min(Duration::from_secs(30)))
             .build()
             .map_err(ClientError::Build)?;
+        let runtime =
+            tokio::runtime::Builder::new_current_thread().enable_io().enable_time().build().map_err(ClientError::Runtime)?;
         let api_key = std::env::var(&config.api_key_env).ok().filter(|k| !k.trim().is_empty());
         if api_key.is_none() && config.api_key_env != super::DEFAULT_API_KEY_ENV {
             // A variable named on purpose but not set is most likely a mistake; local servers
@@ -148,6 +184,9 @@ impl ChatClient {
         }
         Ok(ChatClient {
             http,
+            runtime,
+            request_timeout: timeout,
+            link: SessionLink::detached(Role::Agent),
             url: format!("{}/chat/completions", config.base_url.trim_end_matches('/')),
             api_key,
             model: config.model.clone(),
@@ -158,6 +197,22 @@ impl ChatClient {
             price: config.price,
             rng: ChaCha8Rng::seed_from_u64(seed),
         })
+    }
+
+    /// Takes the episode's deadline and usage sink (module guide); until then requests have
+    /// no deadline and their usage is only summed.
+    pub fn attach(&mut self, link: &SessionLink) {
+        self.link = link.clone();
+    }
+
+    /// The deadline requests are held to.
+    pub fn deadline(&self) -> &Deadline {
+        &self.link.deadline
+    }
+
+    /// The sink every try's usage goes to.
+    pub fn usage_sink(&self) -> &UsageSink {
+        &self.link.usage
     }
 
     /// The request body: model, messages, tools (when any), stream flags, then the model
@@ -189,38 +244,63 @@ impl ChatClient {
     /// [`ClientError`] as the module guide says.
     pub fn complete(&mut self, messages: &[WireMessage], tools: &[ToolSpec]) -> Result<Completion, ClientError> {
         let body = self.request_body(messages, tools);
+        // Summed over the tries, for the completion or the error; each try is also recorded.
         let mut usage = Usage::default();
         let mut attempt = 0u32;
         loop {
+            if self.link.deadline.is_over() {
+                return Err(ClientError::Abandoned { usage });
+            }
+            let mut spent = Usage::default();
             let started = Instant::now();
-            let outcome = self.send_once(&body, &mut usage);
-            usage.latency_ms += u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            let outcome = self.send_once(&body, &mut spent);
+            spent.latency_ms += u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
             let fault = match outcome {
                 Ok(mut completion) => {
                     if let Some(price) = &self.price {
-                        usage.cost_usd += price.cost(&completion.usage);
+                        spent.cost_usd += price.cost(&completion.usage);
                     }
-                    usage.add(&completion.usage);
+                    spent.add(&completion.usage);
+                    self.spend(&spent, &mut usage);
                     completion.usage = usage;
                     return Ok(completion);
                 }
                 Err(fault) => fault,
             };
             match fault {
-                Fault::ContextOverflow => return Err(ClientError::ContextOverflow { usage }),
-                Fault::Rejected { status, body } => return Err(ClientError::Rejected { status, body, usage }),
+                Fault::Abandoned => {
+                    self.spend(&spent, &mut usage);
+                    return Err(ClientError::Abandoned { usage });
+                }
+                Fault::ContextOverflow => {
+                    self.spend(&spent, &mut usage);
+                    return Err(ClientError::ContextOverflow { usage });
+                }
+                Fault::Rejected { status, body } => {
+                    self.spend(&spent, &mut usage);
+                    return Err(ClientError::Rejected { status, body, usage });
+                }
                 Fault::Retry { message, retry_after } => {
                     if attempt >= self.max_retries {
+                        self.spend(&spent, &mut usage);
                         return Err(ClientError::Exhausted { attempts: attempt + 1, last: message, usage });
                     }
                     attempt += 1;
-                    usage.retries += 1;
+                    spent.retries += 1;
+                    self.spend(&spent, &mut usage);
                     let delay = retry_after.map_or_else(|| self.backoff(attempt), |d| d.min(MAX_RETRY_AFTER));
                     tracing::warn!("model request failed ({message}); retry {attempt} of {} in {delay:?}", self.max_retries);
-                    std::thread::sleep(delay);
+                    // Cut short at the deadline; the check above then abandons the completion.
+                    self.link.deadline.sleep(delay);
                 }
             }
         }
+    }
+
+    /// Records one try's usage in the sink and adds it to the completion's sum.
+    fn spend(&self, spent: &Usage, total: &mut Usage) {
+        self.link.usage.record(spent);
+        total.add(spent);
     }
 
     /// `retry_base · 2^(attempt−1)`, capped, times a seeded jitter in [0.5, 1).
@@ -229,12 +309,30 @@ impl ChatClient {
         exponential.mul_f64(self.rng.random_range(0.5..1.0))
     }
 
+    /// One try: the exchange under the request timeout shortened to the deadline, dropped
+    /// once the deadline is over.
     fn send_once(&self, body: &Value, usage: &mut Usage) -> Result<Completion, Fault> {
+        let deadline = &self.link.deadline;
+        let limit = deadline.cap(self.request_timeout);
+        if limit.is_zero() {
+            return Err(Fault::Abandoned);
+        }
+        self.runtime.block_on(async {
+            match until_over(tokio::time::timeout(limit, self.exchange(body, usage)), deadline).await {
+                None => Err(Fault::Abandoned),
+                Some(Err(_elapsed)) if deadline.is_over() => Err(Fault::Abandoned),
+                Some(Err(_elapsed)) => Err(Fault::Retry { message: "the request timed out".into(), retry_after: None }),
+                Some(Ok(result)) => result,
+            }
+        })
+    }
+
+    async fn exchange(&self, body: &Value, usage: &mut Usage) -> Result<Completion, Fault> {
         let mut request = self.http.post(&self.url).json(body);
         if let Some(key) = &self.api_key {
             request = request.bearer_auth(key);
         }
-        let response = request.send().map_err(|e| Fault::Retry { message: transport_message(&e), retry_after: None })?;
+        let response = request.send().await.map_err(|e| Fault::Retry { message: transport_message(&e), retry_after: None })?;
         usage.requests += 1;
         let status = response.status();
         if !status.is_success() {
@@ -245,10 +343,24 @@ impl ChatClient {
                 .and_then(|v| v.trim().parse::<f64>().ok())
                 .filter(|s| s.is_finite() && *s >= 0.0)
                 .map(Duration::from_secs_f64);
-            let text = response.text().unwrap_or_default();
+            let text = response.text().await.unwrap_or_default();
             return Err(classify_status(status.as_u16(), &text, retry_after));
         }
-        if self.stream { read_stream(response) } else { read_body(response) }
+        if self.stream { read_stream(response).await } else { read_body(response).await }
+    }
+}
+
+/// Runs `future` to its end, or until `deadline` is over (looked at every
+/// [`DEADLINE_POLL`]); `None` then, and the future is dropped with whatever it had open.
+async fn until_over<F: Future>(future: F, deadline: &Deadline) -> Option<F::Output> {
+    let mut future = std::pin::pin!(future);
+    loop {
+        if let Ok(output) = tokio::time::timeout(DEADLINE_POLL, &mut future).await {
+            return Some(output);
+        }
+        if deadline.is_over() {
+            return None;
+        }
     }
 }
 
@@ -304,8 +416,8 @@ fn classify_status(status: u16, body: &str, retry_after: Option<Duration>) -> Fa
     }
 }
 
-fn read_body(response: reqwest::blocking::Response) -> Result<Completion, Fault> {
-    let text = response.text().map_err(|e| Fault::Retry { message: transport_message(&e), retry_after: None })?;
+async fn read_body(response: reqwest::Response) -> Result<Completion, Fault> {
+    let text = response.text().await.map_err(|e| Fault::Retry { message: transport_message(&e), retry_after: None })?;
     let parsed: ChatResponse = serde_json::from_str(&text)
         .map_err(|e| Fault::Retry { message: format!("the response body is not the expected json: {e}"), retry_after: None })?;
     if parsed.choices.is_empty() {
@@ -326,29 +438,48 @@ fn body_error(error: Option<&Value>) -> Fault {
     }
 }
 
-fn read_stream(response: reqwest::blocking::Response) -> Result<Completion, Fault> {
+async fn read_stream(mut response: reqwest::Response) -> Result<Completion, Fault> {
+    let broke = |e: &dyn std::fmt::Display| Fault::Retry { message: format!("the stream broke: {e}"), retry_after: None };
     let mut acc = Accumulator::default();
-    let mut done = false;
-    for line in BufReader::new(response).lines() {
-        let line = line.map_err(|e| Fault::Retry { message: format!("the stream broke: {e}"), retry_after: None })?;
-        let line = line.trim();
-        let Some(data) = line.strip_prefix("data:") else { continue };
-        let data = data.trim();
-        if data == "[DONE]" {
-            done = true;
-            break;
+    let mut pending: Vec<u8> = Vec::new();
+    let mut ended = false;
+    while !ended {
+        match response.chunk().await.map_err(|e| broke(&e))? {
+            Some(chunk) => pending.extend_from_slice(&chunk),
+            // The last line may lack its newline.
+            None => {
+                ended = true;
+                pending.push(b'\n');
+            }
         }
-        let chunk: ChatResponse = serde_json::from_str(data)
-            .map_err(|e| Fault::Retry { message: format!("a stream chunk is not the expected json: {e}"), retry_after: None })?;
-        if chunk.choices.is_empty() && chunk.usage.is_none() {
-            return Err(body_error(chunk.error.as_ref()));
+        while let Some(end) = pending.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = pending.drain(..=end).collect();
+            let line = std::str::from_utf8(&line).map_err(|e| broke(&e))?;
+            if stream_line(&mut acc, line)? {
+                return Ok(acc.finish());
+            }
         }
-        acc.absorb(chunk, true);
     }
-    if !done && acc.finish_reason.is_none() {
+    if acc.finish_reason.is_none() {
         return Err(Fault::Retry { message: "the stream ended before the completion did".into(), retry_after: None });
     }
     Ok(acc.finish())
+}
+
+/// Takes one SSE line into `acc`; `true` at `data: [DONE]`.
+fn stream_line(acc: &mut Accumulator, line: &str) -> Result<bool, Fault> {
+    let Some(data) = line.trim().strip_prefix("data:") else { return Ok(false) };
+    let data = data.trim();
+    if data == "[DONE]" {
+        return Ok(true);
+    }
+    let chunk: ChatResponse = serde_json::from_str(data)
+        .map_err(|e| Fault::Retry { message: format!("a stream chunk is not the expected json: {e}"), retry_after: None })?;
+    if chunk.choices.is_empty() && chunk.usage.is_none() {
+        return Err(body_error(chunk.error.as_ref()));
+    }
+    acc.absorb(chunk, true);
+    Ok(false)
 }
 
 /// Collects a response or streamed chunks into a [`Completion`].
@@ -442,11 +573,12 @@ mod tests {
     #[test]
     fn a_refused_connection_names_the_url_without_credentials() {
         // Port 1 on the loopback interface has no listener: the connection is refused locally.
-        let error = reqwest::blocking::Client::new()
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let request = reqwest::Client::new()
             .post("http://user:secret@127.0.0.1:1/v1/chat/completions?api-key=secret")
             .bearer_auth("sk-secret")
-            .send()
-            .unwrap_err();
+            .send();
+        let error = runtime.block_on(request).unwrap_err();
         assert_eq!(transport_message(&error), "cannot connect to the model service at http://127.0.0.1:1/v1/chat/completions");
     }
 

@@ -6,10 +6,11 @@
 //! | --- | --- |
 //! | [`agent`] | [`ChatAgent`]: the message history, native or emulated tool calls, refusals, context overflow |
 //! | [`user`] | [`ChatUser`]: the owner (seed 000 F.4) or customer (seed 002 A.9.2) played by a model |
-//! | [`client`] | [`ChatClient`]: HTTP, streaming (SSE), retries with seeded backoff, usage |
+//! | [`client`] | [`ChatClient`]: HTTP, streaming (SSE), retries with seeded backoff, the episode's deadline, usage recorded per try |
 //! | [`wire`] | tolerant request / response types |
 //! | [`emulate`] | `--emulate-tools`: tools in the system prompt, calls in fenced blocks |
 //! | [`price`] | `--prices FILE.toml` price tables |
+//! | [`refusal`] | when a reply without a tool call is a plain-text refusal (DESIGN §3.5) |
 //!
 //! A [`ChatConfig`] is the whole configuration of one model endpoint. It is stored in
 //! `run.toml` (through [`ChatConfig::to_table`]) and read back on `--resume`; it names the
@@ -19,6 +20,7 @@ pub mod agent;
 pub mod client;
 pub mod emulate;
 pub mod price;
+pub mod refusal;
 pub mod user;
 pub mod wire;
 

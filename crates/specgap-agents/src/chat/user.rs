@@ -16,17 +16,20 @@
 //!
 //! The user keeps its own conversation (questions and feedback as user messages, its replies
 //! as assistant messages). An empty reply is asked again up to [`EMPTY_REPLY_RETRIES`]
-//! times, then the episode is an infrastructure error.
+//! times, then the episode is an infrastructure error. Its requests are held to the
+//! episode's deadline and their usage is recorded as each completes, through the
+//! [`SessionLink`] the engine attaches ([`crate::chat::client`]); a request abandoned at the
+//! deadline is [`UserError::abandoned`].
 
 use specgap_engine::condition::{Condition, OpeningKind};
 use specgap_engine::runner::{PlannedEpisode, UserFactory};
-use specgap_engine::session::{FeedbackContext, Question, Reply, User, UserError};
+use specgap_engine::session::{FeedbackContext, Question, Reply, SessionLink, User, UserError};
 use specgap_protocol::event::Usage;
 use specgap_protocol::run::ComponentRef;
 use specgap_task::TaskPackage;
 
 use crate::chat::ChatConfig;
-use crate::chat::client::ChatClient;
+use crate::chat::client::{ChatClient, ClientError};
 use crate::chat::wire::WireMessage;
 
 /// Version of the owner / customer prompt texts of this module ([`UserKnowledge`] and the
@@ -146,12 +149,10 @@ impl ChatUser {
                         return Ok(Reply { text, usage: Some(usage) });
                     }
                 }
+                Err(ClientError::Abandoned { .. }) => return Err(UserError::abandoned()),
                 Err(e) => {
-                    return Err(UserError {
-                        message: "the user model service failed".into(),
-                        deterministic: matches!(e, crate::chat::ClientError::Rejected { .. }),
-                        source: Some(Box::new(e)),
-                    });
+                    let deterministic = matches!(e, ClientError::Rejected { .. });
+                    return Err(UserError::with_source("the user model service failed", deterministic, e));
                 }
             }
         }
@@ -160,6 +161,10 @@ impl ChatUser {
 }
 
 impl User for ChatUser {
+    fn attach(&mut self, link: &SessionLink) {
+        self.client.attach(link);
+    }
+
     fn answer(&mut self, question: &Question) -> Result<Reply, UserError> {
         let prompt = format!("The engineer asks you:\n\n{}\n\nReply to them directly.", question.text.trim());
         self.ask_model(prompt)

@@ -211,6 +211,29 @@ fn finish_reasons_content_filter_and_empty() {
     }
 }
 
+/// Issue 10 item 7: a plain-text refusal (no tool call, no refusal field) was a reply
+/// without a call; by the rule of `chat::refusal` it is a refusal, and work talk is not.
+#[test]
+fn plain_text_refusal_is_a_refusal_not_a_reply_without_a_call() {
+    let server = MockServer::sequence(vec![
+        Scripted::json(completion(Some("I'm sorry, but I can't help with that."), &[], "stop")),
+        Scripted::json(completion(Some("I can't find the file; let me look again."), &[], "stop")),
+        Scripted::json(completion(Some("I cannot assist with this request."), &[("c1", "list_files", json!({}))], "tool_calls")),
+    ]);
+    let mut agent = started(&config(&server));
+    assert!(
+        matches!(agent.next_turn(&[]).unwrap(), AgentReply::Refusal { text: Some(t), .. } if t == "I'm sorry, but I can't help with that.")
+    );
+    let reminder = Incoming::UserMessage { kind: UserMessageKind::Reminder, text: "continue".into() };
+    assert!(matches!(agent.next_turn(std::slice::from_ref(&reminder)).unwrap(), AgentReply::Turn { tool_calls, .. } if tool_calls.is_empty()));
+    // Refusal-shaped text beside a tool call is a turn: the call runs.
+    let AgentReply::Turn { tool_calls, .. } = agent.next_turn(&[reminder]).unwrap() else { panic!("expected a turn") };
+    assert_eq!(tool_calls[0].tool, "list_files");
+    for request in server.requests() {
+        check_request(&request, &TOOLS);
+    }
+}
+
 #[test]
 fn context_overflow_from_the_server_and_from_the_estimate() {
     let server = MockServer::sequence(vec![Scripted::status(

@@ -26,7 +26,7 @@ const AGENT_MODEL: &str = "agent-model";
 const USER_MODEL: &str = "user-model";
 const USER_REPLY: &str = "I only know what I saw myself; please find the rest out from the project.";
 
-fn example(name: &str) -> TaskPackage {
+pub(crate) fn example(name: &str) -> TaskPackage {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/tasks").join(name);
     specgap_task::load(dir).unwrap()
 }
@@ -132,7 +132,7 @@ fn handler(tasks: Arc<Vec<TaskPackage>>, script: Script) -> impl Fn(&Captured, u
     }
 }
 
-fn component(spec: &str, config: &ChatConfig) -> ComponentRef {
+pub(crate) fn component(spec: &str, config: &ChatConfig) -> ComponentRef {
     let mut table = config.to_table().unwrap();
     table.insert("kind".into(), toml::Value::String("chat".into()));
     ComponentRef { spec: spec.into(), config: table, hash: format!("{:x}", spec.len() * 7919 + config.model.len()) }
@@ -187,7 +187,7 @@ impl E2e {
     }
 }
 
-fn options(jobs: usize, work_root: &Path, max_cost_usd: Option<f64>) -> RunOptions {
+pub(crate) fn options(jobs: usize, work_root: &Path, max_cost_usd: Option<f64>) -> RunOptions {
     RunOptions {
         jobs,
         retries: 0,
@@ -223,6 +223,7 @@ fn run_with(conditions: &[&str], tasks: Vec<TaskPackage>, tweaks: Tweaks) -> E2e
     let conditions: Vec<Condition> = conditions.iter().map(|c| Condition::parse(c).unwrap()).collect();
     let config = RunConfig {
         specgap_version: "test".into(),
+        protocol_version: specgap_protocol::run::PROTOCOL_VERSION,
         seed: 11,
         repeats: 1,
         retries: 0,
@@ -474,6 +475,31 @@ fn delivery_text_channel_with_a_chat_customer() {
     }
     check_privacy(&e2e);
     check_no_key(e2e.dir.path(), &e2e.store);
+}
+
+/// A model that declines in plain text on every turn (no tool call, no refusal field).
+fn plain_refusal_script(_request: &Captured, _tasks: &[TaskPackage]) -> Vec<Vec<(String, Value)>> {
+    let say = |text: &str| vec![("say".to_string(), json!({ "text": text }))];
+    vec![say("I'm sorry, but I can't help with that."), say("I cannot assist with this request."), say("Sorry — I won't do that.")]
+}
+
+/// Issue 10 item 7: a plain-text refusal ended as `no_tool_call`, not `refusals`.
+#[test]
+fn plain_text_refusals_end_the_episode_as_refusals() {
+    let tweaks = Tweaks { script: plain_refusal_script, jobs: 1, ..Tweaks::default() };
+    let e2e = run_with(&["partial"], vec![example("payment-retry")], tweaks);
+    let episodes = e2e.store.episodes().unwrap();
+    assert_eq!(episodes.len(), 1);
+    assert_eq!(episodes[0].status, Status::Finished, "{:?}", episodes[0]);
+    assert_eq!(episodes[0].end_reason, Some(EndReason::Refusals));
+    assert_eq!(episodes[0].turns, 3);
+    assert_eq!(episodes[0].submissions, 0, "nothing changed, so nothing is submitted");
+    let agent: Vec<&Captured> = e2e.requests.iter().filter(|r| r.body["model"] == AGENT_MODEL).collect();
+    assert_eq!(agent.len(), 3);
+    // Each refusal is followed by the refusal reminder, not the no-tool-call one.
+    let last_user = agent[2].messages().iter().rev().find(|m| m["role"] == "user").unwrap()["content"].clone();
+    assert_eq!(last_user, json!(specgap_engine::episode::REFUSAL_REMINDER));
+    check_privacy(&e2e);
 }
 
 #[test]

@@ -5,5 +5,7 @@
 
 mod chat_agent;
 mod chat_user;
+mod deadline;
 mod end_to_end;
 mod mock_server;
+mod run_limits;

@@ -41,6 +41,8 @@ pub enum Scripted {
     Cut(String),
     /// Read the request and never answer.
     Hang,
+    /// Wait this long (or until the server stops), then answer as the inner response says.
+    Delay(Duration, Box<Scripted>),
 }
 
 impl Scripted {
@@ -49,6 +51,9 @@ impl Scripted {
     }
     pub fn status(status: u16, body: &str) -> Self {
         Scripted::Respond(status, vec![], body.to_string())
+    }
+    pub fn after(delay: Duration, then: Scripted) -> Self {
+        Scripted::Delay(delay, Box::new(then))
     }
 }
 
@@ -142,7 +147,19 @@ fn serve(mut stream: TcpStream, captured: &Mutex<Vec<Captured>>, handler: &Handl
         all.push(request.clone());
         all.len() - 1
     };
-    match handler(&request, n) {
+    let mut response = handler(&request, n);
+    while let Scripted::Delay(delay, then) = response {
+        let until = std::time::Instant::now() + delay;
+        while std::time::Instant::now() < until {
+            if stop.load(Ordering::SeqCst) {
+                return;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        response = *then;
+    }
+    match response {
+        Scripted::Delay(..) => unreachable!("delays are unwrapped above"),
         Scripted::Respond(status, extra, body) => {
             let content_type = if body.starts_with("data:") { "text/event-stream" } else { "application/json" };
             let mut head = format!(

@@ -285,3 +285,110 @@ fn an_api_key_variable_that_is_not_set_is_warned_about_once() {
     assert_eq!(stderr.matches(warning).count(), 1, "{stderr}");
     assert!(server.requests().iter().all(|r| r.header("authorization").is_none()));
 }
+
+/// A mock agent on payment-retry that reads, then — while `hang` is set — never answers its
+/// second request; otherwise it writes the gold fix and submits.
+fn hanging_agent(hang: &std::sync::Arc<std::sync::atomic::AtomicBool>) -> MockServer {
+    let hang = std::sync::Arc::clone(hang);
+    let gold = fs_err::read_to_string(payment_retry().join("solutions/gold/shop/checkout.py")).unwrap();
+    MockServer::start(move |request, _| {
+        let step = request.messages().iter().filter(|m| m["role"] == "assistant").count();
+        match step {
+            0 => Scripted::json(completion(None, &[("c0", "read_text", json!({"path": "README.md"}))], "tool_calls")),
+            1 if hang.load(std::sync::atomic::Ordering::SeqCst) => Scripted::Hang,
+            1 => Scripted::json(completion(None, &[("c1", "write_text", json!({"path": "shop/checkout.py", "content": gold}))], "tool_calls")),
+            _ => Scripted::json(completion(None, &[("c2", "submit", json!({}))], "tool_calls")),
+        }
+    })
+}
+
+/// Starts `specgap run` of the hanging agent under `full` into `out` and waits until its
+/// second model request is in flight (the first was answered).
+fn start_until_second_request(server: &MockServer, out: &Path, tmp: &Path) -> std::process::Child {
+    let prices = write_prices(tmp);
+    let stderr = std::fs::File::create(tmp.join("stderr.txt")).unwrap();
+    let mut child = specgap()
+        .env(KEY_ENV, KEY)
+        .arg("run")
+        .arg(payment_retry())
+        .args(["--agent", "chat:mock", "--base-url", &server.url, "--api-key-env", KEY_ENV, "--condition", "full"])
+        .args(["--jobs", "1", "--no-report", "--prices"])
+        .arg(&prices)
+        .arg("--out")
+        .arg(out)
+        .stdout(std::process::Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .unwrap();
+    if !wait_for(std::time::Duration::from_secs(120), || server.requests().len() >= 2) {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("the run never reached its second model request: {}", std::fs::read_to_string(tmp.join("stderr.txt")).unwrap());
+    }
+    child
+}
+
+/// (attempt, role, requests, input tokens) of every usage row of the store in `out`.
+fn usage_rows(out: &Path) -> Vec<(u32, Role, u64, u64)> {
+    Store::open(out).unwrap().usage().unwrap().iter().map(|u| (u.attempt, u.role, u.usage.requests, u.usage.input_tokens)).collect()
+}
+
+#[test]
+fn sigkill_mid_episode_keeps_the_killed_attempts_usage_for_after_the_resume() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let hang = std::sync::Arc::new(AtomicBool::new(true));
+    let server = hanging_agent(&hang);
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let mut child = start_until_second_request(&server, &out, tmp.path());
+    child.kill().unwrap(); // SIGKILL, while the episode waits for the model
+    child.wait().unwrap();
+
+    // The answered request of the killed attempt is in the store before any resume.
+    assert_eq!(usage_rows(&out), [(1, Role::Agent, 1, 100)]);
+    assert_eq!(episodes(&out)[0].status, Status::Running);
+
+    hang.store(false, Ordering::SeqCst);
+    let resumed = specgap().env(KEY_ENV, KEY).args(["run", "--no-report", "--resume"]).arg(&out).output().unwrap();
+    assert!(resumed.status.success(), "{}", String::from_utf8_lossy(&resumed.stderr));
+    let rows = episodes(&out);
+    assert_eq!((rows[0].status, rows[0].end_reason, rows[0].attempts), (Status::Finished, Some(EndReason::Accepted), 2));
+    // Both attempts were paid for: the killed one's row is kept beside the resumed one's.
+    assert_eq!(usage_rows(&out), [(1, Role::Agent, 1, 100), (2, Role::Agent, 3, 300)]);
+    let table = String::from_utf8(run_ok([std::ffi::OsStr::new("show"), out.as_os_str()]).stdout).unwrap();
+    assert!(
+        table.contains("model usage of the run (all episodes and attempts):\n  agent 4 requests (0 retried) · 400 input tokens (160 cached) · 80 output tokens (20 reasoning) · "),
+        "{table}"
+    );
+}
+
+#[test]
+fn ctrl_c_abandons_a_model_request_in_flight_and_the_episode_ends_interrupted() {
+    use std::sync::atomic::AtomicBool;
+    let hang = std::sync::Arc::new(AtomicBool::new(true));
+    let server = hanging_agent(&hang);
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let mut child = start_until_second_request(&server, &out, tmp.path());
+    send_signal(child.id(), libc::SIGINT);
+    // The request would hang for its 600 s timeout; the stop abandons it (the limit here only
+    // guards against hanging the test).
+    let exited = wait_for(std::time::Duration::from_secs(60), || child.try_wait().unwrap().is_some());
+    if !exited {
+        let _ = child.kill();
+    }
+    let status = child.wait().unwrap();
+    assert!(exited, "the run did not end after Ctrl-C while a model request was in flight");
+    assert_eq!(status.code(), Some(130), "{}", std::fs::read_to_string(tmp.path().join("stderr.txt")).unwrap());
+    let rows = episodes(&out);
+    assert_eq!((rows[0].status, rows[0].end_reason), (Status::Interrupted, Some(EndReason::Interrupted)));
+    assert_eq!(usage_rows(&out), [(1, Role::Agent, 1, 100)]);
+    let end = events(&out, &rows[0].id).into_iter().last().map(|e| e.kind);
+    assert_eq!(
+        end,
+        Some(specgap_protocol::event::EventKind::End {
+            reason: "interrupted".into(),
+            detail: specgap_engine::episode::AGENT_ABANDONED.into()
+        })
+    );
+}

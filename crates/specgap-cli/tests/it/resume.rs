@@ -147,3 +147,29 @@ fn ctrl_c_interrupts_exits_130_and_resume_completes_the_run() {
 
     assert_resume_matches(&script, &reference, &out);
 }
+
+#[test]
+fn resume_of_a_run_made_under_another_protocol_version_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    run_gold_on_req_basic(&out);
+    let run_toml = out.join("run.toml");
+    let text = std::fs::read_to_string(&run_toml).unwrap();
+    let line = format!("protocol_version = {}\n", specgap_protocol::run::PROTOCOL_VERSION);
+    assert!(text.contains(&line), "{text}");
+    // A store written before the field existed names no version: protocol 1.
+    std::fs::write(&run_toml, text.replace(&line, "")).unwrap();
+    let resumed = specgap().args([OsStr::new("run"), OsStr::new("--resume"), out.as_os_str()]).output().unwrap();
+    assert_eq!(resumed.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&resumed.stderr),
+        format!(
+            "error: cannot resume {0}: {0} was run under protocol version 1, and this specgap follows protocol version 2: \
+             resuming would mix episodes whose conditions mean different things. Finish it with the specgap release \
+             that started it, or start a new run (specgap run ... --out <new directory>)\n",
+            out.display()
+        )
+    );
+    // It can still be read.
+    run_ok([OsStr::new("show"), out.as_os_str()]);
+}

@@ -116,3 +116,17 @@ fn resume_runs_evaluation_errors_again_and_keeps_their_history() {
     assert_eq!(attempts, [(1, false), (2, true), (3, false), (4, true)]);
     assert_unscored_eval_error(&out, 4);
 }
+
+/// Issue 10 items 4 and 7: a reward of 5.0 was accepted, and a reward-scored task whose
+/// evaluations all failed was stored with `scoring_kind = test`.
+#[test]
+fn a_reward_above_one_is_an_evaluation_error_and_the_task_stays_reward_scored() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    run_fixture("eval-reward-range", &out, "2");
+    let message = "invalid result.json: result.json reports reward 5, outside [0, 1]; a reward is a fraction from 0 (nothing) to 1 (full)";
+    let errors: Vec<(u32, String, bool)> = error_rows(&out).into_iter().map(|e| (e.0, e.2, e.4)).collect();
+    assert_eq!(errors, [(1, message.to_string(), false), (2, message.to_string(), true)]);
+    assert_unscored_eval_error(&out, 2);
+    assert_eq!(episodes(&out)[0].scoring_kind, specgap_protocol::result::ScoringKind::Reward);
+}

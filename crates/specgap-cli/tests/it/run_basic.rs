@@ -169,3 +169,31 @@ fn two_runs_racing_for_one_new_directory_leave_one_store_and_a_clear_refusal() {
         assert_eq!(episodes(&out).len(), 1);
     }
 }
+
+/// Issue 10 item 8: a run over a suite named only the first broken package.
+#[test]
+fn run_over_a_suite_names_every_broken_package_then_stops() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = tmp.path().join("suite");
+    let task_toml = |name: &str| {
+        format!("format = 1\n[task]\nname = \"{name}\"\nversion = \"1\"\ndescription = \"d\"\nfamily = \"swe\"\n[evaluator]\ncommand = \"true\"\n")
+    };
+    for (dir, toml) in [("one", task_toml("t/one")), ("two", task_toml("t/two").replace("format = 1", "format = 9"))] {
+        fs_err::create_dir_all(suite.join(dir)).unwrap();
+        fs_err::write(suite.join(dir).join("task.toml"), toml).unwrap();
+    }
+    let out = tmp.path().join("run");
+    let output = specgap().args([OsStr::new("run"), suite.as_os_str(), OsStr::new("--out"), out.as_os_str()]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        format!(
+            "error: cannot load the suite: 2 errors in the suite's packages:\n  \
+             - {}: missing instruction.md; every package needs its opening instruction\n  \
+             - {}:1:10: format = 9 is not supported; expected `format = 1` or `format = 2`\n",
+            suite.join("one").display(),
+            suite.join("two/task.toml").display()
+        )
+    );
+    assert!(!out.exists());
+}

@@ -76,7 +76,8 @@ pub struct RunOptions {
     pub budget_flags: BudgetFlags,
     /// Run seed.
     pub seed: u64,
-    /// Set to stop: no new episode starts, running ones end as `interrupted`.
+    /// Set to stop: no new episode starts, running ones end as `interrupted` (their model
+    /// requests in flight are abandoned).
     pub stop: Arc<AtomicBool>,
     /// Parent of the per-run temporary directory of workspaces (`None`: chosen by
     /// [`default_work_root`]).
@@ -84,9 +85,10 @@ pub struct RunOptions {
     /// Also run again episodes stored as `eval_error` (`--resume`).
     pub rerun_eval_errors: bool,
     /// `--max-cost`, in US dollars: before each episode starts, the run's summed model cost
-    /// (every `usage` row of the store: all roles, attempts and earlier processes) is
-    /// compared with it, and once the cost is above it no further episode starts. Running
-    /// episodes finish normally; episodes not started stay unstarted, for `--resume`.
+    /// (every `usage` row of the store: all roles, attempts and earlier processes, and the
+    /// requests of running episodes, which are written as each completes) is compared with
+    /// it, and once the cost is above it no further episode starts. Running episodes finish
+    /// normally; episodes not started stay unstarted, for `--resume`.
     pub max_cost_usd: Option<f64>,
 }
 
@@ -473,14 +475,16 @@ struct Failure {
 
 impl Failure {
     /// Whether `self`, following `previous`, shows a deterministic failure: the component
-    /// said so, or an evaluation error repeats (message and stderr tail equal once the parts
-    /// that differ between attempts anyway — numbers and temporary names — are masked, see
-    /// [`attempt_independent`]).
+    /// said so, or the failure repeats the previous attempt's — same class, and message and
+    /// stderr tail equal once the parts that differ between attempts anyway (numbers and
+    /// temporary names, see [`attempt_independent`]) are masked. This holds for evaluation
+    /// errors and for infrastructure errors of every role alike (agent, user, judge, gateway,
+    /// sandbox: DESIGN §3 "deterministic failures are not retried more than once"), so a user
+    /// model that always answers HTTP 500 costs two attempts, not `1 + retries`.
     fn is_deterministic_after(&self, previous: Option<&Failure>) -> bool {
         self.deterministic
             || previous.is_some_and(|p| {
-                self.class == ErrorClass::Evaluation
-                    && p.class == ErrorClass::Evaluation
+                self.class == p.class
                     && attempt_independent(&p.message) == attempt_independent(&self.message)
                     && attempt_independent(&p.stderr_tail) == attempt_independent(&self.stderr_tail)
             })
@@ -611,7 +615,7 @@ fn attempt(ctx: &WorkerContext<'_, '_>, episode: &PlannedEpisode) -> Result<Atte
     let meta = EpisodeMeta {
         user: ctx.inputs.user.spec.clone(),
         family: package.manifest().task.family,
-        scoring_kind: package.static_scoring_kind().unwrap_or_else(|| guess_kind(package)),
+        scoring_kind: package.planned_scoring_kind(),
     };
     let mut writer = ctx.store.begin_episode(&episode.key, &meta)?;
     let infra = |message: String, deterministic: bool| Failure {
@@ -673,15 +677,6 @@ fn attempt(ctx: &WorkerContext<'_, '_>, episode: &PlannedEpisode) -> Result<Atte
     }
 }
 
-
-/// The scoring kind recorded when the package alone does not decide it: delivery cases are
-/// delivery-scored unless their evaluator reports tests, other tasks test- or reward-scored;
-/// the engine's submissions carry the kind actually used.
-fn guess_kind(package: &TaskPackage) -> specgap_protocol::result::ScoringKind {
-    use specgap_protocol::result::ScoringKind;
-    if package.is_delivery() { ScoringKind::Delivery } else { ScoringKind::Test }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -697,9 +692,27 @@ mod tests {
         assert!(eval("evaluator exited with status 1", "boom").is_deterministic_after(Some(&first)));
         assert!(!eval("evaluator exited with status 1", "boom 2").is_deterministic_after(Some(&first)));
         let infra = Failure { class: ErrorClass::Infrastructure, ..first.clone() };
-        assert!(!infra.is_deterministic_after(Some(&infra.clone())));
+        assert!(!infra.is_deterministic_after(Some(&first)), "a repeat must be of the same class");
         let said = Failure { deterministic: true, ..infra };
         assert!(said.is_deterministic_after(None));
+    }
+
+    fn infra(message: &str) -> Failure {
+        Failure { class: ErrorClass::Infrastructure, message: message.into(), stderr_tail: String::new(), deterministic: false }
+    }
+
+    #[test]
+    fn repeated_infrastructure_error_of_any_role_is_deterministic() {
+        let first = infra("infrastructure error: user: the user model service failed: model service failed after 2 attempts; last fault: http 500: boom");
+        assert!(!first.is_deterministic_after(None));
+        assert!(first.clone().is_deterministic_after(Some(&first)));
+        let empty = infra("infrastructure error: user: the user model gave an empty reply 3 times");
+        assert!(empty.is_deterministic_after(Some(&empty.clone())));
+        assert!(!empty.is_deterministic_after(Some(&first)));
+        let port = |p: u16| infra(&format!("infrastructure error: agent: cannot connect to the model service at http://127.0.0.1:{p}/v1"));
+        assert!(port(4001).is_deterministic_after(Some(&port(4002))), "numbers are masked");
+        let other = infra("infrastructure error: user: the user model service failed: model service failed after 2 attempts; last fault: the request timed out");
+        assert!(!other.is_deterministic_after(Some(&first)));
     }
 
     #[test]

@@ -16,14 +16,18 @@
 //!    the episode engine.
 //! 3. An attempt that fails with an infrastructure or evaluation error is retried from a fresh
 //!    materialization up to the run's retry limit. A failure is *deterministic* — and not
-//!    retried again — when the agent or user says so, or when an evaluation error repeats the
-//!    previous attempt's message and stderr tail exactly: an evaluator that always crashes
-//!    costs two attempts, not `1 + retries`. The episode then ends as `infra_error` or
-//!    `eval_error` and is never scored.
+//!    retried again — when the agent or user says so, or when it repeats the previous
+//!    attempt's failure (same class, message and stderr tail equal once numbers and temporary
+//!    names are masked), for evaluation and infrastructure errors of every role alike: an
+//!    evaluator that always crashes or a user model that always answers HTTP 500 costs two
+//!    attempts, not `1 + retries`. The episode then ends as `infra_error` or `eval_error` and
+//!    is never scored.
 //! 4. A stop request (Ctrl-C) stops new episodes from starting; running ones end as
 //!    `interrupted` (the engine kills their sandboxed commands), so `--resume` picks them up.
+//!    A stop also abandons model requests in flight (the episode's deadline carries it).
 //!    A cost limit ([`RunOptions::max_cost_usd`]) is not a stop request: once the store's
-//!    summed model cost passes it no episode starts, and running ones finish normally.
+//!    summed model cost — written as each request completes, so running episodes count —
+//!    passes it no episode starts, and running ones finish normally.
 //!
 //! The runner knows agents only through [`AgentFactory`], so this crate does not depend on
 //! `specgap-agents`; progress goes to a [`RunObserver`].

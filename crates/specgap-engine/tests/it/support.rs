@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
-use specgap_engine::session::{Agent, AgentError, AgentReply, Incoming, Opening};
+use specgap_engine::session::{Agent, AgentError, AgentReply, Incoming, Opening, User};
 use specgap_engine::{
     BudgetFlags, Budgets, Condition, EpisodeContext, EpisodeError, EpisodeOutcome, RelayUser, Start, StartResults, HostViews,
     run_episode,
@@ -76,6 +76,9 @@ pub struct TestAgent {
     replies: VecDeque<AgentReply>,
     harness: bool,
     delay: Option<Duration>,
+    /// Delays of single replies (0-based reply index), instead of `delay`.
+    delays: Vec<(usize, Duration)>,
+    given: usize,
     /// What it saw (shared so the test can read it after the run).
     pub seen: Arc<Mutex<Seen>>,
 }
@@ -83,7 +86,7 @@ pub struct TestAgent {
 impl TestAgent {
     /// An agent with these replies.
     pub fn new(replies: Vec<AgentReply>) -> Self {
-        TestAgent { replies: replies.into(), harness: false, delay: None, seen: Arc::default() }
+        TestAgent { replies: replies.into(), harness: false, delay: None, delays: Vec::new(), given: 0, seen: Arc::default() }
     }
 
     /// Allows `apply_overlay`.
@@ -95,6 +98,12 @@ impl TestAgent {
     /// Sleeps before each reply.
     pub fn delay(mut self, delay: Duration) -> Self {
         self.delay = Some(delay);
+        self
+    }
+
+    /// Sleeps before reply `index` (0-based) only.
+    pub fn delay_reply(mut self, index: usize, delay: Duration) -> Self {
+        self.delays.push((index, delay));
         self
     }
 
@@ -133,7 +142,10 @@ impl Agent for TestAgent {
 
     fn next_turn(&mut self, inbox: &[Incoming]) -> Result<AgentReply, AgentError> {
         self.seen.lock().unwrap().inboxes.push(inbox.to_vec());
-        if let Some(delay) = self.delay {
+        let index = self.given;
+        self.given += 1;
+        let delay = self.delays.iter().find(|(i, _)| *i == index).map(|(_, d)| *d).or(self.delay);
+        if let Some(delay) = delay {
             std::thread::sleep(delay);
         }
         Ok(self.replies.pop_front().unwrap_or(AgentReply::Done))
@@ -228,6 +240,8 @@ pub struct Options {
     pub agent_spec: Option<String>,
     /// Stop flag.
     pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// The user (the relay when `None`).
+    pub user: Option<Box<dyn User>>,
 }
 
 /// Runs one episode of `package` under `condition` with `agent` and the relay user.
@@ -238,6 +252,7 @@ pub fn run(package: &TaskPackage, condition: &str, agent: &mut dyn Agent, option
     let agent_spec = options.agent_spec.unwrap_or_else(|| "test".into());
     let config = RunConfig {
         specgap_version: "test".into(),
+        protocol_version: specgap_protocol::run::PROTOCOL_VERSION,
         seed: 7,
         repeats: 1,
         retries: 0,
@@ -290,10 +305,10 @@ pub fn run(package: &TaskPackage, condition: &str, agent: &mut dyn Agent, option
         repeat: 0,
         start_results: &start_results,
         host_views: &HostViews::default(),
-        stop: options.stop.as_deref(),
+        stop: options.stop.as_ref(),
     };
-    let mut user = RelayUser::new(package);
-    let outcome = run_episode(&ctx, agent, &mut user, &mut writer);
+    let mut user = options.user.unwrap_or_else(|| Box::new(RelayUser::new(package)));
+    let outcome = run_episode(&ctx, agent, user.as_mut(), &mut writer);
     if let Ok(done) = &outcome {
         writer.finish(done.summary()).unwrap();
     } else {

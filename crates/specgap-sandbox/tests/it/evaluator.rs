@@ -146,20 +146,92 @@ fn missing_result_is_an_evaluation_error() {
     let pkg = package();
     let run = evaluator_run(pkg.dir.path(), &pkg.workspace, "echo nothing written >&2\n", Duration::from_secs(30));
     match evaluate(&run) {
-        Err(EvalError::MissingResult { stderr_tail }) => assert_eq!(stderr_tail, "nothing written\n"),
+        Err(EvalError::MissingResult { stderr_tail, hint }) => {
+            assert_eq!(stderr_tail, "nothing written\n");
+            assert_eq!(hint, None);
+        }
         other => panic!("expected MissingResult, got {other:?}"),
     }
 }
 
+/// Issue 10 item 7: a lone Harbor-style reward.txt gave no hint that specgap wants result.json.
 #[test]
-fn malformed_result_carries_serdes_message() {
+fn lone_harbor_reward_txt_gets_a_hint_to_write_result_json() {
+    let pkg = package();
+    let run = evaluator_run(pkg.dir.path(), &pkg.workspace, "echo 0.75 > $SPECGAP_OUT/reward.txt\n", Duration::from_secs(30));
+    let err = evaluate(&run).unwrap_err();
+    assert_eq!(err.reason(), "missing-result");
+    assert_eq!(
+        err.to_string(),
+        "evaluator wrote no result.json; it wrote reward.txt (Harbor's format); specgap reads \
+         $SPECGAP_OUT/result.json (DESIGN §2), so write {\"version\": 1, \"reward\": 0.75} there instead"
+    );
+    let run = evaluator_run(pkg.dir.path(), &pkg.workspace, "echo '{\"reward\": 1}' > $SPECGAP_OUT/reward.json\n", Duration::from_secs(30));
+    assert_eq!(
+        evaluate(&run).unwrap_err().to_string(),
+        "evaluator wrote no result.json; it wrote reward.json (Harbor's format); specgap reads \
+         $SPECGAP_OUT/result.json (DESIGN §2), so write {\"version\": 1, \"reward\": <value>} there instead, \
+         with the reward as a number from 0 to 1"
+    );
+}
+
+/// Issue 10 item 7: a top-level list said "invalid type: map, expected u32".
+#[test]
+fn top_level_list_in_result_json_says_it_must_be_an_object() {
+    let pkg = package();
+    let script = "echo '[{\"version\": 1, \"reward\": 1.0}]' > $SPECGAP_OUT/result.json\n";
+    let run = evaluator_run(pkg.dir.path(), &pkg.workspace, script, Duration::from_secs(30));
+    let err = evaluate(&run).unwrap_err();
+    assert_eq!(err.reason(), "malformed-result");
+    assert_eq!(
+        err.to_string(),
+        "malformed result.json: result.json must be a JSON object with `version` and the fields of DESIGN §2 \
+         (`requirements`, `tests`, `delivery`, `reward`), such as {\"version\": 1, \"reward\": 1.0}; found a list"
+    );
+}
+
+/// Issue 10 item 7: a NaN was reported only by its column.
+#[test]
+fn nan_in_result_json_is_reported_with_its_json_path() {
+    let pkg = package();
+    let script = "printf '%s' '{\"version\": 1, \"requirements\": {\"a\": {\"pass\": false, \"measured\": {\"open_rows\": NaN}}}}' > $SPECGAP_OUT/result.json\n";
+    let mut run = evaluator_run(pkg.dir.path(), &pkg.workspace, script, Duration::from_secs(30));
+    run.requirement_ids = vec!["a".into()];
+    assert_eq!(
+        evaluate(&run).unwrap_err().to_string(),
+        "malformed result.json: NaN at `requirements.a.measured.open_rows` (line 1, column 80) is not a JSON number; \
+         report a finite number or leave the value out"
+    );
+}
+
+/// Issue 10 item 4: a reward of 5.0 was accepted (and averaged into Score@1 as 500%).
+#[test]
+fn reward_out_of_range_is_an_evaluation_error() {
+    let pkg = package();
+    let script = "echo '{\"version\": 1, \"reward\": 5.0}' > $SPECGAP_OUT/result.json\n";
+    let run = evaluator_run(pkg.dir.path(), &pkg.workspace, script, Duration::from_secs(30));
+    match evaluate(&run) {
+        Err(e @ EvalError::InvalidResult { .. }) => {
+            assert_eq!(e.reason(), "invalid-result");
+            assert_eq!(
+                e.to_string(),
+                "invalid result.json: result.json reports reward 5, outside [0, 1]; a reward is a fraction from 0 (nothing) to 1 (full)"
+            );
+        }
+        other => panic!("expected InvalidResult, got {other:?}"),
+    }
+}
+
+#[test]
+fn malformed_result_carries_serdes_message_and_the_json_path() {
     let pkg = package();
     let bad = r#"{"version": 1, "reward": "high"}"#;
     let run = evaluator_run(pkg.dir.path(), &pkg.workspace, &format!("echo writing >&2\necho '{bad}' > $SPECGAP_OUT/result.json\n"), Duration::from_secs(30));
     let serde_message = serde_json::from_str::<EvalResult>(&format!("{bad}\n")).unwrap_err().to_string();
     match evaluate(&run) {
         Err(EvalError::MalformedResult { message, stderr_tail }) => {
-            assert_eq!(message, serde_message);
+            assert_eq!(message, format!("at `reward`: {serde_message}"));
+            assert_eq!(message, "at `reward`: invalid type: string \"high\", expected f64 at line 1 column 31");
             assert_eq!(stderr_tail, "writing\n");
         }
         other => panic!("expected MalformedResult, got {other:?}"),

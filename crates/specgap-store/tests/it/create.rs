@@ -32,8 +32,8 @@ fn database_is_in_wal_mode_with_schema_version() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 1);
-    assert_eq!(SCHEMA_VERSION, 1);
+    assert_eq!(version, 2);
+    assert_eq!(SCHEMA_VERSION, 2);
 }
 
 #[test]
@@ -106,7 +106,7 @@ fn open_refuses_a_newer_schema() {
     assert_eq!(
         err.to_string(),
         format!(
-            "{} has schema version 99; this specgap reads versions up to 1",
+            "{} has schema version 99; this specgap reads versions up to 2",
             db.display()
         )
     );
@@ -161,4 +161,115 @@ fn one_runner_at_a_time_holds_a_store() {
     drop(first);
     assert!(!specgap_store::runner_alive(dir).unwrap());
     let _again = specgap_store::lock_runner(dir).unwrap();
+}
+
+/// The `usage` table of schema version 1, whose role check knew only `agent` and `user`.
+const USAGE_V1: &str = "CREATE TABLE usage_old (
+    episode TEXT NOT NULL REFERENCES episodes(id), attempt INTEGER NOT NULL CHECK (attempt >= 1),
+    role TEXT NOT NULL CHECK (role IN ('agent','user')), input_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL, cached_tokens INTEGER NOT NULL, reasoning_tokens INTEGER NOT NULL,
+    requests INTEGER NOT NULL, retries INTEGER NOT NULL, latency_ms INTEGER NOT NULL, cost_usd REAL NOT NULL,
+    PRIMARY KEY (episode, attempt, role)) STRICT;
+INSERT INTO usage_old SELECT * FROM usage;
+DROP TABLE usage;
+ALTER TABLE usage_old RENAME TO usage;
+PRAGMA user_version = 1;";
+
+fn usage(requests: u64, cost_usd: f64) -> specgap_protocol::event::Usage {
+    specgap_protocol::event::Usage { requests, input_tokens: 10 * requests, cost_usd, ..Default::default() }
+}
+
+#[test]
+fn a_version_1_store_is_upgraded_in_place_keeping_its_usage_rows_and_takes_the_new_roles() {
+    use specgap_store::Role;
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::create(tmp.path(), &config(7, None)).unwrap();
+    let mut writer = store.begin_episode(&crate::key(0, "clean"), &crate::meta()).unwrap();
+    writer.record_usage(Role::Agent, &usage(3, 0.25)).unwrap();
+    writer.record_usage(Role::User, &usage(1, 0.0)).unwrap();
+    let id = writer.id().to_string();
+    drop(writer);
+    let before = store.usage().unwrap();
+    let db = store.db_path().to_path_buf();
+    drop(store);
+    // Turn the database back into a version-1 one, and check that it refuses a judge row.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(USAGE_V1).unwrap();
+    let refused = conn.execute(
+        "INSERT INTO usage VALUES (?1, 1, 'judge', 0, 0, 0, 0, 1, 0, 0, 0.0)",
+        [&id],
+    );
+    assert!(refused.is_err(), "the version-1 table refuses the judge role");
+    drop(conn);
+
+    let store = Store::open(tmp.path()).unwrap();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    assert_eq!(version, 2);
+    assert_eq!(store.usage().unwrap(), before);
+    let mut writer = store.begin_episode(&crate::key(0, "clean"), &crate::meta()).unwrap();
+    for role in [Role::Judge, Role::Extractor, Role::Detector] {
+        writer.record_usage(role, &usage(2, 0.5)).unwrap();
+    }
+    let roles: Vec<(u32, &str, u64)> = store
+        .usage()
+        .unwrap()
+        .iter()
+        .map(|u| (u.attempt, u.role.as_str(), u.usage.requests))
+        .collect();
+    assert_eq!(
+        roles,
+        [(1, "agent", 3), (1, "user", 1), (2, "detector", 2), (2, "extractor", 2), (2, "judge", 2)]
+    );
+}
+
+/// `config` (which, like a store written before the field existed, names no protocol version)
+/// with `protocol_version` set.
+fn config_of_protocol(version: u32) -> specgap_protocol::run::RunConfig {
+    let mut config = config(7, None);
+    config.protocol_version = version;
+    config
+}
+
+#[test]
+fn resume_refuses_a_run_of_another_protocol_version() {
+    let tmp = tempfile::tempdir().unwrap();
+    let old = tmp.path().join("old");
+    let store = Store::create(&old, &config(7, None)).unwrap();
+    assert_eq!(store.config().protocol_version, 1, "a run.toml without the field is protocol 1");
+    drop(store);
+    let err = Store::open_for_resume(&old).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{} was run under protocol version 1, and this specgap follows protocol version {}: resuming would mix \
+             episodes whose conditions mean different things. Finish it with the specgap release that started it, \
+             or start a new run (specgap run ... --out <new directory>)",
+            old.display(),
+            specgap_protocol::run::PROTOCOL_VERSION
+        )
+    );
+    // Reading it (show, report) is fine, and a run of this build's protocol resumes.
+    Store::open(&old).unwrap();
+    let current = tmp.path().join("current");
+    Store::create(&current, &config_of_protocol(specgap_protocol::run::PROTOCOL_VERSION)).unwrap();
+    let reopened = Store::open_for_resume(&current).unwrap();
+    assert_eq!(reopened.config().protocol_version, 2);
+    let text = std::fs::read_to_string(current.join("run.toml")).unwrap();
+    assert!(text.contains("protocol_version = 2\n"), "{text}");
+}
+
+#[test]
+fn create_refuses_a_run_of_another_protocol_version() {
+    let tmp = tempfile::tempdir().unwrap();
+    Store::create(tmp.path(), &config_of_protocol(1)).unwrap();
+    let err = Store::create(tmp.path(), &config_of_protocol(2)).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{} holds a run of a different configuration: the protocol version differs: 1 in the store, 2 in the new \
+             configuration (what a condition means changed between them, so their episodes cannot form one run)",
+            tmp.path().display()
+        )
+    );
 }

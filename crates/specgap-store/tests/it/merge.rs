@@ -227,3 +227,27 @@ fn merge_compares_fields_added_to_run_config_later() {
         )
     );
 }
+
+#[test]
+fn merge_refuses_runs_of_different_protocol_versions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut first = config(7, Some([1, 2]));
+    first.protocol_version = 2;
+    let s1 = Store::create(&tmp.path().join("s1"), &first).unwrap();
+    // Shard 2 was made by a build of protocol 1 (its run.toml names no version).
+    let s2 = Store::create(&tmp.path().join("s2"), &config(7, Some([2, 2]))).unwrap();
+    run_episode(&s1, 0, 1.0, 10);
+    run_episode(&s2, 2, 1.0, 10);
+    let out = tmp.path().join("all");
+    let err = merge(&[s1.dir(), s2.dir()], &out).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "cannot merge {1} with {0}: the protocol version differs: 2 in {0}, 1 in {1} (what a condition means \
+             changed between them, so their episodes cannot form one run)",
+            s1.dir().display(),
+            s2.dir().display()
+        )
+    );
+    assert!(!out.exists(), "a refused merge writes nothing");
+}

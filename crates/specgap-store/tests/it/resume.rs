@@ -194,3 +194,52 @@ fn an_evaluation_error_can_be_retried_in_the_run_but_resume_keeps_it() {
     let w = store.begin_episode(&key(0, "clean"), &meta()).unwrap();
     assert_eq!((w.id(), w.attempt()), (id.as_str(), 2));
 }
+
+#[test]
+fn usage_recorded_during_an_attempt_that_never_finishes_is_kept_by_the_restart() {
+    use specgap_protocol::event::Usage;
+    use specgap_store::Role;
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::create(tmp.path(), &config(7, None)).unwrap();
+    let writer = store.begin_episode(&key(0, "clean"), &meta()).unwrap();
+    let recorder = writer.usage_recorder();
+    assert_eq!(recorder.attempt(), 1);
+    // A model client records each request from its own thread as it completes.
+    std::thread::spawn(move || {
+        for _ in 0..3 {
+            recorder.record(Role::User, &Usage { requests: 1, input_tokens: 100, cost_usd: 0.5, ..Usage::default() }).unwrap();
+        }
+    })
+    .join()
+    .unwrap();
+    // The process dies: the writer is never finished.
+    drop(writer);
+    let mut again = store.begin_episode(&key(0, "clean"), &meta()).unwrap();
+    again.record_usage(Role::User, &Usage { requests: 1, input_tokens: 100, cost_usd: 0.5, ..Usage::default() }).unwrap();
+    let rows: Vec<(u32, Role, u64, u64, f64)> = store
+        .usage()
+        .unwrap()
+        .into_iter()
+        .map(|u| (u.attempt, u.role, u.usage.requests, u.usage.input_tokens, u.usage.cost_usd))
+        .collect();
+    assert_eq!(rows, [(1, Role::User, 3, 300, 1.5), (2, Role::User, 1, 100, 0.5)]);
+}
+
+#[test]
+fn a_judge_records_usage_on_a_finished_episode_under_its_last_attempt() {
+    use specgap_protocol::event::Usage;
+    use specgap_store::Role;
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::create(tmp.path(), &config(7, None)).unwrap();
+    let id = run_episode(&store, 0, 1.0, 10);
+    let recorder = store.usage_recorder(&id).unwrap();
+    assert_eq!((recorder.episode(), recorder.attempt()), (id.as_str(), 1));
+    recorder.record(Role::Judge, &Usage { requests: 2, output_tokens: 9, ..Usage::default() }).unwrap();
+    let rows: Vec<(u32, Role, u64, u64)> =
+        store.usage().unwrap().into_iter().map(|u| (u.attempt, u.role, u.usage.requests, u.usage.output_tokens)).collect();
+    assert_eq!(rows, [(1, Role::Judge, 2, 9)]);
+    assert_eq!(
+        store.usage_recorder("0000000000000000").unwrap_err().to_string(),
+        specgap_store::StoreError::UnknownEpisode { id: "0000000000000000".into() }.to_string()
+    );
+}

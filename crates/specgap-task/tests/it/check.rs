@@ -514,7 +514,7 @@ fn unloadable_package_reports_one_load_row() {
             "load",
             "fail",
             format!(
-                "{}: missing `format = 1`; this specgap reads task package format 1",
+                "{}: missing `format`; this specgap reads task package formats 1 and 2 (`format = 1` unless the package uses a format-2 key)",
                 copy.path("task.toml").display()
             )
             .as_str()

@@ -111,6 +111,22 @@ fn reward_scored_task_needs_a_full_gold_reward() {
     );
 }
 
+/// DESIGN §2 (format 2): `check` names the package's format.
+#[test]
+fn check_names_the_package_format() {
+    let copy = Copy::of("test-basic");
+    copy.remove("residual");
+    let judge = FakeJudge::new(&[("starter", r#"{"version":1,"reward":0.25}"#), ("gold", r#"{"version":1,"reward":1}"#)]);
+    let load_row = |copy: &Copy| {
+        let report = check_package(&specgap_task::load(&copy.root).unwrap(), &judge);
+        let row = row(&report.checks, "load");
+        (row.result, row.reason.clone())
+    };
+    assert_eq!(load_row(&copy), (Verdict::Pass, "format 1 package loaded".to_string()));
+    copy.replace("task.toml", "format = 1\n", "format = 2\n");
+    assert_eq!(load_row(&copy), (Verdict::Pass, "format 2 package loaded".to_string()));
+}
+
 #[test]
 fn evaluation_error_names_reason_and_stderr() {
     let package = specgap_task::load(fixture("req-basic")).unwrap();

@@ -95,3 +95,32 @@ fn discover_reports_a_broken_package() {
     let err = specgap_task::discover(&[copy.root.parent().unwrap()]).unwrap_err();
     assert!(matches!(err, LoadError::MissingInstruction { .. }));
 }
+
+/// Issue 10 item 8: a run over a suite named only the first broken package.
+#[test]
+fn discover_names_every_broken_package_then_stops() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = tmp.path().join("suite");
+    copy_tree(&fixture("req-basic"), &suite.join("a-broken"));
+    copy_tree(&fixture("test-basic"), &suite.join("b-good"));
+    copy_tree(&fixture("delivery-basic"), &suite.join("c-broken"));
+    copy_tree(&fixture("test-basic"), &suite.join("d-same-name"));
+    fs_err::remove_file(suite.join("a-broken/instruction.md")).unwrap();
+    fs_err::write(suite.join("c-broken/task.toml"), "format = 1\n[task]\nnme = \"x\"\n").unwrap();
+    let err = specgap_task::discover(&[&suite]).unwrap_err();
+    let LoadError::BrokenPackages { errors } = &err else { panic!("expected BrokenPackages, got {err:?}") };
+    assert_eq!(errors.len(), 3);
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "3 errors in the suite's packages:\n  \
+             - {}: missing instruction.md; every package needs its opening instruction\n  \
+             - {}:3:1: unknown field `nme`, expected one of `name`, `version`, `description`, `family`, `tags`, `subfamily`\n  \
+             - task name `fixtures/test-basic` is used by two packages: {} and {}",
+            suite.join("a-broken").display(),
+            suite.join("c-broken/task.toml").display(),
+            suite.join("b-good").display(),
+            suite.join("d-same-name").display(),
+        )
+    );
+}

@@ -124,6 +124,20 @@ fn test_basic_loads_its_residual_state() {
     assert_eq!(state.meta.steps, 14);
 }
 
+/// Issue 10 item 7: a reward-scored task was planned (and, with every evaluation failing,
+/// stored) as test-scored.
+#[test]
+fn planned_scoring_kind_of_a_reward_task_is_reward_not_test() {
+    let kind = |name: &str| specgap_task::load(fixture(name)).unwrap().planned_scoring_kind();
+    assert_eq!(kind("req-basic"), ScoringKind::Requirement);
+    // Residual states list failing tests, so the verifier reports tests.
+    assert_eq!(kind("test-basic"), ScoringKind::Test);
+    assert_eq!(kind("delivery-basic"), ScoringKind::Delivery);
+    let reward = Copy::of("test-basic");
+    reward.remove("residual");
+    assert_eq!(specgap_task::load(&reward.root).unwrap().planned_scoring_kind(), ScoringKind::Reward);
+}
+
 #[test]
 fn delivery_basic_loads_its_case() {
     let package = specgap_task::load(fixture("delivery-basic")).unwrap();
@@ -177,7 +191,7 @@ fn missing_format_is_rejected() {
     assert_eq!(
         copy.load_error(),
         format!(
-            "{}: missing `format = 1`; this specgap reads task package format 1",
+            "{}: missing `format`; this specgap reads task package formats 1 and 2 (`format = 1` unless the package uses a format-2 key)",
             copy.path("task.toml").display()
         )
     );
@@ -186,11 +200,11 @@ fn missing_format_is_rejected() {
 #[test]
 fn other_format_is_rejected_with_its_line() {
     let copy = Copy::of("req-basic");
-    copy.replace("task.toml", "format = 1\n", "\nformat = 2\n");
+    copy.replace("task.toml", "format = 1\n", "\nformat = 3\n");
     assert_eq!(
         copy.load_error(),
         format!(
-            "{}:2:10: format = 2 is not supported; expected `format = 1`",
+            "{}:2:10: format = 3 is not supported; expected `format = 1` or `format = 2`",
             copy.path("task.toml").display()
         )
     );
@@ -488,12 +502,66 @@ fn symlink_escaping_through_another_link_is_rejected() {
     );
 }
 
+/// Issue 10 item 8: a symlink loop passed load and `check`, although links are resolved.
+#[test]
+fn symlink_loop_is_rejected_naming_the_link() {
+    for (links, named, target) in [
+        (&[("b", "workspace/a"), ("a", "workspace/b")][..], "workspace/a", "b"),
+        (&[("self", "workspace/self")][..], "workspace/self", "self"),
+        (&[("../evaluator/y", "evaluator/x"), ("x", "evaluator/y")][..], "evaluator/x", "../evaluator/y"),
+        // A link through a loop never resolves either.
+        (&[("loop/file", "workspace/billing/via"), ("loop", "workspace/billing/loop")][..], "workspace/billing/loop", "loop"),
+    ] {
+        let copy = Copy::of("req-basic");
+        for (target, link) in links {
+            copy.symlink(target, link);
+        }
+        assert_eq!(
+            copy.load_error(),
+            format!(
+                "{}: symlink to `{target}` never resolves: it is part of a symlink loop; links must lead to a file, a directory or nothing",
+                copy.path(named).display()
+            )
+        );
+    }
+}
+
 #[test]
 fn in_tree_symlink_is_accepted() {
     let copy = Copy::of("req-basic");
     copy.symlink("../README.md", "workspace/billing/README.md");
     copy.symlink("missing-but-inside", "workspace/dangling");
     assert!(specgap_task::load(&copy.root).is_ok());
+}
+
+/// Found by the loader's property test: a fifo where the loader reads a file (here
+/// instruction.md, read before the tree walk rejects special files) blocked `load` forever.
+#[test]
+fn a_fifo_where_a_file_is_read_is_refused_without_blocking() {
+    for file in ["task.toml", "instruction.md", "requirements.toml", "solutions/gold/delete.txt"] {
+        let copy = Copy::of("req-basic");
+        copy.remove(file);
+        let status = std::process::Command::new("mkfifo").arg(copy.path(file)).status().unwrap();
+        assert!(status.success());
+        let expected = if file == "task.toml" || file == "instruction.md" {
+            format!("{}: expected a regular file, found a fifo", copy.path(file).display())
+        } else {
+            // Files read after the walk meet its rule first.
+            format!("{}: is a fifo; a package may hold only regular files, directories and symlinks", copy.path(file).display())
+        };
+        assert_eq!(copy.load_error(), expected, "{file}");
+    }
+    let copy = Copy::of("req-basic");
+    copy.remove("instruction.md");
+    fs_err::create_dir(copy.path("instruction.md")).unwrap();
+    assert_eq!(copy.load_error(), format!("{}: expected a regular file, found a directory", copy.path("instruction.md").display()));
+    let copy = Copy::of("test-basic");
+    copy.remove("residual/half-done/state.patch");
+    fs_err::create_dir(copy.path("residual/half-done/state.patch")).unwrap();
+    assert_eq!(
+        copy.load_error(),
+        format!("{}: expected a regular file, found a directory", copy.path("residual/half-done/state.patch").display())
+    );
 }
 
 #[test]
