@@ -72,6 +72,8 @@ use specgap_task::matching::linked_targets;
 
 use crate::condition::{Ask, Budgets, Condition, Start};
 use crate::confine::WorkspaceRoot;
+use crate::evaluation::{self, Evaluated, GoldChecks};
+use crate::lock;
 use crate::feedback::{Escalation, NO_OBSERVATION, failing_requirement};
 use crate::prompts::{opening_message, system_prompts};
 use crate::sandbox_ops::{self, CommandResult};
@@ -148,6 +150,10 @@ pub struct EpisodeContext<'a> {
     pub start_results: &'a StartResults,
     /// Shared cache of host views.
     pub host_views: &'a HostViews,
+    /// Shared cache of gold checks (the attribution of evaluator failures, [`crate::evaluation`]).
+    pub gold_checks: &'a GoldChecks,
+    /// Re-evaluations of a frozen state after an evaluation error (the run's retry limit).
+    pub eval_retries: u32,
     /// The run's stop request: when set, the episode ends as `interrupted` before its next
     /// turn, and model requests in flight are abandoned (it is part of the [`Deadline`]).
     pub stop: Option<&'a Arc<AtomicBool>>,
@@ -1135,14 +1141,26 @@ impl<'c, 'a> Episode<'c, 'a> {
 
     /// Evaluates (the sandbox freezes a copy of the workspace first), scores and records
     /// submission k = next.
+    /// An evaluation error re-evaluates the frozen copy (kept under `frozen/<k>` until it is
+    /// evaluated) instead of running the agent again; a failure the gold check attributes to
+    /// the delivery is scored 0 ([`crate::evaluation`]).
     fn submit(&mut self, summary: Option<String>, automatic: bool) -> Result<SubmissionOutcome, EpisodeError> {
         let k = self.submissions.len() as u32 + 1;
         self.writer.event(EventKind::Submission { k, summary, automatic })?;
         let diff = sandbox_ops::diff(&self.base, &self.ws_dir)?;
-        let evaluated = sandbox_ops::evaluate(self.ctx, &self.host, &self.ws_dir);
-        let (result, scored) = match evaluated {
-            Ok(pair) => pair,
-            Err(error) => {
+        let frozen = self.ctx.workdir.join("frozen").join(k.to_string());
+        sandbox_ops::freeze(&self.ws_dir, &frozen)?;
+        let evaluated = evaluation::evaluate_with_retries(self.ctx, &self.host, &frozen, self.writer)?;
+        sandbox_ops::remove_scratch(&frozen);
+        let (result, scored, error) = match evaluated {
+            Evaluated::Scored(result, scored) => (result, scored, None),
+            Evaluated::Failed(failure) if evaluation::failure_is_the_deliverys(self.ctx, &self.host)? => {
+                failure.record(self.writer)?;
+                let (result, scored) = evaluation::execution_failure(self.ctx)?;
+                let why = format!("{}; the gold artifact evaluates, so the delivery failed to execute", failure.message);
+                (result, scored, Some(why))
+            }
+            Evaluated::Failed(failure) => {
                 self.writer.write_submission(
                     k,
                     &SubmissionRecord {
@@ -1151,11 +1169,11 @@ impl<'c, 'a> Episode<'c, 'a> {
                         result: None,
                         scored: None,
                         failing_requirement: None,
-                        error: Some(error.to_string()),
+                        error: Some(format!("evaluation error: {}", failure.message)),
                         diff,
                     },
                 )?;
-                return Err(error);
+                return Err(failure.into_error());
             }
         };
         let failing = failing_requirement(self.ctx.package, &result).map(str::to_string);
@@ -1167,7 +1185,7 @@ impl<'c, 'a> Episode<'c, 'a> {
                 result: Some(result.clone()),
                 scored: Some(scored),
                 failing_requirement: failing.clone(),
-                error: None,
+                error,
                 diff: diff.clone(),
             },
         )?;
@@ -1184,22 +1202,37 @@ impl<'c, 'a> Episode<'c, 'a> {
         Ok(outcome)
     }
 
-    /// Evaluates the residual starting state once per (task hash, state id) and records it
-    /// as `start/result.json`.
+    /// Evaluates the residual starting state once per (task hash, state id) (re-evaluated
+    /// on evaluation errors like a submission) and records it as `start/result.json` with its
+    /// Score and Success. A residual state must fail the verifier (seed 001 §3.1, App. B.3):
+    /// one that succeeds is flagged by its `start_evaluation` event and `start_results.success
+    /// = 1`, and the episode still runs (docs/decisions.md "Engine: a residual start that
+    /// passes").
     fn evaluate_start(&mut self, state: &str) -> Result<(), EpisodeError> {
         let key = (self.ctx.package.hash().to_string(), state.to_string());
-        let cached = self.ctx.start_results.lock().ok().and_then(|cache| cache.get(&key).cloned());
+        let cached = lock(self.ctx.start_results).get(&key).cloned();
         let result = match cached {
             Some(result) => result,
-            None => {
-                let (result, _) = sandbox_ops::evaluate(self.ctx, &self.host, &self.ws_dir)?;
-                if let Ok(mut cache) = self.ctx.start_results.lock() {
-                    cache.insert(key, result.clone());
+            None => match evaluation::evaluate_with_retries(self.ctx, &self.host, &self.ws_dir, self.writer)? {
+                Evaluated::Scored(result, _) => {
+                    lock(self.ctx.start_results).insert(key, result.clone());
+                    result
                 }
-                result
-            }
+                Evaluated::Failed(failure) => return Err(failure.into_error()),
+            },
         };
+        let scored = result.score(&self.ctx.package.scoring_context()).map_err(|problem| EpisodeError::Evaluation {
+            message: format!("cannot score the starting state's result.json: {problem}"),
+            stderr_tail: String::new(),
+            deterministic: true,
+        })?;
         self.writer.write_start_result(&result)?;
+        self.writer.record_start_score(&scored)?;
+        self.writer.event(EventKind::StartEvaluation {
+            state: state.to_string(),
+            score: scored.score,
+            success: scored.success,
+        })?;
         Ok(())
     }
 
