@@ -7,6 +7,7 @@ mod applicability;
 mod clarification;
 mod deadline;
 mod end_rules;
+mod evaluation;
 mod residual;
 mod submissions;
 mod support;
