@@ -4,7 +4,8 @@
 //! prompt, opening message, tools), each turn's calls and their results, each owner /
 //! customer message, and each submission. The private evaluation of a submission is printed
 //! apart, in a block labelled as private: the agent never saw it. Long texts are cut (head
-//! kept, the cut stated) unless `--full` is given.
+//! kept, the cut stated; never when the note would be longer than what it removes) unless
+//! `--full` is given.
 //!
 //! Model usage and cost (the store's `usage` rows, summed over attempts) are shown per episode
 //! in the list (with per-role run totals below it) and per role in a transcript's header.
@@ -214,7 +215,8 @@ impl Limits {
     const DEFAULT: Limits = Limits { lines: 40, chars: 4000 };
     const NONE: Limits = Limits { lines: usize::MAX, chars: usize::MAX };
 
-    /// `text` cut to the limits (head kept), with a note saying what was cut.
+    /// `text` cut to the limits (head kept), with a note saying what was cut. A cut whose note
+    /// would be longer than what it removes is not made: the text is shown whole.
     fn cut(&self, text: &str) -> String {
         let lines: Vec<&str> = text.lines().collect();
         let mut kept = lines.iter().take(self.lines).copied().collect::<Vec<_>>().join("\n");
@@ -223,14 +225,16 @@ impl Limits {
             kept = kept.chars().take(self.chars).collect();
             was_cut = true;
         }
-        if was_cut {
-            let _ = write!(
-                kept,
-                "\n… [cut: {} of {} characters shown; `--full` shows everything]",
-                kept.chars().count(),
-                text.chars().count()
-            );
+        if !was_cut {
+            return kept;
         }
+        let total = text.chars().count();
+        let shown = kept.chars().count();
+        let note = format!("\n… [cut: {shown} of {total} characters shown; `--full` shows everything]");
+        if note.chars().count() > total - shown {
+            return text.to_string();
+        }
+        kept.push_str(&note);
         kept
     }
 }
@@ -451,6 +455,28 @@ mod tests {
 
     fn usage_row(role: Role, requests: u64, cost_usd: f64) -> UsageRow {
         UsageRow { episode: "e1".into(), attempt: 1, role, usage: Usage { requests, cost_usd, ..Usage::default() } }
+    }
+
+    #[test]
+    fn show_cut_marker_is_never_longer_than_what_it_removes() {
+        let limits = Limits { lines: 3, chars: 20 };
+        // One line too many, two characters: the note would be longer, so nothing is cut.
+        assert_eq!(limits.cut("a\nb\nc\nd"), "a\nb\nc\nd");
+        assert_eq!(limits.cut(&"x".repeat(25)), "x".repeat(25));
+        // A long cut is made and stated.
+        let long = "y".repeat(200);
+        assert_eq!(
+            limits.cut(&long),
+            format!("{}\n… [cut: 20 of 200 characters shown; `--full` shows everything]", "y".repeat(20))
+        );
+        let many: String = (0..100).map(|i| format!("line {i}\n")).collect();
+        let cut = limits.cut(&many);
+        assert_eq!(cut, "line 0\nline 1\nline 2\n… [cut: 20 of 790 characters shown; `--full` shows everything]");
+        // Whatever the text, the result is never longer than the text.
+        for n in 0..120 {
+            let text: String = (0..n).map(|i| if i % 7 == 6 { '\n' } else { 'z' }).collect();
+            assert!(limits.cut(&text).chars().count() <= text.chars().count(), "{n}");
+        }
     }
 
     #[test]

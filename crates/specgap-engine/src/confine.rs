@@ -7,9 +7,18 @@
 //! whose target is missing is refused (writing through it would create a file wherever it
 //! points). Components past the last existing one are plain names (no `..` survived the first
 //! check), so the result cannot leave the workspace. The walk never follows a link out.
+//!
+//! File names are bytes. A path given in double quotes is read as `list_files` writes names
+//! that are not plain text (`specgap_protocol::path_quote`: C-style escapes such as `\n`,
+//! `\"`, `\\` and `\351`) and stands for those exact bytes; every check above applies to the
+//! unquoted bytes, and a NUL byte is refused. Any other path is taken as it is written.
 
+use std::ffi::OsStr;
 use std::io;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
+
+use specgap_protocol::path_quote;
 
 /// The canonical root of an episode's workspace.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +44,9 @@ pub enum PathRefusal {
     /// A symlink on the path has no target.
     #[error("`{0}` goes through a link whose target does not exist")]
     DanglingLink(String),
+    /// The path holds a NUL byte (only a quoted path can).
+    #[error("`{0}` contains a NUL byte, which no file name can hold")]
+    Nul(String),
     /// The path could not be inspected.
     #[error("cannot inspect `{0}`: {1}")]
     Inspect(String, String),
@@ -59,11 +71,15 @@ impl WorkspaceRoot {
     /// # Errors
     /// [`PathRefusal`] saying why the path is refused.
     pub fn resolve(&self, rel: &str) -> Result<PathBuf, PathRefusal> {
-        if rel.is_empty() {
+        let bytes = path_quote::unquote(rel).unwrap_or_else(|| rel.as_bytes().to_vec());
+        if bytes.is_empty() {
             return Err(PathRefusal::Empty);
         }
-        let path = Path::new(rel);
-        if path.is_absolute() || rel.starts_with('~') {
+        if bytes.contains(&0) {
+            return Err(PathRefusal::Nul(rel.into()));
+        }
+        let path = Path::new(OsStr::from_bytes(&bytes));
+        if path.is_absolute() || bytes.starts_with(b"~") {
             return Err(PathRefusal::Absolute(rel.into()));
         }
         let mut names = Vec::new();
@@ -133,4 +149,27 @@ mod tests {
         assert_eq!(ws.resolve("dangling"), Err(PathRefusal::DanglingLink("dangling".into())));
         assert_eq!(ws.resolve(""), Err(PathRefusal::Empty));
     }
+
+    #[test]
+    fn quoted_paths_name_their_exact_bytes_and_are_confined_alike() {
+        let outside = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let ws = WorkspaceRoot::new(dir.path()).unwrap();
+        let root = ws.path().to_path_buf();
+        symlink(outside.path(), dir.path().join("out")).unwrap();
+        let refused = |text: &str| ws.resolve(text).unwrap_err();
+        assert_eq!(ws.resolve(r#""caf\351.txt""#), Ok(root.join(OsStr::from_bytes(b"caf\xe9.txt"))));
+        assert_eq!(ws.resolve(r#""two\nlines""#), Ok(root.join("two\nlines")));
+        assert_eq!(ws.resolve(r#""\"quoted\"""#), Ok(root.join("\"quoted\"")));
+        // Not well-formed quoting: the text is the name.
+        assert_eq!(ws.resolve(r#""open"#), Ok(root.join("\"open")));
+        // Escapes cannot smuggle in a root, `~`, `..`, a NUL or a way out through a link.
+        assert_eq!(refused(r#""\057etc/passwd""#), PathRefusal::Absolute(r#""\057etc/passwd""#.into()));
+        assert_eq!(refused(r#""\176/x""#), PathRefusal::Absolute(r#""\176/x""#.into()));
+        assert_eq!(refused(r#""..\057x""#), PathRefusal::Parent(r#""..\057x""#.into()));
+        assert_eq!(refused(r#""a\000b""#), PathRefusal::Nul(r#""a\000b""#.into()));
+        assert_eq!(refused(r#""o\165t/secret""#), PathRefusal::LeavesWorkspace(r#""o\165t/secret""#.into()));
+        assert_eq!(refused(r#""""#), PathRefusal::Empty);
+    }
+
 }

@@ -457,7 +457,7 @@ struct Episode<'c, 'a> {
     asked_before_unlock: u32,
     unlocked: bool,
     escalation: Escalation,
-    last_diff: String,
+    last_diff: Vec<u8>,
     last_result: Option<EvalResult>,
     submissions: Vec<SubmissionOutcome>,
     inbox: Vec<Incoming>,
@@ -502,7 +502,7 @@ impl<'c, 'a> Episode<'c, 'a> {
             .map_err(|e| EpisodeError::infrastructure("cannot open the materialized workspace", false, e))?;
         // A clean start is a copy of the base, so its diff is empty without asking git.
         let last_diff = match ctx.start {
-            Start::Clean => String::new(),
+            Start::Clean => Vec::new(),
             Start::Residual(_) => sandbox_ops::diff(&base, &ws_dir)?,
         };
         let session = sandbox_ops::command_session(ctx, &host, &ws_dir);

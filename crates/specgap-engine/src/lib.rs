@@ -12,7 +12,7 @@
 //! | [`condition`] | presets, overrides, canonical condition strings, starts, applicability, budgets, the `oracle:R` subset (DESIGN §4) |
 //! | [`prompts`] | system prompts (`src/prompts/*.md`, [`PROMPT_VERSION`]) and the opening message |
 //! | [`tools`] | tool specs per profile, argument parsing, output caps, the file tools |
-//! | [`confine`] | workspace path confinement |
+//! | [`confine`] | workspace path confinement (and quoted byte names given back by the agent) |
 //! | [`session`] | the [`Agent`] and [`User`] traits the episode talks to; the [`Deadline`] and [`UsageSink`] it shares with them |
 //! | [`feedback`] | observation choice and escalation after a failed submission |
 //! | [`relay`] | the deterministic `relay` user |

@@ -120,11 +120,12 @@ pub(crate) fn remove_scratch(dir: &Path) {
     }
 }
 
-/// The workspace's diff against the base.
+/// The workspace's diff against the base: the exact bytes of the patch (file names and
+/// contents need not be UTF-8).
 ///
 /// # Errors
 /// An infrastructure error.
-pub(crate) fn diff(base: &Base, workspace: &Path) -> Result<String, EpisodeError> {
+pub(crate) fn diff(base: &Base, workspace: &Path) -> Result<Vec<u8>, EpisodeError> {
     specgap_sandbox::diff(base, workspace).map_err(|e| materialize_error("cannot diff the workspace", e))
 }
 
@@ -150,12 +151,21 @@ impl CommandResult {
     /// Exit status 0 and nothing but whitespace on stdout and stderr (the blank-output loop
     /// rule of DESIGN §3.5).
     pub(crate) fn blank_success(&self) -> bool {
-        self.output.success() && self.output.stdout.trim().is_empty() && self.output.stderr.trim().is_empty()
+        self.output.success() && self.output.stdout.text().trim().is_empty() && self.output.stderr.text().trim().is_empty()
     }
 
-    /// The tool result: the exit status (or why it was killed), then stdout and stderr under
-    /// their own headings; a command that fails is still a normal result, not an error.
+    /// The tool result, at most [`OUTPUT_CAP`] bytes: the exit status (or why it was killed),
+    /// then stdout and stderr each under its own heading (present whenever the stream said
+    /// anything); a command that fails is still a normal result, not an error. This is the one
+    /// place that cuts command output for the agent: the streams share what the cap leaves
+    /// after the fixed lines (see [`stream_budgets`]) and each is cut once, with a marker
+    /// stating exactly what it lost.
     pub(crate) fn to_output(&self) -> ToolOutput {
+        ToolOutput::ok(self.compose(OUTPUT_CAP))
+    }
+
+    /// [`CommandResult::to_output`]'s text within `cap` bytes.
+    fn compose(&self, cap: usize) -> String {
         let out = &self.output;
         let status = if out.timed_out {
             format!("killed: timed out after {} s", self.timeout_sec)
@@ -167,23 +177,47 @@ impl CommandResult {
                 None => "killed by a signal".to_string(),
             }
         };
-        let mut text = status;
-        if !out.stdout.is_empty() {
-            text.push_str("\n--- stdout ---\n");
-            text.push_str(out.stdout.trim_end_matches('\n'));
-        }
-        if !out.stderr.is_empty() {
-            text.push_str("\n--- stderr ---\n");
-            text.push_str(out.stderr.trim_end_matches('\n'));
-        }
+        let note = if self.sandbox_ended { SANDBOX_ENDED_NOTE } else { "" };
         if out.stdout.is_empty() && out.stderr.is_empty() {
-            text.push_str("\n(no output)");
+            return format!("{status}\n(no output){note}");
         }
-        if self.sandbox_ended {
-            text.push_str("\n(the sandbox ended with this command; the next command starts in a fresh one, with an empty /tmp)");
+        let streams = [(STDOUT_HEADING, &out.stdout), (STDERR_HEADING, &out.stderr)];
+        let shown: Vec<_> = streams.into_iter().filter(|(_, stream)| !stream.is_empty()).collect();
+        let fixed = status.len() + note.len() + shown.iter().map(|(heading, _)| heading.len()).sum::<usize>();
+        let wanted: Vec<usize> = shown.iter().map(|(_, stream)| stream.text().len()).collect();
+        let budgets = stream_budgets(&wanted, cap.saturating_sub(fixed));
+        let mut text = status;
+        for ((heading, stream), budget) in shown.iter().zip(budgets) {
+            text.push_str(heading);
+            text.push_str(stream.render(budget).trim_end_matches('\n'));
         }
-        ToolOutput::ok(text)
+        text.push_str(note);
+        text
     }
+}
+
+/// Heading of a command's standard output in its tool result.
+const STDOUT_HEADING: &str = "\n--- stdout ---\n";
+/// Heading of a command's standard error in its tool result.
+const STDERR_HEADING: &str = "\n--- stderr ---\n";
+/// Closing note of a command that took its sandbox down.
+const SANDBOX_ENDED_NOTE: &str =
+    "\n(the sandbox ended with this command; the next command starts in a fresh one, with an empty /tmp)";
+
+/// Splits `room` bytes between streams that want `wanted` bytes each: all of them when they
+/// fit, else an equal share each, with what a short stream leaves over going to the others
+/// (max-min fair). Each budget is at most what its stream wants.
+fn stream_budgets(wanted: &[usize], room: usize) -> Vec<usize> {
+    let mut budgets = vec![0; wanted.len()];
+    let mut order: Vec<usize> = (0..wanted.len()).collect();
+    order.sort_by_key(|&i| wanted[i]);
+    let mut left = room;
+    for (done, &i) in order.iter().enumerate() {
+        let share = left / (order.len() - done);
+        budgets[i] = wanted[i].min(share);
+        left -= budgets[i];
+    }
+    budgets
 }
 
 /// The episode's command session: one sandbox for all its commands, with the workspace as the
@@ -251,4 +285,93 @@ fn evaluation_error(error: EvalError) -> EpisodeError {
         return EpisodeError::Infrastructure { message, deterministic: true, source: Some(Box::new(error)) };
     }
     EpisodeError::Evaluation { message, stderr_tail, deterministic: false }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use specgap_sandbox::Captured;
+
+    fn result(stdout: Captured, stderr: Captured) -> CommandResult {
+        let output = CommandOutput {
+            exit_code: Some(0),
+            timed_out: false,
+            memory_exceeded: false,
+            stdout,
+            stderr,
+            duration: Duration::ZERO,
+            sandboxed: true,
+        };
+        CommandResult { output, timeout_sec: 120, sandbox_ended: false }
+    }
+
+    /// `seq 1 n` as a stream.
+    fn seq(n: u32) -> String {
+        (1..=n).map(|i| format!("{i}\n")).collect()
+    }
+
+    #[test]
+    fn budgets_are_max_min_fair() {
+        assert_eq!(stream_budgets(&[10, 20], 100), [10, 20]);
+        assert_eq!(stream_budgets(&[10, 200], 100), [10, 90]);
+        assert_eq!(stream_budgets(&[200, 300], 100), [50, 50]);
+        assert_eq!(stream_budgets(&[301], 100), [100]);
+    }
+
+    #[test]
+    fn output_cut_marker_counts_the_true_bytes_removed() {
+        // 65,536 bytes of stdout captured at the engine's cap: the capture keeps 8 KiB + 8 KiB;
+        // the tool result (16 KiB with its headings) cuts once more, and the one marker
+        // counts every byte and line break of the stream that is not shown.
+        let stream = "x".repeat(63) + "\n";
+        let stream = stream.repeat(1024);
+        let r = result(Captured::of(stream.as_bytes(), OUTPUT_CAP), Captured::default());
+        let text = r.to_output().output;
+        let head = &stream[..64 * 127];
+        let tail = &stream[stream.len() - 64 * 127..];
+        assert_eq!(text, format!("exit status 0\n--- stdout ---\n{head}[... 49280 bytes (770 lines) cut ...]\n{}", tail.trim_end()));
+        assert_eq!(65536 - 2 * 64 * 127, 49280);
+        assert!(text.len() <= OUTPUT_CAP, "{}", text.len());
+    }
+
+    #[test]
+    fn both_stream_headers_survive_large_outputs() {
+        let (out, err) = (seq(20000), seq(30000));
+        let r = result(Captured::of(out.as_bytes(), OUTPUT_CAP), Captured::of(err.as_bytes(), OUTPUT_CAP));
+        let text = r.to_output().output;
+        assert!(text.len() <= OUTPUT_CAP, "{}", text.len());
+        let (stdout, stderr) = text.split_once("\n--- stderr ---\n").expect("a stderr heading");
+        let stdout = stdout.strip_prefix("exit status 0\n--- stdout ---\n").expect("a stdout heading");
+        // Each stream shows whole lines from its start and its end around one exact marker.
+        for (shown, full, lines) in [(stdout, &out, 20000), (stderr, &err, 30000)] {
+            let (head, rest) = shown.split_once("[... ").unwrap();
+            let (marker, tail) = rest.split_once(" cut ...]\n").unwrap();
+            assert!(full.starts_with(head) && head.ends_with('\n'), "{head}");
+            assert!(full.ends_with(&format!("{tail}\n")), "{tail}");
+            let removed = full.len() - head.len() - tail.len() - 1;
+            let removed_lines = lines - head.matches('\n').count() - tail.matches('\n').count() - 1;
+            assert_eq!(marker, format!("{removed} bytes ({removed_lines} lines)"));
+        }
+        assert_eq!(&stdout[..16], "1\n2\n3\n4\n5\n6\n7\n8\n");
+        assert!(stderr.ends_with("\n29999\n30000"), "{}", &stderr[stderr.len() - 20..]);
+    }
+
+    #[test]
+    fn small_outputs_are_shown_whole_under_their_headings() {
+        let r = result(Captured::whole(b"out\n"), Captured::whole(b"err\n"));
+        assert_eq!(r.to_output().output, "exit status 0\n--- stdout ---\nout\n--- stderr ---\nerr");
+        let r = result(Captured::default(), Captured::whole(b"only err"));
+        assert_eq!(r.to_output().output, "exit status 0\n--- stderr ---\nonly err");
+        let r = result(Captured::default(), Captured::default());
+        assert_eq!(r.to_output().output, "exit status 0\n(no output)");
+    }
+
+    #[test]
+    fn a_short_stream_leaves_its_share_to_the_long_one() {
+        let long = seq(20000);
+        let r = result(Captured::of(long.as_bytes(), OUTPUT_CAP), Captured::whole(b"warning: slow\n"));
+        let text = r.compose(1000);
+        assert!(text.ends_with("\n--- stderr ---\nwarning: slow"), "{text}");
+        assert!(text.len() <= 1000 && text.len() > 900, "{}", text.len());
+    }
 }

@@ -6,12 +6,14 @@
 //! sandbox, the user and the budgets; this module only parses their arguments.
 
 use std::io;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use specgap_protocol::event::ToolSpec;
+use specgap_protocol::path_quote;
 
 use crate::condition::{Ask, Condition, Profile};
 use crate::confine::WorkspaceRoot;
@@ -88,7 +90,7 @@ pub fn tool_specs(condition: &Condition, has_project: bool) -> Vec<ToolSpec> {
         Profile::Owner => {
             tools.push(spec(
                 names::LIST_FILES,
-                "List the files and directories under a workspace directory, down to a given depth. Directories end in `/`; links show where they point.",
+                "List the files and directories under a workspace directory, down to a given depth. Directories end in `/`; links show where they point. A name that is not plain text (not UTF-8, a control character such as a newline, a quote or backslash, a leading or trailing space, or ` -> `) is shown in double quotes with C escapes (`\\n`, `\\t`, `\\\"`, `\\\\`, octal such as `\\351`); give such a path back to any file tool in the same quoted form.",
                 object(
                     json!({
                         "path": { "type": "string", "description": "Directory relative to the workspace (default `.`)." },
@@ -360,22 +362,15 @@ impl ToolOutput {
     }
 }
 
-/// Caps text at `cap` bytes: keeps the first and last `cap / 2` bytes (on character
-/// boundaries) and puts `[… N bytes cut …]` between them, N the bytes left out.
+/// Caps text at `cap` bytes, the way every cut shown to the agent is made
+/// ([`specgap_sandbox::Captured::render`]): the head and the tail are kept (never splitting a
+/// character, moved to a line boundary when one is near) around one marker line that states
+/// the bytes and line breaks left out, `[... N bytes (L lines) cut ...]`.
 pub fn cap_output(text: &str, cap: usize) -> String {
     if text.len() <= cap {
         return text.to_string();
     }
-    let mut head_end = cap / 2;
-    while !text.is_char_boundary(head_end) {
-        head_end -= 1;
-    }
-    let mut tail_start = text.len() - cap / 2;
-    while !text.is_char_boundary(tail_start) {
-        tail_start += 1;
-    }
-    let cut = tail_start - head_end;
-    format!("{}\n[... {cut} bytes cut ...]\n{}", &text[..head_end], &text[tail_start..])
+    specgap_sandbox::Captured::whole(text.as_bytes()).render(cap)
 }
 
 fn io_text(e: &io::Error) -> String {
@@ -385,6 +380,9 @@ fn io_text(e: &io::Error) -> String {
 /// `list_files`: entries under `path` to `depth` levels, one per line, workspace-relative and
 /// sorted; directories end in `/`, links print ` -> target` and are not followed; `.git` is
 /// listed but not entered. At most [`LIST_ENTRY_CAP`] entries, then a count of the rest.
+/// Names are bytes: one that is not plain text is shown quoted
+/// ([`specgap_protocol::path_quote::shown_quoted`], a directory's `/` inside the quotes), so one
+/// line is always one entry, and the quoted form resolves back to the same file.
 pub fn list_files(ws: &WorkspaceRoot, args: &ListFilesArgs) -> ToolOutput {
     let rel = args.path.clone().unwrap_or_else(|| ".".into());
     let dir = match ws.resolve(&rel) {
@@ -392,7 +390,7 @@ pub fn list_files(ws: &WorkspaceRoot, args: &ListFilesArgs) -> ToolOutput {
         Err(refusal) => return ToolOutput::error(refusal.to_string()),
     };
     if dir.is_file() {
-        return ToolOutput::ok(ws.relative(&dir).unwrap_or(&dir).display().to_string());
+        return ToolOutput::ok(shown_path(ws.relative(&dir).unwrap_or(&dir), ""));
     }
     if !dir.is_dir() {
         return ToolOutput::error(format!("`{rel}` does not exist"));
@@ -420,14 +418,14 @@ pub fn list_files(ws: &WorkspaceRoot, args: &ListFilesArgs) -> ToolOutput {
         if lines.len() >= LIST_ENTRY_CAP {
             continue;
         }
-        let shown = ws.relative(entry.path()).unwrap_or(entry.path()).display().to_string();
+        let rel = ws.relative(entry.path()).unwrap_or(entry.path());
         lines.push(if file_type.is_symlink() {
-            let target = fs_err::read_link(entry.path()).map(|t| t.display().to_string()).unwrap_or_default();
-            format!("{shown} -> {target}")
+            let target = fs_err::read_link(entry.path()).map(|t| shown_path(&t, "")).unwrap_or_default();
+            format!("{} -> {target}", shown_path(rel, ""))
         } else if file_type.is_dir() {
-            format!("{shown}/")
+            shown_path(rel, "/")
         } else {
-            shown
+            shown_path(rel, "")
         });
     }
     if total > lines.len() {
@@ -437,6 +435,13 @@ pub fn list_files(ws: &WorkspaceRoot, args: &ListFilesArgs) -> ToolOutput {
         return ToolOutput::ok(format!("`{rel}` is empty"));
     }
     ToolOutput::ok(lines.join("\n"))
+}
+
+/// A workspace path (plus `suffix`) as listings show it: as it is when plain text, else quoted.
+fn shown_path(path: &Path, suffix: &str) -> String {
+    let mut bytes = path.as_os_str().as_bytes().to_vec();
+    bytes.extend_from_slice(suffix.as_bytes());
+    path_quote::shown_quoted(&bytes)
 }
 
 /// `read_text`: lines `offset..offset+limit` with 1-based numbers (`{n:>6}\t{line}`), and a
@@ -565,12 +570,12 @@ mod tests {
 
     #[test]
     fn cap_keeps_head_and_tail() {
-        let text = "a".repeat(10) + &"b".repeat(10);
-        assert_eq!(cap_output(&text, 8), "aaaa\n[... 12 bytes cut ...]\nbbbb");
+        let text = "a".repeat(100) + &"b".repeat(100);
+        assert_eq!(cap_output(&text, 60), format!("{}\n[... 175 bytes (0 lines) cut ...]\n{}", "a".repeat(12), "b".repeat(13)));
         assert_eq!(cap_output("short", 8), "short");
-        // Multi-byte characters are never split.
-        let wide = "é".repeat(10);
-        assert_eq!(cap_output(&wide, 7), "é\n[... 16 bytes cut ...]\né");
+        // Multi-byte characters are never split: 12 bytes of room hold 6 of the 2-byte "é"s.
+        let wide = "é".repeat(100);
+        assert_eq!(cap_output(&wide, 47), format!("{}\n[... 188 bytes (0 lines) cut ...]\n{}", "é".repeat(3), "é".repeat(3)));
     }
 
     #[test]

@@ -367,7 +367,7 @@ fn episode(
             }),
             failing_requirement: failing.clone(),
             error: None,
-            diff: diff.clone(),
+            diff: diff.clone().into_bytes(),
         };
         w.write_submission(k as u32 + 1, &record)?;
     }

@@ -21,6 +21,9 @@ pub struct TaskContext {
     pub name: String,
     /// Task family (seed 000 per-family breakdowns).
     pub family: Family,
+    /// Whether the task is a delivery case (`[delivery]` in `task.toml`; seed 002): its planned
+    /// runs are the denominators of Quality, DSR, validity and pass@k.
+    pub delivery: bool,
     /// Ids of the requirements the partial instruction states (`stated = true`).
     pub stated: BTreeSet<String>,
     /// Clarification targets in file order (seed 002 §3.2).
@@ -83,6 +86,7 @@ impl TaskContext {
         let context = TaskContext {
             name: package.name().to_string(),
             family: package.manifest().task.family,
+            delivery: package.manifest().delivery.is_some(),
             stated: package
                 .requirements()
                 .iter()

@@ -134,6 +134,17 @@ mod tests {
     }
 
     #[test]
+    fn quoted_names_are_read_as_the_files_they_name() {
+        // As git 2.47 writes them with its default core.quotePath.
+        let diff = "diff --git \"a/caf\\303\\251.txt\" \"b/caf\\303\\251.txt\"\nnew file mode 100644\n--- /dev/null\n+++ \"b/caf\\303\\251.txt\"\n@@ -0,0 +1 @@\n+x\ndiff --git \"a/q\\\"u \\\\o\" \"b/q\\\"u \\\\o\"\n--- \"a/q\\\"u \\\\o\"\t\n+++ \"b/q\\\"u \\\\o\"\t\n@@ -1 +1 @@\n-a\n+b\n";
+        let changes = parse_diff(diff);
+        let files: Vec<&str> = changes.files.iter().map(String::as_str).collect();
+        assert_eq!(files, ["café.txt", "q\"u \\o"]);
+        assert_eq!(changes.added["café.txt"], ["x"]);
+        assert_eq!(changes.added["q\"u \\o"], ["b"]);
+    }
+
+    #[test]
     fn lcs_is_order_preserving() {
         let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         // a b c d vs b d a: longest common subsequence "b d" (2).

@@ -27,6 +27,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use specgap_protocol::event::{Event, EventKind};
+use specgap_protocol::path_quote;
 
 /// Programs whose output is (part of) the content of their file operands.
 pub const CONTENT_READERS: &[&str] = &[
@@ -147,7 +148,10 @@ fn is_shell(tool: &str) -> bool {
 /// Whether one action exposes the content of `file`.
 pub fn opens(action: &Action, file: &str) -> bool {
     if action.tool == "read_text" {
-        return same_path(&action.argument, file);
+        // A quoted path (as `list_files` shows names that are not plain text) names its bytes.
+        let path = path_quote::unquote(&action.argument)
+            .map_or_else(|| action.argument.clone(), |b| String::from_utf8_lossy(&b).into_owned());
+        return same_path(&path, file);
     }
     if !is_shell(&action.tool) {
         return false;
@@ -399,6 +403,8 @@ mod tests {
             },
             "src/enc.go"
         ));
+        let quoted = Action { tool: "read_text".into(), argument: r#""caf\303\251 \"x\".txt""#.into(), output: String::new() };
+        assert!(opens(&quoted, "café \"x\".txt"));
     }
 
     #[test]

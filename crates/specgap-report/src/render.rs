@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 
 use crate::ReportError;
-use crate::delivery::{DefinedMean, SIGNATURE_ORDER};
+use crate::delivery::SIGNATURE_ORDER;
 use crate::episode::Dim;
 use crate::report::{KeyMap, MeanSd, Report};
 use crate::svg::{self, Axis, SubmissionPanel, escape};
@@ -44,11 +44,11 @@ pub struct Section {
 /// `—` for a value that does not apply.
 pub const ABSENT: &str = "—";
 
-fn percent(v: Option<f64>) -> String {
+pub(crate) fn percent(v: Option<f64>) -> String {
     v.map_or_else(|| ABSENT.to_string(), |v| format!("{:.1}", v * 100.0))
 }
 
-fn fixed(v: Option<f64>, digits: usize) -> String {
+pub(crate) fn fixed(v: Option<f64>, digits: usize) -> String {
     v.map_or_else(|| ABSENT.to_string(), |v| format!("{v:.digits$}"))
 }
 
@@ -61,29 +61,21 @@ fn signed_points(v: f64) -> String {
     }
 }
 
-fn defined_percent(v: &Option<DefinedMean>) -> String {
-    percent(v.as_ref().map(|d| d.mean))
-}
-
-fn defined_fixed(v: &Option<DefinedMean>, digits: usize) -> String {
-    fixed(v.as_ref().map(|d| d.mean), digits)
-}
-
 fn mean_sd_percent(m: &MeanSd) -> String {
     format!("{:.1} ± {:.1}", m.mean * 100.0, m.sd * 100.0)
 }
 
-fn key_headers(dims: &[Dim]) -> Vec<String> {
+pub(crate) fn key_headers(dims: &[Dim]) -> Vec<String> {
     dims.iter().map(|d| d.as_str().to_string()).collect()
 }
 
-fn key_cells(dims: &[Dim], key: &KeyMap) -> Vec<String> {
+pub(crate) fn key_cells(dims: &[Dim], key: &KeyMap) -> Vec<String> {
     dims.iter()
         .map(|d| key.get(d).cloned().unwrap_or_default())
         .collect()
 }
 
-fn key_label(key: &KeyMap) -> String {
+pub(crate) fn key_label(key: &KeyMap) -> String {
     if key.is_empty() {
         "all".to_string()
     } else {
@@ -91,7 +83,7 @@ fn key_label(key: &KeyMap) -> String {
     }
 }
 
-fn table(caption: &str, dims: &[Dim], columns: &[&str], rows: Vec<Vec<String>>) -> Table {
+pub(crate) fn table(caption: &str, dims: &[Dim], columns: &[&str], rows: Vec<Vec<String>>) -> Table {
     let mut headers = key_headers(dims);
     let mut numeric = vec![false; headers.len()];
     headers.extend(columns.iter().map(|c| c.to_string()));
@@ -287,107 +279,8 @@ pub fn sections(report: &Report) -> Vec<Section> {
         out.push(residual_section(report, &without(Dim::Start)));
     }
 
-    let delivery_rows: Vec<Vec<String>> = report
-        .groups
-        .iter()
-        .filter_map(|g| {
-            let d = g.delivery.as_ref()?;
-            let mut row = key_cells(dims, &g.key);
-            row.extend([
-                d.cases.to_string(),
-                d.runs.to_string(),
-                format!("{:.4}", d.quality),
-                percent(Some(d.dsr)),
-                percent(Some(d.valid)),
-                d.pass_k
-                    .as_ref()
-                    .map_or_else(|| ABSENT.to_string(), |p| p.k.to_string()),
-                percent(d.pass_k.as_ref().map(|p| p.pass_at_k)),
-                percent(d.pass_k.as_ref().map(|p| p.pass_hat_k)),
-            ]);
-            Some(row)
-        })
-        .collect();
-    let clarification_rows: Vec<Vec<String>> = report
-        .groups
-        .iter()
-        .filter_map(|g| {
-            let c = g.clarification.as_ref()?;
-            let mut row = key_cells(dims, &g.key);
-            row.extend([
-                c.runs.to_string(),
-                format!("{:.1}", c.mean_units),
-                defined_percent(&c.recall),
-                defined_percent(&c.precision),
-                defined_percent(&c.ask_f1),
-                defined_percent(&c.kqc1),
-                defined_fixed(&c.atc, 2),
-                defined_fixed(&c.redund, 1),
-            ]);
-            Some(row)
-        })
-        .collect();
-    if !delivery_rows.is_empty() || !clarification_rows.is_empty() {
-        let mut tables = Vec::new();
-        if !delivery_rows.is_empty() {
-            tables.push(table(
-                "Quality (case-macro, 1 = the reference), DSR and validity in percent; pass@k and pass^k over validity across repeats.",
-                dims,
-                &["cases", "runs", "Quality", "DSR", "valid", "k", "pass@k", "pass^k"],
-                delivery_rows,
-            ));
-        }
-        if !clarification_rows.is_empty() {
-            tables.push(table(
-                &format!("Clarification by judge `{}`: means over the runs where each is defined (percent; ATC in interaction turns, Redund. in question units).", report.judge),
-                dims,
-                &["runs", "units", "Recall", "Precision", "Ask-F1", "KQC1", "ATC", "Redund."],
-                clarification_rows,
-            ));
-        }
-        let points: Vec<(String, f64, f64)> = report
-            .groups
-            .iter()
-            .filter_map(|g| {
-                Some((
-                    key_label(&g.key),
-                    g.clarification.as_ref()?.recall.as_ref()?.mean * 100.0,
-                    g.delivery.as_ref()?.quality,
-                ))
-            })
-            .collect();
-        let mut text = vec!["Delivery scores are 0 for invalid runs. With no question, Recall is 0 and Precision, Ask-F1 and ATC are undefined (seed 002 App. A.3).".to_string()];
-        if let Some(a) = &report.recall_quality {
-            text.push(format!(
-                "Spearman ρ between {} and {} over {} groups: {:.2} (p = {:.3}).",
-                a.x, a.y, a.groups, a.rho, a.p_value
-            ));
-        }
-        let chart = (!points.is_empty()).then(|| {
-            let max_quality = points.iter().map(|p| p.2).fold(1.0_f64, f64::max);
-            svg::scatter(
-                &points,
-                &Axis {
-                    label: "Recall (%)".into(),
-                    min: 0.0,
-                    max: 100.0,
-                },
-                &Axis {
-                    label: "Quality".into(),
-                    min: 0.0,
-                    max: max_quality,
-                },
-                "Recall against Quality per group",
-            )
-        });
-        out.push(Section {
-            id: "delivery",
-            title: "Delivery and clarification (seed 002)".into(),
-            text,
-            tables,
-            chart,
-        });
-    }
+    // Seed 002: delivery over planned runs, clarification, and associations across groups.
+    out.extend(crate::render_delivery::sections(report));
 
     let zero_rows: Vec<Vec<String>> = report
         .groups

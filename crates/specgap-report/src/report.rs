@@ -17,11 +17,15 @@ use serde::Serialize;
 use specgap_stats::mean_sd;
 
 use crate::ReportError;
+pub use crate::associations::Association;
+use crate::associations::{Associations, associations};
+use crate::cases::IntervalSettings;
+use crate::clarification::{ClarificationSummary, Registry, clarification_summary, registry};
 use crate::delivery::{
-    ClarificationSummary, DeliveryMeasures, OracleLevel, ZeroScores, clarification_summary,
-    delivery_measures, oracle_curve, zero_scores,
+    DeliveryMeasures, OracleLevel, ZeroScores, delivery_measures, oracle_curve, zero_scores,
 };
 use crate::episode::{Dim, Episode, GroupKey, group_by, index_episodes, oracle_ratio};
+use crate::plan::{PlannedRun, group_planned, planned_delivery_runs};
 use crate::first::MAX_K;
 use crate::judge::OFFLINE_JUDGE;
 use crate::outcome::{CostComparison, Outcomes, Resolution, cost_comparison, outcomes, resolution};
@@ -31,15 +35,19 @@ use crate::run::RunData;
 /// The `schema` field of every JSON report.
 pub const REPORT_SCHEMA: &str = "specgap-report";
 /// The JSON report's version; bumped on any incompatible change (docs/report-schema.md).
-pub const REPORT_VERSION: u32 = 1;
+/// Version 2: seed 002's delivery cells count planned runs and may be incomplete; intervals,
+/// ask rate, type- and domain-specific Recall and the associations were added.
+pub const REPORT_VERSION: u32 = 2;
 
 /// How a report is built.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ReportOptions {
     /// Grouping dimensions of the main table, in order.
     pub group_by: Vec<Dim>,
     /// Judge whose clarification verdicts feed Recall and the other seed 002 measures.
     pub judge: String,
+    /// The case-bootstrap intervals of seed 002's cells (App. A.4).
+    pub intervals: IntervalSettings,
 }
 
 impl Default for ReportOptions {
@@ -47,6 +55,7 @@ impl Default for ReportOptions {
         ReportOptions {
             group_by: crate::episode::DEFAULT_GROUP_BY.to_vec(),
             judge: OFFLINE_JUDGE.to_string(),
+            intervals: IntervalSettings::default(),
         }
     }
 }
@@ -91,10 +100,12 @@ pub struct GroupReport {
     /// In round / Ahead (seed 000 §5.3), for requirement-scored episodes with feedback.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resolution: Option<Resolution>,
-    /// Quality, DSR, pass@k, pass^k (seed 002), for delivery-scored episodes.
+    /// Quality, DSR, validity, pass@k, pass^k over the planned runs of delivery cases
+    /// (seed 002).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delivery: Option<DeliveryMeasures>,
-    /// Recall, Precision, Ask-F1, KQC1, ATC, Redund. (seed 002).
+    /// Recall, Precision, Ask-F1, KQC1, ATC, Redund., ask rate, type- and domain-specific
+    /// Recall (seed 002).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub clarification: Option<ClarificationSummary>,
     /// Zero-score signatures (seed 002 App. A.7).
@@ -155,21 +166,6 @@ pub struct OracleRow {
     pub levels: Vec<OracleLevel>,
 }
 
-/// Spearman ρ between two group-level measures (seed 002 §5.3, Figure 4).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Association {
-    /// First measure.
-    pub x: String,
-    /// Second measure.
-    pub y: String,
-    /// Groups with both values.
-    pub groups: usize,
-    /// Spearman ρ.
-    pub rho: f64,
-    /// Two-sided p-value.
-    pub p_value: f64,
-}
-
 /// A not-applicable record (DESIGN §4).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct NotApplicable {
@@ -208,9 +204,18 @@ pub struct Report {
     pub residual: Vec<ResidualRow>,
     /// Oracle coverage (seed 002).
     pub oracle: Vec<OracleRow>,
-    /// Recall against Quality across groups (seed 002 Figure 4), with three or more groups.
+    /// Settings of every case-bootstrap interval (seed 002 App. A.4).
+    pub intervals: IntervalSettings,
+    /// Recall against Quality across groups (seed 002 Figure 4), with three or more groups:
+    /// the matrix cell of [`Associations::clarification_delivery`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recall_quality: Option<Association>,
+    /// Rank associations across groups (seed 002 §5.2, §5.3, App. A.4, A.5).
+    pub associations: Associations,
+    /// Composition of the clarification targets of the report's cases (seed 002 Table 7);
+    /// absent when no case has targets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clarification_registry: Option<Registry>,
     /// Not-applicable records.
     pub not_applicable: Vec<NotApplicable>,
     /// Model usage and cost per group and role ([`crate::usage`]); left out of JSON when no
@@ -315,6 +320,8 @@ fn report_with(
     for key in na_by_key.keys() {
         grouped.entry(key.clone()).or_default();
     }
+    let planned = planned_delivery_runs(runs, episodes);
+    let planned_groups = group_planned(&planned, dims);
     // Per group, the runs whose scored episodes make its seed replicates.
     let pooled: Vec<BTreeSet<usize>> = grouped
         .values()
@@ -328,14 +335,13 @@ fn report_with(
         .filter(|runs| runs.len() >= 2)
         .collect();
     for (key, members) in &grouped {
-        groups.push(group_report(
-            dims,
-            key,
-            members,
-            na_by_key.get(key).copied().unwrap_or(0),
-            runs.len(),
-            &options.judge,
-        )?);
+        let context = GroupContext {
+            not_applicable: na_by_key.get(key).copied().unwrap_or(0),
+            planned: planned_groups.get(key).map(Vec::as_slice).unwrap_or_default(),
+            runs,
+            options,
+        };
+        groups.push(group_report(dims, key, members, &context)?);
     }
 
     let cost_dims = without(Dim::Condition);
@@ -360,7 +366,22 @@ fn report_with(
         }
     }
 
-    let recall_quality = association(&groups)?;
+    let clarification_registry = {
+        let mut seen: BTreeMap<&str, &crate::context::TaskContext> = BTreeMap::new();
+        for e in episodes {
+            if let Some(context) = e.context {
+                seen.entry(e.row.task.as_str()).or_insert(context);
+            }
+        }
+        registry(seen.into_values())
+    };
+    let models = agent_models(runs);
+    let associations = associations(&groups, dims, &models, &options.intervals)?;
+    let recall_quality = associations
+        .clarification_delivery
+        .iter()
+        .find(|a| a.x == "Recall" && a.y == "Quality")
+        .cloned();
     let usage = crate::usage::usage_summaries(runs, episodes, dims);
     let mut warnings = crate::inputs::input_warnings(runs, dims, &pooled);
     warnings.extend(runs.iter().flat_map(|r| {
@@ -388,21 +409,34 @@ fn report_with(
         outcome_costs,
         residual: residual(),
         oracle,
+        intervals: options.intervals,
         recall_quality,
+        associations,
+        clarification_registry,
         not_applicable,
         usage,
         warnings,
     })
 }
 
+/// What a group's measures need besides its episodes.
+struct GroupContext<'c, 'p, 'e, 'a> {
+    /// Not-applicable records of the key.
+    not_applicable: usize,
+    /// The group's planned delivery runs.
+    planned: &'c [&'p PlannedRun<'e, 'a>],
+    runs: &'c [RunData],
+    options: &'c ReportOptions,
+}
+
 fn group_report(
     dims: &[Dim],
     key: &GroupKey,
     members: &[&Episode<'_>],
-    not_applicable: usize,
-    n_runs: usize,
-    judge: &str,
+    context: &GroupContext<'_, '_, '_, '_>,
 ) -> Result<GroupReport, ReportError> {
+    let n_runs = context.runs.len();
+    let options = context.options;
     use specgap_protocol::run::EndReason;
     let mut end_reasons = BTreeMap::new();
     for reason in members.iter().filter_map(|e| e.row.end_reason) {
@@ -425,12 +459,12 @@ fn group_report(
         evaluation_errors: count(EndReason::EvaluationError),
         infrastructure_errors: count(EndReason::InfrastructureError),
         unfinished,
-        not_applicable,
+        not_applicable: context.not_applicable,
         end_reasons,
         outcomes: outcomes(members),
         resolution: resolution(members),
-        delivery: delivery_measures(members)?,
-        clarification: clarification_summary(members, judge),
+        delivery: delivery_measures(context.planned, context.runs, &options.intervals)?,
+        clarification: clarification_summary(members, &options.judge, &options.intervals)?,
         zero_scores: zero_scores(members),
         replicates: if n_runs >= 2 {
             replicates(members, n_runs)?
@@ -519,32 +553,19 @@ fn cost_row(
     })
 }
 
-/// Spearman ρ between Recall and Quality over the groups that have both (three or more).
-fn association(groups: &[GroupReport]) -> Result<Option<Association>, ReportError> {
-    let pairs: Vec<(f64, f64)> = groups
-        .iter()
-        .filter_map(|g| {
-            Some((
-                g.clarification.as_ref()?.recall.as_ref()?.mean,
-                g.delivery.as_ref()?.quality,
-            ))
-        })
-        .collect();
-    if pairs.len() < 3 {
-        return Ok(None);
+/// Each agent spec of the runs with its model: `run.toml`'s `agents[].config.model` when it is
+/// a string, else the spec (the model-demeaned ρ, [`crate::associations`]).
+fn agent_models(runs: &[RunData]) -> BTreeMap<String, String> {
+    let mut models = BTreeMap::new();
+    for agent in runs.iter().flat_map(|r| r.config.agents.iter()) {
+        let model = agent
+            .config
+            .get("model")
+            .and_then(|m| m.as_str())
+            .map_or_else(|| agent.spec.clone(), str::to_string);
+        models.entry(agent.spec.clone()).or_insert(model);
     }
-    let (x, y): (Vec<f64>, Vec<f64>) = pairs.into_iter().unzip();
-    let c = specgap_stats::spearman(&x, &y).map_err(|source| ReportError::Stats {
-        measure: "Spearman rho (Recall, Quality)".into(),
-        source,
-    })?;
-    Ok((c.rho.is_finite()).then(|| Association {
-        x: "Recall".into(),
-        y: "Quality".into(),
-        groups: x.len(),
-        rho: c.rho,
-        p_value: c.p_value,
-    }))
+    models
 }
 
 fn not_applicable_rows(runs: &[RunData]) -> Vec<NotApplicable> {

@@ -94,7 +94,7 @@ fn main() -> BenchResult<()> {
     let ours = |spec: &CommandSpec| -> BenchResult<()> {
         let out = run(spec, &host, &config)?;
         if !out.success() {
-            return Err(format!("{:?} failed: {}", spec.program, out.stderr).into());
+            return Err(format!("{:?} failed: {}", spec.program, out.stderr.text()).into());
         }
         Ok(())
     };

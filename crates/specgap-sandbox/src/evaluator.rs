@@ -43,7 +43,7 @@ use crate::error::{MaterializeError, SandboxError};
 use crate::fsutil::{self, GitEntries};
 use crate::host::HostView;
 use crate::materialize::freeze;
-use crate::runner::{CommandSpec, Limits, Mount, Program, SandboxConfig, WORKSPACE_MOUNT, run_raw};
+use crate::runner::{CommandSpec, Limits, Mount, Program, SandboxConfig, WORKSPACE_MOUNT, run as run_sandboxed};
 
 /// Bytes of the evaluator's stderr kept with every evaluation and error.
 pub const STDERR_TAIL_BYTES: usize = 2048;
@@ -307,7 +307,7 @@ pub fn run_evaluator(run: &EvaluatorRun, host: &HostView, config: &SandboxConfig
 
     let deadline = Instant::now() + run.timeout;
     let service = CandidateService::start(&scratch, run.candidate_limits, deadline, host.clone(), config.clone());
-    let outcome = run_raw(&spec, host, config);
+    let outcome = run_sandboxed(&spec, host, config);
     let served = service.stop();
 
     let output = match outcome {
@@ -614,15 +614,15 @@ fn run_call(call: &CallDir, ctx: &CallContext) -> Result<(Vec<u8>, Vec<u8>, i32)
     let mut spec = CommandSpec::argv(argv, &workspace);
     spec.stdin = stdin;
     spec.limits = Limits { timeout: ctx.limits.timeout.min(remaining), ..ctx.limits };
-    let output = run_raw(&spec, &ctx.host, &ctx.config).map_err(CallError::Sandbox)?;
-    let mut stderr = output.stderr.bytes;
+    let output = run_sandboxed(&spec, &ctx.host, &ctx.config).map_err(CallError::Sandbox)?;
+    let mut stderr = output.stderr.to_bytes();
     let status = if output.timed_out {
         stderr.extend_from_slice(format!("specgap-candidate: timed out after {} s\n", spec.limits.timeout.as_secs_f64()).as_bytes());
         CANDIDATE_TIMEOUT_STATUS
     } else {
         output.exit_code.unwrap_or(128 + libc::SIGKILL)
     };
-    Ok((output.stdout.bytes, stderr, status))
+    Ok((output.stdout.to_bytes(), stderr, status))
 }
 
 #[cfg(test)]

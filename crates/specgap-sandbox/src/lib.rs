@@ -8,11 +8,12 @@
 //! | cache a package's clean workspace as a git base with a fixed commit id | [`BaseCache::base`] → [`Base`] |
 //! | make an episode's workspace (clean, or a residual state's `state.patch` applied) | [`materialize()`] |
 //! | apply a solution overlay (`solutions/gold/`, mutants, …) with its `delete.txt` | [`apply_overlay`] |
-//! | the submission as a binary-safe patch against the base | [`diff`], [`diff_bytes`] |
+//! | the submission as a byte-exact patch against the base (any file names) | [`diff`] |
 //! | a copy of the work tree for evaluation | [`freeze`] |
 //! | run a command under bubblewrap with limits | [`run`] with a [`CommandSpec`], a [`HostView`] and a [`SandboxConfig`] |
 //! | run an episode's commands one after another in one long-lived sandbox | [`Session::run_shell`] |
 //! | run a package's evaluator and validate its `result.json` | [`run_evaluator`] → [`Evaluation`] or [`EvalError`] |
+//! | show a captured stream within a byte budget, cut once with the true counts stated | [`Captured::render`] |
 //!
 //! ```no_run
 //! use std::path::Path;
@@ -60,11 +61,11 @@ mod shellwords;
 mod spawn;
 pub mod session;
 
-pub use capture::cut_marker;
+pub use capture::{Captured, cut_marker};
 pub use error::{MaterializeError, SandboxError};
 pub use evaluator::{EvalError, Evaluation, EvaluatorRun, run_evaluator};
 pub use host::HostView;
 pub use scratch::memory_scratch;
-pub use materialize::{Base, BaseCache, apply_overlay, diff, diff_bytes, freeze, materialize};
+pub use materialize::{Base, BaseCache, apply_overlay, diff, freeze, materialize};
 pub use runner::{CommandOutput, CommandSpec, Limits, Mount, Program, SandboxConfig, WORKSPACE_MOUNT, run};
 pub use session::Session;

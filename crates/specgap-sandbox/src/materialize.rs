@@ -288,40 +288,29 @@ fn read_delete_list(workspace: &Path, list: &Path) -> Result<Vec<PathBuf>, Mater
     Ok(out)
 }
 
-/// The work tree of `workspace` against the base, as a `git diff --binary --full-index` patch
-/// (full blob ids, so the text never depends on how many objects the base holds) that
-/// `git apply --binary` reproduces on a fresh materialization: modified, added (untracked),
-/// deleted and binary files, symbolic links as links; `.git` entries and special files left
-/// out. Computed only from the cache's copy of the base with a temporary index and object
+/// The work tree of `workspace` against the base, as the exact bytes of a `git diff --binary
+/// --full-index` patch (full blob ids, so the text never depends on how many objects the base
+/// holds) that `git apply --binary` reproduces on a fresh materialization: modified, added
+/// (untracked), deleted and binary files, symbolic links as links, file names of any bytes
+/// (quoted as git quotes them, C-style with octal escapes); `.git` entries and special files
+/// left out. Computed only from the cache's copy of the base with a temporary index and object
 /// directory; the workspace's own `.git` is never read. Empty when nothing changed.
 ///
-/// The text is converted lossily where a text file is not UTF-8; store [`diff_bytes`] when the
-/// patch must apply byte for byte.
+/// The patch is bytes, not text: a text file need not be UTF-8, and a lossy conversion would
+/// make the patch apply to other files than the submitted ones. When only text files changed,
+/// the patch is written in process (`crate::patch`, byte for byte what git writes); otherwise
+/// git computes it.
 ///
 /// # Errors
 /// I/O and git failures.
-pub fn diff(base: &Base, workspace: &Path) -> Result<String, MaterializeError> {
-    let patch = diff_bytes(base, workspace)?;
-    Ok(match String::from_utf8(patch) {
-        Ok(text) => text,
-        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-    })
-}
-
-/// [`diff`] as raw bytes: exact even for text files that are not UTF-8. When only text files
-/// with plain names changed, the patch is written in process (`crate::patch`, byte for byte
-/// what git writes); otherwise git computes it.
-///
-/// # Errors
-/// I/O and git failures.
-pub fn diff_bytes(base: &Base, workspace: &Path) -> Result<Vec<u8>, MaterializeError> {
+pub fn diff(base: &Base, workspace: &Path) -> Result<Vec<u8>, MaterializeError> {
     if let Some(patch) = crate::patch::text_patch(&base.repo, workspace)? {
         return Ok(patch);
     }
     git_diff_bytes(base, workspace)
 }
 
-/// [`diff_bytes`] computed by git from a temporary index of the work tree.
+/// [`diff`] computed by git from a temporary index of the work tree.
 pub(crate) fn git_diff_bytes(base: &Base, workspace: &Path) -> Result<Vec<u8>, MaterializeError> {
     let scratch = tempfile::Builder::new().prefix("specgap-diff-").tempdir()?;
     let index = scratch.path().join("index");

@@ -6,9 +6,11 @@
 //! those, [`text_patch`] writes the same patch `git diff --binary --full-index --no-renames`
 //! writes: the same headers, full blob ids, modes, three lines of context, hunks merged across gaps of up
 //! to six lines, git's default function-name hunk headers, and line matching by Myers'
-//! algorithm with git's indent heuristic (the `imara-diff` crate). Anything else — a file git
-//! would call binary, a symbolic link, a path git would quote, a type change — is left to git
-//! (`None`), so the result is always a patch `git apply --binary` takes. The two agree byte
+//! algorithm with git's indent heuristic (the `imara-diff` crate), and names quoted as git
+//! quotes them (`specgap_protocol::path_quote::git_quoted`: C-style with octal escapes, a tab
+//! after a `---`/`+++` name that holds a space). Anything else — a file git would call binary,
+//! a symbolic link, a type change — is left to git (`None`), so the result is always a patch
+//! `git apply --binary` takes. The two agree byte
 //! for byte on everyday edits (a test compares them on generated ones); where several equally
 //! short diffs exist, the two can rarely place a change differently (one case in ~2,000
 //! generated edits with many repeated lines), and both patches apply to the same files.
@@ -21,6 +23,7 @@ use std::path::Path;
 
 use imara_diff::{Algorithm, Diff, InternedInput};
 use sha1::{Digest, Sha1};
+use specgap_protocol::path_quote::git_quoted;
 
 use crate::fsutil::{self, EntryKind, GitEntries};
 
@@ -33,8 +36,8 @@ const FUNC_LINE_MAX: usize = 80;
 /// The id of an absent blob.
 const NULL_ID: &str = "0000000000000000000000000000000000000000";
 
-/// The patch of `workspace` against `base_tree` when every changed path is a plain-named
-/// text file (or a mode change), else `None`. Paths are compared bytewise, as git orders them.
+/// The patch of `workspace` against `base_tree` when every changed path is a text file (or a
+/// mode change), else `None`. Paths are bytes, compared bytewise, as git orders them.
 ///
 /// # Errors
 /// I/O errors reading either tree.
@@ -60,7 +63,7 @@ pub(crate) fn text_patch(base_tree: &Path, workspace: &Path) -> io::Result<Optio
         if before == after && old_bytes == new_bytes {
             continue;
         }
-        if is_binary(&old_bytes) || is_binary(&new_bytes) || !is_plain_path(path) {
+        if is_binary(&old_bytes) || is_binary(&new_bytes) {
             return Ok(None);
         }
         let change = FileChange { path, before: before.copied(), after: after.copied(), old: &old_bytes, new: &new_bytes };
@@ -94,13 +97,6 @@ fn is_binary(bytes: &[u8]) -> bool {
     bytes[..bytes.len().min(BINARY_PROBE)].contains(&0)
 }
 
-/// Whether git prints `path` as it is (`core.quotePath=false`): UTF-8 without control
-/// characters, quotes or backslashes, and without spaces (git appends a tab to `---`/`+++`
-/// names that have one).
-fn is_plain_path(path: &[u8]) -> bool {
-    std::str::from_utf8(path).is_ok() && !path.iter().any(|&b| b < 0x20 || b == 0x7f || b == b'"' || b == b'\\' || b == b' ')
-}
-
 /// The git blob id of `bytes`: SHA-1 of `blob <len>\0` and the bytes.
 fn blob_id(bytes: &[u8]) -> String {
     let mut hasher = Sha1::new();
@@ -121,8 +117,8 @@ struct FileChange<'a> {
 impl FileChange<'_> {
     /// Appends this path's part of the patch, as git writes it.
     fn write(&self, out: &mut Vec<u8>) {
-        let path = String::from_utf8_lossy(self.path);
-        out.extend_from_slice(format!("diff --git a/{path} b/{path}\n").as_bytes());
+        let (a_name, b_name) = (git_quoted("a/", self.path), git_quoted("b/", self.path));
+        out.extend_from_slice(format!("diff --git {a_name} {b_name}\n").as_bytes());
         let content_changed = self.old != self.new || self.before.is_none() || self.after.is_none();
         match (self.before, self.after) {
             (None, Some(mode)) => out.extend_from_slice(format!("new file mode {mode:o}\n").as_bytes()),
@@ -145,9 +141,11 @@ impl FileChange<'_> {
             // An empty file created or deleted: git writes no hunk and no ---/+++ lines.
             return;
         }
-        let from = if self.before.is_some() { format!("a/{path}") } else { "/dev/null".to_string() };
-        let to = if self.after.is_some() { format!("b/{path}") } else { "/dev/null".to_string() };
-        out.extend_from_slice(format!("--- {from}\n+++ {to}\n").as_bytes());
+        let from = if self.before.is_some() { a_name } else { "/dev/null".to_string() };
+        let to = if self.after.is_some() { b_name } else { "/dev/null".to_string() };
+        // git ends a `---`/`+++` name that holds a space with a tab (for GNU patch).
+        let tab = |name: &str| if name.contains(' ') { "\t" } else { "" };
+        out.extend_from_slice(format!("--- {from}{}\n+++ {to}{}\n", tab(&from), tab(&to)).as_bytes());
         write_hunks(self.old, self.new, out);
     }
 }
@@ -285,16 +283,12 @@ mod tests {
     }
 
     #[test]
-    fn binary_and_quoted_names_are_left_to_git() {
+    fn git_calls_content_binary_by_a_nul_in_its_first_8000_bytes() {
         assert!(is_binary(b"a\0b"));
         assert!(!is_binary(&[b'a'; 9000]));
         let mut late_nul = vec![b'a'; 9000];
         late_nul[8500] = 0;
         assert!(!is_binary(&late_nul), "git looks at the first 8000 bytes only");
-        assert!(is_plain_path("src/é.rs".as_bytes()));
-        for bad in ["a b", "a\"b", "a\\b", "a\tb"] {
-            assert!(!is_plain_path(bad.as_bytes()), "{bad:?}");
-        }
     }
 
     /// A small deterministic generator (xorshift64*), so a failing case can be replayed.
@@ -383,7 +377,15 @@ mod tests {
         let mut compared = 0;
         for tree in 0..6 {
             let src = root.path().join(format!("src-{tree}"));
-            let names = ["a.py", "b.rs", "docs/c.md", "docs/deep/d.txt"];
+            // Names git quotes (Latin-1, a space, quotes and escapes) next to plain ones.
+            let names: [&Path; 6] = [
+                Path::new("a.py"),
+                Path::new("b.rs"),
+                Path::new("docs/c.md"),
+                Path::new("docs/deep/d.txt"),
+                Path::new(std::ffi::OsStr::from_bytes(b"caf\xe9 menu.txt")),
+                Path::new(std::ffi::OsStr::from_bytes(b"docs/q\"t\\n\n")),
+            ];
             for name in names {
                 let lines = rng.below(40);
                 write_file(&src.join(name), &random_text(&mut rng, lines));
@@ -460,8 +462,35 @@ mod tests {
         std::fs::remove_file(ws.join("b.bin")).unwrap();
         std::os::unix::fs::symlink("a.txt", ws.join("link")).unwrap();
         assert_eq!(text_patch(base.tree_dir(), &ws).unwrap(), None);
-        std::fs::remove_file(ws.join("link")).unwrap();
-        std::fs::write(ws.join("with space.txt"), b"x\n").unwrap();
-        assert_eq!(text_patch(base.tree_dir(), &ws).unwrap(), None);
+    }
+
+    #[test]
+    fn names_git_quotes_are_written_as_git_writes_them() {
+        let root = tempfile::tempdir().unwrap();
+        let src = root.path().join("src");
+        let names: [&[u8]; 6] = [b"caf\xe9.txt", "é.rs".as_bytes(), b"with space.txt", b"q\"u\\o\tt\nn", b"-dash", b"sp ace\"q"];
+        for name in names {
+            write_file(&src.join(std::ffi::OsStr::from_bytes(name)), b"one\ntwo\n");
+        }
+        let cache = crate::BaseCache::new(root.path().join("bases")).unwrap();
+        let base = cache.base("k", &src).unwrap();
+        let ws = root.path().join("ws");
+        crate::materialize(&base, &ws, None).unwrap();
+        for (i, name) in names.iter().enumerate() {
+            let path = ws.join(std::ffi::OsStr::from_bytes(name));
+            match i % 3 {
+                0 => std::fs::write(&path, b"one\n2\n").unwrap(),
+                1 => std::fs::remove_file(&path).unwrap(),
+                _ => std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap(),
+            }
+            write_file(&ws.join("new").join(std::ffi::OsStr::from_bytes(name)), b"fresh");
+        }
+        let ours = text_patch(base.tree_dir(), &ws).unwrap().expect("only text files changed");
+        let git = crate::materialize::git_diff_bytes(&base, &ws).unwrap();
+        assert_eq!(String::from_utf8(ours.clone()).unwrap(), String::from_utf8(git).unwrap());
+        let text = String::from_utf8(ours.clone()).unwrap();
+        assert!(text.contains("diff --git \"a/caf\\351.txt\" \"b/caf\\351.txt\"\n"), "{text}");
+        assert!(text.contains("+++ \"b/new/sp ace\\\"q\"\t\n"), "{text}");
+        assert_applies(&base, &ws, &ours, &root.path().join("check"));
     }
 }

@@ -86,7 +86,7 @@ pub struct Limits {
     /// Maximum memory in bytes (cgroup `memory.limit_in_bytes`), `None` for no limit.
     pub memory_bytes: Option<u64>,
     /// Bytes of each of stdout and stderr kept: the first half and the last half; the middle
-    /// is replaced by `"\n[... N bytes cut ...]\n"`.
+    /// is counted (bytes and line breaks) and left out (see [`Captured`]).
     pub output_bytes: usize,
 }
 
@@ -205,18 +205,10 @@ pub struct CommandOutput {
     pub timed_out: bool,
     /// Whether the memory limit killed a process of it.
     pub memory_exceeded: bool,
-    /// Standard output (head and tail kept, lossy UTF-8).
-    pub stdout: String,
-    /// Standard error (head and tail kept, lossy UTF-8).
-    pub stderr: String,
-    /// Whether bytes of stdout were cut.
-    pub stdout_cut: bool,
-    /// Whether bytes of stderr were cut.
-    pub stderr_cut: bool,
-    /// Bytes written to stdout in total.
-    pub stdout_bytes: u64,
-    /// Bytes written to stderr in total.
-    pub stderr_bytes: u64,
+    /// Standard output: head and tail kept, with the exact size of the whole stream.
+    pub stdout: Captured,
+    /// Standard error: head and tail kept, with the exact size of the whole stream.
+    pub stderr: Captured,
     /// Wall-clock time from start to exit.
     pub duration: Duration,
     /// Whether it ran inside bubblewrap.
@@ -244,24 +236,6 @@ pub(crate) fn bwrap_path() -> Option<PathBuf> {
 /// and [`SandboxError::BadBind`] for an unusable spec; [`SandboxError::Setup`] when bubblewrap
 /// could not build the sandbox; [`SandboxError::Spawn`] / [`SandboxError::Io`] otherwise.
 pub fn run(spec: &CommandSpec, host: &HostView, config: &SandboxConfig) -> Result<CommandOutput, SandboxError> {
-    let raw = run_raw(spec, host, config)?;
-    Ok(CommandOutput {
-        exit_code: raw.exit_code,
-        timed_out: raw.timed_out,
-        memory_exceeded: raw.memory_exceeded,
-        stdout: raw.stdout.text(),
-        stderr: raw.stderr.text(),
-        stdout_cut: raw.stdout.cut,
-        stderr_cut: raw.stderr.cut,
-        stdout_bytes: raw.stdout.total,
-        stderr_bytes: raw.stderr.total,
-        duration: raw.duration,
-        sandboxed: raw.sandboxed,
-    })
-}
-
-/// [`run`] with the captured streams as bytes (the candidate launcher relays them exactly).
-pub(crate) fn run_raw(spec: &CommandSpec, host: &HostView, config: &SandboxConfig) -> Result<RawOutput, SandboxError> {
     validate(spec)?;
     let env = environment(spec, host, config);
     if config.enabled {
@@ -271,18 +245,6 @@ pub(crate) fn run_raw(spec: &CommandSpec, host: &HostView, config: &SandboxConfi
         tracing::warn!("sandbox disabled (--no-sandbox): running {:?} directly on the host", program_text(&spec.program));
         run_unsandboxed(spec, env)
     }
-}
-
-/// [`CommandOutput`] before the streams become text.
-#[derive(Debug, Clone)]
-pub(crate) struct RawOutput {
-    pub exit_code: Option<i32>,
-    pub timed_out: bool,
-    pub memory_exceeded: bool,
-    pub stdout: Captured,
-    pub stderr: Captured,
-    pub duration: Duration,
-    pub sandboxed: bool,
 }
 
 fn program_text(program: &Program) -> String {
@@ -465,7 +427,7 @@ fn filled_pipe(bytes: &[u8]) -> Result<OwnedFd, SandboxError> {
     Ok(read)
 }
 
-fn run_bwrap(bwrap: &Path, spec: &CommandSpec, host: &HostView, env: BTreeMap<String, String>) -> Result<RawOutput, SandboxError> {
+fn run_bwrap(bwrap: &Path, spec: &CommandSpec, host: &HostView, env: BTreeMap<String, String>) -> Result<CommandOutput, SandboxError> {
     let (status_read, status_write) = pipe()?;
     let stdin = if spec.stdin.is_empty() { spawn::Stdio::Null } else { spawn::Stdio::Piped };
     let start = Instant::now();
@@ -506,7 +468,7 @@ fn run_bwrap(bwrap: &Path, spec: &CommandSpec, host: &HostView, env: BTreeMap<St
     Ok(output)
 }
 
-fn run_unsandboxed(spec: &CommandSpec, env: BTreeMap<String, String>) -> Result<RawOutput, SandboxError> {
+fn run_unsandboxed(spec: &CommandSpec, env: BTreeMap<String, String>) -> Result<CommandOutput, SandboxError> {
     let cwd = host_path_of(spec, &spec.cwd)?;
     let mut cmd = match &spec.program {
         Program::Shell(text) => {
@@ -680,7 +642,7 @@ fn join_cgroups(procs: &[CString]) {
 }
 
 /// Feeds the child's stdin, captures its output, enforces the timeout, kills whatever is
-/// left, reaps, and assembles the [`RawOutput`]; a leased network namespace goes back to the
+/// left, reaps, and assembles the [`CommandOutput`]; a leased network namespace goes back to the
 /// pool once the cgroup shows every process gone.
 fn collect(
     mut child: Spawned,
@@ -689,7 +651,7 @@ fn collect(
     lease: Option<Lease>,
     sandboxed: bool,
     start: Instant,
-) -> Result<RawOutput, SandboxError> {
+) -> Result<CommandOutput, SandboxError> {
     let pid = child.id();
     if let Some(mut stdin) = child.stdin.take() {
         let bytes = spec.stdin.clone();
@@ -714,7 +676,7 @@ fn collect(
         lease.give_back();
     }
 
-    Ok(RawOutput {
+    Ok(CommandOutput {
         exit_code: if timed_out { None } else { status.code() },
         timed_out,
         memory_exceeded,
@@ -798,8 +760,8 @@ fn finish_reader(reader: Reader) -> Captured {
         pause = (pause * 2).min(Duration::from_millis(10));
     }
     match reader.capture.lock() {
-        Ok(c) => c.render(),
-        Err(poisoned) => poisoned.into_inner().render(),
+        Ok(c) => c.finish(),
+        Err(poisoned) => poisoned.into_inner().finish(),
     }
 }
 

@@ -185,17 +185,12 @@ impl Session {
             }
         };
         self.ended_last = exit_code.is_none();
-        let (stdout, stderr) = (stdout.render(), stderr.render());
         Ok(CommandOutput {
             exit_code,
             timed_out: matches!(ending, Ending::TimedOut),
             memory_exceeded,
-            stdout: stdout.text(),
-            stderr: stderr.text(),
-            stdout_cut: stdout.cut,
-            stderr_cut: stderr.cut,
-            stdout_bytes: stdout.total,
-            stderr_bytes: stderr.total,
+            stdout: stdout.finish(),
+            stderr: stderr.finish(),
             duration: start.elapsed(),
             sandboxed: true,
         })

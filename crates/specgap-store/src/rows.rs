@@ -175,8 +175,9 @@ pub struct SubmissionRecord {
     pub failing_requirement: Option<String>,
     /// Evaluation error message, if any.
     pub error: Option<String>,
-    /// The workspace diff against the starting base (binary-safe `git diff` text).
-    pub diff: String,
+    /// The workspace diff against the starting base: the exact bytes of a `git diff --binary`
+    /// patch (names quoted as git quotes them; contents need not be UTF-8).
+    pub diff: Vec<u8>,
 }
 
 /// A question the agent asked with `ask_user`.

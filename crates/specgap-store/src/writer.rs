@@ -162,7 +162,7 @@ impl EpisodeWriter {
         if let Some(result) = &record.result {
             write_json(&dir.join("result.json"), result)?;
         }
-        files::write_atomic(&dir.join("workspace.diff"), record.diff.as_bytes())?;
+        files::write_atomic(&dir.join("workspace.diff"), &record.diff)?;
         let path = self.store.db_path().to_path_buf();
         let mut conn = self.store.conn();
         let tx = conn.transaction().at(&path)?;

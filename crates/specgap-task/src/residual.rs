@@ -18,6 +18,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use crate::package::{Overlay, ResidualState, TaskPackage};
+use specgap_protocol::path_quote;
 
 /// Why the left-out files of a state could not be computed: reading `state.patch` or the gold
 /// overlay failed (the message names the path).
@@ -127,8 +128,8 @@ pub fn patch_files(text: &str) -> BTreeSet<String> {
 
 /// The path of a `diff --git a/<p> b/<p>` header (the text after `diff --git `). Both sides are
 /// equal without renames (the harness diffs with `--no-renames`), so the split is at the
-/// middle; otherwise at the first ` b/`. Quoted names (`"a/…" "b/…"`) give the second, with
-/// its quotes removed.
+/// middle; otherwise at the first ` b/`. Quoted names (`"a/…" "b/…"`, git's C-style quoting)
+/// give the second, unquoted: inside quotes every `"` is escaped, so ` "b/` starts it.
 pub fn diff_header_path(rest: &str) -> Option<String> {
     let rest = rest.trim_end();
     if let Some(body) = rest.strip_prefix("a/") {
@@ -145,17 +146,20 @@ pub fn diff_header_path(rest: &str) -> Option<String> {
         return body.find(" b/").map(|at| body[..at].to_string());
     }
     rest.rsplit_once(" \"b/")
-        .map(|(_, p)| p.trim_end_matches('"').to_string())
+        .and_then(|(_, p)| diff_side_path(&format!("\"b/{p}"), "b/"))
 }
 
 /// The path of a `--- a/<p>` / `+++ b/<p>` line (the text after the marker) without its
-/// `prefix`, quotes removed; `None` for `/dev/null` or another prefix.
+/// `prefix`; a quoted name is unquoted (its bytes, shown lossily where they are not UTF-8), so
+/// `"b/caf\303\251.txt"` is `café.txt`; `None` for `/dev/null` or another prefix.
 pub fn diff_side_path(text: &str, prefix: &str) -> Option<String> {
     let text = text.trim_end();
-    let text = text
-        .strip_prefix('"')
-        .map_or(text, |t| t.trim_end_matches('"'));
-    text.strip_prefix(prefix).map(str::to_string)
+    match path_quote::unquote(text) {
+        Some(bytes) => bytes
+            .strip_prefix(prefix.as_bytes())
+            .map(|name| String::from_utf8_lossy(name).into_owned()),
+        None => text.strip_prefix(prefix).map(str::to_string),
+    }
 }
 
 #[cfg(test)]
@@ -202,7 +206,7 @@ new mode 100755
         assert_eq!(diff_header_path("a/old b/new"), Some("old".to_owned()));
         assert_eq!(
             diff_header_path("\"a/caf\\303\\251\" \"b/caf\\303\\251\""),
-            Some("caf\\303\\251".to_owned())
+            Some("café".to_owned())
         );
         assert_eq!(diff_side_path("/dev/null", "b/"), None);
         assert_eq!(diff_side_path("\"b/q x\"", "b/"), Some("q x".to_owned()));

@@ -4,6 +4,7 @@
 //! under bubblewrap, with the relay user and a store in a temporary directory.
 
 mod applicability;
+mod byte_names;
 mod clarification;
 mod deadline;
 mod end_rules;

@@ -251,3 +251,25 @@ fn commands_share_tmp_until_one_takes_the_sandbox_down() {
     );
     assert_eq!(outputs[3], "exit status 0\n--- stdout ---\nlisted");
 }
+
+#[test]
+fn command_output_cuts_are_stated_once_with_true_counts() {
+    // 65,536 bytes of stdout (4,096 lines of 16 bytes) and a short stderr: one marker with the
+    // true bytes and lines removed, both headings, at most 16 KiB in all.
+    let package = fixture("req-basic");
+    let mut agent = TestAgent::new(vec![one(
+        "run_experiment",
+        json!({"command": "yes 0123456789abcde | head -c 65536; echo warn >&2"}),
+    )]);
+    let r = run(&package, "partial", &mut agent, Options::default());
+    let (_, output, is_error) = &r.results()[0];
+    let line = "0123456789abcde\n";
+    let expected = format!(
+        "exit status 0\n--- stdout ---\n{}[... 49248 bytes (3078 lines) cut ...]\n{}0123456789abcde\n--- stderr ---\nwarn",
+        line.repeat(509),
+        line.repeat(508)
+    );
+    assert_eq!((output.as_str(), *is_error), (expected.as_str(), false));
+    assert_eq!(65536 - 2 * 509 * 16, 49248);
+    assert!(output.len() <= specgap_engine::tools::OUTPUT_CAP, "{}", output.len());
+}

@@ -6,7 +6,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use specgap_sandbox::{
-    BaseCache, EvaluatorRun, MaterializeError, apply_overlay, diff, diff_bytes, freeze, materialize, run_evaluator,
+    BaseCache, EvaluatorRun, MaterializeError, apply_overlay, diff, freeze, materialize, run_evaluator,
 };
 
 use crate::support::{make_executable, sandbox, system_host, write_tree};
@@ -109,7 +109,7 @@ fn clean_materialization_has_one_commit_and_a_clean_status() {
     assert_eq!(git(&ws, &["log", "--format=%H %an %ad %s", "--date=raw"]), format!("{} specgap 946684800 +0000 specgap base\n", base.commit_id()));
     assert_eq!(git(&ws, &["status", "--porcelain"]), "");
     assert_eq!(git(&ws, &["rev-parse", "--abbrev-ref", "HEAD"]), "main\n");
-    assert_eq!(diff(&base, &ws).unwrap(), "");
+    assert_eq!(diff(&base, &ws).unwrap(), b"");
     // A second episode is independent of the first.
     std::fs::write(ws.join("README.md"), "changed\n").unwrap();
     let ws2 = dir.path().join("ws2");
@@ -134,14 +134,14 @@ fn residual_start_shows_inherited_work_and_diff_round_trips() {
     std::fs::write(work.join("new.bin"), [0u8, 255, 1, 2, 3]).unwrap();
     std::fs::set_permissions(work.join("src/main.py"), std::fs::Permissions::from_mode(0o644)).unwrap();
     let patch = dir.path().join("state.patch");
-    std::fs::write(&patch, diff_bytes(&base, &work).unwrap()).unwrap();
+    std::fs::write(&patch, diff(&base, &work).unwrap()).unwrap();
 
     let ws = dir.path().join("ws");
     materialize(&base, &ws, Some(&patch)).unwrap();
     assert_eq!(snapshot(&ws), snapshot(&work));
     assert_eq!(git(&ws, &["status", "--porcelain"]), " M README.md\n D data.bin\n M src/main.py\n?? new.bin\n");
     assert_eq!(git(&ws, &["rev-list", "--count", "HEAD"]), "1\n");
-    assert_eq!(diff_bytes(&base, &ws).unwrap(), std::fs::read(&patch).unwrap());
+    assert_eq!(diff(&base, &ws).unwrap(), std::fs::read(&patch).unwrap());
 }
 
 #[test]
@@ -173,7 +173,7 @@ fn diff_covers_untracked_deleted_binary_links_and_modes_but_not_git() {
     std::fs::create_dir_all(ws.join("nested/.git")).unwrap();
     std::fs::write(ws.join("nested/.git/config"), "x").unwrap();
     std::fs::write(ws.join(".git/extra"), "agent's own git data").unwrap();
-    let d = diff(&base, &ws).unwrap();
+    let d = String::from_utf8(diff(&base, &ws).unwrap()).unwrap();
     let headers: Vec<&str> = d.lines().filter(|l| l.starts_with("diff --git")).collect();
     assert_eq!(
         headers,
@@ -192,7 +192,7 @@ fn diff_covers_untracked_deleted_binary_links_and_modes_but_not_git() {
 
     // Applying the diff to a fresh materialization reproduces the work tree.
     let patch = dir.path().join("p.patch");
-    std::fs::write(&patch, diff_bytes(&base, &ws).unwrap()).unwrap();
+    std::fs::write(&patch, diff(&base, &ws).unwrap()).unwrap();
     let again = dir.path().join("again");
     materialize(&base, &again, Some(&patch)).unwrap();
     let without_nested = |v: Vec<(String, String)>| v.into_iter().filter(|(p, _)| !p.starts_with("nested")).collect::<Vec<_>>();
@@ -300,7 +300,7 @@ fn armed_git_dirs_never_run_anything() {
     // The agent arms its own .git: diffing, freezing and evaluating must not run it.
     arm_git(&ws.join(".git"), &marker);
     std::fs::write(ws.join("a.txt"), "changed\n").unwrap();
-    let d = diff(&base, &ws).unwrap();
+    let d = String::from_utf8(diff(&base, &ws).unwrap()).unwrap();
     assert!(d.contains("+changed"));
     freeze(&ws, &dir.path().join("frozen")).unwrap();
     let evaluator = dir.path().join("evaluator");

@@ -13,16 +13,16 @@ use crate::support::{
 /// Asserts the command failed and its output does not contain the secret.
 fn assert_denied(ws: &std::path::Path, command: &str) {
     let out = sh(ws, command);
-    assert_ne!(out.exit_code, Some(0), "`{command}` succeeded: {}{}", out.stdout, out.stderr);
-    assert!(!out.stdout.contains(SECRET) && !out.stderr.contains(SECRET), "`{command}` leaked the secret");
+    assert_ne!(out.exit_code, Some(0), "`{command}` succeeded: {}{}", out.stdout.text(), out.stderr.text());
+    assert!(!out.stdout.text().contains(SECRET) && !out.stderr.text().contains(SECRET), "`{command}` leaked the secret");
 }
 
 #[test]
 fn runs_as_uid_1000_in_the_workspace_with_a_clean_environment() {
     let pkg = package();
     let out = sh(&pkg.workspace, "id -u; id -g; pwd; cat notes.txt; hostname; env | cut -d= -f1 | sort | tr '\\n' ' '");
-    assert_eq!(out.exit_code, Some(0), "{}", out.stderr);
-    assert_eq!(out.stdout, "1000\n1000\n/workspace\npublic notes\nspecgap\nHOME LANG LOGNAME PATH PWD TERM TMPDIR USER ");
+    assert_eq!(out.exit_code, Some(0), "{}", out.stderr.text());
+    assert_eq!(out.stdout.text(), "1000\n1000\n/workspace\npublic notes\nspecgap\nHOME LANG LOGNAME PATH PWD TERM TMPDIR USER ");
     assert!(out.sandboxed);
 }
 
@@ -33,7 +33,7 @@ fn environment_and_spec_env_are_applied_in_order() {
     let host = HostView::resolve(&env).unwrap();
     let spec = CommandSpec::shell("echo $A $B", &pkg.workspace).env("B", "spec");
     let out = run(&spec, &host, &sandbox()).unwrap();
-    assert_eq!(out.stdout, "task spec\n");
+    assert_eq!(out.stdout.text(), "task spec\n");
 }
 
 #[test]
@@ -53,11 +53,11 @@ fn private_files_next_to_the_workspace_are_unreachable() {
     assert_denied(ws, &format!("ln {root}/requirements.toml hard && cat hard"));
     // Searching the whole file system finds none of the private files.
     let out = sh(ws, "find / \\( -path /proc -o -path /sys -o -path /usr \\) -prune -o -name '*7f3a9d*' -print 2>/dev/null; find / -name requirements.toml 2>/dev/null; echo done");
-    assert_eq!(out.stdout, "done\n");
+    assert_eq!(out.stdout.text(), "done\n");
     // The host's own /etc is not there beyond the loader cache and a few harmless entries
     // (and the session's execute-only shell, which nobody inside can read).
     let out = sh(ws, "ls /etc | tr '\\n' ' '; cat /etc/specgap-server-sh >/dev/null 2>&1 || echo unreadable");
-    assert_eq!(out.stdout, "alternatives group hosts ld.so.cache localtime nsswitch.conf passwd specgap-server-sh unreadable\n");
+    assert_eq!(out.stdout.text(), "alternatives group hosts ld.so.cache localtime nsswitch.conf passwd specgap-server-sh unreadable\n");
 }
 
 #[test]
@@ -72,7 +72,7 @@ fn writes_outside_the_workspace_fail_or_stay_private() {
     // /tmp is private: a file written there is not on the host.
     let name = format!("specgap-private-tmp-{}", std::process::id());
     let out = sh(ws, &format!("echo x > /tmp/{name} && cat /tmp/{name}"));
-    assert_eq!(out.stdout, "x\n");
+    assert_eq!(out.stdout.text(), "x\n");
     assert!(!std::path::Path::new("/tmp").join(&name).exists());
     // The workspace itself is writable.
     let out = sh(ws, "echo made > made.txt");
@@ -100,7 +100,7 @@ r2 = libc.ptrace(16, child, 0, 0); e2 = ctypes.get_errno()\n\
 os.kill(child, 9)\n\
 print(r1, e1, r2, e2)\n";
     let out = sh(ws, &format!("/usr/bin/python3 -c '{probe}'"));
-    assert_eq!(out.stdout, "-1 1 -1 1\n", "{}", out.stderr);
+    assert_eq!(out.stdout.text(), "-1 1 -1 1\n", "{}", out.stderr.text());
 }
 
 #[test]
@@ -108,7 +108,7 @@ fn network_is_unreachable() {
     let (listener, probe) = host_listener_and_probe();
     let pkg = package();
     let out = sh(&pkg.workspace, &format!("{probe}; ip -o link 2>/dev/null | wc -l; ls /sys/class/net 2>/dev/null | tr '\\n' ' '"));
-    assert!(out.stdout.starts_with("ConnectionRefusedError\n"), "{}{}", out.stdout, out.stderr);
+    assert!(out.stdout.text().starts_with("ConnectionRefusedError\n"), "{}{}", out.stdout.text(), out.stderr.text());
     assert_never_connected(&listener);
 }
 
@@ -120,7 +120,7 @@ fn timeout_kills_the_whole_tree() {
     let out = run(&spec, &system_host(), &sandbox()).unwrap();
     assert!(out.timed_out);
     assert_eq!(out.exit_code, None);
-    assert_eq!(out.stdout, "started\n");
+    assert_eq!(out.stdout.text(), "started\n");
     assert_eq!(processes_with("918273"), Vec::<u32>::new());
     // Give a survivor time to write its marker (1 s past its own sleep).
     std::thread::sleep(Duration::from_secs(2));
@@ -143,7 +143,7 @@ fn background_children_end_with_the_command() {
     let pkg = package();
     let out = sh(&pkg.workspace, "sleep 918274 & (sleep 2; echo survived > late2.txt) & echo done");
     assert_eq!(out.exit_code, Some(0));
-    assert_eq!(out.stdout, "done\n");
+    assert_eq!(out.stdout.text(), "done\n");
     assert_eq!(processes_with("918274"), Vec::<u32>::new());
     std::thread::sleep(Duration::from_secs(3));
     assert!(!pkg.workspace.join("late2.txt").exists());
@@ -161,7 +161,7 @@ print(ok)\n";
     spec.limits.max_processes = Some(16);
     let out = run(&spec, &system_host(), &sandbox()).unwrap();
     // pids.max = 16 counts bwrap, its init, the shell and python: 12 forks succeed.
-    assert_eq!(out.stdout, "12\n", "{}", out.stderr);
+    assert_eq!(out.stdout.text(), "12\n", "{}", out.stderr.text());
     assert!(!out.timed_out);
 }
 
@@ -184,7 +184,7 @@ fn memory_limit_kills_the_hog() {
     spec.limits.memory_bytes = Some(128 << 20);
     let out = run(&spec, &system_host(), &sandbox()).unwrap();
     assert_ne!(out.exit_code, Some(0));
-    assert_eq!(out.stdout, "");
+    assert_eq!(out.stdout.text(), "");
     assert!(out.memory_exceeded);
 }
 
@@ -202,13 +202,13 @@ fn stdin_is_fed_and_argv_programs_run() {
     let pkg = package();
     let spec = CommandSpec::argv(vec!["tr".into(), "a-z".into(), "A-Z".into()], &pkg.workspace).stdin(b"hello".to_vec());
     let out = run(&spec, &system_host(), &sandbox()).unwrap();
-    assert_eq!(out.stdout, "HELLO");
+    assert_eq!(out.stdout.text(), "HELLO");
     let out = sh(&pkg.workspace, "exit 7");
     assert_eq!(out.exit_code, Some(7));
     let spec = CommandSpec::argv(vec!["no-such-program-7f3a9d".into()], &pkg.workspace);
     let out = run(&spec, &system_host(), &sandbox()).unwrap();
     assert_eq!(out.exit_code, Some(127));
-    assert_eq!(out.stderr, "bwrap: execvp no-such-program-7f3a9d: No such file or directory\n");
+    assert_eq!(out.stderr.text(), "bwrap: execvp no-such-program-7f3a9d: No such file or directory\n");
     let spec = CommandSpec::argv(vec!["/etc/passwd".into()], &pkg.workspace);
     let out = run(&spec, &system_host(), &sandbox()).unwrap();
     assert_eq!(out.exit_code, Some(126));
@@ -226,7 +226,7 @@ fn environment_commands_resolve_shims_to_the_real_interpreter() {
     let pkg = package();
     let spec = CommandSpec::shell("python3 -c 'import sys; print(sys.executable, sys.version_info[:2])'", &pkg.workspace);
     let out = run(&spec, &host, &sandbox()).unwrap();
-    assert_eq!(out.stdout, expected, "{}", out.stderr);
+    assert_eq!(out.stdout.text(), expected, "{}", out.stderr.text());
     // Only the interpreter's prefix is mounted, never the whole version manager.
     for mount in host.read_only_mounts() {
         assert!(!mount.ends_with(".pyenv"), "{}", mount.display());
@@ -244,7 +244,7 @@ fn binds_are_read_only() {
     let pkg = package();
     let d = data.path().display();
     let out = run(&CommandSpec::shell(format!("cat {d}/table.csv; echo x > {d}/table.csv"), &pkg.workspace), &host, &sandbox()).unwrap();
-    assert_eq!(out.stdout, "a,b\n");
+    assert_eq!(out.stdout.text(), "a,b\n");
     assert_ne!(out.exit_code, Some(0));
     assert_eq!(std::fs::read_to_string(data.path().join("table.csv")).unwrap(), "a,b\n");
     let relative = Environment { binds: vec!["data".into()], ..Default::default() };
@@ -269,7 +269,7 @@ fn disabled_sandbox_runs_on_the_host() {
     let spec = CommandSpec::shell("pwd; cat notes.txt", &pkg.workspace);
     let out = run(&spec, &system_host(), &config).unwrap();
     assert!(!out.sandboxed);
-    assert_eq!(out.stdout, format!("{}\npublic notes\n", pkg.workspace.display()));
+    assert_eq!(out.stdout.text(), format!("{}\npublic notes\n", pkg.workspace.display()));
     let mut spec = CommandSpec::shell("sleep 918275 & sleep 1000", &pkg.workspace);
     spec.limits = Limits { timeout: Duration::from_millis(300), ..Limits::default() };
     let out = run(&spec, &system_host(), &config).unwrap();
@@ -283,10 +283,11 @@ fn nothing_leaks_through_inherited_file_descriptors() {
     let _open = std::fs::File::open(pkg.dir.path().join("requirements.toml")).unwrap();
     let out = sh(&pkg.workspace, "ls /proc/self/fd | tr '\\n' ' '");
     // 0-2, and 3 for the directory ls itself opens.
-    assert_eq!(out.stdout, "0 1 2 3 ");
+    assert_eq!(out.stdout.text(), "0 1 2 3 ");
     // bubblewrap's arguments (host paths) come through a pipe, not its command line.
     let out = sh(&pkg.workspace, "tr '\\0' ' ' < /proc/1/cmdline");
-    let (program, rest) = out.stdout.split_once(' ').unwrap();
+    let stdout = out.stdout.text();
+    let (program, rest) = stdout.split_once(' ').unwrap();
     assert!(program.ends_with("bwrap"), "{program}");
     assert_eq!(rest, "--args 3 -- /bin/sh -c tr '\\0' ' ' < /proc/1/cmdline ");
 }

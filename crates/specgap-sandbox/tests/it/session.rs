@@ -27,13 +27,13 @@ fn commands_share_one_sandbox_and_its_tmp() {
     let mut s = session(&pkg.workspace);
     assert_eq!(s.sandboxes_started(), 0, "the sandbox is built by the first command");
     let first = run(&mut s, "id -u; pwd; echo kept > /tmp/note; env | cut -d= -f1 | sort | tr '\\n' ' '");
-    assert_eq!(first.exit_code, Some(0), "{}", first.stderr);
-    assert_eq!(first.stdout, "1000\n/workspace\nHOME LANG LOGNAME PATH PWD TERM TMPDIR USER ");
+    assert_eq!(first.exit_code, Some(0), "{}", first.stderr.text());
+    assert_eq!(first.stdout.text(), "1000\n/workspace\nHOME LANG LOGNAME PATH PWD TERM TMPDIR USER ");
     assert!(first.sandboxed);
     let second = run(&mut s, "cat /tmp/note; cd /tmp; pwd; exit 3");
-    assert_eq!((second.exit_code, second.stdout.as_str()), (Some(3), "kept\n/tmp\n"));
+    assert_eq!((second.exit_code, second.stdout.text()), (Some(3), "kept\n/tmp\n".to_string()));
     let third = run(&mut s, "pwd; echo to-stderr >&2");
-    assert_eq!((third.stdout.as_str(), third.stderr.as_str()), ("/workspace\n", "to-stderr\n"), "each command starts in the workspace");
+    assert_eq!((third.stdout.text(), third.stderr.text()), ("/workspace\n".to_string(), "to-stderr\n".to_string()), "each command starts in the workspace");
     assert_eq!(s.sandboxes_started(), 1);
 }
 
@@ -43,7 +43,7 @@ fn multi_line_commands_arrive_byte_for_byte() {
     let mut s = session(&pkg.workspace);
     let command = "cat <<'EOF'\n  two leading spaces\ttab\\\n\nback\\slash 'quote' \"dq\" $HOME\nEOF\nprintf '%s|' \"a  b\" ''\n";
     let out = run(&mut s, command);
-    assert_eq!(out.stdout, "  two leading spaces\ttab\\\n\nback\\slash 'quote' \"dq\" $HOME\na  b||");
+    assert_eq!(out.stdout.text(), "  two leading spaces\ttab\\\n\nback\\slash 'quote' \"dq\" $HOME\na  b||");
     assert_eq!(out.exit_code, Some(0));
 }
 
@@ -52,13 +52,13 @@ fn nothing_a_command_starts_outlives_it() {
     let pkg = package();
     let mut s = session(&pkg.workspace);
     let out = run(&mut s, "sleep 918301 & echo $! > bg.pid; setsid sh -c 'sleep 918302' & nohup sleep 918303 >/dev/null 2>&1 & echo started");
-    assert_eq!(out.stdout, "started\n");
+    assert_eq!(out.stdout.text(), "started\n");
     for needle in ["918301", "918302", "918303"] {
         assert_eq!(processes_with(needle), Vec::<u32>::new(), "sleep {needle} survived its command");
     }
     let check = run(&mut s, "[ -d /proc/$(cat bg.pid) ] && echo alive || echo gone; ls /proc | grep -c '^[0-9]'");
     // Left: bubblewrap's init, the command server, this command's shell, ls and grep.
-    assert_eq!(check.stdout, "gone\n5\n");
+    assert_eq!(check.stdout.text(), "gone\n5\n");
     assert_eq!(s.sandboxes_started(), 1);
 }
 
@@ -70,11 +70,11 @@ fn a_timeout_ends_the_sandbox_and_the_next_command_gets_a_fresh_one() {
     let out = s.run_shell("echo started; sleep 918304 & sleep 1000", Duration::from_secs(1), OUTPUT).unwrap();
     assert!(out.timed_out);
     assert_eq!(out.exit_code, None);
-    assert_eq!(out.stdout, "started\n");
+    assert_eq!(out.stdout.text(), "started\n");
     assert_eq!(processes_with("918304"), Vec::<u32>::new());
     assert!(s.sandbox_ended_by_last_command());
     let next = run(&mut s, "ls -A /tmp; echo ok");
-    assert_eq!(next.stdout, "ok\n", "a fresh sandbox has an empty /tmp");
+    assert_eq!(next.stdout.text(), "ok\n", "a fresh sandbox has an empty /tmp");
     assert!(!s.sandbox_ended_by_last_command());
     assert_eq!(s.sandboxes_started(), 2);
 }
@@ -86,9 +86,9 @@ fn a_command_that_kills_the_server_ends_only_itself() {
     let out = run(&mut s, "echo before; kill -9 $PPID; sleep 5; echo after");
     assert_eq!(out.exit_code, None);
     assert!(!out.timed_out);
-    assert_eq!(out.stdout, "before\n");
+    assert_eq!(out.stdout.text(), "before\n");
     let next = run(&mut s, "echo fine");
-    assert_eq!((next.exit_code, next.stdout.as_str()), (Some(0), "fine\n"));
+    assert_eq!((next.exit_code, next.stdout.text()), (Some(0), "fine\n".to_string()));
     assert_eq!(s.sandboxes_started(), 2);
 }
 
@@ -104,15 +104,16 @@ fn the_command_server_is_out_of_reach() {
          { true <\"$f\"; } 2>/dev/null && opened=$((opened+1)); { true >\"$f\"; } 2>/dev/null && opened=$((opened+1)); done; \
          echo \"$opened of $fds\"; for f in mem environ; do cat /proc/$PPID/$f >/dev/null 2>&1 || echo \"$f refused\"; done",
     );
-    let (opened, rest) = out.stdout.split_once(" of ").unwrap();
+    let stdout = out.stdout.text();
+    let (opened, rest) = stdout.split_once(" of ").unwrap();
     let (fds, rest) = rest.split_once('\n').unwrap();
-    assert_eq!(opened, "0", "{}", out.stdout);
-    assert!(fds.parse::<u32>().unwrap() >= 4, "the server holds at least its four pipes: {}", out.stdout);
+    assert_eq!(opened, "0", "{}", out.stdout.text());
+    assert!(fds.parse::<u32>().unwrap() >= 4, "the server holds at least its four pipes: {}", out.stdout.text());
     assert_eq!(rest, "mem refused\nenviron refused\n");
     // A sibling that is not the server (this command's own shell) stays readable, so the
     // refusals above come from non-dumpability, not from /proc being closed altogether.
     let own = run(&mut s, "cat /proc/$$/environ | tr '\\0' '\\n' | grep -c '^PATH='");
-    assert_eq!(own.stdout, "1\n");
+    assert_eq!(own.stdout.text(), "1\n");
     assert_eq!(s.sandboxes_started(), 1);
 }
 
@@ -123,7 +124,7 @@ fn output_keeps_head_and_tail_with_a_stated_cut() {
     let out = s.run_shell("seq 1 20000; seq 1 5 >&2", Duration::from_secs(30), 1001).unwrap();
     assert_cut_seq_output(&out);
     // Nothing of the long output spills into the next command.
-    assert_eq!(run(&mut s, "echo next").stdout, "next\n");
+    assert_eq!(run(&mut s, "echo next").stdout.text(), "next\n");
 }
 
 #[test]
@@ -132,12 +133,12 @@ fn network_and_private_files_stay_unreachable() {
     let pkg = package();
     let mut s = session(&pkg.workspace);
     let out = run(&mut s, &probe);
-    assert_eq!(out.stdout, "ConnectionRefusedError\n", "{}", out.stderr);
+    assert_eq!(out.stdout.text(), "ConnectionRefusedError\n", "{}", out.stderr.text());
     assert_never_connected(&listener);
     let root = pkg.dir.path().display().to_string();
     let out = run(&mut s, &format!("cat ../evaluator/* {root}/evaluator/* {root}/requirements.toml /proc/1/root{root}/requirements.toml"));
     assert_ne!(out.exit_code, Some(0));
-    assert!(!out.stdout.contains(SECRET) && !out.stderr.contains(SECRET));
+    assert!(!out.stdout.text().contains(SECRET) && !out.stderr.text().contains(SECRET));
 }
 
 #[test]
@@ -150,7 +151,7 @@ fn memory_exceeded_is_told_per_command() {
     assert_ne!(hog.exit_code, Some(0));
     assert!(hog.memory_exceeded);
     let next = run(&mut s, "echo small");
-    assert_eq!(next.stdout, "small\n");
+    assert_eq!(next.stdout.text(), "small\n");
     assert!(!next.memory_exceeded);
 }
 
@@ -168,7 +169,7 @@ fn a_disabled_sandbox_runs_each_command_on_the_host() {
     let pkg = package();
     let mut s = Session::new(CommandSpec::shell("", &pkg.workspace), system_host(), SandboxConfig { enabled: false });
     let out = run(&mut s, "pwd");
-    assert_eq!(out.stdout, format!("{}\n", pkg.workspace.display()));
+    assert_eq!(out.stdout.text(), format!("{}\n", pkg.workspace.display()));
     assert!(!out.sandboxed);
     assert_eq!(s.sandboxes_started(), 0);
 }
@@ -188,11 +189,11 @@ fn plain_word_commands_behave_as_under_sh() {
         ("./notes.txt", "./notes.txt; exit $?"),
     ] {
         let (a, b) = (run(&mut s, plain), run(&mut s, shell));
-        assert_eq!((a.exit_code, &a.stdout), (b.exit_code, &b.stdout), "{plain}");
-        assert_eq!(a.stderr.replace("; exit $?", ""), b.stderr, "{plain}");
+        assert_eq!((a.exit_code, &a.stdout.text()), (b.exit_code, &b.stdout.text()), "{plain}");
+        assert_eq!(a.stderr.text().replace("; exit $?", ""), b.stderr.text(), "{plain}");
     }
     let missing = run(&mut s, "nosuchprogram-7f3a9d");
-    assert_eq!((missing.exit_code, missing.stderr.as_str()), (Some(127), "/bin/sh: 1: nosuchprogram-7f3a9d: not found\n"));
+    assert_eq!((missing.exit_code, missing.stderr.text()), (Some(127), "/bin/sh: 1: nosuchprogram-7f3a9d: not found\n".to_string()));
     assert_eq!(s.sandboxes_started(), 1);
 }
 
@@ -215,7 +216,7 @@ port = int(open('port.txt').read())\n\
 for family, address in ((socket.AF_INET, ('127.0.0.1', port)), (socket.AF_UNIX, '\\0specgap-7f3a9d')):\n    s = socket.socket(family)\n    try:\n        s.connect(address); print('connected')\n    except OSError as e:\n        print(type(e).__name__)\n";
     let mut b = session(&pkg.workspace);
     let probe = run(&mut b, &format!("/usr/bin/python3 -c \"{prober}\"; cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '"));
-    assert_eq!(probe.stdout, "ConnectionRefusedError\nConnectionRefusedError\nlo\n", "{}", probe.stderr);
+    assert_eq!(probe.stdout.text(), "ConnectionRefusedError\nConnectionRefusedError\nlo\n", "{}", probe.stderr.text());
     let served = serving.join().unwrap();
-    assert_eq!(served.stdout, "nobody came\n", "{}", served.stderr);
+    assert_eq!(served.stdout.text(), "nobody came\n", "{}", served.stderr.text());
 }

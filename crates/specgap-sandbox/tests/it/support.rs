@@ -98,13 +98,20 @@ pub fn assert_never_connected(listener: &std::net::TcpListener) {
 }
 
 /// The output of `seq 1 20000; seq 1 5 >&2` kept to 1001 bytes: head and tail of stdout with
-/// the stated cut, stderr whole.
+/// the stated cut (the tail starts at its first whole line), stderr whole.
 pub fn assert_cut_seq_output(out: &CommandOutput) {
     let full: String = (1..=20000).map(|i| format!("{i}\n")).collect();
-    let expected = format!("{}{}{}", &full[..500], specgap_sandbox::cut_marker(full.len() as u64 - 1001), &full[full.len() - 501..]);
-    assert_eq!(out.stdout, expected);
-    assert!(out.stdout_cut);
-    assert_eq!(out.stdout_bytes, full.len() as u64);
-    assert_eq!(out.stderr, "1\n2\n3\n4\n5\n");
-    assert!(!out.stderr_cut);
+    // The capture keeps 500 + 501 bytes; the head ends a line (after 152), the tail's first 3
+    // bytes finish a line begun in the cut, so they are cut too.
+    let (head, tail) = (&full[..500], &full[full.len() - 498..]);
+    assert!(head.ends_with("\n152\n") && tail.starts_with("19918\n"));
+    let removed_lines = 20000 - head.matches('\n').count() - tail.matches('\n').count();
+    assert_eq!(removed_lines, 19765);
+    let marker = specgap_sandbox::cut_marker(full.len() as u64 - 998, removed_lines as u64);
+    assert_eq!(marker, "[... 107896 bytes (19765 lines) cut ...]");
+    assert_eq!(out.stdout.text(), format!("{head}{marker}\n{tail}"));
+    assert!(out.stdout.is_cut());
+    assert_eq!((out.stdout.total_bytes(), out.stdout.total_lines()), (full.len() as u64, 20000));
+    assert_eq!(out.stderr.text(), "1\n2\n3\n4\n5\n");
+    assert!(!out.stderr.is_cut());
 }

@@ -28,7 +28,7 @@ fn write_episode(store: &Store, repeat: u32) {
             }),
             failing_requirement: Some("alpha".into()),
             error: None,
-            diff: String::new(),
+            diff: Vec::new(),
         };
         w.write_submission(k, &record).unwrap();
     }

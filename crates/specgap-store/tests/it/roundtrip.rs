@@ -98,7 +98,7 @@ fn write_everything(dir: &std::path::Path) -> (Store, String) {
             scored: None,
             failing_requirement: None,
             error: Some("evaluator exited with status 1".into()),
-            diff: String::new(),
+            diff: Vec::new(),
         },
     )
     .unwrap();
@@ -538,7 +538,7 @@ fn finish_settles_the_scoring_kind_from_the_first_evaluation() {
         scored: Some(Scored { kind: ScoringKind::Reward, score: 1.0, success: true }),
         failing_requirement: None,
         error: None,
-        diff: String::new(),
+        diff: Vec::new(),
     };
     writer.write_submission(1, &record).unwrap();
     let id = writer.id().to_string();
