@@ -309,3 +309,20 @@ fn the_oracle_opening_lists_answers_in_registry_order_or_says_there_are_none() {
     assert_eq!(oracle_opening("oracle:1", 0), both);
     assert_eq!(oracle_opening("oracle:1", 3), both);
 }
+
+#[test]
+fn a_business_days_question_is_answered_with_its_own_target_only() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/tasks/retail-replenishment");
+    let package = specgap_task::load(&root).unwrap();
+    let target = package.clarifications().iter().find(|t| t.id == "supplier-lead-business-days").unwrap();
+    let mut agent = TestAgent::new(vec![
+        ask("Are supplier lead times counted in business days?"),
+        ask_all(&["Do suppliers deliver on weekends?".to_string()]),
+    ]);
+    let r = run(&package, "interact", &mut agent, Options::default());
+    let results = r.results();
+    assert_eq!(results[0].1, target.answer.trim());
+    assert_eq!(results[1].1, format!("- Do suppliers deliver on weekends?\n  {}", target.answer.trim()));
+    let matched: Vec<Vec<String>> = r.store.questions().unwrap().into_iter().map(|q| q.question.matched_targets).collect();
+    assert_eq!(matched, [["supplier-lead-business-days"], ["supplier-lead-business-days"]]);
+}
