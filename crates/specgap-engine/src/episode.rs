@@ -3,8 +3,9 @@
 //! [`run_episode`] is the public entry. It drives one attempt of one episode: it writes
 //! every event to the [`EpisodeWriter`], records submissions, questions and usage, and
 //! returns an [`EpisodeOutcome`] for the runner to `finish` the writer with, or an
-//! [`EpisodeError`] (evaluation or infrastructure) that the runner may retry from a fresh
-//! materialization. Errors are never scored.
+//! [`EpisodeError`]: an infrastructure error the runner may retry from a fresh
+//! materialization, or an evaluation error left after the frozen state was re-evaluated
+//! ([`crate::evaluation`]). Errors are never scored.
 //!
 //! # End rules (DESIGN §3.5), as implemented
 //!
@@ -29,8 +30,9 @@
 //!   `loop_repeated_call`; the 4th consecutive call that is a `run_experiment` / `bash` which
 //!   exits 0 with blank stdout and stderr runs, then ends with `loop_blank_output` (any other
 //!   call in between breaks the run); the 4th consecutive `ask_user` under an owner
-//!   condition is not answered and ends with `loop_ask_user`; under a delivery condition an
-//!   `ask_user` beyond the clarification-round limit ends with `clarification_limit`.
+//!   condition (calls, not questions) is not answered and ends with `loop_ask_user`; under a
+//!   delivery condition a round beyond the clarification-round limit gets [`PROCEED_REPLY`]
+//!   and the episode goes on (a `budget` event `clarification_rounds` marks the first).
 //!   Two consecutive replies without a tool call end with `no_tool_call` (the first gets a
 //!   reminder; under delivery conditions the text channel below comes first); three consecutive refusals end with `refusals`; context overflow ends at
 //!   once. Feedback resets every consecutive counter; an answer resets the identical-call
@@ -47,10 +49,12 @@
 //!   heading (any turn), or the question sentences of a reply without a tool call while no
 //!   file matches `[delivery].artifact`, are answered one by one by the user, recorded like
 //!   `ask_user` questions, and returned as one `answer` message after the turn's tool
-//!   results; each such message is one clarification round, and a round beyond the limit
-//!   ends with `clarification_limit`. An answered exchange resets the no-tool-call counter.
-//!   Under `interact-req`, once a question was answered, a reply without a tool call and
-//!   without a question mark unlocks the work like an `ask_user` statement. Under every
+//!   results; each such message is one clarification round, as one `ask_user` call is (a
+//!   `question` or a `questions` list). Past the limit the round gets [`PROCEED_REPLY`]; in a
+//!   reply without a tool call it counts toward the `no_tool_call` end. An answered exchange
+//!   resets the no-tool-call counter. Under `interact-req+gate=on` (the optional hard gate),
+//!   once a question was answered, a reply without a tool call and without a question mark
+//!   unlocks the work like an `ask_user` statement. Under every
 //!   delivery condition, a reply without a tool call and without a question, while no
 //!   deliverable exists, gets a `continuation` message instead of the reminder, at most
 //!   three times per episode; the no-tool-call rule applies after that.
