@@ -542,6 +542,8 @@ impl<'c, 'a> Episode<'c, 'a> {
             abandoned: None,
         };
         if let Start::Residual(id) = ctx.start {
+            // The harness's own diff of the state, for seed 001's Kept (docs/store-schema.md).
+            episode.writer.write_start_diff(&episode.last_diff)?;
             episode.evaluate_start(id)?;
         }
         episode.agent.start(&opening)?;

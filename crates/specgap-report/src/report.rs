@@ -21,6 +21,9 @@ pub use crate::associations::Association;
 use crate::associations::{Associations, associations};
 use crate::cases::IntervalSettings;
 use crate::clarification::{ClarificationSummary, Registry, clarification_summary, registry};
+use crate::benchmark::{
+    ResidualBenchmark, StatedRequirements, residual_benchmark, stated_requirements,
+};
 use crate::delivery::{
     DeliveryMeasures, OracleLevel, ZeroScores, delivery_measures, oracle_curve, zero_scores,
 };
@@ -28,8 +31,11 @@ use crate::episode::{Dim, Episode, GroupKey, group_by, index_episodes, oracle_ra
 use crate::plan::{PlannedRun, group_planned, planned_delivery_runs};
 use crate::first::MAX_K;
 use crate::judge::OFFLINE_JUDGE;
-use crate::outcome::{CostComparison, Outcomes, Resolution, cost_comparison, outcomes, resolution};
-use crate::residual::{ResidualMeasures, residual_measures};
+use crate::outcome::{
+    CostComparison, Outcomes, PartialShare, PlanVsPartial, Resolution, cost_comparison,
+    family_label, outcomes, partial_share, plan_vs_partial, resolution,
+};
+use crate::residual::{RankingReversal, ResidualMeasures, ranking_reversal, residual_measures};
 use crate::run::RunData;
 
 /// The `schema` field of every JSON report.
@@ -157,6 +163,46 @@ pub struct ResidualRow {
     pub measures: ResidualMeasures,
 }
 
+/// Score@k and Success@k of one family (seed 000 §5.2, App. I per-domain tables).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FamilyRow {
+    /// Key: the grouping dimensions without `family` and `task`.
+    pub key: KeyMap,
+    /// `family`, or `family/subfamily` ([`crate::outcome::family_label`]).
+    pub family: String,
+    /// The outcomes of the family's episodes in the group.
+    pub outcomes: Outcomes,
+}
+
+/// Partial as a share of Full in one family (seed 000 §5.2).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PartialShareRow {
+    /// Key: the grouping dimensions without `condition`, `family` and `task`.
+    pub key: KeyMap,
+    /// `family`, or `family/subfamily`.
+    pub family: String,
+    /// The share.
+    pub share: PartialShare,
+}
+
+/// The plan mode against Partial (seed 000 §5.4, Table 6).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PlanRow {
+    /// Key: the grouping dimensions without `condition`.
+    pub key: KeyMap,
+    /// The paired comparison.
+    pub comparison: PlanVsPartial,
+}
+
+/// Clean against residual rankings of agents (seed 001 §5.2).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RankingRow {
+    /// Key: the grouping dimensions without `start` and `agent`.
+    pub key: KeyMap,
+    /// The rankings.
+    pub ranking: RankingReversal,
+}
+
 /// One oracle-coverage curve (seed 002 App. A.6).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct OracleRow {
@@ -202,6 +248,25 @@ pub struct Report {
     pub outcome_costs: Vec<CostRow>,
     /// Residual starts (seed 001).
     pub residual: Vec<ResidualRow>,
+    /// Clean against residual rankings over agents (seed 001 §5.2), when `agent` is a grouping
+    /// dimension and two or more agents have residual rows.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rankings: Vec<RankingRow>,
+    /// The residual states of the suite (seed 001 Table 2, App. A).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub residual_benchmark: Option<ResidualBenchmark>,
+    /// Requirements stated per requirement-scored task (seed 000 Table 3).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stated_requirements: Option<StatedRequirements>,
+    /// Score@k and Success@k per family (seed 000 App. I).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub families: Vec<FamilyRow>,
+    /// Partial as a share of Full per family (seed 000 §5.2).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub partial_shares: Vec<PartialShareRow>,
+    /// Plan mode against Partial (seed 000 §5.4, Table 6).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub plan_vs_partial: Vec<PlanRow>,
     /// Oracle coverage (seed 002).
     pub oracle: Vec<OracleRow>,
     /// Settings of every case-bootstrap interval (seed 002 App. A.4).
@@ -322,6 +387,7 @@ fn report_with(
     }
     let planned = planned_delivery_runs(runs, episodes);
     let planned_groups = group_planned(&planned, dims);
+    let full_index = FullIndex::new(episodes);
     // Per group, the runs whose scored episodes make its seed replicates.
     let pooled: Vec<BTreeSet<usize>> = grouped
         .values()
@@ -340,6 +406,7 @@ fn report_with(
             planned: planned_groups.get(key).map(Vec::as_slice).unwrap_or_default(),
             runs,
             options,
+            full_index: &full_index,
         };
         groups.push(group_report(dims, key, members, &context)?);
     }
@@ -366,6 +433,30 @@ fn report_with(
         }
     }
 
+    let families = family_rows(episodes, &without_all(dims, &[Dim::Family, Dim::Task]));
+    let partial_shares = partial_share_rows(
+        episodes,
+        &without_all(dims, &[Dim::Condition, Dim::Family, Dim::Task]),
+    );
+    let plan_dims = without(Dim::Condition);
+    let mut plan_rows = Vec::new();
+    for (key, members) in group_by(episodes, &plan_dims, |_| true) {
+        let of = |condition: &str| -> Vec<&Episode> {
+            members
+                .iter()
+                .copied()
+                .filter(|e| e.row.condition == condition)
+                .collect()
+        };
+        if let Some(comparison) = plan_vs_partial(&of("plan"), &of("partial")) {
+            plan_rows.push(PlanRow {
+                key: key_map(&plan_dims, &key),
+                comparison,
+            });
+        }
+    }
+
+
     let clarification_registry = {
         let mut seen: BTreeMap<&str, &crate::context::TaskContext> = BTreeMap::new();
         for e in episodes {
@@ -389,6 +480,13 @@ fn report_with(
             .iter()
             .map(move |w| format!("{}: {w}", r.dir.display()))
     }));
+    let residual = residual();
+    let rankings = ranking_rows(&residual, dims)?;
+    let mut residual_warnings: BTreeSet<&String> = BTreeSet::new();
+    for row in &residual {
+        residual_warnings.extend(&row.measures.acceptance.warnings);
+    }
+    warnings.extend(residual_warnings.into_iter().cloned());
     Ok(Report {
         schema: REPORT_SCHEMA,
         version: REPORT_VERSION,
@@ -407,7 +505,13 @@ fn report_with(
             .collect(),
         groups,
         outcome_costs,
-        residual: residual(),
+        residual,
+        rankings,
+        residual_benchmark: residual_benchmark(runs, episodes),
+        stated_requirements: stated_requirements(runs),
+        families,
+        partial_shares,
+        plan_vs_partial: plan_rows,
         oracle,
         intervals: options.intervals,
         recall_quality,
@@ -427,6 +531,8 @@ struct GroupContext<'c, 'p, 'e, 'a> {
     planned: &'c [&'p PlannedRun<'e, 'a>],
     runs: &'c [RunData],
     options: &'c ReportOptions,
+    /// `full` episodes by (agent, task), for In round's never-fixed share (seed 000 §5.3).
+    full_index: &'c FullIndex<'e, 'a>,
 }
 
 fn group_report(
@@ -462,7 +568,7 @@ fn group_report(
         not_applicable: context.not_applicable,
         end_reasons,
         outcomes: outcomes(members),
-        resolution: resolution(members),
+        resolution: resolution(members, &|e, req| context.full_index.pass_share(e, req)),
         delivery: delivery_measures(context.planned, context.runs, &options.intervals)?,
         clarification: clarification_summary(members, &options.judge, &options.intervals)?,
         zero_scores: zero_scores(members),
@@ -472,6 +578,134 @@ fn group_report(
             None
         },
     })
+}
+
+/// `dims` without any of `drop`.
+fn without_all(dims: &[Dim], drop: &[Dim]) -> Vec<Dim> {
+    dims.iter().copied().filter(|d| !drop.contains(d)).collect()
+}
+
+/// Score@k / Success@k per group of `dims` and family label.
+fn family_rows(episodes: &[Episode<'_>], dims: &[Dim]) -> Vec<FamilyRow> {
+    let mut rows = Vec::new();
+    for (key, members) in group_by(episodes, dims, |_| true) {
+        let mut by_family: BTreeMap<String, Vec<&Episode>> = BTreeMap::new();
+        for e in members {
+            by_family.entry(family_label(e)).or_default().push(e);
+        }
+        for (family, members) in by_family {
+            let outcomes = outcomes(&members);
+            if outcomes.scored > 0 {
+                rows.push(FamilyRow {
+                    key: key_map(dims, &key),
+                    family,
+                    outcomes,
+                });
+            }
+        }
+    }
+    rows
+}
+
+/// Partial as a share of Full per group of `dims` and family label.
+fn partial_share_rows(episodes: &[Episode<'_>], dims: &[Dim]) -> Vec<PartialShareRow> {
+    let mut rows = Vec::new();
+    for (key, members) in group_by(episodes, dims, |_| true) {
+        let mut by_family: BTreeMap<String, Vec<&Episode>> = BTreeMap::new();
+        for e in members {
+            by_family.entry(family_label(e)).or_default().push(e);
+        }
+        for (family, members) in by_family {
+            let of = |condition: &str| -> Vec<&Episode> {
+                members
+                    .iter()
+                    .copied()
+                    .filter(|e| e.row.condition == condition)
+                    .collect()
+            };
+            if let Some(share) = partial_share(&of("full"), &of("partial")) {
+                rows.push(PartialShareRow {
+                    key: key_map(dims, &key),
+                    family,
+                    share,
+                });
+            }
+        }
+    }
+    rows
+}
+
+/// Rankings over agents of the residual rows, per value of the other dimensions; only when
+/// `agent` is a grouping dimension.
+fn ranking_rows(residual: &[ResidualRow], dims: &[Dim]) -> Result<Vec<RankingRow>, ReportError> {
+    if !dims.contains(&Dim::Agent) {
+        return Ok(Vec::new());
+    }
+    let mut by_key: BTreeMap<KeyMap, Vec<(String, f64, f64)>> = BTreeMap::new();
+    for row in residual {
+        let mut key = row.key.clone();
+        let Some(agent) = key.remove(&Dim::Agent) else {
+            continue;
+        };
+        by_key.entry(key).or_default().push((
+            agent,
+            row.measures.rates.clean,
+            row.measures.rates.res,
+        ));
+    }
+    let mut rows = Vec::new();
+    for (key, agents) in by_key {
+        let ranking = ranking_reversal(&agents).map_err(|source| ReportError::Stats {
+            measure: "Spearman rho (Clean, Res)".into(),
+            source,
+        })?;
+        if let Some(ranking) = ranking {
+            rows.push(RankingRow { key, ranking });
+        }
+    }
+    Ok(rows)
+}
+
+/// The scored episodes under condition `full`, by (agent, task, start): the Full reference of
+/// seed 000 §5.3 for requirements that feedback did not get fixed.
+pub struct FullIndex<'e, 'a> {
+    by_key: BTreeMap<(&'a str, &'a str, &'a str), Vec<&'e Episode<'a>>>,
+}
+
+impl<'e, 'a> FullIndex<'e, 'a> {
+    /// Indexes the `full` episodes among `episodes`.
+    pub fn new(episodes: &'e [Episode<'a>]) -> Self {
+        let mut by_key: BTreeMap<(&str, &str, &str), Vec<&Episode>> = BTreeMap::new();
+        for e in episodes
+            .iter()
+            .filter(|e| e.is_scored() && e.row.condition == "full")
+        {
+            by_key
+                .entry((
+                    e.row.agent.as_str(),
+                    e.row.task.as_str(),
+                    e.row.start.as_str(),
+                ))
+                .or_default()
+                .push(e);
+        }
+        FullIndex { by_key }
+    }
+
+    /// Share of the `full` episodes of `episode`'s agent, task and start whose first valid
+    /// submission passes `requirement`; `None` when none has a verdict for it.
+    pub fn pass_share(&self, episode: &Episode<'_>, requirement: &str) -> Option<f64> {
+        let partners = self.by_key.get(&(
+            episode.row.agent.as_str(),
+            episode.row.task.as_str(),
+            episode.row.start.as_str(),
+        ))?;
+        crate::episode::mean(partners.iter().filter_map(|f| {
+            let k = f.scores.first()?.k;
+            f.requirement_passes(k, requirement)
+                .map(crate::episode::indicator)
+        }))
+    }
 }
 
 /// Score@k / Success@k per run, then mean ± sd over runs with scored episodes.

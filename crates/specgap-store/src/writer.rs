@@ -13,6 +13,10 @@ use crate::rows::*;
 use crate::store::Store;
 use crate::trajectory::{FrameWriter, TRAJECTORY_FILE};
 
+/// Name of the starting state's diff inside `DIR/episodes/<id>/start/`
+/// ([`EpisodeWriter::write_start_diff`]).
+pub const START_DIFF_FILE: &str = "workspace.diff";
+
 /// Milliseconds since the Unix epoch (0 if the clock is before 1970).
 pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
@@ -143,6 +147,19 @@ impl EpisodeWriter {
             )
             .at(self.store.db_path())?;
         Ok(())
+    }
+
+    /// Records the harness's own diff of a residual starting state against the clean base
+    /// (the materialized state, as the engine diffs every submission): `start/workspace.diff`.
+    /// Seed 001's Kept takes the predecessor's lines from it, so they do not depend on how the
+    /// package author made `state.patch`.
+    ///
+    /// # Errors
+    /// File errors.
+    pub fn write_start_diff(&mut self, diff: &[u8]) -> Result<(), StoreError> {
+        let dir = self.dir.join("start");
+        fs_err::create_dir_all(&dir)?;
+        files::write_atomic(&dir.join(START_DIFF_FILE), diff)
     }
 
     /// Records submission `k` (1-based): `submissions/<k>/result.json` (when there is a

@@ -79,6 +79,13 @@ fn residual_start_is_evaluated_and_stored() {
     let outcomes = result.requirements.unwrap();
     let passes: Vec<(&str, bool)> = outcomes.iter().map(|(id, o)| (id.as_str(), o.pass)).collect();
     assert_eq!(passes, [("disputed-exempt", true), ("fee-cap", false), ("monthly-rate", true)]);
+    // The harness's own diff of the materialized state is stored beside it (seed 001 Kept):
+    // one file, the one line the state changed, with full blob ids.
+    let diff = fs_err::read_to_string(r.episode_dir().join("start/workspace.diff")).unwrap();
+    assert!(diff.starts_with("diff --git a/billing/fees.py b/billing/fees.py\n"), "{diff}");
+    assert_eq!(diff.matches("diff --git").count(), 1, "{diff}");
+    assert!(diff.contains("\n+    fee = invoice.principal * LATE_FEE_RATE * periods\n"), "{diff}");
+    assert!(diff.lines().any(|l| l.starts_with("index ") && l.len() == "index ".len() + 40 + 2 + 40 + 7), "{diff}");
     // The agent sees the inherited work.
     // The state fails the verifier, as a residual state must: recorded, not flagged.
     let rows = r.store.start_results().unwrap();

@@ -249,6 +249,8 @@ pub struct Ep {
     pub family: Family,
     pub kind: ScoringKind,
     pub start_result: Option<String>,
+    /// `start/workspace.diff`, as the engine writes it since 0.2.0 (`None`: an older store).
+    pub start_diff: Option<String>,
     pub subs: Vec<Sub>,
     /// (agent turn, question text)
     pub questions: Vec<(u32, String)>,
@@ -271,6 +273,7 @@ impl Ep {
             family: Family::Swe,
             kind: ScoringKind::Requirement,
             start_result: None,
+            start_diff: None,
             subs: vec![],
             questions: vec![],
             events: vec![],
@@ -334,6 +337,9 @@ impl Run {
         let mut writer = self.store.begin_episode(&key, &meta).unwrap();
         for event in &ep.events {
             writer.event(event.clone()).unwrap();
+        }
+        if let Some(diff) = &ep.start_diff {
+            writer.write_start_diff(diff.as_bytes()).unwrap();
         }
         if let Some(start) = &ep.start_result {
             writer.write_start_result(&parse(start)).unwrap();

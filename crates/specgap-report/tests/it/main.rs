@@ -6,6 +6,7 @@
 mod associations;
 mod compare;
 mod delivery;
+mod fidelity;
 mod fixture;
 mod html;
 mod inputs;
@@ -14,6 +15,7 @@ mod planned;
 mod residual;
 mod rounds;
 mod stats_reference;
+mod tables;
 
 use specgap_report::{Dim, Report, ReportOptions, RunData, build_report};
 

@@ -55,6 +55,7 @@ fn write_everything(dir: &std::path::Path) -> (Store, String) {
         success: false,
     })
     .unwrap();
+    w.write_start_diff(b"state diff\n").unwrap();
     w.write_submission(
         1,
         &SubmissionRecord {
@@ -415,6 +416,7 @@ fn files_are_written_where_design_section_6_says() {
         crate::files_under(&dir),
         vec![
             "start/result.json",
+            "start/workspace.diff",
             "submissions/1/result.json",
             "submissions/1/workspace.diff",
             "submissions/2/result.json",
@@ -427,6 +429,10 @@ fn files_are_written_where_design_section_6_says() {
         serde_json::from_str(&std::fs::read_to_string(dir.join("start/result.json")).unwrap())
             .unwrap();
     assert_eq!(start, result(START));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("start").join(specgap_store::START_DIFF_FILE)).unwrap(),
+        "state diff\n"
+    );
     assert_eq!(
         std::fs::read_to_string(dir.join("submissions/1/workspace.diff")).unwrap(),
         "first diff\n"
