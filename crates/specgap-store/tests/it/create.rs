@@ -106,7 +106,7 @@ fn open_refuses_a_newer_schema() {
     assert_eq!(
         err.to_string(),
         format!(
-            "{} has schema version 99; this specgap reads versions up to 2",
+            "{} has schema version 99; this specgap reads versions up to 3",
             db.display()
         )
     );
@@ -265,7 +265,7 @@ fn resume_refuses_a_run_of_another_protocol_version() {
     let current = tmp.path().join("current");
     Store::create(&current, &config_of_protocol(specgap_protocol::run::PROTOCOL_VERSION)).unwrap();
     let reopened = Store::open_for_resume(&current).unwrap();
-    assert_eq!(reopened.config().protocol_version, 2);
+    assert_eq!(reopened.config().protocol_version, 3);
     let text = std::fs::read_to_string(current.join("run.toml")).unwrap();
     assert!(text.contains("protocol_version = 3\n"), "{text}");
 }
