@@ -163,6 +163,36 @@ fn one_runner_at_a_time_holds_a_store() {
     let _again = specgap_store::lock_runner(dir).unwrap();
 }
 
+/// A runner that meets a store another runner is making is refused by the lock. (The race this
+/// guards — a runner that looked before locking saw the winner's first files but not yet its
+/// lock, and said "not empty" — needs two processes; `two_runs_racing_…` in the CLI tests runs
+/// them. Since the lock is taken first, what a runner refuses is decided while holding it.)
+#[test]
+fn a_runner_meeting_a_store_being_made_is_refused_by_the_lock() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    // The winner holds the lock and has written a first file of its store.
+    std::fs::create_dir(&dir).unwrap();
+    let winner = specgap_store::lock_runner(&dir).unwrap();
+    std::fs::create_dir(dir.join("episodes")).unwrap();
+    let err = Store::create_for_runner(&dir, &config(7, None)).unwrap_err();
+    assert!(matches!(err, specgap_store::StoreError::RunnerBusy { .. }), "{err}");
+    drop(winner);
+}
+
+#[test]
+fn a_runner_refusing_a_foreign_directory_leaves_no_lock_file_in_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("notes.txt"), "mine").unwrap();
+    let err = Store::create_for_runner(tmp.path(), &config(7, None)).unwrap_err();
+    assert!(matches!(err, specgap_store::StoreError::NonEmptyDir { .. }), "{err}");
+    let names: Vec<String> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["notes.txt"]);
+}
+
 /// The `usage` table of schema version 1, whose role check knew only `agent` and `user`.
 const USAGE_V1: &str = "CREATE TABLE usage_old (
     episode TEXT NOT NULL REFERENCES episodes(id), attempt INTEGER NOT NULL CHECK (attempt >= 1),
