@@ -52,9 +52,9 @@ pub struct Args {
 /// Subcommands of `specgap residualize`.
 #[derive(Debug, clap::Subcommand)]
 pub enum Sub {
-    /// Stage I: run predecessors from the clean state under the generation protocol (request
-    /// only, no questions or feedback, one submission, shell profile, 8-hour budget) into an
-    /// ordinary run store.
+    /// Stage I: run predecessors from the clean state under the generation protocol (`blind`:
+    /// the request under a neutral prompt, no questions or feedback, one submission, shell
+    /// profile; 8-hour budget) into an ordinary run store.
     Generate(GenerateArgs),
 }
 
@@ -164,6 +164,7 @@ fn exec_generate(args: GenerateArgs) -> anyhow::Result<ExitCode> {
         ask: if own_condition { None } else { PROTOCOL.ask.map(on_off) },
         feedback: if own_condition { None } else { PROTOCOL.feedback.map(on_off) },
         profile: if own_condition { None } else { PROTOCOL.profile.map(str::to_string) },
+        clarify_gate: None,
         turns: Some(args.turns.unwrap_or(PROTOCOL.turns)),
         tool_calls: Some(args.tool_calls.unwrap_or(PROTOCOL.tool_calls)),
         wall_sec: Some(args.wall_sec.unwrap_or(PROTOCOL.wall_sec)),

@@ -298,3 +298,51 @@ fn blank(run: &PredecessorRun) -> ScreenedRun {
         screen: Screen::Candidate,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::FinalSubmission;
+
+    fn run(success: Option<bool>, failing: &[&str]) -> PredecessorRun {
+        PredecessorRun {
+            run_dir: "/runs/r".into(),
+            episode: "e1".into(),
+            task: "t".into(),
+            task_hash: "h".into(),
+            task_path: None,
+            agent: "a".into(),
+            condition: "blind".into(),
+            start: "clean".into(),
+            repeat: 0,
+            status: Status::Finished,
+            end_reason: Some("submitted".into()),
+            steps: 1,
+            last: Some(FinalSubmission { k: 1, declared: true, valid: true, success }),
+            failing: failing.iter().map(|s| (*s).to_string()).collect(),
+            error: None,
+            plan_position: (0, 0, "clean".into(), 0),
+        }
+    }
+
+    #[test]
+    fn a_failing_run_that_names_no_failing_test_cannot_become_a_state() {
+        // A reward- or delivery-scored task fails without a failing set; meta.toml needs one.
+        assert_eq!(
+            before_diff(&run(Some(false), &[])),
+            Some(Screen::Excluded { reason: FilterExclusion::NoFailingTests, detail: "the evaluator names no failing test or requirement".into() })
+        );
+        assert_eq!(before_diff(&run(Some(false), &["t1"])), None);
+        assert_eq!(
+            before_diff(&run(Some(true), &[])),
+            Some(Screen::Excluded { reason: FilterExclusion::Passed, detail: "submission 1 passes".into() })
+        );
+    }
+
+    #[test]
+    fn codes_are_the_serialized_names() {
+        for reason in FilterExclusion::ALL {
+            assert_eq!(serde_json::to_value(reason).unwrap(), serde_json::Value::String(reason.code().into()));
+        }
+    }
+}

@@ -217,3 +217,31 @@ impl Funnel {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_exclusion_code_is_its_serialized_name() {
+        for r in ReviewExclusion::ALL {
+            assert_eq!(serde_json::to_value(r).unwrap(), serde_json::Value::String(r.code().into()));
+        }
+        for r in BuildExclusion::ALL {
+            assert_eq!(serde_json::to_value(r).unwrap(), serde_json::Value::String(r.code().into()));
+        }
+    }
+
+    #[test]
+    fn an_empty_funnel_lists_every_criterion_with_zero_and_no_inclusion_yet() {
+        let funnel = Funnel::of(&[], None, None);
+        assert_eq!(funnel.included, None);
+        assert_eq!(funnel.stages.iter().map(|s| s.excluded.len()).collect::<Vec<_>>(), [0, 9, 2, 5]);
+        let markdown = funnel.markdown();
+        assert!(markdown.contains("| I. Generation | Predecessor runs | 0 |\n| II. Automatic filtering | Excluded: Not started from the clean state | 0 |\n"), "{markdown}");
+        assert!(markdown.ends_with("|  | Included as residual states | 0 |\n"), "{markdown}");
+        let json = serde_json::to_value(&funnel).unwrap();
+        assert_eq!(json["schema"], SCHEMA);
+        assert_eq!(json["stages"][1]["in"], 0);
+    }
+}

@@ -4,9 +4,9 @@
 //! paper keeps per predecessor run and any agent, built-in or external, can be a predecessor.
 //!
 //! * **Start**: the clean workspace only.
-//! * **Condition**: the original request alone, nothing to ask, no feedback, one
-//!   submission, the shell profile: the predecessor declares completion by calling `submit`
-//!   once, and Stage II keeps only such runs.
+//! * **Condition**: `blind` — the original request alone under a neutral prompt, nothing to
+//!   ask, no feedback, one submission, the shell profile: the predecessor declares completion
+//!   by calling `submit` once, and Stage II keeps only such runs.
 //! * **Budgets**: generous, so that as many runs as possible reach a submission: the paper's
 //!   eight hours of wall time per run, and turn and tool-call budgets that an eight-hour run
 //!   would not exhaust first.
@@ -32,18 +32,17 @@ pub struct GenerationProtocol {
     pub wall_sec: u64,
 }
 
-/// Seed 001's generation protocol in specgap's terms. The request-only neutral preset of
-/// blind continuation is not in this build yet, so generation uses `partial` with every axis
-/// set to blind continuation's values: no `ask_user`, no feedback, one submission, profile
-/// `shell` (`partial+submissions=1+ask=off+feedback=off+profile=shell`). The opening
-/// instruction is the task's `instruction.md` either way; the system prompt is the evidence
-/// prompt until the neutral preset replaces it.
+/// Seed 001's generation protocol in specgap's terms: the `blind` preset — the task's
+/// `instruction.md` under a neutral software-engineering prompt that says nothing about
+/// missing information or earlier work, no `ask_user`, no feedback, one submission, profile
+/// `shell` — the same setting as the continuations that will start from the states (App. B:
+/// predecessors use the evaluated agents' harness), with the long budgets.
 pub const PROTOCOL: GenerationProtocol = GenerationProtocol {
-    condition: "partial",
-    submissions: Some(1),
-    ask: Some(false),
-    feedback: Some(false),
-    profile: Some("shell"),
+    condition: "blind",
+    submissions: None,
+    ask: None,
+    feedback: None,
+    profile: None,
     turns: 1000,
     tool_calls: 3000,
     wall_sec: 8 * 3600,

@@ -159,8 +159,8 @@ fn residualize_turns_exactly_the_failing_predecessor_state_into_a_residual_state
     let ids: Vec<String> = [&a, &f, &g].iter().map(|agent| episode_of(gen_dir, agent)).collect();
     let (id_a, id_f, id_g) = (&ids[0], &ids[1], &ids[2]);
 
-    // The chat predecessor got the generation protocol (shell tools, nothing to ask) and one
-    // request: --max-retries 0, --retries 0.
+    // The chat predecessor got the generation protocol (`blind`: shell tools, nothing to ask)
+    // and sent one request: --max-retries 0, --retries 0.
     let requests = generated.server.requests();
     assert_eq!(requests.len(), 1);
     let tools: Vec<&str> = requests[0].body["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
@@ -194,6 +194,7 @@ fn residualize_turns_exactly_the_failing_predecessor_state_into_a_residual_state
         let run = candidates.iter().find(|r| r["agent"] == agent).unwrap();
         (run["verdict"].as_str().unwrap().to_string(), run["reason"].as_str().unwrap_or("").to_string())
     };
+    assert!(candidates.iter().all(|r| r["condition"] == "blind" && r["start"] == "clean"), "generation runs blind from the clean state");
     assert_eq!(verdict_of(&a), ("candidate".into(), String::new()));
     assert_eq!(verdict_of(&b), ("excluded".into(), "passed".into()));
     assert_eq!(verdict_of(&c), ("excluded".into(), "unchanged".into()));
@@ -291,4 +292,24 @@ fn residualize_turns_exactly_the_failing_predecessor_state_into_a_residual_state
         .unwrap();
     assert_eq!(refused.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("states were already built from the reviews imported"), "{}", String::from_utf8_lossy(&refused.stderr));
+}
+
+#[test]
+fn residualize_names_what_is_missing_from_its_flags() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cases: [(&[&str], &str); 4] = [
+        (&["residualize"], "error: give the pipeline directory: specgap residualize DIR"),
+        (&["residualize", "DIR", "--review", "alice"], "error: --review takes NAME=SHEET.csv (the reviewer's name and their filled sheet), not `alice`"),
+        (&["residualize", "DIR", "--review", "=a.csv"], "error: --review takes NAME=SHEET.csv with a reviewer name and a file, not `=a.csv`"),
+        (&["residualize", "DIR"], "is not a run directory and no --from RUN was given"),
+    ];
+    for (args, message) in cases {
+        let output = specgap().current_dir(tmp.path()).args(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+    }
+    let both = specgap().current_dir(tmp.path()).args(["residualize", "DIR", "--write-to", "p", "--in-place"]).output().unwrap();
+    assert_eq!(both.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&both.stderr).contains("cannot be used with"), "{}", String::from_utf8_lossy(&both.stderr));
 }
