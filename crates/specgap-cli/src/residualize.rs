@@ -1,7 +1,7 @@
 //! `specgap residualize`: seed 001's Residualization (§3.2, App. B) as one resumable command.
 //!
 //! ```text
-//! specgap residualize generate [SUITE...] --agent A[,B] --out RUN [run flags]   Stage I: an ordinary run store
+//! specgap residualize generate [SUITE...] --agent A[,B] --out RUN [specgap run's flags]   Stage I: an ordinary run store
 //! specgap residualize DIR [--from RUN]... [--ignore GLOB]... [--no-default-ignores]
 //!                         [--review NAME=SHEET.csv --review NAME=SHEET.csv]
 //!                         [--write-to PACKAGES | --in-place] [--json] [--no-sandbox]
@@ -54,7 +54,16 @@ pub struct Args {
 pub enum Sub {
     /// Stage I: run predecessors from the clean state under the generation protocol (`blind`:
     /// the request under a neutral prompt, no questions or feedback, one submission, shell
-    /// profile; 8-hour budget) into an ordinary run store.
+    /// profile; 8-hour budget) into an ordinary run store. Takes `specgap run`'s flags.
+    #[command(
+        mut_arg("agents", |a| a.required_unless_present("resume").help("Predecessor agents, comma-separated (as for specgap run).")),
+        mut_arg("conditions", |a| a.help("Conditions instead of the generation protocol's `blind` (used as given, with any axis flags).")),
+        mut_arg("starts", |a| a.hide(true)),
+        mut_arg("turns", |a| a.help("Turn budget per run. Default: 1000.")),
+        mut_arg("tool_calls", |a| a.help("Tool-call budget per run. Default: 3000.")),
+        mut_arg("wall_sec", |a| a.help("Wall-clock budget per run, in seconds. Default: 28800 (8 hours, seed 001 App. C.1).")),
+        mut_arg("no_report", |a| a.hide(true))
+    )]
     Generate(GenerateArgs),
 }
 
@@ -94,50 +103,13 @@ pub struct PipelineArgs {
     pub no_sandbox: bool,
 }
 
-/// Flags of `specgap residualize generate` (a subset of `specgap run`'s).
+/// Flags of `specgap residualize generate`: those of `specgap run`, with the generation
+/// protocol's defaults.
 #[derive(Debug, clap::Args)]
 pub struct GenerateArgs {
-    /// Suites or packages (default: the bundled example suite).
-    pub suites: Vec<PathBuf>,
-    /// Predecessor agents, comma-separated (as for `specgap run`).
-    #[arg(long = "agent", value_delimiter = ',', required = true)]
-    pub agents: Vec<String>,
-    /// The run directory to create (or continue).
-    #[arg(long)]
-    pub out: PathBuf,
-    /// Conditions instead of the generation protocol's (used as given).
-    #[arg(long = "condition", value_delimiter = ',')]
-    pub conditions: Vec<String>,
-    /// Runs per task and agent. Default: 1.
-    #[arg(long)]
-    pub repeats: Option<u32>,
-    /// Runs at once. Default: the number of CPUs.
-    #[arg(long)]
-    pub jobs: Option<usize>,
-    /// Run seed. Default: 0.
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Turn budget per run. Default: 1000.
-    #[arg(long)]
-    pub turns: Option<u32>,
-    /// Tool-call budget per run. Default: 3000.
-    #[arg(long)]
-    pub tool_calls: Option<u32>,
-    /// Wall-clock budget per run, in seconds. Default: 28800 (8 hours, seed 001 App. C.1).
-    #[arg(long)]
-    pub wall_sec: Option<u64>,
-    /// Retries of a run after an infrastructure or evaluation error. Default: 2.
-    #[arg(long)]
-    pub retries: Option<u32>,
-    /// Run commands without bubblewrap (debugging only).
-    #[arg(long)]
-    pub no_sandbox: bool,
-    /// Where episodes' scratch files go.
-    #[arg(long, value_name = "DIR")]
-    pub work_dir: Option<PathBuf>,
-    /// Flags of `chat:<model>` predecessors.
+    /// `specgap run`'s flags.
     #[command(flatten)]
-    pub chat: run::ChatArgs,
+    pub run: run::Args,
 }
 
 /// Runs `specgap residualize`.
@@ -149,34 +121,30 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn exec_generate(args: GenerateArgs) -> anyhow::Result<ExitCode> {
-    let own_condition = !args.conditions.is_empty();
-    let out = args.out.clone();
-    let run_args = run::Args {
-        suites: args.suites,
-        agents: args.agents,
-        conditions: if own_condition { args.conditions } else { vec![PROTOCOL.condition.to_string()] },
-        starts: vec![START.to_string()],
-        repeats: args.repeats,
-        jobs: args.jobs,
-        seed: args.seed,
-        out: Some(args.out),
-        submissions: if own_condition { None } else { PROTOCOL.submissions },
-        ask: if own_condition { None } else { PROTOCOL.ask.map(on_off) },
-        feedback: if own_condition { None } else { PROTOCOL.feedback.map(on_off) },
-        profile: if own_condition { None } else { PROTOCOL.profile.map(str::to_string) },
-        clarify_gate: None,
-        turns: Some(args.turns.unwrap_or(PROTOCOL.turns)),
-        tool_calls: Some(args.tool_calls.unwrap_or(PROTOCOL.tool_calls)),
-        wall_sec: Some(args.wall_sec.unwrap_or(PROTOCOL.wall_sec)),
-        clarification_rounds: None,
-        user: None,
-        resume: None,
-        shard: None,
-        retries: args.retries,
-        no_sandbox: args.no_sandbox,
-        no_report: true,
-        work_dir: args.work_dir,
-        chat: args.chat,
+    let mut run_args = args.run;
+    run_args.no_report = true;
+    if let Some(dir) = run_args.resume.clone() {
+        // A resumed generation keeps the protocol stored in its run.toml.
+        let code = run::exec(run_args)?;
+        eprintln!("predecessor runs stored in {}; next: specgap residualize {}", dir.display(), dir.display());
+        return Ok(code);
+    }
+    if run_args.starts.iter().any(|s| s != START) {
+        bail!("predecessors start from the clean state; residualize generate takes no --start");
+    }
+    run_args.starts = vec![START.to_string()];
+    if run_args.conditions.is_empty() {
+        run_args.conditions = vec![PROTOCOL.condition.to_string()];
+        run_args.submissions = run_args.submissions.or(PROTOCOL.submissions);
+        run_args.ask = run_args.ask.or(PROTOCOL.ask.map(on_off));
+        run_args.feedback = run_args.feedback.or(PROTOCOL.feedback.map(on_off));
+        run_args.profile = run_args.profile.or(PROTOCOL.profile.map(str::to_string));
+    }
+    run_args.turns = Some(run_args.turns.unwrap_or(PROTOCOL.turns));
+    run_args.tool_calls = Some(run_args.tool_calls.unwrap_or(PROTOCOL.tool_calls));
+    run_args.wall_sec = Some(run_args.wall_sec.unwrap_or(PROTOCOL.wall_sec));
+    let Some(out) = run_args.out.clone() else {
+        bail!("name the run directory of the predecessors: residualize generate ... --out RUN");
     };
     let code = run::exec(run_args)?;
     eprintln!("predecessor runs stored in {}; next: specgap residualize {}", out.display(), out.display());

@@ -173,20 +173,24 @@ pub fn advance(
     let mut reviews: Option<Reviews> = read_json(&paths.reviews())?;
     let previous: Option<Vec<ScreenedRun>> = read_json(&paths.candidates())?;
     let candidates: Vec<&ScreenedRun> = screened.iter().filter(|s| s.is_candidate()).collect();
+    let previous_candidates: Vec<&ScreenedRun> = previous.iter().flatten().filter(|s| s.is_candidate()).collect();
     if previous.as_ref() != Some(&screened) {
         if reviews.is_some() {
             return Err(ResidualizeError::CandidatesChanged { detail: describe_change(previous.as_deref().unwrap_or_default(), &screened) });
         }
         write_json(&paths.candidates(), &screened)?;
-        review::write_bundles(&paths.review(), &candidates, summarizer)?;
+        let kept = review::write_bundles(&paths.review(), &candidates, &previous_candidates, summarizer)?;
         note(&format!(
             "filtered {} predecessor run(s): {} candidate(s); review bundles in {}",
             screened.len(),
             candidates.len(),
             paths.review().display()
         ));
+        if let Some(kept) = kept {
+            note(&format!("the candidates changed: the sheet filled in place was moved to {}; its rows may no longer match", kept.display()));
+        }
     } else if !paths.review().join("index.md").exists() {
-        review::write_bundles(&paths.review(), &candidates, summarizer)?;
+        review::write_bundles(&paths.review(), &candidates, &previous_candidates, summarizer)?;
     }
     let finish = |reached: Reached, reviews: Option<&Reviews>, build: Option<&BuildRecord>| -> Result<Advance, ResidualizeError> {
         let funnel = Funnel::of(&screened, reviews, build);

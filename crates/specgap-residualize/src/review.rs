@@ -9,7 +9,9 @@
 //! the clean state, a summary of the trajectory — plus the failing hidden tests, which the
 //! second criterion needs. Everything the predecessor wrote is escaped: code blocks whose
 //! fence outgrows any backtick run in Markdown, entity-escaped text in HTML pages that load
-//! nothing and run nothing (a `default-src 'none'` content security policy).
+//! nothing and run nothing (a `default-src 'none'` content security policy). The bundles are
+//! rewritten when the candidates change before review; a `sheet.csv` someone filled in place is
+//! moved aside, and other files there are left alone.
 //!
 //! ## Label sheets (the `seed001-review` rubric)
 //! A sheet is CSV (RFC 4180: comma-separated, double quotes around fields holding commas,
@@ -548,20 +550,29 @@ pub(crate) fn page(title: &str, body: &str) -> String {
     )
 }
 
-/// Writes every bundle, the index pages and the blank sheet into `review_dir` (replacing what
-/// was there).
+/// Writes every bundle, the index pages and the blank sheet into `review_dir`, replacing the
+/// bundles and pages written before. Other files there (a reviewer's copy of the sheet) are
+/// left alone, and a `sheet.csv` that differs from the blank sheet of `previous` — someone
+/// filled it in place — is renamed to `sheet.filled-<n>.csv` (the path is returned) rather
+/// than overwritten.
 ///
 /// # Errors
 /// I/O errors.
 pub fn write_bundles(
     review_dir: &Path,
     candidates: &[&ScreenedRun],
+    previous: &[&ScreenedRun],
     summarizer: Option<&dyn TrajectorySummarizer>,
-) -> Result<(), ResidualizeError> {
-    if review_dir.exists() {
-        fs_err::remove_dir_all(review_dir)?;
-    }
+) -> Result<Option<PathBuf>, ResidualizeError> {
     fs_err::create_dir_all(review_dir)?;
+    let kept_sheet = keep_filled_sheet(review_dir, previous)?;
+    for entry in fs_err::read_dir(review_dir)? {
+        let entry = entry?;
+        // Every subdirectory is a bundle this function wrote.
+        if entry.file_type()?.is_dir() {
+            fs_err::remove_dir_all(entry.path())?;
+        }
+    }
     let mut index_md = String::from("# Candidate residual states for review\n\n");
     let _ = writeln!(
         index_md,
@@ -606,5 +617,24 @@ pub fn write_bundles(
     );
     fs_err::write(review_dir.join("index.html"), page("Candidate residual states", &body))?;
     fs_err::write(review_dir.join("sheet.csv"), blank_sheet(candidates)?)?;
-    Ok(())
+    Ok(kept_sheet)
+}
+
+/// Renames `review_dir/sheet.csv` aside when it is not the blank sheet of `previous`.
+fn keep_filled_sheet(review_dir: &Path, previous: &[&ScreenedRun]) -> Result<Option<PathBuf>, ResidualizeError> {
+    let sheet = review_dir.join("sheet.csv");
+    let Ok(current) = std::fs::read(&sheet) else { return Ok(None) };
+    if current == blank_sheet(previous)? {
+        return Ok(None);
+    }
+    let mut n = 1;
+    let aside = loop {
+        let candidate = review_dir.join(format!("sheet.filled-{n}.csv"));
+        if !candidate.exists() {
+            break candidate;
+        }
+        n += 1;
+    };
+    fs_err::rename(&sheet, &aside)?;
+    Ok(Some(aside))
 }

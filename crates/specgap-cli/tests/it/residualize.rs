@@ -161,6 +161,11 @@ fn residualize_turns_exactly_the_failing_predecessor_state_into_a_residual_state
 
     // The chat predecessor got the generation protocol (`blind`: shell tools, nothing to ask)
     // and sent one request: --max-retries 0, --retries 0.
+    let config: toml::Table = toml::from_str(&fs_err::read_to_string(gen_dir.join("run.toml")).unwrap()).unwrap();
+    assert_eq!(config["conditions"], toml::Value::Array(vec!["blind".into()]));
+    assert_eq!(config["starts"], toml::Value::Array(vec!["clean".into()]));
+    let budget = config["budget"].as_table().unwrap();
+    assert_eq!((budget["turns"].as_integer(), budget["tool_calls"].as_integer(), budget["wall_sec"].as_integer()), (Some(1000), Some(3000), Some(28_800)));
     let requests = generated.server.requests();
     assert_eq!(requests.len(), 1);
     let tools: Vec<&str> = requests[0].body["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
@@ -297,7 +302,9 @@ fn residualize_turns_exactly_the_failing_predecessor_state_into_a_residual_state
 #[test]
 fn residualize_names_what_is_missing_from_its_flags() {
     let tmp = tempfile::tempdir().unwrap();
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 6] = [
+        (&["residualize", "generate", "--agent", "scripted:gold", "--start", "residual:all", "--out", "o"], "error: predecessors start from the clean state; residualize generate takes no --start"),
+        (&["residualize", "generate", "--agent", "scripted:gold"], "error: name the run directory of the predecessors: residualize generate ... --out RUN"),
         (&["residualize"], "error: give the pipeline directory: specgap residualize DIR"),
         (&["residualize", "DIR", "--review", "alice"], "error: --review takes NAME=SHEET.csv (the reviewer's name and their filled sheet), not `alice`"),
         (&["residualize", "DIR", "--review", "=a.csv"], "error: --review takes NAME=SHEET.csv with a reviewer name and a file, not `=a.csv`"),

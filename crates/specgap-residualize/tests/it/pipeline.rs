@@ -131,12 +131,21 @@ fn stored_settings_hold_candidates_follow_the_sources_until_reviewed_and_reviews
     assert!(matches!(err, ResidualizeError::ConfigMismatch { what: "the ignore rules", .. }), "{err}");
     assert!(err.to_string().contains("was made with the ignore rules __pycache__/ *.pyc"), "{err}");
 
-    // A generation that goes on before review: the candidates and the sheet follow it.
+    // A generation that goes on before review: the candidates and the sheet follow it; a sheet
+    // someone filled in place is moved aside, not overwritten.
+    let review_dir = gen_dir.join("residualize/review");
+    let filled = format!("candidate,task_directed,consistent\n{},yes,yes\n", first[0]);
+    fs_err::write(review_dir.join("sheet.csv"), &filled).unwrap();
+    fs_err::write(review_dir.join("bob.csv"), "a reviewer's own copy").unwrap();
     let second = append_run(&gen_dir, &package, &Predecessor::submitted(&task, "p:a", 1, Final::failing(&["random_remove_matches_model"], state_diff(&package, "root-refresh"))));
-    let (advanced, _) = run(&request(&gen_dir)).unwrap();
+    let (advanced, notes) = run(&request(&gen_dir)).unwrap();
     assert_eq!(advanced.funnel.stages[1].output, 2);
-    let sheet_text = fs_err::read_to_string(gen_dir.join("residualize/review/sheet.csv")).unwrap();
+    let sheet_text = fs_err::read_to_string(review_dir.join("sheet.csv")).unwrap();
     assert_eq!(sheet_text.lines().count(), 3);
+    assert_eq!(notes.last().unwrap(), &format!("the candidates changed: the sheet filled in place was moved to {}; its rows may no longer match", review_dir.join("sheet.filled-1.csv").display()));
+    assert_eq!(fs_err::read_to_string(review_dir.join("sheet.filled-1.csv")).unwrap(), filled);
+    assert_eq!(fs_err::read_to_string(review_dir.join("bob.csv")).unwrap(), "a reviewer's own copy");
+    assert!(review_dir.join(&second).join("review.md").is_file());
 
     // Reviews without a target: awaiting the target. A second import with other verdicts
     // replaces the first while nothing is built.
