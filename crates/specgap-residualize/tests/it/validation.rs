@@ -114,6 +114,12 @@ fn reconstruction_excludes_each_failed_step_and_installs_only_the_state_that_pas
     assert!(notes.is_empty(), "{notes:?}");
     assert_eq!(again.funnel, advanced.funnel);
     assert_eq!(fs_err::read(gen_dir.join(WORK_DIR).join("build.json")).unwrap(), before);
+    assert_eq!(specgap_residualize::pipeline::funnel(&gen_dir).unwrap(), Some(advanced.funnel.clone()));
+    assert_eq!(specgap_residualize::pipeline::funnel(tmp.path()).unwrap(), None);
+    let stored: specgap_residualize::funnel::Funnel =
+        serde_json::from_slice(&fs_err::read(gen_dir.join(WORK_DIR).join("funnel.json")).unwrap()).unwrap();
+    assert_eq!(stored, advanced.funnel);
+    assert_eq!(fs_err::read_to_string(gen_dir.join(WORK_DIR).join("funnel.md")).unwrap(), advanced.funnel.markdown());
 }
 
 #[test]
