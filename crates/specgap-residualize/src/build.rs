@@ -37,7 +37,6 @@ use specgap_protocol::package::ResidualMeta;
 use specgap_sandbox::{BaseCache, CommandSpec, HostView, MaterializeError, SandboxConfig, Session};
 use specgap_task::{Judge as _, Outcome, ResidualState, SandboxJudge, Submission, TaskPackage};
 
-use crate::diff::sha256_hex;
 use crate::error::ResidualizeError;
 use crate::filter::ScreenedRun;
 use crate::fsio::{copy_package, write_atomic};
@@ -175,6 +174,23 @@ impl BuildRecord {
     }
 }
 
+/// The outcome of steps 2–4 for one state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Validation {
+    /// `None` when the state passed every step; else the step it failed.
+    pub excluded: Option<BuildExclusion>,
+    /// What the failed step saw, or what the evaluator reported.
+    pub detail: String,
+    /// Tests (or requirements) failing on the rebuilt state, when it was evaluated.
+    pub failing_now: Vec<String>,
+}
+
+impl Validation {
+    fn excluded(step: BuildExclusion, detail: impl Into<String>) -> Validation {
+        Validation { excluded: Some(step), detail: detail.into(), failing_now: Vec::new() }
+    }
+}
+
 /// What validation needs for every state: one judge, one base cache, the sandbox setting.
 pub struct Validator {
     judge: SandboxJudge,
@@ -201,20 +217,15 @@ impl Validator {
     ///
     /// # Errors
     /// Harness failures that say nothing about the state (I/O, git missing); a state's own
-    /// failure is a [`ValidatedState`] with `excluded` set.
-    pub fn validate(
-        &self,
-        package: &TaskPackage,
-        state: &ResidualState,
-        recorded_diff: &[u8],
-    ) -> Result<(Option<BuildExclusion>, String, Vec<String>), ResidualizeError> {
+    /// failure is a [`Validation`] with `excluded` set.
+    pub fn validate(&self, package: &TaskPackage, state: &ResidualState, recorded_diff: &[u8]) -> Result<Validation, ResidualizeError> {
         let work = tempfile::Builder::new().prefix("state-").tempdir_in(self.scratch.path())?;
         let ws = work.path().join("workspace");
         let base = self.cache.base(&base_key(package.hash()), &package.workspace_dir()).map_err(materialize_error)?;
         match specgap_sandbox::materialize(&base, &ws, Some(&state.patch)) {
             Ok(()) => {}
             Err(MaterializeError::PatchFailed { stderr, .. }) => {
-                return Ok((Some(BuildExclusion::PatchFailed), format!("state.patch does not apply: {}", stderr.trim()), Vec::new()));
+                return Ok(Validation::excluded(BuildExclusion::PatchFailed, format!("state.patch does not apply: {}", stderr.trim())));
             }
             Err(e) => return Err(materialize_error(e)),
         }
@@ -225,14 +236,14 @@ impl Validator {
                 rebuilt.len(),
                 recorded_diff.len()
             );
-            return Ok((Some(BuildExclusion::PatchFailed), detail, Vec::new()));
+            return Ok(Validation::excluded(BuildExclusion::PatchFailed, detail));
         }
         if let Err(why) = self.usable(package, &ws) {
-            return Ok((Some(BuildExclusion::EnvironmentUnusable), why, Vec::new()));
+            return Ok(Validation::excluded(BuildExclusion::EnvironmentUnusable, why));
         }
         let outcome = match self.evaluate(package, &ws) {
             Ok(outcome) => outcome,
-            Err(why) => return Ok((Some(BuildExclusion::NoValidVerdict), why, Vec::new())),
+            Err(why) => return Ok(Validation::excluded(BuildExclusion::NoValidVerdict, why)),
         };
         let failing_now: Vec<String> = if outcome.result.tests.is_some() {
             outcome.failing_tests().into_iter().map(str::to_string).collect()
@@ -241,7 +252,7 @@ impl Validator {
         };
         let recorded: BTreeSet<&str> = state.meta.failing_tests.iter().map(String::as_str).collect();
         let now: BTreeSet<&str> = failing_now.iter().map(String::as_str).collect();
-        let verdict = if outcome.success() {
+        let (excluded, detail) = if outcome.success() {
             (Some(BuildExclusion::NoLongerFailing), "the evaluator passes the rebuilt state".to_string())
         } else if now != recorded {
             let listed: Vec<&str> = recorded.difference(&now).copied().collect();
@@ -253,7 +264,7 @@ impl Validator {
         } else {
             (None, format!("fails {} as recorded", failing_now.join(", ")))
         };
-        Ok((verdict.0, verdict.1, failing_now))
+        Ok(Validation { excluded, detail, failing_now })
     }
 
     /// Runs a trivial command in the episode sandbox over `ws`; `Err` says why it is unusable.
@@ -484,7 +495,3 @@ fn remove_partials(package: &Path) -> Result<(), ResidualizeError> {
     Ok(())
 }
 
-/// Hex SHA-256 of the staged files, for the record.
-pub(crate) fn file_sha(bytes: &[u8]) -> String {
-    sha256_hex(bytes)
-}

@@ -166,6 +166,29 @@ impl ScreenedRun {
         self.screen == Screen::Candidate
     }
 
+    /// `episodes/<id>/submissions/<k>/workspace.diff` of the final submission in its run.
+    pub fn final_diff_path(&self) -> Option<std::path::PathBuf> {
+        self.final_submission.map(|k| {
+            std::path::Path::new(&self.run)
+                .join(specgap_store::EPISODES_DIR)
+                .join(&self.episode)
+                .join("submissions")
+                .join(k.to_string())
+                .join("workspace.diff")
+        })
+    }
+
+    /// The final diff's bytes (empty without a submission).
+    ///
+    /// # Errors
+    /// I/O errors naming the file.
+    pub fn final_diff(&self) -> Result<Vec<u8>, ResidualizeError> {
+        match self.final_diff_path() {
+            Some(path) => Ok(fs_err::read(path)?),
+            None => Ok(Vec::new()),
+        }
+    }
+
     /// The exclusion, if any.
     pub fn exclusion(&self) -> Option<FilterExclusion> {
         match &self.screen {

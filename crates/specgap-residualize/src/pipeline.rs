@@ -28,6 +28,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::build::{self, BuildRecord, Target, ValidatedState, Validator};
+use crate::diff::sha256_hex;
 use crate::error::ResidualizeError;
 use crate::filter::{ScreenedRun, screen};
 use crate::fsio::{read_json, write_atomic, write_json};
@@ -233,33 +234,29 @@ pub fn advance(
         }
         let package = build::prepare_package(&target, candidate, &mut record.packages)?;
         write_json(&paths.build(), &record)?;
-        let diff = match candidate.final_submission {
-            Some(k) => fs_err::read(
-                Path::new(&candidate.run).join(specgap_store::EPISODES_DIR).join(&candidate.episode).join("submissions").join(k.to_string()).join("workspace.diff"),
-            )?,
-            None => Vec::new(),
-        };
+        let diff = candidate.final_diff()?;
         let meta = build::meta_for(candidate, &reviewers);
         let (state, meta_bytes) = build::stage(&package, &candidate.episode, &paths.states().join(&candidate.episode), &diff, meta)?;
         let validator = match &mut validator {
             Some(v) => v,
             None => validator.insert(Validator::new(request.sandbox)?),
         };
-        let (excluded, detail, failing_now) = validator.validate(&package, &state, &diff)?;
+        let validation = validator.validate(&package, &state, &diff)?;
         note(&format!(
             "state {} of {}: {}{detail}",
             candidate.episode,
             candidate.task,
-            excluded.map_or_else(|| "included; ".to_string(), |e| format!("excluded ({}): ", e.code()))
+            validation.excluded.map_or_else(|| "included; ".to_string(), |e| format!("excluded ({}): ", e.code())),
+            detail = validation.detail
         ));
         record.states.push(ValidatedState {
             id: candidate.episode.clone(),
             task: candidate.task.clone(),
-            excluded,
-            detail,
-            failing_now,
-            patch_sha256: build::file_sha(&diff),
-            meta_sha256: build::file_sha(&meta_bytes),
+            excluded: validation.excluded,
+            detail: validation.detail,
+            failing_now: validation.failing_now,
+            patch_sha256: sha256_hex(&diff),
+            meta_sha256: sha256_hex(&meta_bytes),
         });
         write_json(&paths.build(), &record)?;
     }

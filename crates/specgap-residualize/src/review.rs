@@ -307,12 +307,7 @@ impl<'a> Bundle<'a> {
     /// bundle instead).
     pub fn collect(candidate: &'a ScreenedRun, summarizer: Option<&dyn TrajectorySummarizer>) -> Result<Bundle<'a>, ResidualizeError> {
         let run_dir = Path::new(&candidate.run);
-        let diff = match candidate.final_submission {
-            Some(k) => fs_err::read(
-                run_dir.join(specgap_store::EPISODES_DIR).join(&candidate.episode).join("submissions").join(k.to_string()).join("workspace.diff"),
-            )?,
-            None => Vec::new(),
-        };
+        let diff = candidate.final_diff()?;
         let request = match &candidate.task_path {
             Some(path) => fs_err::read_to_string(Path::new(path).join("instruction.md")).map_err(|e| e.to_string()),
             None => Err("the run does not record where the task package was read from".to_string()),
@@ -345,7 +340,7 @@ impl<'a> Bundle<'a> {
     pub fn markdown(&self) -> String {
         let c = self.candidate;
         let mut out = String::new();
-        let _ = writeln!(out, "# Candidate residual state `{}`\n", md_inline(&c.episode));
+        let _ = writeln!(out, "# Candidate residual state `{}`\n", code_span_text(&c.episode));
         let _ = writeln!(out, "{}\n", md_inline(&header_line(c)));
         out.push_str(INSTRUCTIONS_MD);
         out.push_str("\n## Request (instruction.md)\n\n");
@@ -470,6 +465,12 @@ fn header_line(c: &ScreenedRun) -> String {
     )
 }
 
+/// Text for inside a single-backtick code span: literal there, so only backticks and line
+/// breaks (which would end or break the span) are dropped.
+fn code_span_text(text: &str) -> String {
+    text.chars().filter(|c| !matches!(c, '`' | '\n' | '\r')).collect()
+}
+
 fn list(items: &[String]) -> String {
     if items.is_empty() { "none".to_string() } else { items.join(", ") }
 }
@@ -495,7 +496,7 @@ fn digest_markdown(out: &mut String, d: &TrajectoryDigest) {
     out.push_str("\n### Commands and tool calls\n\n");
     for (i, c) in d.commands.iter().enumerate() {
         let failed = if c.failed { " (tool error)" } else { "" };
-        let _ = writeln!(out, "{}. turn {} `{}`{failed}\n", i + 1, c.turn, md_inline(&c.tool).replace('`', ""));
+        let _ = writeln!(out, "{}. turn {} `{}`{failed}\n", i + 1, c.turn, code_span_text(&c.tool));
         out.push_str(&md_fence("text", &c.text));
         out.push('\n');
     }
@@ -637,4 +638,99 @@ fn keep_filled_sheet(review_dir: &Path, previous: &[&ScreenedRun]) -> Result<Opt
     };
     fs_err::rename(&sheet, &aside)?;
     Ok(Some(aside))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::filter::Screen;
+    use crate::summary::CommandLine;
+
+    fn candidate() -> ScreenedRun {
+        ScreenedRun {
+            run: "/runs/gen".into(),
+            episode: "0123456789abcdef".into(),
+            task: "t|x".into(),
+            task_hash: "h".into(),
+            task_path: None,
+            agent: "chat:<m>".into(),
+            condition: "blind".into(),
+            start: "clean".into(),
+            repeat: 0,
+            status: "finished".into(),
+            end_reason: Some("submitted".into()),
+            steps: 2,
+            final_submission: Some(1),
+            failing_tests: vec!["t_1".into()],
+            changed_files: vec!["a.py".into(), "m.pyc".into()],
+            substantive_files: vec!["a.py".into()],
+            diff_sha256: None,
+            normalized_sha256: None,
+            screen: Screen::Candidate,
+        }
+    }
+
+    /// The lines of a Markdown text outside fenced code blocks.
+    fn outside_fences(markdown: &str) -> String {
+        let mut fence: Option<String> = None;
+        let mut out = String::new();
+        for line in markdown.lines() {
+            let ticks: String = line.chars().take_while(|c| *c == '`').collect();
+            match &fence {
+                Some(open) if line.trim_end() == open => fence = None,
+                Some(_) => {}
+                None if ticks.len() >= 3 => fence = Some(ticks),
+                None => {
+                    out.push_str(line);
+                    out.push('\n');
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn agent_text_stays_inside_code_blocks_and_tool_names_show_as_written() {
+        let c = candidate();
+        let digest = TrajectoryDigest {
+            turns: 2,
+            commands: vec![
+                CommandLine { turn: 1, tool: "run_project".into(), text: "```\n<script>x()</script>\n```".into(), failed: false },
+                CommandLine { turn: 2, tool: "we`ird\ntool".into(), text: "ok".into(), failed: true },
+            ],
+            files_touched: c.changed_files.clone(),
+            submissions: vec![(1, false, Some("<b>done</b>".into()))],
+            final_message: Some("````\n<img src=x onerror=alert(1)>".into()),
+            end_reason: Some("submitted".into()),
+            truncated: false,
+        };
+        let bundle = Bundle {
+            candidate: &c,
+            request: Ok("Do <this>.".into()),
+            diff: b"diff --git a/a.py b/a.py\n+<script>y()</script>\n".to_vec(),
+            digest: Ok(digest),
+            model_summary: None,
+        };
+        let markdown = bundle.markdown();
+        let prose = outside_fences(&markdown);
+        for markup in ["<script", "<img", "<b>", "<this>", "<m>"] {
+            assert!(!prose.contains(markup), "{markup} outside a code block:\n{prose}");
+        }
+        assert!(prose.contains("1. turn 1 `run_project`\n"), "{prose}");
+        assert!(prose.contains("2. turn 2 `weirdtool` (tool error)\n"), "{prose}");
+        assert!(prose.contains("Incidental artifacts (kept in the state, ignored by the filter): m.pyc"), "{prose}");
+        assert!(markdown.contains("`````text\n````\n<img src=x onerror=alert(1)>\n`````\n"), "{markdown}");
+        let html = bundle.html();
+        for markup in ["<script", "<img", "<b>done", "<this>", "<m>"] {
+            assert!(!html.contains(markup), "{markup} in the page");
+        }
+        assert!(html.contains("Content-Security-Policy"));
+    }
+
+    #[test]
+    fn the_blank_sheet_lists_every_candidate_with_empty_labels() {
+        let c = candidate();
+        let sheet = String::from_utf8(blank_sheet(&[&c]).unwrap()).unwrap();
+        assert_eq!(sheet, "candidate,task,predecessor,task_directed,consistent,note\n0123456789abcdef,t|x,chat:<m>,,,\n");
+    }
 }
