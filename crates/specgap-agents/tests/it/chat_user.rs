@@ -31,7 +31,11 @@ fn owner_and_customer_know_what_their_condition_allows() {
     assert!(partial.system_prompt.contains(profile.editable_surface.trim()));
     let full_text = package.instruction_full().unwrap().trim();
     assert!(!partial.system_prompt.contains(full_text));
-    assert!(full.system_prompt.contains(full_text));
+    // Under full the owner's first message is instruction.full.md as the agent received it.
+    assert_eq!(full.first_message, package.instruction_full().unwrap().trim_end());
+    assert_eq!(partial.first_message, package.instruction().trim_end());
+    assert!(full.system_prompt.contains("You also hold the complete specification of the work"));
+    assert!(!partial.system_prompt.contains("complete specification"));
     for id in package.requirement_ids() {
         assert!(!partial.system_prompt.contains(id.as_str()) && !full.system_prompt.contains(id.as_str()));
     }
@@ -39,6 +43,7 @@ fn owner_and_customer_know_what_their_condition_allows() {
     let customer = UserKnowledge::for_episode(&retail, &Condition::parse("interact").unwrap());
     assert_eq!(customer.role, UserRole::Customer);
     assert!(customer.system_prompt.contains(retail.information().unwrap().trim()));
+    assert_eq!(customer.first_message, retail.instruction().trim_end());
     for target in retail.clarifications() {
         assert!(!customer.system_prompt.contains(target.id.as_str()));
     }
@@ -72,7 +77,11 @@ fn feedback_releases_the_detail_only_when_escalated_and_history_is_kept() {
     assert!(last_user(1).contains("the filled detail 42"));
     assert!(last_user(2).contains("Is the log complete?"));
     let roles: Vec<&str> = requests[2].messages().iter().map(|m| m["role"].as_str().unwrap()).collect();
-    assert_eq!(roles, ["system", "user", "assistant", "user", "assistant", "user"]);
+    assert_eq!(roles, ["system", "user", "assistant", "user", "assistant", "user", "assistant", "user"]);
+    // The history starts with the owner's own first message, verbatim.
+    let first = &requests[0].messages()[1..3];
+    assert_eq!(first[0]["content"], "Write the first message you send the engineer, asking for the work.");
+    assert_eq!(first[1]["content"].as_str().unwrap(), package.instruction().trim_end());
     assert!(requests.iter().all(|r| r.body.get("tools").is_none()));
 }
 

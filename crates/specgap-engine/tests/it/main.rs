@@ -4,9 +4,12 @@
 //! under bubblewrap, with the relay user and a store in a temporary directory.
 
 mod applicability;
+mod batched;
 mod byte_names;
 mod deadline;
 mod end_rules;
+mod plan_mode;
+mod relay_owner;
 mod residual;
 mod submissions;
 mod support;

@@ -1,0 +1,1 @@
+//! The relay owner on a bundled package (placeholder).
