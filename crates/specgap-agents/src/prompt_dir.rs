@@ -142,6 +142,14 @@ mod tests {
     }
 
     #[test]
+    fn docs_prompts_md_lists_every_prompt_file() {
+        let doc = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/prompts.md")).unwrap();
+        for name in known() {
+            assert!(doc.contains(&format!("| `{name}` |")), "docs/prompts.md has no row for {name}");
+        }
+    }
+
+    #[test]
     fn a_directory_splits_into_system_and_user_replacements() {
         let dir = tempfile::tempdir().unwrap();
         fs_err::write(dir.path().join("evidence.md"), "Treat the owner's words as evidence.\n").unwrap();
