@@ -57,6 +57,11 @@ pub const SYSTEM_PROMPT_FILES: &[PromptFile] = &[
         purpose: "system prompt of plan's execution phase, after write_plan (seed 000 F.3)",
     },
     PromptFile {
+        name: "neutral.md",
+        builtin: include_str!("prompts/neutral.md"),
+        purpose: "system prompt of blind: neutral, nothing about missing information or earlier work (seed 001 §3.2)",
+    },
+    PromptFile {
         name: "delivery.md",
         builtin: include_str!("prompts/delivery.md"),
         purpose: "system prompt of the delivery conditions, around their condition block (seed 002 A.9.1)",

@@ -1,8 +1,9 @@
 //! System prompts and the opening message (DESIGN §3.3, §4).
 //!
 //! The prompt texts live in `src/prompts/*.md`, written in this project's own words from the
-//! intent of seed 000 Appendix F (evidence, literal, plan then execute) and seed 002 A.9.1
-//! (delivery, with one block per condition). Each is a [`PromptFile`] a run may replace
+//! intent of seed 000 Appendix F (evidence, literal, plan then execute), seed 001 §3.2 (the
+//! neutral prompt of blind continuation) and seed 002 A.9.1 (delivery, with one block per
+//! condition). Each is a [`PromptFile`] a run may replace
 //! ([`crate::prompt_files`], `specgap run --prompts DIR`); built-in or replaced, a text is a
 //! template whose placeholders are filled here with the episode's budget and the rules of its
 //! condition:
@@ -16,6 +17,8 @@
 //! | `{ask_note}` | under owner conditions with `ask_user`: one sentence offering it |
 //! | `{ask_plan_note}`, `{ask_plan_invite}` | plan mode with `ask_user`: it is available, and questions are invited (seed 000 F.3) |
 //! | `{literal_submit_note}` | literal: what a returned delivery means, or that the agent delivers once |
+//! | `{neutral_submit_note}` | blind: what a returned delivery means, or that the first submission ends the work |
+//! | `{gate_note}` | `interact-req+gate=on`: what is withheld until the agent has asked |
 //! | `{condition_note}` | `delivery.md` only: the condition's block (`delivery_*.md`) |
 //!
 //! Any change to a built-in text or to the fill-ins must bump [`PROMPT_VERSION`], which is
@@ -27,10 +30,16 @@ use crate::condition::{Ask, Budgets, Condition, OpeningKind, PromptKind, oracle_
 use crate::prompt_files::{PromptFile, Replacements, SYSTEM_PROMPT_FILES};
 
 /// Version of the prompt texts; bump on any change to `src/prompts/*.md` or to this module's
-/// fill-ins. 4: `full` and `partial` share the evidence prompt byte for byte (the submission
-/// budget moved to `submit`'s description), the plan prompts are whole system prompts of
-/// their phase (the planning one invites questions), batched turns are explained.
-pub const PROMPT_VERSION: &str = "4";
+/// fill-ins. 4: the blind prompt, interact-req as a prompt (issue 11). 5: `full` and `partial`
+/// share the evidence prompt byte for byte (the submission budget moved to `submit`'s
+/// description), the plan prompts are whole system prompts of their phase (the planning one
+/// invites questions), batched turns are explained (issue 13).
+pub const PROMPT_VERSION: &str = "5";
+
+/// The heading of the registered answers in an `oracle:R` opening message.
+pub const SETTLED_POINTS: &str = "Points the client has already settled:";
+/// What an `oracle:0` opening message says in place of the answers.
+pub const NO_SETTLED_POINTS: &str = "Points the client has already settled: none.";
 
 /// The system prompts of one episode.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,6 +65,7 @@ pub fn system_prompts_with(condition: &Condition, budgets: &Budgets, replaced: &
         PromptKind::Evidence => fills.render(text("evidence.md"), Phase::Only),
         PromptKind::Literal => fills.render(text("literal.md"), Phase::Only),
         PromptKind::Plan => fills.render(text("plan.md"), Phase::Planning),
+        PromptKind::Neutral => fills.render(text("neutral.md"), Phase::Only),
         PromptKind::Delivery | PromptKind::DeliveryClarifyFirst => {
             let block = text(delivery_block(condition));
             fills.render(&text("delivery.md").replace("{condition_note}", block.trim_end()), Phase::Only)
@@ -74,9 +84,9 @@ fn delivery_block(condition: &Condition) -> &'static str {
     match (condition.opening(), condition.ask()) {
         (OpeningKind::InstructionAndInformation, _) => "delivery_full_info.md",
         (OpeningKind::InstructionAndAnswers, _) => "delivery_oracle.md",
-        (_, Ask::Required) => "delivery_interact_req.md",
-        (_, Ask::Optional) => "delivery_interact.md",
         (_, Ask::Off) => "delivery_hidden.md",
+        _ if condition.prompt() == PromptKind::DeliveryClarifyFirst => "delivery_interact_req.md",
+        _ => "delivery_interact.md",
     }
 }
 
@@ -109,6 +119,20 @@ impl Fills {
         } else {
             ""
         };
+        // The hard clarify-first gate is an explicit option (`interact-req+gate=on`); without
+        // it nothing is withheld (seed 002 §4.1).
+        let gate_note = if condition.ask() == Ask::Required {
+            " Editing files, running commands and submitting are refused until you have asked at least one question \
+             and then told the client, with an `ask_user` message or a reply that contains no question mark, that \
+             you have what you need."
+        } else {
+            ""
+        };
+        let neutral_submit_note = if condition.feedback() {
+            "A delivery that is returned comes back with a message about what was observed, and it uses up one of your submissions."
+        } else {
+            "Your first submission ends the work."
+        };
         let submissions_word = if budgets.submissions == 1 { "submission" } else { "submissions" };
         // Without feedback the first delivery ends the work, whatever it scores, so the agent
         // must not expect to hear back (seed 000's no-feedback ablation).
@@ -130,6 +154,8 @@ impl Fills {
                 ("{literal_submit_note}", literal_submit_note.to_string()),
                 ("{ask_plan_note}", ask_plan_note.to_string()),
                 ("{ask_plan_invite}", ask_plan_invite.to_string()),
+                ("{gate_note}", gate_note.to_string()),
+                ("{neutral_submit_note}", neutral_submit_note.to_string()),
                 ("{budget_note}", budget_note),
                 ("{turns}", budgets.turns.to_string()),
                 ("{tool_calls}", budgets.tool_calls.to_string()),
@@ -150,10 +176,16 @@ impl Fills {
 /// The end rules and turn rules of a condition, in words (DESIGN §3.5).
 fn rules_note(condition: &Condition, budgets: &Budgets, phase: Phase) -> String {
     let asks = condition.ask() != Ask::Off;
-    let ask_loop = match (asks, condition.is_delivery()) {
-        (false, _) => String::new(),
-        (true, false) => ", on the fourth question to the owner in a row".to_string(),
-        (true, true) => format!(", when you put more than {} rounds of questions to the client", budgets.clarification_rounds),
+    let ask_loop = if asks && !condition.is_delivery() { ", on the fourth question to the owner in a row" } else { "" };
+    // Seed 002 A.9.3: past the round limit the client asks the agent to go on; the work goes on.
+    let rounds_note = if asks && condition.is_delivery() {
+        format!(
+            " The client answers up to {} rounds of questions (one `ask_user` call or one reply with questions is \
+             one round, however many questions it holds); after that they ask you to go on with your best judgement.",
+            budgets.clarification_rounds
+        )
+    } else {
+        String::new()
     };
     let mut enders = Vec::new();
     if phase != Phase::Planning {
@@ -179,13 +211,14 @@ fn rules_note(condition: &Condition, budgets: &Budgets, phase: Phase) -> String 
          context overflows, and after three refusals in a row; the current workspace is then submitted \
          automatically if it changed since your last submission. A reply without any tool call gets one reminder; \
          a second such reply in a row ends the work. Every path is relative to the workspace. Independent tools may \
-         be called together in one turn; {ender_rule}."
+         be called together in one turn; {ender_rule}.{rounds_note}"
     )
 }
 
 /// The opening message of an episode (DESIGN §4 "opening instruction"): instruction.md;
 /// instruction.full.md under `full`; plus information.md under `full-info`; plus the
-/// registered answers of the seeded oracle subset under `oracle:R`. Nothing else of the
+/// registered answers of the seeded oracle subset under `oracle:R`, in registry order, or a
+/// line saying there are none (seed 002 A.9.1 renders "(none)"). Nothing else of the
 /// package is ever quoted. `None` when the package lacks the file the condition needs (see
 /// [`crate::applicability`]).
 pub fn opening_message(package: &TaskPackage, condition: &Condition, run_seed: u64, repeat: u32) -> Option<String> {
@@ -204,10 +237,10 @@ pub fn opening_message(package: &TaskPackage, condition: &Condition, run_seed: u
             };
             let answers = oracle_targets(package.clarifications(), ratio, run_seed, package.name(), repeat);
             if answers.is_empty() {
-                instruction.to_string()
+                format!("{instruction}\n\n---\n\n{NO_SETTLED_POINTS}")
             } else {
                 let list: Vec<String> = answers.iter().map(|t| format!("- {}", t.answer.trim())).collect();
-                format!("{instruction}\n\n---\n\nPoints the client has already settled:\n\n{}", list.join("\n"))
+                format!("{instruction}\n\n---\n\n{SETTLED_POINTS}\n\n{}", list.join("\n"))
             }
         }
     })
@@ -232,9 +265,12 @@ mod tests {
             "full",
             "literal",
             "plan",
+            "blind",
+            "blind+profile=owner",
             "hidden",
             "interact",
             "interact-req",
+            "interact-req+gate=on",
             "full-info",
             "oracle:0.5",
             "partial+ask=off",
@@ -264,7 +300,10 @@ mod tests {
         assert!(l.initial.contains("`submit` ends the turn, so call it alone: calls after it in the same turn are not run."));
         assert!(!l.initial.contains("ask_user"));
         let d = prompts("interact");
-        assert!(d.initial.contains("when you put more than 30 rounds of questions to the client"));
+        assert!(d.initial.contains(
+            "The client answers up to 30 rounds of questions (one `ask_user` call or one reply with questions is one \
+             round, however many questions it holds); after that they ask you to go on with your best judgement."
+        ));
         assert!(d.initial.contains("under a heading `## Questions for the client`"));
         assert!(d.initial.contains("you have 1 submission."));
         let q = prompts("plan");
@@ -327,8 +366,24 @@ mod tests {
     fn delivery_blocks_follow_the_condition() {
         assert!(prompts("hidden").initial.contains("Nobody is available to answer questions."));
         assert!(prompts("interact").initial.contains("expects to be consulted"));
-        assert!(prompts("interact-req").initial.contains("contains no question mark"));
+        let req = prompts("interact-req").initial;
+        assert!(req.contains("Before you build anything, ask the client"));
+        assert!(!req.contains("refused"), "{req}");
+        let gated = prompts("interact-req+gate=on").initial;
+        assert!(gated.contains("are refused until you have asked at least one question"));
+        assert!(gated.contains("contains no question mark"));
         assert!(prompts("full-info").initial.contains("business information"));
-        assert!(prompts("oracle:1").initial.contains("already settled some points"));
+        assert!(prompts("oracle:1").initial.contains("or says that there are none"));
+    }
+
+    #[test]
+    fn the_blind_prompt_is_neutral() {
+        let p = prompts("blind").initial;
+        for word in ["ask_user", "question", "missing", "earlier", "previous", "predecessor", "clarif", "incomplete"] {
+            assert!(!p.to_lowercase().contains(word), "`{word}` in {p}");
+        }
+        // The submission budget is in `submit`'s description (issue 13), the rest here.
+        assert!(p.contains("Budget: 120 turns, 360 tool calls and 60 minutes of wall-clock time."), "{p}");
+        assert!(p.contains("Your first submission ends the work."), "{p}");
     }
 }

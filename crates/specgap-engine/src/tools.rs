@@ -175,10 +175,22 @@ fn toolset(condition: &Condition, budgets: &Budgets, has_project: bool, planning
         let who = if condition.is_delivery() { "client" } else { "owner" };
         tools.push(spec(
             names::ASK_USER,
-            &format!("Send a message to the {who}; their reply is the result. Must be the only call in its turn."),
+            &format!(
+                "Send the {who} one message or question (`question`), or several questions at once (`questions`); \
+                 give exactly one of the two. Each question is answered on its own and the replies are the result; \
+                 one call is one round of questions. Must be the only call in its turn."
+            ),
             object(
-                json!({ "question": { "type": "string", "description": "Your message or question." } }),
-                &["question"],
+                json!({
+                    "question": { "type": "string", "description": "One message or question." },
+                    "questions": {
+                        "type": "array",
+                        "items": { "type": "string" },
+                        "minItems": 1,
+                        "description": "Several questions, each answered separately."
+                    }
+                }),
+                &[],
             ),
         ));
     }
@@ -282,12 +294,50 @@ pub struct CommandArgs {
     pub timeout_sec: Option<u64>,
 }
 
-/// Arguments of `ask_user`.
+/// Arguments of `ask_user` (DESIGN §3 tool table): exactly one of `question` (one message)
+/// and `questions` (a list, seed 002 A.9.3's `questions` array); see [`AskUserArgs::asked`].
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AskUserArgs {
-    /// The message.
-    pub question: String,
+    /// One message or question.
+    #[serde(default)]
+    pub question: Option<String>,
+    /// Several questions, each answered separately.
+    #[serde(default)]
+    pub questions: Option<Vec<String>>,
+}
+
+/// The questions of one `ask_user` call: one clarification round however many it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Asked {
+    /// The questions, in order, as written (never empty, none blank).
+    pub questions: Vec<String>,
+    /// Whether they came as a `questions` list, whose result shows each question with its
+    /// answer; a single `question` gets the answer alone.
+    pub listed: bool,
+}
+
+impl AskUserArgs {
+    /// Validates the arguments into the questions asked.
+    ///
+    /// # Errors
+    /// A tool error text when both or neither argument is given, the list is empty, or a
+    /// question is blank.
+    pub fn asked(self) -> Result<Asked, String> {
+        match (self.question, self.questions) {
+            (Some(_), Some(_)) => Err("give either `question` (one question) or `questions` (a list), not both".into()),
+            (None, None) => Err("ask_user needs `question` (one question) or `questions` (a list of questions)".into()),
+            (Some(question), None) if question.trim().is_empty() => Err("`question` is empty".into()),
+            (Some(question), None) => Ok(Asked { questions: vec![question], listed: false }),
+            (None, Some(questions)) if questions.is_empty() => {
+                Err("`questions` is empty; give at least one question".into())
+            }
+            (None, Some(questions)) => match questions.iter().position(|q| q.trim().is_empty()) {
+                Some(i) => Err(format!("`questions` item {} is empty", i + 1)),
+                None => Ok(Asked { questions, listed: true }),
+            },
+        }
+    }
 }
 
 /// Arguments of `submit`.
@@ -550,6 +600,45 @@ pub fn shell_quote(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn submit_of(condition: &str) -> String {
+        let c = Condition::parse(condition).unwrap();
+        let b = Budgets::resolve(&c, &specgap_protocol::package::Budget::default(), &crate::condition::BudgetFlags::default());
+        tool_specs(&c, &b, true).into_iter().find(|t| t.name == names::SUBMIT).unwrap().description
+    }
+
+    #[test]
+    fn submit_states_the_submission_budget() {
+        assert_eq!(
+            submit_of("partial"),
+            "Deliver the current workspace to the owner for review. You have 4 submissions in all; each delivery that \
+             is returned uses one up. Must be the only call in its turn."
+        );
+        assert_eq!(
+            submit_of("full"),
+            "Deliver the current workspace to the owner for review. You deliver once: your first submission ends the \
+             work. Must be the only call in its turn."
+        );
+        assert_eq!(
+            submit_of("partial+submissions=1"),
+            "Deliver the current workspace to the owner for review. You have 1 submission. Must be the only call in its turn."
+        );
+        assert!(submit_of("hidden").starts_with("Deliver the current workspace to the client for review. You deliver once"));
+    }
+
+    #[test]
+    fn plan_mode_withholds_editing_and_submit_until_the_execution_phase() {
+        let c = Condition::parse("plan").unwrap();
+        let b = Budgets::resolve(&c, &specgap_protocol::package::Budget::default(), &crate::condition::BudgetFlags::default());
+        let names = |tools: Vec<ToolSpec>| tools.into_iter().map(|t| t.name).collect::<Vec<_>>();
+        assert_eq!(names(tool_specs(&c, &b, false)), ["list_files", "read_text", "run_experiment", "ask_user", "write_plan"]);
+        assert_eq!(
+            names(execution_tool_specs(&c, &b, false)),
+            ["list_files", "read_text", "write_text", "replace_text", "run_experiment", "ask_user", "submit"]
+        );
+        let shell = Condition::parse("plan+profile=shell").unwrap();
+        assert_eq!(names(tool_specs(&shell, &b, false)), ["bash", "ask_user", "write_plan"]);
+    }
 
     #[test]
     fn cap_keeps_head_and_tail() {

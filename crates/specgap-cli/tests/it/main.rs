@@ -10,5 +10,6 @@ mod report_inputs;
 mod resume;
 mod retries;
 mod run_basic;
+mod seed_measures;
 mod show_report;
 mod support;

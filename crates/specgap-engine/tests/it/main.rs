@@ -6,8 +6,10 @@
 mod applicability;
 mod batched;
 mod byte_names;
+mod clarification;
 mod deadline;
 mod end_rules;
+mod evaluation;
 mod plan_mode;
 mod relay_owner;
 mod residual;
