@@ -105,3 +105,37 @@ fn an_empty_reply_is_asked_again_then_fails() {
     assert!(!error.deterministic);
     assert_eq!(silent.requests().len(), 3);
 }
+
+#[test]
+fn the_owner_prompt_states_every_rule_of_seed_000_f4() {
+    let package = example("payment-retry");
+    let owner = UserKnowledge::for_episode(&package, &Condition::parse("partial").unwrap());
+    let prompt = &owner.system_prompt;
+    // One sentence per rule of App. F.4, in our words.
+    for rule in [
+        // The three things the owner knows.
+        "your own picture of the project (what you want out of it, who it affects and what finished would look like",
+        "the messages you have already sent the engineer, from the very first one on",
+        "either something you have just seen while using the project or a message the engineer has just sent you",
+        // Voice and length.
+        "first person, plain words, no more than about 150 words",
+        // An observation: what happened, its cost, then what must be different; no list.
+        "tell the engineer what happened and what it is costing the project, and then, in one or two sentences, what you need to see differently the next time you look",
+        "do not turn it into a list of conditions or requirements",
+        // An engineer's message is a claim.
+        "treat what it says as their claim, not as something you have seen for yourself",
+        "say that you do not know and ask them to find it out from the project itself",
+        "Bring up only problems you have seen yourself. Never list requirements or conditions you have not observed.",
+        "Do not explain why something happened or suggest how to fix it, unless your own picture of the project already says so.",
+        "Do not invent facts, numbers, names or preferences.",
+        "Never ask the engineer to add tests, checks or recorded material.",
+        "Never mention benchmarks, rubrics, scores, hidden tests, evaluators, or that any of this is a simulation.",
+        "Answer with the message alone: no label, heading, quotation marks or commentary around it.",
+    ] {
+        assert!(prompt.contains(rule), "the owner prompt lacks: {rule}\n{prompt}");
+    }
+    // The persona, the understanding and the editable surface are filled in; no placeholder is left.
+    let profile = package.user().unwrap();
+    assert!(prompt.contains(&format!("What the engineer is allowed to change: {}", profile.editable_surface.trim())));
+    assert!(!prompt.contains('{') && !prompt.contains('}'), "{prompt}");
+}

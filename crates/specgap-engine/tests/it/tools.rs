@@ -125,6 +125,12 @@ fn openings_follow_the_condition() {
     );
     let full = opening("full");
     assert_eq!(full.message, package.instruction_full().unwrap().trim_end());
+    // Seed 000 §5.1: Full shares Partial's system prompt byte for byte on the same task; only
+    // the opening and the submission budget (in `submit`'s description) differ.
+    assert_eq!(full.system_prompt, partial.system_prompt);
+    let submit = |o: &specgap_engine::Opening| o.tools.iter().find(|t| t.name == "submit").unwrap().description.clone();
+    assert_ne!(submit(&full), submit(&partial));
+    assert!(submit(&full).contains("You deliver once: your first submission ends the work."));
     let shell = opening("partial+profile=shell");
     let names: Vec<_> = shell.tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["bash", "ask_user", "submit"]);
