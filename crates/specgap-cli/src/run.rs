@@ -3,7 +3,7 @@
 //! ```text
 //! specgap run [SUITE...] --agent A[,B] --condition C[,D] --start clean|residual:<id>|residual:all
 //!             --repeats N --jobs J --seed S --out DIR [axis overrides] [budgets]
-//!             [--user relay] [--shard i/n] [--retries N] [--no-sandbox]
+//!             [--user relay] [--shard i/n|auto [--shards N]] [--publish DIR] [--retries N] [--no-sandbox]
 //! specgap run --resume DIR [--jobs J]
 //! ```
 //!
@@ -30,6 +30,7 @@ use specgap_store::{Status, Store};
 use specgap_task::TaskPackage;
 
 mod agents;
+mod scale_out;
 
 /// Exit code after Ctrl-C (128 + SIGINT), as shells report it.
 pub const EXIT_INTERRUPTED: u8 = 130;
@@ -44,6 +45,8 @@ Examples:
   specgap run examples/tasks/payment-retry --agent scripted:gold --condition partial,full
   specgap run my-suite --agent chat:qwen2.5-coder --base-url http://localhost:8000/v1
   specgap run my-suite --shard 1/4 --out runs/s1   (then: specgap merge runs/s* --out runs/all)
+  specgap run my-suite --shard auto --out /tmp/shard --publish /shared/study/shards
+                                       in a Slurm array or Kubernetes Indexed Job (docs/scale-out.md)
   specgap run --resume runs/latest     continue an interrupted or failed run
 
 Exit status: 0 when the run completed (episodes that ended in errors are reported apart); 3 when
@@ -140,9 +143,22 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     pub resume: Option<PathBuf>,
     /// Run only shard i of n (1-based): the episodes whose position in the run's plan is
-    /// i−1 modulo n. Merge the shards with `specgap merge`.
-    #[arg(long, value_name = "i/n")]
+    /// i−1 modulo n. `auto` reads the shard from a Kubernetes Indexed Job
+    /// (JOB_COMPLETION_INDEX, 0-based, with --shards N or SPECGAP_SHARDS) or a Slurm array
+    /// (SLURM_ARRAY_TASK_ID, _MIN, _STEP, _COUNT). Merge the shards with `specgap merge`.
+    #[arg(long, value_name = "i/n|auto")]
     pub shard: Option<String>,
+    /// With --shard auto: the number of shards (a Kubernetes Indexed Job's completions; for
+    /// a Slurm array, a check of SLURM_ARRAY_TASK_COUNT).
+    #[arg(long, value_name = "N")]
+    pub shards: Option<u32>,
+    /// When the run has ended, copy it to DIR/shard-<i>-of-<n> (a shard) or DIR/<name of
+    /// --out>: the SQLite WAL checkpointed, copied under a temporary name in DIR, fsynced and
+    /// renamed, so DIR (shared storage) never holds half a run; an existing copy is never
+    /// replaced (the next is DIR/<name>.2). Keep --out on local disk (SQLite over NFS is
+    /// unsafe).
+    #[arg(long, value_name = "DIR")]
+    pub publish: Option<PathBuf>,
     /// Retries of an episode after an infrastructure or evaluation error. Default: 2.
     #[arg(long)]
     pub retries: Option<u32>,
@@ -237,6 +253,7 @@ impl Args {
             ("--user", self.user.is_some()),
             ("--prompts", self.prompts.is_some()),
             ("--shard", self.shard.is_some()),
+            ("--shards", self.shards.is_some()),
             ("--retries", self.retries.is_some()),
             ("--no-sandbox", self.no_sandbox),
         ];
@@ -271,16 +288,19 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
             let lock = specgap_store::lock_runner(dir)?;
             let resolved = resolve_stored(store.config())?;
             let plan = plan(&resolved)?;
+            scale_out::check_resumed_plan(store.config(), &plan)?;
             (dir.clone(), store, resolved, plan, true, lock)
         }
         None => {
-            let resolved = resolve_flags(&args)?;
+            let mut resolved = resolve_flags(&args)?;
             // Plan before creating the store: a run where nothing applies leaves nothing behind.
             let plan = plan(&resolved)?;
+            scale_out::record_plan(&mut resolved.config, &plan);
             let (out, link_latest) = match &args.out {
                 Some(out) => (out.clone(), false),
                 None => (default_out_dir()?, true),
             };
+            scale_out::warn_if_network_store(&out);
             let (store, lock) =
                 Store::create_for_runner(&out, &resolved.config).with_context(|| format!("cannot create run {}", out.display()))?;
             if link_latest {
@@ -295,11 +315,18 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
     let outcome = run_plan(&store, &resolved, &plan, &how)?;
     if outcome.interrupted {
         eprintln!(
-            "interrupted: finished episodes are kept in {}. Continue with:\n  specgap run --resume {}",
+            "interrupted: finished episodes are kept in {}. Continue with:\n  specgap run --resume {}{}",
             out.display(),
-            shell_word(&out.display().to_string())
+            shell_word(&out.display().to_string()),
+            args.publish.as_ref().map_or(String::new(), |dir| format!(" --publish {}", shell_word(&dir.display().to_string())))
         );
+        if args.publish.is_some() {
+            eprintln!("not published: only a run that has ended is copied to --publish");
+        }
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
+    }
+    if let Some(dir) = &args.publish {
+        scale_out::publish(&store, dir)?;
     }
     eprintln!("{}", outcome.summary_line);
     if !args.no_report {
@@ -340,7 +367,7 @@ fn resolve_flags(args: &Args) -> anyhow::Result<Resolved> {
             Start::parse(start)?;
         }
     }
-    let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
+    let shard = scale_out::shard_flag(args.shard.as_deref(), args.shards)?;
     let repeats = args.repeats.unwrap_or(1);
     if repeats == 0 {
         bail!("--repeats must be at least 1");
@@ -357,6 +384,9 @@ fn resolve_flags(args: &Args) -> anyhow::Result<Resolved> {
         retries: args.retries.unwrap_or(2),
         sandbox: !args.no_sandbox,
         shard: shard.map(|s| s.as_pair()),
+        // Set once the plan is made (scale_out::record_plan).
+        plan_hash: None,
+        merge: None,
         tasks: tasks.iter().map(task_ref).collect::<anyhow::Result<Vec<_>>>()?,
         agents,
         users: vec![user],

@@ -28,8 +28,12 @@
 //! Reading (reports, `show`): [`Store::rows`], the per-table readers, [`Store::episode_detail`]
 //! and [`read_trajectory`], which tolerates (and reports) a cut last frame left by a crash.
 //!
-//! Sharding: [`merge`] joins shards of one run into one store. [`Store::dump_tables`] renders
-//! every table as sorted text for determinism checks.
+//! Sharding: [`merge`] / [`merge_with`] join shards of one run into one store, refusing a set
+//! with a missing shard (unless partial merges are allowed), a shard twice in copies that
+//! differ, or shards of different plans; [`run_dirs`] expands a directory of published shards.
+//! [`publish`] copies a finished run from local disk to shared storage atomically (WAL
+//! checkpointed first); [`network_filesystem`] tells when a store would sit on NFS or the
+//! like. [`Store::dump_tables`] renders every table as sorted text for determinism checks.
 //!
 //! Every column is documented, with units, in `docs/store-schema.md`; the schema version is
 //! [`SCHEMA_VERSION`] (`PRAGMA user_version`), with the migration rule in [`schema`].
@@ -39,6 +43,7 @@ mod config;
 mod error;
 mod files;
 mod merge;
+mod publish;
 mod read;
 mod rows;
 mod runner_lock;
@@ -49,7 +54,8 @@ mod writer;
 
 pub use config::RUN_TOML;
 pub use error::StoreError;
-pub use merge::{MergeSummary, merge};
+pub use merge::{MergeOptions, MergeSummary, merge, merge_with, run_dirs};
+pub use publish::{network_filesystem, publish};
 pub use rows::{
     DeliveryRow, EpisodeDetail, EpisodeMeta, EpisodeRow, EpisodeSummary, ErrorClass, ErrorRecord,
     ErrorRow, Judgement, JudgementRow, NotApplicableRow, Question, QuestionRow,
