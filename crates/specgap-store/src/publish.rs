@@ -134,7 +134,10 @@ pub fn network_filesystem(path: &Path) -> Option<&'static str> {
     if rc != 0 {
         return None;
     }
-    network_kind(i64::from(stat.f_type))
+    // `f_type`'s integer type differs between architectures (i64 here, u32 or i32 elsewhere).
+    #[allow(clippy::useless_conversion)]
+    let magic = i64::from(stat.f_type);
+    network_kind(magic)
 }
 
 fn zeroed_statfs() -> libc::statfs {
