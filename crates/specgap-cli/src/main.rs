@@ -1,6 +1,6 @@
 //! The `specgap` binary: parses arguments and hands each verb to its module.
 //!
-//! Each verb lives in its own module (`check`, `eval`, `run`, `show`, `merge`, `report`,
+//! Each verb lives in its own module (`check`, `eval`, `run`, `show`, `merge`, `report`, `agents`,
 //! `compare`) with an `Args` struct (clap) and an `exec` function. The modules stay thin: the
 //! work happens in the library crates, which return typed errors; only this binary uses anyhow.
 
@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod agents;
 mod check;
 mod compare;
 mod eval;
@@ -53,6 +54,8 @@ enum Command {
     Report(report::Args),
     /// Compare two runs task by task, with paired statistics.
     Compare(compare::Args),
+    /// Install and list external agent CLIs (`cli:<adapter>` agents).
+    Agents(agents::Args),
 }
 
 fn main() -> ExitCode {
@@ -67,6 +70,7 @@ fn main() -> ExitCode {
         Command::Merge(args) => merge::exec(args),
         Command::Report(args) => report::exec(args),
         Command::Compare(args) => compare::exec(args),
+        Command::Agents(args) => agents::exec(args),
     };
     match outcome {
         Ok(code) => code,
