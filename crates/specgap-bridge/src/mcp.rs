@@ -100,7 +100,7 @@ pub enum McpServeError {
 /// # Errors
 /// [`McpServeError`].
 pub fn serve_stdio(client: BridgeClient) -> Result<(), McpServeError> {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_io().build().map_err(McpServeError::Runtime)?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_io().enable_time().build().map_err(McpServeError::Runtime)?;
     runtime.block_on(serve(McpBridge::new(client), rmcp::transport::stdio()))
 }
 

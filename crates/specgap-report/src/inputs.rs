@@ -77,7 +77,7 @@ pub fn planned_episode_ids(run: &RunData) -> Result<BTreeSet<String>, String> {
                 for start in &starts {
                     let combination = (
                         task.name.as_str(),
-                        agent.spec.as_str(),
+                        agent.label(),
                         condition.as_str(),
                         start.as_str(),
                     );
@@ -89,7 +89,7 @@ pub fn planned_episode_ids(run: &RunData) -> Result<BTreeSet<String>, String> {
                             let key = EpisodeKey {
                                 task: task.name.clone(),
                                 task_hash: task.hash.clone(),
-                                agent: agent.spec.clone(),
+                                agent: agent.label().to_string(),
                                 agent_hash: agent.hash.clone(),
                                 user_hash: user.hash.clone(),
                                 condition: condition.clone(),
@@ -315,7 +315,7 @@ fn config_differences(
     };
     let components = |list: &[ComponentRef]| -> BTreeMap<String, String> {
         list.iter()
-            .map(|c| (c.spec.clone(), c.hash.clone()))
+            .map(|c| (c.label().to_string(), c.hash.clone()))
             .collect()
     };
     let plain = |list: &[String]| -> BTreeMap<String, String> {

@@ -12,5 +12,6 @@ mod report_inputs;
 mod resume;
 mod retries;
 mod run_basic;
+mod run_config;
 mod show_report;
 mod support;

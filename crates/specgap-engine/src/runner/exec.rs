@@ -642,7 +642,7 @@ fn attempt(ctx: &WorkerContext<'_, '_>, episode: &PlannedEpisode) -> Result<Atte
         package,
         condition: &episode.condition,
         start: &episode.start,
-        agent_spec: &agent_ref.spec,
+        agent_spec: agent_ref.label(),
         budgets,
         sandbox: &ctx.sandbox,
         bases: &ctx.bases,
