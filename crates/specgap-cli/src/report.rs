@@ -40,6 +40,13 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value = "md")]
     pub format: Format,
+    /// Resamples of the 95% case-bootstrap intervals of seed 002's cells (seed 002 App. A.4:
+    /// 2,000); 0 leaves the intervals out.
+    #[arg(long, default_value_t = 2000)]
+    pub resamples: usize,
+    /// Seed of those intervals' resample stream (seed 002 App. A.4: 12345).
+    #[arg(long, default_value_t = 12345)]
+    pub bootstrap_seed: u64,
     /// Write the report to this file instead of stdout.
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -56,6 +63,11 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
         &args.runs,
         &ReportOptions {
             group_by,
+            intervals: specgap_report::cases::IntervalSettings {
+                resamples: args.resamples,
+                seed: args.bootstrap_seed,
+                ..Default::default()
+            },
             ..ReportOptions::default()
         },
         args.format,

@@ -6,6 +6,7 @@
 //! | module | contract |
 //! | --- | --- |
 //! | [`package`] | task package formats 1 and 2 (DESIGN §2): `task.toml`, `requirements.toml`, `observations.toml`, `user.toml`, `clarifications.toml`, residual `meta.toml` |
+//! | [`action`] | the normalized vocabulary of what an agent's step did with files (read, write, edit, search, list, run), shared by the report's shell analysis and agent adapters (seed 001 App. D.2) |
 //! | [`event`] | trajectory events and tool calls (DESIGN §3, §6) |
 //! | [`run`] | `run.toml` and its protocol version, episode keys and ids, end reasons (DESIGN §3.5, §6) |
 //! | [`text`] | observation `{key}` placeholders and one-line error chains |
@@ -16,6 +17,7 @@
 //! `specgap-task`; this crate only defines shapes and the pure rules attached to them.
 #![deny(missing_docs)]
 
+pub mod action;
 pub mod event;
 pub mod package;
 pub mod path_quote;

@@ -1,7 +1,12 @@
-//! Paired comparison of two runs (or two selections of runs) task by task: per-task values of
-//! each measure, the mean difference B − A with a seeded paired bootstrap interval, and a
-//! two-sided Wilcoxon signed-rank test with Holm's correction over every compared measure —
-//! the procedure of seed 002 §5.1 and App. A.6 (Table 11), paired by case.
+//! Paired comparisons of runs (or selections of runs) task by task: per-task values of each
+//! measure, the mean difference B − A with a seeded paired bootstrap interval, and a two-sided
+//! Wilcoxon signed-rank test, with Holm's correction over a **family** of tests — the procedure
+//! of seed 002 §5.1 and App. A.6 (Tables 11 and 12(b)), paired by case.
+//!
+//! A family is what one call compares: every measure of the one pair `specgap compare RUN_A
+//! RUN_B` is given, or every (comparison, measure) of a family file ([`FamilyFile`], TOML), so
+//! that Table 11's 24 tests (8 systems × Δreq, Δremain, Δtotal of Quality) are adjusted
+//! together as the paper adjusts them.
 //!
 //! Per-task values are means over the side's scored episodes of that task (repeats pooled).
 //! Only tasks where both sides define the measure are paired; a measure with no pair is left
@@ -9,23 +14,25 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use specgap_stats::{
     BootstrapConfig, IntervalMethod, WilcoxonOptions, bootstrap_paired, holm_adjust,
     wilcoxon_paired,
 };
 
 use crate::ReportError;
-use crate::delivery::episode_clarification;
+use crate::clarification::episode_clarification;
 use crate::episode::{Dim, Episode, index_episodes, indicator, mean, per_task_means};
 use crate::judge::OFFLINE_JUDGE;
 use crate::run::RunData;
 
 /// The `schema` field of a JSON comparison.
 pub const COMPARE_SCHEMA: &str = "specgap-compare";
-/// The JSON comparison's version.
-pub const COMPARE_VERSION: u32 = 1;
+/// The JSON comparison's version. Version 2: a comparison holds a list of pairs
+/// (`comparisons`), each with its measures, and Holm runs over the whole family.
+pub const COMPARE_VERSION: u32 = 2;
 
 /// Episodes a side keeps: `key=value` filters on report dimensions, all of which must hold.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -104,6 +111,8 @@ pub struct CompareOptions {
     pub confidence: f64,
     /// Judge behind the clarification measures.
     pub judge: String,
+    /// The measures to compare (names of [`MEASURE_NAMES`]); empty: every measure that applies.
+    pub measures: Vec<String>,
 }
 
 impl Default for CompareOptions {
@@ -115,6 +124,7 @@ impl Default for CompareOptions {
             resamples: 2000,
             confidence: 0.95,
             judge: OFFLINE_JUDGE.to_string(),
+            measures: Vec::new(),
         }
     }
 }
@@ -164,11 +174,35 @@ pub struct MeasureComparison {
     /// gives NaN.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wilcoxon_p: Option<f64>,
-    /// Holm-adjusted p-value over every measure with a Wilcoxon p-value.
+    /// Holm-adjusted p-value over every test of the family with a Wilcoxon p-value.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub holm_p: Option<f64>,
     /// Per-task values, by task.
     pub per_task: Vec<TaskPair>,
+}
+
+/// One pair of sides compared.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PairComparison {
+    /// The pair's name (from the family file; `B − A` for the one pair of a call).
+    pub name: String,
+    /// Side A.
+    pub a: Side,
+    /// Side B.
+    pub b: Side,
+    /// The measures, in a fixed order.
+    pub measures: Vec<MeasureComparison>,
+}
+
+/// The family of tests Holm adjusts together.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Family {
+    /// `call` (the measures of one pair given on the command line) or the family file's path.
+    pub source: String,
+    /// Tests in the family: measures with a finite Wilcoxon p-value.
+    pub tests: usize,
+    /// Always `holm`.
+    pub correction: &'static str,
 }
 
 /// A whole comparison.
@@ -178,18 +212,16 @@ pub struct Comparison {
     pub schema: &'static str,
     /// [`COMPARE_VERSION`].
     pub version: u32,
-    /// Side A.
-    pub a: Side,
-    /// Side B.
-    pub b: Side,
     /// Bootstrap resamples.
     pub resamples: usize,
     /// Bootstrap seed.
     pub seed: u64,
     /// Interval confidence level.
     pub confidence: f64,
-    /// The measures, in a fixed order.
-    pub measures: Vec<MeasureComparison>,
+    /// The family Holm adjusts over.
+    pub family: Family,
+    /// The pairs.
+    pub comparisons: Vec<PairComparison>,
 }
 
 type Measure = (&'static str, fn(&Episode<'_>, &str) -> Option<f64>);
@@ -220,16 +252,84 @@ const MEASURES: &[Measure] = &[
     ("Ask-F1", |e, judge| episode_clarification(e, judge)?.ask_f1),
 ];
 
-/// Compares run `b` against run `a` (differences are B − A).
+/// The names of the measures a comparison can compare, in their fixed order.
+pub const MEASURE_NAMES: [&str; 10] = [
+    "Score@1", "Score@4", "Success@1", "Success@4", "Quality", "DSR", "Valid", "Recall",
+    "Precision", "Ask-F1",
+];
+
+/// Compares run `b` against run `a` (differences are B − A); the family is the call's
+/// measures.
 ///
 /// # Errors
 /// [`ReportError::EmptySide`] when a selection keeps no scored episode;
+/// [`ReportError::UnknownMeasure`] for a measure name not in [`MEASURE_NAMES`];
 /// [`ReportError::Stats`] when a statistic rejects its input.
 pub fn compare(
     a: &RunData,
     b: &RunData,
     options: &CompareOptions,
 ) -> Result<Comparison, ReportError> {
+    let pair = compare_pair("B − A", a, b, options)?;
+    finish(vec![pair], "call".to_string(), options)
+}
+
+/// Holm over every test of `pairs`, and the comparison around them.
+fn finish(
+    mut pairs: Vec<PairComparison>,
+    source: String,
+    options: &CompareOptions,
+) -> Result<Comparison, ReportError> {
+    let tests: Vec<(usize, usize, f64)> = pairs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, pair)| {
+            pair.measures
+                .iter()
+                .enumerate()
+                .filter_map(move |(j, m)| m.wilcoxon_p.map(|p| (i, j, p)))
+        })
+        .collect();
+    if !tests.is_empty() {
+        let adjusted = holm_adjust(&tests.iter().map(|t| t.2).collect::<Vec<_>>()).map_err(
+            |source| ReportError::Stats {
+                measure: "Holm adjustment".into(),
+                source,
+            },
+        )?;
+        for ((i, j, _), p) in tests.iter().zip(adjusted) {
+            pairs[*i].measures[*j].holm_p = Some(p);
+        }
+    }
+    Ok(Comparison {
+        schema: COMPARE_SCHEMA,
+        version: COMPARE_VERSION,
+        resamples: options.resamples,
+        seed: options.seed,
+        confidence: options.confidence,
+        family: Family {
+            source,
+            tests: tests.len(),
+            correction: "holm",
+        },
+        comparisons: pairs,
+    })
+}
+
+/// One pair's measures, without Holm.
+fn compare_pair(
+    name: &str,
+    a: &RunData,
+    b: &RunData,
+    options: &CompareOptions,
+) -> Result<PairComparison, ReportError> {
+    for measure in &options.measures {
+        if !MEASURE_NAMES.contains(&measure.as_str()) {
+            return Err(ReportError::UnknownMeasure {
+                measure: measure.clone(),
+            });
+        }
+    }
     let episodes = index_episodes(&[a, b]);
     let side = |run: usize, selection: &Selection| -> Vec<&Episode> {
         episodes
@@ -248,7 +348,11 @@ pub fn compare(
     let several_submissions = side_a.iter().chain(&side_b).any(|e| e.scores.len() > 1);
     let mut measures = Vec::new();
     for (name, value) in MEASURES {
-        if name.ends_with("@4") && !several_submissions {
+        let named = options.measures.iter().any(|m| m == name);
+        if !options.measures.is_empty() && !named {
+            continue;
+        }
+        if name.ends_with("@4") && !several_submissions && !named {
             continue;
         }
         let va = per_task_means(side_a.iter().copied(), |e| value(e, &options.judge));
@@ -268,33 +372,161 @@ pub fn compare(
         }
         measures.push(compare_measure(name, per_task, options)?);
     }
-    let finite: Vec<(usize, f64)> = measures
-        .iter()
-        .enumerate()
-        .filter_map(|(i, m)| m.wilcoxon_p.map(|p| (i, p)))
-        .collect();
-    if !finite.is_empty() {
-        let adjusted =
-            holm_adjust(&finite.iter().map(|(_, p)| *p).collect::<Vec<_>>()).map_err(|source| {
-                ReportError::Stats {
-                    measure: "Holm adjustment".into(),
-                    source,
-                }
-            })?;
-        for ((i, _), p) in finite.iter().zip(adjusted) {
-            measures[*i].holm_p = Some(p);
-        }
-    }
-    Ok(Comparison {
-        schema: COMPARE_SCHEMA,
-        version: COMPARE_VERSION,
+    Ok(PairComparison {
+        name: name.to_string(),
         a: describe_side(a, &options.select_a, &side_a),
         b: describe_side(b, &options.select_b, &side_b),
-        resamples: options.resamples,
-        seed: options.seed,
-        confidence: options.confidence,
         measures,
     })
+}
+
+/// A family file (TOML): the comparisons Holm adjusts together.
+///
+/// ```toml
+/// # Seed 002 Table 11: three contrasts for each system, Holm over all of them.
+/// seed = 12345          # optional: bootstrap seed (default 12345)
+/// resamples = 2000      # optional: bootstrap resamples (default 2000)
+/// confidence = 0.95     # optional
+/// measures = ["Quality"] # optional: default measures of every comparison (default: all)
+///
+/// [[comparison]]
+/// name = "codex + gpt: Δreq"
+/// a = { run = "runs/ablation", select = "agent=chat:gpt,condition=hidden" }
+/// b = { run = "runs/main", select = "agent=chat:gpt,condition=interact-req" }
+/// # measures = ["Quality", "DSR"]   # optional, overrides the default
+/// ```
+///
+/// Run directories are relative to the file's directory. Every (comparison, measure) with a
+/// finite Wilcoxon p-value is one test of the family.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FamilyFile {
+    /// Bootstrap seed.
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// Bootstrap resamples.
+    #[serde(default)]
+    pub resamples: Option<usize>,
+    /// Confidence level of the intervals.
+    #[serde(default)]
+    pub confidence: Option<f64>,
+    /// Default measures of every comparison.
+    #[serde(default)]
+    pub measures: Vec<String>,
+    /// The comparisons.
+    #[serde(rename = "comparison", default)]
+    pub comparisons: Vec<FamilyComparison>,
+}
+
+/// One `[[comparison]]` of a [`FamilyFile`].
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FamilyComparison {
+    /// Name shown in the output.
+    pub name: String,
+    /// Side A (the reference).
+    pub a: FamilySide,
+    /// Side B.
+    pub b: FamilySide,
+    /// Measures of this comparison; empty: the file's default.
+    #[serde(default)]
+    pub measures: Vec<String>,
+}
+
+/// One side of a [`FamilyComparison`].
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FamilySide {
+    /// Run directory, relative to the family file.
+    pub run: PathBuf,
+    /// Selection (`key=value,…`); empty: every episode.
+    #[serde(default)]
+    pub select: String,
+}
+
+impl FamilyFile {
+    /// Reads and parses a family file.
+    ///
+    /// # Errors
+    /// [`ReportError::FamilyFile`] naming the path when it cannot be read or parsed, or has no
+    /// comparison.
+    pub fn load(path: &Path) -> Result<FamilyFile, ReportError> {
+        let bad = |reason: String| ReportError::FamilyFile {
+            path: path.to_path_buf(),
+            reason,
+        };
+        let text = fs_err::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+        let file: FamilyFile = toml::from_str(&text).map_err(|e| {
+            bad(match e.span() {
+                Some(span) => {
+                    let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+                    format!("line {line}: {}", e.message())
+                }
+                None => e.message().to_string(),
+            })
+        })?;
+        if file.comparisons.is_empty() {
+            return Err(bad("it has no [[comparison]]".into()));
+        }
+        Ok(file)
+    }
+}
+
+/// Compares every pair of a family file, with Holm over the whole family. `options` gives the
+/// judge and the defaults the file does not set; its selections and measures are not used.
+///
+/// # Errors
+/// [`ReportError::FamilyFile`] for an unreadable or invalid file or a bad selection in it
+/// (naming the comparison); [`ReportError::Store`] for a run that cannot be read; otherwise as
+/// [`compare`], with an empty side naming its comparison.
+pub fn compare_family(path: &Path, options: &CompareOptions) -> Result<Comparison, ReportError> {
+    let file = FamilyFile::load(path)?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    let mut runs: Vec<(PathBuf, RunData)> = Vec::new();
+    let mut index_of = |dir: &Path| -> Result<usize, ReportError> {
+        let canonical = fs_err::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        if let Some(i) = runs.iter().position(|(p, _)| *p == canonical) {
+            return Ok(i);
+        }
+        runs.push((canonical, RunData::load(dir)?));
+        Ok(runs.len() - 1)
+    };
+    let settings = CompareOptions {
+        seed: file.seed.unwrap_or(options.seed),
+        resamples: file.resamples.unwrap_or(options.resamples),
+        confidence: file.confidence.unwrap_or(options.confidence),
+        ..options.clone()
+    };
+    let mut planned = Vec::new();
+    for c in &file.comparisons {
+        let selection = |side: &FamilySide, label: &str| {
+            Selection::parse(&side.select).map_err(|e| ReportError::FamilyFile {
+                path: path.to_path_buf(),
+                reason: format!("comparison `{}`, side {label}: {e}", c.name),
+            })
+        };
+        let pair_options = CompareOptions {
+            select_a: selection(&c.a, "a")?,
+            select_b: selection(&c.b, "b")?,
+            measures: if c.measures.is_empty() { file.measures.clone() } else { c.measures.clone() },
+            ..settings.clone()
+        };
+        let a = index_of(&base.join(&c.a.run))?;
+        let b = index_of(&base.join(&c.b.run))?;
+        planned.push((c.name.clone(), a, b, pair_options));
+    }
+    let mut pairs = Vec::new();
+    for (name, a, b, pair_options) in planned {
+        let pair = compare_pair(&name, &runs[a].1, &runs[b].1, &pair_options).map_err(|e| match e {
+            ReportError::EmptySide { side } => ReportError::FamilyFile {
+                path: path.to_path_buf(),
+                reason: format!("comparison `{name}`: run {side} has no scored episode matching its selection"),
+            },
+            other => other,
+        })?;
+        pairs.push(pair);
+    }
+    finish(pairs, path.display().to_string(), &settings)
 }
 
 fn describe_side(run: &RunData, selection: &Selection, episodes: &[&Episode<'_>]) -> Side {
@@ -360,10 +592,30 @@ fn opt(v: Option<f64>, digits: usize) -> String {
     )
 }
 
-/// The comparison as Markdown: the summary table, then per-task values of each measure.
+/// The comparison as Markdown: the family, then per pair its sides, summary table and per-task
+/// values.
 pub fn render_comparison_markdown(c: &Comparison) -> String {
     let mut out = String::from("# Comparison B − A\n\n");
-    for (label, side) in [("A", &c.a), ("B", &c.b)] {
+    let _ = write!(
+        out,
+        "Paired by task. Interval: {:.0}% percentile bootstrap of the mean difference ({} resamples, seed {}). Wilcoxon signed-rank, two-sided; Holm over the family's {} tests ({}).\n\n",
+        c.confidence * 100.0,
+        c.resamples,
+        c.seed,
+        c.family.tests,
+        if c.family.source == "call" { "every measure of this call".to_string() } else { format!("family file `{}`", c.family.source) }
+    );
+    for pair in &c.comparisons {
+        if c.comparisons.len() > 1 {
+            let _ = write!(out, "## {}\n\n", pair.name);
+        }
+        render_pair(&mut out, pair);
+    }
+    out
+}
+
+fn render_pair(out: &mut String, pair: &PairComparison) {
+    for (label, side) in [("A", &pair.a), ("B", &pair.b)] {
         let _ = writeln!(
             out,
             "- **{label}**: `{}` ({}; {} scored episodes; groups: {})",
@@ -373,16 +625,8 @@ pub fn render_comparison_markdown(c: &Comparison) -> String {
             side.groups.join("; ")
         );
     }
-    let _ = write!(
-        out,
-        "\nPaired by task. Interval: {:.0}% percentile bootstrap of the mean difference ({} resamples, seed {}). Wilcoxon signed-rank, two-sided; Holm over the {} measures with a p-value.\n\n",
-        c.confidence * 100.0,
-        c.resamples,
-        c.seed,
-        c.measures.iter().filter(|m| m.wilcoxon_p.is_some()).count()
-    );
-    out.push_str("| measure | tasks | A | B | B − A | interval | Wilcoxon p | Holm p |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
-    for m in &c.measures {
+    out.push_str("\n| measure | tasks | A | B | B − A | interval | Wilcoxon p | Holm p |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    for m in &pair.measures {
         let interval = m.interval.map_or_else(
             || crate::render::ABSENT.to_string(),
             |[l, h]| format!("[{l:+.4}, {h:+.4}]"),
@@ -400,23 +644,23 @@ pub fn render_comparison_markdown(c: &Comparison) -> String {
             opt(m.holm_p, 4)
         );
     }
-    out.push_str("\n## Per-task values\n\n");
+    out.push_str("\nPer-task values:\n\n");
     let mut by_task: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-    for (i, m) in c.measures.iter().enumerate() {
+    for (i, m) in pair.measures.iter().enumerate() {
         for p in &m.per_task {
             let row = by_task
                 .entry(p.task.as_str())
-                .or_insert_with(|| vec![crate::render::ABSENT.to_string(); c.measures.len()]);
+                .or_insert_with(|| vec![crate::render::ABSENT.to_string(); pair.measures.len()]);
             row[i] = format!("{:.4} → {:.4}", p.a, p.b);
         }
     }
-    let names: Vec<&str> = c.measures.iter().map(|m| m.measure.as_str()).collect();
+    let names: Vec<&str> = pair.measures.iter().map(|m| m.measure.as_str()).collect();
     let _ = writeln!(out, "| task | {} |", names.join(" | "));
     let _ = writeln!(out, "| --- |{}", " ---: |".repeat(names.len()));
     for (task, cells) in by_task {
         let _ = writeln!(out, "| {task} | {} |", cells.join(" | "));
     }
-    out
+    out.push('\n');
 }
 
 /// The comparison as pretty JSON (schema `specgap-compare`, docs/report-schema.md).

@@ -7,6 +7,8 @@
 //! left out and the report says why.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use specgap_protocol::package::{ClarificationTarget, Family};
 use specgap_task::TaskPackage;
@@ -21,12 +23,24 @@ pub struct TaskContext {
     pub name: String,
     /// Task family (seed 000 per-family breakdowns).
     pub family: Family,
+    /// Whether the task is a delivery case (`[delivery]` in `task.toml`; seed 002): its planned
+    /// runs are the denominators of Quality, DSR, validity and pass@k.
+    pub delivery: bool,
+    /// The research (or other) sub-family of the task, when the package names one (seed 000
+    /// §4.3: instrumented studies, machine-learning experiments, online systems). Read through
+    /// [`TaskContext::subfamily_of`], the one place that knows where it comes from.
+    pub subfamily: Option<String>,
+    /// Requirements of the task (`requirements.toml`); 0 for tasks scored otherwise.
+    pub requirements: usize,
     /// Ids of the requirements the partial instruction states (`stated = true`).
     pub stated: BTreeSet<String>,
     /// Clarification targets in file order (seed 002 §3.2).
     pub targets: Vec<ClarificationTarget>,
     /// Residual states by id.
     pub states: BTreeMap<String, StateContext>,
+    /// Workspace-relative paths of the files in the package's `workspace/` (the clean starting
+    /// tree; seed 001 App. D.2 globs are expanded against it).
+    pub workspace_files: BTreeSet<String>,
 }
 
 /// One residual state (seed 001 §3) as the acceptance-bias measures need it.
@@ -34,29 +48,100 @@ pub struct TaskContext {
 pub struct StateContext {
     /// `meta.toml` `predecessor`: the agent that produced the state (App. C.2 groups).
     pub predecessor: String,
-    /// What `state.patch` changes relative to the clean workspace: the predecessor's files and
-    /// its added or replaced lines (App. D.2 "Kept": P).
+    /// `meta.toml` `steps`: the predecessor's recorded agent turns (Table 2).
+    pub steps: u32,
+    /// What `state.patch` changes relative to the clean workspace, as its author wrote it: the
+    /// predecessor's files (Left-out files, inspection) and lines. Kept takes its lines from
+    /// the harness's own diff of the state instead ([`StateContext::harness_changes`]).
     pub changes: DiffChanges,
+    /// Size of `state.patch` in bytes.
+    pub patch_bytes: u64,
     /// Files the reference solution changes and the predecessor does not (App. D.2 L):
     /// `meta.toml` `left_out` when given, else computed from the gold overlay.
     pub left_out: BTreeSet<String>,
+    /// Where to rebuild the state for [`StateContext::harness_changes`].
+    pub source: Option<StateSource>,
+    /// The harness's diff of the rebuilt state, computed on first use.
+    harness: OnceLock<Result<(DiffChanges, u64), String>>,
+}
+
+/// What rebuilding a residual state needs: the package's `workspace/`, its content hash (the
+/// base cache key) and the state's `state.patch`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateSource {
+    /// The package's `workspace/`.
+    pub workspace: PathBuf,
+    /// The package content hash.
+    pub hash: String,
+    /// `residual/<id>/state.patch`.
+    pub patch: PathBuf,
+}
+
+impl StateContext {
+    /// The harness's own diff of this state against the clean base, recomputed from the package
+    /// as the engine does when a residual episode starts (materialize the base, `git apply` the
+    /// patch, diff the work tree): what a store written before `start/workspace.diff` existed
+    /// lacks. Computed once per state, in a temporary directory; with its size in bytes.
+    ///
+    /// # Errors
+    /// Why the state could not be rebuilt (no source, git or I/O failures), as text.
+    pub fn harness_changes(&self) -> Result<&(DiffChanges, u64), &str> {
+        self.harness
+            .get_or_init(|| {
+                let source = self
+                    .source
+                    .as_ref()
+                    .ok_or_else(|| "no package to rebuild the state from".to_string())?;
+                rebuild_state_diff(source).map(|text| (parse_diff(&text), text.len() as u64))
+            })
+            .as_ref()
+            .map_err(String::as_str)
+    }
+}
+
+/// Materializes `source` in a temporary directory and returns the harness's diff of it.
+fn rebuild_state_diff(source: &StateSource) -> Result<String, String> {
+    let scratch = tempfile::Builder::new()
+        .prefix("specgap-report-state-")
+        .tempdir()
+        .map_err(|e| e.to_string())?;
+    let cache =
+        specgap_sandbox::BaseCache::new(scratch.path().join("bases")).map_err(|e| e.to_string())?;
+    let base = cache
+        .base(&source.hash, &source.workspace)
+        .map_err(|e| e.to_string())?;
+    let workspace = scratch.path().join("workspace");
+    specgap_sandbox::materialize(&base, &workspace, Some(&source.patch))
+        .map_err(|e| e.to_string())?;
+    specgap_sandbox::diff(&base, &workspace)
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        .map_err(|e| e.to_string())
 }
 
 impl TaskContext {
+    /// The task's sub-family: package format 2's `[task] subfamily` (`None` in format 1 and
+    /// when not given; docs/decisions.md "Report: seed 000 measures").
+    pub fn subfamily_of(package: &TaskPackage) -> Option<String> {
+        package.subfamily().map(str::to_string)
+    }
+
     /// Builds the context of a loaded package. Reading `state.patch` or the gold overlay can
     /// fail; such a state keeps empty changes and the failure is returned as a warning.
     pub fn from_package(package: &TaskPackage) -> (TaskContext, Vec<String>) {
         let mut warnings = Vec::new();
         let mut states = BTreeMap::new();
         for (id, state) in package.residual_states() {
-            let changes = match fs_err::read(&state.patch) {
-                Ok(bytes) => parse_diff(&String::from_utf8_lossy(&bytes)),
+            let (changes, patch_bytes) = match fs_err::read(&state.patch) {
+                Ok(bytes) => (
+                    parse_diff(&String::from_utf8_lossy(&bytes)),
+                    bytes.len() as u64,
+                ),
                 Err(err) => {
                     warnings.push(format!(
                         "task {}: residual state {id}: {err}",
                         package.name()
                     ));
-                    DiffChanges::default()
+                    (DiffChanges::default(), 0)
                 }
             };
             // The same definition `specgap check` holds `left_out` to.
@@ -75,14 +160,25 @@ impl TaskContext {
                 id.clone(),
                 StateContext {
                     predecessor: state.meta.predecessor.clone(),
+                    steps: state.meta.steps,
                     changes,
+                    patch_bytes,
                     left_out,
+                    source: Some(StateSource {
+                        workspace: package.workspace_dir(),
+                        hash: package.hash().to_string(),
+                        patch: state.patch.clone(),
+                    }),
+                    harness: OnceLock::new(),
                 },
             );
         }
         let context = TaskContext {
             name: package.name().to_string(),
             family: package.manifest().task.family,
+            delivery: package.manifest().delivery.is_some(),
+            subfamily: TaskContext::subfamily_of(package),
+            requirements: package.requirements().len(),
             stated: package
                 .requirements()
                 .iter()
@@ -91,7 +187,26 @@ impl TaskContext {
                 .collect(),
             targets: package.clarifications().to_vec(),
             states,
+            workspace_files: tree_files(&package.workspace_dir()),
         };
         (context, warnings)
     }
+}
+
+/// Workspace-relative paths of the regular files and links under `dir` (`.git` left out, as the
+/// base leaves it out); empty when the directory cannot be read.
+fn tree_files(dir: &Path) -> BTreeSet<String> {
+    walkdir::WalkDir::new(dir)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|e| !e.file_name().eq_ignore_ascii_case(".git"))
+        .filter_map(Result::ok)
+        .filter(|e| !e.file_type().is_dir())
+        .filter_map(|e| {
+            e.path()
+                .strip_prefix(dir)
+                .ok()
+                .map(|p| p.to_string_lossy().replace('\\', "/"))
+        })
+        .collect()
 }

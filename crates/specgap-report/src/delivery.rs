@@ -1,16 +1,19 @@
-//! Measures of seed 002 (FDE-Bench): Quality, DSR, pass@k and pass^k over validity (§4.2),
-//! the clarification measures Recall, Precision, Ask-F1, KQC1, ATC and Redund. with the
-//! undefined-value rules of App. A.3, zero-score signatures (App. A.7) and oracle-coverage
-//! curves (App. A.6, Table 13).
+//! Delivery measures of seed 002 (FDE-Bench): Quality, DSR, validity and pass@k / pass^k over
+//! the *planned* runs (§4.2, App. A.3), with 95% case-bootstrap intervals (App. A.4), the
+//! scored-only values as a robustness column, zero-score signatures (App. A.7) and
+//! oracle-coverage curves (App. A.6, Table 13). The clarification measures are in
+//! [`crate::clarification`]; which runs are planned and why one has no score, in
+//! [`crate::plan`].
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use serde::Serialize;
-use specgap_store::Judgement;
 
 use crate::ReportError;
-use crate::episode::{Episode, indicator, mean, offers_ask, oracle_ratio, per_task_means};
-use crate::judge::{COVERED, QuestionUnit, question_units};
+use crate::cases::{CaseValues, IntervalSettings};
+use crate::episode::{Episode, indicator, mean, oracle_ratio};
+use crate::plan::{PlannedRun, UnscoredRun};
+use crate::run::RunData;
 
 /// Mean of per-case means (seed 002 §4.2 "Quality … then averages across cases with equal
 /// weight"; Table 13 "Four-case mean"). `None` for no cases.
@@ -23,7 +26,8 @@ pub fn case_macro(case_means: &[f64]) -> Option<f64> {
 /// [`specgap_stats::pass_at_k`] / [`specgap_stats::pass_hat_k`] averaged over cases.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PassK {
-    /// k: the fewest scored repeats of any case of the group (3 in seed 002).
+    /// k: over planned runs, the fewest planned runs of any case of the group (the planned
+    /// repeats, 3 in seed 002); in [`ScoredOnly`], the fewest scored runs.
     pub k: u32,
     /// Mean over cases of pass@k, in [0, 1].
     pub pass_at_k: f64,
@@ -31,243 +35,234 @@ pub struct PassK {
     pub pass_hat_k: f64,
 }
 
-/// Delivery measures of the scored delivery-scored episodes of a group (seed 002 §4.2).
+/// The delivery measures over the scored runs only: the robustness column of a group whose
+/// planned runs are not all scored (and equal to the planned-run values when they are).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct DeliveryMeasures {
-    /// Cases (tasks).
-    pub cases: usize,
-    /// Runs (scored episodes).
+pub struct ScoredOnly {
+    /// Scored runs.
     pub runs: usize,
-    /// Quality: delivery scores (0 for invalid runs) averaged over repeats within a case, then
-    /// over cases. A score is x/R or R/x of the reference, so 1 is the reference.
+    /// Cases with a scored run.
+    pub cases: usize,
+    /// Quality over the scored runs.
     pub quality: f64,
-    /// DSR: fraction of runs that attain the reference (Success).
+    /// DSR over the scored runs.
     pub dsr: f64,
-    /// Fraction of runs whose delivery is valid (hard constraints hold).
+    /// Validity over the scored runs.
     pub valid: f64,
-    /// pass@k / pass^k over validity; absent when a case has no scored repeat.
+    /// pass@k / pass^k with k = the fewest scored runs of any case.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pass_k: Option<PassK>,
 }
 
-/// [`DeliveryMeasures`]; `None` without scored delivery episodes.
+/// Delivery measures of a group's planned delivery runs (seed 002 §4.2, App. A.3, A.4).
+///
+/// When every planned run is scored (`complete`), Quality, DSR, validity and pass@k / pass^k
+/// count every planned run (a delivery the agent failed scores 0) and carry case-bootstrap
+/// intervals. When some planned run has no score — a harness failure, an interruption, an
+/// episode never run — those cells are left out (incomplete, never computed over fewer runs)
+/// and the runs are listed in `unscored`; `scored_only` holds the values over the scored runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DeliveryMeasures {
+    /// Cases (tasks) with a planned run.
+    pub cases: usize,
+    /// Planned runs.
+    pub planned_runs: usize,
+    /// Scored runs among them.
+    pub runs: usize,
+    /// Whether every planned run is scored.
+    pub complete: bool,
+    /// k of pass@k / pass^k: the fewest planned runs of any case (the planned repeats; 3 in
+    /// seed 002), whether or not they were all scored.
+    pub k: u32,
+    /// Quality over planned runs: delivery scores (0 for invalid runs) averaged over a case's
+    /// runs, then over cases. A score is x/R or R/x of the reference, so 1 is the reference.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quality: Option<f64>,
+    /// DSR: the fraction of planned runs that attain the reference.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dsr: Option<f64>,
+    /// The fraction of planned runs whose delivery is valid (hard constraints hold).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub valid: Option<f64>,
+    /// pass@k / pass^k over validity, k the planned repeats.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pass_k: Option<PassK>,
+    /// 95% case-bootstrap intervals by cell (`quality`, `dsr`, `valid`, `pass_at_k`,
+    /// `pass_hat_k`); a cell without one is left out.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub intervals: BTreeMap<String, [f64; 2]>,
+    /// Planned runs without a score, listed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unscored: Vec<UnscoredRun>,
+    /// The values over the scored runs only; absent without a scored run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scored_only: Option<ScoredOnly>,
+    /// Mean wall-clock time of the scored runs, in seconds (seed 002 §5.2 "runtime").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean_wall_sec: Option<f64>,
+    /// Per cell, the case-level data behind it (for the associations across groups).
+    #[serde(skip)]
+    pub case_values: BTreeMap<String, CaseValues>,
+}
+
+/// Display names of the planned-run delivery cells (seed 002 Table 6(a)), with their keys in
+/// [`DeliveryMeasures::intervals`].
+pub const DELIVERY_MEASURES: [(&str, &str); 5] = [
+    ("quality", "Quality"),
+    ("dsr", "DSR"),
+    ("valid", "valid"),
+    ("pass_at_k", "pass@k"),
+    ("pass_hat_k", "pass^k"),
+];
+
+/// Scored runs of one case among its planned runs.
+struct CaseRuns<'e, 'a> {
+    planned: usize,
+    scored: Vec<&'e Episode<'a>>,
+}
+
+/// [`DeliveryMeasures`] of a group's planned delivery runs; `None` without any.
 ///
 /// # Errors
-/// [`ReportError::Stats`] if the pass@k estimator rejects the counts (cannot happen for
-/// counts built here; reported rather than hidden).
+/// [`ReportError::Stats`] if a pass@k estimator or a bootstrap rejects its input (cannot
+/// happen for counts and settings built here; reported rather than hidden).
 pub fn delivery_measures(
-    episodes: &[&Episode<'_>],
+    planned: &[&PlannedRun<'_, '_>],
+    runs: &[RunData],
+    settings: &IntervalSettings,
 ) -> Result<Option<DeliveryMeasures>, ReportError> {
-    let runs = scored_deliveries(episodes);
-    if runs.is_empty() {
+    if planned.is_empty() {
         return Ok(None);
     }
-    let case_quality = per_task_means(runs.iter().copied(), |e| Some(e.final_score()));
-    let quality = case_macro(&case_quality.values().copied().collect::<Vec<_>>()).unwrap_or(0.0);
-    let mut validity: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
-    for e in &runs {
-        let slot = validity.entry(e.row.task.as_str()).or_insert((0, 0));
-        slot.0 += 1;
-        slot.1 += u64::from(e.final_valid());
+    let mut by_case: BTreeMap<&str, CaseRuns> = BTreeMap::new();
+    for run in planned {
+        let slot = by_case.entry(run.key.task.as_str()).or_insert(CaseRuns {
+            planned: 0,
+            scored: Vec::new(),
+        });
+        slot.planned += 1;
+        slot.scored.extend(run.scored());
     }
-    let k = validity.values().map(|(n, _)| *n).min().unwrap_or(0);
-    let pass_k = if k >= 1 {
-        let stats = |f: fn(u64, u64, u64) -> Result<f64, specgap_stats::StatsError>| -> Result<f64, ReportError> {
-            let values: Result<Vec<f64>, _> = validity.values().map(|(n, c)| f(*n, *c, k)).collect();
-            let values = values.map_err(|source| ReportError::Stats { measure: "pass@k".into(), source })?;
-            Ok(mean(values).unwrap_or(0.0))
+    let unscored: Vec<UnscoredRun> = planned
+        .iter()
+        .filter_map(|p| UnscoredRun::of(p, runs))
+        .collect();
+    let scored: Vec<&Episode> = by_case.values().flat_map(|c| c.scored.iter().copied()).collect();
+    let complete = unscored.is_empty();
+    let k = by_case.values().map(|c| c.planned).min().unwrap_or(0) as u64;
+    let mut measures = DeliveryMeasures {
+        cases: by_case.len(),
+        planned_runs: planned.len(),
+        runs: scored.len(),
+        complete,
+        k: k as u32,
+        quality: None,
+        dsr: None,
+        valid: None,
+        pass_k: None,
+        intervals: BTreeMap::new(),
+        unscored,
+        scored_only: scored_only(&by_case)?,
+        mean_wall_sec: mean(scored.iter().map(|e| e.row.wall_ms as f64 / 1000.0)),
+        case_values: BTreeMap::new(),
+    };
+    if complete {
+        let cells = planned_cells(&by_case, k)?;
+        for ((field, display), values) in DELIVERY_MEASURES.iter().zip(&cells) {
+            if let Some(interval) = values.interval(settings, display)? {
+                measures.intervals.insert(field.to_string(), interval);
+            }
+        }
+        let [quality, dsr, valid, pass_at, pass_hat] = cells;
+        measures.quality = quality.value();
+        measures.dsr = dsr.value();
+        measures.valid = valid.value();
+        measures.pass_k = match (pass_at.value(), pass_hat.value()) {
+            (Some(pass_at_k), Some(pass_hat_k)) if k >= 1 => Some(PassK {
+                k: k as u32,
+                pass_at_k,
+                pass_hat_k,
+            }),
+            _ => None,
         };
+        for ((_, display), values) in DELIVERY_MEASURES.iter().zip([quality, dsr, valid, pass_at, pass_hat]) {
+            measures.case_values.insert(display.to_string(), values);
+        }
+    }
+    Ok(Some(measures))
+}
+
+/// The five cells' case data over the planned runs of a complete group (every planned run is
+/// scored): Quality (case mean, 1), DSR (successes, runs), validity (valid runs, runs),
+/// pass@k and pass^k (the case's estimate, 1).
+fn planned_cells(by_case: &BTreeMap<&str, CaseRuns>, k: u64) -> Result<[CaseValues; 5], ReportError> {
+    let mut columns: [Vec<(String, f64, f64)>; 5] = Default::default();
+    for (task, case) in by_case {
+        let n = case.scored.len() as f64;
+        let valid = case.scored.iter().filter(|e| e.final_valid()).count() as u64;
+        let task = task.to_string();
+        let quality = mean(case.scored.iter().map(|e| e.final_score())).unwrap_or(0.0);
+        let successes: f64 = case.scored.iter().map(|e| indicator(e.final_success())).sum();
+        columns[0].push((task.clone(), quality, 1.0));
+        columns[1].push((task.clone(), successes, n));
+        columns[2].push((task.clone(), valid as f64, n));
+        if k >= 1 {
+            columns[3].push((task.clone(), pass_estimate(specgap_stats::pass_at_k, case.scored.len() as u64, valid, k)?, 1.0));
+            columns[4].push((task, pass_estimate(specgap_stats::pass_hat_k, case.scored.len() as u64, valid, k)?, 1.0));
+        }
+    }
+    Ok(columns.map(CaseValues::new))
+}
+
+fn pass_estimate(
+    f: fn(u64, u64, u64) -> Result<f64, specgap_stats::StatsError>,
+    n: u64,
+    c: u64,
+    k: u64,
+) -> Result<f64, ReportError> {
+    f(n, c, k).map_err(|source| ReportError::Stats {
+        measure: "pass@k".into(),
+        source,
+    })
+}
+
+/// The values over the scored runs only, or `None` without one.
+fn scored_only(by_case: &BTreeMap<&str, CaseRuns>) -> Result<Option<ScoredOnly>, ReportError> {
+    let cases: Vec<&CaseRuns> = by_case.values().filter(|c| !c.scored.is_empty()).collect();
+    if cases.is_empty() {
+        return Ok(None);
+    }
+    let runs: Vec<&Episode> = cases.iter().flat_map(|c| c.scored.iter().copied()).collect();
+    let case_quality: Vec<f64> = cases
+        .iter()
+        .map(|c| mean(c.scored.iter().map(|e| e.final_score())).unwrap_or(0.0))
+        .collect();
+    let k = cases.iter().map(|c| c.scored.len()).min().unwrap_or(0) as u64;
+    let pass_k = if k >= 1 {
+        let mut at = Vec::new();
+        let mut hat = Vec::new();
+        for c in &cases {
+            let n = c.scored.len() as u64;
+            let valid = c.scored.iter().filter(|e| e.final_valid()).count() as u64;
+            at.push(pass_estimate(specgap_stats::pass_at_k, n, valid, k)?);
+            hat.push(pass_estimate(specgap_stats::pass_hat_k, n, valid, k)?);
+        }
         Some(PassK {
             k: k as u32,
-            pass_at_k: stats(specgap_stats::pass_at_k)?,
-            pass_hat_k: stats(specgap_stats::pass_hat_k)?,
+            pass_at_k: mean(at).unwrap_or(0.0),
+            pass_hat_k: mean(hat).unwrap_or(0.0),
         })
     } else {
         None
     };
-    Ok(Some(DeliveryMeasures {
-        cases: case_quality.len(),
+    Ok(Some(ScoredOnly {
         runs: runs.len(),
-        quality,
+        cases: cases.len(),
+        quality: case_macro(&case_quality).unwrap_or(0.0),
         dsr: mean(runs.iter().map(|e| indicator(e.final_success()))).unwrap_or(0.0),
         valid: mean(runs.iter().map(|e| indicator(e.final_valid()))).unwrap_or(0.0),
         pass_k,
     }))
-}
-
-/// The clarification measures of one run (seed 002 §4.2), each `None` where App. A.3 leaves
-/// it undefined. Fractions in [0, 1]; ATC in interaction turns; Redund. in question units.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct ClarificationValues {
-    /// Question units asked (|Q|).
-    pub units: usize,
-    /// Recall = |G_cov| / |G|; 0 without questions.
-    pub recall: Option<f64>,
-    /// Precision = |Q_rel| / |Q|; undefined without questions.
-    pub precision: Option<f64>,
-    /// Ask-F1 = 2PR / (P + R); undefined without questions, 0 when P = R = 0.
-    pub ask_f1: Option<f64>,
-    /// KQC1 = |G_cov,1| / |G|: targets covered by units of the first interaction turn.
-    pub kqc1: Option<f64>,
-    /// ATC: mean first covering turn over covered targets with a matched unit; undefined when
-    /// there is none.
-    pub atc: Option<f64>,
-    /// Redund. = |Q| − |Q_rel|.
-    pub redund: Option<f64>,
-}
-
-/// [`ClarificationValues`] of a run with question `units` ([`question_units`]), clarification
-/// targets `targets` (ids, |G| > 0) and one judge's `judgements`.
-///
-/// Undefined-value rules (seed 002 App. A.3): with no question, Recall, KQC1 and Redund. are
-/// 0 and Precision, Ask-F1 and ATC undefined; with questions but no judgement at all (the
-/// judge failed or never ran), every measure is unavailable. A target without a judgement
-/// counts as not covered; matched indices outside the units are ignored.
-pub fn clarification_values(
-    units: &[QuestionUnit],
-    targets: &[String],
-    judgements: &[&Judgement],
-) -> ClarificationValues {
-    let g = targets.len();
-    if g == 0 {
-        return ClarificationValues::default();
-    }
-    if units.is_empty() {
-        return ClarificationValues {
-            units: 0,
-            recall: Some(0.0),
-            kqc1: Some(0.0),
-            redund: Some(0.0),
-            ..Default::default()
-        };
-    }
-    if judgements.is_empty() {
-        return ClarificationValues {
-            units: units.len(),
-            ..Default::default()
-        };
-    }
-    let wanted: BTreeSet<&str> = targets.iter().map(String::as_str).collect();
-    let covered: Vec<&&Judgement> = judgements
-        .iter()
-        .filter(|j| j.verdict == COVERED && wanted.contains(j.target.as_str()))
-        .collect();
-    let turn_of = |index: u32| units.get(index as usize).map(|u| u.turn);
-    let relevant: BTreeSet<u32> = covered
-        .iter()
-        .flat_map(|j| j.matched_question_indices.iter().copied())
-        .filter(|i| (*i as usize) < units.len())
-        .collect();
-    let first_turns: Vec<u32> = covered
-        .iter()
-        .filter_map(|j| {
-            j.matched_question_indices
-                .iter()
-                .filter_map(|i| turn_of(*i))
-                .min()
-        })
-        .collect();
-    let recall = covered.len() as f64 / g as f64;
-    let precision = relevant.len() as f64 / units.len() as f64;
-    let ask_f1 = if precision + recall > 0.0 {
-        2.0 * precision * recall / (precision + recall)
-    } else {
-        0.0
-    };
-    ClarificationValues {
-        units: units.len(),
-        recall: Some(recall),
-        precision: Some(precision),
-        ask_f1: Some(ask_f1),
-        kqc1: Some(first_turns.iter().filter(|t| **t == 1).count() as f64 / g as f64),
-        atc: mean(first_turns.iter().map(|t| f64::from(*t))),
-        redund: Some((units.len() - relevant.len()) as f64),
-    }
-}
-
-/// A run-level measure averaged over the runs where it is defined (seed 002 §4.2
-/// "averaged over runs for which each metric is defined").
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct DefinedMean {
-    /// The mean.
-    pub mean: f64,
-    /// Runs where the measure is defined.
-    pub n: usize,
-}
-
-fn defined_mean(values: impl Iterator<Item = Option<f64>>) -> Option<DefinedMean> {
-    let defined: Vec<f64> = values.flatten().collect();
-    let n = defined.len();
-    mean(defined).map(|mean| DefinedMean { mean, n })
-}
-
-/// Clarification measures of a group: run-level values averaged over the runs where each is
-/// defined. Runs: scored episodes of tasks with clarification targets, under a condition that
-/// offers `ask_user`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ClarificationSummary {
-    /// Runs considered.
-    pub runs: usize,
-    /// Mean question units per run.
-    pub mean_units: f64,
-    /// Recall.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub recall: Option<DefinedMean>,
-    /// Precision.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub precision: Option<DefinedMean>,
-    /// Ask-F1.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ask_f1: Option<DefinedMean>,
-    /// KQC1.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub kqc1: Option<DefinedMean>,
-    /// ATC (interaction turns; lower is better).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub atc: Option<DefinedMean>,
-    /// Redund. (question units; lower is better).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub redund: Option<DefinedMean>,
-}
-
-/// The clarification values of one episode under `judge`, or `None` when they do not apply
-/// (no task package, no targets, `ask_user` not offered, not scored).
-pub fn episode_clarification(e: &Episode<'_>, judge: &str) -> Option<ClarificationValues> {
-    let context = e.context?;
-    if !e.is_scored() || context.targets.is_empty() || !offers_ask(&e.row.condition) {
-        return None;
-    }
-    let units = question_units(&e.questions);
-    let targets: Vec<String> = context.targets.iter().map(|t| t.id.clone()).collect();
-    Some(clarification_values(
-        &units,
-        &targets,
-        &e.judgements_of(judge),
-    ))
-}
-
-/// [`ClarificationSummary`] of a group; `None` when no run applies.
-pub fn clarification_summary(
-    episodes: &[&Episode<'_>],
-    judge: &str,
-) -> Option<ClarificationSummary> {
-    let values: Vec<ClarificationValues> = episodes
-        .iter()
-        .filter_map(|e| episode_clarification(e, judge))
-        .collect();
-    if values.is_empty() {
-        return None;
-    }
-    Some(ClarificationSummary {
-        runs: values.len(),
-        mean_units: mean(values.iter().map(|v| v.units as f64)).unwrap_or(0.0),
-        recall: defined_mean(values.iter().map(|v| v.recall)),
-        precision: defined_mean(values.iter().map(|v| v.precision)),
-        ask_f1: defined_mean(values.iter().map(|v| v.ask_f1)),
-        kqc1: defined_mean(values.iter().map(|v| v.kqc1)),
-        atc: defined_mean(values.iter().map(|v| v.atc)),
-        redund: defined_mean(values.iter().map(|v| v.redund)),
-    })
 }
 
 /// Signature precedence for zero-score runs (seed 002 App. A.7, Table 14).

@@ -18,6 +18,12 @@ pub struct DiffChanges {
     /// order. A line that replaces another counts as added (seed 001 App. D.2 "added or
     /// replaced"); deleted lines are not listed.
     pub added: BTreeMap<String, Vec<String>>,
+    /// Files the diff creates (`new file mode`).
+    pub created: BTreeSet<String>,
+    /// Files the diff deletes (`deleted file mode`).
+    pub deleted: BTreeSet<String>,
+    /// Lines the diff deletes or replaces (`-` lines of the hunks), over all files.
+    pub deleted_lines: usize,
 }
 
 impl DiffChanges {
@@ -45,6 +51,14 @@ pub fn parse_diff(text: &str) -> DiffChanges {
         let Some(path) = current.clone() else {
             continue;
         };
+        if !in_hunk && line.starts_with("new file mode") {
+            changes.created.insert(path);
+            continue;
+        }
+        if !in_hunk && line.starts_with("deleted file mode") {
+            changes.deleted.insert(path);
+            continue;
+        }
         if !in_hunk {
             // Header lines of a file section: `+++ b/<path>` names the new side precisely.
             if let Some(new) = line.strip_prefix("+++ ") {
@@ -53,6 +67,9 @@ pub fn parse_diff(text: &str) -> DiffChanges {
                 {
                     changes.files.remove(&path);
                     changes.files.insert(p.clone());
+                    if changes.created.remove(&path) {
+                        changes.created.insert(p.clone());
+                    }
                     current = Some(p);
                 }
                 continue;
@@ -71,6 +88,8 @@ pub fn parse_diff(text: &str) -> DiffChanges {
                 .entry(path)
                 .or_default()
                 .push(added.to_string());
+        } else if line.starts_with('-') {
+            changes.deleted_lines += 1;
         }
     }
     changes
@@ -131,6 +150,10 @@ mod tests {
         assert_eq!(changes.added["new file.txt"], ["hello"]);
         assert!(!changes.added.contains_key("gone.txt"));
         assert_eq!(changes.added_lines(), 3);
+        // `-old` and `-bye` (gone.txt's one line); created and deleted files from their modes.
+        assert_eq!(changes.deleted_lines, 2);
+        assert_eq!(changes.created, ["new file.txt".to_string()].into());
+        assert_eq!(changes.deleted, ["gone.txt".to_string()].into());
     }
 
     #[test]

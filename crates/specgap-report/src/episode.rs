@@ -219,6 +219,41 @@ impl<'a> Episode<'a> {
                 .is_some_and(|s| s.agent_declared && !s.automatic && s.valid_evaluation)
     }
 
+    /// y of seed 001 (§3.1 eq. 1; App. C.1, D.1): the run succeeds only when the agent declared
+    /// the work complete (its last submission is agent-declared, not an automatic budget or loop
+    /// submission) and that submission's valid evaluation succeeds. A run that exhausted a budget,
+    /// ended in a loop or stopped without submitting counts as a failure, whatever an automatic
+    /// submission of its workspace scored; Score@k of seed 000 keeps that submission instead
+    /// ([`Episode::score_at`], carried forward).
+    pub fn declared_success(&self) -> bool {
+        self.normally_submitted() && self.final_success()
+    }
+
+    /// Whether the consequence feedback of submission `k` (an observation naming its
+    /// `failing_requirement`) reached the owner's next message (seed 000 Alg. 1 lines 11–13).
+    /// The engine gives it after every failed agent-declared submission under a feedback
+    /// condition except the last one the budget allows; so a failed, agent-declared submission
+    /// with a failing requirement reported unless it is the episode's last submission and the
+    /// episode ended right there (`submitted`, `submission_budget`). Automatic submissions get
+    /// no feedback.
+    pub fn reported_at(&self, k: u32) -> Option<&'a str> {
+        use specgap_protocol::run::EndReason;
+        let position = self.submissions.iter().position(|s| s.k == k)?;
+        let s = self.submissions[position];
+        if s.automatic || !s.valid_evaluation || s.success != Some(false) {
+            return None;
+        }
+        let last = position + 1 == self.submissions.len();
+        let ended_there = matches!(
+            self.row.end_reason,
+            Some(EndReason::Submitted | EndReason::SubmissionBudget | EndReason::Accepted)
+        );
+        if last && ended_there {
+            return None;
+        }
+        s.failing_requirement.as_deref()
+    }
+
     /// Whether the task is delivery-scored.
     pub fn is_delivery(&self) -> bool {
         self.row.scoring_kind == ScoringKind::Delivery
@@ -297,6 +332,15 @@ pub fn offers_ask(condition: &str) -> bool {
     }
     condition.contains("+ask=on")
         || ["partial", "full", "plan", "interact", "interact-req"].contains(&preset(condition))
+}
+
+/// Whether a failed submission returns consequence feedback under a condition: the preset's
+/// column of DESIGN §4 (`partial`, `literal`), changed by a `feedback=on|off` override.
+pub fn gives_feedback(condition: &str) -> bool {
+    if condition.contains("+feedback=off") {
+        return false;
+    }
+    condition.contains("+feedback=on") || ["partial", "literal"].contains(&preset(condition))
 }
 
 /// A grouping dimension of a report (`--group-by`).

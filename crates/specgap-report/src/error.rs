@@ -69,6 +69,20 @@ pub enum ReportError {
         /// `A` or `B`.
         side: &'static str,
     },
+    /// A measure name `specgap compare` does not know.
+    #[error("unknown measure `{measure}`; expected one of Score@1, Score@4, Success@1, Success@4, Quality, DSR, Valid, Recall, Precision, Ask-F1")]
+    UnknownMeasure {
+        /// The name as given.
+        measure: String,
+    },
+    /// A `specgap compare --family` file that cannot be read, parsed or used.
+    #[error("family file {}: {reason}", .path.display())]
+    FamilyFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, as a phrase.
+        reason: String,
+    },
     /// A statistic failed on input this crate built (a bug, reported rather than hidden).
     #[error("statistics for {measure} failed")]
     Stats {

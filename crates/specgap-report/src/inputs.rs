@@ -52,6 +52,15 @@ pub fn distinct_run_dirs<P: AsRef<Path>>(dirs: &[P]) -> Result<(), ReportError> 
 /// Why the plan cannot be rebuilt, as a phrase: no user in `run.toml`, a shard count of 0,
 /// or `residual:all` on a task whose package cannot be read (its states are unknown).
 pub fn planned_episode_ids(run: &RunData) -> Result<BTreeSet<String>, String> {
+    Ok(planned_episodes(run)?.iter().map(EpisodeKey::id).collect())
+}
+
+/// The keys of the episodes `run.toml` plans for this store, in plan order (see
+/// [`planned_episode_ids`], which gives their ids).
+///
+/// # Errors
+/// As [`planned_episode_ids`].
+pub fn planned_episodes(run: &RunData) -> Result<Vec<EpisodeKey>, String> {
     let config = &run.config;
     let user = config.users.first().ok_or("run.toml names no user")?;
     let not_applicable: HashSet<(&str, &str, &str, &str)> = run
@@ -68,7 +77,7 @@ pub fn planned_episode_ids(run: &RunData) -> Result<BTreeSet<String>, String> {
         })
         .collect();
     let owns = shard_filter(config.shard)?;
-    let mut planned = BTreeSet::new();
+    let mut planned = Vec::new();
     let mut position = 0usize;
     for task in &config.tasks {
         let starts = expanded_starts(run, task)?;
@@ -97,7 +106,7 @@ pub fn planned_episode_ids(run: &RunData) -> Result<BTreeSet<String>, String> {
                                 repeat,
                                 seed: config.seed,
                             };
-                            planned.insert(key.id());
+                            planned.push(key);
                         }
                         position += 1;
                     }

@@ -6,7 +6,8 @@
 //! user): the agent's questions are split into question units, a target is **covered** when at
 //! least one unit links to it, and its matched questions are the units that link.
 //!
-//! Verdicts are stored in the store's `judgements` table with judge [`OFFLINE_JUDGE`], verdict
+//! Verdicts are stored in the store's `judgements` table with judge [`OFFLINE_JUDGE`] (the
+//! rule's version included), verdict
 //! [`COVERED`] or [`MISSED`], and `matched_question_indices` holding 0-based *question-unit*
 //! indices (see [`question_units`]) — the Q of seed 002 §4.2, so that Precision counts units.
 
@@ -19,8 +20,11 @@ use specgap_task::matching;
 
 use crate::context::TaskContext;
 
-/// Judge name of the offline judge in the `judgements` table.
-pub const OFFLINE_JUDGE: &str = "offline";
+/// Judge name of the offline judge in the `judgements` table: `offline:` and the shared rule's
+/// [`matching::RULE_VERSION`], so verdicts of an earlier rule (judge `offline`, version 1, whose
+/// question units were numbered differently) are never read as this rule's; a report on an
+/// older run judges it again under the current rule.
+pub const OFFLINE_JUDGE: &str = "offline:2";
 /// Verdict of a target that at least one question unit reaches.
 pub const COVERED: &str = "covered";
 /// Verdict of a target no question unit reaches.
@@ -61,27 +65,31 @@ pub fn question_units(questions: &[&QuestionRow]) -> Vec<QuestionUnit> {
     units
 }
 
-/// The offline verdict on every target: covered when some unit links to it by
-/// [`matching::links`], with the linking units' indices.
+/// The offline verdict on every target: covered when some unit links to it by the shared rule
+/// ([`matching::TargetMatcher::unit_links`] over the task's targets), with the linking units'
+/// indices.
 pub fn judge_offline(units: &[QuestionUnit], targets: &[ClarificationTarget]) -> Vec<Judgement> {
-    judge_with(units, targets, &mut |unit, target| {
-        matching::links(unit, target)
-    })
+    let matcher = matching::TargetMatcher::new(targets);
+    judge_with(units, targets, &mut |unit| matcher.unit_links(unit))
 }
 
-/// [`judge_offline`] with the link test passed in (a memo of it, in [`judge_missing`]).
+/// [`judge_offline`] with the unit → linked target indices function passed in (a memo of it,
+/// in [`judge_missing`]).
 fn judge_with(
     units: &[QuestionUnit],
     targets: &[ClarificationTarget],
-    links: &mut dyn FnMut(&str, &ClarificationTarget) -> bool,
+    links: &mut dyn FnMut(&str) -> Vec<usize>,
 ) -> Vec<Judgement> {
+    let linked: Vec<Vec<usize>> = units.iter().map(|u| links(&u.text)).collect();
     targets
         .iter()
-        .map(|target| {
+        .enumerate()
+        .map(|(index, target)| {
             let matched: Vec<u32> = units
                 .iter()
-                .filter(|u| links(&u.text, target))
-                .map(|u| u.index)
+                .zip(&linked)
+                .filter(|(_, targets)| targets.contains(&index))
+                .map(|(u, _)| u.index)
                 .collect();
             Judgement {
                 judge: OFFLINE_JUDGE.to_string(),
@@ -127,9 +135,10 @@ pub fn judge_missing(
     let mut new_rows = Vec::new();
     let mut summary = JudgeSummary::default();
     // Repeats and scripted agents ask the same questions again: the rule is a pure function
-    // of (unit, target), so each distinct pair of a task is matched once. Keyed task → unit →
-    // target so that a lookup borrows its keys (owned keys are made only for a new pair).
-    let mut memo: HashMap<&str, HashMap<String, HashMap<String, bool>>> = HashMap::new();
+    // of (unit, the task's targets), so each distinct unit of a task is matched once. Keyed
+    // task → unit so that a lookup borrows its key (an owned key is made only for a new unit).
+    let mut matchers: HashMap<&str, matching::TargetMatcher<'_>> = HashMap::new();
+    let mut memo: HashMap<&str, HashMap<String, Vec<usize>>> = HashMap::new();
     for episode in &rows.episodes {
         let eligible = episode.status == Status::Finished
             && episode.scoring_kind == ScoringKind::Delivery
@@ -145,16 +154,16 @@ pub fn judge_missing(
             .map(Vec::as_slice)
             .unwrap_or_default();
         summary.judged += 1;
+        let matcher = matchers
+            .entry(episode.task.as_str())
+            .or_insert_with(|| matching::TargetMatcher::new(&context.targets));
         let by_unit = memo.entry(episode.task.as_str()).or_default();
-        let mut links = |unit: &str, target: &ClarificationTarget| -> bool {
-            if let Some(linked) = by_unit.get(unit).and_then(|t| t.get(target.id.as_str())) {
-                return *linked;
+        let mut links = |unit: &str| -> Vec<usize> {
+            if let Some(linked) = by_unit.get(unit) {
+                return linked.clone();
             }
-            let linked = matching::links(unit, target);
-            by_unit
-                .entry(unit.to_string())
-                .or_default()
-                .insert(target.id.clone(), linked);
+            let linked = matcher.unit_links(unit);
+            by_unit.insert(unit.to_string(), linked.clone());
             linked
         };
         for judgement in judge_with(&question_units(asked), &context.targets, &mut links) {
@@ -176,4 +185,15 @@ pub fn judge_missing(
     }
     rows.judgements.extend(new_rows);
     summary
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_judge_name_carries_the_rule_version() {
+        assert_eq!(
+            super::OFFLINE_JUDGE,
+            format!("offline:{}", specgap_task::matching::RULE_VERSION)
+        );
+    }
 }

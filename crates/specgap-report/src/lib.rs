@@ -10,15 +10,20 @@
 //! | [`run`] | [`RunData`]: a store's rows, the task packages' context, offline judgements | DESIGN §6 |
 //! | [`episode`] | [`Episode`]: one episode joined across tables; grouping dimensions | — |
 //! | [`first`] | Score@k / Success@k of one episode, carried forward | seed 000 §4.1 |
-//! | [`outcome`] | Score@k and Success@k per group, outcome cost, In round / Ahead | seed 000 §4.1, §5.2–5.3, Table 4, 7 |
-//! | [`residual`] | Res, Clean, Residual Gap, CondFail, predecessor groups, acceptance bias | seed 001 App. C.2, D |
-//! | [`delivery`] | Quality, DSR, pass@k, pass^k, Recall, Precision, Ask-F1, KQC1, ATC, Redund., zero-score signatures, oracle curves | seed 002 §4.2, App. A.3, A.6, A.7 |
+//! | [`outcome`] | Score@k and Success@k per group and family, outcome cost, Partial as a share of Full, In round / Ahead, plan mode against Partial | seed 000 §4.1, §5.2–5.4, Table 4–7 |
+//! | [`residual`] | Res, Clean, Residual Gap, CondFail, predecessor groups, acceptance bias, clean against residual rankings | seed 001 §5.2, App. C.2, D |
+//! | [`benchmark`] | statistics of the suite: residual states (Table 2), requirements stated per task (Table 3) | seed 001 §4, App. A; seed 000 Table 3 |
+//! | [`plan`] | planned runs of delivery cases: the store joined with `run.toml`'s plan; why a run has no score | seed 002 §4.2, App. A.3 |
+//! | [`delivery`] | Quality, DSR, validity, pass@k, pass^k over planned runs, scored-only column, zero-score signatures, oracle curves | seed 002 §4.2, App. A.3, A.6, A.7 |
+//! | [`clarification`] | Recall, Precision, Ask-F1, KQC1, ATC (rounds), Redund., ask rate, type- and domain-specific Recall | seed 002 §4.2, App. A.3, A.5, A.6 |
+//! | [`cases`] | per-case data of the seed 002 cells and their 95% case-bootstrap intervals | seed 002 App. A.4 |
+//! | [`associations`] | Spearman matrix with Holm, model-demeaned ρ, Recall by type and domain against Quality, runtime | seed 002 §5.2–5.3, App. A.4–A.5 |
 //! | [`judge`] | the offline clarification-coverage judge (shared matching rule) | seed 002 §4.1, A.3 |
-//! | [`diff`], [`opened`] | workspace diffs (Kept, Left-out files) and "opened" files from trajectories | seed 001 App. D.2 |
-//! | [`report`], [`render`], [`svg`] | the report: Markdown, self-contained HTML with SVG charts, versioned JSON | docs/report-schema.md |
+//! | [`diff`], [`opened`], [`shell`] | workspace diffs (Kept, Left-out files); what each step did with files (`specgap_protocol::action`), with shell commands read by a small POSIX shell reader; opened files and inspection | seed 001 App. D.2 |
+//! | [`report`], [`render`], [`render_delivery`], [`svg`] | the report: Markdown, self-contained HTML with SVG charts, versioned JSON | docs/report-schema.md |
 //! | [`inputs`] | checks on the runs given to a report: duplicates, shards, missing results, replicates differing beyond the seed | seed 000 §5.6, DESIGN §6 |
 //! | [`usage`] | model usage and cost per group and role, from the stores' `usage` rows | DESIGN §6 |
-//! | [`mod@compare`] | two runs paired by task: bootstrap interval, Wilcoxon, Holm | seed 002 §5.1, A.6 |
+//! | [`mod@compare`] | runs paired by task: bootstrap interval, Wilcoxon, Holm over a family (one call, or a family file) | seed 002 §5.1, A.6 |
 //!
 //! ## How the pieces fit
 //!
@@ -31,16 +36,23 @@
 //! ```
 //!
 //! [`RunData::load`] reads every row of a store once; the measures are pure functions of
-//! [`Episode`]s, except the seed 001 acceptance-bias measures, which read final diffs and
+//! [`Episode`]s, except the seed 001 acceptance-bias measures, which read final diffs, the
+//! starting states' diffs (`start/workspace.diff`, else the state rebuilt from its package) and
 //! trajectories of normally submitted residual episodes from the run directory. Statistics
 //! (bootstrap, Wilcoxon, Holm, Spearman, pass@k, mean ± sd) come from `specgap-stats`.
 //!
 //! A measure that does not apply — no delivery task, no question to judge, no residual start,
 //! a package that cannot be read — is absent (`None`, left out of JSON, `—` in tables), never
 //! 0. Only scored episodes (finished, with a scored end reason) enter measures; errors and
-//! interruptions are counted apart.
+//! interruptions are counted apart — except in seed 002's delivery cells, which are defined over
+//! the planned runs: there an unscored planned run is listed and leaves the cells incomplete
+//! ([`plan`]).
 #![deny(missing_docs)]
 
+pub mod associations;
+pub mod benchmark;
+pub mod cases;
+pub mod clarification;
 pub mod compare;
 pub mod context;
 pub mod delivery;
@@ -52,14 +64,17 @@ pub mod inputs;
 pub mod judge;
 pub mod opened;
 pub mod outcome;
+pub mod plan;
 pub mod render;
+pub mod render_delivery;
 pub mod report;
 pub mod residual;
 pub mod run;
+pub mod shell;
 pub mod svg;
 pub mod usage;
 
-pub use compare::{CompareOptions, Comparison, Selection, compare};
+pub use compare::{CompareOptions, Comparison, Selection, compare, compare_family};
 pub use episode::{Dim, Episode};
 pub use error::ReportError;
 pub use report::{Report, ReportOptions, build_report};

@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 
 use crate::ReportError;
-use crate::delivery::{DefinedMean, SIGNATURE_ORDER};
+use crate::delivery::SIGNATURE_ORDER;
 use crate::episode::Dim;
 use crate::report::{KeyMap, MeanSd, Report};
 use crate::svg::{self, Axis, SubmissionPanel, escape};
@@ -44,11 +44,11 @@ pub struct Section {
 /// `—` for a value that does not apply.
 pub const ABSENT: &str = "—";
 
-fn percent(v: Option<f64>) -> String {
+pub(crate) fn percent(v: Option<f64>) -> String {
     v.map_or_else(|| ABSENT.to_string(), |v| format!("{:.1}", v * 100.0))
 }
 
-fn fixed(v: Option<f64>, digits: usize) -> String {
+pub(crate) fn fixed(v: Option<f64>, digits: usize) -> String {
     v.map_or_else(|| ABSENT.to_string(), |v| format!("{v:.digits$}"))
 }
 
@@ -61,29 +61,21 @@ fn signed_points(v: f64) -> String {
     }
 }
 
-fn defined_percent(v: &Option<DefinedMean>) -> String {
-    percent(v.as_ref().map(|d| d.mean))
-}
-
-fn defined_fixed(v: &Option<DefinedMean>, digits: usize) -> String {
-    fixed(v.as_ref().map(|d| d.mean), digits)
-}
-
 fn mean_sd_percent(m: &MeanSd) -> String {
     format!("{:.1} ± {:.1}", m.mean * 100.0, m.sd * 100.0)
 }
 
-fn key_headers(dims: &[Dim]) -> Vec<String> {
+pub(crate) fn key_headers(dims: &[Dim]) -> Vec<String> {
     dims.iter().map(|d| d.as_str().to_string()).collect()
 }
 
-fn key_cells(dims: &[Dim], key: &KeyMap) -> Vec<String> {
+pub(crate) fn key_cells(dims: &[Dim], key: &KeyMap) -> Vec<String> {
     dims.iter()
         .map(|d| key.get(d).cloned().unwrap_or_default())
         .collect()
 }
 
-fn key_label(key: &KeyMap) -> String {
+pub(crate) fn key_label(key: &KeyMap) -> String {
     if key.is_empty() {
         "all".to_string()
     } else {
@@ -91,7 +83,7 @@ fn key_label(key: &KeyMap) -> String {
     }
 }
 
-fn table(caption: &str, dims: &[Dim], columns: &[&str], rows: Vec<Vec<String>>) -> Table {
+pub(crate) fn table(caption: &str, dims: &[Dim], columns: &[&str], rows: Vec<Vec<String>>) -> Table {
     let mut headers = key_headers(dims);
     let mut numeric = vec![false; headers.len()];
     headers.extend(columns.iter().map(|c| c.to_string()));
@@ -263,10 +255,18 @@ pub fn sections(report: &Report) -> Vec<Section> {
         .filter_map(|g| {
             let r = g.resolution.as_ref()?;
             let mut row = key_cells(dims, &g.key);
+            let share = |n: usize| percent((r.reported > 0).then(|| n as f64 / r.reported as f64));
             row.extend([
                 r.episodes.to_string(),
                 percent(r.in_round),
-                format!("{}/{}", r.fixed_in_round, r.reports),
+                format!("{}/{}", r.fixed_next, r.reported),
+                share(r.fixed_second),
+                share(r.neither),
+                share(r.never),
+                r.neither_pass_under_full.map_or_else(
+                    || ABSENT.to_string(),
+                    |v| format!("{} ({})", percent(Some(v)), r.neither_with_full),
+                ),
                 percent(r.ahead),
                 format!("{}/{}", r.resolved_ahead, r.remaining_unstated),
             ]);
@@ -277,117 +277,28 @@ pub fn sections(report: &Report) -> Vec<Section> {
         out.push(Section {
             id: "resolution",
             title: "Requirement resolution after the first submission (seed 000 §5.3, Table 5)".into(),
-            text: vec!["In round: share of requirements reported by an observation that pass at the next submission. Ahead: share of the remaining unstated requirements that pass before any report.".into()],
-            tables: vec![table("In round and Ahead, percent (counts).", dims, &["episodes", "In round", "reports", "Ahead", "remaining"], resolution_rows)],
+            text: vec!["In round: of the requirements an observation reported (first report per episode), the share passing at the next submission; an episode that never submits again counts as not fixed. Second and neither: fixed only at the submission after that, or in neither round (never: at no later submission). Neither under Full: of the neither group, the share passing at the first submission of the same agent's `full` episodes on the task (requirements with such episodes in parentheses). Ahead: share of the remaining unstated requirements after the first submission that pass before any report, over every episode with a first submission.".into()],
+            tables: vec![table(
+                "In round, the report split and Ahead, percent (counts).",
+                dims,
+                &["episodes", "In round", "fixed next", "fixed second", "neither", "never", "neither under Full", "Ahead", "ahead"],
+                resolution_rows,
+            )],
             chart: None,
         });
     }
 
+    out.extend(seed_000_tables(report));
+
     if !report.residual.is_empty() {
         out.push(residual_section(report, &without(Dim::Start)));
     }
-
-    let delivery_rows: Vec<Vec<String>> = report
-        .groups
-        .iter()
-        .filter_map(|g| {
-            let d = g.delivery.as_ref()?;
-            let mut row = key_cells(dims, &g.key);
-            row.extend([
-                d.cases.to_string(),
-                d.runs.to_string(),
-                format!("{:.4}", d.quality),
-                percent(Some(d.dsr)),
-                percent(Some(d.valid)),
-                d.pass_k
-                    .as_ref()
-                    .map_or_else(|| ABSENT.to_string(), |p| p.k.to_string()),
-                percent(d.pass_k.as_ref().map(|p| p.pass_at_k)),
-                percent(d.pass_k.as_ref().map(|p| p.pass_hat_k)),
-            ]);
-            Some(row)
-        })
-        .collect();
-    let clarification_rows: Vec<Vec<String>> = report
-        .groups
-        .iter()
-        .filter_map(|g| {
-            let c = g.clarification.as_ref()?;
-            let mut row = key_cells(dims, &g.key);
-            row.extend([
-                c.runs.to_string(),
-                format!("{:.1}", c.mean_units),
-                defined_percent(&c.recall),
-                defined_percent(&c.precision),
-                defined_percent(&c.ask_f1),
-                defined_percent(&c.kqc1),
-                defined_fixed(&c.atc, 2),
-                defined_fixed(&c.redund, 1),
-            ]);
-            Some(row)
-        })
-        .collect();
-    if !delivery_rows.is_empty() || !clarification_rows.is_empty() {
-        let mut tables = Vec::new();
-        if !delivery_rows.is_empty() {
-            tables.push(table(
-                "Quality (case-macro, 1 = the reference), DSR and validity in percent; pass@k and pass^k over validity across repeats.",
-                dims,
-                &["cases", "runs", "Quality", "DSR", "valid", "k", "pass@k", "pass^k"],
-                delivery_rows,
-            ));
-        }
-        if !clarification_rows.is_empty() {
-            tables.push(table(
-                &format!("Clarification by judge `{}`: means over the runs where each is defined (percent; ATC in interaction turns, Redund. in question units).", report.judge),
-                dims,
-                &["runs", "units", "Recall", "Precision", "Ask-F1", "KQC1", "ATC", "Redund."],
-                clarification_rows,
-            ));
-        }
-        let points: Vec<(String, f64, f64)> = report
-            .groups
-            .iter()
-            .filter_map(|g| {
-                Some((
-                    key_label(&g.key),
-                    g.clarification.as_ref()?.recall.as_ref()?.mean * 100.0,
-                    g.delivery.as_ref()?.quality,
-                ))
-            })
-            .collect();
-        let mut text = vec!["Delivery scores are 0 for invalid runs. With no question, Recall is 0 and Precision, Ask-F1 and ATC are undefined (seed 002 App. A.3).".to_string()];
-        if let Some(a) = &report.recall_quality {
-            text.push(format!(
-                "Spearman ρ between {} and {} over {} groups: {:.2} (p = {:.3}).",
-                a.x, a.y, a.groups, a.rho, a.p_value
-            ));
-        }
-        let chart = (!points.is_empty()).then(|| {
-            let max_quality = points.iter().map(|p| p.2).fold(1.0_f64, f64::max);
-            svg::scatter(
-                &points,
-                &Axis {
-                    label: "Recall (%)".into(),
-                    min: 0.0,
-                    max: 100.0,
-                },
-                &Axis {
-                    label: "Quality".into(),
-                    min: 0.0,
-                    max: max_quality,
-                },
-                "Recall against Quality per group",
-            )
-        });
-        out.push(Section {
-            id: "delivery",
-            title: "Delivery and clarification (seed 002)".into(),
-            text,
-            tables,
-            chart,
-        });
+    if let Some(section) = benchmark_section(report) {
+        out.push(section);
     }
+
+    // Seed 002: delivery over planned runs, clarification, and associations across groups.
+    out.extend(crate::render_delivery::sections(report));
 
     let zero_rows: Vec<Vec<String>> = report
         .groups
@@ -627,13 +538,15 @@ fn residual_section(report: &Report, dims: &[Dim]) -> Section {
                 percent(a.left_out_opened),
                 fixed(a.steps_ratio, 2),
                 percent(a.inspected),
+                percent(a.broken_failed),
+                percent(a.discarded_all),
                 a.kept_split.as_ref().map_or_else(
                     || ABSENT.to_string(),
                     |s| {
                         format!(
                             "{} vs {}",
-                            percent(Some(s.success_above)),
-                            percent(Some(s.success_at_or_below))
+                            percent(Some(s.success_high)),
+                            percent(Some(s.success_low))
                         )
                     },
                 ),
@@ -659,25 +572,334 @@ fn residual_section(report: &Report, dims: &[Dim]) -> Section {
             )
         })
         .collect();
+    let ranking_dims: Vec<Dim> = dims.iter().copied().filter(|d| *d != Dim::Agent).collect();
+    let ranking_rows: Vec<Vec<String>> = report
+        .rankings
+        .iter()
+        .flat_map(|r| {
+            let ranking_dims = &ranking_dims;
+            r.ranking.agents.iter().map(move |a| {
+                let mut row = key_cells(ranking_dims, &r.key);
+                row.extend([
+                    a.agent.clone(),
+                    percent(Some(a.clean)),
+                    format!("{}", a.clean_rank),
+                    percent(Some(a.res)),
+                    format!("{}", a.res_rank),
+                    fixed(r.ranking.rho, 3),
+                    fixed(r.ranking.p_value, 4),
+                    format!("{}/{}", r.ranking.reversed_pairs, r.ranking.pairs),
+                ]);
+                row
+            })
+        })
+        .collect();
+    let mut tables = vec![
+        table(
+            "Res, Clean, Gap and CondFail.",
+            dims,
+            &["tasks", "Res", "Clean", "Gap", "CondFail", "CondFail tasks"],
+            rates,
+        ),
+        predecessor_table,
+        table(
+            "Acceptance bias.",
+            dims,
+            &[
+                "continuations",
+                "Same failing",
+                "Init. failing clean",
+                "Init. failing residual",
+                "Repair (failed)",
+                "Kept (failed)",
+                "Left-out clean",
+                "Left-out residual",
+                "Left-out opened",
+                "Steps",
+                "Inspected",
+                "Broken (failed)",
+                "Discarded all",
+                "Success by Kept",
+            ],
+            bias,
+        ),
+    ];
+    if !ranking_rows.is_empty() {
+        let mut ranking = table(
+            "Clean against residual rankings (§5.2): rank 1 is the highest rate; Spearman ρ over agents with its p-value; pairs ordered oppositely.",
+            &ranking_dims,
+            &[
+                "agent",
+                "Clean",
+                "Clean rank",
+                "Res",
+                "Res rank",
+                "ρ",
+                "p",
+                "reversed pairs",
+            ],
+            ranking_rows,
+        );
+        ranking.numeric[ranking_dims.len()] = false;
+        tables.push(ranking);
+    }
     Section {
         id: "residual",
         title: "Residual starts (seed 001)".into(),
         text: vec![
             "Res and Clean: success averaged over repeats and states within a task, then over the tasks that have both starts (App. C eqs. 3–4), in percent; Gap = Clean − Res in points before rounding; CondFail on the tasks whose clean starts all succeeded (eq. 5).".into(),
-            "Acceptance bias (App. D) over normally submitted episodes, task-averaged: Same failing and Kept over failed continuations; Initially failing from clean runs and from the state; Left-out files changed from each start and opened in the continuation; Steps as the median over tasks of residual ÷ clean turns; Kept split: success above vs at or below the median Kept.".into(),
+            "Res, Clean, CondFail and the predecessor groups count a run as a success only when the agent declared the work complete and it passed: runs that exhausted a budget or ended in a loop are failures (App. C.1, D.1).".into(),
+            "Acceptance bias (App. D) over normally submitted episodes, task-averaged: Same failing and Kept over failed continuations (Kept from the harness's diff of the state); Initially failing from clean runs and from the state; Left-out files changed from each start and opened in the continuation; Steps as the median over tasks of residual ÷ clean turns; Broken: passing tests of the state failing at the end of failed continuations; Discarded all: continuations keeping none of the predecessor's lines; Success by Kept: the half keeping more vs the half keeping less, split above the median (at the median when it is the maximum).".into(),
         ],
-        tables: vec![
-            table("Res, Clean, Gap and CondFail.", dims, &["tasks", "Res", "Clean", "Gap", "CondFail", "CondFail tasks"], rates),
-            predecessor_table,
-            table(
-                "Acceptance bias.",
-                dims,
-                &["continuations", "Same failing", "Init. failing clean", "Init. failing residual", "Repair (failed)", "Kept (failed)", "Left-out clean", "Left-out residual", "Left-out opened", "Steps", "Inspected", "Success by Kept"],
-                bias,
-            ),
-        ],
+        tables,
         chart: Some(svg::clean_against_residual(&chart_rows)),
     }
+}
+
+/// Seed 000's family, Plan and Table 3 tables; each only when it has rows.
+fn seed_000_tables(report: &Report) -> Vec<Section> {
+    let dims = &report.group_by;
+    let drop =
+        |drop: &[Dim]| -> Vec<Dim> { dims.iter().copied().filter(|d| !drop.contains(d)).collect() };
+    let mut out = Vec::new();
+    if !report.families.is_empty() {
+        let family_dims = drop(&[Dim::Family, Dim::Task]);
+        let rows = report
+            .families
+            .iter()
+            .map(|f| {
+                let mut row = key_cells(&family_dims, &f.key);
+                row.push(f.family.clone());
+                row.push(f.outcomes.scored.to_string());
+                row.extend(f.outcomes.score_at.iter().map(|v| percent(*v)));
+                row.extend(f.outcomes.success_at.iter().map(|v| percent(*v)));
+                row
+            })
+            .collect();
+        let mut t = table(
+            "Score@k and Success@k per family, k = 1..4.",
+            &family_dims,
+            &[
+                "family",
+                "scored",
+                "Score@1",
+                "Score@2",
+                "Score@3",
+                "Score@4",
+                "Success@1",
+                "Success@2",
+                "Success@3",
+                "Success@4",
+            ],
+            rows,
+        );
+        t.numeric[family_dims.len()] = false;
+        let mut tables = vec![t];
+        if !report.partial_shares.is_empty() {
+            let share_dims = drop(&[Dim::Condition, Dim::Family, Dim::Task]);
+            let rows = report
+                .partial_shares
+                .iter()
+                .map(|p| {
+                    let mut row = key_cells(&share_dims, &p.key);
+                    row.extend([
+                        p.family.clone(),
+                        p.share.tasks.to_string(),
+                        percent(Some(p.share.full_score_at_1)),
+                        percent(Some(p.share.partial_score_at[0])),
+                        percent(p.share.share_at[0]),
+                        percent(Some(p.share.partial_score_at[1])),
+                        percent(p.share.share_at[1]),
+                    ]);
+                    row
+                })
+                .collect();
+            let mut t = table(
+                "Partial as a share of Full (§5.2): Partial@k Score ÷ Full@1 Score on the tasks run under both.",
+                &share_dims,
+                &[
+                    "family",
+                    "tasks",
+                    "Full@1 Score",
+                    "Partial@1 Score",
+                    "Partial@1 ÷ Full@1",
+                    "Partial@4 Score",
+                    "Partial@4 ÷ Full@1",
+                ],
+                rows,
+            );
+            t.numeric[share_dims.len()] = false;
+            tables.push(t);
+        }
+        out.push(Section {
+            id: "families",
+            title: "Per family (seed 000 §5.2, App. I)".into(),
+            text: vec!["Percent over scored episodes, as the outcomes table, per task family (with its sub-family when the package names one).".into()],
+            tables,
+            chart: None,
+        });
+    }
+    if !report.plan_vs_partial.is_empty() {
+        let plan_dims = drop(&[Dim::Condition]);
+        let rows = report
+            .plan_vs_partial
+            .iter()
+            .map(|p| {
+                let c = &p.comparison;
+                let mut row = key_cells(&plan_dims, &p.key);
+                row.extend([
+                    c.tasks.to_string(),
+                    format!(
+                        "{} → {}",
+                        percent(Some(c.partial_at_1[0])),
+                        percent(Some(c.plan_at_1[0]))
+                    ),
+                    signed_points(c.difference[0]),
+                    format!(
+                        "{} → {}",
+                        percent(Some(c.partial_at_1[1])),
+                        percent(Some(c.plan_at_1[1]))
+                    ),
+                    signed_points(c.difference[1]),
+                ]);
+                row
+            })
+            .collect();
+        out.push(Section {
+            id: "plan",
+            title: "Plan mode against Partial (seed 000 §5.4, Table 6)".into(),
+            text: vec!["Means of per-task means over the tasks run under both `plan` and `partial`, in percent; differences Plan − Partial in points.".into()],
+            tables: vec![table("Score@1 and Success@1, Partial → Plan.", &plan_dims, &["tasks", "Score@1", "Δ Score", "Success@1", "Δ Success"], rows)],
+            chart: None,
+        });
+    }
+    if let Some(stated) = &report.stated_requirements {
+        let counts: Vec<String> = stated
+            .tasks_by_stated
+            .keys()
+            .map(|n| format!("{n} stated"))
+            .collect();
+        let mut row = vec![stated.tasks.to_string()];
+        row.extend(
+            stated
+                .tasks_by_stated
+                .iter()
+                .map(|(n, t)| format!("{} ({t})", percent(stated.share_by_stated.get(n).copied()))),
+        );
+        let mut headers = vec!["tasks".to_string()];
+        headers.extend(counts);
+        out.push(Section {
+            id: "stated",
+            title: "Requirements stated by the partial instruction (seed 000 Table 3)".into(),
+            text: vec!["Share of requirement-scored tasks (count) by how many of their requirements the partial instruction states (`requirements.toml` `stated`).".into()],
+            tables: vec![Table {
+                caption: "Tasks by requirements stated.".into(),
+                numeric: vec![true; headers.len()],
+                headers,
+                rows: vec![row],
+            }],
+            chart: None,
+        });
+    }
+    out
+}
+
+/// Seed 001 Table 2 / App. A: the suite's residual states.
+fn benchmark_section(report: &Report) -> Option<Section> {
+    let b = report.residual_benchmark.as_ref()?;
+    let by_states: Vec<String> = b
+        .tasks_by_states
+        .iter()
+        .map(|(n, t)| format!("{t} with {n}"))
+        .collect();
+    let by_predecessor: Vec<String> = b
+        .by_predecessor
+        .iter()
+        .map(|(p, n)| format!("{p}: {n}"))
+        .collect();
+    let summary = Table {
+        caption: "Summary (medians over states; pass rates with equal weight per state).".into(),
+        headers: [
+            "tasks",
+            "states",
+            "tasks by states",
+            "states by predecessor",
+            "steps",
+            "files",
+            "added lines",
+            "patch KiB",
+            "pass rate mean / median",
+            "1–3 failing",
+        ]
+        .map(String::from)
+        .to_vec(),
+        numeric: vec![true, true, false, false, true, true, true, true, true, true],
+        rows: vec![vec![
+            b.tasks.to_string(),
+            b.states.to_string(),
+            by_states.join(", "),
+            by_predecessor.join(", "),
+            format!("{}", b.median_steps),
+            format!("{}", b.median_files),
+            format!("{}", b.median_added_lines),
+            format!("{:.1}", b.median_patch_bytes / 1024.0),
+            format!(
+                "{} / {}",
+                percent(b.mean_pass_rate),
+                percent(b.median_pass_rate)
+            ),
+            b.one_to_three_failing.to_string(),
+        ]],
+    };
+    let per_state = Table {
+        caption: "Per state.".into(),
+        headers: [
+            "task",
+            "state",
+            "predecessor",
+            "steps",
+            "files",
+            "added",
+            "deleted",
+            "patch bytes",
+            "tests",
+            "failing",
+            "pass rate",
+        ]
+        .map(String::from)
+        .to_vec(),
+        numeric: vec![
+            false, false, false, true, true, true, true, true, true, true, true,
+        ],
+        rows: b
+            .per_state
+            .iter()
+            .map(|s| {
+                let opt =
+                    |v: Option<usize>| v.map_or_else(|| ABSENT.to_string(), |v| v.to_string());
+                vec![
+                    s.task.clone(),
+                    s.state.clone(),
+                    s.predecessor.clone(),
+                    s.steps.to_string(),
+                    s.files.to_string(),
+                    s.added_lines.to_string(),
+                    s.deleted_lines.to_string(),
+                    s.patch_bytes.to_string(),
+                    opt(s.tests),
+                    opt(s.failing),
+                    percent(s.pass_rate),
+                ]
+            })
+            .collect(),
+    };
+    Some(Section {
+        id: "residual-states",
+        title: "Residual states of the suite (seed 001 Table 2, App. A)".into(),
+        text: vec!["From each state's `meta.toml` and `state.patch`, and the evaluator's verdict on the state when an episode started from it (tests, or requirements for requirement-scored tasks).".into()],
+        tables: vec![summary, per_state],
+        chart: None,
+    })
 }
 
 fn oracle_section(report: &Report) -> Section {
@@ -930,7 +1152,10 @@ mod tests {
 
     #[test]
     fn code_spans_become_code_elements_after_escaping() {
-        assert_eq!(escape_with_code("both `full` and `<partial>`"), "both <code>full</code> and <code>&lt;partial&gt;</code>");
+        assert_eq!(
+            escape_with_code("both `full` and `<partial>`"),
+            "both <code>full</code> and <code>&lt;partial&gt;</code>"
+        );
         assert_eq!(escape_with_code("a `lone backtick"), "a `lone backtick");
         assert_eq!(escape_with_code("no code & more"), "no code &amp; more");
     }

@@ -17,29 +17,43 @@ use serde::Serialize;
 use specgap_stats::mean_sd;
 
 use crate::ReportError;
+pub use crate::associations::Association;
+use crate::associations::{Associations, associations};
+use crate::cases::IntervalSettings;
+use crate::clarification::{ClarificationSummary, Registry, clarification_summary, registry};
+use crate::benchmark::{
+    ResidualBenchmark, StatedRequirements, residual_benchmark, stated_requirements,
+};
 use crate::delivery::{
-    ClarificationSummary, DeliveryMeasures, OracleLevel, ZeroScores, clarification_summary,
-    delivery_measures, oracle_curve, zero_scores,
+    DeliveryMeasures, OracleLevel, ZeroScores, delivery_measures, oracle_curve, zero_scores,
 };
 use crate::episode::{Dim, Episode, GroupKey, group_by, index_episodes, oracle_ratio};
+use crate::plan::{PlannedRun, group_planned, planned_delivery_runs};
 use crate::first::MAX_K;
 use crate::judge::OFFLINE_JUDGE;
-use crate::outcome::{CostComparison, Outcomes, Resolution, cost_comparison, outcomes, resolution};
-use crate::residual::{ResidualMeasures, residual_measures};
+use crate::outcome::{
+    CostComparison, Outcomes, PartialShare, PlanVsPartial, Resolution, cost_comparison,
+    family_label, outcomes, partial_share, plan_vs_partial, resolution,
+};
+use crate::residual::{RankingReversal, ResidualMeasures, ranking_reversal, residual_measures};
 use crate::run::RunData;
 
 /// The `schema` field of every JSON report.
 pub const REPORT_SCHEMA: &str = "specgap-report";
 /// The JSON report's version; bumped on any incompatible change (docs/report-schema.md).
-pub const REPORT_VERSION: u32 = 1;
+/// Version 2: seed 002's delivery cells count planned runs and may be incomplete; intervals,
+/// ask rate, type- and domain-specific Recall and the associations were added.
+pub const REPORT_VERSION: u32 = 2;
 
 /// How a report is built.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ReportOptions {
     /// Grouping dimensions of the main table, in order.
     pub group_by: Vec<Dim>,
     /// Judge whose clarification verdicts feed Recall and the other seed 002 measures.
     pub judge: String,
+    /// The case-bootstrap intervals of seed 002's cells (App. A.4).
+    pub intervals: IntervalSettings,
 }
 
 impl Default for ReportOptions {
@@ -47,6 +61,7 @@ impl Default for ReportOptions {
         ReportOptions {
             group_by: crate::episode::DEFAULT_GROUP_BY.to_vec(),
             judge: OFFLINE_JUDGE.to_string(),
+            intervals: IntervalSettings::default(),
         }
     }
 }
@@ -91,10 +106,12 @@ pub struct GroupReport {
     /// In round / Ahead (seed 000 §5.3), for requirement-scored episodes with feedback.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resolution: Option<Resolution>,
-    /// Quality, DSR, pass@k, pass^k (seed 002), for delivery-scored episodes.
+    /// Quality, DSR, validity, pass@k, pass^k over the planned runs of delivery cases
+    /// (seed 002).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delivery: Option<DeliveryMeasures>,
-    /// Recall, Precision, Ask-F1, KQC1, ATC, Redund. (seed 002).
+    /// Recall, Precision, Ask-F1, KQC1, ATC, Redund., ask rate, type- and domain-specific
+    /// Recall (seed 002).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub clarification: Option<ClarificationSummary>,
     /// Zero-score signatures (seed 002 App. A.7).
@@ -146,6 +163,46 @@ pub struct ResidualRow {
     pub measures: ResidualMeasures,
 }
 
+/// Score@k and Success@k of one family (seed 000 §5.2, App. I per-domain tables).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FamilyRow {
+    /// Key: the grouping dimensions without `family` and `task`.
+    pub key: KeyMap,
+    /// `family`, or `family/subfamily` ([`crate::outcome::family_label`]).
+    pub family: String,
+    /// The outcomes of the family's episodes in the group.
+    pub outcomes: Outcomes,
+}
+
+/// Partial as a share of Full in one family (seed 000 §5.2).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PartialShareRow {
+    /// Key: the grouping dimensions without `condition`, `family` and `task`.
+    pub key: KeyMap,
+    /// `family`, or `family/subfamily`.
+    pub family: String,
+    /// The share.
+    pub share: PartialShare,
+}
+
+/// The plan mode against Partial (seed 000 §5.4, Table 6).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PlanRow {
+    /// Key: the grouping dimensions without `condition`.
+    pub key: KeyMap,
+    /// The paired comparison.
+    pub comparison: PlanVsPartial,
+}
+
+/// Clean against residual rankings of agents (seed 001 §5.2).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RankingRow {
+    /// Key: the grouping dimensions without `start` and `agent`.
+    pub key: KeyMap,
+    /// The rankings.
+    pub ranking: RankingReversal,
+}
+
 /// One oracle-coverage curve (seed 002 App. A.6).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct OracleRow {
@@ -153,21 +210,6 @@ pub struct OracleRow {
     pub key: KeyMap,
     /// Levels by R.
     pub levels: Vec<OracleLevel>,
-}
-
-/// Spearman ρ between two group-level measures (seed 002 §5.3, Figure 4).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Association {
-    /// First measure.
-    pub x: String,
-    /// Second measure.
-    pub y: String,
-    /// Groups with both values.
-    pub groups: usize,
-    /// Spearman ρ.
-    pub rho: f64,
-    /// Two-sided p-value.
-    pub p_value: f64,
 }
 
 /// A not-applicable record (DESIGN §4).
@@ -206,11 +248,39 @@ pub struct Report {
     pub outcome_costs: Vec<CostRow>,
     /// Residual starts (seed 001).
     pub residual: Vec<ResidualRow>,
+    /// Clean against residual rankings over agents (seed 001 §5.2), when `agent` is a grouping
+    /// dimension and two or more agents have residual rows.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rankings: Vec<RankingRow>,
+    /// The residual states of the suite (seed 001 Table 2, App. A).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub residual_benchmark: Option<ResidualBenchmark>,
+    /// Requirements stated per requirement-scored task (seed 000 Table 3).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stated_requirements: Option<StatedRequirements>,
+    /// Score@k and Success@k per family (seed 000 App. I).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub families: Vec<FamilyRow>,
+    /// Partial as a share of Full per family (seed 000 §5.2).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub partial_shares: Vec<PartialShareRow>,
+    /// Plan mode against Partial (seed 000 §5.4, Table 6).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub plan_vs_partial: Vec<PlanRow>,
     /// Oracle coverage (seed 002).
     pub oracle: Vec<OracleRow>,
-    /// Recall against Quality across groups (seed 002 Figure 4), with three or more groups.
+    /// Settings of every case-bootstrap interval (seed 002 App. A.4).
+    pub intervals: IntervalSettings,
+    /// Recall against Quality across groups (seed 002 Figure 4), with three or more groups:
+    /// the matrix cell of [`Associations::clarification_delivery`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recall_quality: Option<Association>,
+    /// Rank associations across groups (seed 002 §5.2, §5.3, App. A.4, A.5).
+    pub associations: Associations,
+    /// Composition of the clarification targets of the report's cases (seed 002 Table 7);
+    /// absent when no case has targets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clarification_registry: Option<Registry>,
     /// Not-applicable records.
     pub not_applicable: Vec<NotApplicable>,
     /// Model usage and cost per group and role ([`crate::usage`]); left out of JSON when no
@@ -315,6 +385,9 @@ fn report_with(
     for key in na_by_key.keys() {
         grouped.entry(key.clone()).or_default();
     }
+    let planned = planned_delivery_runs(runs, episodes);
+    let planned_groups = group_planned(&planned, dims);
+    let full_index = FullIndex::new(episodes);
     // Per group, the runs whose scored episodes make its seed replicates.
     let pooled: Vec<BTreeSet<usize>> = grouped
         .values()
@@ -328,14 +401,14 @@ fn report_with(
         .filter(|runs| runs.len() >= 2)
         .collect();
     for (key, members) in &grouped {
-        groups.push(group_report(
-            dims,
-            key,
-            members,
-            na_by_key.get(key).copied().unwrap_or(0),
-            runs.len(),
-            &options.judge,
-        )?);
+        let context = GroupContext {
+            not_applicable: na_by_key.get(key).copied().unwrap_or(0),
+            planned: planned_groups.get(key).map(Vec::as_slice).unwrap_or_default(),
+            runs,
+            options,
+            full_index: &full_index,
+        };
+        groups.push(group_report(dims, key, members, &context)?);
     }
 
     let cost_dims = without(Dim::Condition);
@@ -360,7 +433,46 @@ fn report_with(
         }
     }
 
-    let recall_quality = association(&groups)?;
+    let families = family_rows(episodes, &without_all(dims, &[Dim::Family, Dim::Task]));
+    let partial_shares = partial_share_rows(
+        episodes,
+        &without_all(dims, &[Dim::Condition, Dim::Family, Dim::Task]),
+    );
+    let plan_dims = without(Dim::Condition);
+    let mut plan_rows = Vec::new();
+    for (key, members) in group_by(episodes, &plan_dims, |_| true) {
+        let of = |condition: &str| -> Vec<&Episode> {
+            members
+                .iter()
+                .copied()
+                .filter(|e| e.row.condition == condition)
+                .collect()
+        };
+        if let Some(comparison) = plan_vs_partial(&of("plan"), &of("partial")) {
+            plan_rows.push(PlanRow {
+                key: key_map(&plan_dims, &key),
+                comparison,
+            });
+        }
+    }
+
+
+    let clarification_registry = {
+        let mut seen: BTreeMap<&str, &crate::context::TaskContext> = BTreeMap::new();
+        for e in episodes {
+            if let Some(context) = e.context {
+                seen.entry(e.row.task.as_str()).or_insert(context);
+            }
+        }
+        registry(seen.into_values())
+    };
+    let models = agent_models(runs);
+    let associations = associations(&groups, dims, &models, &options.intervals)?;
+    let recall_quality = associations
+        .clarification_delivery
+        .iter()
+        .find(|a| a.x == "Recall" && a.y == "Quality")
+        .cloned();
     let usage = crate::usage::usage_summaries(runs, episodes, dims);
     let mut warnings = crate::inputs::input_warnings(runs, dims, &pooled);
     warnings.extend(runs.iter().flat_map(|r| {
@@ -368,6 +480,13 @@ fn report_with(
             .iter()
             .map(move |w| format!("{}: {w}", r.dir.display()))
     }));
+    let residual = residual();
+    let rankings = ranking_rows(&residual, dims)?;
+    let mut residual_warnings: BTreeSet<&String> = BTreeSet::new();
+    for row in &residual {
+        residual_warnings.extend(&row.measures.acceptance.warnings);
+    }
+    warnings.extend(residual_warnings.into_iter().cloned());
     Ok(Report {
         schema: REPORT_SCHEMA,
         version: REPORT_VERSION,
@@ -386,23 +505,44 @@ fn report_with(
             .collect(),
         groups,
         outcome_costs,
-        residual: residual(),
+        residual,
+        rankings,
+        residual_benchmark: residual_benchmark(runs, episodes),
+        stated_requirements: stated_requirements(runs),
+        families,
+        partial_shares,
+        plan_vs_partial: plan_rows,
         oracle,
+        intervals: options.intervals,
         recall_quality,
+        associations,
+        clarification_registry,
         not_applicable,
         usage,
         warnings,
     })
 }
 
+/// What a group's measures need besides its episodes.
+struct GroupContext<'c, 'p, 'e, 'a> {
+    /// Not-applicable records of the key.
+    not_applicable: usize,
+    /// The group's planned delivery runs.
+    planned: &'c [&'p PlannedRun<'e, 'a>],
+    runs: &'c [RunData],
+    options: &'c ReportOptions,
+    /// `full` episodes by (agent, task), for In round's never-fixed share (seed 000 §5.3).
+    full_index: &'c FullIndex<'e, 'a>,
+}
+
 fn group_report(
     dims: &[Dim],
     key: &GroupKey,
     members: &[&Episode<'_>],
-    not_applicable: usize,
-    n_runs: usize,
-    judge: &str,
+    context: &GroupContext<'_, '_, '_, '_>,
 ) -> Result<GroupReport, ReportError> {
+    let n_runs = context.runs.len();
+    let options = context.options;
     use specgap_protocol::run::EndReason;
     let mut end_reasons = BTreeMap::new();
     for reason in members.iter().filter_map(|e| e.row.end_reason) {
@@ -425,12 +565,12 @@ fn group_report(
         evaluation_errors: count(EndReason::EvaluationError),
         infrastructure_errors: count(EndReason::InfrastructureError),
         unfinished,
-        not_applicable,
+        not_applicable: context.not_applicable,
         end_reasons,
         outcomes: outcomes(members),
-        resolution: resolution(members),
-        delivery: delivery_measures(members)?,
-        clarification: clarification_summary(members, judge),
+        resolution: resolution(members, &|e, req| context.full_index.pass_share(e, req)),
+        delivery: delivery_measures(context.planned, context.runs, &options.intervals)?,
+        clarification: clarification_summary(members, &options.judge, &options.intervals)?,
         zero_scores: zero_scores(members),
         replicates: if n_runs >= 2 {
             replicates(members, n_runs)?
@@ -438,6 +578,134 @@ fn group_report(
             None
         },
     })
+}
+
+/// `dims` without any of `drop`.
+fn without_all(dims: &[Dim], drop: &[Dim]) -> Vec<Dim> {
+    dims.iter().copied().filter(|d| !drop.contains(d)).collect()
+}
+
+/// Score@k / Success@k per group of `dims` and family label.
+fn family_rows(episodes: &[Episode<'_>], dims: &[Dim]) -> Vec<FamilyRow> {
+    let mut rows = Vec::new();
+    for (key, members) in group_by(episodes, dims, |_| true) {
+        let mut by_family: BTreeMap<String, Vec<&Episode>> = BTreeMap::new();
+        for e in members {
+            by_family.entry(family_label(e)).or_default().push(e);
+        }
+        for (family, members) in by_family {
+            let outcomes = outcomes(&members);
+            if outcomes.scored > 0 {
+                rows.push(FamilyRow {
+                    key: key_map(dims, &key),
+                    family,
+                    outcomes,
+                });
+            }
+        }
+    }
+    rows
+}
+
+/// Partial as a share of Full per group of `dims` and family label.
+fn partial_share_rows(episodes: &[Episode<'_>], dims: &[Dim]) -> Vec<PartialShareRow> {
+    let mut rows = Vec::new();
+    for (key, members) in group_by(episodes, dims, |_| true) {
+        let mut by_family: BTreeMap<String, Vec<&Episode>> = BTreeMap::new();
+        for e in members {
+            by_family.entry(family_label(e)).or_default().push(e);
+        }
+        for (family, members) in by_family {
+            let of = |condition: &str| -> Vec<&Episode> {
+                members
+                    .iter()
+                    .copied()
+                    .filter(|e| e.row.condition == condition)
+                    .collect()
+            };
+            if let Some(share) = partial_share(&of("full"), &of("partial")) {
+                rows.push(PartialShareRow {
+                    key: key_map(dims, &key),
+                    family,
+                    share,
+                });
+            }
+        }
+    }
+    rows
+}
+
+/// Rankings over agents of the residual rows, per value of the other dimensions; only when
+/// `agent` is a grouping dimension.
+fn ranking_rows(residual: &[ResidualRow], dims: &[Dim]) -> Result<Vec<RankingRow>, ReportError> {
+    if !dims.contains(&Dim::Agent) {
+        return Ok(Vec::new());
+    }
+    let mut by_key: BTreeMap<KeyMap, Vec<(String, f64, f64)>> = BTreeMap::new();
+    for row in residual {
+        let mut key = row.key.clone();
+        let Some(agent) = key.remove(&Dim::Agent) else {
+            continue;
+        };
+        by_key.entry(key).or_default().push((
+            agent,
+            row.measures.rates.clean,
+            row.measures.rates.res,
+        ));
+    }
+    let mut rows = Vec::new();
+    for (key, agents) in by_key {
+        let ranking = ranking_reversal(&agents).map_err(|source| ReportError::Stats {
+            measure: "Spearman rho (Clean, Res)".into(),
+            source,
+        })?;
+        if let Some(ranking) = ranking {
+            rows.push(RankingRow { key, ranking });
+        }
+    }
+    Ok(rows)
+}
+
+/// The scored episodes under condition `full`, by (agent, task, start): the Full reference of
+/// seed 000 §5.3 for requirements that feedback did not get fixed.
+pub struct FullIndex<'e, 'a> {
+    by_key: BTreeMap<(&'a str, &'a str, &'a str), Vec<&'e Episode<'a>>>,
+}
+
+impl<'e, 'a> FullIndex<'e, 'a> {
+    /// Indexes the `full` episodes among `episodes`.
+    pub fn new(episodes: &'e [Episode<'a>]) -> Self {
+        let mut by_key: BTreeMap<(&str, &str, &str), Vec<&Episode>> = BTreeMap::new();
+        for e in episodes
+            .iter()
+            .filter(|e| e.is_scored() && e.row.condition == "full")
+        {
+            by_key
+                .entry((
+                    e.row.agent.as_str(),
+                    e.row.task.as_str(),
+                    e.row.start.as_str(),
+                ))
+                .or_default()
+                .push(e);
+        }
+        FullIndex { by_key }
+    }
+
+    /// Share of the `full` episodes of `episode`'s agent, task and start whose first valid
+    /// submission passes `requirement`; `None` when none has a verdict for it.
+    pub fn pass_share(&self, episode: &Episode<'_>, requirement: &str) -> Option<f64> {
+        let partners = self.by_key.get(&(
+            episode.row.agent.as_str(),
+            episode.row.task.as_str(),
+            episode.row.start.as_str(),
+        ))?;
+        crate::episode::mean(partners.iter().filter_map(|f| {
+            let k = f.scores.first()?.k;
+            f.requirement_passes(k, requirement)
+                .map(crate::episode::indicator)
+        }))
+    }
 }
 
 /// Score@k / Success@k per run, then mean ± sd over runs with scored episodes.
@@ -519,32 +787,19 @@ fn cost_row(
     })
 }
 
-/// Spearman ρ between Recall and Quality over the groups that have both (three or more).
-fn association(groups: &[GroupReport]) -> Result<Option<Association>, ReportError> {
-    let pairs: Vec<(f64, f64)> = groups
-        .iter()
-        .filter_map(|g| {
-            Some((
-                g.clarification.as_ref()?.recall.as_ref()?.mean,
-                g.delivery.as_ref()?.quality,
-            ))
-        })
-        .collect();
-    if pairs.len() < 3 {
-        return Ok(None);
+/// Each agent spec of the runs with its model: `run.toml`'s `agents[].config.model` when it is
+/// a string, else the spec (the model-demeaned ρ, [`crate::associations`]).
+fn agent_models(runs: &[RunData]) -> BTreeMap<String, String> {
+    let mut models = BTreeMap::new();
+    for agent in runs.iter().flat_map(|r| r.config.agents.iter()) {
+        let model = agent
+            .config
+            .get("model")
+            .and_then(|m| m.as_str())
+            .map_or_else(|| agent.spec.clone(), str::to_string);
+        models.entry(agent.spec.clone()).or_insert(model);
     }
-    let (x, y): (Vec<f64>, Vec<f64>) = pairs.into_iter().unzip();
-    let c = specgap_stats::spearman(&x, &y).map_err(|source| ReportError::Stats {
-        measure: "Spearman rho (Recall, Quality)".into(),
-        source,
-    })?;
-    Ok((c.rho.is_finite()).then(|| Association {
-        x: "Recall".into(),
-        y: "Quality".into(),
-        groups: x.len(),
-        rho: c.rho,
-        p_value: c.p_value,
-    }))
+    models
 }
 
 fn not_applicable_rows(runs: &[RunData]) -> Vec<NotApplicable> {

@@ -2,9 +2,13 @@
 //! per-predecessor groups (App. C.2 eqs. 3–5), and the acceptance-bias measures of App. D
 //! (Same failing, Initially failing, Kept, Left-out files, Steps, inspection, split by Kept).
 //!
-//! Outcomes y are the final Success of each scored episode (an episode that ran out of budget
-//! counts as a failure, App. D.1). Repeats are averaged within each (task, state) first, then
-//! states within the task, then tasks, so every task weighs the same.
+//! Outcomes y of Res, Clean, CondFail and the predecessor groups are
+//! [`Episode::declared_success`]: a run succeeds only when the agent declared the work complete
+//! and that submission passes; a run that exhausted a budget or ended in a loop counts as a
+//! failure (App. C.1, D.1), whatever an automatic submission of its workspace scored. The
+//! acceptance-bias measures use normally submitted runs only (App. D.1), which excludes those
+//! runs. Repeats are averaged within each (task, state) first, then states within the task,
+//! then tasks, so every task weighs the same.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io::Read;
@@ -15,7 +19,8 @@ use specgap_store::read_trajectory;
 
 use crate::diff::{DiffChanges, kept_lines, parse_diff};
 use crate::episode::{Episode, indicator, mean};
-use crate::opened::{Action, actions, inspects_inherited, opened_files};
+use crate::opened::{Tree, file_actions, inspects_inherited, opened_files};
+use specgap_protocol::action::FileAction;
 
 /// Residual Gap in percentage points, `100 · (Clean − Res)`, from unrounded rates in [0, 1]
 /// (seed 001 App. C.2; Table 3 "Gap", computed before rounding).
@@ -40,7 +45,7 @@ pub struct ResidualRates {
 /// Success of each task's clean start, averaged over repeats (scored episodes only).
 fn clean_by_task(clean: &[&Episode<'_>]) -> BTreeMap<String, f64> {
     crate::episode::per_task_means(clean.iter().copied(), |e| {
-        e.is_scored().then(|| indicator(e.final_success()))
+        e.is_scored().then(|| indicator(e.declared_success()))
     })
 }
 
@@ -53,7 +58,7 @@ fn residual_by_task(residual: &[&Episode<'_>]) -> BTreeMap<String, f64> {
         let slot = by_state
             .entry((e.row.task.clone(), state.to_string()))
             .or_insert((0.0, 0));
-        slot.0 += indicator(e.final_success());
+        slot.0 += indicator(e.declared_success());
         slot.1 += 1;
     }
     let mut by_task: BTreeMap<String, Vec<f64>> = BTreeMap::new();
@@ -159,8 +164,9 @@ pub struct AcceptanceBias {
     /// The same share restricted to failed continuations (seed 001 §5.4 "repair rate").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repair_rate_failed: Option<f64>,
-    /// Share of the predecessor's added lines still in the final diff, over failed
-    /// continuations (longest-common-subsequence line match per file).
+    /// Share of the predecessor's added lines (P, from the harness's diff of the state) still
+    /// in the final diff, over failed continuations (longest-common-subsequence line match per
+    /// file).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kept_failed: Option<f64>,
     /// Over states with left-out files: share of the agent's clean runs that change one.
@@ -182,22 +188,55 @@ pub struct AcceptanceBias {
     /// Continuations split at the median Kept.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kept_split: Option<KeptSplit>,
+    /// Over failed continuations: share of the tests passing in the residual state that fail
+    /// or error at the end (§5.4 "break almost none of the passing ones").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub broken_failed: Option<f64>,
+    /// Share of continuations that discard all inherited work: none of the predecessor's
+    /// added lines remains in the final diff (Kept = 0; §5.4, App. B.1 "none discarded the
+    /// inherited work in its entirety"), over continuations whose state added lines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub discarded_all: Option<f64>,
+    /// Why some values rest on weaker inputs (moved into the report's warnings, not part of
+    /// the JSON row).
+    #[serde(skip)]
+    pub warnings: Vec<String>,
 }
 
-/// Success of continuations above vs at-or-below the median Kept (seed 001 App. D.2 "Split by
-/// Kept"), run-level rates.
+/// Success of normally submitted continuations that keep more of the earlier work against
+/// those that keep less, split at the median Kept (seed 001 App. D.2 "Split by Kept", §5.4),
+/// run-level rates in [0, 1].
+///
+/// The split puts continuations with Kept above the median in the `high` half and the rest
+/// (at or below) in the `low` half. When no value exceeds the median — the median is the
+/// maximum, as when most continuations keep everything — that split would leave `high` empty,
+/// so it moves to the median itself: `high` holds Kept at the median (the maximum) and `low`
+/// the values below it ([`KeptSplitRule::AtOrAboveMedian`]). With every Kept equal there is no
+/// split.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct KeptSplit {
     /// The median Kept over normally submitted continuations.
     pub median_kept: f64,
-    /// Continuations with Kept above the median.
-    pub above: usize,
-    /// Continuations with Kept at or below the median.
-    pub at_or_below: usize,
-    /// Success rate above the median.
-    pub success_above: f64,
-    /// Success rate at or below the median.
-    pub success_at_or_below: f64,
+    /// Where the halves divide.
+    pub rule: KeptSplitRule,
+    /// Continuations in the half that keeps more.
+    pub high: usize,
+    /// Continuations in the half that keeps less.
+    pub low: usize,
+    /// Success rate of the `high` half.
+    pub success_high: f64,
+    /// Success rate of the `low` half.
+    pub success_low: f64,
+}
+
+/// How [`KeptSplit`] divides continuations at the median Kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeptSplitRule {
+    /// High: Kept > median; low: Kept ≤ median (seed 001's split).
+    AboveMedian,
+    /// High: Kept ≥ median; low: Kept < median — used when no Kept exceeds the median.
+    AtOrAboveMedian,
 }
 
 /// Per-task accumulation of run-level values, averaged within tasks, then across tasks.
@@ -226,7 +265,9 @@ impl TaskAverage {
 #[derive(Default)]
 struct Artifacts<'a> {
     diffs: HashMap<&'a str, DiffChanges>,
-    actions: HashMap<&'a str, Vec<Action>>,
+    /// The harness's diffs of the starting states (`start/workspace.diff`), with their sizes.
+    start_diffs: HashMap<&'a str, (DiffChanges, u64)>,
+    actions: HashMap<&'a str, Vec<FileAction>>,
 }
 
 /// What to read for one episode.
@@ -244,16 +285,57 @@ fn read_final_diff(e: &Episode<'_>) -> Option<DiffChanges> {
     let k = e.submissions.last()?.k;
     let path = e
         .run_dir
-        .join("episodes")
+        .join(specgap_store::EPISODES_DIR)
         .join(&e.row.id)
         .join("submissions")
         .join(k.to_string())
         .join("workspace.diff");
+    read_diff(&path).map(|(changes, _)| changes)
+}
+
+/// The harness's diff of a residual episode's starting state (`start/workspace.diff`), or
+/// `None` for a store written before it existed.
+fn read_start_diff(e: &Episode<'_>) -> Option<(DiffChanges, u64)> {
+    let path = e
+        .run_dir
+        .join(specgap_store::EPISODES_DIR)
+        .join(&e.row.id)
+        .join("start")
+        .join(specgap_store::START_DIFF_FILE);
+    read_diff(&path)
+}
+
+/// The files of an episode's starting state: the package's `workspace/`, with a residual
+/// state's created files added and deleted files removed (globs of App. D.2's rules are
+/// expanded against it).
+fn start_tree(e: &Episode<'_>) -> Tree {
+    let Some(context) = e.context else {
+        return Tree::default();
+    };
+    let state = e.state().and_then(|s| context.states.get(s));
+    let mut files = context.workspace_files.clone();
+    if let Some(state) = state {
+        files.extend(state.changes.created.iter().cloned());
+        for gone in &state.changes.deleted {
+            files.remove(gone);
+        }
+    }
+    Tree::new(files)
+}
+
+/// A diff file parsed, with its size in bytes.
+fn read_diff(path: &std::path::Path) -> Option<(DiffChanges, u64)> {
     // Read without `fs::read`'s size hint (two `statx` and an `lseek` per file, most of the
     // cost of a diff of a few hundred bytes).
     let mut bytes = Vec::with_capacity(8 << 10);
-    fs_err::File::open(path).ok()?.read_to_end(&mut bytes).ok()?;
-    Some(parse_diff(&String::from_utf8_lossy(&bytes)))
+    fs_err::File::open(path)
+        .ok()?
+        .read_to_end(&mut bytes)
+        .ok()?;
+    Some((
+        parse_diff(&String::from_utf8_lossy(&bytes)),
+        bytes.len() as u64,
+    ))
 }
 
 impl<'a> Artifacts<'a> {
@@ -275,6 +357,7 @@ impl<'a> Artifacts<'a> {
         let mut all = Artifacts::default();
         for part in parts {
             all.diffs.extend(part.diffs);
+            all.start_diffs.extend(part.start_diffs);
             all.actions.extend(part.actions);
         }
         all
@@ -296,10 +379,14 @@ impl<'a> Artifacts<'a> {
                 if let Some(diff) = read_final_diff(e) {
                     out.diffs.insert(id, diff);
                 }
-                if matches!(need, Need::DiffAndActions)
-                    && let Ok(t) = read_trajectory(e.run_dir, id)
-                {
-                    out.actions.insert(id, actions(&t.events));
+                if matches!(need, Need::DiffAndActions) {
+                    if let Ok(t) = read_trajectory(e.run_dir, id) {
+                        out.actions
+                            .insert(id, file_actions(&t.events, &start_tree(e)));
+                    }
+                    if let Some(start) = read_start_diff(e) {
+                        out.start_diffs.insert(id, start);
+                    }
                 }
             }
         }
@@ -367,6 +454,9 @@ pub fn acceptance_bias(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Acc
     let mut steps = TaskAverage::default();
     let mut inspected = TaskAverage::default();
     let mut kept_all: Vec<(f64, bool)> = Vec::new();
+    let mut warnings: BTreeSet<String> = BTreeSet::new();
+    let mut broken_failed = TaskAverage::default();
+    let mut discarded_all = TaskAverage::default();
 
     for e in &continuations {
         let task = e.row.task.as_str();
@@ -381,6 +471,22 @@ pub fn acceptance_bias(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Acc
                 && failed
             {
                 same_failing.add(task, indicator(end_failing == start_failing));
+            }
+            // Passing tests broken: passing in the state, failing or erroring at the end
+            // (§5.4), over failed continuations.
+            if failed
+                && let (Some(start), Some(end_failing)) =
+                    (e.tests.get(&0), e.failing_tests(final_k))
+            {
+                let passing: Vec<&str> = start
+                    .iter()
+                    .filter(|(_, o)| **o == specgap_protocol::result::TestOutcome::Pass)
+                    .map(|(t, _)| *t)
+                    .collect();
+                if !passing.is_empty() {
+                    let broken = passing.iter().filter(|t| end_failing.contains(*t)).count();
+                    broken_failed.add(task, broken as f64 / passing.len() as f64);
+                }
             }
             if !start_failing.is_empty() {
                 let share = |ep: &Episode| -> Option<f64> {
@@ -420,11 +526,25 @@ pub fn acceptance_bias(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Acc
             continue;
         };
         let final_changes = artifacts.diffs.get(e.row.id.as_str());
-        // Kept: the predecessor's added lines that remain in the final diff.
+        // Kept: the predecessor's added lines (P, from the harness's own diff of the state)
+        // that remain in the final diff.
+        let inherited = match artifacts.start_diffs.get(e.row.id.as_str()) {
+            Some((changes, _)) => changes,
+            None => match state.harness_changes() {
+                Ok((changes, _)) => changes,
+                Err(why) => {
+                    warnings.insert(format!(
+                        "task {task}: residual state {state_id}: the episodes have no start/workspace.diff and the state could not be rebuilt ({why}); Kept takes the predecessor's lines from state.patch as written, which depends on the diff algorithm its author used"
+                    ));
+                    &state.changes
+                }
+            },
+        };
         if let Some(final_changes) = final_changes {
-            let (kept, total) = kept_lines(&state.changes.added, &final_changes.added);
+            let (kept, total) = kept_lines(&inherited.added, &final_changes.added);
             if total > 0 {
                 let value = kept as f64 / total as f64;
+                discarded_all.add(task, indicator(kept == 0));
                 kept_all.push((value, e.final_success()));
                 if failed {
                     kept_failed.add(task, value);
@@ -489,29 +609,38 @@ pub fn acceptance_bias(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Acc
         },
         inspected: inspected.macro_mean(),
         kept_split: kept_split(&kept_all),
+        broken_failed: broken_failed.macro_mean(),
+        discarded_all: discarded_all.macro_mean(),
+        warnings: warnings.into_iter().collect(),
     }
 }
 
-/// Splits (Kept, success) pairs at the median Kept; `None` when either side is empty.
-fn kept_split(values: &[(f64, bool)]) -> Option<KeptSplit> {
+/// One continuation's Kept and final success.
+type KeptRun = (f64, bool);
+
+/// Splits (Kept, success) pairs at the median Kept ([`KeptSplit`]); `None` without values or
+/// when every Kept is equal.
+pub fn kept_split(values: &[(f64, bool)]) -> Option<KeptSplit> {
     let kept: Vec<f64> = values.iter().map(|(k, _)| *k).collect();
     let median_kept = specgap_stats::median(&kept).ok()?;
-    let above: Vec<bool> = values
-        .iter()
-        .filter(|(k, _)| *k > median_kept)
-        .map(|(_, s)| *s)
-        .collect();
-    let below: Vec<bool> = values
-        .iter()
-        .filter(|(k, _)| *k <= median_kept)
-        .map(|(_, s)| *s)
-        .collect();
+    let rule = if kept.iter().any(|k| *k > median_kept) {
+        KeptSplitRule::AboveMedian
+    } else {
+        KeptSplitRule::AtOrAboveMedian
+    };
+    let in_high = |k: f64| match rule {
+        KeptSplitRule::AboveMedian => k > median_kept,
+        KeptSplitRule::AtOrAboveMedian => k >= median_kept,
+    };
+    let (high, low): (Vec<&KeptRun>, Vec<&KeptRun>) = values.iter().partition(|(k, _)| in_high(*k));
+    let rate = |half: &[&KeptRun]| mean(half.iter().map(|(_, s)| indicator(*s)));
     Some(KeptSplit {
         median_kept,
-        above: above.len(),
-        at_or_below: below.len(),
-        success_above: mean(above.iter().map(|s| indicator(*s)))?,
-        success_at_or_below: mean(below.iter().map(|s| indicator(*s)))?,
+        rule,
+        high: high.len(),
+        low: low.len(),
+        success_high: rate(&high)?,
+        success_low: rate(&low)?,
     })
 }
 
@@ -565,4 +694,107 @@ pub fn residual_measures(
         predecessors: predecessor_groups(&clean, &residual),
         acceptance: acceptance_bias(&clean, &residual),
     })
+}
+
+/// One agent's place in the clean and residual rankings (seed 001 §5.2 "Clean-start rankings
+/// reverse"): rank 1 is the highest rate; ties share their average rank.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AgentRank {
+    /// Agent.
+    pub agent: String,
+    /// Clean(A), in [0, 1].
+    pub clean: f64,
+    /// Res(A), in [0, 1].
+    pub res: f64,
+    /// Rank by Clean.
+    pub clean_rank: f64,
+    /// Rank by Res.
+    pub res_rank: f64,
+}
+
+/// Whether clean and residual starts rank agents alike: Spearman ρ between Clean(A) and Res(A)
+/// over agents (with its two-sided p-value; `specgap_stats::spearman`, scipy's), and the agent
+/// pairs the two orders disagree on.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RankingReversal {
+    /// Agents by Clean rank.
+    pub agents: Vec<AgentRank>,
+    /// Spearman ρ; absent where undefined (a constant column, fewer than three agents for
+    /// the p-value too).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rho: Option<f64>,
+    /// Its two-sided p-value; absent where undefined.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p_value: Option<f64>,
+    /// Agent pairs ordered strictly one way by Clean and strictly the other way by Res.
+    pub reversed_pairs: usize,
+    /// Agent pairs.
+    pub pairs: usize,
+}
+
+/// Ranks of `values`, 1 for the largest, ties averaged.
+fn descending_ranks(values: &[f64]) -> Vec<f64> {
+    values
+        .iter()
+        .map(|v| {
+            let above = values.iter().filter(|w| *w > v).count() as f64;
+            let equal = values.iter().filter(|w| *w == v).count() as f64;
+            above + (equal + 1.0) / 2.0
+        })
+        .collect()
+}
+
+/// [`RankingReversal`] of (agent, Clean, Res) triples; `None` with fewer than two agents.
+///
+/// # Errors
+/// [`specgap_stats::StatsError`] for non-finite rates.
+pub fn ranking_reversal(
+    agents: &[(String, f64, f64)],
+) -> Result<Option<RankingReversal>, specgap_stats::StatsError> {
+    if agents.len() < 2 {
+        return Ok(None);
+    }
+    let clean: Vec<f64> = agents.iter().map(|a| a.1).collect();
+    let res: Vec<f64> = agents.iter().map(|a| a.2).collect();
+    let correlation = specgap_stats::spearman(&clean, &res)?;
+    let (clean_ranks, res_ranks) = (descending_ranks(&clean), descending_ranks(&res));
+    let mut ranked: Vec<AgentRank> = agents
+        .iter()
+        .enumerate()
+        .map(|(i, (agent, c, r))| AgentRank {
+            agent: agent.clone(),
+            clean: *c,
+            res: *r,
+            clean_rank: clean_ranks[i],
+            res_rank: res_ranks[i],
+        })
+        .collect();
+    ranked.sort_by(|a, b| {
+        a.clean_rank
+            .total_cmp(&b.clean_rank)
+            .then(a.agent.cmp(&b.agent))
+    });
+    let mut reversed = 0;
+    let mut pairs = 0;
+    for i in 0..agents.len() {
+        for j in i + 1..agents.len() {
+            pairs += 1;
+            let by_clean = clean[i].total_cmp(&clean[j]);
+            let by_res = res[i].total_cmp(&res[j]);
+            if by_clean != std::cmp::Ordering::Equal
+                && by_res != std::cmp::Ordering::Equal
+                && by_clean != by_res
+            {
+                reversed += 1;
+            }
+        }
+    }
+    let defined = |v: f64| v.is_finite().then_some(v);
+    Ok(Some(RankingReversal {
+        agents: ranked,
+        rho: defined(correlation.rho),
+        p_value: defined(correlation.p_value),
+        reversed_pairs: reversed,
+        pairs,
+    }))
 }

@@ -7,13 +7,14 @@
 //! DIR/results.sqlite                             episodes and everything measured about them
 //! DIR/episodes/<id>/trajectory.jsonl.zst         every event in order, one zstd frame per event
 //! DIR/episodes/<id>/start/result.json            evaluator on a residual starting state
+//! DIR/episodes/<id>/start/workspace.diff         that state against the clean base (harness diff)
 //! DIR/episodes/<id>/submissions/<k>/result.json  evaluator on submission k (k from 1)
 //! DIR/episodes/<id>/submissions/<k>/workspace.diff
 //! DIR/runner.lock                                held (flock) by the process running episodes
 //! ```
 //!
 //! Writing (the engine): [`Store::create`] once per run, then per episode
-//! [`Store::begin_episode`] → [`EpisodeWriter`] (`event`, `write_start_result`,
+//! [`Store::begin_episode`] → [`EpisodeWriter`] (`event`, `write_start_result`, `write_start_diff`,
 //! `write_submission`, `record_question`, `record_usage`, `record_error`, …; a
 //! [`UsageRecorder`] adds model usage from any thread as each request completes) →
 //! [`EpisodeWriter::finish`]. A `Store` is cheap to clone and shared by worker threads; they
@@ -62,4 +63,4 @@ pub use trajectory::{
     TRAJECTORY_FILE, Trajectory, TruncatedTail, read_trajectory, read_trajectory_file,
     trajectory_path,
 };
-pub use writer::{EpisodeWriter, UsageRecorder};
+pub use writer::{EpisodeWriter, START_DIFF_FILE, UsageRecorder};

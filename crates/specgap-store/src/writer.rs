@@ -13,6 +13,10 @@ use crate::rows::*;
 use crate::store::Store;
 use crate::trajectory::{FrameWriter, TRAJECTORY_FILE};
 
+/// Name of the starting state's diff inside `DIR/episodes/<id>/start/`
+/// ([`EpisodeWriter::write_start_diff`]).
+pub const START_DIFF_FILE: &str = "workspace.diff";
+
 /// Milliseconds since the Unix epoch (0 if the clock is before 1970).
 pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
@@ -125,6 +129,37 @@ impl EpisodeWriter {
         .at(&path)?;
         insert_result_rows(&tx, &path, &self.id, 0, result)?;
         tx.commit().at(&path)
+    }
+
+    /// Records the Score and Success of the residual starting state by the task's scoring
+    /// kind (`start_results.score`, `.success`; schema version 3), after
+    /// [`EpisodeWriter::write_start_result`]. `success = true` marks a state that passes the
+    /// verifier, which a residual state must not (seed 001 §3.1).
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn record_start_score(&mut self, scored: &specgap_protocol::result::Scored) -> Result<(), StoreError> {
+        self.store
+            .conn()
+            .execute_cached(
+                "UPDATE start_results SET score = ?2, success = ?3 WHERE episode = ?1",
+                params![self.id, scored.score, scored.success],
+            )
+            .at(self.store.db_path())?;
+        Ok(())
+    }
+
+    /// Records the harness's own diff of a residual starting state against the clean base
+    /// (the materialized state, as the engine diffs every submission): `start/workspace.diff`.
+    /// Seed 001's Kept takes the predecessor's lines from it, so they do not depend on how the
+    /// package author made `state.patch`.
+    ///
+    /// # Errors
+    /// File errors.
+    pub fn write_start_diff(&mut self, diff: &[u8]) -> Result<(), StoreError> {
+        let dir = self.dir.join("start");
+        fs_err::create_dir_all(&dir)?;
+        files::write_atomic(&dir.join(START_DIFF_FILE), diff)
     }
 
     /// Records submission `k` (1-based): `submissions/<k>/result.json` (when there is a

@@ -64,6 +64,8 @@ pub struct OverridesEntry {
     pub feedback: Option<String>,
     /// `owner` or `shell`.
     pub profile: Option<String>,
+    /// `on` or `off`: interact-req's hard clarify-first gate (`--clarify-gate`).
+    pub clarify_gate: Option<String>,
 }
 
 /// `[budget]`.

@@ -13,5 +13,6 @@ mod resume;
 mod retries;
 mod run_basic;
 mod run_config;
+mod seed_measures;
 mod show_report;
 mod support;

@@ -53,6 +53,29 @@ fn a_run_given_twice_is_refused_and_a_selection_error_names_its_flag() {
     );
 }
 
+#[test]
+fn compare_takes_a_family_file_or_two_runs_never_both() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    run_gold_on_req_basic(&out);
+    let family = tmp.path().join("family.toml");
+    std::fs::write(
+        &family,
+        "measures = [\"Score@1\"]\n\n[[comparison]]\nname = \"gold vs gold\"\na = { run = \"run\", select = \"agent=scripted:gold\" }\nb = { run = \"run\" }\n",
+    )
+    .unwrap();
+    let output = run_ok([OsStr::new("compare"), OsStr::new("--family"), family.as_os_str(), OsStr::new("--format"), OsStr::new("json")]);
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!((json["schema"].as_str(), json["version"].as_u64()), (Some("specgap-compare"), Some(2)));
+    assert_eq!(json["family"]["source"], family.display().to_string());
+    assert_eq!(json["comparisons"][0]["name"], "gold vs gold");
+    assert_eq!(json["comparisons"][0]["measures"][0]["measure"], "Score@1");
+    let both = run_failing(&[OsStr::new("compare"), out.as_os_str(), out.as_os_str(), OsStr::new("--family"), family.as_os_str()]);
+    assert!(stderr(&both).contains("cannot be used with"), "{}", stderr(&both));
+    let neither = run_failing(&[OsStr::new("compare")]);
+    assert!(stderr(&neither).contains("required"), "{}", stderr(&neither));
+}
+
 /// `specgap run` over req-basic and test-basic, agents gold and mutant:fee-cap, conditions
 /// partial and full with `--feedback off`, starts `clean,residual:all`, seed 5. The plan, in
 /// order: req-basic (no residual state) gold × {partial, full} and fee-cap × {partial, full}

@@ -152,7 +152,7 @@ pub fn report_json(dir: &Path) -> serde_json::Value {
     serde_json::from_slice(&output.stdout).expect("report is json")
 }
 
-/// The report group of one agent × condition × start (report schema `specgap-report` 1).
+/// The report group of one agent × condition × start (report schema `specgap-report` 2).
 pub fn group<'a>(report: &'a serde_json::Value, agent: &str, condition: &str) -> &'a serde_json::Value {
     report["groups"]
         .as_array()

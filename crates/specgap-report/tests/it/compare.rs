@@ -31,9 +31,9 @@ fn paired_by_task_with_wilcoxon_and_holm() {
     let c = compare(&ra, &rb, &CompareOptions::default()).unwrap();
     // One submission everywhere: Score@4 / Success@4 would repeat @1 and are left out; no
     // delivery or clarification either.
-    let names: Vec<&str> = c.measures.iter().map(|m| m.measure.as_str()).collect();
+    let names: Vec<&str> = c.comparisons[0].measures.iter().map(|m| m.measure.as_str()).collect();
     assert_eq!(names, ["Score@1", "Success@1"]);
-    let score = &c.measures[0];
+    let score = &c.comparisons[0].measures[0];
     assert_eq!(score.tasks, 5);
     // B − A = 0.2, −0.1, 0.3, 0.5, 0.05: mean 0.95 / 5.
     close(score.difference, 0.19, 1e-12);
@@ -43,9 +43,9 @@ fn paired_by_task_with_wilcoxon_and_holm() {
     close(score.wilcoxon_p.unwrap(), 0.1875, 1e-12);
     // Every Success@1 difference is zero: p = 1, as scipy gives. Holm over the two p-values:
     // 0.1875 · 2 = 0.375, then max(0.375, 1 · 1) = 1.
-    assert_eq!(c.measures[1].wilcoxon_p, Some(1.0));
+    assert_eq!(c.comparisons[0].measures[1].wilcoxon_p, Some(1.0));
     close(score.holm_p.unwrap(), 0.375, 1e-12);
-    assert_eq!(c.measures[1].holm_p, Some(1.0));
+    assert_eq!(c.comparisons[0].measures[1].holm_p, Some(1.0));
     let [low, high] = score.interval.unwrap();
     assert!(
         (-0.1..=0.19).contains(&low) && (0.19..=0.5).contains(&high),
@@ -55,6 +55,7 @@ fn paired_by_task_with_wilcoxon_and_holm() {
     assert_eq!(
         compare(&ra, &rb, &CompareOptions::default())
             .unwrap()
+            .comparisons[0]
             .measures[0]
             .interval,
         score.interval
@@ -81,10 +82,10 @@ fn selections_split_one_run() {
         ..CompareOptions::default()
     };
     let c = compare(&data, &data, &options).unwrap();
-    close(c.measures[0].difference, 0.5, 1e-12);
-    assert_eq!(c.a.groups, ["low · full · clean"]);
+    close(c.comparisons[0].measures[0].difference, 0.5, 1e-12);
+    assert_eq!(c.comparisons[0].a.groups, ["low · full · clean"]);
     // All differences equal (0.5): the bootstrap distribution is a point.
-    assert_eq!(c.measures[0].interval, Some([0.5, 0.5]));
+    assert_eq!(c.comparisons[0].measures[0].interval, Some([0.5, 0.5]));
     let none = CompareOptions {
         select_a: Selection::parse("agent=nobody").unwrap(),
         ..CompareOptions::default()
@@ -101,4 +102,65 @@ fn selections_split_one_run() {
         Selection::parse("model=x"),
         Err(ReportError::UnknownSelectionKey { .. })
     ));
+}
+
+#[test]
+fn a_family_file_adjusts_every_test_of_every_comparison_together() {
+    let run = run_with(24, &[], &[]);
+    let lows = [0.1, 0.2, 0.3, 0.4, 0.5];
+    for (i, low) in lows.iter().enumerate() {
+        run.episode(&reward_ep(&format!("t{i}"), "low", *low));
+        run.episode(&reward_ep(&format!("t{i}"), "mid", low + 0.05 * i as f64 + 0.01));
+        run.episode(&reward_ep(&format!("t{i}"), "high", 0.9));
+    }
+    let dir = run.dir.parent().unwrap();
+    let family = dir.join("family.toml");
+    std::fs::write(
+        &family,
+        "measures = [\"Score@1\"]\n\n[[comparison]]\nname = \"mid - low\"\na = { run = \"run\", select = \"agent=low\" }\nb = { run = \"run\", select = \"agent=mid\" }\n\n[[comparison]]\nname = \"high - low\"\na = { run = \"run\", select = \"agent=low\" }\nb = { run = \"run\", select = \"agent=high\" }\n",
+    )
+    .unwrap();
+    let c = specgap_report::compare_family(&family, &CompareOptions::default()).unwrap();
+    assert_eq!(c.family.tests, 2);
+    assert_eq!(c.family.source, family.display().to_string());
+    let names: Vec<(&str, usize)> = c.comparisons.iter().map(|p| (p.name.as_str(), p.measures.len())).collect();
+    assert_eq!(names, [("mid - low", 1), ("high - low", 1)]);
+    // Every difference positive over five tasks, no ties: exact two-sided p = 2/32 each; Holm
+    // over the family of two: 2 · 1/16 = 1/8 for both.
+    for p in &c.comparisons {
+        assert_eq!(p.measures[0].wilcoxon_p, Some(0.0625));
+        assert_eq!(p.measures[0].holm_p, Some(0.125));
+    }
+    let md = render_comparison_markdown(&c);
+    assert!(md.contains("## high - low"), "{md}");
+    assert!(md.contains("Holm over the family's 2 tests"), "{md}");
+}
+
+#[test]
+fn family_file_errors_name_the_file_and_the_comparison() {
+    let run = run_with(25, &[], &[]);
+    run.episode(&reward_ep("t0", "m", 0.5));
+    let dir = run.dir.parent().unwrap();
+    let write = |text: &str| {
+        let path = dir.join("family.toml");
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let err = |text: &str| specgap_report::compare_family(&write(text), &CompareOptions::default()).unwrap_err().to_string();
+    let path = dir.join("family.toml").display().to_string();
+    assert_eq!(err("seed = 1\n"), format!("family file {path}: it has no [[comparison]]"));
+    assert_eq!(err("seed = 1\nsed = 2\n"), format!("family file {path}: line 2: unknown field `sed`, expected one of `seed`, `resamples`, `confidence`, `measures`, `comparison`"));
+    assert_eq!(err("comparison = []\n"), format!("family file {path}: it has no [[comparison]]"));
+    assert_eq!(
+        err("[[comparison]]\nname = \"x\"\na = { run = \"run\", select = \"agnt=m\" }\nb = { run = \"run\" }\n"),
+        format!("family file {path}: comparison `x`, side a: unknown key `agnt` in the selection `agnt=m`; expected key=value pairs, comma-separated, with key agent, condition, start, family or task")
+    );
+    assert_eq!(
+        err("[[comparison]]\nname = \"x\"\na = { run = \"run\", select = \"agent=nobody\" }\nb = { run = \"run\" }\n"),
+        format!("family file {path}: comparison `x`: run A has no scored episode matching its selection")
+    );
+    assert_eq!(
+        err("measures = [\"Sucess@1\"]\n[[comparison]]\nname = \"x\"\na = { run = \"run\" }\nb = { run = \"run\" }\n"),
+        "unknown measure `Sucess@1`; expected one of Score@1, Score@4, Success@1, Success@4, Quality, DSR, Valid, Recall, Precision, Ask-F1"
+    );
 }

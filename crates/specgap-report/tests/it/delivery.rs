@@ -5,7 +5,7 @@
 use specgap_protocol::result::ScoringKind;
 use specgap_protocol::run::EndReason;
 use specgap_report::Dim;
-use specgap_report::delivery::clarification_values;
+use specgap_report::clarification::clarification_values;
 use specgap_report::judge::{COVERED, MISSED, OFFLINE_JUDGE, QuestionUnit};
 use specgap_store::Store;
 
@@ -57,9 +57,8 @@ fn run_ep(
     ep
 }
 
-#[test]
-fn quality_dsr_pass_k_and_zero_signatures() {
-    let run = run_with(11, &[case("org/d1", false), case("org/d2", false)], &[]);
+/// The six scored runs of two cases used by the delivery tests (no harness failure).
+fn six_scored_runs(run: &crate::fixture::Run) {
     // d1: 0.5 valid; 0 invalid (constraint); 1.0 valid (reference attained).
     run.episode(&run_ep("org/d1", "interact", 0, 0.5, true, None));
     run.episode(&run_ep(
@@ -75,32 +74,74 @@ fn quality_dsr_pass_k_and_zero_signatures() {
     run.episode(&run_ep("org/d2", "interact", 0, 0.8, true, None));
     run.episode(&run_ep("org/d2", "interact", 1, 0.6, true, None));
     run.episode(&run_ep("org/d2", "interact", 2, 0.0, true, Some("quality")));
-    // An infrastructure error is not a zero.
-    let mut broken = run_ep("org/d2", "interact", 3, 0.0, false, None);
-    broken.end = EndReason::InfrastructureError;
-    broken.status = specgap_store::Status::InfraError;
-    run.episode(&broken);
+}
+
+#[test]
+fn quality_dsr_pass_k_and_zero_signatures() {
+    let run = run_with(11, &[case("org/d1", false), case("org/d2", false)], &[]);
+    six_scored_runs(&run);
 
     let report = report_of(&[&run], &[Dim::Agent, Dim::Condition]);
     let g = group(&report, &["x", "interact"]);
     let d = g.delivery.clone().unwrap();
-    assert_eq!((d.cases, d.runs), (2, 6));
+    assert_eq!((d.cases, d.planned_runs, d.runs, d.complete), (2, 6, 6, true));
     // Quality = ((0.5 + 0 + 1) / 3 + (0.8 + 0.6 + 0) / 3) / 2 = (0.5 + 0.4666…) / 2.
-    close(d.quality, (0.5 + 1.4 / 3.0) / 2.0, 1e-12);
+    close(d.quality.unwrap(), (0.5 + 1.4 / 3.0) / 2.0, 1e-12);
     // DSR = 1 of 6 runs; validity 5 of 6.
-    close(d.dsr, 1.0 / 6.0, 1e-12);
-    close(d.valid, 5.0 / 6.0, 1e-12);
+    close(d.dsr.unwrap(), 1.0 / 6.0, 1e-12);
+    close(d.valid.unwrap(), 5.0 / 6.0, 1e-12);
     // k = 3 repeats per case: d1 has 2 valid (pass@3 = 1, pass^3 = 0), d2 has 3 (1, 1).
     let p = d.pass_k.unwrap();
     assert_eq!(p.k, 3);
     close(p.pass_at_k, 1.0, 1e-12);
     close(p.pass_hat_k, 0.5, 1e-12);
+    // Every planned run scored: the scored-only column equals the planned-run values.
+    let s = d.scored_only.unwrap();
+    assert_eq!((s.runs, s.cases), (6, 2));
+    close(s.quality, d.quality.unwrap(), 1e-15);
+    assert!(d.unscored.is_empty());
     let z = g.zero_scores.clone().unwrap();
     assert_eq!((z.runs, z.zero, z.invalid, z.valid_zero), (6, 2, 1, 1));
     assert_eq!(z.signatures.get("constraint"), Some(&1));
     assert_eq!(z.signatures.get("quality"), Some(&1));
     // No targets in these packages: no clarification measures (absent, not 0).
     assert!(g.clarification.is_none());
+}
+
+#[test]
+fn an_infrastructure_error_is_listed_and_leaves_the_planned_cells_incomplete() {
+    let run = run_with(11, &[case("org/d1", false), case("org/d2", false)], &[]);
+    six_scored_runs(&run);
+    // A fourth planned run of d2 ended in an infrastructure error: not a zero, not dropped.
+    let mut broken = run_ep("org/d2", "interact", 3, 0.0, false, None);
+    broken.end = EndReason::InfrastructureError;
+    broken.status = specgap_store::Status::InfraError;
+    broken.subs.clear();
+    let broken_id = run.episode(&broken);
+
+    let report = report_of(&[&run], &[Dim::Agent, Dim::Condition]);
+    let d = group(&report, &["x", "interact"]).delivery.clone().unwrap();
+    assert_eq!((d.cases, d.planned_runs, d.runs, d.complete), (2, 7, 6, false));
+    assert_eq!((d.quality, d.dsr, d.valid, d.pass_k.clone()), (None, None, None, None));
+    assert!(d.intervals.is_empty());
+    assert_eq!(d.unscored.len(), 1);
+    assert_eq!(
+        (d.unscored[0].episode.as_str(), d.unscored[0].task.as_str(), d.unscored[0].repeat, d.unscored[0].reason.as_str()),
+        (broken_id.as_str(), "org/d2", 3, "infrastructure_error")
+    );
+    // The robustness column: the six scored runs, k = the fewest scored repeats (3).
+    let s = d.scored_only.unwrap();
+    close(s.quality, (0.5 + 1.4 / 3.0) / 2.0, 1e-12);
+    close(s.dsr, 1.0 / 6.0, 1e-12);
+    assert_eq!(s.pass_k.unwrap().k, 3);
+    // Markdown marks the cells; JSON leaves them out and says `complete: false`.
+    let md = specgap_report::render::render_markdown(&report, "t");
+    assert!(md.contains("| x | interact | 2 | 7 | 6 | incomplete | incomplete | incomplete | 3 | incomplete | incomplete |"), "{md}");
+    let json: serde_json::Value = serde_json::from_str(&specgap_report::render::render_json(&report).unwrap()).unwrap();
+    let delivery = &json["groups"][0]["delivery"];
+    assert_eq!(delivery["complete"], false);
+    assert!(delivery.get("quality").is_none());
+    assert_eq!(delivery["unscored"][0]["reason"], "infrastructure_error");
 }
 
 #[test]

@@ -19,6 +19,9 @@ pub struct TaskSpec {
     pub requirements: Vec<(&'static str, u32, bool)>,
     /// (id, description, triggers)
     pub targets: Vec<(&'static str, &'static str, Vec<&'static str>)>,
+    /// `clarifications.toml` written as given (instead of `targets`), for targets with their
+    /// own issue types and domains.
+    pub clarifications_toml: Option<String>,
     /// (state id, predecessor, state.patch text, left_out)
     pub states: Vec<(
         &'static str,
@@ -41,6 +44,7 @@ impl TaskSpec {
             family: "swe",
             requirements: vec![],
             targets: vec![],
+            clarifications_toml: None,
             states: vec![],
             workspace: vec![("README.md", "readme\n")],
             gold: vec![],
@@ -95,7 +99,14 @@ pub fn write_package(root: &Path, spec: &TaskSpec) -> PathBuf {
             "persona = \"owner\"\nunderstanding = \"partial\"\neditable_surface = \"all\"\n",
         );
     }
-    if !spec.targets.is_empty() {
+    if let Some(text) = &spec.clarifications_toml {
+        write(&dir.join("clarifications.toml"), text);
+        write(
+            &dir.join("user.toml"),
+            "persona = \"customer\"\nunderstanding = \"all\"\neditable_surface = \"all\"\n",
+        );
+        write(&dir.join("information.md"), "All business rules.\n");
+    } else if !spec.targets.is_empty() {
         let mut text = String::new();
         for (id, description, triggers) in &spec.targets {
             let triggers: Vec<String> = triggers.iter().map(|t| format!("\"{t}\"")).collect();
@@ -238,6 +249,8 @@ pub struct Ep {
     pub family: Family,
     pub kind: ScoringKind,
     pub start_result: Option<String>,
+    /// `start/workspace.diff`, as the engine writes it since 0.2.0 (`None`: an older store).
+    pub start_diff: Option<String>,
     pub subs: Vec<Sub>,
     /// (agent turn, question text)
     pub questions: Vec<(u32, String)>,
@@ -245,6 +258,8 @@ pub struct Ep {
     pub end: EndReason,
     pub status: Status,
     pub turns: u32,
+    /// Wall-clock duration recorded at the end (ms).
+    pub wall_ms: u64,
 }
 
 impl Ep {
@@ -258,12 +273,14 @@ impl Ep {
             family: Family::Swe,
             kind: ScoringKind::Requirement,
             start_result: None,
+            start_diff: None,
             subs: vec![],
             questions: vec![],
             events: vec![],
             end: EndReason::Accepted,
             status: Status::Finished,
             turns: 10,
+            wall_ms: 1,
         }
     }
 
@@ -321,6 +338,9 @@ impl Run {
         for event in &ep.events {
             writer.event(event.clone()).unwrap();
         }
+        if let Some(diff) = &ep.start_diff {
+            writer.write_start_diff(diff.as_bytes()).unwrap();
+        }
         if let Some(start) = &ep.start_result {
             writer.write_start_result(&parse(start)).unwrap();
         }
@@ -357,7 +377,7 @@ impl Run {
                 end_reason: Some(ep.end),
                 turns: ep.turns,
                 tool_calls: ep.turns,
-                wall_ms: 1,
+                wall_ms: ep.wall_ms,
                 error: None,
             })
             .unwrap();

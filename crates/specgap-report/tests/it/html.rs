@@ -100,7 +100,7 @@ fn html_is_self_contained_with_three_charts() {
     let json: serde_json::Value = serde_json::from_str(&render_json(&report).unwrap()).unwrap();
     assert_eq!(
         (json["schema"].as_str(), json["version"].as_u64()),
-        (Some("specgap-report"), Some(1))
+        (Some("specgap-report"), Some(2))
     );
     assert_eq!(json["recall_quality"]["groups"].as_u64(), Some(3));
 

@@ -3,13 +3,19 @@
 //! numbers of the three seed papers within their rounding, comparisons, and the HTML report
 //! in a headless browser.
 
+mod associations;
 mod compare;
 mod delivery;
+mod fidelity;
 mod fixture;
 mod html;
 mod inputs;
 mod outcome;
+mod planned;
 mod residual;
+mod rounds;
+mod stats_reference;
+mod tables;
 
 use specgap_report::{Dim, Report, ReportOptions, RunData, build_report};
 

@@ -280,7 +280,7 @@ fn req_sub(verdicts: &[(&str, bool)], failing: Option<&str>) -> Sub {
 }
 
 #[test]
-fn in_round_and_ahead_resolution() {
+fn in_round_and_ahead_follow_the_paper_when_episodes_stop_loop_or_run_out_after_a_report() {
     let mut spec = TaskSpec::new("org/req");
     // r1 is stated by the partial instruction; r2..r4 are not.
     spec.requirements = vec![
@@ -291,8 +291,9 @@ fn in_round_and_ahead_resolution() {
     ];
     let run = run_with(5, &[spec], &["org/gone"]);
     let v = |a: bool, b: bool, c: bool, d: bool| [("r1", a), ("r2", b), ("r3", c), ("r4", d)];
-    // Episode A: sub1 fails r2 r3 r4, r2 reported; sub2 fixes r2 (in round) and r3 (ahead: never
-    // reported), r4 reported; sub3 still fails r4 (not in round), reported again; sub4 passes.
+    // A (accepted): sub1 fails r2 r3 r4, r2 reported; sub2 fixes r2 (next) and r3 (ahead: never
+    // reported), r4 reported; sub3 still fails r4, reported again (not a first report); sub4
+    // passes: r4 fixed at the second submission after its first report.
     let mut a = Ep::new("org/req", "m", "partial");
     a.subs = vec![
         req_sub(&v(true, false, false, false), Some("r2")),
@@ -301,39 +302,79 @@ fn in_round_and_ahead_resolution() {
         req_sub(&v(true, true, true, true), None),
     ];
     run.episode(&a);
-    // Episode B: sub1 fails r1 (stated, reported) and r3; sub2 fixes r1 (in round), r3 is
-    // reported at sub2 with no submission after it (not a counted report, not ahead).
+    // B (the agent stops after a report): sub1 fails r1 (stated, reported) and r3; sub2 fixes
+    // r1 (next), r3 is reported and the script ends without a new submission: r3 is in
+    // neither round and never passes.
     let mut b = Ep::new("org/req", "m", "partial")
         .repeat(1)
-        .end(EndReason::SubmissionBudget);
+        .end(EndReason::AgentDone);
     b.subs = vec![
         req_sub(&v(false, true, false, true), Some("r1")),
         req_sub(&v(true, true, false, true), Some("r3")),
     ];
     run.episode(&b);
-    // Episode C: its package is gone — it counts for In round, not for Ahead.
+    // C: its package is gone — it enters In round, not Ahead; q is fixed at the next.
     let mut c = Ep::new("org/gone", "m", "partial");
     c.subs = vec![
         req_sub(&[("q", false)], Some("q")),
         req_sub(&[("q", true)], None),
     ];
     run.episode(&c);
-    // Episode D: one submission only — does not enter.
+    // D: accepted at once — enters, with nothing reported and nothing remaining.
     let mut d = Ep::new("org/req", "m", "partial").repeat(2);
     d.subs = vec![req_sub(&v(true, true, true, true), None)];
     run.episode(&d);
+    // E (the turn budget runs out after a report, the workspace unchanged, so no automatic
+    // submission): r2 reported and never resubmitted — neither, never; r4 remains unstated.
+    let mut e = Ep::new("org/req", "m", "partial")
+        .repeat(3)
+        .end(EndReason::TurnBudget);
+    e.subs = vec![req_sub(&v(true, false, true, false), Some("r2"))];
+    run.episode(&e);
+    // F: one submission allowed; the budget ends there, so r3 was never fed back (no report)
+    // and counts among the remaining unstated requirements.
+    let mut f = Ep::new("org/req", "m", "partial+submissions=1").end(EndReason::SubmissionBudget);
+    f.subs = vec![req_sub(&v(true, true, false, true), Some("r3"))];
+    run.episode(&f);
+    // H (a loop ends the episode after a report): sub1 fails r2 and r4, r4 reported; the
+    // automatic sub2 passes both — r4 fixed at the next submission, r2 resolved ahead.
+    let mut h = Ep::new("org/req", "m", "partial")
+        .repeat(4)
+        .end(EndReason::LoopRepeatedCall);
+    let mut automatic = req_sub(&v(true, true, true, true), None);
+    automatic.automatic = true;
+    automatic.declared = false;
+    h.subs = vec![req_sub(&v(true, false, true, false), Some("r4")), automatic];
+    run.episode(&h);
+    // G: the same agent under `full` (no feedback: does not enter) passes r2 and fails r3 at
+    // its first submission — the Full reference of the neither group.
+    let mut g = Ep::new("org/req", "m", "full").end(EndReason::Submitted);
+    g.subs = vec![req_sub(&v(true, true, false, true), Some("r3"))];
+    run.episode(&g);
 
     let report = report_of(&[&run], &[Dim::Agent]);
     let r = group(&report, &["m"]).resolution.clone().unwrap();
-    assert_eq!(r.episodes, 3);
-    // Reports with a next submission: A r2 (fixed), A r4 (not), A r4 (fixed), B r1 (fixed),
-    // C q (fixed): 4 of 5.
-    assert_eq!((r.fixed_in_round, r.reports), (4, 5));
-    close(r.in_round.unwrap(), 0.8, 1e-12);
-    // Remaining unstated after sub1: A {r3, r4} (r2 reported), B {r3} (r1 stated and
-    // reported); only A's r3 resolves ahead: 1 of 3.
-    assert_eq!((r.resolved_ahead, r.remaining_unstated), (1, 3));
-    close(r.ahead.unwrap(), 1.0 / 3.0, 1e-12);
+    // A, B, C, D, E, F, H (G gives no feedback).
+    assert_eq!(r.episodes, 7);
+    // First reports: A r2, A r4, B r1, B r3, C q, E r2, H r4 = 7. Fixed next: A r2, B r1, C q,
+    // H r4 = 4; second: A r4; neither: B r3, E r2 (both never fixed). In round 4/7 — the old
+    // rule (reports followed by a submission) gave 5/6 here: B r3 and E r2 dropped out and A
+    // r4 counted twice.
+    assert_eq!(
+        (r.reported, r.fixed_next, r.fixed_second, r.neither, r.never),
+        (7, 4, 1, 2, 2)
+    );
+    close(r.in_round.unwrap(), 4.0 / 7.0, 1e-12);
+    // Under full, G fails B's r3 (0) and passes E's r2 (1): 0.5 over 2 requirements.
+    assert_eq!(r.neither_with_full, 2);
+    close(r.neither_pass_under_full.unwrap(), 0.5, 1e-12);
+    // Remaining unstated after the first submission: A {r3, r4}, B {r3}, E {r4}, F {r3}, H {r2}
+    // = 6; resolved ahead: A r3, H r2 = 2.
+    assert_eq!((r.resolved_ahead, r.remaining_unstated), (2, 6));
+    close(r.ahead.unwrap(), 2.0 / 6.0, 1e-12);
+    // The full group gets no resolution (no feedback).
+    let report = report_of(&[&run], &[Dim::Agent, Dim::Condition]);
+    assert!(group(&report, &["m", "full"]).resolution.is_none());
     assert!(
         report.warnings.iter().any(|w| w.contains("org/gone")),
         "{:?}",

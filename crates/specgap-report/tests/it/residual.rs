@@ -299,8 +299,9 @@ fn acceptance_bias_on_normally_submitted_episodes() {
 
     let report = report_of(&[&run], &[Dim::Agent, Dim::Condition, Dim::Start]);
     let m = &report.residual[0].measures;
-    // Res counts r4 too (budget ends are failures only when they fail): r1 0, r2 0, r3 1, r4 1.
-    close(m.rates.res, 0.5, 1e-12);
+    // Res counts r4 as a failure (App. D.1: a run that exhausts its budget fails, whatever its
+    // automatic submission scored): r1 0, r2 0, r3 1, r4 0.
+    close(m.rates.res, 0.25, 1e-12);
     close(m.rates.clean, 0.0, 1e-12);
     let a = &m.acceptance;
     assert_eq!(a.continuations, 3);
@@ -325,8 +326,12 @@ fn acceptance_bias_on_normally_submitted_episodes() {
     // Kept split at the median 0.75: above r3 (success 1), at or below r1, r2 (success 0).
     let split = a.kept_split.clone().unwrap();
     close(split.median_kept, 0.75, 1e-12);
-    assert_eq!((split.above, split.at_or_below), (1, 2));
-    assert_eq!((split.success_above, split.success_at_or_below), (1.0, 0.0));
+    assert_eq!(
+        split.rule,
+        specgap_report::residual::KeptSplitRule::AboveMedian
+    );
+    assert_eq!((split.high, split.low), (1, 2));
+    assert_eq!((split.success_high, split.success_low), (1.0, 0.0));
 }
 
 #[test]
@@ -363,4 +368,173 @@ fn without_the_package_the_package_measures_are_absent() {
             .is_none(),
         "absent, not 0: {json}"
     );
+}
+
+/// The same state change written as another diff algorithm would: the context line `base` is
+/// deleted and added back before the predecessor's four lines.
+fn other_algorithm_patch() -> String {
+    "diff --git a/src/a.py b/src/a.py\nindex 1111111..2222222 100644\n--- a/src/a.py\n+++ b/src/a.py\n@@ -1 +1,5 @@\n-base\n+base\n+l1\n+l2\n+l3\n+l4\n".to_string()
+}
+
+#[test]
+fn kept_comes_from_the_harness_diff_whatever_algorithm_made_state_patch() {
+    let mut spec = TaskSpec::new("org/r");
+    spec.workspace = vec![("src/a.py", "base\n")];
+    spec.states = vec![("s", "deepseek", other_algorithm_patch(), Some(vec![]))];
+    let run = run_with(30, &[spec], &[]);
+    run.episode(&final_state(
+        "clean",
+        0,
+        &[("t1", "pass"), ("t2", "pass"), ("t3", "pass")],
+        String::new(),
+        10,
+    ));
+    // r1 (an older store: no start/workspace.diff) and r2 leave the state untouched and fail:
+    // their final diff is the harness's diff of the state, `+l1..+l4` under ` base`. From
+    // state.patch's text P would hold `base` too and Kept would be 4/5 = 80%; rebuilt from the
+    // package as the engine diffs it, P = l1..l4 and Kept = 4/4.
+    let untouched = diff_of("src/a.py", &["l1", "l2", "l3", "l4"]);
+    for repeat in 0..2 {
+        let mut r = final_state(
+            "residual:s",
+            repeat,
+            &[("t1", "fail"), ("t2", "fail"), ("t3", "pass")],
+            untouched.clone(),
+            10,
+        );
+        // r2 breaks t3, which passed in the state: 1 of 1 passing test broken.
+        if repeat == 1 {
+            r.subs[0].result = tests(&[("t1", "fail"), ("t2", "pass"), ("t3", "fail")]);
+        }
+        run.episode(&r);
+    }
+    // r3 stored the state's diff with P = {l1, l2, zz}: the stored diff wins over rebuilding;
+    // it keeps l1 and l2 of 3. It succeeds.
+    let mut r3 = final_state(
+        "residual:s",
+        2,
+        &[("t1", "pass"), ("t2", "pass"), ("t3", "pass")],
+        diff_of("src/a.py", &["l1", "l2", "fix"]),
+        10,
+    );
+    r3.start_diff = Some(diff_of("src/a.py", &["l1", "l2", "zz"]));
+    run.episode(&r3);
+    // r4 discards the inherited work (git checkout) and writes its own line: Kept 0.
+    run.episode(&final_state(
+        "residual:s",
+        3,
+        &[("t1", "pass"), ("t2", "pass"), ("t3", "pass")],
+        diff_of("src/a.py", &["mine"]),
+        10,
+    ));
+    let report = report_of(&[&run], &[Dim::Agent, Dim::Condition, Dim::Start]);
+    assert!(
+        report.warnings.iter().all(|w| !w.contains("Kept")),
+        "rebuilt from the package, no warning: {:?}",
+        report.warnings
+    );
+    let a = &report.residual[0].measures.acceptance;
+    // Kept over failed continuations r1, r2: 1.0 each.
+    close(a.kept_failed.unwrap(), 1.0, 1e-12);
+    // Kept values 1, 1, 2/3, 0: median (2/3 + 1) / 2 = 5/6; above it r1, r2 (both fail), at or
+    // below r3, r4 (both succeed).
+    let split = a.kept_split.clone().unwrap();
+    close(split.median_kept, 5.0 / 6.0, 1e-12);
+    assert_eq!((split.high, split.low), (2, 2));
+    assert_eq!((split.success_high, split.success_low), (0.0, 1.0));
+    // Broken over failed continuations: r1 0/1, r2 1/1 → 0.5. Discarded all: r4 of 4.
+    close(a.broken_failed.unwrap(), 0.5, 1e-12);
+    close(a.discarded_all.unwrap(), 0.25, 1e-12);
+    // Table 2 statistics of the state: the patch as shipped (1 file, 5 added, 1 deleted), the
+    // evaluator's start verdict (t1, t2 fail, t3 passes: 3 tests, 2 failing, 1/3 passing).
+    let b = report.residual_benchmark.clone().unwrap();
+    assert_eq!((b.tasks, b.states, b.one_to_three_failing), (1, 1, 1));
+    assert_eq!(b.tasks_by_states.into_iter().collect::<Vec<_>>(), [(1, 1)]);
+    let s = &b.per_state[0];
+    assert_eq!(
+        (
+            s.predecessor.as_str(),
+            s.steps,
+            s.files,
+            s.added_lines,
+            s.deleted_lines
+        ),
+        ("deepseek", 10, 1, 5, 1)
+    );
+    assert_eq!(s.patch_bytes, other_algorithm_patch().len() as u64);
+    assert_eq!((s.tests, s.failing), (Some(3), Some(2)));
+    close(s.pass_rate.unwrap(), 1.0 / 3.0, 1e-12);
+    close(b.median_steps, 10.0, 0.0);
+}
+
+#[test]
+fn kept_split_moves_to_the_median_when_it_is_the_maximum() {
+    use specgap_report::residual::{KeptSplitRule, kept_split};
+    // Kept 1, 1, 1, 0: the median 1 is the maximum, so nothing lies above it; the halves are
+    // Kept ≥ 1 (two failures, one success: 1/3) against Kept < 1 (one success).
+    let split = kept_split(&[(1.0, false), (1.0, false), (1.0, true), (0.0, true)]).unwrap();
+    assert_eq!(split.rule, KeptSplitRule::AtOrAboveMedian);
+    assert_eq!((split.high, split.low), (3, 1));
+    close(split.success_high, 1.0 / 3.0, 1e-12);
+    assert_eq!(split.success_low, 1.0);
+    // Every Kept equal: no split.
+    assert_eq!(kept_split(&[(1.0, true), (1.0, false)]), None);
+}
+
+fn agent_ep(agent: &str, start: &str, repeat: u32, success: bool) -> Ep {
+    let mut ep = test_ep("org/t", start, repeat, success);
+    ep.agent = agent.into();
+    ep
+}
+
+#[test]
+fn clean_and_residual_rankings_with_spearman_and_reversed_pairs() {
+    let run = run_with(31, &[state_task("org/t", &[("s1", "deepseek")])], &[]);
+    // (agent, clean outcomes, residual outcomes): Clean a1 1.0, a2 0.5, a3 0.0, a4 0.5;
+    // Res a1 0.0, a2 0.5, a3 1.0, a4 0.0.
+    let agents = [
+        ("a1", [true, true], [false, false]),
+        ("a2", [true, false], [true, false]),
+        ("a3", [false, false], [true, true]),
+        ("a4", [true, false], [false, false]),
+    ];
+    for (agent, clean, res) in agents {
+        for repeat in 0..2 {
+            run.episode(&agent_ep(agent, "clean", repeat, clean[repeat as usize]));
+            run.episode(&agent_ep(
+                agent,
+                "residual:s1",
+                repeat,
+                res[repeat as usize],
+            ));
+        }
+    }
+    let report = report_of(&[&run], &[Dim::Agent, Dim::Condition, Dim::Start]);
+    assert_eq!(report.rankings.len(), 1);
+    let r = &report.rankings[0].ranking;
+    // Ascending ranks with ties averaged: Clean (4, 2.5, 1, 2.5), Res (1.5, 3, 4, 1.5); their
+    // Pearson correlation is −3.75 / 4.5 = −5/6. With n = 4 the t statistic has 2 degrees of
+    // freedom, whose two-sided p-value is 1 − |ρ| = 1/6 exactly.
+    close(r.rho.unwrap(), -5.0 / 6.0, 1e-12);
+    close(r.p_value.unwrap(), 1.0 / 6.0, 1e-12);
+    // Pairs ordered strictly opposite: a1–a2, a1–a3, a2–a3, a3–a4 (a1–a4 tie on Res, a2–a4 on
+    // Clean): 4 of 6.
+    assert_eq!((r.reversed_pairs, r.pairs), (4, 6));
+    let ranks: Vec<(&str, f64, f64)> = r
+        .agents
+        .iter()
+        .map(|a| (a.agent.as_str(), a.clean_rank, a.res_rank))
+        .collect();
+    assert_eq!(
+        ranks,
+        [
+            ("a1", 1.0, 3.5),
+            ("a2", 2.5, 2.0),
+            ("a4", 2.5, 3.5),
+            ("a3", 4.0, 1.0)
+        ]
+    );
+    // Grouped without the agent there is nothing to rank.
+    let report = report_of(&[&run], &[Dim::Condition, Dim::Start]);
+    assert!(report.rankings.is_empty());
 }

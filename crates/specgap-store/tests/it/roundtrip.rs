@@ -49,6 +49,13 @@ fn write_everything(dir: &std::path::Path) -> (Store, String) {
         0
     );
     w.write_start_result(&result(START)).unwrap();
+    w.record_start_score(&specgap_protocol::result::Scored {
+        kind: specgap_protocol::result::ScoringKind::Requirement,
+        score: 0.5,
+        success: false,
+    })
+    .unwrap();
+    w.write_start_diff(b"state diff\n").unwrap();
     w.write_submission(
         1,
         &SubmissionRecord {
@@ -234,7 +241,9 @@ fn result_tables_round_trip_with_start_at_k0() {
         vec![StartResultRow {
             episode: id.clone(),
             state: "r1".into(),
-            reward: Some(0.25)
+            reward: Some(0.25),
+            score: Some(0.5),
+            success: Some(false),
         }]
     );
     let reqs = store.requirement_outcomes().unwrap();
@@ -407,6 +416,7 @@ fn files_are_written_where_design_section_6_says() {
         crate::files_under(&dir),
         vec![
             "start/result.json",
+            "start/workspace.diff",
             "submissions/1/result.json",
             "submissions/1/workspace.diff",
             "submissions/2/result.json",
@@ -419,6 +429,10 @@ fn files_are_written_where_design_section_6_says() {
         serde_json::from_str(&std::fs::read_to_string(dir.join("start/result.json")).unwrap())
             .unwrap();
     assert_eq!(start, result(START));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("start").join(specgap_store::START_DIFF_FILE)).unwrap(),
+        "state diff\n"
+    );
     assert_eq!(
         std::fs::read_to_string(dir.join("submissions/1/workspace.diff")).unwrap(),
         "first diff\n"

@@ -9,6 +9,7 @@ mod examples;
 mod format2;
 mod load;
 mod load_props;
+mod matching;
 mod support;
 
 /// The proptest configuration of this binary: 256 cases (`PROPTEST_CASES` overrides), a fixed

@@ -1,0 +1,12 @@
+//! Integration tests of specgap-gateway: every protocol through the gateway to a scripted
+//! mock upstream that checks each request, the security rules, budgets, faults, the journal
+//! and the listeners.
+
+mod budget;
+mod faults;
+mod journal;
+mod listeners;
+mod protocols;
+mod security;
+mod support;
+mod usage;
