@@ -289,7 +289,7 @@ pub fn install(
     note: &mut dyn FnMut(&str),
 ) -> Result<(Installation, Installed), InstallError> {
     let adapter_dir = root.join(version.adapter.name);
-    fs_err::create_dir_all(&adapter_dir).map_err(|e| InstallError::Io { path: adapter_dir.clone(), source: e.into() })?;
+    fs_err::create_dir_all(&adapter_dir).map_err(|e| InstallError::Io { path: adapter_dir.clone(), source: e })?;
     let _lock = InstallLock::take(&adapter_dir.join(".install.lock"))?;
     let dir = install_dir(root, version);
     match Installation::open(root, version) {
@@ -590,7 +590,10 @@ mod tests {
             hint("WARNING: Retrying ... NewConnectionError('<...>: Failed to establish a new connection')", "PyPI"),
             "; PyPI could not be reached: check the network (or proxy settings) and try again"
         );
-        assert_eq!(hint("npm error code EAI_AGAIN", "the npm registry").is_empty(), false);
+        assert_eq!(
+            hint("npm error code EAI_AGAIN", "the npm registry"),
+            "; the npm registry could not be reached: check the network (or proxy settings) and try again"
+        );
         assert!(hint("Error: Command '['/x/venv/bin/python3', '-Im', 'ensurepip']' returned non-zero", "PyPI").contains("python3-venv"));
         assert!(hint("ERROR: No matching distribution found for aiohappyeyeballs==2.7.1", "PyPI").starts_with("; pip found no file of a locked package: PyPI could not be reached"));
         assert_eq!(hint("ERROR: some other failure", "PyPI"), "");

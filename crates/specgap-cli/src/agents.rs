@@ -55,7 +55,7 @@ fn list() -> anyhow::Result<ExitCode> {
     let root = specgap_adapters::default_root()?;
     let listed = specgap_adapters::list(&root)?;
     println!("agents in {}", root.display());
-    println!("{:<16} {:<10} {:<8} {:<14} {}", "adapter", "version", "pinned", "tree hash", "state");
+    println!("{:<16} {:<10} {:<8} {:<14} state", "adapter", "version", "pinned", "tree hash");
     for entry in &listed {
         let (hash, state) = match &entry.state {
             ListedState::Ready(m) => (short(&m.tree_hash), "ready".to_string()),

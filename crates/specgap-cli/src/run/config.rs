@@ -168,7 +168,7 @@ impl FileContext<'_> {
 
     fn price(&self, model: &str, own: Option<&Price>) -> Option<Price> {
         if let Some(price) = own {
-            return Some(price.clone());
+            return Some(*price);
         }
         let (path, table) = self.prices.as_ref()?;
         let price = table.price(model);
