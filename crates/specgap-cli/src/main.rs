@@ -1,7 +1,7 @@
 //! The `specgap` binary: parses arguments and hands each verb to its module.
 //!
-//! Each verb lives in its own module (`check`, `eval`, `run`, `show`, `merge`, `report`, `agents`,
-//! `compare`) with an `Args` struct (clap) and an `exec` function. The modules stay thin: the
+//! Each verb lives in its own module (`check`, `eval`, `run`, `show`, `merge`, `report`,
+//! `compare`, `residualize`, `agents`) with an `Args` struct (clap) and an `exec` function. The modules stay thin: the
 //! work happens in the library crates, which return typed errors; only this binary uses anyhow.
 
 use std::process::ExitCode;
@@ -14,6 +14,7 @@ mod compare;
 mod eval;
 mod merge;
 mod report;
+mod residualize;
 mod run;
 mod show;
 
@@ -54,6 +55,9 @@ enum Command {
     Report(report::Args),
     /// Compare two runs task by task, with paired statistics.
     Compare(compare::Args),
+    /// Make residual states from predecessor runs (seed 001 Residualization): generate,
+    /// filter, review, reconstruct and validate.
+    Residualize(residualize::Args),
     /// Install and list external agent CLIs (`cli:<adapter>` agents).
     Agents(agents::Args),
 }
@@ -70,6 +74,7 @@ fn main() -> ExitCode {
         Command::Merge(args) => merge::exec(args),
         Command::Report(args) => report::exec(args),
         Command::Compare(args) => compare::exec(args),
+        Command::Residualize(args) => residualize::exec(args),
         Command::Agents(args) => agents::exec(args),
     };
     match outcome {

@@ -126,6 +126,16 @@ pub struct Args {
     /// --user-* flags). Default: relay.
     #[arg(long)]
     pub user: Option<String>,
+    /// Replace specgap's prompts by the files of DIR, each named after the prompt it replaces:
+    /// system prompts evidence.md, literal.md, plan.md, plan_execute.md, neutral.md, delivery.md; condition
+    /// blocks delivery_hidden.md, delivery_interact.md, delivery_interact_req.md,
+    /// delivery_full_info.md, delivery_oracle.md; chat owner / customer prompts owner.md,
+    /// owner_opening.md, owner_observation.md, owner_question.md, customer.md,
+    /// customer_opening.md, customer_question.md (docs/prompts.md: what each is and its
+    /// placeholders). Any other name in DIR is an error. The texts and their sha256 are stored
+    /// in run.toml and key the episodes; --resume uses the stored texts.
+    #[arg(long, value_name = "DIR")]
+    pub prompts: Option<PathBuf>,
     /// Continue the run in DIR with its own configuration (run.toml): only episodes never
     /// begun, unfinished, or failed with an infrastructure or evaluation error run again.
     #[arg(long, value_name = "DIR")]
@@ -239,6 +249,7 @@ impl Args {
             ("--wall-sec", self.wall_sec.is_some()),
             ("--clarification-rounds", self.clarification_rounds.is_some()),
             ("--user", self.user.is_some()),
+            ("--prompts", self.prompts.is_some()),
             ("--shard", self.shard.is_some()),
             ("--retries", self.retries.is_some()),
             ("--no-sandbox", self.no_sandbox),
@@ -381,10 +392,11 @@ fn flag_overrides(args: &Args) -> Overrides {
 /// The run the flags describe.
 fn spec_from_flags(args: &Args) -> anyhow::Result<RunSpec> {
     let agent_specs = if args.agents.is_empty() { split_list(DEFAULT_AGENTS) } else { clean_list(&args.agents) };
+    let prompts = agents::prompt_replacements(args.prompts.as_deref())?;
     Ok(RunSpec {
         suites: args.suites.clone(),
-        agents: agent_specs.iter().map(|spec| agents::component(spec, &args.chat)).collect::<anyhow::Result<Vec<_>>>()?,
-        user: agents::user_component(args.user.as_deref().unwrap_or("relay"), &args.chat)?,
+        agents: agent_specs.iter().map(|spec| agents::component(spec, &args.chat, &prompts.system)).collect::<anyhow::Result<Vec<_>>>()?,
+        user: agents::user_component(args.user.as_deref().unwrap_or("relay"), &args.chat, &prompts.user)?,
         conditions: if args.conditions.is_empty() { split_list(DEFAULT_CONDITIONS) } else { clean_list(&args.conditions) },
         overrides: flag_overrides(args),
         starts: if args.starts.is_empty() { split_list(DEFAULT_STARTS) } else { clean_list(&args.starts) },
@@ -406,6 +418,7 @@ fn flags_conflicting_with_config(args: &Args) -> Vec<&'static str> {
         ("--condition", !args.conditions.is_empty()),
         ("--start", !args.starts.is_empty()),
         ("--user", args.user.is_some()),
+        ("--prompts", args.prompts.is_some()),
     ]
     .into_iter()
     .filter(|(_, g)| *g)
@@ -430,14 +443,15 @@ fn spec_from_file(args: &Args, path: &Path) -> anyhow::Result<RunSpec> {
     let conflicting = flags_conflicting_with_config(args);
     if !conflicting.is_empty() {
         bail!(
-            "{} cannot be combined with --config: the file declares the agents, the user, the suites, conditions and starts (edit {} instead)",
+            "{} cannot be combined with --config: the file declares the agents, the user, the prompts, the suites, conditions and starts (edit {} instead)",
             conflicting.join(", "),
             path.display()
         );
     }
     let file = config::read(path)?;
     let dir = fs_err::canonicalize(path)?.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    let context = config::FileContext { prices: config::load_prices(&file, &dir)?, dir: &dir };
+    let prompts = agents::prompt_replacements(file.prompts.as_deref().map(|p| if Path::new(p).is_absolute() { PathBuf::from(p) } else { dir.join(p) }).as_deref())?;
+    let context = config::FileContext { prices: config::load_prices(&file, &dir)?, dir: &dir, prompts: &prompts };
     if file.agents.is_empty() {
         bail!("{} declares no agent; add at least one [[agent]] (docs/run-config.md)", path.display());
     }
@@ -541,12 +555,14 @@ fn resolve_stored(config: &RunConfig) -> anyhow::Result<Resolved> {
     }
     for agent in config.agents.iter().filter(|a| !a.spec.starts_with("chat:")) {
         // A chat agent's stored configuration is its configuration; a cli agent's installation
-        // must still have its tree hash; others are re-derived.
+        // must still have its tree hash; others are re-derived, with the replaced prompts
+        // stored with them (`--prompts`: --resume uses the stored texts).
         if agent.spec.starts_with("cli:") {
             agents::check_stored_cli_agent(agent)?;
             continue;
         }
-        let now = agents::component(&agent.spec, &ChatArgs::defaults())?;
+        let stored = agents::stored_prompts(agent)?;
+        let now = agents::component(&agent.spec, &ChatArgs::defaults(), &stored)?;
         if now.hash != agent.hash {
             bail!("agent {} has a different configuration now than in run.toml (e.g. its replay file changed)", agent.spec);
         }

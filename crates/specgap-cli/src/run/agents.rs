@@ -4,7 +4,9 @@
 use anyhow::{Context as _, bail};
 use specgap_agents::{AgentSpec, parse_agent_spec};
 use sha2::{Digest as _, Sha256};
+use specgap_agents::prompt_dir::PromptDir;
 use specgap_engine::condition::NotApplicable;
+use specgap_engine::prompt_files::Replacements;
 use specgap_engine::runner::AgentApplicability;
 use specgap_protocol::run::ComponentRef;
 use specgap_task::TaskPackage;
@@ -22,12 +24,35 @@ pub fn component_ref(spec: &str, config: toml::Table) -> ComponentRef {
     ComponentRef { spec: spec.to_string(), name: None, config, hash }
 }
 
+/// The replacement prompts of `--prompts DIR` (none without the flag), split into the system
+/// prompts every agent stores and the user prompts a `chat:` user stores. The run
+/// configuration file calls this with its own directory.
+///
+/// # Errors
+/// An unreadable directory, a file named after no prompt, or an unusable file
+/// ([`specgap_agents::prompt_dir::PromptDirError`]).
+pub fn prompt_replacements(dir: Option<&std::path::Path>) -> anyhow::Result<PromptDir> {
+    let Some(dir) = dir else { return Ok(PromptDir::default()) };
+    specgap_agents::prompt_dir::load(dir).context("cannot use --prompts")
+}
+
+/// The replaced prompts stored with a component in run.toml (their texts are checked against
+/// their stored sha256).
+///
+/// # Errors
+/// A `prompts` table of another shape, or a text that does not match its hash.
+pub fn stored_prompts(component: &ComponentRef) -> anyhow::Result<Replacements> {
+    Replacements::from_config(&component.config).with_context(|| format!("cannot read the stored prompts of {}", component.spec))
+}
+
 /// The stored configuration of an agent spec: its kind and arguments, and for a replay the
-/// sha256 of the script or trajectory it replays (so an edited script keys new episodes).
+/// sha256 of the script or trajectory it replays (so an edited script keys new episodes),
+/// plus the run's replaced system prompts (`prompts`: name → sha256 and text), which the
+/// engine renders for every agent.
 ///
 /// # Errors
 /// A spec that does not parse, or a replay source that cannot be read.
-pub fn component(spec: &str, chat: &super::ChatArgs) -> anyhow::Result<ComponentRef> {
+pub fn component(spec: &str, chat: &super::ChatArgs, prompts: &Replacements) -> anyhow::Result<ComponentRef> {
     let parsed = parse_agent_spec(spec)?;
     let mut config = toml::Table::new();
     let put = |config: &mut toml::Table, key: &str, value: String| {
@@ -42,19 +67,22 @@ pub fn component(spec: &str, chat: &super::ChatArgs) -> anyhow::Result<Component
             put(&mut config, "kind", "replay".into());
             put(&mut config, "source_sha256", replay_source_hash(path)?);
         }
-        AgentSpec::Chat(model) => return chat_component(model, &chat.agent_config(model)?),
+        AgentSpec::Chat(model) => return chat_component(model, &chat.agent_config(model)?, prompts),
     }
+    prompts.store_in(&mut config);
     Ok(component_ref(&parsed.canonical(), config))
 }
 
-/// A `chat:<model>` agent with its own endpoint configuration.
+/// A `chat:<model>` agent with its own endpoint configuration and the run's replaced system
+/// prompts.
 ///
 /// # Errors
 /// A configuration that cannot be stored in run.toml.
-pub fn chat_component(model: &str, chat: &specgap_agents::chat::ChatConfig) -> anyhow::Result<ComponentRef> {
+pub fn chat_component(model: &str, chat: &specgap_agents::chat::ChatConfig, prompts: &Replacements) -> anyhow::Result<ComponentRef> {
     let mut config = chat.to_table()?;
     config.insert("kind".into(), toml::Value::String("chat".into()));
     config.insert("prompt_version".into(), toml::Value::String(specgap_engine::PROMPT_VERSION.into()));
+    prompts.store_in(&mut config);
     Ok(component_ref(&format!("chat:{model}"), config))
 }
 
@@ -81,9 +109,11 @@ fn cli_table(adapter: &str, endpoint: Option<&specgap_agents::chat::ChatConfig>)
 pub fn cli_component(
     version: &specgap_adapters::AdapterVersion,
     endpoint: Option<&specgap_agents::chat::ChatConfig>,
+    prompts: &Replacements,
 ) -> anyhow::Result<ComponentRef> {
     let tree_hash = specgap_adapters::installed_tree_hash(version)?;
     let mut config = cli_table(version.adapter.name, endpoint)?;
+    prompts.store_in(&mut config);
     config.insert("version".into(), toml::Value::String(version.version.clone()));
     config.insert("package".into(), toml::Value::String(version.adapter.package.into()));
     config.insert("tree_hash".into(), toml::Value::String(tree_hash));
@@ -94,8 +124,13 @@ pub fn cli_component(
 ///
 /// # Errors
 /// The endpoint cannot be stored.
-pub fn cli_command_component(command: &str, endpoint: Option<&specgap_agents::chat::ChatConfig>) -> anyhow::Result<ComponentRef> {
+pub fn cli_command_component(
+    command: &str,
+    endpoint: Option<&specgap_agents::chat::ChatConfig>,
+    prompts: &Replacements,
+) -> anyhow::Result<ComponentRef> {
     let mut config = cli_table(COMMAND_ADAPTER, endpoint)?;
+    prompts.store_in(&mut config);
     config.insert("command".into(), toml::Value::String(command.into()));
     Ok(component_ref(&format!("cli:{COMMAND_ADAPTER}={command}"), config))
 }
@@ -148,33 +183,41 @@ fn replay_source_hash(path: &std::path::Path) -> anyhow::Result<String> {
 }
 
 /// The stored configuration of a user spec: `relay`, or `chat:<model>` with its endpoint
-/// configuration (never the API key, only the variable that holds it).
+/// configuration (never the API key, only the variable that holds it) and the run's replaced
+/// owner / customer prompts. The relay has no prompts: replacements given with it are not
+/// used (a warning says so) and not stored.
 ///
 /// # Errors
 /// An unknown user, bad model arguments or an unreadable price table.
-pub fn user_component(spec: &str, chat: &super::ChatArgs) -> anyhow::Result<ComponentRef> {
+pub fn user_component(spec: &str, chat: &super::ChatArgs, prompts: &Replacements) -> anyhow::Result<ComponentRef> {
     let mut config = toml::Table::new();
     if spec == "relay" {
+        if !prompts.is_empty() {
+            let names: Vec<&str> = prompts.names().collect();
+            tracing::warn!("the relay user has no prompts, so --prompts' {} is not used", names.join(", "));
+        }
         config.insert("kind".into(), toml::Value::String("relay".into()));
         return Ok(component_ref(spec, config));
     }
     let Some(model) = spec.strip_prefix("chat:").filter(|m| !m.is_empty()) else {
         bail!("unknown user `{spec}`; expected relay or chat:<model>");
     };
-    chat_user_component(model, &chat.user_config(model)?)
+    chat_user_component(model, &chat.user_config(model)?, prompts)
 }
 
-/// A `chat:<model>` user with its own endpoint configuration.
+/// A `chat:<model>` user with its own endpoint configuration and the run's replaced owner /
+/// customer prompts.
 ///
 /// # Errors
 /// A configuration that cannot be stored in run.toml.
-pub fn chat_user_component(model: &str, chat: &specgap_agents::chat::ChatConfig) -> anyhow::Result<ComponentRef> {
+pub fn chat_user_component(model: &str, chat: &specgap_agents::chat::ChatConfig, prompts: &Replacements) -> anyhow::Result<ComponentRef> {
     let mut config = chat.to_table()?;
     config.insert("kind".into(), toml::Value::String("chat".into()));
     config.insert(
         "user_prompt_version".into(),
         toml::Value::String(specgap_agents::chat::user::USER_PROMPT_VERSION.into()),
     );
+    prompts.store_in(&mut config);
     Ok(component_ref(&format!("chat:{model}"), config))
 }
 

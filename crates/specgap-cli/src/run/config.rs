@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, bail};
 use serde::Deserialize;
 use specgap_agents::chat::{ChatConfig, Price, PriceTable};
+use specgap_agents::prompt_dir::PromptDir;
 use specgap_protocol::run::ComponentRef;
 
 use super::agents;
@@ -39,6 +40,8 @@ pub struct RunFile {
     pub clarification_rounds: Option<u32>,
     /// A price table for every model without a `price` of its own.
     pub prices: Option<String>,
+    /// A directory of replacement prompts (as `--prompts DIR`; docs/prompts.md).
+    pub prompts: Option<String>,
     /// Axis overrides of every condition.
     #[serde(default)]
     pub overrides: OverridesEntry,
@@ -157,6 +160,8 @@ pub struct FileContext<'a> {
     pub dir: &'a Path,
     /// The file's price table, loaded.
     pub prices: Option<(PathBuf, PriceTable)>,
+    /// The file's replacement prompts, loaded (empty without `prompts`).
+    pub prompts: &'a PromptDir,
 }
 
 impl FileContext<'_> {
@@ -285,15 +290,15 @@ pub fn agent_component(index: usize, entry: &AgentEntry, context: &FileContext<'
         value.clone().filter(|v| !v.trim().is_empty()).with_context(|| format!("{what}: a {} agent needs `{key}`", entry.kind))
     };
     let mut component = match entry.kind.as_str() {
-        "scripted" => agents::component(&format!("scripted:{}", required(&entry.solution, "solution")?), &super::ChatArgs::defaults()),
+        "scripted" => agents::component(&format!("scripted:{}", required(&entry.solution, "solution")?), &super::ChatArgs::defaults(), &context.prompts.system),
         "replay" => {
             let path = context.path(&required(&entry.path, "path")?);
-            agents::component(&format!("replay:{}", path.display()), &super::ChatArgs::defaults())
+            agents::component(&format!("replay:{}", path.display()), &super::ChatArgs::defaults(), &context.prompts.system)
         }
         "chat" => {
             let model = required(&entry.model, "model")?;
             let config = chat_config(&model, &entry.endpoint, context)?;
-            agents::chat_component(&model, &config)
+            agents::chat_component(&model, &config, &context.prompts.system)
         }
         _ => cli_component(entry, context, &what),
     }
@@ -316,13 +321,13 @@ fn cli_component(entry: &AgentEntry, context: &FileContext<'_>, what: &str) -> a
             bail!("{what}: the command adapter runs your own command and has no version");
         }
         let command = entry.command.as_deref().filter(|c| !c.trim().is_empty()).with_context(|| format!("{what}: the command adapter needs `command`"))?;
-        return agents::cli_command_component(command, endpoint.as_ref());
+        return agents::cli_command_component(command, endpoint.as_ref(), &context.prompts.system);
     }
     if entry.command.is_some() {
         bail!("{what}: `command` applies to the command adapter only");
     }
     let version = specgap_adapters::AdapterVersion::resolve(adapter, entry.version.as_deref())?;
-    agents::cli_component(&version, endpoint.as_ref())
+    agents::cli_component(&version, endpoint.as_ref(), &context.prompts.system)
 }
 
 /// Names are labels in reports and episode keys: printable, no commas (lists of agents are
@@ -339,13 +344,13 @@ fn check_name(name: &str) -> anyhow::Result<()> {
 /// # Errors
 /// An unknown kind or a missing model.
 pub fn user_component(entry: Option<&UserEntry>, context: &FileContext<'_>) -> anyhow::Result<ComponentRef> {
-    let Some(entry) = entry else { return agents::user_component("relay", &super::ChatArgs::defaults()) };
+    let Some(entry) = entry else { return agents::user_component("relay", &super::ChatArgs::defaults(), &context.prompts.user) };
     match entry.kind.as_str() {
         "relay" => {
             if entry.model.is_some() || entry.endpoint.base_url.is_some() || entry.endpoint.model_args.is_some() {
                 bail!("user: a relay user has no model or endpoint");
             }
-            agents::user_component("relay", &super::ChatArgs::defaults())
+            agents::user_component("relay", &super::ChatArgs::defaults(), &context.prompts.user)
         }
         "chat" => {
             let model = entry.model.as_deref().filter(|m| !m.trim().is_empty()).context("user: a chat user needs `model`")?;
@@ -353,7 +358,7 @@ pub fn user_component(entry: Option<&UserEntry>, context: &FileContext<'_>) -> a
                 bail!("user: stream, emulate_tools and context_tokens apply to agents only");
             }
             let config = chat_config(model, &entry.endpoint, context)?;
-            agents::chat_user_component(model, &config)
+            agents::chat_user_component(model, &config, &context.prompts.user)
         }
         other => bail!("user: unknown kind `{other}`; expected relay or chat"),
     }

@@ -165,7 +165,7 @@ fn flags_that_declare_the_matrix_conflict_and_scalar_flags_override_the_file() {
     assert_eq!(
         stderr(&conflict),
         format!(
-            "error: --agent, --base-url cannot be combined with --config: the file declares the agents, the user, the suites, conditions and starts (edit {} instead)\n",
+            "error: --agent, --base-url cannot be combined with --config: the file declares the agents, the user, the prompts, the suites, conditions and starts (edit {} instead)\n",
             config.display()
         )
     );
@@ -259,4 +259,34 @@ fn an_installed_cli_adapter_resolves_with_its_tree_hash_and_needs_names_to_pair_
     assert_eq!(agent.config["tree_hash"].as_str(), Some(manifest.tree_hash.as_str()));
     assert_eq!(agent.config["endpoint"]["model"].as_str(), Some("qwen3"));
     assert_ne!(agent.hash, resolved.agents[1].hash, "the model is part of the configuration hash");
+}
+
+#[test]
+fn a_prompts_directory_in_the_file_is_stored_with_every_agent_and_the_chat_user() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prompts = tmp.path().join("my-prompts");
+    fs_err::create_dir(&prompts).unwrap();
+    fs_err::write(prompts.join("evidence.md"), "Paper wording. Budget: {turns} turns and {tool_calls} tool calls.\n").unwrap();
+    fs_err::write(prompts.join("owner.md"), "You are the owner: {persona}\n").unwrap();
+    let text = format!(
+        "suites = [\"{}\"]\nconditions = [\"partial\"]\nprompts = \"my-prompts\"\n\
+         [[agent]]\nkind = \"scripted\"\nsolution = \"gold\"\n\
+         [[agent]]\nkind = \"chat\"\nmodel = \"m\"\n\
+         [user]\nkind = \"chat\"\nmodel = \"u\"\n",
+        payment_retry().display()
+    );
+    let config = write(tmp.path(), "with-prompts.toml", &text);
+    let output = run_with(&config, &["--dry-run"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let resolved: toml::Table = toml::from_str(&String::from_utf8_lossy(&output.stdout)).unwrap();
+    let agents = resolved["agents"].as_array().unwrap();
+    for agent in agents {
+        let stored = &agent["config"]["prompts"];
+        assert_eq!(stored["evidence.md"]["text"].as_str(), Some("Paper wording. Budget: {turns} turns and {tool_calls} tool calls.\n"));
+        assert!(stored.get("owner.md").is_none(), "owner prompts go with the user");
+    }
+    assert!(resolved["users"][0]["config"]["prompts"].get("owner.md").is_some());
+    let flag = run_with(&config, &["--prompts", prompts.to_str().unwrap(), "--dry-run"]);
+    assert_eq!(flag.status.code(), Some(2));
+    assert!(stderr(&flag).starts_with("error: --prompts cannot be combined with --config"), "{}", stderr(&flag));
 }
