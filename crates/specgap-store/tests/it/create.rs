@@ -32,8 +32,8 @@ fn database_is_in_wal_mode_with_schema_version() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 2);
-    assert_eq!(SCHEMA_VERSION, 2);
+    assert_eq!(version, 3);
+    assert_eq!(SCHEMA_VERSION, 3);
 }
 
 #[test]
@@ -106,7 +106,7 @@ fn open_refuses_a_newer_schema() {
     assert_eq!(
         err.to_string(),
         format!(
-            "{} has schema version 99; this specgap reads versions up to 2",
+            "{} has schema version 99; this specgap reads versions up to 3",
             db.display()
         )
     );
@@ -163,7 +163,8 @@ fn one_runner_at_a_time_holds_a_store() {
     let _again = specgap_store::lock_runner(dir).unwrap();
 }
 
-/// The `usage` table of schema version 1, whose role check knew only `agent` and `user`.
+/// The `usage` table of schema version 1, whose role check knew only `agent` and `user`, and
+/// none of the tables added since.
 const USAGE_V1: &str = "CREATE TABLE usage_old (
     episode TEXT NOT NULL REFERENCES episodes(id), attempt INTEGER NOT NULL CHECK (attempt >= 1),
     role TEXT NOT NULL CHECK (role IN ('agent','user')), input_tokens INTEGER NOT NULL,
@@ -173,6 +174,7 @@ const USAGE_V1: &str = "CREATE TABLE usage_old (
 INSERT INTO usage_old SELECT * FROM usage;
 DROP TABLE usage;
 ALTER TABLE usage_old RENAME TO usage;
+DROP TABLE ballots; DROP TABLE extractions; DROP TABLE panels;
 PRAGMA user_version = 1;";
 
 fn usage(requests: u64, cost_usd: f64) -> specgap_protocol::event::Usage {
@@ -205,7 +207,7 @@ fn a_version_1_store_is_upgraded_in_place_keeping_its_usage_rows_and_takes_the_n
     let store = Store::open(tmp.path()).unwrap();
     let conn = rusqlite::Connection::open(&db).unwrap();
     let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
-    assert_eq!(version, 2);
+    assert_eq!(version, specgap_store::SCHEMA_VERSION);
     assert_eq!(store.usage().unwrap(), before);
     let mut writer = store.begin_episode(&crate::key(0, "clean"), &crate::meta()).unwrap();
     for role in [Role::Judge, Role::Extractor, Role::Detector] {
