@@ -29,6 +29,10 @@ pub const OFFLINE_JUDGE: &str = "offline:2";
 pub const COVERED: &str = "covered";
 /// Verdict of a target no question unit reaches.
 pub const MISSED: &str = "missed";
+/// Verdict of a target a model panel could not decide: none of its judges returned a ballot
+/// (seed 002 A.3: never counted as missed). A run with one makes its clarification measures
+/// unavailable.
+pub const UNAVAILABLE: &str = "unavailable";
 
 /// One question unit of an episode (seed 002 A.3 "Question units").
 #[derive(Debug, Clone, PartialEq, Eq)]

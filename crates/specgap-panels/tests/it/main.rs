@@ -1,0 +1,6 @@
+//! Integration tests of the model panels, against scripted mock servers that check every
+//! request: one binary, one module per use.
+
+mod fixture;
+mod judge;
+mod mock;
