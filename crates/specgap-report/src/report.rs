@@ -50,7 +50,9 @@ pub const REPORT_VERSION: u32 = 2;
 pub struct ReportOptions {
     /// Grouping dimensions of the main table, in order.
     pub group_by: Vec<Dim>,
-    /// Judge whose clarification verdicts feed Recall and the other seed 002 measures.
+    /// Judge whose clarification verdicts feed Recall and the other seed 002 measures:
+    /// `offline` (the default), `panel` (the one coverage panel with verdicts in the runs) or a
+    /// panel's name ([`crate::judge::resolve_judge`]).
     pub judge: String,
     /// The case-bootstrap intervals of seed 002's cells (App. A.4).
     pub intervals: IntervalSettings,
@@ -238,8 +240,12 @@ pub struct Report {
     pub specgap_version: &'static str,
     /// Grouping dimensions of `groups`.
     pub group_by: Vec<Dim>,
-    /// Judge behind the clarification measures.
+    /// Judge behind the clarification measures (`offline:<version>` or `panel:<hash>`).
     pub judge: String,
+    /// The coverage panel's agreement between its judges and with the offline rule, when the
+    /// report is judged by a panel (seed 002 A.8).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judge_agreement: Option<crate::agreement::JudgeAgreement>,
     /// The runs.
     pub runs: Vec<RunSummary>,
     /// The main table.
@@ -309,6 +315,10 @@ pub fn build_report(runs: &[RunData], options: &ReportOptions) -> Result<Report,
         return Err(ReportError::NoRuns);
     }
     crate::inputs::distinct_run_dirs(&runs.iter().map(|r| r.dir.as_path()).collect::<Vec<_>>())?;
+    let options = &ReportOptions {
+        judge: crate::judge::resolve_judge(runs, &options.judge)?,
+        ..options.clone()
+    };
     let episodes = index_episodes(&runs.iter().collect::<Vec<_>>());
     let residual_dims: Vec<Dim> = options
         .group_by
@@ -493,6 +503,11 @@ fn report_with(
         specgap_version: env!("CARGO_PKG_VERSION"),
         group_by: dims.clone(),
         judge: options.judge.clone(),
+        judge_agreement: options
+            .judge
+            .starts_with("panel:")
+            .then(|| crate::agreement::judge_agreement(runs, episodes, &options.judge))
+            .flatten(),
         runs: runs
             .iter()
             .map(|r| RunSummary {

@@ -273,3 +273,57 @@ fn a_prompt_file_replaces_the_built_in_message_and_names_a_new_panel() {
     let builtin = PanelFile::load(&panel_file(dir.path(), &server.url, &FIVE[..1], "")).unwrap().panel(PanelUse::Judge);
     assert_ne!(builtin.name, panel.name);
 }
+
+#[test]
+fn a_report_judged_by_the_panel_shows_agreement_between_judges_and_with_the_offline_rule() {
+    // same-city-first: j1–j3 yes; pinecrest lane: j2, j3 yes; everything else no.
+    let server = MockServer::start(|request| match (request.model(), target_of(request).as_str()) {
+        ("j1" | "j2" | "j3", "same-city-first") => ballot(true, &[1]),
+        ("j2" | "j3", "pinecrest-millbrook-lane-closed") => ballot(true, &[2]),
+        ("j4", _) => Reply::Status(500, "down".into()),
+        _ => ballot(false, &[]),
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _) = run_store(dir.path(), SEED, &[EpisodeSpec::asking(0, QUESTIONS)]);
+    let panel = PanelFile::load(&panel_file(dir.path(), &server.url, &FIVE, "")).unwrap().panel(PanelUse::Judge);
+    judge_run(&store, &panel, &options()).unwrap();
+    drop(store);
+    let run = specgap_report::RunData::load(dir.path()).unwrap();
+    // The offline rule covers same-city-first, the lane and the supplier days on these
+    // questions (pinned in specgap-task's matching tests).
+    let offline: Vec<&str> = run
+        .rows
+        .judgements
+        .iter()
+        .filter(|j| j.judgement.judge == specgap_report::judge::OFFLINE_JUDGE && j.judgement.verdict == COVERED)
+        .map(|j| j.judgement.target.as_str())
+        .collect();
+    assert_eq!(offline, ["same-city-first", "pinecrest-millbrook-lane-closed", "supplier-lead-business-days"]);
+    let report_options = specgap_report::ReportOptions { judge: "panel".into(), ..Default::default() };
+    let report = specgap_report::build_report(&[run], &report_options).unwrap();
+    assert_eq!(report.judge, panel.name);
+    let a = report.judge_agreement.as_ref().unwrap();
+    assert_eq!((a.items, a.covered, a.missed, a.unavailable), (8, 1, 7, 0));
+    let seats: Vec<(&str, usize, usize, usize)> = a.seats.iter().map(|s| (s.model.as_str(), s.ballots, s.covered, s.failed)).collect();
+    assert_eq!(seats, [("j1", 8, 1, 0), ("j2", 8, 2, 0), ("j3", 8, 2, 0), ("j4", 0, 0, 8), ("j5", 8, 0, 0)]);
+    let pair = |x: &str, y: &str| a.pairs.iter().find(|p| p.a == x && p.b == y).unwrap();
+    // sklearn.metrics.cohen_kappa_score([1,0,0,0,0,0,0,0], [1,1,0,0,0,0,0,0]) = 0.6
+    let p = pair("j1", "j2");
+    assert_eq!((p.items, p.agreement), (8, Some(0.875)));
+    assert!((p.kappa.unwrap() - 0.6).abs() < 1e-12);
+    // cohen_kappa_score([1,0,0,0,0,0,0,0], [0]*8) = 0.0
+    assert_eq!(pair("j1", "j5").kappa, Some(0.0));
+    assert_eq!(pair("j2", "j3").kappa, Some(1.0));
+    // A judge with no ballot shares no item.
+    assert_eq!((pair("j1", "j4").items, pair("j1", "j4").kappa), (0, None));
+    // The panel against the offline rule:
+    // cohen_kappa_score([1,0,0,0,0,0,0,0], [1,0,1,0,1,0,0,0]) = 0.3846153846153846
+    assert_eq!((a.offline.a.as_str(), a.offline.b.as_str()), (panel.name.as_str(), "offline:2"));
+    assert_eq!((a.offline.items, a.offline.agreement), (8, Some(0.75)));
+    assert!((a.offline.kappa.unwrap() - 0.384_615_384_615_384_6).abs() < 1e-12);
+    let markdown = specgap_report::render::render_markdown(&report, "run");
+    assert!(markdown.contains(&format!("## Coverage judges of {} (seed 002 A.8)", panel.name)), "{markdown}");
+    assert!(markdown.contains(&format!("| {} | offline:2 | 8 | 75.0 | 0.3846 |", panel.name)), "{markdown}");
+    // The clarification table names the panel as its judge.
+    assert!(markdown.contains(&format!("Clarification by judge `{}`", panel.name)));
+}
