@@ -575,14 +575,21 @@ fn run_plan(store: &Store, resolved: &Resolved, plan: &runner::Plan, how: &Execu
 /// Ctrl-C (and SIGTERM / SIGHUP): the first one asks the runner to stop starting episodes
 /// and end running ones as interrupted; a second one exits at once.
 fn install_interrupt_handler(stop: &Arc<AtomicBool>) -> anyhow::Result<()> {
+    install_stop_handler(stop, "stopping: no new episodes start; running ones end as interrupted")
+}
+
+/// Ctrl-C (and SIGTERM / SIGHUP): the first one sets `stop` and says `message`; a second one
+/// exits at once with [`EXIT_INTERRUPTED`].
+pub fn install_stop_handler(stop: &Arc<AtomicBool>, message: &'static str) -> anyhow::Result<()> {
     let stop = Arc::clone(stop);
     let presses = AtomicUsize::new(0);
     let result = ctrlc::set_handler(move || {
         if presses.fetch_add(1, Ordering::SeqCst) == 0 {
             stop.store(true, Ordering::SeqCst);
-            with_bar(|bar| bar.println("stopping: no new episodes start; running ones end as interrupted (Ctrl-C again to quit now)"));
+            let message = format!("{message} (Ctrl-C again to quit now)");
+            with_bar(|bar| bar.println(&message));
             if active_bar().is_none() {
-                eprintln!("stopping: no new episodes start; running ones end as interrupted (Ctrl-C again to quit now)");
+                eprintln!("{message}");
             }
         } else {
             std::process::exit(i32::from(EXIT_INTERRUPTED));
