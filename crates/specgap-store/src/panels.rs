@@ -1,4 +1,4 @@
-//! Model-panel rows (schema version 3; docs/store-schema.md "Version 3"): the panel
+//! Model-panel rows (schema version 4; docs/store-schema.md "Version 4"): the panel
 //! configurations verdicts were made with, every ballot, and the extraction panel's verdicts.
 //!
 //! A judge or extractor step writes one episode at a time in one transaction — its ballots

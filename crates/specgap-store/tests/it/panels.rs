@@ -1,4 +1,4 @@
-//! Model-panel rows (schema version 3): panels, ballots, extraction verdicts — written, read
+//! Model-panel rows (schema version 4): panels, ballots, extraction verdicts — written, read
 //! back, kept by merge, cleared with their episode, and added to an older store in place.
 
 use serde_json::json;
@@ -135,7 +135,7 @@ fn merge_keeps_ballots_with_their_episodes_and_each_panel_once() {
 }
 
 #[test]
-fn a_version_2_store_gains_the_panel_tables_in_place() {
+fn a_version_3_store_gains_the_panel_tables_in_place() {
     let tmp = tempfile::tempdir().unwrap();
     let store = Store::create(tmp.path(), &config(7, None)).unwrap();
     let id = run_episode(&store, 0, 1.0, 10);
@@ -143,7 +143,7 @@ fn a_version_2_store_gains_the_panel_tables_in_place() {
     let before = store.dump_tables(true).unwrap();
     drop(store);
     let conn = rusqlite::Connection::open(&db).unwrap();
-    conn.execute_batch("DROP TABLE ballots; DROP TABLE extractions; DROP TABLE panels; PRAGMA user_version = 2;").unwrap();
+    conn.execute_batch("DROP TABLE ballots; DROP TABLE extractions; DROP TABLE panels; PRAGMA user_version = 3;").unwrap();
     drop(conn);
     let store = Store::open(tmp.path()).unwrap();
     assert_eq!(store.dump_tables(true).unwrap(), before);
