@@ -61,6 +61,11 @@ pub struct Args {
     /// judged yet (as `specgap judge RUN --panel FILE`); implies `--judge panel:<its name>`.
     #[arg(long)]
     pub panel: Option<PathBuf>,
+    /// Delivery scores of cases with a submission schema: `auto` (the extraction panel's
+    /// verdicts when `specgap extract` made some, else the direct artifacts), `direct`, or a
+    /// panel's name `panel:<hash>`.
+    #[arg(long, default_value = "auto")]
+    pub extraction: String,
 }
 
 /// Runs `specgap report`.
@@ -79,6 +84,7 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
         &ReportOptions {
             group_by,
             judge,
+            extraction: args.extraction.clone(),
             intervals: specgap_report::cases::IntervalSettings {
                 resamples: args.resamples,
                 seed: args.bootstrap_seed,

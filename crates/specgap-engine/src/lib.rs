@@ -16,6 +16,7 @@
 //! | [`session`] | the [`Agent`] and [`User`] traits the episode talks to; the [`Deadline`] and [`UsageSink`] it shares with them |
 //! | [`feedback`] | observation choice and escalation after a failed submission |
 //! | [`relay`] | the deterministic `relay` user |
+//! | [`side_session`] | agent sessions outside an episode (seed 002's extractors: bash and submit over a workspace) and a package's evaluator on any workspace |
 //! | [`text_channel`] | the delivery text channel: questions in reply text, continuations (seed 002 A.9.3) |
 //!
 //! The run orchestration that plans episodes, retries failed attempts and fills the store
@@ -32,6 +33,7 @@ pub mod relay;
 pub mod runner;
 mod sandbox_ops;
 pub mod session;
+pub mod side_session;
 pub mod text_channel;
 pub mod tools;
 

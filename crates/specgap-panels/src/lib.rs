@@ -26,6 +26,7 @@
 
 pub mod config;
 pub mod error;
+pub mod extract;
 pub mod json;
 pub mod judge;
 pub mod order;
@@ -35,6 +36,7 @@ pub mod vote;
 
 pub use config::{Panel, PanelFile, PanelModel};
 pub use error::PanelError;
+pub use extract::{ExtractOptions, ExtractSummary, extract_run};
 pub use judge::{JudgeOptions, JudgeSummary, judge_run};
 
 /// sha256 of `bytes`.

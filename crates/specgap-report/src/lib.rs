@@ -14,6 +14,7 @@
 //! | [`residual`] | Res, Clean, Residual Gap, CondFail, predecessor groups, acceptance bias, clean against residual rankings | seed 001 §5.2, App. C.2, D |
 //! | [`benchmark`] | statistics of the suite: residual states (Table 2), requirements stated per task (Table 3) | seed 001 §4, App. A; seed 000 Table 3 |
 //! | [`plan`] | planned runs of delivery cases: the store joined with `run.toml`'s plan; why a run has no score | seed 002 §4.2, App. A.3 |
+//! | [`extraction`] | which delivery score a run of a case with a submission schema gets: the extraction panel's or the direct artifact's | seed 002 §4.1, A.3 |
 //! | [`delivery`] | Quality, DSR, validity, pass@k, pass^k over planned runs, scored-only column, zero-score signatures, oracle curves | seed 002 §4.2, App. A.3, A.6, A.7 |
 //! | [`clarification`] | Recall, Precision, Ask-F1, KQC1, ATC (rounds), Redund., ask rate, type- and domain-specific Recall | seed 002 §4.2, App. A.3, A.5, A.6 |
 //! | [`cases`] | per-case data of the seed 002 cells and their 95% case-bootstrap intervals | seed 002 App. A.4 |
@@ -61,6 +62,7 @@ pub mod delivery;
 pub mod diff;
 pub mod episode;
 mod error;
+pub mod extraction;
 pub mod first;
 pub mod inputs;
 pub mod judge;

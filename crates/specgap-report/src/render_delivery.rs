@@ -172,6 +172,11 @@ fn delivery_section(report: &Report) -> Option<Section> {
         "Delivery cells count every planned run (seed 002 §4.2, App. A.3): a delivery the agent failed — no artifact, an invalid one, an evaluator failing on the delivered artifact (signature `execution`) — scores 0 and is counted; a planned run without a score (a harness failure, an interruption, an episode never run) makes its group's planned-run cells `incomplete`, and the scored-only columns give the values over the scored runs. k is the planned number of repeats.".to_string(),
         "With no question, Recall is 0 and Precision, Ask-F1 and ATC are undefined (seed 002 App. A.3); clarification measures are means over the runs where each is defined. KQC1 and ATC count clarification rounds: one agent turn of questions is one round.".to_string(),
     ];
+    if let Some(panel) = &report.extraction {
+        text.push(format!(
+            "Runs of cases with a submission schema are scored by extraction panel {panel}: the score a strict majority of its extractors (3 of 5) agree on to 4 decimal places replaces the direct artifact's; without such a majority the run is unscored (`extraction_unavailable`, seed 002 §4.1, A.3)."
+        ));
+    }
     if settings.resamples > 0 {
         text.push(format!(
             "Brackets: {:.0}% case-bootstrap percentile intervals ({} resamples, seed {}; cases resampled with all their runs; seed 002 App. A.4).",

@@ -135,3 +135,46 @@ fn a_panel_file_with_a_typo_is_refused_naming_the_file() {
     assert!(stderr.contains(&format!("{} is not a panel file", panel.display())), "{stderr}");
     assert!(stderr.contains("unknown field `modle`"), "{stderr}");
 }
+
+#[test]
+fn extract_scores_a_run_through_extractor_sessions_and_the_report_uses_the_agreed_score() {
+    // Extractors copy the delivered plan.json unchanged, then submit.
+    let server = MockServer::start(|request| {
+        let step = request.messages().iter().filter(|m| m["role"] == "assistant").count();
+        let call = if step == 0 {
+            ("bash", json!({"command": "cp /delivered/plan.json plan.json"}))
+        } else {
+            ("submit", json!({}))
+        };
+        Reply::Calls(vec![(format!("c{step}"), call.0.to_string(), call.1)])
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    run_ok([
+        OsStr::new("run"),
+        repo().join("examples/tasks/retail-replenishment").as_os_str(),
+        OsStr::new("--agent"),
+        OsStr::new("scripted:gold"),
+        OsStr::new("--condition"),
+        OsStr::new("hidden"),
+        OsStr::new("--out"),
+        out.as_os_str(),
+        OsStr::new("--no-report"),
+    ]);
+    let mut text = String::new();
+    for model in ["xa", "xb", "xc"] {
+        text.push_str(&format!("[[model]]\nmodel = \"{model}\"\nbase_url = \"{}\"\nmax_retries = 0\n\n", server.url));
+    }
+    let panel = tmp.path().join("extractors.toml");
+    fs_err::write(&panel, text).unwrap();
+    let extracted = run_ok([OsStr::new("extract"), out.as_os_str(), OsStr::new("--panel"), panel.as_os_str()]);
+    let stderr = String::from_utf8_lossy(&extracted.stderr);
+    assert!(stderr.contains(": 1 submission(s) extracted by 2 extractor session(s): 1 scored, 0 unavailable (no majority); 0 already extracted"), "{stderr}");
+    assert_eq!(server.requests().len(), 4, "two sessions of two turns");
+    let report = report_json(&out);
+    assert!(report["extraction"].as_str().unwrap().starts_with("panel:"));
+    let delivery = &group(&report, "scripted:gold", "hidden")["delivery"];
+    assert_eq!(delivery["quality"], json!(1.0));
+    let store = Store::open(&out).unwrap();
+    assert_eq!(store.usage().unwrap().iter().filter(|u| u.role == Role::Extractor).map(|u| u.usage.requests).sum::<u64>(), 4);
+}
