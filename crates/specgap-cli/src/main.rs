@@ -1,7 +1,7 @@
 //! The `specgap` binary: parses arguments and hands each verb to its module.
 //!
 //! Each verb lives in its own module (`check`, `eval`, `run`, `show`, `merge`, `judge`,
-//! `extract`, `report`, `compare`) with an `Args` struct (clap) and an `exec` function. The modules stay thin: the
+//! `extract`, `report`, `compare`, `residualize`) with an `Args` struct (clap) and an `exec` function. The modules stay thin: the
 //! work happens in the library crates, which return typed errors; only this binary uses anyhow.
 
 use std::process::ExitCode;
@@ -15,6 +15,7 @@ mod extract;
 mod judge;
 mod merge;
 mod report;
+mod residualize;
 mod run;
 mod show;
 
@@ -62,6 +63,9 @@ enum Command {
     Report(report::Args),
     /// Compare two runs task by task, with paired statistics.
     Compare(compare::Args),
+    /// Make residual states from predecessor runs (seed 001 Residualization): generate,
+    /// filter, review, reconstruct and validate.
+    Residualize(residualize::Args),
 }
 
 fn main() -> ExitCode {
@@ -78,6 +82,7 @@ fn main() -> ExitCode {
         Command::Extract(args) => extract::exec(args),
         Command::Report(args) => report::exec(args),
         Command::Compare(args) => compare::exec(args),
+        Command::Residualize(args) => residualize::exec(args),
     };
     match outcome {
         Ok(code) => code,

@@ -8,6 +8,7 @@ mod determinism;
 mod examples;
 mod panels;
 mod report_inputs;
+mod residualize;
 mod resume;
 mod retries;
 mod run_basic;
