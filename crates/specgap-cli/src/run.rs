@@ -125,6 +125,12 @@ pub struct Args {
     /// --user-* flags). Default: relay.
     #[arg(long)]
     pub user: Option<String>,
+    /// A panel file (README "Model panels"): its models detect, by majority vote, the
+    /// questions in replies without a `## Questions for the client` heading under delivery
+    /// conditions (seed 002 A.9.3), instead of the deterministic question-mark rule. Part of
+    /// the user's configuration, so of the episode key.
+    #[arg(long, value_name = "FILE")]
+    pub detector_panel: Option<PathBuf>,
     /// Continue the run in DIR with its own configuration (run.toml): only episodes never
     /// begun, unfinished, or failed with an infrastructure or evaluation error run again.
     #[arg(long, value_name = "DIR")]
@@ -225,6 +231,7 @@ impl Args {
             ("--wall-sec", self.wall_sec.is_some()),
             ("--clarification-rounds", self.clarification_rounds.is_some()),
             ("--user", self.user.is_some()),
+            ("--detector-panel", self.detector_panel.is_some()),
             ("--shard", self.shard.is_some()),
             ("--retries", self.retries.is_some()),
             ("--no-sandbox", self.no_sandbox),
@@ -335,7 +342,10 @@ fn resolve_flags(args: &Args) -> anyhow::Result<Resolved> {
         bail!("--repeats must be at least 1");
     }
     let agents = agent_specs.iter().map(|spec| agents::component(spec, &args.chat)).collect::<anyhow::Result<Vec<_>>>()?;
-    let user = agents::user_component(args.user.as_deref().unwrap_or("relay"), &args.chat)?;
+    let mut user = agents::user_component(args.user.as_deref().unwrap_or("relay"), &args.chat)?;
+    if let Some(file) = &args.detector_panel {
+        user = agents::with_detector(user, file)?;
+    }
     let config = RunConfig {
         specgap_version: env!("CARGO_PKG_VERSION").to_string(),
         protocol_version: specgap_protocol::run::PROTOCOL_VERSION,
@@ -522,6 +532,10 @@ fn run_plan(store: &Store, resolved: &Resolved, plan: &runner::Plan, how: &Execu
     let Execution { jobs, resuming, max_cost, .. } = *how;
     let config = &resolved.config;
     let user = config.users.first().context("the run configuration names no user")?;
+    if let Some(table) = user.config.get(specgap_panels::detector::DETECTOR_KEY).and_then(toml::Value::as_table) {
+        // The detector's configuration beside the ballots it casts (the `panels` table).
+        store.record_panel(&specgap_panels::Panel::from_table(table)?.record())?;
+    }
     let stop = Arc::new(AtomicBool::new(false));
     install_interrupt_handler(&stop)?;
     let todo = plan
@@ -552,7 +566,8 @@ fn run_plan(store: &Store, resolved: &Resolved, plan: &runner::Plan, how: &Execu
         max_cost_usd: max_cost,
     };
     let inputs = RunInputs { tasks: &resolved.tasks, agents: &config.agents, user };
-    let summary = runner::execute(plan, inputs, store, &specgap_agents::Agents, &specgap_agents::chat::user::Users, &progress, &options);
+    let users = specgap_panels::DetectingUsers { inner: specgap_agents::chat::user::Users };
+    let summary = runner::execute(plan, inputs, store, &specgap_agents::Agents, &users, &progress, &options);
     progress.finish();
     let summary = summary?;
     let stopped = stop.load(Ordering::SeqCst);

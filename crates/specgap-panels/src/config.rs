@@ -258,13 +258,17 @@ impl PanelFile {
     }
 }
 
-/// The panel of one use, ready to run.
-#[derive(Debug, Clone, PartialEq)]
+/// The panel of one use, ready to run. It serializes whole (models without keys, prompt
+/// texts), so a live detector's panel is stored in `run.toml` and rebuilt from it on
+/// `--resume` ([`Panel::to_table`], [`Panel::from_table`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Panel {
     /// `panel:<12 hex digits>`: a hash of the use, each model's identity, the prompt texts
     /// and (extraction) the session limits. Judge verdicts carry it as their judge name.
     pub name: String,
     /// What the panel is for.
+    #[serde(rename = "use")]
     pub use_: specgap_store::PanelUse,
     /// The models by seat.
     pub models: Vec<PanelModel>,
@@ -316,5 +320,21 @@ impl Panel {
     /// Whether any model has a price (so cost columns mean something).
     pub fn priced(&self) -> bool {
         self.models.iter().any(|m| m.price.is_some())
+    }
+
+    /// The panel as a TOML table (for a component of `run.toml`).
+    ///
+    /// # Errors
+    /// [`PanelError::Stored`] when a request argument cannot be written as TOML (`null`).
+    pub fn to_table(&self) -> Result<toml::Table, PanelError> {
+        toml::Table::try_from(self).map_err(|e| PanelError::Stored(e.to_string()))
+    }
+
+    /// A panel stored with [`Panel::to_table`].
+    ///
+    /// # Errors
+    /// [`PanelError::Stored`] when the table is not a stored panel.
+    pub fn from_table(table: &toml::Table) -> Result<Panel, PanelError> {
+        toml::Value::Table(table.clone()).try_into().map_err(|e: toml::de::Error| PanelError::Stored(e.to_string()))
     }
 }

@@ -57,6 +57,9 @@ pub enum PanelError {
         /// What to do, lowercase.
         what: String,
     },
+    /// A panel stored in `run.toml` cannot be written or read back.
+    #[error("the stored panel configuration is not usable: {0}")]
+    Stored(String),
     /// A delivered workspace or an extraction directory cannot be prepared.
     #[error("episode {episode}: {message}")]
     Workspace {

@@ -25,6 +25,7 @@
 #![deny(missing_docs)]
 
 pub mod config;
+pub mod detector;
 pub mod error;
 pub mod extract;
 pub mod json;
@@ -35,6 +36,7 @@ pub mod seat;
 pub mod vote;
 
 pub use config::{Panel, PanelFile, PanelModel};
+pub use detector::{DetectingUser, DetectingUsers, PanelDetector};
 pub use error::PanelError;
 pub use extract::{ExtractOptions, ExtractSummary, extract_run};
 pub use judge::{JudgeOptions, JudgeSummary, judge_run};

@@ -31,7 +31,8 @@ const EXTRACTOR_SYSTEM: &str = include_str!("prompts/extractor_system.md");
 const EXTRACTOR_USER: &str = include_str!("prompts/extractor_user.md");
 
 /// The prompts of one use.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PromptSet {
     /// The built-in version, or `file:` and the first 12 hex digits of the sha256 of the
     /// texts when a file replaced any of them.

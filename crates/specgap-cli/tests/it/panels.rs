@@ -178,3 +178,62 @@ fn extract_scores_a_run_through_extractor_sessions_and_the_report_uses_the_agree
     let store = Store::open(&out).unwrap();
     assert_eq!(store.usage().unwrap().iter().filter(|u| u.role == Role::Extractor).map(|u| u.usage.requests).sum::<u64>(), 4);
 }
+
+/// `specgap run` of a chat agent on the retail case under `interact`, with `extra` flags.
+fn chat_interact_run(server: &MockServer, out: &Path, extra: &[&std::ffi::OsStr]) {
+    let mut cmd = specgap();
+    cmd.arg("run")
+        .arg(repo().join("examples/tasks/retail-replenishment"))
+        .args(["--agent", "chat:agent", "--base-url", &server.url, "--max-retries", "0"])
+        .args(["--condition", "interact", "--jobs", "1", "--no-report"])
+        .arg("--out")
+        .arg(out)
+        .args(extra);
+    assert_succeeded(cmd.output().expect("spawn specgap"));
+}
+
+#[test]
+fn run_with_a_detector_panel_answers_the_questions_the_panel_hears_and_keys_its_episodes() {
+    // The agent asks in prose, without the heading and without a tool call, then stops. The
+    // detector models split its compound question; the relay answers each part.
+    let server = MockServer::start(|request| {
+        if request.model() == "agent" {
+            let step = request.messages().iter().filter(|m| m["role"] == "assistant").count();
+            return match step {
+                0 => Reply::text("I looked at the data. Are the lanes all open this week, and can a store ship to another store?"),
+                _ => Reply::Calls(vec![("c1".into(), "submit".into(), json!({}))]),
+            };
+        }
+        Reply::json(json!({"asking": true, "questions": ["Are all the truck lanes open this week?", "Can a store ship to another store?"]}))
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let mut text = String::new();
+    for model in ["da", "db", "dc"] {
+        text.push_str(&format!("[[model]]\nmodel = \"{model}\"\nbase_url = \"{}\"\nmax_retries = 0\n\n", server.url));
+    }
+    let panel = tmp.path().join("detector.toml");
+    fs_err::write(&panel, text).unwrap();
+    let with = tmp.path().join("with");
+    chat_interact_run(&server, &with, &[OsStr::new("--detector-panel"), panel.as_os_str()]);
+    let store = Store::open(&with).unwrap();
+    let questions: Vec<String> = store.questions().unwrap().into_iter().map(|q| q.question.text).collect();
+    assert_eq!(questions, ["Are all the truck lanes open this week?", "Can a store ship to another store?"]);
+    assert_eq!(server.requests().iter().filter(|r| r.model() != "agent").count(), 3);
+    assert!(store.usage().unwrap().iter().any(|u| u.role == Role::Detector && u.usage.requests == 3));
+    let ballots = store.ballots().unwrap();
+    assert_eq!(ballots.len(), 3);
+    assert!(ballots.iter().all(|b| b.ballot.subject == "turn:1"));
+    let panels = store.panels().unwrap();
+    assert_eq!(panels.len(), 1);
+    assert_eq!(panels[0].name, ballots[0].ballot.panel);
+    // The detector is part of the user's configuration in run.toml, so of the episode key.
+    let config = store.config().clone();
+    assert!(config.users[0].config.contains_key("detector"));
+    let without = tmp.path().join("without");
+    chat_interact_run(&server, &without, &[]);
+    let other = Store::open(&without).unwrap();
+    assert_ne!(other.config().users[0].hash, config.users[0].hash);
+    assert_ne!(other.episodes().unwrap()[0].id, store.episodes().unwrap()[0].id);
+    // Without the panel, the deterministic rule took the agent's prose question as one unit.
+    assert_eq!(other.questions().unwrap().len(), 1);
+}

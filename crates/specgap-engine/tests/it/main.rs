@@ -7,6 +7,7 @@ mod applicability;
 mod byte_names;
 mod clarification;
 mod deadline;
+mod detector;
 mod end_rules;
 mod evaluation;
 mod residual;
