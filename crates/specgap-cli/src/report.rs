@@ -90,7 +90,6 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
                 seed: args.bootstrap_seed,
                 ..Default::default()
             },
-            ..ReportOptions::default()
         },
         args.format,
     )?;

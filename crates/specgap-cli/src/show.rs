@@ -261,7 +261,7 @@ fn indent(text: &str, prefix: &str) -> String {
 fn transcript(store: &Store, id: &str, limits: Limits) -> anyhow::Result<String> {
     let detail = store.episode_detail(id)?.with_context(|| format!("episode {id} is not in the store"))?;
     let trajectory = specgap_store::read_trajectory(store.dir(), id)?;
-    let mut out = header(&detail, priced(&store)?);
+    let mut out = header(&detail, priced(store)?);
     let speaker = if specgap_engine::condition::Condition::parse(&detail.episode.condition).is_ok_and(|c| c.is_delivery()) {
         "customer"
     } else {

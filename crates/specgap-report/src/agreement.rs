@@ -76,11 +76,13 @@ pub struct JudgeAgreement {
     pub offline: PairAgreement,
 }
 
+/// Returned ballots: (run, episode id) → target → seat → covered.
+type Ballots<'a> = BTreeMap<(usize, &'a str), BTreeMap<&'a str, BTreeMap<u32, bool>>>;
+
 /// The agreement of `panel` over `episodes` (module guide); `None` when no episode has its
 /// verdicts.
 pub fn judge_agreement(runs: &[RunData], episodes: &[Episode<'_>], panel: &str) -> Option<JudgeAgreement> {
-    // (run, episode id) → target → seat → covered
-    let mut ballots: BTreeMap<(usize, &str), BTreeMap<&str, BTreeMap<u32, bool>>> = BTreeMap::new();
+    let mut ballots: Ballots<'_> = BTreeMap::new();
     let mut seats: BTreeMap<u32, SeatSummary> = BTreeMap::new();
     let asking: std::collections::BTreeSet<(usize, &str)> =
         episodes.iter().filter(|e| !e.questions.is_empty()).map(|e| (e.run, e.row.id.as_str())).collect();

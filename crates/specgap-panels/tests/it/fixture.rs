@@ -17,7 +17,7 @@ pub fn retail_path() -> PathBuf {
 }
 
 pub fn retail() -> TaskPackage {
-    specgap_task::load(&retail_path()).unwrap()
+    specgap_task::load(retail_path()).unwrap()
 }
 
 /// A run configuration of the retail case under `interact`, seed `seed`.
