@@ -25,7 +25,7 @@ use specgap_protocol::package::ClarificationTarget;
 use specgap_protocol::result::ScoringKind;
 use specgap_report::context::TaskContext;
 use specgap_report::judge::{COVERED, MISSED, QuestionUnit, UNAVAILABLE, question_units};
-use specgap_store::{Ballot, Judgement, PanelUse, QuestionRow, Role, Status, Store};
+use specgap_store::{Ballot, Judgement, QuestionRow, Role, Status, Store};
 
 use crate::config::Panel;
 use crate::error::PanelError;
@@ -313,11 +313,6 @@ fn parse_coverage(object: &Map<String, Value>, units: u32) -> Result<(CoverageBa
     let ballot = CoverageBallot { covered, question_indices: indices };
     let vote = json!({ "covered": ballot.covered, "question_indices": ballot.question_indices });
     Ok((ballot, vote))
-}
-
-/// The names of the coverage panels that have verdicts in `rows`, and of the panels of `use_`.
-pub fn panels_of(rows: &specgap_store::RunRows, use_: PanelUse) -> Vec<String> {
-    rows.panels.iter().filter(|p| p.use_ == use_).map(|p| p.name.clone()).collect()
 }
 
 #[cfg(test)]

@@ -53,7 +53,7 @@ pub struct ClarificationValues {
 /// Undefined-value rules (seed 002 App. A.3): with no question, Recall, KQC1 and Redund. are
 /// 0 and Precision, Ask-F1 and ATC undefined; with questions but no judgement at all (the
 /// judge failed or never ran), or with a target whose verdict is
-/// [`UNAVAILABLE`](crate::judge::UNAVAILABLE) (no panel judge answered), every measure is
+/// [`crate::judge::UNAVAILABLE`] (no panel judge answered), every measure is
 /// unavailable. A target without a judgement counts as not covered; matched indices outside
 /// the units are ignored.
 pub fn clarification_values(

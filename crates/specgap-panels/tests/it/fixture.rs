@@ -25,7 +25,7 @@ pub fn config(seed: u64, package: &TaskPackage, path: &Path) -> RunConfig {
     let text = format!(
         r#"
 specgap_version = "0.2.0"
-protocol_version = 2
+protocol_version = {protocol}
 seed = {seed}
 repeats = 3
 retries = 0
@@ -48,6 +48,7 @@ spec = "relay"
 hash = "us1"
 config = {{}}
 "#,
+        protocol = specgap_protocol::run::PROTOCOL_VERSION,
         name = package.name(),
         hash = package.hash(),
         path = path.display()
