@@ -17,6 +17,26 @@ mod mock;
 use mock::{MockServer, Reply};
 
 const MODELS: [&str; 5] = ["ja", "jb", "jc", "jd", "je"];
+const PANEL_KEY: &str = "sk-panel-9f31c2-distinctive-key";
+
+/// Asserts [`PANEL_KEY`] is in no file under `dir` (the store and its write-ahead log included).
+fn assert_key_nowhere(dir: &Path) {
+    let mut stack = vec![dir.to_path_buf()];
+    let mut files = 0;
+    while let Some(d) = stack.pop() {
+        for entry in fs_err::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                files += 1;
+                let bytes = fs_err::read(&path).unwrap();
+                assert!(!String::from_utf8_lossy(&bytes).contains(PANEL_KEY), "the key is in {}", path.display());
+            }
+        }
+    }
+    assert!(files >= 3, "{files}");
+}
 
 fn script_agent() -> String {
     format!("replay:{}", repo().join("examples/scripts/retail-ask-first.jsonl").display())
@@ -68,7 +88,16 @@ fn run_then_judge_then_report_by_the_panel_and_a_second_report_asks_no_model() {
     let out = tmp.path().join("run");
     interact_run(&out);
     let panel = panel_file(tmp.path(), &server.url);
-    let judged = run_ok([OsStr::new("judge"), out.as_os_str(), OsStr::new("--panel"), panel.as_os_str(), OsStr::new("--jobs"), OsStr::new("1")]);
+    let judged = assert_succeeded(
+        specgap()
+            .env("SPECGAP_CLI_PANEL_KEY", PANEL_KEY)
+            .args([OsStr::new("judge"), out.as_os_str(), OsStr::new("--panel"), panel.as_os_str(), OsStr::new("--jobs"), OsStr::new("1")])
+            .output()
+            .unwrap(),
+    );
+    // The key from the named variable reaches each request, and nothing the run keeps.
+    assert!(server.requests().iter().all(|r| r.authorization.as_deref() == Some(&format!("Bearer {PANEL_KEY}") as &str)));
+    assert_key_nowhere(&out);
     let stderr = String::from_utf8_lossy(&judged.stderr);
     assert!(stderr.contains(": 1 episode judged, 8 target verdicts (1 covered, 0 unavailable), 0 ballots dropped; 0 episodes already judged"), "{stderr}");
     assert_eq!(server.requests().len(), 8 * 5);

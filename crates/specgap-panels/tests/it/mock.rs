@@ -14,6 +14,8 @@ use serde_json::{Value, json};
 #[derive(Debug, Clone)]
 pub struct Captured {
     pub path: String,
+    /// The `Authorization` header, if any.
+    pub authorization: Option<String>,
     pub body: Value,
 }
 
@@ -109,6 +111,7 @@ fn serve(mut stream: TcpStream, captured: &Mutex<Vec<Captured>>, handler: &Handl
     }
     let path = request_line.split_whitespace().nth(1).unwrap_or("").to_string();
     let mut length = 0usize;
+    let mut authorization = None;
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line).unwrap_or(0) == 0 {
@@ -118,17 +121,19 @@ fn serve(mut stream: TcpStream, captured: &Mutex<Vec<Captured>>, handler: &Handl
         if line.is_empty() {
             break;
         }
-        if let Some((name, value)) = line.split_once(':')
-            && name.trim().eq_ignore_ascii_case("content-length")
-        {
-            length = value.trim().parse().unwrap_or(0);
+        if let Some((name, value)) = line.split_once(':') {
+            if name.trim().eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse().unwrap_or(0);
+            } else if name.trim().eq_ignore_ascii_case("authorization") {
+                authorization = Some(value.trim().to_string());
+            }
         }
     }
     let mut body = vec![0u8; length];
     if reader.read_exact(&mut body).is_err() {
         return;
     }
-    let request = Captured { path, body: serde_json::from_slice(&body).unwrap_or(Value::Null) };
+    let request = Captured { path, authorization, body: serde_json::from_slice(&body).unwrap_or(Value::Null) };
     captured.lock().unwrap().push(request.clone());
     let (status, body) = match handler(&request) {
         Reply::Text(text, prompt, completion) => (200, completion_body(&request, Some(&text), &[], prompt, completion)),
