@@ -131,6 +131,16 @@ pub struct Args {
     /// the user's configuration, so of the episode key.
     #[arg(long, value_name = "FILE")]
     pub detector_panel: Option<PathBuf>,
+    /// Replace specgap's prompts by the files of DIR, each named after the prompt it replaces:
+    /// system prompts evidence.md, literal.md, plan.md, plan_execute.md, neutral.md, delivery.md; condition
+    /// blocks delivery_hidden.md, delivery_interact.md, delivery_interact_req.md,
+    /// delivery_full_info.md, delivery_oracle.md; chat owner / customer prompts owner.md,
+    /// owner_opening.md, owner_observation.md, owner_question.md, customer.md,
+    /// customer_opening.md, customer_question.md (docs/prompts.md: what each is and its
+    /// placeholders). Any other name in DIR is an error. The texts and their sha256 are stored
+    /// in run.toml and key the episodes; --resume uses the stored texts.
+    #[arg(long, value_name = "DIR")]
+    pub prompts: Option<PathBuf>,
     /// Continue the run in DIR with its own configuration (run.toml): only episodes never
     /// begun, unfinished, or failed with an infrastructure or evaluation error run again.
     #[arg(long, value_name = "DIR")]
@@ -232,6 +242,7 @@ impl Args {
             ("--clarification-rounds", self.clarification_rounds.is_some()),
             ("--user", self.user.is_some()),
             ("--detector-panel", self.detector_panel.is_some()),
+            ("--prompts", self.prompts.is_some()),
             ("--shard", self.shard.is_some()),
             ("--retries", self.retries.is_some()),
             ("--no-sandbox", self.no_sandbox),
@@ -341,8 +352,10 @@ fn resolve_flags(args: &Args) -> anyhow::Result<Resolved> {
     if repeats == 0 {
         bail!("--repeats must be at least 1");
     }
-    let agents = agent_specs.iter().map(|spec| agents::component(spec, &args.chat)).collect::<anyhow::Result<Vec<_>>>()?;
-    let mut user = agents::user_component(args.user.as_deref().unwrap_or("relay"), &args.chat)?;
+    let prompts = agents::prompt_replacements(args.prompts.as_deref())?;
+    let agents =
+        agent_specs.iter().map(|spec| agents::component(spec, &args.chat, &prompts.system)).collect::<anyhow::Result<Vec<_>>>()?;
+    let mut user = agents::user_component(args.user.as_deref().unwrap_or("relay"), &args.chat, &prompts.user)?;
     if let Some(file) = &args.detector_panel {
         user = agents::with_detector(user, file)?;
     }
@@ -384,8 +397,10 @@ fn resolve_stored(config: &RunConfig) -> anyhow::Result<Resolved> {
         tasks.push(package);
     }
     for agent in config.agents.iter().filter(|a| !a.spec.starts_with("chat:")) {
-        // A chat agent's stored configuration is its configuration; others are re-derived.
-        let now = agents::component(&agent.spec, &ChatArgs::defaults())?;
+        // A chat agent's stored configuration is its configuration; others are re-derived, with
+        // the replaced prompts stored with them (`--prompts`: --resume uses the stored texts).
+        let stored = agents::stored_prompts(agent)?;
+        let now = agents::component(&agent.spec, &ChatArgs::defaults(), &stored)?;
         if now.hash != agent.hash {
             bail!("agent {} has a different configuration now than in run.toml (e.g. its replay file changed)", agent.spec);
         }

@@ -328,14 +328,17 @@ fn render_event(out: &mut String, event: &Event, detail: &EpisodeDetail, speaker
             out.push_str("-- opening message --\n");
             out.push_str(&indent(&limits.cut(opening_message), "  "));
             out.push_str("-- tools --\n");
-            for tool in tools {
-                let args = tool.parameters.get("properties").and_then(|p| p.as_object()).map_or_else(String::new, |p| {
-                    p.keys().cloned().collect::<Vec<_>>().join(", ")
-                });
-                let first_line = tool.description.lines().next().unwrap_or_default();
-                let _ = writeln!(out, "  {}({args}): {first_line}", tool.name);
-            }
+            render_tools(out, tools);
             out.push_str("\n== Transcript ==\n");
+        }
+        EventKind::PhaseChange { phase, system_prompt, tools } => {
+            let _ = writeln!(out, "\n[phase change: {phase}; the agent is told from here on]");
+            out.push_str("  -- system prompt --\n");
+            out.push_str(&indent(&limits.cut(system_prompt), "    "));
+            out.push_str("  -- tools --\n");
+            let mut listed = String::new();
+            render_tools(&mut listed, tools);
+            out.push_str(&indent(&listed, "  "));
         }
         EventKind::AgentTurn { turn, text, tool_calls, .. } => {
             let _ = writeln!(out, "\n[turn {turn}] agent");
@@ -402,6 +405,19 @@ fn render_event(out: &mut String, event: &Event, detail: &EpisodeDetail, speaker
             let extra = if words.is_empty() { String::new() } else { format!(": {words}") };
             let _ = writeln!(out, "\n[episode ended: {reason}{extra}]");
         }
+    }
+}
+
+/// The offered tools, one per line: name, argument names, first line of the description.
+fn render_tools(out: &mut String, tools: &[specgap_protocol::event::ToolSpec]) {
+    for tool in tools {
+        let args = tool
+            .parameters
+            .get("properties")
+            .and_then(|p| p.as_object())
+            .map_or_else(String::new, |p| p.keys().cloned().collect::<Vec<_>>().join(", "));
+        let first_line = tool.description.lines().next().unwrap_or_default();
+        let _ = writeln!(out, "  {}({args}): {first_line}", tool.name);
     }
 }
 

@@ -28,7 +28,7 @@ use specgap_protocol::result::{EvalResult, Scored};
 use specgap_sandbox::{CommandSpec, HostView, SandboxConfig, Session};
 use specgap_task::TaskPackage;
 
-use crate::condition::Condition;
+use crate::condition::{Budgets, Condition};
 use crate::episode::EpisodeError;
 use crate::sandbox_ops;
 use crate::session::{Agent, AgentError, AgentReply, Incoming, Opening, SessionLink};
@@ -107,7 +107,11 @@ pub enum SideError {
 pub fn side_tools() -> Vec<ToolSpec> {
     // `hidden` offers no ask_user; the shell profile gives bash.
     match Condition::parse("hidden+profile=shell") {
-        Ok(condition) => tools::tool_specs(&condition, false),
+        Ok(condition) => {
+            // One submission: `submit` ends the session.
+            let budgets = Budgets::resolve(&condition, &Default::default(), &Default::default());
+            tools::tool_specs(&condition, &budgets, false)
+        }
         Err(_) => Vec::new(),
     }
 }

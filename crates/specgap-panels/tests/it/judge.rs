@@ -244,7 +244,8 @@ fn each_judge_request_holds_the_target_its_triggers_and_the_numbered_questions_a
             assert!(!target.description.contains(value));
             assert!(!text.contains(value), "{value} leaked for {}", target.id);
         }
-        // No key was set, so no Authorization header; nothing but the two messages.
+        // The key variable is not set, so no Authorization header; nothing but the two messages.
+        assert_eq!(request.authorization, None);
         assert_eq!(request.messages().len(), 2);
         assert!(request.body.get("tools").is_none());
     }
