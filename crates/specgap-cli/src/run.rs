@@ -126,6 +126,12 @@ pub struct Args {
     /// --user-* flags). Default: relay.
     #[arg(long)]
     pub user: Option<String>,
+    /// A panel file (README "Model panels"): its models detect, by majority vote, the
+    /// questions in replies without a `## Questions for the client` heading under delivery
+    /// conditions (seed 002 A.9.3), instead of the deterministic question-mark rule. Part of
+    /// the user's configuration, so of the episode key.
+    #[arg(long, value_name = "FILE")]
+    pub detector_panel: Option<PathBuf>,
     /// Replace specgap's prompts by the files of DIR, each named after the prompt it replaces:
     /// system prompts evidence.md, literal.md, plan.md, plan_execute.md, neutral.md, delivery.md; condition
     /// blocks delivery_hidden.md, delivery_interact.md, delivery_interact_req.md,
@@ -249,6 +255,7 @@ impl Args {
             ("--wall-sec", self.wall_sec.is_some()),
             ("--clarification-rounds", self.clarification_rounds.is_some()),
             ("--user", self.user.is_some()),
+            ("--detector-panel", self.detector_panel.is_some()),
             ("--prompts", self.prompts.is_some()),
             ("--shard", self.shard.is_some()),
             ("--retries", self.retries.is_some()),
@@ -396,7 +403,13 @@ fn spec_from_flags(args: &Args) -> anyhow::Result<RunSpec> {
     Ok(RunSpec {
         suites: args.suites.clone(),
         agents: agent_specs.iter().map(|spec| agents::component(spec, &args.chat, &prompts.system)).collect::<anyhow::Result<Vec<_>>>()?,
-        user: agents::user_component(args.user.as_deref().unwrap_or("relay"), &args.chat, &prompts.user)?,
+        user: {
+            let user = agents::user_component(args.user.as_deref().unwrap_or("relay"), &args.chat, &prompts.user)?;
+            match &args.detector_panel {
+                Some(file) => agents::with_detector(user, file)?,
+                None => user,
+            }
+        },
         conditions: if args.conditions.is_empty() { split_list(DEFAULT_CONDITIONS) } else { clean_list(&args.conditions) },
         overrides: flag_overrides(args),
         starts: if args.starts.is_empty() { split_list(DEFAULT_STARTS) } else { clean_list(&args.starts) },
@@ -419,6 +432,7 @@ fn flags_conflicting_with_config(args: &Args) -> Vec<&'static str> {
         ("--start", !args.starts.is_empty()),
         ("--user", args.user.is_some()),
         ("--prompts", args.prompts.is_some()),
+        ("--detector-panel", args.detector_panel.is_some()),
     ]
     .into_iter()
     .filter(|(_, g)| *g)
@@ -457,7 +471,10 @@ fn spec_from_file(args: &Args, path: &Path) -> anyhow::Result<RunSpec> {
     }
     let agents = file.agents.iter().enumerate().map(|(i, entry)| config::agent_component(i, entry, &context)).collect::<anyhow::Result<Vec<_>>>()?;
     config::check_unique_labels(&agents)?;
-    let user = config::user_component(file.user.as_ref(), &context)?;
+    let mut user = config::user_component(file.user.as_ref(), &context)?;
+    if let Some(panel) = file.user.as_ref().and_then(|u| u.detector_panel.as_deref()) {
+        user = agents::with_detector(user, &context.path(panel))?;
+    }
     let profile = match file.overrides.profile.as_deref() {
         None => None,
         Some(name) => Some(parse_profile(name).with_context(|| format!("overrides.profile must be \"owner\" or \"shell\", not \"{name}\""))?),
@@ -709,6 +726,10 @@ fn run_plan(store: &Store, resolved: &Resolved, plan: &runner::Plan, how: &Execu
     let Execution { jobs, resuming, max_cost, .. } = *how;
     let config = &resolved.config;
     let user = config.users.first().context("the run configuration names no user")?;
+    if let Some(table) = user.config.get(specgap_panels::detector::DETECTOR_KEY).and_then(toml::Value::as_table) {
+        // The detector's configuration beside the ballots it casts (the `panels` table).
+        store.record_panel(&specgap_panels::Panel::from_table(table)?.record())?;
+    }
     let stop = Arc::new(AtomicBool::new(false));
     install_interrupt_handler(&stop)?;
     let todo = plan
@@ -739,7 +760,8 @@ fn run_plan(store: &Store, resolved: &Resolved, plan: &runner::Plan, how: &Execu
         max_cost_usd: max_cost,
     };
     let inputs = RunInputs { tasks: &resolved.tasks, agents: &config.agents, user };
-    let summary = runner::execute(plan, inputs, store, &specgap_agents::Agents, &specgap_agents::chat::user::Users, &progress, &options);
+    let users = specgap_panels::DetectingUsers { inner: specgap_agents::chat::user::Users };
+    let summary = runner::execute(plan, inputs, store, &specgap_agents::Agents, &users, &progress, &options);
     progress.finish();
     let summary = summary?;
     let stopped = stop.load(Ordering::SeqCst);
@@ -771,14 +793,21 @@ fn run_plan(store: &Store, resolved: &Resolved, plan: &runner::Plan, how: &Execu
 /// Ctrl-C (and SIGTERM / SIGHUP): the first one asks the runner to stop starting episodes
 /// and end running ones as interrupted; a second one exits at once.
 fn install_interrupt_handler(stop: &Arc<AtomicBool>) -> anyhow::Result<()> {
+    install_stop_handler(stop, "stopping: no new episodes start; running ones end as interrupted")
+}
+
+/// Ctrl-C (and SIGTERM / SIGHUP): the first one sets `stop` and says `message`; a second one
+/// exits at once with [`EXIT_INTERRUPTED`].
+pub fn install_stop_handler(stop: &Arc<AtomicBool>, message: &'static str) -> anyhow::Result<()> {
     let stop = Arc::clone(stop);
     let presses = AtomicUsize::new(0);
     let result = ctrlc::set_handler(move || {
         if presses.fetch_add(1, Ordering::SeqCst) == 0 {
             stop.store(true, Ordering::SeqCst);
-            with_bar(|bar| bar.println("stopping: no new episodes start; running ones end as interrupted (Ctrl-C again to quit now)"));
+            let message = format!("{message} (Ctrl-C again to quit now)");
+            with_bar(|bar| bar.println(&message));
             if active_bar().is_none() {
-                eprintln!("stopping: no new episodes start; running ones end as interrupted (Ctrl-C again to quit now)");
+                eprintln!("{message}");
             }
         } else {
             std::process::exit(i32::from(EXIT_INTERRUPTED));

@@ -221,6 +221,19 @@ pub fn chat_user_component(model: &str, chat: &specgap_agents::chat::ChatConfig,
     Ok(component_ref(&format!("chat:{model}"), config))
 }
 
+/// `user` with the detector panel of the panel file `file` in its configuration (table
+/// `detector`: models, prompt texts and version), so the detector is part of the user hash and
+/// of every episode key, and `--resume` rebuilds it from `run.toml`.
+///
+/// # Errors
+/// A panel file that cannot be read, or a panel that cannot be stored.
+pub fn with_detector(user: ComponentRef, file: &std::path::Path) -> anyhow::Result<ComponentRef> {
+    let panel = specgap_panels::PanelFile::load(file)?.panel(specgap_store::PanelUse::Detector);
+    let mut config = user.config;
+    config.insert(specgap_panels::detector::DETECTOR_KEY.into(), toml::Value::Table(panel.to_table()?));
+    Ok(component_ref(&user.spec, config))
+}
+
 /// Checks, on `--resume`, that the prompt texts of the stored `chat:` agents and users are
 /// the ones this build has: their stored configuration is used as is, so a changed prompt would
 /// mix prompt versions in one run.

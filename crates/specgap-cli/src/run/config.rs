@@ -140,6 +140,9 @@ pub struct UserEntry {
     pub kind: String,
     /// `chat`: the model.
     pub model: Option<String>,
+    /// A panel file whose models detect questions in reply text (as `--detector-panel`);
+    /// relative to the file.
+    pub detector_panel: Option<String>,
     /// `chat`: the endpoint.
     #[serde(flatten)]
     pub endpoint: EndpointEntry,

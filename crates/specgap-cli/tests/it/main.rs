@@ -8,6 +8,7 @@ mod check;
 mod containment;
 mod determinism;
 mod examples;
+mod panels;
 mod report_inputs;
 mod residualize;
 mod resume;
