@@ -98,6 +98,7 @@ use crate::session::{
     Agent, AgentError, AgentReply, Deadline, Incoming, Opening, PhaseChange, Question, Reply, SessionLink, UsageSink, User,
     UserError,
 };
+use crate::detector::{QuestionDetector, ReplyText, SentenceRule};
 use crate::text_channel::{self, CONTINUATION, CONTINUATION_LIMIT};
 use crate::tools::{self, ToolOutput, names};
 
@@ -352,6 +353,9 @@ pub fn run_episode(
     let links = Links::new(ctx, started, writer);
     agent.attach(&links.agent);
     user.attach(&links.user);
+    if let Some(detector) = user.detector() {
+        detector.attach(&links.detector);
+    }
     let result = Episode::open(ctx, agent, user, writer, started, &links).and_then(|mut episode| episode.run());
     // Whatever still serves the episode (a gateway request) stops now.
     links.agent.deadline.abandon();
@@ -389,6 +393,7 @@ pub fn run_episode(
 struct Links {
     agent: SessionLink,
     user: SessionLink,
+    detector: SessionLink,
 }
 
 impl Links {
@@ -399,12 +404,13 @@ impl Links {
             deadline = deadline.with_stop(Arc::clone(stop));
         }
         let link = |role| SessionLink { deadline: deadline.clone(), usage: UsageSink::to_store(role, writer.usage_recorder()) };
-        Links { agent: link(Role::Agent), user: link(Role::User) }
+        Links { agent: link(Role::Agent), user: link(Role::User), detector: link(Role::Detector) }
     }
 
     /// The first store failure of a usage record, as the episode's store error.
     fn check_usage(&self) -> Result<(), EpisodeError> {
-        match self.agent.usage.take_failure().or_else(|| self.user.usage.take_failure()) {
+        let failure = self.agent.usage.take_failure().or_else(|| self.user.usage.take_failure());
+        match failure.or_else(|| self.detector.usage.take_failure()) {
             Some(error) => Err(EpisodeError::Store(error)),
             None => Ok(()),
         }
@@ -751,11 +757,14 @@ impl<'c, 'a> Episode<'c, 'a> {
         if let Some(text) = feedback {
             self.inbox.push(Incoming::UserMessage { kind: UserMessageKind::Feedback, text });
         }
-        if ended.is_none()
-            && self.text_questions_offered()
-            && let Some(questions) = text_channel::heading_questions(&text).filter(|q| !q.is_empty())
-        {
-            ended = self.text_exchange(questions, false)?;
+        if ended.is_none() && self.text_questions_offered() {
+            let questions = match text_channel::heading_questions(&text) {
+                Some(listed) => listed,
+                None => self.detect(&text, true)?,
+            };
+            if !questions.is_empty() {
+                ended = self.text_exchange(questions, false)?;
+            }
         }
         Ok(ended)
     }
@@ -765,11 +774,11 @@ impl<'c, 'a> Episode<'c, 'a> {
     fn reply_without_call(&mut self, text: &str) -> Result<Option<EndReason>, EpisodeError> {
         let artifact_missing = self.artifact_missing();
         if self.text_questions_offered() {
-            let questions = text_channel::heading_questions(text).or_else(|| {
-                (artifact_missing == Some(true) && text_channel::has_question_mark(text))
-                    .then(|| text_channel::question_sentences(text))
-            });
-            if let Some(questions) = questions.filter(|q| !q.is_empty()) {
+            let questions = match text_channel::heading_questions(text) {
+                Some(listed) => listed,
+                None => self.detect(text, false)?,
+            };
+            if !questions.is_empty() {
                 return self.text_exchange(questions, true);
             }
         }
@@ -791,6 +800,45 @@ impl<'c, 'a> Episode<'c, 'a> {
         }
         self.harness_message(UserMessageKind::Reminder, NO_TOOL_REMINDER)?;
         Ok(None)
+    }
+
+    /// The questions of a reply without the questions heading, by the user's detector (or the
+    /// deterministic [`SentenceRule`]); its ballots are recorded. A detector whose models all
+    /// failed is an infrastructure error of the attempt; one abandoned at the deadline finds
+    /// no question (the deadline ends the episode next).
+    fn detect(&mut self, text: &str, with_tool_calls: bool) -> Result<Vec<String>, EpisodeError> {
+        if text.trim().is_empty() {
+            return Ok(Vec::new());
+        }
+        let reply = ReplyText { text, turn: self.turns, with_tool_calls, artifact_missing: self.artifact_missing() };
+        let mut rule = SentenceRule;
+        let detector: &mut dyn QuestionDetector = match self.user.detector() {
+            Some(detector) => detector,
+            None => &mut rule,
+        };
+        let detected = detector.detect(&reply);
+        self.links.check_usage()?;
+        match detected {
+            Ok(detection) => {
+                if !detection.ballots.is_empty() {
+                    self.writer.record_ballots(&detection.ballots)?;
+                }
+                Ok(detection.questions)
+            }
+            Err(error) => {
+                if !error.ballots.is_empty() {
+                    self.writer.record_ballots(&error.ballots)?;
+                }
+                if error.abandoned {
+                    return Ok(Vec::new());
+                }
+                Err(EpisodeError::Infrastructure {
+                    message: format!("the question detector failed: {}", error.message),
+                    deterministic: false,
+                    source: None,
+                })
+            }
+        }
     }
 
     /// Whether questions in the reply text are answered: delivery conditions that offer

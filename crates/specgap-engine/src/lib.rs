@@ -17,6 +17,8 @@
 //! | [`session`] | the [`Agent`] and [`User`] traits the episode talks to (opening, turns, plan mode's [`PhaseChange`]); the [`Deadline`] and [`UsageSink`] it shares with them |
 //! | [`feedback`] | observation choice and escalation after a failed submission |
 //! | [`relay`] | the deterministic `relay` user: observations (and their format-2 requests) as the owner's messages, answers from `user.toml` or the clarification targets |
+//! | [`side_session`] | agent sessions outside an episode (seed 002's extractors: bash and submit over a workspace) and a package's evaluator on any workspace |
+//! | [`detector`] | which questions a reply's text asks the client: the [`QuestionDetector`](detector::QuestionDetector) interface and the deterministic default | seed 002 A.9.3 |
 //! | [`text_channel`] | the delivery text channel: questions in reply text, continuations (seed 002 A.9.3) |
 //!
 //! The run orchestration that plans episodes, retries failed attempts and fills the store
@@ -25,6 +27,7 @@
 
 pub mod condition;
 pub mod confine;
+pub mod detector;
 pub mod episode;
 pub mod evaluation;
 pub mod feedback;
@@ -34,6 +37,7 @@ pub mod relay;
 pub mod runner;
 mod sandbox_ops;
 pub mod session;
+pub mod side_session;
 pub mod text_channel;
 pub mod tools;
 

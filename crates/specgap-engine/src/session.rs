@@ -462,4 +462,11 @@ pub trait User {
     /// # Errors
     /// [`UserError`] on a user-model failure.
     fn feedback(&mut self, context: &FeedbackContext) -> Result<Reply, UserError>;
+
+    /// The question detector through which this user hears reply text under delivery
+    /// conditions ([`crate::detector`]); `None` (the default): the engine's deterministic
+    /// [`crate::detector::SentenceRule`].
+    fn detector(&mut self) -> Option<&mut dyn crate::detector::QuestionDetector> {
+        None
+    }
 }

@@ -87,7 +87,7 @@ pub fn planned_episodes(run: &RunData) -> Result<Vec<EpisodeKey>, String> {
                 for start in &starts {
                     let combination = (
                         task.name.as_str(),
-                        agent.spec.as_str(),
+                        agent.label(),
                         condition.as_str(),
                         start.as_str(),
                     );
@@ -95,6 +95,7 @@ pub fn planned_episodes(run: &RunData) -> Result<Vec<EpisodeKey>, String> {
                         continue;
                     }
                     for repeat in 0..config.repeats {
+<<<<<<< HEAD
                         all.push(EpisodeKey {
                             task: task.name.clone(),
                             task_hash: task.hash.clone(),
@@ -106,6 +107,23 @@ pub fn planned_episodes(run: &RunData) -> Result<Vec<EpisodeKey>, String> {
                             repeat,
                             seed: config.seed,
                         });
+=======
+                        if owns(position) {
+                            let key = EpisodeKey {
+                                task: task.name.clone(),
+                                task_hash: task.hash.clone(),
+                                agent: agent.label().to_string(),
+                                agent_hash: agent.hash.clone(),
+                                user_hash: user.hash.clone(),
+                                condition: condition.clone(),
+                                start: start.clone(),
+                                repeat,
+                                seed: config.seed,
+                            };
+                            planned.push(key);
+                        }
+                        position += 1;
+>>>>>>> main
                     }
                 }
             }
@@ -364,7 +382,7 @@ fn config_differences(
     };
     let components = |list: &[ComponentRef]| -> BTreeMap<String, String> {
         list.iter()
-            .map(|c| (c.spec.clone(), c.hash.clone()))
+            .map(|c| (c.label().to_string(), c.hash.clone()))
             .collect()
     };
     let plain = |list: &[String]| -> BTreeMap<String, String> {

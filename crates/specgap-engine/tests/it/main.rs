@@ -8,6 +8,7 @@ mod batched;
 mod byte_names;
 mod clarification;
 mod deadline;
+mod detector;
 mod end_rules;
 mod evaluation;
 mod plan_mode;
