@@ -30,11 +30,8 @@ use specgap_store::{Status, Store};
 use specgap_task::TaskPackage;
 
 mod agents;
-<<<<<<< HEAD
-mod scale_out;
-=======
 mod config;
->>>>>>> main
+mod scale_out;
 
 /// Exit code after Ctrl-C (128 + SIGINT), as shells report it.
 pub const EXIT_INTERRUPTED: u8 = 130;
@@ -175,6 +172,12 @@ pub struct Args {
     /// Run commands without bubblewrap (debugging only: the agent is then not contained).
     #[arg(long)]
     pub no_sandbox: bool,
+    /// Refuse to run when the per-command process and memory limits (cgroup `pids` and
+    /// `memory`, v1 or v2) cannot be applied here — as a non-root user without a delegated
+    /// cgroup, or in a container whose /sys/fs/cgroup is read-only — instead of running
+    /// without them after a warning (docs/scale-out.md "Process and memory limits").
+    #[arg(long)]
+    pub require_limits: bool,
     /// Do not print the report at the end.
     #[arg(long)]
     pub no_report: bool,
@@ -321,6 +324,8 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
+    // Before any store is made or opened: a refusal leaves nothing behind.
+    scale_out::check_limits(args.require_limits)?;
     let (out, store, resolved, plan, resuming, lock) = match &args.resume {
         Some(dir) => {
             let ignored = args.flags_resume_ignores();
@@ -336,12 +341,8 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
             (dir.clone(), store, resolved, plan, true, lock)
         }
         None => {
-<<<<<<< HEAD
-            let mut resolved = resolve_flags(&args)?;
-=======
-            let resolved = resolve_new(&args)?;
+            let mut resolved = resolve_new(&args)?;
             agents::ensure_runnable(&resolved.config)?;
->>>>>>> main
             // Plan before creating the store: a run where nothing applies leaves nothing behind.
             let plan = plan(&resolved)?;
             scale_out::record_plan(&mut resolved.config, &plan);
@@ -403,6 +404,8 @@ struct RunSpec {
     overrides: Overrides,
     starts: Vec<String>,
     shard: Option<String>,
+    /// `--shards N`: the shard count that goes with `--shard auto` on Kubernetes.
+    shards: Option<u32>,
     repeats: u32,
     seed: u64,
     retries: u32,
@@ -448,6 +451,7 @@ fn spec_from_flags(args: &Args) -> anyhow::Result<RunSpec> {
         overrides: flag_overrides(args),
         starts: if args.starts.is_empty() { split_list(DEFAULT_STARTS) } else { clean_list(&args.starts) },
         shard: args.shard.clone(),
+        shards: args.shards,
         repeats: args.repeats.unwrap_or(1),
         seed: args.seed.unwrap_or(0),
         retries: args.retries.unwrap_or(2),
@@ -537,6 +541,7 @@ fn spec_from_file(args: &Args, path: &Path) -> anyhow::Result<RunSpec> {
         overrides,
         starts: list_or(&file.starts, DEFAULT_STARTS),
         shard: args.shard.clone(),
+        shards: args.shards,
         repeats: args.repeats.or(file.repeats).unwrap_or(1),
         seed: args.seed.or(file.seed).unwrap_or(0),
         retries: args.retries.or(file.retries).unwrap_or(2),
@@ -563,14 +568,8 @@ fn build(spec: RunSpec) -> anyhow::Result<Resolved> {
             Start::parse(start)?;
         }
     }
-<<<<<<< HEAD
-    let shard = scale_out::shard_flag(args.shard.as_deref(), args.shards)?;
-    let repeats = args.repeats.unwrap_or(1);
-    if repeats == 0 {
-=======
-    let shard = spec.shard.as_deref().map(Shard::parse).transpose()?;
+    let shard = scale_out::shard_flag(spec.shard.as_deref(), spec.shards)?;
     if spec.repeats == 0 {
->>>>>>> main
         bail!("--repeats must be at least 1");
     }
     let config = RunConfig {

@@ -95,11 +95,10 @@ pub fn planned_episodes(run: &RunData) -> Result<Vec<EpisodeKey>, String> {
                         continue;
                     }
                     for repeat in 0..config.repeats {
-<<<<<<< HEAD
                         all.push(EpisodeKey {
                             task: task.name.clone(),
                             task_hash: task.hash.clone(),
-                            agent: agent.spec.clone(),
+                            agent: agent.label().to_string(),
                             agent_hash: agent.hash.clone(),
                             user_hash: user.hash.clone(),
                             condition: condition.clone(),
@@ -107,23 +106,6 @@ pub fn planned_episodes(run: &RunData) -> Result<Vec<EpisodeKey>, String> {
                             repeat,
                             seed: config.seed,
                         });
-=======
-                        if owns(position) {
-                            let key = EpisodeKey {
-                                task: task.name.clone(),
-                                task_hash: task.hash.clone(),
-                                agent: agent.label().to_string(),
-                                agent_hash: agent.hash.clone(),
-                                user_hash: user.hash.clone(),
-                                condition: condition.clone(),
-                                start: start.clone(),
-                                repeat,
-                                seed: config.seed,
-                            };
-                            planned.push(key);
-                        }
-                        position += 1;
->>>>>>> main
                     }
                 }
             }

@@ -1,11 +1,16 @@
-//! Per-command cgroup-v1 groups for the process and memory limits (DESIGN §3.2).
+//! Per-command cgroups for the process and memory limits (DESIGN §3.2), on cgroup v1 or v2.
 //!
 //! rlimits do not bind a process tree whose host uid is 0, so the process limit uses the
-//! cgroup-v1 `pids` controller and the memory limit the `memory` controller. Each command gets
-//! its own group under the harness's own group of that controller; the spawned child moves
-//! itself in before it execs (so no early fork escapes), and afterwards every process still in
-//! the group is killed and the group removed. Where a controller is missing or not writable
-//! the limit is skipped with a one-time warning.
+//! `pids` controller and the memory limit the `memory` controller. Where the machine mounts
+//! cgroup v1 controllers (`/sys/fs/cgroup/pids`, `/sys/fs/cgroup/memory`) each command gets a
+//! group of each under the harness's own group of that controller; where only cgroup v2 is
+//! mounted (`/sys/fs/cgroup` itself, or `/sys/fs/cgroup/unified` beside v1 hierarchies that do
+//! not hold the controller) each command gets one v2 group under the harness's own group with
+//! `pids.max`, `memory.max` and `memory.swap.max` (a process is in one v2 group only). The
+//! spawned child moves itself in before it execs (so no early fork escapes), and afterwards
+//! every process still in the group is killed and the group removed. Where a controller is
+//! missing or not writable the limit is skipped with a one-time warning; [`unavailable`]
+//! tells beforehand (`specgap run --require-limits`).
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -19,11 +24,108 @@ static PIDS_WARNED: AtomicBool = AtomicBool::new(false);
 static MEMORY_WARNED: AtomicBool = AtomicBool::new(false);
 static SEQUENCE: AtomicU64 = AtomicU64::new(0);
 
-/// The groups of one command; removed (after killing their members) on drop.
+/// Which cgroup version holds a controller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Version {
+    V1,
+    V2,
+}
+
+/// Where the groups of one controller are made: the harness's own group of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Located {
+    pub(crate) version: Version,
+    pub(crate) parent: PathBuf,
+}
+
+/// Finds where groups of `controller` go under the cgroup mount `root`, given the text of
+/// `/proc/self/cgroup`: the v1 hierarchy of that controller when it is mounted, else the v2
+/// hierarchy (`root` or `root/unified`) when the controller is available there.
+///
+/// # Errors
+/// Why the controller cannot be used, as a phrase (no hierarchy holds it).
+pub(crate) fn locate(root: &Path, proc_self_cgroup: &str, controller: &str) -> Result<Located, String> {
+    let v1 = root.join(controller);
+    if v1.is_dir() && !v1.join("cgroup.controllers").exists() {
+        return Ok(Located { version: Version::V1, parent: own_v1_group(&v1, proc_self_cgroup, controller) });
+    }
+    let unified = [root.to_path_buf(), root.join("unified")].into_iter().find(|dir| dir.join("cgroup.controllers").is_file());
+    let Some(unified) = unified else {
+        return Err(format!("neither a cgroup-v1 `{controller}` hierarchy nor cgroup v2 is mounted under {}", root.display()));
+    };
+    let parent = proc_self_cgroup
+        .lines()
+        .find_map(|line| line.strip_prefix("0::"))
+        .map(|path| path.trim().trim_start_matches('/'))
+        .filter(|path| !path.is_empty())
+        .map(|path| unified.join(path))
+        .filter(|dir| dir.is_dir())
+        .unwrap_or(unified);
+    let available = std::fs::read_to_string(parent.join("cgroup.controllers")).unwrap_or_default();
+    if !available.split_whitespace().any(|c| c == controller) {
+        return Err(format!(
+            "the cgroup-v2 `{controller}` controller is not available in {} (not in its cgroup.controllers: it is bound to a v1 hierarchy or not delegated)",
+            parent.display()
+        ));
+    }
+    Ok(Located { version: Version::V2, parent })
+}
+
+/// The harness's own group in the v1 hierarchy `hierarchy` of `controller`, falling back to
+/// the hierarchy's root.
+fn own_v1_group(hierarchy: &Path, proc_self_cgroup: &str, controller: &str) -> PathBuf {
+    for line in proc_self_cgroup.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next(), parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+        if controllers.split(',').any(|c| c == controller) {
+            let candidate = hierarchy.join(path.trim_start_matches('/'));
+            if candidate.is_dir() {
+                return candidate;
+            }
+        }
+    }
+    hierarchy.to_path_buf()
+}
+
+/// The limit files of one controller for `version`, with their values; the optional ones
+/// (swap, swappiness: absent without swap accounting) follow in the second list.
+fn settings(controller: &str, version: Version, value: &str) -> (Vec<(&'static str, String)>, Vec<(&'static str, String)>) {
+    match (controller, version) {
+        ("pids", _) => (vec![("pids.max", value.to_string())], Vec::new()),
+        (_, Version::V1) => (
+            vec![("memory.limit_in_bytes", value.to_string())],
+            vec![("memory.memsw.limit_in_bytes", value.to_string()), ("memory.swappiness", "0".into())],
+        ),
+        (_, Version::V2) => (vec![("memory.max", value.to_string())], vec![("memory.swap.max", "0".into())]),
+    }
+}
+
+/// Why each of the limits asked for cannot be applied here, one phrase per limit ("the
+/// process limit (`pids`): ..."); empty when all can. Probes by making (and removing) a group
+/// with the limit set, as a command's group would be made.
+pub(crate) fn unavailable(max_processes: bool, memory: bool) -> Vec<String> {
+    let proc_self = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    let wanted = [("pids", "the process limit", max_processes), ("memory", "the memory limit", memory)];
+    let mut missing = Vec::new();
+    for (controller, what, _) in wanted.iter().filter(|w| w.2) {
+        let name = format!("specgap-probe-{}-{}", std::process::id(), SEQUENCE.fetch_add(1, Ordering::Relaxed));
+        let value = if *controller == "pids" { "512" } else { "4294967296" };
+        let probe = locate(Path::new(CGROUP_ROOT), &proc_self, controller)
+            .and_then(|located| make_group(&located, controller, &name, value).map_err(|e| e.to_string()));
+        match probe {
+            Ok(group) => remove_group(&group),
+            Err(e) => missing.push(format!("{what} (cgroup `{controller}`): {e}")),
+        }
+    }
+    missing
+}
+
+/// The groups of one command; removed (after killing their members) on drop. On cgroup v2
+/// both limits are one group, so `pids` and `memory` may name the same directory.
 #[derive(Debug, Default)]
 pub(crate) struct Cgroups {
     pids: Option<PathBuf>,
-    memory: Option<PathBuf>,
+    memory: Option<(PathBuf, Version)>,
 }
 
 impl Cgroups {
@@ -36,33 +138,31 @@ impl Cgroups {
         if max_processes.is_none() && memory_bytes.is_none() {
             return Cgroups::default();
         }
+        let proc_self = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+        let root = Path::new(CGROUP_ROOT);
         let name = format!("specgap-{}-{}", std::process::id(), SEQUENCE.fetch_add(1, Ordering::Relaxed));
         let pids_limit = max_processes.map_or_else(|| "max".to_string(), |n| n.to_string());
-        let pids = make_group("pids", &name, &[("pids.max", pids_limit)], &PIDS_WARNED, max_processes.is_some());
+        let pids = locate(root, &proc_self, "pids").and_then(|located| make_group(&located, "pids", &name, &pids_limit).map_err(|e| e.to_string()));
+        let pids = warn_unless(pids, "pids", &PIDS_WARNED, max_processes.is_some());
         let memory = memory_bytes.and_then(|bytes| {
-            let limits = [("memory.limit_in_bytes", bytes.to_string())];
-            let group = make_group("memory", &name, &limits, &MEMORY_WARNED, true)?;
-            // Without swap accounting this file is absent; the limit above still holds RAM.
-            let _ = std::fs::write(group.join("memory.memsw.limit_in_bytes"), bytes.to_string());
-            let _ = std::fs::write(group.join("memory.swappiness"), "0");
-            Some(group)
+            let located = locate(root, &proc_self, "memory");
+            let version = located.as_ref().map_or(Version::V1, |l| l.version);
+            // On v2 the same name is the command's one group, made above for `pids`.
+            let group = located.and_then(|located| make_group(&located, "memory", &name, &bytes.to_string()).map_err(|e| e.to_string()));
+            warn_unless(group, "memory", &MEMORY_WARNED, true).map(|group| (group, version))
         });
         Cgroups { pids, memory }
     }
 
     /// The `cgroup.procs` files the child writes its pid into before exec.
     pub(crate) fn procs_files(&self) -> Vec<CString> {
-        [&self.pids, &self.memory]
-            .into_iter()
-            .flatten()
-            .filter_map(|group| CString::new(group.join("cgroup.procs").as_os_str().as_bytes()).ok())
-            .collect()
+        self.groups().iter().filter_map(|group| CString::new(group.join("cgroup.procs").as_os_str().as_bytes()).ok()).collect()
     }
 
     /// Moves process `pid` (one that has not forked yet) into the groups. A failure leaves it
     /// outside, without that limit, and is logged.
     pub(crate) fn join(&self, pid: libc::pid_t) {
-        for group in [&self.pids, &self.memory].into_iter().flatten() {
+        for group in self.groups() {
             if let Err(e) = std::fs::write(group.join("cgroup.procs"), pid.to_string()) {
                 tracing::warn!("cannot move process {pid} into {}: {e}", group.display());
             }
@@ -77,8 +177,10 @@ impl Cgroups {
     /// How many processes the memory controller has killed in the group so far (0 without a
     /// memory group).
     pub(crate) fn oom_kills(&self) -> u64 {
-        let Some(group) = &self.memory else { return 0 };
-        let Ok(text) = std::fs::read_to_string(group.join("memory.oom_control")) else { return 0 };
+        let Some((group, version)) = &self.memory else { return 0 };
+        // v1 counts in memory.oom_control, v2 in memory.events; both as `oom_kill N`.
+        let file = if *version == Version::V1 { "memory.oom_control" } else { "memory.events" };
+        let Ok(text) = std::fs::read_to_string(group.join(file)) else { return 0 };
         text.lines().filter_map(|line| line.strip_prefix("oom_kill ")).find_map(|count| count.trim().parse().ok()).unwrap_or(0)
     }
 
@@ -94,11 +196,25 @@ impl Cgroups {
     pub(crate) fn kill_and_remove(&mut self) -> bool {
         let had_pids = self.pids.is_some();
         let mut emptied = true;
-        for group in [self.pids.take(), self.memory.take()].into_iter().flatten() {
+        let groups = self.groups();
+        self.pids = None;
+        self.memory = None;
+        for group in groups {
             emptied &= kill_members(&group);
             remove_group(&group);
         }
         had_pids && emptied
+    }
+
+    /// The distinct group directories (one on cgroup v2, up to two on v1).
+    fn groups(&self) -> Vec<PathBuf> {
+        let mut groups: Vec<PathBuf> = self.pids.iter().cloned().collect();
+        if let Some((memory, _)) = &self.memory
+            && !groups.contains(memory)
+        {
+            groups.push(memory.clone());
+        }
+        groups
     }
 
     /// Whether there is a `pids` group (which tells when every process of the command is gone).
@@ -113,48 +229,58 @@ impl Drop for Cgroups {
     }
 }
 
-fn make_group(controller: &str, name: &str, settings: &[(&str, String)], warned: &AtomicBool, wanted: bool) -> Option<PathBuf> {
-    let result = (|| -> std::io::Result<PathBuf> {
-        let parent = own_group(controller);
-        let group = parent.join(name);
-        std::fs::create_dir(&group)?;
-        for (file, value) in settings {
-            if let Err(e) = std::fs::write(group.join(file), value) {
+/// Makes the group `name` of `controller` under `located` with its limit set to `value`; on
+/// cgroup v2 an existing group of that name (the command's one group, made for the other
+/// controller) is reused, and the controller is enabled in the parent's
+/// `cgroup.subtree_control` first when it is not yet.
+fn make_group(located: &Located, controller: &str, name: &str, value: &str) -> std::io::Result<PathBuf> {
+    let group = located.parent.join(name);
+    if located.version == Version::V2 {
+        enable_in_subtree(&located.parent, controller)?;
+    }
+    let made = match std::fs::create_dir(&group) {
+        Ok(()) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && located.version == Version::V2 => false,
+        Err(e) => return Err(std::io::Error::new(e.kind(), format!("cannot create {}: {e}", group.display()))),
+    };
+    let (required, optional) = settings(controller, located.version, value);
+    for (file, value) in required {
+        if let Err(e) = std::fs::write(group.join(file), value) {
+            if made {
                 let _ = std::fs::remove_dir(&group);
-                return Err(e);
             }
+            return Err(std::io::Error::new(e.kind(), format!("cannot write {}: {e}", group.join(file).display())));
         }
-        Ok(group)
-    })();
-    match result {
+    }
+    for (file, value) in optional {
+        let _ = std::fs::write(group.join(file), value);
+    }
+    Ok(group)
+}
+
+/// Enables `controller` for the children of the v2 group `parent` when it is not enabled yet.
+fn enable_in_subtree(parent: &Path, controller: &str) -> std::io::Result<()> {
+    let control = parent.join("cgroup.subtree_control");
+    let enabled = std::fs::read_to_string(&control).unwrap_or_default();
+    if enabled.split_whitespace().any(|c| c == controller) {
+        return Ok(());
+    }
+    std::fs::write(&control, format!("+{controller}"))
+        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot enable `{controller}` in {}: {e}", control.display())))
+}
+
+/// Passes a made group through; on failure warns once (when the limit was asked for) that
+/// commands run without that limit.
+fn warn_unless(group: Result<PathBuf, String>, controller: &str, warned: &AtomicBool, wanted: bool) -> Option<PathBuf> {
+    match group {
         Ok(group) => Some(group),
         Err(e) => {
             if wanted && !warned.swap(true, Ordering::Relaxed) {
-                tracing::warn!(
-                    "cgroup-v1 `{controller}` controller unavailable under {CGROUP_ROOT} ({e}); sandboxed commands run without the {controller} limit"
-                );
+                tracing::warn!("cgroup `{controller}` controller unusable ({e}); sandboxed commands run without the {controller} limit");
             }
             None
         }
     }
-}
-
-/// The harness's own group of `controller` (from `/proc/self/cgroup`), falling back to the
-/// controller's root.
-fn own_group(controller: &str) -> PathBuf {
-    let root = Path::new(CGROUP_ROOT).join(controller);
-    let Ok(text) = std::fs::read_to_string("/proc/self/cgroup") else { return root };
-    for line in text.lines() {
-        let mut parts = line.splitn(3, ':');
-        let (_, controllers, path) = (parts.next(), parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-        if controllers.split(',').any(|c| c == controller) {
-            let candidate = root.join(path.trim_start_matches('/'));
-            if candidate.is_dir() {
-                return candidate;
-            }
-        }
-    }
-    root
 }
 
 fn members(group: &Path) -> Vec<i32> {
@@ -203,5 +329,88 @@ fn remove_group(group: &Path) {
                 pause = (pause * 2).min(Duration::from_millis(20));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn touch(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn v1_hierarchies_win_and_the_own_group_comes_from_proc_self_cgroup() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("memory/job/7")).unwrap();
+        std::fs::create_dir_all(root.path().join("pids")).unwrap();
+        touch(&root.path().join("unified/cgroup.controllers"), "hugetlb\n");
+        let proc_self = "8:pids:/\n4:memory:/job/7\n0::/\n";
+        let memory = locate(root.path(), proc_self, "memory").unwrap();
+        assert_eq!(memory, Located { version: Version::V1, parent: root.path().join("memory/job/7") });
+        let pids = locate(root.path(), proc_self, "pids").unwrap();
+        assert_eq!(pids, Located { version: Version::V1, parent: root.path().join("pids") });
+    }
+
+    #[test]
+    fn a_v2_only_machine_uses_the_own_v2_group() {
+        let root = tempfile::tempdir().unwrap();
+        touch(&root.path().join("cgroup.controllers"), "cpuset cpu io memory pids\n");
+        touch(&root.path().join("kubepods/pod1/c1/cgroup.controllers"), "memory pids\n");
+        let proc_self = "0::/kubepods/pod1/c1\n";
+        let located = locate(root.path(), proc_self, "pids").unwrap();
+        assert_eq!(located, Located { version: Version::V2, parent: root.path().join("kubepods/pod1/c1") });
+    }
+
+    #[test]
+    fn a_controller_bound_to_no_hierarchy_is_named_in_the_error() {
+        let root = tempfile::tempdir().unwrap();
+        touch(&root.path().join("unified/cgroup.controllers"), "hugetlb\n");
+        let error = locate(root.path(), "0::/\n", "pids").unwrap_err();
+        assert_eq!(
+            error,
+            format!(
+                "the cgroup-v2 `pids` controller is not available in {} (not in its cgroup.controllers: it is bound to a v1 hierarchy or not delegated)",
+                root.path().join("unified").display()
+            )
+        );
+        let empty = tempfile::tempdir().unwrap();
+        assert_eq!(
+            locate(empty.path(), "", "memory").unwrap_err(),
+            format!("neither a cgroup-v1 `memory` hierarchy nor cgroup v2 is mounted under {}", empty.path().display())
+        );
+    }
+
+    /// A v2 command group: both controllers enabled in the parent, one group holding
+    /// `pids.max`, `memory.max` and `memory.swap.max`, the OOM count read from memory.events.
+    #[test]
+    fn a_v2_group_gets_both_limits_and_counts_oom_kills_from_memory_events() {
+        let root = tempfile::tempdir().unwrap();
+        let parent = root.path().join("job");
+        touch(&parent.join("cgroup.controllers"), "memory pids\n");
+        touch(&parent.join("cgroup.subtree_control"), "");
+        let located = Located { version: Version::V2, parent: parent.clone() };
+        let pids = make_group(&located, "pids", "cmd", "64").unwrap();
+        let memory = make_group(&located, "memory", "cmd", "1048576").unwrap();
+        assert_eq!(pids, memory);
+        assert_eq!(std::fs::read_to_string(pids.join("pids.max")).unwrap(), "64");
+        assert_eq!(std::fs::read_to_string(pids.join("memory.max")).unwrap(), "1048576");
+        assert_eq!(std::fs::read_to_string(pids.join("memory.swap.max")).unwrap(), "0");
+        // A plain file stands in for the kernel's control file, so the last write is what it holds.
+        assert_eq!(std::fs::read_to_string(parent.join("cgroup.subtree_control")).unwrap(), "+memory");
+        touch(&pids.join("memory.events"), "low 0\nhigh 0\nmax 3\noom 1\noom_kill 2\n");
+        let cgroups = Cgroups { pids: Some(pids.clone()), memory: Some((memory, Version::V2)) };
+        assert_eq!(cgroups.oom_kills(), 2);
+        assert_eq!(cgroups.groups(), [pids]);
+        std::mem::forget(cgroups);
+    }
+
+    #[test]
+    fn v1_memory_limits_use_the_v1_files() {
+        let (required, optional) = settings("memory", Version::V1, "100");
+        assert_eq!(required, [("memory.limit_in_bytes", "100".to_string())]);
+        assert_eq!(optional, [("memory.memsw.limit_in_bytes", "100".to_string()), ("memory.swappiness", "0".to_string())]);
     }
 }

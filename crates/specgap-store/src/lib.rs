@@ -28,23 +28,18 @@
 //! Reading (reports, `show`): [`Store::rows`], the per-table readers, [`Store::episode_detail`]
 //! and [`read_trajectory`], which tolerates (and reports) a cut last frame left by a crash.
 //!
-<<<<<<< HEAD
-//! Sharding: [`merge`] / [`merge_with`] join shards of one run into one store, refusing a set
-//! with a missing shard (unless partial merges are allowed), a shard twice in copies that
-//! differ, or shards of different plans; [`run_dirs`] expands a directory of published shards.
-//! [`publish`] copies a finished run from local disk to shared storage atomically (WAL
-//! checkpointed first); [`network_filesystem`] tells when a store would sit on NFS or the
-//! like. [`Store::dump_tables`] renders every table as sorted text for determinism checks.
-=======
 //! Model panels (seed 002 coverage judges, artifact extractors, question detectors):
 //! [`Store::record_panel`], then per episode [`Store::record_panel_judgements`] or
 //! [`Store::record_extraction`] (ballots and verdicts in one transaction), or a live detector's
 //! [`EpisodeWriter::record_ballots`]; read back with [`Store::panels`], [`Store::ballots`],
 //! [`Store::votes`] and [`Store::extractions`] (also in [`RunRows`]).
 //!
-//! Sharding: [`merge`] joins shards of one run into one store. [`Store::dump_tables`] renders
-//! every table as sorted text for determinism checks.
->>>>>>> main
+//! Sharding: [`merge`] / [`merge_with`] join shards of one run into one store, refusing a set
+//! with a missing shard (unless partial merges are allowed), a shard twice in copies that
+//! differ, or shards of different plans; [`run_dirs`] expands a directory of published shards.
+//! [`publish`] copies a finished run from local disk to shared storage atomically (WAL
+//! checkpointed first); [`network_filesystem`] tells when a store would sit on NFS or the
+//! like. [`Store::dump_tables`] renders every table as sorted text for determinism checks.
 //!
 //! Every column is documented, with units, in `docs/store-schema.md`; the schema version is
 //! [`SCHEMA_VERSION`] (`PRAGMA user_version`), with the migration rule in [`schema`].
@@ -54,11 +49,8 @@ mod config;
 mod error;
 mod files;
 mod merge;
-<<<<<<< HEAD
-mod publish;
-=======
 mod panels;
->>>>>>> main
+mod publish;
 mod read;
 mod rows;
 mod runner_lock;

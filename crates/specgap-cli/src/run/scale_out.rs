@@ -31,6 +31,26 @@ pub fn shard_flag(shard: Option<&str>, shards: Option<u32>) -> anyhow::Result<Op
     }
 }
 
+/// Checks that the sandbox's per-command process and memory limits can be applied here: with
+/// `--require-limits` a limit that cannot is an error naming it and why; without, a warning on
+/// stderr says the commands will run without it.
+pub fn check_limits(required: bool) -> anyhow::Result<()> {
+    let missing = specgap_sandbox::runner::Limits::default().unavailable();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let list = missing.join("; ");
+    if required {
+        bail!(
+            "--require-limits: the per-command limits cannot be applied here: {list}. Run as root, or in a cgroup with `pids` and `memory` delegated (docs/scale-out.md \"Process and memory limits\")"
+        );
+    }
+    eprintln!(
+        "warning: sandboxed commands will run without their per-command limits, which cannot be applied here: {list}. Only the scheduler's limits on the whole run bind them; pass --require-limits to refuse instead (docs/scale-out.md \"Process and memory limits\")"
+    );
+    Ok(())
+}
+
 /// Records the plan's hash in a new run's configuration (`run.toml` `plan_hash`).
 pub fn record_plan(config: &mut RunConfig, plan: &Plan) {
     config.plan_hash = Some(plan.hash.clone());
