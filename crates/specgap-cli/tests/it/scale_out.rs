@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use crate::support::*;
 
 /// The study every test shards: two tasks, three scripted agents, two conditions, the clean
-/// start — twelve episodes, three per shard of four.
+/// start, two repeats — twelve episodes (the combinations a scripted agent has no overlay for
+/// are not applicable), three per shard of four.
 fn write_study(dir: &Path) -> PathBuf {
     fs_create(dir);
     let study = dir.join("study.toml");
@@ -22,6 +23,7 @@ fn write_study(dir: &Path) -> PathBuf {
         r#"suites = ["{}", "{}"]
 conditions = ["partial", "full"]
 starts = ["clean"]
+repeats = 2
 seed = 11
 
 [[agent]]
@@ -330,7 +332,7 @@ fn refusals(shards: &Path, tmp: &Path) {
     let refused = merge_output(&[shards], &out);
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(!refused.status.success());
-    assert!(stderr.contains("shard 2 of 4"), "{stderr}");
+    assert!(stderr.contains("shard 2/4 is given twice"), "{stderr}");
     assert!(stderr.contains("shard-2-of-4.2") && stderr.contains(&s("shard-2-of-4").display().to_string()), "{stderr}");
     assert!(!out.exists());
 }
