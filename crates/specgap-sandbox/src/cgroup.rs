@@ -87,9 +87,12 @@ fn own_v1_group(hierarchy: &Path, proc_self_cgroup: &str, controller: &str) -> P
     hierarchy.to_path_buf()
 }
 
+/// Control files and the values written to them.
+type Settings = Vec<(&'static str, String)>;
+
 /// The limit files of one controller for `version`, with their values; the optional ones
 /// (swap, swappiness: absent without swap accounting) follow in the second list.
-fn settings(controller: &str, version: Version, value: &str) -> (Vec<(&'static str, String)>, Vec<(&'static str, String)>) {
+fn settings(controller: &str, version: Version, value: &str) -> (Settings, Settings) {
     match (controller, version) {
         ("pids", _) => (vec![("pids.max", value.to_string())], Vec::new()),
         (_, Version::V1) => (
