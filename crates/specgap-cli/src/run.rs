@@ -4,7 +4,8 @@
 //! specgap run [SUITE...] --agent A[,B] --condition C[,D] --start clean|residual:<id>|residual:all
 //!             --repeats N --jobs J --seed S --out DIR [axis overrides] [budgets]
 //!             [--user relay] [--shard i/n|auto [--shards N]] [--publish DIR] [--retries N] [--no-sandbox]
-//! specgap run --resume DIR [--jobs J]
+//!             [--require-limits]
+//! specgap run --resume DIR [--jobs J] [--publish DIR] [--require-limits]
 //! ```
 //!
 //! Without a suite, the bundled example suite runs with the scripted agents (gold, literal,

@@ -6,7 +6,9 @@
 //! group of each under the harness's own group of that controller; where only cgroup v2 is
 //! mounted (`/sys/fs/cgroup` itself, or `/sys/fs/cgroup/unified` beside v1 hierarchies that do
 //! not hold the controller) each command gets one v2 group under the harness's own group with
-//! `pids.max`, `memory.max` and `memory.swap.max` (a process is in one v2 group only). The
+//! `pids.max`, `memory.max` and `memory.swap.max` (a process is in one v2 group only; the
+//! harness first moves itself into a leaf of its own group, which v2 requires before that
+//! group may give children controllers: [`prepare_v2`]). The
 //! spawned child moves itself in before it execs (so no early fork escapes), and afterwards
 //! every process still in the group is killed and the group removed. Where a controller is
 //! missing or not writable the limit is skipped with a one-time warning; [`unavailable`]
@@ -15,6 +17,7 @@
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -71,6 +74,65 @@ pub(crate) fn locate(root: &Path, proc_self_cgroup: &str, controller: &str) -> R
     Ok(Located { version: Version::V2, parent })
 }
 
+/// The harness's v2 group prepared for command groups, once per process (it may move the
+/// harness into a leaf, after which `/proc/self/cgroup` names the leaf).
+static V2_PARENT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+
+/// [`locate`] on this machine; for cgroup v2 the parent is the harness's own group prepared
+/// by [`prepare_v2`] on first use.
+fn locate_here(controller: &str) -> Result<Located, String> {
+    let proc_self = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    let located = locate(Path::new(CGROUP_ROOT), &proc_self, controller)?;
+    if located.version == Version::V1 {
+        return Ok(located);
+    }
+    let parent = V2_PARENT.get_or_init(|| prepare_v2(&located.parent, std::process::id())).clone()?;
+    Ok(Located { version: Version::V2, parent })
+}
+
+/// The leaf a harness moves itself into so that its own v2 group may have children with
+/// controllers (cgroup v2's "no internal processes" rule).
+const V2_HARNESS_LEAF: &str = "specgap-harness";
+
+/// Makes the v2 group `own` (the harness's, process `pid`) able to hold command groups with
+/// the `pids` and `memory` controllers: a non-root group with processes in it may not enable
+/// controllers for children, so when `pid` is its only process the harness moves into the leaf
+/// `own/specgap-harness`; then the controllers `own` has are enabled in its
+/// `cgroup.subtree_control`. Returns `own`, where command groups go (beside the leaf).
+///
+/// # Errors
+/// As a phrase: other processes share `own` (moving them is not the harness's business: start
+/// specgap in a cgroup of its own, e.g. `systemd-run --scope`), or a control file cannot be
+/// written (not delegated, read-only).
+fn prepare_v2(own: &Path, pid: u32) -> Result<PathBuf, String> {
+    let is_root = !own.join("cgroup.type").exists();
+    let procs_file = own.join("cgroup.procs");
+    let procs: Vec<u32> = std::fs::read_to_string(&procs_file).unwrap_or_default().lines().filter_map(|l| l.trim().parse().ok()).collect();
+    if !is_root && !procs.is_empty() {
+        let others: Vec<String> = procs.iter().filter(|&&p| p != pid).map(u32::to_string).collect();
+        if !others.is_empty() {
+            return Err(format!(
+                "the harness's cgroup-v2 group {} also holds processes {} (cgroup v2 lets only a group without processes of its own give its children controllers); start specgap in a cgroup of its own, e.g. under `systemd-run --scope`",
+                own.display(),
+                others.join(", ")
+            ));
+        }
+        let leaf = own.join(V2_HARNESS_LEAF);
+        match std::fs::create_dir(&leaf) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(format!("cannot create {}: {e}", leaf.display())),
+        }
+        std::fs::write(leaf.join("cgroup.procs"), pid.to_string())
+            .map_err(|e| format!("cannot move the harness into {}: {e}", leaf.display()))?;
+    }
+    let available = std::fs::read_to_string(own.join("cgroup.controllers")).unwrap_or_default();
+    let wanted: Vec<String> = ["pids", "memory"].into_iter().filter(|c| available.split_whitespace().any(|a| a == *c)).map(|c| format!("+{c}")).collect();
+    let control = own.join("cgroup.subtree_control");
+    std::fs::write(&control, wanted.join(" ")).map_err(|e| format!("cannot enable {} in {}: {e}", wanted.join(" "), control.display()))?;
+    Ok(own.to_path_buf())
+}
+
 /// The harness's own group in the v1 hierarchy `hierarchy` of `controller`, falling back to
 /// the hierarchy's root.
 fn own_v1_group(hierarchy: &Path, proc_self_cgroup: &str, controller: &str) -> PathBuf {
@@ -107,13 +169,12 @@ fn settings(controller: &str, version: Version, value: &str) -> (Settings, Setti
 /// process limit (`pids`): ..."); empty when all can. Probes by making (and removing) a group
 /// with the limit set, as a command's group would be made.
 pub(crate) fn unavailable(max_processes: bool, memory: bool) -> Vec<String> {
-    let proc_self = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
     let wanted = [("pids", "the process limit", max_processes), ("memory", "the memory limit", memory)];
     let mut missing = Vec::new();
     for (controller, what, _) in wanted.iter().filter(|w| w.2) {
         let name = format!("specgap-probe-{}-{}", std::process::id(), SEQUENCE.fetch_add(1, Ordering::Relaxed));
         let value = if *controller == "pids" { "512" } else { "4294967296" };
-        let probe = locate(Path::new(CGROUP_ROOT), &proc_self, controller)
+        let probe = locate_here(controller)
             .and_then(|located| make_group(&located, controller, &name, value).map_err(|e| e.to_string()));
         match probe {
             Ok(group) => remove_group(&group),
@@ -141,14 +202,12 @@ impl Cgroups {
         if max_processes.is_none() && memory_bytes.is_none() {
             return Cgroups::default();
         }
-        let proc_self = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
-        let root = Path::new(CGROUP_ROOT);
         let name = format!("specgap-{}-{}", std::process::id(), SEQUENCE.fetch_add(1, Ordering::Relaxed));
         let pids_limit = max_processes.map_or_else(|| "max".to_string(), |n| n.to_string());
-        let pids = locate(root, &proc_self, "pids").and_then(|located| make_group(&located, "pids", &name, &pids_limit).map_err(|e| e.to_string()));
+        let pids = locate_here("pids").and_then(|located| make_group(&located, "pids", &name, &pids_limit).map_err(|e| e.to_string()));
         let pids = warn_unless(pids, "pids", &PIDS_WARNED, max_processes.is_some());
         let memory = memory_bytes.and_then(|bytes| {
-            let located = locate(root, &proc_self, "memory");
+            let located = locate_here("memory");
             let version = located.as_ref().map_or(Version::V1, |l| l.version);
             // On v2 the same name is the command's one group, made above for `pids`.
             let group = located.and_then(|located| make_group(&located, "memory", &name, &bytes.to_string()).map_err(|e| e.to_string()));
@@ -234,13 +293,9 @@ impl Drop for Cgroups {
 
 /// Makes the group `name` of `controller` under `located` with its limit set to `value`; on
 /// cgroup v2 an existing group of that name (the command's one group, made for the other
-/// controller) is reused, and the controller is enabled in the parent's
-/// `cgroup.subtree_control` first when it is not yet.
+/// controller) is reused (the parent's controllers are enabled by [`prepare_v2`]).
 fn make_group(located: &Located, controller: &str, name: &str, value: &str) -> std::io::Result<PathBuf> {
     let group = located.parent.join(name);
-    if located.version == Version::V2 {
-        enable_in_subtree(&located.parent, controller)?;
-    }
     let made = match std::fs::create_dir(&group) {
         Ok(()) => true,
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && located.version == Version::V2 => false,
@@ -259,17 +314,6 @@ fn make_group(located: &Located, controller: &str, name: &str, value: &str) -> s
         let _ = std::fs::write(group.join(file), value);
     }
     Ok(group)
-}
-
-/// Enables `controller` for the children of the v2 group `parent` when it is not enabled yet.
-fn enable_in_subtree(parent: &Path, controller: &str) -> std::io::Result<()> {
-    let control = parent.join("cgroup.subtree_control");
-    let enabled = std::fs::read_to_string(&control).unwrap_or_default();
-    if enabled.split_whitespace().any(|c| c == controller) {
-        return Ok(());
-    }
-    std::fs::write(&control, format!("+{controller}"))
-        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot enable `{controller}` in {}: {e}", control.display())))
 }
 
 /// Passes a made group through; on failure warns once (when the limit was asked for) that
@@ -401,13 +445,53 @@ mod tests {
         assert_eq!(std::fs::read_to_string(pids.join("pids.max")).unwrap(), "64");
         assert_eq!(std::fs::read_to_string(pids.join("memory.max")).unwrap(), "1048576");
         assert_eq!(std::fs::read_to_string(pids.join("memory.swap.max")).unwrap(), "0");
-        // A plain file stands in for the kernel's control file, so the last write is what it holds.
-        assert_eq!(std::fs::read_to_string(parent.join("cgroup.subtree_control")).unwrap(), "+memory");
         touch(&pids.join("memory.events"), "low 0\nhigh 0\nmax 3\noom 1\noom_kill 2\n");
         let cgroups = Cgroups { pids: Some(pids.clone()), memory: Some((memory, Version::V2)) };
         assert_eq!(cgroups.oom_kills(), 2);
         assert_eq!(cgroups.groups(), [pids]);
         std::mem::forget(cgroups);
+    }
+
+    /// A harness alone in a non-root v2 group moves into a leaf and enables the controllers
+    /// for the command groups beside it (plain files stand in for the kernel's here).
+    #[test]
+    fn a_harness_alone_in_its_v2_group_moves_into_a_leaf_and_enables_the_controllers() {
+        let root = tempfile::tempdir().unwrap();
+        let own = root.path().join("user.slice/run-1.scope");
+        touch(&own.join("cgroup.type"), "domain\n");
+        touch(&own.join("cgroup.procs"), "4242\n");
+        touch(&own.join("cgroup.controllers"), "cpu memory pids\n");
+        assert_eq!(prepare_v2(&own, 4242).unwrap(), own);
+        assert_eq!(std::fs::read_to_string(own.join("specgap-harness/cgroup.procs")).unwrap(), "4242");
+        assert_eq!(std::fs::read_to_string(own.join("cgroup.subtree_control")).unwrap(), "+pids +memory");
+    }
+
+    #[test]
+    fn a_v2_group_shared_with_other_processes_is_refused_naming_them() {
+        let root = tempfile::tempdir().unwrap();
+        let own = root.path().join("pod/container");
+        touch(&own.join("cgroup.type"), "domain\n");
+        touch(&own.join("cgroup.procs"), "1\n4242\n17\n");
+        touch(&own.join("cgroup.controllers"), "memory pids\n");
+        assert_eq!(
+            prepare_v2(&own, 4242).unwrap_err(),
+            format!(
+                "the harness's cgroup-v2 group {} also holds processes 1, 17 (cgroup v2 lets only a group without processes of its own give its children controllers); start specgap in a cgroup of its own, e.g. under `systemd-run --scope`",
+                own.display()
+            )
+        );
+        assert!(!own.join("specgap-harness").exists(), "nothing is moved when the group is shared");
+    }
+
+    /// The root group may hold processes and still give its children controllers.
+    #[test]
+    fn the_v2_root_group_enables_the_controllers_without_a_leaf() {
+        let root = tempfile::tempdir().unwrap();
+        touch(&root.path().join("cgroup.procs"), "1\n4242\n");
+        touch(&root.path().join("cgroup.controllers"), "memory\n");
+        assert_eq!(prepare_v2(root.path(), 4242).unwrap(), root.path());
+        assert!(!root.path().join("specgap-harness").exists());
+        assert_eq!(std::fs::read_to_string(root.path().join("cgroup.subtree_control")).unwrap(), "+memory");
     }
 
     #[test]
