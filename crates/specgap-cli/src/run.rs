@@ -310,11 +310,15 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
         bail!("--resume continues a run with its stored configuration (run.toml); --config cannot be combined with it");
     }
     if args.dry_run {
-        let resolved = match &args.resume {
+        let mut resolved = match &args.resume {
             Some(dir) => resolve_stored(Store::open_for_resume(dir).with_context(|| format!("cannot resume {}", dir.display()))?.config())?,
             None => resolve_new(&args)?,
         };
         let plan = plan(&resolved)?;
+        // The run.toml a run would write, plan hash included (a resumed one has it already).
+        if args.resume.is_none() {
+            scale_out::record_plan(&mut resolved.config, &plan);
+        }
         print!("{}", toml::to_string(&resolved.config).context("cannot print the resolved configuration")?);
         eprintln!(
             "dry run: {} episode{} planned, {} combination{} not applicable; nothing was created",
