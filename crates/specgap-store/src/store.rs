@@ -114,6 +114,35 @@ impl Store {
         Ok(Store::from_parts(dir, db_path, config, conn))
     }
 
+    /// Opens the run store in `dir` for reading only (the viewer): the connection is opened
+    /// read-only, nothing is created, and no migration runs. A store of an older schema
+    /// version is read as it is — every version's columns are a subset of this build's
+    /// readers' except where `docs/store-schema.md` says otherwise — and a store written by a
+    /// newer build is refused. Every write through the returned store fails.
+    ///
+    /// # Errors
+    /// [`StoreError::NotAStore`] without `run.toml` or `results.sqlite`;
+    /// [`StoreError::ConfigParse`]; [`StoreError::SchemaTooNew`]; SQLite errors.
+    pub fn open_read_only(dir: &Path) -> Result<Store, StoreError> {
+        let config = config::read_config(dir)?;
+        let db_path = dir.join(RESULTS_DB);
+        if !db_path.is_file() {
+            return Err(StoreError::NotAStore { dir: dir.to_path_buf() });
+        }
+        let conn = schema::open_reader(&db_path)?;
+        let found: i64 = conn
+            .query_row("PRAGMA user_version", [], |row| row.get(0))
+            .at(&db_path)?;
+        if found > schema::SCHEMA_VERSION {
+            return Err(StoreError::SchemaTooNew {
+                path: db_path,
+                found,
+                supported: schema::SCHEMA_VERSION,
+            });
+        }
+        Ok(Store::from_parts(dir, db_path, config, conn))
+    }
+
     /// Opens the run store in `dir` to run more episodes into it (`--resume`): as
     /// [`Store::open`], but a run made under another protocol version than this build's
     /// ([`specgap_protocol::run::PROTOCOL_VERSION`]) is refused, since its finished episodes
