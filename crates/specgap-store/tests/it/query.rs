@@ -129,7 +129,8 @@ fn facets_matrix_and_usage_by_agent_aggregate_in_sql() {
     assert_eq!(facets.max_repeat, Some(1));
 
     let cells = store.outcome_matrix(&EpisodeFilter::default()).unwrap();
-    let summary: Vec<(&str, &str, u64, u64, Option<f64>, u64, u64)> = cells
+    type Cell<'a> = (&'a str, &'a str, u64, u64, Option<f64>, u64, u64);
+    let summary: Vec<Cell> = cells
         .iter()
         .map(|c| (c.task.as_str(), c.agent.as_str(), c.episodes, c.scored, c.mean_score, c.successes, c.errors))
         .collect();
