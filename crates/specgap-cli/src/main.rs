@@ -1,7 +1,7 @@
 //! The `specgap` binary: parses arguments and hands each verb to its module.
 //!
 //! Each verb lives in its own module (`check`, `eval`, `run`, `show`, `merge`, `report`,
-//! `compare`) with an `Args` struct (clap) and an `exec` function. The modules stay thin: the
+//! `compare`, `view`, `export`) with an `Args` struct (clap) and an `exec` function. The modules stay thin: the
 //! work happens in the library crates, which return typed errors; only this binary uses anyhow.
 
 use std::process::ExitCode;
@@ -11,10 +11,12 @@ use clap::{Parser, Subcommand};
 mod check;
 mod compare;
 mod eval;
+mod export;
 mod merge;
 mod report;
 mod run;
 mod show;
+mod view;
 
 /// specgap evaluates AI agents on work that starts incomplete.
 #[derive(Debug, Parser)]
@@ -32,7 +34,9 @@ Examples:
   specgap check examples/tasks                 validate every package of a suite
   specgap eval examples/tasks/payment-retry ./my-fix
   specgap run                                  run the bundled suite with scripted agents
-  specgap report runs/latest --format html --out runs/latest/report.html";
+  specgap report runs/latest --format html --out runs/latest/report.html
+  specgap view runs/latest                     browse the run in the browser (live while it runs)
+  specgap export runs/latest --format atif --out runs/latest-atif";
 
 // The enum is built once per process; boxing `run`'s many flags would buy nothing.
 #[allow(clippy::large_enum_variant)]
@@ -53,6 +57,10 @@ enum Command {
     Report(report::Args),
     /// Compare two runs task by task, with paired statistics.
     Compare(compare::Args),
+    /// Browse runs in the browser: a read-only viewer on 127.0.0.1, or a static site.
+    View(view::Args),
+    /// Export a run's episodes in another format (ATIF trajectories).
+    Export(export::Args),
 }
 
 fn main() -> ExitCode {
@@ -67,6 +75,8 @@ fn main() -> ExitCode {
         Command::Merge(args) => merge::exec(args),
         Command::Report(args) => report::exec(args),
         Command::Compare(args) => compare::exec(args),
+        Command::View(args) => view::exec(args),
+        Command::Export(args) => export::exec(args),
     };
     match outcome {
         Ok(code) => code,
