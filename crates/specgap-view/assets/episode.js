@@ -103,12 +103,12 @@ function submissionsSection(ctx, run, d) {
     d.submissions.map((s) => h('div', {class: 'submission'},
       h('h3', null, `Submission ${s.k} · ${s.automatic ? 'automatic final submission' : s.agent_declared ? 'submitted by the agent' : 'submitted'} · `,
         s.valid_evaluation ? scoreBadge(s.score, s.success) : h('span', {class: 'fail'}, 'no valid evaluation')),
-      d.private ? privateBox(`evaluation of submission ${s.k} and its workspace`,
+      d.private ? h('details', {class: 'private-details', open: s.k === d.submissions.length}, h('summary', null, `private evaluation and workspace diff of submission ${s.k}`), privateBox(`evaluation of submission ${s.k} and its workspace`,
         s.failing_requirement ? h('p', null, 'highest-priority failing requirement (the one fed back): ', h('code', null, s.failing_requirement)) : null,
         s.error ? h('p', {class: 'fail'}, `evaluation error: ${s.error}`) : null,
         ...verdicts(d, s.k),
         s.has_result ? lazyFile('show result.json', () => source.resultText(run, d.episode.id, s.k), (t) => h('pre', {class: 'out'}, t)) : null,
-        s.has_diff ? lazyFile(`show the workspace diff (${count(s.diff_bytes)} bytes)`, () => source.diffText(run, d.episode.id, s.k), diffView) : null) : null)));
+        s.has_diff ? lazyFile(`show the workspace diff (${count(s.diff_bytes)} bytes)`, () => source.diffText(run, d.episode.id, s.k), diffView) : null)) : null)));
 }
 
 function questionsSection(d) {
@@ -212,7 +212,7 @@ export async function renderEpisode(app, ctx, run, id, params) {
   box.appendChild(events);
   let t = null;
   const jump = (index) => t && t.jump(index);
-  body.append(...[residualSection(ctx, run, d), submissionsSection(ctx, run, d), questionsSection(d), usageSection(d), errorsSection(d), timelineSection(ctx, run, id, jump)].filter(Boolean), box);
+  body.append(...[timelineSection(ctx, run, id, jump), residualSection(ctx, run, d), submissionsSection(ctx, run, d), questionsSection(d), usageSection(d), errorsSection(d)].filter(Boolean), box);
   t = transcript(events, ctx, {run, id, priced: d.priced, customer: isDelivery(e.condition), total: d.events, at: params.at});
   await t.ready;
   performance.mark('specgap:episode-events');

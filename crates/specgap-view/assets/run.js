@@ -70,7 +70,9 @@ function fillGroups(section, run, s) {
     return;
   }
   if (s.report_state === 'stale') section.appendChild(note('The run changed; updating the measures…'));
-  const groups = (s.report && s.report.groups) || [];
+  const all = (s.report && s.report.groups) || [];
+  // Groups made only of not-applicable combinations are listed under "Not applicable".
+  const groups = all.filter((g) => g.episodes > 0);
   const anyDelivery = groups.some((g) => g.delivery);
   const anyClar = groups.some((g) => g.clarification);
   const headers = ['agent', 'condition', 'start', 'episodes', 'scored', 'Score@1', 'Score@2', 'Score@3', 'Score@4', 'Success@1', 'Success@4', 'eval err', 'infra err', 'unfinished', 'n/a'];

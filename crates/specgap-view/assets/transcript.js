@@ -57,13 +57,13 @@ export function eventCard(ctx, item, next) {
     case 'agent_turn': {
       const spent = next && next.event && typeof next.event.elapsed_ms === 'number' ? next.event.elapsed_ms - e.elapsed_ms : null;
       return card('ev-turn', `Turn ${e.turn}`,
-        h('div', {class: 'meta'}, usageLine(e.usage, ctx.priced), spent !== null ? h('span', {class: 'spent'}, ` · ${duration(spent)} until the next event`) : null),
+        h('div', {class: 'meta'}, [usageLine(e.usage, ctx.priced), spent !== null ? h('span', {class: 'spent'}, `${duration(spent)} until the next event`) : null].filter(Boolean).map((x, i) => (i ? [' · ', x] : x))),
         e.text ? textField(ctx, item, '/text', 'out says') : null,
         (e.tool_calls || []).length === 0 ? h('p', {class: 'muted'}, '(no tool call)') : null,
         (e.tool_calls || []).map((call, i) => h('div', {class: 'call'}, h('div', {class: 'call-head'}, '→ ', h('code', null, call.tool), h('span', {class: 'muted'}, ` ${call.id}`)), argumentsView(ctx, item, i, call.arguments))));
     }
     case 'tool_result':
-      return card(`ev-result${e.is_error ? ' is-error' : ''}`, `← ${e.tool}${e.is_error ? ' (error)' : ''}`, h('span', {class: 'muted'}, ` answers ${e.call_id}`), textField(ctx, item, '/output'));
+      return card(`ev-result${e.is_error ? ' is-error' : ''}`, `← ${e.tool}${e.is_error ? ' (error)' : ''} · answers ${e.call_id}`, textField(ctx, item, '/output'));
     case 'user_message':
       return card(`ev-user ev-${e.kind}`, speakerOf(e.kind, ctx.customer), textField(ctx, item, '/text', 'out said'), e.usage ? h('div', {class: 'meta'}, 'user model: ', usageLine(e.usage, ctx.priced)) : null);
     case 'overlay':

@@ -305,6 +305,8 @@ async fn handle(ctx: Arc<Ctx>, request: Request<Incoming>) -> Response<Body> {
         .collect();
     let mut response = match segments.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
         [] | ["index.html"] => respond(StatusCode::OK, "text/html; charset=utf-8", assets::index_html(false)),
+        // Browsers ask for it on their own; an empty answer keeps their console clean.
+        ["favicon.ico"] => respond(StatusCode::NO_CONTENT, "image/x-icon", Bytes::new()),
         ["assets", name] => match assets::asset(name) {
             Some((content_type, body)) => respond(StatusCode::OK, content_type, body),
             None => text(StatusCode::NOT_FOUND, "no such asset"),
