@@ -13,3 +13,4 @@ mod run_basic;
 mod seed_measures;
 mod show_report;
 mod support;
+mod view;
