@@ -6,6 +6,7 @@ mod check;
 mod containment;
 mod determinism;
 mod examples;
+mod export;
 mod report_inputs;
 mod resume;
 mod retries;
