@@ -127,6 +127,21 @@ impl TrajectoryIndex {
         path: &Path,
         range: Range<usize>,
     ) -> Result<Vec<serde_json::Value>, StoreError> {
+        self.read_as(path, range)
+    }
+
+    /// Decodes the events at positions `range` as `T`: a struct naming only the fields it
+    /// needs skips the rest without building them (a timeline of 10,000 events with 64 KiB
+    /// outputs never allocates the outputs).
+    ///
+    /// # Errors
+    /// As [`TrajectoryIndex::read`]; [`StoreError::TrajectoryEvent`] when an event does not
+    /// have `T`'s shape.
+    pub fn read_as<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &Path,
+        range: Range<usize>,
+    ) -> Result<Vec<T>, StoreError> {
         let end = range.end.min(self.frames.len());
         let start = range.start.min(end);
         let frames = &self.frames[start..end];
@@ -143,13 +158,17 @@ impl TrajectoryIndex {
         for &(offset, length) in frames {
             let at = (offset - first) as usize;
             let frame = &bytes[at..at + length as usize];
-            out.push(decode_value(path, offset, frame)?);
+            out.push(decode_as(path, offset, frame)?);
         }
         Ok(out)
     }
 }
 
-fn decode_value(path: &Path, offset: u64, frame: &[u8]) -> Result<serde_json::Value, StoreError> {
+fn decode_as<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    offset: u64,
+    frame: &[u8],
+) -> Result<T, StoreError> {
     let line = decode_frame(frame).map_err(|source| StoreError::TrajectoryFrame {
         path: path.to_path_buf(),
         offset,

@@ -139,10 +139,11 @@ function questionsSection(d) {
 
 const KIND_CLASS = {episode_start: 'k-start', agent_turn: 'k-turn', tool_result: 'k-result', user_message: 'k-user', submission: 'k-sub', evaluation: 'k-eval', error: 'k-err', end: 'k-end', budget: 'k-err'};
 
-/** The timeline: events bucketed along elapsed time; a click opens the transcript there. */
-function timelineSection(ctx, run, id, onJump) {
+/** The timeline: events bucketed along elapsed time; a click opens the transcript there.
+ *  Loaded once `after` resolves (the first page of the transcript comes first). */
+function timelineSection(ctx, run, id, onJump, after) {
   const section = h('section', {id: 'timeline'}, h('h2', null, 'Timeline'), note('Loading…'));
-  source.timeline(run, id).then((t) => {
+  after.then(() => source.timeline(run, id)).then((t) => {
     if (!ctx.alive()) return;
     clear(section).appendChild(h('h2', null, 'Timeline'));
     const events = t.events;
@@ -212,10 +213,13 @@ export async function renderEpisode(app, ctx, run, id, params) {
   box.appendChild(events);
   let t = null;
   const jump = (index) => t && t.jump(index);
-  body.append(...[timelineSection(ctx, run, id, jump), residualSection(ctx, run, d), submissionsSection(ctx, run, d), questionsSection(d), usageSection(d), errorsSection(d)].filter(Boolean), box);
+  let transcriptReady;
+  const firstPage = new Promise((resolve) => { transcriptReady = resolve; });
+  body.append(...[timelineSection(ctx, run, id, jump, firstPage), residualSection(ctx, run, d), submissionsSection(ctx, run, d), questionsSection(d), usageSection(d), errorsSection(d)].filter(Boolean), box);
   t = transcript(events, ctx, {run, id, priced: d.priced, customer: isDelivery(e.condition), total: d.events, at: params.at});
   await t.ready;
   performance.mark('specgap:episode-events');
+  transcriptReady();
   if (d.live) {
     const timer = setInterval(async () => {
       if (!ctx.alive()) { clearInterval(timer); return; }

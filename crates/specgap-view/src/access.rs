@@ -43,6 +43,12 @@ const PUBLIC_KINDS: &[&str] = &[
     "end",
 ];
 
+/// Whether an event of `kind` is shown whole to `access` (else it is reduced to a withheld
+/// marker).
+pub(crate) fn kind_visible(kind: &str, access: Access) -> bool {
+    access.private || PUBLIC_KINDS.contains(&kind)
+}
+
 /// `event` as `access` may see it: unchanged, or (public) a private or unknown event reduced
 /// to `{seq, ts_ms, elapsed_ms, type: "withheld", kind}` and an evaluation error's words
 /// removed.

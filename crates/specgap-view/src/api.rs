@@ -34,7 +34,7 @@ use specgap_store::{EpisodeFilter, EpisodeOrder, EpisodeRow, ErrorClass, Status}
 
 use crate::access::{Access, visible_event};
 use crate::error::ViewError;
-use crate::events::{fold, searchable_text, snippet, timeline_entry};
+use crate::events::{fold, searchable_text, snippet};
 use crate::runs::{RunEntry, RunSet, lock};
 
 /// Most episodes one page returns.
@@ -702,11 +702,26 @@ pub(crate) fn timeline_json(run: &RunEntry, id: &str, access: Access) -> Result<
     let Some((path, index)) = run.index(id)? else {
         return Ok(json!({"events": []}));
     };
+    let cached = lock(&run.timelines).get(id).cloned();
     let events = {
         let index = lock(&index);
-        index.read(&path, 0..index.len())?
+        let total = index.len();
+        // A cached timeline longer than the file was of an earlier attempt: read anew.
+        match cached.filter(|c| c.len() <= total) {
+            Some(c) if c.len() == total => c,
+            Some(c) => {
+                let mut all = (*c).clone();
+                all.extend(index.read_as::<crate::events::TimelineEvent>(&path, c.len()..total)?);
+                Arc::new(all)
+            }
+            None => Arc::new(index.read_as::<crate::events::TimelineEvent>(&path, 0..total)?),
+        }
     };
-    let entries: Vec<Value> = events.iter().map(|e| timeline_entry(&visible_event(e.clone(), access))).collect();
+    if lock(&run.timelines).len() > 256 {
+        lock(&run.timelines).clear();
+    }
+    lock(&run.timelines).insert(id.to_string(), Arc::clone(&events));
+    let entries: Vec<Value> = events.iter().map(|e| e.entry(crate::access::kind_visible(&e.kind, access))).collect();
     Ok(json!({"events": entries}))
 }
 

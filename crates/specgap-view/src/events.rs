@@ -124,7 +124,49 @@ pub fn snippet(text: &str, needle: &str) -> Option<String> {
     Some(s)
 }
 
-/// One timeline entry: `[seq, type, elapsed_ms, turn or -1, tokens (input + output) or 0]`.
+/// What the timeline reads of an event: every other field (a 64 KiB output) is skipped
+/// without being built.
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct TimelineEvent {
+    /// Sequence number.
+    #[serde(default)]
+    pub seq: Option<u64>,
+    /// Event kind.
+    #[serde(rename = "type", default)]
+    pub kind: String,
+    /// Milliseconds since the episode started.
+    #[serde(default)]
+    pub elapsed_ms: Option<u64>,
+    /// Agent turn number, for turns.
+    #[serde(default)]
+    pub turn: Option<i64>,
+    /// Model usage, for turns and user messages.
+    #[serde(default)]
+    pub usage: Option<TimelineUsage>,
+}
+
+/// The token counts of an event's usage.
+#[derive(Debug, Clone, Copy, Default, serde::Deserialize)]
+pub struct TimelineUsage {
+    /// Prompt tokens.
+    #[serde(default)]
+    pub input_tokens: u64,
+    /// Completion tokens.
+    #[serde(default)]
+    pub output_tokens: u64,
+}
+
+impl TimelineEvent {
+    /// The entry: `[seq, type, elapsed_ms, turn or -1, tokens (input + output) or 0]`; a kind
+    /// that `visible` says is withheld shows as `withheld`.
+    pub fn entry(&self, visible: bool) -> Value {
+        let kind = if visible { self.kind.as_str() } else { "withheld" };
+        let tokens = self.usage.map_or(0, |u| u.input_tokens + u.output_tokens);
+        json!([self.seq, kind, self.elapsed_ms, self.turn.unwrap_or(-1), tokens])
+    }
+}
+
+/// One timeline entry of a whole event (as [`TimelineEvent::entry`]).
 pub fn timeline_entry(event: &Value) -> Value {
     let kind = event.get("type").and_then(Value::as_str).unwrap_or("");
     let turn = event.get("turn").and_then(Value::as_i64).unwrap_or(-1);

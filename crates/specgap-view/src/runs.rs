@@ -63,6 +63,8 @@ pub(crate) struct RunEntry {
     indexes: Mutex<HashMap<String, (u64, Arc<Mutex<TrajectoryIndex>>)>>,
     index_clock: Mutex<u64>,
     pub(crate) summary: Mutex<SummaryState>,
+    /// Timeline events read so far per episode (extended as its trajectory grows).
+    pub(crate) timelines: Mutex<HashMap<String, Arc<Vec<crate::events::TimelineEvent>>>>,
     packages: Mutex<HashMap<String, Option<Arc<PackageText>>>>,
 }
 
@@ -102,6 +104,7 @@ impl RunEntry {
             indexes: Mutex::new(HashMap::new()),
             index_clock: Mutex::new(0),
             summary: Mutex::new(SummaryState::default()),
+            timelines: Mutex::new(HashMap::new()),
             packages: Mutex::new(HashMap::new()),
         }
     }

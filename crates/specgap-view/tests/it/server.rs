@@ -274,9 +274,12 @@ fn the_summary_is_computed_in_the_background_and_follows_new_commits() {
     let after = get(addr, token, "/api/run/0/version").json()["data_version"].clone();
     assert_ne!(before, after);
     assert_eq!(get(addr, token, &format!("/api/run/0/episode/{id}/version")).json()["events"], 1);
+    assert_eq!(get(addr, token, &format!("/api/run/0/episode/{id}/timeline")).json()["events"].as_array().unwrap().len(), 1);
     w.event(specgap_protocol::event::EventKind::Overlay { name: "again".into() }).unwrap();
     let v = get(addr, token, &format!("/api/run/0/episode/{id}/version")).json();
     assert_eq!((v["events"].as_u64(), v["status"].as_str()), (Some(2), Some("running")));
+    let timeline = get(addr, token, &format!("/api/run/0/episode/{id}/timeline")).json();
+    assert_eq!(timeline["events"][1], serde_json::json!([1, "overlay", timeline["events"][1][2], -1, 0]), "the cached timeline grows with the file");
     let page = get(addr, token, &format!("/api/run/0/episode/{id}/events?offset=1")).json();
     assert_eq!(page["events"][0]["event"]["name"], "again");
 }
