@@ -8,7 +8,7 @@
 //! ```
 //!
 //! Without a suite, the bundled example suite runs with the scripted agents (gold, literal,
-//! starter) under `partial,full,literal,hidden` from `clean,residual:all` into `runs/<timestamp>` (with a `runs/latest` link),
+//! starter) under `partial,full,literal,hidden,blind` from `clean,residual:all` into `runs/<timestamp>` (with a `runs/latest` link),
 //! offline, and the report is printed. The planning, worker pool, retries and stop handling
 //! live in `specgap_engine::runner`; this module resolves flags into a [`RunConfig`], shows
 //! progress and handles Ctrl-C.
@@ -53,7 +53,7 @@ unreachable model server); 130 when interrupted (resumable); 2 on a usage or har
 /// The agents of a run without `--agent`.
 pub const DEFAULT_AGENTS: &str = "scripted:gold,scripted:literal,scripted:starter";
 /// The conditions of a run without `--condition`.
-pub const DEFAULT_CONDITIONS: &str = "partial,full,literal,hidden";
+pub const DEFAULT_CONDITIONS: &str = "partial,full,literal,hidden,blind";
 /// The starts of a run without `--start`: every task from its clean workspace, and tasks with
 /// residual states from each of them too (`residual:all` expands to nothing elsewhere).
 pub const DEFAULT_STARTS: &str = "clean,residual:all";
@@ -69,9 +69,10 @@ pub struct Args {
     /// scripted:gold,scripted:literal,scripted:starter.
     #[arg(long = "agent", value_delimiter = ',')]
     pub agents: Vec<String>,
-    /// Condition presets, comma-separated: partial, full, literal, plan, hidden, interact,
-    /// interact-req, full-info, oracle:R. Default: partial,full,literal,hidden (owner tasks run
-    /// the first three; every kind of task, delivery and test-scored included, runs `hidden`).
+    /// Condition presets, comma-separated: partial, full, literal, plan, blind, hidden, interact,
+    /// interact-req, full-info, oracle:R. Default: partial,full,literal,hidden,blind (owner
+    /// tasks run the first three; every kind of task, delivery and test-scored included, runs
+    /// `hidden` and `blind`).
     #[arg(long = "condition", value_delimiter = ',')]
     pub conditions: Vec<String>,
     /// Starts, comma-separated: clean, residual:<id>, residual:all. Default: clean,residual:all.
@@ -101,6 +102,11 @@ pub struct Args {
     /// Tool profile, overriding every listed preset.
     #[arg(long, value_parser = ["owner", "shell"])]
     pub profile: Option<String>,
+    /// The hard clarify-first gate of interact-req (editing, running and submitting withheld
+    /// until the agent has asked and says it has what it needs). Default: off, as in seed 002,
+    /// where interact-req only prompts; on adds `+gate=on` to the condition.
+    #[arg(long = "clarify-gate", value_parser = ["on", "off"])]
+    pub clarify_gate: Option<String>,
     /// Turn budget per episode (overrides task.toml [budget]).
     #[arg(long)]
     pub turns: Option<u32>,
@@ -111,7 +117,8 @@ pub struct Args {
     #[arg(long)]
     pub wall_sec: Option<u64>,
     /// Clarification rounds per delivery episode (an ask_user call or a text exchange of
-    /// questions each); a round beyond it ends the episode. Default: 30.
+    /// questions each); questions beyond it get a reply to proceed with best judgement, and
+    /// the episode goes on. Default: 30.
     #[arg(long, value_name = "N")]
     pub clarification_rounds: Option<u32>,
     /// The simulated owner / customer: relay, or chat:<model> (a model playing them; see the
@@ -212,6 +219,7 @@ impl Args {
             ("--ask", self.ask.is_some()),
             ("--feedback", self.feedback.is_some()),
             ("--profile", self.profile.is_some()),
+            ("--clarify-gate", self.clarify_gate.is_some()),
             ("--turns", self.turns.is_some()),
             ("--tool-calls", self.tool_calls.is_some()),
             ("--wall-sec", self.wall_sec.is_some()),
@@ -308,6 +316,7 @@ fn resolve_flags(args: &Args) -> anyhow::Result<Resolved> {
         ask: args.ask.as_deref().map(|v| v == "on"),
         feedback: args.feedback.as_deref().map(|v| v == "on"),
         profile: args.profile.as_deref().and_then(parse_profile),
+        gate: args.clarify_gate.as_deref().map(|v| v == "on"),
     };
     if args.submissions == Some(0) {
         bail!("--submissions must be at least 1");

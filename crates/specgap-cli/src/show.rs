@@ -368,8 +368,19 @@ fn render_event(out: &mut String, event: &Event, detail: &EpisodeDetail, speaker
         EventKind::Evaluation { k, score, success, failing_requirement } => {
             out.push_str(&private_block(*k, *score, *success, failing_requirement.as_deref(), detail));
         }
+        EventKind::Budget { which, used, limit } if which == "clarification_rounds" => {
+            let _ = writeln!(out, "\n[clarification rounds used up: {used} of {limit}; further questions get the reply to proceed]");
+        }
         EventKind::Budget { which, used, limit } => {
             let _ = writeln!(out, "\n[budget exhausted: {which} {used} of {limit}]");
+        }
+        EventKind::StartEvaluation { state, score, success } => {
+            let verdict = if *success {
+                "passes the verifier: not a valid residual state (seed 001 requires a failing start)"
+            } else {
+                "fails the verifier, as a residual state must"
+            };
+            let _ = writeln!(out, "\n[private: starting state {state} scores {score:.4}; it {verdict}]");
         }
         EventKind::Error { class, message, stderr_tail } => {
             let _ = writeln!(out, "\n[{class} error] {message}");

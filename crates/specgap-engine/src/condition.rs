@@ -5,9 +5,10 @@
 //! prompt, `ask_user`, feedback, submissions, tool profile) is read through its methods, which
 //! apply the overrides over the preset's table row. The canonical string is the preset name
 //! followed by `+key=value` for each override that changes the preset's value, in the fixed
-//! order `submissions`, `ask`, `feedback`, `profile`: `partial`, `partial+submissions=2`,
-//! `oracle:0.5+profile=shell`. Overrides equal to the preset's own value are dropped, so two
-//! spellings of the same setting key the same episodes.
+//! order `submissions`, `ask`, `feedback`, `profile`, `gate`: `partial`, `partial+submissions=2`,
+//! `oracle:0.5+profile=shell`, `interact-req+gate=on`. Overrides equal to the preset's own
+//! value, or without effect on it, are dropped, so two spellings of the same setting key the
+//! same episodes.
 
 use std::fmt;
 use std::str::FromStr;
@@ -39,11 +40,16 @@ pub enum Preset {
     Literal,
     /// Plan phase then execute phase, 1 submission (seed 000 §5.4).
     Plan,
+    /// The original request only under a neutral engineering prompt, nothing to ask, no
+    /// feedback, 1 submission, profile `shell` (seed 001 §3.2 "blind continuation"); the same
+    /// prompt for clean and residual starts.
+    Blind,
     /// Request only, nobody to ask (seed 002 Hidden).
     Hidden,
     /// Request, the customer may be asked (seed 002 Interact).
     Interact,
-    /// Request, the customer must be asked before work starts (seed 002 Interact-Req).
+    /// Request, the prompt tells the agent to clarify with the customer before building
+    /// (seed 002 Interact-Req); nothing is withheld unless the `gate` override is on.
     InteractReq,
     /// Request plus the complete business information (seed 002 Full).
     FullInfo,
@@ -78,6 +84,9 @@ pub enum PromptKind {
     Delivery,
     /// Delivery, clarify first (seed 002 Interact-Req).
     DeliveryClarifyFirst,
+    /// A neutral software-engineering prompt that says nothing about missing information,
+    /// clarification or earlier work (seed 001 blind continuation).
+    Neutral,
 }
 
 /// The `ask_user` axis.
@@ -85,10 +94,11 @@ pub enum PromptKind {
 pub enum Ask {
     /// `ask_user` is not offered.
     Off,
-    /// The agent may ask.
+    /// The agent may ask (under `interact-req` the prompt tells it to ask first).
     Optional,
-    /// Editing, running and submitting are withheld until the agent has asked and then says
-    /// it has what it needs (seed 002 Interact-Req).
+    /// The hard clarify-first gate, only under `interact-req+gate=on`: editing, running and
+    /// submitting are withheld until the agent has asked and then says it has what it needs.
+    /// Seed 002 §4.1 has no such gate; it is kept as an explicit option.
     Required,
 }
 
@@ -125,6 +135,9 @@ pub struct Overrides {
     pub feedback: Option<bool>,
     /// `profile owner|shell`.
     pub profile: Option<Profile>,
+    /// `gate on|off`: the hard clarify-first gate of `interact-req` ([`Ask::Required`]);
+    /// without effect on every other preset, where it is dropped.
+    pub gate: Option<bool>,
 }
 
 /// A condition: a preset with axis overrides (DESIGN §4).
@@ -139,14 +152,16 @@ pub struct Condition {
 pub enum ConditionError {
     /// Not one of the presets.
     #[error(
-        "unknown condition `{0}`; expected partial, full, literal, plan, hidden, interact, interact-req, full-info or oracle:R"
+        "unknown condition `{0}`; expected partial, full, literal, plan, blind, hidden, interact, interact-req, full-info or oracle:R"
     )]
     UnknownPreset(String),
     /// `oracle:R` with R not a number in [0, 1].
     #[error("bad oracle ratio `{0}`; expected a number from 0 to 1, e.g. oracle:0.5")]
     BadRatio(String),
     /// A `+key=value` part that is not a known override.
-    #[error("bad condition override `{0}`; expected submissions=N, ask=on|off, feedback=on|off or profile=owner|shell")]
+    #[error(
+        "bad condition override `{0}`; expected submissions=N, ask=on|off, feedback=on|off, profile=owner|shell or gate=on|off"
+    )]
     BadOverride(String),
     /// A start that is not `clean`, `residual:<id>` or `residual:all`.
     #[error("bad start `{0}`; expected clean, residual:<id> or residual:all")]
@@ -164,6 +179,7 @@ impl Preset {
             "full" => Preset::Full,
             "literal" => Preset::Literal,
             "plan" => Preset::Plan,
+            "blind" => Preset::Blind,
             "hidden" => Preset::Hidden,
             "interact" => Preset::Interact,
             "interact-req" => Preset::InteractReq,
@@ -187,6 +203,7 @@ impl Preset {
             Preset::Full => "full".into(),
             Preset::Literal => "literal".into(),
             Preset::Plan => "plan".into(),
+            Preset::Blind => "blind".into(),
             Preset::Hidden => "hidden".into(),
             Preset::Interact => "interact".into(),
             Preset::InteractReq => "interact-req".into(),
@@ -203,10 +220,13 @@ impl Preset {
 
     fn ask(self) -> Ask {
         match self {
-            Preset::Partial | Preset::Full | Preset::Plan | Preset::Interact => Ask::Optional,
-            Preset::InteractReq => Ask::Required,
-            Preset::Literal | Preset::Hidden | Preset::FullInfo | Preset::Oracle(_) => Ask::Off,
+            Preset::Partial | Preset::Full | Preset::Plan | Preset::Interact | Preset::InteractReq => Ask::Optional,
+            Preset::Literal | Preset::Blind | Preset::Hidden | Preset::FullInfo | Preset::Oracle(_) => Ask::Off,
         }
+    }
+
+    fn profile(self) -> Profile {
+        if self == Preset::Blind { Profile::Shell } else { Profile::Owner }
     }
 
     fn feedback(self) -> bool {
@@ -230,7 +250,15 @@ impl Condition {
             submissions: overrides.submissions.filter(|n| *n != preset.submissions()),
             ask: overrides.ask.filter(|on| *on != (preset.ask() != Ask::Off)),
             feedback: overrides.feedback.filter(|on| *on != preset.feedback()),
-            profile: overrides.profile.filter(|p| *p != Profile::Owner),
+            profile: overrides.profile.filter(|p| *p != preset.profile()),
+            gate: None,
+        };
+        // The gate exists only where interact-req still offers `ask_user`; `gate=off` is the
+        // preset's own value.
+        let asks = kept.ask.unwrap_or(preset.ask() != Ask::Off);
+        let kept = Overrides {
+            gate: overrides.gate.filter(|on| *on && preset == Preset::InteractReq && asks),
+            ..kept
         };
         Condition { preset, overrides: kept }
     }
@@ -251,6 +279,7 @@ impl Condition {
                 "ask" => overrides.ask = Some(parse_on_off(value).ok_or_else(bad)?),
                 "feedback" => overrides.feedback = Some(parse_on_off(value).ok_or_else(bad)?),
                 "profile" => overrides.profile = Some(parse_profile(value).ok_or_else(bad)?),
+                "gate" => overrides.gate = Some(parse_on_off(value).ok_or_else(bad)?),
                 _ => return Err(bad()),
             }
         }
@@ -295,6 +324,9 @@ impl Condition {
         if let Some(p) = self.overrides.profile {
             s.push_str(&format!("+profile={}", p.as_str()));
         }
+        if let Some(on) = self.overrides.gate {
+            s.push_str(&format!("+gate={}", on_off(on)));
+        }
         s
     }
 
@@ -314,18 +346,21 @@ impl Condition {
             Preset::Partial | Preset::Full => PromptKind::Evidence,
             Preset::Literal => PromptKind::Literal,
             Preset::Plan => PromptKind::Plan,
-            Preset::InteractReq if self.ask() == Ask::Required => PromptKind::DeliveryClarifyFirst,
+            Preset::Blind => PromptKind::Neutral,
+            Preset::InteractReq if self.ask() != Ask::Off => PromptKind::DeliveryClarifyFirst,
             _ => PromptKind::Delivery,
         }
     }
 
     /// The `ask_user` axis after overrides: `ask=off` withdraws it (and with it the
-    /// clarify-first gate), `ask=on` offers it where the preset did not.
+    /// clarify-first prompt and gate), `ask=on` offers it where the preset did not, and
+    /// `gate=on` makes it [`Ask::Required`] under `interact-req`.
     pub fn ask(&self) -> Ask {
         match (self.overrides.ask, self.preset.ask()) {
             (Some(false), _) => Ask::Off,
-            (Some(true), Ask::Off) => Ask::Optional,
-            (_, preset) => preset,
+            (_, Ask::Off) if self.overrides.ask != Some(true) => Ask::Off,
+            _ if self.overrides.gate == Some(true) => Ask::Required,
+            _ => Ask::Optional,
         }
     }
 
@@ -344,9 +379,9 @@ impl Condition {
         self.overrides.submissions.unwrap_or(self.preset.submissions())
     }
 
-    /// The tool profile.
+    /// The tool profile: the override, else the preset's (`shell` for `blind`, else `owner`).
     pub fn profile(&self) -> Profile {
-        self.overrides.profile.unwrap_or(Profile::Owner)
+        self.overrides.profile.unwrap_or(self.preset.profile())
     }
 
     /// Whether this is a plan-mode condition (`write_plan` gates editing and submitting).
@@ -557,7 +592,8 @@ pub fn oracle_seed(run_seed: u64, task: &str, repeat: u32) -> u64 {
 /// The clarification targets `oracle:R` reveals (seed 002 A.6): the first
 /// round-half-up(R·n) of one permutation of the task's n targets, shuffled by a ChaCha8Rng
 /// seeded with [`oracle_seed`]. The permutation does not depend on R, so the subsets are
-/// nested across R. Returned in the permutation's order.
+/// nested across R. Returned in registry order (the order of `clarifications.toml`), as seed
+/// 002 A.9.1 renders the answers.
 pub fn oracle_targets<'a>(
     targets: &'a [ClarificationTarget],
     ratio: f64,
@@ -568,7 +604,9 @@ pub fn oracle_targets<'a>(
     let mut order: Vec<usize> = (0..targets.len()).collect();
     let mut rng = ChaCha8Rng::seed_from_u64(oracle_seed(run_seed, task, repeat));
     order.shuffle(&mut rng);
-    order.into_iter().take(oracle_count(ratio, targets.len())).map(|i| &targets[i]).collect()
+    let mut chosen: Vec<usize> = order.into_iter().take(oracle_count(ratio, targets.len())).collect();
+    chosen.sort_unstable();
+    chosen.into_iter().map(|i| &targets[i]).collect()
 }
 
 #[cfg(test)]
@@ -582,9 +620,12 @@ mod tests {
             "full",
             "literal",
             "plan",
+            "blind",
             "hidden",
             "interact",
             "interact-req",
+            "interact-req+gate=on",
+            "blind+profile=owner",
             "full-info",
             "oracle:0.5",
             "oracle:1",
@@ -602,6 +643,11 @@ mod tests {
             "partial+profile=shell"
         );
         assert_eq!(Condition::parse("literal+ask=off+feedback=on").unwrap().canonical(), "literal");
+        // The gate exists only on interact-req while it offers ask_user; elsewhere it is dropped.
+        assert_eq!(Condition::parse("interact+gate=on").unwrap().canonical(), "interact");
+        assert_eq!(Condition::parse("interact-req+gate=off").unwrap().canonical(), "interact-req");
+        assert_eq!(Condition::parse("interact-req+ask=off+gate=on").unwrap().canonical(), "interact-req+ask=off");
+        assert_eq!(Condition::parse("blind+profile=shell").unwrap().canonical(), "blind");
     }
 
     #[test]
@@ -618,8 +664,16 @@ mod tests {
         assert_eq!(axes("interact"), (Ask::Optional, false, 1, PromptKind::Delivery, OpeningKind::Instruction));
         assert_eq!(
             axes("interact-req"),
+            (Ask::Optional, false, 1, PromptKind::DeliveryClarifyFirst, OpeningKind::Instruction)
+        );
+        assert_eq!(
+            axes("interact-req+gate=on"),
             (Ask::Required, false, 1, PromptKind::DeliveryClarifyFirst, OpeningKind::Instruction)
         );
+        assert_eq!(axes("blind"), (Ask::Off, false, 1, PromptKind::Neutral, OpeningKind::Instruction));
+        let blind = Condition::parse("blind").unwrap();
+        assert_eq!((blind.profile(), blind.is_delivery()), (Profile::Shell, false));
+        assert_eq!(Condition::parse("blind+profile=owner").unwrap().profile(), Profile::Owner);
         assert_eq!(
             axes("full-info"),
             (Ask::Off, false, 1, PromptKind::Delivery, OpeningKind::InstructionAndInformation)
@@ -637,6 +691,7 @@ mod tests {
         assert_eq!(Condition::parse("oracle:x"), Err(ConditionError::BadRatio("x".into())));
         assert_eq!(Condition::parse("partial+submissions=0"), Err(ConditionError::BadOverride("submissions=0".into())));
         assert_eq!(Condition::parse("partial+ask=maybe"), Err(ConditionError::BadOverride("ask=maybe".into())));
+        assert_eq!(Condition::parse("interact-req+gate=yes"), Err(ConditionError::BadOverride("gate=yes".into())));
         assert_eq!(Start::parse("residual:"), Err(ConditionError::BadStart("residual:".into())));
         assert_eq!(Start::parse("residual:r1"), Ok(Start::Residual("r1".into())));
     }
@@ -680,18 +735,22 @@ mod tests {
         let ids = |r: f64, seed: u64, repeat: u32| {
             oracle_targets(&all, r, seed, "examples/x", repeat).iter().map(|t| t.id.clone()).collect::<Vec<_>>()
         };
-        let full = ids(1.0, 7, 0);
-        assert_eq!(full.len(), 7);
-        let mut sorted = full.clone();
-        sorted.sort();
-        assert_eq!(sorted, ["t0", "t1", "t2", "t3", "t4", "t5", "t6"]);
-        for (r, n) in [(0.0, 0), (0.25, 2), (0.5, 4), (0.75, 5)] {
-            assert_eq!(ids(r, 7, 0), full[..n], "R = {r}");
+        // Every subset is in registry order; each is contained in the next larger one.
+        assert_eq!(ids(1.0, 7, 0), ["t0", "t1", "t2", "t3", "t4", "t5", "t6"]);
+        let mut previous: Vec<String> = Vec::new();
+        for (r, n) in [(0.0, 0), (0.25, 2), (0.5, 4), (0.75, 5), (1.0, 7)] {
+            let subset = ids(r, 7, 0);
+            assert_eq!(subset.len(), n, "R = {r}");
+            let mut sorted = subset.clone();
+            sorted.sort();
+            assert_eq!(subset, sorted, "R = {r}: registry order");
+            assert!(previous.iter().all(|id| subset.contains(id)), "R = {r}: nested");
+            previous = subset;
         }
         assert_eq!(ids(0.5, 7, 0), ids(0.5, 7, 0));
         // Another repeat or seed draws another permutation (fixed by the seed derivation).
-        assert_ne!(ids(1.0, 7, 1), full);
-        assert_ne!(ids(1.0, 8, 0), full);
+        assert_ne!(ids(0.5, 7, 1), ids(0.5, 7, 0));
+        assert_ne!(ids(0.5, 8, 0), ids(0.5, 7, 0));
     }
 
     #[test]

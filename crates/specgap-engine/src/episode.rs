@@ -3,8 +3,9 @@
 //! [`run_episode`] is the public entry. It drives one attempt of one episode: it writes
 //! every event to the [`EpisodeWriter`], records submissions, questions and usage, and
 //! returns an [`EpisodeOutcome`] for the runner to `finish` the writer with, or an
-//! [`EpisodeError`] (evaluation or infrastructure) that the runner may retry from a fresh
-//! materialization. Errors are never scored.
+//! [`EpisodeError`]: an infrastructure error the runner may retry from a fresh
+//! materialization, or an evaluation error left after the frozen state was re-evaluated
+//! ([`crate::evaluation`]). Errors are never scored.
 //!
 //! # End rules (DESIGN §3.5), as implemented
 //!
@@ -29,8 +30,9 @@
 //!   `loop_repeated_call`; the 4th consecutive call that is a `run_experiment` / `bash` which
 //!   exits 0 with blank stdout and stderr runs, then ends with `loop_blank_output` (any other
 //!   call in between breaks the run); the 4th consecutive `ask_user` under an owner
-//!   condition is not answered and ends with `loop_ask_user`; under a delivery condition an
-//!   `ask_user` beyond the clarification-round limit ends with `clarification_limit`.
+//!   condition (calls, not questions) is not answered and ends with `loop_ask_user`; under a
+//!   delivery condition a round beyond the clarification-round limit gets [`PROCEED_REPLY`]
+//!   and the episode goes on (a `budget` event `clarification_rounds` marks the first).
 //!   Two consecutive replies without a tool call end with `no_tool_call` (the first gets a
 //!   reminder; under delivery conditions the text channel below comes first); three consecutive refusals end with `refusals`; context overflow ends at
 //!   once. Feedback resets every consecutive counter; an answer resets the identical-call
@@ -47,10 +49,12 @@
 //!   heading (any turn), or the question sentences of a reply without a tool call while no
 //!   file matches `[delivery].artifact`, are answered one by one by the user, recorded like
 //!   `ask_user` questions, and returned as one `answer` message after the turn's tool
-//!   results; each such message is one clarification round, and a round beyond the limit
-//!   ends with `clarification_limit`. An answered exchange resets the no-tool-call counter.
-//!   Under `interact-req`, once a question was answered, a reply without a tool call and
-//!   without a question mark unlocks the work like an `ask_user` statement. Under every
+//!   results; each such message is one clarification round, as one `ask_user` call is (a
+//!   `question` or a `questions` list). Past the limit the round gets [`PROCEED_REPLY`]; in a
+//!   reply without a tool call it counts toward the `no_tool_call` end. An answered exchange
+//!   resets the no-tool-call counter. Under `interact-req+gate=on` (the optional hard gate),
+//!   once a question was answered, a reply without a tool call and without a question mark
+//!   unlocks the work like an `ask_user` statement. Under every
 //!   delivery condition, a reply without a tool call and without a question, while no
 //!   deliverable exists, gets a `continuation` message instead of the reminder, at most
 //!   three times per episode; the no-tool-call rule applies after that.
@@ -72,6 +76,8 @@ use specgap_task::matching::linked_targets;
 
 use crate::condition::{Ask, Budgets, Condition, Start};
 use crate::confine::WorkspaceRoot;
+use crate::evaluation::{self, Evaluated, GoldChecks};
+use crate::lock;
 use crate::feedback::{Escalation, NO_OBSERVATION, failing_requirement};
 use crate::prompts::{opening_message, system_prompts};
 use crate::sandbox_ops::{self, CommandResult};
@@ -111,7 +117,11 @@ pub const USER_ABANDONED: &str = "the user's reply in flight was abandoned";
 
 /// The harness's reminder after a refusal.
 pub const REFUSAL_REMINDER: &str = "Please continue the work with the tools you have.";
-/// The `ask_user` result that unlocks work under `interact-req`.
+/// The customer's reply to questions past the clarification-round limit, on both channels
+/// (seed 002 A.9.3 has the customer tell the agent to proceed; these are our words).
+pub const PROCEED_REPLY: &str =
+    "That is as much as I can clarify for now. Please carry on with the work and use your best judgement on anything still open.";
+/// The `ask_user` result that unlocks work under `interact-req+gate=on`.
 pub const UNLOCK_ACKNOWLEDGEMENT: &str =
     "Understood. Editing, running commands and submitting are now available; go ahead with the work.";
 
@@ -144,6 +154,10 @@ pub struct EpisodeContext<'a> {
     pub start_results: &'a StartResults,
     /// Shared cache of host views.
     pub host_views: &'a HostViews,
+    /// Shared cache of gold checks (the attribution of evaluator failures, [`crate::evaluation`]).
+    pub gold_checks: &'a GoldChecks,
+    /// Re-evaluations of a frozen state after an evaluation error (the run's retry limit).
+    pub eval_retries: u32,
     /// The run's stop request: when set, the episode ends as `interrupted` before its next
     /// turn, and model requests in flight are abandoned (it is part of the [`Deadline`]).
     pub stop: Option<&'a Arc<AtomicBool>>,
@@ -397,6 +411,14 @@ impl Counters {
     }
 }
 
+/// How a clarification round went.
+enum Round {
+    /// Every question was answered: (question, answer) pairs and the user's summed usage.
+    Answered { pairs: Vec<(String, String)>, usage: Option<Usage> },
+    /// The episode ended during the round.
+    Ended(EndReason),
+}
+
 /// What a dispatched call did besides its result text.
 #[derive(Debug, Default)]
 struct Effect {
@@ -430,6 +452,8 @@ struct Episode<'c, 'a> {
     questions: u32,
     /// Clarification rounds used: answered `ask_user` calls and text-channel exchanges.
     clarification_rounds: u32,
+    /// Whether a question came past the round limit (its `budget` event is written once).
+    round_limit_reached: bool,
     /// Continuation messages sent (delivery text channel).
     continuations: u32,
     counters: Counters,
@@ -504,6 +528,7 @@ impl<'c, 'a> Episode<'c, 'a> {
             tool_calls: 0,
             questions: 0,
             clarification_rounds: 0,
+            round_limit_reached: false,
             continuations: 0,
             counters: Counters::default(),
             plan_written: false,
@@ -689,7 +714,7 @@ impl<'c, 'a> Episode<'c, 'a> {
             && self.text_questions_offered()
             && let Some(questions) = text_channel::heading_questions(&text).filter(|q| !q.is_empty())
         {
-            ended = self.text_exchange(questions)?;
+            ended = self.text_exchange(questions, false)?;
         }
         Ok(ended)
     }
@@ -704,11 +729,10 @@ impl<'c, 'a> Episode<'c, 'a> {
                     .then(|| text_channel::question_sentences(text))
             });
             if let Some(questions) = questions.filter(|q| !q.is_empty()) {
-                return self.text_exchange(questions);
+                return self.text_exchange(questions, true);
             }
         }
-        let clarify_first = self.ctx.condition.ask() == Ask::Required && !self.unlocked;
-        if clarify_first && self.asked_before_unlock > 0 && !text_channel::has_question_mark(text) {
+        if self.gate_closed() && self.asked_before_unlock > 0 && !text_channel::has_question_mark(text) {
             self.unlocked = true;
             self.counters.no_tool = 0;
             self.harness_message(UserMessageKind::Continuation, UNLOCK_ACKNOWLEDGEMENT)?;
@@ -741,30 +765,29 @@ impl<'c, 'a> Episode<'c, 'a> {
     }
 
     /// One text-channel clarification round: every question answered and recorded, the
-    /// answers delivered as one message; beyond the round limit, the `clarification_limit` end.
-    fn text_exchange(&mut self, questions: Vec<String>) -> Result<Option<EndReason>, EpisodeError> {
-        if self.clarification_rounds >= self.ctx.budgets.clarification_rounds {
-            return Ok(Some(EndReason::ClarificationLimit));
-        }
-        let mut pairs = Vec::with_capacity(questions.len());
-        let mut usage: Option<Usage> = None;
-        for question in questions {
-            let Some(reply) = self.put_question(&question)? else {
-                return Ok(Some(self.abandoned_end(USER_ABANDONED)));
-            };
-            if let Some(u) = &reply.usage {
-                usage.get_or_insert_with(Usage::default).add(u);
+    /// answers delivered as one message. Beyond the round limit the message is
+    /// [`PROCEED_REPLY`]; in a reply without a tool call it then stands in for the reminder
+    /// and counts toward the `no_tool_call` end, so an agent that only keeps asking stops.
+    fn text_exchange(&mut self, questions: Vec<String>, without_call: bool) -> Result<Option<EndReason>, EpisodeError> {
+        if self.rounds_exhausted()? {
+            self.writer.event(EventKind::UserMessage {
+                kind: UserMessageKind::Answer,
+                text: PROCEED_REPLY.into(),
+                usage: None,
+            })?;
+            self.inbox.push(Incoming::UserMessage { kind: UserMessageKind::Answer, text: PROCEED_REPLY.into() });
+            if without_call {
+                self.counters.no_tool += 1;
+                if self.counters.no_tool >= NO_TOOL_CALL_LIMIT {
+                    return Ok(Some(EndReason::NoToolCall));
+                }
             }
-            pairs.push((question, reply.text));
-            if let Some(reason) = self.deadline_end() {
-                // Answers that came after the budget ended are recorded, not delivered.
-                return Ok(Some(reason));
-            }
+            return Ok(None);
         }
-        self.clarification_rounds += 1;
-        if self.ctx.condition.ask() == Ask::Required && !self.unlocked {
-            self.asked_before_unlock += 1;
-        }
+        let (pairs, usage) = match self.clarification_round(questions)? {
+            Round::Answered { pairs, usage } => (pairs, usage),
+            Round::Ended(reason) => return Ok(Some(reason)),
+        };
         self.counters.no_tool = 0;
         self.counters.owner_answered();
         let text = text_channel::answer_message(&pairs);
@@ -887,7 +910,7 @@ impl<'c, 'a> Episode<'c, 'a> {
         }
         let working =
             editing || matches!(tool, names::RUN_EXPERIMENT | names::BASH | names::RUN_PROJECT | names::SUBMIT);
-        if self.ctx.condition.ask() == Ask::Required && !self.unlocked && working {
+        if self.gate_closed() && working {
             return Some(format!(
                 "`{tool}` is withheld until you have asked the client what the request leaves open and then told them, \
                  in an ask_user message without a question mark, that you have what you need"
@@ -954,14 +977,16 @@ impl<'c, 'a> Episode<'c, 'a> {
         ToolOutput::ok(format!("Plan saved to PLAN.md.\n\n{execute}"))
     }
 
+    /// One `ask_user` call: one clarification round, each of its questions answered on its
+    /// own (seed 002 A.9.3). Past the delivery round limit the call gets [`PROCEED_REPLY`].
     fn ask_user(&mut self, call: &ToolCall, effect: &mut Effect) -> Result<ToolOutput, EpisodeError> {
-        let args: tools::AskUserArgs = match tools::parse_args(&call.tool, &call.arguments) {
-            Ok(args) => args,
+        let asked = match tools::parse_args::<tools::AskUserArgs>(&call.tool, &call.arguments).and_then(|a| a.asked()) {
+            Ok(asked) => asked,
             Err(message) => return Ok(ToolOutput::error(message)),
         };
         let condition = self.ctx.condition;
-        let clarify_first = condition.ask() == Ask::Required && !self.unlocked;
-        if clarify_first && self.asked_before_unlock > 0 && !args.question.contains(['?', '？']) {
+        let statement = !asked.listed && !text_channel::has_question_mark(&asked.questions[0]);
+        if self.gate_closed() && self.asked_before_unlock > 0 && statement {
             self.unlocked = true;
             return Ok(ToolOutput::ok(UNLOCK_ACKNOWLEDGEMENT));
         }
@@ -969,21 +994,76 @@ impl<'c, 'a> Episode<'c, 'a> {
             effect.end = Some(EndReason::LoopAskUser);
             return Ok(ToolOutput::error("not answered: this is the fourth question in a row"));
         }
-        if condition.is_delivery() && self.clarification_rounds >= self.ctx.budgets.clarification_rounds {
-            effect.end = Some(EndReason::ClarificationLimit);
-            return Ok(ToolOutput::error("not answered: no further questions can be answered"));
+        if condition.is_delivery() && self.rounds_exhausted()? {
+            return Ok(ToolOutput::ok(PROCEED_REPLY));
         }
-        let Some(reply) = self.put_question(&args.question)? else {
-            let reason = self.abandoned_end(USER_ABANDONED);
-            effect.end = Some(reason);
-            return Ok(ToolOutput::error(format!("not answered: the work ended ({}) before the reply came", reason.as_str())));
+        let listed = asked.listed;
+        let pairs = match self.clarification_round(asked.questions)? {
+            Round::Answered { pairs, .. } => pairs,
+            Round::Ended(reason) => {
+                effect.end = Some(reason);
+                return Ok(ToolOutput::error(format!(
+                    "not answered: the work ended ({}) before the reply came",
+                    reason.as_str()
+                )));
+            }
         };
+        effect.answered = true;
+        let text = match (listed, pairs.first()) {
+            (false, Some((_, answer))) => answer.clone(),
+            _ => text_channel::answer_message(&pairs),
+        };
+        Ok(ToolOutput::ok(text))
+    }
+
+    /// Whether the hard clarify-first gate (`interact-req+gate=on`) still withholds the work.
+    fn gate_closed(&self) -> bool {
+        self.ctx.condition.ask() == Ask::Required && !self.unlocked
+    }
+
+    /// Whether the delivery clarification-round limit is used up (seed 002 §4.1: at most 30
+    /// rounds). The first time it is, a `budget` event `clarification_rounds` is recorded;
+    /// the episode goes on.
+    fn rounds_exhausted(&mut self) -> Result<bool, EpisodeError> {
+        let limit = self.ctx.budgets.clarification_rounds;
+        if self.clarification_rounds < limit {
+            return Ok(false);
+        }
+        if !self.round_limit_reached {
+            self.round_limit_reached = true;
+            self.writer.event(EventKind::Budget {
+                which: "clarification_rounds".into(),
+                used: self.clarification_rounds.into(),
+                limit: limit.into(),
+            })?;
+        }
+        Ok(true)
+    }
+
+    /// One clarification round, from either channel: every question put to the user on its
+    /// own and recorded with this turn. A reply abandoned at the deadline, or a deadline that
+    /// passed while the user answered, ends the round (answers already given stay recorded,
+    /// but are not delivered).
+    fn clarification_round(&mut self, questions: Vec<String>) -> Result<Round, EpisodeError> {
+        let mut pairs = Vec::with_capacity(questions.len());
+        let mut usage: Option<Usage> = None;
+        for question in questions {
+            let Some(reply) = self.put_question(&question)? else {
+                return Ok(Round::Ended(self.abandoned_end(USER_ABANDONED)));
+            };
+            if let Some(u) = &reply.usage {
+                usage.get_or_insert_with(Usage::default).add(u);
+            }
+            pairs.push((question, reply.text));
+            if let Some(reason) = self.deadline_end() {
+                return Ok(Round::Ended(reason));
+            }
+        }
         self.clarification_rounds += 1;
-        if clarify_first {
+        if self.gate_closed() {
             self.asked_before_unlock += 1;
         }
-        effect.answered = true;
-        Ok(ToolOutput::ok(reply.text))
+        Ok(Round::Answered { pairs, usage })
     }
 
     fn apply_overlay(&mut self, call: &ToolCall) -> Result<ToolOutput, EpisodeError> {
@@ -1067,14 +1147,26 @@ impl<'c, 'a> Episode<'c, 'a> {
 
     /// Evaluates (the sandbox freezes a copy of the workspace first), scores and records
     /// submission k = next.
+    /// An evaluation error re-evaluates the frozen copy (kept under `frozen/<k>` until it is
+    /// evaluated) instead of running the agent again; a failure the gold check attributes to
+    /// the delivery is scored 0 ([`crate::evaluation`]).
     fn submit(&mut self, summary: Option<String>, automatic: bool) -> Result<SubmissionOutcome, EpisodeError> {
         let k = self.submissions.len() as u32 + 1;
         self.writer.event(EventKind::Submission { k, summary, automatic })?;
         let diff = sandbox_ops::diff(&self.base, &self.ws_dir)?;
-        let evaluated = sandbox_ops::evaluate(self.ctx, &self.host, &self.ws_dir);
-        let (result, scored) = match evaluated {
-            Ok(pair) => pair,
-            Err(error) => {
+        let frozen = self.ctx.workdir.join("frozen").join(k.to_string());
+        sandbox_ops::freeze(&self.ws_dir, &frozen)?;
+        let evaluated = evaluation::evaluate_with_retries(self.ctx, &self.host, &frozen, self.writer)?;
+        sandbox_ops::remove_scratch(&frozen);
+        let (result, scored, error) = match evaluated {
+            Evaluated::Scored(result, scored) => (result, scored, None),
+            Evaluated::Failed(failure) if evaluation::failure_is_the_deliverys(self.ctx, &self.host)? => {
+                failure.record(self.writer)?;
+                let (result, scored) = evaluation::execution_failure(self.ctx)?;
+                let why = format!("{}; the gold artifact evaluates, so the delivery failed to execute", failure.message);
+                (result, scored, Some(why))
+            }
+            Evaluated::Failed(failure) => {
                 self.writer.write_submission(
                     k,
                     &SubmissionRecord {
@@ -1083,11 +1175,11 @@ impl<'c, 'a> Episode<'c, 'a> {
                         result: None,
                         scored: None,
                         failing_requirement: None,
-                        error: Some(error.to_string()),
+                        error: Some(format!("evaluation error: {}", failure.message)),
                         diff,
                     },
                 )?;
-                return Err(error);
+                return Err(failure.into_error());
             }
         };
         let failing = failing_requirement(self.ctx.package, &result).map(str::to_string);
@@ -1099,7 +1191,7 @@ impl<'c, 'a> Episode<'c, 'a> {
                 result: Some(result.clone()),
                 scored: Some(scored),
                 failing_requirement: failing.clone(),
-                error: None,
+                error,
                 diff: diff.clone(),
             },
         )?;
@@ -1116,22 +1208,37 @@ impl<'c, 'a> Episode<'c, 'a> {
         Ok(outcome)
     }
 
-    /// Evaluates the residual starting state once per (task hash, state id) and records it
-    /// as `start/result.json`.
+    /// Evaluates the residual starting state once per (task hash, state id) (re-evaluated
+    /// on evaluation errors like a submission) and records it as `start/result.json` with its
+    /// Score and Success. A residual state must fail the verifier (seed 001 §3.1, App. B.3):
+    /// one that succeeds is flagged by its `start_evaluation` event and `start_results.success
+    /// = 1`, and the episode still runs (docs/decisions.md "Engine: a residual start that
+    /// passes").
     fn evaluate_start(&mut self, state: &str) -> Result<(), EpisodeError> {
         let key = (self.ctx.package.hash().to_string(), state.to_string());
-        let cached = self.ctx.start_results.lock().ok().and_then(|cache| cache.get(&key).cloned());
+        let cached = lock(self.ctx.start_results).get(&key).cloned();
         let result = match cached {
             Some(result) => result,
-            None => {
-                let (result, _) = sandbox_ops::evaluate(self.ctx, &self.host, &self.ws_dir)?;
-                if let Ok(mut cache) = self.ctx.start_results.lock() {
-                    cache.insert(key, result.clone());
+            None => match evaluation::evaluate_with_retries(self.ctx, &self.host, &self.ws_dir, self.writer)? {
+                Evaluated::Scored(result, _) => {
+                    lock(self.ctx.start_results).insert(key, result.clone());
+                    result
                 }
-                result
-            }
+                Evaluated::Failed(failure) => return Err(failure.into_error()),
+            },
         };
+        let scored = result.score(&self.ctx.package.scoring_context()).map_err(|problem| EpisodeError::Evaluation {
+            message: format!("cannot score the starting state's result.json: {problem}"),
+            stderr_tail: String::new(),
+            deterministic: true,
+        })?;
         self.writer.write_start_result(&result)?;
+        self.writer.record_start_score(&scored)?;
+        self.writer.event(EventKind::StartEvaluation {
+            state: state.to_string(),
+            score: scored.score,
+            success: scored.success,
+        })?;
         Ok(())
     }
 

@@ -8,6 +8,7 @@
 //! | module | what it holds |
 //! | --- | --- |
 //! | [`episode`] | [`run_episode`]: one attempt of one episode, its loop and end rules (DESIGN §3) |
+//! | [`evaluation`] | evaluating frozen states: re-evaluation after evaluation errors, the gold check that attributes evaluator failures on delivered artifacts |
 //! | [`condition`] | presets, overrides, canonical condition strings, starts, applicability, budgets, the `oracle:R` subset (DESIGN §4) |
 //! | [`prompts`] | system prompts (`src/prompts/*.md`, [`PROMPT_VERSION`]) and the opening message |
 //! | [`tools`] | tool specs per profile, argument parsing, output caps, the file tools |
@@ -24,6 +25,7 @@
 pub mod condition;
 pub mod confine;
 pub mod episode;
+pub mod evaluation;
 pub mod feedback;
 pub mod prompts;
 pub mod relay;

@@ -85,6 +85,41 @@ pub(crate) fn materialize(ctx: &EpisodeContext<'_>, dest: &Path) -> Result<Base,
     Ok(base)
 }
 
+/// Materializes the task's clean workspace at `dest` (whatever the episode's start), replacing
+/// anything there: the starting point of the gold check.
+///
+/// # Errors
+/// An infrastructure error.
+pub(crate) fn materialize_clean(ctx: &EpisodeContext<'_>, dest: &Path) -> Result<(), EpisodeError> {
+    let package = ctx.package;
+    remove_scratch(dest);
+    let base = ctx
+        .bases
+        .base(package.hash(), &package.workspace_dir())
+        .map_err(|e| materialize_error("cannot prepare the base workspace", e))?;
+    specgap_sandbox::materialize(&base, dest, None).map_err(|e| materialize_error("cannot materialize the workspace", e))
+}
+
+/// Copies the workspace to `dest` without its `.git`: the frozen state of one submission,
+/// kept until it is evaluated.
+///
+/// # Errors
+/// An infrastructure error.
+pub(crate) fn freeze(workspace: &Path, dest: &Path) -> Result<(), EpisodeError> {
+    remove_scratch(dest);
+    specgap_sandbox::freeze(workspace, dest).map_err(|e| materialize_error("cannot freeze the submission", e))
+}
+
+/// Removes a scratch directory of the attempt, if it exists; a failure only costs disk space
+/// until the runner removes the attempt's directory.
+pub(crate) fn remove_scratch(dir: &Path) {
+    if dir.exists()
+        && let Err(e) = fs_err::remove_dir_all(dir)
+    {
+        tracing::warn!("cannot remove {}: {e}", dir.display());
+    }
+}
+
 /// The workspace's diff against the base: the exact bytes of the patch (file names and
 /// contents need not be UTF-8).
 ///

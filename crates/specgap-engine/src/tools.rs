@@ -160,10 +160,22 @@ pub fn tool_specs(condition: &Condition, has_project: bool) -> Vec<ToolSpec> {
         let who = if condition.is_delivery() { "client" } else { "owner" };
         tools.push(spec(
             names::ASK_USER,
-            &format!("Send a message to the {who}; their reply is the result. Must be the only call in its turn."),
+            &format!(
+                "Send the {who} one message or question (`question`), or several questions at once (`questions`); \
+                 give exactly one of the two. Each question is answered on its own and the replies are the result; \
+                 one call is one round of questions. Must be the only call in its turn."
+            ),
             object(
-                json!({ "question": { "type": "string", "description": "Your message or question." } }),
-                &["question"],
+                json!({
+                    "question": { "type": "string", "description": "One message or question." },
+                    "questions": {
+                        "type": "array",
+                        "items": { "type": "string" },
+                        "minItems": 1,
+                        "description": "Several questions, each answered separately."
+                    }
+                }),
+                &[],
             ),
         ));
     }
@@ -249,12 +261,50 @@ pub struct CommandArgs {
     pub timeout_sec: Option<u64>,
 }
 
-/// Arguments of `ask_user`.
+/// Arguments of `ask_user` (DESIGN §3 tool table): exactly one of `question` (one message)
+/// and `questions` (a list, seed 002 A.9.3's `questions` array); see [`AskUserArgs::asked`].
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AskUserArgs {
-    /// The message.
-    pub question: String,
+    /// One message or question.
+    #[serde(default)]
+    pub question: Option<String>,
+    /// Several questions, each answered separately.
+    #[serde(default)]
+    pub questions: Option<Vec<String>>,
+}
+
+/// The questions of one `ask_user` call: one clarification round however many it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Asked {
+    /// The questions, in order, as written (never empty, none blank).
+    pub questions: Vec<String>,
+    /// Whether they came as a `questions` list, whose result shows each question with its
+    /// answer; a single `question` gets the answer alone.
+    pub listed: bool,
+}
+
+impl AskUserArgs {
+    /// Validates the arguments into the questions asked.
+    ///
+    /// # Errors
+    /// A tool error text when both or neither argument is given, the list is empty, or a
+    /// question is blank.
+    pub fn asked(self) -> Result<Asked, String> {
+        match (self.question, self.questions) {
+            (Some(_), Some(_)) => Err("give either `question` (one question) or `questions` (a list), not both".into()),
+            (None, None) => Err("ask_user needs `question` (one question) or `questions` (a list of questions)".into()),
+            (Some(question), None) if question.trim().is_empty() => Err("`question` is empty".into()),
+            (Some(question), None) => Ok(Asked { questions: vec![question], listed: false }),
+            (None, Some(questions)) if questions.is_empty() => {
+                Err("`questions` is empty; give at least one question".into())
+            }
+            (None, Some(questions)) => match questions.iter().position(|q| q.trim().is_empty()) {
+                Some(i) => Err(format!("`questions` item {} is empty", i + 1)),
+                None => Ok(Asked { questions, listed: true }),
+            },
+        }
+    }
 }
 
 /// Arguments of `submit`.

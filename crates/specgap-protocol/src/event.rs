@@ -184,9 +184,21 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         failing_requirement: Option<String>,
     },
-    /// A budget was exhausted.
+    /// The evaluator's verdict on a residual starting state (seed 001 §3.1), written before
+    /// the agent's first turn. `success = true` flags a state that passes the verifier, which
+    /// a residual state must not (it is then reported invalid; the episode still runs).
+    StartEvaluation {
+        /// Residual state id (the start without `residual:`).
+        state: String,
+        /// Score by the task's scoring kind.
+        score: f64,
+        /// Success by the task's scoring kind.
+        success: bool,
+    },
+    /// A budget was exhausted (`turns`, `tool_calls`, `wall_sec`, `submissions`), or the
+    /// clarification-round limit was reached (`clarification_rounds`; the episode goes on).
     Budget {
-        /// `turns`, `tool_calls`, `wall_sec` or `submissions`.
+        /// `turns`, `tool_calls`, `wall_sec`, `submissions` or `clarification_rounds`.
         which: String,
         /// Amount used.
         used: u64,

@@ -16,7 +16,13 @@ use serde::{Deserialize, Serialize};
 ///   when it ends is abandoned and the episode ends `wall_budget` with its automatic
 ///   submission, where 0.1 waited for the reply and ran its calls); a reply that comes after
 ///   the budget ended runs none of its calls.
-pub const PROTOCOL_VERSION: u32 = 2;
+/// * **3** — `interact-req` prompts to clarify first and withholds nothing (the hard gate only
+///   as `+gate=on`); past the clarification-round limit the customer tells the agent to
+///   proceed and the episode goes on (no `clarification_limit` end); `ask_user` takes a
+///   `questions` list, one call being one round; an evaluation error re-evaluates the frozen
+///   submission instead of running the agent again; an evaluator failure on a delivered
+///   artifact whose gold evaluates is the delivery's (Score 0, signature `execution`).
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// The protocol version of a `run.toml` that does not name one (see [`PROTOCOL_VERSION`]).
 pub const PROTOCOL_VERSION_UNRECORDED: u32 = 1;
@@ -214,7 +220,7 @@ mod tests {
         let mut new = old.clone();
         new.protocol_version = PROTOCOL_VERSION;
         let written = toml::to_string(&new).unwrap();
-        assert!(written.contains("protocol_version = 2\n"), "{written}");
+        assert!(written.contains("protocol_version = 3\n"), "{written}");
         assert_eq!(toml::from_str::<RunConfig>(&written).unwrap(), new);
     }
 

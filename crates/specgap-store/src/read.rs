@@ -182,7 +182,7 @@ fn episode_row(r: &Row<'_>, path: &Path) -> Result<EpisodeRow, StoreError> {
 
 /// `start_results`, by episode.
 pub(crate) const START_RESULTS: Reader<StartResultRow> = Reader {
-    sql: "SELECT episode, state, reward FROM start_results",
+    sql: "SELECT episode, state, reward, score, success FROM start_results",
     filter_column: "episode",
     order: "episode",
     cmp: |a, b| a.episode.cmp(&b.episode),
@@ -191,6 +191,8 @@ pub(crate) const START_RESULTS: Reader<StartResultRow> = Reader {
             episode: r.get(0).at(path)?,
             state: r.get(1).at(path)?,
             reward: r.get(2).at(path)?,
+            score: r.get(3).at(path)?,
+            success: r.get(4).at(path)?,
         })
     },
 };

@@ -318,6 +318,12 @@ pub struct StartResultRow {
     pub state: String,
     /// Reward reported, if any; tests, requirements and delivery are in their tables at k = 0.
     pub reward: Option<f64>,
+    /// Score of the starting state by the task's scoring kind; `None` in stores written
+    /// before schema version 3.
+    pub score: Option<f64>,
+    /// Success of the starting state: `Some(true)` means it passes the verifier and is not a
+    /// valid residual state (seed 001 §3.1); `None` before schema version 3.
+    pub success: Option<bool>,
 }
 
 /// A row of `submissions`.

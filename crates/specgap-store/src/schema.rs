@@ -15,14 +15,23 @@ use rusqlite::Connection;
 use crate::error::{SqlContext, StoreError};
 
 /// Current schema version, stored in `PRAGMA user_version`.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// How long a writer waits for another connection's lock before failing (milliseconds).
 pub const BUSY_TIMEOUT_MS: u64 = 10_000;
 
 /// Migration steps: `MIGRATIONS[i]` turns version `i + 1` into `i + 2`. A new store is made
 /// at version 1 and taken through every step, so new and upgraded stores have one schema.
-const MIGRATIONS: &[&str] = &[USAGE_ROLES_V2];
+const MIGRATIONS: &[&str] = &[USAGE_ROLES_V2, START_VERDICT_V3];
+
+/// Version 3: `start_results.score` and `start_results.success`, the Score and Success of the
+/// residual starting state by the task's scoring kind (NULL in rows written before); a state
+/// with `success = 1` passes the verifier and is not a valid residual state (seed 001 §3.1;
+/// docs/store-schema.md "Version 3").
+const START_VERDICT_V3: &str = r#"
+ALTER TABLE start_results ADD COLUMN score REAL;
+ALTER TABLE start_results ADD COLUMN success INTEGER;
+"#;
 
 /// Version 2: `usage.role` also takes `judge`, `extractor` and `detector`. SQLite cannot
 /// change a CHECK constraint in place, so the table is rebuilt under its own name with the

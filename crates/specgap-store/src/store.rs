@@ -81,23 +81,32 @@ impl Store {
     }
 
     /// [`Store::create`] for the process that will run episodes into the store: takes the
-    /// store's runner lock ([`crate::lock_runner`]) before creating anything but the directory,
-    /// so of two runs racing for one new directory the second is refused with the first's
-    /// pid instead of meeting a half-made store.
+    /// store's runner lock ([`crate::lock_runner`]) before creating anything but the directory
+    /// and the lock file, and only then looks at what the directory holds, so of two runs racing
+    /// for one new directory the second is refused with the first's pid (or, once the first is
+    /// done, meets its finished store) instead of a half-made one. Looking first and locking
+    /// after left a window in which the loser saw the winner's first files but not yet its lock.
     ///
     /// # Errors
-    /// [`StoreError::NonEmptyDir`] (checked before the lock is written into the directory),
-    /// [`StoreError::RunnerBusy`], and those of [`Store::create`].
+    /// [`StoreError::NonEmptyDir`] (a lock file this call made in such a directory is removed
+    /// again), [`StoreError::RunnerBusy`], and those of [`Store::create`].
     pub fn create_for_runner(dir: &Path, config: &RunConfig) -> Result<(Store, crate::RunnerLock), StoreError> {
-        let being_made = dir.join(crate::runner_lock::RUNNER_LOCK).exists();
-        if !being_made && !dir.join(config::RUN_TOML).is_file() && !files::is_missing_or_empty(dir)? {
-            return Err(StoreError::NonEmptyDir {
-                dir: dir.to_path_buf(),
-            });
-        }
         fs_err::create_dir_all(dir)?;
+        let lock_path = dir.join(crate::runner_lock::RUNNER_LOCK);
+        let lock_existed = lock_path.exists();
         let lock = crate::lock_runner(dir)?;
-        Ok((Store::create(dir, config)?, lock))
+        match Store::create(dir, config) {
+            Ok(store) => Ok((store, lock)),
+            Err(error @ StoreError::NonEmptyDir { .. }) => {
+                drop(lock);
+                if !lock_existed {
+                    // Leave a foreign directory as it was found.
+                    let _ = fs_err::remove_file(&lock_path);
+                }
+                Err(error)
+            }
+            Err(error) => Err(error),
+        }
     }
 
     /// Opens the run store in `dir` (for resume, `show`, `report`), upgrading its schema in

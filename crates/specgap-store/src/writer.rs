@@ -131,6 +131,24 @@ impl EpisodeWriter {
         tx.commit().at(&path)
     }
 
+    /// Records the Score and Success of the residual starting state by the task's scoring
+    /// kind (`start_results.score`, `.success`; schema version 3), after
+    /// [`EpisodeWriter::write_start_result`]. `success = true` marks a state that passes the
+    /// verifier, which a residual state must not (seed 001 §3.1).
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn record_start_score(&mut self, scored: &specgap_protocol::result::Scored) -> Result<(), StoreError> {
+        self.store
+            .conn()
+            .execute_cached(
+                "UPDATE start_results SET score = ?2, success = ?3 WHERE episode = ?1",
+                params![self.id, scored.score, scored.success],
+            )
+            .at(self.store.db_path())?;
+        Ok(())
+    }
+
     /// Records the harness's own diff of a residual starting state against the clean base
     /// (the materialized state, as the engine diffs every submission): `start/workspace.diff`.
     /// Seed 001's Kept takes the predecessor's lines from it, so they do not depend on how the

@@ -251,17 +251,21 @@ fn clarification_rounds_flag_limits_text_questions_of_a_chat_agent() {
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let rows = episodes(&out);
     assert_eq!(rows.len(), 1);
-    assert_eq!((rows[0].status, rows[0].end_reason, rows[0].turns), (Status::Finished, Some(EndReason::ClarificationLimit), 3));
+    // Two rounds answered; the third gets the reply to proceed (the episode goes on), and
+    // the fourth reply that only asks, like a second reply without a call, ends it.
+    assert_eq!((rows[0].status, rows[0].end_reason, rows[0].turns), (Status::Finished, Some(EndReason::NoToolCall), 4));
     let store = Store::open(&out).unwrap();
     let questions = store.questions().unwrap();
     assert_eq!(questions.len(), 2);
     assert!(questions.iter().all(|q| q.question.text == "How should a store be supplied when its own city's warehouse runs out?"));
     // The agent got the first answer as a user message in the text-channel shape.
     let requests = server.requests();
-    assert_eq!(requests.len(), 3);
+    assert_eq!(requests.len(), 4);
     assert!(requests.iter().all(|r| r.header("authorization").is_none()));
     let last_user = requests[1].messages().iter().rev().find(|m| m["role"] == "user").unwrap()["content"].as_str().unwrap().to_string();
     assert!(last_user.starts_with("- How should a store be supplied when its own city's warehouse runs out?\n  "), "{last_user}");
+    let proceed = requests[3].messages().iter().rev().find(|m| m["role"] == "user").unwrap()["content"].as_str().unwrap().to_string();
+    assert_eq!(proceed, specgap_engine::episode::PROCEED_REPLY);
     assert_eq!(store.config().clarification_rounds, Some(2));
 }
 

@@ -27,14 +27,14 @@ fn key(task: &str, agent: &str, condition: &str, start: &str) -> (String, String
 }
 
 /// Pins, per package, what the default run (scripted gold, literal, starter under
-/// partial, full, literal, hidden from clean and every residual state) gives.
+/// partial, full, literal, hidden, blind from clean and every residual state) gives.
 pub fn assert_default_run_pins(run: &Path) {
     let scores = final_scores(run);
     // Requirement-scored owner tasks: 5 requirements each, literal meets only the stated one
     // (1/5 = 0.2, examples/tasks/*/NOTES.md); scripted agents submit once, so Score@1..@4 all
     // carry that value forward.
     for task in ["payment-retry", "config-drift", "experiment-analysis"] {
-        for condition in ["partial", "full", "literal", "hidden"] {
+        for condition in ["partial", "full", "literal", "hidden", "blind"] {
             assert_eq!(scores[&key(task, "gold", condition, "clean")], (1.0, true), "{task} gold {condition}");
             assert_eq!(scores[&key(task, "literal", condition, "clean")], (0.2, false), "{task} literal {condition}");
             assert_eq!(scores[&key(task, "starter", condition, "clean")], (0.0, false), "{task} starter {condition}");
@@ -45,6 +45,11 @@ pub fn assert_default_run_pins(run: &Path) {
     assert_eq!(scores[&key("retail-replenishment", "gold", "hidden", "clean")], (1.0, true));
     assert_eq!(scores[&key("retail-replenishment", "literal", "hidden", "clean")], (0.0, false));
     assert_eq!(scores[&key("retail-replenishment", "starter", "hidden", "clean")], (0.0, false));
+    // blind (seed 001's neutral preset) delivers the same overlays with the same scores.
+    for agent in ["gold", "literal", "starter"] {
+        let hidden = scores[&key("retail-replenishment", agent, "hidden", "clean")];
+        assert_eq!(scores[&key("retail-replenishment", agent, "blind", "clean")], hidden, "{agent}");
+    }
     // Residual-start task: 11 hidden tests; the starter fails them all from clean; from a
     // residual state the starter delivers the inherited work as it is (trim-only fails 2,
     // root-refresh fails 1; their meta.toml lists them); gold passes everywhere.
@@ -54,8 +59,15 @@ pub fn assert_default_run_pins(run: &Path) {
     assert_eq!(scores[&key("interval-tree", "starter", "hidden", "clean")], (0.0, false));
     assert_eq!(scores[&key("interval-tree", "starter", "hidden", "residual:trim-only")], (9.0 / 11.0, false));
     assert_eq!(scores[&key("interval-tree", "starter", "hidden", "residual:root-refresh")], (10.0 / 11.0, false));
-    // 3 owner tasks × 3 agents × 4 conditions + retail 3 + interval (gold, starter) × 3 starts.
-    assert_eq!(scores.len(), 36 + 3 + 6);
+    for start in ["clean", "residual:trim-only", "residual:root-refresh"] {
+        for agent in ["gold", "starter"] {
+            let hidden = scores[&key("interval-tree", agent, "hidden", start)];
+            assert_eq!(scores[&key("interval-tree", agent, "blind", start)], hidden, "{agent} from {start}");
+        }
+    }
+    // 3 owner tasks × 3 agents × 5 conditions + retail 3 × 2 + interval (gold, starter) × 3
+    // starts × 2.
+    assert_eq!(scores.len(), 45 + 6 + 12);
 }
 
 fn script(name: &str) -> PathBuf {
@@ -102,9 +114,10 @@ fn retail_ask_first_script_asks_then_delivers_the_reference() {
     let episode = store.episodes().unwrap().into_iter().find(|e| e.condition == "interact-req").unwrap();
     let questions: Vec<_> = store.questions().unwrap().into_iter().filter(|q| q.episode == episode.id).collect();
     // One ask_user message carrying eight question units, one per clarification target
-    // (README); the closing statement without a question mark unlocks the tools and is not
-    // recorded as a question.
-    assert_eq!(questions.len(), 1);
+    // (README); the closing statement without a question mark reaches the customer too
+    // (interact-req prompts, it withholds nothing) and matches no target.
+    assert_eq!(questions.len(), 2);
+    assert!(questions[1].question.matched_targets.is_empty());
     let mut matched = questions[0].question.matched_targets.clone();
     matched.sort();
     matched.dedup();
@@ -179,7 +192,9 @@ fn example_runs_fill_every_measure_family_and_compare_works() {
         .find(|g| g["key"]["agent"].as_str() == Some(ask_first.as_str()) && g["key"]["condition"] == "interact-req")
         .unwrap();
     assert_eq!(asked["clarification"]["recall"]["mean"], 1.0);
-    assert_eq!(asked["clarification"]["ask_f1"]["mean"], 1.0);
+    // Precision 8/9 (the closing statement is a ninth, unmatched unit): F1 = 2·(8/9)·1 / (8/9 + 1)
+    // = 16/17, which f64 arithmetic in that order gives as 0.9411764705882352.
+    assert_eq!(asked["clarification"]["ask_f1"]["mean"], 0.9411764705882352);
     assert!(any("zero_scores"), "no zero-score signatures");
     assert!(!report["oracle"].as_array().unwrap().is_empty(), "no oracle curve");
     assert!(report.get("recall_quality").is_some(), "no Recall against Quality");

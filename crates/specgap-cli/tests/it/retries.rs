@@ -1,5 +1,6 @@
-//! Evaluation errors: retried from a fresh materialization up to `--retries`, a repeated
-//! identical failure called deterministic after one retry, never scored.
+//! Evaluation errors: the frozen submission is re-evaluated up to `--retries` times within
+//! the one attempt (the agent is not run again), a repeated identical failure is called
+//! deterministic after one re-evaluation, and the episode is never scored.
 
 use std::ffi::OsStr;
 use std::path::Path;
@@ -65,32 +66,33 @@ fn assert_unscored_eval_error(out: &Path, attempts: u32) {
 }
 
 #[test]
-fn a_flaky_evaluator_is_retried_up_to_the_limit_and_never_scored() {
+fn a_flaky_evaluator_is_re_evaluated_up_to_the_limit_and_never_scored() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
     run_fixture("eval-flaky", &out, "2");
     let errors = error_rows(&out);
     assert_eq!(errors.len(), 3, "{errors:#?}");
-    for (i, (attempt, class, message, tail, deterministic)) in errors.iter().enumerate() {
-        assert_eq!(*attempt, i as u32 + 1);
+    for (attempt, class, message, tail, deterministic) in &errors {
+        // Re-evaluations of the frozen submission, all within the first attempt.
+        assert_eq!(*attempt, 1);
         assert_eq!(*class, ErrorClass::Evaluation);
         assert_eq!(message, "evaluator exited with status 3");
         assert!(tail.starts_with("transient failure at "), "{tail}");
         assert!(!deterministic);
     }
-    assert_unscored_eval_error(&out, 3);
+    assert_unscored_eval_error(&out, 1);
 }
 
 #[test]
-fn an_evaluator_that_always_crashes_is_deterministic_after_one_retry() {
+fn an_evaluator_that_always_crashes_is_deterministic_after_one_re_evaluation() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
     run_fixture("eval-crash", &out, "5");
     let crash = |attempt, deterministic| {
         (attempt, ErrorClass::Evaluation, "evaluator exited with status 3".to_string(), "the reference table is missing\n".to_string(), deterministic)
     };
-    assert_eq!(error_rows(&out), [crash(1, false), crash(2, true)]);
-    assert_unscored_eval_error(&out, 2);
+    assert_eq!(error_rows(&out), [crash(1, false), crash(1, true)]);
+    assert_unscored_eval_error(&out, 1);
     let error = episodes(&out)[0].error.clone().unwrap();
     assert_eq!(error, "evaluator exited with status 3 (deterministic: not retried again)");
 }
@@ -112,9 +114,9 @@ fn resume_runs_evaluation_errors_again_and_keeps_their_history() {
     let resumed = specgap().args([OsStr::new("run"), OsStr::new("--resume"), out.as_os_str()]).output().unwrap();
     assert_eq!(resumed.status.code(), Some(3), "the resumed run still has no result");
     let attempts: Vec<(u32, bool)> = error_rows(&out).into_iter().map(|e| (e.0, e.4)).collect();
-    // Two attempts per process: the resumed one starts a fresh retry sequence.
-    assert_eq!(attempts, [(1, false), (2, true), (3, false), (4, true)]);
-    assert_unscored_eval_error(&out, 4);
+    // One attempt per process, two evaluations each: the resumed one starts a fresh sequence.
+    assert_eq!(attempts, [(1, false), (1, true), (2, false), (2, true)]);
+    assert_unscored_eval_error(&out, 2);
 }
 
 /// Issue 10 items 4 and 7: a reward of 5.0 was accepted, and a reward-scored task whose
@@ -126,7 +128,7 @@ fn a_reward_above_one_is_an_evaluation_error_and_the_task_stays_reward_scored() 
     run_fixture("eval-reward-range", &out, "2");
     let message = "invalid result.json: result.json reports reward 5, outside [0, 1]; a reward is a fraction from 0 (nothing) to 1 (full)";
     let errors: Vec<(u32, String, bool)> = error_rows(&out).into_iter().map(|e| (e.0, e.2, e.4)).collect();
-    assert_eq!(errors, [(1, message.to_string(), false), (2, message.to_string(), true)]);
-    assert_unscored_eval_error(&out, 2);
+    assert_eq!(errors, [(1, message.to_string(), false), (1, message.to_string(), true)]);
+    assert_unscored_eval_error(&out, 1);
     assert_eq!(episodes(&out)[0].scoring_kind, specgap_protocol::result::ScoringKind::Reward);
 }

@@ -119,7 +119,7 @@ fn without_a_suite_the_example_suite_runs_offline_and_the_report_is_printed() {
     let config = Store::open(&latest).unwrap().config().clone();
     let agents: Vec<&str> = config.agents.iter().map(|a| a.spec.as_str()).collect();
     assert_eq!(agents, ["scripted:gold", "scripted:literal", "scripted:starter"]);
-    assert_eq!(config.conditions, ["partial", "full", "literal", "hidden"]);
+    assert_eq!(config.conditions, ["partial", "full", "literal", "hidden", "blind"]);
     assert_eq!(config.starts, ["clean", "residual:all"]);
     let report = report_json(&latest);
     assert_eq!(group(&report, "scripted:gold", "full")["outcomes"]["success_at"][0], 1.0);

@@ -16,6 +16,7 @@ use crate::lock;
 use crate::runner::RunnerError;
 use crate::runner::plan::{Plan, PlannedEpisode};
 use crate::episode::{EpisodeContext, EpisodeError, HostViews, StartResults, run_episode};
+use crate::evaluation::GoldChecks;
 use crate::session::{Agent, AgentError, User, UserError};
 
 /// Makes a fresh agent for each attempt of an episode (so no state leaks between retries).
@@ -228,6 +229,7 @@ pub fn execute(
         bases,
         start_results: StartResults::default(),
         host_views: HostViews::default(),
+        gold_checks: GoldChecks::default(),
     };
     let jobs = options.jobs.max(1);
     let workers_done = AtomicBool::new(false);
@@ -399,6 +401,7 @@ struct WorkerContext<'a, 'p> {
     bases: BaseCache,
     start_results: StartResults,
     host_views: HostViews,
+    gold_checks: GoldChecks,
 }
 
 fn worker(ctx: &WorkerContext<'_, '_>) {
@@ -496,7 +499,7 @@ impl Failure {
 /// every temporary name — a word that starts with `tmp`, `tmp.`, `.tmp` or `specgap-` followed
 /// by six or more letters, digits, `_` or `-` — becomes `TMP`. Two evaluator crashes that differ only there are
 /// the same failure.
-fn attempt_independent(text: &str) -> String {
+pub(crate) fn attempt_independent(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(c) = rest.chars().next() {
@@ -559,7 +562,9 @@ fn run_with_retries(ctx: &WorkerContext<'_, '_>, episode: &PlannedEpisode) -> Re
                     deterministic,
                 })?;
                 errors.push(failure.message.clone());
-                let retries_left = attempt_no <= ctx.options.retries;
+                // Evaluation errors were re-evaluated on the frozen state inside the attempt
+                // (`crate::evaluation`); running the agent again would not evaluate that state.
+                let retries_left = attempt_no <= ctx.options.retries && failure.class != ErrorClass::Evaluation;
                 if retries_left && !deterministic && !ctx.options.stop.load(Ordering::SeqCst) {
                     ctx.shared.retried.fetch_add(1, Ordering::SeqCst);
                     ctx.observer.note(&format!(
@@ -651,6 +656,8 @@ fn attempt(ctx: &WorkerContext<'_, '_>, episode: &PlannedEpisode) -> Result<Atte
         repeat: episode.key.repeat,
         start_results: &ctx.start_results,
         host_views: &ctx.host_views,
+        gold_checks: &ctx.gold_checks,
+        eval_retries: ctx.options.retries,
         stop: Some(&ctx.options.stop),
     };
     let result = run_episode(&episode_ctx, agent.as_mut(), user.as_mut(), &mut writer);

@@ -14,8 +14,10 @@
 //!    Each attempt begins the episode in the store, materializes a fresh workspace under a
 //!    per-episode temporary directory (removed afterwards; never inside the store), and calls
 //!    the episode engine.
-//! 3. An attempt that fails with an infrastructure or evaluation error is retried from a fresh
-//!    materialization up to the run's retry limit. A failure is *deterministic* — and not
+//! 3. An attempt that fails with an infrastructure error is retried from a fresh
+//!    materialization up to the run's retry limit. An evaluation error is not: the engine has
+//!    already re-evaluated the frozen state up to the same limit ([`crate::evaluation`]), and
+//!    running the agent again would judge another state. A failure is *deterministic* — and not
 //!    retried again — when the agent or user says so, or when it repeats the previous
 //!    attempt's failure (same class, message and stderr tail equal once numbers and temporary
 //!    names are masked), for evaluation and infrastructure errors of every role alike: an

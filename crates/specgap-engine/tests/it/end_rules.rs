@@ -117,23 +117,6 @@ fn fourth_consecutive_question_ends_an_owner_episode() {
 }
 
 #[test]
-fn clarification_limit_ends_a_delivery_episode() {
-    let package = fixture("delivery-basic");
-    let questions = ["Does the 10 kg limit include the box itself?", "Can some items wait until tomorrow?", "Colour?"];
-    let mut agent = TestAgent::new(questions.iter().map(|q| one("ask_user", json!({ "question": q }))).collect());
-    let r = run(&package, "interact", &mut agent, flags(|f| f.clarification_rounds = Some(2)));
-    assert_eq!(r.ok().end_reason, EndReason::ClarificationLimit);
-    let rows = r.store.questions().unwrap();
-    assert_eq!(rows.len(), 2);
-    assert_eq!(rows[0].question.matched_targets, ["packaging-weight"]);
-    assert_eq!(rows[1].question.matched_targets, ["all-items-today"]);
-    assert_eq!(
-        rows[0].question.answer,
-        "Yes: the carrier weighs the packed box, and an empty box with padding is 0.5 kg, so at most 9.5 kg of goods go in a box."
-    );
-}
-
-#[test]
 fn delivery_conditions_have_no_consecutive_question_rule() {
     let package = fixture("delivery-basic");
     let questions = ["One?", "Two?", "Three?", "Four?", "Five?"];

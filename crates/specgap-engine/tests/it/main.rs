@@ -5,8 +5,10 @@
 
 mod applicability;
 mod byte_names;
+mod clarification;
 mod deadline;
 mod end_rules;
+mod evaluation;
 mod residual;
 mod submissions;
 mod support;

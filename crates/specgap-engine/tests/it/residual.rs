@@ -6,6 +6,7 @@ use std::process::Command;
 
 use serde_json::json;
 use specgap_engine::Start;
+use specgap_protocol::event::EventKind;
 use specgap_protocol::result::EvalResult;
 use specgap_protocol::run::EndReason;
 
@@ -13,6 +14,18 @@ use crate::support::{Options, TestAgent, fixture_copy, one, run};
 
 /// A copy of req-basic with residual state `r1`: the cap left out of an otherwise gold fix.
 fn residual_package(dir: &Path) -> specgap_task::TaskPackage {
+    residual_package_with(dir, |gold| {
+        let uncapped = gold.replace(
+            "fee = min(invoice.principal * LATE_FEE_RATE * periods, invoice.principal * LATE_FEE_CAP_RATIO)",
+            "fee = invoice.principal * LATE_FEE_RATE * periods",
+        );
+        assert_ne!(gold, uncapped);
+        uncapped
+    })
+}
+
+/// A copy of req-basic with residual state `r1` whose `billing/fees.py` is `edit(gold)`.
+fn residual_package_with(dir: &Path, edit: impl FnOnce(&str) -> String) -> specgap_task::TaskPackage {
     let root = fixture_copy("req-basic", dir);
     let repo = dir.join("repo");
     fixture_copy_tree(&root.join("workspace"), &repo);
@@ -25,12 +38,7 @@ fn residual_package(dir: &Path) -> specgap_task::TaskPackage {
     git(&["add", "-A"]);
     git(&["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "base"]);
     let gold = fs_err::read_to_string(root.join("solutions/gold/billing/fees.py")).unwrap();
-    let uncapped = gold.replace(
-        "fee = min(invoice.principal * LATE_FEE_RATE * periods, invoice.principal * LATE_FEE_CAP_RATIO)",
-        "fee = invoice.principal * LATE_FEE_RATE * periods",
-    );
-    assert_ne!(gold, uncapped);
-    fs_err::write(repo.join("billing/fees.py"), uncapped).unwrap();
+    fs_err::write(repo.join("billing/fees.py"), edit(&gold)).unwrap();
     let patch = git(&["diff", "--binary"]);
     let state = root.join("residual/r1");
     fs_err::create_dir_all(&state).unwrap();
@@ -79,6 +87,10 @@ fn residual_start_is_evaluated_and_stored() {
     assert!(diff.contains("\n+    fee = invoice.principal * LATE_FEE_RATE * periods\n"), "{diff}");
     assert!(diff.lines().any(|l| l.starts_with("index ") && l.len() == "index ".len() + 40 + 2 + 40 + 7), "{diff}");
     // The agent sees the inherited work.
+    // The state fails the verifier, as a residual state must: recorded, not flagged.
+    let rows = r.store.start_results().unwrap();
+    assert_eq!((rows[0].state.as_str(), rows[0].score, rows[0].success), ("r1", Some(2.0 / 3.0), Some(false)));
+    assert!(r.kinds().contains(&&EventKind::StartEvaluation { state: "r1".into(), score: 2.0 / 3.0, success: false }));
     let (_, output, _) = &agent.results()[0];
     assert!(!output.contains("min("), "{output}");
     assert!(output.contains("fee = invoice.principal * LATE_FEE_RATE * periods"), "{output}");
@@ -103,4 +115,52 @@ fn residual_start_results_are_shared_through_the_cache() {
     let text = fs_err::read_to_string(r.episode_dir().join("start/result.json")).unwrap();
     assert_eq!(serde_json::from_str::<EvalResult>(&text).unwrap(), cached);
     assert_eq!(cache.lock().unwrap().len(), 1);
+}
+
+#[test]
+fn a_residual_start_that_passes_the_verifier_is_flagged_and_still_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    // The "residual" state is the gold fix itself: the verifier passes it.
+    let package = residual_package_with(dir.path(), str::to_string);
+    let mut agent = TestAgent::new(vec![one("read_text", json!({"path": "billing/fees.py"}))]);
+    let options = Options { start: Some(Start::Residual("r1".into())), ..Options::default() };
+    let r = run(&package, "partial", &mut agent, options);
+    assert_eq!(r.ok().end_reason, EndReason::AgentDone);
+    assert_eq!(r.ok().turns, 1);
+    let rows = r.store.start_results().unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!((rows[0].score, rows[0].success), (Some(1.0), Some(true)));
+    let flagged: Vec<_> = r.kinds().into_iter().filter(|k| matches!(k, EventKind::StartEvaluation { .. })).cloned().collect();
+    assert_eq!(flagged, [EventKind::StartEvaluation { state: "r1".into(), score: 1.0, success: true }]);
+    // The flag comes before the agent's first turn.
+    let at = |f: fn(&EventKind) -> bool| r.kinds().iter().position(|k| f(k)).unwrap();
+    assert!(at(|k| matches!(k, EventKind::StartEvaluation { .. })) < at(|k| matches!(k, EventKind::AgentTurn { .. })));
+}
+
+#[test]
+fn blind_gives_clean_and_residual_starts_the_same_neutral_opening_without_ask_user() {
+    let dir = tempfile::tempdir().unwrap();
+    let package = residual_package(dir.path());
+    let opening = |start: Start| {
+        let agent = TestAgent::new(vec![]);
+        let seen = agent.seen.clone();
+        let mut agent = agent;
+        let r = run(&package, "blind", &mut agent, Options { start: Some(start), ..Options::default() });
+        assert_eq!(r.ok().end_reason, EndReason::AgentDone);
+        seen.lock().unwrap().opening.clone().unwrap()
+    };
+    let clean = opening(Start::Clean);
+    let residual = opening(Start::Residual("r1".into()));
+    assert_eq!(clean.system_prompt, residual.system_prompt);
+    assert_eq!(clean.message, residual.message);
+    assert_eq!(clean.message, package.instruction().trim_end());
+    assert_eq!(clean.tools, residual.tools);
+    let names: Vec<&str> = clean.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["bash", "submit"]);
+    let prompt = clean.system_prompt.to_lowercase();
+    for word in ["ask_user", "question", "missing", "earlier", "previous", "predecessor", "clarif", "owner", "client"] {
+        assert!(!prompt.contains(word), "`{word}` in the blind prompt: {prompt}");
+    }
+    assert!(clean.system_prompt.starts_with("You are a software engineer working on a task in the workspace you are given."));
+    assert!(clean.system_prompt.contains("Your first submission ends the work."));
 }

@@ -242,6 +242,15 @@ pub struct Options {
     pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     /// The user (the relay when `None`).
     pub user: Option<Box<dyn User>>,
+    /// The 0-based repeat (seeds the `oracle:R` subset).
+    pub repeat: u32,
+    /// Re-evaluations after an evaluation error (0 unless set).
+    pub eval_retries: u32,
+    /// Shared gold checks.
+    pub gold_checks: Option<specgap_engine::evaluation::GoldChecks>,
+    /// Run commands and evaluators without bubblewrap (tests whose evaluator keeps a count in
+    /// a host file).
+    pub no_sandbox: bool,
 }
 
 /// Runs one episode of `package` under `condition` with `agent` and the relay user.
@@ -275,7 +284,7 @@ pub fn run(package: &TaskPackage, condition: &str, agent: &mut dyn Agent, option
         user_hash: "u".into(),
         condition: condition.canonical(),
         start: start.canonical(),
-        repeat: 0,
+        repeat: options.repeat,
         seed: 7,
     };
     let id = key.id();
@@ -290,7 +299,8 @@ pub fn run(package: &TaskPackage, condition: &str, agent: &mut dyn Agent, option
     fs_err::create_dir_all(&workdir).unwrap();
     let start_results = options.start_results.unwrap_or_default();
     let budgets = Budgets::resolve(&condition, &package.manifest().budget, &options.flags);
-    let sandbox = SandboxConfig { enabled: true };
+    let sandbox = SandboxConfig { enabled: !options.no_sandbox };
+    let gold_checks = options.gold_checks.unwrap_or_default();
     let ctx = EpisodeContext {
         episode_id: &id,
         package,
@@ -302,9 +312,11 @@ pub fn run(package: &TaskPackage, condition: &str, agent: &mut dyn Agent, option
         bases: &bases,
         workdir: &workdir,
         seed: 7,
-        repeat: 0,
+        repeat: options.repeat,
         start_results: &start_results,
         host_views: &HostViews::default(),
+        gold_checks: &gold_checks,
+        eval_retries: options.eval_retries,
         stop: options.stop.as_ref(),
     };
     let mut user = options.user.unwrap_or_else(|| Box::new(RelayUser::new(package)));

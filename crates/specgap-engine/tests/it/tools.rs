@@ -85,7 +85,7 @@ fn run_project_replays_a_record() {
 }
 
 #[test]
-fn interact_req_withholds_work_until_the_agent_has_asked_and_is_satisfied() {
+fn the_interact_req_gate_withholds_work_until_the_agent_has_asked_and_is_satisfied() {
     let package = fixture("delivery-basic");
     let plan = json!({"path": "plan.json", "content": "{\"boxes\": []}"});
     let mut agent = TestAgent::new(vec![
@@ -96,7 +96,7 @@ fn interact_req_withholds_work_until_the_agent_has_asked_and_is_satisfied() {
         one("write_text", plan.clone()),
         one("submit", json!({})),
     ]);
-    let r = run(&package, "interact-req", &mut agent, Options::default());
+    let r = run(&package, "interact-req+gate=on", &mut agent, Options::default());
     let results = r.results();
     let withheld = "`write_text` is withheld until you have asked the client what the request leaves open and then told \
                     them, in an ask_user message without a question mark, that you have what you need";

@@ -32,8 +32,8 @@ fn database_is_in_wal_mode_with_schema_version() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 2);
-    assert_eq!(SCHEMA_VERSION, 2);
+    assert_eq!(version, 3);
+    assert_eq!(SCHEMA_VERSION, 3);
 }
 
 #[test]
@@ -106,7 +106,7 @@ fn open_refuses_a_newer_schema() {
     assert_eq!(
         err.to_string(),
         format!(
-            "{} has schema version 99; this specgap reads versions up to 2",
+            "{} has schema version 99; this specgap reads versions up to 3",
             db.display()
         )
     );
@@ -163,6 +163,36 @@ fn one_runner_at_a_time_holds_a_store() {
     let _again = specgap_store::lock_runner(dir).unwrap();
 }
 
+/// A runner that meets a store another runner is making is refused by the lock. (The race this
+/// guards — a runner that looked before locking saw the winner's first files but not yet its
+/// lock, and said "not empty" — needs two processes; `two_runs_racing_…` in the CLI tests runs
+/// them. Since the lock is taken first, what a runner refuses is decided while holding it.)
+#[test]
+fn a_runner_meeting_a_store_being_made_is_refused_by_the_lock() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    // The winner holds the lock and has written a first file of its store.
+    std::fs::create_dir(&dir).unwrap();
+    let winner = specgap_store::lock_runner(&dir).unwrap();
+    std::fs::create_dir(dir.join("episodes")).unwrap();
+    let err = Store::create_for_runner(&dir, &config(7, None)).unwrap_err();
+    assert!(matches!(err, specgap_store::StoreError::RunnerBusy { .. }), "{err}");
+    drop(winner);
+}
+
+#[test]
+fn a_runner_refusing_a_foreign_directory_leaves_no_lock_file_in_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("notes.txt"), "mine").unwrap();
+    let err = Store::create_for_runner(tmp.path(), &config(7, None)).unwrap_err();
+    assert!(matches!(err, specgap_store::StoreError::NonEmptyDir { .. }), "{err}");
+    let names: Vec<String> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["notes.txt"]);
+}
+
 /// The `usage` table of schema version 1, whose role check knew only `agent` and `user`.
 const USAGE_V1: &str = "CREATE TABLE usage_old (
     episode TEXT NOT NULL REFERENCES episodes(id), attempt INTEGER NOT NULL CHECK (attempt >= 1),
@@ -173,6 +203,8 @@ const USAGE_V1: &str = "CREATE TABLE usage_old (
 INSERT INTO usage_old SELECT * FROM usage;
 DROP TABLE usage;
 ALTER TABLE usage_old RENAME TO usage;
+ALTER TABLE start_results DROP COLUMN score;
+ALTER TABLE start_results DROP COLUMN success;
 PRAGMA user_version = 1;";
 
 fn usage(requests: u64, cost_usd: f64) -> specgap_protocol::event::Usage {
@@ -180,7 +212,7 @@ fn usage(requests: u64, cost_usd: f64) -> specgap_protocol::event::Usage {
 }
 
 #[test]
-fn a_version_1_store_is_upgraded_in_place_keeping_its_usage_rows_and_takes_the_new_roles() {
+fn a_version_1_store_is_upgraded_in_place_keeping_its_usage_rows_and_takes_the_new_roles_and_columns() {
     use specgap_store::Role;
     let tmp = tempfile::tempdir().unwrap();
     let store = Store::create(tmp.path(), &config(7, None)).unwrap();
@@ -205,8 +237,17 @@ fn a_version_1_store_is_upgraded_in_place_keeping_its_usage_rows_and_takes_the_n
     let store = Store::open(tmp.path()).unwrap();
     let conn = rusqlite::Connection::open(&db).unwrap();
     let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
-    assert_eq!(version, 2);
+    assert_eq!(version, 3);
     assert_eq!(store.usage().unwrap(), before);
+    // Version 3 added the starting state's verdict columns.
+    let columns: Vec<String> = conn
+        .prepare("SELECT name FROM pragma_table_info('start_results')")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(columns, ["episode", "state", "reward", "score", "success"]);
     let mut writer = store.begin_episode(&crate::key(0, "clean"), &crate::meta()).unwrap();
     for role in [Role::Judge, Role::Extractor, Role::Detector] {
         writer.record_usage(role, &usage(2, 0.5)).unwrap();
@@ -254,9 +295,9 @@ fn resume_refuses_a_run_of_another_protocol_version() {
     let current = tmp.path().join("current");
     Store::create(&current, &config_of_protocol(specgap_protocol::run::PROTOCOL_VERSION)).unwrap();
     let reopened = Store::open_for_resume(&current).unwrap();
-    assert_eq!(reopened.config().protocol_version, 2);
+    assert_eq!(reopened.config().protocol_version, 3);
     let text = std::fs::read_to_string(current.join("run.toml")).unwrap();
-    assert!(text.contains("protocol_version = 2\n"), "{text}");
+    assert!(text.contains("protocol_version = 3\n"), "{text}");
 }
 
 #[test]

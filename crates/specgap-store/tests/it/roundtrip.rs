@@ -49,6 +49,12 @@ fn write_everything(dir: &std::path::Path) -> (Store, String) {
         0
     );
     w.write_start_result(&result(START)).unwrap();
+    w.record_start_score(&specgap_protocol::result::Scored {
+        kind: specgap_protocol::result::ScoringKind::Requirement,
+        score: 0.5,
+        success: false,
+    })
+    .unwrap();
     w.write_start_diff(b"state diff\n").unwrap();
     w.write_submission(
         1,
@@ -235,7 +241,9 @@ fn result_tables_round_trip_with_start_at_k0() {
         vec![StartResultRow {
             episode: id.clone(),
             state: "r1".into(),
-            reward: Some(0.25)
+            reward: Some(0.25),
+            score: Some(0.5),
+            success: Some(false),
         }]
     );
     let reqs = store.requirement_outcomes().unwrap();
