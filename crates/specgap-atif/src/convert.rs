@@ -8,7 +8,7 @@
 //! | `user_message` | a `user` step (`extra.specgap.kind`: answer, feedback, reminder, continuation; the user model's usage there too) |
 //! | `overlay` | an `agent` step with `llm_call_count` 0: the scripted agent's harness action |
 //! | `submission`, `budget`, `error`, `end` | `system` steps |
-//! | `evaluation` | left out (private) unless [`ExportOptions::include_private`] |
+//! | `evaluation`, `start_evaluation` | left out (private) unless [`ExportOptions::include_private`] |
 //! | a kind this build does not know | a `system` step naming it; its content only with `include_private` (it may be private) |
 //!
 //! An evaluation-class `error` keeps its class without its message and stderr (an evaluator's
@@ -253,6 +253,18 @@ impl Builder {
                     Source::System,
                     format!("PRIVATE evaluation of submission {k} (never shown to the agent): score {score}, success {success}"),
                     json!({"private": true, "submission": k, "score": score, "success": success, "failing_requirement": failing_requirement}),
+                );
+            }
+            EventKind::StartEvaluation { state, score, success } => {
+                if !self.options.include_private {
+                    self.left_out += 1;
+                    return;
+                }
+                self.push(
+                    event,
+                    Source::System,
+                    format!("PRIVATE evaluation of the inherited state `{state}` (never shown to the agent): score {score}, success {success}"),
+                    json!({"private": true, "residual_state": state, "score": score, "success": success}),
                 );
             }
             EventKind::Budget { which, used, limit } => {

@@ -124,10 +124,12 @@ impl Store {
     }
 
     /// Opens the run store in `dir` for reading only (the viewer): the connection is opened
-    /// read-only, nothing is created, and no migration runs. A store of an older schema
-    /// version is read as it is — every version's columns are a subset of this build's
-    /// readers' except where `docs/store-schema.md` says otherwise — and a store written by a
-    /// newer build is refused. Every write through the returned store fails.
+    /// read-only and nothing is created. A store of the current schema version is not
+    /// written at all. A store of an older version is first upgraded in place as
+    /// [`Store::open`] does (`show` and `report` do the same; the migration rule keeps every
+    /// step additive), since this build's readers select the columns the steps add; it is then
+    /// reopened read-only. A store written by a newer build is refused. Every write through
+    /// the returned store fails.
     ///
     /// # Errors
     /// [`StoreError::NotAStore`] without `run.toml` or `results.sqlite`;
@@ -148,6 +150,12 @@ impl Store {
                 found,
                 supported: schema::SCHEMA_VERSION,
             });
+        }
+        if found < schema::SCHEMA_VERSION {
+            drop(conn);
+            drop(Store::open(dir)?);
+            let conn = schema::open_reader(&db_path)?;
+            return Ok(Store::from_parts(dir, db_path, config, conn));
         }
         Ok(Store::from_parts(dir, db_path, config, conn))
     }

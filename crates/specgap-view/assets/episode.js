@@ -89,6 +89,7 @@ function residualSection(ctx, run, d) {
   const body = [h('p', null, `The agent started from the residual state `, h('code', null, d.episode.start.replace(/^residual:/, '')), ' a predecessor left (submitted as complete while the verifier still failed).')];
   if (d.private && d.start) {
     const inner = [...verdicts(d, 0)];
+    if (d.start.score !== null && d.start.score !== undefined) inner.push(h('p', null, 'Score of the starting state: ', h('strong', null, num(d.start.score)), d.start.success ? ' — it passes the verifier, so it is not a valid residual state (seed 001 §3.1)' : ''));
     if (d.start.reward !== null && d.start.reward !== undefined) inner.push(h('p', null, `reward on the starting state: ${d.start.reward}`));
     if (d.start.has_result) inner.push(lazyFile('show start/result.json', () => source.resultText(run, d.episode.id, 0), (t) => h('pre', {class: 'out'}, t)));
     if (d.start.has_diff) inner.push(lazyFile('show the inherited changes (start/workspace.diff)', () => source.diffText(run, d.episode.id, 0), diffView));

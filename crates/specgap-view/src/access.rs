@@ -4,7 +4,7 @@
 //! holds none of them ([`Access::PUBLIC`]).
 //!
 //! Private, and withheld from a public site:
-//! - `evaluation` events, requirement outcomes, test results, delivery verdicts, the failing
+//! - `evaluation` and `start_evaluation` events, requirement outcomes, test results, delivery verdicts, the failing
 //!   requirement of a submission, each `result.json` (submissions and the residual start);
 //! - workspace diffs (`submissions/<k>/workspace.diff`, `start/workspace.diff`);
 //! - requirement and clarification-target text (the package's private files), coverage

@@ -626,6 +626,8 @@ pub(crate) fn detail_json(run: &RunEntry, row: &EpisodeRow, access: Access) -> R
         out["start"] = json!({
             "state": detail.start_result.as_ref().map(|s| s.state.clone()),
             "reward": detail.start_result.as_ref().and_then(|s| s.reward),
+            "score": detail.start_result.as_ref().and_then(|s| s.score),
+            "success": detail.start_result.as_ref().and_then(|s| s.success),
             "has_diff": private_path(run, &row.id, 0, true).is_some(),
             "has_result": private_path(run, &row.id, 0, false).is_some(),
         });

@@ -80,6 +80,7 @@ fn episode(store: &Store) -> String {
         ],
     })
     .unwrap();
+    w.event(EventKind::StartEvaluation { state: CANARY.into(), score: 0.5, success: false }).unwrap();
     w.event(EventKind::AgentTurn {
         turn: 1,
         text: Some("Reading first.".into()),
@@ -196,18 +197,19 @@ fn every_event_kind_maps_to_its_step_and_totals_are_the_stores() {
     assert_eq!(t["extra"]["specgap"]["end_reason"], "submission_budget");
     let text = t.to_string();
     assert!(!text.contains(CANARY), "private text left the store: {text}");
-    assert!(t["notes"].as_str().unwrap().contains("1 private event(s) left out"));
+    assert!(t["notes"].as_str().unwrap().contains("2 private event(s) left out"));
 
     let private = export(&run, &tmp.path().join("private"), true);
     let messages: Vec<&str> = private["steps"].as_array().unwrap().iter().map(|s| s["message"].as_str().unwrap()).collect();
     assert!(messages.contains(&"PRIVATE evaluation of submission 1 (never shown to the agent): score 0.4, success false"), "{messages:?}");
+    assert!(messages.contains(&format!("PRIVATE evaluation of the inherited state `{CANARY}` (never shown to the agent): score 0.5, success false").as_str()), "{messages:?}");
     assert!(private.to_string().contains(CANARY));
 
     let files = [tmp.path().join("out").join(&id).join("agent/trajectory.json"), tmp.path().join("private").join(&id).join("agent/trajectory.json")];
     if let Some(lines) = crate::harbor::validate(&files) {
         assert_eq!(lines.len(), 2, "{lines:?}");
         assert!(lines[0].ends_with("ATIF-v1.7 steps=10"), "{lines:?}");
-        assert!(lines[1].ends_with("ATIF-v1.7 steps=11"), "{lines:?}");
+        assert!(lines[1].ends_with("ATIF-v1.7 steps=12"), "{lines:?}");
     }
 }
 

@@ -268,6 +268,7 @@ fn residual_episode(store: &Store) -> String {
     w.write_start_result(&result(json!({"version": 1, "tests": {"t1": "fail", "t2": "pass"}}))).unwrap();
     w.write_start_diff(b"diff --git a/billing/fees.py b/billing/fees.py\n+# CANARY-START-DIFF\n").unwrap();
     w.event(start_event(&id, task, agent, "partial", "residual:s1", "You continue earlier work.")).unwrap();
+    w.event(EventKind::StartEvaluation { state: "s1".into(), score: 0.5, success: false }).unwrap();
     w.event(EventKind::End { reason: "submitted".into(), detail: String::new() }).unwrap();
     w.finish(finished(EndReason::Submitted, 0)).unwrap();
     id

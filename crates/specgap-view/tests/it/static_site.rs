@@ -60,6 +60,8 @@ fn a_public_static_site_holds_no_private_text() {
     assert_eq!(events["events"][5]["event"], serde_json::json!({"seq": 5, "ts_ms": events["events"][5]["event"]["ts_ms"], "elapsed_ms": events["events"][5]["event"]["elapsed_ms"], "type": "withheld", "kind": "evaluation"}));
     assert_eq!(events["events"][8]["event"]["type"], "withheld");
     assert_eq!(events["events"][8]["event"]["kind"], "judge_ballot");
+    let residual: serde_json::Value = serde_json::from_slice(&std::fs::read(site.join(format!("data/run-0/ep/{}/events-0.json", run.residual))).unwrap()).unwrap();
+    assert_eq!((residual["events"][1]["event"]["type"].as_str(), residual["events"][1]["event"]["kind"].as_str()), (Some("withheld"), Some("start_evaluation")));
     let runs: serde_json::Value = serde_json::from_slice(&std::fs::read(site.join("data/runs.json")).unwrap()).unwrap();
     assert_eq!(runs[0]["label"], "run", "a published site names no local directory");
 }
