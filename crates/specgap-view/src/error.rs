@@ -12,17 +12,17 @@ pub enum ViewError {
         dir: PathBuf,
         /// Why.
         #[source]
-        source: specgap_store::StoreError,
+        source: Box<specgap_store::StoreError>,
     },
     /// No run directory was given.
     #[error("no run directory given: `specgap view RUN...` needs at least one")]
     NoRuns,
     /// Reading the store failed while answering.
     #[error("cannot read the run store")]
-    Store(#[from] specgap_store::StoreError),
+    Store(#[source] Box<specgap_store::StoreError>),
     /// An episode could not be exported as ATIF.
     #[error("cannot export the episode as ATIF")]
-    Export(#[from] specgap_atif::ExportError),
+    Export(#[source] Box<specgap_atif::ExportError>),
     /// The listening socket could not be bound.
     #[error("cannot listen on {addr}")]
     Bind {
@@ -56,4 +56,16 @@ pub enum ViewError {
         #[source]
         source: serde_json::Error,
     },
+}
+
+impl From<specgap_store::StoreError> for ViewError {
+    fn from(e: specgap_store::StoreError) -> Self {
+        ViewError::Store(Box::new(e))
+    }
+}
+
+impl From<specgap_atif::ExportError> for ViewError {
+    fn from(e: specgap_atif::ExportError) -> Self {
+        ViewError::Export(Box::new(e))
+    }
 }

@@ -12,6 +12,9 @@ use specgap_store::{Store, TrajectoryIndex};
 
 use crate::error::ViewError;
 
+/// A trajectory index shared by the requests that read its episode.
+pub(crate) type SharedIndex = Arc<Mutex<TrajectoryIndex>>;
+
 /// Trajectory indexes kept per run (least recently built dropped first).
 const INDEX_CACHE: usize = 64;
 
@@ -34,8 +37,8 @@ impl RunSet {
         let mut runs = Vec::with_capacity(dirs.len());
         for dir in dirs {
             let canonical = fs_err::canonicalize(dir)
-                .map_err(|e| ViewError::Run { dir: dir.clone(), source: e.into() })?;
-            let store = Store::open_read_only(&canonical).map_err(|source| ViewError::Run { dir: dir.clone(), source })?;
+                .map_err(|e| ViewError::Run { dir: dir.clone(), source: Box::new(e.into()) })?;
+            let store = Store::open_read_only(&canonical).map_err(|source| ViewError::Run { dir: dir.clone(), source: Box::new(source) })?;
             runs.push(RunEntry::new(dir.clone(), canonical, store));
         }
         Ok(RunSet { runs })
@@ -60,7 +63,8 @@ pub(crate) struct RunEntry {
     /// Its canonical path: every file the viewer reads is checked to lie under it.
     pub(crate) dir: PathBuf,
     pub(crate) store: Store,
-    indexes: Mutex<HashMap<String, (u64, Arc<Mutex<TrajectoryIndex>>)>>,
+    /// Indexes by episode id, with the clock tick of their last use.
+    indexes: Mutex<HashMap<String, (u64, SharedIndex)>>,
     index_clock: Mutex<u64>,
     pub(crate) summary: Mutex<SummaryState>,
     /// Timeline events read so far per episode (extended as its trajectory grows).
@@ -121,7 +125,7 @@ impl RunEntry {
     ///
     /// # Errors
     /// Store errors reading the file.
-    pub(crate) fn index(&self, id: &str) -> Result<Option<(PathBuf, Arc<Mutex<TrajectoryIndex>>)>, ViewError> {
+    pub(crate) fn index(&self, id: &str) -> Result<Option<(PathBuf, SharedIndex)>, ViewError> {
         let Some(path) = self.confined(&Path::new(specgap_store::EPISODES_DIR).join(id).join(specgap_store::TRAJECTORY_FILE)) else {
             return Ok(None);
         };

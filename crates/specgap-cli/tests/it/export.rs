@@ -11,14 +11,13 @@ use specgap_store::{Role, Store};
 use crate::support::*;
 
 #[allow(dead_code)]
-#[path = "../../../specgap-agents/tests/it/mock_server.rs"]
-mod mock_server;
-
-#[allow(dead_code)]
 #[path = "../../../specgap-atif/tests/it/harbor.rs"]
 mod harbor;
 
-use mock_server::{Captured, MockServer, Scripted, check_request, completion};
+use crate::chat::mock_server::{Captured, MockServer, Scripted, check_request, completion};
+
+/// One agent turn as the store holds it: text, calls (id, tool, arguments), usage.
+type Turn = (Option<String>, Vec<(String, String, Value)>, specgap_protocol::event::Usage);
 
 const KEY_ENV: &str = "SPECGAP_CLI_EXPORT_TEST_KEY";
 
@@ -80,7 +79,7 @@ fn export_atif_of_a_chat_agent_episode_carries_the_stores_turns_calls_and_tokens
 
     // The store's view of the episode.
     let trajectory = specgap_store::read_trajectory(&run, &episode.id).unwrap();
-    let turns: Vec<(Option<String>, Vec<(String, String, Value)>, specgap_protocol::event::Usage)> = trajectory
+    let turns: Vec<Turn> = trajectory
         .events
         .iter()
         .filter_map(|e| match &e.kind {
