@@ -185,3 +185,10 @@ export function atPointer(value, pointer) {
   }
   return v;
 }
+
+/** Marks `name` in the page's performance timeline now, and `name:painted` once the content
+ *  has been painted (two animation frames later), for the benchmark. */
+export function markPainted(name) {
+  performance.mark(name);
+  requestAnimationFrame(() => requestAnimationFrame(() => performance.mark(`${name}:painted`)));
+}

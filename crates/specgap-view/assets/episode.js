@@ -3,7 +3,7 @@
 // delivery case with their coverage judgements, the timeline, and the transcript.
 
 import {source} from './api.js';
-import {h, clear, num, count, dollars, duration, scoreBadge, table, route, note, privateBox, isDelivery} from './dom.js';
+import {h, clear, num, count, dollars, duration, scoreBadge, table, route, note, privateBox, isDelivery, markPainted} from './dom.js';
 import {diffView} from './highlight.js';
 import {transcript} from './transcript.js';
 
@@ -219,7 +219,7 @@ export async function renderEpisode(app, ctx, run, id, params) {
   body.append(...[timelineSection(ctx, run, id, jump, firstPage), residualSection(ctx, run, d), submissionsSection(ctx, run, d), questionsSection(d), usageSection(d), errorsSection(d)].filter(Boolean), box);
   t = transcript(events, ctx, {run, id, priced: d.priced, customer: isDelivery(e.condition), total: d.events, at: params.at});
   await t.ready;
-  performance.mark('specgap:episode-events');
+  markPainted('specgap:episode-events');
   transcriptReady();
   if (d.live) {
     const timer = setInterval(async () => {
