@@ -196,3 +196,19 @@ fn view_serves_a_run_of_the_example_scripts_in_chromium() {
         assert!(fs_err::metadata(shots.join(shot)).unwrap().len() > 10_000, "{shot} looks blank");
     }
 }
+
+#[test]
+fn view_of_a_directory_that_is_not_a_run_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let output = specgap().arg("view").arg(tmp.path()).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        format!(
+            "error: starting the viewer: cannot open the run {0}: {0} is not a specgap run directory: expected run.toml and results.sqlite in it\n",
+            tmp.path().display()
+        )
+    );
+    let output = specgap().arg("view").arg(tmp.path()).arg("--include-private").output().unwrap();
+    assert_eq!(output.status.code(), Some(2), "--include-private needs --static");
+}
