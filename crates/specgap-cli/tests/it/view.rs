@@ -80,6 +80,8 @@ fn hostile_script(dir: &Path) -> PathBuf {
 struct Viewer {
     child: Child,
     url: String,
+    /// Kept open: a closed pipe would end the viewer at its next line of output (SIGPIPE).
+    _stdout: BufReader<std::process::ChildStdout>,
 }
 
 impl Drop for Viewer {
@@ -90,11 +92,12 @@ impl Drop for Viewer {
 }
 
 fn start_viewer(run: &Path) -> Viewer {
-    let mut child = specgap().arg("view").arg(run).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn specgap view");
+    let mut child = specgap().arg("view").arg(run).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().expect("spawn specgap view");
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    stdout.read_line(&mut line).unwrap();
     let url = line.trim().strip_prefix("specgap view: ").unwrap_or_else(|| panic!("unexpected first line: {line:?}")).to_string();
-    Viewer { child, url }
+    Viewer { child, url, _stdout: stdout }
 }
 
 /// One raw request (status and body), so the Host header can be anything.
