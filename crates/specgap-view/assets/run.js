@@ -185,11 +185,14 @@ function filterForm(run, facets, params) {
 
 /** The episode list. */
 export async function renderEpisodeList(app, ctx, run, params) {
-  const facets = await source.facets(run);
-  if (!ctx.alive()) return;
   const filter = filterOf(params);
   const order = params.order || 'key';
   const offset = Math.max(0, Number(params.offset || 0));
+  // The first page is asked for at once, beside the filter menus.
+  let firstPage = source.episodes(run, filter, order, offset, PAGE);
+  firstPage.catch(() => {});
+  const facets = await source.facets(run);
+  if (!ctx.alive()) return;
   app.appendChild(h('h1', null, 'Episodes'));
   app.appendChild(filterForm(run, facets, params));
   const searchBox = h('input', {id: 'search', type: 'search', placeholder: 'search transcripts (agent text, tool calls and results, messages)', value: params.q || ''});
@@ -210,7 +213,8 @@ export async function renderEpisodeList(app, ctx, run, params) {
   };
   updateCompare();
   const load = async () => {
-    const page = await source.episodes(run, filter, order, offset, PAGE);
+    const page = await (firstPage || source.episodes(run, filter, order, offset, PAGE));
+    firstPage = null;
     if (!ctx.alive()) return;
     clear(list);
     const first = page.total ? offset + 1 : 0;
