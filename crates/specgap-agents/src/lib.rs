@@ -8,11 +8,14 @@
 //! * [`chat`]: `chat:<model>`, the tool-calling loop over an OpenAI-compatible endpoint, and
 //!   the LLM owner / customer ([`chat::ChatUser`]).
 //!
+//! [`prompt_dir`] reads a `--prompts DIR` of replacement prompt files (engine and user prompts).
+//!
 //! [`parse_agent_spec`] turns a command-line spec into an [`AgentSpec`], which says whether it
 //! applies to a task ([`AgentSpec::applicability`]) and builds the agent ([`AgentSpec::build`]).
 #![deny(missing_docs)]
 
 pub mod chat;
+pub mod prompt_dir;
 pub mod replay;
 pub mod scripted;
 

@@ -5,6 +5,7 @@
 //! | `episode_start` | a `system` step (the system prompt), then a `user` step (the opening message); the tools go to `agent.tool_definitions` |
 //! | `agent_turn` | an `agent` step: its text, tool calls, per-turn model usage as `metrics`; the `tool_result`s answering its calls become its `observation` |
 //! | `tool_result` answering no call of the step before it | a `system` step whose observation has no `source_call_id` |
+//! | `phase_change` (plan mode) | a `system` step holding the new system prompt; the new phase and its tools in `extra.specgap` |
 //! | `user_message` | a `user` step (`extra.specgap.kind`: answer, feedback, reminder, continuation; the user model's usage there too) |
 //! | `overlay` | an `agent` step with `llm_call_count` 0: the scripted agent's harness action |
 //! | `submission`, `budget`, `error`, `end` | `system` steps |
@@ -220,6 +221,17 @@ impl Builder {
                 };
                 let usage = usage.as_ref().map(|u| serde_json::to_value(u).unwrap_or(Value::Null));
                 self.push(event, Source::User, text.clone(), json!({"kind": kind, "user_model_usage": usage}));
+            }
+            EventKind::PhaseChange { phase, system_prompt, tools } => {
+                // ATIF has one tool list per agent (the opening's); the tools of a later phase
+                // travel with the step that begins it.
+                let tools: Vec<Value> = tools.iter().map(tool_definition).collect();
+                self.push(
+                    event,
+                    Source::System,
+                    system_prompt.clone(),
+                    json!({"kind": "phase_change", "phase": phase, "tool_definitions": tools}),
+                );
             }
             EventKind::Overlay { name } => {
                 self.steps.push(Step {

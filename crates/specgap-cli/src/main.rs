@@ -1,19 +1,24 @@
 //! The `specgap` binary: parses arguments and hands each verb to its module.
 //!
-//! Each verb lives in its own module (`check`, `eval`, `run`, `show`, `merge`, `report`,
-//! `compare`, `view`, `export`) with an `Args` struct (clap) and an `exec` function. The modules stay thin: the
-//! work happens in the library crates, which return typed errors; only this binary uses anyhow.
+//! Each verb lives in its own module (`check`, `eval`, `run`, `show`, `merge`, `judge`,
+//! `extract`, `report`, `compare`, `residualize`, `agents`, `view`, `export`) with an `Args`
+//! struct (clap) and an `exec` function. The modules stay thin: the work happens in the library
+//! crates, which return typed errors; only this binary uses anyhow.
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod agents;
 mod check;
 mod compare;
 mod eval;
 mod export;
+mod extract;
+mod judge;
 mod merge;
 mod report;
+mod residualize;
 mod run;
 mod show;
 mod view;
@@ -34,6 +39,9 @@ Examples:
   specgap check examples/tasks                 validate every package of a suite
   specgap eval examples/tasks/payment-retry ./my-fix
   specgap run                                  run the bundled suite with scripted agents
+  specgap judge runs/latest --panel panel.toml  coverage verdicts of a model panel
+  specgap report runs/latest --judge panel     measures from the panel's verdicts
+  specgap extract runs/latest --panel panel.toml  delivery scores through extractor sessions
   specgap report runs/latest --format html --out runs/latest/report.html
   specgap view runs/latest                     browse the run in the browser (live while it runs)
   specgap export runs/latest --format atif --out runs/latest-atif";
@@ -53,10 +61,19 @@ enum Command {
     Show(show::Args),
     /// Join shards of one run into one store.
     Merge(merge::Args),
+    /// Judge clarification coverage with a model panel (seed 002) and store the verdicts.
+    Judge(judge::Args),
+    /// Score deliveries through a model panel of artifact extractors (seed 002).
+    Extract(extract::Args),
     /// Compute the measures of a run and write a report.
     Report(report::Args),
     /// Compare two runs task by task, with paired statistics.
     Compare(compare::Args),
+    /// Make residual states from predecessor runs (seed 001 Residualization): generate,
+    /// filter, review, reconstruct and validate.
+    Residualize(residualize::Args),
+    /// Install and list external agent CLIs (`cli:<adapter>` agents).
+    Agents(agents::Args),
     /// Browse runs in the browser: a read-only viewer on 127.0.0.1, or a static site.
     View(view::Args),
     /// Export a run's episodes in another format (ATIF trajectories).
@@ -73,8 +90,12 @@ fn main() -> ExitCode {
         Command::Run(args) => run::exec(args),
         Command::Show(args) => show::exec(args),
         Command::Merge(args) => merge::exec(args),
+        Command::Judge(args) => judge::exec(args),
+        Command::Extract(args) => extract::exec(args),
         Command::Report(args) => report::exec(args),
         Command::Compare(args) => compare::exec(args),
+        Command::Residualize(args) => residualize::exec(args),
+        Command::Agents(args) => agents::exec(args),
         Command::View(args) => view::exec(args),
         Command::Export(args) => export::exec(args),
     };

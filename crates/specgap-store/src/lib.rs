@@ -28,14 +28,21 @@
 //! Reading (reports, `show`): [`Store::rows`], the per-table readers, [`Store::episode_detail`]
 //! and [`read_trajectory`], which tolerates (and reports) a cut last frame left by a crash.
 //!
-//! Reading at scale (the viewer): [`Store::open_read_only`] never writes (not even a
-//! migration); [`Store::episode_page`] / [`Store::episode_ids`] page through the episodes an
+//! Reading at scale (the viewer): [`Store::open_read_only`] writes nothing to a store of this
+//! build's schema (an older one is upgraded first); [`Store::episode_page`] /
+//! [`Store::episode_ids`] page through the episodes an
 //! [`EpisodeFilter`] selects, [`Store::episode_facets`], [`Store::outcome_matrix`] and
 //! [`Store::usage_by_agent`] aggregate in SQL, and [`Store::data_version`] changes when a
 //! running `specgap run` commits. [`TrajectoryIndex`] finds every event's frame without
 //! decoding it (and follows a file that is still growing), so one page of a 10,000-event
 //! trajectory decodes only that page; events come back as raw JSON values, so event kinds
 //! this build does not know are passed on, not refused ([`read_trajectory_values`]).
+//!
+//! Model panels (seed 002 coverage judges, artifact extractors, question detectors):
+//! [`Store::record_panel`], then per episode [`Store::record_panel_judgements`] or
+//! [`Store::record_extraction`] (ballots and verdicts in one transaction), or a live detector's
+//! [`EpisodeWriter::record_ballots`]; read back with [`Store::panels`], [`Store::ballots`],
+//! [`Store::votes`] and [`Store::extractions`] (also in [`RunRows`]).
 //!
 //! Sharding: [`merge`] joins shards of one run into one store. [`Store::dump_tables`] renders
 //! every table as sorted text for determinism checks.
@@ -48,6 +55,7 @@ mod config;
 mod error;
 mod files;
 mod merge;
+mod panels;
 mod query;
 mod read;
 mod rows;
@@ -63,10 +71,11 @@ pub use error::StoreError;
 pub use merge::{MergeSummary, merge};
 pub use query::{AgentUsage, EpisodeFacets, EpisodeFilter, EpisodeOrder, EpisodePage, MatrixCell};
 pub use rows::{
-    DeliveryRow, EpisodeDetail, EpisodeMeta, EpisodeRow, EpisodeSummary, ErrorClass, ErrorRecord,
-    ErrorRow, Judgement, JudgementRow, NotApplicableRow, Question, QuestionRow,
-    RequirementOutcomeRow, Role, RunRows, StartResultRow, Status, SubmissionRecord, SubmissionRow,
-    TestRow, UsageRow,
+    Ballot, BallotOutcome, BallotRow, DeliveryRow, EpisodeDetail, EpisodeMeta, EpisodeRow,
+    EpisodeSummary, ErrorClass, ErrorRecord, ErrorRow, Extraction, ExtractionRow,
+    ExtractionStatus, Judgement, JudgementRow, NotApplicableRow, PanelRecord, PanelUse, Question,
+    QuestionRow, RequirementOutcomeRow, Role, RunRows, StartResultRow, Status, SubmissionRecord,
+    SubmissionRow, TestRow, UsageRow, VoteRow,
 };
 pub use runner_lock::{RUNNER_LOCK, RunnerLock, lock_runner, runner_alive};
 pub use schema::{SCHEMA_VERSION, is_volatile_column};
