@@ -201,13 +201,19 @@ fn open_read_only_upgrades_an_older_store_first_so_its_readers_find_their_column
     let store = Store::create(tmp.path(), &config(7, None)).unwrap();
     let id = episode(&store, "t/a", "scripted:gold", "partial", 0, Some(1.0));
     drop(store);
-    // Make it a version-2 store: without the columns version 3 added.
+    // Make it a version-2 store: without the columns version 3 added and the tables of
+    // version 4.
     let conn = rusqlite::Connection::open(tmp.path().join("results.sqlite")).unwrap();
-    conn.execute_batch("ALTER TABLE start_results DROP COLUMN score; ALTER TABLE start_results DROP COLUMN success; PRAGMA user_version = 2;").unwrap();
+    conn.execute_batch(
+        "ALTER TABLE start_results DROP COLUMN score; ALTER TABLE start_results DROP COLUMN success;
+         DROP TABLE panels; DROP TABLE ballots; DROP TABLE extractions; PRAGMA user_version = 2;",
+    )
+    .unwrap();
     drop(conn);
     let reader = Store::open_read_only(tmp.path()).unwrap();
     assert!(reader.episode_detail(&id).unwrap().is_some());
     assert_eq!(reader.start_results().unwrap(), vec![]);
+    assert_eq!((reader.ballots().unwrap(), reader.extractions().unwrap()), (vec![], vec![]));
     let version: i64 = rusqlite::Connection::open(tmp.path().join("results.sqlite")).unwrap().query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
     assert_eq!(version, specgap_store::SCHEMA_VERSION);
 }
