@@ -1,9 +1,10 @@
 // One episode: its key and outcome, usage per role, errors, the inherited state of a residual
 // start, each submission with its private evaluation and workspace diff, the questions of a
-// delivery case with their coverage judgements, the timeline, and the transcript.
+// delivery case with their coverage judgements, the model panels' ballots and extraction
+// verdicts, the timeline, and the transcript.
 
 import {source} from './api.js';
-import {h, clear, num, count, dollars, duration, scoreBadge, table, route, note, privateBox, isDelivery, markPainted} from './dom.js';
+import {h, clear, num, count, dollars, duration, scoreBadge, table, route, note, privateBox, isDelivery, markPainted, foldable} from './dom.js';
 import {diffView} from './highlight.js';
 import {transcript} from './transcript.js';
 
@@ -138,7 +139,52 @@ function questionsSection(d) {
   return h('section', {id: 'questions'}, h('h2', null, 'Questions to the customer'), ...body);
 }
 
-const KIND_CLASS = {episode_start: 'k-start', agent_turn: 'k-turn', tool_result: 'k-result', user_message: 'k-user', submission: 'k-sub', evaluation: 'k-eval', error: 'k-err', end: 'k-end', budget: 'k-err'};
+/** What a panel's use is, in words. */
+const PANEL_USE = {judge: 'coverage judge (seed 002 §4.1)', extractor: 'artifact extraction (seed 002 §4.1, A.3)', detector: 'question detector (seed 002 A.9.3)'};
+
+/** A ballot's vote in words: covered or not with the question units (judge), asking with
+ *  its questions (detector), a score (extractor); anything else as recorded. */
+function voteText(b) {
+  if (b.outcome !== 'ballot') return `${b.outcome}: ${b.error || 'no reason recorded'}`;
+  const v = b.vote;
+  if (v && typeof v === 'object') {
+    if ('covered' in v) return `${v.covered ? 'covered' : 'not covered'}${Array.isArray(v.question_indices) && v.question_indices.length ? ` by question(s) ${v.question_indices.join(', ')}` : ''}`;
+    if ('asking' in v) return `${v.asking ? 'asks' : 'does not ask'}${Array.isArray(v.questions) && v.questions.length ? `: ${v.questions.join(' | ')}` : ''}`;
+    if (typeof v.score === 'number') return `score ${num(v.score)}${typeof v.valid === 'boolean' ? (v.valid ? ', valid' : ', not valid') : ''}`;
+  }
+  return JSON.stringify(v);
+}
+
+/** One ballot's request and response, folded behind a summary. */
+function exchangeView(b) {
+  const cut = Object.keys(b.folded || {}).length;
+  return h('details', null, h('summary', null, `model exchange${cut ? ` (${cut} long text(s) cut to their first 1,500 characters; whole in results.sqlite, table ballots)` : ''}`),
+    foldable(JSON.stringify(b.exchange, null, 2), {cls: 'out raw'}));
+}
+
+/** The model panels' work on this episode (private): each panel with its configuration, its
+ *  extraction verdicts, and every ballot with its vote and model exchange. */
+function panelsSection(d) {
+  if (!d.private || !((d.ballots || []).length || (d.extractions || []).length)) return null;
+  const names = [...new Set([...(d.panels || []).map((p) => p.name), ...d.ballots.map((b) => b.panel), ...d.extractions.map((x) => x.panel)])];
+  const byName = new Map((d.panels || []).map((p) => [p.name, p]));
+  const body = names.map((name) => {
+    const p = byName.get(name);
+    const ballots = d.ballots.filter((b) => b.panel === name);
+    const extractions = d.extractions.filter((x) => x.panel === name);
+    return h('div', {class: 'panel', dataset: {panel: name}},
+      h('h3', null, h('code', null, name), p ? ` · ${PANEL_USE[p.use] || p.use} · prompts ${p.prompt_version}` : ' · (configuration not recorded)'),
+      p ? h('details', null, h('summary', null, 'configuration'), h('pre', {class: 'out'}, JSON.stringify(p.config, null, 2))) : null,
+      extractions.length ? table(['submission', 'status', 'score', 'success', 'valid', 'objective', 'signature', 'agreeing / sessions'],
+        extractions.map((x) => [String(x.k), {cell: x.status, class: x.status === 'scored' ? 'pass' : 'fail'}, x.score === null ? '—' : scoreBadge(x.score, x.success),
+          x.success === null ? '—' : x.success ? 'yes' : 'no', x.valid === null ? '—' : x.valid ? 'yes' : 'no', x.objective === null ? '—' : String(x.objective), x.signature || '—', `${x.agreeing} / ${x.routes}`])) : null,
+      ballots.length ? table(['subject', 'seat', 'model', 'order', 'vote', 'exchange'],
+        ballots.map((b) => [h('code', null, b.subject), String(b.seat), b.model, String(b.position), {cell: voteText(b), class: b.outcome === 'ballot' ? null : 'fail'}, exchangeView(b)])) : null);
+  });
+  return h('section', {id: 'panels'}, h('h2', null, 'Model panels'), privateBox('ballots and verdicts of the model panels', ...body));
+}
+
+const KIND_CLASS = {episode_start: 'k-start', phase_change: 'k-start', agent_turn: 'k-turn', tool_result: 'k-result', user_message: 'k-user', submission: 'k-sub', evaluation: 'k-eval', start_evaluation: 'k-eval', error: 'k-err', end: 'k-end', budget: 'k-err'};
 
 /** The timeline: events bucketed along elapsed time; a click opens the transcript there.
  *  Loaded once `after` resolves (the first page of the transcript comes first). */
@@ -216,7 +262,7 @@ export async function renderEpisode(app, ctx, run, id, params) {
   const jump = (index) => t && t.jump(index);
   let transcriptReady;
   const firstPage = new Promise((resolve) => { transcriptReady = resolve; });
-  body.append(...[timelineSection(ctx, run, id, jump, firstPage), residualSection(ctx, run, d), submissionsSection(ctx, run, d), questionsSection(d), usageSection(d), errorsSection(d)].filter(Boolean), box);
+  body.append(...[timelineSection(ctx, run, id, jump, firstPage), residualSection(ctx, run, d), submissionsSection(ctx, run, d), questionsSection(d), panelsSection(d), usageSection(d), errorsSection(d)].filter(Boolean), box);
   t = transcript(events, ctx, {run, id, priced: d.priced, customer: isDelivery(e.condition), total: d.events, at: params.at});
   await t.ready;
   markPainted('specgap:episode-events');

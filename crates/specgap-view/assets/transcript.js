@@ -1,7 +1,8 @@
-// An episode's transcript, loaded in pages: what the agent was told, each turn with its tool
-// calls and their results (long outputs folded), the owner's or customer's messages,
-// submissions and, fenced as private, their evaluations. Event kinds this viewer does not
-// know are shown as raw JSON; kinds withheld from a public site say so.
+// An episode's transcript, loaded in pages: what the agent was told (and, in plan mode, what
+// it is told from a phase change on), each turn with its tool calls and their results (long
+// outputs folded), the owner's or customer's messages, submissions and, fenced as private,
+// their evaluations. Event kinds this viewer does not know are shown named, as recorded;
+// kinds withheld from a public site say so.
 
 import {source, EVENT_PAGE} from './api.js';
 import {h, clear, count, dollars, duration, foldable, privateBox, atPointer, num} from './dom.js';
@@ -42,6 +43,28 @@ function usageLine(u, priced) {
   return h('span', {class: 'usage'}, `${count(u.input_tokens)} in (${count(u.cached_tokens)} cached) / ${count(u.output_tokens)} out tokens · ${dollars(u.cost_usd, priced)} · ${duration(u.latency_ms)} model time`);
 }
 
+/** The tools offered (at the start, or from a phase change on), folded. */
+function toolList(tools) {
+  const list = Array.isArray(tools) ? tools : [];
+  return h('details', {class: 'tools'}, h('summary', null, `Tools offered (${list.length})`),
+    h('ul', null, list.map((t) => h('li', null, h('code', null, String(t.name)), `(${Object.keys((t.parameters && t.parameters.properties) || {}).join(', ')}) — `, String(t.description || '')))));
+}
+
+/** A kind this viewer does not know (a newer specgap's, e.g. a cli: agent's model exchange):
+ *  named, with its fields as recorded (long strings folded; the whole event on demand). */
+function genericCard(ctx, item, card) {
+  const e = item.event;
+  const text = JSON.stringify(e, null, 2);
+  const cut = Object.entries(item.folded || {});
+  const folded = cut.length > 0;
+  // The whole event's length: the page's text plus what each folded string left out.
+  const total = cut.reduce((n, [pointer, chars]) => n + chars - String(atPointer(e, pointer) || '').length, text.length);
+  const full = async () => JSON.stringify(await source.event(ctx.run, ctx.id, item.index), null, 2);
+  const name = typeof e.type === 'string' && e.type ? e.type.replace(/_/g, ' ') : '(no kind)';
+  return card('ev-unknown', `Event: ${name}`, h('p', {class: 'muted'}, `This viewer does not know events of kind ${e.type || '(none)'} (written by a newer specgap); here it is as recorded:`),
+    foldable(text, {totalChars: folded ? total : null, full: folded ? full : null, cls: 'out raw'}));
+}
+
 /** The card of one event. `next` is the event after it in the page (for a turn's time). */
 export function eventCard(ctx, item, next) {
   const e = item.event;
@@ -52,8 +75,7 @@ export function eventCard(ctx, item, next) {
       return card('ev-start', 'What the agent was told',
         h('h4', null, 'System prompt'), textField(ctx, item, '/system_prompt'),
         h('h4', null, 'Opening message'), textField(ctx, item, '/opening_message'),
-        h('details', {class: 'tools'}, h('summary', null, `Tools offered (${(e.tools || []).length})`),
-          h('ul', null, (e.tools || []).map((t) => h('li', null, h('code', null, t.name), `(${Object.keys((t.parameters && t.parameters.properties) || {}).join(', ')}) — `, t.description)))));
+        toolList(e.tools));
     case 'agent_turn': {
       const spent = next && next.event && typeof next.event.elapsed_ms === 'number' ? next.event.elapsed_ms - e.elapsed_ms : null;
       return card('ev-turn', `Turn ${e.turn}`,
@@ -66,6 +88,10 @@ export function eventCard(ctx, item, next) {
       return card(`ev-result${e.is_error ? ' is-error' : ''}`, `← ${e.tool}${e.is_error ? ' (error)' : ''} · answers ${e.call_id}`, textField(ctx, item, '/output'));
     case 'user_message':
       return card(`ev-user ev-${e.kind}`, speakerOf(e.kind, ctx.customer), textField(ctx, item, '/text', 'out said'), e.usage ? h('div', {class: 'meta'}, 'user model: ', usageLine(e.usage, ctx.priced)) : null);
+    case 'phase_change':
+      return card('ev-start ev-phase', `Phase change: ${e.phase} — what the agent is told from here on`,
+        h('h4', null, 'System prompt'), textField(ctx, item, '/system_prompt'),
+        toolList(e.tools));
     case 'overlay':
       return card('ev-harness', 'Harness action apply_overlay', h('p', null, 'The solution overlay ', h('code', null, e.name), ' was copied over the workspace (scripted agent).'));
     case 'submission':
@@ -88,8 +114,7 @@ export function eventCard(ctx, item, next) {
     case 'withheld':
       return card('ev-withheld', `A private event (${e.kind})`, h('p', {class: 'muted'}, 'Withheld from this published site: it may hold private evaluation data.'));
     default:
-      return card('ev-unknown', `Event of kind ${e.type || '(none)'}`, h('p', {class: 'muted'}, 'This viewer does not know this kind of event (written by a newer specgap); here it is as recorded:'),
-        h('pre', {class: 'out raw'}, JSON.stringify(e, null, 2)));
+      return genericCard(ctx, item, card);
   }
 }
 

@@ -8,11 +8,13 @@
 //!   requirement of a submission, each `result.json` (submissions and the residual start);
 //! - workspace diffs (`submissions/<k>/workspace.diff`, `start/workspace.diff`);
 //! - requirement and clarification-target text (the package's private files), coverage
-//!   judgements and the targets a question matched;
+//!   judgements and the targets a question matched, model panels' ballots (their requests quote
+//!   the targets) and extraction verdicts;
 //! - evaluation errors' messages and stderr (an evaluator's output may quote expected values);
 //! - every event of a kind this build does not know (it may be private: a judge's ballot).
 //!
-//! Public: what the agent saw or did (the prompts, its turns, tool results, the owner's or
+//! Public: what the agent saw or did (the prompts and a plan-mode phase change's new prompt
+//! and tools, its turns, tool results, the owner's or
 //! customer's messages, its submissions), and outcomes (Score, Success, end reasons, the
 //! measures of the report), model usage and infrastructure errors.
 
@@ -36,6 +38,7 @@ const PUBLIC_KINDS: &[&str] = &[
     "agent_turn",
     "tool_result",
     "user_message",
+    "phase_change",
     "overlay",
     "submission",
     "budget",
@@ -101,5 +104,10 @@ mod tests {
         );
         let infra = json!({"seq": 7, "type": "error", "class": "infrastructure", "message": "sandbox"});
         assert_eq!(visible_event(infra.clone(), Access::PUBLIC), infra);
+        // Plan mode's new prompt and tools are what the agent was told: public.
+        let phase = json!({"seq": 8, "type": "phase_change", "phase": "execute", "system_prompt": "Go on.", "tools": []});
+        assert_eq!(visible_event(phase.clone(), Access::PUBLIC), phase);
+        let exchange = json!({"seq": 9, "type": "model_exchange", "model": "m"});
+        assert_eq!(visible_event(exchange, Access::PUBLIC), json!({"seq": 9, "type": "withheld", "kind": "model_exchange"}));
     }
 }

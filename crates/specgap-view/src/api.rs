@@ -9,7 +9,7 @@
 //! run/{r}/matrix?FILTER                  task × agent outcomes
 //! run/{r}/summary                        the report's groups, usage, errors and not-applicable combinations
 //! run/{r}/search?q&cursor&FILTER         transcripts searched in parts: matches and the cursor to continue from
-//! run/{r}/episode/{id}                   the episode's rows (private parts per access)
+//! run/{r}/episode/{id}                   the episode's rows (private parts per access: evaluations, package text, panels' ballots and extractions)
 //! run/{r}/episode/{id}/version           events written so far and the status (polled while it runs)
 //! run/{r}/episode/{id}/events?offset&limit  one page of events, long strings folded
 //! run/{r}/episode/{id}/event/{i}         event i whole
@@ -655,6 +655,7 @@ pub(crate) fn detail_json(run: &RunEntry, row: &EpisodeRow, access: Access) -> R
                 .map(|j| json!({"judge": j.judgement.judge, "target": j.judgement.target, "verdict": j.judgement.verdict, "matched_question_indices": j.judgement.matched_question_indices}))
                 .collect(),
         );
+        panel_parts(run, &detail, &mut out)?;
         if let Some(text) = run.package_text(&row.task) {
             out["requirements"] = Value::Array(
                 text.requirements.iter().map(|(id, priority, stated, description)| json!({"id": id, "priority": priority, "stated": stated, "description": description})).collect(),
@@ -668,6 +669,60 @@ pub(crate) fn detail_json(run: &RunEntry, row: &EpisodeRow, access: Access) -> R
         }
     }
     Ok(out)
+}
+
+/// The model panels' work on one episode (private: a ballot quotes the clarification targets
+/// and the registered answers it was asked about): `panels` — the configuration of every panel
+/// that voted on it or recorded a verdict; `ballots` — every ballot with its vote, and its
+/// request and response with long texts folded to their heads ([`fold`]); `extractions` —
+/// the extraction panel's verdict per submission (seed 002 §4.1, A.3).
+fn panel_parts(run: &RunEntry, detail: &specgap_store::EpisodeDetail, out: &mut Value) -> Result<(), ViewError> {
+    let ballots: Vec<Value> = detail
+        .ballots
+        .iter()
+        .map(|row| {
+            let b = &row.ballot;
+            let (exchange, folded) = fold(json!({"request": b.request, "response": b.response}));
+            json!({
+                "panel": b.panel, "subject": b.subject, "seat": b.seat, "model": b.model, "position": b.position,
+                "prompt_version": b.prompt_version, "outcome": b.outcome.as_str(), "vote": b.vote, "error": b.error,
+                "exchange": exchange, "folded": folded,
+            })
+        })
+        .collect();
+    let extractions: Vec<Value> = detail
+        .extractions
+        .iter()
+        .map(|row| {
+            let e = &row.extraction;
+            json!({
+                "panel": e.panel, "k": e.k, "status": e.status.as_str(), "score": e.score, "success": e.success, "valid": e.valid,
+                "objective": e.objective, "signature": e.signature.map(|s| serde_json::to_value(s).unwrap_or(Value::Null)),
+                "routes": e.routes, "agreeing": e.agreeing,
+            })
+        })
+        .collect();
+    let used: std::collections::BTreeSet<&str> = detail
+        .ballots
+        .iter()
+        .map(|b| b.ballot.panel.as_str())
+        .chain(detail.extractions.iter().map(|e| e.extraction.panel.as_str()))
+        .chain(detail.judgements.iter().map(|j| j.judgement.judge.as_str()))
+        .collect();
+    let panels: Vec<Value> = if used.is_empty() {
+        Vec::new()
+    } else {
+        run.store
+            .panels()?
+            .into_iter()
+            .filter(|p| used.contains(p.name.as_str()))
+            .map(|p| json!({"name": p.name, "use": p.use_.as_str(), "config": p.config, "prompt_version": p.prompt_version, "prompt_hash": p.prompt_hash}))
+            .collect()
+    };
+    out["panels"] = Value::Array(panels);
+    out["ballots"] = Value::Array(ballots);
+    out["extractions"] = Value::Array(extractions);
+    Ok(())
 }
 
 /// `run/{r}/episode/{id}/events`.

@@ -94,6 +94,12 @@ fn episode(store: &Store) -> String {
     w.event(EventKind::ToolResult { call_id: "c1".into(), tool: "read_text".into(), output: "1 | hello".into(), is_error: false }).unwrap();
     w.event(EventKind::ToolResult { call_id: "c2".into(), tool: "read_text".into(), output: "no such file".into(), is_error: true }).unwrap();
     w.event(EventKind::UserMessage { kind: UserMessageKind::Answer, text: "Yes, retry.".into(), usage: None }).unwrap();
+    w.event(EventKind::PhaseChange {
+        phase: "execute".into(),
+        system_prompt: "Carry out the plan.".into(),
+        tools: vec![ToolSpec { name: "submit".into(), description: "Deliver.".into(), parameters: json!({"type": "object", "properties": {}}) }],
+    })
+    .unwrap();
     w.event(EventKind::AgentTurn {
         turn: 2,
         text: None,
@@ -120,7 +126,7 @@ fn episode(store: &Store) -> String {
     w.write_submission(1, &record).unwrap();
     w.finish(EpisodeSummary { status: Status::Finished, end_reason: Some(EndReason::SubmissionBudget), turns: 2, tool_calls: 3, wall_ms: 9, error: None }).unwrap();
     // An event kind this build does not know (written by a newer specgap), appended raw.
-    let line = format!("{{\"seq\":11,\"ts_ms\":1764580260123,\"elapsed_ms\":77,\"type\":\"phase_change\",\"phase\":\"execute\",\"note\":\"{CANARY}\"}}\n");
+    let line = format!("{{\"seq\":12,\"ts_ms\":1764580260123,\"elapsed_ms\":77,\"type\":\"model_exchange\",\"model\":\"m\",\"note\":\"{CANARY}\"}}\n");
     let frame = zstd::bulk::compress(line.as_bytes(), 3).unwrap();
     let mut file = std::fs::OpenOptions::new().append(true).open(trajectory_path(store.dir(), &id)).unwrap();
     file.write_all(&frame).unwrap();
@@ -162,12 +168,13 @@ fn every_event_kind_maps_to_its_step_and_totals_are_the_stores() {
             (2, "user", "Please add retries."),
             (3, "agent", "Reading first."),
             (4, "user", "Yes, retry."),
-            (5, "agent", ""),
-            (6, "system", "submission 1: submitted by the agent"),
-            (7, "system", "tool result answering no call of the step before it"),
-            (8, "system", "evaluation error (details are private)"),
-            (9, "system", "episode ended: submission_budget"),
-            (10, "system", "specgap event `phase_change` (a kind this exporter does not map)"),
+            (5, "system", "Carry out the plan."),
+            (6, "agent", ""),
+            (7, "system", "submission 1: submitted by the agent"),
+            (8, "system", "tool result answering no call of the step before it"),
+            (9, "system", "evaluation error (details are private)"),
+            (10, "system", "episode ended: submission_budget"),
+            (11, "system", "specgap event `model_exchange` (a kind this exporter does not map)"),
         ]
     );
     let turn1 = &steps[2];
@@ -183,15 +190,19 @@ fn every_event_kind_maps_to_its_step_and_totals_are_the_stores() {
     assert_eq!(results[1]["extra"]["specgap"]["is_error"], true);
     assert_eq!(turn1["metrics"], json!({"prompt_tokens": 100, "completion_tokens": 20, "cached_tokens": 40, "cost_usd": 0.00014, "extra": {"reasoning_tokens": 3, "requests": 1, "retries": 0, "latency_ms": 40}}));
     assert!(turn1.get("llm_call_count").is_none(), "a model agent's calls per turn are not claimed");
+    // Plan mode's phase change: the new prompt, with the phase and its tools beside it.
+    assert_eq!(steps[4]["extra"]["specgap"]["kind"], "phase_change");
+    assert_eq!(steps[4]["extra"]["specgap"]["phase"], "execute");
+    assert_eq!(steps[4]["extra"]["specgap"]["tool_definitions"], json!([{"type": "function", "function": {"name": "submit", "description": "Deliver.", "parameters": {"type": "object", "properties": {}}}}]));
     // The submit call's result came after the submission event: its own system step.
-    assert_eq!(steps[6]["observation"]["results"][0]["content"], "submitted");
-    assert!(steps[6]["observation"]["results"][0].get("source_call_id").is_none());
-    assert_eq!(steps[6]["observation"]["results"][0]["extra"]["specgap"]["call_id"], "c3");
-    assert_eq!(steps[9]["timestamp"], "2025-12-01T09:11:00.123Z");
+    assert_eq!(steps[7]["observation"]["results"][0]["content"], "submitted");
+    assert!(steps[7]["observation"]["results"][0].get("source_call_id").is_none());
+    assert_eq!(steps[7]["observation"]["results"][0]["extra"]["specgap"]["call_id"], "c3");
+    assert_eq!(steps[10]["timestamp"], "2025-12-01T09:11:00.123Z");
     let fm = &t["final_metrics"];
     assert_eq!((fm["total_prompt_tokens"].as_u64(), fm["total_completion_tokens"].as_u64(), fm["total_cached_tokens"].as_u64()), (Some(250), Some(30), Some(140)));
     assert_eq!(fm["total_cost_usd"], 0.00031);
-    assert_eq!(fm["total_steps"], 10);
+    assert_eq!(fm["total_steps"], 11);
     assert_eq!(fm["extra"]["specgap"]["usage"][1]["role"], "user");
     assert_eq!(t["extra"]["specgap"]["final_score"], 0.4);
     assert_eq!(t["extra"]["specgap"]["end_reason"], "submission_budget");
@@ -208,8 +219,8 @@ fn every_event_kind_maps_to_its_step_and_totals_are_the_stores() {
     let files = [tmp.path().join("out").join(&id).join("agent/trajectory.json"), tmp.path().join("private").join(&id).join("agent/trajectory.json")];
     if let Some(lines) = crate::harbor::validate(&files) {
         assert_eq!(lines.len(), 2, "{lines:?}");
-        assert!(lines[0].ends_with("ATIF-v1.7 steps=10"), "{lines:?}");
-        assert!(lines[1].ends_with("ATIF-v1.7 steps=12"), "{lines:?}");
+        assert!(lines[0].ends_with("ATIF-v1.7 steps=11"), "{lines:?}");
+        assert!(lines[1].ends_with("ATIF-v1.7 steps=13"), "{lines:?}");
     }
 }
 

@@ -1,5 +1,6 @@
-//! `specgap view` end to end: a run made by the example replay scripts (and a hostile one),
-//! the viewer started as the binary, its refusals over raw HTTP, and the pages driven in
+//! `specgap view` end to end: a run made by the example replay scripts (and a hostile one;
+//! model panels' ballots and a newer event kind added to its delivery episode) and a
+//! plan-mode run, the viewer started as the binary over both, its refusals over raw HTTP, and the pages driven in
 //! Debian's Chromium by `crates/specgap-view/tests/browser/viewer.test.mjs` (playwright-core
 //! from npm, installed by `npm ci` into a cached directory under the target directory).
 //! Without chromium, node or npm the browser part is skipped with a note — unless
@@ -76,6 +77,67 @@ fn hostile_script(dir: &Path) -> PathBuf {
     ])
 }
 
+/// A coverage panel's ballots (one counted, one malformed) and an extraction panel's verdict
+/// on the delivery episode `id`, recorded as `specgap judge` / `extract` record them, and a
+/// `model_exchange` event (a cli: agent's, issue 14; a kind this build does not know) appended
+/// to its trajectory.
+fn panel_work(run: &Path, id: &str) {
+    use specgap_store::{Ballot, BallotOutcome, Extraction, ExtractionStatus, PanelRecord, PanelUse, Store};
+    let store = Store::open(run).unwrap();
+    for (name, use_) in [("panel:00000000000a", PanelUse::Judge), ("panel:00000000000b", PanelUse::Extractor)] {
+        store.record_panel(&PanelRecord { name: name.into(), use_, config: json!({"models": [{"model": "m"}]}), prompt_version: "v1".into(), prompt_hash: "00".into() }).unwrap();
+    }
+    let ballot = |panel: &str, subject: &str, seat: u32, outcome: BallotOutcome, vote: Option<serde_json::Value>| Ballot {
+        panel: panel.into(),
+        subject: subject.into(),
+        seat,
+        model: format!("model-{seat}"),
+        position: seat,
+        prompt_version: "v1".into(),
+        outcome,
+        vote,
+        request: json!([{"messages": [{"role": "user", "content": "covered?"}]}]),
+        response: json!(["<script>window.__pwned='ballot'</script>"]),
+        error: (outcome != BallotOutcome::Ballot).then(|| "the reply is not the json asked for".to_string()),
+    };
+    let target = "same-city-first";
+    store
+        .record_ballots(id, &[
+            ballot("panel:00000000000a", target, 0, BallotOutcome::Ballot, Some(json!({"covered": true, "question_indices": [0]}))),
+            ballot("panel:00000000000a", target, 1, BallotOutcome::Malformed, None),
+        ])
+        .unwrap();
+    let extraction = Extraction { panel: "panel:00000000000b".into(), k: 1, status: ExtractionStatus::Scored, score: Some(0.75), success: Some(false), valid: Some(true), objective: Some(3.0), signature: None, routes: 3, agreeing: 3 };
+    store.record_extraction(id, &[ballot("panel:00000000000b", "submission:1", 0, BallotOutcome::Ballot, Some(json!({"score": 0.75})))], &extraction).unwrap();
+    let path = specgap_store::trajectory_path(run, id);
+    let seq = specgap_store::read_trajectory(run, id).unwrap().events.len();
+    let line = format!("{}\n", json!({"seq": seq, "ts_ms": 1, "elapsed_ms": 1, "type": "model_exchange", "model": "m", "request": {"messages": [{"role": "user", "content": "<script>window.__pwned='exchange'</script>"}]}}));
+    let frame = zstd::bulk::compress(line.as_bytes(), 3).unwrap();
+    std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(&frame).unwrap();
+}
+
+/// A second run: one plan-mode episode whose replay agent writes its plan (a phase change).
+fn plan_mode_run(dir: &Path) -> PathBuf {
+    let script = write_script(dir, "plan.jsonl", &[
+        json!({"tool": "write_plan", "arguments": {"plan": "read, then fix"}}),
+        json!({"tool": "read_text", "arguments": {"path": "README.md", "limit": 1}}),
+    ]);
+    let out = dir.join("plan-run");
+    let agent = format!("replay:{}", script.display());
+    run_ok([
+        "run".as_ref(),
+        repo().join("examples/tasks/payment-retry").as_os_str(),
+        "--agent".as_ref(),
+        agent.as_ref(),
+        "--condition".as_ref(),
+        "plan".as_ref(),
+        "--no-report".as_ref(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ]);
+    out
+}
+
 /// A `specgap view` child and the URL it printed.
 struct Viewer {
     child: Child,
@@ -91,8 +153,8 @@ impl Drop for Viewer {
     }
 }
 
-fn start_viewer(run: &Path) -> Viewer {
-    let mut child = specgap().arg("view").arg(run).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().expect("spawn specgap view");
+fn start_viewer(runs: &[&Path]) -> Viewer {
+    let mut child = specgap().arg("view").args(runs).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().expect("spawn specgap view");
     let mut line = String::new();
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     stdout.read_line(&mut line).unwrap();
@@ -148,11 +210,18 @@ fn view_serves_a_run_of_the_example_scripts_in_chromium() {
         "--out".as_ref(),
         run.as_os_str(),
     ]);
+    let delivery = episodes(&run)
+        .into_iter()
+        .find(|e| e.agent == spec(&retail) && e.task == "examples/retail-replenishment" && e.condition == "interact")
+        .expect("the delivery episode")
+        .id;
+    panel_work(&run, &delivery);
+    let plan_run = plan_mode_run(tmp.path());
     let site = tmp.path().join("site");
     let written = run_ok(["view".as_ref(), run.as_os_str(), "--static".as_ref(), site.as_os_str()]);
     assert!(String::from_utf8_lossy(&written.stdout).contains("nothing private"));
 
-    let viewer = start_viewer(&run);
+    let viewer = start_viewer(&[&run, &plan_run]);
     let parsed = viewer.url.strip_prefix("http://127.0.0.1:").expect("a loopback URL");
     let (port, token) = parsed.split_once("/?token=").unwrap();
     let port: u16 = port.parse().unwrap();
@@ -180,7 +249,7 @@ fn view_serves_a_run_of_the_example_scripts_in_chromium() {
     let facts = tmp.path().join("facts.json");
     fs_err::write(
         &facts,
-        json!({"agent": spec(&careful), "delivery_agent": spec(&retail), "hostile_agent": spec(&hostile), "task": "examples/payment-retry"}).to_string(),
+        json!({"agent": spec(&careful), "delivery_agent": spec(&retail), "hostile_agent": spec(&hostile), "task": "examples/payment-retry", "delivery_episode": delivery}).to_string(),
     )
     .unwrap();
     let output = Command::new("node")
@@ -195,7 +264,7 @@ fn view_serves_a_run_of_the_example_scripts_in_chromium() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "browser tests failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
     assert!(stdout.lines().last().is_some_and(|l| l.ends_with("passed, 0 failed")), "{stdout}");
-    for shot in ["overview.png", "episodes.png", "episode.png", "compare.png", "hostile.png", "static-episode.png"] {
+    for shot in ["overview.png", "episodes.png", "episode.png", "compare.png", "panels.png", "hostile.png", "static-episode.png"] {
         assert!(fs_err::metadata(shots.join(shot)).unwrap().len() > 10_000, "{shot} looks blank");
     }
 }

@@ -3,9 +3,10 @@
 //
 //   node viewer.test.mjs <viewer URL with token> <static site dir> <screenshot dir> <facts.json>
 //
-// facts.json names what the run holds: {"agent": replay agent spec, "hostile_agent": spec,
-// "task": "examples/payment-retry", "delivery_agent": spec}. Every step asserts on the page's
-// content; a failure prints the step and exits 1.
+// facts.json names what run 0 holds: {"agent": replay agent spec, "hostile_agent": spec,
+// "task": "examples/payment-retry", "delivery_agent": spec, "delivery_episode": id (with
+// panel ballots and a model_exchange event)}; run 1 is a plan-mode run of one episode. Every
+// step asserts on the page's content; a failure prints the step and exits 1.
 
 import fs from 'node:fs';
 import http from 'node:http';
@@ -52,7 +53,11 @@ const context = await browser.newContext({viewport: {width: 1400, height: 1000}}
 const page = await watchedPage(context);
 
 await step('the overview shows the groups, the matrix and the usage tables', async () => {
+  // Two runs are served: the first page lists them.
   await page.goto(url);
+  await page.locator('ul.runs li').nth(1).waitFor();
+  check((await page.locator('ul.runs li').count()) === 2, 'both runs are listed');
+  await page.locator('ul.runs li a').first().click();
   await page.waitForURL(/#\/run\/0$/);
   await page.locator('#groups table').waitFor();
   const groups = await page.locator('#groups').innerText();
@@ -152,6 +157,34 @@ await step('a delivery episode shows its questions and coverage judgements', asy
   check(said.includes('← ask_user') && said.includes('write_text'), 'the questions and the delivery are in the transcript');
 });
 
+await step('the delivery episode shows the model panels\' ballots and verdicts, fenced as private', async () => {
+  await page.goto(`${origin}/#/run/0/episode/${facts.delivery_episode}`);
+  await page.locator('#panels').waitFor();
+  const text = await page.locator('#panels').innerText();
+  check(text.includes('PRIVATE — ballots and verdicts of the model panels'), `panels: ${text.slice(0, 300)}`);
+  check(text.includes('panel:00000000000a') && text.includes('coverage judge') && text.includes('covered by question(s) 0'), `judge ballots: ${text.slice(0, 600)}`);
+  check(text.includes('malformed: the reply is not the json asked for'), 'the malformed ballot says why it does not count');
+  check(text.includes('panel:00000000000b') && text.includes('artifact extraction') && text.includes('scored') && text.includes('3 / 3'), `extraction: ${text.slice(0, 800)}`);
+  await page.locator('#panels details summary', {hasText: 'model exchange'}).first().click();
+  check((await page.locator('#panels').innerText()).includes("<script>window.__pwned='ballot'</script>"), 'the exchange is shown as text');
+  // The newer event kind (a cli: agent's model exchange) is a named card, not a broken page.
+  await page.locator('#transcript article.ev-unknown').first().waitFor();
+  const unknown = await page.locator('#transcript article.ev-unknown').first().innerText();
+  check(unknown.includes('Event: model exchange') && unknown.includes("window.__pwned='exchange'"), `unknown kind: ${unknown.slice(0, 300)}`);
+  check(await page.evaluate(() => window.__pwned) === undefined, 'nothing ran');
+  await page.screenshot({path: path.join(shots, 'panels.png'), fullPage: false});
+});
+
+await step('a plan-mode episode shows its phase change with the new prompt and tools', async () => {
+  await page.goto(`${origin}/#/run/1/episodes`);
+  await page.locator('#episode-list table.episodes tbody tr td:nth-child(2) a').first().click();
+  await page.locator('#transcript article.ev-phase').waitFor();
+  const card = await page.locator('#transcript article.ev-phase').innerText();
+  check(card.includes('Phase change: execute') && card.includes('System prompt') && /Tools offered \(\d+\)/.test(card), `phase change: ${card.slice(0, 300)}`);
+  const kinds = await page.locator('#transcript article.ev').evaluateAll((els) => els.map((e) => e.dataset.type));
+  check(kinds.indexOf('phase_change') > kinds.indexOf('tool_result') && kinds.indexOf('tool_result') > 0, `order: ${kinds}`);
+});
+
 await step('an episode whose outputs hold <script> and javascript: links runs nothing', async () => {
   const hostile = await watchedPage(context);
   await hostile.goto(`${origin}/#/run/0/episodes?agent=${encodeURIComponent(facts.hostile_agent)}&condition=partial`);
@@ -225,6 +258,11 @@ await step('the static site shows the same pages without private parts', async (
   await s.locator('#transcript article.ev').first().waitFor();
   await s.locator('#transcript article.ev-withheld').first().waitFor();
   check((await s.locator('.private').count()) === 0, 'no private box on a public site');
+  const published = await watchedPage(await browser.newContext());
+  await published.goto(`${staticOrigin}/index.html#/run/0/episode/${facts.delivery_episode}`);
+  await published.locator('#transcript article.ev').first().waitFor();
+  check((await published.locator('#panels').count()) === 0 && (await published.locator('.private').count()) === 0, 'no panel ballots on a public site');
+  await published.close();
   check((await s.locator('#transcript').innerText()).includes('Withheld from this published site'), 'evaluations are marked withheld');
   check(s.errors.length === 0, `errors: ${s.errors}`);
   await s.screenshot({path: path.join(shots, 'static-episode.png')});

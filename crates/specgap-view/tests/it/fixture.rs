@@ -11,7 +11,10 @@ use specgap_protocol::event::{EventKind, ToolCall, ToolSpec, Usage, UserMessageK
 use specgap_protocol::package::Family;
 use specgap_protocol::result::{EvalResult, Scored, ScoringKind};
 use specgap_protocol::run::{EndReason, EpisodeKey, RunConfig};
-use specgap_store::{ErrorClass, ErrorRecord, EpisodeMeta, EpisodeSummary, Judgement, NotApplicableRow, Question, Role, Status, Store, SubmissionRecord};
+use specgap_store::{
+    Ballot, BallotOutcome, ErrorClass, ErrorRecord, EpisodeMeta, EpisodeSummary, Extraction, ExtractionStatus, Judgement, NotApplicableRow, PanelRecord, PanelUse, Question, Role,
+    Status, Store, SubmissionRecord,
+};
 
 /// Every private text planted; none may appear in a public static site.
 pub const CANARIES: &[&str] = &[
@@ -23,12 +26,18 @@ pub const CANARIES: &[&str] = &[
     "CANARY-EVAL-ERROR",
     "CANARY-UNKNOWN-EVENT",
     "CANARY-MEASURED",
+    "CANARY-BALLOT",
+    "CANARY-EXTRACTOR",
 ];
 
 /// Markup the agent wrote; shown as text, it runs nothing.
 pub const HOSTILE_TEXT: &str = "<img src=x onerror=\"window.__pwned='img'\"> see [the docs](javascript:window.__pwned='link') <a href=\"javascript:window.__pwned='a'\">click</a>";
 /// A tool output holding a script.
 pub const HOSTILE_OUTPUT: &str = "<script>window.__pwned='script';alert('xss')</script>\n<iframe src=\"javascript:alert(1)\"></iframe>";
+/// The coverage panel of the delivery episode's ballots.
+pub const JUDGE_PANEL: &str = "panel:0123456789ab";
+/// The extraction panel of its delivery score.
+pub const EXTRACTOR_PANEL: &str = "panel:ba9876543210";
 /// A word only one tool result holds (text search).
 pub const NEEDLE: &str = "zanzibar-quokka";
 
@@ -246,6 +255,13 @@ fn delivery_episode(store: &Store) -> String {
     w.record_question(&Question { turn: 1, text: "Does the 10 kg limit include the box itself?".into(), answer: "Yes, it does.".into(), matched_targets: vec!["packaging-weight".into()] }).unwrap();
     w.record_judgement(&Judgement { judge: "chat:judge-model".into(), target: "packaging-weight".into(), verdict: "covered".into(), matched_question_indices: vec![0] }).unwrap();
     w.record_judgement(&Judgement { judge: "chat:judge-model".into(), target: "all-items-today".into(), verdict: "missed".into(), matched_question_indices: vec![] }).unwrap();
+    // Plan mode: the agent's prompt and tools change once its plan is written.
+    w.event(EventKind::PhaseChange {
+        phase: "execute".into(),
+        system_prompt: "Carry out the plan you wrote. <script>window.__pwned='phase'</script>".into(),
+        tools: vec![ToolSpec { name: "run_experiment".into(), description: "Run a command.".into(), parameters: json!({"type": "object", "properties": {"command": {}}}) }],
+    })
+    .unwrap();
     w.event(EventKind::End { reason: "submitted".into(), detail: String::new() }).unwrap();
     let record = SubmissionRecord {
         automatic: false,
@@ -258,7 +274,47 @@ fn delivery_episode(store: &Store) -> String {
     };
     w.write_submission(1, &record).unwrap();
     w.finish(finished(EndReason::Submitted, 1)).unwrap();
+    // A cli: agent's model exchange (issue 14), a kind this build does not know, appended raw.
+    let line = "{\"seq\":5,\"ts_ms\":1764580260200,\"elapsed_ms\":1400,\"type\":\"model_exchange\",\"protocol\":\"openai-chat\",\"model\":\"m1\",\"request\":{\"messages\":[{\"role\":\"user\",\"content\":\"<script>window.__pwned='exchange'</script>\"}]}}\n";
+    let frame = zstd::bulk::compress(line.as_bytes(), 3).unwrap();
+    std::fs::OpenOptions::new().append(true).open(specgap_store::trajectory_path(store.dir(), &id)).unwrap().write_all(&frame).unwrap();
+    panel_work(store, &id);
     id
+}
+
+/// A coverage panel's ballots (one per seat, one malformed) and an extraction panel's verdict
+/// on submission 1 with its ballots.
+fn panel_work(store: &Store, id: &str) {
+    store
+        .record_panel(&PanelRecord { name: JUDGE_PANEL.into(), use_: PanelUse::Judge, config: json!({"models": [{"model": "judge-a"}, {"model": "judge-b"}], "vote": "majority"}), prompt_version: "seed002-judge-1".into(), prompt_hash: "ff".into() })
+        .unwrap();
+    store
+        .record_panel(&PanelRecord { name: EXTRACTOR_PANEL.into(), use_: PanelUse::Extractor, config: json!({"models": [{"model": "extractor-a"}]}), prompt_version: "seed002-extract-1".into(), prompt_hash: "ee".into() })
+        .unwrap();
+    let ballot = |panel: &str, subject: &str, seat: u32, model: &str, outcome: BallotOutcome, vote: Option<serde_json::Value>, response: &str| Ballot {
+        panel: panel.into(),
+        subject: subject.into(),
+        seat,
+        model: model.into(),
+        position: seat,
+        prompt_version: "v1".into(),
+        outcome,
+        vote,
+        request: json!([{"messages": [{"role": "user", "content": "Is packaging-weight covered?"}]}]),
+        response: json!([response]),
+        error: (outcome != BallotOutcome::Ballot).then(|| "the reply is not the json asked for".to_string()),
+    };
+    let long = "x".repeat(5_000);
+    store
+        .record_ballots(id, &[
+            ballot(JUDGE_PANEL, "packaging-weight", 0, "judge-a", BallotOutcome::Ballot, Some(json!({"covered": true, "question_indices": [0]})), &format!("covered: CANARY-BALLOT {long}")),
+            ballot(JUDGE_PANEL, "packaging-weight", 1, "judge-b", BallotOutcome::Malformed, None, "<script>window.__pwned='ballot'</script>"),
+        ])
+        .unwrap();
+    let extraction = Extraction { panel: EXTRACTOR_PANEL.into(), k: 1, status: ExtractionStatus::Scored, score: Some(0.9), success: Some(false), valid: Some(true), objective: Some(9.0), signature: None, routes: 3, agreeing: 3 };
+    store
+        .record_extraction(id, &[ballot(EXTRACTOR_PANEL, "submission:1", 0, "extractor-a", BallotOutcome::Ballot, Some(json!({"score": 0.9, "valid": true})), "plan extracted: CANARY-EXTRACTOR")], &extraction)
+        .unwrap();
 }
 
 fn residual_episode(store: &Store) -> String {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use specgap_view::{ViewerConfig, serve};
 
-use crate::fixture::{self, HOSTILE_OUTPUT, NEEDLE};
+use crate::fixture::{self, EXTRACTOR_PANEL, HOSTILE_OUTPUT, JUDGE_PANEL, NEEDLE};
 use crate::http::{get, request};
 
 fn start(dir: &std::path::Path) -> specgap_view::ViewerHandle {
@@ -192,6 +192,53 @@ fn the_live_viewer_shows_private_parts_with_the_package_text() {
     assert_eq!(get(addr, token, &format!("/api/run/0/episode/{}/diff/0", run.residual)).text(), "diff --git a/billing/fees.py b/billing/fees.py\n+# CANARY-START-DIFF\n");
     let start_result = get(addr, token, &format!("/api/run/0/episode/{}/result/0", run.residual)).json();
     assert_eq!(start_result["tests"]["t1"], "fail");
+}
+
+#[test]
+fn the_live_viewer_shows_panel_ballots_and_extractions_of_an_episode() {
+    let run = fixture::run();
+    let viewer = start(&run.dir);
+    let (addr, token) = (viewer.addr(), viewer.token());
+    let d = get(addr, token, &format!("/api/run/0/episode/{}", run.delivery)).json();
+    let panels: Vec<(&str, &str)> = d["panels"].as_array().unwrap().iter().map(|p| (p["name"].as_str().unwrap(), p["use"].as_str().unwrap())).collect();
+    assert_eq!(panels, vec![(JUDGE_PANEL, "judge"), (EXTRACTOR_PANEL, "extractor")]);
+    assert_eq!(d["panels"][0]["config"]["models"][1]["model"], "judge-b");
+    let ballots = d["ballots"].as_array().unwrap();
+    let keys: Vec<(&str, &str, u64, &str)> =
+        ballots.iter().map(|b| (b["panel"].as_str().unwrap(), b["subject"].as_str().unwrap(), b["seat"].as_u64().unwrap(), b["outcome"].as_str().unwrap())).collect();
+    assert_eq!(keys, vec![(JUDGE_PANEL, "packaging-weight", 0, "ballot"), (JUDGE_PANEL, "packaging-weight", 1, "malformed"), (EXTRACTOR_PANEL, "submission:1", 0, "ballot")]);
+    assert_eq!(ballots[0]["vote"], serde_json::json!({"covered": true, "question_indices": [0]}));
+    assert_eq!(ballots[1]["vote"], serde_json::Value::Null);
+    assert_eq!(ballots[1]["error"], "the reply is not the json asked for");
+    assert_eq!(ballots[1]["exchange"]["response"][0], "<script>window.__pwned='ballot'</script>");
+    // The long response is folded to its head, with its full length.
+    let head = ballots[0]["exchange"]["response"][0].as_str().unwrap();
+    assert!(head.starts_with("covered: CANARY-BALLOT xxx") && head.chars().count() == 1_500, "{}", head.len());
+    assert_eq!(ballots[0]["folded"], serde_json::json!({"/response/0": 5_023}));
+    assert_eq!(ballots[0]["exchange"]["request"][0]["messages"][0]["content"], "Is packaging-weight covered?");
+    assert_eq!(
+        d["extractions"],
+        serde_json::json!([{"panel": EXTRACTOR_PANEL, "k": 1, "status": "scored", "score": 0.9, "success": false, "valid": true, "objective": 9.0, "signature": null, "routes": 3, "agreeing": 3}])
+    );
+    // An episode no panel looked at has none.
+    let hostile = get(addr, token, &format!("/api/run/0/episode/{}", run.hostile)).json();
+    assert_eq!((hostile["panels"].as_array().map(Vec::len), hostile["ballots"].as_array().map(Vec::len)), (Some(0), Some(0)));
+}
+
+#[test]
+fn a_phase_change_and_a_model_exchange_reach_the_page_as_recorded() {
+    let run = fixture::run();
+    let viewer = start(&run.dir);
+    let (addr, token) = (viewer.addr(), viewer.token());
+    let page = get(addr, token, &format!("/api/run/0/episode/{}/events", run.delivery)).json();
+    let kinds: Vec<&str> = page["events"].as_array().unwrap().iter().map(|e| e["event"]["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, vec!["episode_start", "agent_turn", "tool_result", "phase_change", "end", "model_exchange"]);
+    let phase = &page["events"][3]["event"];
+    assert_eq!((phase["phase"].as_str(), phase["tools"][0]["name"].as_str()), (Some("execute"), Some("run_experiment")));
+    assert_eq!(page["events"][5]["event"]["request"]["messages"][0]["content"], "<script>window.__pwned='exchange'</script>");
+    let timeline = get(addr, token, &format!("/api/run/0/episode/{}/timeline", run.delivery)).json();
+    let kinds: Vec<&str> = timeline["events"].as_array().unwrap().iter().map(|e| e[1].as_str().unwrap()).collect();
+    assert_eq!(kinds, vec!["episode_start", "agent_turn", "tool_result", "phase_change", "end", "model_exchange"]);
 }
 
 #[test]

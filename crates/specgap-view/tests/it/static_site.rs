@@ -62,6 +62,13 @@ fn a_public_static_site_holds_no_private_text() {
     assert_eq!(events["events"][8]["event"]["kind"], "judge_ballot");
     let residual: serde_json::Value = serde_json::from_slice(&std::fs::read(site.join(format!("data/run-0/ep/{}/events-0.json", run.residual))).unwrap()).unwrap();
     assert_eq!((residual["events"][1]["event"]["type"].as_str(), residual["events"][1]["event"]["kind"].as_str()), (Some("withheld"), Some("start_evaluation")));
+    // Plan mode's phase change is what the agent was told: public. A kind this build does not
+    // know (a cli: agent's model exchange) is withheld.
+    let delivery: serde_json::Value = serde_json::from_slice(&std::fs::read(site.join(format!("data/run-0/ep/{}/events-0.json", run.delivery))).unwrap()).unwrap();
+    assert_eq!((delivery["events"][3]["event"]["type"].as_str(), delivery["events"][3]["event"]["phase"].as_str()), (Some("phase_change"), Some("execute")));
+    assert_eq!((delivery["events"][5]["event"]["type"].as_str(), delivery["events"][5]["event"]["kind"].as_str()), (Some("withheld"), Some("model_exchange")));
+    let detail: serde_json::Value = serde_json::from_slice(&std::fs::read(site.join(format!("data/run-0/ep/{}/detail.json", run.delivery))).unwrap()).unwrap();
+    assert_eq!((detail.get("ballots"), detail.get("extractions"), detail.get("panels")), (None, None, None));
     let runs: serde_json::Value = serde_json::from_slice(&std::fs::read(site.join("data/runs.json")).unwrap()).unwrap();
     assert_eq!(runs[0]["label"], "run", "a published site names no local directory");
 }
