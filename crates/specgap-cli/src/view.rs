@@ -16,7 +16,8 @@ diffs are shown fenced as private.
 
 --static DIR writes the pages as files to publish; without --include-private it leaves out
 private evaluations, requirement and clarification-target text, diffs, coverage judgements,
-evaluation-error details and event kinds this build does not know.
+model panels' ballots and extraction verdicts, evaluation-error details and event kinds this
+build does not know.
 
 Examples:
   specgap view runs/latest
