@@ -92,6 +92,10 @@ function fillGroups(section, run, s) {
   });
   section.appendChild(rows.length ? table(headers, rows) : note('No episodes yet.'));
   section.appendChild(note('Score@k and Success@k in percent (seed 000); Quality and DSR (seed 002) over the planned runs; the full report: specgap report RUN.'));
+  // Which verdicts the seed 002 measures rest on (specgap report's defaults).
+  if (anyClar || anyDelivery) {
+    section.appendChild(note(`Clarification verdicts: ${s.report.judge}; delivery scores of cases with a submission schema: ${s.report.extraction ? `extraction panel ${s.report.extraction}` : 'the direct artifacts'}.`));
+  }
 }
 
 async function renderMatrix(section, ctx, run, info, condition) {

@@ -482,7 +482,7 @@ fn compute_report(run: &RunEntry) -> Result<Value, String> {
     let report = specgap_report::build_report(std::slice::from_ref(&data), &specgap_report::ReportOptions::default()).map_err(|e| e.to_string())?;
     let full = serde_json::to_value(&report).map_err(|e| e.to_string())?;
     let mut out = Map::new();
-    for key in ["group_by", "judge", "groups", "usage", "residual", "outcome_costs", "warnings"] {
+    for key in ["group_by", "judge", "extraction", "groups", "usage", "residual", "outcome_costs", "warnings"] {
         if let Some(v) = full.get(key) {
             out.insert(key.into(), v.clone());
         }

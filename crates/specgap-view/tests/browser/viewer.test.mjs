@@ -62,6 +62,7 @@ await step('the overview shows the groups, the matrix and the usage tables', asy
   await page.locator('#groups table').waitFor();
   const groups = await page.locator('#groups').innerText();
   check(groups.includes('Score@1') && groups.includes('scripted:gold') && groups.includes(facts.agent), `groups: ${groups.slice(0, 400)}`);
+  check(groups.includes('delivery scores of cases with a submission schema: extraction panel panel:00000000000b'), `the verdicts behind the measures: ${groups.slice(-400)}`);
   const matrix = await page.locator('#matrix table').innerText();
   check(matrix.includes(facts.task) && matrix.includes('scripted:gold'), `matrix: ${matrix.slice(0, 300)}`);
   const cell = page.locator('#matrix td.cell a').first();

@@ -309,6 +309,9 @@ fn the_summary_is_computed_in_the_background_and_follows_new_commits() {
     // The report judged the delivery episode offline (it has only a chat judge's verdicts),
     // in memory: the store is as it was.
     assert_eq!(summary["report"]["judge"], "offline:2");
+    // The one extraction panel with verdicts scores the delivery case, as `specgap report`'s
+    // default (`--extraction auto`) does.
+    assert_eq!(summary["report"]["extraction"], EXTRACTOR_PANEL);
     assert_eq!(tables(), stored);
     let before = get(addr, token, "/api/run/0/version").json()["data_version"].clone();
     // A commit by the runner (here: a new episode) changes the version the pages poll.
