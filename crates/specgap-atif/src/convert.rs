@@ -41,7 +41,9 @@ pub fn trajectory(
 ) -> Trajectory {
     let episode = &detail.episode;
     let priced = has_price_table(config);
-    let deterministic = is_deterministic(&episode.agent);
+    // Episodes name their agent by its label (a run configuration's name, else the spec).
+    let component = config.agents.iter().find(|a| a.label() == episode.agent);
+    let deterministic = is_deterministic(component.map_or(episode.agent.as_str(), |c| c.spec.as_str()));
     let mut builder = Builder { steps: Vec::new(), priced, deterministic, options, left_out: 0 };
     let mut tools: Option<Vec<Value>> = None;
     for raw in events {
@@ -55,11 +57,7 @@ pub fn trajectory(
             Err(_) => builder.unknown(raw),
         }
     }
-    let component = config.agents.iter().find(|a| a.spec == episode.agent);
-    let model_name = component
-        .and_then(|c| c.config.get("model"))
-        .and_then(|m| m.as_str())
-        .map(str::to_string);
+    let model_name = component.and_then(|c| model_of(&c.config));
     let agent_extra = component.map(|c| {
         specgap_extra(json!({
             "hash": c.hash,
@@ -139,6 +137,14 @@ pub fn trajectory(
 /// gave one): without it a cost is unknown, not 0.
 fn has_price_table(config: &RunConfig) -> bool {
     config.agents.iter().chain(&config.users).any(|c| c.config.contains_key("price"))
+}
+
+/// The model an agent's stored configuration names: `model` (chat agents) or
+/// `endpoint.model` (`cli:` agents, whose model endpoint the gateway serves).
+fn model_of(config: &toml::Table) -> Option<String> {
+    let direct = config.get("model").and_then(|m| m.as_str());
+    let endpoint = || config.get("endpoint").and_then(|e| e.get("model")).and_then(|m| m.as_str());
+    direct.or_else(endpoint).map(str::to_string)
 }
 
 /// Agents that call no model: their steps are deterministic dispatches.

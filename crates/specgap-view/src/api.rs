@@ -276,8 +276,9 @@ pub(crate) fn runs_json(set: &RunSet, access: Access) -> Result<Value, ViewError
             "specgap_version": config.specgap_version,
             "protocol_version": config.protocol_version,
             "repeats": config.repeats,
-            "agents": config.agents.iter().map(|a| a.spec.clone()).collect::<Vec<_>>(),
-            "users": config.users.iter().map(|u| u.spec.clone()).collect::<Vec<_>>(),
+            // Labels, as the episodes name their components (a configured name, else the spec).
+            "agents": config.agents.iter().map(|a| a.label().to_string()).collect::<Vec<_>>(),
+            "users": config.users.iter().map(|u| u.label().to_string()).collect::<Vec<_>>(),
             "conditions": config.conditions,
             "starts": config.starts,
             "tasks": config.tasks.iter().map(|t| t.name.clone()).collect::<Vec<_>>(),

@@ -276,3 +276,37 @@ fn a_scripted_agent_s_steps_are_deterministic_dispatches_and_an_empty_episode_st
         assert_eq!(lines.len(), 2, "{lines:?}");
     }
 }
+
+#[test]
+fn a_named_cli_agent_is_found_by_its_label_and_its_endpoint_names_the_model() {
+    // Episodes name an agent by its label; the export looked agents up by spec and lost the
+    // model and configuration of every agent a run configuration file had named.
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    let mut cfg = config();
+    cfg.agents[0].spec = "cli:mini-swe-agent".into();
+    cfg.agents[0].name = Some("mini".into());
+    cfg.agents[0].config = toml::from_str("kind = \"cli\"\nadapter = \"mini-swe-agent\"\n[endpoint]\nmodel = \"gw-model\"\n").unwrap();
+    let store = Store::create(&run, &cfg).unwrap();
+    let key = EpisodeKey {
+        task: "t/x".into(),
+        task_hash: "h".into(),
+        agent: "mini".into(),
+        agent_hash: "a1".into(),
+        user_hash: "u1".into(),
+        condition: "partial".into(),
+        start: "clean".into(),
+        repeat: 0,
+        seed: 3,
+    };
+    let meta = EpisodeMeta { user: "relay".into(), family: Family::Swe, scoring_kind: ScoringKind::Requirement };
+    let mut w = store.begin_episode(&key, &meta).unwrap();
+    let id = w.id().to_string();
+    w.event(EventKind::AgentTurn { turn: 1, text: Some("hi".into()), tool_calls: vec![], usage: None }).unwrap();
+    drop(w);
+    let t = serde_json::to_value(episode_trajectory(&store, &id, ExportOptions::default()).unwrap()).unwrap();
+    assert_eq!(t["agent"]["name"], "mini");
+    assert_eq!(t["agent"]["model_name"], "gw-model");
+    assert_eq!(t["agent"]["extra"]["specgap"]["config"]["adapter"], "mini-swe-agent");
+    assert!(t["steps"][0].get("llm_call_count").is_none(), "a cli: agent calls a model: its calls per turn are not claimed");
+}
