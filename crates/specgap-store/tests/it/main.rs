@@ -5,6 +5,7 @@ mod create;
 mod dump;
 mod merge;
 mod panels;
+mod query;
 mod read_order;
 mod resume;
 mod roundtrip;
