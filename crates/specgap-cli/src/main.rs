@@ -1,8 +1,9 @@
 //! The `specgap` binary: parses arguments and hands each verb to its module.
 //!
 //! Each verb lives in its own module (`check`, `eval`, `run`, `show`, `merge`, `judge`,
-//! `extract`, `report`, `compare`, `residualize`, `agents`) with an `Args` struct (clap) and an `exec` function. The modules stay thin: the
-//! work happens in the library crates, which return typed errors; only this binary uses anyhow.
+//! `extract`, `report`, `compare`, `residualize`, `agents`, `view`, `export`) with an `Args`
+//! struct (clap) and an `exec` function. The modules stay thin: the work happens in the library
+//! crates, which return typed errors; only this binary uses anyhow.
 
 use std::process::ExitCode;
 
@@ -12,6 +13,7 @@ mod agents;
 mod check;
 mod compare;
 mod eval;
+mod export;
 mod extract;
 mod judge;
 mod merge;
@@ -19,6 +21,7 @@ mod report;
 mod residualize;
 mod run;
 mod show;
+mod view;
 
 /// specgap evaluates AI agents on work that starts incomplete.
 #[derive(Debug, Parser)]
@@ -39,7 +42,9 @@ Examples:
   specgap judge runs/latest --panel panel.toml  coverage verdicts of a model panel
   specgap report runs/latest --judge panel     measures from the panel's verdicts
   specgap extract runs/latest --panel panel.toml  delivery scores through extractor sessions
-  specgap report runs/latest --format html --out runs/latest/report.html";
+  specgap report runs/latest --format html --out runs/latest/report.html
+  specgap view runs/latest                     browse the run in the browser (live while it runs)
+  specgap export runs/latest --format atif --out runs/latest-atif";
 
 // The enum is built once per process; boxing `run`'s many flags would buy nothing.
 #[allow(clippy::large_enum_variant)]
@@ -69,6 +74,10 @@ enum Command {
     Residualize(residualize::Args),
     /// Install and list external agent CLIs (`cli:<adapter>` agents).
     Agents(agents::Args),
+    /// Browse runs in the browser: a read-only viewer on 127.0.0.1, or a static site.
+    View(view::Args),
+    /// Export a run's episodes in another format (ATIF trajectories).
+    Export(export::Args),
 }
 
 fn main() -> ExitCode {
@@ -87,6 +96,8 @@ fn main() -> ExitCode {
         Command::Compare(args) => compare::exec(args),
         Command::Residualize(args) => residualize::exec(args),
         Command::Agents(args) => agents::exec(args),
+        Command::View(args) => view::exec(args),
+        Command::Export(args) => export::exec(args),
     };
     match outcome {
         Ok(code) => code,

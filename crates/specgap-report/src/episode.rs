@@ -42,6 +42,10 @@ pub struct Episode<'a> {
     pub extraction: Option<&'a Extraction>,
     /// The task package's context, when the package could be read.
     pub context: Option<&'a TaskContext>,
+    /// Whether the residual starting state passed the verifier before the first turn
+    /// (`start_results.success = 1`): such a state is not a valid residual state (seed 001
+    /// §3.1, App. B.3), so the residual measures leave the episode out.
+    pub start_passed: bool,
 }
 
 /// Joins the rows of every run into episodes, in run order and then by episode id.
@@ -65,6 +69,7 @@ pub fn index_episodes<'a>(runs: &[&'a RunData]) -> Vec<Episode<'a>> {
                 judgements: Vec::new(),
                 extraction: None,
                 context: run.tasks.get(&row.task),
+                start_passed: false,
             });
         }
         let mut finder = EpisodeFinder::new(rows.episodes.iter().map(|e| e.id.as_str()).collect());
@@ -113,6 +118,11 @@ pub fn index_episodes<'a>(runs: &[&'a RunData]) -> Vec<Episode<'a>> {
         for j in &rows.judgements {
             if let Some(i) = slot(&j.episode) {
                 out[i].judgements.push(&j.judgement);
+            }
+        }
+        for r in &rows.start_results {
+            if let (Some(true), Some(i)) = (r.success, slot(&r.episode)) {
+                out[i].start_passed = true;
             }
         }
         for episode in &mut out[first..] {
@@ -268,6 +278,13 @@ impl<'a> Episode<'a> {
     /// The residual state id, for a residual start.
     pub fn state(&self) -> Option<&'a str> {
         self.row.start.strip_prefix("residual:")
+    }
+
+    /// The residual state id, for a residual start from a valid state (one that failed the
+    /// verifier before the first turn, or was not evaluated then); `None` for a clean start and
+    /// for an invalid state ([`Episode::start_passed`]).
+    pub fn valid_state(&self) -> Option<&'a str> {
+        self.state().filter(|_| !self.start_passed)
     }
 
     /// Whether the episode started from the clean workspace.

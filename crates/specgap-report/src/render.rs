@@ -293,6 +293,9 @@ pub fn sections(report: &Report) -> Vec<Section> {
     if !report.residual.is_empty() {
         out.push(residual_section(report, &without(Dim::Start)));
     }
+    if !report.invalid_residual_states.is_empty() {
+        out.push(invalid_states_section(report));
+    }
     if let Some(section) = benchmark_section(report) {
         out.push(section);
     }
@@ -805,6 +808,28 @@ fn seed_000_tables(report: &Report) -> Vec<Section> {
 }
 
 /// Seed 001 Table 2 / App. A: the suite's residual states.
+fn invalid_states_section(report: &Report) -> Section {
+    let rows = report
+        .invalid_residual_states
+        .iter()
+        .map(|s| vec![s.task.clone(), s.state.clone(), s.episodes.to_string()])
+        .collect();
+    let mut states = table(
+        "States whose starting workspace passed the verifier.",
+        &[],
+        &["task", "state", "episodes left out"],
+        rows,
+    );
+    states.numeric[..2].fill(false);
+    Section {
+        id: "invalid-residual-states",
+        title: "Invalid residual states (seed 001)".into(),
+        text: vec!["A residual state must fail the verifier (seed 001 §3.1). These passed it before the agent's first turn, so their episodes are left out of Res, CondFail, the acceptance-bias measures and the rankings. `specgap check` rejects such a state before a run.".into()],
+        tables: vec![states],
+        chart: None,
+    }
+}
+
 fn benchmark_section(report: &Report) -> Option<Section> {
     let b = report.residual_benchmark.as_ref()?;
     let by_states: Vec<String> = b

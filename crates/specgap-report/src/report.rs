@@ -35,7 +35,9 @@ use crate::outcome::{
     CostComparison, Outcomes, PartialShare, PlanVsPartial, Resolution, cost_comparison,
     family_label, outcomes, partial_share, plan_vs_partial, resolution,
 };
-use crate::residual::{RankingReversal, ResidualMeasures, ranking_reversal, residual_measures};
+use crate::residual::{
+    InvalidResidualState, RankingReversal, ResidualMeasures, invalid_states, ranking_reversal, residual_measures,
+};
 use crate::run::RunData;
 
 /// The `schema` field of every JSON report.
@@ -267,6 +269,10 @@ pub struct Report {
     /// dimension and two or more agents have residual rows.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub rankings: Vec<RankingRow>,
+    /// Residual states that passed the verifier at the start of an episode (seed 001 §3.1):
+    /// their episodes are left out of `residual` and `rankings`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub invalid_residual_states: Vec<InvalidResidualState>,
     /// The residual states of the suite (seed 001 Table 2, App. A).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub residual_benchmark: Option<ResidualBenchmark>,
@@ -361,7 +367,7 @@ fn residual_rows(episodes: &[Episode<'_>], dims: &[Dim]) -> Vec<ResidualRow> {
         let res: Vec<&Episode> = members
             .iter()
             .copied()
-            .filter(|e| e.state().is_some())
+            .filter(|e| e.valid_state().is_some())
             .collect();
         if let Some(measures) = residual_measures(&clean, &res) {
             residual.push(ResidualRow {
@@ -515,6 +521,10 @@ fn report_with(
         residual_warnings.extend(&row.measures.acceptance.warnings);
     }
     warnings.extend(residual_warnings.into_iter().cloned());
+    let invalid_residual_states = invalid_states(episodes);
+    if !invalid_residual_states.is_empty() {
+        warnings.push(invalid_states_warning(&invalid_residual_states));
+    }
     Ok(Report {
         schema: REPORT_SCHEMA,
         version: REPORT_VERSION,
@@ -541,6 +551,7 @@ fn report_with(
         outcome_costs,
         residual,
         rankings,
+        invalid_residual_states,
         residual_benchmark: residual_benchmark(runs, episodes),
         stated_requirements: stated_requirements(runs),
         families,
@@ -555,6 +566,19 @@ fn report_with(
         usage,
         warnings,
     })
+}
+
+/// The warning naming the residual states that passed the verifier at the start.
+fn invalid_states_warning(states: &[InvalidResidualState]) -> String {
+    let names: Vec<String> = states
+        .iter()
+        .map(|s| format!("{}/{} ({} episodes)", s.task, s.state, s.episodes))
+        .collect();
+    format!(
+        "{} residual states passed the verifier before the first turn and are not valid residual states (seed 001 §3.1); their episodes are left out of the residual measures: {}",
+        states.len(),
+        names.join(", ")
+    )
 }
 
 /// What a group's measures need besides its episodes.

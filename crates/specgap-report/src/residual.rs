@@ -22,6 +22,38 @@ use crate::episode::{Episode, indicator, mean};
 use crate::opened::{Tree, file_actions, inspects_inherited, opened_files};
 use specgap_protocol::action::FileAction;
 
+/// A residual state that passed the verifier before the first turn of an episode
+/// (`start_results.success = 1`): not a valid residual state (seed 001 §3.1, App. B.3, which
+/// exclude such states before evaluation). Its episodes are left out of every residual measure
+/// and listed here instead.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct InvalidResidualState {
+    /// Task name.
+    pub task: String,
+    /// Residual state id (`residual:<id>` without the prefix).
+    pub state: String,
+    /// Episodes that started from it and were left out.
+    pub episodes: usize,
+}
+
+/// The invalid residual states among `episodes`, sorted by task and state.
+pub fn invalid_states(episodes: &[Episode<'_>]) -> Vec<InvalidResidualState> {
+    let mut counts: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    for e in episodes.iter().filter(|e| e.start_passed) {
+        if let Some(state) = e.state() {
+            *counts.entry((e.row.task.as_str(), state)).or_default() += 1;
+        }
+    }
+    counts
+        .into_iter()
+        .map(|((task, state), episodes)| InvalidResidualState {
+            task: task.to_string(),
+            state: state.to_string(),
+            episodes,
+        })
+        .collect()
+}
+
 /// Residual Gap in percentage points, `100 · (Clean − Res)`, from unrounded rates in [0, 1]
 /// (seed 001 App. C.2; Table 3 "Gap", computed before rounding).
 pub fn residual_gap_points(clean: f64, res: f64) -> f64 {

@@ -28,6 +28,16 @@
 //! Reading (reports, `show`): [`Store::rows`], the per-table readers, [`Store::episode_detail`]
 //! and [`read_trajectory`], which tolerates (and reports) a cut last frame left by a crash.
 //!
+//! Reading at scale (the viewer): [`Store::open_read_only`] writes nothing to a store of this
+//! build's schema (an older one is upgraded first); [`Store::episode_page`] /
+//! [`Store::episode_ids`] page through the episodes an
+//! [`EpisodeFilter`] selects, [`Store::episode_facets`], [`Store::outcome_matrix`] and
+//! [`Store::usage_by_agent`] aggregate in SQL, and [`Store::data_version`] changes when a
+//! running `specgap run` commits. [`TrajectoryIndex`] finds every event's frame without
+//! decoding it (and follows a file that is still growing), so one page of a 10,000-event
+//! trajectory decodes only that page; events come back as raw JSON values, so event kinds
+//! this build does not know are passed on, not refused ([`read_trajectory_values`]).
+//!
 //! Model panels (seed 002 coverage judges, artifact extractors, question detectors):
 //! [`Store::record_panel`], then per episode [`Store::record_panel_judgements`] or
 //! [`Store::record_extraction`] (ballots and verdicts in one transaction), or a live detector's
@@ -51,18 +61,21 @@ mod files;
 mod merge;
 mod panels;
 mod publish;
+mod query;
 mod read;
 mod rows;
 mod runner_lock;
 pub mod schema;
 mod store;
 mod trajectory;
+mod trajectory_index;
 mod writer;
 
 pub use config::RUN_TOML;
 pub use error::StoreError;
 pub use merge::{MergeOptions, MergeSummary, merge, merge_with, run_dirs};
 pub use publish::{network_filesystem, publish};
+pub use query::{AgentUsage, EpisodeFacets, EpisodeFilter, EpisodeOrder, EpisodePage, MatrixCell};
 pub use rows::{
     Ballot, BallotOutcome, BallotRow, DeliveryRow, EpisodeDetail, EpisodeMeta, EpisodeRow,
     EpisodeSummary, ErrorClass, ErrorRecord, ErrorRow, Extraction, ExtractionRow,
@@ -77,4 +90,5 @@ pub use trajectory::{
     TRAJECTORY_FILE, Trajectory, TruncatedTail, read_trajectory, read_trajectory_file,
     trajectory_path,
 };
+pub use trajectory_index::{TrajectoryIndex, read_trajectory_values};
 pub use writer::{EpisodeWriter, START_DIFF_FILE, UsageRecorder};

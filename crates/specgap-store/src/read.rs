@@ -72,6 +72,35 @@ impl<T> Reader<T> {
     }
 }
 
+impl<T> Reader<T> {
+    /// The rows matching `clause` (a ` WHERE ...` with `?` placeholders bound to `values`, or
+    /// empty) in `order` (SQL), at most `page.0` of them after skipping `page.1`.
+    ///
+    /// # Errors
+    /// SQLite errors at `path`; whatever the row mapper returns.
+    pub(crate) fn read_where(
+        &self,
+        conn: &Connection,
+        path: &Path,
+        clause: &str,
+        order: &str,
+        values: &[rusqlite::types::Value],
+        page: (u64, u64),
+    ) -> Result<Vec<T>, StoreError> {
+        let sql = format!("{}{clause} ORDER BY {order} LIMIT ? OFFSET ?", self.sql);
+        let mut bound: Vec<rusqlite::types::Value> = values.to_vec();
+        bound.push(rusqlite::types::Value::Integer(crate::query::clamp(page.0)));
+        bound.push(rusqlite::types::Value::Integer(crate::query::clamp(page.1)));
+        let mut stmt = conn.prepare_cached(&sql).at(path)?;
+        let mut rows = stmt.query(rusqlite::params_from_iter(bound.iter())).at(path)?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().at(path)? {
+            out.push((self.map)(row, path)?);
+        }
+        Ok(out)
+    }
+}
+
 /// Borrowed text of column `i` (NULL is an error: use [`opt_text`] for nullable columns).
 fn text<'r>(r: &'r Row<'_>, i: usize, path: &Path) -> Result<&'r str, StoreError> {
     let value = r.get_ref(i).at(path)?;

@@ -123,6 +123,43 @@ impl Store {
         Ok(Store::from_parts(dir, db_path, config, conn))
     }
 
+    /// Opens the run store in `dir` for reading only (the viewer): the connection is opened
+    /// read-only and nothing is created. A store of the current schema version is not
+    /// written at all. A store of an older version is first upgraded in place as
+    /// [`Store::open`] does (`show` and `report` do the same; the migration rule keeps every
+    /// step additive), since this build's readers select the columns the steps add; it is then
+    /// reopened read-only. A store written by a newer build is refused. Every write through
+    /// the returned store fails.
+    ///
+    /// # Errors
+    /// [`StoreError::NotAStore`] without `run.toml` or `results.sqlite`;
+    /// [`StoreError::ConfigParse`]; [`StoreError::SchemaTooNew`]; SQLite errors.
+    pub fn open_read_only(dir: &Path) -> Result<Store, StoreError> {
+        let config = config::read_config(dir)?;
+        let db_path = dir.join(RESULTS_DB);
+        if !db_path.is_file() {
+            return Err(StoreError::NotAStore { dir: dir.to_path_buf() });
+        }
+        let conn = schema::open_reader(&db_path)?;
+        let found: i64 = conn
+            .query_row("PRAGMA user_version", [], |row| row.get(0))
+            .at(&db_path)?;
+        if found > schema::SCHEMA_VERSION {
+            return Err(StoreError::SchemaTooNew {
+                path: db_path,
+                found,
+                supported: schema::SCHEMA_VERSION,
+            });
+        }
+        if found < schema::SCHEMA_VERSION {
+            drop(conn);
+            drop(Store::open(dir)?);
+            let conn = schema::open_reader(&db_path)?;
+            return Ok(Store::from_parts(dir, db_path, config, conn));
+        }
+        Ok(Store::from_parts(dir, db_path, config, conn))
+    }
+
     /// Opens the run store in `dir` to run more episodes into it (`--resume`): as
     /// [`Store::open`], but a run made under another protocol version than this build's
     /// ([`specgap_protocol::run::PROTOCOL_VERSION`]) is refused, since its finished episodes

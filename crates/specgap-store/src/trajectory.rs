@@ -110,7 +110,7 @@ thread_local! {
 
 /// Decodes one complete frame, with the thread's reused context when the frame records its
 /// content size (frames written by [`FrameWriter`] do).
-fn decode_frame(frame: &[u8]) -> std::io::Result<Vec<u8>> {
+pub(crate) fn decode_frame(frame: &[u8]) -> std::io::Result<Vec<u8>> {
     let size = match zstd::zstd_safe::get_frame_content_size(frame) {
         Ok(Some(size)) if size <= MAX_FRAME_BUFFER => size as usize,
         _ => return zstd::stream::decode_all(frame),

@@ -249,6 +249,8 @@ pub struct Ep {
     pub family: Family,
     pub kind: ScoringKind,
     pub start_result: Option<String>,
+    /// Success of the starting state (`start_results.success`), written after `start_result`.
+    pub start_success: Option<bool>,
     /// `start/workspace.diff`, as the engine writes it since 0.2.0 (`None`: an older store).
     pub start_diff: Option<String>,
     pub subs: Vec<Sub>,
@@ -273,6 +275,7 @@ impl Ep {
             family: Family::Swe,
             kind: ScoringKind::Requirement,
             start_result: None,
+            start_success: None,
             start_diff: None,
             subs: vec![],
             questions: vec![],
@@ -343,6 +346,12 @@ impl Run {
         }
         if let Some(start) = &ep.start_result {
             writer.write_start_result(&parse(start)).unwrap();
+            if let Some(success) = ep.start_success {
+                let score = if success { 1.0 } else { 0.0 };
+                writer
+                    .record_start_score(&specgap_protocol::result::Scored { kind: ep.kind, score, success })
+                    .unwrap();
+            }
         }
         for (turn, text) in &ep.questions {
             writer

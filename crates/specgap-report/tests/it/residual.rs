@@ -103,6 +103,52 @@ fn res_clean_gap_condfail_and_predecessor_groups() {
     close(m.predecessors[1].rates.gap_points, 100.0, 1e-9);
 }
 
+/// A residual episode whose start was evaluated as in the engine: `passed` is the starting
+/// state's Success.
+fn evaluated_start(task: &str, start: &str, repeat: u32, success: bool, passed: bool) -> Ep {
+    let mut ep = test_ep(task, start, repeat, success);
+    let outcome = if passed { "pass" } else { "fail" };
+    ep.start_result = Some(tests(&[("t1", "pass"), ("t2", outcome)]));
+    ep.start_success = Some(passed);
+    ep
+}
+
+#[test]
+fn a_residual_state_passing_the_verifier_at_the_start_is_left_out_of_res_and_listed_invalid() {
+    let tasks = [state_task("org/t1", &[("good", "deepseek"), ("passes", "qwen")])];
+    let run = run_with(9, &tasks, &[]);
+    run.episode(&test_ep("org/t1", "clean", 0, true));
+    // The valid state: 0 of 2. The state that already passes: 2 of 2 — counted, it would lift
+    // Res from 0 to 0.5 and add qwen's predecessor group.
+    run.episode(&evaluated_start("org/t1", "residual:good", 0, false, false));
+    run.episode(&evaluated_start("org/t1", "residual:good", 1, false, false));
+    run.episode(&evaluated_start("org/t1", "residual:passes", 0, true, true));
+    run.episode(&evaluated_start("org/t1", "residual:passes", 1, true, true));
+
+    let report = report_of(&[&run], &[Dim::Agent, Dim::Condition, Dim::Start]);
+    assert_eq!(report.residual.len(), 1);
+    let m = &report.residual[0].measures;
+    close(m.rates.res, 0.0, 1e-12);
+    close(m.rates.clean, 1.0, 1e-12);
+    let names: Vec<&str> = m.predecessors.iter().map(|p| p.predecessor.as_str()).collect();
+    assert_eq!(names, ["deepseek"]);
+    // The acceptance-bias measures see the valid state's two continuations only (not 4).
+    assert_eq!(m.acceptance.continuations, 2);
+    let invalid: Vec<(&str, &str, usize)> = report
+        .invalid_residual_states
+        .iter()
+        .map(|s| (s.task.as_str(), s.state.as_str(), s.episodes))
+        .collect();
+    assert_eq!(invalid, [("org/t1", "passes", 2)]);
+    assert!(report.warnings.contains(
+        &"1 residual states passed the verifier before the first turn and are not valid residual states (seed 001 §3.1); their episodes are left out of the residual measures: org/t1/passes (2 episodes)".to_string()
+    ));
+    let markdown = specgap_report::render::render_markdown(&report, "r");
+    assert!(markdown.contains("| org/t1 | passes | 2 |"), "{markdown}");
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["invalid_residual_states"], json!([{"task": "org/t1", "state": "passes", "episodes": 2}]));
+}
+
 /// Seed 001 Table 3, as printed: track, agent, Residual (%), Ref. Clean (%), Gap.
 const TABLE_3: &[(&str, &str, f64, f64, f64)] = &[
     ("DeepSWE", "Gemini-3.8-Flash", 20.0, 72.2, 52.2),

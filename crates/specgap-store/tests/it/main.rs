@@ -6,6 +6,7 @@ mod dump;
 mod merge;
 mod panels;
 mod publish;
+mod query;
 mod read_order;
 mod resume;
 mod roundtrip;

@@ -1,0 +1,112 @@
+// The viewer's router: hash routes, one view at a time, live updates by polling the store's
+// data version while a runner is alive.
+//
+//   #/                              the runs
+//   #/run/R                         a run: groups, task × agent matrix, usage, errors
+//   #/run/R/episodes?FILTER         the episode list, filters and transcript search
+//   #/run/R/episode/ID?at=N         one episode (N: an event to open at)
+//   #/compare?a=R:ID&b=R:ID         two episodes side by side
+
+import {source} from './api.js';
+import {h, clear, note, route, count} from './dom.js';
+import {renderOverview, renderEpisodeList} from './run.js';
+import {renderEpisode} from './episode.js';
+import {renderCompare} from './compare.js';
+
+const app = document.getElementById('app');
+const nav = document.getElementById('nav');
+const liveBadge = document.getElementById('live');
+
+let generation = 0;
+let poll = null;
+
+/** The current view's context: `alive()` turns false as soon as another route renders, so
+ *  late answers of an earlier view are dropped; `onChange` registers what to do when the
+ *  run's store changes (live runs). */
+function context() {
+  const mine = ++generation;
+  const listeners = [];
+  return {
+    alive: () => mine === generation,
+    onChange: (fn) => listeners.push(fn),
+    listeners,
+  };
+}
+
+function parse() {
+  const hash = location.hash.replace(/^#\/?/, '');
+  const [path, q] = hash.split('?');
+  return {parts: path.split('/').filter(Boolean).map(decodeURIComponent), params: Object.fromEntries(new URLSearchParams(q || ''))};
+}
+
+function setNav(run) {
+  clear(nav);
+  if (run === null) return;
+  nav.appendChild(h('a', {href: route(`run/${run}`)}, 'Overview'));
+  nav.appendChild(h('a', {href: route(`run/${run}/episodes`)}, 'Episodes'));
+}
+
+async function startPolling(run, ctx) {
+  if (poll) clearInterval(poll);
+  poll = null;
+  liveBadge.hidden = true;
+  if (!source.live || run === null) return;
+  let last = null;
+  const tick = async () => {
+    if (!ctx.alive()) return;
+    try {
+      const v = await source.version(run);
+      liveBadge.hidden = !v.live;
+      if (last !== null && v.data_version !== last) ctx.listeners.forEach((fn) => fn());
+      last = v.data_version;
+    } catch (e) {
+      // A transient failure of one poll is not worth a message; the next poll retries.
+    }
+  };
+  await tick();
+  poll = setInterval(tick, 2000);
+}
+
+async function render() {
+  const {parts, params} = parse();
+  const ctx = context();
+  clear(app);
+  try {
+    if (parts.length === 0) {
+      setNav(null);
+      await renderRuns(ctx);
+    } else if (parts[0] === 'run' && parts.length >= 2) {
+      const run = Number(parts[1]);
+      setNav(run);
+      startPolling(run, ctx);
+      if (parts.length === 2) await renderOverview(app, ctx, run);
+      else if (parts[2] === 'episodes') await renderEpisodeList(app, ctx, run, params);
+      else if (parts[2] === 'episode' && parts[3]) await renderEpisode(app, ctx, run, parts[3], params);
+      else app.appendChild(note(`No such page: ${location.hash}`, 'error'));
+    } else if (parts[0] === 'compare') {
+      setNav(null);
+      await renderCompare(app, ctx, params);
+    } else {
+      app.appendChild(note(`No such page: ${location.hash}`, 'error'));
+    }
+  } catch (e) {
+    if (ctx.alive()) app.appendChild(note(`Could not load this page: ${e.message}`, 'error'));
+  }
+}
+
+async function renderRuns(ctx) {
+  const runs = await source.runs();
+  if (!ctx.alive()) return;
+  if (runs.length === 1) {
+    location.replace(route('run/0'));
+    return;
+  }
+  app.appendChild(h('h1', null, 'Runs'));
+  app.appendChild(h('ul', {class: 'runs'}, runs.map((r) => h('li', null,
+    h('a', {href: route(`run/${r.index}`)}, r.label),
+    ` · seed ${r.seed} · ${count(r.episodes)} episodes`,
+    r.live ? h('span', {class: 'live'}, 'live') : null))));
+}
+
+window.addEventListener('hashchange', render);
+render();

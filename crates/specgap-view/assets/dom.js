@@ -1,0 +1,194 @@
+// Building the page safely: every text goes in through textContent (never parsed as HTML),
+// and links are made only to the viewer's own routes and files.
+
+/** Whether `url` may be a link target: one of the viewer's routes (`#/...`) or a relative
+ *  path to its own API or data files. Anything with a scheme (`javascript:`, `http:`) is not. */
+export function safeHref(url) {
+  if (typeof url !== 'string') return false;
+  if (url.startsWith('#')) return true;
+  if (!(url.startsWith('api/') || url.startsWith('data/'))) return false;
+  const colon = url.indexOf(':');
+  const slash = url.indexOf('/');
+  return colon === -1 || (slash !== -1 && slash < colon);
+}
+
+/** An element: `h('td', {class: 'x', title: 't'}, 'text', child, [more])`. Attributes are
+ *  set through the DOM; `on` holds event listeners; strings become text nodes. */
+export function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  if (attrs) {
+    for (const [key, value] of Object.entries(attrs)) {
+      if (value === undefined || value === null || value === false) continue;
+      if (key === 'on') {
+        for (const [event, fn] of Object.entries(value)) el.addEventListener(event, fn);
+      } else if (key === 'class') {
+        el.className = value;
+      } else if (key === 'href') {
+        if (safeHref(value)) el.setAttribute('href', value);
+      } else if (key === 'dataset') {
+        for (const [k, v] of Object.entries(value)) el.dataset[k] = String(v);
+      } else if (key === 'text') {
+        el.textContent = String(value);
+      } else if (['id', 'title', 'type', 'value', 'name', 'placeholder', 'min', 'max', 'step', 'for', 'colspan', 'rowspan', 'role', 'download', 'target', 'rel', 'selected', 'checked', 'disabled', 'open', 'hidden'].includes(key) || key.startsWith('aria-')) {
+        if (value === true) el.setAttribute(key, '');
+        else el.setAttribute(key, String(value));
+        if (key === 'value' && 'value' in el) el.value = String(value);
+        if (key === 'checked') el.checked = true;
+        if (key === 'selected') el.selected = true;
+      }
+    }
+  }
+  append(el, children);
+  return el;
+}
+
+function append(el, children) {
+  for (const child of children) {
+    if (child === undefined || child === null || child === false) continue;
+    if (Array.isArray(child)) append(el, child);
+    else if (child instanceof Node) el.appendChild(child);
+    else el.appendChild(document.createTextNode(String(child)));
+  }
+}
+
+/** Removes every child of `el`. */
+export function clear(el) {
+  while (el.firstChild) el.removeChild(el.firstChild);
+  return el;
+}
+
+/** A number with `digits` decimals, or an em dash for null. */
+export function num(x, digits = 3) {
+  return x === null || x === undefined || Number.isNaN(x) ? '—' : Number(x).toFixed(digits);
+}
+
+/** A fraction in [0, 1] as a percentage with one decimal. */
+export function pct(x) {
+  return x === null || x === undefined ? '—' : (100 * x).toFixed(1);
+}
+
+/** A whole number with thousands separators. */
+export function count(x) {
+  return x === null || x === undefined ? '—' : Number(x).toLocaleString('en-US');
+}
+
+/** US dollars with four decimals; an em dash when the run had no price table. */
+export function dollars(x, priced) {
+  return priced ? `$${Number(x || 0).toFixed(4)}` : '—';
+}
+
+/** Milliseconds as seconds (or minutes) for people. */
+export function duration(ms) {
+  if (ms === null || ms === undefined) return '—';
+  if (ms < 1000) return `${ms} ms`;
+  const s = ms / 1000;
+  if (s < 120) return `${s.toFixed(1)} s`;
+  return `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`;
+}
+
+/** A CSS class for a score in [0, 1]: `s0` … `s10`, or `s-none`. */
+export function scoreClass(score) {
+  if (score === null || score === undefined) return 's-none';
+  return `s${Math.max(0, Math.min(10, Math.round(score * 10)))}`;
+}
+
+/** A score badge: its value (three decimals), coloured, with success marked. */
+export function scoreBadge(score, success) {
+  return h('span', {class: `score ${scoreClass(score)}`, title: success ? 'success' : undefined}, num(score), success ? ' ✓' : '');
+}
+
+/** The box every private item goes in: never shown to the agent or the user model. */
+export function privateBox(title, ...children) {
+  return h('section', {class: 'private'},
+    h('div', {class: 'private-label'}, 'PRIVATE — ', title, ' (never shown to the agent or the user model)'),
+    ...children);
+}
+
+/** Lines in `text`. */
+export function lineCount(text) {
+  let n = 1;
+  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) === 10) n++;
+  return n;
+}
+
+/** A long text shown folded: the first lines, and a button to show it all. `full` (when the
+ *  server folded the text) is a function that fetches the whole text. */
+export function foldable(text, {totalChars = null, full = null, lines = 12, cls = 'out'} = {}) {
+  const pre = h('pre', {class: cls}, text);
+  const long = totalChars !== null || lineCount(text) > lines;
+  if (!long) return pre;
+  pre.classList.add('clamped');
+  const label = totalChars !== null ? `show all ${count(totalChars)} characters` : `show all ${count(lineCount(text))} lines`;
+  const button = h('button', {class: 'fold', type: 'button'}, label);
+  let loaded = totalChars === null;
+  button.addEventListener('click', async () => {
+    if (pre.classList.contains('clamped')) {
+      if (!loaded && full) {
+        button.disabled = true;
+        button.textContent = 'loading…';
+        try {
+          pre.textContent = await full();
+          loaded = true;
+        } catch (e) {
+          button.disabled = false;
+          button.textContent = `could not load: ${e.message}`;
+          return;
+        }
+        button.disabled = false;
+      }
+      pre.classList.remove('clamped');
+      button.textContent = 'show less';
+    } else {
+      pre.classList.add('clamped');
+      button.textContent = label;
+    }
+  });
+  return h('div', {class: 'foldable'}, pre, button);
+}
+
+/** A table: `headers` (strings) and rows (arrays of cells: strings, nodes, or
+ *  `{cell, class}` objects). */
+export function table(headers, rows, cls = 'grid') {
+  return h('table', {class: cls},
+    h('thead', null, h('tr', null, headers.map((x) => h('th', null, x)))),
+    h('tbody', null, rows.map((row) => h('tr', null, row.map((c) => {
+      if (c && typeof c === 'object' && !(c instanceof Node) && 'cell' in c) return h('td', {class: c.class, title: c.title}, c.cell);
+      return h('td', null, c);
+    })))));
+}
+
+/** A route link: `#/` + path, with `params` as its query. */
+export function route(path, params) {
+  const q = params ? new URLSearchParams(Object.entries(params).filter(([, v]) => v !== undefined && v !== null && v !== '')).toString() : '';
+  return `#/${path}${q ? `?${q}` : ''}`;
+}
+
+/** A message for an error or an empty state. */
+export function note(text, cls = 'muted') {
+  return h('p', {class: cls}, text);
+}
+
+/** Whether `condition` is a delivery condition (seed 002), whose user is a customer. */
+export function isDelivery(condition) {
+  const base = String(condition || '').split(/[+@ ]/)[0];
+  return ['hidden', 'interact', 'interact-req', 'full-info'].includes(base) || base.startsWith('oracle');
+}
+
+/** The value at JSON pointer `pointer` in `value`. */
+export function atPointer(value, pointer) {
+  if (pointer === '') return value;
+  let v = value;
+  for (const raw of pointer.split('/').slice(1)) {
+    const key = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    if (v === null || typeof v !== 'object') return undefined;
+    v = v[key];
+  }
+  return v;
+}
+
+/** Marks `name` in the page's performance timeline now, and `name:painted` once the content
+ *  has been painted (two animation frames later), for the benchmark. */
+export function markPainted(name) {
+  performance.mark(name);
+  requestAnimationFrame(() => requestAnimationFrame(() => performance.mark(`${name}:painted`)));
+}

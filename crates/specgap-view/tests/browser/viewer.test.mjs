@@ -1,0 +1,276 @@
+// Browser tests of `specgap view`, in Debian's Chromium driven by playwright-core (never a
+// downloaded browser). Run by crates/specgap-cli/tests/it/view.rs:
+//
+//   node viewer.test.mjs <viewer URL with token> <static site dir> <screenshot dir> <facts.json>
+//
+// facts.json names what run 0 holds: {"agent": replay agent spec, "hostile_agent": spec,
+// "task": "examples/payment-retry", "delivery_agent": spec, "delivery_episode": id (with
+// panel ballots and a model_exchange event)}; run 1 is a plan-mode run of one episode. Every
+// step asserts on the page's content; a failure prints the step and exits 1.
+
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import {chromium} from 'playwright-core';
+
+const [url, staticDir, shots, factsFile] = process.argv.slice(2);
+const facts = JSON.parse(fs.readFileSync(factsFile, 'utf8'));
+const origin = new URL(url).origin;
+const results = [];
+
+function check(condition, message) {
+  if (!condition) throw new Error(message);
+}
+
+async function step(name, fn) {
+  try {
+    await fn();
+    results.push({name, ok: true});
+    console.log(`ok   ${name}`);
+  } catch (e) {
+    results.push({name, ok: false, error: e.message});
+    console.log(`FAIL ${name}: ${e.stack || e.message}`);
+  }
+}
+
+const browser = await chromium.launch({
+  executablePath: '/usr/bin/chromium',
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
+});
+
+/** A page that records dialogs, console errors and uncaught errors. */
+async function watchedPage(context) {
+  const page = await context.newPage({viewport: {width: 1400, height: 1000}});
+  page.dialogs = [];
+  page.errors = [];
+  page.on('dialog', async (d) => { page.dialogs.push(d.message()); await d.dismiss(); });
+  page.on('pageerror', (e) => page.errors.push(`pageerror: ${e.message}`));
+  page.on('console', (m) => { if (m.type() === 'error') page.errors.push(`console: ${m.text()}`); });
+  return page;
+}
+
+const context = await browser.newContext({viewport: {width: 1400, height: 1000}});
+const page = await watchedPage(context);
+
+await step('the overview shows the groups, the matrix and the usage tables', async () => {
+  // Two runs are served: the first page lists them.
+  await page.goto(url);
+  await page.locator('ul.runs li').nth(1).waitFor();
+  check((await page.locator('ul.runs li').count()) === 2, 'both runs are listed');
+  await page.locator('ul.runs li a').first().click();
+  await page.waitForURL(/#\/run\/0$/);
+  await page.locator('#groups table').waitFor();
+  const groups = await page.locator('#groups').innerText();
+  check(groups.includes('Score@1') && groups.includes('scripted:gold') && groups.includes(facts.agent), `groups: ${groups.slice(0, 400)}`);
+  check(groups.includes('delivery scores of cases with a submission schema: extraction panel panel:00000000000b'), `the verdicts behind the measures: ${groups.slice(-400)}`);
+  const matrix = await page.locator('#matrix table').innerText();
+  check(matrix.includes(facts.task) && matrix.includes('scripted:gold'), `matrix: ${matrix.slice(0, 300)}`);
+  const cell = page.locator('#matrix td.cell a').first();
+  check((await cell.getAttribute('href')).startsWith('#/run/0/episodes?'), 'matrix cells link to their episodes');
+  check((await page.locator('#not-applicable').innerText()).includes('needs'), 'not-applicable combinations are listed apart');
+  await page.screenshot({path: path.join(shots, 'overview.png')});
+});
+
+await step('the episode list filters to one agent', async () => {
+  await page.click('#nav a:has-text("Episodes")');
+  await page.locator('#episode-list table').waitFor();
+  await page.selectOption('select[name=agent]', facts.agent);
+  await page.click('#filters button[type=submit]');
+  await page.waitForURL((u) => decodeURIComponent(u.hash).includes(`agent=${facts.agent}`));
+  await page.locator('#episode-list table').waitFor();
+  const agents = await page.locator('#episode-list table.episodes tbody tr td:nth-child(4)').allInnerTexts();
+  check(agents.length > 0 && agents.every((a) => a === facts.agent), `agents listed: ${agents}`);
+  const info = await page.locator('#page-info').first().innerText();
+  check(new RegExp(`of ${agents.length}\\b`).test(info), `page info: ${info}`);
+  await page.screenshot({path: path.join(shots, 'episodes.png')});
+});
+
+await step('the transcript search finds an episode', async () => {
+  await page.fill('#search', 'Kettle & Crumb');
+  await page.click('form.search button');
+  await page.locator('#search-status').filter({hasText: /scanned$/}).waitFor({timeout: 20000}).catch(() => {});
+  await page.locator('#search-results ul.hits > li').first().waitFor();
+  const text = await page.locator('#search-results').innerText();
+  check(/matching episode/.test(text) && text.includes(facts.task), `search: ${text.slice(0, 300)}`);
+});
+
+let episodeUrl = null;
+await step('an episode opens with what the agent was told and its turns', async () => {
+  const row = page.locator('#episode-list table.episodes tbody tr', {hasText: facts.task}).filter({hasText: 'partial'}).first();
+  await row.locator('td:nth-child(2) a').click();
+  await page.locator('#transcript article.ev').first().waitFor();
+  episodeUrl = page.url();
+  const side = await page.locator('.episode-side').innerText();
+  check(side.includes(facts.task) && side.includes(facts.agent) && side.includes('partial'), `header: ${side}`);
+  const transcript = await page.locator('#transcript').innerText();
+  check(transcript.includes('What the agent was told') && transcript.includes('Turn 1') && transcript.includes('read_text'), 'transcript content');
+  check((await page.locator('#timeline .tl').count()) > 0, 'a timeline is drawn');
+});
+
+await step('a folded tool result expands', async () => {
+  const result = page.locator('article.ev-result').filter({has: page.locator('button.fold')}).first();
+  const pre = result.locator('pre');
+  const before = (await pre.innerText()).length;
+  check(await pre.evaluate((el) => el.classList.contains('clamped')), 'the long result starts folded');
+  await result.locator('button.fold').click();
+  await page.waitForFunction((el) => !el.classList.contains('clamped'), await pre.elementHandle());
+  const after = (await pre.innerText()).length;
+  check(after >= before && (await result.locator('button.fold').innerText()) === 'show less', `expanded ${before} → ${after}`);
+});
+
+await step('a submission shows its fenced private evaluation and its highlighted diff', async () => {
+  const box = page.locator('#submissions details[open] .private').last();
+  const text = await box.innerText();
+  check(text.startsWith('PRIVATE — evaluation of submission'), `private label: ${text.slice(0, 120)}`);
+  check(text.includes('never shown to the agent') && /pass|FAIL/.test(text) && text.includes('the rule (requirements.toml)'), 'verdicts with the requirement text');
+  await box.locator('button:has-text("show the workspace diff")').click();
+  await box.locator('.diff .d-add').first().waitFor();
+  const added = await box.locator('.diff .d-add').count();
+  const files = await box.locator('.diff .d-file').allInnerTexts();
+  check(added > 0 && files.some((f) => f.startsWith('diff --git a/shop/checkout.py')), `diff: ${added} added lines, files ${files.slice(0, 3)}`);
+  check((await box.locator('.diff .tk-keyword').count()) > 0, 'python keywords are highlighted');
+  await box.scrollIntoViewIfNeeded();
+  await page.screenshot({path: path.join(shots, 'episode.png')});
+});
+
+await step('the compare page shows the two episodes side by side', async () => {
+  const options = await page.locator('#compare-with option').allInnerTexts();
+  check(options.length > 1, `compare options: ${options}`);
+  const value = await page.locator('#compare-with option').nth(1).getAttribute('value');
+  await page.selectOption('#compare-with', value);
+  await page.waitForURL(/#\/compare\?/);
+  await page.locator('#compare-A article.ev').first().waitFor();
+  await page.locator('#compare-B article.ev').first().waitFor();
+  const table = await page.locator('table.compare-table').innerText();
+  check(table.includes(facts.task) && table.includes('final score') && table.includes('scores by submission'), `compare table: ${table.slice(0, 300)}`);
+  check((await page.locator('.compare-col').count()) === 2, 'two columns');
+  await page.screenshot({path: path.join(shots, 'compare.png')});
+});
+
+await step('a delivery episode shows its questions and coverage judgements', async () => {
+  await page.goto(`${origin}/#/run/0/episodes?agent=${encodeURIComponent(facts.delivery_agent)}&condition=interact`);
+  await page.locator('#episode-list table.episodes').waitFor();
+  await page.locator('#episode-list table.episodes tbody tr', {hasText: 'examples/retail-replenishment'}).first().locator('td:nth-child(2) a').click();
+  await page.locator('#questions').waitFor();
+  const text = await page.locator('#questions').innerText();
+  check(text.includes('Questions to the customer') && text.includes('PRIVATE — coverage judgements of offline:2') && text.includes('covered'), `questions: ${text.slice(0, 300)}`);
+  const said = await page.locator('#transcript').innerText();
+  check(said.includes('← ask_user') && said.includes('write_text'), 'the questions and the delivery are in the transcript');
+});
+
+await step('the delivery episode shows the model panels\' ballots and verdicts, fenced as private', async () => {
+  await page.goto(`${origin}/#/run/0/episode/${facts.delivery_episode}`);
+  await page.locator('#panels').waitFor();
+  const text = await page.locator('#panels').innerText();
+  check(text.includes('PRIVATE — ballots and verdicts of the model panels'), `panels: ${text.slice(0, 300)}`);
+  check(text.includes('panel:00000000000a') && text.includes('coverage judge') && text.includes('covered by question(s) 0'), `judge ballots: ${text.slice(0, 600)}`);
+  check(text.includes('malformed: the reply is not the json asked for'), 'the malformed ballot says why it does not count');
+  check(text.includes('panel:00000000000b') && text.includes('artifact extraction') && text.includes('scored') && text.includes('3 / 3'), `extraction: ${text.slice(0, 800)}`);
+  await page.locator('#panels details summary', {hasText: 'model exchange'}).first().click();
+  check((await page.locator('#panels').innerText()).includes("<script>window.__pwned='ballot'</script>"), 'the exchange is shown as text');
+  // The newer event kind (a cli: agent's model exchange) is a named card, not a broken page.
+  await page.locator('#transcript article.ev-unknown').first().waitFor();
+  const unknown = await page.locator('#transcript article.ev-unknown').first().innerText();
+  check(unknown.includes('Event: model exchange') && unknown.includes("window.__pwned='exchange'"), `unknown kind: ${unknown.slice(0, 300)}`);
+  check(await page.evaluate(() => window.__pwned) === undefined, 'nothing ran');
+  await page.screenshot({path: path.join(shots, 'panels.png'), fullPage: false});
+});
+
+await step('a plan-mode episode shows its phase change with the new prompt and tools', async () => {
+  await page.goto(`${origin}/#/run/1/episodes`);
+  await page.locator('#episode-list table.episodes tbody tr td:nth-child(2) a').first().click();
+  await page.locator('#transcript article.ev-phase').waitFor();
+  const card = await page.locator('#transcript article.ev-phase').innerText();
+  check(card.includes('Phase change: execute') && card.includes('System prompt') && /Tools offered \(\d+\)/.test(card), `phase change: ${card.slice(0, 300)}`);
+  const kinds = await page.locator('#transcript article.ev').evaluateAll((els) => els.map((e) => e.dataset.type));
+  check(kinds.indexOf('phase_change') > kinds.indexOf('tool_result') && kinds.indexOf('tool_result') > 0, `order: ${kinds}`);
+});
+
+await step('an episode whose outputs hold <script> and javascript: links runs nothing', async () => {
+  const hostile = await watchedPage(context);
+  await hostile.goto(`${origin}/#/run/0/episodes?agent=${encodeURIComponent(facts.hostile_agent)}&condition=partial`);
+  await hostile.locator('#episode-list table.episodes').waitFor();
+  await hostile.locator('#episode-list table.episodes tbody tr', {hasText: facts.task}).first().locator('td:nth-child(2) a').click();
+  await hostile.locator('#transcript article.ev-result').first().waitFor();
+  // Unfold every folded text of the transcript (each button then reads "show less").
+  const folded = hostile.locator('#transcript button.fold', {hasText: /^show all/});
+  for (let i = 0; i < 50 && (await folded.count()) > 0; i++) {
+    await folded.first().click();
+    await hostile.locator('#transcript button.fold', {hasText: 'loading'}).waitFor({state: 'detached'}).catch(() => {});
+  }
+  const text = await hostile.locator('#transcript').innerText();
+  check(text.includes("<script>window.__pwned='script'</script>"), 'the script is shown as text');
+  check(text.includes("javascript:window.__pwned='link'"), 'the javascript: link is shown as text');
+  const pwned = await hostile.evaluate(() => window.__pwned);
+  check(pwned === undefined, `something ran: window.__pwned = ${pwned}`);
+  check(hostile.dialogs.length === 0, `dialogs opened: ${hostile.dialogs}`);
+  const injected = await hostile.evaluate(() => ({
+    scripts: [...document.scripts].map((s) => s.src),
+    jsLinks: [...document.querySelectorAll('a[href]')].filter((a) => /^\s*javascript:/i.test(a.getAttribute('href'))).length,
+    images: document.querySelectorAll('#app img, #app iframe').length,
+  }));
+  check(injected.scripts.length === 1 && injected.scripts[0].endsWith('/assets/app.js'), `scripts: ${injected.scripts}`);
+  check(injected.jsLinks === 0 && injected.images === 0, `injected elements: ${JSON.stringify(injected)}`);
+  check(hostile.errors.length === 0, `console or page errors: ${hostile.errors}`);
+  await hostile.screenshot({path: path.join(shots, 'hostile.png')});
+  await hostile.close();
+});
+
+await step('a page without the token is refused', async () => {
+  const fresh = await browser.newContext();
+  const bare = await fresh.newPage();
+  const response = await bare.goto(`${origin}/`);
+  check(response.status() === 401, `status ${response.status()}`);
+  check((await bare.locator('body').innerText()).startsWith('refused: this viewer needs the token'), 'refusal text');
+  const outside = await bare.goto(`${origin}/api/run/0/episode/..%2F..%2Fetc%2Fpasswd?token=${new URL(url).searchParams.get('token')}`);
+  check(outside.status() === 404 && !(await bare.locator('body').innerText()).includes('root:'), 'a path outside the run is refused');
+  await fresh.close();
+});
+
+await step('the live pages logged no error', async () => {
+  check(page.errors.length === 0, `errors: ${page.errors}`);
+});
+
+// The static site, served from a plain file server on loopback.
+const server = http.createServer((req, res) => {
+  const rel = decodeURIComponent(new URL(req.url, 'http://x').pathname).replace(/^\/+/, '') || 'index.html';
+  const file = path.resolve(staticDir, rel);
+  if (!file.startsWith(path.resolve(staticDir)) || !fs.existsSync(file) || fs.statSync(file).isDirectory()) {
+    res.writeHead(404);
+    res.end('not found');
+    return;
+  }
+  const types = {'.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.json': 'application/json'};
+  res.writeHead(200, {'content-type': types[path.extname(file)] || 'text/plain'});
+  fs.createReadStream(file).pipe(res);
+});
+await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+const staticOrigin = `http://127.0.0.1:${server.address().port}`;
+
+await step('the static site shows the same pages without private parts', async () => {
+  const s = await watchedPage(await browser.newContext());
+  await s.goto(`${staticOrigin}/index.html`);
+  await s.locator('#groups table').waitFor();
+  await s.goto(`${staticOrigin}/index.html#/run/0/episodes?agent=${encodeURIComponent(facts.agent)}`);
+  await s.locator('#episode-list table.episodes').waitFor();
+  const agents = await s.locator('#episode-list table.episodes tbody tr td:nth-child(4)').allInnerTexts();
+  check(agents.length > 0 && agents.every((a) => a === facts.agent), `static filter: ${agents}`);
+  await s.locator('#episode-list table.episodes tbody tr', {hasText: facts.task}).filter({hasText: 'partial'}).first().locator('td:nth-child(2) a').click();
+  await s.locator('#transcript article.ev').first().waitFor();
+  await s.locator('#transcript article.ev-withheld').first().waitFor();
+  check((await s.locator('.private').count()) === 0, 'no private box on a public site');
+  const published = await watchedPage(await browser.newContext());
+  await published.goto(`${staticOrigin}/index.html#/run/0/episode/${facts.delivery_episode}`);
+  await published.locator('#transcript article.ev').first().waitFor();
+  check((await published.locator('#panels').count()) === 0 && (await published.locator('.private').count()) === 0, 'no panel ballots on a public site');
+  await published.close();
+  check((await s.locator('#transcript').innerText()).includes('Withheld from this published site'), 'evaluations are marked withheld');
+  check(s.errors.length === 0, `errors: ${s.errors}`);
+  await s.screenshot({path: path.join(shots, 'static-episode.png')});
+});
+
+server.close();
+await browser.close();
+const failed = results.filter((r) => !r.ok);
+console.log(`${results.length - failed.length} passed, ${failed.length} failed`);
+process.exit(failed.length ? 1 : 0);

@@ -1,0 +1,6 @@
+//! Integration tests of the viewer: one binary, one module per concern.
+
+mod fixture;
+mod http;
+mod server;
+mod static_site;
