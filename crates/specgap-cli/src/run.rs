@@ -3,8 +3,9 @@
 //! ```text
 //! specgap run [SUITE...] --agent A[,B] --condition C[,D] --start clean|residual:<id>|residual:all
 //!             --repeats N --jobs J --seed S --out DIR [axis overrides] [budgets]
-//!             [--user relay] [--shard i/n] [--retries N] [--no-sandbox]
-//! specgap run --resume DIR [--jobs J]
+//!             [--user relay] [--shard i/n|auto [--shards N]] [--publish DIR] [--retries N] [--no-sandbox]
+//!             [--require-limits]
+//! specgap run --resume DIR [--jobs J] [--publish DIR] [--require-limits]
 //! ```
 //!
 //! Without a suite, the bundled example suite runs with the scripted agents (gold, literal,
@@ -31,6 +32,7 @@ use specgap_task::TaskPackage;
 
 mod agents;
 mod config;
+mod scale_out;
 
 /// Exit code after Ctrl-C (128 + SIGINT), as shells report it.
 pub const EXIT_INTERRUPTED: u8 = 130;
@@ -45,6 +47,8 @@ Examples:
   specgap run examples/tasks/payment-retry --agent scripted:gold --condition partial,full
   specgap run my-suite --agent chat:qwen2.5-coder --base-url http://localhost:8000/v1
   specgap run my-suite --shard 1/4 --out runs/s1   (then: specgap merge runs/s* --out runs/all)
+  specgap run my-suite --shard auto --out /tmp/shard --publish /shared/study/shards
+                                       in a Slurm array or Kubernetes Indexed Job (docs/scale-out.md)
   specgap run --resume runs/latest     continue an interrupted or failed run
 
 Exit status: 0 when the run completed (episodes that ended in errors are reported apart); 3 when
@@ -147,15 +151,34 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     pub resume: Option<PathBuf>,
     /// Run only shard i of n (1-based): the episodes whose position in the run's plan is
-    /// i−1 modulo n. Merge the shards with `specgap merge`.
-    #[arg(long, value_name = "i/n")]
+    /// i−1 modulo n. `auto` reads the shard from a Kubernetes Indexed Job
+    /// (JOB_COMPLETION_INDEX, 0-based, with --shards N or SPECGAP_SHARDS) or a Slurm array
+    /// (SLURM_ARRAY_TASK_ID, _MIN, _STEP, _COUNT). Merge the shards with `specgap merge`.
+    #[arg(long, value_name = "i/n|auto")]
     pub shard: Option<String>,
+    /// With --shard auto: the number of shards (a Kubernetes Indexed Job's completions; for
+    /// a Slurm array, a check of SLURM_ARRAY_TASK_COUNT).
+    #[arg(long, value_name = "N")]
+    pub shards: Option<u32>,
+    /// When the run has ended, copy it to DIR/shard-<i>-of-<n> (a shard) or DIR/<name of
+    /// --out>: the SQLite WAL checkpointed, copied under a temporary name in DIR, fsynced and
+    /// renamed, so DIR (shared storage) never holds half a run; an existing copy is never
+    /// replaced (the next is DIR/<name>.2). Keep --out on local disk (SQLite over NFS is
+    /// unsafe).
+    #[arg(long, value_name = "DIR")]
+    pub publish: Option<PathBuf>,
     /// Retries of an episode after an infrastructure or evaluation error. Default: 2.
     #[arg(long)]
     pub retries: Option<u32>,
     /// Run commands without bubblewrap (debugging only: the agent is then not contained).
     #[arg(long)]
     pub no_sandbox: bool,
+    /// Refuse to run when the per-command process and memory limits (cgroup `pids` and
+    /// `memory`, v1 or v2) cannot be applied here — as a non-root user without a delegated
+    /// cgroup, or in a container whose /sys/fs/cgroup is read-only — instead of running
+    /// without them after a warning (docs/scale-out.md "Process and memory limits").
+    #[arg(long)]
+    pub require_limits: bool,
     /// Do not print the report at the end.
     #[arg(long)]
     pub no_report: bool,
@@ -258,6 +281,7 @@ impl Args {
             ("--detector-panel", self.detector_panel.is_some()),
             ("--prompts", self.prompts.is_some()),
             ("--shard", self.shard.is_some()),
+            ("--shards", self.shards.is_some()),
             ("--retries", self.retries.is_some()),
             ("--no-sandbox", self.no_sandbox),
         ];
@@ -286,11 +310,15 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
         bail!("--resume continues a run with its stored configuration (run.toml); --config cannot be combined with it");
     }
     if args.dry_run {
-        let resolved = match &args.resume {
+        let mut resolved = match &args.resume {
             Some(dir) => resolve_stored(Store::open_for_resume(dir).with_context(|| format!("cannot resume {}", dir.display()))?.config())?,
             None => resolve_new(&args)?,
         };
         let plan = plan(&resolved)?;
+        // The run.toml a run would write, plan hash included (a resumed one has it already).
+        if args.resume.is_none() {
+            scale_out::record_plan(&mut resolved.config, &plan);
+        }
         print!("{}", toml::to_string(&resolved.config).context("cannot print the resolved configuration")?);
         eprintln!(
             "dry run: {} episode{} planned, {} combination{} not applicable; nothing was created",
@@ -301,6 +329,8 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
+    // Before any store is made or opened: a refusal leaves nothing behind.
+    scale_out::check_limits(args.require_limits)?;
     let (out, store, resolved, plan, resuming, lock) = match &args.resume {
         Some(dir) => {
             let ignored = args.flags_resume_ignores();
@@ -312,17 +342,20 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
             let resolved = resolve_stored(store.config())?;
             agents::ensure_runnable(&resolved.config)?;
             let plan = plan(&resolved)?;
+            scale_out::check_resumed_plan(store.config(), &plan)?;
             (dir.clone(), store, resolved, plan, true, lock)
         }
         None => {
-            let resolved = resolve_new(&args)?;
+            let mut resolved = resolve_new(&args)?;
             agents::ensure_runnable(&resolved.config)?;
             // Plan before creating the store: a run where nothing applies leaves nothing behind.
             let plan = plan(&resolved)?;
+            scale_out::record_plan(&mut resolved.config, &plan);
             let (out, link_latest) = match &args.out {
                 Some(out) => (out.clone(), false),
                 None => (default_out_dir()?, true),
             };
+            scale_out::warn_if_network_store(&out);
             let (store, lock) =
                 Store::create_for_runner(&out, &resolved.config).with_context(|| format!("cannot create run {}", out.display()))?;
             if link_latest {
@@ -337,11 +370,18 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
     let outcome = run_plan(&store, &resolved, &plan, &how)?;
     if outcome.interrupted {
         eprintln!(
-            "interrupted: finished episodes are kept in {}. Continue with:\n  specgap run --resume {}",
+            "interrupted: finished episodes are kept in {}. Continue with:\n  specgap run --resume {}{}",
             out.display(),
-            shell_word(&out.display().to_string())
+            shell_word(&out.display().to_string()),
+            args.publish.as_ref().map_or(String::new(), |dir| format!(" --publish {}", shell_word(&dir.display().to_string())))
         );
+        if args.publish.is_some() {
+            eprintln!("not published: only a run that has ended is copied to --publish");
+        }
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
+    }
+    if let Some(dir) = &args.publish {
+        scale_out::publish(&store, dir)?;
     }
     eprintln!("{}", outcome.summary_line);
     if !args.no_report {
@@ -369,6 +409,8 @@ struct RunSpec {
     overrides: Overrides,
     starts: Vec<String>,
     shard: Option<String>,
+    /// `--shards N`: the shard count that goes with `--shard auto` on Kubernetes.
+    shards: Option<u32>,
     repeats: u32,
     seed: u64,
     retries: u32,
@@ -414,6 +456,7 @@ fn spec_from_flags(args: &Args) -> anyhow::Result<RunSpec> {
         overrides: flag_overrides(args),
         starts: if args.starts.is_empty() { split_list(DEFAULT_STARTS) } else { clean_list(&args.starts) },
         shard: args.shard.clone(),
+        shards: args.shards,
         repeats: args.repeats.unwrap_or(1),
         seed: args.seed.unwrap_or(0),
         retries: args.retries.unwrap_or(2),
@@ -503,6 +546,7 @@ fn spec_from_file(args: &Args, path: &Path) -> anyhow::Result<RunSpec> {
         overrides,
         starts: list_or(&file.starts, DEFAULT_STARTS),
         shard: args.shard.clone(),
+        shards: args.shards,
         repeats: args.repeats.or(file.repeats).unwrap_or(1),
         seed: args.seed.or(file.seed).unwrap_or(0),
         retries: args.retries.or(file.retries).unwrap_or(2),
@@ -529,7 +573,7 @@ fn build(spec: RunSpec) -> anyhow::Result<Resolved> {
             Start::parse(start)?;
         }
     }
-    let shard = spec.shard.as_deref().map(Shard::parse).transpose()?;
+    let shard = scale_out::shard_flag(spec.shard.as_deref(), spec.shards)?;
     if spec.repeats == 0 {
         bail!("--repeats must be at least 1");
     }
@@ -541,6 +585,9 @@ fn build(spec: RunSpec) -> anyhow::Result<Resolved> {
         retries: spec.retries,
         sandbox: spec.sandbox,
         shard: shard.map(|s| s.as_pair()),
+        // Set once the plan is made (scale_out::record_plan).
+        plan_hash: None,
+        merge: None,
         tasks: tasks.iter().map(task_ref).collect::<anyhow::Result<Vec<_>>>()?,
         agents: spec.agents,
         users: vec![spec.user],

@@ -61,6 +61,16 @@ pub struct RunConfig {
     /// `[i, n]` when this store is shard i of n (1-based i).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<[u32; 2]>,
+    /// [`plan_hash`] of the run's unsharded plan: the same in every shard of one run, so
+    /// `specgap merge` can tell shards of different plans apart. Absent in stores written
+    /// before the field existed (their plans are then compared through the configuration
+    /// only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_hash: Option<String>,
+    /// Written by `specgap merge`: which shards the merged run was joined from. Absent in a
+    /// run that `specgap run` made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merge: Option<MergeRecord>,
     /// Tasks with their content hashes.
     pub tasks: Vec<TaskRef>,
     /// Agents with their full configuration.
@@ -81,6 +91,50 @@ pub struct RunConfig {
     /// engine's default of 30. Omitted from `run.toml` when the flag was not given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clarification_rounds: Option<u32>,
+}
+
+/// What `specgap merge` joined (`run.toml` `[merge]`): the shard count of its inputs and the
+/// shards none of them held (a merge with `--allow-partial`). The report names the missing
+/// shards next to the episodes they leave without a result; a later merge of this run with
+/// the missing shards counts this run as holding every other shard.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MergeRecord {
+    /// `n` of the merged shards `i/n` (1 when whole runs were merged).
+    pub shards: u32,
+    /// 1-based numbers of the shards no input held, ascending; empty when the merge was
+    /// complete.
+    #[serde(default)]
+    pub missing: Vec<u32>,
+}
+
+impl MergeRecord {
+    /// The 1-based shard numbers the merged run holds: `1..=shards` without `missing`.
+    pub fn held(&self) -> Vec<u32> {
+        (1..=self.shards).filter(|i| !self.missing.contains(i)).collect()
+    }
+}
+
+/// The hash of a run's plan (docs/decisions.md "Scale-out: the plan hash"): hex sha256 over
+/// the canonical JSON `{"episodes": [...], "not_applicable": [...]}` of the unsharded plan,
+/// `episodes` the applicable episodes' ids ([`EpisodeKey::id`]) in plan order and
+/// `not_applicable` the `[task, agent, condition, start]` of every combination recorded as not
+/// applicable, sorted (their reasons are words, not part of the plan). Two runs with one
+/// plan hash plan the same episodes at the same positions, so their shards `i/n` partition
+/// the same set.
+pub fn plan_hash<'a>(
+    episode_ids: impl IntoIterator<Item = &'a str>,
+    not_applicable: impl IntoIterator<Item = [&'a str; 4]>,
+) -> String {
+    use sha2::{Digest, Sha256};
+    let episodes: Vec<&str> = episode_ids.into_iter().collect();
+    let mut skipped: Vec<[&str; 4]> = not_applicable.into_iter().collect();
+    skipped.sort_unstable();
+    skipped.dedup();
+    let canonical = serde_json::json!({ "episodes": episodes, "not_applicable": skipped });
+    // Serializing a JSON value of strings cannot fail.
+    let bytes = serde_json::to_vec(&canonical).unwrap_or_default();
+    Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn is_default_budget(budget: &crate::package::Budget) -> bool {
@@ -266,6 +320,23 @@ mod tests {
         let written = toml::to_string(&new).unwrap();
         assert!(written.contains("protocol_version = 4\n"), "{written}");
         assert_eq!(toml::from_str::<RunConfig>(&written).unwrap(), new);
+    }
+
+    #[test]
+    fn the_plan_hash_follows_episode_order_and_ignores_not_applicable_order() {
+        let a = plan_hash(["e1", "e2"], [["t", "a", "full", "clean"], ["t", "b", "full", "clean"]]);
+        assert_eq!(a.len(), 64);
+        assert_eq!(a, plan_hash(["e1", "e2"], [["t", "b", "full", "clean"], ["t", "a", "full", "clean"]]));
+        assert_ne!(a, plan_hash(["e2", "e1"], [["t", "a", "full", "clean"], ["t", "b", "full", "clean"]]));
+        assert_ne!(a, plan_hash(["e1", "e2"], [["t", "a", "full", "clean"]]));
+        // sha256 of `{"episodes":[],"not_applicable":[]}` (printf '%s' ... | sha256sum).
+        assert_eq!(plan_hash([], []), "8391920dc87b3dd6574d30a5bb4661469b527f3898beadfb8b1007c6302abc81");
+    }
+
+    #[test]
+    fn a_merge_record_holds_every_shard_but_the_missing() {
+        let record = MergeRecord { shards: 4, missing: vec![3] };
+        assert_eq!(record.held(), [1, 2, 4]);
     }
 
     #[test]

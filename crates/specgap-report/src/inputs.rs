@@ -56,10 +56,12 @@ pub fn planned_episode_ids(run: &RunData) -> Result<BTreeSet<String>, String> {
 }
 
 /// The keys of the episodes `run.toml` plans for this store, in plan order (see
-/// [`planned_episode_ids`], which gives their ids).
+/// [`planned_episode_ids`], which gives their ids). When `run.toml` records the plan's hash
+/// (`plan_hash`), the rebuilt unsharded plan must have it.
 ///
 /// # Errors
-/// As [`planned_episode_ids`].
+/// As [`planned_episode_ids`], and a rebuilt plan whose hash differs from `plan_hash` (a
+/// package changed since the run, or another specgap build planned it).
 pub fn planned_episodes(run: &RunData) -> Result<Vec<EpisodeKey>, String> {
     let config = &run.config;
     let user = config.users.first().ok_or("run.toml names no user")?;
@@ -77,8 +79,7 @@ pub fn planned_episodes(run: &RunData) -> Result<Vec<EpisodeKey>, String> {
         })
         .collect();
     let owns = shard_filter(config.shard)?;
-    let mut planned = Vec::new();
-    let mut position = 0usize;
+    let mut all = Vec::new();
     for task in &config.tasks {
         let starts = expanded_starts(run, task)?;
         for agent in &config.agents {
@@ -94,27 +95,40 @@ pub fn planned_episodes(run: &RunData) -> Result<Vec<EpisodeKey>, String> {
                         continue;
                     }
                     for repeat in 0..config.repeats {
-                        if owns(position) {
-                            let key = EpisodeKey {
-                                task: task.name.clone(),
-                                task_hash: task.hash.clone(),
-                                agent: agent.label().to_string(),
-                                agent_hash: agent.hash.clone(),
-                                user_hash: user.hash.clone(),
-                                condition: condition.clone(),
-                                start: start.clone(),
-                                repeat,
-                                seed: config.seed,
-                            };
-                            planned.push(key);
-                        }
-                        position += 1;
+                        all.push(EpisodeKey {
+                            task: task.name.clone(),
+                            task_hash: task.hash.clone(),
+                            agent: agent.label().to_string(),
+                            agent_hash: agent.hash.clone(),
+                            user_hash: user.hash.clone(),
+                            condition: condition.clone(),
+                            start: start.clone(),
+                            repeat,
+                            seed: config.seed,
+                        });
                     }
                 }
             }
         }
     }
-    Ok(planned)
+    if let Some(stored) = &config.plan_hash {
+        let ids: Vec<String> = all.iter().map(EpisodeKey::id).collect();
+        let rebuilt = specgap_protocol::run::plan_hash(
+            ids.iter().map(String::as_str),
+            not_applicable.iter().map(|&(t, a, c, s)| [t, a, c, s]),
+        );
+        if rebuilt != *stored {
+            return Err(format!(
+                "the plan rebuilt from run.toml has hash {rebuilt}, not the recorded plan_hash {stored} (a package changed since the run, or another specgap build planned it)"
+            ));
+        }
+    }
+    Ok(all
+        .into_iter()
+        .enumerate()
+        .filter(|(position, _)| owns(*position))
+        .map(|(_, key)| key)
+        .collect())
 }
 
 /// Which plan positions a store holds: all, or shard `i/n`'s.
@@ -205,16 +219,35 @@ fn missing_results_warning(run: &RunData) -> Option<String> {
             if missing == 0 {
                 return None;
             }
+            let not_merged = run
+                .config
+                .merge
+                .as_ref()
+                .filter(|m| absent > 0 && !m.missing.is_empty());
             let mut parts = Vec::new();
             if absent > 0 {
-                parts.push(format!("{absent} absent from the store"));
+                parts.push(match not_merged {
+                    Some(record) => format!(
+                        "{absent} absent from the store, which was merged without {}",
+                        shards_text(&record.missing, record.shards)
+                    ),
+                    None => format!("{absent} absent from the store"),
+                });
             }
             if unfinished > 0 {
                 parts.push(format!("{unfinished} interrupted or still running"));
             }
             let verb = if missing == 1 { "has" } else { "have" };
+            let or_merge = if not_merged.is_some() {
+                format!(
+                    ", or merge it with the missing shards (`specgap merge {} SHARD... --out NEW`)",
+                    shell_word(&dir.to_string())
+                )
+            } else {
+                String::new()
+            };
             Some(format!(
-                "run {dir}: {missing} of {} planned episodes {verb} no result ({}); the measures use the other {} — {resume}",
+                "run {dir}: {missing} of {} planned episodes {verb} no result ({}); the measures use the other {} — {resume}{or_merge}",
                 planned.len(),
                 parts.join(", "),
                 planned.len() - missing
@@ -230,6 +263,13 @@ fn missing_results_warning(run: &RunData) -> Option<String> {
             })
         }
     }
+}
+
+/// `shard 3 of 4` or `shards 2, 4 of 4`.
+fn shards_text(shards: &[u32], count: u32) -> String {
+    let numbers: Vec<String> = shards.iter().map(u32::to_string).collect();
+    let noun = if shards.len() == 1 { "shard" } else { "shards" };
+    format!("{noun} {} of {count}", numbers.join(", "))
 }
 
 /// Quotes a path for a POSIX shell when it holds anything but plain path characters.

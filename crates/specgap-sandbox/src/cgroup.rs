@@ -1,15 +1,23 @@
-//! Per-command cgroup-v1 groups for the process and memory limits (DESIGN §3.2).
+//! Per-command cgroups for the process and memory limits (DESIGN §3.2), on cgroup v1 or v2.
 //!
 //! rlimits do not bind a process tree whose host uid is 0, so the process limit uses the
-//! cgroup-v1 `pids` controller and the memory limit the `memory` controller. Each command gets
-//! its own group under the harness's own group of that controller; the spawned child moves
-//! itself in before it execs (so no early fork escapes), and afterwards every process still in
-//! the group is killed and the group removed. Where a controller is missing or not writable
-//! the limit is skipped with a one-time warning.
+//! `pids` controller and the memory limit the `memory` controller. Where the machine mounts
+//! cgroup v1 controllers (`/sys/fs/cgroup/pids`, `/sys/fs/cgroup/memory`) each command gets a
+//! group of each under the harness's own group of that controller; where only cgroup v2 is
+//! mounted (`/sys/fs/cgroup` itself, or `/sys/fs/cgroup/unified` beside v1 hierarchies that do
+//! not hold the controller) each command gets one v2 group under the harness's own group with
+//! `pids.max`, `memory.max` and `memory.swap.max` (a process is in one v2 group only; the
+//! harness first moves itself into a leaf of its own group, which v2 requires before that
+//! group may give children controllers: [`prepare_v2`]). The
+//! spawned child moves itself in before it execs (so no early fork escapes), and afterwards
+//! every process still in the group is killed and the group removed. Where a controller is
+//! missing or not writable the limit is skipped with a one-time warning; [`unavailable`]
+//! tells beforehand (`specgap run --require-limits`).
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -19,11 +27,169 @@ static PIDS_WARNED: AtomicBool = AtomicBool::new(false);
 static MEMORY_WARNED: AtomicBool = AtomicBool::new(false);
 static SEQUENCE: AtomicU64 = AtomicU64::new(0);
 
-/// The groups of one command; removed (after killing their members) on drop.
+/// Which cgroup version holds a controller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Version {
+    V1,
+    V2,
+}
+
+/// Where the groups of one controller are made: the harness's own group of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Located {
+    pub(crate) version: Version,
+    pub(crate) parent: PathBuf,
+}
+
+/// Finds where groups of `controller` go under the cgroup mount `root`, given the text of
+/// `/proc/self/cgroup`: the v1 hierarchy of that controller when it is mounted, else the v2
+/// hierarchy (`root` or `root/unified`) when the controller is available there.
+///
+/// # Errors
+/// Why the controller cannot be used, as a phrase (no hierarchy holds it).
+pub(crate) fn locate(root: &Path, proc_self_cgroup: &str, controller: &str) -> Result<Located, String> {
+    let v1 = root.join(controller);
+    if v1.is_dir() && !v1.join("cgroup.controllers").exists() {
+        return Ok(Located { version: Version::V1, parent: own_v1_group(&v1, proc_self_cgroup, controller) });
+    }
+    let unified = [root.to_path_buf(), root.join("unified")].into_iter().find(|dir| dir.join("cgroup.controllers").is_file());
+    let Some(unified) = unified else {
+        return Err(format!("neither a cgroup-v1 `{controller}` hierarchy nor cgroup v2 is mounted under {}", root.display()));
+    };
+    let parent = proc_self_cgroup
+        .lines()
+        .find_map(|line| line.strip_prefix("0::"))
+        .map(|path| path.trim().trim_start_matches('/'))
+        .filter(|path| !path.is_empty())
+        .map(|path| unified.join(path))
+        .filter(|dir| dir.is_dir())
+        .unwrap_or(unified);
+    let available = std::fs::read_to_string(parent.join("cgroup.controllers")).unwrap_or_default();
+    if !available.split_whitespace().any(|c| c == controller) {
+        return Err(format!(
+            "the cgroup-v2 `{controller}` controller is not available in {} (not in its cgroup.controllers: it is bound to a v1 hierarchy or not delegated)",
+            parent.display()
+        ));
+    }
+    Ok(Located { version: Version::V2, parent })
+}
+
+/// The harness's v2 group prepared for command groups, once per process (it may move the
+/// harness into a leaf, after which `/proc/self/cgroup` names the leaf).
+static V2_PARENT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+
+/// [`locate`] on this machine; for cgroup v2 the parent is the harness's own group prepared
+/// by [`prepare_v2`] on first use.
+fn locate_here(controller: &str) -> Result<Located, String> {
+    let proc_self = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    let located = locate(Path::new(CGROUP_ROOT), &proc_self, controller)?;
+    if located.version == Version::V1 {
+        return Ok(located);
+    }
+    let parent = V2_PARENT.get_or_init(|| prepare_v2(&located.parent, std::process::id())).clone()?;
+    Ok(Located { version: Version::V2, parent })
+}
+
+/// The leaf a harness moves itself into so that its own v2 group may have children with
+/// controllers (cgroup v2's "no internal processes" rule).
+const V2_HARNESS_LEAF: &str = "specgap-harness";
+
+/// Makes the v2 group `own` (the harness's, process `pid`) able to hold command groups with
+/// the `pids` and `memory` controllers: a non-root group with processes in it may not enable
+/// controllers for children, so when `pid` is its only process the harness moves into the leaf
+/// `own/specgap-harness`; then the controllers `own` has are enabled in its
+/// `cgroup.subtree_control`. Returns `own`, where command groups go (beside the leaf).
+///
+/// # Errors
+/// As a phrase: other processes share `own` (moving them is not the harness's business: start
+/// specgap in a cgroup of its own, e.g. `systemd-run --scope`), or a control file cannot be
+/// written (not delegated, read-only).
+fn prepare_v2(own: &Path, pid: u32) -> Result<PathBuf, String> {
+    let is_root = !own.join("cgroup.type").exists();
+    let procs_file = own.join("cgroup.procs");
+    let procs: Vec<u32> = std::fs::read_to_string(&procs_file).unwrap_or_default().lines().filter_map(|l| l.trim().parse().ok()).collect();
+    if !is_root && !procs.is_empty() {
+        let others: Vec<String> = procs.iter().filter(|&&p| p != pid).map(u32::to_string).collect();
+        if !others.is_empty() {
+            return Err(format!(
+                "the harness's cgroup-v2 group {} also holds processes {} (cgroup v2 lets only a group without processes of its own give its children controllers); start specgap in a cgroup of its own, e.g. under `systemd-run --scope`",
+                own.display(),
+                others.join(", ")
+            ));
+        }
+        let leaf = own.join(V2_HARNESS_LEAF);
+        match std::fs::create_dir(&leaf) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(format!("cannot create {}: {e}", leaf.display())),
+        }
+        std::fs::write(leaf.join("cgroup.procs"), pid.to_string())
+            .map_err(|e| format!("cannot move the harness into {}: {e}", leaf.display()))?;
+    }
+    let available = std::fs::read_to_string(own.join("cgroup.controllers")).unwrap_or_default();
+    let wanted: Vec<String> = ["pids", "memory"].into_iter().filter(|c| available.split_whitespace().any(|a| a == *c)).map(|c| format!("+{c}")).collect();
+    let control = own.join("cgroup.subtree_control");
+    std::fs::write(&control, wanted.join(" ")).map_err(|e| format!("cannot enable {} in {}: {e}", wanted.join(" "), control.display()))?;
+    Ok(own.to_path_buf())
+}
+
+/// The harness's own group in the v1 hierarchy `hierarchy` of `controller`, falling back to
+/// the hierarchy's root.
+fn own_v1_group(hierarchy: &Path, proc_self_cgroup: &str, controller: &str) -> PathBuf {
+    for line in proc_self_cgroup.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next(), parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+        if controllers.split(',').any(|c| c == controller) {
+            let candidate = hierarchy.join(path.trim_start_matches('/'));
+            if candidate.is_dir() {
+                return candidate;
+            }
+        }
+    }
+    hierarchy.to_path_buf()
+}
+
+/// Control files and the values written to them.
+type Settings = Vec<(&'static str, String)>;
+
+/// The limit files of one controller for `version`, with their values; the optional ones
+/// (swap, swappiness: absent without swap accounting) follow in the second list.
+fn settings(controller: &str, version: Version, value: &str) -> (Settings, Settings) {
+    match (controller, version) {
+        ("pids", _) => (vec![("pids.max", value.to_string())], Vec::new()),
+        (_, Version::V1) => (
+            vec![("memory.limit_in_bytes", value.to_string())],
+            vec![("memory.memsw.limit_in_bytes", value.to_string()), ("memory.swappiness", "0".into())],
+        ),
+        (_, Version::V2) => (vec![("memory.max", value.to_string())], vec![("memory.swap.max", "0".into())]),
+    }
+}
+
+/// Why each of the limits asked for cannot be applied here, one phrase per limit ("the
+/// process limit (`pids`): ..."); empty when all can. Probes by making (and removing) a group
+/// with the limit set, as a command's group would be made.
+pub(crate) fn unavailable(max_processes: bool, memory: bool) -> Vec<String> {
+    let wanted = [("pids", "the process limit", max_processes), ("memory", "the memory limit", memory)];
+    let mut missing = Vec::new();
+    for (controller, what, _) in wanted.iter().filter(|w| w.2) {
+        let name = format!("specgap-probe-{}-{}", std::process::id(), SEQUENCE.fetch_add(1, Ordering::Relaxed));
+        let value = if *controller == "pids" { "512" } else { "4294967296" };
+        let probe = locate_here(controller)
+            .and_then(|located| make_group(&located, controller, &name, value).map_err(|e| e.to_string()));
+        match probe {
+            Ok(group) => remove_group(&group),
+            Err(e) => missing.push(format!("{what} (cgroup `{controller}`): {e}")),
+        }
+    }
+    missing
+}
+
+/// The groups of one command; removed (after killing their members) on drop. On cgroup v2
+/// both limits are one group, so `pids` and `memory` may name the same directory.
 #[derive(Debug, Default)]
 pub(crate) struct Cgroups {
     pids: Option<PathBuf>,
-    memory: Option<PathBuf>,
+    memory: Option<(PathBuf, Version)>,
 }
 
 impl Cgroups {
@@ -38,31 +204,27 @@ impl Cgroups {
         }
         let name = format!("specgap-{}-{}", std::process::id(), SEQUENCE.fetch_add(1, Ordering::Relaxed));
         let pids_limit = max_processes.map_or_else(|| "max".to_string(), |n| n.to_string());
-        let pids = make_group("pids", &name, &[("pids.max", pids_limit)], &PIDS_WARNED, max_processes.is_some());
+        let pids = locate_here("pids").and_then(|located| make_group(&located, "pids", &name, &pids_limit).map_err(|e| e.to_string()));
+        let pids = warn_unless(pids, "pids", &PIDS_WARNED, max_processes.is_some());
         let memory = memory_bytes.and_then(|bytes| {
-            let limits = [("memory.limit_in_bytes", bytes.to_string())];
-            let group = make_group("memory", &name, &limits, &MEMORY_WARNED, true)?;
-            // Without swap accounting this file is absent; the limit above still holds RAM.
-            let _ = std::fs::write(group.join("memory.memsw.limit_in_bytes"), bytes.to_string());
-            let _ = std::fs::write(group.join("memory.swappiness"), "0");
-            Some(group)
+            let located = locate_here("memory");
+            let version = located.as_ref().map_or(Version::V1, |l| l.version);
+            // On v2 the same name is the command's one group, made above for `pids`.
+            let group = located.and_then(|located| make_group(&located, "memory", &name, &bytes.to_string()).map_err(|e| e.to_string()));
+            warn_unless(group, "memory", &MEMORY_WARNED, true).map(|group| (group, version))
         });
         Cgroups { pids, memory }
     }
 
     /// The `cgroup.procs` files the child writes its pid into before exec.
     pub(crate) fn procs_files(&self) -> Vec<CString> {
-        [&self.pids, &self.memory]
-            .into_iter()
-            .flatten()
-            .filter_map(|group| CString::new(group.join("cgroup.procs").as_os_str().as_bytes()).ok())
-            .collect()
+        self.groups().iter().filter_map(|group| CString::new(group.join("cgroup.procs").as_os_str().as_bytes()).ok()).collect()
     }
 
     /// Moves process `pid` (one that has not forked yet) into the groups. A failure leaves it
     /// outside, without that limit, and is logged.
     pub(crate) fn join(&self, pid: libc::pid_t) {
-        for group in [&self.pids, &self.memory].into_iter().flatten() {
+        for group in self.groups() {
             if let Err(e) = std::fs::write(group.join("cgroup.procs"), pid.to_string()) {
                 tracing::warn!("cannot move process {pid} into {}: {e}", group.display());
             }
@@ -77,8 +239,10 @@ impl Cgroups {
     /// How many processes the memory controller has killed in the group so far (0 without a
     /// memory group).
     pub(crate) fn oom_kills(&self) -> u64 {
-        let Some(group) = &self.memory else { return 0 };
-        let Ok(text) = std::fs::read_to_string(group.join("memory.oom_control")) else { return 0 };
+        let Some((group, version)) = &self.memory else { return 0 };
+        // v1 counts in memory.oom_control, v2 in memory.events; both as `oom_kill N`.
+        let file = if *version == Version::V1 { "memory.oom_control" } else { "memory.events" };
+        let Ok(text) = std::fs::read_to_string(group.join(file)) else { return 0 };
         text.lines().filter_map(|line| line.strip_prefix("oom_kill ")).find_map(|count| count.trim().parse().ok()).unwrap_or(0)
     }
 
@@ -94,11 +258,25 @@ impl Cgroups {
     pub(crate) fn kill_and_remove(&mut self) -> bool {
         let had_pids = self.pids.is_some();
         let mut emptied = true;
-        for group in [self.pids.take(), self.memory.take()].into_iter().flatten() {
+        let groups = self.groups();
+        self.pids = None;
+        self.memory = None;
+        for group in groups {
             emptied &= kill_members(&group);
             remove_group(&group);
         }
         had_pids && emptied
+    }
+
+    /// The distinct group directories (one on cgroup v2, up to two on v1).
+    fn groups(&self) -> Vec<PathBuf> {
+        let mut groups: Vec<PathBuf> = self.pids.iter().cloned().collect();
+        if let Some((memory, _)) = &self.memory
+            && !groups.contains(memory)
+        {
+            groups.push(memory.clone());
+        }
+        groups
     }
 
     /// Whether there is a `pids` group (which tells when every process of the command is gone).
@@ -113,48 +291,43 @@ impl Drop for Cgroups {
     }
 }
 
-fn make_group(controller: &str, name: &str, settings: &[(&str, String)], warned: &AtomicBool, wanted: bool) -> Option<PathBuf> {
-    let result = (|| -> std::io::Result<PathBuf> {
-        let parent = own_group(controller);
-        let group = parent.join(name);
-        std::fs::create_dir(&group)?;
-        for (file, value) in settings {
-            if let Err(e) = std::fs::write(group.join(file), value) {
+/// Makes the group `name` of `controller` under `located` with its limit set to `value`; on
+/// cgroup v2 an existing group of that name (the command's one group, made for the other
+/// controller) is reused (the parent's controllers are enabled by [`prepare_v2`]).
+fn make_group(located: &Located, controller: &str, name: &str, value: &str) -> std::io::Result<PathBuf> {
+    let group = located.parent.join(name);
+    let made = match std::fs::create_dir(&group) {
+        Ok(()) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && located.version == Version::V2 => false,
+        Err(e) => return Err(std::io::Error::new(e.kind(), format!("cannot create {}: {e}", group.display()))),
+    };
+    let (required, optional) = settings(controller, located.version, value);
+    for (file, value) in required {
+        if let Err(e) = std::fs::write(group.join(file), value) {
+            if made {
                 let _ = std::fs::remove_dir(&group);
-                return Err(e);
             }
+            return Err(std::io::Error::new(e.kind(), format!("cannot write {}: {e}", group.join(file).display())));
         }
-        Ok(group)
-    })();
-    match result {
+    }
+    for (file, value) in optional {
+        let _ = std::fs::write(group.join(file), value);
+    }
+    Ok(group)
+}
+
+/// Passes a made group through; on failure warns once (when the limit was asked for) that
+/// commands run without that limit.
+fn warn_unless(group: Result<PathBuf, String>, controller: &str, warned: &AtomicBool, wanted: bool) -> Option<PathBuf> {
+    match group {
         Ok(group) => Some(group),
         Err(e) => {
             if wanted && !warned.swap(true, Ordering::Relaxed) {
-                tracing::warn!(
-                    "cgroup-v1 `{controller}` controller unavailable under {CGROUP_ROOT} ({e}); sandboxed commands run without the {controller} limit"
-                );
+                tracing::warn!("cgroup `{controller}` controller unusable ({e}); sandboxed commands run without the {controller} limit");
             }
             None
         }
     }
-}
-
-/// The harness's own group of `controller` (from `/proc/self/cgroup`), falling back to the
-/// controller's root.
-fn own_group(controller: &str) -> PathBuf {
-    let root = Path::new(CGROUP_ROOT).join(controller);
-    let Ok(text) = std::fs::read_to_string("/proc/self/cgroup") else { return root };
-    for line in text.lines() {
-        let mut parts = line.splitn(3, ':');
-        let (_, controllers, path) = (parts.next(), parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-        if controllers.split(',').any(|c| c == controller) {
-            let candidate = root.join(path.trim_start_matches('/'));
-            if candidate.is_dir() {
-                return candidate;
-            }
-        }
-    }
-    root
 }
 
 fn members(group: &Path) -> Vec<i32> {
@@ -203,5 +376,128 @@ fn remove_group(group: &Path) {
                 pause = (pause * 2).min(Duration::from_millis(20));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn touch(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn v1_hierarchies_win_and_the_own_group_comes_from_proc_self_cgroup() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("memory/job/7")).unwrap();
+        std::fs::create_dir_all(root.path().join("pids")).unwrap();
+        touch(&root.path().join("unified/cgroup.controllers"), "hugetlb\n");
+        let proc_self = "8:pids:/\n4:memory:/job/7\n0::/\n";
+        let memory = locate(root.path(), proc_self, "memory").unwrap();
+        assert_eq!(memory, Located { version: Version::V1, parent: root.path().join("memory/job/7") });
+        let pids = locate(root.path(), proc_self, "pids").unwrap();
+        assert_eq!(pids, Located { version: Version::V1, parent: root.path().join("pids") });
+    }
+
+    #[test]
+    fn a_v2_only_machine_uses_the_own_v2_group() {
+        let root = tempfile::tempdir().unwrap();
+        touch(&root.path().join("cgroup.controllers"), "cpuset cpu io memory pids\n");
+        touch(&root.path().join("kubepods/pod1/c1/cgroup.controllers"), "memory pids\n");
+        let proc_self = "0::/kubepods/pod1/c1\n";
+        let located = locate(root.path(), proc_self, "pids").unwrap();
+        assert_eq!(located, Located { version: Version::V2, parent: root.path().join("kubepods/pod1/c1") });
+    }
+
+    #[test]
+    fn a_controller_bound_to_no_hierarchy_is_named_in_the_error() {
+        let root = tempfile::tempdir().unwrap();
+        touch(&root.path().join("unified/cgroup.controllers"), "hugetlb\n");
+        let error = locate(root.path(), "0::/\n", "pids").unwrap_err();
+        assert_eq!(
+            error,
+            format!(
+                "the cgroup-v2 `pids` controller is not available in {} (not in its cgroup.controllers: it is bound to a v1 hierarchy or not delegated)",
+                root.path().join("unified").display()
+            )
+        );
+        let empty = tempfile::tempdir().unwrap();
+        assert_eq!(
+            locate(empty.path(), "", "memory").unwrap_err(),
+            format!("neither a cgroup-v1 `memory` hierarchy nor cgroup v2 is mounted under {}", empty.path().display())
+        );
+    }
+
+    /// A v2 command group: both controllers enabled in the parent, one group holding
+    /// `pids.max`, `memory.max` and `memory.swap.max`, the OOM count read from memory.events.
+    #[test]
+    fn a_v2_group_gets_both_limits_and_counts_oom_kills_from_memory_events() {
+        let root = tempfile::tempdir().unwrap();
+        let parent = root.path().join("job");
+        touch(&parent.join("cgroup.controllers"), "memory pids\n");
+        touch(&parent.join("cgroup.subtree_control"), "");
+        let located = Located { version: Version::V2, parent: parent.clone() };
+        let pids = make_group(&located, "pids", "cmd", "64").unwrap();
+        let memory = make_group(&located, "memory", "cmd", "1048576").unwrap();
+        assert_eq!(pids, memory);
+        assert_eq!(std::fs::read_to_string(pids.join("pids.max")).unwrap(), "64");
+        assert_eq!(std::fs::read_to_string(pids.join("memory.max")).unwrap(), "1048576");
+        assert_eq!(std::fs::read_to_string(pids.join("memory.swap.max")).unwrap(), "0");
+        touch(&pids.join("memory.events"), "low 0\nhigh 0\nmax 3\noom 1\noom_kill 2\n");
+        let cgroups = Cgroups { pids: Some(pids.clone()), memory: Some((memory, Version::V2)) };
+        assert_eq!(cgroups.oom_kills(), 2);
+        assert_eq!(cgroups.groups(), [pids]);
+        std::mem::forget(cgroups);
+    }
+
+    /// A harness alone in a non-root v2 group moves into a leaf and enables the controllers
+    /// for the command groups beside it (plain files stand in for the kernel's here).
+    #[test]
+    fn a_harness_alone_in_its_v2_group_moves_into_a_leaf_and_enables_the_controllers() {
+        let root = tempfile::tempdir().unwrap();
+        let own = root.path().join("user.slice/run-1.scope");
+        touch(&own.join("cgroup.type"), "domain\n");
+        touch(&own.join("cgroup.procs"), "4242\n");
+        touch(&own.join("cgroup.controllers"), "cpu memory pids\n");
+        assert_eq!(prepare_v2(&own, 4242).unwrap(), own);
+        assert_eq!(std::fs::read_to_string(own.join("specgap-harness/cgroup.procs")).unwrap(), "4242");
+        assert_eq!(std::fs::read_to_string(own.join("cgroup.subtree_control")).unwrap(), "+pids +memory");
+    }
+
+    #[test]
+    fn a_v2_group_shared_with_other_processes_is_refused_naming_them() {
+        let root = tempfile::tempdir().unwrap();
+        let own = root.path().join("pod/container");
+        touch(&own.join("cgroup.type"), "domain\n");
+        touch(&own.join("cgroup.procs"), "1\n4242\n17\n");
+        touch(&own.join("cgroup.controllers"), "memory pids\n");
+        assert_eq!(
+            prepare_v2(&own, 4242).unwrap_err(),
+            format!(
+                "the harness's cgroup-v2 group {} also holds processes 1, 17 (cgroup v2 lets only a group without processes of its own give its children controllers); start specgap in a cgroup of its own, e.g. under `systemd-run --scope`",
+                own.display()
+            )
+        );
+        assert!(!own.join("specgap-harness").exists(), "nothing is moved when the group is shared");
+    }
+
+    /// The root group may hold processes and still give its children controllers.
+    #[test]
+    fn the_v2_root_group_enables_the_controllers_without_a_leaf() {
+        let root = tempfile::tempdir().unwrap();
+        touch(&root.path().join("cgroup.procs"), "1\n4242\n");
+        touch(&root.path().join("cgroup.controllers"), "memory\n");
+        assert_eq!(prepare_v2(root.path(), 4242).unwrap(), root.path());
+        assert!(!root.path().join("specgap-harness").exists());
+        assert_eq!(std::fs::read_to_string(root.path().join("cgroup.subtree_control")).unwrap(), "+memory");
+    }
+
+    #[test]
+    fn v1_memory_limits_use_the_v1_files() {
+        let (required, optional) = settings("memory", Version::V1, "100");
+        assert_eq!(required, [("memory.limit_in_bytes", "100".to_string())]);
+        assert_eq!(optional, [("memory.memsw.limit_in_bytes", "100".to_string()), ("memory.swappiness", "0".to_string())]);
     }
 }

@@ -11,6 +11,7 @@
 //! | the submission as a byte-exact patch against the base (any file names) | [`diff`] |
 //! | a copy of the work tree for evaluation | [`freeze`] |
 //! | run a command under bubblewrap with limits | [`run`] with a [`CommandSpec`], a [`HostView`] and a [`SandboxConfig`] |
+//! | tell beforehand whether the process and memory limits (cgroup v1 or v2) can be applied here | [`Limits::unavailable`] |
 //! | run an episode's commands one after another in one long-lived sandbox | [`Session::run_shell`] |
 //! | run a package's evaluator and validate its `result.json` | [`run_evaluator`] → [`Evaluation`] or [`EvalError`] |
 //! | show a captured stream within a byte budget, cut once with the true counts stated | [`Captured::render`] |

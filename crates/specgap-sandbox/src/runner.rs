@@ -83,7 +83,8 @@ pub struct Limits {
     pub timeout: Duration,
     /// Maximum number of processes (cgroup `pids.max`), `None` for no limit.
     pub max_processes: Option<u32>,
-    /// Maximum memory in bytes (cgroup `memory.limit_in_bytes`), `None` for no limit.
+    /// Maximum memory in bytes (cgroup v1 `memory.limit_in_bytes`, v2 `memory.max`), `None`
+    /// for no limit.
     pub memory_bytes: Option<u64>,
     /// Bytes of each of stdout and stderr kept: the first half and the last half; the middle
     /// is counted (bytes and line breaks) and left out (see [`Captured`]).
@@ -94,6 +95,17 @@ impl Default for Limits {
     /// 60 s, 512 processes, 4 GiB, 256 KiB of each stream.
     fn default() -> Self {
         Limits { timeout: Duration::from_secs(60), max_processes: Some(512), memory_bytes: Some(4 << 30), output_bytes: 256 << 10 }
+    }
+}
+
+impl Limits {
+    /// Why each of the process and memory limits these limits ask for cannot be applied on
+    /// this machine, one phrase per limit (naming the cgroup controller and the cause: no
+    /// hierarchy holds it, it is not delegated, a control file is not writable); empty when
+    /// every limit asked for can be. Probes by making and removing a cgroup with the limit set,
+    /// exactly as a command's group is made (DESIGN §3.2; `specgap run --require-limits`).
+    pub fn unavailable(&self) -> Vec<String> {
+        crate::cgroup::unavailable(self.max_processes.is_some(), self.memory_bytes.is_some())
     }
 }
 

@@ -19,18 +19,23 @@ pub(crate) struct Comparison {
     /// Skip `tasks[].path` (machines of a sharded run mount the suite at different paths;
     /// the content hash is what identifies a task).
     pub ignore_task_paths: bool,
+    /// Skip `plan_hash` and `merge` (merge compares plan hashes itself, with its own message,
+    /// and a merged run joins the shards it lacks).
+    pub ignore_plan_and_merge: bool,
 }
 
 /// Exact equality, field by field.
 pub(crate) const EXACT: Comparison = Comparison {
     ignore_shard: false,
     ignore_task_paths: false,
+    ignore_plan_and_merge: false,
 };
 
-/// What `merge` compares: everything but `shard` and task paths.
+/// What `merge` compares: everything but `shard`, task paths, `plan_hash` and `merge`.
 pub(crate) const SHARDS: Comparison = Comparison {
     ignore_shard: true,
     ignore_task_paths: true,
+    ignore_plan_and_merge: true,
 };
 
 /// Reads `dir/run.toml`.
@@ -119,6 +124,10 @@ fn other_field_difference(
         }
         if comparison.ignore_task_paths {
             c.tasks.iter_mut().for_each(|t| t.path.clear());
+        }
+        if comparison.ignore_plan_and_merge {
+            c.plan_hash = None;
+            c.merge = None;
         }
         match serde_json::to_value(&c) {
             Ok(serde_json::Value::Object(map)) => map,

@@ -192,6 +192,89 @@ pub enum StoreError {
         difference: String,
     },
 
+    /// Two runs given to `merge` have different plan hashes (`run.toml` `plan_hash`): they
+    /// plan different episodes, so their shards do not partition one run.
+    #[error(
+        "cannot merge {other} with {first}: they are shards of different plans (plan hash {first_hash} in {first}, {other_hash} in {other}); their suites, flags or specgap builds differ — merge only shards started with the same command"
+    )]
+    MergePlanMismatch {
+        /// The first run given with a plan hash.
+        first: PathBuf,
+        /// Its plan hash.
+        first_hash: String,
+        /// The run whose plan differs.
+        other: PathBuf,
+        /// Its plan hash.
+        other_hash: String,
+    },
+
+    /// Two runs given to `merge` split their run into different numbers of shards.
+    #[error(
+        "cannot merge {other} with {first}: {first} holds shards of {first_count} and {other} shards of {other_count}; shards of one run share their count n of --shard i/n"
+    )]
+    MergeShardCounts {
+        /// The first run given.
+        first: PathBuf,
+        /// Its shard count.
+        first_count: u32,
+        /// The run whose count differs.
+        other: PathBuf,
+        /// Its shard count.
+        other_count: u32,
+    },
+
+    /// Some shards of the run are in none of the runs given (and a partial merge was not
+    /// allowed).
+    #[error(
+        "cannot merge: {} of {count} {} missing; the runs given hold {given} — merge every shard, or allow a partial merge (specgap merge --allow-partial) to merge only these and record the missing ones",
+        shard_list(.missing),
+        if .missing.len() == 1 { "is" } else { "are" }
+    )]
+    MergeMissingShards {
+        /// The shard count n.
+        count: u32,
+        /// The 1-based numbers of the missing shards, ascending.
+        missing: Vec<u32>,
+        /// What each run given holds, in words (`shard 1 (DIR), shards 2, 4 (DIR)`).
+        given: String,
+    },
+
+    /// One shard is given twice and the copies differ (identical copies are merged once).
+    #[error("shard {shard}/{count} is given twice, in {first} and in {other}, and the copies differ: {difference} — keep the copy you mean and leave the other out")]
+    MergeDuplicateShard {
+        /// The shard number.
+        shard: u32,
+        /// The shard count.
+        count: u32,
+        /// The copy read first.
+        first: PathBuf,
+        /// The other copy.
+        other: PathBuf,
+        /// How they differ, in words.
+        difference: String,
+    },
+
+    /// The WAL could not be checkpointed before publishing: another connection holds it.
+    #[error("cannot checkpoint {path} before publishing it: another process is using the store")]
+    CheckpointBusy {
+        /// The database.
+        path: PathBuf,
+    },
+
+    /// A name to publish a run under that is not one plain directory name.
+    #[error("cannot publish a run as {name:?}: the name must be one directory name, not empty, hidden or holding `/`")]
+    BadPublishName {
+        /// The name given.
+        name: String,
+    },
+
+    /// A directory given to `merge` is neither a run nor holds any.
+    #[error("{dir} is not a run directory (no run.toml) and holds none")]
+    MergeNoRunsIn {
+        /// The directory.
+        dir: PathBuf,
+    },
+
     /// An episode appears in two runs with different results.
     #[error("episode {id} has different results in {first} and {other} (table {table})")]
     MergeConflict {
@@ -204,6 +287,13 @@ pub enum StoreError {
         /// The first table whose rows differ.
         table: &'static str,
     },
+}
+
+/// `shard 3` or `shards 2, 4`.
+pub(crate) fn shard_list(shards: &[u32]) -> String {
+    let numbers: Vec<String> = shards.iter().map(u32::to_string).collect();
+    let noun = if shards.len() == 1 { "shard" } else { "shards" };
+    format!("{noun} {}", numbers.join(", "))
 }
 
 /// Attaches the database path to rusqlite errors.

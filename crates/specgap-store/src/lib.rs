@@ -44,8 +44,12 @@
 //! [`EpisodeWriter::record_ballots`]; read back with [`Store::panels`], [`Store::ballots`],
 //! [`Store::votes`] and [`Store::extractions`] (also in [`RunRows`]).
 //!
-//! Sharding: [`merge`] joins shards of one run into one store. [`Store::dump_tables`] renders
-//! every table as sorted text for determinism checks.
+//! Sharding: [`merge`] / [`merge_with`] join shards of one run into one store, refusing a set
+//! with a missing shard (unless partial merges are allowed), a shard twice in copies that
+//! differ, or shards of different plans; [`run_dirs`] expands a directory of published shards.
+//! [`publish`] copies a finished run from local disk to shared storage atomically (WAL
+//! checkpointed first); [`network_filesystem`] tells when a store would sit on NFS or the
+//! like. [`Store::dump_tables`] renders every table as sorted text for determinism checks.
 //!
 //! Every column is documented, with units, in `docs/store-schema.md`; the schema version is
 //! [`SCHEMA_VERSION`] (`PRAGMA user_version`), with the migration rule in [`schema`].
@@ -56,6 +60,7 @@ mod error;
 mod files;
 mod merge;
 mod panels;
+mod publish;
 mod query;
 mod read;
 mod rows;
@@ -68,7 +73,8 @@ mod writer;
 
 pub use config::RUN_TOML;
 pub use error::StoreError;
-pub use merge::{MergeSummary, merge};
+pub use merge::{MergeOptions, MergeSummary, merge, merge_with, run_dirs};
+pub use publish::{network_filesystem, publish};
 pub use query::{AgentUsage, EpisodeFacets, EpisodeFilter, EpisodeOrder, EpisodePage, MatrixCell};
 pub use rows::{
     Ballot, BallotOutcome, BallotRow, DeliveryRow, EpisodeDetail, EpisodeMeta, EpisodeRow,

@@ -229,6 +229,8 @@ fn run_with(conditions: &[&str], tasks: Vec<TaskPackage>, tweaks: Tweaks) -> E2e
         retries: 0,
         sandbox: true,
         shard: None,
+        plan_hash: None,
+        merge: None,
         tasks: vec![],
         agents: vec![agent.clone()],
         users: vec![user.clone()],

@@ -75,6 +75,8 @@ fn execute(
         retries: options.retries,
         sandbox: true,
         shard: None,
+        plan_hash: None,
+        merge: None,
         tasks: vec![],
         agents: agents.clone(),
         users: vec![user.clone()],

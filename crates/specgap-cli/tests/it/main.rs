@@ -16,6 +16,7 @@ mod resume;
 mod retries;
 mod run_basic;
 mod run_config;
+mod scale_out;
 mod seed_measures;
 mod show_report;
 mod support;

@@ -129,18 +129,28 @@ fn shards_are_named_and_a_merge_of_some_shards_counts_the_missing_episodes() {
     // Two shards of one run: both named, and neither a "same seed" nor a configuration warning.
     assert_eq!(json_warnings(&[&s1, &s2]), [shard_warning(&s1, "1/3"), shard_warning(&s2, "2/3")]);
 
-    // Merged without shard 3: two of the six planned episodes have no result.
-    run_ok([OsStr::new("merge"), s1.as_os_str(), s2.as_os_str(), OsStr::new("--out"), merged.as_os_str()]);
+    // Merged without shard 3 (a partial merge must be asked for): two of the six planned
+    // episodes have no result, and the warning says which shard was not merged.
+    let merge_two = [OsStr::new("merge"), s1.as_os_str(), s2.as_os_str(), OsStr::new("--out"), merged.as_os_str()];
+    let refused = specgap().args(merge_two).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("shard 3 of 3 is missing"), "{refused:?}");
+    assert!(!merged.exists());
+    let partial = assert_succeeded(specgap().args(merge_two).arg("--allow-partial").output().unwrap());
+    assert!(
+        String::from_utf8_lossy(&partial.stderr).contains("warning: the merged run is incomplete: shard 3 of 3 missing"),
+        "{partial:?}"
+    );
     assert_eq!(
         json_warnings(&[&merged]),
         [format!(
-            "run {0}: 2 of 6 planned episodes have no result (2 absent from the store); the measures use the other 4 — resume with `specgap run --resume {0}`",
+            "run {0}: 2 of 6 planned episodes have no result (2 absent from the store, which was merged without shard 3 of 3); the measures use the other 4 — resume with `specgap run --resume {0}`, or merge it with the missing shards (`specgap merge {0} SHARD... --out NEW`)",
             merged.display()
         )]
     );
     // The Markdown report carries it too, under Warnings.
     let md = String::from_utf8(run_ok([OsStr::new("report"), merged.as_os_str()]).stdout).unwrap();
-    assert!(md.contains("2 of 6 planned episodes have no result (2 absent from the store)"), "{md}");
+    assert!(md.contains("2 of 6 planned episodes have no result (2 absent from the store, which was merged without shard 3 of 3)"), "{md}");
 
     // The suggested resume runs exactly the missing two; then nothing is missing.
     run_ok([OsStr::new("run"), OsStr::new("--resume"), merged.as_os_str(), OsStr::new("--no-report")]);

@@ -8,7 +8,9 @@
 //!    fixed order. Each combination the task cannot support becomes a not-applicable record
 //!    (never run); each other one becomes `repeats` [`PlannedEpisode`]s keyed by
 //!    [`EpisodeKey`](specgap_protocol::run::EpisodeKey). `--shard i/n` keeps the episodes
-//!    whose 0-based position among all applicable episodes is `i − 1` mod `n`.
+//!    whose 0-based position among all applicable episodes is `i − 1` mod `n`; `--shard auto`
+//!    reads `i/n` from a batch scheduler's environment ([`Shard::from_scheduler`]). The plan's
+//!    hash (`run.toml` `plan_hash`) lets a merge tell shards of different plans apart.
 //! 2. [`execute`](exec::execute) runs the planned episodes that still need running (never
 //!    begun, or left running / interrupted / failed by an earlier process) on `jobs` threads.
 //!    Each attempt begins the episode in the store, materializes a fresh workspace under a
@@ -36,12 +38,14 @@
 
 pub mod exec;
 pub mod plan;
+pub mod shard;
 
 pub use exec::{
     AgentFactory, EpisodeReport, RelayUsers, RunInputs, RunObserver, RunOptions, RunSummary, Silent, UserFactory, execute,
     record_not_applicable,
 };
-pub use plan::{AgentApplicability, AllAgentsApply, Plan, PlanInput, PlannedEpisode, Shard, Skipped, plan};
+pub use plan::{AgentApplicability, AllAgentsApply, Plan, PlanInput, PlannedEpisode, Skipped, plan};
+pub use shard::{ScheduledShard, Scheduler, Shard, ShardEnvError};
 
 /// Why a run cannot be planned or carried out. Failures of single episodes are not
 /// `RunnerError`s: they are recorded in the store and counted in [`RunSummary`].
@@ -50,6 +54,9 @@ pub enum RunnerError {
     /// `--shard` is not `i/n` with `1 <= i <= n`.
     #[error("bad shard `{0}`; expected i/n with 1 <= i <= n, e.g. 2/4")]
     BadShard(String),
+    /// `--shard auto` cannot read the shard from the scheduler's environment.
+    #[error(transparent)]
+    ShardEnvironment(#[from] ShardEnvError),
     /// A condition or start does not parse.
     #[error(transparent)]
     Condition(#[from] crate::condition::ConditionError),

@@ -2,51 +2,13 @@
 //! order, each combination either an episode (with its key and id, DESIGN §6) or a
 //! not-applicable record (DESIGN §4), and the shard's share of the episodes.
 
-use specgap_protocol::run::{ComponentRef, EpisodeKey};
+use specgap_protocol::run::{ComponentRef, EpisodeKey, plan_hash};
 use specgap_store::NotApplicableRow;
 use specgap_task::TaskPackage;
 
 use crate::condition::{Condition, NotApplicable, Start, applicability, expand_starts};
 use crate::runner::RunnerError;
-
-/// Shard `index` of `count` (`--shard i/n`, 1-based `index`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Shard {
-    /// 1-based shard number, `1..=count`.
-    pub index: u32,
-    /// Number of shards, at least 1.
-    pub count: u32,
-}
-
-impl Shard {
-    /// Parses `i/n` with `1 <= i <= n`.
-    ///
-    /// # Errors
-    /// [`RunnerError::BadShard`] naming the text.
-    pub fn parse(text: &str) -> Result<Self, RunnerError> {
-        let bad = || RunnerError::BadShard(text.to_string());
-        let (i, n) = text.split_once('/').ok_or_else(bad)?;
-        let index: u32 = i.trim().parse().map_err(|_| bad())?;
-        let count: u32 = n.trim().parse().map_err(|_| bad())?;
-        if count == 0 || index == 0 || index > count {
-            return Err(bad());
-        }
-        Ok(Shard { index, count })
-    }
-
-    /// Whether the episode at 0-based `position` of the full plan belongs to this shard:
-    /// `position mod count == index − 1`. Positions count applicable episodes only, in plan
-    /// order, so shards get near-equal shares and every shard of one run (same suite, same
-    /// flags) agrees on them.
-    pub fn owns(&self, position: usize) -> bool {
-        position % self.count as usize == (self.index - 1) as usize
-    }
-
-    /// `[i, n]`, as `run.toml` stores it.
-    pub fn as_pair(&self) -> [u32; 2] {
-        [self.index, self.count]
-    }
-}
+use crate::runner::shard::Shard;
 
 /// Decides which agents can run on which task beyond the condition's own rules: a scripted
 /// agent needs its solution overlay (`scripted:mutant:<id>` without that mutant is not
@@ -124,6 +86,9 @@ pub struct Plan {
     pub not_applicable: Vec<Skipped>,
     /// Applicable episodes over all shards.
     pub total_episodes: usize,
+    /// [`specgap_protocol::run::plan_hash`] of the unsharded plan (the same in every shard),
+    /// recorded in `run.toml` as `plan_hash`.
+    pub hash: String,
 }
 
 /// Plans a run: for each task (in order), agent, condition, start (with `residual:all`
@@ -196,25 +161,13 @@ pub fn plan(input: &PlanInput<'_>, agents: &dyn AgentApplicability) -> Result<Pl
         return Err(RunnerError::NothingApplies { not_applicable: not_applicable.len(), reasons });
     }
     let total_episodes = all.len();
+    let hash = plan_hash(
+        all.iter().map(|e| e.id.as_str()),
+        not_applicable.iter().map(|n| [n.task.as_str(), n.agent.as_str(), n.condition.as_str(), n.start.as_str()]),
+    );
     let episodes = match input.shard {
         Some(shard) => all.into_iter().filter(|e| shard.owns(e.position)).collect(),
         None => all,
     };
-    Ok(Plan { episodes, not_applicable, total_episodes })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn shard_parse_and_ownership() {
-        let s = Shard::parse("2/3").unwrap();
-        assert_eq!(s, Shard { index: 2, count: 3 });
-        let owned: Vec<usize> = (0..7).filter(|p| s.owns(*p)).collect();
-        assert_eq!(owned, [1, 4]);
-        for bad in ["0/3", "4/3", "1/0", "x/2", "3"] {
-            assert!(matches!(Shard::parse(bad), Err(RunnerError::BadShard(_))), "{bad}");
-        }
-    }
+    Ok(Plan { episodes, not_applicable, total_episodes, hash })
 }

@@ -293,6 +293,8 @@ pub fn run(package: &TaskPackage, condition: &str, agent: &mut dyn Agent, option
         retries: 0,
         sandbox: true,
         shard: None,
+        plan_hash: None,
+        merge: None,
         tasks: vec![],
         agents: vec![],
         users: vec![],

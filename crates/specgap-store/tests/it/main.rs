@@ -5,6 +5,7 @@ mod create;
 mod dump;
 mod merge;
 mod panels;
+mod publish;
 mod query;
 mod read_order;
 mod resume;

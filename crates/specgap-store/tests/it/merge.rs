@@ -1,11 +1,14 @@
 //! `merge`: joining shards, and each refusal with its exact message.
 
-use specgap_store::{MergeSummary, Store, merge, read_trajectory};
+use std::path::{Path, PathBuf};
 
-use crate::{config, run_episode};
+use specgap_protocol::run::MergeRecord;
+use specgap_store::{MergeOptions, MergeSummary, Store, StoreError, merge, merge_with, read_trajectory, run_dirs};
+
+use crate::{config, key, run_episode};
 
 /// Two shards of seed 7: shard 1 has repeats 0 and 1, shard 2 has repeat 2.
-fn two_shards(root: &std::path::Path) -> (Store, Store) {
+fn two_shards(root: &Path) -> (Store, Store) {
     let s1 = Store::create(&root.join("s1"), &config(7, Some([1, 2]))).unwrap();
     let s2 = Store::create(&root.join("s2"), &config(7, Some([2, 2]))).unwrap();
     run_episode(&s1, 0, 1.0, 10);
@@ -27,11 +30,15 @@ fn merge_joins_shards_rows_and_files() {
             episodes: 3,
             duplicates: 0,
             not_applicable: 0,
-            missing_shards: vec![]
+            shards: 2,
+            missing_shards: vec![],
+            identical_copies: vec![],
         }
     );
     let merged = Store::open(&out).unwrap();
-    assert_eq!(merged.config(), &config(7, None));
+    let mut expected = config(7, None);
+    expected.merge = Some(MergeRecord { shards: 2, missing: vec![] });
+    assert_eq!(merged.config(), &expected);
     let mut ids: Vec<String> = s1
         .episodes()
         .unwrap()
@@ -77,11 +84,189 @@ fn an_identical_episode_in_two_runs_is_kept_once() {
 }
 
 #[test]
-fn a_partial_merge_reports_the_missing_shards() {
+fn a_set_missing_a_shard_is_refused_naming_it_unless_a_partial_merge_is_allowed() {
     let tmp = tempfile::tempdir().unwrap();
     let (s1, _) = two_shards(tmp.path());
-    let summary = merge(&[s1.dir()], &tmp.path().join("all")).unwrap();
-    assert_eq!(summary.missing_shards, vec![2]);
+    let out = tmp.path().join("all");
+    let err = merge(&[s1.dir()], &out).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "cannot merge: shard 2 of 2 is missing; the runs given hold shard 1 ({}) — merge every shard, or allow a partial merge (specgap merge --allow-partial) to merge only these and record the missing ones",
+            s1.dir().display()
+        )
+    );
+    assert!(!out.exists(), "a refused merge writes nothing");
+    let summary = merge_with(&[s1.dir()], &out, MergeOptions { allow_partial: true }).unwrap();
+    assert_eq!((summary.episodes, summary.shards, summary.missing_shards), (2, 2, vec![2]));
+    let record = Store::open(&out).unwrap().config().merge.clone();
+    assert_eq!(record, Some(MergeRecord { shards: 2, missing: vec![2] }));
+    let text = std::fs::read_to_string(out.join("run.toml")).unwrap();
+    assert!(text.contains("[merge]\nshards = 2\nmissing = [2]\n"), "{text}");
+}
+
+/// Four shards of seed 7 over repeats 0..4 (shard i holds repeat i − 1).
+fn four_shards(root: &Path) -> Vec<Store> {
+    (1..=4)
+        .map(|i| {
+            let mut c = config(7, Some([i, 4]));
+            c.repeats = 4;
+            c.plan_hash = Some("p1".into());
+            let store = Store::create(&root.join(format!("s{i}")), &c).unwrap();
+            run_episode(&store, i - 1, 1.0, 10);
+            store
+        })
+        .collect()
+}
+
+#[test]
+fn missing_shards_are_all_named_with_what_each_run_holds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let shards = four_shards(tmp.path());
+    let err = merge(&[shards[0].dir(), shards[2].dir()], &tmp.path().join("all")).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "cannot merge: shards 2, 4 of 4 are missing; the runs given hold shard 1 ({}), shard 3 ({}) — merge every shard, or allow a partial merge (specgap merge --allow-partial) to merge only these and record the missing ones",
+            shards[0].dir().display(),
+            shards[2].dir().display()
+        )
+    );
+}
+
+#[test]
+fn an_identical_copy_of_a_shard_is_merged_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let shards = four_shards(tmp.path());
+    // A retried shard 2, published again: the same episode with the same results (its
+    // timestamps and durations differ).
+    let mut c = config(7, Some([2, 4]));
+    c.repeats = 4;
+    c.plan_hash = Some("p1".into());
+    let again = Store::create(&tmp.path().join("s2-again"), &c).unwrap();
+    run_episode(&again, 1, 1.0, 999);
+    let mut dirs: Vec<&Path> = shards.iter().map(Store::dir).collect();
+    dirs.insert(2, again.dir());
+    let out = tmp.path().join("all");
+    let summary = merge(&dirs, &out).unwrap();
+    assert_eq!((summary.runs, summary.episodes, summary.duplicates), (5, 4, 1));
+    assert_eq!(summary.identical_copies, vec![(2, again.dir().to_path_buf(), shards[1].dir().to_path_buf())]);
+    let whole = tmp.path().join("without-the-copy");
+    merge(&shards.iter().map(Store::dir).collect::<Vec<_>>(), &whole).unwrap();
+    assert_eq!(Store::open(&out).unwrap().dump_tables(false).unwrap(), Store::open(&whole).unwrap().dump_tables(false).unwrap());
+}
+
+#[test]
+fn a_shard_given_twice_in_copies_that_differ_is_refused_naming_both() {
+    let tmp = tempfile::tempdir().unwrap();
+    let shards = four_shards(tmp.path());
+    let mut c = config(7, Some([3, 4]));
+    c.repeats = 4;
+    c.plan_hash = Some("p1".into());
+    let other = Store::create(&tmp.path().join("s3-other"), &c).unwrap();
+    run_episode(&other, 2, 0.0, 10);
+    let mut dirs: Vec<&Path> = shards.iter().map(Store::dir).collect();
+    dirs.push(other.dir());
+    let err = merge(&dirs, &tmp.path().join("all")).unwrap_err();
+    let id = key(2, "clean").id();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "shard 3/4 is given twice, in {} and in {}, and the copies differ: episode {id} has different results (table episodes) — keep the copy you mean and leave the other out",
+            shards[2].dir().display(),
+            other.dir().display()
+        )
+    );
+    // A copy that holds less (its process was killed before the episode began) differs too.
+    let empty = Store::create(&tmp.path().join("s3-empty"), &c).unwrap();
+    dirs.pop();
+    dirs.push(empty.dir());
+    let err = merge(&dirs, &tmp.path().join("all")).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "shard 3/4 is given twice, in {0} and in {1}, and the copies differ: episode {id} is in {0} only — keep the copy you mean and leave the other out",
+            shards[2].dir().display(),
+            empty.dir().display()
+        )
+    );
+}
+
+#[test]
+fn shards_of_different_plans_or_counts_are_refused_naming_both() {
+    let tmp = tempfile::tempdir().unwrap();
+    let shards = four_shards(tmp.path());
+    let mut c = config(7, Some([4, 4]));
+    c.repeats = 4;
+    c.plan_hash = Some("p2".into());
+    let other_plan = Store::create(&tmp.path().join("s4-other-plan"), &c).unwrap();
+    let dirs = [shards[0].dir(), shards[1].dir(), shards[2].dir(), other_plan.dir()];
+    let (p1, p4) = (shards[0].dir().display(), other_plan.dir().display());
+    assert_eq!(
+        merge(&dirs, &tmp.path().join("all")).unwrap_err().to_string(),
+        format!(
+            "cannot merge {p4} with {p1}: they are shards of different plans (plan hash p1 in {p1}, p2 in {p4}); their suites, flags or specgap builds differ — merge only shards started with the same command"
+        )
+    );
+    let mut c = config(7, Some([2, 3]));
+    c.repeats = 4;
+    c.plan_hash = Some("p1".into());
+    let other_count = Store::create(&tmp.path().join("s2-of-3"), &c).unwrap();
+    let pc = other_count.dir().display();
+    assert_eq!(
+        merge(&[shards[0].dir(), other_count.dir()], &tmp.path().join("all")).unwrap_err().to_string(),
+        format!(
+            "cannot merge {pc} with {p1}: {p1} holds shards of 4 and {pc} shards of 3; shards of one run share their count n of --shard i/n"
+        )
+    );
+}
+
+#[test]
+fn merging_is_idempotent_and_a_partial_merge_completes_with_the_missing_shard() {
+    let tmp = tempfile::tempdir().unwrap();
+    let shards = four_shards(tmp.path());
+    let all: Vec<&Path> = shards.iter().map(Store::dir).collect();
+    let full = tmp.path().join("full");
+    merge(&all, &full).unwrap();
+    let dump = |dir: &Path| Store::open(dir).unwrap().dump_tables(false).unwrap();
+    let run_toml = |dir: &Path| std::fs::read_to_string(dir.join("run.toml")).unwrap();
+    // A merged run merged again, alone or with shards it holds, is the same run.
+    for (name, inputs) in [("again", vec![full.as_path()]), ("with-a-shard", vec![full.as_path(), shards[1].dir()])] {
+        let out = tmp.path().join(name);
+        let summary = merge(&inputs, &out).unwrap();
+        assert_eq!(summary.missing_shards, Vec::<u32>::new(), "{name}");
+        assert_eq!(dump(&out), dump(&full), "{name}");
+        assert_eq!(run_toml(&out), run_toml(&full), "{name}");
+    }
+    // Shards 1, 2, 4 now; shard 3 later.
+    let partial = tmp.path().join("partial");
+    merge_with(&[all[0], all[1], all[3]], &partial, MergeOptions { allow_partial: true }).unwrap();
+    let err = merge(&[partial.as_path()], &tmp.path().join("still-partial")).unwrap_err();
+    assert!(matches!(err, StoreError::MergeMissingShards { ref missing, .. } if missing == &[3]), "{err}");
+    let completed = tmp.path().join("completed");
+    let summary = merge(&[partial.as_path(), all[2]], &completed).unwrap();
+    assert_eq!((summary.episodes, summary.missing_shards), (4, vec![]));
+    assert_eq!(dump(&completed), dump(&full));
+    assert_eq!(run_toml(&completed), run_toml(&full));
+}
+
+#[test]
+fn a_directory_of_runs_stands_for_the_runs_inside_it_hidden_ones_left_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    let published = tmp.path().join("published");
+    let shards = four_shards(&published);
+    std::fs::create_dir_all(published.join(".s9.partial-1")).unwrap();
+    std::fs::copy(shards[0].dir().join("run.toml"), published.join(".s9.partial-1/run.toml")).unwrap();
+    std::fs::write(published.join("notes.txt"), "not a run").unwrap();
+    let expected: Vec<PathBuf> = shards.iter().map(|s| s.dir().to_path_buf()).collect();
+    assert_eq!(run_dirs(&[&published]).unwrap(), expected);
+    assert_eq!(run_dirs(&[shards[2].dir()]).unwrap(), vec![shards[2].dir().to_path_buf()]);
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    assert_eq!(
+        run_dirs(&[&empty]).unwrap_err().to_string(),
+        format!("{} is not a run directory (no run.toml) and holds none", empty.display())
+    );
 }
 
 #[test]
