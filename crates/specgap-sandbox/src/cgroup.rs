@@ -17,6 +17,7 @@ const CGROUP_ROOT: &str = "/sys/fs/cgroup";
 
 static PIDS_WARNED: AtomicBool = AtomicBool::new(false);
 static MEMORY_WARNED: AtomicBool = AtomicBool::new(false);
+static FREEZER_WARNED: AtomicBool = AtomicBool::new(false);
 static SEQUENCE: AtomicU64 = AtomicU64::new(0);
 
 /// The groups of one command; removed (after killing their members) on drop.
@@ -24,6 +25,8 @@ static SEQUENCE: AtomicU64 = AtomicU64::new(0);
 pub(crate) struct Cgroups {
     pids: Option<PathBuf>,
     memory: Option<PathBuf>,
+    /// A `freezer` group, only for sandboxes that ask for one ([`Cgroups::add_freezer`]).
+    freezer: Option<PathBuf>,
 }
 
 impl Cgroups {
@@ -47,12 +50,58 @@ impl Cgroups {
             let _ = std::fs::write(group.join("memory.swappiness"), "0");
             Some(group)
         });
-        Cgroups { pids, memory }
+        Cgroups { pids, memory, freezer: None }
+    }
+
+    /// Adds a `freezer` group (cgroup v1), so that [`Cgroups::freeze`] can stop every process
+    /// of the sandbox at once (an external agent's sandbox: its workspace is copied while
+    /// nothing in it runs). Call before the child joins. Without the controller nothing is
+    /// added (a one-time warning); callers then stop processes with signals.
+    pub(crate) fn add_freezer(&mut self) {
+        let name = format!("specgap-{}-{}", std::process::id(), SEQUENCE.fetch_add(1, Ordering::Relaxed));
+        self.freezer = make_group("freezer", &name, &[], &FREEZER_WARNED, true);
+    }
+
+    /// Whether there is a `freezer` group.
+    pub(crate) fn has_freezer(&self) -> bool {
+        self.freezer.is_some()
+    }
+
+    /// Freezes (`FROZEN`) or thaws (`THAWED`) every process of the `freezer` group and waits
+    /// (at most 5 s) until the kernel reports the new state. Returns whether it got there;
+    /// `false` without a group.
+    pub(crate) fn set_frozen(&self, frozen: bool) -> bool {
+        let Some(group) = &self.freezer else { return false };
+        let state = if frozen { "FROZEN" } else { "THAWED" };
+        let file = group.join("freezer.state");
+        if let Err(e) = std::fs::write(&file, state) {
+            tracing::warn!("cannot write {state} to {}: {e}", file.display());
+            return false;
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut pause = Duration::from_micros(50);
+        loop {
+            match std::fs::read_to_string(&file) {
+                Ok(now) if now.trim() == state => return true,
+                Ok(_) if Instant::now() < deadline => {
+                    // FREEZING: some task has not stopped yet; writing again retries it.
+                    let _ = std::fs::write(&file, state);
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(10));
+                }
+                _ => return false,
+            }
+        }
+    }
+
+    /// The processes of the `pids` group (host pids), `None` without one.
+    pub(crate) fn members(&self) -> Option<Vec<i32>> {
+        self.pids.as_deref().map(members)
     }
 
     /// The `cgroup.procs` files the child writes its pid into before exec.
     pub(crate) fn procs_files(&self) -> Vec<CString> {
-        [&self.pids, &self.memory]
+        [&self.pids, &self.memory, &self.freezer]
             .into_iter()
             .flatten()
             .filter_map(|group| CString::new(group.join("cgroup.procs").as_os_str().as_bytes()).ok())
@@ -62,7 +111,7 @@ impl Cgroups {
     /// Moves process `pid` (one that has not forked yet) into the groups. A failure leaves it
     /// outside, without that limit, and is logged.
     pub(crate) fn join(&self, pid: libc::pid_t) {
-        for group in [&self.pids, &self.memory].into_iter().flatten() {
+        for group in [&self.pids, &self.memory, &self.freezer].into_iter().flatten() {
             if let Err(e) = std::fs::write(group.join("cgroup.procs"), pid.to_string()) {
                 tracing::warn!("cannot move process {pid} into {}: {e}", group.display());
             }
@@ -94,7 +143,11 @@ impl Cgroups {
     pub(crate) fn kill_and_remove(&mut self) -> bool {
         let had_pids = self.pids.is_some();
         let mut emptied = true;
-        for group in [self.pids.take(), self.memory.take()].into_iter().flatten() {
+        // Frozen processes cannot die: thaw first, so the SIGKILLs below take effect.
+        if self.freezer.is_some() {
+            self.set_frozen(false);
+        }
+        for group in [self.pids.take(), self.memory.take(), self.freezer.take()].into_iter().flatten() {
             emptied &= kill_members(&group);
             remove_group(&group);
         }

@@ -12,6 +12,7 @@
 //! | a copy of the work tree for evaluation | [`freeze`] |
 //! | run a command under bubblewrap with limits | [`run`] with a [`CommandSpec`], a [`HostView`] and a [`SandboxConfig`] |
 //! | run an episode's commands one after another in one long-lived sandbox | [`Session::run_shell`] |
+//! | run an external agent program in a sandbox of its own, freeze it, end it | [`AgentSandbox`] |
 //! | run a package's evaluator and validate its `result.json` | [`run_evaluator`] → [`Evaluation`] or [`EvalError`] |
 //! | show a captured stream within a byte budget, cut once with the true counts stated | [`Captured::render`] |
 //!
@@ -44,6 +45,7 @@
 //! evaluator's and the candidate's.
 #![deny(missing_docs)]
 
+pub mod agent;
 mod capture;
 mod cgroup;
 pub mod error;
@@ -61,6 +63,7 @@ mod shellwords;
 mod spawn;
 pub mod session;
 
+pub use agent::{AgentSandbox, ProgramExit, SandboxProcess};
 pub use capture::{Captured, cut_marker};
 pub use error::{MaterializeError, SandboxError};
 pub use evaluator::{EvalError, Evaluation, EvaluatorRun, run_evaluator};
