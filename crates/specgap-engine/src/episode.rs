@@ -87,6 +87,8 @@ use crate::session::{
 use crate::text_channel::{self, CONTINUATION, CONTINUATION_LIMIT};
 use crate::tools::{self, ToolOutput, names};
 
+mod self_driven;
+
 /// Evaluations of residual starting states, keyed by (task hash, state id), shared across the
 /// episodes of a run so each state is evaluated once.
 pub type StartResults = Arc<Mutex<HashMap<(String, String), EvalResult>>>;
@@ -330,8 +332,10 @@ pub fn run_episode(
     agent.attach(&links.agent);
     user.attach(&links.user);
     let result = Episode::open(ctx, agent, user, writer, started, &links).and_then(|mut episode| episode.run());
-    // Whatever still serves the episode (a gateway request) stops now.
+    // Whatever still serves the episode (a gateway request, an external agent's program)
+    // stops now, on every path.
     links.agent.deadline.abandon();
+    agent.stop(&[]);
     links.check_usage()?;
     let usage = agent.usage();
     if !links.agent.usage.is_used() && usage != Usage::default() {
@@ -467,6 +471,8 @@ struct Episode<'c, 'a> {
     inbox: Vec<Incoming>,
     /// Whose request was abandoned at the deadline, for the `end` event's detail.
     abandoned: Option<&'static str>,
+    /// What the engine keeps about an agent that drives itself.
+    driven: self_driven::Driven,
 }
 
 impl<'c, 'a> Episode<'c, 'a> {
@@ -487,7 +493,11 @@ impl<'c, 'a> Episode<'c, 'a> {
                 source: None,
             }
         })?;
-        let tools = tools::tool_specs(ctx.condition, package.manifest().project.is_some());
+        let mut tools = tools::tool_specs(ctx.condition, package.manifest().project.is_some());
+        if agent.drives_itself() {
+            // An external agent has its own tools; the harness serves it only its own.
+            tools.retain(|t| self_driven::HARNESS_TOOLS.contains(&t.name.as_str()));
+        }
         let opening = Opening { system_prompt: prompts.initial.clone(), message, tools };
         writer.event(EventKind::EpisodeStart {
             episode: ctx.episode_id.into(),
@@ -540,11 +550,16 @@ impl<'c, 'a> Episode<'c, 'a> {
             submissions: Vec::new(),
             inbox: Vec::new(),
             abandoned: None,
+            driven: self_driven::Driven::default(),
         };
         if let Start::Residual(id) = ctx.start {
             // The harness's own diff of the state, for seed 001's Kept (docs/store-schema.md).
             episode.writer.write_start_diff(&episode.last_diff)?;
             episode.evaluate_start(id)?;
+        }
+        if episode.agent.drives_itself() {
+            let place = episode.workplace();
+            episode.agent.enter(&place)?;
         }
         episode.agent.start(&opening)?;
         Ok(episode)
@@ -574,11 +589,18 @@ impl<'c, 'a> Episode<'c, 'a> {
                 AgentReply::ContextOverflow => return Ok(EndReason::ContextOverflow),
                 AgentReply::Refusal { text, usage } => self.refusal(text, usage, late)?,
                 AgentReply::Turn { text, tool_calls, usage } => self.turn(text, tool_calls, usage, late)?,
+                AgentReply::Observed { results, exchange, turn } => self.observed(results, *exchange, turn, late)?,
+                AgentReply::TurnRequested => self.turn_requested(late),
+                AgentReply::HarnessCall { call } => self.harness_call(call, late)?,
+                AgentReply::Actions { actions } => self.actions(actions)?,
+                AgentReply::Exited { text, can_resume, exit } => self.agent_exited(text, can_resume, *exit, late)?,
             };
             if let Some(reason) = ended {
                 return Ok(reason);
             }
-            if self.turns >= self.ctx.budgets.turns {
+            // An agent driving itself runs its last turn's calls first; its budgets end the
+            // episode when it asks for the next turn (`turn_requested`).
+            if self.turns >= self.ctx.budgets.turns && !self.agent.drives_itself() {
                 return Ok(EndReason::TurnBudget);
             }
         }
@@ -1153,9 +1175,15 @@ impl<'c, 'a> Episode<'c, 'a> {
     fn submit(&mut self, summary: Option<String>, automatic: bool) -> Result<SubmissionOutcome, EpisodeError> {
         let k = self.submissions.len() as u32 + 1;
         self.writer.event(EventKind::Submission { k, summary, automatic })?;
+        // Nothing an external agent runs may change the workspace while it is copied; an
+        // automatic submission is made at the end, after which the agent never runs again.
+        self.agent.suspend();
         let diff = sandbox_ops::diff(&self.base, &self.ws_dir)?;
         let frozen = self.ctx.workdir.join("frozen").join(k.to_string());
         sandbox_ops::freeze(&self.ws_dir, &frozen)?;
+        if !automatic {
+            self.agent.resume();
+        }
         let evaluated = evaluation::evaluate_with_retries(self.ctx, &self.host, &frozen, self.writer)?;
         sandbox_ops::remove_scratch(&frozen);
         let (result, scored, error) = match evaluated {
@@ -1244,12 +1272,17 @@ impl<'c, 'a> Episode<'c, 'a> {
 
     /// Ends the episode: the automatic submission where due, budget and end events.
     fn end(&mut self, reason: EndReason) -> Result<EpisodeOutcome, EpisodeError> {
+        // An external agent is stopped where it is: what it writes after the end is never
+        // part of the automatic submission (issue 14 item 6).
+        self.agent.suspend();
         if submits_automatically(reason) {
             let diff = sandbox_ops::diff(&self.base, &self.ws_dir)?;
             if diff != self.last_diff {
                 self.submit(None, true)?;
             }
         }
+        let undelivered = std::mem::take(&mut self.inbox);
+        self.agent.stop(&undelivered);
         if let Some((which, used, limit)) = self.budget_used(reason) {
             self.writer.event(EventKind::Budget { which: which.into(), used, limit })?;
         }

@@ -10,6 +10,7 @@ mod deadline;
 mod end_rules;
 mod evaluation;
 mod residual;
+mod self_driven;
 mod submissions;
 mod support;
 mod text_channel;
