@@ -159,9 +159,14 @@ pub struct Args {
 /// Flags of `--agent chat:<model>` and `--user chat:<model>`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ChatArgs {
-    /// Base URL of the agent's OpenAI-compatible endpoint, up to /v1.
+    /// Base URL of the agent's OpenAI-compatible endpoint, up to /v1 (for a cli: agent, the
+    /// upstream its model gateway forwards to).
     #[arg(long, default_value = specgap_agents::chat::DEFAULT_BASE_URL)]
     pub base_url: String,
+    /// The model of cli: agents (their spec names the scaffold): the one model their gateway
+    /// forwards.
+    #[arg(long)]
+    pub model: Option<String>,
     /// Environment variable holding the agent endpoint's API key (unset: no Authorization header).
     #[arg(long, default_value = specgap_agents::chat::DEFAULT_API_KEY_ENV)]
     pub api_key_env: String,
@@ -373,8 +378,8 @@ fn resolve_stored(config: &RunConfig) -> anyhow::Result<Resolved> {
         }
         tasks.push(package);
     }
-    for agent in config.agents.iter().filter(|a| !a.spec.starts_with("chat:")) {
-        // A chat agent's stored configuration is its configuration; others are re-derived.
+    for agent in config.agents.iter().filter(|a| !a.spec.starts_with("chat:") && !a.spec.starts_with("cli:")) {
+        // A chat or cli agent's stored configuration is its configuration; others are re-derived.
         let now = agents::component(&agent.spec, &ChatArgs::defaults())?;
         if now.hash != agent.hash {
             bail!("agent {} has a different configuration now than in run.toml (e.g. its replay file changed)", agent.spec);

@@ -494,11 +494,16 @@ impl<'c, 'a> Episode<'c, 'a> {
             }
         })?;
         let mut tools = tools::tool_specs(ctx.condition, package.manifest().project.is_some());
+        let mut system_prompt = prompts.initial.clone();
         if agent.drives_itself() {
-            // An external agent has its own tools; the harness serves it only its own.
+            // An external agent has its own tools; the harness serves it only its own. Under
+            // `blind` it keeps its scaffold's prompts: nothing is added (seed 001).
             tools.retain(|t| self_driven::HARNESS_TOOLS.contains(&t.name.as_str()));
+            if ctx.condition.preset() == crate::condition::Preset::Blind {
+                system_prompt.clear();
+            }
         }
-        let opening = Opening { system_prompt: prompts.initial.clone(), message, tools };
+        let opening = Opening { system_prompt, message, tools };
         writer.event(EventKind::EpisodeStart {
             episode: ctx.episode_id.into(),
             task: package.name().into(),
@@ -589,7 +594,7 @@ impl<'c, 'a> Episode<'c, 'a> {
                 AgentReply::ContextOverflow => return Ok(EndReason::ContextOverflow),
                 AgentReply::Refusal { text, usage } => self.refusal(text, usage, late)?,
                 AgentReply::Turn { text, tool_calls, usage } => self.turn(text, tool_calls, usage, late)?,
-                AgentReply::Observed { results, exchange, turn } => self.observed(results, *exchange, turn, late)?,
+                AgentReply::Observed { results, exchange, turn } => self.observed(results, exchange.map(|e| *e), turn, late)?,
                 AgentReply::TurnRequested => self.turn_requested(late),
                 AgentReply::HarnessCall { call } => self.harness_call(call, late)?,
                 AgentReply::Actions { actions } => self.actions(actions)?,

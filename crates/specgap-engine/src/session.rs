@@ -348,8 +348,9 @@ pub enum AgentReply {
     Observed {
         /// Results of earlier calls, in order.
         results: Vec<ObservedResult>,
-        /// The exchange, as the event to record ([`specgap_protocol::event::EventKind::ModelExchange`]).
-        exchange: Box<specgap_protocol::event::EventKind>,
+        /// The exchange, as the event to record ([`specgap_protocol::event::EventKind::ModelExchange`]);
+        /// `None` for results the agent's own log reported after its program ended.
+        exchange: Option<Box<specgap_protocol::event::EventKind>>,
         /// The turn, when the exchange was a forwarded main-loop request.
         turn: Option<ObservedTurn>,
     },

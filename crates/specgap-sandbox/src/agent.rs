@@ -307,7 +307,7 @@ impl AgentSandbox {
     pub fn wait_exit(&mut self, until: Instant) -> Result<Option<ProgramExit>, SandboxError> {
         let Some((seq, started)) = self.running else { return Ok(None) };
         let prefix = format!("{seq} ");
-        let mut open = true;
+        let mut open = read_into(&self.status, &mut self.status_buf);
         loop {
             while let Some(line) = take_line(&mut self.status_buf) {
                 let Some(code) = line.strip_prefix(prefix.as_bytes()) else { continue };

@@ -47,6 +47,14 @@ pub fn component(spec: &str, chat: &super::ChatArgs) -> anyhow::Result<Component
             config.insert("kind".into(), toml::Value::String("chat".into()));
             config.insert("prompt_version".into(), toml::Value::String(specgap_engine::PROMPT_VERSION.into()));
         }
+        AgentSpec::Cli(cli) => {
+            let cli_config = chat.cli_config(cli)?;
+            // Building the adapter checks the installation now, not in the first episode.
+            cli_config.adapter().map_err(|e| anyhow::anyhow!("{}", e.message))?;
+            config = cli_config.to_table()?;
+            config.insert("kind".into(), toml::Value::String("cli".into()));
+            config.insert("prompt_version".into(), toml::Value::String(specgap_engine::PROMPT_VERSION.into()));
+        }
     }
     Ok(component_ref(&parsed.canonical(), config))
 }
@@ -89,10 +97,11 @@ pub fn user_component(spec: &str, chat: &super::ChatArgs) -> anyhow::Result<Comp
 /// A stored `prompt_version` / `user_prompt_version` that differs from this build's.
 pub fn check_stored_prompt_versions(config: &specgap_protocol::run::RunConfig) -> anyhow::Result<()> {
     let chat = |c: &&ComponentRef| c.spec.starts_with("chat:");
+    let model_agent = |c: &&ComponentRef| c.spec.starts_with("chat:") || c.spec.starts_with("cli:");
     let checks = config
         .agents
         .iter()
-        .filter(chat)
+        .filter(model_agent)
         .map(|a| (a, "prompt_version", specgap_engine::PROMPT_VERSION))
         .chain(config.users.iter().filter(chat).map(|u| (u, "user_prompt_version", specgap_agents::chat::user::USER_PROMPT_VERSION)));
     for (component, key, now) in checks {
@@ -143,6 +152,28 @@ impl super::ChatArgs {
         Ok(config)
     }
 
+    /// The configuration of a `cli:` agent: its adapter, the model (`--model`), the upstream
+    /// its gateway forwards to, the model arguments, the gateway's retries and the price.
+    pub fn cli_config(&self, spec: &specgap_agents::CliSpec) -> anyhow::Result<specgap_agents::cli::CliConfig> {
+        let Some(model) = self.model.clone().filter(|m| !m.trim().is_empty()) else {
+            bail!("a cli: agent needs --model <name>: the model its gateway forwards to {}", self.base_url);
+        };
+        let mut config = specgap_agents::cli::CliConfig::new(spec.adapter(), model.clone());
+        match spec {
+            specgap_agents::CliSpec::MiniSweAgent { version } => {
+                config.version = Some(version.clone().unwrap_or_else(|| specgap_agents::cli::mini_swe_agent::DEFAULT_VERSION.to_string()));
+            }
+            specgap_agents::CliSpec::Command { template } => config.template = Some(template.clone()),
+        }
+        config.base_url = self.base_url.clone();
+        config.api_key_env = self.api_key_env.clone();
+        config.model_args = specgap_agents::chat::ChatConfig::new(&model).with_model_args(&self.model_args)?.model_args;
+        config.request_timeout_sec = self.request_timeout;
+        config.max_retries = self.max_retries;
+        config.price = self.price(&model)?;
+        Ok(config)
+    }
+
     /// The user's endpoint configuration for `model` (URL and key variable default to the
     /// agent's).
     pub fn user_config(&self, model: &str) -> anyhow::Result<specgap_agents::chat::ChatConfig> {
@@ -166,6 +197,13 @@ impl AgentApplicability for Applicability {
             Ok(spec) => spec.applicability(package),
             // Specs were parsed when the run was configured; one that no longer parses
             // cannot run anywhere.
+            Err(e) => Err(NotApplicable::new(e.to_string())),
+        }
+    }
+
+    fn applicable_under(&self, agent: &ComponentRef, condition: &specgap_engine::Condition) -> Result<(), NotApplicable> {
+        match parse_agent_spec(&agent.spec) {
+            Ok(spec) => spec.applicability_under(condition),
             Err(e) => Err(NotApplicable::new(e.to_string())),
         }
     }

@@ -62,7 +62,7 @@ impl Episode<'_, '_> {
     pub(super) fn observed(
         &mut self,
         results: Vec<ObservedResult>,
-        exchange: EventKind,
+        exchange: Option<EventKind>,
         turn: Option<ObservedTurn>,
         late: Option<EndReason>,
     ) -> Result<Option<EndReason>, EpisodeError> {
@@ -79,7 +79,9 @@ impl Episode<'_, '_> {
                 ended = Some(EndReason::LoopBlankOutput);
             }
         }
-        self.writer.event(exchange)?;
+        if let Some(exchange) = exchange {
+            self.writer.event(exchange)?;
+        }
         let Some(turn) = turn else { return Ok(late.or(ended)) };
         self.turns += 1;
         let mut calls = turn.tool_calls;

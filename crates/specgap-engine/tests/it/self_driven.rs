@@ -35,7 +35,7 @@ fn turn(n: u32, commands: &[&str]) -> AgentReply {
         .collect();
     AgentReply::Observed {
         results: Vec::new(),
-        exchange: Box::new(exchange(n)),
+        exchange: Some(Box::new(exchange(n))),
         turn: Some(ObservedTurn { text: Some(format!("step {n}")), tool_calls: calls, usage: None, refusal: false }),
     }
 }
@@ -252,7 +252,7 @@ fn loop_rules_read_the_observed_calls_and_results() {
     // Four blank successful commands in a row, as the next requests report them.
     let blank = |n: u32, calls: &[&str]| AgentReply::Observed {
         results: (0..calls.len()).map(|i| result(&format!("c{}-{i}", n - 1), "", true)).collect(),
-        exchange: Box::new(exchange(n)),
+        exchange: Some(Box::new(exchange(n))),
         turn: Some(ObservedTurn { text: None, tool_calls: Vec::new(), usage: None, refusal: false }),
     };
     let (mut agent, _) = Driving::new(vec![
