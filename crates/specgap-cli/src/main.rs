@@ -1,7 +1,7 @@
 //! The `specgap` binary: parses arguments and hands each verb to its module.
 //!
 //! Each verb lives in its own module (`check`, `eval`, `run`, `show`, `merge`, `report`,
-//! `compare`) with an `Args` struct (clap) and an `exec` function. The modules stay thin: the
+//! `compare`, `residualize`) with an `Args` struct (clap) and an `exec` function. The modules stay thin: the
 //! work happens in the library crates, which return typed errors; only this binary uses anyhow.
 
 use std::process::ExitCode;
@@ -13,6 +13,7 @@ mod compare;
 mod eval;
 mod merge;
 mod report;
+mod residualize;
 mod run;
 mod show;
 
@@ -53,6 +54,9 @@ enum Command {
     Report(report::Args),
     /// Compare two runs task by task, with paired statistics.
     Compare(compare::Args),
+    /// Make residual states from predecessor runs (seed 001 Residualization): generate,
+    /// filter, review, reconstruct and validate.
+    Residualize(residualize::Args),
 }
 
 fn main() -> ExitCode {
@@ -67,6 +71,7 @@ fn main() -> ExitCode {
         Command::Merge(args) => merge::exec(args),
         Command::Report(args) => report::exec(args),
         Command::Compare(args) => compare::exec(args),
+        Command::Residualize(args) => residualize::exec(args),
     };
     match outcome {
         Ok(code) => code,

@@ -15,7 +15,7 @@ use crate::support::*;
 
 #[allow(dead_code)]
 #[path = "../../../specgap-agents/tests/it/mock_server.rs"]
-mod mock_server;
+pub(crate) mod mock_server;
 
 use mock_server::{Captured, MockServer, Scripted, check_request, completion};
 

@@ -7,6 +7,7 @@ mod containment;
 mod determinism;
 mod examples;
 mod report_inputs;
+mod residualize;
 mod resume;
 mod retries;
 mod run_basic;
