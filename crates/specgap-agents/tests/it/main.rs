@@ -5,6 +5,8 @@
 
 mod chat_agent;
 mod chat_user;
+mod cli_ends;
+mod cli_support;
 mod deadline;
 mod end_to_end;
 mod mock_server;
