@@ -6,6 +6,7 @@
 mod chat_agent;
 mod chat_user;
 mod cli_ends;
+mod cli_isolation;
 mod cli_support;
 mod deadline;
 mod end_to_end;
