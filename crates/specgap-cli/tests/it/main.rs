@@ -3,6 +3,7 @@
 
 mod chat;
 mod check;
+mod cli_agents;
 mod containment;
 mod determinism;
 mod examples;

@@ -1,0 +1,119 @@
+//! External agents through the `specgap` binary (issue 14): the real `mini-swe-agent` package
+//! (installed by `specgap agents install mini-swe-agent`; with `SPECGAP_REQUIRE_EXTERNAL=1` a
+//! missing installation fails the test) against a scripted mock upstream that checks every
+//! request, and seed 001's measures over what it did.
+
+use std::ffi::OsStr;
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+use specgap_gateway::mock::MockUpstream;
+use specgap_gateway::mock::replies::{self, Call, Tokens};
+
+use crate::support::*;
+
+const MODEL: &str = "mock-mini-model";
+const KEY_ENV: &str = "SPECGAP_TEST_MINI_KEY";
+const KEY: &str = "sk-mini-test-5a7c1e0b9d";
+
+/// The installed mini-swe-agent, or `None` (the test is then skipped, or fails under
+/// `SPECGAP_REQUIRE_EXTERNAL=1`).
+pub fn mini_installed() -> Option<PathBuf> {
+    let venv = specgap_agents::cli::install::venv("mini-swe-agent", specgap_agents::cli::mini_swe_agent::DEFAULT_VERSION);
+    if venv.join("bin/mini").is_file() {
+        return Some(venv);
+    }
+    let why = format!("mini-swe-agent is not installed at {} (run `specgap agents install mini-swe-agent`)", venv.display());
+    assert!(std::env::var_os("SPECGAP_REQUIRE_EXTERNAL").is_none_or(|v| v != "1"), "SPECGAP_REQUIRE_EXTERNAL=1: {why}");
+    eprintln!("skipped: {why}");
+    None
+}
+
+/// mini's answer running `command` with its `bash` tool.
+fn mini_bash(n: u64, command: &str) -> specgap_gateway::mock::MockReply {
+    let call = [Call::new(&format!("call-{n}"), "bash", json!({ "command": command }))];
+    replies::openai_chat(MODEL, &format!("THOUGHT: step {n}."), &call, Tokens { input: 1000 + n, output: 20 + n, ..Tokens::default() })
+}
+
+#[test]
+fn a_mini_swe_agent_episodes_reads_and_writes_feed_opened_and_inspected() {
+    let Some(_) = mini_installed() else { return };
+    // Each of the three episodes (clean, residual:root-refresh, residual:trim-only, in plan
+    // order, one job) looks at the inherited changes, reads ivtree/node.py and declares the
+    // work done with mini's own completion marker; nothing is changed.
+    let per_episode = ["git status", "cat ivtree/node.py | head -20", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"];
+    let mut script = Vec::new();
+    for episode in 0..3u64 {
+        for (i, command) in per_episode.iter().enumerate() {
+            script.push(mini_bash(episode * 10 + i as u64, command));
+        }
+    }
+    let mock = MockUpstream::start(script).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let suite = repo().join("examples/tasks/interval-tree");
+    let base_url = format!("{}/v1", mock.url());
+    let args: Vec<&OsStr> = [
+        OsStr::new("run"),
+        suite.as_os_str(),
+        OsStr::new("--agent"),
+        OsStr::new("cli:mini-swe-agent"),
+        OsStr::new("--model"),
+        OsStr::new(MODEL),
+        OsStr::new("--base-url"),
+        OsStr::new(&base_url),
+        OsStr::new("--api-key-env"),
+        OsStr::new(KEY_ENV),
+        OsStr::new("--condition"),
+        OsStr::new("blind"),
+        OsStr::new("--start"),
+        OsStr::new("clean,residual:all"),
+        OsStr::new("--jobs"),
+        OsStr::new("1"),
+        OsStr::new("--no-report"),
+        OsStr::new("--out"),
+        out.as_os_str(),
+    ]
+    .to_vec();
+    assert_succeeded(specgap().args(&args).env(KEY_ENV, KEY).output().unwrap());
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 9, "three model calls per episode: mini ends at its marker without asking again");
+    for (i, request) in requests.iter().enumerate() {
+        assert_eq!(request.path(), "/v1/chat/completions", "request {i}");
+        assert_eq!(request.header("authorization"), Some(format!("Bearer {KEY}").as_str()), "request {i}");
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        assert_eq!(body["model"], MODEL);
+        assert_eq!(body["tools"][0]["function"]["name"], "bash", "mini's one tool");
+        let messages = body["messages"].as_array().unwrap();
+        assert_eq!(messages[0]["role"], "system");
+        // blind adds nothing to the scaffold's prompts: mini's task text holds the request alone.
+        let task = messages[1]["content"].as_str().unwrap();
+        assert!(task.starts_with("Please solve this issue: # `IntervalTree.chop()`"), "{task}");
+        assert!(!task.contains("submit"), "no harness prompt under blind");
+        // Every earlier call's observation is in the conversation (mini.yaml's JSON form).
+        let step = i % 3;
+        assert_eq!(messages.len(), 2 + 2 * step, "request {i}");
+        if step > 0 {
+            assert_eq!(messages[3]["role"], "tool");
+            assert!(messages[3]["content"].as_str().unwrap().contains("\"returncode\": 0"), "{}", messages[3]);
+        }
+    }
+    let rows = episodes(&out);
+    assert_eq!(rows.len(), 3);
+    for row in &rows {
+        assert_eq!(row.end_reason.map(|r| r.as_str()), Some("submitted"), "{}: the marker is an agent-declared submit", row.start);
+        assert_eq!((row.turns, row.tool_calls), (3, 3));
+    }
+    let report = report_json(&out);
+    let acceptance = &report["residual"][0]["measures"]["acceptance"];
+    // Both continuations are normally submitted (the marker is mini's own submit, seed 001
+    // App. D.1) and fail their hidden tests (nothing was changed). Each ran `git status`:
+    // inspected = 1. root-refresh leaves ivtree/node.py out (L = {node.py}); `cat
+    // ivtree/node.py | head -20` shows it: opened = 1; nothing was changed: changed = 0, and
+    // every inherited line is kept.
+    assert_eq!(acceptance["continuations"], 2, "{acceptance:#}");
+    assert_eq!(acceptance["inspected"].as_f64(), Some(1.0), "{acceptance:#}");
+    assert_eq!(acceptance["left_out_opened"].as_f64(), Some(1.0), "{acceptance:#}");
+    assert_eq!(acceptance["left_out_residual"].as_f64(), Some(0.0), "{acceptance:#}");
+    assert_eq!(acceptance["kept_failed"].as_f64(), Some(1.0), "{acceptance:#}");
+}
