@@ -54,46 +54,52 @@ use crate::chat::Price;
 const POLL: Duration = Duration::from_millis(20);
 /// The text a harness call gets once the episode is over.
 pub const EPISODE_OVER: &str = "the work has ended: nothing more is accepted; stop working";
+/// The longest the end waits for the gateway to hand its last refusals to the agent.
+const REFUSAL_DELIVERY: Duration = Duration::from_millis(200);
 /// Bytes of the program's standard error kept in the `agent_exit` event.
 const STDERR_TAIL: usize = 2048;
 
-/// The stored configuration of a `cli:` agent (its table in `run.toml`; the variable holding
-/// the key, never the key).
+/// The stored configuration of a `cli:` agent: its table in `run.toml` (docs/store-schema.md),
+/// `kind = "cli"`, `adapter`, for installed adapters `version`, `package` and `tree_hash`,
+/// for `cli:command` its `command` template, and the model endpoint the gateway forwards to as
+/// `[endpoint]` (a chat configuration: model, base URL, the variable holding the key — never
+/// the key — model arguments, timeout, retries, price).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct CliConfig {
     /// `mini-swe-agent` or `command`.
     pub adapter: String,
     /// The installed version (adapters installed by `specgap agents install`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
+    /// The registry package of the installation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package: Option<String>,
+    /// The installed tree's hash (part of the agent's configuration hash, so of its episode
+    /// keys).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree_hash: Option<String>,
     /// The command template (`cli:command`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub template: Option<String>,
-    /// The model the gateway serves (the only one it forwards).
-    pub model: String,
-    /// The upstream's OpenAI-compatible base URL, up to `/v1`.
-    pub base_url: String,
-    /// Environment variable (of the harness) holding the upstream's API key.
-    pub api_key_env: String,
-    /// Extra model request fields, given to the agent's own client where the adapter can.
-    #[serde(default, skip_serializing_if = "Map::is_empty")]
-    pub model_args: Map<String, Value>,
-    /// The gateway's upstream timeout per try, seconds.
-    pub request_timeout_sec: f64,
-    /// The gateway's retries of upstream faults before the upstream counts as dead.
-    pub max_retries: u32,
-    /// The first backoff delay, milliseconds.
-    pub retry_base_ms: u64,
-    /// The model's price (`--prices`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub price: Option<Price>,
+    pub command: Option<String>,
+    /// The model endpoint: the gateway serves `endpoint.model` alone and forwards it to
+    /// `endpoint.base_url` with the key from `endpoint.api_key_env`. Streaming, emulated tools
+    /// and the context window are the CLI's own business and are ignored.
+    pub endpoint: crate::chat::ChatConfig,
     /// Between SIGTERM and SIGKILL at the end, milliseconds.
+    #[serde(default = "default_grace_ms", skip_serializing_if = "is_default_grace")]
     pub stop_grace_ms: u64,
-    /// A digest of the installed tree (part of the agent's configuration hash).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub install_hash: Option<String>,
 }
+
+fn default_grace_ms() -> u64 {
+    DEFAULT_STOP_GRACE_MS
+}
+
+fn is_default_grace(ms: &u64) -> bool {
+    *ms == DEFAULT_STOP_GRACE_MS
+}
+
+/// The default grace between SIGTERM and SIGKILL when an episode ends, milliseconds.
+pub const DEFAULT_STOP_GRACE_MS: u64 = 3000;
 
 /// Why a `cli:` configuration cannot be made or read.
 #[derive(Debug, thiserror::Error)]
@@ -107,23 +113,16 @@ pub enum CliConfigError {
 }
 
 impl CliConfig {
-    /// Defaults for `adapter` and `model` (the chat agent's retry and timeout defaults, a 3 s
-    /// grace at the end).
+    /// Defaults for `adapter` and `model` (the chat agent's endpoint defaults).
     pub fn new(adapter: impl Into<String>, model: impl Into<String>) -> Self {
         CliConfig {
             adapter: adapter.into(),
             version: None,
-            template: None,
-            model: model.into(),
-            base_url: "http://127.0.0.1:8000/v1".into(),
-            api_key_env: "OPENAI_API_KEY".into(),
-            model_args: Map::new(),
-            request_timeout_sec: 600.0,
-            max_retries: 6,
-            retry_base_ms: 1000,
-            price: None,
-            stop_grace_ms: 3000,
-            install_hash: None,
+            package: None,
+            tree_hash: None,
+            command: None,
+            endpoint: crate::chat::ChatConfig::new(model),
+            stop_grace_ms: DEFAULT_STOP_GRACE_MS,
         }
     }
 
@@ -140,10 +139,7 @@ impl CliConfig {
     /// # Errors
     /// [`CliConfigError::FromToml`].
     pub fn from_table(table: &toml::Table) -> Result<Self, CliConfigError> {
-        let mut table = table.clone();
-        table.remove("kind");
-        table.remove("prompt_version");
-        toml::Value::Table(table).try_into().map_err(CliConfigError::FromToml)
+        toml::Value::Table(table.clone()).try_into().map_err(CliConfigError::FromToml)
     }
 
     /// The adapter this configuration names, over its installation.
@@ -162,7 +158,7 @@ impl CliConfig {
                 Ok(Box::new(adapter))
             }
             "command" => {
-                let template = self.template.clone().unwrap_or_default();
+                let template = self.command.clone().unwrap_or_default();
                 Ok(Box::new(command::CommandAdapter::new(&template).map_err(|e| AgentError::new(e, true))?))
             }
             other => Err(AgentError::new(format!("unknown cli: adapter `{other}`; expected mini-swe-agent or command=<template>"), true)),
@@ -318,13 +314,13 @@ impl CliAgent {
         Launch {
             base_url: self.base_url.clone(),
             token: self.token.clone(),
-            model: self.config.model.clone(),
+            model: self.config.endpoint.model.clone(),
             message_file: message_file.to_string(),
             system_prompt_file: (self.adapter.system_prompt_route() == SystemPromptRoute::Option
                 && !self.place.as_ref().is_some_and(|p| p.scaffold_prompt_only))
             .then(|| format!("{SANDBOX_TASK_DIR}/system-prompt.md")),
             resumed,
-            model_args: self.config.model_args.clone(),
+            model_args: self.config.endpoint.model_args.clone(),
         }
     }
 
@@ -332,19 +328,20 @@ impl CliAgent {
     /// the real key from the harness's environment, the episode's deadline and journal.
     fn serve_gateway(&mut self, sandbox: &AgentSandbox) -> Result<GatewayHandle, AgentError> {
         let place = self.place()?.clone();
-        let key = std::env::var(&self.config.api_key_env).ok().filter(|k| !k.is_empty()).map(Secret::new);
+        let endpoint = &self.config.endpoint;
+        let key = std::env::var(&endpoint.api_key_env).ok().filter(|k| !k.is_empty()).map(Secret::new);
         let upstreams = [Protocol::OpenaiChat, Protocol::OpenaiResponses]
             .into_iter()
-            .map(|p| Upstream::new(p, self.config.base_url.clone(), key.clone(), vec![self.config.model.clone()]))
+            .map(|p| Upstream::new(p, endpoint.base_url.clone(), key.clone(), vec![endpoint.model.clone()]))
             .collect();
         let token = Secret::random_token().map_err(|e| AgentError::with_source("cannot make the gateway token", false, e))?;
         self.token = token.expose().to_string();
         let mut config = GatewayConfig::new(upstreams, token);
         config.retry = RetryPolicy {
-            max_retries: self.config.max_retries,
-            retry_base: Duration::from_millis(self.config.retry_base_ms),
+            max_retries: endpoint.max_retries,
+            retry_base: Duration::from_millis(endpoint.retry_base_ms),
             seed: fnv(place.episode_id.as_bytes()) ^ u64::from(place.attempt),
-            request_timeout: Duration::from_secs_f64(self.config.request_timeout_sec.max(0.001)),
+            request_timeout: Duration::from_secs_f64(endpoint.request_timeout_sec.max(0.001)),
         };
         let session = self.session.clone().unwrap_or_else(|| SessionLink::detached(specgap_store::Role::Agent));
         config.deadline = session.deadline.instant();
@@ -353,7 +350,7 @@ impl CliAgent {
             link: self.link.clone(),
             deadline: session.deadline.clone(),
             usage: session.usage.clone(),
-            price: self.config.price,
+            price: self.config.endpoint.price,
             toolless_is_side: self.adapter.toolless_requests_are_side(),
         };
         let listener = specgap_gateway::bind_loopback_in_path(&sandbox.network_namespace())
@@ -576,7 +573,13 @@ impl Agent for CliAgent {
             call.answer(text.unwrap_or_else(|| EPISODE_OVER.into()), false, true);
         }
         if let Some(gateway) = &self.gateway {
+            // Held and in-flight requests are refused now; let the refusals reach the agent
+            // before its processes are signalled (bounded: nothing here waits on the agent).
             gateway.abandon();
+            let until = Instant::now() + REFUSAL_DELIVERY;
+            while gateway.in_flight() > 0 && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(2));
+            }
         }
         if let Some(mut sandbox) = self.sandbox.take() {
             sandbox.terminate(Duration::from_millis(self.config.stop_grace_ms));

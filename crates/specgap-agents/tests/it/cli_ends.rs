@@ -44,8 +44,18 @@ fn an_agent_that_loops_past_the_turn_budget_has_its_next_request_refused() {
     assert_eq!(refused, 0, "the refused request came after the end: it is in the gateway's journal, not the trajectory");
     let usage = agent_usage(&run);
     assert_eq!((usage.requests, usage.input_tokens, usage.output_tokens, usage.cached_tokens), (3, 101 + 102 + 103, 11 + 12 + 13, 1 + 2 + 3));
+    // The fourth request is journalled: refused (by the budget, or as ended once the gateway
+    // was abandoned), or given up by an agent the end killed first; it reached nothing.
     let journal = fs_err::read_to_string(run.store.episode_dir(&run.id).join("gateway-1.jsonl")).unwrap();
-    assert!(journal.contains("\"budget\"") || journal.contains("episode_ended"), "the refusal is journalled");
+    let exchanges: Vec<serde_json::Value> = journal
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["kind"] == "exchange")
+        .collect();
+    assert_eq!(exchanges.len(), 4, "{journal}");
+    let outcome = exchanges[3]["outcome"]["outcome"].as_str().unwrap();
+    assert!(matches!(outcome, "refused" | "client_gone"), "{}", exchanges[3]);
+    assert_eq!(exchanges[3]["usage"]["requests"], 0);
 }
 
 #[test]

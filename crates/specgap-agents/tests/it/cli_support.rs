@@ -70,11 +70,11 @@ pub fn done(n: u64, text: &str, stream: bool) -> MockReply {
 pub fn command_config(mock: &MockUpstream, stream: bool) -> CliConfig {
     let flag = if stream { " --stream" } else { "" };
     let mut config = CliConfig::new("command", MODEL);
-    config.template = Some(format!("python3 {}{flag}", agent_script().display()));
-    config.base_url = format!("{}/v1", mock.url());
-    config.api_key_env = KEY_ENV.into();
-    config.retry_base_ms = 1;
-    config.max_retries = 3;
+    config.command = Some(format!("python3 {}{flag}", agent_script().display()));
+    config.endpoint.base_url = format!("{}/v1", mock.url());
+    config.endpoint.api_key_env = KEY_ENV.into();
+    config.endpoint.retry_base_ms = 1;
+    config.endpoint.max_retries = 3;
     config.stop_grace_ms = 500;
     config
 }
@@ -83,7 +83,7 @@ pub fn command_config(mock: &MockUpstream, stream: bool) -> CliConfig {
 pub fn component(spec: &str, config: &CliConfig) -> ComponentRef {
     let mut table = config.to_table().unwrap();
     table.insert("kind".into(), toml::Value::String("cli".into()));
-    ComponentRef { spec: spec.into(), config: table, hash: format!("{:x}", spec.len() * 7919 + config.model.len()) }
+    ComponentRef { spec: spec.into(), config: table, hash: format!("{:x}", spec.len() * 7919 + config.endpoint.model.len()) }
 }
 
 /// One finished run of one episode.

@@ -162,15 +162,11 @@ impl super::ChatArgs {
         match spec {
             specgap_agents::CliSpec::MiniSweAgent { version } => {
                 config.version = Some(version.clone().unwrap_or_else(|| specgap_agents::cli::mini_swe_agent::DEFAULT_VERSION.to_string()));
+                config.package = Some("mini-swe-agent".into());
             }
-            specgap_agents::CliSpec::Command { template } => config.template = Some(template.clone()),
+            specgap_agents::CliSpec::Command { template } => config.command = Some(template.clone()),
         }
-        config.base_url = self.base_url.clone();
-        config.api_key_env = self.api_key_env.clone();
-        config.model_args = specgap_agents::chat::ChatConfig::new(&model).with_model_args(&self.model_args)?.model_args;
-        config.request_timeout_sec = self.request_timeout;
-        config.max_retries = self.max_retries;
-        config.price = self.price(&model)?;
+        config.endpoint = self.agent_config(&model)?;
         Ok(config)
     }
 
