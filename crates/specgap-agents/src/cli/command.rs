@@ -67,6 +67,9 @@ impl CommandAdapter {
             }
             rest = &after[close + 1..];
         }
+        if let Some(word) = template.split_whitespace().map(unquoted).find(|w| w.starts_with('/') && Path::new(w).components().any(|c| c == std::path::Component::ParentDir)) {
+            return Err(format!("the cli:command template names {word}, which has `..`; give its path without `..` (it is mounted read-only at that path)"));
+        }
         Ok(CommandAdapter { template: template.to_string() })
     }
 
@@ -97,7 +100,7 @@ impl Adapter for CommandAdapter {
     fn mounts(&self) -> Vec<PathBuf> {
         self.template
             .split_whitespace()
-            .map(|w| w.trim_matches(|c| c == '\'' || c == '"'))
+            .map(unquoted)
             .filter(|w| w.starts_with('/'))
             .map(PathBuf::from)
             .filter(|p| p.is_file() && !["/usr", "/bin", "/lib", "/sbin", "/etc", "/proc", "/dev"].iter().any(|s| p.starts_with(s)))
@@ -159,6 +162,11 @@ impl Adapter for CommandAdapter {
     }
 }
 
+/// A template word without the quotes around it.
+fn unquoted(word: &str) -> &str {
+    word.trim_matches(|c| c == '\'' || c == '"')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -185,6 +193,7 @@ mod tests {
         let err = CommandAdapter::new("x {task_file}").unwrap_err();
         assert!(err.contains("unknown placeholder {task_file}"), "{err}");
         assert!(CommandAdapter::new("  ").is_err());
+        assert!(CommandAdapter::new("python3 /a/b/../agent.py").unwrap_err().contains("has `..`"));
         // Braces that are not placeholders (shell or JSON) stay as written.
         assert_eq!(CommandAdapter::new("echo '{\"a\": 1}' ${HOME}").unwrap().command(&launch()), "echo '{\"a\": 1}' ${HOME}");
     }

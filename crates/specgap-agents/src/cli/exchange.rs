@@ -18,7 +18,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use specgap_engine::session::{ObservedResult, ObservedTurn};
 use specgap_gateway::{ExchangeRecord, Outcome, RequestClass};
-use specgap_protocol::event::{EventKind, ToolCall};
+use specgap_protocol::event::EventKind;
 
 use super::adapter::Adapter;
 use crate::chat::refusal::is_plain_text_refusal;
@@ -195,12 +195,6 @@ fn outcome_words(outcome: &Outcome) -> (String, String) {
         Outcome::ClientGone => ("client_gone".into(), String::new()),
         Outcome::UpstreamDead { attempts, fault } => ("upstream_dead".into(), format!("{attempts} attempts: {fault}")),
     }
-}
-
-/// A tool call as the adapter's log shows it, for the trajectory of the last turn.
-#[allow(dead_code)]
-pub(crate) fn call(id: &str, tool: &str, arguments: Value) -> ToolCall {
-    ToolCall { id: id.into(), tool: tool.into(), arguments }
 }
 
 #[cfg(test)]

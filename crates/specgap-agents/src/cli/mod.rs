@@ -38,7 +38,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
 use specgap_engine::session::{Agent, AgentError, AgentReply, Incoming, Opening, SessionLink, Workplace};
 use specgap_gateway::{GatewayConfig, GatewayHandle, Protocol, RetryPolicy, Secret, Upstream};
 use specgap_protocol::event::{EventKind, Usage, UserMessageKind};
@@ -48,7 +47,6 @@ use self::adapter::{Adapter, Launch, SANDBOX_HOME, SANDBOX_TASK_DIR, SystemPromp
 use self::exchange::Conversation;
 use self::harness::{PendingCall, SignalledSubmit};
 use self::link::{Happened, Link, Supervision};
-use crate::chat::Price;
 
 /// How long the engine's thread waits on the queue before it looks at the program again.
 const POLL: Duration = Duration::from_millis(20);

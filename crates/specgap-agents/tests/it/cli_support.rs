@@ -139,14 +139,6 @@ impl CliRun {
             })
             .collect()
     }
-
-    /// The kinds of the trajectory's events, by their serialized names.
-    pub fn kinds(&self) -> Vec<String> {
-        self.events
-            .iter()
-            .map(|e| serde_json::to_value(&e.kind).unwrap()["type"].as_str().unwrap().to_string())
-            .collect()
-    }
 }
 
 /// Runs `task` under `condition` with the `cli:` agent `config`.

@@ -117,3 +117,121 @@ fn a_mini_swe_agent_episodes_reads_and_writes_feed_opened_and_inspected() {
     assert_eq!(acceptance["left_out_residual"].as_f64(), Some(0.0), "{acceptance:#}");
     assert_eq!(acceptance["kept_failed"].as_f64(), Some(1.0), "{acceptance:#}");
 }
+
+/// The test agent of `specgap-agents` (a small tool loop over OpenAI chat completions).
+fn test_agent() -> PathBuf {
+    std::fs::canonicalize(repo().join("crates/specgap-agents/tests/fixtures/cli-agent.py")).unwrap()
+}
+
+/// Answers by the step of the conversation (its assistant messages so far), so every attempt of
+/// every episode gets the same answers whatever ran before: a slow first command carrying
+/// `marker`, a second command, then a reply without a tool call.
+fn answer_by_step(marker: String) -> impl Fn(&specgap_gateway::mock::ReceivedRequest) -> specgap_gateway::mock::MockReply + Send + Sync {
+    move |request| {
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        let step = body["messages"].as_array().map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count()) as u64;
+        let tokens = Tokens { input: 500 + step, output: 5 + step, ..Tokens::default() };
+        let call = |command: &str| [Call::new(&format!("call-{step}"), "bash", json!({ "command": command }))];
+        match step {
+            0 => replies::openai_chat(MODEL, "first", &call(&format!("sleep 3; echo {marker} > /dev/null; echo one >> log.txt")), tokens),
+            1 => replies::openai_chat(MODEL, "second", &call("echo two >> log.txt"), tokens),
+            _ => replies::openai_chat(MODEL, "Done.", &[], tokens),
+        }
+    }
+}
+
+fn command_run_args(mock: &MockUpstream, out: &std::path::Path) -> Vec<std::ffi::OsString> {
+    let agent = format!("cli:command=python3 {}", test_agent().display());
+    let base_url = format!("{}/v1", mock.url());
+    let suite = repo().join("examples/tasks/interval-tree");
+    [
+        OsStr::new("run"),
+        suite.as_os_str(),
+        OsStr::new("--agent"),
+        OsStr::new(&agent),
+        OsStr::new("--model"),
+        OsStr::new(MODEL),
+        OsStr::new("--base-url"),
+        OsStr::new(&base_url),
+        OsStr::new("--api-key-env"),
+        OsStr::new(KEY_ENV),
+        OsStr::new("--condition"),
+        OsStr::new("blind"),
+        OsStr::new("--start"),
+        OsStr::new("clean"),
+        OsStr::new("--repeats"),
+        OsStr::new("2"),
+        OsStr::new("--jobs"),
+        OsStr::new("1"),
+        OsStr::new("--seed"),
+        OsStr::new("3"),
+        OsStr::new("--no-report"),
+        OsStr::new("--out"),
+        out.as_os_str(),
+    ]
+    .iter()
+    .map(|s| s.to_os_string())
+    .collect()
+}
+
+/// The usage of each episode's last attempt, by role (a killed attempt keeps its own row).
+fn last_attempt_usage(dir: &std::path::Path) -> Vec<(String, String, u64, u64, u64)> {
+    let store = specgap_store::Store::open(dir).unwrap();
+    let mut last: std::collections::BTreeMap<(String, String), (u32, specgap_protocol::event::Usage)> = Default::default();
+    for row in store.usage().unwrap() {
+        let key = (row.episode.clone(), format!("{:?}", row.role));
+        if last.get(&key).is_none_or(|(attempt, _)| row.attempt > *attempt) {
+            last.insert(key, (row.attempt, row.usage));
+        }
+    }
+    last.into_iter().map(|((e, r), (_, u))| (e, r, u.requests, u.input_tokens, u.output_tokens)).collect()
+}
+
+#[test]
+fn sigkill_of_the_runner_during_a_cli_episode_then_resume_equals_an_uninterrupted_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let marker = marker("cli-sigkill");
+    let mock = MockUpstream::start([]).unwrap();
+    mock.set_responder(answer_by_step(marker.clone()));
+    let reference = tmp.path().join("reference");
+    assert_succeeded(specgap().args(command_run_args(&mock, &reference)).env(KEY_ENV, KEY).output().unwrap());
+    assert_eq!(episodes(&reference).len(), 2);
+
+    let out = tmp.path().join("killed");
+    let stderr = std::fs::File::create(tmp.path().join("stderr.txt")).unwrap();
+    let mut child = specgap()
+        .args(command_run_args(&mock, &out))
+        .env(KEY_ENV, KEY)
+        .stdout(std::process::Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .unwrap();
+    // Kill it while the second episode's agent sleeps in its first command.
+    let ready = wait_for(std::time::Duration::from_secs(120), || finished_count(&out) >= 1 && !processes_with(&marker).is_empty());
+    if !ready {
+        let _ = child.kill();
+        panic!("the run never reached its second episode: {:#?}", episodes(&out));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let gone = wait_for(std::time::Duration::from_secs(30), || processes_with(&marker).is_empty() && processes_with(&test_agent().display().to_string()).is_empty());
+    assert!(gone, "agent processes outlived the runner: {:?}", processes_with(&marker));
+    assert!(episodes(&out).iter().any(|e| e.status == specgap_store::Status::Running));
+
+    assert_succeeded(specgap().args([OsStr::new("run"), OsStr::new("--resume"), out.as_os_str()]).env(KEY_ENV, KEY).output().unwrap());
+    let rows = episodes(&out);
+    assert!(rows.iter().all(|e| e.status == specgap_store::Status::Finished), "{rows:#?}");
+    assert!(rows.iter().any(|e| e.attempts == 2), "the killed episode ran again");
+    let (mut expected, mut got) = (tables_without_attempts(&reference), tables_without_attempts(&out));
+    // Usage is kept per attempt: the killed attempt's requests stay counted (its own row).
+    expected.remove("usage");
+    got.remove("usage");
+    for (table, rows) in &expected {
+        assert_eq!(Some(rows), got.get(table), "table {table} of the resumed run differs");
+    }
+    assert_eq!(expected.len(), got.len());
+    assert_eq!(last_attempt_usage(&reference), last_attempt_usage(&out));
+    for row in episodes(&out) {
+        assert_eq!((row.end_reason.map(|r| r.as_str()), row.turns), (Some("agent_exit"), 3));
+    }
+}
