@@ -49,7 +49,7 @@ use self::harness::{PendingCall, SignalledSubmit};
 use self::link::{Happened, Link, Supervision};
 
 /// How long the engine's thread waits on the queue before it looks at the program again.
-const POLL: Duration = Duration::from_millis(20);
+const POLL: Duration = Duration::from_millis(5);
 /// The text a harness call gets once the episode is over.
 pub const EPISODE_OVER: &str = "the work has ended: nothing more is accepted; stop working";
 /// The longest the end waits for the gateway to hand its last refusals to the agent.
