@@ -10,12 +10,15 @@
 //! * [`cli`]: `cli:<adapter>`, external CLI agents (`cli:mini-swe-agent[@version]`,
 //!   `cli:command=<template>`) run in the episode's sandbox behind the model gateway.
 //!
+//! [`prompt_dir`] reads a `--prompts DIR` of replacement prompt files (engine and user prompts).
+//!
 //! [`parse_agent_spec`] turns a command-line spec into an [`AgentSpec`], which says whether it
 //! applies to a task ([`AgentSpec::applicability`]) and builds the agent ([`AgentSpec::build`]).
 #![deny(missing_docs)]
 
 pub mod chat;
 pub mod cli;
+pub mod prompt_dir;
 pub mod replay;
 pub mod scripted;
 

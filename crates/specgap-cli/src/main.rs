@@ -1,7 +1,7 @@
 //! The `specgap` binary: parses arguments and hands each verb to its module.
 //!
-//! Each verb lives in its own module (`check`, `eval`, `run`, `show`, `merge`, `report`,
-//! `compare`, `residualize`) with an `Args` struct (clap) and an `exec` function. The modules stay thin: the
+//! Each verb lives in its own module (`check`, `eval`, `run`, `show`, `merge`, `judge`,
+//! `extract`, `report`, `compare`, `residualize`) with an `Args` struct (clap) and an `exec` function. The modules stay thin: the
 //! work happens in the library crates, which return typed errors; only this binary uses anyhow.
 
 use std::process::ExitCode;
@@ -11,6 +11,8 @@ use clap::{Parser, Subcommand};
 mod check;
 mod compare;
 mod eval;
+mod extract;
+mod judge;
 mod merge;
 mod report;
 mod residualize;
@@ -33,6 +35,9 @@ Examples:
   specgap check examples/tasks                 validate every package of a suite
   specgap eval examples/tasks/payment-retry ./my-fix
   specgap run                                  run the bundled suite with scripted agents
+  specgap judge runs/latest --panel panel.toml  coverage verdicts of a model panel
+  specgap report runs/latest --judge panel     measures from the panel's verdicts
+  specgap extract runs/latest --panel panel.toml  delivery scores through extractor sessions
   specgap report runs/latest --format html --out runs/latest/report.html";
 
 // The enum is built once per process; boxing `run`'s many flags would buy nothing.
@@ -50,6 +55,10 @@ enum Command {
     Show(show::Args),
     /// Join shards of one run into one store.
     Merge(merge::Args),
+    /// Judge clarification coverage with a model panel (seed 002) and store the verdicts.
+    Judge(judge::Args),
+    /// Score deliveries through a model panel of artifact extractors (seed 002).
+    Extract(extract::Args),
     /// Compute the measures of a run and write a report.
     Report(report::Args),
     /// Compare two runs task by task, with paired statistics.
@@ -69,6 +78,8 @@ fn main() -> ExitCode {
         Command::Run(args) => run::exec(args),
         Command::Show(args) => show::exec(args),
         Command::Merge(args) => merge::exec(args),
+        Command::Judge(args) => judge::exec(args),
+        Command::Extract(args) => extract::exec(args),
         Command::Report(args) => report::exec(args),
         Command::Compare(args) => compare::exec(args),
         Command::Residualize(args) => residualize::exec(args),

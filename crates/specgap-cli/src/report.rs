@@ -3,8 +3,10 @@
 //! with SVG charts, or versioned JSON (docs/report-schema.md).
 //!
 //! Reading a run also runs the offline clarification-coverage judge on delivery episodes that
-//! have no offline judgement yet and records its verdicts in the run's store. The computation
-//! lives in `specgap_report`.
+//! have no offline judgement yet and records its verdicts in the run's store. `--judge panel`
+//! takes the clarification measures from a coverage panel's stored verdicts instead (seed
+//! 002); with `--panel FILE` the panel first judges what the store lacks, so only the first
+//! such report asks models. The computation lives in `specgap_report` and `specgap_panels`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -50,6 +52,20 @@ pub struct Args {
     /// Write the report to this file instead of stdout.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Whose coverage verdicts feed Recall, Precision, Ask-F1 and the other clarification
+    /// measures: `offline` (the shared matching rule), `panel` (the one coverage panel that
+    /// judged the runs, `specgap judge`) or a panel's name `panel:<hash>`.
+    #[arg(long, default_value = "offline")]
+    pub judge: String,
+    /// A panel file: before reporting, its coverage panel judges every episode it has not
+    /// judged yet (as `specgap judge RUN --panel FILE`); implies `--judge panel:<its name>`.
+    #[arg(long)]
+    pub panel: Option<PathBuf>,
+    /// Delivery scores of cases with a submission schema: `auto` (the extraction panel's
+    /// verdicts when `specgap extract` made some, else the direct artifacts), `direct`, or a
+    /// panel's name `panel:<hash>`.
+    #[arg(long, default_value = "auto")]
+    pub extraction: String,
 }
 
 /// Runs `specgap report`.
@@ -59,16 +75,21 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|d| Dim::parse(d))
         .collect::<Result<Vec<_>, _>>()?;
+    let judge = match &args.panel {
+        Some(panel) => judge_with_panel(&args.runs, panel, &args.judge)?,
+        None => args.judge.clone(),
+    };
     let text = render_runs(
         &args.runs,
         &ReportOptions {
             group_by,
+            judge,
+            extraction: args.extraction.clone(),
             intervals: specgap_report::cases::IntervalSettings {
                 resamples: args.resamples,
                 seed: args.bootstrap_seed,
                 ..Default::default()
             },
-            ..ReportOptions::default()
         },
         args.format,
     )?;
@@ -81,6 +102,24 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
         None => print!("{text}"),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Judges every run with the coverage panel of `panel` (what each store lacks) and returns the
+/// panel's name for the report.
+fn judge_with_panel(runs: &[PathBuf], panel: &Path, requested: &str) -> anyhow::Result<String> {
+    if !matches!(requested, "offline" | "panel") {
+        anyhow::bail!("--panel judges with the file's panel; leave out --judge {requested} or use --judge panel");
+    }
+    let mut name = String::new();
+    for dir in runs {
+        let store = specgap_store::Store::open(dir).with_context(|| format!("cannot open run {}", dir.display()))?;
+        let summary = crate::judge::judge(&store, panel, 4, None)?;
+        if summary.episodes > 0 {
+            eprintln!("{}: {} judged {} episode(s) now", dir.display(), summary.panel, summary.episodes);
+        }
+        name = summary.panel;
+    }
+    Ok(name)
 }
 
 /// The report of the run in `run_dir` with the default grouping, rendered in `format` (used

@@ -125,6 +125,22 @@ pub struct Args {
     /// --user-* flags). Default: relay.
     #[arg(long)]
     pub user: Option<String>,
+    /// A panel file (README "Model panels"): its models detect, by majority vote, the
+    /// questions in replies without a `## Questions for the client` heading under delivery
+    /// conditions (seed 002 A.9.3), instead of the deterministic question-mark rule. Part of
+    /// the user's configuration, so of the episode key.
+    #[arg(long, value_name = "FILE")]
+    pub detector_panel: Option<PathBuf>,
+    /// Replace specgap's prompts by the files of DIR, each named after the prompt it replaces:
+    /// system prompts evidence.md, literal.md, plan.md, plan_execute.md, neutral.md, delivery.md; condition
+    /// blocks delivery_hidden.md, delivery_interact.md, delivery_interact_req.md,
+    /// delivery_full_info.md, delivery_oracle.md; chat owner / customer prompts owner.md,
+    /// owner_opening.md, owner_observation.md, owner_question.md, customer.md,
+    /// customer_opening.md, customer_question.md (docs/prompts.md: what each is and its
+    /// placeholders). Any other name in DIR is an error. The texts and their sha256 are stored
+    /// in run.toml and key the episodes; --resume uses the stored texts.
+    #[arg(long, value_name = "DIR")]
+    pub prompts: Option<PathBuf>,
     /// Continue the run in DIR with its own configuration (run.toml): only episodes never
     /// begun, unfinished, or failed with an infrastructure or evaluation error run again.
     #[arg(long, value_name = "DIR")]
@@ -230,6 +246,8 @@ impl Args {
             ("--wall-sec", self.wall_sec.is_some()),
             ("--clarification-rounds", self.clarification_rounds.is_some()),
             ("--user", self.user.is_some()),
+            ("--detector-panel", self.detector_panel.is_some()),
+            ("--prompts", self.prompts.is_some()),
             ("--shard", self.shard.is_some()),
             ("--retries", self.retries.is_some()),
             ("--no-sandbox", self.no_sandbox),
@@ -339,8 +357,13 @@ fn resolve_flags(args: &Args) -> anyhow::Result<Resolved> {
     if repeats == 0 {
         bail!("--repeats must be at least 1");
     }
-    let agents = agent_specs.iter().map(|spec| agents::component(spec, &args.chat)).collect::<anyhow::Result<Vec<_>>>()?;
-    let user = agents::user_component(args.user.as_deref().unwrap_or("relay"), &args.chat)?;
+    let prompts = agents::prompt_replacements(args.prompts.as_deref())?;
+    let agents =
+        agent_specs.iter().map(|spec| agents::component(spec, &args.chat, &prompts.system)).collect::<anyhow::Result<Vec<_>>>()?;
+    let mut user = agents::user_component(args.user.as_deref().unwrap_or("relay"), &args.chat, &prompts.user)?;
+    if let Some(file) = &args.detector_panel {
+        user = agents::with_detector(user, file)?;
+    }
     let config = RunConfig {
         specgap_version: env!("CARGO_PKG_VERSION").to_string(),
         protocol_version: specgap_protocol::run::PROTOCOL_VERSION,
@@ -379,8 +402,10 @@ fn resolve_stored(config: &RunConfig) -> anyhow::Result<Resolved> {
         tasks.push(package);
     }
     for agent in config.agents.iter().filter(|a| !a.spec.starts_with("chat:") && !a.spec.starts_with("cli:")) {
-        // A chat or cli agent's stored configuration is its configuration; others are re-derived.
-        let now = agents::component(&agent.spec, &ChatArgs::defaults())?;
+        // A chat or cli agent's stored configuration is its configuration; others are re-derived,
+        // with the replaced prompts stored with them (`--prompts`: --resume uses the stored texts).
+        let stored = agents::stored_prompts(agent)?;
+        let now = agents::component(&agent.spec, &ChatArgs::defaults(), &stored)?;
         if now.hash != agent.hash {
             bail!("agent {} has a different configuration now than in run.toml (e.g. its replay file changed)", agent.spec);
         }
@@ -527,6 +552,10 @@ fn run_plan(store: &Store, resolved: &Resolved, plan: &runner::Plan, how: &Execu
     let Execution { jobs, resuming, max_cost, .. } = *how;
     let config = &resolved.config;
     let user = config.users.first().context("the run configuration names no user")?;
+    if let Some(table) = user.config.get(specgap_panels::detector::DETECTOR_KEY).and_then(toml::Value::as_table) {
+        // The detector's configuration beside the ballots it casts (the `panels` table).
+        store.record_panel(&specgap_panels::Panel::from_table(table)?.record())?;
+    }
     let stop = Arc::new(AtomicBool::new(false));
     install_interrupt_handler(&stop)?;
     let todo = plan
@@ -557,7 +586,8 @@ fn run_plan(store: &Store, resolved: &Resolved, plan: &runner::Plan, how: &Execu
         max_cost_usd: max_cost,
     };
     let inputs = RunInputs { tasks: &resolved.tasks, agents: &config.agents, user };
-    let summary = runner::execute(plan, inputs, store, &specgap_agents::Agents, &specgap_agents::chat::user::Users, &progress, &options);
+    let users = specgap_panels::DetectingUsers { inner: specgap_agents::chat::user::Users };
+    let summary = runner::execute(plan, inputs, store, &specgap_agents::Agents, &users, &progress, &options);
     progress.finish();
     let summary = summary?;
     let stopped = stop.load(Ordering::SeqCst);
@@ -589,14 +619,21 @@ fn run_plan(store: &Store, resolved: &Resolved, plan: &runner::Plan, how: &Execu
 /// Ctrl-C (and SIGTERM / SIGHUP): the first one asks the runner to stop starting episodes
 /// and end running ones as interrupted; a second one exits at once.
 fn install_interrupt_handler(stop: &Arc<AtomicBool>) -> anyhow::Result<()> {
+    install_stop_handler(stop, "stopping: no new episodes start; running ones end as interrupted")
+}
+
+/// Ctrl-C (and SIGTERM / SIGHUP): the first one sets `stop` and says `message`; a second one
+/// exits at once with [`EXIT_INTERRUPTED`].
+pub fn install_stop_handler(stop: &Arc<AtomicBool>, message: &'static str) -> anyhow::Result<()> {
     let stop = Arc::clone(stop);
     let presses = AtomicUsize::new(0);
     let result = ctrlc::set_handler(move || {
         if presses.fetch_add(1, Ordering::SeqCst) == 0 {
             stop.store(true, Ordering::SeqCst);
-            with_bar(|bar| bar.println("stopping: no new episodes start; running ones end as interrupted (Ctrl-C again to quit now)"));
+            let message = format!("{message} (Ctrl-C again to quit now)");
+            with_bar(|bar| bar.println(&message));
             if active_bar().is_none() {
-                eprintln!("stopping: no new episodes start; running ones end as interrupted (Ctrl-C again to quit now)");
+                eprintln!("{message}");
             }
         } else {
             std::process::exit(i32::from(EXIT_INTERRUPTED));

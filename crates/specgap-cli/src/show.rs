@@ -8,7 +8,8 @@
 //! `--full` is given.
 //!
 //! Model usage and cost (the store's `usage` rows, summed over attempts) are shown per episode
-//! in the list (with per-role run totals below it) and per role in a transcript's header.
+//! in the list (with per-role run totals below it: agent, user, and the model panels' judge,
+//! extractor and detector) and per role in a transcript's header.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -37,7 +38,7 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
     let text = match &args.episode {
         None => {
             let episodes = store.episodes()?;
-            let mut text = episode_table(&episodes, &store.usage()?, has_price_table(store.config()));
+            let mut text = episode_table(&episodes, &store.usage()?, priced(&store)?);
             text.push_str(&orphan_note(&store, &episodes)?);
             text
         }
@@ -75,8 +76,17 @@ fn resolve_id(store: &Store, prefix: &str) -> anyhow::Result<String> {
     }
 }
 
-/// Whether the run priced model calls: a chat component stores its `price` only when
-/// `--prices` gave one, so without it every cost is an unknown, not $0.
+/// Whether the run priced model calls: its own components (`--prices`), or a model panel
+/// whose file gave a price.
+fn priced(store: &Store) -> anyhow::Result<bool> {
+    let panel_priced = store.panels()?.iter().any(|p| {
+        p.config["models"].as_array().is_some_and(|models| models.iter().any(|m| m.get("price").is_some()))
+    });
+    Ok(has_price_table(store.config()) || panel_priced)
+}
+
+/// Whether the run's components priced model calls: a chat component stores its `price` only
+/// when `--prices` gave one, so without it every cost is an unknown, not $0.
 fn has_price_table(config: &RunConfig) -> bool {
     config.agents.iter().chain(&config.users).any(|c| c.config.contains_key("price"))
 }
@@ -251,7 +261,7 @@ fn indent(text: &str, prefix: &str) -> String {
 fn transcript(store: &Store, id: &str, limits: Limits) -> anyhow::Result<String> {
     let detail = store.episode_detail(id)?.with_context(|| format!("episode {id} is not in the store"))?;
     let trajectory = specgap_store::read_trajectory(store.dir(), id)?;
-    let mut out = header(&detail, has_price_table(store.config()));
+    let mut out = header(&detail, priced(store)?);
     let speaker = if specgap_engine::condition::Condition::parse(&detail.episode.condition).is_ok_and(|c| c.is_delivery()) {
         "customer"
     } else {
@@ -318,14 +328,17 @@ fn render_event(out: &mut String, event: &Event, detail: &EpisodeDetail, speaker
             out.push_str("-- opening message --\n");
             out.push_str(&indent(&limits.cut(opening_message), "  "));
             out.push_str("-- tools --\n");
-            for tool in tools {
-                let args = tool.parameters.get("properties").and_then(|p| p.as_object()).map_or_else(String::new, |p| {
-                    p.keys().cloned().collect::<Vec<_>>().join(", ")
-                });
-                let first_line = tool.description.lines().next().unwrap_or_default();
-                let _ = writeln!(out, "  {}({args}): {first_line}", tool.name);
-            }
+            render_tools(out, tools);
             out.push_str("\n== Transcript ==\n");
+        }
+        EventKind::PhaseChange { phase, system_prompt, tools } => {
+            let _ = writeln!(out, "\n[phase change: {phase}; the agent is told from here on]");
+            out.push_str("  -- system prompt --\n");
+            out.push_str(&indent(&limits.cut(system_prompt), "    "));
+            out.push_str("  -- tools --\n");
+            let mut listed = String::new();
+            render_tools(&mut listed, tools);
+            out.push_str(&indent(&listed, "  "));
         }
         EventKind::AgentTurn { turn, text, tool_calls, .. } => {
             let _ = writeln!(out, "\n[turn {turn}] agent");
@@ -418,6 +431,19 @@ fn render_event(out: &mut String, event: &Event, detail: &EpisodeDetail, speaker
                 out.push_str(&indent(&limits.cut(stderr_tail), "  stderr | "));
             }
         }
+    }
+}
+
+/// The offered tools, one per line: name, argument names, first line of the description.
+fn render_tools(out: &mut String, tools: &[specgap_protocol::event::ToolSpec]) {
+    for tool in tools {
+        let args = tool
+            .parameters
+            .get("properties")
+            .and_then(|p| p.as_object())
+            .map_or_else(String::new, |p| p.keys().cloned().collect::<Vec<_>>().join(", "));
+        let first_line = tool.description.lines().next().unwrap_or_default();
+        let _ = writeln!(out, "  {}({args}): {first_line}", tool.name);
     }
 }
 

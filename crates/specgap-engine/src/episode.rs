@@ -14,7 +14,8 @@
 //!   feedback ([`crate::feedback`]) unless that was the last submission
 //!   (`submission_budget`).
 //! * **Budgets**: the turn budget is checked after each turn (an agent gets exactly `turns`
-//!   turns); the tool-call budget after each call (exactly `tool_calls` calls run); the wall
+//!   turns); the tool-call budget after each charged call (exactly `tool_calls` calls run;
+//!   calls that are not run are not charged, see *Batched turns*); the wall
 //!   budget before each turn, when each reply arrives, after each call and after each user
 //!   reply. Commands' timeouts are capped by the remaining wall time, and the agent and user
 //!   get the episode's [`Deadline`] ([`crate::session::SessionLink`]): a model request in
@@ -38,10 +39,21 @@
 //!   once. Feedback resets every consecutive counter; an answer resets the identical-call
 //!   and blank-output counters (not the question counter, which the answers themselves
 //!   would otherwise always reset).
+//! * **Batched turns** (seed 000 App. F.1): the calls of a turn run in order; an offered
+//!   `submit`, `ask_user` or `write_plan` ends the turn, so the calls after it get "not run"
+//!   results and are charged to no budget (nor to the loop counters). The 4th identical call
+//!   is not run either.
+//! * **Plan mode** (seed 000 §5.4, App. F.3): the planning phase offers no editing tools and no
+//!   `submit` (a call to one is an unknown tool); a successful `write_plan` saves PLAN.md and
+//!   begins the execution phase ([`PhaseChange`]: the execution prompt and the full toolset),
+//!   recorded as a `phase_change` event after the call's result and handed to the agent with
+//!   [`Agent::change_phase`] (an agent that does not take it gets the prompt in the result).
 //! * **Automatic submission**: every end except `accepted`, `submitted`,
 //!   `submission_budget` and `interrupted` submits the current workspace when its diff
 //!   against the base differs from the last submission's (or the starting state's), with
-//!   `automatic = true`; it is evaluated and scored like any other and gets no feedback.
+//!   `automatic = true`; it is evaluated and scored like any other and gets no feedback. When
+//!   the workspace is unchanged no submission is made and the `end` event's detail says so
+//!   ([`unchanged_at_end`]).
 //! * Calls left in a turn after the episode ended get an error result saying they did not
 //!   run, so every call has exactly one result in the trajectory.
 //! * **Delivery text channel** ([`crate::text_channel`], seed 002 A.9.3): under delivery
@@ -79,11 +91,14 @@ use crate::confine::WorkspaceRoot;
 use crate::evaluation::{self, Evaluated, GoldChecks};
 use crate::lock;
 use crate::feedback::{Escalation, NO_OBSERVATION, failing_requirement};
-use crate::prompts::{opening_message, system_prompts};
+use crate::prompt_files::Replacements;
+use crate::prompts::{opening_message, system_prompts_with};
 use crate::sandbox_ops::{self, CommandResult};
 use crate::session::{
-    Agent, AgentError, AgentReply, Deadline, Incoming, Opening, Question, Reply, SessionLink, UsageSink, User, UserError,
+    Agent, AgentError, AgentReply, Deadline, Incoming, Opening, PhaseChange, Question, Reply, SessionLink, UsageSink, User,
+    UserError,
 };
+use crate::detector::{QuestionDetector, ReplyText, SentenceRule};
 use crate::text_channel::{self, CONTINUATION, CONTINUATION_LIMIT};
 use crate::tools::{self, ToolOutput, names};
 
@@ -117,6 +132,11 @@ pub const AGENT_ABANDONED: &str = "the agent's model request in flight was aband
 /// The `end` event's detail when the user's reply was abandoned at the deadline.
 pub const USER_ABANDONED: &str = "the user's reply in flight was abandoned";
 
+/// The result of a successful `write_plan` (followed by the execution-phase prompt for an
+/// agent that did not take the [`PhaseChange`] itself).
+pub const PLAN_SAVED: &str = "Plan saved to PLAN.md. The execution phase begins now: editing files and `submit` are \
+    available, and the system prompt of the execution phase applies.";
+
 /// The harness's reminder after a refusal.
 pub const REFUSAL_REMINDER: &str = "Please continue the work with the tools you have.";
 /// The customer's reply to questions past the clarification-round limit, on both channels
@@ -140,6 +160,8 @@ pub struct EpisodeContext<'a> {
     pub start: &'a Start,
     /// The agent spec, as recorded in `episode_start`.
     pub agent_spec: &'a str,
+    /// The run's replaced system prompts ([`crate::prompt_files`]; none for specgap's own).
+    pub prompts: &'a Replacements,
     /// Resolved budgets ([`Budgets::resolve`]).
     pub budgets: Budgets,
     /// Sandbox settings for every command and evaluator run.
@@ -187,7 +209,9 @@ pub struct EpisodeOutcome {
     pub submissions: Vec<SubmissionOutcome>,
     /// Agent turns taken.
     pub turns: u32,
-    /// Tool calls made (including refused ones).
+    /// Tool calls charged to the budget: every call that was run or answered with a tool
+    /// error; calls that were not run (after a turn-ending call, the 4th identical call, after
+    /// the end) are not charged.
     pub tool_calls: u32,
     /// Questions answered.
     pub questions: u32,
@@ -331,6 +355,9 @@ pub fn run_episode(
     let links = Links::new(ctx, started, writer);
     agent.attach(&links.agent);
     user.attach(&links.user);
+    if let Some(detector) = user.detector() {
+        detector.attach(&links.detector);
+    }
     let result = Episode::open(ctx, agent, user, writer, started, &links).and_then(|mut episode| episode.run());
     // Whatever still serves the episode (a gateway request, an external agent's program)
     // stops now, on every path.
@@ -370,6 +397,7 @@ pub fn run_episode(
 struct Links {
     agent: SessionLink,
     user: SessionLink,
+    detector: SessionLink,
 }
 
 impl Links {
@@ -380,12 +408,13 @@ impl Links {
             deadline = deadline.with_stop(Arc::clone(stop));
         }
         let link = |role| SessionLink { deadline: deadline.clone(), usage: UsageSink::to_store(role, writer.usage_recorder()) };
-        Links { agent: link(Role::Agent), user: link(Role::User) }
+        Links { agent: link(Role::Agent), user: link(Role::User), detector: link(Role::Detector) }
     }
 
     /// The first store failure of a usage record, as the episode's store error.
     fn check_usage(&self) -> Result<(), EpisodeError> {
-        match self.agent.usage.take_failure().or_else(|| self.user.usage.take_failure()) {
+        let failure = self.agent.usage.take_failure().or_else(|| self.user.usage.take_failure());
+        match failure.or_else(|| self.detector.usage.take_failure()) {
             Some(error) => Err(EpisodeError::Store(error)),
             None => Ok(()),
         }
@@ -449,8 +478,15 @@ struct Episode<'c, 'a> {
     base: Base,
     ws_dir: PathBuf,
     ws: WorkspaceRoot,
+    /// The tools offered now (the planning phase's, then the execution phase's, in plan mode).
     offered: Vec<String>,
-    execute_phase: Option<String>,
+    /// Every tool of the episode's phases: what scripted calibration agents may call at any
+    /// time (they are not held by plan mode's phases).
+    every_phase_tools: Vec<String>,
+    /// Plan mode: the execution phase that a successful `write_plan` begins.
+    execution: Option<PhaseChange>,
+    /// A phase change made by the call being dispatched, recorded after its result.
+    phase_changed: Option<PhaseChange>,
     turns: u32,
     tool_calls: u32,
     questions: u32,
@@ -485,7 +521,7 @@ impl<'c, 'a> Episode<'c, 'a> {
         links: &'c Links,
     ) -> Result<Self, EpisodeError> {
         let package = ctx.package;
-        let prompts = system_prompts(ctx.condition, &ctx.budgets);
+        let prompts = system_prompts_with(ctx.condition, &ctx.budgets, ctx.prompts);
         let message = opening_message(package, ctx.condition, ctx.seed, ctx.repeat).ok_or_else(|| {
             EpisodeError::Infrastructure {
                 message: format!("condition {} does not apply to task {}", ctx.condition, package.name()),
@@ -493,7 +529,8 @@ impl<'c, 'a> Episode<'c, 'a> {
                 source: None,
             }
         })?;
-        let mut tools = tools::tool_specs(ctx.condition, package.manifest().project.is_some());
+        let has_project = package.manifest().project.is_some();
+        let mut tools = tools::tool_specs(ctx.condition, &ctx.budgets, has_project);
         let mut system_prompt = prompts.initial.clone();
         if agent.drives_itself() {
             // An external agent has its own tools; the harness serves it only its own. Under
@@ -503,7 +540,18 @@ impl<'c, 'a> Episode<'c, 'a> {
                 system_prompt.clear();
             }
         }
+        let execution = prompts.execute_phase.map(|system_prompt| PhaseChange {
+            phase: "execute".into(),
+            system_prompt,
+            tools: tools::execution_tool_specs(ctx.condition, &ctx.budgets, has_project),
+        });
         let opening = Opening { system_prompt, message, tools };
+        let mut every_phase_tools: Vec<String> = opening.tools.iter().map(|t| t.name.clone()).collect();
+        for tool in execution.iter().flat_map(|e| &e.tools) {
+            if !every_phase_tools.contains(&tool.name) {
+                every_phase_tools.push(tool.name.clone());
+            }
+        }
         writer.event(EventKind::EpisodeStart {
             episode: ctx.episode_id.into(),
             task: package.name().into(),
@@ -538,7 +586,9 @@ impl<'c, 'a> Episode<'c, 'a> {
             ws_dir,
             ws,
             offered: opening.tools.iter().map(|t| t.name.clone()).collect(),
-            execute_phase: prompts.execute_phase,
+            every_phase_tools,
+            execution,
+            phase_changed: None,
             turns: 0,
             tool_calls: 0,
             questions: 0,
@@ -692,33 +742,30 @@ impl<'c, 'a> Episode<'c, 'a> {
             return self.reply_without_call(&text);
         }
         self.counters.no_tool = 0;
-        let lone = lone_tool_violation(&calls);
         let mut ended: Option<EndReason> = None;
+        // Seed 000 App. F.1: `submit`, `ask_user` (and plan mode's `write_plan`) end the turn.
+        let mut turn_ended_by: Option<String> = None;
         let mut feedback = None;
         for call in &calls {
+            // Calls that are not run get a "not run" result and are charged to no budget.
             if let Some(reason) = ended {
                 self.tool_result(call, not_run(reason))?;
                 continue;
             }
+            if let Some(tool) = &turn_ended_by {
+                self.tool_result(call, not_run_after(tool))?;
+                continue;
+            }
+            if self.repeated(call) {
+                self.tool_result(call, ToolOutput::error("not run: the same call was repeated four times in a row"))?;
+                ended = Some(EndReason::LoopRepeatedCall);
+                continue;
+            }
+            if self.ends_the_turn(call) {
+                turn_ended_by = Some(call.tool.clone());
+            }
             self.tool_calls += 1;
-            let effect = match (&lone, self.repeated(call)) {
-                (_, true) => {
-                    self.tool_result(
-                        call,
-                        ToolOutput::error("not run: the same call was repeated four times in a row"),
-                    )?;
-                    Effect { end: Some(EndReason::LoopRepeatedCall), ..Effect::default() }
-                }
-                (Some(tool), false) => {
-                    let message = format!(
-                        "not run: `{tool}` must be the only call in its turn, and this turn has {} calls; none of them ran",
-                        calls.len()
-                    );
-                    self.tool_result(call, ToolOutput::error(message))?;
-                    Effect::default()
-                }
-                (None, false) => self.dispatch(call)?,
-            };
+            let effect = self.dispatch(call)?;
             self.count(call, &effect);
             if effect.feedback.is_some() {
                 feedback = effect.feedback;
@@ -737,11 +784,14 @@ impl<'c, 'a> Episode<'c, 'a> {
         if let Some(text) = feedback {
             self.inbox.push(Incoming::UserMessage { kind: UserMessageKind::Feedback, text });
         }
-        if ended.is_none()
-            && self.text_questions_offered()
-            && let Some(questions) = text_channel::heading_questions(&text).filter(|q| !q.is_empty())
-        {
-            ended = self.text_exchange(questions, false)?;
+        if ended.is_none() && self.text_questions_offered() {
+            let questions = match text_channel::heading_questions(&text) {
+                Some(listed) => listed,
+                None => self.detect(&text, true)?,
+            };
+            if !questions.is_empty() {
+                ended = self.text_exchange(questions, false)?;
+            }
         }
         Ok(ended)
     }
@@ -751,11 +801,11 @@ impl<'c, 'a> Episode<'c, 'a> {
     fn reply_without_call(&mut self, text: &str) -> Result<Option<EndReason>, EpisodeError> {
         let artifact_missing = self.artifact_missing();
         if self.text_questions_offered() {
-            let questions = text_channel::heading_questions(text).or_else(|| {
-                (artifact_missing == Some(true) && text_channel::has_question_mark(text))
-                    .then(|| text_channel::question_sentences(text))
-            });
-            if let Some(questions) = questions.filter(|q| !q.is_empty()) {
+            let questions = match text_channel::heading_questions(text) {
+                Some(listed) => listed,
+                None => self.detect(text, false)?,
+            };
+            if !questions.is_empty() {
                 return self.text_exchange(questions, true);
             }
         }
@@ -777,6 +827,45 @@ impl<'c, 'a> Episode<'c, 'a> {
         }
         self.harness_message(UserMessageKind::Reminder, NO_TOOL_REMINDER)?;
         Ok(None)
+    }
+
+    /// The questions of a reply without the questions heading, by the user's detector (or the
+    /// deterministic [`SentenceRule`]); its ballots are recorded. A detector whose models all
+    /// failed is an infrastructure error of the attempt; one abandoned at the deadline finds
+    /// no question (the deadline ends the episode next).
+    fn detect(&mut self, text: &str, with_tool_calls: bool) -> Result<Vec<String>, EpisodeError> {
+        if text.trim().is_empty() {
+            return Ok(Vec::new());
+        }
+        let reply = ReplyText { text, turn: self.turns, with_tool_calls, artifact_missing: self.artifact_missing() };
+        let mut rule = SentenceRule;
+        let detector: &mut dyn QuestionDetector = match self.user.detector() {
+            Some(detector) => detector,
+            None => &mut rule,
+        };
+        let detected = detector.detect(&reply);
+        self.links.check_usage()?;
+        match detected {
+            Ok(detection) => {
+                if !detection.ballots.is_empty() {
+                    self.writer.record_ballots(&detection.ballots)?;
+                }
+                Ok(detection.questions)
+            }
+            Err(error) => {
+                if !error.ballots.is_empty() {
+                    self.writer.record_ballots(&error.ballots)?;
+                }
+                if error.abandoned {
+                    return Ok(Vec::new());
+                }
+                Err(EpisodeError::Infrastructure {
+                    message: format!("the question detector failed: {}", error.message),
+                    deterministic: false,
+                    source: None,
+                })
+            }
+        }
     }
 
     /// Whether questions in the reply text are answered: delivery conditions that offer
@@ -912,7 +1001,23 @@ impl<'c, 'a> Episode<'c, 'a> {
             },
         };
         self.tool_result(call, output)?;
+        if let Some(change) = self.phase_changed.take() {
+            self.writer.event(EventKind::PhaseChange {
+                phase: change.phase,
+                system_prompt: change.system_prompt,
+                tools: change.tools,
+            })?;
+        }
         Ok(effect)
+    }
+
+    /// Whether `call` ends its turn: an offered `submit`, `ask_user` or `write_plan` (a call to
+    /// one of them that is not offered is an unknown tool, which ends nothing).
+    fn ends_the_turn(&self, call: &ToolCall) -> bool {
+        let tool = call.tool.as_str();
+        let offered = self.offered.iter().any(|t| t == tool)
+            || (self.agent.allows_harness_actions() && self.every_phase_tools.iter().any(|t| t == tool));
+        offered && matches!(tool, names::SUBMIT | names::ASK_USER | names::WRITE_PLAN)
     }
 
     /// Refuses calls that are not offered or not yet allowed; `None` lets the call run.
@@ -922,19 +1027,17 @@ impl<'c, 'a> Episode<'c, 'a> {
         if tool == names::APPLY_OVERLAY && harness {
             return None;
         }
-        if !self.offered.iter().any(|t| t == tool) {
-            return Some(format!("unknown tool `{tool}`; the tools are: {}", self.offered.join(", ")));
-        }
-        if harness {
-            // Scripted calibration agents are not held by the plan / clarify-first gates.
+        // Scripted calibration agents are not held by plan mode's phases nor the clarify-first
+        // gate, so calibration runs under every condition.
+        if harness && self.every_phase_tools.iter().any(|t| t == tool) {
             return None;
         }
-        let editing = matches!(tool, names::WRITE_TEXT | names::REPLACE_TEXT);
-        if self.ctx.condition.is_plan() && !self.plan_written && (editing || tool == names::SUBMIT) {
-            return Some(format!(
-                "`{tool}` is refused in the planning phase; study the project, then save your plan with write_plan"
-            ));
+        if !self.offered.iter().any(|t| t == tool) {
+            // Plan mode's editing tools and `submit` are not offered before `write_plan` (seed 000
+            // App. F.3): calling one is calling an unknown tool, as for any tool not offered.
+            return Some(format!("unknown tool `{tool}`; the tools are: {}", self.offered.join(", ")));
         }
+        let editing = matches!(tool, names::WRITE_TEXT | names::REPLACE_TEXT);
         let working =
             editing || matches!(tool, names::RUN_EXPERIMENT | names::BASH | names::RUN_PROJECT | names::SUBMIT);
         if self.gate_closed() && working {
@@ -1000,8 +1103,17 @@ impl<'c, 'a> Episode<'c, 'a> {
             return ToolOutput::error(message);
         }
         self.plan_written = true;
-        let execute = self.execute_phase.clone().unwrap_or_default();
-        ToolOutput::ok(format!("Plan saved to PLAN.md.\n\n{execute}"))
+        let Some(change) = self.execution.take() else { return ToolOutput::ok(PLAN_SAVED) };
+        self.offered = change.tools.iter().map(|t| t.name.clone()).collect();
+        let applied = self.agent.change_phase(&change);
+        let output = if applied {
+            ToolOutput::ok(PLAN_SAVED)
+        } else {
+            // An agent that keeps no system prompt of its own learns the new one here.
+            ToolOutput::ok(format!("{PLAN_SAVED}\n\n{}", change.system_prompt))
+        };
+        self.phase_changed = Some(change);
+        output
     }
 
     /// One `ask_user` call: one clarification round, each of its questions answered on its
@@ -1280,10 +1392,13 @@ impl<'c, 'a> Episode<'c, 'a> {
         // An external agent is stopped where it is: what it writes after the end is never
         // part of the automatic submission (issue 14 item 6).
         self.agent.suspend();
+        let mut details: Vec<String> = self.abandoned.iter().map(|whose| whose.to_string()).collect();
         if submits_automatically(reason) {
             let diff = sandbox_ops::diff(&self.base, &self.ws_dir)?;
             if diff != self.last_diff {
                 self.submit(None, true)?;
+            } else {
+                details.push(unchanged_at_end(self.submissions.last().map(|s| s.k)));
             }
         }
         let undelivered = std::mem::take(&mut self.inbox);
@@ -1291,7 +1406,7 @@ impl<'c, 'a> Episode<'c, 'a> {
         if let Some((which, used, limit)) = self.budget_used(reason) {
             self.writer.event(EventKind::Budget { which: which.into(), used, limit })?;
         }
-        let detail = self.abandoned.unwrap_or_default().to_string();
+        let detail = details.join("; ");
         self.writer.event(EventKind::End { reason: reason.as_str().into(), detail })?;
         Ok(EpisodeOutcome {
             end_reason: reason,
@@ -1316,17 +1431,20 @@ impl<'c, 'a> Episode<'c, 'a> {
     }
 }
 
-/// Whether an end makes the automatic final submission (module guide).
+/// Whether an end makes the automatic final submission when the workspace changed (module
+/// guide; [`EndReason::makes_automatic_submission`]).
 pub fn submits_automatically(reason: EndReason) -> bool {
-    !matches!(
-        reason,
-        EndReason::Accepted
-            | EndReason::Submitted
-            | EndReason::SubmissionBudget
-            | EndReason::Interrupted
-            | EndReason::InfrastructureError
-            | EndReason::EvaluationError
-    )
+    reason.makes_automatic_submission()
+}
+
+/// The `end` event's detail when an end that makes the automatic submission found the
+/// workspace unchanged since submission `last` (or since the start, without one), so none
+/// was made: "no automatic submission: the workspace is unchanged since submission 2".
+pub fn unchanged_at_end(last: Option<u32>) -> String {
+    match last {
+        Some(k) => format!("no automatic submission: the workspace is unchanged since submission {k}"),
+        None => "no automatic submission: the workspace is unchanged since the start".to_string(),
+    }
 }
 
 /// The result of a call that did not run because the episode had ended.
@@ -1334,17 +1452,10 @@ fn not_run(reason: EndReason) -> ToolOutput {
     ToolOutput::error(format!("not run: the work ended ({}) before this call", reason.as_str()))
 }
 
-/// The first lone-only tool (`submit`, `ask_user`, `write_plan`) of a turn with several
-/// calls, if any.
-fn lone_tool_violation(calls: &[ToolCall]) -> Option<String> {
-    if calls.len() < 2 {
-        return None;
-    }
-    calls
-        .iter()
-        .map(|c| c.tool.as_str())
-        .find(|t| matches!(*t, names::SUBMIT | names::ASK_USER | names::WRITE_PLAN))
-        .map(str::to_string)
+/// The result of a call that came after a turn-ending call (`submit`, `ask_user`,
+/// `write_plan`) in the same turn.
+fn not_run_after(tool: &str) -> ToolOutput {
+    ToolOutput::error(format!("not run: `{tool}` ends the turn, so the calls after it in the same turn are not run"))
 }
 
 fn with_args<T: serde::de::DeserializeOwned>(call: &ToolCall, run: impl FnOnce(T) -> ToolOutput) -> ToolOutput {

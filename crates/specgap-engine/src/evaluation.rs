@@ -115,7 +115,7 @@ pub(crate) fn evaluate_with_retries(
             Err(other) => return Err(other),
         };
         failure.deterministic |= previous.as_ref().is_some_and(|p| failure.repeats(p));
-        if failure.deterministic || evaluations > ctx.eval_retries {
+        if stopping(ctx) || failure.deterministic || evaluations > ctx.eval_retries {
             return Ok(Evaluated::Failed(failure));
         }
         failure.record(writer)?;
@@ -123,14 +123,23 @@ pub(crate) fn evaluate_with_retries(
     }
 }
 
+/// Whether the run is stopping. A failure then is most likely our own kill of the evaluator
+/// (Ctrl-C): it is neither re-evaluated, nor recorded as an `errors` row, nor checked against
+/// the gold; the runner records the attempt as interrupted (docs/decisions.md "Runner: Ctrl-C
+/// and what survives").
+fn stopping(ctx: &EpisodeContext<'_>) -> bool {
+    ctx.stop.is_some_and(|s| s.load(std::sync::atomic::Ordering::SeqCst))
+}
+
 /// Whether an evaluator failure on a submission is the delivery's (module guide): the task is
-/// delivery-scored and its gold artifact evaluates validly as a delivery.
+/// delivery-scored and its gold artifact evaluates validly as a delivery. Never while the run
+/// is stopping.
 ///
 /// # Errors
 /// Infrastructure errors materializing the gold or running the sandbox.
 pub(crate) fn failure_is_the_deliverys(ctx: &EpisodeContext<'_>, host: &HostView) -> Result<bool, EpisodeError> {
     let package = ctx.package;
-    if !package.is_delivery() || package.is_requirement_scored() {
+    if stopping(ctx) || !package.is_delivery() || package.is_requirement_scored() {
         return Ok(false);
     }
     Ok(gold_check(ctx, host)? == GoldCheck::Valid(ScoringKind::Delivery))

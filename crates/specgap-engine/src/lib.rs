@@ -11,11 +11,14 @@
 //! | [`evaluation`] | evaluating frozen states: re-evaluation after evaluation errors, the gold check that attributes evaluator failures on delivered artifacts |
 //! | [`condition`] | presets, overrides, canonical condition strings, starts, applicability, budgets, the `oracle:R` subset (DESIGN §4) |
 //! | [`prompts`] | system prompts (`src/prompts/*.md`, [`PROMPT_VERSION`]) and the opening message |
+//! | [`prompt_files`] | the prompt files a run may replace (`--prompts DIR`) and how a run stores them |
 //! | [`tools`] | tool specs per profile, argument parsing, output caps, the file tools |
 //! | [`confine`] | workspace path confinement (and quoted byte names given back by the agent) |
-//! | [`session`] | the [`Agent`] and [`User`] traits the episode talks to; the [`Deadline`] and [`UsageSink`] it shares with them |
+//! | [`session`] | the [`Agent`] and [`User`] traits the episode talks to (opening, turns, plan mode's [`PhaseChange`]); the [`Deadline`] and [`UsageSink`] it shares with them |
 //! | [`feedback`] | observation choice and escalation after a failed submission |
-//! | [`relay`] | the deterministic `relay` user |
+//! | [`relay`] | the deterministic `relay` user: observations (and their format-2 requests) as the owner's messages, answers from `user.toml` or the clarification targets |
+//! | [`side_session`] | agent sessions outside an episode (seed 002's extractors: bash and submit over a workspace) and a package's evaluator on any workspace |
+//! | [`detector`] | which questions a reply's text asks the client: the [`QuestionDetector`](detector::QuestionDetector) interface and the deterministic default | seed 002 A.9.3 |
 //! | [`text_channel`] | the delivery text channel: questions in reply text, continuations (seed 002 A.9.3) |
 //!
 //! The run orchestration that plans episodes, retries failed attempts and fills the store
@@ -24,14 +27,17 @@
 
 pub mod condition;
 pub mod confine;
+pub mod detector;
 pub mod episode;
 pub mod evaluation;
 pub mod feedback;
+pub mod prompt_files;
 pub mod prompts;
 pub mod relay;
 pub mod runner;
 mod sandbox_ops;
 pub mod session;
+pub mod side_session;
 pub mod text_channel;
 pub mod tools;
 
@@ -49,6 +55,6 @@ pub(crate) fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, 
 }
 pub use relay::RelayUser;
 pub use session::{
-    Agent, AgentError, AgentReply, Deadline, FeedbackContext, Incoming, ObservedResult, ObservedTurn, Opening, Question, Reply,
-    SessionLink, UsageSink, User, UserError, Workplace,
+    Agent, AgentError, AgentReply, Deadline, FeedbackContext, Incoming, ObservedResult, ObservedTurn, Opening, PhaseChange, Question,
+    Reply, SessionLink, UsageSink, User, UserError, Workplace,
 };

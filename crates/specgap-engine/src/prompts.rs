@@ -3,29 +3,38 @@
 //! The prompt texts live in `src/prompts/*.md`, written in this project's own words from the
 //! intent of seed 000 Appendix F (evidence, literal, plan then execute), seed 001 §3.2 (the
 //! neutral prompt of blind continuation) and seed 002 A.9.1 (delivery, with one block per
-//! condition). `{name}` placeholders are filled here with the
-//! episode's budget and the rules that apply to its condition. Any change to a prompt text
-//! must bump [`PROMPT_VERSION`], which is part of every agent configuration in `run.toml`.
+//! condition). Each is a [`PromptFile`] a run may replace
+//! ([`crate::prompt_files`], `specgap run --prompts DIR`); built-in or replaced, a text is a
+//! template whose placeholders are filled here with the episode's budget and the rules of its
+//! condition:
+//!
+//! | placeholder | filled with |
+//! | --- | --- |
+//! | `{budget_note}` | "Budget: T turns, C tool calls and M minutes of wall-clock time." |
+//! | `{turns}`, `{tool_calls}`, `{wall_minutes}` | the budget's numbers |
+//! | `{submissions}`, `{submissions_word}` | the submission budget and "submission(s)" (the built-in evidence and plan prompts do not use them: `submit`'s description tells the budget, so `full` and `partial` share one prompt, seed 000 §5.1) |
+//! | `{rules_note}` | the end rules and the lone-tool rule of the condition (DESIGN §3.5) |
+//! | `{ask_note}` | under owner conditions with `ask_user`: one sentence offering it |
+//! | `{ask_plan_note}`, `{ask_plan_invite}` | plan mode with `ask_user`: it is available, and questions are invited (seed 000 F.3) |
+//! | `{literal_submit_note}` | literal: what a returned delivery means, or that the agent delivers once |
+//! | `{neutral_submit_note}` | blind: what a returned delivery means, or that the first submission ends the work |
+//! | `{gate_note}` | `interact-req+gate=on`: what is withheld until the agent has asked |
+//! | `{condition_note}` | `delivery.md` only: the condition's block (`delivery_*.md`) |
+//!
+//! Any change to a built-in text or to the fill-ins must bump [`PROMPT_VERSION`], which is
+//! part of every agent configuration in `run.toml`.
 
 use specgap_task::TaskPackage;
 
 use crate::condition::{Ask, Budgets, Condition, OpeningKind, PromptKind, oracle_targets};
+use crate::prompt_files::{PromptFile, Replacements, SYSTEM_PROMPT_FILES};
 
 /// Version of the prompt texts; bump on any change to `src/prompts/*.md` or to this module's
-/// fill-ins.
-pub const PROMPT_VERSION: &str = "4";
-
-const EVIDENCE: &str = include_str!("prompts/evidence.md");
-const LITERAL: &str = include_str!("prompts/literal.md");
-const PLAN: &str = include_str!("prompts/plan.md");
-const PLAN_EXECUTE: &str = include_str!("prompts/plan_execute.md");
-const NEUTRAL: &str = include_str!("prompts/neutral.md");
-const DELIVERY: &str = include_str!("prompts/delivery.md");
-const DELIVERY_HIDDEN: &str = include_str!("prompts/delivery_hidden.md");
-const DELIVERY_INTERACT: &str = include_str!("prompts/delivery_interact.md");
-const DELIVERY_INTERACT_REQ: &str = include_str!("prompts/delivery_interact_req.md");
-const DELIVERY_FULL_INFO: &str = include_str!("prompts/delivery_full_info.md");
-const DELIVERY_ORACLE: &str = include_str!("prompts/delivery_oracle.md");
+/// fill-ins. 4: the blind prompt, interact-req as a prompt (issue 11). 5: `full` and `partial`
+/// share the evidence prompt byte for byte (the submission budget moved to `submit`'s
+/// description), the plan prompts are whole system prompts of their phase (the planning one
+/// invites questions), batched turns are explained (issue 13).
+pub const PROMPT_VERSION: &str = "5";
 
 /// The heading of the registered answers in an `oracle:R` opening message.
 pub const SETTLED_POINTS: &str = "Points the client has already settled:";
@@ -37,40 +46,62 @@ pub const NO_SETTLED_POINTS: &str = "Points the client has already settled: none
 pub struct SystemPrompts {
     /// The prompt the agent starts with.
     pub initial: String,
-    /// Plan mode only: the execution-phase text, handed to the agent in the result of its
-    /// successful `write_plan` (seed 000 F.3 switches prompts at that point).
+    /// Plan mode only: the execution-phase system prompt, which replaces the planning one
+    /// after a successful `write_plan` (seed 000 F.3).
     pub execute_phase: Option<String>,
 }
 
-/// Renders the system prompt(s) of `condition` with `budgets` filled in.
+/// Renders the built-in system prompt(s) of `condition` with `budgets` filled in.
 pub fn system_prompts(condition: &Condition, budgets: &Budgets) -> SystemPrompts {
+    system_prompts_with(condition, budgets, &Replacements::none())
+}
+
+/// Renders the system prompt(s) of `condition` with `budgets` filled in, taking each prompt
+/// file's text from `replaced` when it is there.
+pub fn system_prompts_with(condition: &Condition, budgets: &Budgets, replaced: &Replacements) -> SystemPrompts {
+    let text = |name: &str| file(name).map_or("", |f| replaced.text(f));
     let fills = Fills::new(condition, budgets);
     let initial = match condition.prompt() {
-        PromptKind::Evidence => fills.render(EVIDENCE),
-        PromptKind::Literal => fills.render(LITERAL),
-        PromptKind::Plan => fills.render(PLAN),
-        PromptKind::Neutral => fills.render(NEUTRAL),
+        PromptKind::Evidence => fills.render(text("evidence.md"), Phase::Only),
+        PromptKind::Literal => fills.render(text("literal.md"), Phase::Only),
+        PromptKind::Plan => fills.render(text("plan.md"), Phase::Planning),
+        PromptKind::Neutral => fills.render(text("neutral.md"), Phase::Only),
         PromptKind::Delivery | PromptKind::DeliveryClarifyFirst => {
-            let block = delivery_block(condition);
-            fills.render(&DELIVERY.replace("{condition_note}", block.trim_end()))
+            let block = text(delivery_block(condition));
+            fills.render(&text("delivery.md").replace("{condition_note}", block.trim_end()), Phase::Only)
         }
     };
-    let execute_phase = condition.is_plan().then(|| fills.render(PLAN_EXECUTE).trim_end().to_string());
+    let execute_phase =
+        condition.is_plan().then(|| fills.render(text("plan_execute.md"), Phase::Execution).trim_end().to_string());
     SystemPrompts { initial: initial.trim_end().to_string(), execute_phase }
+}
+
+fn file(name: &str) -> Option<&'static PromptFile> {
+    SYSTEM_PROMPT_FILES.iter().find(|f| f.name == name)
 }
 
 fn delivery_block(condition: &Condition) -> &'static str {
     match (condition.opening(), condition.ask()) {
-        (OpeningKind::InstructionAndInformation, _) => DELIVERY_FULL_INFO,
-        (OpeningKind::InstructionAndAnswers, _) => DELIVERY_ORACLE,
-        (_, Ask::Off) => DELIVERY_HIDDEN,
-        _ if condition.prompt() == PromptKind::DeliveryClarifyFirst => DELIVERY_INTERACT_REQ,
-        _ => DELIVERY_INTERACT,
+        (OpeningKind::InstructionAndInformation, _) => "delivery_full_info.md",
+        (OpeningKind::InstructionAndAnswers, _) => "delivery_oracle.md",
+        (_, Ask::Off) => "delivery_hidden.md",
+        _ if condition.prompt() == PromptKind::DeliveryClarifyFirst => "delivery_interact_req.md",
+        _ => "delivery_interact.md",
     }
+}
+
+/// Which phase a prompt serves: plan mode has two, every other condition one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Only,
+    Planning,
+    Execution,
 }
 
 /// The placeholder values of one episode.
 struct Fills {
+    condition: Condition,
+    budgets: Budgets,
     pairs: Vec<(&'static str, String)>,
 }
 
@@ -82,7 +113,12 @@ impl Fills {
         } else {
             String::new()
         };
-        let ask_plan_note = if asks { ", and so is asking the owner with `ask_user`" } else { "" };
+        let ask_plan_note = if asks { ", and you can put questions to the owner with `ask_user`" } else { "" };
+        let ask_plan_invite = if asks {
+            " Where the owner's intent is unclear, ask them rather than building your plan on a large assumption of your own."
+        } else {
+            ""
+        };
         // The hard clarify-first gate is an explicit option (`interact-req+gate=on`); without
         // it nothing is withheld (seed 002 §4.1).
         let gate_note = if condition.ask() == Ask::Required {
@@ -92,55 +128,53 @@ impl Fills {
         } else {
             ""
         };
-        let submissions_word = if budgets.submissions == 1 { "submission" } else { "submissions" };
-        // Without feedback the first delivery ends the work, whatever it scores, so the agent
-        // must not expect to hear back (seed 000's no-feedback ablation).
-        let (submit_note, literal_submit_note) = if condition.feedback() {
-            (
-                "If they accept it, the job is done. If they do not, they tell you what they saw when they used it, and the returned delivery has used up one of your submissions.",
-                "They may reply with a new request; act on what they ask and nothing more. A returned delivery uses up one of your submissions.",
-            )
-        } else {
-            (
-                "You deliver once: the owner reviews what you hand over without reporting back, and the job ends there.",
-                "You deliver once: the owner takes what you hand over without replying, and the job ends there.",
-            )
-        };
         let neutral_submit_note = if condition.feedback() {
             "A delivery that is returned comes back with a message about what was observed, and it uses up one of your submissions."
         } else {
             "Your first submission ends the work."
         };
+        let submissions_word = if budgets.submissions == 1 { "submission" } else { "submissions" };
+        // Without feedback the first delivery ends the work, whatever it scores, so the agent
+        // must not expect to hear back (seed 000's no-feedback ablation).
+        let literal_submit_note = if condition.feedback() {
+            "They may reply with a new request; act on what they ask and nothing more. A returned delivery uses up one of your submissions."
+        } else {
+            "You deliver once: the owner takes what you hand over without replying, and the job ends there."
+        };
+        let wall_minutes = budgets.wall_sec.div_ceil(60);
         let budget_note = format!(
-            "Budget: {} {submissions_word}, {} turns, {} tool calls and {} minutes of wall-clock time.",
-            budgets.submissions,
-            budgets.turns,
-            budgets.tool_calls,
-            budgets.wall_sec.div_ceil(60),
+            "Budget: {} turns, {} tool calls and {wall_minutes} minutes of wall-clock time.",
+            budgets.turns, budgets.tool_calls,
         );
         Fills {
+            condition: *condition,
+            budgets: *budgets,
             pairs: vec![
                 ("{ask_note}", ask_note),
-                ("{submit_note}", submit_note.to_string()),
                 ("{literal_submit_note}", literal_submit_note.to_string()),
                 ("{ask_plan_note}", ask_plan_note.to_string()),
+                ("{ask_plan_invite}", ask_plan_invite.to_string()),
                 ("{gate_note}", gate_note.to_string()),
                 ("{neutral_submit_note}", neutral_submit_note.to_string()),
                 ("{budget_note}", budget_note),
-                ("{rules_note}", rules_note(condition, budgets)),
+                ("{turns}", budgets.turns.to_string()),
+                ("{tool_calls}", budgets.tool_calls.to_string()),
+                ("{wall_minutes}", wall_minutes.to_string()),
                 ("{submissions}", budgets.submissions.to_string()),
                 ("{submissions_word}", submissions_word.to_string()),
             ],
         }
     }
 
-    fn render(&self, template: &str) -> String {
-        self.pairs.iter().fold(template.to_string(), |text, (key, value)| text.replace(key, value))
+    fn render(&self, template: &str, phase: Phase) -> String {
+        let rules = rules_note(&self.condition, &self.budgets, phase);
+        let text = template.replace("{rules_note}", &rules);
+        self.pairs.iter().fold(text, |text, (key, value)| text.replace(key, value))
     }
 }
 
 /// The end rules and turn rules of a condition, in words (DESIGN §3.5).
-fn rules_note(condition: &Condition, budgets: &Budgets) -> String {
+fn rules_note(condition: &Condition, budgets: &Budgets, phase: Phase) -> String {
     let asks = condition.ask() != Ask::Off;
     let ask_loop = if asks && !condition.is_delivery() { ", on the fourth question to the owner in a row" } else { "" };
     // Seed 002 A.9.3: past the round limit the client asks the agent to go on; the work goes on.
@@ -153,16 +187,22 @@ fn rules_note(condition: &Condition, budgets: &Budgets) -> String {
     } else {
         String::new()
     };
-    let mut alone = vec!["`submit`"];
+    let mut enders = Vec::new();
+    if phase != Phase::Planning {
+        enders.push("`submit`");
+    }
     if asks {
-        alone.push("`ask_user`");
+        enders.push("`ask_user`");
     }
-    if condition.is_plan() {
-        alone.push("`write_plan`");
+    if phase == Phase::Planning {
+        enders.push("`write_plan`");
     }
-    let alone_rule = match alone.as_slice() {
-        [one] => format!("{one} must be the only call in its turn"),
-        [init @ .., last] => format!("{} and {last} must each be the only call in their turn", init.join(", ")),
+    let ender_rule = match enders.as_slice() {
+        [one] => format!("{one} ends the turn, so call it alone: calls after it in the same turn are not run"),
+        [init @ .., last] => format!(
+            "{} and {last} each end the turn, so call them alone: calls after them in the same turn are not run",
+            init.join(", ")
+        ),
         [] => String::new(),
     };
     format!(
@@ -171,7 +211,7 @@ fn rules_note(condition: &Condition, budgets: &Budgets) -> String {
          context overflows, and after three refusals in a row; the current workspace is then submitted \
          automatically if it changed since your last submission. A reply without any tool call gets one reminder; \
          a second such reply in a row ends the work. Every path is relative to the workspace. Independent tools may \
-         be called together in one turn; {alone_rule}.{rounds_note}"
+         be called together in one turn; {ender_rule}.{rounds_note}"
     )
 }
 
@@ -242,19 +282,22 @@ mod tests {
             let p = prompts(text);
             assert!(!p.initial.contains('{') && !p.initial.contains('}'), "{text}: {}", p.initial);
             assert_eq!(p.execute_phase.is_some(), text.starts_with("plan"), "{text}");
+            if let Some(execute) = &p.execute_phase {
+                assert!(!execute.contains('{') && !execute.contains('}'), "{text}: {execute}");
+            }
         }
     }
 
     #[test]
     fn budget_and_rules_are_filled() {
         let p = prompts("partial");
-        assert!(
-            p.initial.contains("Budget: 4 submissions, 120 turns, 360 tool calls and 60 minutes of wall-clock time.")
-        );
-        assert!(p.initial.contains("`submit` and `ask_user` must each be the only call in their turn."));
+        assert!(p.initial.contains("Budget: 120 turns, 360 tool calls and 60 minutes of wall-clock time."));
+        assert!(p.initial.contains(
+            "`submit` and `ask_user` each end the turn, so call them alone: calls after them in the same turn are not run."
+        ));
         assert!(p.initial.contains("on the fourth question to the owner in a row"));
         let l = prompts("literal");
-        assert!(l.initial.contains("`submit` must be the only call in its turn."));
+        assert!(l.initial.contains("`submit` ends the turn, so call it alone: calls after it in the same turn are not run."));
         assert!(!l.initial.contains("ask_user"));
         let d = prompts("interact");
         assert!(d.initial.contains(
@@ -264,19 +307,59 @@ mod tests {
         assert!(d.initial.contains("under a heading `## Questions for the client`"));
         assert!(d.initial.contains("you have 1 submission."));
         let q = prompts("plan");
-        assert!(q.initial.contains("`submit`, `ask_user` and `write_plan` must each be the only call in their turn."));
+        assert!(q.initial.contains("`ask_user` and `write_plan` each end the turn"), "{}", q.initial);
+        assert!(!q.initial.contains("`submit` and"));
+        let execute = q.execute_phase.unwrap();
+        assert!(execute.contains("`submit` and `ask_user` each end the turn"), "{execute}");
+        assert!(!execute.contains("write_plan"), "{execute}");
     }
 
     #[test]
-    fn without_feedback_the_agent_is_told_it_delivers_once() {
-        for text in ["partial+feedback=off", "partial+feedback=off+submissions=3", "literal+feedback=off"] {
+    fn full_and_partial_share_one_system_prompt_byte_for_byte() {
+        // Seed 000 §5.1: Full shares Partial's prompt; only the opening instruction and the
+        // submission budget (told in `submit`'s description) differ.
+        assert_eq!(prompts("full").initial, prompts("partial").initial);
+        assert_eq!(prompts("full+ask=off").initial, prompts("partial+ask=off").initial);
+        assert_eq!(prompts("partial+feedback=off").initial, prompts("partial").initial);
+        assert!(!prompts("partial").initial.contains("4 submissions"));
+    }
+
+    #[test]
+    fn without_feedback_the_literal_agent_is_told_it_delivers_once() {
+        for text in ["literal+feedback=off", "literal+feedback=off+submissions=3"] {
             let p = prompts(text);
-            assert!(p.initial.contains("Budget: 1 submission, 120 turns"), "{text}: {}", p.initial);
             assert!(p.initial.contains("You deliver once:"), "{text}");
-            assert!(!p.initial.contains("uses up one of your submissions") && !p.initial.contains("used up one of your submissions"), "{text}");
+            assert!(!p.initial.contains("uses up one of your submissions"), "{text}");
         }
-        assert!(prompts("partial").initial.contains("they tell you what they saw when they used it"));
         assert!(prompts("literal").initial.contains("A returned delivery uses up one of your submissions."));
+    }
+
+    #[test]
+    fn the_planning_prompt_invites_questions_and_the_execution_prompt_replaces_it() {
+        let p = prompts("plan");
+        assert!(p.initial.contains(
+            "Where the owner's intent is unclear, ask them rather than building your plan on a large assumption of your own."
+        ));
+        assert!(p.initial.contains("the tools for editing files and for delivering are not offered yet"));
+        let execute = p.execute_phase.unwrap();
+        assert!(execute.starts_with("You are the engineer a project owner has brought in"), "{execute}");
+        assert!(execute.contains("Carry out the plan you saved in PLAN.md."));
+        assert!(execute.contains("Budget: 120 turns, 360 tool calls and 60 minutes of wall-clock time."));
+        let quiet = prompts("plan+ask=off");
+        assert!(!quiet.initial.contains("ask_user") && !quiet.initial.contains("ask them"), "{}", quiet.initial);
+    }
+
+    #[test]
+    fn a_replaced_prompt_is_rendered_with_the_same_placeholders() {
+        let c = Condition::parse("partial").unwrap();
+        let b = Budgets::resolve(&c, &Budget::default(), &BudgetFlags::default());
+        let mut replaced = Replacements::none();
+        replaced.insert("evidence.md", "Budget: {submissions} {submissions_word}, {turns} turns, {tool_calls} tool calls.\n");
+        assert_eq!(system_prompts_with(&c, &b, &replaced).initial, "Budget: 4 submissions, 120 turns, 360 tool calls.");
+        replaced.insert("delivery_hidden.md", "Nobody answers here.");
+        let hidden = Condition::parse("hidden").unwrap();
+        let p = system_prompts_with(&hidden, &Budgets::resolve(&hidden, &Budget::default(), &BudgetFlags::default()), &replaced);
+        assert!(p.initial.contains("\n\nNobody answers here.\n\n"), "{}", p.initial);
     }
 
     #[test]
@@ -299,6 +382,8 @@ mod tests {
         for word in ["ask_user", "question", "missing", "earlier", "previous", "predecessor", "clarif", "incomplete"] {
             assert!(!p.to_lowercase().contains(word), "`{word}` in {p}");
         }
-        assert!(p.contains("Budget: 1 submission, 120 turns"), "{p}");
+        // The submission budget is in `submit`'s description (issue 13), the rest here.
+        assert!(p.contains("Budget: 120 turns, 360 tool calls and 60 minutes of wall-clock time."), "{p}");
+        assert!(p.contains("Your first submission ends the work."), "{p}");
     }
 }

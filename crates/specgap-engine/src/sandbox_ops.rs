@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use specgap_protocol::result::{EvalResult, Scored};
 use specgap_sandbox::{
-    Base, CommandOutput, CommandSpec, EvalError, EvaluatorRun, HostView, Limits, MaterializeError, SandboxError, Session,
-    run_evaluator,
+    Base, CommandOutput, CommandSpec, EvalError, EvaluatorRun, HostView, Limits, MaterializeError, SandboxConfig,
+    SandboxError, Session, run_evaluator,
 };
-use specgap_task::Overlay;
+use specgap_task::{Overlay, TaskPackage};
 
 use crate::condition::Start;
 use crate::lock;
@@ -247,7 +247,21 @@ pub(crate) fn evaluate(
     host: &HostView,
     workspace: &Path,
 ) -> Result<(EvalResult, Scored), EpisodeError> {
-    let package = ctx.package;
+    evaluate_package(ctx.package, ctx.sandbox, host, workspace, ctx.workdir)
+}
+
+/// [`evaluate`] without an episode: `package`'s evaluator on `workspace`, its scratch copies
+/// under `scratch`.
+///
+/// # Errors
+/// As [`evaluate`].
+pub(crate) fn evaluate_package(
+    package: &TaskPackage,
+    sandbox: &SandboxConfig,
+    host: &HostView,
+    workspace: &Path,
+    scratch: &Path,
+) -> Result<(EvalResult, Scored), EpisodeError> {
     let spec = &package.manifest().evaluator;
     let mut run = EvaluatorRun::new(
         package.name(),
@@ -259,8 +273,8 @@ pub(crate) fn evaluate(
     run.requirement_ids = package.requirement_ids().to_vec();
     run.delivery = package.scoring_context().delivery;
     run.limits = Limits { timeout: run.timeout, ..Limits::default() };
-    run.scratch_dir = Some(ctx.workdir.to_path_buf());
-    let evaluation = run_evaluator(&run, host, ctx.sandbox).map_err(evaluation_error)?;
+    run.scratch_dir = Some(scratch.to_path_buf());
+    let evaluation = run_evaluator(&run, host, sandbox).map_err(evaluation_error)?;
     let scored = evaluation.result.score(&package.scoring_context()).map_err(|problem| EpisodeError::Evaluation {
         message: format!("cannot score result.json: {problem}"),
         stderr_tail: evaluation.stderr_tail.clone(),

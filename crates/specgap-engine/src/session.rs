@@ -24,6 +24,12 @@
 //! [`Agent::suspend`], which stops every process of the agent, and [`Agent::resume`] after;
 //! at the end, [`Agent::stop`] ends them for good. Pulled agents ignore all of these.
 //!
+//! In plan mode (seed 000 App. F.3) the system prompt and the tools change once, when
+//! `write_plan` succeeds: the engine calls [`Agent::change_phase`] with the execution phase's
+//! [`PhaseChange`] before the next turn. An agent that rebuilds its requests from it (the chat
+//! agent) says so; for any other agent the engine puts the new system prompt into the
+//! `write_plan` result instead, so every agent learns it.
+//!
 //! Before the episode starts, the engine hands the agent and the user a [`SessionLink`]
 //! ([`Agent::attach`], [`User::attach`]): the episode's [`Deadline`] (the end of its wall
 //! budget, and the signal that a stop was requested) and a [`UsageSink`] that writes model
@@ -293,6 +299,19 @@ pub struct ObservedTurn {
     pub refusal: bool,
 }
 
+/// A new phase of the episode (plan mode's execution phase, seed 000 App. F.3): from the next
+/// turn on, the agent works under this system prompt with these tools, which replace the
+/// opening's. The engine records it as a `phase_change` event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PhaseChange {
+    /// The phase now beginning (`execute`).
+    pub phase: String,
+    /// The system prompt from now on.
+    pub system_prompt: String,
+    /// The tools offered from now on, in a stable order.
+    pub tools: Vec<ToolSpec>,
+}
+
 /// Something the agent receives before its next turn.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Incoming {
@@ -451,6 +470,15 @@ pub trait Agent {
     /// [`UsageSink`], see [`Agent::attach`]).
     fn usage(&self) -> Usage;
 
+    /// The episode enters a new phase (module guide): from the next turn on, `change`'s system
+    /// prompt and tools replace the ones the agent has. Returns `true` when the agent now
+    /// works under them (its next model request carries them); `false` — the default, for
+    /// agents without a system prompt of their own (scripted, replay) — makes the engine put
+    /// the new system prompt into the result of the call that changed the phase.
+    fn change_phase(&mut self, _change: &PhaseChange) -> bool {
+        false
+    }
+
     /// Whether the harness accepts `apply_overlay` from this agent: true only for scripted
     /// agents and replays of scripted agents' trajectories.
     fn allows_harness_actions(&self) -> bool {
@@ -583,4 +611,11 @@ pub trait User {
     /// # Errors
     /// [`UserError`] on a user-model failure.
     fn feedback(&mut self, context: &FeedbackContext) -> Result<Reply, UserError>;
+
+    /// The question detector through which this user hears reply text under delivery
+    /// conditions ([`crate::detector`]); `None` (the default): the engine's deterministic
+    /// [`crate::detector::SentenceRule`].
+    fn detector(&mut self) -> Option<&mut dyn crate::detector::QuestionDetector> {
+        None
+    }
 }

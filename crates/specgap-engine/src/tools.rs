@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use specgap_protocol::event::ToolSpec;
 use specgap_protocol::path_quote;
 
-use crate::condition::{Ask, Condition, Profile};
+use crate::condition::{Ask, Budgets, Condition, Profile};
 use crate::confine::WorkspaceRoot;
 
 /// Largest tool result given back to the agent, in bytes; longer text keeps its head and tail
@@ -80,11 +80,24 @@ fn command_spec(name: &str, description: &str) -> ToolSpec {
     )
 }
 
-/// The tools offered under `condition` (DESIGN §3): profile `owner` = list_files, read_text,
-/// write_text, replace_text, run_project (only with `[project]`), run_experiment, ask_user
-/// (unless ask is off), submit; profile `shell` = bash, ask_user, submit; plus write_plan in
-/// plan mode. In that order.
-pub fn tool_specs(condition: &Condition, has_project: bool) -> Vec<ToolSpec> {
+/// The tools offered when the episode opens (DESIGN §3): profile `owner` = list_files,
+/// read_text, write_text, replace_text, run_project (only with `[project]`), run_experiment,
+/// ask_user (unless ask is off), submit; profile `shell` = bash, ask_user, submit. In that
+/// order. In plan mode's planning phase (seed 000 App. F.3) the editing tools and submit are
+/// not offered and write_plan is added last; [`execution_tool_specs`] are the tools after it.
+/// `submit`'s description states the submission budget, which the system prompt leaves out so
+/// that `full` and `partial` share one (seed 000 §5.1).
+pub fn tool_specs(condition: &Condition, budgets: &Budgets, has_project: bool) -> Vec<ToolSpec> {
+    toolset(condition, budgets, has_project, condition.is_plan())
+}
+
+/// Plan mode's tools after a successful `write_plan`: the full toolset of
+/// [`tool_specs`] without the planning phase's restrictions and without write_plan.
+pub fn execution_tool_specs(condition: &Condition, budgets: &Budgets, has_project: bool) -> Vec<ToolSpec> {
+    toolset(condition, budgets, has_project, false)
+}
+
+fn toolset(condition: &Condition, budgets: &Budgets, has_project: bool, planning: bool) -> Vec<ToolSpec> {
     let mut tools = Vec::new();
     match condition.profile() {
         Profile::Owner => {
@@ -111,29 +124,31 @@ pub fn tool_specs(condition: &Condition, has_project: bool) -> Vec<ToolSpec> {
                     &["path"],
                 ),
             ));
-            tools.push(spec(
-                names::WRITE_TEXT,
-                "Create a file or replace its whole content. Missing parent directories are created.",
-                object(
-                    json!({
-                        "path": { "type": "string", "description": "File relative to the workspace." },
-                        "content": { "type": "string", "description": "The complete new content." }
-                    }),
-                    &["path", "content"],
-                ),
-            ));
-            tools.push(spec(
-                names::REPLACE_TEXT,
-                "Replace one passage of a file. `old` must occur exactly once in the file; otherwise nothing changes and the error says how many times it occurs.",
-                object(
-                    json!({
-                        "path": { "type": "string", "description": "File relative to the workspace." },
-                        "old": { "type": "string", "description": "The exact text to replace." },
-                        "new": { "type": "string", "description": "The text to put in its place." }
-                    }),
-                    &["path", "old", "new"],
-                ),
-            ));
+            if !planning {
+                tools.push(spec(
+                    names::WRITE_TEXT,
+                    "Create a file or replace its whole content. Missing parent directories are created.",
+                    object(
+                        json!({
+                            "path": { "type": "string", "description": "File relative to the workspace." },
+                            "content": { "type": "string", "description": "The complete new content." }
+                        }),
+                        &["path", "content"],
+                    ),
+                ));
+                tools.push(spec(
+                    names::REPLACE_TEXT,
+                    "Replace one passage of a file. `old` must occur exactly once in the file; otherwise nothing changes and the error says how many times it occurs.",
+                    object(
+                        json!({
+                            "path": { "type": "string", "description": "File relative to the workspace." },
+                            "old": { "type": "string", "description": "The exact text to replace." },
+                            "new": { "type": "string", "description": "The text to put in its place." }
+                        }),
+                        &["path", "old", "new"],
+                    ),
+                ));
+            }
             if has_project {
                 tools.push(spec(
                     names::RUN_PROJECT,
@@ -179,12 +194,14 @@ pub fn tool_specs(condition: &Condition, has_project: bool) -> Vec<ToolSpec> {
             ),
         ));
     }
-    tools.push(spec(
-        names::SUBMIT,
-        "Deliver the current workspace for review. Must be the only call in its turn.",
-        object(json!({ "summary": { "type": "string", "description": "A short note on what you delivered." } }), &[]),
-    ));
-    if condition.is_plan() {
+    if !planning {
+        tools.push(spec(
+            names::SUBMIT,
+            &submit_description(condition, budgets),
+            object(json!({ "summary": { "type": "string", "description": "A short note on what you delivered." } }), &[]),
+        ));
+    }
+    if planning {
         tools.push(spec(
             names::WRITE_PLAN,
             "Save your plan as PLAN.md and move from planning to execution. Must be the only call in its turn.",
@@ -192,6 +209,22 @@ pub fn tool_specs(condition: &Condition, has_project: bool) -> Vec<ToolSpec> {
         ));
     }
     tools
+}
+
+/// `submit`'s description: what a delivery does and the submission budget.
+fn submit_description(condition: &Condition, budgets: &Budgets) -> String {
+    let who = if condition.is_delivery() { "client" } else { "owner" };
+    let budget = if !condition.feedback() {
+        "You deliver once: your first submission ends the work.".to_string()
+    } else if budgets.submissions == 1 {
+        "You have 1 submission.".to_string()
+    } else {
+        format!(
+            "You have {} submissions in all; each delivery that is returned uses one up.",
+            budgets.submissions
+        )
+    };
+    format!("Deliver the current workspace to the {who} for review. {budget} Must be the only call in its turn.")
 }
 
 /// Arguments of `list_files`.
@@ -567,6 +600,45 @@ pub fn shell_quote(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn submit_of(condition: &str) -> String {
+        let c = Condition::parse(condition).unwrap();
+        let b = Budgets::resolve(&c, &specgap_protocol::package::Budget::default(), &crate::condition::BudgetFlags::default());
+        tool_specs(&c, &b, true).into_iter().find(|t| t.name == names::SUBMIT).unwrap().description
+    }
+
+    #[test]
+    fn submit_states_the_submission_budget() {
+        assert_eq!(
+            submit_of("partial"),
+            "Deliver the current workspace to the owner for review. You have 4 submissions in all; each delivery that \
+             is returned uses one up. Must be the only call in its turn."
+        );
+        assert_eq!(
+            submit_of("full"),
+            "Deliver the current workspace to the owner for review. You deliver once: your first submission ends the \
+             work. Must be the only call in its turn."
+        );
+        assert_eq!(
+            submit_of("partial+submissions=1"),
+            "Deliver the current workspace to the owner for review. You have 1 submission. Must be the only call in its turn."
+        );
+        assert!(submit_of("hidden").starts_with("Deliver the current workspace to the client for review. You deliver once"));
+    }
+
+    #[test]
+    fn plan_mode_withholds_editing_and_submit_until_the_execution_phase() {
+        let c = Condition::parse("plan").unwrap();
+        let b = Budgets::resolve(&c, &specgap_protocol::package::Budget::default(), &crate::condition::BudgetFlags::default());
+        let names = |tools: Vec<ToolSpec>| tools.into_iter().map(|t| t.name).collect::<Vec<_>>();
+        assert_eq!(names(tool_specs(&c, &b, false)), ["list_files", "read_text", "run_experiment", "ask_user", "write_plan"]);
+        assert_eq!(
+            names(execution_tool_specs(&c, &b, false)),
+            ["list_files", "read_text", "write_text", "replace_text", "run_experiment", "ask_user", "submit"]
+        );
+        let shell = Condition::parse("plan+profile=shell").unwrap();
+        assert_eq!(names(tool_specs(&shell, &b, false)), ["bash", "ask_user", "write_plan"]);
+    }
 
     #[test]
     fn cap_keeps_head_and_tail() {

@@ -157,6 +157,17 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<Usage>,
     },
+    /// The agent's system prompt and tools changed mid-episode (plan mode, seed 000 App. F.3:
+    /// a successful `write_plan` ends the planning phase). Everything the agent is told from
+    /// here on, as `episode_start` records the opening.
+    PhaseChange {
+        /// The phase now beginning (`execute`).
+        phase: String,
+        /// The system prompt from here on.
+        system_prompt: String,
+        /// The tools offered from here on.
+        tools: Vec<ToolSpec>,
+    },
     /// A scripted agent applied a solution overlay (harness action `apply_overlay`).
     Overlay {
         /// `gold`, `literal`, `starter` or `mutant:<id>`.

@@ -22,7 +22,15 @@ use serde::{Deserialize, Serialize};
 ///   `questions` list, one call being one round; an evaluation error re-evaluates the frozen
 ///   submission instead of running the agent again; an evaluator failure on a delivered
 ///   artifact whose gold evaluates is the delivery's (Score 0, signature `execution`).
-pub const PROTOCOL_VERSION: u32 = 3;
+/// * **4** — seed 000 fidelity (issue 13): `full` and `partial` share one system prompt and
+///   the submission budget is told in `submit`'s description; plan mode offers editing and
+///   `submit` only after `write_plan`, which switches the system prompt and the tools (a call
+///   to a tool not yet offered is an unknown tool); in a turn with several calls, `submit`,
+///   `ask_user` and `write_plan` end the turn — the calls before them run, the calls after them
+///   do not and are not charged to the tool-call budget (they used to refuse the whole turn and
+///   be charged); the `relay` owner adds the observation's `request` to its feedback (format-2
+///   packages) and answers an owner's question from the linked sentences of `user.toml`.
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// The protocol version of a `run.toml` that does not name one (see [`PROTOCOL_VERSION`]).
 pub const PROTOCOL_VERSION_UNRECORDED: u32 = 1;
@@ -195,6 +203,26 @@ impl EndReason {
         }
     }
 
+    /// Whether this end makes the automatic final submission of the current workspace
+    /// (seed 000 Alg. 1 line 18, DESIGN §3.5): every budget and loop end, `no_tool_call`,
+    /// `context_overflow`, `refusals` and `agent_done` — not `accepted`, `submitted`,
+    /// `submission_budget` (a submission just ended the episode), `interrupted` or the error
+    /// ends. The submission is made only when the workspace changed since the last submission
+    /// (or since the start); so an episode with such an end and no automatic submission row
+    /// ended with its workspace unchanged, and its `end` event's detail says so
+    /// (docs/decisions.md "Engine: automatic final submission").
+    pub fn makes_automatic_submission(self) -> bool {
+        !matches!(
+            self,
+            EndReason::Accepted
+                | EndReason::Submitted
+                | EndReason::SubmissionBudget
+                | EndReason::Interrupted
+                | EndReason::InfrastructureError
+                | EndReason::EvaluationError
+        )
+    }
+
     /// Whether the episode counts in measures (errors and interruptions do not).
     pub fn is_scored(self) -> bool {
         !matches!(self, EndReason::InfrastructureError | EndReason::EvaluationError | EndReason::Interrupted)
@@ -225,7 +253,7 @@ mod tests {
         let mut new = old.clone();
         new.protocol_version = PROTOCOL_VERSION;
         let written = toml::to_string(&new).unwrap();
-        assert!(written.contains("protocol_version = 3\n"), "{written}");
+        assert!(written.contains("protocol_version = 4\n"), "{written}");
         assert_eq!(toml::from_str::<RunConfig>(&written).unwrap(), new);
     }
 

@@ -24,7 +24,7 @@ use specgap_store::Judgement;
 use crate::ReportError;
 use crate::cases::{CaseValues, IntervalSettings};
 use crate::episode::{Episode, mean, offers_ask};
-use crate::judge::{COVERED, QuestionUnit, question_units};
+use crate::judge::{COVERED, QuestionUnit, UNAVAILABLE, question_units};
 
 /// The clarification measures of one run (seed 002 §4.2), each `None` where App. A.3 leaves
 /// it undefined. Fractions in [0, 1]; ATC in clarification rounds; Redund. in question units.
@@ -52,8 +52,10 @@ pub struct ClarificationValues {
 ///
 /// Undefined-value rules (seed 002 App. A.3): with no question, Recall, KQC1 and Redund. are
 /// 0 and Precision, Ask-F1 and ATC undefined; with questions but no judgement at all (the
-/// judge failed or never ran), every measure is unavailable. A target without a judgement
-/// counts as not covered; matched indices outside the units are ignored.
+/// judge failed or never ran), or with a target whose verdict is
+/// [`crate::judge::UNAVAILABLE`] (no panel judge answered), every measure is
+/// unavailable. A target without a judgement counts as not covered; matched indices outside
+/// the units are ignored.
 pub fn clarification_values(
     units: &[QuestionUnit],
     targets: &[String],
@@ -72,7 +74,12 @@ pub fn clarification_values(
             ..Default::default()
         };
     }
-    if judgements.is_empty() {
+    // No verdict at all, or a target a panel could not decide: every measure is unavailable
+    // (seed 002 A.3; counting the target as missed would impute a 0).
+    let undecided = judgements
+        .iter()
+        .any(|j| j.verdict == UNAVAILABLE && targets.contains(&j.target));
+    if judgements.is_empty() || undecided {
         return ClarificationValues {
             units: units.len(),
             ..Default::default()

@@ -238,12 +238,12 @@ const MEASURES: &[Measure] = &[
     ("Success@4", |e, _| {
         (!e.is_delivery()).then(|| indicator(e.success_at(4)))
     }),
-    ("Quality", |e, _| e.is_delivery().then(|| e.final_score())),
+    ("Quality", |e, _| e.is_delivery().then(|| e.delivery_score())),
     ("DSR", |e, _| {
-        e.is_delivery().then(|| indicator(e.final_success()))
+        e.is_delivery().then(|| indicator(e.delivery_success()))
     }),
     ("Valid", |e, _| {
-        e.is_delivery().then(|| indicator(e.final_valid()))
+        e.is_delivery().then(|| indicator(e.delivery_valid()))
     }),
     ("Recall", |e, judge| episode_clarification(e, judge)?.recall),
     ("Precision", |e, judge| {

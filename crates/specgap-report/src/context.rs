@@ -26,6 +26,9 @@ pub struct TaskContext {
     /// Whether the task is a delivery case (`[delivery]` in `task.toml`; seed 002): its planned
     /// runs are the denominators of Quality, DSR, validity and pass@k.
     pub delivery: bool,
+    /// Whether the delivery case names a submission schema (format 2 `[delivery] schema`), so
+    /// its runs may be scored by an extraction panel (seed 002 §4.1, A.3).
+    pub schema: bool,
     /// The research (or other) sub-family of the task, when the package names one (seed 000
     /// §4.3: instrumented studies, machine-learning experiments, online systems). Read through
     /// [`TaskContext::subfamily_of`], the one place that knows where it comes from.
@@ -177,6 +180,7 @@ impl TaskContext {
             name: package.name().to_string(),
             family: package.manifest().task.family,
             delivery: package.manifest().delivery.is_some(),
+            schema: package.delivery_schema().is_some(),
             subfamily: TaskContext::subfamily_of(package),
             requirements: package.requirements().len(),
             stated: package

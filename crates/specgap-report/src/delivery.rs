@@ -199,10 +199,10 @@ fn planned_cells(by_case: &BTreeMap<&str, CaseRuns>, k: u64) -> Result<[CaseValu
     let mut columns: [Vec<(String, f64, f64)>; 5] = Default::default();
     for (task, case) in by_case {
         let n = case.scored.len() as f64;
-        let valid = case.scored.iter().filter(|e| e.final_valid()).count() as u64;
+        let valid = case.scored.iter().filter(|e| e.delivery_valid()).count() as u64;
         let task = task.to_string();
-        let quality = mean(case.scored.iter().map(|e| e.final_score())).unwrap_or(0.0);
-        let successes: f64 = case.scored.iter().map(|e| indicator(e.final_success())).sum();
+        let quality = mean(case.scored.iter().map(|e| e.delivery_score())).unwrap_or(0.0);
+        let successes: f64 = case.scored.iter().map(|e| indicator(e.delivery_success())).sum();
         columns[0].push((task.clone(), quality, 1.0));
         columns[1].push((task.clone(), successes, n));
         columns[2].push((task.clone(), valid as f64, n));
@@ -235,7 +235,7 @@ fn scored_only(by_case: &BTreeMap<&str, CaseRuns>) -> Result<Option<ScoredOnly>,
     let runs: Vec<&Episode> = cases.iter().flat_map(|c| c.scored.iter().copied()).collect();
     let case_quality: Vec<f64> = cases
         .iter()
-        .map(|c| mean(c.scored.iter().map(|e| e.final_score())).unwrap_or(0.0))
+        .map(|c| mean(c.scored.iter().map(|e| e.delivery_score())).unwrap_or(0.0))
         .collect();
     let k = cases.iter().map(|c| c.scored.len()).min().unwrap_or(0) as u64;
     let pass_k = if k >= 1 {
@@ -243,7 +243,7 @@ fn scored_only(by_case: &BTreeMap<&str, CaseRuns>) -> Result<Option<ScoredOnly>,
         let mut hat = Vec::new();
         for c in &cases {
             let n = c.scored.len() as u64;
-            let valid = c.scored.iter().filter(|e| e.final_valid()).count() as u64;
+            let valid = c.scored.iter().filter(|e| e.delivery_valid()).count() as u64;
             at.push(pass_estimate(specgap_stats::pass_at_k, n, valid, k)?);
             hat.push(pass_estimate(specgap_stats::pass_hat_k, n, valid, k)?);
         }
@@ -259,8 +259,8 @@ fn scored_only(by_case: &BTreeMap<&str, CaseRuns>) -> Result<Option<ScoredOnly>,
         runs: runs.len(),
         cases: cases.len(),
         quality: case_macro(&case_quality).unwrap_or(0.0),
-        dsr: mean(runs.iter().map(|e| indicator(e.final_success()))).unwrap_or(0.0),
-        valid: mean(runs.iter().map(|e| indicator(e.final_valid()))).unwrap_or(0.0),
+        dsr: mean(runs.iter().map(|e| indicator(e.delivery_success()))).unwrap_or(0.0),
+        valid: mean(runs.iter().map(|e| indicator(e.delivery_valid()))).unwrap_or(0.0),
         pass_k,
     }))
 }
@@ -293,6 +293,16 @@ pub struct ZeroScores {
 /// The signature of a zero-score run: the evaluator's, else `constraint` for an invalid
 /// delivery with violations, else `none` (no explicit message).
 pub fn zero_signature(e: &Episode<'_>) -> String {
+    if let Some(x) = e.extraction.filter(|x| x.status == specgap_store::ExtractionStatus::Scored) {
+        return match x.signature {
+            Some(sig) => serde_json::to_value(sig)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_else(|| "none".into()),
+            None if x.valid == Some(false) => "constraint".into(),
+            None => "none".into(),
+        };
+    }
     let delivery = e
         .final_k()
         .or_else(|| e.submissions.last().map(|s| s.k))
@@ -319,13 +329,13 @@ pub fn zero_scores(episodes: &[&Episode<'_>]) -> Option<ZeroScores> {
     let zeros: Vec<&Episode> = runs
         .iter()
         .copied()
-        .filter(|e| e.final_score() == 0.0)
+        .filter(|e| e.delivery_score() == 0.0)
         .collect();
     let mut signatures = BTreeMap::new();
     for e in &zeros {
         *signatures.entry(zero_signature(e)).or_insert(0) += 1;
     }
-    let invalid = zeros.iter().filter(|e| !e.final_valid()).count();
+    let invalid = zeros.iter().filter(|e| !e.delivery_valid()).count();
     Some(ZeroScores {
         runs: runs.len(),
         zero: zeros.len(),
@@ -366,7 +376,7 @@ pub struct OracleLevel {
 /// Oracle levels of the scored episodes under `oracle:R` conditions, by R.
 pub fn oracle_curve(episodes: &[&Episode<'_>]) -> Vec<OracleLevel> {
     let mut levels: BTreeMap<String, Vec<&Episode>> = BTreeMap::new();
-    for e in episodes.iter().copied().filter(|e| e.is_scored()) {
+    for e in episodes.iter().copied().filter(|e| e.is_scored() && !e.extraction_unavailable()) {
         if oracle_ratio(&e.row.condition).is_some() {
             levels.entry(e.row.condition.clone()).or_default().push(e);
         }
@@ -379,7 +389,7 @@ pub fn oracle_curve(episodes: &[&Episode<'_>]) -> Vec<OracleLevel> {
                 by_task
                     .entry(e.row.task.clone())
                     .or_default()
-                    .push(e.final_score());
+                    .push(e.delivery_score());
             }
             let cases: Vec<OracleCase> = by_task
                 .into_iter()
@@ -411,5 +421,9 @@ pub fn oracle_curve(episodes: &[&Episode<'_>]) -> Vec<OracleLevel> {
 
 /// The scored delivery runs among `episodes` (errors and interruptions never count).
 fn scored_deliveries<'a, 'b>(episodes: &[&'a Episode<'b>]) -> Vec<&'a Episode<'b>> {
-    episodes.iter().copied().filter(|e| e.is_scored() && e.is_delivery()).collect()
+    episodes
+        .iter()
+        .copied()
+        .filter(|e| e.is_scored() && e.is_delivery() && !e.extraction_unavailable())
+        .collect()
 }

@@ -5,7 +5,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
 use specgap_protocol::result::{ScoringKind, TestOutcome};
-use specgap_store::{DeliveryRow, EpisodeRow, Judgement, QuestionRow, Status, SubmissionRow};
+use specgap_store::{
+    DeliveryRow, EpisodeRow, Extraction, ExtractionStatus, Judgement, QuestionRow, Status, SubmissionRow,
+};
 
 use crate::context::TaskContext;
 use crate::first::{SubmissionScore, score_at_k, success_at_k};
@@ -35,6 +37,9 @@ pub struct Episode<'a> {
     pub questions: Vec<&'a QuestionRow>,
     /// Judgements of every judge.
     pub judgements: Vec<&'a Judgement>,
+    /// The report's extraction panel's verdict on the episode's last submission, when the
+    /// report scores deliveries by extraction ([`crate::extraction`]).
+    pub extraction: Option<&'a Extraction>,
     /// The task package's context, when the package could be read.
     pub context: Option<&'a TaskContext>,
 }
@@ -58,6 +63,7 @@ pub fn index_episodes<'a>(runs: &[&'a RunData]) -> Vec<Episode<'a>> {
                 deliveries: BTreeMap::new(),
                 questions: Vec::new(),
                 judgements: Vec::new(),
+                extraction: None,
                 context: run.tasks.get(&row.task),
             });
         }
@@ -300,6 +306,40 @@ impl<'a> Episode<'a> {
         self.final_k()
             .and_then(|k| self.deliveries.get(&k))
             .is_some_and(|d| d.valid)
+    }
+
+    /// The delivery score s of seed 002 §4.2: the extraction panel's agreed score when the
+    /// episode has one ([`Episode::extraction`]), else the direct artifact's
+    /// ([`Episode::final_score`]; docs/decisions.md "Panels: extraction").
+    pub fn delivery_score(&self) -> f64 {
+        match self.extraction {
+            Some(e) if e.status == ExtractionStatus::Scored => e.score.unwrap_or(0.0),
+            _ => self.final_score(),
+        }
+    }
+
+    /// Whether the delivery reaches the reference, by the same precedence as
+    /// [`Episode::delivery_score`].
+    pub fn delivery_success(&self) -> bool {
+        match self.extraction {
+            Some(e) if e.status == ExtractionStatus::Scored => e.success.unwrap_or(false),
+            _ => self.final_success(),
+        }
+    }
+
+    /// Whether the delivery is valid, by the same precedence (the validity of an evaluation
+    /// supporting the agreed score, seed 002 §4.1).
+    pub fn delivery_valid(&self) -> bool {
+        match self.extraction {
+            Some(e) if e.status == ExtractionStatus::Scored => e.valid.unwrap_or(false),
+            _ => self.final_valid(),
+        }
+    }
+
+    /// Whether the extraction panel found no majority: the run has no delivery score
+    /// ("unavailable", seed 002 A.3) and is listed, never counted as 0.
+    pub fn extraction_unavailable(&self) -> bool {
+        self.extraction.is_some_and(|e| e.status == ExtractionStatus::Unavailable)
     }
 
     /// The judgements of one judge.

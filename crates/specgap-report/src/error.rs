@@ -95,6 +95,9 @@ pub enum ReportError {
     /// The report could not be serialized.
     #[error("cannot serialize the report as JSON")]
     Json(#[source] serde_json::Error),
+    /// `--judge` names no judge with verdicts in the runs, or `panel` matches several panels.
+    #[error("{0}")]
+    JudgeChoice(String),
 }
 
 /// Where a selection was given, for messages: `` `--a agnt=x` `` or `` the selection `agnt=x` ``.

@@ -29,6 +29,50 @@ pub const OFFLINE_JUDGE: &str = "offline:2";
 pub const COVERED: &str = "covered";
 /// Verdict of a target no question unit reaches.
 pub const MISSED: &str = "missed";
+/// Verdict of a target a model panel could not decide: none of its judges returned a ballot
+/// (seed 002 A.3: never counted as missed). A run with one makes its clarification measures
+/// unavailable.
+pub const UNAVAILABLE: &str = "unavailable";
+
+/// What `--judge panel` stands for: the one coverage panel with verdicts in the runs.
+pub const PANEL_JUDGE: &str = "panel";
+
+/// The judge name a report uses for `requested` (`ReportOptions::judge`): `offline` is the
+/// current offline rule ([`OFFLINE_JUDGE`]); `panel` is the one coverage panel
+/// (`panels.use = judge`) with verdicts in `runs`; any other name (`panel:<hash>`) must have
+/// verdicts in some run.
+///
+/// # Errors
+/// [`ReportError::JudgeChoice`](crate::ReportError::JudgeChoice) when `panel` matches no panel
+/// or several, or a named judge has no verdict in any run.
+pub fn resolve_judge(runs: &[crate::RunData], requested: &str) -> Result<String, crate::ReportError> {
+    let judged_by = |name: &str| runs.iter().any(|r| r.rows.judgements.iter().any(|j| j.judgement.judge == name));
+    match requested {
+        "offline" | OFFLINE_JUDGE => Ok(OFFLINE_JUDGE.to_string()),
+        PANEL_JUDGE => {
+            let panels: BTreeSet<&str> = runs
+                .iter()
+                .flat_map(|r| r.rows.panels.iter())
+                .filter(|p| p.use_ == specgap_store::PanelUse::Judge && judged_by(&p.name))
+                .map(|p| p.name.as_str())
+                .collect();
+            match panels.len() {
+                1 => Ok(panels.into_iter().next().unwrap_or_default().to_string()),
+                0 => Err(crate::ReportError::JudgeChoice(
+                    "no coverage panel has judged these runs; run `specgap judge RUN --panel FILE` first, or give --panel FILE to the report".into(),
+                )),
+                _ => Err(crate::ReportError::JudgeChoice(format!(
+                    "several coverage panels judged these runs ({}); name one with --judge panel:<hash>",
+                    panels.into_iter().collect::<Vec<_>>().join(", ")
+                ))),
+            }
+        }
+        name if judged_by(name) => Ok(name.to_string()),
+        name => Err(crate::ReportError::JudgeChoice(format!(
+            "judge `{name}` has no verdicts in these runs; expected offline, panel or panel:<hash>"
+        ))),
+    }
+}
 
 /// One question unit of an episode (seed 002 A.3 "Question units").
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -14,11 +14,13 @@
 //! | [`residual`] | Res, Clean, Residual Gap, CondFail, predecessor groups, acceptance bias, clean against residual rankings | seed 001 §5.2, App. C.2, D |
 //! | [`benchmark`] | statistics of the suite: residual states (Table 2), requirements stated per task (Table 3) | seed 001 §4, App. A; seed 000 Table 3 |
 //! | [`plan`] | planned runs of delivery cases: the store joined with `run.toml`'s plan; why a run has no score | seed 002 §4.2, App. A.3 |
+//! | [`extraction`] | which delivery score a run of a case with a submission schema gets: the extraction panel's or the direct artifact's | seed 002 §4.1, A.3 |
 //! | [`delivery`] | Quality, DSR, validity, pass@k, pass^k over planned runs, scored-only column, zero-score signatures, oracle curves | seed 002 §4.2, App. A.3, A.6, A.7 |
 //! | [`clarification`] | Recall, Precision, Ask-F1, KQC1, ATC (rounds), Redund., ask rate, type- and domain-specific Recall | seed 002 §4.2, App. A.3, A.5, A.6 |
 //! | [`cases`] | per-case data of the seed 002 cells and their 95% case-bootstrap intervals | seed 002 App. A.4 |
 //! | [`associations`] | Spearman matrix with Holm, model-demeaned ρ, Recall by type and domain against Quality, runtime | seed 002 §5.2–5.3, App. A.4–A.5 |
-//! | [`judge`] | the offline clarification-coverage judge (shared matching rule) | seed 002 §4.1, A.3 |
+//! | [`judge`] | the offline clarification-coverage judge (shared matching rule); which judge's verdicts a report uses | seed 002 §4.1, A.3 |
+//! | [`agreement`] | a coverage panel's judges against each other and against the offline rule (Cohen's κ) | seed 002 §4.3, A.8 |
 //! | [`diff`], [`opened`], [`shell`] | workspace diffs (Kept, Left-out files); what each step did with files (`specgap_protocol::action`), with shell commands read by a small POSIX shell reader; opened files and inspection | seed 001 App. D.2 |
 //! | [`report`], [`render`], [`render_delivery`], [`svg`] | the report: Markdown, self-contained HTML with SVG charts, versioned JSON | docs/report-schema.md |
 //! | [`inputs`] | checks on the runs given to a report: duplicates, shards, missing results, replicates differing beyond the seed | seed 000 §5.6, DESIGN §6 |
@@ -49,6 +51,7 @@
 //! ([`plan`]).
 #![deny(missing_docs)]
 
+pub mod agreement;
 pub mod associations;
 pub mod benchmark;
 pub mod cases;
@@ -59,6 +62,7 @@ pub mod delivery;
 pub mod diff;
 pub mod episode;
 mod error;
+pub mod extraction;
 pub mod first;
 pub mod inputs;
 pub mod judge;

@@ -50,15 +50,19 @@ pub struct PlannedRun<'e, 'a> {
 impl<'e, 'a> PlannedRun<'e, 'a> {
     /// The episode when it is scored (it enters the measures).
     pub fn scored(&self) -> Option<&'e Episode<'a>> {
-        self.episode.filter(|e| e.is_scored())
+        self.episode.filter(|e| e.is_scored() && !e.extraction_unavailable())
     }
 
     /// Why the run has no score, or `None` when it has one: `infrastructure_error`,
-    /// `evaluation_error`, `interrupted`, `running` or `absent`.
+    /// `evaluation_error`, `interrupted`, `running`, `absent`, or `extraction_unavailable` (the
+    /// extraction panel found no majority, seed 002 A.3).
     pub fn unscored_reason(&self) -> Option<&'static str> {
         let Some(episode) = self.episode else {
             return Some("absent");
         };
+        if episode.extraction_unavailable() {
+            return Some("extraction_unavailable");
+        }
         if episode.is_scored() {
             return None;
         }
@@ -95,7 +99,8 @@ pub struct UnscoredRun {
     pub task: String,
     /// 0-based repeat.
     pub repeat: u32,
-    /// `infrastructure_error`, `evaluation_error`, `interrupted`, `running` or `absent`.
+    /// `infrastructure_error`, `evaluation_error`, `interrupted`, `running`, `absent` or
+    /// `extraction_unavailable`.
     pub reason: String,
     /// The episode's recorded error message, if any.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -466,7 +466,7 @@ fn usage_section(report: &Report, dims: &[Dim]) -> Section {
         "$ per episode",
     ];
     let mut usage_table = table(
-        "Model usage summed over every attempt; the user is the simulated owner or customer.",
+        "Model usage summed over every attempt; the user is the simulated owner or customer; judge, extractor and detector are the model panels of seed 002.",
         dims,
         &columns,
         rows,
@@ -476,7 +476,7 @@ fn usage_section(report: &Report, dims: &[Dim]) -> Section {
         id: "usage",
         title: "Model usage and cost".into(),
         text: vec![
-            "Costs come from the run's price table (`--prices`); without one they are 0.".into(),
+            "Costs come from the run's price table (`--prices`) and the panel file's prices; without one they are 0.".into(),
         ],
         tables: vec![usage_table],
         chart: None,

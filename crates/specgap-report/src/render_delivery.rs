@@ -61,10 +61,63 @@ pub fn sections(report: &Report) -> Vec<Section> {
     if let Some(section) = delivery_section(report) {
         out.push(section);
     }
+    if let Some(section) = agreement_section(report) {
+        out.push(section);
+    }
     if let Some(section) = association_section(report) {
         out.push(section);
     }
     out
+}
+
+/// The coverage panel's judges: ballots per judge, κ between judges and with the offline rule
+/// (seed 002 A.8 Table 16(b)).
+fn agreement_section(report: &Report) -> Option<Section> {
+    let a = report.judge_agreement.as_ref()?;
+    let kappa = |k: Option<f64>| fixed(k, 4);
+    let seats = Table {
+        caption: "Ballots per judge over the items (dropped: malformed after the repair retry, or the service failed).".into(),
+        headers: ["seat", "model", "ballots", "covered", "malformed", "failed"].map(String::from).to_vec(),
+        numeric: vec![true, false, true, true, true, true],
+        rows: a
+            .seats
+            .iter()
+            .map(|s| {
+                vec![
+                    s.seat.to_string(),
+                    s.model.clone(),
+                    s.ballots.to_string(),
+                    s.covered.to_string(),
+                    s.malformed.to_string(),
+                    s.failed.to_string(),
+                ]
+            })
+            .collect(),
+    };
+    let mut rows: Vec<Vec<String>> = a
+        .pairs
+        .iter()
+        .chain(std::iter::once(&a.offline))
+        .map(|p| vec![p.a.clone(), p.b.clone(), p.items.to_string(), percent(p.agreement), kappa(p.kappa)])
+        .collect();
+    // The panel against the offline rule first: it is the comparison a reader looks for.
+    rows.rotate_right(1);
+    let pairs = Table {
+        caption: "Agreement (percent of items with the same label) and unweighted Cohen's κ; — where κ is undefined (one label throughout).".into(),
+        headers: ["a", "b", "items", "agreement", "κ"].map(String::from).to_vec(),
+        numeric: vec![false, false, true, true, true],
+        rows,
+    };
+    Some(Section {
+        id: "judge-agreement",
+        title: format!("Coverage judges of {} (seed 002 A.8)", a.panel),
+        text: vec![format!(
+            "{} items ((episode, target) pairs of runs that asked something): {} covered, {} missed, {} unavailable (no judge answered).",
+            a.items, a.covered, a.missed, a.unavailable
+        )],
+        tables: vec![seats, pairs],
+        chart: None,
+    })
 }
 
 fn delivery_section(report: &Report) -> Option<Section> {
@@ -119,6 +172,11 @@ fn delivery_section(report: &Report) -> Option<Section> {
         "Delivery cells count every planned run (seed 002 §4.2, App. A.3): a delivery the agent failed — no artifact, an invalid one, an evaluator failing on the delivered artifact (signature `execution`) — scores 0 and is counted; a planned run without a score (a harness failure, an interruption, an episode never run) makes its group's planned-run cells `incomplete`, and the scored-only columns give the values over the scored runs. k is the planned number of repeats.".to_string(),
         "With no question, Recall is 0 and Precision, Ask-F1 and ATC are undefined (seed 002 App. A.3); clarification measures are means over the runs where each is defined. KQC1 and ATC count clarification rounds: one agent turn of questions is one round.".to_string(),
     ];
+    if let Some(panel) = &report.extraction {
+        text.push(format!(
+            "Runs of cases with a submission schema are scored by extraction panel {panel}: the score a strict majority of its extractors (3 of 5) agree on to 4 decimal places replaces the direct artifact's; without such a majority the run is unscored (`extraction_unavailable`, seed 002 §4.1, A.3)."
+        ));
+    }
     if settings.resamples > 0 {
         text.push(format!(
             "Brackets: {:.0}% case-bootstrap percentile intervals ({} resamples, seed {}; cases resampled with all their runs; seed 002 App. A.4).",

@@ -50,8 +50,14 @@ pub const REPORT_VERSION: u32 = 2;
 pub struct ReportOptions {
     /// Grouping dimensions of the main table, in order.
     pub group_by: Vec<Dim>,
-    /// Judge whose clarification verdicts feed Recall and the other seed 002 measures.
+    /// Judge whose clarification verdicts feed Recall and the other seed 002 measures:
+    /// `offline` (the default), `panel` (the one coverage panel with verdicts in the runs) or a
+    /// panel's name ([`crate::judge::resolve_judge`]).
     pub judge: String,
+    /// Which delivery score runs of cases with a submission schema get: `auto` (the default:
+    /// the one extraction panel with verdicts, else the direct artifacts), `direct` or a
+    /// panel's name ([`crate::extraction`]).
+    pub extraction: String,
     /// The case-bootstrap intervals of seed 002's cells (App. A.4).
     pub intervals: IntervalSettings,
 }
@@ -61,6 +67,7 @@ impl Default for ReportOptions {
         ReportOptions {
             group_by: crate::episode::DEFAULT_GROUP_BY.to_vec(),
             judge: OFFLINE_JUDGE.to_string(),
+            extraction: crate::extraction::AUTO.to_string(),
             intervals: IntervalSettings::default(),
         }
     }
@@ -238,8 +245,16 @@ pub struct Report {
     pub specgap_version: &'static str,
     /// Grouping dimensions of `groups`.
     pub group_by: Vec<Dim>,
-    /// Judge behind the clarification measures.
+    /// Judge behind the clarification measures (`offline:<version>` or `panel:<hash>`).
     pub judge: String,
+    /// The coverage panel's agreement between its judges and with the offline rule, when the
+    /// report is judged by a panel (seed 002 A.8).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judge_agreement: Option<crate::agreement::JudgeAgreement>,
+    /// The extraction panel whose verdicts score the runs of cases with a submission schema;
+    /// absent when they are scored from the direct artifacts (seed 002 §4.1, A.3).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extraction: Option<String>,
     /// The runs.
     pub runs: Vec<RunSummary>,
     /// The main table.
@@ -309,7 +324,16 @@ pub fn build_report(runs: &[RunData], options: &ReportOptions) -> Result<Report,
         return Err(ReportError::NoRuns);
     }
     crate::inputs::distinct_run_dirs(&runs.iter().map(|r| r.dir.as_path()).collect::<Vec<_>>())?;
-    let episodes = index_episodes(&runs.iter().collect::<Vec<_>>());
+    let options = &ReportOptions {
+        judge: crate::judge::resolve_judge(runs, &options.judge)?,
+        ..options.clone()
+    };
+    let mut episodes = index_episodes(&runs.iter().collect::<Vec<_>>());
+    let extraction = crate::extraction::resolve_extraction(runs, &options.extraction)?;
+    if let Some(panel) = &extraction {
+        crate::extraction::attach(runs, &mut episodes, panel);
+    }
+    let episodes = episodes;
     let residual_dims: Vec<Dim> = options
         .group_by
         .iter()
@@ -324,7 +348,7 @@ pub fn build_report(runs: &[RunData], options: &ReportOptions) -> Result<Report,
             Ok(rows) => rows,
             Err(panic) => std::panic::resume_unwind(panic),
         };
-        report_with(runs, options, &episodes, residual)
+        report_with(runs, options, &episodes, extraction, residual)
     })
 }
 
@@ -355,6 +379,7 @@ fn report_with(
     runs: &[RunData],
     options: &ReportOptions,
     episodes: &[Episode<'_>],
+    extraction: Option<String>,
     residual: impl FnOnce() -> Vec<ResidualRow>,
 ) -> Result<Report, ReportError> {
     let dims = &options.group_by;
@@ -475,6 +500,9 @@ fn report_with(
         .cloned();
     let usage = crate::usage::usage_summaries(runs, episodes, dims);
     let mut warnings = crate::inputs::input_warnings(runs, dims, &pooled);
+    if let Some(panel) = &extraction {
+        warnings.extend(crate::extraction::direct_warning(episodes, panel));
+    }
     warnings.extend(runs.iter().flat_map(|r| {
         r.warnings
             .iter()
@@ -493,6 +521,12 @@ fn report_with(
         specgap_version: env!("CARGO_PKG_VERSION"),
         group_by: dims.clone(),
         judge: options.judge.clone(),
+        judge_agreement: options
+            .judge
+            .starts_with("panel:")
+            .then(|| crate::agreement::judge_agreement(runs, episodes, &options.judge))
+            .flatten(),
+        extraction,
         runs: runs
             .iter()
             .map(|r| RunSummary {

@@ -28,6 +28,12 @@
 //! Reading (reports, `show`): [`Store::rows`], the per-table readers, [`Store::episode_detail`]
 //! and [`read_trajectory`], which tolerates (and reports) a cut last frame left by a crash.
 //!
+//! Model panels (seed 002 coverage judges, artifact extractors, question detectors):
+//! [`Store::record_panel`], then per episode [`Store::record_panel_judgements`] or
+//! [`Store::record_extraction`] (ballots and verdicts in one transaction), or a live detector's
+//! [`EpisodeWriter::record_ballots`]; read back with [`Store::panels`], [`Store::ballots`],
+//! [`Store::votes`] and [`Store::extractions`] (also in [`RunRows`]).
+//!
 //! Sharding: [`merge`] joins shards of one run into one store. [`Store::dump_tables`] renders
 //! every table as sorted text for determinism checks.
 //!
@@ -39,6 +45,7 @@ mod config;
 mod error;
 mod files;
 mod merge;
+mod panels;
 mod read;
 mod rows;
 mod runner_lock;
@@ -51,10 +58,11 @@ pub use config::RUN_TOML;
 pub use error::StoreError;
 pub use merge::{MergeSummary, merge};
 pub use rows::{
-    DeliveryRow, EpisodeDetail, EpisodeMeta, EpisodeRow, EpisodeSummary, ErrorClass, ErrorRecord,
-    ErrorRow, Judgement, JudgementRow, NotApplicableRow, Question, QuestionRow,
-    RequirementOutcomeRow, Role, RunRows, StartResultRow, Status, SubmissionRecord, SubmissionRow,
-    TestRow, UsageRow,
+    Ballot, BallotOutcome, BallotRow, DeliveryRow, EpisodeDetail, EpisodeMeta, EpisodeRow,
+    EpisodeSummary, ErrorClass, ErrorRecord, ErrorRow, Extraction, ExtractionRow,
+    ExtractionStatus, Judgement, JudgementRow, NotApplicableRow, PanelRecord, PanelUse, Question,
+    QuestionRow, RequirementOutcomeRow, Role, RunRows, StartResultRow, Status, SubmissionRecord,
+    SubmissionRow, TestRow, UsageRow, VoteRow,
 };
 pub use runner_lock::{RUNNER_LOCK, RunnerLock, lock_runner, runner_alive};
 pub use schema::{SCHEMA_VERSION, is_volatile_column};

@@ -74,6 +74,7 @@ pub fn merge<P: AsRef<Path>>(runs: &[P], out: &Path) -> Result<MergeSummary, Sto
     let mut episodes: BTreeMap<String, EpisodeRows> = BTreeMap::new();
     let mut columns: BTreeMap<&'static str, Vec<String>> = BTreeMap::new();
     let mut not_applicable: BTreeMap<Vec<String>, Vec<Value>> = BTreeMap::new();
+    let mut panels: BTreeMap<String, Vec<Value>> = BTreeMap::new();
     let mut duplicates = 0;
     for (source, store) in stores.iter().enumerate() {
         for (episode, tables) in read_episodes(store, &mut columns)? {
@@ -105,12 +106,20 @@ pub fn merge<P: AsRef<Path>>(runs: &[P], out: &Path) -> Result<MergeSummary, Sto
                 .collect();
             not_applicable.entry(key).or_insert(row);
         }
+        let named = read_table(store, "panels")?;
+        columns.insert("panels", named.columns.clone());
+        for row in named.rows {
+            // Keyed by name, which is a hash of the whole configuration: equal names hold
+            // equal rows, so the first run's is kept.
+            let key = render_value(ValueRef::from(&row[0]));
+            panels.entry(key).or_insert(row);
+        }
     }
 
     let mut merged_config = stores[0].config().clone();
     merged_config.shard = None;
     let target = Store::create(out, &merged_config)?;
-    write_rows(&target, &episodes, &columns, &not_applicable)?;
+    write_rows(&target, &episodes, &columns, &RunLevel { not_applicable: &not_applicable, panels: &panels })?;
     for (id, rows) in &episodes {
         let src = stores[rows.source].episode_dir(id);
         if src.is_dir() {
@@ -227,12 +236,18 @@ fn stable_rows(rows: &[Vec<Value>], names: &[String]) -> Vec<Vec<String>> {
     out
 }
 
+/// The kept rows of the run-level tables (no episode column).
+struct RunLevel<'a> {
+    not_applicable: &'a BTreeMap<Vec<String>, Vec<Value>>,
+    panels: &'a BTreeMap<String, Vec<Value>>,
+}
+
 /// Inserts every kept row into the merged store in one transaction, parents first.
 fn write_rows(
     target: &Store,
     episodes: &BTreeMap<String, EpisodeRows>,
     columns: &BTreeMap<&'static str, Vec<String>>,
-    not_applicable: &BTreeMap<Vec<String>, Vec<Value>>,
+    run_level: &RunLevel<'_>,
 ) -> Result<(), StoreError> {
     let path = target.db_path().to_path_buf();
     let mut conn = target.conn();
@@ -248,7 +263,9 @@ fn write_rows(
         );
         let mut stmt = tx.prepare(&sql).at(&path)?;
         let rows: Box<dyn Iterator<Item = &Vec<Value>>> = if *table == "not_applicable" {
-            Box::new(not_applicable.values())
+            Box::new(run_level.not_applicable.values())
+        } else if *table == "panels" {
+            Box::new(run_level.panels.values())
         } else {
             Box::new(
                 episodes

@@ -347,6 +347,109 @@ pub(crate) const ERRORS: Reader<ErrorRow> = Reader {
     },
 };
 
+/// `panels`, by name; never read per episode.
+pub(crate) const PANELS: Reader<PanelRecord> = Reader {
+    sql: "SELECT name, use, config, prompt_version, prompt_hash FROM panels",
+    filter_column: "name",
+    order: "name",
+    cmp: |a, b| a.name.cmp(&b.name),
+    map: |r, path| {
+        Ok(PanelRecord {
+            name: r.get(0).at(path)?,
+            use_: parse_name("panels", "use", text(r, 1, path)?)?,
+            config: serde_json::from_str(text(r, 2, path)?).map_err(json_error("panels.config"))?,
+            prompt_version: r.get(3).at(path)?,
+            prompt_hash: r.get(4).at(path)?,
+        })
+    },
+};
+
+fn vote_of(r: &Row<'_>, i: usize, path: &Path) -> Result<Option<serde_json::Value>, StoreError> {
+    opt_text(r, i, path)?
+        .map(|v| serde_json::from_str(v).map_err(json_error("ballots.vote")))
+        .transpose()
+}
+
+/// `ballots` with requests and responses, by (episode, panel, subject, seat).
+pub(crate) const BALLOTS: Reader<BallotRow> = Reader {
+    sql: "SELECT episode, panel, subject, seat, model, position, prompt_version, outcome, vote,
+        request, response, error FROM ballots",
+    filter_column: "episode",
+    order: "episode, panel, subject, seat",
+    cmp: |a, b| {
+        let (x, y) = (&a.ballot, &b.ballot);
+        (&a.episode, &x.panel, &x.subject, x.seat).cmp(&(&b.episode, &y.panel, &y.subject, y.seat))
+    },
+    map: |r, path| {
+        Ok(BallotRow {
+            episode: r.get(0).at(path)?,
+            ballot: Ballot {
+                panel: r.get(1).at(path)?,
+                subject: r.get(2).at(path)?,
+                seat: r.get(3).at(path)?,
+                model: r.get(4).at(path)?,
+                position: r.get(5).at(path)?,
+                prompt_version: r.get(6).at(path)?,
+                outcome: parse_name("ballots", "outcome", text(r, 7, path)?)?,
+                vote: vote_of(r, 8, path)?,
+                request: serde_json::from_str(text(r, 9, path)?).map_err(json_error("ballots.request"))?,
+                response: serde_json::from_str(text(r, 10, path)?).map_err(json_error("ballots.response"))?,
+                error: r.get(11).at(path)?,
+            },
+        })
+    },
+};
+
+/// `ballots` without requests and responses (reports), by (episode, panel, subject, seat).
+pub(crate) const VOTES: Reader<VoteRow> = Reader {
+    sql: "SELECT episode, panel, subject, seat, model, outcome, vote FROM ballots",
+    filter_column: "episode",
+    order: "episode, panel, subject, seat",
+    cmp: |a, b| (&a.episode, &a.panel, &a.subject, a.seat).cmp(&(&b.episode, &b.panel, &b.subject, b.seat)),
+    map: |r, path| {
+        Ok(VoteRow {
+            episode: r.get(0).at(path)?,
+            panel: r.get(1).at(path)?,
+            subject: r.get(2).at(path)?,
+            seat: r.get(3).at(path)?,
+            model: r.get(4).at(path)?,
+            outcome: parse_name("ballots", "outcome", text(r, 5, path)?)?,
+            vote: vote_of(r, 6, path)?,
+        })
+    },
+};
+
+/// `extractions`, by (episode, panel, k).
+pub(crate) const EXTRACTIONS: Reader<ExtractionRow> = Reader {
+    sql: "SELECT episode, panel, k, status, score, success, valid, objective, signature, routes,
+        agreeing FROM extractions",
+    filter_column: "episode",
+    order: "episode, panel, k",
+    cmp: |a, b| {
+        let (x, y) = (&a.extraction, &b.extraction);
+        (&a.episode, &x.panel, x.k).cmp(&(&b.episode, &y.panel, y.k))
+    },
+    map: |r, path| {
+        Ok(ExtractionRow {
+            episode: r.get(0).at(path)?,
+            extraction: Extraction {
+                panel: r.get(1).at(path)?,
+                k: r.get(2).at(path)?,
+                status: parse_name("extractions", "status", text(r, 3, path)?)?,
+                score: r.get(4).at(path)?,
+                success: r.get(5).at(path)?,
+                valid: r.get(6).at(path)?,
+                objective: r.get(7).at(path)?,
+                signature: opt_text(r, 8, path)?
+                    .map(|s| parse_name("extractions", "signature", s))
+                    .transpose()?,
+                routes: r.get(9).at(path)?,
+                agreeing: r.get(10).at(path)?,
+            },
+        })
+    },
+};
+
 /// `not_applicable`, by (task, agent, condition, start); never read per episode.
 pub(crate) const NOT_APPLICABLE: Reader<NotApplicableRow> = Reader {
     sql: "SELECT task, agent, condition, start, reason FROM not_applicable",

@@ -88,7 +88,8 @@ pub enum Role {
     User,
     /// A model judging clarification coverage (seed 002 A.3 Recall / Ask-F1).
     Judge,
-    /// A model extracting questions or facts from an episode's text.
+    /// A model extracting a delivered artifact into the case's submission schema (seed 002
+    /// §4.1, A.9.4).
     Extractor,
     /// A model detecting questions or refusals in an agent's replies (seed 002 A.9.3).
     Detector,
@@ -196,15 +197,206 @@ pub struct Question {
 /// A judge's verdict on one clarification target of an episode (seed 002 §4 coverage).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Judgement {
-    /// Judge name, e.g. `offline` (the shared matching rule) or `chat:<model>`.
+    /// Judge name: `offline:<rule version>` (the shared matching rule) or a coverage panel's
+    /// `panel:<hash>` (`panels.name`).
     pub judge: String,
     /// Clarification target id.
     pub target: String,
-    /// The judge's verdict: `covered` or `missed` (docs/store-schema.md).
+    /// The judge's verdict: `covered`, `missed`, or `unavailable` (a panel none of whose
+    /// judges returned a ballot; docs/store-schema.md).
     pub verdict: String,
     /// 0-based question-unit indices the judge linked to the target: the episode's questions
     /// in `idx` order, split at question marks, numbered consecutively (docs/store-schema.md).
     pub matched_question_indices: Vec<u32>,
+}
+
+/// What a model panel is used for (`panels.use`; seed 002 §4.1, A.3, A.9.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PanelUse {
+    /// Clarification-coverage judges (seed 002 §4.1 "Requirement coverage", A.9.5).
+    Judge,
+    /// Artifact extractors (seed 002 §4.1 "Extraction and case evaluation", A.9.4).
+    Extractor,
+    /// Question detectors of the delivery text channel (seed 002 A.9.3).
+    Detector,
+}
+
+impl PanelUse {
+    /// The text stored in `panels.use`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PanelUse::Judge => "judge",
+            PanelUse::Extractor => "extractor",
+            PanelUse::Detector => "detector",
+        }
+    }
+
+    /// The `usage` role the panel's model calls are recorded under.
+    pub fn role(self) -> Role {
+        match self {
+            PanelUse::Judge => Role::Judge,
+            PanelUse::Extractor => Role::Extractor,
+            PanelUse::Detector => Role::Detector,
+        }
+    }
+}
+
+/// A row of `panels`: one panel configuration verdicts were made with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PanelRecord {
+    /// `panel:<12 hex digits>`: the start of the sha256 of the use, the configuration and
+    /// the prompt texts, so equal names mean equal panels. Judge verdicts in `judgements`
+    /// carry it as their judge name.
+    pub name: String,
+    /// What the panel is for.
+    pub use_: PanelUse,
+    /// The configuration as JSON: the models (endpoint, model, key variable, request
+    /// arguments; never a key), the vote rule and the settings of the use.
+    pub config: serde_json::Value,
+    /// The prompt version: the built-in prompts' version, or `file:` and the override's hash.
+    pub prompt_version: String,
+    /// Hex sha256 of every prompt text the panel sends.
+    pub prompt_hash: String,
+}
+
+/// How one panel model's ballot ended (`ballots.outcome`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BallotOutcome {
+    /// The model returned a ballot that parses; it counts in the vote.
+    Ballot,
+    /// The model answered twice (the request and its one repair retry) with text that is not
+    /// the JSON asked for; dropped from the vote.
+    Malformed,
+    /// The model service failed after the client's retries (or the request was abandoned);
+    /// dropped from the vote.
+    Failed,
+}
+
+impl BallotOutcome {
+    /// The text stored in `ballots.outcome`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BallotOutcome::Ballot => "ballot",
+            BallotOutcome::Malformed => "malformed",
+            BallotOutcome::Failed => "failed",
+        }
+    }
+}
+
+/// One panel model's ballot on one subject of an episode (a clarification target, a
+/// submission, an agent turn).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ballot {
+    /// Panel name (`panels.name`).
+    pub panel: String,
+    /// What was voted on: a clarification target id (judge), `submission:<k>` (extractor),
+    /// `turn:<n>` (detector).
+    pub subject: String,
+    /// 0-based index of the model in the panel file.
+    pub seat: u32,
+    /// The model name sent.
+    pub model: String,
+    /// 0-based place of this call in the seeded call order of the subject.
+    pub position: u32,
+    /// The prompt version the request was built from.
+    pub prompt_version: String,
+    /// How the ballot ended.
+    pub outcome: BallotOutcome,
+    /// The parsed ballot (`Ballot` outcome only): `{"covered","question_indices"}` (judge),
+    /// `{"asking","questions"}` (detector), `{"score","valid",…}` (extractor).
+    pub vote: Option<serde_json::Value>,
+    /// Every request sent, in order (a JSON array of request bodies or, for an extractor,
+    /// its session's opening).
+    pub request: serde_json::Value,
+    /// Every response received, in order (a JSON array of texts or, for an extractor, its
+    /// session transcript).
+    pub response: serde_json::Value,
+    /// Why there is no ballot, lowercase (`Malformed` and `Failed`).
+    pub error: Option<String>,
+}
+
+/// A row of `ballots`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BallotRow {
+    /// Episode id.
+    pub episode: String,
+    /// The ballot.
+    pub ballot: Ballot,
+}
+
+/// A row of `ballots` without its request and response (what reports read).
+#[derive(Debug, Clone, PartialEq)]
+pub struct VoteRow {
+    /// Episode id.
+    pub episode: String,
+    /// Panel name.
+    pub panel: String,
+    /// What was voted on.
+    pub subject: String,
+    /// 0-based model index in the panel file.
+    pub seat: u32,
+    /// Model name.
+    pub model: String,
+    /// How the ballot ended.
+    pub outcome: BallotOutcome,
+    /// The parsed ballot.
+    pub vote: Option<serde_json::Value>,
+}
+
+/// Whether the extraction panel agreed on a score (`extractions.status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExtractionStatus {
+    /// At least three extractions gave the same score to 4 decimal places (seed 002 A.3).
+    Scored,
+    /// No three agreed: the run has no score ("unavailable", seed 002 A.3).
+    Unavailable,
+}
+
+impl ExtractionStatus {
+    /// The text stored in `extractions.status`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExtractionStatus::Scored => "scored",
+            ExtractionStatus::Unavailable => "unavailable",
+        }
+    }
+}
+
+/// The extraction panel's verdict on submission `k` of an episode (seed 002 §4.1, A.3).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Extraction {
+    /// Panel name.
+    pub panel: String,
+    /// The submission extracted (1-based).
+    pub k: u32,
+    /// Scored or unavailable.
+    pub status: ExtractionStatus,
+    /// The agreed delivery score (seed 002 §4.2 s_ir), when scored.
+    pub score: Option<f64>,
+    /// Success (score at the reference), when scored.
+    pub success: Option<bool>,
+    /// Validity (no hard constraint violated) of an evaluation supporting the score.
+    pub valid: Option<bool>,
+    /// That evaluation's raw objective.
+    pub objective: Option<f64>,
+    /// That evaluation's zero-score signature.
+    pub signature: Option<Signature>,
+    /// Extractor sessions run (early stopping leaves the rest out).
+    pub routes: u32,
+    /// Extractions whose score equals the recorded one to 4 decimal places.
+    pub agreeing: u32,
+}
+
+/// A row of `extractions`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExtractionRow {
+    /// Episode id.
+    pub episode: String,
+    /// The verdict.
+    pub extraction: Extraction,
 }
 
 /// An infrastructure or evaluation error met during an attempt.
@@ -484,6 +676,10 @@ pub struct EpisodeDetail {
     pub questions: Vec<QuestionRow>,
     /// Judgements by (judge, target).
     pub judgements: Vec<JudgementRow>,
+    /// Panel ballots by (panel, subject, seat), requests and responses included.
+    pub ballots: Vec<BallotRow>,
+    /// Extraction verdicts by (panel, k).
+    pub extractions: Vec<ExtractionRow>,
     /// Usage by (attempt, role).
     pub usage: Vec<UsageRow>,
     /// Errors by (attempt, idx).
@@ -515,4 +711,10 @@ pub struct RunRows {
     pub errors: Vec<ErrorRow>,
     /// Not-applicable combinations by (task, agent, condition, start).
     pub not_applicable: Vec<NotApplicableRow>,
+    /// Panel configurations by name.
+    pub panels: Vec<PanelRecord>,
+    /// Panel ballots without requests and responses, by (episode, panel, subject, seat).
+    pub votes: Vec<VoteRow>,
+    /// Extraction verdicts by (episode, panel, k).
+    pub extractions: Vec<ExtractionRow>,
 }

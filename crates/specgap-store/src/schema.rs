@@ -15,14 +15,14 @@ use rusqlite::Connection;
 use crate::error::{SqlContext, StoreError};
 
 /// Current schema version, stored in `PRAGMA user_version`.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// How long a writer waits for another connection's lock before failing (milliseconds).
 pub const BUSY_TIMEOUT_MS: u64 = 10_000;
 
 /// Migration steps: `MIGRATIONS[i]` turns version `i + 1` into `i + 2`. A new store is made
 /// at version 1 and taken through every step, so new and upgraded stores have one schema.
-const MIGRATIONS: &[&str] = &[USAGE_ROLES_V2, START_VERDICT_V3];
+const MIGRATIONS: &[&str] = &[USAGE_ROLES_V2, START_VERDICT_V3, PANELS_V4];
 
 /// Version 3: `start_results.score` and `start_results.success`, the Score and Success of the
 /// residual starting state by the task's scoring kind (NULL in rows written before); a state
@@ -60,6 +60,49 @@ DROP TABLE usage;
 ALTER TABLE usage_v2 RENAME TO usage;
 "#;
 
+/// Version 4: model panels (issue 16; seed 002 §4.1, A.3, A.9.3–A.9.5). `panels` names each
+/// panel configuration a verdict was made with; `ballots` holds every ballot of every panel
+/// model (request and response included); `extractions` the extraction panel's verdict on a
+/// submission. Only new tables (docs/store-schema.md "Version 4").
+const PANELS_V4: &str = r#"
+CREATE TABLE panels (
+    name            TEXT PRIMARY KEY,
+    use             TEXT NOT NULL CHECK (use IN ('judge','extractor','detector')),
+    config          TEXT NOT NULL,
+    prompt_version  TEXT NOT NULL,
+    prompt_hash     TEXT NOT NULL
+) STRICT;
+CREATE TABLE ballots (
+    episode         TEXT NOT NULL REFERENCES episodes(id),
+    panel           TEXT NOT NULL,
+    subject         TEXT NOT NULL,
+    seat            INTEGER NOT NULL CHECK (seat >= 0),
+    model           TEXT NOT NULL,
+    position        INTEGER NOT NULL CHECK (position >= 0),
+    prompt_version  TEXT NOT NULL,
+    outcome         TEXT NOT NULL CHECK (outcome IN ('ballot','malformed','failed')),
+    vote            TEXT,
+    request         TEXT NOT NULL,
+    response        TEXT NOT NULL,
+    error           TEXT,
+    PRIMARY KEY (episode, panel, subject, seat)
+) STRICT;
+CREATE TABLE extractions (
+    episode         TEXT NOT NULL REFERENCES episodes(id),
+    panel           TEXT NOT NULL,
+    k               INTEGER NOT NULL CHECK (k >= 1),
+    status          TEXT NOT NULL CHECK (status IN ('scored','unavailable')),
+    score           REAL,
+    success         INTEGER,
+    valid           INTEGER,
+    objective       REAL,
+    signature       TEXT,
+    routes          INTEGER NOT NULL,
+    agreeing        INTEGER NOT NULL,
+    PRIMARY KEY (episode, panel, k)
+) STRICT;
+"#;
+
 /// Tables in dependency order (parents first), with the column naming the episode they belong
 /// to (`None` for run-level tables).
 pub(crate) const TABLES: &[(&str, Option<&str>)] = &[
@@ -73,7 +116,10 @@ pub(crate) const TABLES: &[(&str, Option<&str>)] = &[
     ("judgements", Some("episode")),
     ("usage", Some("episode")),
     ("errors", Some("episode")),
+    ("ballots", Some("episode")),
+    ("extractions", Some("episode")),
     ("not_applicable", None),
+    ("panels", None),
 ];
 
 /// Whether a column holds a wall-clock time or a duration, which differ between two runs of

@@ -570,6 +570,8 @@ impl Store {
             deliveries: self.read_of(&read::DELIVERIES, id)?,
             questions: self.read_of(&read::QUESTIONS, id)?,
             judgements: self.read_of(&read::JUDGEMENTS, id)?,
+            ballots: self.read_of(&read::BALLOTS, id)?,
+            extractions: self.read_of(&read::EXTRACTIONS, id)?,
             usage: self.read_of(&read::USAGE, id)?,
             errors: self.read_of(&read::ERRORS, id)?,
         }))
@@ -620,6 +622,9 @@ fn read_first_half(conn: &Connection, path: &Path) -> Result<RunRows, StoreError
         usage: read::USAGE.read(conn, path, None)?,
         errors: read::ERRORS.read(conn, path, None)?,
         not_applicable: read::NOT_APPLICABLE.read(conn, path, None)?,
+        panels: read::PANELS.read(conn, path, None)?,
+        votes: read::VOTES.read(conn, path, None)?,
+        extractions: read::EXTRACTIONS.read(conn, path, None)?,
         ..RunRows::default()
     })
 }
@@ -638,6 +643,8 @@ fn delete_attempt_rows(
         "deliveries",
         "questions",
         "judgements",
+        "ballots",
+        "extractions",
     ] {
         tx.execute_cached(&format!("DELETE FROM {table} WHERE episode = ?1"), [id])
             .at(path)?;

@@ -249,6 +249,14 @@ impl EpisodeWriter {
         self.store.record_judgement(&self.id, judgement)
     }
 
+    /// Records ballots of this episode (a live question detector's; seed 002 A.9.3).
+    ///
+    /// # Errors
+    /// As [`Store::record_ballots`].
+    pub fn record_ballots(&mut self, ballots: &[crate::Ballot]) -> Result<(), StoreError> {
+        self.store.record_ballots(&self.id, ballots)
+    }
+
     /// Adds model usage of `role` to this attempt's `usage` row (created on first use), so it
     /// may be called once per model request, once per call, or once at the end; the row holds
     /// the sum. Same as [`UsageRecorder::record`] on [`EpisodeWriter::usage_recorder`].

@@ -499,7 +499,7 @@ impl Checker<'_> {
             Ok(leaks) if leaks.is_empty() => self.push(
                 "leak-scan",
                 Verdict::Pass,
-                "no unstated requirement text in instruction.md or workspace files",
+                "no unstated requirement text in instruction.md, workspace files, observations or user.toml",
             ),
             Ok(leaks) => {
                 let shown: Vec<String> = leaks.iter().map(Leak::to_string).collect();
@@ -1200,8 +1200,12 @@ pub(crate) fn placeholders(detail: &str) -> Vec<&str> {
     keys
 }
 
-/// Leaks in instruction.md and every regular workspace file (binary files skipped), file
-/// by file in path order.
+/// Leaks in everything the agent can see or hear: instruction.md, every regular workspace
+/// file (binary files skipped) in path order, then what the owner can say — each
+/// observation's incident, detail and (format 2) request, which the `relay` owner relays
+/// after a failed submission, and `user.toml`'s understanding and editable surface, whose
+/// sentences it answers questions with (labelled like `observations.toml
+/// charge-once/charged-twice request` and `user.toml understanding`).
 pub fn scan_package(package: &TaskPackage) -> Result<Vec<Leak>, LoadError> {
     let unstated: Vec<_> = package
         .requirements()
@@ -1209,6 +1213,37 @@ pub fn scan_package(package: &TaskPackage) -> Result<Vec<Leak>, LoadError> {
         .filter(|r| !r.stated)
         .collect();
     let mut leaks = leak::scan_text("instruction.md", package.instruction(), &unstated);
+    leaks.extend(scan_workspace(package, &unstated)?);
+    for observation in package.observations() {
+        let label = |field: &str| {
+            format!(
+                "observations.toml {}/{} {field}",
+                observation.requirement, observation.failure_mode
+            )
+        };
+        leaks.extend(leak::scan_text(&label("incident"), &observation.incident, &unstated));
+        leaks.extend(leak::scan_text(&label("detail"), &observation.detail, &unstated));
+        if let Some(request) = &observation.request {
+            leaks.extend(leak::scan_text(&label("request"), request, &unstated));
+        }
+    }
+    if let Some(profile) = package.user() {
+        leaks.extend(leak::scan_text("user.toml understanding", &profile.understanding, &unstated));
+        leaks.extend(leak::scan_text(
+            "user.toml editable_surface",
+            &profile.editable_surface,
+            &unstated,
+        ));
+    }
+    Ok(leaks)
+}
+
+/// Leaks in every regular workspace file, in path order.
+fn scan_workspace(
+    package: &TaskPackage,
+    unstated: &[&specgap_protocol::package::Requirement],
+) -> Result<Vec<Leak>, LoadError> {
+    let mut leaks = Vec::new();
     let root = package.root();
     let walker = walkdir::WalkDir::new(package.workspace_dir())
         .follow_links(false)
@@ -1225,7 +1260,7 @@ pub fn scan_package(package: &TaskPackage) -> Result<Vec<Leak>, LoadError> {
         leaks.extend(leak::scan_text(
             &rel.display().to_string(),
             &text,
-            &unstated,
+            unstated,
         ));
     }
     Ok(leaks)

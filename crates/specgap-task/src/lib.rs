@@ -19,7 +19,9 @@
 //! * Both judge submissions through the [`Judge`] trait; [`SandboxJudge`] materializes the
 //!   starter, an overlay or a residual state with `specgap-sandbox` and runs the real evaluator
 //!   under bubblewrap. [`leak`] is the leak scan; [`matching`] the shared question-matching rule;
-//!   [`residual`] the left-out files of a residual state (shared by `check` and the report).
+//!   [`owner`] the sentences of `user.toml` the relay owner answers from (and the leak scan
+//!   reads); [`residual`] the left-out files of a residual state (shared by `check` and the
+//!   report).
 //!
 //! ```no_run
 //! let package = specgap_task::load("examples/tasks/payment-retry")?;
@@ -42,6 +44,7 @@ mod judge;
 pub mod leak;
 mod load;
 pub mod matching;
+pub mod owner;
 mod package;
 pub mod residual;
 mod sandbox_judge;

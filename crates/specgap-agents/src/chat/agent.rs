@@ -16,10 +16,14 @@
 //! [`AgentReply::ContextOverflow`]. Service faults after retries are [`AgentError`]s, which
 //! the engine records as infrastructure errors. A request abandoned at the episode's deadline
 //! ([`Agent::attach`], [`crate::chat::client`]) is [`AgentReply::Abandoned`].
+//!
+//! A phase change (plan mode's `write_plan`, [`Agent::change_phase`]) replaces the system
+//! message and the tools; the rest of the history stays, so the next request carries the
+//! execution prompt and the full toolset.
 
 use std::collections::HashSet;
 
-use specgap_engine::session::{Agent, AgentError, AgentReply, Incoming, Opening, SessionLink};
+use specgap_engine::session::{Agent, AgentError, AgentReply, Incoming, Opening, PhaseChange, SessionLink};
 use specgap_protocol::event::{ToolCall, ToolSpec, Usage};
 
 use crate::chat::client::{ChatClient, ClientError, Completion};
@@ -123,6 +127,19 @@ impl ChatAgent {
         }
     }
 
+    /// The system message for `prompt` with `tools`, which are kept for the requests (or, when
+    /// emulating tool calls, described at the end of the prompt).
+    fn system_message(&mut self, prompt: &str, tools: &[ToolSpec]) -> WireMessage {
+        let mut system = prompt.to_string();
+        if self.emulate_tools {
+            system.push_str(&emulate::tool_instructions(tools));
+        } else {
+            self.tools = tools.to_vec();
+            self.tools_chars = serde_json::to_string(&self.tools).map_or(0, |s| s.len());
+        }
+        WireMessage::text("system", system)
+    }
+
     fn reply_from(&mut self, completion: Completion) -> AgentReply {
         let Completion { text, tool_calls, finish_reason, refusal, usage } = completion;
         let text_opt = Some(text.clone()).filter(|t| !t.trim().is_empty());
@@ -160,15 +177,18 @@ impl Agent for ChatAgent {
     }
 
     fn start(&mut self, opening: &Opening) -> Result<(), AgentError> {
-        let mut system = opening.system_prompt.clone();
-        if self.emulate_tools {
-            system.push_str(&emulate::tool_instructions(&opening.tools));
-        } else {
-            self.tools = opening.tools.clone();
-            self.tools_chars = serde_json::to_string(&self.tools).map_or(0, |s| s.len());
-        }
-        self.messages = vec![WireMessage::text("system", system), WireMessage::text("user", opening.message.clone())];
+        let system = self.system_message(&opening.system_prompt, &opening.tools);
+        self.messages = vec![system, WireMessage::text("user", opening.message.clone())];
         Ok(())
+    }
+
+    fn change_phase(&mut self, change: &PhaseChange) -> bool {
+        let system = self.system_message(&change.system_prompt, &change.tools);
+        match self.messages.first_mut() {
+            Some(first) => *first = system,
+            None => self.messages.push(system),
+        }
+        true
     }
 
     fn next_turn(&mut self, inbox: &[Incoming]) -> Result<AgentReply, AgentError> {

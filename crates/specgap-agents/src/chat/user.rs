@@ -1,27 +1,44 @@
 //! [`ChatUser`]: the owner or the customer played by a model (`--user chat:<model>`).
 //!
-//! * **Owner** (owner conditions: partial, full, literal, plan; intent of seed 000 F.4):
-//!   speaks in the first person and briefly (about 150 words at most). Its context is
-//!   `user.toml` (persona, understanding, editable surface, style) and the instruction it
-//!   wrote; under `full` it also knows `instruction.full.md`. Feedback turns an observation
-//!   (scene, incident, and the measured detail once it is due) into what the owner saw, what
-//!   it costs, and what must be different next time. Questions are answered from what the
-//!   owner knows, or with "I do not know, find out from the project". It never learns
-//!   requirement ids or descriptions (outside `full`, which states them in prose) nor any
-//!   evaluator output, and it never mentions benchmarks, tests, scores or evaluators.
-//! * **Customer** (delivery conditions; intent of seed 002 A.9.2): answers from the request
-//!   and `information.md`, does not volunteer formulas or weights (a business-level
-//!   explanation is fine), and gives a sensible business default when its knowledge does
-//!   not cover the question. It never sees requirement ids, evaluator files or solutions.
+//! * **Owner** (owner conditions: partial, full, literal, plan; every rule of seed 000 App. F.4,
+//!   in our own words): plays the persona of `user.toml`, whose knowledge is its own picture of
+//!   the project (`understanding`; under `full` also the complete specification), what it has
+//!   already told the engineer, and the latest item. It writes in the first person, at most
+//!   about 150 words; after an observation it says what it saw and what that costs, then in one
+//!   or two sentences what must be different next time, never a list of conditions; it takes an
+//!   engineer's message as a claim, not an observation, and answers from what it knows or says
+//!   it does not know and asks the engineer to find out from the project; it raises only
+//!   problems it has observed, names no cause or fix its picture lacks, invents nothing, never
+//!   asks for tests, checks or records, never mentions benchmarks, rubrics, scores, hidden
+//!   tests, evaluators or a simulation, and replies with the message alone. It never learns
+//!   requirement ids or descriptions (outside `full`, whose specification states them in
+//!   prose) nor any evaluator output.
+//! * **Customer** (delivery conditions; intent of seed 002 A.9.2): answers from its request and
+//!   `information.md`, does not volunteer formulas or weights (a business-level explanation is
+//!   fine), and gives a sensible business default when its knowledge does not cover the
+//!   question. It never sees requirement ids, evaluator files or solutions.
 //!
-//! The user keeps its own conversation (questions and feedback as user messages, its replies
-//! as assistant messages). An empty reply is asked again up to [`EMPTY_REPLY_RETRIES`]
-//! times, then the episode is an infrastructure error. Its requests are held to the
-//! episode's deadline and their usage is recorded as each completes, through the
-//! [`SessionLink`] the engine attaches ([`crate::chat::client`]); a request abandoned at the
-//! deadline is [`UserError::abandoned`].
+//! **History.** The user keeps its own conversation, which starts with the opening message
+//! *verbatim, as the agent received it* — instruction.md, or instruction.full.md under `full` —
+//! as the user's own first message (an assistant turn after a one-line cue, so every chat
+//! template sees a user turn first); then each latest item (an observation, or an engineer's
+//! message) as a user message and its reply as an assistant message.
+//!
+//! **Prompt files.** Every text sent to the user model is one of [`USER_PROMPT_FILES`]
+//! (`src/chat/prompts/*.md`), which a run may replace (`specgap run --prompts DIR`,
+//! [`specgap_engine::prompt_files`]); the placeholders are `{persona}`, `{understanding}`,
+//! `{specification_note}`, `{editable_surface}`, `{style_note}` (owner.md), `{information}`
+//! (customer.md), `{scene}`, `{incident}`, `{detail_note}`, `{request_note}`
+//! (owner_observation.md) and `{question}` (owner_question.md, customer_question.md).
+//!
+//! An empty reply is asked again up to [`EMPTY_REPLY_RETRIES`] times, then the episode is an
+//! infrastructure error. Its requests are held to the episode's deadline and their usage is
+//! recorded as each completes, through the [`SessionLink`] the engine attaches
+//! ([`crate::chat::client`]); a request abandoned at the deadline is [`UserError::abandoned`].
 
 use specgap_engine::condition::{Condition, OpeningKind};
+use specgap_engine::prompt_files::{PromptFile, Replacements};
+use specgap_engine::prompts::opening_message;
 use specgap_engine::runner::{PlannedEpisode, UserFactory};
 use specgap_engine::session::{FeedbackContext, Question, Reply, SessionLink, User, UserError};
 use specgap_protocol::event::Usage;
@@ -32,14 +49,50 @@ use crate::chat::ChatConfig;
 use crate::chat::client::{ChatClient, ClientError};
 use crate::chat::wire::WireMessage;
 
-/// Version of the owner / customer prompt texts of this module ([`UserKnowledge`] and the
-/// question and feedback prompts); bump on any change. It is stored in the user's table in
-/// `run.toml` (`user_prompt_version`), which the episode key hashes, so edited prompts key new
-/// episodes.
-pub const USER_PROMPT_VERSION: &str = "1";
+/// Version of the owner / customer prompt texts of this module ([`USER_PROMPT_FILES`] and
+/// their fill-ins); bump on any change. It is stored in the user's table in `run.toml`
+/// (`user_prompt_version`), which the episode key hashes, so edited prompts key new episodes.
+/// 2: every rule of seed 000 App. F.4 in the owner prompt; the history starts with the opening
+/// message verbatim; prompts are replaceable files.
+pub const USER_PROMPT_VERSION: &str = "2";
 
 /// Extra tries after an empty user reply.
 pub const EMPTY_REPLY_RETRIES: u32 = 2;
+
+/// The simulated user's prompt files (module guide), which `--prompts DIR` may replace.
+pub const USER_PROMPT_FILES: &[PromptFile] = &[
+    PromptFile { name: "owner.md", builtin: include_str!("prompts/owner.md"), purpose: "system prompt of the chat owner (seed 000 F.4)" },
+    PromptFile {
+        name: "owner_opening.md",
+        builtin: include_str!("prompts/owner_opening.md"),
+        purpose: "the cue before the owner's first message (the opening instruction) in its history",
+    },
+    PromptFile {
+        name: "owner_observation.md",
+        builtin: include_str!("prompts/owner_observation.md"),
+        purpose: "the chat owner's latest item after a failed submission: the observation",
+    },
+    PromptFile {
+        name: "owner_question.md",
+        builtin: include_str!("prompts/owner_question.md"),
+        purpose: "the chat owner's latest item when the engineer asks: the message",
+    },
+    PromptFile {
+        name: "customer.md",
+        builtin: include_str!("prompts/customer.md"),
+        purpose: "system prompt of the chat customer (seed 002 A.9.2)",
+    },
+    PromptFile {
+        name: "customer_opening.md",
+        builtin: include_str!("prompts/customer_opening.md"),
+        purpose: "the cue before the customer's first message (the request) in its history",
+    },
+    PromptFile {
+        name: "customer_question.md",
+        builtin: include_str!("prompts/customer_question.md"),
+        purpose: "the chat customer's latest item: the engineer's question",
+    },
+];
 
 /// Whom the model plays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,58 +103,116 @@ pub enum UserRole {
     Customer,
 }
 
-/// Everything the simulated user knows, rendered as its system prompt.
+/// Everything the simulated user knows and the prompts it is asked with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UserKnowledge {
     /// Owner or customer.
     pub role: UserRole,
     /// The system prompt.
     pub system_prompt: String,
+    /// The user's first message: the opening message verbatim, as the agent received it.
+    pub first_message: String,
+    /// The cue before the first message in the history.
+    pub opening_cue: String,
+    /// The latest-item template of an observation (owner) — empty for the customer.
+    pub observation_prompt: String,
+    /// The latest-item template of an engineer's message.
+    pub question_prompt: String,
 }
 
-const OWNER_RULES: &str = "You are the owner of a software or research project and you have handed a piece of work to an \
-engineer. Stay in that role. Write in the first person, plainly, in at most about 150 words. Use only what you know from \
-the briefing below and what you have seen yourself; never invent facts, numbers, files or causes. You do not know how the \
-work will be judged and you never talk about benchmarks, tests, scores, graders or evaluators. When the engineer asks \
-something your briefing answers, answer it; when it does not, say that you do not know and that they should find it out \
-from the project itself.";
+/// Fills `{name}` placeholders of `template` (unknown ones stay as written).
+fn fill(template: &str, pairs: &[(&str, &str)]) -> String {
+    pairs.iter().fold(template.to_string(), |text, (key, value)| text.replace(&format!("{{{key}}}"), value))
+}
 
-const CUSTOMER_RULES: &str = "You are the business person who sent a request to a delivery engineer, and you answer their \
-clarification questions. Stay in that role and answer in your own voice, directly and briefly, as someone who simply knows \
-their business; do not mention documents, briefings or notes. Take facts, values, field names and thresholds from your \
-business knowledge below and give them exactly. Your knowledge may mention internal scoring formulas, weights or penalty \
-coefficients: never volunteer them, and if asked, explain the business intent in words without formulas or numeric \
-weights. When your knowledge does not cover a question, give a sensible business default and say it is your preference. \
-Never mention benchmarks, tests, scores or evaluators.";
+fn prompt<'r>(replaced: &'r Replacements, name: &str) -> &'r str {
+    USER_PROMPT_FILES.iter().find(|f| f.name == name).map_or("", |f| replaced.text(f))
+}
 
 impl UserKnowledge {
-    /// What the user of `package` knows under `condition` (module guide).
+    /// What the user of `package` knows under `condition` with specgap's own prompts; the
+    /// opening message is rendered for run seed 0, repeat 0 (which only `oracle:R` depends on).
     pub fn for_episode(package: &TaskPackage, condition: &Condition) -> Self {
-        if condition.is_delivery() {
-            return Self::customer(package);
-        }
-        let mut prompt = String::from(OWNER_RULES);
-        if let Some(profile) = package.user() {
-            prompt.push_str(&format!("\n\n## Who you are\n{}\n\n## What you believe about the work\n{}\n\n## What the engineer may change\n{}",
-                profile.persona.trim(), profile.understanding.trim(), profile.editable_surface.trim()));
-            if let Some(style) = &profile.style {
-                prompt.push_str(&format!("\n\n## How you write\n{}", style.trim()));
-            }
-        }
-        prompt.push_str(&format!("\n\n## What you asked the engineer for\n{}", package.instruction().trim()));
-        if let (OpeningKind::FullInstruction, Some(full)) = (condition.opening(), package.instruction_full()) {
-            prompt.push_str(&format!("\n\n## The complete specification you hold\n{}", full.trim()));
-        }
-        UserKnowledge { role: UserRole::Owner, system_prompt: prompt }
+        let opening = opening_message(package, condition, 0, 0).unwrap_or_else(|| package.instruction().trim_end().to_string());
+        Self::for_episode_with(package, condition, &opening, &Replacements::none())
     }
 
-    fn customer(package: &TaskPackage) -> Self {
-        let mut prompt = String::from(CUSTOMER_RULES);
-        prompt.push_str(&format!("\n\n## The request you sent\n{}", package.instruction().trim()));
-        if let Some(information) = package.information() {
-            prompt.push_str(&format!("\n\n## Your business knowledge\n{}", information.trim()));
+    /// What the user of `package` knows under `condition` (module guide), whose opening
+    /// message the agent received as `opening`, with the prompt files of `replaced`.
+    pub fn for_episode_with(package: &TaskPackage, condition: &Condition, opening: &str, replaced: &Replacements) -> Self {
+        if condition.is_delivery() {
+            return Self::customer(package, opening, replaced);
         }
-        UserKnowledge { role: UserRole::Customer, system_prompt: prompt }
+        let profile = package.user();
+        let persona = profile.map_or("The owner of this project.", |p| p.persona.trim());
+        let understanding = profile.map_or("Only what your first message to the engineer says.", |p| p.understanding.trim());
+        let editable = profile.map_or("whatever the work needs.", |p| p.editable_surface.trim());
+        let style_note = profile.and_then(|p| p.style.as_deref()).map(|s| format!("\n\nHow you write: {}", s.trim())).unwrap_or_default();
+        let specification_note = match (condition.opening(), package.instruction_full()) {
+            (OpeningKind::FullInstruction, Some(_)) => {
+                "\n\nYou also hold the complete specification of the work: it is the first message you sent the engineer."
+            }
+            _ => "",
+        };
+        let system_prompt = fill(
+            prompt(replaced, "owner.md"),
+            &[
+                ("persona", persona),
+                ("understanding", understanding),
+                ("specification_note", specification_note),
+                ("editable_surface", editable),
+                ("style_note", &style_note),
+            ],
+        );
+        UserKnowledge {
+            role: UserRole::Owner,
+            system_prompt: system_prompt.trim_end().to_string(),
+            first_message: opening.to_string(),
+            opening_cue: prompt(replaced, "owner_opening.md").trim_end().to_string(),
+            observation_prompt: prompt(replaced, "owner_observation.md").to_string(),
+            question_prompt: prompt(replaced, "owner_question.md").to_string(),
+        }
+    }
+
+    fn customer(package: &TaskPackage, opening: &str, replaced: &Replacements) -> Self {
+        let information = package.information().map_or("Nothing beyond your request.", str::trim);
+        let system_prompt = fill(prompt(replaced, "customer.md"), &[("information", information)]);
+        UserKnowledge {
+            role: UserRole::Customer,
+            system_prompt: system_prompt.trim_end().to_string(),
+            first_message: opening.to_string(),
+            opening_cue: prompt(replaced, "customer_opening.md").trim_end().to_string(),
+            observation_prompt: String::new(),
+            question_prompt: prompt(replaced, "customer_question.md").to_string(),
+        }
+    }
+
+    /// The latest-item message of an engineer's question.
+    pub fn question_message(&self, question: &str) -> String {
+        fill(&self.question_prompt, &[("question", question.trim())]).trim_end().to_string()
+    }
+
+    /// The latest-item message of an observation (the detail once escalated, the request when
+    /// the package has one).
+    pub fn observation_message(&self, context: &FeedbackContext) -> String {
+        let observation = &context.observation;
+        let detail_note = if context.escalated { format!("\nWhat you measured this time: {}", context.detail.trim()) } else { String::new() };
+        let request_note = observation
+            .request
+            .as_deref()
+            .map(|r| format!("\nWhat you need instead, as you would put it: {}", r.trim()))
+            .unwrap_or_default();
+        fill(
+            &self.observation_prompt,
+            &[
+                ("scene", observation.scene.trim()),
+                ("incident", observation.incident.trim()),
+                ("detail_note", &detail_note),
+                ("request_note", &request_note),
+            ],
+        )
+        .trim_end()
+        .to_string()
     }
 }
 
@@ -123,7 +234,12 @@ impl ChatUser {
         // The user's text is read whole; tools are never offered to it.
         config.emulate_tools = false;
         let client = ChatClient::new(&config, seed).map_err(|e| UserError::new(format!("cannot start the chat user: {e}"), true))?;
-        Ok(ChatUser { client, knowledge, history: Vec::new() })
+        // The history starts with the user's own first message, verbatim (module guide).
+        let history = vec![
+            WireMessage::text("user", knowledge.opening_cue.clone()),
+            WireMessage::text("assistant", knowledge.first_message.clone()),
+        ];
+        Ok(ChatUser { client, knowledge, history })
     }
 
     /// What the user knows.
@@ -166,31 +282,20 @@ impl User for ChatUser {
     }
 
     fn answer(&mut self, question: &Question) -> Result<Reply, UserError> {
-        let prompt = format!("The engineer asks you:\n\n{}\n\nReply to them directly.", question.text.trim());
+        let prompt = self.knowledge.question_message(&question.text);
         self.ask_model(prompt)
     }
 
     fn feedback(&mut self, context: &FeedbackContext) -> Result<Reply, UserError> {
-        let observation = &context.observation;
-        let mut prompt = format!(
-            "The engineer delivered the work and you looked at it.\n\nWhere you were: {}\nWhat you saw: {}",
-            observation.scene.trim(),
-            observation.incident.trim()
-        );
-        if context.escalated {
-            prompt.push_str(&format!("\nWhat you measured this time: {}", context.detail.trim()));
-        }
-        prompt.push_str(
-            "\n\nWrite your next message to the engineer: what you saw, what it costs you, and what must be different \
-             the next time you look. Say only what you saw; do not guess at the cause or the fix.",
-        );
+        let prompt = self.knowledge.observation_message(context);
         self.ask_model(prompt)
     }
 }
 
 /// The user factory of a run: `relay` ([`specgap_engine::RelayUser`]) or `chat:<model>`
 /// ([`ChatUser`] built from the [`ChatConfig`] stored in the user's component table, with the
-/// knowledge of the episode's task and condition).
+/// knowledge of the episode's task and condition, its opening message and the replaced prompt
+/// files stored in that table).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Users;
 
@@ -204,7 +309,11 @@ impl UserFactory for Users {
         }
         let config = ChatConfig::from_table(&user.config)
             .map_err(|e| UserError::new(format!("cannot read the chat user configuration: {e}"), true))?;
-        let knowledge = UserKnowledge::for_episode(package, &episode.condition);
+        let replaced = Replacements::from_config(&user.config)
+            .map_err(|e| UserError::new(format!("cannot read the chat user configuration: {e}"), true))?;
+        let opening = opening_message(package, &episode.condition, episode.key.seed, episode.key.repeat)
+            .unwrap_or_else(|| package.instruction().trim_end().to_string());
+        let knowledge = UserKnowledge::for_episode_with(package, &episode.condition, &opening, &replaced);
         Ok(Box::new(ChatUser::new(&config, knowledge, crate::episode_seed(episode, 0x7573_6572))?))
     }
 }

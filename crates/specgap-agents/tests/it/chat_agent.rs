@@ -280,3 +280,29 @@ fn emulated_tools_live_in_the_text() {
     assert!(results.contains("[result of list_files call call-1-1]\na\n"));
     assert!(results.contains("[result of read_text call call-1-2]\n1 hi"));
 }
+
+#[test]
+fn a_phase_change_replaces_the_system_prompt_and_the_tools_of_the_next_request() {
+    let server = MockServer::sequence(vec![
+        Scripted::json(completion(None, &[("p1", "write_plan", json!({"plan": "fix it"}))], "tool_calls")),
+        Scripted::json(completion(None, &[("w1", "write_text", json!({"path": "a", "content": "b"}))], "tool_calls")),
+    ]);
+    let mut agent = started(&config(&server));
+    agent.next_turn(&[]).unwrap();
+    let change = specgap_engine::session::PhaseChange {
+        phase: "execute".into(),
+        system_prompt: "You are executing now.".into(),
+        tools: vec![tool("read_text"), tool("write_text"), tool("submit")],
+    };
+    assert!(agent.change_phase(&change));
+    agent.next_turn(&[result("p1", "write_plan", "Plan saved.")]).unwrap();
+    let requests = server.requests();
+    assert_eq!(requests[0].system(), "You are tested.");
+    check_request(&requests[0], &TOOLS);
+    assert_eq!(requests[1].system(), "You are executing now.");
+    check_request(&requests[1], &["read_text", "write_text", "submit"]);
+    // The rest of the history is kept: the opening, the plan call and its result.
+    let roles: Vec<&str> = requests[1].messages().iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["system", "user", "assistant", "tool"]);
+    assert_eq!(requests[1].messages()[1]["content"], "Do the work.");
+}

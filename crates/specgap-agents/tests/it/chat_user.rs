@@ -31,7 +31,11 @@ fn owner_and_customer_know_what_their_condition_allows() {
     assert!(partial.system_prompt.contains(profile.editable_surface.trim()));
     let full_text = package.instruction_full().unwrap().trim();
     assert!(!partial.system_prompt.contains(full_text));
-    assert!(full.system_prompt.contains(full_text));
+    // Under full the owner's first message is instruction.full.md as the agent received it.
+    assert_eq!(full.first_message, package.instruction_full().unwrap().trim_end());
+    assert_eq!(partial.first_message, package.instruction().trim_end());
+    assert!(full.system_prompt.contains("You also hold the complete specification of the work"));
+    assert!(!partial.system_prompt.contains("complete specification"));
     for id in package.requirement_ids() {
         assert!(!partial.system_prompt.contains(id.as_str()) && !full.system_prompt.contains(id.as_str()));
     }
@@ -39,6 +43,7 @@ fn owner_and_customer_know_what_their_condition_allows() {
     let customer = UserKnowledge::for_episode(&retail, &Condition::parse("interact").unwrap());
     assert_eq!(customer.role, UserRole::Customer);
     assert!(customer.system_prompt.contains(retail.information().unwrap().trim()));
+    assert_eq!(customer.first_message, retail.instruction().trim_end());
     for target in retail.clarifications() {
         assert!(!customer.system_prompt.contains(target.id.as_str()));
     }
@@ -72,7 +77,11 @@ fn feedback_releases_the_detail_only_when_escalated_and_history_is_kept() {
     assert!(last_user(1).contains("the filled detail 42"));
     assert!(last_user(2).contains("Is the log complete?"));
     let roles: Vec<&str> = requests[2].messages().iter().map(|m| m["role"].as_str().unwrap()).collect();
-    assert_eq!(roles, ["system", "user", "assistant", "user", "assistant", "user"]);
+    assert_eq!(roles, ["system", "user", "assistant", "user", "assistant", "user", "assistant", "user"]);
+    // The history starts with the owner's own first message, verbatim.
+    let first = &requests[0].messages()[1..3];
+    assert_eq!(first[0]["content"], "Write the first message you send the engineer, asking for the work.");
+    assert_eq!(first[1]["content"].as_str().unwrap(), package.instruction().trim_end());
     assert!(requests.iter().all(|r| r.body.get("tools").is_none()));
 }
 
@@ -95,4 +104,38 @@ fn an_empty_reply_is_asked_again_then_fails() {
     let error = user.answer(&Question { index: 0, turn: 1, text: "Which file?".into() }).unwrap_err();
     assert!(!error.deterministic);
     assert_eq!(silent.requests().len(), 3);
+}
+
+#[test]
+fn the_owner_prompt_states_every_rule_of_seed_000_f4() {
+    let package = example("payment-retry");
+    let owner = UserKnowledge::for_episode(&package, &Condition::parse("partial").unwrap());
+    let prompt = &owner.system_prompt;
+    // One sentence per rule of App. F.4, in our words.
+    for rule in [
+        // The three things the owner knows.
+        "your own picture of the project (what you want out of it, who it affects and what finished would look like",
+        "the messages you have already sent the engineer, from the very first one on",
+        "either something you have just seen while using the project or a message the engineer has just sent you",
+        // Voice and length.
+        "first person, plain words, no more than about 150 words",
+        // An observation: what happened, its cost, then what must be different; no list.
+        "tell the engineer what happened and what it is costing the project, and then, in one or two sentences, what you need to see differently the next time you look",
+        "do not turn it into a list of conditions or requirements",
+        // An engineer's message is a claim.
+        "treat what it says as their claim, not as something you have seen for yourself",
+        "say that you do not know and ask them to find it out from the project itself",
+        "Bring up only problems you have seen yourself. Never list requirements or conditions you have not observed.",
+        "Do not explain why something happened or suggest how to fix it, unless your own picture of the project already says so.",
+        "Do not invent facts, numbers, names or preferences.",
+        "Never ask the engineer to add tests, checks or recorded material.",
+        "Never mention benchmarks, rubrics, scores, hidden tests, evaluators, or that any of this is a simulation.",
+        "Answer with the message alone: no label, heading, quotation marks or commentary around it.",
+    ] {
+        assert!(prompt.contains(rule), "the owner prompt lacks: {rule}\n{prompt}");
+    }
+    // The persona, the understanding and the editable surface are filled in; no placeholder is left.
+    let profile = package.user().unwrap();
+    assert!(prompt.contains(&format!("What the engineer is allowed to change: {}", profile.editable_surface.trim())));
+    assert!(!prompt.contains('{') && !prompt.contains('}'), "{prompt}");
 }

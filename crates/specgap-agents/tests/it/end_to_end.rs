@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use specgap_agents::Agents;
 use specgap_agents::chat::{ChatConfig, Price};
 use specgap_agents::chat::user::Users;
-use specgap_engine::condition::{BudgetFlags, Condition};
+use specgap_engine::condition::{BudgetFlags, Budgets, Condition};
 use specgap_engine::runner::{self, PlanInput, RunInputs, RunOptions, RunSummary, Silent};
 use specgap_protocol::run::{ComponentRef, EndReason, RunConfig};
 use specgap_store::{Role, Status, Store};
@@ -369,14 +369,37 @@ fn owner_conditions_with_a_chat_owner() {
             let names = tool_names(request);
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
             check_request(request, &names);
-            assert!(names.contains(&"submit") && names.contains(&"read_text"));
+            // Plan mode's planning phase offers no submit (seed 000 App. F.3).
+            let planning = request.system().contains("PLANNING phase");
+            assert_eq!(names.contains(&"submit"), !planning, "{names:?}");
+            assert!(names.contains(&"read_text"));
             assert_eq!(request.body["temperature"], 0);
         }
+    }
+    // Plan mode: the request after `write_plan` carries the execution prompt and its tools.
+    let plan = Condition::parse("plan").unwrap();
+    let package = &e2e.tasks[0];
+    let budgets = Budgets::resolve(&plan, &package.manifest().budget, &BudgetFlags::default());
+    let execute = specgap_engine::prompts::system_prompts(&plan, &budgets).execute_phase.unwrap();
+    let after_plan: Vec<&Captured> = e2e
+        .requests
+        .iter()
+        .filter(|r| r.body["model"] == AGENT_MODEL && r.messages().iter().any(|m| m["content"].as_str().is_some_and(|c| c.starts_with("Plan saved to PLAN.md."))))
+        .collect();
+    assert_eq!(after_plan.len(), 2, "the gold write and the submit");
+    for request in after_plan {
+        assert_eq!(request.system(), execute);
+        assert_eq!(
+            tool_names(request),
+            ["list_files", "read_text", "write_text", "replace_text", "run_project", "run_experiment", "ask_user", "submit"]
+        );
+        let saved = request.messages().iter().find(|m| m["role"] == "tool" && m["content"].as_str().is_some_and(|c| c.starts_with("Plan saved"))).unwrap();
+        assert_eq!(saved["content"], specgap_engine::episode::PLAN_SAVED);
     }
     // The owner was asked a question (partial, full, plan) and gave feedback once (partial).
     let user_requests: Vec<&Captured> = e2e.requests.iter().filter(|r| r.body["model"] == USER_MODEL).collect();
     assert_eq!(user_requests.len(), 4);
-    let feedback: Vec<&&Captured> = user_requests.iter().filter(|r| visible_text(r).contains("What you saw:")).collect();
+    let feedback: Vec<&&Captured> = user_requests.iter().filter(|r| visible_text(r).contains("What happened:")).collect();
     assert_eq!(feedback.len(), 1);
     let questions = e2e.store.questions().unwrap();
     assert_eq!(questions.len(), 3);

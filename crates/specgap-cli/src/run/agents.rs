@@ -4,7 +4,9 @@
 use anyhow::{Context as _, bail};
 use specgap_agents::{AgentSpec, parse_agent_spec};
 use sha2::{Digest as _, Sha256};
+use specgap_agents::prompt_dir::PromptDir;
 use specgap_engine::condition::NotApplicable;
+use specgap_engine::prompt_files::Replacements;
 use specgap_engine::runner::AgentApplicability;
 use specgap_protocol::run::ComponentRef;
 use specgap_task::TaskPackage;
@@ -22,12 +24,35 @@ pub fn component_ref(spec: &str, config: toml::Table) -> ComponentRef {
     ComponentRef { spec: spec.to_string(), config, hash }
 }
 
+/// The replacement prompts of `--prompts DIR` (none without the flag), split into the system
+/// prompts every agent stores and the user prompts a `chat:` user stores. The run
+/// configuration file calls this with its own directory.
+///
+/// # Errors
+/// An unreadable directory, a file named after no prompt, or an unusable file
+/// ([`specgap_agents::prompt_dir::PromptDirError`]).
+pub fn prompt_replacements(dir: Option<&std::path::Path>) -> anyhow::Result<PromptDir> {
+    let Some(dir) = dir else { return Ok(PromptDir::default()) };
+    specgap_agents::prompt_dir::load(dir).context("cannot use --prompts")
+}
+
+/// The replaced prompts stored with a component in run.toml (their texts are checked against
+/// their stored sha256).
+///
+/// # Errors
+/// A `prompts` table of another shape, or a text that does not match its hash.
+pub fn stored_prompts(component: &ComponentRef) -> anyhow::Result<Replacements> {
+    Replacements::from_config(&component.config).with_context(|| format!("cannot read the stored prompts of {}", component.spec))
+}
+
 /// The stored configuration of an agent spec: its kind and arguments, and for a replay the
-/// sha256 of the script or trajectory it replays (so an edited script keys new episodes).
+/// sha256 of the script or trajectory it replays (so an edited script keys new episodes),
+/// plus the run's replaced system prompts (`prompts`: name → sha256 and text), which the
+/// engine renders for every agent.
 ///
 /// # Errors
 /// A spec that does not parse, or a replay source that cannot be read.
-pub fn component(spec: &str, chat: &super::ChatArgs) -> anyhow::Result<ComponentRef> {
+pub fn component(spec: &str, chat: &super::ChatArgs, prompts: &Replacements) -> anyhow::Result<ComponentRef> {
     let parsed = parse_agent_spec(spec)?;
     let mut config = toml::Table::new();
     let put = |config: &mut toml::Table, key: &str, value: String| {
@@ -56,6 +81,7 @@ pub fn component(spec: &str, chat: &super::ChatArgs) -> anyhow::Result<Component
             config.insert("prompt_version".into(), toml::Value::String(specgap_engine::PROMPT_VERSION.into()));
         }
     }
+    prompts.store_in(&mut config);
     Ok(component_ref(&parsed.canonical(), config))
 }
 
@@ -67,13 +93,19 @@ fn replay_source_hash(path: &std::path::Path) -> anyhow::Result<String> {
 }
 
 /// The stored configuration of a user spec: `relay`, or `chat:<model>` with its endpoint
-/// configuration (never the API key, only the variable that holds it).
+/// configuration (never the API key, only the variable that holds it) and the run's replaced
+/// owner / customer prompts. The relay has no prompts: replacements given with it are not
+/// used (a warning says so) and not stored.
 ///
 /// # Errors
 /// An unknown user, bad model arguments or an unreadable price table.
-pub fn user_component(spec: &str, chat: &super::ChatArgs) -> anyhow::Result<ComponentRef> {
+pub fn user_component(spec: &str, chat: &super::ChatArgs, prompts: &Replacements) -> anyhow::Result<ComponentRef> {
     let mut config = toml::Table::new();
     if spec == "relay" {
+        if !prompts.is_empty() {
+            let names: Vec<&str> = prompts.names().collect();
+            tracing::warn!("the relay user has no prompts, so --prompts' {} is not used", names.join(", "));
+        }
         config.insert("kind".into(), toml::Value::String("relay".into()));
         return Ok(component_ref(spec, config));
     }
@@ -86,7 +118,21 @@ pub fn user_component(spec: &str, chat: &super::ChatArgs) -> anyhow::Result<Comp
         "user_prompt_version".into(),
         toml::Value::String(specgap_agents::chat::user::USER_PROMPT_VERSION.into()),
     );
+    prompts.store_in(&mut config);
     Ok(component_ref(spec, config))
+}
+
+/// `user` with the detector panel of the panel file `file` in its configuration (table
+/// `detector`: models, prompt texts and version), so the detector is part of the user hash and
+/// of every episode key, and `--resume` rebuilds it from `run.toml`.
+///
+/// # Errors
+/// A panel file that cannot be read, or a panel that cannot be stored.
+pub fn with_detector(user: ComponentRef, file: &std::path::Path) -> anyhow::Result<ComponentRef> {
+    let panel = specgap_panels::PanelFile::load(file)?.panel(specgap_store::PanelUse::Detector);
+    let mut config = user.config;
+    config.insert(specgap_panels::detector::DETECTOR_KEY.into(), toml::Value::Table(panel.to_table()?));
+    Ok(component_ref(&user.spec, config))
 }
 
 /// Checks, on `--resume`, that the prompt texts of the stored `chat:` agents and users are

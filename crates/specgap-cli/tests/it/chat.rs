@@ -396,3 +396,58 @@ fn ctrl_c_abandons_a_model_request_in_flight_and_the_episode_ends_interrupted() 
         })
     );
 }
+
+#[test]
+fn a_prompts_override_reaches_the_models_and_keys_new_episodes() {
+    let server = MockServer::start(handler());
+    let tmp = tempfile::tempdir().unwrap();
+    let prices = write_prices(tmp.path());
+    let plain = tmp.path().join("plain");
+    chat_run(&server, &plain, &prices, &[]);
+    let before = server.requests().len();
+
+    let prompts = tmp.path().join("prompts");
+    fs_err::create_dir(&prompts).unwrap();
+    fs_err::write(prompts.join("evidence.md"), "Paper wording. Budget: {turns} turns and {tool_calls} tool calls.\n").unwrap();
+    fs_err::write(prompts.join("owner.md"), "You are the owner: {persona}\n").unwrap();
+    let replaced = tmp.path().join("replaced");
+    chat_run(&server, &replaced, &prices, &["--prompts", prompts.to_str().unwrap()]);
+
+    // The agent's system prompt is the file, filled in; the owner's is too.
+    let requests = server.requests();
+    let (agent, user): (Vec<&Captured>, Vec<&Captured>) = requests[before..].iter().partition(|r| r.body.get("tools").is_some());
+    assert!(!agent.is_empty() && !user.is_empty());
+    for request in &agent {
+        assert_eq!(request.system(), "Paper wording. Budget: 120 turns and 360 tool calls.");
+    }
+    let persona = specgap_task::load(payment_retry()).unwrap().user().unwrap().persona.trim().to_string();
+    for request in &user {
+        assert_eq!(request.system(), format!("You are the owner: {persona}"));
+    }
+    // New episodes: the stored texts and their hashes key them.
+    let ids = |dir: &Path| episodes(dir).into_iter().map(|e| e.id).collect::<std::collections::BTreeSet<_>>();
+    assert_eq!(ids(&plain).len(), 2);
+    assert!(ids(&plain).is_disjoint(&ids(&replaced)));
+    let config: toml::Table = toml::from_str(&fs_err::read_to_string(replaced.join("run.toml")).unwrap()).unwrap();
+    let agent_prompts = &config["agents"][0]["config"]["prompts"];
+    // sha256 of the file's text (printf 'Paper wording. Budget: {turns} turns and {tool_calls} tool calls.\n' | sha256sum).
+    assert_eq!(
+        agent_prompts["evidence.md"]["sha256"].as_str(),
+        Some(specgap_engine::prompt_files::sha256_hex("Paper wording. Budget: {turns} turns and {tool_calls} tool calls.\n").as_str())
+    );
+    assert!(config["users"][0]["config"]["prompts"].get("owner.md").is_some());
+    assert!(agent_prompts.get("owner.md").is_none());
+
+    // --resume uses the stored texts, even with the directory gone.
+    fs_err::remove_dir_all(&prompts).unwrap();
+    let output = specgap().env(KEY_ENV, KEY).args(["run", "--resume"]).arg(&replaced).arg("--no-report").output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+
+    // A file named after no prompt is refused, naming it.
+    fs_err::create_dir(&prompts).unwrap();
+    fs_err::write(prompts.join("system.md"), "x").unwrap();
+    let output = specgap().arg("run").arg(payment_retry()).args(["--prompts", prompts.to_str().unwrap(), "--out"]).arg(tmp.path().join("bad")).output().unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(&format!("{} holds a name that no prompt has: system.md; the prompt files are evidence.md, literal.md", prompts.display())), "{stderr}");
+}

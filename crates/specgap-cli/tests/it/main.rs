@@ -7,6 +7,7 @@ mod cli_agents;
 mod containment;
 mod determinism;
 mod examples;
+mod panels;
 mod report_inputs;
 mod residualize;
 mod resume;

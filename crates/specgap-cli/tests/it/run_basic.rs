@@ -197,3 +197,13 @@ fn run_over_a_suite_names_every_broken_package_then_stops() {
     );
     assert!(!out.exists());
 }
+
+#[test]
+fn run_help_names_every_prompt_file_of_prompts_dir() {
+    let output = specgap().args(["run", "--help"]).output().unwrap();
+    assert!(output.status.success());
+    let help = String::from_utf8_lossy(&output.stdout).split_whitespace().collect::<Vec<_>>().join(" ");
+    for file in specgap_agents::prompt_dir::prompt_files() {
+        assert!(help.contains(file.name), "run --help does not name {}", file.name);
+    }
+}

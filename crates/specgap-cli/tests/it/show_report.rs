@@ -95,3 +95,39 @@ fn markdown_report_has_the_measures_and_end_reasons() {
     assert_eq!(stderr.trim_end(), format!("report written to {}", html_path.display()), "{stderr}");
     assert!(fs_err::read_to_string(&html_path).unwrap().starts_with("<!DOCTYPE html>"));
 }
+
+#[test]
+fn show_prints_plan_mode_s_phase_change() {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = write_script(
+        tmp.path(),
+        "plan.jsonl",
+        &[
+            serde_json::json!({"tool": "write_plan", "arguments": {"plan": "read, then fix"}}),
+            serde_json::json!({"tool": "read_text", "arguments": {"path": "README.md", "limit": 1}}),
+        ],
+    );
+    let out = tmp.path().join("run");
+    let agent = format!("replay:{}", script.display());
+    run_ok([
+        OsStr::new("run"),
+        task_fixture("req-basic").as_os_str(),
+        OsStr::new("--agent"),
+        OsStr::new(&agent),
+        OsStr::new("--condition"),
+        OsStr::new("plan"),
+        OsStr::new("--out"),
+        out.as_os_str(),
+        OsStr::new("--no-report"),
+    ]);
+    let id = episodes(&out)[0].id.clone();
+    let transcript = String::from_utf8(run_ok([OsStr::new("show"), out.as_os_str(), OsStr::new(&id)]).stdout).unwrap();
+    let change = transcript.find("[phase change: execute; the agent is told from here on]").expect(&transcript);
+    let plan_result = transcript.find("  ← call-1 write_plan\n").unwrap();
+    assert!(plan_result < change, "{transcript}");
+    let after = &transcript[change..];
+    assert!(after.contains("  -- system prompt --\n    You are the engineer a project owner has brought in"), "{transcript}");
+    assert!(after.contains("\n    submit(summary): Deliver the current workspace to the owner for review."), "{transcript}");
+    // PLAN.md changed the workspace, so the script's end submits it automatically.
+    assert!(transcript.contains("[submission 1: automatic final submission]"), "{transcript}");
+}

@@ -15,6 +15,7 @@ use crate::condition::{BudgetFlags, Budgets};
 use crate::lock;
 use crate::runner::RunnerError;
 use crate::runner::plan::{Plan, PlannedEpisode};
+use crate::prompt_files::Replacements;
 use crate::episode::{EpisodeContext, EpisodeError, HostViews, StartResults, run_episode};
 use crate::evaluation::GoldChecks;
 use crate::session::{Agent, AgentError, User, UserError};
@@ -637,6 +638,11 @@ fn attempt(ctx: &WorkerContext<'_, '_>, episode: &PlannedEpisode) -> Result<Atte
         Ok(user) => user,
         Err(e) => return Ok(Attempt::Failed { writer: Box::new(writer), failure: infra(format!("user: {e}"), e.deterministic) }),
     };
+    // The run's replaced system prompts, as stored with the agent (`--prompts DIR`).
+    let prompts = match Replacements::from_config(&agent_ref.config) {
+        Ok(prompts) => prompts,
+        Err(e) => return Ok(Attempt::Failed { writer: Box::new(writer), failure: infra(format!("agent: {e}"), true) }),
+    };
     let budgets = Budgets::resolve(&episode.condition, &package.manifest().budget, &ctx.options.budget_flags);
     let workdir = ctx.work_dir.join(format!("{}-{}", episode.id, writer.attempt()));
     if let Err(e) = fs_err::create_dir_all(&workdir) {
@@ -648,6 +654,7 @@ fn attempt(ctx: &WorkerContext<'_, '_>, episode: &PlannedEpisode) -> Result<Atte
         condition: &episode.condition,
         start: &episode.start,
         agent_spec: &agent_ref.spec,
+        prompts: &prompts,
         budgets,
         sandbox: &ctx.sandbox,
         bases: &ctx.bases,

@@ -151,3 +151,43 @@ fn requirement_scored_tasks_keep_evaluator_failures_as_evaluation_errors() {
     let r = run(&package, "full", &mut agent, Options { eval_retries: 1, ..Options::default() });
     assert!(matches!(r.outcome, Err(EpisodeError::Evaluation { .. })), "{:?}", r.outcome.as_ref().map(|o| o.end_reason));
 }
+
+/// Regression (seen as a flaky `ctrl_c_interrupts…` CLI test): an evaluation that failed while
+/// the run was stopping — the evaluator killed by our own Ctrl-C handling — was re-evaluated and
+/// recorded as an `errors` row, so the resumed run held a row an uninterrupted one does not.
+/// Here the evaluator, once started, waits until a watcher thread has raised the stop flag, then
+/// fails; the old code evaluated three times and recorded two rows.
+#[test]
+fn an_evaluation_failing_while_the_run_stops_is_neither_retried_nor_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let counter = dir.path().join("evaluations");
+    let go = dir.path().join("go");
+    let prelude = format!(
+        "import os, sys, time\ncounter = {counter:?}\n\
+         try:\n    n = int(open(counter).read())\nexcept OSError:\n    n = 0\n\
+         open(counter, 'w').write(str(n + 1))\n\
+         for _ in range(3000):\n    if os.path.exists({go:?}):\n        break\n    time.sleep(0.01)\n\
+         sys.exit(3)\n",
+        counter = counter.display().to_string(),
+        go = go.display().to_string()
+    );
+    let package = delivery_with_prelude(dir.path(), &prelude);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let (stop, counter, go) = (stop.clone(), counter.clone(), go.clone());
+        std::thread::spawn(move || {
+            while !counter.exists() {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            stop.store(true, std::sync::atomic::Ordering::SeqCst);
+            fs_err::write(&go, "").unwrap();
+        })
+    };
+    let mut agent = TestAgent::new(deliver(GOLD_PLAN));
+    let options = Options { eval_retries: 2, no_sandbox: true, stop: Some(stop), ..Options::default() };
+    let r = run(&package, "interact", &mut agent, options);
+    watcher.join().unwrap();
+    assert!(matches!(r.outcome, Err(EpisodeError::Evaluation { .. })), "{:?}", r.outcome.as_ref().map(|o| o.end_reason));
+    assert_eq!(fs_err::read_to_string(&counter).unwrap(), "1");
+    assert!(error_rows(&r).is_empty());
+}

@@ -4,11 +4,15 @@
 //! under bubblewrap, with the relay user and a store in a temporary directory.
 
 mod applicability;
+mod batched;
 mod byte_names;
 mod clarification;
 mod deadline;
+mod detector;
 mod end_rules;
 mod evaluation;
+mod plan_mode;
+mod relay_owner;
 mod residual;
 mod self_driven;
 mod submissions;

@@ -205,3 +205,46 @@ fn no_automatic_submission_when_nothing_changed_since_the_last() {
     assert_eq!(r.ok().end_reason, EndReason::ContextOverflow);
     assert_eq!(r.scores(), [2.0 / 3.0]);
 }
+
+#[test]
+fn an_unchanged_workspace_at_a_budget_end_is_not_submitted_again_and_the_store_says_so() {
+    // Seed 000 Alg. 1 line 18 submits the current workspace at a budget end; specgap skips an
+    // unchanged one (DESIGN §3.5): its evaluation would repeat the last one. The store says
+    // what happened: the `end` detail, and a budget end without an automatic row.
+    let package = fixture("req-basic");
+    let mut agent = TestAgent::new(vec![
+        one("write_text", json!({"path": "billing/fees.py", "content": fees_without_cap()})),
+        one("submit", json!({})),
+        one("read_text", json!({"path": "billing/fees.py", "limit": 1})),
+    ]);
+    let mut options = Options::default();
+    options.flags.turns = Some(3);
+    let r = run(&package, "partial", &mut agent, options);
+    assert_eq!(r.ok().end_reason, EndReason::TurnBudget);
+    assert!(EndReason::TurnBudget.makes_automatic_submission());
+    let rows = r.store.submissions().unwrap();
+    assert_eq!(rows.iter().map(|s| (s.k, s.automatic)).collect::<Vec<_>>(), [(1, false)]);
+    let last = r.kinds().last().cloned().cloned();
+    assert_eq!(
+        last,
+        Some(EventKind::End {
+            reason: "turn_budget".into(),
+            detail: "no automatic submission: the workspace is unchanged since submission 1".into()
+        })
+    );
+    // Without any submission the detail names the start.
+    let mut idle = TestAgent::new(vec![one("read_text", json!({"path": "README.md", "limit": 1}))]);
+    let mut options = Options::default();
+    options.flags.tool_calls = Some(1);
+    let r = run(&package, "partial", &mut idle, options);
+    assert_eq!(r.ok().end_reason, EndReason::ToolCallBudget);
+    assert!(r.store.submissions().unwrap().is_empty());
+    let last = r.kinds().last().cloned().cloned();
+    assert_eq!(
+        last,
+        Some(EventKind::End {
+            reason: "tool_call_budget".into(),
+            detail: "no automatic submission: the workspace is unchanged since the start".into()
+        })
+    );
+}

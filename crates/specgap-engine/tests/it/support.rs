@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
-use specgap_engine::session::{Agent, AgentError, AgentReply, Incoming, Opening, User};
+use specgap_engine::prompt_files::Replacements;
+use specgap_engine::session::{Agent, AgentError, AgentReply, Incoming, Opening, PhaseChange, User};
 use specgap_engine::{
     BudgetFlags, Budgets, Condition, EpisodeContext, EpisodeError, EpisodeOutcome, RelayUser, Start, StartResults, HostViews,
     run_episode,
@@ -69,12 +70,15 @@ pub struct Seen {
     pub opening: Option<Opening>,
     /// The inbox of every turn, in order.
     pub inboxes: Vec<Vec<Incoming>>,
+    /// The phase changes it was handed, with the number of turns taken before each.
+    pub phases: Vec<(usize, PhaseChange)>,
 }
 
 /// A test agent replaying fixed replies, then `Done`.
 pub struct TestAgent {
     replies: VecDeque<AgentReply>,
     harness: bool,
+    takes_phases: bool,
     delay: Option<Duration>,
     /// Delays of single replies (0-based reply index), instead of `delay`.
     delays: Vec<(usize, Duration)>,
@@ -86,12 +90,27 @@ pub struct TestAgent {
 impl TestAgent {
     /// An agent with these replies.
     pub fn new(replies: Vec<AgentReply>) -> Self {
-        TestAgent { replies: replies.into(), harness: false, delay: None, delays: Vec::new(), given: 0, seen: Arc::default() }
+        TestAgent {
+            replies: replies.into(),
+            harness: false,
+            takes_phases: false,
+            delay: None,
+            delays: Vec::new(),
+            given: 0,
+            seen: Arc::default(),
+        }
     }
 
     /// Allows `apply_overlay`.
     pub fn harness(mut self) -> Self {
         self.harness = true;
+        self
+    }
+
+    /// Takes phase changes itself (as the chat agent does), instead of leaving the new
+    /// prompt to the tool result.
+    pub fn takes_phases(mut self) -> Self {
+        self.takes_phases = true;
         self
     }
 
@@ -157,6 +176,11 @@ impl Agent for TestAgent {
 
     fn allows_harness_actions(&self) -> bool {
         self.harness
+    }
+
+    fn change_phase(&mut self, change: &PhaseChange) -> bool {
+        self.seen.lock().unwrap().phases.push((self.given, change.clone()));
+        self.takes_phases
     }
 }
 
@@ -242,6 +266,8 @@ pub struct Options {
     pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     /// The user (the relay when `None`).
     pub user: Option<Box<dyn User>>,
+    /// Replaced system prompts (none by default).
+    pub prompts: Replacements,
     /// The 0-based repeat (seeds the `oracle:R` subset).
     pub repeat: u32,
     /// Re-evaluations after an evaluation error (0 unless set).
@@ -307,6 +333,7 @@ pub fn run(package: &TaskPackage, condition: &str, agent: &mut dyn Agent, option
         condition: &condition,
         start: &start,
         agent_spec: &agent_spec,
+        prompts: &options.prompts,
         budgets,
         sandbox: &sandbox,
         bases: &bases,

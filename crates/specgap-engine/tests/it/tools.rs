@@ -1,11 +1,11 @@
-//! Tools: confinement, lone calls, gates, arguments, openings.
+//! Tools: confinement, gates, arguments, openings (batched turns: `batched.rs`; plan mode: `plan_mode.rs`).
 
 use serde_json::json;
 use specgap_engine::episode::UNLOCK_ACKNOWLEDGEMENT;
 use specgap_protocol::event::EventKind;
 use specgap_protocol::run::EndReason;
 
-use crate::support::{Options, TestAgent, call, fixture, one, run, turn};
+use crate::support::{Options, TestAgent, fixture, one, run};
 
 #[test]
 fn paths_outside_the_workspace_are_refused() {
@@ -35,21 +35,6 @@ fn paths_outside_the_workspace_are_refused() {
         )
     );
     assert!(!r.workdir.join("escape.txt").exists());
-}
-
-#[test]
-fn a_batched_submit_is_refused_with_one_result_per_call() {
-    let package = fixture("req-basic");
-    let mut agent =
-        TestAgent::new(vec![turn(vec![call("read_text", json!({"path": "README.md"})), call("submit", json!({}))])]);
-    let r = run(&package, "partial", &mut agent, Options::default());
-    let expected = "not run: `submit` must be the only call in its turn, and this turn has 2 calls; none of them ran";
-    assert_eq!(
-        r.results(),
-        [("read_text".to_string(), expected.to_string(), true), ("submit".to_string(), expected.to_string(), true)]
-    );
-    assert!(r.ok().submissions.is_empty());
-    assert!(!r.kinds().iter().any(|k| matches!(k, EventKind::Submission { .. })));
 }
 
 #[test]
@@ -113,39 +98,6 @@ fn the_interact_req_gate_withholds_work_until_the_agent_has_asked_and_is_satisfi
 }
 
 #[test]
-fn plan_mode_gates_editing_and_submitting_until_write_plan() {
-    let package = fixture("req-basic");
-    let mut agent = TestAgent::new(vec![
-        one("write_text", json!({"path": "x.txt", "content": "x"})),
-        one("run_experiment", json!({"command": "echo probing"})),
-        one("submit", json!({})),
-        one("write_plan", json!({"plan": "1. exempt disputed invoices\n2. cap the fee"})),
-        one("write_text", json!({"path": "x.txt", "content": "x"})),
-        one("write_plan", json!({"plan": "again"})),
-        one("submit", json!({})),
-    ]);
-    let r = run(&package, "plan", &mut agent, Options::default());
-    let results = r.results();
-    assert_eq!(
-        results[0].1,
-        "`write_text` is refused in the planning phase; study the project, then save your plan with write_plan"
-    );
-    assert!(results[0].2);
-    assert_eq!(results[1].1, "exit status 0\n--- stdout ---\nprobing");
-    assert!(results[2].2 && results[2].1.starts_with("`submit` is refused in the planning phase"));
-    assert!(
-        results[3].1.starts_with("Plan saved to PLAN.md.\n\nYou are now in the EXECUTION phase."),
-        "{}",
-        results[3].1
-    );
-    assert!(!results[4].2);
-    assert_eq!(results[5].1, "the plan is already written; you are in the execution phase");
-    assert_eq!(r.ok().end_reason, EndReason::Submitted);
-    let plan = fs_err::read_to_string(r.workspace().join("PLAN.md")).unwrap();
-    assert_eq!(plan, "1. exempt disputed invoices\n2. cap the fee");
-}
-
-#[test]
 fn openings_follow_the_condition() {
     let package = fixture("req-basic");
     let opening = |condition: &str| {
@@ -173,6 +125,12 @@ fn openings_follow_the_condition() {
     );
     let full = opening("full");
     assert_eq!(full.message, package.instruction_full().unwrap().trim_end());
+    // Seed 000 §5.1: Full shares Partial's system prompt byte for byte on the same task; only
+    // the opening and the submission budget (in `submit`'s description) differ.
+    assert_eq!(full.system_prompt, partial.system_prompt);
+    let submit = |o: &specgap_engine::Opening| o.tools.iter().find(|t| t.name == "submit").unwrap().description.clone();
+    assert_ne!(submit(&full), submit(&partial));
+    assert!(submit(&full).contains("You deliver once: your first submission ends the work."));
     let shell = opening("partial+profile=shell");
     let names: Vec<_> = shell.tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["bash", "ask_user", "submit"]);

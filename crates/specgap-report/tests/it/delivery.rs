@@ -249,8 +249,22 @@ fn undefined_values_of_appendix_a3() {
         (Some(0.0), None, None, None)
     );
     // No target: nothing applies.
-    let v = clarification_values(&[unit], &[], &[]);
+    let v = clarification_values(std::slice::from_ref(&unit), &[], &[]);
     assert_eq!(v.recall, None);
+    // A target a panel could not decide (no judge answered) makes the run unavailable, not a
+    // miss: Recall would otherwise be 1/2 here.
+    let judgement = |target: &str, verdict: &str| specgap_store::Judgement {
+        judge: "panel:aaaaaaaaaaaa".into(),
+        target: target.into(),
+        verdict: verdict.into(),
+        matched_question_indices: if verdict == COVERED { vec![0] } else { vec![] },
+    };
+    let (a, b) = (judgement("a", COVERED), judgement("b", specgap_report::judge::UNAVAILABLE));
+    let v = clarification_values(std::slice::from_ref(&unit), &targets, &[&a, &b]);
+    assert_eq!((v.units, v.recall, v.precision, v.ask_f1), (1, None, None, None));
+    let b = judgement("b", MISSED);
+    let v = clarification_values(&[unit], &targets, &[&a, &b]);
+    assert_eq!((v.recall, v.precision), (Some(0.5), Some(1.0)));
 }
 
 /// Seed 002 Table 13: Quality by answer coverage (0, 25, 50, 75, 100 %), mean ± sd over three

@@ -24,7 +24,7 @@ fn every_code_location_in_fidelity_md_exists() {
         let file = root.join(format!("{path}.rs"));
         let source = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{location}: {e}"));
         let name = item.rsplit("::").next().unwrap();
-        let defined = ["fn ", "struct ", "enum ", "type ", "const "]
+        let defined = ["fn ", "struct ", "enum ", "type ", "const ", "trait "]
             .iter()
             .any(|kind| source.contains(&format!("{kind}{name}")));
         assert!(

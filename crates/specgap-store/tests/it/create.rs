@@ -32,8 +32,8 @@ fn database_is_in_wal_mode_with_schema_version() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 3);
-    assert_eq!(SCHEMA_VERSION, 3);
+    assert_eq!(version, 4);
+    assert_eq!(SCHEMA_VERSION, 4);
 }
 
 #[test]
@@ -106,7 +106,7 @@ fn open_refuses_a_newer_schema() {
     assert_eq!(
         err.to_string(),
         format!(
-            "{} has schema version 99; this specgap reads versions up to 3",
+            "{} has schema version 99; this specgap reads versions up to 4",
             db.display()
         )
     );
@@ -193,7 +193,8 @@ fn a_runner_refusing_a_foreign_directory_leaves_no_lock_file_in_it() {
     assert_eq!(names, ["notes.txt"]);
 }
 
-/// The `usage` table of schema version 1, whose role check knew only `agent` and `user`.
+/// The `usage` table of schema version 1, whose role check knew only `agent` and `user`, and
+/// none of the columns and tables added since.
 const USAGE_V1: &str = "CREATE TABLE usage_old (
     episode TEXT NOT NULL REFERENCES episodes(id), attempt INTEGER NOT NULL CHECK (attempt >= 1),
     role TEXT NOT NULL CHECK (role IN ('agent','user')), input_tokens INTEGER NOT NULL,
@@ -205,6 +206,7 @@ DROP TABLE usage;
 ALTER TABLE usage_old RENAME TO usage;
 ALTER TABLE start_results DROP COLUMN score;
 ALTER TABLE start_results DROP COLUMN success;
+DROP TABLE ballots; DROP TABLE extractions; DROP TABLE panels;
 PRAGMA user_version = 1;";
 
 fn usage(requests: u64, cost_usd: f64) -> specgap_protocol::event::Usage {
@@ -237,7 +239,7 @@ fn a_version_1_store_is_upgraded_in_place_keeping_its_usage_rows_and_takes_the_n
     let store = Store::open(tmp.path()).unwrap();
     let conn = rusqlite::Connection::open(&db).unwrap();
     let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
-    assert_eq!(version, 3);
+    assert_eq!(version, specgap_store::SCHEMA_VERSION);
     assert_eq!(store.usage().unwrap(), before);
     // Version 3 added the starting state's verdict columns.
     let columns: Vec<String> = conn
@@ -295,9 +297,9 @@ fn resume_refuses_a_run_of_another_protocol_version() {
     let current = tmp.path().join("current");
     Store::create(&current, &config_of_protocol(specgap_protocol::run::PROTOCOL_VERSION)).unwrap();
     let reopened = Store::open_for_resume(&current).unwrap();
-    assert_eq!(reopened.config().protocol_version, 3);
+    assert_eq!(reopened.config().protocol_version, 4);
     let text = std::fs::read_to_string(current.join("run.toml")).unwrap();
-    assert!(text.contains("protocol_version = 3\n"), "{text}");
+    assert!(text.contains("protocol_version = 4\n"), "{text}");
 }
 
 #[test]

@@ -46,11 +46,14 @@ fn dump_without_volatile_columns_compares_runs_of_one_seed() {
     .to_vec();
     assert_eq!(stable_a["submissions"][0], expected_submission);
     let expected_counts = [
+        ("ballots", 0),
         ("deliveries", 0),
         ("episodes", 1),
         ("errors", 0),
+        ("extractions", 0),
         ("judgements", 0),
         ("not_applicable", 0),
+        ("panels", 0),
         ("questions", 0),
         ("requirement_outcomes", 1),
         ("start_results", 0),

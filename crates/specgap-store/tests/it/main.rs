@@ -4,6 +4,7 @@ mod crash;
 mod create;
 mod dump;
 mod merge;
+mod panels;
 mod read_order;
 mod resume;
 mod roundtrip;

@@ -39,6 +39,45 @@ fn an_unstated_rule_copied_into_the_workspace_fails_the_leak_scan() {
 }
 
 #[test]
+fn a_request_quoting_an_unstated_requirement_fails_the_leak_scan() {
+    // The relay owner says each observation's request after a failed submission, so the scan
+    // reads it as it reads the workspace.
+    let copy = Copy::of_example("payment-retry");
+    let text = copy.read("observations.toml");
+    let old = "request = \"Next time I look at the settlement report, I need every customer to have paid once for their basket, however Paylane behaved that evening.\"";
+    assert!(text.contains(old));
+    let leaked = "request = \"Next time, no order is captured more than once, and an order stays paid.\"";
+    copy.write("observations.toml", &text.replace(old, leaked));
+    let report = check_dir(&copy.root, judge());
+    assert_eq!(
+        failing(&report),
+        [(
+            "leak-scan".to_string(),
+            "observations.toml charge-once/charged-twice request: 10 words of unstated requirement `charge-once`: \"no order is captured more than once and an order\"".to_string()
+        )]
+    );
+}
+
+#[test]
+fn a_user_toml_sentence_quoting_an_unstated_requirement_fails_the_leak_scan() {
+    // The relay owner answers questions with user.toml's sentences.
+    let copy = Copy::of_example("payment-retry");
+    let text = copy.read("user.toml");
+    let old = "I don't know how \\\nPaylane answers when it is overloaded.";
+    assert!(text.contains(old), "{text}");
+    let leaked = "I know that a card decline is final for that checkout.";
+    copy.write("user.toml", &text.replace(old, leaked));
+    let report = check_dir(&copy.root, judge());
+    assert_eq!(
+        failing(&report),
+        [(
+            "leak-scan".to_string(),
+            "user.toml understanding: 8 words of unstated requirement `declines-final`: \"a card decline is final for that checkout\"".to_string()
+        )]
+    );
+}
+
+#[test]
 fn a_mutant_that_breaks_nothing_fails_its_check() {
     let copy = Copy::of_example("payment-retry");
     copy.write("solutions/mutants/declines-final/shop/checkout.py", &copy.read("solutions/gold/shop/checkout.py"));

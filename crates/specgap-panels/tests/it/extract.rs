@@ -1,0 +1,277 @@
+//! The extraction panel (seed 002 §4.1, A.3, A.9.4) against scripted extractors: chat agents
+//! played by a mock server, working in the real sandbox over the bundled retail case (whose
+//! format-2 package names `schema/plan.schema.json`), scored by its real evaluator.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use specgap_panels::order::call_order;
+use specgap_panels::{ExtractOptions, PanelFile, extract_run};
+use specgap_protocol::result::Signature;
+use specgap_store::{BallotOutcome, ExtractionStatus, PanelUse, Role, Store};
+
+use crate::fixture::{EpisodeSpec, panel_file, retail, run_store};
+use crate::mock::{Captured, MockServer, Reply};
+
+const SEED: u64 = 5;
+
+/// The gold plan of the retail case as CSV rows `day,sku,source,destination,units`.
+fn gold_csv(extra: &[&str]) -> String {
+    let gold: Value = serde_json::from_str(&std::fs::read_to_string(crate::fixture::retail_path().join("solutions/gold/plan.json")).unwrap()).unwrap();
+    let mut text = String::from("day,sku,source,destination,units\n");
+    for s in gold["shipments"].as_array().unwrap() {
+        text.push_str(&format!("{},{},{},{},{}\n", s["date"].as_str().unwrap(), s["item"].as_str().unwrap(), s["from"].as_str().unwrap(), s["to"].as_str().unwrap(), s["qty"]));
+    }
+    for line in extra {
+        text.push_str(line);
+        text.push('\n');
+    }
+    text
+}
+
+/// The workspace diff of a delivery of `files` (path, content) on the clean retail workspace,
+/// and the direct evaluation of that delivery by the case evaluator.
+fn delivery(files: &[(&str, String)]) -> (Vec<u8>, String) {
+    let package = retail();
+    let tmp = tempfile::tempdir().unwrap();
+    let bases = specgap_sandbox::BaseCache::new(tmp.path().join("bases")).unwrap();
+    let base = bases.base(package.hash(), &package.workspace_dir()).unwrap();
+    let ws = tmp.path().join("ws");
+    specgap_sandbox::materialize(&base, &ws, None).unwrap();
+    for (path, content) in files {
+        let path = ws.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+    let diff = specgap_sandbox::diff(&base, &ws).unwrap();
+    let host = specgap_sandbox::HostView::resolve(&package.manifest().environment).unwrap();
+    let scratch = tmp.path().join("scratch");
+    std::fs::create_dir_all(&scratch).unwrap();
+    let (result, _) = specgap_engine::side_session::evaluate_workspace(&package, &Default::default(), &host, &ws, &scratch).unwrap();
+    (diff, serde_json::to_string(&result).unwrap())
+}
+
+fn store_with(dir: &Path, files: &[(&str, String)]) -> (Store, String) {
+    let (diff, result) = delivery(files);
+    let result: &'static str = Box::leak(result.into_boxed_str());
+    let spec = EpisodeSpec { repeat: 0, questions: vec![], submission: Some((diff, result)) };
+    let (store, ids) = run_store(dir, SEED, &[spec]);
+    (store, ids[0].clone())
+}
+
+/// A bash call.
+fn bash(step: usize, command: &str) -> Reply {
+    Reply::Calls(vec![(format!("c{step}"), "bash".into(), json!({"command": command}))])
+}
+
+fn submit(step: usize) -> Reply {
+    Reply::Calls(vec![(format!("c{step}"), "submit".into(), json!({"summary": "plan.json written from results/plan.csv"}))])
+}
+
+/// Converts the delivered CSV into plan.json; `tweak` is Python applied to the row list `rows`
+/// before writing (a "repair").
+fn convert(tweak: &str) -> String {
+    format!(
+        "python3 -c \"import csv, json\nrows = [dict(date=r['day'], item=r['sku'], to=r['destination'], qty=int(r['units']), **{{'from': r['source']}}) for r in csv.DictReader(open('/delivered/results/plan.csv'))]\n{tweak}\njson.dump({{'shipments': rows}}, open('plan.json', 'w'))\""
+    )
+}
+
+/// An extractor that looks, converts with `tweak`, and submits.
+fn extractor(request: &Captured, tweak: &str) -> Reply {
+    let step = request.messages().iter().filter(|m| m["role"] == "assistant").count();
+    match step {
+        0 => bash(step, "head -3 /delivered/results/plan.csv && cat /schema/submission_schema.json | head -5"),
+        1 => bash(step, &convert(tweak)),
+        _ => submit(step),
+    }
+}
+
+fn options() -> ExtractOptions {
+    ExtractOptions::default()
+}
+
+#[test]
+fn a_deliverable_in_another_layout_is_extracted_and_scored_once_three_agree() {
+    let server = MockServer::start(|request| extractor(request, ""));
+    let dir = tempfile::tempdir().unwrap();
+    let (store, id) = store_with(&dir.path().join("run"), &[("results/plan.csv", gold_csv(&[]))]);
+    // Scored from the direct artifact, the delivery is invalid: there is no plan.json.
+    let direct = store.submissions().unwrap();
+    assert_eq!(direct[0].score, Some(0.0));
+    let models = ["x1", "x2", "x3", "x4", "x5"];
+    let panel = PanelFile::load(&panel_file(dir.path(), &server.url, &models, "[extraction]\nturns = 6\n")).unwrap().panel(PanelUse::Extractor);
+    let summary = extract_run(&store, &panel, &options()).unwrap();
+    assert_eq!((summary.submissions, summary.scored, summary.routes), (1, 1, 3));
+    let extractions = store.extractions().unwrap();
+    let e = &extractions[0].extraction;
+    assert_eq!((e.status, e.k, e.routes, e.agreeing), (ExtractionStatus::Scored, 1, 3, 3));
+    assert_eq!((e.score, e.success, e.valid, e.signature), (Some(1.0), Some(true), Some(true), Some(Signature::None)));
+    assert_eq!(e.objective, Some(0.99477596));
+    // Only the first three models of the seeded order extracted; each ran one session of
+    // three requests.
+    let order: Vec<&str> = call_order(SEED, &id, "submission:1", 5).iter().map(|s| models[*s as usize]).collect();
+    let asked: Vec<String> = {
+        let mut seen = Vec::new();
+        for r in server.requests() {
+            if !seen.contains(&r.model().to_string()) {
+                seen.push(r.model().to_string());
+            }
+        }
+        seen
+    };
+    assert_eq!(asked, order[..3]);
+    assert_eq!(server.requests().len(), 9);
+    // Each request offers bash and submit only; the opening holds the schema and where the
+    // delivery is, and nothing of the evaluator.
+    for request in server.requests() {
+        let tools: Vec<&str> = request.body["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
+        assert_eq!(tools, ["bash", "submit"]);
+        let text = request.text();
+        assert!(text.contains("/delivered"), "{text}");
+        assert!(text.contains("/schema/submission_schema.json"));
+        assert!(text.contains("\"shipments\""), "the schema is in the opening");
+        assert!(!text.contains("evaluate.py") && !text.contains("evaluator/") && !text.contains("0.99477596"), "{text}");
+        assert_eq!(request.body["temperature"], json!(0));
+    }
+    // Ballots: model, prompt version, request (the opening) and response (the transcript).
+    let ballots = store.ballots_of(&id).unwrap();
+    assert_eq!(ballots.len(), 3);
+    for b in &ballots {
+        assert_eq!(b.ballot.outcome, BallotOutcome::Ballot);
+        assert_eq!(b.ballot.subject, "submission:1");
+        assert_eq!(b.ballot.prompt_version, specgap_panels::prompts::EXTRACTOR_PROMPT_VERSION);
+        let vote = b.ballot.vote.as_ref().unwrap();
+        assert_eq!(vote["score"], json!(1.0));
+        assert_eq!(vote["files"], json!(["plan.json"]));
+        assert_eq!(vote["end"], json!("submitted"));
+        assert_eq!(b.ballot.request[0]["tools"], json!(["bash", "submit"]));
+        let transcript = b.ballot.response.as_array().unwrap();
+        assert_eq!(transcript.len(), 5, "{transcript:#?}");
+        assert!(transcript[1]["output"].as_str().unwrap().starts_with("exit status 0\n--- stdout ---\nday,sku,source,destination,units"));
+    }
+    // Usage under `extractor`: 9 requests of 100 + 10 tokens.
+    let usage = store.usage().unwrap();
+    let row = usage.iter().find(|u| u.role == Role::Extractor).unwrap();
+    assert_eq!((row.usage.requests, row.usage.input_tokens, row.usage.output_tokens), (9, 900, 90));
+    // The report scores the run by the extraction (precedence over the direct artifact's 0);
+    // `--extraction direct` shows the direct score.
+    let quality = |extraction: &str| {
+        let run = specgap_report::RunData::load(&dir.path().join("run")).unwrap();
+        let options = specgap_report::ReportOptions { extraction: extraction.into(), ..Default::default() };
+        let report = specgap_report::build_report(&[run], &options).unwrap();
+        let d = report.groups[0].delivery.clone().unwrap();
+        let scored = d.scored_only.unwrap();
+        (report.extraction, scored.quality, scored.valid)
+    };
+    assert_eq!(quality("auto"), (Some(panel.name.clone()), 1.0, 1.0));
+    assert_eq!(quality(&panel.name), (Some(panel.name.clone()), 1.0, 1.0));
+    assert_eq!(quality("direct"), (None, 0.0, 0.0));
+    // A second step extracts nothing again.
+    let again = extract_run(&store, &panel, &options()).unwrap();
+    assert_eq!((again.submissions, again.already), (0, 1));
+    assert_eq!(server.requests().len(), 9);
+}
+
+#[test]
+fn an_extractor_that_repairs_a_value_is_outvoted_by_the_disagreement_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    // The agent's plan ships stock out of a store: invalid (stores never ship).
+    let (store, id) = store_with(&dir.path().join("run"), &[("results/plan.csv", gold_csv(&["2025-03-14,SKU-OAT,ST-HAR-1,ST-HAR-2,1"]))]);
+    let models = ["x1", "x2", "x3", "x4", "x5"];
+    // The first two models of the seeded order "repair" the plan by dropping the store's
+    // shipment; the other three copy it as it is.
+    let order = call_order(SEED, &id, "submission:1", 5);
+    let repairers: Vec<String> = order[..2].iter().map(|s| models[*s as usize].to_string()).collect();
+    let chosen = Arc::new(Mutex::new(repairers.clone()));
+    let server = MockServer::start(move |request| {
+        let repair = chosen.lock().unwrap().contains(&request.model().to_string());
+        extractor(request, if repair { "rows = [r for r in rows if not r['from'].startswith('ST-')]" } else { "" })
+    });
+    let panel = PanelFile::load(&panel_file(dir.path(), &server.url, &models, "")).unwrap().panel(PanelUse::Extractor);
+    extract_run(&store, &panel, &options()).unwrap();
+    let e = store.extractions().unwrap()[0].extraction.clone();
+    assert_eq!((e.status, e.score, e.valid, e.signature), (ExtractionStatus::Scored, Some(0.0), Some(false), Some(Signature::Constraint)));
+    assert_eq!((e.routes, e.agreeing), (5, 3));
+    let ballots = store.ballots_of(&id).unwrap();
+    for b in &ballots {
+        let score = b.ballot.vote.as_ref().unwrap()["score"].as_f64().unwrap();
+        if repairers.contains(&b.ballot.model) {
+            assert_eq!(score, 1.0, "the repaired plan would have passed");
+        } else {
+            assert_eq!(score, 0.0);
+        }
+    }
+}
+
+#[test]
+fn extractors_without_a_majority_leave_the_run_unscored_and_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, id) = store_with(&dir.path().join("run"), &[("results/plan.csv", gold_csv(&[]))]);
+    let models = ["x1", "x2", "x3"];
+    let server = MockServer::start(|request| match request.model() {
+        "x1" => extractor(request, ""),
+        // Doubles the first supplier purchase: still valid, objective 0.99439196 (0.9996).
+        "x2" => extractor(request, "first = next(r for r in rows if r['from'].startswith('SUP-'))\nfirst['qty'] *= 2"),
+        // Keeps the first five shipments: valid, objective 0.39844629.
+        _ => extractor(request, "rows = rows[:5]"),
+    });
+    let panel = PanelFile::load(&panel_file(dir.path(), &server.url, &models, "")).unwrap().panel(PanelUse::Extractor);
+    let summary = extract_run(&store, &panel, &options()).unwrap();
+    assert_eq!(summary.unavailable, vec![id.clone()]);
+    let e = store.extractions().unwrap()[0].extraction.clone();
+    assert_eq!((e.status, e.score, e.valid, e.routes, e.agreeing), (ExtractionStatus::Unavailable, None, None, 3, 0));
+    let mut scores: Vec<(String, f64)> = store
+        .ballots_of(&id)
+        .unwrap()
+        .iter()
+        .map(|b| (b.ballot.model.clone(), b.ballot.vote.as_ref().unwrap()["score"].as_f64().unwrap()))
+        .collect();
+    scores.sort_by(|a, b| a.0.cmp(&b.0));
+    let reference = 0.99477596;
+    assert_eq!(scores[0], ("x1".to_string(), 1.0));
+    assert!((scores[1].1 - 0.99439196 / reference).abs() < 1e-12, "{scores:?}");
+    assert!((scores[2].1 - 0.39844629 / reference).abs() < 1e-12, "{scores:?}");
+    // The report lists the run as unscored and leaves its group's planned-run cells out.
+    let run = specgap_report::RunData::load(&dir.path().join("run")).unwrap();
+    let report = specgap_report::build_report(&[run], &Default::default()).unwrap();
+    let delivery = report.groups[0].delivery.as_ref().unwrap();
+    assert!(!delivery.complete);
+    // The run's plan has three repeats; the other two were never run.
+    let reasons: Vec<(&str, &str)> = delivery.unscored.iter().map(|u| (u.episode.as_str(), u.reason.as_str())).collect();
+    assert!(reasons.contains(&(id.as_str(), "extraction_unavailable")), "{reasons:?}");
+    assert_eq!(reasons.iter().filter(|(_, r)| *r == "absent").count(), 2);
+    assert_eq!(report.extraction.as_deref(), Some(panel.name.as_str()));
+}
+
+#[test]
+fn extractors_see_the_delivery_and_the_schema_only_and_cannot_change_the_delivery() {
+    let package_evaluator = crate::fixture::retail_path().join("evaluator/evaluate.py");
+    let probe = format!(
+        "cat {} ; echo x > /delivered/results/plan.csv ; ls /delivered/results ; ls / ",
+        package_evaluator.display()
+    );
+    let seen = Arc::new(Mutex::new(String::new()));
+    let out = Arc::clone(&seen);
+    let server = MockServer::start(move |request| {
+        let step = request.messages().iter().filter(|m| m["role"] == "assistant").count();
+        if step == 1 {
+            let last = request.messages().last().unwrap()["content"].as_str().unwrap_or("").to_string();
+            *out.lock().unwrap() = last;
+        }
+        match step {
+            0 => bash(0, &probe),
+            _ => submit(step),
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _) = store_with(&dir.path().join("run"), &[("results/plan.csv", gold_csv(&[]))]);
+    let panel = PanelFile::load(&panel_file(dir.path(), &server.url, &["x1"], "")).unwrap().panel(PanelUse::Extractor);
+    extract_run(&store, &panel, &options()).unwrap();
+    let output = seen.lock().unwrap().clone();
+    assert!(output.contains("No such file or directory"), "the package's evaluator is not there: {output}");
+    assert!(output.contains("Read-only file system"), "the delivery cannot be changed: {output}");
+    assert!(!output.contains("def evaluate"), "{output}");
+    // The root holds the sandbox's own directories and the three mounts, nothing of the package.
+    assert!(output.contains("delivered") && output.contains("schema") && output.contains("workspace"), "{output}");
+}
