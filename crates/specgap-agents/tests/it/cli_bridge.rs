@@ -114,3 +114,51 @@ fn a_cli_command_agent_asks_the_owner_submits_reads_the_feedback_fixes_and_is_ac
         (6, (101..=106).sum::<u64>(), (11..=16).sum::<u64>(), (1..=6).sum::<u64>())
     );
 }
+
+/// A small MCP client run by the agent's shell: starts the server its MCP configuration
+/// (`$SPECGAP_MCP_CONFIG`) names, lists the tools and calls `ask_user`, printing the tool
+/// names and the answer.
+const MCP_CLIENT: &str = r#"
+import json, os, subprocess
+server = json.load(open(os.environ["SPECGAP_MCP_CONFIG"]))["mcpServers"]["specgap"]
+proc = subprocess.Popen([server["command"]] + server["args"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={**os.environ, **server["env"]})
+def send(message):
+    proc.stdin.write((json.dumps(message) + "\n").encode()); proc.stdin.flush()
+def receive(id):
+    while True:
+        reply = json.loads(proc.stdout.readline())
+        if reply.get("id") == id:
+            return reply
+send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+receive(0)
+send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+send({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+print(" ".join(tool["name"] for tool in receive(1)["result"]["tools"]))
+send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "ask_user", "arguments": {"question": "May I edit shop/gateway.py, or the records?"}}})
+print(receive(2)["result"]["content"][0]["text"])
+proc.stdin.close(); proc.wait()
+"#;
+
+#[test]
+fn a_cli_agent_reaches_the_owner_through_the_mcp_server_its_configuration_names() {
+    let hex: String = MCP_CLIENT.bytes().map(|b| format!("{b:02x}")).collect();
+    let client = format!("python3 -c \"exec(bytes.fromhex('{hex}').decode())\"");
+    let mock = MockUpstream::start([bash(1, &client, false), done(2, "Asked.", false)]).unwrap();
+    let config = command_config(&mock, false);
+    let run = run_cli(example("payment-retry"), "partial", "clean", SPEC, &config, &mock, BudgetFlags::default());
+    assert_eq!(run.detail.episode.end_reason, Some(EndReason::AgentExit));
+    assert_eq!(run.requests.len(), 2);
+    check_requests(&run.requests);
+    let answer = "Anything under shop/ except shop/gateway.py, which mirrors Paylane's SDK; the records are history and stay as they are.";
+    assert_eq!(tool_message(&run.requests[1], "call-1"), format!("exit status 0\n--- stdout ---\nask_user submit\n{answer}\n"));
+    let calls: Vec<(String, Value)> = run
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::BridgeCall { call, .. } => Some((call.tool.clone(), call.arguments.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(calls, [("ask_user".to_string(), serde_json::json!({"question": "May I edit shop/gateway.py, or the records?"}))]);
+    assert_eq!(run.detail.questions.len(), 1);
+}
