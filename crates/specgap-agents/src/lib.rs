@@ -6,7 +6,9 @@
 //!   and submit;
 //! * [`replay`]: `replay:<file>`, a plain JSON Lines script or a stored trajectory;
 //! * [`chat`]: `chat:<model>`, the tool-calling loop over an OpenAI-compatible endpoint, and
-//!   the LLM owner / customer ([`chat::ChatUser`]).
+//!   the LLM owner / customer ([`chat::ChatUser`]);
+//! * [`cli`]: `cli:<adapter>`, external CLI agents (`cli:mini-swe-agent[@version]`,
+//!   `cli:command=<template>`) run in the episode's sandbox behind the model gateway.
 //!
 //! [`prompt_dir`] reads a `--prompts DIR` of replacement prompt files (engine and user prompts).
 //!
@@ -15,6 +17,7 @@
 #![deny(missing_docs)]
 
 pub mod chat;
+pub mod cli;
 pub mod prompt_dir;
 pub mod replay;
 pub mod scripted;
@@ -39,14 +42,56 @@ pub enum AgentSpec {
     Replay(PathBuf),
     /// `chat:<model>`.
     Chat(String),
+    /// `cli:<adapter>`.
+    Cli(CliSpec),
+}
+
+/// The adapter part of a `cli:` spec.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CliSpec {
+    /// `cli:mini-swe-agent` or `cli:mini-swe-agent@<version>`.
+    MiniSweAgent {
+        /// The pinned version, when given.
+        version: Option<String>,
+    },
+    /// `cli:command=<template>`.
+    Command {
+        /// The command template.
+        template: String,
+    },
+}
+
+impl CliSpec {
+    /// The adapter's name as stored (`mini-swe-agent`, `command`).
+    pub fn adapter(&self) -> &'static str {
+        match self {
+            CliSpec::MiniSweAgent { .. } => "mini-swe-agent",
+            CliSpec::Command { .. } => "command",
+        }
+    }
+
+    /// The version the spec pins (`cli:<adapter>@<version>`), if any; `None` means the
+    /// adapter's pinned default, and always for `cli:command`.
+    pub fn version(&self) -> Option<&str> {
+        match self {
+            CliSpec::MiniSweAgent { version } => version.as_deref(),
+            CliSpec::Command { .. } => None,
+        }
+    }
 }
 
 /// Why an agent spec does not parse or build.
 #[derive(Debug, thiserror::Error)]
 pub enum AgentSpecError {
     /// Not a known agent kind.
-    #[error("unknown agent `{0}`; expected scripted:gold|literal|starter|mutant:<id>, replay:<file> or chat:<model>")]
+    #[error(
+        "unknown agent `{0}`; expected scripted:gold|literal|starter|mutant:<id>, replay:<file>, chat:<model>, \
+         cli:mini-swe-agent[@version] or cli:command=<template>"
+    )]
     Unknown(String),
+    /// `cli:` with an unknown adapter.
+    #[error("unknown cli: adapter in `{0}`; expected cli:mini-swe-agent[@version] or cli:command=<template>")]
+    BadAdapter(String),
     /// `scripted:` with an unknown solution.
     #[error("unknown scripted agent `{0}`; expected scripted:gold, scripted:literal, scripted:starter or scripted:mutant:<id>")]
     BadSolution(String),
@@ -80,8 +125,22 @@ pub fn parse_agent_spec(text: &str) -> Result<AgentSpec, AgentSpecError> {
         "replay" => Ok(AgentSpec::Replay(PathBuf::from(value))),
         "chat" if value.is_empty() => Err(AgentSpecError::Empty(text.into())),
         "chat" => Ok(AgentSpec::Chat(value.into())),
+        "cli" => parse_cli(value).map(AgentSpec::Cli).ok_or_else(|| AgentSpecError::BadAdapter(text.into())),
         _ => Err(AgentSpecError::Unknown(text.into())),
     }
+}
+
+/// The adapter part of `cli:<value>`.
+fn parse_cli(value: &str) -> Option<CliSpec> {
+    if let Some(template) = value.strip_prefix("command=") {
+        return (!template.trim().is_empty()).then(|| CliSpec::Command { template: template.to_string() });
+    }
+    let (name, version) = match value.split_once('@') {
+        Some((name, version)) => (name, Some(version)),
+        None => (value, None),
+    };
+    let version_ok = version.is_none_or(|v| !v.is_empty() && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-'));
+    (name == "mini-swe-agent" && version_ok).then(|| CliSpec::MiniSweAgent { version: version.map(str::to_string) })
 }
 
 impl AgentSpec {
@@ -91,7 +150,26 @@ impl AgentSpec {
             AgentSpec::Scripted(s) => format!("scripted:{}", s.name()),
             AgentSpec::Replay(path) => format!("replay:{}", path.display()),
             AgentSpec::Chat(model) => format!("chat:{model}"),
+            AgentSpec::Cli(CliSpec::MiniSweAgent { version: None }) => "cli:mini-swe-agent".into(),
+            AgentSpec::Cli(CliSpec::MiniSweAgent { version: Some(v) }) => format!("cli:mini-swe-agent@{v}"),
+            AgentSpec::Cli(CliSpec::Command { template }) => format!("cli:command={template}"),
         }
+    }
+
+    /// Whether the agent can run under `condition`: a `cli:` agent cannot switch its tools
+    /// between the planning and the execution phase, so `plan` does not apply to it (issue 14
+    /// item 1; recorded as not applicable).
+    ///
+    /// # Errors
+    /// [`NotApplicable`] saying why.
+    pub fn applicability_under(&self, condition: &specgap_engine::Condition) -> Result<(), NotApplicable> {
+        if matches!(self, AgentSpec::Cli(_)) && condition.is_plan() {
+            return Err(NotApplicable::new(format!(
+                "agent {} cannot switch its tools between planning and execution, which plan mode needs",
+                self.canonical()
+            )));
+        }
+        Ok(())
     }
 
     /// Whether the agent can run on `package` (DESIGN §4): a scripted agent needs its overlay
@@ -124,7 +202,7 @@ impl AgentSpec {
             AgentSpec::Replay(path) => ReplayAgent::load(path)
                 .map(|agent| Box::new(agent) as Box<dyn Agent + Send>)
                 .map_err(|source| AgentSpecError::Replay { spec: self.canonical(), source }),
-            AgentSpec::Chat(_) => Err(AgentSpecError::NotBuilt(self.canonical())),
+            AgentSpec::Chat(_) | AgentSpec::Cli(_) => Err(AgentSpecError::NotBuilt(self.canonical())),
         }
     }
 }
@@ -144,6 +222,11 @@ impl AgentSpec {
                 let chat = chat::ChatConfig::from_table(config)
                     .map_err(|e| AgentError::with_source("cannot read the chat agent configuration", true, e))?;
                 Ok(Box::new(chat::ChatAgent::new(&chat, seed)?))
+            }
+            AgentSpec::Cli(_) => {
+                let cli = cli::CliConfig::from_table(config)
+                    .map_err(|e| AgentError::with_source("cannot read the cli: agent configuration", true, e))?;
+                Ok(Box::new(cli::CliAgent::new(&cli)?))
             }
             _ => Ok(self.build()?),
         }
@@ -184,7 +267,17 @@ mod tests {
 
     #[test]
     fn specs_parse_and_print() {
-        for text in ["scripted:gold", "scripted:literal", "scripted:starter", "scripted:mutant:rule-a", "replay:x/y.jsonl", "chat:qwen3"] {
+        for text in [
+            "scripted:gold",
+            "scripted:literal",
+            "scripted:starter",
+            "scripted:mutant:rule-a",
+            "replay:x/y.jsonl",
+            "chat:qwen3",
+            "cli:mini-swe-agent",
+            "cli:mini-swe-agent@2.4.6",
+            "cli:command=my-agent --task-file {instruction_file}",
+        ] {
             assert_eq!(parse_agent_spec(text).unwrap().canonical(), text);
         }
         assert_eq!(parse_agent_spec("scripted:mutant:a").unwrap(), AgentSpec::Scripted(Solution::Mutant("a".into())));
@@ -192,5 +285,12 @@ mod tests {
         assert!(matches!(parse_agent_spec("scripted:mutant:"), Err(AgentSpecError::BadSolution(_))));
         assert!(matches!(parse_agent_spec("gold"), Err(AgentSpecError::Unknown(_))));
         assert!(matches!(parse_agent_spec("replay:"), Err(AgentSpecError::Empty(_))));
+        assert!(matches!(parse_agent_spec("cli:claude"), Err(AgentSpecError::BadAdapter(_))));
+        assert!(matches!(parse_agent_spec("cli:command="), Err(AgentSpecError::BadAdapter(_))));
+        assert!(matches!(parse_agent_spec("cli:mini-swe-agent@"), Err(AgentSpecError::BadAdapter(_))));
+        let plan = specgap_engine::Condition::parse("plan").unwrap();
+        let why = parse_agent_spec("cli:mini-swe-agent").unwrap().applicability_under(&plan).unwrap_err();
+        assert!(why.reason.contains("cannot switch its tools"), "{}", why.reason);
+        assert!(parse_agent_spec("chat:m").unwrap().applicability_under(&plan).is_ok());
     }
 }

@@ -239,6 +239,50 @@ impl Builder {
                     json!({"kind": "phase_change", "phase": phase, "tool_definitions": tools}),
                 );
             }
+            EventKind::ModelExchange { request, class, method, path, model, status, outcome, detail, messages, usage, .. } => {
+                // The turn it carried follows as an `agent_turn`; this step keeps the gateway's
+                // record (the messages by journal id, not their text: the turns hold that).
+                let usage = serde_json::to_value(usage).unwrap_or(Value::Null);
+                self.push(
+                    event,
+                    Source::System,
+                    format!("model request {request} ({class}) {method} {path}: {status} {outcome}"),
+                    json!({"kind": "model_exchange", "request": request, "class": class, "model": model, "detail": detail, "messages": messages, "usage": usage}),
+                );
+            }
+            EventKind::BridgeCall { turn, call } => {
+                // A harness tool called through the bridge: an agent step making the call, so
+                // the `tool_result` that follows attaches to it.
+                self.steps.push(Step {
+                    step_id: 0,
+                    timestamp: Some(iso8601(event.ts_ms)),
+                    source: Source::Agent,
+                    message: format!("harness tool `{}` called through the bridge", call.tool),
+                    tool_calls: Some(vec![tool_call(call)]),
+                    observation: None,
+                    metrics: None,
+                    llm_call_count: Some(0),
+                    extra: Some(event_extra(event, json!({"kind": "bridge_call", "turn": turn}))),
+                });
+            }
+            EventKind::Actions { turn, actions } => {
+                let actions = serde_json::to_value(actions).unwrap_or(Value::Null);
+                self.push(
+                    event,
+                    Source::System,
+                    format!("file actions of turn {turn}, from the agent's own log"),
+                    json!({"kind": "actions", "turn": turn, "actions": actions}),
+                );
+            }
+            EventKind::AgentExit { status, how, stderr_tail, note } => {
+                let code = status.map_or_else(|| "no exit status".to_string(), |s| format!("exit status {s}"));
+                self.push(
+                    event,
+                    Source::System,
+                    format!("agent program ended ({how}, {code})"),
+                    json!({"kind": "agent_exit", "status": status, "how": how, "stderr_tail": stderr_tail, "note": note}),
+                );
+            }
             EventKind::Overlay { name } => {
                 self.steps.push(Step {
                     step_id: 0,

@@ -210,10 +210,14 @@ pub struct Args {
 /// Flags of `--agent chat:<model>` and `--user chat:<model>`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ChatArgs {
-    /// Base URL of the agent's OpenAI-compatible endpoint, up to /v1. Default:
-    /// http://127.0.0.1:8000/v1.
+    /// Base URL of the agent's OpenAI-compatible endpoint, up to /v1 (for a cli: agent, the
+    /// upstream its model gateway forwards to). Default: http://127.0.0.1:8000/v1.
     #[arg(long)]
     pub base_url: Option<String>,
+    /// The model of cli: agents (their spec names the scaffold): the one model their gateway
+    /// forwards.
+    #[arg(long)]
+    pub model: Option<String>,
     /// Environment variable holding the agent endpoint's API key (unset: no Authorization
     /// header). Default: OPENAI_API_KEY.
     #[arg(long)]
@@ -340,14 +344,12 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
             let store = Store::open_for_resume(dir).with_context(|| format!("cannot resume {}", dir.display()))?;
             let lock = specgap_store::lock_runner(dir)?;
             let resolved = resolve_stored(store.config())?;
-            agents::ensure_runnable(&resolved.config)?;
             let plan = plan(&resolved)?;
             scale_out::check_resumed_plan(store.config(), &plan)?;
             (dir.clone(), store, resolved, plan, true, lock)
         }
         None => {
             let mut resolved = resolve_new(&args)?;
-            agents::ensure_runnable(&resolved.config)?;
             // Plan before creating the store: a run where nothing applies leaves nothing behind.
             let plan = plan(&resolved)?;
             scale_out::record_plan(&mut resolved.config, &plan);

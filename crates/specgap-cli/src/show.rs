@@ -405,6 +405,32 @@ fn render_event(out: &mut String, event: &Event, detail: &EpisodeDetail, speaker
             let extra = if words.is_empty() { String::new() } else { format!(": {words}") };
             let _ = writeln!(out, "\n[episode ended: {reason}{extra}]");
         }
+        EventKind::ModelExchange { request: seq, class, path, status, outcome, detail: words, usage, .. } => {
+            let extra = if words.is_empty() { String::new() } else { format!(" ({words})") };
+            let tokens = format!("{} in, {} out", usage.input_tokens, usage.output_tokens);
+            let _ = writeln!(out, "  [model request {seq} {class} {path}: {status} {outcome}{extra}, {tokens}]");
+        }
+        EventKind::BridgeCall { call, .. } => {
+            let _ = writeln!(out, "  → {} {} (harness tool)", call.id, call.tool);
+            out.push_str(&render_arguments(&call.arguments, limits));
+        }
+        EventKind::Actions { actions, .. } => {
+            for action in actions {
+                let path = action.path.as_deref().unwrap_or("-");
+                let failed = if action.ok { "" } else { " (failed)" };
+                let _ = writeln!(out, "  [{} {} {path}{failed}]", action.via, action.kind.as_str());
+            }
+        }
+        EventKind::AgentExit { status, how, stderr_tail, note } => {
+            let status = status.map_or_else(|| "killed".to_string(), |s| format!("status {s}"));
+            let _ = writeln!(out, "\n[agent program ended: {how}, {status}]");
+            if !note.is_empty() {
+                let _ = writeln!(out, "  note: {note}");
+            }
+            if !stderr_tail.is_empty() {
+                out.push_str(&indent(&limits.cut(stderr_tail), "  stderr | "));
+            }
+        }
     }
 }
 

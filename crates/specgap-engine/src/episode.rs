@@ -102,6 +102,8 @@ use crate::detector::{QuestionDetector, ReplyText, SentenceRule};
 use crate::text_channel::{self, CONTINUATION, CONTINUATION_LIMIT};
 use crate::tools::{self, ToolOutput, names};
 
+mod self_driven;
+
 /// Evaluations of residual starting states, keyed by (task hash, state id), shared across the
 /// episodes of a run so each state is evaluated once.
 pub type StartResults = Arc<Mutex<HashMap<(String, String), EvalResult>>>;
@@ -357,8 +359,10 @@ pub fn run_episode(
         detector.attach(&links.detector);
     }
     let result = Episode::open(ctx, agent, user, writer, started, &links).and_then(|mut episode| episode.run());
-    // Whatever still serves the episode (a gateway request) stops now.
+    // Whatever still serves the episode (a gateway request, an external agent's program)
+    // stops now, on every path.
     links.agent.deadline.abandon();
+    agent.stop(&[]);
     links.check_usage()?;
     let usage = agent.usage();
     if !links.agent.usage.is_used() && usage != Usage::default() {
@@ -503,6 +507,8 @@ struct Episode<'c, 'a> {
     inbox: Vec<Incoming>,
     /// Whose request was abandoned at the deadline, for the `end` event's detail.
     abandoned: Option<&'static str>,
+    /// What the engine keeps about an agent that drives itself.
+    driven: self_driven::Driven,
 }
 
 impl<'c, 'a> Episode<'c, 'a> {
@@ -524,13 +530,22 @@ impl<'c, 'a> Episode<'c, 'a> {
             }
         })?;
         let has_project = package.manifest().project.is_some();
-        let tools = tools::tool_specs(ctx.condition, &ctx.budgets, has_project);
+        let mut tools = tools::tool_specs(ctx.condition, &ctx.budgets, has_project);
+        let mut system_prompt = prompts.initial.clone();
+        if agent.drives_itself() {
+            // An external agent has its own tools; the harness serves it only its own. Under
+            // `blind` it keeps its scaffold's prompts: nothing is added (seed 001).
+            tools.retain(|t| self_driven::HARNESS_TOOLS.contains(&t.name.as_str()));
+            if ctx.condition.preset() == crate::condition::Preset::Blind {
+                system_prompt.clear();
+            }
+        }
         let execution = prompts.execute_phase.map(|system_prompt| PhaseChange {
             phase: "execute".into(),
             system_prompt,
             tools: tools::execution_tool_specs(ctx.condition, &ctx.budgets, has_project),
         });
-        let opening = Opening { system_prompt: prompts.initial.clone(), message, tools };
+        let opening = Opening { system_prompt, message, tools };
         let mut every_phase_tools: Vec<String> = opening.tools.iter().map(|t| t.name.clone()).collect();
         for tool in execution.iter().flat_map(|e| &e.tools) {
             if !every_phase_tools.contains(&tool.name) {
@@ -590,11 +605,16 @@ impl<'c, 'a> Episode<'c, 'a> {
             submissions: Vec::new(),
             inbox: Vec::new(),
             abandoned: None,
+            driven: self_driven::Driven::default(),
         };
         if let Start::Residual(id) = ctx.start {
             // The harness's own diff of the state, for seed 001's Kept (docs/store-schema.md).
             episode.writer.write_start_diff(&episode.last_diff)?;
             episode.evaluate_start(id)?;
+        }
+        if episode.agent.drives_itself() {
+            let place = episode.workplace();
+            episode.agent.enter(&place)?;
         }
         episode.agent.start(&opening)?;
         Ok(episode)
@@ -624,11 +644,18 @@ impl<'c, 'a> Episode<'c, 'a> {
                 AgentReply::ContextOverflow => return Ok(EndReason::ContextOverflow),
                 AgentReply::Refusal { text, usage } => self.refusal(text, usage, late)?,
                 AgentReply::Turn { text, tool_calls, usage } => self.turn(text, tool_calls, usage, late)?,
+                AgentReply::Observed { results, exchange, turn } => self.observed(results, exchange.map(|e| *e), turn, late)?,
+                AgentReply::TurnRequested => self.turn_requested(late),
+                AgentReply::HarnessCall { call } => self.harness_call(call, late)?,
+                AgentReply::Actions { actions } => self.actions(actions)?,
+                AgentReply::Exited { text, can_resume, exit } => self.agent_exited(text, can_resume, *exit, late)?,
             };
             if let Some(reason) = ended {
                 return Ok(reason);
             }
-            if self.turns >= self.ctx.budgets.turns {
+            // An agent driving itself runs its last turn's calls first; its budgets end the
+            // episode when it asks for the next turn (`turn_requested`).
+            if self.turns >= self.ctx.budgets.turns && !self.agent.drives_itself() {
                 return Ok(EndReason::TurnBudget);
             }
         }
@@ -1265,9 +1292,15 @@ impl<'c, 'a> Episode<'c, 'a> {
     fn submit(&mut self, summary: Option<String>, automatic: bool) -> Result<SubmissionOutcome, EpisodeError> {
         let k = self.submissions.len() as u32 + 1;
         self.writer.event(EventKind::Submission { k, summary, automatic })?;
+        // Nothing an external agent runs may change the workspace while it is copied; an
+        // automatic submission is made at the end, after which the agent never runs again.
+        self.agent.suspend();
         let diff = sandbox_ops::diff(&self.base, &self.ws_dir)?;
         let frozen = self.ctx.workdir.join("frozen").join(k.to_string());
         sandbox_ops::freeze(&self.ws_dir, &frozen)?;
+        if !automatic {
+            self.agent.resume();
+        }
         let evaluated = evaluation::evaluate_with_retries(self.ctx, &self.host, &frozen, self.writer)?;
         sandbox_ops::remove_scratch(&frozen);
         let (result, scored, error) = match evaluated {
@@ -1356,6 +1389,9 @@ impl<'c, 'a> Episode<'c, 'a> {
 
     /// Ends the episode: the automatic submission where due, budget and end events.
     fn end(&mut self, reason: EndReason) -> Result<EpisodeOutcome, EpisodeError> {
+        // An external agent is stopped where it is: what it writes after the end is never
+        // part of the automatic submission (issue 14 item 6).
+        self.agent.suspend();
         let mut details: Vec<String> = self.abandoned.iter().map(|whose| whose.to_string()).collect();
         if submits_automatically(reason) {
             let diff = sandbox_ops::diff(&self.base, &self.ws_dir)?;
@@ -1365,6 +1401,8 @@ impl<'c, 'a> Episode<'c, 'a> {
                 details.push(unchanged_at_end(self.submissions.last().map(|s| s.k)));
             }
         }
+        let undelivered = std::mem::take(&mut self.inbox);
+        self.agent.stop(&undelivered);
         if let Some((which, used, limit)) = self.budget_used(reason) {
             self.writer.event(EventKind::Budget { which: which.into(), used, limit })?;
         }

@@ -55,6 +55,6 @@ pub(crate) fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, 
 }
 pub use relay::RelayUser;
 pub use session::{
-    Agent, AgentError, AgentReply, Deadline, FeedbackContext, Incoming, Opening, PhaseChange, Question, Reply, SessionLink,
-    UsageSink, User, UserError,
+    Agent, AgentError, AgentReply, Deadline, FeedbackContext, Incoming, ObservedResult, ObservedTurn, Opening, PhaseChange, Question,
+    Reply, SessionLink, UsageSink, User, UserError, Workplace,
 };

@@ -7,6 +7,23 @@
 //! [`Incoming::ToolResult`]. Scripted, replay and chat agents, and later an MCP bridge,
 //! implement [`Agent`] without engine changes.
 //!
+//! # Agents that drive themselves
+//! An external (`cli:`) agent is not pulled turn by turn: its own loop sends model requests
+//! (through the episode's gateway) and runs its own tools inside the sandbox; only the harness
+//! tools (`ask_user`, `submit`, `write_plan`) come back to the engine. Such an agent says so
+//! ([`Agent::drives_itself`]); the engine then offers it only the harness tools, hands it a
+//! [`Workplace`] ([`Agent::enter`]) before [`Agent::start`], and keeps its one set of episode
+//! rules by reading what the agent did as replies: [`AgentReply::Observed`] (one model
+//! exchange — a turn when it was a forwarded main-loop request — with the results of earlier
+//! tool calls that the request carried), [`AgentReply::HarnessCall`] (a harness tool call,
+//! dispatched like any call; its result, and for a failed `submit` the owner's feedback, go to
+//! the agent in the next inbox) and [`AgentReply::Exited`] (its program ended). Calling
+//! [`Agent::next_turn`] is the engine's permission for the agent's next step: the agent holds
+//! its next model request until then, so a budget or loop rule that ends the episode refuses
+//! it. Before the engine copies the workspace (a submission, the end) it calls
+//! [`Agent::suspend`], which stops every process of the agent, and [`Agent::resume`] after;
+//! at the end, [`Agent::stop`] ends them for good. Pulled agents ignore all of these.
+//!
 //! In plan mode (seed 000 App. F.3) the system prompt and the tools change once, when
 //! `write_plan` succeeds: the engine calls [`Agent::change_phase`] with the execution phase's
 //! [`PhaseChange`] before the next turn. An agent that rebuilds its requests from it (the chat
@@ -226,6 +243,62 @@ pub struct Opening {
     pub tools: Vec<ToolSpec>,
 }
 
+/// Where an agent that drives itself ([`Agent::drives_itself`]) does its work, given once
+/// before [`Agent::start`] ([`Agent::enter`]).
+#[derive(Debug, Clone)]
+pub struct Workplace {
+    /// The episode id.
+    pub episode_id: String,
+    /// The attempt (1-based).
+    pub attempt: u32,
+    /// The materialized workspace on the host (the sandbox shows it at `/workspace`).
+    pub workspace: std::path::PathBuf,
+    /// A fresh private directory of this attempt for the agent's own files (its home, the
+    /// harness sockets); removed with the attempt, never inside the workspace or the store.
+    pub scratch: std::path::PathBuf,
+    /// The episode's directory in the run store (the gateway's journal goes there).
+    pub store_dir: std::path::PathBuf,
+    /// What of the host the task's commands see (`[environment]`).
+    pub host: specgap_sandbox::HostView,
+    /// Sandbox settings.
+    pub sandbox: specgap_sandbox::SandboxConfig,
+    /// The resolved budgets.
+    pub budgets: crate::condition::Budgets,
+    /// Whether the condition keeps the scaffold's own prompts unchanged (`blind`: seed 001
+    /// gives the agent the request alone, so nothing of the condition's system prompt is added).
+    pub scaffold_prompt_only: bool,
+}
+
+/// One tool call's result that an agent driving itself reported afterwards (its next model
+/// request carried it, or its own log).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObservedResult {
+    /// The call answered.
+    pub call_id: String,
+    /// The tool.
+    pub tool: String,
+    /// The result as the agent saw it, in the harness's command-result form where the adapter
+    /// knows the tool's output format.
+    pub output: String,
+    /// Whether the agent's tool reported an error.
+    pub is_error: bool,
+    /// A shell command that exited 0 with blank output (the blank-output loop rule).
+    pub blank_success: bool,
+}
+
+/// A main-loop model exchange of an agent driving itself: one turn (issue 14 item 1).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObservedTurn {
+    /// The answer's text, if any.
+    pub text: Option<String>,
+    /// The tool calls in the answer (run by the agent itself, not by the engine).
+    pub tool_calls: Vec<ToolCall>,
+    /// The exchange's usage.
+    pub usage: Option<Usage>,
+    /// Whether the answer is a refusal or a content-filter stop.
+    pub refusal: bool,
+}
+
 /// A new phase of the episode (plan mode's execution phase, seed 000 App. F.3): from the next
 /// turn on, the agent works under this system prompt with these tools, which replace the
 /// opening's. The engine records it as a `phase_change` event.
@@ -286,6 +359,53 @@ pub enum AgentReply {
     },
     /// The model's context window is full; ends the episode with `context_overflow`.
     ContextOverflow,
+    /// An agent driving itself made one model exchange (module guide). The engine records
+    /// `results` (earlier calls' results the request carried) as `tool_result` events,
+    /// `exchange` (a `model_exchange` event) and, for a turn, an `agent_turn`; it counts the
+    /// turn and its tool calls and checks the loop rules and budgets on them without running
+    /// any call.
+    Observed {
+        /// Results of earlier calls, in order.
+        results: Vec<ObservedResult>,
+        /// The exchange, as the event to record ([`specgap_protocol::event::EventKind::ModelExchange`]);
+        /// `None` for results the agent's own log reported after its program ended.
+        exchange: Option<Box<specgap_protocol::event::EventKind>>,
+        /// The turn, when the exchange was a forwarded main-loop request.
+        turn: Option<ObservedTurn>,
+    },
+    /// The next main-loop model request of an agent driving itself waits for admission
+    /// (module guide: the engine's permission). The engine checks the turn and tool-call
+    /// budgets here — after the previous turn's calls ran, as for a pulled agent — and either
+    /// ends the episode (the request is refused) or calls [`Agent::next_turn`] again, which
+    /// admits it. Nothing is recorded.
+    TurnRequested,
+    /// An agent driving itself called a harness tool (`ask_user`, `submit`, `write_plan`):
+    /// dispatched through the same gates as any call, recorded as a `bridge_call` event and
+    /// its result; not a turn, and not counted as a tool call again (the model's call that
+    /// led to it was).
+    HarnessCall {
+        /// The call (an empty id gets one from the engine).
+        call: ToolCall,
+    },
+    /// An agent driving itself reported what its steps did to the workspace's files (from
+    /// its own log), recorded as an `actions` event.
+    Actions {
+        /// The actions, in order.
+        actions: Vec<specgap_protocol::action::FileAction>,
+    },
+    /// The program of an agent driving itself ended. When the protocol expects another turn
+    /// (questions in `text` under a delivery condition that answers them, a delivery not yet
+    /// made) and `can_resume`, the engine puts that message in the inbox and the next
+    /// [`Agent::next_turn`] starts the agent again with it; otherwise the episode ends
+    /// `agent_exit` (with its automatic submission of a changed workspace).
+    Exited {
+        /// The agent's final reply text, if any.
+        text: Option<String>,
+        /// Whether the agent can be started again with a new message.
+        can_resume: bool,
+        /// The exit, as the event to record ([`specgap_protocol::event::EventKind::AgentExit`]).
+        exit: Box<specgap_protocol::event::EventKind>,
+    },
     /// The request in flight was abandoned because the episode's [`Deadline`] became over (the
     /// wall budget ended, or a stop was requested); nothing came back to act on. The engine
     /// ends the episode with `wall_budget` and its automatic submission, or with `interrupted`
@@ -364,6 +484,35 @@ pub trait Agent {
     fn allows_harness_actions(&self) -> bool {
         false
     }
+
+    /// Whether the agent drives itself (an external `cli:` agent; module guide). Default:
+    /// `false`.
+    fn drives_itself(&self) -> bool {
+        false
+    }
+
+    /// Receives the [`Workplace`], once, before [`Agent::start`]; called only for agents
+    /// that drive themselves.
+    ///
+    /// # Errors
+    /// [`AgentError`] when the agent cannot work there (an infrastructure error).
+    fn enter(&mut self, _place: &Workplace) -> Result<(), AgentError> {
+        Ok(())
+    }
+
+    /// Stops every process of the agent until [`Agent::resume`]: the engine is about to copy
+    /// the workspace. Idempotent; a no-op for pulled agents.
+    fn suspend(&mut self) {}
+
+    /// Lets the agent's processes run again after [`Agent::suspend`].
+    fn resume(&mut self) {}
+
+    /// The episode is over: the agent stops for good (an agent driving itself ends its
+    /// program, SIGTERM then SIGKILL after a short grace, and closes its gateway).
+    /// `undelivered` is what arrived for the agent since its last turn (the result of the call
+    /// that ended the episode), which it may still hand on before it stops. Called at every
+    /// end, errors included, possibly more than once.
+    fn stop(&mut self, _undelivered: &[Incoming]) {}
 }
 
 /// A question put to the user with `ask_user`.

@@ -204,6 +204,14 @@ pub fn run_side_session(
                 outcome.end = over(deadline);
                 return Ok(outcome);
             }
+            AgentReply::Observed { .. }
+            | AgentReply::TurnRequested
+            | AgentReply::HarnessCall { .. }
+            | AgentReply::Actions { .. }
+            | AgentReply::Exited { .. } => {
+                // An agent that drives itself (cli:) needs an episode's sandbox and gateway.
+                return Err(AgentError::new("a side session runs only agents the engine drives turn by turn, not cli: agents", true).into());
+            }
         }
     }
 }

@@ -278,6 +278,12 @@ impl GatewayHandle {
         self.shared.fault()
     }
 
+    /// Exchanges begun and not yet recorded (an answer being written, a request held by the
+    /// supervisor, an upstream request under way).
+    pub fn in_flight(&self) -> u64 {
+        self.shared.in_flight()
+    }
+
     /// The totals so far.
     pub fn report(&self) -> GatewayReport {
         self.shared.report()

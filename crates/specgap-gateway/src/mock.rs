@@ -135,9 +135,13 @@ impl ReceivedRequest {
     }
 }
 
+/// A function answering a request.
+type Responder = Arc<dyn Fn(&ReceivedRequest) -> MockReply + Send + Sync>;
+
 #[derive(Default)]
 struct State {
     script: Mutex<VecDeque<MockReply>>,
+    responder: Mutex<Option<Responder>>,
     fallback: Mutex<Option<MockReply>>,
     received: Mutex<Vec<ReceivedRequest>>,
     arrived: Condvar,
@@ -193,6 +197,12 @@ impl MockUpstream {
     /// Answers with `reply` whenever the script is used up.
     pub fn set_fallback(&self, reply: MockReply) {
         *lock(&self.state.fallback) = Some(reply);
+    }
+
+    /// Answers with `respond(request)` whenever the script is used up (before any fallback):
+    /// for tests whose answers depend on the request, such as the step of a conversation.
+    pub fn set_responder(&self, respond: impl Fn(&ReceivedRequest) -> MockReply + Send + Sync + 'static) {
+        *lock(&self.state.responder) = Some(Arc::new(respond));
     }
 
     /// Appends replies to the script.
@@ -261,7 +271,13 @@ fn serve_connection(stream: TcpStream, state: &State) {
             received.push(request);
             state.arrived.notify_all();
         }
-        let reply = lock(&state.script).pop_front().or_else(|| lock(&state.fallback).clone()).unwrap_or_else(|| {
+        let scripted = lock(&state.script).pop_front();
+        let answered = || {
+            let respond = lock(&state.responder).clone()?;
+            let request = lock(&state.received).last().cloned()?;
+            Some(respond(&request))
+        };
+        let reply = scripted.or_else(answered).or_else(|| lock(&state.fallback).clone()).unwrap_or_else(|| {
             MockReply::json(SCRIPT_EXHAUSTED_STATUS, &b"{\"error\":{\"message\":\"the mock has no scripted reply left\"}}"[..])
         });
         match write_reply(&mut writer, &reply) {

@@ -390,7 +390,13 @@ async fn serve_model_request(
     info.class = class;
     ex.class = class;
     ex.info = Some(info.clone());
-    if let Admission::Refuse { status, message } = ctx.supervisor.admit(&info) {
+    let admission = match admit(&ctx, &info).await {
+        Some(admission) => admission,
+        None => {
+            return ex.refuse(Some(protocol), 403, RefusalReason::Ended, "the episode has ended; no more model requests are served".into());
+        }
+    };
+    if let Admission::Refuse { status, message } = admission {
         let status = if (400..500).contains(&status) { status } else { 400 };
         return ex.refuse(Some(protocol), status, RefusalReason::Admission, message);
     }
@@ -443,6 +449,25 @@ async fn serve_model_request(
             *reply.headers_mut() = headers;
             reply
         }
+    }
+}
+
+/// The supervisor's admission of `info`. A supervisor whose [`Supervisor::admit`] may wait
+/// ([`Supervisor::admission_waits`]) is asked on the runtime's blocking pool, so the other
+/// exchanges of the episode (a stream under way, a side request) keep being served meanwhile;
+/// `None` when the gateway is abandoned first (the request is then refused as ended, whatever
+/// the supervisor answers later).
+async fn admit(ctx: &Arc<Ctx>, info: &RequestInfo) -> Option<Admission> {
+    if !ctx.supervisor.admission_waits() {
+        return Some(ctx.supervisor.admit(info));
+    }
+    let supervisor = Arc::clone(&ctx.supervisor);
+    let owned = info.clone();
+    let asked = tokio::task::spawn_blocking(move || supervisor.admit(&owned));
+    tokio::select! {
+        biased;
+        () = ctx.shared.abandoned() => None,
+        answered = asked => Some(answered.unwrap_or_else(|_| Admission::refuse("the harness could not decide on this request"))),
     }
 }
 

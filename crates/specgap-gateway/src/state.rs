@@ -157,6 +157,11 @@ impl Shared {
         report
     }
 
+    /// Exchanges begun and not yet recorded.
+    pub(crate) fn in_flight(&self) -> u64 {
+        self.inflight.load(Ordering::SeqCst) as u64
+    }
+
     pub(crate) fn begin_exchange(&self) {
         self.inflight.fetch_add(1, Ordering::SeqCst);
     }

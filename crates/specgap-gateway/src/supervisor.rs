@@ -9,8 +9,8 @@
 //! (a wrong token, a foreign host, CONNECT, a path off the allow-list) and locally answered
 //! model listings are not admitted (nothing is spent) but still recorded.
 //!
-//! The hooks run on the gateway's runtime thread: keep them short and never block on the
-//! gateway itself ([`crate::GatewayHandle::shutdown`] from inside a hook would wait for
+//! The hooks run on the gateway's runtime thread (an admission that may wait, on its blocking
+//! pool: [`Supervisor::admission_waits`]): keep them short and never block on the gateway itself ([`crate::GatewayHandle::shutdown`] from inside a hook would wait for
 //! itself; [`crate::GatewayHandle::abandon`] is fine).
 
 use serde::{Deserialize, Serialize};
@@ -233,9 +233,20 @@ pub trait Supervisor: Send + Sync + 'static {
     }
 
     /// Whether to forward a request (`info.class` is the classification). Default: admit.
+    /// It may block only when [`Supervisor::admission_waits`] says so.
     fn admit(&self, info: &RequestInfo) -> Admission {
         let _ = info;
         Admission::Admit
+    }
+
+    /// Whether [`Supervisor::admit`] may wait (for the engine to take the previous exchange
+    /// into account before the next turn is forwarded, say). Such admissions run on a thread of
+    /// the runtime's blocking pool, not on the gateway's own thread, and the gateway gives up
+    /// waiting when it is abandoned (the request is refused as ended); a waiting `admit` must
+    /// return by itself soon after the episode ends. Default: `false` (called inline: keep it
+    /// short).
+    fn admission_waits(&self) -> bool {
+        false
     }
 
     /// The cost in US dollars of `usage`'s tokens for `model` (the engine's price table,

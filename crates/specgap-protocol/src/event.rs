@@ -216,6 +216,83 @@ pub enum EventKind {
         /// The limit.
         limit: u64,
     },
+    /// One request of an external (`cli:`) agent through the episode's model gateway and
+    /// what came of it (issue 14 item 4). The request's conversation is given by journal ids:
+    /// a message first sent by this request is stored here once (`new_messages`), later
+    /// requests only name it, so a trajectory grows with the conversation, not with its
+    /// square. The gateway's journal (`gateway-<attempt>.jsonl` in the episode directory)
+    /// rebuilds each request byte for byte. A main-loop request that was forwarded is also
+    /// the agent's turn: an `agent_turn` event follows with its text and tool calls.
+    ModelExchange {
+        /// 0-based arrival number of the request in the gateway (the journal's key).
+        request: u64,
+        /// `main` (a main-loop turn) or `side` (token counting, titles, listings).
+        class: String,
+        /// Method and path as received.
+        method: String,
+        /// The path as received (no query).
+        path: String,
+        /// The model named, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+        /// Whether a streamed answer was asked for.
+        #[serde(default)]
+        stream: bool,
+        /// The HTTP status the agent got.
+        status: u16,
+        /// How it ended: `completed`, `upstream_rejected`, `local`, `refused`, `stream_cut`,
+        /// `abandoned`, `client_gone`, `upstream_dead`.
+        outcome: String,
+        /// What the gateway said about a refusal, a cut or a dead upstream.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        detail: String,
+        /// The request's conversation messages in order, by journal id (`sha256:<hex>`).
+        #[serde(default)]
+        messages: Vec<String>,
+        /// The messages this request sent first: (journal id, the message as JSON).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        new_messages: Vec<(String, serde_json::Value)>,
+        /// Usage of the exchange (tokens, upstream requests and retries, latency, cost).
+        #[serde(default)]
+        usage: Usage,
+        /// Arrival to the last byte sent, milliseconds (excluded from determinism checks).
+        #[serde(default)]
+        duration_ms: u64,
+    },
+    /// A harness tool (`ask_user`, `submit`, `write_plan`) called by an external agent through
+    /// its MCP server or the commands on its PATH (DESIGN §5). Its result follows as a
+    /// `tool_result`. Not a turn of its own: the model's call that led to it is in a turn.
+    BridgeCall {
+        /// The turn it was made in (the agent's last turn so far).
+        turn: u32,
+        /// The call.
+        call: ToolCall,
+    },
+    /// What an agent's steps did with the workspace's files, as its adapter reports them from
+    /// its own log (issue 14 item 8; `crate::action`): read by the report like the actions it
+    /// derives from shell commands.
+    Actions {
+        /// The turn they belong to.
+        turn: u32,
+        /// The actions, in order.
+        actions: Vec<crate::action::FileAction>,
+    },
+    /// An external agent's program ended (issue 14 item 6).
+    AgentExit {
+        /// Its exit status; absent when the harness killed it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        status: Option<i32>,
+        /// What the adapter made of it: `exited`, `submitted` (its completion signal),
+        /// `stopped` (ended by the harness).
+        how: String,
+        /// The last lines of its standard error (no secret: the sandbox never holds one).
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        stderr_tail: String,
+        /// What the harness could not read from the agent's home (a link it refused to
+        /// follow, a file too large), if anything.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        note: String,
+    },
     /// An infrastructure or evaluation error.
     Error {
         /// `infrastructure` or `evaluation`.

@@ -236,6 +236,10 @@ pub enum EndReason {
     Refusals,
     /// A replay script or scripted agent had nothing more to do.
     AgentDone,
+    /// An external (`cli:`) agent's program exited while the episode went on: without
+    /// submitting, or when the protocol expected another turn that its adapter cannot resume
+    /// (issue 14 item 6). The changed workspace is submitted automatically.
+    AgentExit,
     /// An infrastructure error after retries.
     InfrastructureError,
     /// An evaluation error after retries.
@@ -262,6 +266,7 @@ impl EndReason {
             EndReason::ContextOverflow => "context_overflow",
             EndReason::Refusals => "refusals",
             EndReason::AgentDone => "agent_done",
+            EndReason::AgentExit => "agent_exit",
             EndReason::InfrastructureError => "infrastructure_error",
             EndReason::EvaluationError => "evaluation_error",
             EndReason::Interrupted => "interrupted",

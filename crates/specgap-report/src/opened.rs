@@ -5,6 +5,8 @@
 //!
 //! ## How steps become actions (docs/decisions.md "Report: opened files")
 //!
+//! - An `actions` event (an external agent's adapter reporting its structured tools from its
+//!   own log) contributes its actions as they are.
 //! - The harness's tools map directly: `read_text` → read, `write_text` / `write_plan` → write,
 //!   `replace_text` → edit, `list_files` → list, `run_project` → run; `ok` is false for an
 //!   error result.
@@ -203,8 +205,22 @@ pub fn file_actions(events: &[Event], start: &Tree) -> Vec<FileAction> {
     let mut tree = start.clone();
     let mut out = Vec::new();
     for event in events {
-        let EventKind::AgentTurn { tool_calls, .. } = &event.kind else {
-            continue;
+        let tool_calls = match &event.kind {
+            EventKind::AgentTurn { tool_calls, .. } => tool_calls,
+            // An adapter's own account of its agent's structured tools (issue 14 item 8).
+            EventKind::Actions { actions, .. } => {
+                for action in actions {
+                    if action.ok
+                        && matches!(action.kind, ActionKind::Write | ActionKind::Edit)
+                        && let Some(path) = &action.path
+                    {
+                        tree.add(path.clone());
+                    }
+                }
+                out.extend(actions.iter().cloned());
+                continue;
+            }
+            _ => continue,
         };
         for call in tool_calls {
             let (output, is_error) = results.get(call.id.as_str()).copied().unwrap_or(("", true));

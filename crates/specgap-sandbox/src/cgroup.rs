@@ -12,7 +12,8 @@
 //! spawned child moves itself in before it execs (so no early fork escapes), and afterwards
 //! every process still in the group is killed and the group removed. Where a controller is
 //! missing or not writable the limit is skipped with a one-time warning; [`unavailable`]
-//! tells beforehand (`specgap run --require-limits`).
+//! tells beforehand (`specgap run --require-limits`). An external agent's sandbox may also get a
+//! cgroup-v1 `freezer` group ([`Cgroups::add_freezer`]) so that `submit` can stop all of it at once.
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -25,6 +26,7 @@ const CGROUP_ROOT: &str = "/sys/fs/cgroup";
 
 static PIDS_WARNED: AtomicBool = AtomicBool::new(false);
 static MEMORY_WARNED: AtomicBool = AtomicBool::new(false);
+static FREEZER_WARNED: AtomicBool = AtomicBool::new(false);
 static SEQUENCE: AtomicU64 = AtomicU64::new(0);
 
 /// Which cgroup version holds a controller.
@@ -156,6 +158,8 @@ type Settings = Vec<(&'static str, String)>;
 /// (swap, swappiness: absent without swap accounting) follow in the second list.
 fn settings(controller: &str, version: Version, value: &str) -> (Settings, Settings) {
     match (controller, version) {
+        // A freezer group has no limit: it is only frozen and thawed.
+        ("freezer", _) => (Vec::new(), Vec::new()),
         ("pids", _) => (vec![("pids.max", value.to_string())], Vec::new()),
         (_, Version::V1) => (
             vec![("memory.limit_in_bytes", value.to_string())],
@@ -190,6 +194,9 @@ pub(crate) fn unavailable(max_processes: bool, memory: bool) -> Vec<String> {
 pub(crate) struct Cgroups {
     pids: Option<PathBuf>,
     memory: Option<(PathBuf, Version)>,
+    /// A cgroup-v1 `freezer` group, only for sandboxes that ask for one
+    /// ([`Cgroups::add_freezer`]).
+    freezer: Option<PathBuf>,
 }
 
 impl Cgroups {
@@ -213,7 +220,59 @@ impl Cgroups {
             let group = located.and_then(|located| make_group(&located, "memory", &name, &bytes.to_string()).map_err(|e| e.to_string()));
             warn_unless(group, "memory", &MEMORY_WARNED, true).map(|group| (group, version))
         });
-        Cgroups { pids, memory }
+        Cgroups { pids, memory, freezer: None }
+    }
+
+    /// Adds a cgroup-v1 `freezer` group, so that [`Cgroups::set_frozen`] can stop every
+    /// process of the sandbox at once (an external agent's sandbox: its workspace is copied
+    /// while nothing in it runs). Call before the child joins. Without the v1 controller
+    /// (cgroup v2 has no `freezer` controller to delegate) nothing is added, with a one-time
+    /// warning; callers then stop processes with signals.
+    pub(crate) fn add_freezer(&mut self) {
+        let name = format!("specgap-{}-{}", std::process::id(), SEQUENCE.fetch_add(1, Ordering::Relaxed));
+        let group = locate_here("freezer")
+            .and_then(|located| match located.version {
+                Version::V1 => make_group(&located, "freezer", &name, "").map_err(|e| e.to_string()),
+                Version::V2 => Err("cgroup v2 has no freezer controller".to_string()),
+            });
+        self.freezer = warn_unless(group, "freezer", &FREEZER_WARNED, true);
+    }
+
+    /// Whether there is a `freezer` group.
+    pub(crate) fn has_freezer(&self) -> bool {
+        self.freezer.is_some()
+    }
+
+    /// Freezes (`FROZEN`) or thaws (`THAWED`) every process of the `freezer` group and waits
+    /// (at most 5 s) until the kernel reports the new state. Returns whether it got there;
+    /// `false` without a group.
+    pub(crate) fn set_frozen(&self, frozen: bool) -> bool {
+        let Some(group) = &self.freezer else { return false };
+        let state = if frozen { "FROZEN" } else { "THAWED" };
+        let file = group.join("freezer.state");
+        if let Err(e) = std::fs::write(&file, state) {
+            tracing::warn!("cannot write {state} to {}: {e}", file.display());
+            return false;
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut pause = Duration::from_micros(50);
+        loop {
+            match std::fs::read_to_string(&file) {
+                Ok(now) if now.trim() == state => return true,
+                Ok(_) if Instant::now() < deadline => {
+                    // FREEZING: some task has not stopped yet; writing again retries it.
+                    let _ = std::fs::write(&file, state);
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(10));
+                }
+                _ => return false,
+            }
+        }
+    }
+
+    /// The processes of the `pids` group (host pids), `None` without one.
+    pub(crate) fn members(&self) -> Option<Vec<i32>> {
+        self.pids.as_deref().map(members)
     }
 
     /// The `cgroup.procs` files the child writes its pid into before exec.
@@ -258,9 +317,14 @@ impl Cgroups {
     pub(crate) fn kill_and_remove(&mut self) -> bool {
         let had_pids = self.pids.is_some();
         let mut emptied = true;
+        // Frozen processes cannot die: thaw first, so the SIGKILLs below take effect.
+        if self.freezer.is_some() {
+            self.set_frozen(false);
+        }
         let groups = self.groups();
         self.pids = None;
         self.memory = None;
+        self.freezer = None;
         for group in groups {
             emptied &= kill_members(&group);
             remove_group(&group);
@@ -268,7 +332,7 @@ impl Cgroups {
         had_pids && emptied
     }
 
-    /// The distinct group directories (one on cgroup v2, up to two on v1).
+    /// The distinct group directories (one on cgroup v2, up to three on v1).
     fn groups(&self) -> Vec<PathBuf> {
         let mut groups: Vec<PathBuf> = self.pids.iter().cloned().collect();
         if let Some((memory, _)) = &self.memory
@@ -276,6 +340,7 @@ impl Cgroups {
         {
             groups.push(memory.clone());
         }
+        groups.extend(self.freezer.iter().cloned());
         groups
     }
 
@@ -446,7 +511,7 @@ mod tests {
         assert_eq!(std::fs::read_to_string(pids.join("memory.max")).unwrap(), "1048576");
         assert_eq!(std::fs::read_to_string(pids.join("memory.swap.max")).unwrap(), "0");
         touch(&pids.join("memory.events"), "low 0\nhigh 0\nmax 3\noom 1\noom_kill 2\n");
-        let cgroups = Cgroups { pids: Some(pids.clone()), memory: Some((memory, Version::V2)) };
+        let cgroups = Cgroups { pids: Some(pids.clone()), memory: Some((memory, Version::V2)), freezer: None };
         assert_eq!(cgroups.oom_kills(), 2);
         assert_eq!(cgroups.groups(), [pids]);
         std::mem::forget(cgroups);

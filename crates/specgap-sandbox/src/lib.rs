@@ -13,6 +13,7 @@
 //! | run a command under bubblewrap with limits | [`run`] with a [`CommandSpec`], a [`HostView`] and a [`SandboxConfig`] |
 //! | tell beforehand whether the process and memory limits (cgroup v1 or v2) can be applied here | [`Limits::unavailable`] |
 //! | run an episode's commands one after another in one long-lived sandbox | [`Session::run_shell`] |
+//! | run an external agent program in a sandbox of its own, freeze it, end it | [`AgentSandbox`] |
 //! | run a package's evaluator and validate its `result.json` | [`run_evaluator`] → [`Evaluation`] or [`EvalError`] |
 //! | show a captured stream within a byte budget, cut once with the true counts stated | [`Captured::render`] |
 //!
@@ -45,6 +46,7 @@
 //! evaluator's and the candidate's.
 #![deny(missing_docs)]
 
+pub mod agent;
 mod capture;
 mod cgroup;
 pub mod error;
@@ -62,6 +64,7 @@ mod shellwords;
 mod spawn;
 pub mod session;
 
+pub use agent::{AgentSandbox, ProgramExit, SandboxProcess};
 pub use capture::{Captured, cut_marker};
 pub use error::{MaterializeError, SandboxError};
 pub use evaluator::{EvalError, Evaluation, EvaluatorRun, run_evaluator};

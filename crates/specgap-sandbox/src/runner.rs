@@ -452,6 +452,7 @@ fn run_bwrap(bwrap: &Path, spec: &CommandSpec, host: &HostView, env: BTreeMap<St
         &[(status_write.as_raw_fd(), FD_STATUS)],
         [stdin, spawn::Stdio::Piped, spawn::Stdio::Piped],
         true,
+        false,
     )?;
     drop(status_write);
     let mut output = collect(launched.child, spec, launched.cgroups, launched.lease, true, start)?;
@@ -517,8 +518,9 @@ pub(crate) struct Launched {
 
 /// Starts bubblewrap for `spec` (its mounts, working directory and process / memory limits)
 /// running `program`, with `env`, the harness fds `fds` handed over at their sandbox numbers
-/// besides the argument list and the seccomp filter, and `stdio` as its standard streams. The
-/// caller closes its own copies of the fds in `fds` afterwards.
+/// besides the argument list and the seccomp filter, and `stdio` as its standard streams; with
+/// `freezer`, the sandbox also gets a cgroup-v1 `freezer` group. The caller closes its own
+/// copies of the fds in `fds` afterwards.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn launch_bwrap(
     bwrap: &Path,
@@ -529,6 +531,7 @@ pub(crate) fn launch_bwrap(
     fds: &[(RawFd, RawFd)],
     stdio: [spawn::Stdio; 3],
     json_status: bool,
+    freezer: bool,
 ) -> Result<Launched, SandboxError> {
     let (args_read, args_write) = pipe()?;
     let seccomp_fd = filled_pipe(&seccomp::filter_bytes())?;
@@ -538,7 +541,10 @@ pub(crate) fn launch_bwrap(
     handed.extend_from_slice(fds);
     let [stdin, stdout, stderr] = stdio;
     let request = SpawnRequest { program: bwrap, args: &args, env, fds: &handed, stdin, stdout, stderr };
-    let cgroups = Cgroups::create(spec.limits.max_processes, spec.limits.memory_bytes);
+    let mut cgroups = Cgroups::create(spec.limits.max_processes, spec.limits.memory_bytes);
+    if freezer {
+        cgroups.add_freezer();
+    }
     let (child, lease) = spawn_sandbox(&request, &cgroups)?;
     drop((args_read, seccomp_fd));
     start_bwrap(&child, &cgroups, args_write, &bwrap_args(spec, host, json_status, lease.is_some()));

@@ -276,6 +276,7 @@ impl Live {
             ],
             [spawn::Stdio::Null, spawn::Stdio::Null, spawn::Stdio::Piped],
             false,
+            false,
         )?;
         drop((requests_read, status_write, stdout_write, stderr_write));
         let Launched { child, cgroups, lease } = launched;
@@ -387,7 +388,7 @@ impl Live {
 }
 
 /// Removes and returns the first complete line of `buf` (without its `\n`).
-fn take_line(buf: &mut Vec<u8>) -> Option<Vec<u8>> {
+pub(crate) fn take_line(buf: &mut Vec<u8>) -> Option<Vec<u8>> {
     let end = buf.iter().position(|&b| b == b'\n')?;
     let mut line: Vec<u8> = buf.drain(..=end).collect();
     line.pop();
@@ -396,7 +397,7 @@ fn take_line(buf: &mut Vec<u8>) -> Option<Vec<u8>> {
 
 /// Appends what `fd` holds now to `buf`; `false` once the writers are gone (end of file) or
 /// the read fails.
-fn read_into(fd: &OwnedFd, buf: &mut Vec<u8>) -> bool {
+pub(crate) fn read_into(fd: &OwnedFd, buf: &mut Vec<u8>) -> bool {
     let mut chunk = [0u8; 4096];
     loop {
         // SAFETY: read(2) into a stack buffer of the given length on an fd we own.
@@ -417,7 +418,7 @@ fn read_into(fd: &OwnedFd, buf: &mut Vec<u8>) -> bool {
 }
 
 /// Moves everything `fd` holds now into `capture`.
-fn drain(fd: &OwnedFd, capture: &mut Capture) {
+pub(crate) fn drain(fd: &OwnedFd, capture: &mut Capture) {
     let mut chunk = [0u8; 16 * 1024];
     loop {
         // SAFETY: read(2) into a stack buffer of the given length on an fd we own.
@@ -434,7 +435,7 @@ fn drain(fd: &OwnedFd, capture: &mut Capture) {
 }
 
 /// Waits until one of `fds` is readable (or closed) or `deadline` passes; `false` on timeout.
-fn poll_readable(fds: &[&OwnedFd], deadline: Instant) -> bool {
+pub(crate) fn poll_readable(fds: &[&OwnedFd], deadline: Instant) -> bool {
     let mut polled: Vec<libc::pollfd> = fds.iter().map(|fd| libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 }).collect();
     let left = deadline.saturating_duration_since(Instant::now());
     let timeout_ms = left.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
@@ -443,7 +444,7 @@ fn poll_readable(fds: &[&OwnedFd], deadline: Instant) -> bool {
     ready > 0
 }
 
-fn set_nonblocking(fd: &OwnedFd) -> Result<(), SandboxError> {
+pub(crate) fn set_nonblocking(fd: &OwnedFd) -> Result<(), SandboxError> {
     // SAFETY: fcntl(2) flag calls on an fd we own.
     let ok = unsafe {
         let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);

@@ -5,6 +5,10 @@
 
 mod chat_agent;
 mod chat_user;
+mod cli_bridge;
+mod cli_ends;
+mod cli_isolation;
+mod cli_support;
 mod deadline;
 mod end_to_end;
 mod mock_server;

@@ -68,6 +68,10 @@ pub fn component(spec: &str, chat: &super::ChatArgs, prompts: &Replacements) -> 
             put(&mut config, "source_sha256", replay_source_hash(path)?);
         }
         AgentSpec::Chat(model) => return chat_component(model, &chat.agent_config(model)?, prompts),
+        AgentSpec::Cli(cli) => {
+            let target = CliTarget::from_spec(cli)?;
+            return cli_component(&parsed.canonical(), &target, chat.cli_endpoint()?, prompts);
+        }
     }
     prompts.store_in(&mut config);
     Ok(component_ref(&parsed.canonical(), config))
@@ -89,50 +93,71 @@ pub fn chat_component(model: &str, chat: &specgap_agents::chat::ChatConfig, prom
 /// The adapter of `cli:command=<template>` agents: the user's own command, nothing installed.
 pub const COMMAND_ADAPTER: &str = "command";
 
-fn cli_table(adapter: &str, endpoint: Option<&specgap_agents::chat::ChatConfig>) -> anyhow::Result<toml::Table> {
-    let mut config = toml::Table::new();
-    config.insert("kind".into(), toml::Value::String("cli".into()));
-    config.insert("adapter".into(), toml::Value::String(adapter.into()));
-    if let Some(endpoint) = endpoint {
-        config.insert("endpoint".into(), toml::Value::Table(endpoint.to_table()?));
-    }
-    Ok(config)
+/// What a `cli:` agent runs: an installed adapter at a locked version, or the user's own
+/// command (`cli:command=<template>`, nothing installed).
+#[derive(Debug, Clone)]
+pub enum CliTarget {
+    /// An adapter of the registry at a version with a lock file.
+    Installed(specgap_adapters::AdapterVersion),
+    /// A command template.
+    Command(String),
 }
 
-/// A `cli:<adapter>` agent at an installed, locked version: its stored configuration holds
-/// the adapter, the exact version, the package and the installed tree's hash (so a changed
-/// installation keys new episodes), and the model endpoint the gateway forwards to.
+impl CliTarget {
+    /// The target of a `--agent cli:…` spec.
+    ///
+    /// # Errors
+    /// An adapter or version the registry does not lock.
+    pub fn from_spec(spec: &specgap_agents::CliSpec) -> anyhow::Result<Self> {
+        Ok(match spec {
+            specgap_agents::CliSpec::Command { template } => CliTarget::Command(template.clone()),
+            installed => CliTarget::Installed(specgap_adapters::AdapterVersion::resolve(installed.adapter(), installed.version())?),
+        })
+    }
+}
+
+/// The one way a `cli:` agent's configuration is resolved, for `--agent cli:…` and for the
+/// run configuration file's `kind = "cli"` entries alike: its stored configuration
+/// ([`specgap_agents::cli::CliConfig`]) holds the adapter, for an installed adapter the
+/// exact version, the package and the installed tree's hash (so a changed installation keys
+/// new episodes), for `cli:command` the template, and the model endpoint the gateway forwards
+/// to; plus `kind`, the prompt version and the run's replaced system prompts.
 ///
 /// # Errors
 /// The version is not installed (naming `specgap agents install`), its installation is
-/// incomplete or changed, or the endpoint cannot be stored.
+/// incomplete or changed, the adapter cannot run it (no runtime adapter yet, a bad template),
+/// the `specgap-bridge` program cannot be found, or the configuration cannot be stored.
 pub fn cli_component(
-    version: &specgap_adapters::AdapterVersion,
-    endpoint: Option<&specgap_agents::chat::ChatConfig>,
+    spec: &str,
+    target: &CliTarget,
+    endpoint: specgap_agents::chat::ChatConfig,
     prompts: &Replacements,
 ) -> anyhow::Result<ComponentRef> {
-    let tree_hash = specgap_adapters::installed_tree_hash(version)?;
-    let mut config = cli_table(version.adapter.name, endpoint)?;
+    let mut cli = match target {
+        CliTarget::Command(template) => {
+            let mut cli = specgap_agents::cli::CliConfig::new(COMMAND_ADAPTER, endpoint.model.clone());
+            cli.command = Some(template.clone());
+            cli
+        }
+        CliTarget::Installed(version) => {
+            let tree_hash = specgap_adapters::installed_tree_hash(version)?;
+            let mut cli = specgap_agents::cli::CliConfig::new(version.adapter.name, endpoint.model.clone());
+            cli.version = Some(version.version.clone());
+            cli.package = Some(version.adapter.package.into());
+            cli.tree_hash = Some(tree_hash);
+            cli
+        }
+    };
+    cli.endpoint = endpoint;
+    // Building the adapter checks now, not in the first episode, that it can run; so does
+    // finding the program that serves it the harness tools.
+    cli.adapter().map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    specgap_bridge::locate_bridge().context("a cli: agent needs the harness tools' program")?;
+    let mut config = cli.to_table()?;
+    config.insert("kind".into(), toml::Value::String("cli".into()));
+    config.insert("prompt_version".into(), toml::Value::String(specgap_engine::PROMPT_VERSION.into()));
     prompts.store_in(&mut config);
-    config.insert("version".into(), toml::Value::String(version.version.clone()));
-    config.insert("package".into(), toml::Value::String(version.adapter.package.into()));
-    config.insert("tree_hash".into(), toml::Value::String(tree_hash));
-    Ok(component_ref(&format!("cli:{}", version.adapter.name), config))
-}
-
-/// A `cli:command=<template>` agent: the user's command template and the model endpoint.
-///
-/// # Errors
-/// The endpoint cannot be stored.
-pub fn cli_command_component(
-    command: &str,
-    endpoint: Option<&specgap_agents::chat::ChatConfig>,
-    prompts: &Replacements,
-) -> anyhow::Result<ComponentRef> {
-    let mut config = cli_table(COMMAND_ADAPTER, endpoint)?;
-    prompts.store_in(&mut config);
-    config.insert("command".into(), toml::Value::String(command.into()));
-    Ok(component_ref(&format!("cli:{COMMAND_ADAPTER}={command}"), config))
+    Ok(component_ref(spec, config))
 }
 
 /// Checks on `--resume` that each `cli:` agent's installation is still the one the run was
@@ -155,21 +180,6 @@ pub fn check_stored_cli_agent(agent: &ComponentRef) -> anyhow::Result<()> {
             "agent {}: the installation of {} has tree hash {now}, and the run began with {stored}; resuming would mix installations",
             agent.label(),
             version.label()
-        );
-    }
-    Ok(())
-}
-
-/// Refuses a run with `cli:` agents: this build resolves, validates and stores them, and the
-/// engine's `cli:` agent that runs them comes with the next change.
-///
-/// # Errors
-/// The first `cli:` agent.
-pub fn ensure_runnable(config: &specgap_protocol::run::RunConfig) -> anyhow::Result<()> {
-    if let Some(agent) = config.agents.iter().find(|a| a.spec.starts_with("cli:")) {
-        bail!(
-            "agent {} is a cli: agent, which this build can configure but not run yet; `specgap run --config FILE --dry-run` shows the resolved configuration",
-            agent.label()
         );
     }
     Ok(())
@@ -242,10 +252,11 @@ pub fn with_detector(user: ComponentRef, file: &std::path::Path) -> anyhow::Resu
 /// A stored `prompt_version` / `user_prompt_version` that differs from this build's.
 pub fn check_stored_prompt_versions(config: &specgap_protocol::run::RunConfig) -> anyhow::Result<()> {
     let chat = |c: &&ComponentRef| c.spec.starts_with("chat:");
+    let model_agent = |c: &&ComponentRef| c.spec.starts_with("chat:") || c.spec.starts_with("cli:");
     let checks = config
         .agents
         .iter()
-        .filter(chat)
+        .filter(model_agent)
         .map(|a| (a, "prompt_version", specgap_engine::PROMPT_VERSION))
         .chain(config.users.iter().filter(chat).map(|u| (u, "user_prompt_version", specgap_agents::chat::user::USER_PROMPT_VERSION)));
     for (component, key, now) in checks {
@@ -292,6 +303,7 @@ impl super::ChatArgs {
     pub fn flags_given(&self) -> Vec<&'static str> {
         let given = [
             ("--base-url", self.base_url.is_some()),
+            ("--model", self.model.is_some()),
             ("--api-key-env", self.api_key_env.is_some()),
             ("--model-arg", !self.model_args.is_empty()),
             ("--stream", self.stream),
@@ -331,6 +343,18 @@ impl super::ChatArgs {
         Ok(config)
     }
 
+    /// The model endpoint of a `--agent cli:…`: the model (`--model`), the upstream its
+    /// gateway forwards to, the model arguments, the gateway's retries and the price.
+    ///
+    /// # Errors
+    /// No `--model`, bad model arguments or an unreadable price table.
+    pub fn cli_endpoint(&self) -> anyhow::Result<specgap_agents::chat::ChatConfig> {
+        let Some(model) = self.model.clone().filter(|m| !m.trim().is_empty()) else {
+            bail!("a cli: agent needs --model <name>: the model its gateway forwards to {}", self.base_url());
+        };
+        self.agent_config(&model)
+    }
+
     /// The user's endpoint configuration for `model` (URL and key variable default to the
     /// agent's).
     pub fn user_config(&self, model: &str) -> anyhow::Result<specgap_agents::chat::ChatConfig> {
@@ -350,15 +374,17 @@ pub struct Applicability;
 
 impl AgentApplicability for Applicability {
     fn applicable(&self, agent: &ComponentRef, package: &TaskPackage) -> Result<(), NotApplicable> {
-        if agent.spec.starts_with("cli:") {
-            // Configured and validated here; which conditions a cli: adapter supports is the
-            // cli: agent's to say when it runs them.
-            return Ok(());
-        }
         match parse_agent_spec(&agent.spec) {
             Ok(spec) => spec.applicability(package),
             // Specs were parsed when the run was configured; one that no longer parses
             // cannot run anywhere.
+            Err(e) => Err(NotApplicable::new(e.to_string())),
+        }
+    }
+
+    fn applicable_under(&self, agent: &ComponentRef, condition: &specgap_engine::Condition) -> Result<(), NotApplicable> {
+        match parse_agent_spec(&agent.spec) {
+            Ok(spec) => spec.applicability_under(condition),
             Err(e) => Err(NotApplicable::new(e.to_string())),
         }
     }

@@ -315,22 +315,26 @@ pub fn agent_component(index: usize, entry: &AgentEntry, context: &FileContext<'
 
 fn cli_component(entry: &AgentEntry, context: &FileContext<'_>, what: &str) -> anyhow::Result<ComponentRef> {
     let adapter = entry.adapter.as_deref().with_context(|| format!("{what}: a cli agent needs `adapter`"))?;
-    let endpoint = match &entry.model {
-        Some(model) => Some(chat_config(model, &entry.endpoint, context)?),
-        None => None,
-    };
-    if adapter == agents::COMMAND_ADAPTER {
+    let (spec, target) = if adapter == agents::COMMAND_ADAPTER {
         if entry.version.is_some() {
             bail!("{what}: the command adapter runs your own command and has no version");
         }
         let command = entry.command.as_deref().filter(|c| !c.trim().is_empty()).with_context(|| format!("{what}: the command adapter needs `command`"))?;
-        return agents::cli_command_component(command, endpoint.as_ref(), &context.prompts.system);
-    }
-    if entry.command.is_some() {
-        bail!("{what}: `command` applies to the command adapter only");
-    }
-    let version = specgap_adapters::AdapterVersion::resolve(adapter, entry.version.as_deref())?;
-    agents::cli_component(&version, endpoint.as_ref(), &context.prompts.system)
+        (format!("cli:{}={command}", agents::COMMAND_ADAPTER), agents::CliTarget::Command(command.to_string()))
+    } else {
+        if entry.command.is_some() {
+            bail!("{what}: `command` applies to the command adapter only");
+        }
+        let version = specgap_adapters::AdapterVersion::resolve(adapter, entry.version.as_deref())?;
+        let spec = match &entry.version {
+            Some(pinned) => format!("cli:{adapter}@{pinned}"),
+            None => format!("cli:{adapter}"),
+        };
+        (spec, agents::CliTarget::Installed(version))
+    };
+    let model = entry.model.as_deref().filter(|m| !m.trim().is_empty()).with_context(|| format!("{what}: a cli agent needs `model` (the model its gateway forwards)"))?;
+    let endpoint = chat_config(model, &entry.endpoint, context)?;
+    agents::cli_component(&spec, &target, endpoint, &context.prompts.system)
 }
 
 /// Names are labels in reports and episode keys: printable, no commas (lists of agents are

@@ -5,6 +5,7 @@ mod agents;
 mod bridge;
 mod chat;
 mod check;
+mod cli_agents;
 mod containment;
 mod determinism;
 mod examples;

@@ -20,6 +20,16 @@ pub trait AgentApplicability {
     /// # Errors
     /// [`NotApplicable`] with the reason recorded in the store.
     fn applicable(&self, agent: &ComponentRef, package: &TaskPackage) -> Result<(), NotApplicable>;
+
+    /// `Ok` when `agent` can run under `condition`, else why not (an external agent that
+    /// cannot switch its tools between planning and execution under `plan`). Default: `Ok`.
+    ///
+    /// # Errors
+    /// [`NotApplicable`] with the reason recorded in the store.
+    fn applicable_under(&self, agent: &ComponentRef, condition: &Condition) -> Result<(), NotApplicable> {
+        let _ = (agent, condition);
+        Ok(())
+    }
 }
 
 /// Every agent applies everywhere.
@@ -111,7 +121,10 @@ pub fn plan(input: &PlanInput<'_>, agents: &dyn AgentApplicability) -> Result<Pl
                     // at all: an empty set, not an inapplicable combination (docs/decisions.md).
                     let starts = expand_starts(start_spec, package)?;
                     for start in starts {
-                        let verdict = agent_verdict.clone().and_then(|()| applicability(package, condition, &start));
+                        let verdict = agent_verdict
+                            .clone()
+                            .and_then(|()| agents.applicable_under(agent, condition))
+                            .and_then(|()| applicability(package, condition, &start));
                         if let Err(why) = verdict {
                             not_applicable.push(Skipped {
                                 task: package.name().to_string(),

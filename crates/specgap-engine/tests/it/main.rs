@@ -14,6 +14,7 @@ mod evaluation;
 mod plan_mode;
 mod relay_owner;
 mod residual;
+mod self_driven;
 mod submissions;
 mod support;
 mod text_channel;

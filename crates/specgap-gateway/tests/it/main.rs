@@ -2,6 +2,7 @@
 //! mock upstream that checks each request, the security rules, budgets, faults, the journal
 //! and the listeners.
 
+mod admission;
 mod budget;
 mod faults;
 mod journal;

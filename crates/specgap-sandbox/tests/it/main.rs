@@ -1,6 +1,7 @@
 //! Integration tests of specgap-sandbox: materialization, the bubblewrap runner (including
 //! escape attempts, each of which must fail) and the evaluator runner.
 
+mod agent_sandbox;
 mod byte_names;
 mod evaluator;
 mod materialize;

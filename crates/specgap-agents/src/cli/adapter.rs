@@ -1,0 +1,187 @@
+//! What an adapter declares (docs/adapters.md): how its CLI is found and mounted, started
+//! non-interactively with the opening message, pointed at the gateway, resumed, and how its
+//! tool output and its own log are read. One file per adapter implements [`Adapter`].
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+use specgap_engine::session::{AgentError, ObservedResult};
+use specgap_protocol::action::FileAction;
+
+/// Where the agent's private home is mounted inside the sandbox (`HOME`).
+pub const SANDBOX_HOME: &str = "/home/specgap";
+/// Where the harness's files for the agent (the opening message, the system prompt, resume
+/// messages) are mounted read-only inside the sandbox.
+pub const SANDBOX_TASK_DIR: &str = "/run/specgap/task";
+/// The variable holding the gateway token inside the sandbox (also the OpenAI SDKs' key
+/// variable, so most CLIs need nothing else).
+pub const TOKEN_ENV: &str = "OPENAI_API_KEY";
+
+/// How the condition's system prompt reaches the agent (issue 14 item 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SystemPromptRoute {
+    /// The CLI has an option that appends a system prompt: the prompt goes into its own file
+    /// and the adapter's command passes it.
+    Option,
+    /// No such option: the prompt is a preamble of the opening message.
+    Preamble,
+}
+
+/// What one start of the agent's program gets.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    /// The gateway's OpenAI base URL (`http://127.0.0.1:<port>/v1`).
+    pub base_url: String,
+    /// The per-episode gateway token (never the real key).
+    pub token: String,
+    /// The model name the gateway serves.
+    pub model: String,
+    /// The message this start is about (the opening message, or the message a resume
+    /// answers), as a sandbox path.
+    pub message_file: String,
+    /// The harness tools' MCP server (`ask_user`, `submit`, `write_plan` as the condition
+    /// offers them), for the CLI's MCP configuration.
+    pub mcp: McpServer,
+    /// The condition's system prompt as a sandbox path, when it goes through the CLI's own
+    /// option ([`SystemPromptRoute::Option`]) and the condition adds one.
+    pub system_prompt_file: Option<String>,
+    /// Whether this start resumes the agent with a new message.
+    pub resumed: bool,
+    /// Extra model request fields (`--model-arg`).
+    pub model_args: Map<String, Value>,
+}
+
+/// The harness tools' MCP server inside the sandbox (stdio): what an adapter writes into its
+/// CLI's MCP configuration. The harness also writes the common `{"mcpServers": …}` form to
+/// [`McpServer::config_file`] for every agent.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct McpServer {
+    /// The server's name in the configuration (`specgap`).
+    pub name: String,
+    /// The program to start (a sandbox path).
+    pub command: String,
+    /// Its arguments (`mcp`).
+    pub args: Vec<String>,
+    /// The variables it needs (the bridge socket and token; also in every process's
+    /// environment, for CLIs that do not pass an MCP server's own).
+    pub env: Vec<(String, String)>,
+    /// The common MCP configuration file the harness wrote (a sandbox path).
+    pub config_file: String,
+}
+
+/// What the agent's own log says once its program has ended.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct LogReport {
+    /// `Some` when the agent gave its completion signal (an agent-declared `submit`), with
+    /// what it gave as its final output.
+    pub signalled_submit: Option<Option<String>>,
+    /// Results of the last turn's calls that no request carried.
+    pub results: Vec<ObservedResult>,
+    /// Actions its structured tools did, from its log.
+    pub actions: Vec<FileAction>,
+    /// Its final reply text, when the log has one.
+    pub final_text: Option<String>,
+    /// What could not be read (a link refused, a file too large, a line that does not
+    /// parse), for the trajectory.
+    pub note: String,
+}
+
+/// One `cli:` adapter (module guide).
+pub trait Adapter: Send + Sync + std::fmt::Debug {
+    /// The agent spec (`cli:mini-swe-agent`, `cli:command=...`).
+    fn spec(&self) -> String;
+
+    /// Host paths of its installation, mounted read-only at the same path.
+    fn mounts(&self) -> Vec<PathBuf>;
+
+    /// Directories put first on the program's `PATH` (inside the sandbox).
+    fn path_dirs(&self) -> Vec<PathBuf>;
+
+    /// Environment of the program besides the common one: configuration locations, and every
+    /// switch that turns telemetry, update checks and anything else that would wait on the
+    /// network off.
+    fn env(&self, launch: &Launch) -> Vec<(String, String)>;
+
+    /// How the condition's system prompt reaches it.
+    fn system_prompt_route(&self) -> SystemPromptRoute {
+        SystemPromptRoute::Preamble
+    }
+
+    /// Writes its configuration files into the private home (`home` on the host) before a
+    /// start; every write goes through [`super::home::write_file`], which never follows a link.
+    ///
+    /// # Errors
+    /// [`AgentError`] when a file cannot be written.
+    fn prepare_home(&self, _home: &Path, _launch: &Launch) -> Result<(), AgentError> {
+        Ok(())
+    }
+
+    /// The shell command (run by `/bin/sh -c` in the workspace) that starts the program,
+    /// non-interactively.
+    fn command(&self, launch: &Launch) -> String;
+
+    /// Whether it can be started again with a new message when the protocol expects another
+    /// turn after its program ended.
+    fn can_resume(&self) -> bool;
+
+    /// Whether generating requests that offer no tools are side requests (titles, summaries)
+    /// rather than turns.
+    fn toolless_requests_are_side(&self) -> bool {
+        false
+    }
+
+    /// A tool result as the agent's conversation holds it, in the harness's command-result
+    /// form where the adapter knows its tool's output (`exit status N`, `--- stdout ---`, …),
+    /// and whether it is a shell command that exited 0 with blank output.
+    fn tool_result(&self, tool: &str, content: &str) -> (String, bool);
+
+    /// Reads its own log from the home once the program has ended; `unanswered` are the last
+    /// turn's calls (id, tool) whose results no request carried.
+    fn read_log(&self, home: &Path, unanswered: &[(String, String)]) -> LogReport;
+}
+
+/// `text` quoted for `/bin/sh` (single quotes, a single quote as `'\''`).
+pub fn shell_quote(text: &str) -> String {
+    let mut quoted = String::with_capacity(text.len() + 2);
+    quoted.push('\'');
+    for c in text.chars() {
+        if c == '\'' {
+            quoted.push_str("'\\''");
+        } else {
+            quoted.push(c);
+        }
+    }
+    quoted.push('\'');
+    quoted
+}
+
+/// A command result in the harness's form (what `run_experiment` / `bash` results look like,
+/// so the report's shell reader reads external agents' commands alike): the status line, then
+/// standard output; `merged` says the agent's tool mixes standard error into it.
+pub fn command_result(status: Option<i64>, output: &str) -> String {
+    let head = match status {
+        Some(code) => format!("exit status {code}"),
+        None => "killed".to_string(),
+    };
+    if output.is_empty() { format!("{head}\n(no output)") } else { format!("{head}\n--- stdout ---\n{output}") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_quoting_survives_every_character() {
+        assert_eq!(shell_quote("plain"), "'plain'");
+        assert_eq!(shell_quote("it's $HOME `x`"), "'it'\\''s $HOME `x`'");
+        let out = std::process::Command::new("/bin/sh").arg("-c").arg(format!("printf %s {}", shell_quote("a'b\"c$d\\e\nf"))).output().unwrap();
+        assert_eq!(String::from_utf8(out.stdout).unwrap(), "a'b\"c$d\\e\nf");
+    }
+
+    #[test]
+    fn command_results_read_like_the_harness_ones() {
+        assert_eq!(command_result(Some(0), "a\n"), "exit status 0\n--- stdout ---\na\n");
+        assert_eq!(command_result(Some(2), ""), "exit status 2\n(no output)");
+        assert_eq!(command_result(None, "x"), "killed\n--- stdout ---\nx");
+    }
+}

@@ -1,0 +1,659 @@
+//! `cli:<adapter>`: external CLI agents (issue 14; DESIGN §5), run inside the episode's sandbox
+//! under the engine's one set of episode rules.
+//!
+//! ## How an episode runs
+//! 1. [`CliAgent::enter`] gets the episode's [`Workplace`]; [`CliAgent::start`] writes the
+//!    opening message (and the condition's system prompt, as the adapter takes it) into a
+//!    directory mounted read-only at `/run/specgap/task`, makes the private home (mounted at
+//!    `/home/specgap`, `HOME`), builds the sandbox ([`specgap_sandbox::AgentSandbox`]: the
+//!    workspace, the home, `/tmp` and nothing else writable; the adapter's installation
+//!    read-only), binds the model gateway's listener inside the sandbox's network namespace
+//!    (nothing outside the sandbox can reach it, and nothing inside can reach anything else),
+//!    and starts the adapter's command with the gateway as its OpenAI base URL and a
+//!    per-episode token as its API key. The real key stays in the harness.
+//! 2. Everything the agent does arrives in order on one queue ([`link`]): model exchanges
+//!    (recorded with their usage as they end), turn requests (its next main-loop request,
+//!    held until the engine's next [`Agent::next_turn`] grants it), harness calls, and the
+//!    exit of its program. Each becomes one [`AgentReply`] (module guide of
+//!    `specgap_engine::session`); [`exchange`] turns exchanges into trajectory material.
+//! 3. The engine's [`Agent::suspend`] freezes the sandbox while the workspace is copied; at
+//!    the wall budget the agent is frozen at once and told nothing more; [`Agent::stop`]
+//!    refuses every further request, answers a waiting harness call, SIGTERMs the program,
+//!    SIGKILLs the whole sandbox after the grace period and shuts the gateway down.
+//!
+//! Adapters ([`adapter::Adapter`], docs/adapters.md): [`mini_swe_agent`] and [`command`].
+#![allow(clippy::module_name_repetitions)]
+
+pub mod adapter;
+mod bridge;
+pub mod command;
+mod exchange;
+mod harness;
+pub mod home;
+mod link;
+pub mod mini_swe_agent;
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use specgap_engine::session::{Agent, AgentError, AgentReply, Incoming, Opening, SessionLink, Workplace};
+use specgap_gateway::{GatewayConfig, GatewayHandle, Protocol, RetryPolicy, Secret, Upstream};
+use specgap_protocol::event::{EventKind, Usage, UserMessageKind};
+use specgap_sandbox::{AgentSandbox, CommandSpec, Limits, Mount};
+
+use self::adapter::{Adapter, Launch, SANDBOX_HOME, SANDBOX_TASK_DIR, SystemPromptRoute, TOKEN_ENV};
+use self::exchange::Conversation;
+use self::harness::{PendingCall, SignalledSubmit};
+use self::link::{Happened, Link, Supervision};
+
+/// How long the engine's thread waits on the queue before it looks at the program again.
+const POLL: Duration = Duration::from_millis(5);
+/// The text a harness call gets once the episode is over.
+pub const EPISODE_OVER: &str = "the work has ended: nothing more is accepted; stop working";
+/// The longest the end waits for the gateway to hand its last refusals to the agent.
+const REFUSAL_DELIVERY: Duration = Duration::from_millis(200);
+/// Bytes of the program's standard error kept in the `agent_exit` event.
+const STDERR_TAIL: usize = 2048;
+
+/// The stored configuration of a `cli:` agent: its table in `run.toml` (docs/store-schema.md),
+/// `kind = "cli"`, `adapter`, for installed adapters `version`, `package` and `tree_hash`,
+/// for `cli:command` its `command` template, and the model endpoint the gateway forwards to as
+/// `[endpoint]` (a chat configuration: model, base URL, the variable holding the key — never
+/// the key — model arguments, timeout, retries, price).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CliConfig {
+    /// `mini-swe-agent` or `command`.
+    pub adapter: String,
+    /// The installed version (adapters installed by `specgap agents install`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The registry package of the installation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package: Option<String>,
+    /// The installed tree's hash (part of the agent's configuration hash, so of its episode
+    /// keys).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree_hash: Option<String>,
+    /// The command template (`cli:command`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// The model endpoint: the gateway serves `endpoint.model` alone and forwards it to
+    /// `endpoint.base_url` with the key from `endpoint.api_key_env`. Streaming, emulated tools
+    /// and the context window are the CLI's own business and are ignored.
+    pub endpoint: crate::chat::ChatConfig,
+    /// Between SIGTERM and SIGKILL at the end, milliseconds.
+    #[serde(default = "default_grace_ms", skip_serializing_if = "is_default_grace")]
+    pub stop_grace_ms: u64,
+}
+
+fn default_grace_ms() -> u64 {
+    DEFAULT_STOP_GRACE_MS
+}
+
+fn is_default_grace(ms: &u64) -> bool {
+    *ms == DEFAULT_STOP_GRACE_MS
+}
+
+/// The default grace between SIGTERM and SIGKILL when an episode ends, milliseconds.
+pub const DEFAULT_STOP_GRACE_MS: u64 = 3000;
+
+/// Why a `cli:` configuration cannot be made or read.
+#[derive(Debug, thiserror::Error)]
+pub enum CliConfigError {
+    /// The stored table is not a `cli:` configuration.
+    #[error("the stored agent configuration is not a cli: configuration")]
+    FromToml(#[source] toml::de::Error),
+    /// The configuration cannot be written as a TOML table.
+    #[error("cannot store the cli: configuration in run.toml")]
+    ToToml(#[source] toml::ser::Error),
+}
+
+impl CliConfig {
+    /// Defaults for `adapter` and `model` (the chat agent's endpoint defaults).
+    pub fn new(adapter: impl Into<String>, model: impl Into<String>) -> Self {
+        CliConfig {
+            adapter: adapter.into(),
+            version: None,
+            package: None,
+            tree_hash: None,
+            command: None,
+            endpoint: crate::chat::ChatConfig::new(model),
+            stop_grace_ms: DEFAULT_STOP_GRACE_MS,
+        }
+    }
+
+    /// As a TOML table for `run.toml`.
+    ///
+    /// # Errors
+    /// [`CliConfigError::ToToml`].
+    pub fn to_table(&self) -> Result<toml::Table, CliConfigError> {
+        toml::Table::try_from(self).map_err(CliConfigError::ToToml)
+    }
+
+    /// Read back from a stored table (`kind` ignored).
+    ///
+    /// # Errors
+    /// [`CliConfigError::FromToml`].
+    pub fn from_table(table: &toml::Table) -> Result<Self, CliConfigError> {
+        toml::Value::Table(table.clone()).try_into().map_err(CliConfigError::FromToml)
+    }
+
+    /// The installation of an installed adapter (`specgap agents install`) at the stored
+    /// version, in the default cache ([`specgap_adapters::default_root`]), checked against the
+    /// stored tree hash: an episode never runs a tree other than the one its key names.
+    ///
+    /// # Errors
+    /// [`AgentError`] (deterministic): an adapter or version without a lock, an installation
+    /// that is missing (naming the install command), incomplete or changed.
+    pub fn installation(&self) -> Result<specgap_adapters::Installation, AgentError> {
+        let refused = |e: &dyn std::fmt::Display| AgentError::new(e.to_string(), true);
+        let version = specgap_adapters::AdapterVersion::resolve(&self.adapter, self.version.as_deref()).map_err(|e| refused(&e))?;
+        let root = specgap_adapters::default_root().map_err(|e| refused(&e))?;
+        let installation = specgap_adapters::Installation::open(&root, &version).map_err(|e| refused(&e))?;
+        installation.verify().map_err(|e| refused(&e))?;
+        if let Some(stored) = &self.tree_hash
+            && stored != installation.tree_hash()
+        {
+            return Err(AgentError::new(
+                format!(
+                    "the installation of {} has tree hash {}, and this agent was configured with {stored}; reinstall the configured tree or start a new run",
+                    version.label(),
+                    installation.tree_hash()
+                ),
+                true,
+            ));
+        }
+        Ok(installation)
+    }
+
+    /// The adapter this configuration names, over its installation.
+    ///
+    /// # Errors
+    /// [`AgentError`] (deterministic) for an unknown adapter, a missing installation or a bad
+    /// template.
+    pub fn adapter(&self) -> Result<Box<dyn Adapter>, AgentError> {
+        match self.adapter.as_str() {
+            "mini-swe-agent" => {
+                let installation = self.installation()?;
+                let version = installation.manifest().version.clone();
+                let adapter = mini_swe_agent::MiniSweAgent::new(&installation.dir().join("venv"), &version)
+                    .map_err(|e| AgentError::new(format!("the installation of cli:mini-swe-agent@{version} is unusable ({e}); reinstall it with `specgap agents install mini-swe-agent@{version}`"), true))?;
+                Ok(Box::new(adapter))
+            }
+            "command" => {
+                let template = self.command.clone().unwrap_or_default();
+                Ok(Box::new(command::CommandAdapter::new(&template).map_err(|e| AgentError::new(e, true))?))
+            }
+            other => Err(AgentError::new(format!("unknown cli: adapter `{other}`; expected mini-swe-agent or command=<template>"), true)),
+        }
+    }
+}
+
+/// Where installed adapters live: the cache `specgap agents install` fills
+/// ([`specgap_adapters::default_root`]); [`CliConfig::installation`] finds and checks one.
+pub mod install {
+    use std::path::PathBuf;
+
+    /// The directory of installed agents: `$XDG_CACHE_HOME/specgap/agents`, else
+    /// `~/.cache/specgap/agents` (a path that does not exist when neither is set).
+    pub fn agents_dir() -> PathBuf {
+        specgap_adapters::default_root().unwrap_or_else(|_| PathBuf::from("/nonexistent/specgap/agents"))
+    }
+
+    /// The installation directory of an adapter's `version` (`<agents dir>/<adapter>/<version>`).
+    pub fn dir(adapter: &str, version: &str) -> PathBuf {
+        agents_dir().join(adapter).join(version)
+    }
+
+    /// The virtual environment of a Python adapter's installed `version`.
+    pub fn venv(adapter: &str, version: &str) -> PathBuf {
+        dir(adapter, version).join("venv")
+    }
+}
+
+/// One `cli:` agent for one episode attempt (module guide).
+pub struct CliAgent {
+    config: CliConfig,
+    adapter: Box<dyn Adapter>,
+    link: Arc<Link>,
+    session: Option<SessionLink>,
+    place: Option<Workplace>,
+    opening: Option<Opening>,
+    sandbox: Option<AgentSandbox>,
+    gateway: Option<GatewayHandle>,
+    conversation: Conversation,
+    /// The harness call the engine is answering.
+    pending: Option<Box<dyn PendingCall>>,
+    /// The turn request the engine was last given (granted by its next `next_turn`).
+    granting: Option<u64>,
+    /// Replies made ahead (the exit's log, its completion signal, the exit itself).
+    queued: VecDeque<AgentReply>,
+    /// The program's exit, seen but not yet reported (the queue is drained first).
+    exited: Option<specgap_sandbox::ProgramExit>,
+    /// How many times the program was started.
+    starts: u32,
+    token: String,
+    stopped: bool,
+    /// The gateway's base URL inside the sandbox.
+    base_url: String,
+    /// The harness tools' endpoint (from the start on).
+    bridge: Option<bridge::EpisodeBridge>,
+}
+
+impl std::fmt::Debug for CliAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CliAgent").field("adapter", &self.adapter.spec()).field("starts", &self.starts).finish_non_exhaustive()
+    }
+}
+
+impl CliAgent {
+    /// An agent for one attempt from its stored configuration.
+    ///
+    /// # Errors
+    /// [`AgentError`] (deterministic) when the adapter cannot be used ([`CliConfig::adapter`]).
+    pub fn new(config: &CliConfig) -> Result<Self, AgentError> {
+        let adapter = config.adapter()?;
+        Ok(CliAgent {
+            config: config.clone(),
+            adapter,
+            link: Arc::default(),
+            session: None,
+            place: None,
+            opening: None,
+            sandbox: None,
+            gateway: None,
+            conversation: Conversation::default(),
+            pending: None,
+            granting: None,
+            queued: VecDeque::new(),
+            exited: None,
+            starts: 0,
+            token: String::new(),
+            stopped: false,
+            base_url: String::new(),
+            bridge: None,
+        })
+    }
+
+    fn place(&self) -> Result<&Workplace, AgentError> {
+        self.place.as_ref().ok_or_else(|| AgentError::new("a cli: agent was started without its workplace", true))
+    }
+
+    fn home(&self) -> Result<PathBuf, AgentError> {
+        Ok(self.place()?.scratch.join("home"))
+    }
+
+    fn task_dir(&self) -> Result<PathBuf, AgentError> {
+        Ok(self.place()?.scratch.join("task"))
+    }
+
+    fn deadline(&self) -> specgap_engine::session::Deadline {
+        self.session.as_ref().map(|s| s.deadline.clone()).unwrap_or_default()
+    }
+
+    /// The first message: the opening message, with the condition's system prompt as its
+    /// preamble unless the condition keeps the scaffold's prompts or the adapter passes the
+    /// prompt through its own option.
+    fn first_message(&self, opening: &Opening, scaffold_only: bool) -> String {
+        if scaffold_only || opening.system_prompt.trim().is_empty() || self.adapter.system_prompt_route() == SystemPromptRoute::Option {
+            return opening.message.clone();
+        }
+        format!("{}\n\n---\n\n{}", opening.system_prompt.trim_end(), opening.message)
+    }
+
+    /// The sandbox template: mounts, environment, limits.
+    fn template(&self, place: &Workplace) -> Result<CommandSpec, AgentError> {
+        let mut template = CommandSpec::shell("", &place.workspace);
+        let io = |what: &str, e: std::io::Error| AgentError::with_source(format!("cannot prepare the agent's {what}"), false, e);
+        let home = self.home()?;
+        let task = self.task_dir()?;
+        std::fs::create_dir_all(&home).map_err(|e| io("home", e))?;
+        template.mounts.push(Mount { host: home, sandbox: SANDBOX_HOME.into(), writable: true });
+        template.mounts.push(Mount { host: task, sandbox: SANDBOX_TASK_DIR.into(), writable: false });
+        for path in self.adapter.mounts() {
+            template.mounts.push(Mount { sandbox: path.clone(), host: path, writable: false });
+        }
+        let bridge = self.bridge.as_ref().ok_or_else(|| AgentError::new("a cli: agent's sandbox was made before its harness tools", false))?;
+        template.mounts.extend(bridge.mounts());
+        let mut path: Vec<String> = vec![specgap_bridge::install::SANDBOX_BIN_DIR.to_string()];
+        path.extend(self.adapter.path_dirs().iter().map(|d| d.display().to_string()));
+        path.push(place.host.path_var());
+        let mut env: Vec<(String, String)> = vec![
+            ("PATH".into(), path.join(":")),
+            ("HOME".into(), SANDBOX_HOME.into()),
+            ("XDG_CONFIG_HOME".into(), format!("{SANDBOX_HOME}/.config")),
+            ("XDG_CACHE_HOME".into(), format!("{SANDBOX_HOME}/.cache")),
+            ("XDG_DATA_HOME".into(), format!("{SANDBOX_HOME}/.local/share")),
+            ("DO_NOT_TRACK".into(), "1".into()),
+            ("NO_UPDATE_NOTIFIER".into(), "1".into()),
+            ("NO_PROXY".into(), "*".into()),
+        ];
+        env.extend(bridge.env());
+        env.extend(self.adapter.env(&self.launch("", false)));
+        template.env.extend(env);
+        template.limits = Limits::default();
+        Ok(template)
+    }
+
+    fn launch(&self, message_file: &str, resumed: bool) -> Launch {
+        Launch {
+            base_url: self.base_url.clone(),
+            token: self.token.clone(),
+            model: self.config.endpoint.model.clone(),
+            message_file: message_file.to_string(),
+            mcp: self.bridge.as_ref().map(bridge::EpisodeBridge::mcp_server).unwrap_or_default(),
+            system_prompt_file: (self.adapter.system_prompt_route() == SystemPromptRoute::Option
+                && !self.place.as_ref().is_some_and(|p| p.scaffold_prompt_only))
+            .then(|| format!("{SANDBOX_TASK_DIR}/system-prompt.md")),
+            resumed,
+            model_args: self.config.endpoint.model_args.clone(),
+        }
+    }
+
+    /// The gateway: the configured upstream for each protocol the adapter speaks, the model,
+    /// the real key from the harness's environment, the episode's deadline and journal.
+    fn serve_gateway(&mut self, sandbox: &AgentSandbox) -> Result<GatewayHandle, AgentError> {
+        let place = self.place()?.clone();
+        let endpoint = &self.config.endpoint;
+        let key = std::env::var(&endpoint.api_key_env).ok().filter(|k| !k.is_empty()).map(Secret::new);
+        let upstreams = [Protocol::OpenaiChat, Protocol::OpenaiResponses]
+            .into_iter()
+            .map(|p| Upstream::new(p, endpoint.base_url.clone(), key.clone(), vec![endpoint.model.clone()]))
+            .collect();
+        let token = Secret::random_token().map_err(|e| AgentError::with_source("cannot make the gateway token", false, e))?;
+        self.token = token.expose().to_string();
+        let mut config = GatewayConfig::new(upstreams, token);
+        config.retry = RetryPolicy {
+            max_retries: endpoint.max_retries,
+            retry_base: Duration::from_millis(endpoint.retry_base_ms),
+            seed: fnv(place.episode_id.as_bytes()) ^ u64::from(place.attempt),
+            request_timeout: Duration::from_secs_f64(endpoint.request_timeout_sec.max(0.001)),
+        };
+        let session = self.session.clone().unwrap_or_else(|| SessionLink::detached(specgap_store::Role::Agent));
+        config.deadline = session.deadline.instant();
+        config.journal_path = Some(place.store_dir.join(format!("gateway-{}.jsonl", place.attempt)));
+        let supervision = Supervision {
+            link: self.link.clone(),
+            deadline: session.deadline.clone(),
+            usage: session.usage.clone(),
+            price: self.config.endpoint.price,
+            toolless_is_side: self.adapter.toolless_requests_are_side(),
+        };
+        let listener = specgap_gateway::bind_loopback_in_path(&sandbox.network_namespace())
+            .map_err(|e| AgentError::with_source("cannot open the model gateway inside the agent's sandbox (this needs root)", true, e))?;
+        let gateway = specgap_gateway::serve_tcp(listener, config, Arc::new(supervision))
+            .map_err(|e| AgentError::with_source("cannot start the model gateway", false, e))?;
+        self.base_url = gateway.base_url(Protocol::OpenaiChat).unwrap_or_default();
+        Ok(gateway)
+    }
+
+    /// Starts the program with `message` (the `n`-th start).
+    fn run_program(&mut self, message: &str) -> Result<(), AgentError> {
+        self.starts += 1;
+        let resumed = self.starts > 1;
+        let name = format!("message-{}.md", self.starts);
+        let task = self.task_dir()?;
+        std::fs::write(task.join(&name), message).map_err(|e| AgentError::with_source("cannot write the agent's message", false, e))?;
+        let launch = self.launch(&format!("{SANDBOX_TASK_DIR}/{name}"), resumed);
+        self.adapter.prepare_home(&self.home()?, &launch)?;
+        let mut exports = vec![
+            ("OPENAI_BASE_URL".to_string(), launch.base_url.clone()),
+            ("OPENAI_API_BASE".to_string(), launch.base_url.clone()),
+            (TOKEN_ENV.to_string(), launch.token.clone()),
+        ];
+        exports.extend(self.adapter.env(&launch));
+        let env_file = format!("env-{}", self.starts);
+        let body: String = exports.iter().map(|(k, v)| format!("export {k}={}\n", adapter::shell_quote(v))).collect();
+        std::fs::write(task.join(&env_file), body).map_err(|e| AgentError::with_source("cannot write the agent's environment", false, e))?;
+        let command = format!(". {}/{env_file}\n{}", SANDBOX_TASK_DIR, self.adapter.command(&launch));
+        let sandbox = self.sandbox.as_mut().ok_or_else(|| AgentError::new("the agent's sandbox is gone", false))?;
+        sandbox.run(&command).map_err(|e| AgentError::with_source("cannot start the agent's program", false, e))
+    }
+
+    /// The reply for one exchange.
+    fn observed(&mut self, record: &specgap_gateway::ExchangeRecord) -> AgentReply {
+        let reading = self.conversation.read(record, self.adapter.as_ref());
+        AgentReply::Observed { results: reading.results, exchange: Some(Box::new(reading.event)), turn: reading.turn }
+    }
+
+    /// The replies for the program's exit: results and actions from its log, its completion
+    /// signal as a `submit`, then the exit itself.
+    fn on_exit(&mut self, exit: specgap_sandbox::ProgramExit) -> Result<AgentReply, AgentError> {
+        let report = self.adapter.read_log(&self.home()?, &self.conversation.unanswered());
+        for result in &report.results {
+            self.conversation.answered(&result.call_id);
+        }
+        if !report.results.is_empty() {
+            self.queued.push_back(AgentReply::Observed { results: report.results, exchange: None, turn: None });
+        }
+        if !report.actions.is_empty() {
+            self.queued.push_back(AgentReply::Actions { actions: report.actions });
+        }
+        let how = if report.signalled_submit.is_some() { "submitted" } else { "exited" };
+        if let Some(summary) = report.signalled_submit {
+            self.queued.push_back(AgentReply::HarnessCall { call: SignalledSubmit { summary }.tool_call(String::new()) });
+        }
+        let stderr = self.sandbox.as_ref().map(|s| s.stderr().text()).unwrap_or_default();
+        let tail = tail(&stderr, STDERR_TAIL).replace(&self.token, "[token]");
+        let event = EventKind::AgentExit { status: exit.status, how: how.into(), stderr_tail: tail, note: report.note };
+        let text = report.final_text.or_else(|| self.conversation.last_text());
+        self.queued.push_back(AgentReply::Exited { text, can_resume: self.adapter.can_resume(), exit: Box::new(event) });
+        self.queued.pop_front().ok_or_else(|| AgentError::new("no reply for the agent's exit", false))
+    }
+
+    /// Hands the engine's answers on: a result (with feedback appended) to the waiting
+    /// harness call; messages for a program that has exited start it again.
+    fn deliver(&mut self, inbox: &[Incoming]) -> Result<(), AgentError> {
+        let mut result: Option<(String, bool)> = None;
+        let mut messages = Vec::new();
+        for item in inbox {
+            match item {
+                Incoming::ToolResult { output, is_error, .. } => result = Some((output.clone(), *is_error)),
+                Incoming::UserMessage { kind: UserMessageKind::Feedback, text } => match &mut result {
+                    Some((output, _)) => {
+                        output.push_str("\n\n");
+                        output.push_str(text);
+                    }
+                    None => messages.push(text.clone()),
+                },
+                Incoming::UserMessage { kind: UserMessageKind::Reminder, .. } => {}
+                Incoming::UserMessage { text, .. } => messages.push(text.clone()),
+            }
+        }
+        if let Some(call) = self.pending.take() {
+            let (text, is_error) = result.unwrap_or_else(|| ("(no result)".into(), true));
+            call.answer(text, is_error, false);
+        }
+        let running = self.sandbox.as_ref().is_some_and(AgentSandbox::is_running) || self.exited.is_some();
+        if !messages.is_empty() && !running && self.adapter.can_resume() {
+            self.run_program(&messages.join("\n\n"))?;
+        }
+        Ok(())
+    }
+
+    /// At the deadline: nothing the agent does counts any more.
+    fn halt_now(&mut self) {
+        if let Some(sandbox) = self.sandbox.as_mut() {
+            sandbox.freeze();
+        }
+        if let Some(gateway) = &self.gateway {
+            gateway.abandon();
+        }
+        self.link.end("the episode has ended (its time is up)");
+    }
+}
+
+impl Agent for CliAgent {
+    fn attach(&mut self, link: &SessionLink) {
+        self.session = Some(link.clone());
+    }
+
+    fn drives_itself(&self) -> bool {
+        true
+    }
+
+    fn enter(&mut self, place: &Workplace) -> Result<(), AgentError> {
+        self.place = Some(place.clone());
+        Ok(())
+    }
+
+    fn start(&mut self, opening: &Opening) -> Result<(), AgentError> {
+        let place = self.place()?.clone();
+        let task = self.task_dir()?;
+        std::fs::create_dir_all(&task).map_err(|e| AgentError::with_source("cannot prepare the agent's task files", false, e))?;
+        let system = if place.scaffold_prompt_only { String::new() } else { opening.system_prompt.clone() };
+        std::fs::write(task.join("system-prompt.md"), system)
+            .map_err(|e| AgentError::with_source("cannot write the system prompt file", false, e))?;
+        self.opening = Some(opening.clone());
+        let bridge = bridge::EpisodeBridge::open(&place.scratch, &opening.tools, self.link.clone())?;
+        std::fs::create_dir_all(self.home()?).map_err(|e| AgentError::with_source("cannot prepare the agent's home", false, e))?;
+        bridge.write_mcp_config(&self.home()?)?;
+        self.bridge = Some(bridge);
+        let template = self.template(&place)?;
+        let sandbox = AgentSandbox::start(&template, &place.host, &place.sandbox)
+            .map_err(|e| AgentError::with_source("cannot build the agent's sandbox", false, e))?;
+        let gateway = self.serve_gateway(&sandbox)?;
+        self.sandbox = Some(sandbox);
+        self.gateway = Some(gateway);
+        let message = self.first_message(opening, place.scaffold_prompt_only);
+        self.run_program(&message)
+    }
+
+    fn next_turn(&mut self, inbox: &[Incoming]) -> Result<AgentReply, AgentError> {
+        if let Some(ticket) = self.granting.take() {
+            self.link.grant(ticket);
+        }
+        self.deliver(inbox)?;
+        if let Some(reply) = self.queued.pop_front() {
+            return Ok(reply);
+        }
+        let deadline = self.deadline();
+        loop {
+            if deadline.is_over() {
+                self.halt_now();
+                return Ok(AgentReply::Abandoned);
+            }
+            if let Some(fault) = self.gateway.as_ref().and_then(GatewayHandle::fault) {
+                return Err(AgentError::new(format!("the model service failed: {fault}"), false));
+            }
+            let mut until = Instant::now() + POLL;
+            if let Some(at) = deadline.instant() {
+                until = until.min(at);
+            }
+            match self.link.next(until) {
+                Some(Happened::Exchange(record)) => return Ok(self.observed(&record)),
+                Some(Happened::TurnRequested(ticket)) => {
+                    self.granting = Some(ticket);
+                    return Ok(AgentReply::TurnRequested);
+                }
+                Some(Happened::Call(call)) => {
+                    let tool_call = call.tool_call(String::new());
+                    self.pending = Some(call);
+                    return Ok(AgentReply::HarnessCall { call: tool_call });
+                }
+                None => {}
+            }
+            if let Some(sandbox) = self.sandbox.as_mut()
+                && self.exited.is_none()
+                && let Some(exit) = sandbox.wait_exit(Instant::now()).map_err(|e| AgentError::with_source("lost the agent's sandbox", false, e))?
+            {
+                // Report it once the queue is empty: what the agent did before it exited comes first.
+                self.exited = Some(exit);
+                continue;
+            }
+            if let Some(exit) = self.exited.take() {
+                return self.on_exit(exit);
+            }
+        }
+    }
+
+    fn usage(&self) -> Usage {
+        self.session.as_ref().map(|s| s.usage.total()).unwrap_or_default()
+    }
+
+    fn suspend(&mut self) {
+        if let Some(sandbox) = self.sandbox.as_mut() {
+            sandbox.freeze();
+        }
+    }
+
+    fn resume(&mut self) {
+        if !self.stopped
+            && let Some(sandbox) = self.sandbox.as_mut()
+        {
+            sandbox.thaw();
+        }
+    }
+
+    fn stop(&mut self, undelivered: &[Incoming]) {
+        if self.stopped {
+            return;
+        }
+        self.stopped = true;
+        if let Some(bridge) = &self.bridge {
+            bridge.end();
+        }
+        for left in self.link.end("the episode has ended; no more model requests are served") {
+            if let Happened::Call(call) = left {
+                call.answer(EPISODE_OVER.into(), true, true);
+            }
+        }
+        if let Some(call) = self.pending.take() {
+            let text = undelivered.iter().find_map(|i| match i {
+                Incoming::ToolResult { output, .. } => Some(output.clone()),
+                Incoming::UserMessage { .. } => None,
+            });
+            call.answer(text.unwrap_or_else(|| EPISODE_OVER.into()), false, true);
+        }
+        if let Some(gateway) = &self.gateway {
+            // Held and in-flight requests are refused now; let the refusals reach the agent
+            // before its processes are signalled (bounded: nothing here waits on the agent).
+            gateway.abandon();
+            let until = Instant::now() + REFUSAL_DELIVERY;
+            while gateway.in_flight() > 0 && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+        if let Some(mut sandbox) = self.sandbox.take() {
+            sandbox.terminate(Duration::from_millis(self.config.stop_grace_ms));
+        }
+        if let Some(gateway) = self.gateway.take()
+            && let Err(e) = gateway.shutdown()
+        {
+            tracing::warn!("the model gateway did not stop cleanly: {e}");
+        }
+        // After the sandbox is gone: no client is left to wait on the socket.
+        self.bridge.take();
+    }
+}
+
+impl Drop for CliAgent {
+    fn drop(&mut self) {
+        self.stop(&[]);
+    }
+}
+
+/// The last `max` bytes of `text`, starting at a character boundary.
+fn tail(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut start = text.len() - max;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    text[start..].to_string()
+}
+
+/// FNV-1a of `bytes` (the gateway's retry jitter seed from the episode id).
+fn fnv(bytes: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in bytes {
+        hash ^= u64::from(*byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    hash
+}

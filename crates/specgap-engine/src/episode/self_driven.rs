@@ -1,0 +1,192 @@
+//! How the episode's one set of rules (DESIGN §3) reads an agent that drives itself — an
+//! external `cli:` agent (issue 14 items 1, 5, 6; docs/decisions.md "CLI agents: the episode
+//! rules"). The agent runs its own model loop and its own tools; the engine sees what it did
+//! and answers only the harness tools:
+//!
+//! * **Turns.** One forwarded main-loop model request is one turn ([`AgentReply::Observed`]
+//!   with a turn); side requests are recorded (`model_exchange`) but are not turns. The tool
+//!   calls in the answer are the turn's tool calls: counted, checked for the 4th identical call
+//!   in a row (the episode ends `loop_repeated_call`), never run by the engine. Results the
+//!   next request carries are recorded as `tool_result` events before that exchange, and a
+//!   shell command that succeeded with blank output counts toward the blank-output rule.
+//!   Refusals count as for any agent (three in a row end the episode). A reply without a tool
+//!   call gets no reminder and does not count toward `no_tool_call`: a CLI answers it itself
+//!   (mini-swe-agent's format error) or ends, and the turn budget bounds it.
+//! * **Budgets** are checked when the agent asks for its next turn
+//!   ([`AgentReply::TurnRequested`]): past `turns` or `tool_calls` the episode ends and the
+//!   held request is refused, so the calls of the last turn ran, as for a pulled agent. The
+//!   wall budget ends the episode at its instant (the agent's [`AgentReply::Abandoned`]).
+//! * **Harness tools** ([`AgentReply::HarnessCall`]) go through the same dispatch and gates as
+//!   a pulled agent's calls, with the same feedback, submission budget, round limit and
+//!   consecutive-question rule; they are not counted as tool calls again. A run of questions
+//!   is broken by a turn that led to no `ask_user`.
+//! * **Exit** ([`AgentReply::Exited`]): when the adapter can resume the agent and the
+//!   protocol expects another turn — questions in the final reply under a delivery condition
+//!   that answers them, or a delivery not yet made (the continuation message) — the message
+//!   goes into the inbox and the agent is started again with it; otherwise the episode ends
+//!   `agent_exit`, with the automatic submission of a changed workspace.
+
+use super::*;
+use crate::session::{ObservedResult, ObservedTurn, Workplace};
+
+/// The tools the harness itself serves an agent that drives itself (DESIGN §5).
+pub(super) const HARNESS_TOOLS: &[&str] = &[names::ASK_USER, names::SUBMIT, names::WRITE_PLAN];
+
+/// What the engine keeps about an agent that drives itself.
+#[derive(Debug, Default)]
+pub(super) struct Driven {
+    /// Harness calls so far (their ids).
+    calls: u32,
+    /// Whether an `ask_user` came since the last turn (a turn without one breaks the run of
+    /// questions).
+    asked_since_turn: bool,
+}
+
+impl Episode<'_, '_> {
+    /// The agent's [`Workplace`].
+    pub(super) fn workplace(&self) -> Workplace {
+        Workplace {
+            episode_id: self.ctx.episode_id.to_string(),
+            attempt: self.writer.attempt(),
+            workspace: self.ws_dir.clone(),
+            scratch: self.ctx.workdir.join("agent"),
+            store_dir: self.writer.dir().to_path_buf(),
+            host: self.host.clone(),
+            sandbox: self.ctx.sandbox.clone(),
+            budgets: self.ctx.budgets,
+            scaffold_prompt_only: self.ctx.condition.preset() == crate::condition::Preset::Blind,
+        }
+    }
+
+    /// One model exchange of the agent (module guide).
+    pub(super) fn observed(
+        &mut self,
+        results: Vec<ObservedResult>,
+        exchange: Option<EventKind>,
+        turn: Option<ObservedTurn>,
+        late: Option<EndReason>,
+    ) -> Result<Option<EndReason>, EpisodeError> {
+        let mut ended = None;
+        for result in results {
+            self.writer.event(EventKind::ToolResult {
+                call_id: result.call_id,
+                tool: result.tool,
+                output: result.output,
+                is_error: result.is_error,
+            })?;
+            self.counters.blank = if result.blank_success { self.counters.blank + 1 } else { 0 };
+            if ended.is_none() && self.counters.blank >= BLANK_OUTPUT_LIMIT {
+                ended = Some(EndReason::LoopBlankOutput);
+            }
+        }
+        if let Some(exchange) = exchange {
+            self.writer.event(exchange)?;
+        }
+        let Some(turn) = turn else { return Ok(late.or(ended)) };
+        self.turns += 1;
+        let mut calls = turn.tool_calls;
+        for (i, call) in calls.iter_mut().enumerate() {
+            if call.id.is_empty() {
+                call.id = format!("turn-{}-call-{}", self.turns, i + 1);
+            }
+        }
+        self.writer.event(EventKind::AgentTurn { turn: self.turns, text: turn.text, tool_calls: calls.clone(), usage: turn.usage })?;
+        if late.is_some() || ended.is_some() {
+            return Ok(late.or(ended));
+        }
+        if !std::mem::take(&mut self.driven.asked_since_turn) {
+            self.counters.asks = 0;
+        }
+        if turn.refusal {
+            self.counters.refusals += 1;
+            return Ok((self.counters.refusals >= REFUSAL_LIMIT).then_some(EndReason::Refusals));
+        }
+        self.counters.refusals = 0;
+        for call in &calls {
+            self.tool_calls += 1;
+            if self.repeated(call) {
+                return Ok(Some(EndReason::LoopRepeatedCall));
+            }
+        }
+        Ok(self.deadline_end())
+    }
+
+    /// The agent's next main-loop request waits: the budgets decide whether it is admitted.
+    pub(super) fn turn_requested(&mut self, late: Option<EndReason>) -> Option<EndReason> {
+        if late.is_some() {
+            return late;
+        }
+        if self.turns >= self.ctx.budgets.turns {
+            return Some(EndReason::TurnBudget);
+        }
+        if self.tool_calls >= self.ctx.budgets.tool_calls {
+            return Some(EndReason::ToolCallBudget);
+        }
+        None
+    }
+
+    /// A harness tool call of the agent (module guide).
+    pub(super) fn harness_call(&mut self, mut call: ToolCall, late: Option<EndReason>) -> Result<Option<EndReason>, EpisodeError> {
+        self.driven.calls += 1;
+        if call.id.is_empty() {
+            call.id = format!("bridge-{}", self.driven.calls);
+        }
+        self.writer.event(EventKind::BridgeCall { turn: self.turns, call: call.clone() })?;
+        if let Some(reason) = late {
+            self.tool_result(&call, not_run(reason))?;
+            return Ok(late);
+        }
+        let effect = self.dispatch(&call)?;
+        self.count(&call, &effect);
+        if call.tool == names::ASK_USER {
+            self.driven.asked_since_turn = true;
+        }
+        if let Some(text) = effect.feedback {
+            // For an external agent the owner's message is part of `submit`'s result: the
+            // adapter appends it to the result it hands back (issue 14 item 5).
+            self.inbox.push(Incoming::UserMessage { kind: UserMessageKind::Feedback, text });
+        }
+        Ok(effect.end.or_else(|| self.deadline_end()))
+    }
+
+    /// Actions the agent's adapter read from its log.
+    pub(super) fn actions(&mut self, actions: Vec<specgap_protocol::action::FileAction>) -> Result<Option<EndReason>, EpisodeError> {
+        if !actions.is_empty() {
+            self.writer.event(EventKind::Actions { turn: self.turns, actions })?;
+        }
+        Ok(self.deadline_end())
+    }
+
+    /// The agent's program ended (module guide).
+    pub(super) fn agent_exited(
+        &mut self,
+        text: Option<String>,
+        can_resume: bool,
+        exit: EventKind,
+        late: Option<EndReason>,
+    ) -> Result<Option<EndReason>, EpisodeError> {
+        self.writer.event(exit)?;
+        if late.is_some() {
+            return Ok(late);
+        }
+        if !can_resume {
+            return Ok(Some(EndReason::AgentExit));
+        }
+        let text = text.unwrap_or_default();
+        let artifact_missing = self.artifact_missing();
+        if self.text_questions_offered() {
+            let questions = text_channel::heading_questions(&text).or_else(|| {
+                (artifact_missing == Some(true) && text_channel::has_question_mark(&text)).then(|| text_channel::question_sentences(&text))
+            });
+            if let Some(questions) = questions.filter(|q| !q.is_empty()) {
+                return self.text_exchange(questions, true);
+            }
+        }
+        if self.ctx.condition.is_delivery() && artifact_missing == Some(true) && self.continuations < CONTINUATION_LIMIT {
+            self.continuations += 1;
+            self.harness_message(UserMessageKind::Continuation, CONTINUATION)?;
+            return Ok(None);
+        }
+        Ok(Some(EndReason::AgentExit))
+    }
+}
