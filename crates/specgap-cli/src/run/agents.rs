@@ -211,6 +211,14 @@ impl super::ChatArgs {
                 config.package = Some("mini-swe-agent".into());
             }
             specgap_agents::CliSpec::Command { template } => config.command = Some(template.clone()),
+            specgap_agents::CliSpec::Vendor { adapter, version } => {
+                let (default, package) = match *adapter {
+                    "claude-code" => (specgap_agents::cli::claude_code::DEFAULT_VERSION, "@anthropic-ai/claude-code"),
+                    _ => (specgap_agents::cli::codex::DEFAULT_VERSION, "@openai/codex"),
+                };
+                config.version = Some(version.clone().unwrap_or_else(|| default.to_string()));
+                config.package = Some(package.into());
+            }
         }
         config.endpoint = self.agent_config(&model)?;
         Ok(config)
