@@ -8,6 +8,7 @@ mod chat_user;
 mod cli_ends;
 mod cli_isolation;
 mod cli_support;
+mod cli_vendors;
 mod deadline;
 mod end_to_end;
 mod mock_server;
