@@ -143,6 +143,34 @@ impl CliConfig {
         toml::Value::Table(table.clone()).try_into().map_err(CliConfigError::FromToml)
     }
 
+    /// The installation of an installed adapter (`specgap agents install`) at the stored
+    /// version, in the default cache ([`specgap_adapters::default_root`]), checked against the
+    /// stored tree hash: an episode never runs a tree other than the one its key names.
+    ///
+    /// # Errors
+    /// [`AgentError`] (deterministic): an adapter or version without a lock, an installation
+    /// that is missing (naming the install command), incomplete or changed.
+    pub fn installation(&self) -> Result<specgap_adapters::Installation, AgentError> {
+        let refused = |e: &dyn std::fmt::Display| AgentError::new(e.to_string(), true);
+        let version = specgap_adapters::AdapterVersion::resolve(&self.adapter, self.version.as_deref()).map_err(|e| refused(&e))?;
+        let root = specgap_adapters::default_root().map_err(|e| refused(&e))?;
+        let installation = specgap_adapters::Installation::open(&root, &version).map_err(|e| refused(&e))?;
+        installation.verify().map_err(|e| refused(&e))?;
+        if let Some(stored) = &self.tree_hash
+            && stored != installation.tree_hash()
+        {
+            return Err(AgentError::new(
+                format!(
+                    "the installation of {} has tree hash {}, and this agent was configured with {stored}; reinstall the configured tree or start a new run",
+                    version.label(),
+                    installation.tree_hash()
+                ),
+                true,
+            ));
+        }
+        Ok(installation)
+    }
+
     /// The adapter this configuration names, over its installation.
     ///
     /// # Errors
@@ -151,11 +179,10 @@ impl CliConfig {
     pub fn adapter(&self) -> Result<Box<dyn Adapter>, AgentError> {
         match self.adapter.as_str() {
             "mini-swe-agent" => {
-                let version = self.version.clone().unwrap_or_else(|| mini_swe_agent::DEFAULT_VERSION.to_string());
-                let venv = install::venv(&self.adapter, &version);
-                let adapter = mini_swe_agent::MiniSweAgent::new(&venv, &version).map_err(|e| {
-                    AgentError::new(format!("cli:mini-swe-agent@{version} is not installed ({e}); run `specgap agents install mini-swe-agent@{version}`"), true)
-                })?;
+                let installation = self.installation()?;
+                let version = installation.manifest().version.clone();
+                let adapter = mini_swe_agent::MiniSweAgent::new(&installation.dir().join("venv"), &version)
+                    .map_err(|e| AgentError::new(format!("the installation of cli:mini-swe-agent@{version} is unusable ({e}); reinstall it with `specgap agents install mini-swe-agent@{version}`"), true))?;
                 Ok(Box::new(adapter))
             }
             "command" => {
@@ -163,14 +190,15 @@ impl CliConfig {
                 Ok(Box::new(command::CommandAdapter::new(&template).map_err(|e| AgentError::new(e, true))?))
             }
             "claude-code" => {
-                let version = self.version.clone().unwrap_or_else(|| claude_code::DEFAULT_VERSION.to_string());
-                let adapter = claude_code::ClaudeCode::new(&install::dir("claude-code", &version), &version)
-                    .map_err(|e| not_installed("claude-code", &version, &e))?;
+                let installation = self.installation()?;
+                let version = installation.manifest().version.clone();
+                let adapter = claude_code::ClaudeCode::new(installation.dir(), &version).map_err(|e| unusable("claude-code", &version, &e))?;
                 Ok(Box::new(adapter))
             }
             "codex" => {
-                let version = self.version.clone().unwrap_or_else(|| codex::DEFAULT_VERSION.to_string());
-                let adapter = codex::Codex::new(&install::dir("codex", &version), &version).map_err(|e| not_installed("codex", &version, &e))?;
+                let installation = self.installation()?;
+                let version = installation.manifest().version.clone();
+                let adapter = codex::Codex::new(installation.dir(), &version).map_err(|e| unusable("codex", &version, &e))?;
                 Ok(Box::new(adapter))
             }
             other => Err(AgentError::new(
@@ -181,42 +209,12 @@ impl CliConfig {
     }
 }
 
-/// The error for an adapter whose installation is missing.
-fn not_installed(adapter: &str, version: &str, why: &str) -> AgentError {
-    AgentError::new(format!("cli:{adapter}@{version} is not installed ({why}); run `specgap agents install {adapter}@{version}`"), true)
-}
-
-/// Where installed adapters live.
-pub mod install {
-    use std::path::PathBuf;
-
-    /// Overrides the directory of installed agents (tests, unusual setups).
-    pub const AGENTS_DIR_ENV: &str = "SPECGAP_AGENTS_DIR";
-
-    /// The directory of installed agents: `$SPECGAP_AGENTS_DIR`, else
-    /// `$XDG_CACHE_HOME/specgap/agents`, else `~/.cache/specgap/agents`.
-    pub fn agents_dir() -> PathBuf {
-        if let Some(dir) = std::env::var_os(AGENTS_DIR_ENV).filter(|v| !v.is_empty()) {
-            return PathBuf::from(dir);
-        }
-        let cache = std::env::var_os("XDG_CACHE_HOME")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-            .unwrap_or_else(|| PathBuf::from("/tmp"));
-        cache.join("specgap").join("agents")
-    }
-
-    /// The installation directory of an adapter's `version`
-    /// (`<agents dir>/<adapter>/<version>`).
-    pub fn dir(adapter: &str, version: &str) -> PathBuf {
-        agents_dir().join(adapter).join(version)
-    }
-
-    /// The virtual environment of a Python adapter's installed `version`.
-    pub fn venv(adapter: &str, version: &str) -> PathBuf {
-        agents_dir().join(adapter).join(version).join("venv")
-    }
+/// The error for an installation its adapter cannot use.
+fn unusable(adapter: &str, version: &str, why: &str) -> AgentError {
+    AgentError::new(
+        format!("the installation of cli:{adapter}@{version} is unusable ({why}); reinstall it with `specgap agents install {adapter}@{version}`"),
+        true,
+    )
 }
 
 /// One `cli:` agent for one episode attempt (module guide).

@@ -23,17 +23,33 @@ use specgap_store::Role;
 
 use crate::cli_support::*;
 
-/// The installation directory of `adapter`'s pinned version, or `None` (the test is then
-/// skipped, or fails under `SPECGAP_REQUIRE_EXTERNAL=1`).
-fn installed(adapter: &str, version: &str, entry: &str) -> Option<PathBuf> {
-    let dir = specgap_agents::cli::install::dir(adapter, version);
-    if dir.join(entry).is_file() {
-        return Some(dir);
+/// The shared test cache under the target directory (`XDG_CACHE_HOME` of the installs; the
+/// same directory the `specgap-cli` tests and `.ci/run` install into).
+fn test_cache() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    // target/<profile>/deps/it-<hash>
+    exe.ancestors().nth(3).map_or_else(|| PathBuf::from("target"), std::path::Path::to_path_buf).join("specgap-test-cache")
+}
+
+/// Installs `adapter` at its pinned version into [`test_cache`] (kept between runs; the
+/// installer's lock makes concurrent processes share it), points this process's cache at it,
+/// and returns the installation's directory; `None` when it cannot be installed (no package
+/// registry): the test is then skipped, or fails under `SPECGAP_REQUIRE_EXTERNAL=1`.
+fn installed(adapter: &str) -> Option<PathBuf> {
+    static CACHE: std::sync::Once = std::sync::Once::new();
+    // SAFETY: set once, to the same value, before any agent of this binary reads it.
+    CACHE.call_once(|| unsafe { std::env::set_var("XDG_CACHE_HOME", test_cache()) });
+    let version = specgap_adapters::AdapterVersion::parse(adapter).unwrap();
+    let root = specgap_adapters::default_root().unwrap();
+    match specgap_adapters::install(&root, &version, &specgap_adapters::InstallOptions::default(), &mut |_| {}) {
+        Ok((installation, _)) => Some(installation.dir().to_path_buf()),
+        Err(e) => {
+            let why = format!("{} cannot be installed into {}: {e}", version.label(), root.display());
+            assert!(std::env::var_os("SPECGAP_REQUIRE_EXTERNAL").is_none_or(|v| v != "1"), "SPECGAP_REQUIRE_EXTERNAL=1: {why}");
+            eprintln!("skipped: {why}");
+            None
+        }
     }
-    let why = format!("{adapter}@{version} is not installed at {} (run `specgap agents install {adapter}`)", dir.display());
-    assert!(std::env::var_os("SPECGAP_REQUIRE_EXTERNAL").is_none_or(|v| v != "1"), "SPECGAP_REQUIRE_EXTERNAL=1: {why}");
-    eprintln!("skipped: {why}");
-    None
 }
 
 /// Questions under seed 002's heading, in a reply without a tool call.
@@ -128,7 +144,7 @@ fn logged_actions(run: &CliRun) -> Vec<FileAction> {
 #[test]
 fn claude_code_delivers_under_interact_asking_in_text_and_resuming_its_session() {
     let version = specgap_agents::cli::claude_code::DEFAULT_VERSION;
-    let Some(_) = installed("claude-code", version, specgap_agents::cli::claude_code::ENTRY) else { return };
+    let Some(_) = installed("claude-code") else { return };
     let plan = gold_plan();
     let say = |n: u64, text: &str| replies::anthropic_stream(MODEL, text, &[], answer_tokens(n));
     let call = |n: u64, name: &str, input: Value| replies::anthropic_stream(MODEL, "", &[Call::new(&format!("toolu_{n}"), name, input)], answer_tokens(n));
@@ -192,7 +208,7 @@ fn claude_code_delivers_under_interact_asking_in_text_and_resuming_its_session()
 #[test]
 fn codex_delivers_under_interact_asking_in_text_and_resuming_its_session() {
     let version = specgap_agents::cli::codex::DEFAULT_VERSION;
-    let Some(_) = installed("codex", version, specgap_agents::cli::codex::ENTRY) else { return };
+    let Some(_) = installed("codex") else { return };
     let plan = gold_plan();
     let say = |n: u64, text: &str| replies::responses_stream(MODEL, text, &[], answer_tokens(n));
     let exec = |n: u64, cmd: &str| replies::responses_stream(MODEL, "", &[Call::new(&format!("call_{n}"), "exec_command", json!({"cmd": cmd}))], answer_tokens(n));
