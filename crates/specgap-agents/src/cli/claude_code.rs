@@ -16,6 +16,7 @@
 //! | log | the stream-JSON events of each start (read without following links): `system/init`, `assistant` (its `tool_use` blocks), `user` (`tool_result` blocks), `result`; a log that does not start with `system/init` is an unknown format, an infrastructure error naming the version |
 //! | normalized actions | `Read` → read, `Write` → write, `Edit` / `MultiEdit` / `NotebookEdit` → edit, `Grep` → search (list for file names), `Glob` / `LS` → list; `Bash` commands are read by the shell analysis from the turns |
 //! | completion signal | none: it ends its turn and exits; the changed workspace is submitted (`agent_exit`) unless it called `submit` |
+//! | MCP | the harness's server as `specgap` in `~/.specgap/claude-mcp.json` (it inherits the bridge's socket and token from the environment); `ENABLE_TOOL_SEARCH=false` lists its tools (`mcp__specgap__ask_user`, `mcp__specgap__submit`) in every request instead of deferring them behind `ToolSearch` (checked against the bridge: `ask_user` reached the harness) |
 //! | plan mode | not applicable |
 
 use std::path::{Path, PathBuf};
@@ -120,6 +121,10 @@ impl Adapter for ClaudeCode {
             ("DISABLE_ERROR_REPORTING", "1"),
             ("CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY", "1"),
             ("CLAUDE_CODE_DISABLE_TERMINAL_TITLE", "1"),
+            // Its MCP tools would otherwise be deferred behind its ToolSearch tool (named in a
+            // system message, their schemas fetched on demand); the harness tools are offered
+            // in the tool list like every agent's.
+            ("ENABLE_TOOL_SEARCH", "false"),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -407,6 +412,7 @@ mod tests {
         assert_eq!(get("ANTHROPIC_API_KEY"), Some("sgw-t"));
         assert_eq!(get("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"), Some("1"));
         assert_eq!(get("CLAUDE_CODE_EXTRA_BODY"), None);
+        assert_eq!(get("ENABLE_TOOL_SEARCH"), Some("false"));
         let mut with_args = launch(false, false);
         with_args.model_args.insert("temperature".into(), json!(0));
         assert_eq!(adapter.env(&with_args).last().unwrap(), &("CLAUDE_CODE_EXTRA_BODY".to_string(), "{\"temperature\":0}".to_string()));

@@ -17,6 +17,7 @@
 //! | normalized actions | `file_change` items → write (`add`) or edit (`update`, `delete`); commands are read by the shell analysis from the turns' `exec_command` calls |
 //! | model arguments | not passed (its provider configuration has no request-body option); a warning says so |
 //! | completion signal | none: it ends its turn and exits; the changed workspace is submitted (`agent_exit`) unless it called `submit` |
+//! | MCP | `[mcp_servers.specgap]` with `command`, `args` and `env_vars = ["SPECGAP_BRIDGE_SOCKET", "SPECGAP_BRIDGE_TOKEN"]` (it starts MCP servers with a filtered environment); its tools reach the model as the namespace `mcp__specgap` (checked against the bridge: `ask_user` reached the harness) |
 //! | plan mode | not applicable |
 
 use std::path::{Path, PathBuf};
@@ -42,6 +43,8 @@ const CODEX_HOME: &str = ".codex";
 const SPECGAP_DIR: &str = ".specgap";
 /// The model provider the configuration defines.
 const PROVIDER: &str = "specgap";
+/// The variables the MCP server (the harness's bridge) needs from the agent's environment.
+const MCP_ENV: [&str; 2] = ["SPECGAP_BRIDGE_SOCKET", "SPECGAP_BRIDGE_TOKEN"];
 /// Largest events file read back.
 const EVENTS_LIMIT: u64 = 64 << 20;
 
@@ -117,6 +120,10 @@ impl Codex {
             let mut server = toml::Table::new();
             server.insert("command".into(), program.clone().into());
             server.insert("args".into(), toml::Value::Array(args.iter().map(|a| a.clone().into()).collect()));
+            // Codex starts MCP servers with a filtered environment: the bridge's socket and
+            // token must be named to reach it.
+            let passed = MCP_ENV.iter().map(|v| toml::Value::from(*v)).collect();
+            server.insert("env_vars".into(), toml::Value::Array(passed));
             let mut servers = toml::Table::new();
             servers.insert("specgap".into(), server.into());
             config.insert("mcp_servers".into(), servers.into());
@@ -351,6 +358,7 @@ mod tests {
             [mcp_servers.specgap]
             command = "/opt/specgap-bridge"
             args = ["mcp"]
+            env_vars = ["SPECGAP_BRIDGE_SOCKET", "SPECGAP_BRIDGE_TOKEN"]
         "#
         .parse()
         .unwrap();
