@@ -41,6 +41,9 @@ pub struct Launch {
     /// The message this start is about (the opening message, or the message a resume
     /// answers), as a sandbox path.
     pub message_file: String,
+    /// The harness tools' MCP server (`ask_user`, `submit`, `write_plan` as the condition
+    /// offers them), for the CLI's MCP configuration.
+    pub mcp: McpServer,
     /// The condition's system prompt as a sandbox path, when it goes through the CLI's own
     /// option ([`SystemPromptRoute::Option`]) and the condition adds one.
     pub system_prompt_file: Option<String>,
@@ -73,6 +76,24 @@ impl Launch {
             .and_then(|n| n.parse().ok())
             .unwrap_or(1)
     }
+}
+
+/// The harness tools' MCP server inside the sandbox (stdio): what an adapter writes into its
+/// CLI's MCP configuration. The harness also writes the common `{"mcpServers": …}` form to
+/// [`McpServer::config_file`] for every agent.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct McpServer {
+    /// The server's name in the configuration (`specgap`).
+    pub name: String,
+    /// The program to start (a sandbox path).
+    pub command: String,
+    /// Its arguments (`mcp`).
+    pub args: Vec<String>,
+    /// The variables it needs (the bridge socket and token; also in every process's
+    /// environment, for CLIs that do not pass an MCP server's own).
+    pub env: Vec<(String, String)>,
+    /// The common MCP configuration file the harness wrote (a sandbox path).
+    pub config_file: String,
 }
 
 /// What the agent's own log says once its program has ended.
@@ -150,6 +171,15 @@ pub trait Adapter: Send + Sync + std::fmt::Debug {
     /// form where the adapter knows its tool's output (`exit status N`, `--- stdout ---`, …),
     /// and whether it is a shell command that exited 0 with blank output.
     fn tool_result(&self, tool: &str, content: &str) -> (String, bool);
+
+    /// What one of its structured tools did, in the normalized vocabulary
+    /// (`specgap_protocol::action`), from the call's arguments and its result as the next
+    /// request carried it (`result` as sent, `is_error` as the protocol marked it). Called as
+    /// results arrive, so an episode that ends while the program runs keeps them; shell tools
+    /// are left to the report's shell analysis (none by default).
+    fn call_actions(&self, _tool: &str, _arguments: &Value, _result: &str, _is_error: bool) -> Vec<FileAction> {
+        Vec::new()
+    }
 
     /// Reads its own log from the home once the program has ended; `unanswered` are the last
     /// turn's calls (id, tool) whose results no request carried.

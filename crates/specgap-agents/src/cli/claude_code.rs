@@ -53,8 +53,6 @@ const BASH_BLANK: &str = "(Bash completed with no output)";
 pub struct ClaudeCode {
     dir: PathBuf,
     version: String,
-    /// The MCP server the harness offers (program and arguments), when there is one.
-    mcp_server: Option<(String, Vec<String>)>,
     /// The events file of the latest start, relative to the home.
     events: Mutex<String>,
 }
@@ -68,13 +66,7 @@ impl ClaudeCode {
         if !dir.join(ENTRY).is_file() {
             return Err(format!("{} holds no Claude Code ({ENTRY} is missing)", dir.display()));
         }
-        Ok(ClaudeCode { dir: dir.to_path_buf(), version: version.to_string(), mcp_server: None, events: Mutex::new(events_file(1)) })
-    }
-
-    /// The same adapter offering the MCP server `program args…` in its MCP configuration.
-    pub fn with_mcp_server(mut self, program: &str, args: &[String]) -> Self {
-        self.mcp_server = Some((program.to_string(), args.to_vec()));
-        self
+        Ok(ClaudeCode { dir: dir.to_path_buf(), version: version.to_string(), events: Mutex::new(events_file(1)) })
     }
 
     fn events_now(&self) -> String {
@@ -139,10 +131,13 @@ impl Adapter for ClaudeCode {
         SystemPromptRoute::Option
     }
 
-    fn prepare_home(&self, home_dir: &Path, _launch: &Launch) -> Result<(), AgentError> {
-        let servers = match &self.mcp_server {
-            Some((program, args)) => json!({ "specgap": { "type": "stdio", "command": program, "args": args } }),
-            None => json!({}),
+    fn prepare_home(&self, home_dir: &Path, launch: &Launch) -> Result<(), AgentError> {
+        let mcp = &launch.mcp;
+        let servers = if mcp.command.is_empty() {
+            json!({})
+        } else {
+            let env: serde_json::Map<String, Value> = mcp.env.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
+            json!({ mcp.name.clone(): { "type": "stdio", "command": mcp.command, "args": mcp.args, "env": env } })
         };
         let config = json!({ "mcpServers": servers });
         home::write_file(home_dir, Path::new(MCP_CONFIG), config.to_string().as_bytes())
@@ -185,6 +180,11 @@ impl Adapter for ClaudeCode {
         bash_result(&content)
     }
 
+    fn call_actions(&self, tool: &str, arguments: &Value, result: &str, is_error: bool) -> Vec<FileAction> {
+        let call = LoggedCall { id: String::new(), name: tool.to_string(), input: arguments.clone() };
+        tool_actions(&call, &LoggedResult { id: String::new(), text: result.to_string(), is_error })
+    }
+
     fn read_log(&self, home_dir: &Path, unanswered: &[(String, String)]) -> LogReport {
         let mut report = LogReport::default();
         let file = self.events_now();
@@ -219,7 +219,10 @@ impl Adapter for ClaudeCode {
                 });
             }
         }
-        report.actions = log.actions();
+        // The calls whose results a request carried were mapped as they arrived
+        // (`call_actions`); the log adds those of its last turn.
+        let tail: Vec<&str> = unanswered.iter().map(|(id, _)| id.as_str()).collect();
+        report.actions = log.actions(&tail);
         report.final_text = log.final_text;
         report
     }
@@ -302,11 +305,11 @@ impl EventLog {
         Ok(log)
     }
 
-    /// The normalized actions of the structured tools, in call order (calls without a
-    /// result did not run).
-    fn actions(&self) -> Vec<FileAction> {
+    /// The normalized actions of the structured tools of the calls `ids`, in call order
+    /// (calls without a result did not run).
+    fn actions(&self, ids: &[&str]) -> Vec<FileAction> {
         let mut actions = Vec::new();
-        for call in &self.calls {
+        for call in self.calls.iter().filter(|c| ids.contains(&c.id.as_str())) {
             let Some(result) = self.results.iter().find(|r| r.id == call.id) else { continue };
             actions.extend(tool_actions(call, result));
         }
@@ -369,6 +372,7 @@ fn grep_actions(call: &LoggedCall, result: &LoggedResult) -> Vec<FileAction> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::adapter::McpServer;
 
     fn adapter(dir: &Path) -> ClaudeCode {
         let program = dir.join(ENTRY);
@@ -383,6 +387,7 @@ mod tests {
             token: "sgw-t".into(),
             model: "claude-x".into(),
             message_file: format!("/run/specgap/task/message-{}.md", if resumed { 2 } else { 1 }),
+            mcp: McpServer::default(),
             system_prompt_file: system.then(|| "/run/specgap/task/system-prompt.md".into()),
             resumed,
             model_args: serde_json::Map::new(),
@@ -424,10 +429,25 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let home_dir = dir.path().join("home");
         std::fs::create_dir_all(&home_dir).unwrap();
-        let adapter = adapter(dir.path()).with_mcp_server("/opt/specgap-bridge", &["mcp".to_string()]);
-        adapter.prepare_home(&home_dir, &launch(false, false)).unwrap();
+        let adapter = adapter(dir.path());
+        let mut with_mcp = launch(false, false);
+        with_mcp.mcp = McpServer {
+            name: "specgap".into(),
+            command: "/run/specgap/bin/specgap-bridge".into(),
+            args: vec!["mcp".into()],
+            env: vec![("SPECGAP_BRIDGE_SOCKET".into(), "/run/specgap/bridge.sock".into())],
+            config_file: "/home/specgap/.specgap/mcp.json".into(),
+        };
+        adapter.prepare_home(&home_dir, &with_mcp).unwrap();
         let written: Value = serde_json::from_slice(&std::fs::read(home_dir.join(MCP_CONFIG)).unwrap()).unwrap();
-        assert_eq!(written, json!({"mcpServers": {"specgap": {"type": "stdio", "command": "/opt/specgap-bridge", "args": ["mcp"]}}}));
+        assert_eq!(
+            written,
+            json!({"mcpServers": {"specgap": {"type": "stdio", "command": "/run/specgap/bin/specgap-bridge", "args": ["mcp"],
+                   "env": {"SPECGAP_BRIDGE_SOCKET": "/run/specgap/bridge.sock"}}}})
+        );
+        adapter.prepare_home(&home_dir, &launch(false, false)).unwrap();
+        let none: Value = serde_json::from_slice(&std::fs::read(home_dir.join(MCP_CONFIG)).unwrap()).unwrap();
+        assert_eq!(none, json!({"mcpServers": {}}), "no server when the harness offers none");
     }
 
     #[test]
@@ -466,14 +486,22 @@ not json
         std::fs::create_dir_all(home_dir.join(SPECGAP_DIR)).unwrap();
         std::fs::write(home_dir.join(events_file(1)), EVENTS).unwrap();
         let adapter = adapter(dir.path());
-        let report = adapter.read_log(&home_dir, &[("t6".into(), "Bash".into()), ("t9".into(), "Bash".into())]);
+        let unanswered: Vec<(String, String)> =
+            [("t1", "Read"), ("t2", "Grep"), ("t3", "Edit"), ("t4", "Write"), ("t5", "Read"), ("t6", "Bash"), ("t9", "Bash")]
+                .iter()
+                .map(|(id, tool)| (id.to_string(), tool.to_string()))
+                .collect();
+        let report = adapter.read_log(&home_dir, &unanswered);
         assert_eq!(report.unknown_format, None);
         assert_eq!(report.final_text.as_deref(), Some("Fixed the rate."));
         assert_eq!(report.note, "1 line(s) of the event log are not JSON");
+        assert_eq!(report.results.len(), 6, "every unanswered call with a result in the log");
         assert_eq!(
-            report.results,
-            vec![ObservedResult { call_id: "t6".into(), tool: "Bash".into(), output: "exit status 0\n(no output)".into(), is_error: false, blank_success: true }]
+            report.results[5],
+            ObservedResult { call_id: "t6".into(), tool: "Bash".into(), output: "exit status 0\n(no output)".into(), is_error: false, blank_success: true }
         );
+        let answered_by_requests = adapter.read_log(&home_dir, &[("t6".into(), "Bash".into())]);
+        assert!(answered_by_requests.actions.is_empty(), "calls answered in requests were mapped then, not again");
         assert_eq!(
             report.actions,
             vec![
@@ -485,6 +513,22 @@ not json
                 FileAction::on(ActionKind::Read, "missing.txt", "Read", false),
             ]
         );
+    }
+
+    #[test]
+    fn calls_answered_in_requests_map_to_actions() {
+        let dir = tempfile::tempdir().unwrap();
+        let adapter = adapter(dir.path());
+        assert_eq!(
+            adapter.call_actions("Read", &json!({"file_path": "/workspace/a.py"}), "1\tx", false),
+            [FileAction::on(ActionKind::Read, "a.py", "Read", true)]
+        );
+        assert_eq!(
+            adapter.call_actions("Grep", &json!({"pattern": "x", "output_mode": "content"}), "/workspace/a.py:1:x\n", false),
+            [FileAction::on(ActionKind::Search, "a.py", "Grep", true)]
+        );
+        assert_eq!(adapter.call_actions("Write", &json!({"file_path": "/workspace/b"}), "denied", true), [FileAction::on(ActionKind::Write, "b", "Write", false)]);
+        assert!(adapter.call_actions("Bash", &json!({"command": "cat a.py"}), "x", false).is_empty(), "shell commands go to the shell analysis");
     }
 
     #[test]

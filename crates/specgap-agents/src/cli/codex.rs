@@ -43,8 +43,6 @@ const CODEX_HOME: &str = ".codex";
 const SPECGAP_DIR: &str = ".specgap";
 /// The model provider the configuration defines.
 const PROVIDER: &str = "specgap";
-/// The variables the MCP server (the harness's bridge) needs from the agent's environment.
-const MCP_ENV: [&str; 2] = ["SPECGAP_BRIDGE_SOCKET", "SPECGAP_BRIDGE_TOKEN"];
 /// Largest events file read back.
 const EVENTS_LIMIT: u64 = 64 << 20;
 
@@ -53,8 +51,6 @@ const EVENTS_LIMIT: u64 = 64 << 20;
 pub struct Codex {
     dir: PathBuf,
     version: String,
-    /// The MCP server the harness offers (program and arguments), when there is one.
-    mcp_server: Option<(String, Vec<String>)>,
     /// The events file of the latest start, relative to the home.
     events: Mutex<String>,
 }
@@ -68,13 +64,7 @@ impl Codex {
         if !dir.join(ENTRY).is_file() {
             return Err(format!("{} holds no Codex CLI ({ENTRY} is missing)", dir.display()));
         }
-        Ok(Codex { dir: dir.to_path_buf(), version: version.to_string(), mcp_server: None, events: Mutex::new(events_file(1)) })
-    }
-
-    /// The same adapter offering the MCP server `program args…` in its configuration.
-    pub fn with_mcp_server(mut self, program: &str, args: &[String]) -> Self {
-        self.mcp_server = Some((program.to_string(), args.to_vec()));
-        self
+        Ok(Codex { dir: dir.to_path_buf(), version: version.to_string(), events: Mutex::new(events_file(1)) })
     }
 
     fn events_now(&self) -> String {
@@ -116,16 +106,17 @@ impl Codex {
         config.insert("feedback".into(), switch("enabled", false.into()));
         config.insert("otel".into(), switch("exporter", "none".into()));
         config.insert("features".into(), switch("plugins", false.into()));
-        if let Some((program, args)) = &self.mcp_server {
+        let mcp = &launch.mcp;
+        if !mcp.command.is_empty() {
             let mut server = toml::Table::new();
-            server.insert("command".into(), program.clone().into());
-            server.insert("args".into(), toml::Value::Array(args.iter().map(|a| a.clone().into()).collect()));
+            server.insert("command".into(), mcp.command.clone().into());
+            server.insert("args".into(), toml::Value::Array(mcp.args.iter().map(|a| a.clone().into()).collect()));
             // Codex starts MCP servers with a filtered environment: the bridge's socket and
             // token must be named to reach it.
-            let passed = MCP_ENV.iter().map(|v| toml::Value::from(*v)).collect();
+            let passed = mcp.env.iter().map(|(k, _)| toml::Value::from(k.as_str())).collect();
             server.insert("env_vars".into(), toml::Value::Array(passed));
             let mut servers = toml::Table::new();
-            servers.insert("specgap".into(), server.into());
+            servers.insert(mcp.name.clone(), server.into());
             config.insert("mcp_servers".into(), servers.into());
         }
         config
@@ -287,6 +278,7 @@ fn file_changes(item: &Value) -> Vec<FileAction> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::adapter::McpServer;
 
     fn adapter(dir: &Path) -> Codex {
         let program = dir.join(ENTRY);
@@ -301,6 +293,7 @@ mod tests {
             token: "sgw-t".into(),
             model: "gpt-x".into(),
             message_file: format!("/run/specgap/task/message-{}.md", if resumed { 2 } else { 1 }),
+            mcp: McpServer::default(),
             system_prompt_file: system.map(|_| "/run/specgap/task/system-prompt.md".into()),
             resumed,
             model_args: serde_json::Map::new(),
@@ -332,8 +325,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let home_dir = dir.path().join("home");
         std::fs::create_dir_all(&home_dir).unwrap();
-        let adapter = adapter(dir.path()).with_mcp_server("/opt/specgap-bridge", &["mcp".to_string()]);
-        adapter.prepare_home(&home_dir, &launch(false, Some("Ask before you change \"rates\".\n"))).unwrap();
+        let adapter = adapter(dir.path());
+        let mut with_mcp = launch(false, Some("Ask before you change \"rates\".\n"));
+        with_mcp.mcp = McpServer {
+            name: "specgap".into(),
+            command: "/opt/specgap-bridge".into(),
+            args: vec!["mcp".into()],
+            env: vec![("SPECGAP_BRIDGE_SOCKET".into(), "/s".into()), ("SPECGAP_BRIDGE_TOKEN".into(), "t".into())],
+            config_file: String::new(),
+        };
+        adapter.prepare_home(&home_dir, &with_mcp).unwrap();
         let written: toml::Table = std::fs::read_to_string(home_dir.join(".codex/config.toml")).unwrap().parse().unwrap();
         let expected: toml::Table = r#"
             model = "gpt-x"

@@ -253,3 +253,136 @@ fn codex_delivers_under_interact_asking_in_text_and_resuming_its_session() {
     });
     assert!(read.as_deref().is_some_and(|o| o.starts_with("exit status 0\n--- stdout ---\n")), "{read:?}");
 }
+
+/// The owner question of the partial episodes.
+const OWNER_QUESTION: &str = "May I edit shop/gateway.py, or the records?";
+
+/// `shop/checkout.py` of the payment-retry solution `solution`.
+fn checkout(solution: &str) -> String {
+    let package = example("payment-retry");
+    fs_err::read_to_string(package.root().join("solutions").join(solution).join("shop/checkout.py")).unwrap()
+}
+
+/// The checks of a partial episode that asked once through MCP, failed its first submission
+/// and was accepted at the second: the owner's answer and the feedback came back as the MCP
+/// tools' results.
+fn check_partial(run: &CliRun, requests: usize) {
+    let episode = &run.detail.episode;
+    assert_eq!(episode.end_reason, Some(EndReason::Accepted), "{episode:?}");
+    assert_eq!((episode.final_score, run.detail.submissions.len()), (Some(1.0), 2), "{episode:?}");
+    assert!(run.detail.submissions.iter().all(|s| !s.automatic));
+    assert_eq!(run.requests.len(), requests, "stopped at the acceptance");
+    let questions: Vec<&str> = run.detail.questions.iter().map(|q| q.question.text.as_str()).collect();
+    assert_eq!(questions, [OWNER_QUESTION]);
+    let bridge_calls = run.events.iter().filter(|e| matches!(e.kind, EventKind::BridgeCall { .. })).count();
+    assert_eq!(bridge_calls, 3, "ask_user, submit, submit through the MCP server");
+    let usage: Vec<_> = run.detail.usage.iter().filter(|u| u.role == Role::Agent).collect();
+    let sum = |f: fn(&Tokens) -> u64| (1..=requests as u64).map(|n| f(&answer_tokens(n))).sum::<u64>();
+    assert_eq!((usage[0].usage.requests, usage[0].usage.input_tokens, usage[0].usage.output_tokens), (requests as u64, sum(|t| t.input), sum(|t| t.output)));
+    assert!(!String::from_utf8_lossy(&run.everything_stored()).contains(canary_key()));
+}
+
+#[test]
+fn claude_code_asks_the_owner_and_submits_through_mcp_reads_the_feedback_and_is_accepted() {
+    let version = specgap_agents::cli::claude_code::DEFAULT_VERSION;
+    let Some(_) = installed("claude-code") else { return };
+    let call = |n: u64, name: &str, input: Value| replies::anthropic_stream(MODEL, "", &[Call::new(&format!("toolu_{n}"), name, input)], answer_tokens(n));
+    let mock = MockUpstream::start([
+        call(1, "Read", json!({"file_path": "/workspace/shop/checkout.py"})),
+        call(2, "mcp__specgap__ask_user", json!({"question": OWNER_QUESTION})),
+        call(3, "Write", json!({"file_path": "/workspace/shop/checkout.py", "content": checkout("literal")})),
+        call(4, "mcp__specgap__submit", json!({"summary": "retries added"})),
+        call(5, "Write", json!({"file_path": "/workspace/shop/checkout.py", "content": checkout("gold")})),
+        call(6, "mcp__specgap__submit", json!({"summary": "retries only where they are safe"})),
+    ])
+    .unwrap();
+    mock.set_fallback(MockReply::json(500, "{\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"unscripted request\"}}"));
+    let config = vendor_config("claude-code", version, &mock);
+    let run = run_cli(example("payment-retry"), "partial", "clean", "cli:claude-code", &config, &mock, BudgetFlags::default());
+    check_common(&run.requests, "x-api-key", canary_key());
+    let tools: Vec<String> =
+        body(&run.requests[0])["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str().map(str::to_string)).collect();
+    assert!(tools.contains(&"mcp__specgap__ask_user".to_string()) && tools.contains(&"mcp__specgap__submit".to_string()), "{tools:?}");
+    let result_of = |request: usize, id: &str| -> String {
+        body(&run.requests[request])["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+            .find(|b| b["type"] == "tool_result" && b["tool_use_id"] == id)
+            .map(|b| b["content"].to_string())
+            .unwrap_or_else(|| panic!("no result for {id}"))
+    };
+    let answer = &run.detail.questions[0].question.answer;
+    assert!(result_of(2, "toolu_2").contains(&answer.trim().replace('"', "\\\"")), "the owner's answer is ask_user's result");
+    assert!(result_of(4, "toolu_4").len() > 60, "the feedback is submit's result: {}", result_of(4, "toolu_4"));
+    check_partial(&run, 6);
+    assert_eq!(
+        logged_actions(&run),
+        [
+            FileAction::on(ActionKind::Read, "shop/checkout.py", "Read", true),
+            FileAction::on(ActionKind::Write, "shop/checkout.py", "Write", true),
+            FileAction::on(ActionKind::Write, "shop/checkout.py", "Write", true),
+        ]
+    );
+}
+
+/// A streamed Responses answer calling the MCP tool `name` of the namespace `mcp__specgap`
+/// (how Codex CLI offers MCP tools: a `namespace` tool).
+fn namespaced_call(n: u64, name: &str, arguments: Value) -> MockReply {
+    let item = json!({"type": "function_call", "id": format!("fc_{n}"), "call_id": format!("call_{n}"), "namespace": "mcp__specgap",
+                      "name": name, "arguments": arguments.to_string(), "status": "completed"});
+    let t = answer_tokens(n);
+    let usage = json!({"input_tokens": t.input, "input_tokens_details": {"cached_tokens": t.cached}, "output_tokens": t.output,
+                       "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": t.input + t.output});
+    let response = json!({"id": format!("resp_{n}"), "object": "response", "created_at": 0, "model": MODEL, "status": "completed",
+                          "output": [item.clone()], "usage": usage});
+    let line = |event: &str, data: Value| format!("event: {event}\ndata: {data}\n\n").into_bytes();
+    let mut created = response.clone();
+    created["status"] = json!("in_progress");
+    created["output"] = json!([]);
+    MockReply::sse(vec![
+        line("response.created", json!({"type": "response.created", "response": created})),
+        line("response.output_item.done", json!({"type": "response.output_item.done", "output_index": 0, "item": item})),
+        line("response.completed", json!({"type": "response.completed", "response": response})),
+    ])
+}
+
+#[test]
+fn codex_asks_the_owner_and_submits_through_mcp_reads_the_feedback_and_is_accepted() {
+    let version = specgap_agents::cli::codex::DEFAULT_VERSION;
+    let Some(_) = installed("codex") else { return };
+    let exec = |n: u64, cmd: &str| replies::responses_stream(MODEL, "", &[Call::new(&format!("call_{n}"), "exec_command", json!({"cmd": cmd}))], answer_tokens(n));
+    let write = |solution: &str| format!("cat > shop/checkout.py <<'SPECGAP_EOF'\n{}\nSPECGAP_EOF", checkout(solution).trim_end());
+    let mock = MockUpstream::start([
+        exec(1, "head -3 shop/checkout.py"),
+        namespaced_call(2, "ask_user", json!({"question": OWNER_QUESTION})),
+        exec(3, &write("literal")),
+        namespaced_call(4, "submit", json!({"summary": "retries added"})),
+        exec(5, &write("gold")),
+        namespaced_call(6, "submit", json!({"summary": "retries only where they are safe"})),
+    ])
+    .unwrap();
+    mock.set_fallback(MockReply::json(500, "{\"error\":{\"message\":\"unscripted request\",\"type\":\"server_error\",\"param\":null,\"code\":null}}"));
+    let config = vendor_config("codex", version, &mock);
+    let run = run_cli(example("payment-retry"), "partial", "clean", "cli:codex", &config, &mock, BudgetFlags::default());
+    check_common(&run.requests, "authorization", &format!("Bearer {}", canary_key()));
+    let namespace = body(&run.requests[0])["tools"].as_array().unwrap().iter().find(|t| t["name"] == "mcp__specgap").cloned();
+    let names: Vec<String> = namespace
+        .map(|n| n["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str().map(str::to_string)).collect())
+        .unwrap_or_default();
+    assert_eq!(names, ["ask_user", "submit"], "the harness tools as an MCP namespace");
+    let output_of = |request: usize, id: &str| -> String {
+        body(&run.requests[request])["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["type"] == "function_call_output" && m["call_id"] == id)
+            .map(|m| m["output"].to_string())
+            .unwrap_or_else(|| panic!("no output for {id}"))
+    };
+    let answer = &run.detail.questions[0].question.answer;
+    assert!(output_of(2, "call_2").contains(&answer.trim().replace('"', "\\\"")), "{}", output_of(2, "call_2"));
+    assert!(output_of(4, "call_4").len() > 60, "the feedback is submit's result: {}", output_of(4, "call_4"));
+    check_partial(&run, 6);
+}
