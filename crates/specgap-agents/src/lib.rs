@@ -59,7 +59,18 @@ pub enum CliSpec {
         /// The command template.
         template: String,
     },
+    /// A vendor's agent CLI installed from npm ([`VENDOR_ADAPTERS`]): `cli:<adapter>` or
+    /// `cli:<adapter>@<version>`.
+    Vendor {
+        /// The adapter's name (`claude-code`, `codex`).
+        adapter: &'static str,
+        /// The pinned version, when given.
+        version: Option<String>,
+    },
 }
+
+/// The vendors' agent CLIs with an adapter (issue 15): `cli:<name>[@version]`.
+pub const VENDOR_ADAPTERS: &[&str] = &["claude-code", "codex"];
 
 impl CliSpec {
     /// The adapter's name as stored (`mini-swe-agent`, `command`).
@@ -67,6 +78,7 @@ impl CliSpec {
         match self {
             CliSpec::MiniSweAgent { .. } => "mini-swe-agent",
             CliSpec::Command { .. } => "command",
+            CliSpec::Vendor { adapter, .. } => adapter,
         }
     }
 
@@ -74,7 +86,7 @@ impl CliSpec {
     /// adapter's pinned default, and always for `cli:command`.
     pub fn version(&self) -> Option<&str> {
         match self {
-            CliSpec::MiniSweAgent { version } => version.as_deref(),
+            CliSpec::MiniSweAgent { version } | CliSpec::Vendor { version, .. } => version.as_deref(),
             CliSpec::Command { .. } => None,
         }
     }
@@ -86,11 +98,11 @@ pub enum AgentSpecError {
     /// Not a known agent kind.
     #[error(
         "unknown agent `{0}`; expected scripted:gold|literal|starter|mutant:<id>, replay:<file>, chat:<model>, \
-         cli:mini-swe-agent[@version] or cli:command=<template>"
+         cli:mini-swe-agent|claude-code|codex[@version] or cli:command=<template>"
     )]
     Unknown(String),
     /// `cli:` with an unknown adapter.
-    #[error("unknown cli: adapter in `{0}`; expected cli:mini-swe-agent[@version] or cli:command=<template>")]
+    #[error("unknown cli: adapter in `{0}`; expected cli:mini-swe-agent|claude-code|codex[@version] or cli:command=<template>")]
     BadAdapter(String),
     /// `scripted:` with an unknown solution.
     #[error("unknown scripted agent `{0}`; expected scripted:gold, scripted:literal, scripted:starter or scripted:mutant:<id>")]
@@ -140,7 +152,14 @@ fn parse_cli(value: &str) -> Option<CliSpec> {
         None => (value, None),
     };
     let version_ok = version.is_none_or(|v| !v.is_empty() && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-'));
-    (name == "mini-swe-agent" && version_ok).then(|| CliSpec::MiniSweAgent { version: version.map(str::to_string) })
+    if !version_ok {
+        return None;
+    }
+    if name == "mini-swe-agent" {
+        return Some(CliSpec::MiniSweAgent { version: version.map(str::to_string) });
+    }
+    let adapter = VENDOR_ADAPTERS.iter().find(|a| **a == name)?;
+    Some(CliSpec::Vendor { adapter, version: version.map(str::to_string) })
 }
 
 impl AgentSpec {
@@ -153,6 +172,8 @@ impl AgentSpec {
             AgentSpec::Cli(CliSpec::MiniSweAgent { version: None }) => "cli:mini-swe-agent".into(),
             AgentSpec::Cli(CliSpec::MiniSweAgent { version: Some(v) }) => format!("cli:mini-swe-agent@{v}"),
             AgentSpec::Cli(CliSpec::Command { template }) => format!("cli:command={template}"),
+            AgentSpec::Cli(CliSpec::Vendor { adapter, version: None }) => format!("cli:{adapter}"),
+            AgentSpec::Cli(CliSpec::Vendor { adapter, version: Some(v) }) => format!("cli:{adapter}@{v}"),
         }
     }
 
@@ -277,6 +298,10 @@ mod tests {
             "cli:mini-swe-agent",
             "cli:mini-swe-agent@2.4.6",
             "cli:command=my-agent --task-file {instruction_file}",
+            "cli:claude-code",
+            "cli:claude-code@2.1.332",
+            "cli:codex",
+            "cli:codex@0.171.0",
         ] {
             assert_eq!(parse_agent_spec(text).unwrap().canonical(), text);
         }
@@ -288,6 +313,12 @@ mod tests {
         assert!(matches!(parse_agent_spec("cli:claude"), Err(AgentSpecError::BadAdapter(_))));
         assert!(matches!(parse_agent_spec("cli:command="), Err(AgentSpecError::BadAdapter(_))));
         assert!(matches!(parse_agent_spec("cli:mini-swe-agent@"), Err(AgentSpecError::BadAdapter(_))));
+        assert!(matches!(parse_agent_spec("cli:codex@"), Err(AgentSpecError::BadAdapter(_))));
+        assert!(matches!(parse_agent_spec("cli:codex@1 2"), Err(AgentSpecError::BadAdapter(_))));
+        assert_eq!(
+            parse_agent_spec("cli:claude-code@2.1.332").unwrap(),
+            AgentSpec::Cli(CliSpec::Vendor { adapter: "claude-code", version: Some("2.1.332".into()) })
+        );
         let plan = specgap_engine::Condition::parse("plan").unwrap();
         let why = parse_agent_spec("cli:mini-swe-agent").unwrap().applicability_under(&plan).unwrap_err();
         assert!(why.reason.contains("cannot switch its tools"), "{}", why.reason);

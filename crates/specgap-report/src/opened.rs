@@ -225,12 +225,12 @@ pub fn file_actions(events: &[Event], start: &Tree) -> Vec<FileAction> {
         for call in tool_calls {
             let (output, is_error) = results.get(call.id.as_str()).copied().unwrap_or(("", true));
             let argument = |key: &str| call.arguments.get(key).and_then(|v| v.as_str());
-            let step = match call.tool.as_str() {
-                "bash" | "run_experiment" => match argument("command") {
+            let step = match shell_command_key(&call.tool) {
+                Some(key) => match argument(key) {
                     Some(command) if !is_error => command_actions(command, output, &tree),
                     _ => Vec::new(),
                 },
-                tool => tool_actions(tool, argument("path"), !is_error),
+                None => tool_actions(&call.tool, argument("path"), !is_error),
             };
             for action in &step {
                 if action.ok
@@ -244,6 +244,17 @@ pub fn file_actions(events: &[Event], start: &Tree) -> Vec<FileAction> {
         }
     }
     out
+}
+
+/// The argument holding the command line of a shell tool: the harness's `bash` and
+/// `run_experiment`, and the shell tools of the vendors' agent CLIs (Claude Code's `Bash`,
+/// Codex CLI's `exec_command`), so their commands are read like the harness's own.
+fn shell_command_key(tool: &str) -> Option<&'static str> {
+    match tool {
+        "bash" | "run_experiment" | "Bash" => Some("command"),
+        "exec_command" => Some("cmd"),
+        _ => None,
+    }
 }
 
 /// The action of one harness tool other than the shell tools.
@@ -1745,6 +1756,22 @@ mod tests {
         assert_eq!(
             actions[3],
             FileAction::on(ActionKind::Read, "ivtree/gone.py", "read_text", false)
+        );
+    }
+
+    #[test]
+    fn vendor_cli_shell_tools_are_read_like_bash() {
+        let events = [
+            call(1, "Bash", serde_json::json!({"command": "cat README.md"}), &ok("hello"), false),
+            call(2, "exec_command", serde_json::json!({"cmd": "cat ivtree/node.py"}), &ok("class Node"), false),
+            call(3, "Bash", serde_json::json!({"command": "cat ivtree/tree.py"}), "exit status 1", true),
+            call(4, "exec_command", serde_json::json!({"command": "cat ivtree/tree.py"}), &ok("x"), false),
+        ]
+        .concat();
+        let actions = file_actions(&events, &tree());
+        assert_eq!(
+            actions.iter().map(|a| (a.kind, a.path.clone(), a.ok)).collect::<Vec<_>>(),
+            [(ActionKind::Read, Some("README.md".into()), true), (ActionKind::Read, Some("ivtree/node.py".into()), true)]
         );
     }
 

@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 use specgap_engine::session::{AgentError, ObservedResult};
+use specgap_gateway::Protocol;
 use specgap_protocol::action::FileAction;
+use specgap_sandbox::WORKSPACE_MOUNT;
 
 /// Where the agent's private home is mounted inside the sandbox (`HOME`).
 pub const SANDBOX_HOME: &str = "/home/specgap";
@@ -49,6 +51,31 @@ pub struct Launch {
     pub resumed: bool,
     /// Extra model request fields (`--model-arg`).
     pub model_args: Map<String, Value>,
+    /// The gateway's base URL for each protocol the adapter speaks
+    /// ([`Adapter::protocols`]), as that protocol's SDKs want it (`.../v1` for OpenAI's,
+    /// the bare origin for Anthropic's).
+    pub protocol_urls: Vec<(Protocol, String)>,
+    /// The condition's system prompt itself, when it goes through the CLI's own option (for
+    /// CLIs that take it in a configuration file rather than a file path).
+    pub system_prompt: Option<String>,
+}
+
+impl Launch {
+    /// The gateway's base URL for `protocol` (empty when the adapter does not speak it).
+    pub fn url(&self, protocol: Protocol) -> &str {
+        self.protocol_urls.iter().find(|(p, _)| *p == protocol).map_or("", |(_, url)| url.as_str())
+    }
+
+    /// The number of this start (1 for the first; from the message file's name
+    /// `message-<n>.md`), 1 when the name has no number.
+    pub fn start_number(&self) -> u32 {
+        Path::new(&self.message_file)
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .and_then(|s| s.strip_prefix("message-"))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(1)
+    }
 }
 
 /// The harness tools' MCP server inside the sandbox (stdio): what an adapter writes into its
@@ -84,6 +111,10 @@ pub struct LogReport {
     /// What could not be read (a link refused, a file too large, a line that does not
     /// parse), for the trajectory.
     pub note: String,
+    /// `Some` when the log is in a format this adapter does not know (another version of
+    /// the CLI): the episode ends as an infrastructure error with this message, which names
+    /// the adapter and version, never as a score.
+    pub unknown_format: Option<String>,
 }
 
 /// One `cli:` adapter (module guide).
@@ -101,6 +132,12 @@ pub trait Adapter: Send + Sync + std::fmt::Debug {
     /// switch that turns telemetry, update checks and anything else that would wait on the
     /// network off.
     fn env(&self, launch: &Launch) -> Vec<(String, String)>;
+
+    /// The model protocols its program speaks, whose upstreams the gateway serves (OpenAI
+    /// chat completions and Responses unless the adapter says otherwise).
+    fn protocols(&self) -> Vec<Protocol> {
+        vec![Protocol::OpenaiChat, Protocol::OpenaiResponses]
+    }
 
     /// How the condition's system prompt reaches it.
     fn system_prompt_route(&self) -> SystemPromptRoute {
@@ -135,6 +172,15 @@ pub trait Adapter: Send + Sync + std::fmt::Debug {
     /// and whether it is a shell command that exited 0 with blank output.
     fn tool_result(&self, tool: &str, content: &str) -> (String, bool);
 
+    /// What one of its structured tools did, in the normalized vocabulary
+    /// (`specgap_protocol::action`), from the call's arguments and its result as the next
+    /// request carried it (`result` as sent, `is_error` as the protocol marked it). Called as
+    /// results arrive, so an episode that ends while the program runs keeps them; shell tools
+    /// are left to the report's shell analysis (none by default).
+    fn call_actions(&self, _tool: &str, _arguments: &Value, _result: &str, _is_error: bool) -> Vec<FileAction> {
+        Vec::new()
+    }
+
     /// Reads its own log from the home once the program has ended; `unanswered` are the last
     /// turn's calls (id, tool) whose results no request carried.
     fn read_log(&self, home: &Path, unanswered: &[(String, String)]) -> LogReport;
@@ -166,6 +212,35 @@ pub fn command_result(status: Option<i64>, output: &str) -> String {
     if output.is_empty() { format!("{head}\n(no output)") } else { format!("{head}\n--- stdout ---\n{output}") }
 }
 
+/// A path an agent's tool named, as the measures name workspace files: relative to the
+/// workspace when it is inside it (`/workspace/src/a.py` → `src/a.py`), else as given.
+pub fn workspace_path(path: &str) -> String {
+    let inside = path.strip_prefix(WORKSPACE_MOUNT).and_then(|rest| rest.strip_prefix('/'));
+    match inside {
+        Some(rest) if !rest.is_empty() => rest.to_string(),
+        _ => path.to_string(),
+    }
+}
+
+/// A tool result without the `<system-reminder>…</system-reminder>` blocks some CLIs append to
+/// what their tools printed (Claude Code adds its token count that way), trailing blank lines
+/// of the cut included.
+pub fn without_reminders(text: &str) -> String {
+    const OPEN: &str = "<system-reminder>";
+    const CLOSE: &str = "</system-reminder>";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    let mut cut = false;
+    while let Some(start) = rest.find(OPEN) {
+        let Some(len) = rest[start..].find(CLOSE) else { break };
+        out.push_str(&rest[..start]);
+        rest = &rest[start + len + CLOSE.len()..];
+        cut = true;
+    }
+    out.push_str(rest);
+    if cut { out.trim_end_matches('\n').to_string() } else { out }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,6 +251,18 @@ mod tests {
         assert_eq!(shell_quote("it's $HOME `x`"), "'it'\\''s $HOME `x`'");
         let out = std::process::Command::new("/bin/sh").arg("-c").arg(format!("printf %s {}", shell_quote("a'b\"c$d\\e\nf"))).output().unwrap();
         assert_eq!(String::from_utf8(out.stdout).unwrap(), "a'b\"c$d\\e\nf");
+    }
+
+    #[test]
+    fn workspace_paths_and_reminders() {
+        assert_eq!(workspace_path("/workspace/src/a.py"), "src/a.py");
+        assert_eq!(workspace_path("/workspace"), "/workspace");
+        assert_eq!(workspace_path("/workspacex/a"), "/workspacex/a");
+        assert_eq!(workspace_path("/etc/passwd"), "/etc/passwd");
+        assert_eq!(without_reminders("hello\n\n<system-reminder>\n<total_tokens>9 left</total_tokens>\n</system-reminder>"), "hello");
+        assert_eq!(without_reminders("a<system-reminder>x</system-reminder>b"), "ab");
+        assert_eq!(without_reminders("kept\n"), "kept\n");
+        assert_eq!(without_reminders("open <system-reminder> never closed"), "open <system-reminder> never closed");
     }
 
     #[test]

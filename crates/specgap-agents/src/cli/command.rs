@@ -185,6 +185,8 @@ mod tests {
             system_prompt_file: Some("/run/specgap/task/system-prompt.md".into()),
             resumed: false,
             model_args: serde_json::Map::new(),
+            protocol_urls: Vec::new(),
+            system_prompt: None,
         }
     }
 

@@ -27,6 +27,9 @@ use crate::chat::refusal::is_plain_text_refusal;
 #[derive(Debug)]
 pub(crate) struct Reading {
     pub(crate) results: Vec<ObservedResult>,
+    /// What the calls answered by this request did, in the normalized vocabulary, as the
+    /// adapter maps its structured tools ([`Adapter::call_actions`]).
+    pub(crate) actions: Vec<specgap_protocol::action::FileAction>,
     pub(crate) event: EventKind,
     pub(crate) turn: Option<ObservedTurn>,
 }
@@ -42,6 +45,8 @@ pub(crate) struct Conversation {
     calls: HashMap<String, (String, bool)>,
     /// Call ids in order (for the results that never come back in a request).
     order: Vec<String>,
+    /// The arguments of each call, by id (for the adapter's action mapping).
+    arguments: HashMap<String, Value>,
     /// The text of the latest turn.
     last_text: Option<String>,
 }
@@ -61,6 +66,7 @@ impl Conversation {
         let ids: Vec<String> = record.messages.iter().map(|m| m.id.0.clone()).collect();
         let forwarded = record.request.is_some() && !matches!(record.outcome, Outcome::Refused { .. } | Outcome::Local);
         let mut results = Vec::new();
+        let mut actions = Vec::new();
         if record.class == RequestClass::Main && forwarded {
             let common = ids.iter().zip(&self.last_main).take_while(|(a, b)| a == b).count();
             for id in &ids[common..] {
@@ -71,6 +77,8 @@ impl Conversation {
                         continue;
                     }
                     *seen = true;
+                    let arguments = self.arguments.get(&call_id).unwrap_or(&Value::Null);
+                    actions.extend(adapter.call_actions(tool, arguments, &content, is_error));
                     let (output, blank_success) = adapter.tool_result(tool, &content);
                     results.push(ObservedResult { call_id, tool: tool.clone(), output, is_error, blank_success });
                 }
@@ -98,7 +106,7 @@ impl Conversation {
             usage: record.usage.clone(),
             duration_ms: record.duration_ms,
         };
-        Reading { results, event, turn }
+        Reading { results, actions, event, turn }
     }
 
     fn turn(&mut self, record: &ExchangeRecord) -> ObservedTurn {
@@ -109,6 +117,7 @@ impl Conversation {
         for call in &calls {
             if !call.id.is_empty() && !self.calls.contains_key(&call.id) {
                 self.calls.insert(call.id.clone(), (call.tool.clone(), false));
+                self.arguments.insert(call.id.clone(), call.arguments.clone());
                 self.order.push(call.id.clone());
             }
         }

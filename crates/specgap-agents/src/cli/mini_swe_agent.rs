@@ -214,6 +214,8 @@ mod tests {
             system_prompt_file: None,
             resumed: false,
             model_args,
+            protocol_urls: Vec::new(),
+            system_prompt: None,
         };
         assert_eq!(
             adapter.command(&launch),

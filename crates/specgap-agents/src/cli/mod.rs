@@ -21,10 +21,13 @@
 //!    refuses every further request, answers a waiting harness call, SIGTERMs the program,
 //!    SIGKILLs the whole sandbox after the grace period and shuts the gateway down.
 //!
-//! Adapters ([`adapter::Adapter`], docs/adapters.md): [`mini_swe_agent`] and [`command`].
+//! Adapters ([`adapter::Adapter`], docs/adapters.md): [`mini_swe_agent`], [`command`],
+//! [`claude_code`] and [`codex`].
 #![allow(clippy::module_name_repetitions)]
 
 pub mod adapter;
+pub mod claude_code;
+pub mod codex;
 mod bridge;
 pub mod command;
 mod exchange;
@@ -187,9 +190,32 @@ impl CliConfig {
                 let template = self.command.clone().unwrap_or_default();
                 Ok(Box::new(command::CommandAdapter::new(&template).map_err(|e| AgentError::new(e, true))?))
             }
-            other => Err(AgentError::new(format!("unknown cli: adapter `{other}`; expected mini-swe-agent or command=<template>"), true)),
+            "claude-code" => {
+                let installation = self.installation()?;
+                let version = installation.manifest().version.clone();
+                let adapter = claude_code::ClaudeCode::new(installation.dir(), &version).map_err(|e| unusable("claude-code", &version, &e))?;
+                Ok(Box::new(adapter))
+            }
+            "codex" => {
+                let installation = self.installation()?;
+                let version = installation.manifest().version.clone();
+                let adapter = codex::Codex::new(installation.dir(), &version).map_err(|e| unusable("codex", &version, &e))?;
+                Ok(Box::new(adapter))
+            }
+            other => Err(AgentError::new(
+                format!("unknown cli: adapter `{other}`; expected mini-swe-agent, claude-code, codex or command=<template>"),
+                true,
+            )),
         }
     }
+}
+
+/// The error for an installation its adapter cannot use.
+fn unusable(adapter: &str, version: &str, why: &str) -> AgentError {
+    AgentError::new(
+        format!("the installation of cli:{adapter}@{version} is unusable ({why}); reinstall it with `specgap agents install {adapter}@{version}`"),
+        true,
+    )
 }
 
 /// Where installed adapters live: the cache `specgap agents install` fills
@@ -239,6 +265,8 @@ pub struct CliAgent {
     stopped: bool,
     /// The gateway's base URL inside the sandbox.
     base_url: String,
+    /// The gateway's base URL of each protocol the adapter speaks.
+    protocol_urls: Vec<(Protocol, String)>,
     /// The harness tools' endpoint (from the start on).
     bridge: Option<bridge::EpisodeBridge>,
 }
@@ -274,6 +302,7 @@ impl CliAgent {
             token: String::new(),
             stopped: false,
             base_url: String::new(),
+            protocol_urls: Vec::new(),
             bridge: None,
         })
     }
@@ -350,7 +379,18 @@ impl CliAgent {
             .then(|| format!("{SANDBOX_TASK_DIR}/system-prompt.md")),
             resumed,
             model_args: self.config.endpoint.model_args.clone(),
+            protocol_urls: self.protocol_urls.clone(),
+            system_prompt: self.system_prompt_text(),
         }
+    }
+
+    /// The condition's system prompt, when it goes through the adapter's own option.
+    fn system_prompt_text(&self) -> Option<String> {
+        let scaffold_only = self.place.as_ref().is_some_and(|p| p.scaffold_prompt_only);
+        if self.adapter.system_prompt_route() != SystemPromptRoute::Option || scaffold_only {
+            return None;
+        }
+        self.opening.as_ref().map(|o| o.system_prompt.clone()).filter(|p| !p.trim().is_empty())
     }
 
     /// The gateway: the configured upstream for each protocol the adapter speaks, the model,
@@ -359,9 +399,10 @@ impl CliAgent {
         let place = self.place()?.clone();
         let endpoint = &self.config.endpoint;
         let key = std::env::var(&endpoint.api_key_env).ok().filter(|k| !k.is_empty()).map(Secret::new);
-        let upstreams = [Protocol::OpenaiChat, Protocol::OpenaiResponses]
-            .into_iter()
-            .map(|p| Upstream::new(p, endpoint.base_url.clone(), key.clone(), vec![endpoint.model.clone()]))
+        let protocols = self.adapter.protocols();
+        let upstreams = protocols
+            .iter()
+            .map(|p| Upstream::new(*p, upstream_base(*p, &endpoint.base_url), key.clone(), vec![endpoint.model.clone()]))
             .collect();
         let token = Secret::random_token().map_err(|e| AgentError::with_source("cannot make the gateway token", false, e))?;
         self.token = token.expose().to_string();
@@ -386,7 +427,12 @@ impl CliAgent {
             .map_err(|e| AgentError::with_source("cannot open the model gateway inside the agent's sandbox (this needs root)", true, e))?;
         let gateway = specgap_gateway::serve_tcp(listener, config, Arc::new(supervision))
             .map_err(|e| AgentError::with_source("cannot start the model gateway", false, e))?;
-        self.base_url = gateway.base_url(Protocol::OpenaiChat).unwrap_or_default();
+        self.protocol_urls = protocols.iter().filter_map(|p| gateway.base_url(*p).map(|url| (*p, url))).collect();
+        self.base_url = gateway
+            .base_url(Protocol::OpenaiChat)
+            .or_else(|| gateway.base_url(Protocol::OpenaiResponses))
+            .or_else(|| self.protocol_urls.first().map(|(_, url)| url.clone()))
+            .unwrap_or_default();
         Ok(gateway)
     }
 
@@ -416,6 +462,10 @@ impl CliAgent {
     /// The reply for one exchange.
     fn observed(&mut self, record: &specgap_gateway::ExchangeRecord) -> AgentReply {
         let reading = self.conversation.read(record, self.adapter.as_ref());
+        if !reading.actions.is_empty() {
+            // After the results they come from (the queue is drained before anything new).
+            self.queued.push_back(AgentReply::Actions { actions: reading.actions });
+        }
         AgentReply::Observed { results: reading.results, exchange: Some(Box::new(reading.event)), turn: reading.turn }
     }
 
@@ -423,6 +473,9 @@ impl CliAgent {
     /// signal as a `submit`, then the exit itself.
     fn on_exit(&mut self, exit: specgap_sandbox::ProgramExit) -> Result<AgentReply, AgentError> {
         let report = self.adapter.read_log(&self.home()?, &self.conversation.unanswered());
+        if let Some(message) = report.unknown_format {
+            return Err(AgentError::new(message, true));
+        }
         for result in &report.results {
             self.conversation.answered(&result.call_id);
         }
@@ -636,6 +689,17 @@ impl Drop for CliAgent {
     }
 }
 
+/// The upstream base URL of `protocol` from the configured `--base-url`: Anthropic's SDKs
+/// append `/v1/messages` themselves, so a trailing `/v1` (the OpenAI-style default) is
+/// dropped for the Anthropic Messages upstream; the others take the URL as given.
+fn upstream_base(protocol: Protocol, base_url: &str) -> String {
+    let trimmed = base_url.trim_end_matches('/');
+    match protocol {
+        Protocol::AnthropicMessages => trimmed.strip_suffix("/v1").unwrap_or(trimmed).to_string(),
+        _ => base_url.to_string(),
+    }
+}
+
 /// The last `max` bytes of `text`, starting at a character boundary.
 fn tail(text: &str, max: usize) -> String {
     if text.len() <= max {
@@ -656,4 +720,17 @@ fn fnv(bytes: &[u8]) -> u64 {
         hash = hash.wrapping_mul(0x0100_0000_01b3);
     }
     hash
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_anthropic_upstream_drops_an_openai_style_v1() {
+        assert_eq!(upstream_base(Protocol::AnthropicMessages, "https://api.anthropic.com"), "https://api.anthropic.com");
+        assert_eq!(upstream_base(Protocol::AnthropicMessages, "http://127.0.0.1:8000/v1"), "http://127.0.0.1:8000");
+        assert_eq!(upstream_base(Protocol::AnthropicMessages, "http://127.0.0.1:8000/v1/"), "http://127.0.0.1:8000");
+        assert_eq!(upstream_base(Protocol::OpenaiResponses, "http://127.0.0.1:8000/v1"), "http://127.0.0.1:8000/v1");
+    }
 }
