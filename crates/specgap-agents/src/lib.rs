@@ -54,6 +54,11 @@ pub enum CliSpec {
         /// The pinned version, when given.
         version: Option<String>,
     },
+    /// `cli:opencode` or `cli:opencode@<version>`.
+    OpenCode {
+        /// The pinned version, when given.
+        version: Option<String>,
+    },
     /// `cli:command=<template>`.
     Command {
         /// The command template.
@@ -66,6 +71,7 @@ impl CliSpec {
     pub fn adapter(&self) -> &'static str {
         match self {
             CliSpec::MiniSweAgent { .. } => "mini-swe-agent",
+            CliSpec::OpenCode { .. } => "opencode",
             CliSpec::Command { .. } => "command",
         }
     }
@@ -77,11 +83,11 @@ pub enum AgentSpecError {
     /// Not a known agent kind.
     #[error(
         "unknown agent `{0}`; expected scripted:gold|literal|starter|mutant:<id>, replay:<file>, chat:<model>, \
-         cli:mini-swe-agent[@version] or cli:command=<template>"
+         cli:mini-swe-agent[@version], cli:opencode[@version] or cli:command=<template>"
     )]
     Unknown(String),
     /// `cli:` with an unknown adapter.
-    #[error("unknown cli: adapter in `{0}`; expected cli:mini-swe-agent[@version] or cli:command=<template>")]
+    #[error("unknown cli: adapter in `{0}`; expected cli:mini-swe-agent[@version], cli:opencode[@version] or cli:command=<template>")]
     BadAdapter(String),
     /// `scripted:` with an unknown solution.
     #[error("unknown scripted agent `{0}`; expected scripted:gold, scripted:literal, scripted:starter or scripted:mutant:<id>")]
@@ -131,7 +137,12 @@ fn parse_cli(value: &str) -> Option<CliSpec> {
         None => (value, None),
     };
     let version_ok = version.is_none_or(|v| !v.is_empty() && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-'));
-    (name == "mini-swe-agent" && version_ok).then(|| CliSpec::MiniSweAgent { version: version.map(str::to_string) })
+    let version = version.map(str::to_string);
+    match name {
+        "mini-swe-agent" if version_ok => Some(CliSpec::MiniSweAgent { version }),
+        "opencode" if version_ok => Some(CliSpec::OpenCode { version }),
+        _ => None,
+    }
 }
 
 impl AgentSpec {
@@ -143,6 +154,8 @@ impl AgentSpec {
             AgentSpec::Chat(model) => format!("chat:{model}"),
             AgentSpec::Cli(CliSpec::MiniSweAgent { version: None }) => "cli:mini-swe-agent".into(),
             AgentSpec::Cli(CliSpec::MiniSweAgent { version: Some(v) }) => format!("cli:mini-swe-agent@{v}"),
+            AgentSpec::Cli(CliSpec::OpenCode { version: None }) => "cli:opencode".into(),
+            AgentSpec::Cli(CliSpec::OpenCode { version: Some(v) }) => format!("cli:opencode@{v}"),
             AgentSpec::Cli(CliSpec::Command { template }) => format!("cli:command={template}"),
         }
     }

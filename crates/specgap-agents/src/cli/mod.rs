@@ -21,7 +21,7 @@
 //!    refuses every further request, answers a waiting harness call, SIGTERMs the program,
 //!    SIGKILLs the whole sandbox after the grace period and shuts the gateway down.
 //!
-//! Adapters ([`adapter::Adapter`], docs/adapters.md): [`mini_swe_agent`] and [`command`].
+//! Adapters ([`adapter::Adapter`], docs/adapters.md): [`mini_swe_agent`], [`opencode`] and [`command`].
 #![allow(clippy::module_name_repetitions)]
 
 pub mod adapter;
@@ -31,6 +31,7 @@ mod harness;
 pub mod home;
 mod link;
 pub mod mini_swe_agent;
+pub mod opencode;
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -155,11 +156,16 @@ impl CliConfig {
                 })?;
                 Ok(Box::new(adapter))
             }
+            "opencode" => {
+                let version = self.version.clone().unwrap_or_else(|| opencode::DEFAULT_VERSION.to_string());
+                let dir = install::agents_dir().join("opencode").join(&version);
+                Ok(Box::new(opencode::OpenCode::new(&dir, &version).map_err(|e| AgentError::new(e, true))?))
+            }
             "command" => {
                 let template = self.command.clone().unwrap_or_default();
                 Ok(Box::new(command::CommandAdapter::new(&template).map_err(|e| AgentError::new(e, true))?))
             }
-            other => Err(AgentError::new(format!("unknown cli: adapter `{other}`; expected mini-swe-agent or command=<template>"), true)),
+            other => Err(AgentError::new(format!("unknown cli: adapter `{other}`; expected mini-swe-agent, opencode or command=<template>"), true)),
         }
     }
 }

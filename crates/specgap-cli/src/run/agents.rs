@@ -210,6 +210,10 @@ impl super::ChatArgs {
                 config.version = Some(version.clone().unwrap_or_else(|| specgap_agents::cli::mini_swe_agent::DEFAULT_VERSION.to_string()));
                 config.package = Some("mini-swe-agent".into());
             }
+            specgap_agents::CliSpec::OpenCode { version } => {
+                config.version = Some(version.clone().unwrap_or_else(|| specgap_agents::cli::opencode::DEFAULT_VERSION.to_string()));
+                config.package = Some("opencode-ai".into());
+            }
             specgap_agents::CliSpec::Command { template } => config.command = Some(template.clone()),
         }
         config.endpoint = self.agent_config(&model)?;
