@@ -201,3 +201,97 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     files
 }
+
+/// Answers a delivery episode by step: first a reply that asks the customer under the text
+/// channel's heading (opencode then ends its run), then — in the resumed session — the plan
+/// written with the write tool, then a closing reply.
+fn delivery_responder(plan: String) -> impl Fn(&ReceivedRequest) -> MockReply + Send + Sync {
+    move |request| {
+        if !offers_tools(request) {
+            return replies::openai_chat_stream(MODEL, "Packing plan", &[], TITLE_TOKENS);
+        }
+        let body = body(request);
+        let step = body["messages"].as_array().map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count()) as u64;
+        let tokens = main_tokens(step);
+        match step {
+            0 => replies::openai_chat_stream(MODEL, QUESTION_REPLY, &[], tokens),
+            1 => replies::openai_chat_stream(MODEL, "", &[Call::new("call-plan", "write", json!({ "filePath": "/workspace/plan.json", "content": plan }))], tokens),
+            _ => replies::openai_chat_stream(MODEL, "plan.json is written.", &[], tokens),
+        }
+    }
+}
+
+const QUESTION_REPLY: &str = "I read orders.csv.\n\n## Questions for the client\n1. Does the 10 kg limit include the box itself?\n";
+
+#[test]
+fn cli_opencode_asks_in_its_reply_under_interact_and_is_resumed_in_its_own_session_with_the_answers() {
+    let Some(_) = opencode_installed() else { return };
+    let package = task_fixture("delivery-basic");
+    let plan = std::fs::read_to_string(package.join("solutions/gold/plan.json")).unwrap();
+    let mock = MockUpstream::start([]).unwrap();
+    mock.set_responder(delivery_responder(plan));
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let base_url = format!("{}/v1", mock.url());
+    let args: Vec<&OsStr> = vec![
+        OsStr::new("run"),
+        package.as_os_str(),
+        OsStr::new("--agent"),
+        OsStr::new("cli:opencode"),
+        OsStr::new("--model"),
+        OsStr::new(MODEL),
+        OsStr::new("--base-url"),
+        OsStr::new(&base_url),
+        OsStr::new("--api-key-env"),
+        OsStr::new(KEY_ENV),
+        OsStr::new("--condition"),
+        OsStr::new("interact"),
+        OsStr::new("--no-report"),
+        OsStr::new("--out"),
+        out.as_os_str(),
+    ];
+    assert_succeeded(specgap().args(&args).env(KEY_ENV, KEY).env("XDG_CACHE_HOME", test_cache()).output().unwrap());
+    let requests = mock.requests();
+    let main: Vec<&ReceivedRequest> = requests.iter().filter(|r| offers_tools(r)).collect();
+    let titles = requests.len() - main.len();
+    assert_eq!((main.len(), titles), (3, 1), "one title: the resume continues the same session");
+    for (i, request) in requests.iter().enumerate() {
+        assert_eq!(request.header("authorization"), Some(format!("Bearer {KEY}").as_str()), "request {i}");
+        assert_eq!(body(request)["model"], MODEL, "request {i}");
+    }
+    let rows = episodes(&out);
+    let row = &rows[0];
+    assert_eq!(row.end_reason.map(|r| r.as_str()), Some("agent_exit"), "{row:?}");
+    assert_eq!((row.turns, row.tool_calls, row.submissions), (3, 1, 1), "{row:?}");
+    assert_eq!((row.final_score, row.final_success), (Some(1.0), Some(true)), "{row:?}");
+    let events = events(&out, &row.id);
+    // The question in the reply is answered by the customer (the relay from the task's
+    // clarifications), and that answer is the message the resumed session gets.
+    let answers: Vec<String> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::UserMessage { kind: specgap_protocol::event::UserMessageKind::Answer, text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    let expected = "- Does the 10 kg limit include the box itself?\n  Yes: the carrier weighs the packed box, and an empty box with padding is 0.5 kg, so at most 9.5 kg of goods go in a box.";
+    assert_eq!(answers, vec![expected.to_string()]);
+    let exits = events.iter().filter(|e| matches!(e.kind, EventKind::AgentExit { .. })).count();
+    assert_eq!(exits, 2, "opencode ended its run after asking, and again after writing the plan");
+    // The resumed requests carry the first run's history (the same session), then the answer.
+    for (step, request) in main.iter().enumerate().skip(1) {
+        let messages = body(request)["messages"].as_array().unwrap().clone();
+        let roles: Vec<&str> = messages.iter().map(|m| m["role"].as_str().unwrap()).collect();
+        assert_eq!(&roles[..4], &["system", "user", "assistant", "user"], "main request {step}");
+        assert_eq!(messages[2]["content"], QUESTION_REPLY);
+        assert_eq!(messages[3]["content"], expected);
+        assert_each_call_answered_once(&messages, &format!("main request {step}"));
+    }
+    let actions: Vec<FileAction> = events.iter().filter_map(|e| match &e.kind { EventKind::Actions { actions, .. } => Some(actions.clone()), _ => None }).flatten().collect();
+    assert_eq!(actions, vec![FileAction::on(ActionKind::Write, "plan.json", "write", true)]);
+    let store = specgap_store::Store::open(&out).unwrap();
+    let usage: Vec<_> = store.usage().unwrap().into_iter().filter(|u| u.role == specgap_store::Role::Agent).collect();
+    let expected_input = (0..3).map(|s| main_tokens(s).input).sum::<u64>() + TITLE_TOKENS.input;
+    let expected_output = (0..3).map(|s| main_tokens(s).output).sum::<u64>() + TITLE_TOKENS.output;
+    assert_eq!(usage.iter().map(|u| (u.usage.requests, u.usage.input_tokens, u.usage.output_tokens)).collect::<Vec<_>>(), vec![(4, expected_input, expected_output)]);
+}
