@@ -59,6 +59,11 @@ pub enum CliSpec {
         /// The pinned version, when given.
         version: Option<String>,
     },
+    /// `cli:gemini-cli` or `cli:gemini-cli@<version>`.
+    GeminiCli {
+        /// The pinned version, when given.
+        version: Option<String>,
+    },
     /// `cli:command=<template>`.
     Command {
         /// The command template.
@@ -72,6 +77,7 @@ impl CliSpec {
         match self {
             CliSpec::MiniSweAgent { .. } => "mini-swe-agent",
             CliSpec::OpenCode { .. } => "opencode",
+            CliSpec::GeminiCli { .. } => "gemini-cli",
             CliSpec::Command { .. } => "command",
         }
     }
@@ -83,11 +89,11 @@ pub enum AgentSpecError {
     /// Not a known agent kind.
     #[error(
         "unknown agent `{0}`; expected scripted:gold|literal|starter|mutant:<id>, replay:<file>, chat:<model>, \
-         cli:mini-swe-agent[@version], cli:opencode[@version] or cli:command=<template>"
+         cli:mini-swe-agent[@version], cli:opencode[@version], cli:gemini-cli[@version] or cli:command=<template>"
     )]
     Unknown(String),
     /// `cli:` with an unknown adapter.
-    #[error("unknown cli: adapter in `{0}`; expected cli:mini-swe-agent[@version], cli:opencode[@version] or cli:command=<template>")]
+    #[error("unknown cli: adapter in `{0}`; expected cli:mini-swe-agent[@version], cli:opencode[@version], cli:gemini-cli[@version] or cli:command=<template>")]
     BadAdapter(String),
     /// `scripted:` with an unknown solution.
     #[error("unknown scripted agent `{0}`; expected scripted:gold, scripted:literal, scripted:starter or scripted:mutant:<id>")]
@@ -141,6 +147,7 @@ fn parse_cli(value: &str) -> Option<CliSpec> {
     match name {
         "mini-swe-agent" if version_ok => Some(CliSpec::MiniSweAgent { version }),
         "opencode" if version_ok => Some(CliSpec::OpenCode { version }),
+        "gemini-cli" if version_ok => Some(CliSpec::GeminiCli { version }),
         _ => None,
     }
 }
@@ -156,6 +163,8 @@ impl AgentSpec {
             AgentSpec::Cli(CliSpec::MiniSweAgent { version: Some(v) }) => format!("cli:mini-swe-agent@{v}"),
             AgentSpec::Cli(CliSpec::OpenCode { version: None }) => "cli:opencode".into(),
             AgentSpec::Cli(CliSpec::OpenCode { version: Some(v) }) => format!("cli:opencode@{v}"),
+            AgentSpec::Cli(CliSpec::GeminiCli { version: None }) => "cli:gemini-cli".into(),
+            AgentSpec::Cli(CliSpec::GeminiCli { version: Some(v) }) => format!("cli:gemini-cli@{v}"),
             AgentSpec::Cli(CliSpec::Command { template }) => format!("cli:command={template}"),
         }
     }

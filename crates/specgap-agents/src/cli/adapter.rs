@@ -30,7 +30,9 @@ pub enum SystemPromptRoute {
 /// What one start of the agent's program gets.
 #[derive(Debug, Clone)]
 pub struct Launch {
-    /// The gateway's OpenAI base URL (`http://127.0.0.1:<port>/v1`).
+    /// The gateway's base URL for the adapter's first protocol ([`Adapter::protocols`]):
+    /// `http://127.0.0.1:<port>/v1` for the OpenAI ones, `http://127.0.0.1:<port>` for
+    /// Anthropic and Gemini.
     pub base_url: String,
     /// The per-episode gateway token (never the real key).
     pub token: String,
@@ -80,6 +82,13 @@ pub trait Adapter: Send + Sync + std::fmt::Debug {
     /// switch that turns telemetry, update checks and anything else that would wait on the
     /// network off.
     fn env(&self, launch: &Launch) -> Vec<(String, String)>;
+
+    /// The model protocols its gateway serves (forwarded to the configured upstream as they
+    /// are, never translated): OpenAI chat completions and Responses unless the CLI speaks
+    /// another.
+    fn protocols(&self) -> Vec<specgap_gateway::Protocol> {
+        vec![specgap_gateway::Protocol::OpenaiChat, specgap_gateway::Protocol::OpenaiResponses]
+    }
 
     /// How the condition's system prompt reaches it.
     fn system_prompt_route(&self) -> SystemPromptRoute {

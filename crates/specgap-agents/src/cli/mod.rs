@@ -21,12 +21,13 @@
 //!    refuses every further request, answers a waiting harness call, SIGTERMs the program,
 //!    SIGKILLs the whole sandbox after the grace period and shuts the gateway down.
 //!
-//! Adapters ([`adapter::Adapter`], docs/adapters.md): [`mini_swe_agent`], [`opencode`] and [`command`].
+//! Adapters ([`adapter::Adapter`], docs/adapters.md): [`mini_swe_agent`], [`opencode`], [`gemini_cli`] and [`command`].
 #![allow(clippy::module_name_repetitions)]
 
 pub mod adapter;
 pub mod command;
 mod exchange;
+pub mod gemini_cli;
 mod harness;
 pub mod home;
 mod link;
@@ -161,11 +162,16 @@ impl CliConfig {
                 let dir = install::agents_dir().join("opencode").join(&version);
                 Ok(Box::new(opencode::OpenCode::new(&dir, &version).map_err(|e| AgentError::new(e, true))?))
             }
+            "gemini-cli" => {
+                let version = self.version.clone().unwrap_or_else(|| gemini_cli::DEFAULT_VERSION.to_string());
+                let dir = install::agents_dir().join("gemini-cli").join(&version);
+                Ok(Box::new(gemini_cli::GeminiCli::new(&dir, &version).map_err(|e| AgentError::new(e, true))?))
+            }
             "command" => {
                 let template = self.command.clone().unwrap_or_default();
                 Ok(Box::new(command::CommandAdapter::new(&template).map_err(|e| AgentError::new(e, true))?))
             }
-            other => Err(AgentError::new(format!("unknown cli: adapter `{other}`; expected mini-swe-agent, opencode or command=<template>"), true)),
+            other => Err(AgentError::new(format!("unknown cli: adapter `{other}`; expected mini-swe-agent, opencode, gemini-cli or command=<template>"), true)),
         }
     }
 }
@@ -334,7 +340,9 @@ impl CliAgent {
         let place = self.place()?.clone();
         let endpoint = &self.config.endpoint;
         let key = std::env::var(&endpoint.api_key_env).ok().filter(|k| !k.is_empty()).map(Secret::new);
-        let upstreams = [Protocol::OpenaiChat, Protocol::OpenaiResponses]
+        let upstreams = self
+            .adapter
+            .protocols()
             .into_iter()
             .map(|p| Upstream::new(p, endpoint.base_url.clone(), key.clone(), vec![endpoint.model.clone()]))
             .collect();
@@ -361,7 +369,8 @@ impl CliAgent {
             .map_err(|e| AgentError::with_source("cannot open the model gateway inside the agent's sandbox (this needs root)", true, e))?;
         let gateway = specgap_gateway::serve_tcp(listener, config, Arc::new(supervision))
             .map_err(|e| AgentError::with_source("cannot start the model gateway", false, e))?;
-        self.base_url = gateway.base_url(Protocol::OpenaiChat).unwrap_or_default();
+        let first = self.adapter.protocols().first().copied().unwrap_or(Protocol::OpenaiChat);
+        self.base_url = gateway.base_url(first).unwrap_or_default();
         Ok(gateway)
     }
 

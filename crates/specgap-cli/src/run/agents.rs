@@ -214,6 +214,10 @@ impl super::ChatArgs {
                 config.version = Some(version.clone().unwrap_or_else(|| specgap_agents::cli::opencode::DEFAULT_VERSION.to_string()));
                 config.package = Some("opencode-ai".into());
             }
+            specgap_agents::CliSpec::GeminiCli { version } => {
+                config.version = Some(version.clone().unwrap_or_else(|| specgap_agents::cli::gemini_cli::DEFAULT_VERSION.to_string()));
+                config.package = Some("@google/gemini-cli".into());
+            }
             specgap_agents::CliSpec::Command { template } => config.command = Some(template.clone()),
         }
         config.endpoint = self.agent_config(&model)?;

@@ -21,7 +21,7 @@ const KEY: &str = "sk-opencode-test-7d1f3a9c2e";
 
 /// The shared test cache (`XDG_CACHE_HOME` of the `specgap` under test): under the target
 /// directory, where `.ci/run` installs the pinned CLIs.
-fn test_cache() -> PathBuf {
+pub(crate) fn test_cache() -> PathBuf {
     let exe = Path::new(env!("CARGO_BIN_EXE_specgap"));
     exe.parent().and_then(Path::parent).map_or_else(|| PathBuf::from("target"), Path::to_path_buf).join("specgap-test-cache")
 }
@@ -190,7 +190,7 @@ fn cli_opencode_reads_fixes_and_succeeds_through_the_gateway_with_every_request_
 }
 
 /// Every file under `dir`.
-fn walk(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {

@@ -4,6 +4,7 @@
 mod chat;
 mod check;
 mod cli_agents;
+mod cli_gemini;
 mod cli_opencode;
 mod containment;
 mod determinism;
