@@ -81,6 +81,15 @@ impl CliSpec {
             CliSpec::Command { .. } => "command",
         }
     }
+
+    /// The version the spec pins (`cli:<adapter>@<version>`), if any; `None` means the
+    /// adapter's pinned default, and always for `cli:command`.
+    pub fn version(&self) -> Option<&str> {
+        match self {
+            CliSpec::MiniSweAgent { version } | CliSpec::OpenCode { version } | CliSpec::GeminiCli { version } => version.as_deref(),
+            CliSpec::Command { .. } => None,
+        }
+    }
 }
 
 /// Why an agent spec does not parse or build.

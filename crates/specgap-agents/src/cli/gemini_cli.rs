@@ -4,7 +4,7 @@
 //!
 //! | what | how |
 //! | --- | --- |
-//! | installation | `specgap agents install gemini-cli`: the package's `node_modules`, mounted read-only, started with `node` (the one on the harness's `PATH`; its directory is mounted when it is not a system one) |
+//! | installation | `specgap agents install gemini-cli`: the package's `node_modules`, mounted read-only with the installation's other mounts, started with the `node` the installation recorded |
 //! | start | `node gemini.js --prompt="<message>" -m <model> --yolo --skip-trust -o stream-json`, standard input empty (the `=` form, since a message may start with `-`); its stream-JSON events go to `~/.specgap/gemini-events.jsonl` |
 //! | model endpoint | `GOOGLE_GEMINI_BASE_URL` = the gateway (`http://127.0.0.1:<port>`), `GEMINI_API_KEY` = the gateway token, `security.auth.selectedType = "gemini-api-key"`; requests are `POST /v1beta/models/<model>:streamGenerateContent?alt=sse` with `x-goog-api-key` |
 //! | network | `~/.gemini/settings.json`: usage statistics and telemetry off, auto-update and its notice off; the system-wide settings paths point at a file that does not exist, so no host file configures it |
@@ -55,16 +55,20 @@ const EVENTS_LIMIT: u64 = 64 << 20;
 pub struct GeminiCli {
     dir: PathBuf,
     node: PathBuf,
+    /// What the installation says the sandbox mounts (the directory, node's prefix).
+    mounts: Vec<PathBuf>,
     version: String,
 }
 
 impl GeminiCli {
-    /// The adapter over the installation `dir` of `version`, run with the `node` on `PATH`.
+    /// The adapter over the installation `dir` of `version`, run with `node` (the one the
+    /// installation recorded; else the one on `PATH`), the sandbox mounting `mounts` (the
+    /// installation's; its directory and node's prefix when empty).
     ///
     /// # Errors
     /// A message naming the adapter and version when the version's output format is not
     /// known, the package is missing or says another version, or no `node` is found.
-    pub fn new(dir: &Path, version: &str) -> Result<Self, String> {
+    pub fn new(dir: &Path, version: &str, node: Option<PathBuf>, mounts: &[PathBuf]) -> Result<Self, String> {
         if !KNOWN_VERSIONS.contains(&version) {
             return Err(format!(
                 "cli:gemini-cli@{version}: this adapter reads the stream-JSON events of gemini-cli {} only; use one of those versions",
@@ -84,8 +88,14 @@ impl GeminiCli {
                 installed.unwrap_or_else(|| "nothing readable".into())
             ));
         }
-        let node = find_on_path("node").ok_or_else(|| format!("cli:gemini-cli@{version} needs Node.js (`node` on PATH)"))?;
-        Ok(GeminiCli { dir: dir.to_path_buf(), node, version: version.to_string() })
+        let node = node.filter(|n| n.is_file()).or_else(|| find_on_path("node")).ok_or_else(|| format!("cli:gemini-cli@{version} needs Node.js (`node` on PATH)"))?;
+        let mut mounts = mounts.to_vec();
+        if mounts.is_empty() {
+            mounts.push(dir.to_path_buf());
+            // A node outside the system directories (nvm, a tarball) is mounted with its prefix.
+            mounts.extend(node.parent().and_then(Path::parent).filter(|p| !is_system(p)).map(Path::to_path_buf));
+        }
+        Ok(GeminiCli { dir: dir.to_path_buf(), node, mounts, version: version.to_string() })
     }
 
     /// Its settings: the gateway's API key auth, every network switch off, its sandbox off.
@@ -116,12 +126,7 @@ impl Adapter for GeminiCli {
     }
 
     fn mounts(&self) -> Vec<PathBuf> {
-        let mut mounts = vec![self.dir.clone()];
-        // A node outside the system directories (nvm, a tarball) is mounted with its prefix.
-        if let Some(prefix) = self.node.parent().and_then(Path::parent).filter(|p| !is_system(p)) {
-            mounts.push(prefix.to_path_buf());
-        }
-        mounts
+        self.mounts.clone()
     }
 
     fn path_dirs(&self) -> Vec<PathBuf> {
@@ -170,8 +175,9 @@ impl Adapter for GeminiCli {
             None => format!(": > {} && ", shell_quote(&context)),
         };
         format!(
-            "mkdir -p {home}/.specgap {home}/.gemini && {prompt}exec node {script} --prompt=\"$(cat {message})\" -m {model} --yolo --skip-trust{resume} -o stream-json < /dev/null > {events}",
+            "mkdir -p {home}/.specgap {home}/.gemini && {prompt}exec {node} {script} --prompt=\"$(cat {message})\" -m {model} --yolo --skip-trust{resume} -o stream-json < /dev/null > {events}",
             home = SANDBOX_HOME,
+            node = shell_quote(&self.node.display().to_string()),
             script = shell_quote(&self.dir.join(SCRIPT).display().to_string()),
             message = shell_quote(&launch.message_file),
             model = shell_quote(&launch.model),
@@ -323,28 +329,28 @@ mod tests {
     fn an_unknown_version_is_refused_naming_the_adapter_and_version() {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(
-            GeminiCli::new(dir.path(), "0.70.0").unwrap_err(),
+            GeminiCli::new(dir.path(), "0.70.0", None, &[]).unwrap_err(),
             "cli:gemini-cli@0.70.0: this adapter reads the stream-JSON events of gemini-cli 0.61.0 only; use one of those versions"
         );
-        assert!(GeminiCli::new(dir.path(), "0.61.0").unwrap_err().starts_with("cli:gemini-cli@0.61.0 is not installed ("));
+        assert!(GeminiCli::new(dir.path(), "0.61.0", None, &[]).unwrap_err().starts_with("cli:gemini-cli@0.61.0 is not installed ("));
     }
 
     #[test]
     fn the_command_copies_the_prompt_into_its_context_file_and_resumes_the_latest_session() {
-        let adapter = GeminiCli { dir: PathBuf::from("/cache/gemini-cli/0.61.0"), node: PathBuf::from("/usr/bin/node"), version: "0.61.0".into() };
+        let dir = PathBuf::from("/cache/gemini-cli/0.61.0");
+        let adapter = GeminiCli { dir: dir.clone(), node: PathBuf::from("/usr/bin/node"), mounts: vec![dir], version: "0.61.0".into() };
         assert_eq!(
             adapter.command(&launch(false, true)),
             "mkdir -p /home/specgap/.specgap /home/specgap/.gemini && cp '/run/specgap/task/system-prompt.md' '/home/specgap/.gemini/GEMINI.md' && \
-             exec node '/cache/gemini-cli/0.61.0/node_modules/@google/gemini-cli/bundle/gemini.js' --prompt=\"$(cat '/run/specgap/task/message-1.md')\" \
+             exec '/usr/bin/node' '/cache/gemini-cli/0.61.0/node_modules/@google/gemini-cli/bundle/gemini.js' --prompt=\"$(cat '/run/specgap/task/message-1.md')\" \
              -m 'gemini-2.5-pro' --yolo --skip-trust -o stream-json < /dev/null > '/home/specgap/.specgap/gemini-events.jsonl'"
         );
         let resumed = adapter.command(&launch(true, false));
-        assert!(resumed.starts_with("mkdir -p /home/specgap/.specgap /home/specgap/.gemini && : > '/home/specgap/.gemini/GEMINI.md' && exec node"), "{resumed}");
+        assert!(resumed.starts_with("mkdir -p /home/specgap/.specgap /home/specgap/.gemini && : > '/home/specgap/.gemini/GEMINI.md' && exec '/usr/bin/node'"), "{resumed}");
         assert!(resumed.contains(" --skip-trust --resume latest -o stream-json"), "{resumed}");
         let env = adapter.env(&launch(false, true));
         assert!(env.contains(&("GOOGLE_GEMINI_BASE_URL".into(), "http://127.0.0.1:4000".into())));
         assert!(env.contains(&("GEMINI_API_KEY".into(), "tok".into())));
-        assert_eq!(adapter.mounts(), vec![PathBuf::from("/cache/gemini-cli/0.61.0")], "a system node needs no mount");
     }
 
     #[test]

@@ -142,6 +142,34 @@ impl CliConfig {
         toml::Value::Table(table.clone()).try_into().map_err(CliConfigError::FromToml)
     }
 
+    /// The installation of an installed adapter (`specgap agents install`) at the stored
+    /// version, in the default cache ([`specgap_adapters::default_root`]), checked against the
+    /// stored tree hash: an episode never runs a tree other than the one its key names.
+    ///
+    /// # Errors
+    /// [`AgentError`] (deterministic): an adapter or version without a lock, an installation
+    /// that is missing (naming the install command), incomplete or changed.
+    pub fn installation(&self) -> Result<specgap_adapters::Installation, AgentError> {
+        let refused = |e: &dyn std::fmt::Display| AgentError::new(e.to_string(), true);
+        let version = specgap_adapters::AdapterVersion::resolve(&self.adapter, self.version.as_deref()).map_err(|e| refused(&e))?;
+        let root = specgap_adapters::default_root().map_err(|e| refused(&e))?;
+        let installation = specgap_adapters::Installation::open(&root, &version).map_err(|e| refused(&e))?;
+        installation.verify().map_err(|e| refused(&e))?;
+        if let Some(stored) = &self.tree_hash
+            && stored != installation.tree_hash()
+        {
+            return Err(AgentError::new(
+                format!(
+                    "the installation of {} has tree hash {}, and this agent was configured with {stored}; reinstall the configured tree or start a new run",
+                    version.label(),
+                    installation.tree_hash()
+                ),
+                true,
+            ));
+        }
+        Ok(installation)
+    }
+
     /// The adapter this configuration names, over its installation.
     ///
     /// # Errors
@@ -150,22 +178,23 @@ impl CliConfig {
     pub fn adapter(&self) -> Result<Box<dyn Adapter>, AgentError> {
         match self.adapter.as_str() {
             "mini-swe-agent" => {
-                let version = self.version.clone().unwrap_or_else(|| mini_swe_agent::DEFAULT_VERSION.to_string());
-                let venv = install::venv(&self.adapter, &version);
-                let adapter = mini_swe_agent::MiniSweAgent::new(&venv, &version).map_err(|e| {
-                    AgentError::new(format!("cli:mini-swe-agent@{version} is not installed ({e}); run `specgap agents install mini-swe-agent@{version}`"), true)
-                })?;
+                let installation = self.installation()?;
+                let version = installation.manifest().version.clone();
+                let adapter = mini_swe_agent::MiniSweAgent::new(&installation.dir().join("venv"), &version)
+                    .map_err(|e| AgentError::new(format!("the installation of cli:mini-swe-agent@{version} is unusable ({e}); reinstall it with `specgap agents install mini-swe-agent@{version}`"), true))?;
                 Ok(Box::new(adapter))
             }
             "opencode" => {
-                let version = self.version.clone().unwrap_or_else(|| opencode::DEFAULT_VERSION.to_string());
-                let dir = install::agents_dir().join("opencode").join(&version);
-                Ok(Box::new(opencode::OpenCode::new(&dir, &version).map_err(|e| AgentError::new(e, true))?))
+                let installation = self.installation()?;
+                let version = installation.manifest().version.clone();
+                Ok(Box::new(opencode::OpenCode::new(installation.dir(), &version).map_err(|e| AgentError::new(e, true))?))
             }
             "gemini-cli" => {
-                let version = self.version.clone().unwrap_or_else(|| gemini_cli::DEFAULT_VERSION.to_string());
-                let dir = install::agents_dir().join("gemini-cli").join(&version);
-                Ok(Box::new(gemini_cli::GeminiCli::new(&dir, &version).map_err(|e| AgentError::new(e, true))?))
+                let installation = self.installation()?;
+                let version = installation.manifest().version.clone();
+                let node = installation.manifest().node.as_ref().map(|n| n.path.clone());
+                let adapter = gemini_cli::GeminiCli::new(installation.dir(), &version, node, installation.mounts()).map_err(|e| AgentError::new(e, true))?;
+                Ok(Box::new(adapter))
             }
             "command" => {
                 let template = self.command.clone().unwrap_or_default();
@@ -173,33 +202,6 @@ impl CliConfig {
             }
             other => Err(AgentError::new(format!("unknown cli: adapter `{other}`; expected mini-swe-agent, opencode, gemini-cli or command=<template>"), true)),
         }
-    }
-}
-
-/// Where installed adapters live.
-pub mod install {
-    use std::path::PathBuf;
-
-    /// Overrides the directory of installed agents (tests, unusual setups).
-    pub const AGENTS_DIR_ENV: &str = "SPECGAP_AGENTS_DIR";
-
-    /// The directory of installed agents: `$SPECGAP_AGENTS_DIR`, else
-    /// `$XDG_CACHE_HOME/specgap/agents`, else `~/.cache/specgap/agents`.
-    pub fn agents_dir() -> PathBuf {
-        if let Some(dir) = std::env::var_os(AGENTS_DIR_ENV).filter(|v| !v.is_empty()) {
-            return PathBuf::from(dir);
-        }
-        let cache = std::env::var_os("XDG_CACHE_HOME")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-            .unwrap_or_else(|| PathBuf::from("/tmp"));
-        cache.join("specgap").join("agents")
-    }
-
-    /// The virtual environment of a Python adapter's installed `version`.
-    pub fn venv(adapter: &str, version: &str) -> PathBuf {
-        agents_dir().join(adapter).join(version).join("venv")
     }
 }
 

@@ -83,7 +83,7 @@ pub fn command_config(mock: &MockUpstream, stream: bool) -> CliConfig {
 pub fn component(spec: &str, config: &CliConfig) -> ComponentRef {
     let mut table = config.to_table().unwrap();
     table.insert("kind".into(), toml::Value::String("cli".into()));
-    ComponentRef { spec: spec.into(), config: table, hash: format!("{:x}", spec.len() * 7919 + config.endpoint.model.len()) }
+    ComponentRef { spec: spec.into(), name: None, config: table, hash: format!("{:x}", spec.len() * 7919 + config.endpoint.model.len()) }
 }
 
 /// One finished run of one episode.
@@ -146,7 +146,7 @@ pub fn run_cli(task: TaskPackage, condition: &str, start: &str, spec: &str, conf
     // SAFETY: set only here, to the same value, by tests of this binary.
     unsafe { std::env::set_var(KEY_ENV, canary_key()) };
     let agent = component(spec, config);
-    let user = ComponentRef { spec: "relay".into(), config: toml::Table::new(), hash: "relay".into() };
+    let user = ComponentRef { spec: "relay".into(), name: None, config: toml::Table::new(), hash: "relay".into() };
     let dir = tempfile::tempdir().unwrap();
     let conditions = vec![Condition::parse(condition).unwrap()];
     let starts = vec![start.to_string()];

@@ -21,7 +21,7 @@ fn sha256_hex(bytes: &[u8]) -> String {
 pub fn component_ref(spec: &str, config: toml::Table) -> ComponentRef {
     let canonical = serde_json::json!({ "spec": spec, "config": config });
     let hash = sha256_hex(canonical.to_string().as_bytes());
-    ComponentRef { spec: spec.to_string(), config, hash }
+    ComponentRef { spec: spec.to_string(), name: None, config, hash }
 }
 
 /// The replacement prompts of `--prompts DIR` (none without the flag), split into the system
@@ -67,22 +67,120 @@ pub fn component(spec: &str, chat: &super::ChatArgs, prompts: &Replacements) -> 
             put(&mut config, "kind", "replay".into());
             put(&mut config, "source_sha256", replay_source_hash(path)?);
         }
-        AgentSpec::Chat(model) => {
-            config = chat.agent_config(model)?.to_table()?;
-            config.insert("kind".into(), toml::Value::String("chat".into()));
-            config.insert("prompt_version".into(), toml::Value::String(specgap_engine::PROMPT_VERSION.into()));
-        }
+        AgentSpec::Chat(model) => return chat_component(model, &chat.agent_config(model)?, prompts),
         AgentSpec::Cli(cli) => {
-            let cli_config = chat.cli_config(cli)?;
-            // Building the adapter checks the installation now, not in the first episode.
-            cli_config.adapter().map_err(|e| anyhow::anyhow!("{}", e.message))?;
-            config = cli_config.to_table()?;
-            config.insert("kind".into(), toml::Value::String("cli".into()));
-            config.insert("prompt_version".into(), toml::Value::String(specgap_engine::PROMPT_VERSION.into()));
+            let target = CliTarget::from_spec(cli)?;
+            return cli_component(&parsed.canonical(), &target, chat.cli_endpoint()?, prompts);
         }
     }
     prompts.store_in(&mut config);
     Ok(component_ref(&parsed.canonical(), config))
+}
+
+/// A `chat:<model>` agent with its own endpoint configuration and the run's replaced system
+/// prompts.
+///
+/// # Errors
+/// A configuration that cannot be stored in run.toml.
+pub fn chat_component(model: &str, chat: &specgap_agents::chat::ChatConfig, prompts: &Replacements) -> anyhow::Result<ComponentRef> {
+    let mut config = chat.to_table()?;
+    config.insert("kind".into(), toml::Value::String("chat".into()));
+    config.insert("prompt_version".into(), toml::Value::String(specgap_engine::PROMPT_VERSION.into()));
+    prompts.store_in(&mut config);
+    Ok(component_ref(&format!("chat:{model}"), config))
+}
+
+/// The adapter of `cli:command=<template>` agents: the user's own command, nothing installed.
+pub const COMMAND_ADAPTER: &str = "command";
+
+/// What a `cli:` agent runs: an installed adapter at a locked version, or the user's own
+/// command (`cli:command=<template>`, nothing installed).
+#[derive(Debug, Clone)]
+pub enum CliTarget {
+    /// An adapter of the registry at a version with a lock file.
+    Installed(specgap_adapters::AdapterVersion),
+    /// A command template.
+    Command(String),
+}
+
+impl CliTarget {
+    /// The target of a `--agent cli:…` spec.
+    ///
+    /// # Errors
+    /// An adapter or version the registry does not lock.
+    pub fn from_spec(spec: &specgap_agents::CliSpec) -> anyhow::Result<Self> {
+        Ok(match spec {
+            specgap_agents::CliSpec::Command { template } => CliTarget::Command(template.clone()),
+            installed => CliTarget::Installed(specgap_adapters::AdapterVersion::resolve(installed.adapter(), installed.version())?),
+        })
+    }
+}
+
+/// The one way a `cli:` agent's configuration is resolved, for `--agent cli:…` and for the
+/// run configuration file's `kind = "cli"` entries alike: its stored configuration
+/// ([`specgap_agents::cli::CliConfig`]) holds the adapter, for an installed adapter the
+/// exact version, the package and the installed tree's hash (so a changed installation keys
+/// new episodes), for `cli:command` the template, and the model endpoint the gateway forwards
+/// to; plus `kind`, the prompt version and the run's replaced system prompts.
+///
+/// # Errors
+/// The version is not installed (naming `specgap agents install`), its installation is
+/// incomplete or changed, the adapter cannot run it (no runtime adapter yet, a bad template),
+/// or the configuration cannot be stored.
+pub fn cli_component(
+    spec: &str,
+    target: &CliTarget,
+    endpoint: specgap_agents::chat::ChatConfig,
+    prompts: &Replacements,
+) -> anyhow::Result<ComponentRef> {
+    let mut cli = match target {
+        CliTarget::Command(template) => {
+            let mut cli = specgap_agents::cli::CliConfig::new(COMMAND_ADAPTER, endpoint.model.clone());
+            cli.command = Some(template.clone());
+            cli
+        }
+        CliTarget::Installed(version) => {
+            let tree_hash = specgap_adapters::installed_tree_hash(version)?;
+            let mut cli = specgap_agents::cli::CliConfig::new(version.adapter.name, endpoint.model.clone());
+            cli.version = Some(version.version.clone());
+            cli.package = Some(version.adapter.package.into());
+            cli.tree_hash = Some(tree_hash);
+            cli
+        }
+    };
+    cli.endpoint = endpoint;
+    // Building the adapter checks now, not in the first episode, that it can run.
+    cli.adapter().map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    let mut config = cli.to_table()?;
+    config.insert("kind".into(), toml::Value::String("cli".into()));
+    config.insert("prompt_version".into(), toml::Value::String(specgap_engine::PROMPT_VERSION.into()));
+    prompts.store_in(&mut config);
+    Ok(component_ref(spec, config))
+}
+
+/// Checks on `--resume` that each `cli:` agent's installation is still the one the run was
+/// configured with (same tree hash).
+///
+/// # Errors
+/// An installation that is gone or changed.
+pub fn check_stored_cli_agent(agent: &ComponentRef) -> anyhow::Result<()> {
+    let text = |key: &str| agent.config.get(key).and_then(toml::Value::as_str);
+    if text("adapter") == Some(COMMAND_ADAPTER) {
+        return Ok(());
+    }
+    let (Some(adapter), Some(version), Some(stored)) = (text("adapter"), text("version"), text("tree_hash")) else {
+        bail!("agent {} in run.toml has no adapter, version or tree_hash", agent.label());
+    };
+    let version = specgap_adapters::AdapterVersion::resolve(adapter, Some(version))?;
+    let now = specgap_adapters::installed_tree_hash(&version)?;
+    if now != stored {
+        bail!(
+            "agent {}: the installation of {} has tree hash {now}, and the run began with {stored}; resuming would mix installations",
+            agent.label(),
+            version.label()
+        );
+    }
+    Ok(())
 }
 
 /// sha256 of what a replay reads: the file itself, or a stored episode's trajectory.
@@ -112,14 +210,23 @@ pub fn user_component(spec: &str, chat: &super::ChatArgs, prompts: &Replacements
     let Some(model) = spec.strip_prefix("chat:").filter(|m| !m.is_empty()) else {
         bail!("unknown user `{spec}`; expected relay or chat:<model>");
     };
-    let mut config = chat.user_config(model)?.to_table()?;
+    chat_user_component(model, &chat.user_config(model)?, prompts)
+}
+
+/// A `chat:<model>` user with its own endpoint configuration and the run's replaced owner /
+/// customer prompts.
+///
+/// # Errors
+/// A configuration that cannot be stored in run.toml.
+pub fn chat_user_component(model: &str, chat: &specgap_agents::chat::ChatConfig, prompts: &Replacements) -> anyhow::Result<ComponentRef> {
+    let mut config = chat.to_table()?;
     config.insert("kind".into(), toml::Value::String("chat".into()));
     config.insert(
         "user_prompt_version".into(),
         toml::Value::String(specgap_agents::chat::user::USER_PROMPT_VERSION.into()),
     );
     prompts.store_in(&mut config);
-    Ok(component_ref(spec, config))
+    Ok(component_ref(&format!("chat:{model}"), config))
 }
 
 /// `user` with the detector panel of the panel file `file` in its configuration (table
@@ -174,6 +281,42 @@ impl super::ChatArgs {
         Only::parse_from(["specgap"]).chat
     }
 
+    fn base_url(&self) -> String {
+        self.base_url.clone().unwrap_or_else(|| specgap_agents::chat::DEFAULT_BASE_URL.to_string())
+    }
+
+    fn api_key_env(&self) -> String {
+        self.api_key_env.clone().unwrap_or_else(|| specgap_agents::chat::DEFAULT_API_KEY_ENV.to_string())
+    }
+
+    fn request_timeout(&self) -> f64 {
+        self.request_timeout.unwrap_or(specgap_agents::chat::DEFAULT_REQUEST_TIMEOUT_SEC)
+    }
+
+    fn max_retries(&self) -> u32 {
+        self.max_retries.unwrap_or(specgap_agents::chat::DEFAULT_MAX_RETRIES)
+    }
+
+    /// Names of the agent and user endpoint flags given (they conflict with `--config`).
+    pub fn flags_given(&self) -> Vec<&'static str> {
+        let given = [
+            ("--base-url", self.base_url.is_some()),
+            ("--model", self.model.is_some()),
+            ("--api-key-env", self.api_key_env.is_some()),
+            ("--model-arg", !self.model_args.is_empty()),
+            ("--stream", self.stream),
+            ("--emulate-tools", self.emulate_tools),
+            ("--context-tokens", self.context_tokens.is_some()),
+            ("--request-timeout", self.request_timeout.is_some()),
+            ("--max-retries", self.max_retries.is_some()),
+            ("--prices", self.prices.is_some()),
+            ("--user-base-url", self.user_base_url.is_some()),
+            ("--user-api-key-env", self.user_api_key_env.is_some()),
+            ("--user-model-arg", !self.user_model_args.is_empty()),
+        ];
+        given.into_iter().filter(|(_, g)| *g).map(|(name, _)| name).collect()
+    }
+
     fn price(&self, model: &str) -> anyhow::Result<Option<specgap_agents::chat::Price>> {
         let Some(path) = &self.prices else { return Ok(None) };
         let table = specgap_agents::chat::PriceTable::load(path)?;
@@ -187,51 +330,37 @@ impl super::ChatArgs {
     /// The agent's endpoint configuration for `model`.
     pub fn agent_config(&self, model: &str) -> anyhow::Result<specgap_agents::chat::ChatConfig> {
         let mut config = specgap_agents::chat::ChatConfig::new(model).with_model_args(&self.model_args)?;
-        config.base_url = self.base_url.clone();
-        config.api_key_env = self.api_key_env.clone();
+        config.base_url = self.base_url();
+        config.api_key_env = self.api_key_env();
         config.stream = self.stream;
         config.emulate_tools = self.emulate_tools;
         config.context_tokens = self.context_tokens;
-        config.request_timeout_sec = self.request_timeout;
-        config.max_retries = self.max_retries;
+        config.request_timeout_sec = self.request_timeout();
+        config.max_retries = self.max_retries();
         config.price = self.price(model)?;
         Ok(config)
     }
 
-    /// The configuration of a `cli:` agent: its adapter, the model (`--model`), the upstream
-    /// its gateway forwards to, the model arguments, the gateway's retries and the price.
-    pub fn cli_config(&self, spec: &specgap_agents::CliSpec) -> anyhow::Result<specgap_agents::cli::CliConfig> {
+    /// The model endpoint of a `--agent cli:…`: the model (`--model`), the upstream its
+    /// gateway forwards to, the model arguments, the gateway's retries and the price.
+    ///
+    /// # Errors
+    /// No `--model`, bad model arguments or an unreadable price table.
+    pub fn cli_endpoint(&self) -> anyhow::Result<specgap_agents::chat::ChatConfig> {
         let Some(model) = self.model.clone().filter(|m| !m.trim().is_empty()) else {
-            bail!("a cli: agent needs --model <name>: the model its gateway forwards to {}", self.base_url);
+            bail!("a cli: agent needs --model <name>: the model its gateway forwards to {}", self.base_url());
         };
-        let mut config = specgap_agents::cli::CliConfig::new(spec.adapter(), model.clone());
-        match spec {
-            specgap_agents::CliSpec::MiniSweAgent { version } => {
-                config.version = Some(version.clone().unwrap_or_else(|| specgap_agents::cli::mini_swe_agent::DEFAULT_VERSION.to_string()));
-                config.package = Some("mini-swe-agent".into());
-            }
-            specgap_agents::CliSpec::OpenCode { version } => {
-                config.version = Some(version.clone().unwrap_or_else(|| specgap_agents::cli::opencode::DEFAULT_VERSION.to_string()));
-                config.package = Some("opencode-ai".into());
-            }
-            specgap_agents::CliSpec::GeminiCli { version } => {
-                config.version = Some(version.clone().unwrap_or_else(|| specgap_agents::cli::gemini_cli::DEFAULT_VERSION.to_string()));
-                config.package = Some("@google/gemini-cli".into());
-            }
-            specgap_agents::CliSpec::Command { template } => config.command = Some(template.clone()),
-        }
-        config.endpoint = self.agent_config(&model)?;
-        Ok(config)
+        self.agent_config(&model)
     }
 
     /// The user's endpoint configuration for `model` (URL and key variable default to the
     /// agent's).
     pub fn user_config(&self, model: &str) -> anyhow::Result<specgap_agents::chat::ChatConfig> {
         let mut config = specgap_agents::chat::ChatConfig::new(model).with_model_args(&self.user_model_args)?;
-        config.base_url = self.user_base_url.clone().unwrap_or_else(|| self.base_url.clone());
-        config.api_key_env = self.user_api_key_env.clone().unwrap_or_else(|| self.api_key_env.clone());
-        config.request_timeout_sec = self.request_timeout;
-        config.max_retries = self.max_retries;
+        config.base_url = self.user_base_url.clone().unwrap_or_else(|| self.base_url());
+        config.api_key_env = self.user_api_key_env.clone().unwrap_or_else(|| self.api_key_env());
+        config.request_timeout_sec = self.request_timeout();
+        config.max_retries = self.max_retries();
         config.price = self.price(model)?;
         Ok(config)
     }

@@ -16,17 +16,10 @@ const MODEL: &str = "mock-mini-model";
 const KEY_ENV: &str = "SPECGAP_TEST_MINI_KEY";
 const KEY: &str = "sk-mini-test-5a7c1e0b9d";
 
-/// The installed mini-swe-agent, or `None` (the test is then skipped, or fails under
-/// `SPECGAP_REQUIRE_EXTERNAL=1`).
+/// The installed mini-swe-agent (installed into the shared test cache on first use), or
+/// `None` (the test is then skipped, or fails under `SPECGAP_REQUIRE_EXTERNAL=1`).
 pub fn mini_installed() -> Option<PathBuf> {
-    let venv = specgap_agents::cli::install::venv("mini-swe-agent", specgap_agents::cli::mini_swe_agent::DEFAULT_VERSION);
-    if venv.join("bin/mini").is_file() {
-        return Some(venv);
-    }
-    let why = format!("mini-swe-agent is not installed at {} (run `specgap agents install mini-swe-agent`)", venv.display());
-    assert!(std::env::var_os("SPECGAP_REQUIRE_EXTERNAL").is_none_or(|v| v != "1"), "SPECGAP_REQUIRE_EXTERNAL=1: {why}");
-    eprintln!("skipped: {why}");
-    None
+    crate::agents::installed_mini_swe_agent()
 }
 
 /// mini's answer running `command` with its `bash` tool.
@@ -75,7 +68,7 @@ fn a_mini_swe_agent_episodes_reads_and_writes_feed_opened_and_inspected() {
         out.as_os_str(),
     ]
     .to_vec();
-    assert_succeeded(specgap().args(&args).env(KEY_ENV, KEY).output().unwrap());
+    assert_succeeded(specgap().args(&args).env(KEY_ENV, KEY).env("XDG_CACHE_HOME", crate::agents::test_cache()).output().unwrap());
     let requests = mock.requests();
     assert_eq!(requests.len(), 9, "three model calls per episode: mini ends at its marker without asking again");
     for (i, request) in requests.iter().enumerate() {

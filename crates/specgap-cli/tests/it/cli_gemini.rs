@@ -12,24 +12,16 @@ use specgap_gateway::mock::{MockReply, MockUpstream, ReceivedRequest};
 use specgap_protocol::action::{ActionKind, FileAction};
 use specgap_protocol::event::EventKind;
 
-use crate::cli_opencode::{test_cache, walk};
+use crate::agents::test_cache;
+use crate::cli_opencode::{installed, walk};
 use crate::support::*;
 
 const MODEL: &str = "gemini-mock-pro";
 const KEY_ENV: &str = "SPECGAP_TEST_GEMINI_KEY";
 const KEY: &str = "gm-test-key-41c9d07e3b";
 
-/// The installed pinned gemini-cli, or `None` (skipped, or a failure under
-/// `SPECGAP_REQUIRE_EXTERNAL=1`).
 fn gemini_installed() -> Option<PathBuf> {
-    let dir = test_cache().join("specgap/agents/gemini-cli").join(specgap_agents::cli::gemini_cli::DEFAULT_VERSION);
-    if dir.join(specgap_agents::cli::gemini_cli::SCRIPT).is_file() {
-        return Some(dir);
-    }
-    let why = format!("gemini-cli is not installed at {} (run `XDG_CACHE_HOME={} specgap agents install gemini-cli`)", dir.display(), test_cache().display());
-    assert!(std::env::var_os("SPECGAP_REQUIRE_EXTERNAL").is_none_or(|v| v != "1"), "SPECGAP_REQUIRE_EXTERNAL=1: {why}");
-    eprintln!("skipped: {why}");
-    None
+    installed("gemini-cli", specgap_agents::cli::gemini_cli::DEFAULT_VERSION)
 }
 
 fn body(request: &ReceivedRequest) -> Value {

@@ -1,11 +1,13 @@
 //! `cli:opencode` through the `specgap` binary (issue 15): the real pinned `opencode-ai` build
-//! (installed in the shared test cache by `.ci/run`; with `SPECGAP_REQUIRE_EXTERNAL=1` a
+//! (installed in the shared test cache by `specgap agents install`, which `.ci/run` runs first; with `SPECGAP_REQUIRE_EXTERNAL=1` a
 //! missing installation fails the test) inside the episode's sandbox, against a scripted mock
 //! of OpenAI chat completions that answers opencode's title request as a side request and
 //! checks every request.
 
 use std::ffi::OsStr;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use serde_json::{Value, json};
 use specgap_gateway::mock::replies::{self, Call, Tokens};
@@ -13,30 +15,40 @@ use specgap_gateway::mock::{MockReply, MockUpstream, ReceivedRequest};
 use specgap_protocol::action::{ActionKind, FileAction};
 use specgap_protocol::event::EventKind;
 
+use crate::agents::test_cache;
 use crate::support::*;
 
 const MODEL: &str = "mock-opencode-model";
 const KEY_ENV: &str = "SPECGAP_TEST_OPENCODE_KEY";
 const KEY: &str = "sk-opencode-test-7d1f3a9c2e";
 
-/// The shared test cache (`XDG_CACHE_HOME` of the `specgap` under test): under the target
-/// directory, where `.ci/run` installs the pinned CLIs.
-pub(crate) fn test_cache() -> PathBuf {
-    let exe = Path::new(env!("CARGO_BIN_EXE_specgap"));
-    exe.parent().and_then(Path::parent).map_or_else(|| PathBuf::from("target"), Path::to_path_buf).join("specgap-test-cache")
+/// Installs `adapter` at its pinned `version` into the shared test cache with `specgap agents
+/// install` once per process (its lock lets processes share it) and returns the installation's
+/// directory, or `None` when the registry cannot be reached (the test is then skipped, or
+/// fails under `SPECGAP_REQUIRE_EXTERNAL=1`, as in CI, where `.ci/run` installs it first).
+pub(crate) fn installed(adapter: &str, version: &str) -> Option<PathBuf> {
+    static INSTALLED: Mutex<BTreeMap<String, Result<PathBuf, String>>> = Mutex::new(BTreeMap::new());
+    let mut done = INSTALLED.lock().unwrap();
+    let result = done.entry(adapter.to_string()).or_insert_with(|| {
+        let output = specgap().args(["agents", "install", adapter]).env("XDG_CACHE_HOME", test_cache()).output().unwrap();
+        if output.status.success() {
+            Ok(test_cache().join("specgap/agents").join(adapter).join(version))
+        } else {
+            Err(String::from_utf8_lossy(&output.stderr).into_owned())
+        }
+    });
+    match result {
+        Ok(dir) => Some(dir.clone()),
+        Err(stderr) => {
+            assert!(std::env::var_os("SPECGAP_REQUIRE_EXTERNAL").is_none_or(|v| v != "1"), "installing {adapter} failed and SPECGAP_REQUIRE_EXTERNAL=1: {stderr}");
+            eprintln!("skipped: {adapter} could not be installed (no package registry?): {stderr}");
+            None
+        }
+    }
 }
 
-/// The installed pinned opencode, or `None` (the test is then skipped, or fails under
-/// `SPECGAP_REQUIRE_EXTERNAL=1`).
 fn opencode_installed() -> Option<PathBuf> {
-    let dir = test_cache().join("specgap/agents/opencode").join(specgap_agents::cli::opencode::DEFAULT_VERSION);
-    if dir.join(specgap_agents::cli::opencode::PROGRAM).is_file() {
-        return Some(dir);
-    }
-    let why = format!("opencode is not installed at {} (run `XDG_CACHE_HOME={} specgap agents install opencode`)", dir.display(), test_cache().display());
-    assert!(std::env::var_os("SPECGAP_REQUIRE_EXTERNAL").is_none_or(|v| v != "1"), "SPECGAP_REQUIRE_EXTERNAL=1: {why}");
-    eprintln!("skipped: {why}");
-    None
+    installed("opencode", specgap_agents::cli::opencode::DEFAULT_VERSION)
 }
 
 fn body(request: &ReceivedRequest) -> Value {
