@@ -201,13 +201,12 @@ impl Adapter for OpenCode {
             }
         };
         let log = read_events(&String::from_utf8_lossy(&bytes), unanswered);
-        if let Some(session) = &log.session {
-            // Only the first start's session is kept: a resume continues it.
-            if matches!(home::read_file(home_dir, Path::new(SESSION_FILE), 4096), Err(home::HomeError::Missing(_))) {
-                if let Err(e) = home::write_file(home_dir, Path::new(SESSION_FILE), session.as_bytes()) {
-                    report.note = format!("cannot keep opencode's session id: {e}");
-                }
-            }
+        // Only the first start's session is kept: a resume continues it.
+        if let Some(session) = &log.session
+            && matches!(home::read_file(home_dir, Path::new(SESSION_FILE), 4096), Err(home::HomeError::Missing(_)))
+            && let Err(e) = home::write_file(home_dir, Path::new(SESSION_FILE), session.as_bytes())
+        {
+            report.note = format!("cannot keep opencode's session id: {e}");
         }
         report.results = log.results;
         report.actions = log.actions;
