@@ -41,6 +41,9 @@ pub struct Launch {
     /// The message this start is about (the opening message, or the message a resume
     /// answers), as a sandbox path.
     pub message_file: String,
+    /// The harness tools' MCP server (`ask_user`, `submit`, `write_plan` as the condition
+    /// offers them), for the CLI's MCP configuration.
+    pub mcp: McpServer,
     /// The condition's system prompt as a sandbox path, when it goes through the CLI's own
     /// option ([`SystemPromptRoute::Option`]) and the condition adds one.
     pub system_prompt_file: Option<String>,
@@ -48,6 +51,24 @@ pub struct Launch {
     pub resumed: bool,
     /// Extra model request fields (`--model-arg`).
     pub model_args: Map<String, Value>,
+}
+
+/// The harness tools' MCP server inside the sandbox (stdio): what an adapter writes into its
+/// CLI's MCP configuration. The harness also writes the common `{"mcpServers": …}` form to
+/// [`McpServer::config_file`] for every agent.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct McpServer {
+    /// The server's name in the configuration (`specgap`).
+    pub name: String,
+    /// The program to start (a sandbox path).
+    pub command: String,
+    /// Its arguments (`mcp`).
+    pub args: Vec<String>,
+    /// The variables it needs (the bridge socket and token; also in every process's
+    /// environment, for CLIs that do not pass an MCP server's own).
+    pub env: Vec<(String, String)>,
+    /// The common MCP configuration file the harness wrote (a sandbox path).
+    pub config_file: String,
 }
 
 /// What the agent's own log says once its program has ended.

@@ -13,10 +13,12 @@
 //! | `{model}` | the model name the gateway serves |
 //! | `{workspace}` | the workspace (`/workspace`, also the working directory) |
 //! | `{home}` | the agent's private home (`/home/specgap`, also `HOME`) |
+//! | `{mcp_config}` | the harness tools' MCP configuration (`~/.specgap/mcp.json`, `{"mcpServers": {"specgap": …}}`), for agents that speak MCP |
 //!
 //! The same values are in the environment: `OPENAI_BASE_URL` and `OPENAI_API_BASE`,
 //! `OPENAI_API_KEY`, `SPECGAP_MODEL`, `SPECGAP_INSTRUCTION_FILE`, `SPECGAP_SYSTEM_PROMPT_FILE`,
-//! and `SPECGAP_RESUMED` (`1` on a resume). The template runs under `/bin/sh -c` in the
+//! `SPECGAP_MCP_CONFIG` and `SPECGAP_RESUMED` (`1` on a resume). The harness commands
+//! `ask_user "<question>"` and `submit ["<summary>"]` are on `PATH` (DESIGN §5). The template runs under `/bin/sh -c` in the
 //! workspace; an absolute path in it that names a host file outside the system directories
 //! (the agent's own script) is mounted read-only at the same path, that file alone.
 //!
@@ -40,7 +42,7 @@ const ACTIONS_LOG: &str = ".specgap/actions.jsonl";
 /// Largest actions log read back.
 const ACTIONS_LIMIT: u64 = 16 << 20;
 /// The placeholders a template may use.
-pub const PLACEHOLDERS: &[&str] = &["instruction_file", "system_prompt_file", "base_url", "token_env", "model", "workspace", "home"];
+pub const PLACEHOLDERS: &[&str] = &["instruction_file", "system_prompt_file", "base_url", "token_env", "model", "workspace", "home", "mcp_config"];
 
 /// The adapter over one command template.
 #[derive(Debug, Clone)]
@@ -83,6 +85,7 @@ impl CommandAdapter {
             ("model", launch.model.clone()),
             ("workspace", WORKSPACE_MOUNT.to_string()),
             ("home", SANDBOX_HOME.to_string()),
+            ("mcp_config", launch.mcp.config_file.clone()),
         ];
         let mut filled = self.template.clone();
         for (name, value) in values {
@@ -119,6 +122,7 @@ impl Adapter for CommandAdapter {
             ("SPECGAP_SYSTEM_PROMPT_FILE".into(), system),
             ("SPECGAP_RESUMED".into(), if launch.resumed { "1" } else { "0" }.into()),
             ("SPECGAP_ACTIONS_LOG".into(), format!("{SANDBOX_HOME}/{ACTIONS_LOG}")),
+            ("SPECGAP_MCP_CONFIG".into(), launch.mcp.config_file.clone()),
         ]
     }
 
@@ -177,6 +181,7 @@ mod tests {
             token: "t".into(),
             model: "m".into(),
             message_file: "/run/specgap/task/message-1.md".into(),
+            mcp: crate::cli::adapter::McpServer::default(),
             system_prompt_file: Some("/run/specgap/task/system-prompt.md".into()),
             resumed: false,
             model_args: serde_json::Map::new(),

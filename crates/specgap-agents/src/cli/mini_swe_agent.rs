@@ -210,6 +210,7 @@ mod tests {
             token: "t".into(),
             model: "Qwen/Qwen3-8B".into(),
             message_file: "/run/specgap/task/message-1.md".into(),
+            mcp: crate::cli::adapter::McpServer::default(),
             system_prompt_file: None,
             resumed: false,
             model_args,

@@ -25,6 +25,7 @@
 #![allow(clippy::module_name_repetitions)]
 
 pub mod adapter;
+mod bridge;
 pub mod command;
 mod exchange;
 pub mod gemini_cli;
@@ -205,6 +206,28 @@ impl CliConfig {
     }
 }
 
+/// Where installed adapters live: the cache `specgap agents install` fills
+/// ([`specgap_adapters::default_root`]); [`CliConfig::installation`] finds and checks one.
+pub mod install {
+    use std::path::PathBuf;
+
+    /// The directory of installed agents: `$XDG_CACHE_HOME/specgap/agents`, else
+    /// `~/.cache/specgap/agents` (a path that does not exist when neither is set).
+    pub fn agents_dir() -> PathBuf {
+        specgap_adapters::default_root().unwrap_or_else(|_| PathBuf::from("/nonexistent/specgap/agents"))
+    }
+
+    /// The installation directory of an adapter's `version` (`<agents dir>/<adapter>/<version>`).
+    pub fn dir(adapter: &str, version: &str) -> PathBuf {
+        agents_dir().join(adapter).join(version)
+    }
+
+    /// The virtual environment of a Python adapter's installed `version`.
+    pub fn venv(adapter: &str, version: &str) -> PathBuf {
+        dir(adapter, version).join("venv")
+    }
+}
+
 /// One `cli:` agent for one episode attempt (module guide).
 pub struct CliAgent {
     config: CliConfig,
@@ -230,6 +253,8 @@ pub struct CliAgent {
     stopped: bool,
     /// The gateway's base URL inside the sandbox.
     base_url: String,
+    /// The harness tools' endpoint (from the start on).
+    bridge: Option<bridge::EpisodeBridge>,
 }
 
 impl std::fmt::Debug for CliAgent {
@@ -263,6 +288,7 @@ impl CliAgent {
             token: String::new(),
             stopped: false,
             base_url: String::new(),
+            bridge: None,
         })
     }
 
@@ -304,7 +330,10 @@ impl CliAgent {
         for path in self.adapter.mounts() {
             template.mounts.push(Mount { sandbox: path.clone(), host: path, writable: false });
         }
-        let mut path: Vec<String> = self.adapter.path_dirs().iter().map(|d| d.display().to_string()).collect();
+        let bridge = self.bridge.as_ref().ok_or_else(|| AgentError::new("a cli: agent's sandbox was made before its harness tools", false))?;
+        template.mounts.extend(bridge.mounts());
+        let mut path: Vec<String> = vec![specgap_bridge::install::SANDBOX_BIN_DIR.to_string()];
+        path.extend(self.adapter.path_dirs().iter().map(|d| d.display().to_string()));
         path.push(place.host.path_var());
         let mut env: Vec<(String, String)> = vec![
             ("PATH".into(), path.join(":")),
@@ -316,6 +345,7 @@ impl CliAgent {
             ("NO_UPDATE_NOTIFIER".into(), "1".into()),
             ("NO_PROXY".into(), "*".into()),
         ];
+        env.extend(bridge.env());
         env.extend(self.adapter.env(&self.launch("", false)));
         template.env.extend(env);
         template.limits = Limits::default();
@@ -328,6 +358,7 @@ impl CliAgent {
             token: self.token.clone(),
             model: self.config.endpoint.model.clone(),
             message_file: message_file.to_string(),
+            mcp: self.bridge.as_ref().map(bridge::EpisodeBridge::mcp_server).unwrap_or_default(),
             system_prompt_file: (self.adapter.system_prompt_route() == SystemPromptRoute::Option
                 && !self.place.as_ref().is_some_and(|p| p.scaffold_prompt_only))
             .then(|| format!("{SANDBOX_TASK_DIR}/system-prompt.md")),
@@ -494,6 +525,10 @@ impl Agent for CliAgent {
         std::fs::write(task.join("system-prompt.md"), system)
             .map_err(|e| AgentError::with_source("cannot write the system prompt file", false, e))?;
         self.opening = Some(opening.clone());
+        let bridge = bridge::EpisodeBridge::open(&place.scratch, &opening.tools, self.link.clone())?;
+        std::fs::create_dir_all(self.home()?).map_err(|e| AgentError::with_source("cannot prepare the agent's home", false, e))?;
+        bridge.write_mcp_config(&self.home()?)?;
+        self.bridge = Some(bridge);
         let template = self.template(&place)?;
         let sandbox = AgentSandbox::start(&template, &place.host, &place.sandbox)
             .map_err(|e| AgentError::with_source("cannot build the agent's sandbox", false, e))?;
@@ -575,6 +610,9 @@ impl Agent for CliAgent {
             return;
         }
         self.stopped = true;
+        if let Some(bridge) = &self.bridge {
+            bridge.end();
+        }
         for left in self.link.end("the episode has ended; no more model requests are served") {
             if let Happened::Call(call) = left {
                 call.answer(EPISODE_OVER.into(), true, true);
@@ -604,6 +642,8 @@ impl Agent for CliAgent {
         {
             tracing::warn!("the model gateway did not stop cleanly: {e}");
         }
+        // After the sandbox is gone: no client is left to wait on the socket.
+        self.bridge.take();
     }
 }
 

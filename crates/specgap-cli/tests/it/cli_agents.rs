@@ -228,3 +228,66 @@ fn sigkill_of_the_runner_during_a_cli_episode_then_resume_equals_an_uninterrupte
         assert_eq!((row.end_reason.map(|r| r.as_str()), row.turns), (Some("agent_exit"), 3));
     }
 }
+
+/// A shell command writing the payment-retry solution `solution`'s shop/checkout.py into the
+/// workspace (mini's sandbox cannot see the package, so the bytes travel in the command).
+fn write_checkout(solution: &str) -> String {
+    let bytes = fs_err::read(repo().join("examples/tasks/payment-retry/solutions").join(solution).join("shop/checkout.py")).unwrap();
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("python3 -c \"import sys; open('shop/checkout.py', 'wb').write(bytes.fromhex(sys.argv[1]))\" {hex}")
+}
+
+#[test]
+fn mini_swe_agent_reads_asks_the_owner_submits_reads_the_feedback_fixes_and_is_accepted() {
+    let Some(_) = mini_installed() else { return };
+    let answer = "Anything under shop/ except shop/gateway.py, which mirrors Paylane's SDK; the records are history and stay as they are.";
+    let script = [
+        mini_bash(1, "head -3 shop/checkout.py"),
+        mini_bash(2, "ask_user 'May I edit shop/gateway.py, or the records?'"),
+        mini_bash(3, &write_checkout("literal")),
+        mini_bash(4, "submit 'retries added'"),
+        mini_bash(5, &write_checkout("gold")),
+        mini_bash(6, "submit 'retries only where they are safe'"),
+    ];
+    let mock = MockUpstream::start(script).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let base_url = format!("{}/v1", mock.url());
+    let suite = repo().join("examples/tasks/payment-retry");
+    let output = specgap()
+        .args([OsStr::new("run"), suite.as_os_str(), OsStr::new("--agent"), OsStr::new("cli:mini-swe-agent"), OsStr::new("--model"), OsStr::new(MODEL)])
+        .args(["--base-url", &base_url, "--api-key-env", KEY_ENV, "--condition", "partial", "--start", "clean", "--no-report", "--out"])
+        .arg(&out)
+        .env(KEY_ENV, KEY)
+        .env("XDG_CACHE_HOME", crate::agents::test_cache())
+        .output()
+        .unwrap();
+    assert_succeeded(output);
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 6, "mini was stopped at the acceptance");
+    for request in &requests {
+        assert_eq!(request.header("authorization"), Some(format!("Bearer {KEY}").as_str()));
+    }
+    // The owner's answer was the output of mini's `ask_user` command, in its next request;
+    // the first submission's feedback was the output of `submit` (exit status 1).
+    let tool_output = |i: usize| -> String {
+        let body: Value = serde_json::from_slice(&requests[i].body).unwrap();
+        body["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_string()
+    };
+    let observation = |i: usize| -> Value { serde_json::from_str(&tool_output(i)).unwrap() };
+    assert_eq!(observation(2), json!({ "returncode": 0, "output": format!("{answer}\n") }));
+    let feedback = observation(4);
+    assert_eq!(feedback["returncode"], 1, "{feedback}");
+    assert!(feedback["output"].as_str().unwrap().len() > 40, "the owner's feedback is submit's output: {feedback}");
+    let rows = episodes(&out);
+    assert_eq!(rows.len(), 1);
+    let row = &rows[0];
+    assert_eq!(row.end_reason.map(|r| r.as_str()), Some("accepted"));
+    assert_eq!((row.turns, row.tool_calls, row.submissions), (6, 6, 2));
+    assert_eq!((row.final_score, row.final_success), (Some(1.0), Some(true)));
+    let usage = last_attempt_usage(&out);
+    let agent: Vec<_> = usage.iter().filter(|u| u.1 == "Agent").collect();
+    assert_eq!(agent.len(), 1, "{usage:?}");
+    // mini_bash(n) answers with 1000 + n input and 20 + n output tokens.
+    assert_eq!((agent[0].2, agent[0].3, agent[0].4), (6, (1001..=1006).sum::<u64>(), (21..=26).sum::<u64>()));
+}

@@ -286,3 +286,141 @@ fn a_prompts_directory_in_the_file_is_stored_with_every_agent_and_the_chat_user(
     assert_eq!(flag.status.code(), Some(2));
     assert!(stderr(&flag).starts_with("error: --prompts cannot be combined with --config"), "{}", stderr(&flag));
 }
+
+const KEY_C: &str = "sk-config-c-0d93a7";
+
+/// A scripted upstream for our small `cli:` test agent on payment-retry, answering as
+/// `model` by step (assistant messages so far): look at the file, write the gold fix with a
+/// shell command, `submit` from the shell; while `down` is set every request gets 503.
+fn cli_upstream(model: &'static str, down: Arc<AtomicBool>) -> specgap_gateway::mock::MockUpstream {
+    use specgap_gateway::mock::replies::{self, Call, Tokens};
+    use specgap_gateway::mock::{MockReply, MockUpstream};
+    let gold = fs_err::read(payment_retry().join("solutions/gold/shop/checkout.py")).unwrap();
+    let hex: String = gold.iter().map(|b| format!("{b:02x}")).collect();
+    let write = format!("python3 -c \"import sys; open('shop/checkout.py', 'wb').write(bytes.fromhex(sys.argv[1]))\" {hex}");
+    let mock = MockUpstream::start([]).unwrap();
+    mock.set_responder(move |request| {
+        if down.load(Ordering::SeqCst) {
+            return MockReply::json(503, "{\"error\": {\"message\": \"down\"}}");
+        }
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        let step = body["messages"].as_array().map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count());
+        let command = match step {
+            0 => "head -3 shop/checkout.py".to_string(),
+            1 => write.clone(),
+            _ => "submit 'retries added'".to_string(),
+        };
+        let call = [Call::new(&format!("call-{step}"), "bash", json!({ "command": command }))];
+        replies::openai_chat(model, "working", &call, Tokens { input: 50, output: 5, ..Tokens::default() })
+    });
+    mock
+}
+
+#[test]
+fn two_cli_agents_and_a_chat_agent_on_three_endpoints_run_resolve_into_run_toml_and_resume_from_it() {
+    let chat = agent_server(Arc::default());
+    let cli_a = cli_upstream("cli-model-a", Arc::default());
+    let down_b = Arc::new(AtomicBool::new(true));
+    let cli_b = cli_upstream("cli-model-b", Arc::clone(&down_b));
+    let agent = fs_err::canonicalize(repo().join("crates/specgap-agents/tests/fixtures/cli-agent.py")).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let text = format!(
+        r#"
+suites = ["{suite}"]
+conditions = ["partial"]
+starts = ["clean"]
+seed = 4
+retries = 0
+
+[[agent]]
+name = "chat"
+kind = "chat"
+model = "mock-a"
+base_url = "{chat}"
+api_key_env = "CONFIG_KEY_A"
+
+[[agent]]
+name = "cli-a"
+kind = "cli"
+adapter = "command"
+command = "python3 {agent}"
+model = "cli-model-a"
+base_url = "{a}/v1"
+api_key_env = "CONFIG_KEY_B"
+
+[[agent]]
+name = "cli-b"
+kind = "cli"
+adapter = "command"
+command = "python3 {agent}"
+model = "cli-model-b"
+base_url = "{b}/v1"
+api_key_env = "CONFIG_KEY_C"
+max_retries = 0
+"#,
+        suite = payment_retry().display(),
+        chat = chat.url,
+        agent = agent.display(),
+        a = cli_a.url(),
+        b = cli_b.url(),
+    );
+    let config = write(tmp.path(), "matrix.toml", &text);
+    let out = tmp.path().join("run");
+    let keys = |command: &mut std::process::Command| {
+        command.env("CONFIG_KEY_A", KEY_A).env("CONFIG_KEY_B", KEY_B).env("CONFIG_KEY_C", KEY_C);
+    };
+
+    let mut dry = specgap();
+    keys(&mut dry);
+    let dry = dry.arg("run").arg("--config").arg(&config).arg("--dry-run").output().unwrap();
+    assert!(dry.status.success(), "{}", stderr(&dry));
+    assert_eq!(stderr(&dry), "dry run: 3 episodes planned, 0 combinations not applicable; nothing was created\n");
+    let resolved: RunConfig = toml::from_str(&String::from_utf8_lossy(&dry.stdout)).unwrap();
+
+    // cli-b's upstream is down at first: its episode is an infrastructure error.
+    let mut first = specgap();
+    keys(&mut first);
+    let first = first.arg("run").arg("--config").arg(&config).args(["--jobs", "1", "--no-report", "--out"]).arg(&out).output().unwrap();
+    assert!(first.status.success(), "{}", stderr(&first));
+    let stored = Store::open(&out).unwrap().config().clone();
+    assert_eq!(stored, resolved, "run.toml is what the dry run resolved");
+    let labels: Vec<&str> = stored.agents.iter().map(|c| c.label()).collect();
+    assert_eq!(labels, ["chat", "cli-a", "cli-b"]);
+    let command_spec = format!("cli:command=python3 {}", agent.display());
+    assert_eq!((stored.agents[1].spec.as_str(), stored.agents[2].spec.as_str()), (command_spec.as_str(), command_spec.as_str()));
+    for (i, url, model, key_env) in [(1, cli_a.url(), "cli-model-a", "CONFIG_KEY_B"), (2, cli_b.url(), "cli-model-b", "CONFIG_KEY_C")] {
+        let endpoint = &stored.agents[i].config["endpoint"];
+        assert_eq!(endpoint["base_url"].as_str(), Some(format!("{url}/v1").as_str()));
+        assert_eq!((endpoint["model"].as_str(), endpoint["api_key_env"].as_str()), (Some(model), Some(key_env)));
+        assert_eq!(stored.agents[i].config["kind"].as_str(), Some("cli"));
+    }
+    assert_ne!(stored.agents[1].hash, stored.agents[2].hash);
+    let run_toml = fs_err::read_to_string(out.join("run.toml")).unwrap();
+    assert!(!run_toml.contains(KEY_B) && !run_toml.contains(KEY_C));
+
+    let outcome = |label: &str| {
+        let store = Store::open(&out).unwrap();
+        store.episodes().unwrap().into_iter().filter(|e| e.agent == label).map(|e| (e.status, e.final_success)).collect::<Vec<_>>()
+    };
+    assert_eq!(outcome("chat"), [(Status::Finished, Some(true))]);
+    assert_eq!(outcome("cli-a"), [(Status::Finished, Some(true))]);
+    assert_eq!(outcome("cli-b").iter().map(|o| o.0).collect::<Vec<_>>(), [Status::InfraError]);
+    let (chat_seen, a_seen) = (chat.requests().len(), cli_a.requests().len());
+    assert_eq!(a_seen, 3, "look, write, submit");
+    assert_eq!(cli_b.requests().len(), 1, "max_retries = 0: one try");
+
+    // The upstream is back: --resume runs cli-b's episode from run.toml alone.
+    down_b.store(false, Ordering::SeqCst);
+    let resumed = specgap().env("CONFIG_KEY_C", KEY_C).args(["run", "--resume", out.to_str().unwrap(), "--no-report"]).output().unwrap();
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    assert_eq!(outcome("cli-b"), [(Status::Finished, Some(true))]);
+    assert_eq!((chat.requests().len(), cli_a.requests().len()), (chat_seen, a_seen), "finished episodes are not run again");
+    assert_eq!(cli_b.requests().len(), 1 + 3);
+    for (mock, model, key) in [(&cli_a, "cli-model-a", KEY_B), (&cli_b, "cli-model-b", KEY_C)] {
+        for request in mock.requests() {
+            let body: Value = serde_json::from_slice(&request.body).unwrap();
+            assert_eq!(body["model"], model);
+            assert_eq!(request.header("authorization"), Some(format!("Bearer {key}").as_str()), "each cli agent's gateway adds its own key");
+        }
+    }
+}
