@@ -8,6 +8,7 @@
 //! | start | `node gemini.js --prompt="<message>" -m <model> --yolo --skip-trust -o stream-json`, standard input empty (the `=` form, since a message may start with `-`); its stream-JSON events go to `~/.specgap/gemini-events.jsonl` |
 //! | model endpoint | `GOOGLE_GEMINI_BASE_URL` = the gateway (`http://127.0.0.1:<port>`), `GEMINI_API_KEY` = the gateway token, `security.auth.selectedType = "gemini-api-key"`; requests are `POST /v1beta/models/<model>:streamGenerateContent?alt=sse` with `x-goog-api-key` |
 //! | network | `~/.gemini/settings.json`: usage statistics and telemetry off, auto-update and its notice off; the system-wide settings paths point at a file that does not exist, so no host file configures it |
+//! | harness tools | the bridge's MCP server in `mcpServers` of its settings, `trust: true`; the commands `ask_user` and `submit` are on `PATH` for its shell tool |
 //! | permissions, sandbox | `--yolo` approves every tool call; its own sandbox off (`tools.sandbox = false`, `GEMINI_SANDBOX=false`); `--skip-trust` and `GEMINI_CLI_TRUST_WORKSPACE` trust the workspace without asking |
 //! | system prompt | its global context file `~/.gemini/GEMINI.md`, which it appends to its system instruction: the condition's prompt is copied there before each start; `blind` leaves it empty |
 //! | side requests | generating requests without tools (its loop and next-speaker checks) are side requests; with `-m` naming the model it routes nothing to another model |
@@ -27,7 +28,7 @@ use serde_json::{Value, json};
 use specgap_engine::session::{AgentError, ObservedResult};
 use specgap_protocol::action::{ActionKind, FileAction};
 
-use super::adapter::{Adapter, Launch, LogReport, SANDBOX_HOME, SystemPromptRoute, shell_quote};
+use super::adapter::{Adapter, Launch, LogReport, McpServer, SANDBOX_HOME, SystemPromptRoute, shell_quote};
 use super::home;
 use super::opencode::workspace_path;
 
@@ -98,15 +99,21 @@ impl GeminiCli {
         Ok(GeminiCli { dir: dir.to_path_buf(), node, mounts, version: version.to_string() })
     }
 
-    /// Its settings: the gateway's API key auth, every network switch off, its sandbox off.
-    pub fn settings() -> Value {
-        json!({
+    /// Its settings: the gateway's API key auth, every network switch off, its sandbox off,
+    /// and the harness tools' MCP server (trusted: its calls need no confirmation).
+    pub fn settings(mcp: &McpServer) -> Value {
+        let mut settings = json!({
             "security": { "auth": { "selectedType": "gemini-api-key" }, "folderTrust": { "enabled": false } },
             "general": { "disableAutoUpdate": true, "disableUpdateNag": true },
             "privacy": { "usageStatisticsEnabled": false },
             "telemetry": { "enabled": false },
             "tools": { "sandbox": false },
-        })
+        });
+        if !mcp.command.is_empty() {
+            let env: serde_json::Map<String, Value> = mcp.env.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
+            settings["mcpServers"] = json!({ mcp.name.clone(): { "command": mcp.command, "args": mcp.args, "env": env, "trust": true } });
+        }
+        settings
     }
 }
 
@@ -162,8 +169,8 @@ impl Adapter for GeminiCli {
         SystemPromptRoute::Option
     }
 
-    fn prepare_home(&self, home_dir: &Path, _launch: &Launch) -> Result<(), AgentError> {
-        let settings = serde_json::to_vec_pretty(&Self::settings()).unwrap_or_default();
+    fn prepare_home(&self, home_dir: &Path, launch: &Launch) -> Result<(), AgentError> {
+        let settings = serde_json::to_vec_pretty(&Self::settings(&launch.mcp)).unwrap_or_default();
         home::write_file(home_dir, Path::new(SETTINGS_FILE), &settings)
             .map_err(|e| AgentError::with_source("cannot write gemini-cli's settings into the agent's home", false, e))
     }
@@ -319,6 +326,7 @@ mod tests {
             token: "tok".into(),
             model: "gemini-2.5-pro".into(),
             message_file: "/run/specgap/task/message-1.md".into(),
+            mcp: McpServer::default(),
             system_prompt_file: system.then(|| "/run/specgap/task/system-prompt.md".into()),
             resumed,
             model_args: serde_json::Map::new(),
@@ -349,6 +357,9 @@ mod tests {
         assert!(resumed.starts_with("mkdir -p /home/specgap/.specgap /home/specgap/.gemini && : > '/home/specgap/.gemini/GEMINI.md' && exec '/usr/bin/node'"), "{resumed}");
         assert!(resumed.contains(" --skip-trust --resume latest -o stream-json"), "{resumed}");
         let env = adapter.env(&launch(false, true));
+        let mcp = McpServer { name: "specgap".into(), command: "/run/specgap/bin/specgap-bridge".into(), args: vec!["mcp".into()], env: vec![("K".into(), "v".into())], config_file: String::new() };
+        assert_eq!(GeminiCli::settings(&mcp)["mcpServers"], json!({ "specgap": { "command": "/run/specgap/bin/specgap-bridge", "args": ["mcp"], "env": { "K": "v" }, "trust": true } }));
+        assert!(GeminiCli::settings(&McpServer::default()).get("mcpServers").is_none());
         assert!(env.contains(&("GOOGLE_GEMINI_BASE_URL".into(), "http://127.0.0.1:4000".into())));
         assert!(env.contains(&("GEMINI_API_KEY".into(), "tok".into())));
     }

@@ -8,6 +8,7 @@
 //! | start | `opencode run --format json -m specgap/<model>` with the message on standard input (a positional message is quoted by opencode when it has spaces); its JSON events go to `~/.specgap/opencode-events.jsonl` |
 //! | model endpoint | a provider `specgap` in `~/.config/opencode/opencode.json` through its bundled `@ai-sdk/openai-compatible` package: `baseURL` = the gateway, `apiKey` = `{env:OPENAI_API_KEY}` (the gateway token); streamed chat completions with `stream_options.include_usage` |
 //! | network | `autoupdate` off, sharing off, models.dev list not fetched (`OPENCODE_DISABLE_MODELS_FETCH`), default plug-ins, LSP downloads, Claude Code files and external skills off, project configuration ignored (the harness's file is the configuration); opencode still looks up the npm registry once to add `@opencode-ai/plugin` to its configuration directory in the background — without a network the lookup fails at once and nothing waits on it |
+//! | harness tools | the bridge's MCP server as a `local` server in its `mcp` configuration (its tools appear to the model as `specgap_ask_user`, `specgap_submit`); the commands `ask_user` and `submit` are on `PATH` for its shell tool |
 //! | permissions | `"*": "allow"` (no prompt can block `run`), `webfetch` and `websearch` denied; opencode has no sandbox of its own |
 //! | system prompt | its `instructions` option (files appended to its system prompt): the condition's prompt file; `blind` adds nothing |
 //! | side requests | the title of a new session: a generating request without tools, a side request |
@@ -116,6 +117,12 @@ impl OpenCode {
         });
         if let Some(file) = &launch.system_prompt_file {
             config["instructions"] = json!([file]);
+        }
+        if !launch.mcp.command.is_empty() {
+            let mut command = vec![launch.mcp.command.clone()];
+            command.extend(launch.mcp.args.iter().cloned());
+            let environment: serde_json::Map<String, Value> = launch.mcp.env.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
+            config["mcp"] = json!({ launch.mcp.name.clone(): { "type": "local", "command": command, "environment": environment, "enabled": true } });
         }
         config
     }
@@ -343,6 +350,13 @@ mod tests {
             token: "t".into(),
             model: "qwen3-8b".into(),
             message_file: "/run/specgap/task/message-2.md".into(),
+            mcp: super::super::adapter::McpServer {
+                name: "specgap".into(),
+                command: "/run/specgap/bin/specgap-bridge".into(),
+                args: vec!["mcp".into()],
+                env: vec![("SPECGAP_BRIDGE_TOKEN".into(), "b".into())],
+                config_file: "/home/specgap/.specgap/mcp.json".into(),
+            },
             system_prompt_file: Some("/run/specgap/task/system-prompt.md".into()),
             resumed,
             model_args: serde_json::Map::new(),
@@ -392,6 +406,10 @@ mod tests {
         assert_eq!(config["instructions"], json!(["/run/specgap/task/system-prompt.md"]));
         assert_eq!(config["autoupdate"], false);
         assert_eq!(config["permission"], json!({ "*": "allow", "webfetch": "deny", "websearch": "deny" }));
+        assert_eq!(
+            config["mcp"],
+            json!({ "specgap": { "type": "local", "command": ["/run/specgap/bin/specgap-bridge", "mcp"], "environment": { "SPECGAP_BRIDGE_TOKEN": "b" }, "enabled": true } })
+        );
         assert!(!config.to_string().contains("\"t\""), "the token itself is never written");
         let mut blind = launch(false);
         blind.system_prompt_file = None;

@@ -307,3 +307,89 @@ fn cli_opencode_asks_in_its_reply_under_interact_and_is_resumed_in_its_own_sessi
     let expected_output = (0..3).map(|s| main_tokens(s).output).sum::<u64>() + TITLE_TOKENS.output;
     assert_eq!(usage.iter().map(|u| (u.usage.requests, u.usage.input_tokens, u.usage.output_tokens)).collect::<Vec<_>>(), vec![(4, expected_input, expected_output)]);
 }
+
+/// Answers by step: read the module, ask the owner through the MCP server, write the literal
+/// fix, submit it through MCP (its result carries the feedback), write the gold fix, submit.
+fn mcp_responder(literal: String, gold: String) -> impl Fn(&ReceivedRequest) -> MockReply + Send + Sync {
+    move |request| {
+        if !offers_tools(request) {
+            return replies::openai_chat_stream(MODEL, "Late fee fix", &[], TITLE_TOKENS);
+        }
+        let step = body(request)["messages"].as_array().map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count()) as u64;
+        let tokens = main_tokens(step);
+        let call = |id: &str, tool: &str, arguments: Value| replies::openai_chat_stream(MODEL, "", &[Call::new(id, tool, arguments)], tokens);
+        match step {
+            0 => call("c-read", "read", json!({ "filePath": "/workspace/billing/fees.py" })),
+            1 => call("c-ask", "specgap_ask_user", json!({ "question": OWNER_QUESTION })),
+            2 => call("c-write-1", "write", json!({ "filePath": "/workspace/billing/fees.py", "content": literal })),
+            3 => call("c-submit-1", "specgap_submit", json!({ "summary": "started months count" })),
+            4 => call("c-write-2", "write", json!({ "filePath": "/workspace/billing/fees.py", "content": gold })),
+            5 => call("c-submit-2", "specgap_submit", json!({ "summary": "disputed invoices and the cap too" })),
+            _ => replies::openai_chat_stream(MODEL, "Done.", &[], tokens),
+        }
+    }
+}
+
+const OWNER_QUESTION: &str = "Should a disputed invoice be charged a late fee?";
+
+#[test]
+fn cli_opencode_asks_the_owner_and_submits_through_mcp_and_reads_the_feedback_in_submits_result() {
+    let Some(_) = opencode_installed() else { return };
+    let package = task_fixture("req-basic");
+    let literal = std::fs::read_to_string(package.join("solutions/literal/billing/fees.py")).unwrap();
+    let gold = std::fs::read_to_string(package.join("solutions/gold/billing/fees.py")).unwrap();
+    let mock = MockUpstream::start([]).unwrap();
+    mock.set_responder(mcp_responder(literal, gold));
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let base_url = format!("{}/v1", mock.url());
+    let args: Vec<&OsStr> = vec![
+        OsStr::new("run"), package.as_os_str(), OsStr::new("--agent"), OsStr::new("cli:opencode"), OsStr::new("--model"), OsStr::new(MODEL),
+        OsStr::new("--base-url"), OsStr::new(&base_url), OsStr::new("--api-key-env"), OsStr::new(KEY_ENV), OsStr::new("--condition"), OsStr::new("partial"),
+        OsStr::new("--no-report"), OsStr::new("--out"), out.as_os_str(),
+    ];
+    assert_succeeded(specgap().args(&args).env(KEY_ENV, KEY).env("XDG_CACHE_HOME", test_cache()).output().unwrap());
+    let requests = mock.requests();
+    let main: Vec<&ReceivedRequest> = requests.iter().filter(|r| offers_tools(r)).collect();
+    let rows = episodes(&out);
+    let row = &rows[0];
+    let events = events(&out, &row.id);
+    assert_eq!(row.end_reason.map(|r| r.as_str()), Some("accepted"), "{row:?}");
+    assert_eq!((row.turns, row.tool_calls, row.submissions), (6, 6, 2), "{row:?}");
+    assert_eq!((row.final_score, row.final_success), (Some(1.0), Some(true)), "{row:?}");
+    assert_eq!(main.len(), 6, "the episode ends at the accepted submission: no seventh turn");
+    let tools: Vec<String> = body(main[0])["tools"].as_array().unwrap().iter().filter_map(|t| t["function"]["name"].as_str().map(str::to_string)).collect();
+    assert!(tools.contains(&"specgap_ask_user".to_string()) && tools.contains(&"specgap_submit".to_string()), "the bridge's MCP tools are offered: {tools:?}");
+    // The harness calls arrived through the bridge, in order.
+    let calls: Vec<(String, Value)> = events.iter().filter_map(|e| match &e.kind { EventKind::BridgeCall { call, .. } => Some((call.tool.clone(), call.arguments.clone())), _ => None }).collect();
+    assert_eq!(
+        calls,
+        vec![
+            ("ask_user".to_string(), json!({ "question": OWNER_QUESTION })),
+            ("submit".to_string(), json!({ "summary": "started months count" })),
+            ("submit".to_string(), json!({ "summary": "disputed invoices and the cap too" })),
+        ]
+    );
+    let result_of = |call_id: &str| -> String {
+        events.iter().find_map(|e| match &e.kind { EventKind::ToolResult { call_id: id, output, .. } if id == call_id => Some(output.clone()), _ => None }).unwrap()
+    };
+    let tool_message = |request: &ReceivedRequest, call_id: &str| -> String {
+        body(request)["messages"].as_array().unwrap().iter().find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id).unwrap()["content"].as_str().unwrap().to_string()
+    };
+    // The owner's answer reached opencode as its MCP tool's result.
+    let answer = result_of("bridge-1");
+    assert!(answer.starts_with("Dana believes the only problem"), "{answer}");
+    assert_eq!(tool_message(main[2], "c-ask"), answer);
+    // The feedback of the returned submission is part of submit's result.
+    let feedback = events.iter().find_map(|e| match &e.kind { EventKind::UserMessage { kind: specgap_protocol::event::UserMessageKind::Feedback, text, .. } => Some(text.clone()), _ => None }).unwrap();
+    assert_eq!(tool_message(main[4], "c-submit-1"), format!("The delivery was returned; the owner's message follows. 3 submissions left.\n\n{feedback}"));
+    for (step, request) in main.iter().enumerate() {
+        assert_each_call_answered_once(body(request)["messages"].as_array().unwrap(), &format!("main request {step}"));
+        assert_eq!(request.header("authorization"), Some(format!("Bearer {KEY}").as_str()));
+    }
+    let store = specgap_store::Store::open(&out).unwrap();
+    let usage: Vec<_> = store.usage().unwrap().into_iter().filter(|u| u.role == specgap_store::Role::Agent).collect();
+    let expected_input = (0..6).map(|s| main_tokens(s).input).sum::<u64>() + TITLE_TOKENS.input;
+    let expected_output = (0..6).map(|s| main_tokens(s).output).sum::<u64>() + TITLE_TOKENS.output;
+    assert_eq!(usage.iter().map(|u| (u.usage.requests, u.usage.input_tokens, u.usage.output_tokens)).collect::<Vec<_>>(), vec![(7, expected_input, expected_output)]);
+}
