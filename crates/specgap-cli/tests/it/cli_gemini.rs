@@ -193,3 +193,67 @@ fn cli_gemini_cli_asks_in_its_reply_under_interact_and_resumes_its_latest_sessio
     let actions: Vec<FileAction> = events.iter().filter_map(|e| match &e.kind { EventKind::Actions { actions, .. } => Some(actions.clone()), _ => None }).flatten().collect();
     assert_eq!(actions, vec![FileAction::on(ActionKind::Write, "plan.json", "write_file", true)]);
 }
+
+/// gemini-cli lists the bridge's MCP tools as `mcp_specgap_<tool>` but leaves out the MCP
+/// server's `ask_user` (the name of a tool of its own, which it withholds in headless mode), so
+/// here it asks the owner with the `ask_user` command through its shell tool and submits through
+/// MCP.
+#[test]
+fn cli_gemini_cli_asks_the_owner_with_the_command_submits_through_mcp_and_reads_the_feedback_in_submits_result() {
+    let Some(_) = gemini_installed() else { return };
+    let package = task_fixture("req-basic");
+    let literal = std::fs::read_to_string(package.join("solutions/literal/billing/fees.py")).unwrap();
+    let gold = std::fs::read_to_string(package.join("solutions/gold/billing/fees.py")).unwrap();
+    let mock = MockUpstream::start([]).unwrap();
+    mock.set_responder(move |request: &ReceivedRequest| -> MockReply {
+        let step = step_of(request);
+        let call = |tool: &str, arguments: Value| replies::gemini_stream("", &[Call::new("", tool, arguments)], tokens(step));
+        match step {
+            0 => call("run_shell_command", json!({ "command": format!("ask_user '{OWNER_QUESTION}'") })),
+            1 => call("write_file", json!({ "file_path": "billing/fees.py", "content": literal })),
+            2 => call(SUBMIT_TOOL, json!({ "summary": "started months count" })),
+            3 => call("write_file", json!({ "file_path": "billing/fees.py", "content": gold })),
+            4 => call(SUBMIT_TOOL, json!({ "summary": "disputed invoices and the cap too" })),
+            _ => replies::gemini_stream("Done.", &[], tokens(step)),
+        }
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let base_url = mock.url();
+    assert_succeeded(specgap().args(run_args(&package, &base_url, "partial", &out)).env(KEY_ENV, KEY).env("XDG_CACHE_HOME", test_cache()).output().unwrap());
+    let requests = mock.requests();
+    let tools: Vec<String> = body(&requests[0])["tools"].as_array().unwrap().iter().flat_map(|t| t["functionDeclarations"].as_array().cloned().unwrap_or_default()).filter_map(|f| f["name"].as_str().map(str::to_string)).collect();
+    assert!(tools.contains(&SUBMIT_TOOL.to_string()), "{tools:?}");
+    assert!(!tools.iter().any(|t| t.contains("ask_user")), "gemini-cli withholds an MCP tool named like its own ask_user: {tools:?}");
+    assert_eq!(requests.len(), 5, "the episode ends at the accepted submission");
+    let rows = episodes(&out);
+    let row = &rows[0];
+    assert_eq!(row.end_reason.map(|r| r.as_str()), Some("accepted"), "{row:?}");
+    assert_eq!((row.turns, row.tool_calls, row.submissions), (5, 5, 2), "{row:?}");
+    assert_eq!((row.final_score, row.final_success), (Some(1.0), Some(true)), "{row:?}");
+    let events = events(&out, &row.id);
+    let calls: Vec<(String, Value)> = events.iter().filter_map(|e| match &e.kind { EventKind::BridgeCall { call, .. } => Some((call.tool.clone(), call.arguments.clone())), _ => None }).collect();
+    assert_eq!(calls.len(), 3, "{calls:?}");
+    assert_eq!(calls[0].0, "ask_user");
+    assert_eq!((calls[1].0.as_str(), &calls[1].1), ("submit", &json!({ "summary": "started months count" })));
+    assert_eq!((calls[2].0.as_str(), &calls[2].1), ("submit", &json!({ "summary": "disputed invoices and the cap too" })));
+    let answer = events.iter().find_map(|e| match &e.kind { EventKind::ToolResult { call_id, output, .. } if call_id == "bridge-1" => Some(output.clone()), _ => None }).unwrap();
+    assert!(answer.starts_with("Dana believes the only problem"), "{answer}");
+    let feedback = events.iter().find_map(|e| match &e.kind { EventKind::UserMessage { kind: specgap_protocol::event::UserMessageKind::Feedback, text, .. } => Some(text.clone()), _ => None }).unwrap();
+    // What gemini-cli sent back: the owner's answer in its shell tool's output, the feedback in
+    // the MCP submit's result; every call answered once.
+    let response_of = |request: &ReceivedRequest, tool: &str| -> String {
+        let contents = body(request)["contents"].as_array().unwrap().clone();
+        contents.iter().flat_map(|c| c["parts"].as_array().cloned().unwrap_or_default()).filter(|p| p["functionResponse"]["name"] == tool).map(|p| p["functionResponse"]["response"].to_string()).next_back().unwrap()
+    };
+    assert!(response_of(&requests[1], "run_shell_command").contains(&answer[..40]), "{}", response_of(&requests[1], "run_shell_command"));
+    assert!(response_of(&requests[3], SUBMIT_TOOL).contains(&serde_json::to_string(&feedback).unwrap().trim_matches('"').to_string()), "{}", response_of(&requests[3], SUBMIT_TOOL));
+    for (i, request) in requests.iter().enumerate() {
+        assert_each_call_answered_once(body(request)["contents"].as_array().unwrap(), &format!("request {i}"));
+    }
+    let results: Vec<String> = events.iter().filter_map(|e| match &e.kind { EventKind::ToolResult { call_id, .. } if call_id.starts_with('r') => Some(call_id.clone()), _ => None }).collect();
+    assert_eq!(results, vec!["r0-0", "r1-0", "r2-0", "r3-0"], "each unnamed call got its result, the last one's at the episode's end or never");
+}
+
+const OWNER_QUESTION: &str = "Should a disputed invoice be charged a late fee?";
+const SUBMIT_TOOL: &str = "mcp_specgap_submit";
