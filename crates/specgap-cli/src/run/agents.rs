@@ -126,7 +126,7 @@ impl CliTarget {
 /// # Errors
 /// The version is not installed (naming `specgap agents install`), its installation is
 /// incomplete or changed, the adapter cannot run it (no runtime adapter yet, a bad template),
-/// or the configuration cannot be stored.
+/// the `specgap-bridge` program cannot be found, or the configuration cannot be stored.
 pub fn cli_component(
     spec: &str,
     target: &CliTarget,
@@ -149,8 +149,10 @@ pub fn cli_component(
         }
     };
     cli.endpoint = endpoint;
-    // Building the adapter checks now, not in the first episode, that it can run.
+    // Building the adapter checks now, not in the first episode, that it can run; so does
+    // finding the program that serves it the harness tools.
     cli.adapter().map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    specgap_bridge::locate_bridge().context("a cli: agent needs the harness tools' program")?;
     let mut config = cli.to_table()?;
     config.insert("kind".into(), toml::Value::String("cli".into()));
     config.insert("prompt_version".into(), toml::Value::String(specgap_engine::PROMPT_VERSION.into()));

@@ -291,3 +291,23 @@ fn mini_swe_agent_reads_asks_the_owner_submits_reads_the_feedback_fixes_and_is_a
     // mini_bash(n) answers with 1000 + n input and 20 + n output tokens.
     assert_eq!((agent[0].2, agent[0].3, agent[0].4), (6, (1001..=1006).sum::<u64>(), (21..=26).sum::<u64>()));
 }
+
+#[test]
+fn a_cli_agent_without_the_bridge_program_is_refused_when_the_run_is_configured() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("specgap-bridge");
+    let suite = repo().join("examples/tasks/interval-tree");
+    let output = specgap()
+        .env("SPECGAP_BRIDGE", &missing)
+        .arg("run")
+        .arg(&suite)
+        .args(["--agent", "cli:command=true", "--model", MODEL, "--out"])
+        .arg(tmp.path().join("run"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("a cli: agent needs the harness tools' program"), "{stderr}");
+    assert!(stderr.contains(&format!("SPECGAP_BRIDGE is set to {}, which is not an executable file", missing.display())), "{stderr}");
+    assert!(!tmp.path().join("run").exists(), "nothing was created");
+}
