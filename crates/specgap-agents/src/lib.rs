@@ -62,7 +62,7 @@ pub enum CliSpec {
     /// A vendor's agent CLI installed from npm ([`VENDOR_ADAPTERS`]): `cli:<adapter>` or
     /// `cli:<adapter>@<version>`.
     Vendor {
-        /// The adapter's name (`claude-code`, `codex`).
+        /// The adapter's name (`claude-code`, `codex`, `opencode`, `gemini-cli`).
         adapter: &'static str,
         /// The pinned version, when given.
         version: Option<String>,
@@ -70,7 +70,7 @@ pub enum CliSpec {
 }
 
 /// The vendors' agent CLIs with an adapter (issue 15): `cli:<name>[@version]`.
-pub const VENDOR_ADAPTERS: &[&str] = &["claude-code", "codex"];
+pub const VENDOR_ADAPTERS: &[&str] = &["claude-code", "codex", "opencode", "gemini-cli"];
 
 impl CliSpec {
     /// The adapter's name as stored (`mini-swe-agent`, `command`).
@@ -98,11 +98,11 @@ pub enum AgentSpecError {
     /// Not a known agent kind.
     #[error(
         "unknown agent `{0}`; expected scripted:gold|literal|starter|mutant:<id>, replay:<file>, chat:<model>, \
-         cli:mini-swe-agent|claude-code|codex[@version] or cli:command=<template>"
+         cli:mini-swe-agent|claude-code|codex|opencode|gemini-cli[@version] or cli:command=<template>"
     )]
     Unknown(String),
     /// `cli:` with an unknown adapter.
-    #[error("unknown cli: adapter in `{0}`; expected cli:mini-swe-agent|claude-code|codex[@version] or cli:command=<template>")]
+    #[error("unknown cli: adapter in `{0}`; expected cli:mini-swe-agent|claude-code|codex|opencode|gemini-cli[@version] or cli:command=<template>")]
     BadAdapter(String),
     /// `scripted:` with an unknown solution.
     #[error("unknown scripted agent `{0}`; expected scripted:gold, scripted:literal, scripted:starter or scripted:mutant:<id>")]

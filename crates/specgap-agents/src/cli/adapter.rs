@@ -32,7 +32,9 @@ pub enum SystemPromptRoute {
 /// What one start of the agent's program gets.
 #[derive(Debug, Clone)]
 pub struct Launch {
-    /// The gateway's OpenAI base URL (`http://127.0.0.1:<port>/v1`).
+    /// The gateway's base URL for the adapter's first protocol ([`Adapter::protocols`]):
+    /// `http://127.0.0.1:<port>/v1` for the OpenAI ones, `http://127.0.0.1:<port>` for
+    /// Anthropic and Gemini.
     pub base_url: String,
     /// The per-episode gateway token (never the real key).
     pub token: String,

@@ -71,7 +71,7 @@ impl Conversation {
             let common = ids.iter().zip(&self.last_main).take_while(|(a, b)| a == b).count();
             for id in &ids[common..] {
                 let Some(bytes) = self.blobs.get(id) else { continue };
-                for (call_id, content, is_error) in tool_results(&json_or_text(bytes)) {
+                for (call_id, content, is_error) in self.with_call_ids(tool_results(&json_or_text(bytes))) {
                     let Some((tool, seen)) = self.calls.get_mut(&call_id) else { continue };
                     if *seen {
                         continue;
@@ -109,11 +109,36 @@ impl Conversation {
         Reading { results, actions, event, turn }
     }
 
+    /// Results named by tool rather than by call id (Gemini's `functionResponse`, whose `id`
+    /// the CLI made up itself when the answer's `functionCall` had none) go to the oldest call
+    /// of that tool still without a result; results with a known call id are kept as they are.
+    fn with_call_ids(&self, results: Vec<WireResult>) -> Vec<(String, String, bool)> {
+        let mut taken: Vec<String> = Vec::new();
+        results
+            .into_iter()
+            .filter_map(|result| {
+                let Some(tool) = result.tool.filter(|_| !self.calls.contains_key(&result.id)) else {
+                    return Some((result.id, result.content, result.is_error));
+                };
+                let found = self.order.iter().find(|c| !taken.contains(c) && self.calls.get(*c).is_some_and(|(t, seen)| *t == tool && !seen))?.clone();
+                taken.push(found.clone());
+                Some((found, result.content, result.is_error))
+            })
+            .collect()
+    }
+
     fn turn(&mut self, record: &ExchangeRecord) -> ObservedTurn {
-        let (text, calls, stop) = match &record.response {
+        let (text, mut calls, stop) = match &record.response {
             Some(response) => (response.text.clone(), response.tool_calls.clone(), response.stop_reason.clone()),
             None => (String::new(), Vec::new(), String::new()),
         };
+        // A call without an id on the wire (Gemini's function calls usually have none) gets
+        // one of the harness's: `r<request>-<index>`.
+        for (index, call) in calls.iter_mut().enumerate() {
+            if call.id.is_empty() {
+                call.id = format!("r{}-{index}", record.seq);
+            }
+        }
         for call in &calls {
             if !call.id.is_empty() && !self.calls.contains_key(&call.id) {
                 self.calls.insert(call.id.clone(), (call.tool.clone(), false));
@@ -148,13 +173,29 @@ impl Conversation {
     }
 }
 
+/// A tool result as a request carries it: the call id on the wire, the tool it names when
+/// the protocol matches results by tool (Gemini), its text and whether it is an error.
+#[derive(Debug, Clone, PartialEq)]
+struct WireResult {
+    id: String,
+    tool: Option<String>,
+    content: String,
+    is_error: bool,
+}
+
+impl WireResult {
+    fn by_id(id: &str, content: String, is_error: bool) -> Self {
+        WireResult { id: id.to_string(), tool: None, content, is_error }
+    }
+}
+
 /// The JSON a message blob holds, or its text as a JSON string when it is not JSON.
 fn json_or_text(bytes: &[u8]) -> Value {
     serde_json::from_slice(bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(bytes).into_owned()))
 }
 
-/// The tool results in one conversation element: (call id, text, is_error).
-fn tool_results(message: &Value) -> Vec<(String, String, bool)> {
+/// The tool results in one conversation element.
+fn tool_results(message: &Value) -> Vec<WireResult> {
     let text_of = |v: &Value| -> String {
         match v {
             Value::String(s) => s.clone(),
@@ -171,13 +212,32 @@ fn tool_results(message: &Value) -> Vec<(String, String, bool)> {
     if message.get("role").and_then(Value::as_str) == Some("tool")
         && let Some(id) = message.get("tool_call_id").and_then(Value::as_str)
     {
-        return vec![(id.to_string(), text_of(message.get("content").unwrap_or(&Value::Null)), false)];
+        return vec![WireResult::by_id(id, text_of(message.get("content").unwrap_or(&Value::Null)), false)];
     }
     // OpenAI Responses: a function call's output item.
     if message.get("type").and_then(Value::as_str) == Some("function_call_output")
         && let Some(id) = message.get("call_id").and_then(Value::as_str)
     {
-        return vec![(id.to_string(), text_of(message.get("output").unwrap_or(&Value::Null)), false)];
+        return vec![WireResult::by_id(id, text_of(message.get("output").unwrap_or(&Value::Null)), false)];
+    }
+    // Gemini: functionResponse parts of a content item, matched by tool name
+    // ([`Conversation::with_call_ids`]).
+    if let Some(parts) = message.get("parts").and_then(Value::as_array) {
+        return parts
+            .iter()
+            .filter_map(|p| p.get("functionResponse"))
+            .map(|r| {
+                let name = r.get("name").and_then(Value::as_str).unwrap_or_default();
+                let wire_id = r.get("id").and_then(Value::as_str).unwrap_or_default();
+                let response = r.get("response").unwrap_or(&Value::Null);
+                let (content, is_error) = match (response.get("output"), response.get("error")) {
+                    (_, Some(error)) => (text_of(error), true),
+                    (Some(output), None) => (text_of(output), false),
+                    (None, None) => (text_of(response), false),
+                };
+                WireResult { id: wire_id.to_string(), tool: Some(name.to_string()), content, is_error }
+            })
+            .collect();
     }
     // Anthropic Messages: tool_result blocks in a user message.
     let Some(blocks) = message.get("content").and_then(Value::as_array) else { return Vec::new() };
@@ -187,7 +247,7 @@ fn tool_results(message: &Value) -> Vec<(String, String, bool)> {
         .filter_map(|b| {
             let id = b.get("tool_use_id").and_then(Value::as_str)?;
             let is_error = b.get("is_error").and_then(Value::as_bool).unwrap_or(false);
-            Some((id.to_string(), text_of(b.get("content").unwrap_or(&Value::Null)), is_error))
+            Some(WireResult::by_id(id, text_of(b.get("content").unwrap_or(&Value::Null)), is_error))
         })
         .collect()
 }
@@ -215,19 +275,29 @@ mod tests {
     fn tool_results_are_read_from_each_protocols_shape() {
         assert_eq!(
             tool_results(&json!({"role": "tool", "tool_call_id": "c1", "content": "out"})),
-            vec![("c1".to_string(), "out".to_string(), false)]
+            vec![WireResult::by_id("c1", "out".into(), false)]
         );
         assert_eq!(
             tool_results(&json!({"role": "tool", "tool_call_id": "c2", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]})),
-            vec![("c2".to_string(), "ab".to_string(), false)]
+            vec![WireResult::by_id("c2", "ab".into(), false)]
         );
         assert_eq!(
             tool_results(&json!({"type": "function_call_output", "call_id": "r1", "output": "done"})),
-            vec![("r1".to_string(), "done".to_string(), false)]
+            vec![WireResult::by_id("r1", "done".into(), false)]
         );
         assert_eq!(
             tool_results(&json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "no such file", "is_error": true}, {"type": "text", "text": "x"}]})),
-            vec![("t1".to_string(), "no such file".to_string(), true)]
+            vec![WireResult::by_id("t1", "no such file".into(), true)]
+        );
+        assert_eq!(
+            tool_results(&json!({"role": "user", "parts": [
+                {"functionResponse": {"name": "read_file", "id": "read_file_1_0", "response": {"output": "hello"}}},
+                {"functionResponse": {"name": "glob", "response": {"error": "no match"}}}
+            ]})),
+            vec![
+                WireResult { id: "read_file_1_0".into(), tool: Some("read_file".into()), content: "hello".into(), is_error: false },
+                WireResult { id: String::new(), tool: Some("glob".into()), content: "no match".into(), is_error: true },
+            ]
         );
         assert!(tool_results(&json!({"role": "user", "content": "hello"})).is_empty());
     }

@@ -22,7 +22,7 @@
 //!    SIGKILLs the whole sandbox after the grace period and shuts the gateway down.
 //!
 //! Adapters ([`adapter::Adapter`], docs/adapters.md): [`mini_swe_agent`], [`command`],
-//! [`claude_code`] and [`codex`].
+//! [`claude_code`], [`codex`], [`opencode`] and [`gemini_cli`].
 #![allow(clippy::module_name_repetitions)]
 
 pub mod adapter;
@@ -31,10 +31,12 @@ pub mod codex;
 mod bridge;
 pub mod command;
 mod exchange;
+pub mod gemini_cli;
 mod harness;
 pub mod home;
 mod link;
 pub mod mini_swe_agent;
+pub mod opencode;
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -186,6 +188,18 @@ impl CliConfig {
                     .map_err(|e| AgentError::new(format!("the installation of cli:mini-swe-agent@{version} is unusable ({e}); reinstall it with `specgap agents install mini-swe-agent@{version}`"), true))?;
                 Ok(Box::new(adapter))
             }
+            "opencode" => {
+                let installation = self.installation()?;
+                let version = installation.manifest().version.clone();
+                Ok(Box::new(opencode::OpenCode::new(installation.dir(), &version).map_err(|e| AgentError::new(e, true))?))
+            }
+            "gemini-cli" => {
+                let installation = self.installation()?;
+                let version = installation.manifest().version.clone();
+                let node = installation.manifest().node.as_ref().map(|n| n.path.clone());
+                let adapter = gemini_cli::GeminiCli::new(installation.dir(), &version, node, installation.mounts()).map_err(|e| AgentError::new(e, true))?;
+                Ok(Box::new(adapter))
+            }
             "command" => {
                 let template = self.command.clone().unwrap_or_default();
                 Ok(Box::new(command::CommandAdapter::new(&template).map_err(|e| AgentError::new(e, true))?))
@@ -203,7 +217,7 @@ impl CliConfig {
                 Ok(Box::new(adapter))
             }
             other => Err(AgentError::new(
-                format!("unknown cli: adapter `{other}`; expected mini-swe-agent, claude-code, codex or command=<template>"),
+                format!("unknown cli: adapter `{other}`; expected mini-swe-agent, claude-code, codex, opencode, gemini-cli or command=<template>"),
                 true,
             )),
         }

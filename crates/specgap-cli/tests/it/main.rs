@@ -6,6 +6,8 @@ mod bridge;
 mod chat;
 mod check;
 mod cli_agents;
+mod cli_gemini;
+mod cli_opencode;
 mod containment;
 mod determinism;
 mod examples;
