@@ -34,6 +34,11 @@
 //! [`EpisodeWriter::record_ballots`]; read back with [`Store::panels`], [`Store::ballots`],
 //! [`Store::votes`] and [`Store::extractions`] (also in [`RunRows`]).
 //!
+//! Audits (schema version 5): [`Store::record_audit_sample`] (a drawn sample and its items),
+//! [`Store::record_audit_labels`] (one rater's sheet), [`Store::record_resample`]; read back
+//! with [`Store::audit_samples`], [`Store::audit_items`], [`Store::audit_sheets`],
+//! [`Store::audit_labels`] and [`Store::resamples`]. The rows' meaning is `specgap-audit`'s.
+//!
 //! Sharding: [`merge`] joins shards of one run into one store. [`Store::dump_tables`] renders
 //! every table as sorted text for determinism checks.
 //!
@@ -41,6 +46,7 @@
 //! [`SCHEMA_VERSION`] (`PRAGMA user_version`), with the migration rule in [`schema`].
 #![deny(missing_docs)]
 
+mod audits;
 mod config;
 mod error;
 mod files;
@@ -54,6 +60,7 @@ mod store;
 mod trajectory;
 mod writer;
 
+pub use audits::{AuditItemRecord, AuditLabelRecord, AuditSampleRecord, AuditSheetRecord, ResampleRecord};
 pub use config::RUN_TOML;
 pub use error::StoreError;
 pub use merge::{MergeSummary, merge};

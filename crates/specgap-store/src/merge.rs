@@ -70,6 +70,11 @@ pub fn merge<P: AsRef<Path>>(runs: &[P], out: &Path) -> Result<MergeSummary, Sto
         .collect::<Result<Vec<_>, _>>()?;
     let dirs: Vec<PathBuf> = runs.iter().map(|p| p.as_ref().to_path_buf()).collect();
     check_configs(&stores, &dirs)?;
+    for (store, dir) in stores.iter().zip(&dirs) {
+        if !read_table(store, "audit_samples")?.rows.is_empty() {
+            return Err(StoreError::MergeAudited { dir: dir.clone() });
+        }
+    }
 
     let mut episodes: BTreeMap<String, EpisodeRows> = BTreeMap::new();
     let mut columns: BTreeMap<&'static str, Vec<String>> = BTreeMap::new();
