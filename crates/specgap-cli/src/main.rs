@@ -1,13 +1,14 @@
 //! The `specgap` binary: parses arguments and hands each verb to its module.
 //!
 //! Each verb lives in its own module (`check`, `eval`, `run`, `show`, `merge`, `judge`,
-//! `extract`, `report`, `compare`, `residualize`) with an `Args` struct (clap) and an `exec` function. The modules stay thin: the
+//! `extract`, `report`, `compare`, `residualize`, `agents`) with an `Args` struct (clap) and an `exec` function. The modules stay thin: the
 //! work happens in the library crates, which return typed errors; only this binary uses anyhow.
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod agents;
 mod check;
 mod compare;
 mod eval;
@@ -66,6 +67,8 @@ enum Command {
     /// Make residual states from predecessor runs (seed 001 Residualization): generate,
     /// filter, review, reconstruct and validate.
     Residualize(residualize::Args),
+    /// Install and list external agent CLIs (`cli:<adapter>` agents).
+    Agents(agents::Args),
 }
 
 fn main() -> ExitCode {
@@ -83,6 +86,7 @@ fn main() -> ExitCode {
         Command::Report(args) => report::exec(args),
         Command::Compare(args) => compare::exec(args),
         Command::Residualize(args) => residualize::exec(args),
+        Command::Agents(args) => agents::exec(args),
     };
     match outcome {
         Ok(code) => code,

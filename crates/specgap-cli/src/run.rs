@@ -25,11 +25,12 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use specgap_engine::condition::{BudgetFlags, Condition, Overrides, Start, parse_profile};
 use specgap_engine::runner::{self, EpisodeReport, PlanInput, PlannedEpisode, RunInputs, RunObserver, RunOptions, Shard};
 use specgap_protocol::package::Budget;
-use specgap_protocol::run::{RunConfig, TaskRef};
+use specgap_protocol::run::{ComponentRef, RunConfig, TaskRef};
 use specgap_store::{Status, Store};
 use specgap_task::TaskPackage;
 
 mod agents;
+mod config;
 
 /// Exit code after Ctrl-C (128 + SIGINT), as shells report it.
 pub const EXIT_INTERRUPTED: u8 = 130;
@@ -158,6 +159,17 @@ pub struct Args {
     /// Do not print the report at the end.
     #[arg(long)]
     pub no_report: bool,
+    /// A run configuration file (docs/run-config.md): agents with their own endpoints, the
+    /// user, conditions, starts, repeats, seed, budgets. Flags that declare agents, the user or
+    /// the matrix (SUITE, --agent, --condition, --start, --user, endpoint flags) conflict with
+    /// it; the scalar flags (--repeats, --seed, --retries, budgets, axis overrides, --shard,
+    /// --no-sandbox) override the file's values.
+    #[arg(long, value_name = "FILE.toml")]
+    pub config: Option<PathBuf>,
+    /// Resolve the run (flags or --config), print the resolved run.toml and the plan's size,
+    /// and stop: nothing is created or run.
+    #[arg(long)]
+    pub dry_run: bool,
     /// Where episodes' scratch files go (materialized workspaces, frozen submissions,
     /// evaluator copies; removed as each episode ends). Default: /dev/shm when it is a
     /// memory file system with room for the run, else the system's temporary directory.
@@ -175,12 +187,14 @@ pub struct Args {
 /// Flags of `--agent chat:<model>` and `--user chat:<model>`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ChatArgs {
-    /// Base URL of the agent's OpenAI-compatible endpoint, up to /v1.
-    #[arg(long, default_value = specgap_agents::chat::DEFAULT_BASE_URL)]
-    pub base_url: String,
-    /// Environment variable holding the agent endpoint's API key (unset: no Authorization header).
-    #[arg(long, default_value = specgap_agents::chat::DEFAULT_API_KEY_ENV)]
-    pub api_key_env: String,
+    /// Base URL of the agent's OpenAI-compatible endpoint, up to /v1. Default:
+    /// http://127.0.0.1:8000/v1.
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// Environment variable holding the agent endpoint's API key (unset: no Authorization
+    /// header). Default: OPENAI_API_KEY.
+    #[arg(long)]
+    pub api_key_env: Option<String>,
     /// A request field for the agent model, key=value (value parsed as JSON when it parses),
     /// e.g. temperature=0, max_tokens=4096, seed=1, reasoning_effort=low. Repeatable.
     #[arg(long = "model-arg", value_name = "KEY=VALUE")]
@@ -196,13 +210,13 @@ pub struct ChatArgs {
     /// the episode with context_overflow.
     #[arg(long)]
     pub context_tokens: Option<u64>,
-    /// Seconds before a model request times out (then it is retried).
-    #[arg(long, default_value_t = specgap_agents::chat::DEFAULT_REQUEST_TIMEOUT_SEC)]
-    pub request_timeout: f64,
+    /// Seconds before a model request times out (then it is retried). Default: 600.
+    #[arg(long)]
+    pub request_timeout: Option<f64>,
     /// Retries of a failed model request (429, 5xx, timeouts, broken responses) before the
-    /// episode is an infrastructure error.
-    #[arg(long, default_value_t = specgap_agents::chat::DEFAULT_MAX_RETRIES)]
-    pub max_retries: u32,
+    /// episode is an infrastructure error. Default: 6.
+    #[arg(long)]
+    pub max_retries: Option<u32>,
     /// Price table, TOML: [models."<name>"] input_per_mtok, output_per_mtok, cached_input_per_mtok.
     #[arg(long, value_name = "FILE.toml")]
     pub prices: Option<PathBuf>,
@@ -268,6 +282,25 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(dir) = &args.work_dir {
         fs_err::create_dir_all(dir).context("cannot prepare --work-dir")?;
     }
+    if args.resume.is_some() && args.config.is_some() {
+        bail!("--resume continues a run with its stored configuration (run.toml); --config cannot be combined with it");
+    }
+    if args.dry_run {
+        let resolved = match &args.resume {
+            Some(dir) => resolve_stored(Store::open_for_resume(dir).with_context(|| format!("cannot resume {}", dir.display()))?.config())?,
+            None => resolve_new(&args)?,
+        };
+        let plan = plan(&resolved)?;
+        print!("{}", toml::to_string(&resolved.config).context("cannot print the resolved configuration")?);
+        eprintln!(
+            "dry run: {} episode{} planned, {} combination{} not applicable; nothing was created",
+            plan.episodes.len(),
+            if plan.episodes.len() == 1 { "" } else { "s" },
+            plan.not_applicable.len(),
+            if plan.not_applicable.len() == 1 { "" } else { "s" }
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     let (out, store, resolved, plan, resuming, lock) = match &args.resume {
         Some(dir) => {
             let ignored = args.flags_resume_ignores();
@@ -277,11 +310,13 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
             let store = Store::open_for_resume(dir).with_context(|| format!("cannot resume {}", dir.display()))?;
             let lock = specgap_store::lock_runner(dir)?;
             let resolved = resolve_stored(store.config())?;
+            agents::ensure_runnable(&resolved.config)?;
             let plan = plan(&resolved)?;
             (dir.clone(), store, resolved, plan, true, lock)
         }
         None => {
-            let resolved = resolve_flags(&args)?;
+            let resolved = resolve_new(&args)?;
+            agents::ensure_runnable(&resolved.config)?;
             // Plan before creating the store: a run where nothing applies leaves nothing behind.
             let plan = plan(&resolved)?;
             let (out, link_latest) = match &args.out {
@@ -324,56 +359,195 @@ fn default_jobs() -> usize {
     std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
 }
 
-/// Resolves a new run's flags into its configuration.
-fn resolve_flags(args: &Args) -> anyhow::Result<Resolved> {
-    let suites = if args.suites.is_empty() { vec![default_suite()?] } else { args.suites.clone() };
-    let tasks = specgap_task::discover(&suites).context("cannot load the suite")?;
-    let agent_specs = if args.agents.is_empty() { split_list(DEFAULT_AGENTS) } else { clean_list(&args.agents) };
-    let overrides = Overrides {
+/// What a new run is made of, from flags or from a run configuration file, before the suite
+/// is loaded and the conditions parsed.
+struct RunSpec {
+    suites: Vec<PathBuf>,
+    agents: Vec<ComponentRef>,
+    user: ComponentRef,
+    conditions: Vec<String>,
+    overrides: Overrides,
+    starts: Vec<String>,
+    shard: Option<String>,
+    repeats: u32,
+    seed: u64,
+    retries: u32,
+    sandbox: bool,
+    budget: Budget,
+    clarification_rounds: Option<u32>,
+}
+
+/// Resolves a new run from its flags, or from `--config` and the flags that may go with it.
+fn resolve_new(args: &Args) -> anyhow::Result<Resolved> {
+    let spec = match &args.config {
+        Some(path) => spec_from_file(args, path)?,
+        None => spec_from_flags(args)?,
+    };
+    build(spec)
+}
+
+fn flag_overrides(args: &Args) -> Overrides {
+    Overrides {
         submissions: args.submissions,
         ask: args.ask.as_deref().map(|v| v == "on"),
         feedback: args.feedback.as_deref().map(|v| v == "on"),
         profile: args.profile.as_deref().and_then(parse_profile),
         gate: args.clarify_gate.as_deref().map(|v| v == "on"),
+    }
+}
+
+/// The run the flags describe.
+fn spec_from_flags(args: &Args) -> anyhow::Result<RunSpec> {
+    let agent_specs = if args.agents.is_empty() { split_list(DEFAULT_AGENTS) } else { clean_list(&args.agents) };
+    let prompts = agents::prompt_replacements(args.prompts.as_deref())?;
+    Ok(RunSpec {
+        suites: args.suites.clone(),
+        agents: agent_specs.iter().map(|spec| agents::component(spec, &args.chat, &prompts.system)).collect::<anyhow::Result<Vec<_>>>()?,
+        user: {
+            let user = agents::user_component(args.user.as_deref().unwrap_or("relay"), &args.chat, &prompts.user)?;
+            match &args.detector_panel {
+                Some(file) => agents::with_detector(user, file)?,
+                None => user,
+            }
+        },
+        conditions: if args.conditions.is_empty() { split_list(DEFAULT_CONDITIONS) } else { clean_list(&args.conditions) },
+        overrides: flag_overrides(args),
+        starts: if args.starts.is_empty() { split_list(DEFAULT_STARTS) } else { clean_list(&args.starts) },
+        shard: args.shard.clone(),
+        repeats: args.repeats.unwrap_or(1),
+        seed: args.seed.unwrap_or(0),
+        retries: args.retries.unwrap_or(2),
+        sandbox: !args.no_sandbox,
+        budget: Budget { turns: args.turns, tool_calls: args.tool_calls, wall_sec: args.wall_sec },
+        clarification_rounds: args.clarification_rounds,
+    })
+}
+
+/// Flags that declare what the file declares: given with `--config`, they are refused.
+fn flags_conflicting_with_config(args: &Args) -> Vec<&'static str> {
+    let mut given: Vec<&'static str> = [
+        ("SUITE", !args.suites.is_empty()),
+        ("--agent", !args.agents.is_empty()),
+        ("--condition", !args.conditions.is_empty()),
+        ("--start", !args.starts.is_empty()),
+        ("--user", args.user.is_some()),
+        ("--prompts", args.prompts.is_some()),
+        ("--detector-panel", args.detector_panel.is_some()),
+    ]
+    .into_iter()
+    .filter(|(_, g)| *g)
+    .map(|(name, _)| name)
+    .collect();
+    given.extend(args.chat.flags_given());
+    given
+}
+
+fn on_off(value: Option<&str>, key: &str) -> anyhow::Result<Option<bool>> {
+    match value {
+        None => Ok(None),
+        Some("on") => Ok(Some(true)),
+        Some("off") => Ok(Some(false)),
+        Some(other) => bail!("overrides.{key} must be \"on\" or \"off\", not \"{other}\""),
+    }
+}
+
+/// The run a configuration file describes, with the scalar flags given overriding its values
+/// (docs/run-config.md).
+fn spec_from_file(args: &Args, path: &Path) -> anyhow::Result<RunSpec> {
+    let conflicting = flags_conflicting_with_config(args);
+    if !conflicting.is_empty() {
+        bail!(
+            "{} cannot be combined with --config: the file declares the agents, the user, the prompts, the suites, conditions and starts (edit {} instead)",
+            conflicting.join(", "),
+            path.display()
+        );
+    }
+    let file = config::read(path)?;
+    let dir = fs_err::canonicalize(path)?.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let prompts = agents::prompt_replacements(file.prompts.as_deref().map(|p| if Path::new(p).is_absolute() { PathBuf::from(p) } else { dir.join(p) }).as_deref())?;
+    let context = config::FileContext { prices: config::load_prices(&file, &dir)?, dir: &dir, prompts: &prompts };
+    if file.agents.is_empty() {
+        bail!("{} declares no agent; add at least one [[agent]] (docs/run-config.md)", path.display());
+    }
+    let agents = file.agents.iter().enumerate().map(|(i, entry)| config::agent_component(i, entry, &context)).collect::<anyhow::Result<Vec<_>>>()?;
+    config::check_unique_labels(&agents)?;
+    let mut user = config::user_component(file.user.as_ref(), &context)?;
+    if let Some(panel) = file.user.as_ref().and_then(|u| u.detector_panel.as_deref()) {
+        user = agents::with_detector(user, &context.path(panel))?;
+    }
+    let profile = match file.overrides.profile.as_deref() {
+        None => None,
+        Some(name) => Some(parse_profile(name).with_context(|| format!("overrides.profile must be \"owner\" or \"shell\", not \"{name}\""))?),
     };
-    if args.submissions == Some(0) {
+    let from_file = Overrides {
+        submissions: file.overrides.submissions,
+        ask: on_off(file.overrides.ask.as_deref(), "ask")?,
+        feedback: on_off(file.overrides.feedback.as_deref(), "feedback")?,
+        profile,
+        gate: on_off(file.overrides.clarify_gate.as_deref(), "clarify_gate")?,
+    };
+    let flags = flag_overrides(args);
+    let overrides = Overrides {
+        submissions: flags.submissions.or(from_file.submissions),
+        ask: flags.ask.or(from_file.ask),
+        feedback: flags.feedback.or(from_file.feedback),
+        profile: flags.profile.or(from_file.profile),
+        gate: flags.gate.or(from_file.gate),
+    };
+    let list_or = |items: &[String], default: &str| if items.is_empty() { split_list(default) } else { clean_list(items) };
+    Ok(RunSpec {
+        suites: file.suites.iter().map(|s| context.path(s)).collect(),
+        agents,
+        user,
+        conditions: list_or(&file.conditions, DEFAULT_CONDITIONS),
+        overrides,
+        starts: list_or(&file.starts, DEFAULT_STARTS),
+        shard: args.shard.clone(),
+        repeats: args.repeats.or(file.repeats).unwrap_or(1),
+        seed: args.seed.or(file.seed).unwrap_or(0),
+        retries: args.retries.or(file.retries).unwrap_or(2),
+        sandbox: !args.no_sandbox && file.sandbox.unwrap_or(true),
+        budget: Budget {
+            turns: args.turns.or(file.budget.turns),
+            tool_calls: args.tool_calls.or(file.budget.tool_calls),
+            wall_sec: args.wall_sec.or(file.budget.wall_sec),
+        },
+        clarification_rounds: args.clarification_rounds.or(file.clarification_rounds),
+    })
+}
+
+/// Loads the suite and checks and resolves everything into the run's configuration.
+fn build(spec: RunSpec) -> anyhow::Result<Resolved> {
+    let suites = if spec.suites.is_empty() { vec![default_suite()?] } else { spec.suites };
+    let tasks = specgap_task::discover(&suites).context("cannot load the suite")?;
+    if spec.overrides.submissions == Some(0) {
         bail!("--submissions must be at least 1");
     }
-    let condition_names = if args.conditions.is_empty() { split_list(DEFAULT_CONDITIONS) } else { clean_list(&args.conditions) };
-    let conditions = Condition::parse_list(&condition_names.join(","), overrides)?;
-    let starts = if args.starts.is_empty() { split_list(DEFAULT_STARTS) } else { clean_list(&args.starts) };
-    for start in &starts {
+    let conditions = Condition::parse_list(&spec.conditions.join(","), spec.overrides)?;
+    for start in &spec.starts {
         if start != "residual:all" {
             Start::parse(start)?;
         }
     }
-    let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
-    let repeats = args.repeats.unwrap_or(1);
-    if repeats == 0 {
+    let shard = spec.shard.as_deref().map(Shard::parse).transpose()?;
+    if spec.repeats == 0 {
         bail!("--repeats must be at least 1");
-    }
-    let prompts = agents::prompt_replacements(args.prompts.as_deref())?;
-    let agents =
-        agent_specs.iter().map(|spec| agents::component(spec, &args.chat, &prompts.system)).collect::<anyhow::Result<Vec<_>>>()?;
-    let mut user = agents::user_component(args.user.as_deref().unwrap_or("relay"), &args.chat, &prompts.user)?;
-    if let Some(file) = &args.detector_panel {
-        user = agents::with_detector(user, file)?;
     }
     let config = RunConfig {
         specgap_version: env!("CARGO_PKG_VERSION").to_string(),
         protocol_version: specgap_protocol::run::PROTOCOL_VERSION,
-        seed: args.seed.unwrap_or(0),
-        repeats,
-        retries: args.retries.unwrap_or(2),
-        sandbox: !args.no_sandbox,
+        seed: spec.seed,
+        repeats: spec.repeats,
+        retries: spec.retries,
+        sandbox: spec.sandbox,
         shard: shard.map(|s| s.as_pair()),
         tasks: tasks.iter().map(task_ref).collect::<anyhow::Result<Vec<_>>>()?,
-        agents,
-        users: vec![user],
+        agents: spec.agents,
+        users: vec![spec.user],
         conditions: dedup(conditions.iter().map(Condition::canonical).collect()),
-        starts: dedup(starts),
-        budget: Budget { turns: args.turns, tool_calls: args.tool_calls, wall_sec: args.wall_sec },
-        clarification_rounds: args.clarification_rounds,
+        starts: dedup(spec.starts),
+        budget: spec.budget,
+        clarification_rounds: spec.clarification_rounds,
     };
     let conditions = config.conditions.iter().map(|c| Condition::parse(c)).collect::<Result<Vec<_>, _>>()?;
     Ok(Resolved { config, tasks, conditions, shard })
@@ -397,8 +571,13 @@ fn resolve_stored(config: &RunConfig) -> anyhow::Result<Resolved> {
         tasks.push(package);
     }
     for agent in config.agents.iter().filter(|a| !a.spec.starts_with("chat:")) {
-        // A chat agent's stored configuration is its configuration; others are re-derived, with
-        // the replaced prompts stored with them (`--prompts`: --resume uses the stored texts).
+        // A chat agent's stored configuration is its configuration; a cli agent's installation
+        // must still have its tree hash; others are re-derived, with the replaced prompts
+        // stored with them (`--prompts`: --resume uses the stored texts).
+        if agent.spec.starts_with("cli:") {
+            agents::check_stored_cli_agent(agent)?;
+            continue;
+        }
         let stored = agents::stored_prompts(agent)?;
         let now = agents::component(&agent.spec, &ChatArgs::defaults(), &stored)?;
         if now.hash != agent.hash {

@@ -103,12 +103,27 @@ pub struct TaskRef {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ComponentRef {
-    /// Spec as given (`scripted:gold`, `chat:qwen3`, `relay`).
+    /// Spec as given (`scripted:gold`, `chat:qwen3`, `cli:mini-swe-agent`, `relay`): the kind
+    /// and what the agent factory builds.
     pub spec: String,
+    /// The name a run configuration file gave the agent (`[[agent]] name`), when it gave one:
+    /// two agents of one spec on different endpoints or models need names to be told apart.
+    /// Absent in `run.toml` when not given (and in every store written before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// Full configuration (model, base URL, arguments, prompt version); never an API key.
     pub config: toml::Table,
-    /// Hex sha256 of the canonical JSON of `spec` and `config`.
+    /// Hex sha256 of the canonical JSON of `spec` and `config` (the name is not part of it;
+    /// it is part of the episode key as [`EpisodeKey::agent`]).
     pub hash: String,
+}
+
+impl ComponentRef {
+    /// How episodes, reports and stores name the component: its [`ComponentRef::name`] when
+    /// given, else its spec. Unique among a run's agents.
+    pub fn label(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.spec)
+    }
 }
 
 /// The key of an episode (DESIGN §6); its id is derived from it.
@@ -118,7 +133,8 @@ pub struct EpisodeKey {
     pub task: String,
     /// Task content hash.
     pub task_hash: String,
-    /// Agent spec.
+    /// The agent's [`ComponentRef::label`]: its name from a run configuration file, else its
+    /// spec.
     pub agent: String,
     /// Agent configuration hash.
     pub agent_hash: String,

@@ -86,7 +86,7 @@ pub fn planned_episodes(run: &RunData) -> Result<Vec<EpisodeKey>, String> {
                 for start in &starts {
                     let combination = (
                         task.name.as_str(),
-                        agent.spec.as_str(),
+                        agent.label(),
                         condition.as_str(),
                         start.as_str(),
                     );
@@ -98,7 +98,7 @@ pub fn planned_episodes(run: &RunData) -> Result<Vec<EpisodeKey>, String> {
                             let key = EpisodeKey {
                                 task: task.name.clone(),
                                 task_hash: task.hash.clone(),
-                                agent: agent.spec.clone(),
+                                agent: agent.label().to_string(),
                                 agent_hash: agent.hash.clone(),
                                 user_hash: user.hash.clone(),
                                 condition: condition.clone(),
@@ -324,7 +324,7 @@ fn config_differences(
     };
     let components = |list: &[ComponentRef]| -> BTreeMap<String, String> {
         list.iter()
-            .map(|c| (c.spec.clone(), c.hash.clone()))
+            .map(|c| (c.label().to_string(), c.hash.clone()))
             .collect()
     };
     let plain = |list: &[String]| -> BTreeMap<String, String> {

@@ -189,7 +189,7 @@ fn component_difference(
 ) -> Option<String> {
     let by_spec = |list: &[ComponentRef]| {
         list.iter()
-            .map(|c| (c.spec.clone(), c.clone()))
+            .map(|c| (c.label().to_string(), c.clone()))
             .collect::<BTreeMap<_, _>>()
     };
     let (ma, mb) = (by_spec(a), by_spec(b));
@@ -216,7 +216,7 @@ fn component_difference(
             "{what} `{spec}` is in {b_label} but not in {a_label}"
         ));
     }
-    let specs = |list: &[ComponentRef]| list.iter().map(|c| c.spec.clone()).collect::<Vec<_>>();
+    let specs = |list: &[ComponentRef]| list.iter().map(|c| c.label().to_string()).collect::<Vec<_>>();
     let (sa, sb) = (specs(a), specs(b));
     (sa != sb).then(|| format!("{what} order differs: {sa:?} in {a_label}, {sb:?} in {b_label}"))
 }

@@ -135,7 +135,7 @@ fn handler(tasks: Arc<Vec<TaskPackage>>, script: Script) -> impl Fn(&Captured, u
 pub(crate) fn component(spec: &str, config: &ChatConfig) -> ComponentRef {
     let mut table = config.to_table().unwrap();
     table.insert("kind".into(), toml::Value::String("chat".into()));
-    ComponentRef { spec: spec.into(), config: table, hash: format!("{:x}", spec.len() * 7919 + config.model.len()) }
+    ComponentRef { spec: spec.into(), name: None, config: table, hash: format!("{:x}", spec.len() * 7919 + config.model.len()) }
 }
 
 struct E2e {

@@ -21,7 +21,7 @@ fn sha256_hex(bytes: &[u8]) -> String {
 pub fn component_ref(spec: &str, config: toml::Table) -> ComponentRef {
     let canonical = serde_json::json!({ "spec": spec, "config": config });
     let hash = sha256_hex(canonical.to_string().as_bytes());
-    ComponentRef { spec: spec.to_string(), config, hash }
+    ComponentRef { spec: spec.to_string(), name: None, config, hash }
 }
 
 /// The replacement prompts of `--prompts DIR` (none without the flag), split into the system
@@ -67,14 +67,112 @@ pub fn component(spec: &str, chat: &super::ChatArgs, prompts: &Replacements) -> 
             put(&mut config, "kind", "replay".into());
             put(&mut config, "source_sha256", replay_source_hash(path)?);
         }
-        AgentSpec::Chat(model) => {
-            config = chat.agent_config(model)?.to_table()?;
-            config.insert("kind".into(), toml::Value::String("chat".into()));
-            config.insert("prompt_version".into(), toml::Value::String(specgap_engine::PROMPT_VERSION.into()));
-        }
+        AgentSpec::Chat(model) => return chat_component(model, &chat.agent_config(model)?, prompts),
     }
     prompts.store_in(&mut config);
     Ok(component_ref(&parsed.canonical(), config))
+}
+
+/// A `chat:<model>` agent with its own endpoint configuration and the run's replaced system
+/// prompts.
+///
+/// # Errors
+/// A configuration that cannot be stored in run.toml.
+pub fn chat_component(model: &str, chat: &specgap_agents::chat::ChatConfig, prompts: &Replacements) -> anyhow::Result<ComponentRef> {
+    let mut config = chat.to_table()?;
+    config.insert("kind".into(), toml::Value::String("chat".into()));
+    config.insert("prompt_version".into(), toml::Value::String(specgap_engine::PROMPT_VERSION.into()));
+    prompts.store_in(&mut config);
+    Ok(component_ref(&format!("chat:{model}"), config))
+}
+
+/// The adapter of `cli:command=<template>` agents: the user's own command, nothing installed.
+pub const COMMAND_ADAPTER: &str = "command";
+
+fn cli_table(adapter: &str, endpoint: Option<&specgap_agents::chat::ChatConfig>) -> anyhow::Result<toml::Table> {
+    let mut config = toml::Table::new();
+    config.insert("kind".into(), toml::Value::String("cli".into()));
+    config.insert("adapter".into(), toml::Value::String(adapter.into()));
+    if let Some(endpoint) = endpoint {
+        config.insert("endpoint".into(), toml::Value::Table(endpoint.to_table()?));
+    }
+    Ok(config)
+}
+
+/// A `cli:<adapter>` agent at an installed, locked version: its stored configuration holds
+/// the adapter, the exact version, the package and the installed tree's hash (so a changed
+/// installation keys new episodes), and the model endpoint the gateway forwards to.
+///
+/// # Errors
+/// The version is not installed (naming `specgap agents install`), its installation is
+/// incomplete or changed, or the endpoint cannot be stored.
+pub fn cli_component(
+    version: &specgap_adapters::AdapterVersion,
+    endpoint: Option<&specgap_agents::chat::ChatConfig>,
+    prompts: &Replacements,
+) -> anyhow::Result<ComponentRef> {
+    let tree_hash = specgap_adapters::installed_tree_hash(version)?;
+    let mut config = cli_table(version.adapter.name, endpoint)?;
+    prompts.store_in(&mut config);
+    config.insert("version".into(), toml::Value::String(version.version.clone()));
+    config.insert("package".into(), toml::Value::String(version.adapter.package.into()));
+    config.insert("tree_hash".into(), toml::Value::String(tree_hash));
+    Ok(component_ref(&format!("cli:{}", version.adapter.name), config))
+}
+
+/// A `cli:command=<template>` agent: the user's command template and the model endpoint.
+///
+/// # Errors
+/// The endpoint cannot be stored.
+pub fn cli_command_component(
+    command: &str,
+    endpoint: Option<&specgap_agents::chat::ChatConfig>,
+    prompts: &Replacements,
+) -> anyhow::Result<ComponentRef> {
+    let mut config = cli_table(COMMAND_ADAPTER, endpoint)?;
+    prompts.store_in(&mut config);
+    config.insert("command".into(), toml::Value::String(command.into()));
+    Ok(component_ref(&format!("cli:{COMMAND_ADAPTER}={command}"), config))
+}
+
+/// Checks on `--resume` that each `cli:` agent's installation is still the one the run was
+/// configured with (same tree hash).
+///
+/// # Errors
+/// An installation that is gone or changed.
+pub fn check_stored_cli_agent(agent: &ComponentRef) -> anyhow::Result<()> {
+    let text = |key: &str| agent.config.get(key).and_then(toml::Value::as_str);
+    if text("adapter") == Some(COMMAND_ADAPTER) {
+        return Ok(());
+    }
+    let (Some(adapter), Some(version), Some(stored)) = (text("adapter"), text("version"), text("tree_hash")) else {
+        bail!("agent {} in run.toml has no adapter, version or tree_hash", agent.label());
+    };
+    let version = specgap_adapters::AdapterVersion::resolve(adapter, Some(version))?;
+    let now = specgap_adapters::installed_tree_hash(&version)?;
+    if now != stored {
+        bail!(
+            "agent {}: the installation of {} has tree hash {now}, and the run began with {stored}; resuming would mix installations",
+            agent.label(),
+            version.label()
+        );
+    }
+    Ok(())
+}
+
+/// Refuses a run with `cli:` agents: this build resolves, validates and stores them, and the
+/// engine's `cli:` agent that runs them comes with the next change.
+///
+/// # Errors
+/// The first `cli:` agent.
+pub fn ensure_runnable(config: &specgap_protocol::run::RunConfig) -> anyhow::Result<()> {
+    if let Some(agent) = config.agents.iter().find(|a| a.spec.starts_with("cli:")) {
+        bail!(
+            "agent {} is a cli: agent, which this build can configure but not run yet; `specgap run --config FILE --dry-run` shows the resolved configuration",
+            agent.label()
+        );
+    }
+    Ok(())
 }
 
 /// sha256 of what a replay reads: the file itself, or a stored episode's trajectory.
@@ -104,14 +202,23 @@ pub fn user_component(spec: &str, chat: &super::ChatArgs, prompts: &Replacements
     let Some(model) = spec.strip_prefix("chat:").filter(|m| !m.is_empty()) else {
         bail!("unknown user `{spec}`; expected relay or chat:<model>");
     };
-    let mut config = chat.user_config(model)?.to_table()?;
+    chat_user_component(model, &chat.user_config(model)?, prompts)
+}
+
+/// A `chat:<model>` user with its own endpoint configuration and the run's replaced owner /
+/// customer prompts.
+///
+/// # Errors
+/// A configuration that cannot be stored in run.toml.
+pub fn chat_user_component(model: &str, chat: &specgap_agents::chat::ChatConfig, prompts: &Replacements) -> anyhow::Result<ComponentRef> {
+    let mut config = chat.to_table()?;
     config.insert("kind".into(), toml::Value::String("chat".into()));
     config.insert(
         "user_prompt_version".into(),
         toml::Value::String(specgap_agents::chat::user::USER_PROMPT_VERSION.into()),
     );
     prompts.store_in(&mut config);
-    Ok(component_ref(spec, config))
+    Ok(component_ref(&format!("chat:{model}"), config))
 }
 
 /// `user` with the detector panel of the panel file `file` in its configuration (table
@@ -165,6 +272,41 @@ impl super::ChatArgs {
         Only::parse_from(["specgap"]).chat
     }
 
+    fn base_url(&self) -> String {
+        self.base_url.clone().unwrap_or_else(|| specgap_agents::chat::DEFAULT_BASE_URL.to_string())
+    }
+
+    fn api_key_env(&self) -> String {
+        self.api_key_env.clone().unwrap_or_else(|| specgap_agents::chat::DEFAULT_API_KEY_ENV.to_string())
+    }
+
+    fn request_timeout(&self) -> f64 {
+        self.request_timeout.unwrap_or(specgap_agents::chat::DEFAULT_REQUEST_TIMEOUT_SEC)
+    }
+
+    fn max_retries(&self) -> u32 {
+        self.max_retries.unwrap_or(specgap_agents::chat::DEFAULT_MAX_RETRIES)
+    }
+
+    /// Names of the agent and user endpoint flags given (they conflict with `--config`).
+    pub fn flags_given(&self) -> Vec<&'static str> {
+        let given = [
+            ("--base-url", self.base_url.is_some()),
+            ("--api-key-env", self.api_key_env.is_some()),
+            ("--model-arg", !self.model_args.is_empty()),
+            ("--stream", self.stream),
+            ("--emulate-tools", self.emulate_tools),
+            ("--context-tokens", self.context_tokens.is_some()),
+            ("--request-timeout", self.request_timeout.is_some()),
+            ("--max-retries", self.max_retries.is_some()),
+            ("--prices", self.prices.is_some()),
+            ("--user-base-url", self.user_base_url.is_some()),
+            ("--user-api-key-env", self.user_api_key_env.is_some()),
+            ("--user-model-arg", !self.user_model_args.is_empty()),
+        ];
+        given.into_iter().filter(|(_, g)| *g).map(|(name, _)| name).collect()
+    }
+
     fn price(&self, model: &str) -> anyhow::Result<Option<specgap_agents::chat::Price>> {
         let Some(path) = &self.prices else { return Ok(None) };
         let table = specgap_agents::chat::PriceTable::load(path)?;
@@ -178,13 +320,13 @@ impl super::ChatArgs {
     /// The agent's endpoint configuration for `model`.
     pub fn agent_config(&self, model: &str) -> anyhow::Result<specgap_agents::chat::ChatConfig> {
         let mut config = specgap_agents::chat::ChatConfig::new(model).with_model_args(&self.model_args)?;
-        config.base_url = self.base_url.clone();
-        config.api_key_env = self.api_key_env.clone();
+        config.base_url = self.base_url();
+        config.api_key_env = self.api_key_env();
         config.stream = self.stream;
         config.emulate_tools = self.emulate_tools;
         config.context_tokens = self.context_tokens;
-        config.request_timeout_sec = self.request_timeout;
-        config.max_retries = self.max_retries;
+        config.request_timeout_sec = self.request_timeout();
+        config.max_retries = self.max_retries();
         config.price = self.price(model)?;
         Ok(config)
     }
@@ -193,10 +335,10 @@ impl super::ChatArgs {
     /// agent's).
     pub fn user_config(&self, model: &str) -> anyhow::Result<specgap_agents::chat::ChatConfig> {
         let mut config = specgap_agents::chat::ChatConfig::new(model).with_model_args(&self.user_model_args)?;
-        config.base_url = self.user_base_url.clone().unwrap_or_else(|| self.base_url.clone());
-        config.api_key_env = self.user_api_key_env.clone().unwrap_or_else(|| self.api_key_env.clone());
-        config.request_timeout_sec = self.request_timeout;
-        config.max_retries = self.max_retries;
+        config.base_url = self.user_base_url.clone().unwrap_or_else(|| self.base_url());
+        config.api_key_env = self.user_api_key_env.clone().unwrap_or_else(|| self.api_key_env());
+        config.request_timeout_sec = self.request_timeout();
+        config.max_retries = self.max_retries();
         config.price = self.price(model)?;
         Ok(config)
     }
@@ -208,6 +350,11 @@ pub struct Applicability;
 
 impl AgentApplicability for Applicability {
     fn applicable(&self, agent: &ComponentRef, package: &TaskPackage) -> Result<(), NotApplicable> {
+        if agent.spec.starts_with("cli:") {
+            // Configured and validated here; which conditions a cli: adapter supports is the
+            // cli: agent's to say when it runs them.
+            return Ok(());
+        }
         match parse_agent_spec(&agent.spec) {
             Ok(spec) => spec.applicability(package),
             // Specs were parsed when the run was configured; one that no longer parses

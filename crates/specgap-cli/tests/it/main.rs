@@ -1,6 +1,8 @@
 //! End-to-end tests of the `specgap` binary (`env!("CARGO_BIN_EXE_specgap")`) on small fixture
 //! packages: the task crate's `tests/fixtures` and this crate's `tests/fixtures`.
 
+mod agents;
+mod bridge;
 mod chat;
 mod check;
 mod containment;
@@ -12,6 +14,7 @@ mod residualize;
 mod resume;
 mod retries;
 mod run_basic;
+mod run_config;
 mod seed_measures;
 mod show_report;
 mod support;

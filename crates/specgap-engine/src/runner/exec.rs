@@ -653,7 +653,7 @@ fn attempt(ctx: &WorkerContext<'_, '_>, episode: &PlannedEpisode) -> Result<Atte
         package,
         condition: &episode.condition,
         start: &episode.start,
-        agent_spec: &agent_ref.spec,
+        agent_spec: agent_ref.label(),
         prompts: &prompts,
         budgets,
         sandbox: &ctx.sandbox,

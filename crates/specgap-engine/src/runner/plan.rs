@@ -150,7 +150,7 @@ pub fn plan(input: &PlanInput<'_>, agents: &dyn AgentApplicability) -> Result<Pl
                         if let Err(why) = verdict {
                             not_applicable.push(Skipped {
                                 task: package.name().to_string(),
-                                agent: agent.spec.clone(),
+                                agent: agent.label().to_string(),
                                 condition: condition.canonical(),
                                 start: start.canonical(),
                                 reason: why.reason,
@@ -161,7 +161,7 @@ pub fn plan(input: &PlanInput<'_>, agents: &dyn AgentApplicability) -> Result<Pl
                             let key = EpisodeKey {
                                 task: package.name().to_string(),
                                 task_hash: package.hash().to_string(),
-                                agent: agent.spec.clone(),
+                                agent: agent.label().to_string(),
                                 agent_hash: agent.hash.clone(),
                                 user_hash: input.user.hash.clone(),
                                 condition: condition.canonical(),

@@ -1,0 +1,118 @@
+//! # specgap-bridge
+//!
+//! The harness tools of a `cli:` agent (DESIGN §5; issue 14 item 5): an external agent runs
+//! inside the episode's sandbox and reaches `ask_user`, `submit` and `write_plan` through a
+//! small program, `specgap-bridge`, that talks to the harness over a Unix socket mounted into
+//! the sandbox.
+//!
+//! ```text
+//!  sandbox (uid 1000, no network)                        harness
+//!  ┌──────────────────────────────────────┐          ┌────────────────────────────────┐
+//!  │ agent ─ MCP stdio ─ specgap-bridge mcp│          │ BridgeEndpoint (UnixListener)  │
+//!  │ agent ─ exec ─ ask_user / submit ─────┼─ socket ─┤  token, tool and shape checks  │
+//!  │   ($SPECGAP_BRIDGE_SOCKET, _TOKEN)    │  lines   │  one call at a time ─► engine  │
+//!  └──────────────────────────────────────┘  of JSON  └────────────────────────────────┘
+//! ```
+//!
+//! | module | what it holds |
+//! | --- | --- |
+//! | [`wire`] | the line protocol: [`Request`], [`Response`] (`text`, `is_error`, `end`), [`HarnessTool`], the environment variables |
+//! | [`tools`] | the harness tools' specs in the bridge's words and the [`Offer`] of an episode |
+//! | [`endpoint`] | the harness side: [`BridgeEndpoint`] hands each call to the engine as a [`PendingCall`] |
+//! | [`client`] | the in-sandbox side: [`BridgeClient`] |
+//! | [`mcp`] | the MCP stdio server (rmcp) offering only the harness tools |
+//! | [`command`] | `ask_user "<question>" [...]` and `submit ["<summary>"]`, with their exit statuses |
+//! | [`home`] | reading and writing in the agent-writable home without following links |
+//! | [`install`] | where the harness finds the program, and the tools directory put on `PATH` |
+//!
+//! The program ([`main`]) picks its role from `argv[0]`: `ask_user` and `submit` (links to
+//! it in the tools directory) run the commands; `specgap-bridge mcp` serves MCP on standard
+//! input and output; `specgap-bridge ask_user ...` / `submit ...` also work. It needs nothing
+//! from the sandbox but the socket and the C library: no network, no writable disk, any uid.
+//! The binary target is declared by `specgap-cli` (so `cargo install --path
+//! crates/specgap-cli` installs it beside `specgap`); it only calls [`main`].
+#![deny(missing_docs)]
+
+pub mod client;
+pub mod command;
+pub mod endpoint;
+pub mod home;
+pub mod install;
+pub mod mcp;
+pub mod tools;
+pub mod wire;
+
+use std::process::ExitCode;
+
+pub use client::{BridgeClient, ClientError};
+pub use endpoint::{BridgeEndpoint, CallReceiver, EndpointError, PendingCall, new_token};
+pub use install::{LocateError, locate_bridge, make_tools_dir};
+pub use tools::{Asked, Offer, OfferError, tool_spec};
+pub use wire::{HarnessTool, Request, Response};
+
+const USAGE: &str = "\
+usage: specgap-bridge mcp                      serve the harness tools over MCP (stdio)
+       specgap-bridge ask_user \"<question>\"...  or the link ask_user
+       specgap-bridge submit [\"<summary>\"]      or the link submit
+Runs inside a specgap episode's sandbox; the harness sets SPECGAP_BRIDGE_SOCKET and SPECGAP_BRIDGE_TOKEN.";
+
+/// The `specgap-bridge` program: dispatches on `argv[0]` (module guide) and returns the exit
+/// status ([`command::exit`]; 2 for a usage error, 5 when the MCP server cannot reach its
+/// client or harness).
+pub fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    ExitCode::from(dispatch(&args))
+}
+
+fn dispatch(args: &[String]) -> u8 {
+    let name = args.first().map(|a| std::path::Path::new(a).file_name().map_or(a.clone(), |n| n.to_string_lossy().into_owned()));
+    let (role, rest) = match name.as_deref() {
+        Some(command @ ("ask_user" | "submit")) => (command, args.get(1..).unwrap_or_default()),
+        _ => match args.get(1).map(String::as_str) {
+            Some(role) => (role, args.get(2..).unwrap_or_default()),
+            None => ("", &[][..]),
+        },
+    };
+    let mut out = std::io::stdout().lock();
+    let mut err = std::io::stderr().lock();
+    match role {
+        "ask_user" => command::run(HarnessTool::AskUser, rest, BridgeClient::from_env(), &mut out, &mut err),
+        "submit" => command::run(HarnessTool::Submit, rest, BridgeClient::from_env(), &mut out, &mut err),
+        "mcp" => {
+            drop((out, err));
+            serve_mcp()
+        }
+        "--version" | "-V" => {
+            use std::io::Write as _;
+            let _ = writeln!(out, "specgap-bridge {}", env!("CARGO_PKG_VERSION"));
+            command::exit::OK
+        }
+        "--help" | "-h" => {
+            use std::io::Write as _;
+            let _ = writeln!(out, "{USAGE}");
+            command::exit::OK
+        }
+        _ => {
+            use std::io::Write as _;
+            let _ = writeln!(err, "{USAGE}");
+            command::exit::USAGE
+        }
+    }
+}
+
+fn serve_mcp() -> u8 {
+    let client = match BridgeClient::from_env() {
+        Ok(client) => client,
+        Err(e) => {
+            eprintln!("specgap-bridge: {e}");
+            return command::exit::UNREACHABLE;
+        }
+    };
+    match mcp::serve_stdio(client) {
+        Ok(()) => command::exit::OK,
+        Err(e) => {
+            eprintln!("specgap-bridge: {e}");
+            command::exit::UNREACHABLE
+        }
+    }
+}

@@ -1,0 +1,292 @@
+//! `specgap run --config FILE.toml` (docs/run-config.md): several agents on different
+//! endpoints in one run, resolved into run.toml and resumed from it; flags that conflict or
+//! override; `cli:` entries validated against the adapter registry and the installations.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde_json::{Value, json};
+use specgap_protocol::run::RunConfig;
+use specgap_store::{Status, Store};
+
+use crate::chat::mock_server::{Captured, MockServer, Scripted, check_request, completion};
+use crate::support::*;
+
+const KEY_A: &str = "sk-config-a-81f0c2";
+const KEY_B: &str = "sk-config-b-4be9d1";
+
+fn payment_retry() -> PathBuf {
+    repo().join("examples/tasks/payment-retry")
+}
+
+/// A competent agent on payment-retry (reads, writes the gold fix, submits); while `broken`
+/// is set, every request gets HTTP 400 (not retried: a deterministic infrastructure error).
+fn agent_server(broken: Arc<AtomicBool>) -> MockServer {
+    let gold = fs_err::read_to_string(payment_retry().join("solutions/gold/shop/checkout.py")).unwrap();
+    MockServer::start(move |request: &Captured, _| {
+        if broken.load(Ordering::SeqCst) {
+            return Scripted::status(400, r#"{"error": {"message": "model is loading"}}"#);
+        }
+        let step = request.messages().iter().filter(|m| m["role"] == "assistant").count();
+        let call: Option<(&str, Value)> = match step {
+            0 => Some(("read_text", json!({"path": "README.md"}))),
+            1 => Some(("write_text", json!({"path": "shop/checkout.py", "content": gold}))),
+            2 => Some(("submit", json!({"summary": "retries added"}))),
+            _ => None,
+        };
+        match call {
+            Some((tool, args)) => Scripted::json(completion(None, &[(&format!("c{step}"), tool, args)], "tool_calls")),
+            None => Scripted::json(completion(Some("Done."), &[], "stop")),
+        }
+    })
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    fs_err::write(&path, text).unwrap();
+    path
+}
+
+fn run_with(config: &Path, extra: &[&str]) -> Output {
+    specgap().env("CONFIG_KEY_A", KEY_A).env("CONFIG_KEY_B", KEY_B).arg("run").arg("--config").arg(config).args(extra).output().unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Two chat agents on two endpoints, each its own model, key variable and arguments.
+fn two_endpoints(a: &MockServer, b: &MockServer) -> String {
+    format!(
+        r#"
+suites = ["{suite}"]
+conditions = ["partial"]
+starts = ["clean"]
+seed = 3
+retries = 0
+
+[budget]
+turns = 20
+
+[[agent]]
+kind = "chat"
+model = "mock-a"
+base_url = "{a}"
+api_key_env = "CONFIG_KEY_A"
+model_args = {{ temperature = 0 }}
+
+[[agent]]
+name = "second"
+kind = "chat"
+model = "mock-b"
+base_url = "{b}"
+api_key_env = "CONFIG_KEY_B"
+model_args = {{ max_tokens = 512 }}
+max_retries = 0
+price = {{ input_per_mtok = 1.0, output_per_mtok = 2.0 }}
+"#,
+        suite = payment_retry().display(),
+        a = a.url,
+        b = b.url
+    )
+}
+
+#[test]
+fn two_chat_agents_on_two_endpoints_run_resolve_into_run_toml_and_resume_from_it() {
+    let (a, b) = (agent_server(Arc::default()), agent_server(Arc::default()));
+    let broken_b = Arc::new(AtomicBool::new(true));
+    let b = {
+        drop(b);
+        agent_server(Arc::clone(&broken_b))
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let config = write(tmp.path(), "experiment.toml", &two_endpoints(&a, &b));
+    let out = tmp.path().join("run");
+
+    let dry = run_with(&config, &["--dry-run"]);
+    assert!(dry.status.success(), "{}", stderr(&dry));
+    assert_eq!(stderr(&dry), "dry run: 2 episodes planned, 0 combinations not applicable; nothing was created\n");
+    let resolved: RunConfig = toml::from_str(&String::from_utf8_lossy(&dry.stdout)).unwrap();
+    assert!(!out.exists());
+    assert!(a.requests().is_empty() && b.requests().is_empty());
+
+    // Endpoint B answers 400 at first: its episode is an infrastructure error.
+    let first = run_with(&config, &["--out", out.to_str().unwrap(), "--jobs", "1", "--no-report"]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let stored = Store::open(&out).unwrap().config().clone();
+    assert_eq!(stored, resolved, "run.toml is what the dry run resolved");
+    assert_eq!(stored.seed, 3);
+    assert_eq!(stored.budget.turns, Some(20));
+    let labels: Vec<&str> = stored.agents.iter().map(|c| c.label()).collect();
+    assert_eq!(labels, ["chat:mock-a", "second"]);
+    assert_eq!(stored.agents[1].spec, "chat:mock-b");
+    let url = |i: usize| stored.agents[i].config["base_url"].as_str().unwrap().to_string();
+    assert_eq!((url(0), url(1)), (a.url.clone(), b.url.clone()));
+    assert_eq!(stored.agents[0].config["api_key_env"].as_str(), Some("CONFIG_KEY_A"));
+    assert_eq!(stored.agents[1].config["price"]["input_per_mtok"].as_float(), Some(1.0));
+    assert!(!fs_err::read_to_string(out.join("run.toml")).unwrap().contains(KEY_A));
+
+    let status_of = |label: &str| {
+        let store = Store::open(&out).unwrap();
+        store.episodes().unwrap().into_iter().filter(|e| e.agent == label).map(|e| e.status).collect::<Vec<_>>()
+    };
+    assert_eq!(status_of("chat:mock-a"), [Status::Finished]);
+    assert_eq!(status_of("second"), [Status::InfraError]);
+    let a_requests = a.requests().len();
+    assert_eq!(a_requests, 3, "read, write, submit");
+    assert_eq!(b.requests().len(), 1, "a 400 is not retried");
+
+    // Endpoint B is up again: --resume runs the failed episode from run.toml alone.
+    broken_b.store(false, Ordering::SeqCst);
+    let resumed = specgap().env("CONFIG_KEY_B", KEY_B).args(["run", "--resume", out.to_str().unwrap(), "--no-report"]).output().unwrap();
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    assert_eq!(status_of("second"), [Status::Finished]);
+    assert_eq!(a.requests().len(), a_requests, "the finished episode of agent A is not run again");
+    for (server, model, key, arg) in [(&a, "mock-a", KEY_A, ("temperature", json!(0))), (&b, "mock-b", KEY_B, ("max_tokens", json!(512)))] {
+        for request in server.requests() {
+            assert_eq!(request.body["model"], model);
+            assert_eq!(request.header("authorization"), Some(format!("Bearer {key}").as_str()));
+            assert_eq!(request.body[arg.0], arg.1, "{model}");
+            check_request(&request, &["list_files", "read_text", "write_text", "replace_text", "run_project", "run_experiment", "ask_user", "submit"]);
+        }
+    }
+    assert_eq!(b.requests().iter().filter(|r| r.body.get("temperature").is_some()).count(), 0, "agent A's arguments stay A's");
+}
+
+#[test]
+fn flags_that_declare_the_matrix_conflict_and_scalar_flags_override_the_file() {
+    let (a, b) = (agent_server(Arc::default()), agent_server(Arc::default()));
+    let tmp = tempfile::tempdir().unwrap();
+    let config = write(tmp.path(), "experiment.toml", &two_endpoints(&a, &b));
+    let conflict = run_with(&config, &["--agent", "scripted:gold", "--base-url", "http://127.0.0.1:1/v1", "--dry-run"]);
+    assert_eq!(conflict.status.code(), Some(2));
+    assert_eq!(
+        stderr(&conflict),
+        format!(
+            "error: --agent, --base-url cannot be combined with --config: the file declares the agents, the user, the prompts, the suites, conditions and starts (edit {} instead)\n",
+            config.display()
+        )
+    );
+    let overridden = run_with(&config, &["--seed", "9", "--repeats", "2", "--turns", "5", "--submissions", "2", "--shard", "1/2", "--dry-run"]);
+    assert!(overridden.status.success(), "{}", stderr(&overridden));
+    let resolved: RunConfig = toml::from_str(&String::from_utf8_lossy(&overridden.stdout)).unwrap();
+    assert_eq!((resolved.seed, resolved.repeats, resolved.budget.turns, resolved.shard), (9, 2, Some(5), Some([1, 2])));
+    assert_eq!(resolved.conditions, ["partial+submissions=2"]);
+    let resume = specgap().args(["run", "--resume", "somewhere", "--config"]).arg(&config).output().unwrap();
+    assert_eq!(resume.status.code(), Some(2));
+    assert!(stderr(&resume).contains("--config cannot be combined with it"), "{}", stderr(&resume));
+}
+
+#[test]
+fn unknown_keys_kinds_and_misplaced_keys_are_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cases = [
+        ("[[agent]]\nkind = \"chat\"\nmodel = \"m\"\ntemprature = 0\n", "unknown field `temprature`"),
+        ("[[agent]]\nkind = \"robot\"\n", "agent 1: unknown kind `robot`; expected scripted, replay, chat or cli"),
+        ("[[agent]]\nkind = \"chat\"\nmodel = \"m\"\nsolution = \"gold\"\n", "agent 1: solution does not apply to a chat agent"),
+        ("[[agent]]\nkind = \"scripted\"\nsolution = \"gold\"\nbase_url = \"http://x/v1\"\n", "agent 1: an endpoint setting (base_url, api_key_env, model_args, ...) does not apply to a scripted agent"),
+        ("[[agent]]\nname = \"x\"\nkind = \"chat\"\n", "agent 1 (`x`): a chat agent needs `model`"),
+        ("[[agent]]\nkind = \"scripted\"\nsolution = \"gold\"\n[[agent]]\nkind = \"scripted\"\nsolution = \"gold\"\n", "two agents are called `scripted:gold`; give each a distinct `name`"),
+        ("colour = \"blue\"\n[[agent]]\nkind = \"scripted\"\nsolution = \"gold\"\n", "unknown field `colour`"),
+        ("conditions = [\"partial\"]\n", "declares no agent"),
+        ("[overrides]\nask = \"maybe\"\n[[agent]]\nkind = \"scripted\"\nsolution = \"gold\"\n", "overrides.ask must be \"on\" or \"off\", not \"maybe\""),
+        ("[[agent]]\nkind = \"scripted\"\nsolution = \"gold\"\n[user]\nkind = \"chat\"\n", "user: a chat user needs `model`"),
+    ];
+    for (i, (text, expected)) in cases.iter().enumerate() {
+        let config = write(tmp.path(), &format!("c{i}.toml"), &format!("suites = [\"{}\"]\n{text}", payment_retry().display()));
+        let output = run_with(&config, &["--dry-run"]);
+        assert_eq!(output.status.code(), Some(2), "{text}");
+        assert!(stderr(&output).contains(expected), "{text}\nexpected: {expected}\ngot: {}", stderr(&output));
+    }
+}
+
+fn cli_config(dir: &Path, agents: &str) -> PathBuf {
+    write(dir, "cli.toml", &format!("suites = [\"{}\"]\nconditions = [\"partial\"]\nstarts = [\"clean\"]\n{agents}", payment_retry().display()))
+}
+
+fn dry_run_in_cache(config: &Path, cache: &Path) -> Output {
+    specgap().env("XDG_CACHE_HOME", cache).arg("run").arg("--config").arg(config).arg("--dry-run").output().unwrap()
+}
+
+#[test]
+fn cli_entries_are_validated_against_the_registry_and_the_installations() {
+    let tmp = tempfile::tempdir().unwrap();
+    let empty_cache = tmp.path().join("cache");
+    let refused = [
+        ("[[agent]]\nkind = \"cli\"\nadapter = \"aider\"\n", "agent 1: unknown agent adapter `aider`; the adapters are mini-swe-agent, claude-code, codex, opencode, gemini-cli"),
+        ("[[agent]]\nkind = \"cli\"\nadapter = \"mini-swe-agent\"\nversion = \"9.9\"\n", "agent 1: mini-swe-agent 9.9 has no lock file in this specgap (locked: 2.4.6)"),
+        ("[[agent]]\nkind = \"cli\"\nadapter = \"codex\"\nmodel = \"m\"\n", "agent 1: cli agent codex@0.171.0 is not installed; install it with `specgap agents install codex@0.171.0`"),
+        ("[[agent]]\nkind = \"cli\"\nmodel = \"m\"\n", "agent 1: a cli agent needs `adapter`"),
+        ("[[agent]]\nkind = \"cli\"\nadapter = \"command\"\n", "agent 1: the command adapter needs `command`"),
+        ("[[agent]]\nkind = \"cli\"\nadapter = \"codex\"\ncommand = \"x\"\n", "agent 1: `command` applies to the command adapter only"),
+    ];
+    for (text, expected) in refused {
+        let output = dry_run_in_cache(&cli_config(tmp.path(), text), &empty_cache);
+        assert_eq!(output.status.code(), Some(2), "{text}");
+        assert!(stderr(&output).contains(expected), "{text}\nexpected: {expected}\ngot: {}", stderr(&output));
+    }
+    let command = "[[agent]]\nkind = \"cli\"\nadapter = \"command\"\ncommand = \"my-agent --task-file {instruction_file}\"\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:8000/v1\"\n";
+    let output = dry_run_in_cache(&cli_config(tmp.path(), command), &empty_cache);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let resolved: RunConfig = toml::from_str(&String::from_utf8_lossy(&output.stdout)).unwrap();
+    assert_eq!(resolved.agents[0].spec, "cli:command=my-agent --task-file {instruction_file}");
+    assert_eq!(resolved.agents[0].config["endpoint"]["model"].as_str(), Some("m"));
+    // Configured, but not run by this build.
+    let run = specgap().env("XDG_CACHE_HOME", &empty_cache).arg("run").arg("--config").arg(cli_config(tmp.path(), command)).arg("--out").arg(tmp.path().join("r")).output().unwrap();
+    assert_eq!(run.status.code(), Some(2));
+    assert!(stderr(&run).contains("is a cli: agent, which this build can configure but not run yet"), "{}", stderr(&run));
+    assert!(!tmp.path().join("r").exists());
+}
+
+#[test]
+fn an_installed_cli_adapter_resolves_with_its_tree_hash_and_needs_names_to_pair_models() {
+    let Some(dir) = crate::agents::installed_mini_swe_agent() else { return };
+    let manifest = specgap_adapters::manifest::Manifest::read(&dir).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let two = "[[agent]]\nkind = \"cli\"\nadapter = \"mini-swe-agent\"\nmodel = \"qwen3\"\n[[agent]]\nkind = \"cli\"\nadapter = \"mini-swe-agent\"\nmodel = \"llama\"\n";
+    let unnamed = dry_run_in_cache(&cli_config(tmp.path(), two), &crate::agents::test_cache());
+    assert!(stderr(&unnamed).contains("two agents are called `cli:mini-swe-agent`; give each a distinct `name`"), "{}", stderr(&unnamed));
+    let named = two.replacen("[[agent]]\n", "[[agent]]\nname = \"mini/qwen3\"\n", 1).replacen("model = \"llama\"", "model = \"llama\"\nname = \"mini/llama\"", 1);
+    let output = dry_run_in_cache(&cli_config(tmp.path(), &named), &crate::agents::test_cache());
+    assert!(output.status.success(), "{}", stderr(&output));
+    let resolved: RunConfig = toml::from_str(&String::from_utf8_lossy(&output.stdout)).unwrap();
+    let agent = &resolved.agents[0];
+    assert_eq!((agent.spec.as_str(), agent.label()), ("cli:mini-swe-agent", "mini/qwen3"));
+    assert_eq!(agent.config["version"].as_str(), Some("2.4.6"));
+    assert_eq!(agent.config["package"].as_str(), Some("mini-swe-agent"));
+    assert_eq!(agent.config["tree_hash"].as_str(), Some(manifest.tree_hash.as_str()));
+    assert_eq!(agent.config["endpoint"]["model"].as_str(), Some("qwen3"));
+    assert_ne!(agent.hash, resolved.agents[1].hash, "the model is part of the configuration hash");
+}
+
+#[test]
+fn a_prompts_directory_in_the_file_is_stored_with_every_agent_and_the_chat_user() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prompts = tmp.path().join("my-prompts");
+    fs_err::create_dir(&prompts).unwrap();
+    fs_err::write(prompts.join("evidence.md"), "Paper wording. Budget: {turns} turns and {tool_calls} tool calls.\n").unwrap();
+    fs_err::write(prompts.join("owner.md"), "You are the owner: {persona}\n").unwrap();
+    let text = format!(
+        "suites = [\"{}\"]\nconditions = [\"partial\"]\nprompts = \"my-prompts\"\n\
+         [[agent]]\nkind = \"scripted\"\nsolution = \"gold\"\n\
+         [[agent]]\nkind = \"chat\"\nmodel = \"m\"\n\
+         [user]\nkind = \"chat\"\nmodel = \"u\"\n",
+        payment_retry().display()
+    );
+    let config = write(tmp.path(), "with-prompts.toml", &text);
+    let output = run_with(&config, &["--dry-run"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let resolved: toml::Table = toml::from_str(&String::from_utf8_lossy(&output.stdout)).unwrap();
+    let agents = resolved["agents"].as_array().unwrap();
+    for agent in agents {
+        let stored = &agent["config"]["prompts"];
+        assert_eq!(stored["evidence.md"]["text"].as_str(), Some("Paper wording. Budget: {turns} turns and {tool_calls} tool calls.\n"));
+        assert!(stored.get("owner.md").is_none(), "owner prompts go with the user");
+    }
+    assert!(resolved["users"][0]["config"]["prompts"].get("owner.md").is_some());
+    let flag = run_with(&config, &["--prompts", prompts.to_str().unwrap(), "--dry-run"]);
+    assert_eq!(flag.status.code(), Some(2));
+    assert!(stderr(&flag).starts_with("error: --prompts cannot be combined with --config"), "{}", stderr(&flag));
+}
