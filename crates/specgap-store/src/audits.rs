@@ -82,11 +82,13 @@ pub struct ResampleRecord {
     pub request: u32,
     /// 1-based resample number.
     pub k: u32,
+    /// What the recorded reply was for: `answer` or `feedback` (`user_request.purpose`).
+    pub purpose: String,
     /// The reply text (trimmed), or `None` when the request failed.
     pub reply: Option<String>,
     /// Why it failed, lowercase.
     pub error: Option<String>,
-    /// Its usage.
+    /// Its usage, all of it the user model's (`resamples.role` is `user`).
     pub usage: Usage,
 }
 
@@ -261,8 +263,9 @@ impl Store {
             return Err(StoreError::UnknownEpisode { id: row.episode.clone() });
         }
         conn.execute_cached(
-            "INSERT OR REPLACE INTO resamples (episode, batch, request, k, reply, error, usage) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![row.episode, row.batch, row.request, row.k, row.reply, row.error, usage],
+            "INSERT OR REPLACE INTO resamples (episode, batch, request, k, purpose, role, reply, error, usage)
+             VALUES (?1, ?2, ?3, ?4, ?5, 'user', ?6, ?7, ?8)",
+            params![row.episode, row.batch, row.request, row.k, row.purpose, row.reply, row.error, usage],
         )
         .at(path)?;
         Ok(())
@@ -276,7 +279,7 @@ impl Store {
         let path = self.db_path();
         let conn = self.conn();
         let mut stmt = conn
-            .prepare("SELECT episode, batch, request, k, reply, error, usage FROM resamples ORDER BY episode, batch, request, k")
+            .prepare("SELECT episode, batch, request, k, purpose, reply, error, usage FROM resamples ORDER BY episode, batch, request, k")
             .at(path)?;
         let rows = stmt
             .query_map([], |r| {
@@ -286,11 +289,12 @@ impl Store {
                         batch: r.get(1)?,
                         request: r.get(2)?,
                         k: r.get(3)?,
-                        reply: r.get(4)?,
-                        error: r.get(5)?,
+                        purpose: r.get(4)?,
+                        reply: r.get(5)?,
+                        error: r.get(6)?,
                         usage: Usage::default(),
                     },
-                    r.get::<_, String>(6)?,
+                    r.get::<_, String>(7)?,
                 ))
             })
             .at(path)?

@@ -173,6 +173,8 @@ CREATE TABLE resamples (
     batch           TEXT NOT NULL,
     request         INTEGER NOT NULL CHECK (request >= 0),
     k               INTEGER NOT NULL CHECK (k >= 1),
+    purpose         TEXT NOT NULL CHECK (purpose IN ('answer','feedback')),
+    role            TEXT NOT NULL CHECK (role IN ('user')),
     reply           TEXT,
     error           TEXT,
     usage           TEXT NOT NULL,
