@@ -1,7 +1,7 @@
 //! The `specgap` binary: parses arguments and hands each verb to its module.
 //!
 //! Each verb lives in its own module (`check`, `eval`, `run`, `show`, `merge`, `judge`,
-//! `extract`, `report`, `compare`, `residualize`, `agents`) with an `Args` struct (clap) and an `exec` function. The modules stay thin: the
+//! `extract`, `report`, `compare`, `residualize`, `agents`, `audit`, `resample`) with an `Args` struct (clap) and an `exec` function. The modules stay thin: the
 //! work happens in the library crates, which return typed errors; only this binary uses anyhow.
 
 use std::process::ExitCode;
@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod agents;
+mod audit;
 mod check;
 mod compare;
 mod eval;
@@ -16,6 +17,7 @@ mod extract;
 mod judge;
 mod merge;
 mod report;
+mod resample;
 mod residualize;
 mod run;
 mod show;
@@ -39,7 +41,9 @@ Examples:
   specgap judge runs/latest --panel panel.toml  coverage verdicts of a model panel
   specgap report runs/latest --judge panel     measures from the panel's verdicts
   specgap extract runs/latest --panel panel.toml  delivery scores through extractor sessions
-  specgap report runs/latest --format html --out runs/latest/report.html";
+  specgap report runs/latest --format html --out runs/latest/report.html
+  specgap audit sample runs/latest --unit failed-episode --rubric seed000-failure --by agent --n 30 --seed 7 --out audit/
+  specgap resample runs/latest --checkpoints 30 --samples 5 --seed 7 --out resample/";
 
 // The enum is built once per process; boxing `run`'s many flags would buy nothing.
 #[allow(clippy::large_enum_variant)]
@@ -69,6 +73,10 @@ enum Command {
     Residualize(residualize::Args),
     /// Install and list external agent CLIs (`cli:<adapter>` agents).
     Agents(agents::Args),
+    /// Human audits: draw a label sample, import raters' sheets, report agreement.
+    Audit(audit::Args),
+    /// Re-send recorded user-model requests to measure the simulated user's stability.
+    Resample(resample::Args),
 }
 
 fn main() -> ExitCode {
@@ -87,6 +95,8 @@ fn main() -> ExitCode {
         Command::Compare(args) => compare::exec(args),
         Command::Residualize(args) => residualize::exec(args),
         Command::Agents(args) => agents::exec(args),
+        Command::Audit(args) => audit::exec(args),
+        Command::Resample(args) => resample::exec(args),
     };
     match outcome {
         Ok(code) => code,
