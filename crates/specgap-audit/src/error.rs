@@ -10,9 +10,9 @@ pub enum AuditError {
     Store {
         /// The run directory.
         dir: PathBuf,
-        /// The store's error.
+        /// The store's error (boxed: it is large).
         #[source]
-        source: specgap_store::StoreError,
+        source: Box<specgap_store::StoreError>,
     },
     /// A file could not be read or written (the path is in the message of `fs_err`).
     #[error(transparent)]
@@ -65,6 +65,6 @@ pub enum AuditError {
 impl AuditError {
     /// A closure turning a store error of run `dir` into an [`AuditError::Store`].
     pub fn store(dir: &std::path::Path) -> impl Fn(specgap_store::StoreError) -> AuditError + '_ {
-        move |source| AuditError::Store { dir: dir.to_path_buf(), source }
+        move |source| AuditError::Store { dir: dir.to_path_buf(), source: Box::new(source) }
     }
 }

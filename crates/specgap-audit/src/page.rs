@@ -345,11 +345,9 @@ fn private_sections(page: &mut Page, input: &PageInput<'_>) {
         return;
     };
     let wanted = |d: Disclosure| rubric.shows(d);
-    if wanted(Disclosure::FullInstruction) {
-        if let Some(full) = package.instruction_full() {
-            page.heading("The full instruction (private)");
-            page.pre("private", full);
-        }
+    if let Some(full) = package.instruction_full().filter(|_| wanted(Disclosure::FullInstruction)) {
+        page.heading("The full instruction (private)");
+        page.pre("private", full);
     }
     if wanted(Disclosure::Requirements) && !package.requirements().is_empty() {
         page.heading("Requirements (private)");
@@ -371,11 +369,9 @@ fn private_sections(page: &mut Page, input: &PageInput<'_>) {
     if wanted(Disclosure::UserKnowledge) && matches!(input.unit.subject, Subject::Episode | Subject::Target(_)) {
         user_knowledge(page, input);
     }
-    if wanted(Disclosure::Notes) {
-        if let Some(notes) = package.notes() {
-            page.heading("The authors' notes (private)");
-            page.pre("private", notes);
-        }
+    if let Some(notes) = package.notes().filter(|_| wanted(Disclosure::Notes)) {
+        page.heading("The authors' notes (private)");
+        page.pre("private", notes);
     }
     if wanted(Disclosure::Evaluator) {
         page.heading("The evaluator (private)");

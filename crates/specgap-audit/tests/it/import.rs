@@ -33,8 +33,8 @@ fn coverage_sample(run: &Run, out: &Path) -> (String, Vec<String>) {
         seed: 4,
         batch: None,
     };
-    let sample = draw(&[run.store.clone()], manifest).unwrap();
-    let sheet = write(&[run.store.clone()], &sample, out).unwrap();
+    let sample = draw(std::slice::from_ref(&run.store), manifest).unwrap();
+    let sheet = write(std::slice::from_ref(&run.store), &sample, out).unwrap();
     (sample.id, std::fs::read_to_string(sheet).unwrap().lines().map(str::to_string).collect())
 }
 

@@ -97,7 +97,7 @@ fn strata_sizes_are_as_asked_and_weights_reweight_to_the_population() {
 }
 
 fn write_sample(run: &Run, sample: &Sample, out: &Path) -> String {
-    let sheet = write(&[run.store.clone()], sample, out).unwrap();
+    let sheet = write(std::slice::from_ref(&run.store), sample, out).unwrap();
     std::fs::read_to_string(sheet).unwrap()
 }
 
@@ -111,7 +111,7 @@ fn pages(out: &Path) -> Vec<String> {
 fn the_sheet_has_one_empty_row_per_item_and_the_sample_is_stored_once() {
     let run = thirteen();
     let out = tempfile::tempdir().unwrap();
-    let sample = draw(&[run.store.clone()], manifest(&run, UnitKind::Question, "seed002-coverage", &[], None, 5)).unwrap();
+    let sample = draw(std::slice::from_ref(&run.store), manifest(&run, UnitKind::Question, "seed002-coverage", &[], None, 5)).unwrap();
     // Retail has its clarification targets; each of the three episodes gives one unit per target.
     let targets = specgap_task::load(crate::fixture::retail().0).unwrap().clarifications().len();
     assert_eq!(sample.items.len(), 3 * targets);
@@ -171,7 +171,7 @@ fn pages_escape_agent_text_and_show_only_what_the_rubric_allows() {
 fn pages_open_in_headless_chromium_and_run_no_agent_script() {
     let run = thirteen();
     let out = tempfile::tempdir().unwrap();
-    let sample = draw(&[run.store.clone()], manifest(&run, UnitKind::FailedEpisode, "seed000-failure", &[], Some(1), 9)).unwrap();
+    let sample = draw(std::slice::from_ref(&run.store), manifest(&run, UnitKind::FailedEpisode, "seed000-failure", &[], Some(1), 9)).unwrap();
     write_sample(&run, &sample, out.path());
     if !Path::new(CHROMIUM).exists() {
         // CI sets SPECGAP_REQUIRE_EXTERNAL=1: there a missing browser is a failure, not a skip.
