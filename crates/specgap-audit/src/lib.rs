@@ -13,6 +13,7 @@
 //! | [`import`] | reading a rater's filled sheet: every row, label and value checked, then stored | `specgap audit import` |
 //! | [`agreement`] | per-label rates (reweighted to the population) and agreement (percent, Cohen's κ, confusion) with case-cluster bootstrap intervals | `specgap audit report` |
 //! | [`resample`] | re-sending recorded user-model requests byte for byte, K times each | `specgap resample` |
+//! | [`summary`] | an optional model summary of an episode's trajectory on its page (role `summarizer`) | `specgap audit sample --summary-model` |
 //!
 //! ## Flow
 //! `sample` draws items from one or more run stores and records the sample (its manifest,
@@ -36,6 +37,7 @@ pub mod page;
 pub mod resample;
 pub mod rubric;
 pub mod sample;
+pub mod summary;
 pub mod unit;
 
 pub use error::AuditError;

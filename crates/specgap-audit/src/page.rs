@@ -109,6 +109,9 @@ pub struct PageInput<'a> {
     pub package: Option<&'a Result<TaskPackage, String>>,
     /// The rubric.
     pub rubric: &'a Rubric,
+    /// A model's summary of the trajectory (`crate::summary`), or why it failed; episode
+    /// units only.
+    pub summary: Option<(&'a str, &'a Result<String, String>)>,
 }
 
 /// The page of one item (module guide).
@@ -168,6 +171,13 @@ fn guide(page: &mut Page, rubric: &Rubric) {
 /// The opening message, the transcript and the diffs.
 fn episode_sections(page: &mut Page, input: &PageInput<'_>, events: &[&EventKind]) {
     let evaluation = input.rubric.shows(Disclosure::Evaluation);
+    if let Some((model, summary)) = input.summary {
+        page.heading(&format!("A model's summary of the trajectory ({model}; read the transcript for what happened)"));
+        match summary {
+            Ok(text) => page.pre("summary", text),
+            Err(why) => page.para(&format!("The summary failed: {why}")),
+        }
+    }
     page.heading("Transcript");
     for event in events {
         match event {

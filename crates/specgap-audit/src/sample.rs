@@ -30,7 +30,8 @@ use specgap_store::{AuditItemRecord, AuditSampleRecord, Store};
 use crate::error::AuditError;
 use crate::page::{PageInput, packages, render};
 use crate::rubric::Rubric;
-use crate::unit::{Unit, UnitKind, fields_of, population};
+use crate::summary::Summarizer;
+use crate::unit::{Subject, Unit, UnitKind, fields_of, population};
 
 /// What a sample is drawn from and how (stored as the sample's manifest).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -181,6 +182,15 @@ pub fn page_path(position: u32) -> String {
 /// # Errors
 /// I/O errors naming the file; store errors.
 pub fn write(stores: &[Store], sample: &Sample, out: &Path) -> Result<PathBuf, AuditError> {
+    write_with(stores, sample, out, None)
+}
+
+/// [`write`], with a model summary of each episode unit's trajectory on its page when
+/// `summarizer` is given (`crate::summary`; a failed summary is said on the page).
+///
+/// # Errors
+/// As [`write`].
+pub fn write_with(stores: &[Store], sample: &Sample, out: &Path, summarizer: Option<&Summarizer>) -> Result<PathBuf, AuditError> {
     let home = stores.first().ok_or_else(|| AuditError::Request("no run given".into()))?;
     let record = AuditSampleRecord {
         id: sample.id.clone(),
@@ -205,7 +215,13 @@ pub fn write(stores: &[Store], sample: &Sample, out: &Path) -> Result<PathBuf, A
             .episode(&unit.episode)
             .map_err(AuditError::store(store.dir()))?
             .ok_or_else(|| AuditError::Request(format!("episode {} vanished from {}", unit.episode, store.dir().display())))?;
+        let summary = match (summarizer, &unit.subject) {
+            (Some(s), Subject::Episode) => Some(summarize(s, store, &episode.id)?),
+            _ => None,
+        };
+        let model = summarizer.map(|s| format!("chat:{}", s.config.model)).unwrap_or_default();
         let html = render(&PageInput {
+            summary: summary.as_ref().map(|s| (model.as_str(), s)),
             unit,
             number: record.position as usize + 1,
             sample: &sample.id,
@@ -225,4 +241,16 @@ pub fn write(stores: &[Store], sample: &Sample, out: &Path) -> Result<PathBuf, A
     let path = out.join(SHEET_FILE);
     fs_err::write(&path, bytes)?;
     Ok(path)
+}
+
+/// The summary of one episode, or why it failed (a failed request is shown on the page; a
+/// store error is returned).
+fn summarize(summarizer: &Summarizer, store: &Store, episode: &str) -> Result<Result<String, String>, AuditError> {
+    let trajectory = specgap_store::read_trajectory(store.dir(), episode).map_err(AuditError::store(store.dir()))?;
+    let events: Vec<&specgap_protocol::event::EventKind> = trajectory.events.iter().map(|e| &e.kind).collect();
+    match summarizer.summarize(store, episode, &events) {
+        Ok(text) => Ok(Ok(text)),
+        Err(AuditError::Request(why)) => Ok(Err(why)),
+        Err(other) => Err(other),
+    }
 }

@@ -8,7 +8,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use specgap_audit::sample::{Manifest, draw, write};
+use specgap_agents::chat::ChatConfig;
+use specgap_audit::sample::{Manifest, draw, write_with};
+use specgap_audit::summary::Summarizer;
 use specgap_audit::{Rubric, UnitKind};
 use specgap_store::Store;
 
@@ -56,6 +58,16 @@ struct SampleArgs {
     /// Output directory (sheet.csv, pages/).
     #[arg(long)]
     out: PathBuf,
+    /// A model that summarizes each episode unit's trajectory on its page (seed 001 Stage III);
+    /// its usage is recorded under the role `summarizer`.
+    #[arg(long)]
+    summary_model: Option<String>,
+    /// The summary model's endpoint, up to `/v1`.
+    #[arg(long, requires = "summary_model", default_value = specgap_agents::chat::DEFAULT_BASE_URL)]
+    summary_base_url: String,
+    /// The variable holding the summary model's API key.
+    #[arg(long, requires = "summary_model", default_value = specgap_agents::chat::DEFAULT_API_KEY_ENV)]
+    summary_api_key_env: String,
 }
 
 /// Arguments of `specgap audit import`.
@@ -105,7 +117,10 @@ fn sample(args: SampleArgs) -> anyhow::Result<ExitCode> {
         batch: None,
     };
     let sample = draw(&stores, manifest)?;
-    let sheet = write(&stores, &sample, &args.out)?;
+    let summarizer = args.summary_model.as_ref().map(|model| Summarizer {
+        config: ChatConfig { base_url: args.summary_base_url.clone(), api_key_env: args.summary_api_key_env.clone(), ..ChatConfig::new(model) },
+    });
+    let sheet = write_with(&stores, &sample, &args.out, summarizer.as_ref())?;
     for (stratum, (population, taken)) in &sample.strata {
         eprintln!("  {stratum}: {taken} of {population}");
     }

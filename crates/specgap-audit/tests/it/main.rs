@@ -7,3 +7,4 @@ mod import;
 mod mock;
 mod resample;
 mod sample;
+mod summary;
