@@ -24,7 +24,8 @@
 //! **Resample summaries** (seed 000 §5.6, App. G), for samples of unit `resample` whose
 //! rubric has `faithful` and `consistent` columns: per rater, the share of resamples accepted
 //! on each, the share accepted on both, and the checkpoints (recorded requests) every one of
-//! whose resamples was accepted on both.
+//! whose resamples was accepted as consistent (the paper's "28 of the 30 checkpoints"), and on
+//! both.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -193,6 +194,10 @@ pub struct StabilitySummary {
     pub both: f64,
     /// Checkpoints (recorded requests) labelled.
     pub checkpoints: usize,
+    /// Checkpoints every one of whose resamples was accepted as consistent (seed 000 §5.6:
+    /// "in 28 of the 30 checkpoints the five … resamples convey the same incident and press
+    /// for the same change").
+    pub consistent_checkpoints: usize,
     /// Checkpoints every one of whose resamples was accepted on both.
     pub stable_checkpoints: usize,
 }
@@ -396,11 +401,12 @@ fn stability(items: &[AuditItemRecord], raters: &BTreeMap<String, BTreeMap<Strin
         let accept = |side: &Side, i: usize| side.get(&i).is_some_and(|v| v == "accept");
         let n = labelled.len() as f64;
         let share = |f: &dyn Fn(usize) -> bool| labelled.iter().filter(|&&i| f(i)).count() as f64 / n;
-        let mut checkpoints: BTreeMap<&str, bool> = BTreeMap::new();
+        // Per checkpoint: (every resample consistent, every resample accepted on both).
+        let mut checkpoints: BTreeMap<&str, (bool, bool)> = BTreeMap::new();
         for &i in &labelled {
-            let ok = accept(faithful, i) && accept(consistent, i);
-            let entry = checkpoints.entry(checkpoint_of(&items[i].item)).or_insert(true);
-            *entry &= ok;
+            let entry = checkpoints.entry(checkpoint_of(&items[i].item)).or_insert((true, true));
+            entry.0 &= accept(consistent, i);
+            entry.1 &= accept(faithful, i) && accept(consistent, i);
         }
         summaries.push(StabilitySummary {
             rater: rater.clone(),
@@ -409,7 +415,8 @@ fn stability(items: &[AuditItemRecord], raters: &BTreeMap<String, BTreeMap<Strin
             consistent: share(&|i| accept(consistent, i)),
             both: share(&|i| accept(faithful, i) && accept(consistent, i)),
             checkpoints: checkpoints.len(),
-            stable_checkpoints: checkpoints.values().filter(|ok| **ok).count(),
+            consistent_checkpoints: checkpoints.values().filter(|(c, _)| *c).count(),
+            stable_checkpoints: checkpoints.values().filter(|(_, both)| *both).count(),
         });
     }
     summaries
@@ -439,8 +446,8 @@ pub fn render_text(reports: &[SampleReport]) -> String {
         for s in &r.stability {
             let _ = writeln!(
                 out,
-                "  stability {}: {} resamples, faithful {:.3}, consistent {:.3}, both {:.3}; {}/{} checkpoints with every resample acceptable",
-                s.rater, s.resamples, s.faithful, s.consistent, s.both, s.stable_checkpoints, s.checkpoints
+                "  stability {}: {} resamples, faithful {:.3}, consistent {:.3}, both {:.3}; of {} checkpoints, {} with every resample consistent, {} with every resample acceptable",
+                s.rater, s.resamples, s.faithful, s.consistent, s.both, s.checkpoints, s.consistent_checkpoints, s.stable_checkpoints
             );
         }
     }

@@ -84,7 +84,7 @@ fn resample_sends_every_stored_request_byte_for_byte_k_times_and_records_user_us
     import(&run.store, &filled, "rater-1").unwrap();
     let report = sample_report(&run.store, &summary.sample).unwrap();
     let stability = &report.stability[0];
-    assert_eq!((stability.resamples, stability.checkpoints, stability.stable_checkpoints), (6, 2, 1));
+    assert_eq!((stability.resamples, stability.checkpoints, stability.consistent_checkpoints, stability.stable_checkpoints), (6, 2, 2, 1));
     assert_eq!((stability.faithful, stability.consistent, stability.both), (5.0 / 6.0, 1.0, 5.0 / 6.0));
 }
 

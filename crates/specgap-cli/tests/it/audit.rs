@@ -104,7 +104,7 @@ fn resample_resends_the_owner_requests_of_a_chat_run_byte_for_byte_and_audits_ro
     let text = String::from_utf8_lossy(&report.stdout);
     let checkpoints = recorded.len();
     assert!(
-        text.contains(&format!("stability r1: {} resamples, faithful 1.000, consistent 1.000, both 1.000; {checkpoints}/{checkpoints} checkpoints with every resample acceptable", 2 * checkpoints)),
+        text.contains(&format!("stability r1: {} resamples, faithful 1.000, consistent 1.000, both 1.000; of {checkpoints} checkpoints, {checkpoints} with every resample consistent, {checkpoints} with every resample acceptable", 2 * checkpoints)),
         "{text}"
     );
 
