@@ -239,6 +239,25 @@ impl Builder {
                     json!({"kind": "phase_change", "phase": phase, "tool_definitions": tools}),
                 );
             }
+            EventKind::UserRequest { request, purpose, reply, tries, .. } => {
+                // The simulated user's request holds its private prompt (requirements, rules).
+                if !self.options.include_private {
+                    self.left_out += 1;
+                    return;
+                }
+                let purpose = match purpose {
+                    UserMessageKind::Answer => "answer",
+                    UserMessageKind::Feedback => "feedback",
+                    UserMessageKind::Reminder => "reminder",
+                    UserMessageKind::Continuation => "continuation",
+                };
+                self.push(
+                    event,
+                    Source::System,
+                    format!("PRIVATE user-model request {request} ({purpose}), reply: {reply}"),
+                    json!({"private": true, "kind": "user_request", "request": request, "purpose": purpose, "tries": tries}),
+                );
+            }
             EventKind::ModelExchange { request, class, method, path, model, status, outcome, detail, messages, usage, .. } => {
                 // The turn it carried follows as an `agent_turn`; this step keeps the gateway's
                 // record (the messages by journal id, not their text: the turns hold that).

@@ -1,7 +1,8 @@
 //! The `specgap` binary: parses arguments and hands each verb to its module.
 //!
 //! Each verb lives in its own module (`check`, `eval`, `run`, `show`, `merge`, `judge`,
-//! `extract`, `report`, `compare`, `residualize`, `agents`, `view`, `export`) with an `Args`
+//! `extract`, `report`, `compare`, `residualize`, `agents`, `view`, `export`, `audit`,
+//! `resample`) with an `Args`
 //! struct (clap) and an `exec` function. The modules stay thin: the work happens in the library
 //! crates, which return typed errors; only this binary uses anyhow.
 
@@ -10,6 +11,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod agents;
+mod audit;
 mod check;
 mod compare;
 mod eval;
@@ -18,6 +20,7 @@ mod extract;
 mod judge;
 mod merge;
 mod report;
+mod resample;
 mod residualize;
 mod run;
 mod show;
@@ -44,7 +47,10 @@ Examples:
   specgap extract runs/latest --panel panel.toml  delivery scores through extractor sessions
   specgap report runs/latest --format html --out runs/latest/report.html
   specgap view runs/latest                     browse the run in the browser (live while it runs)
-  specgap export runs/latest --format atif --out runs/latest-atif";
+  specgap export runs/latest --format atif --out runs/latest-atif
+
+  specgap audit sample runs/latest --unit failed-episode --rubric seed000-failure --by agent --n 30 --seed 7 --out audit/
+  specgap resample runs/latest --checkpoints 30 --samples 5 --seed 7 --out resample/";
 
 // The enum is built once per process; boxing `run`'s many flags would buy nothing.
 #[allow(clippy::large_enum_variant)]
@@ -78,6 +84,10 @@ enum Command {
     View(view::Args),
     /// Export a run's episodes in another format (ATIF trajectories).
     Export(export::Args),
+    /// Human audits: draw a label sample, import raters' sheets, report agreement.
+    Audit(audit::Args),
+    /// Re-send recorded user-model requests to measure the simulated user's stability.
+    Resample(resample::Args),
 }
 
 fn main() -> ExitCode {
@@ -98,6 +108,8 @@ fn main() -> ExitCode {
         Command::Agents(args) => agents::exec(args),
         Command::View(args) => view::exec(args),
         Command::Export(args) => export::exec(args),
+        Command::Audit(args) => audit::exec(args),
+        Command::Resample(args) => resample::exec(args),
     };
     match outcome {
         Ok(code) => code,

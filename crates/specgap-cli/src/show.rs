@@ -368,6 +368,15 @@ fn render_event(out: &mut String, event: &Event, detail: &EpisodeDetail, speaker
             let _ = writeln!(out, "\n[{who}]");
             out.push_str(&indent(&limits.cut(text), "  | "));
         }
+        EventKind::UserRequest { request, body, new_messages, tries, .. } => {
+            let again = if *tries > 1 { format!(", asked {tries} times after empty replies") } else { String::new() };
+            let _ = writeln!(
+                out,
+                "  [{speaker}'s model request {request}: {} message(s), {} new{again}; `specgap resample` re-sends it]",
+                body.iter().filter(|s| matches!(s, specgap_protocol::request::BodySegment::Message(_))).count(),
+                new_messages.len()
+            );
+        }
         EventKind::Overlay { name } => {
             let _ = writeln!(out, "  [harness action apply_overlay: solution `{name}` copied over the workspace]");
         }

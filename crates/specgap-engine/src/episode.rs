@@ -490,6 +490,8 @@ struct Episode<'c, 'a> {
     turns: u32,
     tool_calls: u32,
     questions: u32,
+    /// Model requests of the user recorded so far (`user_request` events).
+    user_requests: u32,
     /// Clarification rounds used: answered `ask_user` calls and text-channel exchanges.
     clarification_rounds: u32,
     /// Whether a question came past the round limit (its `budget` event is written once).
@@ -592,6 +594,7 @@ impl<'c, 'a> Episode<'c, 'a> {
             turns: 0,
             tool_calls: 0,
             questions: 0,
+            user_requests: 0,
             clarification_rounds: 0,
             round_limit_reached: false,
             continuations: 0,
@@ -919,11 +922,12 @@ impl<'c, 'a> Episode<'c, 'a> {
         let question = Question { index: self.questions, turn: self.turns, text: text.to_string() };
         let answered = self.user.answer(&question);
         self.links.check_usage()?;
-        let reply = match answered {
+        let mut reply = match answered {
             Ok(reply) => reply,
             Err(error) if error.abandoned => return Ok(None),
             Err(error) => return Err(error.into()),
         };
+        self.record_user_request(&mut reply, UserMessageKind::Answer)?;
         let matched =
             linked_targets(text, self.ctx.package.clarifications()).into_iter().map(|t| t.id.clone()).collect();
         self.writer.record_question(&specgap_store::Question {
@@ -934,6 +938,22 @@ impl<'c, 'a> Episode<'c, 'a> {
         })?;
         self.questions += 1;
         Ok(Some(reply))
+    }
+
+    /// Writes the model request behind `reply`, if the user made one, as a `user_request`
+    /// event (before the event that delivers the reply).
+    fn record_user_request(&mut self, reply: &mut Reply, purpose: UserMessageKind) -> Result<(), EpisodeError> {
+        let Some(request) = reply.request.take() else { return Ok(()) };
+        self.writer.event(EventKind::UserRequest {
+            request: self.user_requests,
+            purpose,
+            body: request.body,
+            new_messages: request.new_messages,
+            reply: reply.text.clone(),
+            tries: request.tries,
+        })?;
+        self.user_requests += 1;
+        Ok(())
     }
 
     /// Updates the identical-call counter; true when this call is the 4th in a row.
@@ -1268,13 +1288,15 @@ impl<'c, 'a> Episode<'c, 'a> {
             Some(context) => {
                 let given = self.user.feedback(&context);
                 self.links.check_usage()?;
-                match given {
+                let mut reply = match given {
                     Ok(reply) => reply,
                     Err(error) if error.abandoned => return Ok(None),
                     Err(error) => return Err(error.into()),
-                }
+                };
+                self.record_user_request(&mut reply, UserMessageKind::Feedback)?;
+                reply
             }
-            None => Reply { text: NO_OBSERVATION.into(), usage: None },
+            None => Reply { text: NO_OBSERVATION.into(), usage: None, request: None },
         };
         self.writer.event(EventKind::UserMessage {
             kind: UserMessageKind::Feedback,

@@ -86,11 +86,11 @@ pub fn feedback_text(context: &FeedbackContext) -> String {
 
 impl User for RelayUser {
     fn answer(&mut self, question: &Question) -> Result<Reply, UserError> {
-        Ok(Reply { text: self.answer_text(&question.text), usage: None })
+        Ok(Reply { text: self.answer_text(&question.text), usage: None, request: None })
     }
 
     fn feedback(&mut self, context: &FeedbackContext) -> Result<Reply, UserError> {
-        Ok(Reply { text: feedback_text(context), usage: None })
+        Ok(Reply { text: feedback_text(context), usage: None, request: None })
     }
 }
 

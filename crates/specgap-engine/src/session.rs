@@ -533,6 +533,21 @@ pub struct Reply {
     pub text: String,
     /// Model usage of the user model, if any.
     pub usage: Option<Usage>,
+    /// The model request the reply came from (a model-played user); the engine records it
+    /// in the trajectory as a `user_request` event.
+    pub request: Option<UserModelRequest>,
+}
+
+/// The model request behind a user's reply, stored once per message
+/// ([`specgap_protocol::request`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct UserModelRequest {
+    /// The body sent, as segments.
+    pub body: Vec<specgap_protocol::request::BodySegment>,
+    /// Messages of the body no earlier request of this attempt sent.
+    pub new_messages: Vec<specgap_protocol::request::StoredMessage>,
+    /// Completions made with the body (1 plus the empty replies asked again).
+    pub tries: u32,
 }
 
 /// What the user learns after a failed submission (DESIGN §3.4): the observation of the

@@ -157,6 +157,28 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<Usage>,
     },
+    /// One request of a model-played user (`--user chat:<model>`) to its model, written when
+    /// its reply arrives, before the message that delivers the reply to the agent (issue 18
+    /// item 3; seed 000 §5.6, App. G resamples these). The body is the exact bytes sent, as
+    /// [`crate::request`] segments: a message first sent by this request is stored here once
+    /// (`new_messages`), later requests only name it, so the user's history is never stored
+    /// twice. Rebuilding it takes the `new_messages` of this and every earlier `user_request`
+    /// of the trajectory.
+    UserRequest {
+        /// 0-based number of the request among the attempt's user requests.
+        request: u32,
+        /// What the reply was for: `answer` (one question) or `feedback` (an observation).
+        purpose: UserMessageKind,
+        /// The request body (JSON), as literal text and message ids.
+        body: Vec<crate::request::BodySegment>,
+        /// The messages this request sent first, each with its id and exact JSON text.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        new_messages: Vec<crate::request::StoredMessage>,
+        /// The reply the user gave (the model's text, trimmed): one answer, or the feedback.
+        reply: String,
+        /// Completions made with this body: 1, plus one per empty reply asked again.
+        tries: u32,
+    },
     /// The agent's system prompt and tools changed mid-episode (plan mode, seed 000 App. F.3:
     /// a successful `write_plan` ends the planning phase). Everything the agent is told from
     /// here on, as `episode_start` records the opening.

@@ -10,6 +10,7 @@
 //! | [`event`] | trajectory events and tool calls (DESIGN §3, §6) |
 //! | [`run`] | `run.toml` and its protocol version, episode keys and ids, end reasons (DESIGN §3.5, §6) |
 //! | [`text`] | observation `{key}` placeholders and one-line error chains |
+//! | [`request`] | model requests stored once per message: body segments, content addresses, the byte-for-byte rebuild (the chat user's requests, `specgap resample`) |
 //! | [`path_quote`] | file names as bytes: git's C-style quoting in diffs, the quoting of names shown to the agent, and reading both back |
 //! | [`result`] | the evaluator protocol's `result.json` (DESIGN §2) and the scoring kinds that turn it into Score and Success |
 //!
@@ -21,6 +22,7 @@ pub mod action;
 pub mod event;
 pub mod package;
 pub mod path_quote;
+pub mod request;
 pub mod result;
 pub mod run;
 pub mod text;

@@ -275,6 +275,23 @@ pub enum StoreError {
         dir: PathBuf,
     },
 
+    /// A rater's labels of an audit sample are stored already.
+    #[error("rater {rater} has labelled audit sample {sample} already; give each rater's sheet once (another rater needs another name)")]
+    DuplicateRater {
+        /// The sample.
+        sample: String,
+        /// The rater.
+        rater: String,
+    },
+
+    /// A run given to `merge` holds audit samples (schema version 5): audits are drawn from
+    /// the merged run, so its items and labels name one store.
+    #[error("{dir} holds audit samples; merge the shards first, then draw audit samples from the merged run")]
+    MergeAudited {
+        /// The run holding audit samples.
+        dir: PathBuf,
+    },
+
     /// An episode appears in two runs with different results.
     #[error("episode {id} has different results in {first} and {other} (table {table})")]
     MergeConflict {

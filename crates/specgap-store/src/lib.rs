@@ -44,6 +44,11 @@
 //! [`EpisodeWriter::record_ballots`]; read back with [`Store::panels`], [`Store::ballots`],
 //! [`Store::votes`] and [`Store::extractions`] (also in [`RunRows`]).
 //!
+//! Audits (schema version 5): [`Store::record_audit_sample`] (a drawn sample and its items),
+//! [`Store::record_audit_labels`] (one rater's sheet), [`Store::record_resample`]; read back
+//! with [`Store::audit_samples`], [`Store::audit_items`], [`Store::audit_sheets`],
+//! [`Store::audit_labels`] and [`Store::resamples`]. The rows' meaning is `specgap-audit`'s.
+//!
 //! Sharding: [`merge`] / [`merge_with`] join shards of one run into one store, refusing a set
 //! with a missing shard (unless partial merges are allowed), a shard twice in copies that
 //! differ, or shards of different plans; [`run_dirs`] expands a directory of published shards.
@@ -55,6 +60,7 @@
 //! [`SCHEMA_VERSION`] (`PRAGMA user_version`), with the migration rule in [`schema`].
 #![deny(missing_docs)]
 
+mod audits;
 mod config;
 mod error;
 mod files;
@@ -71,6 +77,7 @@ mod trajectory;
 mod trajectory_index;
 mod writer;
 
+pub use audits::{AuditItemRecord, AuditLabelRecord, AuditSampleRecord, AuditSheetRecord, ResampleRecord};
 pub use config::RUN_TOML;
 pub use error::StoreError;
 pub use merge::{MergeOptions, MergeSummary, merge, merge_with, run_dirs};

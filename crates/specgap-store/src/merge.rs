@@ -159,6 +159,11 @@ pub fn merge_with<P: AsRef<Path>>(runs: &[P], out: &Path, options: MergeOptions)
     let stores = runs.iter().map(|p| Store::open(p.as_ref())).collect::<Result<Vec<_>, _>>()?;
     let dirs: Vec<PathBuf> = runs.iter().map(|p| p.as_ref().to_path_buf()).collect();
     check_configs(&stores, &dirs)?;
+    for (store, dir) in stores.iter().zip(&dirs) {
+        if !read_table(store, "audit_samples")?.rows.is_empty() {
+            return Err(StoreError::MergeAudited { dir: dir.clone() });
+        }
+    }
     check_plans(&stores, &dirs)?;
     let holdings: Vec<Holding> = stores.iter().map(Holding::of).collect();
     let count = check_counts(&holdings, &dirs)?;

@@ -93,11 +93,14 @@ pub enum Role {
     Extractor,
     /// A model detecting questions or refusals in an agent's replies (seed 002 A.9.3).
     Detector,
+    /// A model summarizing a trajectory for reviewers (seed 001 §3.2 Stage III; schema
+    /// version 5).
+    Summarizer,
 }
 
 impl Role {
     /// Every role, in the order `specgap show` lists them.
-    pub const ALL: [Role; 5] = [Role::Agent, Role::User, Role::Judge, Role::Extractor, Role::Detector];
+    pub const ALL: [Role; 6] = [Role::Agent, Role::User, Role::Judge, Role::Extractor, Role::Detector, Role::Summarizer];
 
     /// The text stored in `usage.role`.
     pub fn as_str(self) -> &'static str {
@@ -107,6 +110,7 @@ impl Role {
             Role::Judge => "judge",
             Role::Extractor => "extractor",
             Role::Detector => "detector",
+            Role::Summarizer => "summarizer",
         }
     }
 

@@ -15,14 +15,14 @@ use rusqlite::Connection;
 use crate::error::{SqlContext, StoreError};
 
 /// Current schema version, stored in `PRAGMA user_version`.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// How long a writer waits for another connection's lock before failing (milliseconds).
 pub const BUSY_TIMEOUT_MS: u64 = 10_000;
 
 /// Migration steps: `MIGRATIONS[i]` turns version `i + 1` into `i + 2`. A new store is made
 /// at version 1 and taken through every step, so new and upgraded stores have one schema.
-const MIGRATIONS: &[&str] = &[USAGE_ROLES_V2, START_VERDICT_V3, PANELS_V4];
+const MIGRATIONS: &[&str] = &[USAGE_ROLES_V2, START_VERDICT_V3, PANELS_V4, AUDITS_V5];
 
 /// Version 3: `start_results.score` and `start_results.success`, the Score and Success of the
 /// residual starting state by the task's scoring kind (NULL in rows written before); a state
@@ -103,6 +103,85 @@ CREATE TABLE extractions (
 ) STRICT;
 "#;
 
+/// Version 5: human audits and simulator resamples (issue 18; seed 000 §5.6, App. G; seed 001
+/// §3.2; seed 002 §4.3, A.8). `usage.role` also takes `summarizer` (the table rebuilt under
+/// its own name with the wider `CHECK`, rows copied unchanged, as in version 2);
+/// `audit_samples` / `audit_items` hold each drawn sample and its items, `audit_sheets` /
+/// `audit_labels` every rater's imported labels, `resamples` the user-model replies
+/// `specgap resample` got for a recorded request. Otherwise only new tables
+/// (docs/store-schema.md "Version 5").
+const AUDITS_V5: &str = r#"
+CREATE TABLE usage_v5 (
+    episode          TEXT NOT NULL REFERENCES episodes(id),
+    attempt          INTEGER NOT NULL CHECK (attempt >= 1),
+    role             TEXT NOT NULL CHECK (role IN ('agent','user','judge','extractor','detector','summarizer')),
+    input_tokens     INTEGER NOT NULL,
+    output_tokens    INTEGER NOT NULL,
+    cached_tokens    INTEGER NOT NULL,
+    reasoning_tokens INTEGER NOT NULL,
+    requests         INTEGER NOT NULL,
+    retries          INTEGER NOT NULL,
+    latency_ms       INTEGER NOT NULL,
+    cost_usd         REAL NOT NULL,
+    PRIMARY KEY (episode, attempt, role)
+) STRICT;
+INSERT INTO usage_v5 (episode, attempt, role, input_tokens, output_tokens, cached_tokens, reasoning_tokens,
+                      requests, retries, latency_ms, cost_usd)
+    SELECT episode, attempt, role, input_tokens, output_tokens, cached_tokens, reasoning_tokens,
+           requests, retries, latency_ms, cost_usd FROM usage;
+DROP TABLE usage;
+ALTER TABLE usage_v5 RENAME TO usage;
+CREATE TABLE audit_samples (
+    id              TEXT PRIMARY KEY,
+    unit            TEXT NOT NULL,
+    rubric          TEXT NOT NULL,
+    manifest        TEXT NOT NULL
+) STRICT;
+CREATE TABLE audit_items (
+    sample          TEXT NOT NULL REFERENCES audit_samples(id),
+    item            TEXT NOT NULL,
+    position        INTEGER NOT NULL CHECK (position >= 0),
+    run             INTEGER NOT NULL CHECK (run >= 0),
+    episode         TEXT,
+    stratum         TEXT NOT NULL,
+    cluster         TEXT NOT NULL,
+    weight          REAL NOT NULL,
+    judges          TEXT NOT NULL,
+    PRIMARY KEY (sample, item)
+) STRICT;
+CREATE TABLE audit_sheets (
+    sample          TEXT NOT NULL REFERENCES audit_samples(id),
+    rater           TEXT NOT NULL,
+    path            TEXT NOT NULL,
+    sha256          TEXT NOT NULL,
+    rows            INTEGER NOT NULL,
+    imported_ts     INTEGER NOT NULL,
+    PRIMARY KEY (sample, rater)
+) STRICT;
+CREATE TABLE audit_labels (
+    sample          TEXT NOT NULL,
+    item            TEXT NOT NULL,
+    rater           TEXT NOT NULL,
+    label           TEXT NOT NULL,
+    value           TEXT NOT NULL,
+    PRIMARY KEY (sample, item, rater, label),
+    FOREIGN KEY (sample, rater) REFERENCES audit_sheets(sample, rater),
+    FOREIGN KEY (sample, item) REFERENCES audit_items(sample, item)
+) STRICT;
+CREATE TABLE resamples (
+    episode         TEXT NOT NULL REFERENCES episodes(id),
+    batch           TEXT NOT NULL,
+    request         INTEGER NOT NULL CHECK (request >= 0),
+    k               INTEGER NOT NULL CHECK (k >= 1),
+    purpose         TEXT NOT NULL CHECK (purpose IN ('answer','feedback')),
+    role            TEXT NOT NULL CHECK (role IN ('user')),
+    reply           TEXT,
+    error           TEXT,
+    usage           TEXT NOT NULL,
+    PRIMARY KEY (episode, batch, request, k)
+) STRICT;
+"#;
+
 /// Tables in dependency order (parents first), with the column naming the episode they belong
 /// to (`None` for run-level tables).
 pub(crate) const TABLES: &[(&str, Option<&str>)] = &[
@@ -118,8 +197,13 @@ pub(crate) const TABLES: &[(&str, Option<&str>)] = &[
     ("errors", Some("episode")),
     ("ballots", Some("episode")),
     ("extractions", Some("episode")),
+    ("resamples", Some("episode")),
     ("not_applicable", None),
     ("panels", None),
+    ("audit_samples", None),
+    ("audit_items", None),
+    ("audit_sheets", None),
+    ("audit_labels", None),
 ];
 
 /// Whether a column holds a wall-clock time or a duration, which differ between two runs of

@@ -682,6 +682,7 @@ fn delete_attempt_rows(
         "judgements",
         "ballots",
         "extractions",
+        "resamples",
     ] {
         tx.execute_cached(&format!("DELETE FROM {table} WHERE episode = ?1"), [id])
             .at(path)?;

@@ -40,6 +40,7 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::{Map, Value, json};
 use specgap_engine::session::{DEADLINE_POLL, Deadline, SessionLink, UsageSink};
 use specgap_protocol::event::{ToolCall, ToolSpec, Usage};
+use specgap_protocol::request::ChatBody;
 use specgap_store::Role;
 
 use crate::chat::ChatConfig;
@@ -218,6 +219,21 @@ impl ChatClient {
     /// The request body: model, messages, tools (when any), stream flags, then the model
     /// arguments, which may override anything but the messages and tools.
     pub fn request_body(&self, messages: &[WireMessage], tools: &[ToolSpec]) -> Value {
+        let mut body = self.request_fields(tools);
+        body.insert("messages".into(), json!(messages));
+        Value::Object(body)
+    }
+
+    /// The request body as the bytes [`ChatClient::complete`] sends, and cut into segments
+    /// with each message by its content address ([`specgap_protocol::request`]): the
+    /// members of [`ChatClient::request_body`], in key order, compact.
+    pub fn prepare(&self, messages: &[WireMessage], tools: &[ToolSpec]) -> ChatBody {
+        let texts = messages.iter().map(|m| json!(m).to_string()).collect();
+        ChatBody::build(&self.request_fields(tools), "messages", texts)
+    }
+
+    /// Every member of the body but the messages.
+    fn request_fields(&self, tools: &[ToolSpec]) -> Map<String, Value> {
         let mut body = Map::new();
         body.insert("model".into(), json!(self.model));
         body.insert("stream".into(), json!(self.stream));
@@ -227,7 +243,7 @@ impl ChatClient {
         for (key, value) in &self.model_args {
             body.insert(key.clone(), value.clone());
         }
-        body.insert("messages".into(), json!(messages));
+        body.remove("messages");
         if !tools.is_empty() {
             let tools: Vec<Value> = tools
                 .iter()
@@ -235,7 +251,7 @@ impl ChatClient {
                 .collect();
             body.insert("tools".into(), Value::Array(tools));
         }
-        Value::Object(body)
+        body
     }
 
     /// One completion, with retries (module guide).
@@ -243,7 +259,18 @@ impl ChatClient {
     /// # Errors
     /// [`ClientError`] as the module guide says.
     pub fn complete(&mut self, messages: &[WireMessage], tools: &[ToolSpec]) -> Result<Completion, ClientError> {
-        let body = self.request_body(messages, tools);
+        let body = self.prepare(messages, tools);
+        self.complete_body(&body.bytes)
+    }
+
+    /// One completion of a body given as bytes, sent exactly as given (`Content-Type:
+    /// application/json`), with the retries, deadline and usage of [`ChatClient::complete`]:
+    /// for a request stored earlier and sent again (`specgap resample`). The body's own
+    /// `stream` member should match the configuration's, which decides how the answer is read.
+    ///
+    /// # Errors
+    /// [`ClientError`] as the module guide says.
+    pub fn complete_body(&mut self, body: &[u8]) -> Result<Completion, ClientError> {
         // Summed over the tries, for the completion or the error; each try is also recorded.
         let mut usage = Usage::default();
         let mut attempt = 0u32;
@@ -253,7 +280,7 @@ impl ChatClient {
             }
             let mut spent = Usage::default();
             let started = Instant::now();
-            let outcome = self.send_once(&body, &mut spent);
+            let outcome = self.send_once(body, &mut spent);
             spent.latency_ms += u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
             let fault = match outcome {
                 Ok(mut completion) => {
@@ -311,7 +338,7 @@ impl ChatClient {
 
     /// One try: the exchange under the request timeout shortened to the deadline, dropped
     /// once the deadline is over.
-    fn send_once(&self, body: &Value, usage: &mut Usage) -> Result<Completion, Fault> {
+    fn send_once(&self, body: &[u8], usage: &mut Usage) -> Result<Completion, Fault> {
         let deadline = &self.link.deadline;
         let limit = deadline.cap(self.request_timeout);
         if limit.is_zero() {
@@ -327,8 +354,9 @@ impl ChatClient {
         })
     }
 
-    async fn exchange(&self, body: &Value, usage: &mut Usage) -> Result<Completion, Fault> {
-        let mut request = self.http.post(&self.url).json(body);
+    async fn exchange(&self, body: &[u8], usage: &mut Usage) -> Result<Completion, Fault> {
+        let mut request =
+            self.http.post(&self.url).header(reqwest::header::CONTENT_TYPE, "application/json").body(body.to_vec());
         if let Some(key) = &self.api_key {
             request = request.bearer_auth(key);
         }

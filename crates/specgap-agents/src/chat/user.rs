@@ -31,6 +31,13 @@
 //! (customer.md), `{scene}`, `{incident}`, `{detail_note}`, `{request_note}`
 //! (owner_observation.md) and `{question}` (owner_question.md, customer_question.md).
 //!
+//! **Requests.** Each request is sent as the exact bytes [`ChatClient::prepare`] writes, and
+//! returned with the reply for the trajectory (a `user_request` event,
+//! [`specgap_protocol::request`]): the body's segments, with the messages no earlier request
+//! of the attempt sent, so the system prompt and the history are stored once each and every
+//! request can be rebuilt and sent again byte for byte (`specgap resample`, seed 000 App. G).
+//! An empty reply asked again re-sends the same bytes.
+//!
 //! An empty reply is asked again up to [`EMPTY_REPLY_RETRIES`] times, then the episode is an
 //! infrastructure error. Its requests are held to the episode's deadline and their usage is
 //! recorded as each completes, through the [`SessionLink`] the engine attaches
@@ -40,7 +47,8 @@ use specgap_engine::condition::{Condition, OpeningKind};
 use specgap_engine::prompt_files::{PromptFile, Replacements};
 use specgap_engine::prompts::opening_message;
 use specgap_engine::runner::{PlannedEpisode, UserFactory};
-use specgap_engine::session::{FeedbackContext, Question, Reply, SessionLink, User, UserError};
+use specgap_engine::session::{FeedbackContext, Question, Reply, SessionLink, User, UserError, UserModelRequest};
+use specgap_protocol::request::ChatBody;
 use specgap_protocol::event::Usage;
 use specgap_protocol::run::ComponentRef;
 use specgap_task::TaskPackage;
@@ -222,6 +230,8 @@ pub struct ChatUser {
     client: ChatClient,
     knowledge: UserKnowledge,
     history: Vec<WireMessage>,
+    /// Ids of the messages already stored in the trajectory by an earlier request.
+    recorded_messages: std::collections::HashSet<String>,
 }
 
 impl ChatUser {
@@ -239,7 +249,7 @@ impl ChatUser {
             WireMessage::text("user", knowledge.opening_cue.clone()),
             WireMessage::text("assistant", knowledge.first_message.clone()),
         ];
-        Ok(ChatUser { client, knowledge, history })
+        Ok(ChatUser { client, knowledge, history, recorded_messages: Default::default() })
     }
 
     /// What the user knows.
@@ -253,16 +263,18 @@ impl ChatUser {
         let mut messages = vec![WireMessage::text("system", self.knowledge.system_prompt.clone())];
         messages.extend(self.history.iter().cloned());
         messages.push(WireMessage::text("user", prompt.clone()));
+        let body = self.client.prepare(&messages, &[]);
         let mut usage = Usage::default();
-        for _ in 0..=EMPTY_REPLY_RETRIES {
-            match self.client.complete(&messages, &[]) {
+        for tries in 1..=EMPTY_REPLY_RETRIES + 1 {
+            match self.client.complete_body(&body.bytes) {
                 Ok(completion) => {
                     usage.add(&completion.usage);
                     let text = completion.text.trim().to_string();
                     if !text.is_empty() {
                         self.history.push(WireMessage::text("user", prompt));
                         self.history.push(WireMessage::text("assistant", text.clone()));
-                        return Ok(Reply { text, usage: Some(usage) });
+                        let request = self.recorded(body, tries);
+                        return Ok(Reply { text, usage: Some(usage), request: Some(request) });
                     }
                 }
                 Err(ClientError::Abandoned { .. }) => return Err(UserError::abandoned()),
@@ -273,6 +285,20 @@ impl ChatUser {
             }
         }
         Err(UserError::new(format!("the user model gave an empty reply {} times", EMPTY_REPLY_RETRIES + 1), false))
+    }
+}
+
+impl ChatUser {
+    /// The request of `body` for the trajectory: its messages not recorded before in this
+    /// attempt are stored with it (module guide, "Requests").
+    fn recorded(&mut self, body: ChatBody, tries: u32) -> UserModelRequest {
+        let mut new_messages = Vec::new();
+        for message in body.messages {
+            if self.recorded_messages.insert(message.id.clone()) {
+                new_messages.push(message);
+            }
+        }
+        UserModelRequest { body: body.segments, new_messages, tries }
     }
 }
 

@@ -2,6 +2,7 @@
 //! packages: the task crate's `tests/fixtures` and this crate's `tests/fixtures`.
 
 mod agents;
+mod audit;
 mod bridge;
 mod chat;
 mod check;

@@ -32,8 +32,8 @@ fn database_is_in_wal_mode_with_schema_version() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 4);
-    assert_eq!(SCHEMA_VERSION, 4);
+    assert_eq!(version, 5);
+    assert_eq!(SCHEMA_VERSION, 5);
 }
 
 #[test]
@@ -106,7 +106,7 @@ fn open_refuses_a_newer_schema() {
     assert_eq!(
         err.to_string(),
         format!(
-            "{} has schema version 99; this specgap reads versions up to 4",
+            "{} has schema version 99; this specgap reads versions up to 5",
             db.display()
         )
     );
@@ -207,6 +207,7 @@ ALTER TABLE usage_old RENAME TO usage;
 ALTER TABLE start_results DROP COLUMN score;
 ALTER TABLE start_results DROP COLUMN success;
 DROP TABLE ballots; DROP TABLE extractions; DROP TABLE panels;
+DROP TABLE resamples; DROP TABLE audit_labels; DROP TABLE audit_sheets; DROP TABLE audit_items; DROP TABLE audit_samples;
 PRAGMA user_version = 1;";
 
 fn usage(requests: u64, cost_usd: f64) -> specgap_protocol::event::Usage {
@@ -251,7 +252,7 @@ fn a_version_1_store_is_upgraded_in_place_keeping_its_usage_rows_and_takes_the_n
         .collect();
     assert_eq!(columns, ["episode", "state", "reward", "score", "success"]);
     let mut writer = store.begin_episode(&crate::key(0, "clean"), &crate::meta()).unwrap();
-    for role in [Role::Judge, Role::Extractor, Role::Detector] {
+    for role in [Role::Judge, Role::Extractor, Role::Detector, Role::Summarizer] {
         writer.record_usage(role, &usage(2, 0.5)).unwrap();
     }
     let roles: Vec<(u32, &str, u64)> = store
@@ -262,7 +263,7 @@ fn a_version_1_store_is_upgraded_in_place_keeping_its_usage_rows_and_takes_the_n
         .collect();
     assert_eq!(
         roles,
-        [(1, "agent", 3), (1, "user", 1), (2, "detector", 2), (2, "extractor", 2), (2, "judge", 2)]
+        [(1, "agent", 3), (1, "user", 1), (2, "detector", 2), (2, "extractor", 2), (2, "judge", 2), (2, "summarizer", 2)]
     );
 }
 

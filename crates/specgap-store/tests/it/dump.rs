@@ -46,6 +46,10 @@ fn dump_without_volatile_columns_compares_runs_of_one_seed() {
     .to_vec();
     assert_eq!(stable_a["submissions"][0], expected_submission);
     let expected_counts = [
+        ("audit_items", 0),
+        ("audit_labels", 0),
+        ("audit_samples", 0),
+        ("audit_sheets", 0),
         ("ballots", 0),
         ("deliveries", 0),
         ("episodes", 1),
@@ -56,6 +60,7 @@ fn dump_without_volatile_columns_compares_runs_of_one_seed() {
         ("panels", 0),
         ("questions", 0),
         ("requirement_outcomes", 1),
+        ("resamples", 0),
         ("start_results", 0),
         ("submissions", 1),
         ("tests", 0),

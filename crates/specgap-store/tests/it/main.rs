@@ -1,5 +1,6 @@
 //! Integration tests of the run store: one binary, one module per concern.
 
+mod audits;
 mod crash;
 mod create;
 mod dump;

@@ -143,7 +143,10 @@ fn a_version_3_store_gains_the_panel_tables_in_place() {
     let before = store.dump_tables(true).unwrap();
     drop(store);
     let conn = rusqlite::Connection::open(&db).unwrap();
-    conn.execute_batch("DROP TABLE ballots; DROP TABLE extractions; DROP TABLE panels; PRAGMA user_version = 3;").unwrap();
+    conn.execute_batch(
+        "DROP TABLE resamples; DROP TABLE audit_labels; DROP TABLE audit_sheets; DROP TABLE audit_items; DROP TABLE audit_samples;\n         DROP TABLE ballots; DROP TABLE extractions; DROP TABLE panels; PRAGMA user_version = 3;",
+    )
+    .unwrap();
     drop(conn);
     let store = Store::open(tmp.path()).unwrap();
     assert_eq!(store.dump_tables(true).unwrap(), before);

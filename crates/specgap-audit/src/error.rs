@@ -1,0 +1,70 @@
+//! The audit crate's errors.
+
+use std::path::PathBuf;
+
+/// Why an audit step failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    /// A run store could not be read or written.
+    #[error("run {dir}")]
+    Store {
+        /// The run directory.
+        dir: PathBuf,
+        /// The store's error (boxed: it is large).
+        #[source]
+        source: Box<specgap_store::StoreError>,
+    },
+    /// A file could not be read or written (the path is in the message of `fs_err`).
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// A rubric file or name is not usable.
+    #[error("rubric {name}: {message}")]
+    Rubric {
+        /// The rubric's name or file.
+        name: String,
+        /// What is wrong, lowercase.
+        message: String,
+    },
+    /// A label sheet is malformed or does not match its sample.
+    #[error("{}{}: {message}", path.display(), row.map(|r| format!(", row {r}")).unwrap_or_default())]
+    Sheet {
+        /// The sheet.
+        path: PathBuf,
+        /// The 1-based line of the CSV file, when one row is at fault.
+        row: Option<u64>,
+        /// What is wrong, lowercase.
+        message: String,
+    },
+    /// The request asks for something the inputs cannot give.
+    #[error("{0}")]
+    Request(String),
+    /// A stored user request cannot be rebuilt.
+    #[error("episode {episode}, user request {request}")]
+    Rebuild {
+        /// The episode.
+        episode: String,
+        /// The request's number.
+        request: u32,
+        /// Why.
+        #[source]
+        source: specgap_protocol::request::RebuildError,
+    },
+    /// A statistic could not be computed.
+    #[error("statistics")]
+    Stats(#[from] specgap_stats::StatsError),
+    /// Something could not be serialized.
+    #[error("cannot write {what}: {message}")]
+    Serialize {
+        /// What.
+        what: String,
+        /// The serializer's words.
+        message: String,
+    },
+}
+
+impl AuditError {
+    /// A closure turning a store error of run `dir` into an [`AuditError::Store`].
+    pub fn store(dir: &std::path::Path) -> impl Fn(specgap_store::StoreError) -> AuditError + '_ {
+        move |source| AuditError::Store { dir: dir.to_path_buf(), source: Box::new(source) }
+    }
+}

@@ -1,0 +1,246 @@
+//! The units an audit samples, read from a run store, with the fields a sample is stratified by.
+//!
+//! | kind | one unit per | item id | source |
+//! | --- | --- | --- | --- |
+//! | `episode` | finished episode | the episode id | seed 000 §4.2 |
+//! | `failed-episode` | finished episode whose last evaluated submission failed (or that has none) | the episode id | seed 000 §5.5 Fig. 5; seed 001 §5 |
+//! | `question` | clarification target of a delivery episode, with every question asked in it | `<episode>#target=<id>` | seed 002 §4.3, A.8 Table 16(b) |
+//! | `reply` | answered question (the user's reply) | `<episode>#question=<idx>` | seed 002 §4.3, A.8 Table 16(a) |
+//! | `resample` | reply `specgap resample` got for a recorded user request | `<episode>#request=<r>#k=<k>` | seed 000 §5.6, App. G |
+//!
+//! `task`, `extraction` and `candidate` are rubric unit kinds that cannot be sampled from a
+//! run store yet (docs/decisions.md "Audits").
+//!
+//! Every unit's *case* — the cluster the bootstrap resamples (seed 002 A.8: "case-cluster
+//! bootstrap") — is its task. Its stratum fields are `task`, `agent`, `user`, `condition`,
+//! `start`, `family`, `outcome` (`success` / `failure` / `unscored`), and for question units
+//! `target`, for resamples `purpose` (`answer` / `feedback`).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use specgap_store::{EpisodeRow, Status, Store};
+
+use crate::error::AuditError;
+
+/// What an audit item is (module guide).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UnitKind {
+    /// A task package (seed 000's four construction criteria); not sampled from runs yet.
+    Task,
+    /// A finished episode.
+    Episode,
+    /// A finished episode that failed.
+    FailedEpisode,
+    /// A clarification target of an episode with the questions asked.
+    Question,
+    /// One reply of the simulated user to a question.
+    Reply,
+    /// An extraction panel's verdict; not sampled yet.
+    Extraction,
+    /// A residual-state candidate (seed 001 Stage III); not sampled from runs yet.
+    Candidate,
+    /// One resample of a recorded user-model request.
+    Resample,
+}
+
+impl UnitKind {
+    /// The kebab-case name (`--unit`).
+    pub fn name(self) -> &'static str {
+        match self {
+            UnitKind::Task => "task",
+            UnitKind::Episode => "episode",
+            UnitKind::FailedEpisode => "failed-episode",
+            UnitKind::Question => "question",
+            UnitKind::Reply => "reply",
+            UnitKind::Extraction => "extraction",
+            UnitKind::Candidate => "candidate",
+            UnitKind::Resample => "resample",
+        }
+    }
+
+    /// The kind of a `--unit` value.
+    ///
+    /// # Errors
+    /// [`AuditError::Request`] naming the kinds.
+    pub fn parse(text: &str) -> Result<UnitKind, AuditError> {
+        let all = [
+            UnitKind::Task,
+            UnitKind::Episode,
+            UnitKind::FailedEpisode,
+            UnitKind::Question,
+            UnitKind::Reply,
+            UnitKind::Extraction,
+            UnitKind::Candidate,
+            UnitKind::Resample,
+        ];
+        all.into_iter().find(|k| k.name() == text).ok_or_else(|| {
+            AuditError::Request(format!(
+                "unknown unit `{text}`; the units are {}",
+                all.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ")
+            ))
+        })
+    }
+}
+
+/// What the page of a unit is about, beyond its episode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Subject {
+    /// The episode as a whole.
+    Episode,
+    /// One clarification target (its id).
+    Target(String),
+    /// One answered question (`questions.idx`).
+    Reply(u32),
+    /// One resample: the request's number, the resample's number, the resample batch.
+    Resample {
+        /// `user_request.request`.
+        request: u32,
+        /// 1-based resample number.
+        k: u32,
+        /// The `resamples.batch`.
+        batch: String,
+    },
+}
+
+/// One unit of the population.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unit {
+    /// The item id (module guide).
+    pub id: String,
+    /// 0-based index of its run among the sample's runs.
+    pub run: u32,
+    /// Its episode.
+    pub episode: String,
+    /// Its stratum fields (module guide).
+    pub fields: BTreeMap<String, String>,
+    /// Its case (the task).
+    pub cluster: String,
+    /// Automatic judges' labels: judge → label column → value.
+    pub judges: Map<String, Value>,
+    /// What its page shows.
+    pub subject: Subject,
+}
+
+/// Field names a sample may be stratified by, for `kind`.
+pub fn fields_of(kind: UnitKind) -> Vec<&'static str> {
+    let mut fields = vec!["task", "agent", "user", "condition", "start", "family", "outcome"];
+    match kind {
+        UnitKind::Question => fields.push("target"),
+        UnitKind::Resample => fields.push("purpose"),
+        _ => {}
+    }
+    fields
+}
+
+fn outcome(row: &EpisodeRow) -> &'static str {
+    match row.final_success {
+        Some(true) => "success",
+        Some(false) => "failure",
+        None => "unscored",
+    }
+}
+
+fn episode_fields(row: &EpisodeRow) -> BTreeMap<String, String> {
+    [
+        ("task", row.task.clone()),
+        ("agent", row.agent.clone()),
+        ("user", row.user.clone()),
+        ("condition", row.condition.clone()),
+        ("start", row.start.clone()),
+        ("family", row.family.as_str().to_string()),
+        ("outcome", outcome(row).to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+/// The coverage label a stored verdict stands for (`seed002-coverage`'s values), if any.
+fn coverage_label(verdict: &str) -> Option<&'static str> {
+    match verdict {
+        "covered" => Some("covered"),
+        "missed" => Some("uncovered"),
+        _ => None,
+    }
+}
+
+/// Every unit of `kind` in the store of run `run` (index `run_index`), by id. For
+/// `resample`, only the resamples of `batch` when given.
+///
+/// # Errors
+/// [`AuditError::Request`] for a kind that cannot be sampled from a run; store errors.
+pub fn population(store: &Store, run_index: u32, kind: UnitKind, batch: Option<&str>) -> Result<Vec<Unit>, AuditError> {
+    let dir = store.dir().to_path_buf();
+    let err = AuditError::store(&dir);
+    let episodes: BTreeMap<String, EpisodeRow> =
+        store.episodes().map_err(&err)?.into_iter().filter(|e| e.status == Status::Finished).map(|e| (e.id.clone(), e)).collect();
+    let unit = |id: String, row: &EpisodeRow, subject: Subject| Unit {
+        id,
+        run: run_index,
+        episode: row.id.clone(),
+        fields: episode_fields(row),
+        cluster: row.task.clone(),
+        judges: Map::new(),
+        subject,
+    };
+    let mut units = Vec::new();
+    match kind {
+        UnitKind::Episode | UnitKind::FailedEpisode => {
+            for row in episodes.values() {
+                if kind == UnitKind::FailedEpisode && row.final_success == Some(true) {
+                    continue;
+                }
+                units.push(unit(row.id.clone(), row, Subject::Episode));
+            }
+        }
+        UnitKind::Question => {
+            let packages = crate::page::packages(store);
+            let judgements = store.judgements().map_err(&err)?;
+            for row in episodes.values() {
+                let Some(Ok(package)) = packages.get(&row.task) else { continue };
+                for target in package.clarifications() {
+                    let mut u = unit(format!("{}#target={}", row.id, target.id), row, Subject::Target(target.id.clone()));
+                    u.fields.insert("target".into(), target.id.clone());
+                    for j in judgements.iter().filter(|j| j.episode == row.id && j.judgement.target == target.id) {
+                        if let Some(label) = coverage_label(&j.judgement.verdict) {
+                            u.judges.insert(j.judgement.judge.clone(), json!({ "coverage": label }));
+                        }
+                    }
+                    units.push(u);
+                }
+            }
+        }
+        UnitKind::Reply => {
+            for q in store.questions().map_err(&err)? {
+                let Some(row) = episodes.get(&q.episode) else { continue };
+                units.push(unit(format!("{}#question={}", row.id, q.idx), row, Subject::Reply(q.idx)));
+            }
+        }
+        UnitKind::Resample => {
+            for r in store.resamples().map_err(&err)? {
+                if batch.is_some_and(|b| b != r.batch) {
+                    continue;
+                }
+                let Some(row) = episodes.get(&r.episode) else { continue };
+                let mut u = unit(
+                    format!("{}#request={}#k={}", row.id, r.request, r.k),
+                    row,
+                    Subject::Resample { request: r.request, k: r.k, batch: r.batch.clone() },
+                );
+                u.fields.insert("purpose".into(), r.purpose.clone());
+                units.push(u);
+            }
+        }
+        UnitKind::Task | UnitKind::Extraction | UnitKind::Candidate => {
+            return Err(AuditError::Request(format!(
+                "unit `{}` cannot be sampled from a run store yet; the units that can are episode, failed-episode, question, reply and resample",
+                kind.name()
+            )));
+        }
+    }
+    units.sort_by(|a, b| a.id.cmp(&b.id));
+    Ok(units)
+}

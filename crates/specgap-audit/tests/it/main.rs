@@ -1,0 +1,10 @@
+//! Integration tests of specgap-audit: sampling, pages, import, the report's statistics and
+//! resampling against a scripted mock user model. One binary, one module per concern.
+
+mod agreement;
+mod fixture;
+mod import;
+mod mock;
+mod resample;
+mod sample;
+mod summary;
