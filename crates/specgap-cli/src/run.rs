@@ -368,7 +368,9 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
     };
     // Held until the run ends: one runner per store (a second would run the same episodes).
     let _runner = lock;
-    let how = Execution { jobs, resuming, max_cost: args.chat.max_cost, work_dir: args.work_dir.clone() };
+    // A resumed run keeps its stored cap unless --max-cost gives a new one.
+    let max_cost = args.chat.max_cost.or(store.config().max_cost_usd);
+    let how = Execution { jobs, resuming, max_cost, work_dir: args.work_dir.clone() };
     let outcome = run_plan(&store, &resolved, &plan, &how)?;
     if outcome.interrupted {
         eprintln!(
@@ -427,7 +429,10 @@ fn resolve_new(args: &Args) -> anyhow::Result<Resolved> {
         Some(path) => spec_from_file(args, path)?,
         None => spec_from_flags(args)?,
     };
-    build(spec)
+    let mut resolved = build(spec)?;
+    // Stored so that --resume keeps the cap (docs/decisions.md, chat agents' `--max-cost`).
+    resolved.config.max_cost_usd = args.chat.max_cost;
+    Ok(resolved)
 }
 
 fn flag_overrides(args: &Args) -> Overrides {
@@ -443,6 +448,7 @@ fn flag_overrides(args: &Args) -> Overrides {
 /// The run the flags describe.
 fn spec_from_flags(args: &Args) -> anyhow::Result<RunSpec> {
     let agent_specs = if args.agents.is_empty() { split_list(DEFAULT_AGENTS) } else { clean_list(&args.agents) };
+    let agent_specs: Vec<String> = agent_specs.iter().map(|spec| absolute_replay_path(spec)).collect::<anyhow::Result<_>>()?;
     let prompts = agents::prompt_replacements(args.prompts.as_deref())?;
     Ok(RunSpec {
         suites: args.suites.clone(),
@@ -589,6 +595,7 @@ fn build(spec: RunSpec) -> anyhow::Result<Resolved> {
         shard: shard.map(|s| s.as_pair()),
         // Set once the plan is made (scale_out::record_plan).
         plan_hash: None,
+        max_cost_usd: None,
         merge: None,
         tasks: tasks.iter().map(task_ref).collect::<anyhow::Result<Vec<_>>>()?,
         agents: spec.agents,
@@ -650,6 +657,22 @@ fn split_list(text: &str) -> Vec<String> {
 
 fn clean_list(items: &[String]) -> Vec<String> {
     items.iter().map(|s| s.trim()).filter(|s| !s.is_empty()).map(str::to_string).collect()
+}
+
+/// `replay:<path>` with the path made absolute (against the current directory), as task paths
+/// and a run configuration file's replay paths are stored, so that `--resume` from another
+/// directory finds the source; other specs unchanged.
+///
+/// # Errors
+/// The current directory cannot be read.
+fn absolute_replay_path(spec: &str) -> anyhow::Result<String> {
+    match spec.strip_prefix("replay:") {
+        Some(path) if !path.is_empty() && Path::new(path).is_relative() => {
+            let absolute = std::path::absolute(path).with_context(|| format!("cannot make the replay source {path} absolute"))?;
+            Ok(format!("replay:{}", absolute.display()))
+        }
+        _ => Ok(spec.to_string()),
+    }
 }
 
 /// Keeps the first occurrence of each item, in order.

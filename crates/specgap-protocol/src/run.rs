@@ -71,6 +71,11 @@ pub struct RunConfig {
     /// run that `specgap run` made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merge: Option<MergeRecord>,
+    /// `--max-cost` of the run, US dollars: new episodes stop starting once the run's summed
+    /// model cost passes it. Kept so that `--resume` keeps the cap; a `--max-cost` given to
+    /// `--resume` replaces it for that invocation. Absent without a cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
     /// Tasks with their content hashes.
     pub tasks: Vec<TaskRef>,
     /// Agents with their full configuration.

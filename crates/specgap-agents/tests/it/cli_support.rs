@@ -166,6 +166,7 @@ pub fn run_cli(task: TaskPackage, condition: &str, start: &str, spec: &str, conf
         budget: Default::default(),
         clarification_rounds: None,
         plan_hash: None,
+        max_cost_usd: None,
         merge: None,
     };
     let store = Store::create(&dir.path().join("run"), &run_config).unwrap();

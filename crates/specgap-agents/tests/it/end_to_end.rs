@@ -230,6 +230,7 @@ fn run_with(conditions: &[&str], tasks: Vec<TaskPackage>, tweaks: Tweaks) -> E2e
         sandbox: true,
         shard: None,
         plan_hash: None,
+        max_cost_usd: None,
         merge: None,
         tasks: vec![],
         agents: vec![agent.clone()],

@@ -76,6 +76,7 @@ fn execute(
         sandbox: true,
         shard: None,
         plan_hash: None,
+        max_cost_usd: None,
         merge: None,
         tasks: vec![],
         agents: agents.clone(),

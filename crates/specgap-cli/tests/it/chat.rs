@@ -193,7 +193,7 @@ fn chat_agent_and_user_run_with_usage_in_the_store_show_and_report() {
 }
 
 #[test]
-fn max_cost_holds_episodes_back_for_resume() {
+fn max_cost_holds_episodes_back_and_a_plain_resume_keeps_the_stored_cap() {
     let server = MockServer::start(handler());
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
@@ -219,8 +219,18 @@ fn max_cost_holds_episodes_back_for_resume() {
         )])
     );
 
+    // run.toml keeps the cap: a plain --resume starts nothing new (regression: it used to run
+    // the held-back episodes without any cap).
+    let toml_text = std::fs::read_to_string(out.join("run.toml")).unwrap();
+    assert!(toml_text.contains(&format!("max_cost_usd = {limit}")), "{toml_text}");
     let mut resume = specgap();
     let output = resume.env(KEY_ENV, KEY).args(["run", "--no-report", "--resume"]).arg(&out).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("1 not started because the run's model cost passed --max-cost"), "{stderr}");
+    assert_eq!(crate::support::episodes(&out).len(), 1);
+    // A higher cap given to --resume lets the rest run.
+    let mut resume = specgap();
+    let output = resume.env(KEY_ENV, KEY).args(["run", "--no-report", "--max-cost", "1", "--resume"]).arg(&out).output().unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("2 episodes: 1 finished, 0 evaluation errors, 0 infrastructure errors, 0 interrupted, 1 already done"), "{stderr}");

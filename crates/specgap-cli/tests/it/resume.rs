@@ -173,3 +173,33 @@ fn resume_of_a_run_made_under_another_protocol_version_is_refused() {
     // It can still be read.
     run_ok([OsStr::new("show"), out.as_os_str()]);
 }
+
+#[test]
+fn a_relative_replay_path_is_stored_absolute_so_resume_works_from_another_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let here = tmp.path().join("here");
+    let elsewhere = tmp.path().join("elsewhere");
+    std::fs::create_dir_all(&here).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    write_script(
+        &here,
+        "careful.jsonl",
+        &[json!({"tool": "submit", "arguments": {"summary": "done"}})],
+    );
+    let out = tmp.path().join("run");
+    let output = specgap()
+        .current_dir(&here)
+        .args(["run", "--agent", "replay:careful.jsonl", "--condition", "partial", "--no-report", "--out"])
+        .arg(&out)
+        .arg(task_fixture("req-basic"))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let stored = std::fs::read_to_string(out.join("run.toml")).unwrap();
+    let absolute = format!("spec = \"replay:{}\"", here.canonicalize().unwrap().join("careful.jsonl").display());
+    assert!(stored.contains(&absolute), "{stored}");
+    let output = specgap().current_dir(&elsewhere).args(["run", "--no-report", "--resume"]).arg(&out).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("1 already done"), "{stderr}");
+}

@@ -294,6 +294,7 @@ pub fn run(package: &TaskPackage, condition: &str, agent: &mut dyn Agent, option
         sandbox: true,
         shard: None,
         plan_hash: None,
+        max_cost_usd: None,
         merge: None,
         tasks: vec![],
         agents: vec![],
