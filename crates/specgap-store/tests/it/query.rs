@@ -202,11 +202,13 @@ fn open_read_only_upgrades_an_older_store_first_so_its_readers_find_their_column
     let id = episode(&store, "t/a", "scripted:gold", "partial", 0, Some(1.0));
     drop(store);
     // Make it a version-2 store: without the columns version 3 added and the tables of
-    // version 4.
+    // versions 4 and 5.
     let conn = rusqlite::Connection::open(tmp.path().join("results.sqlite")).unwrap();
     conn.execute_batch(
         "ALTER TABLE start_results DROP COLUMN score; ALTER TABLE start_results DROP COLUMN success;
-         DROP TABLE panels; DROP TABLE ballots; DROP TABLE extractions; PRAGMA user_version = 2;",
+         DROP TABLE panels; DROP TABLE ballots; DROP TABLE extractions;
+         DROP TABLE audit_labels; DROP TABLE audit_sheets; DROP TABLE audit_items; DROP TABLE audit_samples;
+         DROP TABLE resamples; PRAGMA user_version = 2;",
     )
     .unwrap();
     drop(conn);
