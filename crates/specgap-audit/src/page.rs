@@ -5,7 +5,9 @@
 //! A page always shows what the agent saw and did — the request (the opening message), its
 //! turns, tool calls and results, the messages it got, its submissions and their diffs — and
 //! what the rater needs for the unit (the questions of a target, the question and reply of a
-//! reply, the original and the resample of a resample). Anything private (requirements,
+//! reply, the original and the resample of a resample; for an extraction, the delivered
+//! submission's diff, the case's submission schema, each extractor's session and what it
+//! wrote, and — when the rubric shows judgements — the panel's verdict). Anything private (requirements,
 //! observations, evaluation results, the evaluator, the authors' notes, the full instruction,
 //! what the simulated user knows, clarification targets and their answers, who the agent was,
 //! automatic judges' verdicts) appears only when the rubric's `shows` names it
@@ -66,21 +68,21 @@ fn cut(text: &str) -> String {
 }
 
 /// A page being written: sections of escaped text.
-struct Page {
-    body: String,
+pub(crate) struct Page {
+    pub(crate) body: String,
 }
 
 impl Page {
-    fn heading(&mut self, text: &str) {
+    pub(crate) fn heading(&mut self, text: &str) {
         let _ = writeln!(self.body, "<h2>{}</h2>", escape(text));
     }
-    fn para(&mut self, text: &str) {
+    pub(crate) fn para(&mut self, text: &str) {
         let _ = writeln!(self.body, "<p>{}</p>", escape(text));
     }
-    fn pre(&mut self, class: &str, text: &str) {
+    pub(crate) fn pre(&mut self, class: &str, text: &str) {
         let _ = writeln!(self.body, "<pre class=\"{class}\">{}</pre>", escape(&cut(text)));
     }
-    fn block(&mut self, who: &str, class: &str, text: &str) {
+    pub(crate) fn block(&mut self, who: &str, class: &str, text: &str) {
         let _ = writeln!(self.body, "<div class=\"turn {class}\"><div class=\"who\">{}</div>", escape(who));
         self.pre("text", text);
         self.body.push_str("</div>\n");
@@ -139,6 +141,7 @@ pub fn render(input: &PageInput<'_>) -> String {
         Subject::Target(target) => target_sections(&mut page, input, target),
         Subject::Reply(idx) => reply_sections(&mut page, input, *idx, &events),
         Subject::Resample { request, k, batch } => resample_sections(&mut page, input, &events, *request, *k, batch),
+        Subject::Extraction { panel, k } => crate::extraction_page::sections(&mut page, input, &events, panel, *k),
     }
     private_sections(&mut page, input);
     format!(
@@ -226,7 +229,7 @@ fn kind_name(kind: UserMessageKind) -> &'static str {
     }
 }
 
-fn package_of<'a>(input: &'a PageInput<'_>) -> Option<&'a TaskPackage> {
+pub(crate) fn package_of<'a>(input: &'a PageInput<'_>) -> Option<&'a TaskPackage> {
     input.package.and_then(|p| p.as_ref().ok())
 }
 

@@ -7,14 +7,16 @@
 //! | `question` | clarification target of a delivery episode, with every question asked in it | `<episode>#target=<id>` | seed 002 §4.3, A.8 Table 16(b) |
 //! | `reply` | answered question (the user's reply) | `<episode>#question=<idx>` | seed 002 §4.3, A.8 Table 16(a) |
 //! | `resample` | reply `specgap resample` got for a recorded user request | `<episode>#request=<r>#k=<k>` | seed 000 §5.6, App. G |
+//! | `extraction` | extraction panel's verdict on a submission (`extractions` row) | `<episode>#panel=<panel>#k=<k>` | seed 002 §4.3, A.8 |
 //!
-//! `task`, `extraction` and `candidate` are rubric unit kinds that cannot be sampled from a
-//! run store yet (docs/decisions.md "Audits").
+//! `task` and `candidate` are rubric unit kinds that cannot be sampled from a run store yet
+//! (docs/decisions.md "Audits").
 //!
 //! Every unit's *case* — the cluster the bootstrap resamples (seed 002 A.8: "case-cluster
 //! bootstrap") — is its task. Its stratum fields are `task`, `agent`, `user`, `condition`,
 //! `start`, `family`, `outcome` (`success` / `failure` / `unscored`), and for question units
-//! `target`, for resamples `purpose` (`answer` / `feedback`).
+//! `target`, for resamples `purpose` (`answer` / `feedback`), for extractions `panel` and
+//! `status` (`scored` / `unavailable`).
 
 use std::collections::BTreeMap;
 
@@ -38,7 +40,7 @@ pub enum UnitKind {
     Question,
     /// One reply of the simulated user to a question.
     Reply,
-    /// An extraction panel's verdict; not sampled yet.
+    /// An extraction panel's verdict on one submission.
     Extraction,
     /// A residual-state candidate (seed 001 Stage III); not sampled from runs yet.
     Candidate,
@@ -103,6 +105,13 @@ pub enum Subject {
         /// The `resamples.batch`.
         batch: String,
     },
+    /// One extraction verdict: the panel's name and the submission extracted.
+    Extraction {
+        /// `extractions.panel`.
+        panel: String,
+        /// `extractions.k` (1-based).
+        k: u32,
+    },
 }
 
 /// One unit of the population.
@@ -130,6 +139,7 @@ pub fn fields_of(kind: UnitKind) -> Vec<&'static str> {
     match kind {
         UnitKind::Question => fields.push("target"),
         UnitKind::Resample => fields.push("purpose"),
+        UnitKind::Extraction => fields.extend(["panel", "status"]),
         _ => {}
     }
     fields
@@ -234,9 +244,23 @@ pub fn population(store: &Store, run_index: u32, kind: UnitKind, batch: Option<&
                 units.push(u);
             }
         }
-        UnitKind::Task | UnitKind::Extraction | UnitKind::Candidate => {
+        UnitKind::Extraction => {
+            for x in store.extractions().map_err(&err)? {
+                let Some(row) = episodes.get(&x.episode) else { continue };
+                let verdict = &x.extraction;
+                let mut u = unit(
+                    format!("{}#panel={}#k={}", row.id, verdict.panel, verdict.k),
+                    row,
+                    Subject::Extraction { panel: verdict.panel.clone(), k: verdict.k },
+                );
+                u.fields.insert("panel".into(), verdict.panel.clone());
+                u.fields.insert("status".into(), verdict.status.as_str().to_string());
+                units.push(u);
+            }
+        }
+        UnitKind::Task | UnitKind::Candidate => {
             return Err(AuditError::Request(format!(
-                "unit `{}` cannot be sampled from a run store yet; the units that can are episode, failed-episode, question, reply and resample",
+                "unit `{}` cannot be sampled from a run store yet; the units that can are episode, failed-episode, question, reply, resample and extraction",
                 kind.name()
             )));
         }
