@@ -73,6 +73,29 @@ pub(crate) struct Page {
 }
 
 impl Page {
+    /// The heading, the item's ids, the rubric's instructions and its label guide.
+    pub(crate) fn opening(rubric: &Rubric, number: usize, sample: &str, item: &str) -> Page {
+        let mut page = Page { body: String::new() };
+        let _ = writeln!(page.body, "<h1>{} — item {}</h1>", escape(&rubric.title), number);
+        let _ = writeln!(page.body, "<p class=\"meta\">sample {} · item {}</p>", escape(sample), escape(item));
+        page.heading("What to judge");
+        page.pre("instructions", &rubric.instructions);
+        guide(&mut page, rubric);
+        page
+    }
+
+    /// The whole self-contained document.
+    pub(crate) fn finish(self, rubric: &Rubric, number: usize) -> String {
+        format!(
+            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\
+<title>{} — item {}</title><style>{STYLE}</style></head>\n<body>\n{}</body></html>\n",
+            escape(&rubric.title),
+            number,
+            self.body
+        )
+    }
+
     pub(crate) fn heading(&mut self, text: &str) {
         let _ = writeln!(self.body, "<h2>{}</h2>", escape(text));
     }
@@ -118,13 +141,8 @@ pub struct PageInput<'a> {
 
 /// The page of one item (module guide).
 pub fn render(input: &PageInput<'_>) -> String {
-    let mut page = Page { body: String::new() };
     let rubric = input.rubric;
-    let _ = writeln!(page.body, "<h1>{} — item {}</h1>", escape(&rubric.title), input.number);
-    let _ = writeln!(page.body, "<p class=\"meta\">sample {} · item {}</p>", escape(input.sample), escape(&input.unit.id));
-    page.heading("What to judge");
-    page.pre("instructions", &rubric.instructions);
-    guide(&mut page, rubric);
+    let mut page = Page::opening(rubric, input.number, input.sample, &input.unit.id);
     if rubric.shows(Disclosure::Identity) {
         page.para(&format!("agent: {} · user: {} · condition: {}", input.episode.agent, input.episode.user, input.episode.condition));
     }
@@ -142,16 +160,11 @@ pub fn render(input: &PageInput<'_>) -> String {
         Subject::Reply(idx) => reply_sections(&mut page, input, *idx, &events),
         Subject::Resample { request, k, batch } => resample_sections(&mut page, input, &events, *request, *k, batch),
         Subject::Extraction { panel, k } => crate::extraction_page::sections(&mut page, input, &events, panel, *k),
+        // Task units have pages of their own (`crate::task_page`).
+        Subject::Task => {}
     }
     private_sections(&mut page, input);
-    format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\
-<title>{} — item {}</title><style>{STYLE}</style></head>\n<body>\n{}</body></html>\n",
-        escape(&rubric.title),
-        input.number,
-        page.body
-    )
+    page.finish(rubric, input.number)
 }
 
 /// The label columns and their values, for the rater.
@@ -299,7 +312,13 @@ fn reply_sections(page: &mut Page, input: &PageInput<'_>, idx: u32, events: &[&E
 
 /// What the simulated user was given: `user.toml`, `information.md`.
 fn user_knowledge(page: &mut Page, input: &PageInput<'_>) {
-    let Some(package) = package_of(input) else { return };
+    if let Some(package) = package_of(input) {
+        user_knowledge_of(page, package);
+    }
+}
+
+/// What the simulated user of `package` is given.
+pub(crate) fn user_knowledge_of(page: &mut Page, package: &TaskPackage) {
     page.heading("What the simulated user knows (private)");
     if let Some(profile) = package.user() {
         page.block("persona", "private", &profile.persona);
@@ -357,6 +376,20 @@ fn private_sections(page: &mut Page, input: &PageInput<'_>) {
         }
         return;
     };
+    spec_sections(page, rubric, package);
+    if rubric.shows(Disclosure::Evaluation) && !matches!(input.unit.subject, Subject::Episode) {
+        let e = input.episode;
+        page.heading("Evaluation (private)");
+        page.para(&format!("final score {:?}, success {:?}", e.final_score, e.final_success));
+    }
+    if rubric.shows(Disclosure::UserKnowledge) && matches!(input.unit.subject, Subject::Episode | Subject::Target(_)) {
+        user_knowledge(page, input);
+    }
+    author_sections(page, rubric, package);
+}
+
+/// The full instruction, the requirements and the observations, as far as `rubric` shows them.
+pub(crate) fn spec_sections(page: &mut Page, rubric: &Rubric, package: &TaskPackage) {
     let wanted = |d: Disclosure| rubric.shows(d);
     if let Some(full) = package.instruction_full().filter(|_| wanted(Disclosure::FullInstruction)) {
         page.heading("The full instruction (private)");
@@ -374,28 +407,26 @@ fn private_sections(page: &mut Page, input: &PageInput<'_>) {
             page.block(&format!("{} / {}", o.requirement, o.failure_mode), "private", &format!("{}\n{}\n{}", o.scene.trim(), o.incident.trim(), o.detail.trim()));
         }
     }
-    if wanted(Disclosure::Evaluation) && !matches!(input.unit.subject, Subject::Episode) {
-        let e = input.episode;
-        page.heading("Evaluation (private)");
-        page.para(&format!("final score {:?}, success {:?}", e.final_score, e.final_success));
-    }
-    if wanted(Disclosure::UserKnowledge) && matches!(input.unit.subject, Subject::Episode | Subject::Target(_)) {
-        user_knowledge(page, input);
-    }
+}
+
+/// The authors' notes and the evaluator's files, as far as `rubric` shows them.
+pub(crate) fn author_sections(page: &mut Page, rubric: &Rubric, package: &TaskPackage) {
+    let wanted = |d: Disclosure| rubric.shows(d);
     if let Some(notes) = package.notes().filter(|_| wanted(Disclosure::Notes)) {
         page.heading("The authors' notes (private)");
         page.pre("private", notes);
     }
     if wanted(Disclosure::Evaluator) {
         page.heading("The evaluator (private)");
-        for (name, text) in evaluator_files(&package.evaluator_dir()) {
+        for (name, text) in text_files(&package.evaluator_dir()) {
             page.block(&name, "private", &text);
         }
     }
 }
 
-/// The evaluator's text files, by relative path (binary files are skipped).
-fn evaluator_files(dir: &Path) -> Vec<(String, String)> {
+/// The text files under `dir` (the evaluator, a workspace), by relative path; binary files are
+/// skipped.
+pub(crate) fn text_files(dir: &Path) -> Vec<(String, String)> {
     let mut files = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(at) = stack.pop() {

@@ -8,12 +8,15 @@
 //! | `reply` | answered question (the user's reply) | `<episode>#question=<idx>` | seed 002 §4.3, A.8 Table 16(a) |
 //! | `resample` | reply `specgap resample` got for a recorded user request | `<episode>#request=<r>#k=<k>` | seed 000 §5.6, App. G |
 //! | `extraction` | extraction panel's verdict on a submission (`extractions` row) | `<episode>#panel=<panel>#k=<k>` | seed 002 §4.3, A.8 |
+//! | `task` | task package of the run (`run.toml` `[[tasks]]`) | `task:<name>` | seed 000 §4.2 |
 //!
-//! `task` and `candidate` are rubric unit kinds that cannot be sampled from a run store yet
-//! (docs/decisions.md "Audits").
+//! `candidate` is a rubric unit kind that cannot be sampled from a run store yet
+//! (docs/decisions.md "Audits"). A task unit has no episode; a task in several of the sampled
+//! runs is one unit, from the first run that has it.
 //!
 //! Every unit's *case* — the cluster the bootstrap resamples (seed 002 A.8: "case-cluster
-//! bootstrap") — is its task. Its stratum fields are `task`, `agent`, `user`, `condition`,
+//! bootstrap") — is its task. A task unit's stratum fields are `task` and `family`; every other
+//! unit's are `task`, `agent`, `user`, `condition`,
 //! `start`, `family`, `outcome` (`success` / `failure` / `unscored`), and for question units
 //! `target`, for resamples `purpose` (`answer` / `feedback`), for extractions `panel` and
 //! `status` (`scored` / `unavailable`).
@@ -30,7 +33,7 @@ use crate::error::AuditError;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum UnitKind {
-    /// A task package (seed 000's four construction criteria); not sampled from runs yet.
+    /// A task package of a run (seed 000's four construction criteria).
     Task,
     /// A finished episode.
     Episode,
@@ -90,6 +93,8 @@ impl UnitKind {
 /// What the page of a unit is about, beyond its episode.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Subject {
+    /// A task package as a whole (no episode).
+    Task,
     /// The episode as a whole.
     Episode,
     /// One clarification target (its id).
@@ -121,8 +126,8 @@ pub struct Unit {
     pub id: String,
     /// 0-based index of its run among the sample's runs.
     pub run: u32,
-    /// Its episode.
-    pub episode: String,
+    /// Its episode; `None` for a task unit.
+    pub episode: Option<String>,
     /// Its stratum fields (module guide).
     pub fields: BTreeMap<String, String>,
     /// Its case (the task).
@@ -135,6 +140,9 @@ pub struct Unit {
 
 /// Field names a sample may be stratified by, for `kind`.
 pub fn fields_of(kind: UnitKind) -> Vec<&'static str> {
+    if kind == UnitKind::Task {
+        return vec!["task", "family"];
+    }
     let mut fields = vec!["task", "agent", "user", "condition", "start", "family", "outcome"];
     match kind {
         UnitKind::Question => fields.push("target"),
@@ -190,7 +198,7 @@ pub fn population(store: &Store, run_index: u32, kind: UnitKind, batch: Option<&
     let unit = |id: String, row: &EpisodeRow, subject: Subject| Unit {
         id,
         run: run_index,
-        episode: row.id.clone(),
+        episode: Some(row.id.clone()),
         fields: episode_fields(row),
         cluster: row.task.clone(),
         judges: Map::new(),
@@ -258,13 +266,40 @@ pub fn population(store: &Store, run_index: u32, kind: UnitKind, batch: Option<&
                 units.push(u);
             }
         }
-        UnitKind::Task | UnitKind::Candidate => {
+        UnitKind::Task => units = task_units(store, run_index),
+        UnitKind::Candidate => {
             return Err(AuditError::Request(format!(
-                "unit `{}` cannot be sampled from a run store yet; the units that can are episode, failed-episode, question, reply, resample and extraction",
+                "unit `{}` cannot be sampled from a run store yet; the units that can are episode, failed-episode, question, reply, resample, extraction and task",
                 kind.name()
             )));
         }
     }
     units.sort_by(|a, b| a.id.cmp(&b.id));
     Ok(units)
+}
+
+/// One unit per task of the run's `run.toml`, with its family from the package (`unknown`
+/// when the package cannot be read; its page says why).
+fn task_units(store: &Store, run_index: u32) -> Vec<Unit> {
+    let packages = crate::page::packages(store);
+    store
+        .config()
+        .tasks
+        .iter()
+        .map(|t| {
+            let family = match packages.get(&t.name) {
+                Some(Ok(p)) => p.manifest().task.family.as_str().to_string(),
+                _ => "unknown".to_string(),
+            };
+            Unit {
+                id: format!("task:{}", t.name),
+                run: run_index,
+                episode: None,
+                fields: [("task".to_string(), t.name.clone()), ("family".to_string(), family)].into_iter().collect(),
+                cluster: t.name.clone(),
+                judges: Map::new(),
+                subject: Subject::Task,
+            }
+        })
+        .collect()
 }

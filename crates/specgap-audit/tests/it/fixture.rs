@@ -16,6 +16,8 @@ pub const CANARY_REQUIREMENT: &str = "CANARY-REQUIREMENT-7f3a";
 pub const CANARY_NOTES: &str = "CANARY-NOTES-91be";
 pub const CANARY_FULL: &str = "CANARY-FULL-INSTRUCTION-c2d4";
 pub const CANARY_EVALUATOR: &str = "CANARY-EVALUATOR-5e60";
+/// Planted in the gold solution: no rubric shows solutions.
+pub const CANARY_SOLUTION: &str = "CANARY-SOLUTION-a81c";
 /// What an agent wrote in a turn: a script that would retitle the page if it ran.
 pub const AGENT_SCRIPT: &str = "<script>document.title='pwned'</script><img src=x onerror=\"document.title='pwned'\">";
 
@@ -52,6 +54,7 @@ pub fn planted_package(dir: &Path) -> (PathBuf, TaskPackage) {
     };
     append("NOTES.md", CANARY_NOTES);
     append("instruction.full.md", CANARY_FULL);
+    append("solutions/gold/estate/notes.py", &format!("# {CANARY_SOLUTION}"));
     std::fs::write(root.join("evaluator").join("canary.txt"), CANARY_EVALUATOR).unwrap();
     let package = specgap_task::load(&root).unwrap();
     (root, package)

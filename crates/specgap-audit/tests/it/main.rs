@@ -9,3 +9,4 @@ mod mock;
 mod resample;
 mod sample;
 mod summary;
+mod task;
