@@ -160,6 +160,9 @@ pub fn render(input: &PageInput<'_>) -> String {
         Subject::Reply(idx) => reply_sections(&mut page, input, *idx, &events),
         Subject::Resample { request, k, batch } => resample_sections(&mut page, input, &events, *request, *k, batch),
         Subject::Extraction { panel, k } => crate::extraction_page::sections(&mut page, input, &events, panel, *k),
+        Subject::Candidate { final_submission, failing, changed_files, substantive_files } => {
+            crate::candidate_page::sections(&mut page, input, &events, *final_submission, failing, changed_files, substantive_files)
+        }
         // Task units have pages of their own (`crate::task_page`).
         Subject::Task => {}
     }
@@ -377,7 +380,7 @@ fn private_sections(page: &mut Page, input: &PageInput<'_>) {
         return;
     };
     spec_sections(page, rubric, package);
-    if rubric.shows(Disclosure::Evaluation) && !matches!(input.unit.subject, Subject::Episode) {
+    if rubric.shows(Disclosure::Evaluation) && !matches!(input.unit.subject, Subject::Episode | Subject::Candidate { .. }) {
         let e = input.episode;
         page.heading("Evaluation (private)");
         page.para(&format!("final score {:?}, success {:?}", e.final_score, e.final_success));

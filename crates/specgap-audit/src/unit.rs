@@ -9,10 +9,10 @@
 //! | `resample` | reply `specgap resample` got for a recorded user request | `<episode>#request=<r>#k=<k>` | seed 000 §5.6, App. G |
 //! | `extraction` | extraction panel's verdict on a submission (`extractions` row) | `<episode>#panel=<panel>#k=<k>` | seed 002 §4.3, A.8 |
 //! | `task` | task package of the run (`run.toml` `[[tasks]]`) | `task:<name>` | seed 000 §4.2 |
+//! | `candidate` | predecessor episode Stage II keeps as a candidate residual state (`specgap_residualize::filter::screen`, default ignore rules) | the episode id | seed 001 §3.2 Stage III |
 //!
-//! `candidate` is a rubric unit kind that cannot be sampled from a run store yet
-//! (docs/decisions.md "Audits"). A task unit has no episode; a task in several of the sampled
-//! runs is one unit, from the first run that has it.
+//! A task unit has no episode; a task in several of the sampled runs is one unit, from the
+//! first run that has it.
 //!
 //! Every unit's *case* — the cluster the bootstrap resamples (seed 002 A.8: "case-cluster
 //! bootstrap") — is its task. A task unit's stratum fields are `task` and `family`; every other
@@ -45,7 +45,7 @@ pub enum UnitKind {
     Reply,
     /// An extraction panel's verdict on one submission.
     Extraction,
-    /// A residual-state candidate (seed 001 Stage III); not sampled from runs yet.
+    /// A residual-state candidate (seed 001 §3.2 Stage III).
     Candidate,
     /// One resample of a recorded user-model request.
     Resample,
@@ -95,6 +95,17 @@ impl UnitKind {
 pub enum Subject {
     /// A task package as a whole (no episode).
     Task,
+    /// A candidate residual state: what Stage II found in its final submission.
+    Candidate {
+        /// The final submission's number.
+        final_submission: Option<u32>,
+        /// Its failing tests (or requirements), sorted.
+        failing: Vec<String>,
+        /// The files its diff changes.
+        changed_files: Vec<String>,
+        /// Of those, the ones that are not incidental artifacts.
+        substantive_files: Vec<String>,
+    },
     /// The episode as a whole.
     Episode,
     /// One clarification target (its id).
@@ -189,7 +200,8 @@ fn coverage_label(verdict: &str) -> Option<&'static str> {
 /// `resample`, only the resamples of `batch` when given.
 ///
 /// # Errors
-/// [`AuditError::Request`] for a kind that cannot be sampled from a run; store errors.
+/// Store errors; [`AuditError::Residualize`] when candidates cannot be screened (a runner still
+/// holds the run, say).
 pub fn population(store: &Store, run_index: u32, kind: UnitKind, batch: Option<&str>) -> Result<Vec<Unit>, AuditError> {
     let dir = store.dir().to_path_buf();
     let err = AuditError::store(&dir);
@@ -268,10 +280,16 @@ pub fn population(store: &Store, run_index: u32, kind: UnitKind, batch: Option<&
         }
         UnitKind::Task => units = task_units(store, run_index),
         UnitKind::Candidate => {
-            return Err(AuditError::Request(format!(
-                "unit `{}` cannot be sampled from a run store yet; the units that can are episode, failed-episode, question, reply, resample, extraction and task",
-                kind.name()
-            )));
+            for c in candidates(store)? {
+                let Some(row) = episodes.get(&c.episode) else { continue };
+                let subject = Subject::Candidate {
+                    final_submission: c.final_submission,
+                    failing: c.failing_tests.clone(),
+                    changed_files: c.changed_files.clone(),
+                    substantive_files: c.substantive_files.clone(),
+                };
+                units.push(unit(row.id.clone(), row, subject));
+            }
         }
     }
     units.sort_by(|a, b| a.id.cmp(&b.id));
@@ -302,4 +320,16 @@ fn task_units(store: &Store, run_index: u32) -> Vec<Unit> {
             }
         })
         .collect()
+}
+
+/// The predecessor episodes of the run that Stage II keeps as candidate residual states, under
+/// the default ignore rules (docs/decisions.md "Audits: candidate units").
+fn candidates(store: &Store) -> Result<Vec<specgap_residualize::filter::ScreenedRun>, AuditError> {
+    let dir = store.dir().to_path_buf();
+    let fail = |source: specgap_residualize::ResidualizeError| AuditError::Residualize { dir: dir.clone(), source: Box::new(source) };
+    let runs = specgap_residualize::source::read_run(store.dir()).map_err(fail)?;
+    let rules = specgap_residualize::ignore::IgnoreRules::with_defaults(true, &[] as &[&str])
+        .map_err(|e| fail(specgap_residualize::ResidualizeError::BadIgnoreRule(Box::new(e))))?;
+    let screened = specgap_residualize::filter::screen(&runs, &rules).map_err(fail)?;
+    Ok(screened.into_iter().filter(|c| c.is_candidate()).collect())
 }

@@ -2,6 +2,7 @@
 //! resampling against a scripted mock user model. One binary, one module per concern.
 
 mod agreement;
+mod candidate;
 mod extraction;
 mod fixture;
 mod import;
