@@ -147,9 +147,9 @@ fn resample_resends_the_owner_requests_of_a_chat_run_byte_for_byte_and_audits_ro
 
 /// The gold agent's delivery on retail-replenishment with an extraction panel's verdict
 /// recorded as `specgap extract` records it, then an extraction audit through the binary:
-/// sample, page, import, report.
+/// sample, page, import, report; then its task package sampled, and no candidate to sample.
 #[test]
-fn audit_of_extraction_verdicts_round_trips_through_the_binary() {
+fn audit_of_extraction_verdicts_and_tasks_round_trips_through_the_binary() {
     use specgap_store::{Ballot, BallotOutcome, Extraction, ExtractionStatus, PanelRecord, PanelUse, Store};
     let tmp = tempfile::tempdir().unwrap();
     let run = tmp.path().join("run");
@@ -192,4 +192,17 @@ fn audit_of_extraction_verdicts_round_trips_through_the_binary() {
     let sample = json.as_array().unwrap().iter().find(|s| s["unit"] == "extraction").unwrap();
     let correct = sample["rates"].as_array().unwrap().iter().find(|r| r["value"] == "correct").unwrap();
     assert_eq!((correct["count"].clone(), correct["share"]["value"].clone()), (json!(1), json!(1.0)));
+
+    // The same run's task package, and no candidate: the gold delivery passed.
+    let tasks = tmp.path().join("tasks");
+    run_ok(["audit", "sample", run.to_str().unwrap(), "--unit", "task", "--rubric", "seed000-task", "--seed", "5", "--out", tasks.to_str().unwrap()]);
+    let sheet = fs_err::read_to_string(tasks.join("sheet.csv")).unwrap();
+    assert_eq!(sheet.lines().count(), 2);
+    assert!(sheet.lines().nth(1).unwrap().contains(",task:examples/retail-replenishment,pages/0001.html,"), "{sheet}");
+    let none = specgap()
+        .args(["audit", "sample", run.to_str().unwrap(), "--unit", "candidate", "--rubric", "seed001-review", "--seed", "5", "--out", tmp.path().join("c").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(none.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&none.stderr).contains("the runs hold no candidate unit to sample"), "{}", String::from_utf8_lossy(&none.stderr));
 }
