@@ -49,6 +49,15 @@ pub enum AuditError {
         #[source]
         source: specgap_protocol::request::RebuildError,
     },
+    /// Residual candidates could not be screened (`specgap_residualize` Stage II).
+    #[error("cannot screen the residual candidates of run {dir}")]
+    Residualize {
+        /// The run directory.
+        dir: PathBuf,
+        /// The pipeline's error (boxed: it is large).
+        #[source]
+        source: Box<specgap_residualize::ResidualizeError>,
+    },
     /// A statistic could not be computed.
     #[error("statistics")]
     Stats(#[from] specgap_stats::StatsError),

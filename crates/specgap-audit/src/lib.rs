@@ -7,7 +7,7 @@
 //! | module | what it holds | verb |
 //! | --- | --- | --- |
 //! | [`rubric`] | rubrics: label columns, their values, what a page may show (built-in and TOML) | — |
-//! | [`unit`] | the units an audit samples (episodes, failed episodes, clarification targets with their questions, user replies, resamples) and their stratum fields | — |
+//! | [`unit`] | the units an audit samples (episodes, failed episodes, clarification targets with their questions, user replies, resamples, extraction verdicts, task packages, residual candidates) and their stratum fields | — |
 //! | [`sample`] | the seeded stratified draw, its manifest, the label sheet (CSV) | `specgap audit sample` |
 //! | [`page`] | one self-contained, escaped HTML page per item, showing only what the rubric allows | `specgap audit sample` |
 //! | [`import`] | reading a rater's filled sheet: every row, label and value checked, then stored | `specgap audit import` |
@@ -32,6 +32,9 @@
 
 pub mod agreement;
 pub mod error;
+mod candidate_page;
+mod extraction_page;
+mod task_page;
 pub mod import;
 pub mod page;
 pub mod resample;

@@ -5,7 +5,9 @@
 //! A page always shows what the agent saw and did — the request (the opening message), its
 //! turns, tool calls and results, the messages it got, its submissions and their diffs — and
 //! what the rater needs for the unit (the questions of a target, the question and reply of a
-//! reply, the original and the resample of a resample). Anything private (requirements,
+//! reply, the original and the resample of a resample; for an extraction, the delivered
+//! submission's diff, the case's submission schema, each extractor's session and what it
+//! wrote, and — when the rubric shows judgements — the panel's verdict). Anything private (requirements,
 //! observations, evaluation results, the evaluator, the authors' notes, the full instruction,
 //! what the simulated user knows, clarification targets and their answers, who the agent was,
 //! automatic judges' verdicts) appears only when the rubric's `shows` names it
@@ -66,21 +68,44 @@ fn cut(text: &str) -> String {
 }
 
 /// A page being written: sections of escaped text.
-struct Page {
-    body: String,
+pub(crate) struct Page {
+    pub(crate) body: String,
 }
 
 impl Page {
-    fn heading(&mut self, text: &str) {
+    /// The heading, the item's ids, the rubric's instructions and its label guide.
+    pub(crate) fn opening(rubric: &Rubric, number: usize, sample: &str, item: &str) -> Page {
+        let mut page = Page { body: String::new() };
+        let _ = writeln!(page.body, "<h1>{} — item {}</h1>", escape(&rubric.title), number);
+        let _ = writeln!(page.body, "<p class=\"meta\">sample {} · item {}</p>", escape(sample), escape(item));
+        page.heading("What to judge");
+        page.pre("instructions", &rubric.instructions);
+        guide(&mut page, rubric);
+        page
+    }
+
+    /// The whole self-contained document.
+    pub(crate) fn finish(self, rubric: &Rubric, number: usize) -> String {
+        format!(
+            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\
+<title>{} — item {}</title><style>{STYLE}</style></head>\n<body>\n{}</body></html>\n",
+            escape(&rubric.title),
+            number,
+            self.body
+        )
+    }
+
+    pub(crate) fn heading(&mut self, text: &str) {
         let _ = writeln!(self.body, "<h2>{}</h2>", escape(text));
     }
-    fn para(&mut self, text: &str) {
+    pub(crate) fn para(&mut self, text: &str) {
         let _ = writeln!(self.body, "<p>{}</p>", escape(text));
     }
-    fn pre(&mut self, class: &str, text: &str) {
+    pub(crate) fn pre(&mut self, class: &str, text: &str) {
         let _ = writeln!(self.body, "<pre class=\"{class}\">{}</pre>", escape(&cut(text)));
     }
-    fn block(&mut self, who: &str, class: &str, text: &str) {
+    pub(crate) fn block(&mut self, who: &str, class: &str, text: &str) {
         let _ = writeln!(self.body, "<div class=\"turn {class}\"><div class=\"who\">{}</div>", escape(who));
         self.pre("text", text);
         self.body.push_str("</div>\n");
@@ -116,13 +141,8 @@ pub struct PageInput<'a> {
 
 /// The page of one item (module guide).
 pub fn render(input: &PageInput<'_>) -> String {
-    let mut page = Page { body: String::new() };
     let rubric = input.rubric;
-    let _ = writeln!(page.body, "<h1>{} — item {}</h1>", escape(&rubric.title), input.number);
-    let _ = writeln!(page.body, "<p class=\"meta\">sample {} · item {}</p>", escape(input.sample), escape(&input.unit.id));
-    page.heading("What to judge");
-    page.pre("instructions", &rubric.instructions);
-    guide(&mut page, rubric);
+    let mut page = Page::opening(rubric, input.number, input.sample, &input.unit.id);
     if rubric.shows(Disclosure::Identity) {
         page.para(&format!("agent: {} · user: {} · condition: {}", input.episode.agent, input.episode.user, input.episode.condition));
     }
@@ -139,16 +159,15 @@ pub fn render(input: &PageInput<'_>) -> String {
         Subject::Target(target) => target_sections(&mut page, input, target),
         Subject::Reply(idx) => reply_sections(&mut page, input, *idx, &events),
         Subject::Resample { request, k, batch } => resample_sections(&mut page, input, &events, *request, *k, batch),
+        Subject::Extraction { panel, k } => crate::extraction_page::sections(&mut page, input, &events, panel, *k),
+        Subject::Candidate { final_submission, failing, changed_files, substantive_files } => {
+            crate::candidate_page::sections(&mut page, input, &events, *final_submission, failing, changed_files, substantive_files)
+        }
+        // Task units have pages of their own (`crate::task_page`).
+        Subject::Task => {}
     }
     private_sections(&mut page, input);
-    format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\
-<title>{} — item {}</title><style>{STYLE}</style></head>\n<body>\n{}</body></html>\n",
-        escape(&rubric.title),
-        input.number,
-        page.body
-    )
+    page.finish(rubric, input.number)
 }
 
 /// The label columns and their values, for the rater.
@@ -226,7 +245,7 @@ fn kind_name(kind: UserMessageKind) -> &'static str {
     }
 }
 
-fn package_of<'a>(input: &'a PageInput<'_>) -> Option<&'a TaskPackage> {
+pub(crate) fn package_of<'a>(input: &'a PageInput<'_>) -> Option<&'a TaskPackage> {
     input.package.and_then(|p| p.as_ref().ok())
 }
 
@@ -296,7 +315,13 @@ fn reply_sections(page: &mut Page, input: &PageInput<'_>, idx: u32, events: &[&E
 
 /// What the simulated user was given: `user.toml`, `information.md`.
 fn user_knowledge(page: &mut Page, input: &PageInput<'_>) {
-    let Some(package) = package_of(input) else { return };
+    if let Some(package) = package_of(input) {
+        user_knowledge_of(page, package);
+    }
+}
+
+/// What the simulated user of `package` is given.
+pub(crate) fn user_knowledge_of(page: &mut Page, package: &TaskPackage) {
     page.heading("What the simulated user knows (private)");
     if let Some(profile) = package.user() {
         page.block("persona", "private", &profile.persona);
@@ -354,6 +379,20 @@ fn private_sections(page: &mut Page, input: &PageInput<'_>) {
         }
         return;
     };
+    spec_sections(page, rubric, package);
+    if rubric.shows(Disclosure::Evaluation) && !matches!(input.unit.subject, Subject::Episode | Subject::Candidate { .. }) {
+        let e = input.episode;
+        page.heading("Evaluation (private)");
+        page.para(&format!("final score {:?}, success {:?}", e.final_score, e.final_success));
+    }
+    if rubric.shows(Disclosure::UserKnowledge) && matches!(input.unit.subject, Subject::Episode | Subject::Target(_)) {
+        user_knowledge(page, input);
+    }
+    author_sections(page, rubric, package);
+}
+
+/// The full instruction, the requirements and the observations, as far as `rubric` shows them.
+pub(crate) fn spec_sections(page: &mut Page, rubric: &Rubric, package: &TaskPackage) {
     let wanted = |d: Disclosure| rubric.shows(d);
     if let Some(full) = package.instruction_full().filter(|_| wanted(Disclosure::FullInstruction)) {
         page.heading("The full instruction (private)");
@@ -371,28 +410,26 @@ fn private_sections(page: &mut Page, input: &PageInput<'_>) {
             page.block(&format!("{} / {}", o.requirement, o.failure_mode), "private", &format!("{}\n{}\n{}", o.scene.trim(), o.incident.trim(), o.detail.trim()));
         }
     }
-    if wanted(Disclosure::Evaluation) && !matches!(input.unit.subject, Subject::Episode) {
-        let e = input.episode;
-        page.heading("Evaluation (private)");
-        page.para(&format!("final score {:?}, success {:?}", e.final_score, e.final_success));
-    }
-    if wanted(Disclosure::UserKnowledge) && matches!(input.unit.subject, Subject::Episode | Subject::Target(_)) {
-        user_knowledge(page, input);
-    }
+}
+
+/// The authors' notes and the evaluator's files, as far as `rubric` shows them.
+pub(crate) fn author_sections(page: &mut Page, rubric: &Rubric, package: &TaskPackage) {
+    let wanted = |d: Disclosure| rubric.shows(d);
     if let Some(notes) = package.notes().filter(|_| wanted(Disclosure::Notes)) {
         page.heading("The authors' notes (private)");
         page.pre("private", notes);
     }
     if wanted(Disclosure::Evaluator) {
         page.heading("The evaluator (private)");
-        for (name, text) in evaluator_files(&package.evaluator_dir()) {
+        for (name, text) in text_files(&package.evaluator_dir()) {
             page.block(&name, "private", &text);
         }
     }
 }
 
-/// The evaluator's text files, by relative path (binary files are skipped).
-fn evaluator_files(dir: &Path) -> Vec<(String, String)> {
+/// The text files under `dir` (the evaluator, a workspace), by relative path; binary files are
+/// skipped.
+pub(crate) fn text_files(dir: &Path) -> Vec<(String, String)> {
     let mut files = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(at) = stack.pop() {

@@ -122,9 +122,14 @@ pub fn draw(stores: &[Store], manifest: Manifest) -> Result<Sample, AuditError> 
         return Err(AuditError::Request("--n must be at least 1".into()));
     }
     let mut strata: BTreeMap<String, Vec<Unit>> = BTreeMap::new();
+    let mut seen = std::collections::BTreeSet::new();
     for (i, store) in stores.iter().enumerate() {
         let run = u32::try_from(i).unwrap_or(u32::MAX);
         for unit in population(store, run, manifest.unit, manifest.batch.as_deref())? {
+            // A task shared by several runs is one unit (its first run's).
+            if !seen.insert(unit.id.clone()) {
+                continue;
+            }
             strata.entry(stratum_of(&unit, &manifest.by)).or_default().push(unit);
         }
     }
@@ -151,7 +156,7 @@ pub fn draw(stores: &[Store], manifest: Manifest) -> Result<Sample, AuditError> 
                 item: unit.id.clone(),
                 position: u32::try_from(position).unwrap_or(u32::MAX),
                 run: unit.run,
-                episode: Some(unit.episode.clone()),
+                episode: unit.episode.clone(),
                 stratum,
                 cluster: unit.cluster.clone(),
                 weight,
@@ -211,10 +216,24 @@ pub fn write_with(stores: &[Store], sample: &Sample, out: &Path, summarizer: Opt
     for (record, unit) in &sample.items {
         let store = &stores[record.run as usize];
         let packages = package_cache.entry(record.run).or_insert_with(|| packages(store));
+        let page = page_path(record.position);
+        let Some(episode_id) = &unit.episode else {
+            let html = crate::task_page::render(&crate::task_page::TaskPageInput {
+                unit,
+                number: record.position as usize + 1,
+                sample: &sample.id,
+                store,
+                package: packages.get(&unit.cluster),
+                rubric,
+            });
+            fs_err::write(out.join(&page), html)?;
+            sheet.write_record(row_of(sample, record, rubric, page)).map_err(csv_error)?;
+            continue;
+        };
         let episode = store
-            .episode(&unit.episode)
+            .episode(episode_id)
             .map_err(AuditError::store(store.dir()))?
-            .ok_or_else(|| AuditError::Request(format!("episode {} vanished from {}", unit.episode, store.dir().display())))?;
+            .ok_or_else(|| AuditError::Request(format!("episode {episode_id} vanished from {}", store.dir().display())))?;
         let summary = match (summarizer, &unit.subject) {
             (Some(s), Subject::Episode) => Some(summarize(s, store, &episode.id)?),
             _ => None,
@@ -230,17 +249,21 @@ pub fn write_with(stores: &[Store], sample: &Sample, out: &Path, summarizer: Opt
             package: packages.get(&episode.task),
             rubric,
         });
-        let page = page_path(record.position);
         fs_err::write(out.join(&page), html)?;
-        let mut row = vec![sample.id.clone(), record.item.clone(), page];
-        row.extend(rubric.labels.iter().map(|_| String::new()));
-        row.push(String::new());
-        sheet.write_record(&row).map_err(csv_error)?;
+        sheet.write_record(row_of(sample, record, rubric, page)).map_err(csv_error)?;
     }
     let bytes = sheet.into_inner().map_err(|e| AuditError::Serialize { what: "the label sheet".into(), message: e.to_string() })?;
     let path = out.join(SHEET_FILE);
     fs_err::write(&path, bytes)?;
     Ok(path)
+}
+
+/// The sheet row of one item: its sample, item id, page, empty labels and note.
+fn row_of(sample: &Sample, record: &AuditItemRecord, rubric: &Rubric, page: String) -> Vec<String> {
+    let mut row = vec![sample.id.clone(), record.item.clone(), page];
+    row.extend(rubric.labels.iter().map(|_| String::new()));
+    row.push(String::new());
+    row
 }
 
 /// The summary of one episode, or why it failed (a failed request is shown on the page; a

@@ -7,14 +7,19 @@
 //! | `question` | clarification target of a delivery episode, with every question asked in it | `<episode>#target=<id>` | seed 002 §4.3, A.8 Table 16(b) |
 //! | `reply` | answered question (the user's reply) | `<episode>#question=<idx>` | seed 002 §4.3, A.8 Table 16(a) |
 //! | `resample` | reply `specgap resample` got for a recorded user request | `<episode>#request=<r>#k=<k>` | seed 000 §5.6, App. G |
+//! | `extraction` | extraction panel's verdict on a submission (`extractions` row) | `<episode>#panel=<panel>#k=<k>` | seed 002 §4.3, A.8 |
+//! | `task` | task package of the run (`run.toml` `[[tasks]]`) | `task:<name>` | seed 000 §4.2 |
+//! | `candidate` | predecessor episode Stage II keeps as a candidate residual state (`specgap_residualize::filter::screen`, default ignore rules) | the episode id | seed 001 §3.2 Stage III |
 //!
-//! `task`, `extraction` and `candidate` are rubric unit kinds that cannot be sampled from a
-//! run store yet (docs/decisions.md "Audits").
+//! A task unit has no episode; a task in several of the sampled runs is one unit, from the
+//! first run that has it.
 //!
 //! Every unit's *case* — the cluster the bootstrap resamples (seed 002 A.8: "case-cluster
-//! bootstrap") — is its task. Its stratum fields are `task`, `agent`, `user`, `condition`,
+//! bootstrap") — is its task. A task unit's stratum fields are `task` and `family`; every other
+//! unit's are `task`, `agent`, `user`, `condition`,
 //! `start`, `family`, `outcome` (`success` / `failure` / `unscored`), and for question units
-//! `target`, for resamples `purpose` (`answer` / `feedback`).
+//! `target`, for resamples `purpose` (`answer` / `feedback`), for extractions `panel` and
+//! `status` (`scored` / `unavailable`).
 
 use std::collections::BTreeMap;
 
@@ -28,7 +33,7 @@ use crate::error::AuditError;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum UnitKind {
-    /// A task package (seed 000's four construction criteria); not sampled from runs yet.
+    /// A task package of a run (seed 000's four construction criteria).
     Task,
     /// A finished episode.
     Episode,
@@ -38,9 +43,9 @@ pub enum UnitKind {
     Question,
     /// One reply of the simulated user to a question.
     Reply,
-    /// An extraction panel's verdict; not sampled yet.
+    /// An extraction panel's verdict on one submission.
     Extraction,
-    /// A residual-state candidate (seed 001 Stage III); not sampled from runs yet.
+    /// A residual-state candidate (seed 001 §3.2 Stage III).
     Candidate,
     /// One resample of a recorded user-model request.
     Resample,
@@ -88,6 +93,19 @@ impl UnitKind {
 /// What the page of a unit is about, beyond its episode.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Subject {
+    /// A task package as a whole (no episode).
+    Task,
+    /// A candidate residual state: what Stage II found in its final submission.
+    Candidate {
+        /// The final submission's number.
+        final_submission: Option<u32>,
+        /// Its failing tests (or requirements), sorted.
+        failing: Vec<String>,
+        /// The files its diff changes.
+        changed_files: Vec<String>,
+        /// Of those, the ones that are not incidental artifacts.
+        substantive_files: Vec<String>,
+    },
     /// The episode as a whole.
     Episode,
     /// One clarification target (its id).
@@ -103,6 +121,13 @@ pub enum Subject {
         /// The `resamples.batch`.
         batch: String,
     },
+    /// One extraction verdict: the panel's name and the submission extracted.
+    Extraction {
+        /// `extractions.panel`.
+        panel: String,
+        /// `extractions.k` (1-based).
+        k: u32,
+    },
 }
 
 /// One unit of the population.
@@ -112,8 +137,8 @@ pub struct Unit {
     pub id: String,
     /// 0-based index of its run among the sample's runs.
     pub run: u32,
-    /// Its episode.
-    pub episode: String,
+    /// Its episode; `None` for a task unit.
+    pub episode: Option<String>,
     /// Its stratum fields (module guide).
     pub fields: BTreeMap<String, String>,
     /// Its case (the task).
@@ -126,10 +151,14 @@ pub struct Unit {
 
 /// Field names a sample may be stratified by, for `kind`.
 pub fn fields_of(kind: UnitKind) -> Vec<&'static str> {
+    if kind == UnitKind::Task {
+        return vec!["task", "family"];
+    }
     let mut fields = vec!["task", "agent", "user", "condition", "start", "family", "outcome"];
     match kind {
         UnitKind::Question => fields.push("target"),
         UnitKind::Resample => fields.push("purpose"),
+        UnitKind::Extraction => fields.extend(["panel", "status"]),
         _ => {}
     }
     fields
@@ -171,7 +200,8 @@ fn coverage_label(verdict: &str) -> Option<&'static str> {
 /// `resample`, only the resamples of `batch` when given.
 ///
 /// # Errors
-/// [`AuditError::Request`] for a kind that cannot be sampled from a run; store errors.
+/// Store errors; [`AuditError::Residualize`] when candidates cannot be screened (a runner still
+/// holds the run, say).
 pub fn population(store: &Store, run_index: u32, kind: UnitKind, batch: Option<&str>) -> Result<Vec<Unit>, AuditError> {
     let dir = store.dir().to_path_buf();
     let err = AuditError::store(&dir);
@@ -180,7 +210,7 @@ pub fn population(store: &Store, run_index: u32, kind: UnitKind, batch: Option<&
     let unit = |id: String, row: &EpisodeRow, subject: Subject| Unit {
         id,
         run: run_index,
-        episode: row.id.clone(),
+        episode: Some(row.id.clone()),
         fields: episode_fields(row),
         cluster: row.task.clone(),
         judges: Map::new(),
@@ -234,13 +264,72 @@ pub fn population(store: &Store, run_index: u32, kind: UnitKind, batch: Option<&
                 units.push(u);
             }
         }
-        UnitKind::Task | UnitKind::Extraction | UnitKind::Candidate => {
-            return Err(AuditError::Request(format!(
-                "unit `{}` cannot be sampled from a run store yet; the units that can are episode, failed-episode, question, reply and resample",
-                kind.name()
-            )));
+        UnitKind::Extraction => {
+            for x in store.extractions().map_err(&err)? {
+                let Some(row) = episodes.get(&x.episode) else { continue };
+                let verdict = &x.extraction;
+                let mut u = unit(
+                    format!("{}#panel={}#k={}", row.id, verdict.panel, verdict.k),
+                    row,
+                    Subject::Extraction { panel: verdict.panel.clone(), k: verdict.k },
+                );
+                u.fields.insert("panel".into(), verdict.panel.clone());
+                u.fields.insert("status".into(), verdict.status.as_str().to_string());
+                units.push(u);
+            }
+        }
+        UnitKind::Task => units = task_units(store, run_index),
+        UnitKind::Candidate => {
+            for c in candidates(store)? {
+                let Some(row) = episodes.get(&c.episode) else { continue };
+                let subject = Subject::Candidate {
+                    final_submission: c.final_submission,
+                    failing: c.failing_tests.clone(),
+                    changed_files: c.changed_files.clone(),
+                    substantive_files: c.substantive_files.clone(),
+                };
+                units.push(unit(row.id.clone(), row, subject));
+            }
         }
     }
     units.sort_by(|a, b| a.id.cmp(&b.id));
     Ok(units)
+}
+
+/// One unit per task of the run's `run.toml`, with its family from the package (`unknown`
+/// when the package cannot be read; its page says why).
+fn task_units(store: &Store, run_index: u32) -> Vec<Unit> {
+    let packages = crate::page::packages(store);
+    store
+        .config()
+        .tasks
+        .iter()
+        .map(|t| {
+            let family = match packages.get(&t.name) {
+                Some(Ok(p)) => p.manifest().task.family.as_str().to_string(),
+                _ => "unknown".to_string(),
+            };
+            Unit {
+                id: format!("task:{}", t.name),
+                run: run_index,
+                episode: None,
+                fields: [("task".to_string(), t.name.clone()), ("family".to_string(), family)].into_iter().collect(),
+                cluster: t.name.clone(),
+                judges: Map::new(),
+                subject: Subject::Task,
+            }
+        })
+        .collect()
+}
+
+/// The predecessor episodes of the run that Stage II keeps as candidate residual states, under
+/// the default ignore rules (docs/decisions.md "Audits: candidate units").
+fn candidates(store: &Store) -> Result<Vec<specgap_residualize::filter::ScreenedRun>, AuditError> {
+    let dir = store.dir().to_path_buf();
+    let fail = |source: specgap_residualize::ResidualizeError| AuditError::Residualize { dir: dir.clone(), source: Box::new(source) };
+    let runs = specgap_residualize::source::read_run(store.dir()).map_err(fail)?;
+    let rules = specgap_residualize::ignore::IgnoreRules::with_defaults(true, &[] as &[&str])
+        .map_err(|e| fail(specgap_residualize::ResidualizeError::BadIgnoreRule(Box::new(e))))?;
+    let screened = specgap_residualize::filter::screen(&runs, &rules).map_err(fail)?;
+    Ok(screened.into_iter().filter(|c| c.is_candidate()).collect())
 }

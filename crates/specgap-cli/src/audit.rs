@@ -37,7 +37,7 @@ struct SampleArgs {
     /// Run directories; the sample is stored in the first.
     #[arg(required = true)]
     runs: Vec<PathBuf>,
-    /// The unit: episode, failed-episode, question, reply or resample.
+    /// The unit: episode, failed-episode, question, reply, resample, extraction, task or candidate.
     #[arg(long)]
     unit: String,
     /// The rubric: a built-in name (seed000-task, seed000-failure, seed000-resample,

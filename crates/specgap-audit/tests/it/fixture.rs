@@ -16,6 +16,8 @@ pub const CANARY_REQUIREMENT: &str = "CANARY-REQUIREMENT-7f3a";
 pub const CANARY_NOTES: &str = "CANARY-NOTES-91be";
 pub const CANARY_FULL: &str = "CANARY-FULL-INSTRUCTION-c2d4";
 pub const CANARY_EVALUATOR: &str = "CANARY-EVALUATOR-5e60";
+/// Planted in the gold solution: no rubric shows solutions.
+pub const CANARY_SOLUTION: &str = "CANARY-SOLUTION-a81c";
 /// What an agent wrote in a turn: a script that would retitle the page if it ran.
 pub const AGENT_SCRIPT: &str = "<script>document.title='pwned'</script><img src=x onerror=\"document.title='pwned'\">";
 
@@ -52,6 +54,7 @@ pub fn planted_package(dir: &Path) -> (PathBuf, TaskPackage) {
     };
     append("NOTES.md", CANARY_NOTES);
     append("instruction.full.md", CANARY_FULL);
+    append("solutions/gold/estate/notes.py", &format!("# {CANARY_SOLUTION}"));
     std::fs::write(root.join("evaluator").join("canary.txt"), CANARY_EVALUATOR).unwrap();
     let package = specgap_task::load(&root).unwrap();
     (root, package)
@@ -70,10 +73,21 @@ pub struct Ep {
     pub repeat: u32,
     pub success: bool,
     pub questions: Vec<&'static str>,
+    /// A predecessor run of its own (`candidate_diff`): failing tests reported, a diff that
+    /// names its file and differs per episode.
+    pub candidate: bool,
+}
+
+/// The final diff of a candidate episode: one substantive change holding agent text (unique
+/// per agent and repeat) and one incidental artifact.
+pub fn candidate_diff(agent: &str, repeat: u32) -> String {
+    format!(
+        "diff --git a/estate/reconcile.py b/estate/reconcile.py\n--- a/estate/reconcile.py\n+++ b/estate/reconcile.py\n@@ -1 +1 @@\n-old\n+{AGENT_SCRIPT} {agent}-{repeat}\ndiff --git a/estate/__pycache__/reconcile.cpython-311.pyc b/estate/__pycache__/reconcile.cpython-311.pyc\nnew file mode 100644\nBinary files /dev/null and b/estate/__pycache__/reconcile.cpython-311.pyc differ\n"
+    )
 }
 
 pub fn ep(task: usize, agent: &'static str, repeat: u32, success: bool) -> Ep {
-    Ep { task, agent, repeat, success, questions: Vec::new() }
+    Ep { task, agent, repeat, success, questions: Vec::new(), candidate: false }
 }
 
 pub struct Run {
@@ -161,7 +175,17 @@ pub fn audit_run(episodes: &[Ep]) -> Run {
                 failing_requirement: (!spec.success).then(|| "record-identity".to_string()),
             })
             .unwrap();
-        let result: EvalResult = serde_json::from_value(json!({"version": 1, "reward": score})).unwrap();
+        let result: EvalResult = if spec.candidate {
+            let outcome = if spec.success { "pass" } else { "fail" };
+            serde_json::from_value(json!({"version": 1, "reward": score, "tests": {"test_ledger_identity": outcome, "test_smoke": "pass"}})).unwrap()
+        } else {
+            serde_json::from_value(json!({"version": 1, "reward": score})).unwrap()
+        };
+        let diff = if spec.candidate {
+            candidate_diff(spec.agent, spec.repeat)
+        } else {
+            format!("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-old\n+{AGENT_SCRIPT}\n")
+        };
         writer
             .write_submission(
                 1,
@@ -172,7 +196,7 @@ pub fn audit_run(episodes: &[Ep]) -> Run {
                     scored: Some(Scored { kind: ScoringKind::Reward, score, success: spec.success }),
                     failing_requirement: None,
                     error: None,
-                    diff: format!("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-old\n+{AGENT_SCRIPT}\n").into_bytes(),
+                    diff: diff.into_bytes(),
                 },
             )
             .unwrap();

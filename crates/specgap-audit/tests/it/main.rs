@@ -2,9 +2,12 @@
 //! resampling against a scripted mock user model. One binary, one module per concern.
 
 mod agreement;
+mod candidate;
+mod extraction;
 mod fixture;
 mod import;
 mod mock;
 mod resample;
 mod sample;
 mod summary;
+mod task;

@@ -144,3 +144,65 @@ fn resample_resends_the_owner_requests_of_a_chat_run_byte_for_byte_and_audits_ro
     assert_eq!(refused.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("rater ann has labelled audit sample"), "{}", String::from_utf8_lossy(&refused.stderr));
 }
+
+/// The gold agent's delivery on retail-replenishment with an extraction panel's verdict
+/// recorded as `specgap extract` records it, then an extraction audit through the binary:
+/// sample, page, import, report; then its task package sampled, and no candidate to sample.
+#[test]
+fn audit_of_extraction_verdicts_and_tasks_round_trips_through_the_binary() {
+    use specgap_store::{Ballot, BallotOutcome, Extraction, ExtractionStatus, PanelRecord, PanelUse, Store};
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    let task = repo().join("examples/tasks/retail-replenishment");
+    run_ok(["run", task.to_str().unwrap(), "--agent", "scripted:gold", "--condition", "interact", "--out", run.to_str().unwrap()]);
+    let id = episodes(&run).into_iter().next().expect("one episode").id;
+    let store = Store::open(&run).unwrap();
+    let panel = "panel:0000000000e1";
+    store.record_panel(&PanelRecord { name: panel.into(), use_: PanelUse::Extractor, config: json!({"models": [{"model": "m"}]}), prompt_version: "v1".into(), prompt_hash: "00".into() }).unwrap();
+    let ballot = Ballot {
+        panel: panel.into(),
+        subject: "submission:1".into(),
+        seat: 0,
+        model: "m".into(),
+        position: 0,
+        prompt_version: "v1".into(),
+        outcome: BallotOutcome::Ballot,
+        vote: Some(json!({"files": ["plan.json"], "summary": "<script>window.__pwned=1</script>", "score": 0.8125})),
+        request: json!([{"system": "CANARY-PROMPT-e1"}]),
+        response: json!([]),
+        error: None,
+    };
+    let extraction = Extraction { panel: panel.into(), k: 1, status: ExtractionStatus::Scored, score: Some(0.8125), success: Some(false), valid: Some(true), objective: None, signature: None, routes: 1, agreeing: 1 };
+    store.record_extraction(&id, &[ballot], &extraction).unwrap();
+    let out = tmp.path().join("audit");
+    run_ok(["audit", "sample", run.to_str().unwrap(), "--unit", "extraction", "--rubric", "seed002-extraction", "--by", "status", "--seed", "5", "--out", out.to_str().unwrap()]);
+    let sheet = fs_err::read_to_string(out.join("sheet.csv")).unwrap();
+    let lines: Vec<&str> = sheet.lines().collect();
+    assert_eq!(lines[0], "sample,item,page,fidelity,note");
+    assert_eq!(lines.len(), 2);
+    assert!(lines[1].contains(&format!(",{id}#panel={panel}#k=1,pages/0001.html,")), "{}", lines[1]);
+    let page = fs_err::read_to_string(out.join("pages/0001.html")).unwrap();
+    assert!(page.contains("<p>scored: 1 of 1 extractions agreed on the score</p>"));
+    assert!(page.contains("&lt;script&gt;window.__pwned=1&lt;/script&gt;") && !page.contains("<script"));
+    assert!(!page.contains("0.8125") && !page.contains("CANARY-PROMPT-e1"));
+    let labelled = tmp.path().join("r1.csv");
+    fs_err::write(&labelled, format!("{}\n{}\n", lines[0], lines[1].replacen(",,", ",correct,", 1))).unwrap();
+    run_ok(["audit", "import", run.to_str().unwrap(), labelled.to_str().unwrap(), "--rater", "r1"]);
+    let json: Value = serde_json::from_slice(&run_ok(["audit", "report", run.to_str().unwrap(), "--json"]).stdout).unwrap();
+    let sample = json.as_array().unwrap().iter().find(|s| s["unit"] == "extraction").unwrap();
+    let correct = sample["rates"].as_array().unwrap().iter().find(|r| r["value"] == "correct").unwrap();
+    assert_eq!((correct["count"].clone(), correct["share"]["value"].clone()), (json!(1), json!(1.0)));
+
+    // The same run's task package, and no candidate: the gold delivery passed.
+    let tasks = tmp.path().join("tasks");
+    run_ok(["audit", "sample", run.to_str().unwrap(), "--unit", "task", "--rubric", "seed000-task", "--seed", "5", "--out", tasks.to_str().unwrap()]);
+    let sheet = fs_err::read_to_string(tasks.join("sheet.csv")).unwrap();
+    assert_eq!(sheet.lines().count(), 2);
+    assert!(sheet.lines().nth(1).unwrap().contains(",task:examples/retail-replenishment,pages/0001.html,"), "{sheet}");
+    let none = specgap()
+        .args(["audit", "sample", run.to_str().unwrap(), "--unit", "candidate", "--rubric", "seed001-review", "--seed", "5", "--out", tmp.path().join("c").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(none.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&none.stderr).contains("the runs hold no candidate unit to sample"), "{}", String::from_utf8_lossy(&none.stderr));
+}
