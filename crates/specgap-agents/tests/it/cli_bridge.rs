@@ -270,7 +270,7 @@ fn a_cli_agent_that_exits_after_its_returned_submission_is_resumed_with_the_feed
         "Your delivery (submission 1) was returned. The owner's message about it:\n\n{}\n\nYou have 3 submissions left. Carry on with the work in the workspace and submit again when it is ready.",
         feedback[0].trim()
     );
-    assert_eq!(messages(UserMessageKind::Continuation), [resume.clone()]);
+    assert_eq!(messages(UserMessageKind::Continuation), std::slice::from_ref(&resume));
     let exits: Vec<String> = run
         .events
         .iter()
