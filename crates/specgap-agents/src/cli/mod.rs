@@ -23,6 +23,10 @@
 //!
 //! Adapters ([`adapter::Adapter`], docs/adapters.md): [`mini_swe_agent`], [`command`],
 //! [`claude_code`], [`codex`], [`opencode`] and [`gemini_cli`].
+//!
+//! How the agent's questions reach the customer is its ask channel ([`channel`]: `text`,
+//! `mcp`, or the refused `native`), stored in its configuration; under `text` in a delivery
+//! condition the harness tools it is offered leave `ask_user` out.
 #![allow(clippy::module_name_repetitions)]
 
 pub mod adapter;
