@@ -250,6 +250,13 @@ pub struct ChatArgs {
     /// Stop starting new episodes once the run's summed model cost passes this many US dollars.
     #[arg(long, value_name = "USD")]
     pub max_cost: Option<f64>,
+    /// How a cli: agent's questions reach the customer: text (under delivery conditions: asked in
+    /// its reply, answered by resuming its session; no ask_user tool), mcp (the harness's ask_user tool and command)
+    /// or native (the CLI's own question tool; no adapter has one served yet). Part of the
+    /// episode key. Default: the adapter's (text for claude-code, codex and gemini-cli; mcp
+    /// for opencode, mini-swe-agent and command).
+    #[arg(long, value_name = "text|native|mcp", value_parser = parse_ask_channel)]
+    pub ask_channel: Option<specgap_agents::cli::channel::AskChannel>,
     /// Base URL of the user model's endpoint (default: --base-url).
     #[arg(long)]
     pub user_base_url: Option<String>,
@@ -259,6 +266,10 @@ pub struct ChatArgs {
     /// A request field for the user model, key=value. Repeatable.
     #[arg(long = "user-model-arg", value_name = "KEY=VALUE")]
     pub user_model_args: Vec<String>,
+}
+
+fn parse_ask_channel(name: &str) -> Result<specgap_agents::cli::channel::AskChannel, String> {
+    name.parse().map_err(|e: specgap_agents::cli::channel::UnknownAskChannel| e.to_string())
 }
 
 impl Args {

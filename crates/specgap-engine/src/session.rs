@@ -267,6 +267,11 @@ pub struct Workplace {
     /// Whether the condition keeps the scaffold's own prompts unchanged (`blind`: seed 001
     /// gives the agent the request alone, so nothing of the condition's system prompt is added).
     pub scaffold_prompt_only: bool,
+    /// Whether questions in the agent's final reply reach its counterpart when its program
+    /// exits (the text exchange: delivery conditions that offer `ask_user`, seed 002 App.
+    /// A.9.3). Where they do not (owner conditions), a `cli:` agent's `text` ask channel
+    /// still offers `ask_user`: the owner has no other way in.
+    pub text_questions: bool,
 }
 
 /// One tool call's result that an agent driving itself reported afterwards (its next model

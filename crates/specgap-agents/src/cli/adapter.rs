@@ -163,6 +163,12 @@ pub trait Adapter: Send + Sync + std::fmt::Debug {
     /// turn after its program ended.
     fn can_resume(&self) -> bool;
 
+    /// Its ask channel when the run names none (module guide of [`super::channel`]; seed 002
+    /// App. A.9.3): `mcp` unless the adapter says otherwise.
+    fn default_ask_channel(&self) -> super::channel::AskChannel {
+        super::channel::AskChannel::Mcp
+    }
+
     /// Whether generating requests that offer no tools are side requests (titles, summaries)
     /// rather than turns.
     fn toolless_requests_are_side(&self) -> bool {

@@ -13,8 +13,9 @@
 //!   shape), naming `specgap-bridge mcp` as a stdio server; adapters whose CLI wants another
 //!   format write their own from [`super::adapter::McpServer`].
 //!
-//! The endpoint accepts only the tools the engine offers the condition (the harness tools of
-//! the opening's toolset, with the engine's descriptions, so `submit` states the submission
+//! The endpoint accepts only the tools the engine offers the condition and the ask channel
+//! allows ([`super::channel`]: no `ask_user` under `text` in a delivery condition; the harness
+//! tools of the opening's toolset, with the engine's descriptions, so `submit` states the submission
 //! budget as it does for a built-in agent). The socket lives in a fresh directory under the
 //! system's temporary directory (a Unix socket path holds at most 107 bytes, and the
 //! episode's scratch directory may be deeper), removed with the bridge.
@@ -70,18 +71,21 @@ fn io_error(what: &str) -> impl FnOnce(std::io::Error) -> AgentError + '_ {
 
 impl EpisodeBridge {
     /// Opens the bridge of an attempt whose scratch directory is `scratch`, offering the
-    /// harness tools among `tools`, and forwards its calls to `link`.
+    /// harness tools among `tools` (without `ask_user`, neither as an MCP tool nor as a
+    /// command, when `withhold_ask_user`: the ask channel is `text` under a delivery
+    /// condition, [`super::channel::AskChannel::withholds_ask_user`]), and forwards its calls
+    /// to `link`.
     ///
     /// # Errors
     /// [`AgentError`]: the `specgap-bridge` program cannot be found (deterministic: the
     /// message says how to install it), or the socket or tools directory cannot be made.
-    pub(crate) fn open(scratch: &Path, tools: &[ToolSpec], link: Arc<Link>) -> Result<Self, AgentError> {
+    pub(crate) fn open(scratch: &Path, tools: &[ToolSpec], withhold_ask_user: bool, link: Arc<Link>) -> Result<Self, AgentError> {
         let program = specgap_bridge::locate_bridge().map_err(|e| AgentError::with_source("cannot offer the harness tools to a cli: agent", true, e))?;
-        let harness_tools: Vec<ToolSpec> =
-            tools.iter().filter(|t| specgap_bridge::HarnessTool::from_name(&t.name).is_some()).cloned().collect();
+        let harness_tools = offered_harness_tools(tools, withhold_ask_user);
+        let offered: Vec<String> = harness_tools.iter().map(|t| t.name.clone()).collect();
         let offer = Offer::from_specs(harness_tools).map_err(|e| AgentError::with_source("cannot offer the harness tools", false, e))?;
         let tools_dir = scratch.join("bridge-bin");
-        specgap_bridge::make_tools_dir(&tools_dir, &program).map_err(io_error("tools directory"))?;
+        make_tools_dir(&tools_dir, &program, &offered)?;
         let token = specgap_bridge::new_token().map_err(io_error("token"))?;
         let socket_dir = private_socket_dir(&token)?;
         let bound = BridgeEndpoint::bind(&socket_dir.join("bridge.sock"), token.clone(), offer);
@@ -165,6 +169,31 @@ impl Drop for EpisodeBridge {
     }
 }
 
+/// The harness tools among `tools`, `ask_user` left out when `withhold_ask_user`.
+pub(crate) fn offered_harness_tools(tools: &[ToolSpec], withhold_ask_user: bool) -> Vec<ToolSpec> {
+    tools
+        .iter()
+        .filter(|t| match specgap_bridge::HarnessTool::from_name(&t.name) {
+            Some(specgap_bridge::HarnessTool::AskUser) => !withhold_ask_user,
+            Some(_) => true,
+            None => false,
+        })
+        .cloned()
+        .collect()
+}
+
+/// The tools directory with a command for each offered harness tool only: a command for a tool
+/// not offered would only be refused, and its presence would tell the agent it may ask.
+fn make_tools_dir(dir: &Path, program: &Path, offered: &[String]) -> Result<(), AgentError> {
+    specgap_bridge::make_tools_dir(dir, program).map_err(io_error("tools directory"))?;
+    for command in specgap_bridge::install::COMMANDS {
+        if !offered.iter().any(|name| name == command) {
+            std::fs::remove_file(dir.join(command)).map_err(io_error("tools directory"))?;
+        }
+    }
+    Ok(())
+}
+
 /// A new directory `sgb-<token prefix>` under the temporary directory, mode 0700.
 fn private_socket_dir(token: &str) -> Result<PathBuf, AgentError> {
     use std::os::unix::fs::DirBuilderExt as _;
@@ -172,4 +201,42 @@ fn private_socket_dir(token: &str) -> Result<PathBuf, AgentError> {
     let dir = std::env::temp_dir().join(format!("sgb-{short}"));
     std::fs::DirBuilder::new().mode(0o700).create(&dir).map_err(io_error("socket directory"))?;
     Ok(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(name: &str) -> ToolSpec {
+        ToolSpec { name: name.into(), description: format!("the {name} tool"), parameters: serde_json::json!({"type": "object"}) }
+    }
+
+    #[test]
+    fn the_ask_channel_decides_whether_ask_user_is_offered() {
+        use crate::cli::channel::AskChannel;
+        let tools = [spec("bash"), spec("ask_user"), spec("submit"), spec("write_plan")];
+        let names = |channel: AskChannel, delivery: bool| {
+            offered_harness_tools(&tools, channel.withholds_ask_user(delivery)).into_iter().map(|t| t.name).collect::<Vec<_>>()
+        };
+        assert_eq!(names(AskChannel::Mcp, true), ["ask_user", "submit", "write_plan"]);
+        assert_eq!(names(AskChannel::Text, true), ["submit", "write_plan"]);
+        assert_eq!(names(AskChannel::Text, false), ["ask_user", "submit", "write_plan"], "the owner has no text exchange");
+        assert_eq!(names(AskChannel::Mcp, false), ["ask_user", "submit", "write_plan"]);
+    }
+
+    #[test]
+    fn the_tools_directory_holds_only_the_offered_commands() {
+        let tmp = tempfile::tempdir().unwrap();
+        let program = tmp.path().join("built");
+        std::fs::write(&program, "#!/bin/sh\n").unwrap();
+        let listing = |dir: &Path| {
+            let mut names: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+            names.sort();
+            names
+        };
+        make_tools_dir(&tmp.path().join("text"), &program, &["submit".into()]).unwrap();
+        assert_eq!(listing(&tmp.path().join("text")), ["specgap-bridge", "submit"]);
+        make_tools_dir(&tmp.path().join("mcp"), &program, &["ask_user".into(), "submit".into()]).unwrap();
+        assert_eq!(listing(&tmp.path().join("mcp")), ["ask_user", "specgap-bridge", "submit"]);
+    }
 }

@@ -182,6 +182,11 @@ impl Adapter for Codex {
         true
     }
 
+    /// The paper runs the vendor CLIs with text exchanges (seed 002 App. A.9.3).
+    fn default_ask_channel(&self) -> super::channel::AskChannel {
+        super::channel::AskChannel::Text
+    }
+
     fn toolless_requests_are_side(&self) -> bool {
         true
     }

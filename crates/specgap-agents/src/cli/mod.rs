@@ -23,12 +23,17 @@
 //!
 //! Adapters ([`adapter::Adapter`], docs/adapters.md): [`mini_swe_agent`], [`command`],
 //! [`claude_code`], [`codex`], [`opencode`] and [`gemini_cli`].
+//!
+//! How the agent's questions reach the customer is its ask channel ([`channel`]: `text`,
+//! `mcp`, or the refused `native`), stored in its configuration; under `text` in a delivery
+//! condition the harness tools it is offered leave `ask_user` out.
 #![allow(clippy::module_name_repetitions)]
 
 pub mod adapter;
 pub mod claude_code;
 pub mod codex;
 mod bridge;
+pub mod channel;
 pub mod command;
 mod exchange;
 pub mod gemini_cli;
@@ -92,6 +97,12 @@ pub struct CliConfig {
     /// Between SIGTERM and SIGKILL at the end, milliseconds.
     #[serde(default = "default_grace_ms", skip_serializing_if = "is_default_grace")]
     pub stop_grace_ms: u64,
+    /// How its questions reach the customer ([`channel::AskChannel`]), resolved when the run
+    /// is configured ([`CliConfig::resolve_ask_channel`]). `None` is a configuration stored
+    /// before the channel was a setting, which ran with `mcp`
+    /// ([`CliConfig::effective_ask_channel`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ask_channel: Option<channel::AskChannel>,
 }
 
 fn default_grace_ms() -> u64 {
@@ -127,7 +138,36 @@ impl CliConfig {
             command: None,
             endpoint: crate::chat::ChatConfig::new(model),
             stop_grace_ms: DEFAULT_STOP_GRACE_MS,
+            ask_channel: None,
         }
+    }
+
+    /// The ask channel its episodes use: the stored one, `mcp` for a configuration stored
+    /// without one.
+    pub fn effective_ask_channel(&self) -> channel::AskChannel {
+        self.ask_channel.unwrap_or(channel::AskChannel::Mcp)
+    }
+
+    /// Stores the ask channel `requested` (the adapter's default when `None`), checked against
+    /// what the adapter can do.
+    ///
+    /// # Errors
+    /// [`AgentError`] (deterministic): the adapter cannot be made ([`CliConfig::adapter`]);
+    /// `native` (no adapter's own question tool is served yet; for opencode the message names
+    /// its default); `text` for an adapter that cannot be resumed, whose answers could never
+    /// come back.
+    pub fn resolve_ask_channel(&mut self, requested: Option<channel::AskChannel>) -> Result<(), AgentError> {
+        channel::refuse_unserved(&self.adapter, requested)?;
+        let adapter = self.adapter()?;
+        let chosen = requested.unwrap_or_else(|| adapter.default_ask_channel());
+        if chosen == channel::AskChannel::Text && !adapter.can_resume() {
+            return Err(AgentError::new(
+                format!("--ask-channel text: {} cannot be resumed, so answers to questions in its reply could never reach it; use mcp", adapter.spec()),
+                true,
+            ));
+        }
+        self.ask_channel = Some(chosen);
+        Ok(())
     }
 
     /// As a TOML table for `run.toml`.
@@ -575,7 +615,7 @@ impl Agent for CliAgent {
         std::fs::write(task.join("system-prompt.md"), system)
             .map_err(|e| AgentError::with_source("cannot write the system prompt file", false, e))?;
         self.opening = Some(opening.clone());
-        let bridge = bridge::EpisodeBridge::open(&place.scratch, &opening.tools, self.link.clone())?;
+        let bridge = bridge::EpisodeBridge::open(&place.scratch, &opening.tools, self.config.effective_ask_channel().withholds_ask_user(place.text_questions), self.link.clone())?;
         std::fs::create_dir_all(self.home()?).map_err(|e| AgentError::with_source("cannot prepare the agent's home", false, e))?;
         bridge.write_mcp_config(&self.home()?)?;
         self.bridge = Some(bridge);
@@ -746,5 +786,40 @@ mod tests {
         assert_eq!(upstream_base(Protocol::AnthropicMessages, "http://127.0.0.1:8000/v1"), "http://127.0.0.1:8000");
         assert_eq!(upstream_base(Protocol::AnthropicMessages, "http://127.0.0.1:8000/v1/"), "http://127.0.0.1:8000");
         assert_eq!(upstream_base(Protocol::OpenaiResponses, "http://127.0.0.1:8000/v1"), "http://127.0.0.1:8000/v1");
+    }
+
+    #[test]
+    fn the_ask_channel_is_resolved_against_the_adapter() {
+        use channel::AskChannel;
+        let mut command = CliConfig::new("command", "m");
+        command.command = Some("python3 agent.py".into());
+        assert_eq!(command.effective_ask_channel(), AskChannel::Mcp, "a configuration stored without a channel ran with mcp");
+        command.resolve_ask_channel(None).unwrap();
+        assert_eq!(command.ask_channel, Some(AskChannel::Mcp), "cli:command's default");
+        command.resolve_ask_channel(Some(AskChannel::Text)).unwrap();
+        assert_eq!(command.ask_channel, Some(AskChannel::Text));
+        let refused = command.resolve_ask_channel(Some(AskChannel::Native)).unwrap_err();
+        assert_eq!(refused.message, "--ask-channel native: cli:command has no question tool of its own; use text or mcp");
+        assert_eq!(command.ask_channel, Some(AskChannel::Text), "a refusal changes nothing");
+
+        // opencode's native tool is refused before its installation is looked at.
+        let refused = CliConfig::new("opencode", "m").resolve_ask_channel(Some(AskChannel::Native)).unwrap_err();
+        assert_eq!(
+            refused.message,
+            "--ask-channel native: specgap does not serve opencode's own question tool yet, so questions asked with it could not reach the customer; use mcp (opencode's default) or text"
+        );
+    }
+
+    #[test]
+    fn a_stored_channel_round_trips_and_an_old_table_has_none() {
+        let mut config = CliConfig::new("command", "m");
+        config.command = Some("true".into());
+        let old = config.to_table().unwrap();
+        assert!(!old.contains_key("ask_channel"));
+        assert_eq!(CliConfig::from_table(&old).unwrap().ask_channel, None);
+        config.ask_channel = Some(channel::AskChannel::Text);
+        let table = config.to_table().unwrap();
+        assert_eq!(table.get("ask_channel").and_then(toml::Value::as_str), Some("text"));
+        assert_eq!(CliConfig::from_table(&table).unwrap().ask_channel, Some(channel::AskChannel::Text));
     }
 }

@@ -5,9 +5,10 @@
 //! mock through the gateway; the relay owner answers from the bundled package.
 
 use serde_json::Value;
+use specgap_agents::cli::channel::AskChannel;
 use specgap_engine::condition::BudgetFlags;
 use specgap_gateway::mock::MockUpstream;
-use specgap_protocol::event::EventKind;
+use specgap_protocol::event::{EventKind, UserMessageKind};
 use specgap_protocol::run::EndReason;
 use specgap_store::{Role, Status};
 
@@ -161,4 +162,127 @@ fn a_cli_agent_reaches_the_owner_through_the_mcp_server_its_configuration_names(
         .collect();
     assert_eq!(calls, [("ask_user".to_string(), serde_json::json!({"question": "May I edit shop/gateway.py, or the records?"}))]);
     assert_eq!(run.detail.questions.len(), 1);
+}
+
+/// An MCP client that only lists the harness tools, printing their names.
+const MCP_LISTER: &str = r#"
+import json, os, subprocess
+server = json.load(open(os.environ["SPECGAP_MCP_CONFIG"]))["mcpServers"]["specgap"]
+proc = subprocess.Popen([server["command"]] + server["args"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={**os.environ, **server["env"]})
+def send(message):
+    proc.stdin.write((json.dumps(message) + "\n").encode()); proc.stdin.flush()
+def receive(id):
+    while True:
+        reply = json.loads(proc.stdout.readline())
+        if reply.get("id") == id:
+            return reply
+send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+receive(0)
+send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+send({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+print(" ".join(tool["name"] for tool in receive(1)["result"]["tools"]))
+send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "ask_user", "arguments": {"question": "May I?"}}})
+reply = receive(2)
+print("refused" if "error" in reply or reply.get("result", {}).get("isError") else "answered")
+proc.stdin.close(); proc.wait()
+"#;
+
+/// What the agent's shell sees of `ask_user` under `channel` and `condition` (a task and a
+/// condition name): the MCP server's tool list, the fate of an `ask_user` call through it,
+/// and whether the `ask_user` command exists; and how many questions reached the user.
+fn harness_tools_seen(channel: AskChannel, task: &str, condition: &str) -> (String, usize) {
+    let hex: String = MCP_LISTER.bytes().map(|b| format!("{b:02x}")).collect();
+    let probe = format!("python3 -c \"exec(bytes.fromhex('{hex}').decode())\"; command -v ask_user || echo no-ask_user-command; command -v submit");
+    // Under a delivery condition the exit without a deliverable is answered with up to three
+    // continuation messages, each a resumed start that stops at once.
+    let mock = MockUpstream::start([
+        bash(1, &probe, false),
+        done(2, "Looked.", false),
+        done(3, "Stopping.", false),
+        done(4, "Stopping.", false),
+        done(5, "Stopping.", false),
+    ])
+    .unwrap();
+    let mut config = command_config(&mock, false);
+    config.ask_channel = Some(channel);
+    let run = run_cli(example(task), condition, "clean", SPEC, &config, &mock, BudgetFlags::default());
+    assert_eq!(run.detail.episode.end_reason, Some(EndReason::AgentExit));
+    check_requests(&run.requests);
+    (tool_message(&run.requests[1], "call-1"), run.detail.questions.len())
+}
+
+const WITHOUT_ASK_USER: &str = "exit status 0\n--- stdout ---\nsubmit\nrefused\nno-ask_user-command\n/run/specgap/bin/submit\n";
+const WITH_ASK_USER: &str = "exit status 0\n--- stdout ---\nask_user submit\nanswered\n/run/specgap/bin/ask_user\n/run/specgap/bin/submit\n";
+
+#[test]
+fn under_the_text_channel_ask_user_is_neither_an_mcp_tool_nor_a_command_in_a_delivery_condition() {
+    let (seen, questions) = harness_tools_seen(AskChannel::Text, "retail-replenishment", "interact");
+    assert_eq!(seen, WITHOUT_ASK_USER);
+    assert_eq!(questions, 0, "no question reached the customer");
+}
+
+#[test]
+fn under_the_mcp_channel_ask_user_is_an_mcp_tool_and_a_command_in_a_delivery_condition() {
+    let (seen, questions) = harness_tools_seen(AskChannel::Mcp, "retail-replenishment", "interact");
+    assert_eq!(seen, WITH_ASK_USER);
+    assert_eq!(questions, 1);
+}
+
+#[test]
+fn under_the_text_channel_an_owner_condition_still_offers_ask_user_having_no_text_exchange() {
+    let (seen, questions) = harness_tools_seen(AskChannel::Text, "payment-retry", "partial");
+    assert_eq!(seen, WITH_ASK_USER);
+    assert_eq!(questions, 1);
+}
+
+#[test]
+fn a_cli_agent_that_exits_after_its_returned_submission_is_resumed_with_the_feedback_and_accepted_at_k2() {
+    let mock = MockUpstream::start([
+        bash(1, &write_solution("literal", "shop/checkout.py"), false),
+        bash(2, "submit 'retries added'", false),
+        done(3, "Submitted; stopping here.", false),
+        // The resumed start: a new conversation whose first message is the harness's.
+        bash(4, &write_solution("gold", "shop/checkout.py"), false),
+        bash(5, "submit 'retries only where safe'", false),
+    ])
+    .unwrap();
+    let config = command_config(&mock, false);
+    let run = run_cli(example("payment-retry"), "partial", "clean", SPEC, &config, &mock, BudgetFlags::default());
+    let episode = &run.detail.episode;
+    assert_eq!((episode.status, episode.end_reason), (Status::Finished, Some(EndReason::Accepted)));
+    assert_eq!(run.requests.len(), 5);
+    check_requests(&run.requests);
+    let subs: Vec<_> = run.detail.submissions.iter().map(|s| (s.k, s.automatic, s.success)).collect();
+    assert_eq!(subs, vec![(1, false, Some(false)), (2, false, Some(true))]);
+
+    let messages = |kind: UserMessageKind| -> Vec<String> {
+        run.events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::UserMessage { kind: k, text, .. } if *k == kind => Some(text.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    let feedback = messages(UserMessageKind::Feedback);
+    assert_eq!(feedback.len(), 1);
+    let resume = format!(
+        "Your delivery (submission 1) was returned. The owner's message about it:\n\n{}\n\nYou have 3 submissions left. Carry on with the work in the workspace and submit again when it is ready.",
+        feedback[0].trim()
+    );
+    assert_eq!(messages(UserMessageKind::Continuation), std::slice::from_ref(&resume));
+    let exits: Vec<String> = run
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::AgentExit { how, .. } => Some(how.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(exits, ["exited"], "one exit, then the resumed start was accepted");
+    // The resumed start's first request opens with the harness's message, as the script read
+    // it from its instruction file.
+    let body: Value = serde_json::from_slice(&run.requests[3].body).unwrap();
+    assert_eq!(body["messages"][0]["role"], "user");
+    assert_eq!(body["messages"][0]["content"].as_str(), Some(resume.as_str()));
 }

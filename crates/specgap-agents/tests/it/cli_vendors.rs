@@ -13,6 +13,7 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 use specgap_agents::cli::CliConfig;
+use specgap_agents::cli::channel::AskChannel;
 use specgap_engine::condition::BudgetFlags;
 use specgap_gateway::mock::replies::{self, Call, Tokens};
 use specgap_gateway::mock::{MockReply, MockUpstream, ReceivedRequest};
@@ -157,7 +158,8 @@ fn claude_code_delivers_under_interact_asking_in_text_and_resuming_its_session()
     ];
     let mock = MockUpstream::start(script).unwrap();
     mock.set_fallback(MockReply::json(500, "{\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"unscripted request\"}}"));
-    let config = vendor_config("claude-code", version, &mock);
+    let mut config = vendor_config("claude-code", version, &mock);
+    config.ask_channel = Some(AskChannel::Text);
     let run = run_cli(example("retail-replenishment"), "interact", "clean", "cli:claude-code", &config, &mock, BudgetFlags::default());
     let requests = &run.requests;
     assert_eq!(requests.len(), 5, "every request is a main-loop turn: no side requests with nonessential traffic off");
@@ -170,6 +172,8 @@ fn claude_code_delivers_under_interact_asking_in_text_and_resuming_its_session()
         for tool in ["Bash", "Read", "Write", "Edit"] {
             assert!(tools.contains(&tool), "request {i} offers {tool}: {tools:?}");
         }
+        // Its default ask channel, the text exchange: the harness's ask_user is not offered.
+        assert!(tools.contains(&"mcp__specgap__submit") && !tools.contains(&"mcp__specgap__ask_user"), "request {i}: {tools:?}");
         // The condition's system prompt goes through --append-system-prompt.
         let system = body["system"].to_string();
         assert!(system.contains("## Questions for the client"), "request {i}: the interact prompt names the heading");
@@ -325,6 +329,55 @@ fn claude_code_asks_the_owner_and_submits_through_mcp_reads_the_feedback_and_is_
             FileAction::on(ActionKind::Write, "shop/checkout.py", "Write", true),
         ]
     );
+}
+
+#[test]
+fn claude_code_that_ends_its_run_after_a_returned_submission_is_resumed_with_the_feedback_and_accepted_at_k2() {
+    let version = specgap_agents::cli::claude_code::DEFAULT_VERSION;
+    let Some(_) = installed("claude-code") else { return };
+    let say = |n: u64, text: &str| replies::anthropic_stream(MODEL, text, &[], answer_tokens(n));
+    let call = |n: u64, name: &str, input: Value| replies::anthropic_stream(MODEL, "", &[Call::new(&format!("toolu_{n}"), name, input)], answer_tokens(n));
+    let mock = MockUpstream::start([
+        call(1, "Write", json!({"file_path": "/workspace/shop/checkout.py", "content": checkout("literal")})),
+        call(2, "mcp__specgap__submit", json!({"summary": "retries added"})),
+        // It reads the feedback and ends its print-mode run.
+        say(3, "Submitted."),
+        // The resumed session (`--resume`) with the harness's message.
+        call(4, "Write", json!({"file_path": "/workspace/shop/checkout.py", "content": checkout("gold")})),
+        call(5, "mcp__specgap__submit", json!({"summary": "retries only where they are safe"})),
+    ])
+    .unwrap();
+    mock.set_fallback(MockReply::json(500, "{\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"unscripted request\"}}"));
+    let config = vendor_config("claude-code", version, &mock);
+    let run = run_cli(example("payment-retry"), "partial", "clean", "cli:claude-code", &config, &mock, BudgetFlags::default());
+    check_common(&run.requests, "x-api-key", canary_key());
+    let episode = &run.detail.episode;
+    assert_eq!(episode.end_reason, Some(EndReason::Accepted), "{episode:?}");
+    let subs: Vec<_> = run.detail.submissions.iter().map(|s| (s.k, s.automatic, s.success)).collect();
+    assert_eq!(subs, vec![(1, false, Some(false)), (2, false, Some(true))]);
+    assert_eq!(run.requests.len(), 5, "stopped at the acceptance");
+    let exits = run.events.iter().filter(|e| matches!(e.kind, EventKind::AgentExit { .. })).count();
+    assert_eq!(exits, 1, "it exited once, after the returned submission, and was resumed");
+    let text_of = |m: &Value| match &m["content"] {
+        Value::String(text) => text.clone(),
+        content => content.as_array().map(|c| c.iter().filter_map(|b| b["text"].as_str()).collect::<String>()).unwrap_or_default(),
+    };
+    let feedback: Vec<String> = run
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::UserMessage { kind: specgap_protocol::event::UserMessageKind::Feedback, text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(feedback.len(), 1);
+    let resumed = body(&run.requests[3]);
+    let messages = resumed["messages"].as_array().unwrap();
+    assert!(messages.iter().any(|m| m["role"] == "assistant" && text_of(m).contains("Submitted.")), "the resumed session holds the first run");
+    let last = messages.last().unwrap();
+    assert_eq!(last["role"], "user");
+    assert!(text_of(last).contains("Your delivery (submission 1) was returned."), "{}", text_of(last));
+    assert!(text_of(last).contains(feedback[0].trim()), "the resume repeats the owner's feedback: {}", text_of(last));
 }
 
 /// A streamed Responses answer calling the MCP tool `name` of the namespace `mcp__specgap`

@@ -70,7 +70,7 @@ pub fn component(spec: &str, chat: &super::ChatArgs, prompts: &Replacements) -> 
         AgentSpec::Chat(model) => return chat_component(model, &chat.agent_config(model)?, prompts),
         AgentSpec::Cli(cli) => {
             let target = CliTarget::from_spec(cli)?;
-            return cli_component(&parsed.canonical(), &target, chat.cli_endpoint()?, prompts);
+            return cli_component(&parsed.canonical(), &target, chat.cli_endpoint()?, chat.ask_channel, prompts);
         }
     }
     prompts.store_in(&mut config);
@@ -120,19 +120,29 @@ impl CliTarget {
 /// run configuration file's `kind = "cli"` entries alike: its stored configuration
 /// ([`specgap_agents::cli::CliConfig`]) holds the adapter, for an installed adapter the
 /// exact version, the package and the installed tree's hash (so a changed installation keys
-/// new episodes), for `cli:command` the template, and the model endpoint the gateway forwards
-/// to; plus `kind`, the prompt version and the run's replaced system prompts.
+/// new episodes), for `cli:command` the template, the model endpoint the gateway forwards
+/// to, and the ask channel (`ask_channel`, `None` for the adapter's default, resolved and
+/// stored so it is part of the hash: `specgap_agents::cli::channel`); plus `kind`, the
+/// prompt version and the run's replaced system prompts.
 ///
 /// # Errors
 /// The version is not installed (naming `specgap agents install`), its installation is
 /// incomplete or changed, the adapter cannot run it (no runtime adapter yet, a bad template),
-/// the `specgap-bridge` program cannot be found, or the configuration cannot be stored.
+/// an ask channel the adapter cannot use (`native`; `text` for an adapter that cannot be
+/// resumed), the `specgap-bridge` program cannot be found, or the configuration cannot be
+/// stored.
 pub fn cli_component(
     spec: &str,
     target: &CliTarget,
     endpoint: specgap_agents::chat::ChatConfig,
+    ask_channel: Option<specgap_agents::cli::channel::AskChannel>,
     prompts: &Replacements,
 ) -> anyhow::Result<ComponentRef> {
+    let adapter = match target {
+        CliTarget::Command(_) => COMMAND_ADAPTER,
+        CliTarget::Installed(version) => version.adapter.name,
+    };
+    specgap_agents::cli::channel::refuse_unserved(adapter, ask_channel).map_err(|e| anyhow::anyhow!("{}", e.message))?;
     let mut cli = match target {
         CliTarget::Command(template) => {
             let mut cli = specgap_agents::cli::CliConfig::new(COMMAND_ADAPTER, endpoint.model.clone());
@@ -149,9 +159,9 @@ pub fn cli_component(
         }
     };
     cli.endpoint = endpoint;
-    // Building the adapter checks now, not in the first episode, that it can run; so does
-    // finding the program that serves it the harness tools.
-    cli.adapter().map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    // Resolving the channel builds the adapter, which checks now, not in the first episode,
+    // that it can run; so does finding the program that serves it the harness tools.
+    cli.resolve_ask_channel(ask_channel).map_err(|e| anyhow::anyhow!("{}", e.message))?;
     specgap_bridge::locate_bridge().context("a cli: agent needs the harness tools' program")?;
     let mut config = cli.to_table()?;
     config.insert("kind".into(), toml::Value::String("cli".into()));
@@ -311,6 +321,7 @@ impl super::ChatArgs {
             ("--context-tokens", self.context_tokens.is_some()),
             ("--request-timeout", self.request_timeout.is_some()),
             ("--max-retries", self.max_retries.is_some()),
+            ("--ask-channel", self.ask_channel.is_some()),
             ("--prices", self.prices.is_some()),
             ("--user-base-url", self.user_base_url.is_some()),
             ("--user-api-key-env", self.user_api_key_env.is_some()),

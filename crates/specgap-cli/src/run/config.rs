@@ -127,6 +127,9 @@ pub struct AgentEntry {
     pub version: Option<String>,
     /// `cli` with adapter `command`: the command template.
     pub command: Option<String>,
+    /// `cli`: the ask channel, `text`, `native` or `mcp` (as `--ask-channel`; default: the
+    /// adapter's).
+    pub ask_channel: Option<String>,
     /// `chat` and `cli`: the endpoint.
     #[serde(flatten)]
     pub endpoint: EndpointEntry,
@@ -204,7 +207,7 @@ fn allowed_keys(kind: &str) -> &'static [&'static str] {
         "scripted" => &["solution"],
         "replay" => &["path"],
         "chat" => &["model", "endpoint"],
-        "cli" => &["adapter", "version", "command", "model", "endpoint"],
+        "cli" => &["adapter", "version", "command", "model", "ask_channel", "endpoint"],
         _ => &[],
     }
 }
@@ -228,6 +231,7 @@ fn keys_set(entry: &AgentEntry) -> Vec<&'static str> {
         ("adapter", entry.adapter.is_some()),
         ("version", entry.version.is_some()),
         ("command", entry.command.is_some()),
+        ("ask_channel", entry.ask_channel.is_some()),
         ("endpoint", endpoint),
     ]
     .into_iter()
@@ -334,7 +338,8 @@ fn cli_component(entry: &AgentEntry, context: &FileContext<'_>, what: &str) -> a
     };
     let model = entry.model.as_deref().filter(|m| !m.trim().is_empty()).with_context(|| format!("{what}: a cli agent needs `model` (the model its gateway forwards)"))?;
     let endpoint = chat_config(model, &entry.endpoint, context)?;
-    agents::cli_component(&spec, &target, endpoint, &context.prompts.system)
+    let ask_channel = entry.ask_channel.as_deref().map(str::parse).transpose().context("ask_channel")?;
+    agents::cli_component(&spec, &target, endpoint, ask_channel, &context.prompts.system)
 }
 
 /// Names are labels in reports and episode keys: printable, no commas (lists of agents are

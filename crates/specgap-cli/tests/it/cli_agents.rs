@@ -311,3 +311,57 @@ fn a_cli_agent_without_the_bridge_program_is_refused_when_the_run_is_configured(
     assert!(stderr.contains(&format!("SPECGAP_BRIDGE is set to {}, which is not an executable file", missing.display())), "{stderr}");
     assert!(!tmp.path().join("run").exists(), "nothing was created");
 }
+
+/// `specgap run --dry-run` of one `cli:command` agent with `extra` flags: the resolved
+/// configuration, or the failed output.
+fn dry_run_cli(extra: &[&str]) -> Result<specgap_protocol::run::RunConfig, std::process::Output> {
+    let tmp = tempfile::tempdir().unwrap();
+    let output = specgap()
+        .arg("run")
+        .arg(repo().join("examples/tasks/interval-tree"))
+        .args(["--agent", "cli:command=true", "--model", MODEL, "--dry-run", "--out"])
+        .arg(tmp.path().join("run"))
+        .args(extra)
+        .output()
+        .unwrap();
+    if output.status.success() { Ok(toml::from_str(&String::from_utf8_lossy(&output.stdout)).unwrap()) } else { Err(output) }
+}
+
+#[test]
+fn the_ask_channel_is_stored_with_a_cli_agent_and_changes_its_episode_key() {
+    let default = dry_run_cli(&[]).unwrap();
+    let mcp = dry_run_cli(&["--ask-channel", "mcp"]).unwrap();
+    let text = dry_run_cli(&["--ask-channel", "text"]).unwrap();
+    let channel = |c: &specgap_protocol::run::RunConfig| c.agents[0].config.get("ask_channel").and_then(toml::Value::as_str).map(str::to_string);
+    assert_eq!(channel(&default).as_deref(), Some("mcp"), "cli:command's default is stored, not left implicit");
+    assert_eq!(channel(&text).as_deref(), Some("text"));
+    assert_eq!(default.agents[0].hash, mcp.agents[0].hash, "naming the default is the same agent");
+    assert_ne!(text.agents[0].hash, mcp.agents[0].hash, "the channel is part of the agent hash, so of every episode key");
+
+    for (value, expected) in [
+        ("native", "--ask-channel native: cli:command has no question tool of its own; use text or mcp"),
+        ("voice", "invalid value 'voice' for '--ask-channel <text|native|mcp>': unknown ask channel `voice`; expected text, native or mcp"),
+    ] {
+        let refused = dry_run_cli(&["--ask-channel", value]).unwrap_err();
+        assert_eq!(refused.status.code(), Some(2), "{value}");
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(stderr.contains(expected), "{value}: {stderr}");
+    }
+}
+
+#[test]
+fn opencode_native_question_tool_is_refused_naming_why_before_its_installation_is_looked_at() {
+    let refused = specgap()
+        .env("XDG_CACHE_HOME", tempfile::tempdir().unwrap().path())
+        .arg("run")
+        .arg(repo().join("examples/tasks/interval-tree"))
+        .args(["--agent", "cli:opencode", "--model", MODEL, "--dry-run", "--ask-channel", "native"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("--ask-channel native: specgap does not serve opencode's own question tool yet, so questions asked with it could not reach the customer; use mcp (opencode's default) or text"),
+        "{stderr}"
+    );
+}

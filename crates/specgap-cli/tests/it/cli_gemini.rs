@@ -197,7 +197,7 @@ fn cli_gemini_cli_asks_in_its_reply_under_interact_and_resumes_its_latest_sessio
 /// gemini-cli lists the bridge's MCP tools as `mcp_specgap_<tool>` but leaves out the MCP
 /// server's `ask_user` (the name of a tool of its own, which it withholds in headless mode), so
 /// here it asks the owner with the `ask_user` command through its shell tool and submits through
-/// MCP.
+/// MCP. The command exists under `--ask-channel mcp` only (gemini-cli's default is `text`).
 #[test]
 fn cli_gemini_cli_asks_the_owner_with_the_command_submits_through_mcp_and_reads_the_feedback_in_submits_result() {
     let Some(_) = gemini_installed() else { return };
@@ -220,7 +220,9 @@ fn cli_gemini_cli_asks_the_owner_with_the_command_submits_through_mcp_and_reads_
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
     let base_url = mock.url();
-    assert_succeeded(specgap().args(run_args(&package, &base_url, "partial", &out)).env(KEY_ENV, KEY).env("XDG_CACHE_HOME", test_cache()).output().unwrap());
+    let mut args = run_args(&package, &base_url, "partial", &out);
+    args.extend([OsStr::new("--ask-channel"), OsStr::new("mcp")]);
+    assert_succeeded(specgap().args(args).env(KEY_ENV, KEY).env("XDG_CACHE_HOME", test_cache()).output().unwrap());
     let requests = mock.requests();
     let tools: Vec<String> = body(&requests[0])["tools"].as_array().unwrap().iter().flat_map(|t| t["functionDeclarations"].as_array().cloned().unwrap_or_default()).filter_map(|f| f["name"].as_str().map(str::to_string)).collect();
     assert!(tools.contains(&SUBMIT_TOOL.to_string()), "{tools:?}");

@@ -222,6 +222,15 @@ fn cli_entries_are_validated_against_the_registry_and_the_installations() {
         ("[[agent]]\nkind = \"cli\"\nadapter = \"command\"\n", "agent 1: the command adapter needs `command`"),
         ("[[agent]]\nkind = \"cli\"\nadapter = \"codex\"\ncommand = \"x\"\n", "agent 1: `command` applies to the command adapter only"),
         ("[[agent]]\nkind = \"cli\"\nadapter = \"command\"\ncommand = \"x\"\n", "agent 1: a cli agent needs `model` (the model its gateway forwards)"),
+        (
+            "[[agent]]\nkind = \"cli\"\nadapter = \"command\"\ncommand = \"x\"\nmodel = \"m\"\nask_channel = \"voice\"\n",
+            "agent 1: ask_channel: unknown ask channel `voice`; expected text, native or mcp",
+        ),
+        (
+            "[[agent]]\nkind = \"cli\"\nadapter = \"opencode\"\nmodel = \"m\"\nask_channel = \"native\"\n",
+            "agent 1: --ask-channel native: specgap does not serve opencode's own question tool yet",
+        ),
+        ("[[agent]]\nkind = \"scripted\"\nsolution = \"gold\"\nask_channel = \"text\"\n", "agent 1: ask_channel does not apply to a scripted agent"),
     ];
     for (text, expected) in refused {
         let output = dry_run_in_cache(&cli_config(tmp.path(), text), &empty_cache);
@@ -234,6 +243,12 @@ fn cli_entries_are_validated_against_the_registry_and_the_installations() {
     let resolved: RunConfig = toml::from_str(&String::from_utf8_lossy(&output.stdout)).unwrap();
     assert_eq!(resolved.agents[0].spec, "cli:command=my-agent --task-file {instruction_file}");
     assert_eq!(resolved.agents[0].config["endpoint"]["model"].as_str(), Some("m"));
+    assert_eq!(resolved.agents[0].config["ask_channel"].as_str(), Some("mcp"), "cli:command's default, stored");
+    let text = dry_run_in_cache(&cli_config(tmp.path(), &format!("{command}ask_channel = \"text\"\n")), &empty_cache);
+    assert!(text.status.success(), "{}", stderr(&text));
+    let text: RunConfig = toml::from_str(&String::from_utf8_lossy(&text.stdout)).unwrap();
+    assert_eq!(text.agents[0].config["ask_channel"].as_str(), Some("text"));
+    assert_ne!(text.agents[0].hash, resolved.agents[0].hash, "the channel keys the agent's episodes");
 }
 
 #[test]

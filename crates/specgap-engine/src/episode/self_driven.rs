@@ -23,7 +23,10 @@
 //! * **Exit** ([`AgentReply::Exited`]): when the adapter can resume the agent and the
 //!   protocol expects another turn — questions in the final reply under a delivery condition
 //!   that answers them, or a delivery not yet made (the continuation message) — the message
-//!   goes into the inbox and the agent is started again with it; otherwise the episode ends
+//!   goes into the inbox and the agent is started again with it. So is an agent whose last
+//!   submission was returned with the owner's feedback, when submissions remain and it was
+//!   not yet started again after that submission: a `continuation` message repeating the
+//!   feedback ([`resume_message`]) starts it once more. Otherwise the episode ends
 //!   `agent_exit`, with the automatic submission of a changed workspace.
 
 use super::*;
@@ -40,6 +43,12 @@ pub(super) struct Driven {
     /// Whether an `ask_user` came since the last turn (a turn without one breaks the run of
     /// questions).
     asked_since_turn: bool,
+    /// The last failed submission whose feedback the owner gave: its number and the feedback
+    /// (cleared by any later submission).
+    returned: Option<(u32, String)>,
+    /// The submission after whose return the agent was last started again on exit (at most
+    /// one such resume per returned submission).
+    resumed_after: Option<u32>,
 }
 
 impl Episode<'_, '_> {
@@ -55,6 +64,7 @@ impl Episode<'_, '_> {
             sandbox: self.ctx.sandbox.clone(),
             budgets: self.ctx.budgets,
             scaffold_prompt_only: self.ctx.condition.preset() == crate::condition::Preset::Blind,
+            text_questions: self.text_questions_offered(),
         }
     }
 
@@ -136,14 +146,19 @@ impl Episode<'_, '_> {
             self.tool_result(&call, not_run(reason))?;
             return Ok(late);
         }
+        let submissions_before = self.submissions.len();
         let effect = self.dispatch(&call)?;
         self.count(&call, &effect);
+        if self.submissions.len() != submissions_before {
+            self.driven.returned = None;
+        }
         if call.tool == names::ASK_USER {
             self.driven.asked_since_turn = true;
         }
         if let Some(text) = effect.feedback {
             // For an external agent the owner's message is part of `submit`'s result: the
             // adapter appends it to the result it hands back (issue 14 item 5).
+            self.driven.returned = Some((self.submissions.len() as u32, text.clone()));
             self.inbox.push(Incoming::UserMessage { kind: UserMessageKind::Feedback, text });
         }
         Ok(effect.end.or_else(|| self.deadline_end()))
@@ -182,6 +197,10 @@ impl Episode<'_, '_> {
                 return self.text_exchange(questions, true);
             }
         }
+        if let Some(message) = self.resume_after_return() {
+            self.harness_message(UserMessageKind::Continuation, &message)?;
+            return Ok(None);
+        }
         if self.ctx.condition.is_delivery() && artifact_missing == Some(true) && self.continuations < CONTINUATION_LIMIT {
             self.continuations += 1;
             self.harness_message(UserMessageKind::Continuation, CONTINUATION)?;
@@ -189,4 +208,32 @@ impl Episode<'_, '_> {
         }
         Ok(Some(EndReason::AgentExit))
     }
+
+    /// The message that starts an agent again whose program exited after a returned
+    /// submission (docs/decisions.md "CLI agents: the episode rules"): when the last
+    /// submission failed with the owner's feedback, nothing was submitted since, submissions
+    /// remain, and the agent was not already started again after that submission. It repeats
+    /// the feedback, so an agent that ended right after reading it (or never read it) gets
+    /// its turn. `None` otherwise (the episode then ends as before).
+    fn resume_after_return(&mut self) -> Option<String> {
+        let (k, feedback) = self.driven.returned.as_ref()?;
+        let used = self.submissions.len() as u32;
+        if self.driven.resumed_after == Some(*k) || used >= self.ctx.budgets.submissions {
+            return None;
+        }
+        let left = self.ctx.budgets.submissions - used;
+        let message = resume_message(*k, feedback, left);
+        self.driven.resumed_after = Some(*k);
+        Some(message)
+    }
+}
+
+/// The text of a resume after a returned submission (our words): which submission came back,
+/// the owner's message about it, and how many submissions are left.
+pub(super) fn resume_message(k: u32, feedback: &str, left: u32) -> String {
+    let word = if left == 1 { "submission" } else { "submissions" };
+    format!(
+        "Your delivery (submission {k}) was returned. The owner's message about it:\n\n{}\n\nYou have {left} {word} left. Carry on with the work in the workspace and submit again when it is ready.",
+        feedback.trim()
+    )
 }

@@ -326,3 +326,85 @@ fn blind_keeps_the_scaffolds_prompt_and_offers_only_submit() {
     let tools: Vec<String> = log.lock().unwrap().opening.as_ref().unwrap().tools.iter().map(|t| t.name.clone()).collect();
     assert_eq!(tools, ["submit"], "blind offers no ask_user");
 }
+
+/// The messages of kind `kind` the stand-in was handed, in order.
+fn messages_of(log: &Arc<Mutex<Log>>, kind: UserMessageKind) -> Vec<String> {
+    log.lock()
+        .unwrap()
+        .inboxes
+        .iter()
+        .flatten()
+        .filter_map(|i| match i {
+            Incoming::UserMessage { kind: k, text } if *k == kind => Some(text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn an_agent_that_exits_after_a_returned_submission_is_started_again_with_the_feedback_and_is_accepted_at_k2() {
+    let package = fixture("req-basic");
+    let (mut agent, log) = Driving::new(vec![
+        Step { writes: vec![("billing/fees.py", literal_fees())], reply: turn(1, &["submit 'first try'"]) },
+        step(harness("submit", json!({"summary": "first try"}))),
+        // It read the feedback with submit's result and exited at once.
+        step(exited(Some("Submitted."), true)),
+        Step { writes: vec![("billing/fees.py", gold_fees())], reply: turn(2, &["submit"]) },
+        step(harness("submit", json!({}))),
+    ]);
+    let r = run(&package, "partial", &mut agent, Options::default());
+    let outcome = r.ok();
+    assert_eq!(outcome.end_reason, EndReason::Accepted);
+    assert_eq!(outcome.submissions.iter().map(|s| (s.k, s.automatic, s.scored.success)).collect::<Vec<_>>(), vec![(1, false, false), (2, false, true)]);
+    let feedback = messages_of(&log, UserMessageKind::Feedback);
+    assert_eq!(feedback.len(), 1, "the feedback came once with submit's result");
+    let resumed = messages_of(&log, UserMessageKind::Continuation);
+    assert_eq!(
+        resumed,
+        [format!(
+            "Your delivery (submission 1) was returned. The owner's message about it:\n\n{}\n\nYou have 3 submissions left. Carry on with the work in the workspace and submit again when it is ready.",
+            feedback[0].trim()
+        )]
+    );
+    // The resume is recorded as the harness's continuation message after the exit.
+    let kinds = r.kinds();
+    let exit = kinds.iter().position(|k| matches!(k, EventKind::AgentExit { .. })).unwrap();
+    assert!(matches!(&kinds[exit + 1], EventKind::UserMessage { kind: UserMessageKind::Continuation, text, .. } if *text == resumed[0]));
+}
+
+#[test]
+fn an_agent_started_again_after_a_returned_submission_that_exits_again_without_submitting_ends_agent_exit() {
+    let package = fixture("req-basic");
+    let (mut agent, log) = Driving::new(vec![
+        Step { writes: vec![("billing/fees.py", literal_fees())], reply: turn(1, &["submit"]) },
+        step(harness("submit", json!({}))),
+        step(exited(None, true)),
+        step(turn(2, &["cat billing/fees.py"])),
+        step(exited(Some("I give up."), true)),
+    ]);
+    let r = run(&package, "partial", &mut agent, Options::default());
+    assert_eq!(r.ok().end_reason, EndReason::AgentExit, "one resume per returned submission");
+    assert_eq!(messages_of(&log, UserMessageKind::Continuation).len(), 1);
+}
+
+#[test]
+fn an_exit_after_a_returned_submission_ends_the_episode_when_the_adapter_cannot_resume_or_no_feedback_was_given() {
+    let package = fixture("req-basic");
+    let (mut agent, log) = Driving::new(vec![
+        Step { writes: vec![("billing/fees.py", literal_fees())], reply: turn(1, &["submit"]) },
+        step(harness("submit", json!({}))),
+        step(exited(None, false)),
+    ]);
+    let r = run(&package, "partial", &mut agent, Options::default());
+    assert_eq!(r.ok().end_reason, EndReason::AgentExit);
+    assert!(messages_of(&log, UserMessageKind::Continuation).is_empty());
+
+    // Under a condition without feedback the first submission ends the work.
+    let (mut agent, _) = Driving::new(vec![
+        Step { writes: vec![("billing/fees.py", literal_fees())], reply: turn(1, &["submit"]) },
+        step(harness("submit", json!({}))),
+        step(exited(None, true)),
+    ]);
+    let r = run(&package, "partial+feedback=off", &mut agent, Options::default());
+    assert_eq!(r.ok().end_reason, EndReason::Submitted);
+}
