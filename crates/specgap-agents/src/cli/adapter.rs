@@ -119,6 +119,49 @@ pub struct LogReport {
     pub unknown_format: Option<String>,
 }
 
+/// The event log of an adapter's latest start: each start of the program writes its events to
+/// `.specgap/<stem>-<n>.jsonl` in the private home (n = the start's number), and the log read
+/// after the program ends is the latest start's. Shared by the adapters whose CLI prints its
+/// events to standard output (claude-code, codex).
+#[derive(Debug)]
+pub struct StartEvents {
+    stem: &'static str,
+    latest: std::sync::Mutex<String>,
+}
+
+impl StartEvents {
+    /// The logs named `<stem>-<n>.jsonl`, the first start's being the latest so far.
+    pub fn new(stem: &'static str) -> Self {
+        StartEvents { stem, latest: std::sync::Mutex::new(Self::file_of(stem, 1)) }
+    }
+
+    /// The log of start `start`, relative to the home.
+    pub fn file(&self, start: u32) -> String {
+        Self::file_of(self.stem, start)
+    }
+
+    /// Records start `start` as the latest and returns its log, relative to the home.
+    pub fn begin(&self, start: u32) -> String {
+        let file = self.file(start);
+        if let Ok(mut latest) = self.latest.lock() {
+            latest.clone_from(&file);
+        }
+        file
+    }
+
+    /// The latest start's log, relative to the home.
+    pub fn latest(&self) -> String {
+        self.latest.lock().map(|e| e.clone()).unwrap_or_else(|p| p.into_inner().clone())
+    }
+
+    fn file_of(stem: &str, start: u32) -> String {
+        format!("{SPECGAP_HOME_DIR}/{stem}-{start}.jsonl")
+    }
+}
+
+/// The harness's own directory in a `cli:` agent's private home (logs, configuration files).
+pub const SPECGAP_HOME_DIR: &str = ".specgap";
+
 /// One `cli:` adapter (module guide).
 pub trait Adapter: Send + Sync + std::fmt::Debug {
     /// The agent spec (`cli:mini-swe-agent`, `cli:command=...`).

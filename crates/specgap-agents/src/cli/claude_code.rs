@@ -20,14 +20,13 @@
 //! | plan mode | not applicable |
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use serde_json::{Value, json};
 use specgap_engine::session::{AgentError, ObservedResult};
 use specgap_gateway::Protocol;
 use specgap_protocol::action::{ActionKind, FileAction};
 
-use super::adapter::{
+use super::adapter::{SPECGAP_HOME_DIR, StartEvents, 
     Adapter, Launch, LogReport, SANDBOX_HOME, SystemPromptRoute, command_result, shell_quote, without_reminders, workspace_path,
 };
 use super::home;
@@ -40,7 +39,9 @@ pub const ENTRY: &str = "node_modules/@anthropic-ai/claude-code-linux-x64/claude
 /// keeps runs deterministic and makes the resume command known in advance.
 pub const SESSION_ID: &str = "5ec9a900-0000-4000-8000-000000000001";
 /// The directory in the home for the harness's files about this agent.
-const SPECGAP_DIR: &str = ".specgap";
+const SPECGAP_DIR: &str = SPECGAP_HOME_DIR;
+/// Each start's events go to `{SPECGAP_DIR}/claude-events-<n>.jsonl` ([`StartEvents`]).
+const EVENTS_STEM: &str = "claude-events";
 /// Its MCP configuration, relative to the home.
 const MCP_CONFIG: &str = ".specgap/claude-mcp.json";
 /// Largest events file read back.
@@ -53,8 +54,8 @@ const BASH_BLANK: &str = "(Bash completed with no output)";
 pub struct ClaudeCode {
     dir: PathBuf,
     version: String,
-    /// The events file of the latest start, relative to the home.
-    events: Mutex<String>,
+    /// The event log of each start.
+    events: StartEvents,
 }
 
 impl ClaudeCode {
@@ -66,12 +67,9 @@ impl ClaudeCode {
         if !dir.join(ENTRY).is_file() {
             return Err(format!("{} holds no Claude Code ({ENTRY} is missing)", dir.display()));
         }
-        Ok(ClaudeCode { dir: dir.to_path_buf(), version: version.to_string(), events: Mutex::new(events_file(1)) })
+        Ok(ClaudeCode { dir: dir.to_path_buf(), version: version.to_string(), events: StartEvents::new(EVENTS_STEM) })
     }
 
-    fn events_now(&self) -> String {
-        self.events.lock().map(|e| e.clone()).unwrap_or_else(|p| p.into_inner().clone())
-    }
 
     fn unknown_format(&self, why: &str) -> String {
         format!(
@@ -79,10 +77,6 @@ impl ClaudeCode {
             self.version
         )
     }
-}
-
-fn events_file(start: u32) -> String {
-    format!("{SPECGAP_DIR}/claude-events-{start}.jsonl")
 }
 
 impl Adapter for ClaudeCode {
@@ -145,10 +139,7 @@ impl Adapter for ClaudeCode {
     }
 
     fn command(&self, launch: &Launch) -> String {
-        let events = events_file(launch.start_number());
-        if let Ok(mut now) = self.events.lock() {
-            now.clone_from(&events);
-        }
+        let events = self.events.begin(launch.start_number());
         let mut args = vec![
             "exec claude -p --output-format stream-json --verbose --dangerously-skip-permissions".to_string(),
             format!("--model {}", shell_quote(&launch.model)),
@@ -192,7 +183,7 @@ impl Adapter for ClaudeCode {
 
     fn read_log(&self, home_dir: &Path, unanswered: &[(String, String)]) -> LogReport {
         let mut report = LogReport::default();
-        let file = self.events_now();
+        let file = self.events.latest();
         let bytes = match home::read_file(home_dir, Path::new(&file), EVENTS_LIMIT) {
             Ok(bytes) => bytes,
             Err(home::HomeError::Missing(_)) => {
@@ -415,7 +406,7 @@ mod tests {
         let resumed = adapter.command(&launch(true, false));
         assert!(resumed.contains("--resume 5ec9a900-0000-4000-8000-000000000001 "), "{resumed}");
         assert!(resumed.ends_with("< '/run/specgap/task/message-2.md' > '/home/specgap/.specgap/claude-events-2.jsonl'"), "{resumed}");
-        assert_eq!(adapter.events_now(), ".specgap/claude-events-2.jsonl");
+        assert_eq!(adapter.events.latest(), ".specgap/claude-events-2.jsonl");
         let env = adapter.env(&launch(false, false));
         let get = |k: &str| env.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
         assert_eq!(get("ANTHROPIC_BASE_URL"), Some("http://127.0.0.1:4000"));
@@ -489,7 +480,7 @@ not json
         let dir = tempfile::tempdir().unwrap();
         let home_dir = dir.path().join("home");
         std::fs::create_dir_all(home_dir.join(SPECGAP_DIR)).unwrap();
-        std::fs::write(home_dir.join(events_file(1)), EVENTS).unwrap();
+        std::fs::write(home_dir.join(StartEvents::new(EVENTS_STEM).file(1)), EVENTS).unwrap();
         let adapter = adapter(dir.path());
         let unanswered: Vec<(String, String)> =
             [("t1", "Read"), ("t2", "Grep"), ("t3", "Edit"), ("t4", "Write"), ("t5", "Read"), ("t6", "Bash"), ("t9", "Bash")]
@@ -541,7 +532,7 @@ not json
         let dir = tempfile::tempdir().unwrap();
         let home_dir = dir.path().join("home");
         std::fs::create_dir_all(home_dir.join(SPECGAP_DIR)).unwrap();
-        std::fs::write(home_dir.join(events_file(1)), "{\"kind\":\"session_start\",\"version\":3}\n").unwrap();
+        std::fs::write(home_dir.join(StartEvents::new(EVENTS_STEM).file(1)), "{\"kind\":\"session_start\",\"version\":3}\n").unwrap();
         let mut adapter = adapter(dir.path());
         adapter.version = "3.0.0".into();
         let report = adapter.read_log(&home_dir, &[]);
@@ -552,7 +543,7 @@ not json
                  the adapter knows Claude Code 2.1.332's stream-json output"
             )
         );
-        std::fs::write(home_dir.join(events_file(1)), "").unwrap();
+        std::fs::write(home_dir.join(StartEvents::new(EVENTS_STEM).file(1)), "").unwrap();
         assert_eq!(adapter.read_log(&home_dir, &[]).unknown_format, None, "an empty log is no format at all");
     }
 
@@ -563,7 +554,7 @@ not json
         std::fs::create_dir_all(home_dir.join(SPECGAP_DIR)).unwrap();
         let secret = dir.path().join("secret.jsonl");
         std::fs::write(&secret, EVENTS).unwrap();
-        std::os::unix::fs::symlink(&secret, home_dir.join(events_file(1))).unwrap();
+        std::os::unix::fs::symlink(&secret, home_dir.join(StartEvents::new(EVENTS_STEM).file(1))).unwrap();
         let report = adapter(dir.path()).read_log(&home_dir, &[("t6".into(), "Bash".into())]);
         assert!(report.results.is_empty() && report.actions.is_empty() && report.final_text.is_none(), "{report:?}");
         assert!(!report.note.is_empty());

@@ -21,14 +21,13 @@
 //! | plan mode | not applicable |
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use serde_json::Value;
 use specgap_engine::session::AgentError;
 use specgap_gateway::Protocol;
 use specgap_protocol::action::{ActionKind, FileAction};
 
-use super::adapter::{Adapter, Launch, LogReport, SANDBOX_HOME, SystemPromptRoute, TOKEN_ENV, command_result, shell_quote, workspace_path};
+use super::adapter::{SPECGAP_HOME_DIR, StartEvents, Adapter, Launch, LogReport, SANDBOX_HOME, SystemPromptRoute, TOKEN_ENV, command_result, shell_quote, workspace_path};
 use super::home;
 
 /// The default version `specgap agents install codex` installs.
@@ -40,7 +39,9 @@ pub const ENTRY: &str = "node_modules/@openai/codex-linux-x64/vendor/x86_64-unkn
 /// Its configuration directory in the home (`CODEX_HOME`).
 const CODEX_HOME: &str = ".codex";
 /// The directory in the home for the harness's files about this agent.
-const SPECGAP_DIR: &str = ".specgap";
+const SPECGAP_DIR: &str = SPECGAP_HOME_DIR;
+/// Each start's events go to `{SPECGAP_DIR}/codex-events-<n>.jsonl` ([`StartEvents`]).
+const EVENTS_STEM: &str = "codex-events";
 /// The model provider the configuration defines.
 const PROVIDER: &str = "specgap";
 /// Largest events file read back.
@@ -51,8 +52,8 @@ const EVENTS_LIMIT: u64 = 64 << 20;
 pub struct Codex {
     dir: PathBuf,
     version: String,
-    /// The events file of the latest start, relative to the home.
-    events: Mutex<String>,
+    /// The event log of each start.
+    events: StartEvents,
 }
 
 impl Codex {
@@ -64,12 +65,9 @@ impl Codex {
         if !dir.join(ENTRY).is_file() {
             return Err(format!("{} holds no Codex CLI ({ENTRY} is missing)", dir.display()));
         }
-        Ok(Codex { dir: dir.to_path_buf(), version: version.to_string(), events: Mutex::new(events_file(1)) })
+        Ok(Codex { dir: dir.to_path_buf(), version: version.to_string(), events: StartEvents::new(EVENTS_STEM) })
     }
 
-    fn events_now(&self) -> String {
-        self.events.lock().map(|e| e.clone()).unwrap_or_else(|p| p.into_inner().clone())
-    }
 
     fn unknown_format(&self, why: &str) -> String {
         format!(
@@ -123,10 +121,6 @@ impl Codex {
     }
 }
 
-fn events_file(start: u32) -> String {
-    format!("{SPECGAP_DIR}/codex-events-{start}.jsonl")
-}
-
 impl Adapter for Codex {
     fn spec(&self) -> String {
         format!("cli:codex@{}", self.version)
@@ -165,10 +159,7 @@ impl Adapter for Codex {
     }
 
     fn command(&self, launch: &Launch) -> String {
-        let events = events_file(launch.start_number());
-        if let Ok(mut now) = self.events.lock() {
-            now.clone_from(&events);
-        }
+        let events = self.events.begin(launch.start_number());
         let verb = if launch.resumed { "codex exec resume --last" } else { "codex exec" };
         format!(
             "mkdir -p {}\nexec {verb} --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox - < {} > {}",
@@ -200,7 +191,7 @@ impl Adapter for Codex {
 
     fn read_log(&self, home_dir: &Path, _unanswered: &[(String, String)]) -> LogReport {
         let mut report = LogReport::default();
-        let file = self.events_now();
+        let file = self.events.latest();
         let bytes = match home::read_file(home_dir, Path::new(&file), EVENTS_LIMIT) {
             Ok(bytes) => bytes,
             Err(home::HomeError::Missing(_)) => {
@@ -321,7 +312,7 @@ mod tests {
             "mkdir -p '/home/specgap/.specgap'\nexec codex exec resume --last --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox - \
              < '/run/specgap/task/message-2.md' > '/home/specgap/.specgap/codex-events-2.jsonl'"
         );
-        assert_eq!(adapter.events_now(), ".specgap/codex-events-2.jsonl");
+        assert_eq!(adapter.events.latest(), ".specgap/codex-events-2.jsonl");
         assert!(Codex::new(&dir.path().join("none"), "0.171.0").unwrap_err().contains("bin/codex is missing"));
     }
 
@@ -411,7 +402,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let home_dir = dir.path().join("home");
         std::fs::create_dir_all(home_dir.join(SPECGAP_DIR)).unwrap();
-        std::fs::write(home_dir.join(events_file(1)), EVENTS).unwrap();
+        std::fs::write(home_dir.join(StartEvents::new(EVENTS_STEM).file(1)), EVENTS).unwrap();
         let report = adapter(dir.path()).read_log(&home_dir, &[]);
         assert_eq!(report.unknown_format, None);
         assert_eq!(report.final_text.as_deref(), Some("First done."));
@@ -427,7 +418,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let home_dir = dir.path().join("home");
         std::fs::create_dir_all(home_dir.join(SPECGAP_DIR)).unwrap();
-        std::fs::write(home_dir.join(events_file(1)), "{\"event\":\"session\",\"v\":2}\n").unwrap();
+        std::fs::write(home_dir.join(StartEvents::new(EVENTS_STEM).file(1)), "{\"event\":\"session\",\"v\":2}\n").unwrap();
         let mut adapter = adapter(dir.path());
         adapter.version = "0.200.0".into();
         assert_eq!(
