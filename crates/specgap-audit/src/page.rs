@@ -44,21 +44,9 @@ pub fn packages(store: &Store) -> BTreeMap<String, Result<TaskPackage, String>> 
         .collect()
 }
 
-/// `text` with `&`, `<`, `>`, `"` and `'` escaped for HTML text and attribute values.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+/// `text` with `&`, `<`, `>`, `"` and `'` escaped for HTML text and attribute values: the
+/// escaper residualize's review bundles use.
+pub use specgap_residualize::escape::html as escape;
 
 fn cut(text: &str) -> String {
     match text.char_indices().nth(TEXT_LIMIT) {
