@@ -39,6 +39,10 @@ pub const EXIT_INTERRUPTED: u8 = 130;
 /// Exit code when episodes ran but none finished: every one ended in an infrastructure or
 /// evaluation error (a dead model endpoint, a broken evaluator), so the run has no result.
 pub const EXIT_NO_RESULT: u8 = 3;
+/// Exit code when the run ended before every planned episode ran because its model cost
+/// passed `--max-cost` (or the cap stored in run.toml): the held-back episodes run with
+/// `specgap run --resume DIR --max-cost <higher>` (docs/decisions.md "Exit codes").
+pub const EXIT_HELD_BACK: u8 = 4;
 
 /// Examples and exit status, printed after `specgap run --help`'s flags.
 pub const HELP_AFTER: &str = "\
@@ -51,9 +55,10 @@ Examples:
                                        in a Slurm array or Kubernetes Indexed Job (docs/scale-out.md)
   specgap run --resume runs/latest     continue an interrupted or failed run
 
-Exit status: 0 when the run completed (episodes that ended in errors are reported apart); 3 when
-episodes ran but none finished (every one ended in an infrastructure or evaluation error, e.g. an
-unreachable model server); 130 when interrupted (resumable); 2 on a usage or harness error.";
+Exit status: 0 when every planned episode ran (episodes that ended in errors are reported apart);
+3 when episodes ran but none finished (every one ended in an infrastructure or evaluation error,
+e.g. an unreachable model server); 4 when --max-cost held episodes back (resumable with a higher
+--max-cost); 130 when interrupted (resumable); 2 on a usage or harness error.";
 
 /// The agents of a run without `--agent`.
 pub const DEFAULT_AGENTS: &str = "scripted:gold,scripted:literal,scripted:starter";
@@ -407,7 +412,22 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
         eprintln!("error: no episode finished; every one ended in an infrastructure or evaluation error (see the report's error sections or `specgap show`)");
         return Ok(ExitCode::from(EXIT_NO_RESULT));
     }
+    if outcome.held_back > 0 {
+        eprintln!("{}", held_back_message(outcome.held_back, max_cost, &out));
+        return Ok(ExitCode::from(EXIT_HELD_BACK));
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `specgap run` says when it exits with [`EXIT_HELD_BACK`]: how many episodes the cost
+/// cap held back and the command that runs them.
+fn held_back_message(held_back: usize, max_cost: Option<f64>, out: &Path) -> String {
+    let cap = max_cost.map_or_else(|| "its cap".to_string(), |usd| format!("${usd}"));
+    format!(
+        "incomplete: {held_back} planned episode{} not started because the run's model cost passed --max-cost {cap}. Continue with:\n  specgap run --resume {} --max-cost <higher>",
+        if held_back == 1 { " was" } else { "s were" },
+        shell_word(&out.display().to_string())
+    )
 }
 
 fn default_jobs() -> usize {
@@ -777,6 +797,8 @@ struct Outcome {
     interrupted: bool,
     /// Episodes ran in this invocation, and every one of them ended in an error.
     only_errors: bool,
+    /// Planned episodes left unstarted because the run's model cost passed its cap.
+    held_back: usize,
     summary_line: String,
 }
 
@@ -870,7 +892,8 @@ fn run_plan(store: &Store, resolved: &Resolved, plan: &runner::Plan, how: &Execu
         ));
     }
     let only_errors = summary.finished == 0 && summary.eval_errors + summary.infra_errors > 0;
-    Ok(Outcome { interrupted, only_errors, summary_line })
+    let held_back = if summary.cost_limit_reached { held_back } else { 0 };
+    Ok(Outcome { interrupted, only_errors, held_back, summary_line })
 }
 
 /// Ctrl-C (and SIGTERM / SIGHUP): the first one asks the runner to stop starting episodes

@@ -55,6 +55,11 @@ fn handler() -> impl Fn(&Captured, usize) -> Scripted + Send + Sync {
 
 /// `specgap run` on payment-retry with the chat flags and `extra` arguments.
 fn chat_run(server: &MockServer, out: &Path, prices: &Path, extra: &[&str]) -> Output {
+    assert_succeeded(chat_run_any_status(server, out, prices, extra))
+}
+
+/// [`chat_run`] without the check that it exited 0.
+fn chat_run_any_status(server: &MockServer, out: &Path, prices: &Path, extra: &[&str]) -> Output {
     let mut cmd = specgap();
     cmd.env(KEY_ENV, KEY)
         .arg("run")
@@ -67,7 +72,7 @@ fn chat_run(server: &MockServer, out: &Path, prices: &Path, extra: &[&str]) -> O
         .arg("--out")
         .arg(out)
         .args(extra);
-    assert_succeeded(cmd.output().expect("spawn specgap"))
+    cmd.output().expect("spawn specgap")
 }
 
 fn write_prices(dir: &Path) -> std::path::PathBuf {
@@ -193,7 +198,7 @@ fn chat_agent_and_user_run_with_usage_in_the_store_show_and_report() {
 }
 
 #[test]
-fn max_cost_holds_episodes_back_and_a_plain_resume_keeps_the_stored_cap() {
+fn max_cost_holds_episodes_back_exits_4_and_a_plain_resume_keeps_the_stored_cap() {
     let server = MockServer::start(handler());
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
@@ -201,8 +206,15 @@ fn max_cost_holds_episodes_back_and_a_plain_resume_keeps_the_stored_cap() {
     // One request already passes this limit: the first episode runs to its end, the second
     // never starts.
     let limit = format!("{}", PER_REQUEST_USD / 2.0);
-    let output = chat_run(&server, &out, &prices, &["--max-cost", &limit, "--no-report"]);
+    let output = chat_run_any_status(&server, &out, &prices, &["--max-cost", &limit, "--no-report"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
+    // Regression: a run the cap cut short used to exit 0 like a complete one.
+    assert_eq!(output.status.code(), Some(4), "{stderr}");
+    let held_back = format!(
+        "incomplete: 1 planned episode was not started because the run's model cost passed --max-cost ${limit}. Continue with:\n  specgap run --resume {} --max-cost <higher>\n",
+        out.display()
+    );
+    assert!(stderr.ends_with(&held_back), "{stderr}");
     assert!(stderr.contains(&format!("the run's model cost is $0.0006, above --max-cost ${limit}: no further episodes start (1 not started; running ones finish)")), "{stderr}");
     assert!(stderr.contains("2 episodes: 1 finished, 0 evaluation errors, 0 infrastructure errors, 0 interrupted, 0 already done; 0 not applicable; 1 not started because the run's model cost passed --max-cost"), "{stderr}");
     let episodes = episodes(&out);
@@ -227,11 +239,13 @@ fn max_cost_holds_episodes_back_and_a_plain_resume_keeps_the_stored_cap() {
     let output = resume.env(KEY_ENV, KEY).args(["run", "--no-report", "--resume"]).arg(&out).output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("1 not started because the run's model cost passed --max-cost"), "{stderr}");
+    assert_eq!(output.status.code(), Some(4), "{stderr}");
+    assert!(stderr.ends_with(&held_back), "{stderr}");
     assert_eq!(crate::support::episodes(&out).len(), 1);
     // A higher cap given to --resume lets the rest run.
     let mut resume = specgap();
     let output = resume.env(KEY_ENV, KEY).args(["run", "--no-report", "--max-cost", "1", "--resume"]).arg(&out).output().unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("2 episodes: 1 finished, 0 evaluation errors, 0 infrastructure errors, 0 interrupted, 1 already done"), "{stderr}");
     let episodes = crate::support::episodes(&out);
