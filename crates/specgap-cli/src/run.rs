@@ -476,6 +476,11 @@ fn flag_overrides(args: &Args) -> Overrides {
     }
 }
 
+/// A dry run plans without the `cli:` agents' installations; a real run needs them.
+fn missing_install(args: &Args) -> agents::MissingInstall {
+    if args.dry_run { agents::MissingInstall::Note } else { agents::MissingInstall::Refuse }
+}
+
 /// The run the flags describe.
 fn spec_from_flags(args: &Args) -> anyhow::Result<RunSpec> {
     let agent_specs = if args.agents.is_empty() { split_list(DEFAULT_AGENTS) } else { clean_list(&args.agents) };
@@ -483,7 +488,7 @@ fn spec_from_flags(args: &Args) -> anyhow::Result<RunSpec> {
     let prompts = agents::prompt_replacements(args.prompts.as_deref())?;
     Ok(RunSpec {
         suites: args.suites.clone(),
-        agents: agent_specs.iter().map(|spec| agents::component(spec, &args.chat, &prompts.system)).collect::<anyhow::Result<Vec<_>>>()?,
+        agents: agent_specs.iter().map(|spec| agents::component(spec, &args.chat, &prompts.system, missing_install(args))).collect::<anyhow::Result<Vec<_>>>()?,
         user: {
             let user = agents::user_component(args.user.as_deref().unwrap_or("relay"), &args.chat, &prompts.user)?;
             match &args.detector_panel {
@@ -547,7 +552,7 @@ fn spec_from_file(args: &Args, path: &Path) -> anyhow::Result<RunSpec> {
     let file = config::read(path)?;
     let dir = fs_err::canonicalize(path)?.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     let prompts = agents::prompt_replacements(file.prompts.as_deref().map(|p| if Path::new(p).is_absolute() { PathBuf::from(p) } else { dir.join(p) }).as_deref())?;
-    let context = config::FileContext { prices: config::load_prices(&file, &dir)?, dir: &dir, prompts: &prompts };
+    let context = config::FileContext { prices: config::load_prices(&file, &dir)?, dir: &dir, prompts: &prompts, missing_install: missing_install(args) };
     if file.agents.is_empty() {
         bail!("{} declares no agent; add at least one [[agent]] (docs/run-config.md)", path.display());
     }
@@ -666,7 +671,7 @@ fn resolve_stored(config: &RunConfig) -> anyhow::Result<Resolved> {
             continue;
         }
         let stored = agents::stored_prompts(agent)?;
-        let now = agents::component(&agent.spec, &ChatArgs::defaults(), &stored)?;
+        let now = agents::component(&agent.spec, &ChatArgs::defaults(), &stored, agents::MissingInstall::Refuse)?;
         if now.hash != agent.hash {
             bail!("agent {} has a different configuration now than in run.toml (e.g. its replay file changed)", agent.spec);
         }

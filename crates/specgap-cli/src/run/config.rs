@@ -168,6 +168,8 @@ pub struct FileContext<'a> {
     pub prices: Option<(PathBuf, PriceTable)>,
     /// The file's replacement prompts, loaded (empty without `prompts`).
     pub prompts: &'a PromptDir,
+    /// What a `cli:` agent that is not installed does to the resolution (a dry run notes it).
+    pub missing_install: agents::MissingInstall,
 }
 
 impl FileContext<'_> {
@@ -297,10 +299,10 @@ pub fn agent_component(index: usize, entry: &AgentEntry, context: &FileContext<'
         value.clone().filter(|v| !v.trim().is_empty()).with_context(|| format!("{what}: a {} agent needs `{key}`", entry.kind))
     };
     let mut component = match entry.kind.as_str() {
-        "scripted" => agents::component(&format!("scripted:{}", required(&entry.solution, "solution")?), &super::ChatArgs::defaults(), &context.prompts.system),
+        "scripted" => agents::component(&format!("scripted:{}", required(&entry.solution, "solution")?), &super::ChatArgs::defaults(), &context.prompts.system, context.missing_install),
         "replay" => {
             let path = context.path(&required(&entry.path, "path")?);
-            agents::component(&format!("replay:{}", path.display()), &super::ChatArgs::defaults(), &context.prompts.system)
+            agents::component(&format!("replay:{}", path.display()), &super::ChatArgs::defaults(), &context.prompts.system, context.missing_install)
         }
         "chat" => {
             let model = required(&entry.model, "model")?;
@@ -339,7 +341,7 @@ fn cli_component(entry: &AgentEntry, context: &FileContext<'_>, what: &str) -> a
     let model = entry.model.as_deref().filter(|m| !m.trim().is_empty()).with_context(|| format!("{what}: a cli agent needs `model` (the model its gateway forwards)"))?;
     let endpoint = chat_config(model, &entry.endpoint, context)?;
     let ask_channel = entry.ask_channel.as_deref().map(str::parse).transpose().context("ask_channel")?;
-    agents::cli_component(&spec, &target, endpoint, ask_channel, &context.prompts.system)
+    agents::cli_component(&spec, &target, endpoint, ask_channel, &context.prompts.system, context.missing_install)
 }
 
 /// Names are labels in reports and episode keys: printable, no commas (lists of agents are
