@@ -331,7 +331,11 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
     }
     if args.dry_run {
         let mut resolved = match &args.resume {
-            Some(dir) => resolve_stored(Store::open_for_resume(dir).with_context(|| format!("cannot resume {}", dir.display()))?.config())?,
+            Some(dir) => {
+                let store = Store::open_for_resume(dir).with_context(|| format!("cannot resume {}", dir.display()))?;
+                warn_unset_stored_keys(store.config(), dir);
+                resolve_stored(store.config())?
+            }
             None => resolve_new(&args)?,
         };
         let plan = plan(&resolved)?;
@@ -359,6 +363,7 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
             }
             let store = Store::open_for_resume(dir).with_context(|| format!("cannot resume {}", dir.display()))?;
             let lock = specgap_store::lock_runner(dir)?;
+            warn_unset_stored_keys(store.config(), dir);
             let resolved = resolve_stored(store.config())?;
             let plan = plan(&resolved)?;
             scale_out::check_resumed_plan(store.config(), &plan)?;
@@ -476,6 +481,19 @@ fn flag_overrides(args: &Args) -> Overrides {
     }
 }
 
+/// Warns about each API key variable run.toml in `dir` names (a `chat` agent's or user's
+/// `api_key_env`, a `cli` agent's `endpoint.api_key_env`) that is not set.
+fn warn_unset_stored_keys(config: &RunConfig, dir: &Path) {
+    let components = config.agents.iter().map(|a| ("agent", a)).chain(config.users.iter().map(|u| ("user", u)));
+    for (role, component) in components {
+        let table = component.config.get("endpoint").and_then(toml::Value::as_table).unwrap_or(&component.config);
+        if let Some(var) = table.get("api_key_env").and_then(toml::Value::as_str) {
+            let source = format!("`api_key_env` of {role} {} in {}", component.label(), dir.join("run.toml").display());
+            specgap_agents::chat::client::warn_unset_api_key(var, &source);
+        }
+    }
+}
+
 /// A dry run plans without the `cli:` agents' installations; a real run needs them.
 fn missing_install(args: &Args) -> agents::MissingInstall {
     if args.dry_run { agents::MissingInstall::Note } else { agents::MissingInstall::Refuse }
@@ -552,7 +570,7 @@ fn spec_from_file(args: &Args, path: &Path) -> anyhow::Result<RunSpec> {
     let file = config::read(path)?;
     let dir = fs_err::canonicalize(path)?.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     let prompts = agents::prompt_replacements(file.prompts.as_deref().map(|p| if Path::new(p).is_absolute() { PathBuf::from(p) } else { dir.join(p) }).as_deref())?;
-    let context = config::FileContext { prices: config::load_prices(&file, &dir)?, dir: &dir, prompts: &prompts, missing_install: missing_install(args) };
+    let context = config::FileContext { file: path, prices: config::load_prices(&file, &dir)?, dir: &dir, prompts: &prompts, missing_install: missing_install(args) };
     if file.agents.is_empty() {
         bail!("{} declares no agent; add at least one [[agent]] (docs/run-config.md)", path.display());
     }

@@ -379,6 +379,7 @@ impl super::ChatArgs {
         let mut config = specgap_agents::chat::ChatConfig::new(model).with_model_args(&self.model_args)?;
         config.base_url = self.base_url();
         config.api_key_env = self.api_key_env();
+        specgap_agents::chat::client::warn_unset_api_key(&config.api_key_env, "--api-key-env");
         config.stream = self.stream;
         config.emulate_tools = self.emulate_tools;
         config.context_tokens = self.context_tokens;
@@ -406,6 +407,8 @@ impl super::ChatArgs {
         let mut config = specgap_agents::chat::ChatConfig::new(model).with_model_args(&self.user_model_args)?;
         config.base_url = self.user_base_url.clone().unwrap_or_else(|| self.base_url());
         config.api_key_env = self.user_api_key_env.clone().unwrap_or_else(|| self.api_key_env());
+        let flag = if self.user_api_key_env.is_some() { "--user-api-key-env" } else { "--api-key-env" };
+        specgap_agents::chat::client::warn_unset_api_key(&config.api_key_env, flag);
         config.request_timeout_sec = self.request_timeout();
         config.max_retries = self.max_retries();
         config.price = self.price(model)?;

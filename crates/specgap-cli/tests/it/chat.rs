@@ -311,7 +311,49 @@ fn an_api_key_variable_that_is_not_set_is_warned_about_once() {
     assert!(output.status.success(), "{stderr}");
     let warning = "environment variable SPECGAP_UNSET_KEY_7F3A9D (--api-key-env) is not set or empty; requests carry no Authorization header";
     assert_eq!(stderr.matches(warning).count(), 1, "{stderr}");
+    assert_eq!(stderr.matches("SPECGAP_UNSET_KEY_7F3A9D").count(), 1, "one warning in all: {stderr}");
     assert!(server.requests().iter().all(|r| r.header("authorization").is_none()));
+
+    // Regression: a resumed run said `--api-key-env` although the name came from run.toml.
+    let resumed = specgap().env_remove("SPECGAP_UNSET_KEY_7F3A9D").args(["run", "--no-report", "--resume"]).arg(&out).output().unwrap();
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    assert!(resumed.status.success(), "{stderr}");
+    let warning = format!(
+        "environment variable SPECGAP_UNSET_KEY_7F3A9D (`api_key_env` of agent chat:mock in {}) is not set or empty; requests carry no Authorization header",
+        out.join("run.toml").display()
+    );
+    assert_eq!(stderr.matches(&warning).count(), 1, "{stderr}");
+    assert_eq!(stderr.matches("SPECGAP_UNSET_KEY_7F3A9D").count(), 1, "{stderr}");
+}
+
+/// Regression: the warning named `--api-key-env` when the variable's name came from a
+/// `--config` file; it now names the file and the entry.
+#[test]
+fn an_api_key_variable_named_by_a_config_file_that_is_not_set_is_warned_about_with_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = tmp.path().join("experiment.toml");
+    let text = format!(
+        "suites = [\"{}\"]\nconditions = [\"partial\"]\n[[agent]]\nkind = \"chat\"\nmodel = \"mock\"\napi_key_env = \"SPECGAP_UNSET_KEY_A1\"\n[user]\nkind = \"chat\"\nmodel = \"mock\"\napi_key_env = \"SPECGAP_UNSET_KEY_B2\"\n",
+        payment_retry().display()
+    );
+    fs_err::write(&config, text).unwrap();
+    let output = specgap()
+        .env_remove("SPECGAP_UNSET_KEY_A1")
+        .env_remove("SPECGAP_UNSET_KEY_B2")
+        .args(["run", "--dry-run", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    for (var, entry) in [("SPECGAP_UNSET_KEY_A1", "agent 1"), ("SPECGAP_UNSET_KEY_B2", "[user]")] {
+        let warning = format!(
+            "environment variable {var} (`api_key_env` of {entry} in {}) is not set or empty; requests carry no Authorization header",
+            config.display()
+        );
+        assert_eq!(stderr.matches(&warning).count(), 1, "{stderr}");
+    }
+    assert!(!stderr.contains("--api-key-env"), "{stderr}");
 }
 
 /// A mock agent on payment-retry that reads, then — while `hang` is set — never answers its
