@@ -197,6 +197,53 @@ fn chat_agent_and_user_run_with_usage_in_the_store_show_and_report() {
     assert_key_nowhere(&out);
 }
 
+/// Regression: in a priced run, a model without a price showed `$0.0000` in `show` and the
+/// report, was added into the totals as 0, and was 0 in the report's JSON.
+#[test]
+fn a_model_without_a_price_in_a_priced_run_is_unpriced_not_zero() {
+    let server = MockServer::start(handler());
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let prices = write_prices(tmp.path());
+    let output = specgap()
+        .env(KEY_ENV, KEY)
+        .arg("run")
+        .arg(payment_retry())
+        .args(["--agent", "chat:mock", "--base-url", &server.url, "--api-key-env", KEY_ENV])
+        .args(["--user", "chat:unlisted", "--condition", "partial", "--jobs", "1", "--no-report", "--prices"])
+        .arg(&prices)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_succeeded(output);
+
+    let table = String::from_utf8(run_ok([std::ffi::OsStr::new("show"), out.as_os_str()]).stdout).unwrap();
+    let episode = crate::support::episodes(&out).remove(0);
+    let row = table.lines().find(|l| l.starts_with(&episode.id)).unwrap();
+    assert!(row.ends_with("5         500/100        $0.0005 + unpriced"), "{row}");
+    assert!(table.contains(" · $0.0005\n  user  1 requests (0 retried) · 100 input tokens (40 cached) · 20 output tokens (5 reasoning) · "), "{table}");
+    let tail = "s latency · unpriced\n  total $0.0005 + unpriced\n  unpriced: model unlisted has no price in the run's price table (--prices, or the panel file), so its calls' cost is unknown and in no total\n";
+    assert!(table.ends_with(tail), "{table}");
+    let transcript = String::from_utf8(run_ok([std::ffi::OsStr::new("show"), out.as_os_str(), std::ffi::OsStr::new(&episode.id)]).stdout).unwrap();
+    assert!(transcript.contains(tail), "{transcript}");
+
+    let report = |format: &str| run_ok([std::ffi::OsStr::new("report"), out.as_os_str(), std::ffi::OsStr::new("--format"), std::ffi::OsStr::new(format)]).stdout;
+    let json: Value = serde_json::from_slice(&report("json")).unwrap();
+    let usage = json["usage"].as_array().unwrap();
+    assert_eq!(usage.len(), 2);
+    assert_eq!((usage[0]["role"].as_str(), usage[1]["role"].as_str()), (Some("agent"), Some("user")));
+    assert!((usage[0]["cost_usd"].as_f64().unwrap() - 4.0 * PER_REQUEST_USD).abs() < 1e-12, "{}", usage[0]);
+    assert_eq!(usage[0]["unpriced_models"], json!([]));
+    assert_eq!(usage[1]["cost_usd"], Value::Null);
+    assert_eq!(usage[1]["priced_cost_usd"], json!(0.0));
+    assert_eq!(usage[1]["unpriced_models"], json!(["unlisted"]));
+    let markdown = String::from_utf8(report("md")).unwrap();
+    let user_row = markdown.lines().find(|l| l.starts_with("| chat:mock | partial | clean | user | ")).unwrap_or_else(|| panic!("{markdown}"));
+    assert!(user_row.ends_with(" | unpriced | — |"), "{user_row}");
+    assert!(markdown.contains("unpriced: model unlisted has no price in the run's price table"), "{markdown}");
+}
+
 #[test]
 fn max_cost_holds_episodes_back_exits_4_and_a_plain_resume_keeps_the_stored_cap() {
     let server = MockServer::start(handler());
