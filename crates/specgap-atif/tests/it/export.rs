@@ -50,19 +50,24 @@ fn usage(input: u64, output: u64, cached: u64, cost: f64) -> Usage {
     Usage { input_tokens: input, output_tokens: output, cached_tokens: cached, reasoning_tokens: 3, requests: 1, retries: 0, latency_ms: 40, cost_usd: cost }
 }
 
-/// Writes one episode with every event kind; returns its id.
-fn episode(store: &Store) -> String {
-    let key = EpisodeKey {
+/// The key of repeat 0 of `agent` on task `t/x` of [`config`].
+fn key(agent: &str) -> EpisodeKey {
+    EpisodeKey {
         task: "t/x".into(),
         task_hash: "h".into(),
-        agent: "chat:mock-model".into(),
+        agent: agent.into(),
         agent_hash: "a1".into(),
         user_hash: "u1".into(),
         condition: "partial".into(),
         start: "clean".into(),
         repeat: 0,
         seed: 3,
-    };
+    }
+}
+
+/// Writes one episode with every event kind; returns its id.
+fn episode(store: &Store) -> String {
+    let key = key("chat:mock-model");
     let meta = EpisodeMeta { user: "relay".into(), family: Family::Swe, scoring_kind: ScoringKind::Requirement };
     let mut w = store.begin_episode(&key, &meta).unwrap();
     let id = w.id().to_string();
@@ -231,17 +236,7 @@ fn a_scripted_agent_s_steps_are_deterministic_dispatches_and_an_empty_episode_st
     let mut cfg = config();
     cfg.agents[0].spec = "scripted:gold".into();
     let store = Store::create(&run, &cfg).unwrap();
-    let key = EpisodeKey {
-        task: "t/x".into(),
-        task_hash: "h".into(),
-        agent: "scripted:gold".into(),
-        agent_hash: "a1".into(),
-        user_hash: "u1".into(),
-        condition: "partial".into(),
-        start: "clean".into(),
-        repeat: 0,
-        seed: 3,
-    };
+    let key = key("scripted:gold");
     let meta = EpisodeMeta { user: "relay".into(), family: Family::Swe, scoring_kind: ScoringKind::Requirement };
     let mut w = store.begin_episode(&key, &meta).unwrap();
     let id = w.id().to_string();
@@ -323,17 +318,7 @@ fn an_agent_model_without_a_price_has_no_cost_in_a_priced_run() {
     )
     .unwrap();
     let store = Store::create(&tmp.path().join("run"), &cfg).unwrap();
-    let key = EpisodeKey {
-        task: "t/x".into(),
-        task_hash: "h".into(),
-        agent: "chat:mock-model".into(),
-        agent_hash: "a1".into(),
-        user_hash: "u1".into(),
-        condition: "partial".into(),
-        start: "clean".into(),
-        repeat: 0,
-        seed: 3,
-    };
+    let key = key("chat:mock-model");
     let meta = EpisodeMeta { user: "chat:talker".into(), family: Family::Swe, scoring_kind: ScoringKind::Requirement };
     let mut w = store.begin_episode(&key, &meta).unwrap();
     let id = w.id().to_string();
