@@ -195,7 +195,8 @@ pub struct Args {
     #[arg(long, value_name = "FILE.toml")]
     pub config: Option<PathBuf>,
     /// Resolve the run (flags or --config), print the resolved run.toml and the plan's size,
-    /// and stop: nothing is created or run.
+    /// and stop: nothing is created or run. `cli:` agents need not be installed: those that
+    /// are not are named with their `specgap agents install` command.
     #[arg(long)]
     pub dry_run: bool,
     /// Where episodes' scratch files go (materialized workspaces, frozen submissions,
