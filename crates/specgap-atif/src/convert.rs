@@ -17,7 +17,7 @@
 
 use serde_json::{Map, Value, json};
 use specgap_protocol::event::{Event, EventKind, ToolSpec, Usage, UserMessageKind};
-use specgap_protocol::run::RunConfig;
+use specgap_protocol::run::{ComponentRef, RunConfig};
 use specgap_store::{EpisodeDetail, Role};
 
 use crate::schema::*;
@@ -40,9 +40,11 @@ pub fn trajectory(
     options: ExportOptions,
 ) -> Trajectory {
     let episode = &detail.episode;
-    let priced = has_price_table(config);
     // Episodes name their agent by its label (a run configuration's name, else the spec).
     let component = config.agents.iter().find(|a| a.label() == episode.agent);
+    // The steps' metrics are the agent's calls: their cost is known only when its model has a
+    // price (a priced run may leave a model out of its price table).
+    let priced = component.is_some_and(ComponentRef::has_price);
     let deterministic = is_deterministic(component.map_or(episode.agent.as_str(), |c| c.spec.as_str()));
     let mut builder = Builder { steps: Vec::new(), priced, deterministic, options, left_out: 0 };
     let mut tools: Option<Vec<Value>> = None;
@@ -131,12 +133,6 @@ pub fn trajectory(
             "wall_ms": episode.wall_ms,
         }))),
     }
-}
-
-/// Whether the run priced model calls (a chat component stores `price` only when `--prices`
-/// gave one): without it a cost is unknown, not 0.
-fn has_price_table(config: &RunConfig) -> bool {
-    config.agents.iter().chain(&config.users).any(|c| c.config.contains_key("price"))
 }
 
 /// The model an agent's stored configuration names: `model` (chat agents) or

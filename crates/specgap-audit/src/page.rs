@@ -45,8 +45,8 @@ pub fn packages(store: &Store) -> BTreeMap<String, Result<TaskPackage, String>> 
 }
 
 /// `text` with `&`, `<`, `>`, `"` and `'` escaped for HTML text and attribute values: the
-/// escaper residualize's review bundles use.
-pub use specgap_residualize::escape::html as escape;
+/// escaper every renderer uses (`specgap_protocol::escape`).
+pub use specgap_protocol::escape::html as escape;
 
 fn cut(text: &str) -> String {
     match text.char_indices().nth(TEXT_LIMIT) {

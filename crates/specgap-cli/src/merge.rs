@@ -14,7 +14,8 @@ Every run must have the same configuration apart from `--shard` (same tasks with
 content hashes, agents, users, conditions, starts, seed, repeats) and the same plan; the first
 difference is named otherwise. Every shard 1..n must be there (a missing one is refused unless
 --allow-partial), each once: a shard given twice is kept once when the copies hold the same
-results (a retried shard published again) and refused when they differ. A merged run can be
+results (a retried shard published again) and refused when they differ; one run directory
+given twice (the same path, or two paths to it) is refused. A merged run can be
 merged again, alone or with the shards it lacks; `specgap run --resume` of a merged run runs
 only the episodes no shard finished.
 

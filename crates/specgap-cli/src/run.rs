@@ -39,6 +39,10 @@ pub const EXIT_INTERRUPTED: u8 = 130;
 /// Exit code when episodes ran but none finished: every one ended in an infrastructure or
 /// evaluation error (a dead model endpoint, a broken evaluator), so the run has no result.
 pub const EXIT_NO_RESULT: u8 = 3;
+/// Exit code when the run ended before every planned episode ran because its model cost
+/// passed `--max-cost` (or the cap stored in run.toml): the held-back episodes run with
+/// `specgap run --resume DIR --max-cost <higher>` (docs/decisions.md "Exit codes").
+pub const EXIT_HELD_BACK: u8 = 4;
 
 /// Examples and exit status, printed after `specgap run --help`'s flags.
 pub const HELP_AFTER: &str = "\
@@ -51,9 +55,10 @@ Examples:
                                        in a Slurm array or Kubernetes Indexed Job (docs/scale-out.md)
   specgap run --resume runs/latest     continue an interrupted or failed run
 
-Exit status: 0 when the run completed (episodes that ended in errors are reported apart); 3 when
-episodes ran but none finished (every one ended in an infrastructure or evaluation error, e.g. an
-unreachable model server); 130 when interrupted (resumable); 2 on a usage or harness error.";
+Exit status: 0 when every planned episode ran (episodes that ended in errors are reported apart);
+3 when episodes ran but none finished (every one ended in an infrastructure or evaluation error,
+e.g. an unreachable model server); 4 when --max-cost held episodes back (resumable with a higher
+--max-cost); 130 when interrupted (resumable); 2 on a usage or harness error.";
 
 /// The agents of a run without `--agent`.
 pub const DEFAULT_AGENTS: &str = "scripted:gold,scripted:literal,scripted:starter";
@@ -190,7 +195,8 @@ pub struct Args {
     #[arg(long, value_name = "FILE.toml")]
     pub config: Option<PathBuf>,
     /// Resolve the run (flags or --config), print the resolved run.toml and the plan's size,
-    /// and stop: nothing is created or run.
+    /// and stop: nothing is created or run. `cli:` agents need not be installed: those that
+    /// are not are named with their `specgap agents install` command.
     #[arg(long)]
     pub dry_run: bool,
     /// Where episodes' scratch files go (materialized workspaces, frozen submissions,
@@ -326,7 +332,11 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
     }
     if args.dry_run {
         let mut resolved = match &args.resume {
-            Some(dir) => resolve_stored(Store::open_for_resume(dir).with_context(|| format!("cannot resume {}", dir.display()))?.config())?,
+            Some(dir) => {
+                let store = Store::open_for_resume(dir).with_context(|| format!("cannot resume {}", dir.display()))?;
+                warn_unset_stored_keys(store.config(), dir);
+                resolve_stored(store.config())?
+            }
             None => resolve_new(&args)?,
         };
         let plan = plan(&resolved)?;
@@ -354,6 +364,7 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
             }
             let store = Store::open_for_resume(dir).with_context(|| format!("cannot resume {}", dir.display()))?;
             let lock = specgap_store::lock_runner(dir)?;
+            warn_unset_stored_keys(store.config(), dir);
             let resolved = resolve_stored(store.config())?;
             let plan = plan(&resolved)?;
             scale_out::check_resumed_plan(store.config(), &plan)?;
@@ -407,7 +418,22 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
         eprintln!("error: no episode finished; every one ended in an infrastructure or evaluation error (see the report's error sections or `specgap show`)");
         return Ok(ExitCode::from(EXIT_NO_RESULT));
     }
+    if outcome.held_back > 0 {
+        eprintln!("{}", held_back_message(outcome.held_back, max_cost, &out));
+        return Ok(ExitCode::from(EXIT_HELD_BACK));
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `specgap run` says when it exits with [`EXIT_HELD_BACK`]: how many episodes the cost
+/// cap held back and the command that runs them.
+fn held_back_message(held_back: usize, max_cost: Option<f64>, out: &Path) -> String {
+    let cap = max_cost.map_or_else(|| "its cap".to_string(), |usd| format!("${usd}"));
+    format!(
+        "incomplete: {held_back} planned episode{} not started because the run's model cost passed --max-cost {cap}. Continue with:\n  specgap run --resume {} --max-cost <higher>",
+        if held_back == 1 { " was" } else { "s were" },
+        shell_word(&out.display().to_string())
+    )
 }
 
 fn default_jobs() -> usize {
@@ -456,6 +482,24 @@ fn flag_overrides(args: &Args) -> Overrides {
     }
 }
 
+/// Warns about each API key variable run.toml in `dir` names (a `chat` agent's or user's
+/// `api_key_env`, a `cli` agent's `endpoint.api_key_env`) that is not set.
+fn warn_unset_stored_keys(config: &RunConfig, dir: &Path) {
+    let components = config.agents.iter().map(|a| ("agent", a)).chain(config.users.iter().map(|u| ("user", u)));
+    for (role, component) in components {
+        let table = component.config.get("endpoint").and_then(toml::Value::as_table).unwrap_or(&component.config);
+        if let Some(var) = table.get("api_key_env").and_then(toml::Value::as_str) {
+            let source = format!("`api_key_env` of {role} {} in {}", component.label(), dir.join("run.toml").display());
+            specgap_agents::chat::client::warn_unset_api_key(var, &source);
+        }
+    }
+}
+
+/// A dry run plans without the `cli:` agents' installations; a real run needs them.
+fn missing_install(args: &Args) -> agents::MissingInstall {
+    if args.dry_run { agents::MissingInstall::Note } else { agents::MissingInstall::Refuse }
+}
+
 /// The run the flags describe.
 fn spec_from_flags(args: &Args) -> anyhow::Result<RunSpec> {
     let agent_specs = if args.agents.is_empty() { split_list(DEFAULT_AGENTS) } else { clean_list(&args.agents) };
@@ -463,7 +507,7 @@ fn spec_from_flags(args: &Args) -> anyhow::Result<RunSpec> {
     let prompts = agents::prompt_replacements(args.prompts.as_deref())?;
     Ok(RunSpec {
         suites: args.suites.clone(),
-        agents: agent_specs.iter().map(|spec| agents::component(spec, &args.chat, &prompts.system)).collect::<anyhow::Result<Vec<_>>>()?,
+        agents: agent_specs.iter().map(|spec| agents::component(spec, &args.chat, &prompts.system, missing_install(args))).collect::<anyhow::Result<Vec<_>>>()?,
         user: {
             let user = agents::user_component(args.user.as_deref().unwrap_or("relay"), &args.chat, &prompts.user)?;
             match &args.detector_panel {
@@ -527,7 +571,7 @@ fn spec_from_file(args: &Args, path: &Path) -> anyhow::Result<RunSpec> {
     let file = config::read(path)?;
     let dir = fs_err::canonicalize(path)?.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     let prompts = agents::prompt_replacements(file.prompts.as_deref().map(|p| if Path::new(p).is_absolute() { PathBuf::from(p) } else { dir.join(p) }).as_deref())?;
-    let context = config::FileContext { prices: config::load_prices(&file, &dir)?, dir: &dir, prompts: &prompts };
+    let context = config::FileContext { file: path, prices: config::load_prices(&file, &dir)?, dir: &dir, prompts: &prompts, missing_install: missing_install(args) };
     if file.agents.is_empty() {
         bail!("{} declares no agent; add at least one [[agent]] (docs/run-config.md)", path.display());
     }
@@ -646,7 +690,7 @@ fn resolve_stored(config: &RunConfig) -> anyhow::Result<Resolved> {
             continue;
         }
         let stored = agents::stored_prompts(agent)?;
-        let now = agents::component(&agent.spec, &ChatArgs::defaults(), &stored)?;
+        let now = agents::component(&agent.spec, &ChatArgs::defaults(), &stored, agents::MissingInstall::Refuse)?;
         if now.hash != agent.hash {
             bail!("agent {} has a different configuration now than in run.toml (e.g. its replay file changed)", agent.spec);
         }
@@ -777,6 +821,8 @@ struct Outcome {
     interrupted: bool,
     /// Episodes ran in this invocation, and every one of them ended in an error.
     only_errors: bool,
+    /// Planned episodes left unstarted because the run's model cost passed its cap.
+    held_back: usize,
     summary_line: String,
 }
 
@@ -870,7 +916,8 @@ fn run_plan(store: &Store, resolved: &Resolved, plan: &runner::Plan, how: &Execu
         ));
     }
     let only_errors = summary.finished == 0 && summary.eval_errors + summary.infra_errors > 0;
-    Ok(Outcome { interrupted, only_errors, summary_line })
+    let held_back = if summary.cost_limit_reached { held_back } else { 0 };
+    Ok(Outcome { interrupted, only_errors, held_back, summary_line })
 }
 
 /// Ctrl-C (and SIGTERM / SIGHUP): the first one asks the runner to stop starting episodes

@@ -11,13 +11,14 @@
 //! in the list (with per-role run totals below it: agent, user, and the model panels' judge,
 //! extractor and detector) and per role in a transcript's header.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use specgap_protocol::event::{Event, EventKind, Usage, UserMessageKind};
-use specgap_protocol::run::RunConfig;
+use specgap_report::pricing::{Cost, Pricing};
 use specgap_store::{EpisodeDetail, EpisodeRow, Role, Store, UsageRow};
 
 /// Arguments of `specgap show`.
@@ -38,7 +39,7 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
     let text = match &args.episode {
         None => {
             let episodes = store.episodes()?;
-            let mut text = episode_table(&episodes, &store.usage()?, priced(&store)?);
+            let mut text = episode_table(&episodes, &store.usage()?, &pricing(&store)?);
             text.push_str(&orphan_note(&store, &episodes)?);
             text
         }
@@ -76,31 +77,24 @@ fn resolve_id(store: &Store, prefix: &str) -> anyhow::Result<String> {
     }
 }
 
-/// Whether the run priced model calls: its own components (`--prices`), or a model panel
-/// whose file gave a price.
-fn priced(store: &Store) -> anyhow::Result<bool> {
-    let panel_priced = store.panels()?.iter().any(|p| {
-        p.config["models"].as_array().is_some_and(|models| models.iter().any(|m| m.get("price").is_some()))
-    });
-    Ok(has_price_table(store.config()) || panel_priced)
-}
-
-/// Whether the run's components priced model calls: a chat component stores its `price` only
-/// when `--prices` gave one, so without it every cost is an unknown, not $0.
-fn has_price_table(config: &RunConfig) -> bool {
-    config.agents.iter().chain(&config.users).any(|c| c.config.contains_key("price"))
+/// Which of the run's models have a price: its components (`--prices`) and its model panels
+/// (their files' prices). A component stores its `price` only when one was given, so a model
+/// without one has an unknown cost, not $0.
+fn pricing(store: &Store) -> anyhow::Result<Pricing> {
+    Ok(Pricing::of(store.config(), &store.panels()?))
 }
 
 /// Renders the run's episodes as an aligned text table, sorted by task, agent, condition,
 /// start and repeat; when `usage` has rows, each episode also shows its model requests, tokens
-/// (input / output) and cost over all roles and attempts (`—` when `priced` is false: the run
-/// had no price table), and the run's totals per role follow the table.
-pub fn episode_table(episodes: &[EpisodeRow], usage: &[UsageRow], priced: bool) -> String {
+/// (input / output) and cost over all roles and attempts (`—` when the run had no price
+/// table; `unpriced` for models without a price, named in a note), and the run's totals per
+/// role follow the table.
+pub fn episode_table(episodes: &[EpisodeRow], usage: &[UsageRow], pricing: &Pricing) -> String {
     let mut episodes: Vec<&EpisodeRow> = episodes.iter().collect();
     episodes.sort_by(|a, b| {
         (&a.task, &a.agent, &a.condition, &a.start, a.repeat, &a.id).cmp(&(&b.task, &b.agent, &b.condition, &b.start, b.repeat, &b.id))
     });
-    let cost = |usd: f64| if priced { dollars(usd) } else { NO_PRICE.to_string() };
+    let agents: BTreeMap<&str, &str> = episodes.iter().map(|e| (e.id.as_str(), e.agent.as_str())).collect();
     let mut header = vec!["id", "task", "agent", "condition", "start", "repeat", "status", "end reason", "subs", "final score"];
     let with_usage = !usage.is_empty();
     if with_usage {
@@ -123,8 +117,9 @@ pub fn episode_table(episodes: &[EpisodeRow], usage: &[UsageRow], priced: bool) 
             ];
             if with_usage {
                 let total = summed(usage.iter().filter(|u| u.episode == e.id));
+                let cost = cost_text(pricing, with_agents(usage.iter().filter(|u| u.episode == e.id), &agents));
                 row.extend(match total {
-                    Some(t) => [t.requests.to_string(), format!("{}/{}", t.input_tokens, t.output_tokens), cost(t.cost_usd)],
+                    Some(t) => [t.requests.to_string(), format!("{}/{}", t.input_tokens, t.output_tokens), cost],
                     None => ["—".to_string(), "—".to_string(), "—".to_string()],
                 });
             }
@@ -150,9 +145,14 @@ pub fn episode_table(episodes: &[EpisodeRow], usage: &[UsageRow], priced: bool) 
     let _ = writeln!(out, "{} episode(s)", episodes.len());
     if with_usage {
         out.push_str("model usage of the run (all episodes and attempts):\n");
-        out.push_str(&role_lines(usage.iter(), priced));
+        out.push_str(&role_lines(&with_agents(usage.iter(), &agents), pricing));
     }
     out
+}
+
+/// `rows`, each with its episode's agent label (from `agents`, by episode id).
+fn with_agents<'a>(rows: impl Iterator<Item = &'a UsageRow>, agents: &BTreeMap<&'a str, &'a str>) -> Vec<(&'a UsageRow, &'a str)> {
+    rows.map(|u| (u, agents.get(u.episode.as_str()).copied().unwrap_or(""))).collect()
 }
 
 /// The sum of `rows`' usage; `None` without rows.
@@ -167,19 +167,24 @@ fn summed<'a>(rows: impl Iterator<Item = &'a UsageRow>) -> Option<Usage> {
 /// The cost cell of a run without a price table.
 const NO_PRICE: &str = "—";
 
-/// US dollars with four decimals (model calls often cost fractions of a cent).
-fn dollars(cost: f64) -> String {
-    format!("${cost:.4}")
+/// The summed cost of `rows` (each with its episode's agent) as text: US dollars with four
+/// decimals (model calls often cost fractions of a cent), `unpriced` or `$… + unpriced` where
+/// a model has no price, `—` when the run had no price table at all.
+fn cost_text(pricing: &Pricing, rows: Vec<(&UsageRow, &str)>) -> String {
+    if pricing.any_price() { Cost::of(pricing, rows).text() } else { NO_PRICE.to_string() }
 }
 
 /// One line per role that has usage rows (agent, user, then any judge, extractor or detector),
-/// then the total when more than one role does.
-fn role_lines<'a>(rows: impl Iterator<Item = &'a UsageRow> + Clone, priced: bool) -> String {
-    let cost = |usd: f64| if priced { dollars(usd) } else { format!("cost {NO_PRICE} (no price table)") };
+/// then the total when more than one role does, then which models had no price.
+fn role_lines(rows: &[(&UsageRow, &str)], pricing: &Pricing) -> String {
+    let cost = |rows: Vec<(&UsageRow, &str)>| {
+        if pricing.any_price() { cost_text(pricing, rows) } else { format!("cost {NO_PRICE} (no price table)") }
+    };
     let mut out = String::new();
     let mut present = 0;
     for role in Role::ALL {
-        if let Some(u) = summed(rows.clone().filter(|r| r.role == role)) {
+        let of_role: Vec<(&UsageRow, &str)> = rows.iter().copied().filter(|(r, _)| r.role == role).collect();
+        if let Some(u) = summed(of_role.iter().map(|(r, _)| *r)) {
             present += 1;
             let _ = writeln!(
                 out,
@@ -192,14 +197,17 @@ fn role_lines<'a>(rows: impl Iterator<Item = &'a UsageRow> + Clone, priced: bool
                 u.output_tokens,
                 u.reasoning_tokens,
                 u.latency_ms as f64 / 1000.0,
-                cost(u.cost_usd)
+                cost(of_role)
             );
         }
     }
-    if present > 1
-        && let Some(total) = summed(rows)
+    if present > 1 {
+        let _ = writeln!(out, "  total {}", cost(rows.to_vec()));
+    }
+    if pricing.any_price()
+        && let Some(note) = specgap_report::pricing::unpriced_note(&Cost::of(pricing, rows.iter().copied()).unpriced_models)
     {
-        let _ = writeln!(out, "  total {}", cost(total.cost_usd));
+        let _ = writeln!(out, "  {note}");
     }
     out
 }
@@ -261,7 +269,7 @@ fn indent(text: &str, prefix: &str) -> String {
 fn transcript(store: &Store, id: &str, limits: Limits) -> anyhow::Result<String> {
     let detail = store.episode_detail(id)?.with_context(|| format!("episode {id} is not in the store"))?;
     let trajectory = specgap_store::read_trajectory(store.dir(), id)?;
-    let mut out = header(&detail, priced(store)?);
+    let mut out = header(&detail, &pricing(store)?);
     let speaker = if specgap_engine::condition::Condition::parse(&detail.episode.condition).is_ok_and(|c| c.is_delivery()) {
         "customer"
     } else {
@@ -290,7 +298,7 @@ fn transcript(store: &Store, id: &str, limits: Limits) -> anyhow::Result<String>
     Ok(out)
 }
 
-fn header(detail: &EpisodeDetail, priced: bool) -> String {
+fn header(detail: &EpisodeDetail, pricing: &Pricing) -> String {
     let e = &detail.episode;
     let mut out = format!(
         "Episode {}\n  task {} · agent {} · condition {} · start {} · repeat {}\n  status {} · end reason {} · attempts {} · submissions {} · final score {} · {} turns, {} tool calls\n",
@@ -315,7 +323,8 @@ fn header(detail: &EpisodeDetail, priced: bool) -> String {
         let attempts = detail.usage.iter().map(|u| u.attempt).collect::<std::collections::BTreeSet<_>>().len();
         let over = if attempts > 1 { format!(" (summed over {attempts} attempts)") } else { String::new() };
         let _ = writeln!(out, "  model usage{over}:");
-        out.push_str(&role_lines(detail.usage.iter(), priced));
+        let rows: Vec<(&UsageRow, &str)> = detail.usage.iter().map(|u| (u, e.agent.as_str())).collect();
+        out.push_str(&role_lines(&rows, pricing));
     }
     out
 }
@@ -543,14 +552,27 @@ mod tests {
     #[test]
     fn without_a_price_table_costs_are_unknown_not_zero() {
         let rows = [usage_row(Role::Agent, 2, 0.0), usage_row(Role::User, 1, 0.0)];
-        let unpriced = role_lines(rows.iter(), false);
+        let rows: Vec<(&UsageRow, &str)> = rows.iter().map(|r| (r, "chat:m")).collect();
+        let chat = |model: &str, price: &str| specgap_protocol::run::ComponentRef {
+            spec: format!("chat:{model}"),
+            name: None,
+            config: toml::from_str(&format!("kind = \"chat\"\nmodel = \"{model}\"\n{price}")).unwrap(),
+            hash: "h".into(),
+        };
+        let unpriced = role_lines(&rows, &Pricing::from_components(&[chat("m", "")], Some(&chat("u", "")), &[]));
         assert_eq!(
             unpriced,
             "  agent 2 requests (0 retried) · 0 input tokens (0 cached) · 0 output tokens (0 reasoning) · 0.0 s latency · cost — (no price table)\n\
              \x20 user  1 requests (0 retried) · 0 input tokens (0 cached) · 0 output tokens (0 reasoning) · 0.0 s latency · cost — (no price table)\n\
              \x20 total cost — (no price table)\n"
         );
-        let priced = role_lines(rows.iter(), true);
+        let price = "price = { input_per_mtok = 1.0, output_per_mtok = 2.0 }\n";
+        let priced = role_lines(&rows, &Pricing::from_components(&[chat("m", price)], Some(&chat("u", price)), &[]));
         assert!(priced.ends_with("  total $0.0000\n"), "{priced}");
+        // Regression: a priced run showed a model without a price at $0.0000 and added it in.
+        let partly = role_lines(&rows, &Pricing::from_components(&[chat("m", price)], Some(&chat("u", "")), &[]));
+        assert!(partly.contains(" · 0.0 s latency · $0.0000\n  user "), "{partly}");
+        assert!(partly.contains(" · 0.0 s latency · unpriced\n  total $0.0000 + unpriced\n"), "{partly}");
+        assert!(partly.ends_with("  unpriced: model u has no price in the run's price table (--prices, or the panel file), so its calls' cost is unknown and in no total\n"), "{partly}");
     }
 }

@@ -1,7 +1,8 @@
 //! # specgap-protocol
 //!
 //! The plain data types every other specgap crate speaks. Nothing here does I/O; each type is
-//! a serde mirror of a normative contract in `DESIGN.md`:
+//! a serde mirror of a normative contract in `DESIGN.md` (or, for [`escape`], a pure text rule
+//! every renderer shares):
 //!
 //! | module | contract |
 //! | --- | --- |
@@ -12,6 +13,7 @@
 //! | [`text`] | observation `{key}` placeholders and one-line error chains |
 //! | [`request`] | model requests stored once per message: body segments, content addresses, the byte-for-byte rebuild (the chat user's requests, `specgap resample`) |
 //! | [`path_quote`] | file names as bytes: git's C-style quoting in diffs, the quoting of names shown to the agent, and reading both back |
+//! | [`escape`] | untrusted text (an agent's, a package's) written into files people open: HTML text and attribute values, Markdown code fences and table cells — the one escaper of the report, residualize's review bundles and the audit pages |
 //! | [`result`] | the evaluator protocol's `result.json` (DESIGN §2) and the scoring kinds that turn it into Score and Success |
 //!
 //! Parsing files into these types (and reporting errors that name the file) is the job of
@@ -19,6 +21,7 @@
 #![deny(missing_docs)]
 
 pub mod action;
+pub mod escape;
 pub mod event;
 pub mod package;
 pub mod path_quote;

@@ -183,6 +183,28 @@ impl ComponentRef {
     pub fn label(&self) -> &str {
         self.name.as_deref().unwrap_or(&self.spec)
     }
+
+    /// The model endpoint settings of a component that calls a model: a `chat` agent's or
+    /// user's own configuration, a `cli` agent's `endpoint` table (the upstream its gateway
+    /// forwards to); `None` for scripted, replay and relay components.
+    pub fn endpoint(&self) -> Option<&toml::Table> {
+        match self.config.get("kind").and_then(toml::Value::as_str) {
+            Some("chat") => Some(&self.config),
+            Some("cli") => self.config.get("endpoint").and_then(toml::Value::as_table),
+            _ => None,
+        }
+    }
+
+    /// The model the component calls ([`ComponentRef::endpoint`]'s `model`).
+    pub fn model(&self) -> Option<&str> {
+        self.endpoint()?.get("model").and_then(toml::Value::as_str)
+    }
+
+    /// Whether the component's model has a price (`price` is stored only when the price table
+    /// or the configuration gave one): without one its calls' cost is unknown, not 0.
+    pub fn has_price(&self) -> bool {
+        self.endpoint().is_some_and(|e| e.contains_key("price"))
+    }
 }
 
 /// The key of an episode (DESIGN §6); its id is derived from it.

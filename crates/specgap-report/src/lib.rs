@@ -25,6 +25,7 @@
 //! | [`report`], [`render`], [`render_delivery`], [`svg`] | the report: Markdown, self-contained HTML with SVG charts, versioned JSON | docs/report-schema.md |
 //! | [`inputs`] | checks on the runs given to a report: duplicates, shards, missing results, replicates differing beyond the seed | seed 000 §5.6, DESIGN §6 |
 //! | [`usage`] | model usage and cost per group and role, from the stores' `usage` rows | DESIGN §6 |
+//! | [`pricing`] | which recorded costs are known: models without a price are `unpriced` (null in JSON), never a 0 in a total | DESIGN §6 |
 //! | [`mod@compare`] | runs paired by task: bootstrap interval, Wilcoxon, Holm over a family (one call, or a family file) | seed 002 §5.1, A.6 |
 //!
 //! ## How the pieces fit
@@ -69,6 +70,7 @@ pub mod judge;
 pub mod opened;
 pub mod outcome;
 pub mod plan;
+pub mod pricing;
 pub mod render;
 pub mod render_delivery;
 pub mod report;

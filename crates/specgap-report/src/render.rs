@@ -449,8 +449,8 @@ fn usage_section(report: &Report, dims: &[Dim]) -> Section {
                 u.output_tokens.to_string(),
                 u.reasoning_tokens.to_string(),
                 format!("{:.1}", u.latency_ms as f64 / 1000.0),
-                format!("{:.4}", u.cost_usd),
-                format!("{:.4}", u.cost_usd / u.episodes.max(1) as f64),
+                cost_cell(&u.cost()),
+                u.cost_usd.map_or_else(|| "—".to_string(), |usd| format!("{:.4}", usd / u.episodes.max(1) as f64)),
             ]);
             row
         })
@@ -478,12 +478,30 @@ fn usage_section(report: &Report, dims: &[Dim]) -> Section {
     Section {
         id: "usage",
         title: "Model usage and cost".into(),
-        text: vec![
-            "Costs come from the run's price table (`--prices`) and the panel file's prices; without one they are 0.".into(),
-        ],
+        text: usage_notes(report),
         tables: vec![usage_table],
         chart: None,
     }
+}
+
+/// A cost table cell: dollars without the sign (the column says `$`), `unpriced`, or the
+/// priced part `+ unpriced` (`crate::pricing`).
+fn cost_cell(cost: &crate::pricing::Cost) -> String {
+    match (cost.usd(), cost.any_priced) {
+        (Some(usd), _) => format!("{usd:.4}"),
+        (None, false) => crate::pricing::UNPRICED.to_string(),
+        (None, true) => format!("{:.4} + {}", cost.priced_usd, crate::pricing::UNPRICED),
+    }
+}
+
+/// The usage section's notes: where costs come from, and the models without a price.
+fn usage_notes(report: &Report) -> Vec<String> {
+    let mut notes = vec![
+        "Costs come from the run's price table (`--prices`) and the panel file's prices; a model without a price is `unpriced`, its calls in no total, and `$ per episode` is `—` where a cost is not known in full.".to_string(),
+    ];
+    let unpriced: std::collections::BTreeSet<String> = report.usage.iter().flat_map(|u| u.unpriced_models.iter().cloned()).collect();
+    notes.extend(crate::pricing::unpriced_note(&unpriced));
+    notes
 }
 
 fn residual_section(report: &Report, dims: &[Dim]) -> Section {

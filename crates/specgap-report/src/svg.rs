@@ -22,21 +22,8 @@ const PALETTE: &[&str] = &[
     "#2b6cb0", "#c05621", "#2f855a", "#6b46c1", "#b7791f", "#c53030", "#319795", "#d53f8c",
 ];
 
-/// Escapes text for XML / HTML content and attribute values.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+/// Escapes text for XML / HTML content and attribute values (the shared escaper).
+pub use specgap_protocol::escape::html as escape;
 
 fn open_svg(width: f64, height: f64, title: &str) -> String {
     format!(
@@ -429,11 +416,6 @@ pub fn curves(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn escapes_markup() {
-        assert_eq!(escape("a<b & \"c\">"), "a&lt;b &amp; &quot;c&quot;&gt;");
-    }
 
     #[test]
     fn charts_are_closed_svg_with_titles() {

@@ -8,6 +8,7 @@ use specgap_protocol::event::Usage;
 use specgap_store::Role;
 
 use crate::episode::{Dim, Episode, group_by};
+use crate::pricing::{Cost, Pricing};
 use crate::report::KeyMap;
 use crate::run::RunData;
 
@@ -34,8 +35,23 @@ pub struct UsageSummary {
     pub reasoning_tokens: u64,
     /// Summed request latency, milliseconds.
     pub latency_ms: u64,
-    /// Cost in US dollars from the run's price table (0 without one).
-    pub cost_usd: f64,
+    /// Cost in US dollars from the run's price table and the panel files' prices; `None`
+    /// (`null`) when a model behind the usage has no price ([`crate::pricing`]).
+    pub cost_usd: Option<f64>,
+    /// The cost of the calls whose model has a price (equal to `cost_usd` when that is known).
+    pub priced_cost_usd: f64,
+    /// Models behind the usage without a price, by name (empty when `cost_usd` is known).
+    pub unpriced_models: Vec<String>,
+    /// Whether any of the usage had a price (false: the cost is shown as `unpriced`).
+    #[serde(skip)]
+    pub any_priced: bool,
+}
+
+impl UsageSummary {
+    /// The cost as the report shows it ([`Cost::text`]).
+    pub fn cost(&self) -> Cost {
+        Cost { priced_usd: self.priced_cost_usd, any_priced: self.any_priced, unpriced_models: self.unpriced_models.iter().cloned().collect() }
+    }
 }
 
 /// One [`UsageSummary`] per group of `dims` and role with any usage row, groups in key order,
@@ -46,9 +62,10 @@ pub fn usage_summaries(
     episodes: &[Episode<'_>],
     dims: &[Dim],
 ) -> Vec<UsageSummary> {
+    let pricing: Vec<Pricing> = runs.iter().map(|r| Pricing::of(&r.config, &r.rows.panels)).collect();
     let mut out = Vec::new();
     for (key, members) in group_by(episodes, dims, |_| true) {
-        let mut by_role: BTreeMap<Role, (usize, Usage)> = BTreeMap::new();
+        let mut by_role: BTreeMap<Role, (usize, Usage, Cost)> = BTreeMap::new();
         for episode in members {
             let mut seen: Vec<Role> = Vec::new();
             let rows = runs[episode.run]
@@ -59,13 +76,14 @@ pub fn usage_summaries(
             for row in rows {
                 let entry = by_role.entry(row.role).or_default();
                 entry.1.add(&row.usage);
+                entry.2.add(&pricing[episode.run].cost(row, &episode.row.agent));
                 if !seen.contains(&row.role) {
                     seen.push(row.role);
                     entry.0 += 1;
                 }
             }
         }
-        for (role, (episodes, u)) in by_role {
+        for (role, (episodes, u, cost)) in by_role {
             out.push(UsageSummary {
                 key: dims.iter().copied().zip(key.iter().cloned()).collect(),
                 role: role.as_str().to_string(),
@@ -77,7 +95,10 @@ pub fn usage_summaries(
                 output_tokens: u.output_tokens,
                 reasoning_tokens: u.reasoning_tokens,
                 latency_ms: u.latency_ms,
-                cost_usd: u.cost_usd,
+                cost_usd: cost.usd(),
+                priced_cost_usd: cost.priced_usd,
+                unpriced_models: cost.unpriced_models.into_iter().collect(),
+                any_priced: cost.any_priced,
             });
         }
     }

@@ -26,7 +26,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use crate::build::{BuildExclusion, BuildRecord};
-use crate::escape::md_inline;
+use specgap_protocol::escape::md_inline;
 use crate::filter::{FilterExclusion, ScreenedRun};
 use crate::review::{Agreement, ReviewExclusion, Reviews};
 

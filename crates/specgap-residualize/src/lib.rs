@@ -41,7 +41,6 @@
 pub mod build;
 pub mod diff;
 mod error;
-pub mod escape;
 pub mod filter;
 mod fsio;
 pub mod funnel;

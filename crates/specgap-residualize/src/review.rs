@@ -49,7 +49,7 @@ use specgap_stats::{KappaWeighting, cohen_kappa};
 
 use crate::diff::sha256_hex;
 use crate::error::ResidualizeError;
-use crate::escape::{html, md_fence, md_inline};
+use specgap_protocol::escape::{html, md_fence, md_inline};
 use crate::filter::ScreenedRun;
 use crate::summary::{SummaryInput, TrajectoryDigest, TrajectorySummarizer};
 

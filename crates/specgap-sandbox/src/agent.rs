@@ -33,7 +33,7 @@
 //! the harness's files and network. A standard input other than `/dev/null` is not offered.
 
 use std::io::Write as _;
-use std::os::fd::{AsRawFd as _, OwnedFd};
+use std::os::fd::{AsRawFd as _, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -43,26 +43,15 @@ use crate::cgroup::Cgroups;
 use crate::error::SandboxError;
 use crate::host::HostView;
 use crate::netns::Lease;
-use crate::runner::{CommandSpec, SandboxConfig, bwrap_path, environment, launch_bwrap, pipe, validate};
+use crate::runner::{CommandSpec, SandboxConfig, pipe};
+use crate::server::{self, LaunchedServer, START_TIMEOUT, ServerLaunch};
 use crate::session::{poll_readable, read_into, set_nonblocking, take_line};
-use crate::spawn::{self, Spawned};
+use crate::spawn::Spawned;
 
-/// Fds of the agent server inside the sandbox: requests in, statuses out, the program's stdout
-/// and stderr (bubblewrap itself uses 3–5 for its arguments, seccomp filter and JSON status).
-const FD_REQUESTS: i32 = 6;
-const FD_STATUS: i32 = 7;
-const FD_STDOUT: i32 = 8;
-const FD_STDERR: i32 = 9;
 /// bubblewrap's JSON status fd (see `runner`).
-const FD_JSON_STATUS: i32 = 5;
+const FD_JSON_STATUS: RawFd = 5;
 
-/// Where the sandbox sees the execute-only shell the server runs from (as for the session).
-const SERVER_SHELL_PATH: &str = "/etc/specgap-server-sh";
-
-/// How long the sandbox may take to come up.
-const START_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// The agent server. It says `ready <its pid in the namespace>`, then for each request
+/// The agent server (its fds are `server::FD_REQUESTS` … `FD_STDERR`). It says `ready <its pid in the namespace>`, then for each request
 /// `<seq> sh\n<n>\n` and `n` lines runs the lines as one `/bin/sh -c` command with standard
 /// input `/dev/null` and the two output pipes, kills everything else in the sandbox once that
 /// shell exits, waits until nothing else is left, and reports `<seq> <status>`.
@@ -149,44 +138,25 @@ impl AgentSandbox {
                 "an external agent cannot run without the sandbox (--no-sandbox would give it the host)".into(),
             ));
         }
-        validate(template)?;
-        let bwrap = bwrap_path().ok_or(SandboxError::BwrapMissing)?;
-        let (requests_read, requests_write) = pipe()?;
-        let (status_read, status_write) = pipe()?;
-        let (stdout_read, stdout_write) = pipe()?;
-        let (stderr_read, stderr_write) = pipe()?;
         let (json_read, json_write) = pipe()?;
-        let program: Vec<String> = [SERVER_SHELL_PATH, "-c", SERVER, "/bin/sh"].map(String::from).to_vec();
-        let launched = launch_bwrap(
-            &bwrap,
-            template,
-            host,
-            &environment(template, host, config),
-            &program,
-            &[
-                (json_write.as_raw_fd(), FD_JSON_STATUS),
-                (requests_read.as_raw_fd(), FD_REQUESTS),
-                (status_write.as_raw_fd(), FD_STATUS),
-                (stdout_write.as_raw_fd(), FD_STDOUT),
-                (stderr_write.as_raw_fd(), FD_STDERR),
-            ],
-            [spawn::Stdio::Null, spawn::Stdio::Null, spawn::Stdio::Piped],
-            true,
-            true,
-        )?;
-        drop((requests_read, status_write, stdout_write, stderr_write, json_write));
-        for fd in [&status_read, &json_read] {
-            set_nonblocking(fd)?;
-        }
+        let server = ServerLaunch {
+            script: SERVER,
+            extra_fds: &[(json_write.as_raw_fd(), FD_JSON_STATUS)],
+            json_status: true,
+            freezer: true,
+        };
+        let LaunchedServer { launched, requests, status, stdout, stderr } = server::launch(template, host, config, &server)?;
+        drop(json_write);
+        set_nonblocking(&json_read)?;
         let limit = template.limits.output_bytes;
-        let (stdout, stdout_thread) = reader(stdout_read, limit);
-        let (stderr, stderr_thread) = reader(stderr_read, limit);
+        let (stdout, stdout_thread) = reader(stdout, limit);
+        let (stderr, stderr_thread) = reader(stderr, limit);
         let mut sandbox = AgentSandbox {
             child: launched.child,
             lease: launched.lease,
             cgroups: launched.cgroups,
-            requests: std::fs::File::from(requests_write),
-            status: status_read,
+            requests,
+            status,
             status_buf: Vec::new(),
             _json_status: json_read,
             init_pid: 0,
@@ -552,11 +522,6 @@ mod tests {
     fn the_child_pid_is_read_from_bubblewraps_status() {
         assert_eq!(child_pid(b"{ \"child-pid\": 4242, \"cgroup-namespace\": 1 }\n"), Some(4242));
         assert_eq!(child_pid(b"{ \"child"), None);
-    }
-
-    #[test]
-    fn the_server_shell_is_where_the_view_puts_it() {
-        assert_eq!(SERVER_SHELL_PATH, format!("/etc/{}", crate::host::SERVER_SHELL));
     }
 
     #[test]

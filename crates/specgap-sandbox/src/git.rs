@@ -65,9 +65,7 @@ impl Git {
         // cleared environment it would fork the whole harness to search PATH.
         let mut cmd = Command::new(git_program());
         cmd.env_clear();
-        if let Some(path) = std::env::var_os("PATH") {
-            cmd.env("PATH", path);
-        }
+        cmd.env("PATH", crate::host::search_path());
         cmd.env("HOME", "/nonexistent")
             .env("XDG_CONFIG_HOME", "/nonexistent")
             .env("GIT_CONFIG_NOSYSTEM", "1")

@@ -170,14 +170,23 @@ fn push_unique(list: &mut Vec<PathBuf>, path: PathBuf) {
     }
 }
 
-/// The first executable `name` on the host `PATH` (or `name` itself when it is absolute).
+/// Where the harness looks for host programs (bubblewrap, git, a task's tools) when `PATH`
+/// is unset or empty (`env -i`, a bare service unit): Debian's default for root, which holds
+/// the user's directories too.
+pub(crate) const DEFAULT_SEARCH_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// The host `PATH`, or [`DEFAULT_SEARCH_PATH`] when it is unset or empty.
+pub(crate) fn search_path() -> std::ffi::OsString {
+    std::env::var_os("PATH").filter(|p| !p.is_empty()).unwrap_or_else(|| DEFAULT_SEARCH_PATH.into())
+}
+
+/// The first executable `name` on [`search_path`] (or `name` itself when it is absolute).
 pub(crate) fn find_on_path(name: &str) -> Option<PathBuf> {
     if name.contains('/') {
         let path = PathBuf::from(name);
         return (path.is_absolute() && is_executable(&path)).then_some(path);
     }
-    let path_var = std::env::var_os("PATH")?;
-    std::env::split_paths(&path_var).map(|dir| dir.join(name)).find(|candidate| is_executable(candidate))
+    std::env::split_paths(&search_path()).map(|dir| dir.join(name)).find(|candidate| is_executable(candidate))
 }
 
 fn is_executable(path: &Path) -> bool {

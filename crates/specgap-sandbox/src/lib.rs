@@ -59,6 +59,7 @@ mod netns;
 mod patch;
 pub mod runner;
 mod seccomp;
+mod server;
 pub mod scratch;
 mod shellwords;
 mod spawn;

@@ -28,35 +28,20 @@
 //! sandbox with an empty `/tmp`.
 
 use std::io::Write;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use crate::capture::Capture;
 use crate::cgroup::Cgroups;
 use crate::error::SandboxError;
 use crate::host::HostView;
-use crate::runner::{
-    self, CommandOutput, CommandSpec, Launched, Program, SandboxConfig, bwrap_path, environment, launch_bwrap, pipe, validate,
-};
+use crate::runner::{self, CommandOutput, CommandSpec, Launched, Program, SandboxConfig};
 use crate::netns::Lease;
-use crate::spawn::{self, Spawned};
+use crate::server::{self, LaunchedServer, START_TIMEOUT, ServerLaunch};
+use crate::spawn::Spawned;
 use crate::shellwords;
 
-/// Fds of the command server inside the sandbox (single digits: `dash` redirections take no
-/// more): requests in, statuses out, the commands' stdout and stderr.
-const FD_REQUESTS: RawFd = 6;
-const FD_STATUS: RawFd = 7;
-const FD_STDOUT: RawFd = 8;
-const FD_STDERR: RawFd = 9;
-
-/// Where the sandbox sees the server's execute-only shell (`host::SERVER_SHELL`; the view's
-/// `/etc` is the sandbox's).
-const SERVER_SHELL_PATH: &str = "/etc/specgap-server-sh";
-
-/// How long the sandbox may take to come up before the session gives up on it.
-const START_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// The command server, on one line so that the shell's messages about a command (`/bin/sh: 1:
+/// The command server (its fds are `server::FD_REQUESTS` … `FD_STDERR`), on one line so that the shell's messages about a command (`/bin/sh: 1:
 /// x: not found`) read as they would under `/bin/sh -c`; `$0` is `/bin/sh` too. A request is
 /// `<seq> <mode>\n<n>\n` and `n` lines: with mode `argv`, the command's words, run in a
 /// subshell as `"$@"` (the shell execs a program directly, or runs a built-in as `sh -c`
@@ -255,41 +240,19 @@ fn encode_request(seq: u64, command: &str) -> Vec<u8> {
 impl Live {
     /// Builds the sandbox, starts the server in it and waits for its `ready`.
     fn start(template: &CommandSpec, host: &HostView, config: &SandboxConfig) -> Result<Live, SandboxError> {
-        validate(template)?;
-        let bwrap = bwrap_path().ok_or(SandboxError::BwrapMissing)?;
-        let (requests_read, requests_write) = pipe()?;
-        let (status_read, status_write) = pipe()?;
-        let (stdout_read, stdout_write) = pipe()?;
-        let (stderr_read, stderr_write) = pipe()?;
-        let program: Vec<String> = [SERVER_SHELL_PATH, "-c", SERVER, "/bin/sh"].map(String::from).to_vec();
-        let launched = launch_bwrap(
-            &bwrap,
-            template,
-            host,
-            &environment(template, host, config),
-            &program,
-            &[
-                (requests_read.as_raw_fd(), FD_REQUESTS),
-                (status_write.as_raw_fd(), FD_STATUS),
-                (stdout_write.as_raw_fd(), FD_STDOUT),
-                (stderr_write.as_raw_fd(), FD_STDERR),
-            ],
-            [spawn::Stdio::Null, spawn::Stdio::Null, spawn::Stdio::Piped],
-            false,
-            false,
-        )?;
-        drop((requests_read, status_write, stdout_write, stderr_write));
+        let server = ServerLaunch { script: SERVER, extra_fds: &[], json_status: false, freezer: false };
+        let LaunchedServer { launched, requests, status, stdout, stderr } = server::launch(template, host, config, &server)?;
         let Launched { child, cgroups, lease } = launched;
-        for fd in [&status_read, &stdout_read, &stderr_read] {
+        for fd in [&stdout, &stderr] {
             set_nonblocking(fd)?;
         }
         let live = Live {
             child,
             lease,
-            requests: std::fs::File::from(requests_write),
-            status: status_read,
-            stdout: stdout_read,
-            stderr: stderr_read,
+            requests,
+            status,
+            stdout,
+            stderr,
             status_buf: Vec::new(),
             cgroups,
             idle_members: None,
@@ -461,11 +424,6 @@ mod tests {
     fn requests_carry_the_mode_the_line_count_and_every_line() {
         assert_eq!(encode_request(7, "ls -l 'a b'"), b"7 argv\n3\nls\n-l\na b\n");
         assert_eq!(encode_request(8, "a\n\\b\n"), b"8 sh\n3\na\n\\b\n\n");
-    }
-
-    #[test]
-    fn the_server_shell_is_where_the_view_puts_it() {
-        assert_eq!(SERVER_SHELL_PATH, format!("/etc/{}", crate::host::SERVER_SHELL));
     }
 
     #[test]

@@ -268,6 +268,18 @@ pub enum StoreError {
         name: String,
     },
 
+    /// One run directory is given to `merge` twice (the same path, or two paths to one
+    /// directory).
+    #[error("{}", same_run_message(first, second))]
+    MergeSameRunTwice {
+        /// The first path as given.
+        first: PathBuf,
+        /// The later path as given.
+        second: PathBuf,
+        /// The directory both lead to (canonical).
+        dir: PathBuf,
+    },
+
     /// A directory given to `merge` is neither a run nor holds any.
     #[error("{dir} is not a run directory (no run.toml) and holds none")]
     MergeNoRunsIn {
@@ -345,4 +357,15 @@ impl ExecuteCached for rusqlite::Connection {
 pub(crate) fn json_error(what: impl Into<String>) -> impl FnOnce(serde_json::Error) -> StoreError {
     let what = what.into();
     move |source| StoreError::Json { what, source }
+}
+
+/// The message of [`StoreError::MergeSameRunTwice`] (as `specgap report` words its own): the
+/// second spelling only when it differs.
+fn same_run_message(first: &std::path::Path, second: &std::path::Path) -> String {
+    // Compared as spelled: `Path` equality would call `run` and `run/.` the same.
+    if first.as_os_str() == second.as_os_str() {
+        format!("run directory {} is given twice; give each run once", first.display())
+    } else {
+        format!("run directory {} is given twice (again as {}); give each run once", first.display(), second.display())
+    }
 }

@@ -123,6 +123,21 @@ pub fn run_dirs<P: AsRef<Path>>(paths: &[P]) -> Result<Vec<PathBuf>, StoreError>
     Ok(out)
 }
 
+/// Refuses `runs` when two of them lead to one directory: the same path twice, or two paths
+/// (a symbolic link, `..`) to one run. A path that cannot be resolved is left for opening it
+/// to report.
+fn refuse_a_run_twice<P: AsRef<Path>>(runs: &[P]) -> Result<(), StoreError> {
+    let mut seen: Vec<(PathBuf, &Path)> = Vec::new();
+    for run in runs.iter().map(AsRef::as_ref) {
+        let Ok(dir) = fs_err::canonicalize(run) else { continue };
+        if let Some((_, first)) = seen.iter().find(|(d, _)| *d == dir) {
+            return Err(StoreError::MergeSameRunTwice { first: first.to_path_buf(), second: run.to_path_buf(), dir });
+        }
+        seen.push((dir, run));
+    }
+    Ok(())
+}
+
 /// [`merge_with`] without a partial merge: a missing shard is an error.
 ///
 /// # Errors
@@ -142,6 +157,7 @@ pub fn merge<P: AsRef<Path>>(runs: &[P], out: &Path) -> Result<MergeSummary, Sto
 ///
 /// # Errors
 /// [`StoreError::MergeNoRuns`]; [`StoreError::MergeOutputNotEmpty`];
+/// [`StoreError::MergeSameRunTwice`] when two of `runs` are one directory;
 /// [`StoreError::MergeMismatch`] when a run's configuration differs from the first run's in
 /// anything but `shard` and task paths (the message names the field, task, agent or user);
 /// [`StoreError::MergePlanMismatch`] for different plan hashes;
@@ -156,6 +172,7 @@ pub fn merge_with<P: AsRef<Path>>(runs: &[P], out: &Path, options: MergeOptions)
     if !files::is_missing_or_empty(out)? {
         return Err(StoreError::MergeOutputNotEmpty { dir: out.to_path_buf() });
     }
+    refuse_a_run_twice(runs)?;
     let stores = runs.iter().map(|p| Store::open(p.as_ref())).collect::<Result<Vec<_>, _>>()?;
     let dirs: Vec<PathBuf> = runs.iter().map(|p| p.as_ref().to_path_buf()).collect();
     check_configs(&stores, &dirs)?;

@@ -158,6 +158,22 @@ impl std::fmt::Debug for ChatClient {
     }
 }
 
+/// Says once per process and variable that `var`, named as an endpoint's API key variable by
+/// `source` (a flag such as `--api-key-env`, or a file and key), is not set or empty, so
+/// requests carry no `Authorization` header; nothing when it is set, or when it is the default
+/// [`super::DEFAULT_API_KEY_ENV`] (local servers without keys leave that one unset). A
+/// variable named on purpose but not set is most likely a mistake. Clients call it with a
+/// generic source; a caller that knows where the name came from calls it first.
+pub fn warn_unset_api_key(var: &str, source: &str) {
+    static WARNED: std::sync::Mutex<std::collections::BTreeSet<String>> = std::sync::Mutex::new(std::collections::BTreeSet::new());
+    if var == super::DEFAULT_API_KEY_ENV || std::env::var(var).is_ok_and(|k| !k.trim().is_empty()) {
+        return;
+    }
+    if WARNED.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(var.to_string()) {
+        tracing::warn!("environment variable {var} ({source}) is not set or empty; requests carry no Authorization header");
+    }
+}
+
 impl ChatClient {
     /// A client for `config`, reading the API key from `config.api_key_env` now (absent or
     /// empty: no `Authorization` header); `seed` seeds the backoff jitter.
@@ -175,14 +191,8 @@ impl ChatClient {
         let runtime =
             tokio::runtime::Builder::new_current_thread().enable_io().enable_time().build().map_err(ClientError::Runtime)?;
         let api_key = std::env::var(&config.api_key_env).ok().filter(|k| !k.trim().is_empty());
-        if api_key.is_none() && config.api_key_env != super::DEFAULT_API_KEY_ENV {
-            // A variable named on purpose but not set is most likely a mistake; local servers
-            // without keys are served by the default name going unset, silently.
-            static WARNED: std::sync::Once = std::sync::Once::new();
-            WARNED.call_once(|| {
-                tracing::warn!("environment variable {} (--api-key-env) is not set or empty; requests carry no Authorization header", config.api_key_env);
-            });
-        }
+        // Quiet when the caller already warned with where the name came from.
+        warn_unset_api_key(&config.api_key_env, "the endpoint's api_key_env");
         Ok(ChatClient {
             http,
             runtime,

@@ -50,19 +50,24 @@ fn usage(input: u64, output: u64, cached: u64, cost: f64) -> Usage {
     Usage { input_tokens: input, output_tokens: output, cached_tokens: cached, reasoning_tokens: 3, requests: 1, retries: 0, latency_ms: 40, cost_usd: cost }
 }
 
-/// Writes one episode with every event kind; returns its id.
-fn episode(store: &Store) -> String {
-    let key = EpisodeKey {
+/// The key of repeat 0 of `agent` on task `t/x` of [`config`].
+fn key(agent: &str) -> EpisodeKey {
+    EpisodeKey {
         task: "t/x".into(),
         task_hash: "h".into(),
-        agent: "chat:mock-model".into(),
+        agent: agent.into(),
         agent_hash: "a1".into(),
         user_hash: "u1".into(),
         condition: "partial".into(),
         start: "clean".into(),
         repeat: 0,
         seed: 3,
-    };
+    }
+}
+
+/// Writes one episode with every event kind; returns its id.
+fn episode(store: &Store) -> String {
+    let key = key("chat:mock-model");
     let meta = EpisodeMeta { user: "relay".into(), family: Family::Swe, scoring_kind: ScoringKind::Requirement };
     let mut w = store.begin_episode(&key, &meta).unwrap();
     let id = w.id().to_string();
@@ -231,17 +236,7 @@ fn a_scripted_agent_s_steps_are_deterministic_dispatches_and_an_empty_episode_st
     let mut cfg = config();
     cfg.agents[0].spec = "scripted:gold".into();
     let store = Store::create(&run, &cfg).unwrap();
-    let key = EpisodeKey {
-        task: "t/x".into(),
-        task_hash: "h".into(),
-        agent: "scripted:gold".into(),
-        agent_hash: "a1".into(),
-        user_hash: "u1".into(),
-        condition: "partial".into(),
-        start: "clean".into(),
-        repeat: 0,
-        seed: 3,
-    };
+    let key = key("scripted:gold");
     let meta = EpisodeMeta { user: "relay".into(), family: Family::Swe, scoring_kind: ScoringKind::Requirement };
     let mut w = store.begin_episode(&key, &meta).unwrap();
     let id = w.id().to_string();
@@ -309,4 +304,31 @@ fn a_named_cli_agent_is_found_by_its_label_and_its_endpoint_names_the_model() {
     assert_eq!(t["agent"]["model_name"], "gw-model");
     assert_eq!(t["agent"]["extra"]["specgap"]["config"]["adapter"], "mini-swe-agent");
     assert!(t["steps"][0].get("llm_call_count").is_none(), "a cli: agent calls a model: its calls per turn are not claimed");
+}
+
+/// Regression: an agent whose model had no price, in a run that priced another component,
+/// exported `cost_usd: 0` for its calls; its cost is unknown, so it is left out.
+#[test]
+fn an_agent_model_without_a_price_has_no_cost_in_a_priced_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cfg = config();
+    cfg.agents[0].config.remove("price");
+    cfg.users[0] = toml::from_str(
+        "spec = \"chat:talker\"\nhash = \"u1\"\nconfig = { kind = \"chat\", model = \"talker\", price = { input_per_mtok = 1.0, output_per_mtok = 2.0 } }\n",
+    )
+    .unwrap();
+    let store = Store::create(&tmp.path().join("run"), &cfg).unwrap();
+    let key = key("chat:mock-model");
+    let meta = EpisodeMeta { user: "chat:talker".into(), family: Family::Swe, scoring_kind: ScoringKind::Requirement };
+    let mut w = store.begin_episode(&key, &meta).unwrap();
+    let id = w.id().to_string();
+    let turn_usage = usage(100, 20, 40, 0.0);
+    w.event(EventKind::AgentTurn { turn: 1, text: Some("done".into()), tool_calls: vec![], usage: Some(turn_usage.clone()) }).unwrap();
+    w.record_usage(Role::Agent, &turn_usage).unwrap();
+    drop(w);
+    let t = serde_json::to_value(episode_trajectory(&store, &id, ExportOptions::default()).unwrap()).unwrap();
+    let step = t["steps"].as_array().unwrap().iter().find(|s| s["source"] == "agent").unwrap();
+    assert_eq!(step["metrics"]["prompt_tokens"], 100);
+    assert_eq!(step["metrics"].get("cost_usd"), None, "{step}");
+    assert_eq!(t["final_metrics"].get("total_cost_usd"), None, "{}", t["final_metrics"]);
 }

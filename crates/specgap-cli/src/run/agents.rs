@@ -52,7 +52,7 @@ pub fn stored_prompts(component: &ComponentRef) -> anyhow::Result<Replacements> 
 ///
 /// # Errors
 /// A spec that does not parse, or a replay source that cannot be read.
-pub fn component(spec: &str, chat: &super::ChatArgs, prompts: &Replacements) -> anyhow::Result<ComponentRef> {
+pub fn component(spec: &str, chat: &super::ChatArgs, prompts: &Replacements, missing: MissingInstall) -> anyhow::Result<ComponentRef> {
     let parsed = parse_agent_spec(spec)?;
     let mut config = toml::Table::new();
     let put = |config: &mut toml::Table, key: &str, value: String| {
@@ -70,7 +70,7 @@ pub fn component(spec: &str, chat: &super::ChatArgs, prompts: &Replacements) -> 
         AgentSpec::Chat(model) => return chat_component(model, &chat.agent_config(model)?, prompts),
         AgentSpec::Cli(cli) => {
             let target = CliTarget::from_spec(cli)?;
-            return cli_component(&parsed.canonical(), &target, chat.cli_endpoint()?, chat.ask_channel, prompts);
+            return cli_component(&parsed.canonical(), &target, chat.cli_endpoint()?, chat.ask_channel, prompts, missing);
         }
     }
     prompts.store_in(&mut config);
@@ -88,6 +88,17 @@ pub fn chat_component(model: &str, chat: &specgap_agents::chat::ChatConfig, prom
     config.insert("prompt_version".into(), toml::Value::String(specgap_engine::PROMPT_VERSION.into()));
     prompts.store_in(&mut config);
     Ok(component_ref(&format!("chat:{model}"), config))
+}
+
+/// What resolving a `cli:` agent does when its adapter version is not installed (or its
+/// installation was interrupted): a run refuses to start; a dry run (`--dry-run`) says so,
+/// names the install command and resolves the agent without the installation's tree hash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MissingInstall {
+    /// Fail with the installation's error (which names `specgap agents install`).
+    Refuse,
+    /// Print a note on stderr and go on without the tree hash (the plan is then provisional).
+    Note,
 }
 
 /// The adapter of `cli:command=<template>` agents: the user's own command, nothing installed.
@@ -126,8 +137,9 @@ impl CliTarget {
 /// prompt version and the run's replaced system prompts.
 ///
 /// # Errors
-/// The version is not installed (naming `specgap agents install`), its installation is
-/// incomplete or changed, the adapter cannot run it (no runtime adapter yet, a bad template),
+/// The version is not installed (naming `specgap agents install`; with
+/// [`MissingInstall::Note`] a note instead, and the adapter's own checks and default ask
+/// channel wait for the installation), its installation is incomplete or changed, the adapter cannot run it (no runtime adapter yet, a bad template),
 /// an ask channel the adapter cannot use (`native`; `text` for an adapter that cannot be
 /// resumed), the `specgap-bridge` program cannot be found, or the configuration cannot be
 /// stored.
@@ -137,6 +149,7 @@ pub fn cli_component(
     endpoint: specgap_agents::chat::ChatConfig,
     ask_channel: Option<specgap_agents::cli::channel::AskChannel>,
     prompts: &Replacements,
+    missing: MissingInstall,
 ) -> anyhow::Result<ComponentRef> {
     let adapter = match target {
         CliTarget::Command(_) => COMMAND_ADAPTER,
@@ -150,24 +163,45 @@ pub fn cli_component(
             cli
         }
         CliTarget::Installed(version) => {
-            let tree_hash = specgap_adapters::installed_tree_hash(version)?;
             let mut cli = specgap_agents::cli::CliConfig::new(version.adapter.name, endpoint.model.clone());
             cli.version = Some(version.version.clone());
             cli.package = Some(version.adapter.package.into());
-            cli.tree_hash = Some(tree_hash);
+            cli.tree_hash = installed_tree_hash(version, missing)?;
             cli
         }
     };
     cli.endpoint = endpoint;
-    // Resolving the channel builds the adapter, which checks now, not in the first episode,
-    // that it can run; so does finding the program that serves it the harness tools.
-    cli.resolve_ask_channel(ask_channel).map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    if matches!(target, CliTarget::Installed(_)) && cli.tree_hash.is_none() {
+        // Not installed (dry run): the adapter cannot be built, so its default channel is
+        // not known; the requested one is kept.
+        cli.ask_channel = ask_channel;
+    } else {
+        // Resolving the channel builds the adapter, which checks now, not in the first
+        // episode, that it can run; so does finding the program that serves it the harness
+        // tools.
+        cli.resolve_ask_channel(ask_channel).map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    }
     specgap_bridge::locate_bridge().context("a cli: agent needs the harness tools' program")?;
     let mut config = cli.to_table()?;
     config.insert("kind".into(), toml::Value::String("cli".into()));
     config.insert("prompt_version".into(), toml::Value::String(specgap_engine::PROMPT_VERSION.into()));
     prompts.store_in(&mut config);
     Ok(component_ref(spec, config))
+}
+
+/// The installed tree hash of `version`; `None` after a note when it is not installed (or
+/// its installation was interrupted) and `missing` is [`MissingInstall::Note`].
+fn installed_tree_hash(version: &specgap_adapters::AdapterVersion, missing: MissingInstall) -> anyhow::Result<Option<String>> {
+    match specgap_adapters::installed_tree_hash(version) {
+        Ok(hash) => Ok(Some(hash)),
+        Err(err @ (specgap_adapters::InstallError::NotInstalled { .. } | specgap_adapters::InstallError::Incomplete { .. }))
+            if missing == MissingInstall::Note =>
+        {
+            eprintln!("dry run: {err}; a real run refuses to start without it (until then its tree hash is unknown, so the plan hash and episode keys shown are provisional)");
+            Ok(None)
+        }
+        Err(err) => Err(err.into()),
+    }
 }
 
 /// Checks on `--resume` that each `cli:` agent's installation is still the one the run was
@@ -345,6 +379,7 @@ impl super::ChatArgs {
         let mut config = specgap_agents::chat::ChatConfig::new(model).with_model_args(&self.model_args)?;
         config.base_url = self.base_url();
         config.api_key_env = self.api_key_env();
+        specgap_agents::chat::client::warn_unset_api_key(&config.api_key_env, "--api-key-env");
         config.stream = self.stream;
         config.emulate_tools = self.emulate_tools;
         config.context_tokens = self.context_tokens;
@@ -372,6 +407,8 @@ impl super::ChatArgs {
         let mut config = specgap_agents::chat::ChatConfig::new(model).with_model_args(&self.user_model_args)?;
         config.base_url = self.user_base_url.clone().unwrap_or_else(|| self.base_url());
         config.api_key_env = self.user_api_key_env.clone().unwrap_or_else(|| self.api_key_env());
+        let flag = if self.user_api_key_env.is_some() { "--user-api-key-env" } else { "--api-key-env" };
+        specgap_agents::chat::client::warn_unset_api_key(&config.api_key_env, flag);
         config.request_timeout_sec = self.request_timeout();
         config.max_retries = self.max_retries();
         config.price = self.price(model)?;

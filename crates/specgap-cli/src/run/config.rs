@@ -162,12 +162,16 @@ pub fn read(path: &Path) -> anyhow::Result<RunFile> {
 
 /// What resolving a file needs besides the file.
 pub struct FileContext<'a> {
+    /// The file itself, for messages.
+    pub file: &'a Path,
     /// The file's directory (relative paths start there).
     pub dir: &'a Path,
     /// The file's price table, loaded.
     pub prices: Option<(PathBuf, PriceTable)>,
     /// The file's replacement prompts, loaded (empty without `prompts`).
     pub prompts: &'a PromptDir,
+    /// What a `cli:` agent that is not installed does to the resolution (a dry run notes it).
+    pub missing_install: agents::MissingInstall,
 }
 
 impl FileContext<'_> {
@@ -247,14 +251,17 @@ fn describe(index: usize, entry: &AgentEntry) -> String {
     }
 }
 
-/// The endpoint of a `chat` / `cli` agent or `chat` user for `model`.
-fn chat_config(model: &str, endpoint: &EndpointEntry, context: &FileContext<'_>) -> anyhow::Result<ChatConfig> {
+/// The endpoint of a `chat` / `cli` agent or `chat` user (`what`: `agent 1`, `user`) for
+/// `model`; warns when the file names an API key variable that is not set.
+fn chat_config(model: &str, endpoint: &EndpointEntry, context: &FileContext<'_>, what: &str) -> anyhow::Result<ChatConfig> {
     let mut config = ChatConfig::new(model);
     if let Some(url) = &endpoint.base_url {
         config.base_url.clone_from(url);
     }
     if let Some(var) = &endpoint.api_key_env {
         config.api_key_env.clone_from(var);
+        let source = format!("`api_key_env` of {what} in {}", context.file.display());
+        specgap_agents::chat::client::warn_unset_api_key(var, &source);
     }
     if let Some(args) = &endpoint.model_args {
         for (key, value) in args {
@@ -297,14 +304,14 @@ pub fn agent_component(index: usize, entry: &AgentEntry, context: &FileContext<'
         value.clone().filter(|v| !v.trim().is_empty()).with_context(|| format!("{what}: a {} agent needs `{key}`", entry.kind))
     };
     let mut component = match entry.kind.as_str() {
-        "scripted" => agents::component(&format!("scripted:{}", required(&entry.solution, "solution")?), &super::ChatArgs::defaults(), &context.prompts.system),
+        "scripted" => agents::component(&format!("scripted:{}", required(&entry.solution, "solution")?), &super::ChatArgs::defaults(), &context.prompts.system, context.missing_install),
         "replay" => {
             let path = context.path(&required(&entry.path, "path")?);
-            agents::component(&format!("replay:{}", path.display()), &super::ChatArgs::defaults(), &context.prompts.system)
+            agents::component(&format!("replay:{}", path.display()), &super::ChatArgs::defaults(), &context.prompts.system, context.missing_install)
         }
         "chat" => {
             let model = required(&entry.model, "model")?;
-            let config = chat_config(&model, &entry.endpoint, context)?;
+            let config = chat_config(&model, &entry.endpoint, context, &what)?;
             agents::chat_component(&model, &config, &context.prompts.system)
         }
         _ => cli_component(entry, context, &what),
@@ -337,9 +344,9 @@ fn cli_component(entry: &AgentEntry, context: &FileContext<'_>, what: &str) -> a
         (spec, agents::CliTarget::Installed(version))
     };
     let model = entry.model.as_deref().filter(|m| !m.trim().is_empty()).with_context(|| format!("{what}: a cli agent needs `model` (the model its gateway forwards)"))?;
-    let endpoint = chat_config(model, &entry.endpoint, context)?;
+    let endpoint = chat_config(model, &entry.endpoint, context, what)?;
     let ask_channel = entry.ask_channel.as_deref().map(str::parse).transpose().context("ask_channel")?;
-    agents::cli_component(&spec, &target, endpoint, ask_channel, &context.prompts.system)
+    agents::cli_component(&spec, &target, endpoint, ask_channel, &context.prompts.system, context.missing_install)
 }
 
 /// Names are labels in reports and episode keys: printable, no commas (lists of agents are
@@ -369,7 +376,7 @@ pub fn user_component(entry: Option<&UserEntry>, context: &FileContext<'_>) -> a
             if entry.endpoint.stream.is_some() || entry.endpoint.emulate_tools.is_some() || entry.endpoint.context_tokens.is_some() {
                 bail!("user: stream, emulate_tools and context_tokens apply to agents only");
             }
-            let config = chat_config(model, &entry.endpoint, context)?;
+            let config = chat_config(model, &entry.endpoint, context, "[user]")?;
             agents::chat_user_component(model, &config, &context.prompts.user)
         }
         other => bail!("user: unknown kind `{other}`; expected relay or chat"),

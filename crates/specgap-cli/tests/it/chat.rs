@@ -55,6 +55,11 @@ fn handler() -> impl Fn(&Captured, usize) -> Scripted + Send + Sync {
 
 /// `specgap run` on payment-retry with the chat flags and `extra` arguments.
 fn chat_run(server: &MockServer, out: &Path, prices: &Path, extra: &[&str]) -> Output {
+    assert_succeeded(chat_run_any_status(server, out, prices, extra))
+}
+
+/// [`chat_run`] without the check that it exited 0.
+fn chat_run_any_status(server: &MockServer, out: &Path, prices: &Path, extra: &[&str]) -> Output {
     let mut cmd = specgap();
     cmd.env(KEY_ENV, KEY)
         .arg("run")
@@ -67,7 +72,7 @@ fn chat_run(server: &MockServer, out: &Path, prices: &Path, extra: &[&str]) -> O
         .arg("--out")
         .arg(out)
         .args(extra);
-    assert_succeeded(cmd.output().expect("spawn specgap"))
+    cmd.output().expect("spawn specgap")
 }
 
 fn write_prices(dir: &Path) -> std::path::PathBuf {
@@ -192,8 +197,55 @@ fn chat_agent_and_user_run_with_usage_in_the_store_show_and_report() {
     assert_key_nowhere(&out);
 }
 
+/// Regression: in a priced run, a model without a price showed `$0.0000` in `show` and the
+/// report, was added into the totals as 0, and was 0 in the report's JSON.
 #[test]
-fn max_cost_holds_episodes_back_and_a_plain_resume_keeps_the_stored_cap() {
+fn a_model_without_a_price_in_a_priced_run_is_unpriced_not_zero() {
+    let server = MockServer::start(handler());
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let prices = write_prices(tmp.path());
+    let output = specgap()
+        .env(KEY_ENV, KEY)
+        .arg("run")
+        .arg(payment_retry())
+        .args(["--agent", "chat:mock", "--base-url", &server.url, "--api-key-env", KEY_ENV])
+        .args(["--user", "chat:unlisted", "--condition", "partial", "--jobs", "1", "--no-report", "--prices"])
+        .arg(&prices)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_succeeded(output);
+
+    let table = String::from_utf8(run_ok([std::ffi::OsStr::new("show"), out.as_os_str()]).stdout).unwrap();
+    let episode = crate::support::episodes(&out).remove(0);
+    let row = table.lines().find(|l| l.starts_with(&episode.id)).unwrap();
+    assert!(row.ends_with("5         500/100        $0.0005 + unpriced"), "{row}");
+    assert!(table.contains(" · $0.0005\n  user  1 requests (0 retried) · 100 input tokens (40 cached) · 20 output tokens (5 reasoning) · "), "{table}");
+    let tail = "s latency · unpriced\n  total $0.0005 + unpriced\n  unpriced: model unlisted has no price in the run's price table (--prices, or the panel file), so its calls' cost is unknown and in no total\n";
+    assert!(table.ends_with(tail), "{table}");
+    let transcript = String::from_utf8(run_ok([std::ffi::OsStr::new("show"), out.as_os_str(), std::ffi::OsStr::new(&episode.id)]).stdout).unwrap();
+    assert!(transcript.contains(tail), "{transcript}");
+
+    let report = |format: &str| run_ok([std::ffi::OsStr::new("report"), out.as_os_str(), std::ffi::OsStr::new("--format"), std::ffi::OsStr::new(format)]).stdout;
+    let json: Value = serde_json::from_slice(&report("json")).unwrap();
+    let usage = json["usage"].as_array().unwrap();
+    assert_eq!(usage.len(), 2);
+    assert_eq!((usage[0]["role"].as_str(), usage[1]["role"].as_str()), (Some("agent"), Some("user")));
+    assert!((usage[0]["cost_usd"].as_f64().unwrap() - 4.0 * PER_REQUEST_USD).abs() < 1e-12, "{}", usage[0]);
+    assert_eq!(usage[0]["unpriced_models"], json!([]));
+    assert_eq!(usage[1]["cost_usd"], Value::Null);
+    assert_eq!(usage[1]["priced_cost_usd"], json!(0.0));
+    assert_eq!(usage[1]["unpriced_models"], json!(["unlisted"]));
+    let markdown = String::from_utf8(report("md")).unwrap();
+    let user_row = markdown.lines().find(|l| l.starts_with("| chat:mock | partial | clean | user | ")).unwrap_or_else(|| panic!("{markdown}"));
+    assert!(user_row.ends_with(" | unpriced | — |"), "{user_row}");
+    assert!(markdown.contains("unpriced: model unlisted has no price in the run's price table"), "{markdown}");
+}
+
+#[test]
+fn max_cost_holds_episodes_back_exits_4_and_a_plain_resume_keeps_the_stored_cap() {
     let server = MockServer::start(handler());
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
@@ -201,8 +253,15 @@ fn max_cost_holds_episodes_back_and_a_plain_resume_keeps_the_stored_cap() {
     // One request already passes this limit: the first episode runs to its end, the second
     // never starts.
     let limit = format!("{}", PER_REQUEST_USD / 2.0);
-    let output = chat_run(&server, &out, &prices, &["--max-cost", &limit, "--no-report"]);
+    let output = chat_run_any_status(&server, &out, &prices, &["--max-cost", &limit, "--no-report"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
+    // Regression: a run the cap cut short used to exit 0 like a complete one.
+    assert_eq!(output.status.code(), Some(4), "{stderr}");
+    let held_back = format!(
+        "incomplete: 1 planned episode was not started because the run's model cost passed --max-cost ${limit}. Continue with:\n  specgap run --resume {} --max-cost <higher>\n",
+        out.display()
+    );
+    assert!(stderr.ends_with(&held_back), "{stderr}");
     assert!(stderr.contains(&format!("the run's model cost is $0.0006, above --max-cost ${limit}: no further episodes start (1 not started; running ones finish)")), "{stderr}");
     assert!(stderr.contains("2 episodes: 1 finished, 0 evaluation errors, 0 infrastructure errors, 0 interrupted, 0 already done; 0 not applicable; 1 not started because the run's model cost passed --max-cost"), "{stderr}");
     let episodes = episodes(&out);
@@ -227,11 +286,13 @@ fn max_cost_holds_episodes_back_and_a_plain_resume_keeps_the_stored_cap() {
     let output = resume.env(KEY_ENV, KEY).args(["run", "--no-report", "--resume"]).arg(&out).output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("1 not started because the run's model cost passed --max-cost"), "{stderr}");
+    assert_eq!(output.status.code(), Some(4), "{stderr}");
+    assert!(stderr.ends_with(&held_back), "{stderr}");
     assert_eq!(crate::support::episodes(&out).len(), 1);
     // A higher cap given to --resume lets the rest run.
     let mut resume = specgap();
     let output = resume.env(KEY_ENV, KEY).args(["run", "--no-report", "--max-cost", "1", "--resume"]).arg(&out).output().unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("2 episodes: 1 finished, 0 evaluation errors, 0 infrastructure errors, 0 interrupted, 1 already done"), "{stderr}");
     let episodes = crate::support::episodes(&out);
@@ -297,7 +358,49 @@ fn an_api_key_variable_that_is_not_set_is_warned_about_once() {
     assert!(output.status.success(), "{stderr}");
     let warning = "environment variable SPECGAP_UNSET_KEY_7F3A9D (--api-key-env) is not set or empty; requests carry no Authorization header";
     assert_eq!(stderr.matches(warning).count(), 1, "{stderr}");
+    assert_eq!(stderr.matches("SPECGAP_UNSET_KEY_7F3A9D").count(), 1, "one warning in all: {stderr}");
     assert!(server.requests().iter().all(|r| r.header("authorization").is_none()));
+
+    // Regression: a resumed run said `--api-key-env` although the name came from run.toml.
+    let resumed = specgap().env_remove("SPECGAP_UNSET_KEY_7F3A9D").args(["run", "--no-report", "--resume"]).arg(&out).output().unwrap();
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    assert!(resumed.status.success(), "{stderr}");
+    let warning = format!(
+        "environment variable SPECGAP_UNSET_KEY_7F3A9D (`api_key_env` of agent chat:mock in {}) is not set or empty; requests carry no Authorization header",
+        out.join("run.toml").display()
+    );
+    assert_eq!(stderr.matches(&warning).count(), 1, "{stderr}");
+    assert_eq!(stderr.matches("SPECGAP_UNSET_KEY_7F3A9D").count(), 1, "{stderr}");
+}
+
+/// Regression: the warning named `--api-key-env` when the variable's name came from a
+/// `--config` file; it now names the file and the entry.
+#[test]
+fn an_api_key_variable_named_by_a_config_file_that_is_not_set_is_warned_about_with_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = tmp.path().join("experiment.toml");
+    let text = format!(
+        "suites = [\"{}\"]\nconditions = [\"partial\"]\n[[agent]]\nkind = \"chat\"\nmodel = \"mock\"\napi_key_env = \"SPECGAP_UNSET_KEY_A1\"\n[user]\nkind = \"chat\"\nmodel = \"mock\"\napi_key_env = \"SPECGAP_UNSET_KEY_B2\"\n",
+        payment_retry().display()
+    );
+    fs_err::write(&config, text).unwrap();
+    let output = specgap()
+        .env_remove("SPECGAP_UNSET_KEY_A1")
+        .env_remove("SPECGAP_UNSET_KEY_B2")
+        .args(["run", "--dry-run", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    for (var, entry) in [("SPECGAP_UNSET_KEY_A1", "agent 1"), ("SPECGAP_UNSET_KEY_B2", "[user]")] {
+        let warning = format!(
+            "environment variable {var} (`api_key_env` of {entry} in {}) is not set or empty; requests carry no Authorization header",
+            config.display()
+        );
+        assert_eq!(stderr.matches(&warning).count(), 1, "{stderr}");
+    }
+    assert!(!stderr.contains("--api-key-env"), "{stderr}");
 }
 
 /// A mock agent on payment-retry that reads, then — while `hang` is set — never answers its

@@ -76,3 +76,14 @@ fn check_strict_fails_a_package_without_user_toml_and_says_so_in_json() {
         "{stdout}"
     );
 }
+
+/// Regression: `specgap check` failed without `PATH` (`env -i`, a bare service unit): it
+/// found neither bubblewrap nor git. It now searches the default system directories.
+#[test]
+fn check_runs_without_path_in_the_environment() {
+    let output = specgap().env_clear().arg("check").arg(task_fixture("req-basic")).output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.ends_with("\n1 checked, 0 failed\n"), "{stdout}");
+    assert!(stdout.contains("  gold "), "{stdout}");
+}

@@ -217,7 +217,6 @@ fn cli_entries_are_validated_against_the_registry_and_the_installations() {
     let refused = [
         ("[[agent]]\nkind = \"cli\"\nadapter = \"aider\"\n", "agent 1: unknown agent adapter `aider`; the adapters are mini-swe-agent, claude-code, codex, opencode, gemini-cli"),
         ("[[agent]]\nkind = \"cli\"\nadapter = \"mini-swe-agent\"\nversion = \"9.9\"\n", "agent 1: mini-swe-agent 9.9 has no lock file in this specgap (locked: 2.4.6)"),
-        ("[[agent]]\nkind = \"cli\"\nadapter = \"codex\"\nmodel = \"m\"\n", "agent 1: cli agent codex@0.171.0 is not installed; install it with `specgap agents install codex@0.171.0`"),
         ("[[agent]]\nkind = \"cli\"\nmodel = \"m\"\n", "agent 1: a cli agent needs `adapter`"),
         ("[[agent]]\nkind = \"cli\"\nadapter = \"command\"\n", "agent 1: the command adapter needs `command`"),
         ("[[agent]]\nkind = \"cli\"\nadapter = \"codex\"\ncommand = \"x\"\n", "agent 1: `command` applies to the command adapter only"),
@@ -249,6 +248,44 @@ fn cli_entries_are_validated_against_the_registry_and_the_installations() {
     let text: RunConfig = toml::from_str(&String::from_utf8_lossy(&text.stdout)).unwrap();
     assert_eq!(text.agents[0].config["ask_channel"].as_str(), Some("text"));
     assert_ne!(text.agents[0].hash, resolved.agents[0].hash, "the channel keys the agent's episodes");
+}
+
+/// Regression: a dry run of a configuration with `cli:` agents failed when they were not
+/// installed; it now prints the plan and names each missing installation, while a real run
+/// still refuses before it creates anything.
+#[test]
+fn a_dry_run_names_cli_agents_that_are_not_installed_and_a_real_run_refuses_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let empty_cache = tmp.path().join("cache");
+    let codex = "[[agent]]\nkind = \"cli\"\nadapter = \"codex\"\nmodel = \"m\"\nask_channel = \"mcp\"\n";
+    let config = cli_config(tmp.path(), codex);
+    let note = "dry run: cli agent codex@0.171.0 is not installed; install it with `specgap agents install codex@0.171.0`; a real run refuses to start without it (until then its tree hash is unknown, so the plan hash and episode keys shown are provisional)\n";
+    let output = dry_run_in_cache(&config, &empty_cache);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stderr(&output), format!("{note}dry run: 1 episode planned, 0 combinations not applicable; nothing was created\n"));
+    let resolved: RunConfig = toml::from_str(&String::from_utf8_lossy(&output.stdout)).unwrap();
+    assert_eq!(resolved.agents[0].spec, "cli:codex");
+    assert_eq!(resolved.agents[0].config["version"].as_str(), Some("0.171.0"));
+    assert_eq!(resolved.agents[0].config.get("tree_hash"), None, "nothing installed to hash");
+    assert_eq!(resolved.agents[0].config["ask_channel"].as_str(), Some("mcp"), "the requested channel is kept");
+
+    // The same agent from the flags.
+    let flags = specgap()
+        .env("XDG_CACHE_HOME", &empty_cache)
+        .arg("run")
+        .arg(payment_retry())
+        .args(["--agent", "cli:codex", "--model", "m", "--condition", "partial", "--dry-run"])
+        .output()
+        .unwrap();
+    assert_eq!(flags.status.code(), Some(0), "{}", stderr(&flags));
+    assert!(stderr(&flags).starts_with(note), "{}", stderr(&flags));
+
+    // A real run refuses with the installation's message and leaves no run directory.
+    let out = tmp.path().join("run");
+    let real = specgap().env("XDG_CACHE_HOME", &empty_cache).arg("run").arg("--config").arg(&config).arg("--out").arg(&out).output().unwrap();
+    assert_eq!(real.status.code(), Some(2), "{}", stderr(&real));
+    assert_eq!(stderr(&real), "error: agent 1: cli agent codex@0.171.0 is not installed; install it with `specgap agents install codex@0.171.0`\n");
+    assert!(!out.exists());
 }
 
 #[test]

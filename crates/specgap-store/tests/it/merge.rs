@@ -436,3 +436,28 @@ fn merge_refuses_runs_of_different_protocol_versions() {
     );
     assert!(!out.exists(), "a refused merge writes nothing");
 }
+
+/// Regression: `specgap merge runs/a runs/a` (or two paths to one directory) was accepted as
+/// a shard given twice with identical copies.
+#[test]
+fn one_run_directory_given_twice_is_refused_naming_both_paths() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (s1, s2) = two_shards(tmp.path());
+    let canonical = fs_err::canonicalize(s1.dir()).unwrap();
+    let link = tmp.path().join("link-to-s1");
+    std::os::unix::fs::symlink(s1.dir(), &link).unwrap();
+    let dotted = tmp.path().join("s2/../s1");
+    for second in [s1.dir().to_path_buf(), link, dotted] {
+        let out = tmp.path().join("all");
+        let err = merge(&[s1.dir(), s2.dir(), second.as_path()], &out).unwrap_err();
+        let expected = if second == s1.dir() {
+            format!("run directory {} is given twice; give each run once", s1.dir().display())
+        } else {
+            format!("run directory {} is given twice (again as {}); give each run once", s1.dir().display(), second.display())
+        };
+        assert_eq!(err.to_string(), expected);
+        let StoreError::MergeSameRunTwice { dir, .. } = err else { unreachable!() };
+        assert_eq!(dir, canonical);
+        assert!(!out.exists(), "a refused merge writes nothing");
+    }
+}

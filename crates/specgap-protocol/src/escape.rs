@@ -1,5 +1,7 @@
 //! Escaping text written by agents (untrusted) into files people open: Markdown code fences
 //! that no backtick run inside can close, table cells that keep their row, and HTML text.
+//! Every renderer uses these (the report's HTML and SVG, residualize's review bundles, the
+//! audit pages), so a fix to one escapes everywhere.
 
 /// `text` as a fenced Markdown code block with `info` as the info string: the fence is one
 /// backtick longer than the longest backtick run in the text (at least three), so nothing
@@ -25,10 +27,11 @@ pub fn md_fence(info: &str, text: &str) -> String {
 pub fn md_inline(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
+        if let Some(entity) = markup_entity(c) {
+            out.push_str(entity);
+            continue;
+        }
         match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
             '|' | '`' | '*' | '_' | '[' | ']' | '\\' => {
                 out.push('\\');
                 out.push(c);
@@ -44,16 +47,24 @@ pub fn md_inline(text: &str) -> String {
 pub fn html(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
+        match (markup_entity(c), c) {
+            (Some(entity), _) => out.push_str(entity),
+            (None, '"') => out.push_str("&quot;"),
+            (None, '\'') => out.push_str("&#39;"),
+            (None, c) => out.push(c),
         }
     }
     out
+}
+
+/// The entity of a character that starts markup or an entity in HTML text (`&`, `<`, `>`).
+fn markup_entity(c: char) -> Option<&'static str> {
+    match c {
+        '&' => Some("&amp;"),
+        '<' => Some("&lt;"),
+        '>' => Some("&gt;"),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -70,5 +81,6 @@ mod tests {
     fn inline_text_cannot_break_a_table_or_inject_markup() {
         assert_eq!(md_inline("a|b <script>`x`\nnext"), "a\\|b &lt;script&gt;\\`x\\` next");
         assert_eq!(html("<img src=x onerror='y'>&"), "&lt;img src=x onerror=&#39;y&#39;&gt;&amp;");
+        assert_eq!(html("a<b & \"c\">"), "a&lt;b &amp; &quot;c&quot;&gt;");
     }
 }
