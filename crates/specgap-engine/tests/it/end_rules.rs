@@ -60,8 +60,11 @@ fn tool_call_budget_stops_inside_a_turn_and_answers_every_call() {
 #[test]
 fn wall_budget_ends_the_episode() {
     let package = fixture("req-basic");
-    let mut agent = TestAgent::new(vec![read("README.md"), read("billing/fees.py")]).delay(Duration::from_millis(1100));
-    let r = run(&package, "partial", &mut agent, flags(|f| f.wall_sec = Some(1)));
+    // The wall clock starts with the episode, before the first turn: a budget of a few seconds
+    // keeps a loaded machine's slow sandbox start from using it all up before turn 1 (which
+    // made a 1-second budget end with 0 turns under load).
+    let mut agent = TestAgent::new(vec![read("README.md"), read("billing/fees.py")]).delay(Duration::from_millis(3100));
+    let r = run(&package, "partial", &mut agent, flags(|f| f.wall_sec = Some(3)));
     assert_eq!(r.ok().end_reason, EndReason::WallBudget);
     assert_eq!(r.ok().turns, 1);
 }
