@@ -252,9 +252,9 @@ pub struct ChatArgs {
     pub max_cost: Option<f64>,
     /// How a cli: agent's questions reach the customer: text (under delivery conditions: asked in
     /// its reply, answered by resuming its session; no ask_user tool), mcp (the harness's ask_user tool and command)
-    /// or native (the CLI's own question tool; no adapter has one served yet). Part of the
-    /// episode key. Default: the adapter's (text for claude-code, codex and gemini-cli; mcp
-    /// for opencode, mini-swe-agent and command).
+    /// or native (the CLI's own question tool, answered through its own server; opencode
+    /// only). Part of the episode key. Default: the adapter's (text for claude-code, codex and
+    /// gemini-cli; native for opencode; mcp for mini-swe-agent and command).
     #[arg(long, value_name = "text|native|mcp", value_parser = parse_ask_channel)]
     pub ask_channel: Option<specgap_agents::cli::channel::AskChannel>,
     /// Base URL of the user model's endpoint (default: --base-url).

@@ -6,16 +6,19 @@
 //! | --- | --- |
 //! | installation | `specgap agents install opencode`: the native program `node_modules/opencode-linux-x64/bin/opencode` (a Bun build), mounted read-only; its grep and glob tools need ripgrep (`rg`) from the system, which it would otherwise download into its cache at run time |
 //! | start | `opencode run --format json -m specgap/<model>` with the message on standard input (a positional message is quoted by opencode when it has spaces); its JSON events go to `~/.specgap/opencode-events.jsonl` |
+//! | start under `--ask-channel native` (the default) | `opencode serve --hostname 127.0.0.1 --port 4096` in the background (log `~/.specgap/opencode-serve.log`), a wait for the harness's ready file `~/.specgap/opencode-server-ready-<n>`, then `opencode run --attach http://127.0.0.1:4096 --session <id> --format json -m specgap/<model>` (same events), the server stopped when it ends (`served_command`) |
+//! | question tool | under `native` its own `question` tool, which plain `run` never offers (it creates its session with `question: deny`): the harness creates the session through the server without rules and answers each request through `POST /question/<id>/reply`, one `ask_user` round a request ([`super::opencode_server`]); under `mcp` / `text` the tool is not offered |
 //! | model endpoint | a provider `specgap` in `~/.config/opencode/opencode.json` through its bundled `@ai-sdk/openai-compatible` package: `baseURL` = the gateway, `apiKey` = `{env:OPENAI_API_KEY}` (the gateway token); streamed chat completions with `stream_options.include_usage` |
 //! | network | `autoupdate` off, sharing off, models.dev list not fetched (`OPENCODE_DISABLE_MODELS_FETCH`), default plug-ins, LSP downloads, Claude Code files and external skills off, project configuration ignored (the harness's file is the configuration); opencode still looks up the npm registry once to add `@opencode-ai/plugin` to its configuration directory in the background — without a network the lookup fails at once and nothing waits on it |
 //! | harness tools | the bridge's MCP server as a `local` server in its `mcp` configuration (its tools appear to the model as `specgap_ask_user`, `specgap_submit`); the commands `ask_user` and `submit` are on `PATH` for its shell tool |
 //! | permissions | `"*": "allow"` (no prompt can block `run`), `webfetch` and `websearch` denied; opencode has no sandbox of its own |
 //! | system prompt | its `instructions` option (files appended to its system prompt): the condition's prompt file; `blind` adds nothing |
 //! | side requests | the title of a new session: a generating request without tools, a side request |
-//! | resume | `opencode run --session <id>` with the new message; the id is the one its first start's events carry, kept in `~/.specgap/opencode-session` |
+//! | resume | `opencode run --session <id>` with the new message; the id is the one its first start's events carry, kept in `~/.specgap/opencode-session` (under `native`: the session the harness created, in the same file; each start serves again and attaches) |
 //! | tool output | its tool results are kept as sent (its shell tool's result has no exit status; that is in its events) |
+//! | ask channel | default `native` (seed 002 A.9.3: the paper's opencode asks with its own tool) |
 //! | log | the JSON events of each start, read without following links once it ended: `tool_use` parts become normalized actions (read → read, write → write, edit → edit, grep → one search per file it shows, glob / list → list; its `bash` calls are read from the model traffic as every shell call is) and the results of calls no request carried; the last `text` part is its final reply |
-//! | completion signal | none: it ends its run when the model stops calling tools; the workspace is then submitted automatically unless it called `submit` |
+//! | completion signal | none: it ends its run when the model stops calling tools; the workspace is then submitted automatically unless it called `submit` (`run --attach` exits when its prompt call returns, so the last text-only step's events may be missing; the final reply then comes from the gateway's record) |
 //! | plan mode | not applicable |
 //!
 //! A version this adapter does not know is refused when the agent is configured, naming the

@@ -128,8 +128,8 @@ impl CliTarget {
 /// # Errors
 /// The version is not installed (naming `specgap agents install`), its installation is
 /// incomplete or changed, the adapter cannot run it (no runtime adapter yet, a bad template),
-/// an ask channel the adapter cannot use (`native`; `text` for an adapter that cannot be
-/// resumed), the `specgap-bridge` program cannot be found, or the configuration cannot be
+/// an ask channel the adapter cannot use (`native` for all but opencode; `text` for an
+/// adapter that cannot be resumed), the `specgap-bridge` program cannot be found, or the configuration cannot be
 /// stored.
 pub fn cli_component(
     spec: &str,
