@@ -416,6 +416,107 @@ mod tests {
         assert_eq!(request.answers("the customer is gone", true), vec![vec![UNANSWERED.to_string()], vec![UNANSWERED.to_string()]]);
     }
 
+    /// A scripted stand-in for `opencode serve`'s three routes that records every request
+    /// (method, path, body): `GET /question` lists `pending` until it is answered, `POST
+    /// /session` makes `ses_T`, `POST /question/<id>/reply` takes the answer.
+    struct FakeServer {
+        port: u16,
+        seen: Arc<std::sync::Mutex<Vec<(String, String, String)>>>,
+    }
+
+    impl FakeServer {
+        fn start(pending: Value) -> Self {
+            let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+            let port = listener.local_addr().unwrap().port();
+            let seen: Arc<std::sync::Mutex<Vec<(String, String, String)>>> = Arc::default();
+            let log = seen.clone();
+            std::thread::spawn(move || {
+                let mut pending = pending;
+                for stream in listener.incoming() {
+                    let mut stream = stream.unwrap();
+                    let mut raw = Vec::new();
+                    let mut buf = [0u8; 4096];
+                    let (method, path, body) = loop {
+                        let n = stream.read(&mut buf).unwrap();
+                        raw.extend_from_slice(&buf[..n]);
+                        let Some(split) = raw.windows(4).position(|w| w == b"\r\n\r\n") else { continue };
+                        let head = String::from_utf8_lossy(&raw[..split]).to_string();
+                        let length: usize = head.lines().find_map(|l| l.strip_prefix("Content-Length: ")).map_or(0, |v| v.parse().unwrap());
+                        if raw.len() < split + 4 + length {
+                            continue;
+                        }
+                        let mut words = head.split_whitespace();
+                        let (method, path) = (words.next().unwrap().to_string(), words.next().unwrap().to_string());
+                        break (method, path, String::from_utf8_lossy(&raw[split + 4..split + 4 + length]).to_string());
+                    };
+                    let reply = match (method.as_str(), path.as_str()) {
+                        ("GET", "/question") => pending.to_string(),
+                        ("POST", "/session") => json!({ "id": "ses_T" }).to_string(),
+                        ("POST", p) if p.starts_with("/question/") => {
+                            pending = json!([]);
+                            "true".to_string()
+                        }
+                        _ => "null".to_string(),
+                    };
+                    log.lock().unwrap().push((method, path, body));
+                    let _ = stream.write_all(format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{reply}", reply.len()).as_bytes());
+                }
+            });
+            FakeServer { port, seen }
+        }
+
+        fn requests(&self) -> Vec<(String, String, String)> {
+            self.seen.lock().unwrap().clone()
+        }
+    }
+
+    fn spec(home: &Path, port: u16) -> WatchSpec {
+        WatchSpec { namespace: PathBuf::new(), server: QuestionServer { port, session_file: ".specgap/session", ready_stem: ".specgap/ready" }, home: home.to_path_buf(), start: 1 }
+    }
+
+    #[test]
+    fn the_watcher_makes_the_session_says_ready_hands_each_request_over_once_and_posts_the_reply() {
+        let home_dir = tempfile::tempdir().unwrap();
+        let server = FakeServer::start(json!([request_json()]));
+        let link = Arc::new(Link::default());
+        let stop = Arc::new(AtomicBool::new(false));
+        let (spec, watching, stopping) = (spec(home_dir.path(), server.port), link.clone(), stop.clone());
+        let thread = std::thread::spawn(move || watch(&spec, Path::new(".specgap/ready-1"), &watching, &stopping));
+        let Some(Happened::Call(call)) = link.next(std::time::Instant::now() + Duration::from_secs(20)) else { panic!("no call") };
+        assert_eq!(std::fs::read_to_string(home_dir.path().join(".specgap/session")).unwrap(), "ses_T");
+        assert_eq!(std::fs::read_to_string(home_dir.path().join(".specgap/ready-1")).unwrap(), "ready\n");
+        assert_eq!(call.tool_call("bridge-1".into()).arguments["questions"], json!(["Does the 10 kg limit include the box?", "Which carrier do you use?"]));
+        // Three more polls list the same pending request while the engine is answering it.
+        let gets = |server: &FakeServer| server.requests().iter().filter(|(m, _, _)| m == "GET").count();
+        let before = gets(&server);
+        while gets(&server) < before + 3 {
+            std::thread::sleep(POLL);
+        }
+        call.answer("- Does the 10 kg limit include the box?\n  Yes.\n- Which carrier do you use?\n  ParcelCo.".into(), false, false);
+        while server.requests().iter().filter(|(m, _, _)| m == "POST").count() < 2 {
+            std::thread::sleep(POLL);
+        }
+        stop.store(true, Ordering::SeqCst);
+        thread.join().unwrap();
+        assert!(link.next(std::time::Instant::now()).is_none(), "one call for one request");
+        let posts: Vec<(String, String)> = server.requests().into_iter().filter(|(m, _, _)| m == "POST").map(|(_, p, b)| (p, b)).collect();
+        assert_eq!(posts, vec![("/session".to_string(), "{}".to_string()), ("/question/que_1/reply".to_string(), json!({ "answers": [["Yes."], ["ParcelCo."]] }).to_string())]);
+        assert!(server.requests().iter().all(|(m, p, _)| m == "POST" || p == "/question"), "{:?}", server.requests());
+    }
+
+    #[test]
+    fn a_link_planted_at_the_session_file_fails_the_route_with_its_reason_and_makes_no_session() {
+        let home_dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(home_dir.path().join(".specgap")).unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", home_dir.path().join(".specgap/session")).unwrap();
+        let server = FakeServer::start(json!([]));
+        let link = Link::default();
+        watch(&spec(home_dir.path(), server.port), Path::new(".specgap/ready-1"), &link, &AtomicBool::new(false));
+        let ready = std::fs::read_to_string(home_dir.path().join(".specgap/ready-1")).unwrap();
+        assert!(ready.starts_with("cannot read opencode's session id: "), "{ready}");
+        assert!(server.requests().iter().all(|(m, _, _)| m == "GET"), "no session was made: {:?}", server.requests());
+    }
+
     #[test]
     fn responses_are_read_whole_or_chunked() {
         assert_eq!(parse_response(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n[]"), Some((200, b"[]".to_vec())));
