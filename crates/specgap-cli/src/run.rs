@@ -139,7 +139,8 @@ pub struct Args {
     /// Replace specgap's prompts by the files of DIR, each named after the prompt it replaces:
     /// system prompts evidence.md, literal.md, plan.md, plan_execute.md, neutral.md, delivery.md; condition
     /// blocks delivery_hidden.md, delivery_interact.md, delivery_interact_req.md,
-    /// delivery_full_info.md, delivery_oracle.md; chat owner / customer prompts owner.md,
+    /// delivery_full_info.md, delivery_oracle.md; the reply past the clarification-round limit
+    /// round_limit_reply.md; chat owner / customer prompts owner.md,
     /// owner_opening.md, owner_observation.md, owner_question.md, customer.md,
     /// customer_opening.md, customer_question.md (docs/prompts.md: what each is and its
     /// placeholders). Any other name in DIR is an error. The texts and their sha256 are stored

@@ -346,9 +346,13 @@ fn cli_opencode_asks_the_owner_and_submits_through_mcp_and_reads_the_feedback_in
     let args: Vec<&OsStr> = vec![
         OsStr::new("run"), package.as_os_str(), OsStr::new("--agent"), OsStr::new("cli:opencode"), OsStr::new("--model"), OsStr::new(MODEL),
         OsStr::new("--base-url"), OsStr::new(&base_url), OsStr::new("--api-key-env"), OsStr::new(KEY_ENV), OsStr::new("--condition"), OsStr::new("partial"),
+        // The plain `opencode run` (no server) of the mcp channel; the other episodes here run
+        // under opencode's default, native.
+        OsStr::new("--ask-channel"), OsStr::new("mcp"),
         OsStr::new("--no-report"), OsStr::new("--out"), out.as_os_str(),
     ];
     assert_succeeded(specgap().args(&args).env(KEY_ENV, KEY).env("XDG_CACHE_HOME", test_cache()).output().unwrap());
+    assert!(std::fs::read_to_string(out.join("run.toml")).unwrap().contains("ask_channel = \"mcp\""));
     let requests = mock.requests();
     let main: Vec<&ReceivedRequest> = requests.iter().filter(|r| offers_tools(r)).collect();
     let rows = episodes(&out);
@@ -360,6 +364,7 @@ fn cli_opencode_asks_the_owner_and_submits_through_mcp_and_reads_the_feedback_in
     assert_eq!(main.len(), 6, "the episode ends at the accepted submission: no seventh turn");
     let tools: Vec<String> = body(main[0])["tools"].as_array().unwrap().iter().filter_map(|t| t["function"]["name"].as_str().map(str::to_string)).collect();
     assert!(tools.contains(&"specgap_ask_user".to_string()) && tools.contains(&"specgap_submit".to_string()), "the bridge's MCP tools are offered: {tools:?}");
+    assert!(!tools.contains(&"question".to_string()), "plain `opencode run` does not offer its own question tool: {tools:?}");
     // The harness calls arrived through the bridge, in order.
     let calls: Vec<(String, Value)> = events.iter().filter_map(|e| match &e.kind { EventKind::BridgeCall { call, .. } => Some((call.tool.clone(), call.arguments.clone())), _ => None }).collect();
     assert_eq!(
