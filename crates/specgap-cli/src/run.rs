@@ -144,7 +144,8 @@ pub struct Args {
     /// Replace specgap's prompts by the files of DIR, each named after the prompt it replaces:
     /// system prompts evidence.md, literal.md, plan.md, plan_execute.md, neutral.md, delivery.md; condition
     /// blocks delivery_hidden.md, delivery_interact.md, delivery_interact_req.md,
-    /// delivery_full_info.md, delivery_oracle.md; chat owner / customer prompts owner.md,
+    /// delivery_full_info.md, delivery_oracle.md; the reply past the clarification-round limit
+    /// round_limit_reply.md; chat owner / customer prompts owner.md,
     /// owner_opening.md, owner_observation.md, owner_question.md, customer.md,
     /// customer_opening.md, customer_question.md (docs/prompts.md: what each is and its
     /// placeholders). Any other name in DIR is an error. The texts and their sha256 are stored
@@ -258,9 +259,9 @@ pub struct ChatArgs {
     pub max_cost: Option<f64>,
     /// How a cli: agent's questions reach the customer: text (under delivery conditions: asked in
     /// its reply, answered by resuming its session; no ask_user tool), mcp (the harness's ask_user tool and command)
-    /// or native (the CLI's own question tool; no adapter has one served yet). Part of the
-    /// episode key. Default: the adapter's (text for claude-code, codex and gemini-cli; mcp
-    /// for opencode, mini-swe-agent and command).
+    /// or native (the CLI's own question tool, answered through its own server; opencode
+    /// only). Part of the episode key. Default: the adapter's (text for claude-code, codex and
+    /// gemini-cli; native for opencode; mcp for mini-swe-agent and command).
     #[arg(long, value_name = "text|native|mcp", value_parser = parse_ask_channel)]
     pub ask_channel: Option<specgap_agents::cli::channel::AskChannel>,
     /// Base URL of the user model's endpoint (default: --base-url).

@@ -32,7 +32,7 @@
 //!   exits 0 with blank stdout and stderr runs, then ends with `loop_blank_output` (any other
 //!   call in between breaks the run); the 4th consecutive `ask_user` under an owner
 //!   condition (calls, not questions) is not answered and ends with `loop_ask_user`; under a
-//!   delivery condition a round beyond the clarification-round limit gets [`PROCEED_REPLY`]
+//!   delivery condition a round beyond the clarification-round limit gets [`PROCEED_REPLY`] (or the run's `round_limit_reply.md`)
 //!   and the episode goes on (a `budget` event `clarification_rounds` marks the first).
 //!   Two consecutive replies without a tool call end with `no_tool_call` (the first gets a
 //!   reminder; under delivery conditions the text channel below comes first); three consecutive refusals end with `refusals`; context overflow ends at
@@ -889,12 +889,9 @@ impl<'c, 'a> Episode<'c, 'a> {
     /// and counts toward the `no_tool_call` end, so an agent that only keeps asking stops.
     fn text_exchange(&mut self, questions: Vec<String>, without_call: bool) -> Result<Option<EndReason>, EpisodeError> {
         if self.rounds_exhausted()? {
-            self.writer.event(EventKind::UserMessage {
-                kind: UserMessageKind::Answer,
-                text: PROCEED_REPLY.into(),
-                usage: None,
-            })?;
-            self.inbox.push(Incoming::UserMessage { kind: UserMessageKind::Answer, text: PROCEED_REPLY.into() });
+            let text = self.round_limit_reply();
+            self.writer.event(EventKind::UserMessage { kind: UserMessageKind::Answer, text: text.clone(), usage: None })?;
+            self.inbox.push(Incoming::UserMessage { kind: UserMessageKind::Answer, text });
             if without_call {
                 self.counters.no_tool += 1;
                 if self.counters.no_tool >= NO_TOOL_CALL_LIMIT {
@@ -1154,7 +1151,7 @@ impl<'c, 'a> Episode<'c, 'a> {
             return Ok(ToolOutput::error("not answered: this is the fourth question in a row"));
         }
         if condition.is_delivery() && self.rounds_exhausted()? {
-            return Ok(ToolOutput::ok(PROCEED_REPLY));
+            return Ok(ToolOutput::ok(self.round_limit_reply()));
         }
         let listed = asked.listed;
         let pairs = match self.clarification_round(asked.questions)? {
@@ -1173,6 +1170,12 @@ impl<'c, 'a> Episode<'c, 'a> {
             _ => text_channel::answer_message(&pairs),
         };
         Ok(ToolOutput::ok(text))
+    }
+
+    /// The reply to a round past the limit: the run's `round_limit_reply.md` when it replaces
+    /// it (trimmed), else [`PROCEED_REPLY`].
+    fn round_limit_reply(&self) -> String {
+        self.ctx.prompts.text(&crate::prompt_files::ROUND_LIMIT_REPLY_FILE).trim().to_string()
     }
 
     /// Whether the hard clarify-first gate (`interact-req+gate=on`) still withholds the work.

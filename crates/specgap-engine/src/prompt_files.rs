@@ -91,7 +91,17 @@ pub const SYSTEM_PROMPT_FILES: &[PromptFile] = &[
         builtin: include_str!("prompts/delivery_oracle.md"),
         purpose: "condition block of oracle:R",
     },
+    ROUND_LIMIT_REPLY_FILE,
 ];
+
+/// The customer's reply to a clarification round past the delivery round limit, on every
+/// channel (the text exchange, `ask_user`, a CLI's own question tool; seed 002 §4.1, A.9.3).
+/// Its built-in text is [`crate::episode::PROCEED_REPLY`]; a replacement is used trimmed.
+pub const ROUND_LIMIT_REPLY_FILE: PromptFile = PromptFile {
+    name: "round_limit_reply.md",
+    builtin: crate::episode::PROCEED_REPLY,
+    purpose: "the customer's reply to questions past the clarification-round limit (seed 002 A.9.3)",
+};
 
 /// Lowercase hex sha256 of a text.
 pub fn sha256_hex(text: &str) -> String {

@@ -121,6 +121,44 @@ pub fn answer_message(pairs: &[(String, String)]) -> String {
         .join("\n")
 }
 
+/// The answers of a message [`answer_message`] made for `questions`, in order: each answer's
+/// lines without their two-space indent (so an answer comes back as [`answer_message`] wrote
+/// it: trimmed, each line's trailing blanks cut). `None` when `message` is not that shape for
+/// these questions (another reply, such as the text past the round limit, or an error); a
+/// route that needs one answer per question (opencode's native question tool, seed 002
+/// A.9.3) then gives every question the whole message.
+///
+/// The shape cannot be misread: every answer line is indented or blank, and every question
+/// line starts with `- `.
+///
+/// ```
+/// use specgap_engine::text_channel::{answer_message, split_answer_message};
+/// let pairs = vec![("Which unit?".to_string(), "Kilograms.\nNever pounds.".to_string()), ("Box?".to_string(), "Yes.".to_string())];
+/// let questions: Vec<String> = pairs.iter().map(|(q, _)| q.clone()).collect();
+/// let answers = split_answer_message(&questions, &answer_message(&pairs));
+/// assert_eq!(answers, Some(vec!["Kilograms.\nNever pounds.".to_string(), "Yes.".to_string()]));
+/// ```
+pub fn split_answer_message(questions: &[String], message: &str) -> Option<Vec<String>> {
+    let lines: Vec<&str> = message.split('\n').collect();
+    let mut at = 0;
+    let mut answers = Vec::with_capacity(questions.len());
+    for question in questions {
+        for expected in format!("- {}", question.trim()).split('\n') {
+            if lines.get(at) != Some(&expected) {
+                return None;
+            }
+            at += 1;
+        }
+        let mut answer = Vec::new();
+        while let Some(line) = lines.get(at).filter(|l| l.is_empty() || l.starts_with("  ")) {
+            answer.push(line.strip_prefix("  ").unwrap_or(line));
+            at += 1;
+        }
+        answers.push(answer.join("\n").trim().to_string());
+    }
+    (at == lines.len()).then_some(answers)
+}
+
 /// Whether a file under `workspace` (its `.git` left out) matches the `[delivery].artifact`
 /// glob `pattern`, matched against the path relative to the workspace with `/` separators
 /// (`*` does not cross a `/`). A pattern that is not a glob (the loader rejects those)
@@ -194,6 +232,28 @@ mod tests {
     fn answers_are_indented_under_their_question() {
         let pairs = vec![("A?".to_string(), "one\n\ntwo".to_string()), ("B?".to_string(), "three".to_string())];
         assert_eq!(answer_message(&pairs), "- A?\n  one\n\n  two\n- B?\n  three");
+    }
+
+    #[test]
+    fn an_answer_message_splits_back_into_one_answer_per_question() {
+        let questions = |qs: &[&str]| qs.iter().map(|q| q.to_string()).collect::<Vec<_>>();
+        let pairs = vec![
+            ("A?".to_string(), "one\n\ntwo".to_string()),
+            ("B?".to_string(), String::new()),
+            ("  Two\nlines?".to_string(), "- not a question\n  kept indented".to_string()),
+            ("D?".to_string(), "last".to_string()),
+        ];
+        let asked: Vec<String> = pairs.iter().map(|(q, _)| q.clone()).collect();
+        assert_eq!(
+            split_answer_message(&asked, &answer_message(&pairs)),
+            Some(vec!["one\n\ntwo".to_string(), String::new(), "- not a question\n  kept indented".to_string(), "last".to_string()])
+        );
+        assert_eq!(split_answer_message(&questions(&["A?"]), "- A?"), Some(vec![String::new()]));
+        // Not the shape for these questions: another text, another question, a missing block, a tail.
+        assert_eq!(split_answer_message(&questions(&["A?"]), "Please carry on with the work."), None);
+        assert_eq!(split_answer_message(&questions(&["A?"]), "- B?\n  yes"), None);
+        assert_eq!(split_answer_message(&questions(&["A?", "B?"]), "- A?\n  yes"), None);
+        assert_eq!(split_answer_message(&questions(&["A?"]), "- A?\n  yes\nunindented"), None);
     }
 
     #[test]

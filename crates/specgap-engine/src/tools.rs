@@ -305,6 +305,12 @@ pub struct AskUserArgs {
     /// Several questions, each answered separately.
     #[serde(default)]
     pub questions: Option<Vec<String>>,
+    /// The request of a CLI's own question tool this call stands for (opencode's `questions`
+    /// array with each question's header and options, seed 002 A.9.3), put there by the
+    /// adapter that served it so the trajectory's `bridge_call` keeps it; never shown to the
+    /// user, who gets `questions`.
+    #[serde(default)]
+    pub native: Option<serde_json::Value>,
 }
 
 /// The questions of one `ask_user` call: one clarification round however many it holds.

@@ -212,6 +212,14 @@ pub trait Adapter: Send + Sync + std::fmt::Debug {
         super::channel::AskChannel::Mcp
     }
 
+    /// The CLI's own question tool, when this adapter serves it (`--ask-channel native`,
+    /// seed 002 App. A.9.3): the local server of the CLI's that the harness answers its
+    /// questions through ([`super::opencode_server`]). `None` (the default): the CLI has none,
+    /// or the agent was configured with another channel.
+    fn question_server(&self) -> Option<super::opencode_server::QuestionServer> {
+        None
+    }
+
     /// Whether generating requests that offer no tools are side requests (titles, summaries)
     /// rather than turns.
     fn toolless_requests_are_side(&self) -> bool {

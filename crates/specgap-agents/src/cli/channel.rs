@@ -10,15 +10,18 @@
 //!   offered ([`AskChannel::withholds_ask_user`]).
 //! * [`AskChannel::Mcp`]: `ask_user` is offered through the bridge's MCP server and its
 //!   `ask_user` command, like every other harness tool.
-//! * [`AskChannel::Native`]: the CLI's own question tool (opencode's), which no adapter
-//!   implements yet: choosing it is refused with a message saying so.
+//! * [`AskChannel::Native`]: the CLI's own question tool, served by the harness where the
+//!   adapter declares one ([`super::adapter::Adapter::question_server`]): opencode's
+//!   `question` tool, answered through opencode's own server ([`super::opencode_server`]);
+//!   each request is one `ask_user` round. `ask_user` is withheld like under `text` (the
+//!   agent asks with its own tool; questions in its reply still reach the customer). Refused
+//!   for every other adapter.
 //!
 //! Each adapter has a default ([`super::adapter::Adapter::default_ask_channel`]): the vendor
 //! CLIs the paper runs with text exchanges (claude-code, codex, gemini-cli) default to `text`;
-//! opencode, whose paper channel is its native tool, defaults to `mcp` until that tool is
-//! served; mini-swe-agent, which cannot be resumed (so a text exchange could never bring its
-//! answers back), and `cli:command` default to `mcp` (docs/decisions.md "CLI agents: the ask
-//! channel").
+//! opencode, whose paper channel is its native tool, defaults to `native`; mini-swe-agent,
+//! which cannot be resumed (so a text exchange could never bring its answers back), and
+//! `cli:command` default to `mcp` (docs/decisions.md "CLI agents: the ask channel").
 
 use serde::{Deserialize, Serialize};
 use specgap_engine::session::AgentError;
@@ -79,21 +82,18 @@ impl std::fmt::Display for AskChannel {
     }
 }
 
-/// Refuses a channel no adapter named `adapter` can use whatever its installation: `native`,
-/// since no adapter's own question tool is served yet (for opencode the message names its
-/// default). Called before the installation is looked at, so the refusal names the real
-/// reason.
+/// Refuses a channel the adapter named `adapter` cannot use whatever its installation:
+/// `native` for every adapter but opencode, the only CLI whose own question tool is served.
+/// Called before the installation is looked at, so the refusal names the real reason.
 ///
 /// # Errors
-/// [`AgentError`] (deterministic) for `Some(AskChannel::Native)`.
+/// [`AgentError`] (deterministic) for `Some(AskChannel::Native)` and another adapter.
 pub fn refuse_unserved(adapter: &str, requested: Option<AskChannel>) -> Result<(), AgentError> {
-    if requested != Some(AskChannel::Native) {
+    if requested != Some(AskChannel::Native) || adapter == NATIVE_ADAPTER {
         return Ok(());
     }
-    let message = if adapter == "opencode" {
-        "--ask-channel native: specgap does not serve opencode's own question tool yet, so questions asked with it could not reach the customer; use mcp (opencode's default) or text".to_string()
-    } else {
-        format!("--ask-channel native: cli:{adapter} has no question tool of its own; use text or mcp")
-    };
-    Err(AgentError::new(message, true))
+    Err(AgentError::new(format!("--ask-channel native: cli:{adapter} has no question tool of its own that specgap serves (only cli:opencode has); use text or mcp"), true))
 }
+
+/// The adapter whose own question tool the harness serves.
+pub const NATIVE_ADAPTER: &str = "opencode";

@@ -25,7 +25,8 @@
 //! [`claude_code`], [`codex`], [`opencode`] and [`gemini_cli`].
 //!
 //! How the agent's questions reach the customer is its ask channel ([`channel`]: `text`,
-//! `mcp`, or the refused `native`), stored in its configuration; under `text` in a delivery
+//! `mcp`, or `native`, the CLI's own question tool, which only opencode's adapter serves:
+//! [`opencode_server`]), stored in its configuration; under `text` and `native` in a delivery
 //! condition the harness tools it is offered leave `ask_user` out.
 #![allow(clippy::module_name_repetitions)]
 
@@ -42,6 +43,7 @@ pub mod home;
 mod link;
 pub mod mini_swe_agent;
 pub mod opencode;
+pub mod opencode_server;
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -153,9 +155,8 @@ impl CliConfig {
     ///
     /// # Errors
     /// [`AgentError`] (deterministic): the adapter cannot be made ([`CliConfig::adapter`]);
-    /// `native` (no adapter's own question tool is served yet; for opencode the message names
-    /// its default); `text` for an adapter that cannot be resumed, whose answers could never
-    /// come back.
+    /// `native` for an adapter whose own question tool is not served (all but opencode);
+    /// `text` for an adapter that cannot be resumed, whose answers could never come back.
     pub fn resolve_ask_channel(&mut self, requested: Option<channel::AskChannel>) -> Result<(), AgentError> {
         channel::refuse_unserved(&self.adapter, requested)?;
         let adapter = self.adapter()?;
@@ -231,7 +232,8 @@ impl CliConfig {
             "opencode" => {
                 let installation = self.installation()?;
                 let version = installation.manifest().version.clone();
-                Ok(Box::new(opencode::OpenCode::new(installation.dir(), &version).map_err(|e| AgentError::new(e, true))?))
+                let adapter = opencode::OpenCode::new(installation.dir(), &version).map_err(|e| AgentError::new(e, true))?;
+                Ok(Box::new(adapter.with_native_questions(self.effective_ask_channel() == channel::AskChannel::Native)))
             }
             "gemini-cli" => {
                 let installation = self.installation()?;
@@ -323,6 +325,8 @@ pub struct CliAgent {
     protocol_urls: Vec<(Protocol, String)>,
     /// The harness tools' endpoint (from the start on).
     bridge: Option<bridge::EpisodeBridge>,
+    /// The watcher of the CLI's own questions for the current start (`--ask-channel native`).
+    questions: Option<opencode_server::QuestionWatcher>,
 }
 
 impl std::fmt::Debug for CliAgent {
@@ -358,6 +362,7 @@ impl CliAgent {
             base_url: String::new(),
             protocol_urls: Vec::new(),
             bridge: None,
+            questions: None,
         })
     }
 
@@ -508,9 +513,21 @@ impl CliAgent {
         let env_file = format!("env-{}", self.starts);
         let body: String = exports.iter().map(|(k, v)| format!("export {k}={}\n", adapter::shell_quote(v))).collect();
         std::fs::write(task.join(&env_file), body).map_err(|e| AgentError::with_source("cannot write the agent's environment", false, e))?;
+        self.watch_questions()?;
         let command = format!(". {}/{env_file}\n{}", SANDBOX_TASK_DIR, self.adapter.command(&launch));
         let sandbox = self.sandbox.as_mut().ok_or_else(|| AgentError::new("the agent's sandbox is gone", false))?;
         sandbox.run(&command).map_err(|e| AgentError::with_source("cannot start the agent's program", false, e))
+    }
+
+    /// Under a native question route, a watcher of the CLI's server for this start (the
+    /// previous start's stops first): its questions become harness calls.
+    fn watch_questions(&mut self) -> Result<(), AgentError> {
+        let Some(server) = self.adapter.question_server() else { return Ok(()) };
+        self.questions.take();
+        let namespace = self.sandbox.as_ref().ok_or_else(|| AgentError::new("the agent's sandbox is gone", false))?.network_namespace();
+        let spec = opencode_server::WatchSpec { namespace, server, home: self.home()?, start: self.starts };
+        self.questions = Some(opencode_server::QuestionWatcher::start(spec, self.link.clone())?);
+        Ok(())
     }
 
     /// The reply for one exchange.
@@ -732,7 +749,8 @@ impl Agent for CliAgent {
         {
             tracing::warn!("the model gateway did not stop cleanly: {e}");
         }
-        // After the sandbox is gone: no client is left to wait on the socket.
+        // After the sandbox is gone: no client is left to wait on the socket or the server.
+        self.questions.take();
         self.bridge.take();
     }
 }
@@ -799,15 +817,14 @@ mod tests {
         command.resolve_ask_channel(Some(AskChannel::Text)).unwrap();
         assert_eq!(command.ask_channel, Some(AskChannel::Text));
         let refused = command.resolve_ask_channel(Some(AskChannel::Native)).unwrap_err();
-        assert_eq!(refused.message, "--ask-channel native: cli:command has no question tool of its own; use text or mcp");
+        assert_eq!(refused.message, "--ask-channel native: cli:command has no question tool of its own that specgap serves (only cli:opencode has); use text or mcp");
         assert_eq!(command.ask_channel, Some(AskChannel::Text), "a refusal changes nothing");
 
-        // opencode's native tool is refused before its installation is looked at.
-        let refused = CliConfig::new("opencode", "m").resolve_ask_channel(Some(AskChannel::Native)).unwrap_err();
-        assert_eq!(
-            refused.message,
-            "--ask-channel native: specgap does not serve opencode's own question tool yet, so questions asked with it could not reach the customer; use mcp (opencode's default) or text"
-        );
+        // Only opencode's own question tool is served; for another adapter native is refused
+        // before its installation is looked at.
+        let refused = CliConfig::new("codex", "m").resolve_ask_channel(Some(AskChannel::Native)).unwrap_err();
+        assert_eq!(refused.message, "--ask-channel native: cli:codex has no question tool of its own that specgap serves (only cli:opencode has); use text or mcp");
+        assert!(channel::refuse_unserved("opencode", Some(AskChannel::Native)).is_ok());
     }
 
     #[test]

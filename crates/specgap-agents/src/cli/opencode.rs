@@ -6,16 +6,19 @@
 //! | --- | --- |
 //! | installation | `specgap agents install opencode`: the native program `node_modules/opencode-linux-x64/bin/opencode` (a Bun build), mounted read-only; its grep and glob tools need ripgrep (`rg`) from the system, which it would otherwise download into its cache at run time |
 //! | start | `opencode run --format json -m specgap/<model>` with the message on standard input (a positional message is quoted by opencode when it has spaces); its JSON events go to `~/.specgap/opencode-events.jsonl` |
+//! | start under `--ask-channel native` (the default) | `opencode serve --hostname 127.0.0.1 --port 4096` in the background (log `~/.specgap/opencode-serve.log`), a wait for the harness's ready file `~/.specgap/opencode-server-ready-<n>`, then `opencode run --attach http://127.0.0.1:4096 --session <id> --format json -m specgap/<model>` (same events), the server stopped when it ends (`served_command`) |
+//! | question tool | under `native` its own `question` tool, which plain `run` never offers (it creates its session with `question: deny`): the harness creates the session through the server without rules and answers each request through `POST /question/<id>/reply`, one `ask_user` round a request ([`super::opencode_server`]); under `mcp` / `text` the tool is not offered |
 //! | model endpoint | a provider `specgap` in `~/.config/opencode/opencode.json` through its bundled `@ai-sdk/openai-compatible` package: `baseURL` = the gateway, `apiKey` = `{env:OPENAI_API_KEY}` (the gateway token); streamed chat completions with `stream_options.include_usage` |
 //! | network | `autoupdate` off, sharing off, models.dev list not fetched (`OPENCODE_DISABLE_MODELS_FETCH`), default plug-ins, LSP downloads, Claude Code files and external skills off, project configuration ignored (the harness's file is the configuration); opencode still looks up the npm registry once to add `@opencode-ai/plugin` to its configuration directory in the background — without a network the lookup fails at once and nothing waits on it |
 //! | harness tools | the bridge's MCP server as a `local` server in its `mcp` configuration (its tools appear to the model as `specgap_ask_user`, `specgap_submit`); the commands `ask_user` and `submit` are on `PATH` for its shell tool |
 //! | permissions | `"*": "allow"` (no prompt can block `run`), `webfetch` and `websearch` denied; opencode has no sandbox of its own |
 //! | system prompt | its `instructions` option (files appended to its system prompt): the condition's prompt file; `blind` adds nothing |
 //! | side requests | the title of a new session: a generating request without tools, a side request |
-//! | resume | `opencode run --session <id>` with the new message; the id is the one its first start's events carry, kept in `~/.specgap/opencode-session` |
+//! | resume | `opencode run --session <id>` with the new message; the id is the one its first start's events carry, kept in `~/.specgap/opencode-session` (under `native`: the session the harness created, in the same file; each start serves again and attaches) |
 //! | tool output | its tool results are kept as sent (its shell tool's result has no exit status; that is in its events) |
+//! | ask channel | default `native` (seed 002 A.9.3: the paper's opencode asks with its own tool) |
 //! | log | the JSON events of each start, read without following links once it ended: `tool_use` parts become normalized actions (read → read, write → write, edit → edit, grep → one search per file it shows, glob / list → list; its `bash` calls are read from the model traffic as every shell call is) and the results of calls no request carried; the last `text` part is its final reply |
-//! | completion signal | none: it ends its run when the model stops calling tools; the workspace is then submitted automatically unless it called `submit` |
+//! | completion signal | none: it ends its run when the model stops calling tools; the workspace is then submitted automatically unless it called `submit` (`run --attach` exits when its prompt call returns, so the last text-only step's events may be missing; the final reply then comes from the gateway's record) |
 //! | plan mode | not applicable |
 //!
 //! A version this adapter does not know is refused when the agent is configured, naming the
@@ -30,7 +33,9 @@ use specgap_protocol::action::{ActionKind, FileAction};
 use specgap_sandbox::WORKSPACE_MOUNT;
 
 use super::adapter::{Adapter, Launch, LogReport, SANDBOX_HOME, SystemPromptRoute, TOKEN_ENV, shell_quote};
+use super::channel::AskChannel;
 use super::home;
+use super::opencode_server::{QuestionServer, SERVER_PORT};
 
 /// The default version `specgap agents install opencode` installs.
 pub const DEFAULT_VERSION: &str = "1.18.33";
@@ -46,6 +51,11 @@ pub const EVENTS_LOG: &str = ".specgap/opencode-events.jsonl";
 pub const SESSION_FILE: &str = ".specgap/opencode-session";
 /// Its configuration file, relative to the home.
 pub const CONFIG_FILE: &str = ".config/opencode/opencode.json";
+/// The stem of the harness's ready files under `--ask-channel native`, relative to the home
+/// ([`QuestionServer::ready_file`]).
+pub const READY_STEM: &str = ".specgap/opencode-server-ready";
+/// The server's log of each start under `--ask-channel native`, relative to the home.
+pub const SERVER_LOG: &str = ".specgap/opencode-serve.log";
 /// Largest events log read back.
 const EVENTS_LIMIT: u64 = 64 << 20;
 
@@ -54,6 +64,8 @@ const EVENTS_LIMIT: u64 = 64 << 20;
 pub struct OpenCode {
     dir: PathBuf,
     version: String,
+    /// Whether its own question tool is served (`--ask-channel native`).
+    native_questions: bool,
 }
 
 impl OpenCode {
@@ -88,7 +100,20 @@ impl OpenCode {
         if !on_path("rg") {
             return Err(format!("cli:opencode@{version} needs ripgrep (`rg`) on PATH for its grep and glob tools (it would download it at run time); install it, e.g. Debian's ripgrep"));
         }
-        Ok(OpenCode { dir: dir.to_path_buf(), version: version.to_string() })
+        Ok(OpenCode { dir: dir.to_path_buf(), version: version.to_string(), native_questions: false })
+    }
+
+    /// The adapter with its own question tool served through its server when `on`
+    /// (`--ask-channel native`; module guide of [`super::opencode_server`]).
+    #[must_use]
+    pub fn with_native_questions(mut self, on: bool) -> Self {
+        self.native_questions = on;
+        self
+    }
+
+    /// The route of its question tool: `opencode serve` on the sandbox's loopback.
+    pub fn server() -> QuestionServer {
+        QuestionServer { port: SERVER_PORT, session_file: SESSION_FILE, ready_stem: READY_STEM }
     }
 
     /// Its configuration for one start: the gateway as the only provider, the switches, the
@@ -126,6 +151,34 @@ impl OpenCode {
         }
         config
     }
+}
+
+/// The command under `--ask-channel native` (module guide of [`super::opencode_server`]):
+/// `opencode serve` on the sandbox's loopback, a wait for the harness's ready file (the
+/// session it created, its questions watched), `opencode run --attach` on that session with
+/// the same JSON events, then the server stopped; the run's exit status is the command's.
+fn served_command(launch: &Launch) -> String {
+    let home_file = |relative: &str| shell_quote(&format!("{SANDBOX_HOME}/{relative}"));
+    let ready = home_file(&OpenCode::server().ready_file(launch.start_number()));
+    format!(
+        "mkdir -p {home}/.specgap\n\
+         opencode serve --hostname 127.0.0.1 --port {SERVER_PORT} >> {log} 2>&1 &\n\
+         server=$!\n\
+         while [ ! -s {ready} ]; do kill -0 $server 2>/dev/null || exit 3; sleep 0.05; done\n\
+         read -r state < {ready}\n\
+         if [ \"$state\" != ready ]; then echo \"specgap: $state\" >&2; kill $server; exit 3; fi\n\
+         opencode run --attach http://127.0.0.1:{SERVER_PORT} --session \"$(cat {session})\" --format json -m {model} < {message} > {events}\n\
+         status=$?\n\
+         kill $server 2>/dev/null\n\
+         wait $server 2>/dev/null\n\
+         exit $status",
+        home = SANDBOX_HOME,
+        log = home_file(SERVER_LOG),
+        session = home_file(SESSION_FILE),
+        model = shell_quote(&format!("{PROVIDER}/{}", launch.model)),
+        message = shell_quote(&launch.message_file),
+        events = home_file(EVENTS_LOG),
+    )
 }
 
 /// Whether `program` is an executable file in a directory of `PATH`.
@@ -175,6 +228,9 @@ impl Adapter for OpenCode {
     }
 
     fn command(&self, launch: &Launch) -> String {
+        if self.native_questions {
+            return served_command(launch);
+        }
         let session = if launch.resumed { format!(" --session \"$(cat {})\"", shell_quote(&format!("{SANDBOX_HOME}/{SESSION_FILE}"))) } else { String::new() };
         format!(
             "mkdir -p {home}/.specgap && exec opencode run --format json -m {model}{session} < {message} > {events}",
@@ -183,6 +239,14 @@ impl Adapter for OpenCode {
             message = shell_quote(&launch.message_file),
             events = shell_quote(&format!("{SANDBOX_HOME}/{EVENTS_LOG}")),
         )
+    }
+
+    fn default_ask_channel(&self) -> AskChannel {
+        AskChannel::Native
+    }
+
+    fn question_server(&self) -> Option<QuestionServer> {
+        self.native_questions.then(Self::server)
     }
 
     fn can_resume(&self) -> bool {
@@ -371,7 +435,7 @@ mod tests {
         std::fs::create_dir_all(&bin).unwrap();
         std::fs::write(bin.join("opencode"), "").unwrap();
         std::fs::write(dir.path().join("node_modules/opencode-linux-x64/package.json"), format!("{{\"version\":\"{version}\"}}")).unwrap();
-        let adapter = OpenCode { dir: dir.path().to_path_buf(), version: version.into() };
+        let adapter = OpenCode { dir: dir.path().to_path_buf(), version: version.into(), native_questions: false };
         (dir, adapter)
     }
 
@@ -397,6 +461,27 @@ mod tests {
             adapter.command(&launch(true)),
             "mkdir -p /home/specgap/.specgap && exec opencode run --format json -m 'specgap/qwen3-8b' --session \"$(cat '/home/specgap/.specgap/opencode-session')\" < '/run/specgap/task/message-2.md' > '/home/specgap/.specgap/opencode-events.jsonl'"
         );
+    }
+
+    #[test]
+    fn under_native_questions_the_command_serves_waits_for_the_harness_and_attaches() {
+        let (_dir, adapter) = installed("1.18.33");
+        assert_eq!(adapter.question_server(), None, "no route unless the channel is native");
+        assert_eq!(adapter.default_ask_channel(), AskChannel::Native, "the paper's channel for opencode");
+        let adapter = adapter.with_native_questions(true);
+        assert_eq!(adapter.question_server(), Some(QuestionServer { port: 4096, session_file: SESSION_FILE, ready_stem: READY_STEM }));
+        let expected = "mkdir -p /home/specgap/.specgap
+opencode serve --hostname 127.0.0.1 --port 4096 >> '/home/specgap/.specgap/opencode-serve.log' 2>&1 &
+server=$!
+while [ ! -s '/home/specgap/.specgap/opencode-server-ready-2' ]; do kill -0 $server 2>/dev/null || exit 3; sleep 0.05; done
+read -r state < '/home/specgap/.specgap/opencode-server-ready-2'
+if [ \"$state\" != ready ]; then echo \"specgap: $state\" >&2; kill $server; exit 3; fi
+opencode run --attach http://127.0.0.1:4096 --session \"$(cat '/home/specgap/.specgap/opencode-session')\" --format json -m 'specgap/qwen3-8b' < '/run/specgap/task/message-2.md' > '/home/specgap/.specgap/opencode-events.jsonl'
+status=$?
+kill $server 2>/dev/null
+wait $server 2>/dev/null
+exit $status";
+        assert_eq!(adapter.command(&launch(true)), expected);
     }
 
     #[test]

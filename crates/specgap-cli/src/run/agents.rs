@@ -139,9 +139,10 @@ impl CliTarget {
 /// # Errors
 /// The version is not installed (naming `specgap agents install`; with
 /// [`MissingInstall::Note`] a note instead, and the adapter's own checks and default ask
-/// channel wait for the installation), its installation is incomplete or changed, the adapter cannot run it (no runtime adapter yet, a bad template),
-/// an ask channel the adapter cannot use (`native`; `text` for an adapter that cannot be
-/// resumed), the `specgap-bridge` program cannot be found, or the configuration cannot be
+/// channel wait for the installation), its installation is incomplete or changed, the adapter
+/// cannot run it (no runtime adapter yet, a bad template), an ask channel the adapter cannot
+/// use (`native` for all but opencode; `text` for an adapter that cannot be resumed), the
+/// `specgap-bridge` program cannot be found, or the configuration cannot be
 /// stored.
 pub fn cli_component(
     spec: &str,

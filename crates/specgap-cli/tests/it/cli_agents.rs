@@ -339,7 +339,7 @@ fn the_ask_channel_is_stored_with_a_cli_agent_and_changes_its_episode_key() {
     assert_ne!(text.agents[0].hash, mcp.agents[0].hash, "the channel is part of the agent hash, so of every episode key");
 
     for (value, expected) in [
-        ("native", "--ask-channel native: cli:command has no question tool of its own; use text or mcp"),
+        ("native", "--ask-channel native: cli:command has no question tool of its own that specgap serves (only cli:opencode has); use text or mcp"),
         ("voice", "invalid value 'voice' for '--ask-channel <text|native|mcp>': unknown ask channel `voice`; expected text, native or mcp"),
     ] {
         let refused = dry_run_cli(&["--ask-channel", value]).unwrap_err();
@@ -350,7 +350,7 @@ fn the_ask_channel_is_stored_with_a_cli_agent_and_changes_its_episode_key() {
 }
 
 #[test]
-fn opencode_native_question_tool_is_refused_naming_why_before_its_installation_is_looked_at() {
+fn opencode_native_question_tool_is_accepted_and_only_a_missing_installation_is_refused() {
     let refused = specgap()
         .env("XDG_CACHE_HOME", tempfile::tempdir().unwrap().path())
         .arg("run")
@@ -360,8 +360,6 @@ fn opencode_native_question_tool_is_refused_naming_why_before_its_installation_i
         .unwrap();
     assert_eq!(refused.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&refused.stderr);
-    assert!(
-        stderr.contains("--ask-channel native: specgap does not serve opencode's own question tool yet, so questions asked with it could not reach the customer; use mcp (opencode's default) or text"),
-        "{stderr}"
-    );
+    assert!(!stderr.contains("--ask-channel native"), "native is opencode's own channel: {stderr}");
+    assert!(stderr.contains("cli agent opencode@1.18.33 is not installed; install it with `specgap agents install opencode@1.18.33`"), "{stderr}");
 }

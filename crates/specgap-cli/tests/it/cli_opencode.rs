@@ -346,9 +346,13 @@ fn cli_opencode_asks_the_owner_and_submits_through_mcp_and_reads_the_feedback_in
     let args: Vec<&OsStr> = vec![
         OsStr::new("run"), package.as_os_str(), OsStr::new("--agent"), OsStr::new("cli:opencode"), OsStr::new("--model"), OsStr::new(MODEL),
         OsStr::new("--base-url"), OsStr::new(&base_url), OsStr::new("--api-key-env"), OsStr::new(KEY_ENV), OsStr::new("--condition"), OsStr::new("partial"),
+        // The plain `opencode run` (no server) of the mcp channel; the other episodes here run
+        // under opencode's default, native.
+        OsStr::new("--ask-channel"), OsStr::new("mcp"),
         OsStr::new("--no-report"), OsStr::new("--out"), out.as_os_str(),
     ];
     assert_succeeded(specgap().args(&args).env(KEY_ENV, KEY).env("XDG_CACHE_HOME", test_cache()).output().unwrap());
+    assert!(std::fs::read_to_string(out.join("run.toml")).unwrap().contains("ask_channel = \"mcp\""));
     let requests = mock.requests();
     let main: Vec<&ReceivedRequest> = requests.iter().filter(|r| offers_tools(r)).collect();
     let rows = episodes(&out);
@@ -360,6 +364,7 @@ fn cli_opencode_asks_the_owner_and_submits_through_mcp_and_reads_the_feedback_in
     assert_eq!(main.len(), 6, "the episode ends at the accepted submission: no seventh turn");
     let tools: Vec<String> = body(main[0])["tools"].as_array().unwrap().iter().filter_map(|t| t["function"]["name"].as_str().map(str::to_string)).collect();
     assert!(tools.contains(&"specgap_ask_user".to_string()) && tools.contains(&"specgap_submit".to_string()), "the bridge's MCP tools are offered: {tools:?}");
+    assert!(!tools.contains(&"question".to_string()), "plain `opencode run` does not offer its own question tool: {tools:?}");
     // The harness calls arrived through the bridge, in order.
     let calls: Vec<(String, Value)> = events.iter().filter_map(|e| match &e.kind { EventKind::BridgeCall { call, .. } => Some((call.tool.clone(), call.arguments.clone())), _ => None }).collect();
     assert_eq!(
@@ -392,4 +397,156 @@ fn cli_opencode_asks_the_owner_and_submits_through_mcp_and_reads_the_feedback_in
     let expected_input = (0..6).map(|s| main_tokens(s).input).sum::<u64>() + TITLE_TOKENS.input;
     let expected_output = (0..6).map(|s| main_tokens(s).output).sum::<u64>() + TITLE_TOKENS.output;
     assert_eq!(usage.iter().map(|u| (u.usage.requests, u.usage.input_tokens, u.usage.output_tokens)).collect::<Vec<_>>(), vec![(7, expected_input, expected_output)]);
+}
+
+const BOX_QUESTION: &str = "Does the 10 kg limit include the box itself?";
+const BOX_ANSWER: &str = "Yes: the carrier weighs the packed box, and an empty box with padding is 0.5 kg, so at most 9.5 kg of goods go in a box.";
+const WAIT_HEADER: &str = "Can some items wait until tomorrow?";
+const WAIT_ANSWER: &str = "Every line in orders.csv ships today; nothing may be left for tomorrow.";
+
+/// opencode's `question` call of two questions: one with its own text and options, one whose
+/// text is empty (the customer gets its header).
+fn native_question_call(id: &str) -> Call {
+    Call::new(
+        id,
+        "question",
+        json!({ "questions": [
+            { "question": BOX_QUESTION, "header": "Box weight", "options": [{ "label": "Yes", "description": "the box counts" }, { "label": "No", "description": "goods only" }] },
+            { "question": "", "header": WAIT_HEADER, "options": [] }
+        ] }),
+    )
+}
+
+/// Answers a delivery episode by step: `questions` calls of opencode's own question tool (one
+/// per id in `asks`), then the plan written with the write tool, then a closing reply.
+fn native_responder(plan: String, asks: &'static [&'static str]) -> impl Fn(&ReceivedRequest) -> MockReply + Send + Sync {
+    move |request| {
+        if !offers_tools(request) {
+            return replies::openai_chat_stream(MODEL, "Packing plan", &[], TITLE_TOKENS);
+        }
+        let body = body(request);
+        let step = body["messages"].as_array().map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count());
+        let tokens = main_tokens(step as u64);
+        if let Some(id) = asks.get(step) {
+            return replies::openai_chat_stream(MODEL, "", &[native_question_call(id)], tokens);
+        }
+        if step == asks.len() {
+            return replies::openai_chat_stream(MODEL, "", &[Call::new("call-plan", "write", json!({ "filePath": "/workspace/plan.json", "content": plan }))], tokens);
+        }
+        replies::openai_chat_stream(MODEL, "plan.json is written.", &[], tokens)
+    }
+}
+
+/// Runs `delivery-basic` under `interact` with `cli:opencode` (its default ask channel) and
+/// `extra` arguments against `mock`; returns the run directory's parent and the run directory.
+fn run_delivery(mock: &MockUpstream, extra: &[&str]) -> (tempfile::TempDir, PathBuf) {
+    let package = task_fixture("delivery-basic");
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let base_url = format!("{}/v1", mock.url());
+    let mut args: Vec<&OsStr> = vec![
+        OsStr::new("run"), package.as_os_str(), OsStr::new("--agent"), OsStr::new("cli:opencode"), OsStr::new("--model"), OsStr::new(MODEL),
+        OsStr::new("--base-url"), OsStr::new(&base_url), OsStr::new("--api-key-env"), OsStr::new(KEY_ENV), OsStr::new("--condition"), OsStr::new("interact"),
+        OsStr::new("--no-report"), OsStr::new("--out"), out.as_os_str(),
+    ];
+    args.extend(extra.iter().map(OsStr::new));
+    assert_succeeded(specgap().args(&args).env(KEY_ENV, KEY).env("XDG_CACHE_HOME", test_cache()).output().unwrap());
+    (tmp, out)
+}
+
+/// The content of the tool message answering `call_id` in `request`'s history.
+fn tool_message(request: &ReceivedRequest, call_id: &str) -> String {
+    body(request)["messages"].as_array().unwrap().iter().find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id).unwrap()["content"].as_str().unwrap().to_string()
+}
+
+/// The text opencode 1.18.33's question tool returns for `answers` (one per question, in
+/// order, each paired with the question's own text, empty for a header-only question).
+fn opencode_answered(pairs: &[(&str, &str)]) -> String {
+    let shown: Vec<String> = pairs.iter().map(|(q, a)| format!("\"{q}\"=\"{a}\"")).collect();
+    format!("User has answered your questions: {}. You can now continue with the user's answers in mind.", shown.join(", "))
+}
+
+#[test]
+fn cli_opencode_asks_through_its_own_question_tool_and_the_customers_answers_come_back_through_its_server() {
+    let Some(_) = opencode_installed() else { return };
+    let plan = std::fs::read_to_string(task_fixture("delivery-basic").join("solutions/gold/plan.json")).unwrap();
+    let mock = MockUpstream::start([]).unwrap();
+    mock.set_responder(native_responder(plan, &["call-q"]));
+    let (_tmp, out) = run_delivery(&mock, &[]);
+    let store = specgap_store::Store::open(&out).unwrap();
+    let stored = std::fs::read_to_string(out.join("run.toml")).unwrap();
+    assert!(stored.contains("ask_channel = \"native\""), "opencode's default channel is its own tool: {stored}");
+
+    // opencode offered its question tool (and submit through MCP, but not ask_user), and the
+    // model's call was answered once, in the same run, with one free-text answer per question.
+    let requests = mock.requests();
+    let main: Vec<&ReceivedRequest> = requests.iter().filter(|r| offers_tools(r)).collect();
+    assert_eq!((main.len(), requests.len() - main.len()), (3, 1), "three main-loop requests and one title");
+    let tools: Vec<String> = body(main[0])["tools"].as_array().unwrap().iter().filter_map(|t| t["function"]["name"].as_str().map(str::to_string)).collect();
+    assert!(tools.contains(&"question".to_string()) && tools.contains(&"specgap_submit".to_string()), "{tools:?}");
+    assert!(!tools.contains(&"specgap_ask_user".to_string()), "ask_user is withheld under native in a delivery condition: {tools:?}");
+    assert_eq!(tool_message(main[1], "call-q"), opencode_answered(&[(BOX_QUESTION, BOX_ANSWER), ("", WAIT_ANSWER)]));
+    for (step, request) in main.iter().enumerate() {
+        assert_each_call_answered_once(body(request)["messages"].as_array().unwrap(), &format!("main request {step}"));
+        assert_eq!(request.header("authorization"), Some(format!("Bearer {KEY}").as_str()), "main request {step}");
+    }
+
+    let rows = episodes(&out);
+    let row = &rows[0];
+    assert_eq!(row.end_reason.map(|r| r.as_str()), Some("agent_exit"), "{row:?}");
+    assert_eq!((row.turns, row.tool_calls, row.submissions), (3, 2, 1), "{row:?}");
+    assert_eq!((row.final_score, row.final_success), (Some(1.0), Some(true)), "{row:?}");
+    let events = events(&out, &row.id);
+    // The request became one ask_user round with the customer's two questions (the header for
+    // the empty one, no option appended), the request itself kept beside them.
+    let calls: Vec<Value> = events.iter().filter_map(|e| match &e.kind { EventKind::BridgeCall { call, .. } => Some(json!({ "tool": call.tool, "arguments": call.arguments })), _ => None }).collect();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0]["tool"], "ask_user");
+    assert_eq!(calls[0]["arguments"]["questions"], json!([BOX_QUESTION, WAIT_HEADER]));
+    let native = &calls[0]["arguments"]["native"];
+    assert!(native["id"].as_str().unwrap().starts_with("que_"), "{native}");
+    assert_eq!(native["tool"]["callID"], "call-q");
+    assert_eq!(native["questions"][0]["options"], json!([{ "label": "Yes", "description": "the box counts" }, { "label": "No", "description": "goods only" }]));
+    assert_eq!(native["questions"][1]["header"], WAIT_HEADER);
+    // Two question units in one round (the turn of the call), each with its own answer.
+    let questions: Vec<(u32, String, String)> = store.questions().unwrap().into_iter().map(|q| (q.question.turn, q.question.text, q.question.answer)).collect();
+    assert_eq!(questions, vec![(1, BOX_QUESTION.to_string(), BOX_ANSWER.to_string()), (1, WAIT_HEADER.to_string(), WAIT_ANSWER.to_string())]);
+    let rounds: std::collections::BTreeSet<u32> = questions.iter().map(|q| q.0).collect();
+    assert_eq!(rounds.len(), 1, "one clarification round");
+    let exits = events.iter().filter(|e| matches!(e.kind, EventKind::AgentExit { .. })).count();
+    assert_eq!(exits, 1, "the question was answered inside the run: no resume");
+    let actions: Vec<FileAction> = events.iter().filter_map(|e| match &e.kind { EventKind::Actions { actions, .. } => Some(actions.clone()), _ => None }).flatten().collect();
+    assert_eq!(actions, vec![FileAction::on(ActionKind::Write, "plan.json", "write", true)]);
+    let usage: Vec<_> = store.usage().unwrap().into_iter().filter(|u| u.role == specgap_store::Role::Agent).collect();
+    let expected_input = (0..3).map(|s| main_tokens(s).input).sum::<u64>() + TITLE_TOKENS.input;
+    let expected_output = (0..3).map(|s| main_tokens(s).output).sum::<u64>() + TITLE_TOKENS.output;
+    assert_eq!(usage.iter().map(|u| (u.usage.requests, u.usage.input_tokens, u.usage.output_tokens)).collect::<Vec<_>>(), vec![(4, expected_input, expected_output)]);
+}
+
+#[test]
+fn cli_opencode_native_questions_past_the_round_limit_get_the_engines_round_limit_reply() {
+    let Some(_) = opencode_installed() else { return };
+    let plan = std::fs::read_to_string(task_fixture("delivery-basic").join("solutions/gold/plan.json")).unwrap();
+    let mock = MockUpstream::start([]).unwrap();
+    mock.set_responder(native_responder(plan, &["call-q1", "call-q2"]));
+    let (_tmp, out) = run_delivery(&mock, &["--clarification-rounds", "1"]);
+    let requests = mock.requests();
+    let main: Vec<&ReceivedRequest> = requests.iter().filter(|r| offers_tools(r)).collect();
+    assert_eq!(main.len(), 4);
+    assert_eq!(tool_message(main[1], "call-q1"), opencode_answered(&[(BOX_QUESTION, BOX_ANSWER), ("", WAIT_ANSWER)]));
+    let proceed = specgap_engine::episode::PROCEED_REPLY;
+    assert_eq!(tool_message(main[2], "call-q2"), opencode_answered(&[(BOX_QUESTION, proceed), ("", proceed)]), "every question gets the round-limit reply");
+    let rows = episodes(&out);
+    let row = &rows[0];
+    assert_eq!((row.turns, row.tool_calls, row.submissions), (4, 3, 1), "{row:?}");
+    assert_eq!((row.final_score, row.final_success), (Some(1.0), Some(true)), "{row:?}");
+    let events = events(&out, &row.id);
+    let budget: Vec<(String, Value, Value)> = events.iter().filter_map(|e| match &e.kind { EventKind::Budget { which, used, limit } => Some((which.clone(), json!(used), json!(limit))), _ => None }).collect();
+    assert_eq!(budget, vec![("clarification_rounds".to_string(), json!(1), json!(1))]);
+    // The second request is recorded, but asks the customer nothing: two units, one round.
+    let asked = events.iter().filter(|e| matches!(&e.kind, EventKind::BridgeCall { call, .. } if call.tool == "ask_user")).count();
+    assert_eq!(asked, 2);
+    let store = specgap_store::Store::open(&out).unwrap();
+    let questions: Vec<(u32, String)> = store.questions().unwrap().into_iter().map(|q| (q.question.turn, q.question.text)).collect();
+    assert_eq!(questions, vec![(1, BOX_QUESTION.to_string()), (1, WAIT_HEADER.to_string())]);
 }

@@ -226,8 +226,12 @@ fn cli_entries_are_validated_against_the_registry_and_the_installations() {
             "agent 1: ask_channel: unknown ask channel `voice`; expected text, native or mcp",
         ),
         (
+            "[[agent]]\nkind = \"cli\"\nadapter = \"codex\"\nmodel = \"m\"\nask_channel = \"native\"\n",
+            "agent 1: --ask-channel native: cli:codex has no question tool of its own that specgap serves (only cli:opencode has); use text or mcp",
+        ),
+        (
             "[[agent]]\nkind = \"cli\"\nadapter = \"opencode\"\nmodel = \"m\"\nask_channel = \"native\"\n",
-            "agent 1: --ask-channel native: specgap does not serve opencode's own question tool yet",
+            "agent 1: cli agent opencode@1.18.33 is not installed; install it with `specgap agents install opencode@1.18.33`",
         ),
         ("[[agent]]\nkind = \"scripted\"\nsolution = \"gold\"\nask_channel = \"text\"\n", "agent 1: ask_channel does not apply to a scripted agent"),
     ];

@@ -79,6 +79,34 @@ fn the_thirty_first_question_gets_the_proceed_reply_and_the_episode_still_delive
 }
 
 #[test]
+fn a_replaced_round_limit_reply_is_what_both_channels_get_past_the_limit() {
+    let package = fixture("delivery-basic");
+    let mut replies = vec![
+        ask("Does the 10 kg limit include the box itself?"),
+        ask("How much does an empty box weigh?"),
+        says("## Questions for the client\n- Can some items wait until tomorrow?"),
+    ];
+    replies.extend(deliver());
+    let mut agent = TestAgent::new(replies);
+    let mut options = Options::default();
+    options.flags.clarification_rounds = Some(1);
+    options.prompts.insert("round_limit_reply.md", "  No more answers today; decide yourself.\n");
+    let r = run(&package, "interact", &mut agent, options);
+    assert_eq!(r.ok().end_reason, EndReason::Accepted);
+    assert_eq!(r.results()[1].1, "No more answers today; decide yourself.", "the tool channel, trimmed");
+    let answers: Vec<String> = r
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::UserMessage { kind: UserMessageKind::Answer, text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(answers, ["No more answers today; decide yourself."], "the text channel");
+    assert_eq!(question_rows(&r), [("Does the 10 kg limit include the box itself?".to_string(), 1)]);
+}
+
+#[test]
 fn past_the_limit_text_questions_get_the_same_reply_and_count_as_replies_without_a_call() {
     let package = fixture("delivery-basic");
     let mut replies = vec![
