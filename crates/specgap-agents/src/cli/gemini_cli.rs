@@ -28,7 +28,7 @@ use serde_json::{Value, json};
 use specgap_engine::session::{AgentError, ObservedResult};
 use specgap_protocol::action::{ActionKind, FileAction};
 
-use super::adapter::{Adapter, Launch, LogReport, McpServer, SANDBOX_HOME, SystemPromptRoute, shell_quote};
+use super::adapter::{Adapter, EventsReading, Launch, LogReport, McpServer, SANDBOX_HOME, SystemPromptRoute, shell_quote};
 use super::home;
 use super::opencode::workspace_path;
 
@@ -229,19 +229,6 @@ impl Adapter for GeminiCli {
     }
 }
 
-/// What one start's stream-JSON events say.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct EventsReading {
-    /// Normalized actions of its structured tools, in order of their results.
-    pub actions: Vec<FileAction>,
-    /// Results of `unanswered` calls, matched by tool name in order.
-    pub results: Vec<ObservedResult>,
-    /// Its last assistant message (its deltas joined).
-    pub final_text: Option<String>,
-    /// Lines that do not parse, event types not known, errors it reported.
-    pub notes: Vec<String>,
-}
-
 /// Reads gemini-cli's `-o stream-json` output (one event a line: `init`, `message`,
 /// `tool_use`, `tool_result`, `error`, `result`), `unanswered` being the last turn's calls (id,
 /// tool) whose results no request carried.
@@ -285,7 +272,8 @@ pub fn read_events(text: &str, unanswered: &[(String, String)]) -> EventsReading
                     reading.results.push(ObservedResult { call_id: call_id.clone(), tool: tool.clone(), output: output.to_string(), is_error: !ok, blank_success: false });
                 }
             }
-            "init" | "result" => {}
+            "init" => reading.session = event["session_id"].as_str().map(str::to_string),
+            "result" => {}
             "error" => reading.notes.push(format!("gemini-cli reported {}", event["message"].as_str().unwrap_or("an error"))),
             other => reading.notes.push(format!("gemini-cli event `{other}` is not one this adapter knows")),
         }
@@ -397,6 +385,7 @@ mod tests {
             ]
         );
         assert_eq!(reading.results, vec![ObservedResult { call_id: "r4-0".into(), tool: "replace".into(), output: "outside the workspace".into(), is_error: true, blank_success: false }]);
+        assert_eq!(reading.session.as_deref(), Some("s1"));
         assert_eq!(reading.final_text.as_deref(), Some("Done."));
         assert_eq!(reading.notes, vec!["gemini-cli event `novel` is not one this adapter knows".to_string()]);
     }

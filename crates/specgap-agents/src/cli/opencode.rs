@@ -29,7 +29,7 @@ use specgap_engine::session::ObservedResult;
 use specgap_protocol::action::{ActionKind, FileAction};
 use specgap_sandbox::WORKSPACE_MOUNT;
 
-use super::adapter::{Adapter, Launch, LogReport, SANDBOX_HOME, SystemPromptRoute, TOKEN_ENV, shell_quote};
+use super::adapter::{Adapter, EventsReading, Launch, LogReport, SANDBOX_HOME, SystemPromptRoute, TOKEN_ENV, shell_quote};
 use super::home;
 
 /// The default version `specgap agents install opencode` installs.
@@ -223,21 +223,6 @@ impl Adapter for OpenCode {
         }
         report
     }
-}
-
-/// What one start's JSON events say.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct EventsReading {
-    /// The session id of the first event.
-    pub session: Option<String>,
-    /// Normalized actions of its structured tools, in order.
-    pub actions: Vec<FileAction>,
-    /// Results of `unanswered` calls.
-    pub results: Vec<ObservedResult>,
-    /// Its last reply text.
-    pub final_text: Option<String>,
-    /// Lines that do not parse, event types not known, errors it reported.
-    pub notes: Vec<String>,
 }
 
 /// Reads opencode's `--format json` output (one event a line: `step_start`, `tool_use`,
