@@ -351,17 +351,43 @@ fn claude_code_that_ends_its_run_after_a_returned_submission_is_resumed_with_the
     let config = vendor_config("claude-code", version, &mock);
     let run = run_cli(example("payment-retry"), "partial", "clean", "cli:claude-code", &config, &mock, BudgetFlags::default());
     check_common(&run.requests, "x-api-key", canary_key());
-    let episode = &run.detail.episode;
-    assert_eq!(episode.end_reason, Some(EndReason::Accepted), "{episode:?}");
-    let subs: Vec<_> = run.detail.submissions.iter().map(|s| (s.k, s.automatic, s.success)).collect();
-    assert_eq!(subs, vec![(1, false, Some(false)), (2, false, Some(true))]);
-    assert_eq!(run.requests.len(), 5, "stopped at the acceptance");
-    let exits = run.events.iter().filter(|e| matches!(e.kind, EventKind::AgentExit { .. })).count();
-    assert_eq!(exits, 1, "it exited once, after the returned submission, and was resumed");
+    let feedback = check_resumed_after_a_returned_submission(&run, 5);
     let text_of = |m: &Value| match &m["content"] {
         Value::String(text) => text.clone(),
         content => content.as_array().map(|c| c.iter().filter_map(|b| b["text"].as_str()).collect::<String>()).unwrap_or_default(),
     };
+    let resumed = body(&run.requests[3]);
+    let messages = resumed["messages"].as_array().unwrap();
+    assert!(messages.iter().any(|m| m["role"] == "assistant" && text_of(m).contains("Submitted.")), "the resumed session holds the first run");
+    let last = messages.last().unwrap();
+    assert_eq!(last["role"], "user");
+    assert!(text_of(last).contains("Your delivery (submission 1) was returned."), "{}", text_of(last));
+    assert!(text_of(last).contains(feedback.trim()), "the resume repeats the owner's feedback: {}", text_of(last));
+}
+
+/// The checks of a partial episode whose CLI ended its run after its first submission was
+/// returned and was resumed with the feedback: accepted at k = 2, one exit, usage equal to
+/// the mock's counts of `requests` answers (tokens of answers 1..=requests); returns the
+/// feedback the engine sent.
+fn check_resumed_after_a_returned_submission(run: &CliRun, requests: usize) -> String {
+    let episode = &run.detail.episode;
+    assert_eq!(episode.end_reason, Some(EndReason::Accepted), "{episode:?}");
+    assert_eq!(episode.final_score, Some(1.0), "{episode:?}");
+    let subs: Vec<_> = run.detail.submissions.iter().map(|s| (s.k, s.automatic, s.success)).collect();
+    assert_eq!(subs, vec![(1, false, Some(false)), (2, false, Some(true))]);
+    assert_eq!(run.requests.len(), requests, "stopped at the acceptance");
+    let exits = run.events.iter().filter(|e| matches!(e.kind, EventKind::AgentExit { .. })).count();
+    assert_eq!(exits, 1, "it exited once, after the returned submission, and was resumed");
+    let usage: Vec<_> = run.detail.usage.iter().filter(|u| u.role == Role::Agent).collect();
+    assert_eq!(usage.len(), 1);
+    let sum = |f: fn(&Tokens) -> u64| (1..=requests as u64).map(|n| f(&answer_tokens(n))).sum::<u64>();
+    let u = &usage[0].usage;
+    assert_eq!(
+        (u.requests, u.input_tokens, u.output_tokens, u.cached_tokens),
+        (requests as u64, sum(|t| t.input), sum(|t| t.output), sum(|t| t.cached)),
+        "usage equals the mock's counts"
+    );
+    assert!(!String::from_utf8_lossy(&run.everything_stored()).contains(canary_key()), "the key is nowhere in the store");
     let feedback: Vec<String> = run
         .events
         .iter()
@@ -370,14 +396,8 @@ fn claude_code_that_ends_its_run_after_a_returned_submission_is_resumed_with_the
             _ => None,
         })
         .collect();
-    assert_eq!(feedback.len(), 1);
-    let resumed = body(&run.requests[3]);
-    let messages = resumed["messages"].as_array().unwrap();
-    assert!(messages.iter().any(|m| m["role"] == "assistant" && text_of(m).contains("Submitted.")), "the resumed session holds the first run");
-    let last = messages.last().unwrap();
-    assert_eq!(last["role"], "user");
-    assert!(text_of(last).contains("Your delivery (submission 1) was returned."), "{}", text_of(last));
-    assert!(text_of(last).contains(feedback[0].trim()), "the resume repeats the owner's feedback: {}", text_of(last));
+    assert_eq!(feedback.len(), 1, "one returned submission");
+    feedback[0].clone()
 }
 
 /// A streamed Responses answer calling the MCP tool `name` of the namespace `mcp__specgap`
@@ -438,4 +458,45 @@ fn codex_asks_the_owner_and_submits_through_mcp_reads_the_feedback_and_is_accept
     assert!(output_of(2, "call_2").contains(&answer.trim().replace('"', "\\\"")), "{}", output_of(2, "call_2"));
     assert!(output_of(4, "call_4").len() > 60, "the feedback is submit's result: {}", output_of(4, "call_4"));
     check_partial(&run, 6);
+}
+
+#[test]
+fn codex_that_ends_its_run_after_a_returned_submission_is_resumed_with_the_feedback_and_accepted_at_k2() {
+    let version = specgap_agents::cli::codex::DEFAULT_VERSION;
+    let Some(_) = installed("codex") else { return };
+    let say = |n: u64, text: &str| replies::responses_stream(MODEL, text, &[], answer_tokens(n));
+    let exec = |n: u64, cmd: &str| replies::responses_stream(MODEL, "", &[Call::new(&format!("call_{n}"), "exec_command", json!({"cmd": cmd}))], answer_tokens(n));
+    let write = |solution: &str| format!("cat > shop/checkout.py <<'SPECGAP_EOF'\n{}\nSPECGAP_EOF", checkout(solution).trim_end());
+    let mock = MockUpstream::start([
+        exec(1, &write("literal")),
+        namespaced_call(2, "submit", json!({"summary": "retries added"})),
+        // It reads the feedback and ends its `exec` run.
+        say(3, "Submitted."),
+        // The resumed session (`exec resume --last`) with the harness's message.
+        exec(4, &write("gold")),
+        namespaced_call(5, "submit", json!({"summary": "retries only where they are safe"})),
+    ])
+    .unwrap();
+    mock.set_fallback(MockReply::json(500, "{\"error\":{\"message\":\"unscripted request\",\"type\":\"server_error\",\"param\":null,\"code\":null}}"));
+    let config = vendor_config("codex", version, &mock);
+    let run = run_cli(example("payment-retry"), "partial", "clean", "cli:codex", &config, &mock, BudgetFlags::default());
+    check_common(&run.requests, "authorization", &format!("Bearer {}", canary_key()));
+    let feedback = check_resumed_after_a_returned_submission(&run, 5);
+    let text_of = |m: &Value| match &m["content"] {
+        Value::String(text) => text.clone(),
+        content => content.as_array().map(|c| c.iter().filter_map(|b| b["text"].as_str()).collect::<String>()).unwrap_or_default(),
+    };
+    let resumed = body(&run.requests[3]);
+    let input = resumed["input"].as_array().unwrap();
+    assert!(input.iter().any(|m| m["type"] == "function_call_output" && m["call_id"] == "call_2"), "the resumed session holds the first run's submit");
+    assert!(input.iter().any(|m| m["role"] == "assistant" && text_of(m).contains("Submitted.")), "the resumed session holds the first run's reply");
+    let last = input.last().unwrap();
+    assert_eq!(last["role"], "user");
+    assert!(text_of(last).contains("Your delivery (submission 1) was returned."), "{}", text_of(last));
+    assert!(text_of(last).contains(feedback.trim()), "the resume repeats the owner's feedback: {}", text_of(last));
+    assert_eq!(
+        logged_actions(&run),
+        Vec::<FileAction>::new(),
+        "its shell writes are left to the report's shell analysis; it made no file_change"
+    );
 }
