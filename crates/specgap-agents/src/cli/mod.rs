@@ -237,7 +237,7 @@ impl CliConfig {
                 let installation = self.installation()?;
                 let version = installation.manifest().version.clone();
                 let node = installation.manifest().node.as_ref().map(|n| n.path.clone());
-                let adapter = gemini_cli::GeminiCli::new(installation.dir(), &version, node, installation.mounts()).map_err(|e| AgentError::new(e, true))?;
+                let adapter = gemini_cli::GeminiCli::new(installation.dir(), &version, node, &installation.mounts()).map_err(|e| AgentError::new(e, true))?;
                 Ok(Box::new(adapter))
             }
             "command" => {
