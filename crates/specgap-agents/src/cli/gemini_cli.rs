@@ -14,7 +14,9 @@
 //! | side requests | generating requests without tools (its loop and next-speaker checks) are side requests; with `-m` naming the model it routes nothing to another model |
 //! | resume | `--resume latest`: the home holds this episode's sessions alone |
 //! | tool output | kept as sent (its shell tool wraps output, exit code and process group in `<untrusted_context>`) |
-//! | log | the stream-JSON events of each start, read without following links once it ended: `tool_use` / `tool_result` pairs become normalized actions (read_file and read_many_files → read, write_file → write, replace → edit, grep_search → search, glob and list_directory → list; its shell calls are read from the model traffic), the assistant's last message its final reply |
+//! | normalized actions | its structured tools (read_file and read_many_files → read, write_file → write, replace → edit, grep_search → search, glob and list_directory → list) mapped as their `functionResponse`s arrive in its requests (one with an `error` is a failed call), so a run the harness ends keeps them; its shell calls are read from the model traffic |
+//! | log | the stream-JSON events of each start, read without following links once it ended on its own: the actions and results of the last turn's calls, which no request carried (each paired with the start's last calls of its tool, its event ids being its own), the assistant's last message its final reply |
+//! | resumed history | 0.61.0 rebuilds a resumed session's history with each earlier call's `functionResponse` twice, the same both times; the harness records each result once |
 //! | completion signal | none: it ends when the model stops calling tools |
 //! | plan mode | not applicable |
 //!
@@ -210,6 +212,12 @@ impl Adapter for GeminiCli {
         (content.to_string(), false)
     }
 
+    /// Its structured tools' actions as their results arrive (a `functionResponse` with an
+    /// `error` is a failed call), so a start the harness ends keeps them.
+    fn call_actions(&self, tool: &str, arguments: &Value, _result: &str, is_error: bool) -> Vec<FileAction> {
+        tool_actions(tool, arguments, !is_error)
+    }
+
     fn read_log(&self, home_dir: &Path, unanswered: &[(String, String)]) -> LogReport {
         let mut report = LogReport::default();
         let bytes = match home::read_file(home_dir, Path::new(EVENTS_LOG), EVENTS_LIMIT) {
@@ -231,11 +239,12 @@ impl Adapter for GeminiCli {
 
 /// Reads gemini-cli's `-o stream-json` output (one event a line: `init`, `message`,
 /// `tool_use`, `tool_result`, `error`, `result`), `unanswered` being the last turn's calls (id,
-/// tool) whose results no request carried.
+/// tool) whose results no request carried. Its event ids are its own, so each unanswered call
+/// is paired with one of the start's last calls of the same tool, in order; the actions and
+/// results are those of the paired calls that finished.
 pub fn read_events(text: &str, unanswered: &[(String, String)]) -> EventsReading {
     let mut reading = EventsReading::default();
-    let mut uses: Vec<(String, String, Value)> = Vec::new();
-    let mut taken: Vec<&str> = Vec::new();
+    let mut uses: Vec<LoggedCall> = Vec::new();
     let mut assistant = String::new();
     let mut unparsed = 0;
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
@@ -258,19 +267,14 @@ pub fn read_events(text: &str, unanswered: &[(String, String)]) -> EventsReading
                 assistant.clear();
                 let id = event["tool_id"].as_str().unwrap_or_default().to_string();
                 let tool = event["tool_name"].as_str().unwrap_or_default().to_string();
-                uses.push((id, tool, event["parameters"].clone()));
+                uses.push(LoggedCall { id, tool, parameters: event["parameters"].clone(), finished: None });
             }
             "tool_result" => {
                 let id = event["tool_id"].as_str().unwrap_or_default();
-                let Some((_, tool, parameters)) = uses.iter().find(|(u, _, _)| u == id) else { continue };
+                let Some(call) = uses.iter_mut().find(|u| u.id == id) else { continue };
                 let ok = event["status"] == "success";
                 let output = if ok { event["output"].as_str() } else { event["error"]["message"].as_str() }.unwrap_or_default();
-                reading.actions.extend(tool_actions(tool, parameters, ok));
-                let call = unanswered.iter().find(|(call_id, t)| t == tool && !taken.contains(&call_id.as_str()));
-                if let Some((call_id, tool)) = call {
-                    taken.push(call_id);
-                    reading.results.push(ObservedResult { call_id: call_id.clone(), tool: tool.clone(), output: output.to_string(), is_error: !ok, blank_success: false });
-                }
+                call.finished = Some((ok, output.to_string()));
             }
             "init" => reading.session = event["session_id"].as_str().map(str::to_string),
             "result" => {}
@@ -281,10 +285,38 @@ pub fn read_events(text: &str, unanswered: &[(String, String)]) -> EventsReading
     if !assistant.trim().is_empty() {
         reading.final_text = Some(assistant);
     }
+    // The calls whose results a request carried were mapped as they arrived (`call_actions`);
+    // the log adds those of its last turn.
+    for (call_id, tool, n) in last_calls_of_each_tool(unanswered) {
+        let Some(call) = uses.iter().filter(|u| &u.tool == tool).rev().nth(n) else { continue };
+        let Some((ok, output)) = &call.finished else { continue };
+        reading.actions.extend(tool_actions(tool, &call.parameters, *ok));
+        reading.results.push(ObservedResult { call_id: call_id.clone(), tool: tool.clone(), output: output.clone(), is_error: !ok, blank_success: false });
+    }
     if unparsed > 0 {
         reading.notes.push(format!("{unparsed} lines of {EVENTS_LOG} are not JSON and were left out"));
     }
     reading
+}
+
+/// One call of a start's events.
+struct LoggedCall {
+    /// Its event id (`tool_id`, gemini-cli's own).
+    id: String,
+    tool: String,
+    parameters: Value,
+    /// Whether it succeeded and its output (or error message), once it finished.
+    finished: Option<(bool, String)>,
+}
+
+/// Each of `calls` (id, tool) with its place from the end among the calls of its tool (0 for
+/// the last), in the order given.
+fn last_calls_of_each_tool(calls: &[(String, String)]) -> Vec<(&String, &String, usize)> {
+    calls
+        .iter()
+        .enumerate()
+        .map(|(i, (id, tool))| (id, tool, calls[i + 1..].iter().filter(|(_, t)| t == tool).count()))
+        .collect()
 }
 
 /// The normalized actions of one of gemini-cli's structured tools.
@@ -360,6 +392,21 @@ mod tests {
     }
 
     #[test]
+    fn an_unanswered_call_gets_the_result_of_the_last_call_of_its_tool_not_an_earlier_answered_one() {
+        let log = r#"{"type":"init","session_id":"s2","model":"m"}
+{"type":"tool_use","tool_name":"write_file","tool_id":"w1","parameters":{"file_path":"a.txt"}}
+{"type":"tool_result","tool_id":"w1","status":"success","output":"wrote a"}
+{"type":"tool_use","tool_name":"write_file","tool_id":"w2","parameters":{"file_path":"b.txt"}}
+{"type":"tool_result","tool_id":"w2","status":"success","output":"wrote b"}
+{"type":"tool_use","tool_name":"read_file","tool_id":"r3","parameters":{"file_path":"c.txt"}}
+"#;
+        let unanswered = [("r2-0".to_string(), "write_file".to_string()), ("r2-1".to_string(), "read_file".to_string())];
+        let reading = read_events(log, &unanswered);
+        assert_eq!(reading.results, vec![ObservedResult { call_id: "r2-0".into(), tool: "write_file".into(), output: "wrote b".into(), is_error: false, blank_success: false }]);
+        assert_eq!(reading.actions, vec![FileAction::on(ActionKind::Write, "b.txt", "write_file", true)], "the read never finished: no action, no result");
+    }
+
+    #[test]
     fn stream_json_events_become_actions_results_and_the_final_reply() {
         let log = r#"{"type":"init","session_id":"s1","model":"m"}
 {"type":"message","role":"user","content":"Pack"}
@@ -376,8 +423,10 @@ mod tests {
 {"type":"novel"}
 "#;
         let reading = read_events(log, &[("r4-0".into(), "replace".into())]);
+        assert_eq!(reading.actions, vec![FileAction::bare(ActionKind::Edit, "replace", false)], "the last turn's calls alone");
+        let all: Vec<(String, String)> = [("r1-0", "read_file"), ("r2-0", "write_file"), ("r4-0", "replace")].iter().map(|(i, t)| (i.to_string(), t.to_string())).collect();
         assert_eq!(
-            reading.actions,
+            read_events(log, &all).actions,
             vec![
                 FileAction::on(ActionKind::Read, "orders.csv", "read_file", true),
                 FileAction::on(ActionKind::Write, "plan.json", "write_file", true),

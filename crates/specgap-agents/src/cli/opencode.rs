@@ -14,7 +14,8 @@
 //! | side requests | the title of a new session: a generating request without tools, a side request |
 //! | resume | `opencode run --session <id>` with the new message; the id is the one its first start's events carry, kept in `~/.specgap/opencode-session` |
 //! | tool output | its tool results are kept as sent (its shell tool's result has no exit status; that is in its events) |
-//! | log | the JSON events of each start, read without following links once it ended: `tool_use` parts become normalized actions (read → read, write → write, edit → edit, grep → one search per file it shows, glob / list → list; its `bash` calls are read from the model traffic as every shell call is) and the results of calls no request carried; the last `text` part is its final reply |
+//! | normalized actions | its structured tools (read → read, write → write, edit → edit, grep → one search per file it shows, glob / list → list) mapped as their results arrive in its requests, so a run the harness ends keeps them; a chat completions result has no error flag, so a failed call counts as done there; its `bash` calls are read from the model traffic as every shell call is |
+//! | log | the JSON events of each start, read without following links once it ended on its own: the actions (with their real status) and results of the last turn's calls, which no request carried; the last `text` part is its final reply |
 //! | completion signal | none: it ends its run when the model stops calling tools; the workspace is then submitted automatically unless it called `submit` |
 //! | plan mode | not applicable |
 //!
@@ -197,6 +198,14 @@ impl Adapter for OpenCode {
         (content.to_string(), false)
     }
 
+    /// Its structured tools' actions as their results arrive, so a start the harness ends
+    /// (an accepted submission, a budget) keeps them. A chat completions tool message has no
+    /// error flag: a failed call counts as done here (its events would say it failed, but
+    /// they are read only once the program has ended on its own).
+    fn call_actions(&self, tool: &str, arguments: &Value, result: &str, is_error: bool) -> Vec<FileAction> {
+        tool_actions(tool, arguments, result, !is_error)
+    }
+
     fn read_log(&self, home_dir: &Path, unanswered: &[(String, String)]) -> LogReport {
         let mut report = LogReport::default();
         let bytes = match home::read_file(home_dir, Path::new(EVENTS_LOG), EVENTS_LIMIT) {
@@ -246,10 +255,12 @@ pub fn read_events(text: &str, unanswered: &[(String, String)]) -> EventsReading
                 let state = &part["state"];
                 let ok = state["status"] == "completed";
                 let output = if ok { state["output"].as_str() } else { state["error"].as_str() }.unwrap_or_default();
-                reading.actions.extend(tool_actions(tool, &state["input"], output, ok));
                 let call_id = part["callID"].as_str().unwrap_or_default();
-                if let Some((id, tool)) = unanswered.iter().find(|(id, _)| id == call_id) {
-                    reading.results.push(ObservedResult { call_id: id.clone(), tool: tool.clone(), output: output.to_string(), is_error: !ok, blank_success: false });
+                // The calls whose results a request carried were mapped as they arrived
+                // (`call_actions`); the log adds those of its last turn.
+                if let Some((id, called)) = unanswered.iter().find(|(id, _)| id == call_id) {
+                    reading.actions.extend(tool_actions(tool, &state["input"], output, ok));
+                    reading.results.push(ObservedResult { call_id: id.clone(), tool: called.clone(), output: output.to_string(), is_error: !ok, blank_success: false });
                 }
             }
             "text" => {
@@ -420,8 +431,10 @@ not json
         let unanswered = vec![("c7".to_string(), "edit".to_string())];
         let reading = read_events(log, &unanswered);
         assert_eq!(reading.session.as_deref(), Some("ses_A"));
+        assert_eq!(reading.actions, vec![FileAction::bare(ActionKind::Edit, "edit", true)], "the last turn's calls alone");
+        let all: Vec<(String, String)> = (1..=7).map(|n| (format!("c{n}"), String::new())).collect();
         assert_eq!(
-            reading.actions,
+            read_events(log, &all).actions,
             vec![
                 FileAction::on(ActionKind::Read, "src/a.py", "read", true),
                 FileAction::on(ActionKind::Read, "none.py", "read", false),
