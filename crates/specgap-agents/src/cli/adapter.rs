@@ -228,6 +228,14 @@ pub trait Adapter: Send + Sync + std::fmt::Debug {
         super::channel::AskChannel::Mcp
     }
 
+    /// The name under which the model sees the harness's MCP tool `tool` (`ask_user`,
+    /// `submit`) of the server [`super::bridge::MCP_SERVER_NAME`], as the condition's prompts
+    /// name it. Default: `tool` itself (an agent that runs the harness's commands, or one whose
+    /// CLI offers MCP tools by their own names).
+    fn harness_tool_name(&self, tool: &str) -> String {
+        tool.to_string()
+    }
+
     /// Whether generating requests that offer no tools are side requests (titles, summaries)
     /// rather than turns.
     fn toolless_requests_are_side(&self) -> bool {

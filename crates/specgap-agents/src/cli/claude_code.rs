@@ -168,6 +168,11 @@ impl Adapter for ClaudeCode {
         true
     }
 
+    /// Claude Code names MCP tools `mcp__<server>__<tool>`.
+    fn harness_tool_name(&self, tool: &str) -> String {
+        format!("mcp__{}__{tool}", super::bridge::MCP_SERVER_NAME)
+    }
+
     fn tool_result(&self, tool: &str, content: &str) -> (String, bool) {
         let content = without_reminders(content);
         if tool != "Bash" {

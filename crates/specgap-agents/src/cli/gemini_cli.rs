@@ -8,7 +8,7 @@
 //! | start | `node gemini.js --prompt="<message>" -m <model> --yolo --skip-trust -o stream-json`, standard input empty (the `=` form, since a message may start with `-`); its stream-JSON events go to `~/.specgap/gemini-events.jsonl` |
 //! | model endpoint | `GOOGLE_GEMINI_BASE_URL` = the gateway (`http://127.0.0.1:<port>`), `GEMINI_API_KEY` = the gateway token, `security.auth.selectedType = "gemini-api-key"`; requests are `POST /v1beta/models/<model>:streamGenerateContent?alt=sse` with `x-goog-api-key` |
 //! | network | `~/.gemini/settings.json`: usage statistics and telemetry off, auto-update and its notice off; the system-wide settings paths point at a file that does not exist, so no host file configures it |
-//! | harness tools | the bridge's MCP server in `mcpServers` of its settings, `trust: true`; the commands `ask_user` and `submit` are on `PATH` for its shell tool |
+//! | harness tools | the bridge's MCP server in `mcpServers` of its settings, `trust: true`, with `--rename ask_user=ask_question`: 0.61.0 withholds every tool called `ask_user` in headless mode (its own, and an MCP server's whose unqualified name matches), so the model sees `mcp_specgap_ask_question` and `mcp_specgap_submit`; the commands `ask_user` and `submit` are on `PATH` for its shell tool |
 //! | permissions, sandbox | `--yolo` approves every tool call; its own sandbox off (`tools.sandbox = false`, `GEMINI_SANDBOX=false`); `--skip-trust` and `GEMINI_CLI_TRUST_WORKSPACE` trust the workspace without asking |
 //! | system prompt | its global context file `~/.gemini/GEMINI.md`, which it appends to its system instruction: the condition's prompt is copied there before each start; `blind` leaves it empty |
 //! | side requests | generating requests without tools (its loop and next-speaker checks) are side requests; with `-m` naming the model it routes nothing to another model |
@@ -33,6 +33,11 @@ use specgap_protocol::action::{ActionKind, FileAction};
 use super::adapter::{Adapter, EventsReading, Launch, LogReport, McpServer, SANDBOX_HOME, SystemPromptRoute, shell_quote};
 use super::home;
 use super::opencode::workspace_path;
+
+/// The name the bridge's MCP server gives `ask_user` for gemini-cli, which withholds any tool
+/// called `ask_user` in headless mode (its own and every MCP server's): the model sees
+/// `mcp_specgap_ask_question`.
+pub const ASK_USER_AS: &str = "ask_question";
 
 /// The default version `specgap agents install gemini-cli` installs.
 pub const DEFAULT_VERSION: &str = "0.61.0";
@@ -113,7 +118,11 @@ impl GeminiCli {
         });
         if !mcp.command.is_empty() {
             let env: serde_json::Map<String, Value> = mcp.env.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
-            settings["mcpServers"] = json!({ mcp.name.clone(): { "command": mcp.command, "args": mcp.args, "env": env, "trust": true } });
+            // 0.61.0 withholds every tool named `ask_user` in headless mode, an MCP server's
+            // too: the bridge serves it under another name.
+            let mut args = mcp.args.clone();
+            args.extend(["--rename".to_string(), format!("ask_user={ASK_USER_AS}")]);
+            settings["mcpServers"] = json!({ mcp.name.clone(): { "command": mcp.command, "args": args, "env": env, "trust": true } });
         }
         settings
     }
@@ -206,6 +215,13 @@ impl Adapter for GeminiCli {
 
     fn toolless_requests_are_side(&self) -> bool {
         true
+    }
+
+    /// gemini-cli names MCP tools `mcp_<server>_<tool>`; `ask_user` is served as
+    /// [`ASK_USER_AS`].
+    fn harness_tool_name(&self, tool: &str) -> String {
+        let served = if tool == "ask_user" { ASK_USER_AS } else { tool };
+        format!("mcp_{}_{served}", super::bridge::MCP_SERVER_NAME)
     }
 
     fn tool_result(&self, _tool: &str, content: &str) -> (String, bool) {
@@ -385,7 +401,7 @@ mod tests {
         assert!(resumed.contains(" --skip-trust --resume latest -o stream-json"), "{resumed}");
         let env = adapter.env(&launch(false, true));
         let mcp = McpServer { name: "specgap".into(), command: "/run/specgap/bin/specgap-bridge".into(), args: vec!["mcp".into()], env: vec![("K".into(), "v".into())], config_file: String::new() };
-        assert_eq!(GeminiCli::settings(&mcp)["mcpServers"], json!({ "specgap": { "command": "/run/specgap/bin/specgap-bridge", "args": ["mcp"], "env": { "K": "v" }, "trust": true } }));
+        assert_eq!(GeminiCli::settings(&mcp)["mcpServers"], json!({ "specgap": { "command": "/run/specgap/bin/specgap-bridge", "args": ["mcp", "--rename", "ask_user=ask_question"], "env": { "K": "v" }, "trust": true } }));
         assert!(GeminiCli::settings(&McpServer::default()).get("mcpServers").is_none());
         assert!(env.contains(&("GOOGLE_GEMINI_BASE_URL".into(), "http://127.0.0.1:4000".into())));
         assert!(env.contains(&("GEMINI_API_KEY".into(), "tok".into())));

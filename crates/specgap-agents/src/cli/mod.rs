@@ -602,6 +602,16 @@ impl Agent for CliAgent {
         true
     }
 
+    /// The text route where its ask channel withholds `ask_user`, else the harness's tool by
+    /// the name its CLI shows the model.
+    fn ask_route(&self, text_questions: bool) -> specgap_engine::prompts::AskRoute {
+        if self.config.effective_ask_channel().withholds_ask_user(text_questions) {
+            specgap_engine::prompts::AskRoute::Text
+        } else {
+            specgap_engine::prompts::AskRoute::Tool(self.adapter.harness_tool_name("ask_user"))
+        }
+    }
+
     fn enter(&mut self, place: &Workplace) -> Result<(), AgentError> {
         self.place = Some(place.clone());
         Ok(())

@@ -194,6 +194,11 @@ impl Adapter for OpenCode {
         true
     }
 
+    /// opencode names MCP tools `<server>_<tool>`.
+    fn harness_tool_name(&self, tool: &str) -> String {
+        format!("{}_{tool}", super::bridge::MCP_SERVER_NAME)
+    }
+
     fn tool_result(&self, _tool: &str, content: &str) -> (String, bool) {
         (content.to_string(), false)
     }

@@ -177,6 +177,9 @@ fn claude_code_delivers_under_interact_asking_in_text_and_resuming_its_session()
         // The condition's system prompt goes through --append-system-prompt.
         let system = body["system"].to_string();
         assert!(system.contains("## Questions for the client"), "request {i}: the interact prompt names the heading");
+        // The text channel's prompt asks for questions in the reply and names no ask tool.
+        assert!(system.contains("To ask the client, write your questions in a reply without tool calls"), "request {i}: {system}");
+        assert!(!system.contains("ask_user"), "request {i}: {system}");
     }
     // The resumed session holds the first one: its questions, then the customer's answers.
     let resumed = body(&requests[1]);
@@ -220,7 +223,8 @@ fn codex_delivers_under_interact_asking_in_text_and_resuming_its_session() {
     let script: Vec<MockReply> = vec![say(0, QUESTIONS), exec(1, "cat data/README.md"), exec(2, &write), say(3, "The plan is in plan.json.")];
     let mock = MockUpstream::start(script).unwrap();
     mock.set_fallback(MockReply::json(500, "{\"error\":{\"message\":\"unscripted request\",\"type\":\"server_error\",\"param\":null,\"code\":null}}"));
-    let config = vendor_config("codex", version, &mock);
+    let mut config = vendor_config("codex", version, &mock);
+    config.ask_channel = Some(AskChannel::Text);
     let run = run_cli(example("retail-replenishment"), "interact", "clean", "cli:codex", &config, &mock, BudgetFlags::default());
     let requests = &run.requests;
     assert_eq!(requests.len(), 4, "every request is a main-loop turn: no side requests");
@@ -231,9 +235,14 @@ fn codex_delivers_under_interact_asking_in_text_and_resuming_its_session() {
         assert_eq!(body["stream"], true);
         let tools: Vec<&str> = body["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
         assert!(tools.contains(&"exec_command"), "request {i}: {tools:?}");
+        // Its default ask channel, the text exchange: the harness's namespace has no ask_user.
+        let harness = body["tools"].as_array().unwrap().iter().find(|t| t["name"] == "mcp__specgap").map(Value::to_string).unwrap_or_default();
+        assert!(harness.contains("\"submit\"") && !harness.contains("\"ask_user\""), "request {i}: {harness}");
         // The condition's system prompt goes in as developer instructions.
         let developer = body["input"].as_array().unwrap().iter().filter(|m| m["role"] == "developer").map(Value::to_string).collect::<String>();
         assert!(developer.contains("Questions for the client"), "request {i}: the interact prompt");
+        assert!(developer.contains("To ask the client, write your questions in a reply without tool calls"), "request {i}: {developer}");
+        assert!(!developer.contains("ask_user"), "request {i}: {developer}");
     }
     let resumed = body(&requests[1]);
     let input = resumed["input"].as_array().unwrap();
@@ -307,6 +316,10 @@ fn claude_code_asks_the_owner_and_submits_through_mcp_reads_the_feedback_and_is_
     let tools: Vec<String> =
         body(&run.requests[0])["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str().map(str::to_string)).collect();
     assert!(tools.contains(&"mcp__specgap__ask_user".to_string()) && tools.contains(&"mcp__specgap__submit".to_string()), "{tools:?}");
+    // The condition's prompt names the tool as Claude Code shows it.
+    let system = body(&run.requests[0])["system"].to_string();
+    assert!(system.contains("You can put a question to the owner with `mcp__specgap__ask_user`; they answer from what they know."), "{system}");
+    assert!(system.contains("`submit` and `mcp__specgap__ask_user` each end the turn"), "{system}");
     let result_of = |request: usize, id: &str| -> String {
         body(&run.requests[request])["messages"]
             .as_array()

@@ -155,12 +155,13 @@ fn cli_gemini_cli_asks_in_its_reply_under_interact_and_resumes_its_latest_sessio
     assert_eq!(logged_actions(&events), vec![FileAction::on(ActionKind::Write, "plan.json", "write_file", true)]);
 }
 
-/// gemini-cli lists the bridge's MCP tools as `mcp_specgap_<tool>` but leaves out the MCP
-/// server's `ask_user` (the name of a tool of its own, which it withholds in headless mode), so
-/// here it asks the owner with the `ask_user` command through its shell tool and submits through
-/// MCP. The command exists under `--ask-channel mcp` only (gemini-cli's default is `text`).
+/// gemini-cli lists the bridge's MCP tools as `mcp_specgap_<tool>`; it withholds any tool
+/// called `ask_user` in headless mode (its own, and an MCP server's of that name), so the bridge
+/// serves `ask_user` to it as `ask_question` and the condition's prompt names
+/// `mcp_specgap_ask_question`. Under `--ask-channel mcp` (gemini-cli's default is `text`) it asks
+/// the owner and submits through MCP.
 #[test]
-fn cli_gemini_cli_asks_the_owner_with_the_command_submits_through_mcp_and_reads_the_feedback_in_submits_result() {
+fn cli_gemini_cli_asks_the_owner_through_its_mcp_tool_submits_through_mcp_and_reads_the_feedback_in_submits_result() {
     let Some(_) = gemini_installed() else { return };
     let package = task_fixture("req-basic");
     let literal = std::fs::read_to_string(package.join("solutions/literal/billing/fees.py")).unwrap();
@@ -170,7 +171,7 @@ fn cli_gemini_cli_asks_the_owner_with_the_command_submits_through_mcp_and_reads_
         let step = step_of(request);
         let call = |tool: &str, arguments: Value| replies::gemini_stream("", &[Call::new("", tool, arguments)], tokens(step));
         match step {
-            0 => call("run_shell_command", json!({ "command": format!("ask_user '{OWNER_QUESTION}'") })),
+            0 => call(ASK_TOOL, json!({ "question": OWNER_QUESTION })),
             1 => call("write_file", json!({ "file_path": "billing/fees.py", "content": literal })),
             2 => call(SUBMIT_TOOL, json!({ "summary": "started months count" })),
             3 => call("write_file", json!({ "file_path": "billing/fees.py", "content": gold })),
@@ -183,8 +184,13 @@ fn cli_gemini_cli_asks_the_owner_with_the_command_submits_through_mcp_and_reads_
     GEMINI.run(GEMINI.run_args(&package, &mock.url(), "partial", &out, &["--ask-channel", "mcp"]));
     let requests = mock.requests();
     let tools: Vec<String> = body(&requests[0])["tools"].as_array().unwrap().iter().flat_map(|t| t["functionDeclarations"].as_array().cloned().unwrap_or_default()).filter_map(|f| f["name"].as_str().map(str::to_string)).collect();
-    assert!(tools.contains(&SUBMIT_TOOL.to_string()), "{tools:?}");
-    assert!(!tools.iter().any(|t| t.contains("ask_user")), "gemini-cli withholds an MCP tool named like its own ask_user: {tools:?}");
+    assert!(tools.contains(&SUBMIT_TOOL.to_string()) && tools.contains(&ASK_TOOL.to_string()), "{tools:?}");
+    assert!(!tools.iter().any(|t| t.contains("ask_user")), "gemini-cli withholds every tool named ask_user: {tools:?}");
+    // The condition's prompt names the tool as gemini-cli shows it.
+    let system = body(&requests[0])["systemInstruction"].to_string();
+    assert!(system.contains("You can put a question to the owner with `mcp_specgap_ask_question`; they answer from what they know."), "{system}");
+    assert!(system.contains("`submit` and `mcp_specgap_ask_question` each end the turn"), "{system}");
+    assert!(!system.contains("`ask_user`"), "{system}");
     assert_eq!(requests.len(), 5, "the episode ends at the accepted submission");
     let rows = episodes(&out);
     let row = &rows[0];
@@ -194,19 +200,19 @@ fn cli_gemini_cli_asks_the_owner_with_the_command_submits_through_mcp_and_reads_
     let events = events(&out, &row.id);
     let calls = bridge_calls(&events);
     assert_eq!(calls.len(), 3, "{calls:?}");
-    assert_eq!(calls[0].0, "ask_user");
+    assert_eq!(calls[0], ("ask_user".to_string(), json!({ "question": OWNER_QUESTION })));
     assert_eq!((calls[1].0.as_str(), &calls[1].1), ("submit", &json!({ "summary": "started months count" })));
     assert_eq!((calls[2].0.as_str(), &calls[2].1), ("submit", &json!({ "summary": "disputed invoices and the cap too" })));
     let answer = result_of(&events, "bridge-1");
     assert!(answer.starts_with("Dana believes the only problem"), "{answer}");
     let feedback = user_messages(&events, UserMessageKind::Feedback).remove(0);
-    // What gemini-cli sent back: the owner's answer in its shell tool's output, the feedback in
+    // What gemini-cli sent back: the owner's answer as the MCP tool's result, the feedback in
     // the MCP submit's result; every call answered once.
     let response_of = |request: &ReceivedRequest, tool: &str| -> String {
         let contents = body(request)["contents"].as_array().unwrap().clone();
         contents.iter().flat_map(|c| c["parts"].as_array().cloned().unwrap_or_default()).filter(|p| p["functionResponse"]["name"] == tool).map(|p| p["functionResponse"]["response"].to_string()).next_back().unwrap()
     };
-    assert!(response_of(&requests[1], "run_shell_command").contains(&answer[..40]), "{}", response_of(&requests[1], "run_shell_command"));
+    assert!(response_of(&requests[1], ASK_TOOL).contains(&answer[..40]), "{}", response_of(&requests[1], ASK_TOOL));
     assert!(response_of(&requests[3], SUBMIT_TOOL).contains(&serde_json::to_string(&feedback).unwrap().trim_matches('"').to_string()), "{}", response_of(&requests[3], SUBMIT_TOOL));
     for (i, request) in requests.iter().enumerate() {
         assert_each_call_answered_once(body(request)["contents"].as_array().unwrap(), &format!("request {i}"));
@@ -221,6 +227,7 @@ fn cli_gemini_cli_asks_the_owner_with_the_command_submits_through_mcp_and_reads_
 
 const OWNER_QUESTION: &str = "Should a disputed invoice be charged a late fee?";
 const SUBMIT_TOOL: &str = "mcp_specgap_submit";
+const ASK_TOOL: &str = "mcp_specgap_ask_question";
 
 const SUBMITTED: &str = "Submitted.";
 

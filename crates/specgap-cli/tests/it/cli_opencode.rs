@@ -256,6 +256,10 @@ fn cli_opencode_asks_the_owner_and_submits_through_mcp_and_reads_the_feedback_in
     assert_eq!(main.len(), 6, "the episode ends at the accepted submission: no seventh turn");
     let tools: Vec<String> = body(main[0])["tools"].as_array().unwrap().iter().filter_map(|t| t["function"]["name"].as_str().map(str::to_string)).collect();
     assert!(tools.contains(&"specgap_ask_user".to_string()) && tools.contains(&"specgap_submit".to_string()), "the bridge's MCP tools are offered: {tools:?}");
+    // The condition's prompt (in opencode's system prompt) names the tool as opencode shows it.
+    let system = body(main[0])["messages"][0]["content"].as_str().unwrap().to_string();
+    assert!(system.contains("You can put a question to the owner with `specgap_ask_user`; they answer from what they know."), "{system}");
+    assert!(system.contains("`submit` and `specgap_ask_user` each end the turn"), "{system}");
     // The harness calls arrived through the bridge, in order.
     assert_eq!(
         bridge_calls(&events),
