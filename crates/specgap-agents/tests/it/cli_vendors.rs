@@ -351,25 +351,35 @@ fn claude_code_that_ends_its_run_after_a_returned_submission_is_resumed_with_the
     let say = |n: u64, text: &str| replies::anthropic_stream(MODEL, text, &[], answer_tokens(n));
     let call = |n: u64, name: &str, input: Value| replies::anthropic_stream(MODEL, "", &[Call::new(&format!("toolu_{n}"), name, input)], answer_tokens(n));
     let mock = MockUpstream::start([
-        call(1, "Write", json!({"file_path": "/workspace/shop/checkout.py", "content": checkout("literal")})),
-        call(2, "mcp__specgap__submit", json!({"summary": "retries added"})),
+        call(1, "Read", json!({"file_path": "/workspace/shop/checkout.py"})),
+        call(2, "mcp__specgap__ask_user", json!({"question": OWNER_QUESTION})),
+        call(3, "Write", json!({"file_path": "/workspace/shop/checkout.py", "content": checkout("literal")})),
+        call(4, "mcp__specgap__submit", json!({"summary": "retries added"})),
         // It reads the feedback and ends its print-mode run.
-        say(3, "Submitted."),
+        say(5, "Submitted."),
         // The resumed session (`--resume`) with the harness's message.
-        call(4, "Write", json!({"file_path": "/workspace/shop/checkout.py", "content": checkout("gold")})),
-        call(5, "mcp__specgap__submit", json!({"summary": "retries only where they are safe"})),
+        call(6, "Write", json!({"file_path": "/workspace/shop/checkout.py", "content": checkout("gold")})),
+        call(7, "mcp__specgap__submit", json!({"summary": "retries only where they are safe"})),
     ])
     .unwrap();
     mock.set_fallback(MockReply::json(500, "{\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"unscripted request\"}}"));
     let config = vendor_config("claude-code", version, &mock);
     let run = run_cli(example("payment-retry"), "partial", "clean", "cli:claude-code", &config, &mock, BudgetFlags::default());
     check_common(&run.requests, "x-api-key", canary_key());
-    let feedback = check_resumed_after_a_returned_submission(&run, 5);
+    let feedback = check_resumed_after_a_returned_submission(&run, 7);
     let text_of = |m: &Value| match &m["content"] {
         Value::String(text) => text.clone(),
         content => content.as_array().map(|c| c.iter().filter_map(|b| b["text"].as_str()).collect::<String>()).unwrap_or_default(),
     };
-    let resumed = body(&run.requests[3]);
+    assert_eq!(
+        logged_actions(&run),
+        [
+            FileAction::on(ActionKind::Read, "shop/checkout.py", "Read", true),
+            FileAction::on(ActionKind::Write, "shop/checkout.py", "Write", true),
+            FileAction::on(ActionKind::Write, "shop/checkout.py", "Write", true),
+        ]
+    );
+    let resumed = body(&run.requests[5]);
     let messages = resumed["messages"].as_array().unwrap();
     assert!(messages.iter().any(|m| m["role"] == "assistant" && text_of(m).contains("Submitted.")), "the resumed session holds the first run");
     let last = messages.last().unwrap();
@@ -378,10 +388,10 @@ fn claude_code_that_ends_its_run_after_a_returned_submission_is_resumed_with_the
     assert!(text_of(last).contains(feedback.trim()), "the resume repeats the owner's feedback: {}", text_of(last));
 }
 
-/// The checks of a partial episode whose CLI ended its run after its first submission was
-/// returned and was resumed with the feedback: accepted at k = 2, one exit, usage equal to
-/// the mock's counts of `requests` answers (tokens of answers 1..=requests); returns the
-/// feedback the engine sent.
+/// The checks of a partial episode whose CLI asked the owner once through MCP, ended its run
+/// after its first submission was returned and was resumed with the feedback: accepted at
+/// k = 2, one exit, usage equal to the mock's counts of `requests` answers (tokens of answers
+/// 1..=requests); returns the feedback the engine sent.
 fn check_resumed_after_a_returned_submission(run: &CliRun, requests: usize) -> String {
     let episode = &run.detail.episode;
     assert_eq!(episode.end_reason, Some(EndReason::Accepted), "{episode:?}");
@@ -410,6 +420,10 @@ fn check_resumed_after_a_returned_submission(run: &CliRun, requests: usize) -> S
         })
         .collect();
     assert_eq!(feedback.len(), 1, "one returned submission");
+    let questions: Vec<&str> = run.detail.questions.iter().map(|q| q.question.text.as_str()).collect();
+    assert_eq!(questions, [OWNER_QUESTION], "it asked the owner once, through MCP");
+    let bridge_calls = run.events.iter().filter(|e| matches!(e.kind, EventKind::BridgeCall { .. })).count();
+    assert_eq!(bridge_calls, 3, "ask_user, submit, submit through the MCP server");
     feedback[0].clone()
 }
 
@@ -481,27 +495,29 @@ fn codex_that_ends_its_run_after_a_returned_submission_is_resumed_with_the_feedb
     let exec = |n: u64, cmd: &str| replies::responses_stream(MODEL, "", &[Call::new(&format!("call_{n}"), "exec_command", json!({"cmd": cmd}))], answer_tokens(n));
     let write = |solution: &str| format!("cat > shop/checkout.py <<'SPECGAP_EOF'\n{}\nSPECGAP_EOF", checkout(solution).trim_end());
     let mock = MockUpstream::start([
-        exec(1, &write("literal")),
-        namespaced_call(2, "submit", json!({"summary": "retries added"})),
+        exec(1, "head -3 shop/checkout.py"),
+        namespaced_call(2, "ask_user", json!({"question": OWNER_QUESTION})),
+        exec(3, &write("literal")),
+        namespaced_call(4, "submit", json!({"summary": "retries added"})),
         // It reads the feedback and ends its `exec` run.
-        say(3, "Submitted."),
+        say(5, "Submitted."),
         // The resumed session (`exec resume --last`) with the harness's message.
-        exec(4, &write("gold")),
-        namespaced_call(5, "submit", json!({"summary": "retries only where they are safe"})),
+        exec(6, &write("gold")),
+        namespaced_call(7, "submit", json!({"summary": "retries only where they are safe"})),
     ])
     .unwrap();
     mock.set_fallback(MockReply::json(500, "{\"error\":{\"message\":\"unscripted request\",\"type\":\"server_error\",\"param\":null,\"code\":null}}"));
     let config = vendor_config("codex", version, &mock);
     let run = run_cli(example("payment-retry"), "partial", "clean", "cli:codex", &config, &mock, BudgetFlags::default());
     check_common(&run.requests, "authorization", &format!("Bearer {}", canary_key()));
-    let feedback = check_resumed_after_a_returned_submission(&run, 5);
+    let feedback = check_resumed_after_a_returned_submission(&run, 7);
     let text_of = |m: &Value| match &m["content"] {
         Value::String(text) => text.clone(),
         content => content.as_array().map(|c| c.iter().filter_map(|b| b["text"].as_str()).collect::<String>()).unwrap_or_default(),
     };
-    let resumed = body(&run.requests[3]);
+    let resumed = body(&run.requests[5]);
     let input = resumed["input"].as_array().unwrap();
-    assert!(input.iter().any(|m| m["type"] == "function_call_output" && m["call_id"] == "call_2"), "the resumed session holds the first run's submit");
+    assert!(input.iter().any(|m| m["type"] == "function_call_output" && m["call_id"] == "call_4"), "the resumed session holds the first run's submit");
     assert!(input.iter().any(|m| m["role"] == "assistant" && text_of(m).contains("Submitted.")), "the resumed session holds the first run's reply");
     let last = input.last().unwrap();
     assert_eq!(last["role"], "user");

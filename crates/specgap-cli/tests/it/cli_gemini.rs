@@ -242,12 +242,16 @@ fn cli_gemini_cli_that_ends_its_run_after_a_returned_submission_is_resumed_with_
         let step = step_of(request);
         let call = |tool: &str, arguments: Value| replies::gemini_stream("", &[Call::new("", tool, arguments)], tokens(step));
         match step {
-            0 => call("write_file", json!({ "file_path": "billing/fees.py", "content": literal })),
-            1 => call(SUBMIT_TOOL, json!({ "summary": "started months count" })),
+            0 => call("read_file", json!({ "file_path": "billing/fees.py" })),
+            // Its default channel is `text`, but an owner condition has no text exchange: the
+            // MCP tool is offered.
+            1 => call(ASK_TOOL, json!({ "question": OWNER_QUESTION })),
+            2 => call("write_file", json!({ "file_path": "billing/fees.py", "content": literal })),
+            3 => call(SUBMIT_TOOL, json!({ "summary": "started months count" })),
             // It ends its headless run; the harness resumes it (`--resume latest`).
-            2 => replies::gemini_stream(SUBMITTED, &[], tokens(step)),
-            3 => call("write_file", json!({ "file_path": "billing/fees.py", "content": gold })),
-            4 => call(SUBMIT_TOOL, json!({ "summary": "disputed invoices and the cap too" })),
+            4 => replies::gemini_stream(SUBMITTED, &[], tokens(step)),
+            5 => call("write_file", json!({ "file_path": "billing/fees.py", "content": gold })),
+            6 => call(SUBMIT_TOOL, json!({ "summary": "disputed invoices and the cap too" })),
             _ => replies::gemini_stream("Done.", &[], tokens(step)),
         }
     });
@@ -255,7 +259,7 @@ fn cli_gemini_cli_that_ends_its_run_after_a_returned_submission_is_resumed_with_
     let out = tmp.path().join("run");
     GEMINI.run(GEMINI.run_args(&package, &mock.url(), "partial", &out, &[]));
     let requests = mock.requests();
-    assert_eq!(requests.len(), 5, "the episode ends at the accepted submission");
+    assert_eq!(requests.len(), 7, "the episode ends at the accepted submission");
     let rows = episodes(&out);
     let row = &rows[0];
     assert_eq!(row.end_reason.map(|r| r.as_str()), Some("accepted"), "{row:?}");
@@ -265,9 +269,12 @@ fn cli_gemini_cli_that_ends_its_run_after_a_returned_submission_is_resumed_with_
     assert_eq!(exits(&events), 1, "it exited once, after the returned submission, and was resumed");
     let feedback = user_messages(&events, UserMessageKind::Feedback);
     assert_eq!(feedback.len(), 1);
+    let calls: Vec<String> = bridge_calls(&events).into_iter().map(|(tool, _)| tool).collect();
+    assert_eq!(calls, ["ask_user", "submit", "submit"], "the owner asked and both deliveries made through MCP");
+    assert!(result_of(&events, "bridge-1").starts_with("Dana believes the only problem"), "{}", result_of(&events, "bridge-1"));
     // The resumed request holds the first run (the submit's response, the closing reply),
     // then the engine's message with the feedback as the user's turn.
-    let contents = body(&requests[3])["contents"].as_array().unwrap().clone();
+    let contents = body(&requests[5])["contents"].as_array().unwrap().clone();
     let parts = |c: &Value| c["parts"].as_array().cloned().unwrap_or_default();
     assert!(contents.iter().flat_map(parts).any(|p| p["functionResponse"]["name"] == SUBMIT_TOOL), "the resumed session holds the first submit");
     assert!(contents.iter().any(|c| c["role"] == "model" && parts(c).iter().any(|p| p["text"] == SUBMITTED)), "the resumed session holds the first run's reply");
@@ -278,26 +285,26 @@ fn cli_gemini_cli_that_ends_its_run_after_a_returned_submission_is_resumed_with_
     for (i, request) in requests.iter().enumerate() {
         assert_eq!(request.header("x-goog-api-key"), Some(KEY), "request {i}");
     }
-    for (i, request) in requests[..3].iter().enumerate() {
+    for (i, request) in requests[..5].iter().enumerate() {
         assert_each_call_answered_once(body(request)["contents"].as_array().unwrap(), &format!("request {i}"));
     }
     // gemini-cli 0.61.0 rebuilds a resumed history from its session file with each earlier
     // call's functionResponse twice (the recorded user turn that carried it, and the result it
     // keeps beside the call), the same response both times; the calls after the resume are
     // answered once. The harness records each result once (the ToolResult ids below).
-    let resumed = body(&requests[4])["contents"].as_array().unwrap().clone();
+    let resumed = body(&requests[6])["contents"].as_array().unwrap().clone();
     let calls: Vec<String> = resumed.iter().flat_map(parts).filter_map(|p| p["functionCall"]["id"].as_str().map(str::to_string)).collect();
-    assert_eq!(calls.len(), 3, "{calls:?}");
+    assert_eq!(calls.len(), 5, "{calls:?}");
     for (n, id) in calls.iter().enumerate() {
         let answers: Vec<Value> = resumed.iter().flat_map(parts).filter(|p| p["functionResponse"]["id"] == id.as_str()).collect();
-        let expected = if n < 2 { 2 } else { 1 };
+        let expected = if n < 4 { 2 } else { 1 };
         assert_eq!(answers.len(), expected, "call {id}: {answers:?}");
         assert!(answers.windows(2).all(|w| w[0] == w[1]), "call {id}: the repeated responses are the same");
     }
     let results: Vec<String> = events.iter().filter_map(|e| match &e.kind { EventKind::ToolResult { call_id, .. } if call_id.starts_with('r') => Some(call_id.clone()), _ => None }).collect();
-    assert_eq!(results, vec!["r0-0", "r1-0", "r3-0"], "each call's result once; the accepted submit's never came back");
-    let written = FileAction::on(ActionKind::Write, "billing/fees.py", "write_file", true);
-    assert_eq!(logged_actions(&events), vec![written.clone(), written]);
-    assert_eq!(agent_usage(&out), vec![usage_of_answers(5)]);
+    assert_eq!(results, vec!["r0-0", "r1-0", "r2-0", "r3-0", "r5-0"], "each call's result once; the accepted submit's never came back");
+    let fees = |kind, via| FileAction::on(kind, "billing/fees.py", via, true);
+    assert_eq!(logged_actions(&events), vec![fees(ActionKind::Read, "read_file"), fees(ActionKind::Write, "write_file"), fees(ActionKind::Write, "write_file")]);
+    assert_eq!(agent_usage(&out), vec![usage_of_answers(7)]);
     GEMINI.assert_key_nowhere(&out);
 }

@@ -290,8 +290,9 @@ fn cli_opencode_asks_the_owner_and_submits_through_mcp_and_reads_the_feedback_in
     assert_eq!(agent_usage(&out), vec![usage_of_main_answers_and_a_title(6)]);
 }
 
-/// Answers by step: write the literal fix, submit it through MCP, end the run with a reply
-/// (opencode exits); the resumed session (`run --session`) writes the gold fix and submits.
+/// Answers by step: read the module, ask the owner through MCP, write the literal fix, submit
+/// it through MCP, end the run with a reply (opencode exits); the resumed session (`run
+/// --session`) writes the gold fix and submits.
 fn resume_responder(literal: String, gold: String) -> impl Fn(&ReceivedRequest) -> MockReply + Send + Sync {
     move |request| {
         if !offers_tools(request) {
@@ -301,11 +302,13 @@ fn resume_responder(literal: String, gold: String) -> impl Fn(&ReceivedRequest) 
         let tokens = main_tokens(step);
         let call = |id: &str, tool: &str, arguments: Value| replies::openai_chat_stream(MODEL, "", &[Call::new(id, tool, arguments)], tokens);
         match step {
-            0 => call("c-write-1", "write", json!({ "filePath": "/workspace/billing/fees.py", "content": literal })),
-            1 => call("c-submit-1", "specgap_submit", json!({ "summary": "started months count" })),
-            2 => replies::openai_chat_stream(MODEL, SUBMITTED, &[], tokens),
-            3 => call("c-write-2", "write", json!({ "filePath": "/workspace/billing/fees.py", "content": gold })),
-            4 => call("c-submit-2", "specgap_submit", json!({ "summary": "disputed invoices and the cap too" })),
+            0 => call("c-read", "read", json!({ "filePath": "/workspace/billing/fees.py" })),
+            1 => call("c-ask", "specgap_ask_user", json!({ "question": OWNER_QUESTION })),
+            2 => call("c-write-1", "write", json!({ "filePath": "/workspace/billing/fees.py", "content": literal })),
+            3 => call("c-submit-1", "specgap_submit", json!({ "summary": "started months count" })),
+            4 => replies::openai_chat_stream(MODEL, SUBMITTED, &[], tokens),
+            5 => call("c-write-2", "write", json!({ "filePath": "/workspace/billing/fees.py", "content": gold })),
+            6 => call("c-submit-2", "specgap_submit", json!({ "summary": "disputed invoices and the cap too" })),
             _ => replies::openai_chat_stream(MODEL, "Done.", &[], tokens),
         }
     }
@@ -326,7 +329,7 @@ fn cli_opencode_that_ends_its_run_after_a_returned_submission_is_resumed_with_th
     OPENCODE.run(OPENCODE.run_args(&package, &format!("{}/v1", mock.url()), "partial", &out, &[]));
     let requests = mock.requests();
     let main: Vec<&ReceivedRequest> = requests.iter().filter(|r| offers_tools(r)).collect();
-    assert_eq!((main.len(), requests.len() - main.len()), (5, 1), "one title: the resume continues the same session; none after the acceptance");
+    assert_eq!((main.len(), requests.len() - main.len()), (7, 1), "one title: the resume continues the same session; none after the acceptance");
     let rows = episodes(&out);
     let row = &rows[0];
     assert_eq!(row.end_reason.map(|r| r.as_str()), Some("accepted"), "{row:?}");
@@ -336,9 +339,12 @@ fn cli_opencode_that_ends_its_run_after_a_returned_submission_is_resumed_with_th
     assert_eq!(exits(&events), 1, "it exited once, after the returned submission, and was resumed");
     let feedback = user_messages(&events, UserMessageKind::Feedback);
     assert_eq!(feedback.len(), 1);
+    let calls: Vec<String> = bridge_calls(&events).into_iter().map(|(tool, _)| tool).collect();
+    assert_eq!(calls, ["ask_user", "submit", "submit"], "the owner asked and both deliveries made through MCP");
+    assert!(result_of(&events, "bridge-1").starts_with("Dana believes the only problem"), "{}", result_of(&events, "bridge-1"));
     // The resumed request holds the first run (the submit's result, the closing reply), then
     // the engine's message with the feedback.
-    let messages = body(main[3])["messages"].as_array().unwrap().clone();
+    let messages = body(main[5])["messages"].as_array().unwrap().clone();
     assert!(messages.iter().any(|m| m["role"] == "tool" && m["tool_call_id"] == "c-submit-1"), "the resumed session holds the first submit");
     assert!(messages.iter().any(|m| m["role"] == "assistant" && m["content"] == SUBMITTED), "the resumed session holds the first run's reply");
     let last = messages.last().unwrap();
@@ -348,8 +354,8 @@ fn cli_opencode_that_ends_its_run_after_a_returned_submission_is_resumed_with_th
         assert_each_call_answered_once(body(request)["messages"].as_array().unwrap(), &format!("main request {step}"));
         assert_eq!(request.header("authorization"), Some(format!("Bearer {KEY}").as_str()), "main request {step}");
     }
-    let written = |ok| FileAction::on(ActionKind::Write, "billing/fees.py", "write", ok);
-    assert_eq!(logged_actions(&events), vec![written(true), written(true)]);
-    assert_eq!(agent_usage(&out), vec![usage_of_main_answers_and_a_title(5)]);
+    let fees = |kind, via| FileAction::on(kind, "billing/fees.py", via, true);
+    assert_eq!(logged_actions(&events), vec![fees(ActionKind::Read, "read"), fees(ActionKind::Write, "write"), fees(ActionKind::Write, "write")]);
+    assert_eq!(agent_usage(&out), vec![usage_of_main_answers_and_a_title(7)]);
     OPENCODE.assert_key_nowhere(&out);
 }
