@@ -8,7 +8,7 @@
 //! | installation | `specgap agents install codex`: `node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex` in the versioned cache (the npm launcher `bin/codex.js` only picks this file), mounted read-only, with its `codex-path` directory (its `rg`) on `PATH` |
 //! | start | `codex exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox -` with the message on standard input, events into `~/.specgap/codex-events-<n>.jsonl` |
 //! | model endpoint | `~/.codex/config.toml` (`CODEX_HOME`): `model`, `model_provider = "specgap"`, `[model_providers.specgap]` with the gateway's `/v1` as `base_url`, `env_key = "OPENAI_API_KEY"` (the gateway token), `wire_api = "responses"` |
-//! | network | `check_for_update_on_startup = false`, `[analytics] enabled = false` (else it resolves `ab.chatgpt.com`), `[features] plugins = false` (else it syncs its curated plugins from `api.github.com`), `[feedback] enabled = false`, `[otel] exporter = "none"`; measured against a scripted server in a network namespace of its own, 0.171.0 so configured connected to nothing else and sent no side request |
+//! | network | `web_search = "disabled"` (else it offers the model the Responses API's hosted `web_search` tool with `external_web_access`, which the upstream would run), `check_for_update_on_startup = false`, `[analytics] enabled = false` (else it resolves `ab.chatgpt.com`), `[features] plugins = false` (else it syncs its curated plugins from `api.github.com`), `[feedback] enabled = false`, `[otel] exporter = "none"`; measured against a scripted server in a network namespace of its own, 0.171.0 so configured connected to nothing else and sent no side request |
 //! | permissions and its own sandbox | `--dangerously-bypass-approvals-and-sandbox` (its bubblewrap sandbox would nest in ours and fail closed), `approval_policy = "never"`, `sandbox_mode = "danger-full-access"` |
 //! | system prompt | `developer_instructions` in its configuration (appended to its own instructions as a developer message); nothing under `blind` |
 //! | resume | `codex exec resume --last …` (the private home holds this episode's session alone), the new message on standard input |
@@ -97,6 +97,10 @@ impl Codex {
         config.insert("approval_policy".into(), "never".into());
         config.insert("sandbox_mode".into(), "danger-full-access".into());
         config.insert("check_for_update_on_startup".into(), false.into());
+        // Else it offers the model the Responses API's hosted `web_search` tool (with
+        // `external_web_access`), which the upstream would run: a way out to the web that
+        // bypasses the sandbox.
+        config.insert("web_search".into(), "disabled".into());
         if let Some(prompt) = launch.system_prompt.as_ref().filter(|p| !p.trim().is_empty()) {
             config.insert("developer_instructions".into(), prompt.clone().into());
         }
@@ -396,6 +400,7 @@ mod tests {
             approval_policy = "never"
             sandbox_mode = "danger-full-access"
             check_for_update_on_startup = false
+            web_search = "disabled"
             developer_instructions = "Ask before you change \"rates\".\n"
             [model_providers.specgap]
             name = "specgap gateway"

@@ -172,6 +172,7 @@ fn claude_code_delivers_under_interact_asking_in_text_and_resuming_its_session()
         for tool in ["Bash", "Read", "Write", "Edit"] {
             assert!(tools.contains(&tool), "request {i} offers {tool}: {tools:?}");
         }
+        assert!(!tools.contains(&"WebSearch"), "request {i}: no web search the upstream would run: {tools:?}");
         // Its default ask channel, the text exchange: the harness's ask_user is not offered.
         assert!(tools.contains(&"mcp__specgap__submit") && !tools.contains(&"mcp__specgap__ask_user"), "request {i}: {tools:?}");
         // The condition's system prompt goes through --append-system-prompt.
@@ -235,6 +236,8 @@ fn codex_delivers_under_interact_asking_in_text_and_resuming_its_session() {
         assert_eq!(body["stream"], true);
         let tools: Vec<&str> = body["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
         assert!(tools.contains(&"exec_command"), "request {i}: {tools:?}");
+        let hosted: Vec<&Value> = body["tools"].as_array().unwrap().iter().filter(|t| t["type"] == "web_search").collect();
+        assert!(hosted.is_empty(), "request {i}: no hosted web search the upstream would run: {hosted:?}");
         // Its default ask channel, the text exchange: the harness's namespace has no ask_user.
         let harness = body["tools"].as_array().unwrap().iter().find(|t| t["name"] == "mcp__specgap").map(Value::to_string).unwrap_or_default();
         assert!(harness.contains("\"submit\"") && !harness.contains("\"ask_user\""), "request {i}: {harness}");
