@@ -7,7 +7,7 @@
 //! | installation | `specgap agents install gemini-cli`: the package's `node_modules`, mounted read-only with the installation's other mounts, started with the `node` the installation recorded |
 //! | start | `node gemini.js --prompt="<message>" -m <model> --yolo --skip-trust -o stream-json`, standard input empty (the `=` form, since a message may start with `-`); its stream-JSON events go to `~/.specgap/gemini-events.jsonl` |
 //! | model endpoint | `GOOGLE_GEMINI_BASE_URL` = the gateway (`http://127.0.0.1:<port>`), `GEMINI_API_KEY` = the gateway token, `security.auth.selectedType = "gemini-api-key"`; requests are `POST /v1beta/models/<model>:streamGenerateContent?alt=sse` with `x-goog-api-key` |
-//! | network | `~/.gemini/settings.json`: usage statistics and telemetry off, auto-update and its notice off; the system-wide settings paths point at a file that does not exist, so no host file configures it |
+//! | network | `~/.gemini/settings.json`: usage statistics and telemetry off, auto-update and its notice off, `tools.exclude` its `google_web_search` and `web_fetch` (the upstream runs them: Gemini's search grounding and URL context); the system-wide settings paths point at a file that does not exist, so no host file configures it |
 //! | harness tools | the bridge's MCP server in `mcpServers` of its settings, `trust: true`, with `--rename ask_user=ask_question`: 0.61.0 withholds every tool called `ask_user` in headless mode (its own, and an MCP server's whose unqualified name matches), so the model sees `mcp_specgap_ask_question` and `mcp_specgap_submit`; the commands `ask_user` and `submit` are on `PATH` for its shell tool |
 //! | permissions, sandbox | `--yolo` approves every tool call; its own sandbox off (`tools.sandbox = false`, `GEMINI_SANDBOX=false`); `--skip-trust` and `GEMINI_CLI_TRUST_WORKSPACE` trust the workspace without asking |
 //! | system prompt | its global context file `~/.gemini/GEMINI.md`, which it appends to its system instruction: the condition's prompt is copied there before each start; `blind` leaves it empty |
@@ -38,6 +38,11 @@ use super::opencode::workspace_path;
 /// called `ask_user` in headless mode (its own and every MCP server's): the model sees
 /// `mcp_specgap_ask_question`.
 pub const ASK_USER_AS: &str = "ask_question";
+
+/// Its tools that the upstream runs (`google_web_search` asks the Gemini API to search with
+/// Google, `web_fetch` to fetch through its URL context): excluded in its settings, since they
+/// reach the web from outside the sandbox.
+pub const UPSTREAM_WEB_TOOLS: [&str; 2] = ["google_web_search", "web_fetch"];
 
 /// The default version `specgap agents install gemini-cli` installs.
 pub const DEFAULT_VERSION: &str = "0.61.0";
@@ -114,7 +119,9 @@ impl GeminiCli {
             "general": { "disableAutoUpdate": true, "disableUpdateNag": true },
             "privacy": { "usageStatisticsEnabled": false },
             "telemetry": { "enabled": false },
-            "tools": { "sandbox": false },
+            // Its web tools have the upstream search or fetch (Gemini's grounding tools), out of
+            // the sandbox.
+            "tools": { "sandbox": false, "exclude": UPSTREAM_WEB_TOOLS },
         });
         if !mcp.command.is_empty() {
             let env: serde_json::Map<String, Value> = mcp.env.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
@@ -403,6 +410,7 @@ mod tests {
         let mcp = McpServer { name: "specgap".into(), command: "/run/specgap/bin/specgap-bridge".into(), args: vec!["mcp".into()], env: vec![("K".into(), "v".into())], config_file: String::new() };
         assert_eq!(GeminiCli::settings(&mcp)["mcpServers"], json!({ "specgap": { "command": "/run/specgap/bin/specgap-bridge", "args": ["mcp", "--rename", "ask_user=ask_question"], "env": { "K": "v" }, "trust": true } }));
         assert!(GeminiCli::settings(&McpServer::default()).get("mcpServers").is_none());
+        assert_eq!(GeminiCli::settings(&mcp)["tools"], json!({ "sandbox": false, "exclude": ["google_web_search", "web_fetch"] }));
         assert!(env.contains(&("GOOGLE_GEMINI_BASE_URL".into(), "http://127.0.0.1:4000".into())));
         assert!(env.contains(&("GEMINI_API_KEY".into(), "tok".into())));
     }

@@ -185,6 +185,7 @@ fn cli_gemini_cli_asks_the_owner_through_its_mcp_tool_submits_through_mcp_and_re
     let requests = mock.requests();
     let tools: Vec<String> = body(&requests[0])["tools"].as_array().unwrap().iter().flat_map(|t| t["functionDeclarations"].as_array().cloned().unwrap_or_default()).filter_map(|f| f["name"].as_str().map(str::to_string)).collect();
     assert!(tools.contains(&SUBMIT_TOOL.to_string()) && tools.contains(&ASK_TOOL.to_string()), "{tools:?}");
+    assert!(tools.contains(&"read_file".to_string()) && !tools.iter().any(|t| t == "google_web_search" || t == "web_fetch"), "no web tool the upstream runs: {tools:?}");
     assert!(!tools.iter().any(|t| t.contains("ask_user")), "gemini-cli withholds every tool named ask_user: {tools:?}");
     // The condition's prompt names the tool as gemini-cli shows it.
     let system = body(&requests[0])["systemInstruction"].to_string();
