@@ -212,7 +212,9 @@ fn cli_opencode_asks_in_its_reply_under_interact_and_is_resumed_in_its_own_sessi
 
 /// Answers by step: read the module, ask the owner through the MCP server, write the literal
 /// fix, submit it through MCP (its result carries the feedback), write the gold fix, submit.
-fn mcp_responder(literal: String, gold: String) -> impl Fn(&ReceivedRequest) -> MockReply + Send + Sync {
+/// With `exit_after_returned`, a closing reply follows the first submission (opencode ends its
+/// run) and the resumed session (`run --session`) goes on from the gold fix.
+fn mcp_responder(literal: String, gold: String, exit_after_returned: bool) -> impl Fn(&ReceivedRequest) -> MockReply + Send + Sync {
     move |request| {
         if !offers_tools(request) {
             return replies::openai_chat_stream(MODEL, "Late fee fix", &[], TITLE_TOKENS);
@@ -220,13 +222,16 @@ fn mcp_responder(literal: String, gold: String) -> impl Fn(&ReceivedRequest) -> 
         let step = body(request)["messages"].as_array().map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count()) as u64;
         let tokens = main_tokens(step);
         let call = |id: &str, tool: &str, arguments: Value| replies::openai_chat_stream(MODEL, "", &[Call::new(id, tool, arguments)], tokens);
-        match step {
-            0 => call("c-read", "read", json!({ "filePath": "/workspace/billing/fees.py" })),
-            1 => call("c-ask", "specgap_ask_user", json!({ "question": OWNER_QUESTION })),
-            2 => call("c-write-1", "write", json!({ "filePath": "/workspace/billing/fees.py", "content": literal })),
-            3 => call("c-submit-1", "specgap_submit", json!({ "summary": "started months count" })),
-            4 => call("c-write-2", "write", json!({ "filePath": "/workspace/billing/fees.py", "content": gold })),
-            5 => call("c-submit-2", "specgap_submit", json!({ "summary": "disputed invoices and the cap too" })),
+        // The steps after the first submission, one later when a closing reply comes between.
+        let after = if exit_after_returned { step.checked_sub(1) } else { Some(step) };
+        match (step, after) {
+            (0, _) => call("c-read", "read", json!({ "filePath": "/workspace/billing/fees.py" })),
+            (1, _) => call("c-ask", "specgap_ask_user", json!({ "question": OWNER_QUESTION })),
+            (2, _) => call("c-write-1", "write", json!({ "filePath": "/workspace/billing/fees.py", "content": literal })),
+            (3, _) => call("c-submit-1", "specgap_submit", json!({ "summary": "started months count" })),
+            (4, _) if exit_after_returned => replies::openai_chat_stream(MODEL, SUBMITTED, &[], tokens),
+            (_, Some(4)) => call("c-write-2", "write", json!({ "filePath": "/workspace/billing/fees.py", "content": gold })),
+            (_, Some(5)) => call("c-submit-2", "specgap_submit", json!({ "summary": "disputed invoices and the cap too" })),
             _ => replies::openai_chat_stream(MODEL, "Done.", &[], tokens),
         }
     }
@@ -241,7 +246,7 @@ fn cli_opencode_asks_the_owner_and_submits_through_mcp_and_reads_the_feedback_in
     let literal = std::fs::read_to_string(package.join("solutions/literal/billing/fees.py")).unwrap();
     let gold = std::fs::read_to_string(package.join("solutions/gold/billing/fees.py")).unwrap();
     let mock = MockUpstream::start([]).unwrap();
-    mock.set_responder(mcp_responder(literal, gold));
+    mock.set_responder(mcp_responder(literal, gold, false));
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
     OPENCODE.run(OPENCODE.run_args(&package, &format!("{}/v1", mock.url()), "partial", &out, &[]));
@@ -290,30 +295,6 @@ fn cli_opencode_asks_the_owner_and_submits_through_mcp_and_reads_the_feedback_in
     assert_eq!(agent_usage(&out), vec![usage_of_main_answers_and_a_title(6)]);
 }
 
-/// Answers by step: read the module, ask the owner through MCP, write the literal fix, submit
-/// it through MCP, end the run with a reply (opencode exits); the resumed session (`run
-/// --session`) writes the gold fix and submits.
-fn resume_responder(literal: String, gold: String) -> impl Fn(&ReceivedRequest) -> MockReply + Send + Sync {
-    move |request| {
-        if !offers_tools(request) {
-            return replies::openai_chat_stream(MODEL, "Late fee fix", &[], TITLE_TOKENS);
-        }
-        let step = body(request)["messages"].as_array().map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count()) as u64;
-        let tokens = main_tokens(step);
-        let call = |id: &str, tool: &str, arguments: Value| replies::openai_chat_stream(MODEL, "", &[Call::new(id, tool, arguments)], tokens);
-        match step {
-            0 => call("c-read", "read", json!({ "filePath": "/workspace/billing/fees.py" })),
-            1 => call("c-ask", "specgap_ask_user", json!({ "question": OWNER_QUESTION })),
-            2 => call("c-write-1", "write", json!({ "filePath": "/workspace/billing/fees.py", "content": literal })),
-            3 => call("c-submit-1", "specgap_submit", json!({ "summary": "started months count" })),
-            4 => replies::openai_chat_stream(MODEL, SUBMITTED, &[], tokens),
-            5 => call("c-write-2", "write", json!({ "filePath": "/workspace/billing/fees.py", "content": gold })),
-            6 => call("c-submit-2", "specgap_submit", json!({ "summary": "disputed invoices and the cap too" })),
-            _ => replies::openai_chat_stream(MODEL, "Done.", &[], tokens),
-        }
-    }
-}
-
 const SUBMITTED: &str = "Submitted.";
 
 #[test]
@@ -323,25 +304,14 @@ fn cli_opencode_that_ends_its_run_after_a_returned_submission_is_resumed_with_th
     let literal = std::fs::read_to_string(package.join("solutions/literal/billing/fees.py")).unwrap();
     let gold = std::fs::read_to_string(package.join("solutions/gold/billing/fees.py")).unwrap();
     let mock = MockUpstream::start([]).unwrap();
-    mock.set_responder(resume_responder(literal, gold));
+    mock.set_responder(mcp_responder(literal, gold, true));
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
     OPENCODE.run(OPENCODE.run_args(&package, &format!("{}/v1", mock.url()), "partial", &out, &[]));
     let requests = mock.requests();
     let main: Vec<&ReceivedRequest> = requests.iter().filter(|r| offers_tools(r)).collect();
     assert_eq!((main.len(), requests.len() - main.len()), (7, 1), "one title: the resume continues the same session; none after the acceptance");
-    let rows = episodes(&out);
-    let row = &rows[0];
-    assert_eq!(row.end_reason.map(|r| r.as_str()), Some("accepted"), "{row:?}");
-    assert_eq!((row.final_score, row.final_success), (Some(1.0), Some(true)), "{row:?}");
-    assert_eq!(submissions(&out, &row.id), vec![(1, false, Some(false)), (2, false, Some(true))]);
-    let events = events(&out, &row.id);
-    assert_eq!(exits(&events), 1, "it exited once, after the returned submission, and was resumed");
-    let feedback = user_messages(&events, UserMessageKind::Feedback);
-    assert_eq!(feedback.len(), 1);
-    let calls: Vec<String> = bridge_calls(&events).into_iter().map(|(tool, _)| tool).collect();
-    assert_eq!(calls, ["ask_user", "submit", "submit"], "the owner asked and both deliveries made through MCP");
-    assert!(result_of(&events, "bridge-1").starts_with("Dana believes the only problem"), "{}", result_of(&events, "bridge-1"));
+    let (events, feedback) = check_resumed_after_a_returned_submission(&out);
     // The resumed request holds the first run (the submit's result, the closing reply), then
     // the engine's message with the feedback.
     let messages = body(main[5])["messages"].as_array().unwrap().clone();
@@ -349,7 +319,7 @@ fn cli_opencode_that_ends_its_run_after_a_returned_submission_is_resumed_with_th
     assert!(messages.iter().any(|m| m["role"] == "assistant" && m["content"] == SUBMITTED), "the resumed session holds the first run's reply");
     let last = messages.last().unwrap();
     assert_eq!(last["role"], "user");
-    assert_is_the_feedback_resume(last["content"].as_str().unwrap(), 1, &feedback[0]);
+    assert_is_the_feedback_resume(last["content"].as_str().unwrap(), 1, &feedback);
     for (step, request) in main.iter().enumerate() {
         assert_each_call_answered_once(body(request)["messages"].as_array().unwrap(), &format!("main request {step}"));
         assert_eq!(request.header("authorization"), Some(format!("Bearer {KEY}").as_str()), "main request {step}");

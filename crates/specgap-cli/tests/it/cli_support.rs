@@ -179,3 +179,25 @@ pub fn assert_is_the_feedback_resume(message: &str, k: u32, feedback: &str) {
     assert!(message.contains(&format!("Your delivery (submission {k}) was returned.")), "{message}");
     assert!(message.contains(feedback.trim()), "the resume repeats the owner's feedback: {message}");
 }
+
+/// The checks of a partial episode of `req-basic` whose CLI asked the owner once through MCP,
+/// ended its run after its first submission was returned and was resumed with the feedback
+/// (the run in `out`): accepted at k = 2 with the gold fix, one exit, the three harness calls
+/// through the bridge, the owner's answer as the first one's result. Returns the trajectory and
+/// the feedback the engine sent.
+pub fn check_resumed_after_a_returned_submission(out: &Path) -> (Vec<Event>, String) {
+    let rows = episodes(out);
+    let row = &rows[0];
+    assert_eq!(row.end_reason.map(|r| r.as_str()), Some("accepted"), "{row:?}");
+    assert_eq!((row.final_score, row.final_success), (Some(1.0), Some(true)), "{row:?}");
+    assert_eq!(submissions(out, &row.id), vec![(1, false, Some(false)), (2, false, Some(true))]);
+    let events = events(out, &row.id);
+    assert_eq!(exits(&events), 1, "it exited once, after the returned submission, and was resumed");
+    let mut feedback = user_messages(&events, UserMessageKind::Feedback);
+    assert_eq!(feedback.len(), 1, "one returned submission");
+    let calls: Vec<String> = bridge_calls(&events).into_iter().map(|(tool, _)| tool).collect();
+    assert_eq!(calls, ["ask_user", "submit", "submit"], "the owner asked and both deliveries made through MCP");
+    let answer = result_of(&events, "bridge-1");
+    assert!(answer.starts_with("Dana believes the only problem"), "{answer}");
+    (events, feedback.remove(0))
+}
