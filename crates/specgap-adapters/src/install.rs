@@ -223,9 +223,15 @@ impl Installation {
         self.dir.join(&self.manifest.entry)
     }
 
-    /// Host paths to mount read-only in the sandbox (the directory, the runtime's prefix).
-    pub fn mounts(&self) -> &[PathBuf] {
-        &self.manifest.mounts
+    /// Host paths to mount read-only in the sandbox: the directory where the installation is
+    /// found now, then the runtime's prefix. The manifest's first mount is the directory at
+    /// installation time; a cache moved or copied since (a `target/` copied with its test
+    /// cache, another `XDG_CACHE_HOME`) would otherwise mount a path that no longer exists.
+    pub fn mounts(&self) -> Vec<PathBuf> {
+        let recorded_dir = self.manifest.mounts.first();
+        let mut mounts = vec![self.dir.clone()];
+        mounts.extend(self.manifest.mounts.iter().filter(|m| Some(*m) != recorded_dir && **m != self.dir).cloned());
+        mounts
     }
 }
 
@@ -606,6 +612,34 @@ mod tests {
         push_runtime_prefix(&mut mounts, Path::new("/root/.pyenv/versions/3.11.7"));
         push_runtime_prefix(&mut mounts, Path::new("/root/.pyenv/versions/3.11.7"));
         assert_eq!(mounts, [PathBuf::from("/cache/x/1"), PathBuf::from("/root/.pyenv/versions/3.11.7")]);
+    }
+
+    #[test]
+    fn a_moved_cache_mounts_the_installation_where_it_is_now_not_where_it_was_installed() {
+        let root = tempfile::tempdir().unwrap();
+        let version = AdapterVersion::parse("gemini-cli").unwrap();
+        let dir = install_dir(root.path(), &version);
+        std::fs::create_dir_all(&dir).unwrap();
+        let manifest = Manifest {
+            format: MANIFEST_FORMAT,
+            adapter: version.adapter.name.to_string(),
+            package: version.adapter.package.to_string(),
+            version: version.version.clone(),
+            installer: "npm".into(),
+            lock_sha256: String::new(),
+            tree_hash: String::new(),
+            fingerprint: String::new(),
+            entry: version.adapter.entry.path().to_string(),
+            entry_is_node_script: true,
+            mounts: vec![PathBuf::from("/tmp/gone/specgap/agents/gemini-cli/0.61.0"), PathBuf::from("/opt/node-20")],
+            specgap_version: "0.1.0".into(),
+            installed_at: 0,
+            python: None,
+            node: None,
+        };
+        manifest.write(&dir).unwrap();
+        let installation = Installation::open(root.path(), &version).unwrap();
+        assert_eq!(installation.mounts(), [dir.clone(), PathBuf::from("/opt/node-20")]);
     }
 
     #[test]

@@ -51,7 +51,8 @@ pub use tools::{Asked, Offer, OfferError, tool_spec};
 pub use wire::{HarnessTool, Request, Response};
 
 const USAGE: &str = "\
-usage: specgap-bridge mcp                      serve the harness tools over MCP (stdio)
+usage: specgap-bridge mcp [--rename TOOL=NAME]...  serve the harness tools over MCP (stdio),
+                                                   TOOL under NAME
        specgap-bridge ask_user \"<question>\"...  or the link ask_user
        specgap-bridge submit [\"<summary>\"]      or the link submit
 Runs inside a specgap episode's sandbox; the harness sets SPECGAP_BRIDGE_SOCKET and SPECGAP_BRIDGE_TOKEN.";
@@ -78,10 +79,17 @@ fn dispatch(args: &[String]) -> u8 {
     match role {
         "ask_user" => command::run(HarnessTool::AskUser, rest, BridgeClient::from_env(), &mut out, &mut err),
         "submit" => command::run(HarnessTool::Submit, rest, BridgeClient::from_env(), &mut out, &mut err),
-        "mcp" => {
-            drop((out, err));
-            serve_mcp()
-        }
+        "mcp" => match mcp_renames(rest) {
+            Ok(renames) => {
+                drop((out, err));
+                serve_mcp(renames)
+            }
+            Err(why) => {
+                use std::io::Write as _;
+                let _ = writeln!(err, "specgap-bridge: {why}\n{USAGE}");
+                command::exit::USAGE
+            }
+        },
         "--version" | "-V" => {
             use std::io::Write as _;
             let _ = writeln!(out, "specgap-bridge {}", env!("CARGO_PKG_VERSION"));
@@ -100,7 +108,26 @@ fn dispatch(args: &[String]) -> u8 {
     }
 }
 
-fn serve_mcp() -> u8 {
+/// The `--rename TOOL=NAME` options of `mcp` (each tool renamed at most once).
+fn mcp_renames(args: &[String]) -> Result<Vec<mcp::Rename>, String> {
+    let mut renames: Vec<mcp::Rename> = Vec::new();
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let value = match arg.strip_prefix("--rename=") {
+            Some(value) => value,
+            None if arg == "--rename" => args.next().ok_or("--rename needs TOOL=NAME")?,
+            None => return Err(format!("`mcp` takes only --rename TOOL=NAME, not `{arg}`")),
+        };
+        let rename: mcp::Rename = value.parse().map_err(|e: mcp::BadRename| e.to_string())?;
+        if renames.iter().any(|r| r.tool == rename.tool || r.name == rename.name) {
+            return Err(format!("--rename {value}: the tool or the name is renamed twice"));
+        }
+        renames.push(rename);
+    }
+    Ok(renames)
+}
+
+fn serve_mcp(renames: Vec<mcp::Rename>) -> u8 {
     let client = match BridgeClient::from_env() {
         Ok(client) => client,
         Err(e) => {
@@ -108,11 +135,34 @@ fn serve_mcp() -> u8 {
             return command::exit::UNREACHABLE;
         }
     };
-    match mcp::serve_stdio(client) {
+    match mcp::serve_stdio(client, renames) {
         Ok(()) => command::exit::OK,
         Err(e) => {
             eprintln!("specgap-bridge: {e}");
             command::exit::UNREACHABLE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(args: &[&str]) -> Vec<String> {
+        args.iter().map(|a| a.to_string()).collect()
+    }
+
+    #[test]
+    fn mcp_takes_renames_and_nothing_else() {
+        let renames = mcp_renames(&strings(&["--rename", "ask_user=ask_question", "--rename=submit=hand_in"])).unwrap();
+        assert_eq!(renames.iter().map(|r| (r.tool, r.name.as_str())).collect::<Vec<_>>(), [(HarnessTool::AskUser, "ask_question"), (HarnessTool::Submit, "hand_in")]);
+        assert_eq!(mcp_renames(&[]).unwrap(), Vec::new());
+        assert_eq!(mcp_renames(&strings(&["--rename"])).unwrap_err(), "--rename needs TOOL=NAME");
+        assert_eq!(mcp_renames(&strings(&["--verbose"])).unwrap_err(), "`mcp` takes only --rename TOOL=NAME, not `--verbose`");
+        assert_eq!(
+            mcp_renames(&strings(&["--rename", "ask_user=a", "--rename", "ask_user=b"])).unwrap_err(),
+            "--rename ask_user=b: the tool or the name is renamed twice"
+        );
+        assert_eq!(dispatch(&strings(&["specgap-bridge", "mcp", "--rename", "bash=x"])), command::exit::USAGE);
     }
 }

@@ -3,6 +3,11 @@
 //! each time, so plan mode's switch shows), `tools/call` forwards a call to the harness and
 //! returns its answer as the tool result. Nothing else is served: no resources, prompts or
 //! other tools, and a call of any other name is refused without reaching the harness.
+//!
+//! A tool may be served under another name (`specgap-bridge mcp --rename ask_user=NAME`,
+//! [`Rename`]) for a CLI that withholds MCP tools named like one of its own: gemini-cli
+//! 0.61.0 drops every tool called `ask_user` in headless mode, its own and any MCP server's
+//! (docs/decisions.md "CLI agents: gemini-cli"). The renamed tool answers to the new name only.
 
 use std::sync::Arc;
 
@@ -18,20 +23,69 @@ use serde_json::Value;
 use crate::client::{BridgeClient, ClientError};
 use crate::wire::HarnessTool;
 
-/// What the server tells the agent about itself at `initialize`.
-const INSTRUCTIONS: &str = "Tools of the person you work for: ask_user puts questions to them, submit hands in the \
-    workspace for review, write_plan (when offered) saves your plan. Each call stands alone.";
+/// What the server tells the agent about itself at `initialize`. It names no tool: which are
+/// offered changes with the episode (no `ask_user` on a text channel, `write_plan` in plan
+/// mode), and some CLIs show this text with every request (Codex CLI as its namespace's
+/// description).
+const INSTRUCTIONS: &str = "Tools of the person you work for; each tool's description says what it does. Each call stands alone.";
+
+/// One harness tool served under another name (`TOOL=NAME`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rename {
+    /// The harness tool.
+    pub tool: HarnessTool,
+    /// The name the agent sees and calls.
+    pub name: String,
+}
+
+/// A `--rename` value that is not `TOOL=NAME` with a harness tool and a usable new name.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("--rename {0}: expected TOOL=NAME, TOOL one of ask_user, submit, write_plan and NAME 1 to 64 letters, digits, `_` or `-`, not another harness tool's name")]
+pub struct BadRename(pub String);
+
+impl std::str::FromStr for Rename {
+    type Err = BadRename;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let bad = || BadRename(text.to_string());
+        let (tool, name) = text.split_once('=').ok_or_else(bad)?;
+        let tool = HarnessTool::from_name(tool).ok_or_else(bad)?;
+        let usable = (1..=64).contains(&name.len()) && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        let taken = HarnessTool::from_name(name).is_some_and(|other| other != tool);
+        if !usable || taken {
+            return Err(bad());
+        }
+        Ok(Rename { tool, name: name.to_string() })
+    }
+}
 
 /// The MCP server of one episode (module guide).
 #[derive(Debug, Clone)]
 pub struct McpBridge {
     client: Arc<BridgeClient>,
+    renames: Vec<Rename>,
 }
 
 impl McpBridge {
     /// A server forwarding to the harness through `client`.
     pub fn new(client: BridgeClient) -> Self {
-        McpBridge { client: Arc::new(client) }
+        McpBridge { client: Arc::new(client), renames: Vec::new() }
+    }
+
+    /// The same server with tools served under the names `renames` give them.
+    pub fn with_renames(mut self, renames: Vec<Rename>) -> Self {
+        self.renames = renames;
+        self
+    }
+
+    /// The name `tool` is served under.
+    fn served_name(&self, tool: HarnessTool) -> &str {
+        self.renames.iter().find(|r| r.tool == tool).map_or(tool.name(), |r| r.name.as_str())
+    }
+
+    /// The harness tool served as `name`.
+    fn tool_named(&self, name: &str) -> Option<HarnessTool> {
+        HarnessTool::ALL.into_iter().find(|t| self.served_name(*t) == name)
     }
 
     async fn blocking<T: Send + 'static>(
@@ -46,10 +100,10 @@ impl McpBridge {
     }
 }
 
-fn as_tool(spec: &specgap_protocol::event::ToolSpec) -> Option<Tool> {
-    HarnessTool::from_name(&spec.name)?;
+/// A harness tool's spec as an MCP tool called `name`.
+fn as_tool(spec: &specgap_protocol::event::ToolSpec, name: &str) -> Option<Tool> {
     let Value::Object(schema) = spec.parameters.clone() else { return None };
-    Some(Tool::new(spec.name.clone(), spec.description.clone(), schema))
+    Some(Tool::new(name.to_string(), spec.description.clone(), schema))
 }
 
 impl rmcp::ServerHandler for McpBridge {
@@ -61,14 +115,16 @@ impl rmcp::ServerHandler for McpBridge {
 
     async fn list_tools(&self, _request: Option<PaginatedRequestParams>, _context: RequestContext<RoleServer>) -> Result<ListToolsResult, McpError> {
         let specs = self.blocking(BridgeClient::tools).await.map_err(|e| McpError::internal_error(e.to_string(), None))?;
-        Ok(ListToolsResult::with_all_items(specs.iter().filter_map(as_tool).collect()))
+        let tools = specs.iter().filter_map(|spec| as_tool(spec, self.served_name(HarnessTool::from_name(&spec.name)?))).collect();
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(&self, request: CallToolRequestParams, _context: RequestContext<RoleServer>) -> Result<CallToolResult, McpError> {
-        let Some(tool) = HarnessTool::from_name(&request.name) else {
+        let Some(tool) = self.tool_named(&request.name) else {
+            let served: Vec<&str> = HarnessTool::ALL.into_iter().map(|t| self.served_name(t)).collect();
             return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
-                "this server has only ask_user, submit and write_plan; `{}` is not one of them",
-                request.name
+                "this server has only {}, {} and {}; `{}` is not one of them",
+                served[0], served[1], served[2], request.name
             ))]));
         };
         let arguments = Value::Object(request.arguments.unwrap_or_default());
@@ -99,9 +155,9 @@ pub enum McpServeError {
 ///
 /// # Errors
 /// [`McpServeError`].
-pub fn serve_stdio(client: BridgeClient) -> Result<(), McpServeError> {
+pub fn serve_stdio(client: BridgeClient, renames: Vec<Rename>) -> Result<(), McpServeError> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_io().enable_time().build().map_err(McpServeError::Runtime)?;
-    runtime.block_on(serve(McpBridge::new(client), rmcp::transport::stdio()))
+    runtime.block_on(serve(McpBridge::new(client).with_renames(renames), rmcp::transport::stdio()))
 }
 
 /// Serves MCP over any byte stream pair (tests use an in-memory pipe).

@@ -513,6 +513,12 @@ struct Episode<'c, 'a> {
     driven: self_driven::Driven,
 }
 
+/// Whether questions in the reply text are answered under `condition`: delivery conditions
+/// that offer `ask_user` (seed 002 A.9.3).
+fn text_questions_offered(condition: &Condition) -> bool {
+    condition.is_delivery() && condition.ask() != Ask::Off
+}
+
 impl<'c, 'a> Episode<'c, 'a> {
     fn open(
         ctx: &'c EpisodeContext<'a>,
@@ -523,7 +529,8 @@ impl<'c, 'a> Episode<'c, 'a> {
         links: &'c Links,
     ) -> Result<Self, EpisodeError> {
         let package = ctx.package;
-        let prompts = system_prompts_with(ctx.condition, &ctx.budgets, ctx.prompts);
+        let route = agent.ask_route(text_questions_offered(ctx.condition));
+        let prompts = system_prompts_with(ctx.condition, &ctx.budgets, ctx.prompts, &route);
         let message = opening_message(package, ctx.condition, ctx.seed, ctx.repeat).ok_or_else(|| {
             EpisodeError::Infrastructure {
                 message: format!("condition {} does not apply to task {}", ctx.condition, package.name()),
@@ -871,10 +878,9 @@ impl<'c, 'a> Episode<'c, 'a> {
         }
     }
 
-    /// Whether questions in the reply text are answered: delivery conditions that offer
-    /// `ask_user` (seed 002 A.9.3).
+    /// Whether questions in the reply text are answered ([`text_questions_offered`]).
     fn text_questions_offered(&self) -> bool {
-        self.ctx.condition.is_delivery() && self.ctx.condition.ask() != Ask::Off
+        text_questions_offered(self.ctx.condition)
     }
 
     /// Whether no workspace file matches `[delivery].artifact`; `None` for a task without one.

@@ -13,9 +13,15 @@
 //! | `{budget_note}` | "Budget: T turns, C tool calls and M minutes of wall-clock time." |
 //! | `{turns}`, `{tool_calls}`, `{wall_minutes}` | the budget's numbers |
 //! | `{submissions}`, `{submissions_word}` | the submission budget and "submission(s)" (the built-in evidence and plan prompts do not use them: `submit`'s description tells the budget, so `full` and `partial` share one prompt, seed 000 §5.1) |
-//! | `{rules_note}` | the end rules and the lone-tool rule of the condition (DESIGN §3.5) |
-//! | `{ask_note}` | under owner conditions with `ask_user`: one sentence offering it |
-//! | `{ask_plan_note}`, `{ask_plan_invite}` | plan mode with `ask_user`: it is available, and questions are invited (seed 000 F.3) |
+//! | `{rules_note}` | the end rules and the lone-tool rule of the condition (DESIGN §3.5); the round limit of delivery conditions, in the agent's [`AskRoute`] |
+//! | `{ask_note}` | under owner conditions with `ask_user`: one sentence offering it, by the name the agent sees |
+//! | `{ask_plan_note}`, `{ask_plan_invite}` | plan mode with `ask_user`: it is available (by the name the agent sees), and questions are invited (seed 000 F.3) |
+//! | `{ask_how}` | `interact` and `interact-req`: how the client is asked — the tool by the name the agent sees and, besides it, questions in a reply under `## Questions for the client`; under the text route only the reply, with the answers in the next message (seed 002 A.9.3) |
+//!
+//! Every mention of `ask_user` follows the agent's [`AskRoute`]: the harness's tool as the
+//! agent sees it (`ask_user` for the built-in agents, `mcp__specgap__ask_user` for Claude
+//! Code, …), or, for a `cli:` agent on the text channel under a delivery condition, no tool at
+//! all: it asks in its reply and is resumed with the answers.
 //! | `{literal_submit_note}` | literal: what a returned delivery means, or that the agent delivers once |
 //! | `{neutral_submit_note}` | blind: what a returned delivery means, or that the first submission ends the work |
 //! | `{gate_note}` | `interact-req+gate=on`: what is withheld until the agent has asked |
@@ -33,8 +39,37 @@ use crate::prompt_files::{PromptFile, Replacements, SYSTEM_PROMPT_FILES};
 /// fill-ins. 4: the blind prompt, interact-req as a prompt (issue 11). 5: `full` and `partial`
 /// share the evidence prompt byte for byte (the submission budget moved to `submit`'s
 /// description), the plan prompts are whole system prompts of their phase (the planning one
-/// invites questions), batched turns are explained (issue 13).
-pub const PROMPT_VERSION: &str = "5";
+/// invites questions), batched turns are explained (issue 13). 6: the ask route
+/// ([`AskRoute`]): `ask_user` by the name the agent sees, or the text exchange alone (issue 15).
+pub const PROMPT_VERSION: &str = "6";
+
+/// How the agent puts questions to its counterpart, as its prompts tell it (issue 15; seed
+/// 002 App. A.9.3). The agent says which ([`crate::Agent::ask_route`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AskRoute {
+    /// The harness's `ask_user`, by the name the agent sees it under (`ask_user`,
+    /// `mcp__specgap__ask_user`, `specgap_ask_user`, …).
+    Tool(String),
+    /// No question tool: questions go in a reply under the `## Questions for the client`
+    /// heading ([`crate::text_channel::QUESTIONS_HEADING`]) and the answers come in the next
+    /// message (a `cli:` agent's text channel under a delivery condition).
+    Text,
+}
+
+impl AskRoute {
+    /// The harness's `ask_user` by its own name.
+    pub fn ask_user() -> Self {
+        AskRoute::Tool("ask_user".to_string())
+    }
+
+    /// The tool's name in backticks, `None` for the text route.
+    fn tool(&self) -> Option<String> {
+        match self {
+            AskRoute::Tool(name) => Some(format!("`{name}`")),
+            AskRoute::Text => None,
+        }
+    }
+}
 
 /// The heading of the registered answers in an `oracle:R` opening message.
 pub const SETTLED_POINTS: &str = "Points the client has already settled:";
@@ -51,16 +86,17 @@ pub struct SystemPrompts {
     pub execute_phase: Option<String>,
 }
 
-/// Renders the built-in system prompt(s) of `condition` with `budgets` filled in.
+/// Renders the built-in system prompt(s) of `condition` with `budgets` filled in, for an
+/// agent that asks with the harness's `ask_user`.
 pub fn system_prompts(condition: &Condition, budgets: &Budgets) -> SystemPrompts {
-    system_prompts_with(condition, budgets, &Replacements::none())
+    system_prompts_with(condition, budgets, &Replacements::none(), &AskRoute::ask_user())
 }
 
-/// Renders the system prompt(s) of `condition` with `budgets` filled in, taking each prompt
-/// file's text from `replaced` when it is there.
-pub fn system_prompts_with(condition: &Condition, budgets: &Budgets, replaced: &Replacements) -> SystemPrompts {
+/// Renders the system prompt(s) of `condition` with `budgets` filled in for an agent that
+/// asks by `route`, taking each prompt file's text from `replaced` when it is there.
+pub fn system_prompts_with(condition: &Condition, budgets: &Budgets, replaced: &Replacements, route: &AskRoute) -> SystemPrompts {
     let text = |name: &str| file(name).map_or("", |f| replaced.text(f));
-    let fills = Fills::new(condition, budgets);
+    let fills = Fills::new(condition, budgets, route);
     let initial = match condition.prompt() {
         PromptKind::Evidence => fills.render(text("evidence.md"), Phase::Only),
         PromptKind::Literal => fills.render(text("literal.md"), Phase::Only),
@@ -102,18 +138,22 @@ enum Phase {
 struct Fills {
     condition: Condition,
     budgets: Budgets,
+    route: AskRoute,
     pairs: Vec<(&'static str, String)>,
 }
 
 impl Fills {
-    fn new(condition: &Condition, budgets: &Budgets) -> Self {
+    fn new(condition: &Condition, budgets: &Budgets, route: &AskRoute) -> Self {
         let asks = condition.ask() != Ask::Off;
+        // Owner conditions have no text exchange: their route is always a tool.
+        let tool = route.tool().unwrap_or_else(|| "`ask_user`".to_string());
         let ask_note = if asks && !condition.is_delivery() {
-            " You can put a question to the owner with `ask_user`; they answer from what they know.".to_string()
+            format!(" You can put a question to the owner with {tool}; they answer from what they know.")
         } else {
             String::new()
         };
-        let ask_plan_note = if asks { ", and you can put questions to the owner with `ask_user`" } else { "" };
+        let ask_plan_note = if asks { format!(", and you can put questions to the owner with {tool}") } else { String::new() };
+        let ask_how = ask_how(route);
         let ask_plan_invite = if asks {
             " Where the owner's intent is unclear, ask them rather than building your plan on a large assumption of your own."
         } else {
@@ -121,12 +161,17 @@ impl Fills {
         };
         // The hard clarify-first gate is an explicit option (`interact-req+gate=on`); without
         // it nothing is withheld (seed 002 §4.1).
-        let gate_note = if condition.ask() == Ask::Required {
-            " Editing files, running commands and submitting are refused until you have asked at least one question \
-             and then told the client, with an `ask_user` message or a reply that contains no question mark, that \
-             you have what you need."
-        } else {
-            ""
+        let gate_note = match (condition.ask() == Ask::Required, route.tool()) {
+            (false, _) => String::new(),
+            (true, Some(tool)) => format!(
+                " Editing files, running commands and submitting are refused until you have asked at least one question \
+                 and then told the client, with a {tool} message or a reply that contains no question mark, that you \
+                 have what you need."
+            ),
+            (true, None) => " Editing files, running commands and submitting are refused until you have asked at least \
+                 one question and then told the client, in a reply that contains no question mark, that you have what \
+                 you need."
+                .to_string(),
         };
         let neutral_submit_note = if condition.feedback() {
             "A delivery that is returned comes back with a message about what was observed, and it uses up one of your submissions."
@@ -149,12 +194,14 @@ impl Fills {
         Fills {
             condition: *condition,
             budgets: *budgets,
+            route: route.clone(),
             pairs: vec![
                 ("{ask_note}", ask_note),
                 ("{literal_submit_note}", literal_submit_note.to_string()),
-                ("{ask_plan_note}", ask_plan_note.to_string()),
+                ("{ask_plan_note}", ask_plan_note),
                 ("{ask_plan_invite}", ask_plan_invite.to_string()),
-                ("{gate_note}", gate_note.to_string()),
+                ("{ask_how}", ask_how),
+                ("{gate_note}", gate_note),
                 ("{neutral_submit_note}", neutral_submit_note.to_string()),
                 ("{budget_note}", budget_note),
                 ("{turns}", budgets.turns.to_string()),
@@ -167,35 +214,62 @@ impl Fills {
     }
 
     fn render(&self, template: &str, phase: Phase) -> String {
-        let rules = rules_note(&self.condition, &self.budgets, phase);
+        let rules = rules_note(&self.condition, &self.budgets, phase, &self.route);
         let text = template.replace("{rules_note}", &rules);
         self.pairs.iter().fold(text, |text, (key, value)| text.replace(key, value))
     }
 }
 
-/// The end rules and turn rules of a condition, in words (DESIGN §3.5).
-fn rules_note(condition: &Condition, budgets: &Budgets, phase: Phase) -> String {
+/// How the client of `interact` / `interact-req` is asked, by `route` (`{ask_how}`).
+fn ask_how(route: &AskRoute) -> String {
+    let heading = crate::text_channel::QUESTIONS_HEADING;
+    match route.tool() {
+        Some(tool) => format!(
+            "The client can be reached with {tool}, which takes one question or a list of questions. You can also \
+             write your questions in a reply without tool calls, one per line under a heading `## {heading}`; the \
+             client answers them together in one message."
+        ),
+        None => format!(
+            "To ask the client, write your questions in a reply without tool calls, one per line under a heading \
+             `## {heading}`, and end your turn there; the client's answers to all of them arrive together as the \
+             next message, and you carry on from there."
+        ),
+    }
+}
+
+/// The end rules and turn rules of a condition, in words (DESIGN §3.5), for an agent asking
+/// by `route`.
+fn rules_note(condition: &Condition, budgets: &Budgets, phase: Phase, route: &AskRoute) -> String {
     let asks = condition.ask() != Ask::Off;
     let ask_loop = if asks && !condition.is_delivery() { ", on the fourth question to the owner in a row" } else { "" };
+    // Owner conditions have no text exchange: their route is always a tool.
+    let tool = match (condition.is_delivery(), route.tool()) {
+        (false, None) => Some("`ask_user`".to_string()),
+        (_, tool) => tool,
+    };
     // Seed 002 A.9.3: past the round limit the client asks the agent to go on; the work goes on.
+    let round = match &tool {
+        Some(tool) => format!("one {tool} call or one reply with questions is one round"),
+        None => "one reply with questions is one round".to_string(),
+    };
     let rounds_note = if asks && condition.is_delivery() {
         format!(
-            " The client answers up to {} rounds of questions (one `ask_user` call or one reply with questions is \
-             one round, however many questions it holds); after that they ask you to go on with your best judgement.",
+            " The client answers up to {} rounds of questions ({round}, however many questions it holds); after \
+             that they ask you to go on with your best judgement.",
             budgets.clarification_rounds
         )
     } else {
         String::new()
     };
-    let mut enders = Vec::new();
+    let mut enders: Vec<String> = Vec::new();
     if phase != Phase::Planning {
-        enders.push("`submit`");
+        enders.push("`submit`".into());
     }
-    if asks {
-        enders.push("`ask_user`");
+    if let Some(tool) = tool.filter(|_| asks) {
+        enders.push(tool);
     }
     if phase == Phase::Planning {
-        enders.push("`write_plan`");
+        enders.push("`write_plan`".into());
     }
     let ender_rule = match enders.as_slice() {
         [one] => format!("{one} ends the turn, so call it alone: calls after it in the same turn are not run"),
@@ -355,11 +429,91 @@ mod tests {
         let b = Budgets::resolve(&c, &Budget::default(), &BudgetFlags::default());
         let mut replaced = Replacements::none();
         replaced.insert("evidence.md", "Budget: {submissions} {submissions_word}, {turns} turns, {tool_calls} tool calls.\n");
-        assert_eq!(system_prompts_with(&c, &b, &replaced).initial, "Budget: 4 submissions, 120 turns, 360 tool calls.");
+        assert_eq!(system_prompts_with(&c, &b, &replaced, &AskRoute::ask_user()).initial, "Budget: 4 submissions, 120 turns, 360 tool calls.");
         replaced.insert("delivery_hidden.md", "Nobody answers here.");
         let hidden = Condition::parse("hidden").unwrap();
-        let p = system_prompts_with(&hidden, &Budgets::resolve(&hidden, &Budget::default(), &BudgetFlags::default()), &replaced);
+        let p = system_prompts_with(&hidden, &Budgets::resolve(&hidden, &Budget::default(), &BudgetFlags::default()), &replaced, &AskRoute::ask_user());
         assert!(p.initial.contains("\n\nNobody answers here.\n\n"), "{}", p.initial);
+    }
+
+    fn routed(text: &str, route: &AskRoute) -> SystemPrompts {
+        let c = Condition::parse(text).unwrap();
+        let b = Budgets::resolve(&c, &Budget::default(), &BudgetFlags::default());
+        system_prompts_with(&c, &b, &Replacements::none(), route)
+    }
+
+    #[test]
+    fn under_the_text_route_the_delivery_prompt_asks_for_questions_in_the_reply_and_names_no_tool() {
+        let text = routed("interact", &AskRoute::Text).initial;
+        assert!(!text.contains("ask_user"), "{text}");
+        assert!(text.contains(
+            "To ask the client, write your questions in a reply without tool calls, one per line under a heading \
+             `## Questions for the client`, and end your turn there; the client's answers to all of them arrive \
+             together as the next message, and you carry on from there. The client expects to be consulted about \
+             requirements: when the request and the data do not settle something, ask."
+        ), "{text}");
+        assert!(text.contains(
+            "The client answers up to 30 rounds of questions (one reply with questions is one round, however many \
+             questions it holds); after that they ask you to go on with your best judgement."
+        ), "{text}");
+        assert!(text.contains("; `submit` ends the turn, so call it alone: calls after it in the same turn are not run."), "{text}");
+        let req = routed("interact-req", &AskRoute::Text).initial;
+        assert!(req.contains(
+            "and end your turn there; the client's answers to all of them arrive together as the next message, and \
+             you carry on from there. Before you build anything, ask the client"
+        ), "{req}");
+        let gated = routed("interact-req+gate=on", &AskRoute::Text).initial;
+        assert!(gated.contains(
+            "in NOTES.md any assumption the client did not settle. Editing files, running commands and submitting are \
+             refused until you have asked at least one question and then told the client, in a reply that contains no \
+             question mark, that you have what you need."
+        ), "{gated}");
+        assert!(!gated.contains("ask_user"), "{gated}");
+        // Without a counterpart nothing changes: the hidden prompt names no question channel.
+        assert_eq!(routed("hidden", &AskRoute::Text), prompts("hidden"));
+    }
+
+    #[test]
+    fn under_a_tool_route_the_prompts_name_the_tool_as_the_agent_sees_it() {
+        let claude = AskRoute::Tool("mcp__specgap__ask_user".into());
+        let d = routed("interact", &claude).initial;
+        assert!(d.contains(
+            "The client can be reached with `mcp__specgap__ask_user`, which takes one question or a list of questions. \
+             You can also write your questions in a reply without tool calls, one per line under a heading \
+             `## Questions for the client`; the client answers them together in one message. The client expects to be \
+             consulted about requirements"
+        ), "{d}");
+        assert!(d.contains("(one `mcp__specgap__ask_user` call or one reply with questions is one round,"), "{d}");
+        assert!(d.contains("`submit` and `mcp__specgap__ask_user` each end the turn, so call them alone"), "{d}");
+        assert!(!d.contains("`ask_user`"), "{d}");
+        let gated = routed("interact-req+gate=on", &claude).initial;
+        assert!(gated.contains("told the client, with a `mcp__specgap__ask_user` message or a reply that contains no question mark,"), "{gated}");
+        let gemini = AskRoute::Tool("mcp_specgap_ask_question".into());
+        let partial = routed("partial", &gemini).initial;
+        assert!(partial.contains(" You can put a question to the owner with `mcp_specgap_ask_question`; they answer from what they know."), "{partial}");
+        assert!(partial.contains("`submit` and `mcp_specgap_ask_question` each end the turn"), "{partial}");
+        let plan = routed("plan", &gemini);
+        assert!(plan.initial.contains("run experiments, and you can put questions to the owner with `mcp_specgap_ask_question`;"), "{}", plan.initial);
+        assert!(plan.initial.contains("`mcp_specgap_ask_question` and `write_plan` each end the turn"), "{}", plan.initial);
+        assert!(plan.execute_phase.unwrap().contains("`submit` and `mcp_specgap_ask_question` each end the turn"));
+        // Owner conditions have no text exchange: a text route still names the harness's tool.
+        assert_eq!(routed("partial", &AskRoute::Text), prompts("partial"));
+        // The harness's own name is what the built-in agents get.
+        assert_eq!(routed("interact", &AskRoute::ask_user()), prompts("interact"));
+        assert!(prompts("interact").initial.contains("The client can be reached with `ask_user`, which takes one question or a list of questions."));
+    }
+
+    #[test]
+    fn a_replaced_prompt_without_the_route_placeholder_still_renders_and_one_with_it_is_filled() {
+        let c = Condition::parse("interact").unwrap();
+        let b = Budgets::resolve(&c, &Budget::default(), &BudgetFlags::default());
+        let mut replaced = Replacements::none();
+        replaced.insert("delivery_interact.md", "Ask the client with `ask_user` when in doubt.");
+        let old = system_prompts_with(&c, &b, &replaced, &AskRoute::Text).initial;
+        assert!(old.contains("\n\nAsk the client with `ask_user` when in doubt.\n\n"), "{old}");
+        replaced.insert("delivery_interact.md", "{ask_how}");
+        let filled = system_prompts_with(&c, &b, &replaced, &AskRoute::Text).initial;
+        assert!(filled.contains("\n\nTo ask the client, write your questions in a reply without tool calls,"), "{filled}");
     }
 
     #[test]

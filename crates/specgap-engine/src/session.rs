@@ -496,6 +496,14 @@ pub trait Agent {
         false
     }
 
+    /// How the agent puts questions to its counterpart, as the condition's prompts tell it
+    /// ([`crate::prompts::AskRoute`]), where `text_questions` says whether the engine reads
+    /// questions in its replies (delivery conditions that offer `ask_user`). Default: the
+    /// harness's `ask_user` by that name.
+    fn ask_route(&self, _text_questions: bool) -> crate::prompts::AskRoute {
+        crate::prompts::AskRoute::ask_user()
+    }
+
     /// Receives the [`Workplace`], once, before [`Agent::start`]; called only for agents
     /// that drive themselves.
     ///

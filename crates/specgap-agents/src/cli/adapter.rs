@@ -119,6 +119,22 @@ pub struct LogReport {
     pub unknown_format: Option<String>,
 }
 
+/// What one start's JSON-lines event output says (opencode's `--format json`, gemini-cli's
+/// `-o stream-json`), as the adapters' `read_events` return it.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct EventsReading {
+    /// The CLI's session id, from the first event that names one.
+    pub session: Option<String>,
+    /// Normalized actions of its structured tools, in order of their results.
+    pub actions: Vec<FileAction>,
+    /// Results of the `unanswered` calls (the last turn's, whose results no request carried).
+    pub results: Vec<ObservedResult>,
+    /// Its last reply text (an assistant message's deltas joined).
+    pub final_text: Option<String>,
+    /// Lines that do not parse, event types not known, errors it reported.
+    pub notes: Vec<String>,
+}
+
 /// The event log of an adapter's latest start: each start of the program writes its events to
 /// `.specgap/<stem>-<n>.jsonl` in the private home (n = the start's number), and the log read
 /// after the program ends is the latest start's. Shared by the adapters whose CLI prints its
@@ -218,6 +234,14 @@ pub trait Adapter: Send + Sync + std::fmt::Debug {
     /// or the agent was configured with another channel.
     fn question_server(&self) -> Option<super::opencode_server::QuestionServer> {
         None
+    }
+
+    /// The name under which the model sees the harness's MCP tool `tool` (`ask_user`,
+    /// `submit`) of the server [`super::bridge::MCP_SERVER_NAME`], as the condition's prompts
+    /// name it. Default: `tool` itself (an agent that runs the harness's commands, or one whose
+    /// CLI offers MCP tools by their own names).
+    fn harness_tool_name(&self, tool: &str) -> String {
+        tool.to_string()
     }
 
     /// Whether generating requests that offer no tools are side requests (titles, summaries)

@@ -8,12 +8,13 @@
 //! | installation | `specgap agents install codex`: `node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex` in the versioned cache (the npm launcher `bin/codex.js` only picks this file), mounted read-only, with its `codex-path` directory (its `rg`) on `PATH` |
 //! | start | `codex exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox -` with the message on standard input, events into `~/.specgap/codex-events-<n>.jsonl` |
 //! | model endpoint | `~/.codex/config.toml` (`CODEX_HOME`): `model`, `model_provider = "specgap"`, `[model_providers.specgap]` with the gateway's `/v1` as `base_url`, `env_key = "OPENAI_API_KEY"` (the gateway token), `wire_api = "responses"` |
-//! | network | `check_for_update_on_startup = false`, `[analytics] enabled = false` (else it resolves `ab.chatgpt.com`), `[features] plugins = false` (else it syncs its curated plugins from `api.github.com`), `[feedback] enabled = false`, `[otel] exporter = "none"`; measured against a scripted server in a network namespace of its own, 0.171.0 so configured connected to nothing else and sent no side request |
+//! | network | `web_search = "disabled"` (else it offers the model the Responses API's hosted `web_search` tool with `external_web_access`, which the upstream would run), `check_for_update_on_startup = false`, `[analytics] enabled = false` (else it resolves `ab.chatgpt.com`), `[features] plugins = false` (else it syncs its curated plugins from `api.github.com`), `[feedback] enabled = false`, `[otel] exporter = "none"`; measured against a scripted server in a network namespace of its own, 0.171.0 so configured connected to nothing else and sent no side request |
 //! | permissions and its own sandbox | `--dangerously-bypass-approvals-and-sandbox` (its bubblewrap sandbox would nest in ours and fail closed), `approval_policy = "never"`, `sandbox_mode = "danger-full-access"` |
 //! | system prompt | `developer_instructions` in its configuration (appended to its own instructions as a developer message); nothing under `blind` |
 //! | resume | `codex exec resume --last …` (the private home holds this episode's session alone), the new message on standard input |
 //! | tool output | `exec_command` / `shell` results (`Process exited with code N` … `Output:`) become the harness's `exit status N` form |
-//! | log | the JSON-lines events of each start (read without following links): `thread.started`, `item.completed` (`agent_message`, `command_execution`, `file_change`, `mcp_tool_call`), `turn.completed`; a log that does not start with `thread.started` is an unknown format, an infrastructure error naming the version |
+//! | log | the JSON-lines events of each start (read without following links): `thread.started`, `item.started` / `item.completed` (`agent_message`, `command_execution`, `file_change`, `mcp_tool_call`), `turn.completed`; a log that does not start with `thread.started` is an unknown format, an infrastructure error naming the version |
+//! | results no request carried | the last turn's unanswered command calls (`exec_command`, `shell`, `shell_command`) take the start's last `command_execution` items in order (the items' ids are not the calls'): `exit_code` and `aggregated_output` in the harness's command form; an item that never completed gives none |
 //! | normalized actions | `file_change` items → write (`add`) or edit (`update`, `delete`); commands are read by the shell analysis from the turns' `exec_command` calls |
 //! | model arguments | not passed (its provider configuration has no request-body option); a warning says so |
 //! | completion signal | none: it ends its turn and exits; the changed workspace is submitted (`agent_exit`) unless it called `submit` |
@@ -23,7 +24,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use specgap_engine::session::AgentError;
+use specgap_engine::session::{AgentError, ObservedResult};
 use specgap_gateway::Protocol;
 use specgap_protocol::action::{ActionKind, FileAction};
 
@@ -96,6 +97,10 @@ impl Codex {
         config.insert("approval_policy".into(), "never".into());
         config.insert("sandbox_mode".into(), "danger-full-access".into());
         config.insert("check_for_update_on_startup".into(), false.into());
+        // Else it offers the model the Responses API's hosted `web_search` tool (with
+        // `external_web_access`), which the upstream would run: a way out to the web that
+        // bypasses the sandbox.
+        config.insert("web_search".into(), "disabled".into());
         if let Some(prompt) = launch.system_prompt.as_ref().filter(|p| !p.trim().is_empty()) {
             config.insert("developer_instructions".into(), prompt.clone().into());
         }
@@ -189,7 +194,7 @@ impl Adapter for Codex {
         }
     }
 
-    fn read_log(&self, home_dir: &Path, _unanswered: &[(String, String)]) -> LogReport {
+    fn read_log(&self, home_dir: &Path, unanswered: &[(String, String)]) -> LogReport {
         let mut report = LogReport::default();
         let file = self.events.latest();
         let bytes = match home::read_file(home_dir, Path::new(&file), EVENTS_LIMIT) {
@@ -204,10 +209,11 @@ impl Adapter for Codex {
             }
         };
         match parse_events(&bytes) {
-            Ok((actions, final_text, note)) => {
-                report.actions = actions;
-                report.final_text = final_text;
-                report.note = note;
+            Ok(log) => {
+                report.results = last_turn_results(&log.commands, unanswered);
+                report.actions = log.actions;
+                report.final_text = log.final_text;
+                report.note = log.note;
             }
             Err(why) => report.unknown_format = Some(self.unknown_format(&why)),
         }
@@ -224,36 +230,92 @@ fn exec_result(content: &str) -> Option<(String, bool)> {
     Some((command_result(Some(code), output), code == 0 && output.trim().is_empty()))
 }
 
-/// The actions, final text and parse note of one start's events; `Err` names what makes the
-/// format unknown.
-fn parse_events(bytes: &[u8]) -> Result<(Vec<FileAction>, Option<String>, String), String> {
+/// The tools whose calls Codex CLI runs as a `command_execution` item.
+const COMMAND_TOOLS: &[&str] = &["exec_command", "shell", "shell_command"];
+
+/// What one start's events say.
+#[derive(Debug, Default)]
+struct CodexLog {
+    /// Its `file_change` items as actions.
+    actions: Vec<FileAction>,
+    /// Its last `agent_message`.
+    final_text: Option<String>,
+    /// Each `command_execution` item in the order it started: its exit code and aggregated
+    /// output once it completed with one (`None` while it ran, or when it was declined).
+    commands: Vec<Option<(i64, String)>>,
+    /// What could not be read.
+    note: String,
+}
+
+/// The results of the last turn's command calls that no request carried (`unanswered`, in
+/// order), from the start's `command_execution` items: its item ids are not the calls' ids, so
+/// the k unanswered command calls are the start's last k items, in order; an item that never
+/// completed gives none. The result is in the harness's command form, as
+/// [`Adapter::tool_result`] makes it of the text the model would have read.
+fn last_turn_results(commands: &[Option<(i64, String)>], unanswered: &[(String, String)]) -> Vec<ObservedResult> {
+    let calls: Vec<&(String, String)> = unanswered.iter().filter(|(_, tool)| COMMAND_TOOLS.contains(&tool.as_str())).collect();
+    let first = commands.len().saturating_sub(calls.len());
+    let paired = calls.len().min(commands.len());
+    calls[calls.len() - paired..]
+        .iter()
+        .zip(&commands[first..])
+        .filter_map(|((call_id, tool), command)| {
+            let (code, output) = command.as_ref()?;
+            Some(ObservedResult {
+                call_id: call_id.clone(),
+                tool: tool.clone(),
+                output: command_result(Some(*code), output),
+                is_error: false,
+                blank_success: *code == 0 && output.trim().is_empty(),
+            })
+        })
+        .collect()
+}
+
+/// One start's events; `Err` names what makes the format unknown.
+fn parse_events(bytes: &[u8]) -> Result<CodexLog, String> {
     let text = String::from_utf8_lossy(bytes);
     let mut lines = text.lines().filter(|l| !l.trim().is_empty()).peekable();
-    let Some(first) = lines.peek() else { return Ok((Vec::new(), None, String::new())) };
+    let Some(first) = lines.peek() else { return Ok(CodexLog::default()) };
     let first: Value = serde_json::from_str(first).map_err(|_| "its first line is not JSON".to_string())?;
     if first["type"] != "thread.started" {
         return Err("its first event is not thread.started".into());
     }
-    let mut actions = Vec::new();
-    let mut final_text = None;
+    let mut log = CodexLog::default();
+    let mut command_ids: Vec<String> = Vec::new();
     let mut unreadable = 0usize;
     for line in lines {
         let Ok(event) = serde_json::from_str::<Value>(line) else {
             unreadable += 1;
             continue;
         };
-        if event["type"] != "item.completed" {
+        let item = &event["item"];
+        let completed = event["type"] == "item.completed";
+        if item["type"] == "command_execution" && (completed || event["type"] == "item.started") {
+            let id = item["id"].as_str().unwrap_or_default().to_string();
+            let at = command_ids.iter().position(|c| *c == id).unwrap_or_else(|| {
+                command_ids.push(id);
+                log.commands.push(None);
+                log.commands.len() - 1
+            });
+            if completed && let Some(code) = item["exit_code"].as_i64() {
+                log.commands[at] = Some((code, item["aggregated_output"].as_str().unwrap_or_default().to_string()));
+            }
             continue;
         }
-        let item = &event["item"];
+        if !completed {
+            continue;
+        }
         match item["type"].as_str() {
-            Some("agent_message") => final_text = item["text"].as_str().map(str::to_string),
-            Some("file_change") => actions.extend(file_changes(item)),
+            Some("agent_message") => log.final_text = item["text"].as_str().map(str::to_string),
+            Some("file_change") => log.actions.extend(file_changes(item)),
             _ => {}
         }
     }
-    let note = if unreadable > 0 { format!("{unreadable} line(s) of the event log are not JSON") } else { String::new() };
-    Ok((actions, final_text, note))
+    if unreadable > 0 {
+        log.note = format!("{unreadable} line(s) of the event log are not JSON");
+    }
+    Ok(log)
 }
 
 /// A `file_change` item's changes as actions.
@@ -338,6 +400,7 @@ mod tests {
             approval_policy = "never"
             sandbox_mode = "danger-full-access"
             check_for_update_on_startup = false
+            web_search = "disabled"
             developer_instructions = "Ask before you change \"rates\".\n"
             [model_providers.specgap]
             name = "specgap gateway"
@@ -411,6 +474,50 @@ mod tests {
             vec![FileAction::on(ActionKind::Edit, "src/a.py", "file_change", true), FileAction::on(ActionKind::Write, "NOTES.md", "file_change", true)]
         );
         assert_eq!(report.note, "");
+    }
+
+    /// Events 0.171.0 wrote against the scripted server, copied when it sent the request that
+    /// carried its third command's result: three commands run (exit 0 with output, exit 2,
+    /// exit 0 with none).
+    const RECORDED: &str = include_str!("../../tests/fixtures/codex-0.171.0-events-before-the-last-result.jsonl");
+
+    fn read_recorded(events: &str, unanswered: &[(&str, &str)]) -> LogReport {
+        let dir = tempfile::tempdir().unwrap();
+        let home_dir = dir.path().join("home");
+        std::fs::create_dir_all(home_dir.join(SPECGAP_DIR)).unwrap();
+        std::fs::write(home_dir.join(StartEvents::new(EVENTS_STEM).file(1)), events).unwrap();
+        let unanswered: Vec<(String, String)> = unanswered.iter().map(|(id, tool)| (id.to_string(), tool.to_string())).collect();
+        adapter(dir.path()).read_log(&home_dir, &unanswered)
+    }
+
+    #[test]
+    fn the_last_turns_command_results_that_no_request_carried_are_read_from_its_command_items() {
+        let blank = ObservedResult { call_id: "call_3".into(), tool: "exec_command".into(), output: "exit status 0\n(no output)".into(), is_error: false, blank_success: true };
+        let report = read_recorded(RECORDED, &[("call_3", "exec_command")]);
+        assert_eq!((report.unknown_format.as_deref(), report.note.as_str()), (None, ""));
+        assert_eq!(report.results, vec![blank.clone()]);
+        // Two unanswered commands are the start's last two items, in order; a harness call
+        // among them (its result came through the bridge) takes none.
+        let report = read_recorded(RECORDED, &[("call_2", "exec_command"), ("call_9", "mcp__specgap__submit"), ("call_3", "exec_command")]);
+        let failed = ObservedResult {
+            call_id: "call_2".into(),
+            tool: "exec_command".into(),
+            output: "exit status 2\n--- stdout ---\nls: cannot access 'nothing-here': No such file or directory\n".into(),
+            is_error: false,
+            blank_success: false,
+        };
+        assert_eq!(report.results, vec![failed, blank]);
+        // The same result as the one the request would have carried, read by `tool_result`.
+        let adapter_dir = tempfile::tempdir().unwrap();
+        let carried = "Chunk ID: 1\nWall time: 0.0 seconds\nProcess exited with code 2\nOriginal token count: 14\nOutput:\nls: cannot access 'nothing-here': No such file or directory\n";
+        assert_eq!(adapter(adapter_dir.path()).tool_result("exec_command", carried).0, report.results[0].output);
+        // A command the program was stopped in gives nothing; the others keep their places.
+        let cut: String = RECORDED.lines().take(RECORDED.lines().count() - 1).map(|l| format!("{l}\n")).collect();
+        let report = read_recorded(&cut, &[("call_2", "exec_command"), ("call_3", "exec_command")]);
+        assert_eq!(report.results.iter().map(|r| r.call_id.as_str()).collect::<Vec<_>>(), ["call_2"]);
+        // More unanswered calls than items: the last ones pair with the items.
+        let report = read_recorded(RECORDED, &[("call_0", "shell"), ("call_a", "exec_command"), ("call_b", "exec_command"), ("call_c", "exec_command")]);
+        assert_eq!(report.results.iter().map(|r| r.call_id.as_str()).collect::<Vec<_>>(), ["call_a", "call_b", "call_c"]);
     }
 
     #[test]

@@ -7,14 +7,16 @@
 //! | installation | `specgap agents install gemini-cli`: the package's `node_modules`, mounted read-only with the installation's other mounts, started with the `node` the installation recorded |
 //! | start | `node gemini.js --prompt="<message>" -m <model> --yolo --skip-trust -o stream-json`, standard input empty (the `=` form, since a message may start with `-`); its stream-JSON events go to `~/.specgap/gemini-events.jsonl` |
 //! | model endpoint | `GOOGLE_GEMINI_BASE_URL` = the gateway (`http://127.0.0.1:<port>`), `GEMINI_API_KEY` = the gateway token, `security.auth.selectedType = "gemini-api-key"`; requests are `POST /v1beta/models/<model>:streamGenerateContent?alt=sse` with `x-goog-api-key` |
-//! | network | `~/.gemini/settings.json`: usage statistics and telemetry off, auto-update and its notice off; the system-wide settings paths point at a file that does not exist, so no host file configures it |
-//! | harness tools | the bridge's MCP server in `mcpServers` of its settings, `trust: true`; the commands `ask_user` and `submit` are on `PATH` for its shell tool |
+//! | network | `~/.gemini/settings.json`: usage statistics and telemetry off, auto-update and its notice off, `tools.exclude` its `google_web_search` and `web_fetch` (the upstream runs them: Gemini's search grounding and URL context); the system-wide settings paths point at a file that does not exist, so no host file configures it |
+//! | harness tools | the bridge's MCP server in `mcpServers` of its settings, `trust: true`, with `--rename ask_user=ask_question`: 0.61.0 withholds every tool called `ask_user` in headless mode (its own, and an MCP server's whose unqualified name matches), so the model sees `mcp_specgap_ask_question` and `mcp_specgap_submit`; the commands `ask_user` and `submit` are on `PATH` for its shell tool |
 //! | permissions, sandbox | `--yolo` approves every tool call; its own sandbox off (`tools.sandbox = false`, `GEMINI_SANDBOX=false`); `--skip-trust` and `GEMINI_CLI_TRUST_WORKSPACE` trust the workspace without asking |
 //! | system prompt | its global context file `~/.gemini/GEMINI.md`, which it appends to its system instruction: the condition's prompt is copied there before each start; `blind` leaves it empty |
 //! | side requests | generating requests without tools (its loop and next-speaker checks) are side requests; with `-m` naming the model it routes nothing to another model |
 //! | resume | `--resume latest`: the home holds this episode's sessions alone |
 //! | tool output | kept as sent (its shell tool wraps output, exit code and process group in `<untrusted_context>`) |
-//! | log | the stream-JSON events of each start, read without following links once it ended: `tool_use` / `tool_result` pairs become normalized actions (read_file and read_many_files → read, write_file → write, replace → edit, grep_search → search, glob and list_directory → list; its shell calls are read from the model traffic), the assistant's last message its final reply |
+//! | normalized actions | its structured tools (read_file and read_many_files → read, write_file → write, replace → edit, grep_search → search, glob and list_directory → list) mapped as their `functionResponse`s arrive in its requests (one with an `error` is a failed call), so a run the harness ends keeps them; its shell calls are read from the model traffic |
+//! | log | the stream-JSON events of each start, read without following links once it ended on its own: the actions and results of the last turn's calls, which no request carried (each paired with the start's last calls of its tool, its event ids being its own), the assistant's last message its final reply |
+//! | resumed history | 0.61.0 rebuilds a resumed session's history with each earlier call's `functionResponse` twice, the same both times; the harness records each result once |
 //! | completion signal | none: it ends when the model stops calling tools |
 //! | plan mode | not applicable |
 //!
@@ -28,9 +30,19 @@ use serde_json::{Value, json};
 use specgap_engine::session::{AgentError, ObservedResult};
 use specgap_protocol::action::{ActionKind, FileAction};
 
-use super::adapter::{Adapter, Launch, LogReport, McpServer, SANDBOX_HOME, SystemPromptRoute, shell_quote};
+use super::adapter::{Adapter, EventsReading, Launch, LogReport, McpServer, SANDBOX_HOME, SystemPromptRoute, shell_quote};
 use super::home;
 use super::opencode::workspace_path;
+
+/// The name the bridge's MCP server gives `ask_user` for gemini-cli, which withholds any tool
+/// called `ask_user` in headless mode (its own and every MCP server's): the model sees
+/// `mcp_specgap_ask_question`.
+pub const ASK_USER_AS: &str = "ask_question";
+
+/// Its tools that the upstream runs (`google_web_search` asks the Gemini API to search with
+/// Google, `web_fetch` to fetch through its URL context): excluded in its settings, since they
+/// reach the web from outside the sandbox.
+pub const UPSTREAM_WEB_TOOLS: [&str; 2] = ["google_web_search", "web_fetch"];
 
 /// The default version `specgap agents install gemini-cli` installs.
 pub const DEFAULT_VERSION: &str = "0.61.0";
@@ -107,11 +119,17 @@ impl GeminiCli {
             "general": { "disableAutoUpdate": true, "disableUpdateNag": true },
             "privacy": { "usageStatisticsEnabled": false },
             "telemetry": { "enabled": false },
-            "tools": { "sandbox": false },
+            // Its web tools have the upstream search or fetch (Gemini's grounding tools), out of
+            // the sandbox.
+            "tools": { "sandbox": false, "exclude": UPSTREAM_WEB_TOOLS },
         });
         if !mcp.command.is_empty() {
             let env: serde_json::Map<String, Value> = mcp.env.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
-            settings["mcpServers"] = json!({ mcp.name.clone(): { "command": mcp.command, "args": mcp.args, "env": env, "trust": true } });
+            // 0.61.0 withholds every tool named `ask_user` in headless mode, an MCP server's
+            // too: the bridge serves it under another name.
+            let mut args = mcp.args.clone();
+            args.extend(["--rename".to_string(), format!("ask_user={ASK_USER_AS}")]);
+            settings["mcpServers"] = json!({ mcp.name.clone(): { "command": mcp.command, "args": args, "env": env, "trust": true } });
         }
         settings
     }
@@ -206,8 +224,21 @@ impl Adapter for GeminiCli {
         true
     }
 
+    /// gemini-cli names MCP tools `mcp_<server>_<tool>`; `ask_user` is served as
+    /// [`ASK_USER_AS`].
+    fn harness_tool_name(&self, tool: &str) -> String {
+        let served = if tool == "ask_user" { ASK_USER_AS } else { tool };
+        format!("mcp_{}_{served}", super::bridge::MCP_SERVER_NAME)
+    }
+
     fn tool_result(&self, _tool: &str, content: &str) -> (String, bool) {
         (content.to_string(), false)
+    }
+
+    /// Its structured tools' actions as their results arrive (a `functionResponse` with an
+    /// `error` is a failed call), so a start the harness ends keeps them.
+    fn call_actions(&self, tool: &str, arguments: &Value, _result: &str, is_error: bool) -> Vec<FileAction> {
+        tool_actions(tool, arguments, !is_error)
     }
 
     fn read_log(&self, home_dir: &Path, unanswered: &[(String, String)]) -> LogReport {
@@ -229,26 +260,14 @@ impl Adapter for GeminiCli {
     }
 }
 
-/// What one start's stream-JSON events say.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct EventsReading {
-    /// Normalized actions of its structured tools, in order of their results.
-    pub actions: Vec<FileAction>,
-    /// Results of `unanswered` calls, matched by tool name in order.
-    pub results: Vec<ObservedResult>,
-    /// Its last assistant message (its deltas joined).
-    pub final_text: Option<String>,
-    /// Lines that do not parse, event types not known, errors it reported.
-    pub notes: Vec<String>,
-}
-
 /// Reads gemini-cli's `-o stream-json` output (one event a line: `init`, `message`,
 /// `tool_use`, `tool_result`, `error`, `result`), `unanswered` being the last turn's calls (id,
-/// tool) whose results no request carried.
+/// tool) whose results no request carried. Its event ids are its own, so each unanswered call
+/// is paired with one of the start's last calls of the same tool, in order; the actions and
+/// results are those of the paired calls that finished.
 pub fn read_events(text: &str, unanswered: &[(String, String)]) -> EventsReading {
     let mut reading = EventsReading::default();
-    let mut uses: Vec<(String, String, Value)> = Vec::new();
-    let mut taken: Vec<&str> = Vec::new();
+    let mut uses: Vec<LoggedCall> = Vec::new();
     let mut assistant = String::new();
     let mut unparsed = 0;
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
@@ -271,21 +290,17 @@ pub fn read_events(text: &str, unanswered: &[(String, String)]) -> EventsReading
                 assistant.clear();
                 let id = event["tool_id"].as_str().unwrap_or_default().to_string();
                 let tool = event["tool_name"].as_str().unwrap_or_default().to_string();
-                uses.push((id, tool, event["parameters"].clone()));
+                uses.push(LoggedCall { id, tool, parameters: event["parameters"].clone(), finished: None });
             }
             "tool_result" => {
                 let id = event["tool_id"].as_str().unwrap_or_default();
-                let Some((_, tool, parameters)) = uses.iter().find(|(u, _, _)| u == id) else { continue };
+                let Some(call) = uses.iter_mut().find(|u| u.id == id) else { continue };
                 let ok = event["status"] == "success";
                 let output = if ok { event["output"].as_str() } else { event["error"]["message"].as_str() }.unwrap_or_default();
-                reading.actions.extend(tool_actions(tool, parameters, ok));
-                let call = unanswered.iter().find(|(call_id, t)| t == tool && !taken.contains(&call_id.as_str()));
-                if let Some((call_id, tool)) = call {
-                    taken.push(call_id);
-                    reading.results.push(ObservedResult { call_id: call_id.clone(), tool: tool.clone(), output: output.to_string(), is_error: !ok, blank_success: false });
-                }
+                call.finished = Some((ok, output.to_string()));
             }
-            "init" | "result" => {}
+            "init" => reading.session = event["session_id"].as_str().map(str::to_string),
+            "result" => {}
             "error" => reading.notes.push(format!("gemini-cli reported {}", event["message"].as_str().unwrap_or("an error"))),
             other => reading.notes.push(format!("gemini-cli event `{other}` is not one this adapter knows")),
         }
@@ -293,10 +308,38 @@ pub fn read_events(text: &str, unanswered: &[(String, String)]) -> EventsReading
     if !assistant.trim().is_empty() {
         reading.final_text = Some(assistant);
     }
+    // The calls whose results a request carried were mapped as they arrived (`call_actions`);
+    // the log adds those of its last turn.
+    for (call_id, tool, n) in last_calls_of_each_tool(unanswered) {
+        let Some(call) = uses.iter().filter(|u| &u.tool == tool).rev().nth(n) else { continue };
+        let Some((ok, output)) = &call.finished else { continue };
+        reading.actions.extend(tool_actions(tool, &call.parameters, *ok));
+        reading.results.push(ObservedResult { call_id: call_id.clone(), tool: tool.clone(), output: output.clone(), is_error: !ok, blank_success: false });
+    }
     if unparsed > 0 {
         reading.notes.push(format!("{unparsed} lines of {EVENTS_LOG} are not JSON and were left out"));
     }
     reading
+}
+
+/// One call of a start's events.
+struct LoggedCall {
+    /// Its event id (`tool_id`, gemini-cli's own).
+    id: String,
+    tool: String,
+    parameters: Value,
+    /// Whether it succeeded and its output (or error message), once it finished.
+    finished: Option<(bool, String)>,
+}
+
+/// Each of `calls` (id, tool) with its place from the end among the calls of its tool (0 for
+/// the last), in the order given.
+fn last_calls_of_each_tool(calls: &[(String, String)]) -> Vec<(&String, &String, usize)> {
+    calls
+        .iter()
+        .enumerate()
+        .map(|(i, (id, tool))| (id, tool, calls[i + 1..].iter().filter(|(_, t)| t == tool).count()))
+        .collect()
 }
 
 /// The normalized actions of one of gemini-cli's structured tools.
@@ -365,10 +408,26 @@ mod tests {
         assert!(resumed.contains(" --skip-trust --resume latest -o stream-json"), "{resumed}");
         let env = adapter.env(&launch(false, true));
         let mcp = McpServer { name: "specgap".into(), command: "/run/specgap/bin/specgap-bridge".into(), args: vec!["mcp".into()], env: vec![("K".into(), "v".into())], config_file: String::new() };
-        assert_eq!(GeminiCli::settings(&mcp)["mcpServers"], json!({ "specgap": { "command": "/run/specgap/bin/specgap-bridge", "args": ["mcp"], "env": { "K": "v" }, "trust": true } }));
+        assert_eq!(GeminiCli::settings(&mcp)["mcpServers"], json!({ "specgap": { "command": "/run/specgap/bin/specgap-bridge", "args": ["mcp", "--rename", "ask_user=ask_question"], "env": { "K": "v" }, "trust": true } }));
         assert!(GeminiCli::settings(&McpServer::default()).get("mcpServers").is_none());
+        assert_eq!(GeminiCli::settings(&mcp)["tools"], json!({ "sandbox": false, "exclude": ["google_web_search", "web_fetch"] }));
         assert!(env.contains(&("GOOGLE_GEMINI_BASE_URL".into(), "http://127.0.0.1:4000".into())));
         assert!(env.contains(&("GEMINI_API_KEY".into(), "tok".into())));
+    }
+
+    #[test]
+    fn an_unanswered_call_gets_the_result_of_the_last_call_of_its_tool_not_an_earlier_answered_one() {
+        let log = r#"{"type":"init","session_id":"s2","model":"m"}
+{"type":"tool_use","tool_name":"write_file","tool_id":"w1","parameters":{"file_path":"a.txt"}}
+{"type":"tool_result","tool_id":"w1","status":"success","output":"wrote a"}
+{"type":"tool_use","tool_name":"write_file","tool_id":"w2","parameters":{"file_path":"b.txt"}}
+{"type":"tool_result","tool_id":"w2","status":"success","output":"wrote b"}
+{"type":"tool_use","tool_name":"read_file","tool_id":"r3","parameters":{"file_path":"c.txt"}}
+"#;
+        let unanswered = [("r2-0".to_string(), "write_file".to_string()), ("r2-1".to_string(), "read_file".to_string())];
+        let reading = read_events(log, &unanswered);
+        assert_eq!(reading.results, vec![ObservedResult { call_id: "r2-0".into(), tool: "write_file".into(), output: "wrote b".into(), is_error: false, blank_success: false }]);
+        assert_eq!(reading.actions, vec![FileAction::on(ActionKind::Write, "b.txt", "write_file", true)], "the read never finished: no action, no result");
     }
 
     #[test]
@@ -388,8 +447,10 @@ mod tests {
 {"type":"novel"}
 "#;
         let reading = read_events(log, &[("r4-0".into(), "replace".into())]);
+        assert_eq!(reading.actions, vec![FileAction::bare(ActionKind::Edit, "replace", false)], "the last turn's calls alone");
+        let all: Vec<(String, String)> = [("r1-0", "read_file"), ("r2-0", "write_file"), ("r4-0", "replace")].iter().map(|(i, t)| (i.to_string(), t.to_string())).collect();
         assert_eq!(
-            reading.actions,
+            read_events(log, &all).actions,
             vec![
                 FileAction::on(ActionKind::Read, "orders.csv", "read_file", true),
                 FileAction::on(ActionKind::Write, "plan.json", "write_file", true),
@@ -397,6 +458,7 @@ mod tests {
             ]
         );
         assert_eq!(reading.results, vec![ObservedResult { call_id: "r4-0".into(), tool: "replace".into(), output: "outside the workspace".into(), is_error: true, blank_success: false }]);
+        assert_eq!(reading.session.as_deref(), Some("s1"));
         assert_eq!(reading.final_text.as_deref(), Some("Done."));
         assert_eq!(reading.notes, vec!["gemini-cli event `novel` is not one this adapter knows".to_string()]);
     }

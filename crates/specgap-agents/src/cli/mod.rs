@@ -239,7 +239,7 @@ impl CliConfig {
                 let installation = self.installation()?;
                 let version = installation.manifest().version.clone();
                 let node = installation.manifest().node.as_ref().map(|n| n.path.clone());
-                let adapter = gemini_cli::GeminiCli::new(installation.dir(), &version, node, installation.mounts()).map_err(|e| AgentError::new(e, true))?;
+                let adapter = gemini_cli::GeminiCli::new(installation.dir(), &version, node, &installation.mounts()).map_err(|e| AgentError::new(e, true))?;
                 Ok(Box::new(adapter))
             }
             "command" => {
@@ -617,6 +617,16 @@ impl Agent for CliAgent {
 
     fn drives_itself(&self) -> bool {
         true
+    }
+
+    /// The text route where its ask channel withholds `ask_user`, else the harness's tool by
+    /// the name its CLI shows the model.
+    fn ask_route(&self, text_questions: bool) -> specgap_engine::prompts::AskRoute {
+        if self.config.effective_ask_channel().withholds_ask_user(text_questions) {
+            specgap_engine::prompts::AskRoute::Text
+        } else {
+            specgap_engine::prompts::AskRoute::Tool(self.adapter.harness_tool_name("ask_user"))
+        }
     }
 
     fn enter(&mut self, place: &Workplace) -> Result<(), AgentError> {

@@ -17,7 +17,8 @@
 //! | resume | `opencode run --session <id>` with the new message; the id is the one its first start's events carry, kept in `~/.specgap/opencode-session` (under `native`: the session the harness created, in the same file; each start serves again and attaches) |
 //! | tool output | its tool results are kept as sent (its shell tool's result has no exit status; that is in its events) |
 //! | ask channel | default `native` (seed 002 A.9.3: the paper's opencode asks with its own tool) |
-//! | log | the JSON events of each start, read without following links once it ended: `tool_use` parts become normalized actions (read → read, write → write, edit → edit, grep → one search per file it shows, glob / list → list; its `bash` calls are read from the model traffic as every shell call is) and the results of calls no request carried; the last `text` part is its final reply |
+//! | normalized actions | its structured tools (read → read, write → write, edit → edit, grep → one search per file it shows, glob / list → list) mapped as their results arrive in its requests, so a run the harness ends keeps them; a chat completions result has no error flag, so a failed call counts as done there; its `bash` calls are read from the model traffic as every shell call is |
+//! | log | the JSON events of each start, read without following links once it ended on its own: the actions (with their real status) and results of the last turn's calls, which no request carried; the last `text` part is its final reply |
 //! | completion signal | none: it ends its run when the model stops calling tools; the workspace is then submitted automatically unless it called `submit` (`run --attach` exits when its prompt call returns, so the last text-only step's events may be missing; the final reply then comes from the gateway's record) |
 //! | plan mode | not applicable |
 //!
@@ -32,7 +33,7 @@ use specgap_engine::session::ObservedResult;
 use specgap_protocol::action::{ActionKind, FileAction};
 use specgap_sandbox::WORKSPACE_MOUNT;
 
-use super::adapter::{Adapter, Launch, LogReport, SANDBOX_HOME, SystemPromptRoute, TOKEN_ENV, shell_quote};
+use super::adapter::{Adapter, EventsReading, Launch, LogReport, SANDBOX_HOME, SystemPromptRoute, TOKEN_ENV, shell_quote};
 use super::channel::AskChannel;
 use super::home;
 use super::opencode_server::{QuestionServer, SERVER_PORT};
@@ -257,8 +258,21 @@ impl Adapter for OpenCode {
         true
     }
 
+    /// opencode names MCP tools `<server>_<tool>`.
+    fn harness_tool_name(&self, tool: &str) -> String {
+        format!("{}_{tool}", super::bridge::MCP_SERVER_NAME)
+    }
+
     fn tool_result(&self, _tool: &str, content: &str) -> (String, bool) {
         (content.to_string(), false)
+    }
+
+    /// Its structured tools' actions as their results arrive, so a start the harness ends
+    /// (an accepted submission, a budget) keeps them. A chat completions tool message has no
+    /// error flag: a failed call counts as done here (its events would say it failed, but
+    /// they are read only once the program has ended on its own).
+    fn call_actions(&self, tool: &str, arguments: &Value, result: &str, is_error: bool) -> Vec<FileAction> {
+        tool_actions(tool, arguments, result, !is_error)
     }
 
     fn read_log(&self, home_dir: &Path, unanswered: &[(String, String)]) -> LogReport {
@@ -289,21 +303,6 @@ impl Adapter for OpenCode {
     }
 }
 
-/// What one start's JSON events say.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct EventsReading {
-    /// The session id of the first event.
-    pub session: Option<String>,
-    /// Normalized actions of its structured tools, in order.
-    pub actions: Vec<FileAction>,
-    /// Results of `unanswered` calls.
-    pub results: Vec<ObservedResult>,
-    /// Its last reply text.
-    pub final_text: Option<String>,
-    /// Lines that do not parse, event types not known, errors it reported.
-    pub notes: Vec<String>,
-}
-
 /// Reads opencode's `--format json` output (one event a line: `step_start`, `tool_use`,
 /// `text`, `reasoning`, `step_finish`, `error`), `unanswered` being the last turn's calls (id,
 /// tool) whose results no request carried.
@@ -325,10 +324,12 @@ pub fn read_events(text: &str, unanswered: &[(String, String)]) -> EventsReading
                 let state = &part["state"];
                 let ok = state["status"] == "completed";
                 let output = if ok { state["output"].as_str() } else { state["error"].as_str() }.unwrap_or_default();
-                reading.actions.extend(tool_actions(tool, &state["input"], output, ok));
                 let call_id = part["callID"].as_str().unwrap_or_default();
-                if let Some((id, tool)) = unanswered.iter().find(|(id, _)| id == call_id) {
-                    reading.results.push(ObservedResult { call_id: id.clone(), tool: tool.clone(), output: output.to_string(), is_error: !ok, blank_success: false });
+                // The calls whose results a request carried were mapped as they arrived
+                // (`call_actions`); the log adds those of its last turn.
+                if let Some((id, called)) = unanswered.iter().find(|(id, _)| id == call_id) {
+                    reading.actions.extend(tool_actions(tool, &state["input"], output, ok));
+                    reading.results.push(ObservedResult { call_id: id.clone(), tool: called.clone(), output: output.to_string(), is_error: !ok, blank_success: false });
                 }
             }
             "text" => {
@@ -520,8 +521,10 @@ not json
         let unanswered = vec![("c7".to_string(), "edit".to_string())];
         let reading = read_events(log, &unanswered);
         assert_eq!(reading.session.as_deref(), Some("ses_A"));
+        assert_eq!(reading.actions, vec![FileAction::bare(ActionKind::Edit, "edit", true)], "the last turn's calls alone");
+        let all: Vec<(String, String)> = (1..=7).map(|n| (format!("c{n}"), String::new())).collect();
         assert_eq!(
-            reading.actions,
+            read_events(log, &all).actions,
             vec![
                 FileAction::on(ActionKind::Read, "src/a.py", "read", true),
                 FileAction::on(ActionKind::Read, "none.py", "read", false),

@@ -172,11 +172,15 @@ fn claude_code_delivers_under_interact_asking_in_text_and_resuming_its_session()
         for tool in ["Bash", "Read", "Write", "Edit"] {
             assert!(tools.contains(&tool), "request {i} offers {tool}: {tools:?}");
         }
+        assert!(!tools.contains(&"WebSearch"), "request {i}: no web search the upstream would run: {tools:?}");
         // Its default ask channel, the text exchange: the harness's ask_user is not offered.
         assert!(tools.contains(&"mcp__specgap__submit") && !tools.contains(&"mcp__specgap__ask_user"), "request {i}: {tools:?}");
         // The condition's system prompt goes through --append-system-prompt.
         let system = body["system"].to_string();
         assert!(system.contains("## Questions for the client"), "request {i}: the interact prompt names the heading");
+        // The text channel's prompt asks for questions in the reply and names no ask tool.
+        assert!(system.contains("To ask the client, write your questions in a reply without tool calls"), "request {i}: {system}");
+        assert!(!system.contains("ask_user"), "request {i}: {system}");
     }
     // The resumed session holds the first one: its questions, then the customer's answers.
     let resumed = body(&requests[1]);
@@ -220,7 +224,8 @@ fn codex_delivers_under_interact_asking_in_text_and_resuming_its_session() {
     let script: Vec<MockReply> = vec![say(0, QUESTIONS), exec(1, "cat data/README.md"), exec(2, &write), say(3, "The plan is in plan.json.")];
     let mock = MockUpstream::start(script).unwrap();
     mock.set_fallback(MockReply::json(500, "{\"error\":{\"message\":\"unscripted request\",\"type\":\"server_error\",\"param\":null,\"code\":null}}"));
-    let config = vendor_config("codex", version, &mock);
+    let mut config = vendor_config("codex", version, &mock);
+    config.ask_channel = Some(AskChannel::Text);
     let run = run_cli(example("retail-replenishment"), "interact", "clean", "cli:codex", &config, &mock, BudgetFlags::default());
     let requests = &run.requests;
     assert_eq!(requests.len(), 4, "every request is a main-loop turn: no side requests");
@@ -231,9 +236,16 @@ fn codex_delivers_under_interact_asking_in_text_and_resuming_its_session() {
         assert_eq!(body["stream"], true);
         let tools: Vec<&str> = body["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
         assert!(tools.contains(&"exec_command"), "request {i}: {tools:?}");
+        let hosted: Vec<&Value> = body["tools"].as_array().unwrap().iter().filter(|t| t["type"] == "web_search").collect();
+        assert!(hosted.is_empty(), "request {i}: no hosted web search the upstream would run: {hosted:?}");
+        // Its default ask channel, the text exchange: the harness's namespace has no ask_user.
+        let harness = body["tools"].as_array().unwrap().iter().find(|t| t["name"] == "mcp__specgap").map(Value::to_string).unwrap_or_default();
+        assert!(harness.contains("\"submit\"") && !harness.contains("\"ask_user\""), "request {i}: {harness}");
         // The condition's system prompt goes in as developer instructions.
         let developer = body["input"].as_array().unwrap().iter().filter(|m| m["role"] == "developer").map(Value::to_string).collect::<String>();
         assert!(developer.contains("Questions for the client"), "request {i}: the interact prompt");
+        assert!(developer.contains("To ask the client, write your questions in a reply without tool calls"), "request {i}: {developer}");
+        assert!(!developer.contains("ask_user"), "request {i}: {developer}");
     }
     let resumed = body(&requests[1]);
     let input = resumed["input"].as_array().unwrap();
@@ -307,6 +319,10 @@ fn claude_code_asks_the_owner_and_submits_through_mcp_reads_the_feedback_and_is_
     let tools: Vec<String> =
         body(&run.requests[0])["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str().map(str::to_string)).collect();
     assert!(tools.contains(&"mcp__specgap__ask_user".to_string()) && tools.contains(&"mcp__specgap__submit".to_string()), "{tools:?}");
+    // The condition's prompt names the tool as Claude Code shows it.
+    let system = body(&run.requests[0])["system"].to_string();
+    assert!(system.contains("You can put a question to the owner with `mcp__specgap__ask_user`; they answer from what they know."), "{system}");
+    assert!(system.contains("`submit` and `mcp__specgap__ask_user` each end the turn"), "{system}");
     let result_of = |request: usize, id: &str| -> String {
         body(&run.requests[request])["messages"]
             .as_array()
@@ -338,30 +354,66 @@ fn claude_code_that_ends_its_run_after_a_returned_submission_is_resumed_with_the
     let say = |n: u64, text: &str| replies::anthropic_stream(MODEL, text, &[], answer_tokens(n));
     let call = |n: u64, name: &str, input: Value| replies::anthropic_stream(MODEL, "", &[Call::new(&format!("toolu_{n}"), name, input)], answer_tokens(n));
     let mock = MockUpstream::start([
-        call(1, "Write", json!({"file_path": "/workspace/shop/checkout.py", "content": checkout("literal")})),
-        call(2, "mcp__specgap__submit", json!({"summary": "retries added"})),
+        call(1, "Read", json!({"file_path": "/workspace/shop/checkout.py"})),
+        call(2, "mcp__specgap__ask_user", json!({"question": OWNER_QUESTION})),
+        call(3, "Write", json!({"file_path": "/workspace/shop/checkout.py", "content": checkout("literal")})),
+        call(4, "mcp__specgap__submit", json!({"summary": "retries added"})),
         // It reads the feedback and ends its print-mode run.
-        say(3, "Submitted."),
+        say(5, "Submitted."),
         // The resumed session (`--resume`) with the harness's message.
-        call(4, "Write", json!({"file_path": "/workspace/shop/checkout.py", "content": checkout("gold")})),
-        call(5, "mcp__specgap__submit", json!({"summary": "retries only where they are safe"})),
+        call(6, "Write", json!({"file_path": "/workspace/shop/checkout.py", "content": checkout("gold")})),
+        call(7, "mcp__specgap__submit", json!({"summary": "retries only where they are safe"})),
     ])
     .unwrap();
     mock.set_fallback(MockReply::json(500, "{\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"unscripted request\"}}"));
     let config = vendor_config("claude-code", version, &mock);
     let run = run_cli(example("payment-retry"), "partial", "clean", "cli:claude-code", &config, &mock, BudgetFlags::default());
     check_common(&run.requests, "x-api-key", canary_key());
-    let episode = &run.detail.episode;
-    assert_eq!(episode.end_reason, Some(EndReason::Accepted), "{episode:?}");
-    let subs: Vec<_> = run.detail.submissions.iter().map(|s| (s.k, s.automatic, s.success)).collect();
-    assert_eq!(subs, vec![(1, false, Some(false)), (2, false, Some(true))]);
-    assert_eq!(run.requests.len(), 5, "stopped at the acceptance");
-    let exits = run.events.iter().filter(|e| matches!(e.kind, EventKind::AgentExit { .. })).count();
-    assert_eq!(exits, 1, "it exited once, after the returned submission, and was resumed");
+    let feedback = check_resumed_after_a_returned_submission(&run, 7);
     let text_of = |m: &Value| match &m["content"] {
         Value::String(text) => text.clone(),
         content => content.as_array().map(|c| c.iter().filter_map(|b| b["text"].as_str()).collect::<String>()).unwrap_or_default(),
     };
+    assert_eq!(
+        logged_actions(&run),
+        [
+            FileAction::on(ActionKind::Read, "shop/checkout.py", "Read", true),
+            FileAction::on(ActionKind::Write, "shop/checkout.py", "Write", true),
+            FileAction::on(ActionKind::Write, "shop/checkout.py", "Write", true),
+        ]
+    );
+    let resumed = body(&run.requests[5]);
+    let messages = resumed["messages"].as_array().unwrap();
+    assert!(messages.iter().any(|m| m["role"] == "assistant" && text_of(m).contains("Submitted.")), "the resumed session holds the first run");
+    let last = messages.last().unwrap();
+    assert_eq!(last["role"], "user");
+    assert!(text_of(last).contains("Your delivery (submission 1) was returned."), "{}", text_of(last));
+    assert!(text_of(last).contains(feedback.trim()), "the resume repeats the owner's feedback: {}", text_of(last));
+}
+
+/// The checks of a partial episode whose CLI asked the owner once through MCP, ended its run
+/// after its first submission was returned and was resumed with the feedback: accepted at
+/// k = 2, one exit, usage equal to the mock's counts of `requests` answers (tokens of answers
+/// 1..=requests); returns the feedback the engine sent.
+fn check_resumed_after_a_returned_submission(run: &CliRun, requests: usize) -> String {
+    let episode = &run.detail.episode;
+    assert_eq!(episode.end_reason, Some(EndReason::Accepted), "{episode:?}");
+    assert_eq!(episode.final_score, Some(1.0), "{episode:?}");
+    let subs: Vec<_> = run.detail.submissions.iter().map(|s| (s.k, s.automatic, s.success)).collect();
+    assert_eq!(subs, vec![(1, false, Some(false)), (2, false, Some(true))]);
+    assert_eq!(run.requests.len(), requests, "stopped at the acceptance");
+    let exits = run.events.iter().filter(|e| matches!(e.kind, EventKind::AgentExit { .. })).count();
+    assert_eq!(exits, 1, "it exited once, after the returned submission, and was resumed");
+    let usage: Vec<_> = run.detail.usage.iter().filter(|u| u.role == Role::Agent).collect();
+    assert_eq!(usage.len(), 1);
+    let sum = |f: fn(&Tokens) -> u64| (1..=requests as u64).map(|n| f(&answer_tokens(n))).sum::<u64>();
+    let u = &usage[0].usage;
+    assert_eq!(
+        (u.requests, u.input_tokens, u.output_tokens, u.cached_tokens),
+        (requests as u64, sum(|t| t.input), sum(|t| t.output), sum(|t| t.cached)),
+        "usage equals the mock's counts"
+    );
+    assert!(!String::from_utf8_lossy(&run.everything_stored()).contains(canary_key()), "the key is nowhere in the store");
     let feedback: Vec<String> = run
         .events
         .iter()
@@ -370,14 +422,12 @@ fn claude_code_that_ends_its_run_after_a_returned_submission_is_resumed_with_the
             _ => None,
         })
         .collect();
-    assert_eq!(feedback.len(), 1);
-    let resumed = body(&run.requests[3]);
-    let messages = resumed["messages"].as_array().unwrap();
-    assert!(messages.iter().any(|m| m["role"] == "assistant" && text_of(m).contains("Submitted.")), "the resumed session holds the first run");
-    let last = messages.last().unwrap();
-    assert_eq!(last["role"], "user");
-    assert!(text_of(last).contains("Your delivery (submission 1) was returned."), "{}", text_of(last));
-    assert!(text_of(last).contains(feedback[0].trim()), "the resume repeats the owner's feedback: {}", text_of(last));
+    assert_eq!(feedback.len(), 1, "one returned submission");
+    let questions: Vec<&str> = run.detail.questions.iter().map(|q| q.question.text.as_str()).collect();
+    assert_eq!(questions, [OWNER_QUESTION], "it asked the owner once, through MCP");
+    let bridge_calls = run.events.iter().filter(|e| matches!(e.kind, EventKind::BridgeCall { .. })).count();
+    assert_eq!(bridge_calls, 3, "ask_user, submit, submit through the MCP server");
+    feedback[0].clone()
 }
 
 /// A streamed Responses answer calling the MCP tool `name` of the namespace `mcp__specgap`
@@ -438,4 +488,47 @@ fn codex_asks_the_owner_and_submits_through_mcp_reads_the_feedback_and_is_accept
     assert!(output_of(2, "call_2").contains(&answer.trim().replace('"', "\\\"")), "{}", output_of(2, "call_2"));
     assert!(output_of(4, "call_4").len() > 60, "the feedback is submit's result: {}", output_of(4, "call_4"));
     check_partial(&run, 6);
+}
+
+#[test]
+fn codex_that_ends_its_run_after_a_returned_submission_is_resumed_with_the_feedback_and_accepted_at_k2() {
+    let version = specgap_agents::cli::codex::DEFAULT_VERSION;
+    let Some(_) = installed("codex") else { return };
+    let say = |n: u64, text: &str| replies::responses_stream(MODEL, text, &[], answer_tokens(n));
+    let exec = |n: u64, cmd: &str| replies::responses_stream(MODEL, "", &[Call::new(&format!("call_{n}"), "exec_command", json!({"cmd": cmd}))], answer_tokens(n));
+    let write = |solution: &str| format!("cat > shop/checkout.py <<'SPECGAP_EOF'\n{}\nSPECGAP_EOF", checkout(solution).trim_end());
+    let mock = MockUpstream::start([
+        exec(1, "head -3 shop/checkout.py"),
+        namespaced_call(2, "ask_user", json!({"question": OWNER_QUESTION})),
+        exec(3, &write("literal")),
+        namespaced_call(4, "submit", json!({"summary": "retries added"})),
+        // It reads the feedback and ends its `exec` run.
+        say(5, "Submitted."),
+        // The resumed session (`exec resume --last`) with the harness's message.
+        exec(6, &write("gold")),
+        namespaced_call(7, "submit", json!({"summary": "retries only where they are safe"})),
+    ])
+    .unwrap();
+    mock.set_fallback(MockReply::json(500, "{\"error\":{\"message\":\"unscripted request\",\"type\":\"server_error\",\"param\":null,\"code\":null}}"));
+    let config = vendor_config("codex", version, &mock);
+    let run = run_cli(example("payment-retry"), "partial", "clean", "cli:codex", &config, &mock, BudgetFlags::default());
+    check_common(&run.requests, "authorization", &format!("Bearer {}", canary_key()));
+    let feedback = check_resumed_after_a_returned_submission(&run, 7);
+    let text_of = |m: &Value| match &m["content"] {
+        Value::String(text) => text.clone(),
+        content => content.as_array().map(|c| c.iter().filter_map(|b| b["text"].as_str()).collect::<String>()).unwrap_or_default(),
+    };
+    let resumed = body(&run.requests[5]);
+    let input = resumed["input"].as_array().unwrap();
+    assert!(input.iter().any(|m| m["type"] == "function_call_output" && m["call_id"] == "call_4"), "the resumed session holds the first run's submit");
+    assert!(input.iter().any(|m| m["role"] == "assistant" && text_of(m).contains("Submitted.")), "the resumed session holds the first run's reply");
+    let last = input.last().unwrap();
+    assert_eq!(last["role"], "user");
+    assert!(text_of(last).contains("Your delivery (submission 1) was returned."), "{}", text_of(last));
+    assert!(text_of(last).contains(feedback.trim()), "the resume repeats the owner's feedback: {}", text_of(last));
+    assert_eq!(
+        logged_actions(&run),
+        Vec::<FileAction>::new(),
+        "its shell writes are left to the report's shell analysis; it made no file_change"
+    );
 }

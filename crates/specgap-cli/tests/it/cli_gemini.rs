@@ -3,33 +3,24 @@
 //! (streamed generateContent, function calls without ids as the real API sends them) through
 //! the gateway's pass-through, every request checked.
 
-use std::ffi::OsStr;
 use std::path::PathBuf;
 
 use serde_json::{Value, json};
 use specgap_gateway::mock::replies::{self, Call, Tokens};
 use specgap_gateway::mock::{MockReply, MockUpstream, ReceivedRequest};
 use specgap_protocol::action::{ActionKind, FileAction};
-use specgap_protocol::event::EventKind;
+use specgap_protocol::event::{EventKind, UserMessageKind};
 
-use crate::agents::test_cache;
-use crate::cli_opencode::{installed, walk};
+use crate::cli_support::*;
 use crate::support::*;
 
 const MODEL: &str = "gemini-mock-pro";
-const KEY_ENV: &str = "SPECGAP_TEST_GEMINI_KEY";
 const KEY: &str = "gm-test-key-41c9d07e3b";
+/// gemini-cli as the tests run it.
+const GEMINI: CliUnderTest = CliUnderTest { agent: "cli:gemini-cli", model: MODEL, key_env: "SPECGAP_TEST_GEMINI_KEY", key: KEY };
 
 fn gemini_installed() -> Option<PathBuf> {
     installed("gemini-cli", specgap_agents::cli::gemini_cli::DEFAULT_VERSION)
-}
-
-fn body(request: &ReceivedRequest) -> Value {
-    serde_json::from_slice(&request.body).unwrap_or(Value::Null)
-}
-
-fn offers_tools(request: &ReceivedRequest) -> bool {
-    body(request)["tools"].as_array().is_some_and(|t| !t.is_empty())
 }
 
 /// The model's turns so far in a request's history.
@@ -39,6 +30,12 @@ fn step_of(request: &ReceivedRequest) -> u64 {
 
 fn tokens(step: u64) -> Tokens {
     Tokens { input: 3000 + step, output: 40 + step, ..Tokens::default() }
+}
+
+/// The usage of `answers` answers (steps 0..answers) as the store sums it: (requests, input
+/// tokens, output tokens).
+fn usage_of_answers(answers: u64) -> (u64, u64, u64) {
+    (answers, (0..answers).map(|s| tokens(s).input).sum(), (0..answers).map(|s| tokens(s).output).sum())
 }
 
 /// Every functionCall of the history is followed by exactly one functionResponse of its id.
@@ -57,26 +54,6 @@ fn assert_each_call_answered_once(contents: &[Value], what: &str) {
     }
 }
 
-fn run_args<'a>(package: &'a std::path::Path, base_url: &'a str, condition: &'a str, out: &'a std::path::Path) -> Vec<&'a OsStr> {
-    vec![
-        OsStr::new("run"),
-        package.as_os_str(),
-        OsStr::new("--agent"),
-        OsStr::new("cli:gemini-cli"),
-        OsStr::new("--model"),
-        OsStr::new(MODEL),
-        OsStr::new("--base-url"),
-        OsStr::new(base_url),
-        OsStr::new("--api-key-env"),
-        OsStr::new(KEY_ENV),
-        OsStr::new("--condition"),
-        OsStr::new(condition),
-        OsStr::new("--no-report"),
-        OsStr::new("--out"),
-        out.as_os_str(),
-    ]
-}
-
 #[test]
 fn cli_gemini_cli_reads_fixes_and_succeeds_through_the_gemini_pass_through() {
     let Some(_) = gemini_installed() else { return };
@@ -93,8 +70,7 @@ fn cli_gemini_cli_reads_fixes_and_succeeds_through_the_gemini_pass_through() {
     });
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
-    let base_url = mock.url();
-    assert_succeeded(specgap().args(run_args(&package, &base_url, "partial", &out)).env(KEY_ENV, KEY).env("XDG_CACHE_HOME", test_cache()).output().unwrap());
+    GEMINI.run(GEMINI.run_args(&package, &mock.url(), "partial", &out, &[]));
 
     let requests = mock.requests();
     assert_eq!(requests.len(), 3, "three generating requests, no side request");
@@ -132,16 +108,9 @@ fn cli_gemini_cli_reads_fixes_and_succeeds_through_the_gemini_pass_through() {
     // The calls had no id on the wire: the harness named them and matched their results.
     let results: Vec<(String, String)> = events.iter().filter_map(|e| match &e.kind { EventKind::ToolResult { call_id, tool, .. } => Some((call_id.clone(), tool.clone())), _ => None }).collect();
     assert_eq!(results, vec![("r0-0".to_string(), "read_file".to_string()), ("r1-0".to_string(), "write_file".to_string())]);
-    let actions: Vec<FileAction> = events.iter().filter_map(|e| match &e.kind { EventKind::Actions { actions, .. } => Some(actions.clone()), _ => None }).flatten().collect();
-    assert_eq!(actions, vec![FileAction::on(ActionKind::Read, "billing/fees.py", "read_file", true), FileAction::on(ActionKind::Write, "billing/fees.py", "write_file", true)]);
-    let store = specgap_store::Store::open(&out).unwrap();
-    let usage: Vec<_> = store.usage().unwrap().into_iter().filter(|u| u.role == specgap_store::Role::Agent).collect();
-    let (input, output) = ((0..3).map(|s| tokens(s).input).sum::<u64>(), (0..3).map(|s| tokens(s).output).sum::<u64>());
-    assert_eq!(usage.iter().map(|u| (u.usage.requests, u.usage.input_tokens, u.usage.output_tokens)).collect::<Vec<_>>(), vec![(3, input, output)]);
-    for entry in walk(&out) {
-        let bytes = std::fs::read(&entry).unwrap();
-        assert!(!bytes.windows(KEY.len()).any(|w| w == KEY.as_bytes()), "{} holds the key", entry.display());
-    }
+    assert_eq!(logged_actions(&events), vec![FileAction::on(ActionKind::Read, "billing/fees.py", "read_file", true), FileAction::on(ActionKind::Write, "billing/fees.py", "write_file", true)]);
+    assert_eq!(agent_usage(&out), vec![usage_of_answers(3)]);
+    GEMINI.assert_key_nowhere(&out);
 }
 
 const QUESTION_REPLY: &str = "I read the orders.\n\n## Questions for the client\n1. Does the 10 kg limit include the box itself?";
@@ -162,8 +131,7 @@ fn cli_gemini_cli_asks_in_its_reply_under_interact_and_resumes_its_latest_sessio
     });
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
-    let base_url = mock.url();
-    assert_succeeded(specgap().args(run_args(&package, &base_url, "interact", &out)).env(KEY_ENV, KEY).env("XDG_CACHE_HOME", test_cache()).output().unwrap());
+    GEMINI.run(GEMINI.run_args(&package, &mock.url(), "interact", &out, &[]));
     let requests = mock.requests();
     assert_eq!(requests.len(), 3);
     let rows = episodes(&out);
@@ -173,15 +141,9 @@ fn cli_gemini_cli_asks_in_its_reply_under_interact_and_resumes_its_latest_sessio
     assert_eq!((row.final_score, row.final_success), (Some(1.0), Some(true)), "{row:?}");
     let events = events(&out, &row.id);
     let answer = "- Does the 10 kg limit include the box itself?\n  Yes: the carrier weighs the packed box, and an empty box with padding is 0.5 kg, so at most 9.5 kg of goods go in a box.";
-    let answers: Vec<String> = events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::UserMessage { kind: specgap_protocol::event::UserMessageKind::Answer, text, .. } => Some(text.clone()),
-            _ => None,
-        })
-        .collect();
+    let answers = user_messages(&events, UserMessageKind::Answer);
     assert_eq!(answers, vec![answer.to_string()]);
-    assert_eq!(events.iter().filter(|e| matches!(e.kind, EventKind::AgentExit { .. })).count(), 2);
+    assert_eq!(exits(&events), 2);
     // The resumed session holds the first run's reply, then the answer as the user's turn.
     for request in &requests[1..] {
         let contents = body(request)["contents"].as_array().unwrap().clone();
@@ -190,16 +152,16 @@ fn cli_gemini_cli_asks_in_its_reply_under_interact_and_resumes_its_latest_sessio
         assert_eq!(contents[2]["role"], "user");
         assert_eq!(contents[2]["parts"][0]["text"], answer);
     }
-    let actions: Vec<FileAction> = events.iter().filter_map(|e| match &e.kind { EventKind::Actions { actions, .. } => Some(actions.clone()), _ => None }).flatten().collect();
-    assert_eq!(actions, vec![FileAction::on(ActionKind::Write, "plan.json", "write_file", true)]);
+    assert_eq!(logged_actions(&events), vec![FileAction::on(ActionKind::Write, "plan.json", "write_file", true)]);
 }
 
-/// gemini-cli lists the bridge's MCP tools as `mcp_specgap_<tool>` but leaves out the MCP
-/// server's `ask_user` (the name of a tool of its own, which it withholds in headless mode), so
-/// here it asks the owner with the `ask_user` command through its shell tool and submits through
-/// MCP. The command exists under `--ask-channel mcp` only (gemini-cli's default is `text`).
+/// gemini-cli lists the bridge's MCP tools as `mcp_specgap_<tool>`; it withholds any tool
+/// called `ask_user` in headless mode (its own, and an MCP server's of that name), so the bridge
+/// serves `ask_user` to it as `ask_question` and the condition's prompt names
+/// `mcp_specgap_ask_question`. Under `--ask-channel mcp` (gemini-cli's default is `text`) it asks
+/// the owner and submits through MCP.
 #[test]
-fn cli_gemini_cli_asks_the_owner_with_the_command_submits_through_mcp_and_reads_the_feedback_in_submits_result() {
+fn cli_gemini_cli_asks_the_owner_through_its_mcp_tool_submits_through_mcp_and_reads_the_feedback_in_submits_result() {
     let Some(_) = gemini_installed() else { return };
     let package = task_fixture("req-basic");
     let literal = std::fs::read_to_string(package.join("solutions/literal/billing/fees.py")).unwrap();
@@ -209,7 +171,7 @@ fn cli_gemini_cli_asks_the_owner_with_the_command_submits_through_mcp_and_reads_
         let step = step_of(request);
         let call = |tool: &str, arguments: Value| replies::gemini_stream("", &[Call::new("", tool, arguments)], tokens(step));
         match step {
-            0 => call("run_shell_command", json!({ "command": format!("ask_user '{OWNER_QUESTION}'") })),
+            0 => call(ASK_TOOL, json!({ "question": OWNER_QUESTION })),
             1 => call("write_file", json!({ "file_path": "billing/fees.py", "content": literal })),
             2 => call(SUBMIT_TOOL, json!({ "summary": "started months count" })),
             3 => call("write_file", json!({ "file_path": "billing/fees.py", "content": gold })),
@@ -219,14 +181,17 @@ fn cli_gemini_cli_asks_the_owner_with_the_command_submits_through_mcp_and_reads_
     });
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
-    let base_url = mock.url();
-    let mut args = run_args(&package, &base_url, "partial", &out);
-    args.extend([OsStr::new("--ask-channel"), OsStr::new("mcp")]);
-    assert_succeeded(specgap().args(args).env(KEY_ENV, KEY).env("XDG_CACHE_HOME", test_cache()).output().unwrap());
+    GEMINI.run(GEMINI.run_args(&package, &mock.url(), "partial", &out, &["--ask-channel", "mcp"]));
     let requests = mock.requests();
     let tools: Vec<String> = body(&requests[0])["tools"].as_array().unwrap().iter().flat_map(|t| t["functionDeclarations"].as_array().cloned().unwrap_or_default()).filter_map(|f| f["name"].as_str().map(str::to_string)).collect();
-    assert!(tools.contains(&SUBMIT_TOOL.to_string()), "{tools:?}");
-    assert!(!tools.iter().any(|t| t.contains("ask_user")), "gemini-cli withholds an MCP tool named like its own ask_user: {tools:?}");
+    assert!(tools.contains(&SUBMIT_TOOL.to_string()) && tools.contains(&ASK_TOOL.to_string()), "{tools:?}");
+    assert!(tools.contains(&"read_file".to_string()) && !tools.iter().any(|t| t == "google_web_search" || t == "web_fetch"), "no web tool the upstream runs: {tools:?}");
+    assert!(!tools.iter().any(|t| t.contains("ask_user")), "gemini-cli withholds every tool named ask_user: {tools:?}");
+    // The condition's prompt names the tool as gemini-cli shows it.
+    let system = body(&requests[0])["systemInstruction"].to_string();
+    assert!(system.contains("You can put a question to the owner with `mcp_specgap_ask_question`; they answer from what they know."), "{system}");
+    assert!(system.contains("`submit` and `mcp_specgap_ask_question` each end the turn"), "{system}");
+    assert!(!system.contains("`ask_user`"), "{system}");
     assert_eq!(requests.len(), 5, "the episode ends at the accepted submission");
     let rows = episodes(&out);
     let row = &rows[0];
@@ -234,28 +199,102 @@ fn cli_gemini_cli_asks_the_owner_with_the_command_submits_through_mcp_and_reads_
     assert_eq!((row.turns, row.tool_calls, row.submissions), (5, 5, 2), "{row:?}");
     assert_eq!((row.final_score, row.final_success), (Some(1.0), Some(true)), "{row:?}");
     let events = events(&out, &row.id);
-    let calls: Vec<(String, Value)> = events.iter().filter_map(|e| match &e.kind { EventKind::BridgeCall { call, .. } => Some((call.tool.clone(), call.arguments.clone())), _ => None }).collect();
+    let calls = bridge_calls(&events);
     assert_eq!(calls.len(), 3, "{calls:?}");
-    assert_eq!(calls[0].0, "ask_user");
+    assert_eq!(calls[0], ("ask_user".to_string(), json!({ "question": OWNER_QUESTION })));
     assert_eq!((calls[1].0.as_str(), &calls[1].1), ("submit", &json!({ "summary": "started months count" })));
     assert_eq!((calls[2].0.as_str(), &calls[2].1), ("submit", &json!({ "summary": "disputed invoices and the cap too" })));
-    let answer = events.iter().find_map(|e| match &e.kind { EventKind::ToolResult { call_id, output, .. } if call_id == "bridge-1" => Some(output.clone()), _ => None }).unwrap();
+    let answer = result_of(&events, "bridge-1");
     assert!(answer.starts_with("Dana believes the only problem"), "{answer}");
-    let feedback = events.iter().find_map(|e| match &e.kind { EventKind::UserMessage { kind: specgap_protocol::event::UserMessageKind::Feedback, text, .. } => Some(text.clone()), _ => None }).unwrap();
-    // What gemini-cli sent back: the owner's answer in its shell tool's output, the feedback in
+    let feedback = user_messages(&events, UserMessageKind::Feedback).remove(0);
+    // What gemini-cli sent back: the owner's answer as the MCP tool's result, the feedback in
     // the MCP submit's result; every call answered once.
     let response_of = |request: &ReceivedRequest, tool: &str| -> String {
         let contents = body(request)["contents"].as_array().unwrap().clone();
         contents.iter().flat_map(|c| c["parts"].as_array().cloned().unwrap_or_default()).filter(|p| p["functionResponse"]["name"] == tool).map(|p| p["functionResponse"]["response"].to_string()).next_back().unwrap()
     };
-    assert!(response_of(&requests[1], "run_shell_command").contains(&answer[..40]), "{}", response_of(&requests[1], "run_shell_command"));
+    assert!(response_of(&requests[1], ASK_TOOL).contains(&answer[..40]), "{}", response_of(&requests[1], ASK_TOOL));
     assert!(response_of(&requests[3], SUBMIT_TOOL).contains(&serde_json::to_string(&feedback).unwrap().trim_matches('"').to_string()), "{}", response_of(&requests[3], SUBMIT_TOOL));
     for (i, request) in requests.iter().enumerate() {
         assert_each_call_answered_once(body(request)["contents"].as_array().unwrap(), &format!("request {i}"));
     }
     let results: Vec<String> = events.iter().filter_map(|e| match &e.kind { EventKind::ToolResult { call_id, .. } if call_id.starts_with('r') => Some(call_id.clone()), _ => None }).collect();
     assert_eq!(results, vec!["r0-0", "r1-0", "r2-0", "r3-0"], "each unnamed call got its result, the last one's at the episode's end or never");
+    // The harness ended its run at the acceptance: its actions were mapped as their results
+    // arrived, not from its events (read only when it ends on its own).
+    let written = FileAction::on(ActionKind::Write, "billing/fees.py", "write_file", true);
+    assert_eq!(logged_actions(&events), vec![written.clone(), written]);
 }
 
 const OWNER_QUESTION: &str = "Should a disputed invoice be charged a late fee?";
 const SUBMIT_TOOL: &str = "mcp_specgap_submit";
+const ASK_TOOL: &str = "mcp_specgap_ask_question";
+
+const SUBMITTED: &str = "Submitted.";
+
+#[test]
+fn cli_gemini_cli_that_ends_its_run_after_a_returned_submission_is_resumed_with_the_feedback_and_accepted_at_k2() {
+    let Some(_) = gemini_installed() else { return };
+    let package = task_fixture("req-basic");
+    let literal = std::fs::read_to_string(package.join("solutions/literal/billing/fees.py")).unwrap();
+    let gold = std::fs::read_to_string(package.join("solutions/gold/billing/fees.py")).unwrap();
+    let mock = MockUpstream::start([]).unwrap();
+    mock.set_responder(move |request: &ReceivedRequest| -> MockReply {
+        let step = step_of(request);
+        let call = |tool: &str, arguments: Value| replies::gemini_stream("", &[Call::new("", tool, arguments)], tokens(step));
+        match step {
+            0 => call("read_file", json!({ "file_path": "billing/fees.py" })),
+            // Its default channel is `text`, but an owner condition has no text exchange: the
+            // MCP tool is offered.
+            1 => call(ASK_TOOL, json!({ "question": OWNER_QUESTION })),
+            2 => call("write_file", json!({ "file_path": "billing/fees.py", "content": literal })),
+            3 => call(SUBMIT_TOOL, json!({ "summary": "started months count" })),
+            // It ends its headless run; the harness resumes it (`--resume latest`).
+            4 => replies::gemini_stream(SUBMITTED, &[], tokens(step)),
+            5 => call("write_file", json!({ "file_path": "billing/fees.py", "content": gold })),
+            6 => call(SUBMIT_TOOL, json!({ "summary": "disputed invoices and the cap too" })),
+            _ => replies::gemini_stream("Done.", &[], tokens(step)),
+        }
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    GEMINI.run(GEMINI.run_args(&package, &mock.url(), "partial", &out, &[]));
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 7, "the episode ends at the accepted submission");
+    let (events, feedback) = check_resumed_after_a_returned_submission(&out);
+    // The resumed request holds the first run (the submit's response, the closing reply),
+    // then the engine's message with the feedback as the user's turn.
+    let contents = body(&requests[5])["contents"].as_array().unwrap().clone();
+    let parts = |c: &Value| c["parts"].as_array().cloned().unwrap_or_default();
+    assert!(contents.iter().flat_map(parts).any(|p| p["functionResponse"]["name"] == SUBMIT_TOOL), "the resumed session holds the first submit");
+    assert!(contents.iter().any(|c| c["role"] == "model" && parts(c).iter().any(|p| p["text"] == SUBMITTED)), "the resumed session holds the first run's reply");
+    let last = contents.last().unwrap();
+    assert_eq!(last["role"], "user");
+    let text: String = parts(last).iter().filter_map(|p| p["text"].as_str()).collect();
+    assert_is_the_feedback_resume(&text, 1, &feedback);
+    for (i, request) in requests.iter().enumerate() {
+        assert_eq!(request.header("x-goog-api-key"), Some(KEY), "request {i}");
+    }
+    for (i, request) in requests[..5].iter().enumerate() {
+        assert_each_call_answered_once(body(request)["contents"].as_array().unwrap(), &format!("request {i}"));
+    }
+    // gemini-cli 0.61.0 rebuilds a resumed history from its session file with each earlier
+    // call's functionResponse twice (the recorded user turn that carried it, and the result it
+    // keeps beside the call), the same response both times; the calls after the resume are
+    // answered once. The harness records each result once (the ToolResult ids below).
+    let resumed = body(&requests[6])["contents"].as_array().unwrap().clone();
+    let calls: Vec<String> = resumed.iter().flat_map(parts).filter_map(|p| p["functionCall"]["id"].as_str().map(str::to_string)).collect();
+    assert_eq!(calls.len(), 5, "{calls:?}");
+    for (n, id) in calls.iter().enumerate() {
+        let answers: Vec<Value> = resumed.iter().flat_map(parts).filter(|p| p["functionResponse"]["id"] == id.as_str()).collect();
+        let expected = if n < 4 { 2 } else { 1 };
+        assert_eq!(answers.len(), expected, "call {id}: {answers:?}");
+        assert!(answers.windows(2).all(|w| w[0] == w[1]), "call {id}: the repeated responses are the same");
+    }
+    let results: Vec<String> = events.iter().filter_map(|e| match &e.kind { EventKind::ToolResult { call_id, .. } if call_id.starts_with('r') => Some(call_id.clone()), _ => None }).collect();
+    assert_eq!(results, vec!["r0-0", "r1-0", "r2-0", "r3-0", "r5-0"], "each call's result once; the accepted submit's never came back");
+    let fees = |kind, via| FileAction::on(kind, "billing/fees.py", via, true);
+    assert_eq!(logged_actions(&events), vec![fees(ActionKind::Read, "read_file"), fees(ActionKind::Write, "write_file"), fees(ActionKind::Write, "write_file")]);
+    assert_eq!(agent_usage(&out), vec![usage_of_answers(7)]);
+    GEMINI.assert_key_nowhere(&out);
+}

@@ -4,60 +4,24 @@
 //! of OpenAI chat completions that answers opencode's title request as a side request and
 //! checks every request.
 
-use std::ffi::OsStr;
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::path::PathBuf;
 
 use serde_json::{Value, json};
 use specgap_gateway::mock::replies::{self, Call, Tokens};
 use specgap_gateway::mock::{MockReply, MockUpstream, ReceivedRequest};
 use specgap_protocol::action::{ActionKind, FileAction};
-use specgap_protocol::event::EventKind;
+use specgap_protocol::event::{EventKind, UserMessageKind};
 
-use crate::agents::test_cache;
+use crate::cli_support::*;
 use crate::support::*;
 
 const MODEL: &str = "mock-opencode-model";
-const KEY_ENV: &str = "SPECGAP_TEST_OPENCODE_KEY";
 const KEY: &str = "sk-opencode-test-7d1f3a9c2e";
-
-/// Installs `adapter` at its pinned `version` into the shared test cache with `specgap agents
-/// install` once per process (its lock lets processes share it) and returns the installation's
-/// directory, or `None` when the registry cannot be reached (the test is then skipped, or
-/// fails under `SPECGAP_REQUIRE_EXTERNAL=1`, as in CI, where `.ci/run` installs it first).
-pub(crate) fn installed(adapter: &str, version: &str) -> Option<PathBuf> {
-    static INSTALLED: Mutex<BTreeMap<String, Result<PathBuf, String>>> = Mutex::new(BTreeMap::new());
-    let mut done = INSTALLED.lock().unwrap();
-    let result = done.entry(adapter.to_string()).or_insert_with(|| {
-        let output = specgap().args(["agents", "install", adapter]).env("XDG_CACHE_HOME", test_cache()).output().unwrap();
-        if output.status.success() {
-            Ok(test_cache().join("specgap/agents").join(adapter).join(version))
-        } else {
-            Err(String::from_utf8_lossy(&output.stderr).into_owned())
-        }
-    });
-    match result {
-        Ok(dir) => Some(dir.clone()),
-        Err(stderr) => {
-            assert!(std::env::var_os("SPECGAP_REQUIRE_EXTERNAL").is_none_or(|v| v != "1"), "installing {adapter} failed and SPECGAP_REQUIRE_EXTERNAL=1: {stderr}");
-            eprintln!("skipped: {adapter} could not be installed (no package registry?): {stderr}");
-            None
-        }
-    }
-}
+/// opencode as the tests run it.
+const OPENCODE: CliUnderTest = CliUnderTest { agent: "cli:opencode", model: MODEL, key_env: "SPECGAP_TEST_OPENCODE_KEY", key: KEY };
 
 fn opencode_installed() -> Option<PathBuf> {
     installed("opencode", specgap_agents::cli::opencode::DEFAULT_VERSION)
-}
-
-fn body(request: &ReceivedRequest) -> Value {
-    serde_json::from_slice(&request.body).unwrap_or(Value::Null)
-}
-
-/// Whether the request offers tools (opencode's main loop) or not (its title request).
-fn offers_tools(request: &ReceivedRequest) -> bool {
-    body(request)["tools"].as_array().is_some_and(|t| !t.is_empty())
 }
 
 /// The tokens the mock reports for the n-th main-loop answer, and for the title.
@@ -65,6 +29,14 @@ fn main_tokens(step: u64) -> Tokens {
     Tokens { input: 2000 + step, output: 30 + step, ..Tokens::default() }
 }
 const TITLE_TOKENS: Tokens = Tokens { input: 300, output: 7, cached: 0, cache_creation: 0, reasoning: 0 };
+
+/// The usage of `main` main-loop answers (steps 0..main) and one title, as the store sums
+/// it: (requests, input tokens, output tokens).
+fn usage_of_main_answers_and_a_title(main: u64) -> (u64, u64, u64) {
+    let input = (0..main).map(|s| main_tokens(s).input).sum::<u64>() + TITLE_TOKENS.input;
+    let output = (0..main).map(|s| main_tokens(s).output).sum::<u64>() + TITLE_TOKENS.output;
+    (main + 1, input, output)
+}
 
 /// Answers opencode's main loop by its step (assistant messages so far): read the fee module,
 /// write the fix, reply that it is done; a request without tools (the title) gets a title.
@@ -110,25 +82,7 @@ fn cli_opencode_reads_fixes_and_succeeds_through_the_gateway_with_every_request_
     mock.set_responder(responder(fixed.clone()));
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
-    let base_url = format!("{}/v1", mock.url());
-    let args: Vec<&OsStr> = vec![
-        OsStr::new("run"),
-        package.as_os_str(),
-        OsStr::new("--agent"),
-        OsStr::new("cli:opencode"),
-        OsStr::new("--model"),
-        OsStr::new(MODEL),
-        OsStr::new("--base-url"),
-        OsStr::new(&base_url),
-        OsStr::new("--api-key-env"),
-        OsStr::new(KEY_ENV),
-        OsStr::new("--condition"),
-        OsStr::new("partial"),
-        OsStr::new("--no-report"),
-        OsStr::new("--out"),
-        out.as_os_str(),
-    ];
-    assert_succeeded(specgap().args(&args).env(KEY_ENV, KEY).env("XDG_CACHE_HOME", test_cache()).output().unwrap());
+    OPENCODE.run(OPENCODE.run_args(&package, &format!("{}/v1", mock.url()), "partial", &out, &[]));
 
     // Every request: the chat completions path, the real key (the gateway swapped the token),
     // the one model, streamed with usage; nothing of the evaluator or the gold reaches the model
@@ -177,12 +131,7 @@ fn cli_opencode_reads_fixes_and_succeeds_through_the_gateway_with_every_request_
     assert_eq!(row.final_score, Some(1.0), "{row:?}");
 
     // Usage is the mock's counts exactly: three main answers and the title.
-    let store = specgap_store::Store::open(&out).unwrap();
-    let usage: Vec<_> = store.usage().unwrap().into_iter().filter(|u| u.role == specgap_store::Role::Agent).collect();
-    assert_eq!(usage.len(), 1, "{usage:?}");
-    let expected_input = (0..3).map(|s| main_tokens(s).input).sum::<u64>() + TITLE_TOKENS.input;
-    let expected_output = (0..3).map(|s| main_tokens(s).output).sum::<u64>() + TITLE_TOKENS.output;
-    assert_eq!((usage[0].usage.requests, usage[0].usage.input_tokens, usage[0].usage.output_tokens), (4, expected_input, expected_output));
+    assert_eq!(agent_usage(&out), vec![usage_of_main_answers_and_a_title(3)]);
 
     // The trajectory: one side exchange, three main ones, and the actions mapped from
     // opencode's own events (its read is a read, its write a write, whatever they are called).
@@ -190,28 +139,11 @@ fn cli_opencode_reads_fixes_and_succeeds_through_the_gateway_with_every_request_
     let classes: Vec<String> = events.iter().filter_map(|e| match &e.kind { EventKind::ModelExchange { class, .. } => Some(class.clone()), _ => None }).collect();
     assert_eq!(classes.iter().filter(|c| *c == "side").count(), 1, "{classes:?}");
     assert_eq!(classes.iter().filter(|c| *c == "main").count(), 3, "{classes:?}");
-    let actions: Vec<FileAction> = events.iter().filter_map(|e| match &e.kind { EventKind::Actions { actions, .. } => Some(actions.clone()), _ => None }).flatten().collect();
-    assert_eq!(actions, vec![FileAction::on(ActionKind::Read, "billing/fees.py", "read", true), FileAction::on(ActionKind::Write, "billing/fees.py", "write", true)]);
+    assert_eq!(logged_actions(&events), vec![FileAction::on(ActionKind::Read, "billing/fees.py", "read", true), FileAction::on(ActionKind::Write, "billing/fees.py", "write", true)]);
     let exit = events.iter().find_map(|e| match &e.kind { EventKind::AgentExit { status, how, note, .. } => Some((*status, how.clone(), note.clone())), _ => None }).unwrap();
     assert_eq!((exit.0, exit.1.as_str(), exit.2.as_str()), (Some(0), "exited", ""), "{exit:?}");
     // The key was never in the sandbox: nothing of the store holds it.
-    for entry in walk(&out) {
-        let bytes = std::fs::read(&entry).unwrap();
-        assert!(!bytes.windows(KEY.len()).any(|w| w == KEY.as_bytes()), "{} holds the key", entry.display());
-    }
-}
-
-/// Every file under `dir`.
-pub(crate) fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap().flatten() {
-            let path = entry.path();
-            if entry.file_type().unwrap().is_dir() { stack.push(path) } else { files.push(path) }
-        }
-    }
-    files
+    OPENCODE.assert_key_nowhere(&out);
 }
 
 /// Answers a delivery episode by step: first a reply that asks the customer under the text
@@ -244,25 +176,7 @@ fn cli_opencode_asks_in_its_reply_under_interact_and_is_resumed_in_its_own_sessi
     mock.set_responder(delivery_responder(plan));
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
-    let base_url = format!("{}/v1", mock.url());
-    let args: Vec<&OsStr> = vec![
-        OsStr::new("run"),
-        package.as_os_str(),
-        OsStr::new("--agent"),
-        OsStr::new("cli:opencode"),
-        OsStr::new("--model"),
-        OsStr::new(MODEL),
-        OsStr::new("--base-url"),
-        OsStr::new(&base_url),
-        OsStr::new("--api-key-env"),
-        OsStr::new(KEY_ENV),
-        OsStr::new("--condition"),
-        OsStr::new("interact"),
-        OsStr::new("--no-report"),
-        OsStr::new("--out"),
-        out.as_os_str(),
-    ];
-    assert_succeeded(specgap().args(&args).env(KEY_ENV, KEY).env("XDG_CACHE_HOME", test_cache()).output().unwrap());
+    OPENCODE.run(OPENCODE.run_args(&package, &format!("{}/v1", mock.url()), "interact", &out, &[]));
     let requests = mock.requests();
     let main: Vec<&ReceivedRequest> = requests.iter().filter(|r| offers_tools(r)).collect();
     let titles = requests.len() - main.len();
@@ -279,17 +193,10 @@ fn cli_opencode_asks_in_its_reply_under_interact_and_is_resumed_in_its_own_sessi
     let events = events(&out, &row.id);
     // The question in the reply is answered by the customer (the relay from the task's
     // clarifications), and that answer is the message the resumed session gets.
-    let answers: Vec<String> = events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::UserMessage { kind: specgap_protocol::event::UserMessageKind::Answer, text, .. } => Some(text.clone()),
-            _ => None,
-        })
-        .collect();
+    let answers = user_messages(&events, UserMessageKind::Answer);
     let expected = "- Does the 10 kg limit include the box itself?\n  Yes: the carrier weighs the packed box, and an empty box with padding is 0.5 kg, so at most 9.5 kg of goods go in a box.";
     assert_eq!(answers, vec![expected.to_string()]);
-    let exits = events.iter().filter(|e| matches!(e.kind, EventKind::AgentExit { .. })).count();
-    assert_eq!(exits, 2, "opencode ended its run after asking, and again after writing the plan");
+    assert_eq!(exits(&events), 2, "opencode ended its run after asking, and again after writing the plan");
     // The resumed requests carry the first run's history (the same session), then the answer.
     for (step, request) in main.iter().enumerate().skip(1) {
         let messages = body(request)["messages"].as_array().unwrap().clone();
@@ -299,18 +206,15 @@ fn cli_opencode_asks_in_its_reply_under_interact_and_is_resumed_in_its_own_sessi
         assert_eq!(messages[3]["content"], expected);
         assert_each_call_answered_once(&messages, &format!("main request {step}"));
     }
-    let actions: Vec<FileAction> = events.iter().filter_map(|e| match &e.kind { EventKind::Actions { actions, .. } => Some(actions.clone()), _ => None }).flatten().collect();
-    assert_eq!(actions, vec![FileAction::on(ActionKind::Write, "plan.json", "write", true)]);
-    let store = specgap_store::Store::open(&out).unwrap();
-    let usage: Vec<_> = store.usage().unwrap().into_iter().filter(|u| u.role == specgap_store::Role::Agent).collect();
-    let expected_input = (0..3).map(|s| main_tokens(s).input).sum::<u64>() + TITLE_TOKENS.input;
-    let expected_output = (0..3).map(|s| main_tokens(s).output).sum::<u64>() + TITLE_TOKENS.output;
-    assert_eq!(usage.iter().map(|u| (u.usage.requests, u.usage.input_tokens, u.usage.output_tokens)).collect::<Vec<_>>(), vec![(4, expected_input, expected_output)]);
+    assert_eq!(logged_actions(&events), vec![FileAction::on(ActionKind::Write, "plan.json", "write", true)]);
+    assert_eq!(agent_usage(&out), vec![usage_of_main_answers_and_a_title(3)]);
 }
 
 /// Answers by step: read the module, ask the owner through the MCP server, write the literal
 /// fix, submit it through MCP (its result carries the feedback), write the gold fix, submit.
-fn mcp_responder(literal: String, gold: String) -> impl Fn(&ReceivedRequest) -> MockReply + Send + Sync {
+/// With `exit_after_returned`, a closing reply follows the first submission (opencode ends its
+/// run) and the resumed session (`run --session`) goes on from the gold fix.
+fn mcp_responder(literal: String, gold: String, exit_after_returned: bool) -> impl Fn(&ReceivedRequest) -> MockReply + Send + Sync {
     move |request| {
         if !offers_tools(request) {
             return replies::openai_chat_stream(MODEL, "Late fee fix", &[], TITLE_TOKENS);
@@ -318,13 +222,16 @@ fn mcp_responder(literal: String, gold: String) -> impl Fn(&ReceivedRequest) -> 
         let step = body(request)["messages"].as_array().map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count()) as u64;
         let tokens = main_tokens(step);
         let call = |id: &str, tool: &str, arguments: Value| replies::openai_chat_stream(MODEL, "", &[Call::new(id, tool, arguments)], tokens);
-        match step {
-            0 => call("c-read", "read", json!({ "filePath": "/workspace/billing/fees.py" })),
-            1 => call("c-ask", "specgap_ask_user", json!({ "question": OWNER_QUESTION })),
-            2 => call("c-write-1", "write", json!({ "filePath": "/workspace/billing/fees.py", "content": literal })),
-            3 => call("c-submit-1", "specgap_submit", json!({ "summary": "started months count" })),
-            4 => call("c-write-2", "write", json!({ "filePath": "/workspace/billing/fees.py", "content": gold })),
-            5 => call("c-submit-2", "specgap_submit", json!({ "summary": "disputed invoices and the cap too" })),
+        // The steps after the first submission, one later when a closing reply comes between.
+        let after = if exit_after_returned { step.checked_sub(1) } else { Some(step) };
+        match (step, after) {
+            (0, _) => call("c-read", "read", json!({ "filePath": "/workspace/billing/fees.py" })),
+            (1, _) => call("c-ask", "specgap_ask_user", json!({ "question": OWNER_QUESTION })),
+            (2, _) => call("c-write-1", "write", json!({ "filePath": "/workspace/billing/fees.py", "content": literal })),
+            (3, _) => call("c-submit-1", "specgap_submit", json!({ "summary": "started months count" })),
+            (4, _) if exit_after_returned => replies::openai_chat_stream(MODEL, SUBMITTED, &[], tokens),
+            (_, Some(4)) => call("c-write-2", "write", json!({ "filePath": "/workspace/billing/fees.py", "content": gold })),
+            (_, Some(5)) => call("c-submit-2", "specgap_submit", json!({ "summary": "disputed invoices and the cap too" })),
             _ => replies::openai_chat_stream(MODEL, "Done.", &[], tokens),
         }
     }
@@ -339,19 +246,12 @@ fn cli_opencode_asks_the_owner_and_submits_through_mcp_and_reads_the_feedback_in
     let literal = std::fs::read_to_string(package.join("solutions/literal/billing/fees.py")).unwrap();
     let gold = std::fs::read_to_string(package.join("solutions/gold/billing/fees.py")).unwrap();
     let mock = MockUpstream::start([]).unwrap();
-    mock.set_responder(mcp_responder(literal, gold));
+    mock.set_responder(mcp_responder(literal, gold, false));
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
-    let base_url = format!("{}/v1", mock.url());
-    let args: Vec<&OsStr> = vec![
-        OsStr::new("run"), package.as_os_str(), OsStr::new("--agent"), OsStr::new("cli:opencode"), OsStr::new("--model"), OsStr::new(MODEL),
-        OsStr::new("--base-url"), OsStr::new(&base_url), OsStr::new("--api-key-env"), OsStr::new(KEY_ENV), OsStr::new("--condition"), OsStr::new("partial"),
-        // The plain `opencode run` (no server) of the mcp channel; the other episodes here run
-        // under opencode's default, native.
-        OsStr::new("--ask-channel"), OsStr::new("mcp"),
-        OsStr::new("--no-report"), OsStr::new("--out"), out.as_os_str(),
-    ];
-    assert_succeeded(specgap().args(&args).env(KEY_ENV, KEY).env("XDG_CACHE_HOME", test_cache()).output().unwrap());
+    // The plain `opencode run` (no server) of the mcp channel; the other episodes here run
+    // under opencode's default, native.
+    OPENCODE.run(OPENCODE.run_args(&package, &format!("{}/v1", mock.url()), "partial", &out, &["--ask-channel", "mcp"]));
     assert!(std::fs::read_to_string(out.join("run.toml")).unwrap().contains("ask_channel = \"mcp\""));
     let requests = mock.requests();
     let main: Vec<&ReceivedRequest> = requests.iter().filter(|r| offers_tools(r)).collect();
@@ -365,38 +265,73 @@ fn cli_opencode_asks_the_owner_and_submits_through_mcp_and_reads_the_feedback_in
     let tools: Vec<String> = body(main[0])["tools"].as_array().unwrap().iter().filter_map(|t| t["function"]["name"].as_str().map(str::to_string)).collect();
     assert!(tools.contains(&"specgap_ask_user".to_string()) && tools.contains(&"specgap_submit".to_string()), "the bridge's MCP tools are offered: {tools:?}");
     assert!(!tools.contains(&"question".to_string()), "plain `opencode run` does not offer its own question tool: {tools:?}");
+    // The condition's prompt (in opencode's system prompt) names the tool as opencode shows it.
+    let system = body(main[0])["messages"][0]["content"].as_str().unwrap().to_string();
+    assert!(system.contains("You can put a question to the owner with `specgap_ask_user`; they answer from what they know."), "{system}");
+    assert!(system.contains("`submit` and `specgap_ask_user` each end the turn"), "{system}");
     // The harness calls arrived through the bridge, in order.
-    let calls: Vec<(String, Value)> = events.iter().filter_map(|e| match &e.kind { EventKind::BridgeCall { call, .. } => Some((call.tool.clone(), call.arguments.clone())), _ => None }).collect();
     assert_eq!(
-        calls,
+        bridge_calls(&events),
         vec![
             ("ask_user".to_string(), json!({ "question": OWNER_QUESTION })),
             ("submit".to_string(), json!({ "summary": "started months count" })),
             ("submit".to_string(), json!({ "summary": "disputed invoices and the cap too" })),
         ]
     );
-    let result_of = |call_id: &str| -> String {
-        events.iter().find_map(|e| match &e.kind { EventKind::ToolResult { call_id: id, output, .. } if id == call_id => Some(output.clone()), _ => None }).unwrap()
-    };
     let tool_message = |request: &ReceivedRequest, call_id: &str| -> String {
         body(request)["messages"].as_array().unwrap().iter().find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id).unwrap()["content"].as_str().unwrap().to_string()
     };
     // The owner's answer reached opencode as its MCP tool's result.
-    let answer = result_of("bridge-1");
+    let answer = result_of(&events, "bridge-1");
     assert!(answer.starts_with("Dana believes the only problem"), "{answer}");
     assert_eq!(tool_message(main[2], "c-ask"), answer);
     // The feedback of the returned submission is part of submit's result.
-    let feedback = events.iter().find_map(|e| match &e.kind { EventKind::UserMessage { kind: specgap_protocol::event::UserMessageKind::Feedback, text, .. } => Some(text.clone()), _ => None }).unwrap();
+    let feedback = user_messages(&events, UserMessageKind::Feedback).remove(0);
     assert_eq!(tool_message(main[4], "c-submit-1"), format!("The delivery was returned; the owner's message follows. 3 submissions left.\n\n{feedback}"));
     for (step, request) in main.iter().enumerate() {
         assert_each_call_answered_once(body(request)["messages"].as_array().unwrap(), &format!("main request {step}"));
         assert_eq!(request.header("authorization"), Some(format!("Bearer {KEY}").as_str()));
     }
-    let store = specgap_store::Store::open(&out).unwrap();
-    let usage: Vec<_> = store.usage().unwrap().into_iter().filter(|u| u.role == specgap_store::Role::Agent).collect();
-    let expected_input = (0..6).map(|s| main_tokens(s).input).sum::<u64>() + TITLE_TOKENS.input;
-    let expected_output = (0..6).map(|s| main_tokens(s).output).sum::<u64>() + TITLE_TOKENS.output;
-    assert_eq!(usage.iter().map(|u| (u.usage.requests, u.usage.input_tokens, u.usage.output_tokens)).collect::<Vec<_>>(), vec![(7, expected_input, expected_output)]);
+    // The harness ended opencode's run at the acceptance: its actions were mapped as their
+    // results arrived, not from its events (read only when it ends on its own).
+    let fees = |kind| FileAction::on(kind, "billing/fees.py", if kind == ActionKind::Read { "read" } else { "write" }, true);
+    assert_eq!(logged_actions(&events), vec![fees(ActionKind::Read), fees(ActionKind::Write), fees(ActionKind::Write)]);
+    assert_eq!(agent_usage(&out), vec![usage_of_main_answers_and_a_title(6)]);
+}
+
+const SUBMITTED: &str = "Submitted.";
+
+#[test]
+fn cli_opencode_that_ends_its_run_after_a_returned_submission_is_resumed_with_the_feedback_and_accepted_at_k2() {
+    let Some(_) = opencode_installed() else { return };
+    let package = task_fixture("req-basic");
+    let literal = std::fs::read_to_string(package.join("solutions/literal/billing/fees.py")).unwrap();
+    let gold = std::fs::read_to_string(package.join("solutions/gold/billing/fees.py")).unwrap();
+    let mock = MockUpstream::start([]).unwrap();
+    mock.set_responder(mcp_responder(literal, gold, true));
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    OPENCODE.run(OPENCODE.run_args(&package, &format!("{}/v1", mock.url()), "partial", &out, &[]));
+    let requests = mock.requests();
+    let main: Vec<&ReceivedRequest> = requests.iter().filter(|r| offers_tools(r)).collect();
+    assert_eq!((main.len(), requests.len() - main.len()), (7, 1), "one title: the resume continues the same session; none after the acceptance");
+    let (events, feedback) = check_resumed_after_a_returned_submission(&out);
+    // The resumed request holds the first run (the submit's result, the closing reply), then
+    // the engine's message with the feedback.
+    let messages = body(main[5])["messages"].as_array().unwrap().clone();
+    assert!(messages.iter().any(|m| m["role"] == "tool" && m["tool_call_id"] == "c-submit-1"), "the resumed session holds the first submit");
+    assert!(messages.iter().any(|m| m["role"] == "assistant" && m["content"] == SUBMITTED), "the resumed session holds the first run's reply");
+    let last = messages.last().unwrap();
+    assert_eq!(last["role"], "user");
+    assert_is_the_feedback_resume(last["content"].as_str().unwrap(), 1, &feedback);
+    for (step, request) in main.iter().enumerate() {
+        assert_each_call_answered_once(body(request)["messages"].as_array().unwrap(), &format!("main request {step}"));
+        assert_eq!(request.header("authorization"), Some(format!("Bearer {KEY}").as_str()), "main request {step}");
+    }
+    let fees = |kind, via| FileAction::on(kind, "billing/fees.py", via, true);
+    assert_eq!(logged_actions(&events), vec![fees(ActionKind::Read, "read"), fees(ActionKind::Write, "write"), fees(ActionKind::Write, "write")]);
+    assert_eq!(agent_usage(&out), vec![usage_of_main_answers_and_a_title(7)]);
+    OPENCODE.assert_key_nowhere(&out);
 }
 
 const BOX_QUESTION: &str = "Does the 10 kg limit include the box itself?";

@@ -9,6 +9,7 @@ mod check;
 mod cli_agents;
 mod cli_gemini;
 mod cli_opencode;
+mod cli_support;
 mod containment;
 mod determinism;
 mod examples;
