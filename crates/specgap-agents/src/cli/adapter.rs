@@ -236,6 +236,13 @@ pub trait Adapter: Send + Sync + std::fmt::Debug {
         None
     }
 
+    /// The name the model sees the CLI's own question tool under, when the harness serves it
+    /// ([`Adapter::question_server`]), so the condition's prompts name that tool under
+    /// `--ask-channel native`. `None` (the default): no native tool is served.
+    fn native_question_tool(&self) -> Option<String> {
+        None
+    }
+
     /// The name under which the model sees the harness's MCP tool `tool` (`ask_user`,
     /// `submit`) of the server [`super::bridge::MCP_SERVER_NAME`], as the condition's prompts
     /// name it. Default: `tool` itself (an agent that runs the harness's commands, or one whose

@@ -619,14 +619,15 @@ impl Agent for CliAgent {
         true
     }
 
-    /// The text route where its ask channel withholds `ask_user`, else the harness's tool by
-    /// the name its CLI shows the model.
+    /// The harness's tool by the name its CLI shows the model where its ask channel offers
+    /// `ask_user`; else the CLI's own question tool where the harness serves it (`native`);
+    /// else the text route.
     fn ask_route(&self, text_questions: bool) -> specgap_engine::prompts::AskRoute {
-        if self.config.effective_ask_channel().withholds_ask_user(text_questions) {
-            specgap_engine::prompts::AskRoute::Text
-        } else {
-            specgap_engine::prompts::AskRoute::Tool(self.adapter.harness_tool_name("ask_user"))
+        use specgap_engine::prompts::AskRoute;
+        if !self.config.effective_ask_channel().withholds_ask_user(text_questions) {
+            return AskRoute::Tool(self.adapter.harness_tool_name("ask_user"));
         }
+        self.adapter.native_question_tool().map_or(AskRoute::Text, AskRoute::Tool)
     }
 
     fn enter(&mut self, place: &Workplace) -> Result<(), AgentError> {

@@ -44,6 +44,8 @@ pub const DEFAULT_VERSION: &str = "1.18.33";
 pub const KNOWN_VERSIONS: &[&str] = &["1.18.33"];
 /// The program, relative to the installation directory.
 pub const PROGRAM: &str = "node_modules/opencode-linux-x64/bin/opencode";
+/// The name of opencode's own question tool, as its model sees it (seed 002 A.9.3).
+pub const NATIVE_QUESTION_TOOL: &str = "question";
 /// The provider name the configuration gives the gateway.
 pub const PROVIDER: &str = "specgap";
 /// The events of the latest start, relative to the home.
@@ -248,6 +250,10 @@ impl Adapter for OpenCode {
 
     fn question_server(&self) -> Option<QuestionServer> {
         self.native_questions.then(Self::server)
+    }
+
+    fn native_question_tool(&self) -> Option<String> {
+        self.native_questions.then(|| NATIVE_QUESTION_TOOL.to_string())
     }
 
     fn can_resume(&self) -> bool {

@@ -378,14 +378,7 @@ fn run_delivery(mock: &MockUpstream, extra: &[&str]) -> (tempfile::TempDir, Path
     let package = task_fixture("delivery-basic");
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
-    let base_url = format!("{}/v1", mock.url());
-    let mut args: Vec<&OsStr> = vec![
-        OsStr::new("run"), package.as_os_str(), OsStr::new("--agent"), OsStr::new("cli:opencode"), OsStr::new("--model"), OsStr::new(MODEL),
-        OsStr::new("--base-url"), OsStr::new(&base_url), OsStr::new("--api-key-env"), OsStr::new(KEY_ENV), OsStr::new("--condition"), OsStr::new("interact"),
-        OsStr::new("--no-report"), OsStr::new("--out"), out.as_os_str(),
-    ];
-    args.extend(extra.iter().map(OsStr::new));
-    assert_succeeded(specgap().args(&args).env(KEY_ENV, KEY).env("XDG_CACHE_HOME", test_cache()).output().unwrap());
+    OPENCODE.run(OPENCODE.run_args(&package, &format!("{}/v1", mock.url()), "interact", &out, extra));
     (tmp, out)
 }
 
@@ -420,6 +413,10 @@ fn cli_opencode_asks_through_its_own_question_tool_and_the_customers_answers_com
     let tools: Vec<String> = body(main[0])["tools"].as_array().unwrap().iter().filter_map(|t| t["function"]["name"].as_str().map(str::to_string)).collect();
     assert!(tools.contains(&"question".to_string()) && tools.contains(&"specgap_submit".to_string()), "{tools:?}");
     assert!(!tools.contains(&"specgap_ask_user".to_string()), "ask_user is withheld under native in a delivery condition: {tools:?}");
+    // The condition's prompt (in opencode's system prompt) names the tool opencode offers.
+    let system = body(main[0])["messages"][0]["content"].as_str().unwrap().to_string();
+    assert!(system.contains("The client can be reached with `question`, which takes one question or a list of questions."), "{system}");
+    assert!(!system.contains("ask_user"), "{system}");
     assert_eq!(tool_message(main[1], "call-q"), opencode_answered(&[(BOX_QUESTION, BOX_ANSWER), ("", WAIT_ANSWER)]));
     for (step, request) in main.iter().enumerate() {
         assert_each_call_answered_once(body(request)["messages"].as_array().unwrap(), &format!("main request {step}"));
