@@ -130,6 +130,22 @@ pub struct AgentSandbox {
     running: Option<(u64, Instant)>,
     frozen: Frozen,
     dead: bool,
+    /// What runs once no process of the sandbox is left, before its network namespace can go
+    /// to another sandbox ([`AgentSandbox::before_release`]).
+    release_hooks: ReleaseHooks,
+    /// The view with the agent's `/etc`, held while the sandbox lives: the directory is removed
+    /// when the last view holding it goes.
+    _etc: HostView,
+}
+
+/// The hooks of [`AgentSandbox::before_release`].
+#[derive(Default)]
+struct ReleaseHooks(Vec<Box<dyn FnOnce() + Send>>);
+
+impl std::fmt::Debug for ReleaseHooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} release hook(s)", self.0.len())
+    }
 }
 
 impl AgentSandbox {
@@ -157,6 +173,8 @@ impl AgentSandbox {
         let (stderr_read, stderr_write) = pipe()?;
         let (json_read, json_write) = pipe()?;
         let program: Vec<String> = [SERVER_SHELL_PATH, "-c", SERVER, "/bin/sh"].map(String::from).to_vec();
+        let agent_host = host.for_agent()?;
+        let host = &agent_host;
         let launched = launch_bwrap(
             &bwrap,
             template,
@@ -198,6 +216,8 @@ impl AgentSandbox {
             running: None,
             frozen: Frozen::No,
             dead: false,
+            release_hooks: ReleaseHooks::default(),
+            _etc: agent_host,
         };
         match sandbox.await_ready() {
             Ok(()) => Ok(sandbox),
@@ -464,8 +484,20 @@ impl AgentSandbox {
         }
     }
 
+    /// Runs `hook` when the sandbox is killed, once every process of it is gone and before
+    /// its network namespace is returned to the pool (whatever was served inside the
+    /// namespace — the network tripwire's listeners — must be closed by then, so the next
+    /// sandbox finds none).
+    pub fn before_release(&mut self, hook: impl FnOnce() + Send + 'static) {
+        self.release_hooks.0.push(Box::new(hook));
+    }
+
     fn release(&mut self) {
-        if self.cgroups.kill_and_remove()
+        let gone = self.cgroups.kill_and_remove();
+        for hook in std::mem::take(&mut self.release_hooks.0) {
+            hook();
+        }
+        if gone
             && let Some(lease) = self.lease.take()
         {
             lease.give_back();

@@ -41,6 +41,7 @@ mod harness;
 pub mod home;
 mod link;
 pub mod mini_swe_agent;
+mod network;
 pub mod opencode;
 
 use std::collections::VecDeque;
@@ -323,6 +324,8 @@ pub struct CliAgent {
     protocol_urls: Vec<(Protocol, String)>,
     /// The harness tools' endpoint (from the start on).
     bridge: Option<bridge::EpisodeBridge>,
+    /// The network tripwire (from the start on; taken by [`Agent::closing_records`]).
+    tripwire: Option<network::EpisodeTripwire>,
 }
 
 impl std::fmt::Debug for CliAgent {
@@ -358,6 +361,7 @@ impl CliAgent {
             base_url: String::new(),
             protocol_urls: Vec::new(),
             bridge: None,
+            tripwire: None,
         })
     }
 
@@ -620,8 +624,9 @@ impl Agent for CliAgent {
         bridge.write_mcp_config(&self.home()?)?;
         self.bridge = Some(bridge);
         let template = self.template(&place)?;
-        let sandbox = AgentSandbox::start(&template, &place.host, &place.sandbox)
+        let mut sandbox = AgentSandbox::start(&template, &place.host, &place.sandbox)
             .map_err(|e| AgentError::with_source("cannot build the agent's sandbox", false, e))?;
+        self.tripwire = Some(network::arm(&mut sandbox));
         let gateway = self.serve_gateway(&sandbox)?;
         self.sandbox = Some(sandbox);
         self.gateway = Some(gateway);
@@ -734,6 +739,10 @@ impl Agent for CliAgent {
         }
         // After the sandbox is gone: no client is left to wait on the socket.
         self.bridge.take();
+    }
+
+    fn closing_records(&mut self) -> Vec<EventKind> {
+        self.tripwire.take().map(|t| network::records(&t)).unwrap_or_default()
     }
 }
 
