@@ -9,7 +9,8 @@
 //!    workspace, the home, `/tmp` and nothing else writable; the adapter's installation
 //!    read-only), binds the model gateway's listener inside the sandbox's network namespace
 //!    (nothing outside the sandbox can reach it, and nothing inside can reach anything else),
-//!    and starts the adapter's command with the gateway as its OpenAI base URL and a
+//!    arms the network tripwire there ([`network`]: every other lookup or connection is
+//!    recorded and goes nowhere), and starts the adapter's command with the gateway as its OpenAI base URL and a
 //!    per-episode token as its API key. The real key stays in the harness.
 //! 2. Everything the agent does arrives in order on one queue ([`link`]): model exchanges
 //!    (recorded with their usage as they end), turn requests (its next main-loop request,
@@ -41,7 +42,7 @@ mod harness;
 pub mod home;
 mod link;
 pub mod mini_swe_agent;
-mod network;
+pub(crate) mod network;
 pub mod opencode;
 
 use std::collections::VecDeque;

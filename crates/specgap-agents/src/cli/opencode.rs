@@ -7,7 +7,7 @@
 //! | installation | `specgap agents install opencode`: the native program `node_modules/opencode-linux-x64/bin/opencode` (a Bun build), mounted read-only; its grep and glob tools need ripgrep (`rg`) from the system, which it would otherwise download into its cache at run time |
 //! | start | `opencode run --format json -m specgap/<model>` with the message on standard input (a positional message is quoted by opencode when it has spaces); its JSON events go to `~/.specgap/opencode-events.jsonl` |
 //! | model endpoint | a provider `specgap` in `~/.config/opencode/opencode.json` through its bundled `@ai-sdk/openai-compatible` package: `baseURL` = the gateway, `apiKey` = `{env:OPENAI_API_KEY}` (the gateway token); streamed chat completions with `stream_options.include_usage` |
-//! | network | `autoupdate` off, sharing off, models.dev list not fetched (`OPENCODE_DISABLE_MODELS_FETCH`), default plug-ins, LSP downloads, Claude Code files and external skills off, project configuration ignored (the harness's file is the configuration); opencode still looks up the npm registry once to add `@opencode-ai/plugin` to its configuration directory in the background — without a network the lookup fails at once and nothing waits on it |
+//! | network | `autoupdate` off, sharing off, models.dev list not fetched (`OPENCODE_DISABLE_MODELS_FETCH`), default plug-ins, LSP downloads, Claude Code files and external skills off, project configuration ignored (the harness's file is the configuration); its configuration directory `~/.config/opencode` is read-only to it ([`CONFIG_DIR_MODE`]), because opencode otherwise installs `@opencode-ai/plugin` there from the npm registry at every start (no switch exists; it skips a directory it cannot write); the network tripwire's tests show 1.18.33 so configured tries no connection |
 //! | harness tools | the bridge's MCP server as a `local` server in its `mcp` configuration (its tools appear to the model as `specgap_ask_user`, `specgap_submit`); the commands `ask_user` and `submit` are on `PATH` for its shell tool |
 //! | permissions | `"*": "allow"` (no prompt can block `run`), `webfetch` and `websearch` denied; opencode has no sandbox of its own |
 //! | system prompt | its `instructions` option (files appended to its system prompt): the condition's prompt file; `blind` adds nothing |
@@ -46,6 +46,9 @@ pub const EVENTS_LOG: &str = ".specgap/opencode-events.jsonl";
 pub const SESSION_FILE: &str = ".specgap/opencode-session";
 /// Its configuration file, relative to the home.
 pub const CONFIG_FILE: &str = ".config/opencode/opencode.json";
+/// The mode of opencode's configuration directory: readable, not writable (module guide,
+/// "network").
+pub const CONFIG_DIR_MODE: libc::mode_t = 0o555;
 /// Largest events log read back.
 const EVENTS_LIMIT: u64 = 64 << 20;
 
@@ -170,8 +173,14 @@ impl Adapter for OpenCode {
 
     fn prepare_home(&self, home_dir: &Path, launch: &Launch) -> Result<(), specgap_engine::session::AgentError> {
         let text = serde_json::to_vec_pretty(&self.config(launch)).unwrap_or_default();
-        home::write_file(home_dir, Path::new(CONFIG_FILE), &text)
-            .map_err(|e| specgap_engine::session::AgentError::with_source("cannot write opencode's configuration into the agent's home", false, e))
+        let error = |e| specgap_engine::session::AgentError::with_source("cannot write opencode's configuration into the agent's home", false, e);
+        home::write_file(home_dir, Path::new(CONFIG_FILE), &text).map_err(error)?;
+        // opencode installs `@opencode-ai/plugin` from the npm registry into every configuration
+        // directory it may write (its `Npm.install` skips one it cannot write), and has no
+        // switch for it: its configuration directory is read-only for the agent's programs
+        // (the harness, root outside, still rewrites the file before each start).
+        let dir = Path::new(CONFIG_FILE).parent().unwrap_or(Path::new(".config/opencode"));
+        home::set_dir_mode(home_dir, dir, CONFIG_DIR_MODE).map_err(error)
     }
 
     fn command(&self, launch: &Launch) -> String {
