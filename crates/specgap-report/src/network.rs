@@ -42,6 +42,10 @@ fn read_network(episode: &Episode<'_>) -> Option<EpisodeNetwork> {
 /// the episodes that ran without a tripwire, with the first reason.
 pub fn network_warnings(episodes: &[Episode<'_>]) -> Vec<String> {
     let read: Vec<EpisodeNetwork> = episodes.iter().filter(|e| e.row.agent.starts_with("cli:")).filter_map(read_network).collect();
+    warnings_of(&read)
+}
+
+fn warnings_of(read: &[EpisodeNetwork]) -> Vec<String> {
     let mut warnings = Vec::new();
     let tried: Vec<&EpisodeNetwork> = read.iter().filter(|n| !n.attempts.is_empty()).collect();
     if !tried.is_empty() {
@@ -71,4 +75,31 @@ pub fn network_warnings(episodes: &[Episode<'_>]) -> Vec<String> {
         ));
     }
     warnings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn episode(armed: bool, note: &str, attempts: &[&str]) -> EpisodeNetwork {
+        EpisodeNetwork { known: true, armed, note: note.into(), attempts: attempts.iter().map(|a| a.to_string()).collect() }
+    }
+
+    #[test]
+    fn episodes_with_attempts_and_without_a_tripwire_are_counted() {
+        let read = [
+            episode(true, "", &["dns A registry.npmjs.org", "tcp 127.0.0.2:443 tls registry.npmjs.org"]),
+            episode(true, "", &["dns A registry.npmjs.org", "dns A a.example", "dns A b.example"]),
+            episode(true, "", &[]),
+            episode(false, "unavailable: not root", &[]),
+        ];
+        assert_eq!(
+            warnings_of(&read),
+            [
+                "2 of 4 cli: episodes tried to reach the network outside the model gateway (5 attempt(s), none got through: dns A registry.npmjs.org ×2, dns A a.example ×1, dns A b.example ×1, and 1 other(s)); `specgap show` lists them",
+                "1 of 4 cli: episodes ran without the network tripwire, so their attempts to reach the network (if any) went unrecorded: unavailable: not root",
+            ]
+        );
+        assert_eq!(warnings_of(&read[2..3]), Vec::<String>::new());
+    }
 }

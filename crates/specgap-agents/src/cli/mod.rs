@@ -42,7 +42,7 @@ mod harness;
 pub mod home;
 mod link;
 pub mod mini_swe_agent;
-pub(crate) mod network;
+mod network;
 pub mod opencode;
 
 use std::collections::VecDeque;
