@@ -14,7 +14,11 @@
 //! runs anything. [`AgentSandbox::start`] builds the sandbox and returns once the server is
 //! ready; the caller can then serve something inside the sandbox's network namespace
 //! ([`AgentSandbox::network_namespace`]: the model gateway binds its loopback listener there)
-//! before it starts the program with [`AgentSandbox::run`]. When the program exits, the server
+//! before it starts the program with [`AgentSandbox::run`]. Its `/etc` differs from other
+//! sandboxes' in one way: names resolve through `dns` at [`crate::AGENT_NAMESERVER`], where
+//! the episode's network tripwire answers (specgap-gateway `tripwire`); whatever the caller
+//! serves inside the namespace is closed by a hook ([`AgentSandbox::before_release`]) once the
+//! sandbox's processes are gone, before a pooled namespace goes to another sandbox. When the program exits, the server
 //! SIGKILLs every other process of the sandbox (nothing the program started survives it) and
 //! reports the status; [`AgentSandbox::wait_exit`] picks it up. The server stays, so the
 //! program can be started again in the same sandbox, with the same network namespace, `/tmp`
