@@ -192,6 +192,7 @@ mod tests {
         assert_eq!(read_file(home.path(), Path::new(".config/a/b.json"), 2).unwrap(), b"{}");
         use std::os::unix::fs::PermissionsExt as _;
         let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        std::fs::set_permissions(outside.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
         let outside_mode = mode(outside.path());
         assert!(matches!(set_dir_mode(home.path(), Path::new("dir"), 0o555), Err(HomeError::Link(_))));
         assert_eq!(mode(outside.path()), outside_mode, "a link's target is never changed");

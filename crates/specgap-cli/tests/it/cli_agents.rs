@@ -71,6 +71,10 @@ fn a_mini_swe_agent_episodes_reads_and_writes_feed_opened_and_inspected() {
     assert_succeeded(specgap().args(&args).env(KEY_ENV, KEY).env("XDG_CACHE_HOME", crate::agents::test_cache()).output().unwrap());
     let requests = mock.requests();
     assert_eq!(requests.len(), 9, "three model calls per episode: mini ends at its marker without asking again");
+    for row in episodes(&out) {
+        // mini and litellm (its bundled cost map, telemetry off) reach nothing but the gateway.
+        assert_no_network_attempt(&events(&out, &row.id));
+    }
     for (i, request) in requests.iter().enumerate() {
         assert_eq!(request.path(), "/v1/chat/completions", "request {i}");
         assert_eq!(request.header("authorization"), Some(format!("Bearer {KEY}").as_str()), "request {i}");
