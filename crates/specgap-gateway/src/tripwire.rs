@@ -116,12 +116,12 @@ impl Tripwire {
     /// Arms a tripwire in the network namespace `namespace` (an open namespace file).
     ///
     /// # Errors
-    /// [`GatewayError::Namespace`] when the namespace cannot be entered or the responder or a
+    /// [`GatewayError::Tripwire`] when the namespace cannot be entered or the responder or a
     /// listener not bound there (not root; a port already taken), and
     /// [`GatewayError::Runtime`] when the serving thread cannot be started.
     pub fn arm_in(namespace: &File) -> Result<Tripwire, GatewayError> {
         let label = format!("fd:{}", namespace.as_raw_fd());
-        let error = |source| GatewayError::Namespace { path: label.clone().into(), source };
+        let error = |source| GatewayError::Tripwire { path: label.clone().into(), source };
         let namespace = namespace.try_clone().map_err(error)?;
         let sockets = inside(&namespace, bind_sockets).map_err(error)?.map_err(error)?;
         let attempts = Arc::new(Mutex::new(Vec::new()));
@@ -140,9 +140,9 @@ impl Tripwire {
     /// # Errors
     /// As [`Tripwire::arm_in`], naming the path.
     pub fn arm_in_path(path: &Path) -> Result<Tripwire, GatewayError> {
-        let namespace = File::open(path).map_err(|source| GatewayError::Namespace { path: path.to_path_buf(), source })?;
+        let namespace = File::open(path).map_err(|source| GatewayError::Tripwire { path: path.to_path_buf(), source })?;
         Tripwire::arm_in(&namespace).map_err(|e| match e {
-            GatewayError::Namespace { source, .. } => GatewayError::Namespace { path: path.to_path_buf(), source },
+            GatewayError::Tripwire { source, .. } => GatewayError::Tripwire { path: path.to_path_buf(), source },
             other => other,
         })
     }

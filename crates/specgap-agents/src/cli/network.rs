@@ -85,6 +85,21 @@ fn error_chain(error: &dyn std::error::Error) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn an_episode_without_a_tripwire_says_so_and_why() {
+        let unavailable = EpisodeTripwire::Unavailable("unavailable: cannot arm the network tripwire in network namespace /proc/7/ns/net: Operation not permitted (os error 1)".into());
+        assert_eq!(
+            records(&unavailable),
+            [EventKind::NetworkTripwire {
+                armed: false,
+                attempts: 0,
+                note: "unavailable: cannot arm the network tripwire in network namespace /proc/7/ns/net: Operation not permitted (os error 1)".into(),
+            }]
+        );
+    }
+
     #[test]
     fn the_sandbox_resolves_through_the_tripwire() {
         assert_eq!(specgap_sandbox::AGENT_NAMESERVER, specgap_gateway::tripwire::RESOLVER.to_string());

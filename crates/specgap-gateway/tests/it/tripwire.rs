@@ -127,5 +127,5 @@ for address, port in (("127.0.0.2", 443), ("203.0.113.5", 443)):
 #[test]
 fn arming_in_a_file_that_is_no_namespace_names_it() {
     let error = Tripwire::arm_in_path(Path::new("/nonexistent/ns/net")).unwrap_err().to_string();
-    assert_eq!(error, "cannot bind a loopback listener in network namespace /nonexistent/ns/net");
+    assert_eq!(error, "cannot arm the network tripwire in network namespace /nonexistent/ns/net");
 }
