@@ -298,6 +298,20 @@ impl Builder {
                     json!({"kind": "agent_exit", "status": status, "how": how, "stderr_tail": stderr_tail, "note": note}),
                 );
             }
+            EventKind::NetworkAttempt { .. } => {
+                let line = specgap_protocol::event::network_attempt_line(&event.kind).unwrap_or_default();
+                let detail = serde_json::to_value(&event.kind).unwrap_or(Value::Null);
+                self.push(event, Source::System, format!("network attempt outside the gateway: {line}"), detail);
+            }
+            EventKind::NetworkTripwire { armed, attempts, note } => {
+                let state = if *armed { format!("armed, {attempts} attempt(s) recorded") } else { "not armed".to_string() };
+                self.push(
+                    event,
+                    Source::System,
+                    format!("network tripwire: {state}"),
+                    json!({"kind": "network_tripwire", "armed": armed, "attempts": attempts, "note": note}),
+                );
+            }
             EventKind::Overlay { name } => {
                 self.steps.push(Step {
                     step_id: 0,

@@ -449,6 +449,15 @@ fn render_event(out: &mut String, event: &Event, detail: &EpisodeDetail, speaker
                 out.push_str(&indent(&limits.cut(stderr_tail), "  stderr | "));
             }
         }
+        EventKind::NetworkAttempt { .. } => {
+            let line = specgap_protocol::event::network_attempt_line(&event.kind).unwrap_or_default();
+            let _ = writeln!(out, "  [network attempt outside the gateway: {line}]");
+        }
+        EventKind::NetworkTripwire { armed, attempts, note } => {
+            let state = if *armed { format!("armed, {attempts} attempt(s)") } else { "not armed".to_string() };
+            let note = if note.is_empty() { String::new() } else { format!(" ({note})") };
+            let _ = writeln!(out, "  [network tripwire: {state}{note}]");
+        }
     }
 }
 

@@ -1434,6 +1434,9 @@ impl<'c, 'a> Episode<'c, 'a> {
         }
         let undelivered = std::mem::take(&mut self.inbox);
         self.agent.stop(&undelivered);
+        for record in self.agent.closing_records() {
+            self.writer.event(record)?;
+        }
         if let Some((which, used, limit)) = self.budget_used(reason) {
             self.writer.event(EventKind::Budget { which: which.into(), used, limit })?;
         }

@@ -526,6 +526,14 @@ pub trait Agent {
     /// that ended the episode), which it may still hand on before it stops. Called at every
     /// end, errors included, possibly more than once.
     fn stop(&mut self, _undelivered: &[Incoming]) {}
+
+    /// Events the agent's surroundings recorded beside its replies (an external agent's
+    /// network tripwire: `network_attempt` events and one `network_tripwire`), handed over
+    /// once, after [`Agent::stop`]; the engine records them before `budget` and `end`.
+    /// Default: none.
+    fn closing_records(&mut self) -> Vec<specgap_protocol::event::EventKind> {
+        Vec::new()
+    }
 }
 
 /// A question put to the user with `ask_user`.

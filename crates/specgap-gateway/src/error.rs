@@ -49,6 +49,16 @@ pub enum GatewayError {
         #[source]
         source: std::io::Error,
     },
+    /// The network tripwire cannot be armed in a namespace: the namespace cannot be entered,
+    /// or its resolver or a listener not bound there (not root; a port taken).
+    #[error("cannot arm the network tripwire in network namespace {}", path.display())]
+    Tripwire {
+        /// The namespace file (`/proc/<pid>/ns/net`, a bind-mounted namespace, or `fd:<n>`).
+        path: PathBuf,
+        /// What failed.
+        #[source]
+        source: std::io::Error,
+    },
     /// The gateway's thread panicked.
     #[error("the gateway thread panicked")]
     Panicked,

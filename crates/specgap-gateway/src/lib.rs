@@ -68,6 +68,9 @@
 //! * Listeners: [`serve_tcp`] and [`serve_unix`] take a listener the caller bound;
 //!   [`bind_loopback_in`] / [`bind_loopback_in_path`] bind `127.0.0.1:0` inside a network
 //!   namespace ([`netns`]).
+//! * [`tripwire`]: the network tripwire ([`Tripwire::arm_in_path`]): a DNS responder and TCP
+//!   listeners inside the same namespace that record every attempt to reach anything but the
+//!   gateway ([`NetworkAttempt`]), for the agent's trajectory.
 //! * [`journal`]: the content-addressed journal and its JSON-lines file; [`Journal::read`]
 //!   and [`Journal::rebuild`] for audits.
 //! * `mock` (cargo feature `mock`): a scripted mock upstream that records every request, with
@@ -127,6 +130,7 @@ mod shape;
 mod sse;
 mod state;
 mod supervisor;
+pub mod tripwire;
 mod upstream;
 
 pub use config::{GatewayConfig, KeyPlacement, Protocol, RetryPolicy, Secret, Upstream};
@@ -137,4 +141,5 @@ pub use journal::{Blob, BlobId, Journal, JournalEntry, MessageRef, RebuiltReques
 pub use netns::{bind_loopback_in, bind_loopback_in_path};
 pub use response::{ModelResponse, TokenCounts};
 pub use state::{GatewayFault, GatewayReport};
+pub use tripwire::{AttemptProtocol, NetworkAttempt, Tripwire};
 pub use supervisor::{AdmitAll, Admission, ExchangeRecord, Outcome, RefusalReason, RequestClass, RequestInfo, Supervisor};

@@ -315,6 +315,43 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "String::is_empty")]
         note: String,
     },
+    /// An external agent tried to reach something other than the model gateway (issue 15:
+    /// the network tripwire; specgap-gateway `tripwire`). Nothing reached the network and
+    /// nothing came back but a DNS answer naming the tripwire. Recorded at the episode's end,
+    /// in the order the attempts arrived, before `budget` and `end`.
+    NetworkAttempt {
+        /// `dns` (a question to the sandbox's resolver) or `tcp` (a connection).
+        protocol: String,
+        /// The name looked up (`dns`; lowercase).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        /// The record type asked for (`dns`: `A`, `AAAA`, `HTTPS`, …).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        record_type: Option<String>,
+        /// The address the attempt went to (the resolver's for `dns`).
+        address: String,
+        /// The port it went to.
+        port: u16,
+        /// The server name of the TLS ClientHello sent on the connection, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sni: Option<String>,
+        /// The `Host` of the HTTP request sent on the connection, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        http_host: Option<String>,
+    },
+    /// Whether the episode's network tripwire was armed (external agents only; recorded at
+    /// the end with the `network_attempt` events). Without it the agent still had no network,
+    /// but its attempts went unrecorded.
+    NetworkTripwire {
+        /// Whether it was armed for the whole episode.
+        armed: bool,
+        /// How many `network_attempt` events precede this one.
+        attempts: u32,
+        /// Why it was not armed, or what it could not catch (only names when the any-address
+        /// route could not be added); empty otherwise.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        note: String,
+    },
     /// An infrastructure or evaluation error.
     Error {
         /// `infrastructure` or `evaluation`.
@@ -333,4 +370,64 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "String::is_empty")]
         detail: String,
     },
+}
+
+/// One line for a `network_attempt` event: `dns A api.anthropic.com`,
+/// `tcp 127.0.0.2:443 tls api.openai.com`, `tcp 203.0.113.5:80 http updates.example.org`;
+/// `None` for any other event.
+pub fn network_attempt_line(kind: &EventKind) -> Option<String> {
+    let EventKind::NetworkAttempt { protocol, name, record_type, address, port, sni, http_host } = kind else {
+        return None;
+    };
+    let mut line = protocol.clone();
+    if let Some(record_type) = record_type {
+        line.push(' ');
+        line.push_str(record_type);
+    }
+    if let Some(name) = name {
+        line.push(' ');
+        line.push_str(name);
+    } else {
+        let host = if address.contains(':') { format!("[{address}]") } else { address.clone() };
+        line.push_str(&format!(" {host}:{port}"));
+    }
+    if let Some(sni) = sni {
+        line.push_str(&format!(" tls {sni}"));
+    }
+    if let Some(host) = http_host {
+        line.push_str(&format!(" http {host}"));
+    }
+    Some(line)
+}
+
+#[cfg(test)]
+mod network_tests {
+    use super::*;
+
+    fn attempt(protocol: &str, name: Option<&str>, address: &str, port: u16, sni: Option<&str>) -> EventKind {
+        EventKind::NetworkAttempt {
+            protocol: protocol.into(),
+            name: name.map(String::from),
+            record_type: name.map(|_| "A".to_string()),
+            address: address.into(),
+            port,
+            sni: sni.map(String::from),
+            http_host: None,
+        }
+    }
+
+    #[test]
+    fn network_attempts_read_as_one_line_and_round_trip() {
+        let dns = attempt("dns", Some("api.anthropic.com"), "127.0.0.53", 53, None);
+        assert_eq!(network_attempt_line(&dns).as_deref(), Some("dns A api.anthropic.com"));
+        let tls = attempt("tcp", None, "127.0.0.2", 443, Some("api.openai.com"));
+        assert_eq!(network_attempt_line(&tls).as_deref(), Some("tcp 127.0.0.2:443 tls api.openai.com"));
+        assert_eq!(network_attempt_line(&attempt("tcp", None, "2001:db8::1", 80, None)).as_deref(), Some("tcp [2001:db8::1]:80"));
+        assert_eq!(network_attempt_line(&EventKind::NetworkTripwire { armed: true, attempts: 0, note: String::new() }), None);
+        let json = serde_json::to_string(&tls).unwrap();
+        assert_eq!(json, r#"{"type":"network_attempt","protocol":"tcp","address":"127.0.0.2","port":443,"sni":"api.openai.com"}"#);
+        assert_eq!(serde_json::from_str::<EventKind>(&json).unwrap(), tls);
+        let armed = EventKind::NetworkTripwire { armed: false, attempts: 0, note: "unavailable: not root".into() };
+        assert_eq!(serde_json::to_string(&armed).unwrap(), r#"{"type":"network_tripwire","armed":false,"attempts":0,"note":"unavailable: not root"}"#);
+    }
 }

@@ -24,6 +24,7 @@
 //! | [`diff`], [`opened`], [`shell`] | workspace diffs (Kept, Left-out files); what each step did with files (`specgap_protocol::action`), with shell commands read by a small POSIX shell reader; opened files and inspection | seed 001 App. D.2 |
 //! | [`report`], [`render`], [`render_delivery`], [`svg`] | the report: Markdown, self-contained HTML with SVG charts, versioned JSON | docs/report-schema.md |
 //! | [`inputs`] | checks on the runs given to a report: duplicates, shards, missing results, replicates differing beyond the seed | seed 000 §5.6, DESIGN §6 |
+//! | [`network`] | `cli:` episodes that tried to reach the network outside the gateway, or ran without the tripwire (warnings) | issue 15 |
 //! | [`usage`] | model usage and cost per group and role, from the stores' `usage` rows | DESIGN §6 |
 //! | [`pricing`] | which recorded costs are known: models without a price are `unpriced` (null in JSON), never a 0 in a total | DESIGN §6 |
 //! | [`mod@compare`] | runs paired by task: bootstrap interval, Wilcoxon, Holm over a family (one call, or a family file) | seed 002 §5.1, A.6 |
@@ -67,6 +68,7 @@ pub mod extraction;
 pub mod first;
 pub mod inputs;
 pub mod judge;
+pub mod network;
 pub mod opened;
 pub mod outcome;
 pub mod plan;

@@ -521,6 +521,7 @@ fn report_with(
         residual_warnings.extend(&row.measures.acceptance.warnings);
     }
     warnings.extend(residual_warnings.into_iter().cloned());
+    warnings.extend(crate::network::network_warnings(episodes));
     let invalid_residual_states = invalid_states(episodes);
     if !invalid_residual_states.is_empty() {
         warnings.push(invalid_states_warning(&invalid_residual_states));

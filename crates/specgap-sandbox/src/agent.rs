@@ -14,7 +14,11 @@
 //! runs anything. [`AgentSandbox::start`] builds the sandbox and returns once the server is
 //! ready; the caller can then serve something inside the sandbox's network namespace
 //! ([`AgentSandbox::network_namespace`]: the model gateway binds its loopback listener there)
-//! before it starts the program with [`AgentSandbox::run`]. When the program exits, the server
+//! before it starts the program with [`AgentSandbox::run`]. Its `/etc` differs from other
+//! sandboxes' in one way: names resolve through `dns` at [`crate::AGENT_NAMESERVER`], where
+//! the episode's network tripwire answers (specgap-gateway `tripwire`); whatever the caller
+//! serves inside the namespace is closed by a hook ([`AgentSandbox::before_release`]) once the
+//! sandbox's processes are gone, before a pooled namespace goes to another sandbox. When the program exits, the server
 //! SIGKILLs every other process of the sandbox (nothing the program started survives it) and
 //! reports the status; [`AgentSandbox::wait_exit`] picks it up. The server stays, so the
 //! program can be started again in the same sandbox, with the same network namespace, `/tmp`
@@ -119,6 +123,22 @@ pub struct AgentSandbox {
     running: Option<(u64, Instant)>,
     frozen: Frozen,
     dead: bool,
+    /// What runs once no process of the sandbox is left, before its network namespace can go
+    /// to another sandbox ([`AgentSandbox::before_release`]).
+    release_hooks: ReleaseHooks,
+    /// The view with the agent's `/etc`, held while the sandbox lives: the directory is removed
+    /// when the last view holding it goes.
+    _etc: HostView,
+}
+
+/// The hooks of [`AgentSandbox::before_release`].
+#[derive(Default)]
+struct ReleaseHooks(Vec<Box<dyn FnOnce() + Send>>);
+
+impl std::fmt::Debug for ReleaseHooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} release hook(s)", self.0.len())
+    }
 }
 
 impl AgentSandbox {
@@ -139,6 +159,8 @@ impl AgentSandbox {
             ));
         }
         let (json_read, json_write) = pipe()?;
+        let agent_host = host.for_agent()?;
+        let host = &agent_host;
         let server = ServerLaunch {
             script: SERVER,
             extra_fds: &[(json_write.as_raw_fd(), FD_JSON_STATUS)],
@@ -168,6 +190,8 @@ impl AgentSandbox {
             running: None,
             frozen: Frozen::No,
             dead: false,
+            release_hooks: ReleaseHooks::default(),
+            _etc: agent_host,
         };
         match sandbox.await_ready() {
             Ok(()) => Ok(sandbox),
@@ -434,8 +458,20 @@ impl AgentSandbox {
         }
     }
 
+    /// Runs `hook` when the sandbox is killed, once every process of it is gone and before
+    /// its network namespace is returned to the pool (whatever was served inside the
+    /// namespace — the network tripwire's listeners — must be closed by then, so the next
+    /// sandbox finds none).
+    pub fn before_release(&mut self, hook: impl FnOnce() + Send + 'static) {
+        self.release_hooks.0.push(Box::new(hook));
+    }
+
     fn release(&mut self) {
-        if self.cgroups.kill_and_remove()
+        let gone = self.cgroups.kill_and_remove();
+        for hook in std::mem::take(&mut self.release_hooks.0) {
+            hook();
+        }
+        if gone
             && let Some(lease) = self.lease.take()
         {
             lease.give_back();

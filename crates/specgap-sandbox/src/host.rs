@@ -44,7 +44,18 @@ impl HostView {
     /// # Errors
     /// [`SandboxError::Io`] when the synthetic `/etc` files cannot be written.
     pub fn system() -> Result<HostView, SandboxError> {
-        Ok(HostView { bin_dirs: Vec::new(), mounts: Vec::new(), env: BTreeMap::new(), etc: shared_etc()? })
+        Ok(HostView { bin_dirs: Vec::new(), mounts: Vec::new(), env: BTreeMap::new(), etc: shared_etc(EtcKind::Commands)? })
+    }
+
+    /// The same view with the `/etc` of an external agent's sandbox ([`crate::AgentSandbox`]):
+    /// `hosts: files dns` and a `resolv.conf` naming [`AGENT_NAMESERVER`], where the episode's
+    /// network tripwire answers (specgap-gateway's `tripwire`). Every other sandbox keeps
+    /// `hosts: files` and no resolver.
+    ///
+    /// # Errors
+    /// [`SandboxError::Io`] when the agent's `/etc` cannot be written.
+    pub(crate) fn for_agent(&self) -> Result<HostView, SandboxError> {
+        Ok(HostView { etc: shared_etc(EtcKind::Agent)?, ..self.clone() })
     }
 
     /// Resolves `[environment]`: each of `commands` is looked up on the host `PATH`; a
@@ -243,15 +254,34 @@ pub(crate) const SERVER_SHELL: &str = "specgap-server-sh";
 /// zone link. Symbolic links are copied as links; their targets are under `/usr`.
 const HOST_ETC: &[&str] = &["ld.so.cache", "alternatives", "localtime"];
 
-/// The `/etc` directory all live views share (its content never depends on the view): written
-/// when no view holds one, removed when the last view holding it is dropped.
-fn shared_etc() -> Result<Arc<tempfile::TempDir>, SandboxError> {
-    static SHARED: std::sync::Mutex<std::sync::Weak<tempfile::TempDir>> = std::sync::Mutex::new(std::sync::Weak::new());
-    let mut shared = SHARED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+/// The resolver an external agent's sandbox names in `/etc/resolv.conf`: the address of the
+/// network tripwire's DNS responder (specgap-gateway `tripwire::RESOLVER`).
+pub const AGENT_NAMESERVER: &str = "127.0.0.53";
+
+/// Which `/etc` a sandbox gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EtcKind {
+    /// Commands, evaluators, sessions: `hosts: files`, no resolver.
+    Commands,
+    /// An external agent: `hosts: files dns`, the tripwire as resolver.
+    Agent,
+}
+
+/// The `/etc` directory of `kind` all live views share (its content never depends on the
+/// view): written when no view holds one, removed when the last view holding it is dropped.
+fn shared_etc(kind: EtcKind) -> Result<Arc<tempfile::TempDir>, SandboxError> {
+    type Shared = std::sync::Mutex<std::sync::Weak<tempfile::TempDir>>;
+    static COMMANDS: Shared = std::sync::Mutex::new(std::sync::Weak::new());
+    static AGENT: Shared = std::sync::Mutex::new(std::sync::Weak::new());
+    let slot = match kind {
+        EtcKind::Commands => &COMMANDS,
+        EtcKind::Agent => &AGENT,
+    };
+    let mut shared = slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if let Some(etc) = shared.upgrade() {
         return Ok(etc);
     }
-    let etc = Arc::new(write_etc()?);
+    let etc = Arc::new(write_etc(kind)?);
     *shared = Arc::downgrade(&etc);
     Ok(etc)
 }
@@ -260,9 +290,10 @@ fn shared_etc() -> Result<Arc<tempfile::TempDir>, SandboxError> {
 const ETC_PREFIX: &str = "specgap-etc-";
 
 /// Writes the `/etc` every sandbox of the view gets, mounted read-only as a whole: synthetic
-/// `passwd`, `group`, `hosts` and `nsswitch.conf` (the host's are never shown), copies of
-/// [`HOST_ETC`], and the command server's execute-only shell.
-fn write_etc() -> Result<tempfile::TempDir, SandboxError> {
+/// `passwd`, `group`, `hosts` and `nsswitch.conf` (the host's are never shown; an agent's
+/// also `resolv.conf`, [`EtcKind`]), copies of [`HOST_ETC`], and the command server's
+/// execute-only shell.
+fn write_etc(kind: EtcKind) -> Result<tempfile::TempDir, SandboxError> {
     let parent = scratch::parent();
     scratch::remove_dead_owners(&parent, ETC_PREFIX);
     let dir = tempfile::Builder::new().prefix(&format!("{ETC_PREFIX}{}-", std::process::id())).tempdir_in(&parent)?;
@@ -273,12 +304,20 @@ fn write_etc() -> Result<tempfile::TempDir, SandboxError> {
     fs::copy(fs::canonicalize("/bin/sh")?, &shell)?;
     fs::set_permissions(&shell, std::fs::Permissions::from_mode(0o111))?;
     let uid = SANDBOX_UID;
-    let files = [
+    let hosts_sources = match kind {
+        EtcKind::Commands => "files",
+        EtcKind::Agent => "files dns",
+    };
+    let mut files = vec![
         ("passwd", format!("specgap:x:{uid}:{uid}:specgap:/tmp:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")),
         ("group", format!("specgap:x:{uid}:\nnogroup:x:65534:\n")),
         ("hosts", "127.0.0.1 localhost\n::1 localhost\n".to_string()),
-        ("nsswitch.conf", "passwd: files\ngroup: files\nhosts: files\n".to_string()),
+        ("nsswitch.conf", format!("passwd: files\ngroup: files\nhosts: {hosts_sources}\n")),
     ];
+    if kind == EtcKind::Agent {
+        // Without a tripwire nothing answers there and a lookup fails at once, as with none.
+        files.push(("resolv.conf", format!("nameserver {AGENT_NAMESERVER}\noptions timeout:2 attempts:1\n")));
+    }
     for (name, text) in files {
         let path = dir.path().join(name);
         fs::write(&path, text)?;
@@ -338,6 +377,18 @@ mod tests {
         scratch::remove_dead_owners(parent.path(), ETC_PREFIX);
         assert!(!dead.exists());
         assert!(live.exists() && other.exists());
+    }
+
+    #[test]
+    fn only_an_agents_etc_resolves_names_through_the_tripwire() {
+        let commands = HostView::system().unwrap();
+        let agent = commands.for_agent().unwrap();
+        let read = |view: &HostView, name: &str| std::fs::read_to_string(view.etc_dir().join(name)).ok();
+        assert_eq!(read(&commands, "nsswitch.conf").as_deref(), Some("passwd: files\ngroup: files\nhosts: files\n"));
+        assert_eq!(read(&commands, "resolv.conf"), None);
+        assert_eq!(read(&agent, "nsswitch.conf").as_deref(), Some("passwd: files\ngroup: files\nhosts: files dns\n"));
+        assert_eq!(read(&agent, "resolv.conf").as_deref(), Some("nameserver 127.0.0.53\noptions timeout:2 attempts:1\n"));
+        assert_eq!(read(&agent, "passwd"), read(&commands, "passwd"));
     }
 
     #[test]

@@ -111,6 +111,14 @@ export function eventCard(ctx, item, next) {
       return card('ev-error', `${e.class} error`, h('p', null, e.message), e.stderr_tail ? textField(ctx, item, '/stderr_tail') : null);
     case 'end':
       return card('ev-end', `Episode ended: ${e.reason}`, e.detail ? h('p', null, e.detail) : null);
+    case 'network_attempt': {
+      const where = e.name ? `${e.record_type || ''} ${e.name}`.trim() : `${String(e.address).includes(':') ? `[${e.address}]` : e.address}:${e.port}`;
+      const told = [e.sni ? `TLS server name ${e.sni}` : null, e.http_host ? `HTTP Host ${e.http_host}` : null].filter(Boolean).join(' · ');
+      return card('ev-error ev-network', `Network attempt outside the gateway (${e.protocol})`, h('p', null, h('code', null, where), told ? ` · ${told}` : null),
+        h('p', {class: 'muted'}, 'Caught by the network tripwire: nothing reached the network.'));
+    }
+    case 'network_tripwire':
+      return card('ev-budget', e.armed ? `Network tripwire: ${count(e.attempts)} attempt(s) recorded` : 'Network tripwire: not armed', e.note ? h('p', null, e.note) : null);
     case 'withheld':
       return card('ev-withheld', `A private event (${e.kind})`, h('p', {class: 'muted'}, 'Withheld from this published site: it may hold private evaluation data.'));
     default:

@@ -15,7 +15,8 @@
 //!
 //! Public: what the agent saw or did (the prompts and a plan-mode phase change's new prompt
 //! and tools, its turns, tool results, the owner's or
-//! customer's messages, its submissions), and outcomes (Score, Success, end reasons, the
+//! customer's messages, its submissions, an external agent's network attempts outside the
+//! gateway and whether the tripwire that records them was armed), and outcomes (Score, Success, end reasons, the
 //! measures of the report), model usage and infrastructure errors.
 
 /// What a response may contain.
@@ -44,6 +45,8 @@ const PUBLIC_KINDS: &[&str] = &[
     "budget",
     "error",
     "end",
+    "network_attempt",
+    "network_tripwire",
 ];
 
 /// Whether an event of `kind` is shown whole to `access` (else it is reduced to a withheld
@@ -109,5 +112,10 @@ mod tests {
         assert_eq!(visible_event(phase.clone(), Access::PUBLIC), phase);
         let exchange = json!({"seq": 9, "type": "model_exchange", "model": "m"});
         assert_eq!(visible_event(exchange, Access::PUBLIC), json!({"seq": 9, "type": "withheld", "kind": "model_exchange"}));
+        // What the agent tried on the network is what it did: public.
+        let attempt = json!({"seq": 10, "type": "network_attempt", "protocol": "dns", "name": "api.openai.com", "address": "127.0.0.53", "port": 53});
+        assert_eq!(visible_event(attempt.clone(), Access::PUBLIC), attempt);
+        let tripwire = json!({"seq": 11, "type": "network_tripwire", "armed": true, "attempts": 1});
+        assert_eq!(visible_event(tripwire.clone(), Access::PUBLIC), tripwire);
     }
 }

@@ -151,6 +151,23 @@ pub fn write_file(root: &Path, relative: &Path, bytes: &[u8]) -> Result<(), Home
     file.write_all(bytes).map_err(|source| HomeError::Io { path: shown, source })
 }
 
+/// Sets the mode of the directory `relative` under `root` (which must exist), refusing links:
+/// the directory is opened without following any, and its descriptor changed.
+///
+/// # Errors
+/// [`HomeError`] (a link, a missing directory, a failed `fchmod`).
+pub fn set_dir_mode(root: &Path, relative: &Path, mode: libc::mode_t) -> Result<(), HomeError> {
+    let shown = relative.display().to_string();
+    let names = names(relative)?;
+    let dir = parent(root, relative, &names, false)?;
+    let target = open_at(Some(&dir), &names[names.len() - 1], libc::O_RDONLY | libc::O_DIRECTORY, 0).map_err(|e| classify(e, &shown))?;
+    // SAFETY: fchmod of a descriptor we own.
+    if unsafe { libc::fchmod(target.as_raw_fd(), mode) } < 0 {
+        return Err(HomeError::Io { path: shown, source: io::Error::last_os_error() });
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,5 +190,13 @@ mod tests {
         assert!(matches!(read_file(home.path(), Path::new("../x"), 2), Err(HomeError::BadPath(_))));
         write_file(home.path(), Path::new(".config/a/b.json"), b"{}").unwrap();
         assert_eq!(read_file(home.path(), Path::new(".config/a/b.json"), 2).unwrap(), b"{}");
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        std::fs::set_permissions(outside.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        let outside_mode = mode(outside.path());
+        assert!(matches!(set_dir_mode(home.path(), Path::new("dir"), 0o555), Err(HomeError::Link(_))));
+        assert_eq!(mode(outside.path()), outside_mode, "a link's target is never changed");
+        set_dir_mode(home.path(), Path::new(".config/a"), 0o555).unwrap();
+        assert_eq!(mode(&home.path().join(".config/a")), 0o555);
     }
 }

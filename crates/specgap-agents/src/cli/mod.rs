@@ -9,7 +9,8 @@
 //!    workspace, the home, `/tmp` and nothing else writable; the adapter's installation
 //!    read-only), binds the model gateway's listener inside the sandbox's network namespace
 //!    (nothing outside the sandbox can reach it, and nothing inside can reach anything else),
-//!    and starts the adapter's command with the gateway as its OpenAI base URL and a
+//!    arms the network tripwire there ([`network`]: every other lookup or connection is
+//!    recorded and goes nowhere), and starts the adapter's command with the gateway as its OpenAI base URL and a
 //!    per-episode token as its API key. The real key stays in the harness.
 //! 2. Everything the agent does arrives in order on one queue ([`link`]): model exchanges
 //!    (recorded with their usage as they end), turn requests (its next main-loop request,
@@ -42,6 +43,7 @@ mod harness;
 pub mod home;
 mod link;
 pub mod mini_swe_agent;
+mod network;
 pub mod opencode;
 pub mod opencode_server;
 
@@ -327,6 +329,8 @@ pub struct CliAgent {
     bridge: Option<bridge::EpisodeBridge>,
     /// The watcher of the CLI's own questions for the current start (`--ask-channel native`).
     questions: Option<opencode_server::QuestionWatcher>,
+    /// The network tripwire (from the start on; taken by [`Agent::closing_records`]).
+    tripwire: Option<network::EpisodeTripwire>,
 }
 
 impl std::fmt::Debug for CliAgent {
@@ -363,6 +367,7 @@ impl CliAgent {
             protocol_urls: Vec::new(),
             bridge: None,
             questions: None,
+            tripwire: None,
         })
     }
 
@@ -648,8 +653,9 @@ impl Agent for CliAgent {
         bridge.write_mcp_config(&self.home()?)?;
         self.bridge = Some(bridge);
         let template = self.template(&place)?;
-        let sandbox = AgentSandbox::start(&template, &place.host, &place.sandbox)
+        let mut sandbox = AgentSandbox::start(&template, &place.host, &place.sandbox)
             .map_err(|e| AgentError::with_source("cannot build the agent's sandbox", false, e))?;
+        self.tripwire = Some(network::arm(&mut sandbox));
         let gateway = self.serve_gateway(&sandbox)?;
         self.sandbox = Some(sandbox);
         self.gateway = Some(gateway);
@@ -763,6 +769,10 @@ impl Agent for CliAgent {
         // After the sandbox is gone: no client is left to wait on the socket or the server.
         self.questions.take();
         self.bridge.take();
+    }
+
+    fn closing_records(&mut self) -> Vec<EventKind> {
+        self.tripwire.take().map(|t| network::records(&t)).unwrap_or_default()
     }
 }
 

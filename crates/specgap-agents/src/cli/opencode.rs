@@ -9,7 +9,7 @@
 //! | start under `--ask-channel native` (the default) | `opencode serve --hostname 127.0.0.1 --port 4096` in the background (log `~/.specgap/opencode-serve.log`), a wait for the harness's ready file `~/.specgap/opencode-server-ready-<n>`, then `opencode run --attach http://127.0.0.1:4096 --session <id> --format json -m specgap/<model>` (same events), the server stopped when it ends (`served_command`) |
 //! | question tool | under `native` its own `question` tool, which plain `run` never offers (it creates its session with `question: deny`): the harness creates the session through the server without rules and answers each request through `POST /question/<id>/reply`, one `ask_user` round a request ([`super::opencode_server`]); under `mcp` / `text` the tool is not offered |
 //! | model endpoint | a provider `specgap` in `~/.config/opencode/opencode.json` through its bundled `@ai-sdk/openai-compatible` package: `baseURL` = the gateway, `apiKey` = `{env:OPENAI_API_KEY}` (the gateway token); streamed chat completions with `stream_options.include_usage` |
-//! | network | `autoupdate` off, sharing off, models.dev list not fetched (`OPENCODE_DISABLE_MODELS_FETCH`), default plug-ins, LSP downloads, Claude Code files and external skills off, project configuration ignored (the harness's file is the configuration); opencode still looks up the npm registry once to add `@opencode-ai/plugin` to its configuration directory in the background — without a network the lookup fails at once and nothing waits on it |
+//! | network | `autoupdate` off, sharing off, models.dev list not fetched (`OPENCODE_DISABLE_MODELS_FETCH`), default plug-ins, LSP downloads, Claude Code files and external skills off, project configuration ignored (the harness's file is the configuration); its configuration directory `~/.config/opencode` is read-only to it ([`CONFIG_DIR_MODE`]), because opencode otherwise installs `@opencode-ai/plugin` there from the npm registry at every start (no switch exists; it skips a directory it cannot write); the network tripwire's tests show 1.18.33 so configured tries no connection |
 //! | harness tools | the bridge's MCP server as a `local` server in its `mcp` configuration (its tools appear to the model as `specgap_ask_user`, `specgap_submit`); the commands `ask_user` and `submit` are on `PATH` for its shell tool |
 //! | permissions | `"*": "allow"` (no prompt can block `run`), `webfetch` and `websearch` denied; opencode has no sandbox of its own |
 //! | system prompt | its `instructions` option (files appended to its system prompt): the condition's prompt file; `blind` adds nothing |
@@ -59,6 +59,9 @@ pub const CONFIG_FILE: &str = ".config/opencode/opencode.json";
 pub const READY_STEM: &str = ".specgap/opencode-server-ready";
 /// The server's log of each start under `--ask-channel native`, relative to the home.
 pub const SERVER_LOG: &str = ".specgap/opencode-serve.log";
+/// The mode of opencode's configuration directory: readable, not writable (module guide,
+/// "network").
+pub const CONFIG_DIR_MODE: libc::mode_t = 0o555;
 /// Largest events log read back.
 const EVENTS_LIMIT: u64 = 64 << 20;
 
@@ -226,8 +229,14 @@ impl Adapter for OpenCode {
 
     fn prepare_home(&self, home_dir: &Path, launch: &Launch) -> Result<(), specgap_engine::session::AgentError> {
         let text = serde_json::to_vec_pretty(&self.config(launch)).unwrap_or_default();
-        home::write_file(home_dir, Path::new(CONFIG_FILE), &text)
-            .map_err(|e| specgap_engine::session::AgentError::with_source("cannot write opencode's configuration into the agent's home", false, e))
+        let error = |e| specgap_engine::session::AgentError::with_source("cannot write opencode's configuration into the agent's home", false, e);
+        home::write_file(home_dir, Path::new(CONFIG_FILE), &text).map_err(error)?;
+        // opencode installs `@opencode-ai/plugin` from the npm registry into every configuration
+        // directory it may write (its `Npm.install` skips one it cannot write), and has no
+        // switch for it: its configuration directory is read-only for the agent's programs
+        // (the harness, root outside, still rewrites the file before each start).
+        let dir = Path::new(CONFIG_FILE).parent().unwrap_or(Path::new(".config/opencode"));
+        home::set_dir_mode(home_dir, dir, CONFIG_DIR_MODE).map_err(error)
     }
 
     fn command(&self, launch: &Launch) -> String {

@@ -1,7 +1,8 @@
 //! Isolation of `cli:` agents (issue 14 items 3, 4 and 5): the real key given to the harness
 //! appears nowhere inside the sandbox (any process's environment or command line, any file it
 //! can read), in what the gateway hands back, or in the store; the agent reaches nothing but
-//! its gateway; the gateway refuses CONNECT, absolute URIs, file endpoints and other models
+//! its gateway (what it tries elsewhere ends at the network tripwire, which records it); the
+//! gateway refuses CONNECT, absolute URIs, file endpoints and other models
 //! without forwarding anything; the evaluator's sandboxes cannot reach the gateway; and a link
 //! planted in the agent's home never pulls a host file into the trajectory. The probes run as
 //! the agent's own shell commands inside the sandbox; their findings come back in the
@@ -38,8 +39,9 @@ token = os.environ["OPENAI_API_KEY"]
 out = {{}}
 for name, (host, port) in {{"upstream": ("127.0.0.1", {mock_port}), "internet": ("1.1.1.1", 443), "lan": ("10.0.0.1", 80), "next-port": (base.hostname, base.port + 1)}}.items():
     try:
-        socket.create_connection((host, port), timeout=3).close()
-        out[name] = "connected"
+        s = socket.create_connection((host, port), timeout=3)
+        out[name] = f"connected, got {{len(s.recv(100))}} bytes"
+        s.close()
     except OSError as error:
         out[name] = "failed"
 def raw(request):
@@ -99,10 +101,12 @@ fn the_key_is_nowhere_in_the_sandbox_the_answers_or_the_store_and_nothing_but_th
     assert_eq!(
         net,
         serde_json::json!({
-            "upstream": "failed", "internet": "failed", "lan": "failed", "next-port": "failed",
+            // Outside addresses end at the network tripwire, which sends nothing and records them.
+            "upstream": "failed", "internet": "connected, got 0 bytes", "lan": "connected, got 0 bytes", "next-port": "failed",
             "connect": 405, "absolute": 400, "files": 404, "other-model": 403,
         })
     );
+    assert_eq!(network_record(&run.events), (vec!["tcp 1.1.1.1:443".to_string(), "tcp 10.0.0.1:80".to_string()], (true, 2, String::new())));
     // Nothing of the refused requests reached the upstream: only the three scripted turns.
     assert_eq!(run.requests.len(), 3);
     check_requests(&run.requests);

@@ -224,3 +224,27 @@ pub fn processes_with(needle: &str) -> Vec<u32> {
     }
     found
 }
+
+/// The network tripwire's record of an episode: each `network_attempt` as its one-line form
+/// (`dns A api.openai.com`, `tcp 127.0.0.2:443 tls api.openai.com`), and the
+/// `network_tripwire` event's `(armed, attempts, note)`. Panics when the episode has no
+/// `network_tripwire` event (every `cli:` episode ends with one).
+pub fn network_record(events: &[Event]) -> (Vec<String>, (bool, u32, String)) {
+    let attempts = events.iter().filter_map(|e| specgap_protocol::event::network_attempt_line(&e.kind)).collect();
+    let tripwire = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::NetworkTripwire { armed, attempts, note } => Some((*armed, *attempts, note.clone())),
+            _ => None,
+        })
+        .expect("a cli: episode records its network tripwire");
+    (attempts, tripwire)
+}
+
+/// Asserts that the episode's tripwire was armed and recorded no attempt: the agent tried to
+/// reach nothing but its gateway.
+pub fn assert_no_network_attempt(events: &[Event]) {
+    let (attempts, tripwire) = network_record(events);
+    assert_eq!(tripwire, (true, 0, String::new()), "the tripwire was armed and caught nothing (attempts: {attempts:?})");
+    assert_eq!(attempts, Vec::<String>::new());
+}

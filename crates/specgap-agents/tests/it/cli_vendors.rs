@@ -2,7 +2,9 @@
 //! by `specgap agents install claude-code|codex`; with `SPECGAP_REQUIRE_EXTERNAL=1` a missing
 //! installation fails the test), against a scripted mock upstream of the protocol it speaks
 //! (Anthropic Messages, OpenAI Responses) that checks every request: the path, the real key
-//! and never the sandbox's token, the one model, the tools the CLI offers.
+//! and never the sandbox's token, the one model, the tools the CLI offers. Each episode's
+//! network tripwire must be armed and record no attempt: the CLI reached nothing but its
+//! gateway.
 //!
 //! Each runs a delivery episode of `retail-replenishment` under `interact` through the text
 //! channel: it lists its questions under the heading and ends its turn; the customer's
@@ -128,6 +130,8 @@ fn check_delivery(run: &CliRun, answers: u64) {
     assert_eq!(episode.turns, answers as u32);
     let stored = run.everything_stored();
     assert!(!String::from_utf8_lossy(&stored).contains(canary_key()), "the key is nowhere in the store");
+    // The CLI tried no connection but to its gateway (no telemetry, update check or plug-in).
+    assert_no_network_attempt(&run.events);
 }
 
 /// The normalized actions the adapter mapped from the CLI's own log.
@@ -296,6 +300,7 @@ fn check_partial(run: &CliRun, requests: usize) {
     let sum = |f: fn(&Tokens) -> u64| (1..=requests as u64).map(|n| f(&answer_tokens(n))).sum::<u64>();
     assert_eq!((usage[0].usage.requests, usage[0].usage.input_tokens, usage[0].usage.output_tokens), (requests as u64, sum(|t| t.input), sum(|t| t.output)));
     assert!(!String::from_utf8_lossy(&run.everything_stored()).contains(canary_key()));
+    assert_no_network_attempt(&run.events);
 }
 
 #[test]
@@ -404,6 +409,7 @@ fn check_resumed_after_a_returned_submission(run: &CliRun, requests: usize) -> S
     assert_eq!(run.requests.len(), requests, "stopped at the acceptance");
     let exits = run.events.iter().filter(|e| matches!(e.kind, EventKind::AgentExit { .. })).count();
     assert_eq!(exits, 1, "it exited once, after the returned submission, and was resumed");
+    assert_no_network_attempt(&run.events);
     let usage: Vec<_> = run.detail.usage.iter().filter(|u| u.role == Role::Agent).collect();
     assert_eq!(usage.len(), 1);
     let sum = |f: fn(&Tokens) -> u64| (1..=requests as u64).map(|n| f(&answer_tokens(n))).sum::<u64>();

@@ -9,6 +9,7 @@ mod cli_bridge;
 mod cli_ends;
 mod cli_isolation;
 mod cli_support;
+mod cli_tripwire;
 mod cli_vendors;
 mod deadline;
 mod end_to_end;

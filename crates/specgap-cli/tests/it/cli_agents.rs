@@ -71,6 +71,10 @@ fn a_mini_swe_agent_episodes_reads_and_writes_feed_opened_and_inspected() {
     assert_succeeded(specgap().args(&args).env(KEY_ENV, KEY).env("XDG_CACHE_HOME", crate::agents::test_cache()).output().unwrap());
     let requests = mock.requests();
     assert_eq!(requests.len(), 9, "three model calls per episode: mini ends at its marker without asking again");
+    for row in episodes(&out) {
+        // mini and litellm (its bundled cost map, telemetry off) reach nothing but the gateway.
+        assert_no_network_attempt(&events(&out, &row.id));
+    }
     for (i, request) in requests.iter().enumerate() {
         assert_eq!(request.path(), "/v1/chat/completions", "request {i}");
         assert_eq!(request.header("authorization"), Some(format!("Bearer {KEY}").as_str()), "request {i}");
@@ -363,4 +367,38 @@ fn opencode_native_question_tool_is_accepted_and_a_dry_run_only_notes_the_missin
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(!stderr.contains("--ask-channel native"), "native is opencode's own channel: {stderr}");
     assert!(stderr.starts_with("dry run: cli agent opencode@1.18.33 is not installed; install it with `specgap agents install opencode@1.18.33`"), "{stderr}");
+}
+
+/// A `cli:command` agent that looks a vendor's API up and connects to it: `specgap report`
+/// warns with the count and the attempts, and `specgap show` lists each attempt.
+#[test]
+fn network_attempts_of_a_cli_agent_are_a_report_warning_and_lines_of_its_transcript() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mock = MockUpstream::start([]).unwrap();
+    mock.set_responder(|request: &specgap_gateway::mock::ReceivedRequest| {
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        let step = body["messages"].as_array().map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count());
+        let command = "python3 -c \"import socket; socket.create_connection(('api.anthropic.com', 443), 10).close()\"";
+        match step {
+            0 => replies::openai_chat(MODEL, "", &[Call::new("call-0", "bash", json!({ "command": command }))], Tokens::default()),
+            _ => replies::openai_chat(MODEL, "Done.", &[], Tokens::default()),
+        }
+    });
+    let out = tmp.path().join("run");
+    let mut args = command_run_args(&mock, &out);
+    let repeats = args.iter().position(|a| a == "--repeats").unwrap();
+    args[repeats + 1] = "1".into();
+    assert_succeeded(specgap().args(&args).env(KEY_ENV, KEY).output().unwrap());
+    let report: Value = serde_json::from_slice(&run_ok([OsStr::new("report"), out.as_os_str(), OsStr::new("--format"), OsStr::new("json")]).stdout).unwrap();
+    let warnings: Vec<String> = serde_json::from_value(report["warnings"].clone()).unwrap();
+    let network: Vec<&String> = warnings.iter().filter(|w| w.contains("network")).collect();
+    assert_eq!(
+        network,
+        ["1 of 1 cli: episodes tried to reach the network outside the model gateway (3 attempt(s), none got through: dns A api.anthropic.com ×1, dns AAAA api.anthropic.com ×1, tcp 127.0.0.2:443 ×1); `specgap show` lists them"],
+        "{warnings:#?}"
+    );
+    let id = episodes(&out)[0].id.clone();
+    let transcript = String::from_utf8(run_ok([OsStr::new("show"), out.as_os_str(), OsStr::new(&id)]).stdout).unwrap();
+    assert!(transcript.contains("  [network attempt outside the gateway: dns A api.anthropic.com]\n"), "{transcript}");
+    assert!(transcript.contains("  [network attempt outside the gateway: tcp 127.0.0.2:443]\n  [network tripwire: armed, 3 attempt(s)]\n"), "{transcript}");
 }

@@ -94,6 +94,7 @@ fn cli_gemini_cli_reads_fixes_and_succeeds_through_the_gemini_pass_through() {
     let rows = episodes(&out);
     let row = &rows[0];
     let events = events(&out, &row.id);
+    assert_no_network_attempt(&events);
     let prompt = events.iter().find_map(|e| match &e.kind { EventKind::EpisodeStart { system_prompt, .. } => Some(system_prompt.clone()), _ => None }).unwrap();
     let prompt_line = prompt.lines().find(|l| l.len() > 40).unwrap();
     assert!(system.contains(&serde_json::to_string(prompt_line).unwrap().trim_matches('"').to_string()), "the condition prompt is in the system instruction");
@@ -140,6 +141,7 @@ fn cli_gemini_cli_asks_in_its_reply_under_interact_and_resumes_its_latest_sessio
     assert_eq!((row.turns, row.tool_calls, row.submissions), (3, 1, 1), "{row:?}");
     assert_eq!((row.final_score, row.final_success), (Some(1.0), Some(true)), "{row:?}");
     let events = events(&out, &row.id);
+    assert_no_network_attempt(&events);
     let answer = "- Does the 10 kg limit include the box itself?\n  Yes: the carrier weighs the packed box, and an empty box with padding is 0.5 kg, so at most 9.5 kg of goods go in a box.";
     let answers = user_messages(&events, UserMessageKind::Answer);
     assert_eq!(answers, vec![answer.to_string()]);
@@ -199,6 +201,7 @@ fn cli_gemini_cli_asks_the_owner_through_its_mcp_tool_submits_through_mcp_and_re
     assert_eq!((row.turns, row.tool_calls, row.submissions), (5, 5, 2), "{row:?}");
     assert_eq!((row.final_score, row.final_success), (Some(1.0), Some(true)), "{row:?}");
     let events = events(&out, &row.id);
+    assert_no_network_attempt(&events);
     let calls = bridge_calls(&events);
     assert_eq!(calls.len(), 3, "{calls:?}");
     assert_eq!(calls[0], ("ask_user".to_string(), json!({ "question": OWNER_QUESTION })));

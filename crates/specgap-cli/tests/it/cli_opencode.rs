@@ -136,6 +136,7 @@ fn cli_opencode_reads_fixes_and_succeeds_through_the_gateway_with_every_request_
     // The trajectory: one side exchange, three main ones, and the actions mapped from
     // opencode's own events (its read is a read, its write a write, whatever they are called).
     let events = events(&out, &row.id);
+    assert_no_network_attempt(&events);
     let classes: Vec<String> = events.iter().filter_map(|e| match &e.kind { EventKind::ModelExchange { class, .. } => Some(class.clone()), _ => None }).collect();
     assert_eq!(classes.iter().filter(|c| *c == "side").count(), 1, "{classes:?}");
     assert_eq!(classes.iter().filter(|c| *c == "main").count(), 3, "{classes:?}");
@@ -191,6 +192,7 @@ fn cli_opencode_asks_in_its_reply_under_interact_and_is_resumed_in_its_own_sessi
     assert_eq!((row.turns, row.tool_calls, row.submissions), (3, 1, 1), "{row:?}");
     assert_eq!((row.final_score, row.final_success), (Some(1.0), Some(true)), "{row:?}");
     let events = events(&out, &row.id);
+    assert_no_network_attempt(&events);
     // The question in the reply is answered by the customer (the relay from the task's
     // clarifications), and that answer is the message the resumed session gets.
     let answers = user_messages(&events, UserMessageKind::Answer);
@@ -258,6 +260,7 @@ fn cli_opencode_asks_the_owner_and_submits_through_mcp_and_reads_the_feedback_in
     let rows = episodes(&out);
     let row = &rows[0];
     let events = events(&out, &row.id);
+    assert_no_network_attempt(&events);
     assert_eq!(row.end_reason.map(|r| r.as_str()), Some("accepted"), "{row:?}");
     assert_eq!((row.turns, row.tool_calls, row.submissions), (6, 6, 2), "{row:?}");
     assert_eq!((row.final_score, row.final_success), (Some(1.0), Some(true)), "{row:?}");

@@ -193,6 +193,7 @@ pub fn check_resumed_after_a_returned_submission(out: &Path) -> (Vec<Event>, Str
     assert_eq!(submissions(out, &row.id), vec![(1, false, Some(false)), (2, false, Some(true))]);
     let events = events(out, &row.id);
     assert_eq!(exits(&events), 1, "it exited once, after the returned submission, and was resumed");
+    assert_no_network_attempt(&events);
     let mut feedback = user_messages(&events, UserMessageKind::Feedback);
     assert_eq!(feedback.len(), 1, "one returned submission");
     let calls: Vec<String> = bridge_calls(&events).into_iter().map(|(tool, _)| tool).collect();

@@ -59,7 +59,7 @@ fn base_urls_follow_each_protocols_sdk_convention() {
 
 /// Whether the programs this test drives exist; with `SPECGAP_REQUIRE_EXTERNAL=1` their
 /// absence fails the test instead of skipping it.
-fn have_namespace_tools() -> bool {
+pub(crate) fn have_namespace_tools() -> bool {
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
     let tools = ["unshare", "nsenter", "curl", "ip", "bwrap"]
@@ -77,10 +77,10 @@ fn have_namespace_tools() -> bool {
 }
 
 /// A process alone in a new network namespace (loopback up), killed when dropped.
-struct Namespace(std::process::Child);
+pub(crate) struct Namespace(std::process::Child);
 
 impl Namespace {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let mut child = Command::new("unshare")
             .args(["--net", "--", "sh", "-c", "ip link set lo up && echo ready && exec sleep 600"])
             .stdout(Stdio::piped())
@@ -92,7 +92,7 @@ impl Namespace {
         Namespace(child)
     }
 
-    fn path(&self) -> String {
+    pub(crate) fn path(&self) -> String {
         format!("/proc/{}/ns/net", self.0.id())
     }
 

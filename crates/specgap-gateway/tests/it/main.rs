@@ -10,4 +10,5 @@ mod listeners;
 mod protocols;
 mod security;
 mod support;
+mod tripwire;
 mod usage;

@@ -1,0 +1,69 @@
+//! The network tripwire of `cli:` episodes (issue 15): an agent that looks names up and
+//! connects elsewhere than its gateway has each attempt recorded exactly, in order, and gets
+//! nothing back; an agent that does not touch the network leaves no attempt. Both fail when
+//! the tripwire could not be armed.
+
+use specgap_engine::condition::BudgetFlags;
+use specgap_gateway::mock::MockUpstream;
+use specgap_protocol::event::EventKind;
+use specgap_protocol::run::EndReason;
+
+use crate::cli_support::*;
+
+const SPEC: &str = "cli:command=python3 cli-agent.py";
+
+/// A lookup with `getent`, a TLS connection to a vendor's API by name, and an HTTP request
+/// to an address no lookup gave, on a trapped port.
+const CALL_HOME: &str = r#"getent hosts api.anthropic.com > net-getent.txt; echo "status $?" >> net-getent.txt
+cat > /tmp/call-home.py <<'EOF'
+import socket, ssl
+c = socket.create_connection(("api.openai.com", 443), timeout=10)
+try:
+    ssl.create_default_context().wrap_socket(c, server_hostname="api.openai.com")
+    print("tls made")
+except (ssl.SSLError, OSError):
+    print("tls failed")
+c = socket.create_connection(("198.51.100.7", 8080), timeout=10)
+c.sendall(b"POST /v1/events HTTP/1.1\r\nHost: telemetry.example.com\r\nContent-Length: 0\r\n\r\n")
+print("http got", len(c.recv(100)), "bytes")
+EOF
+python3 /tmp/call-home.py > net-python.txt 2>&1"#;
+
+#[test]
+fn every_attempt_of_a_cli_agent_to_call_home_is_recorded_and_gets_nothing_back() {
+    let mock = MockUpstream::start([bash(1, CALL_HOME, false), done(2, "Called home.", false)]).unwrap();
+    let config = command_config(&mock, false);
+    let run = run_cli(example("interval-tree"), "blind", "clean", SPEC, &config, &mock, BudgetFlags::default());
+    assert_eq!(run.detail.episode.end_reason, Some(EndReason::AgentExit));
+    let diff = run.diff(1);
+    assert!(diff.contains("+127.0.0.2       api.anthropic.com\n+status 0\n"), "the name resolved to the tripwire: {diff}");
+    assert!(diff.contains("+tls failed\n+http got 0 bytes\n"), "the connections got nothing back: {diff}");
+    let (attempts, tripwire) = network_record(&run.events);
+    assert_eq!(
+        attempts,
+        [
+            // getent asks for IPv6 first, then IPv4; Python's getaddrinfo asks for both at once.
+            "dns AAAA api.anthropic.com",
+            "dns A api.anthropic.com",
+            "dns A api.openai.com",
+            "dns AAAA api.openai.com",
+            "tcp 127.0.0.2:443 tls api.openai.com",
+            "tcp 198.51.100.7:8080 http telemetry.example.com",
+        ]
+    );
+    assert_eq!(tripwire, (true, 6, String::new()));
+    // Recorded at the end, just before `end`; only the two scripted turns reached the upstream.
+    let last_two: Vec<&EventKind> = run.events.iter().rev().take(2).map(|e| &e.kind).collect();
+    assert!(matches!(last_two[0], EventKind::End { .. }) && matches!(last_two[1], EventKind::NetworkTripwire { .. }), "{last_two:?}");
+    assert_eq!(run.requests.len(), 2);
+    check_requests(&run.requests);
+}
+
+#[test]
+fn a_cli_agent_that_does_not_touch_the_network_leaves_no_attempt() {
+    let mock = MockUpstream::start([bash(1, "ls > files.txt", false), done(2, "Listed.", false)]).unwrap();
+    let config = command_config(&mock, false);
+    let run = run_cli(example("interval-tree"), "blind", "clean", SPEC, &config, &mock, BudgetFlags::default());
+    assert_eq!(run.detail.episode.end_reason, Some(EndReason::AgentExit));
+    assert_no_network_attempt(&run.events);
+}
