@@ -758,16 +758,19 @@ impl Agent for CliAgent {
                 std::thread::sleep(Duration::from_millis(2));
             }
         }
-        if let Some(mut sandbox) = self.sandbox.take() {
-            sandbox.terminate(Duration::from_millis(self.config.stop_grace_ms));
-        }
+        // The gateway's listener and the question watcher's thread live in the sandbox's
+        // network namespace, which goes back to the pool as soon as the sandbox is gone: close
+        // both first, so the next sandbox to borrow the namespace finds neither.
         if let Some(gateway) = self.gateway.take()
             && let Err(e) = gateway.shutdown()
         {
             tracing::warn!("the model gateway did not stop cleanly: {e}");
         }
-        // After the sandbox is gone: no client is left to wait on the socket or the server.
         self.questions.take();
+        if let Some(mut sandbox) = self.sandbox.take() {
+            sandbox.terminate(Duration::from_millis(self.config.stop_grace_ms));
+        }
+        // After the sandbox is gone: no client is left to wait on the bridge's socket.
         self.bridge.take();
     }
 
