@@ -422,6 +422,16 @@ fn stability(items: &[AuditItemRecord], raters: &BTreeMap<String, BTreeMap<Strin
     summaries
 }
 
+/// An estimate with its interval, three decimals; a zero that came out negative (`-0.0` from
+/// a reweighted or resampled sum) prints as `0.000`.
+fn estimate_text(e: &Estimate) -> String {
+    let shown = |x: f64| format!("{:.3}", x + 0.0);
+    match (e.low, e.high) {
+        (Some(l), Some(h)) => format!("{} [{}, {}]", shown(e.value), shown(l), shown(h)),
+        _ => format!("{} [no interval]", shown(e.value)),
+    }
+}
+
 /// The report as text, one block per sample.
 pub fn render_text(reports: &[SampleReport]) -> String {
     use std::fmt::Write as _;
@@ -429,12 +439,9 @@ pub fn render_text(reports: &[SampleReport]) -> String {
     if reports.is_empty() {
         out.push_str("no audit sample in this run; draw one with `specgap audit sample`\n");
     }
-    let interval = |e: &Estimate| match (e.low, e.high) {
-        (Some(l), Some(h)) => format!("{:.3} [{l:.3}, {h:.3}]", e.value),
-        _ => format!("{:.3} [no interval]", e.value),
-    };
+    let interval = |e: &Estimate| estimate_text(e);
     for r in reports {
-        let _ = writeln!(out, "{} — unit {}, rubric {}: {} items from {} cases; raters: {}", r.sample, r.unit, r.rubric, r.items, r.cases, if r.raters.is_empty() { "none yet".to_string() } else { r.raters.join(", ") });
+        let _ = writeln!(out, "{} — unit {}, rubric {}: {} item{} from {} case{}; raters: {}", r.sample, r.unit, r.rubric, r.items, if r.items == 1 { "" } else { "s" }, r.cases, if r.cases == 1 { "" } else { "s" }, if r.raters.is_empty() { "none yet".to_string() } else { r.raters.join(", ") });
         for rate in &r.rates {
             let _ = writeln!(out, "  rate  {} {}={}: {}/{} labelled, share {}", rate.rater, rate.label, rate.value, rate.count, rate.items, interval(&rate.share));
         }
@@ -452,4 +459,17 @@ pub fn render_text(reports: &[SampleReport]) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod text_tests {
+    use super::*;
+
+    #[test]
+    fn a_negative_zero_estimate_prints_as_zero() {
+        let e = Estimate { value: -0.0, low: Some(-0.0), high: Some(0.0678), undefined_resamples: 0 };
+        assert_eq!(estimate_text(&e), "0.000 [0.000, 0.068]");
+        let open = Estimate { value: -0.0, low: None, high: None, undefined_resamples: 0 };
+        assert_eq!(estimate_text(&open), "0.000 [no interval]");
+    }
 }

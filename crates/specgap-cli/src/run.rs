@@ -900,12 +900,14 @@ fn run_plan(store: &Store, resolved: &Resolved, plan: &runner::Plan, how: &Execu
     let (interrupted_count, held_back) =
         if stopped { (summary.interrupted + summary.not_started, 0) } else { (summary.interrupted, summary.not_started) };
     let mut summary_line = format!(
-        "{} episode{}: {} finished, {} evaluation errors, {} infrastructure errors, {} interrupted, {} already done; {} not applicable",
+        "{} episode{}: {} finished, {} evaluation error{}, {} infrastructure error{}, {} interrupted, {} already done; {} not applicable",
         summary.planned,
         if summary.planned == 1 { "" } else { "s" },
         summary.finished,
         summary.eval_errors,
+        if summary.eval_errors == 1 { "" } else { "s" },
         summary.infra_errors,
+        if summary.infra_errors == 1 { "" } else { "s" },
         interrupted_count,
         summary.already_done,
         summary.not_applicable

@@ -97,7 +97,8 @@ pub fn chat_component(model: &str, chat: &specgap_agents::chat::ChatConfig, prom
 pub enum MissingInstall {
     /// Fail with the installation's error (which names `specgap agents install`).
     Refuse,
-    /// Print a note on stderr and go on without the tree hash (the plan is then provisional).
+    /// Print a note on stderr and go on without the tree hash (the plan is then provisional), and
+    /// without the `specgap-bridge` program (nothing runs).
     Note,
 }
 
@@ -182,7 +183,7 @@ pub fn cli_component(
         // tools.
         cli.resolve_ask_channel(ask_channel).map_err(|e| anyhow::anyhow!("{}", e.message))?;
     }
-    specgap_bridge::locate_bridge().context("a cli: agent needs the harness tools' program")?;
+    require_bridge(missing)?;
     let mut config = cli.to_table()?;
     config.insert("kind".into(), toml::Value::String("cli".into()));
     config.insert("prompt_version".into(), toml::Value::String(specgap_engine::PROMPT_VERSION.into()));
@@ -202,6 +203,19 @@ fn installed_tree_hash(version: &specgap_adapters::AdapterVersion, missing: Miss
             Ok(None)
         }
         Err(err) => Err(err.into()),
+    }
+}
+
+/// Finds the program that serves a `cli:` agent the harness tools; a dry run (`missing` is
+/// [`MissingInstall::Note`]) only notes its absence, since it runs nothing.
+fn require_bridge(missing: MissingInstall) -> anyhow::Result<()> {
+    match specgap_bridge::locate_bridge() {
+        Ok(_) => Ok(()),
+        Err(err) if missing == MissingInstall::Note => {
+            eprintln!("dry run: {err}; a real run with a cli: agent refuses to start without it");
+            Ok(())
+        }
+        Err(err) => Err(anyhow::Error::new(err).context("a cli: agent needs the harness tools' program")),
     }
 }
 

@@ -107,7 +107,7 @@ fn generate(tmp: &Path) -> Generated {
         dir.display().to_string(),
     ]);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("8 episodes: 7 finished, 0 evaluation errors, 1 infrastructure errors"), "{stderr}");
+    assert!(stderr.contains("8 episodes: 7 finished, 0 evaluation errors, 1 infrastructure error,"), "{stderr}");
     Generated { dir, agents, server }
 }
 

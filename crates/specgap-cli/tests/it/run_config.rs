@@ -483,3 +483,26 @@ max_retries = 0
         }
     }
 }
+
+/// A fresh user's finding: after the README's main job (`cargo run -p specgap-cli`, which
+/// builds `specgap` alone) a dry run of a `cli:` agent failed for want of `specgap-bridge`,
+/// although a dry run runs nothing. It now notes the missing program; a real run still refuses.
+#[test]
+fn a_dry_run_of_a_cli_agent_without_the_bridge_program_notes_it_and_a_real_run_refuses() {
+    let tmp = tempfile::tempdir().unwrap();
+    let command = "[[agent]]\nkind = \"cli\"\nadapter = \"command\"\ncommand = \"my-agent\"\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:8000/v1\"\n";
+    let config = cli_config(tmp.path(), command);
+    let missing = tmp.path().join("no-bridge");
+    let dry = specgap().env("SPECGAP_BRIDGE", &missing).arg("run").arg("--config").arg(&config).arg("--dry-run").output().unwrap();
+    assert_eq!(dry.status.code(), Some(0), "{}", stderr(&dry));
+    let note = format!(
+        "dry run: SPECGAP_BRIDGE is set to {}, which is not an executable file; a real run with a cli: agent refuses to start without it\n",
+        missing.display()
+    );
+    assert!(stderr(&dry).starts_with(&note), "{}", stderr(&dry));
+    let out = tmp.path().join("run");
+    let real = specgap().env("SPECGAP_BRIDGE", &missing).arg("run").arg("--config").arg(&config).arg("--out").arg(&out).output().unwrap();
+    assert_eq!(real.status.code(), Some(2), "{}", stderr(&real));
+    assert!(stderr(&real).contains("a cli: agent needs the harness tools' program"), "{}", stderr(&real));
+    assert!(!out.exists(), "nothing is created");
+}
