@@ -36,9 +36,11 @@ impl RunSet {
         }
         let mut runs = Vec::with_capacity(dirs.len());
         for dir in dirs {
+            // The store first: for a directory that is missing or no run, its message says
+            // what a run directory is, as every other verb's does.
+            let store = Store::open_read_only(dir).map_err(|source| ViewError::Run { dir: dir.clone(), source: Box::new(source) })?;
             let canonical = fs_err::canonicalize(dir)
                 .map_err(|e| ViewError::Run { dir: dir.clone(), source: Box::new(e.into()) })?;
-            let store = Store::open_read_only(&canonical).map_err(|source| ViewError::Run { dir: dir.clone(), source: Box::new(source) })?;
             runs.push(RunEntry::new(dir.clone(), canonical, store));
         }
         Ok(RunSet { runs })

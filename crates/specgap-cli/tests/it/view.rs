@@ -281,6 +281,18 @@ fn view_of_a_directory_that_is_not_a_run_says_so() {
             tmp.path().display()
         )
     );
+    // A directory that does not exist gets the same message (it used to be "failed to
+    // canonicalize path", a fresh user's finding).
+    let missing = tmp.path().join("nope");
+    let output = specgap().arg("view").arg(&missing).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        format!(
+            "error: starting the viewer: cannot open the run {0}: {0} is not a specgap run directory: expected run.toml and results.sqlite in it\n",
+            missing.display()
+        )
+    );
     let output = specgap().arg("view").arg(tmp.path()).arg("--include-private").output().unwrap();
     assert_eq!(output.status.code(), Some(2), "--include-private needs --static");
 }
