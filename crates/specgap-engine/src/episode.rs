@@ -376,6 +376,11 @@ pub fn run_episode(
         }
         Err(error) => {
             if !matches!(error, EpisodeError::Store(_)) {
+                // What the agent's closing records hold (a `cli:` agent's network attempts)
+                // happened whatever ended the episode; `end` writes them on the other paths.
+                for record in agent.closing_records() {
+                    writer.event(record)?;
+                }
                 let class = match error {
                     EpisodeError::Evaluation { .. } => "evaluation",
                     _ => "infrastructure",

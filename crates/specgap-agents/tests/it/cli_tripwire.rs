@@ -67,3 +67,32 @@ fn a_cli_agent_that_does_not_touch_the_network_leaves_no_attempt() {
     assert_eq!(run.detail.episode.end_reason, Some(EndReason::AgentExit));
     assert_no_network_attempt(&run.events);
 }
+
+/// The attempts are kept when the episode ends in an error (here its evaluator fails at the
+/// automatic submission): they are written before the `error` event, not lost with `end`.
+#[test]
+fn network_attempts_are_kept_when_the_episode_ends_in_an_evaluation_error() {
+    let package = tempfile::tempdir().unwrap();
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/tasks/interval-tree");
+    let copied = package.path().join("interval-tree");
+    let status = std::process::Command::new("cp").arg("-a").arg(&source).arg(&copied).status().unwrap();
+    assert!(status.success());
+    let manifest = std::fs::read_to_string(copied.join("task.toml")).unwrap();
+    let broken = manifest.replace("command = \"python3 evaluate.py\"", "command = \"exit 7\"");
+    assert_ne!(broken, manifest, "the evaluator command was replaced");
+    std::fs::write(copied.join("task.toml"), broken).unwrap();
+    let task = specgap_task::load(&copied).unwrap();
+    let script = "getent hosts api.anthropic.com > net-getent.txt";
+    let mock = MockUpstream::start([bash(1, script, false), done(2, "Looked it up.", false)]).unwrap();
+    let config = command_config(&mock, false);
+    let run = run_cli(task, "blind", "clean", SPEC, &config, &mock, BudgetFlags::default());
+    assert_eq!(run.detail.episode.end_reason, Some(EndReason::EvaluationError), "{:?}", run.detail.episode);
+    let (attempts, tripwire) = network_record(&run.events);
+    assert_eq!(attempts, ["dns AAAA api.anthropic.com", "dns A api.anthropic.com"]);
+    assert_eq!(tripwire, (true, 2, String::new()));
+    let kinds: Vec<&EventKind> = run.events.iter().rev().take(3).map(|e| &e.kind).collect();
+    assert!(
+        matches!(kinds[0], EventKind::End { .. }) && matches!(kinds[1], EventKind::Error { .. }) && matches!(kinds[2], EventKind::NetworkTripwire { .. }),
+        "{kinds:?}"
+    );
+}
