@@ -15,8 +15,10 @@
 //!
 //! Public: what the agent saw or did (the prompts and a plan-mode phase change's new prompt
 //! and tools, its turns, tool results, the owner's or
-//! customer's messages, its submissions, an external agent's network attempts outside the
-//! gateway and whether the tripwire that records them was armed), and outcomes (Score, Success, end reasons, the
+//! customer's messages, its submissions, an external agent's harness calls (`bridge_call`: the
+//! tool and its arguments), its file actions, its exit (status and standard error: the sandbox
+//! holds no secret), its network attempts outside the gateway and whether the tripwire that
+//! records them was armed), and outcomes (Score, Success, end reasons, the
 //! measures of the report), model usage and infrastructure errors.
 
 /// What a response may contain.
@@ -47,6 +49,9 @@ const PUBLIC_KINDS: &[&str] = &[
     "end",
     "network_attempt",
     "network_tripwire",
+    "bridge_call",
+    "actions",
+    "agent_exit",
 ];
 
 /// Whether an event of `kind` is shown whole to `access` (else it is reduced to a withheld
@@ -117,5 +122,15 @@ mod tests {
         assert_eq!(visible_event(attempt.clone(), Access::PUBLIC), attempt);
         let tripwire = json!({"seq": 11, "type": "network_tripwire", "armed": true, "attempts": 1});
         assert_eq!(visible_event(tripwire.clone(), Access::PUBLIC), tripwire);
+        // An external agent's harness calls, file actions and exit are what it did: public.
+        let call = json!({"seq": 12, "type": "bridge_call", "turn": 1, "call": {"id": "bridge-1", "tool": "ask_user", "arguments": {"question": "Q?"}}});
+        assert_eq!(visible_event(call.clone(), Access::PUBLIC), call);
+        let actions = json!({"seq": 13, "type": "actions", "turn": 1, "actions": [{"kind": "read", "path": "a.py"}]});
+        assert_eq!(visible_event(actions.clone(), Access::PUBLIC), actions);
+        let exit = json!({"seq": 14, "type": "agent_exit", "status": 0, "how": "exited", "stderr_tail": "done"});
+        assert_eq!(visible_event(exit.clone(), Access::PUBLIC), exit);
+        // The user model's requests quote the private requirements: withheld.
+        let user_request = json!({"seq": 15, "type": "user_request", "request": "sha256:00"});
+        assert_eq!(visible_event(user_request, Access::PUBLIC), json!({"seq": 15, "type": "withheld", "kind": "user_request"}));
     }
 }
