@@ -268,13 +268,14 @@ fn serve_connection(stream: TcpStream, state: &State) {
         };
         {
             let mut received = lock(&state.received);
-            received.push(request);
+            received.push(request.clone());
             state.arrived.notify_all();
         }
         let scripted = lock(&state.script).pop_front();
+        // The responder sees this connection's request, not the latest arrival (another
+        // connection may have pushed one since).
         let answered = || {
             let respond = lock(&state.responder).clone()?;
-            let request = lock(&state.received).last().cloned()?;
             Some(respond(&request))
         };
         let reply = scripted.or_else(answered).or_else(|| lock(&state.fallback).clone()).unwrap_or_else(|| {

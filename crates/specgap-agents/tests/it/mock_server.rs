@@ -1,14 +1,13 @@
-//! A hand-written OpenAI-compatible mock server on std::net (lighter than wiremock + tokio):
-//! every request is captured, and a handler scripts each response from the request.
+//! The scripted model server of these tests: `specgap_gateway::mock::MockUpstream` (which
+//! captures every request), answered by a handler that scripts each response from the
+//! request and its 0-based arrival number.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use specgap_gateway::mock::{MockBody, MockReply, MockUpstream, ReceivedRequest};
 
 /// One captured request.
 #[derive(Debug, Clone)]
@@ -57,40 +56,22 @@ impl Scripted {
     }
 }
 
-type Handler = dyn Fn(&Captured, usize) -> Scripted + Send + Sync;
-
+/// A running mock; `url` is its OpenAI-compatible base (`http://127.0.0.1:<port>/v1`).
 pub struct MockServer {
     pub url: String,
-    addr: std::net::SocketAddr,
-    captured: Arc<Mutex<Vec<Captured>>>,
-    stop: Arc<AtomicBool>,
+    upstream: MockUpstream,
 }
 
 impl MockServer {
     /// Starts a server; `handler(request, n)` answers the n-th (0-based) request.
     pub fn start(handler: impl Fn(&Captured, usize) -> Scripted + Send + Sync + 'static) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let captured = Arc::new(Mutex::new(Vec::new()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let handler: Arc<Handler> = Arc::new(handler);
-        {
-            let captured = Arc::clone(&captured);
-            let stop = Arc::clone(&stop);
-            thread::spawn(move || {
-                for stream in listener.incoming() {
-                    if stop.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    let Ok(stream) = stream else { continue };
-                    let captured = Arc::clone(&captured);
-                    let handler = Arc::clone(&handler);
-                    let stop = Arc::clone(&stop);
-                    thread::spawn(move || serve(stream, &captured, &*handler, &stop));
-                }
-            });
-        }
-        MockServer { url: format!("http://{addr}/v1"), addr, captured, stop }
+        let upstream = MockUpstream::start([]).unwrap();
+        let arrivals = AtomicUsize::new(0);
+        upstream.set_responder(move |received| {
+            let n = arrivals.fetch_add(1, Ordering::SeqCst);
+            handler(&Captured::from(received), n).into_reply()
+        });
+        MockServer { url: format!("{}/v1", upstream.url()), upstream }
     }
 
     /// A server answering the scripted responses in order (then 500s).
@@ -102,93 +83,42 @@ impl MockServer {
     }
 
     pub fn requests(&self) -> Vec<Captured> {
-        self.captured.lock().unwrap().clone()
+        self.upstream.requests().iter().map(Captured::from).collect()
     }
 }
 
-impl Drop for MockServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        // Wake the accept loop.
-        let _ = TcpStream::connect(self.addr);
+impl From<&ReceivedRequest> for Captured {
+    fn from(received: &ReceivedRequest) -> Self {
+        let raw_body = String::from_utf8_lossy(&received.body).to_string();
+        Captured {
+            path: received.target.clone(),
+            headers: received.headers.clone(),
+            body: serde_json::from_str(&raw_body).unwrap_or(Value::Null),
+            raw_body,
+        }
     }
 }
 
-fn serve(mut stream: TcpStream, captured: &Mutex<Vec<Captured>>, handler: &Handler, stop: &AtomicBool) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut request_line = String::new();
-    if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
-        return;
-    }
-    let path = request_line.split_whitespace().nth(1).unwrap_or("").to_string();
-    let mut headers = Vec::new();
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = line.split_once(':') {
-            headers.push((name.trim().to_lowercase(), value.trim().to_string()));
-        }
-    }
-    let length: usize = headers.iter().find(|(n, _)| n == "content-length").and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
-    let mut body = vec![0u8; length];
-    if reader.read_exact(&mut body).is_err() {
-        return;
-    }
-    let raw_body = String::from_utf8_lossy(&body).to_string();
-    let request = Captured { path, headers, body: serde_json::from_str(&raw_body).unwrap_or(Value::Null), raw_body };
-    let n = {
-        let mut all = captured.lock().unwrap();
-        all.push(request.clone());
-        all.len() - 1
-    };
-    let mut response = handler(&request, n);
-    while let Scripted::Delay(delay, then) = response {
-        let until = std::time::Instant::now() + delay;
-        while std::time::Instant::now() < until {
-            if stop.load(Ordering::SeqCst) {
-                return;
+impl Scripted {
+    /// The gateway mock's reply for this script: delays add up before the head; a body
+    /// starting `data:` is an event stream sent whole.
+    fn into_reply(self) -> MockReply {
+        match self {
+            Scripted::Respond(status, extra, body) => {
+                let content_type = if body.starts_with("data:") { "text/event-stream" } else { "application/json" };
+                let mut reply = MockReply::json(status, body);
+                reply.headers = vec![("content-type".into(), content_type.into())];
+                extra.iter().fold(reply, |reply, (name, value)| reply.with_header(name, value))
             }
-            thread::sleep(Duration::from_millis(20));
-        }
-        response = *then;
-    }
-    match response {
-        Scripted::Delay(..) => unreachable!("delays are unwrapped above"),
-        Scripted::Respond(status, extra, body) => {
-            let content_type = if body.starts_with("data:") { "text/event-stream" } else { "application/json" };
-            let mut head = format!(
-                "HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n",
-                body.len()
-            );
-            for (name, value) in extra {
-                head.push_str(&format!("{name}: {value}\r\n"));
-            }
-            head.push_str("\r\n");
-            let _ = stream.write_all(head.as_bytes());
-            let _ = stream.write_all(body.as_bytes());
-        }
-        Scripted::Cut(partial) => {
-            let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
-            let _ = stream.write_all(head.as_bytes());
-            let _ = stream.write_all(format!("{:x}\r\n{partial}\r\n", partial.len()).as_bytes());
-            let _ = stream.flush();
-            thread::sleep(Duration::from_millis(50));
-            // Close without the terminating zero-length chunk.
-        }
-        Scripted::Hang => {
-            while !stop.load(Ordering::SeqCst) {
-                thread::sleep(Duration::from_millis(20));
+            Scripted::Cut(partial) => MockReply::sse(Vec::new()).with_body(MockBody::CutAfter(vec![partial.into_bytes()])),
+            Scripted::Hang => MockReply::json(200, Vec::new()).with_body(MockBody::Hang),
+            Scripted::Delay(delay, then) => {
+                let reply = then.into_reply();
+                let total = reply.delay + delay;
+                reply.with_delay(total)
             }
         }
     }
-    let _ = stream.flush();
-    let _ = stream.shutdown(Shutdown::Both);
 }
 
 // ---- response builders ----

@@ -26,7 +26,7 @@ fn conversations() -> Vec<Conversation> {
 #[test]
 fn resample_sends_every_stored_request_byte_for_byte_k_times_and_records_user_usage() {
     let server = MockServer::start(move |request, n| {
-        assert_eq!(request.path, "/v1/chat/completions");
+        assert_eq!(request.target, "/v1/chat/completions");
         (200, completion(&format!("  resample {n}  ")))
     });
     let (run, bytes) = chat_user_run(&server.url, &conversations());
