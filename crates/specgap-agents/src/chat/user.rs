@@ -28,8 +28,9 @@
 //! (`src/chat/prompts/*.md`), which a run may replace (`specgap run --prompts DIR`,
 //! [`specgap_engine::prompt_files`]); the placeholders are `{persona}`, `{understanding}`,
 //! `{specification_note}`, `{editable_surface}`, `{style_note}` (owner.md), `{information}`
-//! (customer.md), `{scene}`, `{incident}`, `{detail_note}`, `{request_note}`
-//! (owner_observation.md) and `{question}` (owner_question.md, customer_question.md).
+//! (customer.md), `{scene}`, `{incident}`, `{detail_note}` (owner_observation.md; also
+//! `{request_note}`, which the built-in file leaves out: [`UserKnowledge::observation_message`])
+//! and `{question}` (owner_question.md, customer_question.md).
 //!
 //! **Requests.** Each request is sent as the exact bytes [`ChatClient::prepare`] writes, and
 //! returned with the reply for the trajectory (a `user_request` event,
@@ -61,8 +62,10 @@ use crate::chat::wire::WireMessage;
 /// their fill-ins); bump on any change. It is stored in the user's table in `run.toml`
 /// (`user_prompt_version`), which the episode key hashes, so edited prompts key new episodes.
 /// 2: every rule of seed 000 App. F.4 in the owner prompt; the history starts with the opening
-/// message verbatim; prompts are replaceable files.
-pub const USER_PROMPT_VERSION: &str = "2";
+/// message verbatim; prompts are replaceable files. 3: the owner's latest item after a failed
+/// submission no longer carries the observation's format-2 `request` (App. F.4: the owner writes
+/// what it needs itself).
+pub const USER_PROMPT_VERSION: &str = "3";
 
 /// Extra tries after an empty user reply.
 pub const EMPTY_REPLY_RETRIES: u32 = 2;
@@ -200,8 +203,12 @@ impl UserKnowledge {
         fill(&self.question_prompt, &[("question", question.trim())]).trim_end().to_string()
     }
 
-    /// The latest-item message of an observation (the detail once escalated, the request when
-    /// the package has one).
+    /// The latest-item message of an observation: the scene, the incident and, once escalated,
+    /// the filled detail — what seed 000 App. F.4 gives the owner (the observation's two
+    /// contexts), so the owner writes what it needs different in its own words. The
+    /// observation's format-2 `request` (the author's ready sentence, which the `relay` owner
+    /// relays) fills `{request_note}` only, which the built-in `owner_observation.md` does not
+    /// use; a replaced prompt that does departs from App. F.4 by its own choice.
     pub fn observation_message(&self, context: &FeedbackContext) -> String {
         let observation = &context.observation;
         let detail_note = if context.escalated { format!("\nWhat you measured this time: {}", context.detail.trim()) } else { String::new() };

@@ -139,3 +139,75 @@ fn the_owner_prompt_states_every_rule_of_seed_000_f4() {
     assert!(prompt.contains(&format!("What the engineer is allowed to change: {}", profile.editable_surface.trim())));
     assert!(!prompt.contains('{') && !prompt.contains('}'), "{prompt}");
 }
+
+/// The owner's latest item for `observation` with the built-in prompt: the two contexts of the
+/// paper's registry (the detail once escalated) and the scene, nothing more.
+fn built_in_observation_item(observation: &specgap_protocol::package::Observation, detail: Option<&str>) -> String {
+    let measured = detail.map(|d| format!("\nWhat you measured this time: {d}")).unwrap_or_default();
+    format!(
+        "The latest item: something you saw while using the work the engineer delivered.\n\nWhere you were: {}\nWhat happened: {}{measured}\n\nWrite your next message to the engineer.",
+        observation.scene.trim(),
+        observation.incident.trim()
+    )
+}
+
+#[test]
+fn the_chat_owner_writes_its_own_request_from_the_observation_alone() {
+    // Seed 000 App. F.4: the owner knows its picture of the project, its own messages and the
+    // latest item, and says itself what it needs different. The format-2 `request` (the
+    // author's ready sentence, which the relay owner relays) never reaches the model.
+    let server = MockServer::start(|_, n| Scripted::json(completion(Some(&format!("reply {n}")), &[], "stop")));
+    let package = example("payment-retry");
+    let knowledge = UserKnowledge::for_episode(&package, &Condition::parse("partial").unwrap());
+    let mut user = ChatUser::new(&config(&server), knowledge.clone(), 3).unwrap();
+    let observations = package.observations();
+    assert_eq!(observations.len(), 14);
+    for (i, observation) in observations.iter().enumerate() {
+        let escalated = i % 2 == 1;
+        let context = FeedbackContext {
+            observation: observation.clone(),
+            detail: format!("measured {i}"),
+            escalated,
+            text: observation.incident.clone(),
+        };
+        let detail = format!("measured {i}");
+        assert_eq!(knowledge.observation_message(&context), built_in_observation_item(observation, escalated.then_some(detail.as_str())));
+        user.feedback(&context).unwrap();
+    }
+    let requests = server.requests();
+    assert_eq!(requests.len(), 14);
+    for (i, request) in requests.iter().enumerate() {
+        let detail = format!("measured {i}");
+        let last = request.messages().last().unwrap()["content"].as_str().unwrap().to_string();
+        assert_eq!(last, built_in_observation_item(&observations[i], (i % 2 == 1).then_some(detail.as_str())));
+        // No message of any request (system prompt, history, latest item) holds a request.
+        for message in request.messages() {
+            let text = message["content"].as_str().unwrap();
+            for observation in observations {
+                let asked = observation.request.as_deref().unwrap().trim();
+                assert!(!text.contains(asked), "request {i} carries `{asked}`");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_replaced_observation_prompt_may_still_ask_for_the_request() {
+    // `{request_note}` stays a placeholder a run's own owner_observation.md may use (an override
+    // the run records); the built-in file does not.
+    let package = example("payment-retry");
+    let mut replaced = specgap_engine::prompt_files::Replacements::none();
+    replaced.insert("owner_observation.md", "Saw: {incident}{request_note}");
+    let partial = Condition::parse("partial").unwrap();
+    let knowledge = UserKnowledge::for_episode_with(&package, &partial, package.instruction().trim_end(), &replaced);
+    let observation = package.observations()[0].clone();
+    let context = FeedbackContext { observation: observation.clone(), detail: String::new(), escalated: false, text: String::new() };
+    assert_eq!(
+        knowledge.observation_message(&context),
+        format!(
+            "Saw: {}\nWhat you need instead, as you would put it: {}",
+            observation.incident.trim(),
+            observation.request.as_deref().unwrap().trim()
+        )
+    );
+}
