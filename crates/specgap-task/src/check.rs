@@ -5,9 +5,9 @@
 //!
 //! | kind | checks (row names) | source |
 //! | --- | --- | --- |
-//! | all | `load`, `kind` (the evaluator reports something to score) | DESIGN §2 |
+//! | all | `load`, `kind` (the evaluator reports something to score); `instruction` (instruction.md has a word) for every kind but requirement-scored, whose `instruction-length` covers it | DESIGN §2 |
 //! | requirement | `instruction-length` (40–250 words), `leak-scan`, `starter` fails every requirement, `gold` passes every requirement, `literal` fails at least as many as are unstated, `mutant:<id>` reproduces its requirement's failure, `observations` cover every reported failure mode and detail placeholder | seed 000 App. E.2 / E.3 |
-//! | requirement, `--strict` only | `instruction-full` and `user` present, `shape` (warn unless 5 requirements with at most 2 stated); a missing `literal` or `mutant:<id>` fails instead of warning, and each mutant must fail its requirement with a failure mode observations.toml registers for it | seed 000 App. E.2, §4.3 |
+//! | requirement, `--strict` only | `instruction-full` (present, not instruction.md again, one paragraph of its own stating each requirement: [`crate::full_instruction`]) and `user` present, `shape` (warn unless 5 requirements with at most 2 stated); a missing `literal` or `mutant:<id>` fails instead of warning, and each mutant must fail its requirement with a failure mode observations.toml registers for it | seed 000 App. E.2, §4.3 |
 //! | test | `starter` fails some test (warn otherwise), `gold` passes every test | seed 001 |
 //! | delivery | `information`, `clarifications` (each target answered, with a trigger), `starter` does not attain the reference, `gold` is valid and attains it | seed 002 §3 |
 //! | reward | `starter`, `gold` reaches reward 1 | DESIGN §2 |
@@ -34,6 +34,7 @@ use specgap_protocol::result::{EvalResult, ScoringKind};
 use crate::discover::discover_dirs;
 use crate::error::LoadError;
 use crate::judge::{EvaluateError, Judge, Outcome, Submission, judge_outcome};
+use crate::full_instruction;
 use crate::leak::{self, Leak};
 use crate::package::{ResidualState, TaskPackage};
 use crate::residual::left_out_files;
@@ -327,6 +328,9 @@ impl Checker<'_> {
             .as_ref()
             .map(|overlay| self.evaluate(Submission::Overlay("gold", overlay)));
         let kind = self.kind_row(&starter, gold.as_ref());
+        if kind.is_some_and(|k| k != ScoringKind::Requirement) {
+            self.instruction_row();
+        }
         match kind {
             Some(ScoringKind::Requirement) => self.requirement_checks(&starter, gold.as_ref()),
             Some(ScoringKind::Test) => self.test_checks(&starter, gold.as_ref()),
@@ -475,10 +479,27 @@ impl Checker<'_> {
         self.observations_row();
     }
 
+    /// Every kind but requirement-scored (whose `instruction-length` row covers it):
+    /// instruction.md is the agent's opening message, so it must say something.
+    fn instruction_row(&mut self) {
+        let words = leak::instruction_words(self.package.instruction());
+        if words == 0 {
+            self.push("instruction", Verdict::Fail, "instruction.md is empty; it is the agent's opening message");
+        } else {
+            self.push("instruction", Verdict::Pass, format!("instruction.md has {words} words"));
+        }
+    }
+
     fn instruction_length_row(&mut self) {
         let (min, max) = INSTRUCTION_WORDS;
         let words = leak::instruction_words(self.package.instruction());
-        if (min..=max).contains(&words) {
+        if words == 0 {
+            self.push(
+                "instruction-length",
+                Verdict::Fail,
+                format!("instruction.md is empty; expected {min} to {max} words"),
+            );
+        } else if (min..=max).contains(&words) {
             self.push(
                 "instruction-length",
                 Verdict::Pass,
@@ -522,12 +543,27 @@ impl Checker<'_> {
                 "instruction.full.md is empty; --strict needs the complete specification the full condition opens with",
             ),
             Some(text) => {
-                let words = leak::instruction_words(text);
-                self.push(
-                    "instruction-full",
-                    Verdict::Pass,
-                    format!("instruction.full.md present ({words} words)"),
-                );
+                let package = self.package;
+                match full_instruction::review(text, package.instruction(), package.requirements()) {
+                    Ok(review) => {
+                        let words = leak::instruction_words(text);
+                        let lowest = review
+                            .stated
+                            .iter()
+                            .min_by(|a, b| a.coverage.total_cmp(&b.coverage))
+                            .map(|s| format!("; lowest: `{}`, {} of its description's content words", s.requirement, full_instruction::percent(s.coverage)))
+                            .unwrap_or_default();
+                        self.push(
+                            "instruction-full",
+                            Verdict::Pass,
+                            format!(
+                                "instruction.full.md present ({words} words): {} paragraphs, each requirement stated in one of its own{lowest}",
+                                review.paragraphs
+                            ),
+                        );
+                    }
+                    Err(problem) => self.push("instruction-full", Verdict::Fail, problem.to_string()),
+                }
             }
         }
     }

@@ -14,7 +14,8 @@
 //!   in the run store, and the [`TaskPackage::scoring_context`] that
 //!   `specgap_protocol::result` needs to validate and score an evaluator's `result.json`.
 //! * [`check`] runs the checks of `specgap check` (seed 000 Appendix E.2 for requirement-scored
-//!   tasks, seed 001 residual states, seed 002 delivery cases) and renders their table; [`eval`]
+//!   tasks, seed 001 residual states, seed 002 delivery cases) and renders their table
+//!   ([`full_instruction`] is `--strict`'s one-paragraph-per-requirement rule); [`eval`]
 //!   evaluates any directory as a submission (`specgap eval`).
 //! * Both judge submissions through the [`Judge`] trait; [`SandboxJudge`] materializes the
 //!   starter, an overlay or a residual state with `specgap-sandbox` and runs the real evaluator
@@ -40,6 +41,7 @@ mod discover;
 mod error;
 pub mod eval;
 pub mod format2;
+pub mod full_instruction;
 mod judge;
 pub mod leak;
 mod load;

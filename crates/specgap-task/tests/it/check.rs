@@ -88,6 +88,7 @@ fn test_basic_passes_every_check() {
         [
             ("load", "pass", "format 1 package loaded"),
             ("kind", "pass", "test-scored (evaluator reports 7 tests)"),
+            ("instruction", "pass", "instruction.md has 67 words"),
             ("starter", "pass", "fails 6 of 7 tests"),
             ("gold", "pass", "passes every test (7)"),
             (
@@ -118,6 +119,7 @@ fn delivery_basic_passes_every_check() {
         [
             ("load", "pass", "format 1 package loaded"),
             ("kind", "pass", "delivery-scored (reference 4, min)"),
+            ("instruction", "pass", "instruction.md has 64 words"),
             ("information", "pass", "information.md present"),
             (
                 "clarifications",

@@ -122,7 +122,13 @@ fn the_bundled_packages_pass_check_strict() {
     let names: Vec<String> = reports.iter().map(TaskReport::title).collect();
     assert_eq!(names, ["examples/config-drift", "examples/experiment-analysis", "examples/interval-tree", "examples/payment-retry", "examples/retail-replenishment"]);
     let payment = &reports[3];
-    assert_eq!(verdict_of(payment, "instruction-full"), (Verdict::Pass, "instruction.full.md present (322 words)"));
+    assert_eq!(
+        verdict_of(payment, "instruction-full"),
+        (
+            Verdict::Pass,
+            "instruction.full.md present (322 words): 6 paragraphs, each requirement stated in one of its own; lowest: `respect-busy-wait`, 63% of its description's content words"
+        )
+    );
     assert_eq!(verdict_of(payment, "user"), (Verdict::Pass, "user.toml present (persona, understanding, editable surface)"));
     assert_eq!(verdict_of(payment, "shape"), (Verdict::Pass, "5 requirements, 1 stated, as in the paper"));
 }
@@ -206,4 +212,119 @@ fn strict_rejects_a_mutant_whose_failure_mode_differs_from_its_observation() {
     let lenient = check_dir(&copy.root, judge());
     assert_eq!(verdict_of(&lenient, "mutant:declines-final"), (Verdict::Pass, "fails declines-final (decline-retried) only"));
     assert_eq!(failing(&lenient).iter().map(|(c, _)| c.as_str()).collect::<Vec<_>>(), ["observations"]);
+}
+
+/// Each bundled requirement package's coverage figures (module guide of
+/// `specgap_task::full_instruction`): the lowest share a requirement gets from its own paragraph
+/// of instruction.full.md, the highest share an unstated requirement gets from any paragraph of
+/// instruction.md, and the highest share a requirement gets from a full-instruction paragraph
+/// that is not its own. All three must sit on the right side of MIN_COVERAGE (0.5).
+#[test]
+fn the_paragraph_rule_separates_the_bundled_full_and_partial_instructions() {
+    use specgap_task::full_instruction::{MIN_COVERAGE, coverage, paragraphs, percent, review};
+    use specgap_task::matching::content_words;
+    let mut rows = Vec::new();
+    for name in ["config-drift", "experiment-analysis", "payment-retry"] {
+        let package = specgap_task::load(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/tasks").join(name)).unwrap();
+        let full = package.instruction_full().unwrap();
+        let accepted = review(full, package.instruction(), package.requirements()).unwrap();
+        let own_lowest = accepted.stated.iter().map(|s| s.coverage).fold(1.0, f64::min);
+        let share = |text: &str, r: &specgap_protocol::package::Requirement| -> Vec<f64> {
+            let description = content_words(&r.description);
+            paragraphs(text).iter().map(|p| coverage(&description, &content_words(p))).collect()
+        };
+        let partial_highest = package
+            .requirements()
+            .iter()
+            .filter(|r| !r.stated)
+            .flat_map(|r| share(package.instruction(), r))
+            .fold(0.0, f64::max);
+        let other_highest = accepted
+            .stated
+            .iter()
+            .flat_map(|s| {
+                let r = package.requirements().iter().find(|r| r.id == s.requirement).unwrap();
+                share(full, r).into_iter().enumerate().filter(move |(p, _)| p + 1 != s.paragraph).map(|(_, c)| c)
+            })
+            .fold(0.0, f64::max);
+        assert!(own_lowest >= MIN_COVERAGE && partial_highest < MIN_COVERAGE, "{name}");
+        rows.push(format!("{name}: own >= {}, partial <= {}, other paragraphs <= {}", percent(own_lowest), percent(partial_highest), percent(other_highest)));
+    }
+    assert_eq!(
+        rows,
+        [
+            "config-drift: own >= 77%, partial <= 22%, other paragraphs <= 55%",
+            "experiment-analysis: own >= 73%, partial <= 35%, other paragraphs <= 42%",
+            "payment-retry: own >= 63%, partial <= 27%, other paragraphs <= 53%",
+        ]
+    );
+}
+
+#[test]
+fn strict_rejects_a_one_line_full_instruction() {
+    // Every requirement's full description, on one line: one paragraph for five requirements.
+    let copy = Copy::of_example("payment-retry");
+    let package = specgap_task::load(&copy.root).unwrap();
+    let one_line: Vec<&str> = package.requirements().iter().map(|r| r.description.trim()).collect();
+    copy.write("instruction.full.md", &one_line.join(" "));
+    assert_eq!(
+        failing(&check_strict(&copy)),
+        [("instruction-full".to_string(), "instruction.full.md has 1 paragraph; seed 000 App. E.2 writes one paragraph per requirement (5)".to_string())]
+    );
+}
+
+#[test]
+fn strict_rejects_a_full_instruction_that_copies_the_partial_one() {
+    let copy = Copy::of_example("payment-retry");
+    copy.write("instruction.full.md", &copy.read("instruction.md"));
+    assert_eq!(
+        failing(&check_strict(&copy)),
+        [(
+            "instruction-full".to_string(),
+            "instruction.full.md says what instruction.md says; the full instruction states every requirement".to_string()
+        )]
+    );
+    // The partial instruction with a paragraph per requirement that only names it still fails:
+    // the unstated rules are not stated.
+    let mut padded = copy.read("instruction.md");
+    for id in ["charge-once", "declines-final", "respect-busy-wait", "checkout-deadline", "retry-timeouts"] {
+        padded.push_str(&format!("\n\nAnd {} too.\n", id.replace('-', " ")));
+    }
+    copy.write("instruction.full.md", &padded);
+    let reason = &failing(&check_strict(&copy))[0].1;
+    assert!(reason.starts_with("instruction.full.md does not state every requirement in a paragraph of its own: `charge-once` (best: paragraph "), "{reason}");
+    for id in ["declines-final", "respect-busy-wait", "checkout-deadline", "retry-timeouts"] {
+        assert!(reason.contains(&format!("`{id}` (best: paragraph ")), "{reason}");
+    }
+}
+
+#[test]
+fn strict_rejects_a_full_instruction_missing_one_requirement_paragraph() {
+    // The bundled full instruction without its deadline paragraph (the last one).
+    let copy = Copy::of_example("payment-retry");
+    let full = copy.read("instruction.full.md");
+    let kept: Vec<&str> = full.split("\n\n").filter(|p| !p.starts_with("Stay inside the request deadline.")).collect();
+    assert_eq!(kept.len(), 5);
+    copy.write("instruction.full.md", &(kept.join("\n\n") + "\n\nThank you.\n"));
+    assert_eq!(
+        failing(&check_strict(&copy)),
+        [(
+            "instruction-full".to_string(),
+            "instruction.full.md does not state every requirement in a paragraph of its own: `checkout-deadline` (best: paragraph 2, with 25% of its description's content words; 50% needed)".to_string()
+        )]
+    );
+}
+
+#[test]
+fn an_empty_instruction_fails_check_for_every_kind() {
+    for (name, row, reason) in [
+        ("payment-retry", "instruction-length", "instruction.md is empty; expected 40 to 250 words"),
+        ("interval-tree", "instruction", "instruction.md is empty; it is the agent's opening message"),
+        ("retail-replenishment", "instruction", "instruction.md is empty; it is the agent's opening message"),
+    ] {
+        let copy = Copy::of_example(name);
+        copy.write("instruction.md", " \n\n");
+        let report = check_dir(&copy.root, judge());
+        assert_eq!(failing(&report), [(row.to_string(), reason.to_string())], "{name}");
+    }
 }
