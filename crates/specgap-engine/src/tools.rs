@@ -595,12 +595,10 @@ pub fn project_record(ws: &WorkspaceRoot, records_dir: &str, record: &str) -> Re
     Ok(rel)
 }
 
-/// Quotes a string for `sh` (single quotes, embedded quotes escaped).
+/// Quotes a string for `sh` (single quotes, embedded quotes escaped): the rule `check` uses
+/// to replay the same records ([`specgap_task::heard::shell_quote`]).
 pub fn shell_quote(text: &str) -> String {
-    if !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c)) {
-        return text.to_string();
-    }
-    format!("'{}'", text.replace('\'', r"'\''"))
+    specgap_task::heard::shell_quote(text)
 }
 
 #[cfg(test)]
@@ -611,6 +609,11 @@ mod tests {
         let c = Condition::parse(condition).unwrap();
         let b = Budgets::resolve(&c, &specgap_protocol::package::Budget::default(), &crate::condition::BudgetFlags::default());
         tool_specs(&c, &b, true).into_iter().find(|t| t.name == names::SUBMIT).unwrap().description
+    }
+
+    #[test]
+    fn check_hears_the_commands_for_as_long_as_run_project_runs_them() {
+        assert_eq!(specgap_task::heard::HEARD_TIMEOUT_SEC, DEFAULT_COMMAND_TIMEOUT_SEC);
     }
 
     #[test]

@@ -20,11 +20,12 @@ pub const FORMAT_2: u32 = 2;
 
 /// Every key format 2 adds (file, then the key's place in it), in the order CHANGELOG.md
 /// lists them. Each is optional; each is an error in a format-1 package.
-pub const FORMAT_2_KEYS: [&str; 4] = [
+pub const FORMAT_2_KEYS: [&str; 5] = [
     "task.toml [task].tags",
     "task.toml [task].subfamily",
     "task.toml [delivery].schema",
     "observations.toml [[observation]].request",
+    "task.toml [project].probes",
 ];
 
 /// `task.toml`: the manifest of a task package (DESIGN §2).
@@ -129,6 +130,13 @@ pub struct Project {
     pub records: String,
     /// Shell command; `{record}` is replaced by the record's workspace-relative path, shell-quoted.
     pub replay: String,
+    /// Format 2: other shell commands the task expects the agent to run on the project (its
+    /// test suite, a tool its README names), each run in the workspace. `specgap check` runs
+    /// each on the starter in the sandbox and scans what it prints, as it scans the replays
+    /// (seed 000 §4.2 criterion 4: nothing the agent can see or hear states an unstated
+    /// requirement). Never run by the engine itself.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probes: Vec<String>,
 }
 
 /// `[evaluator]` of `task.toml`.

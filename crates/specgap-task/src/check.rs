@@ -35,6 +35,7 @@ use crate::discover::discover_dirs;
 use crate::error::LoadError;
 use crate::judge::{EvaluateError, Judge, Outcome, Submission, judge_outcome};
 use crate::full_instruction;
+use crate::heard;
 use crate::leak::{self, Leak};
 use crate::package::{ResidualState, TaskPackage};
 use crate::residual::left_out_files;
@@ -514,18 +515,37 @@ impl Checker<'_> {
         }
     }
 
+    /// What the agent can see or hear ([`scan_package`]), then what the starter prints for the
+    /// commands the package names ([`heard::scan_heard`]).
     fn leak_scan_row(&mut self) {
-        match scan_package(self.package) {
-            Err(err) => self.push("leak-scan", Verdict::Fail, format!("could not scan: {err}")),
-            Ok(leaks) if leaks.is_empty() => self.push(
+        let mut leaks = match scan_package(self.package) {
+            Err(err) => return self.push("leak-scan", Verdict::Fail, format!("could not scan: {err}")),
+            Ok(leaks) => leaks,
+        };
+        let unstated: Vec<_> = self.package.requirements().iter().filter(|r| !r.stated).collect();
+        let heard = match heard::scan_heard(self.package, self.judge, &unstated) {
+            Err(err) => {
+                let reason = format!("could not scan what the agent hears: {}", specgap_protocol::text::error_chain(&err));
+                return self.push("leak-scan", Verdict::Fail, reason);
+            }
+            Ok(heard) => heard,
+        };
+        leaks.extend(heard.leaks);
+        if leaks.is_empty() {
+            let (replays, probes) = (heard.replays, heard.probes);
+            let s = |n: usize| if n == 1 { "" } else { "s" };
+            self.push(
                 "leak-scan",
                 Verdict::Pass,
-                "no unstated requirement text in instruction.md, workspace files, observations or user.toml",
-            ),
-            Ok(leaks) => {
-                let shown: Vec<String> = leaks.iter().map(Leak::to_string).collect();
-                self.push("leak-scan", Verdict::Fail, shown.join("; "));
-            }
+                format!(
+                    "no unstated requirement text in instruction.md, workspace files, observations, user.toml or the starter's output of {replays} replay{} and {probes} probe{}",
+                    s(replays),
+                    s(probes)
+                ),
+            );
+        } else {
+            let shown: Vec<String> = leaks.iter().map(Leak::to_string).collect();
+            self.push("leak-scan", Verdict::Fail, shown.join("; "));
         }
     }
 
@@ -1236,7 +1256,8 @@ pub(crate) fn placeholders(detail: &str) -> Vec<&str> {
     keys
 }
 
-/// Leaks in everything the agent can see or hear: instruction.md, every regular workspace
+/// Leaks in everything the agent can see or hear without running a command (the starter's
+/// output of the package's own commands is [`heard::scan_heard`]'s): instruction.md, every regular workspace
 /// file (binary files skipped) in path order, then what the owner can say — each
 /// observation's incident, detail and (format 2) request, which the `relay` owner relays
 /// after a failed submission, and `user.toml`'s understanding and editable surface, whose

@@ -11,6 +11,7 @@
 //! | `[task].subfamily` | one such word |
 //! | `[delivery].schema` | a path relative to the package root, outside `workspace/` (the schema is private), naming a regular file that parses as JSON and is a schema: an object, or `true` / `false` |
 //! | `[[observation]].request` | not blank |
+//! | `[project].probes` | a list of shell commands, none blank (`specgap check` runs each on the starter and scans its output: [`crate::heard`]) |
 
 use std::collections::HashSet;
 use std::path::{Component, Path};

@@ -5,9 +5,11 @@
 //! sandbox; tests can substitute a judge that returns prepared results.
 
 use std::path::Path;
+use std::time::Duration;
 
 use specgap_protocol::result::{EvalResult, ResultProblem, Scored, ScoringKind};
 
+use crate::heard::Heard;
 use crate::package::{Overlay, ResidualState, TaskPackage};
 
 /// A state of the workspace to evaluate.
@@ -75,6 +77,13 @@ pub enum EvaluateError {
         #[source]
         source: Box<specgap_sandbox::EvalError>,
     },
+    /// A command could not be run in the sandbox ([`Judge::run_on_starter`]).
+    #[error("the sandbox could not run the command")]
+    Command {
+        /// The sandbox's error.
+        #[source]
+        source: Box<specgap_sandbox::SandboxError>,
+    },
     /// An evaluation error described in words (for judges other than the sandbox's).
     #[error("evaluation error: {reason}")]
     Evaluation {
@@ -118,6 +127,16 @@ pub trait Judge: Sync {
         package: &TaskPackage,
         submission: Submission<'_>,
     ) -> Result<Judged, EvaluateError>;
+
+    /// Runs the shell `command` on a fresh copy of `package`'s unchanged starter workspace, as
+    /// an agent's command runs (the task's `[environment]`, the workspace as working directory),
+    /// for at most `timeout`, and returns what it printed ([`crate::heard`]). A failing exit
+    /// status or a timeout is not an error.
+    ///
+    /// # Errors
+    /// [`EvaluateError::Prepare`], [`EvaluateError::Environment`] or
+    /// [`EvaluateError::Command`] when the command could not be run at all.
+    fn run_on_starter(&self, package: &TaskPackage, command: &str, timeout: Duration) -> Result<Heard, EvaluateError>;
 }
 
 /// What the evaluator produced for one submission.

@@ -19,7 +19,8 @@
 //!   evaluates any directory as a submission (`specgap eval`).
 //! * Both judge submissions through the [`Judge`] trait; [`SandboxJudge`] materializes the
 //!   starter, an overlay or a residual state with `specgap-sandbox` and runs the real evaluator
-//!   under bubblewrap. [`leak`] is the leak scan; [`matching`] the shared question-matching rule;
+//!   under bubblewrap. [`leak`] is the leak scan, [`heard`] the commands whose output it also
+//!   reads; [`matching`] the shared question-matching rule;
 //!   [`owner`] the sentences of `user.toml` the relay owner answers from (and the leak scan
 //!   reads); [`residual`] the left-out files of a residual state (shared by `check` and the
 //!   report).
@@ -42,6 +43,7 @@ mod error;
 pub mod eval;
 pub mod format2;
 pub mod full_instruction;
+pub mod heard;
 mod judge;
 pub mod leak;
 mod load;

@@ -177,6 +177,12 @@ struct ManifestProbe {
     task: Option<TaskProbe>,
     evaluator: Option<EvaluatorProbe>,
     delivery: Option<DeliveryProbe>,
+    project: Option<ProjectProbe>,
+}
+
+#[derive(Deserialize)]
+struct ProjectProbe {
+    probes: Option<Spanned<toml::Value>>,
 }
 
 #[derive(Deserialize)]
@@ -216,6 +222,7 @@ fn load_manifest(path: &Path) -> Result<(TaskManifest, Location), LoadError> {
         ("[task].tags", task_probe.and_then(|t| t.tags.as_ref())),
         ("[task].subfamily", task_probe.and_then(|t| t.subfamily.as_ref())),
         ("[delivery].schema", delivery_probe.and_then(|d| d.schema.as_ref())),
+        ("[project].probes", probe.project.as_ref().and_then(|p| p.probes.as_ref())),
     ];
     for (key, spanned) in format_2_keys {
         if spanned.is_some() {
@@ -244,6 +251,14 @@ fn load_manifest(path: &Path) -> Result<(TaskManifest, Location), LoadError> {
         return Err(LoadError::Invalid {
             at: locate(evaluator.and_then(|e| e.timeout_sec.as_ref())),
             message: "[evaluator].timeout_sec = 0; expected at least 1 second".into(),
+        });
+    }
+    if let Some(project) = &manifest.project
+        && project.probes.iter().any(|c| c.trim().is_empty())
+    {
+        return Err(LoadError::Invalid {
+            at: locate(probe.project.as_ref().and_then(|p| p.probes.as_ref())),
+            message: "[project].probes has a blank command; expected a shell command in each entry".into(),
         });
     }
     for bind in &manifest.environment.binds {

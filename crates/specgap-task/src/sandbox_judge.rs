@@ -7,10 +7,11 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use specgap_sandbox::{
-    BaseCache, EvalError, EvaluatorRun, HostView, MaterializeError, SandboxConfig, SandboxError,
-    apply_overlay, materialize, run_evaluator,
+    BaseCache, CommandSpec, EvalError, EvaluatorRun, HostView, Limits, MaterializeError, SandboxConfig,
+    SandboxError, apply_overlay, materialize, run_evaluator,
 };
 
+use crate::heard::{HEARD_OUTPUT_BYTES, Heard};
 use crate::judge::{EvaluateError, Judge, Judged, Submission};
 use crate::package::TaskPackage;
 
@@ -126,19 +127,35 @@ impl SandboxJudge {
     }
 }
 
+impl SandboxJudge {
+    /// A fresh scratch directory for one submission or command.
+    fn scratch(what: String) -> Result<tempfile::TempDir, EvaluateError> {
+        tempfile::Builder::new()
+            .prefix("specgap-submission-")
+            .tempdir()
+            .map_err(|source| EvaluateError::Prepare { what, source: Box::new(source) })
+    }
+}
+
 impl Judge for SandboxJudge {
+    fn run_on_starter(&self, package: &TaskPackage, command: &str, timeout: Duration) -> Result<Heard, EvaluateError> {
+        let scratch = Self::scratch("starter".into())?;
+        let workspace = scratch.path().join("workspace");
+        self.prepare(package, Submission::Starter, &workspace)?;
+        let host = self.host_view(package)?;
+        let mut spec = CommandSpec::shell(command, &workspace);
+        spec.limits = Limits { timeout, output_bytes: HEARD_OUTPUT_BYTES, ..Limits::default() };
+        let output = specgap_sandbox::run(&spec, &host, &self.config)
+            .map_err(|source| EvaluateError::Command { source: Box::new(source) })?;
+        Ok(Heard { stdout: output.stdout.text(), stderr: output.stderr.text() })
+    }
+
     fn evaluate(
         &self,
         package: &TaskPackage,
         submission: Submission<'_>,
     ) -> Result<Judged, EvaluateError> {
-        let scratch = tempfile::Builder::new()
-            .prefix("specgap-submission-")
-            .tempdir()
-            .map_err(|source| EvaluateError::Prepare {
-                what: submission.label(),
-                source: Box::new(source),
-            })?;
+        let scratch = Self::scratch(submission.label())?;
         let workspace = match submission {
             Submission::Directory(dir) => dir.to_path_buf(),
             _ => scratch.path().join("workspace"),

@@ -46,7 +46,7 @@ fn req_basic_passes_every_check() {
             (
                 "leak-scan",
                 "pass",
-                "no unstated requirement text in instruction.md, workspace files, observations or user.toml"
+                "no unstated requirement text in instruction.md, workspace files, observations, user.toml or the starter's output of 3 replays and 0 probes"
             ),
             ("starter", "pass", "fails every requirement (3 of 3)"),
             ("gold", "pass", "passes every requirement (3 of 3)"),

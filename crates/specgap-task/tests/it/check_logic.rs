@@ -2,9 +2,11 @@
 //! without running an evaluator.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use specgap_protocol::result::EvalResult;
 use specgap_task::check::{CheckOptions, CheckRow, Verdict, check_package, check_package_with};
+use specgap_task::heard::Heard;
 use specgap_task::{EvaluateError, Judge, Judged, Submission, TaskPackage};
 
 use crate::support::{Copy, fixture};
@@ -41,6 +43,12 @@ impl Judge for FakeJudge {
                 stderr_tail: format!("Traceback ...\nKeyError: '{label}'\n"),
             }),
         }
+    }
+
+    /// Prepared output under the key `run:<command>`; other commands print nothing.
+    fn run_on_starter(&self, _package: &TaskPackage, command: &str, _timeout: Duration) -> Result<Heard, EvaluateError> {
+        let stdout = self.0.get(&format!("run:{command}")).cloned().unwrap_or_default();
+        Ok(Heard { stdout, stderr: String::new() })
     }
 }
 
@@ -422,4 +430,60 @@ fn strict_adds_nothing_to_other_scoring_kinds() {
         .map(|r| r.check.clone())
         .collect();
     assert_eq!(lenient, strict);
+}
+
+#[test]
+fn a_replay_printing_an_unstated_rule_fails_the_leak_scan() {
+    // Seed 000 §4.2 criterion 4 covers what the agent hears as well as what it reads: the
+    // starter's replay of a record prints `fee-cap`'s rule, which no file states.
+    let package = specgap_task::load(fixture("req-basic")).unwrap();
+    let leak = "Late fees: the late fee of one invoice is at most ten percent of its principal.";
+    let mut results = vec![("starter", REQ_ALL_FAIL), ("gold", REQ_ALL_PASS)];
+    let key = "run:python3 -m billing.replay project_records/collections-2023.log";
+    results.push((key, leak));
+    let report = check_package(&package, &FakeJudge::new(&results));
+    let scan = row(&report.checks, "leak-scan");
+    assert_eq!(
+        (scan.result, scan.reason.as_str()),
+        (
+            Verdict::Fail,
+            "output of `python3 -m billing.replay project_records/collections-2023.log` (stdout): 14 words of unstated requirement `fee-cap`: \"the late fee of one invoice is at most ten percent of its principal\""
+        )
+    );
+    // The same text from a command the package does not name is never heard by `check`.
+    let quiet = vec![("starter", REQ_ALL_FAIL), ("gold", REQ_ALL_PASS), ("run:python3 -m billing.fees", leak)];
+    let report = check_package(&package, &FakeJudge::new(&quiet));
+    let scan = row(&report.checks, "leak-scan");
+    assert_eq!(
+        (scan.result, scan.reason.as_str()),
+        (
+            Verdict::Pass,
+            "no unstated requirement text in instruction.md, workspace files, observations, user.toml or the starter's output of 3 replays and 0 probes"
+        )
+    );
+}
+
+#[test]
+fn heard_commands_are_each_record_replayed_then_the_probes() {
+    use specgap_task::heard::{HeardSource, heard_commands};
+    let copy = Copy::of("req-basic");
+    copy.replace("task.toml", "format = 1\n", "format = 2\n");
+    copy.replace(
+        "task.toml",
+        "replay = \"python3 -m billing.replay {record}\"\n",
+        "replay = \"python3 -m billing.replay {record}\"\nprobes = [\"python3 -m billing.fees --help\"]\n",
+    );
+    copy.write("workspace/project_records/it's 2024.log", "x\n");
+    let package = specgap_task::load(&copy.root).unwrap();
+    let commands: Vec<(HeardSource, String)> = heard_commands(&package).unwrap().into_iter().map(|c| (c.source, c.command)).collect();
+    assert_eq!(
+        commands,
+        [
+            (HeardSource::Replay, "python3 -m billing.replay project_records/account-harbor-tea.json".to_string()),
+            (HeardSource::Replay, "python3 -m billing.replay project_records/collections-2023.log".to_string()),
+            (HeardSource::Replay, r"python3 -m billing.replay 'project_records/it'\''s 2024.log'".to_string()),
+            (HeardSource::Replay, "python3 -m billing.replay project_records/support-2024-q1.log".to_string()),
+            (HeardSource::Probe, "python3 -m billing.fees --help".to_string()),
+        ]
+    );
 }

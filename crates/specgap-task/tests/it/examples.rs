@@ -328,3 +328,63 @@ fn an_empty_instruction_fails_check_for_every_kind() {
         assert_eq!(failing(&report), [(row.to_string(), reason.to_string())], "{name}");
     }
 }
+
+/// Python that prints `declines-final`'s rule at run time from its words in reverse order, so
+/// no file of the workspace holds eight of its words in a row.
+const PRINTS_THE_DECLINE_RULE: &str = "_W = 'sent is request charge further no checkout that for final is decline card A'.split()\nprint(' '.join(reversed(_W)))\n";
+
+#[test]
+fn a_replay_that_prints_an_unstated_rule_fails_the_leak_scan() {
+    // The leak scan hears what the starter's replays print (seed 000 §4.2 criterion 4): a
+    // replay announcing the decline rule leaks it, though no file states it.
+    let copy = Copy::of_example("payment-retry");
+    let replay = copy.read("workspace/shop/replay.py");
+    copy.write("workspace/shop/replay.py", &replay.replacen("import json\n", &format!("import json\n{PRINTS_THE_DECLINE_RULE}"), 1));
+    let report = check_dir(&copy.root, judge());
+    let records = ["checkout-2024-06-07.json", "checkout-2024-06-14.json", "checkout-2024-06-21.json", "payments.log", "settlements-2024-06.csv", "support-tickets.txt"];
+    let leaks = records
+        .iter()
+        .map(|record| {
+            format!("output of `python3 -m shop.replay records/{record}` (stdout): 14 words of unstated requirement `declines-final`: \"a card decline is final for that checkout no further charge request is sent\"")
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    assert_eq!(failing(&report), [("leak-scan".to_string(), leaks)]);
+}
+
+#[test]
+fn a_probe_that_prints_an_unstated_rule_fails_the_leak_scan() {
+    // `[project].probes` (format 2) names other commands the agent runs; their starter output
+    // is heard as well. Without the probe the same module is never run, and check passes.
+    let copy = Copy::of_example("payment-retry");
+    copy.write("workspace/shop/banner.py", PRINTS_THE_DECLINE_RULE);
+    assert!(check_dir(&copy.root, judge()).passed);
+    copy.replace("task.toml", "replay = \"python3 -m shop.replay {record}\"\n", "replay = \"python3 -m shop.replay {record}\"\nprobes = [\"python3 -m shop.banner\"]\n");
+    let report = check_dir(&copy.root, judge());
+    assert_eq!(
+        failing(&report),
+        [(
+            "leak-scan".to_string(),
+            "output of `python3 -m shop.banner` (stdout): 14 words of unstated requirement `declines-final`: \"a card decline is final for that checkout no further charge request is sent\"".to_string()
+        )]
+    );
+}
+
+#[test]
+fn the_bundled_leak_scans_hear_every_record_replayed() {
+    let suite = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/tasks");
+    let reports = check_paths_with(&[suite], judge(), 2, &CheckOptions::default()).unwrap();
+    let scans: Vec<(String, String)> = reports
+        .iter()
+        .filter_map(|r| r.checks.iter().find(|c| c.check == "leak-scan").map(|c| (r.title(), c.reason.clone())))
+        .collect();
+    let heard = |n: usize| format!("no unstated requirement text in instruction.md, workspace files, observations, user.toml or the starter's output of {n} replays and 0 probes");
+    assert_eq!(
+        scans,
+        [
+            ("examples/config-drift".to_string(), heard(5)),
+            ("examples/experiment-analysis".to_string(), heard(3)),
+            ("examples/payment-retry".to_string(), heard(6)),
+        ]
+    );
+}

@@ -123,8 +123,44 @@ fn format_1_package_using_a_format_2_key_is_rejected_at_that_key() {
             "task.toml [task].tags",
             "task.toml [task].subfamily",
             "task.toml [delivery].schema",
-            "observations.toml [[observation]].request"
+            "observations.toml [[observation]].request",
+            "task.toml [project].probes"
         ]
+    );
+}
+
+#[test]
+fn project_probes_are_a_format_2_list_of_commands() {
+    let copy = req_format_2();
+    copy.replace(
+        "task.toml",
+        "replay = \"python3 -m billing.replay {record}\"\n",
+        "replay = \"python3 -m billing.replay {record}\"\nprobes = [\"python3 -m billing.fees\", \"ls project_records\"]\n",
+    );
+    let package = specgap_task::load(&copy.root).unwrap();
+    let project = package.manifest().project.as_ref().unwrap();
+    assert_eq!(project.probes, ["python3 -m billing.fees", "ls project_records"]);
+    copy.replace("task.toml", "\"ls project_records\"", "\"  \"");
+    assert_eq!(
+        copy.load_error(),
+        format!(
+            "{}:18:10: [project].probes has a blank command; expected a shell command in each entry",
+            copy.path("task.toml").display()
+        )
+    );
+    // In a format-1 package the key is refused where it stands.
+    let one = Copy::of("req-basic");
+    one.replace(
+        "task.toml",
+        "replay = \"python3 -m billing.replay {record}\"\n",
+        "replay = \"python3 -m billing.replay {record}\"\nprobes = [\"ls\"]\n",
+    );
+    assert_eq!(
+        one.load_error(),
+        format!(
+            "{}:16:10: [project].probes is a format-2 key, and this package says `format = 1`; set `format = 2` in task.toml to use it",
+            one.path("task.toml").display()
+        )
     );
 }
 
