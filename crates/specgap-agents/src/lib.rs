@@ -324,4 +324,25 @@ mod tests {
         assert!(why.reason.contains("cannot switch its tools"), "{}", why.reason);
         assert!(parse_agent_spec("chat:m").unwrap().applicability_under(&plan).is_ok());
     }
+
+    #[test]
+    fn no_cli_agent_runs_a_planning_phase() {
+        // Plan mode's planning phase is read-only (seed 000 App. F.3) and holds only the
+        // harness's own commands to it; every `cli:` agent, under every plan variant, is planned
+        // as not applicable (and the engine refuses one that arrives anyway).
+        for condition in ["plan", "plan+ask=off", "plan+submissions=2"] {
+            let condition = specgap_engine::Condition::parse(condition).unwrap();
+            for spec in ["cli:mini-swe-agent", "cli:claude-code", "cli:codex", "cli:opencode", "cli:gemini-cli", "cli:command=my-agent {instruction_file}"] {
+                let refused = parse_agent_spec(spec).unwrap().applicability_under(&condition).unwrap_err();
+                assert_eq!(
+                    refused.reason,
+                    format!("agent {spec} cannot switch its tools between planning and execution, which plan mode needs"),
+                    "{condition}"
+                );
+            }
+            for spec in ["chat:m", "replay:x.jsonl", "scripted:gold"] {
+                assert!(parse_agent_spec(spec).unwrap().applicability_under(&condition).is_ok(), "{spec}");
+            }
+        }
+    }
 }

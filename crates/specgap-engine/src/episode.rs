@@ -44,7 +44,10 @@
 //!   results and are charged to no budget (nor to the loop counters). The 4th identical call
 //!   is not run either.
 //! * **Plan mode** (seed 000 §5.4, App. F.3): the planning phase offers no editing tools and no
-//!   `submit` (a call to one is an unknown tool); a successful `write_plan` saves PLAN.md and
+//!   `submit` (a call to one is an unknown tool), and it is read-only: its commands
+//!   (`run_experiment`, `bash`, `run_project`) run in a sandbox of their own whose workspace is
+//!   mounted read-only (`sandbox_ops::planning_session`), so nothing written while planning is
+//!   delivered (scripted calibration agents are not held by the phases); a successful `write_plan` saves PLAN.md and
 //!   begins the execution phase ([`PhaseChange`]: the execution prompt and the full toolset),
 //!   recorded as a `phase_change` event after the call's result and handed to the agent with
 //!   [`Agent::change_phase`] (an agent that does not take it gets the prompt in the result).
@@ -480,6 +483,9 @@ struct Episode<'c, 'a> {
     host: HostView,
     /// The sandbox every command of the episode runs in (built by the first command).
     session: Session,
+    /// Plan mode, until `write_plan` succeeds: the planning phase's sandbox, whose workspace is
+    /// read-only ([`sandbox_ops::planning_session`]); its commands run there instead.
+    planning_session: Option<Session>,
     base: Base,
     ws_dir: PathBuf,
     ws: WorkspaceRoot,
@@ -534,6 +540,16 @@ impl<'c, 'a> Episode<'c, 'a> {
         links: &'c Links,
     ) -> Result<Self, EpisodeError> {
         let package = ctx.package;
+        if ctx.condition.is_plan() && agent.drives_itself() {
+            // Its own tools would write during the planning phase, which must be read-only
+            // (seed 000 App. F.3); the runner plans no such episode (`plan` is not applicable to
+            // `cli:` agents), so reaching here is a harness error, never a silent writable phase.
+            return Err(EpisodeError::Infrastructure {
+                message: "plan mode needs an agent the harness holds to its phases; an agent that drives itself has tools of its own".into(),
+                deterministic: true,
+                source: None,
+            });
+        }
         let route = agent.ask_route(text_questions_offered(ctx.condition));
         let prompts = system_prompts_with(ctx.condition, &ctx.budgets, ctx.prompts, &route);
         let message = opening_message(package, ctx.condition, ctx.seed, ctx.repeat).ok_or_else(|| {
@@ -587,6 +603,9 @@ impl<'c, 'a> Episode<'c, 'a> {
             Start::Residual(_) => sandbox_ops::diff(&base, &ws_dir)?,
         };
         let session = sandbox_ops::command_session(ctx, &host, &ws_dir);
+        // Scripted calibration agents are not held by the phases (module guide).
+        let planning_session = (ctx.condition.is_plan() && !agent.allows_harness_actions())
+            .then(|| sandbox_ops::planning_session(ctx, &host, &ws_dir));
         let mut episode = Episode {
             ctx,
             links,
@@ -596,6 +615,7 @@ impl<'c, 'a> Episode<'c, 'a> {
             started,
             host,
             session,
+            planning_session,
             base,
             ws_dir,
             ws,
@@ -1100,7 +1120,8 @@ impl<'c, 'a> Episode<'c, 'a> {
             .unwrap_or(tools::DEFAULT_COMMAND_TIMEOUT_SEC)
             .clamp(1, tools::MAX_COMMAND_TIMEOUT_SEC)
             .min(self.remaining_wall_sec());
-        sandbox_ops::run_command(&mut self.session, command, timeout)
+        let session = self.planning_session.as_mut().unwrap_or(&mut self.session);
+        sandbox_ops::run_command(session, command, timeout)
     }
 
     fn run_project(&mut self, call: &ToolCall) -> Result<ToolOutput, EpisodeError> {
@@ -1131,6 +1152,9 @@ impl<'c, 'a> Episode<'c, 'a> {
             return ToolOutput::error(message);
         }
         self.plan_written = true;
+        // The execution phase's commands write to the workspace again; the planning sandbox
+        // (and its /tmp) ends here.
+        self.planning_session = None;
         let Some(change) = self.execution.take() else { return ToolOutput::ok(PLAN_SAVED) };
         self.offered = change.tools.iter().map(|t| t.name.clone()).collect();
         let applied = self.agent.change_phase(&change);

@@ -41,7 +41,8 @@ use crate::prompt_files::{PromptFile, Replacements, SYSTEM_PROMPT_FILES};
 /// description), the plan prompts are whole system prompts of their phase (the planning one
 /// invites questions), batched turns are explained (issue 13). 6: the ask route
 /// ([`AskRoute`]): `ask_user` by the name the agent sees, or the text exchange alone (issue 15).
-pub const PROMPT_VERSION: &str = "6";
+/// 7: the planning prompt says its commands see the workspace read-only (issue 24 item 5).
+pub const PROMPT_VERSION: &str = "7";
 
 /// How the agent puts questions to its counterpart, as its prompts tell it (issue 15; seed
 /// 002 App. A.9.3). The agent says which ([`crate::Agent::ask_route`]).
@@ -414,7 +415,13 @@ mod tests {
         assert!(p.initial.contains(
             "Where the owner's intent is unclear, ask them rather than building your plan on a large assumption of your own."
         ));
-        assert!(p.initial.contains("the tools for editing files and for delivering are not offered yet"));
+        assert!(p.initial.contains("The tools for editing files and for delivering are not offered yet"));
+        // Seed 000 App. F.3: a read-only investigation, which the engine enforces.
+        assert!(p.initial.contains(
+            "This phase is a read-only investigation. You can list and read files, replay the project's records and run \
+             experiments, and you can put questions to the owner with `ask_user`. Commands see the workspace read-only, so \
+             nothing they write to it stays; scratch files can go in /tmp, which is not kept for the execution phase."
+        ), "{}", p.initial);
         let execute = p.execute_phase.unwrap();
         assert!(execute.starts_with("You are the engineer a project owner has brought in"), "{execute}");
         assert!(execute.contains("Carry out the plan you saved in PLAN.md."));
@@ -493,7 +500,7 @@ mod tests {
         assert!(partial.contains(" You can put a question to the owner with `mcp_specgap_ask_question`; they answer from what they know."), "{partial}");
         assert!(partial.contains("`submit` and `mcp_specgap_ask_question` each end the turn"), "{partial}");
         let plan = routed("plan", &gemini);
-        assert!(plan.initial.contains("run experiments, and you can put questions to the owner with `mcp_specgap_ask_question`;"), "{}", plan.initial);
+        assert!(plan.initial.contains("run experiments, and you can put questions to the owner with `mcp_specgap_ask_question`."), "{}", plan.initial);
         assert!(plan.initial.contains("`mcp_specgap_ask_question` and `write_plan` each end the turn"), "{}", plan.initial);
         assert!(plan.execute_phase.unwrap().contains("`submit` and `mcp_specgap_ask_question` each end the turn"));
         // Owner conditions have no text exchange: a text route still names the harness's tool.

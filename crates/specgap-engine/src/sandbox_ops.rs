@@ -227,6 +227,22 @@ pub(crate) fn command_session(ctx: &EpisodeContext<'_>, host: &HostView, workspa
     Session::new(CommandSpec::shell("", workspace), host.clone(), ctx.sandbox.clone())
 }
 
+/// Plan mode's planning-phase session (seed 000 App. F.3: the phase is "a read-only
+/// investigation"): the sandbox of [`command_session`] with the workspace mounted read-only, so
+/// a command can read, replay and experiment but nothing it writes reaches the workspace (or
+/// the delivery); writes fail as on any read-only file system. Its `/tmp` is its own and ends
+/// with the phase. Without the sandbox (`--no-sandbox`) nothing is read-only.
+pub(crate) fn planning_session(ctx: &EpisodeContext<'_>, host: &HostView, workspace: &Path) -> Session {
+    if !ctx.sandbox.enabled {
+        tracing::warn!("sandbox disabled (--no-sandbox): plan mode's planning phase is not read-only");
+    }
+    let mut template = CommandSpec::shell("", workspace);
+    for mount in &mut template.mounts {
+        mount.writable = false;
+    }
+    Session::new(template, host.clone(), ctx.sandbox.clone())
+}
+
 /// Runs a shell command in the episode's session.
 ///
 /// # Errors

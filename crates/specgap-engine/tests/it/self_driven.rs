@@ -408,3 +408,25 @@ fn an_exit_after_a_returned_submission_ends_the_episode_when_the_adapter_cannot_
     let r = run(&package, "partial+feedback=off", &mut agent, Options::default());
     assert_eq!(r.ok().end_reason, EndReason::Submitted);
 }
+
+#[test]
+fn an_agent_that_drives_itself_never_gets_a_writable_planning_phase() {
+    // Plan mode's planning phase is read-only (seed 000 App. F.3), which only the harness's own
+    // commands can be held to; a driving agent's tools write where they like. The runner marks
+    // `plan` not applicable to `cli:` agents, and the engine refuses one that gets here anyway,
+    // before the agent starts or writes anything.
+    let package = fixture("req-basic");
+    let (mut agent, log) = Driving::new(vec![
+        Step { writes: vec![("billing/fees.py", gold_fees())], reply: turn(1, &["edit billing/fees.py"]) },
+        step(harness("write_plan", json!({"plan": "done already"}))),
+    ]);
+    let r = run(&package, "plan", &mut agent, Options::default());
+    let Err(error) = &r.outcome else { panic!("ran: {:?}", r.outcome) };
+    assert!(error.deterministic());
+    assert_eq!(
+        error.to_string(),
+        "infrastructure error: plan mode needs an agent the harness holds to its phases; an agent that drives itself has tools of its own"
+    );
+    assert!(log.lock().unwrap().opening.is_none(), "the agent was never started");
+    assert!(!calls_of(&agent.log).contains(&"enter".to_string()));
+}
