@@ -104,7 +104,7 @@ fn the_planning_phase_is_read_only_and_its_writes_are_never_delivered() {
     let package = fixture("req-basic");
     let mut agent = TestAgent::new(vec![
         one("run_experiment", json!({"command": "echo planned > notes.txt"})),
-        one("run_experiment", json!({"command": "sed -i 's/0.01/0.05/' billing/fees.py; git stash -q 2>/dev/null; echo done"})),
+        one("run_experiment", json!({"command": "sed -i 's/0.01/0.05/' billing/fees.py; echo done"})),
         one("run_experiment", json!({"command": "echo scratch > /tmp/s && cat /tmp/s && ls notes.txt 2>&1"})),
         one("write_plan", json!({"plan": "1. cap the fee"})),
         one("run_experiment", json!({"command": "cat /tmp/s 2>&1; echo executed > notes.txt && cat notes.txt"})),
