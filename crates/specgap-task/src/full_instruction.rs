@@ -270,6 +270,13 @@ mod tests {
         Requirement { id: id.into(), priority: 1, stated: false, description: description.into(), discovery: String::new() }
     }
 
+    fn fee_requirements() -> [Requirement; 2] {
+        [
+            requirement("fee-cap", "Late fees are capped at ten percent of the principal."),
+            requirement("disputed-exempt", "Disputed invoices accrue no late fee while the dispute is open."),
+        ]
+    }
+
     #[test]
     fn the_matching_gives_each_row_a_column_of_its_own_when_one_exists() {
         // Row 0 prefers column 0, which row 1 alone can use: the augmenting path moves row 0.
@@ -292,10 +299,7 @@ mod tests {
 
     #[test]
     fn reviews_name_the_first_problem() {
-        let reqs = [
-            requirement("fee-cap", "Late fees are capped at ten percent of the principal."),
-            requirement("disputed-exempt", "Disputed invoices accrue no late fee while the dispute is open."),
-        ];
+        let reqs = fee_requirements();
         let partial = "Please add late fees to the invoicing run.";
         assert_eq!(review(partial, partial, &reqs), Err(Problem::CopyOfPartial));
         let one_line = "Late fees are capped at ten percent of the principal; disputed invoices accrue no late fee while the dispute is open.";
@@ -315,10 +319,7 @@ mod tests {
 
     #[test]
     fn a_paragraph_that_states_two_requirements_serves_one() {
-        let reqs = [
-            requirement("fee-cap", "Late fees are capped at ten percent of the principal."),
-            requirement("disputed-exempt", "Disputed invoices accrue no late fee while the dispute is open."),
-        ];
+        let reqs = fee_requirements();
         let both = "Intro.\n\nLate fees are capped at ten percent of the principal, and disputed invoices accrue no late fee while the dispute is open.\n\nThanks.";
         let Err(problem) = review(both, "Fees please.", &reqs) else { panic!("accepted") };
         assert_eq!(

@@ -9,7 +9,7 @@ use specgap_task::check::{CheckOptions, CheckRow, Verdict, check_package, check_
 use specgap_task::heard::Heard;
 use specgap_task::{EvaluateError, Judge, Judged, Submission, TaskPackage};
 
-use crate::support::{Copy, fixture};
+use crate::support::{Copy, add_probes, fixture};
 
 /// Returns the prepared `result.json` text for each submission label; a label without one
 /// is an evaluation error.
@@ -468,11 +468,7 @@ fn heard_commands_are_each_record_replayed_then_the_probes() {
     use specgap_task::heard::{HeardSource, heard_commands};
     let copy = Copy::of("req-basic");
     copy.replace("task.toml", "format = 1\n", "format = 2\n");
-    copy.replace(
-        "task.toml",
-        "replay = \"python3 -m billing.replay {record}\"\n",
-        "replay = \"python3 -m billing.replay {record}\"\nprobes = [\"python3 -m billing.fees --help\"]\n",
-    );
+    add_probes(&copy, r#"["python3 -m billing.fees --help"]"#);
     copy.write("workspace/project_records/it's 2024.log", "x\n");
     let package = specgap_task::load(&copy.root).unwrap();
     let commands: Vec<(HeardSource, String)> = heard_commands(&package).unwrap().into_iter().map(|c| (c.source, c.command)).collect();

@@ -4,7 +4,7 @@
 
 use specgap_protocol::package::FORMAT_2_KEYS;
 
-use crate::support::Copy;
+use crate::support::{Copy, add_probes};
 
 /// req-basic as format 2 with tags, a sub-family and an owner's request on one observation.
 fn req_format_2() -> Copy {
@@ -132,11 +132,7 @@ fn format_1_package_using_a_format_2_key_is_rejected_at_that_key() {
 #[test]
 fn project_probes_are_a_format_2_list_of_commands() {
     let copy = req_format_2();
-    copy.replace(
-        "task.toml",
-        "replay = \"python3 -m billing.replay {record}\"\n",
-        "replay = \"python3 -m billing.replay {record}\"\nprobes = [\"python3 -m billing.fees\", \"ls project_records\"]\n",
-    );
+    add_probes(&copy, r#"["python3 -m billing.fees", "ls project_records"]"#);
     let package = specgap_task::load(&copy.root).unwrap();
     let project = package.manifest().project.as_ref().unwrap();
     assert_eq!(project.probes, ["python3 -m billing.fees", "ls project_records"]);
@@ -150,11 +146,7 @@ fn project_probes_are_a_format_2_list_of_commands() {
     );
     // In a format-1 package the key is refused where it stands.
     let one = Copy::of("req-basic");
-    one.replace(
-        "task.toml",
-        "replay = \"python3 -m billing.replay {record}\"\n",
-        "replay = \"python3 -m billing.replay {record}\"\nprobes = [\"ls\"]\n",
-    );
+    add_probes(&one, r#"["ls"]"#);
     assert_eq!(
         one.load_error(),
         format!(

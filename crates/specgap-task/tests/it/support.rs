@@ -97,3 +97,9 @@ pub fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+/// Adds `probes = <list>` (a TOML array) to a req-basic copy's `[project]`, after its replay.
+pub fn add_probes(copy: &Copy, list: &str) {
+    let replay = "replay = \"python3 -m billing.replay {record}\"\n";
+    copy.replace("task.toml", replay, &format!("{replay}probes = {list}\n"));
+}
