@@ -604,6 +604,8 @@ impl<'c, 'a> Episode<'c, 'a> {
         };
         let session = sandbox_ops::command_session(ctx, &host, &ws_dir);
         // Scripted calibration agents are not held by the phases (module guide).
+        // protocol: plan mode is seed 000's (§5.4, App. F.3); the read-only planning phase
+        // belongs to that protocol, known here by the condition.
         let planning_session = (ctx.condition.is_plan() && !agent.allows_harness_actions())
             .then(|| sandbox_ops::planning_session(ctx, &host, &ws_dir));
         let mut episode = Episode {

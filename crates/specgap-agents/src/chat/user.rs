@@ -210,6 +210,7 @@ impl UserKnowledge {
     /// relays) fills `{request_note}` only, which the built-in `owner_observation.md` does not
     /// use; a replaced prompt that does departs from App. F.4 by its own choice.
     pub fn observation_message(&self, context: &FeedbackContext) -> String {
+        // protocol: observations reach only the owner of seed 000's conditions (App. F.4).
         let observation = &context.observation;
         let detail_note = if context.escalated { format!("\nWhat you measured this time: {}", context.detail.trim()) } else { String::new() };
         let request_note = observation
