@@ -32,6 +32,7 @@ pub mod json;
 pub mod judge;
 pub mod order;
 pub mod prompts;
+pub mod provenance;
 pub mod seat;
 pub mod vote;
 
