@@ -114,10 +114,8 @@ fn files_under(root: &Path, skip_git: bool) -> Vec<String> {
             let path = entry.path();
             if kind.is_dir() {
                 stack.push((path, depth + 1));
-            } else if kind.is_file() {
-                if let Ok(relative) = path.strip_prefix(root) {
-                    out.push(slash_path(relative));
-                }
+            } else if let (true, Ok(relative)) = (kind.is_file(), path.strip_prefix(root)) {
+                out.push(slash_path(relative));
             }
         }
     }

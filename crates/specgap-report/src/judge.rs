@@ -141,7 +141,7 @@ fn judge_with(
     targets: &[ClarificationTarget],
     links: &mut dyn FnMut(&QuestionUnit) -> Vec<usize>,
 ) -> Vec<Judgement> {
-    let linked: Vec<Vec<usize>> = units.iter().map(|u| links(u)).collect();
+    let linked: Vec<Vec<usize>> = units.iter().map(links).collect();
     targets
         .iter()
         .enumerate()

@@ -428,3 +428,57 @@ fn check_output_tells_failures_of_form_and_nothing_about_the_score() {
     assert!(!request.text().contains("check_output"), "{}", request.text());
     assert_eq!(store.extractions().unwrap()[0].extraction.score, Some(1.0));
 }
+
+/// The report of the run in `dir/run`, grouped as by default.
+fn report_of(dir: &Path) -> specgap_report::Report {
+    let run = specgap_report::RunData::load(&dir.join("run")).unwrap();
+    specgap_report::build_report(&[run], &Default::default()).unwrap()
+}
+
+#[test]
+fn a_run_never_extracted_says_so_in_the_report_and_table_17_counts_the_failures() {
+    // Issue 24 item 2: before, a run of a schema case with no extraction panel at all was
+    // scored from its direct artifact without a word (the warning came only with a panel).
+    let dir = tempfile::tempdir().unwrap();
+    let (store, id) = store_with(&dir.path().join("run"), &[("results/plan.csv", gold_csv(&[]))]);
+    let report = report_of(dir.path());
+    let source = report.groups[0].scoring_source.clone().unwrap();
+    assert_eq!((source.runs, source.extracted, source.never_extracted, source.without_schema), (1, 0, 1, 0));
+    assert_eq!(source.failures, None);
+    assert!(
+        report.warnings.iter().any(|w| w.starts_with("1 run(s) of cases with a submission schema were never extracted (no extraction panel scored these runs)")),
+        "{:?}",
+        report.warnings
+    );
+    let markdown = specgap_report::render::render_markdown(&report, "run");
+    assert!(markdown.contains("1 scored run(s) of cases with a submission schema were never extracted"), "{markdown}");
+    // Extracted by a panel whose first extractor of the seeded order writes nothing.
+    let models = ["x1", "x2", "x3", "x4", "x5"];
+    let first = models[call_order(SEED, &id, "submission:1", 5)[0] as usize].to_string();
+    let server = MockServer::start(move |request| if request.model() == first { scripted(request, "true") } else { extractor(request, "") });
+    let panel = PanelFile::load(&panel_file(dir.path(), &server.url, &models, "")).unwrap().panel(PanelUse::Extractor);
+    extract_run(&store, &panel, &options()).unwrap();
+    let report = report_of(dir.path());
+    let source = report.groups[0].scoring_source.clone().unwrap();
+    assert_eq!((source.extracted, source.never_extracted, source.no_artifact), (1, 0, 0));
+    let failures = source.failures.unwrap();
+    assert_eq!((failures.slots, failures.failures, failures.no_artifact), (4, 1, 0));
+    assert_eq!(failures.rate, Some(0.25));
+    assert!(!report.warnings.iter().any(|w| w.contains("never extracted")), "{:?}", report.warnings);
+    let markdown = specgap_report::render::render_markdown(&report, "run");
+    assert!(markdown.contains("| 1 | 1 | 0 | 0 | 0 | 0 | 1/4 | 25.0 | 0 |"), "{markdown}");
+}
+
+#[test]
+fn a_run_with_no_artifact_is_counted_as_such_in_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _) = store_with(&dir.path().join("run"), &[]);
+    let server = MockServer::start(|request| extractor(request, ""));
+    let panel = PanelFile::load(&panel_file(dir.path(), &server.url, &["x1", "x2", "x3"], "")).unwrap().panel(PanelUse::Extractor);
+    extract_run(&store, &panel, &options()).unwrap();
+    let report = report_of(dir.path());
+    let source = report.groups[0].scoring_source.clone().unwrap();
+    assert_eq!((source.extracted, source.no_artifact), (0, 1));
+    assert_eq!(source.failures.unwrap().no_artifact, 1);
+    assert_eq!(report.groups[0].delivery.as_ref().unwrap().scored_only.as_ref().unwrap().quality, 0.0);
+}
