@@ -235,29 +235,45 @@ pub fn share_key(domain: &str) -> String {
 /// Each domain's matched-question share against Quality, with intervals and Holm over the
 /// domains (module guide).
 fn share_associations(groups: &[GroupReport], demean: &Demeaning, settings: &IntervalSettings) -> Result<Vec<ShareAssociation>, ReportError> {
-    let domains: BTreeSet<&String> =
-        groups.iter().filter_map(|g| g.clarification.as_ref()).flat_map(|c| c.matched_domains.keys()).collect();
+    let domains: Vec<&String> = groups
+        .iter()
+        .filter_map(|g| g.clarification.as_ref())
+        .flat_map(|c| c.matched_domains.keys())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let measures: Vec<(String, String)> = domains.iter().map(|d| (share_key(d), format!("Share ({d})"))).collect();
+    let family = quality_family(groups, &measures, demean, settings)?;
+    Ok(domains
+        .into_iter()
+        .zip(family)
+        .map(|(domain, (groups, mean_share, quality))| ShareAssociation { domain: domain.clone(), groups, mean_share, quality })
+        .collect())
+}
+
+/// Per `(measure key, x label)`, the groups with the measure, their mean value and its
+/// association with Quality (with its case-bootstrap interval), Holm over the family.
+fn quality_family(
+    groups: &[GroupReport],
+    measures: &[(String, String)],
+    demean: &Demeaning,
+    settings: &IntervalSettings,
+) -> Result<Vec<(usize, f64, Option<Association>)>, ReportError> {
     let mut out = Vec::new();
-    for domain in domains {
-        let key = share_key(domain);
-        let shares: Vec<f64> = groups.iter().filter_map(|g| group_value(g, &key)).collect();
-        let mut quality = associate(groups, &key, "Quality", demean)?;
+    for (key, label) in measures {
+        let values: Vec<f64> = groups.iter().filter_map(|g| group_value(g, key)).collect();
+        let mut quality = associate(groups, key, "Quality", demean)?;
         if let Some(a) = quality.as_mut() {
-            a.x = format!("Share ({domain})");
-            a.interval = rho_interval(groups, &key, "Quality", settings)?;
+            a.x = label.clone();
+            a.interval = rho_interval(groups, key, "Quality", settings)?;
         }
-        out.push(ShareAssociation {
-            domain: domain.clone(),
-            groups: shares.len(),
-            mean_share: shares.iter().sum::<f64>() / shares.len().max(1) as f64,
-            quality,
-        });
+        out.push((values.len(), values.iter().sum::<f64>() / values.len().max(1) as f64, quality));
     }
-    let mut cells: Vec<Association> = out.iter().filter_map(|k| k.quality.clone()).collect();
+    let mut cells: Vec<Association> = out.iter().filter_map(|k| k.2.clone()).collect();
     holm_family(&mut cells)?;
     let mut adjusted = cells.into_iter();
     for k in out.iter_mut() {
-        if let Some(a) = k.quality.as_mut() {
+        if let Some(a) = k.2.as_mut() {
             a.holm_p = adjusted.next().and_then(|c| c.holm_p);
         }
     }
@@ -367,31 +383,13 @@ fn kind_associations(
     demean: &Demeaning,
     settings: &IntervalSettings,
 ) -> Result<Vec<KindAssociation>, ReportError> {
-    let mut out = Vec::new();
-    for kind in kinds {
-        let key = kind_key(family, kind);
-        let recalls: Vec<f64> = groups.iter().filter_map(|g| group_value(g, &key)).collect();
-        let mut quality = associate(groups, &key, "Quality", demean)?;
-        if let Some(a) = quality.as_mut() {
-            a.x = format!("Recall ({kind})");
-            a.interval = rho_interval(groups, &key, "Quality", settings)?;
-        }
-        out.push(KindAssociation {
-            kind: kind.clone(),
-            groups: recalls.len(),
-            mean_recall: recalls.iter().sum::<f64>() / recalls.len().max(1) as f64,
-            quality,
-        });
-    }
-    let mut cells: Vec<Association> = out.iter().filter_map(|k| k.quality.clone()).collect();
-    holm_family(&mut cells)?;
-    let mut adjusted = cells.into_iter();
-    for k in out.iter_mut() {
-        if let Some(a) = k.quality.as_mut() {
-            a.holm_p = adjusted.next().and_then(|c| c.holm_p);
-        }
-    }
-    Ok(out)
+    let measures: Vec<(String, String)> = kinds.iter().map(|k| (kind_key(family, k), format!("Recall ({k})"))).collect();
+    let family = quality_family(groups, &measures, demean, settings)?;
+    Ok(kinds
+        .iter()
+        .zip(family)
+        .map(|(kind, (groups, mean_recall, quality))| KindAssociation { kind: kind.clone(), groups, mean_recall, quality })
+        .collect())
 }
 
 /// Case-bootstrap interval of ρ(x, y) across the groups with case data for both (module

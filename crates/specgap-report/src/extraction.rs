@@ -63,3 +63,13 @@ pub fn attach<'a>(runs: &'a [RunData], episodes: &mut [Episode<'a>], panel: &str
             .map(|x| &x.extraction);
     }
 }
+
+/// Whether `panel`'s extractors were offered `check_output` (its record's
+/// `extraction.check_output`; a panel recorded before the setting existed offered none).
+pub fn check_output_offered(runs: &[RunData], panel: &str) -> bool {
+    runs.iter()
+        .flat_map(|r| r.rows.panels.iter())
+        .find(|p| p.name == panel)
+        .and_then(|p| p.config["extraction"]["check_output"].as_bool())
+        .unwrap_or(false)
+}

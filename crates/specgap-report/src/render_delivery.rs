@@ -177,6 +177,10 @@ fn delivery_section(report: &Report) -> Option<Section> {
         text.push(format!(
             "Runs of cases with a submission schema are scored by extraction panel {panel}: the score a strict majority of its extractors (3 of 5) agree on to 4 decimal places replaces the direct artifact's; extractions that wrote nothing or name no file the agent made are rejected and never vote; without a majority the run is unscored (`extraction_unavailable`, seed 002 §4.1, A.3), and a run whose delivery holds no answer of the agent's (no artifact) scores 0."
         ));
+        text.push(match report.extraction_check_output {
+            Some(true) => "Its extractors could run the case evaluator on their output (`check_output`, seed 002 A.9.4's verification block), hearing only whether it could be read, never a score.".to_string(),
+            _ => "Its extractors could not run the case evaluator on their output: a deviation from seed 002 A.9.4, whose extractors check their normalization with it; structural mismatches they would have fixed may remain.".to_string(),
+        });
     }
     let never: usize = report.groups.iter().filter_map(|g| g.scoring_source.as_ref()).map(|s| s.never_extracted).sum();
     if never > 0 {

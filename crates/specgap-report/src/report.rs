@@ -261,6 +261,11 @@ pub struct Report {
     /// absent when they are scored from the direct artifacts (seed 002 §4.1, A.3).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub extraction: Option<String>,
+    /// Whether the extraction panel's extractors could run the case evaluator on their output
+    /// (`check_output`, seed 002 A.9.4's verification block); false for panels recorded
+    /// before it existed. Absent without an extraction panel.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extraction_check_output: Option<bool>,
     /// The runs.
     pub runs: Vec<RunSummary>,
     /// The main table.
@@ -547,6 +552,7 @@ fn report_with(
             .starts_with("panel:")
             .then(|| crate::agreement::judge_agreement(runs, episodes, &options.judge))
             .flatten(),
+        extraction_check_output: extraction.as_deref().map(|panel| crate::extraction::check_output_offered(runs, panel)),
         extraction,
         runs: runs
             .iter()

@@ -181,6 +181,7 @@ fn a_deliverable_in_another_layout_is_extracted_and_scored_once_three_agree() {
         (report.extraction, scored.quality, scored.valid)
     };
     assert_eq!(quality("auto"), (Some(panel.name.clone()), 1.0, 1.0));
+    assert_eq!(report_of(dir.path()).extraction_check_output, Some(true));
     assert_eq!(quality(&panel.name), (Some(panel.name.clone()), 1.0, 1.0));
     assert_eq!(quality("direct"), (None, 0.0, 0.0));
     // A second step extracts nothing again.
@@ -427,6 +428,11 @@ fn check_output_tells_failures_of_form_and_nothing_about_the_score() {
     assert_eq!(tools, ["bash", "submit"]);
     assert!(!request.text().contains("check_output"), "{}", request.text());
     assert_eq!(store.extractions().unwrap()[0].extraction.score, Some(1.0));
+    // The report says, for the run, that its extractors could not check (a deviation).
+    let report = report_of(dir.path());
+    assert_eq!(report.extraction_check_output, Some(false));
+    let markdown = specgap_report::render::render_markdown(&report, "run");
+    assert!(markdown.contains("Its extractors could not run the case evaluator on their output: a deviation from seed 002 A.9.4"), "{markdown}");
 }
 
 /// The report of the run in `dir/run`, grouped as by default.
