@@ -136,6 +136,8 @@ mod tests {
             "Are lead times business days? Probably, since suppliers close at weekends.",
             "Is on_hand in cases? I assume so and multiplied by case_pack.",
             "Can stores ship? No, the lanes are one-way.",
+            "What did I change? I rewrote the routing so that every store gets a daily truck.",
+            "Why is the plan long? Because every store is served every day.",
         ] {
             assert!(questions(answered).is_empty(), "{answered}");
         }

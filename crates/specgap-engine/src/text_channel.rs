@@ -103,7 +103,9 @@ pub const ANSWER_OPENERS: &[&str] = &[
     "i will assume", "i'm assuming", "i am assuming", "assuming", "i think", "i guess", "i believe",
     "i decided", "i chose", "i went with", "i used", "i'll use", "i will use", "i'm using",
     "i am using", "i'll go with", "i will go with", "we use", "we used", "we weight", "we treat",
-    "we assume", "we count", "we take", "we go with",
+    "we assume", "we count", "we take", "we go with", "because", "here is", "here's", "i changed",
+    "i rewrote", "i added", "i fixed", "i wrote", "i built", "i implemented", "i computed", "i ran",
+    "i set", "i made", "i kept",
 ];
 
 /// The questions a reply's prose asks the client (the deterministic detector's rule,
