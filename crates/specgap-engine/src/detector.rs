@@ -10,8 +10,10 @@
 //! configuration and so of the episode key (DESIGN §6).
 //!
 //! * [`SentenceRule`] (no model; used when the user names no detector): in a reply without a
-//!   tool call, while no file matches `[delivery].artifact`, every sentence ending in a question
-//!   mark ([`crate::text_channel::question_sentences`]); nothing otherwise.
+//!   tool call on a delivery case, before or after a file matches `[delivery].artifact`, every
+//!   sentence ending in a question mark that is neither an offer ("Would you like me to …?",
+//!   "Shall I also …?") nor answered by the agent itself in the next sentence
+//!   ([`crate::text_channel::prose_questions`]); nothing otherwise.
 //! * A model panel (`specgap-panels`, `specgap run --detector-panel FILE`): every reply, before
 //!   and after the deliverable exists, with or without tool calls; a reply without a question
 //!   mark is not a question; the others are voted on by the panel (strict majority of the
@@ -81,11 +83,13 @@ pub struct SentenceRule;
 
 impl QuestionDetector for SentenceRule {
     fn detect(&mut self, reply: &ReplyText<'_>) -> Result<Detection, DetectorError> {
+        // Whether the deliverable exists does not matter: a question the agent asks after
+        // writing it is still a question (issue 24 item 2).
         let questions = if !reply.with_tool_calls
-            && reply.artifact_missing == Some(true)
+            && reply.artifact_missing.is_some()
             && text_channel::has_question_mark(reply.text)
         {
-            text_channel::question_sentences(reply.text)
+            text_channel::prose_questions(reply.text)
         } else {
             Vec::new()
         };
@@ -102,13 +106,47 @@ mod tests {
     }
 
     #[test]
-    fn the_sentence_rule_asks_only_before_the_deliverable_and_without_tool_calls() {
+    fn the_sentence_rule_hears_questions_without_tool_calls_before_and_after_the_deliverable() {
         let text = "I read the data. Which unit is stock in? Shall I also plot the routes?";
         let questions = |r| SentenceRule.detect(&r).unwrap().questions;
-        assert_eq!(questions(reply(text, false, Some(true))), ["Which unit is stock in?", "Shall I also plot the routes?"]);
-        assert!(questions(reply(text, false, Some(false))).is_empty());
+        // The offer is not a question; the deliverable existing or not changes nothing.
+        assert_eq!(questions(reply(text, false, Some(true))), ["Which unit is stock in?"]);
+        assert_eq!(questions(reply(text, false, Some(false))), ["Which unit is stock in?"]);
         assert!(questions(reply(text, true, Some(true))).is_empty());
         assert!(questions(reply(text, false, None)).is_empty());
         assert!(questions(reply("No question.", false, Some(true))).is_empty());
+    }
+
+    #[test]
+    fn offers_and_self_answered_questions_are_not_heard() {
+        let questions = |text| SentenceRule.detect(&reply(text, false, Some(false))).unwrap().questions;
+        for offer in [
+            "The plan is in plan.json. Would you like me to add a chart?",
+            "Done. Do you want me to rerun it with a larger budget?",
+            "Shall I also plot the routes?",
+            "Should I go ahead and submit?",
+            "Is there anything else you need?",
+            "Let me know if you'd like changes?",
+            "And would you like me to explain the schedule?",
+        ] {
+            assert!(questions(offer).is_empty(), "{offer}");
+        }
+        for answered in [
+            "How do we balance time against fairness? We weight them 1:90.",
+            "Are lead times business days? Probably, since suppliers close at weekends.",
+            "Is on_hand in cases? I assume so and multiplied by case_pack.",
+            "Can stores ship? No, the lanes are one-way.",
+            "What did I change? I rewrote the routing so that every store gets a daily truck.",
+            "Why is the plan long? Because every store is served every day.",
+        ] {
+            assert!(questions(answered).is_empty(), "{answered}");
+        }
+        // A statement that keeps the question open, or one in the next paragraph, is no answer.
+        assert_eq!(questions("Is on_hand in cases? If so I will multiply by case_pack."), ["Is on_hand in cases?"]);
+        assert_eq!(questions("Which unit is on_hand in?\n\nYes, the plan is ready."), ["Which unit is on_hand in?"]);
+        assert_eq!(
+            questions("Plan written.\n- Are lead times business days?\n- Should I use MAE or relative error?"),
+            ["Are lead times business days?", "Should I use MAE or relative error?"]
+        );
     }
 }

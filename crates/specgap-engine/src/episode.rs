@@ -503,8 +503,11 @@ struct Episode<'c, 'a> {
     questions: u32,
     /// Model requests of the user recorded so far (`user_request` events).
     user_requests: u32,
-    /// Clarification rounds used: answered `ask_user` calls and text-channel exchanges.
+    /// Clarification rounds used: agent turns whose questions (`ask_user` calls and
+    /// text-channel exchanges) were answered, each turn once.
     clarification_rounds: u32,
+    /// The agent turn of the last clarification round counted (its other questions join it).
+    round_turn: Option<u32>,
     /// Whether a question came past the round limit (its `budget` event is written once).
     round_limit_reached: bool,
     /// Continuation messages sent (delivery text channel).
@@ -630,6 +633,7 @@ impl<'c, 'a> Episode<'c, 'a> {
             questions: 0,
             user_requests: 0,
             clarification_rounds: 0,
+            round_turn: None,
             round_limit_reached: false,
             continuations: 0,
             counters: Counters::default(),
@@ -789,7 +793,7 @@ impl<'c, 'a> Episode<'c, 'a> {
                 self.tool_result(call, not_run(reason))?;
                 continue;
             }
-            if let Some(tool) = &turn_ended_by {
+            if let Some(tool) = turn_ended_by.as_deref().filter(|tool| !self.joins_the_round(tool, call)) {
                 self.tool_result(call, not_run_after(tool))?;
                 continue;
             }
@@ -1061,6 +1065,16 @@ impl<'c, 'a> Episode<'c, 'a> {
         Ok(effect)
     }
 
+    /// Whether `call`, after the turn was ended by a call to `ended_by`, still runs: under a
+    /// delivery condition every `ask_user` of a turn is answered, all in the turn's one
+    /// clarification round (seed 002 A.3: one interaction turn is one exchange with the
+    /// customer, however many questions it holds; docs/decisions.md "Engine: parallel
+    /// `ask_user` calls"). The other calls after it are not run, as under seed 000 (App. F.1).
+    fn joins_the_round(&self, ended_by: &str, call: &ToolCall) -> bool {
+        // protocol: seed 002 (delivery conditions); seed 000's owner conditions keep F.1.
+        self.ctx.condition.is_delivery() && ended_by == names::ASK_USER && call.tool == names::ASK_USER
+    }
+
     /// Whether `call` ends its turn: an offered `submit`, `ask_user` or `write_plan` (a call to
     /// one of them that is not offered is an unknown tool, which ends nothing).
     fn ends_the_turn(&self, call: &ToolCall) -> bool {
@@ -1225,7 +1239,8 @@ impl<'c, 'a> Episode<'c, 'a> {
     /// the episode goes on.
     fn rounds_exhausted(&mut self) -> Result<bool, EpisodeError> {
         let limit = self.ctx.budgets.clarification_rounds;
-        if self.clarification_rounds < limit {
+        // A turn whose round was already admitted asks within it.
+        if self.clarification_rounds < limit || self.round_turn == Some(self.turns) {
             return Ok(false);
         }
         if !self.round_limit_reached {
@@ -1240,7 +1255,8 @@ impl<'c, 'a> Episode<'c, 'a> {
     }
 
     /// One clarification round, from either channel: every question put to the user on its
-    /// own and recorded with this turn. A reply abandoned at the deadline, or a deadline that
+    /// own and recorded with this turn; a turn counts one round however many calls and
+    /// exchanges its questions came in. A reply abandoned at the deadline, or a deadline that
     /// passed while the user answered, ends the round (answers already given stay recorded,
     /// but are not delivered).
     fn clarification_round(&mut self, questions: Vec<String>) -> Result<Round, EpisodeError> {
@@ -1258,7 +1274,10 @@ impl<'c, 'a> Episode<'c, 'a> {
                 return Ok(Round::Ended(reason));
             }
         }
-        self.clarification_rounds += 1;
+        if self.round_turn != Some(self.turns) {
+            self.clarification_rounds += 1;
+            self.round_turn = Some(self.turns);
+        }
         if self.gate_closed() {
             self.asked_before_unlock += 1;
         }

@@ -41,8 +41,10 @@ use crate::prompt_files::{PromptFile, Replacements, SYSTEM_PROMPT_FILES};
 /// description), the plan prompts are whole system prompts of their phase (the planning one
 /// invites questions), batched turns are explained (issue 13). 6: the ask route
 /// ([`AskRoute`]): `ask_user` by the name the agent sees, or the text exchange alone (issue 15).
-/// 7: the planning prompt says its commands see the workspace read-only (issue 24 item 5).
-pub const PROMPT_VERSION: &str = "7";
+/// 7: under delivery conditions, several `ask_user` calls of one turn are all answered, as one
+/// round (issue 24 item 2). 8: the planning prompt says its commands see the workspace
+/// read-only (issue 24 item 5).
+pub const PROMPT_VERSION: &str = "8";
 
 /// How the agent puts questions to its counterpart, as its prompts tell it (issue 15; seed
 /// 002 App. A.9.3). The agent says which ([`crate::Agent::ask_route`]).
@@ -253,10 +255,15 @@ fn rules_note(condition: &Condition, budgets: &Budgets, phase: Phase, route: &As
         Some(tool) => format!("one {tool} call or one reply with questions is one round"),
         None => "one reply with questions is one round".to_string(),
     };
+    // Seed 002 A.3: one turn of questions is one exchange, so parallel calls are one round.
+    let parallel = match &tool {
+        Some(tool) => format!(" Several {tool} calls in one turn are all answered, within that turn's one round."),
+        None => String::new(),
+    };
     let rounds_note = if asks && condition.is_delivery() {
         format!(
             " The client answers up to {} rounds of questions ({round}, however many questions it holds); after \
-             that they ask you to go on with your best judgement.",
+             that they ask you to go on with your best judgement.{parallel}",
             budgets.clarification_rounds
         )
     } else {
@@ -377,8 +384,10 @@ mod tests {
         let d = prompts("interact");
         assert!(d.initial.contains(
             "The client answers up to 30 rounds of questions (one `ask_user` call or one reply with questions is one \
-             round, however many questions it holds); after that they ask you to go on with your best judgement."
+             round, however many questions it holds); after that they ask you to go on with your best judgement. \
+             Several `ask_user` calls in one turn are all answered, within that turn's one round."
         ));
+        assert!(!p.initial.contains("Several `ask_user` calls"), "seed 000's owner conditions keep F.1");
         assert!(d.initial.contains("under a heading `## Questions for the client`"));
         assert!(d.initial.contains("you have 1 submission."));
         let q = prompts("plan");

@@ -11,8 +11,10 @@
 //!   `user.toml`'s `understanding` and `editable_surface` that the shared matching rule links
 //!   to the question ([`specgap_task::owner::knowledge_cues`]), in their order, joined by
 //!   spaces; on any other task (the customer) with the registered answers of the linked
-//!   clarification targets, joined by blank lines in the targets' file order. A question that
-//!   links to nothing gets [`UNKNOWN_ANSWER`].
+//!   clarification targets, joined by blank lines in the targets' file order. Only the
+//!   sentences that ask link (rule version 3): an assumption the agent states beside its
+//!   question is not answered, so the relay never volunteers a target that was not asked
+//!   about. A question that links to nothing gets [`UNKNOWN_ANSWER`].
 
 use specgap_protocol::package::ClarificationTarget;
 use specgap_task::TaskPackage;
@@ -122,6 +124,18 @@ mod tests {
             "Yes, 0.5 kg of it.\n\nNo, all ship today."
         );
         assert_eq!(relay.answer_text("What colour are the boxes?"), UNKNOWN_ANSWER);
+    }
+
+    #[test]
+    fn a_stated_assumption_is_not_answered_only_the_question() {
+        // Issue 24 item 2: the relay never volunteers a target the agent did not ask about.
+        let relay = RelayUser::from_targets(vec![
+            target("weight", &["Does the weight limit include the box?"], "Yes, 0.5 kg of it."),
+            target("today", &["Can some items ship tomorrow?"], "No, all ship today."),
+        ]);
+        assert_eq!(relay.answer_text("I assume some items can ship tomorrow. Does the weight limit include the box?"), "Yes, 0.5 kg of it.");
+        assert_eq!(relay.answer_text("Does the weight limit include the box? Some items can ship tomorrow, I assume."), "Yes, 0.5 kg of it.");
+        assert_eq!(relay.answer_text("I assume some items can ship tomorrow. Is that right?"), "No, all ship today.");
     }
 
     fn context(request: Option<&str>, escalated: bool) -> FeedbackContext {

@@ -16,6 +16,11 @@
 //! agent with nothing more to do end it too. A tool other than `bash` and `submit` gets a tool
 //! error, as in an episode.
 //!
+//! A caller may also offer [`CHECK_OUTPUT`] ([`SideSession::check_output`]): a tool without
+//! arguments whose result is whatever the caller's check says about the working directory now
+//! (seed 002 A.9.4 lets extractors run the case evaluator on their output; the extraction
+//! panel's check reports structural failures only).
+//!
 //! [`evaluate_workspace`] runs a package's evaluator on a workspace exactly as an episode's
 //! submission is evaluated, and scores the result by the task's scoring kind.
 
@@ -40,8 +45,15 @@ pub const SIDE_REMINDER: &str =
 /// The reminder after a refusal.
 pub const SIDE_REFUSAL_REMINDER: &str = "Please continue with the tools you have.";
 
+/// The name of the optional check tool ([`SideSession::check_output`]).
+pub const CHECK_OUTPUT: &str = "check_output";
+
+/// A check of the working directory the agent may ask for ([`CHECK_OUTPUT`]): the text it
+/// returns is the tool's result.
+pub type OutputCheck<'a> = &'a dyn Fn() -> String;
+
 /// Where and how long a side session runs.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct SideSession<'a> {
     /// The writable working directory of every command.
     pub workspace: &'a Path,
@@ -53,6 +65,19 @@ pub struct SideSession<'a> {
     pub sandbox: &'a SandboxConfig,
     /// Agent turns allowed.
     pub turns: u32,
+    /// The [`CHECK_OUTPUT`] tool's check, when the session offers it.
+    pub check_output: Option<OutputCheck<'a>>,
+}
+
+impl std::fmt::Debug for SideSession<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SideSession")
+            .field("workspace", &self.workspace)
+            .field("read_only", &self.read_only)
+            .field("turns", &self.turns)
+            .field("check_output", &self.check_output.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// How a side session ended.
@@ -116,6 +141,24 @@ pub fn side_tools() -> Vec<ToolSpec> {
     }
 }
 
+/// [`side_tools`], with [`CHECK_OUTPUT`] before `submit` when `check_output` is set.
+pub fn side_tools_with(check_output: bool) -> Vec<ToolSpec> {
+    let mut specs = side_tools();
+    if check_output {
+        let check = ToolSpec {
+            name: CHECK_OUTPUT.into(),
+            description: "Run the scoring program on the files in your working directory as they are now and hear \
+                          whether it could read them. It says what is wrong with their form, never how good the \
+                          answer is."
+                .into(),
+            parameters: json!({"type": "object", "properties": {}, "additionalProperties": false}),
+        };
+        let at = specs.iter().position(|t| t.name == names::SUBMIT).unwrap_or(specs.len());
+        specs.insert(at, check);
+    }
+    specs
+}
+
 /// Drives `agent` through one side session (module guide), holding it to `link`'s deadline;
 /// its model usage goes to `link`'s sink.
 ///
@@ -134,7 +177,13 @@ pub fn run_side_session(
     }
     let mut session = Session::new(template, settings.host.clone(), settings.sandbox.clone());
     agent.attach(link);
-    agent.start(&Opening { system_prompt: system_prompt.to_string(), message: message.to_string(), tools: side_tools() })?;
+    let tools = side_tools_with(settings.check_output.is_some());
+    let names_list: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    let unknown_hint = match names_list.as_slice() {
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+        [] => String::new(),
+    };
+    agent.start(&Opening { system_prompt: system_prompt.to_string(), message: message.to_string(), tools })?;
     let mut outcome = SideOutcome { end: SideEnd::TurnBudget, summary: None, turns: 0, transcript: Vec::new() };
     let mut inbox: Vec<Incoming> = Vec::new();
     let (mut no_call, mut refusals) = (0u32, 0u32);
@@ -177,7 +226,10 @@ pub fn run_side_session(
                             return Ok(outcome);
                         }
                         names::BASH => run_bash(&mut session, &call.arguments, deadline)?,
-                        other => (format!("unknown tool `{other}`; the tools are bash and submit"), true),
+                        CHECK_OUTPUT if settings.check_output.is_some() => {
+                            (settings.check_output.map(|check| check()).unwrap_or_default(), false)
+                        }
+                        other => (format!("unknown tool `{other}`; the tools are {unknown_hint}"), true),
                     };
                     outcome.transcript.push(json!({ "result": call.id, "tool": call.tool, "output": output, "is_error": is_error }));
                     inbox.push(Incoming::ToolResult { call_id: call.id.clone(), tool: call.tool.clone(), output, is_error });

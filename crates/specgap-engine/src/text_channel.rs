@@ -8,8 +8,10 @@
 //!
 //! * **Questions** (delivery conditions that offer `ask_user`): the lines under a
 //!   `## Questions for the client` heading ([`heading_questions`]), in any turn; or, in a
-//!   reply without a tool call while no deliverable exists yet, every sentence that ends in a
-//!   question mark ([`question_sentences`]). Each question is answered by the user on its own
+//!   reply without a tool call, before or after the deliverable exists, what the user's
+//!   question detector hears — by default every sentence that ends in a question mark except
+//!   offers and questions the agent answers itself ([`prose_questions`]). Each question is
+//!   answered by the user on its own
 //!   and recorded like an `ask_user` question; the answers come back as one message
 //!   ([`answer_message`]). One such message is one clarification round, like one `ask_user`
 //!   call.
@@ -76,6 +78,68 @@ pub fn heading_questions(text: &str) -> Option<Vec<String>> {
 /// assert_eq!(question_sentences(text), ["Is the limit 9.5 kg?", "And may items wait?"]);
 /// ```
 pub fn question_sentences(text: &str) -> Vec<String> {
+    all_sentences(text).into_iter().filter(|s| s.ends_with(['?', '？'])).collect()
+}
+
+/// Openings of a question that offers more work or checks in rather than asking the client
+/// for information (seed 002 A.9.3's detector: "offers to continue are not asking"), matched
+/// lowercase at the start of the sentence after an optional "and", "or", "also" or "so".
+pub const OFFER_OPENERS: &[&str] = &[
+    "would you like me to", "would you like us to", "do you want me to", "do you want us to", "want me to",
+    "shall i also", "should i also", "shall i go ahead", "should i go ahead", "shall i proceed",
+    "should i proceed", "shall i continue", "should i continue", "shall i start", "should i start",
+    "can i help", "may i help", "how can i help", "is there anything else", "anything else",
+    "any other questions", "any questions", "any feedback", "let me know if", "does this look",
+    "does that look", "does this work for you", "does that work for you", "is this what you",
+    "is that what you", "would that help", "would this help",
+];
+
+/// Openings of the sentence after a question that show the agent answered it itself
+/// (seed 002 A.9.3's detector: a rhetorical question inside an explanation is not asking),
+/// matched lowercase at the start of the sentence.
+pub const ANSWER_OPENERS: &[&str] = &[
+    "yes", "no", "yep", "nope", "answer", "the answer", "probably", "likely", "presumably",
+    "apparently", "clearly", "obviously", "of course", "surely", "i assume", "i'll assume",
+    "i will assume", "i'm assuming", "i am assuming", "assuming", "i think", "i guess", "i believe",
+    "i decided", "i chose", "i went with", "i used", "i'll use", "i will use", "i'm using",
+    "i am using", "i'll go with", "i will go with", "we use", "we used", "we weight", "we treat",
+    "we assume", "we count", "we take", "we go with", "because", "here is", "here's", "i changed",
+    "i rewrote", "i added", "i fixed", "i wrote", "i built", "i implemented", "i computed", "i ran",
+    "i set", "i made", "i kept",
+];
+
+/// The questions a reply's prose asks the client (the deterministic detector's rule,
+/// [`crate::detector::SentenceRule`]): its [`question_sentences`] except offers
+/// ([`OFFER_OPENERS`]) and questions the agent answers itself — those followed, in the same
+/// paragraph, by a statement that opens with an [`ANSWER_OPENERS`] phrase.
+///
+/// ```
+/// use specgap_engine::text_channel::prose_questions;
+/// let text = "How do we balance cost and waiting? We weight them 1:9. Which unit is on_hand in?\n\nWould you like me to plot the routes?";
+/// assert_eq!(prose_questions(text), ["Which unit is on_hand in?"]);
+/// ```
+pub fn prose_questions(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for paragraph in text.split("\n\n") {
+        let sentences = all_sentences(paragraph);
+        for (i, sentence) in sentences.iter().enumerate() {
+            if !sentence.ends_with(['?', '？']) || opens_with(sentence, OFFER_OPENERS) {
+                continue;
+            }
+            let answered = sentences
+                .get(i + 1)
+                .is_some_and(|next| !next.ends_with(['?', '？']) && opens_with(next, ANSWER_OPENERS));
+            if !answered {
+                out.push(sentence.clone());
+            }
+        }
+    }
+    out
+}
+
+/// Every sentence of `text` in order (the boundaries of [`question_sentences`]), list
+/// markers removed, each trimmed.
+fn all_sentences(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     for line in text.lines() {
         let line = strip_list_marker(line.trim()).unwrap_or(line.trim());
@@ -84,17 +148,35 @@ pub fn question_sentences(text: &str) -> Vec<String> {
         while let Some((at, c)) = chars.next() {
             let end = at + c.len_utf8();
             let next_is_space = chars.peek().is_none_or(|(_, n)| n.is_whitespace());
-            let boundary = matches!(c, '?' | '？') || (matches!(c, '.' | '!') && next_is_space);
-            if boundary {
+            if matches!(c, '?' | '？') || (matches!(c, '.' | '!') && next_is_space) {
                 let sentence = line[start..end].trim();
-                if matches!(c, '?' | '？') && sentence.chars().any(char::is_alphanumeric) {
+                if sentence.chars().any(char::is_alphanumeric) {
                     out.push(sentence.to_string());
                 }
                 start = end;
             }
         }
+        let rest = line[start..].trim();
+        if rest.chars().any(char::is_alphanumeric) {
+            out.push(rest.to_string());
+        }
     }
     out
+}
+
+/// Whether `sentence` opens with one of `phrases` (lowercase, whole words), after an optional
+/// "and", "or", "also" or "so".
+fn opens_with(sentence: &str, phrases: &[&str]) -> bool {
+    let lower = sentence.to_lowercase().replace('’', "'");
+    let mut rest = lower.trim_start();
+    for lead in ["and ", "or ", "also ", "so "] {
+        if let Some(stripped) = rest.strip_prefix(lead) {
+            rest = stripped.trim_start_matches([',', ' ']);
+        }
+    }
+    phrases.iter().any(|phrase| {
+        rest.strip_prefix(phrase).is_some_and(|after| after.is_empty() || after.starts_with(|c: char| !c.is_alphanumeric() && c != '\''))
+    })
 }
 
 /// Whether `text` contains a question mark (`?` or `？`).

@@ -20,6 +20,7 @@
 //! [extraction]                              # optional: limits of one extractor session
 //! turns = 40
 //! wall_sec = 900
+//! check_output = true                       # the check_output tool (the case evaluator, form only)
 //! ```
 //!
 //! Other per-model keys: `stream`, `emulate_tools` (extractor sessions of models without
@@ -152,12 +153,17 @@ pub struct PromptFiles {
     pub detector_user: Option<PathBuf>,
     /// The text put before the detector's user message on its one repair retry.
     pub detector_repair: Option<PathBuf>,
-    /// The extractor's instructions (`{{delivered}}`, `{{schema_path}}`, `{{schema}}`,
-    /// `{{output}}`).
+    /// The extractor's system message.
+    pub extractor_system: Option<PathBuf>,
+    /// The extractor's instructions (`{{delivered}}`, `{{case}}`, `{{schema_path}}`,
+    /// `{{schema}}`, `{{output}}`, `{{check_block}}`).
     pub extractor: Option<PathBuf>,
+    /// The extractor's verification block, put at `{{check_block}}` when its sessions offer
+    /// `check_output` (seed 002 A.9.4's verification block).
+    pub extractor_check: Option<PathBuf>,
 }
 
-/// `[extraction]`: the limits of one extractor session.
+/// `[extraction]`: the limits of one extractor session and whether it may check its output.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExtractionSettings {
@@ -167,12 +173,25 @@ pub struct ExtractionSettings {
     /// Wall-clock seconds per extractor session.
     #[serde(default = "default_wall")]
     pub wall_sec: u64,
+    /// Whether extractors get the `check_output` tool, which runs the case evaluator on their
+    /// output and reports failures of form only (seed 002 A.9.4's verification block; the
+    /// paper withholds it only for its case with a heavyweight evaluator). Default true.
+    #[serde(default = "default_check_output")]
+    pub check_output: bool,
 }
 
 impl Default for ExtractionSettings {
     fn default() -> Self {
-        ExtractionSettings { turns: DEFAULT_EXTRACTION_TURNS, wall_sec: DEFAULT_EXTRACTION_WALL_SEC }
+        ExtractionSettings {
+            turns: DEFAULT_EXTRACTION_TURNS,
+            wall_sec: DEFAULT_EXTRACTION_WALL_SEC,
+            check_output: true,
+        }
     }
+}
+
+fn default_check_output() -> bool {
+    true
 }
 
 fn default_turns() -> u32 {

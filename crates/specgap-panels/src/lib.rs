@@ -13,7 +13,9 @@
 //! the built-in prompts ([`prompts`]); each model is a *seat* ([`seat`]) on the chat client of
 //! `specgap-agents`, whose retries with seeded backoff, deadline, usage and cost are reused as
 //! they are; a reply that is not the JSON asked for gets one repair retry; the seats are called
-//! in a seeded order per subject ([`order`]); the vote rules are pure functions ([`vote`]).
+//! in a seeded order per subject ([`order`]); the vote rules are pure functions ([`vote`]); an
+//! extractor's `_result.json` report and whether its extraction counts — output with source
+//! provenance, rejected, or no answer of the agent's found — are [`provenance`]'s.
 //! Every ballot — model, prompt version, each request and response — goes to the run store's
 //! `ballots` table, the panel's configuration and prompt hash to `panels`, and its model usage
 //! to `usage` under the role `judge`, `extractor` or `detector`.
@@ -32,6 +34,7 @@ pub mod json;
 pub mod judge;
 pub mod order;
 pub mod prompts;
+pub mod provenance;
 pub mod seat;
 pub mod vote;
 

@@ -17,8 +17,10 @@ use crate::error::PanelError;
 pub const JUDGE_PROMPT_VERSION: &str = "1";
 /// Version of the built-in question-detector prompts.
 pub const DETECTOR_PROMPT_VERSION: &str = "1";
-/// Version of the built-in extractor instructions.
-pub const EXTRACTOR_PROMPT_VERSION: &str = "1";
+/// Version of the built-in extractor instructions. 2: seed 002 A.9.4's rules for designated
+/// files, code modules, identifiers, order-bearing fields and the fallback, the `_result.json`
+/// report with `files_found`, and the check block (issue 24 item 2).
+pub const EXTRACTOR_PROMPT_VERSION: &str = "2";
 
 const JUDGE_SYSTEM: &str = include_str!("prompts/judge_system.md");
 const JUDGE_USER: &str = include_str!("prompts/judge_user.md");
@@ -29,6 +31,7 @@ const DETECTOR_USER: &str = include_str!("prompts/detector_user.md");
 const DETECTOR_REPAIR: &str = include_str!("prompts/detector_repair.md");
 const EXTRACTOR_SYSTEM: &str = include_str!("prompts/extractor_system.md");
 const EXTRACTOR_USER: &str = include_str!("prompts/extractor_user.md");
+const EXTRACTOR_CHECK: &str = include_str!("prompts/extractor_check.md");
 
 /// The prompts of one use.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -47,6 +50,10 @@ pub struct PromptSet {
     /// The coverage judge's trigger-hint block template (`{{triggers}}` in the user message);
     /// empty for the other uses.
     pub triggers: String,
+    /// The extractor's verification block (`{{check_block}}` in its user message), inserted
+    /// when its sessions offer `check_output`; empty for the other uses.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub check: String,
 }
 
 impl PromptSet {
@@ -54,7 +61,10 @@ impl PromptSet {
     /// different sets hash alike.
     pub fn hash(&self) -> String {
         let mut bytes = Vec::new();
-        for text in [&self.system, &self.user, &self.repair, &self.triggers] {
+        // The check block joined the set later: an empty one adds nothing, so the hashes of
+        // the judge's and the detector's sets (and their panels' names) stay as they were.
+        let check = (!self.check.is_empty()).then_some(&self.check);
+        for text in [&self.system, &self.user, &self.repair, &self.triggers].into_iter().chain(check) {
             bytes.extend_from_slice(&(text.len() as u64).to_le_bytes());
             bytes.extend_from_slice(text.as_bytes());
         }
@@ -75,7 +85,10 @@ impl Default for Prompts {
         Prompts {
             judge: builtin(JUDGE_PROMPT_VERSION, JUDGE_SYSTEM, JUDGE_USER, JUDGE_REPAIR, JUDGE_TRIGGERS),
             detector: builtin(DETECTOR_PROMPT_VERSION, DETECTOR_SYSTEM, DETECTOR_USER, DETECTOR_REPAIR, ""),
-            extractor: builtin(EXTRACTOR_PROMPT_VERSION, EXTRACTOR_SYSTEM, EXTRACTOR_USER, "", ""),
+            extractor: PromptSet {
+                check: EXTRACTOR_CHECK.trim_end().to_string(),
+                ..builtin(EXTRACTOR_PROMPT_VERSION, EXTRACTOR_SYSTEM, EXTRACTOR_USER, "", "")
+            },
         }
     }
 }
@@ -87,6 +100,7 @@ fn builtin(version: &str, system: &str, user: &str, repair: &str, triggers: &str
         user: user.trim_end().to_string(),
         repair: repair.trim_end().to_string(),
         triggers: triggers.trim_end().to_string(),
+        check: String::new(),
     }
 }
 
@@ -121,7 +135,11 @@ impl Prompts {
         ];
         mark_overridden(detector, &changed);
         let extractor = &mut prompts.extractor;
-        let changed = [read(&files.extractor, &mut extractor.user)?];
+        let changed = [
+            read(&files.extractor_system, &mut extractor.system)?,
+            read(&files.extractor, &mut extractor.user)?,
+            read(&files.extractor_check, &mut extractor.check)?,
+        ];
         mark_overridden(extractor, &changed);
         Ok(prompts)
     }

@@ -18,6 +18,19 @@
 //! intervals"): the union of the groups' cases is resampled (2,000 resamples, seed 12345,
 //! percentile), every group's Recall of the kind and Quality are recomputed on the drawn cases
 //! it has, and ρ across the groups on each resample.
+//!
+//! **Domain mix against Quality** (App. A.5, Table 10's correlations: "the scoring share
+//! correlates with Quality (ρ = 0.61) … Holm p = 0.028 for both over four domains … the
+//! case-bootstrap 95% intervals include zero"): each group's share of its matched question units
+//! in a content domain (Table 10's columns; 0 for a domain without a matched unit when the group
+//! has some) against Quality, Holm over the domains, intervals as above (the share recomputed as
+//! a ratio of per-case sums). The paper pools the systems of each model; a report correlates its
+//! groups.
+//!
+//! **Cost against Quality** (App. A.4 "Compute": "provider cost … showed no detectable
+//! association with Quality"): each group's mean model cost of the agent per run with usage
+//! (the agent role's priced cost over its episodes; a group with an unpriced model has no cost)
+//! against Quality, over the groups with both.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -74,6 +87,34 @@ pub struct KindAssociation {
     pub quality: Option<Association>,
 }
 
+/// One content domain's matched-question share against Quality across groups (Table 10's
+/// correlations).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ShareAssociation {
+    /// The content domain.
+    pub domain: String,
+    /// Groups with matched question units.
+    pub groups: usize,
+    /// Mean over those groups of their share of the domain, in [0, 1].
+    pub mean_share: f64,
+    /// Spearman ρ of the share with Quality, with its interval and Holm p over the domains.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quality: Option<Association>,
+}
+
+/// Model cost against Quality across groups (App. A.4 "Compute").
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CostAssociation {
+    /// Groups with a Quality.
+    pub groups: usize,
+    /// Of those, groups whose agent's cost is known (every model priced).
+    pub priced: usize,
+    /// Spearman ρ of the mean agent cost per run (US dollars) with Quality, with three or more
+    /// priced groups.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quality: Option<Association>,
+}
+
 /// Every association of a report.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Associations {
@@ -87,6 +128,12 @@ pub struct Associations {
     /// Mean run time against Quality (§5.2).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runtime_quality: Option<Association>,
+    /// Matched-question domain shares against Quality, Holm over the domains (Table 10).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub domain_share_quality: Vec<ShareAssociation>,
+    /// Model cost against Quality (App. A.4), when some group has a Quality.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_quality: Option<CostAssociation>,
 }
 
 /// The delivery measures of the matrix (Figure 4's columns).
@@ -117,6 +164,10 @@ fn clarification_value(c: &ClarificationSummary, measure: &str) -> Option<f64> {
         "ATC" => &c.atc,
         "Redund." => &c.redund,
         kind => {
+            if let Some(domain) = kind.strip_prefix("Share[domain:").and_then(|k| k.strip_suffix(']')) {
+                // A group with matched units and none in this domain has a share of 0.
+                return (!c.matched_domains.is_empty()).then(|| c.matched_domains.get(domain).copied().unwrap_or(0.0));
+            }
             let inner = kind.strip_prefix("Recall[")?.strip_suffix(']')?;
             let (family, name) = inner.split_once(':')?;
             let map = if family == "type" { &c.by_issue_type } else { &c.by_domain };
@@ -142,6 +193,7 @@ pub fn associations(
     groups: &[GroupReport],
     dims: &[Dim],
     models: &BTreeMap<String, String>,
+    usage: &[crate::usage::UsageSummary],
     settings: &IntervalSettings,
 ) -> Result<Associations, ReportError> {
     let demean = Demeaning::new(groups, dims, models);
@@ -169,7 +221,102 @@ pub fn associations(
         issue_type_recall,
         domain_recall,
         runtime_quality: associate(groups, "runtime", "Quality", &demean)?,
+        domain_share_quality: share_associations(groups, &demean, settings)?,
+        cost_quality: cost_association(groups, usage)?,
     })
+}
+
+/// The measure key of a domain's matched-question share (its case data in
+/// [`ClarificationSummary::cases`]).
+pub fn share_key(domain: &str) -> String {
+    format!("Share[domain:{domain}]")
+}
+
+/// Each domain's matched-question share against Quality, with intervals and Holm over the
+/// domains (module guide).
+fn share_associations(groups: &[GroupReport], demean: &Demeaning, settings: &IntervalSettings) -> Result<Vec<ShareAssociation>, ReportError> {
+    let domains: Vec<&String> = groups
+        .iter()
+        .filter_map(|g| g.clarification.as_ref())
+        .flat_map(|c| c.matched_domains.keys())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let measures: Vec<(String, String)> = domains.iter().map(|d| (share_key(d), format!("Share ({d})"))).collect();
+    let family = quality_family(groups, &measures, demean, settings)?;
+    Ok(domains
+        .into_iter()
+        .zip(family)
+        .map(|(domain, (groups, mean_share, quality))| ShareAssociation { domain: domain.clone(), groups, mean_share, quality })
+        .collect())
+}
+
+/// Per `(measure key, x label)`, the groups with the measure, their mean value and its
+/// association with Quality (with its case-bootstrap interval), Holm over the family.
+fn quality_family(
+    groups: &[GroupReport],
+    measures: &[(String, String)],
+    demean: &Demeaning,
+    settings: &IntervalSettings,
+) -> Result<Vec<(usize, f64, Option<Association>)>, ReportError> {
+    let mut out = Vec::new();
+    for (key, label) in measures {
+        let values: Vec<f64> = groups.iter().filter_map(|g| group_value(g, key)).collect();
+        let mut quality = associate(groups, key, "Quality", demean)?;
+        if let Some(a) = quality.as_mut() {
+            a.x = label.clone();
+            a.interval = rho_interval(groups, key, "Quality", settings)?;
+        }
+        out.push((values.len(), values.iter().sum::<f64>() / values.len().max(1) as f64, quality));
+    }
+    let mut cells: Vec<Association> = out.iter().filter_map(|k| k.2.clone()).collect();
+    holm_family(&mut cells)?;
+    let mut adjusted = cells.into_iter();
+    for k in out.iter_mut() {
+        if let Some(a) = k.2.as_mut() {
+            a.holm_p = adjusted.next().and_then(|c| c.holm_p);
+        }
+    }
+    Ok(out)
+}
+
+/// Mean agent cost per run against Quality (module guide); `None` when no group has a Quality.
+fn cost_association(groups: &[GroupReport], usage: &[crate::usage::UsageSummary]) -> Result<Option<CostAssociation>, ReportError> {
+    let rows: Vec<(f64, f64)> = groups
+        .iter()
+        .filter_map(|g| group_value(g, "Quality").map(|q| (g, q)))
+        .map(|(g, q)| {
+            let cost = usage
+                .iter()
+                .find(|u| u.key == g.key && u.role == specgap_store::Role::Agent.as_str())
+                .and_then(|u| Some(u.cost_usd? / u.episodes.max(1) as f64));
+            (cost, q)
+        })
+        .filter_map(|(cost, q)| Some((cost?, q)))
+        .collect();
+    let quality_groups = groups.iter().filter(|g| group_value(g, "Quality").is_some()).count();
+    if quality_groups == 0 {
+        return Ok(None);
+    }
+    let mut association = None;
+    if rows.len() >= 3 {
+        let (xs, ys): (Vec<f64>, Vec<f64>) = rows.iter().copied().unzip();
+        let c = spearman(&xs, &ys).map_err(|source| ReportError::Stats { measure: "Spearman rho (cost, Quality)".into(), source })?;
+        if c.rho.is_finite() {
+            association = Some(Association {
+                x: "cost per run (USD)".into(),
+                y: "Quality".into(),
+                groups: rows.len(),
+                rho: c.rho,
+                p_value: c.p_value,
+                holm_p: None,
+                interval: None,
+                demeaned_rho: None,
+                demeaned_p: None,
+            });
+        }
+    }
+    Ok(Some(CostAssociation { groups: quality_groups, priced: rows.len(), quality: association }))
 }
 
 /// Spearman ρ of `x` with `y` over the groups with both, with the demeaned ρ; `None` with
@@ -236,31 +383,13 @@ fn kind_associations(
     demean: &Demeaning,
     settings: &IntervalSettings,
 ) -> Result<Vec<KindAssociation>, ReportError> {
-    let mut out = Vec::new();
-    for kind in kinds {
-        let key = kind_key(family, kind);
-        let recalls: Vec<f64> = groups.iter().filter_map(|g| group_value(g, &key)).collect();
-        let mut quality = associate(groups, &key, "Quality", demean)?;
-        if let Some(a) = quality.as_mut() {
-            a.x = format!("Recall ({kind})");
-            a.interval = rho_interval(groups, &key, "Quality", settings)?;
-        }
-        out.push(KindAssociation {
-            kind: kind.clone(),
-            groups: recalls.len(),
-            mean_recall: recalls.iter().sum::<f64>() / recalls.len().max(1) as f64,
-            quality,
-        });
-    }
-    let mut cells: Vec<Association> = out.iter().filter_map(|k| k.quality.clone()).collect();
-    holm_family(&mut cells)?;
-    let mut adjusted = cells.into_iter();
-    for k in out.iter_mut() {
-        if let Some(a) = k.quality.as_mut() {
-            a.holm_p = adjusted.next().and_then(|c| c.holm_p);
-        }
-    }
-    Ok(out)
+    let measures: Vec<(String, String)> = kinds.iter().map(|k| (kind_key(family, k), format!("Recall ({k})"))).collect();
+    let family = quality_family(groups, &measures, demean, settings)?;
+    Ok(kinds
+        .iter()
+        .zip(family)
+        .map(|(kind, (groups, mean_recall, quality))| KindAssociation { kind: kind.clone(), groups, mean_recall, quality })
+        .collect())
 }
 
 /// Case-bootstrap interval of ρ(x, y) across the groups with case data for both (module

@@ -347,10 +347,21 @@ pub fn clarification_summary(
     let by_issue_type = kind_recalls(&runs, |t| issue_type_name(t.issue_type), &mut cases, "type");
     let by_domain = kind_recalls(&runs, |t| domain_name(t.domain), &mut cases, "domain");
     let mut mix: BTreeMap<String, f64> = BTreeMap::new();
-    for (_, r) in &runs {
+    // Per task: each domain's matched weight and the total, for the share's case data.
+    let mut by_task: BTreeMap<String, (BTreeMap<&'static str, f64>, f64)> = BTreeMap::new();
+    for (e, r) in &runs {
+        let slot = by_task.entry(task(e)).or_default();
         for (domain, weight) in &r.matched_domains {
             *mix.entry(domain.to_string()).or_default() += weight;
+            *slot.0.entry(domain).or_default() += weight;
+            slot.1 += weight;
         }
+    }
+    for domain in mix.keys() {
+        let values = CaseValues::new(by_task.iter().filter(|(_, (_, total))| *total > 0.0).map(|(task, (weights, total))| {
+            (task.clone(), weights.get(domain.as_str()).copied().unwrap_or(0.0), *total)
+        }));
+        cases.insert(crate::associations::share_key(domain), values);
     }
     let matched: f64 = mix.values().sum();
     let matched_domains = if matched > 0.0 {

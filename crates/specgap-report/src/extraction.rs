@@ -8,7 +8,8 @@
 //! artifact's, and no majority makes the run unscored (`extraction_unavailable`, listed, never
 //! 0), as A.3 has every score come from extraction routes. Otherwise — no schema, no panel, or a
 //! submission the panel has not extracted — the direct artifact's evaluation stands, as before
-//! extraction existed; the report warns about runs of schema cases scored directly.
+//! extraction existed; the report says how many runs of schema cases were never extracted,
+//! per group and in a warning ([`crate::scoring_source`]).
 //!
 //! `--extraction auto` (the default) uses the one extraction panel with verdicts in the runs,
 //! and the direct artifacts when there is none; `direct` ignores extraction verdicts (to
@@ -63,16 +64,12 @@ pub fn attach<'a>(runs: &'a [RunData], episodes: &mut [Episode<'a>], panel: &str
     }
 }
 
-/// The warning for scored delivery runs of schema cases that `panel` did not extract.
-pub fn direct_warning(episodes: &[Episode<'_>], panel: &str) -> Option<String> {
-    let direct = episodes
-        .iter()
-        .filter(|e| e.is_scored() && e.is_delivery() && e.extraction.is_none())
-        .filter(|e| e.context.is_some_and(|c| c.schema) && !e.submissions.is_empty())
-        .count();
-    (direct > 0).then(|| {
-        format!(
-            "{direct} run(s) of cases with a submission schema have no extraction by {panel}; they are scored from the direct artifact (run `specgap extract RUN --panel FILE`)"
-        )
-    })
+/// Whether `panel`'s extractors were offered `check_output` (its record's
+/// `extraction.check_output`; a panel recorded before the setting existed offered none).
+pub fn check_output_offered(runs: &[RunData], panel: &str) -> bool {
+    runs.iter()
+        .flat_map(|r| r.rows.panels.iter())
+        .find(|p| p.name == panel)
+        .and_then(|p| p.config["extraction"]["check_output"].as_bool())
+        .unwrap_or(false)
 }

@@ -24,7 +24,7 @@ use crate::context::TaskContext;
 /// [`matching::RULE_VERSION`], so verdicts of an earlier rule (judge `offline`, version 1, whose
 /// question units were numbered differently) are never read as this rule's; a report on an
 /// older run judges it again under the current rule.
-pub const OFFLINE_JUDGE: &str = "offline:2";
+pub const OFFLINE_JUDGE: &str = "offline:3";
 /// Verdict of a target that at least one question unit reaches.
 pub const COVERED: &str = "covered";
 /// Verdict of a target no question unit reaches.
@@ -86,6 +86,21 @@ pub struct QuestionUnit {
     pub turn: u32,
     /// The unit's text.
     pub text: String,
+    /// Whether the unit is the text after the last question mark of a message that has one:
+    /// it asks only through its request sentences
+    /// ([`matching::TargetMatcher::unit_links_after_questions`]).
+    pub after_questions: bool,
+}
+
+impl QuestionUnit {
+    /// The indices of the targets this unit links to under the shared rule.
+    pub fn links(&self, matcher: &matching::TargetMatcher<'_>) -> Vec<usize> {
+        if self.after_questions {
+            matcher.unit_links_after_questions(&self.text)
+        } else {
+            matcher.unit_links(&self.text)
+        }
+    }
 }
 
 /// Splits an episode's questions (any order; sorted by `idx` here) into question units with
@@ -97,12 +112,14 @@ pub fn question_units(questions: &[&QuestionRow]) -> Vec<QuestionUnit> {
     let turn_rank = |turn: u32| asking_turns.range(..=turn).count() as u32;
     let mut units = Vec::new();
     for q in sorted {
+        let marked = q.question.text.contains(['?', '？']);
         for text in matching::question_units(&q.question.text) {
             units.push(QuestionUnit {
                 index: units.len() as u32,
                 question: q.idx,
                 turn: turn_rank(q.question.turn),
                 text: text.to_string(),
+                after_questions: marked && !text.contains(['?', '？']),
             });
         }
     }
@@ -114,7 +131,7 @@ pub fn question_units(questions: &[&QuestionRow]) -> Vec<QuestionUnit> {
 /// indices.
 pub fn judge_offline(units: &[QuestionUnit], targets: &[ClarificationTarget]) -> Vec<Judgement> {
     let matcher = matching::TargetMatcher::new(targets);
-    judge_with(units, targets, &mut |unit| matcher.unit_links(unit))
+    judge_with(units, targets, &mut |unit| unit.links(&matcher))
 }
 
 /// [`judge_offline`] with the unit → linked target indices function passed in (a memo of it,
@@ -122,9 +139,9 @@ pub fn judge_offline(units: &[QuestionUnit], targets: &[ClarificationTarget]) ->
 fn judge_with(
     units: &[QuestionUnit],
     targets: &[ClarificationTarget],
-    links: &mut dyn FnMut(&str) -> Vec<usize>,
+    links: &mut dyn FnMut(&QuestionUnit) -> Vec<usize>,
 ) -> Vec<Judgement> {
-    let linked: Vec<Vec<usize>> = units.iter().map(|u| links(&u.text)).collect();
+    let linked: Vec<Vec<usize>> = units.iter().map(links).collect();
     targets
         .iter()
         .enumerate()
@@ -179,10 +196,10 @@ pub fn judge_missing(
     let mut new_rows = Vec::new();
     let mut summary = JudgeSummary::default();
     // Repeats and scripted agents ask the same questions again: the rule is a pure function
-    // of (unit, the task's targets), so each distinct unit of a task is matched once. Keyed
-    // task → unit so that a lookup borrows its key (an owned key is made only for a new unit).
+    // of (unit, whether it follows the message's questions, the task's targets), so each
+    // distinct unit of a task is matched once.
     let mut matchers: HashMap<&str, matching::TargetMatcher<'_>> = HashMap::new();
-    let mut memo: HashMap<&str, HashMap<String, Vec<usize>>> = HashMap::new();
+    let mut memo: HashMap<&str, HashMap<(String, bool), Vec<usize>>> = HashMap::new();
     for episode in &rows.episodes {
         let eligible = episode.status == Status::Finished
             && episode.scoring_kind == ScoringKind::Delivery
@@ -202,12 +219,13 @@ pub fn judge_missing(
             .entry(episode.task.as_str())
             .or_insert_with(|| matching::TargetMatcher::new(&context.targets));
         let by_unit = memo.entry(episode.task.as_str()).or_default();
-        let mut links = |unit: &str| -> Vec<usize> {
-            if let Some(linked) = by_unit.get(unit) {
+        let mut links = |unit: &QuestionUnit| -> Vec<usize> {
+            let key = (unit.text.clone(), unit.after_questions);
+            if let Some(linked) = by_unit.get(&key) {
                 return linked.clone();
             }
-            let linked = matcher.unit_links(unit);
-            by_unit.insert(unit.to_string(), linked.clone());
+            let linked = unit.links(matcher);
+            by_unit.insert(key, linked.clone());
             linked
         };
         for judgement in judge_with(&question_units(asked), &context.targets, &mut links) {

@@ -18,11 +18,14 @@
 //! | [`delivery`] | Quality, DSR, validity, pass@k, pass^k over planned runs, scored-only column, zero-score signatures, oracle curves | seed 002 §4.2, App. A.3, A.6, A.7 |
 //! | [`clarification`] | Recall, Precision, Ask-F1, KQC1, ATC (rounds), Redund., ask rate, type- and domain-specific Recall | seed 002 §4.2, App. A.3, A.5, A.6 |
 //! | [`cases`] | per-case data of the seed 002 cells and their 95% case-bootstrap intervals | seed 002 App. A.4 |
-//! | [`associations`] | Spearman matrix with Holm, model-demeaned ρ, Recall by type and domain against Quality, runtime | seed 002 §5.2–5.3, App. A.4–A.5 |
+//! | [`associations`] | Spearman matrix with Holm, model-demeaned ρ, Recall by type and domain against Quality, the domain mix against Quality, runtime and cost against Quality | seed 002 §5.2–5.3, App. A.4–A.5 |
+//! | [`case_associations`] | across cases: the case-level Quality ranking ρ between systems, issue-type share against case Quality and DSR | seed 002 §5.2, App. A.5 Table 8(b) |
+//! | [`repeats`] | within-system repeat analyses: higher-Recall repeats, zero-score repeats, covering a point of a domain | seed 002 §5.3, App. A.5, A.7 |
+//! | [`scoring_source`] | where each group's delivery scores came from (extracted, no artifact, unavailable, never extracted) and the extraction failures | seed 002 §4.1, A.3, Table 17 |
 //! | [`judge`] | the offline clarification-coverage judge (shared matching rule); which judge's verdicts a report uses | seed 002 §4.1, A.3 |
 //! | [`agreement`] | a coverage panel's judges against each other and against the offline rule (Cohen's κ) | seed 002 §4.3, A.8 |
 //! | [`diff`], [`opened`], [`shell`] | workspace diffs (Kept, Left-out files); what each step did with files (`specgap_protocol::action`), with shell commands read by a small POSIX shell reader; opened files and inspection | seed 001 App. D.2 |
-//! | [`report`], [`render`], [`render_delivery`], [`svg`] | the report: Markdown, self-contained HTML with SVG charts, versioned JSON | docs/report-schema.md |
+//! | [`report`], [`render`], [`render_delivery`], [`render_analyses`], [`svg`] | the report: Markdown, self-contained HTML with SVG charts, versioned JSON | docs/report-schema.md |
 //! | [`inputs`] | checks on the runs given to a report: duplicates, shards, missing results, replicates differing beyond the seed | seed 000 §5.6, DESIGN §6 |
 //! | [`network`] | `cli:` episodes that tried to reach the network outside the gateway, or ran without the tripwire (warnings) | issue 15 |
 //! | [`usage`] | model usage and cost per group and role, from the stores' `usage` rows | DESIGN §6 |
@@ -56,6 +59,7 @@
 pub mod agreement;
 pub mod associations;
 pub mod benchmark;
+pub mod case_associations;
 pub mod cases;
 pub mod clarification;
 pub mod compare;
@@ -74,10 +78,13 @@ pub mod outcome;
 pub mod plan;
 pub mod pricing;
 pub mod render;
+pub mod render_analyses;
 pub mod render_delivery;
 pub mod report;
+pub mod repeats;
 pub mod residual;
 pub mod run;
+pub mod scoring_source;
 pub mod shell;
 pub mod svg;
 pub mod usage;

@@ -67,6 +67,7 @@ pub fn sections(report: &Report) -> Vec<Section> {
     if let Some(section) = association_section(report) {
         out.push(section);
     }
+    out.extend(crate::render_analyses::section(report));
     out
 }
 
@@ -174,7 +175,17 @@ fn delivery_section(report: &Report) -> Option<Section> {
     ];
     if let Some(panel) = &report.extraction {
         text.push(format!(
-            "Runs of cases with a submission schema are scored by extraction panel {panel}: the score a strict majority of its extractors (3 of 5) agree on to 4 decimal places replaces the direct artifact's; without such a majority the run is unscored (`extraction_unavailable`, seed 002 §4.1, A.3)."
+            "Runs of cases with a submission schema are scored by extraction panel {panel}: the score a strict majority of its extractors (3 of 5) agree on to 4 decimal places replaces the direct artifact's; extractions that wrote nothing or name no file the agent made are rejected and never vote; without a majority the run is unscored (`extraction_unavailable`, seed 002 §4.1, A.3), and a run whose delivery holds no answer of the agent's (no artifact) scores 0."
+        ));
+        text.push(match report.extraction_check_output {
+            Some(true) => "Its extractors could run the case evaluator on their output (`check_output`, seed 002 A.9.4's verification block), hearing only whether it could be read, never a score.".to_string(),
+            _ => "Its extractors could not run the case evaluator on their output: a deviation from seed 002 A.9.4, whose extractors check their normalization with it; structural mismatches they would have fixed may remain.".to_string(),
+        });
+    }
+    let never: usize = report.groups.iter().filter_map(|g| g.scoring_source.as_ref()).map(|s| s.never_extracted).sum();
+    if never > 0 {
+        text.push(format!(
+            "{never} scored run(s) of cases with a submission schema were never extracted: their scores come from the direct artifact, where seed 002 scores every run by extraction (the `never extracted` column)."
         ));
     }
     if settings.resamples > 0 {
@@ -202,6 +213,7 @@ fn delivery_section(report: &Report) -> Option<Section> {
             clarification_rows,
         ));
     }
+    tables.extend(scoring_source_table(report));
     tables.extend(registry_table(report));
     tables.extend(kind_tables(report));
     tables.extend(domain_mix_table(report));
@@ -271,6 +283,38 @@ fn kind_tables(report: &Report) -> Vec<Table> {
         out.push(table(caption, dims, &columns, rows));
     }
     out
+}
+
+/// Where each group's delivery scores came from, with Table 17's extraction failures when the
+/// report uses a panel.
+fn scoring_source_table(report: &Report) -> Option<Table> {
+    let dims = &report.group_by;
+    let with_panel = report.extraction.is_some();
+    let rows: Vec<Vec<String>> = report
+        .groups
+        .iter()
+        .filter_map(|g| {
+            let s = g.scoring_source.as_ref()?;
+            let mut row = key_cells(dims, &g.key);
+            row.extend([s.runs, s.extracted, s.no_artifact, s.unavailable, s.never_extracted, s.without_schema].map(|n| n.to_string()));
+            if let Some(f) = &s.failures {
+                row.extend([format!("{}/{}", f.failures, f.slots), percent(f.rate), f.no_artifact.to_string()]);
+            } else if with_panel {
+                row.extend([ABSENT.to_string(), ABSENT.to_string(), ABSENT.to_string()]);
+            }
+            Some(row)
+        })
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    let mut columns = vec!["scored runs", "extracted", "no artifact", "unavailable", "never extracted", "no schema"];
+    let mut caption = "Where the delivery scores came from (seed 002 A.3): the extraction panel's agreed score, no artifact (scored 0), no majority (unscored), never extracted (scored from the direct artifact), or a case without a submission schema (direct by design).".to_string();
+    if with_panel {
+        columns.extend(["failures / slots", "rate", "no artifact (Table 17)"]);
+        caption.push_str(" Table 17: extractor sessions without a numeric score over the sessions run, in percent.");
+    }
+    Some(table(&caption, dims, &columns, rows))
 }
 
 /// The composition of the clarification targets (seed 002 Table 7).
@@ -438,6 +482,21 @@ fn association_section(report: &Report) -> Option<Section> {
             r.groups, r.rho, r.p_value
         ));
     }
+    if let Some(c) = &a.cost_quality {
+        text.push(match &c.quality {
+            Some(r) => format!(
+                "Mean agent cost per run against Quality over the {} of {} groups with a known cost (seed 002 App. A.4): Spearman ρ = {:.2} (p = {:.3}).",
+                c.priced, c.groups, r.rho, r.p_value
+            ),
+            None => format!(
+                "Agent cost against Quality (seed 002 App. A.4): {} of {} groups have a known cost; three are needed for a correlation.",
+                c.priced, c.groups
+            ),
+        });
+    }
+    if !a.domain_share_quality.is_empty() {
+        tables.push(share_association_table(&a.domain_share_quality));
+    }
     if tables.is_empty() && text.is_empty() {
         return None;
     }
@@ -470,6 +529,30 @@ fn kind_association_table(label: &str, kinds: &[KindAssociation]) -> Table {
         caption: format!("Recall by {label} against Quality (seed 002 Table 8(a)): Spearman ρ across groups, 95% case-bootstrap interval, Holm over the {label}s."),
         headers: ["kind", "groups", "mean Recall", "ρ with Quality", "95% CI", "Holm p", "demeaned ρ"].map(String::from).to_vec(),
         numeric: vec![false, true, true, true, true, true, true],
+        rows,
+    }
+}
+
+/// Table 10's correlations: each domain's matched-question share against Quality.
+fn share_association_table(shares: &[crate::associations::ShareAssociation]) -> Table {
+    let rows = shares
+        .iter()
+        .map(|k| {
+            let q = k.quality.as_ref();
+            vec![
+                k.domain.clone(),
+                k.groups.to_string(),
+                percent(Some(k.mean_share)),
+                q.map_or_else(|| ABSENT.to_string(), |a| format!("{:.3}", a.rho)),
+                q.and_then(|a| a.interval).map_or_else(|| ABSENT.to_string(), |[l, h]| format!("[{l:.3}, {h:.3}]")),
+                q.and_then(|a| a.holm_p).map_or_else(|| ABSENT.to_string(), |p| format!("{p:.3}")),
+            ]
+        })
+        .collect();
+    Table {
+        caption: "Domain mix of matched questions against Quality (seed 002 App. A.5, Table 10): Spearman ρ across groups of each domain's share, 95% case-bootstrap interval, Holm over the domains.".into(),
+        headers: ["domain", "groups", "mean share", "ρ with Quality", "95% CI", "Holm p"].map(String::from).to_vec(),
+        numeric: vec![false, true, true, true, true, true],
         rows,
     }
 }

@@ -126,6 +126,10 @@ pub struct GroupReport {
     /// Zero-score signatures (seed 002 App. A.7).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub zero_scores: Option<ZeroScores>,
+    /// Where the delivery scores came from — extraction, no artifact, unavailable, never
+    /// extracted — and the extraction failures (seed 002 A.3, Table 17).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scoring_source: Option<crate::scoring_source::ScoringSource>,
     /// Seed-replicate mean ± sd over runs, when at least two runs hold the group.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replicates: Option<Replicates>,
@@ -257,6 +261,11 @@ pub struct Report {
     /// absent when they are scored from the direct artifacts (seed 002 §4.1, A.3).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub extraction: Option<String>,
+    /// Whether the extraction panel's extractors could run the case evaluator on their output
+    /// (`check_output`, seed 002 A.9.4's verification block); false for panels recorded
+    /// before it existed. Absent without an extraction panel.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extraction_check_output: Option<bool>,
     /// The runs.
     pub runs: Vec<RunSummary>,
     /// The main table.
@@ -298,6 +307,13 @@ pub struct Report {
     pub recall_quality: Option<Association>,
     /// Rank associations across groups (seed 002 §5.2, §5.3, App. A.4, A.5).
     pub associations: Associations,
+    /// Associations across cases per slice of groups differing only in their agent: the
+    /// case-level ranking ρ (seed 002 §5.2) and Table 8(b).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub case_associations: Vec<crate::case_associations::CaseAssociations>,
+    /// Within-system repeat analyses per slice (seed 002 §5.3, App. A.5, A.7).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub repeat_analyses: Vec<crate::repeats::RepeatAnalysis>,
     /// Composition of the clarification targets of the report's cases (seed 002 Table 7);
     /// absent when no case has targets.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -438,6 +454,7 @@ fn report_with(
             runs,
             options,
             full_index: &full_index,
+            extraction: extraction.as_deref(),
         };
         groups.push(group_report(dims, key, members, &context)?);
     }
@@ -488,27 +505,25 @@ fn report_with(
     }
 
 
-    let clarification_registry = {
-        let mut seen: BTreeMap<&str, &crate::context::TaskContext> = BTreeMap::new();
-        for e in episodes {
-            if let Some(context) = e.context {
-                seen.entry(e.row.task.as_str()).or_insert(context);
-            }
+    let mut contexts: BTreeMap<&str, &crate::context::TaskContext> = BTreeMap::new();
+    for e in episodes {
+        if let Some(context) = e.context {
+            contexts.entry(e.row.task.as_str()).or_insert(context);
         }
-        registry(seen.into_values())
-    };
+    }
+    let clarification_registry = registry(contexts.values().copied());
     let models = agent_models(runs);
-    let associations = associations(&groups, dims, &models, &options.intervals)?;
+    let usage = crate::usage::usage_summaries(runs, episodes, dims);
+    let associations = associations(&groups, dims, &models, &usage, &options.intervals)?;
+    let case_associations = crate::case_associations::case_associations(&groups, &contexts, &options.intervals)?;
+    let repeat_analyses = crate::repeats::repeat_analyses(&grouped, dims, &options.judge);
     let recall_quality = associations
         .clarification_delivery
         .iter()
         .find(|a| a.x == "Recall" && a.y == "Quality")
         .cloned();
-    let usage = crate::usage::usage_summaries(runs, episodes, dims);
     let mut warnings = crate::inputs::input_warnings(runs, dims, &pooled);
-    if let Some(panel) = &extraction {
-        warnings.extend(crate::extraction::direct_warning(episodes, panel));
-    }
+    warnings.extend(crate::scoring_source::never_extracted_warning(episodes, extraction.as_deref()));
     warnings.extend(runs.iter().flat_map(|r| {
         r.warnings
             .iter()
@@ -537,6 +552,7 @@ fn report_with(
             .starts_with("panel:")
             .then(|| crate::agreement::judge_agreement(runs, episodes, &options.judge))
             .flatten(),
+        extraction_check_output: extraction.as_deref().map(|panel| crate::extraction::check_output_offered(runs, panel)),
         extraction,
         runs: runs
             .iter()
@@ -562,6 +578,8 @@ fn report_with(
         intervals: options.intervals,
         recall_quality,
         associations,
+        case_associations,
+        repeat_analyses,
         clarification_registry,
         not_applicable,
         usage,
@@ -592,6 +610,8 @@ struct GroupContext<'c, 'p, 'e, 'a> {
     options: &'c ReportOptions,
     /// `full` episodes by (agent, task), for In round's never-fixed share (seed 000 §5.3).
     full_index: &'c FullIndex<'e, 'a>,
+    /// The report's extraction panel, if any.
+    extraction: Option<&'c str>,
 }
 
 fn group_report(
@@ -631,6 +651,7 @@ fn group_report(
         delivery: delivery_measures(context.planned, context.runs, &options.intervals)?,
         clarification: clarification_summary(members, &options.judge, &options.intervals)?,
         zero_scores: zero_scores(members),
+        scoring_source: crate::scoring_source::scoring_source(members, context.runs, context.extraction),
         replicates: if n_runs >= 2 {
             replicates(members, n_runs)?
         } else {

@@ -924,6 +924,7 @@ impl Checker<'_> {
             );
         }
         self.clarifications_row();
+        self.visible_answers_row();
         match starter {
             Err(err) => self.push("starter", Verdict::Fail, describe_error(Some(err))),
             Ok(outcome) if outcome.success() => {
@@ -983,6 +984,31 @@ impl Checker<'_> {
             );
         } else {
             self.push("clarifications", Verdict::Fail, problems.join("; "));
+        }
+    }
+
+    /// Seed 002 §3.2 keeps a target only when the request and visible data do not settle it:
+    /// warns about targets whose registered answer stands verbatim in what the agent can read
+    /// ([`crate::visible_answer`]).
+    fn visible_answers_row(&mut self) {
+        if self.package.clarifications().is_empty() {
+            return;
+        }
+        match crate::visible_answer::visible_answers(self.package) {
+            Err(err) => self.push("visible-answers", Verdict::Fail, format!("could not scan: {err}")),
+            Ok(found) if found.is_empty() => self.push(
+                "visible-answers",
+                Verdict::Pass,
+                "no registered answer stands verbatim in instruction.md or the workspace",
+            ),
+            Ok(found) => {
+                let shown: Vec<String> = found.iter().map(ToString::to_string).collect();
+                self.push(
+                    "visible-answers",
+                    Verdict::Warn,
+                    format!("the agent can read these answers instead of asking: {}", shown.join("; ")),
+                );
+            }
         }
     }
 

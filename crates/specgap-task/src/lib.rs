@@ -23,7 +23,8 @@
 //!   reads; [`matching`] the shared question-matching rule;
 //!   [`owner`] the sentences of `user.toml` the relay owner answers from (and the leak scan
 //!   reads); [`residual`] the left-out files of a residual state (shared by `check` and the
-//!   report).
+//!   report); [`visible_answer`] the registered answers an agent can already read (a `check`
+//!   warning, seed 002 §3.2).
 //!
 //! ```no_run
 //! let package = specgap_task::load("examples/tasks/payment-retry")?;
@@ -53,6 +54,7 @@ mod package;
 pub mod residual;
 mod sandbox_judge;
 mod tree;
+pub mod visible_answer;
 
 pub use discover::{discover, discover_dirs};
 pub use error::{LoadError, Location};

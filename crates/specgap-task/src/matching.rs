@@ -28,17 +28,30 @@
 //!    one holding a word of [`GENERIC_WORDS`] ("rules", "watch out", "special") — reaches a
 //!    target only when a shared word is distinctive.
 //! 5. **Link** ([`TargetMatcher::unit_links`]): a piece links to the targets it reaches with
-//!    the most evidence (all of them on a tie), not to every target it reaches; a unit links
-//!    to the union of what the whole unit and each of its clauses link to, so one question
+//!    the most evidence (all of them on a tie), not to every target it reaches; a text links
+//!    to the union of what the whole text and each of its clauses link to, so one question
 //!    that names three rules in three clauses reaches all three.
+//! 6. **What asks** ([`asking_sentences`], version 3): only the sentences of a unit that ask
+//!    link. In a unit that ends with a question mark these are its *question sentence* (the
+//!    text after the last sentence end before the mark) and any *request sentence* before it
+//!    (one that opens with a request such as "please", "tell me", "confirm", "let me know":
+//!    [`REQUEST_OPENERS`]); the statements before them are context. Context is read only when
+//!    the asking sentences link to nothing and the question sentence leans on it — it has
+//!    fewer than [`MIN_SHARED_WORDS`] content words or refers back ("is that right?", "are
+//!    they in cases?": [`BACK_REFERENCES`]); then the whole unit links. Text after the last
+//!    question mark of a message that has one asks only through its request sentences
+//!    ([`TargetMatcher::unit_links_after_questions`]). A message without any question mark is
+//!    one unit and links as a whole: it was put to the customer as a question.
 //!
-//! Steps 3 to 5 keep the customer from volunteering what was not asked: a question that only
+//! Steps 3 to 6 keep the customer from volunteering what was not asked: a question that only
 //! names the topic ("any rules about warehouse stock, suppliers and stores I should watch out
-//! for?") reaches nothing, and a question about weekend deliveries links to the business-days
-//! target and not to the same-city rule, which merely mentions suppliers delivering. Seed 002's
-//! judge is told the same: merely touching a requirement's topic is not coverage (App. A.3,
-//! A.9.5). Exact verdicts on probe questions are pinned in the unit tests and, for the bundled
-//! retail case, in `tests/it/matching.rs`.
+//! for?") reaches nothing; a question about weekend deliveries links to the business-days
+//! target and not to the same-city rule, which merely mentions suppliers delivering; and an
+//! assumption stated before a question ("I will treat lead_days as business days. Which lanes
+//! are closed?") is not answered in place of the question. Seed 002's judge is told the same:
+//! merely touching a requirement's topic is not coverage (App. A.3, A.9.5), and the client does
+//! not volunteer what the agent never asked about (A.9.5). Exact verdicts on probe questions
+//! are pinned in the unit tests and, for the bundled retail case, in `tests/it/matching.rs`.
 //!
 //! A question (a whole message) links to the union of the targets its units link to, in the
 //! targets' file order ([`linked_targets`]).
@@ -50,8 +63,9 @@ use specgap_protocol::package::ClarificationTarget;
 /// Version of the rule: it changes whenever a change could change a verdict, so stored offline
 /// verdicts of another version are not mixed with this one's (the offline judge's name
 /// carries it). Version 1: any target sharing two content words, text after the last question
-/// mark dropped; version 2: the rule of the module guide.
-pub const RULE_VERSION: u32 = 2;
+/// mark dropped; version 2: steps 1 to 5 of the module guide, a unit linked as a whole;
+/// version 3: step 6 added (only the sentences that ask link).
+pub const RULE_VERSION: u32 = 3;
 
 /// Shared content words a unit needs with a cue (fewer when the cue itself has fewer words).
 pub const MIN_SHARED_WORDS: usize = 2;
@@ -73,6 +87,24 @@ const EVIDENCE_TIE: f64 = 1e-9;
 pub const GENERIC_WORDS: &[&str] = &[
     "rul", "watch", "special", "pitfall", "gotcha", "caveat", "careful", "awar", "tricky",
     "quirk",
+];
+
+/// Openings (lowercase, matched at the start of a sentence after an optional "and", "also",
+/// "finally" or "lastly") that make a sentence without a question mark a request to the
+/// customer (module guide, step 6).
+pub const REQUEST_OPENERS: &[&str] = &[
+    "please", "kindly", "tell me", "tell us", "let me know", "let us know", "confirm", "clarify",
+    "explain", "specify", "describe", "advise", "share", "list", "give me", "i need to know",
+    "i'd like to know", "i would like to know", "i want to know", "could you", "can you",
+    "would you",
+];
+
+/// Words (lowercase tokens) by which a question sentence refers back to the statement before it
+/// ("is that right?", "are they in cases?"), so that the statement is read with it (module
+/// guide, step 6).
+pub const BACK_REFERENCES: &[&str] = &[
+    "it", "its", "this", "that", "these", "those", "they", "them", "their", "so", "right",
+    "correct",
 ];
 
 /// Words that carry no topic: articles, pronouns, auxiliaries, prepositions, question words
@@ -107,11 +139,10 @@ pub const STOPWORDS: &[&str] = &[
 /// assert!(question_units("  ").is_empty());
 /// ```
 pub fn question_units(message: &str) -> Vec<&str> {
-    let is_mark = |c: char| c == '?' || c == '？';
     let mut units = Vec::new();
     let mut start = 0;
     for (at, c) in message.char_indices() {
-        if is_mark(c) {
+        if is_question_mark(c) {
             let end = at + c.len_utf8();
             units.extend(keep_if_wordy(message[start..end].trim()));
             start = end;
@@ -136,6 +167,130 @@ pub fn clauses(unit: &str) -> Vec<&str> {
     unit.split([',', ';', ':', '\n', '，', '；', '：'])
         .filter_map(|clause| keep_if_wordy(clause.trim()))
         .collect()
+}
+
+/// The sentences of a unit (module guide, step 6), in order: split after `.` or `!` followed
+/// by white space and after a question mark; a line break ends a sentence when the line ends
+/// in `.`, `!`, `?` or `:`, when a blank line follows, or when the next line is a list item
+/// (`-`, `*`, `+`, `1.`, `1)`), and is a space otherwise. Trimmed, list markers removed,
+/// sentences without a letter or digit dropped.
+///
+/// ```
+/// use specgap_task::matching::sentences;
+/// assert_eq!(
+///     sentences("I read stock.csv. Is v2.1 in\ncases?\n- And the lanes?"),
+///     ["I read stock.csv.", "Is v2.1 in cases?", "And the lanes?"]
+/// );
+/// ```
+pub fn sentences(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for block in line_blocks(text) {
+        let mut start = 0;
+        let mut chars = block.char_indices().peekable();
+        while let Some((at, c)) = chars.next() {
+            let end = at + c.len_utf8();
+            let next_is_space = chars.peek().is_none_or(|(_, n)| n.is_whitespace());
+            if is_question_mark(c) || (matches!(c, '.' | '!' | '。' | '！') && next_is_space) {
+                out.extend(keep_if_wordy(block[start..end].trim()).map(str::to_string));
+                start = end;
+            }
+        }
+        out.extend(keep_if_wordy(block[start..].trim()).map(str::to_string));
+    }
+    out
+}
+
+/// The lines of `text` joined into blocks that sentences cannot cross ([`sentences`]).
+fn line_blocks(text: &str) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    let mut blocks = Vec::new();
+    let mut current = String::new();
+    for (i, line) in lines.iter().enumerate() {
+        let (item, marked) = match strip_marker(line) {
+            Some(item) => (item, true),
+            None => (*line, false),
+        };
+        if marked && !current.is_empty() {
+            blocks.push(std::mem::take(&mut current));
+        }
+        if !current.is_empty() {
+            current.push(' ');
+        }
+        current.push_str(item);
+        let next_marked = lines.get(i + 1).is_some_and(|n| strip_marker(n).is_some());
+        let next_blank = lines.get(i + 1).is_none_or(|n| n.is_empty());
+        let ends = item.ends_with(['.', '!', '?', ':', '。', '！', '？', '：']);
+        if ends || next_blank || next_marked {
+            blocks.push(std::mem::take(&mut current));
+        }
+    }
+    blocks.retain(|b| !b.trim().is_empty());
+    blocks
+}
+
+/// The sentences of `unit` that ask (module guide, step 6): for a unit that ends with a question
+/// mark, its request sentences and its last sentence; for any other unit, its request
+/// sentences. Returns them with whether the question sentence leans on its context
+/// ([`BACK_REFERENCES`], or fewer than [`MIN_SHARED_WORDS`] content words).
+///
+/// ```
+/// use specgap_task::matching::asking_sentences;
+/// let (asking, leans) = asking_sentences("I will use business days. Please confirm the unit. Which lanes are closed?");
+/// assert_eq!(asking, ["Please confirm the unit.", "Which lanes are closed?"]);
+/// assert!(!leans);
+/// assert_eq!(asking_sentences("I will use business days. Is that right?"), (vec!["Is that right?".to_string()], true));
+/// assert_eq!(asking_sentences("Thanks, that helps."), (Vec::<String>::new(), false));
+/// ```
+pub fn asking_sentences(unit: &str) -> (Vec<String>, bool) {
+    let all = sentences(unit);
+    let asks = unit.trim_end().ends_with(is_question_mark);
+    let last = all.len().saturating_sub(1);
+    let mut asking = Vec::new();
+    let mut leans = false;
+    for (i, sentence) in all.iter().enumerate() {
+        if asks && i == last {
+            leans = all.len() > 1 && leans_on_context(sentence);
+            asking.push(sentence.clone());
+        } else if is_request(sentence) {
+            asking.push(sentence.clone());
+        }
+    }
+    (asking, leans)
+}
+
+fn is_question_mark(c: char) -> bool {
+    c == '?' || c == '？'
+}
+
+/// Whether a sentence opens with a [`REQUEST_OPENERS`] phrase.
+fn is_request(sentence: &str) -> bool {
+    let lower = sentence.to_lowercase();
+    let mut rest = lower.trim_start();
+    for lead in ["and ", "also ", "finally ", "lastly ", "and also "] {
+        if let Some(stripped) = rest.strip_prefix(lead) {
+            rest = stripped.trim_start_matches([',', ' ']);
+        }
+    }
+    REQUEST_OPENERS.iter().any(|opener| {
+        rest.strip_prefix(opener).is_some_and(|after| after.is_empty() || after.starts_with(|c: char| !c.is_alphanumeric()))
+    })
+}
+
+/// Whether a question sentence needs the statement before it (module guide, step 6).
+fn leans_on_context(sentence: &str) -> bool {
+    let lower = sentence.to_lowercase();
+    let refers_back = lower.split(|c: char| !c.is_alphanumeric()).any(|t| BACK_REFERENCES.contains(&t));
+    refers_back || content_words(sentence).len() < MIN_SHARED_WORDS
+}
+
+/// The item text of a list line (`- x`, `* x`, `+ x`, `1. x`, `1) x`), if it is one.
+fn strip_marker(line: &str) -> Option<&str> {
+    if let Some(rest) = line.strip_prefix(['-', '*', '+']) {
+        return rest.starts_with([' ', '\t']).then(|| rest.trim_start());
+    }
+    let digits = line.chars().take_while(char::is_ascii_digit).count();
+    let rest = line[digits..].strip_prefix(['.', ')'])?;
+    (digits > 0 && rest.starts_with([' ', '\t'])).then(|| rest.trim_start())
 }
 
 fn keep_if_wordy(unit: &str) -> Option<&str> {
@@ -270,11 +425,41 @@ impl<'a> TargetMatcher<'a> {
             .sum()
     }
 
-    /// Indices of the targets one question unit links to, ascending (module guide, step 5):
-    /// the union of what the whole unit and each of its [`clauses`] link to.
+    /// Indices of the targets one question unit links to, ascending (module guide, steps 5
+    /// and 6): for a unit that ends with a question mark, what its [`asking_sentences`] link
+    /// to (the whole unit when they link to nothing and the question leans on its context);
+    /// any other unit (a message put to the customer without a question mark) links as a
+    /// whole.
     pub fn unit_links(&self, unit: &str) -> Vec<usize> {
-        let mut linked = self.piece_links(&content_words(unit));
-        let parts = clauses(unit);
+        self.links_of_unit(unit, false)
+    }
+
+    /// [`TargetMatcher::unit_links`] for text after the last question mark of a message that
+    /// has one: it links only through its request sentences (module guide, step 6).
+    pub fn unit_links_after_questions(&self, unit: &str) -> Vec<usize> {
+        self.links_of_unit(unit, true)
+    }
+
+    fn links_of_unit(&self, unit: &str, after_questions: bool) -> Vec<usize> {
+        let asks = unit.trim_end().ends_with(is_question_mark);
+        if !asks && !after_questions {
+            return self.text_links(unit);
+        }
+        let (asking, leans) = asking_sentences(unit);
+        let mut linked: Vec<usize> = asking.iter().flat_map(|s| self.text_links(s)).collect();
+        if linked.is_empty() && leans {
+            linked = self.text_links(unit);
+        }
+        linked.sort_unstable();
+        linked.dedup();
+        linked
+    }
+
+    /// What a text links to (step 5): the union of what the whole text and each of its
+    /// [`clauses`] link to, ascending.
+    fn text_links(&self, text: &str) -> Vec<usize> {
+        let mut linked = self.piece_links(&content_words(text));
+        let parts = clauses(text);
         if parts.len() > 1 {
             for part in parts {
                 linked.extend(self.piece_links(&content_words(part)));
@@ -290,12 +475,15 @@ impl<'a> TargetMatcher<'a> {
         self.unit_links(unit).contains(&index)
     }
 
-    /// The targets a whole message links to: the union over its [`question_units`], in file
+    /// The targets a whole message links to: the union over its [`question_units`] (text after
+    /// its last question mark through [`TargetMatcher::unit_links_after_questions`]), in file
     /// order, each at most once.
     pub fn linked_targets(&self, message: &str) -> Vec<&'a ClarificationTarget> {
         let mut linked = vec![false; self.targets.len()];
+        let marked = message.contains(is_question_mark);
         for unit in question_units(message) {
-            for index in self.unit_links(unit) {
+            let after_questions = marked && !unit.contains(is_question_mark);
+            for index in self.links_of_unit(unit, after_questions) {
                 linked[index] = true;
             }
         }
@@ -541,6 +729,41 @@ mod tests {
         // A generic piece needs a distinctive shared word.
         assert!(matcher.unit_links("Any rules about suppliers delivering I should watch?").is_empty());
         assert_eq!(matcher.unit_links("Any special rules for weekend deliveries by suppliers?"), [0]);
+    }
+
+    #[test]
+    fn only_the_sentences_that_ask_link() {
+        let targets = two_targets();
+        // A stated assumption before the question is context: the question is answered, the
+        // assumption is not (rule version 3; version 2 linked error-metric here alone).
+        assert_eq!(
+            ids("I will report the forecast error as MAE. Do same-city transfers come before supplier purchases?", &targets),
+            ["same-city-first"]
+        );
+        // A question that refers back reads the statement before it.
+        assert_eq!(ids("I will report the forecast error as MAE. Is that right?", &targets), ["error-metric"]);
+        // A statement after the questions does not ask; a request there does.
+        assert_eq!(ids("Is the error MAE? I assume same-city stock goes before supplier purchases.", &targets), ["error-metric"]);
+        assert_eq!(
+            ids("Is the error MAE? Please confirm that same-city transfers come before supplier purchases.", &targets),
+            ["error-metric", "same-city-first"]
+        );
+        // A request before the question asks too.
+        assert_eq!(
+            ids("Please confirm that same-city transfers come before supplier purchases. And is the error MAE?", &targets),
+            ["error-metric", "same-city-first"]
+        );
+        // A message without a question mark was put to the customer as a question: it links whole.
+        assert_eq!(ids("I will report the forecast error as MAE.", &targets), ["error-metric"]);
+    }
+
+    #[test]
+    fn sentences_cross_plain_line_breaks_only() {
+        assert_eq!(
+            sentences("Does the limit\ninclude the box?\n\nThanks:\n1) One?\n2) Two"),
+            ["Does the limit include the box?", "Thanks:", "One?", "Two"]
+        );
+        assert_eq!(sentences("e.g. this one? v2.1 ok!"), ["e.g.", "this one?", "v2.1 ok!"]);
     }
 
     #[test]

@@ -167,11 +167,13 @@ fn a_panel_file_with_a_typo_is_refused_naming_the_file() {
 
 #[test]
 fn extract_scores_a_run_through_extractor_sessions_and_the_report_uses_the_agreed_score() {
-    // Extractors copy the delivered plan.json unchanged, then submit.
+    // Extractors copy the delivered plan.json unchanged, write their report naming it, then
+    // submit.
     let server = MockServer::start(|request| {
         let step = request.messages().iter().filter(|m| m["role"] == "assistant").count();
         let call = if step == 0 {
-            ("bash", json!({"command": "cp /delivered/plan.json plan.json"}))
+            let report = r#"{"status": "success", "files_found": ["plan.json"], "files_normalized": ["plan.json"]}"#;
+            ("bash", json!({"command": format!("cp /delivered/plan.json plan.json && echo '{report}' > _result.json")}))
         } else {
             ("submit", json!({}))
         };

@@ -22,7 +22,8 @@
 //!   is broken by a turn that led to no `ask_user`.
 //! * **Exit** ([`AgentReply::Exited`]): when the adapter can resume the agent and the
 //!   protocol expects another turn — questions in the final reply under a delivery condition
-//!   that answers them, or a delivery not yet made (the continuation message) — the message
+//!   that answers them (the heading's, else what the user's question detector hears, as for
+//!   any reply without a tool call), or a delivery not yet made (the continuation message) — the message
 //!   goes into the inbox and the agent is started again with it. So is an agent whose last
 //!   submission was returned with the owner's feedback, when submissions remain and it was
 //!   not yet started again after that submission: a `continuation` message repeating the
@@ -190,10 +191,13 @@ impl Episode<'_, '_> {
         let text = text.unwrap_or_default();
         let artifact_missing = self.artifact_missing();
         if self.text_questions_offered() {
-            let questions = text_channel::heading_questions(&text).or_else(|| {
-                (artifact_missing == Some(true) && text_channel::has_question_mark(&text)).then(|| text_channel::question_sentences(&text))
-            });
-            if let Some(questions) = questions.filter(|q| !q.is_empty()) {
+            // The final reply is heard as any reply without a tool call: the heading's
+            // questions, else what the user's question detector hears.
+            let questions = match text_channel::heading_questions(&text) {
+                Some(listed) => listed,
+                None => self.detect(&text, false)?,
+            };
+            if !questions.is_empty() {
                 return self.text_exchange(questions, true);
             }
         }

@@ -184,6 +184,52 @@ fn eight_questions_in_one_call_are_one_round_of_eight_rows() {
 }
 
 #[test]
+fn parallel_ask_user_calls_in_one_turn_are_all_answered_as_one_round() {
+    // Issue 24 item 2 (seed 002 A.3: one interaction turn is one exchange): the second
+    // `ask_user` of a turn used to get "not run", its question lost, and each call counted a
+    // round. Now both are answered, with the text channel's questions of the same turn, in
+    // one round; a call of another tool after them is still not run.
+    let package = fixture("delivery-basic");
+    let mut replies = vec![
+        AgentReply::Turn {
+            text: Some("## Questions for the client\n- How much does an empty box weigh?".into()),
+            tool_calls: vec![
+                crate::support::call("ask_user", json!({"question": "Does the 10 kg limit include the box itself?"})),
+                crate::support::call("ask_user", json!({"questions": ["Can some items wait until tomorrow?", "Which colour are the boxes?"]})),
+                crate::support::call("list_files", json!({})),
+            ],
+            usage: None,
+        },
+        ask("Is there a preference for the boxes?"),
+    ];
+    replies.extend(deliver());
+    let mut agent = TestAgent::new(replies);
+    let mut options = Options::default();
+    options.flags.clarification_rounds = Some(1);
+    let r = run(&package, "interact", &mut agent, options);
+    assert_eq!(r.ok().end_reason, EndReason::Accepted);
+    assert_eq!(
+        question_rows(&r),
+        [
+            ("Does the 10 kg limit include the box itself?".to_string(), 1),
+            ("Can some items wait until tomorrow?".to_string(), 1),
+            ("Which colour are the boxes?".to_string(), 1),
+            ("How much does an empty box weigh?".to_string(), 1),
+        ]
+    );
+    let results = r.results();
+    assert_eq!((results[0].1.as_str(), results[0].2), (WEIGHT_ANSWER, false));
+    assert_eq!(
+        results[1].1,
+        format!("- Can some items wait until tomorrow?\n  {TODAY_ANSWER}\n- Which colour are the boxes?\n  {UNKNOWN_ANSWER}")
+    );
+    assert!(results[2].2 && results[2].1.starts_with("not run: `ask_user` ends the turn"), "{:?}", results[2]);
+    // The one round used the limit of 1: the next turn's question gets the proceed reply.
+    assert_eq!(results[3].1, PROCEED_REPLY);
+    assert_eq!(clarification_budget_events(&r), [(1, 1)]);
+}
+
+#[test]
 fn the_same_questions_one_per_turn_are_eight_rounds() {
     let package = fixture("delivery-basic");
     let questions = eight_questions();

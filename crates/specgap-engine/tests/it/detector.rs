@@ -143,9 +143,10 @@ fn a_detector_that_cannot_decide_ends_the_attempt_as_an_infrastructure_error_kee
 }
 
 #[test]
-fn without_a_detector_the_question_mark_rule_stays_as_it_was() {
-    // The same script as the first test, with the relay alone: a question after the
-    // deliverable exists and one beside tool calls are not heard.
+fn without_a_detector_the_question_mark_rule_hears_replies_without_tool_calls() {
+    // The same script as the first test, with the relay alone and no model: the question
+    // asked after the deliverable exists is heard (issue 24 item 2), the one beside tool
+    // calls is not.
     let package = fixture("delivery-basic");
     let mut agent = TestAgent::new(vec![
         one("write_text", json!({"path": "plan.json", "content": "{\"boxes\": [[\"A1\"]]}"})),
@@ -153,6 +154,7 @@ fn without_a_detector_the_question_mark_rule_stays_as_it_was() {
         AgentReply::Turn { text: Some("Which colour are the boxes?".into()), tool_calls: vec![call("list_files", json!({}))], usage: None },
     ]);
     let r = run(&package, "interact", &mut agent, Options::default());
-    assert!(r.store.questions().unwrap().is_empty());
+    let asked: Vec<String> = r.store.questions().unwrap().into_iter().map(|q| q.question.text).collect();
+    assert_eq!(asked, ["Can some items wait until tomorrow?"]);
     assert!(r.store.ballots().unwrap().is_empty());
 }

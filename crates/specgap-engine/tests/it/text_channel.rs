@@ -63,22 +63,40 @@ fn questions_under_the_heading_are_answered_as_one_message_and_recorded() {
 }
 
 #[test]
-fn a_question_mark_is_a_question_only_while_the_deliverable_is_missing() {
+fn a_question_in_prose_is_heard_before_and_after_the_deliverable_but_an_offer_is_not() {
+    // Issue 24 item 2: a question asked after the plan exists used to get the no-tool-call
+    // reminder (and was lost); an offer used to be put to the customer as a question.
     let package = fixture("delivery-basic");
     let mut agent = TestAgent::new(vec![
         says("I looked at orders.csv. Does the 10 kg limit include the box itself?"),
         write_plan_json(),
         says("The plan is written. Can some items wait until tomorrow?"),
+        says("Plan updated. Would you like me to add a packing list as well?"),
     ]);
     let r = run(&package, "interact", &mut agent, Options::default());
-    assert_eq!(question_texts(&r), ["Does the 10 kg limit include the box itself?"]);
+    assert_eq!(question_texts(&r), ["Does the 10 kg limit include the box itself?", "Can some items wait until tomorrow?"]);
     assert_eq!(
         messages(&r),
         [
             (UserMessageKind::Answer, format!("- Does the 10 kg limit include the box itself?\n  {WEIGHT_ANSWER}")),
+            (UserMessageKind::Answer, format!("- Can some items wait until tomorrow?\n  {TODAY_ANSWER}")),
             (UserMessageKind::Reminder, NO_TOOL_REMINDER.to_string()),
         ]
     );
+    let turns: Vec<u32> = r.store.questions().unwrap().into_iter().map(|q| q.question.turn).collect();
+    assert_eq!(turns, [1, 3]);
+}
+
+#[test]
+fn a_question_the_agent_answers_itself_is_not_put_to_the_customer() {
+    let package = fixture("delivery-basic");
+    let mut agent = TestAgent::new(vec![
+        says("Does the 10 kg limit include the box itself? Probably, so I will pack 9.5 kg at most."),
+        write_plan_json(),
+    ]);
+    let r = run(&package, "interact", &mut agent, Options::default());
+    assert!(question_texts(&r).is_empty());
+    assert_eq!(messages(&r), [(UserMessageKind::Continuation, CONTINUATION.to_string())]);
 }
 
 #[test]

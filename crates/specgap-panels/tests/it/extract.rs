@@ -69,13 +69,16 @@ fn submit(step: usize) -> Reply {
     Reply::Calls(vec![(format!("c{step}"), "submit".into(), json!({"summary": "plan.json written from results/plan.csv"}))])
 }
 
-/// Converts the delivered CSV into plan.json; `tweak` is Python applied to the row list `rows`
-/// before writing (a "repair").
+/// Converts the delivered CSV into plan.json and writes the report naming its source; `tweak`
+/// is Python applied to the row list `rows` before writing (a "repair").
 fn convert(tweak: &str) -> String {
     format!(
-        "python3 -c \"import csv, json\nrows = [dict(date=r['day'], item=r['sku'], to=r['destination'], qty=int(r['units']), **{{'from': r['source']}}) for r in csv.DictReader(open('/delivered/results/plan.csv'))]\n{tweak}\njson.dump({{'shipments': rows}}, open('plan.json', 'w'))\""
+        "python3 -c \"import csv, json\nrows = [dict(date=r['day'], item=r['sku'], to=r['destination'], qty=int(r['units']), **{{'from': r['source']}}) for r in csv.DictReader(open('/delivered/results/plan.csv'))]\n{tweak}\njson.dump({{'shipments': rows}}, open('plan.json', 'w'))\n{REPORT}\""
     )
 }
+
+/// Python writing `_result.json` that names the delivered CSV as the source.
+const REPORT: &str = "json.dump({'status': 'success', 'notes': 'columns renamed', 'files_found': ['/delivered/results/plan.csv'], 'files_normalized': ['plan.json']}, open('_result.json', 'w'))";
 
 /// An extractor that looks, converts with `tweak`, and submits.
 fn extractor(request: &Captured, tweak: &str) -> Reply {
@@ -122,15 +125,26 @@ fn a_deliverable_in_another_layout_is_extracted_and_scored_once_three_agree() {
     };
     assert_eq!(asked, order[..3]);
     assert_eq!(server.requests().len(), 9);
-    // Each request offers bash and submit only; the opening holds the schema and where the
-    // delivery is, and nothing of the evaluator.
+    // Each request offers bash, check_output and submit; the opening holds the schema and
+    // where the delivery is, and nothing of the evaluator.
     for request in server.requests() {
         let tools: Vec<&str> = request.body["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
-        assert_eq!(tools, ["bash", "submit"]);
+        assert_eq!(tools, ["bash", "check_output", "submit"]);
         let text = request.text();
         assert!(text.contains("/delivered"), "{text}");
         assert!(text.contains("/schema/submission_schema.json"));
         assert!(text.contains("\"shipments\""), "the schema is in the opening");
+        // Seed 002 A.9.4's rules, in our words: code modules, identifiers, the fallback, the
+        // report with provenance, the check.
+        for rule in [
+            "together with every module of the workspace it imports",
+            "look in /case for a naming rule before you touch any name",
+            "fall back to the most recent complete version that passes the agent's own validation",
+            "An extraction that names none of the agent's files in `files_found` is not counted.",
+            "Check your output with the check_output tool",
+        ] {
+            assert!(text.contains(rule), "{rule}: {text}");
+        }
         assert!(!text.contains("evaluate.py") && !text.contains("evaluator/") && !text.contains("0.99477596"), "{text}");
         assert_eq!(request.body["temperature"], json!(0));
     }
@@ -143,9 +157,11 @@ fn a_deliverable_in_another_layout_is_extracted_and_scored_once_three_agree() {
         assert_eq!(b.ballot.prompt_version, specgap_panels::prompts::EXTRACTOR_PROMPT_VERSION);
         let vote = b.ballot.vote.as_ref().unwrap();
         assert_eq!(vote["score"], json!(1.0));
-        assert_eq!(vote["files"], json!(["plan.json"]));
+        assert_eq!(vote["files"], json!(["plan.json"]), "the report is taken out before the evaluator sees the output");
         assert_eq!(vote["end"], json!("submitted"));
-        assert_eq!(b.ballot.request[0]["tools"], json!(["bash", "submit"]));
+        assert_eq!((vote["finding"].clone(), vote["provenance"].clone()), (json!("output"), json!(["results/plan.csv"])));
+        assert_eq!(vote["report"]["status"], json!("success"));
+        assert_eq!(b.ballot.request[0]["tools"], json!(["bash", "check_output", "submit"]));
         let transcript = b.ballot.response.as_array().unwrap();
         assert_eq!(transcript.len(), 5, "{transcript:#?}");
         assert!(transcript[1]["output"].as_str().unwrap().starts_with("exit status 0\n--- stdout ---\nday,sku,source,destination,units"));
@@ -165,6 +181,7 @@ fn a_deliverable_in_another_layout_is_extracted_and_scored_once_three_agree() {
         (report.extraction, scored.quality, scored.valid)
     };
     assert_eq!(quality("auto"), (Some(panel.name.clone()), 1.0, 1.0));
+    assert_eq!(report_of(dir.path()).extraction_check_output, Some(true));
     assert_eq!(quality(&panel.name), (Some(panel.name.clone()), 1.0, 1.0));
     assert_eq!(quality("direct"), (None, 0.0, 0.0));
     // A second step extracts nothing again.
@@ -274,4 +291,200 @@ fn extractors_see_the_delivery_and_the_schema_only_and_cannot_change_the_deliver
     assert!(!output.contains("def evaluate"), "{output}");
     // The root holds the sandbox's own directories and the three mounts, nothing of the package.
     assert!(output.contains("delivered") && output.contains("schema") && output.contains("workspace"), "{output}");
+    assert!(output.contains("case"), "the request and business notes are mounted: {output}");
+}
+
+/// An extractor whose second step runs `command` (then submits).
+fn scripted(request: &Captured, command: &str) -> Reply {
+    match request.messages().iter().filter(|m| m["role"] == "assistant").count() {
+        0 => bash(0, "ls /delivered"),
+        1 => bash(1, command),
+        step => submit(step),
+    }
+}
+
+#[test]
+fn empty_and_provenance_less_extractions_are_rejected_not_voted_as_zero() {
+    // Issue 24 item 2 (seed 002 A.3: extractions without source provenance are rejected). The
+    // first three extractors of the seeded order write nothing, write an unusable plan naming
+    // only the client's data, and write one with no report; before, each was evaluated
+    // (invalid, 0) and three agreeing 0s scored the run 0 after three routes. Now they are not
+    // votes: the two faithful extractors agree on 1.0, short of the majority of 3, so the run
+    // is unavailable after all five.
+    let dir = tempfile::tempdir().unwrap();
+    let (store, id) = store_with(&dir.path().join("run"), &[("results/plan.csv", gold_csv(&[]))]);
+    let models = ["x1", "x2", "x3", "x4", "x5"];
+    let order: Vec<String> = call_order(SEED, &id, "submission:1", 5).iter().map(|s| models[*s as usize].to_string()).collect();
+    let lazy = order.clone();
+    let server = MockServer::start(move |request| {
+        let model = request.model().to_string();
+        if model == lazy[0] {
+            scripted(request, "true")
+        } else if model == lazy[1] {
+            scripted(request, "echo '{\"rows\": 1}' > plan.json && echo '{\"status\": \"success\", \"files_found\": [\"data/demand.csv\", \"/delivered/nowhere.csv\"]}' > _result.json")
+        } else if model == lazy[2] {
+            scripted(request, "echo '{\"rows\": 1}' > plan.json")
+        } else {
+            extractor(request, "")
+        }
+    });
+    let panel = PanelFile::load(&panel_file(dir.path(), &server.url, &models, "")).unwrap().panel(PanelUse::Extractor);
+    extract_run(&store, &panel, &options()).unwrap();
+    let e = store.extractions().unwrap()[0].extraction.clone();
+    assert_eq!((e.status, e.score, e.routes, e.agreeing), (ExtractionStatus::Unavailable, None, 5, 0));
+    let by_model: std::collections::BTreeMap<String, (Value, Value)> = store
+        .ballots_of(&id)
+        .unwrap()
+        .into_iter()
+        .map(|b| {
+            let vote = b.ballot.vote.unwrap();
+            (b.ballot.model, (vote["finding"].clone(), vote["score"].clone()))
+        })
+        .collect();
+    assert_eq!(by_model[&order[0]], (json!("no_output"), Value::Null));
+    assert_eq!(by_model[&order[1]], (json!("no_provenance"), Value::Null));
+    assert_eq!(by_model[&order[2]], (json!("no_provenance"), Value::Null));
+    assert_eq!(by_model[&order[3]], (json!("output"), json!(1.0)));
+    assert_eq!(by_model[&order[4]], (json!("output"), json!(1.0)));
+}
+
+#[test]
+fn a_majority_finding_no_answer_of_the_agents_is_no_artifact_and_scores_zero() {
+    // The agent wrote only its notes: every extractor reports `failed` with nothing written.
+    let dir = tempfile::tempdir().unwrap();
+    let (store, id) = store_with(&dir.path().join("run"), &[("NOTES.md", "I ran out of time before writing the plan.\n".to_string())]);
+    let server = MockServer::start(|request| scripted(request, "echo '{\"status\": \"failed\", \"notes\": \"no plan in the workspace\", \"files_found\": []}' > _result.json"));
+    let models = ["x1", "x2", "x3", "x4", "x5"];
+    let panel = PanelFile::load(&panel_file(dir.path(), &server.url, &models, "")).unwrap().panel(PanelUse::Extractor);
+    let summary = extract_run(&store, &panel, &options()).unwrap();
+    assert_eq!((summary.scored, summary.routes), (1, 3));
+    let e = store.extractions().unwrap()[0].extraction.clone();
+    assert_eq!(
+        (e.status, e.score, e.success, e.valid, e.signature, e.routes, e.agreeing),
+        (ExtractionStatus::Scored, Some(0.0), Some(false), Some(false), Some(Signature::Schema), 3, 3)
+    );
+    for b in store.ballots_of(&id).unwrap() {
+        assert_eq!(b.ballot.vote.unwrap()["finding"], json!("no_deliverable"));
+    }
+}
+
+#[test]
+fn a_delivery_with_no_file_of_the_agents_is_not_extracted_and_has_no_artifact() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, id) = store_with(&dir.path().join("run"), &[]);
+    let server = MockServer::start(|request| extractor(request, ""));
+    let panel = PanelFile::load(&panel_file(dir.path(), &server.url, &["x1", "x2", "x3"], "")).unwrap().panel(PanelUse::Extractor);
+    extract_run(&store, &panel, &options()).unwrap();
+    assert!(server.requests().is_empty(), "no extractor is asked");
+    assert!(store.ballots_of(&id).unwrap().is_empty());
+    let e = store.extractions().unwrap()[0].extraction.clone();
+    assert_eq!((e.status, e.score, e.valid, e.signature, e.routes, e.agreeing), (ExtractionStatus::Scored, Some(0.0), Some(false), Some(Signature::Schema), 0, 0));
+}
+
+#[test]
+fn check_output_tells_failures_of_form_and_nothing_about_the_score() {
+    // Seed 002 A.9.4's verification block: the extractor writes a plan with the agent's column
+    // names, hears the schema problem, fixes the field names and hears only that it was read.
+    let heard = Arc::new(Mutex::new(Vec::<String>::new()));
+    let out = Arc::clone(&heard);
+    let wrong = "python3 -c \"import csv, json\nrows = [dict(r) for r in csv.DictReader(open('/delivered/results/plan.csv'))]\nfor r in rows: r['day2'] = r.pop('day')\njson.dump({'shipments': rows}, open('plan.json', 'w'))\"";
+    let server = MockServer::start(move |request| {
+        let step = request.messages().iter().filter(|m| m["role"] == "assistant").count();
+        if step == 2 || step == 4 {
+            let last = request.messages().last().unwrap()["content"].as_str().unwrap_or("").to_string();
+            out.lock().unwrap().push(last);
+        }
+        match step {
+            0 => bash(0, wrong),
+            1 => Reply::Calls(vec![("c1".into(), "check_output".into(), json!({}))]),
+            2 => bash(2, &convert("")),
+            3 => Reply::Calls(vec![("c3".into(), "check_output".into(), json!({}))]),
+            _ => submit(step),
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    // The agent's plan ships stock out of a store: invalid, so a score would be 0.
+    let (store, _) = store_with(&dir.path().join("run"), &[("results/plan.csv", gold_csv(&["2025-03-14,SKU-OAT,ST-HAR-1,ST-HAR-2,1"]))]);
+    let panel = PanelFile::load(&panel_file(dir.path(), &server.url, &["x1"], "")).unwrap().panel(PanelUse::Extractor);
+    extract_run(&store, &panel, &options()).unwrap();
+    let heard = heard.lock().unwrap().clone();
+    assert_eq!(heard.len(), 2, "{heard:?}");
+    assert!(heard[0].starts_with("The scoring program could not use your output (schema). field-missing: shipment 1 lacks date"), "{}", heard[0]);
+    assert!(heard[0].ends_with("never change the agent's values."), "{}", heard[0]);
+    assert_eq!(
+        heard[1],
+        "The scoring program read your output. Stop checking now: write _result.json and submit. Whatever it makes of the answer is the agent's result."
+    );
+    let e = store.extractions().unwrap()[0].extraction.clone();
+    assert_eq!((e.score, e.valid, e.signature), (Some(0.0), Some(false), Some(Signature::Constraint)));
+    // Without the check the tool is not offered and the block is not in the opening.
+    let server = MockServer::start(|request| extractor(request, ""));
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _) = store_with(&dir.path().join("run"), &[("results/plan.csv", gold_csv(&[]))]);
+    let panel = PanelFile::load(&panel_file(dir.path(), &server.url, &["x1"], "[extraction]\ncheck_output = false\n")).unwrap().panel(PanelUse::Extractor);
+    extract_run(&store, &panel, &options()).unwrap();
+    let request = &server.requests()[0];
+    let tools: Vec<&str> = request.body["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
+    assert_eq!(tools, ["bash", "submit"]);
+    assert!(!request.text().contains("check_output"), "{}", request.text());
+    assert_eq!(store.extractions().unwrap()[0].extraction.score, Some(1.0));
+    // The report says, for the run, that its extractors could not check (a deviation).
+    let report = report_of(dir.path());
+    assert_eq!(report.extraction_check_output, Some(false));
+    let markdown = specgap_report::render::render_markdown(&report, "run");
+    assert!(markdown.contains("Its extractors could not run the case evaluator on their output: a deviation from seed 002 A.9.4"), "{markdown}");
+}
+
+/// The report of the run in `dir/run`, grouped as by default.
+fn report_of(dir: &Path) -> specgap_report::Report {
+    let run = specgap_report::RunData::load(&dir.join("run")).unwrap();
+    specgap_report::build_report(&[run], &Default::default()).unwrap()
+}
+
+#[test]
+fn a_run_never_extracted_says_so_in_the_report_and_table_17_counts_the_failures() {
+    // Issue 24 item 2: before, a run of a schema case with no extraction panel at all was
+    // scored from its direct artifact without a word (the warning came only with a panel).
+    let dir = tempfile::tempdir().unwrap();
+    let (store, id) = store_with(&dir.path().join("run"), &[("results/plan.csv", gold_csv(&[]))]);
+    let report = report_of(dir.path());
+    let source = report.groups[0].scoring_source.clone().unwrap();
+    assert_eq!((source.runs, source.extracted, source.never_extracted, source.without_schema), (1, 0, 1, 0));
+    assert_eq!(source.failures, None);
+    assert!(
+        report.warnings.iter().any(|w| w.starts_with("1 run(s) of cases with a submission schema were never extracted (no extraction panel scored these runs)")),
+        "{:?}",
+        report.warnings
+    );
+    let markdown = specgap_report::render::render_markdown(&report, "run");
+    assert!(markdown.contains("1 scored run(s) of cases with a submission schema were never extracted"), "{markdown}");
+    // Extracted by a panel whose first extractor of the seeded order writes nothing.
+    let models = ["x1", "x2", "x3", "x4", "x5"];
+    let first = models[call_order(SEED, &id, "submission:1", 5)[0] as usize].to_string();
+    let server = MockServer::start(move |request| if request.model() == first { scripted(request, "true") } else { extractor(request, "") });
+    let panel = PanelFile::load(&panel_file(dir.path(), &server.url, &models, "")).unwrap().panel(PanelUse::Extractor);
+    extract_run(&store, &panel, &options()).unwrap();
+    let report = report_of(dir.path());
+    let source = report.groups[0].scoring_source.clone().unwrap();
+    assert_eq!((source.extracted, source.never_extracted, source.no_artifact), (1, 0, 0));
+    let failures = source.failures.unwrap();
+    assert_eq!((failures.slots, failures.failures, failures.no_artifact), (4, 1, 0));
+    assert_eq!(failures.rate, Some(0.25));
+    assert!(!report.warnings.iter().any(|w| w.contains("never extracted")), "{:?}", report.warnings);
+    let markdown = specgap_report::render::render_markdown(&report, "run");
+    assert!(markdown.contains("| 1 | 1 | 0 | 0 | 0 | 0 | 1/4 | 25.0 | 0 |"), "{markdown}");
+}
+
+#[test]
+fn a_run_with_no_artifact_is_counted_as_such_in_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _) = store_with(&dir.path().join("run"), &[]);
+    let server = MockServer::start(|request| extractor(request, ""));
+    let panel = PanelFile::load(&panel_file(dir.path(), &server.url, &["x1", "x2", "x3"], "")).unwrap().panel(PanelUse::Extractor);
+    extract_run(&store, &panel, &options()).unwrap();
+    let report = report_of(dir.path());
+    let source = report.groups[0].scoring_source.clone().unwrap();
+    assert_eq!((source.extracted, source.no_artifact), (0, 1));
+    assert_eq!(source.failures.unwrap().no_artifact, 1);
+    assert_eq!(report.groups[0].delivery.as_ref().unwrap().scored_only.as_ref().unwrap().quality, 0.0);
 }

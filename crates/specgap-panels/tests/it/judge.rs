@@ -319,12 +319,12 @@ fn a_report_judged_by_the_panel_shows_agreement_between_judges_and_with_the_offl
     assert_eq!((pair("j1", "j4").items, pair("j1", "j4").kappa), (0, None));
     // The panel against the offline rule:
     // cohen_kappa_score([1,0,0,0,0,0,0,0], [1,0,1,0,1,0,0,0]) = 0.3846153846153846
-    assert_eq!((a.offline.a.as_str(), a.offline.b.as_str()), (panel.name.as_str(), "offline:2"));
+    assert_eq!((a.offline.a.as_str(), a.offline.b.as_str()), (panel.name.as_str(), "offline:3"));
     assert_eq!((a.offline.items, a.offline.agreement), (8, Some(0.75)));
     assert!((a.offline.kappa.unwrap() - 0.384_615_384_615_384_6).abs() < 1e-12);
     let markdown = specgap_report::render::render_markdown(&report, "run");
     assert!(markdown.contains(&format!("## Coverage judges of {} (seed 002 A.8)", panel.name)), "{markdown}");
-    assert!(markdown.contains(&format!("| {} | offline:2 | 8 | 75.0 | 0.3846 |", panel.name)), "{markdown}");
+    assert!(markdown.contains(&format!("| {} | offline:3 | 8 | 75.0 | 0.3846 |", panel.name)), "{markdown}");
     // The clarification table names the panel as its judge.
     assert!(markdown.contains(&format!("Clarification by judge `{}`", panel.name)));
 }

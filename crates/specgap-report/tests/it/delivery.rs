@@ -235,6 +235,7 @@ fn undefined_values_of_appendix_a3() {
         question: 0,
         turn: 1,
         text: "Which unit?".into(),
+        after_questions: false,
     };
     // Questions but no judgement (the judge failed): every measure unavailable.
     let v = clarification_values(std::slice::from_ref(&unit), &targets, &[]);

@@ -3,6 +3,7 @@
 //! numbers of the three seed papers within their rounding, comparisons, and the HTML report
 //! in a headless browser.
 
+mod analyses;
 mod associations;
 mod compare;
 mod delivery;

@@ -136,7 +136,8 @@ fn reference_input(report: &Report, family: &[(String, MeasureComparison)]) -> V
         let label = g.key.values().cloned().collect::<Vec<_>>().join(" · ");
         let tables = g.delivery.iter().flat_map(|d| d.case_values.iter()).chain(g.clarification.iter().flat_map(|c| c.cases.iter()));
         for (measure, values) in tables {
-            if measure.starts_with("Recall[") {
+            // Kind Recall and domain shares are association data, not cells with intervals.
+            if measure.starts_with("Recall[") || measure.starts_with("Share[") {
                 continue;
             }
             intervals.push(json!({ "group": label, "measure": measure, "cases": pairs(values) }));

@@ -126,6 +126,11 @@ fn delivery_basic_passes_every_check() {
                 "pass",
                 "2 targets, each with an answer and a trigger"
             ),
+            (
+                "visible-answers",
+                "pass",
+                "no registered answer stands verbatim in instruction.md or the workspace"
+            ),
             ("starter", "pass", "invalid (schema: plan-shape)"),
             (
                 "gold",
@@ -502,6 +507,25 @@ fn delivery_without_information_or_triggers_fails() {
         "target `all-items-today` has no answer; target `all-items-today` has no trigger"
     );
     assert!(!report.passed);
+}
+
+#[test]
+fn a_registered_answer_the_agent_can_read_is_a_warning() {
+    // Seed 002 §3.2: a target is kept only when the request and the visible data do not settle
+    // it. Here a workspace file states the packaging-weight answer word for word.
+    let copy = Copy::of("delivery-basic");
+    copy.write(
+        "workspace/CARRIER.txt",
+        "From the carrier: the carrier weighs the packed box, and an empty box with padding is 0.5 kg.\n",
+    );
+    let report = check_copy(&copy);
+    let row = row(&report, "visible-answers");
+    assert_eq!(row.result.as_str(), "warn");
+    assert_eq!(
+        row.reason,
+        "the agent can read these answers instead of asking: target `packaging-weight`: 8 words of its answer in workspace/CARRIER.txt: \"the carrier weighs the packed box and an\""
+    );
+    assert!(report.passed, "a warning does not fail the package");
 }
 
 #[test]

@@ -74,3 +74,28 @@ fn every_trigger_links_to_its_own_target_only() {
         }
     }
 }
+
+#[test]
+fn a_stated_assumption_is_never_answered_in_place_of_the_question() {
+    // Rule version 3 (the relay never volunteers a target the agent did not ask about): for
+    // every ordered pair of distinct targets, the first one's description stated before the
+    // second one's trigger, or after it, links the asked target only. Under version 2 none of
+    // the 2 x 56 messages did: each also linked (or only linked) the stated target, so the
+    // relay answered an assumption the agent never asked about. Two of them, pinned below,
+    // linked the stated target alone and left the question unanswered.
+    let targets = retail_targets();
+    let matcher = TargetMatcher::new(&targets);
+    for stated in &targets {
+        for asked in targets.iter().filter(|t| t.id != stated.id) {
+            let question = &asked.triggers[0];
+            for message in [format!("{} {question}", stated.description), format!("{question} {}", stated.description)] {
+                let linked: Vec<&str> = matcher.linked_targets(&message).iter().map(|t| t.id.as_str()).collect();
+                assert_eq!(linked, [asked.id.as_str()], "{message}");
+            }
+        }
+    }
+    assert_eq!(linked("I will treat supplier lead_days as business days. Which lanes are closed this week?"), ["pinecrest-millbrook-lane-closed"]);
+    assert_eq!(linked("I'll assume warehouse on_hand is in cases of case_pack units. Are any lanes closed?"), ["pinecrest-millbrook-lane-closed"]);
+    // Asking for confirmation of the assumption is asking about it.
+    assert_eq!(linked("I will treat supplier lead_days as business days. Is that right?"), ["supplier-lead-business-days"]);
+}

@@ -308,7 +308,7 @@ fn the_summary_is_computed_in_the_background_and_follows_new_commits() {
     assert_eq!(summary["usage_by_agent"][0]["input_tokens"], 1200);
     // The report judged the delivery episode offline (it has only a chat judge's verdicts),
     // in memory: the store is as it was.
-    assert_eq!(summary["report"]["judge"], "offline:2");
+    assert_eq!(summary["report"]["judge"], "offline:3");
     // The one extraction panel with verdicts scores the delivery case, as `specgap report`'s
     // default (`--extraction auto`) does.
     assert_eq!(summary["report"]["extraction"], EXTRACTOR_PANEL);
