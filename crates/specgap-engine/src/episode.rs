@@ -94,7 +94,7 @@ use crate::confine::WorkspaceRoot;
 use crate::evaluation::{self, Evaluated, GoldChecks};
 use crate::lock;
 use crate::feedback::{Escalation, NO_OBSERVATION, failing_requirement};
-use crate::prompt_files::Replacements;
+use crate::prompt_files::{self, Replacements};
 use crate::prompts::{opening_message, system_prompts_with};
 use crate::sandbox_ops::{self, CommandResult};
 use crate::session::{
@@ -102,7 +102,7 @@ use crate::session::{
     UserError,
 };
 use crate::detector::{QuestionDetector, ReplyText, SentenceRule};
-use crate::text_channel::{self, CONTINUATION, CONTINUATION_LIMIT};
+use crate::text_channel::{self, CONTINUATION_LIMIT};
 use crate::tools::{self, ToolOutput, names};
 
 mod self_driven;
@@ -577,6 +577,7 @@ impl<'c, 'a> Episode<'c, 'a> {
         })?;
         let has_project = package.manifest().project.is_some();
         let mut tools = tools::tool_specs(ctx.condition, &ctx.budgets, has_project);
+        tools::describe_with(&mut tools, ctx.prompts, ctx.condition, &ctx.budgets);
         let mut system_prompt = prompts.initial.clone();
         if agent.drives_itself() {
             // An external agent has its own tools; the harness serves it only its own. Under
@@ -589,7 +590,11 @@ impl<'c, 'a> Episode<'c, 'a> {
         let execution = prompts.execute_phase.map(|system_prompt| PhaseChange {
             phase: "execute".into(),
             system_prompt,
-            tools: tools::execution_tool_specs(ctx.condition, &ctx.budgets, has_project),
+            tools: {
+                let mut tools = tools::execution_tool_specs(ctx.condition, &ctx.budgets, has_project);
+                tools::describe_with(&mut tools, ctx.prompts, ctx.condition, &ctx.budgets);
+                tools
+            },
         });
         let opening = Opening { system_prompt, message, tools };
         let mut every_phase_tools: Vec<String> = opening.tools.iter().map(|t| t.name.clone()).collect();
@@ -760,7 +765,8 @@ impl<'c, 'a> Episode<'c, 'a> {
         if reached(self.ctx.budgets.rules.refusals(), self.counters.refusals) {
             return Ok(Some(EndReason::Refusals));
         }
-        self.harness_message(UserMessageKind::Reminder, REFUSAL_REMINDER)?;
+        let text = self.harness_text(&prompt_files::REFUSAL_REMINDER_FILE);
+        self.harness_message(UserMessageKind::Reminder, &text)?;
         Ok(None)
     }
 
@@ -867,21 +873,28 @@ impl<'c, 'a> Episode<'c, 'a> {
         if self.gate_closed() && self.asked_before_unlock > 0 && !text_channel::has_question_mark(text) {
             self.unlocked = true;
             self.counters.no_tool = 0;
-            self.harness_message(UserMessageKind::Continuation, UNLOCK_ACKNOWLEDGEMENT)?;
+            let text = self.harness_text(&prompt_files::UNLOCK_FILE);
+            self.harness_message(UserMessageKind::Continuation, &text)?;
             return Ok(None);
         }
         if self.ctx.condition.is_delivery() && artifact_missing == Some(true) && self.continuations < CONTINUATION_LIMIT
         {
             self.continuations += 1;
-            self.harness_message(UserMessageKind::Continuation, CONTINUATION)?;
+            let text = self.harness_text(&prompt_files::CONTINUATION_FILE);
+            self.harness_message(UserMessageKind::Continuation, &text)?;
             return Ok(None);
         }
         self.counters.no_tool += 1;
         if reached(self.ctx.budgets.rules.no_tool_call(), self.counters.no_tool) {
             return Ok(Some(EndReason::NoToolCall));
         }
-        let reminder = if self.ctx.budgets.rules.no_tool_call().is_some() { NO_TOOL_REMINDER } else { NO_TOOL_REMINDER_GOES_ON };
-        self.harness_message(UserMessageKind::Reminder, reminder)?;
+        let file = if self.ctx.budgets.rules.no_tool_call().is_some() {
+            &prompt_files::NO_TOOL_REMINDER_FILE
+        } else {
+            &prompt_files::NO_TOOL_REMINDER_GOES_ON_FILE
+        };
+        let reminder = self.harness_text(file);
+        self.harness_message(UserMessageKind::Reminder, &reminder)?;
         Ok(None)
     }
 
@@ -1186,14 +1199,15 @@ impl<'c, 'a> Episode<'c, 'a> {
         // The execution phase's commands write to the workspace again; the planning sandbox
         // (and its /tmp) ends here.
         self.planning_session = None;
-        let Some(change) = self.execution.take() else { return ToolOutput::ok(PLAN_SAVED) };
+        let saved = self.harness_text(&prompt_files::PLAN_SAVED_FILE);
+        let Some(change) = self.execution.take() else { return ToolOutput::ok(saved) };
         self.offered = change.tools.iter().map(|t| t.name.clone()).collect();
         let applied = self.agent.change_phase(&change);
         let output = if applied {
-            ToolOutput::ok(PLAN_SAVED)
+            ToolOutput::ok(saved)
         } else {
             // An agent that keeps no system prompt of its own learns the new one here.
-            ToolOutput::ok(format!("{PLAN_SAVED}\n\n{}", change.system_prompt))
+            ToolOutput::ok(format!("{saved}\n\n{}", change.system_prompt))
         };
         self.phase_changed = Some(change);
         output
@@ -1210,7 +1224,7 @@ impl<'c, 'a> Episode<'c, 'a> {
         let statement = !asked.listed && !text_channel::has_question_mark(&asked.questions[0]);
         if self.gate_closed() && self.asked_before_unlock > 0 && statement {
             self.unlocked = true;
-            return Ok(ToolOutput::ok(UNLOCK_ACKNOWLEDGEMENT));
+            return Ok(ToolOutput::ok(self.harness_text(&prompt_files::UNLOCK_FILE)));
         }
         if !condition.is_delivery() && reached(self.ctx.budgets.rules.ask_user(), self.counters.asks + 1) {
             effect.end = Some(EndReason::LoopAskUser);
@@ -1239,10 +1253,16 @@ impl<'c, 'a> Episode<'c, 'a> {
         Ok(ToolOutput::ok(text))
     }
 
+    /// A harness message: the run's replacement of `file` (`--prompts DIR`), else its built-in
+    /// text, trimmed.
+    fn harness_text(&self, file: &prompt_files::PromptFile) -> String {
+        self.ctx.prompts.text(file).trim().to_string()
+    }
+
     /// The reply to a round past the limit: the run's `round_limit_reply.md` when it replaces
     /// it (trimmed), else [`PROCEED_REPLY`].
     fn round_limit_reply(&self) -> String {
-        self.ctx.prompts.text(&crate::prompt_files::ROUND_LIMIT_REPLY_FILE).trim().to_string()
+        self.harness_text(&prompt_files::ROUND_LIMIT_REPLY_FILE)
     }
 
     /// Whether the hard clarify-first gate (`interact-req+gate=on`) still withholds the work.

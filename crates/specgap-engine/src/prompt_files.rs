@@ -92,7 +92,65 @@ pub const SYSTEM_PROMPT_FILES: &[PromptFile] = &[
         purpose: "condition block of oracle:R",
     },
     ROUND_LIMIT_REPLY_FILE,
+    NO_TOOL_REMINDER_FILE,
+    NO_TOOL_REMINDER_GOES_ON_FILE,
+    REFUSAL_REMINDER_FILE,
+    CONTINUATION_FILE,
+    PLAN_SAVED_FILE,
+    UNLOCK_FILE,
+    crate::tools::TOOL_LIST_FILES_FILE,
+    crate::tools::TOOL_READ_TEXT_FILE,
+    crate::tools::TOOL_WRITE_TEXT_FILE,
+    crate::tools::TOOL_REPLACE_TEXT_FILE,
+    crate::tools::TOOL_RUN_PROJECT_FILE,
+    crate::tools::TOOL_RUN_EXPERIMENT_FILE,
+    crate::tools::TOOL_BASH_FILE,
+    crate::tools::TOOL_ASK_USER_FILE,
+    crate::tools::TOOL_SUBMIT_FILE,
+    crate::tools::TOOL_WRITE_PLAN_FILE,
 ];
+
+/// The harness's reminder after a reply without a tool call under a protocol whose
+/// no-tool-call rule ends the episode on the next ([`crate::episode::NO_TOOL_REMINDER`]).
+/// Harness messages are used trimmed and have no placeholders.
+pub const NO_TOOL_REMINDER_FILE: PromptFile = PromptFile {
+    name: "no_tool_reminder.md",
+    builtin: crate::episode::NO_TOOL_REMINDER,
+    purpose: "the reminder after a reply without a tool call, when the next such reply ends the work",
+};
+/// The reminder after a reply without a tool call under a protocol without that end rule
+/// ([`crate::episode::NO_TOOL_REMINDER_GOES_ON`]; seed 000).
+pub const NO_TOOL_REMINDER_GOES_ON_FILE: PromptFile = PromptFile {
+    name: "no_tool_reminder_goes_on.md",
+    builtin: crate::episode::NO_TOOL_REMINDER_GOES_ON,
+    purpose: "the reminder after a reply without a tool call, under a protocol where the work goes on (seed 000)",
+};
+/// The reminder after a refusal ([`crate::episode::REFUSAL_REMINDER`]).
+pub const REFUSAL_REMINDER_FILE: PromptFile = PromptFile {
+    name: "refusal_reminder.md",
+    builtin: crate::episode::REFUSAL_REMINDER,
+    purpose: "the reminder after a refusal or content-filter stop",
+};
+/// The push to deliver after a text-only reply while no deliverable exists
+/// ([`crate::text_channel::CONTINUATION`]; seed 002 A.9.3).
+pub const CONTINUATION_FILE: PromptFile = PromptFile {
+    name: "continuation.md",
+    builtin: crate::text_channel::CONTINUATION,
+    purpose: "the message after a delivery reply without a tool call or a question while no deliverable exists (seed 002 A.9.3)",
+};
+/// The result of a successful `write_plan` ([`crate::episode::PLAN_SAVED`]; seed 000 App. F.3).
+pub const PLAN_SAVED_FILE: PromptFile = PromptFile {
+    name: "plan_saved.md",
+    builtin: crate::episode::PLAN_SAVED,
+    purpose: "the result of a successful write_plan (seed 000 App. F.3)",
+};
+/// The `ask_user` result that unlocks work under `interact-req+gate=on`
+/// ([`crate::episode::UNLOCK_ACKNOWLEDGEMENT`]).
+pub const UNLOCK_FILE: PromptFile = PromptFile {
+    name: "unlock_acknowledgement.md",
+    builtin: crate::episode::UNLOCK_ACKNOWLEDGEMENT,
+    purpose: "the reply that unlocks the work under interact-req+gate=on",
+};
 
 /// The customer's reply to a clarification round past the delivery round limit, on every
 /// channel (the text exchange, `ask_user`, a CLI's own question tool; seed 002 §4.1, A.9.3).

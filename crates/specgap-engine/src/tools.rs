@@ -17,6 +17,7 @@ use specgap_protocol::path_quote;
 
 use crate::condition::{Ask, Budgets, Condition, Profile};
 use crate::confine::WorkspaceRoot;
+use crate::prompt_files::{PromptFile, Replacements};
 
 /// Largest tool result given back to the agent, in bytes; longer text keeps its head and tail
 /// and states the cut.
@@ -56,6 +57,73 @@ pub mod names {
     pub const BASH: &str = "bash";
     /// The harness action of scripted agents (not offered as a tool).
     pub const APPLY_OVERLAY: &str = "apply_overlay";
+}
+
+/// A tool-description prompt file (`--prompts DIR`): `tool_<name>.md` replaces that tool's
+/// description, so a replaced prompt set can describe the tools (and the protocol's end rules)
+/// in its own words. Placeholders: `{who}` (`owner` or `client`), `{submission_budget}` (what
+/// `submit`'s built-in description says about the budget), `{submissions}`. The built-in text
+/// of a file is the description the tool has without it (for `ask_user` and `submit`, the
+/// template they are filled from).
+const fn tool_file(name: &'static str, builtin: &'static str, purpose: &'static str) -> PromptFile {
+    PromptFile { name, builtin, purpose }
+}
+
+/// `tool_list_files.md`.
+pub const TOOL_LIST_FILES_FILE: PromptFile = tool_file("tool_list_files.md", LIST_FILES_DESCRIPTION, "description of the list_files tool");
+/// `tool_read_text.md`.
+pub const TOOL_READ_TEXT_FILE: PromptFile = tool_file("tool_read_text.md", READ_TEXT_DESCRIPTION, "description of the read_text tool");
+/// `tool_write_text.md`.
+pub const TOOL_WRITE_TEXT_FILE: PromptFile = tool_file("tool_write_text.md", WRITE_TEXT_DESCRIPTION, "description of the write_text tool");
+/// `tool_replace_text.md`.
+pub const TOOL_REPLACE_TEXT_FILE: PromptFile =
+    tool_file("tool_replace_text.md", REPLACE_TEXT_DESCRIPTION, "description of the replace_text tool");
+/// `tool_run_project.md`.
+pub const TOOL_RUN_PROJECT_FILE: PromptFile = tool_file("tool_run_project.md", RUN_PROJECT_DESCRIPTION, "description of the run_project tool");
+/// `tool_run_experiment.md`.
+pub const TOOL_RUN_EXPERIMENT_FILE: PromptFile =
+    tool_file("tool_run_experiment.md", COMMAND_DESCRIPTION, "description of the run_experiment tool");
+/// `tool_bash.md`.
+pub const TOOL_BASH_FILE: PromptFile = tool_file("tool_bash.md", COMMAND_DESCRIPTION, "description of the bash tool");
+/// `tool_ask_user.md`.
+pub const TOOL_ASK_USER_FILE: PromptFile = tool_file("tool_ask_user.md", ASK_USER_DESCRIPTION, "description of the ask_user tool");
+/// `tool_submit.md`.
+pub const TOOL_SUBMIT_FILE: PromptFile = tool_file("tool_submit.md", SUBMIT_DESCRIPTION, "description of the submit tool");
+/// `tool_write_plan.md`.
+pub const TOOL_WRITE_PLAN_FILE: PromptFile = tool_file("tool_write_plan.md", WRITE_PLAN_DESCRIPTION, "description of plan mode's write_plan tool");
+
+const LIST_FILES_DESCRIPTION: &str = "List the files and directories under a workspace directory, down to a given depth. Directories end in `/`; links show where they point. A name that is not plain text (not UTF-8, a control character such as a newline, a quote or backslash, a leading or trailing space, or ` -> `) is shown in double quotes with C escapes (`\\n`, `\\t`, `\\\"`, `\\\\`, octal such as `\\351`); give such a path back to any file tool in the same quoted form.";
+const READ_TEXT_DESCRIPTION: &str = "Read a text file of the workspace, with line numbers. Use offset and limit to page through long files.";
+const WRITE_TEXT_DESCRIPTION: &str = "Create a file or replace its whole content. Missing parent directories are created.";
+const REPLACE_TEXT_DESCRIPTION: &str = "Replace one passage of a file. `old` must occur exactly once in the file; otherwise nothing changes and the error says how many times it occurs.";
+const RUN_PROJECT_DESCRIPTION: &str = "Replay one of the project's recorded runs and show what it prints.";
+const COMMAND_DESCRIPTION: &str =
+    "Run a shell command in the workspace, isolated and without network access, and show its exit status and output.";
+const ASK_USER_DESCRIPTION: &str = "Send the {who} one message or question (`question`), or several questions at once (`questions`); give exactly one of the two. Each question is answered on its own and the replies are the result; one call is one round of questions. Must be the only call in its turn.";
+const SUBMIT_DESCRIPTION: &str =
+    "Deliver the current workspace to the {who} for review. {submission_budget} Must be the only call in its turn.";
+const WRITE_PLAN_DESCRIPTION: &str =
+    "Save your plan as PLAN.md and move from planning to execution. Must be the only call in its turn.";
+
+/// Replaces the description of every tool in `tools` whose `tool_<name>.md` the run replaces
+/// (module [`TOOL_LIST_FILES_FILE`] and siblings), filling its placeholders for `condition`.
+pub fn describe_with(tools: &mut [ToolSpec], prompts: &Replacements, condition: &Condition, budgets: &Budgets) {
+    for tool in tools.iter_mut() {
+        if let Some(text) = prompts.get(&format!("tool_{}.md", tool.name)) {
+            tool.description = fill_description(text.trim(), condition, budgets);
+        }
+    }
+}
+
+fn who(condition: &Condition) -> &'static str {
+    if condition.is_delivery() { "client" } else { "owner" }
+}
+
+fn fill_description(template: &str, condition: &Condition, budgets: &Budgets) -> String {
+    template
+        .replace("{who}", who(condition))
+        .replace("{submission_budget}", &submission_budget(condition, budgets))
+        .replace("{submissions}", &budgets.submissions.to_string())
 }
 
 fn spec(name: &str, description: &str, parameters: Value) -> ToolSpec {
@@ -103,7 +171,7 @@ fn toolset(condition: &Condition, budgets: &Budgets, has_project: bool, planning
         Profile::Owner => {
             tools.push(spec(
                 names::LIST_FILES,
-                "List the files and directories under a workspace directory, down to a given depth. Directories end in `/`; links show where they point. A name that is not plain text (not UTF-8, a control character such as a newline, a quote or backslash, a leading or trailing space, or ` -> `) is shown in double quotes with C escapes (`\\n`, `\\t`, `\\\"`, `\\\\`, octal such as `\\351`); give such a path back to any file tool in the same quoted form.",
+                LIST_FILES_DESCRIPTION,
                 object(
                     json!({
                         "path": { "type": "string", "description": "Directory relative to the workspace (default `.`)." },
@@ -114,7 +182,7 @@ fn toolset(condition: &Condition, budgets: &Budgets, has_project: bool, planning
             ));
             tools.push(spec(
                 names::READ_TEXT,
-                "Read a text file of the workspace, with line numbers. Use offset and limit to page through long files.",
+                READ_TEXT_DESCRIPTION,
                 object(
                     json!({
                         "path": { "type": "string", "description": "File relative to the workspace." },
@@ -127,7 +195,7 @@ fn toolset(condition: &Condition, budgets: &Budgets, has_project: bool, planning
             if !planning {
                 tools.push(spec(
                     names::WRITE_TEXT,
-                    "Create a file or replace its whole content. Missing parent directories are created.",
+                    WRITE_TEXT_DESCRIPTION,
                     object(
                         json!({
                             "path": { "type": "string", "description": "File relative to the workspace." },
@@ -138,7 +206,7 @@ fn toolset(condition: &Condition, budgets: &Budgets, has_project: bool, planning
                 ));
                 tools.push(spec(
                     names::REPLACE_TEXT,
-                    "Replace one passage of a file. `old` must occur exactly once in the file; otherwise nothing changes and the error says how many times it occurs.",
+                    REPLACE_TEXT_DESCRIPTION,
                     object(
                         json!({
                             "path": { "type": "string", "description": "File relative to the workspace." },
@@ -152,7 +220,7 @@ fn toolset(condition: &Condition, budgets: &Budgets, has_project: bool, planning
             if has_project {
                 tools.push(spec(
                     names::RUN_PROJECT,
-                    "Replay one of the project's recorded runs and show what it prints.",
+                    RUN_PROJECT_DESCRIPTION,
                     object(
                         json!({
                             "record": { "type": "string", "description": "The record, relative to the project's records directory (or to the workspace)." }
@@ -161,25 +229,14 @@ fn toolset(condition: &Condition, budgets: &Budgets, has_project: bool, planning
                     ),
                 ));
             }
-            tools.push(command_spec(
-                names::RUN_EXPERIMENT,
-                "Run a shell command in the workspace, isolated and without network access, and show its exit status and output.",
-            ));
+            tools.push(command_spec(names::RUN_EXPERIMENT, COMMAND_DESCRIPTION));
         }
-        Profile::Shell => tools.push(command_spec(
-            names::BASH,
-            "Run a shell command in the workspace, isolated and without network access, and show its exit status and output.",
-        )),
+        Profile::Shell => tools.push(command_spec(names::BASH, COMMAND_DESCRIPTION)),
     }
     if condition.ask() != Ask::Off {
-        let who = if condition.is_delivery() { "client" } else { "owner" };
         tools.push(spec(
             names::ASK_USER,
-            &format!(
-                "Send the {who} one message or question (`question`), or several questions at once (`questions`); \
-                 give exactly one of the two. Each question is answered on its own and the replies are the result; \
-                 one call is one round of questions. Must be the only call in its turn."
-            ),
+            &ASK_USER_DESCRIPTION.replace("{who}", who(condition)),
             object(
                 json!({
                     "question": { "type": "string", "description": "One message or question." },
@@ -204,7 +261,7 @@ fn toolset(condition: &Condition, budgets: &Budgets, has_project: bool, planning
     if planning {
         tools.push(spec(
             names::WRITE_PLAN,
-            "Save your plan as PLAN.md and move from planning to execution. Must be the only call in its turn.",
+            WRITE_PLAN_DESCRIPTION,
             object(json!({ "plan": { "type": "string", "description": "The complete plan." } }), &["plan"]),
         ));
     }
@@ -213,8 +270,12 @@ fn toolset(condition: &Condition, budgets: &Budgets, has_project: bool, planning
 
 /// `submit`'s description: what a delivery does and the submission budget.
 fn submit_description(condition: &Condition, budgets: &Budgets) -> String {
-    let who = if condition.is_delivery() { "client" } else { "owner" };
-    let budget = if !condition.feedback() {
+    fill_description(SUBMIT_DESCRIPTION, condition, budgets)
+}
+
+/// What `submit`'s description says about the submission budget (`{submission_budget}`).
+fn submission_budget(condition: &Condition, budgets: &Budgets) -> String {
+    if !condition.feedback() {
         "You deliver once: your first submission ends the work.".to_string()
     } else if budgets.submissions == 1 {
         "You have 1 submission.".to_string()
@@ -223,8 +284,7 @@ fn submit_description(condition: &Condition, budgets: &Budgets) -> String {
             "You have {} submissions in all; each delivery that is returned uses one up.",
             budgets.submissions
         )
-    };
-    format!("Deliver the current workspace to the {who} for review. {budget} Must be the only call in its turn.")
+    }
 }
 
 /// Arguments of `list_files`.

@@ -26,6 +26,7 @@
 //! | [`agreement`] | a coverage panel's judges against each other and against the offline rule (Cohen's κ) | seed 002 §4.3, A.8 |
 //! | [`diff`], [`opened`], [`shell`] | workspace diffs (Kept, Left-out files); what each step did with files (`specgap_protocol::action`), with shell commands read by a small POSIX shell reader; opened files and inspection | seed 001 App. D.2 |
 //! | [`report`], [`render`], [`render_delivery`], [`render_analyses`], [`svg`] | the report: Markdown, self-contained HTML with SVG charts, versioned JSON | docs/report-schema.md |
+//! | [`faithful`] | the report's first lines: "protocol P, faithful" or each deviation (overrides, offline stand-ins for model roles, combinations no paper runs, an offline coverage judge, no extraction) | issue 24 |
 //! | [`inputs`] | checks on the runs given to a report: duplicates, shards, missing results, replicates differing beyond the seed | seed 000 §5.6, DESIGN §6 |
 //! | [`network`] | `cli:` episodes that tried to reach the network outside the gateway, or ran without the tripwire (warnings) | issue 15 |
 //! | [`usage`] | model usage and cost per group and role, from the stores' `usage` rows | DESIGN §6 |
@@ -69,6 +70,7 @@ pub mod diff;
 pub mod episode;
 mod error;
 pub mod extraction;
+pub mod faithful;
 pub mod first;
 pub mod inputs;
 pub mod judge;

@@ -102,6 +102,15 @@ pub fn sections(report: &Report) -> Vec<Section> {
     let without = |dim: Dim| -> Vec<Dim> { dims.iter().copied().filter(|d| *d != dim).collect() };
     let mut out = Vec::new();
 
+    // The report's first lines: what the runs are faithful to (issue 24).
+    out.push(Section {
+        id: "protocol",
+        title: "Protocol".into(),
+        text: report.protocols.iter().map(crate::faithful::ProtocolLine::sentence).collect(),
+        tables: vec![],
+        chart: None,
+    });
+
     let runs = Table {
         caption: "Runs in this report.".into(),
         headers: vec![

@@ -251,6 +251,9 @@ pub struct Report {
     pub specgap_version: &'static str,
     /// Grouping dimensions of `groups`.
     pub group_by: Vec<Dim>,
+    /// The paper protocols of the runs and every deviation from each (issue 24): the report's
+    /// first lines.
+    pub protocols: Vec<crate::faithful::ProtocolLine>,
     /// Judge behind the clarification measures (`offline:<version>` or `panel:<hash>`).
     pub judge: String,
     /// The coverage panel's agreement between its judges and with the offline rule, when the
@@ -546,6 +549,14 @@ fn report_with(
         version: REPORT_VERSION,
         specgap_version: env!("CARGO_PKG_VERSION"),
         group_by: dims.clone(),
+        protocols: crate::faithful::protocol_lines(
+            runs,
+            crate::faithful::ReportSide {
+                judge: &options.judge,
+                extraction: extraction.as_deref(),
+                extraction_check_output: extraction.as_deref().map(|panel| crate::extraction::check_output_offered(runs, panel)),
+            },
+        ),
         judge: options.judge.clone(),
         judge_agreement: options
             .judge

@@ -15,6 +15,7 @@ mod determinism;
 mod examples;
 mod export;
 mod panels;
+mod protocols;
 mod report_inputs;
 mod residualize;
 mod resume;

@@ -207,7 +207,8 @@ impl Episode<'_, '_> {
         }
         if self.ctx.condition.is_delivery() && artifact_missing == Some(true) && self.continuations < CONTINUATION_LIMIT {
             self.continuations += 1;
-            self.harness_message(UserMessageKind::Continuation, CONTINUATION)?;
+            let text = self.harness_text(&prompt_files::CONTINUATION_FILE);
+            self.harness_message(UserMessageKind::Continuation, &text)?;
             return Ok(None);
         }
         Ok(Some(EndReason::AgentExit))

@@ -130,3 +130,27 @@ fn seed_002s_wall_clock_is_forty_three_thousand_two_hundred_seconds_and_seed_000
     let b = Budgets::resolve_under(&tiganeval(), &partial, &task, &flags);
     assert_eq!((b.turns, b.tool_calls, b.wall_sec, b.submissions), (120, 360, UNBOUNDED_WALL, 4));
 }
+
+#[test]
+fn a_replaced_prompt_set_replaces_tool_descriptions_and_harness_messages() {
+    use specgap_protocol::event::EventKind;
+    let package = fixture("delivery-basic");
+    let mut prompts = specgap_engine::prompt_files::Replacements::none();
+    prompts.insert("tool_submit.md", "Hand the work to the {who}. {submission_budget}\n");
+    prompts.insert("continuation.md", "Write plan.json now.\n");
+    prompts.insert("no_tool_reminder_goes_on.md", "Keep working with the tools.\n");
+    // The first text-only reply comes while no plan exists (the continuation), the second after.
+    let write = one("write_text", json!({ "path": "plan.json", "content": GOLD_PLAN }));
+    let mut agent = TestAgent::new(vec![says("hm"), write, says("hm"), one("submit", json!({}))]);
+    let r = run(&package, "hidden", &mut agent, Options { prompts, protocol: Some(tiganeval()), ..Options::default() });
+    assert_eq!(agent.user_messages(), ["Write plan.json now.", "Keep working with the tools."]);
+    let submit = r
+        .events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::EpisodeStart { tools, .. } => tools.iter().find(|t| t.name == "submit").cloned(),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(submit.description, "Hand the work to the client. You deliver once: your first submission ends the work.");
+}
