@@ -340,6 +340,24 @@ impl From<UserError> for EpisodeError {
     }
 }
 
+/// Writes what the agent's surroundings recorded since the last time
+/// ([`Agent::records_since_last`]), each event stamped with the moment it happened.
+fn write_agent_records(agent: &mut dyn Agent, writer: &mut EpisodeWriter) -> Result<(), StoreError> {
+    for (at, record) in agent.records_since_last() {
+        writer.event_at(record, at)?;
+    }
+    Ok(())
+}
+
+/// After [`Agent::stop`]: the last of [`write_agent_records`], then the agent's closing records.
+fn write_closing_records(agent: &mut dyn Agent, writer: &mut EpisodeWriter) -> Result<(), StoreError> {
+    write_agent_records(agent, writer)?;
+    for record in agent.closing_records() {
+        writer.event(record)?;
+    }
+    Ok(())
+}
+
 /// Runs one episode attempt (module guide). The writer is not finished here: on `Ok` the
 /// runner calls `writer.finish(outcome.summary())`; on `Err` it records the error and
 /// retries or finishes with an error status. An `error` event and an `end` event are written
@@ -379,11 +397,9 @@ pub fn run_episode(
         }
         Err(error) => {
             if !matches!(error, EpisodeError::Store(_)) {
-                // What the agent's closing records hold (a `cli:` agent's network attempts)
-                // happened whatever ended the episode; `end` writes them on the other paths.
-                for record in agent.closing_records() {
-                    writer.event(record)?;
-                }
+                // What the agent's surroundings recorded (a `cli:` agent's network attempts)
+                // happened whatever ended the episode; `end` writes it on the other paths.
+                write_closing_records(agent, writer)?;
                 let class = match error {
                     EpisodeError::Evaluation { .. } => "evaluation",
                     _ => "infrastructure",
@@ -677,6 +693,8 @@ impl<'c, 'a> Episode<'c, 'a> {
             let inbox = std::mem::take(&mut self.inbox);
             let reply = self.agent.next_turn(&inbox);
             self.links.check_usage()?;
+            // What happened around the agent while it worked goes before what it replied.
+            write_agent_records(self.agent, self.writer)?;
             // A reply that comes after the wall budget ended (or a stop) is recorded, not acted on.
             let late = self.deadline_end();
             let ended = match reply? {
@@ -1484,9 +1502,7 @@ impl<'c, 'a> Episode<'c, 'a> {
         }
         let undelivered = std::mem::take(&mut self.inbox);
         self.agent.stop(&undelivered);
-        for record in self.agent.closing_records() {
-            self.writer.event(record)?;
-        }
+        write_closing_records(self.agent, self.writer)?;
         if let Some((which, used, limit)) = self.budget_used(reason) {
             self.writer.event(EventKind::Budget { which: which.into(), used, limit })?;
         }
