@@ -416,6 +416,8 @@ pub fn sections(report: &Report) -> Vec<Section> {
         chart: None,
     });
 
+    out.extend(crate::noise::section(report));
+
     if !report.usage.is_empty() {
         out.push(usage_section(report, dims));
     }

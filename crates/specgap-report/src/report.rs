@@ -314,6 +314,9 @@ pub struct Report {
     /// Within-system repeat analyses per slice (seed 002 §5.3, App. A.5, A.7).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub repeat_analyses: Vec<crate::repeats::RepeatAnalysis>,
+    /// Run-to-run noise per group: flip rate, within-task sd, variance split between tasks and
+    /// repeats ([`crate::noise`]); a group without repeats says noise cannot be estimated.
+    pub noise: Vec<crate::noise::GroupNoise>,
     /// Composition of the clarification targets of the report's cases (seed 002 Table 7);
     /// absent when no case has targets.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -517,6 +520,7 @@ fn report_with(
     let associations = associations(&groups, dims, &models, &usage, &options.intervals)?;
     let case_associations = crate::case_associations::case_associations(&groups, &contexts, &options.intervals)?;
     let repeat_analyses = crate::repeats::repeat_analyses(&grouped, dims, &options.judge);
+    let noise = crate::noise::group_noise(&grouped, dims);
     let recall_quality = associations
         .clarification_delivery
         .iter()
@@ -580,6 +584,7 @@ fn report_with(
         associations,
         case_associations,
         repeat_analyses,
+        noise,
         clarification_registry,
         not_applicable,
         usage,

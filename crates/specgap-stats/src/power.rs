@@ -318,7 +318,7 @@ fn binary_power_unchecked(design: &BinaryDesign, shift: f64, alpha: f64, simulat
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(simulation.seed);
     let mut differences = vec![0.0; tasks];
     let mut rejections = 0usize;
-    let mut side_mean = |rng: &mut Xoshiro256PlusPlus, rate: f64, repeats: usize| -> f64 {
+    let side_mean = |rng: &mut Xoshiro256PlusPlus, rate: f64, repeats: usize| -> f64 {
         let successes = (0..repeats).filter(|_| uniform(rng) < rate).count();
         successes as f64 / repeats as f64
     };

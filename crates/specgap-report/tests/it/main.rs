@@ -11,6 +11,7 @@ mod fidelity;
 mod fixture;
 mod html;
 mod inputs;
+mod noise;
 mod outcome;
 mod planned;
 mod residual;
