@@ -78,7 +78,7 @@ impl Selection {
         Ok(Selection { filters })
     }
 
-    fn matches(&self, e: &Episode<'_>) -> bool {
+    pub(crate) fn matches(&self, e: &Episode<'_>) -> bool {
         self.filters
             .iter()
             .all(|(dim, value)| dim.value(e) == *value)

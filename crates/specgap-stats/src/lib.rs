@@ -94,7 +94,7 @@ pub use pass_k::{pass_at_k, pass_hat_k};
 pub use power::{
     BinaryDesign, SimulatedDetectable, Simulation, monte_carlo_se, paired_t_detectable_effect,
     paired_t_nobs, paired_t_power, simulated_binary_detectable, simulated_binary_power,
-    simulated_normal_power,
+    simulated_normal_power, simulated_pass_hat_k_power,
 };
 pub use spearman::{Correlation, spearman};
 pub use wilcoxon::{

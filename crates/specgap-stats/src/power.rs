@@ -312,20 +312,31 @@ pub fn simulated_binary_power(design: &BinaryDesign, shift: f64, alpha: f64, sim
 }
 
 fn binary_power_unchecked(design: &BinaryDesign, shift: f64, alpha: f64, simulation: &Simulation) -> f64 {
+    binary_power_with(design, shift, alpha, simulation, |successes, repeats| successes as f64 / repeats as f64)
+}
+
+/// The simulated power of the paired t-test on per-task values `value(successes, repeats)`.
+fn binary_power_with(
+    design: &BinaryDesign,
+    shift: f64,
+    alpha: f64,
+    simulation: &Simulation,
+    value: impl Fn(usize, usize) -> f64,
+) -> f64 {
     let tasks = design.rates.len();
     let critical = t_isf(alpha / 2.0, (tasks - 1) as f64);
     let shifted = design.shifted(shift);
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(simulation.seed);
     let mut differences = vec![0.0; tasks];
     let mut rejections = 0usize;
-    let side_mean = |rng: &mut Xoshiro256PlusPlus, rate: f64, repeats: usize| -> f64 {
-        let successes = (0..repeats).filter(|_| uniform(rng) < rate).count();
-        successes as f64 / repeats as f64
+    let successes = |rng: &mut Xoshiro256PlusPlus, rate: f64, repeats: usize| -> usize {
+        (0..repeats).filter(|_| uniform(rng) < rate).count()
     };
     for _ in 0..simulation.simulations {
         for (t, difference) in differences.iter_mut().enumerate() {
-            let a = side_mean(&mut rng, design.rates[t], design.repeats_a[t]);
-            let b = side_mean(&mut rng, shifted[t], design.repeats_b[t]);
+            let (ra, rb) = (design.repeats_a[t], design.repeats_b[t]);
+            let a = value(successes(&mut rng, design.rates[t], ra), ra);
+            let b = value(successes(&mut rng, shifted[t], rb), rb);
             *difference = b - a;
         }
         if rejects(&differences, critical) {
@@ -333,6 +344,31 @@ fn binary_power_unchecked(design: &BinaryDesign, shift: f64, alpha: f64, simulat
         }
     }
     rejections as f64 / simulation.simulations as f64
+}
+
+/// Simulated power of the paired t-test on per-task pass^k estimates (tau-bench, Yao et al.
+/// 2024 §4: `C(c, k) / C(r, k)` for `c` successes of `r` repeats, unbiased for `p^k`), side B
+/// at the rates shifted by `shift`.
+///
+/// # Errors
+/// As [`simulated_binary_power`]; [`StatsError::InvalidCount`] when a task has fewer than `k`
+/// repeats or `k` is 0.
+pub fn simulated_pass_hat_k_power(design: &BinaryDesign, shift: f64, k: usize, alpha: f64, simulation: &Simulation) -> Result<f64, StatsError> {
+    design.validate()?;
+    check_alpha(alpha)?;
+    ensure_len("simulations", simulation.simulations, 1)?;
+    if k == 0 || design.repeats_a.iter().chain(&design.repeats_b).any(|r| *r < k) {
+        return Err(StatsError::InvalidCount {
+            what: "1 <= k <= repeats of every task",
+            detail: format!("k = {k}"),
+        });
+    }
+    Ok(binary_power_with(design, shift, alpha, simulation, |c, r| {
+        if c < k {
+            return 0.0;
+        }
+        (0..k).map(|i| (c - i) as f64 / (r - i) as f64).product()
+    }))
 }
 
 /// The smallest detectable shift of a binary design, found by simulation.

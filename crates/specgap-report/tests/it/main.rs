@@ -17,6 +17,7 @@ mod planned;
 mod residual;
 mod rounds;
 mod stats_reference;
+mod study;
 mod tables;
 
 use specgap_report::{Dim, Report, ReportOptions, RunData, build_report};
