@@ -1,7 +1,7 @@
 //! The `specgap` binary: parses arguments and hands each verb to its module.
 //!
 //! Each verb lives in its own module (`check`, `eval`, `run`, `show`, `merge`, `judge`,
-//! `extract`, `report`, `compare`, `residualize`, `agents`, `view`, `export`, `audit`,
+//! `extract`, `report`, `compare`, `plan_study`, `review_user`, `residualize`, `agents`, `view`, `export`, `audit`,
 //! `resample`) with an `Args`
 //! struct (clap) and an `exec` function. The modules stay thin: the work happens in the library
 //! crates, which return typed errors; only this binary uses anyhow.
@@ -19,9 +19,11 @@ mod export;
 mod extract;
 mod judge;
 mod merge;
+mod plan_study;
 mod report;
 mod resample;
 mod residualize;
+mod review_user;
 mod run;
 mod show;
 mod view;
@@ -50,7 +52,9 @@ Examples:
   specgap export runs/latest --format atif --out runs/latest-atif
 
   specgap audit sample runs/latest --unit failed-episode --rubric seed000-failure --by agent --n 30 --seed 7 --out audit/
-  specgap resample runs/latest --checkpoints 30 --samples 5 --seed 7 --out resample/";
+  specgap resample runs/latest --checkpoints 30 --samples 5 --seed 7 --out resample/
+  specgap review-user runs/latest              check the relay user's turns (offline rules)
+  specgap plan-study runs/pilot --difference 0.1 --a condition=partial --b condition=full";
 
 // The enum is built once per process; boxing `run`'s many flags would buy nothing.
 #[allow(clippy::large_enum_variant)]
@@ -88,6 +92,10 @@ enum Command {
     Audit(audit::Args),
     /// Re-send recorded user-model requests to measure the simulated user's stability.
     Resample(resample::Args),
+    /// Plan a study: tasks and repeats needed to detect a difference with a given power.
+    PlanStudy(plan_study::Args),
+    /// Review the simulated owner / customer's turns of a run (offline rules or a model panel).
+    ReviewUser(review_user::Args),
 }
 
 fn main() -> ExitCode {
@@ -110,6 +118,8 @@ fn main() -> ExitCode {
         Command::Export(args) => export::exec(args),
         Command::Audit(args) => audit::exec(args),
         Command::Resample(args) => resample::exec(args),
+        Command::PlanStudy(args) => plan_study::exec(args),
+        Command::ReviewUser(args) => review_user::exec(args),
     };
     match outcome {
         Ok(code) => code,
