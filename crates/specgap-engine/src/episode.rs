@@ -84,7 +84,7 @@ use serde_json::Value;
 use specgap_protocol::event::{EventKind, ToolCall, Usage, UserMessageKind};
 use specgap_protocol::result::{EvalResult, Scored};
 use specgap_protocol::run::EndReason;
-use specgap_sandbox::{Base, BaseCache, HostView, SandboxConfig, Session};
+use specgap_sandbox::{Base, BaseCache, HostView, SandboxConfig, Session, Shell};
 use specgap_store::{EpisodeWriter, Role, StoreError, SubmissionRecord};
 use specgap_task::TaskPackage;
 use specgap_task::matching::linked_targets;
@@ -1126,18 +1126,19 @@ impl<'c, 'a> Episode<'c, 'a> {
         if args.timeout_sec == Some(0) {
             return Ok(ToolOutput::error("timeout_sec must be at least 1 (seconds)"));
         }
-        let result = self.run_command(&args.command, args.timeout_sec)?;
+        let shell = if call.tool == names::BASH { Shell::Bash } else { Shell::Sh };
+        let result = self.run_command(shell, &args.command, args.timeout_sec)?;
         effect.blank_success = result.blank_success();
         Ok(result.to_output())
     }
 
-    fn run_command(&mut self, command: &str, timeout_sec: Option<u64>) -> Result<CommandResult, EpisodeError> {
+    fn run_command(&mut self, shell: Shell, command: &str, timeout_sec: Option<u64>) -> Result<CommandResult, EpisodeError> {
         let timeout = timeout_sec
             .unwrap_or(tools::DEFAULT_COMMAND_TIMEOUT_SEC)
             .clamp(1, tools::MAX_COMMAND_TIMEOUT_SEC)
             .min(self.remaining_wall_sec());
         let session = self.planning_session.as_mut().unwrap_or(&mut self.session);
-        sandbox_ops::run_command(session, command, timeout)
+        sandbox_ops::run_command(session, shell, command, timeout)
     }
 
     fn run_project(&mut self, call: &ToolCall) -> Result<ToolOutput, EpisodeError> {
@@ -1153,7 +1154,7 @@ impl<'c, 'a> Episode<'c, 'a> {
             Err(message) => return Ok(ToolOutput::error(message)),
         };
         let command = project.replay.replace("{record}", &tools::shell_quote(&record));
-        Ok(self.run_command(&command, None)?.to_output())
+        Ok(self.run_command(Shell::Sh, &command, None)?.to_output())
     }
 
     fn write_plan(&mut self, call: &ToolCall) -> ToolOutput {
