@@ -74,6 +74,7 @@ pub mod inputs;
 pub mod judge;
 pub mod network;
 pub mod opened;
+pub mod reset;
 pub mod outcome;
 pub mod plan;
 pub mod pricing;
