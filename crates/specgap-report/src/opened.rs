@@ -1892,4 +1892,51 @@ mod tests {
             }),
         ]
     }
+
+    /// A `file_reads` event for call `c{turn}`.
+    fn reads(turn: u32, read: &[&str], shown: &[&str], unmeasured: &str) -> Event {
+        let v = |files: &[&str]| files.iter().map(|f| f.to_string()).collect();
+        Event {
+            seq: u64::from(turn),
+            ts_ms: 0,
+            elapsed_ms: 0,
+            kind: EventKind::FileReads { call_id: format!("c{turn}"), read: v(read), shown: v(shown), unmeasured: unmeasured.into() },
+        }
+    }
+
+    /// Issue 24 item 4: where every shell command was measured, opened and inspected come from
+    /// the measurements (a `grep -r` reads everything and opens what it printed; `xargs cat`
+    /// opens what the text reader cannot see), the harness's own tools as before; one
+    /// unmeasured command leaves the episode to the text reader, with the reason.
+    #[test]
+    fn measured_reads_replace_the_text_reading_and_fall_back_with_the_reason() {
+        let bash = |turn, command: &str, output: &str| call(turn, "bash", serde_json::json!({ "command": command }), output, false);
+        let mut events = bash(1, "grep -rn insert ivtree", "exit status 0\n--- stdout ---\nivtree/tree.py:3:    def insert(self):");
+        events.push(reads(1, &["ivtree/__init__.py", "ivtree/node.py", "ivtree/tree.py"], &["ivtree/tree.py"], ""));
+        events.extend(bash(2, "echo ivtree/node.py | xargs cat", "exit status 0\n--- stdout ---\nclass Node:"));
+        events.push(reads(2, &["ivtree/node.py"], &["ivtree/node.py"], ""));
+        events.extend(call(3, "read_text", serde_json::json!({ "path": "README.md" }), "# ivtree", false));
+        events.extend(bash(4, "false && cat tests/test_tree.py", "exit status 1\n(no output)"));
+        events.push(reads(4, &[], &[], ""));
+        let measured = measured_reads(&events, &tree()).unwrap();
+        let set = |files: &[&str]| files.iter().map(|f| f.to_string()).collect::<BTreeSet<String>>();
+        assert_eq!(
+            measured,
+            Measured {
+                read: set(&["README.md", "ivtree/__init__.py", "ivtree/node.py", "ivtree/tree.py"]),
+                opened: set(&["README.md", "ivtree/node.py", "ivtree/tree.py"]),
+            }
+        );
+        let by_text = opened_files(&file_actions(&events, &tree()), &set(&["ivtree/node.py", "ivtree/__init__.py"]));
+        assert_eq!(by_text, set(&[]), "the text reader cannot follow xargs");
+        assert_eq!(measured.opened_of(&set(&["ivtree/node.py", "ivtree/__init__.py"])), set(&["ivtree/node.py"]));
+        assert!(measured.inspects(&[], &set(&["ivtree/__init__.py"])), "read at all is inspected");
+        assert!(!measured.inspects(&[], &set(&["tests/test_tree.py"])));
+
+        let mut unmeasured = bash(1, "cat README.md", "exit status 0\n--- stdout ---\n# ivtree");
+        unmeasured.push(reads(1, &[], &[], "fanotify is unavailable: Operation not permitted (os error 1)"));
+        assert_eq!(measured_reads(&unmeasured, &tree()), Err("reads not measured: fanotify is unavailable: Operation not permitted (os error 1)".into()));
+        let old = bash(1, "cat README.md", "exit status 0\n--- stdout ---\n# ivtree");
+        assert_eq!(measured_reads(&old, &tree()), Err("no measured reads for the `bash` call c1".into()));
+    }
 }

@@ -62,13 +62,12 @@ pub const SERVER_LOG: &str = ".specgap/opencode-serve.log";
 /// The mode of opencode's configuration directory: readable, not writable (module guide,
 /// "network").
 pub const CONFIG_DIR_MODE: libc::mode_t = 0o555;
-/// The per-call output limit, tokens, opencode passes to the model (seed 002 App. A "OpenCode
-/// passes a per-call output limit of 131,072 tokens"): the model's `limit.output` and
-/// [`OUTPUT_TOKEN_MAX_ENV`], since opencode caps every call at the smaller of the two (32,000
-/// without the variable).
+/// The output limit of each model call, tokens (seed 002 A.3 "Runtime" sets opencode's at
+/// 131,072): the model's `limit.output` and [`OUTPUT_TOKEN_MAX_ENV`], since opencode caps every
+/// call at the smaller of the two (32,000 without the variable).
 pub const OUTPUT_TOKEN_LIMIT: u64 = 131_072;
-/// The context window, tokens, the configuration gives the model (seed 002 App. A: "with a
-/// 1,000,000-token context").
+/// The context window, tokens, the configuration gives the model (seed 002 A.3 "Runtime": one
+/// million).
 pub const CONTEXT_TOKEN_LIMIT: u64 = 1_000_000;
 /// The variable that lifts opencode's own output cap (32,000 tokens when unset).
 pub const OUTPUT_TOKEN_MAX_ENV: &str = "OPENCODE_EXPERIMENTAL_OUTPUT_TOKEN_MAX";
@@ -522,7 +521,7 @@ exit $status";
         let config = adapter.config(&launch(false));
         assert_eq!(config["provider"]["specgap"]["options"], json!({ "baseURL": "http://127.0.0.1:4000/v1", "apiKey": "{env:OPENAI_API_KEY}" }));
         assert_eq!(config["model"], "specgap/qwen3-8b");
-        assert_eq!(config["provider"]["specgap"]["models"]["qwen3-8b"]["limit"], json!({ "context": 1_000_000, "output": 131_072 }), "seed 002 App. A");
+        assert_eq!(config["provider"]["specgap"]["models"]["qwen3-8b"]["limit"], json!({ "context": 1_000_000, "output": 131_072 }), "seed 002 A.3 Runtime");
         assert_eq!(config["instructions"], json!(["/run/specgap/task/system-prompt.md"]));
         assert_eq!(config["autoupdate"], false);
         assert_eq!(config["permission"], json!({ "*": "allow", "webfetch": "deny", "websearch": "deny" }));
