@@ -84,7 +84,8 @@ use serde_json::Value;
 use specgap_protocol::event::{EventKind, ToolCall, Usage, UserMessageKind};
 use specgap_protocol::result::{EvalResult, Scored};
 use specgap_protocol::run::EndReason;
-use specgap_sandbox::{Base, BaseCache, HostView, SandboxConfig, Session};
+use specgap_protocol::reads::Observation;
+use specgap_sandbox::{Base, BaseCache, HostView, Reads, SandboxConfig, Session, Shell};
 use specgap_store::{EpisodeWriter, Role, StoreError, SubmissionRecord};
 use specgap_task::TaskPackage;
 use specgap_task::matching::linked_targets;
@@ -487,6 +488,8 @@ struct Effect {
     answered: bool,
     /// Feedback to deliver after the turn's results.
     feedback: Option<String>,
+    /// The files a command read (a `file_reads` event, written after its result).
+    file_reads: Option<EventKind>,
 }
 
 struct Episode<'c, 'a> {
@@ -1064,7 +1067,7 @@ impl<'c, 'a> Episode<'c, 'a> {
                 names::WRITE_TEXT => with_args(call, |a| tools::write_text(&self.ws, &a)),
                 names::REPLACE_TEXT => with_args(call, |a| tools::replace_text(&self.ws, &a)),
                 names::RUN_EXPERIMENT | names::BASH => self.command_tool(call, &mut effect)?,
-                names::RUN_PROJECT => self.run_project(call)?,
+                names::RUN_PROJECT => self.run_project(call, &mut effect)?,
                 names::WRITE_PLAN => self.write_plan(call),
                 names::ASK_USER => self.ask_user(call, &mut effect)?,
                 names::SUBMIT => self.submit_tool(call, &mut effect)?,
@@ -1073,6 +1076,9 @@ impl<'c, 'a> Episode<'c, 'a> {
             },
         };
         self.tool_result(call, output)?;
+        if let Some(reads) = effect.file_reads.take() {
+            self.writer.event(reads)?;
+        }
         if let Some(change) = self.phase_changed.take() {
             self.writer.event(EventKind::PhaseChange {
                 phase: change.phase,
@@ -1144,21 +1150,44 @@ impl<'c, 'a> Episode<'c, 'a> {
         if args.timeout_sec == Some(0) {
             return Ok(ToolOutput::error("timeout_sec must be at least 1 (seconds)"));
         }
-        let result = self.run_command(&args.command, args.timeout_sec)?;
+        let shell = if call.tool == names::BASH { Shell::Bash } else { Shell::Sh };
+        let result = self.run_command(shell, &args.command, args.timeout_sec)?;
         effect.blank_success = result.blank_success();
-        Ok(result.to_output())
+        let output = result.to_output();
+        effect.file_reads = Some(self.file_reads(call, &output.output));
+        Ok(output)
     }
 
-    fn run_command(&mut self, command: &str, timeout_sec: Option<u64>) -> Result<CommandResult, EpisodeError> {
+    /// The `file_reads` event of the command just run by `call`, whose result the agent gets
+    /// as `observation`: the files its processes read and those whose content the observation
+    /// shows (docs/decisions.md "Opened and inspected, measured").
+    fn file_reads(&self, call: &ToolCall, observation: &str) -> EventKind {
+        let session = self.planning_session.as_ref().unwrap_or(&self.session);
+        let call_id = call.id.clone();
+        match session.last_reads() {
+            Reads::Measured(files) => {
+                let seen = Observation::new(observation);
+                let shown = files
+                    .iter()
+                    .filter(|f| std::fs::read(self.ws_dir.join(f)).is_ok_and(|bytes| seen.shows(&String::from_utf8_lossy(&bytes))))
+                    .cloned()
+                    .collect();
+                EventKind::FileReads { call_id, read: files.iter().cloned().collect(), shown, unmeasured: String::new() }
+            }
+            Reads::Unmeasured(why) => EventKind::FileReads { call_id, read: Vec::new(), shown: Vec::new(), unmeasured: why.clone() },
+        }
+    }
+
+    fn run_command(&mut self, shell: Shell, command: &str, timeout_sec: Option<u64>) -> Result<CommandResult, EpisodeError> {
         let timeout = timeout_sec
             .unwrap_or(tools::DEFAULT_COMMAND_TIMEOUT_SEC)
             .clamp(1, tools::MAX_COMMAND_TIMEOUT_SEC)
             .min(self.remaining_wall_sec());
         let session = self.planning_session.as_mut().unwrap_or(&mut self.session);
-        sandbox_ops::run_command(session, command, timeout)
+        sandbox_ops::run_command(session, shell, command, timeout)
     }
 
-    fn run_project(&mut self, call: &ToolCall) -> Result<ToolOutput, EpisodeError> {
+    fn run_project(&mut self, call: &ToolCall, effect: &mut Effect) -> Result<ToolOutput, EpisodeError> {
         let args: tools::RunProjectArgs = match tools::parse_args(&call.tool, &call.arguments) {
             Ok(args) => args,
             Err(message) => return Ok(ToolOutput::error(message)),
@@ -1171,7 +1200,9 @@ impl<'c, 'a> Episode<'c, 'a> {
             Err(message) => return Ok(ToolOutput::error(message)),
         };
         let command = project.replay.replace("{record}", &tools::shell_quote(&record));
-        Ok(self.run_command(&command, None)?.to_output())
+        let output = self.run_command(Shell::Sh, &command, None)?.to_output();
+        effect.file_reads = Some(self.file_reads(call, &output.output));
+        Ok(output)
     }
 
     fn write_plan(&mut self, call: &ToolCall) -> ToolOutput {
