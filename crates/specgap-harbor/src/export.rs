@@ -1,0 +1,4 @@
+//! `specgap export-task` (to come).
+
+/// Placeholder.
+pub fn export_task() {}

@@ -1,0 +1,5 @@
+//! Integration tests of specgap-harbor: import (mapping, refusals, gold), the evaluator and
+//! its trust model (forged rewards), export and the round trip.
+
+mod import;
+mod support;
