@@ -13,7 +13,7 @@ the reward files itself. What this program refuses (reward 0, the reason on stde
   * an output file the task's tests never name (a reward.json beside a test.sh that writes
     reward.txt);
   * a CTRF report with failed tests, or whose summary disagrees with its tests, beside a
-    full reward;
+    full reward; a CTRF report the tests write that is missing beside a reward above 0;
   * a test.sh killed by a signal (its reward file may be anyone's).
 """
 
@@ -140,6 +140,9 @@ def run_step(config, step, scratch):
     else:
         note(f"step {step['name']}: test.sh (status {proc.returncode}) wrote no reward; scored 0")
         return 0.0, flags, {}
+    for name in sorted(declared - set(names)):
+        if "ctrf" in name.lower() and reward > 0:
+            flags.append(f"the task's tests write {name}, which is missing beside a reward of {reward}")
     for name in names:
         if name.endswith(".json") and name != "reward.json":
             try:

@@ -455,8 +455,10 @@ fn verifier_file_names(text: &str) -> Vec<String> {
     for (at, _) in text.match_indices("/logs/verifier/") {
         let rest = &text[at + "/logs/verifier/".len()..];
         let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')).collect();
+        // A sentence may end right after the name.
+        let name = name.trim_end_matches('.');
         if !name.is_empty() {
-            push_once(&mut names, name);
+            push_once(&mut names, name.to_string());
         }
     }
     names

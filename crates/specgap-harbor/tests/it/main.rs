@@ -2,4 +2,5 @@
 //! its trust model (forged rewards), export and the round trip.
 
 mod import;
+mod trust;
 mod support;
