@@ -114,6 +114,7 @@ def run_step(config, step, scratch):
     layout = os.path.join(scratch, "layout")
     with open(layout, "w") as f:
         f.write(f"workdir {config['workdir']}\nro {step['tests']} /tests\nout /logs/verifier\n")
+        f.write(f"timeout {max(1, int(config.get('verifier_timeout_sec', 600)))}\n")
     env = dict(os.environ, SPECGAP_CANDIDATE_LAYOUT=layout, SPECGAP_CANDIDATE_OUT=out)
     command = shlex.split(os.environ["SPECGAP_CANDIDATE"]) + ["env"]
     command += [f"{k}={v}" for k, v in sorted(config.get("verifier_env", {}).items())]

@@ -244,6 +244,7 @@ fn verifier_config(plan: &Plan, starter: &BTreeMap<String, String>) -> String {
         "workdir": plan.workdir,
         "steps": steps,
         "strategy": plan.strategy,
+        "verifier_timeout_sec": plan.verifier_timeout_sec,
         "verifier_env": plan.verifier_env,
         "declared_outputs": plan.declared_outputs,
         "starter_sha256": starter,

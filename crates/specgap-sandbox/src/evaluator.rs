@@ -38,6 +38,7 @@
 //! | `workdir /app` | the submission's copy is mounted at `/app` (the working directory) instead of `/workspace` |
 //! | `ro tests /tests` | a copy of the evaluator's `tests` directory (relative to its working directory, no links) appears read-only at `/tests` |
 //! | `out /logs/verifier` | an empty writable directory appears at `/logs/verifier`; once every process of the call has ended, its top-level regular files are copied into `$SPECGAP_CANDIDATE_OUT` |
+//! | `timeout 600` | the call may run 600 s (whole seconds, at least 1) instead of the run's candidate limit, never past the evaluator's own deadline |
 //!
 //! Nothing a candidate writes reaches the evaluator except through those copies, made after
 //! the candidate's sandbox is gone, so no process of the candidate outlives the copy.
@@ -653,7 +654,7 @@ fn run_call(call: &CallDir, ctx: &CallContext) -> Result<(Vec<u8>, Vec<u8>, i32)
     let mut spec = CommandSpec::argv(argv, &workspace);
     let out_dir = layout.apply(&mut spec, &ctx.evaluator, copy.path())?;
     spec.stdin = stdin;
-    spec.limits = Limits { timeout: ctx.limits.timeout.min(remaining), ..ctx.limits };
+    spec.limits = Limits { timeout: layout.timeout.unwrap_or(ctx.limits.timeout).min(remaining), ..ctx.limits };
     let output = run_sandboxed(&spec, &ctx.host, &ctx.config).map_err(CallError::Sandbox)?;
     let mut stderr = output.stderr.to_bytes();
     let status = if output.timed_out {
@@ -681,6 +682,9 @@ pub struct CandidateLayout {
     pub read_only: Vec<(PathBuf, PathBuf)>,
     /// `out PATH`: the writable directory whose top-level files are copied back.
     pub out: Option<PathBuf>,
+    /// `timeout SECONDS`: the call's time limit instead of the run's candidate limit (still
+    /// capped by what is left of the evaluator's).
+    pub timeout: Option<Duration>,
 }
 
 impl CandidateLayout {
@@ -703,11 +707,15 @@ impl CandidateLayout {
             match words.as_slice() {
                 ["workdir", place] if layout.workdir.is_none() => layout.workdir = Some(sandbox_place(place).map_err(at)?),
                 ["out", place] if layout.out.is_none() => layout.out = Some(sandbox_place(place).map_err(at)?),
+                ["timeout", seconds] if layout.timeout.is_none() => {
+                    let seconds: u64 = seconds.parse().ok().filter(|s| *s >= 1).ok_or_else(|| at(format!("timeout {seconds} is not a whole number of seconds, at least 1")))?;
+                    layout.timeout = Some(Duration::from_secs(seconds));
+                }
                 ["ro", source, place] => {
                     let source = relative_source(source).map_err(at)?;
                     layout.read_only.push((source, sandbox_place(place).map_err(at)?));
                 }
-                _ => return Err(at(format!("expected `workdir PATH`, `ro SOURCE PATH` or `out PATH` (each of workdir and out once), found `{line}`"))),
+                _ => return Err(at(format!("expected `workdir PATH`, `ro SOURCE PATH`, `out PATH` or `timeout SECONDS` (each but ro once), found `{line}`"))),
             }
         }
         let places: Vec<&PathBuf> = layout.workdir.iter().chain(layout.read_only.iter().map(|(_, p)| p)).chain(layout.out.iter()).collect();
@@ -721,9 +729,9 @@ impl CandidateLayout {
         Ok(layout)
     }
 
-    /// Whether this is the plain launcher's layout (nothing set).
+    /// Whether this places nothing (the plain launcher's layout, perhaps with a timeout).
     pub fn is_default(&self) -> bool {
-        self == &CandidateLayout::default()
+        self.workdir.is_none() && self.read_only.is_empty() && self.out.is_none()
     }
 
     /// Rewrites `spec` (made by [`CommandSpec::argv`]) for this layout; copies the `ro`

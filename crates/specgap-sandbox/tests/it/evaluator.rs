@@ -346,10 +346,27 @@ PY
 fn candidate_layout_refuses_overlaps_links_and_unknown_lines() {
     use specgap_sandbox::CandidateLayout;
     assert_eq!(CandidateLayout::parse("workdir /app\nout /app/logs\n"), Err("layout places /app and /app/logs overlap".into()));
-    assert_eq!(CandidateLayout::parse("rw x /y\n"), Err("layout line 1: expected `workdir PATH`, `ro SOURCE PATH` or `out PATH` (each of workdir and out once), found `rw x /y`".into()));
+    assert_eq!(CandidateLayout::parse("rw x /y\n"), Err("layout line 1: expected `workdir PATH`, `ro SOURCE PATH`, `out PATH` or `timeout SECONDS` (each but ro once), found `rw x /y`".into()));
+    assert_eq!(CandidateLayout::parse("timeout 0\n"), Err("layout line 1: timeout 0 is not a whole number of seconds, at least 1".into()));
+    assert_eq!(CandidateLayout::parse("timeout 90\n").unwrap().timeout, Some(Duration::from_secs(90)));
     assert_eq!(CandidateLayout::parse("ro ../up /tests\n"), Err("layout line 1: ../up must be a relative path of plain names".into()));
     assert_eq!(CandidateLayout::parse("out /logs/../etc\n"), Err("layout line 1: /logs/../etc must be an absolute path of plain names other than /".into()));
     let layout = CandidateLayout::parse("workdir /app\nro tests /tests\n").unwrap();
     assert_eq!(layout.workdir.as_deref(), Some(Path::new("/app")));
     assert_eq!(layout.read_only, vec![("tests".into(), "/tests".into())]);
+}
+
+#[test]
+fn a_layout_timeout_replaces_the_candidate_limit() {
+    let pkg = package();
+    let script = r#"
+printf 'timeout 20\n' > layout
+SPECGAP_CANDIDATE_LAYOUT=$PWD/layout "$SPECGAP_CANDIDATE" sleep 1; echo "long=$?" >&2
+"$SPECGAP_CANDIDATE" sleep 1 2>/dev/null; echo "short=$?" >&2
+echo '{"version":1,"reward":0.0}' > "$SPECGAP_OUT/result.json"
+"#;
+    let mut run = evaluator_run(pkg.dir.path(), &pkg.workspace, script, Duration::from_secs(30));
+    run.candidate_limits.timeout = Duration::from_millis(300);
+    let evaluation = evaluate(&run).unwrap();
+    assert_eq!(evaluation.stderr_tail, "long=0\nshort=124\n");
 }
