@@ -87,6 +87,9 @@ fn an_image_task_names_its_dockerfile_workdir_and_separate_verifier_image() {
     assert_eq!(table["environment"]["workdir"].as_str(), Some("/srv"));
     assert_eq!(table["evaluator"]["environment"]["image"].as_str(), Some("python:3.12-slim"));
     assert!(package.join("environment/Dockerfile").is_file());
+    // The image keys are issue 25's: the package loads.
+    let loaded = specgap_task::load(&package).unwrap();
+    assert_eq!(loaded.manifest().environment.workdir(), "/srv");
     let notes = std::fs::read_to_string(package.join("NOTES.md")).unwrap();
     assert!(notes.contains("Environment: an image, because its Dockerfile is not trivial: its instruction `RUN apt-get update && apt-get install -y jq` changes the image;"), "{notes}");
 }
