@@ -311,8 +311,8 @@ fn notes(plan: &Plan, gold: &GoldOutcome) -> String {
     let mut text = format!(
         "# Imported from Harbor\n\n\
          Source: the Harbor task `{}` (task format of Harbor {HARBOR_VERSION}), kept verbatim in `{HARBOR_COPY}/`.\n\n\
-         Protocol: `harbor`: the task's full instruction, one submission, no owner feedback, Harbor's budgets \
-         (docs/harbor.md). Under seed 000's protocols it needs a partial / full pair (`specgap synthesize`).\n\n\
+         Protocol: Harbor's: the task's full instruction, one submission, no questions, no owner feedback, Harbor's budgets; specgap's `hidden` condition \
+         (docs/harbor.md). Under seed 000's protocols it needs a partial / full pair (instruction.full.md, requirements, observations, user.toml).\n\n\
          Trust: the verifier trusts the workspace. The task's `tests/test.sh` runs the submitted code in its own \
          processes, as in Harbor, in a sandbox of its own; only `evaluator/harbor_verify.py` writes specgap's result. \
          Rewards a submission may have written itself are refused when detected (docs/harbor.md, \"Trust model\").\n\n\
