@@ -16,7 +16,9 @@ mod check;
 mod compare;
 mod eval;
 mod export;
+mod export_task;
 mod extract;
+mod import;
 mod judge;
 mod merge;
 mod plan_study;
@@ -88,6 +90,10 @@ enum Command {
     View(view::Args),
     /// Export a run's episodes in another format (ATIF trajectories).
     Export(export::Args),
+    /// Import tasks of another harness as specgap packages (Harbor task directories).
+    Import(import::Args),
+    /// Write a task package as a Harbor task directory (not `export`, which exports runs).
+    ExportTask(export_task::Args),
     /// Human audits: draw a label sample, import raters' sheets, report agreement.
     Audit(audit::Args),
     /// Re-send recorded user-model requests to measure the simulated user's stability.
@@ -116,6 +122,8 @@ fn main() -> ExitCode {
         Command::Agents(args) => agents::exec(args),
         Command::View(args) => view::exec(args),
         Command::Export(args) => export::exec(args),
+        Command::Import(args) => import::exec(args),
+        Command::ExportTask(args) => export_task::exec(args),
         Command::Audit(args) => audit::exec(args),
         Command::Resample(args) => resample::exec(args),
         Command::PlanStudy(args) => plan_study::exec(args),

@@ -66,10 +66,14 @@ impl HostView {
     /// first on the sandbox `PATH`. `binds` are mounted read-only at the same path.
     ///
     /// # Errors
+    /// [`SandboxError::ImageEnvironment`] for an image environment (format 2);
     /// [`SandboxError::CommandNotFound`], [`SandboxError::ShimUnresolved`], and
     /// [`SandboxError::BadBind`] for a bind that is relative, missing, `/`, or would expose the
     /// harness's working directory (a prefix or bind that contains it).
     pub fn resolve(environment: &Environment) -> Result<HostView, SandboxError> {
+        if let Some(source) = environment.image_source() {
+            return Err(SandboxError::ImageEnvironment { key: source.key(), value: source.value().to_string() });
+        }
         let mut view = HostView::system()?;
         for name in &environment.commands {
             let found = find_on_path(name).ok_or_else(|| SandboxError::CommandNotFound(name.clone()))?;

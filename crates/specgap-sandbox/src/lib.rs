@@ -70,7 +70,7 @@ pub mod session;
 pub use agent::{AgentSandbox, ProgramExit, SandboxProcess};
 pub use capture::{Captured, cut_marker};
 pub use error::{MaterializeError, SandboxError};
-pub use evaluator::{EvalError, Evaluation, EvaluatorRun, run_evaluator};
+pub use evaluator::{CandidateLayout, EvalError, Evaluation, EvaluatorRun, run_evaluator};
 pub use host::{AGENT_NAMESERVER, HostView};
 pub use scratch::memory_scratch;
 pub use materialize::{Base, BaseCache, apply_overlay, diff, freeze, materialize};
