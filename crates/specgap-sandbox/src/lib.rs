@@ -57,6 +57,7 @@ pub mod host;
 pub mod materialize;
 mod netns;
 mod patch;
+pub mod rootfs;
 pub mod runner;
 mod seccomp;
 mod server;

@@ -250,6 +250,14 @@ pub(crate) fn bwrap_path() -> Option<PathBuf> {
 pub fn run(spec: &CommandSpec, host: &HostView, config: &SandboxConfig) -> Result<CommandOutput, SandboxError> {
     validate(spec)?;
     let env = environment(spec, host, config);
+    if !config.enabled
+        && let Some(rootfs) = host.rootfs()
+    {
+        return Err(SandboxError::InvalidSpec(format!(
+            "an image environment ({}) runs only in the sandbox; --no-sandbox would run the command on the host's files",
+            rootfs.display()
+        )));
+    }
     if config.enabled {
         let bwrap = bwrap_path().ok_or(SandboxError::BwrapMissing)?;
         run_bwrap(&bwrap, spec, host, env)
@@ -339,21 +347,12 @@ fn bwrap_args(spec: &CommandSpec, host: &HostView, json_status: bool, pooled_net
     push(&[b"--disable-userns"]);
     push(&[b"--uid", uid.as_bytes(), b"--gid", uid.as_bytes()]);
     push(&[b"--cap-drop", b"ALL", b"--die-with-parent", b"--new-session", b"--hostname", b"specgap"]);
-    push(&[b"--ro-bind", b"/usr", b"/usr"]);
-    for top in SYSTEM_TOP {
-        match std::fs::symlink_metadata(top) {
-            Ok(meta) if meta.file_type().is_symlink() => {
-                if let Ok(target) = std::fs::read_link(top) {
-                    push(&[b"--symlink", target.as_os_str().as_bytes(), top.as_bytes()]);
-                }
-            }
-            Ok(meta) if meta.is_dir() => push(&[b"--ro-bind", top.as_bytes(), top.as_bytes()]),
-            _ => {}
-        }
+    if let Some(image) = host.rootfs_view() {
+        args.extend(image.bwrap_args(host.etc_dir()));
+    } else {
+        host_system_args(&mut args, host);
     }
-    // One mount for all of /etc: bubblewrap rereads the mount table after every bind, so each
-    // mount saved is worth more than the one before it.
-    push(&[b"--ro-bind", host.etc_dir().as_os_str().as_bytes(), b"/etc"]);
+    let mut push = |parts: &[&[u8]]| args.extend(parts.iter().map(|p| p.to_vec()));
     // /proc/1 is bubblewrap's own init; its memory is nobody's business.
     push(&[b"--proc", b"/proc", b"--ro-bind", b"/dev/null", b"/proc/1/mem", b"--dev", b"/dev", b"--tmpfs", b"/tmp"]);
     for path in host.read_only_mounts() {
@@ -374,6 +373,27 @@ fn bwrap_args(spec: &CommandSpec, host: &HostView, json_status: bool, pooled_net
         push(&[b"--json-status-fd", status_fd.as_bytes()]);
     }
     args
+}
+
+/// The host's system view: read-only `/usr`, the top-level links or directories into it,
+/// and the synthetic `/etc`.
+fn host_system_args(args: &mut Vec<Vec<u8>>, host: &HostView) {
+    let mut push = |parts: &[&[u8]]| args.extend(parts.iter().map(|p| p.to_vec()));
+    push(&[b"--ro-bind", b"/usr", b"/usr"]);
+    for top in SYSTEM_TOP {
+        match std::fs::symlink_metadata(top) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                if let Ok(target) = std::fs::read_link(top) {
+                    push(&[b"--symlink", target.as_os_str().as_bytes(), top.as_bytes()]);
+                }
+            }
+            Ok(meta) if meta.is_dir() => push(&[b"--ro-bind", top.as_bytes(), top.as_bytes()]),
+            _ => {}
+        }
+    }
+    // One mount for all of /etc: bubblewrap rereads the mount table after every bind, so each
+    // mount saved is worth more than the one before it.
+    push(&[b"--ro-bind", host.etc_dir().as_os_str().as_bytes(), b"/etc"]);
 }
 
 /// The command line bubblewrap execs: a shell command made only of words (no expansion,

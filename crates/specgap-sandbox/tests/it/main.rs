@@ -5,6 +5,7 @@ mod agent_sandbox;
 mod byte_names;
 mod evaluator;
 mod materialize;
+mod rootfs;
 mod sandbox;
 mod session;
 mod support;
