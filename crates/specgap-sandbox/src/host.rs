@@ -11,7 +11,7 @@ use fs_err as fs;
 use specgap_protocol::package::Environment;
 
 use crate::error::SandboxError;
-use crate::rootfs::RootfsView;
+use crate::rootfs::{ImagePlacement, RootfsView};
 use crate::scratch;
 
 /// `PATH` inside the sandbox after the resolved command directories.
@@ -103,16 +103,17 @@ impl HostView {
 
     /// The view of an image environment (format 2): `rootfs` (an image's root filesystem,
     /// e.g. from `specgap env build`) read-only in place of the host's system directories and
-    /// `/etc` (see [`crate::rootfs`]), and `environment.env`. Each of `mount_points` (the
-    /// workdir, the evaluator's directories) that lies inside an image directory is made to
-    /// exist in `rootfs` first. Such a view runs only sandboxed.
+    /// `/etc` (see [`crate::rootfs`]), and `environment.env`. The harness's sandbox paths are
+    /// moved as `placement` says (the workspace to its workdir, the evaluator's to its dir and
+    /// out), and each that lies inside an image directory is made to exist in `rootfs` first.
+    /// Such a view runs only sandboxed.
     ///
     /// # Errors
     /// [`SandboxError::BadBind`] when `rootfs` is not a directory or a mount point crosses a
     /// non-directory of the image; [`SandboxError::Io`].
-    pub fn on_rootfs(rootfs: &Path, environment: &Environment, mount_points: &[&Path]) -> Result<HostView, SandboxError> {
+    pub fn on_rootfs(rootfs: &Path, environment: &Environment, placement: &ImagePlacement) -> Result<HostView, SandboxError> {
         let mut view = HostView::system()?;
-        view.rootfs = Some(Arc::new(RootfsView::scan(rootfs, mount_points)?));
+        view.rootfs = Some(Arc::new(RootfsView::scan(rootfs, placement)?));
         view.env = environment.env.clone();
         Ok(view)
     }

@@ -73,5 +73,6 @@ pub use evaluator::{EvalError, Evaluation, EvaluatorRun, run_evaluator};
 pub use host::{AGENT_NAMESERVER, HostView};
 pub use scratch::memory_scratch;
 pub use materialize::{Base, BaseCache, apply_overlay, diff, freeze, materialize};
+pub use rootfs::ImagePlacement;
 pub use runner::{CommandOutput, CommandSpec, Limits, Mount, Program, SandboxConfig, WORKSPACE_MOUNT, run};
 pub use session::Session;

@@ -23,6 +23,51 @@ const NOT_SHOWN: [&str; 4] = ["proc", "dev", "sys", "tmp"];
 /// The `/etc` files of specgap's synthetic set bound over the image's own.
 const ETC_OVERRIDES: [&str; 2] = ["passwd", "group"];
 
+/// Where the harness's fixed sandbox paths appear in an image environment (format 2:
+/// `[environment].workdir`, `[evaluator].dir`, `[evaluator].out`), so packages that hard-code
+/// such paths (Harbor's `/app`, `/tests`, `/logs/verifier`) run unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImagePlacement {
+    /// Where the workspace appears, instead of [`crate::WORKSPACE_MOUNT`].
+    pub workdir: PathBuf,
+    /// Where the evaluator's private copy appears (its cwd), instead of `/evaluator`.
+    pub evaluator_dir: Option<PathBuf>,
+    /// The evaluator's output directory (`SPECGAP_OUT`), instead of `/out`.
+    pub evaluator_out: Option<PathBuf>,
+}
+
+impl ImagePlacement {
+    /// The workspace at `workdir`, the evaluator's paths at the harness's defaults.
+    pub fn workdir(workdir: impl Into<PathBuf>) -> Self {
+        ImagePlacement { workdir: workdir.into(), evaluator_dir: None, evaluator_out: None }
+    }
+
+    /// `(harness path, image path)` pairs, most specific first.
+    fn remaps(&self) -> Vec<(PathBuf, PathBuf)> {
+        let mut pairs = vec![(PathBuf::from(crate::WORKSPACE_MOUNT), self.workdir.clone())];
+        if let Some(dir) = &self.evaluator_dir {
+            pairs.push((PathBuf::from(EVALUATOR_MOUNT), dir.clone()));
+        }
+        if let Some(out) = &self.evaluator_out {
+            pairs.push((PathBuf::from(OUT_MOUNT), out.clone()));
+        }
+        pairs
+    }
+
+    /// Every sandbox path a mount may be placed at on this image.
+    fn mount_points(&self) -> Vec<PathBuf> {
+        let mut points = vec![self.workdir.clone(), PathBuf::from(RUN_MOUNT)];
+        points.push(self.evaluator_dir.clone().unwrap_or_else(|| PathBuf::from(EVALUATOR_MOUNT)));
+        points.push(self.evaluator_out.clone().unwrap_or_else(|| PathBuf::from(OUT_MOUNT)));
+        points
+    }
+}
+
+/// The evaluator's default paths ([`crate::evaluator`]).
+pub(crate) const EVALUATOR_MOUNT: &str = "/evaluator";
+pub(crate) const OUT_MOUNT: &str = "/out";
+pub(crate) const RUN_MOUNT: &str = "/run/specgap";
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum TopKind {
     Dir,
@@ -36,22 +81,23 @@ pub(crate) struct RootfsView {
     root: PathBuf,
     top: Vec<(OsString, TopKind)>,
     etc_overrides: Vec<&'static str>,
+    remaps: Vec<(PathBuf, PathBuf)>,
 }
 
 impl RootfsView {
-    /// Scans `root` (an unpacked image, e.g. `specgap env build`'s) and makes every path of
-    /// `mount_points` that lies inside one of its directories exist there.
+    /// Scans `root` (an unpacked image, e.g. `specgap env build`'s) and makes every mount
+    /// point of `placement` that lies inside one of its directories exist there.
     ///
     /// # Errors
     /// [`SandboxError::BadBind`] when `root` is not a directory or a mount point's parent in
     /// the image is not a directory; [`SandboxError::Io`].
-    pub(crate) fn scan(root: &Path, mount_points: &[&Path]) -> Result<RootfsView, SandboxError> {
+    pub(crate) fn scan(root: &Path, placement: &ImagePlacement) -> Result<RootfsView, SandboxError> {
         let meta = fs_err::symlink_metadata(root)?;
         if !meta.is_dir() {
             return Err(SandboxError::BadBind { path: root.to_path_buf(), reason: "expected an image's root filesystem directory".into() });
         }
-        for point in mount_points {
-            ensure_mount_point(root, point)?;
+        for point in placement.mount_points() {
+            ensure_mount_point(root, &point)?;
         }
         let mut top = Vec::new();
         for entry in fs_err::read_dir(root)? {
@@ -75,7 +121,18 @@ impl RootfsView {
         top.sort_by(|a, b| a.0.cmp(&b.0));
         let etc = root.join("etc");
         let etc_overrides = ETC_OVERRIDES.into_iter().filter(|f| is_plain_file(&etc.join(f))).collect();
-        Ok(RootfsView { root: root.to_path_buf(), top, etc_overrides })
+        Ok(RootfsView { root: root.to_path_buf(), top, etc_overrides, remaps: placement.remaps() })
+    }
+
+    /// `path` (a sandbox path the harness chose: a mount point, a cwd, `SPECGAP_WORKSPACE`)
+    /// moved to where the image's package wants it: `/workspace/x` → `<workdir>/x`, and so on.
+    pub(crate) fn place(&self, path: &Path) -> PathBuf {
+        for (from, to) in &self.remaps {
+            if let Ok(rest) = path.strip_prefix(from) {
+                return if rest.as_os_str().is_empty() { to.clone() } else { to.join(rest) };
+            }
+        }
+        path.to_path_buf()
     }
 
     /// The root filesystem directory.

@@ -50,6 +50,9 @@ const SYSTEM_TOP: &[&str] = &["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/lib
 /// Sandbox paths a spec mount may not cover.
 const RESERVED: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/proc", "/dev"];
 
+/// Variables holding a sandbox path the harness chose, moved with an image's placement.
+const PLACED_VARS: [&str; 4] = ["PWD", "SPECGAP_WORKSPACE", "SPECGAP_OUT", "SPECGAP_CANDIDATE"];
+
 /// Fd numbers inside bwrap: argument list, seccomp program, JSON status stream.
 const FD_ARGS: RawFd = 3;
 const FD_SECCOMP: RawFd = 4;
@@ -329,6 +332,14 @@ pub(crate) fn environment(spec: &CommandSpec, host: &HostView, config: &SandboxC
     }
     env.extend(host.env().iter().map(|(k, v)| (k.clone(), v.clone())));
     env.extend(spec.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+    if let Some(image) = host.rootfs_view() {
+        // The harness's own paths, moved where the image's package wants them.
+        for key in PLACED_VARS {
+            if let Some(value) = env.get_mut(key) {
+                *value = image.place(Path::new(value.as_str())).display().to_string();
+            }
+        }
+    }
     env
 }
 
@@ -358,14 +369,15 @@ fn bwrap_args(spec: &CommandSpec, host: &HostView, json_status: bool, pooled_net
     for path in host.read_only_mounts() {
         push(&[b"--ro-bind", path.as_os_str().as_bytes(), path.as_os_str().as_bytes()]);
     }
+    let place = |path: &Path| host.rootfs_view().map_or_else(|| path.to_path_buf(), |image| image.place(path));
     for mount in &spec.mounts {
         let flag: &[u8] = if mount.writable { b"--bind" } else { b"--ro-bind" };
-        push(&[flag, mount.host.as_os_str().as_bytes(), mount.sandbox.as_os_str().as_bytes()]);
+        push(&[flag, mount.host.as_os_str().as_bytes(), place(&mount.sandbox).as_os_str().as_bytes()]);
     }
     // The sandbox's root is bubblewrap's tmpfs; make it (and the directories bubblewrap
     // created in it, such as /etc) read-only. Mounted paths keep their own flags.
     push(&[b"--remount-ro", b"/"]);
-    push(&[b"--chdir", spec.cwd.as_os_str().as_bytes()]);
+    push(&[b"--chdir", place(&spec.cwd).as_os_str().as_bytes()]);
     let seccomp_fd = FD_SECCOMP.to_string();
     push(&[b"--seccomp", seccomp_fd.as_bytes()]);
     if json_status {

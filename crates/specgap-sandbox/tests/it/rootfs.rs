@@ -5,7 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use specgap_protocol::package::Environment;
-use specgap_sandbox::{CommandSpec, HostView, Mount, SandboxConfig, SandboxError, run};
+use std::time::Duration;
+
+use specgap_sandbox::{CommandSpec, EvaluatorRun, HostView, ImagePlacement, SandboxConfig, SandboxError, run, run_evaluator};
 
 use crate::support::sandbox;
 
@@ -45,12 +47,9 @@ fn workspace(dir: &Path) -> PathBuf {
     ws
 }
 
-/// `sh -c command` with `ws` at `workdir` on `view`.
-fn sh_at(view: &HostView, ws: &Path, workdir: &str, command: &str) -> specgap_sandbox::CommandOutput {
-    let mut spec = CommandSpec::shell(command, ws);
-    spec.mounts = vec![Mount { host: ws.to_path_buf(), sandbox: PathBuf::from(workdir), writable: true }];
-    spec.cwd = PathBuf::from(workdir);
-    run(&spec, view, &sandbox()).unwrap()
+/// `sh -c command` on `view` with `ws` as the workspace (at the view's workdir).
+fn sh_at(view: &HostView, ws: &Path, command: &str) -> specgap_sandbox::CommandOutput {
+    run(&CommandSpec::shell(command, ws), view, &sandbox()).unwrap()
 }
 
 #[test]
@@ -59,13 +58,9 @@ fn commands_run_on_the_image_with_the_workspace_at_its_workdir() {
     let Some(image) = busybox_image(dir.path()) else { return };
     let ws = workspace(dir.path());
     let env = Environment { env: [("TASK_VAR".to_string(), "set".to_string())].into(), ..Default::default() };
-    let view = HostView::on_rootfs(&image, &env, &[Path::new("/app")]).unwrap();
+    let view = HostView::on_rootfs(&image, &env, &ImagePlacement::workdir("/app")).unwrap();
     assert_eq!(view.rootfs(), Some(image.as_path()));
-    let out = sh_at(
-        &view,
-        &ws,
-        "/app",
-        "pwd; cat notes.txt; cat /etc/motd; id -u; whoami; echo $TASK_VAR; echo made > made.txt; ls /tmp; ls /sbin/sh",
+    let out = sh_at(&view, &ws, "pwd; cat notes.txt; cat /etc/motd; id -u; whoami; echo $TASK_VAR; echo made > made.txt; ls /tmp; ls /sbin/sh",
     );
     assert_eq!(out.exit_code, Some(0), "{}", out.stderr.text());
     assert_eq!(
@@ -83,7 +78,7 @@ fn nothing_of_the_host_is_in_view_and_the_image_is_read_only() {
     let private = dir.path().join("evaluator");
     std::fs::create_dir_all(&private).unwrap();
     std::fs::write(private.join("expected.json"), "secret").unwrap();
-    let view = HostView::on_rootfs(&image, &Environment::default(), &[Path::new("/workspace")]).unwrap();
+    let view = HostView::on_rootfs(&image, &Environment::default(), &ImagePlacement::workdir("/workspace")).unwrap();
     let cwd = std::env::current_dir().unwrap();
     let denied = [
         "ls /usr".to_string(),
@@ -99,12 +94,12 @@ fn nothing_of_the_host_is_in_view_and_the_image_is_read_only() {
         "wget -q -T 2 -O /tmp/x http://127.0.0.1:9/".to_string(),
     ];
     for command in &denied {
-        let out = sh_at(&view, &ws, "/workspace", command);
+        let out = sh_at(&view, &ws, command);
         assert_ne!(out.exit_code, Some(0), "`{command}` succeeded: {}", out.stdout.text());
     }
     assert!(!image.join("bin/planted").exists() && !image.join("etc/planted").exists() && !image.join("home/planted").exists());
     // /tmp is the sandbox's own, empty and writable; the image's /tmp stays unseen.
-    let out = sh_at(&view, &ws, "/workspace", "echo t > /tmp/t && cat /tmp/t && ls /tmp");
+    let out = sh_at(&view, &ws, "echo t > /tmp/t && cat /tmp/t && ls /tmp");
     assert_eq!(out.stdout.text(), "t\nt\n");
 }
 
@@ -113,13 +108,13 @@ fn a_mount_point_inside_an_image_directory_is_made_in_the_image() {
     let dir = tempfile::tempdir().unwrap();
     let Some(image) = busybox_image(dir.path()) else { return };
     let ws = workspace(dir.path());
-    let view = HostView::on_rootfs(&image, &Environment::default(), &[Path::new("/home/user/app")]).unwrap();
+    let view = HostView::on_rootfs(&image, &Environment::default(), &ImagePlacement::workdir("/home/user/app")).unwrap();
     assert!(image.join("home/user/app").is_dir());
-    let out = sh_at(&view, &ws, "/home/user/app", "pwd; cat notes.txt");
+    let out = sh_at(&view, &ws, "pwd; cat notes.txt");
     assert_eq!(out.stdout.text(), "/home/user/app\npublic notes\n", "{}", out.stderr.text());
     // Through a file of the image: refused before anything runs.
     std::fs::write(image.join("home/file"), "").unwrap();
-    match HostView::on_rootfs(&image, &Environment::default(), &[Path::new("/home/file/app")]) {
+    match HostView::on_rootfs(&image, &Environment::default(), &ImagePlacement::workdir("/home/file/app")) {
         Err(SandboxError::BadBind { path, .. }) => assert_eq!(path, image.join("home/file")),
         other => panic!("{other:?}"),
     }
@@ -130,7 +125,7 @@ fn an_image_environment_never_runs_outside_the_sandbox_nor_as_a_host_view() {
     let dir = tempfile::tempdir().unwrap();
     let Some(image) = busybox_image(dir.path()) else { return };
     let ws = workspace(dir.path());
-    let view = HostView::on_rootfs(&image, &Environment::default(), &[]).unwrap();
+    let view = HostView::on_rootfs(&image, &Environment::default(), &ImagePlacement::workdir("/workspace")).unwrap();
     let spec = CommandSpec::shell("cat /etc/motd", &ws);
     match run(&spec, &view, &SandboxConfig { enabled: false }) {
         Err(SandboxError::InvalidSpec(message)) => assert_eq!(
@@ -145,4 +140,41 @@ fn an_image_environment_never_runs_outside_the_sandbox_nor_as_a_host_view() {
         err.to_string(),
         "[environment].rootfs `environment/rootfs.tar` names an image; a host-command view of it would run the task on the host's files instead (build it with `specgap env build` and run on its root filesystem)"
     );
+}
+
+#[test]
+fn the_evaluator_runs_on_the_image_at_harbor_paths_and_its_candidate_sees_none_of_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(image) = busybox_image(dir.path()) else { return };
+    let ws = workspace(dir.path());
+    let evaluator = dir.path().join("evaluator");
+    std::fs::create_dir_all(&evaluator).unwrap();
+    std::fs::write(evaluator.join("expected.txt"), "public notes\n").unwrap();
+    let script = r#"
+pwd >&2
+echo "$SPECGAP_WORKSPACE $SPECGAP_OUT" >&2
+cat /app/notes.txt >&2
+touch /app/planted 2>/dev/null && echo "workspace writable" >&2
+$SPECGAP_CANDIDATE sh -c 'pwd; ls /tests /logs/verifier 2>&1 | head -1' >&2
+echo '{"version": 1, "reward": 1.0}' > /logs/verifier/result.json
+"#;
+    std::fs::write(evaluator.join("test.sh"), script).unwrap();
+    let placement = ImagePlacement {
+        workdir: PathBuf::from("/app"),
+        evaluator_dir: Some(PathBuf::from("/tests")),
+        evaluator_out: Some(PathBuf::from("/logs/verifier")),
+    };
+    let view = HostView::on_rootfs(&image, &Environment::default(), &placement).unwrap();
+    let run = EvaluatorRun::new("examples/image", &evaluator, "sh test.sh", Duration::from_secs(30), &ws);
+    let evaluation = run_evaluator(&run, &view, &sandbox()).unwrap();
+    assert_eq!(evaluation.result.reward, Some(1.0));
+    assert_eq!(
+        evaluation.stderr_tail,
+        "/tests\n/app /logs/verifier\npublic notes\n/app\nls: /tests: No such file or directory\n"
+    );
+    assert!(!ws.join("planted").exists());
+    // An agent's command on the same view sees neither the evaluator's files nor its output.
+    let out = sh_at(&view, &ws, "ls /tests /logs /evaluator /out");
+    assert_ne!(out.exit_code, Some(0));
+    assert_eq!(out.stdout.text(), "");
 }
