@@ -261,12 +261,16 @@ impl CliConfig {
                 Ok(Box::new(adapter))
             }
             other => Err(AgentError::new(
-                format!("unknown cli: adapter `{other}`; expected mini-swe-agent, claude-code, codex, opencode, gemini-cli or command=<template>"),
+                format!("unknown cli: adapter `{other}`; expected {} or command=<template>", ADAPTERS.join(", ")),
                 true,
             )),
         }
     }
 }
+
+/// The installed adapters `cli:<name>` can name (besides `cli:command=<template>`), in the
+/// order `specgap run --help` lists them.
+pub const ADAPTERS: &[&str] = &["mini-swe-agent", "claude-code", "codex", "opencode", "gemini-cli"];
 
 /// The error for an installation its adapter cannot use.
 fn unusable(adapter: &str, version: &str, why: &str) -> AgentError {
