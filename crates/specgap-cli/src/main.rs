@@ -14,6 +14,7 @@ mod agents;
 mod audit;
 mod check;
 mod compare;
+mod env;
 mod eval;
 mod export;
 mod export_task;
@@ -86,6 +87,8 @@ enum Command {
     Residualize(residualize::Args),
     /// Install and list external agent CLIs (`cli:<adapter>` agents).
     Agents(agents::Args),
+    /// Build, list and prune task environments from container images (root filesystems).
+    Env(env::Args),
     /// Browse runs in the browser: a read-only viewer on 127.0.0.1, or a static site.
     View(view::Args),
     /// Export a run's episodes in another format (ATIF trajectories).
@@ -120,6 +123,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => compare::exec(args),
         Command::Residualize(args) => residualize::exec(args),
         Command::Agents(args) => agents::exec(args),
+        Command::Env(args) => env::exec(args),
         Command::View(args) => view::exec(args),
         Command::Export(args) => export::exec(args),
         Command::Import(args) => import::exec(args),

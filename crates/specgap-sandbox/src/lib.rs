@@ -59,6 +59,7 @@ pub mod materialize;
 mod netns;
 mod patch;
 pub mod reads;
+pub mod rootfs;
 pub mod runner;
 mod seccomp;
 mod server;
@@ -74,6 +75,7 @@ pub use evaluator::{CandidateLayout, EvalError, Evaluation, EvaluatorRun, run_ev
 pub use host::{AGENT_NAMESERVER, HostView};
 pub use scratch::memory_scratch;
 pub use materialize::{Base, BaseCache, apply_overlay, diff, freeze, materialize};
+pub use rootfs::ImagePlacement;
 pub use runner::{CommandOutput, CommandSpec, Limits, Mount, Program, SandboxConfig, WORKSPACE_MOUNT, run};
 pub use reads::{ReadWatch, ReadWatchError, Reads};
 pub use session::{Session, Shell};
