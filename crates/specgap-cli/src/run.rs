@@ -76,8 +76,11 @@ pub struct Args {
     /// the bundled example suite (`examples/tasks`).
     pub suites: Vec<PathBuf>,
     /// Agents, comma-separated: scripted:gold|literal|starter|mutant:<id>, replay:<file or
-    /// RUN/episodes/<id>>, chat:<model> (see the chat flags below). Default:
-    /// scripted:gold,scripted:literal,scripted:starter.
+    /// RUN/episodes/<id>>, chat:<model> (see the chat flags below), and real CLI agents behind
+    /// the gateway (installed with `specgap agents install`; see --model, --base-url):
+    /// cli:mini-swe-agent, cli:claude-code, cli:codex, cli:opencode, cli:gemini-cli, each with an
+    /// optional @<version>, and cli:command=<template> for your own program (docs/adapters.md).
+    /// Default: scripted:gold,scripted:literal,scripted:starter.
     #[arg(long = "agent", value_delimiter = ',')]
     pub agents: Vec<String>,
     /// Condition presets, comma-separated: partial, full, literal, plan, blind, hidden, interact,

@@ -84,7 +84,8 @@ use serde_json::Value;
 use specgap_protocol::event::{EventKind, ToolCall, Usage, UserMessageKind};
 use specgap_protocol::result::{EvalResult, Scored};
 use specgap_protocol::run::EndReason;
-use specgap_sandbox::{Base, BaseCache, HostView, SandboxConfig, Session};
+use specgap_protocol::reads::Observation;
+use specgap_sandbox::{Base, BaseCache, HostView, Reads, SandboxConfig, Session, Shell};
 use specgap_store::{EpisodeWriter, Role, StoreError, SubmissionRecord};
 use specgap_task::TaskPackage;
 use specgap_task::matching::linked_targets;
@@ -353,6 +354,24 @@ impl From<UserError> for EpisodeError {
     }
 }
 
+/// Writes what the agent's surroundings recorded since the last time
+/// ([`Agent::records_since_last`]), each event stamped with the moment it happened.
+fn write_agent_records(agent: &mut dyn Agent, writer: &mut EpisodeWriter) -> Result<(), StoreError> {
+    for (at, record) in agent.records_since_last() {
+        writer.event_at(record, at)?;
+    }
+    Ok(())
+}
+
+/// After [`Agent::stop`]: the last of [`write_agent_records`], then the agent's closing records.
+fn write_closing_records(agent: &mut dyn Agent, writer: &mut EpisodeWriter) -> Result<(), StoreError> {
+    write_agent_records(agent, writer)?;
+    for record in agent.closing_records() {
+        writer.event(record)?;
+    }
+    Ok(())
+}
+
 /// Runs one episode attempt (module guide). The writer is not finished here: on `Ok` the
 /// runner calls `writer.finish(outcome.summary())`; on `Err` it records the error and
 /// retries or finishes with an error status. An `error` event and an `end` event are written
@@ -392,11 +411,9 @@ pub fn run_episode(
         }
         Err(error) => {
             if !matches!(error, EpisodeError::Store(_)) {
-                // What the agent's closing records hold (a `cli:` agent's network attempts)
-                // happened whatever ended the episode; `end` writes them on the other paths.
-                for record in agent.closing_records() {
-                    writer.event(record)?;
-                }
+                // What the agent's surroundings recorded (a `cli:` agent's network attempts)
+                // happened whatever ended the episode; `end` writes it on the other paths.
+                write_closing_records(agent, writer)?;
                 let class = match error {
                     EpisodeError::Evaluation { .. } => "evaluation",
                     _ => "infrastructure",
@@ -484,6 +501,8 @@ struct Effect {
     answered: bool,
     /// Feedback to deliver after the turn's results.
     feedback: Option<String>,
+    /// The files a command read (a `file_reads` event, written after its result).
+    file_reads: Option<EventKind>,
 }
 
 struct Episode<'c, 'a> {
@@ -695,6 +714,8 @@ impl<'c, 'a> Episode<'c, 'a> {
             let inbox = std::mem::take(&mut self.inbox);
             let reply = self.agent.next_turn(&inbox);
             self.links.check_usage()?;
+            // What happened around the agent while it worked goes before what it replied.
+            write_agent_records(self.agent, self.writer)?;
             // A reply that comes after the wall budget ended (or a stop) is recorded, not acted on.
             let late = self.deadline_end();
             let ended = match reply? {
@@ -1074,7 +1095,7 @@ impl<'c, 'a> Episode<'c, 'a> {
                 names::WRITE_TEXT => with_args(call, |a| tools::write_text(&self.ws, &a)),
                 names::REPLACE_TEXT => with_args(call, |a| tools::replace_text(&self.ws, &a)),
                 names::RUN_EXPERIMENT | names::BASH => self.command_tool(call, &mut effect)?,
-                names::RUN_PROJECT => self.run_project(call)?,
+                names::RUN_PROJECT => self.run_project(call, &mut effect)?,
                 names::WRITE_PLAN => self.write_plan(call),
                 names::ASK_USER => self.ask_user(call, &mut effect)?,
                 names::SUBMIT => self.submit_tool(call, &mut effect)?,
@@ -1083,6 +1104,9 @@ impl<'c, 'a> Episode<'c, 'a> {
             },
         };
         self.tool_result(call, output)?;
+        if let Some(reads) = effect.file_reads.take() {
+            self.writer.event(reads)?;
+        }
         if let Some(change) = self.phase_changed.take() {
             self.writer.event(EventKind::PhaseChange {
                 phase: change.phase,
@@ -1154,21 +1178,44 @@ impl<'c, 'a> Episode<'c, 'a> {
         if args.timeout_sec == Some(0) {
             return Ok(ToolOutput::error("timeout_sec must be at least 1 (seconds)"));
         }
-        let result = self.run_command(&args.command, args.timeout_sec)?;
+        let shell = if call.tool == names::BASH { Shell::Bash } else { Shell::Sh };
+        let result = self.run_command(shell, &args.command, args.timeout_sec)?;
         effect.blank_success = result.blank_success();
-        Ok(result.to_output())
+        let output = result.to_output();
+        effect.file_reads = Some(self.file_reads(call, &output.output));
+        Ok(output)
     }
 
-    fn run_command(&mut self, command: &str, timeout_sec: Option<u64>) -> Result<CommandResult, EpisodeError> {
+    /// The `file_reads` event of the command just run by `call`, whose result the agent gets
+    /// as `observation`: the files its processes read and those whose content the observation
+    /// shows (docs/decisions.md "Opened and inspected, measured").
+    fn file_reads(&self, call: &ToolCall, observation: &str) -> EventKind {
+        let session = self.planning_session.as_ref().unwrap_or(&self.session);
+        let call_id = call.id.clone();
+        match session.last_reads() {
+            Reads::Measured(files) => {
+                let seen = Observation::new(observation);
+                let shown = files
+                    .iter()
+                    .filter(|f| std::fs::read(self.ws_dir.join(f)).is_ok_and(|bytes| seen.shows(&String::from_utf8_lossy(&bytes))))
+                    .cloned()
+                    .collect();
+                EventKind::FileReads { call_id, read: files.iter().cloned().collect(), shown, unmeasured: String::new() }
+            }
+            Reads::Unmeasured(why) => EventKind::FileReads { call_id, read: Vec::new(), shown: Vec::new(), unmeasured: why.clone() },
+        }
+    }
+
+    fn run_command(&mut self, shell: Shell, command: &str, timeout_sec: Option<u64>) -> Result<CommandResult, EpisodeError> {
         let timeout = timeout_sec
             .unwrap_or(tools::DEFAULT_COMMAND_TIMEOUT_SEC)
             .clamp(1, tools::MAX_COMMAND_TIMEOUT_SEC)
             .min(self.remaining_wall_sec());
         let session = self.planning_session.as_mut().unwrap_or(&mut self.session);
-        sandbox_ops::run_command(session, command, timeout)
+        sandbox_ops::run_command(session, shell, command, timeout)
     }
 
-    fn run_project(&mut self, call: &ToolCall) -> Result<ToolOutput, EpisodeError> {
+    fn run_project(&mut self, call: &ToolCall, effect: &mut Effect) -> Result<ToolOutput, EpisodeError> {
         let args: tools::RunProjectArgs = match tools::parse_args(&call.tool, &call.arguments) {
             Ok(args) => args,
             Err(message) => return Ok(ToolOutput::error(message)),
@@ -1181,7 +1228,9 @@ impl<'c, 'a> Episode<'c, 'a> {
             Err(message) => return Ok(ToolOutput::error(message)),
         };
         let command = project.replay.replace("{record}", &tools::shell_quote(&record));
-        Ok(self.run_command(&command, None)?.to_output())
+        let output = self.run_command(Shell::Sh, &command, None)?.to_output();
+        effect.file_reads = Some(self.file_reads(call, &output.output));
+        Ok(output)
     }
 
     fn write_plan(&mut self, call: &ToolCall) -> ToolOutput {
@@ -1520,9 +1569,7 @@ impl<'c, 'a> Episode<'c, 'a> {
         }
         let undelivered = std::mem::take(&mut self.inbox);
         self.agent.stop(&undelivered);
-        for record in self.agent.closing_records() {
-            self.writer.event(record)?;
-        }
+        write_closing_records(self.agent, self.writer)?;
         if let Some((which, used, limit)) = self.budget_used(reason) {
             self.writer.event(EventKind::Budget { which: which.into(), used, limit })?;
         }

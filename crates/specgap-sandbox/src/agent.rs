@@ -55,6 +55,9 @@ use crate::spawn::Spawned;
 /// bubblewrap's JSON status fd (see `runner`).
 const FD_JSON_STATUS: RawFd = 5;
 
+/// How long an exit report waits for the program's last output to reach its capture.
+const OUTPUT_SETTLE: Duration = Duration::from_secs(2);
+
 /// The agent server (its fds are `server::FD_REQUESTS` … `FD_STDERR`). It says `ready <its pid in the namespace>`, then for each request
 /// `<seq> sh\n<n>\n` and `n` lines runs the lines as one `/bin/sh -c` command with standard
 /// input `/dev/null` and the two output pipes, kills everything else in the sandbox once that
@@ -118,6 +121,9 @@ pub struct AgentSandbox {
     stderr: Arc<Mutex<Capture>>,
     /// The threads filling `stdout` and `stderr`; they end when the sandbox is gone.
     readers: Vec<std::thread::JoinHandle<()>>,
+    /// Second handles on the read ends of the stdout and stderr pipes, to ask how many bytes
+    /// the readers have not taken yet ([`AgentSandbox::settle_output`]).
+    output_probes: [OwnedFd; 2],
     seq: u64,
     /// The running program: its request number and when it started.
     running: Option<(u64, Instant)>,
@@ -171,8 +177,9 @@ impl AgentSandbox {
         drop(json_write);
         set_nonblocking(&json_read)?;
         let limit = template.limits.output_bytes;
-        let (stdout, stdout_thread) = reader(stdout, limit);
-        let (stderr, stderr_thread) = reader(stderr, limit);
+        let output_probes = [stdout.try_clone()?, stderr.try_clone()?];
+        let (stdout, stdout_thread) = reader(stdout, limit)?;
+        let (stderr, stderr_thread) = reader(stderr, limit)?;
         let mut sandbox = AgentSandbox {
             child: launched.child,
             lease: launched.lease,
@@ -186,6 +193,7 @@ impl AgentSandbox {
             stdout,
             stderr,
             readers: vec![stdout_thread, stderr_thread],
+            output_probes,
             seq: 0,
             running: None,
             frozen: Frozen::No,
@@ -309,6 +317,8 @@ impl AgentSandbox {
                 self.running = None;
                 if status.is_none() {
                     self.kill();
+                } else {
+                    self.settle_output(Instant::now() + OUTPUT_SETTLE);
                 }
                 return Ok(Some(ProgramExit { status, duration: started.elapsed() }));
             }
@@ -323,6 +333,24 @@ impl AgentSandbox {
             }
             poll_readable(&[&self.status], until);
             open = read_into(&self.status, &mut self.status_buf);
+        }
+    }
+
+    /// Waits (until `until` at most) until the readers have taken every byte the programs
+    /// wrote so far. The exit status comes on its own pipe, so without this a program's last
+    /// output could still sit in its pipe when its exit is reported (and `stdout()` miss it).
+    fn settle_output(&self, until: Instant) {
+        for (capture, probe) in [&self.stdout, &self.stderr].into_iter().zip(&self.output_probes) {
+            loop {
+                // A reader reads only while holding its capture's lock, so with the lock held an
+                // empty pipe means every byte written is in the capture.
+                let guard = capture.lock().unwrap_or_else(PoisonError::into_inner);
+                if unread_bytes(probe) == 0 || Instant::now() >= until {
+                    break;
+                }
+                drop(guard);
+                std::thread::sleep(Duration::from_millis(1));
+            }
         }
     }
 
@@ -485,23 +513,53 @@ impl Drop for AgentSandbox {
     }
 }
 
-/// A thread reading `pipe` into a bounded capture until the pipe closes.
-fn reader(pipe: OwnedFd, limit: usize) -> (Arc<Mutex<Capture>>, std::thread::JoinHandle<()>) {
+/// A thread reading `pipe` into a bounded capture until the pipe closes. It reads only while
+/// holding the capture's lock (the pipe is non-blocking; it waits for data without the lock), so
+/// [`AgentSandbox::settle_output`] can tell when everything written is in the capture.
+///
+/// # Errors
+/// [`SandboxError::Io`] when the pipe cannot be made non-blocking.
+fn reader(pipe: OwnedFd, limit: usize) -> Result<(Arc<Mutex<Capture>>, std::thread::JoinHandle<()>), SandboxError> {
+    set_nonblocking(&pipe)?;
     let capture = Arc::new(Mutex::new(Capture::new(limit)));
     let shared = Arc::clone(&capture);
     let thread = std::thread::spawn(move || {
-        let mut file = std::fs::File::from(pipe);
-        let mut buf = vec![0u8; 64 * 1024];
         loop {
-            match std::io::Read::read(&mut file, &mut buf) {
-                Ok(0) => break,
-                Ok(n) => shared.lock().unwrap_or_else(PoisonError::into_inner).push(&buf[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => break,
+            poll_readable(&[&pipe], Instant::now() + Duration::from_secs(3600));
+            let mut capture = shared.lock().unwrap_or_else(PoisonError::into_inner);
+            if !read_available(&pipe, &mut capture) {
+                break;
             }
         }
     });
-    (capture, thread)
+    Ok((capture, thread))
+}
+
+/// Moves what the non-blocking `pipe` holds now into `capture`; `false` once the pipe is closed
+/// (or broken).
+fn read_available(pipe: &OwnedFd, capture: &mut Capture) -> bool {
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        // SAFETY: read(2) into a buffer of the given length on an fd we own.
+        let n = unsafe { libc::read(pipe.as_raw_fd(), chunk.as_mut_ptr().cast(), chunk.len()) };
+        match n {
+            0 => return false,
+            n if n > 0 => capture.push(&chunk[..n as usize]),
+            _ => match std::io::Error::last_os_error().kind() {
+                std::io::ErrorKind::WouldBlock => return true,
+                std::io::ErrorKind::Interrupted => {}
+                _ => return false,
+            },
+        }
+    }
+}
+
+/// How many bytes the pipe read through `fd` holds (0 when it cannot say).
+fn unread_bytes(fd: &OwnedFd) -> usize {
+    let mut pending: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one c_int through the pointer we pass, on an fd we own.
+    let ok = unsafe { libc::ioctl(fd.as_raw_fd(), libc::FIONREAD, &mut pending) } == 0;
+    if ok { usize::try_from(pending).unwrap_or(0) } else { 0 }
 }
 
 /// The `child-pid` of bubblewrap's JSON status stream.
@@ -519,7 +577,7 @@ fn ns_pid(pid: i32) -> Option<i32> {
 }
 
 /// `pid`'s descendants and `pid` itself, from `/proc/<pid>/task/*/children`.
-fn descendants(pid: i32) -> Vec<i32> {
+pub(crate) fn descendants(pid: i32) -> Vec<i32> {
     let mut all = vec![pid];
     let mut next = 0;
     while next < all.len() && all.len() < 100_000 {

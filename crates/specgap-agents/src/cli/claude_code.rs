@@ -6,7 +6,7 @@
 //! | what | how |
 //! | --- | --- |
 //! | installation | `specgap agents install claude-code`: `node_modules/@anthropic-ai/claude-code-linux-x64/claude` in the versioned cache, mounted read-only |
-//! | start | `claude -p --output-format stream-json --verbose --model <m> --session-id <id> --dangerously-skip-permissions --mcp-config ~/.specgap/claude-mcp.json --strict-mcp-config --disallowedTools WebSearch < message`, standard output into `~/.specgap/claude-events-<n>.jsonl`; `WebSearch` is disallowed because the upstream would run it (a server-side web search, out of the sandbox) |
+//! | start | `claude -p --output-format stream-json --verbose --model <m> --session-id <id> --dangerously-skip-permissions --mcp-config ~/.specgap/claude-mcp.json --strict-mcp-config --disallowedTools WebSearch,WebFetch < message`, standard output into `~/.specgap/claude-events-<n>.jsonl`; `WebSearch` is disallowed because the upstream would run it (a server-side web search, out of the sandbox), `WebFetch` because Claude Code would fetch from the machine's network itself |
 //! | model endpoint | `ANTHROPIC_BASE_URL` = the gateway's origin, `ANTHROPIC_API_KEY` = the gateway token; each `--model-arg` goes into every request body through `CLAUDE_CODE_EXTRA_BODY` |
 //! | network | `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1` (no title, quota or feature-flag requests: every request it makes is a main-loop turn), `DISABLE_AUTOUPDATER`, `DISABLE_TELEMETRY`, `DISABLE_ERROR_REPORTING`; measured against a scripted server in a network namespace of its own, 2.1.332 connected to nothing else |
 //! | permissions and its own sandbox | `--dangerously-skip-permissions` (bypass mode; allowed because the sandbox runs it as uid 1000, not root); its bash sandbox is off by default and stays off: it runs inside ours |
@@ -147,8 +147,10 @@ impl Adapter for ClaudeCode {
             format!("--mcp-config {}", shell_quote(&format!("{SANDBOX_HOME}/{MCP_CONFIG}"))),
             "--strict-mcp-config".to_string(),
             // Its WebSearch asks the upstream to search the web (a server tool the upstream
-            // runs): a way out of the sandbox that the gateway would pass through.
-            "--disallowedTools WebSearch".to_string(),
+            // runs): a way out of the sandbox that the gateway would pass through. Its WebFetch
+            // makes Claude Code itself resolve and connect to its vendor's host (the tripwire
+            // catches it, but the tool only wastes the agent's turns): both are off.
+            "--disallowedTools WebSearch,WebFetch".to_string(),
         ];
         if let Some(file) = &launch.system_prompt_file {
             args.push(format!("--append-system-prompt \"$(cat {})\"", shell_quote(file)));
@@ -408,7 +410,7 @@ mod tests {
             adapter.command(&launch(false, true)),
             "mkdir -p '/home/specgap/.specgap'\nexec claude -p --output-format stream-json --verbose --dangerously-skip-permissions \
              --model 'claude-x' --session-id 5ec9a900-0000-4000-8000-000000000001 --mcp-config '/home/specgap/.specgap/claude-mcp.json' \
-             --strict-mcp-config --disallowedTools WebSearch --append-system-prompt \"$(cat '/run/specgap/task/system-prompt.md')\" \
+             --strict-mcp-config --disallowedTools WebSearch,WebFetch --append-system-prompt \"$(cat '/run/specgap/task/system-prompt.md')\" \
              < '/run/specgap/task/message-1.md' > '/home/specgap/.specgap/claude-events-1.jsonl'"
         );
         let resumed = adapter.command(&launch(true, false));

@@ -261,12 +261,16 @@ impl CliConfig {
                 Ok(Box::new(adapter))
             }
             other => Err(AgentError::new(
-                format!("unknown cli: adapter `{other}`; expected mini-swe-agent, claude-code, codex, opencode, gemini-cli or command=<template>"),
+                format!("unknown cli: adapter `{other}`; expected {} or command=<template>", ADAPTERS.join(", ")),
                 true,
             )),
         }
     }
 }
+
+/// The installed adapters `cli:<name>` can name (besides `cli:command=<template>`), in the
+/// order `specgap run --help` lists them.
+pub const ADAPTERS: &[&str] = &["mini-swe-agent", "claude-code", "codex", "opencode", "gemini-cli"];
 
 /// The error for an installation its adapter cannot use.
 fn unusable(adapter: &str, version: &str, why: &str) -> AgentError {
@@ -331,6 +335,8 @@ pub struct CliAgent {
     questions: Option<opencode_server::QuestionWatcher>,
     /// The network tripwire (from the start on; taken by [`Agent::closing_records`]).
     tripwire: Option<network::EpisodeTripwire>,
+    /// How many of the tripwire's attempts were handed to the engine already.
+    attempts_taken: usize,
 }
 
 impl std::fmt::Debug for CliAgent {
@@ -368,6 +374,7 @@ impl CliAgent {
             bridge: None,
             questions: None,
             tripwire: None,
+            attempts_taken: 0,
         })
     }
 
@@ -774,8 +781,15 @@ impl Agent for CliAgent {
         self.bridge.take();
     }
 
+    fn records_since_last(&mut self) -> Vec<(Instant, EventKind)> {
+        match &self.tripwire {
+            Some(tripwire) => network::new_attempts(tripwire, &mut self.attempts_taken),
+            None => Vec::new(),
+        }
+    }
+
     fn closing_records(&mut self) -> Vec<EventKind> {
-        self.tripwire.take().map(|t| network::records(&t)).unwrap_or_default()
+        self.tripwire.take().map(|t| vec![network::summary(&t)]).unwrap_or_default()
     }
 }
 

@@ -177,6 +177,7 @@ fn claude_code_delivers_under_interact_asking_in_text_and_resuming_its_session()
             assert!(tools.contains(&tool), "request {i} offers {tool}: {tools:?}");
         }
         assert!(!tools.contains(&"WebSearch"), "request {i}: no web search the upstream would run: {tools:?}");
+        assert!(!tools.contains(&"WebFetch"), "request {i}: no fetch Claude Code would make from the machine: {tools:?}");
         // Its default ask channel, the text exchange: the harness's ask_user is not offered.
         assert!(tools.contains(&"mcp__specgap__submit") && !tools.contains(&"mcp__specgap__ask_user"), "request {i}: {tools:?}");
         // The condition's system prompt goes through --append-system-prompt.

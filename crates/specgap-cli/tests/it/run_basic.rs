@@ -198,6 +198,21 @@ fn run_over_a_suite_names_every_broken_package_then_stops() {
     assert!(!out.exists());
 }
 
+/// Issue 29 item 6: `--agent`'s help names every kind of agent, the cli: adapters included.
+#[test]
+fn run_help_names_every_kind_of_agent_and_every_cli_adapter() {
+    let output = specgap().args(["run", "--help"]).output().unwrap();
+    assert!(output.status.success());
+    let help = String::from_utf8_lossy(&output.stdout).split_whitespace().collect::<Vec<_>>().join(" ");
+    for kind in ["scripted:gold", "replay:", "chat:<model>", "cli:command=<template>"] {
+        assert!(help.contains(kind), "run --help does not name {kind}: {help}");
+    }
+    for adapter in specgap_agents::cli::ADAPTERS {
+        assert!(help.contains(&format!("cli:{adapter},")) || help.contains(&format!("cli:{adapter} ")), "run --help does not name cli:{adapter}");
+    }
+    assert_eq!(specgap_agents::cli::ADAPTERS.len(), 5);
+}
+
 #[test]
 fn run_help_names_every_prompt_file_of_prompts_dir() {
     let output = specgap().args(["run", "--help"]).output().unwrap();

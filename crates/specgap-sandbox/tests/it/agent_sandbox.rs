@@ -59,6 +59,24 @@ fn the_program_runs_isolated_with_its_home_and_can_run_again() {
     assert!(matches!(sandbox.run("second"), Err(SandboxError::InvalidSpec(_))), "one program at a time");
 }
 
+/// The exit status and the output travel on different pipes: the exit is reported only once
+/// the program's last output is in the capture (before the fix, `stdout()` right after an exit
+/// missed the last line now and then, under load). Many short programs, each checked at once.
+#[test]
+fn a_reported_exit_comes_with_all_the_output_written_before_it() {
+    let pkg = package();
+    let home = tempfile::tempdir().unwrap();
+    let mut sandbox = start(&pkg.workspace, home.path());
+    let mut expected = String::new();
+    for i in 0..40 {
+        sandbox.run(&format!("echo out-{i}; echo err-{i} >&2")).unwrap();
+        assert_eq!(wait(&mut sandbox), Some(0));
+        expected.push_str(&format!("out-{i}\n"));
+        assert_eq!(sandbox.stdout().text(), expected, "after program {i}");
+        assert!(sandbox.stderr().text().ends_with(&format!("err-{i}\n")), "after program {i}");
+    }
+}
+
 #[test]
 fn background_work_lives_until_the_program_exits_and_not_after() {
     let pkg = package();
