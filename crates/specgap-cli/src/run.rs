@@ -483,6 +483,8 @@ struct RunSpec {
     clarification_rounds: Option<u32>,
     /// `--protocol`.
     protocol: Option<String>,
+    /// No start was given: the defaults, which a named protocol narrows to its own starts.
+    starts_defaulted: bool,
     /// `--allow-stand-in`.
     allow_stand_in: bool,
 }
@@ -545,6 +547,7 @@ fn spec_from_flags(args: &Args) -> anyhow::Result<RunSpec> {
         conditions: if args.conditions.is_empty() { split_list(DEFAULT_CONDITIONS) } else { clean_list(&args.conditions) },
         overrides: flag_overrides(args),
         starts: if args.starts.is_empty() { split_list(DEFAULT_STARTS) } else { clean_list(&args.starts) },
+        starts_defaulted: args.starts.is_empty(),
         shard: args.shard.clone(),
         shards: args.shards,
         repeats: args.repeats,
@@ -637,6 +640,7 @@ fn spec_from_file(args: &Args, path: &Path) -> anyhow::Result<RunSpec> {
         conditions: list_or(&file.conditions, DEFAULT_CONDITIONS),
         overrides,
         starts: list_or(&file.starts, DEFAULT_STARTS),
+        starts_defaulted: file.starts.is_empty(),
         shard: args.shard.clone(),
         shards: args.shards,
         repeats: args.repeats.or(file.repeats),
@@ -655,7 +659,10 @@ fn spec_from_file(args: &Args, path: &Path) -> anyhow::Result<RunSpec> {
 }
 
 /// Loads the suite and checks and resolves everything into the run's configuration.
-fn build(spec: RunSpec) -> anyhow::Result<Resolved> {
+fn build(mut spec: RunSpec) -> anyhow::Result<Resolved> {
+    if spec.starts_defaulted {
+        spec.starts = protocol::default_starts(spec.protocol.as_deref(), spec.starts)?;
+    }
     let suites = if spec.suites.is_empty() { vec![default_suite()?] } else { spec.suites };
     let tasks = specgap_task::discover(&suites).context("cannot load the suite")?;
     if spec.overrides.submissions == Some(0) {

@@ -394,7 +394,7 @@ mod tests {
         let mut new = old.clone();
         new.protocol_version = PROTOCOL_VERSION;
         let written = toml::to_string(&new).unwrap();
-        assert!(written.contains("protocol_version = 4\n"), "{written}");
+        assert!(written.contains("protocol_version = 5\n"), "{written}");
         assert_eq!(toml::from_str::<RunConfig>(&written).unwrap(), new);
     }
 

@@ -76,9 +76,6 @@ pub fn resolve(shape: &RunShape<'_>) -> anyhow::Result<RunProtocols> {
                 stand_ins.join("; ")
             );
         }
-        if !stand_ins.is_empty() && !named {
-            eprintln!("note: protocol {}: {}; the report names each as a deviation", protocol.name, stand_ins.join("; "));
-        }
         records.push(ProtocolRecord {
             name: protocol.name.clone(),
             named,
@@ -92,6 +89,17 @@ pub fn resolve(shape: &RunShape<'_>) -> anyhow::Result<RunProtocols> {
     }
     let named = if named { groups.into_iter().next().map(|(protocol, _)| protocol) } else { None };
     Ok(RunProtocols { named, records, repeats })
+}
+
+/// The default starts of a run under `--protocol spec`: those of `defaults` the protocol
+/// offers (a protocol without residual starts runs from clean only); all of them without one.
+///
+/// # Errors
+/// An unknown protocol or a custom file that does not load.
+pub fn default_starts(spec: Option<&str>, defaults: Vec<String>) -> anyhow::Result<Vec<String>> {
+    let Some(spec) = spec else { return Ok(defaults) };
+    let protocol = specgap_rules::by_spec(spec)?;
+    Ok(defaults.into_iter().filter(|start| protocol.offers_start(start)).collect())
 }
 
 /// The named protocol of a stored run, from its rules.

@@ -164,7 +164,7 @@ fn resume_of_a_run_made_under_another_protocol_version_is_refused() {
     assert_eq!(
         String::from_utf8_lossy(&resumed.stderr),
         format!(
-            "error: cannot resume {0}: {0} was run under protocol version 1, and this specgap follows protocol version 4: \
+            "error: cannot resume {0}: {0} was run under protocol version 1, and this specgap follows protocol version 5: \
              resuming would mix episodes whose conditions mean different things. Finish it with the specgap release \
              that started it, or start a new run (specgap run ... --out <new directory>)\n",
             out.display()

@@ -298,9 +298,9 @@ fn resume_refuses_a_run_of_another_protocol_version() {
     let current = tmp.path().join("current");
     Store::create(&current, &config_of_protocol(specgap_protocol::run::PROTOCOL_VERSION)).unwrap();
     let reopened = Store::open_for_resume(&current).unwrap();
-    assert_eq!(reopened.config().protocol_version, 4);
+    assert_eq!(reopened.config().protocol_version, 5);
     let text = std::fs::read_to_string(current.join("run.toml")).unwrap();
-    assert!(text.contains("protocol_version = 4\n"), "{text}");
+    assert!(text.contains("protocol_version = 5\n"), "{text}");
 }
 
 #[test]
