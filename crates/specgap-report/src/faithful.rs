@@ -126,3 +126,46 @@ fn report_side(protocol: &Protocol, conditions: &[String], side: ReportSide<'_>)
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(protocol: &Protocol, conditions: &[&str]) -> ProtocolRecord {
+        ProtocolRecord {
+            name: protocol.name.clone(),
+            named: true,
+            allow_stand_in: false,
+            conditions: conditions.iter().map(|c| (*c).to_string()).collect(),
+            overrides: vec![],
+            stand_ins: vec![],
+            departures: vec![],
+            rules: protocol.to_toml().unwrap(),
+        }
+    }
+
+    const OFFLINE: ReportSide<'static> = ReportSide { judge: "offline:3", extraction: None, extraction_check_output: None };
+
+    #[test]
+    fn a_run_without_deviations_is_faithful() {
+        let line = line(&record(&specgap_rules::swe_residual(), &["blind"]), OFFLINE);
+        assert_eq!(line.sentence(), "protocol swe-residual (conditions blind), faithful");
+    }
+
+    #[test]
+    fn an_offline_coverage_judge_is_a_deviation_only_where_the_customer_is_asked() {
+        let fde = specgap_rules::fde_bench();
+        let hidden = line(&record(&fde, &["hidden"]), ReportSide { extraction: Some("panel:ab"), extraction_check_output: Some(true), ..OFFLINE });
+        assert_eq!(hidden.sentence(), "protocol fde-bench (conditions hidden), faithful");
+        let interact = line(&record(&fde, &["interact"]), ReportSide { extraction: Some("panel:ab"), extraction_check_output: Some(false), ..OFFLINE });
+        assert_eq!(
+            interact.deviations,
+            [
+                "coverage judge: the offline rule (offline:3) stands in for 5 models, at least 3 agree (report --judge panel with a coverage panel's verdicts)",
+                "extractors: panel panel:ab could not run the case evaluator on its output",
+            ]
+        );
+        let judged = line(&record(&fde, &["interact"]), ReportSide { judge: "panel:cd", extraction: Some("panel:ab"), extraction_check_output: Some(true) });
+        assert!(judged.deviations.is_empty());
+    }
+}
