@@ -26,7 +26,8 @@
 //! * **Usage**: the agent and user write every model request's usage to the store as it
 //!   completes, through their [`UsageSink`]s; the engine records none itself, except the
 //!   [`Agent::usage`] of an agent that never used its sink, once at the end.
-//! * **Loops**: the 4th consecutive identical call (same tool, same arguments, compared as
+//! * **Loops**, each only under a protocol that has the rule ([`Budgets::rules`], from
+//!   `specgap_rules::EndRules`; the counts below are seed 000's, `tiganeval`): the 4th consecutive identical call (same tool, same arguments, compared as
 //!   JSON values; `submit` neither counts nor breaks the run) is not run and ends with
 //!   `loop_repeated_call`; the 4th consecutive call that is a `run_experiment` / `bash` which
 //!   exits 0 with blank stdout and stderr runs, then ends with `loop_blank_output` (any other
@@ -34,8 +35,8 @@
 //!   condition (calls, not questions) is not answered and ends with `loop_ask_user`; under a
 //!   delivery condition a round beyond the clarification-round limit gets [`PROCEED_REPLY`] (or the run's `round_limit_reply.md`)
 //!   and the episode goes on (a `budget` event `clarification_rounds` marks the first).
-//!   Two consecutive replies without a tool call end with `no_tool_call` (the first gets a
-//!   reminder; under delivery conditions the text channel below comes first); three consecutive refusals end with `refusals`; context overflow ends at
+//!   Two consecutive replies without a tool call end with `no_tool_call` under `fde-bench`
+//!   (the first gets a reminder; without the rule every such reply gets [`NO_TOOL_REMINDER_GOES_ON`]; under delivery conditions the text channel below comes first); three consecutive refusals end with `refusals`; context overflow ends at
 //!   once. Feedback resets every consecutive counter; an answer resets the identical-call
 //!   and blank-output counters (not the question counter, which the answers themselves
 //!   would otherwise always reset).
