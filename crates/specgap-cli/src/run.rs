@@ -149,7 +149,11 @@ pub struct Args {
     /// system prompts evidence.md, literal.md, plan.md, plan_execute.md, neutral.md, delivery.md; condition
     /// blocks delivery_hidden.md, delivery_interact.md, delivery_interact_req.md,
     /// delivery_full_info.md, delivery_oracle.md; the reply past the clarification-round limit
-    /// round_limit_reply.md; chat owner / customer prompts owner.md,
+    /// round_limit_reply.md; the harness's messages no_tool_reminder.md,
+    /// no_tool_reminder_goes_on.md, refusal_reminder.md, continuation.md, plan_saved.md,
+    /// unlock_acknowledgement.md; tool descriptions tool_list_files.md, tool_read_text.md,
+    /// tool_write_text.md, tool_replace_text.md, tool_run_project.md, tool_run_experiment.md,
+    /// tool_bash.md, tool_ask_user.md, tool_submit.md, tool_write_plan.md; chat owner / customer prompts owner.md,
     /// owner_opening.md, owner_observation.md, owner_question.md, customer.md,
     /// customer_opening.md, customer_question.md (docs/prompts.md: what each is and its
     /// placeholders). Any other name in DIR is an error. The texts and their sha256 are stored
