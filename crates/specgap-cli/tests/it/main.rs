@@ -15,6 +15,7 @@ mod determinism;
 mod env;
 mod examples;
 mod export;
+mod harbor;
 mod panels;
 mod report_inputs;
 mod residualize;

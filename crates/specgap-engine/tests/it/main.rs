@@ -13,6 +13,7 @@ mod end_rules;
 mod evaluation;
 mod image_env;
 mod plan_mode;
+mod protocols;
 mod relay_owner;
 mod residual;
 mod self_driven;
