@@ -288,6 +288,7 @@ fn manifest(plan: &Plan, destination: &Path) -> Result<String, HarborError> {
     root.insert("environment".into(), Value::Table(environment));
     let mut evaluator = Table::new();
     evaluator.insert("command".into(), "python3 harbor_verify.py".into());
+    evaluator.insert("trusts_workspace".into(), Value::Boolean(true));
     let timeout = plan.verifier_timeout_sec * plan.steps.len() as u64 + EVALUATOR_MARGIN_SEC;
     evaluator.insert("timeout_sec".into(), Value::Integer(i64::try_from(timeout).unwrap_or(i64::MAX)));
     if let (Some(image), EnvironmentPlan::Image { .. }) = (&plan.verifier_image, &plan.environment) {

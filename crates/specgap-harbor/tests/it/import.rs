@@ -42,6 +42,7 @@ fn the_manifest_maps_task_metadata_agent_verifier_and_environment() {
     assert_eq!(manifest.budget.wall_sec, Some(120));
     assert_eq!(manifest.evaluator.command, "python3 harbor_verify.py");
     assert_eq!(manifest.evaluator.timeout_sec, 90);
+    assert!(manifest.evaluator.trusts_workspace);
     assert_eq!(manifest.environment.commands, ["bash", "python3"]);
     assert_eq!(loaded.instruction(), "Create a file named greeting.txt in your working directory. It must hold exactly one line: Hello, specgap!\n");
     assert!(loaded.solutions().gold.is_some());
@@ -124,6 +125,7 @@ fn check_proves_the_gold_scores_one_and_the_starter_zero() {
         let get = |name: &str| rows.iter().find(|(c, _)| c == name).map(|(_, v)| *v);
         assert_eq!(get("gold"), Some(Verdict::Pass), "{task}: {rows:?}");
         assert_eq!(get("starter"), Some(Verdict::Pass), "{task}: {rows:?}");
+        assert_eq!(get("verifier-trust"), Some(Verdict::Warn), "{task}: {rows:?}");
     }
 }
 
