@@ -141,15 +141,14 @@ fn parse_copy(rest: &str, trivial: &mut Trivial) -> Result<(), String> {
     if sources.is_empty() {
         return Err("it has a COPY without a source".into());
     }
-    let destination =
-        if destination.starts_with('/') || !destination.ends_with('/') && *destination != "." {
-            absolute(destination, trivial.workdir.as_deref())
-        } else {
-            format!(
-                "{}/",
-                absolute(destination, trivial.workdir.as_deref()).trim_end_matches('/')
-            )
-        };
+    // A trailing `/` (or `.`) says "into this directory"; keep it for the caller.
+    let into_dir = destination.ends_with('/') || *destination == ".";
+    let absolute_destination = absolute(destination, trivial.workdir.as_deref());
+    let destination = if into_dir && absolute_destination != "/" {
+        format!("{absolute_destination}/")
+    } else {
+        absolute_destination
+    };
     for source in sources {
         if source.contains("://")
             || source.contains('*')
@@ -221,7 +220,7 @@ mod tests {
     fn a_run_is_not_trivial() {
         assert_eq!(
             parse("FROM python:3.12\nRUN pip install \\\n  numpy\n"),
-            Err("its instruction `RUN pip install   numpy` changes the image".into())
+            Err("its instruction `RUN pip install  numpy` changes the image".into())
         );
         assert_eq!(parse("WORKDIR /x\n"), Err("it has no FROM".into()));
     }

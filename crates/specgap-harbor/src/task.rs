@@ -661,7 +661,9 @@ impl Planner<'_> {
                 ));
                 continue;
             }
-            let rel = if from.is_file() && destination.ends_with('/') {
+            // A file copied to a directory (a trailing `/`, or the work directory itself, which
+            // WORKDIR made) lands inside it.
+            let rel = if from.is_file() && (destination.ends_with('/') || rel.is_empty()) {
                 let file = Path::new(source)
                     .file_name()
                     .map(|f| f.to_string_lossy().into_owned())
