@@ -112,3 +112,87 @@ fn export_task_writes_a_harbor_task_directory() {
         assert!(task.join(file).is_file(), "{file}");
     }
 }
+
+/// The test agent of `specgap-agents` (a small tool loop over OpenAI chat completions), as a
+/// `cli:command=` agent.
+fn test_agent() -> PathBuf {
+    std::fs::canonicalize(repo().join("crates/specgap-agents/tests/fixtures/cli-agent.py")).unwrap()
+}
+
+#[test]
+fn a_cli_agent_completes_an_imported_harbor_task() {
+    use serde_json::json;
+    use specgap_gateway::mock::MockUpstream;
+    use specgap_gateway::mock::replies::{self, Call, Tokens};
+    const MODEL: &str = "mock-harbor-model";
+    const KEY_ENV: &str = "SPECGAP_TEST_HARBOR_KEY";
+    let out = tempfile::tempdir().unwrap();
+    let suite = out.path().join("suite");
+    run_ok([
+        OsStr::new("import"),
+        OsStr::new("harbor"),
+        harbor_dataset().join("hello-file").as_os_str(),
+        OsStr::new("--out"),
+        suite.as_os_str(),
+    ]);
+    let mock = MockUpstream::start([]).unwrap();
+    mock.set_responder(|request: &specgap_gateway::mock::ReceivedRequest| {
+        let body: serde_json::Value = serde_json::from_slice(&request.body).unwrap_or_default();
+        let step = body["messages"]
+            .as_array()
+            .map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count())
+            as u64;
+        let tokens = Tokens {
+            input: 100 + step,
+            output: 5,
+            ..Tokens::default()
+        };
+        match step {
+            0 => replies::openai_chat(
+                MODEL,
+                "Writing it.",
+                &[Call::new(
+                    "call-0",
+                    "bash",
+                    json!({"command": "echo 'Hello, specgap!' > greeting.txt"}),
+                )],
+                tokens,
+            ),
+            _ => replies::openai_chat(MODEL, "Done.", &[], tokens),
+        }
+    });
+    let agent = format!("cli:command=python3 {}", test_agent().display());
+    let base_url = format!("{}/v1", mock.url());
+    let run = out.path().join("run");
+    let args = [
+        OsStr::new("run"),
+        suite.as_os_str(),
+        OsStr::new("--agent"),
+        OsStr::new(&agent),
+        OsStr::new("--model"),
+        OsStr::new(MODEL),
+        OsStr::new("--base-url"),
+        OsStr::new(&base_url),
+        OsStr::new("--api-key-env"),
+        OsStr::new(KEY_ENV),
+        OsStr::new("--condition"),
+        OsStr::new("hidden"),
+        OsStr::new("--no-report"),
+        OsStr::new("--out"),
+        run.as_os_str(),
+    ];
+    assert_succeeded(
+        specgap()
+            .args(args)
+            .env(KEY_ENV, "sk-harbor-test-0c4e")
+            .output()
+            .unwrap(),
+    );
+    let rows = episodes(&run);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(
+        (rows[0].final_score, rows[0].final_success),
+        (Some(1.0), Some(true)),
+        "{rows:#?}"
+    );
+}
