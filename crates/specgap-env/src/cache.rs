@@ -21,7 +21,6 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use specgap_protocol::package::ImageSource;
-use specgap_task::ResolvedSource;
 
 use crate::engine::{Engine, EngineChoice};
 use crate::error::{EnvError, io};
@@ -113,10 +112,13 @@ impl EnvCache {
     /// # Errors
     /// [`EnvError::NoEngine`] where an engine is needed and none is chosen or found; the
     /// errors of unpacking, layouts and engines.
-    pub fn build(&self, source: &ResolvedSource, engine: EngineChoice) -> Result<Built, EnvError> {
+    ///
+    /// `path` is the file or directory a `dockerfile`, `rootfs` or `oci_layout` names inside
+    /// its package (a Dockerfile's directory is its build context); `None` for an `image`.
+    pub fn build(&self, source: &ImageSource, path: Option<&Path>, engine: EngineChoice) -> Result<Built, EnvError> {
         let started = Instant::now();
-        let package_path = || source.path.clone().unwrap_or_default();
-        match &source.source {
+        let package_path = || path.map(Path::to_path_buf).unwrap_or_default();
+        match source {
             ImageSource::Rootfs(_) => {
                 let tarball = package_path();
                 let key = format!("rootfs-{}", oci::sha256_file(&tarball)?);
@@ -138,7 +140,7 @@ impl EnvCache {
             }
             ImageSource::Dockerfile(_) => {
                 let dockerfile = package_path();
-                let context = source.build_context().map(Path::to_path_buf).unwrap_or_default();
+                let context = dockerfile.parent().map(Path::to_path_buf).unwrap_or_default();
                 let hash = context_hash(&context, &dockerfile)?;
                 let key = format!("build-{hash}");
                 if let Some(rootfs) = self.lookup(&key) {
@@ -161,7 +163,7 @@ impl EnvCache {
     fn fill_from_engine(
         &self,
         key: &str,
-        source: &ResolvedSource,
+        source: &ImageSource,
         engine: &Engine,
         id: &str,
         started: Instant,
@@ -180,7 +182,7 @@ impl EnvCache {
     fn fill(
         &self,
         key: &str,
-        source: &ResolvedSource,
+        source: &ImageSource,
         built_by: &str,
         started: Instant,
         make: impl FnOnce(&Path) -> Result<UnpackStats, EnvError>,
@@ -201,8 +203,8 @@ impl EnvCache {
         let (bytes, entries) = unpack::tree_size(&tree);
         let meta = CacheMeta {
             key: key.to_string(),
-            source: source.source.key().to_string(),
-            value: source.source.value().to_string(),
+            source: source.key().to_string(),
+            value: source.value().to_string(),
             built_by: built_by.to_string(),
             bytes,
             entries,
@@ -277,11 +279,11 @@ impl EnvCache {
     }
 }
 
-fn need_engine(source: &ResolvedSource, choice: EngineChoice) -> Result<Engine, EnvError> {
+fn need_engine(source: &ImageSource, choice: EngineChoice) -> Result<Engine, EnvError> {
     let hint = if choice == EngineChoice::None { "; `--engine none` was given".to_string() } else { String::new() };
     Engine::find(choice)?.ok_or_else(|| EnvError::NoEngine {
-        key: source.source.key(),
-        value: source.source.value().to_string(),
+        key: source.key(),
+        value: source.value().to_string(),
         hint,
     })
 }

@@ -416,6 +416,9 @@ pub fn sections(report: &Report) -> Vec<Section> {
         chart: None,
     });
 
+    out.extend(crate::noise::section(report));
+    out.extend(report.simulator.as_ref().and_then(crate::simulator::section));
+
     if !report.usage.is_empty() {
         out.push(usage_section(report, dims));
     }
@@ -670,7 +673,7 @@ fn residual_section(report: &Report, dims: &[Dim]) -> Section {
         text: vec![
             "Res and Clean: success averaged over repeats and states within a task, then over the tasks that have both starts (App. C eqs. 3–4), in percent; Gap = Clean − Res in points before rounding; CondFail on the tasks whose clean starts all succeeded (eq. 5).".into(),
             "Res, Clean, CondFail and the predecessor groups count a run as a success only when the agent declared the work complete and it passed: runs that exhausted a budget or ended in a loop are failures (App. C.1, D.1).".into(),
-            "Acceptance bias (App. D) over normally submitted episodes, task-averaged: Same failing and Kept over failed continuations (Kept from the harness's diff of the state); Initially failing from clean runs and from the state; Left-out files changed from each start and opened in the continuation; Steps as the median over tasks of residual ÷ clean turns; Broken: passing tests of the state failing at the end of failed continuations; Discarded all: continuations keeping none of the predecessor's lines; Success by Kept: the half keeping more vs the half keeping less, split above the median (at the median when it is the maximum).".into(),
+            "Acceptance bias (App. D) over normally submitted episodes, task-averaged: Same failing and Kept over failed continuations (Kept from the harness's diff of the state); Initially failing from clean runs and from the state; Left-out files changed from each start and opened in the continuation; Steps as the median over tasks of residual ÷ clean turns; Broken: passing tests of the state failing at the end of failed continuations; Discarded all: continuations keeping none of the predecessor's lines, or resetting every inherited change to the base before rewriting; Success by Kept: the half keeping more vs the half keeping less, split above the median (at the median when it is the maximum).".into(),
         ],
         tables,
         chart: Some(svg::clean_against_residual(&chart_rows)),

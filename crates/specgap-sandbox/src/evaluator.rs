@@ -70,9 +70,7 @@ pub const CANDIDATE_TIMEOUT_STATUS: i32 = 124;
 /// Exit status the launcher reports when the candidate could not be started.
 pub const CANDIDATE_START_FAILED_STATUS: i32 = 125;
 
-const EVALUATOR_MOUNT: &str = "/evaluator";
-const OUT_MOUNT: &str = "/out";
-const RUN_MOUNT: &str = "/run/specgap";
+use crate::rootfs::{EVALUATOR_MOUNT, OUT_MOUNT, RUN_MOUNT};
 const CALLS_DIR: &str = "calls";
 const BIN_DIR: &str = "bin";
 const LAUNCHER_NAME: &str = "specgap-candidate";

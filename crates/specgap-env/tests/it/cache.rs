@@ -2,20 +2,18 @@
 //! with their layers stacked and their digests checked.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 
 use specgap_env::{EngineChoice, EnvCache, EnvError};
 use specgap_protocol::package::ImageSource;
-use specgap_task::ResolvedSource;
 
 use crate::support::{Item, gzip, listing, oci_layout, sha256, tarball, write};
 
-fn rootfs_source(path: PathBuf) -> ResolvedSource {
-    ResolvedSource { source: ImageSource::Rootfs("environment/rootfs.tar".into()), path: Some(path) }
+fn rootfs_source() -> ImageSource {
+    ImageSource::Rootfs("environment/rootfs.tar".into())
 }
 
-fn oci_source(path: PathBuf) -> ResolvedSource {
-    ResolvedSource { source: ImageSource::OciLayout("environment/oci".into()), path: Some(path) }
+fn oci_source() -> ImageSource {
+    ImageSource::OciLayout("environment/oci".into())
 }
 
 #[test]
@@ -24,19 +22,19 @@ fn a_rootfs_tarball_is_cached_by_its_hash_and_found_again() {
     let bytes = tarball(&[Item::Dir("etc/"), Item::File("etc/motd", "one\n", 0o644)]);
     let tarball_path = write(&dir.path().join("pkg/environment/rootfs.tar"), &bytes);
     let cache = EnvCache::new(dir.path().join("cache"));
-    let built = cache.build(&rootfs_source(tarball_path.clone()), EngineChoice::None).unwrap();
+    let built = cache.build(&rootfs_source(), Some(&tarball_path), EngineChoice::None).unwrap();
     let key = format!("rootfs-{}", sha256(&bytes));
     assert_eq!(built.key, key);
     assert!(!built.cached);
     assert_eq!(built.rootfs, dir.path().join("cache").join(&key).join("rootfs"));
     assert_eq!(listing(&built.rootfs), ["etc/", "etc/motd"]);
-    let again = cache.build(&rootfs_source(tarball_path.clone()), EngineChoice::None).unwrap();
+    let again = cache.build(&rootfs_source(), Some(&tarball_path), EngineChoice::None).unwrap();
     assert_eq!((again.key.as_str(), again.cached), (key.as_str(), true));
 
     // A changed tarball is a new entry; the old one stays until pruned.
     let changed = tarball(&[Item::Dir("etc/"), Item::File("etc/motd", "two\n", 0o644)]);
     write(&tarball_path, &changed);
-    let second = cache.build(&rootfs_source(tarball_path), EngineChoice::None).unwrap();
+    let second = cache.build(&rootfs_source(), Some(&tarball_path), EngineChoice::None).unwrap();
     assert_eq!(second.key, format!("rootfs-{}", sha256(&changed)));
     let listed: Vec<(String, String, String, u64)> = cache
         .list()
@@ -72,7 +70,7 @@ fn an_oci_layout_stacks_its_layers_and_is_keyed_by_its_manifest() {
         ],
     );
     let cache = EnvCache::new(dir.path().join("cache"));
-    let built = cache.build(&oci_source(layout.clone()), EngineChoice::None).unwrap();
+    let built = cache.build(&oci_source(), Some(&layout), EngineChoice::None).unwrap();
     assert_eq!(built.key, format!("oci-{}", digest.trim_start_matches("sha256:")));
     assert_eq!(listing(&built.rootfs), ["etc/", "etc/b", "etc/c"]);
     let meta = &cache.list().unwrap()[0].meta;
@@ -88,7 +86,7 @@ fn a_blob_that_does_not_match_its_digest_is_refused() {
     let blob = layout.join("blobs/sha256").join(sha256(&layer));
     std::fs::write(&blob, b"tampered").unwrap();
     let cache = EnvCache::new(dir.path().join("cache"));
-    match cache.build(&oci_source(layout), EngineChoice::None) {
+    match cache.build(&oci_source(), Some(&layout), EngineChoice::None) {
         Err(EnvError::BadLayout { path, reason }) => {
             assert_eq!(path, blob);
             assert_eq!(reason, format!("content is sha256:{}, expected sha256:{}", sha256(b"tampered"), sha256(&layer)));
@@ -101,8 +99,7 @@ fn a_blob_that_does_not_match_its_digest_is_refused() {
 #[test]
 fn an_image_without_an_engine_is_refused_naming_the_key() {
     let cache = EnvCache::new(tempfile::tempdir().unwrap().path().join("cache"));
-    let source = ResolvedSource { source: ImageSource::Image("python:3.12-slim".into()), path: None };
-    let err = cache.build(&source, EngineChoice::None).unwrap_err();
+    let err = cache.build(&ImageSource::Image("python:3.12-slim".into()), None, EngineChoice::None).unwrap_err();
     assert_eq!(
         err.to_string(),
         "[environment].image `python:3.12-slim` needs a container engine (podman or docker) on PATH, and none was found; `--engine none` was given"

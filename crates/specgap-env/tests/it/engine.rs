@@ -6,7 +6,6 @@ use std::process::Command;
 
 use specgap_env::{Engine, EngineChoice, EngineKind, EnvCache};
 use specgap_protocol::package::ImageSource;
-use specgap_task::ResolvedSource;
 
 use crate::support::{listing, required, write};
 
@@ -53,9 +52,9 @@ fn a_dockerfile_is_built_by_podman_exported_and_then_found_without_it() {
         format!("FROM {base}\nRUN mkdir -p /etc/app && echo built > /etc/app/built\nCOPY note.txt /opt/note.txt\n").as_bytes(),
     );
     write(&context.join("note.txt"), b"from the context\n");
-    let source = ResolvedSource { source: ImageSource::Dockerfile("environment/Dockerfile".into()), path: Some(dockerfile) };
+    let source = ImageSource::Dockerfile("environment/Dockerfile".into());
     let cache = EnvCache::new(dir.path().join("cache"));
-    let built = cache.build(&source, EngineChoice::Use(EngineKind::Podman)).unwrap();
+    let built = cache.build(&source, Some(&dockerfile), EngineChoice::Use(EngineKind::Podman)).unwrap();
     assert!(built.key.starts_with("build-"), "{}", built.key);
     assert!(!built.cached);
     assert_eq!(std::fs::read_to_string(built.rootfs.join("etc/app/built")).unwrap(), "built\n");
@@ -63,11 +62,11 @@ fn a_dockerfile_is_built_by_podman_exported_and_then_found_without_it() {
     assert!(listing(&built.rootfs).contains(&"bin/sh -> busybox".to_string()));
     assert_eq!(cache.list().unwrap()[0].meta.built_by, "podman");
     // Unchanged: found by the context's hash, no engine needed.
-    let again = cache.build(&source, EngineChoice::None).unwrap();
+    let again = cache.build(&source, Some(&dockerfile), EngineChoice::None).unwrap();
     assert_eq!((again.key, again.cached), (built.key.clone(), true));
     // A changed context is a new key.
     write(&context.join("note.txt"), b"changed\n");
-    let changed = cache.build(&source, EngineChoice::Use(EngineKind::Podman)).unwrap();
+    let changed = cache.build(&source, Some(&dockerfile), EngineChoice::Use(EngineKind::Podman)).unwrap();
     assert_ne!(changed.key, built.key);
     assert_eq!(std::fs::read_to_string(changed.rootfs.join("opt/note.txt")).unwrap(), "changed\n");
 }
@@ -79,8 +78,7 @@ fn an_image_reference_is_keyed_by_the_engines_image_id() {
     let id = engine.image_id(base).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let cache = EnvCache::new(dir.path().join("cache"));
-    let source = ResolvedSource { source: ImageSource::Image(base.into()), path: None };
-    let built = cache.build(&source, EngineChoice::Auto).unwrap();
+    let built = cache.build(&ImageSource::Image(base.into()), None, EngineChoice::Auto).unwrap();
     assert_eq!(built.key, format!("image-{}", id.trim_start_matches("sha256:")));
     assert_eq!(std::fs::read_link(built.rootfs.join("bin/sh")).unwrap(), std::path::Path::new("busybox"));
 }
