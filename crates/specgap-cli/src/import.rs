@@ -75,6 +75,15 @@ fn harbor(args: HarborArgs) -> anyhow::Result<ExitCode> {
     }
     println!();
     print!("{}", specgap_harbor::summary(&outcomes));
+    let protocol = args.out.join(specgap_harbor::PROTOCOL_FILE);
+    if protocol.is_file() {
+        println!(
+            "\nHarbor's protocol: {}\nrun with: specgap run {} --protocol {} --condition hidden --start clean --agent ...",
+            protocol.display(),
+            args.out.display(),
+            protocol.display()
+        );
+    }
     let refused = outcomes
         .iter()
         .any(|o| matches!(o, specgap_harbor::Outcome::Refused(_)));

@@ -20,6 +20,40 @@ pub const HARBOR_COPY: &str = "evaluator/harbor";
 /// Host programs an imported host-command package needs: Harbor's `test.sh` is a bash
 /// script, and the evaluator is a Python program.
 const HOST_COMMANDS: [&str; 2] = ["bash", "python3"];
+/// The file [`import`] writes beside the packages: Harbor's protocol as a custom protocol
+/// (`specgap run DIR --protocol DIR/harbor-protocol.toml --condition hidden --start clean`).
+pub const PROTOCOL_FILE: &str = "harbor-protocol.toml";
+
+/// Harbor's protocol (docs/harbor.md "Protocol") in specgap's custom protocol format: the
+/// task's instruction under `hidden` (no questions, no feedback), one submission, a clean
+/// start, one trial per task; no turn, call or wall caps of its own, so each task's `[budget]`
+/// (Harbor's `[agent].timeout_sec`) bounds its episodes and the run records it as the task's
+/// override; none of seed 000's loop rules; a reply without a tool call ends the episode on the
+/// second in a row, as a Harbor agent's run ends when its model stops calling tools.
+pub const PROTOCOL: &str = r#"# Harbor's protocol for tasks imported by `specgap import harbor` (docs/harbor.md "Protocol").
+format = 1
+description = "Harbor (imported tasks): the task's own instruction, one submission, no questions or feedback, the task's agent timeout as its wall budget"
+conditions = ["hidden"]
+starts = ["clean"]
+repeats = 1
+measures = ["reward (Score@1 / Success@1)"]
+
+[budgets]
+turns = 0
+tool_calls = 0
+wall_sec = 0
+submissions = 1
+clarification_rounds = 0
+announce_wall = false
+
+[end_rules]
+repeated_call = 0
+blank_output = 0
+ask_user = 0
+no_tool_call = 2
+refusals = 0
+"#;
+
 /// Seconds the evaluator gets beyond its steps' verifier timeouts.
 const EVALUATOR_MARGIN_SEC: u64 = 60;
 
@@ -90,7 +124,7 @@ impl Outcome {
 
 /// Imports `source` (a Harbor task directory, or a dataset: a directory whose task
 /// directories lie below it) into `out`, one package per task in `out/<task directory
-/// name>/`, in name order.
+/// name>/`, in name order, and [`PROTOCOL_FILE`] beside them when any task was imported.
 ///
 /// # Errors
 /// [`HarborError::NoTask`] when `source` holds no task; [`HarborError::OutputExists`] when a
@@ -110,6 +144,9 @@ pub fn import(
     for dir in tasks {
         let destination = out.join(task::dir_name(&dir));
         outcomes.push(import_task(&dir, &destination, options)?);
+    }
+    if outcomes.iter().any(|o| matches!(o, Outcome::Imported { .. })) {
+        write(&out.join(PROTOCOL_FILE), PROTOCOL)?;
     }
     Ok(outcomes)
 }

@@ -48,17 +48,26 @@ fn an_imported_harbor_dataset_runs_its_gold_to_one_and_its_starter_to_zero() {
     // The image task needs issue 25's runtime; run the host tasks.
     std::fs::remove_dir_all(suite.join("needs-image")).unwrap();
     let run = out.path().join("run");
+    let protocol = suite.join("harbor-protocol.toml");
+    let hint = format!("run with: specgap run {} --protocol {} --condition hidden --start clean", suite.display(), protocol.display());
+    assert!(stdout.contains(&hint), "{stdout}");
     run_ok([
         OsStr::new("run"),
         suite.as_os_str(),
+        OsStr::new("--protocol"),
+        protocol.as_os_str(),
         OsStr::new("--agent"),
         OsStr::new("scripted:gold,scripted:starter"),
         OsStr::new("--condition"),
         OsStr::new("hidden"),
+        OsStr::new("--start"),
+        OsStr::new("clean"),
         OsStr::new("--out"),
         run.as_os_str(),
         OsStr::new("--no-report"),
     ]);
+    let config = std::fs::read_to_string(run.join("run.toml")).unwrap();
+    assert!(config.contains("source = \"custom protocol file "), "{config}");
     let mut scores: Vec<(String, String, Option<f64>)> = episodes(&run)
         .into_iter()
         .map(|e| (e.task, e.agent, e.final_score))

@@ -21,6 +21,9 @@ fn a_dataset_imports_every_task_it_can_and_refuses_the_rest_with_reasons() {
             "refused with-compose: environment/docker-compose.yaml: multi-container (compose) tasks cannot run here; the task asks for GPUs or TPUs; tests/test.sh downloads at verification time (`curl`); specgap's sandbox has no network",
         ]
     );
+    // Harbor's protocol, beside the packages, as a custom protocol file specgap run reads.
+    let protocol = specgap_rules::load_custom(&_out.path().join(specgap_harbor::PROTOCOL_FILE)).unwrap();
+    assert_eq!((protocol.conditions.clone(), protocol.starts.clone(), protocol.budgets.submissions), (vec!["hidden".to_string()], vec!["clean".to_string()], 1));
     assert_eq!(
         specgap_harbor::summary(&outcomes),
         "| outcome | tasks |\n| --- | ---: |\n| tasks | 6 |\n| imported, host environment | 4 |\n| imported, image environment | 1 |\n| with a gold overlay | 4 |\n| refused | 1 |\n"
