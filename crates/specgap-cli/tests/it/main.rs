@@ -12,6 +12,7 @@ mod cli_opencode;
 mod cli_support;
 mod containment;
 mod determinism;
+mod env;
 mod examples;
 mod export;
 mod harbor;
