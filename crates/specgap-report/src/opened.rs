@@ -46,6 +46,13 @@
 //! A file is **opened** by an action that read or searched it successfully
 //! ([`FileAction::opens`]). A continuation **inspects inherited changes** when it successfully
 //! runs `git status` or `git diff` (any form), or opens a file the predecessor modified.
+//!
+//! ## Measured reads (issue 24 item 4)
+//! Where the harness measured what each shell command read (`file_reads` events),
+//! [`measured_reads`] replaces this text reading of the commands: *read* is what their
+//! processes read, *opened* what of it their results showed, plus the harness's other tools and
+//! git's object-store content as above; the report keeps the text reading beside it
+//! (docs/decisions.md "Opened and inspected, measured").
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
