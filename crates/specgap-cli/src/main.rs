@@ -1,7 +1,7 @@
 //! The `specgap` binary: parses arguments and hands each verb to its module.
 //!
 //! Each verb lives in its own module (`check`, `eval`, `run`, `show`, `merge`, `judge`,
-//! `extract`, `report`, `compare`, `residualize`, `agents`, `view`, `export`, `audit`,
+//! `extract`, `report`, `compare`, `plan_study`, `review_user`, `residualize`, `agents`, `view`, `export`, `audit`,
 //! `resample`) with an `Args`
 //! struct (clap) and an `exec` function. The modules stay thin: the work happens in the library
 //! crates, which return typed errors; only this binary uses anyhow.
@@ -14,14 +14,19 @@ mod agents;
 mod audit;
 mod check;
 mod compare;
+mod env;
 mod eval;
 mod export;
+mod export_task;
 mod extract;
+mod import;
 mod judge;
 mod merge;
+mod plan_study;
 mod report;
 mod resample;
 mod residualize;
+mod review_user;
 mod run;
 mod show;
 mod view;
@@ -50,7 +55,9 @@ Examples:
   specgap export runs/latest --format atif --out runs/latest-atif
 
   specgap audit sample runs/latest --unit failed-episode --rubric seed000-failure --by agent --n 30 --seed 7 --out audit/
-  specgap resample runs/latest --checkpoints 30 --samples 5 --seed 7 --out resample/";
+  specgap resample runs/latest --checkpoints 30 --samples 5 --seed 7 --out resample/
+  specgap review-user runs/latest              check the relay user's turns (offline rules)
+  specgap plan-study runs/pilot --difference 0.1 --a condition=partial --b condition=full";
 
 // The enum is built once per process; boxing `run`'s many flags would buy nothing.
 #[allow(clippy::large_enum_variant)]
@@ -80,14 +87,24 @@ enum Command {
     Residualize(residualize::Args),
     /// Install and list external agent CLIs (`cli:<adapter>` agents).
     Agents(agents::Args),
+    /// Build, list and prune task environments from container images (root filesystems).
+    Env(env::Args),
     /// Browse runs in the browser: a read-only viewer on 127.0.0.1, or a static site.
     View(view::Args),
     /// Export a run's episodes in another format (ATIF trajectories).
     Export(export::Args),
+    /// Import tasks of another harness as specgap packages (Harbor task directories).
+    Import(import::Args),
+    /// Write a task package as a Harbor task directory (not `export`, which exports runs).
+    ExportTask(export_task::Args),
     /// Human audits: draw a label sample, import raters' sheets, report agreement.
     Audit(audit::Args),
     /// Re-send recorded user-model requests to measure the simulated user's stability.
     Resample(resample::Args),
+    /// Plan a study: tasks and repeats needed to detect a difference with a given power.
+    PlanStudy(plan_study::Args),
+    /// Review the simulated owner / customer's turns of a run (offline rules or a model panel).
+    ReviewUser(review_user::Args),
 }
 
 fn main() -> ExitCode {
@@ -106,10 +123,15 @@ fn main() -> ExitCode {
         Command::Compare(args) => compare::exec(args),
         Command::Residualize(args) => residualize::exec(args),
         Command::Agents(args) => agents::exec(args),
+        Command::Env(args) => env::exec(args),
         Command::View(args) => view::exec(args),
         Command::Export(args) => export::exec(args),
+        Command::Import(args) => import::exec(args),
+        Command::ExportTask(args) => export_task::exec(args),
         Command::Audit(args) => audit::exec(args),
         Command::Resample(args) => resample::exec(args),
+        Command::PlanStudy(args) => plan_study::exec(args),
+        Command::ReviewUser(args) => review_user::exec(args),
     };
     match outcome {
         Ok(code) => code,

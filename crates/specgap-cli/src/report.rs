@@ -66,6 +66,11 @@ pub struct Args {
     /// panel's name `panel:<hash>`.
     #[arg(long, default_value = "auto")]
     pub extraction: String,
+    /// Leave out the episodes with a severe finding (helped / hindered the agent) of this user
+    /// review (`specgap review-user`; its reviewer name, e.g. `rules:1`); the report lists
+    /// them in its simulated-user section.
+    #[arg(long, value_name = "REVIEWER")]
+    pub exclude_user_findings: Option<String>,
 }
 
 /// Runs `specgap report`.
@@ -90,6 +95,7 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
                 seed: args.bootstrap_seed,
                 ..Default::default()
             },
+            exclude_user_findings: args.exclude_user_findings.clone(),
         },
         args.format,
     )?;

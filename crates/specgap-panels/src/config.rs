@@ -124,7 +124,7 @@ impl PanelModel {
     /// What decides this model's ballots — model, endpoint, request arguments, streaming and
     /// tool emulation — for the panel's name; prices, timeouts and retries are left out, so
     /// adding a price to a panel keeps its verdicts.
-    fn identity(&self) -> Value {
+    pub(crate) fn identity(&self) -> Value {
         json!({
             "model": self.model,
             "base_url": self.base_url,

@@ -60,6 +60,17 @@ pub enum PanelError {
     /// A panel stored in `run.toml` cannot be written or read back.
     #[error("the stored panel configuration is not usable: {0}")]
     Stored(String),
+    /// A task package named in `run.toml` cannot be loaded (user review).
+    #[error("cannot load the task package {}: {reason}", path.display())]
+    Package {
+        /// The package path.
+        path: std::path::PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// A user review cannot be written.
+    #[error(transparent)]
+    Review(#[from] specgap_report::ReportError),
     /// A delivered workspace or an extraction directory cannot be prepared.
     #[error("episode {episode}: {message}")]
     Workspace {

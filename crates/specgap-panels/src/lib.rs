@@ -7,6 +7,7 @@
 //! | --- | --- | --- | --- | --- |
 //! | coverage judge | whether an episode's questions cover each clarification target (Recall, Precision, Ask-F1, …) | covered on ≥ 3 of 5 configured judges; matched questions = union cited by them (§4.1, A.3) | after the run: `specgap judge RUN --panel FILE` | [`judge`] |
 //! | extractor | the delivery score of an artifact in another layout than the case evaluator reads | stop once 3 scores agree to 4 decimal places; none: unscored (§4.1, A.3) | after the run: `specgap extract RUN --panel FILE` | [`extract`] |
+//! | user reviewer | whether each owner / customer turn kept to the user's profile (error taxonomy, severity) | a tag on a strict majority of the ballots returned (issue 28) | after the run: `specgap review-user RUN --panel FILE` (offline rules without `--panel`) | [`review`] |
 //! | question detector | whether an agent's reply text asks the client something, and what | strict majority of the ballots returned (A.9.3) | live, on each reply of the delivery text channel: `specgap run --detector-panel FILE` | [`detector`] |
 //!
 //! One mechanism serves all three: a panel file ([`config`]) names the models and may replace
@@ -35,6 +36,7 @@ pub mod judge;
 pub mod order;
 pub mod prompts;
 pub mod provenance;
+pub mod review;
 pub mod seat;
 pub mod vote;
 

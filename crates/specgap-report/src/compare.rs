@@ -78,7 +78,7 @@ impl Selection {
         Ok(Selection { filters })
     }
 
-    fn matches(&self, e: &Episode<'_>) -> bool {
+    pub(crate) fn matches(&self, e: &Episode<'_>) -> bool {
         self.filters
             .iter()
             .all(|(dim, value)| dim.value(e) == *value)
@@ -151,6 +151,10 @@ pub struct TaskPair {
     pub a: f64,
     /// Value on side B.
     pub b: f64,
+    /// Side A's episodes behind `a` (repeats of the task).
+    pub repeats_a: usize,
+    /// Side B's episodes behind `b`.
+    pub repeats_b: usize,
 }
 
 /// One measure compared.
@@ -179,6 +183,9 @@ pub struct MeasureComparison {
     pub holm_p: Option<f64>,
     /// Per-task values, by task.
     pub per_task: Vec<TaskPair>,
+    /// The minimum detectable difference of this design at 80% power ([`crate::detectable`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detectable: Option<crate::detectable::Detectable>,
 }
 
 /// One pair of sides compared.
@@ -301,6 +308,9 @@ fn finish(
             pairs[*i].measures[*j].holm_p = Some(p);
         }
     }
+    for measure in pairs.iter_mut().flat_map(|p| p.measures.iter_mut()) {
+        measure.detectable = Some(crate::detectable::detectable(measure, tests.len(), options.seed));
+    }
     Ok(Comparison {
         schema: COMPARE_SCHEMA,
         version: COMPARE_VERSION,
@@ -357,6 +367,8 @@ fn compare_pair(
         }
         let va = per_task_means(side_a.iter().copied(), |e| value(e, &options.judge));
         let vb = per_task_means(side_b.iter().copied(), |e| value(e, &options.judge));
+        let na = per_task_counts(&side_a, |e| value(e, &options.judge));
+        let nb = per_task_counts(&side_b, |e| value(e, &options.judge));
         let per_task: Vec<TaskPair> = va
             .iter()
             .filter_map(|(task, x)| {
@@ -364,6 +376,8 @@ fn compare_pair(
                     task: task.clone(),
                     a: *x,
                     b: *y,
+                    repeats_a: na.get(task.as_str()).copied().unwrap_or(0),
+                    repeats_b: nb.get(task.as_str()).copied().unwrap_or(0),
                 })
             })
             .collect();
@@ -378,6 +392,15 @@ fn compare_pair(
         b: describe_side(b, &options.select_b, &side_b),
         measures,
     })
+}
+
+/// Episodes per task where `value` is defined (the repeats behind [`per_task_means`]).
+fn per_task_counts<'a>(episodes: &[&Episode<'a>], value: impl Fn(&Episode<'a>) -> Option<f64>) -> BTreeMap<&'a str, usize> {
+    let mut counts = BTreeMap::new();
+    for e in episodes.iter().filter(|e| value(e).is_some()) {
+        *counts.entry(e.row.task.as_str()).or_insert(0) += 1;
+    }
+    counts
 }
 
 /// A family file (TOML): the comparisons Holm adjusts together.
@@ -582,6 +605,7 @@ fn compare_measure(
         wilcoxon_p: test.p_value.is_finite().then_some(test.p_value),
         holm_p: None,
         per_task,
+        detectable: None,
     })
 }
 
@@ -644,6 +668,7 @@ fn render_pair(out: &mut String, pair: &PairComparison) {
             opt(m.holm_p, 4)
         );
     }
+    crate::detectable::render_detectable(out, &pair.measures);
     out.push_str("\nPer-task values:\n\n");
     let mut by_task: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for (i, m) in pair.measures.iter().enumerate() {

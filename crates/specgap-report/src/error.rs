@@ -98,6 +98,22 @@ pub enum ReportError {
     /// `--judge` names no judge with verdicts in the runs, or `panel` matches several panels.
     #[error("{0}")]
     JudgeChoice(String),
+    /// A user-review file (`reviews/user-*.json`) could not be read, parsed or written, or the
+    /// review named for an exclusion is not in the runs.
+    #[error("user review {}: {reason}", .path.display())]
+    Review {
+        /// The file (or the reviewer name asked for).
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// `plan-study` was asked for something it cannot plan (no pilot data for a measure, an
+    /// invalid assumption or target).
+    #[error("cannot plan the study: {reason}")]
+    StudyPlan {
+        /// What is missing or invalid.
+        reason: String,
+    },
 }
 
 /// Where a selection was given, for messages: `` `--a agnt=x` `` or `` the selection `agnt=x` ``.

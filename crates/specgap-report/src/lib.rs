@@ -30,6 +30,10 @@
 //! | [`network`] | `cli:` episodes that tried to reach the network outside the gateway, or ran without the tripwire (warnings) | issue 15 |
 //! | [`usage`] | model usage and cost per group and role, from the stores' `usage` rows | DESIGN §6 |
 //! | [`pricing`] | which recorded costs are known: models without a price are `unpriced` (null in JSON), never a 0 in a total | DESIGN §6 |
+//! | [`noise`] | run-to-run noise per group: flip rate, within-task sd, task / repeat variance split | issue 28; Searle et al. 1992 §3.5–3.6 |
+//! | [`simulator`] | the simulated user's reviews (`review-user`): findings per 100 user turns by tag, exclusion of episodes with a severe finding | issue 28 |
+//! | [`study`] | `plan-study`: tasks × repeats needed for a difference at a power, per measure of each seed, from a pilot or assumed sds; seeded simulation check | issue 28 |
+//! | [`detectable`] | the minimum detectable difference of every compared measure (paired t / seeded simulation), with a verdict | issue 28; statsmodels `TTestPower` |
 //! | [`mod@compare`] | runs paired by task: bootstrap interval, Wilcoxon, Holm over a family (one call, or a family file) | seed 002 §5.1, A.6 |
 //!
 //! ## How the pieces fit
@@ -65,6 +69,7 @@ pub mod clarification;
 pub mod compare;
 pub mod context;
 pub mod delivery;
+pub mod detectable;
 pub mod diff;
 pub mod episode;
 mod error;
@@ -73,6 +78,7 @@ pub mod first;
 pub mod inputs;
 pub mod judge;
 pub mod network;
+pub mod noise;
 pub mod opened;
 pub mod reset;
 pub mod outcome;
@@ -87,6 +93,8 @@ pub mod residual;
 pub mod run;
 pub mod scoring_source;
 pub mod shell;
+pub mod simulator;
+pub mod study;
 pub mod svg;
 pub mod usage;
 

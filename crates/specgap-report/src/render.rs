@@ -416,6 +416,9 @@ pub fn sections(report: &Report) -> Vec<Section> {
         chart: None,
     });
 
+    out.extend(crate::noise::section(report));
+    out.extend(report.simulator.as_ref().and_then(crate::simulator::section));
+
     if !report.usage.is_empty() {
         out.push(usage_section(report, dims));
     }

@@ -62,6 +62,9 @@ pub struct ReportOptions {
     pub extraction: String,
     /// The case-bootstrap intervals of seed 002's cells (App. A.4).
     pub intervals: IntervalSettings,
+    /// A user review (`specgap review-user`, its reviewer name, e.g. `rules:1`) whose
+    /// episodes with a severe finding are left out of every measure ([`crate::simulator`]).
+    pub exclude_user_findings: Option<String>,
 }
 
 impl Default for ReportOptions {
@@ -71,6 +74,7 @@ impl Default for ReportOptions {
             judge: OFFLINE_JUDGE.to_string(),
             extraction: crate::extraction::AUTO.to_string(),
             intervals: IntervalSettings::default(),
+            exclude_user_findings: None,
         }
     }
 }
@@ -314,6 +318,13 @@ pub struct Report {
     /// Within-system repeat analyses per slice (seed 002 §5.3, App. A.5, A.7).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub repeat_analyses: Vec<crate::repeats::RepeatAnalysis>,
+    /// Run-to-run noise per group: flip rate, within-task sd, variance split between tasks and
+    /// repeats ([`crate::noise`]); a group without repeats says noise cannot be estimated.
+    pub noise: Vec<crate::noise::GroupNoise>,
+    /// The simulated user's reviews and the episodes excluded by one ([`crate::simulator`]);
+    /// absent when no run has a review.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub simulator: Option<crate::simulator::SimulatorQuality>,
     /// Composition of the clarification targets of the report's cases (seed 002 Table 7);
     /// absent when no case has targets.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -351,6 +362,10 @@ pub fn build_report(runs: &[RunData], options: &ReportOptions) -> Result<Report,
         ..options.clone()
     };
     let mut episodes = index_episodes(&runs.iter().collect::<Vec<_>>());
+    let simulator = crate::simulator::quality(runs, options.exclude_user_findings.as_deref())?;
+    if let Some(quality) = &simulator {
+        episodes.retain(|e| !quality.excluded.contains(&e.row.id));
+    }
     let extraction = crate::extraction::resolve_extraction(runs, &options.extraction)?;
     if let Some(panel) = &extraction {
         crate::extraction::attach(runs, &mut episodes, panel);
@@ -370,7 +385,7 @@ pub fn build_report(runs: &[RunData], options: &ReportOptions) -> Result<Report,
             Ok(rows) => rows,
             Err(panic) => std::panic::resume_unwind(panic),
         };
-        report_with(runs, options, &episodes, extraction, residual)
+        report_with(runs, options, &episodes, extraction, residual).map(|report| Report { simulator, ..report })
     })
 }
 
@@ -517,6 +532,7 @@ fn report_with(
     let associations = associations(&groups, dims, &models, &usage, &options.intervals)?;
     let case_associations = crate::case_associations::case_associations(&groups, &contexts, &options.intervals)?;
     let repeat_analyses = crate::repeats::repeat_analyses(&grouped, dims, &options.judge);
+    let noise = crate::noise::group_noise(&grouped, dims);
     let recall_quality = associations
         .clarification_delivery
         .iter()
@@ -580,6 +596,8 @@ fn report_with(
         associations,
         case_associations,
         repeat_analyses,
+        noise,
+        simulator: None,
         clarification_registry,
         not_applicable,
         usage,

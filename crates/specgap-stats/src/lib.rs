@@ -18,6 +18,8 @@
 //! | agreement of two raters | [`cohen_kappa`] | `sklearn.metrics.cohen_kappa_score` |
 //! | repeats of one case | [`pass_at_k`], [`pass_hat_k`] | Chen et al. 2021; tau-bench |
 //! | seed replicates | [`mean_sd`], plus [`mean`], [`median`], [`sample_sd`], [`rank_average`] | numpy / scipy |
+//! | run-to-run noise: flip rate, within-task sd, task / repeat variance split | [`flip_rate`], [`within_task_sd`], [`variance_components`] | one-way random-effects ANOVA (Searle et al. 1992 §3.5–3.6); `scipy.stats.f_oneway` |
+//! | power and detectable difference of a paired comparison | [`paired_t_power`], [`paired_t_detectable_effect`], [`paired_t_nobs`]; seeded [`simulated_binary_detectable`], [`simulated_normal_power`] | `statsmodels TTestPower` |
 //! | a fast statistic for the bootstrap | [`mean_or_nan`] (bit-equal to `numpy.mean`) | numpy |
 //!
 //! Seed 002 (FDE-Bench) §5.1 and App. A.4 use the combination this crate is built for: 95%
@@ -68,7 +70,9 @@ pub mod describe;
 pub mod error;
 pub mod holm;
 pub mod kappa;
+pub mod noise;
 pub mod pass_k;
+pub mod power;
 mod resample;
 pub mod spearman;
 mod special;
@@ -85,7 +89,13 @@ pub use describe::{
 pub use error::StatsError;
 pub use holm::holm_adjust;
 pub use kappa::{KappaWeighting, cohen_kappa};
+pub use noise::{VarianceComponents, flip_rate, variance_components, within_task_sd};
 pub use pass_k::{pass_at_k, pass_hat_k};
+pub use power::{
+    BinaryDesign, SimulatedDetectable, Simulation, monte_carlo_se, paired_t_detectable_effect,
+    paired_t_nobs, paired_t_power, simulated_binary_detectable, simulated_binary_power,
+    simulated_normal_power, simulated_pass_hat_k_power,
+};
 pub use spearman::{Correlation, spearman};
 pub use wilcoxon::{
     Alternative, WilcoxonMethod, WilcoxonOptions, WilcoxonPath, WilcoxonResult, ZeroMethod,

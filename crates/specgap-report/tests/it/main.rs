@@ -11,11 +11,13 @@ mod fidelity;
 mod fixture;
 mod html;
 mod inputs;
+mod noise;
 mod outcome;
 mod planned;
 mod residual;
 mod rounds;
 mod stats_reference;
+mod study;
 mod tables;
 
 use specgap_report::{Dim, Report, ReportOptions, RunData, build_report};

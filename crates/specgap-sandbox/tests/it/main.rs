@@ -6,6 +6,7 @@ mod byte_names;
 mod evaluator;
 mod materialize;
 mod reads;
+mod rootfs;
 mod sandbox;
 mod session;
 mod support;

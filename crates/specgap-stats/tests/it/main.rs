@@ -9,5 +9,6 @@ mod fixture;
 mod holm;
 mod kappa;
 mod pass_k;
+mod power;
 mod spearman;
 mod wilcoxon;
