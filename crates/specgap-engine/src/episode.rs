@@ -741,6 +741,7 @@ impl<'c, 'a> Episode<'c, 'a> {
                 AgentReply::TurnRequested => self.turn_requested(late),
                 AgentReply::HarnessCall { call } => self.harness_call(call, late)?,
                 AgentReply::Actions { actions } => self.actions(actions)?,
+                AgentReply::FileReads { reads } => self.file_reads_measured(reads)?,
                 AgentReply::Exited { text, can_resume, exit } => self.agent_exited(text, can_resume, *exit, late)?,
             };
             if let Some(reason) = ended {
