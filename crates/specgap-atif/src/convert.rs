@@ -289,6 +289,19 @@ impl Builder {
                     json!({"kind": "actions", "turn": turn, "actions": actions}),
                 );
             }
+            EventKind::FileReads { call_id, read, shown, unmeasured } => {
+                let message = if unmeasured.is_empty() {
+                    format!("files read by call {call_id}: {} read, {} shown to the agent", read.len(), shown.len())
+                } else {
+                    format!("files read by call {call_id}: not measured ({unmeasured})")
+                };
+                self.push(
+                    event,
+                    Source::System,
+                    message,
+                    json!({"kind": "file_reads", "call_id": call_id, "read": read, "shown": shown, "unmeasured": unmeasured}),
+                );
+            }
             EventKind::AgentExit { status, how, stderr_tail, note } => {
                 let code = status.map_or_else(|| "no exit status".to_string(), |s| format!("exit status {s}"));
                 self.push(

@@ -14,9 +14,12 @@ mod agents;
 mod audit;
 mod check;
 mod compare;
+mod env;
 mod eval;
 mod export;
+mod export_task;
 mod extract;
+mod import;
 mod judge;
 mod merge;
 mod plan_study;
@@ -84,10 +87,16 @@ enum Command {
     Residualize(residualize::Args),
     /// Install and list external agent CLIs (`cli:<adapter>` agents).
     Agents(agents::Args),
+    /// Build, list and prune task environments from container images (root filesystems).
+    Env(env::Args),
     /// Browse runs in the browser: a read-only viewer on 127.0.0.1, or a static site.
     View(view::Args),
     /// Export a run's episodes in another format (ATIF trajectories).
     Export(export::Args),
+    /// Import tasks of another harness as specgap packages (Harbor task directories).
+    Import(import::Args),
+    /// Write a task package as a Harbor task directory (not `export`, which exports runs).
+    ExportTask(export_task::Args),
     /// Human audits: draw a label sample, import raters' sheets, report agreement.
     Audit(audit::Args),
     /// Re-send recorded user-model requests to measure the simulated user's stability.
@@ -114,8 +123,11 @@ fn main() -> ExitCode {
         Command::Compare(args) => compare::exec(args),
         Command::Residualize(args) => residualize::exec(args),
         Command::Agents(args) => agents::exec(args),
+        Command::Env(args) => env::exec(args),
         Command::View(args) => view::exec(args),
         Command::Export(args) => export::exec(args),
+        Command::Import(args) => import::exec(args),
+        Command::ExportTask(args) => export_task::exec(args),
         Command::Audit(args) => audit::exec(args),
         Command::Resample(args) => resample::exec(args),
         Command::PlanStudy(args) => plan_study::exec(args),

@@ -32,6 +32,7 @@ use specgap_task::TaskPackage;
 
 mod agents;
 mod config;
+mod protocol;
 mod scale_out;
 
 /// Exit code after Ctrl-C (128 + SIGINT), as shells report it.
@@ -155,6 +156,18 @@ pub struct Args {
     /// in run.toml and key the episodes; --resume uses the stored texts.
     #[arg(long, value_name = "DIR")]
     pub prompts: Option<PathBuf>,
+    /// The paper protocol the run follows: tiganeval (seed 000), swe-residual (seed 001),
+    /// fde-bench (seed 002), or the path of a custom protocol file (docs/run-config.md
+    /// "Custom protocols"). It sets the budgets, the end rules, the model roles and the
+    /// repeats, and the run is refused when a condition or start is not the protocol's or a model
+    /// role would be played offline (unless --allow-stand-in). Without it each condition runs
+    /// under its paper's protocol, and the report names every deviation.
+    #[arg(long, value_name = "NAME|FILE")]
+    pub protocol: Option<String>,
+    /// Run a named protocol with offline stand-ins for its model roles (the relay owner or
+    /// customer, the question-mark rule); the report names each as a deviation.
+    #[arg(long)]
+    pub allow_stand_in: bool,
     /// Continue the run in DIR with its own configuration (run.toml): only episodes never
     /// begun, unfinished, or failed with an infrastructure or evaluation error run again.
     #[arg(long, value_name = "DIR")]
@@ -305,6 +318,8 @@ impl Args {
             ("--user", self.user.is_some()),
             ("--detector-panel", self.detector_panel.is_some()),
             ("--prompts", self.prompts.is_some()),
+            ("--protocol", self.protocol.is_some()),
+            ("--allow-stand-in", self.allow_stand_in),
             ("--shard", self.shard.is_some()),
             ("--shards", self.shards.is_some()),
             ("--retries", self.retries.is_some()),
@@ -317,6 +332,9 @@ impl Args {
 /// Everything a run needs, resolved from flags or from a stored `run.toml`.
 struct Resolved {
     config: RunConfig,
+    /// The protocol `--protocol` named, which holds every episode; `None`: each condition's
+    /// paper protocol.
+    protocol: Option<specgap_rules::Protocol>,
     tasks: Vec<TaskPackage>,
     conditions: Vec<Condition>,
     shard: Option<Shard>,
@@ -456,12 +474,17 @@ struct RunSpec {
     shard: Option<String>,
     /// `--shards N`: the shard count that goes with `--shard auto` on Kubernetes.
     shards: Option<u32>,
-    repeats: u32,
+    /// `--repeats`; `None`: the named protocol's, else 1.
+    repeats: Option<u32>,
     seed: u64,
     retries: u32,
     sandbox: bool,
     budget: Budget,
     clarification_rounds: Option<u32>,
+    /// `--protocol`.
+    protocol: Option<String>,
+    /// `--allow-stand-in`.
+    allow_stand_in: bool,
 }
 
 /// Resolves a new run from its flags, or from `--config` and the flags that may go with it.
@@ -524,12 +547,14 @@ fn spec_from_flags(args: &Args) -> anyhow::Result<RunSpec> {
         starts: if args.starts.is_empty() { split_list(DEFAULT_STARTS) } else { clean_list(&args.starts) },
         shard: args.shard.clone(),
         shards: args.shards,
-        repeats: args.repeats.unwrap_or(1),
+        repeats: args.repeats,
         seed: args.seed.unwrap_or(0),
         retries: args.retries.unwrap_or(2),
         sandbox: !args.no_sandbox,
         budget: Budget { turns: args.turns, tool_calls: args.tool_calls, wall_sec: args.wall_sec },
         clarification_rounds: args.clarification_rounds,
+        protocol: args.protocol.clone(),
+        allow_stand_in: args.allow_stand_in,
     })
 }
 
@@ -614,7 +639,7 @@ fn spec_from_file(args: &Args, path: &Path) -> anyhow::Result<RunSpec> {
         starts: list_or(&file.starts, DEFAULT_STARTS),
         shard: args.shard.clone(),
         shards: args.shards,
-        repeats: args.repeats.or(file.repeats).unwrap_or(1),
+        repeats: args.repeats.or(file.repeats),
         seed: args.seed.or(file.seed).unwrap_or(0),
         retries: args.retries.or(file.retries).unwrap_or(2),
         sandbox: !args.no_sandbox && file.sandbox.unwrap_or(true),
@@ -624,6 +649,8 @@ fn spec_from_file(args: &Args, path: &Path) -> anyhow::Result<RunSpec> {
             wall_sec: args.wall_sec.or(file.budget.wall_sec),
         },
         clarification_rounds: args.clarification_rounds.or(file.clarification_rounds),
+        protocol: args.protocol.clone(),
+        allow_stand_in: args.allow_stand_in,
     })
 }
 
@@ -641,14 +668,25 @@ fn build(spec: RunSpec) -> anyhow::Result<Resolved> {
         }
     }
     let shard = scale_out::shard_flag(spec.shard.as_deref(), spec.shards)?;
-    if spec.repeats == 0 {
+    if spec.repeats == Some(0) {
         bail!("--repeats must be at least 1");
     }
+    let protocols = protocol::resolve(&protocol::RunShape {
+        spec: spec.protocol.as_deref(),
+        allow_stand_in: spec.allow_stand_in,
+        conditions: &conditions,
+        starts: &spec.starts,
+        user: &spec.user,
+        repeats: spec.repeats,
+        budget: &spec.budget,
+        clarification_rounds: spec.clarification_rounds,
+        tasks: &tasks,
+    })?;
     let config = RunConfig {
         specgap_version: env!("CARGO_PKG_VERSION").to_string(),
         protocol_version: specgap_protocol::run::PROTOCOL_VERSION,
         seed: spec.seed,
-        repeats: spec.repeats,
+        repeats: protocols.repeats,
         retries: spec.retries,
         sandbox: spec.sandbox,
         shard: shard.map(|s| s.as_pair()),
@@ -663,9 +701,10 @@ fn build(spec: RunSpec) -> anyhow::Result<Resolved> {
         starts: dedup(spec.starts),
         budget: spec.budget,
         clarification_rounds: spec.clarification_rounds,
+        protocols: protocols.records,
     };
     let conditions = config.conditions.iter().map(|c| Condition::parse(c)).collect::<Result<Vec<_>, _>>()?;
-    Ok(Resolved { config, tasks, conditions, shard })
+    Ok(Resolved { config, protocol: protocols.named, tasks, conditions, shard })
 }
 
 /// Rebuilds a run from its stored configuration, checking that every task still has the
@@ -702,7 +741,8 @@ fn resolve_stored(config: &RunConfig) -> anyhow::Result<Resolved> {
     agents::check_stored_prompt_versions(config)?;
     let conditions = config.conditions.iter().map(|c| Condition::parse(c)).collect::<Result<Vec<_>, _>>()?;
     let shard = config.shard.map(|[index, count]| Shard { index, count });
-    Ok(Resolved { config: config.clone(), tasks, conditions, shard })
+    let protocol = protocol::stored(&config.protocols)?;
+    Ok(Resolved { config: config.clone(), protocol, tasks, conditions, shard })
 }
 
 fn task_ref(package: &TaskPackage) -> anyhow::Result<TaskRef> {
@@ -886,6 +926,7 @@ fn run_plan(store: &Store, resolved: &Resolved, plan: &runner::Plan, how: &Execu
             wall_sec: config.budget.wall_sec,
             clarification_rounds: config.clarification_rounds,
         },
+        protocol: resolved.protocol.clone(),
         seed: config.seed,
         stop: Arc::clone(&stop),
         work_root: how.work_dir.clone(),

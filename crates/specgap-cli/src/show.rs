@@ -439,6 +439,13 @@ fn render_event(out: &mut String, event: &Event, detail: &EpisodeDetail, speaker
                 let _ = writeln!(out, "  [{} {} {path}{failed}]", action.via, action.kind.as_str());
             }
         }
+        EventKind::FileReads { read, shown, unmeasured, .. } => {
+            if unmeasured.is_empty() {
+                let _ = writeln!(out, "  [files read: {}; shown: {}]", list_or_none(read), list_or_none(shown));
+            } else {
+                let _ = writeln!(out, "  [files read: not measured ({unmeasured})]");
+            }
+        }
         EventKind::AgentExit { status, how, stderr_tail, note } => {
             let status = status.map_or_else(|| "killed".to_string(), |s| format!("status {s}"));
             let _ = writeln!(out, "\n[agent program ended: {how}, {status}]");
@@ -526,6 +533,12 @@ fn private_block(k: u32, score: f64, success: bool, failing: Option<&str>, detai
     }
     out.push_str("  └─\n");
     out
+}
+
+
+/// `a, b` or `none`.
+fn list_or_none(files: &[String]) -> String {
+    if files.is_empty() { "none".to_string() } else { files.join(", ") }
 }
 
 #[cfg(test)]

@@ -18,16 +18,9 @@ use rand::seq::SliceRandom as _;
 use rand_chacha::ChaCha8Rng;
 use sha2::{Digest as _, Sha256};
 use specgap_protocol::package::{Budget, ClarificationTarget};
+use specgap_rules::{EndRules, Paper, Protocol};
 use specgap_task::TaskPackage;
 
-/// Default turn budget per episode (DESIGN §4; seed 000 §5.1).
-pub const DEFAULT_TURNS: u32 = 120;
-/// Default tool-call budget per episode (DESIGN §4; seed 000 §5.1).
-pub const DEFAULT_TOOL_CALLS: u32 = 360;
-/// Default wall-clock budget per episode in seconds (DESIGN §4).
-pub const DEFAULT_WALL_SEC: u64 = 3600;
-/// Default clarification-round limit of delivery conditions (seed 002 A.3: at most 30).
-pub const DEFAULT_CLARIFICATION_ROUNDS: u32 = 30;
 
 /// A condition preset: one row of DESIGN §4's table.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -531,20 +524,32 @@ pub fn applicability(package: &TaskPackage, condition: &Condition, start: &Start
 }
 
 /// The episode budgets after DESIGN §4's precedence: command-line flag > condition preset
-/// (submissions) > `task.toml` `[budget]` > defaults.
+/// (submissions) > `task.toml` `[budget]` > the protocol's budgets ([`specgap_rules`]), with
+/// the protocol's end rules beside them, so every part of the engine that reads a budget reads
+/// the rules of the same protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Budgets {
-    /// Agent turns (model replies or script lines).
+    /// Agent turns (model replies or script lines); [`UNBOUNDED`] without a cap.
     pub turns: u32,
-    /// Tool calls over the whole episode.
+    /// Tool calls over the whole episode; [`UNBOUNDED`] without a cap.
     pub tool_calls: u32,
-    /// Wall-clock seconds for the episode.
+    /// Wall-clock seconds for the episode; [`UNBOUNDED_WALL`] without a wall clock.
     pub wall_sec: u64,
     /// Evaluated submissions.
     pub submissions: u32,
-    /// Answered `ask_user` calls allowed under delivery conditions (seed 002 A.3).
+    /// Answered clarification rounds allowed under delivery conditions (seed 002 A.3);
+    /// [`UNBOUNDED`] without a limit.
     pub clarification_rounds: u32,
+    /// The loop rules of the protocol (each acts only when the protocol has it).
+    pub rules: EndRules,
+    /// Whether the prompts state the wall-clock budget.
+    pub announce_wall: bool,
 }
+
+/// A turn, tool-call or round budget without a cap (a protocol's `0`).
+pub const UNBOUNDED: u32 = u32::MAX;
+/// A wall budget without a clock (a protocol's `0`): no deadline is set.
+pub const UNBOUNDED_WALL: u64 = u64::MAX;
 
 /// Budget flags from the command line; `None` defers to the next source.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -559,16 +564,40 @@ pub struct BudgetFlags {
     pub clarification_rounds: Option<u32>,
 }
 
+/// The protocol of the paper `condition`'s preset comes from (issue 24 item 1: without
+/// `--protocol`, a condition runs under its paper's protocol).
+pub fn paper_protocol(condition: &Condition) -> Protocol {
+    Paper::of_preset(&condition.preset().name()).unwrap_or(Paper::Tiganeval).protocol()
+}
+
+fn cap(n: u32) -> u32 {
+    if n == 0 { UNBOUNDED } else { n }
+}
+
 impl Budgets {
-    /// Resolves the budgets of one episode. The submission flag arrives through the
-    /// condition's overrides ([`Condition::submissions`]).
+    /// The budgets of one episode under its condition's paper protocol ([`paper_protocol`]).
     pub fn resolve(condition: &Condition, task: &Budget, flags: &BudgetFlags) -> Self {
+        Budgets::resolve_under(&paper_protocol(condition), condition, task, flags)
+    }
+
+    /// The budgets of one episode under `protocol`. The submission flag arrives through the
+    /// condition's overrides; without it a condition with feedback has the protocol's
+    /// submissions and one without feedback has one (DESIGN §3.4).
+    pub fn resolve_under(protocol: &Protocol, condition: &Condition, task: &Budget, flags: &BudgetFlags) -> Self {
+        let b = &protocol.budgets;
+        let submissions = match (condition.feedback(), condition.overrides().submissions) {
+            (false, _) => 1,
+            (true, Some(n)) => n,
+            (true, None) => b.submissions.max(1),
+        };
         Budgets {
-            turns: flags.turns.or(task.turns).unwrap_or(DEFAULT_TURNS),
-            tool_calls: flags.tool_calls.or(task.tool_calls).unwrap_or(DEFAULT_TOOL_CALLS),
-            wall_sec: flags.wall_sec.or(task.wall_sec).unwrap_or(DEFAULT_WALL_SEC),
-            submissions: condition.submissions(),
-            clarification_rounds: flags.clarification_rounds.unwrap_or(DEFAULT_CLARIFICATION_ROUNDS),
+            turns: flags.turns.or(task.turns).unwrap_or(cap(b.turns)),
+            tool_calls: flags.tool_calls.or(task.tool_calls).unwrap_or(cap(b.tool_calls)),
+            wall_sec: flags.wall_sec.or(task.wall_sec).unwrap_or(if b.wall_sec == 0 { UNBOUNDED_WALL } else { b.wall_sec }),
+            submissions,
+            clarification_rounds: flags.clarification_rounds.unwrap_or(cap(b.clarification_rounds)),
+            rules: protocol.end_rules,
+            announce_wall: b.announce_wall,
         }
     }
 }
@@ -710,9 +739,17 @@ mod tests {
         let task = Budget { turns: Some(50), tool_calls: None, wall_sec: Some(600) };
         let flags = BudgetFlags { turns: Some(10), ..BudgetFlags::default() };
         let b = Budgets::resolve(&c, &task, &flags);
-        assert_eq!(b, Budgets { turns: 10, tool_calls: 360, wall_sec: 600, submissions: 3, clarification_rounds: 30 });
+        let rules = specgap_rules::tiganeval().end_rules;
+        assert_eq!(
+            b,
+            Budgets { turns: 10, tool_calls: 360, wall_sec: 600, submissions: 3, clarification_rounds: UNBOUNDED, rules, announce_wall: false }
+        );
+        // Seed 000 names no wall clock; seed 002 has 43,200 s, no step cap and 30 rounds.
         let d = Budgets::resolve(&Condition::new(Preset::Full), &Budget::default(), &BudgetFlags::default());
-        assert_eq!((d.turns, d.tool_calls, d.wall_sec, d.submissions), (120, 360, 3600, 1));
+        assert_eq!((d.turns, d.tool_calls, d.wall_sec, d.submissions), (120, 360, UNBOUNDED_WALL, 1));
+        let h = Budgets::resolve(&Condition::new(Preset::Hidden), &Budget::default(), &BudgetFlags::default());
+        assert_eq!((h.turns, h.tool_calls, h.wall_sec, h.clarification_rounds), (UNBOUNDED, UNBOUNDED, 43_200, 30));
+        assert_eq!(h.rules, specgap_rules::fde_bench().end_rules);
     }
 
     fn targets(n: usize) -> Vec<ClarificationTarget> {

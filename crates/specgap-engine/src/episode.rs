@@ -84,7 +84,8 @@ use serde_json::Value;
 use specgap_protocol::event::{EventKind, ToolCall, Usage, UserMessageKind};
 use specgap_protocol::result::{EvalResult, Scored};
 use specgap_protocol::run::EndReason;
-use specgap_sandbox::{Base, BaseCache, HostView, SandboxConfig, Session};
+use specgap_protocol::reads::Observation;
+use specgap_sandbox::{Base, BaseCache, HostView, Reads, SandboxConfig, Session, Shell};
 use specgap_store::{EpisodeWriter, Role, StoreError, SubmissionRecord};
 use specgap_task::TaskPackage;
 use specgap_task::matching::linked_targets;
@@ -116,20 +117,33 @@ pub type StartResults = Arc<Mutex<HashMap<(String, String), EvalResult>>>;
 /// once per package rather than once per episode.
 pub type HostViews = Arc<Mutex<HashMap<String, HostView>>>;
 
-/// Consecutive identical calls that end an episode (DESIGN §3.5).
-pub const REPEATED_CALL_LIMIT: u32 = 4;
-/// Consecutive blank successful commands that end an episode.
-pub const BLANK_OUTPUT_LIMIT: u32 = 4;
-/// Consecutive `ask_user` calls that end an owner-condition episode.
-pub const ASK_LIMIT: u32 = 4;
-/// Consecutive replies without a tool call that end an episode.
-pub const NO_TOOL_CALL_LIMIT: u32 = 2;
-/// Consecutive refusals that end an episode.
-pub const REFUSAL_LIMIT: u32 = 3;
+/// `four` for 4 (the papers' counts in words), digits beyond ten.
+pub(crate) fn count_word(n: u32) -> String {
+    const WORDS: [&str; 11] = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"];
+    WORDS.get(n as usize).map_or_else(|| n.to_string(), |w| (*w).to_string())
+}
 
-/// The harness's reminder after a reply without a tool call.
+/// `fourth` for 4, `11th` beyond ten.
+pub(crate) fn ordinal_word(n: u32) -> String {
+    const WORDS: [&str; 11] = ["zeroth", "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"];
+    WORDS.get(n as usize).map_or_else(|| format!("{n}th"), |w| (*w).to_string())
+}
+
+/// Whether a loop rule with count `limit` (`None`: the protocol has no such rule) is reached
+/// by `count` consecutive occurrences. The counts are the protocol's
+/// ([`specgap_rules::EndRules`], carried in [`Budgets::rules`]).
+pub(crate) fn reached(limit: Option<u32>, count: u32) -> bool {
+    limit.is_some_and(|n| count >= n)
+}
+
+/// The harness's reminder after a reply without a tool call, under a protocol whose
+/// no-tool-call rule ends the episode on the next one.
 pub const NO_TOOL_REMINDER: &str = "Your last reply called no tool. Continue the work by calling a tool; when you \
     are done, deliver with submit. Another reply without a tool call ends the work.";
+/// The reminder after a reply without a tool call under a protocol without that end rule
+/// (seed 000 lists none): the work goes on.
+pub const NO_TOOL_REMINDER_GOES_ON: &str =
+    "Your last reply called no tool. Continue the work by calling a tool; when you are done, deliver with submit.";
 /// The `end` event's detail when the agent's model request was abandoned at the deadline.
 pub const AGENT_ABANDONED: &str = "the agent's model request in flight was abandoned";
 /// The `end` event's detail when the user's reply was abandoned at the deadline.
@@ -340,6 +354,24 @@ impl From<UserError> for EpisodeError {
     }
 }
 
+/// Writes what the agent's surroundings recorded since the last time
+/// ([`Agent::records_since_last`]), each event stamped with the moment it happened.
+fn write_agent_records(agent: &mut dyn Agent, writer: &mut EpisodeWriter) -> Result<(), StoreError> {
+    for (at, record) in agent.records_since_last() {
+        writer.event_at(record, at)?;
+    }
+    Ok(())
+}
+
+/// After [`Agent::stop`]: the last of [`write_agent_records`], then the agent's closing records.
+fn write_closing_records(agent: &mut dyn Agent, writer: &mut EpisodeWriter) -> Result<(), StoreError> {
+    write_agent_records(agent, writer)?;
+    for record in agent.closing_records() {
+        writer.event(record)?;
+    }
+    Ok(())
+}
+
 /// Runs one episode attempt (module guide). The writer is not finished here: on `Ok` the
 /// runner calls `writer.finish(outcome.summary())`; on `Err` it records the error and
 /// retries or finishes with an error status. An `error` event and an `end` event are written
@@ -379,11 +411,9 @@ pub fn run_episode(
         }
         Err(error) => {
             if !matches!(error, EpisodeError::Store(_)) {
-                // What the agent's closing records hold (a `cli:` agent's network attempts)
-                // happened whatever ended the episode; `end` writes them on the other paths.
-                for record in agent.closing_records() {
-                    writer.event(record)?;
-                }
+                // What the agent's surroundings recorded (a `cli:` agent's network attempts)
+                // happened whatever ended the episode; `end` writes it on the other paths.
+                write_closing_records(agent, writer)?;
                 let class = match error {
                     EpisodeError::Evaluation { .. } => "evaluation",
                     _ => "infrastructure",
@@ -471,6 +501,8 @@ struct Effect {
     answered: bool,
     /// Feedback to deliver after the turn's results.
     feedback: Option<String>,
+    /// The files a command read (a `file_reads` event, written after its result).
+    file_reads: Option<EventKind>,
 }
 
 struct Episode<'c, 'a> {
@@ -677,6 +709,8 @@ impl<'c, 'a> Episode<'c, 'a> {
             let inbox = std::mem::take(&mut self.inbox);
             let reply = self.agent.next_turn(&inbox);
             self.links.check_usage()?;
+            // What happened around the agent while it worked goes before what it replied.
+            write_agent_records(self.agent, self.writer)?;
             // A reply that comes after the wall budget ended (or a stop) is recorded, not acted on.
             let late = self.deadline_end();
             let ended = match reply? {
@@ -744,7 +778,7 @@ impl<'c, 'a> Episode<'c, 'a> {
             return Ok(late);
         }
         self.counters.refusals += 1;
-        if self.counters.refusals >= REFUSAL_LIMIT {
+        if reached(self.ctx.budgets.rules.refusals(), self.counters.refusals) {
             return Ok(Some(EndReason::Refusals));
         }
         self.harness_message(UserMessageKind::Reminder, REFUSAL_REMINDER)?;
@@ -798,7 +832,8 @@ impl<'c, 'a> Episode<'c, 'a> {
                 continue;
             }
             if self.repeated(call) {
-                self.tool_result(call, ToolOutput::error("not run: the same call was repeated four times in a row"))?;
+                let times = self.counters.identical;
+                self.tool_result(call, ToolOutput::error(format!("not run: the same call was repeated {} times in a row", count_word(times))))?;
                 ended = Some(EndReason::LoopRepeatedCall);
                 continue;
             }
@@ -812,7 +847,7 @@ impl<'c, 'a> Episode<'c, 'a> {
                 feedback = effect.feedback;
             }
             ended = effect.end;
-            if ended.is_none() && self.counters.blank >= BLANK_OUTPUT_LIMIT {
+            if ended.is_none() && reached(self.ctx.budgets.rules.blank_output(), self.counters.blank) {
                 ended = Some(EndReason::LoopBlankOutput);
             }
             if ended.is_none() && self.tool_calls >= self.ctx.budgets.tool_calls {
@@ -863,10 +898,11 @@ impl<'c, 'a> Episode<'c, 'a> {
             return Ok(None);
         }
         self.counters.no_tool += 1;
-        if self.counters.no_tool >= NO_TOOL_CALL_LIMIT {
+        if reached(self.ctx.budgets.rules.no_tool_call(), self.counters.no_tool) {
             return Ok(Some(EndReason::NoToolCall));
         }
-        self.harness_message(UserMessageKind::Reminder, NO_TOOL_REMINDER)?;
+        let reminder = if self.ctx.budgets.rules.no_tool_call().is_some() { NO_TOOL_REMINDER } else { NO_TOOL_REMINDER_GOES_ON };
+        self.harness_message(UserMessageKind::Reminder, reminder)?;
         Ok(None)
     }
 
@@ -931,7 +967,7 @@ impl<'c, 'a> Episode<'c, 'a> {
             self.inbox.push(Incoming::UserMessage { kind: UserMessageKind::Answer, text });
             if without_call {
                 self.counters.no_tool += 1;
-                if self.counters.no_tool >= NO_TOOL_CALL_LIMIT {
+                if reached(self.ctx.budgets.rules.no_tool_call(), self.counters.no_tool) {
                     return Ok(Some(EndReason::NoToolCall));
                 }
             }
@@ -1002,7 +1038,7 @@ impl<'c, 'a> Episode<'c, 'a> {
             self.counters.last_call = Some(key);
             self.counters.identical = 1;
         }
-        self.counters.identical >= REPEATED_CALL_LIMIT
+        reached(self.ctx.budgets.rules.repeated_call(), self.counters.identical)
     }
 
     /// Updates the blank-output and question counters after a call.
@@ -1046,7 +1082,7 @@ impl<'c, 'a> Episode<'c, 'a> {
                 names::WRITE_TEXT => with_args(call, |a| tools::write_text(&self.ws, &a)),
                 names::REPLACE_TEXT => with_args(call, |a| tools::replace_text(&self.ws, &a)),
                 names::RUN_EXPERIMENT | names::BASH => self.command_tool(call, &mut effect)?,
-                names::RUN_PROJECT => self.run_project(call)?,
+                names::RUN_PROJECT => self.run_project(call, &mut effect)?,
                 names::WRITE_PLAN => self.write_plan(call),
                 names::ASK_USER => self.ask_user(call, &mut effect)?,
                 names::SUBMIT => self.submit_tool(call, &mut effect)?,
@@ -1055,6 +1091,9 @@ impl<'c, 'a> Episode<'c, 'a> {
             },
         };
         self.tool_result(call, output)?;
+        if let Some(reads) = effect.file_reads.take() {
+            self.writer.event(reads)?;
+        }
         if let Some(change) = self.phase_changed.take() {
             self.writer.event(EventKind::PhaseChange {
                 phase: change.phase,
@@ -1126,21 +1165,44 @@ impl<'c, 'a> Episode<'c, 'a> {
         if args.timeout_sec == Some(0) {
             return Ok(ToolOutput::error("timeout_sec must be at least 1 (seconds)"));
         }
-        let result = self.run_command(&args.command, args.timeout_sec)?;
+        let shell = if call.tool == names::BASH { Shell::Bash } else { Shell::Sh };
+        let result = self.run_command(shell, &args.command, args.timeout_sec)?;
         effect.blank_success = result.blank_success();
-        Ok(result.to_output())
+        let output = result.to_output();
+        effect.file_reads = Some(self.file_reads(call, &output.output));
+        Ok(output)
     }
 
-    fn run_command(&mut self, command: &str, timeout_sec: Option<u64>) -> Result<CommandResult, EpisodeError> {
+    /// The `file_reads` event of the command just run by `call`, whose result the agent gets
+    /// as `observation`: the files its processes read and those whose content the observation
+    /// shows (docs/decisions.md "Opened and inspected, measured").
+    fn file_reads(&self, call: &ToolCall, observation: &str) -> EventKind {
+        let session = self.planning_session.as_ref().unwrap_or(&self.session);
+        let call_id = call.id.clone();
+        match session.last_reads() {
+            Reads::Measured(files) => {
+                let seen = Observation::new(observation);
+                let shown = files
+                    .iter()
+                    .filter(|f| std::fs::read(self.ws_dir.join(f)).is_ok_and(|bytes| seen.shows(&String::from_utf8_lossy(&bytes))))
+                    .cloned()
+                    .collect();
+                EventKind::FileReads { call_id, read: files.iter().cloned().collect(), shown, unmeasured: String::new() }
+            }
+            Reads::Unmeasured(why) => EventKind::FileReads { call_id, read: Vec::new(), shown: Vec::new(), unmeasured: why.clone() },
+        }
+    }
+
+    fn run_command(&mut self, shell: Shell, command: &str, timeout_sec: Option<u64>) -> Result<CommandResult, EpisodeError> {
         let timeout = timeout_sec
             .unwrap_or(tools::DEFAULT_COMMAND_TIMEOUT_SEC)
             .clamp(1, tools::MAX_COMMAND_TIMEOUT_SEC)
             .min(self.remaining_wall_sec());
         let session = self.planning_session.as_mut().unwrap_or(&mut self.session);
-        sandbox_ops::run_command(session, command, timeout)
+        sandbox_ops::run_command(session, shell, command, timeout)
     }
 
-    fn run_project(&mut self, call: &ToolCall) -> Result<ToolOutput, EpisodeError> {
+    fn run_project(&mut self, call: &ToolCall, effect: &mut Effect) -> Result<ToolOutput, EpisodeError> {
         let args: tools::RunProjectArgs = match tools::parse_args(&call.tool, &call.arguments) {
             Ok(args) => args,
             Err(message) => return Ok(ToolOutput::error(message)),
@@ -1153,7 +1215,9 @@ impl<'c, 'a> Episode<'c, 'a> {
             Err(message) => return Ok(ToolOutput::error(message)),
         };
         let command = project.replay.replace("{record}", &tools::shell_quote(&record));
-        Ok(self.run_command(&command, None)?.to_output())
+        let output = self.run_command(Shell::Sh, &command, None)?.to_output();
+        effect.file_reads = Some(self.file_reads(call, &output.output));
+        Ok(output)
     }
 
     fn write_plan(&mut self, call: &ToolCall) -> ToolOutput {
@@ -1197,9 +1261,10 @@ impl<'c, 'a> Episode<'c, 'a> {
             self.unlocked = true;
             return Ok(ToolOutput::ok(UNLOCK_ACKNOWLEDGEMENT));
         }
-        if !condition.is_delivery() && self.counters.asks + 1 >= ASK_LIMIT {
+        if !condition.is_delivery() && reached(self.ctx.budgets.rules.ask_user(), self.counters.asks + 1) {
             effect.end = Some(EndReason::LoopAskUser);
-            return Ok(ToolOutput::error("not answered: this is the fourth question in a row"));
+            let nth = self.counters.asks + 1;
+            return Ok(ToolOutput::error(format!("not answered: this is the {} question in a row", ordinal_word(nth))));
         }
         if condition.is_delivery() && self.rounds_exhausted()? {
             return Ok(ToolOutput::ok(self.round_limit_reply()));
@@ -1484,9 +1549,7 @@ impl<'c, 'a> Episode<'c, 'a> {
         }
         let undelivered = std::mem::take(&mut self.inbox);
         self.agent.stop(&undelivered);
-        for record in self.agent.closing_records() {
-            self.writer.event(record)?;
-        }
+        write_closing_records(self.agent, self.writer)?;
         if let Some((which, used, limit)) = self.budget_used(reason) {
             self.writer.event(EventKind::Budget { which: which.into(), used, limit })?;
         }

@@ -5,9 +5,11 @@
 //!   deterministic failures"): an evaluation error re-runs the evaluator on the same frozen
 //!   state, up to the run's retry limit, instead of running the agent again. Every failed
 //!   evaluation but the last is recorded as an `errors` row of the attempt; the last is handed
-//!   back as an [`EvalFailure`]. A failure the evaluator says cannot be retried, or one that
-//!   repeats the previous one once digits and temporary names are masked, is deterministic
-//!   and ends the re-evaluation.
+//!   back as an [`EvalFailure`]. Only a failure the evaluator itself says cannot be retried
+//!   ends the re-evaluation early: one that repeats the previous one (once digits and temporary
+//!   names are masked) is still re-evaluated up to the limit, as the paper re-runs verification
+//!   whenever it fails for infrastructure reasons (issue 24 item 4), and is marked
+//!   deterministic in its `errors` row, for the reader.
 //! * **Attribution** (seed 002 §4.2, A.3; "Engine: evaluator failures on a delivered
 //!   artifact"): when the evaluator still fails on a submission of a delivery-scored task,
 //!   the same evaluator is run on the task's gold artifact (the clean workspace with the
@@ -114,8 +116,9 @@ pub(crate) fn evaluate_with_retries(
             }
             Err(other) => return Err(other),
         };
+        let final_word = failure.deterministic;
         failure.deterministic |= previous.as_ref().is_some_and(|p| failure.repeats(p));
-        if stopping(ctx) || failure.deterministic || evaluations > ctx.eval_retries {
+        if stopping(ctx) || final_word || evaluations > ctx.eval_retries {
             return Ok(Evaluated::Failed(failure));
         }
         failure.record(writer)?;

@@ -32,7 +32,8 @@
 
 use specgap_task::TaskPackage;
 
-use crate::condition::{Ask, Budgets, Condition, OpeningKind, PromptKind, oracle_targets};
+use crate::condition::{Ask, Budgets, Condition, OpeningKind, PromptKind, UNBOUNDED, UNBOUNDED_WALL, oracle_targets};
+use crate::episode::{count_word, ordinal_word};
 use crate::prompt_files::{PromptFile, Replacements, SYSTEM_PROMPT_FILES};
 
 /// Version of the prompt texts; bump on any change to `src/prompts/*.md` or to this module's
@@ -43,8 +44,11 @@ use crate::prompt_files::{PromptFile, Replacements, SYSTEM_PROMPT_FILES};
 /// ([`AskRoute`]): `ask_user` by the name the agent sees, or the text exchange alone (issue 15).
 /// 7: under delivery conditions, several `ask_user` calls of one turn are all answered, as one
 /// round (issue 24 item 2). 8: the planning prompt says its commands see the workspace
-/// read-only (issue 24 item 5).
-pub const PROMPT_VERSION: &str = "8";
+/// read-only (issue 24 item 5). 9: the budget and end rules told are the protocol's
+/// (issue 24 items 1, 5): seed 000's prompts state 120 turns and 360 tool calls and no wall
+/// clock, and no end for replies without a tool call; seed 002's state no step cap and none of
+/// seed 000's loop rules.
+pub const PROMPT_VERSION: &str = "9";
 
 /// How the agent puts questions to its counterpart, as its prompts tell it (issue 15; seed
 /// 002 App. A.9.3). The agent says which ([`crate::Agent::ask_route`]).
@@ -189,11 +193,8 @@ impl Fills {
         } else {
             "You deliver once: the owner takes what you hand over without replying, and the job ends there."
         };
-        let wall_minutes = budgets.wall_sec.div_ceil(60);
-        let budget_note = format!(
-            "Budget: {} turns, {} tool calls and {wall_minutes} minutes of wall-clock time.",
-            budgets.turns, budgets.tool_calls,
-        );
+        let wall_minutes = budget_number(budgets.wall_sec == UNBOUNDED_WALL, budgets.wall_sec.div_ceil(60));
+        let budget_note = budget_note(budgets);
         Fills {
             condition: *condition,
             budgets: *budgets,
@@ -207,9 +208,9 @@ impl Fills {
                 ("{gate_note}", gate_note),
                 ("{neutral_submit_note}", neutral_submit_note.to_string()),
                 ("{budget_note}", budget_note),
-                ("{turns}", budgets.turns.to_string()),
-                ("{tool_calls}", budgets.tool_calls.to_string()),
-                ("{wall_minutes}", wall_minutes.to_string()),
+                ("{turns}", budget_number(budgets.turns == UNBOUNDED, budgets.turns.into())),
+                ("{tool_calls}", budget_number(budgets.tool_calls == UNBOUNDED, budgets.tool_calls.into())),
+                ("{wall_minutes}", wall_minutes),
                 ("{submissions}", budgets.submissions.to_string()),
                 ("{submissions_word}", submissions_word.to_string()),
             ],
@@ -220,6 +221,32 @@ impl Fills {
         let rules = rules_note(&self.condition, &self.budgets, phase, &self.route);
         let text = template.replace("{rules_note}", &rules);
         self.pairs.iter().fold(text, |text, (key, value)| text.replace(key, value))
+    }
+}
+
+/// A budget's number for a placeholder, `unlimited` without a cap.
+fn budget_number(unbounded: bool, n: u64) -> String {
+    if unbounded { "unlimited".into() } else { n.to_string() }
+}
+
+/// `{budget_note}`: the budgets that have a cap, the wall clock only where the protocol
+/// announces it (seed 000's prompts state turns and tool calls; no paper states a wall clock);
+/// empty when nothing is capped or announced.
+fn budget_note(budgets: &Budgets) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    if budgets.turns != UNBOUNDED {
+        parts.push(format!("{} turns", budgets.turns));
+    }
+    if budgets.tool_calls != UNBOUNDED {
+        parts.push(format!("{} tool calls", budgets.tool_calls));
+    }
+    if budgets.announce_wall && budgets.wall_sec != UNBOUNDED_WALL {
+        parts.push(format!("{} minutes of wall-clock time", budgets.wall_sec.div_ceil(60)));
+    }
+    match parts.as_slice() {
+        [] => String::new(),
+        [one] => format!("Budget: {one}."),
+        [init @ .., last] => format!("Budget: {} and {last}.", init.join(", ")),
     }
 }
 
@@ -244,7 +271,6 @@ fn ask_how(route: &AskRoute) -> String {
 /// by `route`.
 fn rules_note(condition: &Condition, budgets: &Budgets, phase: Phase, route: &AskRoute) -> String {
     let asks = condition.ask() != Ask::Off;
-    let ask_loop = if asks && !condition.is_delivery() { ", on the fourth question to the owner in a row" } else { "" };
     // Owner conditions have no text exchange: their route is always a tool.
     let tool = match (condition.is_delivery(), route.tool()) {
         (false, None) => Some("`ask_user`".to_string()),
@@ -287,13 +313,35 @@ fn rules_note(condition: &Condition, budgets: &Budgets, phase: Phase, route: &As
         ),
         [] => String::new(),
     };
+    let rules = budgets.rules;
+    let mut ends: Vec<String> = vec!["when any budget runs out".into()];
+    if let Some(n) = rules.repeated_call() {
+        ends.push(format!("on the {} identical call in a row (same tool, same arguments)", ordinal_word(n)));
+    }
+    if let Some(n) = rules.blank_output() {
+        ends.push(format!("on the {} command in a row that succeeds without printing anything", ordinal_word(n)));
+    }
+    if let Some(n) = rules.ask_user().filter(|_| asks && !condition.is_delivery()) {
+        ends.push(format!("on the {} question to the owner in a row", ordinal_word(n)));
+    }
+    ends.push("when your context overflows".into());
+    if let Some(n) = rules.refusals() {
+        ends.push(format!("after {} refusals in a row", count_word(n)));
+    }
+    let ends = match ends.as_slice() {
+        [init @ .., last] if !init.is_empty() => format!("{}, and {last}", init.join(", ")),
+        _ => ends.join(""),
+    };
+    let no_tool = match rules.no_tool_call() {
+        Some(1) => "A reply without any tool call ends the work.".to_string(),
+        Some(2) => "A reply without any tool call gets one reminder; a second such reply in a row ends the work.".to_string(),
+        Some(n) => format!("A reply without any tool call gets a reminder; the {} such reply in a row ends the work.", ordinal_word(n)),
+        None => "A reply without any tool call gets a reminder, and the work goes on.".to_string(),
+    };
     format!(
-        "The work also ends when any budget runs out, on the fourth identical call in a row (same tool, same \
-         arguments), on the fourth command in a row that succeeds without printing anything{ask_loop}, when your \
-         context overflows, and after three refusals in a row; the current workspace is then submitted \
-         automatically if it changed since your last submission. A reply without any tool call gets one reminder; \
-         a second such reply in a row ends the work. Every path is relative to the workspace. Independent tools may \
-         be called together in one turn; {ender_rule}.{rounds_note}"
+        "The work also ends {ends}; the current workspace is then submitted automatically if it changed since your \
+         last submission. {no_tool} Every path is relative to the workspace. Independent tools may be called together \
+         in one turn; {ender_rule}.{rounds_note}"
     )
 }
 
@@ -372,12 +420,28 @@ mod tests {
 
     #[test]
     fn budget_and_rules_are_filled() {
+        // Seed 000 states turns and tool calls, no wall clock, and no end for text-only replies.
         let p = prompts("partial");
-        assert!(p.initial.contains("Budget: 120 turns, 360 tool calls and 60 minutes of wall-clock time."));
+        assert!(p.initial.contains("\n\nBudget: 120 turns and 360 tool calls.\n\n"), "{}", p.initial);
+        assert!(p.initial.contains(
+            "The work also ends when any budget runs out, on the fourth identical call in a row (same tool, same \
+             arguments), on the fourth command in a row that succeeds without printing anything, on the fourth \
+             question to the owner in a row, when your context overflows, and after three refusals in a row; the \
+             current workspace is then submitted automatically if it changed since your last submission. A reply \
+             without any tool call gets a reminder, and the work goes on."
+        ), "{}", p.initial);
         assert!(p.initial.contains(
             "`submit` and `ask_user` each end the turn, so call them alone: calls after them in the same turn are not run."
         ));
         assert!(p.initial.contains("on the fourth question to the owner in a row"));
+        // Seed 002: no step cap and no announced clock, none of seed 000's loop rules.
+        let h = prompts("hidden");
+        assert!(!h.initial.contains("Budget:"), "{}", h.initial);
+        assert!(h.initial.contains(
+            "The work also ends when any budget runs out, and when your context overflows; the current workspace is \
+             then submitted automatically if it changed since your last submission. A reply without any tool call \
+             gets one reminder; a second such reply in a row ends the work."
+        ), "{}", h.initial);
         let l = prompts("literal");
         assert!(l.initial.contains("`submit` ends the turn, so call it alone: calls after it in the same turn are not run."));
         assert!(!l.initial.contains("ask_user"));
@@ -434,7 +498,7 @@ mod tests {
         let execute = p.execute_phase.unwrap();
         assert!(execute.starts_with("You are the engineer a project owner has brought in"), "{execute}");
         assert!(execute.contains("Carry out the plan you saved in PLAN.md."));
-        assert!(execute.contains("Budget: 120 turns, 360 tool calls and 60 minutes of wall-clock time."));
+        assert!(execute.contains("Budget: 120 turns and 360 tool calls. The budget covers both phases together"));
         let quiet = prompts("plan+ask=off");
         assert!(!quiet.initial.contains("ask_user") && !quiet.initial.contains("ask them"), "{}", quiet.initial);
     }
@@ -553,7 +617,9 @@ mod tests {
             assert!(!p.to_lowercase().contains(word), "`{word}` in {p}");
         }
         // The submission budget is in `submit`'s description (issue 13), the rest here.
-        assert!(p.contains("Budget: 120 turns, 360 tool calls and 60 minutes of wall-clock time."), "{p}");
+        // Seed 001's protocol: specgap's budget, no harness loop rule, the wall clock not told.
+        assert!(p.contains("Budget: 120 turns and 360 tool calls."), "{p}");
         assert!(p.contains("Your first submission ends the work."), "{p}");
+        assert!(p.contains("The work also ends when any budget runs out, and when your context overflows;"), "{p}");
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use specgap_protocol::result::{EvalResult, Scored};
 use specgap_sandbox::{
     Base, CommandOutput, CommandSpec, EvalError, EvaluatorRun, HostView, Limits, MaterializeError, SandboxConfig,
-    SandboxError, Session, run_evaluator,
+    SandboxError, Session, Shell, run_evaluator,
 };
 use specgap_task::{Overlay, TaskPackage};
 
@@ -243,12 +243,13 @@ pub(crate) fn planning_session(ctx: &EpisodeContext<'_>, host: &HostView, worksp
     Session::new(template, host.clone(), ctx.sandbox.clone())
 }
 
-/// Runs a shell command in the episode's session.
+/// Runs a shell command in the episode's session, by `shell` (the `bash` tool's commands by
+/// bash, `run_experiment`'s and replays by `/bin/sh`; docs/decisions.md "The bash tool is bash").
 ///
 /// # Errors
 /// An infrastructure error when the sandbox cannot run it.
-pub(crate) fn run_command(session: &mut Session, command: &str, timeout_sec: u64) -> Result<CommandResult, EpisodeError> {
-    let output = session.run_shell(command, Duration::from_secs(timeout_sec), OUTPUT_CAP).map_err(sandbox_error)?;
+pub(crate) fn run_command(session: &mut Session, shell: Shell, command: &str, timeout_sec: u64) -> Result<CommandResult, EpisodeError> {
+    let output = session.run_in(shell, command, Duration::from_secs(timeout_sec), OUTPUT_CAP).map_err(sandbox_error)?;
     Ok(CommandResult { output, timeout_sec, sandbox_ended: session.sandbox_ended_by_last_command() })
 }
 

@@ -527,9 +527,18 @@ pub trait Agent {
     /// end, errors included, possibly more than once.
     fn stop(&mut self, _undelivered: &[Incoming]) {}
 
-    /// Events the agent's surroundings recorded beside its replies (an external agent's
-    /// network tripwire: `network_attempt` events and one `network_tripwire`), handed over
-    /// once, after [`Agent::stop`]; the engine records them before `budget` and `end`.
+    /// Events the agent's surroundings recorded beside its replies since the last call, each
+    /// with the moment it happened (an external agent's network tripwire: a `network_attempt`
+    /// per attempt). The engine asks at every turn and once more after [`Agent::stop`], and
+    /// writes them stamped with those moments, so they stand where they happened in the
+    /// trajectory (and reach a live viewer then). Default: none.
+    fn records_since_last(&mut self) -> Vec<(Instant, specgap_protocol::event::EventKind)> {
+        Vec::new()
+    }
+
+    /// Events about the agent's surroundings as a whole (an external agent's one
+    /// `network_tripwire` summary), handed over once, after [`Agent::stop`] and the last
+    /// [`Agent::records_since_last`]; the engine records them before `budget` and `end`.
     /// Default: none.
     fn closing_records(&mut self) -> Vec<specgap_protocol::event::EventKind> {
         Vec::new()

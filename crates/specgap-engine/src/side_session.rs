@@ -30,7 +30,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use specgap_protocol::event::{ToolSpec, UserMessageKind};
 use specgap_protocol::result::{EvalResult, Scored};
-use specgap_sandbox::{CommandSpec, HostView, SandboxConfig, Session};
+use specgap_sandbox::{CommandSpec, HostView, SandboxConfig, Session, Shell};
 use specgap_task::TaskPackage;
 
 use crate::condition::{Budgets, Condition};
@@ -281,7 +281,7 @@ fn run_bash(session: &mut Session, arguments: &Value, deadline: &crate::session:
     };
     let wanted = args.timeout_sec.unwrap_or(DEFAULT_COMMAND_TIMEOUT_SEC).clamp(1, MAX_COMMAND_TIMEOUT_SEC);
     let left = deadline.cap(Duration::from_secs(wanted)).as_secs().max(1);
-    let result = sandbox_ops::run_command(session, &args.command, left)?;
+    let result = sandbox_ops::run_command(session, Shell::Bash, &args.command, left)?;
     let output = result.to_output();
     Ok((output.output, output.is_error))
 }

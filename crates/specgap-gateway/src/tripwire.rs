@@ -101,8 +101,17 @@ pub struct Tripwire {
     namespace: File,
     stop: Arc<AtomicBool>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
-    attempts: Arc<Mutex<Vec<NetworkAttempt>>>,
+    attempts: Arc<Mutex<Vec<Arrival>>>,
     any_address: bool,
+}
+
+/// An attempt as the serving thread keeps it: when it arrived, and whether its record is
+/// complete (a TCP connection's first bytes read, or given up on).
+#[derive(Debug, Clone)]
+struct Arrival {
+    attempt: NetworkAttempt,
+    at: Instant,
+    settled: bool,
 }
 
 /// The sockets made inside the namespace.
@@ -155,7 +164,17 @@ impl Tripwire {
 
     /// The attempts recorded so far, in the order they arrived.
     pub fn attempts(&self) -> Vec<NetworkAttempt> {
-        self.attempts.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.attempts.lock().unwrap_or_else(PoisonError::into_inner).iter().map(|a| a.attempt.clone()).collect()
+    }
+
+    /// The complete records from the `from`-th attempt on (0-based, in arrival order), each with
+    /// the moment it arrived, up to the first one still incomplete (a TCP connection whose
+    /// first bytes are awaited, for at most 2 s): so a caller that takes them as they come, with
+    /// `from` = how many it has, gets every attempt once, in order, with its SNI or `Host`.
+    /// After [`Tripwire::disarm`] every record is complete.
+    pub fn settled_since(&self, from: usize) -> Vec<(Instant, NetworkAttempt)> {
+        let arrivals = self.attempts.lock().unwrap_or_else(PoisonError::into_inner);
+        arrivals.iter().skip(from).take_while(|a| a.settled).map(|a| (a.at, a.attempt.clone())).collect()
     }
 
     /// Stops serving, closes every socket (connections still being read are recorded with
@@ -220,7 +239,7 @@ fn bind_sockets() -> io::Result<Sockets> {
 /// The serving thread's state.
 struct Serving {
     sockets: Sockets,
-    attempts: Arc<Mutex<Vec<NetworkAttempt>>>,
+    attempts: Arc<Mutex<Vec<Arrival>>>,
     stop: Arc<AtomicBool>,
     /// Connections whose first bytes are still awaited: the stream, the index of its record,
     /// what arrived, and until when it may take.
@@ -251,9 +270,10 @@ impl Serving {
         self.read_pending(true);
     }
 
-    fn record(&self, attempt: NetworkAttempt) -> usize {
+    /// Records an attempt (complete unless its first bytes are still to be read).
+    fn record(&self, attempt: NetworkAttempt, settled: bool) -> usize {
         let mut attempts = self.attempts.lock().unwrap_or_else(PoisonError::into_inner);
-        attempts.push(attempt);
+        attempts.push(Arrival { attempt, at: Instant::now(), settled });
         attempts.len() - 1
     }
 
@@ -270,7 +290,7 @@ impl Serving {
                     port: 53,
                     sni: None,
                     http_host: None,
-                });
+                }, true);
             }
             if let Some(reply) = dns::answer(query, TRAP_ADDRESS) {
                 let _ = self.sockets.dns.send_to(&reply, peer);
@@ -296,7 +316,7 @@ impl Serving {
                 port: local.port(),
                 sni: None,
                 http_host: None,
-            });
+            }, false);
             self.pending.push((stream, index, Vec::new(), Instant::now() + FIRST_BYTES_WAIT));
         }
     }
@@ -331,9 +351,10 @@ impl Serving {
                 sniff::Sniffed::NeedMore => still.push((stream, index, bytes, until)),
                 sniff::Sniffed::Done { sni, http_host } => {
                     let mut attempts = self.attempts.lock().unwrap_or_else(PoisonError::into_inner);
-                    if let Some(attempt) = attempts.get_mut(index) {
-                        attempt.sni = sni;
-                        attempt.http_host = http_host;
+                    if let Some(arrival) = attempts.get_mut(index) {
+                        arrival.attempt.sni = sni;
+                        arrival.attempt.http_host = http_host;
+                        arrival.settled = true;
                     }
                     drop(attempts);
                     let _ = stream.shutdown(std::net::Shutdown::Both);

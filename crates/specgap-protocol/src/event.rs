@@ -299,6 +299,26 @@ pub enum EventKind {
         /// The actions, in order.
         actions: Vec<crate::action::FileAction>,
     },
+    /// The workspace files one command of the harness's shell tools (`bash`, `run_experiment`,
+    /// `run_project`) read, measured by the harness (fanotify on the sandbox's workspace mount;
+    /// issue 24 item 4, docs/decisions.md "Opened and inspected, measured"). Written right after
+    /// the command's `tool_result`.
+    FileReads {
+        /// The call whose command it was.
+        call_id: String,
+        /// The files its processes read at all (seed 001 App. D.2 "inspects"), workspace-relative,
+        /// sorted.
+        #[serde(default)]
+        read: Vec<String>,
+        /// Of those, the files whose content reached the agent in the result (App. D.2 "opens";
+        /// `crate::reads`), sorted.
+        #[serde(default)]
+        shown: Vec<String>,
+        /// Why the reads could not be measured (no privilege, no sandbox); empty when they were.
+        /// An unmeasured command is read from its text instead, and the report says so.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        unmeasured: String,
+    },
     /// An external agent's program ended (issue 14 item 6).
     AgentExit {
         /// Its exit status; absent when the harness killed it.

@@ -8,6 +8,7 @@
 //! | --- | --- |
 //! | [`package`] | task package formats 1 and 2 (DESIGN §2): `task.toml`, `requirements.toml`, `observations.toml`, `user.toml`, `clarifications.toml`, residual `meta.toml` |
 //! | [`action`] | the normalized vocabulary of what an agent's step did with files (read, write, edit, search, list, run), shared by the report's shell analysis and agent adapters (seed 001 App. D.2) |
+//! | [`reads`] | when a file a command read counts as *opened*: its content reached the agent (seed 001 App. D.2; issue 24 item 4) |
 //! | [`event`] | trajectory events and tool calls (DESIGN §3, §6) |
 //! | [`run`] | `run.toml` and its protocol version, episode keys and ids, end reasons (DESIGN §3.5, §6) |
 //! | [`text`] | observation `{key}` placeholders and one-line error chains |
@@ -25,6 +26,7 @@ pub mod escape;
 pub mod event;
 pub mod package;
 pub mod path_quote;
+pub mod reads;
 pub mod request;
 pub mod result;
 pub mod run;

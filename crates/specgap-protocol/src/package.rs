@@ -20,13 +20,24 @@ pub const FORMAT_2: u32 = 2;
 
 /// Every key format 2 adds (file, then the key's place in it), in the order CHANGELOG.md
 /// lists them. Each is optional; each is an error in a format-1 package.
-pub const FORMAT_2_KEYS: [&str; 5] = [
+pub const FORMAT_2_KEYS: [&str; 13] = [
     "task.toml [task].tags",
     "task.toml [task].subfamily",
     "task.toml [delivery].schema",
     "observations.toml [[observation]].request",
     "task.toml [project].probes",
+    "task.toml [environment].image",
+    "task.toml [environment].dockerfile",
+    "task.toml [environment].rootfs",
+    "task.toml [environment].oci_layout",
+    "task.toml [environment].workdir",
+    "task.toml [evaluator].dir",
+    "task.toml [evaluator].out",
+    "task.toml [evaluator.environment]",
 ];
+
+/// Where the workspace appears in an image environment without `[environment].workdir`.
+pub const DEFAULT_WORKDIR: &str = "/workspace";
 
 /// `task.toml`: the manifest of a task package (DESIGN §2).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -106,20 +117,128 @@ impl Family {
     }
 }
 
-/// `[environment]` of `task.toml`: what sandboxed commands need from the host.
+/// `[environment]` of `task.toml`: what sandboxed commands need, either from the host
+/// (`commands`, `binds`: a host-command environment, the default) or as an image's root
+/// filesystem (format 2: exactly one of `image`, `dockerfile`, `rootfs`, `oci_layout`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Environment {
     /// Command names resolved on the host `PATH`; their installation directories are mounted
-    /// read-only in the sandbox.
+    /// read-only in the sandbox. Host-command environments only.
     #[serde(default)]
     pub commands: Vec<String>,
-    /// Extra absolute host paths mounted read-only.
+    /// Extra absolute host paths mounted read-only. Host-command environments only.
     #[serde(default)]
     pub binds: Vec<String>,
     /// Extra environment variables for every sandboxed command.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Format 2: an image reference resolved by a container engine (`python:3.12-slim`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    /// Format 2: a Dockerfile relative to the package root (`environment/Dockerfile`), built by
+    /// a container engine with its directory as the build context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dockerfile: Option<String>,
+    /// Format 2: a root filesystem tarball relative to the package root
+    /// (`environment/rootfs.tar`, optionally gzip- or zstd-compressed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rootfs: Option<String>,
+    /// Format 2: an OCI image layout directory relative to the package root
+    /// (`environment/oci`, holding `oci-layout` and `index.json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oci_layout: Option<String>,
+    /// Format 2: the absolute path where the workspace appears in an image environment
+    /// (default [`DEFAULT_WORKDIR`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workdir: Option<String>,
+}
+
+/// Where an image environment's root filesystem comes from (format 2, DESIGN §2).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ImageSource {
+    /// An image reference resolved by a container engine.
+    Image(String),
+    /// A Dockerfile path relative to the package root; its directory is the build context.
+    Dockerfile(String),
+    /// A root filesystem tarball relative to the package root.
+    Rootfs(String),
+    /// An OCI image layout directory relative to the package root.
+    OciLayout(String),
+}
+
+impl ImageSource {
+    /// The task.toml key that names this source (`image`, `dockerfile`, `rootfs`, `oci_layout`).
+    pub fn key(&self) -> &'static str {
+        match self {
+            ImageSource::Image(_) => "image",
+            ImageSource::Dockerfile(_) => "dockerfile",
+            ImageSource::Rootfs(_) => "rootfs",
+            ImageSource::OciLayout(_) => "oci_layout",
+        }
+    }
+
+    /// The value as written (a reference or a package-relative path).
+    pub fn value(&self) -> &str {
+        match self {
+            ImageSource::Image(v) | ImageSource::Dockerfile(v) | ImageSource::Rootfs(v) | ImageSource::OciLayout(v) => v,
+        }
+    }
+
+    /// The sources set among the four keys, in key order (a valid table has at most one).
+    pub fn all_of(
+        image: &Option<String>,
+        dockerfile: &Option<String>,
+        rootfs: &Option<String>,
+        oci_layout: &Option<String>,
+    ) -> Vec<ImageSource> {
+        let mut found = Vec::new();
+        found.extend(image.clone().map(ImageSource::Image));
+        found.extend(dockerfile.clone().map(ImageSource::Dockerfile));
+        found.extend(rootfs.clone().map(ImageSource::Rootfs));
+        found.extend(oci_layout.clone().map(ImageSource::OciLayout));
+        found
+    }
+}
+
+impl Environment {
+    /// The image source, or `None` for a host-command environment. The loader guarantees at
+    /// most one of the four keys; were there several, the first in key order wins.
+    pub fn image_source(&self) -> Option<ImageSource> {
+        ImageSource::all_of(&self.image, &self.dockerfile, &self.rootfs, &self.oci_layout).into_iter().next()
+    }
+
+    /// Where the workspace appears in an image environment: `workdir`, or [`DEFAULT_WORKDIR`].
+    pub fn workdir(&self) -> &str {
+        self.workdir.as_deref().unwrap_or(DEFAULT_WORKDIR)
+    }
+}
+
+/// `[evaluator.environment]` (format 2): the evaluator's own image when it differs from the
+/// task's (Harbor's separate verifier). Exactly one of the four keys.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvaluatorEnvironment {
+    /// An image reference resolved by a container engine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    /// A Dockerfile relative to the package root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dockerfile: Option<String>,
+    /// A root filesystem tarball relative to the package root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rootfs: Option<String>,
+    /// An OCI image layout directory relative to the package root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oci_layout: Option<String>,
+}
+
+impl EvaluatorEnvironment {
+    /// The image source (the loader guarantees exactly one key).
+    pub fn image_source(&self) -> Option<ImageSource> {
+        ImageSource::all_of(&self.image, &self.dockerfile, &self.rootfs, &self.oci_layout).into_iter().next()
+    }
 }
 
 /// `[project]` of `task.toml`: what `run_project` replays.
@@ -148,6 +267,18 @@ pub struct EvaluatorSpec {
     /// Wall-clock limit in seconds.
     #[serde(default = "default_evaluator_timeout")]
     pub timeout_sec: u64,
+    /// Format 2, image environments: the absolute path where the evaluator's private copy of
+    /// `evaluator/` appears (`/tests`), and its working directory. Unset: a private path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir: Option<String>,
+    /// Format 2, image environments: the absolute path of the evaluator's output directory,
+    /// where it writes `result.json` (`SPECGAP_OUT`; e.g. Harbor's `/logs/verifier`). Unset: a
+    /// private path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub out: Option<String>,
+    /// Format 2: the evaluator's own image; unset, it runs in the task's environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<EvaluatorEnvironment>,
 }
 
 fn default_evaluator_timeout() -> u64 {

@@ -30,7 +30,12 @@ use serde::{Deserialize, Serialize};
 ///   do not and are not charged to the tool-call budget (they used to refuse the whole turn and
 ///   be charged); the `relay` owner adds the observation's `request` to its feedback (format-2
 ///   packages) and answers an owner's question from the linked sentences of `user.toml`.
-pub const PROTOCOL_VERSION: u32 = 4;
+/// * **5** — named paper protocols (issue 24): each end rule, budget and default belongs to one
+///   protocol and acts only under it. Seed 000's conditions have 120 turns, 360 tool calls, no
+///   wall clock and no end for replies without a tool call; seed 002's have 43,200 s, no step
+///   cap and none of seed 000's loop rules; seed 001's have no harness loop rule. The prompts
+///   state the protocol's rules.
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// The protocol version of a `run.toml` that does not name one (see [`PROTOCOL_VERSION`]).
 pub const PROTOCOL_VERSION_UNRECORDED: u32 = 1;
@@ -96,6 +101,45 @@ pub struct RunConfig {
     /// engine's default of 30. Omitted from `run.toml` when the flag was not given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clarification_rounds: Option<u32>,
+    /// The paper protocols the run follows (`[[protocols]]`; issue 24): one named by
+    /// `--protocol`, or, without it, one per paper whose conditions the run has. Each with its
+    /// name, every rule as resolved, and what the run changed or stood in for. Empty in stores
+    /// written before protocols were named (their conditions ran under the rules of their
+    /// protocol version).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub protocols: Vec<ProtocolRecord>,
+}
+
+/// One of `run.toml`'s `[[protocols]]`: a paper protocol the run follows (`specgap_rules`), the
+/// conditions it governs, and how far the run is faithful to it. `--resume` runs under the
+/// stored rules; `specgap merge` refuses runs whose records differ.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProtocolRecord {
+    /// `tiganeval`, `swe-residual`, `fde-bench` or `custom`.
+    pub name: String,
+    /// Whether `--protocol` named it (false: chosen as the paper of the run's conditions).
+    pub named: bool,
+    /// `--allow-stand-in` was given: offline stand-ins for model roles run, as deviations.
+    #[serde(default)]
+    pub allow_stand_in: bool,
+    /// The run's canonical conditions this protocol governs.
+    #[serde(default)]
+    pub conditions: Vec<String>,
+    /// Settings of the run that differ from the protocol's rules, in words
+    /// (`turns = 10 (--turns; the protocol's: 120)`).
+    #[serde(default)]
+    pub overrides: Vec<String>,
+    /// Model-backed roles of the protocol that the run plays with an offline stand-in, in
+    /// words (`owner: relay (offline) stands in for one model`).
+    #[serde(default)]
+    pub stand_ins: Vec<String>,
+    /// Other ways the run leaves the protocol, in words (a residual start under a condition of
+    /// another paper, which no paper runs).
+    #[serde(default)]
+    pub departures: Vec<String>,
+    /// Every rule of the protocol, as `specgap_rules::Protocol::to_toml` writes it.
+    pub rules: toml::Table,
 }
 
 /// What `specgap merge` joined (`run.toml` `[merge]`): the shard count of its inputs and the

@@ -80,6 +80,7 @@ pub mod judge;
 pub mod network;
 pub mod noise;
 pub mod opened;
+pub mod reset;
 pub mod outcome;
 pub mod plan;
 pub mod pricing;

@@ -246,6 +246,90 @@ pub fn file_actions(events: &[Event], start: &Tree) -> Vec<FileAction> {
     out
 }
 
+/// What the harness measured of an episode's reads (`file_reads` events; docs/decisions.md
+/// "Opened and inspected, measured"), with the harness's other tools (`read_text`, …) and an
+/// adapter's `actions` read as [`file_actions`] reads them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Measured {
+    /// Files read at all: by a measured command's processes, or opened by another tool.
+    pub read: BTreeSet<String>,
+    /// Files opened: shown by a measured command's result, or opened by another tool.
+    pub opened: BTreeSet<String>,
+}
+
+impl Measured {
+    /// The files of `files` opened (seed 001 App. D.2 "opens").
+    pub fn opened_of(&self, files: &BTreeSet<String>) -> BTreeSet<String> {
+        self.opened.intersection(files).cloned().collect()
+    }
+
+    /// Whether the episode inspects the inherited changes: it ran `git status` / `git diff`
+    /// (from `actions`, the commands' text: running them is what counts) or *read* a file the
+    /// predecessor modified (App. D.2 "reads a file that the predecessor modified").
+    pub fn inspects(&self, actions: &[FileAction], predecessor_files: &BTreeSet<String>) -> bool {
+        actions.iter().any(|a| a.ok && (a.via == "git status" || a.via == "git diff"))
+            || self.read.intersection(predecessor_files).next().is_some()
+    }
+}
+
+/// The measured reading of an episode, or why there is none: a shell command that ran
+/// without a measured `file_reads` event (reads not measured, with the recorded reason, or a
+/// trajectory from before measurement, or an agent CLI's shell, which the harness does not
+/// watch) leaves the episode to the trajectory reader.
+///
+/// # Errors
+/// The reason, as a sentence for the report.
+pub fn measured_reads(events: &[Event], start: &Tree) -> Result<Measured, String> {
+    let mut reads: HashMap<&str, (&[String], &[String], &str)> = HashMap::new();
+    let mut failed: HashMap<&str, bool> = HashMap::new();
+    for event in events {
+        match &event.kind {
+            EventKind::FileReads { call_id, read, shown, unmeasured } => {
+                reads.insert(call_id.as_str(), (read.as_slice(), shown.as_slice(), unmeasured.as_str()));
+            }
+            EventKind::ToolResult { call_id, is_error, .. } => {
+                failed.insert(call_id.as_str(), *is_error);
+            }
+            _ => {}
+        }
+    }
+    let mut measured = Measured::default();
+    let mut others = Vec::with_capacity(events.len());
+    for event in events {
+        let EventKind::AgentTurn { turn, text, tool_calls, usage } = &event.kind else {
+            others.push(event.clone());
+            continue;
+        };
+        let mut kept = Vec::new();
+        for call in tool_calls {
+            if shell_command_key(&call.tool).is_none() {
+                kept.push(call.clone());
+                continue;
+            }
+            match reads.get(call.id.as_str()) {
+                Some((_, _, why)) if !why.is_empty() => return Err(format!("reads not measured: {why}")),
+                Some((read, shown, _)) => {
+                    measured.read.extend(read.iter().cloned());
+                    measured.opened.extend(shown.iter().cloned());
+                }
+                // A refused call (an error result without a measurement) ran nothing.
+                None if failed.get(call.id.as_str()).copied().unwrap_or(true) => {}
+                None => return Err(format!("no measured reads for the `{}` call {}", call.tool, call.id)),
+            }
+        }
+        let mut turn_event = event.clone();
+        turn_event.kind = EventKind::AgentTurn { turn: *turn, text: text.clone(), tool_calls: kept, usage: usage.clone() };
+        others.push(turn_event);
+    }
+    for action in file_actions(&others, start) {
+        if let Some(path) = action.path.as_ref().filter(|_| action.ok && action.kind.exposes_content()) {
+            measured.read.insert(path.clone());
+            measured.opened.insert(path.clone());
+        }
+    }
+    Ok(measured)
+}
+
 /// The argument holding the command line of a shell tool: the harness's `bash` and
 /// `run_experiment`, and the shell tools of the vendors' agent CLIs (Claude Code's `Bash`,
 /// Codex CLI's `exec_command`), so their commands are read like the harness's own.
@@ -1807,5 +1891,52 @@ mod tests {
                 is_error,
             }),
         ]
+    }
+
+    /// A `file_reads` event for call `c{turn}`.
+    fn reads(turn: u32, read: &[&str], shown: &[&str], unmeasured: &str) -> Event {
+        let v = |files: &[&str]| files.iter().map(|f| f.to_string()).collect();
+        Event {
+            seq: u64::from(turn),
+            ts_ms: 0,
+            elapsed_ms: 0,
+            kind: EventKind::FileReads { call_id: format!("c{turn}"), read: v(read), shown: v(shown), unmeasured: unmeasured.into() },
+        }
+    }
+
+    /// Issue 24 item 4: where every shell command was measured, opened and inspected come from
+    /// the measurements (a `grep -r` reads everything and opens what it printed; `xargs cat`
+    /// opens what the text reader cannot see), the harness's own tools as before; one
+    /// unmeasured command leaves the episode to the text reader, with the reason.
+    #[test]
+    fn measured_reads_replace_the_text_reading_and_fall_back_with_the_reason() {
+        let bash = |turn, command: &str, output: &str| call(turn, "bash", serde_json::json!({ "command": command }), output, false);
+        let mut events = bash(1, "grep -rn insert ivtree", "exit status 0\n--- stdout ---\nivtree/tree.py:3:    def insert(self):");
+        events.push(reads(1, &["ivtree/__init__.py", "ivtree/node.py", "ivtree/tree.py"], &["ivtree/tree.py"], ""));
+        events.extend(bash(2, "echo ivtree/node.py | xargs cat", "exit status 0\n--- stdout ---\nclass Node:"));
+        events.push(reads(2, &["ivtree/node.py"], &["ivtree/node.py"], ""));
+        events.extend(call(3, "read_text", serde_json::json!({ "path": "README.md" }), "# ivtree", false));
+        events.extend(bash(4, "false && cat tests/test_tree.py", "exit status 1\n(no output)"));
+        events.push(reads(4, &[], &[], ""));
+        let measured = measured_reads(&events, &tree()).unwrap();
+        let set = |files: &[&str]| files.iter().map(|f| f.to_string()).collect::<BTreeSet<String>>();
+        assert_eq!(
+            measured,
+            Measured {
+                read: set(&["README.md", "ivtree/__init__.py", "ivtree/node.py", "ivtree/tree.py"]),
+                opened: set(&["README.md", "ivtree/node.py", "ivtree/tree.py"]),
+            }
+        );
+        let by_text = opened_files(&file_actions(&events, &tree()), &set(&["ivtree/node.py", "ivtree/__init__.py"]));
+        assert_eq!(by_text, set(&[]), "the text reader cannot follow xargs");
+        assert_eq!(measured.opened_of(&set(&["ivtree/node.py", "ivtree/__init__.py"])), set(&["ivtree/node.py"]));
+        assert!(measured.inspects(&[], &set(&["ivtree/__init__.py"])), "read at all is inspected");
+        assert!(!measured.inspects(&[], &set(&["tests/test_tree.py"])));
+
+        let mut unmeasured = bash(1, "cat README.md", "exit status 0\n--- stdout ---\n# ivtree");
+        unmeasured.push(reads(1, &[], &[], "fanotify is unavailable: Operation not permitted (os error 1)"));
+        assert_eq!(measured_reads(&unmeasured, &tree()), Err("reads not measured: fanotify is unavailable: Operation not permitted (os error 1)".into()));
+        let old = bash(1, "cat README.md", "exit status 0\n--- stdout ---\n# ivtree");
+        assert_eq!(measured_reads(&old, &tree()), Err("no measured reads for the `bash` call c1".into()));
     }
 }

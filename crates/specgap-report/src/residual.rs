@@ -19,7 +19,8 @@ use specgap_store::read_trajectory;
 
 use crate::diff::{DiffChanges, kept_lines, parse_diff};
 use crate::episode::{Episode, indicator, mean};
-use crate::opened::{Tree, file_actions, inspects_inherited, opened_files};
+use crate::reset::resets_all_inherited;
+use crate::opened::{Measured, Tree, file_actions, inspects_inherited, measured_reads, opened_files};
 use specgap_protocol::action::FileAction;
 
 /// A residual state that passed the verifier before the first turn of an episode
@@ -207,16 +208,28 @@ pub struct AcceptanceBias {
     /// Share of continuations that change a left-out file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub left_out_residual: Option<f64>,
-    /// Share of continuations that open a left-out file (App. D.2 rules, [`crate::opened`]).
+    /// Share of continuations that open a left-out file (App. D.2 rules): by the measured
+    /// reads where the episode has them ([`crate::opened::measured_reads`]), else by the
+    /// commands' text ([`crate::opened`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub left_out_opened: Option<f64>,
+    /// [`AcceptanceBias::left_out_opened`] by the commands' text alone (the trajectory reader),
+    /// kept beside it: the two differ where shell text misleads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub left_out_opened_by_text: Option<f64>,
+    /// Continuations whose reads were measured (every shell command watched).
+    pub reads_measured: usize,
     /// Median over tasks of the task-mean ratio of continuation turns to the mean turns of the
     /// agent's clean runs on the task.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub steps_ratio: Option<f64>,
-    /// Share of continuations that inspect the inherited changes.
+    /// Share of continuations that inspect the inherited changes (measured reads where the
+    /// episode has them, as [`AcceptanceBias::left_out_opened`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub inspected: Option<f64>,
+    /// [`AcceptanceBias::inspected`] by the commands' text alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inspected_by_text: Option<f64>,
     /// Continuations split at the median Kept.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kept_split: Option<KeptSplit>,
@@ -225,8 +238,10 @@ pub struct AcceptanceBias {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub broken_failed: Option<f64>,
     /// Share of continuations that discard all inherited work: none of the predecessor's
-    /// added lines remains in the final diff (Kept = 0; §5.4, App. B.1 "none discarded the
-    /// inherited work in its entirety"), over continuations whose state added lines.
+    /// added lines remains in the final diff (Kept = 0), or their commands reset every
+    /// inherited change to the base before rewriting ([`crate::reset`]; §5.4, App. B.1 "none
+    /// discarded the inherited work in its entirety"), over continuations whose state added
+    /// lines.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub discarded_all: Option<f64>,
     /// Why some values rest on weaker inputs (moved into the report's warnings, not part of
@@ -300,6 +315,10 @@ struct Artifacts<'a> {
     /// The harness's diffs of the starting states (`start/workspace.diff`), with their sizes.
     start_diffs: HashMap<&'a str, (DiffChanges, u64)>,
     actions: HashMap<&'a str, Vec<FileAction>>,
+    /// The measured reads of each trajectory, or why it has none.
+    measured: HashMap<&'a str, Result<Measured, String>>,
+    /// Continuations whose commands reset every inherited change ([`crate::reset`]).
+    reset_all: HashSet<&'a str>,
 }
 
 /// What to read for one episode.
@@ -391,6 +410,8 @@ impl<'a> Artifacts<'a> {
             all.diffs.extend(part.diffs);
             all.start_diffs.extend(part.start_diffs);
             all.actions.extend(part.actions);
+            all.measured.extend(part.measured);
+            all.reset_all.extend(part.reset_all);
         }
         all
     }
@@ -413,8 +434,18 @@ impl<'a> Artifacts<'a> {
                 }
                 if matches!(need, Need::DiffAndActions) {
                     if let Ok(t) = read_trajectory(e.run_dir, id) {
-                        out.actions
-                            .insert(id, file_actions(&t.events, &start_tree(e)));
+                        let tree = start_tree(e);
+                        out.measured.insert(id, measured_reads(&t.events, &tree));
+                        let state = e.state().and_then(|s| e.context.and_then(|c| c.states.get(s)));
+                        if let Some(state) = state {
+                            let changes = &state.changes;
+                            let added = changes.created.clone();
+                            let modified = changes.files.difference(&added).cloned().collect();
+                            if resets_all_inherited(&t.events, &modified, &added) {
+                                out.reset_all.insert(id);
+                            }
+                        }
+                        out.actions.insert(id, file_actions(&t.events, &tree));
                     }
                     if let Some(start) = read_start_diff(e) {
                         out.start_diffs.insert(id, start);
@@ -483,6 +514,11 @@ pub fn acceptance_bias(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Acc
     let mut left_clean = TaskAverage::default();
     let mut left_residual = TaskAverage::default();
     let mut left_opened = TaskAverage::default();
+    let mut left_opened_text = TaskAverage::default();
+    let mut inspected_text = TaskAverage::default();
+    let mut reads_measured = 0usize;
+    let mut unmeasured: BTreeSet<String> = BTreeSet::new();
+    let mut reading_differs: Vec<String> = Vec::new();
     let mut steps = TaskAverage::default();
     let mut inspected = TaskAverage::default();
     let mut kept_all: Vec<(f64, bool)> = Vec::new();
@@ -576,7 +612,11 @@ pub fn acceptance_bias(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Acc
             let (kept, total) = kept_lines(&inherited.added, &final_changes.added);
             if total > 0 {
                 let value = kept as f64 / total as f64;
-                discarded_all.add(task, indicator(kept == 0));
+                // A reset to the base followed by a rewrite discards the earlier work even
+                // where the rewrite repeats some of its lines (docs/decisions.md "Report:
+                // Discarded all").
+                let reset = artifacts.reset_all.contains(e.row.id.as_str());
+                discarded_all.add(task, indicator(kept == 0 || reset));
                 kept_all.push((value, e.final_success()));
                 if failed {
                     kept_failed.add(task, value);
@@ -584,11 +624,25 @@ pub fn acceptance_bias(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Acc
             }
         }
         let trajectory = artifacts.actions.get(e.row.id.as_str());
+        let measured = match artifacts.measured.get(e.row.id.as_str()) {
+            Some(Ok(measured)) => {
+                reads_measured += 1;
+                Some(measured)
+            }
+            Some(Err(why)) => {
+                unmeasured.insert(why.clone());
+                None
+            }
+            None => None,
+        };
         if let Some(actions) = trajectory {
-            inspected.add(
-                task,
-                indicator(inspects_inherited(actions, &state.changes.files)),
-            );
+            let by_text = inspects_inherited(actions, &state.changes.files);
+            let value = measured.map_or(by_text, |m| m.inspects(actions, &state.changes.files));
+            if value != by_text {
+                reading_differs.push(format!("{}: inspected {value} measured, {by_text} by the commands' text", e.row.id));
+            }
+            inspected.add(task, indicator(value));
+            inspected_text.add(task, indicator(by_text));
         }
         // Left-out files: states with a non-empty L and clean partners normally submitted.
         if state.left_out.is_empty() || partners.is_empty() {
@@ -617,10 +671,14 @@ pub fn acceptance_bias(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Acc
             left_clean.add(task, clean_value);
             left_residual.add(task, indicator(changes_left_out(final_changes)));
             if let Some(actions) = trajectory {
-                left_opened.add(
-                    task,
-                    indicator(!opened_files(actions, &state.left_out).is_empty()),
-                );
+                let by_text = opened_files(actions, &state.left_out);
+                let value = measured.map_or_else(|| by_text.clone(), |m| m.opened_of(&state.left_out));
+                if value != by_text {
+                    let list = |files: &BTreeSet<String>| if files.is_empty() { "none".to_string() } else { files.iter().cloned().collect::<Vec<_>>().join(", ") };
+                    reading_differs.push(format!("{}: left-out files opened {} measured, {} by the commands' text", e.row.id, list(&value), list(&by_text)));
+                }
+                left_opened.add(task, indicator(!value.is_empty()));
+                left_opened_text.add(task, indicator(!by_text.is_empty()));
             }
         }
     }
@@ -635,6 +693,9 @@ pub fn acceptance_bias(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Acc
         left_out_clean: left_clean.macro_mean(),
         left_out_residual: left_residual.macro_mean(),
         left_out_opened: left_opened.macro_mean(),
+        left_out_opened_by_text: left_opened_text.macro_mean(),
+        reads_measured,
+        inspected_by_text: inspected_text.macro_mean(),
         steps_ratio: {
             let per_task = steps.task_means();
             specgap_stats::median(&per_task).ok()
@@ -643,7 +704,19 @@ pub fn acceptance_bias(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Acc
         kept_split: kept_split(&kept_all),
         broken_failed: broken_failed.macro_mean(),
         discarded_all: discarded_all.macro_mean(),
-        warnings: warnings.into_iter().collect(),
+        warnings: {
+            for why in unmeasured {
+                warnings.insert(format!("opened and inspected read from the commands' text for some continuations ({why}); the others' reads were measured"));
+            }
+            if !reading_differs.is_empty() {
+                warnings.insert(format!(
+                    "measured reads and the commands' text differ for {} continuation(s): {}",
+                    reading_differs.len(),
+                    reading_differs.join("; ")
+                ));
+            }
+            warnings.into_iter().collect()
+        },
     }
 }
 

@@ -577,7 +577,7 @@ fn ns_pid(pid: i32) -> Option<i32> {
 }
 
 /// `pid`'s descendants and `pid` itself, from `/proc/<pid>/task/*/children`.
-fn descendants(pid: i32) -> Vec<i32> {
+pub(crate) fn descendants(pid: i32) -> Vec<i32> {
     let mut all = vec![pid];
     let mut next = 0;
     while next < all.len() && all.len() < 100_000 {

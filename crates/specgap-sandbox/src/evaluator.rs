@@ -26,6 +26,22 @@
 //! crates) and needs no nested sandbox. Standard input is read to its end before the command
 //! starts: interactive back-and-forth with a candidate is not supported. Each call's time limit
 //! is what is left of the evaluator's.
+//!
+//! # Candidate layouts
+//! An evaluator that runs a verifier written for another harness (an imported Harbor task's
+//! `tests/test.sh`, which expects the submission at its work directory, its own files at
+//! `/tests` and a writable `/logs/verifier`) sets `SPECGAP_CANDIDATE_LAYOUT` to a file of
+//! lines, one directive each ([`CandidateLayout`]):
+//!
+//! | line | effect in the candidate's sandbox |
+//! | --- | --- |
+//! | `workdir /app` | the submission's copy is mounted at `/app` (the working directory) instead of `/workspace` |
+//! | `ro tests /tests` | a copy of the evaluator's `tests` directory (relative to its working directory, no links) appears read-only at `/tests` |
+//! | `out /logs/verifier` | an empty writable directory appears at `/logs/verifier`; once every process of the call has ended, its top-level regular files are copied into `$SPECGAP_CANDIDATE_OUT` |
+//! | `timeout 600` | the call may run 600 s (whole seconds, at least 1) instead of the run's candidate limit, never past the evaluator's own deadline |
+//!
+//! Nothing a candidate writes reaches the evaluator except through those copies, made after
+//! the candidate's sandbox is gone, so no process of the candidate outlives the copy.
 
 use std::collections::HashSet;
 use std::io;
@@ -54,12 +70,15 @@ pub const CANDIDATE_TIMEOUT_STATUS: i32 = 124;
 /// Exit status the launcher reports when the candidate could not be started.
 pub const CANDIDATE_START_FAILED_STATUS: i32 = 125;
 
-const EVALUATOR_MOUNT: &str = "/evaluator";
-const OUT_MOUNT: &str = "/out";
-const RUN_MOUNT: &str = "/run/specgap";
+use crate::rootfs::{EVALUATOR_MOUNT, OUT_MOUNT, RUN_MOUNT};
 const CALLS_DIR: &str = "calls";
 const BIN_DIR: &str = "bin";
 const LAUNCHER_NAME: &str = "specgap-candidate";
+/// Largest file copied back from a candidate's `out` directory, and how many are.
+const CANDIDATE_OUT_FILE_MAX_BYTES: u64 = 8 << 20;
+const CANDIDATE_OUT_FILES_MAX: usize = 64;
+/// Sandbox paths a layout may not place anything at or under, besides the runner's own.
+const LAYOUT_RESERVED: &[&str] = &["/tmp", "/run", "/sys", "/proc", "/dev"];
 /// Candidate calls served at once (the machines have two cores).
 const CANDIDATE_WORKERS: usize = 2;
 
@@ -385,12 +404,20 @@ if [ "$#" -eq 0 ]; then
 fi
 call=$(mktemp -d '{calls}/call.XXXXXXXX') || exit {start_failed}
 printf '%s\0' "$@" > "$call/argv"
+if [ -n "${{SPECGAP_CANDIDATE_LAYOUT:-}}" ]; then
+  cat "$SPECGAP_CANDIDATE_LAYOUT" > "$call/layout" || exit {start_failed}
+fi
 cat > "$call/stdin"
 : > "$call/ready"
 while [ ! -e "$call/done" ]; do sleep 0.005; done
 cat "$call/stdout"
 cat "$call/stderr" >&2
 status=$(cat "$call/status")
+if [ -n "${{SPECGAP_CANDIDATE_OUT:-}}" ]; then
+  for f in "$call"/out.*; do
+    [ -f "$f" ] && cp "$f" "$SPECGAP_CANDIDATE_OUT/${{f##*/out.}}"
+  done
+fi
 rm -rf "$call"
 exit "$status"
 "#,
@@ -419,6 +446,8 @@ struct CandidateService {
 /// Everything a worker needs to serve one call.
 struct CallContext {
     submission: PathBuf,
+    /// The evaluator's private copy, where a layout's `ro` directories come from.
+    evaluator: PathBuf,
     candidates: PathBuf,
     limits: Limits,
     deadline: Instant,
@@ -434,6 +463,7 @@ impl CandidateService {
         let failure = Arc::new(Mutex::new(None));
         let ctx = Arc::new(CallContext {
             submission: scratch.submission.clone(),
+            evaluator: scratch.evaluator.clone(),
             candidates: scratch.candidates.clone(),
             limits,
             deadline,
@@ -608,12 +638,21 @@ fn run_call(call: &CallDir, ctx: &CallContext) -> Result<(Vec<u8>, Vec<u8>, i32)
     if remaining.is_zero() {
         return Ok((Vec::new(), b"specgap-candidate: the evaluator's time is up\n".to_vec(), CANDIDATE_TIMEOUT_STATUS));
     }
+    let layout = match call.read("layout") {
+        Ok(bytes) => CandidateLayout::parse(&String::from_utf8_lossy(&bytes)).map_err(CallError::Request)?,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => CandidateLayout::default(),
+        Err(e) => return Err(CallError::Request(format!("unreadable layout: {e}"))),
+    };
+    if !layout.is_default() && !ctx.config.enabled {
+        return Err(CallError::Request("a candidate layout needs the sandbox (it places directories at fixed paths)".into()));
+    }
     let copy = tempfile::Builder::new().prefix("call-").tempdir_in(&ctx.candidates).map_err(|e| CallError::Sandbox(e.into()))?;
     let workspace = copy.path().join("workspace");
     fsutil::copy_tree(&ctx.submission, &workspace, GitEntries::Skip).map_err(|e| CallError::Sandbox(e.into()))?;
     let mut spec = CommandSpec::argv(argv, &workspace);
+    let out_dir = layout.apply(&mut spec, &ctx.evaluator, copy.path())?;
     spec.stdin = stdin;
-    spec.limits = Limits { timeout: ctx.limits.timeout.min(remaining), ..ctx.limits };
+    spec.limits = Limits { timeout: layout.timeout.unwrap_or(ctx.limits.timeout).min(remaining), ..ctx.limits };
     let output = run_sandboxed(&spec, &ctx.host, &ctx.config).map_err(CallError::Sandbox)?;
     let mut stderr = output.stderr.to_bytes();
     let status = if output.timed_out {
@@ -622,7 +661,164 @@ fn run_call(call: &CallDir, ctx: &CallContext) -> Result<(Vec<u8>, Vec<u8>, i32)
     } else {
         output.exit_code.unwrap_or(128 + libc::SIGKILL)
     };
+    if let Some(out_dir) = out_dir {
+        // The sandbox and every process of the call have ended: nothing writes here any more.
+        copy_out_files(&out_dir, call, &mut stderr);
+    }
     Ok((output.stdout.to_bytes(), stderr, status))
+}
+
+/// A candidate call's layout (`SPECGAP_CANDIDATE_LAYOUT`, module docs "Candidate layouts"):
+/// where the submission, the evaluator's read-only directories and one output directory
+/// appear in the candidate's sandbox.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CandidateLayout {
+    /// `workdir PATH`: where the submission's copy is mounted (default `/workspace`).
+    pub workdir: Option<PathBuf>,
+    /// `ro SOURCE PATH`: a directory of the evaluator's copy (relative, plain names) and its
+    /// read-only place in the sandbox, in file order.
+    pub read_only: Vec<(PathBuf, PathBuf)>,
+    /// `out PATH`: the writable directory whose top-level files are copied back.
+    pub out: Option<PathBuf>,
+    /// `timeout SECONDS`: the call's time limit instead of the run's candidate limit (still
+    /// capped by what is left of the evaluator's).
+    pub timeout: Option<Duration>,
+}
+
+impl CandidateLayout {
+    /// Parses the layout file's text: one directive a line, blank lines and `#` comments
+    /// ignored.
+    ///
+    /// # Errors
+    /// A message naming the line: an unknown directive, a path that is not absolute and
+    /// plain (no `.`, `..`), a place under a system directory, `/tmp` or `/run`, a second
+    /// `workdir` or `out`, or two places equal or nested.
+    pub fn parse(text: &str) -> Result<CandidateLayout, String> {
+        let mut layout = CandidateLayout::default();
+        for (index, raw) in text.lines().enumerate() {
+            let line = raw.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let at = |message: String| format!("layout line {}: {message}", index + 1);
+            let words: Vec<&str> = line.split_whitespace().collect();
+            match words.as_slice() {
+                ["workdir", place] if layout.workdir.is_none() => layout.workdir = Some(sandbox_place(place).map_err(at)?),
+                ["out", place] if layout.out.is_none() => layout.out = Some(sandbox_place(place).map_err(at)?),
+                ["timeout", seconds] if layout.timeout.is_none() => {
+                    let seconds: u64 = seconds.parse().ok().filter(|s| *s >= 1).ok_or_else(|| at(format!("timeout {seconds} is not a whole number of seconds, at least 1")))?;
+                    layout.timeout = Some(Duration::from_secs(seconds));
+                }
+                ["ro", source, place] => {
+                    let source = relative_source(source).map_err(at)?;
+                    layout.read_only.push((source, sandbox_place(place).map_err(at)?));
+                }
+                _ => return Err(at(format!("expected `workdir PATH`, `ro SOURCE PATH`, `out PATH` or `timeout SECONDS` (each but ro once), found `{line}`"))),
+            }
+        }
+        let places: Vec<&PathBuf> = layout.workdir.iter().chain(layout.read_only.iter().map(|(_, p)| p)).chain(layout.out.iter()).collect();
+        for (i, a) in places.iter().enumerate() {
+            for b in &places[i + 1..] {
+                if a.starts_with(b) || b.starts_with(a) {
+                    return Err(format!("layout places {} and {} overlap", a.display(), b.display()));
+                }
+            }
+        }
+        Ok(layout)
+    }
+
+    /// Whether this places nothing (the plain launcher's layout, perhaps with a timeout).
+    pub fn is_default(&self) -> bool {
+        self.workdir.is_none() && self.read_only.is_empty() && self.out.is_none()
+    }
+
+    /// Rewrites `spec` (made by [`CommandSpec::argv`]) for this layout; copies the `ro`
+    /// directories from `evaluator` into `scratch`; returns the host directory of `out`.
+    fn apply(&self, spec: &mut CommandSpec, evaluator: &Path, scratch: &Path) -> Result<Option<PathBuf>, CallError> {
+        if let Some(workdir) = &self.workdir {
+            for mount in &mut spec.mounts {
+                mount.sandbox = workdir.clone();
+            }
+            spec.cwd = workdir.clone();
+        }
+        for (index, (source, place)) in self.read_only.iter().enumerate() {
+            let from = evaluator.join(source);
+            if !is_real_dir_below(evaluator, source) {
+                return Err(CallError::Request(format!("layout source {} is not a directory of the evaluator (links are not followed)", source.display())));
+            }
+            let to = scratch.join(format!("ro-{index}"));
+            fsutil::copy_tree(&from, &to, GitEntries::Keep).map_err(|e| CallError::Sandbox(e.into()))?;
+            spec.mounts.push(Mount { host: to, sandbox: place.clone(), writable: false });
+        }
+        let Some(place) = &self.out else { return Ok(None) };
+        let out = scratch.join("out");
+        fs::create_dir(&out).map_err(|e| CallError::Sandbox(e.into()))?;
+        spec.mounts.push(Mount { host: out.clone(), sandbox: place.clone(), writable: true });
+        Ok(Some(out))
+    }
+}
+
+/// An absolute sandbox path of plain names, not `/` and not at or under a reserved directory.
+fn sandbox_place(text: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(text);
+    let plain = path.is_absolute() && path.components().skip(1).all(|c| matches!(c, std::path::Component::Normal(_)));
+    if !plain || path == Path::new("/") || text.ends_with('/') {
+        return Err(format!("{text} must be an absolute path of plain names other than /"));
+    }
+    let reserved = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"].iter().chain(LAYOUT_RESERVED);
+    for top in reserved {
+        if path.starts_with(top) {
+            return Err(format!("{text} would be at or under {top}"));
+        }
+    }
+    Ok(path)
+}
+
+/// A relative path of plain names (a directory of the evaluator's copy).
+fn relative_source(text: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(text);
+    if path.as_os_str().is_empty() || !path.components().all(|c| matches!(c, std::path::Component::Normal(_))) {
+        return Err(format!("{text} must be a relative path of plain names"));
+    }
+    Ok(path)
+}
+
+/// Whether `root/rel` is a directory reached without passing through a symbolic link.
+fn is_real_dir_below(root: &Path, rel: &Path) -> bool {
+    let mut at = root.to_path_buf();
+    for part in rel.components() {
+        at.push(part);
+        match std::fs::symlink_metadata(&at) {
+            Ok(meta) if meta.is_dir() => {}
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// Copies the regular files at the top of a finished call's `out` directory into the call
+/// directory as `out.<name>` (names of letters, digits, `.`, `_`, `-`, not starting with `.`;
+/// at most [`CANDIDATE_OUT_FILES_MAX`] files of [`CANDIDATE_OUT_FILE_MAX_BYTES`]); what is
+/// left out is noted on the call's stderr.
+fn copy_out_files(out: &Path, call: &CallDir, stderr: &mut Vec<u8>) {
+    let Ok(entries) = std::fs::read_dir(out) else { return };
+    let mut names: Vec<String> = entries.flatten().filter_map(|e| e.file_name().to_str().map(str::to_string)).collect();
+    names.sort();
+    let mut copied = 0;
+    for name in names {
+        let plain = !name.starts_with('.') && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+        let meta = std::fs::symlink_metadata(out.join(&name));
+        let regular = meta.as_ref().is_ok_and(|m| m.is_file() && m.len() <= CANDIDATE_OUT_FILE_MAX_BYTES);
+        if !plain || !regular || copied == CANDIDATE_OUT_FILES_MAX {
+            stderr.extend_from_slice(format!("specgap-candidate: left out {name} of the output directory\n").as_bytes());
+            continue;
+        }
+        let written = std::fs::read(out.join(&name)).and_then(|bytes| call.write(&format!("out.{name}"), &bytes));
+        match written {
+            Ok(()) => copied += 1,
+            Err(e) => stderr.extend_from_slice(format!("specgap-candidate: cannot copy {name} of the output directory: {e}\n").as_bytes()),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use fs_err as fs;
 use specgap_protocol::package::Environment;
 
 use crate::error::SandboxError;
+use crate::rootfs::{ImagePlacement, RootfsView};
 use crate::scratch;
 
 /// `PATH` inside the sandbox after the resolved command directories.
@@ -36,6 +37,7 @@ pub struct HostView {
     mounts: Vec<PathBuf>,
     env: BTreeMap<String, String>,
     etc: Arc<tempfile::TempDir>,
+    rootfs: Option<Arc<RootfsView>>,
 }
 
 impl HostView {
@@ -44,7 +46,13 @@ impl HostView {
     /// # Errors
     /// [`SandboxError::Io`] when the synthetic `/etc` files cannot be written.
     pub fn system() -> Result<HostView, SandboxError> {
-        Ok(HostView { bin_dirs: Vec::new(), mounts: Vec::new(), env: BTreeMap::new(), etc: shared_etc(EtcKind::Commands)? })
+        Ok(HostView {
+            bin_dirs: Vec::new(),
+            mounts: Vec::new(),
+            env: BTreeMap::new(),
+            etc: shared_etc(EtcKind::Commands)?,
+            rootfs: None,
+        })
     }
 
     /// The same view with the `/etc` of an external agent's sandbox ([`crate::AgentSandbox`]):
@@ -66,10 +74,14 @@ impl HostView {
     /// first on the sandbox `PATH`. `binds` are mounted read-only at the same path.
     ///
     /// # Errors
+    /// [`SandboxError::ImageEnvironment`] for an image environment (format 2);
     /// [`SandboxError::CommandNotFound`], [`SandboxError::ShimUnresolved`], and
     /// [`SandboxError::BadBind`] for a bind that is relative, missing, `/`, or would expose the
     /// harness's working directory (a prefix or bind that contains it).
     pub fn resolve(environment: &Environment) -> Result<HostView, SandboxError> {
+        if let Some(source) = environment.image_source() {
+            return Err(SandboxError::ImageEnvironment { key: source.key(), value: source.value().to_string() });
+        }
         let mut view = HostView::system()?;
         for name in &environment.commands {
             let found = find_on_path(name).ok_or_else(|| SandboxError::CommandNotFound(name.clone()))?;
@@ -87,6 +99,32 @@ impl HostView {
         }
         view.env = environment.env.clone();
         Ok(view)
+    }
+
+    /// The view of an image environment (format 2): `rootfs` (an image's root filesystem,
+    /// e.g. from `specgap env build`) read-only in place of the host's system directories and
+    /// `/etc` (see [`crate::rootfs`]), and `environment.env`. The harness's sandbox paths are
+    /// moved as `placement` says (the workspace to its workdir, the evaluator's to its dir and
+    /// out), and each that lies inside an image directory is made to exist in `rootfs` first.
+    /// Such a view runs only sandboxed.
+    ///
+    /// # Errors
+    /// [`SandboxError::BadBind`] when `rootfs` is not a directory or a mount point crosses a
+    /// non-directory of the image; [`SandboxError::Io`].
+    pub fn on_rootfs(rootfs: &Path, environment: &Environment, placement: &ImagePlacement) -> Result<HostView, SandboxError> {
+        let mut view = HostView::system()?;
+        view.rootfs = Some(Arc::new(RootfsView::scan(rootfs, placement)?));
+        view.env = environment.env.clone();
+        Ok(view)
+    }
+
+    /// The image root filesystem this view runs on, if it is an image environment's.
+    pub fn rootfs(&self) -> Option<&Path> {
+        self.rootfs.as_deref().map(RootfsView::root)
+    }
+
+    pub(crate) fn rootfs_view(&self) -> Option<&RootfsView> {
+        self.rootfs.as_deref()
     }
 
     /// `PATH` for sandboxed commands: the resolved command directories, then [`SYSTEM_PATH`].

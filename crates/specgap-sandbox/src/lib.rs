@@ -13,6 +13,7 @@
 //! | run a command under bubblewrap with limits | [`run`] with a [`CommandSpec`], a [`HostView`] and a [`SandboxConfig`] |
 //! | tell beforehand whether the process and memory limits (cgroup v1 or v2) can be applied here | [`Limits::unavailable`] |
 //! | run an episode's commands one after another in one long-lived sandbox | [`Session::run_shell`] |
+//! | the workspace files each of those commands read, measured with fanotify | [`Session::last_reads`] → [`Reads`] |
 //! | run an external agent program in a sandbox of its own, freeze it, end it | [`AgentSandbox`] |
 //! | run a package's evaluator and validate its `result.json` | [`run_evaluator`] → [`Evaluation`] or [`EvalError`] |
 //! | show a captured stream within a byte budget, cut once with the true counts stated | [`Captured::render`] |
@@ -57,6 +58,8 @@ pub mod host;
 pub mod materialize;
 mod netns;
 mod patch;
+pub mod reads;
+pub mod rootfs;
 pub mod runner;
 mod seccomp;
 mod server;
@@ -68,9 +71,11 @@ pub mod session;
 pub use agent::{AgentSandbox, ProgramExit, SandboxProcess};
 pub use capture::{Captured, cut_marker};
 pub use error::{MaterializeError, SandboxError};
-pub use evaluator::{EvalError, Evaluation, EvaluatorRun, run_evaluator};
+pub use evaluator::{CandidateLayout, EvalError, Evaluation, EvaluatorRun, run_evaluator};
 pub use host::{AGENT_NAMESERVER, HostView};
 pub use scratch::memory_scratch;
 pub use materialize::{Base, BaseCache, apply_overlay, diff, freeze, materialize};
+pub use rootfs::ImagePlacement;
 pub use runner::{CommandOutput, CommandSpec, Limits, Mount, Program, SandboxConfig, WORKSPACE_MOUNT, run};
-pub use session::Session;
+pub use reads::{ReadWatch, ReadWatchError, Reads};
+pub use session::{Session, Shell};

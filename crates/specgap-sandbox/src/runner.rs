@@ -50,6 +50,9 @@ const SYSTEM_TOP: &[&str] = &["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/lib
 /// Sandbox paths a spec mount may not cover.
 const RESERVED: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/proc", "/dev"];
 
+/// Variables holding a sandbox path the harness chose, moved with an image's placement.
+const PLACED_VARS: [&str; 4] = ["PWD", "SPECGAP_WORKSPACE", "SPECGAP_OUT", "SPECGAP_CANDIDATE"];
+
 /// Fd numbers inside bwrap: argument list, seccomp program, JSON status stream.
 const FD_ARGS: RawFd = 3;
 const FD_SECCOMP: RawFd = 4;
@@ -250,6 +253,14 @@ pub(crate) fn bwrap_path() -> Option<PathBuf> {
 pub fn run(spec: &CommandSpec, host: &HostView, config: &SandboxConfig) -> Result<CommandOutput, SandboxError> {
     validate(spec)?;
     let env = environment(spec, host, config);
+    if !config.enabled
+        && let Some(rootfs) = host.rootfs()
+    {
+        return Err(SandboxError::InvalidSpec(format!(
+            "an image environment ({}) runs only in the sandbox; --no-sandbox would run the command on the host's files",
+            rootfs.display()
+        )));
+    }
     if config.enabled {
         let bwrap = bwrap_path().ok_or(SandboxError::BwrapMissing)?;
         run_bwrap(&bwrap, spec, host, env)
@@ -321,6 +332,14 @@ pub(crate) fn environment(spec: &CommandSpec, host: &HostView, config: &SandboxC
     }
     env.extend(host.env().iter().map(|(k, v)| (k.clone(), v.clone())));
     env.extend(spec.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+    if let Some(image) = host.rootfs_view() {
+        // The harness's own paths, moved where the image's package wants them.
+        for key in PLACED_VARS {
+            if let Some(value) = env.get_mut(key) {
+                *value = image.place(Path::new(value.as_str())).display().to_string();
+            }
+        }
+    }
     env
 }
 
@@ -339,6 +358,39 @@ fn bwrap_args(spec: &CommandSpec, host: &HostView, json_status: bool, pooled_net
     push(&[b"--disable-userns"]);
     push(&[b"--uid", uid.as_bytes(), b"--gid", uid.as_bytes()]);
     push(&[b"--cap-drop", b"ALL", b"--die-with-parent", b"--new-session", b"--hostname", b"specgap"]);
+    if let Some(image) = host.rootfs_view() {
+        args.extend(image.bwrap_args(host.etc_dir()));
+    } else {
+        host_system_args(&mut args, host);
+    }
+    let mut push = |parts: &[&[u8]]| args.extend(parts.iter().map(|p| p.to_vec()));
+    // /proc/1 is bubblewrap's own init; its memory is nobody's business.
+    push(&[b"--proc", b"/proc", b"--ro-bind", b"/dev/null", b"/proc/1/mem", b"--dev", b"/dev", b"--tmpfs", b"/tmp"]);
+    for path in host.read_only_mounts() {
+        push(&[b"--ro-bind", path.as_os_str().as_bytes(), path.as_os_str().as_bytes()]);
+    }
+    let place = |path: &Path| host.rootfs_view().map_or_else(|| path.to_path_buf(), |image| image.place(path));
+    for mount in &spec.mounts {
+        let flag: &[u8] = if mount.writable { b"--bind" } else { b"--ro-bind" };
+        push(&[flag, mount.host.as_os_str().as_bytes(), place(&mount.sandbox).as_os_str().as_bytes()]);
+    }
+    // The sandbox's root is bubblewrap's tmpfs; make it (and the directories bubblewrap
+    // created in it, such as /etc) read-only. Mounted paths keep their own flags.
+    push(&[b"--remount-ro", b"/"]);
+    push(&[b"--chdir", place(&spec.cwd).as_os_str().as_bytes()]);
+    let seccomp_fd = FD_SECCOMP.to_string();
+    push(&[b"--seccomp", seccomp_fd.as_bytes()]);
+    if json_status {
+        let status_fd = FD_STATUS.to_string();
+        push(&[b"--json-status-fd", status_fd.as_bytes()]);
+    }
+    args
+}
+
+/// The host's system view: read-only `/usr`, the top-level links or directories into it,
+/// and the synthetic `/etc`.
+fn host_system_args(args: &mut Vec<Vec<u8>>, host: &HostView) {
+    let mut push = |parts: &[&[u8]]| args.extend(parts.iter().map(|p| p.to_vec()));
     push(&[b"--ro-bind", b"/usr", b"/usr"]);
     for top in SYSTEM_TOP {
         match std::fs::symlink_metadata(top) {
@@ -354,26 +406,6 @@ fn bwrap_args(spec: &CommandSpec, host: &HostView, json_status: bool, pooled_net
     // One mount for all of /etc: bubblewrap rereads the mount table after every bind, so each
     // mount saved is worth more than the one before it.
     push(&[b"--ro-bind", host.etc_dir().as_os_str().as_bytes(), b"/etc"]);
-    // /proc/1 is bubblewrap's own init; its memory is nobody's business.
-    push(&[b"--proc", b"/proc", b"--ro-bind", b"/dev/null", b"/proc/1/mem", b"--dev", b"/dev", b"--tmpfs", b"/tmp"]);
-    for path in host.read_only_mounts() {
-        push(&[b"--ro-bind", path.as_os_str().as_bytes(), path.as_os_str().as_bytes()]);
-    }
-    for mount in &spec.mounts {
-        let flag: &[u8] = if mount.writable { b"--bind" } else { b"--ro-bind" };
-        push(&[flag, mount.host.as_os_str().as_bytes(), mount.sandbox.as_os_str().as_bytes()]);
-    }
-    // The sandbox's root is bubblewrap's tmpfs; make it (and the directories bubblewrap
-    // created in it, such as /etc) read-only. Mounted paths keep their own flags.
-    push(&[b"--remount-ro", b"/"]);
-    push(&[b"--chdir", spec.cwd.as_os_str().as_bytes()]);
-    let seccomp_fd = FD_SECCOMP.to_string();
-    push(&[b"--seccomp", seccomp_fd.as_bytes()]);
-    if json_status {
-        let status_fd = FD_STATUS.to_string();
-        push(&[b"--json-status-fd", status_fd.as_bytes()]);
-    }
-    args
 }
 
 /// The command line bubblewrap execs: a shell command made only of words (no expansion,

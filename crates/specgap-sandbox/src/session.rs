@@ -37,6 +37,7 @@ use crate::error::SandboxError;
 use crate::host::HostView;
 use crate::runner::{self, CommandOutput, CommandSpec, Launched, Program, SandboxConfig};
 use crate::netns::Lease;
+use crate::reads::{ReadWatch, Reads};
 use crate::server::{self, LaunchedServer, START_TIMEOUT, ServerLaunch};
 use crate::spawn::Spawned;
 use crate::shellwords;
@@ -45,7 +46,8 @@ use crate::shellwords;
 /// x: not found`) read as they would under `/bin/sh -c`; `$0` is `/bin/sh` too. A request is
 /// `<seq> <mode>\n<n>\n` and `n` lines: with mode `argv`, the command's words, run in a
 /// subshell as `"$@"` (the shell execs a program directly, or runs a built-in as `sh -c`
-/// would); with mode `sh`, the lines of a shell command for `/bin/sh -c`. The server's own
+/// would); with mode `sh`, the lines of a shell command for `/bin/sh -c`; with mode `bash`,
+/// the lines of a command for `bash -c` (the `bash` tool, [`Shell::Bash`]). The server's own
 /// variables are not exported, so programs do not see them; its stderr goes to `/dev/null` so
 /// that nothing it prints can block on a pipe nobody reads.
 const SERVER: &str = concat!(
@@ -53,11 +55,21 @@ const SERVER: &str = concat!(
     r#"while IFS= read -r head <&6 && IFS= read -r n <&6; do set --; i=0; "#,
     r#"while [ "$i" -lt "$n" ]; do IFS= read -r line <&6 || exit 0; set -- "$@" "$line"; i=$((i + 1)); done; "#,
     r#"if [ "${head#* }" = argv ]; then ( "$@" ) </dev/null >&8 2>&9 6<&- 7>&- 8>&- 9>&-; "#,
-    r#"else cmd=$1; shift; for line; do cmd="$cmd"#,
+    r#"else sh=/bin/sh; if [ "${head#* }" = bash ]; then sh=bash; fi; cmd=$1; shift; for line; do cmd="$cmd"#,
     "\n",
-    r#"$line"; done; /bin/sh -c "$cmd" </dev/null >&8 2>&9 6<&- 7>&- 8>&- 9>&-; fi; "#,
+    r#"$line"; done; "$sh" -c "$cmd" </dev/null >&8 2>&9 6<&- 7>&- 8>&- 9>&-; fi; "#,
     r#"rc=$?; kill -9 -1; while kill -0 -1; do :; done; echo "${head% *} $rc" >&7; done"#,
 );
+
+/// The shell a command string is run by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shell {
+    /// `/bin/sh -c` (POSIX `sh`; dash on Debian).
+    Sh,
+    /// `bash -c` from the sandbox's `PATH`: the `bash` tool, whose agents write `pushd`, brace
+    /// lists, `[[ … ]]` and arrays (seed 001 §4: mini-swe-agent's shell is bash).
+    Bash,
+}
 
 /// A sandbox kept alive across commands. Create one per episode (per workspace) with
 /// [`Session::new`]; the sandbox itself is built by the first [`Session::run_shell`] and
@@ -75,6 +87,8 @@ pub struct Session {
     sandboxes_started: u32,
     /// Whether the last command took the sandbox down with it.
     ended_last: bool,
+    /// The files the last command read ([`Session::last_reads`]).
+    last_reads: Reads,
 }
 
 /// A running sandbox and the harness's ends of its pipes.
@@ -92,6 +106,8 @@ struct Live {
     /// Processes in the `pids` cgroup with no command running (bubblewrap, its init, the
     /// server); `None` without a `pids` cgroup.
     idle_members: Option<usize>,
+    /// The fanotify watch on the sandbox's workspace mount, or why there is none.
+    watch: Result<ReadWatch, String>,
 }
 
 /// How waiting for a command ended.
@@ -109,7 +125,15 @@ impl Session {
     /// and process and memory limits hold for every command; its program, standard input,
     /// timeout and output limit are ignored (each [`Session::run_shell`] gives its own).
     pub fn new(template: CommandSpec, host: HostView, config: SandboxConfig) -> Session {
-        Session { template, host, config, live: None, seq: 0, sandboxes_started: 0, ended_last: false }
+        let last_reads = Reads::Unmeasured("no command has run".into());
+        Session { template, host, config, live: None, seq: 0, sandboxes_started: 0, ended_last: false, last_reads }
+    }
+
+    /// The workspace files the last command's processes read, measured by fanotify on the
+    /// sandbox's workspace mount ([`crate::reads`]), or why that could not be measured (no
+    /// privilege, no sandbox).
+    pub fn last_reads(&self) -> &Reads {
+        &self.last_reads
     }
 
     /// Whether the last [`Session::run_shell`] ended its sandbox (a timeout, a killed server,
@@ -134,12 +158,26 @@ impl Session {
     /// [`SandboxError::BwrapMissing`], [`SandboxError::Setup`] (bubblewrap could not build the
     /// sandbox, with its stderr), [`SandboxError::Spawn`] and [`SandboxError::Io`] otherwise.
     pub fn run_shell(&mut self, command: &str, timeout: Duration, output_bytes: usize) -> Result<CommandOutput, SandboxError> {
+        self.run_in(Shell::Sh, command, timeout, output_bytes)
+    }
+
+    /// [`Session::run_shell`] with the command run by `shell`: under [`Shell::Bash`] every
+    /// command string goes to `bash -c` (even one of plain words, so that bash's built-ins such
+    /// as `pushd` are bash's).
+    ///
+    /// # Errors
+    /// As [`Session::run_shell`].
+    pub fn run_in(&mut self, shell: Shell, command: &str, timeout: Duration, output_bytes: usize) -> Result<CommandOutput, SandboxError> {
         if !self.config.enabled {
             let mut spec = self.template.clone();
-            spec.program = Program::Shell(command.to_string());
+            spec.program = match shell {
+                Shell::Sh => Program::Shell(command.to_string()),
+                Shell::Bash => Program::Argv(vec!["bash".to_string(), "-c".to_string(), command.to_string()]),
+            };
             spec.stdin = Vec::new();
             spec.limits.timeout = timeout;
             spec.limits.output_bytes = output_bytes;
+            self.last_reads = Reads::Unmeasured("the sandbox is disabled (--no-sandbox)".into());
             return runner::run(&spec, &self.host, &self.config);
         }
         if command.contains('\0') {
@@ -148,7 +186,7 @@ impl Session {
         let start = Instant::now();
         self.seq += 1;
         let seq = self.seq;
-        let request = encode_request(seq, command);
+        let request = encode_request(seq, shell, command);
         let live = self.live_sandbox(&request)?;
         let oom_before = live.cgroups.oom_kills();
         let mut stdout = Capture::new(output_bytes);
@@ -162,6 +200,8 @@ impl Session {
             other => other,
         };
         let memory_exceeded = live.cgroups.oom_kills() > oom_before;
+        // Before a timed-out sandbox is ended: what was read up to the timeout.
+        self.last_reads = Reads::taken_from(&live.watch);
         let exit_code = match ending {
             Ending::Status(code) => Some(code),
             Ending::TimedOut | Ending::Lost => {
@@ -221,13 +261,15 @@ impl Drop for Session {
     }
 }
 
-/// `<seq> argv\n<n>\n` and the command's `n` words when it is only words
-/// ([`shellwords::simple_words`]), else `<seq> sh\n<n>\n` and its `n` lines; each line ends in
-/// `\n`.
-fn encode_request(seq: u64, command: &str) -> Vec<u8> {
-    let (mode, lines) = match shellwords::simple_words(command) {
-        Some(words) => ("argv", words),
-        None => ("sh", command.split('\n').map(str::to_string).collect()),
+/// Under [`Shell::Sh`], `<seq> argv\n<n>\n` and the command's `n` words when it is only words
+/// ([`shellwords::simple_words`]), else `<seq> sh\n<n>\n` and its `n` lines; under
+/// [`Shell::Bash`] always `<seq> bash\n<n>\n` and its lines. Each line ends in `\n`.
+fn encode_request(seq: u64, shell: Shell, command: &str) -> Vec<u8> {
+    let lines = || command.split('\n').map(str::to_string).collect();
+    let (mode, lines) = match (shell, shellwords::simple_words(command)) {
+        (Shell::Bash, _) => ("bash", lines()),
+        (Shell::Sh, Some(words)) => ("argv", words),
+        (Shell::Sh, None) => ("sh", lines()),
     };
     let mut request = format!("{seq} {mode}\n{}\n", lines.len()).into_bytes();
     for line in lines {
@@ -235,6 +277,14 @@ fn encode_request(seq: u64, command: &str) -> Vec<u8> {
         request.push(b'\n');
     }
     request
+}
+
+/// A read watch on the workspace mount of the sandbox whose bubblewrap is `bwrap_pid`.
+fn workspace_watch(template: &CommandSpec, bwrap_pid: i32) -> Result<ReadWatch, String> {
+    let mount = template.mounts.iter().find(|m| m.sandbox == std::path::Path::new(runner::WORKSPACE_MOUNT));
+    let Some(mount) = mount else { return Err("the sandbox has no workspace mount".into()) };
+    let pids = crate::agent::descendants(bwrap_pid);
+    ReadWatch::on_sandbox(&pids, &mount.sandbox, &mount.host).map_err(|e| e.to_string())
 }
 
 impl Live {
@@ -256,9 +306,12 @@ impl Live {
             status_buf: Vec::new(),
             cgroups,
             idle_members: None,
+            watch: Err("not started".into()),
         };
         let mut live = live.await_ready()?;
         live.idle_members = live.cgroups.member_count();
+        // Watched before the first request is written: nothing a command reads is missed.
+        live.watch = workspace_watch(template, live.child.id());
         Ok(live)
     }
 
@@ -422,8 +475,9 @@ mod tests {
 
     #[test]
     fn requests_carry_the_mode_the_line_count_and_every_line() {
-        assert_eq!(encode_request(7, "ls -l 'a b'"), b"7 argv\n3\nls\n-l\na b\n");
-        assert_eq!(encode_request(8, "a\n\\b\n"), b"8 sh\n3\na\n\\b\n\n");
+        assert_eq!(encode_request(7, Shell::Sh, "ls -l 'a b'"), b"7 argv\n3\nls\n-l\na b\n");
+        assert_eq!(encode_request(9, Shell::Bash, "pushd src"), b"9 bash\n1\npushd src\n", "bash built-ins are bash's");
+        assert_eq!(encode_request(8, Shell::Sh, "a\n\\b\n"), b"8 sh\n3\na\n\\b\n\n");
     }
 
     #[test]

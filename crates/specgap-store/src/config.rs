@@ -75,6 +75,7 @@ pub(crate) fn config_difference(
         (x != y).then(|| format!("`{field}` differs: {x} in {a_label}, {y} in {b_label}"))
     };
     protocol_difference(a, a_label, b, b_label)
+        .or_else(|| paper_protocol_difference(a, a_label, b, b_label))
         .or_else(|| scalar("specgap_version", &a.specgap_version, &b.specgap_version))
         .or_else(|| scalar("seed", &a.seed, &b.seed))
         .or_else(|| scalar("repeats", &a.repeats, &b.repeats))
@@ -105,6 +106,24 @@ fn protocol_difference(a: &RunConfig, a_label: &str, b: &RunConfig, b_label: &st
             a.protocol_version, b.protocol_version
         )
     })
+}
+
+/// Runs under different paper protocols (`[protocol]`, issue 24) end and score episodes by
+/// different rules; said plainly, naming both, before any other field.
+fn paper_protocol_difference(a: &RunConfig, a_label: &str, b: &RunConfig, b_label: &str) -> Option<String> {
+    let name = |c: &RunConfig| {
+        let names: Vec<&str> = c.protocols.iter().map(|p| p.name.as_str()).collect();
+        if names.is_empty() { "none recorded".to_string() } else { names.join(" + ") }
+    };
+    if a.protocols == b.protocols {
+        return None;
+    }
+    let (x, y) = (name(a), name(b));
+    let what = if x == y { format!("protocol {x} in both, with different rules or deviations") } else { format!("protocol {x} in {a_label}, {y} in {b_label}") };
+    Some(format!(
+        "the paper protocol differs: {what} (their episodes ran under different end rules and budgets, so they cannot \
+         form one run)"
+    ))
 }
 
 /// Compares every top-level field through its JSON form, so fields added to [`RunConfig`]

@@ -38,6 +38,8 @@ pub struct EpisodeWriter {
     dir: PathBuf,
     frames: FrameWriter,
     started: Instant,
+    /// The moment the last event was stamped with (events never go back in time).
+    last_at: Instant,
     next_seq: u64,
     next_question: u32,
     next_error: u32,
@@ -60,6 +62,7 @@ impl EpisodeWriter {
             dir,
             frames,
             started: Instant::now(),
+            last_at: Instant::now(),
             next_seq: 0,
             next_question: 0,
             next_error: 0,
@@ -88,16 +91,34 @@ impl EpisodeWriter {
     /// # Errors
     /// File errors.
     pub fn event(&mut self, kind: EventKind) -> Result<u64, StoreError> {
+        self.append(kind, Instant::now())
+    }
+
+    /// Appends an event that happened at `at`, a moment the caller saw pass (something the
+    /// agent's surroundings recorded while it worked, written at the next turn: a `cli:`
+    /// agent's network attempts), stamped with that moment rather than with now — but never
+    /// with one before the previous event's, so `elapsed_ms` keeps the order of `seq`.
+    ///
+    /// # Errors
+    /// File errors.
+    pub fn event_at(&mut self, kind: EventKind, at: Instant) -> Result<u64, StoreError> {
+        self.append(kind, at)
+    }
+
+    fn append(&mut self, kind: EventKind, at: Instant) -> Result<u64, StoreError> {
+        let at = at.max(self.last_at);
         let seq = self.next_seq;
-        let elapsed_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let elapsed_ms = u64::try_from(at.saturating_duration_since(self.started).as_millis()).unwrap_or(u64::MAX);
+        let ago_ms = u64::try_from(Instant::now().saturating_duration_since(at).as_millis()).unwrap_or(0);
         let event = Event {
             seq,
-            ts_ms: now_ms(),
+            ts_ms: now_ms().saturating_sub(ago_ms),
             elapsed_ms,
             kind,
         };
         self.frames.append(&event)?;
         self.next_seq += 1;
+        self.last_at = at;
         Ok(seq)
     }
 

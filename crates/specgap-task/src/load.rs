@@ -18,7 +18,7 @@ use specgap_protocol::package::{
 use toml::Spanned;
 
 use crate::error::{LoadError, Location};
-use crate::format2;
+use crate::{format2, format2_env};
 use crate::package::{Overlay, ResidualState, Solutions, TaskPackage};
 use crate::tree;
 
@@ -49,7 +49,7 @@ pub fn load(path: impl AsRef<Path>) -> Result<TaskPackage, LoadError> {
     if !is_present(&task_toml)? {
         return Err(LoadError::MissingTaskToml { root });
     }
-    let (manifest, schema_at) = load_manifest(&task_toml)?;
+    let (manifest, spans) = load_manifest(&task_toml)?;
     let instruction = read_optional_text(&root.join("instruction.md"))?
         .ok_or_else(|| LoadError::MissingInstruction { root: root.clone() })?;
     require_dir(&root.join("workspace"), || LoadError::MissingWorkspace {
@@ -71,9 +71,10 @@ pub fn load(path: impl AsRef<Path>) -> Result<TaskPackage, LoadError> {
     let residual = load_residual(&root)?;
     reject_unknown_toml(&root)?;
     let delivery_schema = match manifest.delivery.as_ref().and_then(|d| d.schema.as_deref()) {
-        Some(rel) => Some(format2::load_schema(&root, rel, schema_at)?),
+        Some(rel) => Some(format2::load_schema(&root, rel, spans.schema)?),
         None => None,
     };
+    let image_environment = format2_env::resolve(&root, &manifest, &spans.environment)?;
 
     Ok(TaskPackage {
         manifest,
@@ -89,6 +90,7 @@ pub fn load(path: impl AsRef<Path>) -> Result<TaskPackage, LoadError> {
         residual,
         notes: read_optional_text(&root.join("NOTES.md"))?,
         delivery_schema,
+        image_environment,
         hash: tree::content_hash(&root, &entries)?,
         root,
     })
@@ -178,6 +180,18 @@ struct ManifestProbe {
     evaluator: Option<EvaluatorProbe>,
     delivery: Option<DeliveryProbe>,
     project: Option<ProjectProbe>,
+    environment: Option<EnvironmentProbe>,
+}
+
+#[derive(Deserialize)]
+struct EnvironmentProbe {
+    commands: Option<Spanned<toml::Value>>,
+    binds: Option<Spanned<toml::Value>>,
+    image: Option<Spanned<toml::Value>>,
+    dockerfile: Option<Spanned<toml::Value>>,
+    rootfs: Option<Spanned<toml::Value>>,
+    oci_layout: Option<Spanned<toml::Value>>,
+    workdir: Option<Spanned<toml::Value>>,
 }
 
 #[derive(Deserialize)]
@@ -196,6 +210,9 @@ struct TaskProbe {
 struct EvaluatorProbe {
     command: Option<Spanned<toml::Value>>,
     timeout_sec: Option<Spanned<toml::Value>>,
+    dir: Option<Spanned<toml::Value>>,
+    out: Option<Spanned<toml::Value>>,
+    environment: Option<Spanned<toml::Value>>,
 }
 
 #[derive(Deserialize)]
@@ -205,9 +222,15 @@ struct DeliveryProbe {
     schema: Option<Spanned<toml::Value>>,
 }
 
-/// Reads task.toml; returns it with the location of `[delivery].schema` (read later, after
-/// the tree walk has vetted every symlink).
-fn load_manifest(path: &Path) -> Result<(TaskManifest, Location), LoadError> {
+/// What [`load_manifest`] leaves for after the tree walk has vetted every symlink: where
+/// `[delivery].schema` and the image-environment keys stand.
+struct ManifestSpans {
+    schema: Location,
+    environment: format2_env::EnvironmentSpans,
+}
+
+/// Reads task.toml; returns it with the locations of the keys read after the tree walk.
+fn load_manifest(path: &Path) -> Result<(TaskManifest, ManifestSpans), LoadError> {
     let (probe, text) = read_toml::<ManifestProbe>(path)?;
     check_format(path, &text, probe.format.as_ref())?;
     let manifest =
@@ -218,11 +241,23 @@ fn load_manifest(path: &Path) -> Result<(TaskManifest, Location), LoadError> {
     };
     let task_probe = probe.task.as_ref();
     let delivery_probe = probe.delivery.as_ref();
+    let env_probe = probe.environment.as_ref();
+    let eval_probe = probe.evaluator.as_ref();
+    let env_key = |pick: fn(&EnvironmentProbe) -> Option<&Spanned<toml::Value>>| env_probe.and_then(pick);
+    let eval_key = |pick: fn(&EvaluatorProbe) -> Option<&Spanned<toml::Value>>| eval_probe.and_then(pick);
     let format_2_keys = [
         ("[task].tags", task_probe.and_then(|t| t.tags.as_ref())),
         ("[task].subfamily", task_probe.and_then(|t| t.subfamily.as_ref())),
         ("[delivery].schema", delivery_probe.and_then(|d| d.schema.as_ref())),
         ("[project].probes", probe.project.as_ref().and_then(|p| p.probes.as_ref())),
+        ("[environment].image", env_key(|e| e.image.as_ref())),
+        ("[environment].dockerfile", env_key(|e| e.dockerfile.as_ref())),
+        ("[environment].rootfs", env_key(|e| e.rootfs.as_ref())),
+        ("[environment].oci_layout", env_key(|e| e.oci_layout.as_ref())),
+        ("[environment].workdir", env_key(|e| e.workdir.as_ref())),
+        ("[evaluator].dir", eval_key(|e| e.dir.as_ref())),
+        ("[evaluator].out", eval_key(|e| e.out.as_ref())),
+        ("[evaluator.environment]", eval_key(|e| e.environment.as_ref())),
     ];
     for (key, spanned) in format_2_keys {
         if spanned.is_some() {
@@ -290,8 +325,20 @@ fn load_manifest(path: &Path) -> Result<(TaskManifest, Location), LoadError> {
             });
         }
     }
-    let schema_at = locate(delivery_probe.and_then(|d| d.schema.as_ref()));
-    Ok((manifest, schema_at))
+    let source = env_key(|e| e.image.as_ref())
+        .or(env_key(|e| e.dockerfile.as_ref()))
+        .or(env_key(|e| e.rootfs.as_ref()))
+        .or(env_key(|e| e.oci_layout.as_ref()));
+    let environment = format2_env::EnvironmentSpans {
+        source: locate(source),
+        workdir: locate(env_key(|e| e.workdir.as_ref())),
+        host_keys: locate(env_key(|e| e.commands.as_ref()).or(env_key(|e| e.binds.as_ref()))),
+        dir: locate(eval_key(|e| e.dir.as_ref())),
+        out: locate(eval_key(|e| e.out.as_ref())),
+        evaluator_environment: locate(eval_key(|e| e.environment.as_ref())),
+    };
+    let schema = locate(delivery_probe.and_then(|d| d.schema.as_ref()));
+    Ok((manifest, ManifestSpans { schema, environment }))
 }
 
 fn check_format(

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use specgap_protocol::package::{
     ClarificationTarget, Observation, Requirement, ResidualMeta, TaskManifest, UserProfile,
 };
+use crate::format2_env::ImageEnvironment;
 use specgap_protocol::result::{EvalResult, ScoringContext, ScoringKind};
 
 /// A solution overlay (DESIGN §2): files copied over the *starter workspace*, then the paths
@@ -77,6 +78,7 @@ pub struct TaskPackage {
     pub(crate) residual: BTreeMap<String, ResidualState>,
     pub(crate) notes: Option<String>,
     pub(crate) delivery_schema: Option<DeliverySchema>,
+    pub(crate) image_environment: Option<ImageEnvironment>,
     pub(crate) hash: String,
 }
 
@@ -115,6 +117,12 @@ impl TaskPackage {
     /// `[delivery].schema` (format 2), read and parsed, if given.
     pub fn delivery_schema(&self) -> Option<&DeliverySchema> {
         self.delivery_schema.as_ref()
+    }
+
+    /// The task's image environment (format 2: `[environment]` names an image, a Dockerfile,
+    /// a rootfs tarball or an OCI layout), checked; `None` for a host-command environment.
+    pub fn image_environment(&self) -> Option<&ImageEnvironment> {
+        self.image_environment.as_ref()
     }
 
     /// `instruction.md`: the opening instruction (owner's partial instruction or client's

@@ -7,11 +7,14 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use specgap_sandbox::{
-    BaseCache, CommandSpec, EvalError, EvaluatorRun, HostView, Limits, MaterializeError, SandboxConfig,
+    BaseCache, CommandSpec, EvalError, EvaluatorRun, Limits, MaterializeError, SandboxConfig,
     SandboxError, apply_overlay, materialize, run_evaluator,
 };
 
+use specgap_env::{EngineChoice, EnvCache};
+
 use crate::heard::{HEARD_OUTPUT_BYTES, Heard};
+use crate::views::{TaskViews, task_views};
 use crate::judge::{EvaluateError, Judge, Judged, Submission};
 use crate::package::TaskPackage;
 
@@ -40,7 +43,7 @@ pub enum JudgeSetupError {
 pub struct SandboxJudge {
     config: SandboxConfig,
     cache: BaseCache,
-    hosts: Mutex<HashMap<String, HostView>>,
+    hosts: Mutex<HashMap<String, TaskViews>>,
     _cache_dir: tempfile::TempDir,
 }
 
@@ -66,7 +69,9 @@ impl SandboxJudge {
         })
     }
 
-    fn host_view(&self, package: &TaskPackage) -> Result<HostView, EvaluateError> {
+    /// The task's views (built into the environment cache first for an image environment:
+    /// `$XDG_CACHE_HOME/specgap/env`, any engine on PATH).
+    fn views(&self, package: &TaskPackage) -> Result<TaskViews, EvaluateError> {
         let key = package.hash().to_owned();
         if let Some(view) = self
             .hosts
@@ -76,11 +81,13 @@ impl SandboxJudge {
         {
             return Ok(view);
         }
-        let view = HostView::resolve(&package.manifest().environment).map_err(|source| {
-            EvaluateError::Environment {
-                source: Box::new(source),
-            }
-        })?;
+        let environment_error = |source: Box<dyn std::error::Error + Send + Sync>| EvaluateError::Environment { source };
+        let view = if package.image_environment().is_some() {
+            let root = EnvCache::default_root().map_err(|e| environment_error(Box::new(e)))?;
+            task_views(package, &EnvCache::new(root), EngineChoice::Auto).map_err(|e| environment_error(Box::new(e)))?
+        } else {
+            task_views(package, &EnvCache::new(""), EngineChoice::None).map_err(|e| environment_error(Box::new(e)))?
+        };
         if let Ok(mut hosts) = self.hosts.lock() {
             hosts.insert(key, view.clone());
         }
@@ -142,7 +149,7 @@ impl Judge for SandboxJudge {
         let scratch = Self::scratch("starter".into())?;
         let workspace = scratch.path().join("workspace");
         self.prepare(package, Submission::Starter, &workspace)?;
-        let host = self.host_view(package)?;
+        let host = self.views(package)?.commands;
         let mut spec = CommandSpec::shell(command, &workspace);
         spec.limits = Limits { timeout, output_bytes: HEARD_OUTPUT_BYTES, ..Limits::default() };
         let output = specgap_sandbox::run(&spec, &host, &self.config)
@@ -161,7 +168,7 @@ impl Judge for SandboxJudge {
             _ => scratch.path().join("workspace"),
         };
         self.prepare(package, submission, &workspace)?;
-        let host = self.host_view(package)?;
+        let host = self.views(package)?.evaluator;
         let manifest = package.manifest();
         let mut run = EvaluatorRun::new(
             package.name(),

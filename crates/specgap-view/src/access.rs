@@ -51,6 +51,7 @@ const PUBLIC_KINDS: &[&str] = &[
     "network_tripwire",
     "bridge_call",
     "actions",
+    "file_reads",
     "agent_exit",
 ];
 

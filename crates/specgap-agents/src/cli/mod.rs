@@ -335,6 +335,8 @@ pub struct CliAgent {
     questions: Option<opencode_server::QuestionWatcher>,
     /// The network tripwire (from the start on; taken by [`Agent::closing_records`]).
     tripwire: Option<network::EpisodeTripwire>,
+    /// How many of the tripwire's attempts were handed to the engine already.
+    attempts_taken: usize,
 }
 
 impl std::fmt::Debug for CliAgent {
@@ -372,6 +374,7 @@ impl CliAgent {
             bridge: None,
             questions: None,
             tripwire: None,
+            attempts_taken: 0,
         })
     }
 
@@ -778,8 +781,15 @@ impl Agent for CliAgent {
         self.bridge.take();
     }
 
+    fn records_since_last(&mut self) -> Vec<(Instant, EventKind)> {
+        match &self.tripwire {
+            Some(tripwire) => network::new_attempts(tripwire, &mut self.attempts_taken),
+            None => Vec::new(),
+        }
+    }
+
     fn closing_records(&mut self) -> Vec<EventKind> {
-        self.tripwire.take().map(|t| network::records(&t)).unwrap_or_default()
+        self.tripwire.take().map(|t| vec![network::summary(&t)]).unwrap_or_default()
     }
 }
 

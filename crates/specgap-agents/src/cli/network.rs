@@ -1,7 +1,8 @@
 //! The episode's network tripwire (issue 15; specgap-gateway `tripwire`): armed in the
 //! agent's sandbox's network namespace right after the sandbox comes up, disarmed once the
 //! sandbox's processes are gone and before the namespace can go to another sandbox, and
-//! turned into `network_attempt` events and one `network_tripwire` event at the end.
+//! turned into `network_attempt` events as the attempts happen (written at the next turn,
+//! stamped with the moment each arrived) and one `network_tripwire` event at the end.
 //!
 //! Where it cannot be armed (the harness is not root, a port is taken) the episode runs on
 //! without it — the agent still has no network — and `network_tripwire` says so
@@ -9,6 +10,7 @@
 //! `SPECGAP_REQUIRE_EXTERNAL=1`.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use specgap_gateway::{NetworkAttempt, Tripwire};
 use specgap_protocol::event::EventKind;
@@ -40,23 +42,31 @@ pub(super) fn arm(sandbox: &mut AgentSandbox) -> EpisodeTripwire {
     }
 }
 
-/// The events for the end: each attempt, then the summary.
-pub(super) fn records(tripwire: &EpisodeTripwire) -> Vec<EventKind> {
+/// The `network_attempt` events of the attempts completed since the `taken` first ones, each
+/// with the moment it arrived; `taken` grows by their number. Called at every turn, and once
+/// more after the sandbox is gone (the tripwire is disarmed then, so every record is complete).
+pub(super) fn new_attempts(tripwire: &EpisodeTripwire, taken: &mut usize) -> Vec<(Instant, EventKind)> {
+    let EpisodeTripwire::Armed(tripwire) = tripwire else { return Vec::new() };
+    let settled = tripwire.settled_since(*taken);
+    *taken += settled.len();
+    settled.into_iter().map(|(at, attempt)| (at, attempt_event(attempt))).collect()
+}
+
+/// The `network_tripwire` event for the end (the tripwire disarmed first): armed or not, and
+/// how many attempts it recorded.
+pub(super) fn summary(tripwire: &EpisodeTripwire) -> EventKind {
     match tripwire {
         EpisodeTripwire::Armed(tripwire) => {
             tripwire.disarm();
-            let attempts = tripwire.attempts();
             let note = if tripwire.catches_any_address() {
                 String::new()
             } else {
                 "names only: connections to addresses no lookup gave were not caught".to_string()
             };
-            let count = u32::try_from(attempts.len()).unwrap_or(u32::MAX);
-            let mut events: Vec<EventKind> = attempts.into_iter().map(attempt_event).collect();
-            events.push(EventKind::NetworkTripwire { armed: true, attempts: count, note });
-            events
+            let count = u32::try_from(tripwire.attempts().len()).unwrap_or(u32::MAX);
+            EventKind::NetworkTripwire { armed: true, attempts: count, note }
         }
-        EpisodeTripwire::Unavailable(note) => vec![EventKind::NetworkTripwire { armed: false, attempts: 0, note: note.clone() }],
+        EpisodeTripwire::Unavailable(note) => EventKind::NetworkTripwire { armed: false, attempts: 0, note: note.clone() },
     }
 }
 
@@ -91,13 +101,14 @@ mod tests {
     fn an_episode_without_a_tripwire_says_so_and_why() {
         let unavailable = EpisodeTripwire::Unavailable("unavailable: cannot arm the network tripwire in network namespace /proc/7/ns/net: Operation not permitted (os error 1)".into());
         assert_eq!(
-            records(&unavailable),
-            [EventKind::NetworkTripwire {
+            summary(&unavailable),
+            EventKind::NetworkTripwire {
                 armed: false,
                 attempts: 0,
                 note: "unavailable: cannot arm the network tripwire in network namespace /proc/7/ns/net: Operation not permitted (os error 1)".into(),
-            }]
+            }
         );
+        assert_eq!(new_attempts(&unavailable, &mut 0), Vec::new());
     }
 
     #[test]

@@ -62,6 +62,15 @@ pub const SERVER_LOG: &str = ".specgap/opencode-serve.log";
 /// The mode of opencode's configuration directory: readable, not writable (module guide,
 /// "network").
 pub const CONFIG_DIR_MODE: libc::mode_t = 0o555;
+/// The output limit of each model call, tokens (seed 002 A.3 "Runtime" sets opencode's at
+/// 131,072): the model's `limit.output` and [`OUTPUT_TOKEN_MAX_ENV`], since opencode caps every
+/// call at the smaller of the two (32,000 without the variable).
+pub const OUTPUT_TOKEN_LIMIT: u64 = 131_072;
+/// The context window, tokens, the configuration gives the model (seed 002 A.3 "Runtime": one
+/// million).
+pub const CONTEXT_TOKEN_LIMIT: u64 = 1_000_000;
+/// The variable that lifts opencode's own output cap (32,000 tokens when unset).
+pub const OUTPUT_TOKEN_MAX_ENV: &str = "OPENCODE_EXPERIMENTAL_OUTPUT_TOKEN_MAX";
 /// Largest events log read back.
 const EVENTS_LIMIT: u64 = 64 << 20;
 
@@ -125,7 +134,11 @@ impl OpenCode {
     /// Its configuration for one start: the gateway as the only provider, the switches, the
     /// permissions and the condition's system prompt as instructions.
     pub fn config(&self, launch: &Launch) -> Value {
-        let mut model = json!({ "name": launch.model, "tool_call": true });
+        let mut model = json!({
+            "name": launch.model,
+            "tool_call": true,
+            "limit": { "context": CONTEXT_TOKEN_LIMIT, "output": OUTPUT_TOKEN_LIMIT },
+        });
         if !launch.model_args.is_empty() {
             model["options"] = Value::Object(launch.model_args.clone());
         }
@@ -206,7 +219,9 @@ impl Adapter for OpenCode {
     }
 
     fn env(&self, _launch: &Launch) -> Vec<(String, String)> {
+        let output_cap = OUTPUT_TOKEN_LIMIT.to_string();
         [
+            (OUTPUT_TOKEN_MAX_ENV, output_cap.as_str()),
             ("OPENCODE_DISABLE_AUTOUPDATE", "1"),
             ("OPENCODE_DISABLE_MODELS_FETCH", "1"),
             ("OPENCODE_DISABLE_DEFAULT_PLUGINS", "1"),
@@ -506,6 +521,7 @@ exit $status";
         let config = adapter.config(&launch(false));
         assert_eq!(config["provider"]["specgap"]["options"], json!({ "baseURL": "http://127.0.0.1:4000/v1", "apiKey": "{env:OPENAI_API_KEY}" }));
         assert_eq!(config["model"], "specgap/qwen3-8b");
+        assert_eq!(config["provider"]["specgap"]["models"]["qwen3-8b"]["limit"], json!({ "context": 1_000_000, "output": 131_072 }), "seed 002 A.3 Runtime");
         assert_eq!(config["instructions"], json!(["/run/specgap/task/system-prompt.md"]));
         assert_eq!(config["autoupdate"], false);
         assert_eq!(config["permission"], json!({ "*": "allow", "webfetch": "deny", "websearch": "deny" }));
@@ -517,6 +533,16 @@ exit $status";
         let mut blind = launch(false);
         blind.system_prompt_file = None;
         assert!(adapter.config(&blind).get("instructions").is_none());
+    }
+
+    #[test]
+    fn the_output_cap_is_the_papers_131072_tokens_in_the_model_limit_and_opencodes_own_cap() {
+        let (_dir, adapter) = installed("1.18.33");
+        let env = adapter.env(&launch(false));
+        let cap: Vec<&(String, String)> = env.iter().filter(|(k, _)| k == "OPENCODE_EXPERIMENTAL_OUTPUT_TOKEN_MAX").collect();
+        assert_eq!(cap, vec![&("OPENCODE_EXPERIMENTAL_OUTPUT_TOKEN_MAX".to_string(), "131072".to_string())]);
+        let config = adapter.config(&launch(false));
+        assert_eq!(config["provider"]["specgap"]["models"]["qwen3-8b"]["limit"]["output"], 131_072);
     }
 
     #[test]

@@ -52,7 +52,21 @@ fn every_attempt_of_a_cli_agent_to_call_home_is_recorded_and_gets_nothing_back()
         ]
     );
     assert_eq!(tripwire, (true, 6, String::new()));
-    // Recorded at the end, just before `end`; only the two scripted turns reached the upstream.
+    // Issue 29 item 1: each attempt is written when the turn after it comes (the bash call ran
+    // between the first and the second model exchange), stamped with the moment it arrived —
+    // not all at the end with the end's time. Only the summary waits for the end.
+    let position = |want: fn(&EventKind) -> bool| run.events.iter().enumerate().filter(|(_, e)| want(&e.kind)).map(|(i, _)| i).collect::<Vec<_>>();
+    let exchanges = position(|k| matches!(k, EventKind::ModelExchange { .. }));
+    let attempts_at = position(|k| matches!(k, EventKind::NetworkAttempt { .. }));
+    assert_eq!(exchanges.len(), 2, "{:?}", run.events);
+    assert_eq!(attempts_at.len(), 6);
+    assert!(attempts_at.iter().all(|&i| exchanges[0] < i && i < exchanges[1]), "attempts at {attempts_at:?}, exchanges at {exchanges:?}");
+    let end_ms = run.events.last().unwrap().elapsed_ms;
+    for &i in &attempts_at {
+        assert!(run.events[i].elapsed_ms <= run.events[exchanges[1]].elapsed_ms, "attempt {i} stamped after the exchange that followed it");
+        assert!(run.events[i].elapsed_ms >= run.events[i - 1].elapsed_ms, "elapsed_ms keeps the order of seq");
+    }
+    assert!(run.events[attempts_at[0]].elapsed_ms < end_ms);
     let last_two: Vec<&EventKind> = run.events.iter().rev().take(2).map(|e| &e.kind).collect();
     assert!(matches!(last_two[0], EventKind::End { .. }) && matches!(last_two[1], EventKind::NetworkTripwire { .. }), "{last_two:?}");
     assert_eq!(run.requests.len(), 2);

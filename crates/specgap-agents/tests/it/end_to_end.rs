@@ -193,6 +193,7 @@ pub(crate) fn options(jobs: usize, work_root: &Path, max_cost_usd: Option<f64>) 
         retries: 0,
         sandbox: true,
         budget_flags: BudgetFlags::default(),
+        protocol: None,
         seed: 11,
         stop: Arc::new(AtomicBool::new(false)),
         work_root: Some(work_root.to_path_buf()),
@@ -239,6 +240,7 @@ fn run_with(conditions: &[&str], tasks: Vec<TaskPackage>, tweaks: Tweaks) -> E2e
         starts: vec!["clean".into()],
         budget: Default::default(),
         clarification_rounds: None,
+        protocols: Vec::new(),
     };
     let store = Store::create(&dir.path().join("run"), &config).unwrap();
     let agents = vec![agent];

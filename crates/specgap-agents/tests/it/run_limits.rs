@@ -85,6 +85,7 @@ fn execute(
         starts: vec!["clean".into()],
         budget: Default::default(),
         clarification_rounds: None,
+        protocols: Vec::new(),
     };
     let store = Store::create(&dir.join("run"), &config).unwrap();
     let starts = vec!["clean".to_string()];

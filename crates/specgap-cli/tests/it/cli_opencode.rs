@@ -114,6 +114,8 @@ fn cli_opencode_reads_fixes_and_succeeds_through_the_gateway_with_every_request_
     let tools: Vec<&str> = first["tools"].as_array().unwrap().iter().filter_map(|t| t["function"]["name"].as_str()).collect();
     assert!(tools.contains(&"read") && tools.contains(&"bash") && !tools.contains(&"webfetch") && !tools.contains(&"websearch"), "{tools:?}");
     for (step, request) in main.iter().enumerate() {
+        // Seed 002 A.3 "Runtime": opencode passes a per-call output limit of 131,072 tokens.
+        assert_eq!(body(request)["max_tokens"], 131_072, "main request {step}");
         let messages = body(request)["messages"].as_array().unwrap().clone();
         assert_eq!(messages.iter().filter(|m| m["role"] == "assistant").count(), step, "main request {step}");
         assert_each_call_answered_once(&messages, &format!("main request {step}"));

@@ -14,6 +14,7 @@ mod containment;
 mod determinism;
 mod examples;
 mod export;
+mod harbor;
 mod panels;
 mod report_inputs;
 mod residualize;

@@ -86,7 +86,7 @@ impl Episode<'_, '_> {
                 is_error: result.is_error,
             })?;
             self.counters.blank = if result.blank_success { self.counters.blank + 1 } else { 0 };
-            if ended.is_none() && self.counters.blank >= BLANK_OUTPUT_LIMIT {
+            if ended.is_none() && super::reached(self.ctx.budgets.rules.blank_output(), self.counters.blank) {
                 ended = Some(EndReason::LoopBlankOutput);
             }
         }
@@ -110,7 +110,7 @@ impl Episode<'_, '_> {
         }
         if turn.refusal {
             self.counters.refusals += 1;
-            return Ok((self.counters.refusals >= REFUSAL_LIMIT).then_some(EndReason::Refusals));
+            return Ok(super::reached(self.ctx.budgets.rules.refusals(), self.counters.refusals).then_some(EndReason::Refusals));
         }
         self.counters.refusals = 0;
         for call in &calls {

@@ -76,6 +76,9 @@ pub struct RunOptions {
     pub sandbox: bool,
     /// Budget flags from the command line.
     pub budget_flags: BudgetFlags,
+    /// The run's protocol (`--protocol`, [`specgap_rules`]); `None`: each condition runs under
+    /// its paper's protocol ([`crate::condition::paper_protocol`]).
+    pub protocol: Option<specgap_rules::Protocol>,
     /// Run seed.
     pub seed: u64,
     /// Set to stop: no new episode starts, running ones end as `interrupted` (their model
@@ -643,7 +646,10 @@ fn attempt(ctx: &WorkerContext<'_, '_>, episode: &PlannedEpisode) -> Result<Atte
         Ok(prompts) => prompts,
         Err(e) => return Ok(Attempt::Failed { writer: Box::new(writer), failure: infra(format!("agent: {e}"), true) }),
     };
-    let budgets = Budgets::resolve(&episode.condition, &package.manifest().budget, &ctx.options.budget_flags);
+    let budgets = match &ctx.options.protocol {
+        Some(protocol) => Budgets::resolve_under(protocol, &episode.condition, &package.manifest().budget, &ctx.options.budget_flags),
+        None => Budgets::resolve(&episode.condition, &package.manifest().budget, &ctx.options.budget_flags),
+    };
     let workdir = ctx.work_dir.join(format!("{}-{}", episode.id, writer.attempt()));
     if let Err(e) = fs_err::create_dir_all(&workdir) {
         return Ok(Attempt::Failed { writer: Box::new(writer), failure: infra(format!("cannot create the episode directory: {e}"), false) });

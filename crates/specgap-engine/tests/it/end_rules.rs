@@ -129,12 +129,17 @@ fn delivery_conditions_have_no_consecutive_question_rule() {
     assert_eq!(r.ok().questions, 5);
 }
 
+/// A protocol that has the no-tool-call rule (seed 002's), over a partial instruction.
+fn with_no_tool_call_rule() -> Options {
+    Options { protocol: Some(specgap_rules::fde_bench()), ..Options::default() }
+}
+
 #[test]
 fn two_replies_without_a_tool_call_end_the_episode_after_one_reminder() {
     let package = fixture("req-basic");
     let silent = || AgentReply::Turn { text: Some("thinking".into()), tool_calls: vec![], usage: None };
     let mut agent = TestAgent::new(vec![silent(), silent(), read("README.md")]);
-    let r = run(&package, "partial", &mut agent, Options::default());
+    let r = run(&package, "partial", &mut agent, with_no_tool_call_rule());
     assert_eq!(r.ok().end_reason, EndReason::NoToolCall);
     assert_eq!(agent.user_messages(), [NO_TOOL_REMINDER]);
 }
@@ -144,7 +149,7 @@ fn a_tool_call_between_silent_replies_resets_the_count() {
     let package = fixture("req-basic");
     let silent = || AgentReply::Turn { text: Some("hm".into()), tool_calls: vec![], usage: None };
     let mut agent = TestAgent::new(vec![silent(), read("README.md"), silent()]);
-    let r = run(&package, "partial", &mut agent, Options::default());
+    let r = run(&package, "partial", &mut agent, with_no_tool_call_rule());
     assert_eq!(r.ok().end_reason, EndReason::AgentDone);
     assert_eq!(agent.user_messages(), [NO_TOOL_REMINDER, NO_TOOL_REMINDER]);
 }

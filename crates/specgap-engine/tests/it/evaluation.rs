@@ -66,11 +66,12 @@ fn an_evaluator_failure_on_a_delivered_artifact_whose_gold_evaluates_is_a_scored
     assert_eq!(deliveries.len(), 1);
     assert!(!deliveries[0].valid);
     assert_eq!(deliveries[0].signature, Some(Signature::Execution));
-    // The same failure twice is deterministic: two evaluations, both recorded.
+    // Re-evaluated up to the retry limit although the failure repeats: three evaluations, all
+    // recorded, the repeats marked deterministic.
     let failure = |deterministic| {
         (ErrorClass::Evaluation, "evaluator exited with status 4".to_string(), "the delivered plan cannot be run\n".to_string(), deterministic)
     };
-    assert_eq!(error_rows(&r), [failure(false), failure(true)]);
+    assert_eq!(error_rows(&r), [failure(false), failure(true), failure(true)]);
 }
 
 #[test]
@@ -85,11 +86,11 @@ fn an_evaluator_broken_for_any_input_is_an_evaluation_error_and_never_scored() {
     assert_eq!(message, "evaluator exited with status 3");
     assert_eq!(stderr_tail, "the reference table is missing\n");
     assert!(deterministic);
-    // The engine recorded the first failure; the second (deterministic) is the runner's to record.
-    assert_eq!(
-        error_rows(&r),
-        [(ErrorClass::Evaluation, "evaluator exited with status 3".to_string(), "the reference table is missing\n".to_string(), false)]
-    );
+    // The engine recorded the first two failures; the third (the limit) is the runner's to record.
+    let failure = |deterministic| {
+        (ErrorClass::Evaluation, "evaluator exited with status 3".to_string(), "the reference table is missing\n".to_string(), deterministic)
+    };
+    assert_eq!(error_rows(&r), [failure(false), failure(true)]);
     let rows = r.store.submissions().unwrap();
     assert_eq!(rows.len(), 1);
     assert!(!rows[0].valid_evaluation);
@@ -124,6 +125,36 @@ fn an_evaluation_error_on_a_saved_submission_re_evaluates_it_and_never_reruns_th
         error_rows(&r),
         [(ErrorClass::Evaluation, "evaluator exited with status 3".to_string(), "the database was busy\n".to_string(), false)]
     );
+    let rows = r.store.submissions().unwrap();
+    assert_eq!((rows.len(), rows[0].valid_evaluation, rows[0].error.as_deref()), (1, true, None));
+}
+
+/// Issue 24 item 4 (seed 001 App. C.1: verification that failed for infrastructure reasons is
+/// rerun on the saved final state): the same failure twice does not end the re-evaluation
+/// before the retry limit; the third evaluation succeeds and scores the submission.
+#[test]
+fn a_repeating_evaluation_error_is_still_re_evaluated_up_to_the_retry_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let counter = dir.path().join("evaluations");
+    // Fails the same way the first two times (the count lives in a host file, so no sandbox).
+    let prelude = format!(
+        "import sys\ncounter = {counter:?}\n\
+         try:\n    n = int(open(counter).read())\nexcept OSError:\n    n = 0\n\
+         open(counter, 'w').write(str(n + 1))\n\
+         if n < 2:\n    sys.stderr.write('the database was busy\\n')\n    sys.exit(3)\n",
+        counter = counter.display().to_string()
+    );
+    let package = delivery_with_prelude(dir.path(), &prelude);
+    let mut agent = TestAgent::new(deliver(GOLD_PLAN));
+    let options = Options { eval_retries: 2, no_sandbox: true, ..Options::default() };
+    let r = run(&package, "interact", &mut agent, options);
+    assert_eq!(r.ok().end_reason, EndReason::Accepted);
+    assert_eq!(r.scores(), [1.0]);
+    assert_eq!(fs_err::read_to_string(&counter).unwrap(), "3");
+    let failure = |deterministic| {
+        (ErrorClass::Evaluation, "evaluator exited with status 3".to_string(), "the database was busy\n".to_string(), deterministic)
+    };
+    assert_eq!(error_rows(&r), [failure(false), failure(true)]);
     let rows = r.store.submissions().unwrap();
     assert_eq!((rows.len(), rows[0].valid_evaluation, rows[0].error.as_deref()), (1, true, None));
 }

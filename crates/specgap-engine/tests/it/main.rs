@@ -12,6 +12,7 @@ mod detector;
 mod end_rules;
 mod evaluation;
 mod plan_mode;
+mod protocols;
 mod relay_owner;
 mod residual;
 mod self_driven;

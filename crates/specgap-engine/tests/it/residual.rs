@@ -10,7 +10,7 @@ use specgap_protocol::event::EventKind;
 use specgap_protocol::result::EvalResult;
 use specgap_protocol::run::EndReason;
 
-use crate::support::{Options, TestAgent, fixture_copy, one, run};
+use crate::support::{Options, TestAgent, fixture, fixture_copy, one, run};
 
 /// A copy of req-basic with residual state `r1`: the cap left out of an otherwise gold fix.
 fn residual_package(dir: &Path) -> specgap_task::TaskPackage {
@@ -163,4 +163,57 @@ fn blind_gives_clean_and_residual_starts_the_same_neutral_opening_without_ask_us
     }
     assert!(clean.system_prompt.starts_with("You are a software engineer working on a task in the workspace you are given."));
     assert!(clean.system_prompt.contains("Your first submission ends the work."));
+}
+
+/// (read, shown, unmeasured) of every `file_reads` event, in order.
+fn file_reads(r: &crate::support::Run) -> Vec<(Vec<String>, Vec<String>, String)> {
+    r.events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            specgap_protocol::event::EventKind::FileReads { read, shown, unmeasured, .. } => Some((read.clone(), shown.clone(), unmeasured.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Issue 24 item 4: each command's reads are measured (fanotify on the sandbox's workspace
+/// mount) and a file counts as shown only when its content reached the agent: `grep -r` reads
+/// every module but shows two; `cat f > /tmp/x` and `wc -l` read without showing; `false &&
+/// cat` reads nothing; the forms the trajectory reader missed are exact.
+#[test]
+fn every_command_records_the_files_it_read_and_the_files_whose_content_the_agent_saw() {
+    let package = fixture("req-basic");
+    let bash = |command: &str| one("bash", json!({ "command": command }));
+    let mut agent = TestAgent::new(vec![
+        bash("grep -rn LATE_FEE_RATE billing"),
+        bash("echo billing/policy.py | xargs cat"),
+        bash("find billing -name 'fees_*.py' -exec cat {} +"),
+        bash("F=README.md; head -3 \"$F\""),
+        bash("python3 -c 'print(open(\"billing/invoices.py\").read())'"),
+        bash("false && cat billing/fees.py"),
+        bash("cat billing/fees.py > /tmp/copy; wc -l billing/replay.py"),
+        bash("ls billing"),
+    ]);
+    let r = run(&package, "blind", &mut agent, Options::default());
+    let v = |files: &[&str]| files.iter().map(|f| f.to_string()).collect::<Vec<String>>();
+    let modules = v(&["billing/__init__.py", "billing/fees.py", "billing/fees_draft.py", "billing/invoices.py", "billing/policy.py", "billing/replay.py"]);
+    let reads = file_reads(&r);
+    if let Some((_, _, why)) = reads.first().filter(|(_, _, why)| !why.is_empty()) {
+        assert!(std::env::var("SPECGAP_REQUIRE_EXTERNAL").as_deref() != Ok("1"), "reads not measured: {why}");
+        eprintln!("skipped: reads cannot be measured here ({why})");
+        return;
+    }
+    assert_eq!(
+        reads,
+        vec![
+            (modules, v(&["billing/fees.py", "billing/policy.py"]), String::new()),
+            (v(&["billing/policy.py"]), v(&["billing/policy.py"]), String::new()),
+            (v(&["billing/fees_draft.py"]), v(&["billing/fees_draft.py"]), String::new()),
+            (v(&["README.md"]), v(&["README.md"]), String::new()),
+            (v(&["billing/invoices.py"]), v(&["billing/invoices.py"]), String::new()),
+            (v(&[]), v(&[]), String::new()),
+            (v(&["billing/fees.py", "billing/replay.py"]), v(&[]), String::new()),
+            (v(&[]), v(&[]), String::new()),
+        ]
+    );
 }

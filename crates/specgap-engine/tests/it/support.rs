@@ -277,6 +277,8 @@ pub struct Options {
     /// Run commands and evaluators without bubblewrap (tests whose evaluator keeps a count in
     /// a host file).
     pub no_sandbox: bool,
+    /// The protocol (`None`: the condition's paper protocol).
+    pub protocol: Option<specgap_rules::Protocol>,
 }
 
 /// Runs one episode of `package` under `condition` with `agent` and the relay user.
@@ -303,6 +305,7 @@ pub fn run(package: &TaskPackage, condition: &str, agent: &mut dyn Agent, option
         starts: vec![start.canonical()],
         budget: Default::default(),
         clarification_rounds: None,
+        protocols: Vec::new(),
     };
     let store = Store::create(&dir.path().join("run"), &config).unwrap();
     let key = EpisodeKey {
@@ -327,7 +330,10 @@ pub fn run(package: &TaskPackage, condition: &str, agent: &mut dyn Agent, option
     let workdir = dir.path().join("work");
     fs_err::create_dir_all(&workdir).unwrap();
     let start_results = options.start_results.unwrap_or_default();
-    let budgets = Budgets::resolve(&condition, &package.manifest().budget, &options.flags);
+    let budgets = match &options.protocol {
+        Some(protocol) => Budgets::resolve_under(protocol, &condition, &package.manifest().budget, &options.flags),
+        None => Budgets::resolve(&condition, &package.manifest().budget, &options.flags),
+    };
     let sandbox = SandboxConfig { enabled: !options.no_sandbox };
     let gold_checks = options.gold_checks.unwrap_or_default();
     let ctx = EpisodeContext {

@@ -3,7 +3,7 @@
 //! channels, driven by a test agent that only returns turns (any agent gets the same).
 
 use serde_json::json;
-use specgap_engine::episode::{NO_TOOL_REMINDER, UNLOCK_ACKNOWLEDGEMENT};
+use specgap_engine::episode::{NO_TOOL_REMINDER, NO_TOOL_REMINDER_GOES_ON, UNLOCK_ACKNOWLEDGEMENT};
 use specgap_engine::relay::UNKNOWN_ANSWER;
 use specgap_engine::session::{AgentReply, Incoming};
 use specgap_engine::text_channel::CONTINUATION;
@@ -165,9 +165,12 @@ fn owner_conditions_have_no_text_channel() {
     let package = fixture("req-basic");
     let mut agent = TestAgent::new(vec![says("## Questions for the client\n- Who uses this?"), says("Who uses this?")]);
     let r = run(&package, "partial", &mut agent, Options::default());
-    assert_eq!(r.ok().end_reason, EndReason::NoToolCall);
+    // Seed 000's protocol has no no-tool-call end: both replies get the reminder and the
+    // script's end ends the episode.
+    assert_eq!(r.ok().end_reason, EndReason::AgentDone);
     assert!(question_texts(&r).is_empty());
-    assert_eq!(messages(&r), [(UserMessageKind::Reminder, NO_TOOL_REMINDER.to_string())]);
+    let reminder = (UserMessageKind::Reminder, NO_TOOL_REMINDER_GOES_ON.to_string());
+    assert_eq!(messages(&r), [reminder.clone(), reminder]);
 }
 
 #[test]

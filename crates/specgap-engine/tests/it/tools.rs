@@ -231,3 +231,19 @@ fn command_output_cuts_are_stated_once_with_true_counts() {
     assert_eq!(65536 - 2 * 509 * 16, 49248);
     assert!(output.len() <= specgap_engine::tools::OUTPUT_CAP, "{}", output.len());
 }
+
+/// Issue 24 item 4: the `bash` tool (blind and residual conditions, seed 001) runs its commands
+/// with bash, so `pushd` and brace lists work; `run_experiment` (seed 000) keeps `/bin/sh`.
+#[test]
+fn the_bash_tool_runs_bash_and_run_experiment_runs_sh() {
+    let package = fixture("req-basic");
+    let command = json!({"command": "pushd billing >/dev/null && echo {a,b}.py && pwd"});
+    let mut agent = TestAgent::new(vec![one("bash", command.clone())]);
+    let r = run(&package, "blind", &mut agent, Options::default());
+    assert_eq!(r.results()[0].1, "exit status 0\n--- stdout ---\na.py b.py\n/workspace/billing");
+    let mut agent = TestAgent::new(vec![one("run_experiment", command)]);
+    let r = run(&package, "partial", &mut agent, Options::default());
+    let (_, output, _) = &r.results()[0];
+    assert!(output.starts_with("exit status 127\n"), "{output}");
+    assert!(output.contains("pushd: not found"), "{output}");
+}

@@ -296,3 +296,77 @@ echo '{{"version":1,"reward":1.0}}' > "$SPECGAP_OUT/result.json"
     assert!(!evaluation.stderr_tail.contains("b answered"));
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched\n");
 }
+
+#[test]
+fn candidate_layout_places_the_submission_the_evaluators_files_and_an_output_directory() {
+    let pkg = package();
+    let evaluator_files = pkg.dir.path().join("evaluator/tests");
+    write_tree(&evaluator_files, &[("test.sh", "echo 1 > /logs/verifier/reward.txt\n")]);
+    let probe = r#"
+echo "cwd=$(pwd) answer=$(cat answer.txt) files=$(ls /tests | tr '\n' ' ')"
+if touch /tests/x 2>/dev/null; then echo tests-writable; fi
+[ -e /workspace ] && echo workspace-visible
+sh /tests/test.sh
+echo '{"a": 1}' > /logs/verifier/reward.json
+mkdir /logs/verifier/sub && echo no > /logs/verifier/sub/file
+ln -s /etc/passwd /logs/verifier/link
+echo hidden > /logs/verifier/.hidden
+"#;
+    write_tree(&pkg.workspace, &[("answer.txt", "42\n"), ("probe.sh", probe)]);
+    let script = format!(
+        r#"
+mkdir got
+printf 'workdir /app\nro tests /tests\n# comment\nout /logs/verifier\n' > layout
+SPECGAP_CANDIDATE_LAYOUT=$PWD/layout SPECGAP_CANDIDATE_OUT=$PWD/got "$SPECGAP_CANDIDATE" sh probe.sh > probe.out 2> probe.err
+echo "status=$?" >> probe.out
+printf 'workdir /tmp/x\n' > bad
+SPECGAP_CANDIDATE_LAYOUT=$PWD/bad "$SPECGAP_CANDIDATE" true 2> bad.err; echo "bad=$?" >> probe.out
+python3 - <<'PY'
+import json, os
+got = {{name: open("got/" + name).read() for name in sorted(os.listdir("got"))}}
+detail = {{"out": open("probe.out").read(), "err": open("probe.err").read(), "bad": open("bad.err").read(), "got": got}}
+json.dump({{"version": 1, "requirements": {{"probe": {{"pass": True, "measured": detail}}}}}}, open(os.environ["SPECGAP_OUT"] + "/result.json", "w"))
+PY
+"#
+    );
+    let mut run = evaluator_run(pkg.dir.path(), &pkg.workspace, &script, Duration::from_secs(60));
+    run.requirement_ids = vec!["probe".into()];
+    let evaluation = evaluate(&run).unwrap();
+    let measured = &evaluation.result.requirements.as_ref().unwrap()["probe"].measured;
+    assert_eq!(measured["out"], "cwd=/app answer=42 files=test.sh \nstatus=0\nbad=125\n");
+    assert_eq!(
+        measured["err"],
+        "specgap-candidate: left out .hidden of the output directory\nspecgap-candidate: left out link of the output directory\nspecgap-candidate: left out sub of the output directory\n"
+    );
+    assert_eq!(measured["bad"], "specgap-candidate: layout line 1: /tmp/x would be at or under /tmp\n");
+    assert_eq!(measured["got"], serde_json::json!({"reward.json": "{\"a\": 1}\n", "reward.txt": "1\n"}));
+}
+
+#[test]
+fn candidate_layout_refuses_overlaps_links_and_unknown_lines() {
+    use specgap_sandbox::CandidateLayout;
+    assert_eq!(CandidateLayout::parse("workdir /app\nout /app/logs\n"), Err("layout places /app and /app/logs overlap".into()));
+    assert_eq!(CandidateLayout::parse("rw x /y\n"), Err("layout line 1: expected `workdir PATH`, `ro SOURCE PATH`, `out PATH` or `timeout SECONDS` (each but ro once), found `rw x /y`".into()));
+    assert_eq!(CandidateLayout::parse("timeout 0\n"), Err("layout line 1: timeout 0 is not a whole number of seconds, at least 1".into()));
+    assert_eq!(CandidateLayout::parse("timeout 90\n").unwrap().timeout, Some(Duration::from_secs(90)));
+    assert_eq!(CandidateLayout::parse("ro ../up /tests\n"), Err("layout line 1: ../up must be a relative path of plain names".into()));
+    assert_eq!(CandidateLayout::parse("out /logs/../etc\n"), Err("layout line 1: /logs/../etc must be an absolute path of plain names other than /".into()));
+    let layout = CandidateLayout::parse("workdir /app\nro tests /tests\n").unwrap();
+    assert_eq!(layout.workdir.as_deref(), Some(Path::new("/app")));
+    assert_eq!(layout.read_only, vec![("tests".into(), "/tests".into())]);
+}
+
+#[test]
+fn a_layout_timeout_replaces_the_candidate_limit() {
+    let pkg = package();
+    let script = r#"
+printf 'timeout 20\n' > layout
+SPECGAP_CANDIDATE_LAYOUT=$PWD/layout "$SPECGAP_CANDIDATE" sleep 1; echo "long=$?" >&2
+"$SPECGAP_CANDIDATE" sleep 1 2>/dev/null; echo "short=$?" >&2
+echo '{"version":1,"reward":0.0}' > "$SPECGAP_OUT/result.json"
+"#;
+    let mut run = evaluator_run(pkg.dir.path(), &pkg.workspace, script, Duration::from_secs(30));
+    run.candidate_limits.timeout = Duration::from_millis(300);
+    let evaluation = evaluate(&run).unwrap();
+    assert_eq!(evaluation.stderr_tail, "long=0\nshort=124\n");
+}

@@ -5,6 +5,8 @@ mod agent_sandbox;
 mod byte_names;
 mod evaluator;
 mod materialize;
+mod reads;
+mod rootfs;
 mod sandbox;
 mod session;
 mod support;

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use specgap_sandbox::{CommandOutput, CommandSpec, SandboxConfig, SandboxError, Session};
+use specgap_sandbox::{CommandOutput, CommandSpec, SandboxConfig, SandboxError, Session, Shell};
 
 use crate::support::{
     SECRET, assert_cut_seq_output, assert_never_connected, host_listener_and_probe, package, processes_with, sandbox, system_host,
@@ -35,6 +35,24 @@ fn commands_share_one_sandbox_and_its_tmp() {
     let third = run(&mut s, "pwd; echo to-stderr >&2");
     assert_eq!((third.stdout.text(), third.stderr.text()), ("/workspace\n".to_string(), "to-stderr\n".to_string()), "each command starts in the workspace");
     assert_eq!(s.sandboxes_started(), 1);
+}
+
+#[test]
+fn bash_commands_run_in_bash_with_pushd_and_brace_lists_and_sh_commands_in_sh() {
+    let pkg = package();
+    let mut s = session(&pkg.workspace);
+    let bash = |s: &mut Session, command: &str| s.run_in(Shell::Bash, command, Duration::from_secs(30), OUTPUT).unwrap();
+    let out = bash(&mut s, "mkdir -p d/e && pushd d >/dev/null && echo x{1,2}y && pushd e >/dev/null && dirs -p | wc -l; popd >/dev/null; pwd");
+    assert_eq!((out.exit_code, out.stdout.text(), out.stderr.text()), (Some(0), "x1y x2y\n3\n/workspace/d\n".to_string(), String::new()));
+    let words = bash(&mut s, "pushd d");
+    assert_eq!((words.exit_code, words.stdout.text()), (Some(0), "/workspace/d /workspace\n".to_string()), "plain words are bash's too");
+    let lines = bash(&mut s, "if [[ $BASH_VERSION ]]; then\n  arr=(a b c)\n  echo ${#arr[@]}\nfi");
+    assert_eq!(lines.stdout.text(), "3\n");
+    // The same command under /bin/sh (dash): no brace expansion, no pushd.
+    let sh = run(&mut s, "echo x{1,2}y; pushd d");
+    assert_eq!(sh.stdout.text(), "x{1,2}y\n");
+    assert_eq!(sh.exit_code, Some(127), "{}", sh.stderr.text());
+    assert_eq!(s.sandboxes_started(), 1, "one sandbox for both shells");
 }
 
 #[test]

@@ -124,7 +124,15 @@ fn format_1_package_using_a_format_2_key_is_rejected_at_that_key() {
             "task.toml [task].subfamily",
             "task.toml [delivery].schema",
             "observations.toml [[observation]].request",
-            "task.toml [project].probes"
+            "task.toml [project].probes",
+            "task.toml [environment].image",
+            "task.toml [environment].dockerfile",
+            "task.toml [environment].rootfs",
+            "task.toml [environment].oci_layout",
+            "task.toml [environment].workdir",
+            "task.toml [evaluator].dir",
+            "task.toml [evaluator].out",
+            "task.toml [evaluator.environment]"
         ]
     );
 }

@@ -269,7 +269,7 @@ fn unknown_key_is_rejected_with_line_and_column() {
     );
     let err = copy.load_error();
     let prefix = format!(
-        "{}:20:1: unknown field `timeout`, expected `command` or `timeout_sec`",
+        "{}:20:1: unknown field `timeout`, expected one of `command`, `timeout_sec`, `dir`, `out`, `environment`",
         copy.path("task.toml").display()
     );
     assert!(err.starts_with(&prefix), "{err}");

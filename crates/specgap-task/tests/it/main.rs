@@ -7,6 +7,8 @@ mod discover;
 mod eval;
 mod examples;
 mod format2;
+mod format2_env;
+mod image_env;
 mod load;
 mod load_props;
 mod matching;

@@ -1,0 +1,104 @@
+//! `specgap env build|list|prune`: task environments from container images turned into
+//! read-only root filesystems in a content-addressed cache (`specgap_env`).
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::Context as _;
+use specgap_env::{EngineChoice, EnvCache};
+
+/// Arguments of `specgap env`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: EnvCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum EnvCommand {
+    /// Build (or find) the root filesystem of every image environment below the paths, the
+    /// evaluator's own image included, in $XDG_CACHE_HOME/specgap/env/ (default ~/.cache/...).
+    Build {
+        /// Task packages or suites.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Container engine for `image` and `dockerfile` environments: auto (podman, else
+        /// docker), podman, docker, or none (only `rootfs` and `oci_layout` can be built).
+        #[arg(long, default_value = "auto")]
+        engine: EngineChoice,
+    },
+    /// List the cached root filesystems: key, source, who built it, size.
+    List,
+    /// Remove cached root filesystems, all but the keys given with --keep.
+    Prune {
+        /// A cache key to keep (repeatable), as `specgap env list` prints it.
+        #[arg(long)]
+        keep: Vec<String>,
+    },
+}
+
+/// Runs `specgap env`.
+pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
+    let cache = EnvCache::new(EnvCache::default_root()?);
+    match args.command {
+        EnvCommand::Build { paths, engine } => build(&cache, &paths, engine),
+        EnvCommand::List => list(&cache),
+        EnvCommand::Prune { keep } => prune(&cache, keep),
+    }
+}
+
+fn build(cache: &EnvCache, paths: &[PathBuf], engine: EngineChoice) -> anyhow::Result<ExitCode> {
+    let packages = specgap_task::discover(paths)?;
+    let mut built_any = false;
+    for package in &packages {
+        let Some(image) = package.image_environment() else {
+            println!("{}: host-command environment (nothing to build)", package.name());
+            continue;
+        };
+        let mut sources = vec![("environment", &image.source)];
+        if let Some(own) = &image.evaluator_source {
+            sources.push(("evaluator environment", own));
+        }
+        for (what, source) in sources {
+            let started = Instant::now();
+            let built = cache
+                .build(&source.source, source.path.as_deref(), engine)
+                .with_context(|| format!("{}: cannot build its {what} ({} `{}`)", package.name(), source.source.key(), source.source.value()))?;
+            let how = if built.cached { "cached".to_string() } else { format!("built in {:.1} s", started.elapsed().as_secs_f64()) };
+            println!("{}: {what} {} {how}: {}", package.name(), built.key, built.rootfs.display());
+            built_any = true;
+        }
+    }
+    if !built_any {
+        println!("no image environment below the given paths");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn list(cache: &EnvCache) -> anyhow::Result<ExitCode> {
+    let entries = cache.list()?;
+    println!("environments in {}", cache.root().display());
+    println!("{:<24} {:<10} {:<8} {:>10}  first built from", "key", "source", "by", "MiB");
+    for entry in &entries {
+        let meta = &entry.meta;
+        let key: String = meta.key.chars().take(24).collect();
+        let mib = meta.bytes as f64 / (1024.0 * 1024.0);
+        println!("{key:<24} {:<10} {:<8} {mib:>10.1}  {}", meta.source, meta.built_by, meta.value);
+    }
+    if entries.is_empty() {
+        println!("(none)");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn prune(cache: &EnvCache, keep: Vec<String>) -> anyhow::Result<ExitCode> {
+    let keep: BTreeSet<String> = keep.into_iter().collect();
+    let removed = cache.prune(&keep)?;
+    for key in &removed {
+        println!("removed {key}");
+    }
+    println!("{} removed, {} kept", removed.len(), keep.len());
+    Ok(ExitCode::SUCCESS)
+}

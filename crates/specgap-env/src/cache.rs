@@ -1,0 +1,322 @@
+//! [`EnvCache`]: root filesystems in a content-addressed cache, one directory per key.
+//!
+//! Layout: `<root>/<key>/rootfs/` (the unpacked tree) and `<root>/<key>/meta.json`
+//! ([`CacheMeta`]). Keys name what the tree was made from, so an unchanged environment is
+//! found without rebuilding and a changed one gets a new key:
+//!
+//! | source | key |
+//! | --- | --- |
+//! | `rootfs` | `rootfs-<sha256 of the tarball>` |
+//! | `oci_layout` | `oci-<hex of the manifest digest>` |
+//! | `image` | `image-<hex of the engine's image id>` |
+//! | `dockerfile` | `build-<sha256 over the build context: paths, kinds, modes, contents>` |
+//!
+//! An entry appears whole or not at all: it is unpacked under `<root>/.tmp-…` and renamed.
+
+use std::collections::BTreeSet;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use specgap_protocol::package::ImageSource;
+
+use crate::engine::{Engine, EngineChoice};
+use crate::error::{EnvError, io};
+use crate::oci;
+use crate::unpack::{self, UnpackStats};
+
+/// What `meta.json` of a cache entry records.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CacheMeta {
+    /// The entry's key (its directory name).
+    pub key: String,
+    /// The source key (`image`, `dockerfile`, `rootfs`, `oci_layout`).
+    pub source: String,
+    /// The source as written in the first package built with it.
+    pub value: String,
+    /// Who produced the tree: `specgap` (unpacked itself) or the engine's name.
+    pub built_by: String,
+    /// Bytes of regular files in the tree.
+    pub bytes: u64,
+    /// Entries in the tree.
+    pub entries: u64,
+    /// Whiteouts applied while unpacking.
+    pub whiteouts: u64,
+    /// Wall-clock seconds the build took.
+    pub build_seconds: f64,
+}
+
+/// The result of [`EnvCache::build`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Built {
+    /// The cache key.
+    pub key: String,
+    /// The root filesystem directory.
+    pub rootfs: PathBuf,
+    /// Whether it was in the cache already (nothing was built).
+    pub cached: bool,
+}
+
+/// One listed cache entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CacheEntry {
+    /// The root filesystem directory.
+    pub rootfs: PathBuf,
+    /// Its metadata.
+    pub meta: CacheMeta,
+}
+
+/// The environment cache at one directory.
+#[derive(Debug, Clone)]
+pub struct EnvCache {
+    root: PathBuf,
+}
+
+impl EnvCache {
+    /// A cache at `root` (created on first build).
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        EnvCache { root: root.into() }
+    }
+
+    /// `$XDG_CACHE_HOME/specgap/env`, else `$HOME/.cache/specgap/env`.
+    ///
+    /// # Errors
+    /// [`EnvError::NoCacheDir`].
+    pub fn default_root() -> Result<PathBuf, EnvError> {
+        let nonempty = |name| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let base = match nonempty("XDG_CACHE_HOME") {
+            Some(cache) => cache,
+            None => nonempty("HOME").ok_or(EnvError::NoCacheDir)?.join(".cache"),
+        };
+        Ok(base.join("specgap").join("env"))
+    }
+
+    /// The cache directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The root filesystem of `key`, when cached.
+    pub fn lookup(&self, key: &str) -> Option<PathBuf> {
+        let dir = self.root.join(key);
+        dir.join("meta.json").is_file().then(|| dir.join("rootfs"))
+    }
+
+    /// Makes sure the root filesystem of `source` is in the cache and returns it: `rootfs`
+    /// and `oci_layout` are unpacked by specgap itself (no engine needed); `image` and
+    /// `dockerfile` need an engine (`engine`), which resolves or builds the image and exports
+    /// it. A Dockerfile whose build context is unchanged is found without an engine.
+    ///
+    /// # Errors
+    /// [`EnvError::NoEngine`] where an engine is needed and none is chosen or found; the
+    /// errors of unpacking, layouts and engines.
+    ///
+    /// `path` is the file or directory a `dockerfile`, `rootfs` or `oci_layout` names inside
+    /// its package (a Dockerfile's directory is its build context); `None` for an `image`.
+    pub fn build(&self, source: &ImageSource, path: Option<&Path>, engine: EngineChoice) -> Result<Built, EnvError> {
+        let started = Instant::now();
+        let package_path = || path.map(Path::to_path_buf).unwrap_or_default();
+        match source {
+            ImageSource::Rootfs(_) => {
+                let tarball = package_path();
+                let key = format!("rootfs-{}", oci::sha256_file(&tarball)?);
+                self.fill(&key, source, "specgap", started, |tree| unpack::unpack_layer(&tarball, tree))
+            }
+            ImageSource::OciLayout(_) => {
+                let image = oci::read_layout(&package_path())?;
+                let key = format!("oci-{}", image.manifest_digest.trim_start_matches("sha256:"));
+                self.fill(&key, source, "specgap", started, |tree| {
+                    let mut total = UnpackStats::default();
+                    for layer in &image.layers {
+                        let stats = unpack::unpack_layer(layer, tree)?;
+                        total.entries += stats.entries;
+                        total.whiteouts += stats.whiteouts;
+                        total.skipped += stats.skipped;
+                    }
+                    Ok(total)
+                })
+            }
+            ImageSource::Dockerfile(_) => {
+                let dockerfile = package_path();
+                let context = dockerfile.parent().map(Path::to_path_buf).unwrap_or_default();
+                let hash = context_hash(&context, &dockerfile)?;
+                let key = format!("build-{hash}");
+                if let Some(rootfs) = self.lookup(&key) {
+                    return Ok(Built { key, rootfs, cached: true });
+                }
+                let engine = need_engine(source, engine)?;
+                let tag = format!("localhost/specgap-env/build:{}", &hash[..16]);
+                let id = engine.build(&dockerfile, &context, &tag)?;
+                self.fill_from_engine(&key, source, &engine, &id, started)
+            }
+            ImageSource::Image(reference) => {
+                let engine = need_engine(source, engine)?;
+                let id = engine.image_id(reference)?;
+                let key = format!("image-{}", id.trim_start_matches("sha256:"));
+                self.fill_from_engine(&key, source, &engine, &id, started)
+            }
+        }
+    }
+
+    fn fill_from_engine(
+        &self,
+        key: &str,
+        source: &ImageSource,
+        engine: &Engine,
+        id: &str,
+        started: Instant,
+    ) -> Result<Built, EnvError> {
+        self.fill(key, source, engine.kind.name(), started, |tree| {
+            let tar_path = tree.with_extension("export.tar");
+            engine.export(id, &tar_path)?;
+            let stats = unpack::unpack_layer(&tar_path, tree);
+            std::fs::remove_file(&tar_path).map_err(io(&tar_path))?;
+            stats
+        })
+    }
+
+    /// Returns the entry `key`, unpacking it with `make` (into an empty directory) first when
+    /// it is missing.
+    fn fill(
+        &self,
+        key: &str,
+        source: &ImageSource,
+        built_by: &str,
+        started: Instant,
+        make: impl FnOnce(&Path) -> Result<UnpackStats, EnvError>,
+    ) -> Result<Built, EnvError> {
+        if let Some(rootfs) = self.lookup(key) {
+            return Ok(Built { key: key.to_string(), rootfs, cached: true });
+        }
+        fs_err::create_dir_all(&self.root).map_err(|e| EnvError::Io { path: self.root.clone(), source: e.into() })?;
+        let staging = self.root.join(format!(".tmp-{key}-{}", std::process::id()));
+        if staging.exists() {
+            std::fs::remove_dir_all(&staging).map_err(io(&staging))?;
+        }
+        let tree = staging.join("rootfs");
+        std::fs::create_dir_all(&tree).map_err(io(&tree))?;
+        // The sandbox's user must be able to enter the root (a tarball's `./` may say 0700).
+        let stats = make(&tree)?;
+        std::fs::set_permissions(&tree, std::fs::Permissions::from_mode(0o755)).map_err(io(&tree))?;
+        let (bytes, entries) = unpack::tree_size(&tree);
+        let meta = CacheMeta {
+            key: key.to_string(),
+            source: source.key().to_string(),
+            value: source.value().to_string(),
+            built_by: built_by.to_string(),
+            bytes,
+            entries,
+            whiteouts: stats.whiteouts,
+            build_seconds: started.elapsed().as_secs_f64(),
+        };
+        let meta_path = staging.join("meta.json");
+        let text = serde_json::to_string_pretty(&meta).map_err(|e| EnvError::Io { path: meta_path.clone(), source: e.into() })?;
+        std::fs::write(&meta_path, text).map_err(io(&meta_path))?;
+        let dir = self.root.join(key);
+        match std::fs::rename(&staging, &dir) {
+            Ok(()) => {}
+            // Another build of the same key finished first: its tree is the same.
+            Err(_) if self.lookup(key).is_some() => std::fs::remove_dir_all(&staging).map_err(io(&staging))?,
+            Err(err) => return Err(EnvError::Io { path: dir, source: err }),
+        }
+        tracing::info!("environment {key} built by {built_by}: {entries} entries, {bytes} bytes");
+        Ok(Built { key: key.to_string(), rootfs: dir.join("rootfs"), cached: false })
+    }
+
+    /// Every complete entry, by key.
+    ///
+    /// # Errors
+    /// [`EnvError::Io`]; [`EnvError::BadCacheEntry`] for an unreadable `meta.json`.
+    pub fn list(&self) -> Result<Vec<CacheEntry>, EnvError> {
+        let mut found = Vec::new();
+        let read = match std::fs::read_dir(&self.root) {
+            Ok(read) => read,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(found),
+            Err(err) => return Err(EnvError::Io { path: self.root.clone(), source: err }),
+        };
+        for child in read {
+            let child = child.map_err(io(&self.root))?;
+            let meta_path = child.path().join("meta.json");
+            if child.file_name().to_string_lossy().starts_with('.') || !meta_path.is_file() {
+                continue;
+            }
+            let text = std::fs::read_to_string(&meta_path).map_err(io(&meta_path))?;
+            let meta: CacheMeta = serde_json::from_str(&text)
+                .map_err(|err| EnvError::BadCacheEntry { path: meta_path.clone(), reason: err.to_string() })?;
+            found.push(CacheEntry { rootfs: child.path().join("rootfs"), meta });
+        }
+        found.sort_by(|a, b| a.meta.key.cmp(&b.meta.key));
+        Ok(found)
+    }
+
+    /// Removes every entry whose key is not in `keep`, and any leftover staging directory;
+    /// returns the keys removed.
+    ///
+    /// # Errors
+    /// [`EnvError::Io`].
+    pub fn prune(&self, keep: &BTreeSet<String>) -> Result<Vec<String>, EnvError> {
+        let mut removed = Vec::new();
+        let read = match std::fs::read_dir(&self.root) {
+            Ok(read) => read,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(removed),
+            Err(err) => return Err(EnvError::Io { path: self.root.clone(), source: err }),
+        };
+        for child in read {
+            let child = child.map_err(io(&self.root))?;
+            let name = child.file_name().to_string_lossy().into_owned();
+            if keep.contains(&name) {
+                continue;
+            }
+            std::fs::remove_dir_all(child.path()).map_err(io(child.path()))?;
+            if !name.starts_with('.') {
+                removed.push(name);
+            }
+        }
+        removed.sort();
+        Ok(removed)
+    }
+}
+
+fn need_engine(source: &ImageSource, choice: EngineChoice) -> Result<Engine, EnvError> {
+    let hint = if choice == EngineChoice::None { "; `--engine none` was given".to_string() } else { String::new() };
+    Engine::find(choice)?.ok_or_else(|| EnvError::NoEngine {
+        key: source.key(),
+        value: source.value().to_string(),
+        hint,
+    })
+}
+
+/// SHA-256 over the Dockerfile's place in its context and every entry of the context (sorted
+/// paths, kinds, executable bits, contents or link targets): any change a build could see
+/// changes it.
+fn context_hash(context: &Path, dockerfile: &Path) -> Result<String, EnvError> {
+    let mut hasher = Sha256::new();
+    hasher.update(b"specgap-build-context-v1\0");
+    let rel = dockerfile.strip_prefix(context).unwrap_or(dockerfile);
+    hasher.update(rel.as_os_str().as_encoded_bytes());
+    hasher.update(b"\0");
+    for entry in walkdir::WalkDir::new(context).min_depth(1).sort_by_file_name() {
+        let entry = entry.map_err(|err| EnvError::Io {
+            path: err.path().map(Path::to_path_buf).unwrap_or_else(|| context.to_path_buf()),
+            source: err.into(),
+        })?;
+        let rel = entry.path().strip_prefix(context).unwrap_or(entry.path());
+        let kind = entry.file_type();
+        let tag: &[u8] = if kind.is_dir() { b"d" } else if kind.is_symlink() { b"l" } else { b"f" };
+        hasher.update(tag);
+        hasher.update(rel.as_os_str().as_encoded_bytes());
+        hasher.update(b"\0");
+        if kind.is_symlink() {
+            let target = std::fs::read_link(entry.path()).map_err(io(entry.path()))?;
+            hasher.update(target.as_os_str().as_encoded_bytes());
+        } else if kind.is_file() {
+            let meta = entry.metadata().map_err(|err| EnvError::Io { path: entry.path().to_path_buf(), source: err.into() })?;
+            hasher.update(if meta.permissions().mode() & 0o111 != 0 { b"x" } else { b"-" });
+            hasher.update(oci::sha256_file(entry.path())?.as_bytes());
+        }
+        hasher.update(b"\0");
+    }
+    Ok(oci::hex(&hasher.finalize()))
+}

@@ -1,0 +1,28 @@
+//! # specgap-env
+//!
+//! Task environments from container images (package format 2, `[environment]` `image`,
+//! `dockerfile`, `rootfs`, `oci_layout`; issue 25): each is turned into a root filesystem in
+//! a content-addressed cache ([`EnvCache`]) that the sandbox mounts read-only in place of the
+//! host's system directories.
+//!
+//! | step | API |
+//! | --- | --- |
+//! | find podman or docker (`--engine`) | [`Engine::find`] with an [`EngineChoice`] |
+//! | build or find an environment's root filesystem | [`EnvCache::build`] → [`Built`] |
+//! | list and prune the cache | [`EnvCache::list`], [`EnvCache::prune`] |
+//! | unpack a tarball or layer (whiteouts applied) | [`unpack::unpack_layer`] |
+//! | read an OCI image layout | [`oci::read_layout`] |
+//!
+//! `rootfs` tarballs and OCI layouts are unpacked by specgap itself; `image` references and
+//! Dockerfiles are resolved or built by the engine and exported (`create` + `export`).
+#![deny(missing_docs)]
+
+pub mod cache;
+pub mod engine;
+pub mod error;
+pub mod oci;
+pub mod unpack;
+
+pub use cache::{Built, CacheEntry, CacheMeta, EnvCache};
+pub use engine::{Engine, EngineChoice, EngineKind};
+pub use error::EnvError;

@@ -1,0 +1,137 @@
+//! The gold solution of an imported task: the task's `solution/solve.sh` (each step's, in
+//! order) run once at import on a copy of the starter, in the sandbox, and stored as the
+//! overlay `solutions/gold/` (changed and new files, and `delete.txt` for removed ones), so
+//! `specgap check` proves the gold passes and the starter fails (Harbor's oracle run).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use fs_err as fs;
+use specgap_sandbox::{CommandSpec, HostView, Limits, Mount, SandboxConfig};
+
+use crate::error::{HarborError, io};
+use crate::import::{copy_file, copy_tree, write};
+use crate::task::Plan;
+
+/// Longest a `solve.sh` may run at import when the task sets no agent timeout.
+const SOLVE_TIMEOUT_SEC: u64 = 600;
+
+/// What became of a task's gold solution.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GoldOutcome {
+    /// `solutions/gold/` was written: `files` changed or new files, `deleted` removed ones.
+    Written {
+        /// Files in the overlay.
+        files: usize,
+        /// Entries of `delete.txt`.
+        deleted: usize,
+    },
+    /// The task has no `solution/solve.sh`.
+    NoSolution,
+    /// `solve.sh` failed; no gold was written.
+    Failed {
+        /// Which step, its exit status and the tail of its stderr.
+        why: String,
+    },
+    /// The task runs on an image: its solve.sh needs issue 25's environments.
+    NeedsEnvironment,
+    /// The import was asked not to run solutions.
+    NotAsked,
+}
+
+impl GoldOutcome {
+    /// A few words for the import line and NOTES.md.
+    pub fn describe(&self) -> String {
+        match self {
+            GoldOutcome::Written { files, deleted } => format!("solutions/gold/ from solve.sh ({files} files, {deleted} deleted)"),
+            GoldOutcome::NoSolution => "none (no solution/solve.sh)".into(),
+            GoldOutcome::Failed { why } => format!("none (solve.sh failed: {why})"),
+            GoldOutcome::NeedsEnvironment => "not made yet (solve.sh needs the task's image)".into(),
+            GoldOutcome::NotAsked => "not made (--no-gold)".into(),
+        }
+    }
+}
+
+/// Runs the steps' `solve.sh` on a copy of `package/workspace` and writes the overlay.
+///
+/// # Errors
+/// I/O errors; a sandbox that cannot start. A failing `solve.sh` is
+/// [`GoldOutcome::Failed`].
+pub fn make_gold(plan: &Plan, package: &Path, environment: &specgap_protocol::package::Environment, sandbox: bool) -> Result<GoldOutcome, HarborError> {
+    let solves: Vec<(&str, &str)> = plan.steps.iter().filter_map(|s| s.solve.as_deref().map(|p| (s.name.as_str(), p))).collect();
+    if solves.is_empty() {
+        return Ok(GoldOutcome::NoSolution);
+    }
+    let config = SandboxConfig { enabled: sandbox };
+    config.check()?;
+    let host = HostView::resolve(environment)?;
+    let scratch = tempfile::Builder::new().prefix("specgap-harbor-gold-").tempdir().map_err(io(std::env::temp_dir()))?;
+    let workspace = scratch.path().join("workspace");
+    let starter = package.join("workspace");
+    copy_tree(&starter, &workspace)?;
+    let timeout = Duration::from_secs(plan.wall_sec.unwrap_or(SOLVE_TIMEOUT_SEC));
+    for (step, solve) in solves {
+        let solution_dir = plan.dir.join(solve).parent().map(Path::to_path_buf).unwrap_or_default();
+        let copy = scratch.path().join(format!("solution-{step}"));
+        copy_tree(&solution_dir, &copy)?;
+        let mut spec = CommandSpec::shell("bash /solution/solve.sh", &workspace);
+        let (workdir, solution) = if sandbox {
+            (PathBuf::from(&plan.workdir), PathBuf::from("/solution"))
+        } else {
+            (workspace.clone(), copy.clone())
+        };
+        if sandbox {
+            spec.mounts = vec![
+                Mount { host: workspace.clone(), sandbox: workdir.clone(), writable: true },
+                Mount { host: copy.clone(), sandbox: solution.clone(), writable: false },
+            ];
+        } else {
+            spec.program = specgap_sandbox::Program::Shell(format!("bash '{}/solve.sh'", copy.display()));
+        }
+        spec.cwd = workdir;
+        spec.limits = Limits { timeout, ..Limits::default() };
+        let output = specgap_sandbox::run(&spec, &host, &config)?;
+        if output.timed_out || output.exit_code != Some(0) {
+            let status = if output.timed_out { "timed out".to_string() } else { format!("status {:?}", output.exit_code) };
+            let stderr = output.stderr.text();
+            let tail: String = stderr.chars().rev().take(200).collect::<Vec<_>>().into_iter().rev().collect();
+            return Ok(GoldOutcome::Failed { why: format!("step {step}, {status}: {}", tail.trim()) });
+        }
+    }
+    write_overlay(&starter, &workspace, &package.join("solutions/gold"))
+}
+
+/// Writes the overlay turning `starter` into `solved`.
+fn write_overlay(starter: &Path, solved: &Path, gold: &Path) -> Result<GoldOutcome, HarborError> {
+    let before = regular_files(starter)?;
+    let after = regular_files(solved)?;
+    fs::create_dir_all(gold).map_err(io(gold))?;
+    let mut files = 0;
+    for rel in &after {
+        let new = solved.join(rel);
+        let changed = !before.contains(rel) || fs::read(starter.join(rel)).map_err(io(starter.join(rel)))? != fs::read(&new).map_err(io(&new))?;
+        if changed {
+            copy_file(&new, &gold.join(rel))?;
+            files += 1;
+        }
+    }
+    let deleted: Vec<&PathBuf> = before.difference(&after).collect();
+    if !deleted.is_empty() {
+        let lines: String = deleted.iter().map(|p| format!("{}\n", p.display())).collect();
+        write(&gold.join("delete.txt"), &lines)?;
+    }
+    Ok(GoldOutcome::Written { files, deleted: deleted.len() })
+}
+
+/// Workspace-relative paths of the regular files below `root` (links and `.git` left out).
+fn regular_files(root: &Path) -> Result<BTreeSet<PathBuf>, HarborError> {
+    let mut files = BTreeSet::new();
+    for entry in walkdir::WalkDir::new(root).into_iter().filter_entry(|e| e.file_name() != ".git") {
+        let entry = entry.map_err(|e| HarborError::Io { path: root.to_path_buf(), source: e.into() })?;
+        if entry.file_type().is_file() {
+            files.insert(entry.path().strip_prefix(root).unwrap_or(entry.path()).to_path_buf());
+        }
+    }
+    Ok(files)
+}

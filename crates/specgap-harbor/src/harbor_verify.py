@@ -1,0 +1,189 @@
+"""specgap's evaluator for an imported Harbor task (docs/harbor.md, "The evaluator").
+
+Runs the task's own tests/test.sh, unchanged, through $SPECGAP_CANDIDATE: in a fresh sandbox
+holding a copy of the submission at the task's work directory, the tests read-only at /tests
+and an empty /logs/verifier. Only the files left in /logs/verifier once every process of that
+sandbox has ended come back here; this program, which the submission never reaches, turns
+them into $SPECGAP_OUT/result.json.
+
+Harbor's verifiers run the submitted code in their own processes, so a submission can write
+the reward files itself. What this program refuses (reward 0, the reason on stderr):
+  * a changed or added submission file that names the reward channel (reward.txt,
+    reward.json, /logs/verifier, ctrf);
+  * an output file the task's tests never name (a reward.json beside a test.sh that writes
+    reward.txt);
+  * a CTRF report with failed tests, or whose summary disagrees with its tests, beside a
+    full reward; a CTRF report the tests write that is missing beside a reward above 0;
+  * a test.sh killed by a signal (its reward file may be anyone's).
+"""
+
+import hashlib
+import json
+import math
+import os
+import shlex
+import subprocess
+import sys
+
+CHANNEL_WORDS = (b"reward.txt", b"reward.json", b"/logs/verifier", b"ctrf")
+
+
+def note(message):
+    print(f"specgap-harbor: {message}", file=sys.stderr)
+
+
+def sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 16), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def changed_files(workspace, starter):
+    """Workspace-relative paths of regular files that are new or differ from the starter."""
+    changed = []
+    for root, dirs, files in os.walk(workspace):
+        dirs[:] = sorted(d for d in dirs if d != ".git")
+        for name in sorted(files):
+            path = os.path.join(root, name)
+            rel = os.path.relpath(path, workspace)
+            if os.path.islink(path) or not os.path.isfile(path):
+                continue
+            if starter.get(rel) != sha256(path):
+                changed.append(rel)
+    return changed
+
+
+def channel_references(workspace, starter):
+    """Changed files that name the verifier's reward channel, with the word found."""
+    found = []
+    for rel in changed_files(workspace, starter):
+        with open(os.path.join(workspace, rel), "rb") as f:
+            data = f.read(4 << 20).lower()
+        for word in CHANNEL_WORDS:
+            if word in data:
+                found.append(f"{rel} names {word.decode()}")
+                break
+    return found
+
+
+def reward_from_text(text):
+    value = float(text.strip())
+    if not math.isfinite(value):
+        raise ValueError(f"reward.txt holds {value}")
+    return value, {"reward": value}
+
+
+def reward_from_json(text):
+    rewards = json.loads(text)
+    values = rewards if isinstance(rewards, dict) else {"reward": rewards}
+    for key, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ValueError(f"reward.json's {key!r} is {value!r}, not a finite number")
+    if not values:
+        raise ValueError("reward.json has no key")
+    if "reward" in values:
+        return float(values["reward"]), values
+    return sum(values.values()) / len(values), values
+
+
+def ctrf_problem(document, reward):
+    """Why a CTRF report contradicts a full reward, or None."""
+    results = document.get("results") if isinstance(document, dict) else None
+    if not isinstance(results, dict):
+        return "the CTRF file has no results"
+    tests = results.get("tests") or []
+    failing = [t.get("name", "?") for t in tests if isinstance(t, dict) and t.get("status") in ("failed", "other")]
+    summary = results.get("summary") or {}
+    if isinstance(summary, dict) and isinstance(summary.get("failed"), int) and summary["failed"] != sum(
+        1 for t in tests if isinstance(t, dict) and t.get("status") == "failed"
+    ):
+        return "the CTRF summary's failed count disagrees with its tests"
+    if isinstance(summary, dict) and isinstance(summary.get("tests"), int) and summary["tests"] != len(tests):
+        return "the CTRF summary's test count disagrees with its tests"
+    if failing and reward >= 1.0:
+        return f"the CTRF report fails {', '.join(failing[:5])} but the reward is {reward}"
+    return None
+
+
+def run_step(config, step, scratch):
+    """Runs one step's test.sh; returns (reward or None, flags, rewards dict)."""
+    out = os.path.join(scratch, "out")
+    os.makedirs(out)
+    layout = os.path.join(scratch, "layout")
+    with open(layout, "w") as f:
+        f.write(f"workdir {config['workdir']}\nro {step['tests']} /tests\nout /logs/verifier\n")
+        f.write(f"timeout {max(1, int(config.get('verifier_timeout_sec', 600)))}\n")
+    env = dict(os.environ, SPECGAP_CANDIDATE_LAYOUT=layout, SPECGAP_CANDIDATE_OUT=out)
+    command = shlex.split(os.environ["SPECGAP_CANDIDATE"]) + ["env"]
+    command += [f"{k}={v}" for k, v in sorted(config.get("verifier_env", {}).items())]
+    command += ["bash", "/tests/test.sh"]
+    proc = subprocess.run(command, env=env, stdin=subprocess.DEVNULL, capture_output=True)
+    sys.stderr.write(proc.stderr.decode("utf-8", "replace")[-2000:])
+    flags = []
+    if proc.returncode == 124:
+        note(f"step {step['name']}: test.sh timed out")
+        return 0.0, flags, {}
+    if proc.returncode >= 128 and proc.returncode != 125:
+        flags.append(f"test.sh was killed by signal {proc.returncode - 128}")
+    names = sorted(os.listdir(out))
+    declared = set(config.get("declared_outputs", []))
+    for name in names:
+        if name not in declared:
+            flags.append(f"{name} appeared in /logs/verifier, which the task's tests never write")
+    read = lambda name: open(os.path.join(out, name), encoding="utf-8", errors="replace").read()
+    # Harbor reads reward.json when it exists, else reward.txt.
+    if "reward.json" in names:
+        reward, rewards = reward_from_json(read("reward.json"))
+    elif "reward.txt" in names:
+        reward, rewards = reward_from_text(read("reward.txt"))
+    else:
+        note(f"step {step['name']}: test.sh (status {proc.returncode}) wrote no reward; scored 0")
+        return 0.0, flags, {}
+    for name in sorted(declared - set(names)):
+        if "ctrf" in name.lower() and reward > 0:
+            flags.append(f"the task's tests write {name}, which is missing beside a reward of {reward}")
+    for name in names:
+        if name.endswith(".json") and name != "reward.json":
+            try:
+                document = json.loads(read(name))
+            except ValueError:
+                continue
+            if isinstance(document, dict) and "results" in document:
+                problem = ctrf_problem(document, reward)
+                if problem:
+                    flags.append(problem)
+    return reward, flags, rewards
+
+
+def main():
+    with open("harbor.json", encoding="utf-8") as f:
+        config = json.load(f)
+    workspace = os.environ["SPECGAP_WORKSPACE"]
+    flags = channel_references(workspace, config.get("starter_sha256", {}))
+    rewards = []
+    for index, step in enumerate(config["steps"]):
+        scratch = os.path.join(os.getcwd(), f".specgap-step-{index}")
+        reward, step_flags, values = run_step(config, step, scratch)
+        flags += [f"step {step['name']}: {flag}" for flag in step_flags]
+        note(f"step {step['name']}: reward {reward} {json.dumps(values, sort_keys=True)}")
+        rewards.append(reward)
+    if config.get("strategy") == "final":
+        reward = rewards[-1]
+    else:
+        reward = sum(rewards) / len(rewards)
+    if flags:
+        for flag in flags:
+            note(f"reward refused: {flag}")
+        reward = 0.0
+    if not 0.0 <= reward <= 1.0:
+        note(f"the reward {reward} is outside [0, 1], which specgap's result needs")
+        return 1
+    with open(os.path.join(os.environ["SPECGAP_OUT"], "result.json"), "w", encoding="utf-8") as f:
+        json.dump({"version": 1, "reward": reward}, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

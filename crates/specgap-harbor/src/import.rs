@@ -1,0 +1,390 @@
+//! `specgap import harbor`: writes one specgap package per Harbor task (docs/harbor.md has the
+//! mapping table), or refuses the task with its reasons.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use fs_err as fs;
+use sha2::{Digest, Sha256};
+use toml::{Table, Value};
+
+use crate::error::{HarborError, io};
+use crate::gold::{self, GoldOutcome};
+use crate::task::{self, EnvironmentPlan, HARBOR_VERSION, Plan, Refusal};
+
+/// The evaluator program written into every imported package (`evaluator/harbor_verify.py`).
+pub const VERIFIER_PROGRAM: &str = include_str!("harbor_verify.py");
+/// Where an imported package keeps the Harbor task it came from, verbatim (inside
+/// `evaluator/`, so it is private).
+pub const HARBOR_COPY: &str = "evaluator/harbor";
+/// Host programs an imported host-command package needs: Harbor's `test.sh` is a bash
+/// script, and the evaluator is a Python program.
+const HOST_COMMANDS: [&str; 2] = ["bash", "python3"];
+/// Seconds the evaluator gets beyond its steps' verifier timeouts.
+const EVALUATOR_MARGIN_SEC: u64 = 60;
+
+/// Options of [`import`].
+#[derive(Debug, Clone)]
+pub struct ImportOptions {
+    /// Run `solution/solve.sh` on the starter to make the gold overlay.
+    pub gold: bool,
+    /// Run it in the sandbox (`false`: directly on the host, trusted tasks only).
+    pub sandbox: bool,
+}
+
+impl Default for ImportOptions {
+    fn default() -> Self {
+        ImportOptions { gold: true, sandbox: true }
+    }
+}
+
+/// What became of one task.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// A package was written.
+    Imported {
+        /// The task directory.
+        source: PathBuf,
+        /// The package directory.
+        package: PathBuf,
+        /// The task name.
+        name: String,
+        /// `host` or `image` (needs issue 25's environments to run).
+        environment: &'static str,
+        /// What became of the gold solution.
+        gold: GoldOutcome,
+        /// How many things could not be mapped (listed in the package's NOTES.md).
+        unmapped: usize,
+    },
+    /// The task was refused.
+    Refused(Refusal),
+}
+
+impl Outcome {
+    /// The one line `specgap import harbor` prints for this task.
+    pub fn line(&self) -> String {
+        match self {
+            Outcome::Imported { source, name, environment, gold, unmapped, .. } => format!(
+                "imported {}: {name} ({environment} environment, gold {}, {unmapped} not mapped, verifier trusts the workspace)",
+                task::dir_name(source),
+                gold.describe()
+            ),
+            Outcome::Refused(refusal) => format!("refused {}: {}", task::dir_name(&refusal.dir), refusal.reasons.join("; ")),
+        }
+    }
+}
+
+/// Imports `source` (a Harbor task directory, or a dataset: a directory whose task
+/// directories lie below it) into `out`, one package per task in `out/<task directory
+/// name>/`, in name order.
+///
+/// # Errors
+/// [`HarborError::NoTask`] when `source` holds no task; [`HarborError::OutputExists`] when a
+/// package directory exists and is not empty; I/O errors.
+pub fn import(source: &Path, out: &Path, options: &ImportOptions) -> Result<Vec<Outcome>, HarborError> {
+    let tasks = find_tasks(source)?;
+    if tasks.is_empty() {
+        return Err(HarborError::NoTask { path: source.to_path_buf() });
+    }
+    let mut outcomes = Vec::new();
+    for dir in tasks {
+        let destination = out.join(task::dir_name(&dir));
+        outcomes.push(import_task(&dir, &destination, options)?);
+    }
+    Ok(outcomes)
+}
+
+/// The summary table printed after the lines: imported (host / image) and refused counts.
+pub fn summary(outcomes: &[Outcome]) -> String {
+    let count = |f: &dyn Fn(&Outcome) -> bool| outcomes.iter().filter(|o| f(o)).count();
+    let host = count(&|o| matches!(o, Outcome::Imported { environment: "host", .. }));
+    let image = count(&|o| matches!(o, Outcome::Imported { environment: "image", .. }));
+    let gold = count(&|o| matches!(o, Outcome::Imported { gold: GoldOutcome::Written { .. }, .. }));
+    let refused = count(&|o| matches!(o, Outcome::Refused(_)));
+    let rows = [
+        ("tasks", outcomes.len()),
+        ("imported, host environment", host),
+        ("imported, image environment", image),
+        ("with a gold overlay", gold),
+        ("refused", refused),
+    ];
+    let mut table = String::from("| outcome | tasks |\n| --- | ---: |\n");
+    for (what, n) in rows {
+        table.push_str(&format!("| {what} | {n} |\n"));
+    }
+    table
+}
+
+/// The task directories at or below `source`, sorted; a task's own subdirectories are not
+/// searched.
+fn find_tasks(source: &Path) -> Result<Vec<PathBuf>, HarborError> {
+    if task::is_task_dir(source) {
+        return Ok(vec![source.to_path_buf()]);
+    }
+    let mut found = Vec::new();
+    let mut walker = walkdir::WalkDir::new(source).min_depth(1).sort_by_file_name().into_iter();
+    while let Some(entry) = walker.next() {
+        let entry = entry.map_err(|e| HarborError::Io { path: source.to_path_buf(), source: e.into() })?;
+        if !entry.file_type().is_dir() || entry.file_name().to_string_lossy().starts_with('.') {
+            if entry.file_type().is_dir() {
+                walker.skip_current_dir();
+            }
+            continue;
+        }
+        if task::is_task_dir(entry.path()) {
+            found.push(entry.path().to_path_buf());
+            walker.skip_current_dir();
+        }
+    }
+    Ok(found)
+}
+
+/// Imports one task directory into `destination`.
+///
+/// # Errors
+/// As [`import`].
+pub fn import_task(dir: &Path, destination: &Path, options: &ImportOptions) -> Result<Outcome, HarborError> {
+    let plan = match task::plan(dir)? {
+        Ok(plan) => plan,
+        Err(refusal) => return Ok(Outcome::Refused(refusal)),
+    };
+    if destination.exists() && fs::read_dir(destination).map_err(io(destination))?.next().is_some() {
+        return Err(HarborError::OutputExists { path: destination.to_path_buf() });
+    }
+    fs::create_dir_all(destination).map_err(io(destination))?;
+    write_workspace(&plan, destination)?;
+    copy_tree(dir, &destination.join(HARBOR_COPY))?;
+    let is_image = matches!(plan.environment, EnvironmentPlan::Image { .. });
+    if is_image && dir.join("environment").is_dir() {
+        copy_tree(&dir.join("environment"), &destination.join("environment"))?;
+    }
+    write(&destination.join("instruction.md"), &instruction(&plan))?;
+    write(&destination.join("evaluator/harbor_verify.py"), VERIFIER_PROGRAM)?;
+    let starter = starter_hashes(&destination.join("workspace"))?;
+    write(&destination.join("evaluator/harbor.json"), &verifier_config(&plan, &starter))?;
+    write(&destination.join("task.toml"), &manifest(&plan, destination)?)?;
+    let has_solution = plan.steps.iter().any(|s| s.solve.is_some());
+    let gold = match (&plan.environment, options.gold) {
+        (_, false) => GoldOutcome::NotAsked,
+        _ if !has_solution => GoldOutcome::NoSolution,
+        (EnvironmentPlan::Image { .. }, true) => GoldOutcome::NeedsEnvironment,
+        (EnvironmentPlan::Host { .. }, true) => gold::make_gold(&plan, destination, &host_environment(&plan), options.sandbox)?,
+    };
+    write(&destination.join("NOTES.md"), &notes(&plan, &gold))?;
+    Ok(Outcome::Imported {
+        source: dir.to_path_buf(),
+        package: destination.to_path_buf(),
+        name: plan.name.clone(),
+        environment: if is_image { "image" } else { "host" },
+        gold,
+        unmapped: plan.unmapped.len(),
+    })
+}
+
+/// The host-command `[environment]` of an imported task.
+pub(crate) fn host_environment(plan: &Plan) -> specgap_protocol::package::Environment {
+    specgap_protocol::package::Environment {
+        commands: HOST_COMMANDS.iter().map(|c| c.to_string()).collect(),
+        env: plan.env.clone(),
+        ..Default::default()
+    }
+}
+
+/// The starter: the files a trivial Dockerfile copies under the work directory, then each
+/// step's staged files.
+fn write_workspace(plan: &Plan, destination: &Path) -> Result<(), HarborError> {
+    let workspace = destination.join("workspace");
+    fs::create_dir_all(&workspace).map_err(io(&workspace))?;
+    if let EnvironmentPlan::Host { files } = &plan.environment {
+        for (source, rel) in files {
+            let target = if rel.is_empty() { workspace.clone() } else { workspace.join(rel) };
+            if source.is_dir() {
+                copy_tree(source, &target)?;
+            } else {
+                copy_file(source, &target)?;
+            }
+        }
+    }
+    for step in &plan.steps {
+        if let Some(staged) = &step.staged {
+            copy_tree(&plan.dir.join(staged), &workspace)?;
+            let setup = workspace.join("setup.sh");
+            if setup.exists() {
+                fs::remove_file(&setup).map_err(io(&setup))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The opening message: the instruction, or every step's under its own heading.
+fn instruction(plan: &Plan) -> String {
+    if let [only] = plan.steps.as_slice() {
+        return only.instruction.clone();
+    }
+    let total = plan.steps.len();
+    let parts: Vec<String> = plan
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, step)| format!("## Step {} of {total}: {}\n\n{}", i + 1, step.name, step.instruction.trim_end()))
+        .collect();
+    format!("{}\n", parts.join("\n\n"))
+}
+
+/// `evaluator/harbor.json`: what harbor_verify.py needs.
+fn verifier_config(plan: &Plan, starter: &BTreeMap<String, String>) -> String {
+    let steps: Vec<serde_json::Value> = plan
+        .steps
+        .iter()
+        .map(|s| serde_json::json!({"name": s.name, "tests": format!("harbor/{}", s.tests)}))
+        .collect();
+    let config = serde_json::json!({
+        "harbor_version": HARBOR_VERSION,
+        "workdir": plan.workdir,
+        "steps": steps,
+        "strategy": plan.strategy,
+        "verifier_timeout_sec": plan.verifier_timeout_sec,
+        "verifier_env": plan.verifier_env,
+        "declared_outputs": plan.declared_outputs,
+        "starter_sha256": starter,
+    });
+    format!("{}\n", serde_json::to_string_pretty(&config).unwrap_or_default())
+}
+
+/// `task.toml` (format 2).
+fn manifest(plan: &Plan, destination: &Path) -> Result<String, HarborError> {
+    let mut root = Table::new();
+    root.insert("format".into(), Value::Integer(2));
+    let mut info = Table::new();
+    info.insert("name".into(), plan.name.clone().into());
+    info.insert("version".into(), plan.version.clone().into());
+    info.insert("description".into(), plan.description.clone().into());
+    info.insert("family".into(), plan.family.into());
+    if !plan.tags.is_empty() {
+        info.insert("tags".into(), Value::Array(plan.tags.iter().cloned().map(Value::from).collect()));
+    }
+    if let Some(subfamily) = &plan.subfamily {
+        info.insert("subfamily".into(), subfamily.clone().into());
+    }
+    root.insert("task".into(), Value::Table(info));
+    let mut environment = Table::new();
+    match &plan.environment {
+        EnvironmentPlan::Host { .. } => {
+            environment.insert("commands".into(), Value::Array(HOST_COMMANDS.iter().map(|c| Value::from(*c)).collect()));
+        }
+        EnvironmentPlan::Image { dockerfile, docker_image, .. } => {
+            match (docker_image, dockerfile) {
+                (Some(image), _) => environment.insert("image".into(), image.clone().into()),
+                (None, Some(file)) => environment.insert("dockerfile".into(), file.clone().into()),
+                (None, None) => None,
+            };
+            environment.insert("workdir".into(), plan.workdir.clone().into());
+        }
+    }
+    if !plan.env.is_empty() {
+        environment.insert("env".into(), Value::Table(plan.env.iter().map(|(k, v)| (k.clone(), Value::from(v.clone()))).collect()));
+    }
+    root.insert("environment".into(), Value::Table(environment));
+    let mut evaluator = Table::new();
+    evaluator.insert("command".into(), "python3 harbor_verify.py".into());
+    let timeout = plan.verifier_timeout_sec * plan.steps.len() as u64 + EVALUATOR_MARGIN_SEC;
+    evaluator.insert("timeout_sec".into(), Value::Integer(i64::try_from(timeout).unwrap_or(i64::MAX)));
+    if let (Some(image), EnvironmentPlan::Image { .. }) = (&plan.verifier_image, &plan.environment) {
+        let mut own = Table::new();
+        own.insert("image".into(), image.clone().into());
+        evaluator.insert("environment".into(), Value::Table(own));
+    }
+    root.insert("evaluator".into(), Value::Table(evaluator));
+    if let Some(wall) = plan.wall_sec {
+        let mut budget = Table::new();
+        budget.insert("wall_sec".into(), Value::Integer(i64::try_from(wall).unwrap_or(i64::MAX)));
+        root.insert("budget".into(), Value::Table(budget));
+    }
+    let text = toml::to_string(&root).map_err(|source| HarborError::Toml { path: destination.join("task.toml"), source })?;
+    Ok(format!("# Imported from a Harbor task (Harbor {HARBOR_VERSION}'s format) by `specgap import harbor`; see NOTES.md.\n{text}"))
+}
+
+/// NOTES.md: where the package came from, its protocol, its trust model, what was not
+/// mapped.
+fn notes(plan: &Plan, gold: &GoldOutcome) -> String {
+    let mut text = format!(
+        "# Imported from Harbor\n\n\
+         Source: the Harbor task `{}` (task format of Harbor {HARBOR_VERSION}), kept verbatim in `{HARBOR_COPY}/`.\n\n\
+         Protocol: Harbor's: the task's full instruction, one submission, no questions, no owner feedback, Harbor's budgets; specgap's `hidden` condition \
+         (docs/harbor.md). Under seed 000's protocols it needs a partial / full pair (instruction.full.md, requirements, observations, user.toml).\n\n\
+         Trust: the verifier trusts the workspace. The task's `tests/test.sh` runs the submitted code in its own \
+         processes, as in Harbor, in a sandbox of its own; only `evaluator/harbor_verify.py` writes specgap's result. \
+         Rewards a submission may have written itself are refused when detected (docs/harbor.md, \"Trust model\").\n\n\
+         Gold: {}.\n",
+        task::dir_name(&plan.dir),
+        gold.describe()
+    );
+    if let EnvironmentPlan::Image { why, .. } = &plan.environment {
+        text.push_str(&format!("\nEnvironment: an image, because {why}; it runs once task environments (issue 25) are available.\n"));
+    }
+    text.push_str("\n## Not mapped\n\n");
+    if plan.unmapped.is_empty() {
+        text.push_str("Nothing.\n");
+    }
+    for item in &plan.unmapped {
+        text.push_str(&format!("- {item}\n"));
+    }
+    text
+}
+
+/// SHA-256 of every regular file of the starter, by workspace-relative path.
+fn starter_hashes(workspace: &Path) -> Result<BTreeMap<String, String>, HarborError> {
+    let mut hashes = BTreeMap::new();
+    for entry in walkdir::WalkDir::new(workspace).sort_by_file_name() {
+        let entry = entry.map_err(|e| HarborError::Io { path: workspace.to_path_buf(), source: e.into() })?;
+        if !entry.file_type().is_file() {
+            continue;
+        }
+        let bytes = fs::read(entry.path()).map_err(io(entry.path()))?;
+        let rel = entry.path().strip_prefix(workspace).unwrap_or(entry.path()).to_string_lossy().into_owned();
+        hashes.insert(rel, hex(&Sha256::digest(&bytes)));
+    }
+    Ok(hashes)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+pub(crate) fn write(path: &Path, text: &str) -> Result<(), HarborError> {
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent).map_err(io(parent))?;
+    }
+    fs::write(path, text).map_err(io(path))
+}
+
+/// Copies a file, keeping its executable bit.
+pub(crate) fn copy_file(from: &Path, to: &Path) -> Result<(), HarborError> {
+    if let Some(parent) = to.parent() {
+        fs::create_dir_all(parent).map_err(io(parent))?;
+    }
+    fs::copy(from, to).map_err(io(from))?;
+    Ok(())
+}
+
+/// Copies a directory tree: directories, regular files (with their mode), symbolic links as
+/// links; hidden `.git` directories are left out.
+pub(crate) fn copy_tree(from: &Path, to: &Path) -> Result<(), HarborError> {
+    let walker = walkdir::WalkDir::new(from).sort_by_file_name().into_iter().filter_entry(|e| e.file_name() != ".git");
+    for entry in walker {
+        let entry = entry.map_err(|e| HarborError::Io { path: from.to_path_buf(), source: e.into() })?;
+        let rel = entry.path().strip_prefix(from).unwrap_or(entry.path());
+        let target = to.join(rel);
+        let kind = entry.file_type();
+        if kind.is_dir() {
+            fs::create_dir_all(&target).map_err(io(&target))?;
+        } else if kind.is_symlink() {
+            let link = fs::read_link(entry.path()).map_err(io(entry.path()))?;
+            std::os::unix::fs::symlink(&link, &target).map_err(io(&target))?;
+        } else if kind.is_file() {
+            copy_file(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,156 @@
+//! `specgap import harbor`: one line per task, the summary table, the packages it writes, and
+//! `specgap check` on them (Harbor's oracle check: gold scores 1, the starter 0).
+
+use specgap_task::check::{Verdict, check_package};
+use specgap_task::{SandboxJudge, Submission};
+
+use crate::support::{dataset, import_dataset, import_one};
+
+#[test]
+fn a_dataset_imports_every_task_it_can_and_refuses_the_rest_with_reasons() {
+    let (_out, outcomes) = import_dataset();
+    let lines: Vec<String> = outcomes.iter().map(|o| o.line()).collect();
+    assert_eq!(
+        lines,
+        [
+            "imported app-workdir: fixtures/app-workdir (host environment, gold solutions/gold/ from solve.sh (1 files, 0 deleted), 7 not mapped, verifier trusts the workspace)",
+            "imported hello-file: fixtures/hello-file (host environment, gold solutions/gold/ from solve.sh (1 files, 0 deleted), 1 not mapped, verifier trusts the workspace)",
+            "imported needs-image: fixtures/needs-image (image environment, gold none (no solution/solve.sh), 0 not mapped, verifier trusts the workspace)",
+            "imported several-keys: fixtures/several-keys (host environment, gold solutions/gold/ from solve.sh (1 files, 0 deleted), 1 not mapped, verifier trusts the workspace)",
+            "imported two-steps: fixtures/two-steps (host environment, gold solutions/gold/ from solve.sh (1 files, 0 deleted), 3 not mapped, verifier trusts the workspace)",
+            "refused with-compose: environment/docker-compose.yaml: multi-container (compose) tasks cannot run here; the task asks for GPUs or TPUs; tests/test.sh downloads at verification time (`curl`); specgap's sandbox has no network",
+        ]
+    );
+    assert_eq!(
+        specgap_harbor::summary(&outcomes),
+        "| outcome | tasks |\n| --- | ---: |\n| tasks | 6 |\n| imported, host environment | 4 |\n| imported, image environment | 1 |\n| with a gold overlay | 4 |\n| refused | 1 |\n"
+    );
+}
+
+#[test]
+fn the_manifest_maps_task_metadata_agent_verifier_and_environment() {
+    let (_out, package) = import_one("hello-file");
+    let loaded = specgap_task::load(&package).unwrap();
+    let manifest = loaded.manifest();
+    assert_eq!(loaded.format(), 2);
+    assert_eq!(manifest.task.name, "fixtures/hello-file");
+    assert_eq!(manifest.task.version, "1.0.0");
+    assert_eq!(manifest.task.description, "Write a greeting into a file");
+    assert_eq!(manifest.task.family.as_str(), "terminal");
+    assert_eq!(manifest.task.tags, ["files", "warm-up", "shell", "difficulty-easy"]);
+    assert_eq!(manifest.task.subfamily.as_deref(), Some("file-operations"));
+    assert_eq!(manifest.budget.wall_sec, Some(120));
+    assert_eq!(manifest.evaluator.command, "python3 harbor_verify.py");
+    assert_eq!(manifest.evaluator.timeout_sec, 90);
+    assert_eq!(manifest.environment.commands, ["bash", "python3"]);
+    assert_eq!(loaded.instruction(), "Create a file named greeting.txt in your working directory. It must hold exactly one line: Hello, specgap!\n");
+    assert!(loaded.solutions().gold.is_some());
+    let config: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(package.join("evaluator/harbor.json")).unwrap()).unwrap();
+    assert_eq!(config["workdir"], "/workspace");
+    assert_eq!(config["declared_outputs"], serde_json::json!(["reward.txt"]));
+    assert_eq!(config["steps"], serde_json::json!([{"name": "main", "tests": "harbor/tests"}]));
+    // The Harbor task is kept verbatim, privately.
+    assert_eq!(std::fs::read(package.join("evaluator/harbor/tests/test.sh")).unwrap(), std::fs::read(dataset().join("hello-file/tests/test.sh")).unwrap());
+}
+
+#[test]
+fn what_cannot_be_mapped_is_recorded_in_the_package() {
+    let (_out, package) = import_one("app-workdir");
+    let notes = std::fs::read_to_string(package.join("NOTES.md")).unwrap();
+    let not_mapped: Vec<&str> = notes.split("## Not mapped\n\n").nth(1).unwrap().lines().collect();
+    assert_eq!(
+        not_mapped,
+        [
+            "- [environment].cpus = 1: CPUs; specgap's sandbox limits apply",
+            "- [environment].memory_mb = 2048: memory (MB); specgap's sandbox limits apply",
+            "- [agent].user = \"agent\": specgap runs every command as its sandbox user (uid 1000)",
+            "- [verifier].user = \"root\": specgap runs every command as its sandbox user (uid 1000)",
+            "- base image python:3.12-slim: replaced by the host's programs (bash, python3)",
+            "- Dockerfile `CMD [\"bash\"]`: not applied",
+            "- work directory /app: the agent works in /workspace (a host-command environment); the tests see the submission at /app",
+        ]
+    );
+    assert!(notes.contains("Trust: the verifier trusts the workspace."));
+    let workspace: Vec<String> = walk(&package.join("workspace"));
+    assert_eq!(workspace, ["counter.py"]);
+    let loaded = specgap_task::load(&package).unwrap();
+    assert_eq!(loaded.manifest().environment.env.len(), 0);
+    assert_eq!(loaded.manifest().task.family.as_str(), "swe");
+}
+
+#[test]
+fn an_image_task_names_its_dockerfile_workdir_and_separate_verifier_image() {
+    let (_out, package) = import_one("needs-image");
+    let manifest = std::fs::read_to_string(package.join("task.toml")).unwrap();
+    let table: toml::Table = manifest.parse().unwrap();
+    assert_eq!(table["environment"]["dockerfile"].as_str(), Some("environment/Dockerfile"));
+    assert_eq!(table["environment"]["workdir"].as_str(), Some("/srv"));
+    assert_eq!(table["evaluator"]["environment"]["image"].as_str(), Some("python:3.12-slim"));
+    assert!(package.join("environment/Dockerfile").is_file());
+    // The image keys are issue 25's: the package loads.
+    let loaded = specgap_task::load(&package).unwrap();
+    assert_eq!(loaded.manifest().environment.workdir(), "/srv");
+    let notes = std::fs::read_to_string(package.join("NOTES.md")).unwrap();
+    assert!(notes.contains("Environment: an image, because its Dockerfile is not trivial: its instruction `RUN apt-get update && apt-get install -y jq` changes the image;"), "{notes}");
+}
+
+#[test]
+fn a_multi_step_task_is_one_opening_message_and_every_steps_tests() {
+    let (_out, package) = import_one("two-steps");
+    let loaded = specgap_task::load(&package).unwrap();
+    assert_eq!(
+        loaded.instruction(),
+        "## Step 1 of 2: create\n\nCreate list.txt with the line: apples\n\n## Step 2 of 2: extend\n\nAppend the line \"pears\" to list.txt, after the lines from notes.txt.\n"
+    );
+    assert_eq!(walk(&package.join("workspace")), ["notes.txt"]);
+    let config: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(package.join("evaluator/harbor.json")).unwrap()).unwrap();
+    assert_eq!(config["strategy"], "mean");
+    assert_eq!(config["steps"][1]["tests"], "harbor/steps/extend/tests");
+}
+
+/// Runs `check` on an imported package; returns (check, verdict) pairs.
+fn check_rows(package: &std::path::Path) -> Vec<(String, Verdict)> {
+    let loaded = specgap_task::load(package).unwrap();
+    let judge = SandboxJudge::new(true).unwrap();
+    let report = check_package(&loaded, &judge);
+    report.checks.into_iter().map(|r| (r.check, r.result)).collect()
+}
+
+#[test]
+fn check_proves_the_gold_scores_one_and_the_starter_zero() {
+    for task in ["hello-file", "app-workdir", "two-steps", "several-keys"] {
+        let (_out, package) = import_one(task);
+        let rows = check_rows(&package);
+        let get = |name: &str| rows.iter().find(|(c, _)| c == name).map(|(_, v)| *v);
+        assert_eq!(get("gold"), Some(Verdict::Pass), "{task}: {rows:?}");
+        assert_eq!(get("starter"), Some(Verdict::Pass), "{task}: {rows:?}");
+    }
+}
+
+#[test]
+fn the_evaluator_converts_reward_txt_and_several_reward_json_keys() {
+    let judge = SandboxJudge::new(true).unwrap();
+    let (_out, package) = import_one("several-keys");
+    let loaded = specgap_task::load(&package).unwrap();
+    let gold = loaded.solutions().gold.clone().unwrap();
+    let judged = specgap_task::Judge::evaluate(&judge, &loaded, Submission::Overlay("gold", &gold)).unwrap();
+    assert_eq!(judged.result.reward, Some(1.0));
+    // {"title": 1, "summary": 0}: no `reward` key, so their mean.
+    let partial = tempfile::tempdir().unwrap();
+    std::fs::write(partial.path().join("report.md"), "# Report\n").unwrap();
+    let judged = specgap_task::Judge::evaluate(&judge, &loaded, Submission::Directory(partial.path())).unwrap();
+    assert_eq!(judged.result.reward, Some(0.5));
+    let starter = specgap_task::Judge::evaluate(&judge, &loaded, Submission::Starter).unwrap();
+    assert_eq!(starter.result.reward, Some(0.0));
+}
+
+fn walk(root: &std::path::Path) -> Vec<String> {
+    let mut files: Vec<String> = walkdir::WalkDir::new(root)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_type().is_file())
+        .map(|e| e.path().strip_prefix(root).unwrap().display().to_string())
+        .collect();
+    files.sort();
+    files
+}

@@ -1,0 +1,8 @@
+//! Integration tests of specgap-harbor: import (mapping, refusals, gold), the evaluator and
+//! its trust model (forged rewards), export and the round trip.
+
+mod export;
+mod harbor;
+mod import;
+mod trust;
+mod support;

@@ -1,0 +1,201 @@
+//! Image environments (package format 2, issue 25): a sandbox whose system view is an image's
+//! cached root filesystem (`specgap env build`), read-only, in place of the host's `/usr`,
+//! `/bin`, `/lib*` and synthetic `/etc`.
+//!
+//! bubblewrap's root stays its own tmpfs (remounted read-only at the end), and each top-level
+//! entry of the image is placed in it: a directory or file read-only bound, a symbolic link
+//! recreated. The image's `proc`, `dev`, `sys` and `tmp` are not used (fresh `/proc` and
+//! `/dev`, a private tmpfs `/tmp`, no `/sys`). The image's `/etc` is shown whole, read-only,
+//! with specgap's synthetic `passwd` and `group` (the sandbox user 1000 as `specgap`, home
+//! `/tmp`) bound over the image's own when it has them. A mount point inside an image
+//! directory (a `workdir` of `/home/user/app`) is made as an empty directory in the cached
+//! tree, because bubblewrap cannot create one in a read-only bind.
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+
+use crate::error::SandboxError;
+
+/// Top-level names of an image never shown: the sandbox provides its own.
+const NOT_SHOWN: [&str; 4] = ["proc", "dev", "sys", "tmp"];
+
+/// The `/etc` files of specgap's synthetic set bound over the image's own.
+const ETC_OVERRIDES: [&str; 2] = ["passwd", "group"];
+
+/// Where the harness's fixed sandbox paths appear in an image environment (format 2:
+/// `[environment].workdir`, `[evaluator].dir`, `[evaluator].out`), so packages that hard-code
+/// such paths (Harbor's `/app`, `/tests`, `/logs/verifier`) run unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImagePlacement {
+    /// Where the workspace appears, instead of [`crate::WORKSPACE_MOUNT`].
+    pub workdir: PathBuf,
+    /// Where the evaluator's private copy appears (its cwd), instead of `/evaluator`.
+    pub evaluator_dir: Option<PathBuf>,
+    /// The evaluator's output directory (`SPECGAP_OUT`), instead of `/out`.
+    pub evaluator_out: Option<PathBuf>,
+}
+
+impl ImagePlacement {
+    /// The workspace at `workdir`, the evaluator's paths at the harness's defaults.
+    pub fn workdir(workdir: impl Into<PathBuf>) -> Self {
+        ImagePlacement { workdir: workdir.into(), evaluator_dir: None, evaluator_out: None }
+    }
+
+    /// `(harness path, image path)` pairs, most specific first.
+    fn remaps(&self) -> Vec<(PathBuf, PathBuf)> {
+        let mut pairs = vec![(PathBuf::from(crate::WORKSPACE_MOUNT), self.workdir.clone())];
+        if let Some(dir) = &self.evaluator_dir {
+            pairs.push((PathBuf::from(EVALUATOR_MOUNT), dir.clone()));
+        }
+        if let Some(out) = &self.evaluator_out {
+            pairs.push((PathBuf::from(OUT_MOUNT), out.clone()));
+        }
+        pairs
+    }
+
+    /// Every sandbox path a mount may be placed at on this image.
+    fn mount_points(&self) -> Vec<PathBuf> {
+        let mut points = vec![self.workdir.clone(), PathBuf::from(RUN_MOUNT)];
+        points.push(self.evaluator_dir.clone().unwrap_or_else(|| PathBuf::from(EVALUATOR_MOUNT)));
+        points.push(self.evaluator_out.clone().unwrap_or_else(|| PathBuf::from(OUT_MOUNT)));
+        points
+    }
+}
+
+/// The evaluator's default paths ([`crate::evaluator`]).
+pub(crate) const EVALUATOR_MOUNT: &str = "/evaluator";
+pub(crate) const OUT_MOUNT: &str = "/out";
+pub(crate) const RUN_MOUNT: &str = "/run/specgap";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum TopKind {
+    Dir,
+    File,
+    Link(PathBuf),
+}
+
+/// An image's root filesystem, scanned once: its top-level entries and how each is shown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RootfsView {
+    root: PathBuf,
+    top: Vec<(OsString, TopKind)>,
+    etc_overrides: Vec<&'static str>,
+    remaps: Vec<(PathBuf, PathBuf)>,
+}
+
+impl RootfsView {
+    /// Scans `root` (an unpacked image, e.g. `specgap env build`'s) and makes every mount
+    /// point of `placement` that lies inside one of its directories exist there.
+    ///
+    /// # Errors
+    /// [`SandboxError::BadBind`] when `root` is not a directory or a mount point's parent in
+    /// the image is not a directory; [`SandboxError::Io`].
+    pub(crate) fn scan(root: &Path, placement: &ImagePlacement) -> Result<RootfsView, SandboxError> {
+        let meta = fs_err::symlink_metadata(root)?;
+        if !meta.is_dir() {
+            return Err(SandboxError::BadBind { path: root.to_path_buf(), reason: "expected an image's root filesystem directory".into() });
+        }
+        for point in placement.mount_points() {
+            ensure_mount_point(root, &point)?;
+        }
+        let mut top = Vec::new();
+        for entry in fs_err::read_dir(root)? {
+            let entry = entry?;
+            let name = entry.file_name();
+            if NOT_SHOWN.iter().any(|n| name.as_bytes() == n.as_bytes()) {
+                continue;
+            }
+            let kind = entry.file_type()?;
+            let kind = if kind.is_symlink() {
+                TopKind::Link(fs_err::read_link(entry.path())?)
+            } else if kind.is_dir() {
+                TopKind::Dir
+            } else if kind.is_file() {
+                TopKind::File
+            } else {
+                continue;
+            };
+            top.push((name, kind));
+        }
+        top.sort_by(|a, b| a.0.cmp(&b.0));
+        let etc = root.join("etc");
+        let etc_overrides = ETC_OVERRIDES.into_iter().filter(|f| is_plain_file(&etc.join(f))).collect();
+        Ok(RootfsView { root: root.to_path_buf(), top, etc_overrides, remaps: placement.remaps() })
+    }
+
+    /// `path` (a sandbox path the harness chose: a mount point, a cwd, `SPECGAP_WORKSPACE`)
+    /// moved to where the image's package wants it: `/workspace/x` → `<workdir>/x`, and so on.
+    pub(crate) fn place(&self, path: &Path) -> PathBuf {
+        for (from, to) in &self.remaps {
+            if let Ok(rest) = path.strip_prefix(from) {
+                return if rest.as_os_str().is_empty() { to.clone() } else { to.join(rest) };
+            }
+        }
+        path.to_path_buf()
+    }
+
+    /// The root filesystem directory.
+    pub(crate) fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// bubblewrap arguments placing the image in the sandbox's root, with `synthetic_etc`'s
+    /// `passwd` and `group` over the image's.
+    pub(crate) fn bwrap_args(&self, synthetic_etc: &Path) -> Vec<Vec<u8>> {
+        let mut args: Vec<Vec<u8>> = Vec::new();
+        let mut push = |parts: &[&[u8]]| args.extend(parts.iter().map(|p| p.to_vec()));
+        for (name, kind) in &self.top {
+            let host = self.root.join(name);
+            let inside = Path::new("/").join(name);
+            match kind {
+                TopKind::Dir | TopKind::File => {
+                    push(&[b"--ro-bind", host.as_os_str().as_bytes(), inside.as_os_str().as_bytes()]);
+                }
+                TopKind::Link(target) => push(&[b"--symlink", target.as_os_str().as_bytes(), inside.as_os_str().as_bytes()]),
+            }
+        }
+        for file in &self.etc_overrides {
+            let from = synthetic_etc.join(file);
+            let to = Path::new("/etc").join(file);
+            push(&[b"--ro-bind", from.as_os_str().as_bytes(), to.as_os_str().as_bytes()]);
+        }
+        args
+    }
+}
+
+fn is_plain_file(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
+}
+
+/// Makes `point` (absolute, plain names) exist in `root` when its first component is an image
+/// directory: bubblewrap makes mount points in its own tmpfs root, not in a read-only bind.
+/// Links on the way are refused: followed, they could lead out of the image.
+fn ensure_mount_point(root: &Path, point: &Path) -> Result<(), SandboxError> {
+    let mut names = point.components().filter_map(|c| match c {
+        Component::Normal(name) => Some(name),
+        _ => None,
+    });
+    let Some(first) = names.next() else { return Ok(()) };
+    let mut at = root.join(first);
+    match std::fs::symlink_metadata(&at) {
+        Ok(meta) if meta.is_dir() => {}
+        // Absent: bubblewrap makes it in its tmpfs. Another kind: bubblewrap reports it.
+        _ => return Ok(()),
+    }
+    for name in names {
+        at.push(name);
+        match std::fs::symlink_metadata(&at) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => {
+                return Err(SandboxError::BadBind {
+                    path: at.clone(),
+                    reason: format!("mount point {} passes through something in the image that is not a directory", point.display()),
+                });
+            }
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => fs_err::create_dir(&at)?,
+            Err(err) => return Err(SandboxError::Io(err)),
+        }
+    }
+    Ok(())
+}

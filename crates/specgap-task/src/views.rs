@@ -1,0 +1,88 @@
+//! [`task_views`]: the sandbox views a task's commands and its evaluator run on — the host's
+//! system directories with `[environment]` commands and binds, or (format 2) an image's root
+//! filesystem built into the environment cache (`specgap env build`), with the workspace and
+//! the evaluator's files placed where the package says.
+
+use specgap_env::{EngineChoice, EnvCache, EnvError};
+use specgap_sandbox::{HostView, ImagePlacement, SandboxError};
+
+use crate::format2_env::{ImageEnvironment, ResolvedSource};
+use crate::package::TaskPackage;
+
+/// The two views of one task: the agent's commands and the evaluator's (the same unless the
+/// package names `[evaluator.environment]`).
+#[derive(Debug, Clone)]
+pub struct TaskViews {
+    /// Where the agent's commands, `run_project` and the candidate launcher run.
+    pub commands: HostView,
+    /// Where the evaluator runs.
+    pub evaluator: HostView,
+}
+
+/// Why a task's views could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ViewError {
+    /// An image environment could not be built or found in the cache.
+    #[error("cannot build the {which} ({key} `{value}`)")]
+    Build {
+        /// `task environment` or `evaluator environment`.
+        which: &'static str,
+        /// The source key.
+        key: &'static str,
+        /// Its value.
+        value: String,
+        /// The cause.
+        #[source]
+        source: EnvError,
+    },
+    /// The sandbox view could not be made (a host command missing, a bad bind or mount point).
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+}
+
+/// The views of `package`. An image environment is built first when the cache lacks it
+/// (`engine` chooses podman or docker for `image` and `dockerfile` sources).
+///
+/// # Errors
+/// [`ViewError`].
+pub fn task_views(package: &TaskPackage, cache: &EnvCache, engine: EngineChoice) -> Result<TaskViews, ViewError> {
+    let environment = &package.manifest().environment;
+    let Some(image) = package.image_environment() else {
+        let view = HostView::resolve(environment)?;
+        return Ok(TaskViews { commands: view.clone(), evaluator: view });
+    };
+    let placement = placement(image);
+    let rootfs = build(cache, &image.source, "task environment", engine)?;
+    let commands = HostView::on_rootfs(&rootfs, environment, &placement)?;
+    let evaluator = match &image.evaluator_source {
+        None => commands.clone(),
+        Some(own) => {
+            let rootfs = build(cache, own, "evaluator environment", engine)?;
+            HostView::on_rootfs(&rootfs, environment, &placement)?
+        }
+    };
+    Ok(TaskViews { commands, evaluator })
+}
+
+fn placement(image: &ImageEnvironment) -> ImagePlacement {
+    ImagePlacement {
+        workdir: image.workdir.clone(),
+        evaluator_dir: image.evaluator_dir.clone(),
+        evaluator_out: image.evaluator_out.clone(),
+    }
+}
+
+fn build(
+    cache: &EnvCache,
+    source: &ResolvedSource,
+    which: &'static str,
+    engine: EngineChoice,
+) -> Result<std::path::PathBuf, ViewError> {
+    let built = cache.build(&source.source, source.path.as_deref(), engine).map_err(|err| ViewError::Build {
+        which,
+        key: source.source.key(),
+        value: source.source.value().to_string(),
+        source: err,
+    })?;
+    Ok(built.rootfs)
+}
