@@ -76,6 +76,14 @@ fn rule_review_of_relay_runs_finds_the_edited_packages_errors() {
     let excluded = run_ok(["report".as_ref(), out.as_os_str(), "--exclude-user-findings".as_ref(), "rules:1".as_ref()] as [&std::ffi::OsStr; 4]);
     let text = String::from_utf8(excluded.stdout).unwrap();
     assert!(text.contains("Excluded from every measure: 1 episodes with a severe finding of rules:1"), "{text}");
+    // An audit sample drawn by the review's findings: reply units carry `finding`.
+    let sheet = out.parent().unwrap().join("audit-volunteering");
+    let sampled = run_ok([
+        "audit".as_ref(), "sample".as_ref(), out.as_os_str(), "--unit".as_ref(), "reply".as_ref(), "--rubric".as_ref(),
+        "seed002-customer".as_ref(), "--by".as_ref(), "finding".as_ref(), "--seed".as_ref(), "7".as_ref(), "--out".as_ref(), sheet.as_os_str(),
+    ] as [&std::ffi::OsStr; 13]);
+    let text = String::from_utf8(sampled.stdout).unwrap() + &String::from_utf8(sampled.stderr).unwrap();
+    assert!(text.contains("volunteered: 1 of 1") && text.contains("none: 1 of 1"), "{text}");
 
     let contradicting = edited_retail(tmp.path(), "contradicting", |text| {
         let start = text.find("id = \"pinecrest-millbrook-lane-closed\"").unwrap();
