@@ -20,6 +20,7 @@ mod panels;
 mod report_inputs;
 mod residualize;
 mod resume;
+mod review_user;
 mod retries;
 mod run_basic;
 mod run_config;
