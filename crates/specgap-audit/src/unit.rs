@@ -157,6 +157,7 @@ pub fn fields_of(kind: UnitKind) -> Vec<&'static str> {
     let mut fields = vec!["task", "agent", "user", "condition", "start", "family", "outcome"];
     match kind {
         UnitKind::Question => fields.push("target"),
+        UnitKind::Reply => fields.push("finding"),
         UnitKind::Resample => fields.push("purpose"),
         UnitKind::Extraction => fields.extend(["panel", "status"]),
         _ => {}
@@ -244,9 +245,18 @@ pub fn population(store: &Store, run_index: u32, kind: UnitKind, batch: Option<&
             }
         }
         UnitKind::Reply => {
+            let findings = review_findings(&dir);
             for q in store.questions().map_err(&err)? {
                 let Some(row) = episodes.get(&q.episode) else { continue };
-                units.push(unit(format!("{}#question={}", row.id, q.idx), row, Subject::Reply(q.idx)));
+                let mut u = unit(format!("{}#question={}", row.id, q.idx), row, Subject::Reply(q.idx));
+                // Answer turns come first among a review's user turns, in asking order: the
+                // reply to question idx is turn idx + 1.
+                let finding = match &findings {
+                    None => "unreviewed".to_string(),
+                    Some(by_turn) => by_turn.get(&(row.id.clone(), q.idx + 1)).cloned().unwrap_or_else(|| "none".into()),
+                };
+                u.fields.insert("finding".into(), finding);
+                units.push(u);
             }
         }
         UnitKind::Resample => {
@@ -294,6 +304,33 @@ pub fn population(store: &Store, run_index: u32, kind: UnitKind, batch: Option<&
     }
     units.sort_by(|a, b| a.id.cmp(&b.id));
     Ok(units)
+}
+
+/// The findings of the run's user reviews (`specgap review-user`, `reviews/user-*.json`,
+/// docs/report-schema.md "User review file"), by (episode, user turn): the tags of every
+/// review's findings on that turn, sorted and joined by `+`. `None` when the run has no
+/// review (reply units are then `unreviewed`); an unreadable review file is skipped.
+fn review_findings(run_dir: &std::path::Path) -> Option<BTreeMap<(String, u32), String>> {
+    let entries = std::fs::read_dir(run_dir.join("reviews")).ok()?;
+    let mut tags: BTreeMap<(String, u32), std::collections::BTreeSet<String>> = BTreeMap::new();
+    let mut any = false;
+    for entry in entries.filter_map(Result::ok) {
+        let name = entry.file_name().to_string_lossy().to_string();
+        if !(name.starts_with("user-") && name.ends_with(".json")) {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(entry.path()) else { continue };
+        let Ok(review) = serde_json::from_str::<serde_json::Value>(&text) else { continue };
+        any = true;
+        for episode in review["episodes"].as_array().into_iter().flatten() {
+            let id = episode["episode"].as_str().unwrap_or_default().to_string();
+            for f in episode["findings"].as_array().into_iter().flatten() {
+                let (Some(turn), Some(tag)) = (f["turn"].as_u64(), f["tag"].as_str()) else { continue };
+                tags.entry((id.clone(), turn as u32)).or_default().insert(tag.to_string());
+            }
+        }
+    }
+    any.then(|| tags.into_iter().map(|(k, v)| (k, v.into_iter().collect::<Vec<_>>().join("+"))).collect())
 }
 
 /// One unit per task of the run's `run.toml`, with its family from the package (`unknown`

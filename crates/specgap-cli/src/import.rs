@@ -59,14 +59,37 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn harbor(args: HarborArgs) -> anyhow::Result<ExitCode> {
-    let options = specgap_harbor::ImportOptions { gold: !args.no_gold, sandbox: !args.no_sandbox };
-    let outcomes = specgap_harbor::import(&args.path, &args.out, &options)
-        .with_context(|| format!("importing the Harbor tasks of {} into {}", args.path.display(), args.out.display()))?;
+    let options = specgap_harbor::ImportOptions {
+        gold: !args.no_gold,
+        sandbox: !args.no_sandbox,
+    };
+    let outcomes = specgap_harbor::import(&args.path, &args.out, &options).with_context(|| {
+        format!(
+            "importing the Harbor tasks of {} into {}",
+            args.path.display(),
+            args.out.display()
+        )
+    })?;
     for outcome in &outcomes {
         println!("{}", outcome.line());
     }
     println!();
     print!("{}", specgap_harbor::summary(&outcomes));
-    let refused = outcomes.iter().any(|o| matches!(o, specgap_harbor::Outcome::Refused(_)));
-    Ok(if refused { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    let protocol = args.out.join(specgap_harbor::PROTOCOL_FILE);
+    if protocol.is_file() {
+        println!(
+            "\nHarbor's protocol: {}\nrun with: specgap run {} --protocol {} --condition hidden --start clean --agent ...",
+            protocol.display(),
+            args.out.display(),
+            protocol.display()
+        );
+    }
+    let refused = outcomes
+        .iter()
+        .any(|o| matches!(o, specgap_harbor::Outcome::Refused(_)));
+    Ok(if refused {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

@@ -586,6 +586,24 @@ impl<'c, 'a> Episode<'c, 'a> {
                 source: None,
             });
         }
+        if agent.drives_itself()
+            && let Some(image) = package.image_environment()
+        {
+            // Its program and runtime come from the harness's installation, built against the
+            // host's libc and interpreters; nothing is installed into an image at run time.
+            return Err(EpisodeError::Infrastructure {
+                message: format!(
+                    "agent {} drives itself with a program of the host's, and task {} runs on an image ([environment].{} `{}`); \
+                     such agents do not run in image environments yet",
+                    ctx.agent_spec,
+                    package.name(),
+                    image.source.source.key(),
+                    image.source.source.value()
+                ),
+                deterministic: true,
+                source: None,
+            });
+        }
         let route = agent.ask_route(text_questions_offered(ctx.condition));
         let prompts = system_prompts_with(ctx.condition, &ctx.budgets, ctx.prompts, &route);
         let message = opening_message(package, ctx.condition, ctx.seed, ctx.repeat).ok_or_else(|| {
@@ -729,6 +747,7 @@ impl<'c, 'a> Episode<'c, 'a> {
                 AgentReply::TurnRequested => self.turn_requested(late),
                 AgentReply::HarnessCall { call } => self.harness_call(call, late)?,
                 AgentReply::Actions { actions } => self.actions(actions)?,
+                AgentReply::FileReads { reads } => self.file_reads_measured(reads)?,
                 AgentReply::Exited { text, can_resume, exit } => self.agent_exited(text, can_resume, *exit, late)?,
             };
             if let Some(reason) = ended {

@@ -10,7 +10,8 @@ use specgap_sandbox::{
     Base, CommandOutput, CommandSpec, EvalError, EvaluatorRun, HostView, Limits, MaterializeError, SandboxConfig,
     SandboxError, Session, Shell, run_evaluator,
 };
-use specgap_task::{Overlay, TaskPackage};
+use specgap_env::{EngineChoice, EnvCache};
+use specgap_task::{Overlay, TaskPackage, ViewError};
 
 use crate::condition::Start;
 use crate::lock;
@@ -45,13 +46,44 @@ fn sandbox_error(error: SandboxError) -> EpisodeError {
 /// An infrastructure error (deterministic for a missing command or a bad bind); failures are
 /// not cached.
 pub(crate) fn host_view(ctx: &EpisodeContext<'_>) -> Result<HostView, EpisodeError> {
+    views(ctx).map(|views| views.commands)
+}
+
+/// The view the task's evaluator runs on: the commands' view, or (format 2) the evaluator's
+/// own image's ([`specgap_task::task_views`]).
+///
+/// # Errors
+/// As [`host_view`].
+pub(crate) fn evaluator_view(ctx: &EpisodeContext<'_>) -> Result<HostView, EpisodeError> {
+    views(ctx).map(|views| views.evaluator)
+}
+
+/// Both views of the task, cached by package hash (the evaluator's under `<hash>/evaluator`).
+/// An image environment (format 2) is built into the environment cache
+/// (`$XDG_CACHE_HOME/specgap/env`, with podman or docker when one is needed) the first time,
+/// under the lock, so workers starting on one package build it once.
+fn views(ctx: &EpisodeContext<'_>) -> Result<specgap_task::TaskViews, EpisodeError> {
     let mut views = lock(ctx.host_views);
-    if let Some(view) = views.get(ctx.package.hash()) {
-        return Ok(view.clone());
+    let hash = ctx.package.hash();
+    let evaluator_key = format!("{hash}/evaluator");
+    if let (Some(commands), Some(evaluator)) = (views.get(hash), views.get(&evaluator_key)) {
+        return Ok(specgap_task::TaskViews { commands: commands.clone(), evaluator: evaluator.clone() });
     }
-    let view = HostView::resolve(&ctx.package.manifest().environment).map_err(sandbox_error)?;
-    views.insert(ctx.package.hash().to_string(), view.clone());
-    Ok(view)
+    let made = if ctx.package.image_environment().is_some() {
+        let root = EnvCache::default_root()
+            .map_err(|e| EpisodeError::infrastructure("cannot place the environment cache", true, e))?;
+        specgap_task::task_views(ctx.package, &EnvCache::new(root), EngineChoice::Auto)
+    } else {
+        specgap_task::task_views(ctx.package, &EnvCache::new(""), EngineChoice::None)
+    };
+    let made = match made {
+        Ok(made) => made,
+        Err(ViewError::Sandbox(error)) => return Err(sandbox_error(error)),
+        Err(error) => return Err(EpisodeError::infrastructure("cannot build the task's image environment", true, error)),
+    };
+    views.insert(hash.to_string(), made.commands.clone());
+    views.insert(evaluator_key, made.evaluator.clone());
+    Ok(made)
 }
 
 
@@ -264,6 +296,11 @@ pub(crate) fn evaluate(
     host: &HostView,
     workspace: &Path,
 ) -> Result<(EvalResult, Scored), EpisodeError> {
+    // An image environment may name its own evaluator image; the commands' view is `host`.
+    if ctx.package.image_environment().is_some_and(|image| image.evaluator_source.is_some()) {
+        let evaluator = evaluator_view(ctx)?;
+        return evaluate_package(ctx.package, ctx.sandbox, &evaluator, workspace, ctx.workdir);
+    }
     evaluate_package(ctx.package, ctx.sandbox, host, workspace, ctx.workdir)
 }
 

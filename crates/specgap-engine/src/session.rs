@@ -398,6 +398,14 @@ pub enum AgentReply {
         /// The actions, in order.
         actions: Vec<specgap_protocol::action::FileAction>,
     },
+    /// The files the processes of an agent driving itself read during a turn, measured by its
+    /// sandbox, with those each result showed: `file_reads` events, recorded as they are
+    /// (issue 24 item 4; docs/decisions.md "Opened and inspected, measured").
+    FileReads {
+        /// The events ([`specgap_protocol::event::EventKind::FileReads`]), one per result of
+        /// the turn.
+        reads: Vec<specgap_protocol::event::EventKind>,
+    },
     /// The program of an agent driving itself ended. When the protocol expects another turn
     /// (questions in `text` under a delivery condition that answers them, a delivery not yet
     /// made) and `can_resume`, the engine puts that message in the inbox and the next

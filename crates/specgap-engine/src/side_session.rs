@@ -260,6 +260,7 @@ pub fn run_side_session(
             | AgentReply::TurnRequested
             | AgentReply::HarnessCall { .. }
             | AgentReply::Actions { .. }
+            | AgentReply::FileReads { .. }
             | AgentReply::Exited { .. } => {
                 // An agent that drives itself (cli:) needs an episode's sandbox and gateway.
                 return Err(AgentError::new("a side session runs only agents the engine drives turn by turn, not cli: agents", true).into());

@@ -10,8 +10,10 @@ use sha2::{Digest, Sha256};
 use crate::error::{EnvError, io};
 
 /// Media types of an image index (OCI and Docker's).
-const INDEX_TYPES: [&str; 2] =
-    ["application/vnd.oci.image.index.v1+json", "application/vnd.docker.distribution.manifest.list.v2+json"];
+const INDEX_TYPES: [&str; 2] = [
+    "application/vnd.oci.image.index.v1+json",
+    "application/vnd.docker.distribution.manifest.list.v2+json",
+];
 
 #[derive(Deserialize)]
 struct Index {
@@ -67,7 +69,10 @@ fn this_architecture() -> &'static str {
 /// bytes do not match its digest; [`EnvError::Io`].
 pub fn read_layout(dir: &Path) -> Result<LayoutImage, EnvError> {
     let index_path = dir.join("index.json");
-    let index: Index = parse(&index_path, &std::fs::read(&index_path).map_err(io(&index_path))?)?;
+    let index: Index = parse(
+        &index_path,
+        &std::fs::read(&index_path).map_err(io(&index_path))?,
+    )?;
     let mut chosen = pick(&index_path, &index.manifests)?;
     // One level of nesting: a layout written by `skopeo copy ... oci:` or `podman save` points
     // straight at a manifest, a multi-platform one at an index.
@@ -84,21 +89,32 @@ pub fn read_layout(dir: &Path) -> Result<LayoutImage, EnvError> {
         verify(&path, &layer.digest)?;
         layers.push(path);
     }
-    Ok(LayoutImage { manifest_digest: chosen.digest, layers })
+    Ok(LayoutImage {
+        manifest_digest: chosen.digest,
+        layers,
+    })
 }
 
 fn parse<T: serde::de::DeserializeOwned>(path: &Path, bytes: &[u8]) -> Result<T, EnvError> {
-    serde_json::from_slice(bytes).map_err(|err| EnvError::BadLayout { path: path.to_path_buf(), reason: err.to_string() })
+    serde_json::from_slice(bytes).map_err(|err| EnvError::BadLayout {
+        path: path.to_path_buf(),
+        reason: err.to_string(),
+    })
 }
 
 fn pick(path: &Path, manifests: &[Descriptor]) -> Result<Descriptor, EnvError> {
     let native = manifests.iter().find(|m| {
-        m.platform.as_ref().is_some_and(|p| p.os == "linux" && p.architecture == this_architecture())
+        m.platform
+            .as_ref()
+            .is_some_and(|p| p.os == "linux" && p.architecture == this_architecture())
     });
-    native.or(manifests.first()).cloned().ok_or_else(|| EnvError::BadLayout {
-        path: path.to_path_buf(),
-        reason: "lists no manifest; expected one image".into(),
-    })
+    native
+        .or(manifests.first())
+        .cloned()
+        .ok_or_else(|| EnvError::BadLayout {
+            path: path.to_path_buf(),
+            reason: "lists no manifest; expected one image".into(),
+        })
 }
 
 /// `blobs/<algorithm>/<hex>` for a `sha256:<hex>` digest.
@@ -129,7 +145,10 @@ fn check_digest(path: &Path, digest: &str, hex: &str) -> Result<(), EnvError> {
     if digest.strip_prefix("sha256:") == Some(hex) {
         return Ok(());
     }
-    Err(EnvError::BadLayout { path: path.to_path_buf(), reason: format!("content is sha256:{hex}, expected {digest}") })
+    Err(EnvError::BadLayout {
+        path: path.to_path_buf(),
+        reason: format!("content is sha256:{hex}, expected {digest}"),
+    })
 }
 
 /// Lowercase hex SHA-256 of `bytes`.

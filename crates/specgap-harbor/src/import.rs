@@ -20,6 +20,40 @@ pub const HARBOR_COPY: &str = "evaluator/harbor";
 /// Host programs an imported host-command package needs: Harbor's `test.sh` is a bash
 /// script, and the evaluator is a Python program.
 const HOST_COMMANDS: [&str; 2] = ["bash", "python3"];
+/// The file [`import`] writes beside the packages: Harbor's protocol as a custom protocol
+/// (`specgap run DIR --protocol DIR/harbor-protocol.toml --condition hidden --start clean`).
+pub const PROTOCOL_FILE: &str = "harbor-protocol.toml";
+
+/// Harbor's protocol (docs/harbor.md "Protocol") in specgap's custom protocol format: the
+/// task's instruction under `hidden` (no questions, no feedback), one submission, a clean
+/// start, one trial per task; no turn, call or wall caps of its own, so each task's `[budget]`
+/// (Harbor's `[agent].timeout_sec`) bounds its episodes and the run records it as the task's
+/// override; none of seed 000's loop rules; a reply without a tool call ends the episode on the
+/// second in a row, as a Harbor agent's run ends when its model stops calling tools.
+pub const PROTOCOL: &str = r#"# Harbor's protocol for tasks imported by `specgap import harbor` (docs/harbor.md "Protocol").
+format = 1
+description = "Harbor (imported tasks): the task's own instruction, one submission, no questions or feedback, the task's agent timeout as its wall budget"
+conditions = ["hidden"]
+starts = ["clean"]
+repeats = 1
+measures = ["reward (Score@1 / Success@1)"]
+
+[budgets]
+turns = 0
+tool_calls = 0
+wall_sec = 0
+submissions = 1
+clarification_rounds = 0
+announce_wall = false
+
+[end_rules]
+repeated_call = 0
+blank_output = 0
+ask_user = 0
+no_tool_call = 2
+refusals = 0
+"#;
+
 /// Seconds the evaluator gets beyond its steps' verifier timeouts.
 const EVALUATOR_MARGIN_SEC: u64 = 60;
 
@@ -34,7 +68,10 @@ pub struct ImportOptions {
 
 impl Default for ImportOptions {
     fn default() -> Self {
-        ImportOptions { gold: true, sandbox: true }
+        ImportOptions {
+            gold: true,
+            sandbox: true,
+        }
     }
 }
 
@@ -64,32 +101,52 @@ impl Outcome {
     /// The one line `specgap import harbor` prints for this task.
     pub fn line(&self) -> String {
         match self {
-            Outcome::Imported { source, name, environment, gold, unmapped, .. } => format!(
+            Outcome::Imported {
+                source,
+                name,
+                environment,
+                gold,
+                unmapped,
+                ..
+            } => format!(
                 "imported {}: {name} ({environment} environment, gold {}, {unmapped} not mapped, verifier trusts the workspace)",
                 task::dir_name(source),
                 gold.describe()
             ),
-            Outcome::Refused(refusal) => format!("refused {}: {}", task::dir_name(&refusal.dir), refusal.reasons.join("; ")),
+            Outcome::Refused(refusal) => format!(
+                "refused {}: {}",
+                task::dir_name(&refusal.dir),
+                refusal.reasons.join("; ")
+            ),
         }
     }
 }
 
 /// Imports `source` (a Harbor task directory, or a dataset: a directory whose task
 /// directories lie below it) into `out`, one package per task in `out/<task directory
-/// name>/`, in name order.
+/// name>/`, in name order, and [`PROTOCOL_FILE`] beside them when any task was imported.
 ///
 /// # Errors
 /// [`HarborError::NoTask`] when `source` holds no task; [`HarborError::OutputExists`] when a
 /// package directory exists and is not empty; I/O errors.
-pub fn import(source: &Path, out: &Path, options: &ImportOptions) -> Result<Vec<Outcome>, HarborError> {
+pub fn import(
+    source: &Path,
+    out: &Path,
+    options: &ImportOptions,
+) -> Result<Vec<Outcome>, HarborError> {
     let tasks = find_tasks(source)?;
     if tasks.is_empty() {
-        return Err(HarborError::NoTask { path: source.to_path_buf() });
+        return Err(HarborError::NoTask {
+            path: source.to_path_buf(),
+        });
     }
     let mut outcomes = Vec::new();
     for dir in tasks {
         let destination = out.join(task::dir_name(&dir));
         outcomes.push(import_task(&dir, &destination, options)?);
+    }
+    if outcomes.iter().any(|o| matches!(o, Outcome::Imported { .. })) {
+        write(&out.join(PROTOCOL_FILE), PROTOCOL)?;
     }
     Ok(outcomes)
 }
@@ -97,9 +154,33 @@ pub fn import(source: &Path, out: &Path, options: &ImportOptions) -> Result<Vec<
 /// The summary table printed after the lines: imported (host / image) and refused counts.
 pub fn summary(outcomes: &[Outcome]) -> String {
     let count = |f: &dyn Fn(&Outcome) -> bool| outcomes.iter().filter(|o| f(o)).count();
-    let host = count(&|o| matches!(o, Outcome::Imported { environment: "host", .. }));
-    let image = count(&|o| matches!(o, Outcome::Imported { environment: "image", .. }));
-    let gold = count(&|o| matches!(o, Outcome::Imported { gold: GoldOutcome::Written { .. }, .. }));
+    let host = count(&|o| {
+        matches!(
+            o,
+            Outcome::Imported {
+                environment: "host",
+                ..
+            }
+        )
+    });
+    let image = count(&|o| {
+        matches!(
+            o,
+            Outcome::Imported {
+                environment: "image",
+                ..
+            }
+        )
+    });
+    let gold = count(&|o| {
+        matches!(
+            o,
+            Outcome::Imported {
+                gold: GoldOutcome::Written { .. },
+                ..
+            }
+        )
+    });
     let refused = count(&|o| matches!(o, Outcome::Refused(_)));
     let rows = [
         ("tasks", outcomes.len()),
@@ -122,9 +203,15 @@ fn find_tasks(source: &Path) -> Result<Vec<PathBuf>, HarborError> {
         return Ok(vec![source.to_path_buf()]);
     }
     let mut found = Vec::new();
-    let mut walker = walkdir::WalkDir::new(source).min_depth(1).sort_by_file_name().into_iter();
+    let mut walker = walkdir::WalkDir::new(source)
+        .min_depth(1)
+        .sort_by_file_name()
+        .into_iter();
     while let Some(entry) = walker.next() {
-        let entry = entry.map_err(|e| HarborError::Io { path: source.to_path_buf(), source: e.into() })?;
+        let entry = entry.map_err(|e| HarborError::Io {
+            path: source.to_path_buf(),
+            source: e.into(),
+        })?;
         if !entry.file_type().is_dir() || entry.file_name().to_string_lossy().starts_with('.') {
             if entry.file_type().is_dir() {
                 walker.skip_current_dir();
@@ -143,13 +230,24 @@ fn find_tasks(source: &Path) -> Result<Vec<PathBuf>, HarborError> {
 ///
 /// # Errors
 /// As [`import`].
-pub fn import_task(dir: &Path, destination: &Path, options: &ImportOptions) -> Result<Outcome, HarborError> {
+pub fn import_task(
+    dir: &Path,
+    destination: &Path,
+    options: &ImportOptions,
+) -> Result<Outcome, HarborError> {
     let plan = match task::plan(dir)? {
         Ok(plan) => plan,
         Err(refusal) => return Ok(Outcome::Refused(refusal)),
     };
-    if destination.exists() && fs::read_dir(destination).map_err(io(destination))?.next().is_some() {
-        return Err(HarborError::OutputExists { path: destination.to_path_buf() });
+    if destination.exists()
+        && fs::read_dir(destination)
+            .map_err(io(destination))?
+            .next()
+            .is_some()
+    {
+        return Err(HarborError::OutputExists {
+            path: destination.to_path_buf(),
+        });
     }
     fs::create_dir_all(destination).map_err(io(destination))?;
     write_workspace(&plan, destination)?;
@@ -159,16 +257,30 @@ pub fn import_task(dir: &Path, destination: &Path, options: &ImportOptions) -> R
         copy_tree(&dir.join("environment"), &destination.join("environment"))?;
     }
     write(&destination.join("instruction.md"), &instruction(&plan))?;
-    write(&destination.join("evaluator/harbor_verify.py"), VERIFIER_PROGRAM)?;
+    write(
+        &destination.join("evaluator/harbor_verify.py"),
+        VERIFIER_PROGRAM,
+    )?;
     let starter = starter_hashes(&destination.join("workspace"))?;
-    write(&destination.join("evaluator/harbor.json"), &verifier_config(&plan, &starter))?;
-    write(&destination.join("task.toml"), &manifest(&plan, destination)?)?;
+    write(
+        &destination.join("evaluator/harbor.json"),
+        &verifier_config(&plan, &starter),
+    )?;
+    write(
+        &destination.join("task.toml"),
+        &manifest(&plan, destination)?,
+    )?;
     let has_solution = plan.steps.iter().any(|s| s.solve.is_some());
     let gold = match (&plan.environment, options.gold) {
         (_, false) => GoldOutcome::NotAsked,
         _ if !has_solution => GoldOutcome::NoSolution,
         (EnvironmentPlan::Image { .. }, true) => GoldOutcome::NeedsEnvironment,
-        (EnvironmentPlan::Host { .. }, true) => gold::make_gold(&plan, destination, &host_environment(&plan), options.sandbox)?,
+        (EnvironmentPlan::Host { .. }, true) => gold::make_gold(
+            &plan,
+            destination,
+            &host_environment(&plan),
+            options.sandbox,
+        )?,
     };
     write(&destination.join("NOTES.md"), &notes(&plan, &gold))?;
     Ok(Outcome::Imported {
@@ -197,7 +309,11 @@ fn write_workspace(plan: &Plan, destination: &Path) -> Result<(), HarborError> {
     fs::create_dir_all(&workspace).map_err(io(&workspace))?;
     if let EnvironmentPlan::Host { files } = &plan.environment {
         for (source, rel) in files {
-            let target = if rel.is_empty() { workspace.clone() } else { workspace.join(rel) };
+            let target = if rel.is_empty() {
+                workspace.clone()
+            } else {
+                workspace.join(rel)
+            };
             if source.is_dir() {
                 copy_tree(source, &target)?;
             } else {
@@ -227,7 +343,14 @@ fn instruction(plan: &Plan) -> String {
         .steps
         .iter()
         .enumerate()
-        .map(|(i, step)| format!("## Step {} of {total}: {}\n\n{}", i + 1, step.name, step.instruction.trim_end()))
+        .map(|(i, step)| {
+            format!(
+                "## Step {} of {total}: {}\n\n{}",
+                i + 1,
+                step.name,
+                step.instruction.trim_end()
+            )
+        })
         .collect();
     format!("{}\n", parts.join("\n\n"))
 }
@@ -249,7 +372,10 @@ fn verifier_config(plan: &Plan, starter: &BTreeMap<String, String>) -> String {
         "declared_outputs": plan.declared_outputs,
         "starter_sha256": starter,
     });
-    format!("{}\n", serde_json::to_string_pretty(&config).unwrap_or_default())
+    format!(
+        "{}\n",
+        serde_json::to_string_pretty(&config).unwrap_or_default()
+    )
 }
 
 /// `task.toml` (format 2).
@@ -262,7 +388,10 @@ fn manifest(plan: &Plan, destination: &Path) -> Result<String, HarborError> {
     info.insert("description".into(), plan.description.clone().into());
     info.insert("family".into(), plan.family.into());
     if !plan.tags.is_empty() {
-        info.insert("tags".into(), Value::Array(plan.tags.iter().cloned().map(Value::from).collect()));
+        info.insert(
+            "tags".into(),
+            Value::Array(plan.tags.iter().cloned().map(Value::from).collect()),
+        );
     }
     if let Some(subfamily) = &plan.subfamily {
         info.insert("subfamily".into(), subfamily.clone().into());
@@ -271,9 +400,16 @@ fn manifest(plan: &Plan, destination: &Path) -> Result<String, HarborError> {
     let mut environment = Table::new();
     match &plan.environment {
         EnvironmentPlan::Host { .. } => {
-            environment.insert("commands".into(), Value::Array(HOST_COMMANDS.iter().map(|c| Value::from(*c)).collect()));
+            environment.insert(
+                "commands".into(),
+                Value::Array(HOST_COMMANDS.iter().map(|c| Value::from(*c)).collect()),
+            );
         }
-        EnvironmentPlan::Image { dockerfile, docker_image, .. } => {
+        EnvironmentPlan::Image {
+            dockerfile,
+            docker_image,
+            ..
+        } => {
             match (docker_image, dockerfile) {
                 (Some(image), _) => environment.insert("image".into(), image.clone().into()),
                 (None, Some(file)) => environment.insert("dockerfile".into(), file.clone().into()),
@@ -283,14 +419,27 @@ fn manifest(plan: &Plan, destination: &Path) -> Result<String, HarborError> {
         }
     }
     if !plan.env.is_empty() {
-        environment.insert("env".into(), Value::Table(plan.env.iter().map(|(k, v)| (k.clone(), Value::from(v.clone()))).collect()));
+        environment.insert(
+            "env".into(),
+            Value::Table(
+                plan.env
+                    .iter()
+                    .map(|(k, v)| (k.clone(), Value::from(v.clone())))
+                    .collect(),
+            ),
+        );
     }
     root.insert("environment".into(), Value::Table(environment));
     let mut evaluator = Table::new();
     evaluator.insert("command".into(), "python3 harbor_verify.py".into());
+    evaluator.insert("trusts_workspace".into(), Value::Boolean(true));
     let timeout = plan.verifier_timeout_sec * plan.steps.len() as u64 + EVALUATOR_MARGIN_SEC;
-    evaluator.insert("timeout_sec".into(), Value::Integer(i64::try_from(timeout).unwrap_or(i64::MAX)));
-    if let (Some(image), EnvironmentPlan::Image { .. }) = (&plan.verifier_image, &plan.environment) {
+    evaluator.insert(
+        "timeout_sec".into(),
+        Value::Integer(i64::try_from(timeout).unwrap_or(i64::MAX)),
+    );
+    if let (Some(image), EnvironmentPlan::Image { .. }) = (&plan.verifier_image, &plan.environment)
+    {
         let mut own = Table::new();
         own.insert("image".into(), image.clone().into());
         evaluator.insert("environment".into(), Value::Table(own));
@@ -298,11 +447,19 @@ fn manifest(plan: &Plan, destination: &Path) -> Result<String, HarborError> {
     root.insert("evaluator".into(), Value::Table(evaluator));
     if let Some(wall) = plan.wall_sec {
         let mut budget = Table::new();
-        budget.insert("wall_sec".into(), Value::Integer(i64::try_from(wall).unwrap_or(i64::MAX)));
+        budget.insert(
+            "wall_sec".into(),
+            Value::Integer(i64::try_from(wall).unwrap_or(i64::MAX)),
+        );
         root.insert("budget".into(), Value::Table(budget));
     }
-    let text = toml::to_string(&root).map_err(|source| HarborError::Toml { path: destination.join("task.toml"), source })?;
-    Ok(format!("# Imported from a Harbor task (Harbor {HARBOR_VERSION}'s format) by `specgap import harbor`; see NOTES.md.\n{text}"))
+    let text = toml::to_string(&root).map_err(|source| HarborError::Toml {
+        path: destination.join("task.toml"),
+        source,
+    })?;
+    Ok(format!(
+        "# Imported from a Harbor task (Harbor {HARBOR_VERSION}'s format) by `specgap import harbor`; see NOTES.md.\n{text}"
+    ))
 }
 
 /// NOTES.md: where the package came from, its protocol, its trust model, what was not
@@ -337,12 +494,20 @@ fn notes(plan: &Plan, gold: &GoldOutcome) -> String {
 fn starter_hashes(workspace: &Path) -> Result<BTreeMap<String, String>, HarborError> {
     let mut hashes = BTreeMap::new();
     for entry in walkdir::WalkDir::new(workspace).sort_by_file_name() {
-        let entry = entry.map_err(|e| HarborError::Io { path: workspace.to_path_buf(), source: e.into() })?;
+        let entry = entry.map_err(|e| HarborError::Io {
+            path: workspace.to_path_buf(),
+            source: e.into(),
+        })?;
         if !entry.file_type().is_file() {
             continue;
         }
         let bytes = fs::read(entry.path()).map_err(io(entry.path()))?;
-        let rel = entry.path().strip_prefix(workspace).unwrap_or(entry.path()).to_string_lossy().into_owned();
+        let rel = entry
+            .path()
+            .strip_prefix(workspace)
+            .unwrap_or(entry.path())
+            .to_string_lossy()
+            .into_owned();
         hashes.insert(rel, hex(&Sha256::digest(&bytes)));
     }
     Ok(hashes)
@@ -371,9 +536,15 @@ pub(crate) fn copy_file(from: &Path, to: &Path) -> Result<(), HarborError> {
 /// Copies a directory tree: directories, regular files (with their mode), symbolic links as
 /// links; hidden `.git` directories are left out.
 pub(crate) fn copy_tree(from: &Path, to: &Path) -> Result<(), HarborError> {
-    let walker = walkdir::WalkDir::new(from).sort_by_file_name().into_iter().filter_entry(|e| e.file_name() != ".git");
+    let walker = walkdir::WalkDir::new(from)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|e| e.file_name() != ".git");
     for entry in walker {
-        let entry = entry.map_err(|e| HarborError::Io { path: from.to_path_buf(), source: e.into() })?;
+        let entry = entry.map_err(|e| HarborError::Io {
+            path: from.to_path_buf(),
+            source: e.into(),
+        })?;
         let rel = entry.path().strip_prefix(from).unwrap_or(entry.path());
         let target = to.join(rel);
         let kind = entry.file_type();

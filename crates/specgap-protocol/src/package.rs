@@ -20,7 +20,7 @@ pub const FORMAT_2: u32 = 2;
 
 /// Every key format 2 adds (file, then the key's place in it), in the order CHANGELOG.md
 /// lists them. Each is optional; each is an error in a format-1 package.
-pub const FORMAT_2_KEYS: [&str; 13] = [
+pub const FORMAT_2_KEYS: [&str; 14] = [
     "task.toml [task].tags",
     "task.toml [task].subfamily",
     "task.toml [delivery].schema",
@@ -34,6 +34,7 @@ pub const FORMAT_2_KEYS: [&str; 13] = [
     "task.toml [evaluator].dir",
     "task.toml [evaluator].out",
     "task.toml [evaluator.environment]",
+    "task.toml [evaluator].trusts_workspace",
 ];
 
 /// Where the workspace appears in an image environment without `[environment].workdir`.
@@ -279,6 +280,11 @@ pub struct EvaluatorSpec {
     /// Format 2: the evaluator's own image; unset, it runs in the task's environment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment: Option<EvaluatorEnvironment>,
+    /// Format 2: the evaluator runs submitted code where it writes its verdict, so a
+    /// submission could forge it (an imported Harbor verifier, docs/harbor.md "Trust model").
+    /// `specgap check` says so in a `verifier-trust` row. Default `false`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub trusts_workspace: bool,
 }
 
 fn default_evaluator_timeout() -> u64 {

@@ -100,7 +100,7 @@ pub fn detectable(measure: &MeasureComparison, family_tests: usize, seed: u64) -
     }
     let differences: Vec<f64> = measure.per_task.iter().map(|p| p.b - p.a).collect();
     let spread = sample_sd(&differences).unwrap_or(f64::NAN);
-    if !(spread > 0.0) {
+    if spread.is_nan() || spread <= 0.0 {
         return missing("every task differs by the same amount: no spread to scale the test", Some(DetectableMethod::PairedT));
     }
     match paired_t_detectable_effect(differences.len() as f64, alpha, POWER) {

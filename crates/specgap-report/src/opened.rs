@@ -46,6 +46,13 @@
 //! A file is **opened** by an action that read or searched it successfully
 //! ([`FileAction::opens`]). A continuation **inspects inherited changes** when it successfully
 //! runs `git status` or `git diff` (any form), or opens a file the predecessor modified.
+//!
+//! ## Measured reads (issue 24 item 4)
+//! Where the harness measured what each shell command read (`file_reads` events),
+//! [`measured_reads`] replaces this text reading of the commands: *read* is what their
+//! processes read, *opened* what of it their results showed, plus the harness's other tools and
+//! git's object-store content as above; the report keeps the text reading beside it
+//! (docs/decisions.md "Opened and inspected, measured").
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -253,7 +260,9 @@ pub fn file_actions(events: &[Event], start: &Tree) -> Vec<FileAction> {
 pub struct Measured {
     /// Files read at all: by a measured command's processes, or opened by another tool.
     pub read: BTreeSet<String>,
-    /// Files opened: shown by a measured command's result, or opened by another tool.
+    /// Files opened: shown by a measured command's result, opened by another tool, or shown
+    /// by git from its object store (the text reader's `git show` / `git diff` / `git log`
+    /// readings, which read no work-tree file).
     pub opened: BTreeSet<String>,
 }
 
@@ -324,6 +333,14 @@ pub fn measured_reads(events: &[Event], start: &Tree) -> Result<Measured, String
     for action in file_actions(&others, start) {
         if let Some(path) = action.path.as_ref().filter(|_| action.ok && action.kind.exposes_content()) {
             measured.read.insert(path.clone());
+            measured.opened.insert(path.clone());
+        }
+    }
+    // Git prints content from its object store (`git show REV:path`, a staged or committed
+    // hunk of `git diff` / `git log -p`) without reading the work-tree file; the text reader
+    // takes those from the output's hunks, so its git readings are added.
+    for action in file_actions(events, start) {
+        if let Some(path) = action.path.as_ref().filter(|_| action.ok && action.kind.exposes_content() && action.via.starts_with("git ")) {
             measured.opened.insert(path.clone());
         }
     }

@@ -438,7 +438,9 @@ fn check_options(options: &StudyOptions) -> Result<(), ReportError> {
     if !(options.difference > 0.0 && options.difference.is_finite()) {
         return Err(plan_error(format!("the difference to detect must be > 0, got {}", options.difference)));
     }
-    if !(options.alpha > 0.0 && options.alpha < 1.0) || !(options.power > options.alpha && options.power < 1.0) {
+    let alpha_ok = options.alpha > 0.0 && options.alpha < 1.0;
+    let power_ok = options.power > options.alpha && options.power < 1.0;
+    if !alpha_ok || !power_ok {
         return Err(plan_error("alpha must be in (0, 1) and power in (alpha, 1)"));
     }
     if options.tests == 0 || options.max_repeats == 0 || options.simulations == 0 || options.pass_k == 0 {

@@ -45,6 +45,7 @@ use std::time::{Duration, Instant};
 use crate::capture::{Capture, Captured};
 use crate::cgroup::Cgroups;
 use crate::error::SandboxError;
+use crate::reads::{ReadWatch, Reads};
 use crate::host::HostView;
 use crate::netns::Lease;
 use crate::runner::{CommandSpec, SandboxConfig, pipe};
@@ -135,6 +136,8 @@ pub struct AgentSandbox {
     /// The view with the agent's `/etc`, held while the sandbox lives: the directory is removed
     /// when the last view holding it goes.
     _etc: HostView,
+    /// The fanotify watch on the sandbox's workspace mount, or why there is none.
+    watch: Result<ReadWatch, String>,
 }
 
 /// The hooks of [`AgentSandbox::before_release`].
@@ -200,9 +203,14 @@ impl AgentSandbox {
             dead: false,
             release_hooks: ReleaseHooks::default(),
             _etc: agent_host,
+            watch: Err("not started".into()),
         };
         match sandbox.await_ready() {
-            Ok(()) => Ok(sandbox),
+            Ok(()) => {
+                // Watched before any program runs in it: nothing the agent reads is missed.
+                sandbox.watch = crate::session::workspace_watch(template, sandbox.init_pid);
+                Ok(sandbox)
+            }
             Err(e) => {
                 sandbox.kill();
                 Err(e)
@@ -264,6 +272,13 @@ impl AgentSandbox {
     /// namespace, for `setns` (the gateway's listener).
     pub fn network_namespace(&self) -> PathBuf {
         PathBuf::from(format!("/proc/{}/ns/net", self.init_pid))
+    }
+
+    /// The workspace files the sandbox's processes read since the last call (the agent's own
+    /// tools and every command it ran), measured by fanotify on the sandbox's workspace mount
+    /// ([`crate::reads`]), or why that cannot be measured.
+    pub fn take_reads(&self) -> Reads {
+        Reads::taken_from(&self.watch)
     }
 
     /// Starts `command` (run by `/bin/sh -c` inside, in the template's working directory and

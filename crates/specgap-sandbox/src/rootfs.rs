@@ -13,7 +13,9 @@
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use crate::error::SandboxError;
 
@@ -76,13 +78,21 @@ enum TopKind {
 }
 
 /// An image's root filesystem, scanned once: its top-level entries and how each is shown.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub(crate) struct RootfsView {
     root: PathBuf,
     top: Vec<(OsString, TopKind)>,
     etc_overrides: Vec<&'static str>,
     remaps: Vec<(PathBuf, PathBuf)>,
+    /// An execute-only copy of the image's own `/bin/sh`, for sessions' command servers
+    /// ([`SERVER_SHELL_PATH`]); `None` when the image has no shell.
+    server_shell: Option<Arc<tempfile::TempDir>>,
 }
+
+/// Where a session's command server finds its execute-only shell on an image. Named `sh`, so
+/// a multi-call binary (busybox) runs its shell; outside the image's `/etc`, which is the
+/// image's own and read-only.
+pub(crate) const SERVER_SHELL_PATH: &str = "/.specgap-server/sh";
 
 impl RootfsView {
     /// Scans `root` (an unpacked image, e.g. `specgap env build`'s) and makes every mount
@@ -121,7 +131,8 @@ impl RootfsView {
         top.sort_by(|a, b| a.0.cmp(&b.0));
         let etc = root.join("etc");
         let etc_overrides = ETC_OVERRIDES.into_iter().filter(|f| is_plain_file(&etc.join(f))).collect();
-        Ok(RootfsView { root: root.to_path_buf(), top, etc_overrides, remaps: placement.remaps() })
+        let server_shell = server_shell(root)?;
+        Ok(RootfsView { root: root.to_path_buf(), top, etc_overrides, remaps: placement.remaps(), server_shell })
     }
 
     /// `path` (a sandbox path the harness chose: a mount point, a cwd, `SPECGAP_WORKSPACE`)
@@ -133,6 +144,11 @@ impl RootfsView {
             }
         }
         path.to_path_buf()
+    }
+
+    /// Where the sandbox finds the command server's shell: the image's own, or `None`.
+    pub(crate) fn server_shell_path(&self) -> Option<&'static str> {
+        self.server_shell.as_ref().map(|_| SERVER_SHELL_PATH)
     }
 
     /// The root filesystem directory.
@@ -155,6 +171,10 @@ impl RootfsView {
                 TopKind::Link(target) => push(&[b"--symlink", target.as_os_str().as_bytes(), inside.as_os_str().as_bytes()]),
             }
         }
+        if let Some(dir) = &self.server_shell {
+            let shell = dir.path().join("sh");
+            push(&[b"--ro-bind", shell.as_os_str().as_bytes(), SERVER_SHELL_PATH.as_bytes()]);
+        }
         for file in &self.etc_overrides {
             let from = synthetic_etc.join(file);
             let to = Path::new("/etc").join(file);
@@ -162,6 +182,56 @@ impl RootfsView {
         }
         args
     }
+}
+
+/// An execute-only (0111) copy of the image's `/bin/sh`, links followed inside the image: a
+/// process that executes a program it cannot read is not dumpable, so the commands of a
+/// session (same uid) cannot read the server's memory or fds (as with the host's shell).
+fn server_shell(root: &Path) -> Result<Option<Arc<tempfile::TempDir>>, SandboxError> {
+    let Some(real) = resolve_in_root(root, Path::new("bin/sh")) else { return Ok(None) };
+    if !is_plain_file(&real) {
+        return Ok(None);
+    }
+    let dir = tempfile::Builder::new().prefix("specgap-image-shell-").tempdir_in(crate::scratch::parent())?;
+    let copy = dir.path().join("sh");
+    fs_err::copy(&real, &copy)?;
+    fs_err::set_permissions(&copy, std::fs::Permissions::from_mode(0o111))?;
+    Ok(Some(Arc::new(dir)))
+}
+
+/// `rel` inside the image at `root` with every link followed as the image would see it
+/// (absolute targets from the image's root), never leaving it; `None` when a part is missing or
+/// there are more than 40 links.
+fn resolve_in_root(root: &Path, rel: &Path) -> Option<PathBuf> {
+    let mut pending: Vec<OsString> = rel.iter().rev().map(OsString::from).collect();
+    let mut resolved = PathBuf::new();
+    let mut links = 0;
+    while let Some(part) = pending.pop() {
+        match part.to_str() {
+            Some("." | "/") => continue,
+            Some("..") => {
+                resolved.pop();
+                continue;
+            }
+            _ => {}
+        }
+        let candidate = resolved.join(&part);
+        let meta = std::fs::symlink_metadata(root.join(&candidate)).ok()?;
+        if !meta.file_type().is_symlink() {
+            resolved = candidate;
+            continue;
+        }
+        links += 1;
+        if links > 40 {
+            return None;
+        }
+        let target = std::fs::read_link(root.join(&candidate)).ok()?;
+        if target.is_absolute() {
+            resolved = PathBuf::new();
+        }
+        pending.extend(target.iter().rev().map(OsString::from));
+    }
+    Some(root.join(resolved))
 }
 
 fn is_plain_file(path: &Path) -> bool {

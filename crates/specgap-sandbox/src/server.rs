@@ -79,7 +79,13 @@ pub(crate) fn launch(template: &CommandSpec, host: &HostView, config: &SandboxCo
         (stderr_write.as_raw_fd(), FD_STDERR),
     ];
     fds.extend_from_slice(server.extra_fds);
-    let program: Vec<String> = [SERVER_SHELL_PATH, "-c", server.script, "/bin/sh"].map(String::from).to_vec();
+    let shell = match host.rootfs_view() {
+        None => SERVER_SHELL_PATH,
+        Some(image) => image.server_shell_path().ok_or_else(|| {
+            SandboxError::InvalidSpec(format!("the image at {} has no /bin/sh, which a session's command server needs", image.root().display()))
+        })?,
+    };
+    let program: Vec<String> = [shell, "-c", server.script, "/bin/sh"].map(String::from).to_vec();
     let launched = launch_bwrap(
         &bwrap,
         template,

@@ -279,8 +279,9 @@ fn encode_request(seq: u64, shell: Shell, command: &str) -> Vec<u8> {
     request
 }
 
-/// A read watch on the workspace mount of the sandbox whose bubblewrap is `bwrap_pid`.
-fn workspace_watch(template: &CommandSpec, bwrap_pid: i32) -> Result<ReadWatch, String> {
+/// A read watch on the workspace mount of the sandbox whose bubblewrap (or its init) is
+/// `bwrap_pid`.
+pub(crate) fn workspace_watch(template: &CommandSpec, bwrap_pid: i32) -> Result<ReadWatch, String> {
     let mount = template.mounts.iter().find(|m| m.sandbox == std::path::Path::new(runner::WORKSPACE_MOUNT));
     let Some(mount) = mount else { return Err("the sandbox has no workspace mount".into()) };
     let pids = crate::agent::descendants(bwrap_pid);

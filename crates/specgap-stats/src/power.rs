@@ -168,7 +168,8 @@ fn t_isf(p: f64, df: f64) -> f64 {
     let mut t = dist.inverse_cdf(1.0 - p);
     for _ in 0..3 {
         let density = dist.pdf(t);
-        if !(density > 0.0) {
+        // NaN or 0: no Newton step possible.
+        if density.is_nan() || density <= 0.0 {
             break;
         }
         t += (student_t_sf(t, df) - p) / density;

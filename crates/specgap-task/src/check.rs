@@ -319,6 +319,18 @@ impl Checker<'_> {
         Ok(outcome)
     }
 
+    /// `verifier-trust` (format 2 `[evaluator].trusts_workspace`): a warning that the verdict
+    /// can be forged by the submission, so no score of the task is proof on its own.
+    fn trust_row(&mut self) {
+        if self.package.manifest().evaluator.trusts_workspace {
+            self.push(
+                "verifier-trust",
+                Verdict::Warn,
+                "the verifier trusts the workspace: it runs submitted code where it writes the reward (an imported Harbor verifier); forged rewards are refused only where detected",
+            );
+        }
+    }
+
     /// Runs every check; returns the scoring kind when it could be decided.
     fn run_all(&mut self) -> Option<ScoringKind> {
         let package = self.package;
@@ -329,6 +341,7 @@ impl Checker<'_> {
             .as_ref()
             .map(|overlay| self.evaluate(Submission::Overlay("gold", overlay)));
         let kind = self.kind_row(&starter, gold.as_ref());
+        self.trust_row();
         if kind.is_some_and(|k| k != ScoringKind::Requirement) {
             self.instruction_row();
         }

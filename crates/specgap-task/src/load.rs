@@ -213,6 +213,7 @@ struct EvaluatorProbe {
     dir: Option<Spanned<toml::Value>>,
     out: Option<Spanned<toml::Value>>,
     environment: Option<Spanned<toml::Value>>,
+    trusts_workspace: Option<Spanned<toml::Value>>,
 }
 
 #[derive(Deserialize)]
@@ -258,6 +259,7 @@ fn load_manifest(path: &Path) -> Result<(TaskManifest, ManifestSpans), LoadError
         ("[evaluator].dir", eval_key(|e| e.dir.as_ref())),
         ("[evaluator].out", eval_key(|e| e.out.as_ref())),
         ("[evaluator.environment]", eval_key(|e| e.environment.as_ref())),
+        ("[evaluator].trusts_workspace", eval_key(|e| e.trusts_workspace.as_ref())),
     ];
     for (key, spanned) in format_2_keys {
         if spanned.is_some() {

@@ -117,6 +117,12 @@ export function eventCard(ctx, item, next) {
       return card('ev-error ev-network', `Network attempt outside the gateway (${e.protocol})`, h('p', null, h('code', null, where), told ? ` · ${told}` : null),
         h('p', {class: 'muted'}, 'Caught by the network tripwire: nothing reached the network.'));
     }
+    case 'file_reads': {
+      const files = (list) => ((list || []).length ? list.join(', ') : 'none');
+      return card('ev-harness ev-reads', `Files read by ${e.call_id}`, e.unmeasured
+        ? h('p', {class: 'muted'}, `Not measured (${e.unmeasured}); the report reads the command instead.`)
+        : h('p', null, 'read: ', h('code', null, files(e.read)), ' · shown to the agent: ', h('code', null, files(e.shown))));
+    }
     case 'network_tripwire':
       return card('ev-budget', e.armed ? `Network tripwire: ${count(e.attempts)} attempt(s) recorded` : 'Network tripwire: not armed', e.note ? h('p', null, e.note) : null);
     case 'withheld':

@@ -158,6 +158,27 @@ impl std::fmt::Debug for ChatClient {
     }
 }
 
+/// Checks a model endpoint's base URL where it is configured (a flag or run.toml), so a bad
+/// one is refused before the first episode instead of being found by retrying every request
+/// (issue 31 item 9): it must parse, be `http` or `https`, name a host, and carry no query,
+/// fragment or user info (the key goes in a header, never the URL).
+///
+/// # Errors
+/// The reason, naming the URL.
+pub fn check_base_url(url: &str) -> Result<(), String> {
+    let parsed = reqwest::Url::parse(url).map_err(|e| format!("the base URL {url:?} is not a URL: {e}"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!("the base URL {url:?} must be http:// or https://, not {}://", parsed.scheme()));
+    }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(format!("the base URL {url:?} names no host"));
+    }
+    if parsed.query().is_some() || parsed.fragment().is_some() || !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(format!("the base URL {url:?} must be http(s)://host[:port][/path], without query, fragment or user info"));
+    }
+    Ok(())
+}
+
 /// Says once per process and variable that `var`, named as an endpoint's API key variable by
 /// `source` (a flag such as `--api-key-env`, or a file and key), is not set or empty, so
 /// requests carry no `Authorization` header; nothing when it is set, or when it is the default
@@ -598,6 +619,19 @@ impl Accumulator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn base_urls_that_cannot_reach_a_model_server_are_refused_with_the_reason() {
+        assert_eq!(check_base_url("http://localhost:8000/v1"), Ok(()));
+        assert_eq!(check_base_url("https://api.example.com/v1/"), Ok(()));
+        assert_eq!(check_base_url("file:///etc/passwd"), Err("the base URL \"file:///etc/passwd\" must be http:// or https://, not file://".into()));
+        assert_eq!(check_base_url("http://[::1"), Err("the base URL \"http://[::1\" is not a URL: invalid IPv6 address".into()));
+        assert_eq!(
+            check_base_url("http://user:pw@host/v1"),
+            Err("the base URL \"http://user:pw@host/v1\" must be http(s)://host[:port][/path], without query, fragment or user info".into())
+        );
+        assert!(check_base_url("localhost:8000").is_err());
+    }
 
     #[test]
     fn statuses_are_classified() {

@@ -18,12 +18,38 @@ use specgap_protocol::event::Usage;
 #[serde(deny_unknown_fields)]
 pub struct Price {
     /// Uncached prompt tokens.
+    #[serde(deserialize_with = "input_dollars")]
     pub input_per_mtok: f64,
     /// Completion tokens (reasoning tokens included).
+    #[serde(deserialize_with = "output_dollars")]
     pub output_per_mtok: f64,
     /// Cached prompt tokens; the input price when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "optional_dollars")]
     pub cached_input_per_mtok: Option<f64>,
+}
+
+/// A price as read: a finite number of dollars, 0 or more. A NaN would reach the store as a
+/// NULL cost and an infinite or negative one would break or offset `--max-cost` (issue 31
+/// item 8), so both are refused where the file is read, with its key and line.
+fn dollars<'de, D: serde::Deserializer<'de>>(deserializer: D, key: &str) -> Result<f64, D::Error> {
+    let value = f64::deserialize(deserializer)?;
+    if value.is_finite() && value >= 0.0 {
+        Ok(value)
+    } else {
+        Err(serde::de::Error::custom(format!("`{key}` is a finite number of US dollars per million tokens, 0 or more, not {value}")))
+    }
+}
+
+fn input_dollars<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
+    dollars(deserializer, "input_per_mtok")
+}
+
+fn output_dollars<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
+    dollars(deserializer, "output_per_mtok")
+}
+
+fn optional_dollars<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<f64>, D::Error> {
+    dollars(deserializer, "cached_input_per_mtok").map(Some)
 }
 
 impl Price {
@@ -97,5 +123,19 @@ mod tests {
         let plain = Price { input_per_mtok: 1.0, output_per_mtok: 2.0, cached_input_per_mtok: None };
         assert!((plain.cost(&usage) - 1.4).abs() < 1e-12);
         assert!(table.price("other").is_none());
+    }
+
+    #[test]
+    fn a_price_that_is_not_a_finite_non_negative_number_is_refused_with_its_key() {
+        for (value, shown) in [("nan", "NaN"), ("-0.5", "-0.5"), ("inf", "inf")] {
+            let text = format!("[models.\"m\"]\ninput_per_mtok = 0.5\noutput_per_mtok = {value}\n");
+            let error = toml::from_str::<PriceTable>(&text).unwrap_err().to_string();
+            assert!(error.contains("output_per_mtok"), "{error}");
+            assert!(error.contains(&format!("0 or more, not {shown}")), "{error}");
+        }
+        let cached = toml::from_str::<PriceTable>("[models.\"m\"]\ninput_per_mtok = 1\noutput_per_mtok = 1\ncached_input_per_mtok = -1\n");
+        assert!(cached.unwrap_err().to_string().contains("not -1"));
+        let zero: PriceTable = toml::from_str("[models.\"m\"]\ninput_per_mtok = 0\noutput_per_mtok = 0\n").unwrap();
+        assert_eq!(zero.price("m").unwrap().output_per_mtok, 0.0);
     }
 }

@@ -12,7 +12,7 @@
 //! | permissions and its own sandbox | `--dangerously-skip-permissions` (bypass mode; allowed because the sandbox runs it as uid 1000, not root); its bash sandbox is off by default and stays off: it runs inside ours |
 //! | system prompt | `--append-system-prompt "$(cat system-prompt.md)"`; nothing under `blind` |
 //! | resume | `--resume <id>` with the same fixed session id (one session per private home), the new message on standard input |
-//! | tool output | `Bash` results (`Exit code N` first when it failed, `(Bash completed with no output)` when blank) become the harness's `exit status N` form; the `<system-reminder>` blocks it appends are cut |
+//! | tool output | `Bash` results (`Exit code N` first when it failed, `(Bash completed with no output)` when blank) become the harness's `exit status N` form, a call Claude Code refused (`<tool_use_error>…`) a `not run:` result without exit status; the `<system-reminder>` blocks it appends are cut |
 //! | log | the stream-JSON events of each start (read without following links): `system/init`, `assistant` (its `tool_use` blocks), `user` (`tool_result` blocks), `result`; a log that does not start with `system/init` is an unknown format, an infrastructure error naming the version |
 //! | normalized actions | `Read` → read, `Write` → write, `Edit` / `MultiEdit` / `NotebookEdit` → edit, `Grep` → search (list for file names), `Glob` / `LS` → list; `Bash` commands are read by the shell analysis from the turns |
 //! | completion signal | none: it ends its turn and exits; the changed workspace is submitted (`agent_exit`) unless it called `submit` |
@@ -236,6 +236,11 @@ impl Adapter for ClaudeCode {
 
 /// A `Bash` result in the harness's form, and whether it is a blank success.
 fn bash_result(content: &str) -> (String, bool) {
+    if let Some(refusal) = refused_call(content) {
+        // Claude Code itself refused to run the command (a blocked pattern, a permission
+        // rule): nothing ran, so no exit status is recorded (issue 29 item 4).
+        return (format!("not run: Claude Code refused the call\n{refusal}"), false);
+    }
     if content.trim() == BASH_BLANK {
         return (command_result(Some(0), ""), true);
     }
@@ -246,6 +251,13 @@ fn bash_result(content: &str) -> (String, bool) {
         }
     }
     (command_result(Some(0), content), false)
+}
+
+/// The message of a call Claude Code refused to run (its result is
+/// `<tool_use_error>…</tool_use_error>`), without the tags.
+fn refused_call(content: &str) -> Option<&str> {
+    let inner = content.trim().strip_prefix("<tool_use_error>")?;
+    Some(inner.strip_suffix("</tool_use_error>").unwrap_or(inner).trim())
 }
 
 /// One tool call of the log.
@@ -464,6 +476,11 @@ mod tests {
             ("exit status 2\n--- stdout ---\nls: cannot access 'nope': No such file or directory".into(), false)
         );
         assert_eq!(bash_result("hello world"), ("exit status 0\n--- stdout ---\nhello world".into(), false));
+        // A command Claude Code refused never ran: no exit status (it was `exit status 0`).
+        assert_eq!(
+            bash_result("<tool_use_error>Blocked: cd outside the working directories is not allowed</tool_use_error>"),
+            ("not run: Claude Code refused the call\nBlocked: cd outside the working directories is not allowed".into(), false)
+        );
         let dir = tempfile::tempdir().unwrap();
         let adapter = adapter(dir.path());
         assert_eq!(

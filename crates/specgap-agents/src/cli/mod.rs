@@ -549,7 +549,50 @@ impl CliAgent {
             // After the results they come from (the queue is drained before anything new).
             self.queued.push_back(AgentReply::Actions { actions: reading.actions });
         }
+        // A side request (a title, a token count) comes between a turn's commands and the
+        // next main request: the reads wait for the request that carries the results.
+        if (!reading.results.is_empty() || reading.turn.is_some())
+            && let Some(reads) = self.file_reads(&reading.results)
+        {
+            self.queued.push_back(reads);
+        }
         AgentReply::Observed { results: reading.results, exchange: Some(Box::new(reading.event)), turn: reading.turn }
+    }
+
+    /// The `file_reads` reply for one exchange's results: the workspace files the sandbox's
+    /// processes read since the last exchange (the turn's commands and the agent's own tools;
+    /// the turn's calls ran in between), given to each result with the files its output shows
+    /// (`specgap_protocol::reads`). `None` without results (what was read is then dropped: the
+    /// program's start-up) or a sandbox.
+    fn file_reads(&self, results: &[specgap_engine::session::ObservedResult]) -> Option<AgentReply> {
+        let sandbox = self.sandbox.as_ref()?;
+        let reads = sandbox.take_reads();
+        if results.is_empty() {
+            return None;
+        }
+        let workspace = self.place.as_ref().map(|p| p.workspace.clone());
+        let events = results
+            .iter()
+            .map(|result| {
+                let call_id = result.call_id.clone();
+                match (&reads, &workspace) {
+                    (specgap_sandbox::Reads::Measured(files), Some(workspace)) => {
+                        let seen = specgap_protocol::reads::Observation::new(&result.output);
+                        let shown = files
+                            .iter()
+                            .filter(|f| std::fs::read(workspace.join(f)).is_ok_and(|b| seen.shows(&String::from_utf8_lossy(&b))))
+                            .cloned()
+                            .collect();
+                        EventKind::FileReads { call_id, read: files.iter().cloned().collect(), shown, unmeasured: String::new() }
+                    }
+                    (specgap_sandbox::Reads::Unmeasured(why), _) => {
+                        EventKind::FileReads { call_id, read: Vec::new(), shown: Vec::new(), unmeasured: why.clone() }
+                    }
+                    (_, None) => EventKind::FileReads { call_id, read: Vec::new(), shown: Vec::new(), unmeasured: "no workplace".into() },
+                }
+            })
+            .collect();
+        Some(AgentReply::FileReads { reads: events })
     }
 
     /// The replies for the program's exit: results and actions from its log, its completion
@@ -562,8 +605,12 @@ impl CliAgent {
         for result in &report.results {
             self.conversation.answered(&result.call_id);
         }
+        let reads = self.file_reads(&report.results);
         if !report.results.is_empty() {
             self.queued.push_back(AgentReply::Observed { results: report.results, exchange: None, turn: None });
+        }
+        if let Some(reads) = reads {
+            self.queued.push_back(reads);
         }
         if !report.actions.is_empty() {
             self.queued.push_back(AgentReply::Actions { actions: report.actions });

@@ -8,6 +8,7 @@ mod chat_user;
 mod cli_bridge;
 mod cli_ends;
 mod cli_isolation;
+mod cli_reads;
 mod cli_support;
 mod cli_tripwire;
 mod cli_vendors;

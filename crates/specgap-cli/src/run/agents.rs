@@ -66,6 +66,9 @@ pub fn component(spec: &str, chat: &super::ChatArgs, prompts: &Replacements, mis
         AgentSpec::Replay(path) => {
             put(&mut config, "kind", "replay".into());
             put(&mut config, "source_sha256", replay_source_hash(path)?);
+            // A script that does not parse is refused here, naming its line, not found by
+            // every episode as "cannot build the agent" (issue 31 item 10).
+            specgap_agents::replay::ReplayAgent::load(path).map_err(|e| anyhow::anyhow!("replay:{}: {}", path.display(), specgap_protocol::text::error_chain(&e)))?;
         }
         AgentSpec::Chat(model) => return chat_component(model, &chat.agent_config(model)?, prompts),
         AgentSpec::Cli(cli) => {
@@ -393,6 +396,7 @@ impl super::ChatArgs {
     pub fn agent_config(&self, model: &str) -> anyhow::Result<specgap_agents::chat::ChatConfig> {
         let mut config = specgap_agents::chat::ChatConfig::new(model).with_model_args(&self.model_args)?;
         config.base_url = self.base_url();
+        specgap_agents::chat::client::check_base_url(&config.base_url).map_err(|why| anyhow::anyhow!("--base-url: {why}"))?;
         config.api_key_env = self.api_key_env();
         specgap_agents::chat::client::warn_unset_api_key(&config.api_key_env, "--api-key-env");
         config.stream = self.stream;
@@ -421,6 +425,8 @@ impl super::ChatArgs {
     pub fn user_config(&self, model: &str) -> anyhow::Result<specgap_agents::chat::ChatConfig> {
         let mut config = specgap_agents::chat::ChatConfig::new(model).with_model_args(&self.user_model_args)?;
         config.base_url = self.user_base_url.clone().unwrap_or_else(|| self.base_url());
+        let flag = if self.user_base_url.is_some() { "--user-base-url" } else { "--base-url" };
+        specgap_agents::chat::client::check_base_url(&config.base_url).map_err(|why| anyhow::anyhow!("{flag}: {why}"))?;
         config.api_key_env = self.user_api_key_env.clone().unwrap_or_else(|| self.api_key_env());
         let flag = if self.user_api_key_env.is_some() { "--user-api-key-env" } else { "--api-key-env" };
         specgap_agents::chat::client::warn_unset_api_key(&config.api_key_env, flag);

@@ -256,6 +256,7 @@ fn describe(index: usize, entry: &AgentEntry) -> String {
 fn chat_config(model: &str, endpoint: &EndpointEntry, context: &FileContext<'_>, what: &str) -> anyhow::Result<ChatConfig> {
     let mut config = ChatConfig::new(model);
     if let Some(url) = &endpoint.base_url {
+        specgap_agents::chat::client::check_base_url(url).map_err(|why| anyhow::anyhow!("`base_url` of {what} in {}: {why}", context.file.display()))?;
         config.base_url.clone_from(url);
     }
     if let Some(var) = &endpoint.api_key_env {

@@ -15,33 +15,82 @@ fn harbor_dataset() -> PathBuf {
 fn an_imported_harbor_dataset_runs_its_gold_to_one_and_its_starter_to_zero() {
     let out = tempfile::tempdir().unwrap();
     let suite = out.path().join("suite");
-    let output = specgap().args([OsStr::new("import"), OsStr::new("harbor"), harbor_dataset().as_os_str(), OsStr::new("--out"), suite.as_os_str()]).output().unwrap();
-    assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
+    let output = specgap()
+        .args([
+            OsStr::new("import"),
+            OsStr::new("harbor"),
+            harbor_dataset().as_os_str(),
+            OsStr::new("--out"),
+            suite.as_os_str(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let stdout = String::from_utf8_lossy(&output.stdout);
     let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines.iter().filter(|l| l.starts_with("imported ")).count(), 5);
-    assert_eq!(lines.iter().filter(|l| l.starts_with("refused with-compose: ")).count(), 1);
+    assert_eq!(
+        lines.iter().filter(|l| l.starts_with("imported ")).count(),
+        5
+    );
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.starts_with("refused with-compose: "))
+            .count(),
+        1
+    );
     assert!(stdout.contains("| refused | 1 |\n"), "{stdout}");
     // The image task needs issue 25's runtime; run the host tasks.
     std::fs::remove_dir_all(suite.join("needs-image")).unwrap();
     let run = out.path().join("run");
+    let protocol = suite.join("harbor-protocol.toml");
+    let hint = format!("run with: specgap run {} --protocol {} --condition hidden --start clean", suite.display(), protocol.display());
+    assert!(stdout.contains(&hint), "{stdout}");
     run_ok([
         OsStr::new("run"),
         suite.as_os_str(),
+        OsStr::new("--protocol"),
+        protocol.as_os_str(),
         OsStr::new("--agent"),
         OsStr::new("scripted:gold,scripted:starter"),
         OsStr::new("--condition"),
         OsStr::new("hidden"),
+        OsStr::new("--start"),
+        OsStr::new("clean"),
         OsStr::new("--out"),
         run.as_os_str(),
         OsStr::new("--no-report"),
     ]);
-    let mut scores: Vec<(String, String, Option<f64>)> = episodes(&run).into_iter().map(|e| (e.task, e.agent, e.final_score)).collect();
-    scores.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
-    let expected: Vec<(String, String, Option<f64>)> = ["app-workdir", "hello-file", "several-keys", "two-steps"]
-        .iter()
-        .flat_map(|t| [(format!("fixtures/{t}"), "scripted:gold".to_string(), Some(1.0)), (format!("fixtures/{t}"), "scripted:starter".to_string(), Some(0.0))])
+    let config = std::fs::read_to_string(run.join("run.toml")).unwrap();
+    assert!(config.contains("source = \"custom protocol file "), "{config}");
+    let mut scores: Vec<(String, String, Option<f64>)> = episodes(&run)
+        .into_iter()
+        .map(|e| (e.task, e.agent, e.final_score))
         .collect();
+    scores.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+    let expected: Vec<(String, String, Option<f64>)> =
+        ["app-workdir", "hello-file", "several-keys", "two-steps"]
+            .iter()
+            .flat_map(|t| {
+                [
+                    (
+                        format!("fixtures/{t}"),
+                        "scripted:gold".to_string(),
+                        Some(1.0),
+                    ),
+                    (
+                        format!("fixtures/{t}"),
+                        "scripted:starter".to_string(),
+                        Some(0.0),
+                    ),
+                ]
+            })
+            .collect();
     assert_eq!(scores, expected);
 }
 
@@ -49,10 +98,110 @@ fn an_imported_harbor_dataset_runs_its_gold_to_one_and_its_starter_to_zero() {
 fn export_task_writes_a_harbor_task_directory() {
     let out = tempfile::tempdir().unwrap();
     let task = out.path().join("req-basic");
-    let output = run_ok([OsStr::new("export-task"), task_fixture("req-basic").as_os_str(), OsStr::new("--out"), task.as_os_str()]);
+    let output = run_ok([
+        OsStr::new("export-task"),
+        task_fixture("req-basic").as_os_str(),
+        OsStr::new("--out"),
+        task.as_os_str(),
+    ]);
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(stdout.ends_with("(with solution/solve.sh from the gold)\n"), "{stdout}");
-    for file in ["task.toml", "instruction.md", "environment/Dockerfile", "tests/test.sh", "tests/specgap_reward.py", "tests/specgap-candidate", "solution/solve.sh"] {
+    assert!(
+        stdout.ends_with("(with solution/solve.sh from the gold)\n"),
+        "{stdout}"
+    );
+    for file in [
+        "task.toml",
+        "instruction.md",
+        "environment/Dockerfile",
+        "tests/test.sh",
+        "tests/specgap_reward.py",
+        "tests/specgap-candidate",
+        "solution/solve.sh",
+    ] {
         assert!(task.join(file).is_file(), "{file}");
     }
+}
+
+/// The test agent of `specgap-agents` (a small tool loop over OpenAI chat completions), as a
+/// `cli:command=` agent.
+fn test_agent() -> PathBuf {
+    std::fs::canonicalize(repo().join("crates/specgap-agents/tests/fixtures/cli-agent.py")).unwrap()
+}
+
+#[test]
+fn a_cli_agent_completes_an_imported_harbor_task() {
+    use serde_json::json;
+    use specgap_gateway::mock::MockUpstream;
+    use specgap_gateway::mock::replies::{self, Call, Tokens};
+    const MODEL: &str = "mock-harbor-model";
+    const KEY_ENV: &str = "SPECGAP_TEST_HARBOR_KEY";
+    let out = tempfile::tempdir().unwrap();
+    let suite = out.path().join("suite");
+    run_ok([
+        OsStr::new("import"),
+        OsStr::new("harbor"),
+        harbor_dataset().join("hello-file").as_os_str(),
+        OsStr::new("--out"),
+        suite.as_os_str(),
+    ]);
+    let mock = MockUpstream::start([]).unwrap();
+    mock.set_responder(|request: &specgap_gateway::mock::ReceivedRequest| {
+        let body: serde_json::Value = serde_json::from_slice(&request.body).unwrap_or_default();
+        let step = body["messages"]
+            .as_array()
+            .map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count())
+            as u64;
+        let tokens = Tokens {
+            input: 100 + step,
+            output: 5,
+            ..Tokens::default()
+        };
+        match step {
+            0 => replies::openai_chat(
+                MODEL,
+                "Writing it.",
+                &[Call::new(
+                    "call-0",
+                    "bash",
+                    json!({"command": "echo 'Hello, specgap!' > greeting.txt"}),
+                )],
+                tokens,
+            ),
+            _ => replies::openai_chat(MODEL, "Done.", &[], tokens),
+        }
+    });
+    let agent = format!("cli:command=python3 {}", test_agent().display());
+    let base_url = format!("{}/v1", mock.url());
+    let run = out.path().join("run");
+    let args = [
+        OsStr::new("run"),
+        suite.as_os_str(),
+        OsStr::new("--agent"),
+        OsStr::new(&agent),
+        OsStr::new("--model"),
+        OsStr::new(MODEL),
+        OsStr::new("--base-url"),
+        OsStr::new(&base_url),
+        OsStr::new("--api-key-env"),
+        OsStr::new(KEY_ENV),
+        OsStr::new("--condition"),
+        OsStr::new("hidden"),
+        OsStr::new("--no-report"),
+        OsStr::new("--out"),
+        run.as_os_str(),
+    ];
+    assert_succeeded(
+        specgap()
+            .args(args)
+            .env(KEY_ENV, "sk-harbor-test-0c4e")
+            .output()
+            .unwrap(),
+    );
+    let rows = episodes(&run);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(
+        (rows[0].final_score, rows[0].final_success),
+        (Some(1.0), Some(true)),
+        "{rows:#?}"
+    );
 }

@@ -84,14 +84,16 @@ fn a_flaky_evaluator_is_re_evaluated_up_to_the_limit_and_never_scored() {
 }
 
 #[test]
-fn an_evaluator_that_always_crashes_is_deterministic_after_one_re_evaluation() {
+fn an_evaluator_that_always_crashes_is_re_evaluated_up_to_the_limit_and_marked_deterministic() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
     run_fixture("eval-crash", &out, "5");
     let crash = |attempt, deterministic| {
         (attempt, ErrorClass::Evaluation, "evaluator exited with status 3".to_string(), "the reference table is missing\n".to_string(), deterministic)
     };
-    assert_eq!(error_rows(&out), [crash(1, false), crash(1, true)]);
+    // Issue 24 item 4: a repeat no longer ends the re-evaluation; all six evaluations (1 +
+    // 5 retries) are recorded, every repeat marked deterministic.
+    assert_eq!(error_rows(&out), [crash(1, false), crash(1, true), crash(1, true), crash(1, true), crash(1, true), crash(1, true)]);
     assert_unscored_eval_error(&out, 1);
     let error = episodes(&out)[0].error.clone().unwrap();
     assert_eq!(error, "evaluator exited with status 3 (deterministic: not retried again)");
@@ -114,8 +116,9 @@ fn resume_runs_evaluation_errors_again_and_keeps_their_history() {
     let resumed = specgap().args([OsStr::new("run"), OsStr::new("--resume"), out.as_os_str()]).output().unwrap();
     assert_eq!(resumed.status.code(), Some(3), "the resumed run still has no result");
     let attempts: Vec<(u32, bool)> = error_rows(&out).into_iter().map(|e| (e.0, e.4)).collect();
-    // One attempt per process, two evaluations each: the resumed one starts a fresh sequence.
-    assert_eq!(attempts, [(1, false), (1, true), (2, false), (2, true)]);
+    // One attempt per process, three evaluations each (1 + 2 retries, the repeats marked
+    // deterministic): the resumed one starts a fresh sequence.
+    assert_eq!(attempts, [(1, false), (1, true), (1, true), (2, false), (2, true), (2, true)]);
     assert_unscored_eval_error(&out, 2);
 }
 
@@ -128,7 +131,7 @@ fn a_reward_above_one_is_an_evaluation_error_and_the_task_stays_reward_scored() 
     run_fixture("eval-reward-range", &out, "2");
     let message = "invalid result.json: result.json reports reward 5, outside [0, 1]; a reward is a fraction from 0 (nothing) to 1 (full)";
     let errors: Vec<(u32, String, bool)> = error_rows(&out).into_iter().map(|e| (e.0, e.2, e.4)).collect();
-    assert_eq!(errors, [(1, message.to_string(), false), (1, message.to_string(), true)]);
+    assert_eq!(errors, [(1, message.to_string(), false), (1, message.to_string(), true), (1, message.to_string(), true)]);
     assert_unscored_eval_error(&out, 1);
     assert_eq!(episodes(&out)[0].scoring_kind, specgap_protocol::result::ScoringKind::Reward);
 }

@@ -222,3 +222,48 @@ fn run_help_names_every_prompt_file_of_prompts_dir() {
         assert!(help.contains(file.name), "run --help does not name {}", file.name);
     }
 }
+
+/// Issue 31 items 8–10: inputs that cannot work are refused at configuration (a dry run), with
+/// the file, key or line and the reason — not found by each episode, or by SQLite.
+#[test]
+fn bad_prices_base_urls_and_replay_scripts_are_refused_before_any_episode() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = repo().join("examples/tasks/payment-retry");
+    let refused = |args: &[&OsStr]| {
+        let output = specgap().arg("run").args(args).arg("--dry-run").output().unwrap();
+        assert_eq!(output.status.code(), Some(2), "{}", String::from_utf8_lossy(&output.stdout));
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let config = tmp.path().join("experiment.toml");
+    let nan_price = format!(
+        "suites = [\"{}\"]\nconditions = [\"partial\"]\n[[agent]]\nkind = \"chat\"\nmodel = \"m\"\nprice = {{ input_per_mtok = 1.0, output_per_mtok = nan }}\n",
+        suite.display()
+    );
+    fs_err::write(&config, nan_price).unwrap();
+    let stderr = refused(&["--config".as_ref(), config.as_os_str()]);
+    assert!(stderr.contains(&config.display().to_string()) && stderr.contains("`output_per_mtok` is a finite number of US dollars per million tokens, 0 or more, not NaN"), "{stderr}");
+    let negative = format!("suites = [\"{}\"]\n[[agent]]\nkind = \"chat\"\nmodel = \"m\"\nprice = {{ input_per_mtok = -1.0, output_per_mtok = 1.0 }}\n", suite.display());
+    fs_err::write(&config, negative).unwrap();
+    assert!(refused(&["--config".as_ref(), config.as_os_str()]).contains("`input_per_mtok` is a finite number of US dollars per million tokens, 0 or more, not -1"));
+
+    for (url, why) in [("file:///etc/passwd", "must be http:// or https://, not file://"), ("http://[::1", "is not a URL: invalid IPv6 address")] {
+        let stderr = refused(&[suite.as_os_str(), "--agent".as_ref(), "chat:m".as_ref(), "--base-url".as_ref(), url.as_ref()]);
+        assert!(stderr.contains(&format!("--base-url: the base URL {url:?} {why}")), "{stderr}");
+    }
+    let in_file = format!("suites = [\"{}\"]\n[[agent]]\nkind = \"chat\"\nmodel = \"m\"\nbase_url = \"file:///etc/passwd\"\n", suite.display());
+    fs_err::write(&config, in_file).unwrap();
+    let stderr = refused(&["--config".as_ref(), config.as_os_str()]);
+    assert!(stderr.contains(&format!("`base_url` of agent 1 in {}: the base URL \"file:///etc/passwd\" must be http:// or https://", config.display())), "{stderr}");
+
+    let script = tmp.path().join("bad.jsonl");
+    for body in ["{\"tool\": \"read_file\", \"arguments\": {\"path\": \"a\"}}\nnot json\n", "{\"tool\": \"read_file\"}\n{\"tool\": \"x\", \"nope\": 1}\n", "{\"tool\": \"read_file\"}\n{\"tool\": \"x\", \"arguments\": {\"n\": 1e400}}\n"] {
+        fs_err::write(&script, body).unwrap();
+        let spec = format!("replay:{}", script.display());
+        let stderr = refused(&[suite.as_os_str(), "--agent".as_ref(), spec.as_ref()]);
+        assert!(stderr.contains(&format!("{}:2: expected", script.display())), "{stderr}");
+    }
+    fs_err::write(&script, b"{\"tool\": \"read_file\"}\n\xff\xfe\n").unwrap();
+    let spec = format!("replay:{}", script.display());
+    let stderr = refused(&[suite.as_os_str(), "--agent".as_ref(), spec.as_ref()]);
+    assert!(stderr.contains(&script.display().to_string()) && stderr.contains("UTF-8"), "{stderr}");
+}

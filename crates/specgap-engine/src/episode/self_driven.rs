@@ -173,6 +173,16 @@ impl Episode<'_, '_> {
         Ok(self.deadline_end())
     }
 
+    /// `file_reads` events of the agent's sandbox; anything else in `reads` is not recorded.
+    pub(super) fn file_reads_measured(&mut self, reads: Vec<EventKind>) -> Result<Option<EndReason>, EpisodeError> {
+        for event in reads {
+            if matches!(event, EventKind::FileReads { .. }) {
+                self.writer.event(event)?;
+            }
+        }
+        Ok(self.deadline_end())
+    }
+
     /// The agent's program ended (module guide).
     pub(super) fn agent_exited(
         &mut self,

@@ -11,6 +11,7 @@ mod deadline;
 mod detector;
 mod end_rules;
 mod evaluation;
+mod image_env;
 mod plan_mode;
 mod protocols;
 mod relay_owner;

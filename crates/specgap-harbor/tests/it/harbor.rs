@@ -41,7 +41,9 @@ fn python() -> Option<PathBuf> {
     });
     match ready {
         Ok(python) => Some(python.clone()),
-        Err(why) if required() => panic!("SPECGAP_REQUIRE_EXTERNAL=1 and Harbor's task model is unavailable: {why}"),
+        Err(why) if required() => {
+            panic!("SPECGAP_REQUIRE_EXTERNAL=1 and Harbor's task model is unavailable: {why}")
+        }
         Err(why) => {
             eprintln!("note: Harbor validation skipped: {why}");
             None
@@ -53,7 +55,14 @@ fn python() -> Option<PathBuf> {
 /// when skipped.
 pub fn validate_task(args: &[&Path]) -> Option<(bool, Vec<String>)> {
     let python = python()?;
-    let output = Command::new(python).arg(harbor_dir().join("validate_task.py")).args(args).output().expect("run validate_task.py");
+    let output = Command::new(python)
+        .arg(harbor_dir().join("validate_task.py"))
+        .args(args)
+        .output()
+        .expect("run validate_task.py");
     let stdout = String::from_utf8_lossy(&output.stdout).to_string();
-    Some((output.status.success(), stdout.lines().map(str::to_string).collect()))
+    Some((
+        output.status.success(),
+        stdout.lines().map(str::to_string).collect(),
+    ))
 }

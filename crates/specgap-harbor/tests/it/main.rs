@@ -4,5 +4,5 @@
 mod export;
 mod harbor;
 mod import;
-mod trust;
 mod support;
+mod trust;

@@ -6,3 +6,4 @@ mod extract;
 mod fixture;
 mod judge;
 mod mock;
+mod review;

@@ -133,3 +133,50 @@ fn binary_measures_with_repeats_are_simulated_from_per_task_rates() {
     let md = render_comparison_markdown(&c);
     assert!(md.contains("simulation from per-task rates (2000 designs, seed 12345)"), "{md}");
 }
+
+#[test]
+fn a_user_review_gives_the_simulator_section_and_can_exclude_episodes() {
+    use specgap_report::simulator::{EpisodeReview, Finding, REVIEW_SCHEMA, REVIEW_VERSION, Severity, Tag, UserReview, UserTurn, write_review};
+    use specgap_report::{ReportOptions, build_report};
+    let run = run_with(37, &[], &[]);
+    let kept = run.episode(&reward_ep("t0", "m", 0, 1.0, true));
+    let dropped = run.episode(&reward_ep("t1", "m", 0, 0.0, false));
+    let turn = |n: u32| UserTurn { turn: n, kind: "answer".into(), prompt: "q?".into(), text: "a".into() };
+    let review = UserReview {
+        schema: REVIEW_SCHEMA.into(),
+        version: REVIEW_VERSION,
+        reviewer: "rules:1".into(),
+        unchecked: vec![Tag::BrokeCharacter, Tag::StoppedEarly],
+        episodes: vec![
+            EpisodeReview { episode: kept.clone(), task: "t0".into(), turns: vec![turn(1), turn(2), turn(3)], findings: vec![Finding { turn: 2, tag: Tag::OffProfile, severity: Severity::Minor, evidence: "x".into() }] },
+            EpisodeReview { episode: dropped.clone(), task: "t1".into(), turns: vec![turn(1)], findings: vec![Finding { turn: 1, tag: Tag::Volunteered, severity: Severity::Helped, evidence: "y".into() }] },
+        ],
+        ballots: vec![],
+    };
+    write_review(&run.dir, &review).unwrap();
+    let data = RunData::load(&run.dir).unwrap();
+    let report = build_report(std::slice::from_ref(&data), &ReportOptions::default()).unwrap();
+    let quality = report.simulator.as_ref().unwrap();
+    let summary = &quality.reviews[0];
+    // 2 findings in 4 user turns: 25 per 100 each of off-profile and volunteered.
+    assert_eq!(summary.turns, 4);
+    assert_eq!(summary.per_100_turns[&Tag::OffProfile], 25.0);
+    assert_eq!(summary.per_100_turns[&Tag::Volunteered], 25.0);
+    assert_eq!(summary.per_100_turns[&Tag::Contradiction], 0.0);
+    assert!(!summary.per_100_turns.contains_key(&Tag::BrokeCharacter));
+    assert_eq!(summary.severe_episodes, 1);
+    assert!(quality.excluded.is_empty());
+    assert_eq!(report.groups[0].outcomes.scored, 2);
+    let md = render_markdown(&report, "run");
+    assert!(md.contains("## Simulated user quality"), "{md}");
+    assert!(md.contains("| rules:1 | 2 | 4 | 25.0 | 25.0 | 0.0 | 0.0 | — | 0.0 | — | 1 | 0 | 1 | 1 |"), "{md}");
+    let options = ReportOptions { exclude_user_findings: Some("rules:1".into()), ..ReportOptions::default() };
+    let report = build_report(std::slice::from_ref(&data), &options).unwrap();
+    let quality = report.simulator.as_ref().unwrap();
+    assert_eq!(quality.excluded, [dropped.clone()]);
+    assert_eq!(report.groups[0].outcomes.scored, 1);
+    assert!(render_markdown(&report, "run").contains(&format!("Excluded from every measure: 1 episodes with a severe finding of rules:1 ({dropped})")));
+    // A reviewer no run has is an error, not a silent no-op.
+    let missing = ReportOptions { exclude_user_findings: Some("panel:000000000000".into()), ..ReportOptions::default() };
+    assert!(build_report(&[data], &missing).is_err());
+}

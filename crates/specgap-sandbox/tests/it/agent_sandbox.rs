@@ -132,3 +132,25 @@ fn an_external_agent_never_runs_unsandboxed() {
     let err = AgentSandbox::start(&template, &system_host(), &SandboxConfig { enabled: false }).unwrap_err();
     assert!(err.to_string().contains("cannot run without the sandbox"), "{err}");
 }
+
+/// Issue 24 item 4: what an external agent's programs read in the workspace is measured too
+/// (its home is another mount and is not counted); each take starts afresh.
+#[test]
+fn the_workspace_files_an_agents_programs_read_are_measured() {
+    let pkg = package();
+    std::fs::write(pkg.workspace.join("other.txt"), "other\n").unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let mut sandbox = start(&pkg.workspace, home.path());
+    sandbox.run("echo notes.txt | xargs cat; echo x > $HOME/h; cat $HOME/h; false && cat other.txt").unwrap();
+    assert_eq!(wait(&mut sandbox), Some(1));
+    let first = sandbox.take_reads();
+    if let specgap_sandbox::Reads::Unmeasured(why) = &first {
+        assert!(std::env::var("SPECGAP_REQUIRE_EXTERNAL").as_deref() != Ok("1"), "reads not measured: {why}");
+        eprintln!("skipped: reads cannot be measured here ({why})");
+        return;
+    }
+    assert_eq!(first, specgap_sandbox::Reads::Measured(["notes.txt".to_string()].into()));
+    sandbox.run("python3 -c 'open(\"other.txt\").read()'").unwrap();
+    assert_eq!(wait(&mut sandbox), Some(0));
+    assert_eq!(sandbox.take_reads(), specgap_sandbox::Reads::Measured(["other.txt".to_string()].into()));
+}

@@ -313,8 +313,7 @@ ln -s /etc/passwd /logs/verifier/link
 echo hidden > /logs/verifier/.hidden
 "#;
     write_tree(&pkg.workspace, &[("answer.txt", "42\n"), ("probe.sh", probe)]);
-    let script = format!(
-        r#"
+    let script = r#"
 mkdir got
 printf 'workdir /app\nro tests /tests\n# comment\nout /logs/verifier\n' > layout
 SPECGAP_CANDIDATE_LAYOUT=$PWD/layout SPECGAP_CANDIDATE_OUT=$PWD/got "$SPECGAP_CANDIDATE" sh probe.sh > probe.out 2> probe.err
@@ -323,13 +322,12 @@ printf 'workdir /tmp/x\n' > bad
 SPECGAP_CANDIDATE_LAYOUT=$PWD/bad "$SPECGAP_CANDIDATE" true 2> bad.err; echo "bad=$?" >> probe.out
 python3 - <<'PY'
 import json, os
-got = {{name: open("got/" + name).read() for name in sorted(os.listdir("got"))}}
-detail = {{"out": open("probe.out").read(), "err": open("probe.err").read(), "bad": open("bad.err").read(), "got": got}}
-json.dump({{"version": 1, "requirements": {{"probe": {{"pass": True, "measured": detail}}}}}}, open(os.environ["SPECGAP_OUT"] + "/result.json", "w"))
+got = {name: open("got/" + name).read() for name in sorted(os.listdir("got"))}
+detail = {"out": open("probe.out").read(), "err": open("probe.err").read(), "bad": open("bad.err").read(), "got": got}
+json.dump({"version": 1, "requirements": {"probe": {"pass": True, "measured": detail}}}, open(os.environ["SPECGAP_OUT"] + "/result.json", "w"))
 PY
-"#
-    );
-    let mut run = evaluator_run(pkg.dir.path(), &pkg.workspace, &script, Duration::from_secs(60));
+"#;
+    let mut run = evaluator_run(pkg.dir.path(), &pkg.workspace, script, Duration::from_secs(60));
     run.requirement_ids = vec!["probe".into()];
     let evaluation = evaluate(&run).unwrap();
     let measured = &evaluation.result.requirements.as_ref().unwrap()["probe"].measured;

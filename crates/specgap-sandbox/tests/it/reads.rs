@@ -1,7 +1,7 @@
 //! `Session::last_reads`: the workspace files each command's processes read, measured with
 //! fanotify on the sandbox's own workspace mount (issue 24 item 4; docs/decisions.md "Opened
-//! and inspected, measured"). Each shell form below is one the trajectory reader misread or
-//! could not follow; the measured set is exact. The harness runs as root in CI; without the
+//! and inspected, measured"). Each of the 27 shell forms below is exact; many are ones the
+//! trajectory reader misread or could not follow. The harness runs as root in CI; without the
 //! privilege the measurement is unavailable, which fails here under SPECGAP_REQUIRE_EXTERNAL=1.
 
 use std::collections::BTreeSet;
@@ -58,6 +58,19 @@ fn every_shell_form_reports_exactly_the_files_its_processes_read() {
         ("grep -rn charlie src", &["src/b.py", "src/c.py"]),
         ("while read -r line; do echo \"$line\"; done < d.txt", &["d.txt"]),
         ("pushd src >/dev/null && cat {b,c}.py", &["src/b.py", "src/c.py"]),
+        ("sed -n 1p a.txt", &["a.txt"]),
+        ("awk 'NR == 1' d.txt", &["d.txt"]),
+        ("tac a.txt | head -1", &["a.txt"]),
+        ("cat <(head -1 src/b.py)", &["src/b.py"]),
+        ("bash -c 'cat src/c.py'", &["src/c.py"]),
+        ("for f in src/*.py; do cat \"$f\"; done", &["src/b.py", "src/c.py"]),
+        ("cp d.txt /tmp/d", &["d.txt"]),
+        ("cat src/*.py | wc -l", &["src/b.py", "src/c.py"]),
+        ("head -c 5 a.txt", &["a.txt"]),
+        ("python3 - <<'EOF'\nimport pathlib\nprint(pathlib.Path('d.txt').read_text())\nEOF", &["d.txt"]),
+        // git prints the committed blob from .git/objects, reading no work-tree file (the
+        // report takes such content from the text reader's reading of the output).
+        ("git show HEAD:a.txt", &[]),
         ("echo new > e.txt", &[]),
     ];
     let mut got = Vec::new();

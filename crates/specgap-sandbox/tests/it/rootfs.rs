@@ -178,3 +178,16 @@ echo '{"version": 1, "reward": 1.0}' > /logs/verifier/result.json
     assert_ne!(out.exit_code, Some(0));
     assert_eq!(out.stdout.text(), "");
 }
+
+#[test]
+fn a_session_serves_commands_from_the_images_own_shell() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(image) = busybox_image(dir.path()) else { return };
+    let ws = workspace(dir.path());
+    let view = HostView::on_rootfs(&image, &Environment::default(), &ImagePlacement::workdir("/app")).unwrap();
+    let mut session = specgap_sandbox::Session::new(CommandSpec::shell("", &ws), view, sandbox());
+    let first = session.run_shell("pwd; echo one > one.txt", Duration::from_secs(10), 4096).unwrap();
+    assert_eq!(first.stdout.text(), "/app\n", "{}", first.stderr.text());
+    let second = session.run_shell("cat one.txt; cat /.specgap-server/sh 2>&1", Duration::from_secs(10), 4096).unwrap();
+    assert_eq!(second.stdout.text(), "one\ncat: can't open '/.specgap-server/sh': Permission denied\n");
+}

@@ -124,3 +124,14 @@ fn a_design_that_cannot_reach_the_power_says_so() {
     let sim = Simulation { simulations: 200, seed: 1 };
     assert_eq!(simulated_binary_detectable(&design, 1.0, 0.05, 0.8, &sim).unwrap(), None);
 }
+
+#[test]
+fn pass_hat_k_with_k_1_is_the_repeat_mean_simulation() {
+    // C(c, 1) / C(r, 1) = c / r: the same draws give the same power.
+    let design = BinaryDesign { rates: vec![0.3, 0.5, 0.6, 0.4, 0.2, 0.7], repeats_a: vec![4; 6], repeats_b: vec![4; 6] };
+    let sim = Simulation { simulations: 500, seed: 3 };
+    let k1 = specgap_stats::simulated_pass_hat_k_power(&design, 0.2, 1, 0.05, &sim).unwrap();
+    assert_eq!(k1, simulated_binary_power(&design, 0.2, 0.05, &sim).unwrap());
+    // k above the repeats is refused.
+    assert!(specgap_stats::simulated_pass_hat_k_power(&design, 0.2, 5, 0.05, &sim).is_err());
+}

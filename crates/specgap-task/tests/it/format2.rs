@@ -132,7 +132,8 @@ fn format_1_package_using_a_format_2_key_is_rejected_at_that_key() {
             "task.toml [environment].workdir",
             "task.toml [evaluator].dir",
             "task.toml [evaluator].out",
-            "task.toml [evaluator.environment]"
+            "task.toml [evaluator.environment]",
+            "task.toml [evaluator].trusts_workspace"
         ]
     );
 }

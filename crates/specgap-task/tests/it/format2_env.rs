@@ -186,3 +186,15 @@ fn mount_paths_are_absolute_plain_and_apart() {
         assert_eq!(copy.load_error(), format!("{}: {message}", task_toml_at(&copy, line, column)), "{extra_env}{evaluator}");
     }
 }
+
+#[test]
+fn the_image_environment_example_loads() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/environments/word-count");
+    let package = specgap_task::load(&root).unwrap();
+    let image = package.image_environment().unwrap();
+    assert_eq!(image.source.source, ImageSource::Dockerfile("environment/Dockerfile".into()));
+    assert_eq!(image.source.build_context(), Some(root.join("environment").as_path()));
+    assert_eq!(image.workdir, PathBuf::from("/app"));
+    assert_eq!(image.evaluator_dir, Some(PathBuf::from("/tests")));
+    assert_eq!(image.evaluator_out, Some(PathBuf::from("/logs/verifier")));
+}
