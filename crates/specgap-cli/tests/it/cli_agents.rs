@@ -400,5 +400,10 @@ fn network_attempts_of_a_cli_agent_are_a_report_warning_and_lines_of_its_transcr
     let id = episodes(&out)[0].id.clone();
     let transcript = String::from_utf8(run_ok([OsStr::new("show"), out.as_os_str(), OsStr::new(&id)]).stdout).unwrap();
     assert!(transcript.contains("  [network attempt outside the gateway: dns A api.anthropic.com]\n"), "{transcript}");
-    assert!(transcript.contains("  [network attempt outside the gateway: tcp 127.0.0.2:443]\n  [network tripwire: armed, 3 attempt(s)]\n"), "{transcript}");
+    // Each attempt stands where it happened, before the turn that came after the bash call
+    // (the agent's closing "Done."), not after the end; the tripwire's summary closes the record.
+    let attempt = transcript.find("  [network attempt outside the gateway: tcp 127.0.0.2:443]\n").expect("the tcp attempt is listed");
+    let done = transcript.rfind("Done.").expect("the closing reply");
+    let summary = transcript.find("  [network tripwire: armed, 3 attempt(s)]\n").expect("the tripwire summary");
+    assert!(attempt < done && done < summary, "{transcript}");
 }
