@@ -317,7 +317,13 @@ pub fn install(
     Ok((Installation { dir, manifest }, Installed::Made))
 }
 
-fn make(dir: &Path, version: &AdapterVersion, lock: &Lock, options: &InstallOptions, note: &mut dyn FnMut(&str)) -> Result<Manifest, InstallError> {
+fn make(
+    dir: &Path,
+    version: &AdapterVersion,
+    lock: &Lock,
+    options: &InstallOptions,
+    note: &mut dyn FnMut(&str),
+) -> Result<Manifest, InstallError> {
     let mut lock_hash = Sha256::new();
     for (name, text) in lock.files {
         let path = dir.join(name);
@@ -332,7 +338,12 @@ fn make(dir: &Path, version: &AdapterVersion, lock: &Lock, options: &InstallOpti
     let (python, node) = match adapter.installer {
         Installer::Pip => {
             let python = find_python(options.python.as_deref())?;
-            note(&format!("installing {} with pip into a Python {} venv (interpreter {})", version.label(), python.version, python.interpreter.display()));
+            note(&format!(
+                "installing {} with pip into a Python {} venv (interpreter {})",
+                version.label(),
+                python.version,
+                python.interpreter.display()
+            ));
             install_pip(dir, version, &python)?;
             push_runtime_prefix(&mut mounts, &python.prefix);
             (Some(python), None)
@@ -438,7 +449,8 @@ const PYTHON_PROBE: &str = "import sys; print(sys.executable); print(sys.base_pr
 /// The interpreter for pip installations: `explicit`, else [`PYTHON_ENV`] when set, else
 /// the first of `python3.11` and `python3` on `PATH` that is Python [`LOCK_PYTHON`].
 fn find_python(explicit: Option<&Path>) -> Result<PythonRuntime, InstallError> {
-    let chosen = explicit.map(Path::as_os_str).map(std::ffi::OsStr::to_os_string).or_else(|| std::env::var_os(PYTHON_ENV).filter(|v| !v.is_empty()));
+    let chosen =
+        explicit.map(Path::as_os_str).map(std::ffi::OsStr::to_os_string).or_else(|| std::env::var_os(PYTHON_ENV).filter(|v| !v.is_empty()));
     let candidates: Vec<PathBuf> = match &chosen {
         Some(path) => vec![PathBuf::from(path)],
         None => vec![PathBuf::from("python3.11"), PathBuf::from("python3")],
@@ -454,7 +466,11 @@ fn find_python(explicit: Option<&Path>) -> Result<PythonRuntime, InstallError> {
         match lines.as_slice() {
             [executable, prefix, version] if output.status.success() => {
                 if version.starts_with(&format!("{LOCK_PYTHON}.")) {
-                    return Ok(PythonRuntime { interpreter: PathBuf::from(executable), prefix: PathBuf::from(prefix), version: (*version).to_string() });
+                    return Ok(PythonRuntime {
+                        interpreter: PathBuf::from(executable),
+                        prefix: PathBuf::from(prefix),
+                        version: (*version).to_string(),
+                    });
                 }
                 seen.push(format!("{}: Python {version}", candidate.display()));
             }
@@ -474,7 +490,16 @@ fn install_pip(dir: &Path, version: &AdapterVersion, python: &PythonRuntime) -> 
     let venv_python = venv.join("bin/python");
     let output = run(
         Command::new(&venv_python)
-            .args(["-m", "pip", "install", "--no-deps", "--require-hashes", "--no-input", "--disable-pip-version-check", "--no-warn-script-location"])
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--no-deps",
+                "--require-hashes",
+                "--no-input",
+                "--disable-pip-version-check",
+                "--no-warn-script-location",
+            ])
             .args(["-r", "requirements.txt"])
             .current_dir(dir)
             .env("PIP_NO_INPUT", "1"),
@@ -488,9 +513,16 @@ const NODE_PROBE: &str = "process.execPath + '\\n' + process.version";
 fn find_node() -> Result<NodeRuntime, InstallError> {
     let node = std::env::var_os(NODE_ENV).filter(|v| !v.is_empty()).map_or_else(|| PathBuf::from("node"), PathBuf::from);
     let missing = |why: String| {
-        InstallError::NoNode(format!("npm agents need Node.js and npm: {why}; install Node.js 20 or newer with npm, or set {NODE_ENV} to a node"))
+        InstallError::NoNode(format!(
+            "npm agents need Node.js and npm: {why}; install Node.js 20 or newer with npm, or set {NODE_ENV} to a node"
+        ))
     };
-    let output = Command::new(&node).arg("-p").arg(NODE_PROBE).stdin(Stdio::null()).output().map_err(|e| missing(format!("cannot run {}: {e}", node.display())))?;
+    let output = Command::new(&node)
+        .arg("-p")
+        .arg(NODE_PROBE)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| missing(format!("cannot run {}: {e}", node.display())))?;
     let text = String::from_utf8_lossy(&output.stdout);
     let [path, version] = text.lines().collect::<Vec<_>>()[..] else {
         return Err(missing(format!("{} does not run as node", node.display())));
@@ -601,7 +633,10 @@ mod tests {
             "; the npm registry could not be reached: check the network (or proxy settings) and try again"
         );
         assert!(hint("Error: Command '['/x/venv/bin/python3', '-Im', 'ensurepip']' returned non-zero", "PyPI").contains("python3-venv"));
-        assert!(hint("ERROR: No matching distribution found for aiohappyeyeballs==2.7.1", "PyPI").starts_with("; pip found no file of a locked package: PyPI could not be reached"));
+        assert!(
+            hint("ERROR: No matching distribution found for aiohappyeyeballs==2.7.1", "PyPI")
+                .starts_with("; pip found no file of a locked package: PyPI could not be reached")
+        );
         assert_eq!(hint("ERROR: some other failure", "PyPI"), "");
     }
 

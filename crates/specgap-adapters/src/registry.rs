@@ -115,10 +115,7 @@ pub const ADAPTERS: &[Adapter] = &[
         package: "mini-swe-agent",
         installer: Installer::Pip,
         default_version: "2.4.6",
-        locks: &[Lock {
-            version: "2.4.6",
-            files: &[lock_file!("mini-swe-agent", "2.4.6", "requirements.txt")],
-        }],
+        locks: &[Lock { version: "2.4.6", files: &[lock_file!("mini-swe-agent", "2.4.6", "requirements.txt")] }],
         entry: Entry::Program("venv/bin/mini"),
         summary: "mini-swe-agent, a bash-only agent loop (seed 001's scaffold)",
     },

@@ -102,7 +102,9 @@ pub enum AgentSpecError {
     )]
     Unknown(String),
     /// `cli:` with an unknown adapter.
-    #[error("unknown cli: adapter in `{0}`; expected cli:mini-swe-agent|claude-code|codex|opencode|gemini-cli[@version] or cli:command=<template>")]
+    #[error(
+        "unknown cli: adapter in `{0}`; expected cli:mini-swe-agent|claude-code|codex|opencode|gemini-cli[@version] or cli:command=<template>"
+    )]
     BadAdapter(String),
     /// `scripted:` with an unknown solution.
     #[error("unknown scripted agent `{0}`; expected scripted:gold, scripted:literal, scripted:starter or scripted:mutant:<id>")]
@@ -332,7 +334,14 @@ mod tests {
         // as not applicable (and the engine refuses one that arrives anyway).
         for condition in ["plan", "plan+ask=off", "plan+submissions=2"] {
             let condition = specgap_engine::Condition::parse(condition).unwrap();
-            for spec in ["cli:mini-swe-agent", "cli:claude-code", "cli:codex", "cli:opencode", "cli:gemini-cli", "cli:command=my-agent {instruction_file}"] {
+            for spec in [
+                "cli:mini-swe-agent",
+                "cli:claude-code",
+                "cli:codex",
+                "cli:opencode",
+                "cli:gemini-cli",
+                "cli:command=my-agent {instruction_file}",
+            ] {
                 let refused = parse_agent_spec(spec).unwrap().applicability_under(&condition).unwrap_err();
                 assert_eq!(
                     refused.reason,

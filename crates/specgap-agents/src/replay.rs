@@ -94,11 +94,8 @@ pub fn parse_script(text: &str, path: &Path) -> Result<Vec<ScriptTurn>, ReplayEr
         if line.is_empty() || line.starts_with("//") || line.starts_with('#') {
             continue;
         }
-        let parsed: ScriptLine = serde_json::from_str(line).map_err(|source| ReplayError::BadLine {
-            path: path.to_path_buf(),
-            line: index + 1,
-            source,
-        })?;
+        let parsed: ScriptLine =
+            serde_json::from_str(line).map_err(|source| ReplayError::BadLine { path: path.to_path_buf(), line: index + 1, source })?;
         let calls = match parsed {
             ScriptLine::One(call) => vec![call],
             ScriptLine::Batch(calls) => calls,
@@ -151,8 +148,8 @@ impl ReplayAgent {
     /// # Errors
     /// [`ReplayError::Trajectory`].
     pub fn from_trajectory(file: &Path) -> Result<Self, ReplayError> {
-        let trajectory = read_trajectory_file(file)
-            .map_err(|source| ReplayError::Trajectory { path: file.to_path_buf(), source: Box::new(source) })?;
+        let trajectory =
+            read_trajectory_file(file).map_err(|source| ReplayError::Trajectory { path: file.to_path_buf(), source: Box::new(source) })?;
         let mut turns = Vec::new();
         let mut harness_actions = false;
         for event in trajectory.events {

@@ -66,11 +66,7 @@ impl Agent for ScriptedAgent {
     fn next_turn(&mut self, _inbox: &[Incoming]) -> Result<AgentReply, AgentError> {
         self.turn += 1;
         let call = match self.turn {
-            1 => ToolCall {
-                id: "call-1".into(),
-                tool: names::APPLY_OVERLAY.into(),
-                arguments: json!({ "name": self.solution.name() }),
-            },
+            1 => ToolCall { id: "call-1".into(), tool: names::APPLY_OVERLAY.into(), arguments: json!({ "name": self.solution.name() }) },
             2 => ToolCall { id: "call-2".into(), tool: names::SUBMIT.into(), arguments: json!({}) },
             _ => return Ok(AgentReply::Done),
         };

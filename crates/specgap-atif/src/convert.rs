@@ -32,13 +32,7 @@ pub struct ExportOptions {
 
 /// Builds the ATIF trajectory of one episode from its store rows (`detail`), the run's
 /// configuration and its trajectory's raw events (in file order).
-pub fn trajectory(
-    config: &RunConfig,
-    detail: &EpisodeDetail,
-    events: &[Value],
-    truncated: bool,
-    options: ExportOptions,
-) -> Trajectory {
+pub fn trajectory(config: &RunConfig, detail: &EpisodeDetail, events: &[Value], truncated: bool, options: ExportOptions) -> Trajectory {
     let episode = &detail.episode;
     // Episodes name their agent by its label (a run configuration's name, else the spec).
     let component = config.agents.iter().find(|a| a.label() == episode.agent);
@@ -74,10 +68,7 @@ pub fn trajectory(
         config.protocol_version
     )];
     if builder.left_out > 0 {
-        notes.push(format!(
-            "{} private event(s) left out (evaluations; export with include_private to keep them)",
-            builder.left_out
-        ));
+        notes.push(format!("{} private event(s) left out (evaluations; export with include_private to keep them)", builder.left_out));
     }
     if truncated {
         notes.push("the trajectory file ends in a cut frame (the run was killed while writing); the steps stop there".into());
@@ -367,7 +358,9 @@ impl Builder {
                 self.push(
                     event,
                     Source::System,
-                    format!("PRIVATE evaluation of the inherited state `{state}` (never shown to the agent): score {score}, success {success}"),
+                    format!(
+                        "PRIVATE evaluation of the inherited state `{state}` (never shown to the agent): score {score}, success {success}"
+                    ),
                     json!({"private": true, "residual_state": state, "score": score, "success": success}),
                 );
             }
@@ -393,7 +386,12 @@ impl Builder {
             }
             EventKind::End { reason, detail } => {
                 let words = if detail.is_empty() { String::new() } else { format!(": {detail}") };
-                self.push(event, Source::System, format!("episode ended: {reason}{words}"), json!({"end_reason": reason, "detail": detail}));
+                self.push(
+                    event,
+                    Source::System,
+                    format!("episode ended: {reason}{words}"),
+                    json!({"end_reason": reason, "detail": detail}),
+                );
             }
         }
     }
@@ -460,12 +458,9 @@ fn event_extra(event: &Event, more: Value) -> Map<String, Value> {
 
 fn tool_call(call: &specgap_protocol::event::ToolCall) -> ToolCall {
     match &call.arguments {
-        Value::Object(map) => ToolCall {
-            tool_call_id: call.id.clone(),
-            function_name: call.tool.clone(),
-            arguments: map.clone(),
-            extra: None,
-        },
+        Value::Object(map) => {
+            ToolCall { tool_call_id: call.id.clone(), function_name: call.tool.clone(), arguments: map.clone(), extra: None }
+        }
         other => {
             let mut arguments = Map::new();
             arguments.insert("value".into(), other.clone());

@@ -64,11 +64,7 @@ pub enum ExportError {
 pub fn episode_trajectory(store: &Store, id: &str, options: ExportOptions) -> Result<Trajectory, ExportError> {
     let detail = store.episode_detail(id)?.ok_or_else(|| ExportError::NoSuchEpisode { id: id.to_string() })?;
     let path = specgap_store::trajectory_path(store.dir(), id);
-    let (events, tail) = if path.is_file() {
-        specgap_store::read_trajectory_values(&path)?
-    } else {
-        (Vec::new(), None)
-    };
+    let (events, tail) = if path.is_file() { specgap_store::read_trajectory_values(&path)? } else { (Vec::new(), None) };
     let finished = detail.episode.status != specgap_store::Status::Running;
     Ok(trajectory(store.config(), &detail, &events, tail.is_some() && finished, options))
 }
@@ -93,8 +89,7 @@ pub fn export_run(run_dir: &Path, out: &Path, options: ExportOptions) -> Result<
     let mut index = Vec::with_capacity(episodes.len());
     for episode in &episodes {
         let trajectory = episode_trajectory(&store, &episode.id, options)?;
-        let text = serde_json::to_string_pretty(&trajectory)
-            .map_err(|source| ExportError::Serialize { id: episode.id.clone(), source })?;
+        let text = serde_json::to_string_pretty(&trajectory).map_err(|source| ExportError::Serialize { id: episode.id.clone(), source })?;
         let dir = out.join(&episode.id).join("agent");
         fs_err::create_dir_all(&dir).map_err(ExportError::Write)?;
         fs_err::write(dir.join("trajectory.json"), text).map_err(ExportError::Write)?;

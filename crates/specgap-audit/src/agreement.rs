@@ -264,8 +264,7 @@ pub fn sample_report(store: &Store, id: &str) -> Result<SampleReport, AuditError
             let Some(side) = by_label.get(&column.name) else { continue };
             rates.extend(column_rates(rater, column, side, &cases, &weights, &config)?);
         }
-        let mut sides: Vec<(String, &Side)> =
-            raters.iter().filter_map(|(r, by)| by.get(&column.name).map(|s| (r.clone(), s))).collect();
+        let mut sides: Vec<(String, &Side)> = raters.iter().filter_map(|(r, by)| by.get(&column.name).map(|s| (r.clone(), s))).collect();
         let raters_only = sides.len();
         for (judge, by) in &judges {
             if let Some(side) = by.get(&column.name) {
@@ -441,13 +440,42 @@ pub fn render_text(reports: &[SampleReport]) -> String {
     }
     let interval = |e: &Estimate| estimate_text(e);
     for r in reports {
-        let _ = writeln!(out, "{} — unit {}, rubric {}: {} item{} from {} case{}; raters: {}", r.sample, r.unit, r.rubric, r.items, if r.items == 1 { "" } else { "s" }, r.cases, if r.cases == 1 { "" } else { "s" }, if r.raters.is_empty() { "none yet".to_string() } else { r.raters.join(", ") });
+        let _ = writeln!(
+            out,
+            "{} — unit {}, rubric {}: {} item{} from {} case{}; raters: {}",
+            r.sample,
+            r.unit,
+            r.rubric,
+            r.items,
+            if r.items == 1 { "" } else { "s" },
+            r.cases,
+            if r.cases == 1 { "" } else { "s" },
+            if r.raters.is_empty() { "none yet".to_string() } else { r.raters.join(", ") }
+        );
         for rate in &r.rates {
-            let _ = writeln!(out, "  rate  {} {}={}: {}/{} labelled, share {}", rate.rater, rate.label, rate.value, rate.count, rate.items, interval(&rate.share));
+            let _ = writeln!(
+                out,
+                "  rate  {} {}={}: {}/{} labelled, share {}",
+                rate.rater,
+                rate.label,
+                rate.value,
+                rate.count,
+                rate.items,
+                interval(&rate.share)
+            );
         }
         for a in &r.agreements {
             let scope = if a.without_uncertain { " (uncertain left out)" } else { "" };
-            let _ = writeln!(out, "  agree {} {} vs {}{scope}: {} items, agreement {}, kappa {}", a.label, a.first, a.second, a.items, interval(&a.percent), interval(&a.kappa));
+            let _ = writeln!(
+                out,
+                "  agree {} {} vs {}{scope}: {} items, agreement {}, kappa {}",
+                a.label,
+                a.first,
+                a.second,
+                a.items,
+                interval(&a.percent),
+                interval(&a.kappa)
+            );
             let _ = writeln!(out, "        confusion (rows {}, columns {}; {}): {:?}", a.first, a.second, a.values.join(" "), a.confusion);
         }
         for s in &r.stability {

@@ -69,11 +69,8 @@ fn digest(page: &mut Page, run: &Path, episode: &str, changed: &[String]) {
     let end = d.end_reason.as_deref().unwrap_or("none recorded");
     let cut = if d.truncated { "; the stored trajectory was cut by a crash" } else { "" };
     page.para(&format!("{} turns, {} tool calls, end: {end}{cut}", d.turns, d.commands.len()));
-    let commands: Vec<String> = d
-        .commands
-        .iter()
-        .map(|c| format!("turn {} · {}{}: {}", c.turn, c.tool, if c.failed { " (error)" } else { "" }, c.text))
-        .collect();
+    let commands: Vec<String> =
+        d.commands.iter().map(|c| format!("turn {} · {}{}: {}", c.turn, c.tool, if c.failed { " (error)" } else { "" }, c.text)).collect();
     if !commands.is_empty() {
         page.block("tool calls", "agent", &commands.join("\n"));
     }

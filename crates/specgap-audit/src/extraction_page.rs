@@ -40,11 +40,10 @@ pub(crate) fn sections(page: &mut Page, input: &PageInput<'_>, events: &[&EventK
     for row in &ballots {
         extractor(page, input, row);
     }
-    let verdict = input
-        .store
-        .extractions()
-        .ok()
-        .and_then(|rows| rows.into_iter().find(|x| x.episode == input.episode.id && x.extraction.panel == panel && x.extraction.k == k));
+    let verdict =
+        input.store.extractions().ok().and_then(|rows| {
+            rows.into_iter().find(|x| x.episode == input.episode.id && x.extraction.panel == panel && x.extraction.k == k)
+        });
     verdict_section(page, input, verdict.as_ref());
 }
 

@@ -40,7 +40,8 @@ pub fn manifest_of(store: &Store, id: &str) -> Result<Manifest, AuditError> {
         .into_iter()
         .find(|s| s.id == id)
         .ok_or_else(|| AuditError::Request(format!("run {} holds no audit sample {id}", store.dir().display())))?;
-    serde_json::from_value(sample.manifest).map_err(|e| AuditError::Serialize { what: format!("the manifest of {id}"), message: e.to_string() })
+    serde_json::from_value(sample.manifest)
+        .map_err(|e| AuditError::Serialize { what: format!("the manifest of {id}"), message: e.to_string() })
 }
 
 /// Checks and stores `sheet` as rater `rater`'s labels (module guide).
@@ -93,7 +94,12 @@ pub fn import(store: &Store, sheet: &Path, rater: &str) -> Result<Imported, Audi
             let value = column.value(text).ok_or_else(|| {
                 fail(row, format!("`{text}` is not a value of label `{}`; give one of {}", column.name, column.names().join(", ")))
             })?;
-            labels.push(AuditLabelRecord { item: item.clone(), rater: rater.to_string(), label: column.name.clone(), value: value.to_string() });
+            labels.push(AuditLabelRecord {
+                item: item.clone(),
+                rater: rater.to_string(),
+                label: column.name.clone(),
+                value: value.to_string(),
+            });
         }
         let note = cell(3 + rubric.labels.len());
         if !note.is_empty() {
@@ -103,7 +109,11 @@ pub fn import(store: &Store, sheet: &Path, rater: &str) -> Result<Imported, Audi
     if let Some(missing) = items.iter().find(|i| !seen.contains_key(&i.item)) {
         return Err(fail(
             None,
-            format!("item `{}` (row {} of the sheet as drawn) is missing; every item of the sample needs a row", missing.item, missing.position + 2),
+            format!(
+                "item `{}` (row {} of the sheet as drawn) is missing; every item of the sample needs a row",
+                missing.item,
+                missing.position + 2
+            ),
         ));
     }
     let sha256 = Sha256::digest(&bytes).iter().fold(String::new(), |mut s, b| {

@@ -31,16 +31,16 @@
 #![deny(missing_docs)]
 
 pub mod agreement;
-pub mod error;
 mod candidate_page;
+pub mod error;
 mod extraction_page;
-mod task_page;
 pub mod import;
 pub mod page;
 pub mod resample;
 pub mod rubric;
 pub mod sample;
 pub mod summary;
+mod task_page;
 pub mod unit;
 
 pub use error::AuditError;

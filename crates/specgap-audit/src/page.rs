@@ -36,9 +36,9 @@ pub fn packages(store: &Store) -> BTreeMap<String, Result<TaskPackage, String>> 
         .tasks
         .iter()
         .map(|t| {
-            let loaded = specgap_task::load(&t.path).map_err(|e| format!("cannot read the package at {}: {e}", t.path)).and_then(|p| {
-                if p.hash() == t.hash { Ok(p) } else { Err(format!("the package at {} changed since the run", t.path)) }
-            });
+            let loaded = specgap_task::load(&t.path)
+                .map_err(|e| format!("cannot read the package at {}: {e}", t.path))
+                .and_then(|p| if p.hash() == t.hash { Ok(p) } else { Err(format!("the package at {} changed since the run", t.path)) });
             (t.name.clone(), loaded)
         })
         .collect()
@@ -162,8 +162,7 @@ pub fn render(input: &PageInput<'_>) -> String {
 fn guide(page: &mut Page, rubric: &Rubric) {
     page.body.push_str("<table><tr><th>column</th><th>question</th><th>values</th></tr>\n");
     for label in &rubric.labels {
-        let values: Vec<String> =
-            label.values.iter().map(|v| format!("<b>{}</b>: {}", escape(&v.name), escape(&v.meaning))).collect();
+        let values: Vec<String> = label.values.iter().map(|v| format!("<b>{}</b>: {}", escape(&v.name), escape(&v.meaning))).collect();
         let _ = writeln!(
             page.body,
             "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
@@ -207,7 +206,11 @@ fn episode_sections(page: &mut Page, input: &PageInput<'_>, events: &[&EventKind
             }
             EventKind::Evaluation { k, score, success, failing_requirement } if evaluation => {
                 let failing = failing_requirement.as_deref().map(|r| format!(", failing requirement {r}")).unwrap_or_default();
-                page.block(&format!("evaluation of submission {k} (private)"), "private", &format!("score {score}, success {success}{failing}"));
+                page.block(
+                    &format!("evaluation of submission {k} (private)"),
+                    "private",
+                    &format!("score {score}, success {success}{failing}"),
+                );
             }
             EventKind::End { reason, detail } => page.para(&format!("The episode ended: {reason} {detail}")),
             _ => {}
@@ -345,9 +348,10 @@ fn resample_sections(page: &mut Page, input: &PageInput<'_>, events: &[&EventKin
     }
     page.heading("The original reply");
     page.block("original", "user", &original.reply);
-    let resample = input.store.resamples().ok().and_then(|rows| {
-        rows.into_iter().find(|r| r.episode == input.episode.id && r.batch == batch && r.request == request && r.k == k)
-    });
+    let resample =
+        input.store.resamples().ok().and_then(|rows| {
+            rows.into_iter().find(|r| r.episode == input.episode.id && r.batch == batch && r.request == request && r.k == k)
+        });
     page.heading(&format!("Resample {k}"));
     match resample {
         Some(r) => match (r.reply, r.error) {
@@ -389,13 +393,21 @@ pub(crate) fn spec_sections(page: &mut Page, rubric: &Rubric, package: &TaskPack
     if wanted(Disclosure::Requirements) && !package.requirements().is_empty() {
         page.heading("Requirements (private)");
         for r in package.requirements() {
-            page.block(&format!("{} (priority {})", r.id, r.priority), "private", &format!("{}\n\nEvidence: {}", r.description.trim(), r.discovery.trim()));
+            page.block(
+                &format!("{} (priority {})", r.id, r.priority),
+                "private",
+                &format!("{}\n\nEvidence: {}", r.description.trim(), r.discovery.trim()),
+            );
         }
     }
     if wanted(Disclosure::Observations) && !package.observations().is_empty() {
         page.heading("Observations (private)");
         for o in package.observations() {
-            page.block(&format!("{} / {}", o.requirement, o.failure_mode), "private", &format!("{}\n{}\n{}", o.scene.trim(), o.incident.trim(), o.detail.trim()));
+            page.block(
+                &format!("{} / {}", o.requirement, o.failure_mode),
+                "private",
+                &format!("{}\n{}\n{}", o.scene.trim(), o.incident.trim(), o.detail.trim()),
+            );
         }
     }
 }

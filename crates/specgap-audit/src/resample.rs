@@ -187,7 +187,11 @@ pub fn resample_run(store: &Store, options: &ResampleOptions) -> Result<Resample
         let mut client = client_for(store, &checkpoint.user_hash, options.seed, &checkpoint.episode, checkpoint.request.request)?;
         for k in 1..=options.samples {
             let done = stored.iter().any(|r| {
-                r.episode == checkpoint.episode && r.batch == batch && r.request == checkpoint.request.request && r.k == k && r.reply.is_some()
+                r.episode == checkpoint.episode
+                    && r.batch == batch
+                    && r.request == checkpoint.request.request
+                    && r.k == k
+                    && r.reply.is_some()
             });
             if done {
                 summary.already += 1;
@@ -296,4 +300,3 @@ fn client_for(store: &Store, user_hash: &str, seed: u64, episode: &str, request:
     client.attach(&SessionLink::detached(Role::User));
     Ok(client)
 }
-

@@ -232,7 +232,9 @@ impl Rubric {
     /// # Errors
     /// The first problem, in words.
     pub fn check(&self) -> Result<(), String> {
-        let plain = |s: &str, extra: &[char]| !s.is_empty() && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || extra.contains(&c));
+        let plain = |s: &str, extra: &[char]| {
+            !s.is_empty() && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || extra.contains(&c))
+        };
         if !plain(&self.name, &['-']) {
             return Err(format!("name `{}` must be lowercase letters, digits and hyphens", self.name));
         }
@@ -257,7 +259,10 @@ impl Rubric {
             for value in &label.values {
                 let name = value.name.trim();
                 if name.is_empty() || name.contains([',', '\n', '\r', '"']) {
-                    return Err(format!("label `{}` has a value `{}` that is empty or holds a comma, quote or line break", label.name, value.name));
+                    return Err(format!(
+                        "label `{}` has a value `{}` that is empty or holds a comma, quote or line break",
+                        label.name, value.name
+                    ));
                 }
                 if !values.insert(name.to_ascii_lowercase()) {
                     return Err(format!("label `{}` lists the value `{name}` twice", label.name));
@@ -318,7 +323,10 @@ mod tests {
         let note = format!(
             "{base}[[label]]\nname = \"note\"\nquestion = \"q\"\nvalues = [{{ name = \"a\", meaning = \"m\" }}, {{ name = \"b\", meaning = \"m\" }}]\n"
         );
-        assert_eq!(Rubric::parse("r.toml", &note).unwrap_err().to_string(), "rubric r.toml: label name `note` is a column every sheet has already");
+        assert_eq!(
+            Rubric::parse("r.toml", &note).unwrap_err().to_string(),
+            "rubric r.toml: label name `note` is a column every sheet has already"
+        );
         let unknown = format!("{base}colour = 1\n");
         assert!(Rubric::parse("r.toml", &unknown).unwrap_err().to_string().contains("unknown field `colour`"));
         assert!(Rubric::builtin("nope").unwrap_err().to_string().contains("the built-in rubrics are seed000-task"));

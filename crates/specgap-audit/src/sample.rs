@@ -75,7 +75,8 @@ impl Manifest {
     /// # Errors
     /// [`AuditError::Serialize`].
     pub fn id(&self) -> Result<String, AuditError> {
-        let text = serde_json::to_string(self).map_err(|e| AuditError::Serialize { what: "the manifest".into(), message: e.to_string() })?;
+        let text =
+            serde_json::to_string(self).map_err(|e| AuditError::Serialize { what: "the manifest".into(), message: e.to_string() })?;
         let digest = Sha256::digest(text.as_bytes());
         let mut id = String::from("sample:");
         for byte in &digest[..6] {

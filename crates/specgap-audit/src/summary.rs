@@ -74,12 +74,13 @@ impl Summarizer {
     /// errors.
     pub fn summarize(&self, store: &Store, episode: &str, events: &[&EventKind]) -> Result<String, AuditError> {
         let recorder = store.usage_recorder(episode).map_err(AuditError::store(store.dir()))?;
-        let mut client = ChatClient::new(&self.config, 0).map_err(|e| AuditError::Request(format!("cannot make the summarizer's chat client: {e}")))?;
+        let mut client =
+            ChatClient::new(&self.config, 0).map_err(|e| AuditError::Request(format!("cannot make the summarizer's chat client: {e}")))?;
         client.attach(&SessionLink { deadline: Deadline::none(), usage: UsageSink::to_store(Role::Summarizer, recorder) });
         let messages = [WireMessage::text("system", SUMMARY_SYSTEM), WireMessage::text("user", summary_message(events))];
-        let completion = client
-            .complete(&messages, &[])
-            .map_err(|e| AuditError::Request(format!("episode {episode}: the summary request failed: {}", specgap_protocol::text::error_chain(&e))))?;
+        let completion = client.complete(&messages, &[]).map_err(|e| {
+            AuditError::Request(format!("episode {episode}: the summary request failed: {}", specgap_protocol::text::error_chain(&e)))
+        })?;
         if let Some(failure) = client.usage_sink().take_failure() {
             return Err(AuditError::store(store.dir())(failure));
         }

@@ -94,6 +94,9 @@ fn outcomes(page: &mut Page, input: &TaskPageInput<'_>) {
         let score = e.final_score.map_or("none".to_string(), |s| s.to_string());
         let success = e.final_success.map_or("none".to_string(), |s| s.to_string());
         let who = if identity { format!("agent {}, ", e.agent) } else { String::new() };
-        page.para(&format!("{who}condition {}, start {}, repeat {}: final score {score}, success {success}", e.condition, e.start, e.repeat));
+        page.para(&format!(
+            "{who}condition {}, start {}, repeat {}: final score {score}, success {success}",
+            e.condition, e.start, e.repeat
+        ));
     }
 }

@@ -85,7 +85,8 @@ impl BridgeClient {
     }
 
     fn round_trip(&self, request: &Request) -> Result<Response, ClientError> {
-        let mut stream = UnixStream::connect(&self.socket).map_err(|source| ClientError::Unreachable { socket: self.socket.clone(), source })?;
+        let mut stream =
+            UnixStream::connect(&self.socket).map_err(|source| ClientError::Unreachable { socket: self.socket.clone(), source })?;
         let mut line = serde_json::to_vec(request).map_err(|e| ClientError::BadResponse(e.to_string()))?;
         line.push(b'\n');
         stream.write_all(&line).map_err(|e| ClientError::Gone(Some(e)))?;

@@ -158,7 +158,8 @@ mod tests {
     #[test]
     fn a_missing_harness_is_status_5_with_a_message() {
         let (mut out, mut err) = (Vec::new(), Vec::new());
-        let status = run(HarnessTool::AskUser, &words(&["q?"]), Err(ClientError::NotConfigured("SPECGAP_BRIDGE_SOCKET")), &mut out, &mut err);
+        let status =
+            run(HarnessTool::AskUser, &words(&["q?"]), Err(ClientError::NotConfigured("SPECGAP_BRIDGE_SOCKET")), &mut out, &mut err);
         assert_eq!(status, exit::UNREACHABLE);
         assert!(out.is_empty());
         assert_eq!(

@@ -286,12 +286,14 @@ fn accept_loop(shared: &Arc<Shared>, listener: &UnixListener) {
         connections.retain(|c| c.thread.as_ref().is_some_and(|t| !t.is_finished()));
         if connections.len() >= MAX_CONNECTIONS {
             drop(connections);
-            let _ = write_response(&mut stream, &Response::error(format!("too many bridge connections at once (at most {MAX_CONNECTIONS})")));
+            let _ =
+                write_response(&mut stream, &Response::error(format!("too many bridge connections at once (at most {MAX_CONNECTIONS})")));
             continue;
         }
         let Ok(registered) = stream.try_clone() else { continue };
         let connection_shared = Arc::clone(shared);
-        let thread = std::thread::Builder::new().name("bridge-connection".into()).spawn(move || serve_connection(&connection_shared, stream));
+        let thread =
+            std::thread::Builder::new().name("bridge-connection".into()).spawn(move || serve_connection(&connection_shared, stream));
         if let Ok(thread) = thread {
             connections.push(Connection { stream: registered, thread: Some(thread) });
         }
@@ -329,7 +331,10 @@ fn answer(shared: &Shared, line: &[u8]) -> (Response, bool) {
         Err(e) => return (Response::error(format!("bad bridge request: {e}")), true),
     };
     if request.v != WIRE_VERSION {
-        return (Response::error(format!("bridge protocol version {} is not served (this harness speaks {WIRE_VERSION})", request.v)), true);
+        return (
+            Response::error(format!("bridge protocol version {} is not served (this harness speaks {WIRE_VERSION})", request.v)),
+            true,
+        );
     }
     if !same_token(request.token.as_bytes(), shared.token.as_bytes()) {
         return (Response::error("wrong bridge token"), false);

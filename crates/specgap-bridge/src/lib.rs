@@ -155,7 +155,10 @@ mod tests {
     #[test]
     fn mcp_takes_renames_and_nothing_else() {
         let renames = mcp_renames(&strings(&["--rename", "ask_user=ask_question", "--rename=submit=hand_in"])).unwrap();
-        assert_eq!(renames.iter().map(|r| (r.tool, r.name.as_str())).collect::<Vec<_>>(), [(HarnessTool::AskUser, "ask_question"), (HarnessTool::Submit, "hand_in")]);
+        assert_eq!(
+            renames.iter().map(|r| (r.tool, r.name.as_str())).collect::<Vec<_>>(),
+            [(HarnessTool::AskUser, "ask_question"), (HarnessTool::Submit, "hand_in")]
+        );
         assert_eq!(mcp_renames(&[]).unwrap(), Vec::new());
         assert_eq!(mcp_renames(&strings(&["--rename"])).unwrap_err(), "--rename needs TOOL=NAME");
         assert_eq!(mcp_renames(&strings(&["--verbose"])).unwrap_err(), "`mcp` takes only --rename TOOL=NAME, not `--verbose`");

@@ -40,7 +40,9 @@ pub struct Rename {
 
 /// A `--rename` value that is not `TOOL=NAME` with a harness tool and a usable new name.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("--rename {0}: expected TOOL=NAME, TOOL one of ask_user, submit, write_plan and NAME 1 to 64 letters, digits, `_` or `-`, not another harness tool's name")]
+#[error(
+    "--rename {0}: expected TOOL=NAME, TOOL one of ask_user, submit, write_plan and NAME 1 to 64 letters, digits, `_` or `-`, not another harness tool's name"
+)]
 pub struct BadRename(pub String);
 
 impl std::str::FromStr for Rename {
@@ -113,7 +115,11 @@ impl rmcp::ServerHandler for McpBridge {
             .with_instructions(INSTRUCTIONS)
     }
 
-    async fn list_tools(&self, _request: Option<PaginatedRequestParams>, _context: RequestContext<RoleServer>) -> Result<ListToolsResult, McpError> {
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
         let specs = self.blocking(BridgeClient::tools).await.map_err(|e| McpError::internal_error(e.to_string(), None))?;
         let tools = specs.iter().filter_map(|spec| as_tool(spec, self.served_name(HarnessTool::from_name(&spec.name)?))).collect();
         Ok(ListToolsResult::with_all_items(tools))

@@ -41,8 +41,9 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
 fn install(reference: &str, force: bool) -> anyhow::Result<ExitCode> {
     let version = AdapterVersion::parse(reference)?;
     let root = specgap_adapters::default_root()?;
-    let (installation, what) = specgap_adapters::install(&root, &version, &InstallOptions { force, ..InstallOptions::default() }, &mut note_to_stderr)
-        .with_context(|| format!("cannot install {}", version.label()))?;
+    let (installation, what) =
+        specgap_adapters::install(&root, &version, &InstallOptions { force, ..InstallOptions::default() }, &mut note_to_stderr)
+            .with_context(|| format!("cannot install {}", version.label()))?;
     let verb = match what {
         Installed::Made => "installed",
         Installed::AlreadyThere => "already installed",
@@ -60,7 +61,9 @@ fn list() -> anyhow::Result<ExitCode> {
         let (hash, state) = match &entry.state {
             ListedState::Ready(m) => (short(&m.tree_hash), "ready".to_string()),
             ListedState::Modified(m) => (short(&m.tree_hash), "files changed since installed (checked again before a run)".to_string()),
-            ListedState::Incomplete => ("-".to_string(), format!("incomplete: install again with `specgap agents install {}@{}`", entry.adapter, entry.version)),
+            ListedState::Incomplete => {
+                ("-".to_string(), format!("incomplete: install again with `specgap agents install {}@{}`", entry.adapter, entry.version))
+            }
             ListedState::Unreadable(why) => ("-".to_string(), why.clone()),
         };
         let pinned = if entry.is_default { "yes" } else { "no" };

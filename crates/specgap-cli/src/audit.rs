@@ -118,7 +118,11 @@ fn sample(args: SampleArgs) -> anyhow::Result<ExitCode> {
     };
     let sample = draw(&stores, manifest)?;
     let summarizer = args.summary_model.as_ref().map(|model| Summarizer {
-        config: ChatConfig { base_url: args.summary_base_url.clone(), api_key_env: args.summary_api_key_env.clone(), ..ChatConfig::new(model) },
+        config: ChatConfig {
+            base_url: args.summary_base_url.clone(),
+            api_key_env: args.summary_api_key_env.clone(),
+            ..ChatConfig::new(model)
+        },
     });
     let sheet = write_with(&stores, &sample, &args.out, summarizer.as_ref())?;
     for (stratum, (population, taken)) in &sample.strata {

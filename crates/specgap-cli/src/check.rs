@@ -54,8 +54,7 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
     let judge = SandboxJudge::new(!args.no_sandbox).context("preparing the evaluator sandbox")?;
     let jobs = args.jobs.map_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get), usize::from);
     let options = CheckOptions { strict: args.strict };
-    let reports = check_paths_with(&args.paths, &judge, jobs, &options)
-        .context("finding task packages")?;
+    let reports = check_paths_with(&args.paths, &judge, jobs, &options).context("finding task packages")?;
     let summary = CheckSummary::new(reports, &options);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
@@ -66,9 +65,5 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
         let mode = if summary.strict { " (strict)" } else { "" };
         println!("\n{} checked{mode}, {failed} failed", summary.tasks.len());
     }
-    Ok(if summary.passed {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(if summary.passed { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

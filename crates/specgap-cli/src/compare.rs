@@ -61,17 +61,11 @@ pub struct Args {
 
 /// Runs `specgap compare`.
 pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
-    let defaults = CompareOptions {
-        seed: args.seed,
-        resamples: args.resamples,
-        ..CompareOptions::default()
-    };
+    let defaults = CompareOptions { seed: args.seed, resamples: args.resamples, ..CompareOptions::default() };
     let comparison = match (&args.family, &args.run_a, &args.run_b) {
         (Some(family), _, _) => compare_family(family, &defaults)?,
         (None, Some(run_a), Some(run_b)) => {
-            let load = |dir: &PathBuf| {
-                RunData::load(dir).with_context(|| format!("cannot read run {}", dir.display()))
-            };
+            let load = |dir: &PathBuf| RunData::load(dir).with_context(|| format!("cannot read run {}", dir.display()));
             let a = load(run_a)?;
             let b = load(run_b)?;
             let options = CompareOptions {

@@ -63,9 +63,9 @@ fn build(cache: &EnvCache, paths: &[PathBuf], engine: EngineChoice) -> anyhow::R
         }
         for (what, source) in sources {
             let started = Instant::now();
-            let built = cache
-                .build(&source.source, source.path.as_deref(), engine)
-                .with_context(|| format!("{}: cannot build its {what} ({} `{}`)", package.name(), source.source.key(), source.source.value()))?;
+            let built = cache.build(&source.source, source.path.as_deref(), engine).with_context(|| {
+                format!("{}: cannot build its {what} ({} `{}`)", package.name(), source.source.key(), source.source.value())
+            })?;
             let how = if built.cached { "cached".to_string() } else { format!("built in {:.1} s", started.elapsed().as_secs_f64()) };
             println!("{}: {what} {} {how}: {}", package.name(), built.key, built.rootfs.display());
             built_any = true;

@@ -39,13 +39,8 @@ pub struct Args {
 
 /// Runs `specgap eval`.
 pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
-    let package = specgap_task::load(&args.task)
-        .with_context(|| format!("loading {}", args.task.display()))?;
-    anyhow::ensure!(
-        args.dir.is_dir(),
-        "{} is not a directory",
-        args.dir.display()
-    );
+    let package = specgap_task::load(&args.task).with_context(|| format!("loading {}", args.task.display()))?;
+    anyhow::ensure!(args.dir.is_dir(), "{} is not a directory", args.dir.display());
     let judge = SandboxJudge::new(!args.no_sandbox).context("preparing the evaluator sandbox")?;
     let report = match eval_dir(&package, &args.dir, &judge) {
         Ok(report) => report,
@@ -62,9 +57,5 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         print!("{}", render_eval(&report));
     }
-    Ok(if report.success {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(if report.success { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

@@ -29,31 +29,17 @@ pub struct Args {
 
 /// Runs `specgap export-task`.
 pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
-    let exported =
-        specgap_harbor::export::export_task(&args.package, &args.out).with_context(|| {
-            format!(
-                "exporting {} as a Harbor task into {}",
-                args.package.display(),
-                args.out.display()
-            )
-        })?;
+    let exported = specgap_harbor::export::export_task(&args.package, &args.out)
+        .with_context(|| format!("exporting {} as a Harbor task into {}", args.package.display(), args.out.display()))?;
     match exported {
         specgap_harbor::export::Exported::Original => {
-            println!(
-                "wrote the Harbor task {} was imported from into {}",
-                args.package.display(),
-                args.out.display()
-            );
+            println!("wrote the Harbor task {} was imported from into {}", args.package.display(), args.out.display());
         }
         specgap_harbor::export::Exported::Converted { gold } => println!(
             "wrote {} as a Harbor task into {} ({})",
             args.package.display(),
             args.out.display(),
-            if gold {
-                "with solution/solve.sh from the gold"
-            } else {
-                "no gold, so no solution/solve.sh"
-            }
+            if gold { "with solution/solve.sh from the gold" } else { "no gold, so no solution/solve.sh" }
         ),
     }
     Ok(ExitCode::SUCCESS)

@@ -59,17 +59,9 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn harbor(args: HarborArgs) -> anyhow::Result<ExitCode> {
-    let options = specgap_harbor::ImportOptions {
-        gold: !args.no_gold,
-        sandbox: !args.no_sandbox,
-    };
-    let outcomes = specgap_harbor::import(&args.path, &args.out, &options).with_context(|| {
-        format!(
-            "importing the Harbor tasks of {} into {}",
-            args.path.display(),
-            args.out.display()
-        )
-    })?;
+    let options = specgap_harbor::ImportOptions { gold: !args.no_gold, sandbox: !args.no_sandbox };
+    let outcomes = specgap_harbor::import(&args.path, &args.out, &options)
+        .with_context(|| format!("importing the Harbor tasks of {} into {}", args.path.display(), args.out.display()))?;
     for outcome in &outcomes {
         println!("{}", outcome.line());
     }
@@ -84,12 +76,6 @@ fn harbor(args: HarborArgs) -> anyhow::Result<ExitCode> {
             protocol.display()
         );
     }
-    let refused = outcomes
-        .iter()
-        .any(|o| matches!(o, specgap_harbor::Outcome::Refused(_)));
-    Ok(if refused {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    let refused = outcomes.iter().any(|o| matches!(o, specgap_harbor::Outcome::Refused(_)));
+    Ok(if refused { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

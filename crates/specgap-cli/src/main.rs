@@ -163,8 +163,7 @@ fn init_logging(verbose: u8) {
         2 => "debug",
         _ => "trace",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("SPECGAP_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SPECGAP_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     // Log lines go through the progress bar of `specgap run` when one is shown; colour only
     // on a terminal.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());

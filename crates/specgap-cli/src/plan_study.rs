@@ -8,9 +8,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
+use specgap_report::RunData;
 use specgap_report::compare::Selection;
 use specgap_report::study::{Assumption, StudyOptions, plan_from_assumption, plan_from_pilot, render_plan_json, render_plan_markdown};
-use specgap_report::RunData;
 
 use crate::compare::Format;
 

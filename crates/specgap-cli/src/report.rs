@@ -75,11 +75,7 @@ pub struct Args {
 
 /// Runs `specgap report`.
 pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
-    let group_by = args
-        .group_by
-        .iter()
-        .map(|d| Dim::parse(d))
-        .collect::<Result<Vec<_>, _>>()?;
+    let group_by = args.group_by.iter().map(|d| Dim::parse(d)).collect::<Result<Vec<_>, _>>()?;
     let judge = match &args.panel {
         Some(panel) => judge_with_panel(&args.runs, panel, &args.judge)?,
         None => args.judge.clone(),
@@ -134,11 +130,7 @@ pub fn render(run_dir: &Path, format: Format) -> anyhow::Result<String> {
     render_runs(&[run_dir.to_path_buf()], &ReportOptions::default(), format)
 }
 
-fn render_runs(
-    dirs: &[PathBuf],
-    options: &ReportOptions,
-    format: Format,
-) -> anyhow::Result<String> {
+fn render_runs(dirs: &[PathBuf], options: &ReportOptions, format: Format) -> anyhow::Result<String> {
     // Before loading: a run given twice would be read (and judged) twice for nothing.
     specgap_report::inputs::distinct_run_dirs(dirs)?;
     let runs = dirs
@@ -153,13 +145,7 @@ fn render_runs(
     let report = build_report(&runs, options)?;
     let title = match dirs {
         [one] => format!("Run {}", one.display()),
-        many => format!(
-            "Runs {}",
-            many.iter()
-                .map(|d| d.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        many => format!("Runs {}", many.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")),
     };
     Ok(match format {
         Format::Md => render_markdown(&report, &title),

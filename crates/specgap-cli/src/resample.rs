@@ -36,13 +36,8 @@ pub struct Args {
 /// Runs `specgap resample`.
 pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
     let store = Store::open(&args.run).with_context(|| format!("cannot open run {}", args.run.display()))?;
-    let options = ResampleOptions {
-        checkpoints: args.checkpoints,
-        samples: args.samples,
-        seed: args.seed,
-        purpose: args.purpose,
-        out: args.out,
-    };
+    let options =
+        ResampleOptions { checkpoints: args.checkpoints, samples: args.samples, seed: args.seed, purpose: args.purpose, out: args.out };
     let s = resample_run(&store, &options)?;
     eprintln!(
         "{}: {} of {} checkpoints, {} requests sent ({} failed), {} already stored; user model usage: {} requests, {} input and {} output tokens",

@@ -186,7 +186,9 @@ fn exec_pipeline(args: PipelineArgs) -> anyhow::Result<ExitCode> {
             review_dir.join("index.html").display(),
             review_dir.join("sheet.csv").display()
         ),
-        Reached::AwaitingTarget => eprintln!("reviews imported; name where the states go:\n  specgap residualize {shown} --write-to PACKAGES   (or --in-place)"),
+        Reached::AwaitingTarget => {
+            eprintln!("reviews imported; name where the states go:\n  specgap residualize {shown} --write-to PACKAGES   (or --in-place)")
+        }
         Reached::Built => eprintln!(
             "{} residual state(s) included; check the packages with specgap check (records in {})",
             advanced.funnel.included.unwrap_or(0),

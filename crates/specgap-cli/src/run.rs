@@ -441,7 +441,9 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
     }
     eprintln!("run stored in {}", out.display());
     if outcome.only_errors {
-        eprintln!("error: no episode finished; every one ended in an infrastructure or evaluation error (see the report's error sections or `specgap show`)");
+        eprintln!(
+            "error: no episode finished; every one ended in an infrastructure or evaluation error (see the report's error sections or `specgap show`)"
+        );
         return Ok(ExitCode::from(EXIT_NO_RESULT));
     }
     if outcome.held_back > 0 {
@@ -540,7 +542,10 @@ fn spec_from_flags(args: &Args) -> anyhow::Result<RunSpec> {
     let prompts = agents::prompt_replacements(args.prompts.as_deref())?;
     Ok(RunSpec {
         suites: args.suites.clone(),
-        agents: agent_specs.iter().map(|spec| agents::component(spec, &args.chat, &prompts.system, missing_install(args))).collect::<anyhow::Result<Vec<_>>>()?,
+        agents: agent_specs
+            .iter()
+            .map(|spec| agents::component(spec, &args.chat, &prompts.system, missing_install(args)))
+            .collect::<anyhow::Result<Vec<_>>>()?,
         user: {
             let user = agents::user_component(args.user.as_deref().unwrap_or("relay"), &args.chat, &prompts.user)?;
             match &args.detector_panel {
@@ -606,12 +611,21 @@ fn spec_from_file(args: &Args, path: &Path) -> anyhow::Result<RunSpec> {
     }
     let file = config::read(path)?;
     let dir = fs_err::canonicalize(path)?.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    let prompts = agents::prompt_replacements(file.prompts.as_deref().map(|p| if Path::new(p).is_absolute() { PathBuf::from(p) } else { dir.join(p) }).as_deref())?;
-    let context = config::FileContext { file: path, prices: config::load_prices(&file, &dir)?, dir: &dir, prompts: &prompts, missing_install: missing_install(args) };
+    let prompts = agents::prompt_replacements(
+        file.prompts.as_deref().map(|p| if Path::new(p).is_absolute() { PathBuf::from(p) } else { dir.join(p) }).as_deref(),
+    )?;
+    let context = config::FileContext {
+        file: path,
+        prices: config::load_prices(&file, &dir)?,
+        dir: &dir,
+        prompts: &prompts,
+        missing_install: missing_install(args),
+    };
     if file.agents.is_empty() {
         bail!("{} declares no agent; add at least one [[agent]] (docs/run-config.md)", path.display());
     }
-    let agents = file.agents.iter().enumerate().map(|(i, entry)| config::agent_component(i, entry, &context)).collect::<anyhow::Result<Vec<_>>>()?;
+    let agents =
+        file.agents.iter().enumerate().map(|(i, entry)| config::agent_component(i, entry, &context)).collect::<anyhow::Result<Vec<_>>>()?;
     config::check_unique_labels(&agents)?;
     let mut user = config::user_component(file.user.as_ref(), &context)?;
     if let Some(panel) = file.user.as_ref().and_then(|u| u.detector_panel.as_deref()) {
@@ -619,7 +633,9 @@ fn spec_from_file(args: &Args, path: &Path) -> anyhow::Result<RunSpec> {
     }
     let profile = match file.overrides.profile.as_deref() {
         None => None,
-        Some(name) => Some(parse_profile(name).with_context(|| format!("overrides.profile must be \"owner\" or \"shell\", not \"{name}\""))?),
+        Some(name) => {
+            Some(parse_profile(name).with_context(|| format!("overrides.profile must be \"owner\" or \"shell\", not \"{name}\""))?)
+        }
     };
     let from_file = Overrides {
         submissions: file.overrides.submissions,
@@ -796,11 +812,7 @@ fn dedup(items: Vec<String>) -> Vec<String> {
 /// crate's test fixtures.
 fn default_suite() -> anyhow::Result<PathBuf> {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let candidates = [
-        PathBuf::from("examples/tasks"),
-        repo.join("examples/tasks"),
-        repo.join("crates/specgap-task/tests/fixtures"),
-    ];
+    let candidates = [PathBuf::from("examples/tasks"), repo.join("examples/tasks"), repo.join("crates/specgap-task/tests/fixtures")];
     for candidate in &candidates {
         if specgap_task::discover_dirs(&[candidate]).is_ok() {
             return Ok(candidate.clone());
@@ -919,9 +931,7 @@ fn run_plan(store: &Store, resolved: &Resolved, plan: &runner::Plan, how: &Execu
     let todo = plan
         .episodes
         .iter()
-        .filter(|e| {
-            store.episode_status(&e.id).ok().flatten().is_none_or(|s| s.needs_rerun() || (resuming && s == Status::EvalError))
-        })
+        .filter(|e| store.episode_status(&e.id).ok().flatten().is_none_or(|s| s.needs_rerun() || (resuming && s == Status::EvalError)))
         .count();
     let progress = Progress::new(todo as u64);
     if plan.episodes.len() > todo {

@@ -72,7 +72,9 @@ fn resolve_id(store: &Store, prefix: &str) -> anyhow::Result<String> {
     let matches: Vec<String> = store.episodes()?.into_iter().map(|e| e.id).filter(|id| id.starts_with(prefix)).collect();
     match matches.as_slice() {
         [one] => Ok(one.clone()),
-        [] => bail!("no episode id starts with `{prefix}` in {}; `specgap show {}` lists them", store.dir().display(), store.dir().display()),
+        [] => {
+            bail!("no episode id starts with `{prefix}` in {}; `specgap show {}` lists them", store.dir().display(), store.dir().display())
+        }
         many => bail!("`{prefix}` is ambiguous: it starts {} episode ids ({}); give more digits", many.len(), many.join(", ")),
     }
 }
@@ -525,7 +527,12 @@ fn private_block(k: u32, score: f64, success: bool, failing: Option<&str>, detai
             .filter(|t| matches!(t.outcome, specgap_protocol::result::TestOutcome::Fail | specgap_protocol::result::TestOutcome::Error))
             .map(|t| t.test.as_str())
             .collect();
-        let _ = writeln!(out, "  │   tests: {} reported, failing: {}", tests.len(), if failing.is_empty() { "none".to_string() } else { failing.join(", ") });
+        let _ = writeln!(
+            out,
+            "  │   tests: {} reported, failing: {}",
+            tests.len(),
+            if failing.is_empty() { "none".to_string() } else { failing.join(", ") }
+        );
     }
     for d in detail.deliveries.iter().filter(|d| d.k == k) {
         let objective = d.objective.map_or("—".to_string(), |o| o.to_string());
@@ -534,7 +541,6 @@ fn private_block(k: u32, score: f64, success: bool, failing: Option<&str>, detai
     out.push_str("  └─\n");
     out
 }
-
 
 /// `a, b` or `none`.
 fn list_or_none(files: &[String]) -> String {
@@ -557,10 +563,7 @@ mod tests {
         assert_eq!(limits.cut(&"x".repeat(25)), "x".repeat(25));
         // A long cut is made and stated.
         let long = "y".repeat(200);
-        assert_eq!(
-            limits.cut(&long),
-            format!("{}\n… [cut: 20 of 200 characters shown; `--full` shows everything]", "y".repeat(20))
-        );
+        assert_eq!(limits.cut(&long), format!("{}\n… [cut: 20 of 200 characters shown; `--full` shows everything]", "y".repeat(20)));
         let many: String = (0..100).map(|i| format!("line {i}\n")).collect();
         let cut = limits.cut(&many);
         assert_eq!(cut, "line 0\nline 1\nline 2\n… [cut: 20 of 790 characters shown; `--full` shows everything]");

@@ -50,7 +50,8 @@ pub struct Args {
 pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(dir) = &args.static_dir {
         let options = specgap_view::StaticOptions { include_private: args.include_private };
-        let summary = specgap_view::write_static(&args.runs, dir, options).with_context(|| format!("writing the static site into {}", dir.display()))?;
+        let summary = specgap_view::write_static(&args.runs, dir, options)
+            .with_context(|| format!("writing the static site into {}", dir.display()))?;
         println!(
             "wrote {} files ({} episodes{}) into {}; open {} through any static web server",
             summary.files,
@@ -62,10 +63,7 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if !args.bind.is_loopback() {
-        eprintln!(
-            "warning: listening on {} exposes these runs to the network over plain HTTP, protected only by the token",
-            args.bind
-        );
+        eprintln!("warning: listening on {} exposes these runs to the network over plain HTTP, protected only by the token", args.bind);
     }
     let mut config = specgap_view::ViewerConfig::new(args.runs.clone());
     config.ip = args.bind;

@@ -21,7 +21,6 @@ use specgap_protocol::package::{Budget, ClarificationTarget};
 use specgap_rules::{EndRules, Paper, Protocol};
 use specgap_task::TaskPackage;
 
-
 /// A condition preset: one row of DESIGN §4's table.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Preset {
@@ -144,17 +143,13 @@ pub struct Condition {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConditionError {
     /// Not one of the presets.
-    #[error(
-        "unknown condition `{0}`; expected partial, full, literal, plan, blind, hidden, interact, interact-req, full-info or oracle:R"
-    )]
+    #[error("unknown condition `{0}`; expected partial, full, literal, plan, blind, hidden, interact, interact-req, full-info or oracle:R")]
     UnknownPreset(String),
     /// `oracle:R` with R not a number in [0, 1].
     #[error("bad oracle ratio `{0}`; expected a number from 0 to 1, e.g. oracle:0.5")]
     BadRatio(String),
     /// A `+key=value` part that is not a known override.
-    #[error(
-        "bad condition override `{0}`; expected submissions=N, ask=on|off, feedback=on|off, profile=owner|shell or gate=on|off"
-    )]
+    #[error("bad condition override `{0}`; expected submissions=N, ask=on|off, feedback=on|off, profile=owner|shell or gate=on|off")]
     BadOverride(String),
     /// A start that is not `clean`, `residual:<id>` or `residual:all`.
     #[error("bad start `{0}`; expected clean, residual:<id> or residual:all")]
@@ -249,10 +244,7 @@ impl Condition {
         // The gate exists only where interact-req still offers `ask_user`; `gate=off` is the
         // preset's own value.
         let asks = kept.ask.unwrap_or(preset.ask() != Ask::Off);
-        let kept = Overrides {
-            gate: overrides.gate.filter(|on| *on && preset == Preset::InteractReq && asks),
-            ..kept
-        };
+        let kept = Overrides { gate: overrides.gate.filter(|on| *on && preset == Preset::InteractReq && asks), ..kept };
         Condition { preset, overrides: kept }
     }
 
@@ -667,10 +659,7 @@ mod tests {
         assert_eq!(c.submissions(), 2);
         assert_eq!(c.ask(), Ask::Off);
         // Overrides equal to the preset's value vanish; order is fixed.
-        assert_eq!(
-            Condition::parse("partial+profile=shell+submissions=4").unwrap().canonical(),
-            "partial+profile=shell"
-        );
+        assert_eq!(Condition::parse("partial+profile=shell+submissions=4").unwrap().canonical(), "partial+profile=shell");
         assert_eq!(Condition::parse("literal+ask=off+feedback=on").unwrap().canonical(), "literal");
         // The gate exists only on interact-req while it offers ask_user; elsewhere it is dropped.
         assert_eq!(Condition::parse("interact+gate=on").unwrap().canonical(), "interact");
@@ -691,22 +680,13 @@ mod tests {
         assert_eq!(axes("plan"), (Ask::Optional, false, 1, PromptKind::Plan, OpeningKind::Instruction));
         assert_eq!(axes("hidden"), (Ask::Off, false, 1, PromptKind::Delivery, OpeningKind::Instruction));
         assert_eq!(axes("interact"), (Ask::Optional, false, 1, PromptKind::Delivery, OpeningKind::Instruction));
-        assert_eq!(
-            axes("interact-req"),
-            (Ask::Optional, false, 1, PromptKind::DeliveryClarifyFirst, OpeningKind::Instruction)
-        );
-        assert_eq!(
-            axes("interact-req+gate=on"),
-            (Ask::Required, false, 1, PromptKind::DeliveryClarifyFirst, OpeningKind::Instruction)
-        );
+        assert_eq!(axes("interact-req"), (Ask::Optional, false, 1, PromptKind::DeliveryClarifyFirst, OpeningKind::Instruction));
+        assert_eq!(axes("interact-req+gate=on"), (Ask::Required, false, 1, PromptKind::DeliveryClarifyFirst, OpeningKind::Instruction));
         assert_eq!(axes("blind"), (Ask::Off, false, 1, PromptKind::Neutral, OpeningKind::Instruction));
         let blind = Condition::parse("blind").unwrap();
         assert_eq!((blind.profile(), blind.is_delivery()), (Profile::Shell, false));
         assert_eq!(Condition::parse("blind+profile=owner").unwrap().profile(), Profile::Owner);
-        assert_eq!(
-            axes("full-info"),
-            (Ask::Off, false, 1, PromptKind::Delivery, OpeningKind::InstructionAndInformation)
-        );
+        assert_eq!(axes("full-info"), (Ask::Off, false, 1, PromptKind::Delivery, OpeningKind::InstructionAndInformation));
         assert_eq!(axes("oracle:0.25"), (Ask::Off, false, 1, PromptKind::Delivery, OpeningKind::InstructionAndAnswers));
         assert_eq!(axes("interact-req+ask=off").0, Ask::Off);
         assert_eq!(axes("interact-req+ask=off").3, PromptKind::Delivery);
@@ -742,7 +722,15 @@ mod tests {
         let rules = specgap_rules::tiganeval().end_rules;
         assert_eq!(
             b,
-            Budgets { turns: 10, tool_calls: 360, wall_sec: 600, submissions: 3, clarification_rounds: UNBOUNDED, rules, announce_wall: false }
+            Budgets {
+                turns: 10,
+                tool_calls: 360,
+                wall_sec: 600,
+                submissions: 3,
+                clarification_rounds: UNBOUNDED,
+                rules,
+                announce_wall: false
+            }
         );
         // Seed 000 names no wall clock; seed 002 has 43,200 s, no step cap and 30 rounds.
         let d = Budgets::resolve(&Condition::new(Preset::Full), &Budget::default(), &BudgetFlags::default());

@@ -171,5 +171,4 @@ mod tests {
         assert_eq!(refused(r#""o\165t/secret""#), PathRefusal::LeavesWorkspace(r#""o\165t/secret""#.into()));
         assert_eq!(refused(r#""""#), PathRefusal::Empty);
     }
-
 }

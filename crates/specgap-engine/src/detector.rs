@@ -85,10 +85,7 @@ impl QuestionDetector for SentenceRule {
     fn detect(&mut self, reply: &ReplyText<'_>) -> Result<Detection, DetectorError> {
         // Whether the deliverable exists does not matter: a question the agent asks after
         // writing it is still a question (issue 24 item 2).
-        let questions = if !reply.with_tool_calls
-            && reply.artifact_missing.is_some()
-            && text_channel::has_question_mark(reply.text)
-        {
+        let questions = if !reply.with_tool_calls && reply.artifact_missing.is_some() && text_channel::has_question_mark(reply.text) {
             text_channel::prose_questions(reply.text)
         } else {
             Vec::new()

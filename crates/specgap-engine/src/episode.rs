@@ -83,9 +83,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use specgap_protocol::event::{EventKind, ToolCall, Usage, UserMessageKind};
+use specgap_protocol::reads::Observation;
 use specgap_protocol::result::{EvalResult, Scored};
 use specgap_protocol::run::EndReason;
-use specgap_protocol::reads::Observation;
 use specgap_sandbox::{Base, BaseCache, HostView, Reads, SandboxConfig, Session, Shell};
 use specgap_store::{EpisodeWriter, Role, StoreError, SubmissionRecord};
 use specgap_task::TaskPackage;
@@ -93,17 +93,16 @@ use specgap_task::matching::linked_targets;
 
 use crate::condition::{Ask, Budgets, Condition, Start};
 use crate::confine::WorkspaceRoot;
+use crate::detector::{QuestionDetector, ReplyText, SentenceRule};
 use crate::evaluation::{self, Evaluated, GoldChecks};
-use crate::lock;
 use crate::feedback::{Escalation, NO_OBSERVATION, failing_requirement};
+use crate::lock;
 use crate::prompt_files::{self, Replacements};
 use crate::prompts::{opening_message, system_prompts_with};
 use crate::sandbox_ops::{self, CommandResult};
 use crate::session::{
-    Agent, AgentError, AgentReply, Deadline, Incoming, Opening, PhaseChange, Question, Reply, SessionLink, UsageSink, User,
-    UserError,
+    Agent, AgentError, AgentReply, Deadline, Incoming, Opening, PhaseChange, Question, Reply, SessionLink, UsageSink, User, UserError,
 };
-use crate::detector::{QuestionDetector, ReplyText, SentenceRule};
 use crate::text_channel::{self, CONTINUATION_LIMIT};
 use crate::tools::{self, ToolOutput, names};
 
@@ -162,8 +161,7 @@ pub const REFUSAL_REMINDER: &str = "Please continue the work with the tools you 
 pub const PROCEED_REPLY: &str =
     "That is as much as I can clarify for now. Please carry on with the work and use your best judgement on anything still open.";
 /// The `ask_user` result that unlocks work under `interact-req+gate=on`.
-pub const UNLOCK_ACKNOWLEDGEMENT: &str =
-    "Understood. Editing, running commands and submitting are now available; go ahead with the work.";
+pub const UNLOCK_ACKNOWLEDGEMENT: &str = "Understood. Editing, running commands and submitting are now available; go ahead with the work.";
 
 /// Everything one episode attempt needs besides the agent, the user and the writer.
 #[derive(Debug, Clone, Copy)]
@@ -242,11 +240,8 @@ pub struct EpisodeOutcome {
 impl EpisodeOutcome {
     /// The store summary of a finished episode.
     pub fn summary(&self) -> specgap_store::EpisodeSummary {
-        let status = if self.end_reason == EndReason::Interrupted {
-            specgap_store::Status::Interrupted
-        } else {
-            specgap_store::Status::Finished
-        };
+        let status =
+            if self.end_reason == EndReason::Interrupted { specgap_store::Status::Interrupted } else { specgap_store::Status::Finished };
         specgap_store::EpisodeSummary {
             status,
             end_reason: Some(self.end_reason),
@@ -289,20 +284,14 @@ pub enum EpisodeError {
 
 impl EpisodeError {
     /// An infrastructure error with a cause.
-    pub fn infrastructure(
-        message: impl Into<String>,
-        deterministic: bool,
-        source: impl std::error::Error + Send + Sync + 'static,
-    ) -> Self {
+    pub fn infrastructure(message: impl Into<String>, deterministic: bool, source: impl std::error::Error + Send + Sync + 'static) -> Self {
         EpisodeError::Infrastructure { message: message.into(), deterministic, source: Some(Box::new(source)) }
     }
 
     /// Whether the failure says a retry cannot help.
     pub fn deterministic(&self) -> bool {
         match self {
-            EpisodeError::Evaluation { deterministic, .. } | EpisodeError::Infrastructure { deterministic, .. } => {
-                *deterministic
-            }
+            EpisodeError::Evaluation { deterministic, .. } | EpisodeError::Infrastructure { deterministic, .. } => *deterministic,
             EpisodeError::Store(_) => true,
         }
     }
@@ -335,11 +324,7 @@ impl EpisodeError {
 
 impl From<AgentError> for EpisodeError {
     fn from(e: AgentError) -> Self {
-        EpisodeError::Infrastructure {
-            message: format!("agent: {}", e.message),
-            deterministic: e.deterministic,
-            source: Some(Box::new(e)),
-        }
+        EpisodeError::Infrastructure { message: format!("agent: {}", e.message), deterministic: e.deterministic, source: Some(Box::new(e)) }
     }
 }
 
@@ -347,11 +332,7 @@ impl From<UserError> for EpisodeError {
     /// A user failure as an infrastructure error (an abandoned reply never gets here: the
     /// engine turns it into the end of the episode).
     fn from(e: UserError) -> Self {
-        EpisodeError::Infrastructure {
-            message: format!("user: {}", e.message),
-            deterministic: e.deterministic,
-            source: Some(Box::new(e)),
-        }
+        EpisodeError::Infrastructure { message: format!("user: {}", e.message), deterministic: e.deterministic, source: Some(Box::new(e)) }
     }
 }
 
@@ -581,7 +562,8 @@ impl<'c, 'a> Episode<'c, 'a> {
             // (seed 000 App. F.3); the runner plans no such episode (`plan` is not applicable to
             // `cli:` agents), so reaching here is a harness error, never a silent writable phase.
             return Err(EpisodeError::Infrastructure {
-                message: "plan mode needs an agent the harness holds to its phases; an agent that drives itself has tools of its own".into(),
+                message: "plan mode needs an agent the harness holds to its phases; an agent that drives itself has tools of its own"
+                    .into(),
                 deterministic: true,
                 source: None,
             });
@@ -606,12 +588,10 @@ impl<'c, 'a> Episode<'c, 'a> {
         }
         let route = agent.ask_route(text_questions_offered(ctx.condition));
         let prompts = system_prompts_with(ctx.condition, &ctx.budgets, ctx.prompts, &route);
-        let message = opening_message(package, ctx.condition, ctx.seed, ctx.repeat).ok_or_else(|| {
-            EpisodeError::Infrastructure {
-                message: format!("condition {} does not apply to task {}", ctx.condition, package.name()),
-                deterministic: true,
-                source: None,
-            }
+        let message = opening_message(package, ctx.condition, ctx.seed, ctx.repeat).ok_or_else(|| EpisodeError::Infrastructure {
+            message: format!("condition {} does not apply to task {}", ctx.condition, package.name()),
+            deterministic: true,
+            source: None,
         })?;
         let has_project = package.manifest().project.is_some();
         let mut tools = tools::tool_specs(ctx.condition, &ctx.budgets, has_project);
@@ -654,8 +634,8 @@ impl<'c, 'a> Episode<'c, 'a> {
         let host = sandbox_ops::host_view(ctx)?;
         let ws_dir = ctx.workdir.join("workspace");
         let base = sandbox_ops::materialize(ctx, &ws_dir)?;
-        let ws = WorkspaceRoot::new(&ws_dir)
-            .map_err(|e| EpisodeError::infrastructure("cannot open the materialized workspace", false, e))?;
+        let ws =
+            WorkspaceRoot::new(&ws_dir).map_err(|e| EpisodeError::infrastructure("cannot open the materialized workspace", false, e))?;
         // A clean start is a copy of the base, so its diff is empty without asking git.
         let last_diff = match ctx.start {
             Start::Clean => Vec::new(),
@@ -665,8 +645,8 @@ impl<'c, 'a> Episode<'c, 'a> {
         // Scripted calibration agents are not held by the phases (module guide).
         // protocol: plan mode is seed 000's (§5.4, App. F.3); the read-only planning phase
         // belongs to that protocol, known here by the condition.
-        let planning_session = (ctx.condition.is_plan() && !agent.allows_harness_actions())
-            .then(|| sandbox_ops::planning_session(ctx, &host, &ws_dir));
+        let planning_session =
+            (ctx.condition.is_plan() && !agent.allows_harness_actions()).then(|| sandbox_ops::planning_session(ctx, &host, &ws_dir));
         let mut episode = Episode {
             ctx,
             links,
@@ -791,12 +771,7 @@ impl<'c, 'a> Episode<'c, 'a> {
         self.ctx.budgets.wall_sec.saturating_sub(self.started.elapsed().as_secs()).max(1)
     }
 
-    fn refusal(
-        &mut self,
-        text: Option<String>,
-        usage: Option<Usage>,
-        late: Option<EndReason>,
-    ) -> Result<Option<EndReason>, EpisodeError> {
+    fn refusal(&mut self, text: Option<String>, usage: Option<Usage>, late: Option<EndReason>) -> Result<Option<EndReason>, EpisodeError> {
         self.turns += 1;
         self.writer.event(EventKind::AgentTurn { turn: self.turns, text, tool_calls: Vec::new(), usage })?;
         if late.is_some() {
@@ -859,7 +834,10 @@ impl<'c, 'a> Episode<'c, 'a> {
             }
             if self.repeated(call) {
                 let times = self.counters.identical;
-                self.tool_result(call, ToolOutput::error(format!("not run: the same call was repeated {} times in a row", count_word(times))))?;
+                self.tool_result(
+                    call,
+                    ToolOutput::error(format!("not run: the same call was repeated {} times in a row", count_word(times))),
+                )?;
                 ended = Some(EndReason::LoopRepeatedCall);
                 continue;
             }
@@ -918,8 +896,7 @@ impl<'c, 'a> Episode<'c, 'a> {
             self.harness_message(UserMessageKind::Continuation, &text)?;
             return Ok(None);
         }
-        if self.ctx.condition.is_delivery() && artifact_missing == Some(true) && self.continuations < CONTINUATION_LIMIT
-        {
+        if self.ctx.condition.is_delivery() && artifact_missing == Some(true) && self.continuations < CONTINUATION_LIMIT {
             self.continuations += 1;
             let text = self.harness_text(&prompt_files::CONTINUATION_FILE);
             self.harness_message(UserMessageKind::Continuation, &text)?;
@@ -1031,8 +1008,7 @@ impl<'c, 'a> Episode<'c, 'a> {
             Err(error) => return Err(error.into()),
         };
         self.record_user_request(&mut reply, UserMessageKind::Answer)?;
-        let matched =
-            linked_targets(text, self.ctx.package.clarifications()).into_iter().map(|t| t.id.clone()).collect();
+        let matched = linked_targets(text, self.ctx.package.clarifications()).into_iter().map(|t| t.id.clone()).collect();
         self.writer.record_question(&specgap_store::Question {
             turn: self.turns,
             text: text.to_string(),
@@ -1128,11 +1104,7 @@ impl<'c, 'a> Episode<'c, 'a> {
             self.writer.event(reads)?;
         }
         if let Some(change) = self.phase_changed.take() {
-            self.writer.event(EventKind::PhaseChange {
-                phase: change.phase,
-                system_prompt: change.system_prompt,
-                tools: change.tools,
-            })?;
+            self.writer.event(EventKind::PhaseChange { phase: change.phase, system_prompt: change.system_prompt, tools: change.tools })?;
         }
         Ok(effect)
     }
@@ -1174,8 +1146,7 @@ impl<'c, 'a> Episode<'c, 'a> {
             return Some(format!("unknown tool `{tool}`; the tools are: {}", self.offered.join(", ")));
         }
         let editing = matches!(tool, names::WRITE_TEXT | names::REPLACE_TEXT);
-        let working =
-            editing || matches!(tool, names::RUN_EXPERIMENT | names::BASH | names::RUN_PROJECT | names::SUBMIT);
+        let working = editing || matches!(tool, names::RUN_EXPERIMENT | names::BASH | names::RUN_PROJECT | names::SUBMIT);
         if self.gate_closed() && working {
             return Some(format!(
                 "`{tool}` is withheld until you have asked the client what the request leaves open and then told them, \
@@ -1308,10 +1279,7 @@ impl<'c, 'a> Episode<'c, 'a> {
             Round::Answered { pairs, .. } => pairs,
             Round::Ended(reason) => {
                 effect.end = Some(reason);
-                return Ok(ToolOutput::error(format!(
-                    "not answered: the work ended ({}) before the reply came",
-                    reason.as_str()
-                )));
+                return Ok(ToolOutput::error(format!("not answered: the work ended ({}) before the reply came", reason.as_str())));
             }
         };
         effect.answered = true;
@@ -1462,11 +1430,7 @@ impl<'c, 'a> Episode<'c, 'a> {
             }
             None => Reply { text: NO_OBSERVATION.into(), usage: None, request: None },
         };
-        self.writer.event(EventKind::UserMessage {
-            kind: UserMessageKind::Feedback,
-            text: reply.text.clone(),
-            usage: reply.usage,
-        })?;
+        self.writer.event(EventKind::UserMessage { kind: UserMessageKind::Feedback, text: reply.text.clone(), usage: reply.usage })?;
         Ok(Some(reply.text))
     }
 
@@ -1565,11 +1529,7 @@ impl<'c, 'a> Episode<'c, 'a> {
         })?;
         self.writer.write_start_result(&result)?;
         self.writer.record_start_score(&scored)?;
-        self.writer.event(EventKind::StartEvaluation {
-            state: state.to_string(),
-            score: scored.score,
-            success: scored.success,
-        })?;
+        self.writer.event(EventKind::StartEvaluation { state: state.to_string(), score: scored.score, success: scored.success })?;
         Ok(())
     }
 

@@ -111,9 +111,7 @@ pub(crate) fn evaluate_with_retries(
         evaluations += 1;
         let mut failure = match sandbox_ops::evaluate(ctx, host, state) {
             Ok((result, scored)) => return Ok(Evaluated::Scored(result, scored)),
-            Err(EpisodeError::Evaluation { message, stderr_tail, deterministic }) => {
-                EvalFailure { message, stderr_tail, deterministic }
-            }
+            Err(EpisodeError::Evaluation { message, stderr_tail, deterministic }) => EvalFailure { message, stderr_tail, deterministic },
             Err(other) => return Err(other),
         };
         let final_word = failure.deterministic;
@@ -188,12 +186,7 @@ pub(crate) fn execution_failure(ctx: &EpisodeContext<'_>) -> Result<(EvalResult,
         version: RESULT_VERSION,
         requirements: None,
         tests: None,
-        delivery: Some(DeliveryOutcome {
-            valid: false,
-            objective: None,
-            violations: Vec::new(),
-            signature: Some(Signature::Execution),
-        }),
+        delivery: Some(DeliveryOutcome { valid: false, objective: None, violations: Vec::new(), signature: Some(Signature::Execution) }),
         reward: None,
     };
     let scored = result.score(&ctx.package.scoring_context()).map_err(|problem| EpisodeError::Evaluation {

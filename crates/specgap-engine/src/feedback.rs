@@ -62,9 +62,6 @@ mod tests {
         m.insert("open_rows".to_string(), serde_json::json!(3));
         m.insert("env".to_string(), serde_json::json!("staging"));
         m.insert("ratio".to_string(), serde_json::json!(0.25));
-        assert_eq!(
-            fill_placeholders("{open_rows} rows in {env} ({ratio}); {missing}", &m),
-            "3 rows in staging (0.25); {missing}"
-        );
+        assert_eq!(fill_placeholders("{open_rows} rows in {env} ({ratio}); {missing}", &m), "3 rows in staging (0.25); {missing}");
     }
 }

@@ -42,8 +42,8 @@ pub mod text_channel;
 pub mod tools;
 
 pub use condition::{
-    Ask, BudgetFlags, Budgets, Condition, ConditionError, NotApplicable, OpeningKind, Overrides, Preset, Profile,
-    PromptKind, Start, applicability, expand_starts,
+    Ask, BudgetFlags, Budgets, Condition, ConditionError, NotApplicable, OpeningKind, Overrides, Preset, Profile, PromptKind, Start,
+    applicability, expand_starts,
 };
 pub use episode::{EpisodeContext, EpisodeError, EpisodeOutcome, HostViews, StartResults, SubmissionOutcome, run_episode};
 pub use prompts::PROMPT_VERSION;

@@ -41,11 +41,7 @@ pub const SYSTEM_PROMPT_FILES: &[PromptFile] = &[
         builtin: include_str!("prompts/evidence.md"),
         purpose: "system prompt of partial and full (seed 000 F.1)",
     },
-    PromptFile {
-        name: "literal.md",
-        builtin: include_str!("prompts/literal.md"),
-        purpose: "system prompt of literal (seed 000 F.2)",
-    },
+    PromptFile { name: "literal.md", builtin: include_str!("prompts/literal.md"), purpose: "system prompt of literal (seed 000 F.2)" },
     PromptFile {
         name: "plan.md",
         builtin: include_str!("prompts/plan.md"),
@@ -66,11 +62,7 @@ pub const SYSTEM_PROMPT_FILES: &[PromptFile] = &[
         builtin: include_str!("prompts/delivery.md"),
         purpose: "system prompt of the delivery conditions, around their condition block (seed 002 A.9.1)",
     },
-    PromptFile {
-        name: "delivery_hidden.md",
-        builtin: include_str!("prompts/delivery_hidden.md"),
-        purpose: "condition block of hidden",
-    },
+    PromptFile { name: "delivery_hidden.md", builtin: include_str!("prompts/delivery_hidden.md"), purpose: "condition block of hidden" },
     PromptFile {
         name: "delivery_interact.md",
         builtin: include_str!("prompts/delivery_interact.md"),
@@ -86,11 +78,7 @@ pub const SYSTEM_PROMPT_FILES: &[PromptFile] = &[
         builtin: include_str!("prompts/delivery_full_info.md"),
         purpose: "condition block of full-info",
     },
-    PromptFile {
-        name: "delivery_oracle.md",
-        builtin: include_str!("prompts/delivery_oracle.md"),
-        purpose: "condition block of oracle:R",
-    },
+    PromptFile { name: "delivery_oracle.md", builtin: include_str!("prompts/delivery_oracle.md"), purpose: "condition block of oracle:R" },
     ROUND_LIMIT_REPLY_FILE,
     NO_TOOL_REMINDER_FILE,
     NO_TOOL_REMINDER_GOES_ON_FILE,

@@ -114,8 +114,7 @@ pub fn system_prompts_with(condition: &Condition, budgets: &Budgets, replaced: &
             fills.render(&text("delivery.md").replace("{condition_note}", block.trim_end()), Phase::Only)
         }
     };
-    let execute_phase =
-        condition.is_plan().then(|| fills.render(text("plan_execute.md"), Phase::Execution).trim_end().to_string());
+    let execute_phase = condition.is_plan().then(|| fills.render(text("plan_execute.md"), Phase::Execution).trim_end().to_string());
     SystemPrompts { initial: initial.trim_end().to_string(), execute_phase }
 }
 
@@ -307,10 +306,9 @@ fn rules_note(condition: &Condition, budgets: &Budgets, phase: Phase, route: &As
     }
     let ender_rule = match enders.as_slice() {
         [one] => format!("{one} ends the turn, so call it alone: calls after it in the same turn are not run"),
-        [init @ .., last] => format!(
-            "{} and {last} each end the turn, so call them alone: calls after them in the same turn are not run",
-            init.join(", ")
-        ),
+        [init @ .., last] => {
+            format!("{} and {last} each end the turn, so call them alone: calls after them in the same turn are not run", init.join(", "))
+        }
         [] => String::new(),
     };
     let rules = budgets.rules;
@@ -423,25 +421,34 @@ mod tests {
         // Seed 000 states turns and tool calls, no wall clock, and no end for text-only replies.
         let p = prompts("partial");
         assert!(p.initial.contains("\n\nBudget: 120 turns and 360 tool calls.\n\n"), "{}", p.initial);
-        assert!(p.initial.contains(
-            "The work also ends when any budget runs out, on the fourth identical call in a row (same tool, same \
+        assert!(
+            p.initial.contains(
+                "The work also ends when any budget runs out, on the fourth identical call in a row (same tool, same \
              arguments), on the fourth command in a row that succeeds without printing anything, on the fourth \
              question to the owner in a row, when your context overflows, and after three refusals in a row; the \
              current workspace is then submitted automatically if it changed since your last submission. A reply \
              without any tool call gets a reminder, and the work goes on."
-        ), "{}", p.initial);
-        assert!(p.initial.contains(
-            "`submit` and `ask_user` each end the turn, so call them alone: calls after them in the same turn are not run."
-        ));
+            ),
+            "{}",
+            p.initial
+        );
+        assert!(
+            p.initial
+                .contains("`submit` and `ask_user` each end the turn, so call them alone: calls after them in the same turn are not run.")
+        );
         assert!(p.initial.contains("on the fourth question to the owner in a row"));
         // Seed 002: no step cap and no announced clock, none of seed 000's loop rules.
         let h = prompts("hidden");
         assert!(!h.initial.contains("Budget:"), "{}", h.initial);
-        assert!(h.initial.contains(
-            "The work also ends when any budget runs out, and when your context overflows; the current workspace is \
+        assert!(
+            h.initial.contains(
+                "The work also ends when any budget runs out, and when your context overflows; the current workspace is \
              then submitted automatically if it changed since your last submission. A reply without any tool call \
              gets one reminder; a second such reply in a row ends the work."
-        ), "{}", h.initial);
+            ),
+            "{}",
+            h.initial
+        );
         let l = prompts("literal");
         assert!(l.initial.contains("`submit` ends the turn, so call it alone: calls after it in the same turn are not run."));
         assert!(!l.initial.contains("ask_user"));
@@ -485,16 +492,22 @@ mod tests {
     #[test]
     fn the_planning_prompt_invites_questions_and_the_execution_prompt_replaces_it() {
         let p = prompts("plan");
-        assert!(p.initial.contains(
-            "Where the owner's intent is unclear, ask them rather than building your plan on a large assumption of your own."
-        ));
+        assert!(
+            p.initial.contains(
+                "Where the owner's intent is unclear, ask them rather than building your plan on a large assumption of your own."
+            )
+        );
         assert!(p.initial.contains("The tools for editing files and for delivering are not offered yet"));
         // Seed 000 App. F.3: a read-only investigation, which the engine enforces.
-        assert!(p.initial.contains(
-            "This phase is a read-only investigation. You can list and read files, replay the project's records and run \
+        assert!(
+            p.initial.contains(
+                "This phase is a read-only investigation. You can list and read files, replay the project's records and run \
              experiments, and you can put questions to the owner with `ask_user`. Commands see the workspace read-only, so \
              nothing they write to it stays; scratch files can go in /tmp, which is not kept for the execution phase."
-        ), "{}", p.initial);
+            ),
+            "{}",
+            p.initial
+        );
         let execute = p.execute_phase.unwrap();
         assert!(execute.starts_with("You are the engineer a project owner has brought in"), "{execute}");
         assert!(execute.contains("Carry out the plan you saved in PLAN.md."));
@@ -509,10 +522,18 @@ mod tests {
         let b = Budgets::resolve(&c, &Budget::default(), &BudgetFlags::default());
         let mut replaced = Replacements::none();
         replaced.insert("evidence.md", "Budget: {submissions} {submissions_word}, {turns} turns, {tool_calls} tool calls.\n");
-        assert_eq!(system_prompts_with(&c, &b, &replaced, &AskRoute::ask_user()).initial, "Budget: 4 submissions, 120 turns, 360 tool calls.");
+        assert_eq!(
+            system_prompts_with(&c, &b, &replaced, &AskRoute::ask_user()).initial,
+            "Budget: 4 submissions, 120 turns, 360 tool calls."
+        );
         replaced.insert("delivery_hidden.md", "Nobody answers here.");
         let hidden = Condition::parse("hidden").unwrap();
-        let p = system_prompts_with(&hidden, &Budgets::resolve(&hidden, &Budget::default(), &BudgetFlags::default()), &replaced, &AskRoute::ask_user());
+        let p = system_prompts_with(
+            &hidden,
+            &Budgets::resolve(&hidden, &Budget::default(), &BudgetFlags::default()),
+            &replaced,
+            &AskRoute::ask_user(),
+        );
         assert!(p.initial.contains("\n\nNobody answers here.\n\n"), "{}", p.initial);
     }
 
@@ -526,28 +547,40 @@ mod tests {
     fn under_the_text_route_the_delivery_prompt_asks_for_questions_in_the_reply_and_names_no_tool() {
         let text = routed("interact", &AskRoute::Text).initial;
         assert!(!text.contains("ask_user"), "{text}");
-        assert!(text.contains(
-            "To ask the client, write your questions in a reply without tool calls, one per line under a heading \
+        assert!(
+            text.contains(
+                "To ask the client, write your questions in a reply without tool calls, one per line under a heading \
              `## Questions for the client`, and end your turn there; the client's answers to all of them arrive \
              together as the next message, and you carry on from there. The client expects to be consulted about \
              requirements: when the request and the data do not settle something, ask."
-        ), "{text}");
-        assert!(text.contains(
-            "The client answers up to 30 rounds of questions (one reply with questions is one round, however many \
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "The client answers up to 30 rounds of questions (one reply with questions is one round, however many \
              questions it holds); after that they ask you to go on with your best judgement."
-        ), "{text}");
+            ),
+            "{text}"
+        );
         assert!(text.contains("; `submit` ends the turn, so call it alone: calls after it in the same turn are not run."), "{text}");
         let req = routed("interact-req", &AskRoute::Text).initial;
-        assert!(req.contains(
-            "and end your turn there; the client's answers to all of them arrive together as the next message, and \
+        assert!(
+            req.contains(
+                "and end your turn there; the client's answers to all of them arrive together as the next message, and \
              you carry on from there. Before you build anything, ask the client"
-        ), "{req}");
+            ),
+            "{req}"
+        );
         let gated = routed("interact-req+gate=on", &AskRoute::Text).initial;
-        assert!(gated.contains(
-            "in NOTES.md any assumption the client did not settle. Editing files, running commands and submitting are \
+        assert!(
+            gated.contains(
+                "in NOTES.md any assumption the client did not settle. Editing files, running commands and submitting are \
              refused until you have asked at least one question and then told the client, in a reply that contains no \
              question mark, that you have what you need."
-        ), "{gated}");
+            ),
+            "{gated}"
+        );
         assert!(!gated.contains("ask_user"), "{gated}");
         // Without a counterpart nothing changes: the hidden prompt names no question channel.
         assert_eq!(routed("hidden", &AskRoute::Text), prompts("hidden"));
@@ -557,30 +590,47 @@ mod tests {
     fn under_a_tool_route_the_prompts_name_the_tool_as_the_agent_sees_it() {
         let claude = AskRoute::Tool("mcp__specgap__ask_user".into());
         let d = routed("interact", &claude).initial;
-        assert!(d.contains(
-            "The client can be reached with `mcp__specgap__ask_user`, which takes one question or a list of questions. \
+        assert!(
+            d.contains(
+                "The client can be reached with `mcp__specgap__ask_user`, which takes one question or a list of questions. \
              You can also write your questions in a reply without tool calls, one per line under a heading \
              `## Questions for the client`; the client answers them together in one message. The client expects to be \
              consulted about requirements"
-        ), "{d}");
+            ),
+            "{d}"
+        );
         assert!(d.contains("(one `mcp__specgap__ask_user` call or one reply with questions is one round,"), "{d}");
         assert!(d.contains("`submit` and `mcp__specgap__ask_user` each end the turn, so call them alone"), "{d}");
         assert!(!d.contains("`ask_user`"), "{d}");
         let gated = routed("interact-req+gate=on", &claude).initial;
-        assert!(gated.contains("told the client, with a `mcp__specgap__ask_user` message or a reply that contains no question mark,"), "{gated}");
+        assert!(
+            gated.contains("told the client, with a `mcp__specgap__ask_user` message or a reply that contains no question mark,"),
+            "{gated}"
+        );
         let gemini = AskRoute::Tool("mcp_specgap_ask_question".into());
         let partial = routed("partial", &gemini).initial;
-        assert!(partial.contains(" You can put a question to the owner with `mcp_specgap_ask_question`; they answer from what they know."), "{partial}");
+        assert!(
+            partial.contains(" You can put a question to the owner with `mcp_specgap_ask_question`; they answer from what they know."),
+            "{partial}"
+        );
         assert!(partial.contains("`submit` and `mcp_specgap_ask_question` each end the turn"), "{partial}");
         let plan = routed("plan", &gemini);
-        assert!(plan.initial.contains("run experiments, and you can put questions to the owner with `mcp_specgap_ask_question`."), "{}", plan.initial);
+        assert!(
+            plan.initial.contains("run experiments, and you can put questions to the owner with `mcp_specgap_ask_question`."),
+            "{}",
+            plan.initial
+        );
         assert!(plan.initial.contains("`mcp_specgap_ask_question` and `write_plan` each end the turn"), "{}", plan.initial);
         assert!(plan.execute_phase.unwrap().contains("`submit` and `mcp_specgap_ask_question` each end the turn"));
         // Owner conditions have no text exchange: a text route still names the harness's tool.
         assert_eq!(routed("partial", &AskRoute::Text), prompts("partial"));
         // The harness's own name is what the built-in agents get.
         assert_eq!(routed("interact", &AskRoute::ask_user()), prompts("interact"));
-        assert!(prompts("interact").initial.contains("The client can be reached with `ask_user`, which takes one question or a list of questions."));
+        assert!(
+            prompts("interact")
+                .initial
+                .contains("The client can be reached with `ask_user`, which takes one question or a list of questions.")
+        );
     }
 
     #[test]

@@ -133,8 +133,14 @@ mod tests {
             target("weight", &["Does the weight limit include the box?"], "Yes, 0.5 kg of it."),
             target("today", &["Can some items ship tomorrow?"], "No, all ship today."),
         ]);
-        assert_eq!(relay.answer_text("I assume some items can ship tomorrow. Does the weight limit include the box?"), "Yes, 0.5 kg of it.");
-        assert_eq!(relay.answer_text("Does the weight limit include the box? Some items can ship tomorrow, I assume."), "Yes, 0.5 kg of it.");
+        assert_eq!(
+            relay.answer_text("I assume some items can ship tomorrow. Does the weight limit include the box?"),
+            "Yes, 0.5 kg of it."
+        );
+        assert_eq!(
+            relay.answer_text("Does the weight limit include the box? Some items can ship tomorrow, I assume."),
+            "Yes, 0.5 kg of it."
+        );
         assert_eq!(relay.answer_text("I assume some items can ship tomorrow. Is that right?"), "No, all ship today.");
     }
 

@@ -5,24 +5,22 @@
 use std::path::Path;
 use std::time::Duration;
 
+use specgap_env::{EngineChoice, EnvCache};
 use specgap_protocol::result::{EvalResult, Scored};
 use specgap_sandbox::{
-    Base, CommandOutput, CommandSpec, EvalError, EvaluatorRun, HostView, Limits, MaterializeError, SandboxConfig,
-    SandboxError, Session, Shell, run_evaluator,
+    Base, CommandOutput, CommandSpec, EvalError, EvaluatorRun, HostView, Limits, MaterializeError, SandboxConfig, SandboxError, Session,
+    Shell, run_evaluator,
 };
-use specgap_env::{EngineChoice, EnvCache};
 use specgap_task::{Overlay, TaskPackage, ViewError};
 
 use crate::condition::Start;
-use crate::lock;
 use crate::episode::{EpisodeContext, EpisodeError};
+use crate::lock;
 use crate::tools::{OUTPUT_CAP, ToolOutput};
 
 fn materialize_error(action: &str, error: MaterializeError) -> EpisodeError {
-    let deterministic = matches!(
-        error,
-        MaterializeError::PatchFailed { .. } | MaterializeError::PathEscapes { .. } | MaterializeError::InvalidKey(_)
-    );
+    let deterministic =
+        matches!(error, MaterializeError::PatchFailed { .. } | MaterializeError::PathEscapes { .. } | MaterializeError::InvalidKey(_));
     EpisodeError::infrastructure(action, deterministic, error)
 }
 
@@ -70,8 +68,7 @@ fn views(ctx: &EpisodeContext<'_>) -> Result<specgap_task::TaskViews, EpisodeErr
         return Ok(specgap_task::TaskViews { commands: commands.clone(), evaluator: evaluator.clone() });
     }
     let made = if ctx.package.image_environment().is_some() {
-        let root = EnvCache::default_root()
-            .map_err(|e| EpisodeError::infrastructure("cannot place the environment cache", true, e))?;
+        let root = EnvCache::default_root().map_err(|e| EpisodeError::infrastructure("cannot place the environment cache", true, e))?;
         specgap_task::task_views(ctx.package, &EnvCache::new(root), EngineChoice::Auto)
     } else {
         specgap_task::task_views(ctx.package, &EnvCache::new(""), EngineChoice::None)
@@ -86,7 +83,6 @@ fn views(ctx: &EpisodeContext<'_>) -> Result<specgap_task::TaskViews, EpisodeErr
     Ok(made)
 }
 
-
 /// Materializes the episode's workspace at `dest` from the harness's base (plus the residual
 /// patch of a residual start) and returns that base.
 ///
@@ -94,10 +90,8 @@ fn views(ctx: &EpisodeContext<'_>) -> Result<specgap_task::TaskViews, EpisodeErr
 /// An infrastructure error.
 pub(crate) fn materialize(ctx: &EpisodeContext<'_>, dest: &Path) -> Result<Base, EpisodeError> {
     let package = ctx.package;
-    let base = ctx
-        .bases
-        .base(package.hash(), &package.workspace_dir())
-        .map_err(|e| materialize_error("cannot prepare the base workspace", e))?;
+    let base =
+        ctx.bases.base(package.hash(), &package.workspace_dir()).map_err(|e| materialize_error("cannot prepare the base workspace", e))?;
     let patch = match ctx.start {
         Start::Clean => None,
         Start::Residual(id) => Some(
@@ -112,8 +106,7 @@ pub(crate) fn materialize(ctx: &EpisodeContext<'_>, dest: &Path) -> Result<Base,
                 .clone(),
         ),
     };
-    specgap_sandbox::materialize(&base, dest, patch.as_deref())
-        .map_err(|e| materialize_error("cannot materialize the workspace", e))?;
+    specgap_sandbox::materialize(&base, dest, patch.as_deref()).map_err(|e| materialize_error("cannot materialize the workspace", e))?;
     Ok(base)
 }
 
@@ -125,10 +118,8 @@ pub(crate) fn materialize(ctx: &EpisodeContext<'_>, dest: &Path) -> Result<Base,
 pub(crate) fn materialize_clean(ctx: &EpisodeContext<'_>, dest: &Path) -> Result<(), EpisodeError> {
     let package = ctx.package;
     remove_scratch(dest);
-    let base = ctx
-        .bases
-        .base(package.hash(), &package.workspace_dir())
-        .map_err(|e| materialize_error("cannot prepare the base workspace", e))?;
+    let base =
+        ctx.bases.base(package.hash(), &package.workspace_dir()).map_err(|e| materialize_error("cannot prepare the base workspace", e))?;
     specgap_sandbox::materialize(&base, dest, None).map_err(|e| materialize_error("cannot materialize the workspace", e))
 }
 
@@ -166,8 +157,7 @@ pub(crate) fn diff(base: &Base, workspace: &Path) -> Result<Vec<u8>, EpisodeErro
 /// # Errors
 /// An infrastructure error.
 pub(crate) fn apply_overlay(workspace: &Path, overlay: &Overlay) -> Result<(), EpisodeError> {
-    specgap_sandbox::apply_overlay(workspace, &overlay.dir)
-        .map_err(|e| materialize_error("cannot apply the overlay", e))
+    specgap_sandbox::apply_overlay(workspace, &overlay.dir).map_err(|e| materialize_error("cannot apply the overlay", e))
 }
 
 /// What a command tool did.
@@ -233,8 +223,7 @@ const STDOUT_HEADING: &str = "\n--- stdout ---\n";
 /// Heading of a command's standard error in its tool result.
 const STDERR_HEADING: &str = "\n--- stderr ---\n";
 /// Closing note of a command that took its sandbox down.
-const SANDBOX_ENDED_NOTE: &str =
-    "\n(the sandbox ended with this command; the next command starts in a fresh one, with an empty /tmp)";
+const SANDBOX_ENDED_NOTE: &str = "\n(the sandbox ended with this command; the next command starts in a fresh one, with an empty /tmp)";
 
 /// Splits `room` bytes between streams that want `wanted` bytes each: all of them when they
 /// fit, else an equal share each, with what a short stream leaves over going to the others
@@ -291,11 +280,7 @@ pub(crate) fn run_command(session: &mut Session, shell: Shell, command: &str, ti
 /// # Errors
 /// [`EpisodeError::Evaluation`] for every evaluator failure and for a result the scoring
 /// kind cannot score.
-pub(crate) fn evaluate(
-    ctx: &EpisodeContext<'_>,
-    host: &HostView,
-    workspace: &Path,
-) -> Result<(EvalResult, Scored), EpisodeError> {
+pub(crate) fn evaluate(ctx: &EpisodeContext<'_>, host: &HostView, workspace: &Path) -> Result<(EvalResult, Scored), EpisodeError> {
     // An image environment may name its own evaluator image; the commands' view is `host`.
     if ctx.package.image_environment().is_some_and(|image| image.evaluator_source.is_some()) {
         let evaluator = evaluator_view(ctx)?;
@@ -317,13 +302,8 @@ pub(crate) fn evaluate_package(
     scratch: &Path,
 ) -> Result<(EvalResult, Scored), EpisodeError> {
     let spec = &package.manifest().evaluator;
-    let mut run = EvaluatorRun::new(
-        package.name(),
-        package.evaluator_dir(),
-        spec.command.clone(),
-        Duration::from_secs(spec.timeout_sec),
-        workspace,
-    );
+    let mut run =
+        EvaluatorRun::new(package.name(), package.evaluator_dir(), spec.command.clone(), Duration::from_secs(spec.timeout_sec), workspace);
     run.requirement_ids = package.requirement_ids().to_vec();
     run.delivery = package.scoring_context().delivery;
     run.limits = Limits { timeout: run.timeout, ..Limits::default() };

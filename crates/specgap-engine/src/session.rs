@@ -447,11 +447,7 @@ impl AgentError {
     }
 
     /// An error with a cause.
-    pub fn with_source(
-        message: impl Into<String>,
-        deterministic: bool,
-        source: impl std::error::Error + Send + Sync + 'static,
-    ) -> Self {
+    pub fn with_source(message: impl Into<String>, deterministic: bool, source: impl std::error::Error + Send + Sync + 'static) -> Self {
         AgentError { message: message.into(), deterministic, source: Some(Box::new(source)) }
     }
 }
@@ -626,11 +622,7 @@ impl UserError {
     }
 
     /// An error with a cause.
-    pub fn with_source(
-        message: impl Into<String>,
-        deterministic: bool,
-        source: impl std::error::Error + Send + Sync + 'static,
-    ) -> Self {
+    pub fn with_source(message: impl Into<String>, deterministic: bool, source: impl std::error::Error + Send + Sync + 'static) -> Self {
         UserError { message: message.into(), deterministic, abandoned: false, source: Some(Box::new(source)) }
     }
 

@@ -40,8 +40,7 @@ use crate::session::{Agent, AgentError, AgentReply, Incoming, Opening, SessionLi
 use crate::tools::{self, CommandArgs, DEFAULT_COMMAND_TIMEOUT_SEC, MAX_COMMAND_TIMEOUT_SEC, names};
 
 /// The reminder after a reply without a tool call.
-pub const SIDE_REMINDER: &str =
-    "Your last reply called no tool. Work with the bash tool, and call submit when the files are written. Another reply without a tool call ends the session.";
+pub const SIDE_REMINDER: &str = "Your last reply called no tool. Work with the bash tool, and call submit when the files are written. Another reply without a tool call ends the session.";
 /// The reminder after a refusal.
 pub const SIDE_REFUSAL_REMINDER: &str = "Please continue with the tools you have.";
 

@@ -79,7 +79,8 @@ pub const TOOL_WRITE_TEXT_FILE: PromptFile = tool_file("tool_write_text.md", WRI
 pub const TOOL_REPLACE_TEXT_FILE: PromptFile =
     tool_file("tool_replace_text.md", REPLACE_TEXT_DESCRIPTION, "description of the replace_text tool");
 /// `tool_run_project.md`.
-pub const TOOL_RUN_PROJECT_FILE: PromptFile = tool_file("tool_run_project.md", RUN_PROJECT_DESCRIPTION, "description of the run_project tool");
+pub const TOOL_RUN_PROJECT_FILE: PromptFile =
+    tool_file("tool_run_project.md", RUN_PROJECT_DESCRIPTION, "description of the run_project tool");
 /// `tool_run_experiment.md`.
 pub const TOOL_RUN_EXPERIMENT_FILE: PromptFile =
     tool_file("tool_run_experiment.md", COMMAND_DESCRIPTION, "description of the run_experiment tool");
@@ -90,10 +91,12 @@ pub const TOOL_ASK_USER_FILE: PromptFile = tool_file("tool_ask_user.md", ASK_USE
 /// `tool_submit.md`.
 pub const TOOL_SUBMIT_FILE: PromptFile = tool_file("tool_submit.md", SUBMIT_DESCRIPTION, "description of the submit tool");
 /// `tool_write_plan.md`.
-pub const TOOL_WRITE_PLAN_FILE: PromptFile = tool_file("tool_write_plan.md", WRITE_PLAN_DESCRIPTION, "description of plan mode's write_plan tool");
+pub const TOOL_WRITE_PLAN_FILE: PromptFile =
+    tool_file("tool_write_plan.md", WRITE_PLAN_DESCRIPTION, "description of plan mode's write_plan tool");
 
 const LIST_FILES_DESCRIPTION: &str = "List the files and directories under a workspace directory, down to a given depth. Directories end in `/`; links show where they point. A name that is not plain text (not UTF-8, a control character such as a newline, a quote or backslash, a leading or trailing space, or ` -> `) is shown in double quotes with C escapes (`\\n`, `\\t`, `\\\"`, `\\\\`, octal such as `\\351`); give such a path back to any file tool in the same quoted form.";
-const READ_TEXT_DESCRIPTION: &str = "Read a text file of the workspace, with line numbers. Use offset and limit to page through long files.";
+const READ_TEXT_DESCRIPTION: &str =
+    "Read a text file of the workspace, with line numbers. Use offset and limit to page through long files.";
 const WRITE_TEXT_DESCRIPTION: &str = "Create a file or replace its whole content. Missing parent directories are created.";
 const REPLACE_TEXT_DESCRIPTION: &str = "Replace one passage of a file. `old` must occur exactly once in the file; otherwise nothing changes and the error says how many times it occurs.";
 const RUN_PROJECT_DESCRIPTION: &str = "Replay one of the project's recorded runs and show what it prints.";
@@ -102,8 +105,7 @@ const COMMAND_DESCRIPTION: &str =
 const ASK_USER_DESCRIPTION: &str = "Send the {who} one message or question (`question`), or several questions at once (`questions`); give exactly one of the two. Each question is answered on its own and the replies are the result; one call is one round of questions. Must be the only call in its turn.";
 const SUBMIT_DESCRIPTION: &str =
     "Deliver the current workspace to the {who} for review. {submission_budget} Must be the only call in its turn.";
-const WRITE_PLAN_DESCRIPTION: &str =
-    "Save your plan as PLAN.md and move from planning to execution. Must be the only call in its turn.";
+const WRITE_PLAN_DESCRIPTION: &str = "Save your plan as PLAN.md and move from planning to execution. Must be the only call in its turn.";
 
 /// Replaces the description of every tool in `tools` whose `tool_<name>.md` the run replaces
 /// (module [`TOOL_LIST_FILES_FILE`] and siblings), filling its placeholders for `condition`.
@@ -280,10 +282,7 @@ fn submission_budget(condition: &Condition, budgets: &Budgets) -> String {
     } else if budgets.submissions == 1 {
         "You have 1 submission.".to_string()
     } else {
-        format!(
-            "You have {} submissions in all; each delivery that is returned uses one up.",
-            budgets.submissions
-        )
+        format!("You have {} submissions in all; each delivery that is returned uses one up.", budgets.submissions)
     }
 }
 
@@ -395,9 +394,7 @@ impl AskUserArgs {
             (None, None) => Err("ask_user needs `question` (one question) or `questions` (a list of questions)".into()),
             (Some(question), None) if question.trim().is_empty() => Err("`question` is empty".into()),
             (Some(question), None) => Ok(Asked { questions: vec![question], listed: false }),
-            (None, Some(questions)) if questions.is_empty() => {
-                Err("`questions` is empty; give at least one question".into())
-            }
+            (None, Some(questions)) if questions.is_empty() => Err("`questions` is empty; give at least one question".into()),
             (None, Some(questions)) => match questions.iter().position(|q| q.trim().is_empty()) {
                 Some(i) => Err(format!("`questions` item {} is empty", i + 1)),
                 None => Ok(Asked { questions, listed: true }),
@@ -495,18 +492,14 @@ pub fn list_files(ws: &WorkspaceRoot, args: &ListFilesArgs) -> ToolOutput {
         return ToolOutput::error(format!("`{rel}` does not exist"));
     }
     let depth = args.depth.unwrap_or(DEFAULT_LIST_DEPTH).max(1) as usize;
-    let mut walker =
-        walkdir::WalkDir::new(&dir).min_depth(1).max_depth(depth).follow_links(false).sort_by_file_name().into_iter();
+    let mut walker = walkdir::WalkDir::new(&dir).min_depth(1).max_depth(depth).follow_links(false).sort_by_file_name().into_iter();
     let mut lines = Vec::new();
     let mut total = 0usize;
     while let Some(entry) = walker.next() {
         let entry = match entry {
             Ok(entry) => entry,
             Err(e) => {
-                return ToolOutput::error(format!(
-                    "cannot list `{rel}`: {}",
-                    e.io_error().map(io_text).unwrap_or_default()
-                ));
+                return ToolOutput::error(format!("cannot list `{rel}`: {}", e.io_error().map(io_text).unwrap_or_default()));
             }
         };
         let file_type = entry.file_type();
@@ -567,15 +560,10 @@ pub fn read_text(ws: &WorkspaceRoot, args: &ReadTextArgs) -> ToolOutput {
         return ToolOutput::ok(format!("`{}` is empty", args.path));
     }
     if offset > lines.len() {
-        return ToolOutput::error(format!(
-            "offset {offset} is past the end; `{}` has {} lines",
-            args.path,
-            lines.len()
-        ));
+        return ToolOutput::error(format!("offset {offset} is past the end; `{}` has {} lines", args.path, lines.len()));
     }
     let end = (offset - 1 + limit).min(lines.len());
-    let mut out: Vec<String> =
-        lines[offset - 1..end].iter().enumerate().map(|(i, line)| format!("{:>6}\t{line}", offset + i)).collect();
+    let mut out: Vec<String> = lines[offset - 1..end].iter().enumerate().map(|(i, line)| format!("{:>6}\t{line}", offset + i)).collect();
     if offset > 1 || end < lines.len() {
         out.push(format!("[lines {offset}-{end} of {}]", lines.len()));
     }
@@ -600,8 +588,7 @@ pub fn write_file(ws: &WorkspaceRoot, rel: &str, content: &str) -> Result<(), St
         return Err(format!("`{rel}` is a directory"));
     }
     if let Some(parent) = path.parent() {
-        fs_err::create_dir_all(parent)
-            .map_err(|e| format!("cannot create the directories of `{rel}`: {}", io_text(&e)))?;
+        fs_err::create_dir_all(parent).map_err(|e| format!("cannot create the directories of `{rel}`: {}", io_text(&e)))?;
     }
     fs_err::write(&path, content).map_err(|e| format!("cannot write `{rel}`: {}", io_text(&e)))
 }
@@ -643,11 +630,8 @@ pub fn replace_text(ws: &WorkspaceRoot, args: &ReplaceTextArgs) -> ToolOutput {
 pub fn project_record(ws: &WorkspaceRoot, records_dir: &str, record: &str) -> Result<String, String> {
     let records_root = ws.resolve(records_dir).map_err(|r| r.to_string())?;
     let records_prefix = Path::new(records_dir);
-    let rel = if Path::new(record).starts_with(records_prefix) {
-        record.to_string()
-    } else {
-        records_prefix.join(record).display().to_string()
-    };
+    let rel =
+        if Path::new(record).starts_with(records_prefix) { record.to_string() } else { records_prefix.join(record).display().to_string() };
     let path = ws.resolve(&rel).map_err(|r| r.to_string())?;
     if !path.starts_with(&records_root) || !path.exists() {
         return Err(format!("no record `{record}` under `{records_dir}`; list it with list_files"));

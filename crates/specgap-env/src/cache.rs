@@ -85,11 +85,7 @@ impl EnvCache {
     /// # Errors
     /// [`EnvError::NoCacheDir`].
     pub fn default_root() -> Result<PathBuf, EnvError> {
-        let nonempty = |name| {
-            std::env::var_os(name)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        };
+        let nonempty = |name| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
         let base = match nonempty("XDG_CACHE_HOME") {
             Some(cache) => cache,
             None => nonempty("HOME").ok_or(EnvError::NoCacheDir)?.join(".cache"),
@@ -119,28 +115,18 @@ impl EnvCache {
     ///
     /// `path` is the file or directory a `dockerfile`, `rootfs` or `oci_layout` names inside
     /// its package (a Dockerfile's directory is its build context); `None` for an `image`.
-    pub fn build(
-        &self,
-        source: &ImageSource,
-        path: Option<&Path>,
-        engine: EngineChoice,
-    ) -> Result<Built, EnvError> {
+    pub fn build(&self, source: &ImageSource, path: Option<&Path>, engine: EngineChoice) -> Result<Built, EnvError> {
         let started = Instant::now();
         let package_path = || path.map(Path::to_path_buf).unwrap_or_default();
         match source {
             ImageSource::Rootfs(_) => {
                 let tarball = package_path();
                 let key = format!("rootfs-{}", oci::sha256_file(&tarball)?);
-                self.fill(&key, source, "specgap", started, |tree| {
-                    unpack::unpack_layer(&tarball, tree)
-                })
+                self.fill(&key, source, "specgap", started, |tree| unpack::unpack_layer(&tarball, tree))
             }
             ImageSource::OciLayout(_) => {
                 let image = oci::read_layout(&package_path())?;
-                let key = format!(
-                    "oci-{}",
-                    image.manifest_digest.trim_start_matches("sha256:")
-                );
+                let key = format!("oci-{}", image.manifest_digest.trim_start_matches("sha256:"));
                 self.fill(&key, source, "specgap", started, |tree| {
                     let mut total = UnpackStats::default();
                     for layer in &image.layers {
@@ -154,18 +140,11 @@ impl EnvCache {
             }
             ImageSource::Dockerfile(_) => {
                 let dockerfile = package_path();
-                let context = dockerfile
-                    .parent()
-                    .map(Path::to_path_buf)
-                    .unwrap_or_default();
+                let context = dockerfile.parent().map(Path::to_path_buf).unwrap_or_default();
                 let hash = context_hash(&context, &dockerfile)?;
                 let key = format!("build-{hash}");
                 if let Some(rootfs) = self.lookup(&key) {
-                    return Ok(Built {
-                        key,
-                        rootfs,
-                        cached: true,
-                    });
+                    return Ok(Built { key, rootfs, cached: true });
                 }
                 let engine = need_engine(source, engine)?;
                 let tag = format!("localhost/specgap-env/build:{}", &hash[..16]);
@@ -181,14 +160,7 @@ impl EnvCache {
         }
     }
 
-    fn fill_from_engine(
-        &self,
-        key: &str,
-        source: &ImageSource,
-        engine: &Engine,
-        id: &str,
-        started: Instant,
-    ) -> Result<Built, EnvError> {
+    fn fill_from_engine(&self, key: &str, source: &ImageSource, engine: &Engine, id: &str, started: Instant) -> Result<Built, EnvError> {
         self.fill(key, source, engine.kind.name(), started, |tree| {
             let tar_path = tree.with_extension("export.tar");
             engine.export(id, &tar_path)?;
@@ -209,16 +181,9 @@ impl EnvCache {
         make: impl FnOnce(&Path) -> Result<UnpackStats, EnvError>,
     ) -> Result<Built, EnvError> {
         if let Some(rootfs) = self.lookup(key) {
-            return Ok(Built {
-                key: key.to_string(),
-                rootfs,
-                cached: true,
-            });
+            return Ok(Built { key: key.to_string(), rootfs, cached: true });
         }
-        fs_err::create_dir_all(&self.root).map_err(|e| EnvError::Io {
-            path: self.root.clone(),
-            source: e.into(),
-        })?;
+        fs_err::create_dir_all(&self.root).map_err(|e| EnvError::Io { path: self.root.clone(), source: e.into() })?;
         let staging = self.root.join(format!(".tmp-{key}-{}", std::process::id()));
         if staging.exists() {
             std::fs::remove_dir_all(&staging).map_err(io(&staging))?;
@@ -227,8 +192,7 @@ impl EnvCache {
         std::fs::create_dir_all(&tree).map_err(io(&tree))?;
         // The sandbox's user must be able to enter the root (a tarball's `./` may say 0700).
         let stats = make(&tree)?;
-        std::fs::set_permissions(&tree, std::fs::Permissions::from_mode(0o755))
-            .map_err(io(&tree))?;
+        std::fs::set_permissions(&tree, std::fs::Permissions::from_mode(0o755)).map_err(io(&tree))?;
         let (bytes, entries) = unpack::tree_size(&tree);
         let meta = CacheMeta {
             key: key.to_string(),
@@ -241,31 +205,19 @@ impl EnvCache {
             build_seconds: started.elapsed().as_secs_f64(),
         };
         let meta_path = staging.join("meta.json");
-        let text = serde_json::to_string_pretty(&meta).map_err(|e| EnvError::Io {
-            path: meta_path.clone(),
-            source: e.into(),
-        })?;
+        let text = serde_json::to_string_pretty(&meta).map_err(|e| EnvError::Io { path: meta_path.clone(), source: e.into() })?;
         std::fs::write(&meta_path, text).map_err(io(&meta_path))?;
         let dir = self.root.join(key);
         match std::fs::rename(&staging, &dir) {
             Ok(()) => {}
             // Another build of the same key finished first: its tree is the same.
-            Err(_) if self.lookup(key).is_some() => {
-                std::fs::remove_dir_all(&staging).map_err(io(&staging))?
-            }
+            Err(_) if self.lookup(key).is_some() => std::fs::remove_dir_all(&staging).map_err(io(&staging))?,
             Err(err) => {
-                return Err(EnvError::Io {
-                    path: dir,
-                    source: err,
-                });
+                return Err(EnvError::Io { path: dir, source: err });
             }
         }
         tracing::info!("environment {key} built by {built_by}: {entries} entries, {bytes} bytes");
-        Ok(Built {
-            key: key.to_string(),
-            rootfs: dir.join("rootfs"),
-            cached: false,
-        })
+        Ok(Built { key: key.to_string(), rootfs: dir.join("rootfs"), cached: false })
     }
 
     /// Every complete entry, by key.
@@ -278,10 +230,7 @@ impl EnvCache {
             Ok(read) => read,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(found),
             Err(err) => {
-                return Err(EnvError::Io {
-                    path: self.root.clone(),
-                    source: err,
-                });
+                return Err(EnvError::Io { path: self.root.clone(), source: err });
             }
         };
         for child in read {
@@ -292,14 +241,8 @@ impl EnvCache {
             }
             let text = std::fs::read_to_string(&meta_path).map_err(io(&meta_path))?;
             let meta: CacheMeta =
-                serde_json::from_str(&text).map_err(|err| EnvError::BadCacheEntry {
-                    path: meta_path.clone(),
-                    reason: err.to_string(),
-                })?;
-            found.push(CacheEntry {
-                rootfs: child.path().join("rootfs"),
-                meta,
-            });
+                serde_json::from_str(&text).map_err(|err| EnvError::BadCacheEntry { path: meta_path.clone(), reason: err.to_string() })?;
+            found.push(CacheEntry { rootfs: child.path().join("rootfs"), meta });
         }
         found.sort_by(|a, b| a.meta.key.cmp(&b.meta.key));
         Ok(found)
@@ -316,10 +259,7 @@ impl EnvCache {
             Ok(read) => read,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(removed),
             Err(err) => {
-                return Err(EnvError::Io {
-                    path: self.root.clone(),
-                    source: err,
-                });
+                return Err(EnvError::Io { path: self.root.clone(), source: err });
             }
         };
         for child in read {
@@ -339,16 +279,8 @@ impl EnvCache {
 }
 
 fn need_engine(source: &ImageSource, choice: EngineChoice) -> Result<Engine, EnvError> {
-    let hint = if choice == EngineChoice::None {
-        "; `--engine none` was given".to_string()
-    } else {
-        String::new()
-    };
-    Engine::find(choice)?.ok_or_else(|| EnvError::NoEngine {
-        key: source.key(),
-        value: source.value().to_string(),
-        hint,
-    })
+    let hint = if choice == EngineChoice::None { "; `--engine none` was given".to_string() } else { String::new() };
+    Engine::find(choice)?.ok_or_else(|| EnvError::NoEngine { key: source.key(), value: source.value().to_string(), hint })
 }
 
 /// SHA-256 over the Dockerfile's place in its context and every entry of the context (sorted
@@ -360,15 +292,9 @@ fn context_hash(context: &Path, dockerfile: &Path) -> Result<String, EnvError> {
     let rel = dockerfile.strip_prefix(context).unwrap_or(dockerfile);
     hasher.update(rel.as_os_str().as_encoded_bytes());
     hasher.update(b"\0");
-    for entry in walkdir::WalkDir::new(context)
-        .min_depth(1)
-        .sort_by_file_name()
-    {
+    for entry in walkdir::WalkDir::new(context).min_depth(1).sort_by_file_name() {
         let entry = entry.map_err(|err| EnvError::Io {
-            path: err
-                .path()
-                .map(Path::to_path_buf)
-                .unwrap_or_else(|| context.to_path_buf()),
+            path: err.path().map(Path::to_path_buf).unwrap_or_else(|| context.to_path_buf()),
             source: err.into(),
         })?;
         let rel = entry.path().strip_prefix(context).unwrap_or(entry.path());
@@ -387,15 +313,8 @@ fn context_hash(context: &Path, dockerfile: &Path) -> Result<String, EnvError> {
             let target = std::fs::read_link(entry.path()).map_err(io(entry.path()))?;
             hasher.update(target.as_os_str().as_encoded_bytes());
         } else if kind.is_file() {
-            let meta = entry.metadata().map_err(|err| EnvError::Io {
-                path: entry.path().to_path_buf(),
-                source: err.into(),
-            })?;
-            hasher.update(if meta.permissions().mode() & 0o111 != 0 {
-                b"x"
-            } else {
-                b"-"
-            });
+            let meta = entry.metadata().map_err(|err| EnvError::Io { path: entry.path().to_path_buf(), source: err.into() })?;
+            hasher.update(if meta.permissions().mode() & 0o111 != 0 { b"x" } else { b"-" });
             hasher.update(oci::sha256_file(entry.path())?.as_bytes());
         }
         hasher.update(b"\0");

@@ -52,9 +52,7 @@ impl std::str::FromStr for EngineChoice {
             "none" => Ok(EngineChoice::None),
             "podman" => Ok(EngineChoice::Use(EngineKind::Podman)),
             "docker" => Ok(EngineChoice::Use(EngineKind::Docker)),
-            other => Err(format!(
-                "unknown engine `{other}`; expected auto, podman, docker or none"
-            )),
+            other => Err(format!("unknown engine `{other}`; expected auto, podman, docker or none")),
         }
     }
 }
@@ -88,8 +86,7 @@ impl Engine {
     fn command(&self) -> Command {
         let mut command = Command::new(&self.program);
         if self.kind == EngineKind::Podman
-            && let Some(runtime) =
-                std::env::var_os("SPECGAP_PODMAN_RUNTIME").filter(|r| !r.is_empty())
+            && let Some(runtime) = std::env::var_os("SPECGAP_PODMAN_RUNTIME").filter(|r| !r.is_empty())
         {
             command.arg("--runtime").arg(runtime);
         }
@@ -115,11 +112,7 @@ impl Engine {
         inspect.args(["image", "inspect", "--format", "{{.Id}}", reference]);
         let out = run_quiet(inspect)?;
         let id = String::from_utf8_lossy(&out).trim().to_string();
-        Ok(if id.starts_with("sha256:") {
-            id
-        } else {
-            format!("sha256:{id}")
-        })
+        Ok(if id.starts_with("sha256:") { id } else { format!("sha256:{id}") })
     }
 
     /// Builds `dockerfile` with `context` as its build context, tagged `tag`; returns the id.
@@ -128,12 +121,7 @@ impl Engine {
     /// [`EnvError::EngineFailed`] with the build's stderr tail.
     pub fn build(&self, dockerfile: &Path, context: &Path, tag: &str) -> Result<String, EnvError> {
         let mut build = self.command();
-        build
-            .arg("build")
-            .arg("--file")
-            .arg(dockerfile)
-            .arg("--tag")
-            .arg(tag);
+        build.arg("build").arg("--file").arg(dockerfile).arg("--tag").arg(tag);
         if let Some(limit) = soft_limit(libc::RLIMIT_NOFILE) {
             build.arg("--ulimit").arg(format!("nofile={limit}:{limit}"));
         }
@@ -172,10 +160,7 @@ impl Engine {
 
 /// The caller's soft limit of `resource`, when finite.
 fn soft_limit(resource: libc::__rlimit_resource_t) -> Option<u64> {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: getrlimit writes into the struct it is given and nothing else.
     let ok = unsafe { libc::getrlimit(resource, &mut limit) } == 0;
     (ok && limit.rlim_cur != libc::RLIM_INFINITY).then_some(limit.rlim_cur)
@@ -183,18 +168,12 @@ fn soft_limit(resource: libc::__rlimit_resource_t) -> Option<u64> {
 
 /// `/proc/sys/kernel/pid_max`, when readable.
 fn pid_max() -> Option<u64> {
-    std::fs::read_to_string("/proc/sys/kernel/pid_max")
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
+    std::fs::read_to_string("/proc/sys/kernel/pid_max").ok()?.trim().parse().ok()
 }
 
 pub(crate) fn on_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(|candidate| candidate.is_file())
+    std::env::split_paths(&path).map(|dir| dir.join(name)).find(|candidate| candidate.is_file())
 }
 
 fn describe(command: &Command) -> String {
@@ -206,10 +185,7 @@ fn describe(command: &Command) -> String {
 /// Runs `command`, returning its stdout; a failure carries its stderr's last 2,000 bytes.
 fn run_quiet(mut command: Command) -> Result<Vec<u8>, EnvError> {
     let text = describe(&command);
-    let out = command
-        .stdin(Stdio::null())
-        .output()
-        .map_err(io(command.get_program()))?;
+    let out = command.stdin(Stdio::null()).output().map_err(io(command.get_program()))?;
     if out.status.success() {
         return Ok(out.stdout);
     }
@@ -219,11 +195,7 @@ fn run_quiet(mut command: Command) -> Result<Vec<u8>, EnvError> {
 /// Runs `command` whose stdout is already redirected.
 fn run_with_stdout(mut command: Command) -> Result<(), EnvError> {
     let text = describe(&command);
-    let out = command
-        .stdin(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-        .map_err(io(command.get_program()))?;
+    let out = command.stdin(Stdio::null()).stderr(Stdio::piped()).output().map_err(io(command.get_program()))?;
     if out.status.success() {
         return Ok(());
     }
@@ -232,9 +204,5 @@ fn run_with_stdout(mut command: Command) -> Result<(), EnvError> {
 
 fn failed(command: String, status: std::process::ExitStatus, stderr: &[u8]) -> EnvError {
     let tail = &stderr[stderr.len().saturating_sub(2000)..];
-    EnvError::EngineFailed {
-        command,
-        status: status.to_string(),
-        stderr: String::from_utf8_lossy(tail).trim().to_string(),
-    }
+    EnvError::EngineFailed { command, status: status.to_string(), stderr: String::from_utf8_lossy(tail).trim().to_string() }
 }

@@ -32,9 +32,7 @@ pub enum EnvError {
         reason: String,
     },
     /// No container engine where one is needed (an `image` or a `dockerfile`).
-    #[error(
-        "[environment].{key} `{value}` needs a container engine (podman or docker) on PATH, and none was found{hint}"
-    )]
+    #[error("[environment].{key} `{value}` needs a container engine (podman or docker) on PATH, and none was found{hint}")]
     NoEngine {
         /// The source key.
         key: &'static str,

@@ -10,10 +10,7 @@ use sha2::{Digest, Sha256};
 use crate::error::{EnvError, io};
 
 /// Media types of an image index (OCI and Docker's).
-const INDEX_TYPES: [&str; 2] = [
-    "application/vnd.oci.image.index.v1+json",
-    "application/vnd.docker.distribution.manifest.list.v2+json",
-];
+const INDEX_TYPES: [&str; 2] = ["application/vnd.oci.image.index.v1+json", "application/vnd.docker.distribution.manifest.list.v2+json"];
 
 #[derive(Deserialize)]
 struct Index {
@@ -69,10 +66,7 @@ fn this_architecture() -> &'static str {
 /// bytes do not match its digest; [`EnvError::Io`].
 pub fn read_layout(dir: &Path) -> Result<LayoutImage, EnvError> {
     let index_path = dir.join("index.json");
-    let index: Index = parse(
-        &index_path,
-        &std::fs::read(&index_path).map_err(io(&index_path))?,
-    )?;
+    let index: Index = parse(&index_path, &std::fs::read(&index_path).map_err(io(&index_path))?)?;
     let mut chosen = pick(&index_path, &index.manifests)?;
     // One level of nesting: a layout written by `skopeo copy ... oci:` or `podman save` points
     // straight at a manifest, a multi-platform one at an index.
@@ -89,43 +83,26 @@ pub fn read_layout(dir: &Path) -> Result<LayoutImage, EnvError> {
         verify(&path, &layer.digest)?;
         layers.push(path);
     }
-    Ok(LayoutImage {
-        manifest_digest: chosen.digest,
-        layers,
-    })
+    Ok(LayoutImage { manifest_digest: chosen.digest, layers })
 }
 
 fn parse<T: serde::de::DeserializeOwned>(path: &Path, bytes: &[u8]) -> Result<T, EnvError> {
-    serde_json::from_slice(bytes).map_err(|err| EnvError::BadLayout {
-        path: path.to_path_buf(),
-        reason: err.to_string(),
-    })
+    serde_json::from_slice(bytes).map_err(|err| EnvError::BadLayout { path: path.to_path_buf(), reason: err.to_string() })
 }
 
 fn pick(path: &Path, manifests: &[Descriptor]) -> Result<Descriptor, EnvError> {
-    let native = manifests.iter().find(|m| {
-        m.platform
-            .as_ref()
-            .is_some_and(|p| p.os == "linux" && p.architecture == this_architecture())
-    });
+    let native = manifests.iter().find(|m| m.platform.as_ref().is_some_and(|p| p.os == "linux" && p.architecture == this_architecture()));
     native
         .or(manifests.first())
         .cloned()
-        .ok_or_else(|| EnvError::BadLayout {
-            path: path.to_path_buf(),
-            reason: "lists no manifest; expected one image".into(),
-        })
+        .ok_or_else(|| EnvError::BadLayout { path: path.to_path_buf(), reason: "lists no manifest; expected one image".into() })
 }
 
 /// `blobs/<algorithm>/<hex>` for a `sha256:<hex>` digest.
 fn blob_path(dir: &Path, digest: &str) -> Result<PathBuf, EnvError> {
-    let hex = digest
-        .strip_prefix("sha256:")
-        .filter(|h| h.len() == 64 && h.chars().all(|c| c.is_ascii_hexdigit()))
-        .ok_or_else(|| EnvError::BadLayout {
-            path: dir.join("index.json"),
-            reason: format!("digest `{digest}` is not `sha256:` and 64 hex digits"),
-        })?;
+    let hex = digest.strip_prefix("sha256:").filter(|h| h.len() == 64 && h.chars().all(|c| c.is_ascii_hexdigit())).ok_or_else(|| {
+        EnvError::BadLayout { path: dir.join("index.json"), reason: format!("digest `{digest}` is not `sha256:` and 64 hex digits") }
+    })?;
     Ok(dir.join("blobs").join("sha256").join(hex))
 }
 
@@ -145,10 +122,7 @@ fn check_digest(path: &Path, digest: &str, hex: &str) -> Result<(), EnvError> {
     if digest.strip_prefix("sha256:") == Some(hex) {
         return Ok(());
     }
-    Err(EnvError::BadLayout {
-        path: path.to_path_buf(),
-        reason: format!("content is sha256:{hex}, expected {digest}"),
-    })
+    Err(EnvError::BadLayout { path: path.to_path_buf(), reason: format!("content is sha256:{hex}, expected {digest}") })
 }
 
 /// Lowercase hex SHA-256 of `bytes`.

@@ -37,9 +37,7 @@ fn decompressed(path: &Path) -> Result<Box<dyn Read>, EnvError> {
     let file = std::io::Cursor::new(magic[..read].to_vec()).chain(file);
     Ok(match magic {
         [0x1f, 0x8b, _, _] => Box::new(flate2::read::GzDecoder::new(file)),
-        [0x28, 0xb5, 0x2f, 0xfd] => {
-            Box::new(zstd::stream::read::Decoder::new(file).map_err(io(path))?)
-        }
+        [0x28, 0xb5, 0x2f, 0xfd] => Box::new(zstd::stream::read::Decoder::new(file).map_err(io(path))?),
         _ => Box::new(file),
     })
 }
@@ -96,11 +94,7 @@ pub fn unpack_layer(archive: &Path, dest: &Path) -> Result<UnpackStats, EnvError
             reason: err.to_string(),
         })?;
         if !unpacked {
-            return Err(bad_entry(
-                archive,
-                &rel,
-                "it would be written outside the root",
-            ));
+            return Err(bad_entry(archive, &rel, "it would be written outside the root"));
         }
         stats.entries += 1;
     }
@@ -108,11 +102,7 @@ pub fn unpack_layer(archive: &Path, dest: &Path) -> Result<UnpackStats, EnvError
 }
 
 fn bad_entry(archive: &Path, rel: &Path, reason: &str) -> EnvError {
-    EnvError::BadEntry {
-        archive: archive.to_path_buf(),
-        entry: rel.display().to_string(),
-        reason: reason.into(),
-    }
+    EnvError::BadEntry { archive: archive.to_path_buf(), entry: rel.display().to_string(), reason: reason.into() }
 }
 
 /// The entry's path relative to the root (`./etc/x` → `etc/x`); `..` and absolute refused.
@@ -124,11 +114,7 @@ fn entry_path<R: Read>(archive: &Path, entry: &tar::Entry<'_, R>) -> Result<Path
             Component::Normal(name) => rel.push(name),
             Component::CurDir => {}
             Component::RootDir | Component::Prefix(_) | Component::ParentDir => {
-                return Err(bad_entry(
-                    archive,
-                    &raw,
-                    "expected a relative path without `..`",
-                ));
+                return Err(bad_entry(archive, &raw, "expected a relative path without `..`"));
             }
         }
     }
@@ -161,9 +147,7 @@ fn apply_whiteout(dest: &Path, target: &Path) -> std::io::Result<()> {
 }
 
 fn is_real_dir(path: &Path) -> bool {
-    std::fs::symlink_metadata(path)
-        .map(|m| m.is_dir())
-        .unwrap_or(false)
+    std::fs::symlink_metadata(path).map(|m| m.is_dir()).unwrap_or(false)
 }
 
 /// Removes a file, link or whole directory; a missing one is fine.
@@ -190,11 +174,7 @@ fn replace_mismatched(dest: &Path, rel: &Path, is_dir: bool) -> std::io::Result<
 pub(crate) fn tree_size(root: &Path) -> (u64, u64) {
     let mut bytes = 0;
     let mut entries = 0;
-    for entry in walkdir::WalkDir::new(root)
-        .min_depth(1)
-        .into_iter()
-        .flatten()
-    {
+    for entry in walkdir::WalkDir::new(root).min_depth(1).into_iter().flatten() {
         entries += 1;
         if let Ok(meta) = entry.metadata()
             && meta.is_file()

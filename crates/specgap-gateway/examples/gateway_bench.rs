@@ -78,7 +78,9 @@ fn main() {
     std::fs::create_dir_all(&dir).expect("temp dir");
     let client = reqwest::blocking::Client::builder().no_proxy().build().expect("client");
 
-    println!("| request | variant | direct to mock (µs) | through the gateway (µs) | difference of medians (µs) | median of pair differences (µs) (per round) |");
+    println!(
+        "| request | variant | direct to mock (µs) | through the gateway (µs) | difference of medians (µs) | median of pair differences (µs) (per round) |"
+    );
     println!("| ---: | --- | ---: | ---: | ---: | ---: |");
     for kb in [history_kb, history_kb * 10] {
         for stream in [false, true] {

@@ -265,13 +265,19 @@ impl GatewayConfig {
                 return bad(format!("{} upstream lists no model", upstream.protocol));
             }
             if let Some(model) = upstream.models.iter().find(|m| !valid_model_name(upstream.protocol, m)) {
-                return bad(format!("{} upstream model name {model:?} is empty or holds a character models may not have", upstream.protocol));
+                return bad(format!(
+                    "{} upstream model name {model:?} is empty or holds a character models may not have",
+                    upstream.protocol
+                ));
             }
             match upstream.placement() {
                 KeyPlacement::Bearer => {}
                 KeyPlacement::Header(name) | KeyPlacement::Query(name) => {
                     if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
-                        return bad(format!("{} upstream key placement name {name:?} is not a plain header or parameter name", upstream.protocol));
+                        return bad(format!(
+                            "{} upstream key placement name {name:?} is not a plain header or parameter name",
+                            upstream.protocol
+                        ));
                     }
                 }
             }
@@ -287,9 +293,7 @@ impl GatewayConfig {
 fn valid_model_name(protocol: Protocol, name: &str) -> bool {
     let plain = !name.is_empty() && !name.chars().any(|c| c.is_whitespace() || c.is_control());
     match protocol {
-        Protocol::Gemini => {
-            plain && name != "." && name != ".." && !name.chars().any(|c| matches!(c, '/' | '?' | '#' | '%' | ':' | '\\'))
-        }
+        Protocol::Gemini => plain && name != "." && name != ".." && !name.chars().any(|c| matches!(c, '/' | '?' | '#' | '%' | ':' | '\\')),
         _ => plain,
     }
 }
@@ -314,9 +318,8 @@ mod tests {
     #[test]
     fn invalid_configurations_are_named() {
         let token = Secret::new("t".repeat(20));
-        let upstream = |url: &str, models: &[&str]| {
-            Upstream::new(Protocol::OpenaiChat, url, None, models.iter().map(|m| m.to_string()).collect())
-        };
+        let upstream =
+            |url: &str, models: &[&str]| Upstream::new(Protocol::OpenaiChat, url, None, models.iter().map(|m| m.to_string()).collect());
         let check = |upstreams: Vec<Upstream>| GatewayConfig::new(upstreams, token.clone()).validate().map_err(|e| e.to_string());
         assert_eq!(check(vec![upstream("http://127.0.0.1:9/v1", &["m"])]), Ok(()));
         assert_eq!(

@@ -62,7 +62,14 @@ impl Endpoint {
 
     /// Generates a model response (the endpoints whose requests can be main-loop turns).
     pub fn generates(self) -> bool {
-        matches!(self, Endpoint::ChatCompletions | Endpoint::Responses | Endpoint::Messages | Endpoint::GenerateContent | Endpoint::StreamGenerateContent)
+        matches!(
+            self,
+            Endpoint::ChatCompletions
+                | Endpoint::Responses
+                | Endpoint::Messages
+                | Endpoint::GenerateContent
+                | Endpoint::StreamGenerateContent
+        )
     }
 
     /// The endpoint's name in journals and records (`chat_completions`, ...).

@@ -39,7 +39,11 @@ enum Listener {
 /// [`GatewayError::Config`] for an invalid configuration, [`GatewayError::Listener`],
 /// [`GatewayError::Runtime`], [`GatewayError::Client`], [`GatewayError::Journal`] when it
 /// cannot start.
-pub fn serve_tcp(listener: std::net::TcpListener, config: GatewayConfig, supervisor: Arc<dyn Supervisor>) -> Result<GatewayHandle, GatewayError> {
+pub fn serve_tcp(
+    listener: std::net::TcpListener,
+    config: GatewayConfig,
+    supervisor: Arc<dyn Supervisor>,
+) -> Result<GatewayHandle, GatewayError> {
     config.validate()?;
     let addr = listener.local_addr().map_err(GatewayError::Listener)?;
     listener.set_nonblocking(true).map_err(GatewayError::Listener)?;

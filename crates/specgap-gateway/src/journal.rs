@@ -27,8 +27,8 @@
 //! audit knows where to put a key when it resends the request ([`Journal::rebuild`]).
 
 use std::collections::HashMap;
-use std::hash::BuildHasher as _;
 use std::fs::File;
+use std::hash::BuildHasher as _;
 use std::io::{BufRead as _, BufReader, BufWriter, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -421,7 +421,8 @@ mod tests {
     fn a_resent_history_is_stored_once() {
         let mut journal = Journal::default();
         let first = br#"{"model":"m","messages":[{"role":"user","content":"a"}],"tools":[{"name":"t"}]}"#;
-        let second = br#"{"model":"m","messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"}],"tools":[{"name":"t"}]}"#;
+        let second =
+            br#"{"model":"m","messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"}],"tools":[{"name":"t"}]}"#;
         let a = cut(Protocol::OpenaiChat, first, &mut journal);
         assert_eq!(a.messages.iter().map(|m| m.new).collect::<Vec<_>>(), vec![true]);
         assert_eq!(a.new_blobs.len(), 2);

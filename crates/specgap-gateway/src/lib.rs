@@ -141,5 +141,5 @@ pub use journal::{Blob, BlobId, Journal, JournalEntry, MessageRef, RebuiltReques
 pub use netns::{bind_loopback_in, bind_loopback_in_path};
 pub use response::{ModelResponse, TokenCounts};
 pub use state::{GatewayFault, GatewayReport};
+pub use supervisor::{Admission, AdmitAll, ExchangeRecord, Outcome, RefusalReason, RequestClass, RequestInfo, Supervisor};
 pub use tripwire::{AttemptProtocol, NetworkAttempt, Tripwire};
-pub use supervisor::{AdmitAll, Admission, ExchangeRecord, Outcome, RefusalReason, RequestClass, RequestInfo, Supervisor};

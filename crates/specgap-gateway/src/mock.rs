@@ -537,7 +537,8 @@ pub mod replies {
         created["status"] = json!("in_progress");
         created["output"] = json!([]);
         created["usage"] = Value::Null;
-        let mut chunks = vec![sse_line(Some("response.created"), &json!({"type": "response.created", "sequence_number": 0, "response": created}))];
+        let mut chunks =
+            vec![sse_line(Some("response.created"), &json!({"type": "response.created", "sequence_number": 0, "response": created}))];
         let (a, b) = split(text);
         for part in [a, b] {
             if !part.is_empty() {
@@ -548,7 +549,10 @@ pub mod replies {
             }
         }
         for (i, item) in done["output"].as_array().cloned().unwrap_or_default().into_iter().enumerate() {
-            chunks.push(sse_line(Some("response.output_item.done"), &json!({"type": "response.output_item.done", "output_index": i, "item": item})));
+            chunks.push(sse_line(
+                Some("response.output_item.done"),
+                &json!({"type": "response.output_item.done", "output_index": i, "item": item}),
+            ));
         }
         chunks.push(sse_line(Some("response.completed"), &json!({"type": "response.completed", "response": done})));
         MockReply::sse(chunks)

@@ -110,10 +110,7 @@ mod tests {
     #[test]
     fn every_occurrence_is_replaced_and_short_secrets_are_skipped() {
         let r = Redactor::new(["sk-canary-0123456789", "abc"]);
-        assert_eq!(
-            &*r.redact(b"bad key sk-canary-0123456789, again sk-canary-0123456789."),
-            b"bad key [redacted], again [redacted]."
-        );
+        assert_eq!(&*r.redact(b"bad key sk-canary-0123456789, again sk-canary-0123456789."), b"bad key [redacted], again [redacted].");
         assert_eq!(&*r.redact(b"abc is fine"), b"abc is fine");
         assert!(matches!(r.redact(b"nothing here"), Cow::Borrowed(_)));
     }

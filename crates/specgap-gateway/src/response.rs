@@ -294,13 +294,8 @@ impl Accumulated {
     }
 
     fn responses_finish(&mut self) {
-        let final_output = self
-            .final_response
-            .as_ref()
-            .and_then(|r| r.get("output"))
-            .and_then(Value::as_array)
-            .filter(|o| !o.is_empty())
-            .cloned();
+        let final_output =
+            self.final_response.as_ref().and_then(|r| r.get("output")).and_then(Value::as_array).filter(|o| !o.is_empty()).cloned();
         if let Some(response) = self.final_response.take() {
             if let Some(usage) = response.get("usage").filter(|u| u.is_object()) {
                 self.tokens = TokenCounts {

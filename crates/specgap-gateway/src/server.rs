@@ -31,7 +31,8 @@ use crate::upstream::{self, Forwarded, Prepared};
 
 /// Request headers forwarded upstream (lowercase); everything else (credentials, cookies,
 /// proxy and forwarding hints, hop-by-hop headers, `host`, `content-length`) is dropped.
-const FORWARDED_HEADERS: &[&str] = &["content-type", "accept", "user-agent", "anthropic-version", "anthropic-beta", "openai-beta", "x-goog-api-client"];
+const FORWARDED_HEADERS: &[&str] =
+    &["content-type", "accept", "user-agent", "anthropic-version", "anthropic-beta", "openai-beta", "x-goog-api-client"];
 /// Forwarded request header prefixes (SDK metadata: language, version, retry count).
 const FORWARDED_PREFIXES: &[&str] = &["x-stainless-"];
 /// Response headers never handed to the client: hop-by-hop ones, the length (recomputed),
@@ -285,7 +286,11 @@ async fn serve(ctx: Arc<Ctx>, ex: Exchange, request: Request<Incoming>) -> Respo
         }
     };
     let protocol = route.protocol;
-    let served = if route.endpoint.is_local() { !listing_upstreams(&ctx.config, protocol).is_empty() } else { ctx.config.upstream(protocol).is_some() };
+    let served = if route.endpoint.is_local() {
+        !listing_upstreams(&ctx.config, protocol).is_empty()
+    } else {
+        ctx.config.upstream(protocol).is_some()
+    };
     if !served {
         return ex.refuse(Some(protocol), 404, RefusalReason::NotServed, format!("this gateway serves no {protocol} model"));
     };
@@ -310,7 +315,9 @@ async fn serve(ctx: Arc<Ctx>, ex: Exchange, request: Request<Incoming>) -> Respo
     }
     let body = match http_body_util::Limited::new(body, ctx.config.max_request_bytes).collect().await {
         Ok(collected) => collected.to_bytes(),
-        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => return too_large(ex, protocol, ctx.config.max_request_bytes),
+        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
+            return too_large(ex, protocol, ctx.config.max_request_bytes);
+        }
         Err(_) => {
             ex.finish(Outcome::ClientGone);
             return Response::new(GwBody::Full(None));
@@ -379,7 +386,9 @@ async fn serve_model_request(
     let model = match (route.path_model.is_some(), top.string("model"), model) {
         (true, _, Some(model)) => model,
         (false, Some(Ok(model)), _) => model,
-        (false, Some(Err(())), _) => return ex.refuse(Some(protocol), 400, RefusalReason::BadRequest, "the request's \"model\" is not a string".into()),
+        (false, Some(Err(())), _) => {
+            return ex.refuse(Some(protocol), 400, RefusalReason::BadRequest, "the request's \"model\" is not a string".into());
+        }
         _ => return ex.refuse(Some(protocol), 400, RefusalReason::BadRequest, "the request names no model".into()),
     };
     if !upstream.models.contains(&model) {
@@ -401,7 +410,12 @@ async fn serve_model_request(
         return ex.refuse(Some(protocol), status, RefusalReason::Admission, message);
     }
     if ctx.shared.fault().is_some() {
-        return ex.refuse(Some(protocol), 503, RefusalReason::UpstreamDead, "the model service is unavailable for the rest of this episode".into());
+        return ex.refuse(
+            Some(protocol),
+            503,
+            RefusalReason::UpstreamDead,
+            "the model service is unavailable for the rest of this episode".into(),
+        );
     }
     let prepared = Prepared { method: method.clone(), url, headers, body, protocol, stream };
     let mut usage = Usage::default();
@@ -409,7 +423,12 @@ async fn serve_model_request(
     ex.usage = usage;
     match forwarded {
         Forwarded::Abandoned => {
-            let body = crate::shape::error_body(Some(protocol), 403, RefusalReason::Ended.code(), "the episode has ended; the model request was abandoned");
+            let body = crate::shape::error_body(
+                Some(protocol),
+                403,
+                RefusalReason::Ended.code(),
+                "the episode has ended; the model request was abandoned",
+            );
             json_reply(ex, 403, body, Outcome::Abandoned)
         }
         Forwarded::Dead { attempts, fault } => {
@@ -433,7 +452,12 @@ async fn serve_model_request(
             };
             if ctx.shared.is_abandoned() {
                 // The answer came in as the episode ended: its usage counts, the agent gets nothing of it.
-                let body = crate::shape::error_body(Some(protocol), 403, RefusalReason::Ended.code(), "the episode has ended; the model request was abandoned");
+                let body = crate::shape::error_body(
+                    Some(protocol),
+                    403,
+                    RefusalReason::Ended.code(),
+                    "the episode has ended; the model request was abandoned",
+                );
                 return json_reply(ex, 403, body, Outcome::Abandoned);
             }
             let headers = client_headers(&ctx.redactor, &headers);
@@ -620,7 +644,9 @@ fn upstream_headers(config: &GatewayConfig, upstream: &Upstream, client: &Header
     if let Some(key) = &upstream.api_key {
         let (name, value, placeholder) = match upstream.placement() {
             KeyPlacement::Bearer => (Some(header::AUTHORIZATION), format!("Bearer {}", key.expose()), format!("Bearer {KEY_PLACEHOLDER}")),
-            KeyPlacement::Header(name) => (HeaderName::from_bytes(name.as_bytes()).ok(), key.expose().to_string(), KEY_PLACEHOLDER.to_string()),
+            KeyPlacement::Header(name) => {
+                (HeaderName::from_bytes(name.as_bytes()).ok(), key.expose().to_string(), KEY_PLACEHOLDER.to_string())
+            }
             KeyPlacement::Query(_) => (None, String::new(), String::new()),
         };
         if let (Some(name), Ok(mut value)) = (name, HeaderValue::from_str(&value)) {
@@ -698,7 +724,9 @@ fn answer_listing(mut ex: Exchange, config: &GatewayConfig, route: &Route, body:
             "displayName": model,
             "supportedGenerationMethods": ["generateContent", "streamGenerateContent", "countTokens"],
         }),
-        Protocol::OpenaiChat | Protocol::OpenaiResponses => json!({"id": model, "object": "model", "created": 0, "owned_by": "specgap-gateway"}),
+        Protocol::OpenaiChat | Protocol::OpenaiResponses => {
+            json!({"id": model, "object": "model", "created": 0, "owned_by": "specgap-gateway"})
+        }
     };
     let value: Value = match &route.path_model {
         Some(asked) => {

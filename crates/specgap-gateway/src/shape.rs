@@ -38,14 +38,20 @@ pub(crate) fn stream_error_event(protocol: Protocol, message: &str) -> Vec<u8> {
     let status = 500;
     let text = match protocol {
         Protocol::OpenaiChat => {
-            format!("data: {}\n\n", json!({ "error": { "message": message, "type": openai_type(status), "param": null, "code": "stream_interrupted" } }))
+            format!(
+                "data: {}\n\n",
+                json!({ "error": { "message": message, "type": openai_type(status), "param": null, "code": "stream_interrupted" } })
+            )
         }
         Protocol::OpenaiResponses => format!(
             "event: error\ndata: {}\n\n",
             json!({ "type": "error", "code": "stream_interrupted", "message": message, "param": null })
         ),
         Protocol::AnthropicMessages => {
-            format!("event: error\ndata: {}\n\n", json!({ "type": "error", "error": { "type": anthropic_type(status), "message": message } }))
+            format!(
+                "event: error\ndata: {}\n\n",
+                json!({ "type": "error", "error": { "type": anthropic_type(status), "message": message } })
+            )
         }
         Protocol::Gemini => {
             format!("data: {}\n\n", json!({ "error": { "code": status, "message": message, "status": gemini_status(status) } }))
@@ -96,7 +102,8 @@ mod tests {
 
     #[test]
     fn each_protocol_gets_its_own_error_shape() {
-        let openai: serde_json::Value = serde_json::from_slice(&error_body(Some(Protocol::OpenaiChat), 403, "budget", "no more turns")).unwrap();
+        let openai: serde_json::Value =
+            serde_json::from_slice(&error_body(Some(Protocol::OpenaiChat), 403, "budget", "no more turns")).unwrap();
         assert_eq!(openai, json!({"error": {"message": "no more turns", "type": "permission_error", "param": null, "code": "budget"}}));
         let anthropic: serde_json::Value =
             serde_json::from_slice(&error_body(Some(Protocol::AnthropicMessages), 400, "budget", "no more turns")).unwrap();

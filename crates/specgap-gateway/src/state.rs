@@ -40,7 +40,9 @@ pub enum GatewayFault {
 impl std::fmt::Display for GatewayFault {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            GatewayFault::UpstreamDead { attempts, fault, .. } => write!(f, "the model service failed after {attempts} attempts; last fault: {fault}"),
+            GatewayFault::UpstreamDead { attempts, fault, .. } => {
+                write!(f, "the model service failed after {attempts} attempts; last fault: {fault}")
+            }
             GatewayFault::Journal { message } => write!(f, "the gateway journal cannot be written: {message}"),
         }
     }

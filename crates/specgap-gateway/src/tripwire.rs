@@ -137,10 +137,8 @@ impl Tripwire {
         let stop = Arc::new(AtomicBool::new(false));
         let any_address = sockets.any_address;
         let serving = Serving { sockets, attempts: attempts.clone(), stop: stop.clone(), pending: Vec::new() };
-        let thread = std::thread::Builder::new()
-            .name("specgap-tripwire".into())
-            .spawn(move || serving.run())
-            .map_err(GatewayError::Runtime)?;
+        let thread =
+            std::thread::Builder::new().name("specgap-tripwire".into()).spawn(move || serving.run()).map_err(GatewayError::Runtime)?;
         Ok(Tripwire { namespace, stop, thread: Mutex::new(Some(thread)), attempts, any_address })
     }
 
@@ -282,15 +280,18 @@ impl Serving {
         while let Ok((len, peer)) = self.sockets.dns.recv_from(&mut buf) {
             let query = &buf[..len];
             if let Some(question) = dns::question(query) {
-                self.record(NetworkAttempt {
-                    protocol: AttemptProtocol::Dns,
-                    name: Some(question.name),
-                    record_type: Some(dns::type_name(question.record_type)),
-                    address: IpAddr::V4(RESOLVER),
-                    port: 53,
-                    sni: None,
-                    http_host: None,
-                }, true);
+                self.record(
+                    NetworkAttempt {
+                        protocol: AttemptProtocol::Dns,
+                        name: Some(question.name),
+                        record_type: Some(dns::type_name(question.record_type)),
+                        address: IpAddr::V4(RESOLVER),
+                        port: 53,
+                        sni: None,
+                        http_host: None,
+                    },
+                    true,
+                );
             }
             if let Some(reply) = dns::answer(query, TRAP_ADDRESS) {
                 let _ = self.sockets.dns.send_to(&reply, peer);
@@ -308,15 +309,18 @@ impl Serving {
         for stream in accepted {
             let Ok(local) = stream.local_addr() else { continue };
             let _ = stream.set_nonblocking(true);
-            let index = self.record(NetworkAttempt {
-                protocol: AttemptProtocol::Tcp,
-                name: None,
-                record_type: None,
-                address: plain_ip(local),
-                port: local.port(),
-                sni: None,
-                http_host: None,
-            }, false);
+            let index = self.record(
+                NetworkAttempt {
+                    protocol: AttemptProtocol::Tcp,
+                    name: None,
+                    record_type: None,
+                    address: plain_ip(local),
+                    port: local.port(),
+                    sni: None,
+                    http_host: None,
+                },
+                false,
+            );
             self.pending.push((stream, index, Vec::new(), Instant::now() + FIRST_BYTES_WAIT));
         }
     }

@@ -20,8 +20,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::header::{self, HeaderMap};
 use http::Method;
+use http::header::{self, HeaderMap};
 use specgap_protocol::event::Usage;
 use tokio::sync::mpsc;
 
@@ -103,7 +103,11 @@ pub(crate) async fn forward(ctx: &Ctx, request: &Prepared, usage: &mut Usage) ->
         attempt += 1;
         usage.retries += 1;
         let delay = failure.retry_after.map_or_else(|| lock(&ctx.backoff).delay(attempt), |d| d.min(MAX_RETRY_AFTER));
-        tracing::warn!("gateway: {} request failed ({message}); retry {attempt} of {} in {delay:?}", request.protocol, ctx.config.retry.max_retries);
+        tracing::warn!(
+            "gateway: {} request failed ({message}); retry {attempt} of {} in {delay:?}",
+            request.protocol,
+            ctx.config.retry.max_retries
+        );
         tokio::select! {
             biased;
             () = ctx.shared.abandoned() => return Forwarded::Abandoned,
@@ -201,7 +205,9 @@ pub(crate) async fn pump(
             None => break Outcome::Abandoned,
             Some(Ok(Ok(Some(chunk)))) => next = Some(chunk),
             Some(Ok(Ok(None))) if parser.complete() => break Outcome::Completed,
-            Some(Ok(Ok(None))) => break Outcome::StreamCut { fault: "the model service ended the stream before the response was complete".into() },
+            Some(Ok(Ok(None))) => {
+                break Outcome::StreamCut { fault: "the model service ended the stream before the response was complete".into() };
+            }
             Some(Ok(Err(e))) => break Outcome::StreamCut { fault: format!("the stream broke: {}", transport_message(e)) },
             Some(Err(_)) => break Outcome::StreamCut { fault: format!("the model service sent nothing for {} s", timeout.as_secs_f64()) },
         }
@@ -214,7 +220,8 @@ pub(crate) async fn pump(
     if event_stream {
         match &outcome {
             Outcome::StreamCut { .. } => {
-                closing.extend(crate::shape::stream_error_event(protocol, "the model service's stream broke off; the response is incomplete"));
+                closing
+                    .extend(crate::shape::stream_error_event(protocol, "the model service's stream broke off; the response is incomplete"));
             }
             Outcome::Abandoned => {
                 closing.extend(crate::shape::stream_error_event(protocol, "the episode has ended; the model request was abandoned"));

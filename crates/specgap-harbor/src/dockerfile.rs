@@ -30,30 +30,18 @@ pub struct Trivial {
 pub fn parse(text: &str) -> Result<Trivial, String> {
     let mut trivial = Trivial::default();
     for line in logical_lines(text) {
-        let (word, rest) = line
-            .split_once(char::is_whitespace)
-            .unwrap_or((line.as_str(), ""));
+        let (word, rest) = line.split_once(char::is_whitespace).unwrap_or((line.as_str(), ""));
         let rest = rest.trim();
         match word.to_ascii_uppercase().as_str() {
-            "FROM" if trivial.base.is_empty() => {
-                trivial.base = rest
-                    .split_whitespace()
-                    .next()
-                    .unwrap_or_default()
-                    .to_string()
-            }
+            "FROM" if trivial.base.is_empty() => trivial.base = rest.split_whitespace().next().unwrap_or_default().to_string(),
             "WORKDIR" => trivial.workdir = Some(absolute(rest, trivial.workdir.as_deref())),
             "ENV" => parse_env(rest, &mut trivial.env)?,
             "COPY" | "ADD" => parse_copy(rest, &mut trivial)?,
-            "LABEL" | "CMD" | "ENTRYPOINT" | "EXPOSE" | "USER" | "ARG" | "SHELL" | "STOPSIGNAL"
-            | "HEALTHCHECK" | "MAINTAINER" => {
+            "LABEL" | "CMD" | "ENTRYPOINT" | "EXPOSE" | "USER" | "ARG" | "SHELL" | "STOPSIGNAL" | "HEALTHCHECK" | "MAINTAINER" => {
                 trivial.ignored.push(line.clone());
             }
             _ => {
-                return Err(format!(
-                    "its instruction `{}` changes the image",
-                    truncate(&line, 60)
-                ));
+                return Err(format!("its instruction `{}` changes the image", truncate(&line, 60)));
             }
         }
     }
@@ -67,9 +55,7 @@ pub fn parse(text: &str) -> Result<Trivial, String> {
 pub fn last_workdir(text: &str) -> Option<String> {
     let mut workdir: Option<String> = None;
     for line in logical_lines(text) {
-        let (word, rest) = line
-            .split_once(char::is_whitespace)
-            .unwrap_or((line.as_str(), ""));
+        let (word, rest) = line.split_once(char::is_whitespace).unwrap_or((line.as_str(), ""));
         if word.eq_ignore_ascii_case("WORKDIR") {
             workdir = Some(absolute(rest.trim(), workdir.as_deref()));
         }
@@ -102,10 +88,7 @@ fn logical_lines(text: &str) -> Vec<String> {
 
 fn parse_env(rest: &str, env: &mut BTreeMap<String, String>) -> Result<(), String> {
     if rest.contains('$') || rest.contains('"') || rest.contains('\'') {
-        return Err(format!(
-            "its `ENV {}` needs a shell's expansion or quoting",
-            truncate(rest, 40)
-        ));
+        return Err(format!("its `ENV {}` needs a shell's expansion or quoting", truncate(rest, 40)));
     }
     if !rest.contains('=') {
         let (key, value) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
@@ -113,9 +96,7 @@ fn parse_env(rest: &str, env: &mut BTreeMap<String, String>) -> Result<(), Strin
         return Ok(());
     }
     for pair in rest.split_whitespace() {
-        let (key, value) = pair
-            .split_once('=')
-            .ok_or_else(|| format!("its `ENV {rest}` mixes forms"))?;
+        let (key, value) = pair.split_once('=').ok_or_else(|| format!("its `ENV {rest}` mixes forms"))?;
         env.insert(key.to_string(), value.to_string());
     }
     Ok(())
@@ -125,15 +106,9 @@ fn parse_copy(rest: &str, trivial: &mut Trivial) -> Result<(), String> {
     if rest.starts_with('[') {
         return Err("its COPY uses the JSON form".into());
     }
-    let words: Vec<&str> = rest
-        .split_whitespace()
-        .filter(|w| !w.starts_with("--chown") && !w.starts_with("--chmod"))
-        .collect();
+    let words: Vec<&str> = rest.split_whitespace().filter(|w| !w.starts_with("--chown") && !w.starts_with("--chmod")).collect();
     if words.iter().any(|w| w.starts_with("--")) {
-        return Err(format!(
-            "its `COPY {}` copies from another stage or with options",
-            truncate(rest, 40)
-        ));
+        return Err(format!("its `COPY {}` copies from another stage or with options", truncate(rest, 40)));
     }
     let Some((destination, sources)) = words.split_last() else {
         return Err("it has a COPY without a destination".into());
@@ -144,25 +119,12 @@ fn parse_copy(rest: &str, trivial: &mut Trivial) -> Result<(), String> {
     // A trailing `/` (or `.`) says "into this directory"; keep it for the caller.
     let into_dir = destination.ends_with('/') || *destination == ".";
     let absolute_destination = absolute(destination, trivial.workdir.as_deref());
-    let destination = if into_dir && absolute_destination != "/" {
-        format!("{absolute_destination}/")
-    } else {
-        absolute_destination
-    };
+    let destination = if into_dir && absolute_destination != "/" { format!("{absolute_destination}/") } else { absolute_destination };
     for source in sources {
-        if source.contains("://")
-            || source.contains('*')
-            || source.contains('?')
-            || source.split('/').any(|p| p == "..")
-        {
-            return Err(format!(
-                "its COPY source {source} is not a plain path of the build context"
-            ));
+        if source.contains("://") || source.contains('*') || source.contains('?') || source.split('/').any(|p| p == "..") {
+            return Err(format!("its COPY source {source} is not a plain path of the build context"));
         }
-        trivial.copies.push((
-            source.trim_start_matches("./").to_string(),
-            destination.clone(),
-        ));
+        trivial.copies.push((source.trim_start_matches("./").to_string(), destination.clone()));
     }
     Ok(())
 }
@@ -170,11 +132,7 @@ fn parse_copy(rest: &str, trivial: &mut Trivial) -> Result<(), String> {
 /// `path` made absolute against `workdir` (Docker's default `/`), without a trailing `/`
 /// unless it is `/`.
 fn absolute(path: &str, workdir: Option<&str>) -> String {
-    let joined = if path.starts_with('/') {
-        path.to_string()
-    } else {
-        format!("{}/{path}", workdir.unwrap_or(""))
-    };
+    let joined = if path.starts_with('/') { path.to_string() } else { format!("{}/{path}", workdir.unwrap_or("")) };
     let mut parts: Vec<&str> = Vec::new();
     for part in joined.split('/') {
         match part {
@@ -189,11 +147,7 @@ fn absolute(path: &str, workdir: Option<&str>) -> String {
 }
 
 fn truncate(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        text.to_string()
-    } else {
-        format!("{}…", text.chars().take(max).collect::<String>())
-    }
+    if text.chars().count() <= max { text.to_string() } else { format!("{}…", text.chars().take(max).collect::<String>()) }
 }
 
 #[cfg(test)]
@@ -205,13 +159,7 @@ mod tests {
         let parsed = parse("# hi\nFROM ubuntu:24.04\nWORKDIR /app\nENV A=1 B=2\nCOPY files/ /app/\nCOPY run.sh .\nLABEL x=y\n").unwrap();
         assert_eq!(parsed.base, "ubuntu:24.04");
         assert_eq!(parsed.workdir.as_deref(), Some("/app"));
-        assert_eq!(
-            parsed.copies,
-            vec![
-                ("files/".to_string(), "/app/".to_string()),
-                ("run.sh".to_string(), "/app/".to_string())
-            ]
-        );
+        assert_eq!(parsed.copies, vec![("files/".to_string(), "/app/".to_string()), ("run.sh".to_string(), "/app/".to_string())]);
         assert_eq!(parsed.env.get("B").map(String::as_str), Some("2"));
         assert_eq!(parsed.ignored, vec!["LABEL x=y".to_string()]);
     }

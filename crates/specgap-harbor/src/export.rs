@@ -60,9 +60,7 @@ pub enum Exported {
 pub fn export_task(package: &Path, out: &Path) -> Result<Exported, HarborError> {
     let loaded = specgap_task::load(package)?;
     if out.exists() && fs::read_dir(out).map_err(io(out))?.next().is_some() {
-        return Err(HarborError::OutputExists {
-            path: out.to_path_buf(),
-        });
+        return Err(HarborError::OutputExists { path: out.to_path_buf() });
     }
     let original = package.join(HARBOR_COPY);
     if original.join("task.toml").is_file() {
@@ -71,20 +69,10 @@ pub fn export_task(package: &Path, out: &Path) -> Result<Exported, HarborError> 
     }
     let image = image_keys(package)?;
     let manifest = loaded.manifest();
-    let not_exportable = |reason: String| HarborError::NotExportable {
-        path: package.to_path_buf(),
-        reason,
-    };
-    let name = harbor_name(&manifest.task.name).ok_or_else(|| {
-        not_exportable(format!(
-            "its name `{}` has no org/name form",
-            manifest.task.name
-        ))
-    })?;
-    let workdir = image
-        .workdir
-        .clone()
-        .unwrap_or_else(|| WORKSPACE.to_string());
+    let not_exportable = |reason: String| HarborError::NotExportable { path: package.to_path_buf(), reason };
+    let name = harbor_name(&manifest.task.name)
+        .ok_or_else(|| not_exportable(format!("its name `{}` has no org/name form", manifest.task.name)))?;
+    let workdir = image.workdir.clone().unwrap_or_else(|| WORKSPACE.to_string());
     match (&image.image, &image.dockerfile) {
         (None, None) if image.other.is_some() => {
             return Err(not_exportable(format!(
@@ -93,34 +81,17 @@ pub fn export_task(package: &Path, out: &Path) -> Result<Exported, HarborError> 
             )));
         }
         (None, Some(dockerfile)) => {
-            let context = package
-                .join(dockerfile)
-                .parent()
-                .map(Path::to_path_buf)
-                .unwrap_or_default();
+            let context = package.join(dockerfile).parent().map(Path::to_path_buf).unwrap_or_default();
             copy_tree(&context, &out.join("environment"))?;
             if !dockerfile.ends_with("/Dockerfile") && dockerfile != "Dockerfile" {
-                return Err(not_exportable(format!(
-                    "its Dockerfile is named {dockerfile}; Harbor reads environment/Dockerfile"
-                )));
+                return Err(not_exportable(format!("its Dockerfile is named {dockerfile}; Harbor reads environment/Dockerfile")));
             }
         }
         (None, None) => {
-            let python = manifest
-                .environment
-                .commands
-                .iter()
-                .any(|c| c.starts_with("python"));
-            let base = if python {
-                PYTHON_BASE_IMAGE
-            } else {
-                PLAIN_BASE_IMAGE
-            };
+            let python = manifest.environment.commands.iter().any(|c| c.starts_with("python"));
+            let base = if python { PYTHON_BASE_IMAGE } else { PLAIN_BASE_IMAGE };
             copy_tree(&loaded.workspace_dir(), &out.join("environment/workspace"))?;
-            write(
-                &out.join("environment/Dockerfile"),
-                &format!("FROM {base}\nWORKDIR {WORKSPACE}\nCOPY workspace/ {WORKSPACE}/\n"),
-            )?;
+            write(&out.join("environment/Dockerfile"), &format!("FROM {base}\nWORKDIR {WORKSPACE}\nCOPY workspace/ {WORKSPACE}/\n"))?;
         }
         (Some(_), _) => {}
     }
@@ -128,10 +99,7 @@ pub fn export_task(package: &Path, out: &Path) -> Result<Exported, HarborError> 
     write(&out.join("instruction.md"), instruction)?;
     copy_tree(&loaded.evaluator_dir(), &out.join("tests/evaluator"))?;
     write(&out.join("tests/test.sh"), &test_script(&loaded, &workdir))?;
-    write(
-        &out.join("tests/specgap-candidate"),
-        &candidate_script(&workdir),
-    )?;
+    write(&out.join("tests/specgap-candidate"), &candidate_script(&workdir))?;
     let delivery = manifest.delivery.as_ref().map(|d| {
         format!(
             "[{}, \"{}\"]",
@@ -144,10 +112,7 @@ pub fn export_task(package: &Path, out: &Path) -> Result<Exported, HarborError> 
     });
     write(
         &out.join("tests/specgap_reward.py"),
-        &REWARD_PROGRAM.replace(
-            "DELIVERY = None  #",
-            &format!("DELIVERY = {}  #", delivery.as_deref().unwrap_or("None")),
-        ),
+        &REWARD_PROGRAM.replace("DELIVERY = None  #", &format!("DELIVERY = {}  #", delivery.as_deref().unwrap_or("None"))),
     )?;
     for script in ["tests/test.sh", "tests/specgap-candidate"] {
         make_executable(&out.join(script))?;
@@ -158,13 +123,8 @@ pub fn export_task(package: &Path, out: &Path) -> Result<Exported, HarborError> 
         write(&out.join("solution/solve.sh"), &solve_script(&workdir))?;
         make_executable(&out.join("solution/solve.sh"))?;
     }
-    write(
-        &out.join("task.toml"),
-        &harbor_manifest(&loaded, &name, &image, &workdir, out)?,
-    )?;
-    Ok(Exported::Converted {
-        gold: gold.is_some(),
-    })
+    write(&out.join("task.toml"), &harbor_manifest(&loaded, &name, &image, &workdir, out)?)?;
+    Ok(Exported::Converted { gold: gold.is_some() })
 }
 
 /// The image keys of a format-2 package (issue 25), read from task.toml's text so this works
@@ -181,17 +141,8 @@ fn image_keys(package: &Path) -> Result<ImageKeys, HarborError> {
     let path = package.join("task.toml");
     let text = fs::read_to_string(&path).map_err(io(&path))?;
     let table: Table = text.parse().unwrap_or_default();
-    let environment = table
-        .get("environment")
-        .and_then(Value::as_table)
-        .cloned()
-        .unwrap_or_default();
-    let key = |k: &str| {
-        environment
-            .get(k)
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    };
+    let environment = table.get("environment").and_then(Value::as_table).cloned().unwrap_or_default();
+    let key = |k: &str| environment.get(k).and_then(Value::as_str).map(str::to_string);
     Ok(ImageKeys {
         image: key("image"),
         dockerfile: key("dockerfile"),
@@ -210,8 +161,7 @@ fn harbor_name(name: &str) -> Option<String> {
     }
     let candidate = format!("{org}/{}", rest.join("-"));
     let starts_well = |s: &str| s.chars().next().is_some_and(|c| c.is_ascii_alphanumeric());
-    (starts_well(org) && starts_well(&rest.join("-")) && !candidate.contains(".."))
-        .then_some(candidate)
+    (starts_well(org) && starts_well(&rest.join("-")) && !candidate.contains("..")).then_some(candidate)
 }
 
 fn harbor_manifest(
@@ -227,23 +177,9 @@ fn harbor_manifest(
     let mut info = Table::new();
     info.insert("name".into(), name.into());
     info.insert("version".into(), manifest.task.version.clone().into());
-    info.insert(
-        "description".into(),
-        manifest.task.description.clone().into(),
-    );
+    info.insert("description".into(), manifest.task.description.clone().into());
     if !manifest.task.tags.is_empty() {
-        info.insert(
-            "keywords".into(),
-            Value::Array(
-                manifest
-                    .task
-                    .tags
-                    .iter()
-                    .cloned()
-                    .map(Value::from)
-                    .collect(),
-            ),
-        );
+        info.insert("keywords".into(), Value::Array(manifest.task.tags.iter().cloned().map(Value::from).collect()));
     }
     root.insert("task".into(), Value::Table(info));
     let mut metadata = Table::new();
@@ -254,10 +190,7 @@ fn harbor_manifest(
     metadata.insert("specgap_hash".into(), loaded.hash().into());
     root.insert("metadata".into(), Value::Table(metadata));
     let mut verifier = Table::new();
-    verifier.insert(
-        "timeout_sec".into(),
-        Value::Float(manifest.evaluator.timeout_sec as f64),
-    );
+    verifier.insert("timeout_sec".into(), Value::Float(manifest.evaluator.timeout_sec as f64));
     root.insert("verifier".into(), Value::Table(verifier));
     if let Some(wall) = manifest.budget.wall_sec {
         let mut agent = Table::new();
@@ -273,25 +206,12 @@ fn harbor_manifest(
     if !manifest.environment.env.is_empty() {
         environment.insert(
             "env".into(),
-            Value::Table(
-                manifest
-                    .environment
-                    .env
-                    .iter()
-                    .map(|(k, v)| (k.clone(), Value::from(v.clone())))
-                    .collect(),
-            ),
+            Value::Table(manifest.environment.env.iter().map(|(k, v)| (k.clone(), Value::from(v.clone()))).collect()),
         );
     }
     root.insert("environment".into(), Value::Table(environment));
-    let text = toml::to_string(&root).map_err(|source| HarborError::Toml {
-        path: out.join("task.toml"),
-        source,
-    })?;
-    Ok(format!(
-        "# Exported from the specgap package {} by `specgap export-task`.\n{text}",
-        manifest.task.name
-    ))
+    let text = toml::to_string(&root).map_err(|source| HarborError::Toml { path: out.join("task.toml"), source })?;
+    Ok(format!("# Exported from the specgap package {} by `specgap export-task`.\n{text}", manifest.task.name))
 }
 
 /// Single-quotes `text` for a POSIX shell.

@@ -49,9 +49,7 @@ impl GoldOutcome {
             }
             GoldOutcome::NoSolution => "none (no solution/solve.sh)".into(),
             GoldOutcome::Failed { why } => format!("none (solve.sh failed: {why})"),
-            GoldOutcome::NeedsEnvironment => {
-                "not made yet (solve.sh needs the task's image)".into()
-            }
+            GoldOutcome::NeedsEnvironment => "not made yet (solve.sh needs the task's image)".into(),
             GoldOutcome::NotAsked => "not made (--no-gold)".into(),
         }
     }
@@ -68,81 +66,41 @@ pub fn make_gold(
     environment: &specgap_protocol::package::Environment,
     sandbox: bool,
 ) -> Result<GoldOutcome, HarborError> {
-    let solves: Vec<(&str, &str)> = plan
-        .steps
-        .iter()
-        .filter_map(|s| s.solve.as_deref().map(|p| (s.name.as_str(), p)))
-        .collect();
+    let solves: Vec<(&str, &str)> = plan.steps.iter().filter_map(|s| s.solve.as_deref().map(|p| (s.name.as_str(), p))).collect();
     if solves.is_empty() {
         return Ok(GoldOutcome::NoSolution);
     }
     let config = SandboxConfig { enabled: sandbox };
     config.check()?;
     let host = HostView::resolve(environment)?;
-    let scratch = tempfile::Builder::new()
-        .prefix("specgap-harbor-gold-")
-        .tempdir()
-        .map_err(io(std::env::temp_dir()))?;
+    let scratch = tempfile::Builder::new().prefix("specgap-harbor-gold-").tempdir().map_err(io(std::env::temp_dir()))?;
     let workspace = scratch.path().join("workspace");
     let starter = package.join("workspace");
     copy_tree(&starter, &workspace)?;
     let timeout = Duration::from_secs(plan.wall_sec.unwrap_or(SOLVE_TIMEOUT_SEC));
     for (step, solve) in solves {
-        let solution_dir = plan
-            .dir
-            .join(solve)
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_default();
+        let solution_dir = plan.dir.join(solve).parent().map(Path::to_path_buf).unwrap_or_default();
         let copy = scratch.path().join(format!("solution-{step}"));
         copy_tree(&solution_dir, &copy)?;
         let mut spec = CommandSpec::shell("bash /solution/solve.sh", &workspace);
-        let (workdir, solution) = if sandbox {
-            (PathBuf::from(&plan.workdir), PathBuf::from("/solution"))
-        } else {
-            (workspace.clone(), copy.clone())
-        };
+        let (workdir, solution) =
+            if sandbox { (PathBuf::from(&plan.workdir), PathBuf::from("/solution")) } else { (workspace.clone(), copy.clone()) };
         if sandbox {
             spec.mounts = vec![
-                Mount {
-                    host: workspace.clone(),
-                    sandbox: workdir.clone(),
-                    writable: true,
-                },
-                Mount {
-                    host: copy.clone(),
-                    sandbox: solution.clone(),
-                    writable: false,
-                },
+                Mount { host: workspace.clone(), sandbox: workdir.clone(), writable: true },
+                Mount { host: copy.clone(), sandbox: solution.clone(), writable: false },
             ];
         } else {
-            spec.program =
-                specgap_sandbox::Program::Shell(format!("bash '{}/solve.sh'", copy.display()));
+            spec.program = specgap_sandbox::Program::Shell(format!("bash '{}/solve.sh'", copy.display()));
         }
         spec.cwd = workdir;
-        spec.limits = Limits {
-            timeout,
-            ..Limits::default()
-        };
+        spec.limits = Limits { timeout, ..Limits::default() };
         let output = specgap_sandbox::run(&spec, &host, &config)?;
         if output.timed_out || output.exit_code != Some(0) {
-            let status = if output.timed_out {
-                "timed out".to_string()
-            } else {
-                format!("status {:?}", output.exit_code)
-            };
+            let status = if output.timed_out { "timed out".to_string() } else { format!("status {:?}", output.exit_code) };
             let stderr = output.stderr.text();
-            let tail: String = stderr
-                .chars()
-                .rev()
-                .take(200)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .collect();
-            return Ok(GoldOutcome::Failed {
-                why: format!("step {step}, {status}: {}", tail.trim()),
-            });
+            let tail: String = stderr.chars().rev().take(200).collect::<Vec<_>>().into_iter().rev().collect();
+            return Ok(GoldOutcome::Failed { why: format!("step {step}, {status}: {}", tail.trim()) });
         }
     }
     write_overlay(&starter, &workspace, &package.join("solutions/gold"))
@@ -156,9 +114,8 @@ fn write_overlay(starter: &Path, solved: &Path, gold: &Path) -> Result<GoldOutco
     let mut files = 0;
     for rel in &after {
         let new = solved.join(rel);
-        let changed = !before.contains(rel)
-            || fs::read(starter.join(rel)).map_err(io(starter.join(rel)))?
-                != fs::read(&new).map_err(io(&new))?;
+        let changed =
+            !before.contains(rel) || fs::read(starter.join(rel)).map_err(io(starter.join(rel)))? != fs::read(&new).map_err(io(&new))?;
         if changed {
             copy_file(&new, &gold.join(rel))?;
             files += 1;
@@ -166,37 +123,19 @@ fn write_overlay(starter: &Path, solved: &Path, gold: &Path) -> Result<GoldOutco
     }
     let deleted: Vec<&PathBuf> = before.difference(&after).collect();
     if !deleted.is_empty() {
-        let lines: String = deleted
-            .iter()
-            .map(|p| format!("{}\n", p.display()))
-            .collect();
+        let lines: String = deleted.iter().map(|p| format!("{}\n", p.display())).collect();
         write(&gold.join("delete.txt"), &lines)?;
     }
-    Ok(GoldOutcome::Written {
-        files,
-        deleted: deleted.len(),
-    })
+    Ok(GoldOutcome::Written { files, deleted: deleted.len() })
 }
 
 /// Workspace-relative paths of the regular files below `root` (links and `.git` left out).
 fn regular_files(root: &Path) -> Result<BTreeSet<PathBuf>, HarborError> {
     let mut files = BTreeSet::new();
-    for entry in walkdir::WalkDir::new(root)
-        .into_iter()
-        .filter_entry(|e| e.file_name() != ".git")
-    {
-        let entry = entry.map_err(|e| HarborError::Io {
-            path: root.to_path_buf(),
-            source: e.into(),
-        })?;
+    for entry in walkdir::WalkDir::new(root).into_iter().filter_entry(|e| e.file_name() != ".git") {
+        let entry = entry.map_err(|e| HarborError::Io { path: root.to_path_buf(), source: e.into() })?;
         if entry.file_type().is_file() {
-            files.insert(
-                entry
-                    .path()
-                    .strip_prefix(root)
-                    .unwrap_or(entry.path())
-                    .to_path_buf(),
-            );
+            files.insert(entry.path().strip_prefix(root).unwrap_or(entry.path()).to_path_buf());
         }
     }
     Ok(files)

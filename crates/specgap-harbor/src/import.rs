@@ -68,10 +68,7 @@ pub struct ImportOptions {
 
 impl Default for ImportOptions {
     fn default() -> Self {
-        ImportOptions {
-            gold: true,
-            sandbox: true,
-        }
+        ImportOptions { gold: true, sandbox: true }
     }
 }
 
@@ -101,23 +98,12 @@ impl Outcome {
     /// The one line `specgap import harbor` prints for this task.
     pub fn line(&self) -> String {
         match self {
-            Outcome::Imported {
-                source,
-                name,
-                environment,
-                gold,
-                unmapped,
-                ..
-            } => format!(
+            Outcome::Imported { source, name, environment, gold, unmapped, .. } => format!(
                 "imported {}: {name} ({environment} environment, gold {}, {unmapped} not mapped, verifier trusts the workspace)",
                 task::dir_name(source),
                 gold.describe()
             ),
-            Outcome::Refused(refusal) => format!(
-                "refused {}: {}",
-                task::dir_name(&refusal.dir),
-                refusal.reasons.join("; ")
-            ),
+            Outcome::Refused(refusal) => format!("refused {}: {}", task::dir_name(&refusal.dir), refusal.reasons.join("; ")),
         }
     }
 }
@@ -129,16 +115,10 @@ impl Outcome {
 /// # Errors
 /// [`HarborError::NoTask`] when `source` holds no task; [`HarborError::OutputExists`] when a
 /// package directory exists and is not empty; I/O errors.
-pub fn import(
-    source: &Path,
-    out: &Path,
-    options: &ImportOptions,
-) -> Result<Vec<Outcome>, HarborError> {
+pub fn import(source: &Path, out: &Path, options: &ImportOptions) -> Result<Vec<Outcome>, HarborError> {
     let tasks = find_tasks(source)?;
     if tasks.is_empty() {
-        return Err(HarborError::NoTask {
-            path: source.to_path_buf(),
-        });
+        return Err(HarborError::NoTask { path: source.to_path_buf() });
     }
     let mut outcomes = Vec::new();
     for dir in tasks {
@@ -154,33 +134,9 @@ pub fn import(
 /// The summary table printed after the lines: imported (host / image) and refused counts.
 pub fn summary(outcomes: &[Outcome]) -> String {
     let count = |f: &dyn Fn(&Outcome) -> bool| outcomes.iter().filter(|o| f(o)).count();
-    let host = count(&|o| {
-        matches!(
-            o,
-            Outcome::Imported {
-                environment: "host",
-                ..
-            }
-        )
-    });
-    let image = count(&|o| {
-        matches!(
-            o,
-            Outcome::Imported {
-                environment: "image",
-                ..
-            }
-        )
-    });
-    let gold = count(&|o| {
-        matches!(
-            o,
-            Outcome::Imported {
-                gold: GoldOutcome::Written { .. },
-                ..
-            }
-        )
-    });
+    let host = count(&|o| matches!(o, Outcome::Imported { environment: "host", .. }));
+    let image = count(&|o| matches!(o, Outcome::Imported { environment: "image", .. }));
+    let gold = count(&|o| matches!(o, Outcome::Imported { gold: GoldOutcome::Written { .. }, .. }));
     let refused = count(&|o| matches!(o, Outcome::Refused(_)));
     let rows = [
         ("tasks", outcomes.len()),
@@ -203,15 +159,9 @@ fn find_tasks(source: &Path) -> Result<Vec<PathBuf>, HarborError> {
         return Ok(vec![source.to_path_buf()]);
     }
     let mut found = Vec::new();
-    let mut walker = walkdir::WalkDir::new(source)
-        .min_depth(1)
-        .sort_by_file_name()
-        .into_iter();
+    let mut walker = walkdir::WalkDir::new(source).min_depth(1).sort_by_file_name().into_iter();
     while let Some(entry) = walker.next() {
-        let entry = entry.map_err(|e| HarborError::Io {
-            path: source.to_path_buf(),
-            source: e.into(),
-        })?;
+        let entry = entry.map_err(|e| HarborError::Io { path: source.to_path_buf(), source: e.into() })?;
         if !entry.file_type().is_dir() || entry.file_name().to_string_lossy().starts_with('.') {
             if entry.file_type().is_dir() {
                 walker.skip_current_dir();
@@ -230,24 +180,13 @@ fn find_tasks(source: &Path) -> Result<Vec<PathBuf>, HarborError> {
 ///
 /// # Errors
 /// As [`import`].
-pub fn import_task(
-    dir: &Path,
-    destination: &Path,
-    options: &ImportOptions,
-) -> Result<Outcome, HarborError> {
+pub fn import_task(dir: &Path, destination: &Path, options: &ImportOptions) -> Result<Outcome, HarborError> {
     let plan = match task::plan(dir)? {
         Ok(plan) => plan,
         Err(refusal) => return Ok(Outcome::Refused(refusal)),
     };
-    if destination.exists()
-        && fs::read_dir(destination)
-            .map_err(io(destination))?
-            .next()
-            .is_some()
-    {
-        return Err(HarborError::OutputExists {
-            path: destination.to_path_buf(),
-        });
+    if destination.exists() && fs::read_dir(destination).map_err(io(destination))?.next().is_some() {
+        return Err(HarborError::OutputExists { path: destination.to_path_buf() });
     }
     fs::create_dir_all(destination).map_err(io(destination))?;
     write_workspace(&plan, destination)?;
@@ -257,30 +196,16 @@ pub fn import_task(
         copy_tree(&dir.join("environment"), &destination.join("environment"))?;
     }
     write(&destination.join("instruction.md"), &instruction(&plan))?;
-    write(
-        &destination.join("evaluator/harbor_verify.py"),
-        VERIFIER_PROGRAM,
-    )?;
+    write(&destination.join("evaluator/harbor_verify.py"), VERIFIER_PROGRAM)?;
     let starter = starter_hashes(&destination.join("workspace"))?;
-    write(
-        &destination.join("evaluator/harbor.json"),
-        &verifier_config(&plan, &starter),
-    )?;
-    write(
-        &destination.join("task.toml"),
-        &manifest(&plan, destination)?,
-    )?;
+    write(&destination.join("evaluator/harbor.json"), &verifier_config(&plan, &starter))?;
+    write(&destination.join("task.toml"), &manifest(&plan, destination)?)?;
     let has_solution = plan.steps.iter().any(|s| s.solve.is_some());
     let gold = match (&plan.environment, options.gold) {
         (_, false) => GoldOutcome::NotAsked,
         _ if !has_solution => GoldOutcome::NoSolution,
         (EnvironmentPlan::Image { .. }, true) => GoldOutcome::NeedsEnvironment,
-        (EnvironmentPlan::Host { .. }, true) => gold::make_gold(
-            &plan,
-            destination,
-            &host_environment(&plan),
-            options.sandbox,
-        )?,
+        (EnvironmentPlan::Host { .. }, true) => gold::make_gold(&plan, destination, &host_environment(&plan), options.sandbox)?,
     };
     write(&destination.join("NOTES.md"), &notes(&plan, &gold))?;
     Ok(Outcome::Imported {
@@ -309,11 +234,7 @@ fn write_workspace(plan: &Plan, destination: &Path) -> Result<(), HarborError> {
     fs::create_dir_all(&workspace).map_err(io(&workspace))?;
     if let EnvironmentPlan::Host { files } = &plan.environment {
         for (source, rel) in files {
-            let target = if rel.is_empty() {
-                workspace.clone()
-            } else {
-                workspace.join(rel)
-            };
+            let target = if rel.is_empty() { workspace.clone() } else { workspace.join(rel) };
             if source.is_dir() {
                 copy_tree(source, &target)?;
             } else {
@@ -343,25 +264,15 @@ fn instruction(plan: &Plan) -> String {
         .steps
         .iter()
         .enumerate()
-        .map(|(i, step)| {
-            format!(
-                "## Step {} of {total}: {}\n\n{}",
-                i + 1,
-                step.name,
-                step.instruction.trim_end()
-            )
-        })
+        .map(|(i, step)| format!("## Step {} of {total}: {}\n\n{}", i + 1, step.name, step.instruction.trim_end()))
         .collect();
     format!("{}\n", parts.join("\n\n"))
 }
 
 /// `evaluator/harbor.json`: what harbor_verify.py needs.
 fn verifier_config(plan: &Plan, starter: &BTreeMap<String, String>) -> String {
-    let steps: Vec<serde_json::Value> = plan
-        .steps
-        .iter()
-        .map(|s| serde_json::json!({"name": s.name, "tests": format!("harbor/{}", s.tests)}))
-        .collect();
+    let steps: Vec<serde_json::Value> =
+        plan.steps.iter().map(|s| serde_json::json!({"name": s.name, "tests": format!("harbor/{}", s.tests)})).collect();
     let config = serde_json::json!({
         "harbor_version": HARBOR_VERSION,
         "workdir": plan.workdir,
@@ -372,10 +283,7 @@ fn verifier_config(plan: &Plan, starter: &BTreeMap<String, String>) -> String {
         "declared_outputs": plan.declared_outputs,
         "starter_sha256": starter,
     });
-    format!(
-        "{}\n",
-        serde_json::to_string_pretty(&config).unwrap_or_default()
-    )
+    format!("{}\n", serde_json::to_string_pretty(&config).unwrap_or_default())
 }
 
 /// `task.toml` (format 2).
@@ -388,10 +296,7 @@ fn manifest(plan: &Plan, destination: &Path) -> Result<String, HarborError> {
     info.insert("description".into(), plan.description.clone().into());
     info.insert("family".into(), plan.family.into());
     if !plan.tags.is_empty() {
-        info.insert(
-            "tags".into(),
-            Value::Array(plan.tags.iter().cloned().map(Value::from).collect()),
-        );
+        info.insert("tags".into(), Value::Array(plan.tags.iter().cloned().map(Value::from).collect()));
     }
     if let Some(subfamily) = &plan.subfamily {
         info.insert("subfamily".into(), subfamily.clone().into());
@@ -400,16 +305,9 @@ fn manifest(plan: &Plan, destination: &Path) -> Result<String, HarborError> {
     let mut environment = Table::new();
     match &plan.environment {
         EnvironmentPlan::Host { .. } => {
-            environment.insert(
-                "commands".into(),
-                Value::Array(HOST_COMMANDS.iter().map(|c| Value::from(*c)).collect()),
-            );
+            environment.insert("commands".into(), Value::Array(HOST_COMMANDS.iter().map(|c| Value::from(*c)).collect()));
         }
-        EnvironmentPlan::Image {
-            dockerfile,
-            docker_image,
-            ..
-        } => {
+        EnvironmentPlan::Image { dockerfile, docker_image, .. } => {
             match (docker_image, dockerfile) {
                 (Some(image), _) => environment.insert("image".into(), image.clone().into()),
                 (None, Some(file)) => environment.insert("dockerfile".into(), file.clone().into()),
@@ -419,27 +317,15 @@ fn manifest(plan: &Plan, destination: &Path) -> Result<String, HarborError> {
         }
     }
     if !plan.env.is_empty() {
-        environment.insert(
-            "env".into(),
-            Value::Table(
-                plan.env
-                    .iter()
-                    .map(|(k, v)| (k.clone(), Value::from(v.clone())))
-                    .collect(),
-            ),
-        );
+        environment.insert("env".into(), Value::Table(plan.env.iter().map(|(k, v)| (k.clone(), Value::from(v.clone()))).collect()));
     }
     root.insert("environment".into(), Value::Table(environment));
     let mut evaluator = Table::new();
     evaluator.insert("command".into(), "python3 harbor_verify.py".into());
     evaluator.insert("trusts_workspace".into(), Value::Boolean(true));
     let timeout = plan.verifier_timeout_sec * plan.steps.len() as u64 + EVALUATOR_MARGIN_SEC;
-    evaluator.insert(
-        "timeout_sec".into(),
-        Value::Integer(i64::try_from(timeout).unwrap_or(i64::MAX)),
-    );
-    if let (Some(image), EnvironmentPlan::Image { .. }) = (&plan.verifier_image, &plan.environment)
-    {
+    evaluator.insert("timeout_sec".into(), Value::Integer(i64::try_from(timeout).unwrap_or(i64::MAX)));
+    if let (Some(image), EnvironmentPlan::Image { .. }) = (&plan.verifier_image, &plan.environment) {
         let mut own = Table::new();
         own.insert("image".into(), image.clone().into());
         evaluator.insert("environment".into(), Value::Table(own));
@@ -447,19 +333,11 @@ fn manifest(plan: &Plan, destination: &Path) -> Result<String, HarborError> {
     root.insert("evaluator".into(), Value::Table(evaluator));
     if let Some(wall) = plan.wall_sec {
         let mut budget = Table::new();
-        budget.insert(
-            "wall_sec".into(),
-            Value::Integer(i64::try_from(wall).unwrap_or(i64::MAX)),
-        );
+        budget.insert("wall_sec".into(), Value::Integer(i64::try_from(wall).unwrap_or(i64::MAX)));
         root.insert("budget".into(), Value::Table(budget));
     }
-    let text = toml::to_string(&root).map_err(|source| HarborError::Toml {
-        path: destination.join("task.toml"),
-        source,
-    })?;
-    Ok(format!(
-        "# Imported from a Harbor task (Harbor {HARBOR_VERSION}'s format) by `specgap import harbor`; see NOTES.md.\n{text}"
-    ))
+    let text = toml::to_string(&root).map_err(|source| HarborError::Toml { path: destination.join("task.toml"), source })?;
+    Ok(format!("# Imported from a Harbor task (Harbor {HARBOR_VERSION}'s format) by `specgap import harbor`; see NOTES.md.\n{text}"))
 }
 
 /// NOTES.md: where the package came from, its protocol, its trust model, what was not
@@ -494,20 +372,12 @@ fn notes(plan: &Plan, gold: &GoldOutcome) -> String {
 fn starter_hashes(workspace: &Path) -> Result<BTreeMap<String, String>, HarborError> {
     let mut hashes = BTreeMap::new();
     for entry in walkdir::WalkDir::new(workspace).sort_by_file_name() {
-        let entry = entry.map_err(|e| HarborError::Io {
-            path: workspace.to_path_buf(),
-            source: e.into(),
-        })?;
+        let entry = entry.map_err(|e| HarborError::Io { path: workspace.to_path_buf(), source: e.into() })?;
         if !entry.file_type().is_file() {
             continue;
         }
         let bytes = fs::read(entry.path()).map_err(io(entry.path()))?;
-        let rel = entry
-            .path()
-            .strip_prefix(workspace)
-            .unwrap_or(entry.path())
-            .to_string_lossy()
-            .into_owned();
+        let rel = entry.path().strip_prefix(workspace).unwrap_or(entry.path()).to_string_lossy().into_owned();
         hashes.insert(rel, hex(&Sha256::digest(&bytes)));
     }
     Ok(hashes)
@@ -536,15 +406,9 @@ pub(crate) fn copy_file(from: &Path, to: &Path) -> Result<(), HarborError> {
 /// Copies a directory tree: directories, regular files (with their mode), symbolic links as
 /// links; hidden `.git` directories are left out.
 pub(crate) fn copy_tree(from: &Path, to: &Path) -> Result<(), HarborError> {
-    let walker = walkdir::WalkDir::new(from)
-        .sort_by_file_name()
-        .into_iter()
-        .filter_entry(|e| e.file_name() != ".git");
+    let walker = walkdir::WalkDir::new(from).sort_by_file_name().into_iter().filter_entry(|e| e.file_name() != ".git");
     for entry in walker {
-        let entry = entry.map_err(|e| HarborError::Io {
-            path: from.to_path_buf(),
-            source: e.into(),
-        })?;
+        let entry = entry.map_err(|e| HarborError::Io { path: from.to_path_buf(), source: e.into() })?;
         let rel = entry.path().strip_prefix(from).unwrap_or(entry.path());
         let target = to.join(rel);
         let kind = entry.file_type();

@@ -26,8 +26,5 @@ pub mod task;
 
 pub use error::HarborError;
 pub use gold::GoldOutcome;
-pub use import::{
-    HARBOR_COPY, ImportOptions, Outcome, PROTOCOL, PROTOCOL_FILE, VERIFIER_PROGRAM, import, import_task,
-    summary,
-};
+pub use import::{HARBOR_COPY, ImportOptions, Outcome, PROTOCOL, PROTOCOL_FILE, VERIFIER_PROGRAM, import, import_task, summary};
 pub use task::{HARBOR_VERSION, Refusal};

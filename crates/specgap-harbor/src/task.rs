@@ -17,25 +17,11 @@ use crate::error::HarborError;
 pub const HARBOR_VERSION: &str = "0.25.0";
 
 /// Compose files Harbor reads from `environment/` (multi-container tasks).
-const COMPOSE_FILES: [&str; 4] = [
-    "docker-compose.yaml",
-    "docker-compose.yml",
-    "compose.yaml",
-    "compose.yml",
-];
+const COMPOSE_FILES: [&str; 4] = ["docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml"];
 
 /// Words in a verifier script that mean it downloads at verification time (specgap's
 /// sandbox has no network).
-const DOWNLOADERS: [&str; 8] = [
-    "curl ",
-    "wget ",
-    "pip install",
-    "pip3 install",
-    "uv pip",
-    "uvx ",
-    "apt-get ",
-    "apt ",
-];
+const DOWNLOADERS: [&str; 8] = ["curl ", "wget ", "pip install", "pip3 install", "uv pip", "uvx ", "apt-get ", "apt "];
 
 /// A task specgap cannot run, with every reason found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,26 +117,13 @@ pub struct Plan {
 /// [`HarborError::Io`] when a file that exists cannot be read. A task.toml that does not
 /// parse, and everything specgap cannot run, is a [`Refusal`].
 pub fn plan(dir: &Path) -> Result<Result<Plan, Refusal>, HarborError> {
-    let refuse = |reasons: Vec<String>| {
-        Ok(Err(Refusal {
-            dir: dir.to_path_buf(),
-            reasons,
-        }))
-    };
-    let text = fs::read_to_string(dir.join("task.toml")).map_err(|source| HarborError::Io {
-        path: dir.join("task.toml"),
-        source,
-    })?;
+    let refuse = |reasons: Vec<String>| Ok(Err(Refusal { dir: dir.to_path_buf(), reasons }));
+    let text = fs::read_to_string(dir.join("task.toml")).map_err(|source| HarborError::Io { path: dir.join("task.toml"), source })?;
     let config: Table = match text.parse() {
         Ok(table) => table,
         Err(e) => return refuse(vec![format!("task.toml does not parse: {}", e.message())]),
     };
-    let mut planner = Planner {
-        dir,
-        config: &config,
-        reasons: Vec::new(),
-        unmapped: Vec::new(),
-    };
+    let mut planner = Planner { dir, config: &config, reasons: Vec::new(), unmapped: Vec::new() };
     let plan = planner.plan()?;
     if planner.reasons.is_empty() {
         let mut plan = plan;
@@ -170,11 +143,7 @@ struct Planner<'a> {
 
 impl Planner<'_> {
     fn table(&self, key: &str) -> Table {
-        self.config
-            .get(key)
-            .and_then(Value::as_table)
-            .cloned()
-            .unwrap_or_default()
+        self.config.get(key).and_then(Value::as_table).cloned().unwrap_or_default()
     }
 
     fn plan(&mut self) -> Result<Plan, HarborError> {
@@ -184,28 +153,12 @@ impl Planner<'_> {
         let verifier = self.table("verifier");
         let environment = self.table("environment");
         self.note_unknown_root();
-        self.note_unknown(
-            "task",
-            &info,
-            &["name", "version", "description", "keywords", "authors"],
-        );
-        self.note_unknown(
-            "agent",
-            &agent,
-            &["timeout_sec", "user", "network_mode", "allowed_hosts"],
-        );
+        self.note_unknown("task", &info, &["name", "version", "description", "keywords", "authors"]);
+        self.note_unknown("agent", &agent, &["timeout_sec", "user", "network_mode", "allowed_hosts"]);
         self.note_unknown(
             "verifier",
             &verifier,
-            &[
-                "timeout_sec",
-                "env",
-                "user",
-                "environment_mode",
-                "environment",
-                "network_mode",
-                "allowed_hosts",
-            ],
+            &["timeout_sec", "env", "user", "environment_mode", "environment", "network_mode", "allowed_hosts"],
         );
         self.note_unknown(
             "environment",
@@ -229,63 +182,34 @@ impl Planner<'_> {
                 "build_timeout_sec",
             ],
         );
-        if !info
-            .get("authors")
-            .is_none_or(|a| a.as_array().is_some_and(Vec::is_empty))
-        {
-            self.unmapped
-                .push("[task].authors: kept in the Harbor copy only".into());
+        if !info.get("authors").is_none_or(|a| a.as_array().is_some_and(Vec::is_empty)) {
+            self.unmapped.push("[task].authors: kept in the Harbor copy only".into());
         }
         self.refuse_what_cannot_run(&agent, &verifier, &environment);
         let instruction = self.read_optional("instruction.md")?;
         let steps = self.steps(instruction)?;
-        let name = info
-            .get("name")
-            .and_then(Value::as_str)
-            .map(str::to_string)
-            .unwrap_or_else(|| format!("harbor/{}", dir_name(self.dir)));
+        let name = info.get("name").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| format!("harbor/{}", dir_name(self.dir)));
         if !is_task_name(&name) {
-            self.reasons.push(format!(
-                "[task].name `{name}` is not an org/name of letters, digits, `.`, `_`, `-`"
-            ));
+            self.reasons.push(format!("[task].name `{name}` is not an org/name of letters, digits, `.`, `_`, `-`"));
         }
         let description = info
             .get("description")
             .and_then(Value::as_str)
             .filter(|d| !d.trim().is_empty())
             .map(|d| d.trim().to_string())
-            .unwrap_or_else(|| {
-                steps
-                    .first()
-                    .map(|s| first_line(&s.instruction))
-                    .unwrap_or_default()
-            });
+            .unwrap_or_else(|| steps.first().map(|s| first_line(&s.instruction)).unwrap_or_default());
         let category = metadata.get("category").and_then(Value::as_str).map(label);
         let mut tags = Vec::new();
-        for value in info
-            .get("keywords")
-            .into_iter()
-            .chain(metadata.get("tags"))
-            .filter_map(Value::as_array)
-            .flatten()
-        {
-            if let Some(tag) = value
-                .as_str()
-                .map(label)
-                .filter(|t| !t.is_empty() && t.len() <= 64)
-            {
+        for value in info.get("keywords").into_iter().chain(metadata.get("tags")).filter_map(Value::as_array).flatten() {
+            if let Some(tag) = value.as_str().map(label).filter(|t| !t.is_empty() && t.len() <= 64) {
                 push_once(&mut tags, tag);
             }
         }
         if let Some(difficulty) = metadata.get("difficulty").and_then(Value::as_str) {
             push_once(&mut tags, format!("difficulty-{}", label(difficulty)));
         }
-        for key in metadata
-            .keys()
-            .filter(|k| !["category", "tags", "difficulty"].contains(&k.as_str()))
-        {
-            self.unmapped
-                .push(format!("[metadata].{key}: kept in the Harbor copy only"));
+        for key in metadata.keys().filter(|k| !["category", "tags", "difficulty"].contains(&k.as_str())) {
+            self.unmapped.push(format!("[metadata].{key}: kept in the Harbor copy only"));
         }
         let mut env = string_map(environment.get("env"));
         let (environment_plan, dockerfile_workdir) = self.environment(&environment, &mut env)?;
@@ -304,12 +228,7 @@ impl Planner<'_> {
         let verifier_env = string_map(verifier.get("env"));
         self.note_env_templates(&verifier_env, "[verifier].env");
         let declared_outputs = self.declared_outputs(&steps)?;
-        let strategy = match (
-            steps.len(),
-            self.config
-                .get("multi_step_reward_strategy")
-                .and_then(Value::as_str),
-        ) {
+        let strategy = match (steps.len(), self.config.get("multi_step_reward_strategy").and_then(Value::as_str)) {
             (1, _) => "single",
             (_, Some("final")) => "final",
             _ => "mean",
@@ -326,24 +245,13 @@ impl Planner<'_> {
         Ok(Plan {
             dir: self.dir.to_path_buf(),
             name,
-            version: info
-                .get("version")
-                .and_then(Value::as_str)
-                .unwrap_or("0")
-                .to_string(),
+            version: info.get("version").and_then(Value::as_str).unwrap_or("0").to_string(),
             description,
             family: family(category.as_deref()),
             subfamily: category.filter(|c| !c.is_empty()),
             tags,
-            wall_sec: agent
-                .get("timeout_sec")
-                .and_then(number)
-                .map(|s| s.ceil() as u64),
-            verifier_timeout_sec: verifier
-                .get("timeout_sec")
-                .and_then(number)
-                .unwrap_or(600.0)
-                .ceil() as u64,
+            wall_sec: agent.get("timeout_sec").and_then(number).map(|s| s.ceil() as u64),
+            verifier_timeout_sec: verifier.get("timeout_sec").and_then(number).unwrap_or(600.0).ceil() as u64,
             verifier_env,
             env,
             workdir,
@@ -372,27 +280,16 @@ impl Planner<'_> {
             "artifacts",
         ];
         for key in self.config.keys().filter(|k| !known.contains(&k.as_str())) {
-            self.unmapped.push(format!(
-                "`{key}`: not in Harbor {HARBOR_VERSION}'s task model; ignored"
-            ));
+            self.unmapped.push(format!("`{key}`: not in Harbor {HARBOR_VERSION}'s task model; ignored"));
         }
-        if self
-            .config
-            .get("artifacts")
-            .and_then(Value::as_array)
-            .is_some_and(|a| !a.is_empty())
-        {
-            self.unmapped.push(
-                "artifacts: specgap keeps the whole workspace of every submission instead".into(),
-            );
+        if self.config.get("artifacts").and_then(Value::as_array).is_some_and(|a| !a.is_empty()) {
+            self.unmapped.push("artifacts: specgap keeps the whole workspace of every submission instead".into());
         }
         if self.table("solution").get("env").is_some() {
-            self.unmapped
-                .push("[solution].env: not passed to solve.sh".into());
+            self.unmapped.push("[solution].env: not passed to solve.sh".into());
         }
         if let Some(source) = self.config.get("source").and_then(Value::as_str) {
-            self.unmapped
-                .push(format!("source = {source:?}: kept in the Harbor copy only"));
+            self.unmapped.push(format!("source = {source:?}: kept in the Harbor copy only"));
         }
     }
 
@@ -405,63 +302,34 @@ impl Planner<'_> {
     fn refuse_what_cannot_run(&mut self, agent: &Table, verifier: &Table, environment: &Table) {
         for file in COMPOSE_FILES {
             if self.dir.join("environment").join(file).exists() {
-                self.reasons.push(format!(
-                    "environment/{file}: multi-container (compose) tasks cannot run here"
-                ));
+                self.reasons.push(format!("environment/{file}: multi-container (compose) tasks cannot run here"));
             }
         }
-        if environment
-            .get("os")
-            .and_then(Value::as_str)
-            .is_some_and(|os| os.eq_ignore_ascii_case("windows"))
-        {
-            self.reasons
-                .push("[environment].os = windows: only Linux tasks run here".into());
+        if environment.get("os").and_then(Value::as_str).is_some_and(|os| os.eq_ignore_ascii_case("windows")) {
+            self.reasons.push("[environment].os = windows: only Linux tasks run here".into());
         }
-        if environment
-            .get("gpus")
-            .and_then(Value::as_integer)
-            .is_some_and(|g| g > 0)
+        if environment.get("gpus").and_then(Value::as_integer).is_some_and(|g| g > 0)
             || environment.get("gpu_types").is_some()
             || environment.get("tpu").is_some()
         {
             self.reasons.push("the task asks for GPUs or TPUs".into());
         }
-        for (section, table) in [
-            ("environment", environment),
-            ("agent", agent),
-            ("verifier", verifier),
-        ] {
-            if let Some(mode @ ("public" | "allowlist")) =
-                table.get("network_mode").and_then(Value::as_str)
-            {
-                self.reasons.push(format!(
-                    "[{section}].network_mode = {mode}: the task needs the network at run time"
-                ));
+        for (section, table) in [("environment", environment), ("agent", agent), ("verifier", verifier)] {
+            if let Some(mode @ ("public" | "allowlist")) = table.get("network_mode").and_then(Value::as_str) {
+                self.reasons.push(format!("[{section}].network_mode = {mode}: the task needs the network at run time"));
             }
         }
         if environment.get("allow_internet").and_then(Value::as_bool) == Some(true) {
-            self.reasons.push(
-                "[environment].allow_internet = true: the task needs the network at run time"
-                    .into(),
-            );
+            self.reasons.push("[environment].allow_internet = true: the task needs the network at run time".into());
         }
         if environment.get("mcp_servers").is_some() {
-            self.reasons.push(
-                "[environment].mcp_servers: MCP servers for the agent cannot be provided".into(),
-            );
+            self.reasons.push("[environment].mcp_servers: MCP servers for the agent cannot be provided".into());
         }
-        for (key, what) in [
-            ("cpus", "CPUs"),
-            ("memory_mb", "memory (MB)"),
-            ("memory", "memory"),
-            ("storage_mb", "storage (MB)"),
-            ("storage", "storage"),
-        ] {
+        for (key, what) in
+            [("cpus", "CPUs"), ("memory_mb", "memory (MB)"), ("memory", "memory"), ("storage_mb", "storage (MB)"), ("storage", "storage")]
+        {
             if let Some(value) = environment.get(key) {
-                self.unmapped.push(format!(
-                    "[environment].{key} = {value}: {what}; specgap's sandbox limits apply"
-                ));
+                self.unmapped.push(format!("[environment].{key} = {value}: {what}; specgap's sandbox limits apply"));
             }
         }
         for (section, table) in [("agent", agent), ("verifier", verifier)] {
@@ -470,8 +338,7 @@ impl Planner<'_> {
             }
         }
         if environment.get("healthcheck").is_some() {
-            self.unmapped
-                .push("[environment].healthcheck: not run".into());
+            self.unmapped.push("[environment].healthcheck: not run".into());
         }
     }
 
@@ -480,90 +347,44 @@ impl Planner<'_> {
         if !path.is_file() {
             return Ok(None);
         }
-        fs::read_to_string(&path)
-            .map(Some)
-            .map_err(|source| HarborError::Io { path, source })
+        fs::read_to_string(&path).map(Some).map_err(|source| HarborError::Io { path, source })
     }
 
     fn steps(&mut self, instruction: Option<String>) -> Result<Vec<StepPlan>, HarborError> {
-        let Some(steps) = self
-            .config
-            .get("steps")
-            .and_then(Value::as_array)
-            .filter(|s| !s.is_empty())
-        else {
+        let Some(steps) = self.config.get("steps").and_then(Value::as_array).filter(|s| !s.is_empty()) else {
             let Some(instruction) = instruction else {
                 self.reasons.push("no instruction.md".into());
                 return Ok(Vec::new());
             };
             self.require_script("tests/test.sh", "tests/test.bat");
-            let solve = self
-                .dir
-                .join("solution/solve.sh")
-                .is_file()
-                .then(|| "solution/solve.sh".to_string());
-            return Ok(vec![StepPlan {
-                name: "main".into(),
-                instruction,
-                tests: "tests".into(),
-                solve,
-                staged: None,
-            }]);
+            let solve = self.dir.join("solution/solve.sh").is_file().then(|| "solution/solve.sh".to_string());
+            return Ok(vec![StepPlan { name: "main".into(), instruction, tests: "tests".into(), solve, staged: None }]);
         };
         let mut plans = Vec::new();
         for (index, step) in steps.iter().enumerate() {
             let Some(name) = step.get("name").and_then(Value::as_str) else {
-                self.reasons
-                    .push(format!("[[steps]] {} has no name", index + 1));
+                self.reasons.push(format!("[[steps]] {} has no name", index + 1));
                 continue;
             };
-            if !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
-                || name.starts_with('.')
-            {
-                self.reasons
-                    .push(format!("step name `{name}` is not a plain directory name"));
+            if !name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')) || name.starts_with('.') {
+                self.reasons.push(format!("step name `{name}` is not a plain directory name"));
                 continue;
             }
             let base = format!("steps/{name}");
-            let Some(step_instruction) = self.read_optional(&format!("{base}/instruction.md"))?
-            else {
-                self.reasons
-                    .push(format!("{base}/instruction.md is missing"));
+            let Some(step_instruction) = self.read_optional(&format!("{base}/instruction.md"))? else {
+                self.reasons.push(format!("{base}/instruction.md is missing"));
                 continue;
             };
-            self.require_script(
-                &format!("{base}/tests/test.sh"),
-                &format!("{base}/tests/test.bat"),
-            );
+            self.require_script(&format!("{base}/tests/test.sh"), &format!("{base}/tests/test.bat"));
             if self.dir.join(&base).join("workdir/setup.sh").exists() {
                 self.unmapped.push(format!("{base}/workdir/setup.sh: not run (its step's files are staged into the starter)"));
             }
             if step.get("min_reward").is_some() {
-                self.unmapped.push(format!(
-                    "[[steps]] {name}: min_reward: every step is scored"
-                ));
+                self.unmapped.push(format!("[[steps]] {name}: min_reward: every step is scored"));
             }
-            let solve = self
-                .dir
-                .join(&base)
-                .join("solution/solve.sh")
-                .is_file()
-                .then(|| format!("{base}/solution/solve.sh"));
-            let staged = self
-                .dir
-                .join(&base)
-                .join("workdir")
-                .is_dir()
-                .then(|| format!("{base}/workdir"));
-            plans.push(StepPlan {
-                name: name.to_string(),
-                instruction: step_instruction,
-                tests: format!("{base}/tests"),
-                solve,
-                staged,
-            });
+            let solve = self.dir.join(&base).join("solution/solve.sh").is_file().then(|| format!("{base}/solution/solve.sh"));
+            let staged = self.dir.join(&base).join("workdir").is_dir().then(|| format!("{base}/workdir"));
+            plans.push(StepPlan { name: name.to_string(), instruction: step_instruction, tests: format!("{base}/tests"), solve, staged });
         }
         if plans.len() > 1 {
             self.unmapped.push(format!(
@@ -577,8 +398,7 @@ impl Planner<'_> {
 
     fn require_script(&mut self, sh: &str, bat: &str) {
         if self.dir.join(bat).exists() && !self.dir.join(sh).exists() {
-            self.reasons
-                .push(format!("{bat}: Windows verifiers cannot run here"));
+            self.reasons.push(format!("{bat}: Windows verifiers cannot run here"));
         } else if !self.dir.join(sh).is_file() {
             self.reasons.push(format!("{sh} is missing"));
         }
@@ -589,45 +409,25 @@ impl Planner<'_> {
         environment: &Table,
         env: &mut BTreeMap<String, String>,
     ) -> Result<(EnvironmentPlan, Option<String>), HarborError> {
-        let docker_image = environment
-            .get("docker_image")
-            .and_then(Value::as_str)
-            .map(str::to_string);
+        let docker_image = environment.get("docker_image").and_then(Value::as_str).map(str::to_string);
         let dockerfile_path = self.dir.join("environment/Dockerfile");
-        let dockerfile = dockerfile_path
-            .is_file()
-            .then(|| "environment/Dockerfile".to_string());
+        let dockerfile = dockerfile_path.is_file().then(|| "environment/Dockerfile".to_string());
         if let Some(image) = &docker_image {
             return Ok((
-                EnvironmentPlan::Image {
-                    dockerfile,
-                    docker_image: docker_image.clone(),
-                    why: format!("it runs on the image {image}"),
-                },
+                EnvironmentPlan::Image { dockerfile, docker_image: docker_image.clone(), why: format!("it runs on the image {image}") },
                 None,
             ));
         }
         let Some(_) = &dockerfile else {
-            self.unmapped
-                .push("no environment/Dockerfile: runs on the host's programs".into());
+            self.unmapped.push("no environment/Dockerfile: runs on the host's programs".into());
             return Ok((EnvironmentPlan::Host { files: Vec::new() }, None));
         };
-        let text = fs::read_to_string(&dockerfile_path).map_err(|source| HarborError::Io {
-            path: dockerfile_path.clone(),
-            source,
-        })?;
+        let text = fs::read_to_string(&dockerfile_path).map_err(|source| HarborError::Io { path: dockerfile_path.clone(), source })?;
         let trivial = match dockerfile::parse(&text) {
             Ok(trivial) => trivial,
             Err(why) => {
                 let why = format!("its Dockerfile is not trivial: {why}");
-                return Ok((
-                    EnvironmentPlan::Image {
-                        dockerfile,
-                        docker_image: None,
-                        why,
-                    },
-                    dockerfile::last_workdir(&text),
-                ));
+                return Ok((EnvironmentPlan::Image { dockerfile, docker_image: None, why }, dockerfile::last_workdir(&text)));
             }
         };
         let workdir = environment
@@ -639,40 +439,19 @@ impl Planner<'_> {
         let mut files = Vec::new();
         for (source, destination) in &trivial.copies {
             let Some(rel) = below(destination, &workdir) else {
-                let why = format!(
-                    "its Dockerfile copies {source} to {destination}, outside the work directory {workdir}"
-                );
-                return Ok((
-                    EnvironmentPlan::Image {
-                        dockerfile,
-                        docker_image: None,
-                        why,
-                    },
-                    trivial.workdir,
-                ));
+                let why = format!("its Dockerfile copies {source} to {destination}, outside the work directory {workdir}");
+                return Ok((EnvironmentPlan::Image { dockerfile, docker_image: None, why }, trivial.workdir));
             };
-            let from = self
-                .dir
-                .join("environment")
-                .join(source.trim_end_matches('/'));
+            let from = self.dir.join("environment").join(source.trim_end_matches('/'));
             if !from.exists() {
-                self.reasons.push(format!(
-                    "its Dockerfile copies {source}, which environment/ does not hold"
-                ));
+                self.reasons.push(format!("its Dockerfile copies {source}, which environment/ does not hold"));
                 continue;
             }
             // A file copied to a directory (a trailing `/`, or the work directory itself, which
             // WORKDIR made) lands inside it.
             let rel = if from.is_file() && (destination.ends_with('/') || rel.is_empty()) {
-                let file = Path::new(source)
-                    .file_name()
-                    .map(|f| f.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                if rel.is_empty() {
-                    file
-                } else {
-                    format!("{rel}/{file}")
-                }
+                let file = Path::new(source).file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+                if rel.is_empty() { file } else { format!("{rel}/{file}") }
             } else {
                 rel
             };
@@ -681,13 +460,9 @@ impl Planner<'_> {
         for (key, value) in trivial.env {
             env.entry(key).or_insert(value);
         }
-        self.unmapped.push(format!(
-            "base image {}: replaced by the host's programs (bash, python3)",
-            trivial.base
-        ));
+        self.unmapped.push(format!("base image {}: replaced by the host's programs (bash, python3)", trivial.base));
         for ignored in trivial.ignored {
-            self.unmapped
-                .push(format!("Dockerfile `{ignored}`: not applied"));
+            self.unmapped.push(format!("Dockerfile `{ignored}`: not applied"));
         }
         Ok((EnvironmentPlan::Host { files }, trivial.workdir))
     }
@@ -705,34 +480,23 @@ impl Planner<'_> {
         let mut declared = Vec::new();
         for step in steps {
             for entry in walkdir::WalkDir::new(self.dir.join(&step.tests)).sort_by_file_name() {
-                let entry = entry.map_err(|e| HarborError::Io {
-                    path: self.dir.join(&step.tests),
-                    source: e.into(),
-                })?;
+                let entry = entry.map_err(|e| HarborError::Io { path: self.dir.join(&step.tests), source: e.into() })?;
                 if !entry.file_type().is_file() {
                     continue;
                 }
-                let bytes = fs::read(entry.path()).map_err(|source| HarborError::Io {
-                    path: entry.path().to_path_buf(),
-                    source,
-                })?;
+                let bytes = fs::read(entry.path()).map_err(|source| HarborError::Io { path: entry.path().to_path_buf(), source })?;
                 let text = String::from_utf8_lossy(&bytes);
                 for name in verifier_file_names(&text) {
                     push_once(&mut declared, name);
                 }
                 if entry.file_name() == "test.sh" {
                     for word in DOWNLOADERS {
-                        if text
-                            .lines()
-                            .any(|l| !l.trim_start().starts_with('#') && l.contains(word))
-                        {
-                            let rel = entry
-                                .path()
-                                .strip_prefix(self.dir)
-                                .unwrap_or(entry.path())
-                                .display()
-                                .to_string();
-                            self.reasons.push(format!("{rel} downloads at verification time (`{}`); specgap's sandbox has no network", word.trim()));
+                        if text.lines().any(|l| !l.trim_start().starts_with('#') && l.contains(word)) {
+                            let rel = entry.path().strip_prefix(self.dir).unwrap_or(entry.path()).display().to_string();
+                            self.reasons.push(format!(
+                                "{rel} downloads at verification time (`{}`); specgap's sandbox has no network",
+                                word.trim()
+                            ));
                             break;
                         }
                     }
@@ -750,10 +514,7 @@ fn verifier_file_names(text: &str) -> Vec<String> {
     let mut names = Vec::new();
     for (at, _) in text.match_indices("/logs/verifier/") {
         let rest = &text[at + "/logs/verifier/".len()..];
-        let name: String = rest
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
-            .collect();
+        let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')).collect();
         // A sentence may end right after the name.
         let name = name.trim_end_matches('.');
         if !name.is_empty() {
@@ -770,31 +531,17 @@ fn below(destination: &str, workdir: &str) -> Option<String> {
     if destination == workdir {
         return Some(String::new());
     }
-    destination
-        .strip_prefix(&format!("{workdir}/"))
-        .map(str::to_string)
+    destination.strip_prefix(&format!("{workdir}/")).map(str::to_string)
 }
 
 fn number(value: &Value) -> Option<f64> {
-    value
-        .as_float()
-        .or_else(|| value.as_integer().map(|i| i as f64))
-        .filter(|v| v.is_finite() && *v >= 0.0)
+    value.as_float().or_else(|| value.as_integer().map(|i| i as f64)).filter(|v| v.is_finite() && *v >= 0.0)
 }
 
 fn string_map(value: Option<&Value>) -> BTreeMap<String, String> {
     value
         .and_then(Value::as_table)
-        .map(|t| {
-            t.iter()
-                .map(|(k, v)| {
-                    (
-                        k.clone(),
-                        v.as_str().map_or_else(|| v.to_string(), str::to_string),
-                    )
-                })
-                .collect()
-        })
+        .map(|t| t.iter().map(|(k, v)| (k.clone(), v.as_str().map_or_else(|| v.to_string(), str::to_string))).collect())
         .unwrap_or_default()
 }
 
@@ -807,29 +554,16 @@ fn push_once(list: &mut Vec<String>, item: String) {
 /// A free text as a specgap label: lowercase letters and digits, words joined by single
 /// hyphens.
 pub(crate) fn label(text: &str) -> String {
-    let lowered: String = text
-        .to_lowercase()
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { ' ' })
-        .collect();
+    let lowered: String = text.to_lowercase().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { ' ' }).collect();
     lowered.split_whitespace().collect::<Vec<_>>().join("-")
 }
 
 /// `[metadata].category` to a specgap family (seed 000 §4's five).
 fn family(category: Option<&str>) -> &'static str {
     match category.unwrap_or("") {
-        c if c.contains("software")
-            || c == "swe"
-            || c.contains("coding")
-            || c.contains("programming")
-            || c.contains("debugging") =>
-        {
-            "swe"
-        }
+        c if c.contains("software") || c == "swe" || c.contains("coding") || c.contains("programming") || c.contains("debugging") => "swe",
         c if c.contains("machine-learning") || c == "ml" || c.contains("model-training") => "ml",
-        c if c.contains("research") || c.contains("data-science") || c.contains("analysis") => {
-            "research"
-        }
+        c if c.contains("research") || c.contains("data-science") || c.contains("analysis") => "research",
         c if c.contains("optimization") || c.contains("scheduling") => "optimization",
         _ => "terminal",
     }
@@ -837,28 +571,18 @@ fn family(category: Option<&str>) -> &'static str {
 
 fn is_task_name(name: &str) -> bool {
     !name.is_empty()
-        && name.split('/').all(|s| {
-            !s.is_empty()
-                && s != "."
-                && s != ".."
-                && s.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
-        })
+        && name
+            .split('/')
+            .all(|s| !s.is_empty() && s != "." && s != ".." && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
 }
 
 fn first_line(text: &str) -> String {
-    let line = text
-        .lines()
-        .map(|l| l.trim().trim_start_matches('#').trim())
-        .find(|l| !l.is_empty())
-        .unwrap_or("Harbor task");
+    let line = text.lines().map(|l| l.trim().trim_start_matches('#').trim()).find(|l| !l.is_empty()).unwrap_or("Harbor task");
     line.chars().take(120).collect()
 }
 
 pub(crate) fn dir_name(dir: &Path) -> String {
-    dir.file_name()
-        .map(|f| f.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "task".into())
+    dir.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(|| "task".into())
 }
 
 /// Whether `dir` is a Harbor task directory (holds `task.toml`).

@@ -182,11 +182,7 @@ pub struct ExtractionSettings {
 
 impl Default for ExtractionSettings {
     fn default() -> Self {
-        ExtractionSettings {
-            turns: DEFAULT_EXTRACTION_TURNS,
-            wall_sec: DEFAULT_EXTRACTION_WALL_SEC,
-            check_output: true,
-        }
+        ExtractionSettings { turns: DEFAULT_EXTRACTION_TURNS, wall_sec: DEFAULT_EXTRACTION_WALL_SEC, check_output: true }
     }
 }
 
@@ -317,10 +313,9 @@ impl Panel {
             specgap_store::PanelUse::Judge => {
                 format!("covered when at least {} of the {} configured judges say covered", self.majority(), self.seats())
             }
-            specgap_store::PanelUse::Extractor => format!(
-                "scored when {} extractions give the same score to 4 decimal places; later extractors are skipped",
-                self.majority()
-            ),
+            specgap_store::PanelUse::Extractor => {
+                format!("scored when {} extractions give the same score to 4 decimal places; later extractors are skipped", self.majority())
+            }
             specgap_store::PanelUse::Detector => "asking when a strict majority of the ballots returned say asking".to_string(),
         };
         let mut config = json!({ "models": self.models, "rule": rule });

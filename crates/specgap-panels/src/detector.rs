@@ -230,6 +230,9 @@ mod tests {
         assert_eq!(b.questions, ["Which unit?", "What range?"]);
         let (b, vote) = parse_detection(&object(json!({"asking": false, "questions": ["x"]}))).unwrap();
         assert_eq!((b.asking, vote), (false, json!({"asking": false, "questions": []})));
-        assert_eq!(parse_detection(&object(json!({"asking": true, "questions": []}))).unwrap_err(), "`asking` is true but no question is listed");
+        assert_eq!(
+            parse_detection(&object(json!({"asking": true, "questions": []}))).unwrap_err(),
+            "`asking` is true but no question is listed"
+        );
     }
 }

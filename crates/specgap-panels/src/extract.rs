@@ -39,14 +39,14 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use specgap_agents::chat::ChatAgent;
-use specgap_engine::side_session::{SideEnd, SideError, SideSession, evaluate_workspace, run_side_session, side_tools_with};
 use specgap_engine::session::{Deadline, SessionLink, UsageSink};
+use specgap_engine::side_session::{SideEnd, SideError, SideSession, evaluate_workspace, run_side_session, side_tools_with};
 use specgap_protocol::result::{ScoringKind, Signature};
 use specgap_sandbox::{BaseCache, HostView, Mount, SandboxConfig};
 use specgap_store::{Ballot, BallotOutcome, Extraction, ExtractionStatus, Role, Status, Store};
@@ -147,8 +147,8 @@ pub fn extract_run(store: &Store, panel: &Panel, options: &ExtractOptions) -> Re
     let (packages, warnings) = load_packages(store);
     let mut summary = ExtractSummary { panel: panel.name.clone(), warnings, ..Default::default() };
     let scratch = tempfile::tempdir().map_err(|e| workspace_error("-", format!("cannot make a scratch directory: {e}")))?;
-    let bases = BaseCache::new(scratch.path().join("bases"))
-        .map_err(|e| workspace_error("-", format!("cannot make the base cache: {e}")))?;
+    let bases =
+        BaseCache::new(scratch.path().join("bases")).map_err(|e| workspace_error("-", format!("cannot make the base cache: {e}")))?;
     let mut hosts: BTreeMap<String, HostView> = BTreeMap::new();
     for episode in &rows.episodes {
         if episode.status != Status::Finished || episode.scoring_kind != ScoringKind::Delivery {
@@ -177,7 +177,8 @@ pub fn extract_run(store: &Store, panel: &Panel, options: &ExtractOptions) -> Re
                 host
             }
         };
-        let job = Job { store, panel, package, host: &host, bases: &bases, scratch: scratch.path(), seed, episode: &episode.id, k, options };
+        let job =
+            Job { store, panel, package, host: &host, bases: &bases, scratch: scratch.path(), seed, episode: &episode.id, k, options };
         let Some((ballots, extraction)) = job.run()? else {
             summary.interrupted = true;
             break;
@@ -210,8 +211,11 @@ fn load_packages(store: &Store) -> (BTreeMap<String, TaskPackage>, Vec<String>) 
             Ok(package) if package.hash() == task.hash => {
                 packages.insert(task.name.clone(), package);
             }
-            Ok(_) => warnings.push(format!("task {}: the package at {} changed since the run; its episodes are not extracted", task.name, task.path)),
-            Err(e) => warnings.push(format!("task {}: cannot read the package at {} ({e}); its episodes are not extracted", task.name, task.path)),
+            Ok(_) => warnings
+                .push(format!("task {}: the package at {} changed since the run; its episodes are not extracted", task.name, task.path)),
+            Err(e) => {
+                warnings.push(format!("task {}: cannot read the package at {} ({e}); its episodes are not extracted", task.name, task.path))
+            }
         }
     }
     (packages, warnings)
@@ -305,8 +309,7 @@ impl Job<'_> {
         let text = serde_json::to_string_pretty(&schema).unwrap_or_else(|_| schema.to_string());
         fs_err::write(schema_dir.join(SCHEMA_FILE), text).map_err(|e| fail("cannot write the schema", &e))?;
         fs_err::create_dir_all(case_dir).map_err(|e| fail("cannot write the case notes", &e))?;
-        fs_err::write(case_dir.join("instruction.md"), self.package.instruction())
-            .map_err(|e| fail("cannot write the case notes", &e))?;
+        fs_err::write(case_dir.join("instruction.md"), self.package.instruction()).map_err(|e| fail("cannot write the case notes", &e))?;
         if let Some(information) = self.package.information() {
             fs_err::write(case_dir.join("information.md"), information).map_err(|e| fail("cannot write the case notes", &e))?;
         }
@@ -495,8 +498,11 @@ fn copy_without_report(from: &Path, to: &Path) -> std::io::Result<()> {
 
 /// What `check_output` says about an evaluation of the extractor's output (module guide):
 /// failures of form in full, anything else only as "read".
-fn check_message(evaluated: Result<(specgap_protocol::result::EvalResult, specgap_protocol::result::Scored), specgap_engine::EpisodeError>) -> String {
-    const FIX: &str = "Fix how the answer is written (file names, fields, layout, modules it needs) and check again; never change the agent's values.";
+fn check_message(
+    evaluated: Result<(specgap_protocol::result::EvalResult, specgap_protocol::result::Scored), specgap_engine::EpisodeError>,
+) -> String {
+    const FIX: &str =
+        "Fix how the answer is written (file names, fields, layout, modules it needs) and check again; never change the agent's values.";
     match evaluated {
         Err(specgap_engine::EpisodeError::Evaluation { message, stderr_tail, .. }) => {
             let tail = stderr_tail.trim();

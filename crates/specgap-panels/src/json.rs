@@ -40,11 +40,7 @@ mod tests {
 
     #[test]
     fn objects_are_found_plain_fenced_and_in_prose() {
-        for text in [
-            r#"{"covered": true}"#,
-            "```json\n{\"covered\": true}\n```",
-            "Here it is: {\"covered\": true} -- done.",
-        ] {
+        for text in [r#"{"covered": true}"#, "```json\n{\"covered\": true}\n```", "Here it is: {\"covered\": true} -- done."] {
             assert_eq!(object_in(text).unwrap()["covered"], Value::Bool(true), "{text}");
         }
         for text in ["covered", "[1, 2]", "{covered: yes}", ""] {

@@ -114,10 +114,7 @@ impl Prompts {
         let read = |file: &Option<std::path::PathBuf>, into: &mut String| -> Result<bool, PanelError> {
             let Some(file) = file else { return Ok(false) };
             let path = base.join(file);
-            *into = fs_err::read_to_string(&path)
-                .map_err(|source| PanelError::Read { path: path.clone(), source })?
-                .trim_end()
-                .to_string();
+            *into = fs_err::read_to_string(&path).map_err(|source| PanelError::Read { path: path.clone(), source })?.trim_end().to_string();
             Ok(true)
         };
         let judge = &mut prompts.judge;

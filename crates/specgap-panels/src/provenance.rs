@@ -68,9 +68,10 @@ pub fn take_report(output: &Path) -> Option<ExtractorReport> {
     let value: Value = serde_json::from_str(&text?).ok()?;
     let object = value.as_object()?;
     let strings = |key: &str| -> Vec<String> {
-        object.get(key).and_then(Value::as_array).map_or_else(Vec::new, |items| {
-            items.iter().filter_map(Value::as_str).map(str::to_string).collect()
-        })
+        object
+            .get(key)
+            .and_then(Value::as_array)
+            .map_or_else(Vec::new, |items| items.iter().filter_map(Value::as_str).map(str::to_string).collect())
     };
     let text_of = |key: &str| object.get(key).and_then(Value::as_str).map(str::to_string);
     Some(ExtractorReport {
@@ -128,12 +129,8 @@ fn files_under(root: &Path, skip_git: bool) -> Vec<String> {
 /// extractor saw the delivery), kept when the agent made it ([`agent_files`]).
 pub fn provenance(report: Option<&ExtractorReport>, roots: &[&str], agent: &BTreeSet<String>) -> Vec<String> {
     let Some(report) = report else { return Vec::new() };
-    let mut named: Vec<String> = report
-        .files_found
-        .iter()
-        .map(|found| relative_to(found, roots))
-        .filter(|path| agent.contains(path))
-        .collect();
+    let mut named: Vec<String> =
+        report.files_found.iter().map(|found| relative_to(found, roots)).filter(|path| agent.contains(path)).collect();
     named.sort();
     named.dedup();
     named
@@ -179,11 +176,7 @@ mod tests {
     use super::*;
 
     fn report(status: &str, found: &[&str]) -> ExtractorReport {
-        ExtractorReport {
-            status: Some(status.into()),
-            files_found: found.iter().map(|f| f.to_string()).collect(),
-            ..Default::default()
-        }
+        ExtractorReport { status: Some(status.into()), files_found: found.iter().map(|f| f.to_string()).collect(), ..Default::default() }
     }
 
     #[test]
@@ -216,7 +209,10 @@ mod tests {
         std::fs::write(dir.path().join(RESULT_FILE), r#"{"status": " Partial ", "files_found": ["a", 3], "notes": "rows 1-5"}"#).unwrap();
         std::fs::write(dir.path().join("plan.json"), "{}").unwrap();
         let r = take_report(dir.path()).unwrap();
-        assert_eq!((r.status.as_deref(), r.files_found.as_slice(), r.notes.as_deref()), (Some("partial"), &["a".to_string()][..], Some("rows 1-5")));
+        assert_eq!(
+            (r.status.as_deref(), r.files_found.as_slice(), r.notes.as_deref()),
+            (Some("partial"), &["a".to_string()][..], Some("rows 1-5"))
+        );
         assert_eq!(written_files(dir.path()), ["plan.json"]);
         std::fs::write(dir.path().join(RESULT_FILE), "not json").unwrap();
         assert_eq!(take_report(dir.path()), None);

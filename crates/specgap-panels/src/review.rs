@@ -180,7 +180,12 @@ pub fn rule_findings(turns: &[UserTurn], profile: &Profile) -> Vec<Finding> {
         let linked: Vec<&str> = linked_targets(&turn.prompt, &profile.entries).iter().map(|t| t.id.as_str()).collect();
         if reply == unknown {
             if !linked.is_empty() {
-                findings.push(finding(turn.turn, Tag::WrongRefusal, Severity::Hindered, format!("the question links to {}", linked.join(", "))));
+                findings.push(finding(
+                    turn.turn,
+                    Tag::WrongRefusal,
+                    Severity::Hindered,
+                    format!("the question links to {}", linked.join(", ")),
+                ));
             }
             continue;
         }
@@ -200,16 +205,22 @@ pub fn rule_findings(turns: &[UserTurn], profile: &Profile) -> Vec<Finding> {
             findings.push(finding(turn.turn, Tag::OffProfile, Severity::Hindered, clip(&rest)));
         }
         for t in &delivered {
-            let clash = delivered_so_far.iter().chain(delivered.iter()).find(|other| {
-                other.id != t.id && normalize(&other.answer) != normalize(&t.answer) && shares_trigger(t, other)
-            });
+            let clash = delivered_so_far
+                .iter()
+                .chain(delivered.iter())
+                .find(|other| other.id != t.id && normalize(&other.answer) != normalize(&t.answer) && shares_trigger(t, other));
             let already = delivered_so_far.iter().any(|d| d.id == t.id);
             if let (Some(other), false) = (clash, already) {
                 // Reported once per pair: by the later (or, within one turn, the second) entry.
                 let earlier_in_turn = delivered.iter().position(|d| d.id == other.id) < delivered.iter().position(|d| d.id == t.id);
                 let earlier_turn = delivered_so_far.iter().any(|d| d.id == other.id);
                 if earlier_in_turn || earlier_turn {
-                    findings.push(finding(turn.turn, Tag::Contradiction, Severity::Hindered, format!("{} and {} answer the same question differently", other.id, t.id)));
+                    findings.push(finding(
+                        turn.turn,
+                        Tag::Contradiction,
+                        Severity::Hindered,
+                        format!("{} and {} answer the same question differently", other.id, t.id),
+                    ));
                 }
             }
         }
@@ -286,7 +297,10 @@ fn parse_ballot(object: &Map<String, Value>) -> Result<(Ballot, Value), String> 
         let evidence = item.get("evidence").and_then(Value::as_str).unwrap_or("").to_string();
         ballot.push((tag, severity, evidence));
     }
-    Ok((ballot.clone(), json!({ "findings": ballot.iter().map(|(t, s, e)| json!({"tag": t.as_str(), "severity": s.as_str(), "evidence": e})).collect::<Vec<_>>() })))
+    Ok((
+        ballot.clone(),
+        json!({ "findings": ballot.iter().map(|(t, s, e)| json!({"tag": t.as_str(), "severity": s.as_str(), "evidence": e})).collect::<Vec<_>>() }),
+    ))
 }
 
 /// The panel's findings on one turn from the ballots returned (module guide).

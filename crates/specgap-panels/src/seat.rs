@@ -55,8 +55,8 @@ impl SeatClient {
     /// # Errors
     /// [`PanelError::Client`] when the HTTP client cannot be built.
     pub fn new(seat: u32, model: &PanelModel, seed: u64) -> Result<Self, PanelError> {
-        let client = ChatClient::new(&model.chat_config(), seed)
-            .map_err(|source| PanelError::Client { model: model.model.clone(), source })?;
+        let client =
+            ChatClient::new(&model.chat_config(), seed).map_err(|source| PanelError::Client { model: model.model.clone(), source })?;
         Ok(SeatClient { seat, model: model.model.clone(), client })
     }
 

@@ -83,10 +83,14 @@ pub fn score_key(score: f64) -> i64 {
 /// The agreed score among `scores` (each extractor's score, `None` for one that gave none),
 /// when `majority` of them round to the same 4-decimal value: that value's first score.
 pub fn agreed_score(scores: &[Option<f64>], majority: usize) -> Option<f64> {
-    scores.iter().flatten().find(|s| {
-        let key = score_key(**s);
-        scores.iter().flatten().filter(|o| score_key(**o) == key).count() >= majority
-    }).copied()
+    scores
+        .iter()
+        .flatten()
+        .find(|s| {
+            let key = score_key(**s);
+            scores.iter().flatten().filter(|o| score_key(**o) == key).count() >= majority
+        })
+        .copied()
 }
 
 #[cfg(test)]

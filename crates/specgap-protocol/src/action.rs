@@ -85,22 +85,12 @@ pub struct FileAction {
 impl FileAction {
     /// An action with a path.
     pub fn on(kind: ActionKind, path: impl Into<String>, via: impl Into<String>, ok: bool) -> Self {
-        FileAction {
-            kind,
-            path: Some(path.into()),
-            via: via.into(),
-            ok,
-        }
+        FileAction { kind, path: Some(path.into()), via: via.into(), ok }
     }
 
     /// An action without a path.
     pub fn bare(kind: ActionKind, via: impl Into<String>, ok: bool) -> Self {
-        FileAction {
-            kind,
-            path: None,
-            via: via.into(),
-            ok,
-        }
+        FileAction { kind, path: None, via: via.into(), ok }
     }
 
     /// Whether it successfully exposed the content of `path` (workspace-relative).
@@ -116,31 +106,20 @@ mod tests {
     #[test]
     fn serializes_in_snake_case_and_only_reads_and_searches_open() {
         let read = FileAction::on(ActionKind::Read, "src/a.py", "cat", true);
-        assert_eq!(
-            serde_json::to_string(&read).unwrap(),
-            r#"{"kind":"read","path":"src/a.py","via":"cat","ok":true}"#
-        );
+        assert_eq!(serde_json::to_string(&read).unwrap(), r#"{"kind":"read","path":"src/a.py","via":"cat","ok":true}"#);
         assert!(read.opens("src/a.py"));
         assert!(!read.opens("src/b.py"));
         let failed = FileAction::on(ActionKind::Read, "src/a.py", "cat", false);
         assert!(!failed.opens("src/a.py"));
         let write = FileAction::on(ActionKind::Write, "src/a.py", "write_text", true);
         assert!(!write.opens("src/a.py"));
-        let kinds: Vec<&str> = [
-            ActionKind::Read,
-            ActionKind::Write,
-            ActionKind::Edit,
-            ActionKind::Search,
-            ActionKind::List,
-            ActionKind::Run,
-        ]
-        .iter()
-        .map(|k| k.as_str())
-        .collect();
+        let kinds: Vec<&str> =
+            [ActionKind::Read, ActionKind::Write, ActionKind::Edit, ActionKind::Search, ActionKind::List, ActionKind::Run]
+                .iter()
+                .map(|k| k.as_str())
+                .collect();
         assert_eq!(kinds, ["read", "write", "edit", "search", "list", "run"]);
-        let back: FileAction =
-            serde_json::from_str(r#"{"kind":"search","path":null,"via":"Grep","ok":true}"#)
-                .unwrap();
+        let back: FileAction = serde_json::from_str(r#"{"kind":"search","path":null,"via":"Grep","ok":true}"#).unwrap();
         assert_eq!(back, FileAction::bare(ActionKind::Search, "Grep", true));
     }
 }

@@ -448,6 +448,9 @@ mod network_tests {
         assert_eq!(json, r#"{"type":"network_attempt","protocol":"tcp","address":"127.0.0.2","port":443,"sni":"api.openai.com"}"#);
         assert_eq!(serde_json::from_str::<EventKind>(&json).unwrap(), tls);
         let armed = EventKind::NetworkTripwire { armed: false, attempts: 0, note: "unavailable: not root".into() };
-        assert_eq!(serde_json::to_string(&armed).unwrap(), r#"{"type":"network_tripwire","armed":false,"attempts":0,"note":"unavailable: not root"}"#);
+        assert_eq!(
+            serde_json::to_string(&armed).unwrap(),
+            r#"{"type":"network_tripwire","armed":false,"attempts":0,"note":"unavailable: not root"}"#
+        );
     }
 }

@@ -93,9 +93,7 @@ fn shown_escapes(ch: char) -> bool {
 /// `café.txt` stays `café.txt`, and the Latin-1 `caf\xe9.txt` is `"caf\351.txt"`.
 pub fn shown_quoted(path: &[u8]) -> String {
     let plain = match std::str::from_utf8(path) {
-        Ok(text) => {
-            !text.chars().any(shown_escapes) && !text.starts_with(' ') && !text.ends_with(' ') && !text.contains(" -> ")
-        }
+        Ok(text) => !text.chars().any(shown_escapes) && !text.starts_with(' ') && !text.ends_with(' ') && !text.contains(" -> "),
         Err(_) => false,
     };
     if plain {

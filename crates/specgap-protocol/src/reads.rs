@@ -83,7 +83,9 @@ mod tests {
 
     #[test]
     fn a_distinct_line_ending_an_observation_line_opens_the_file() {
-        for shown in ["def bravo():", "     1\tdef bravo():", "src/b.py:1:def bravo():", "+    return 2", "^1a2b3c (t 2026-01-01 1) def bravo():"] {
+        for shown in
+            ["def bravo():", "     1\tdef bravo():", "src/b.py:1:def bravo():", "+    return 2", "^1a2b3c (t 2026-01-01 1) def bravo():"]
+        {
             assert!(Observation::new(&format!("exit status 0\n--- stdout ---\n{shown}\n")).shows(MODULE), "{shown}");
         }
     }

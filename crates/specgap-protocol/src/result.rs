@@ -376,8 +376,7 @@ mod tests {
 
     #[test]
     fn test_score_skips_and_errors() {
-        let r: EvalResult =
-            serde_json::from_str(r#"{"version":1,"tests":{"a":"pass","b":"error","c":"skip","d":"pass"}}"#).unwrap();
+        let r: EvalResult = serde_json::from_str(r#"{"version":1,"tests":{"a":"pass","b":"error","c":"skip","d":"pass"}}"#).unwrap();
         let ctx = ScoringContext { requirement_ids: &[], delivery: None };
         let s = r.score(&ctx).unwrap();
         assert_eq!(s.kind, ScoringKind::Test);
@@ -387,16 +386,13 @@ mod tests {
 
     #[test]
     fn delivery_min_and_invalid() {
-        let ok: EvalResult =
-            serde_json::from_str(r#"{"version":1,"delivery":{"valid":true,"objective":200.0}}"#).unwrap();
+        let ok: EvalResult = serde_json::from_str(r#"{"version":1,"delivery":{"valid":true,"objective":200.0}}"#).unwrap();
         let ctx = ScoringContext { requirement_ids: &[], delivery: Some((100.0, Direction::Min)) };
         let s = ok.score(&ctx).unwrap();
         assert_eq!(s.score, 0.5);
         assert!(!s.success);
-        let bad: EvalResult = serde_json::from_str(
-            r#"{"version":1,"delivery":{"valid":false,"objective":50.0,"signature":"constraint"}}"#,
-        )
-        .unwrap();
+        let bad: EvalResult =
+            serde_json::from_str(r#"{"version":1,"delivery":{"valid":false,"objective":50.0,"signature":"constraint"}}"#).unwrap();
         assert_eq!(bad.score(&ctx).unwrap().score, 0.0);
     }
 
@@ -415,9 +411,21 @@ mod tests {
     fn reward_outside_zero_to_one_is_an_evaluation_error_naming_the_value() {
         let ctx = ScoringContext { requirement_ids: &[], delivery: None };
         for (text, reward, message) in [
-            (r#"{"version":1,"reward":5.0}"#, 5.0, "result.json reports reward 5, outside [0, 1]; a reward is a fraction from 0 (nothing) to 1 (full)"),
-            (r#"{"version":1,"reward":-3}"#, -3.0, "result.json reports reward -3, outside [0, 1]; a reward is a fraction from 0 (nothing) to 1 (full)"),
-            (r#"{"version":1,"reward":1.0000001}"#, 1.0000001, "result.json reports reward 1.0000001, outside [0, 1]; a reward is a fraction from 0 (nothing) to 1 (full)"),
+            (
+                r#"{"version":1,"reward":5.0}"#,
+                5.0,
+                "result.json reports reward 5, outside [0, 1]; a reward is a fraction from 0 (nothing) to 1 (full)",
+            ),
+            (
+                r#"{"version":1,"reward":-3}"#,
+                -3.0,
+                "result.json reports reward -3, outside [0, 1]; a reward is a fraction from 0 (nothing) to 1 (full)",
+            ),
+            (
+                r#"{"version":1,"reward":1.0000001}"#,
+                1.0000001,
+                "result.json reports reward 1.0000001, outside [0, 1]; a reward is a fraction from 0 (nothing) to 1 (full)",
+            ),
         ] {
             let result = parse_result(text.as_bytes()).unwrap();
             let problem = result.validate(&ctx).unwrap_err();
@@ -435,9 +443,6 @@ mod tests {
 
     #[test]
     fn nothing_to_score_names_the_kind_without_a_stray_space() {
-        assert_eq!(
-            ResultProblem::NothingToScore(ScoringKind::Reward).to_string(),
-            "result.json has nothing a reward-scored task needs"
-        );
+        assert_eq!(ResultProblem::NothingToScore(ScoringKind::Reward).to_string(), "result.json has nothing a reward-scored task needs");
     }
 }

@@ -171,10 +171,7 @@ impl MergeRecord {
 /// applicable, sorted (their reasons are words, not part of the plan). Two runs with one
 /// plan hash plan the same episodes at the same positions, so their shards `i/n` partition
 /// the same set.
-pub fn plan_hash<'a>(
-    episode_ids: impl IntoIterator<Item = &'a str>,
-    not_applicable: impl IntoIterator<Item = [&'a str; 4]>,
-) -> String {
+pub fn plan_hash<'a>(episode_ids: impl IntoIterator<Item = &'a str>, not_applicable: impl IntoIterator<Item = [&'a str; 4]>) -> String {
     use sha2::{Digest, Sha256};
     let episodes: Vec<&str> = episode_ids.into_iter().collect();
     let mut skipped: Vec<[&str; 4]> = not_applicable.into_iter().collect();

@@ -36,10 +36,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if !run_dir.join("run.toml").exists() {
         let started = Instant::now();
         generate(&root, &run_dir, episodes)?;
-        println!(
-            "generated {episodes} episodes in {:.1} s",
-            started.elapsed().as_secs_f64()
-        );
+        println!("generated {episodes} episodes in {:.1} s", started.elapsed().as_secs_f64());
     }
     for pass in 1..=2 {
         let t0 = Instant::now();
@@ -77,18 +74,9 @@ fn write(path: &Path, text: &str) -> std::io::Result<()> {
 }
 
 /// Writes a minimal package; returns its path.
-fn package(
-    suite: &Path,
-    name: &str,
-    extra: &[(&str, String)],
-    delivery: bool,
-) -> std::io::Result<PathBuf> {
+fn package(suite: &Path, name: &str, extra: &[(&str, String)], delivery: bool) -> std::io::Result<PathBuf> {
     let dir = suite.join(name.replace('/', "_"));
-    let delivery = if delivery {
-        "\n[delivery]\nreference = 10.0\ndirection = \"max\"\nartifact = \"plan.json\"\n"
-    } else {
-        ""
-    };
+    let delivery = if delivery { "\n[delivery]\nreference = 10.0\ndirection = \"max\"\nartifact = \"plan.json\"\n" } else { "" };
     write(
         &dir.join("task.toml"),
         &format!(
@@ -105,10 +93,7 @@ fn package(
 }
 
 fn patch(lines: &[&str]) -> String {
-    let mut text = format!(
-        "diff --git a/src/a.py b/src/a.py\n--- a/src/a.py\n+++ b/src/a.py\n@@ -1 +1,{} @@\n base\n",
-        lines.len() + 1
-    );
+    let mut text = format!("diff --git a/src/a.py b/src/a.py\n--- a/src/a.py\n+++ b/src/a.py\n@@ -1 +1,{} @@\n base\n", lines.len() + 1);
     for l in lines {
         text.push_str(&format!("+{l}\n"));
     }
@@ -122,36 +107,17 @@ enum Kind {
     Delivery,
 }
 
-fn generate(
-    root: &Path,
-    run_dir: &Path,
-    episodes: usize,
-) -> Result<(), Box<dyn std::error::Error>> {
+fn generate(root: &Path, run_dir: &Path, episodes: usize) -> Result<(), Box<dyn std::error::Error>> {
     let suite = root.join("suite");
     let mut tasks: Vec<(String, Kind, String, String)> = Vec::new();
     for i in 0..20 {
-        tasks.push((
-            format!("bench/req-{i:02}"),
-            Kind::Requirement,
-            String::new(),
-            format!("/nonexistent/req-{i}"),
-        ));
+        tasks.push((format!("bench/req-{i:02}"), Kind::Requirement, String::new(), format!("/nonexistent/req-{i}")));
     }
     for i in 0..10 {
         let name = format!("bench/test-{i:02}");
-        let mut extra = vec![
-            ("solutions/gold/src/a.py", "base\nfixed\n".to_string()),
-            ("solutions/gold/src/b.py", "b\n".to_string()),
-        ];
+        let mut extra = vec![("solutions/gold/src/a.py", "base\nfixed\n".to_string()), ("solutions/gold/src/b.py", "b\n".to_string())];
         for s in ["s1", "s2"] {
-            extra.push((
-                if s == "s1" {
-                    "residual/s1/state.patch"
-                } else {
-                    "residual/s2/state.patch"
-                },
-                patch(&["l1", "l2", "l3"]),
-            ));
+            extra.push((if s == "s1" { "residual/s1/state.patch" } else { "residual/s2/state.patch" }, patch(&["l1", "l2", "l3"])));
             extra.push((
                 if s == "s1" { "residual/s1/meta.toml" } else { "residual/s2/meta.toml" },
                 format!("predecessor = \"pred-{s}\"\ndeclared_complete = true\nsteps = 10\nfailing_tests = [\"t1\"]\nnotes = \"\"\n"),
@@ -165,20 +131,11 @@ fn generate(
         let targets = "[[target]]\nid = \"weight\"\ndescription = \"Whether the weight limit counts the box\"\nissue_type = \"missing\"\ndomain = \"constraint-rule\"\nanswer = \"yes\"\ntriggers = [\"Does the weight limit include the box?\"]\n\n[[target]]\nid = \"today\"\ndescription = \"Whether every order ships today\"\nissue_type = \"ambiguous\"\ndomain = \"data-semantics\"\nanswer = \"yes\"\ntriggers = [\"Can some orders wait until tomorrow?\"]\n\n[[target]]\nid = \"currency\"\ndescription = \"Which currency the report uses\"\nissue_type = \"missing\"\ndomain = \"scoring-convention\"\nanswer = \"EUR\"\ntriggers = [\"Which currency should amounts use?\"]\n".to_string();
         let extra = vec![
             ("clarifications.toml", targets),
-            (
-                "user.toml",
-                "persona = \"customer\"\nunderstanding = \"all\"\neditable_surface = \"all\"\n"
-                    .to_string(),
-            ),
+            ("user.toml", "persona = \"customer\"\nunderstanding = \"all\"\neditable_surface = \"all\"\n".to_string()),
             ("information.md", "rules\n".to_string()),
         ];
         let path = package(&suite, &name, &extra, true)?;
-        tasks.push((
-            name,
-            Kind::Delivery,
-            String::new(),
-            path.display().to_string(),
-        ));
+        tasks.push((name, Kind::Delivery, String::new(), path.display().to_string()));
     }
     let mut refs = String::new();
     for (name, _, hash, path) in &mut tasks {
@@ -186,14 +143,9 @@ fn generate(
             Ok(p) => p.hash().to_string(),
             Err(_) => "00".to_string(),
         };
-        refs.push_str(&format!(
-            "[[tasks]]\nname = \"{name}\"\nhash = \"{hash}\"\npath = \"{path}\"\n\n"
-        ));
+        refs.push_str(&format!("[[tasks]]\nname = \"{name}\"\nhash = \"{hash}\"\npath = \"{path}\"\n\n"));
     }
-    let agents: String = AGENTS
-        .iter()
-        .map(|a| format!("[[agents]]\nspec = \"{a}\"\nhash = \"{a}\"\nconfig = {{}}\n\n"))
-        .collect();
+    let agents: String = AGENTS.iter().map(|a| format!("[[agents]]\nspec = \"{a}\"\nhash = \"{a}\"\nconfig = {{}}\n\n")).collect();
     let config: RunConfig = toml::from_str(&format!(
         "specgap_version = \"0.1.0\"\nseed = 1\nrepeats = 1\nretries = 0\nsandbox = false\nconditions = [\"partial\", \"full\", \"literal\", \"interact\", \"hidden\"]\nstarts = [\"clean\", \"residual:all\"]\n\n{refs}{agents}[[users]]\nspec = \"relay\"\nhash = \"u\"\nconfig = {{}}\n"
     ))?;
@@ -204,16 +156,8 @@ fn generate(
         for (t, (name, kind, hash, _)) in tasks.iter().enumerate() {
             for (a, agent) in AGENTS.iter().enumerate() {
                 let plans: Vec<(&str, &str)> = match kind {
-                    Kind::Requirement => vec![
-                        ("partial", "clean"),
-                        ("full", "clean"),
-                        ("literal", "clean"),
-                    ],
-                    Kind::Test => vec![
-                        ("partial", "clean"),
-                        ("partial", "residual:s1"),
-                        ("partial", "residual:s2"),
-                    ],
+                    Kind::Requirement => vec![("partial", "clean"), ("full", "clean"), ("literal", "clean")],
+                    Kind::Test => vec![("partial", "clean"), ("partial", "residual:s1"), ("partial", "residual:s2")],
                     Kind::Delivery => vec![("interact", "clean"), ("hidden", "clean")],
                 };
                 for (condition, start) in plans {
@@ -246,37 +190,22 @@ fn result(json: serde_json::Value) -> Result<EvalResult, serde_json::Error> {
     serde_json::from_value(json)
 }
 
-fn episode(
-    store: &Store,
-    key: &EpisodeKey,
-    kind: Kind,
-    seed: usize,
-) -> Result<(), Box<dyn std::error::Error>> {
+fn episode(store: &Store, key: &EpisodeKey, kind: Kind, seed: usize) -> Result<(), Box<dyn std::error::Error>> {
     let scoring = match kind {
         Kind::Requirement => ScoringKind::Requirement,
         Kind::Test => ScoringKind::Test,
         Kind::Delivery => ScoringKind::Delivery,
     };
-    let meta = EpisodeMeta {
-        user: "relay".into(),
-        family: Family::Swe,
-        scoring_kind: scoring,
-    };
+    let meta = EpisodeMeta { user: "relay".into(), family: Family::Swe, scoring_kind: scoring };
     let mut w = store.begin_episode(key, &meta)?;
     let mut subs: Vec<(f64, bool, EvalResult, Option<String>, String)> = Vec::new();
     match kind {
         Kind::Requirement => {
-            let n = if key.condition == "full" {
-                1
-            } else {
-                1 + seed % 4
-            };
+            let n = if key.condition == "full" { 1 } else { 1 + seed % 4 };
             for k in 0..n {
-                let passed =
-                    ((seed + k) % 5).min(4) + usize::from(k + 1 == n && seed.is_multiple_of(3));
-                let verdicts: serde_json::Map<String, serde_json::Value> = (0..5)
-                    .map(|r| (format!("r{r}"), json!({ "pass": r < passed })))
-                    .collect();
+                let passed = ((seed + k) % 5).min(4) + usize::from(k + 1 == n && seed.is_multiple_of(3));
+                let verdicts: serde_json::Map<String, serde_json::Value> =
+                    (0..5).map(|r| (format!("r{r}"), json!({ "pass": r < passed }))).collect();
                 let failing = (passed < 5).then(|| format!("r{passed}"));
                 subs.push((
                     passed as f64 / 5.0,
@@ -289,45 +218,22 @@ fn episode(
         }
         Kind::Test => {
             if key.start != "clean" {
-                w.write_start_result(&result(
-                    json!({ "version": 1, "tests": { "t1": "fail", "t2": "fail", "t3": "pass" } }),
-                )?)?;
+                w.write_start_result(&result(json!({ "version": 1, "tests": { "t1": "fail", "t2": "fail", "t3": "pass" } }))?)?;
                 for (turn, command) in [(1, "git status"), (2, "cat src/a.py")] {
                     let id = format!("call-{turn}");
                     w.event(EventKind::AgentTurn {
                         turn,
                         text: None,
-                        tool_calls: vec![ToolCall {
-                            id: id.clone(),
-                            tool: "bash".into(),
-                            arguments: json!({ "command": command }),
-                        }],
+                        tool_calls: vec![ToolCall { id: id.clone(), tool: "bash".into(), arguments: json!({ "command": command }) }],
                         usage: None,
                     })?;
-                    w.event(EventKind::ToolResult {
-                        call_id: id,
-                        tool: "bash".into(),
-                        output: "base\nl1\n".into(),
-                        is_error: false,
-                    })?;
+                    w.event(EventKind::ToolResult { call_id: id, tool: "bash".into(), output: "base\nl1\n".into(), is_error: false })?;
                 }
             }
-            let t1 = if seed.is_multiple_of(2) {
-                "pass"
-            } else {
-                "fail"
-            };
-            let t2 = if seed.is_multiple_of(3) {
-                "pass"
-            } else {
-                "fail"
-            };
+            let t1 = if seed.is_multiple_of(2) { "pass" } else { "fail" };
+            let t2 = if seed.is_multiple_of(3) { "pass" } else { "fail" };
             let ok = t1 == "pass" && t2 == "pass";
-            let diff = patch(if seed.is_multiple_of(2) {
-                &["l1", "l2", "x"]
-            } else {
-                &["l1"]
-            });
+            let diff = patch(if seed.is_multiple_of(2) { &["l1", "l2", "x"] } else { &["l1"] });
             subs.push((
                 if ok { 1.0 } else { 0.5 },
                 ok,
@@ -338,16 +244,10 @@ fn episode(
         }
         Kind::Delivery => {
             if key.condition == "interact" {
-                for (turn, text) in [
-                    (1, "Does the weight limit include the box? Which carrier?"),
-                    (3, "Can some orders wait until tomorrow?"),
-                ] {
-                    w.record_question(&Question {
-                        turn,
-                        text: text.into(),
-                        answer: "yes".into(),
-                        matched_targets: vec![],
-                    })?;
+                for (turn, text) in
+                    [(1, "Does the weight limit include the box? Which carrier?"), (3, "Can some orders wait until tomorrow?")]
+                {
+                    w.record_question(&Question { turn, text: text.into(), answer: "yes".into(), matched_targets: vec![] })?;
                 }
             }
             let valid = !seed.is_multiple_of(4);
@@ -360,11 +260,7 @@ fn episode(
             automatic: false,
             agent_declared: true,
             result: Some(res.clone()),
-            scored: Some(Scored {
-                kind: scoring,
-                score: *score,
-                success: *success,
-            }),
+            scored: Some(Scored { kind: scoring, score: *score, success: *success }),
             failing_requirement: failing.clone(),
             error: None,
             diff: diff.clone().into_bytes(),

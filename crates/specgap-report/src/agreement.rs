@@ -160,13 +160,7 @@ fn pair(a: String, b: String, labels: &[(bool, bool)]) -> PairAgreement {
     let (left, right): (Vec<bool>, Vec<bool>) = labels.iter().copied().unzip();
     let same = labels.iter().filter(|(x, y)| x == y).count();
     let kappa = cohen_kappa(&left, &right, KappaWeighting::Unweighted).ok().filter(|k| k.is_finite());
-    PairAgreement {
-        a,
-        b,
-        items: labels.len(),
-        agreement: (!labels.is_empty()).then(|| same as f64 / labels.len() as f64),
-        kappa,
-    }
+    PairAgreement { a, b, items: labels.len(), agreement: (!labels.is_empty()).then(|| same as f64 / labels.len() as f64), kappa }
 }
 
 #[cfg(test)]

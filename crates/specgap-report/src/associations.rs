@@ -180,9 +180,7 @@ fn clarification_value(c: &ClarificationSummary, measure: &str) -> Option<f64> {
 /// The case data behind a group's measure, where it has any.
 fn group_cases<'g>(group: &'g GroupReport, measure: &str) -> Option<&'g CaseValues> {
     let delivery: Option<&DeliveryMeasures> = group.delivery.as_ref().filter(|d| d.complete);
-    delivery
-        .and_then(|d| d.case_values.get(measure))
-        .or_else(|| group.clarification.as_ref()?.cases.get(measure))
+    delivery.and_then(|d| d.case_values.get(measure)).or_else(|| group.clarification.as_ref()?.cases.get(measure))
 }
 
 /// Every association of `groups` (module guide). `models` maps agent specs to their model.
@@ -234,7 +232,11 @@ pub fn share_key(domain: &str) -> String {
 
 /// Each domain's matched-question share against Quality, with intervals and Holm over the
 /// domains (module guide).
-fn share_associations(groups: &[GroupReport], demean: &Demeaning, settings: &IntervalSettings) -> Result<Vec<ShareAssociation>, ReportError> {
+fn share_associations(
+    groups: &[GroupReport],
+    demean: &Demeaning,
+    settings: &IntervalSettings,
+) -> Result<Vec<ShareAssociation>, ReportError> {
     let domains: Vec<&String> = groups
         .iter()
         .filter_map(|g| g.clarification.as_ref())
@@ -321,26 +323,15 @@ fn cost_association(groups: &[GroupReport], usage: &[crate::usage::UsageSummary]
 
 /// Spearman ρ of `x` with `y` over the groups with both, with the demeaned ρ; `None` with
 /// fewer than three groups or an undefined ρ.
-fn associate(
-    groups: &[GroupReport],
-    x: &str,
-    y: &str,
-    demean: &Demeaning,
-) -> Result<Option<Association>, ReportError> {
-    let rows: Vec<(usize, f64, f64)> = groups
-        .iter()
-        .enumerate()
-        .filter_map(|(i, g)| Some((i, group_value(g, x)?, group_value(g, y)?)))
-        .collect();
+fn associate(groups: &[GroupReport], x: &str, y: &str, demean: &Demeaning) -> Result<Option<Association>, ReportError> {
+    let rows: Vec<(usize, f64, f64)> =
+        groups.iter().enumerate().filter_map(|(i, g)| Some((i, group_value(g, x)?, group_value(g, y)?))).collect();
     if rows.len() < 3 {
         return Ok(None);
     }
     let xs: Vec<f64> = rows.iter().map(|r| r.1).collect();
     let ys: Vec<f64> = rows.iter().map(|r| r.2).collect();
-    let c = spearman(&xs, &ys).map_err(|source| ReportError::Stats {
-        measure: format!("Spearman rho ({x}, {y})"),
-        source,
-    })?;
+    let c = spearman(&xs, &ys).map_err(|source| ReportError::Stats { measure: format!("Spearman rho ({x}, {y})"), source })?;
     if !c.rho.is_finite() {
         return Ok(None);
     }
@@ -361,14 +352,9 @@ fn associate(
 
 /// Holm over the family's finite p-values, written into `holm_p`.
 fn holm_family(family: &mut [Association]) -> Result<(), ReportError> {
-    let finite: Vec<usize> = (0..family.len())
-        .filter(|i| family[*i].p_value.is_finite())
-        .collect();
+    let finite: Vec<usize> = (0..family.len()).filter(|i| family[*i].p_value.is_finite()).collect();
     let p: Vec<f64> = finite.iter().map(|i| family[*i].p_value).collect();
-    let adjusted = holm_adjust(&p).map_err(|source| ReportError::Stats {
-        measure: "Holm adjustment of associations".into(),
-        source,
-    })?;
+    let adjusted = holm_adjust(&p).map_err(|source| ReportError::Stats { measure: "Holm adjustment of associations".into(), source })?;
     for (i, q) in finite.into_iter().zip(adjusted) {
         family[i].holm_p = Some(q);
     }
@@ -394,12 +380,7 @@ fn kind_associations(
 
 /// Case-bootstrap interval of ρ(x, y) across the groups with case data for both (module
 /// guide); `None` with intervals off, fewer than three groups or two cases, or NaN endpoints.
-fn rho_interval(
-    groups: &[GroupReport],
-    x: &str,
-    y: &str,
-    settings: &IntervalSettings,
-) -> Result<Option<[f64; 2]>, ReportError> {
+fn rho_interval(groups: &[GroupReport], x: &str, y: &str, settings: &IntervalSettings) -> Result<Option<[f64; 2]>, ReportError> {
     let Some(config) = settings.bootstrap() else {
         return Ok(None);
     };
@@ -419,11 +400,8 @@ fn rho_interval(
     }
     // Per group and side, each universe case's (numerator, denominator), absent as (0, 0).
     type Column = Vec<(f64, f64)>;
-    let column = |values: &CaseValues| -> Column {
-        universe.iter().map(|t| values.get(t).unwrap_or((0.0, 0.0))).collect()
-    };
-    let table: Vec<(Column, Column)> =
-        pairs.iter().map(|(a, b)| (column(a), column(b))).collect();
+    let column = |values: &CaseValues| -> Column { universe.iter().map(|t| values.get(t).unwrap_or((0.0, 0.0))).collect() };
+    let table: Vec<(Column, Column)> = pairs.iter().map(|(a, b)| (column(a), column(b))).collect();
     let ratio = |col: &[(f64, f64)], idx: &[usize]| -> f64 {
         let (n, d) = idx.iter().fold((0.0, 0.0), |(n, d), i| (n + col[*i].0, d + col[*i].1));
         if d > 0.0 { n / d } else { f64::NAN }
@@ -436,12 +414,8 @@ fn rho_interval(
             Err(_) => f64::NAN,
         }
     };
-    let interval = bootstrap_indices(universe.len(), statistic, &config).map_err(|source| {
-        ReportError::Stats {
-            measure: format!("case-bootstrap interval of rho ({x}, {y})"),
-            source,
-        }
-    })?;
+    let interval = bootstrap_indices(universe.len(), statistic, &config)
+        .map_err(|source| ReportError::Stats { measure: format!("case-bootstrap interval of rho ({x}, {y})"), source })?;
     Ok((interval.low.is_finite() && interval.high.is_finite()).then_some([interval.low, interval.high]))
 }
 
@@ -489,12 +463,7 @@ impl Demeaning {
                 .iter()
                 .zip(&sets)
                 .map(|(v, s)| {
-                    let members: Vec<f64> = values
-                        .iter()
-                        .zip(&sets)
-                        .filter(|(_, t)| *t == s)
-                        .map(|(w, _)| *w)
-                        .collect();
+                    let members: Vec<f64> = values.iter().zip(&sets).filter(|(_, t)| *t == s).map(|(w, _)| *w).collect();
                     v - members.iter().sum::<f64>() / members.len() as f64
                 })
                 .collect()

@@ -100,10 +100,7 @@ pub fn residual_benchmark(runs: &[RunData], episodes: &[Episode<'_>]) -> Option<
         if let Some(tests) = e.tests.get(&0) {
             use specgap_protocol::result::TestOutcome;
             let judged = tests.values().filter(|o| **o != TestOutcome::Skip).count();
-            let failing = tests
-                .values()
-                .filter(|o| matches!(o, TestOutcome::Fail | TestOutcome::Error))
-                .count();
+            let failing = tests.values().filter(|o| matches!(o, TestOutcome::Fail | TestOutcome::Error)).count();
             verdicts.insert(key, (tests.len(), failing, judged - failing));
         } else if let Some(reqs) = e.requirements.get(&0) {
             let failing = reqs.values().filter(|p| !**p).count();
@@ -130,9 +127,7 @@ pub fn residual_benchmark(runs: &[RunData], episodes: &[Episode<'_>]) -> Option<
                     patch_bytes: state.patch_bytes,
                     tests: verdict.map(|v| v.0),
                     failing: verdict.map(|v| v.1),
-                    pass_rate: verdict
-                        .filter(|v| v.1 + v.2 > 0)
-                        .map(|v| v.2 as f64 / (v.1 + v.2) as f64),
+                    pass_rate: verdict.filter(|v| v.1 + v.2 > 0).map(|v| v.2 as f64 / (v.1 + v.2) as f64),
                 });
             }
         }
@@ -163,10 +158,7 @@ pub fn residual_benchmark(runs: &[RunData], episodes: &[Episode<'_>]) -> Option<
         median_patch_bytes: median(per_state.iter().map(|s| s.patch_bytes as f64).collect()),
         mean_pass_rate: mean(pass_rates.iter().copied()),
         median_pass_rate: specgap_stats::median(&pass_rates).ok(),
-        one_to_three_failing: per_state
-            .iter()
-            .filter(|s| s.failing.is_some_and(|f| (1..=3).contains(&f)))
-            .count(),
+        one_to_three_failing: per_state.iter().filter(|s| s.failing.is_some_and(|f| (1..=3).contains(&f))).count(),
         per_state,
     })
 }
@@ -189,10 +181,7 @@ pub fn stated_requirements(runs: &[RunData]) -> Option<StatedRequirements> {
     let tasks = stated.len();
     Some(StatedRequirements {
         tasks,
-        share_by_stated: tasks_by_stated
-            .iter()
-            .map(|(n, t)| (*n, *t as f64 / tasks as f64))
-            .collect(),
+        share_by_stated: tasks_by_stated.iter().map(|(n, t)| (*n, *t as f64 / tasks as f64)).collect(),
         tasks_by_stated,
     })
 }

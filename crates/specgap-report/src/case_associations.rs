@@ -127,8 +127,7 @@ fn ranking(quality: &[CaseValues]) -> Result<Option<CaseRanking>, ReportError> {
     let mut rhos = Vec::new();
     for (i, a) in quality.iter().enumerate() {
         for b in &quality[i + 1..] {
-            let shared: Vec<(f64, f64)> =
-                a.entries().iter().filter_map(|(task, q, _)| Some((*q, b.get(task)?.0))).collect();
+            let shared: Vec<(f64, f64)> = a.entries().iter().filter_map(|(task, q, _)| Some((*q, b.get(task)?.0))).collect();
             if shared.len() < 3 {
                 continue;
             }

@@ -33,11 +33,7 @@ pub struct IntervalSettings {
 impl Default for IntervalSettings {
     /// Seed 002 App. A.4: 95%, 2,000 resamples, seed 12345.
     fn default() -> Self {
-        IntervalSettings {
-            confidence: 0.95,
-            resamples: 2000,
-            seed: 12345,
-        }
+        IntervalSettings { confidence: 0.95, resamples: 2000, seed: 12345 }
     }
 }
 
@@ -106,10 +102,7 @@ impl CaseValues {
 
     /// The numerator and denominator of task `task`, if it is a case here.
     pub fn get(&self, task: &str) -> Option<(f64, f64)> {
-        self.cases
-            .binary_search_by(|c| c.0.as_str().cmp(task))
-            .ok()
-            .map(|i| (self.cases[i].1, self.cases[i].2))
+        self.cases.binary_search_by(|c| c.0.as_str().cmp(task)).ok().map(|i| (self.cases[i].1, self.cases[i].2))
     }
 
     /// The ratio over the cases at `indices` (a resample: indices may repeat); NaN when the
@@ -120,9 +113,7 @@ impl CaseValues {
     }
 
     fn sums(&self, indices: impl Iterator<Item = usize>) -> (f64, f64) {
-        indices.fold((0.0, 0.0), |(num, den), i| {
-            (num + self.cases[i].1, den + self.cases[i].2)
-        })
+        indices.fold((0.0, 0.0), |(num, den), i| (num + self.cases[i].1, den + self.cases[i].2))
     }
 
     /// The case-bootstrap percentile interval of [`CaseValues::value`] (module guide); `None`
@@ -131,11 +122,7 @@ impl CaseValues {
     /// # Errors
     /// [`ReportError::Stats`] if the bootstrap rejects its settings (a confidence level
     /// outside (0, 1)).
-    pub fn interval(
-        &self,
-        settings: &IntervalSettings,
-        measure: &str,
-    ) -> Result<Option<[f64; 2]>, ReportError> {
+    pub fn interval(&self, settings: &IntervalSettings, measure: &str) -> Result<Option<[f64; 2]>, ReportError> {
         let Some(config) = settings.bootstrap() else {
             return Ok(None);
         };
@@ -143,12 +130,8 @@ impl CaseValues {
             return Ok(None);
         }
         let interval = bootstrap_indices(self.cases.len(), |idx| self.ratio_at(idx), &config)
-            .map_err(|source| ReportError::Stats {
-                measure: format!("case-bootstrap interval of {measure}"),
-                source,
-            })?;
-        Ok((interval.low.is_finite() && interval.high.is_finite())
-            .then_some([interval.low, interval.high]))
+            .map_err(|source| ReportError::Stats { measure: format!("case-bootstrap interval of {measure}"), source })?;
+        Ok((interval.low.is_finite() && interval.high.is_finite()).then_some([interval.low, interval.high]))
     }
 }
 
@@ -163,10 +146,7 @@ mod tests {
     #[test]
     fn ratio_of_sums_sorted_by_task_with_repeated_tasks_merged() {
         let v = values(&[("b", 1.0, 3.0), ("a", 2.0, 3.0), ("b", 1.0, 0.0)]);
-        assert_eq!(
-            v.entries(),
-            [("a".to_string(), 2.0, 3.0), ("b".to_string(), 2.0, 3.0)]
-        );
+        assert_eq!(v.entries(), [("a".to_string(), 2.0, 3.0), ("b".to_string(), 2.0, 3.0)]);
         assert_eq!(v.value(), Some(4.0 / 6.0));
         assert_eq!(v.get("b"), Some((2.0, 3.0)));
         assert_eq!(v.get("c"), None);
@@ -180,10 +160,7 @@ mod tests {
         let one = values(&[("a", 1.0, 1.0)]);
         assert_eq!(one.interval(&IntervalSettings::default(), "x").unwrap(), None);
         let two = values(&[("a", 1.0, 1.0), ("b", 0.0, 1.0)]);
-        let off = IntervalSettings {
-            resamples: 0,
-            ..IntervalSettings::default()
-        };
+        let off = IntervalSettings { resamples: 0, ..IntervalSettings::default() };
         assert_eq!(two.interval(&off, "x").unwrap(), None);
         let [low, high] = two.interval(&IntervalSettings::default(), "x").unwrap().unwrap();
         assert!((0.0..=0.5).contains(&low) && (0.5..=1.0).contains(&high));

@@ -56,58 +56,29 @@ pub struct ClarificationValues {
 /// [`crate::judge::UNAVAILABLE`] (no panel judge answered), every measure is
 /// unavailable. A target without a judgement counts as not covered; matched indices outside
 /// the units are ignored.
-pub fn clarification_values(
-    units: &[QuestionUnit],
-    targets: &[String],
-    judgements: &[&Judgement],
-) -> ClarificationValues {
+pub fn clarification_values(units: &[QuestionUnit], targets: &[String], judgements: &[&Judgement]) -> ClarificationValues {
     let g = targets.len();
     if g == 0 {
         return ClarificationValues::default();
     }
     if units.is_empty() {
-        return ClarificationValues {
-            units: 0,
-            recall: Some(0.0),
-            kqc1: Some(0.0),
-            redund: Some(0.0),
-            ..Default::default()
-        };
+        return ClarificationValues { units: 0, recall: Some(0.0), kqc1: Some(0.0), redund: Some(0.0), ..Default::default() };
     }
     // No verdict at all, or a target a panel could not decide: every measure is unavailable
     // (seed 002 A.3; counting the target as missed would impute a 0).
-    let undecided = judgements
-        .iter()
-        .any(|j| j.verdict == UNAVAILABLE && targets.contains(&j.target));
+    let undecided = judgements.iter().any(|j| j.verdict == UNAVAILABLE && targets.contains(&j.target));
     if judgements.is_empty() || undecided {
-        return ClarificationValues {
-            units: units.len(),
-            ..Default::default()
-        };
+        return ClarificationValues { units: units.len(), ..Default::default() };
     }
     let covered = covered_judgements(targets, judgements);
     let round_of = |index: u32| units.get(index as usize).map(|u| u.turn);
-    let relevant: BTreeSet<u32> = covered
-        .iter()
-        .flat_map(|j| j.matched_question_indices.iter().copied())
-        .filter(|i| (*i as usize) < units.len())
-        .collect();
-    let first_rounds: Vec<u32> = covered
-        .iter()
-        .filter_map(|j| {
-            j.matched_question_indices
-                .iter()
-                .filter_map(|i| round_of(*i))
-                .min()
-        })
-        .collect();
+    let relevant: BTreeSet<u32> =
+        covered.iter().flat_map(|j| j.matched_question_indices.iter().copied()).filter(|i| (*i as usize) < units.len()).collect();
+    let first_rounds: Vec<u32> =
+        covered.iter().filter_map(|j| j.matched_question_indices.iter().filter_map(|i| round_of(*i)).min()).collect();
     let recall = covered.len() as f64 / g as f64;
     let precision = relevant.len() as f64 / units.len() as f64;
-    let ask_f1 = if precision + recall > 0.0 {
-        2.0 * precision * recall / (precision + recall)
-    } else {
-        0.0
-    };
+    let ask_f1 = if precision + recall > 0.0 { 2.0 * precision * recall / (precision + recall) } else { 0.0 };
     ClarificationValues {
         units: units.len(),
         recall: Some(recall),
@@ -161,17 +132,9 @@ pub fn run_clarification(e: &Episode<'_>, judge: &str) -> Option<RunClarificatio
     let targets: Vec<String> = context.targets.iter().map(|t| t.id.clone()).collect();
     let judgements = e.judgements_of(judge);
     let values = clarification_values(&units, &targets, &judgements);
-    let covering = if units.is_empty() {
-        Vec::new()
-    } else {
-        covered_judgements(&targets, &judgements)
-    };
+    let covering = if units.is_empty() { Vec::new() } else { covered_judgements(&targets, &judgements) };
     let covered: BTreeSet<String> = covering.iter().map(|j| j.target.clone()).collect();
-    let domain_of: BTreeMap<&str, &'static str> = context
-        .targets
-        .iter()
-        .map(|t| (t.id.as_str(), domain_name(t.domain)))
-        .collect();
+    let domain_of: BTreeMap<&str, &'static str> = context.targets.iter().map(|t| (t.id.as_str(), domain_name(t.domain))).collect();
     let mut unit_domains: BTreeMap<u32, BTreeSet<&'static str>> = BTreeMap::new();
     for j in &covering {
         let Some(domain) = domain_of.get(j.target.as_str()) else {
@@ -187,11 +150,7 @@ pub fn run_clarification(e: &Episode<'_>, judge: &str) -> Option<RunClarificatio
             *matched_domains.entry(domain).or_default() += 1.0 / domains.len() as f64;
         }
     }
-    Some(RunClarification {
-        values,
-        covered,
-        matched_domains,
-    })
+    Some(RunClarification { values, covered, matched_domains })
 }
 
 /// A run-level measure averaged over the runs where it is defined (seed 002 §4.2
@@ -269,14 +228,8 @@ pub struct ClarificationSummary {
 
 /// Names of the six clarification measures of seed 002 Table 6(b), as [`ClarificationSummary`]
 /// fields and `intervals` keys, with their display names.
-pub const CLARIFICATION_MEASURES: [(&str, &str); 6] = [
-    ("recall", "Recall"),
-    ("precision", "Precision"),
-    ("ask_f1", "Ask-F1"),
-    ("kqc1", "KQC1"),
-    ("atc", "ATC"),
-    ("redund", "Redund."),
-];
+pub const CLARIFICATION_MEASURES: [(&str, &str); 6] =
+    [("recall", "Recall"), ("precision", "Precision"), ("ask_f1", "Ask-F1"), ("kqc1", "KQC1"), ("atc", "ATC"), ("redund", "Redund.")];
 
 /// The name of an issue type in reports (its `clarifications.toml` spelling).
 pub fn issue_type_name(kind: IssueType) -> &'static str {
@@ -308,37 +261,22 @@ pub fn clarification_summary(
     judge: &str,
     settings: &IntervalSettings,
 ) -> Result<Option<ClarificationSummary>, ReportError> {
-    let runs: Vec<(&Episode, RunClarification)> = episodes
-        .iter()
-        .filter_map(|e| run_clarification(e, judge).map(|r| (*e, r)))
-        .collect();
+    let runs: Vec<(&Episode, RunClarification)> = episodes.iter().filter_map(|e| run_clarification(e, judge).map(|r| (*e, r))).collect();
     if runs.is_empty() {
         return Ok(None);
     }
     let task = |e: &Episode| e.row.task.clone();
     let measure = |pick: fn(&ClarificationValues) -> Option<f64>| -> CaseValues {
-        CaseValues::new(
-            runs.iter()
-                .filter_map(|(e, r)| pick(&r.values).map(|v| (task(e), v, 1.0))),
-        )
+        CaseValues::new(runs.iter().filter_map(|(e, r)| pick(&r.values).map(|v| (task(e), v, 1.0))))
     };
-    let picks: [fn(&ClarificationValues) -> Option<f64>; 6] = [
-        |v| v.recall,
-        |v| v.precision,
-        |v| v.ask_f1,
-        |v| v.kqc1,
-        |v| v.atc,
-        |v| v.redund,
-    ];
+    let picks: [fn(&ClarificationValues) -> Option<f64>; 6] =
+        [|v| v.recall, |v| v.precision, |v| v.ask_f1, |v| v.kqc1, |v| v.atc, |v| v.redund];
     let mut cases: BTreeMap<String, CaseValues> = BTreeMap::new();
     let mut means: Vec<Option<DefinedMean>> = Vec::new();
     let mut intervals = BTreeMap::new();
     for ((field, display), pick) in CLARIFICATION_MEASURES.iter().zip(picks) {
         let values = measure(pick);
-        means.push(values.value().map(|mean| DefinedMean {
-            mean,
-            n: values.weight() as usize,
-        }));
+        means.push(values.value().map(|mean| DefinedMean { mean, n: values.weight() as usize }));
         if let Some(interval) = values.interval(settings, display)? {
             intervals.insert(field.to_string(), interval);
         }
@@ -358,25 +296,22 @@ pub fn clarification_summary(
         }
     }
     for domain in mix.keys() {
-        let values = CaseValues::new(by_task.iter().filter(|(_, (_, total))| *total > 0.0).map(|(task, (weights, total))| {
-            (task.clone(), weights.get(domain.as_str()).copied().unwrap_or(0.0), *total)
-        }));
+        let values = CaseValues::new(
+            by_task
+                .iter()
+                .filter(|(_, (_, total))| *total > 0.0)
+                .map(|(task, (weights, total))| (task.clone(), weights.get(domain.as_str()).copied().unwrap_or(0.0), *total)),
+        );
         cases.insert(crate::associations::share_key(domain), values);
     }
     let matched: f64 = mix.values().sum();
-    let matched_domains = if matched > 0.0 {
-        mix.into_iter().map(|(d, w)| (d, w / matched)).collect()
-    } else {
-        BTreeMap::new()
-    };
-    let [recall, precision, ask_f1, kqc1, atc, redund]: [Option<DefinedMean>; 6] = means
-        .try_into()
-        .unwrap_or_else(|_| std::array::from_fn(|_| None));
+    let matched_domains = if matched > 0.0 { mix.into_iter().map(|(d, w)| (d, w / matched)).collect() } else { BTreeMap::new() };
+    let [recall, precision, ask_f1, kqc1, atc, redund]: [Option<DefinedMean>; 6] =
+        means.try_into().unwrap_or_else(|_| std::array::from_fn(|_| None));
     Ok(Some(ClarificationSummary {
         runs: runs.len(),
         mean_units: mean(runs.iter().map(|(_, r)| r.values.units as f64)).unwrap_or(0.0),
-        ask_rate: mean(runs.iter().map(|(_, r)| if r.values.units > 0 { 1.0 } else { 0.0 }))
-            .unwrap_or(0.0),
+        ask_rate: mean(runs.iter().map(|(_, r)| if r.values.units > 0 { 1.0 } else { 0.0 })).unwrap_or(0.0),
         recall,
         precision,
         ask_f1,
@@ -418,11 +353,7 @@ fn kind_recalls(
             slot.0 += usize::from(r.covered.contains(&target.id));
         }
         for (kind, (covered, total)) in per_kind {
-            let slot = shares
-                .entry(kind)
-                .or_default()
-                .entry(e.row.task.clone())
-                .or_default();
+            let slot = shares.entry(kind).or_default().entry(e.row.task.clone()).or_default();
             slot.0 += covered as f64 / total as f64;
             slot.1 += 1.0;
         }
@@ -430,19 +361,9 @@ fn kind_recalls(
     let mut out = BTreeMap::new();
     for (kind, by_task) in shares {
         // Case-macro: each case's mean share, denominator 1.
-        let values = CaseValues::new(
-            by_task
-                .into_iter()
-                .map(|(task, (sum, runs))| (task, sum / runs, 1.0)),
-        );
+        let values = CaseValues::new(by_task.into_iter().map(|(task, (sum, runs))| (task, sum / runs, 1.0)));
         if let Some(recall) = values.value() {
-            out.insert(
-                kind.to_string(),
-                KindRecall {
-                    cases: values.len(),
-                    recall,
-                },
-            );
+            out.insert(kind.to_string(), KindRecall { cases: values.len(), recall });
         }
         cases.insert(kind_key(family, kind), values);
     }
@@ -477,18 +398,14 @@ pub struct Registry {
 
 /// The [`Registry`] of the cases in `contexts` (each once); `None` when none has targets.
 pub fn registry<'c>(contexts: impl IntoIterator<Item = &'c crate::context::TaskContext>) -> Option<Registry> {
-    let cases: Vec<&crate::context::TaskContext> =
-        contexts.into_iter().filter(|c| !c.targets.is_empty()).collect();
+    let cases: Vec<&crate::context::TaskContext> = contexts.into_iter().filter(|c| !c.targets.is_empty()).collect();
     let points: usize = cases.iter().map(|c| c.targets.len()).sum();
     if points == 0 {
         return None;
     }
     let mut rows = Vec::new();
     type KindOf = fn(&ClarificationTarget) -> &'static str;
-    let kinds: [(&'static str, KindOf); 2] = [
-        ("issue_type", |t| issue_type_name(t.issue_type)),
-        ("domain", |t| domain_name(t.domain)),
-    ];
+    let kinds: [(&'static str, KindOf); 2] = [("issue_type", |t| issue_type_name(t.issue_type)), ("domain", |t| domain_name(t.domain))];
     for (annotation, kind_of) in kinds {
         let mut counts: BTreeMap<&'static str, (usize, usize)> = BTreeMap::new();
         for case in &cases {
@@ -515,9 +432,5 @@ pub fn registry<'c>(contexts: impl IntoIterator<Item = &'c crate::context::TaskC
         part.sort_by(|a, b| b.points.cmp(&a.points).then_with(|| a.kind.cmp(&b.kind)));
         rows.extend(part);
     }
-    Some(Registry {
-        points,
-        cases: cases.len(),
-        rows,
-    })
+    Some(Registry { points, cases: cases.len(), rows })
 }

@@ -17,10 +17,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use specgap_stats::{
-    BootstrapConfig, IntervalMethod, WilcoxonOptions, bootstrap_paired, holm_adjust,
-    wilcoxon_paired,
-};
+use specgap_stats::{BootstrapConfig, IntervalMethod, WilcoxonOptions, bootstrap_paired, holm_adjust, wilcoxon_paired};
 
 use crate::ReportError;
 use crate::clarification::episode_clarification;
@@ -61,13 +58,11 @@ impl Selection {
     pub fn parse_flag(flag: &str, text: &str) -> Result<Selection, ReportError> {
         let mut filters = Vec::new();
         for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (key, value) = part
-                .split_once('=')
-                .ok_or_else(|| ReportError::BadSelection {
-                    flag: flag.to_string(),
-                    text: text.to_string(),
-                    part: part.to_string(),
-                })?;
+            let (key, value) = part.split_once('=').ok_or_else(|| ReportError::BadSelection {
+                flag: flag.to_string(),
+                text: text.to_string(),
+                part: part.to_string(),
+            })?;
             let dim = Dim::parse(key).map_err(|_| ReportError::UnknownSelectionKey {
                 flag: flag.to_string(),
                 text: text.to_string(),
@@ -79,20 +74,14 @@ impl Selection {
     }
 
     pub(crate) fn matches(&self, e: &Episode<'_>) -> bool {
-        self.filters
-            .iter()
-            .all(|(dim, value)| dim.value(e) == *value)
+        self.filters.iter().all(|(dim, value)| dim.value(e) == *value)
     }
 
     fn describe(&self) -> String {
         if self.filters.is_empty() {
             return "all episodes".into();
         }
-        self.filters
-            .iter()
-            .map(|(d, v)| format!("{}={v}", d.as_str()))
-            .collect::<Vec<_>>()
-            .join(",")
+        self.filters.iter().map(|(d, v)| format!("{}={v}", d.as_str())).collect::<Vec<_>>().join(",")
     }
 }
 
@@ -239,31 +228,19 @@ type Measure = (&'static str, fn(&Episode<'_>, &str) -> Option<f64>);
 const MEASURES: &[Measure] = &[
     ("Score@1", |e, _| (!e.is_delivery()).then(|| e.score_at(1))),
     ("Score@4", |e, _| (!e.is_delivery()).then(|| e.score_at(4))),
-    ("Success@1", |e, _| {
-        (!e.is_delivery()).then(|| indicator(e.success_at(1)))
-    }),
-    ("Success@4", |e, _| {
-        (!e.is_delivery()).then(|| indicator(e.success_at(4)))
-    }),
+    ("Success@1", |e, _| (!e.is_delivery()).then(|| indicator(e.success_at(1)))),
+    ("Success@4", |e, _| (!e.is_delivery()).then(|| indicator(e.success_at(4)))),
     ("Quality", |e, _| e.is_delivery().then(|| e.delivery_score())),
-    ("DSR", |e, _| {
-        e.is_delivery().then(|| indicator(e.delivery_success()))
-    }),
-    ("Valid", |e, _| {
-        e.is_delivery().then(|| indicator(e.delivery_valid()))
-    }),
+    ("DSR", |e, _| e.is_delivery().then(|| indicator(e.delivery_success()))),
+    ("Valid", |e, _| e.is_delivery().then(|| indicator(e.delivery_valid()))),
     ("Recall", |e, judge| episode_clarification(e, judge)?.recall),
-    ("Precision", |e, judge| {
-        episode_clarification(e, judge)?.precision
-    }),
+    ("Precision", |e, judge| episode_clarification(e, judge)?.precision),
     ("Ask-F1", |e, judge| episode_clarification(e, judge)?.ask_f1),
 ];
 
 /// The names of the measures a comparison can compare, in their fixed order.
-pub const MEASURE_NAMES: [&str; 10] = [
-    "Score@1", "Score@4", "Success@1", "Success@4", "Quality", "DSR", "Valid", "Recall",
-    "Precision", "Ask-F1",
-];
+pub const MEASURE_NAMES: [&str; 10] =
+    ["Score@1", "Score@4", "Success@1", "Success@4", "Quality", "DSR", "Valid", "Recall", "Precision", "Ask-F1"];
 
 /// Compares run `b` against run `a` (differences are B − A); the family is the call's
 /// measures.
@@ -272,38 +249,21 @@ pub const MEASURE_NAMES: [&str; 10] = [
 /// [`ReportError::EmptySide`] when a selection keeps no scored episode;
 /// [`ReportError::UnknownMeasure`] for a measure name not in [`MEASURE_NAMES`];
 /// [`ReportError::Stats`] when a statistic rejects its input.
-pub fn compare(
-    a: &RunData,
-    b: &RunData,
-    options: &CompareOptions,
-) -> Result<Comparison, ReportError> {
+pub fn compare(a: &RunData, b: &RunData, options: &CompareOptions) -> Result<Comparison, ReportError> {
     let pair = compare_pair("B − A", a, b, options)?;
     finish(vec![pair], "call".to_string(), options)
 }
 
 /// Holm over every test of `pairs`, and the comparison around them.
-fn finish(
-    mut pairs: Vec<PairComparison>,
-    source: String,
-    options: &CompareOptions,
-) -> Result<Comparison, ReportError> {
+fn finish(mut pairs: Vec<PairComparison>, source: String, options: &CompareOptions) -> Result<Comparison, ReportError> {
     let tests: Vec<(usize, usize, f64)> = pairs
         .iter()
         .enumerate()
-        .flat_map(|(i, pair)| {
-            pair.measures
-                .iter()
-                .enumerate()
-                .filter_map(move |(j, m)| m.wilcoxon_p.map(|p| (i, j, p)))
-        })
+        .flat_map(|(i, pair)| pair.measures.iter().enumerate().filter_map(move |(j, m)| m.wilcoxon_p.map(|p| (i, j, p))))
         .collect();
     if !tests.is_empty() {
-        let adjusted = holm_adjust(&tests.iter().map(|t| t.2).collect::<Vec<_>>()).map_err(
-            |source| ReportError::Stats {
-                measure: "Holm adjustment".into(),
-                source,
-            },
-        )?;
+        let adjusted = holm_adjust(&tests.iter().map(|t| t.2).collect::<Vec<_>>())
+            .map_err(|source| ReportError::Stats { measure: "Holm adjustment".into(), source })?;
         for ((i, j, _), p) in tests.iter().zip(adjusted) {
             pairs[*i].measures[*j].holm_p = Some(p);
         }
@@ -317,35 +277,21 @@ fn finish(
         resamples: options.resamples,
         seed: options.seed,
         confidence: options.confidence,
-        family: Family {
-            source,
-            tests: tests.len(),
-            correction: "holm",
-        },
+        family: Family { source, tests: tests.len(), correction: "holm" },
         comparisons: pairs,
     })
 }
 
 /// One pair's measures, without Holm.
-fn compare_pair(
-    name: &str,
-    a: &RunData,
-    b: &RunData,
-    options: &CompareOptions,
-) -> Result<PairComparison, ReportError> {
+fn compare_pair(name: &str, a: &RunData, b: &RunData, options: &CompareOptions) -> Result<PairComparison, ReportError> {
     for measure in &options.measures {
         if !MEASURE_NAMES.contains(&measure.as_str()) {
-            return Err(ReportError::UnknownMeasure {
-                measure: measure.clone(),
-            });
+            return Err(ReportError::UnknownMeasure { measure: measure.clone() });
         }
     }
     let episodes = index_episodes(&[a, b]);
     let side = |run: usize, selection: &Selection| -> Vec<&Episode> {
-        episodes
-            .iter()
-            .filter(|e| e.run == run && e.is_scored() && selection.matches(e))
-            .collect()
+        episodes.iter().filter(|e| e.run == run && e.is_scored() && selection.matches(e)).collect()
     };
     let side_a = side(0, &options.select_a);
     let side_b = side(1, &options.select_b);
@@ -474,10 +420,7 @@ impl FamilyFile {
     /// [`ReportError::FamilyFile`] naming the path when it cannot be read or parsed, or has no
     /// comparison.
     pub fn load(path: &Path) -> Result<FamilyFile, ReportError> {
-        let bad = |reason: String| ReportError::FamilyFile {
-            path: path.to_path_buf(),
-            reason,
-        };
+        let bad = |reason: String| ReportError::FamilyFile { path: path.to_path_buf(), reason };
         let text = fs_err::read_to_string(path).map_err(|e| bad(e.to_string()))?;
         let file: FamilyFile = toml::from_str(&text).map_err(|e| {
             bad(match e.span() {
@@ -553,31 +496,16 @@ pub fn compare_family(path: &Path, options: &CompareOptions) -> Result<Compariso
 }
 
 fn describe_side(run: &RunData, selection: &Selection, episodes: &[&Episode<'_>]) -> Side {
-    let mut groups: Vec<String> = episodes
-        .iter()
-        .map(|e| format!("{} · {} · {}", e.row.agent, e.row.condition, e.row.start))
-        .collect();
+    let mut groups: Vec<String> = episodes.iter().map(|e| format!("{} · {} · {}", e.row.agent, e.row.condition, e.row.start)).collect();
     groups.sort();
     groups.dedup();
-    Side {
-        dir: run.dir.display().to_string(),
-        selection: selection.describe(),
-        episodes: episodes.len(),
-        groups,
-    }
+    Side { dir: run.dir.display().to_string(), selection: selection.describe(), episodes: episodes.len(), groups }
 }
 
-fn compare_measure(
-    name: &str,
-    per_task: Vec<TaskPair>,
-    options: &CompareOptions,
-) -> Result<MeasureComparison, ReportError> {
+fn compare_measure(name: &str, per_task: Vec<TaskPair>, options: &CompareOptions) -> Result<MeasureComparison, ReportError> {
     let xs: Vec<f64> = per_task.iter().map(|p| p.a).collect();
     let ys: Vec<f64> = per_task.iter().map(|p| p.b).collect();
-    let stats_error = |source| ReportError::Stats {
-        measure: name.to_string(),
-        source,
-    };
+    let stats_error = |source| ReportError::Stats { measure: name.to_string(), source };
     let mean_a = mean(xs.iter().copied()).unwrap_or(0.0);
     let mean_b = mean(ys.iter().copied()).unwrap_or(0.0);
     let interval = if per_task.len() >= 2 {
@@ -587,8 +515,7 @@ fn compare_measure(
             method: IntervalMethod::Percentile,
             seed: options.seed,
         };
-        let difference =
-            |a: &[f64], b: &[f64]| (b.iter().sum::<f64>() - a.iter().sum::<f64>()) / a.len() as f64;
+        let difference = |a: &[f64], b: &[f64]| (b.iter().sum::<f64>() - a.iter().sum::<f64>()) / a.len() as f64;
         let i = bootstrap_paired(&xs, &ys, difference, &config).map_err(stats_error)?;
         (i.low.is_finite() && i.high.is_finite()).then_some([i.low, i.high])
     } else {
@@ -610,10 +537,7 @@ fn compare_measure(
 }
 
 fn opt(v: Option<f64>, digits: usize) -> String {
-    v.map_or_else(
-        || crate::render::ABSENT.to_string(),
-        |v| format!("{v:.digits$}"),
-    )
+    v.map_or_else(|| crate::render::ABSENT.to_string(), |v| format!("{v:.digits$}"))
 }
 
 /// The comparison as Markdown: the family, then per pair its sides, summary table and per-task
@@ -651,10 +575,7 @@ fn render_pair(out: &mut String, pair: &PairComparison) {
     }
     out.push_str("\n| measure | tasks | A | B | B − A | interval | Wilcoxon p | Holm p |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for m in &pair.measures {
-        let interval = m.interval.map_or_else(
-            || crate::render::ABSENT.to_string(),
-            |[l, h]| format!("[{l:+.4}, {h:+.4}]"),
-        );
+        let interval = m.interval.map_or_else(|| crate::render::ABSENT.to_string(), |[l, h]| format!("[{l:+.4}, {h:+.4}]"));
         let _ = writeln!(
             out,
             "| {} | {} | {:.4} | {:.4} | {:+.4} | {} | {} | {} |",
@@ -673,9 +594,7 @@ fn render_pair(out: &mut String, pair: &PairComparison) {
     let mut by_task: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for (i, m) in pair.measures.iter().enumerate() {
         for p in &m.per_task {
-            let row = by_task
-                .entry(p.task.as_str())
-                .or_insert_with(|| vec![crate::render::ABSENT.to_string(); pair.measures.len()]);
+            let row = by_task.entry(p.task.as_str()).or_insert_with(|| vec![crate::render::ABSENT.to_string(); pair.measures.len()]);
             row[i] = format!("{:.4} → {:.4}", p.a, p.b);
         }
     }

@@ -91,10 +91,7 @@ impl StateContext {
     pub fn harness_changes(&self) -> Result<&(DiffChanges, u64), &str> {
         self.harness
             .get_or_init(|| {
-                let source = self
-                    .source
-                    .as_ref()
-                    .ok_or_else(|| "no package to rebuild the state from".to_string())?;
+                let source = self.source.as_ref().ok_or_else(|| "no package to rebuild the state from".to_string())?;
                 rebuild_state_diff(source).map(|text| (parse_diff(&text), text.len() as u64))
             })
             .as_ref()
@@ -104,21 +101,12 @@ impl StateContext {
 
 /// Materializes `source` in a temporary directory and returns the harness's diff of it.
 fn rebuild_state_diff(source: &StateSource) -> Result<String, String> {
-    let scratch = tempfile::Builder::new()
-        .prefix("specgap-report-state-")
-        .tempdir()
-        .map_err(|e| e.to_string())?;
-    let cache =
-        specgap_sandbox::BaseCache::new(scratch.path().join("bases")).map_err(|e| e.to_string())?;
-    let base = cache
-        .base(&source.hash, &source.workspace)
-        .map_err(|e| e.to_string())?;
+    let scratch = tempfile::Builder::new().prefix("specgap-report-state-").tempdir().map_err(|e| e.to_string())?;
+    let cache = specgap_sandbox::BaseCache::new(scratch.path().join("bases")).map_err(|e| e.to_string())?;
+    let base = cache.base(&source.hash, &source.workspace).map_err(|e| e.to_string())?;
     let workspace = scratch.path().join("workspace");
-    specgap_sandbox::materialize(&base, &workspace, Some(&source.patch))
-        .map_err(|e| e.to_string())?;
-    specgap_sandbox::diff(&base, &workspace)
-        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
-        .map_err(|e| e.to_string())
+    specgap_sandbox::materialize(&base, &workspace, Some(&source.patch)).map_err(|e| e.to_string())?;
+    specgap_sandbox::diff(&base, &workspace).map(|bytes| String::from_utf8_lossy(&bytes).into_owned()).map_err(|e| e.to_string())
 }
 
 impl TaskContext {
@@ -135,15 +123,9 @@ impl TaskContext {
         let mut states = BTreeMap::new();
         for (id, state) in package.residual_states() {
             let (changes, patch_bytes) = match fs_err::read(&state.patch) {
-                Ok(bytes) => (
-                    parse_diff(&String::from_utf8_lossy(&bytes)),
-                    bytes.len() as u64,
-                ),
+                Ok(bytes) => (parse_diff(&String::from_utf8_lossy(&bytes)), bytes.len() as u64),
                 Err(err) => {
-                    warnings.push(format!(
-                        "task {}: residual state {id}: {err}",
-                        package.name()
-                    ));
+                    warnings.push(format!("task {}: residual state {id}: {err}", package.name()));
                     (DiffChanges::default(), 0)
                 }
             };
@@ -152,10 +134,7 @@ impl TaskContext {
                 (Some(listed), _) => listed.iter().cloned().collect(),
                 (None, Ok(computed)) => computed.unwrap_or_default(),
                 (None, Err(err)) => {
-                    warnings.push(format!(
-                        "task {}: residual state {id}: {err}",
-                        package.name()
-                    ));
+                    warnings.push(format!("task {}: residual state {id}: {err}", package.name()));
                     BTreeSet::new()
                 }
             };
@@ -183,12 +162,7 @@ impl TaskContext {
             schema: package.delivery_schema().is_some(),
             subfamily: TaskContext::subfamily_of(package),
             requirements: package.requirements().len(),
-            stated: package
-                .requirements()
-                .iter()
-                .filter(|r| r.stated)
-                .map(|r| r.id.clone())
-                .collect(),
+            stated: package.requirements().iter().filter(|r| r.stated).map(|r| r.id.clone()).collect(),
             targets: package.clarifications().to_vec(),
             states,
             workspace_files: tree_files(&package.workspace_dir()),
@@ -206,11 +180,6 @@ fn tree_files(dir: &Path) -> BTreeSet<String> {
         .filter_entry(|e| !e.file_name().eq_ignore_ascii_case(".git"))
         .filter_map(Result::ok)
         .filter(|e| !e.file_type().is_dir())
-        .filter_map(|e| {
-            e.path()
-                .strip_prefix(dir)
-                .ok()
-                .map(|p| p.to_string_lossy().replace('\\', "/"))
-        })
+        .filter_map(|e| e.path().strip_prefix(dir).ok().map(|p| p.to_string_lossy().replace('\\', "/")))
         .collect()
 }

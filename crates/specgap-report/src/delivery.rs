@@ -107,13 +107,8 @@ pub struct DeliveryMeasures {
 
 /// Display names of the planned-run delivery cells (seed 002 Table 6(a)), with their keys in
 /// [`DeliveryMeasures::intervals`].
-pub const DELIVERY_MEASURES: [(&str, &str); 5] = [
-    ("quality", "Quality"),
-    ("dsr", "DSR"),
-    ("valid", "valid"),
-    ("pass_at_k", "pass@k"),
-    ("pass_hat_k", "pass^k"),
-];
+pub const DELIVERY_MEASURES: [(&str, &str); 5] =
+    [("quality", "Quality"), ("dsr", "DSR"), ("valid", "valid"), ("pass_at_k", "pass@k"), ("pass_hat_k", "pass^k")];
 
 /// Scored runs of one case among its planned runs.
 struct CaseRuns<'e, 'a> {
@@ -136,17 +131,11 @@ pub fn delivery_measures(
     }
     let mut by_case: BTreeMap<&str, CaseRuns> = BTreeMap::new();
     for run in planned {
-        let slot = by_case.entry(run.key.task.as_str()).or_insert(CaseRuns {
-            planned: 0,
-            scored: Vec::new(),
-        });
+        let slot = by_case.entry(run.key.task.as_str()).or_insert(CaseRuns { planned: 0, scored: Vec::new() });
         slot.planned += 1;
         slot.scored.extend(run.scored());
     }
-    let unscored: Vec<UnscoredRun> = planned
-        .iter()
-        .filter_map(|p| UnscoredRun::of(p, runs))
-        .collect();
+    let unscored: Vec<UnscoredRun> = planned.iter().filter_map(|p| UnscoredRun::of(p, runs)).collect();
     let scored: Vec<&Episode> = by_case.values().flat_map(|c| c.scored.iter().copied()).collect();
     let complete = unscored.is_empty();
     let k = by_case.values().map(|c| c.planned).min().unwrap_or(0) as u64;
@@ -178,11 +167,7 @@ pub fn delivery_measures(
         measures.dsr = dsr.value();
         measures.valid = valid.value();
         measures.pass_k = match (pass_at.value(), pass_hat.value()) {
-            (Some(pass_at_k), Some(pass_hat_k)) if k >= 1 => Some(PassK {
-                k: k as u32,
-                pass_at_k,
-                pass_hat_k,
-            }),
+            (Some(pass_at_k), Some(pass_hat_k)) if k >= 1 => Some(PassK { k: k as u32, pass_at_k, pass_hat_k }),
             _ => None,
         };
         for ((_, display), values) in DELIVERY_MEASURES.iter().zip([quality, dsr, valid, pass_at, pass_hat]) {
@@ -214,16 +199,8 @@ fn planned_cells(by_case: &BTreeMap<&str, CaseRuns>, k: u64) -> Result<[CaseValu
     Ok(columns.map(CaseValues::new))
 }
 
-fn pass_estimate(
-    f: fn(u64, u64, u64) -> Result<f64, specgap_stats::StatsError>,
-    n: u64,
-    c: u64,
-    k: u64,
-) -> Result<f64, ReportError> {
-    f(n, c, k).map_err(|source| ReportError::Stats {
-        measure: "pass@k".into(),
-        source,
-    })
+fn pass_estimate(f: fn(u64, u64, u64) -> Result<f64, specgap_stats::StatsError>, n: u64, c: u64, k: u64) -> Result<f64, ReportError> {
+    f(n, c, k).map_err(|source| ReportError::Stats { measure: "pass@k".into(), source })
 }
 
 /// The values over the scored runs only, or `None` without one.
@@ -233,10 +210,7 @@ fn scored_only(by_case: &BTreeMap<&str, CaseRuns>) -> Result<Option<ScoredOnly>,
         return Ok(None);
     }
     let runs: Vec<&Episode> = cases.iter().flat_map(|c| c.scored.iter().copied()).collect();
-    let case_quality: Vec<f64> = cases
-        .iter()
-        .map(|c| mean(c.scored.iter().map(|e| e.delivery_score())).unwrap_or(0.0))
-        .collect();
+    let case_quality: Vec<f64> = cases.iter().map(|c| mean(c.scored.iter().map(|e| e.delivery_score())).unwrap_or(0.0)).collect();
     let k = cases.iter().map(|c| c.scored.len()).min().unwrap_or(0) as u64;
     let pass_k = if k >= 1 {
         let mut at = Vec::new();
@@ -247,11 +221,7 @@ fn scored_only(by_case: &BTreeMap<&str, CaseRuns>) -> Result<Option<ScoredOnly>,
             at.push(pass_estimate(specgap_stats::pass_at_k, n, valid, k)?);
             hat.push(pass_estimate(specgap_stats::pass_hat_k, n, valid, k)?);
         }
-        Some(PassK {
-            k: k as u32,
-            pass_at_k: mean(at).unwrap_or(0.0),
-            pass_hat_k: mean(hat).unwrap_or(0.0),
-        })
+        Some(PassK { k: k as u32, pass_at_k: mean(at).unwrap_or(0.0), pass_hat_k: mean(hat).unwrap_or(0.0) })
     } else {
         None
     };
@@ -266,14 +236,7 @@ fn scored_only(by_case: &BTreeMap<&str, CaseRuns>) -> Result<Option<ScoredOnly>,
 }
 
 /// Signature precedence for zero-score runs (seed 002 App. A.7, Table 14).
-pub const SIGNATURE_ORDER: [&str; 6] = [
-    "constraint",
-    "fatal",
-    "schema",
-    "execution",
-    "quality",
-    "none",
-];
+pub const SIGNATURE_ORDER: [&str; 6] = ["constraint", "fatal", "schema", "execution", "quality", "none"];
 
 /// Zero-score runs of a group by evaluator signature (seed 002 App. A.7, Table 14).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -295,24 +258,15 @@ pub struct ZeroScores {
 pub fn zero_signature(e: &Episode<'_>) -> String {
     if let Some(x) = e.extraction.filter(|x| x.status == specgap_store::ExtractionStatus::Scored) {
         return match x.signature {
-            Some(sig) => serde_json::to_value(sig)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_else(|| "none".into()),
+            Some(sig) => serde_json::to_value(sig).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_else(|| "none".into()),
             None if x.valid == Some(false) => "constraint".into(),
             None => "none".into(),
         };
     }
-    let delivery = e
-        .final_k()
-        .or_else(|| e.submissions.last().map(|s| s.k))
-        .and_then(|k| e.deliveries.get(&k));
+    let delivery = e.final_k().or_else(|| e.submissions.last().map(|s| s.k)).and_then(|k| e.deliveries.get(&k));
     match delivery {
         Some(d) => match d.signature {
-            Some(sig) => serde_json::to_value(sig)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_else(|| "none".into()),
+            Some(sig) => serde_json::to_value(sig).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_else(|| "none".into()),
             None if !d.valid && !d.violations.is_empty() => "constraint".into(),
             None => "none".into(),
         },
@@ -326,23 +280,13 @@ pub fn zero_scores(episodes: &[&Episode<'_>]) -> Option<ZeroScores> {
     if runs.is_empty() {
         return None;
     }
-    let zeros: Vec<&Episode> = runs
-        .iter()
-        .copied()
-        .filter(|e| e.delivery_score() == 0.0)
-        .collect();
+    let zeros: Vec<&Episode> = runs.iter().copied().filter(|e| e.delivery_score() == 0.0).collect();
     let mut signatures = BTreeMap::new();
     for e in &zeros {
         *signatures.entry(zero_signature(e)).or_insert(0) += 1;
     }
     let invalid = zeros.iter().filter(|e| !e.delivery_valid()).count();
-    Some(ZeroScores {
-        runs: runs.len(),
-        zero: zeros.len(),
-        invalid,
-        valid_zero: zeros.len() - invalid,
-        signatures,
-    })
+    Some(ZeroScores { runs: runs.len(), zero: zeros.len(), invalid, valid_zero: zeros.len() - invalid, signatures })
 }
 
 /// One case at one oracle coverage level: Quality mean ± sd over repeats (seed 002 Table 13).
@@ -386,10 +330,7 @@ pub fn oracle_curve(episodes: &[&Episode<'_>]) -> Vec<OracleLevel> {
         .filter_map(|(condition, eps)| {
             let mut by_task: BTreeMap<String, Vec<f64>> = BTreeMap::new();
             for e in eps {
-                by_task
-                    .entry(e.row.task.clone())
-                    .or_default()
-                    .push(e.delivery_score());
+                by_task.entry(e.row.task.clone()).or_default().push(e.delivery_score());
             }
             let cases: Vec<OracleCase> = by_task
                 .into_iter()
@@ -397,33 +338,18 @@ pub fn oracle_curve(episodes: &[&Episode<'_>]) -> Vec<OracleLevel> {
                     task,
                     repeats: scores.len(),
                     mean: mean(scores.iter().copied()).unwrap_or(0.0),
-                    sd: specgap_stats::sample_sd(&scores)
-                        .ok()
-                        .filter(|s| s.is_finite()),
+                    sd: specgap_stats::sample_sd(&scores).ok().filter(|s| s.is_finite()),
                 })
                 .collect();
             let macro_mean = case_macro(&cases.iter().map(|c| c.mean).collect::<Vec<_>>())?;
-            Some(OracleLevel {
-                ratio: oracle_ratio(&condition)?,
-                condition,
-                cases,
-                macro_mean,
-            })
+            Some(OracleLevel { ratio: oracle_ratio(&condition)?, condition, cases, macro_mean })
         })
         .collect();
-    out.sort_by(|a, b| {
-        a.ratio
-            .total_cmp(&b.ratio)
-            .then_with(|| a.condition.cmp(&b.condition))
-    });
+    out.sort_by(|a, b| a.ratio.total_cmp(&b.ratio).then_with(|| a.condition.cmp(&b.condition)));
     out
 }
 
 /// The scored delivery runs among `episodes` (errors and interruptions never count).
 fn scored_deliveries<'a, 'b>(episodes: &[&'a Episode<'b>]) -> Vec<&'a Episode<'b>> {
-    episodes
-        .iter()
-        .copied()
-        .filter(|e| e.is_scored() && e.is_delivery() && !e.extraction_unavailable())
-        .collect()
+    episodes.iter().copied().filter(|e| e.is_scored() && e.is_delivery() && !e.extraction_unavailable()).collect()
 }

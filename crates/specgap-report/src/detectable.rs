@@ -161,8 +161,7 @@ fn verdict(observed: f64, mdd: Option<f64>) -> &'static str {
 /// table: per measure the observed difference, the MDD, how it was computed and the verdict.
 pub fn render_detectable(out: &mut String, measures: &[MeasureComparison]) {
     use std::fmt::Write as _;
-    let rows: Vec<(&MeasureComparison, &Detectable)> =
-        measures.iter().filter_map(|m| m.detectable.as_ref().map(|d| (m, d))).collect();
+    let rows: Vec<(&MeasureComparison, &Detectable)> = measures.iter().filter_map(|m| m.detectable.as_ref().map(|d| (m, d))).collect();
     let Some((_, first)) = rows.first() else { return };
     let _ = write!(
         out,

@@ -83,11 +83,7 @@ pub fn parse_diff(text: &str) -> DiffChanges {
             continue;
         }
         if let Some(added) = line.strip_prefix('+') {
-            changes
-                .added
-                .entry(path)
-                .or_default()
-                .push(added.to_string());
+            changes.added.entry(path).or_default().push(added.to_string());
         } else if line.starts_with('-') {
             changes.deleted_lines += 1;
         }
@@ -100,10 +96,7 @@ pub fn parse_diff(text: &str) -> DiffChanges {
 /// of the two line sequences, summed over files (seed 001 App. D.2 "Kept").
 ///
 /// Returns `(kept, total)` with `total` the number of lines in `kept_from`.
-pub fn kept_lines(
-    kept_from: &BTreeMap<String, Vec<String>>,
-    final_added: &BTreeMap<String, Vec<String>>,
-) -> (usize, usize) {
+pub fn kept_lines(kept_from: &BTreeMap<String, Vec<String>>, final_added: &BTreeMap<String, Vec<String>>) -> (usize, usize) {
     let mut kept = 0;
     let mut total = 0;
     for (file, lines) in kept_from {

@@ -5,9 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
 use specgap_protocol::result::{ScoringKind, TestOutcome};
-use specgap_store::{
-    DeliveryRow, EpisodeRow, Extraction, ExtractionStatus, Judgement, QuestionRow, Status, SubmissionRow,
-};
+use specgap_store::{DeliveryRow, EpisodeRow, Extraction, ExtractionStatus, Judgement, QuestionRow, Status, SubmissionRow};
 
 use crate::context::TaskContext;
 use crate::first::{SubmissionScore, score_at_k, success_at_k};
@@ -77,32 +75,19 @@ pub fn index_episodes<'a>(runs: &[&'a RunData]) -> Vec<Episode<'a>> {
         for s in &rows.submissions {
             if let Some(i) = slot(&s.episode) {
                 out[i].submissions.push(s);
-                if let (true, Some(score), Some(success)) = (s.valid_evaluation, s.score, s.success)
-                {
-                    out[i].scores.push(SubmissionScore {
-                        k: s.k,
-                        score,
-                        success,
-                    });
+                if let (true, Some(score), Some(success)) = (s.valid_evaluation, s.score, s.success) {
+                    out[i].scores.push(SubmissionScore { k: s.k, score, success });
                 }
             }
         }
         for t in &rows.tests {
             if let Some(i) = slot(&t.episode) {
-                out[i]
-                    .tests
-                    .entry(t.k)
-                    .or_default()
-                    .insert(t.test.as_str(), t.outcome);
+                out[i].tests.entry(t.k).or_default().insert(t.test.as_str(), t.outcome);
             }
         }
         for r in &rows.requirement_outcomes {
             if let Some(i) = slot(&r.episode) {
-                out[i]
-                    .requirements
-                    .entry(r.k)
-                    .or_default()
-                    .insert(r.requirement.as_str(), r.pass);
+                out[i].requirements.entry(r.k).or_default().insert(r.requirement.as_str(), r.pass);
             }
         }
         for d in &rows.deliveries {
@@ -158,12 +143,7 @@ impl<'a> EpisodeFinder<'a> {
             // Later rows win, as inserting them one by one would.
             ids.iter().enumerate().map(|(i, id)| (*id, i)).collect()
         };
-        EpisodeFinder {
-            ids,
-            sorted,
-            cursor: 0,
-            by_id,
-        }
+        EpisodeFinder { ids, sorted, cursor: 0, by_id }
     }
 
     /// Position of episode `id`, or `None` when the run has no such episode.
@@ -228,11 +208,7 @@ impl<'a> Episode<'a> {
     /// agent declared itself (`submit`, not an automatic budget or loop submission) and whose
     /// evaluation is valid.
     pub fn normally_submitted(&self) -> bool {
-        self.is_scored()
-            && self
-                .submissions
-                .last()
-                .is_some_and(|s| s.agent_declared && !s.automatic && s.valid_evaluation)
+        self.is_scored() && self.submissions.last().is_some_and(|s| s.agent_declared && !s.automatic && s.valid_evaluation)
     }
 
     /// y of seed 001 (§3.1 eq. 1; App. C.1, D.1): the run succeeds only when the agent declared
@@ -260,10 +236,7 @@ impl<'a> Episode<'a> {
             return None;
         }
         let last = position + 1 == self.submissions.len();
-        let ended_there = matches!(
-            self.row.end_reason,
-            Some(EndReason::Submitted | EndReason::SubmissionBudget | EndReason::Accepted)
-        );
+        let ended_there = matches!(self.row.end_reason, Some(EndReason::Submitted | EndReason::SubmissionBudget | EndReason::Accepted));
         if last && ended_there {
             return None;
         }
@@ -295,21 +268,14 @@ impl<'a> Episode<'a> {
     /// Tests failing (`fail` or `error`) at submission `k` (0 = starting state); `None` when no
     /// test outcome is stored for that k.
     pub fn failing_tests(&self, k: u32) -> Option<BTreeSet<&'a str>> {
-        self.tests.get(&k).map(|tests| {
-            tests
-                .iter()
-                .filter(|(_, o)| matches!(o, TestOutcome::Fail | TestOutcome::Error))
-                .map(|(t, _)| *t)
-                .collect()
-        })
+        self.tests
+            .get(&k)
+            .map(|tests| tests.iter().filter(|(_, o)| matches!(o, TestOutcome::Fail | TestOutcome::Error)).map(|(t, _)| *t).collect())
     }
 
     /// Whether `test` passes at submission `k`.
     pub fn test_passes(&self, k: u32, test: &str) -> bool {
-        self.tests
-            .get(&k)
-            .and_then(|t| t.get(test))
-            .is_some_and(|o| *o == TestOutcome::Pass)
+        self.tests.get(&k).and_then(|t| t.get(test)).is_some_and(|o| *o == TestOutcome::Pass)
     }
 
     /// Whether requirement `id` passes at submission `k`, if reported.
@@ -320,9 +286,7 @@ impl<'a> Episode<'a> {
     /// Whether the delivery at the last valid submission is valid (hard constraints hold);
     /// false without one.
     pub fn final_valid(&self) -> bool {
-        self.final_k()
-            .and_then(|k| self.deliveries.get(&k))
-            .is_some_and(|d| d.valid)
+        self.final_k().and_then(|k| self.deliveries.get(&k)).is_some_and(|d| d.valid)
     }
 
     /// The delivery score s of seed 002 §4.2: the extraction panel's agreed score when the
@@ -361,11 +325,7 @@ impl<'a> Episode<'a> {
 
     /// The judgements of one judge.
     pub fn judgements_of(&self, judge: &str) -> Vec<&'a Judgement> {
-        self.judgements
-            .iter()
-            .copied()
-            .filter(|j| j.judge == judge)
-            .collect()
+        self.judgements.iter().copied().filter(|j| j.judge == judge).collect()
     }
 }
 
@@ -376,9 +336,7 @@ pub fn preset(condition: &str) -> &str {
 
 /// R of an `oracle:R` condition.
 pub fn oracle_ratio(condition: &str) -> Option<f64> {
-    preset(condition)
-        .strip_prefix("oracle:")
-        .and_then(|r| r.parse().ok())
+    preset(condition).strip_prefix("oracle:").and_then(|r| r.parse().ok())
 }
 
 /// Whether `ask_user` is offered under a condition: the preset's column of DESIGN §4,
@@ -387,8 +345,7 @@ pub fn offers_ask(condition: &str) -> bool {
     if condition.contains("+ask=off") {
         return false;
     }
-    condition.contains("+ask=on")
-        || ["partial", "full", "plan", "interact", "interact-req"].contains(&preset(condition))
+    condition.contains("+ask=on") || ["partial", "full", "plan", "interact", "interact-req"].contains(&preset(condition))
 }
 
 /// Whether a failed submission returns consequence feedback under a condition: the preset's
@@ -401,9 +358,7 @@ pub fn gives_feedback(condition: &str) -> bool {
 }
 
 /// A grouping dimension of a report (`--group-by`).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Dim {
     /// Agent spec.
@@ -489,10 +444,7 @@ pub fn group_by<'e, 'a>(
             }
         }
     }
-    groups
-        .into_iter()
-        .map(|(key, members)| (key.into_iter().map(str::to_string).collect(), members))
-        .collect()
+    groups.into_iter().map(|(key, members)| (key.into_iter().map(str::to_string).collect(), members)).collect()
 }
 
 /// Mean of per-task means: each task's episodes are averaged first, then the tasks (every
@@ -519,16 +471,12 @@ pub fn per_task_means<'e, 'a: 'e>(
             slot.1 += 1;
         }
     }
-    sums.into_iter()
-        .map(|(task, (sum, n))| (task.to_string(), sum / n as f64))
-        .collect()
+    sums.into_iter().map(|(task, (sum, n))| (task.to_string(), sum / n as f64)).collect()
 }
 
 /// Arithmetic mean; `None` for no values.
 pub fn mean(values: impl IntoIterator<Item = f64>) -> Option<f64> {
-    let (sum, n) = values
-        .into_iter()
-        .fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
+    let (sum, n) = values.into_iter().fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
     (n > 0).then(|| sum / n as f64)
 }
 
@@ -554,30 +502,14 @@ mod tests {
         let queries = ["b", "b", "c", "h", "bb", "j", "zz", "a", "a", "e", "j", "0"];
         assert_eq!(
             positions(&ids, &queries),
-            [
-                Some(1),
-                Some(1),
-                Some(2),
-                Some(7),
-                None,
-                Some(9),
-                None,
-                Some(0),
-                Some(0),
-                Some(4),
-                Some(9),
-                None
-            ]
+            [Some(1), Some(1), Some(2), Some(7), None, Some(9), None, Some(0), Some(0), Some(4), Some(9), None]
         );
     }
 
     #[test]
     fn unsorted_or_repeated_ids_use_the_hash_map_where_the_last_row_wins() {
         let ids = ["c", "a", "b", "a"];
-        assert_eq!(
-            positions(&ids, &["a", "b", "c", "d"]),
-            [Some(3), Some(2), Some(0), None]
-        );
+        assert_eq!(positions(&ids, &["a", "b", "c", "d"]), [Some(3), Some(2), Some(0), None]);
     }
 
     #[test]

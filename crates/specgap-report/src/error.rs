@@ -70,7 +70,9 @@ pub enum ReportError {
         side: &'static str,
     },
     /// A measure name `specgap compare` does not know.
-    #[error("unknown measure `{measure}`; expected one of Score@1, Score@4, Success@1, Success@4, Quality, DSR, Valid, Recall, Precision, Ask-F1")]
+    #[error(
+        "unknown measure `{measure}`; expected one of Score@1, Score@4, Success@1, Success@4, Quality, DSR, Valid, Recall, Precision, Ask-F1"
+    )]
     UnknownMeasure {
         /// The name as given.
         measure: String,
@@ -118,21 +120,14 @@ pub enum ReportError {
 
 /// Where a selection was given, for messages: `` `--a agnt=x` `` or `` the selection `agnt=x` ``.
 fn selection_place(flag: &str, text: &str) -> String {
-    if flag.is_empty() {
-        format!("the selection `{text}`")
-    } else {
-        format!("`{flag} {text}`")
-    }
+    if flag.is_empty() { format!("the selection `{text}`") } else { format!("`{flag} {text}`") }
 }
 
 /// The message of [`ReportError::DuplicateRun`]: the second spelling only when it differs.
 fn duplicate_run_message(dir: &std::path::Path, again: &std::path::Path) -> String {
     // Compared as spelled: `Path` equality would call `run` and `run/.` the same.
     if dir.as_os_str() == again.as_os_str() {
-        format!(
-            "run directory {} is given twice; give each run once (seed replicates are different runs)",
-            dir.display()
-        )
+        format!("run directory {} is given twice; give each run once (seed replicates are different runs)", dir.display())
     } else {
         format!(
             "run directory {} is given twice (again as {}); give each run once (seed replicates are different runs)",

@@ -32,8 +32,7 @@ pub const DIRECT: &str = "direct";
 /// [`ReportError::JudgeChoice`] when `auto` finds several extraction panels or a named panel
 /// has no verdict in the runs.
 pub fn resolve_extraction(runs: &[RunData], requested: &str) -> Result<Option<String>, ReportError> {
-    let with_verdicts: BTreeSet<&str> =
-        runs.iter().flat_map(|r| r.rows.extractions.iter().map(|e| e.extraction.panel.as_str())).collect();
+    let with_verdicts: BTreeSet<&str> = runs.iter().flat_map(|r| r.rows.extractions.iter().map(|e| e.extraction.panel.as_str())).collect();
     match requested {
         DIRECT => Ok(None),
         AUTO => match with_verdicts.len() {

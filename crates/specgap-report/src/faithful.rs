@@ -155,9 +155,13 @@ mod tests {
     #[test]
     fn an_offline_coverage_judge_is_a_deviation_only_where_the_customer_is_asked() {
         let fde = specgap_rules::fde_bench();
-        let hidden = line(&record(&fde, &["hidden"]), ReportSide { extraction: Some("panel:ab"), extraction_check_output: Some(true), ..OFFLINE });
+        let hidden =
+            line(&record(&fde, &["hidden"]), ReportSide { extraction: Some("panel:ab"), extraction_check_output: Some(true), ..OFFLINE });
         assert_eq!(hidden.sentence(), "protocol fde-bench (conditions hidden), faithful");
-        let interact = line(&record(&fde, &["interact"]), ReportSide { extraction: Some("panel:ab"), extraction_check_output: Some(false), ..OFFLINE });
+        let interact = line(
+            &record(&fde, &["interact"]),
+            ReportSide { extraction: Some("panel:ab"), extraction_check_output: Some(false), ..OFFLINE },
+        );
         assert_eq!(
             interact.deviations,
             [
@@ -165,7 +169,10 @@ mod tests {
                 "extractors: panel panel:ab could not run the case evaluator on its output",
             ]
         );
-        let judged = line(&record(&fde, &["interact"]), ReportSide { judge: "panel:cd", extraction: Some("panel:ab"), extraction_check_output: Some(true) });
+        let judged = line(
+            &record(&fde, &["interact"]),
+            ReportSide { judge: "panel:cd", extraction: Some("panel:ab"), extraction_check_output: Some(true) },
+        );
         assert!(judged.deviations.is_empty());
     }
 }

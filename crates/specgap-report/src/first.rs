@@ -59,12 +59,7 @@ mod tests {
     #[test]
     fn values_carry_forward_after_the_last_submission() {
         // Seed 000 Table 11, Luna under Partial: 0.2, 0.6, 0.8, 1.0.
-        let luna = [
-            sub(1, 0.2, false),
-            sub(2, 0.6, false),
-            sub(3, 0.8, false),
-            sub(4, 1.0, true),
-        ];
+        let luna = [sub(1, 0.2, false), sub(2, 0.6, false), sub(3, 0.8, false), sub(4, 1.0, true)];
         assert_eq!(score_at_k(&luna, 1), 0.2);
         assert_eq!(score_at_k(&luna, 3), 0.8);
         assert!(!success_at_k(&luna, 3));

@@ -33,10 +33,7 @@ pub fn distinct_run_dirs<P: AsRef<Path>>(dirs: &[P]) -> Result<(), ReportError> 
     for dir in dirs.iter().map(AsRef::as_ref) {
         let canonical = fs_err::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
         if let Some(first) = seen.insert(canonical, dir) {
-            return Err(ReportError::DuplicateRun {
-                dir: first.to_path_buf(),
-                again: dir.to_path_buf(),
-            });
+            return Err(ReportError::DuplicateRun { dir: first.to_path_buf(), again: dir.to_path_buf() });
         }
     }
     Ok(())
@@ -65,19 +62,8 @@ pub fn planned_episode_ids(run: &RunData) -> Result<BTreeSet<String>, String> {
 pub fn planned_episodes(run: &RunData) -> Result<Vec<EpisodeKey>, String> {
     let config = &run.config;
     let user = config.users.first().ok_or("run.toml names no user")?;
-    let not_applicable: HashSet<(&str, &str, &str, &str)> = run
-        .rows
-        .not_applicable
-        .iter()
-        .map(|n| {
-            (
-                n.task.as_str(),
-                n.agent.as_str(),
-                n.condition.as_str(),
-                n.start.as_str(),
-            )
-        })
-        .collect();
+    let not_applicable: HashSet<(&str, &str, &str, &str)> =
+        run.rows.not_applicable.iter().map(|n| (n.task.as_str(), n.agent.as_str(), n.condition.as_str(), n.start.as_str())).collect();
     let owns = shard_filter(config.shard)?;
     let mut all = Vec::new();
     for task in &config.tasks {
@@ -85,12 +71,7 @@ pub fn planned_episodes(run: &RunData) -> Result<Vec<EpisodeKey>, String> {
         for agent in &config.agents {
             for condition in &config.conditions {
                 for start in &starts {
-                    let combination = (
-                        task.name.as_str(),
-                        agent.label(),
-                        condition.as_str(),
-                        start.as_str(),
-                    );
+                    let combination = (task.name.as_str(), agent.label(), condition.as_str(), start.as_str());
                     if not_applicable.contains(&combination) {
                         continue;
                     }
@@ -113,22 +94,15 @@ pub fn planned_episodes(run: &RunData) -> Result<Vec<EpisodeKey>, String> {
     }
     if let Some(stored) = &config.plan_hash {
         let ids: Vec<String> = all.iter().map(EpisodeKey::id).collect();
-        let rebuilt = specgap_protocol::run::plan_hash(
-            ids.iter().map(String::as_str),
-            not_applicable.iter().map(|&(t, a, c, s)| [t, a, c, s]),
-        );
+        let rebuilt =
+            specgap_protocol::run::plan_hash(ids.iter().map(String::as_str), not_applicable.iter().map(|&(t, a, c, s)| [t, a, c, s]));
         if rebuilt != *stored {
             return Err(format!(
                 "the plan rebuilt from run.toml has hash {rebuilt}, not the recorded plan_hash {stored} (a package changed since the run, or another specgap build planned it)"
             ));
         }
     }
-    Ok(all
-        .into_iter()
-        .enumerate()
-        .filter(|(position, _)| owns(*position))
-        .map(|(_, key)| key)
-        .collect())
+    Ok(all.into_iter().enumerate().filter(|(position, _)| owns(*position)).map(|(_, key)| key).collect())
 }
 
 /// Which plan positions a store holds: all, or shard `i/n`'s.
@@ -146,12 +120,10 @@ fn expanded_starts(run: &RunData, task: &TaskRef) -> Result<Vec<String>, String>
     let mut starts = Vec::new();
     for spec in &run.config.starts {
         if spec == "residual:all" {
-            let context = run.tasks.get(&task.name).ok_or_else(|| {
-                format!(
-                    "the package of task {} cannot be read to expand residual:all",
-                    task.name
-                )
-            })?;
+            let context = run
+                .tasks
+                .get(&task.name)
+                .ok_or_else(|| format!("the package of task {} cannot be read to expand residual:all", task.name))?;
             starts.extend(context.states.keys().map(|id| format!("residual:{id}")));
         } else {
             starts.push(spec.clone());
@@ -162,11 +134,7 @@ fn expanded_starts(run: &RunData, task: &TaskRef) -> Result<Vec<String>, String>
 
 /// Every input warning of a report on `runs` grouped by `dims`; `pooled` holds, per group of
 /// the main table, the runs with scored episodes in it (the seed replicates of that group).
-pub(crate) fn input_warnings(
-    runs: &[RunData],
-    dims: &[Dim],
-    pooled: &[BTreeSet<usize>],
-) -> Vec<String> {
+pub(crate) fn input_warnings(runs: &[RunData], dims: &[Dim], pooled: &[BTreeSet<usize>]) -> Vec<String> {
     let mut warnings = Vec::new();
     for run in runs {
         warnings.extend(shard_warning(run));
@@ -188,12 +156,7 @@ fn shard_warning(run: &RunData) -> Option<String> {
 /// `interrupted`). Finished episodes and those ended by an error have their result.
 fn missing_results_warning(run: &RunData) -> Option<String> {
     let open = |status: Status| matches!(status, Status::Running | Status::Interrupted);
-    let stored: HashMap<&str, Status> = run
-        .rows
-        .episodes
-        .iter()
-        .map(|e| (e.id.as_str(), e.status))
-        .collect();
+    let stored: HashMap<&str, Status> = run.rows.episodes.iter().map(|e| (e.id.as_str(), e.status)).collect();
     let dir = run.dir.display();
     // A run still going is not to be resumed: a second runner would be refused.
     let resume = if specgap_store::runner_alive(&run.dir).unwrap_or(false) {
@@ -210,27 +173,19 @@ fn missing_results_warning(run: &RunData) -> Option<String> {
     });
     match planned {
         Ok(planned) => {
-            let absent = planned
-                .iter()
-                .filter(|id| !stored.contains_key(id.as_str()))
-                .count();
+            let absent = planned.iter().filter(|id| !stored.contains_key(id.as_str())).count();
             let unfinished = stored.values().filter(|s| open(**s)).count();
             let missing = absent + unfinished;
             if missing == 0 {
                 return None;
             }
-            let not_merged = run
-                .config
-                .merge
-                .as_ref()
-                .filter(|m| absent > 0 && !m.missing.is_empty());
+            let not_merged = run.config.merge.as_ref().filter(|m| absent > 0 && !m.missing.is_empty());
             let mut parts = Vec::new();
             if absent > 0 {
                 parts.push(match not_merged {
-                    Some(record) => format!(
-                        "{absent} absent from the store, which was merged without {}",
-                        shards_text(&record.missing, record.shards)
-                    ),
+                    Some(record) => {
+                        format!("{absent} absent from the store, which was merged without {}", shards_text(&record.missing, record.shards))
+                    }
                     None => format!("{absent} absent from the store"),
                 });
             }
@@ -239,10 +194,7 @@ fn missing_results_warning(run: &RunData) -> Option<String> {
             }
             let verb = if missing == 1 { "has" } else { "have" };
             let or_merge = if not_merged.is_some() {
-                format!(
-                    ", or merge it with the missing shards (`specgap merge {} SHARD... --out NEW`)",
-                    shell_word(&dir.to_string())
-                )
+                format!(", or merge it with the missing shards (`specgap merge {} SHARD... --out NEW`)", shell_word(&dir.to_string()))
             } else {
                 String::new()
             };
@@ -274,15 +226,8 @@ fn shards_text(shards: &[u32], count: u32) -> String {
 
 /// Quotes a path for a POSIX shell when it holds anything but plain path characters.
 fn shell_word(text: &str) -> String {
-    let plain = !text.is_empty()
-        && text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+:=@".contains(c));
-    if plain {
-        text.to_string()
-    } else {
-        format!("'{}'", text.replace('\'', r"'\''"))
-    }
+    let plain = !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+:=@".contains(c));
+    if plain { text.to_string() } else { format!("'{}'", text.replace('\'', r"'\''")) }
 }
 
 /// Pairs each run with the earliest run it is pooled with in some group, then says how their
@@ -290,17 +235,10 @@ fn shell_word(text: &str) -> String {
 fn replicate_warnings(runs: &[RunData], dims: &[Dim], pooled: &[BTreeSet<usize>]) -> Vec<String> {
     let mut warnings = Vec::new();
     for (b, run_b) in runs.iter().enumerate().skip(1) {
-        let partner = pooled
-            .iter()
-            .filter(|set| set.contains(&b))
-            .filter_map(|set| set.iter().copied().find(|a| *a < b))
-            .min();
+        let partner = pooled.iter().filter(|set| set.contains(&b)).filter_map(|set| set.iter().copied().find(|a| *a < b)).min();
         let Some(a) = partner else { continue };
         let run_a = &runs[a];
-        let names = (
-            run_a.dir.display().to_string(),
-            run_b.dir.display().to_string(),
-        );
+        let names = (run_a.dir.display().to_string(), run_b.dir.display().to_string());
         let both_whole = run_a.config.shard.is_none() && run_b.config.shard.is_none();
         if both_whole && run_a.config.seed == run_b.config.seed {
             warnings.push(format!(
@@ -324,88 +262,31 @@ fn replicate_warnings(runs: &[RunData], dims: &[Dim], pooled: &[BTreeSet<usize>]
 /// whose dimension is in `dims` (tasks, agents, conditions, starts), entries present in one run
 /// only are never pooled with the other run, so only same-named entries with different content
 /// count.
-fn config_differences(
-    a: &RunConfig,
-    b: &RunConfig,
-    dims: &[Dim],
-    names: &(String, String),
-) -> Vec<(&'static str, String)> {
+fn config_differences(a: &RunConfig, b: &RunConfig, dims: &[Dim], names: &(String, String)) -> Vec<(&'static str, String)> {
     let mut out = Vec::new();
     let mut scalar = |field: &'static str, x: String, y: String| {
         if x != y {
             out.push((field, format!("{}: {x}, {}: {y}", names.0, names.1)));
         }
     };
-    scalar(
-        "specgap_version",
-        a.specgap_version.clone(),
-        b.specgap_version.clone(),
-    );
-    scalar(
-        "protocol_version",
-        a.protocol_version.to_string(),
-        b.protocol_version.to_string(),
-    );
+    scalar("specgap_version", a.specgap_version.clone(), b.specgap_version.clone());
+    scalar("protocol_version", a.protocol_version.to_string(), b.protocol_version.to_string());
     scalar("repeats", a.repeats.to_string(), b.repeats.to_string());
     scalar("sandbox", a.sandbox.to_string(), b.sandbox.to_string());
     scalar("budget", budget_text(&a.budget), budget_text(&b.budget));
     let rounds = |r: Option<u32>| r.map_or_else(|| "default".to_string(), |n| n.to_string());
-    scalar(
-        "clarification_rounds",
-        rounds(a.clarification_rounds),
-        rounds(b.clarification_rounds),
-    );
+    scalar("clarification_rounds", rounds(a.clarification_rounds), rounds(b.clarification_rounds));
     let grouped = |dim: Dim| dims.contains(&dim);
-    let tasks = |c: &RunConfig| -> BTreeMap<String, String> {
-        c.tasks
-            .iter()
-            .map(|t| (t.name.clone(), t.hash.clone()))
-            .collect()
-    };
-    let components = |list: &[ComponentRef]| -> BTreeMap<String, String> {
-        list.iter()
-            .map(|c| (c.label().to_string(), c.hash.clone()))
-            .collect()
-    };
-    let plain = |list: &[String]| -> BTreeMap<String, String> {
-        list.iter().map(|s| (s.clone(), String::new())).collect()
-    };
+    let tasks = |c: &RunConfig| -> BTreeMap<String, String> { c.tasks.iter().map(|t| (t.name.clone(), t.hash.clone())).collect() };
+    let components =
+        |list: &[ComponentRef]| -> BTreeMap<String, String> { list.iter().map(|c| (c.label().to_string(), c.hash.clone())).collect() };
+    let plain = |list: &[String]| -> BTreeMap<String, String> { list.iter().map(|s| (s.clone(), String::new())).collect() };
     let lists = [
-        (
-            "tasks",
-            tasks(a),
-            tasks(b),
-            grouped(Dim::Task),
-            "different content",
-        ),
-        (
-            "agents",
-            components(&a.agents),
-            components(&b.agents),
-            grouped(Dim::Agent),
-            "configured differently",
-        ),
-        (
-            "users",
-            components(&a.users),
-            components(&b.users),
-            false,
-            "configured differently",
-        ),
-        (
-            "conditions",
-            plain(&a.conditions),
-            plain(&b.conditions),
-            grouped(Dim::Condition),
-            "",
-        ),
-        (
-            "starts",
-            plain(&a.starts),
-            plain(&b.starts),
-            grouped(Dim::Start),
-            "",
-        ),
+        ("tasks", tasks(a), tasks(b), grouped(Dim::Task), "different content"),
+        ("agents", components(&a.agents), components(&b.agents), grouped(Dim::Agent), "configured differently"),
+        ("users", components(&a.users), components(&b.users), false, "configured differently"),
+        ("conditions", plain(&a.conditions), plain(&b.conditions), grouped(Dim::Condition), ""),
+        ("starts", plain(&a.starts), plain(&b.starts), grouped(Dim::Start), ""),
     ];
     for (field, x, y, is_grouped, changed_word) in lists {
         if let Some(detail) = list_difference(&x, &y, is_grouped, changed_word, names) {
@@ -427,11 +308,7 @@ fn list_difference(
     let only = |p: &BTreeMap<String, String>, q: &BTreeMap<String, String>| -> Vec<String> {
         p.keys().filter(|k| !q.contains_key(*k)).cloned().collect()
     };
-    let changed: Vec<String> = x
-        .iter()
-        .filter(|(k, v)| y.get(*k).is_some_and(|w| w != *v))
-        .map(|(k, _)| k.clone())
-        .collect();
+    let changed: Vec<String> = x.iter().filter(|(k, v)| y.get(*k).is_some_and(|w| w != *v)).map(|(k, _)| k.clone()).collect();
     let mut parts = Vec::new();
     if !grouped {
         let (only_x, only_y) = (only(x, y), only(y, x));
@@ -460,11 +337,7 @@ fn budget_text(budget: &Budget) -> String {
     if let Some(secs) = budget.wall_sec {
         parts.push(format!("--wall-sec {secs}"));
     }
-    if parts.is_empty() {
-        "no budget flags".into()
-    } else {
-        parts.join(" ")
-    }
+    if parts.is_empty() { "no budget flags".into() } else { parts.join(" ") }
 }
 
 #[cfg(test)]
@@ -478,10 +351,7 @@ mod tests {
         assert_eq!(kept, [1, 4]);
         let whole = shard_filter(None).unwrap();
         assert_eq!((0..4).filter(|p| whole(*p)).count(), 4);
-        assert_eq!(
-            shard_filter(Some([1, 0])).err().unwrap(),
-            "run.toml names a shard of 0 shards"
-        );
+        assert_eq!(shard_filter(Some([1, 0])).err().unwrap(), "run.toml names a shard of 0 shards");
     }
 
     #[test]
@@ -493,22 +363,15 @@ mod tests {
     #[test]
     fn list_difference_ignores_one_sided_entries_of_a_grouped_dimension() {
         let names = ("A".to_string(), "B".to_string());
-        let map = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
-            pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect()
-        };
+        let map =
+            |pairs: &[(&str, &str)]| -> BTreeMap<String, String> { pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect() };
         let x = map(&[("gold", "h1"), ("chat:q", "h2")]);
         let y = map(&[("gold", "h1"), ("chat:q", "h3"), ("literal", "h4")]);
         assert_eq!(
             list_difference(&x, &y, false, "configured differently", &names).as_deref(),
             Some("only in B: literal; configured differently: chat:q")
         );
-        assert_eq!(
-            list_difference(&x, &y, true, "configured differently", &names).as_deref(),
-            Some("configured differently: chat:q")
-        );
+        assert_eq!(list_difference(&x, &y, true, "configured differently", &names).as_deref(), Some("configured differently: chat:q"));
         let same = map(&[("gold", "h1")]);
         let more = map(&[("gold", "h1"), ("literal", "h4")]);
         assert_eq!(list_difference(&same, &more, true, "", &names), None);
@@ -517,11 +380,7 @@ mod tests {
     #[test]
     fn budget_text_lists_given_flags() {
         assert_eq!(budget_text(&Budget::default()), "no budget flags");
-        let budget = Budget {
-            turns: Some(30),
-            tool_calls: None,
-            wall_sec: Some(600),
-        };
+        let budget = Budget { turns: Some(30), tool_calls: None, wall_sec: Some(600) };
         assert_eq!(budget_text(&budget), "--turns 30 --wall-sec 600");
     }
 }

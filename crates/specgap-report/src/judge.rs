@@ -95,11 +95,7 @@ pub struct QuestionUnit {
 impl QuestionUnit {
     /// The indices of the targets this unit links to under the shared rule.
     pub fn links(&self, matcher: &matching::TargetMatcher<'_>) -> Vec<usize> {
-        if self.after_questions {
-            matcher.unit_links_after_questions(&self.text)
-        } else {
-            matcher.unit_links(&self.text)
-        }
+        if self.after_questions { matcher.unit_links_after_questions(&self.text) } else { matcher.unit_links(&self.text) }
     }
 }
 
@@ -146,12 +142,8 @@ fn judge_with(
         .iter()
         .enumerate()
         .map(|(index, target)| {
-            let matched: Vec<u32> = units
-                .iter()
-                .zip(&linked)
-                .filter(|(_, targets)| targets.contains(&index))
-                .map(|(u, _)| u.index)
-                .collect();
+            let matched: Vec<u32> =
+                units.iter().zip(&linked).filter(|(_, targets)| targets.contains(&index)).map(|(u, _)| u.index).collect();
             Judgement {
                 judge: OFFLINE_JUDGE.to_string(),
                 target: target.id.clone(),
@@ -178,17 +170,9 @@ pub struct JudgeSummary {
 /// when `store` is given, records them there in one transaction
 /// ([`Store::record_judgements`]). A store that refuses the write (a read-only copy) leaves a
 /// warning, not an error: the report still uses the verdicts.
-pub fn judge_missing(
-    store: Option<&Store>,
-    rows: &mut RunRows,
-    tasks: &BTreeMap<String, TaskContext>,
-) -> JudgeSummary {
-    let judged: BTreeSet<&str> = rows
-        .judgements
-        .iter()
-        .filter(|j| j.judgement.judge == OFFLINE_JUDGE)
-        .map(|j| j.episode.as_str())
-        .collect();
+pub fn judge_missing(store: Option<&Store>, rows: &mut RunRows, tasks: &BTreeMap<String, TaskContext>) -> JudgeSummary {
+    let judged: BTreeSet<&str> =
+        rows.judgements.iter().filter(|j| j.judgement.judge == OFFLINE_JUDGE).map(|j| j.episode.as_str()).collect();
     let mut questions: HashMap<&str, Vec<&QuestionRow>> = HashMap::new();
     for q in &rows.questions {
         questions.entry(q.episode.as_str()).or_default().push(q);
@@ -201,23 +185,14 @@ pub fn judge_missing(
     let mut matchers: HashMap<&str, matching::TargetMatcher<'_>> = HashMap::new();
     let mut memo: HashMap<&str, HashMap<(String, bool), Vec<usize>>> = HashMap::new();
     for episode in &rows.episodes {
-        let eligible = episode.status == Status::Finished
-            && episode.scoring_kind == ScoringKind::Delivery
-            && !judged.contains(episode.id.as_str());
-        let Some(context) = tasks
-            .get(&episode.task)
-            .filter(|c| eligible && !c.targets.is_empty())
-        else {
+        let eligible =
+            episode.status == Status::Finished && episode.scoring_kind == ScoringKind::Delivery && !judged.contains(episode.id.as_str());
+        let Some(context) = tasks.get(&episode.task).filter(|c| eligible && !c.targets.is_empty()) else {
             continue;
         };
-        let asked = questions
-            .get(episode.id.as_str())
-            .map(Vec::as_slice)
-            .unwrap_or_default();
+        let asked = questions.get(episode.id.as_str()).map(Vec::as_slice).unwrap_or_default();
         summary.judged += 1;
-        let matcher = matchers
-            .entry(episode.task.as_str())
-            .or_insert_with(|| matching::TargetMatcher::new(&context.targets));
+        let matcher = matchers.entry(episode.task.as_str()).or_insert_with(|| matching::TargetMatcher::new(&context.targets));
         let by_unit = memo.entry(episode.task.as_str()).or_default();
         let mut links = |unit: &QuestionUnit| -> Vec<usize> {
             let key = (unit.text.clone(), unit.after_questions);
@@ -229,20 +204,13 @@ pub fn judge_missing(
             linked
         };
         for judgement in judge_with(&question_units(asked), &context.targets, &mut links) {
-            new_rows.push(JudgementRow {
-                episode: episode.id.clone(),
-                judgement,
-            });
+            new_rows.push(JudgementRow { episode: episode.id.clone(), judgement });
         }
     }
     if let (Some(store), false) = (store, new_rows.is_empty()) {
         match store.record_judgements(&new_rows) {
             Ok(()) => summary.recorded = new_rows.len(),
-            Err(err) => {
-                summary.warning = Some(format!(
-                    "offline judgements not recorded in the store: {err}"
-                ))
-            }
+            Err(err) => summary.warning = Some(format!("offline judgements not recorded in the store: {err}")),
         }
     }
     rows.judgements.extend(new_rows);
@@ -253,9 +221,6 @@ pub fn judge_missing(
 mod tests {
     #[test]
     fn the_judge_name_carries_the_rule_version() {
-        assert_eq!(
-            super::OFFLINE_JUDGE,
-            format!("offline:{}", specgap_task::matching::RULE_VERSION)
-        );
+        assert_eq!(super::OFFLINE_JUDGE, format!("offline:{}", specgap_task::matching::RULE_VERSION));
     }
 }

@@ -108,10 +108,7 @@ pub fn score_and_success(e: &Episode<'_>) -> Option<(f64, bool)> {
 
 /// The noise of every group of `grouped` (keyed by `dims`) with a scored episode.
 pub fn group_noise(grouped: &BTreeMap<GroupKey, Vec<&Episode<'_>>>, dims: &[Dim]) -> Vec<GroupNoise> {
-    grouped
-        .iter()
-        .filter_map(|(key, members)| one_group(dims.iter().copied().zip(key.iter().cloned()).collect(), members))
-        .collect()
+    grouped.iter().filter_map(|(key, members)| one_group(dims.iter().copied().zip(key.iter().cloned()).collect(), members)).collect()
 }
 
 fn one_group(key: KeyMap, members: &[&Episode<'_>]) -> Option<GroupNoise> {
@@ -204,7 +201,17 @@ pub fn section(report: &Report) -> Option<Section> {
         .map(|g| {
             if !g.estimable {
                 let why = format!("cannot be estimated: {}", g.reason.as_deref().unwrap_or("no repeats"));
-                return vec![key_label(&g.key), g.measures.clone(), g.tasks.to_string(), "0".into(), why, ABSENT.into(), ABSENT.into(), ABSENT.into(), ABSENT.into()];
+                return vec![
+                    key_label(&g.key),
+                    g.measures.clone(),
+                    g.tasks.to_string(),
+                    "0".into(),
+                    why,
+                    ABSENT.into(),
+                    ABSENT.into(),
+                    ABSENT.into(),
+                    ABSENT.into(),
+                ];
             }
             let v = g.variance.as_ref();
             vec![
@@ -232,7 +239,9 @@ pub fn section(report: &Report) -> Option<Section> {
         text,
         tables: vec![Table {
             caption: "Noise per group.".into(),
-            headers: ["group", "measures", "tasks", "repeated", "mean flip rate", "within-task sd", "σ²_task", "σ²_repeat", "task share"].map(String::from).to_vec(),
+            headers: ["group", "measures", "tasks", "repeated", "mean flip rate", "within-task sd", "σ²_task", "σ²_repeat", "task share"]
+                .map(String::from)
+                .to_vec(),
             numeric: vec![false, false, true, true, true, true, true, true, true],
             rows,
         }],

@@ -64,76 +64,40 @@ use crate::shell::{self, Command, RedirectOp, Script, SimpleCommand, Word};
 
 /// Programs whose output is (part of) the content of their file operands.
 pub const CONTENT_READERS: &[&str] = &[
-    "cat", "tac", "head", "tail", "less", "more", "nl", "sed", "awk", "gawk", "mawk", "bat",
-    "batcat", "xxd", "od", "hexdump", "strings", "cut", "sort", "uniq", "diff", "view", "column",
-    "paste", "fold", "rev", "jq", "perl",
+    "cat", "tac", "head", "tail", "less", "more", "nl", "sed", "awk", "gawk", "mawk", "bat", "batcat", "xxd", "od", "hexdump", "strings",
+    "cut", "sort", "uniq", "diff", "view", "column", "paste", "fold", "rev", "jq", "perl",
 ];
 
 /// Programs that pass the content of their input on to their output (so a reader piped into
 /// them is still seen); a program not listed consumes its input (`wc`, `md5sum`, `python3`).
 pub const PASS_THROUGH: &[&str] = &[
-    "cat", "tac", "head", "tail", "less", "more", "nl", "sed", "awk", "gawk", "mawk", "bat",
-    "batcat", "cut", "sort", "uniq", "column", "fold", "rev", "tr", "tee", "expand", "fmt", "grep",
-    "egrep", "fgrep", "rg", "ag", "ack", "jq", "paste", "xxd", "od", "hexdump", "strings",
+    "cat", "tac", "head", "tail", "less", "more", "nl", "sed", "awk", "gawk", "mawk", "bat", "batcat", "cut", "sort", "uniq", "column",
+    "fold", "rev", "tr", "tee", "expand", "fmt", "grep", "egrep", "fgrep", "rg", "ag", "ack", "jq", "paste", "xxd", "od", "hexdump",
+    "strings",
 ];
 
 /// Search programs whose matching lines show file content unless listing flags are given.
 pub const SEARCHERS: &[&str] = &["grep", "egrep", "fgrep", "rg", "ag", "ack"];
 
 /// Programs that list paths, counts or metadata.
-const LISTERS: &[&str] = &[
-    "ls",
-    "find",
-    "tree",
-    "du",
-    "stat",
-    "file",
-    "wc",
-    "fd",
-    "fdfind",
-    "realpath",
-    "readlink",
-    "md5sum",
-    "sha1sum",
-    "sha256sum",
-    "cksum",
-];
+const LISTERS: &[&str] =
+    &["ls", "find", "tree", "du", "stat", "file", "wc", "fd", "fdfind", "realpath", "readlink", "md5sum", "sha1sum", "sha256sum", "cksum"];
 
 /// Programs that do nothing with workspace files by themselves (their redirections still
 /// count).
 const SILENT: &[&str] = &[
-    "echo", "printf", "true", "false", ":", "export", "set", "unset", "test", "[", "[[", "exit",
-    "return", "shift", "read", "sleep", "source", ".", "alias", "type", "which", "hash", "wait",
-    "pwd", "date", "clear", "history", "ulimit", "umask", "trap", "mkdir", "basename", "dirname",
-    "seq", "yes", "whoami", "id", "uname", "env", "printenv",
+    "echo", "printf", "true", "false", ":", "export", "set", "unset", "test", "[", "[[", "exit", "return", "shift", "read", "sleep",
+    "source", ".", "alias", "type", "which", "hash", "wait", "pwd", "date", "clear", "history", "ulimit", "umask", "trap", "mkdir",
+    "basename", "dirname", "seq", "yes", "whoami", "id", "uname", "env", "printenv",
 ];
 
 /// Flags that make a search list paths or counts instead of content.
-const LISTING_FLAGS: &[&str] = &[
-    "-l",
-    "-L",
-    "-c",
-    "-q",
-    "--files",
-    "--files-with-matches",
-    "--files-without-match",
-    "--count",
-    "--quiet",
-    "--count-matches",
-];
+const LISTING_FLAGS: &[&str] =
+    &["-l", "-L", "-c", "-q", "--files", "--files-with-matches", "--files-without-match", "--count", "--quiet", "--count-matches"];
 
 /// Flags that make `git diff` / `git show` / `git log` print no hunk.
-const SUMMARY_FLAGS: &[&str] = &[
-    "--stat",
-    "--name-only",
-    "--name-status",
-    "--numstat",
-    "--shortstat",
-    "--summary",
-    "--raw",
-    "--quiet",
-    "--exit-code",
-];
+const SUMMARY_FLAGS: &[&str] =
+    &["--stat", "--name-only", "--name-status", "--numstat", "--shortstat", "--summary", "--raw", "--quiet", "--exit-code"];
 
 /// Phrases of the error a program prints about a path it could not use.
 const PATH_ERRORS: &[&str] = &[
@@ -199,13 +163,7 @@ impl Tree {
 pub fn file_actions(events: &[Event], start: &Tree) -> Vec<FileAction> {
     let mut results: HashMap<&str, (&str, bool)> = HashMap::new();
     for event in events {
-        if let EventKind::ToolResult {
-            call_id,
-            output,
-            is_error,
-            ..
-        } = &event.kind
-        {
+        if let EventKind::ToolResult { call_id, output, is_error, .. } = &event.kind {
             results.insert(call_id.as_str(), (output.as_str(), *is_error));
         }
     }
@@ -370,23 +328,12 @@ fn tool_actions(tool: &str, path: Option<&str>, ok: bool) -> Vec<FileAction> {
         _ => return Vec::new(),
     };
     // A quoted path (as `list_files` shows names that are not plain text) names its bytes.
-    let unquoted = path.map(|p| {
-        path_quote::unquote(p).map_or_else(|| p.to_string(), |bytes| String::from_utf8_lossy(&bytes).into_owned())
-    });
+    let unquoted = path.map(|p| path_quote::unquote(p).map_or_else(|| p.to_string(), |bytes| String::from_utf8_lossy(&bytes).into_owned()));
     let path = unquoted
         .as_deref()
-        .or(if kind == ActionKind::List {
-            Some(".")
-        } else {
-            None
-        })
+        .or(if kind == ActionKind::List { Some(".") } else { None })
         .and_then(|p| resolve(&Cwd::Inside(String::new()), p));
-    vec![FileAction {
-        kind,
-        path,
-        via: tool.to_string(),
-        ok,
-    }]
+    vec![FileAction { kind, path, via: tool.to_string(), ok }]
 }
 
 /// A shell command's result as the harness shows it: `exit status N`, then the output under
@@ -404,33 +351,17 @@ impl Outcome {
     /// standard output of a command that succeeded.
     fn parse(output: &str) -> Outcome {
         if !output.starts_with("exit status ") && !output.starts_with("killed") {
-            return Outcome {
-                exit: Some(0),
-                stdout: output.to_string(),
-                stderr: String::new(),
-            };
+            return Outcome { exit: Some(0), stdout: output.to_string(), stderr: String::new() };
         }
         let (status, rest) = output.split_once('\n').unwrap_or((output, ""));
-        let exit = status
-            .strip_prefix("exit status ")
-            .and_then(|n| n.trim().parse().ok());
+        let exit = status.strip_prefix("exit status ").and_then(|n| n.trim().parse().ok());
         let (stdout, stderr) = match rest.split_once("--- stderr ---\n") {
             Some((out, err)) => (out, err),
             None if rest.starts_with("--- stderr ---") => ("", ""),
             None => (rest, ""),
         };
-        let stdout = stdout.strip_prefix("--- stdout ---\n").unwrap_or(
-            if stdout.starts_with("(no output)") {
-                ""
-            } else {
-                stdout
-            },
-        );
-        Outcome {
-            exit,
-            stdout: stdout.to_string(),
-            stderr: stderr.to_string(),
-        }
+        let stdout = stdout.strip_prefix("--- stdout ---\n").unwrap_or(if stdout.starts_with("(no output)") { "" } else { stdout });
+        Outcome { exit, stdout: stdout.to_string(), stderr: stderr.to_string() }
     }
 
     /// Nothing reached standard output and the command did not succeed.
@@ -440,10 +371,10 @@ impl Outcome {
 
     /// Whether the result names `typed` (or `resolved`) in an error line.
     fn names_error(&self, typed: &str, resolved: &str) -> bool {
-        self.stderr.lines().chain(self.stdout.lines()).any(|line| {
-            (contains_path(line, typed) || contains_path(line, resolved))
-                && PATH_ERRORS.iter().any(|e| line.contains(e))
-        })
+        self.stderr
+            .lines()
+            .chain(self.stdout.lines())
+            .any(|line| (contains_path(line, typed) || contains_path(line, resolved)) && PATH_ERRORS.iter().any(|e| line.contains(e)))
     }
 }
 
@@ -463,13 +394,7 @@ fn contains_path(line: &str, path: &str) -> bool {
 /// The actions of one shell command with its tool result.
 pub fn command_actions(command: &str, output: &str, tree: &Tree) -> Vec<FileAction> {
     let outcome = Outcome::parse(output);
-    let mut walker = Walker {
-        tree,
-        outcome: &outcome,
-        vars: BTreeMap::new(),
-        out: Vec::new(),
-        written: Vec::new(),
-    };
+    let mut walker = Walker { tree, outcome: &outcome, vars: BTreeMap::new(), out: Vec::new(), written: Vec::new() };
     let mut cwd = Cwd::Inside(String::new());
     walker.script(&shell::parse(command), &mut cwd, true, 0);
     walker.out
@@ -536,16 +461,11 @@ struct Arg {
 
 impl Arg {
     fn known(text: String) -> Arg {
-        Arg {
-            text: Some(text),
-            globbed: None,
-        }
+        Arg { text: Some(text), globbed: None }
     }
 
     fn is_flag(&self) -> bool {
-        self.text
-            .as_deref()
-            .is_some_and(|t| t.starts_with('-') && t.len() > 1)
+        self.text.as_deref().is_some_and(|t| t.starts_with('-') && t.len() > 1)
     }
 
     fn text(&self) -> &str {
@@ -567,21 +487,7 @@ fn syntax(program: &str) -> Syntax {
         "awk" | "gawk" | "mawk" => (&["-f", "-v", "-F"], true),
         "perl" => (&["-e", "-E", "-I", "-M"], false),
         "jq" => (&["--arg", "--argjson", "-f", "--indent"], true),
-        "grep" | "egrep" | "fgrep" => (
-            &[
-                "-e",
-                "-f",
-                "-m",
-                "-A",
-                "-B",
-                "-C",
-                "-d",
-                "-D",
-                "--max-count",
-                "--context",
-            ],
-            true,
-        ),
+        "grep" | "egrep" | "fgrep" => (&["-e", "-f", "-m", "-A", "-B", "-C", "-d", "-D", "--max-count", "--context"], true),
         "rg" => (
             &[
                 "-e",
@@ -621,10 +527,7 @@ fn syntax(program: &str) -> Syntax {
         "tee" | "cp" | "mv" | "touch" | "ln" | "truncate" => (&["-t", "-s", "-r"], false),
         _ => (&[], false),
     };
-    Syntax {
-        valued,
-        first_is_script,
-    }
+    Syntax { valued, first_is_script }
 }
 
 /// The file operands of a program's arguments (after the program word).
@@ -649,9 +552,7 @@ fn operands<'a>(program: &str, args: &'a [Arg]) -> Vec<&'a Arg> {
             if syntax.valued.contains(&name) && !text.contains('=') {
                 skip_next = true;
             }
-            if matches!(name, "-e" | "-f" | "--expression" | "--file" | "--regexp")
-                && syntax.first_is_script
-            {
+            if matches!(name, "-e" | "-f" | "--expression" | "--file" | "--regexp") && syntax.first_is_script {
                 script_given = true;
             }
             continue;
@@ -696,10 +597,7 @@ fn strip_wrappers(args: &[Arg]) -> (&[Arg], bool) {
             }
             "env" if rest.len() > 1 => {
                 rest = &rest[1..];
-                while rest
-                    .first()
-                    .is_some_and(|a| a.is_flag() || a.text().contains('='))
-                {
+                while rest.first().is_some_and(|a| a.is_flag() || a.text().contains('=')) {
                     rest = &rest[1..];
                 }
             }
@@ -717,8 +615,7 @@ fn strip_wrappers(args: &[Arg]) -> (&[Arg], bool) {
                 xargs = true;
                 rest = &rest[1..];
                 while rest.first().is_some_and(Arg::is_flag) {
-                    let takes_value =
-                        matches!(rest[0].text(), "-n" | "-I" | "-d" | "-P" | "-L" | "-s");
+                    let takes_value = matches!(rest[0].text(), "-n" | "-I" | "-d" | "-P" | "-L" | "-s");
                     rest = &rest[(if takes_value { 2 } else { 1 }).min(rest.len())..];
                 }
             }
@@ -739,12 +636,7 @@ impl<'w> Walker<'w> {
         {
             self.written.push(p.clone());
         }
-        self.out.push(FileAction {
-            kind,
-            path,
-            via: via.to_string(),
-            ok,
-        });
+        self.out.push(FileAction { kind, path, via: via.to_string(), ok });
     }
 
     /// Follows `script`; `shown` says whether its standard output reaches the agent.
@@ -785,8 +677,7 @@ impl<'w> Walker<'w> {
                     return false;
                 };
                 let program = base_name(first.text());
-                PASS_THROUGH.contains(&program)
-                    && !(SEARCHERS.contains(&program) && lists_only(&args[1..]))
+                PASS_THROUGH.contains(&program) && !(SEARCHERS.contains(&program) && lists_only(&args[1..]))
             }
             Command::Subshell(..) | Command::Group(..) => true,
             Command::For { .. } => false,
@@ -863,11 +754,7 @@ impl<'w> Walker<'w> {
         let echoes = matches!(program, "echo" | "printf") && shown;
         for word in simple.assignments.iter().chain(&simple.words) {
             for (inner, process) in word.substitutions() {
-                let seen = if process {
-                    shown && CONTENT_READERS.contains(&program)
-                } else {
-                    echoes
-                };
+                let seen = if process { shown && CONTENT_READERS.contains(&program) } else { echoes };
                 let mut own = cwd.clone();
                 self.script(&shell::parse(inner), &mut own, seen, depth + 1);
             }
@@ -886,21 +773,13 @@ impl<'w> Walker<'w> {
             "find" => self.find(rest, cwd, shown),
             p if SEARCHERS.contains(&p) => self.search(p, rest, cwd, shown, from_xargs),
             "sed" | "perl"
-                if rest.iter().any(|a| {
-                    a.text().starts_with("-i")
-                        || a.text() == "--in-place"
-                        || a.text().starts_with("-pi")
-                }) =>
+                if rest.iter().any(|a| a.text().starts_with("-i") || a.text() == "--in-place" || a.text().starts_with("-pi")) =>
             {
                 for arg in operands(program, rest) {
                     self.path_action(ActionKind::Edit, arg, cwd, program, false);
                 }
             }
-            "diff" | "cmp"
-                if !shown
-                    || rest.iter().any(|a| matches!(a.text(), "-q" | "--brief"))
-                    || program == "cmp" =>
-            {
+            "diff" | "cmp" if !shown || rest.iter().any(|a| matches!(a.text(), "-q" | "--brief")) || program == "cmp" => {
                 self.push(ActionKind::List, None, program, self.outcome.exit.is_some());
             }
             p if CONTENT_READERS.contains(&p) => {
@@ -924,21 +803,13 @@ impl<'w> Walker<'w> {
                 }
             }
             "tee" => {
-                let kind = if rest.iter().any(|a| matches!(a.text(), "-a" | "--append")) {
-                    ActionKind::Edit
-                } else {
-                    ActionKind::Write
-                };
+                let kind = if rest.iter().any(|a| matches!(a.text(), "-a" | "--append")) { ActionKind::Edit } else { ActionKind::Write };
                 for arg in operands(program, rest) {
                     self.path_action(kind, arg, cwd, program, false);
                 }
             }
             "touch" | "truncate" => {
-                let kind = if program == "touch" {
-                    ActionKind::Write
-                } else {
-                    ActionKind::Edit
-                };
+                let kind = if program == "touch" { ActionKind::Write } else { ActionKind::Edit };
                 for arg in operands(program, rest) {
                     self.path_action(kind, arg, cwd, program, false);
                 }
@@ -950,16 +821,12 @@ impl<'w> Walker<'w> {
                 }
             }
             p if LISTERS.contains(&p) => {
-                let paths: Vec<Option<String>> = operands(p, rest)
-                    .iter()
-                    .map(|a| a.globbed.clone().or_else(|| resolve(cwd, a.text())))
-                    .collect();
+                let paths: Vec<Option<String>> =
+                    operands(p, rest).iter().map(|a| a.globbed.clone().or_else(|| resolve(cwd, a.text()))).collect();
                 let ok = self.outcome.exit.is_some();
                 if paths.is_empty() {
                     // Without operands: the working directory, or standard input (`wc`).
-                    let path = matches!(p, "ls" | "tree" | "du" | "fd" | "fdfind")
-                        .then(|| resolve(cwd, "."))
-                        .flatten();
+                    let path = matches!(p, "ls" | "tree" | "du" | "fd" | "fdfind").then(|| resolve(cwd, ".")).flatten();
                     self.push(ActionKind::List, path, p, ok);
                 }
                 for path in paths {
@@ -984,8 +851,7 @@ impl<'w> Walker<'w> {
             return;
         };
         // A directory is no file to read (the program says so on stderr, unless silenced).
-        let failed = self.outcome.names_error(text, &path)
-            || (read && (self.outcome.failed_silently() || self.tree.dirs.contains(&path)));
+        let failed = self.outcome.names_error(text, &path) || (read && (self.outcome.failed_silently() || self.tree.dirs.contains(&path)));
         self.push(kind, Some(path), via, !failed);
     }
 
@@ -998,10 +864,7 @@ impl<'w> Walker<'w> {
         let Some(path) = target.globbed.clone().or_else(|| resolve(cwd, text)) else {
             return;
         };
-        let into_dir = text.ends_with('/')
-            || sources.len() > 1
-            || self.tree.dirs.contains(&path)
-            || path.is_empty();
+        let into_dir = text.ends_with('/') || sources.len() > 1 || self.tree.dirs.contains(&path) || path.is_empty();
         let ok = self.outcome.exit == Some(0) || !self.outcome.names_error(text, &path);
         if into_dir {
             for source in sources {
@@ -1009,11 +872,7 @@ impl<'w> Walker<'w> {
                 if name.is_empty() {
                     continue;
                 }
-                let file = if path.is_empty() {
-                    name.to_string()
-                } else {
-                    format!("{path}/{name}")
-                };
+                let file = if path.is_empty() { name.to_string() } else { format!("{path}/{name}") };
                 self.push(ActionKind::Write, Some(file), via, ok);
             }
         } else {
@@ -1065,18 +924,10 @@ impl<'w> Walker<'w> {
             || program == "ack"
             || args.iter().any(|a| {
                 let t = a.text();
-                t == "--recursive"
-                    || (t.starts_with('-')
-                        && !t.starts_with("--")
-                        && (t.contains('r') || t.contains('R')))
+                t == "--recursive" || (t.starts_with('-') && !t.starts_with("--") && (t.contains('r') || t.contains('R')))
             });
         let mut shown_files = self.files_in_output(cwd);
-        if shown_files.is_empty()
-            && !recursive
-            && !from_xargs
-            && files.len() == 1
-            && !self.outcome.stdout.trim().is_empty()
-        {
+        if shown_files.is_empty() && !recursive && !from_xargs && files.len() == 1 && !self.outcome.stdout.trim().is_empty() {
             let arg = files[0];
             if let Some(path) = arg.globbed.clone().or_else(|| resolve(cwd, arg.text()))
                 && !self.outcome.names_error(arg.text(), &path)
@@ -1085,12 +936,7 @@ impl<'w> Walker<'w> {
             }
         }
         if shown_files.is_empty() {
-            self.push(
-                ActionKind::Search,
-                None,
-                program,
-                self.outcome.exit.is_some(),
-            );
+            self.push(ActionKind::Search, None, program, self.outcome.exit.is_some());
         }
         for path in shown_files {
             self.push(ActionKind::Search, Some(path), program, true);
@@ -1115,18 +961,12 @@ impl<'w> Walker<'w> {
 
     /// `find … -exec grep …`: a search when the executed program is one.
     fn find(&mut self, args: &[Arg], cwd: &Cwd, shown: bool) {
-        let exec = args
-            .iter()
-            .position(|a| matches!(a.text(), "-exec" | "-execdir"));
+        let exec = args.iter().position(|a| matches!(a.text(), "-exec" | "-execdir"));
         if let Some(at) = exec
             && let Some(program) = args.get(at + 1).map(|a| base_name(a.text()))
             && SEARCHERS.contains(&program)
         {
-            let inner: Vec<Arg> = args[at + 2..]
-                .iter()
-                .take_while(|a| !matches!(a.text(), ";" | "+"))
-                .cloned()
-                .collect();
+            let inner: Vec<Arg> = args[at + 2..].iter().take_while(|a| !matches!(a.text(), ";" | "+")).cloned().collect();
             self.search(program, &inner, cwd, shown, true);
             return;
         }
@@ -1160,20 +1000,14 @@ impl<'w> Walker<'w> {
             return;
         };
         let rest = &args[i + 1..];
-        let ok =
-            self.outcome.exit.is_some() && !self.outcome.stderr.contains("not a git repository");
+        let ok = self.outcome.exit.is_some() && !self.outcome.stderr.contains("not a git repository");
         let via = format!("git {sub}");
         match sub {
             "status" | "ls-files" | "ls-tree" => self.push(ActionKind::List, None, &via, ok),
             "grep" => self.search("git grep", rest, &dir, shown, false),
             "diff" | "show" | "log" => {
-                let summary = rest
-                    .iter()
-                    .any(|a| SUMMARY_FLAGS.iter().any(|f| a.text().starts_with(f)))
-                    || (sub == "log"
-                        && !rest
-                            .iter()
-                            .any(|a| matches!(a.text(), "-p" | "--patch" | "-u")));
+                let summary = rest.iter().any(|a| SUMMARY_FLAGS.iter().any(|f| a.text().starts_with(f)))
+                    || (sub == "log" && !rest.iter().any(|a| matches!(a.text(), "-p" | "--patch" | "-u")));
                 let mut files = BTreeSet::new();
                 if shown && !summary {
                     files = hunks_in(&self.outcome.stdout);
@@ -1195,38 +1029,19 @@ impl<'w> Walker<'w> {
                     self.push(ActionKind::Read, Some(path), &via, ok);
                 }
             }
-            "checkout" | "restore" | "reset" | "stash" | "clean" | "apply" | "am" | "revert"
-            | "rm" | "mv" => {
+            "checkout" | "restore" | "reset" | "stash" | "clean" | "apply" | "am" | "revert" | "rm" | "mv" => {
                 let paths: Vec<String> = match rest.iter().position(|a| a.text() == "--") {
-                    Some(at) => rest[at + 1..]
-                        .iter()
-                        .filter_map(|a| a.globbed.clone().or_else(|| resolve(&dir, a.text())))
-                        .collect(),
+                    Some(at) => rest[at + 1..].iter().filter_map(|a| a.globbed.clone().or_else(|| resolve(&dir, a.text()))).collect(),
                     None => Vec::new(),
                 };
                 if paths.is_empty() {
-                    self.push(
-                        ActionKind::Edit,
-                        None,
-                        &via,
-                        ok && self.outcome.exit == Some(0),
-                    );
+                    self.push(ActionKind::Edit, None, &via, ok && self.outcome.exit == Some(0));
                 }
                 for path in paths {
-                    self.push(
-                        ActionKind::Edit,
-                        Some(path),
-                        &via,
-                        ok && self.outcome.exit == Some(0),
-                    );
+                    self.push(ActionKind::Edit, Some(path), &via, ok && self.outcome.exit == Some(0));
                 }
             }
-            _ => self.push(
-                ActionKind::Run,
-                None,
-                &via,
-                ok && self.outcome.exit == Some(0),
-            ),
+            _ => self.push(ActionKind::Run, None, &via, ok && self.outcome.exit == Some(0)),
         }
     }
 
@@ -1238,17 +1053,12 @@ impl<'w> Walker<'w> {
     fn expand(&self, word: &Word, cwd: &Cwd) -> Vec<Arg> {
         let bound = |name: &str| self.vars.get(name).cloned();
         let Some(chars) = word.chars_with(&bound) else {
-            return vec![Arg {
-                text: None,
-                globbed: None,
-            }];
+            return vec![Arg { text: None, globbed: None }];
         };
         let mut out = Vec::new();
         for alternative in expand_braces(&chars) {
             let text: String = alternative.iter().map(|(c, _)| *c).collect();
-            let is_glob = alternative
-                .iter()
-                .any(|(c, quoted)| !quoted && matches!(c, '*' | '?' | '['));
+            let is_glob = alternative.iter().any(|(c, quoted)| !quoted && matches!(c, '*' | '?' | '['));
             if !is_glob {
                 out.push(Arg::known(text));
                 continue;
@@ -1258,10 +1068,7 @@ impl<'w> Walker<'w> {
                 out.push(Arg::known(text));
             }
             for (typed, path) in matches {
-                out.push(Arg {
-                    text: Some(typed),
-                    globbed: Some(path),
-                });
+                out.push(Arg { text: Some(typed), globbed: Some(path) });
             }
         }
         out
@@ -1281,30 +1088,19 @@ impl<'w> Walker<'w> {
                 Cwd::Elsewhere => return Vec::new(),
             }
         };
-        let components: Vec<&[(char, bool)]> = pattern[prefix_len..]
-            .split(|(c, _)| *c == '/')
-            .filter(|c| !c.is_empty() && !matches!(c, [('.', _)]))
-            .collect();
+        let components: Vec<&[(char, bool)]> =
+            pattern[prefix_len..].split(|(c, _)| *c == '/').filter(|c| !c.is_empty() && !matches!(c, [('.', _)])).collect();
         let written: Vec<&String> = self.written.iter().collect();
         let mut out = Vec::new();
         for entry in self.tree.entries().chain(written) {
-            let relative = if base.is_empty() {
-                Some(entry.as_str())
-            } else {
-                entry
-                    .strip_prefix(base.as_str())
-                    .and_then(|r| r.strip_prefix('/'))
-            };
+            let relative =
+                if base.is_empty() { Some(entry.as_str()) } else { entry.strip_prefix(base.as_str()).and_then(|r| r.strip_prefix('/')) };
             let Some(relative) = relative else { continue };
             let names: Vec<&str> = relative.split('/').collect();
             if names.len() != components.len() {
                 continue;
             }
-            if names
-                .iter()
-                .zip(&components)
-                .all(|(name, pattern)| component_matches(pattern, name))
-            {
+            if names.iter().zip(&components).all(|(name, pattern)| component_matches(pattern, name)) {
                 let typed = format!("{}{relative}", &text[..prefix_len]);
                 out.push((typed, entry.clone()));
             }
@@ -1343,22 +1139,14 @@ fn expand_braces(chars: &[(char, bool)]) -> Vec<Vec<(char, bool)>> {
     let Some(close) = close.filter(|_| !commas.is_empty()) else {
         // No list here: keep the brace and expand what follows it.
         let head = &chars[..=open];
-        return expand_braces(&chars[open + 1..])
-            .into_iter()
-            .map(|tail| [head, tail.as_slice()].concat())
-            .collect();
+        return expand_braces(&chars[open + 1..]).into_iter().map(|tail| [head, tail.as_slice()].concat()).collect();
     };
     let mut bounds = vec![open];
     bounds.extend(&commas);
     bounds.push(close);
     let mut out = Vec::new();
     for pair in bounds.windows(2) {
-        let alternative = [
-            &chars[..open],
-            &chars[pair[0] + 1..pair[1]],
-            &chars[close + 1..],
-        ]
-        .concat();
+        let alternative = [&chars[..open], &chars[pair[0] + 1..pair[1]], &chars[close + 1..]].concat();
         out.extend(expand_braces(&alternative));
     }
     out
@@ -1385,10 +1173,9 @@ fn matches_from(pattern: &[(char, bool)], name: &[char]) -> bool {
         '*' => (0..=name.len()).any(|skip| matches_from(&pattern[1..], &name[skip..])),
         '?' => !name.is_empty() && matches_from(&pattern[1..], &name[1..]),
         '[' => match bracket(&pattern[1..]) {
-            Some(b) => name.first().is_some_and(|n| {
-                set_contains(&b.members, *n) != b.negated
-                    && matches_from(&pattern[1 + b.used..], &name[1..])
-            }),
+            Some(b) => {
+                name.first().is_some_and(|n| set_contains(&b.members, *n) != b.negated && matches_from(&pattern[1 + b.used..], &name[1..]))
+            }
             None => name.first() == Some(&'[') && matches_from(&pattern[1..], &name[1..]),
         },
         c => name.first() == Some(&c) && matches_from(&pattern[1..], &name[1..]),
@@ -1416,15 +1203,9 @@ fn bracket(rest: &[(char, bool)]) -> Option<Bracket> {
     while i < rest.len() {
         let (c, _) = rest[i];
         if c == ']' && i > start {
-            return Some(Bracket {
-                members,
-                negated,
-                used: i + 1,
-            });
+            return Some(Bracket { members, negated, used: i + 1 });
         }
-        if rest.get(i + 1).is_some_and(|(d, _)| *d == '-')
-            && rest.get(i + 2).is_some_and(|(e, _)| *e != ']')
-        {
+        if rest.get(i + 1).is_some_and(|(d, _)| *d == '-') && rest.get(i + 2).is_some_and(|(e, _)| *e != ']') {
             members.push((c, rest[i + 2].0));
             i += 3;
         } else {
@@ -1457,20 +1238,13 @@ fn hunks_in(output: &str) -> BTreeSet<String> {
 
 /// The subset of `files` (workspace-relative paths) that some action opened.
 pub fn opened_files(actions: &[FileAction], files: &BTreeSet<String>) -> BTreeSet<String> {
-    files
-        .iter()
-        .filter(|f| actions.iter().any(|a| a.opens(f)))
-        .cloned()
-        .collect()
+    files.iter().filter(|f| actions.iter().any(|a| a.opens(f))).cloned().collect()
 }
 
 /// Whether the actions inspect the inherited changes: `git status` / `git diff` run
 /// successfully, or one of `predecessor_files` opened.
 pub fn inspects_inherited(actions: &[FileAction], predecessor_files: &BTreeSet<String>) -> bool {
-    actions
-        .iter()
-        .any(|a| a.ok && (a.via == "git status" || a.via == "git diff"))
-        || !opened_files(actions, predecessor_files).is_empty()
+    actions.iter().any(|a| a.ok && (a.via == "git status" || a.via == "git diff")) || !opened_files(actions, predecessor_files).is_empty()
 }
 
 #[cfg(test)]
@@ -1479,15 +1253,7 @@ mod tests {
 
     fn tree() -> Tree {
         Tree::new(
-            [
-                "README.md",
-                "ivtree/__init__.py",
-                "ivtree/node.py",
-                "ivtree/tree.py",
-                "tests/test_tree.py",
-                ".hidden",
-            ]
-            .map(String::from),
+            ["README.md", "ivtree/__init__.py", "ivtree/node.py", "ivtree/tree.py", "tests/test_tree.py", ".hidden"].map(String::from),
         )
     }
 
@@ -1497,10 +1263,7 @@ mod tests {
 
     /// (kind, path, ok) of a command's actions.
     fn acts(command: &str, output: &str) -> Vec<(ActionKind, Option<String>, bool)> {
-        command_actions(command, output, &tree())
-            .into_iter()
-            .map(|a| (a.kind, a.path, a.ok))
-            .collect()
+        command_actions(command, output, &tree()).into_iter().map(|a| (a.kind, a.path, a.ok)).collect()
     }
 
     fn read(path: &str) -> (ActionKind, Option<String>, bool) {
@@ -1510,23 +1273,11 @@ mod tests {
     #[test]
     fn writes_and_here_documents_are_not_reads() {
         assert_eq!(
-            acts(
-                "cat > ivtree/node.py <<'EOF'\ncat ivtree/tree.py\nEOF",
-                "exit status 0\n(no output)"
-            ),
+            acts("cat > ivtree/node.py <<'EOF'\ncat ivtree/tree.py\nEOF", "exit status 0\n(no output)"),
             [(ActionKind::Write, Some("ivtree/node.py".into()), true)]
         );
-        assert_eq!(
-            acts(
-                "cat ivtree/node.py > /tmp/copy && cat ivtree/tree.py | wc -l",
-                &ok("40")
-            ),
-            [(ActionKind::List, None, true)]
-        );
-        assert_eq!(
-            acts("echo x >> README.md", "exit status 0\n(no output)"),
-            [(ActionKind::Edit, Some("README.md".into()), true)]
-        );
+        assert_eq!(acts("cat ivtree/node.py > /tmp/copy && cat ivtree/tree.py | wc -l", &ok("40")), [(ActionKind::List, None, true)]);
+        assert_eq!(acts("echo x >> README.md", "exit status 0\n(no output)"), [(ActionKind::Edit, Some("README.md".into()), true)]);
     }
 
     #[test]
@@ -1534,160 +1285,81 @@ mod tests {
         let missing = "exit status 1\n--- stderr ---\ncat: /nonexistent/ivtree/node.py: No such file or directory";
         assert_eq!(acts("cat /nonexistent/ivtree/node.py", missing), []);
         let typo = "exit status 1\n--- stderr ---\ncat: ivtree/nod.py: No such file or directory";
-        assert_eq!(
-            acts("cat ivtree/nod.py", typo),
-            [(ActionKind::Read, Some("ivtree/nod.py".into()), false)]
-        );
+        assert_eq!(acts("cat ivtree/nod.py", typo), [(ActionKind::Read, Some("ivtree/nod.py".into()), false)]);
         // One of two operands missing: the other was read.
         let half = "exit status 1\n--- stdout ---\nclass Node:\n--- stderr ---\ncat: ivtree/gone.py: No such file or directory";
         assert_eq!(
             acts("cat ivtree/node.py ivtree/gone.py", half),
-            [
-                read("ivtree/node.py"),
-                (ActionKind::Read, Some("ivtree/gone.py".into()), false)
-            ]
+            [read("ivtree/node.py"), (ActionKind::Read, Some("ivtree/gone.py".into()), false)]
         );
         // Errors silenced: nothing printed and a failure status.
         assert_eq!(
-            acts(
-                "cat ivtree/gone.py 2>/dev/null",
-                "exit status 1\n(no output)"
-            ),
+            acts("cat ivtree/gone.py 2>/dev/null", "exit status 1\n(no output)"),
             [(ActionKind::Read, Some("ivtree/gone.py".into()), false)]
         );
-        assert_eq!(
-            acts("cat /workspace/README.md", &ok("# x")),
-            [read("README.md")]
-        );
+        assert_eq!(acts("cat /workspace/README.md", &ok("# x")), [read("README.md")]);
         assert_eq!(acts("cat ~/notes ../../etc/passwd", &ok("x")), []);
     }
 
     #[test]
     fn cd_globs_braces_subshells_and_loops_resolve_paths() {
-        assert_eq!(
-            acts("cd ivtree && cat node.py", &ok("class Node")),
-            [read("ivtree/node.py")]
-        );
-        assert_eq!(
-            acts("cat ivtree/*.py", &ok("...")),
-            [
-                read("ivtree/__init__.py"),
-                read("ivtree/node.py"),
-                read("ivtree/tree.py")
-            ]
-        );
-        assert_eq!(
-            acts("cat ivtree/{node,tree}.py", &ok("...")),
-            [read("ivtree/node.py"), read("ivtree/tree.py")]
-        );
+        assert_eq!(acts("cd ivtree && cat node.py", &ok("class Node")), [read("ivtree/node.py")]);
+        assert_eq!(acts("cat ivtree/*.py", &ok("...")), [read("ivtree/__init__.py"), read("ivtree/node.py"), read("ivtree/tree.py")]);
+        assert_eq!(acts("cat ivtree/{node,tree}.py", &ok("...")), [read("ivtree/node.py"), read("ivtree/tree.py")]);
         // The subshell's cd does not last; `*` also matches directories (which cat cannot
         // read); hidden files need an explicit dot.
         let dir = |p: &str| (ActionKind::Read, Some(p.to_string()), false);
         assert_eq!(
             acts("(cd ivtree; cat tree.py); cat * .h*", &ok("...")),
-            [
-                read("ivtree/tree.py"),
-                read("README.md"),
-                dir("ivtree"),
-                dir("tests"),
-                read(".hidden")
-            ]
+            [read("ivtree/tree.py"), read("README.md"), dir("ivtree"), dir("tests"), read(".hidden")]
         );
         assert_eq!(
-            acts(
-                "for f in ivtree/n*.py tests/*.py; do echo \"== $f\"; head -n 3 \"$f\"; done",
-                &ok("...")
-            ),
+            acts("for f in ivtree/n*.py tests/*.py; do echo \"== $f\"; head -n 3 \"$f\"; done", &ok("...")),
             [read("ivtree/node.py"), read("tests/test_tree.py")]
         );
-        assert_eq!(
-            acts("echo \"$(cat ivtree/node.py)\"", &ok("...")),
-            [read("ivtree/node.py")]
-        );
-        assert_eq!(
-            acts("x=$(cat ivtree/node.py); python3 -c pass", &ok("")),
-            [(ActionKind::Run, None, true)]
-        );
-        assert_eq!(
-            acts("bash -lc 'cd ivtree && sed -n 1,20p node.py'", &ok("...")),
-            [read("ivtree/node.py")]
-        );
+        assert_eq!(acts("echo \"$(cat ivtree/node.py)\"", &ok("...")), [read("ivtree/node.py")]);
+        assert_eq!(acts("x=$(cat ivtree/node.py); python3 -c pass", &ok("")), [(ActionKind::Run, None, true)]);
+        assert_eq!(acts("bash -lc 'cd ivtree && sed -n 1,20p node.py'", &ok("...")), [read("ivtree/node.py")]);
         // A glob that matches nothing stays as typed, and the read fails.
         let none = "exit status 1\n--- stderr ---\ncat: 'ivtree/*.rs': No such file or directory";
-        assert_eq!(
-            acts("cat ivtree/*.rs", none),
-            [(ActionKind::Read, Some("ivtree/*.rs".into()), false)]
-        );
+        assert_eq!(acts("cat ivtree/*.rs", none), [(ActionKind::Read, Some("ivtree/*.rs".into()), false)]);
     }
 
     #[test]
     fn searches_show_the_files_in_their_output() {
         assert_eq!(
-            acts(
-                "grep -rn max_end ivtree",
-                &ok("ivtree/node.py:12:    max_end = 3\nivtree/README:1: x")
-            ),
+            acts("grep -rn max_end ivtree", &ok("ivtree/node.py:12:    max_end = 3\nivtree/README:1: x")),
             [(ActionKind::Search, Some("ivtree/node.py".into()), true)]
         );
         assert_eq!(
-            acts(
-                "cd ivtree && grep -n max_end *.py",
-                &ok("node.py:12:    max_end = 3")
-            ),
+            acts("cd ivtree && grep -n max_end *.py", &ok("node.py:12:    max_end = 3")),
             [(ActionKind::Search, Some("ivtree/node.py".into()), true)]
         );
         assert_eq!(
             acts("grep max_end ivtree/node.py", &ok("    max_end = 3")),
             [(ActionKind::Search, Some("ivtree/node.py".into()), true)]
         );
-        assert_eq!(
-            acts("grep -rl max_end .", &ok("./ivtree/node.py")),
-            [(ActionKind::List, None, true)]
-        );
-        assert_eq!(
-            acts("grep nothing ivtree/node.py", "exit status 1\n(no output)"),
-            [(ActionKind::Search, None, true)]
-        );
-        assert_eq!(
-            acts("cat ivtree/node.py | grep -n max", &ok("12: max")),
-            [read("ivtree/node.py"), (ActionKind::Search, None, true)]
-        );
+        assert_eq!(acts("grep -rl max_end .", &ok("./ivtree/node.py")), [(ActionKind::List, None, true)]);
+        assert_eq!(acts("grep nothing ivtree/node.py", "exit status 1\n(no output)"), [(ActionKind::Search, None, true)]);
+        assert_eq!(acts("cat ivtree/node.py | grep -n max", &ok("12: max")), [read("ivtree/node.py"), (ActionKind::Search, None, true)]);
     }
 
     #[test]
     fn git_inspection_and_listings() {
         let diff = "diff --git a/ivtree/tree.py b/ivtree/tree.py\nindex 1..2 100644\n--- a/ivtree/tree.py\n+++ b/ivtree/tree.py\n@@ -1 +1 @@\n-a\n+b";
         let actions = command_actions("git status --short && git diff", &ok(diff), &tree());
-        assert_eq!(
-            actions[0],
-            FileAction::bare(ActionKind::List, "git status", true)
-        );
-        assert_eq!(
-            actions[1],
-            FileAction::on(ActionKind::Read, "ivtree/tree.py", "git diff", true)
-        );
+        assert_eq!(actions[0], FileAction::bare(ActionKind::List, "git status", true));
+        assert_eq!(actions[1], FileAction::on(ActionKind::Read, "ivtree/tree.py", "git diff", true));
         assert!(inspects_inherited(&actions, &BTreeSet::new()));
-        assert_eq!(
-            acts("git diff --stat", &ok(" ivtree/tree.py | 2 +-")),
-            [(ActionKind::List, None, true)]
-        );
+        assert_eq!(acts("git diff --stat", &ok(" ivtree/tree.py | 2 +-")), [(ActionKind::List, None, true)]);
         assert_eq!(
             acts("ls ivtree && find . -name '*.py'", &ok("node.py")),
-            [
-                (ActionKind::List, Some("ivtree".into()), true),
-                (ActionKind::List, Some("".into()), true),
-            ]
+            [(ActionKind::List, Some("ivtree".into()), true), (ActionKind::List, Some("".into()), true),]
         );
         let outside_repo = "exit status 128\n--- stderr ---\nfatal: not a git repository (or any of the parent directories): .git";
-        assert!(!inspects_inherited(
-            &command_actions("git status", outside_repo, &tree()),
-            &BTreeSet::new()
-        ));
+        assert!(!inspects_inherited(&command_actions("git status", outside_repo, &tree()), &BTreeSet::new()));
         assert_eq!(
-            acts(
-                "git checkout -- ivtree/tree.py",
-                "exit status 0\n(no output)"
-            ),
+            acts("git checkout -- ivtree/tree.py", "exit status 0\n(no output)"),
             [(ActionKind::Edit, Some("ivtree/tree.py".into()), true)]
         );
     }
@@ -1706,14 +1378,8 @@ mod tests {
             ]
         );
         assert_eq!(
-            acts(
-                "tee -a README.md < /dev/null; mv README.md docs/",
-                "exit status 0\n(no output)"
-            ),
-            [
-                (ActionKind::Edit, Some("README.md".into()), true),
-                (ActionKind::Write, Some("docs/README.md".into()), true)
-            ]
+            acts("tee -a README.md < /dev/null; mv README.md docs/", "exit status 0\n(no output)"),
+            [(ActionKind::Edit, Some("README.md".into()), true), (ActionKind::Write, Some("docs/README.md".into()), true)]
         );
     }
 
@@ -1778,86 +1444,34 @@ mod tests {
             "touch -t",
         ];
         for command in odd {
-            for output in [
-                "",
-                "exit status 0",
-                "exit status 1\n--- stderr ---\nx: No such file",
-                "killed: timed out after 1 s",
-            ] {
+            for output in ["", "exit status 0", "exit status 1\n--- stderr ---\nx: No such file", "killed: timed out after 1 s"] {
                 let _ = command_actions(command, output, &tree());
             }
         }
         // Brace lists nest; a brace without a comma stays literal.
         assert_eq!(
             acts("cat ivtree/{node,{tree,__init__}}.py {x}", &ok("...")),
-            [
-                read("ivtree/node.py"),
-                read("ivtree/tree.py"),
-                read("ivtree/__init__.py"),
-                (ActionKind::Read, Some("{x}".into()), true),
-            ]
+            [read("ivtree/node.py"), read("ivtree/tree.py"), read("ivtree/__init__.py"), (ActionKind::Read, Some("{x}".into()), true),]
         );
     }
 
     #[test]
     fn written_files_join_the_tree_for_later_globs() {
         let events = [
-            call(
-                1,
-                "write_text",
-                serde_json::json!({"path": "notes/a.md", "content": "x"}),
-                "wrote 1 bytes",
-                false,
-            ),
-            call(
-                2,
-                "bash",
-                serde_json::json!({"command": "cat notes/*.md"}),
-                &ok("x"),
-                false,
-            ),
-            call(
-                3,
-                "read_text",
-                serde_json::json!({"path": "./ivtree/node.py"}),
-                "1 class Node",
-                false,
-            ),
-            call(
-                4,
-                "read_text",
-                serde_json::json!({"path": "ivtree/gone.py"}),
-                "`ivtree/gone.py` does not exist",
-                true,
-            ),
-            call(
-                5,
-                "bash",
-                serde_json::json!({"command": "cat README.md"}),
-                "not run: the work ended",
-                true,
-            ),
+            call(1, "write_text", serde_json::json!({"path": "notes/a.md", "content": "x"}), "wrote 1 bytes", false),
+            call(2, "bash", serde_json::json!({"command": "cat notes/*.md"}), &ok("x"), false),
+            call(3, "read_text", serde_json::json!({"path": "./ivtree/node.py"}), "1 class Node", false),
+            call(4, "read_text", serde_json::json!({"path": "ivtree/gone.py"}), "`ivtree/gone.py` does not exist", true),
+            call(5, "bash", serde_json::json!({"command": "cat README.md"}), "not run: the work ended", true),
         ]
         .concat();
         let actions = file_actions(&events, &tree());
         assert_eq!(actions.len(), 4, "{actions:?}");
-        let quoted = call(
-            6,
-            "read_text",
-            serde_json::json!({"path": r#""caf\303\251 \"x\".txt""#}),
-            "1 x",
-            false,
-        );
-        assert_eq!(
-            file_actions(&quoted, &tree()),
-            [FileAction::on(ActionKind::Read, "café \"x\".txt", "read_text", true)]
-        );
+        let quoted = call(6, "read_text", serde_json::json!({"path": r#""caf\303\251 \"x\".txt""#}), "1 x", false);
+        assert_eq!(file_actions(&quoted, &tree()), [FileAction::on(ActionKind::Read, "café \"x\".txt", "read_text", true)]);
         assert!(actions[1].opens("notes/a.md"), "{actions:?}");
         assert!(actions[2].opens("ivtree/node.py"));
-        assert_eq!(
-            actions[3],
-            FileAction::on(ActionKind::Read, "ivtree/gone.py", "read_text", false)
-        );
+        assert_eq!(actions[3], FileAction::on(ActionKind::Read, "ivtree/gone.py", "read_text", false));
     }
 
     #[test]
@@ -1876,37 +1490,17 @@ mod tests {
         );
     }
 
-    fn call(
-        turn: u32,
-        tool: &str,
-        arguments: serde_json::Value,
-        output: &str,
-        is_error: bool,
-    ) -> Vec<Event> {
-        let event = |kind| Event {
-            seq: u64::from(turn),
-            ts_ms: 0,
-            elapsed_ms: 0,
-            kind,
-        };
+    fn call(turn: u32, tool: &str, arguments: serde_json::Value, output: &str, is_error: bool) -> Vec<Event> {
+        let event = |kind| Event { seq: u64::from(turn), ts_ms: 0, elapsed_ms: 0, kind };
         let id = format!("c{turn}");
         vec![
             event(EventKind::AgentTurn {
                 turn,
                 text: None,
-                tool_calls: vec![specgap_protocol::event::ToolCall {
-                    id: id.clone(),
-                    tool: tool.into(),
-                    arguments,
-                }],
+                tool_calls: vec![specgap_protocol::event::ToolCall { id: id.clone(), tool: tool.into(), arguments }],
                 usage: None,
             }),
-            event(EventKind::ToolResult {
-                call_id: id,
-                tool: tool.into(),
-                output: output.into(),
-                is_error,
-            }),
+            event(EventKind::ToolResult { call_id: id, tool: tool.into(), output: output.into(), is_error }),
         ]
     }
 
@@ -1952,7 +1546,10 @@ mod tests {
 
         let mut unmeasured = bash(1, "cat README.md", "exit status 0\n--- stdout ---\n# ivtree");
         unmeasured.push(reads(1, &[], &[], "fanotify is unavailable: Operation not permitted (os error 1)"));
-        assert_eq!(measured_reads(&unmeasured, &tree()), Err("reads not measured: fanotify is unavailable: Operation not permitted (os error 1)".into()));
+        assert_eq!(
+            measured_reads(&unmeasured, &tree()),
+            Err("reads not measured: fanotify is unavailable: Operation not permitted (os error 1)".into())
+        );
         let old = bash(1, "cat README.md", "exit status 0\n--- stdout ---\n# ivtree");
         assert_eq!(measured_reads(&old, &tree()), Err("no measured reads for the `bash` call c1".into()));
     }

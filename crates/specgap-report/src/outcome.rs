@@ -32,12 +32,7 @@ pub fn outcomes(episodes: &[&Episode<'_>]) -> Outcomes {
         score_at[slot] = mean(scored.iter().map(|e| e.score_at(k)));
         success_at[slot] = mean(scored.iter().map(|e| indicator(e.success_at(k))));
     }
-    Outcomes {
-        scored: scored.len(),
-        score_at,
-        success_at,
-        mean_submissions: mean(scored.iter().map(|e| e.submissions.len() as f64)),
-    }
+    Outcomes { scored: scored.len(), score_at, success_at, mean_submissions: mean(scored.iter().map(|e| e.submissions.len() as f64)) }
 }
 
 /// Outcome cost of seed 000 (Figure 4, Table 7 "Cost"): how far the partial instruction's
@@ -85,11 +80,7 @@ struct TaskSums {
 fn task_sums<'a>(episodes: &[&Episode<'a>]) -> BTreeMap<&'a str, TaskSums> {
     let mut out: BTreeMap<&str, TaskSums> = BTreeMap::new();
     for e in episodes.iter().filter(|e| e.is_scored()) {
-        let sums = out.entry(e.row.task.as_str()).or_insert(TaskSums {
-            n: 0,
-            score: [0.0; MAX_K],
-            success: [0.0; MAX_K],
-        });
+        let sums = out.entry(e.row.task.as_str()).or_insert(TaskSums { n: 0, score: [0.0; MAX_K], success: [0.0; MAX_K] });
         sums.n += 1;
         for (slot, k) in (1..=MAX_K as u32).enumerate() {
             sums.score[slot] += e.score_at(k);
@@ -101,11 +92,7 @@ fn task_sums<'a>(episodes: &[&Episode<'a>]) -> BTreeMap<&'a str, TaskSums> {
 
 /// Mean over `tasks` of the per-task means of Score@k (or Success@k), k = 1..=4; `None` when
 /// a task has no scored episode in `sums`.
-fn macro_at_k(
-    sums: &BTreeMap<&str, TaskSums>,
-    tasks: &BTreeSet<&str>,
-    success: bool,
-) -> Option<[f64; MAX_K]> {
+fn macro_at_k(sums: &BTreeMap<&str, TaskSums>, tasks: &BTreeSet<&str>, success: bool) -> Option<[f64; MAX_K]> {
     let mut out = [0.0; MAX_K];
     for task in tasks {
         let t = sums.get(task)?;
@@ -119,17 +106,9 @@ fn macro_at_k(
 
 /// [`CostComparison`] from the episodes of the three conditions; `None` when no task has
 /// scored episodes under both `full` and `partial`.
-pub fn cost_comparison(
-    full: &[&Episode<'_>],
-    partial: &[&Episode<'_>],
-    literal: &[&Episode<'_>],
-) -> Option<CostComparison> {
+pub fn cost_comparison(full: &[&Episode<'_>], partial: &[&Episode<'_>], literal: &[&Episode<'_>]) -> Option<CostComparison> {
     let (full, partial, literal) = (task_sums(full), task_sums(partial), task_sums(literal));
-    let tasks: BTreeSet<&str> = partial
-        .keys()
-        .copied()
-        .filter(|t| full.contains_key(t))
-        .collect();
+    let tasks: BTreeSet<&str> = partial.keys().copied().filter(|t| full.contains_key(t)).collect();
     if tasks.is_empty() {
         return None;
     }
@@ -225,11 +204,9 @@ pub fn resolution(episodes: &[&Episode<'_>], full_pass: &FullPass<'_>) -> Option
         ahead: None,
     };
     let mut full_shares: Vec<f64> = Vec::new();
-    for episode in episodes.iter().filter(|e| {
-        e.is_scored()
-            && !e.requirements.is_empty()
-            && crate::episode::gives_feedback(&e.row.condition)
-    }) {
+    for episode in
+        episodes.iter().filter(|e| e.is_scored() && !e.requirements.is_empty() && crate::episode::gives_feedback(&e.row.condition))
+    {
         let ks: Vec<u32> = episode.scores.iter().map(|s| s.k).collect();
         let Some(&first) = ks.first() else {
             continue;
@@ -291,8 +268,7 @@ pub fn resolution(episodes: &[&Episode<'_>], full_pass: &FullPass<'_>) -> Option
     r.in_round = (r.reported > 0).then(|| r.fixed_next as f64 / r.reported as f64);
     r.neither_with_full = full_shares.len();
     r.neither_pass_under_full = mean(full_shares.iter().copied());
-    r.ahead =
-        (r.remaining_unstated > 0).then(|| r.resolved_ahead as f64 / r.remaining_unstated as f64);
+    r.ahead = (r.remaining_unstated > 0).then(|| r.resolved_ahead as f64 / r.remaining_unstated as f64);
     Some(r)
 }
 
@@ -342,19 +318,12 @@ pub struct PlanVsPartial {
 /// [`PlanVsPartial`]; `None` without shared tasks.
 pub fn plan_vs_partial(plan: &[&Episode<'_>], partial: &[&Episode<'_>]) -> Option<PlanVsPartial> {
     let (plan, partial) = (task_sums(plan), task_sums(partial));
-    let tasks: BTreeSet<&str> = partial
-        .keys()
-        .copied()
-        .filter(|t| plan.contains_key(t))
-        .collect();
+    let tasks: BTreeSet<&str> = partial.keys().copied().filter(|t| plan.contains_key(t)).collect();
     if tasks.is_empty() {
         return None;
     }
     let at_1 = |sums: &BTreeMap<&str, TaskSums>| -> Option<[f64; 2]> {
-        Some([
-            macro_at_k(sums, &tasks, false)?[0],
-            macro_at_k(sums, &tasks, true)?[0],
-        ])
+        Some([macro_at_k(sums, &tasks, false)?[0], macro_at_k(sums, &tasks, true)?[0]])
     };
     let partial_at_1 = at_1(&partial)?;
     let plan_at_1 = at_1(&plan)?;
@@ -362,10 +331,7 @@ pub fn plan_vs_partial(plan: &[&Episode<'_>], partial: &[&Episode<'_>]) -> Optio
         tasks: tasks.len(),
         partial_at_1,
         plan_at_1,
-        difference: [
-            plan_at_1[0] - partial_at_1[0],
-            plan_at_1[1] - partial_at_1[1],
-        ],
+        difference: [plan_at_1[0] - partial_at_1[0], plan_at_1[1] - partial_at_1[1]],
     })
 }
 

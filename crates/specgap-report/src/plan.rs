@@ -67,9 +67,7 @@ impl<'e, 'a> PlannedRun<'e, 'a> {
             return None;
         }
         Some(match (episode.row.status, episode.row.end_reason) {
-            (_, Some(EndReason::InfrastructureError)) | (Status::InfraError, _) => {
-                "infrastructure_error"
-            }
+            (_, Some(EndReason::InfrastructureError)) | (Status::InfraError, _) => "infrastructure_error",
             (_, Some(EndReason::EvaluationError)) | (Status::EvalError, _) => "evaluation_error",
             (Status::Running, _) => "running",
             _ => "interrupted",
@@ -112,10 +110,7 @@ impl UnscoredRun {
     pub fn of(planned: &PlannedRun<'_, '_>, runs: &[RunData]) -> Option<UnscoredRun> {
         let reason = planned.unscored_reason()?;
         Some(UnscoredRun {
-            run: runs
-                .get(planned.run)
-                .map(|r| r.dir.display().to_string())
-                .unwrap_or_default(),
+            run: runs.get(planned.run).map(|r| r.dir.display().to_string()).unwrap_or_default(),
             episode: planned.id.clone(),
             task: planned.key.task.clone(),
             repeat: planned.key.repeat,
@@ -128,32 +123,18 @@ impl UnscoredRun {
 /// Every planned run of a delivery case in `runs` (module guide), in run order and then plan
 /// order, stored-only episodes last. `episodes` are [`crate::episode::index_episodes`] of
 /// the same runs.
-pub fn planned_delivery_runs<'e, 'a>(
-    runs: &[RunData],
-    episodes: &'e [Episode<'a>],
-) -> Vec<PlannedRun<'e, 'a>> {
+pub fn planned_delivery_runs<'e, 'a>(runs: &[RunData], episodes: &'e [Episode<'a>]) -> Vec<PlannedRun<'e, 'a>> {
     let mut out = Vec::new();
     for (index, run) in runs.iter().enumerate() {
-        let stored: HashMap<&str, &'e Episode<'a>> = episodes
-            .iter()
-            .filter(|e| e.run == index)
-            .map(|e| (e.row.id.as_str(), e))
-            .collect();
+        let stored: HashMap<&str, &'e Episode<'a>> = episodes.iter().filter(|e| e.run == index).map(|e| (e.row.id.as_str(), e)).collect();
         let stored_kind: HashMap<&str, (ScoringKind, String)> = episodes
             .iter()
             .filter(|e| e.run == index)
-            .map(|e| {
-                (
-                    e.row.task.as_str(),
-                    (e.row.scoring_kind, e.row.family.as_str().to_string()),
-                )
-            })
+            .map(|e| (e.row.task.as_str(), (e.row.scoring_kind, e.row.family.as_str().to_string())))
             .collect();
         let is_delivery = |task: &str| match run.tasks.get(task) {
             Some(context) => context.delivery,
-            None => stored_kind
-                .get(task)
-                .is_some_and(|(kind, _)| *kind == ScoringKind::Delivery),
+            None => stored_kind.get(task).is_some_and(|(kind, _)| *kind == ScoringKind::Delivery),
         };
         let family = |task: &str| -> String {
             run.tasks
@@ -171,13 +152,7 @@ pub fn planned_delivery_runs<'e, 'a>(
             if !seen.insert(id.clone()) {
                 continue;
             }
-            out.push(PlannedRun {
-                run: index,
-                family: family(&key.task),
-                episode: stored.get(id.as_str()).copied(),
-                id,
-                key,
-            });
+            out.push(PlannedRun { run: index, family: family(&key.task), episode: stored.get(id.as_str()).copied(), id, key });
         }
         // Stored episodes the plan does not name: planned too (their ids are the rows').
         for e in episodes.iter().filter(|e| e.run == index) {
@@ -185,13 +160,7 @@ pub fn planned_delivery_runs<'e, 'a>(
                 continue;
             }
             seen.insert(e.row.id.clone());
-            out.push(PlannedRun {
-                run: index,
-                family: family(&e.row.task),
-                episode: Some(e),
-                id: e.row.id.clone(),
-                key: e.row.key(),
-            });
+            out.push(PlannedRun { run: index, family: family(&e.row.task), episode: Some(e), id: e.row.id.clone(), key: e.row.key() });
         }
     }
     out
@@ -199,10 +168,7 @@ pub fn planned_delivery_runs<'e, 'a>(
 
 /// Planned runs grouped by `dims`, keys sorted (the same keys as
 /// [`crate::episode::group_by`] gives the runs' episodes).
-pub fn group_planned<'p, 'e, 'a>(
-    planned: &'p [PlannedRun<'e, 'a>],
-    dims: &[Dim],
-) -> BTreeMap<GroupKey, Vec<&'p PlannedRun<'e, 'a>>> {
+pub fn group_planned<'p, 'e, 'a>(planned: &'p [PlannedRun<'e, 'a>], dims: &[Dim]) -> BTreeMap<GroupKey, Vec<&'p PlannedRun<'e, 'a>>> {
     let mut groups: BTreeMap<GroupKey, Vec<&PlannedRun>> = BTreeMap::new();
     for run in planned {
         let key: GroupKey = dims.iter().map(|d| run.value(*d).to_string()).collect();

@@ -191,7 +191,9 @@ mod tests {
         assert_eq!(total.unpriced_models, BTreeSet::from(["small".to_string(), "talker".to_string()]));
         assert_eq!(
             unpriced_note(&total.unpriced_models).as_deref(),
-            Some("unpriced: models small, talker have no price in the run's price table (--prices, or the panel file), so their calls' cost is unknown and in no total")
+            Some(
+                "unpriced: models small, talker have no price in the run's price table (--prices, or the panel file), so their calls' cost is unknown and in no total"
+            )
         );
         assert_eq!(unpriced_note(&BTreeSet::new()), None);
     }
@@ -217,7 +219,8 @@ mod tests {
             prompt_version: "1".into(),
             prompt_hash: "x".into(),
         };
-        let mixed = panel(serde_json::json!([{ "model": "j1", "price": { "input_per_mtok": 1.0, "output_per_mtok": 1.0 } }, { "model": "j2" }]));
+        let mixed =
+            panel(serde_json::json!([{ "model": "j1", "price": { "input_per_mtok": 1.0, "output_per_mtok": 1.0 } }, { "model": "j2" }]));
         let pricing = Pricing::from_components(&[], None, &[mixed]);
         assert!(pricing.any_price());
         let judge = pricing.cost(&row(Role::Judge, 0.125), "");

@@ -54,11 +54,7 @@ pub(crate) fn fixed(v: Option<f64>, digits: usize) -> String {
 
 fn signed_points(v: f64) -> String {
     let p = v * 100.0;
-    if p.abs() < 0.05 {
-        "0.0".to_string()
-    } else {
-        format!("{p:+.1}")
-    }
+    if p.abs() < 0.05 { "0.0".to_string() } else { format!("{p:+.1}") }
 }
 
 fn mean_sd_percent(m: &MeanSd) -> String {
@@ -70,17 +66,11 @@ pub(crate) fn key_headers(dims: &[Dim]) -> Vec<String> {
 }
 
 pub(crate) fn key_cells(dims: &[Dim], key: &KeyMap) -> Vec<String> {
-    dims.iter()
-        .map(|d| key.get(d).cloned().unwrap_or_default())
-        .collect()
+    dims.iter().map(|d| key.get(d).cloned().unwrap_or_default()).collect()
 }
 
 pub(crate) fn key_label(key: &KeyMap) -> String {
-    if key.is_empty() {
-        "all".to_string()
-    } else {
-        key.values().cloned().collect::<Vec<_>>().join(" · ")
-    }
+    if key.is_empty() { "all".to_string() } else { key.values().cloned().collect::<Vec<_>>().join(" · ") }
 }
 
 pub(crate) fn table(caption: &str, dims: &[Dim], columns: &[&str], rows: Vec<Vec<String>>) -> Table {
@@ -88,12 +78,7 @@ pub(crate) fn table(caption: &str, dims: &[Dim], columns: &[&str], rows: Vec<Vec
     let mut numeric = vec![false; headers.len()];
     headers.extend(columns.iter().map(|c| c.to_string()));
     numeric.extend(columns.iter().map(|_| true));
-    Table {
-        caption: caption.to_string(),
-        headers,
-        numeric,
-        rows,
-    }
+    Table { caption: caption.to_string(), headers, numeric, rows }
 }
 
 /// The sections of a report, in reading order; sections without content are left out.
@@ -113,33 +98,15 @@ pub fn sections(report: &Report) -> Vec<Section> {
 
     let runs = Table {
         caption: "Runs in this report.".into(),
-        headers: vec![
-            "run".into(),
-            "seed".into(),
-            "episodes".into(),
-            "judged now".into(),
-        ],
+        headers: vec!["run".into(), "seed".into(), "episodes".into(), "judged now".into()],
         numeric: vec![false, true, true, true],
         rows: report
             .runs
             .iter()
-            .map(|r| {
-                vec![
-                    r.dir.clone(),
-                    r.seed.to_string(),
-                    r.episodes.to_string(),
-                    r.judged_now.to_string(),
-                ]
-            })
+            .map(|r| vec![r.dir.clone(), r.seed.to_string(), r.episodes.to_string(), r.judged_now.to_string()])
             .collect(),
     };
-    out.push(Section {
-        id: "runs",
-        title: "Runs".into(),
-        text: vec![],
-        tables: vec![runs],
-        chart: None,
-    });
+    out.push(Section { id: "runs", title: "Runs".into(), text: vec![], tables: vec![runs], chart: None });
 
     // Groups that exist only because a combination was not applicable have no outcome to
     // show; they stay in the end-reasons section, which lists them.
@@ -183,25 +150,13 @@ pub fn sections(report: &Report) -> Vec<Section> {
                     row.push(percent(m.literal_success_at.map(|l| l[k])));
                 }
                 for k in [0, 3] {
-                    row.push(format!(
-                        "{} ({})",
-                        percent(Some(m.partial_score_at[k])),
-                        signed_points(-m.cost_score_at[k])
-                    ));
-                    row.push(format!(
-                        "{} ({})",
-                        percent(Some(m.partial_success_at[k])),
-                        signed_points(-m.cost_success_at[k])
-                    ));
+                    row.push(format!("{} ({})", percent(Some(m.partial_score_at[k])), signed_points(-m.cost_score_at[k])));
+                    row.push(format!("{} ({})", percent(Some(m.partial_success_at[k])), signed_points(-m.cost_success_at[k])));
                 }
                 row.push(percent(Some(m.full_score_at_1)));
                 row.push(percent(Some(m.full_success_at_1)));
                 row.push(format!("{:.1}", m.cost_score_at[0] * 100.0));
-                row.push(
-                    c.cost_replicates
-                        .as_ref()
-                        .map_or_else(|| ABSENT.to_string(), mean_sd_percent),
-                );
+                row.push(c.cost_replicates.as_ref().map_or_else(|| ABSENT.to_string(), mean_sd_percent));
                 row
             })
             .collect();
@@ -253,7 +208,12 @@ pub fn sections(report: &Report) -> Vec<Section> {
             id: "replicates",
             title: "Seed replicates (seed 000 §5.6, Table 7)".into(),
             text: vec!["One replicate per run: mean ± sample standard deviation over the runs that hold the group, in percent.".into()],
-            tables: vec![table("Score and Success over replicates.", dims, &["runs", "Score@1", "Score@4", "Success@1", "Success@4"], replicate_rows)],
+            tables: vec![table(
+                "Score and Success over replicates.",
+                dims,
+                &["runs", "Score@1", "Score@4", "Success@1", "Success@4"],
+                replicate_rows,
+            )],
             chart: None,
         });
     }
@@ -272,10 +232,7 @@ pub fn sections(report: &Report) -> Vec<Section> {
                 share(r.fixed_second),
                 share(r.neither),
                 share(r.never),
-                r.neither_pass_under_full.map_or_else(
-                    || ABSENT.to_string(),
-                    |v| format!("{} ({})", percent(Some(v)), r.neither_with_full),
-                ),
+                r.neither_pass_under_full.map_or_else(|| ABSENT.to_string(), |v| format!("{} ({})", percent(Some(v)), r.neither_with_full)),
                 percent(r.ahead),
                 format!("{}/{}", r.resolved_ahead, r.remaining_unstated),
             ]);
@@ -318,17 +275,8 @@ pub fn sections(report: &Report) -> Vec<Section> {
         .filter_map(|g| {
             let z = g.zero_scores.as_ref().filter(|z| z.zero > 0)?;
             let mut row = key_cells(dims, &g.key);
-            row.extend([
-                z.runs.to_string(),
-                z.zero.to_string(),
-                z.invalid.to_string(),
-                z.valid_zero.to_string(),
-            ]);
-            row.extend(
-                SIGNATURE_ORDER
-                    .iter()
-                    .map(|s| z.signatures.get(*s).copied().unwrap_or(0).to_string()),
-            );
+            row.extend([z.runs.to_string(), z.zero.to_string(), z.invalid.to_string(), z.valid_zero.to_string()]);
+            row.extend(SIGNATURE_ORDER.iter().map(|s| z.signatures.get(*s).copied().unwrap_or(0).to_string()));
             Some(row)
         })
         .collect();
@@ -352,19 +300,11 @@ pub fn sections(report: &Report) -> Vec<Section> {
         .groups
         .iter()
         .map(|g| {
-            let reasons: Vec<String> = g
-                .end_reasons
-                .iter()
-                .map(|(r, n)| format!("{r} {n}"))
-                .collect();
+            let reasons: Vec<String> = g.end_reasons.iter().map(|(r, n)| format!("{r} {n}")).collect();
             let mut row = key_cells(dims, &g.key);
             row.extend([
                 g.episodes.to_string(),
-                if reasons.is_empty() {
-                    ABSENT.to_string()
-                } else {
-                    reasons.join(", ")
-                },
+                if reasons.is_empty() { ABSENT.to_string() } else { reasons.join(", ") },
                 g.evaluation_errors.to_string(),
                 g.infrastructure_errors.to_string(),
                 g.unfinished.to_string(),
@@ -376,14 +316,7 @@ pub fn sections(report: &Report) -> Vec<Section> {
     let mut end_table = table(
         "End reasons; errors are never counted as the agent's failures.",
         dims,
-        &[
-            "episodes",
-            "end reasons",
-            "evaluation errors",
-            "infrastructure errors",
-            "unfinished",
-            "not applicable",
-        ],
+        &["episodes", "end reasons", "evaluation errors", "infrastructure errors", "unfinished", "not applicable"],
         end_rows,
     );
     let reasons_column = dims.len() + 1;
@@ -391,29 +324,13 @@ pub fn sections(report: &Report) -> Vec<Section> {
     let mut tables = vec![end_table];
     if !report.not_applicable.is_empty() {
         tables.push(Table {
-            caption:
-                "Combinations the run skipped because the task cannot support them (DESIGN §4)."
-                    .into(),
-            headers: vec![
-                "task".into(),
-                "agent".into(),
-                "condition".into(),
-                "start".into(),
-                "why".into(),
-            ],
+            caption: "Combinations the run skipped because the task cannot support them (DESIGN §4).".into(),
+            headers: vec!["task".into(), "agent".into(), "condition".into(), "start".into(), "why".into()],
             numeric: vec![false; 5],
             rows: report
                 .not_applicable
                 .iter()
-                .map(|n| {
-                    vec![
-                        n.task.clone(),
-                        n.agent.clone(),
-                        n.condition.clone(),
-                        n.start.clone(),
-                        n.reason.clone(),
-                    ]
-                })
+                .map(|n| vec![n.task.clone(), n.agent.clone(), n.condition.clone(), n.start.clone(), n.reason.clone()])
                 .collect(),
         });
     }
@@ -433,13 +350,7 @@ pub fn sections(report: &Report) -> Vec<Section> {
     }
 
     if !report.warnings.is_empty() {
-        out.push(Section {
-            id: "warnings",
-            title: "Warnings".into(),
-            text: report.warnings.clone(),
-            tables: vec![],
-            chart: None,
-        });
+        out.push(Section { id: "warnings", title: "Warnings".into(), text: report.warnings.clone(), tables: vec![], chart: None });
     }
     out
 }
@@ -487,13 +398,7 @@ fn usage_section(report: &Report, dims: &[Dim]) -> Section {
         rows,
     );
     usage_table.numeric[dims.len()] = false;
-    Section {
-        id: "usage",
-        title: "Model usage and cost".into(),
-        text: usage_notes(report),
-        tables: vec![usage_table],
-        chart: None,
-    }
+    Section { id: "usage", title: "Model usage and cost".into(), text: usage_notes(report), tables: vec![usage_table], chart: None }
 }
 
 /// A cost table cell: dollars without the sign (the column says `$`), `unpriced`, or the
@@ -529,9 +434,7 @@ fn residual_section(report: &Report, dims: &[Dim]) -> Section {
                 percent(Some(m.rates.clean)),
                 format!("{:.1}", m.rates.gap_points),
                 percent(m.cond_fail.as_ref().map(|c| c.rate)),
-                m.cond_fail
-                    .as_ref()
-                    .map_or_else(|| ABSENT.to_string(), |c| c.tasks.to_string()),
+                m.cond_fail.as_ref().map_or_else(|| ABSENT.to_string(), |c| c.tasks.to_string()),
             ]);
             row
         })
@@ -575,13 +478,7 @@ fn residual_section(report: &Report, dims: &[Dim]) -> Section {
                 percent(a.discarded_all),
                 a.kept_split.as_ref().map_or_else(
                     || ABSENT.to_string(),
-                    |s| {
-                        format!(
-                            "{} vs {}",
-                            percent(Some(s.success_high)),
-                            percent(Some(s.success_low))
-                        )
-                    },
+                    |s| format!("{} vs {}", percent(Some(s.success_high)), percent(Some(s.success_low))),
                 ),
             ]);
             row
@@ -594,17 +491,8 @@ fn residual_section(report: &Report, dims: &[Dim]) -> Section {
         predecessors,
     );
     predecessor_table.numeric[dims.len()] = false;
-    let chart_rows: Vec<(String, f64, f64)> = report
-        .residual
-        .iter()
-        .map(|r| {
-            (
-                key_label(&r.key),
-                r.measures.rates.clean,
-                r.measures.rates.res,
-            )
-        })
-        .collect();
+    let chart_rows: Vec<(String, f64, f64)> =
+        report.residual.iter().map(|r| (key_label(&r.key), r.measures.rates.clean, r.measures.rates.res)).collect();
     let ranking_dims: Vec<Dim> = dims.iter().copied().filter(|d| *d != Dim::Agent).collect();
     let ranking_rows: Vec<Vec<String>> = report
         .rankings
@@ -628,12 +516,7 @@ fn residual_section(report: &Report, dims: &[Dim]) -> Section {
         })
         .collect();
     let mut tables = vec![
-        table(
-            "Res, Clean, Gap and CondFail.",
-            dims,
-            &["tasks", "Res", "Clean", "Gap", "CondFail", "CondFail tasks"],
-            rates,
-        ),
+        table("Res, Clean, Gap and CondFail.", dims, &["tasks", "Res", "Clean", "Gap", "CondFail", "CondFail tasks"], rates),
         predecessor_table,
         table(
             "Acceptance bias.",
@@ -661,16 +544,7 @@ fn residual_section(report: &Report, dims: &[Dim]) -> Section {
         let mut ranking = table(
             "Clean against residual rankings (§5.2): rank 1 is the highest rate; Spearman ρ over agents with its p-value; pairs ordered oppositely.",
             &ranking_dims,
-            &[
-                "agent",
-                "Clean",
-                "Clean rank",
-                "Res",
-                "Res rank",
-                "ρ",
-                "p",
-                "reversed pairs",
-            ],
+            &["agent", "Clean", "Clean rank", "Res", "Res rank", "ρ", "p", "reversed pairs"],
             ranking_rows,
         );
         ranking.numeric[ranking_dims.len()] = false;
@@ -692,8 +566,7 @@ fn residual_section(report: &Report, dims: &[Dim]) -> Section {
 /// Seed 000's family, Plan and Table 3 tables; each only when it has rows.
 fn seed_000_tables(report: &Report) -> Vec<Section> {
     let dims = &report.group_by;
-    let drop =
-        |drop: &[Dim]| -> Vec<Dim> { dims.iter().copied().filter(|d| !drop.contains(d)).collect() };
+    let drop = |drop: &[Dim]| -> Vec<Dim> { dims.iter().copied().filter(|d| !drop.contains(d)).collect() };
     let mut out = Vec::new();
     if !report.families.is_empty() {
         let family_dims = drop(&[Dim::Family, Dim::Task]);
@@ -712,18 +585,7 @@ fn seed_000_tables(report: &Report) -> Vec<Section> {
         let mut t = table(
             "Score@k and Success@k per family, k = 1..4.",
             &family_dims,
-            &[
-                "family",
-                "scored",
-                "Score@1",
-                "Score@2",
-                "Score@3",
-                "Score@4",
-                "Success@1",
-                "Success@2",
-                "Success@3",
-                "Success@4",
-            ],
+            &["family", "scored", "Score@1", "Score@2", "Score@3", "Score@4", "Success@1", "Success@2", "Success@3", "Success@4"],
             rows,
         );
         t.numeric[family_dims.len()] = false;
@@ -750,15 +612,7 @@ fn seed_000_tables(report: &Report) -> Vec<Section> {
             let mut t = table(
                 "Partial as a share of Full (§5.2): Partial@k Score ÷ Full@1 Score on the tasks run under both.",
                 &share_dims,
-                &[
-                    "family",
-                    "tasks",
-                    "Full@1 Score",
-                    "Partial@1 Score",
-                    "Partial@1 ÷ Full@1",
-                    "Partial@4 Score",
-                    "Partial@4 ÷ Full@1",
-                ],
+                &["family", "tasks", "Full@1 Score", "Partial@1 Score", "Partial@1 ÷ Full@1", "Partial@4 Score", "Partial@4 ÷ Full@1"],
                 rows,
             );
             t.numeric[share_dims.len()] = false;
@@ -767,7 +621,10 @@ fn seed_000_tables(report: &Report) -> Vec<Section> {
         out.push(Section {
             id: "families",
             title: "Per family (seed 000 §5.2, App. I)".into(),
-            text: vec!["Percent over scored episodes, as the outcomes table, per task family (with its sub-family when the package names one).".into()],
+            text: vec![
+                "Percent over scored episodes, as the outcomes table, per task family (with its sub-family when the package names one)."
+                    .into(),
+            ],
             tables,
             chart: None,
         });
@@ -782,17 +639,9 @@ fn seed_000_tables(report: &Report) -> Vec<Section> {
                 let mut row = key_cells(&plan_dims, &p.key);
                 row.extend([
                     c.tasks.to_string(),
-                    format!(
-                        "{} → {}",
-                        percent(Some(c.partial_at_1[0])),
-                        percent(Some(c.plan_at_1[0]))
-                    ),
+                    format!("{} → {}", percent(Some(c.partial_at_1[0])), percent(Some(c.plan_at_1[0]))),
                     signed_points(c.difference[0]),
-                    format!(
-                        "{} → {}",
-                        percent(Some(c.partial_at_1[1])),
-                        percent(Some(c.plan_at_1[1]))
-                    ),
+                    format!("{} → {}", percent(Some(c.partial_at_1[1])), percent(Some(c.plan_at_1[1]))),
                     signed_points(c.difference[1]),
                 ]);
                 row
@@ -807,18 +656,9 @@ fn seed_000_tables(report: &Report) -> Vec<Section> {
         });
     }
     if let Some(stated) = &report.stated_requirements {
-        let counts: Vec<String> = stated
-            .tasks_by_stated
-            .keys()
-            .map(|n| format!("{n} stated"))
-            .collect();
+        let counts: Vec<String> = stated.tasks_by_stated.keys().map(|n| format!("{n} stated")).collect();
         let mut row = vec![stated.tasks.to_string()];
-        row.extend(
-            stated
-                .tasks_by_stated
-                .iter()
-                .map(|(n, t)| format!("{} ({t})", percent(stated.share_by_stated.get(n).copied()))),
-        );
+        row.extend(stated.tasks_by_stated.iter().map(|(n, t)| format!("{} ({t})", percent(stated.share_by_stated.get(n).copied()))));
         let mut headers = vec!["tasks".to_string()];
         headers.extend(counts);
         out.push(Section {
@@ -839,17 +679,8 @@ fn seed_000_tables(report: &Report) -> Vec<Section> {
 
 /// Seed 001 Table 2 / App. A: the suite's residual states.
 fn invalid_states_section(report: &Report) -> Section {
-    let rows = report
-        .invalid_residual_states
-        .iter()
-        .map(|s| vec![s.task.clone(), s.state.clone(), s.episodes.to_string()])
-        .collect();
-    let mut states = table(
-        "States whose starting workspace passed the verifier.",
-        &[],
-        &["task", "state", "episodes left out"],
-        rows,
-    );
+    let rows = report.invalid_residual_states.iter().map(|s| vec![s.task.clone(), s.state.clone(), s.episodes.to_string()]).collect();
+    let mut states = table("States whose starting workspace passed the verifier.", &[], &["task", "state", "episodes left out"], rows);
     states.numeric[..2].fill(false);
     Section {
         id: "invalid-residual-states",
@@ -862,16 +693,8 @@ fn invalid_states_section(report: &Report) -> Section {
 
 fn benchmark_section(report: &Report) -> Option<Section> {
     let b = report.residual_benchmark.as_ref()?;
-    let by_states: Vec<String> = b
-        .tasks_by_states
-        .iter()
-        .map(|(n, t)| format!("{t} with {n}"))
-        .collect();
-    let by_predecessor: Vec<String> = b
-        .by_predecessor
-        .iter()
-        .map(|(p, n)| format!("{p}: {n}"))
-        .collect();
+    let by_states: Vec<String> = b.tasks_by_states.iter().map(|(n, t)| format!("{t} with {n}")).collect();
+    let by_predecessor: Vec<String> = b.by_predecessor.iter().map(|(p, n)| format!("{p}: {n}")).collect();
     let summary = Table {
         caption: "Summary (medians over states; pass rates with equal weight per state).".into(),
         headers: [
@@ -898,40 +721,21 @@ fn benchmark_section(report: &Report) -> Option<Section> {
             format!("{}", b.median_files),
             format!("{}", b.median_added_lines),
             format!("{:.1}", b.median_patch_bytes / 1024.0),
-            format!(
-                "{} / {}",
-                percent(b.mean_pass_rate),
-                percent(b.median_pass_rate)
-            ),
+            format!("{} / {}", percent(b.mean_pass_rate), percent(b.median_pass_rate)),
             b.one_to_three_failing.to_string(),
         ]],
     };
     let per_state = Table {
         caption: "Per state.".into(),
-        headers: [
-            "task",
-            "state",
-            "predecessor",
-            "steps",
-            "files",
-            "added",
-            "deleted",
-            "patch bytes",
-            "tests",
-            "failing",
-            "pass rate",
-        ]
-        .map(String::from)
-        .to_vec(),
-        numeric: vec![
-            false, false, false, true, true, true, true, true, true, true, true,
-        ],
+        headers: ["task", "state", "predecessor", "steps", "files", "added", "deleted", "patch bytes", "tests", "failing", "pass rate"]
+            .map(String::from)
+            .to_vec(),
+        numeric: vec![false, false, false, true, true, true, true, true, true, true, true],
         rows: b
             .per_state
             .iter()
             .map(|s| {
-                let opt =
-                    |v: Option<usize>| v.map_or_else(|| ABSENT.to_string(), |v| v.to_string());
+                let opt = |v: Option<usize>| v.map_or_else(|| ABSENT.to_string(), |v| v.to_string());
                 vec![
                     s.task.clone(),
                     s.state.clone(),
@@ -961,19 +765,11 @@ fn oracle_section(report: &Report) -> Section {
     let mut tables = Vec::new();
     let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
     for row in &report.oracle {
-        let mut tasks: Vec<String> = row
-            .levels
-            .iter()
-            .flat_map(|l| l.cases.iter().map(|c| c.task.clone()))
-            .collect();
+        let mut tasks: Vec<String> = row.levels.iter().flat_map(|l| l.cases.iter().map(|c| c.task.clone())).collect();
         tasks.sort();
         tasks.dedup();
         let mut headers = vec!["case".to_string()];
-        headers.extend(
-            row.levels
-                .iter()
-                .map(|l| format!("{:.0}%", l.ratio * 100.0)),
-        );
+        headers.extend(row.levels.iter().map(|l| format!("{:.0}%", l.ratio * 100.0)));
         let mut rows: Vec<Vec<String>> = tasks
             .iter()
             .map(|task| {
@@ -995,40 +791,20 @@ fn oracle_section(report: &Report) -> Section {
         rows.push(macro_row);
         let n = headers.len();
         tables.push(Table {
-            caption: format!(
-                "{}: Quality by answer coverage, mean ± sd over repeats.",
-                key_label(&row.key)
-            ),
+            caption: format!("{}: Quality by answer coverage, mean ± sd over repeats.", key_label(&row.key)),
             headers,
             numeric: (0..n).map(|i| i > 0).collect(),
             rows,
         });
         for task in &tasks {
-            let points = row
-                .levels
-                .iter()
-                .filter_map(|l| {
-                    l.cases
-                        .iter()
-                        .find(|c| &c.task == task)
-                        .map(|c| (l.ratio * 100.0, c.mean))
-                })
-                .collect();
+            let points =
+                row.levels.iter().filter_map(|l| l.cases.iter().find(|c| &c.task == task).map(|c| (l.ratio * 100.0, c.mean))).collect();
             series.push((format!("{} {task}", key_label(&row.key)), points));
         }
-        series.push((
-            format!("{} mean", key_label(&row.key)),
-            row.levels
-                .iter()
-                .map(|l| (l.ratio * 100.0, l.macro_mean))
-                .collect(),
-        ));
+        series.push((format!("{} mean", key_label(&row.key)), row.levels.iter().map(|l| (l.ratio * 100.0, l.macro_mean)).collect()));
     }
     let emphasis = series.last().map(|s| s.0.clone()).unwrap_or_default();
-    let max = series
-        .iter()
-        .flat_map(|s| s.1.iter().map(|p| p.1))
-        .fold(1.0_f64, f64::max);
+    let max = series.iter().flat_map(|s| s.1.iter().map(|p| p.1)).fold(1.0_f64, f64::max);
     Section {
         id: "oracle",
         title: "Oracle answer coverage (seed 002 App. A.6, Table 13, Figure 5)".into(),
@@ -1060,33 +836,10 @@ pub fn render_markdown(report: &Report, title: &str) -> String {
             if !t.caption.is_empty() {
                 let _ = write!(out, "{}\n\n", t.caption);
             }
-            let _ = writeln!(
-                out,
-                "| {} |",
-                t.headers
-                    .iter()
-                    .map(|h| md_cell(h))
-                    .collect::<Vec<_>>()
-                    .join(" | ")
-            );
-            let _ = writeln!(
-                out,
-                "| {} |",
-                t.numeric
-                    .iter()
-                    .map(|n| if *n { "---:" } else { "---" })
-                    .collect::<Vec<_>>()
-                    .join(" | ")
-            );
+            let _ = writeln!(out, "| {} |", t.headers.iter().map(|h| md_cell(h)).collect::<Vec<_>>().join(" | "));
+            let _ = writeln!(out, "| {} |", t.numeric.iter().map(|n| if *n { "---:" } else { "---" }).collect::<Vec<_>>().join(" | "));
             for row in &t.rows {
-                let _ = writeln!(
-                    out,
-                    "| {} |",
-                    row.iter()
-                        .map(|c| md_cell(c))
-                        .collect::<Vec<_>>()
-                        .join(" | ")
-                );
+                let _ = writeln!(out, "| {} |", row.iter().map(|c| md_cell(c)).collect::<Vec<_>>().join(" | "));
             }
             out.push('\n');
         }
@@ -1134,27 +887,14 @@ pub fn render_html(report: &Report, title: &str) -> String {
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><link rel=\"icon\" href=\"data:,\"><title>{t}</title><style>{CSS}</style></head><body><h1>{t}</h1>",
         t = escape(title)
     );
-    let _ = write!(
-        out,
-        "<p class=\"meta\">specgap {} · report schema {} v{}</p><nav>",
-        report.specgap_version, report.schema, report.version
-    );
+    let _ =
+        write!(out, "<p class=\"meta\">specgap {} · report schema {} v{}</p><nav>", report.specgap_version, report.schema, report.version);
     for s in &sections {
-        let _ = write!(
-            out,
-            "<a href=\"#{}\">{}</a>",
-            s.id,
-            escape(s.title.split(" (").next().unwrap_or(&s.title))
-        );
+        let _ = write!(out, "<a href=\"#{}\">{}</a>", s.id, escape(s.title.split(" (").next().unwrap_or(&s.title)));
     }
     out.push_str("</nav>");
     for s in &sections {
-        let _ = write!(
-            out,
-            "<section id=\"{}\"><h2>{}</h2>",
-            s.id,
-            escape(&s.title)
-        );
+        let _ = write!(out, "<section id=\"{}\"><h2>{}</h2>", s.id, escape(&s.title));
         for p in &s.text {
             let _ = write!(out, "<p>{}</p>", escape_with_code(p));
         }
@@ -1174,11 +914,7 @@ pub fn render_html(report: &Report, title: &str) -> String {
             for row in &t.rows {
                 out.push_str("<tr>");
                 for (i, cell) in row.iter().enumerate() {
-                    let class = if t.numeric.get(i).copied().unwrap_or(false) {
-                        " class=\"n\""
-                    } else {
-                        ""
-                    };
+                    let class = if t.numeric.get(i).copied().unwrap_or(false) { " class=\"n\"" } else { "" };
                     let _ = write!(out, "<td{class}>{}</td>", escape(cell));
                 }
                 out.push_str("</tr>");
@@ -1207,10 +943,7 @@ mod tests {
 
     #[test]
     fn code_spans_become_code_elements_after_escaping() {
-        assert_eq!(
-            escape_with_code("both `full` and `<partial>`"),
-            "both <code>full</code> and <code>&lt;partial&gt;</code>"
-        );
+        assert_eq!(escape_with_code("both `full` and `<partial>`"), "both <code>full</code> and <code>&lt;partial&gt;</code>");
         assert_eq!(escape_with_code("a `lone backtick"), "a `lone backtick");
         assert_eq!(escape_with_code("no code & more"), "no code &amp; more");
     }

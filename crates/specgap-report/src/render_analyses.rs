@@ -29,7 +29,14 @@ pub fn section(report: &Report) -> Option<Section> {
         .iter()
         .filter_map(|c| {
             let r = c.ranking.as_ref()?;
-            Some(vec![key_label(&c.key), c.groups.to_string(), r.pairs.to_string(), format!("{:.3}", r.mean_rho), format!("{:.3}", r.min_rho), format!("{:.3}", r.max_rho)])
+            Some(vec![
+                key_label(&c.key),
+                c.groups.to_string(),
+                r.pairs.to_string(),
+                format!("{:.3}", r.mean_rho),
+                format!("{:.3}", r.min_rho),
+                format!("{:.3}", r.max_rho),
+            ])
         })
         .collect();
     if !ranking.is_empty() {
@@ -45,7 +52,13 @@ pub fn section(report: &Report) -> Option<Section> {
         .iter()
         .flat_map(|c| {
             c.issue_type_share.iter().map(move |t| {
-                vec![key_label(&c.key), t.kind.clone(), format!("{}/{}", t.cases_with, c.cases), rho_ci(t.quality.as_ref()), rho_ci(t.dsr.as_ref())]
+                vec![
+                    key_label(&c.key),
+                    t.kind.clone(),
+                    format!("{}/{}", t.cases_with, c.cases),
+                    rho_ci(t.quality.as_ref()),
+                    rho_ci(t.dsr.as_ref()),
+                ]
             })
         })
         .collect();
@@ -62,7 +75,14 @@ pub fn section(report: &Report) -> Option<Section> {
         .iter()
         .filter_map(|a| {
             let r = a.recall.as_ref()?;
-            Some(vec![key_label(&a.key), r.cells.to_string(), percent(Some(r.higher)), percent(Some(r.lower)), format!("{:+.4}", r.mean_difference), p_cell(r.p_value)])
+            Some(vec![
+                key_label(&a.key),
+                r.cells.to_string(),
+                percent(Some(r.higher)),
+                percent(Some(r.lower)),
+                format!("{:+.4}", r.mean_difference),
+                p_cell(r.p_value),
+            ])
         })
         .collect();
     if !recall.is_empty() {
@@ -103,7 +123,9 @@ pub fn section(report: &Report) -> Option<Section> {
         .repeat_analyses
         .iter()
         .flat_map(|a| {
-            a.domains.iter().map(move |d| vec![key_label(&a.key), d.domain.clone(), d.cells.to_string(), format!("{:+.4}", d.mean_difference), p_cell(d.p_value)])
+            a.domains.iter().map(move |d| {
+                vec![key_label(&a.key), d.domain.clone(), d.cells.to_string(), format!("{:+.4}", d.mean_difference), p_cell(d.p_value)]
+            })
         })
         .collect();
     if !domains.is_empty() {

@@ -104,7 +104,9 @@ fn agreement_section(report: &Report) -> Option<Section> {
     // The panel against the offline rule first: it is the comparison a reader looks for.
     rows.rotate_right(1);
     let pairs = Table {
-        caption: "Agreement (percent of items with the same label) and unweighted Cohen's κ; — where κ is undefined (one label throughout).".into(),
+        caption:
+            "Agreement (percent of items with the same label) and unweighted Cohen's κ; — where κ is undefined (one label throughout)."
+                .into(),
         headers: ["a", "b", "items", "agreement", "κ"].map(String::from).to_vec(),
         numeric: vec![false, false, true, true, true],
         rows,
@@ -152,11 +154,7 @@ fn delivery_section(report: &Report) -> Option<Section> {
         .filter_map(|g| {
             let c = g.clarification.as_ref()?;
             let mut row = key_cells(dims, &g.key);
-            row.extend([
-                c.runs.to_string(),
-                percent(Some(c.ask_rate)),
-                format!("{:.1}", c.mean_units),
-            ]);
+            row.extend([c.runs.to_string(), percent(Some(c.ask_rate)), format!("{:.1}", c.mean_units)]);
             let styles = [Style::Percent, Style::Percent, Style::Percent, Style::Percent, Style::Fixed(2), Style::Fixed(1)];
             let values = [&c.recall, &c.precision, &c.ask_f1, &c.kqc1, &c.atc, &c.redund];
             for (((field, _), value), style) in CLARIFICATION_MEASURES.iter().zip(values).zip(styles) {
@@ -240,13 +238,7 @@ fn delivery_section(report: &Report) -> Option<Section> {
             "Recall against Quality per group",
         )
     });
-    Some(Section {
-        id: "delivery",
-        title: "Delivery and clarification (seed 002)".into(),
-        text,
-        tables,
-        chart,
-    })
+    Some(Section { id: "delivery", title: "Delivery and clarification (seed 002)".into(), text, tables, chart })
 }
 
 /// Type- and domain-specific Recall per group (seed 002 Table 9, App. A.5).
@@ -254,7 +246,10 @@ fn kind_tables(report: &Report) -> Vec<Table> {
     let dims = &report.group_by;
     let mut out = Vec::new();
     for (caption, pick) in [
-        ("Recall by issue type (seed 002 Table 9): per case the share of its targets of the type that are covered, averaged over repeats, then over the cases holding the type; percent.", true),
+        (
+            "Recall by issue type (seed 002 Table 9): per case the share of its targets of the type that are covered, averaged over repeats, then over the cases holding the type; percent.",
+            true,
+        ),
         ("Recall by content domain (seed 002 App. A.5), computed as by issue type; percent.", false),
     ] {
         let kinds: BTreeSet<&String> = report
@@ -321,10 +316,7 @@ fn scoring_source_table(report: &Report) -> Option<Table> {
 fn registry_table(report: &Report) -> Option<Table> {
     let r = report.clarification_registry.as_ref()?;
     Some(Table {
-        caption: format!(
-            "Clarification targets of the report's cases (seed 002 Table 7): {} targets in {} cases.",
-            r.points, r.cases
-        ),
+        caption: format!("Clarification targets of the report's cases (seed 002 Table 7): {} targets in {} cases.", r.points, r.cases),
         headers: ["annotation", "kind", "points", "share", "cases"].map(String::from).to_vec(),
         numeric: vec![false, false, true, true, true],
         rows: r
@@ -346,12 +338,8 @@ fn registry_table(report: &Report) -> Option<Table> {
 /// The domain mix of matched questions per group (seed 002 Table 10).
 fn domain_mix_table(report: &Report) -> Option<Table> {
     let dims = &report.group_by;
-    let domains: BTreeSet<&String> = report
-        .groups
-        .iter()
-        .filter_map(|g| g.clarification.as_ref())
-        .flat_map(|c| c.matched_domains.keys())
-        .collect();
+    let domains: BTreeSet<&String> =
+        report.groups.iter().filter_map(|g| g.clarification.as_ref()).flat_map(|c| c.matched_domains.keys()).collect();
     if domains.is_empty() {
         return None;
     }
@@ -451,9 +439,7 @@ fn association_section(report: &Report) -> Option<Section> {
                 })
                 .collect()
         };
-        let headers: Vec<String> = std::iter::once("clarification".to_string())
-            .chain(columns.iter().map(|c| c.to_string()))
-            .collect();
+        let headers: Vec<String> = std::iter::once("clarification".to_string()).chain(columns.iter().map(|c| c.to_string())).collect();
         let numeric: Vec<bool> = (0..headers.len()).map(|i| i > 0).collect();
         tables.push(Table {
             caption: "Spearman ρ (Holm-adjusted p).".into(),
@@ -462,12 +448,7 @@ fn association_section(report: &Report) -> Option<Section> {
             rows: rows(rho_cell),
         });
         if a.clarification_delivery.iter().any(|c| c.demeaned_rho.is_some()) {
-            tables.push(Table {
-                caption: "Model-demeaned Spearman ρ (p).".into(),
-                headers,
-                numeric,
-                rows: rows(demeaned_cell),
-            });
+            tables.push(Table { caption: "Model-demeaned Spearman ρ (p).".into(), headers, numeric, rows: rows(demeaned_cell) });
         }
     }
     for (label, kinds) in [("issue type", &a.issue_type_recall), ("content domain", &a.domain_recall)] {
@@ -526,7 +507,9 @@ fn kind_association_table(label: &str, kinds: &[KindAssociation]) -> Table {
         })
         .collect();
     Table {
-        caption: format!("Recall by {label} against Quality (seed 002 Table 8(a)): Spearman ρ across groups, 95% case-bootstrap interval, Holm over the {label}s."),
+        caption: format!(
+            "Recall by {label} against Quality (seed 002 Table 8(a)): Spearman ρ across groups, 95% case-bootstrap interval, Holm over the {label}s."
+        ),
         headers: ["kind", "groups", "mean Recall", "ρ with Quality", "95% CI", "Holm p", "demeaned ρ"].map(String::from).to_vec(),
         numeric: vec![false, true, true, true, true, true, true],
         rows,

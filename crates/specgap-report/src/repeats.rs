@@ -145,8 +145,7 @@ pub fn repeat_analyses(grouped: &BTreeMap<GroupKey, Vec<&Episode<'_>>>, dims: &[
         if cells.is_empty() {
             continue;
         }
-        let slice: Vec<(Dim, String)> =
-            dims.iter().copied().zip(key.iter().cloned()).filter(|(d, _)| *d != Dim::Agent).collect();
+        let slice: Vec<(Dim, String)> = dims.iter().copied().zip(key.iter().cloned()).filter(|(d, _)| *d != Dim::Agent).collect();
         slices.entry(slice).or_default().push(cells);
     }
     slices

@@ -19,25 +19,19 @@ use specgap_stats::mean_sd;
 use crate::ReportError;
 pub use crate::associations::Association;
 use crate::associations::{Associations, associations};
+use crate::benchmark::{ResidualBenchmark, StatedRequirements, residual_benchmark, stated_requirements};
 use crate::cases::IntervalSettings;
 use crate::clarification::{ClarificationSummary, Registry, clarification_summary, registry};
-use crate::benchmark::{
-    ResidualBenchmark, StatedRequirements, residual_benchmark, stated_requirements,
-};
-use crate::delivery::{
-    DeliveryMeasures, OracleLevel, ZeroScores, delivery_measures, oracle_curve, zero_scores,
-};
+use crate::delivery::{DeliveryMeasures, OracleLevel, ZeroScores, delivery_measures, oracle_curve, zero_scores};
 use crate::episode::{Dim, Episode, GroupKey, group_by, index_episodes, oracle_ratio};
-use crate::plan::{PlannedRun, group_planned, planned_delivery_runs};
 use crate::first::MAX_K;
 use crate::judge::OFFLINE_JUDGE;
 use crate::outcome::{
-    CostComparison, Outcomes, PartialShare, PlanVsPartial, Resolution, cost_comparison,
-    family_label, outcomes, partial_share, plan_vs_partial, resolution,
+    CostComparison, Outcomes, PartialShare, PlanVsPartial, Resolution, cost_comparison, family_label, outcomes, partial_share,
+    plan_vs_partial, resolution,
 };
-use crate::residual::{
-    InvalidResidualState, RankingReversal, ResidualMeasures, invalid_states, ranking_reversal, residual_measures,
-};
+use crate::plan::{PlannedRun, group_planned, planned_delivery_runs};
+use crate::residual::{InvalidResidualState, RankingReversal, ResidualMeasures, invalid_states, ranking_reversal, residual_measures};
 use crate::run::RunData;
 
 /// The `schema` field of every JSON report.
@@ -360,10 +354,7 @@ pub fn build_report(runs: &[RunData], options: &ReportOptions) -> Result<Report,
         return Err(ReportError::NoRuns);
     }
     crate::inputs::distinct_run_dirs(&runs.iter().map(|r| r.dir.as_path()).collect::<Vec<_>>())?;
-    let options = &ReportOptions {
-        judge: crate::judge::resolve_judge(runs, &options.judge)?,
-        ..options.clone()
-    };
+    let options = &ReportOptions { judge: crate::judge::resolve_judge(runs, &options.judge)?, ..options.clone() };
     let mut episodes = index_episodes(&runs.iter().collect::<Vec<_>>());
     let simulator = crate::simulator::quality(runs, options.exclude_user_findings.as_deref())?;
     if let Some(quality) = &simulator {
@@ -374,12 +365,7 @@ pub fn build_report(runs: &[RunData], options: &ReportOptions) -> Result<Report,
         crate::extraction::attach(runs, &mut episodes, panel);
     }
     let episodes = episodes;
-    let residual_dims: Vec<Dim> = options
-        .group_by
-        .iter()
-        .copied()
-        .filter(|d| *d != Dim::Start)
-        .collect();
+    let residual_dims: Vec<Dim> = options.group_by.iter().copied().filter(|d| *d != Dim::Start).collect();
     std::thread::scope(|scope| {
         // The seed 001 measures read thousands of diffs and trajectories (with their own
         // reader threads); they run beside the other measures, which use one core.
@@ -398,16 +384,9 @@ fn residual_rows(episodes: &[Episode<'_>], dims: &[Dim]) -> Vec<ResidualRow> {
     let mut residual = Vec::new();
     for (key, members) in group_by(episodes, dims, |_| true) {
         let clean: Vec<&Episode> = members.iter().copied().filter(|e| e.is_clean()).collect();
-        let res: Vec<&Episode> = members
-            .iter()
-            .copied()
-            .filter(|e| e.valid_state().is_some())
-            .collect();
+        let res: Vec<&Episode> = members.iter().copied().filter(|e| e.valid_state().is_some()).collect();
         if let Some(measures) = residual_measures(&clean, &res) {
-            residual.push(ResidualRow {
-                key: key_map(dims, &key),
-                measures,
-            });
+            residual.push(ResidualRow { key: key_map(dims, &key), measures });
         }
     }
     residual
@@ -429,22 +408,16 @@ fn report_with(
     let mut groups = Vec::new();
     let mut families: BTreeMap<&str, &str> = BTreeMap::new();
     for e in episodes {
-        families
-            .entry(e.row.task.as_str())
-            .or_insert(e.row.family.as_str());
+        families.entry(e.row.task.as_str()).or_insert(e.row.family.as_str());
     }
     for run in runs {
         for (name, context) in &run.tasks {
-            families
-                .entry(name.as_str())
-                .or_insert(context.family.as_str());
+            families.entry(name.as_str()).or_insert(context.family.as_str());
         }
     }
     let mut na_by_key: BTreeMap<GroupKey, usize> = BTreeMap::new();
     for na in &not_applicable {
-        *na_by_key
-            .entry(not_applicable_key(dims, na, &families))
-            .or_default() += 1;
+        *na_by_key.entry(not_applicable_key(dims, na, &families)).or_default() += 1;
     }
     let mut grouped = group_by(episodes, dims, |_| true);
     for key in na_by_key.keys() {
@@ -456,13 +429,7 @@ fn report_with(
     // Per group, the runs whose scored episodes make its seed replicates.
     let pooled: Vec<BTreeSet<usize>> = grouped
         .values()
-        .map(|members| {
-            members
-                .iter()
-                .filter(|e| e.is_scored())
-                .map(|e| e.run)
-                .collect::<BTreeSet<usize>>()
-        })
+        .map(|members| members.iter().filter(|e| e.is_scored()).map(|e| e.run).collect::<BTreeSet<usize>>())
         .filter(|runs| runs.len() >= 2)
         .collect();
     for (key, members) in &grouped {
@@ -487,41 +454,23 @@ fn report_with(
 
     let oracle_dims = without(Dim::Condition);
     let mut oracle = Vec::new();
-    for (key, members) in group_by(episodes, &oracle_dims, |e| {
-        oracle_ratio(&e.row.condition).is_some()
-    }) {
+    for (key, members) in group_by(episodes, &oracle_dims, |e| oracle_ratio(&e.row.condition).is_some()) {
         let levels = oracle_curve(&members);
         if !levels.is_empty() {
-            oracle.push(OracleRow {
-                key: key_map(&oracle_dims, &key),
-                levels,
-            });
+            oracle.push(OracleRow { key: key_map(&oracle_dims, &key), levels });
         }
     }
 
     let families = family_rows(episodes, &without_all(dims, &[Dim::Family, Dim::Task]));
-    let partial_shares = partial_share_rows(
-        episodes,
-        &without_all(dims, &[Dim::Condition, Dim::Family, Dim::Task]),
-    );
+    let partial_shares = partial_share_rows(episodes, &without_all(dims, &[Dim::Condition, Dim::Family, Dim::Task]));
     let plan_dims = without(Dim::Condition);
     let mut plan_rows = Vec::new();
     for (key, members) in group_by(episodes, &plan_dims, |_| true) {
-        let of = |condition: &str| -> Vec<&Episode> {
-            members
-                .iter()
-                .copied()
-                .filter(|e| e.row.condition == condition)
-                .collect()
-        };
+        let of = |condition: &str| -> Vec<&Episode> { members.iter().copied().filter(|e| e.row.condition == condition).collect() };
         if let Some(comparison) = plan_vs_partial(&of("plan"), &of("partial")) {
-            plan_rows.push(PlanRow {
-                key: key_map(&plan_dims, &key),
-                comparison,
-            });
+            plan_rows.push(PlanRow { key: key_map(&plan_dims, &key), comparison });
         }
     }
-
 
     let mut contexts: BTreeMap<&str, &crate::context::TaskContext> = BTreeMap::new();
     for e in episodes {
@@ -536,18 +485,10 @@ fn report_with(
     let case_associations = crate::case_associations::case_associations(&groups, &contexts, &options.intervals)?;
     let repeat_analyses = crate::repeats::repeat_analyses(&grouped, dims, &options.judge);
     let noise = crate::noise::group_noise(&grouped, dims);
-    let recall_quality = associations
-        .clarification_delivery
-        .iter()
-        .find(|a| a.x == "Recall" && a.y == "Quality")
-        .cloned();
+    let recall_quality = associations.clarification_delivery.iter().find(|a| a.x == "Recall" && a.y == "Quality").cloned();
     let mut warnings = crate::inputs::input_warnings(runs, dims, &pooled);
     warnings.extend(crate::scoring_source::never_extracted_warning(episodes, extraction.as_deref()));
-    warnings.extend(runs.iter().flat_map(|r| {
-        r.warnings
-            .iter()
-            .map(move |w| format!("{}: {w}", r.dir.display()))
-    }));
+    warnings.extend(runs.iter().flat_map(|r| r.warnings.iter().map(move |w| format!("{}: {w}", r.dir.display()))));
     let residual = residual();
     let rankings = ranking_rows(&residual, dims)?;
     let mut residual_warnings: BTreeSet<&String> = BTreeSet::new();
@@ -618,10 +559,7 @@ fn report_with(
 
 /// The warning naming the residual states that passed the verifier at the start.
 fn invalid_states_warning(states: &[InvalidResidualState]) -> String {
-    let names: Vec<String> = states
-        .iter()
-        .map(|s| format!("{}/{} ({} episodes)", s.task, s.state, s.episodes))
-        .collect();
+    let names: Vec<String> = states.iter().map(|s| format!("{}/{} ({} episodes)", s.task, s.state, s.episodes)).collect();
     format!(
         "{} residual states passed the verifier before the first turn and are not valid residual states (seed 001 §3.1); their episodes are left out of the residual measures: {}",
         states.len(),
@@ -656,17 +594,8 @@ fn group_report(
     for reason in members.iter().filter_map(|e| e.row.end_reason) {
         *end_reasons.entry(reason.as_str().to_string()).or_insert(0) += 1;
     }
-    let count = |reason: EndReason| {
-        members
-            .iter()
-            .filter(|e| e.row.end_reason == Some(reason))
-            .count()
-    };
-    let unfinished = members
-        .iter()
-        .filter(|e| e.row.end_reason.is_none())
-        .count()
-        + count(EndReason::Interrupted);
+    let count = |reason: EndReason| members.iter().filter(|e| e.row.end_reason == Some(reason)).count();
+    let unfinished = members.iter().filter(|e| e.row.end_reason.is_none()).count() + count(EndReason::Interrupted);
     Ok(GroupReport {
         key: key_map(dims, key),
         episodes: members.len(),
@@ -681,11 +610,7 @@ fn group_report(
         clarification: clarification_summary(members, &options.judge, &options.intervals)?,
         zero_scores: zero_scores(members),
         scoring_source: crate::scoring_source::scoring_source(members, context.runs, context.extraction),
-        replicates: if n_runs >= 2 {
-            replicates(members, n_runs)?
-        } else {
-            None
-        },
+        replicates: if n_runs >= 2 { replicates(members, n_runs)? } else { None },
     })
 }
 
@@ -705,11 +630,7 @@ fn family_rows(episodes: &[Episode<'_>], dims: &[Dim]) -> Vec<FamilyRow> {
         for (family, members) in by_family {
             let outcomes = outcomes(&members);
             if outcomes.scored > 0 {
-                rows.push(FamilyRow {
-                    key: key_map(dims, &key),
-                    family,
-                    outcomes,
-                });
+                rows.push(FamilyRow { key: key_map(dims, &key), family, outcomes });
             }
         }
     }
@@ -725,19 +646,9 @@ fn partial_share_rows(episodes: &[Episode<'_>], dims: &[Dim]) -> Vec<PartialShar
             by_family.entry(family_label(e)).or_default().push(e);
         }
         for (family, members) in by_family {
-            let of = |condition: &str| -> Vec<&Episode> {
-                members
-                    .iter()
-                    .copied()
-                    .filter(|e| e.row.condition == condition)
-                    .collect()
-            };
+            let of = |condition: &str| -> Vec<&Episode> { members.iter().copied().filter(|e| e.row.condition == condition).collect() };
             if let Some(share) = partial_share(&of("full"), &of("partial")) {
-                rows.push(PartialShareRow {
-                    key: key_map(dims, &key),
-                    family,
-                    share,
-                });
+                rows.push(PartialShareRow { key: key_map(dims, &key), family, share });
             }
         }
     }
@@ -756,18 +667,12 @@ fn ranking_rows(residual: &[ResidualRow], dims: &[Dim]) -> Result<Vec<RankingRow
         let Some(agent) = key.remove(&Dim::Agent) else {
             continue;
         };
-        by_key.entry(key).or_default().push((
-            agent,
-            row.measures.rates.clean,
-            row.measures.rates.res,
-        ));
+        by_key.entry(key).or_default().push((agent, row.measures.rates.clean, row.measures.rates.res));
     }
     let mut rows = Vec::new();
     for (key, agents) in by_key {
-        let ranking = ranking_reversal(&agents).map_err(|source| ReportError::Stats {
-            measure: "Spearman rho (Clean, Res)".into(),
-            source,
-        })?;
+        let ranking =
+            ranking_reversal(&agents).map_err(|source| ReportError::Stats { measure: "Spearman rho (Clean, Res)".into(), source })?;
         if let Some(ranking) = ranking {
             rows.push(RankingRow { key, ranking });
         }
@@ -785,18 +690,8 @@ impl<'e, 'a> FullIndex<'e, 'a> {
     /// Indexes the `full` episodes among `episodes`.
     pub fn new(episodes: &'e [Episode<'a>]) -> Self {
         let mut by_key: BTreeMap<(&str, &str, &str), Vec<&Episode>> = BTreeMap::new();
-        for e in episodes
-            .iter()
-            .filter(|e| e.is_scored() && e.row.condition == "full")
-        {
-            by_key
-                .entry((
-                    e.row.agent.as_str(),
-                    e.row.task.as_str(),
-                    e.row.start.as_str(),
-                ))
-                .or_default()
-                .push(e);
+        for e in episodes.iter().filter(|e| e.is_scored() && e.row.condition == "full") {
+            by_key.entry((e.row.agent.as_str(), e.row.task.as_str(), e.row.start.as_str())).or_default().push(e);
         }
         FullIndex { by_key }
     }
@@ -804,15 +699,10 @@ impl<'e, 'a> FullIndex<'e, 'a> {
     /// Share of the `full` episodes of `episode`'s agent, task and start whose first valid
     /// submission passes `requirement`; `None` when none has a verdict for it.
     pub fn pass_share(&self, episode: &Episode<'_>, requirement: &str) -> Option<f64> {
-        let partners = self.by_key.get(&(
-            episode.row.agent.as_str(),
-            episode.row.task.as_str(),
-            episode.row.start.as_str(),
-        ))?;
+        let partners = self.by_key.get(&(episode.row.agent.as_str(), episode.row.task.as_str(), episode.row.start.as_str()))?;
         crate::episode::mean(partners.iter().filter_map(|f| {
             let k = f.scores.first()?.k;
-            f.requirement_passes(k, requirement)
-                .map(crate::episode::indicator)
+            f.requirement_passes(k, requirement).map(crate::episode::indicator)
         }))
     }
 }
@@ -820,29 +710,15 @@ impl<'e, 'a> FullIndex<'e, 'a> {
 /// Score@k / Success@k per run, then mean ± sd over runs with scored episodes.
 fn replicates(members: &[&Episode<'_>], n_runs: usize) -> Result<Option<Replicates>, ReportError> {
     let per_run: Vec<Outcomes> = (0..n_runs)
-        .map(|run| {
-            outcomes(
-                &members
-                    .iter()
-                    .copied()
-                    .filter(|e| e.run == run)
-                    .collect::<Vec<_>>(),
-            )
-        })
+        .map(|run| outcomes(&members.iter().copied().filter(|e| e.run == run).collect::<Vec<_>>()))
         .filter(|o| o.scored > 0)
         .collect();
     if per_run.len() < 2 {
         return Ok(None);
     }
     let stat = |values: Vec<f64>| -> Result<MeanSd, ReportError> {
-        let m = mean_sd(&values).map_err(|source| ReportError::Stats {
-            measure: "seed replicates".into(),
-            source,
-        })?;
-        Ok(MeanSd {
-            mean: m.mean,
-            sd: m.sd,
-        })
+        let m = mean_sd(&values).map_err(|source| ReportError::Stats { measure: "seed replicates".into(), source })?;
+        Ok(MeanSd { mean: m.mean, sd: m.sd })
     };
     let mut score_at = [MeanSd { mean: 0.0, sd: 0.0 }; MAX_K];
     let mut success_at = score_at;
@@ -850,50 +726,19 @@ fn replicates(members: &[&Episode<'_>], n_runs: usize) -> Result<Option<Replicat
         score_at[k] = stat(per_run.iter().filter_map(|o| o.score_at[k]).collect())?;
         success_at[k] = stat(per_run.iter().filter_map(|o| o.success_at[k]).collect())?;
     }
-    Ok(Some(Replicates {
-        runs: per_run.len(),
-        score_at,
-        success_at,
-    }))
+    Ok(Some(Replicates { runs: per_run.len(), score_at, success_at }))
 }
 
-fn cost_row(
-    dims: &[Dim],
-    key: &GroupKey,
-    members: &[&Episode<'_>],
-    n_runs: usize,
-) -> Option<CostRow> {
+fn cost_row(dims: &[Dim], key: &GroupKey, members: &[&Episode<'_>], n_runs: usize) -> Option<CostRow> {
     let of = |condition: &str, run: Option<usize>| -> Vec<&Episode> {
-        members
-            .iter()
-            .copied()
-            .filter(|e| e.row.condition == condition && run.is_none_or(|r| e.run == r))
-            .collect()
+        members.iter().copied().filter(|e| e.row.condition == condition && run.is_none_or(|r| e.run == r)).collect()
     };
-    let comparison = cost_comparison(
-        &of("full", None),
-        &of("partial", None),
-        &of("literal", None),
-    )?;
+    let comparison = cost_comparison(&of("full", None), &of("partial", None), &of("literal", None))?;
     let per_run: Vec<f64> = (0..n_runs)
-        .filter_map(|run| {
-            cost_comparison(&of("full", Some(run)), &of("partial", Some(run)), &[])
-                .map(|c| c.cost_score_at[0])
-        })
+        .filter_map(|run| cost_comparison(&of("full", Some(run)), &of("partial", Some(run)), &[]).map(|c| c.cost_score_at[0]))
         .collect();
-    let cost_replicates = (per_run.len() >= 2)
-        .then(|| {
-            mean_sd(&per_run).ok().map(|m| MeanSd {
-                mean: m.mean,
-                sd: m.sd,
-            })
-        })
-        .flatten();
-    Some(CostRow {
-        key: key_map(dims, key),
-        comparison,
-        cost_replicates,
-    })
+    let cost_replicates = (per_run.len() >= 2).then(|| mean_sd(&per_run).ok().map(|m| MeanSd { mean: m.mean, sd: m.sd })).flatten();
+    Some(CostRow { key: key_map(dims, key), comparison, cost_replicates })
 }
 
 /// Each agent spec of the runs with its model: `run.toml`'s `agents[].config.model` when it is
@@ -901,11 +746,7 @@ fn cost_row(
 fn agent_models(runs: &[RunData]) -> BTreeMap<String, String> {
     let mut models = BTreeMap::new();
     for agent in runs.iter().flat_map(|r| r.config.agents.iter()) {
-        let model = agent
-            .config
-            .get("model")
-            .and_then(|m| m.as_str())
-            .map_or_else(|| agent.spec.clone(), str::to_string);
+        let model = agent.config.get("model").and_then(|m| m.as_str()).map_or_else(|| agent.spec.clone(), str::to_string);
         models.entry(agent.spec.clone()).or_insert(model);
     }
     models
@@ -923,34 +764,21 @@ fn not_applicable_rows(runs: &[RunData]) -> Vec<NotApplicable> {
             reason: n.reason.clone(),
         })
         .collect();
-    out.sort_by(|a, b| {
-        (&a.task, &a.agent, &a.condition, &a.start).cmp(&(
-            &b.task,
-            &b.agent,
-            &b.condition,
-            &b.start,
-        ))
-    });
+    out.sort_by(|a, b| (&a.task, &a.agent, &a.condition, &a.start).cmp(&(&b.task, &b.agent, &b.condition, &b.start)));
     out.dedup();
     out
 }
 
 /// The main-table key of a not-applicable record; its family comes from an episode or the
 /// package of the same task (or `unknown`).
-fn not_applicable_key(
-    dims: &[Dim],
-    na: &NotApplicable,
-    families: &BTreeMap<&str, &str>,
-) -> GroupKey {
+fn not_applicable_key(dims: &[Dim], na: &NotApplicable, families: &BTreeMap<&str, &str>) -> GroupKey {
     dims.iter()
         .map(|d| match d {
             Dim::Agent => na.agent.clone(),
             Dim::Condition => na.condition.clone(),
             Dim::Start => na.start.clone(),
             Dim::Task => na.task.clone(),
-            Dim::Family => families
-                .get(na.task.as_str())
-                .map_or_else(|| "unknown".to_string(), |f| f.to_string()),
+            Dim::Family => families.get(na.task.as_str()).map_or_else(|| "unknown".to_string(), |f| f.to_string()),
         })
         .collect()
 }

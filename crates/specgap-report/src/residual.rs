@@ -19,8 +19,8 @@ use specgap_store::read_trajectory;
 
 use crate::diff::{DiffChanges, kept_lines, parse_diff};
 use crate::episode::{Episode, indicator, mean};
-use crate::reset::resets_all_inherited;
 use crate::opened::{Measured, Tree, file_actions, inspects_inherited, measured_reads, opened_files};
+use crate::reset::resets_all_inherited;
 use specgap_protocol::action::FileAction;
 
 /// A residual state that passed the verifier before the first turn of an episode
@@ -47,11 +47,7 @@ pub fn invalid_states(episodes: &[Episode<'_>]) -> Vec<InvalidResidualState> {
     }
     counts
         .into_iter()
-        .map(|((task, state), episodes)| InvalidResidualState {
-            task: task.to_string(),
-            state: state.to_string(),
-            episodes,
-        })
+        .map(|((task, state), episodes)| InvalidResidualState { task: task.to_string(), state: state.to_string(), episodes })
         .collect()
 }
 
@@ -77,9 +73,7 @@ pub struct ResidualRates {
 
 /// Success of each task's clean start, averaged over repeats (scored episodes only).
 fn clean_by_task(clean: &[&Episode<'_>]) -> BTreeMap<String, f64> {
-    crate::episode::per_task_means(clean.iter().copied(), |e| {
-        e.is_scored().then(|| indicator(e.declared_success()))
-    })
+    crate::episode::per_task_means(clean.iter().copied(), |e| e.is_scored().then(|| indicator(e.declared_success())))
 }
 
 /// Success of each task's residual starts: repeats averaged per state, then states (eq. 3's
@@ -88,9 +82,7 @@ fn residual_by_task(residual: &[&Episode<'_>]) -> BTreeMap<String, f64> {
     let mut by_state: BTreeMap<(String, String), (f64, usize)> = BTreeMap::new();
     for e in residual.iter().filter(|e| e.is_scored()) {
         let Some(state) = e.state() else { continue };
-        let slot = by_state
-            .entry((e.row.task.clone(), state.to_string()))
-            .or_insert((0.0, 0));
+        let slot = by_state.entry((e.row.task.clone(), state.to_string())).or_insert((0.0, 0));
         slot.0 += indicator(e.declared_success());
         slot.1 += 1;
     }
@@ -98,10 +90,7 @@ fn residual_by_task(residual: &[&Episode<'_>]) -> BTreeMap<String, f64> {
     for ((task, _), (sum, n)) in by_state {
         by_task.entry(task).or_default().push(sum / n as f64);
     }
-    by_task
-        .into_iter()
-        .filter_map(|(t, v)| mean(v).map(|m| (t, m)))
-        .collect()
+    by_task.into_iter().filter_map(|(t, v)| mean(v).map(|m| (t, m))).collect()
 }
 
 /// [`ResidualRates`] from an agent's clean and residual episodes; `None` when no task has
@@ -112,12 +101,7 @@ pub fn residual_rates(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Opti
     let tasks: Vec<&String> = residual.keys().filter(|t| clean.contains_key(*t)).collect();
     let res = mean(tasks.iter().map(|t| residual[*t]))?;
     let clean_rate = mean(tasks.iter().map(|t| clean[*t]))?;
-    Some(ResidualRates {
-        tasks: tasks.len(),
-        res,
-        clean: clean_rate,
-        gap_points: residual_gap_points(clean_rate, res),
-    })
+    Some(ResidualRates { tasks: tasks.len(), res, clean: clean_rate, gap_points: residual_gap_points(clean_rate, res) })
 }
 
 /// Conditional failure rate (seed 001 App. C.2 eq. 5): on the tasks the agent completes from
@@ -135,11 +119,7 @@ pub struct CondFail {
 pub fn cond_fail(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Option<CondFail> {
     let clean = clean_by_task(clean);
     let residual = residual_by_task(residual);
-    let completed: Vec<f64> = residual
-        .iter()
-        .filter(|(t, _)| clean.get(*t).is_some_and(|c| *c >= 1.0))
-        .map(|(_, r)| 1.0 - r)
-        .collect();
+    let completed: Vec<f64> = residual.iter().filter(|(t, _)| clean.get(*t).is_some_and(|c| *c >= 1.0)).map(|(_, r)| 1.0 - r).collect();
     let n = completed.len();
     mean(completed).map(|rate| CondFail { tasks: n, rate })
 }
@@ -156,10 +136,7 @@ pub struct PredecessorGroup {
 }
 
 /// [`PredecessorGroup`]s, sorted by predecessor.
-pub fn predecessor_groups(
-    clean: &[&Episode<'_>],
-    residual: &[&Episode<'_>],
-) -> Vec<PredecessorGroup> {
+pub fn predecessor_groups(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Vec<PredecessorGroup> {
     let mut by_predecessor: BTreeMap<String, Vec<&Episode>> = BTreeMap::new();
     for e in residual {
         let predecessor = e
@@ -170,9 +147,7 @@ pub fn predecessor_groups(
     }
     by_predecessor
         .into_iter()
-        .filter_map(|(predecessor, episodes)| {
-            residual_rates(clean, &episodes).map(|rates| PredecessorGroup { predecessor, rates })
-        })
+        .filter_map(|(predecessor, episodes)| residual_rates(clean, &episodes).map(|rates| PredecessorGroup { predecessor, rates }))
         .collect()
 }
 
@@ -296,10 +271,7 @@ impl TaskAverage {
     }
 
     fn task_means(&self) -> Vec<f64> {
-        self.0
-            .values()
-            .filter_map(|v| mean(v.iter().copied()))
-            .collect()
+        self.0.values().filter_map(|v| mean(v.iter().copied())).collect()
     }
 
     fn macro_mean(&self) -> Option<f64> {
@@ -334,25 +306,14 @@ const READ_BATCH: usize = 64;
 /// The final submission's diff against the base, or `None` when it cannot be read.
 fn read_final_diff(e: &Episode<'_>) -> Option<DiffChanges> {
     let k = e.submissions.last()?.k;
-    let path = e
-        .run_dir
-        .join(specgap_store::EPISODES_DIR)
-        .join(&e.row.id)
-        .join("submissions")
-        .join(k.to_string())
-        .join("workspace.diff");
+    let path = e.run_dir.join(specgap_store::EPISODES_DIR).join(&e.row.id).join("submissions").join(k.to_string()).join("workspace.diff");
     read_diff(&path).map(|(changes, _)| changes)
 }
 
 /// The harness's diff of a residual episode's starting state (`start/workspace.diff`), or
 /// `None` for a store written before it existed.
 fn read_start_diff(e: &Episode<'_>) -> Option<(DiffChanges, u64)> {
-    let path = e
-        .run_dir
-        .join(specgap_store::EPISODES_DIR)
-        .join(&e.row.id)
-        .join("start")
-        .join(specgap_store::START_DIFF_FILE);
+    let path = e.run_dir.join(specgap_store::EPISODES_DIR).join(&e.row.id).join("start").join(specgap_store::START_DIFF_FILE);
     read_diff(&path)
 }
 
@@ -379,14 +340,8 @@ fn read_diff(path: &std::path::Path) -> Option<(DiffChanges, u64)> {
     // Read without `fs::read`'s size hint (two `statx` and an `lseek` per file, most of the
     // cost of a diff of a few hundred bytes).
     let mut bytes = Vec::with_capacity(8 << 10);
-    fs_err::File::open(path)
-        .ok()?
-        .read_to_end(&mut bytes)
-        .ok()?;
-    Some((
-        parse_diff(&String::from_utf8_lossy(&bytes)),
-        bytes.len() as u64,
-    ))
+    fs_err::File::open(path).ok()?.read_to_end(&mut bytes).ok()?;
+    Some((parse_diff(&String::from_utf8_lossy(&bytes)), bytes.len() as u64))
 }
 
 impl<'a> Artifacts<'a> {
@@ -394,14 +349,10 @@ impl<'a> Artifacts<'a> {
     /// halves, so a thread that drew the continuations (two files each) does not finish long
     /// after one that drew clean runs (one file each).
     fn read(work: &[(&Episode<'a>, Need)]) -> Artifacts<'a> {
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(work.len().div_ceil(READ_BATCH).max(1));
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(work.len().div_ceil(READ_BATCH).max(1));
         let next = AtomicUsize::new(0);
         let parts: Vec<Artifacts<'a>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..threads)
-                .map(|_| scope.spawn(|| Artifacts::read_batches(work, &next)))
-                .collect();
+            let handles: Vec<_> = (0..threads).map(|_| scope.spawn(|| Artifacts::read_batches(work, &next))).collect();
             // A panicking reader thread loses its part; the values it held stay undefined.
             handles.into_iter().filter_map(|h| h.join().ok()).collect()
         });
@@ -463,42 +414,21 @@ pub fn acceptance_bias(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Acc
     // The agent's normally submitted clean runs by task: each continuation's partners.
     let mut clean_by_task: HashMap<&str, Vec<&Episode>> = HashMap::new();
     for c in clean.iter().copied().filter(|e| e.normally_submitted()) {
-        clean_by_task
-            .entry(c.row.task.as_str())
-            .or_default()
-            .push(c);
+        clean_by_task.entry(c.row.task.as_str()).or_default().push(c);
     }
-    let continuations: Vec<&Episode> = residual
-        .iter()
-        .copied()
-        .filter(|e| e.normally_submitted())
-        .collect();
-    let has_state = |e: &Episode| {
-        e.state()
-            .is_some_and(|s| e.context.is_some_and(|c| c.states.contains_key(s)))
-    };
-    let mut work: Vec<(&Episode, Need)> = continuations
-        .iter()
-        .copied()
-        .filter(|e| has_state(e))
-        .map(|e| (e, Need::DiffAndActions))
-        .collect();
+    let continuations: Vec<&Episode> = residual.iter().copied().filter(|e| e.normally_submitted()).collect();
+    let has_state = |e: &Episode| e.state().is_some_and(|s| e.context.is_some_and(|c| c.states.contains_key(s)));
+    let mut work: Vec<(&Episode, Need)> =
+        continuations.iter().copied().filter(|e| has_state(e)).map(|e| (e, Need::DiffAndActions)).collect();
     // Clean runs' diffs serve only Left-out files: read them for tasks where a continuation
     // starts from a state with left-out files.
     let left_out_tasks: HashSet<&str> = continuations
         .iter()
-        .filter(|e| {
-            e.state()
-                .and_then(|s| e.context.and_then(|c| c.states.get(s)))
-                .is_some_and(|state| !state.left_out.is_empty())
-        })
+        .filter(|e| e.state().and_then(|s| e.context.and_then(|c| c.states.get(s))).is_some_and(|state| !state.left_out.is_empty()))
         .map(|e| e.row.task.as_str())
         .collect();
     work.extend(
-        clean_by_task
-            .iter()
-            .filter(|(task, _)| left_out_tasks.contains(*task))
-            .flat_map(|(_, runs)| runs.iter().map(|e| (*e, Need::Diff))),
+        clean_by_task.iter().filter(|(task, _)| left_out_tasks.contains(*task)).flat_map(|(_, runs)| runs.iter().map(|e| (*e, Need::Diff))),
     );
     let artifacts = Artifacts::read(&work);
     // Partner values depend only on the task and the state, so they are computed once.
@@ -530,9 +460,7 @@ pub fn acceptance_bias(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Acc
         let task = e.row.task.as_str();
         let failed = !e.final_success();
         let partners: &[&Episode] = clean_by_task.get(task).map_or(&[], Vec::as_slice);
-        let state = e
-            .state()
-            .and_then(|s| e.context.and_then(|c| c.states.get(s)));
+        let state = e.state().and_then(|s| e.context.and_then(|c| c.states.get(s)));
         // Same failing / Initially failing: per-test results at k = 0 and at the end.
         if let (Some(start_failing), Some(final_k)) = (e.failing_tests(0), e.final_k()) {
             if let Some(end_failing) = e.failing_tests(final_k)
@@ -542,15 +470,9 @@ pub fn acceptance_bias(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Acc
             }
             // Passing tests broken: passing in the state, failing or erroring at the end
             // (§5.4), over failed continuations.
-            if failed
-                && let (Some(start), Some(end_failing)) =
-                    (e.tests.get(&0), e.failing_tests(final_k))
-            {
-                let passing: Vec<&str> = start
-                    .iter()
-                    .filter(|(_, o)| **o == specgap_protocol::result::TestOutcome::Pass)
-                    .map(|(t, _)| *t)
-                    .collect();
+            if failed && let (Some(start), Some(end_failing)) = (e.tests.get(&0), e.failing_tests(final_k)) {
+                let passing: Vec<&str> =
+                    start.iter().filter(|(_, o)| **o == specgap_protocol::result::TestOutcome::Pass).map(|(t, _)| *t).collect();
                 if !passing.is_empty() {
                     let broken = passing.iter().filter(|t| end_failing.contains(*t)).count();
                     broken_failed.add(task, broken as f64 / passing.len() as f64);
@@ -560,13 +482,7 @@ pub fn acceptance_bias(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Acc
                 let share = |ep: &Episode| -> Option<f64> {
                     let k = ep.final_k()?;
                     ep.tests.get(&k)?;
-                    Some(
-                        start_failing
-                            .iter()
-                            .filter(|t| ep.test_passes(k, t))
-                            .count() as f64
-                            / start_failing.len() as f64,
-                    )
+                    Some(start_failing.iter().filter(|t| ep.test_passes(k, t)).count() as f64 / start_failing.len() as f64)
                 };
                 if let Some(v) = share(e) {
                     if_residual.add(task, v);
@@ -575,18 +491,14 @@ pub fn acceptance_bias(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Acc
                     }
                 }
                 let key = (task, start_failing.iter().copied().collect::<Vec<&str>>());
-                let clean_value = *clean_repair
-                    .entry(key)
-                    .or_insert_with(|| mean(partners.iter().filter_map(|c| share(c))));
+                let clean_value = *clean_repair.entry(key).or_insert_with(|| mean(partners.iter().filter_map(|c| share(c))));
                 if let Some(v) = clean_value {
                     if_clean.add(task, v);
                 }
             }
         }
         // Steps: turns relative to the agent's clean runs on the task.
-        let turns = *clean_turns.entry(task).or_insert_with(|| {
-            mean(partners.iter().map(|c| f64::from(c.row.turns))).filter(|t| *t > 0.0)
-        });
+        let turns = *clean_turns.entry(task).or_insert_with(|| mean(partners.iter().map(|c| f64::from(c.row.turns))).filter(|t| *t > 0.0));
         if let Some(turns) = turns {
             steps.add(task, f64::from(e.row.turns) / turns);
         }
@@ -648,19 +560,13 @@ pub fn acceptance_bias(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Acc
         if state.left_out.is_empty() || partners.is_empty() {
             continue;
         }
-        let changes_left_out =
-            |changes: &DiffChanges| state.left_out.iter().any(|f| changes.files.contains(f));
+        let changes_left_out = |changes: &DiffChanges| state.left_out.iter().any(|f| changes.files.contains(f));
         let clean_value = match clean_left_out.get(&(task, state_id)) {
             Some(value) => *value,
             None => {
                 let values: Vec<f64> = partners
                     .iter()
-                    .filter_map(|c| {
-                        artifacts
-                            .diffs
-                            .get(c.row.id.as_str())
-                            .map(|d| indicator(changes_left_out(d)))
-                    })
+                    .filter_map(|c| artifacts.diffs.get(c.row.id.as_str()).map(|d| indicator(changes_left_out(d))))
                     .collect();
                 let value = mean(values);
                 clean_left_out.insert((task, state_id), value);
@@ -674,8 +580,15 @@ pub fn acceptance_bias(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Acc
                 let by_text = opened_files(actions, &state.left_out);
                 let value = measured.map_or_else(|| by_text.clone(), |m| m.opened_of(&state.left_out));
                 if value != by_text {
-                    let list = |files: &BTreeSet<String>| if files.is_empty() { "none".to_string() } else { files.iter().cloned().collect::<Vec<_>>().join(", ") };
-                    reading_differs.push(format!("{}: left-out files opened {} measured, {} by the commands' text", e.row.id, list(&value), list(&by_text)));
+                    let list = |files: &BTreeSet<String>| {
+                        if files.is_empty() { "none".to_string() } else { files.iter().cloned().collect::<Vec<_>>().join(", ") }
+                    };
+                    reading_differs.push(format!(
+                        "{}: left-out files opened {} measured, {} by the commands' text",
+                        e.row.id,
+                        list(&value),
+                        list(&by_text)
+                    ));
                 }
                 left_opened.add(task, indicator(!value.is_empty()));
                 left_opened_text.add(task, indicator(!by_text.is_empty()));
@@ -706,7 +619,9 @@ pub fn acceptance_bias(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Acc
         discarded_all: discarded_all.macro_mean(),
         warnings: {
             for why in unmeasured {
-                warnings.insert(format!("opened and inspected read from the commands' text for some continuations ({why}); the others' reads were measured"));
+                warnings.insert(format!(
+                    "opened and inspected read from the commands' text for some continuations ({why}); the others' reads were measured"
+                ));
             }
             if !reading_differs.is_empty() {
                 warnings.insert(format!(
@@ -728,25 +643,14 @@ type KeptRun = (f64, bool);
 pub fn kept_split(values: &[(f64, bool)]) -> Option<KeptSplit> {
     let kept: Vec<f64> = values.iter().map(|(k, _)| *k).collect();
     let median_kept = specgap_stats::median(&kept).ok()?;
-    let rule = if kept.iter().any(|k| *k > median_kept) {
-        KeptSplitRule::AboveMedian
-    } else {
-        KeptSplitRule::AtOrAboveMedian
-    };
+    let rule = if kept.iter().any(|k| *k > median_kept) { KeptSplitRule::AboveMedian } else { KeptSplitRule::AtOrAboveMedian };
     let in_high = |k: f64| match rule {
         KeptSplitRule::AboveMedian => k > median_kept,
         KeptSplitRule::AtOrAboveMedian => k >= median_kept,
     };
     let (high, low): (Vec<&KeptRun>, Vec<&KeptRun>) = values.iter().partition(|(k, _)| in_high(*k));
     let rate = |half: &[&KeptRun]| mean(half.iter().map(|(_, s)| indicator(*s)));
-    Some(KeptSplit {
-        median_kept,
-        rule,
-        high: high.len(),
-        low: low.len(),
-        success_high: rate(&high)?,
-        success_low: rate(&low)?,
-    })
+    Some(KeptSplit { median_kept, rule, high: high.len(), low: low.len(), success_high: rate(&high)?, success_low: rate(&low)? })
 }
 
 /// Every seed 001 measure of one agent (and condition, family… per the report's grouping):
@@ -765,34 +669,15 @@ pub struct ResidualMeasures {
 }
 
 /// [`ResidualMeasures`]; `None` when no task has both a clean and a residual start.
-pub fn residual_measures(
-    clean: &[&Episode<'_>],
-    residual: &[&Episode<'_>],
-) -> Option<ResidualMeasures> {
+pub fn residual_measures(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Option<ResidualMeasures> {
     let rates = residual_rates(clean, residual)?;
     // Restrict everything else to the matched tasks, as App. C.2 does.
     let both: BTreeSet<&str> = {
-        let c: BTreeSet<&str> = clean
-            .iter()
-            .filter(|e| e.is_scored())
-            .map(|e| e.row.task.as_str())
-            .collect();
-        residual
-            .iter()
-            .filter(|e| e.is_scored() && c.contains(e.row.task.as_str()))
-            .map(|e| e.row.task.as_str())
-            .collect()
+        let c: BTreeSet<&str> = clean.iter().filter(|e| e.is_scored()).map(|e| e.row.task.as_str()).collect();
+        residual.iter().filter(|e| e.is_scored() && c.contains(e.row.task.as_str())).map(|e| e.row.task.as_str()).collect()
     };
-    let clean: Vec<&Episode> = clean
-        .iter()
-        .copied()
-        .filter(|e| both.contains(e.row.task.as_str()))
-        .collect();
-    let residual: Vec<&Episode> = residual
-        .iter()
-        .copied()
-        .filter(|e| both.contains(e.row.task.as_str()))
-        .collect();
+    let clean: Vec<&Episode> = clean.iter().copied().filter(|e| both.contains(e.row.task.as_str())).collect();
+    let residual: Vec<&Episode> = residual.iter().copied().filter(|e| both.contains(e.row.task.as_str())).collect();
     Some(ResidualMeasures {
         rates,
         cond_fail: cond_fail(&clean, &residual),
@@ -853,9 +738,7 @@ fn descending_ranks(values: &[f64]) -> Vec<f64> {
 ///
 /// # Errors
 /// [`specgap_stats::StatsError`] for non-finite rates.
-pub fn ranking_reversal(
-    agents: &[(String, f64, f64)],
-) -> Result<Option<RankingReversal>, specgap_stats::StatsError> {
+pub fn ranking_reversal(agents: &[(String, f64, f64)]) -> Result<Option<RankingReversal>, specgap_stats::StatsError> {
     if agents.len() < 2 {
         return Ok(None);
     }
@@ -874,11 +757,7 @@ pub fn ranking_reversal(
             res_rank: res_ranks[i],
         })
         .collect();
-    ranked.sort_by(|a, b| {
-        a.clean_rank
-            .total_cmp(&b.clean_rank)
-            .then(a.agent.cmp(&b.agent))
-    });
+    ranked.sort_by(|a, b| a.clean_rank.total_cmp(&b.clean_rank).then(a.agent.cmp(&b.agent)));
     let mut reversed = 0;
     let mut pairs = 0;
     for i in 0..agents.len() {
@@ -886,10 +765,7 @@ pub fn ranking_reversal(
             pairs += 1;
             let by_clean = clean[i].total_cmp(&clean[j]);
             let by_res = res[i].total_cmp(&res[j]);
-            if by_clean != std::cmp::Ordering::Equal
-                && by_res != std::cmp::Ordering::Equal
-                && by_clean != by_res
-            {
+            if by_clean != std::cmp::Ordering::Equal && by_res != std::cmp::Ordering::Equal && by_clean != by_res {
                 reversed += 1;
             }
         }

@@ -36,41 +36,18 @@ impl RunData {
     /// # Errors
     /// [`ReportError::Store`] when the store cannot be opened or read.
     pub fn load(dir: &Path) -> Result<RunData, ReportError> {
-        let store = Store::open(dir).map_err(|source| ReportError::Store {
-            dir: dir.to_path_buf(),
-            source: Box::new(source),
-        })?;
-        let rows = store.rows().map_err(|source| ReportError::Store {
-            dir: dir.to_path_buf(),
-            source: Box::new(source),
-        })?;
-        Ok(RunData::from_rows(
-            dir,
-            store.config().clone(),
-            rows,
-            Some(&store),
-        ))
+        let store = Store::open(dir).map_err(|source| ReportError::Store { dir: dir.to_path_buf(), source: Box::new(source) })?;
+        let rows = store.rows().map_err(|source| ReportError::Store { dir: dir.to_path_buf(), source: Box::new(source) })?;
+        Ok(RunData::from_rows(dir, store.config().clone(), rows, Some(&store)))
     }
 
     /// Builds run data from rows already read; with `store`, offline judgements are recorded
     /// there too.
-    pub fn from_rows(
-        dir: &Path,
-        config: RunConfig,
-        mut rows: RunRows,
-        store: Option<&Store>,
-    ) -> RunData {
+    pub fn from_rows(dir: &Path, config: RunConfig, mut rows: RunRows, store: Option<&Store>) -> RunData {
         let (tasks, mut warnings) = load_task_contexts(&config);
         let judge = judge_missing(store, &mut rows, &tasks);
         warnings.extend(judge.warning.clone());
-        RunData {
-            dir: dir.to_path_buf(),
-            config,
-            rows,
-            tasks,
-            warnings,
-            judge,
-        }
+        RunData { dir: dir.to_path_buf(), config, rows, tasks, warnings, judge }
     }
 }
 
@@ -91,10 +68,8 @@ pub fn load_task_contexts(config: &RunConfig) -> (BTreeMap<String, TaskContext>,
                 "task {}: the package at {} changed since the run (content hash differs); measures that need it are left out",
                 task.name, task.path
             )),
-            Err(err) => warnings.push(format!(
-                "task {}: cannot read the package at {} ({err}); measures that need it are left out",
-                task.name, task.path
-            )),
+            Err(err) => warnings
+                .push(format!("task {}: cannot read the package at {} ({err}); measures that need it are left out", task.name, task.path)),
         }
     }
     (tasks, warnings)

@@ -63,10 +63,7 @@ pub fn is_no_artifact(e: &Episode<'_>, votes: &[&VoteRow]) -> bool {
     if x.routes == 0 {
         return true;
     }
-    let found_nothing = votes
-        .iter()
-        .filter(|v| v.vote.as_ref().and_then(|v| v["finding"].as_str()) == Some("no_deliverable"))
-        .count();
+    let found_nothing = votes.iter().filter(|v| v.vote.as_ref().and_then(|v| v["finding"].as_str()) == Some("no_deliverable")).count();
     x.agreeing > 0 && found_nothing as u32 >= x.agreeing && x.score == Some(0.0)
 }
 

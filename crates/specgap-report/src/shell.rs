@@ -193,12 +193,7 @@ struct Lexer {
 
 impl Lexer {
     fn new(text: &str) -> Lexer {
-        Lexer {
-            chars: text.chars().collect(),
-            at: 0,
-            tokens: Vec::new(),
-            pending: Vec::new(),
-        }
+        Lexer { chars: text.chars().collect(), at: 0, tokens: Vec::new(), pending: Vec::new() }
     }
 
     fn peek(&self, ahead: usize) -> Option<char> {
@@ -323,11 +318,7 @@ impl Lexer {
                 }
                 let line: String = self.chars[start..end].iter().collect();
                 self.at = (end + 1).min(self.chars.len());
-                let line = if strip_tabs {
-                    line.trim_start_matches('\t')
-                } else {
-                    line.as_str()
-                };
+                let line = if strip_tabs { line.trim_start_matches('\t') } else { line.as_str() };
                 if line.trim_end_matches('\r') == delimiter {
                     break;
                 }
@@ -503,10 +494,7 @@ impl Lexer {
             c if c.is_ascii_alphabetic() || c == '_' => {
                 self.at += 1;
                 let mut name = String::new();
-                while let Some(c) = self
-                    .peek(0)
-                    .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
-                {
+                while let Some(c) = self.peek(0).filter(|c| c.is_ascii_alphanumeric() || *c == '_') {
                     name.push(c);
                     self.at += 1;
                 }
@@ -586,9 +574,7 @@ struct Parser {
 
 /// Words that open, separate or close compound commands, skipped where a command starts
 /// (their lists are read as plain command lists).
-const SKIPPED: &[&str] = &[
-    "if", "then", "elif", "else", "fi", "!", "do", "done", "esac", "}",
-];
+const SKIPPED: &[&str] = &["if", "then", "elif", "else", "fi", "!", "do", "done", "esac", "}"];
 
 impl Parser {
     fn peek(&self) -> Option<&Token> {
@@ -613,16 +599,10 @@ impl Parser {
                 Some(Token::Op(")")) => self.at += 1,
                 Some(Token::Op(op)) if *op != "(" => self.at += 1,
                 _ => {
-                    if self
-                        .peek_literal()
-                        .is_some_and(|w| until.contains(&w.as_str()))
-                    {
+                    if self.peek_literal().is_some_and(|w| until.contains(&w.as_str())) {
                         break;
                     }
-                    if self
-                        .peek_literal()
-                        .is_some_and(|w| SKIPPED.contains(&w.as_str()))
-                    {
+                    if self.peek_literal().is_some_and(|w| SKIPPED.contains(&w.as_str())) {
                         self.at += 1;
                         continue;
                     }
@@ -639,10 +619,7 @@ impl Parser {
     fn pipeline(&mut self, until: &[&str]) -> Pipeline {
         let mut pipeline = Pipeline::default();
         loop {
-            while self
-                .peek_literal()
-                .is_some_and(|w| SKIPPED.contains(&w.as_str()) && !until.contains(&w.as_str()))
-            {
+            while self.peek_literal().is_some_and(|w| SKIPPED.contains(&w.as_str()) && !until.contains(&w.as_str())) {
                 self.at += 1;
             }
             if let Some(command) = self.command(until) {
@@ -677,8 +654,7 @@ impl Parser {
                 self.at += 1;
                 let mut body = self.script(&["do"], false);
                 self.eat_word("do");
-                body.pipelines
-                    .extend(self.script(&["done"], false).pipelines);
+                body.pipelines.extend(self.script(&["done"], false).pipelines);
                 self.eat_word("done");
                 Some(Command::Group(body, self.trailing_redirects()))
             }
@@ -784,9 +760,7 @@ impl Parser {
                 _ => break,
             }
         }
-        let empty = command.words.is_empty()
-            && command.assignments.is_empty()
-            && command.redirects.is_empty();
+        let empty = command.words.is_empty() && command.assignments.is_empty() && command.redirects.is_empty();
         (!empty).then_some(Command::Simple(command))
     }
 }
@@ -799,9 +773,7 @@ fn is_assignment(word: &Word) -> bool {
     let Some((name, _)) = first.split_once('=') else {
         return false;
     };
-    !name.is_empty()
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !name.starts_with(|c: char| c.is_ascii_digit())
+    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && !name.starts_with(|c: char| c.is_ascii_digit())
 }
 
 #[cfg(test)]
@@ -816,11 +788,7 @@ mod tests {
     }
 
     fn literals(command: &SimpleCommand) -> Vec<String> {
-        command
-            .words
-            .iter()
-            .map(|w| w.literal().unwrap_or_else(|| "<dynamic>".into()))
-            .collect()
+        command.words.iter().map(|w| w.literal().unwrap_or_else(|| "<dynamic>".into())).collect()
     }
 
     #[test]
@@ -832,21 +800,13 @@ mod tests {
         assert_eq!(literals(simple(&s, 1, 1)), ["head", "-n", "5"]);
         assert_eq!(literals(simple(&s, 2, 0)), ["grep", "-n", "x|y", "*.py"]);
         // The glob stays unquoted; the quoted pattern does not.
-        assert_eq!(
-            simple(&s, 2, 0).words[3].parts,
-            [Part::Plain("*.py".into())]
-        );
-        assert_eq!(
-            simple(&s, 2, 0).words[2].parts,
-            [Part::Quoted("x|y".into())]
-        );
+        assert_eq!(simple(&s, 2, 0).words[3].parts, [Part::Plain("*.py".into())]);
+        assert_eq!(simple(&s, 2, 0).words[2].parts, [Part::Quoted("x|y".into())]);
     }
 
     #[test]
     fn here_document_bodies_are_skipped_and_redirects_kept() {
-        let s = parse(
-            "cat > ivtree/node.py <<'EOF'\nimport os; rm -rf /\ncat secret\nEOF\npython3 -m unittest\n",
-        );
+        let s = parse("cat > ivtree/node.py <<'EOF'\nimport os; rm -rf /\ncat secret\nEOF\npython3 -m unittest\n");
         assert_eq!(s.pipelines.len(), 2);
         let cat = simple(&s, 0, 0);
         assert_eq!(literals(cat), ["cat"]);
@@ -868,22 +828,13 @@ mod tests {
         let echo = simple(&s, 0, 0);
         let subs: Vec<(&str, bool)> = echo.words.iter().flat_map(|w| w.substitutions()).collect();
         assert_eq!(subs, [("cat a.py", false), ("cat b.py", false)]);
-        let Command::Subshell(inner, _) = &s.pipelines[1].commands[0] else {
-            panic!("{s:?}")
-        };
+        let Command::Subshell(inner, _) = &s.pipelines[1].commands[0] else { panic!("{s:?}") };
         assert_eq!(literals(simple(inner, 1, 0)), ["cat", "c"]);
-        let Command::Group(group, redirects) = &s.pipelines[2].commands[0] else {
-            panic!("{s:?}")
-        };
+        let Command::Group(group, redirects) = &s.pipelines[2].commands[0] else { panic!("{s:?}") };
         assert_eq!(literals(simple(group, 0, 0)), ["cat", "d"]);
-        assert_eq!(
-            (redirects[0].fd, redirects[0].op),
-            (Some(2), RedirectOp::Out)
-        );
+        assert_eq!((redirects[0].fd, redirects[0].op), (Some(2), RedirectOp::Out));
         let s = parse("for f in ivtree/*.py; do echo \"== $f\"; cat \"$f\"; done");
-        let Command::For { var, items, body } = &s.pipelines[0].commands[0] else {
-            panic!("{s:?}")
-        };
+        let Command::For { var, items, body } = &s.pipelines[0].commands[0] else { panic!("{s:?}") };
         assert_eq!(var, "f");
         assert_eq!(items.as_ref().unwrap()[0].literal().unwrap(), "ivtree/*.py");
         assert_eq!(body.pipelines.len(), 2);
@@ -892,32 +843,20 @@ mod tests {
 
     #[test]
     fn compound_words_comments_and_redirect_forms() {
-        let s = parse(
-            "if [ -f a ]; then cat a; else ls; fi # cat hidden\nx=1 FOO=$(pwd) env 2>&1 >out &>both",
-        );
+        let s = parse("if [ -f a ]; then cat a; else ls; fi # cat hidden\nx=1 FOO=$(pwd) env 2>&1 >out &>both");
         assert_eq!(s.pipelines.len(), 4);
         assert_eq!(literals(simple(&s, 1, 0)), ["cat", "a"]);
         assert_eq!(literals(simple(&s, 2, 0)), ["ls"]);
         let last = simple(&s, 3, 0);
         assert_eq!(last.assignments.len(), 2);
         assert_eq!(literals(last), ["env"]);
-        let ops: Vec<(Option<u32>, RedirectOp)> =
-            last.redirects.iter().map(|r| (r.fd, r.op)).collect();
-        assert_eq!(
-            ops,
-            [
-                (Some(2), RedirectOp::Dup),
-                (None, RedirectOp::Out),
-                (None, RedirectOp::OutAndErr)
-            ]
-        );
+        let ops: Vec<(Option<u32>, RedirectOp)> = last.redirects.iter().map(|r| (r.fd, r.op)).collect();
+        assert_eq!(ops, [(Some(2), RedirectOp::Dup), (None, RedirectOp::Out), (None, RedirectOp::OutAndErr)]);
         let s = parse("diff <(sort a) <(sort b); while read l; do cat \"$l\"; done < list");
         let diff = simple(&s, 0, 0);
         let subs: Vec<(&str, bool)> = diff.words.iter().flat_map(|w| w.substitutions()).collect();
         assert_eq!(subs, [("sort a", true), ("sort b", true)]);
-        let Command::Group(body, redirects) = &s.pipelines[1].commands[0] else {
-            panic!("{s:?}")
-        };
+        let Command::Group(body, redirects) = &s.pipelines[1].commands[0] else { panic!("{s:?}") };
         assert_eq!(body.pipelines.len(), 2);
         assert_eq!(redirects[0].op, RedirectOp::In);
     }

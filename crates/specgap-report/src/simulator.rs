@@ -52,15 +52,8 @@ pub enum Tag {
 
 impl Tag {
     /// Every tag, in report order.
-    pub const ALL: [Tag; 7] = [
-        Tag::OffProfile,
-        Tag::Volunteered,
-        Tag::Contradiction,
-        Tag::Revealed,
-        Tag::BrokeCharacter,
-        Tag::WrongRefusal,
-        Tag::StoppedEarly,
-    ];
+    pub const ALL: [Tag; 7] =
+        [Tag::OffProfile, Tag::Volunteered, Tag::Contradiction, Tag::Revealed, Tag::BrokeCharacter, Tag::WrongRefusal, Tag::StoppedEarly];
 
     /// The tag's name in files and prompts.
     pub fn as_str(self) -> &'static str {
@@ -179,11 +172,7 @@ impl UserReview {
 
     /// Episodes with a severe finding.
     pub fn severe_episodes(&self) -> BTreeSet<&str> {
-        self.episodes
-            .iter()
-            .filter(|e| e.findings.iter().any(|f| f.severity.is_severe()))
-            .map(|e| e.episode.as_str())
-            .collect()
+        self.episodes.iter().filter(|e| e.findings.iter().any(|f| f.severity.is_severe())).map(|e| e.episode.as_str()).collect()
     }
 }
 
@@ -310,7 +299,9 @@ pub fn section(quality: &SimulatorQuality) -> Option<crate::render::Section> {
         .map(|r| {
             let mut row = vec![r.run.clone(), r.reviewer.clone(), r.episodes.to_string(), r.turns.to_string()];
             row.extend(Tag::ALL.iter().map(|t| r.per_100_turns.get(t).map_or_else(|| ABSENT.to_string(), |v| format!("{v:.1}"))));
-            row.extend([Severity::Helped, Severity::Hindered, Severity::Minor].map(|s| r.by_severity.get(&s).copied().unwrap_or(0).to_string()));
+            row.extend(
+                [Severity::Helped, Severity::Hindered, Severity::Minor].map(|s| r.by_severity.get(&s).copied().unwrap_or(0).to_string()),
+            );
             row.push(r.severe_episodes.to_string());
             row
         })

@@ -39,7 +39,10 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde::Serialize;
-use specgap_stats::{BinaryDesign, Simulation, monte_carlo_se, paired_t_nobs, paired_t_power, simulated_binary_power, simulated_normal_power, variance_components};
+use specgap_stats::{
+    BinaryDesign, Simulation, monte_carlo_se, paired_t_nobs, paired_t_power, simulated_binary_power, simulated_normal_power,
+    variance_components,
+};
 
 use crate::ReportError;
 use crate::compare::Selection;
@@ -406,10 +409,7 @@ pub fn plan_from_assumption(assumption: &Assumption, options: &StudyOptions) -> 
     let mut plans = Vec::new();
     for name in &names {
         let Some((measure, seed_paper)) = PLAN_MEASURES.iter().find(|(m, _)| m == name) else {
-            return Err(plan_error(format!(
-                "unknown measure `{name}`; expected one of {}",
-                PLAN_MEASURES.map(|m| m.0).join(", ")
-            )));
+            return Err(plan_error(format!("unknown measure `{name}`; expected one of {}", PLAN_MEASURES.map(|m| m.0).join(", "))));
         };
         let variances = Variances {
             source: "assumed",
@@ -464,7 +464,10 @@ fn plan_measure(
     let mut notes = Vec::new();
     let repeat_sd = variances.repeat_sd.unwrap_or(0.0);
     if variances.repeat_sd.is_none() {
-        notes.push("the pilot has no repeats: its repeat variance cannot be separated from the task variance, so more repeats are not credited".to_string());
+        notes.push(
+            "the pilot has no repeats: its repeat variance cannot be separated from the task variance, so more repeats are not credited"
+                .to_string(),
+        );
     }
     let pass_k = measure == "pass^k";
     let first_repeats = if pass_k { options.pass_k } else { 1 };
@@ -497,26 +500,13 @@ fn plan_measure(
     if designs.is_empty() {
         return Err(plan_error(format!("{measure}: no design of up to {max_repeats} repeats reaches the power")));
     }
-    let recommended = designs
-        .iter()
-        .enumerate()
-        .min_by_key(|(_, d)| (d.episodes, d.repeats))
-        .map_or(0, |(i, _)| i);
+    let recommended = designs.iter().enumerate().min_by_key(|(_, d)| (d.episodes, d.repeats)).map_or(0, |(i, _)| i);
     let repeats_for_suite = options.tasks.and_then(|n| designs.iter().find(|d| d.tasks <= n).map(|d| d.repeats));
     if let (Some(n), None) = (options.tasks, repeats_for_suite) {
         notes.push(format!("{n} tasks are not enough with up to {max_repeats} repeats"));
     }
     let check = check_design(measure, &designs[recommended], &variances, rates, alpha, options)?;
-    Ok(MeasurePlan {
-        measure: measure.to_string(),
-        seed_paper,
-        variances,
-        designs,
-        recommended,
-        repeats_for_suite,
-        check,
-        notes,
-    })
+    Ok(MeasurePlan { measure: measure.to_string(), seed_paper, variances, designs, recommended, repeats_for_suite, check, notes })
 }
 
 /// The seeded simulation of the recommended design (module guide).
@@ -534,11 +524,8 @@ fn check_design(
             return Ok(None);
         }
         let cycled: Vec<f64> = (0..design.tasks).map(|i| rates[i % rates.len()]).collect();
-        let binary = BinaryDesign {
-            rates: cycled,
-            repeats_a: vec![design.repeats; design.tasks],
-            repeats_b: vec![design.repeats; design.tasks],
-        };
+        let binary =
+            BinaryDesign { rates: cycled, repeats_a: vec![design.repeats; design.tasks], repeats_b: vec![design.repeats; design.tasks] };
         let power = if measure == "pass^k" {
             // A fresh stream: the design was found on `seed`; the check repeats it on `seed + 1`.
             let Some(shift) = shift_for(&binary, options.difference, options.pass_k) else {
@@ -594,7 +581,13 @@ pub const MAX_SIMULATED_TASKS: usize = 2048;
 /// The pass^k design with `repeats`: the fewest tasks whose simulated power reaches the
 /// target (doubling, then bisection on the task count); `None` beyond
 /// [`MAX_SIMULATED_TASKS`] or when no shift gives the difference.
-fn pass_k_design(measure: &str, repeats: usize, rates: &[f64], alpha: f64, options: &StudyOptions) -> Result<Option<DesignRow>, ReportError> {
+fn pass_k_design(
+    measure: &str,
+    repeats: usize,
+    rates: &[f64],
+    alpha: f64,
+    options: &StudyOptions,
+) -> Result<Option<DesignRow>, ReportError> {
     let simulation = Simulation { simulations: options.simulations, seed: options.seed };
     let power_at = |tasks: usize| -> Result<Option<f64>, ReportError> {
         let design = BinaryDesign {
@@ -689,7 +682,11 @@ pub fn render_plan_markdown(plan: &StudyPlan) -> String {
                 c.planned_power,
                 c.simulated_power,
                 c.monte_carlo_se,
-                if c.agrees { "agrees within 3 Monte Carlo standard errors" } else { "differs by more than 3 Monte Carlo standard errors: trust the simulation for this measure" }
+                if c.agrees {
+                    "agrees within 3 Monte Carlo standard errors"
+                } else {
+                    "differs by more than 3 Monte Carlo standard errors: trust the simulation for this measure"
+                }
             );
         }
         for note in &m.notes {

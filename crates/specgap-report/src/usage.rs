@@ -50,29 +50,25 @@ pub struct UsageSummary {
 impl UsageSummary {
     /// The cost as the report shows it ([`Cost::text`]).
     pub fn cost(&self) -> Cost {
-        Cost { priced_usd: self.priced_cost_usd, any_priced: self.any_priced, unpriced_models: self.unpriced_models.iter().cloned().collect() }
+        Cost {
+            priced_usd: self.priced_cost_usd,
+            any_priced: self.any_priced,
+            unpriced_models: self.unpriced_models.iter().cloned().collect(),
+        }
     }
 }
 
 /// One [`UsageSummary`] per group of `dims` and role with any usage row, groups in key order,
 /// `agent` before `user`. Empty when no run recorded usage (scripted and replay agents with
 /// the relay user).
-pub fn usage_summaries(
-    runs: &[RunData],
-    episodes: &[Episode<'_>],
-    dims: &[Dim],
-) -> Vec<UsageSummary> {
+pub fn usage_summaries(runs: &[RunData], episodes: &[Episode<'_>], dims: &[Dim]) -> Vec<UsageSummary> {
     let pricing: Vec<Pricing> = runs.iter().map(|r| Pricing::of(&r.config, &r.rows.panels)).collect();
     let mut out = Vec::new();
     for (key, members) in group_by(episodes, dims, |_| true) {
         let mut by_role: BTreeMap<Role, (usize, Usage, Cost)> = BTreeMap::new();
         for episode in members {
             let mut seen: Vec<Role> = Vec::new();
-            let rows = runs[episode.run]
-                .rows
-                .usage
-                .iter()
-                .filter(|u| u.episode == episode.row.id);
+            let rows = runs[episode.run].rows.usage.iter().filter(|u| u.episode == episode.row.id);
             for row in rows {
                 let entry = by_role.entry(row.role).or_default();
                 entry.1.add(&row.usage);

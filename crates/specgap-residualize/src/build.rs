@@ -269,7 +269,8 @@ impl Validator {
 
     /// Runs a trivial command in the episode sandbox over `ws`; `Err` says why it is unusable.
     fn usable(&self, package: &TaskPackage, ws: &Path) -> Result<(), String> {
-        let host = HostView::resolve(&package.manifest().environment).map_err(|e| format!("the task's [environment]: {}", specgap_protocol::text::error_chain(&e)))?;
+        let host = HostView::resolve(&package.manifest().environment)
+            .map_err(|e| format!("the task's [environment]: {}", specgap_protocol::text::error_chain(&e)))?;
         let mut session = Session::new(CommandSpec::shell("", ws), host, self.sandbox.clone());
         let command = format!("ls -A > /dev/null && echo {READY}");
         let output = session
@@ -344,7 +345,13 @@ pub fn meta_for(candidate: &ScreenedRun, reviewers: &[String]) -> ResidualMeta {
 ///
 /// # Errors
 /// I/O errors; [`ResidualizeError::Package`] when the left-out files cannot be computed.
-pub fn stage(package: &TaskPackage, id: &str, dir: &Path, diff: &[u8], mut meta: ResidualMeta) -> Result<(ResidualState, Vec<u8>), ResidualizeError> {
+pub fn stage(
+    package: &TaskPackage,
+    id: &str,
+    dir: &Path,
+    diff: &[u8],
+    mut meta: ResidualMeta,
+) -> Result<(ResidualState, Vec<u8>), ResidualizeError> {
     fs_err::create_dir_all(dir)?;
     let patch = dir.join("state.patch");
     write_atomic(&patch, diff)?;
@@ -494,4 +501,3 @@ fn remove_partials(package: &Path) -> Result<(), ResidualizeError> {
     }
     Ok(())
 }
-

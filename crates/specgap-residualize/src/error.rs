@@ -40,7 +40,9 @@ pub enum ResidualizeError {
     },
 
     /// No source run was given and the pipeline directory is not a run either.
-    #[error("{dir} is not a run directory and no --from RUN was given; name the predecessor runs with --from (or run `specgap residualize generate` into {dir})")]
+    #[error(
+        "{dir} is not a run directory and no --from RUN was given; name the predecessor runs with --from (or run `specgap residualize generate` into {dir})"
+    )]
     NoSources {
         /// The pipeline directory.
         dir: PathBuf,
@@ -75,14 +77,18 @@ pub enum ResidualizeError {
 
     /// The candidates computed now differ from those already reviewed: a source run gained or
     /// changed episodes after the review sheets were imported.
-    #[error("the candidates of the source runs changed since they were reviewed ({detail}); reviews cannot be carried over: use a new directory")]
+    #[error(
+        "the candidates of the source runs changed since they were reviewed ({detail}); reviews cannot be carried over: use a new directory"
+    )]
     CandidatesChanged {
         /// What changed, in words.
         detail: String,
     },
 
     /// One task name appears with two package versions among the candidates.
-    #[error("task {task} appears with two package versions among the candidates ({first} and {second}); residualize runs of one version at a time")]
+    #[error(
+        "task {task} appears with two package versions among the candidates ({first} and {second}); residualize runs of one version at a time"
+    )]
     TaskVersions {
         /// Task name.
         task: String,
@@ -108,7 +114,9 @@ pub enum ResidualizeError {
     ReviewFlags(String),
 
     /// Reviews differ from those the build already used.
-    #[error("states were already built from the reviews imported on {dir}; importing other sheets now would mix verdicts: use a new directory")]
+    #[error(
+        "states were already built from the reviews imported on {dir}; importing other sheets now would mix verdicts: use a new directory"
+    )]
     ReviewsFrozen {
         /// The pipeline directory.
         dir: PathBuf,

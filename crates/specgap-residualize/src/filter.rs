@@ -353,7 +353,10 @@ mod tests {
         // A reward- or delivery-scored task fails without a failing set; meta.toml needs one.
         assert_eq!(
             before_diff(&run(Some(false), &[])),
-            Some(Screen::Excluded { reason: FilterExclusion::NoFailingTests, detail: "the evaluator names no failing test or requirement".into() })
+            Some(Screen::Excluded {
+                reason: FilterExclusion::NoFailingTests,
+                detail: "the evaluator names no failing test or requirement".into()
+            })
         );
         assert_eq!(before_diff(&run(Some(false), &["t1"])), None);
         assert_eq!(

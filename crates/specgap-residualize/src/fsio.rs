@@ -31,7 +31,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ResidualizeError> {
 /// # Errors
 /// [`ResidualizeError::Serialize`]; I/O errors.
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), ResidualizeError> {
-    let mut text = serde_json::to_string_pretty(value).map_err(|e| ResidualizeError::Serialize { path: path.to_path_buf(), message: e.to_string() })?;
+    let mut text = serde_json::to_string_pretty(value)
+        .map_err(|e| ResidualizeError::Serialize { path: path.to_path_buf(), message: e.to_string() })?;
     text.push('\n');
     write_atomic(path, text.as_bytes())
 }
@@ -45,7 +46,9 @@ pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, Residual
         return Ok(None);
     }
     let bytes = fs_err::read(path)?;
-    serde_json::from_slice(&bytes).map(Some).map_err(|e| ResidualizeError::BadStageFile { path: path.to_path_buf(), message: e.to_string() })
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| ResidualizeError::BadStageFile { path: path.to_path_buf(), message: e.to_string() })
 }
 
 /// Copies the package at `src` to `dest` (which must not exist): directories, regular files
@@ -54,10 +57,8 @@ pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, Residual
 /// # Errors
 /// I/O errors naming the path.
 pub fn copy_package(src: &Path, dest: &Path) -> Result<(), ResidualizeError> {
-    let staging = dest.with_file_name(format!(
-        ".{}.copying",
-        dest.file_name().map_or_else(|| "package".into(), |n| n.to_string_lossy().into_owned())
-    ));
+    let staging = dest
+        .with_file_name(format!(".{}.copying", dest.file_name().map_or_else(|| "package".into(), |n| n.to_string_lossy().into_owned())));
     if staging.exists() {
         fs_err::remove_dir_all(&staging)?;
     }
@@ -70,7 +71,8 @@ pub fn copy_package(src: &Path, dest: &Path) -> Result<(), ResidualizeError> {
             fs_err::create_dir_all(&to)?;
         } else if kind.is_symlink() {
             let target = fs_err::read_link(entry.path())?;
-            std::os::unix::fs::symlink(&target, &to).map_err(|e| std::io::Error::new(e.kind(), format!("cannot link {}: {e}", to.display())))?;
+            std::os::unix::fs::symlink(&target, &to)
+                .map_err(|e| std::io::Error::new(e.kind(), format!("cannot link {}: {e}", to.display())))?;
         } else {
             fs_err::copy(entry.path(), &to)?;
         }

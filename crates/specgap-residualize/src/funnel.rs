@@ -26,9 +26,9 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use crate::build::{BuildExclusion, BuildRecord};
-use specgap_protocol::escape::md_inline;
 use crate::filter::{FilterExclusion, ScreenedRun};
 use crate::review::{Agreement, ReviewExclusion, Reviews};
+use specgap_protocol::escape::md_inline;
 
 /// Name of the JSON schema.
 pub const SCHEMA: &str = "specgap-residualize-funnel";
@@ -174,7 +174,8 @@ impl Funnel {
     /// The funnel as Markdown: one table like the paper's Table 5 over all stages, reviewer
     /// agreement, and a table per predecessor.
     pub fn markdown(&self) -> String {
-        let mut out = String::from("## Residualization funnel (seed 001 §3.2, App. B.3 Table 5)\n\n| stage | | runs |\n| --- | --- | ---: |\n");
+        let mut out =
+            String::from("## Residualization funnel (seed 001 §3.2, App. B.3 Table 5)\n\n| stage | | runs |\n| --- | --- | ---: |\n");
         let titles = [
             ("generation", "I. Generation", "Predecessor runs", ""),
             ("filter", "II. Automatic filtering", "Candidates", ""),
@@ -201,7 +202,12 @@ impl Funnel {
             row(&mut out, out_label, stage.output);
         }
         if let (Some(agreement), Some([a, b])) = (&self.agreement, &self.reviewers) {
-            let _ = writeln!(out, "\nReviewer agreement ({}, {}):\n\n| label | candidates | agreement | Cohen's kappa |\n| --- | ---: | ---: | ---: |", md_inline(a), md_inline(b));
+            let _ = writeln!(
+                out,
+                "\nReviewer agreement ({}, {}):\n\n| label | candidates | agreement | Cohen's kappa |\n| --- | ---: | ---: | ---: |",
+                md_inline(a),
+                md_inline(b)
+            );
             for (label, value) in agreement {
                 let observed = value.observed.map_or_else(|| "—".to_string(), |o| format!("{:.1}%", 100.0 * o));
                 let kappa = value.kappa.map_or_else(|| "undefined".to_string(), |k| format!("{k:.3}"));
@@ -211,7 +217,15 @@ impl Funnel {
         if !self.predecessors.is_empty() {
             out.push_str("\n| predecessor | runs | candidates | passed review | included |\n| --- | ---: | ---: | ---: | ---: |\n");
             for p in &self.predecessors {
-                let _ = writeln!(out, "| {} | {} | {} | {} | {} |", md_inline(&p.predecessor), p.runs, p.candidates, p.passed_review, p.included);
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {} | {} |",
+                    md_inline(&p.predecessor),
+                    p.runs,
+                    p.candidates,
+                    p.passed_review,
+                    p.included
+                );
             }
         }
         out
@@ -238,7 +252,12 @@ mod tests {
         assert_eq!(funnel.included, None);
         assert_eq!(funnel.stages.iter().map(|s| s.excluded.len()).collect::<Vec<_>>(), [0, 9, 2, 5]);
         let markdown = funnel.markdown();
-        assert!(markdown.contains("| I. Generation | Predecessor runs | 0 |\n| II. Automatic filtering | Excluded: Not started from the clean state | 0 |\n"), "{markdown}");
+        assert!(
+            markdown.contains(
+                "| I. Generation | Predecessor runs | 0 |\n| II. Automatic filtering | Excluded: Not started from the clean state | 0 |\n"
+            ),
+            "{markdown}"
+        );
         assert!(markdown.ends_with("|  | Included as residual states | 0 |\n"), "{markdown}");
         let json = serde_json::to_value(&funnel).unwrap();
         assert_eq!(json["schema"], SCHEMA);

@@ -72,10 +72,10 @@ impl IgnoreRules {
         for rule in rules {
             let rule = rule.as_ref().trim();
             for pattern in expand(rule) {
-                let glob = GlobBuilder::new(&pattern).literal_separator(true).build().map_err(|source| BadIgnoreRule {
-                    rule: rule.to_string(),
-                    source,
-                })?;
+                let glob = GlobBuilder::new(&pattern)
+                    .literal_separator(true)
+                    .build()
+                    .map_err(|source| BadIgnoreRule { rule: rule.to_string(), source })?;
                 builder.add(glob);
             }
             kept.push(rule.to_string());
@@ -152,7 +152,15 @@ mod tests {
     #[test]
     fn defaults_cover_caches_build_outputs_and_logs_but_not_sources() {
         let rules = IgnoreRules::with_defaults(true, &["extra.tmp"]).unwrap();
-        for ignored in ["a/__pycache__/m.cpython-311.pyc", "m.pyc", ".pytest_cache/v/cache/lastfailed", "target/debug/app", "pkg.egg-info/PKG-INFO", "server.log", "extra.tmp"] {
+        for ignored in [
+            "a/__pycache__/m.cpython-311.pyc",
+            "m.pyc",
+            ".pytest_cache/v/cache/lastfailed",
+            "target/debug/app",
+            "pkg.egg-info/PKG-INFO",
+            "server.log",
+            "extra.tmp",
+        ] {
             assert!(rules.is_ignored(ignored), "{ignored}");
         }
         for kept in ["ivtree/tree.py", "README.md", "src/target.rs", "logs.py", "tests/test_chop.py"] {

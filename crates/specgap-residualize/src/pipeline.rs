@@ -140,11 +140,7 @@ impl Paths {
 ///
 /// # Errors
 /// [`ResidualizeError`]; everything decided before the error stays stored.
-pub fn advance(
-    request: &Request,
-    summarizer: Option<&dyn TrajectorySummarizer>,
-    note: &dyn Fn(&str),
-) -> Result<Advance, ResidualizeError> {
+pub fn advance(request: &Request, summarizer: Option<&dyn TrajectorySummarizer>, note: &dyn Fn(&str)) -> Result<Advance, ResidualizeError> {
     let paths = Paths { work: request.dir.join(WORK_DIR) };
     let stored_manifest = read_manifest(&paths.manifest())?;
     let sources = resolve_sources(request, stored_manifest.as_ref())?;
@@ -177,7 +173,9 @@ pub fn advance(
     let previous_candidates: Vec<&ScreenedRun> = previous.iter().flatten().filter(|s| s.is_candidate()).collect();
     if previous.as_ref() != Some(&screened) {
         if reviews.is_some() {
-            return Err(ResidualizeError::CandidatesChanged { detail: describe_change(previous.as_deref().unwrap_or_default(), &screened) });
+            return Err(ResidualizeError::CandidatesChanged {
+                detail: describe_change(previous.as_deref().unwrap_or_default(), &screened),
+            });
         }
         write_json(&paths.candidates(), &screened)?;
         let kept = review::write_bundles(&paths.review(), &candidates, &previous_candidates, summarizer)?;
@@ -188,7 +186,10 @@ pub fn advance(
             paths.review().display()
         ));
         if let Some(kept) = kept {
-            note(&format!("the candidates changed: the sheet filled in place was moved to {}; its rows may no longer match", kept.display()));
+            note(&format!(
+                "the candidates changed: the sheet filled in place was moved to {}; its rows may no longer match",
+                kept.display()
+            ));
         }
     } else if !paths.review().join("index.md").exists() {
         review::write_bundles(&paths.review(), &candidates, &previous_candidates, summarizer)?;
@@ -213,7 +214,12 @@ pub fn advance(
             }
             write_json(&paths.reviews(), &imported)?;
             let passed = imported.candidates.iter().filter(|c| c.excluded.is_none()).count();
-            note(&format!("imported the reviews of {} and {}: {passed} of {} candidate(s) passed", imported.sheets[0].reviewer, imported.sheets[1].reviewer, imported.candidates.len()));
+            note(&format!(
+                "imported the reviews of {} and {}: {passed} of {} candidate(s) passed",
+                imported.sheets[0].reviewer,
+                imported.sheets[1].reviewer,
+                imported.candidates.len()
+            ));
             reviews = Some(imported);
         }
     }
@@ -225,7 +231,8 @@ pub fn advance(
     let Some(target) = target else {
         return finish(Reached::AwaitingTarget, Some(&reviews), None);
     };
-    let mut record: BuildRecord = read_json(&paths.build())?.unwrap_or(BuildRecord { target: target.clone(), packages: Vec::new(), states: Vec::new() });
+    let mut record: BuildRecord =
+        read_json(&paths.build())?.unwrap_or(BuildRecord { target: target.clone(), packages: Vec::new(), states: Vec::new() });
     let reviewers = [reviews.sheets[0].reviewer.clone(), reviews.sheets[1].reviewer.clone()];
     let mut validator: Option<Validator> = None;
     for candidate in candidates.iter().filter(|c| reviews.outcome(&c.episode) == Some(None)) {
@@ -283,7 +290,8 @@ fn read_manifest(path: &Path) -> Result<Option<Manifest>, ResidualizeError> {
         return Ok(None);
     }
     let text = fs_err::read_to_string(path)?;
-    let manifest: Manifest = toml::from_str(&text).map_err(|e| ResidualizeError::BadStageFile { path: path.to_path_buf(), message: e.to_string() })?;
+    let manifest: Manifest =
+        toml::from_str(&text).map_err(|e| ResidualizeError::BadStageFile { path: path.to_path_buf(), message: e.to_string() })?;
     if manifest.format != MANIFEST_FORMAT {
         return Err(ResidualizeError::BadStageFile {
             path: path.to_path_buf(),
@@ -367,5 +375,11 @@ fn resolve_target(request: &Request, stored: Option<&Manifest>, build_started: b
 /// What differs between two Stage II results, in words.
 fn describe_change(before: &[ScreenedRun], now: &[ScreenedRun]) -> String {
     let count = |runs: &[ScreenedRun]| runs.iter().filter(|r| r.is_candidate()).count();
-    format!("{} run(s) and {} candidate(s) when reviewed, {} run(s) and {} candidate(s) now", before.len(), count(before), now.len(), count(now))
+    format!(
+        "{} run(s) and {} candidate(s) when reviewed, {} run(s) and {} candidate(s) now",
+        before.len(),
+        count(before),
+        now.len(),
+        count(now)
+    )
 }

@@ -49,9 +49,9 @@ use specgap_stats::{KappaWeighting, cohen_kappa};
 
 use crate::diff::sha256_hex;
 use crate::error::ResidualizeError;
-use specgap_protocol::escape::{html, md_fence, md_inline};
 use crate::filter::ScreenedRun;
 use crate::summary::{SummaryInput, TrajectoryDigest, TrajectorySummarizer};
+use specgap_protocol::escape::{html, md_fence, md_inline};
 
 /// The name of the review rubric the sheets follow (for label imports that name rubrics).
 pub const RUBRIC: &str = "seed001-review";
@@ -227,11 +227,15 @@ fn read_sheet(reviewer: &str, path: &Path, ids: &[&str]) -> Result<(SheetRef, Ha
     let mut reader = csv::ReaderBuilder::new().has_headers(true).trim(csv::Trim::All).from_reader(bytes.as_slice());
     let headers = reader.headers().map_err(|e| sheet_error(Some(1), format!("cannot read the header line: {e}")))?.clone();
     let column = |name: &str| headers.iter().position(|h| h.eq_ignore_ascii_case(name));
-    let (Some(candidate_col), Some(directed_col), Some(consistent_col)) = (column("candidate"), column("task_directed"), column("consistent"))
+    let (Some(candidate_col), Some(directed_col), Some(consistent_col)) =
+        (column("candidate"), column("task_directed"), column("consistent"))
     else {
         return Err(sheet_error(
             Some(1),
-            format!("the header must name the columns candidate, task_directed and consistent (found: {})", headers.iter().collect::<Vec<_>>().join(", ")),
+            format!(
+                "the header must name the columns candidate, task_directed and consistent (found: {})",
+                headers.iter().collect::<Vec<_>>().join(", ")
+            ),
         ));
     };
     let note_col = column("note");
@@ -390,7 +394,12 @@ impl<'a> Bundle<'a> {
     pub fn html(&self) -> String {
         let c = self.candidate;
         let mut body = String::new();
-        let _ = write!(body, "<h1>Candidate residual state <code>{}</code></h1><p class=\"meta\">{}</p>", html(&c.episode), html(&header_line(c)));
+        let _ = write!(
+            body,
+            "<h1>Candidate residual state <code>{}</code></h1><p class=\"meta\">{}</p>",
+            html(&c.episode),
+            html(&header_line(c))
+        );
         body.push_str(INSTRUCTIONS_HTML);
         body.push_str("<h2>Request (instruction.md)</h2>");
         match &self.request {

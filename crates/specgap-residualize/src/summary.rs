@@ -168,12 +168,42 @@ mod tests {
     #[test]
     fn digest_lists_calls_errors_submissions_and_the_last_text() {
         let events = vec![
-            event(0, EventKind::AgentTurn { turn: 1, text: Some("Looking around.".into()), tool_calls: vec![call("c1", "bash", json!({"command": "ls -la"}))], usage: None }),
+            event(
+                0,
+                EventKind::AgentTurn {
+                    turn: 1,
+                    text: Some("Looking around.".into()),
+                    tool_calls: vec![call("c1", "bash", json!({"command": "ls -la"}))],
+                    usage: None,
+                },
+            ),
             event(1, EventKind::ToolResult { call_id: "c1".into(), tool: "bash".into(), output: "x".into(), is_error: false }),
-            event(2, EventKind::AgentTurn { turn: 2, text: None, tool_calls: vec![call("c2", "write_text", json!({"path": "a.py", "content": "héllo"})), call("c3", "frobnicate", json!({"x": 1}))], usage: None }),
+            event(
+                2,
+                EventKind::AgentTurn {
+                    turn: 2,
+                    text: None,
+                    tool_calls: vec![
+                        call("c2", "write_text", json!({"path": "a.py", "content": "héllo"})),
+                        call("c3", "frobnicate", json!({"x": 1})),
+                    ],
+                    usage: None,
+                },
+            ),
             event(3, EventKind::ToolResult { call_id: "c2".into(), tool: "write_text".into(), output: "ok".into(), is_error: false }),
-            event(4, EventKind::ToolResult { call_id: "c3".into(), tool: "frobnicate".into(), output: "unknown tool".into(), is_error: true }),
-            event(5, EventKind::AgentTurn { turn: 3, text: Some("  All done: chop works.  ".into()), tool_calls: vec![call("c4", "submit", json!({"summary": "chop added"}))], usage: None }),
+            event(
+                4,
+                EventKind::ToolResult { call_id: "c3".into(), tool: "frobnicate".into(), output: "unknown tool".into(), is_error: true },
+            ),
+            event(
+                5,
+                EventKind::AgentTurn {
+                    turn: 3,
+                    text: Some("  All done: chop works.  ".into()),
+                    tool_calls: vec![call("c4", "submit", json!({"summary": "chop added"}))],
+                    usage: None,
+                },
+            ),
             event(6, EventKind::Submission { k: 1, summary: Some("chop added".into()), automatic: false }),
             event(7, EventKind::End { reason: "submitted".into(), detail: String::new() }),
         ];
@@ -182,7 +212,12 @@ mod tests {
         let texts: Vec<(&str, &str, bool)> = digest.commands.iter().map(|c| (c.tool.as_str(), c.text.as_str(), c.failed)).collect();
         assert_eq!(
             texts,
-            [("bash", "ls -la", false), ("write_text", "a.py (5 characters)", false), ("frobnicate", "{\"x\":1}", true), ("submit", "chop added", false)]
+            [
+                ("bash", "ls -la", false),
+                ("write_text", "a.py (5 characters)", false),
+                ("frobnicate", "{\"x\":1}", true),
+                ("submit", "chop added", false)
+            ]
         );
         assert_eq!(digest.submissions, [(1, false, Some("chop added".to_string()))]);
         assert_eq!(digest.final_message.as_deref(), Some("All done: chop works."));

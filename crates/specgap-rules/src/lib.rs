@@ -268,7 +268,9 @@ pub enum ProtocolError {
     #[error("unknown protocol `{0}`; expected tiganeval, swe-residual, fde-bench or the path of a custom protocol file")]
     Unknown(String),
     /// A condition the protocol does not offer.
-    #[error("protocol {protocol} does not offer condition {condition} (it offers {offered}); use --protocol with a protocol that does, or a custom protocol file")]
+    #[error(
+        "protocol {protocol} does not offer condition {condition} (it offers {offered}); use --protocol with a protocol that does, or a custom protocol file"
+    )]
     ConditionNotOffered {
         /// The protocol.
         protocol: String,
@@ -278,7 +280,9 @@ pub enum ProtocolError {
         offered: String,
     },
     /// A start the protocol does not offer.
-    #[error("protocol {protocol} does not offer {start} starts (it offers {offered}); a residual start with another paper's condition needs --protocol FILE (a custom protocol)")]
+    #[error(
+        "protocol {protocol} does not offer {start} starts (it offers {offered}); a residual start with another paper's condition needs --protocol FILE (a custom protocol)"
+    )]
     StartNotOffered {
         /// The protocol.
         protocol: String,
@@ -288,7 +292,9 @@ pub enum ProtocolError {
         offered: String,
     },
     /// No `--protocol`, and the run's conditions and starts come from different papers.
-    #[error("the run combines {what}, which belong to different papers' protocols; name one with --protocol (a custom protocol file lists the rules of a combination)")]
+    #[error(
+        "the run combines {what}, which belong to different papers' protocols; name one with --protocol (a custom protocol file lists the rules of a combination)"
+    )]
     Mixed {
         /// What is combined, in words.
         what: String,

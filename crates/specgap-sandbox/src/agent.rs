@@ -45,9 +45,9 @@ use std::time::{Duration, Instant};
 use crate::capture::{Capture, Captured};
 use crate::cgroup::Cgroups;
 use crate::error::SandboxError;
-use crate::reads::{ReadWatch, Reads};
 use crate::host::HostView;
 use crate::netns::Lease;
+use crate::reads::{ReadWatch, Reads};
 use crate::runner::{CommandSpec, SandboxConfig, pipe};
 use crate::server::{self, LaunchedServer, START_TIMEOUT, ServerLaunch};
 use crate::session::{poll_readable, read_into, set_nonblocking, take_line};
@@ -170,12 +170,8 @@ impl AgentSandbox {
         let (json_read, json_write) = pipe()?;
         let agent_host = host.for_agent()?;
         let host = &agent_host;
-        let server = ServerLaunch {
-            script: SERVER,
-            extra_fds: &[(json_write.as_raw_fd(), FD_JSON_STATUS)],
-            json_status: true,
-            freezer: true,
-        };
+        let server =
+            ServerLaunch { script: SERVER, extra_fds: &[(json_write.as_raw_fd(), FD_JSON_STATUS)], json_status: true, freezer: true };
         let LaunchedServer { launched, requests, status, stdout, stderr } = server::launch(template, host, config, &server)?;
         drop(json_write);
         set_nonblocking(&json_read)?;
@@ -240,12 +236,10 @@ impl AgentSandbox {
             if self.init_pid != 0 && self.server_ns_pid != 0 {
                 return Ok(());
             }
-            let open = Instant::now() < deadline
-                && poll_readable(&[&self.status, &self._json_status], deadline)
-                && {
-                    let _ = read_into(&self._json_status, &mut json);
-                    read_into(&self.status, &mut self.status_buf)
-                };
+            let open = Instant::now() < deadline && poll_readable(&[&self.status, &self._json_status], deadline) && {
+                let _ = read_into(&self._json_status, &mut json);
+                read_into(&self.status, &mut self.status_buf)
+            };
             if !open {
                 return Err(self.setup_failure());
             }
@@ -514,9 +508,7 @@ impl AgentSandbox {
         for hook in std::mem::take(&mut self.release_hooks.0) {
             hook();
         }
-        if gone
-            && let Some(lease) = self.lease.take()
-        {
+        if gone && let Some(lease) = self.lease.take() {
             lease.give_back();
         }
     }

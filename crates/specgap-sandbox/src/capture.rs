@@ -64,15 +64,7 @@ impl Capture {
     /// `limit - limit / 2`.
     pub(crate) fn new(limit: usize) -> Self {
         let head_max = limit / 2;
-        Capture {
-            head: Vec::new(),
-            tail: VecDeque::new(),
-            head_max,
-            tail_max: limit - head_max,
-            total: 0,
-            lines: 0,
-            before_tail: None,
-        }
+        Capture { head: Vec::new(), tail: VecDeque::new(), head_max, tail_max: limit - head_max, total: 0, lines: 0, before_tail: None }
     }
 
     /// Adds bytes.
@@ -148,19 +140,26 @@ fn measure(units: &[Unit]) -> (String, u64, u64) {
 /// How many leading `units` fit in `budget` bytes of text.
 fn fitting_prefix(units: &[Unit], budget: usize) -> usize {
     let mut used = 0;
-    units.iter().take_while(|u| {
-        used += u.ch.len_utf8();
-        used <= budget
-    }).count()
+    units
+        .iter()
+        .take_while(|u| {
+            used += u.ch.len_utf8();
+            used <= budget
+        })
+        .count()
 }
 
 /// How many trailing `units` fit in `budget` bytes of text.
 fn fitting_suffix(units: &[Unit], budget: usize) -> usize {
     let mut used = 0;
-    units.iter().rev().take_while(|u| {
-        used += u.ch.len_utf8();
-        used <= budget
-    }).count()
+    units
+        .iter()
+        .rev()
+        .take_while(|u| {
+            used += u.ch.len_utf8();
+            used <= budget
+        })
+        .count()
 }
 
 /// Length of an incomplete UTF-8 sequence at the end of `bytes` (a character the capture cut

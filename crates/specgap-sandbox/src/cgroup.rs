@@ -129,7 +129,8 @@ fn prepare_v2(own: &Path, pid: u32) -> Result<PathBuf, String> {
             .map_err(|e| format!("cannot move the harness into {}: {e}", leaf.display()))?;
     }
     let available = std::fs::read_to_string(own.join("cgroup.controllers")).unwrap_or_default();
-    let wanted: Vec<String> = ["pids", "memory"].into_iter().filter(|c| available.split_whitespace().any(|a| a == *c)).map(|c| format!("+{c}")).collect();
+    let wanted: Vec<String> =
+        ["pids", "memory"].into_iter().filter(|c| available.split_whitespace().any(|a| a == *c)).map(|c| format!("+{c}")).collect();
     let control = own.join("cgroup.subtree_control");
     std::fs::write(&control, wanted.join(" ")).map_err(|e| format!("cannot enable {} in {}: {e}", wanted.join(" "), control.display()))?;
     Ok(own.to_path_buf())
@@ -178,8 +179,7 @@ pub(crate) fn unavailable(max_processes: bool, memory: bool) -> Vec<String> {
     for (controller, what, _) in wanted.iter().filter(|w| w.2) {
         let name = format!("specgap-probe-{}-{}", std::process::id(), SEQUENCE.fetch_add(1, Ordering::Relaxed));
         let value = if *controller == "pids" { "512" } else { "4294967296" };
-        let probe = locate_here(controller)
-            .and_then(|located| make_group(&located, controller, &name, value).map_err(|e| e.to_string()));
+        let probe = locate_here(controller).and_then(|located| make_group(&located, controller, &name, value).map_err(|e| e.to_string()));
         match probe {
             Ok(group) => remove_group(&group),
             Err(e) => missing.push(format!("{what} (cgroup `{controller}`): {e}")),
@@ -230,11 +230,10 @@ impl Cgroups {
     /// warning; callers then stop processes with signals.
     pub(crate) fn add_freezer(&mut self) {
         let name = format!("specgap-{}-{}", std::process::id(), SEQUENCE.fetch_add(1, Ordering::Relaxed));
-        let group = locate_here("freezer")
-            .and_then(|located| match located.version {
-                Version::V1 => make_group(&located, "freezer", &name, "").map_err(|e| e.to_string()),
-                Version::V2 => Err("cgroup v2 has no freezer controller".to_string()),
-            });
+        let group = locate_here("freezer").and_then(|located| match located.version {
+            Version::V1 => make_group(&located, "freezer", &name, "").map_err(|e| e.to_string()),
+            Version::V2 => Err("cgroup v2 has no freezer controller".to_string()),
+        });
         self.freezer = warn_unless(group, "freezer", &FREEZER_WARNED, true);
     }
 

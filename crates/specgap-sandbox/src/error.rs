@@ -58,7 +58,9 @@ pub enum SandboxError {
     BwrapMissing,
     /// A host view was asked of an image environment (format 2): its commands run on the
     /// image's root filesystem, never on the host's.
-    #[error("[environment].{key} `{value}` names an image; a host-command view of it would run the task on the host's files instead (build it with `specgap env build` and run on its root filesystem)")]
+    #[error(
+        "[environment].{key} `{value}` names an image; a host-command view of it would run the task on the host's files instead (build it with `specgap env build` and run on its root filesystem)"
+    )]
     ImageEnvironment {
         /// The source key (`image`, `dockerfile`, `rootfs`, `oci_layout`).
         key: &'static str,

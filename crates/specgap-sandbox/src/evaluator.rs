@@ -109,7 +109,13 @@ pub struct EvaluatorRun {
 
 impl EvaluatorRun {
     /// An evaluation with default limits (candidate output up to 16 MiB per stream).
-    pub fn new(task_name: impl Into<String>, evaluator_dir: impl Into<PathBuf>, command: impl Into<String>, timeout: Duration, workspace: impl Into<PathBuf>) -> Self {
+    pub fn new(
+        task_name: impl Into<String>,
+        evaluator_dir: impl Into<PathBuf>,
+        command: impl Into<String>,
+        timeout: Duration,
+        workspace: impl Into<PathBuf>,
+    ) -> Self {
         EvaluatorRun {
             task_name: task_name.into(),
             evaluator_dir: evaluator_dir.into(),
@@ -266,7 +272,8 @@ struct Scratch {
 
 impl Scratch {
     fn new(run: &EvaluatorRun) -> Result<Scratch, EvalError> {
-        let builder = tempfile::Builder::new().prefix("specgap-eval-").tempdir_in(run.scratch_dir.clone().unwrap_or_else(std::env::temp_dir));
+        let builder =
+            tempfile::Builder::new().prefix("specgap-eval-").tempdir_in(run.scratch_dir.clone().unwrap_or_else(std::env::temp_dir));
         let dir = builder?;
         let root = dir.path().to_path_buf();
         let scratch = Scratch {
@@ -288,7 +295,8 @@ impl Scratch {
     }
 
     fn mounts(&self) -> Vec<Mount> {
-        let mount = |host: &Path, sandbox: &str, writable: bool| Mount { host: host.to_path_buf(), sandbox: PathBuf::from(sandbox), writable };
+        let mount =
+            |host: &Path, sandbox: &str, writable: bool| Mount { host: host.to_path_buf(), sandbox: PathBuf::from(sandbox), writable };
         vec![
             mount(&self.evaluator, EVALUATOR_MOUNT, true),
             mount(&self.submission, WORKSPACE_MOUNT, false),
@@ -377,9 +385,8 @@ fn harbor_hint(out: &Path) -> Option<String> {
     let text = out.join("reward.txt");
     if std::fs::symlink_metadata(&text).is_ok_and(|m| m.is_file()) {
         // Quote the value only when it is a plain number, so the hint never echoes junk.
-        let value = std::fs::read_to_string(&text)
-            .ok()
-            .and_then(|t| t.trim().parse::<f64>().ok().filter(|v| v.is_finite()).map(|v| v.to_string()));
+        let value =
+            std::fs::read_to_string(&text).ok().and_then(|t| t.trim().parse::<f64>().ok().filter(|v| v.is_finite()).map(|v| v.to_string()));
         let value = value.as_deref().unwrap_or("<value>");
         return Some(format!("it wrote reward.txt (Harbor's format); {HOW} {{\"version\": 1, \"reward\": {value}}} there instead"));
     }
@@ -553,7 +560,9 @@ fn serve_call(call: &Path, ctx: &CallContext) {
             }
             (Vec::new(), message.into_bytes(), CANDIDATE_START_FAILED_STATUS)
         }
-        Err(CallError::Request(message)) => (Vec::new(), format!("specgap-candidate: {message}\n").into_bytes(), CANDIDATE_START_FAILED_STATUS),
+        Err(CallError::Request(message)) => {
+            (Vec::new(), format!("specgap-candidate: {message}\n").into_bytes(), CANDIDATE_START_FAILED_STATUS)
+        }
     };
     let written = (|| -> io::Result<()> {
         dir.write("stdout", &stdout)?;
@@ -706,14 +715,22 @@ impl CandidateLayout {
                 ["workdir", place] if layout.workdir.is_none() => layout.workdir = Some(sandbox_place(place).map_err(at)?),
                 ["out", place] if layout.out.is_none() => layout.out = Some(sandbox_place(place).map_err(at)?),
                 ["timeout", seconds] if layout.timeout.is_none() => {
-                    let seconds: u64 = seconds.parse().ok().filter(|s| *s >= 1).ok_or_else(|| at(format!("timeout {seconds} is not a whole number of seconds, at least 1")))?;
+                    let seconds: u64 = seconds
+                        .parse()
+                        .ok()
+                        .filter(|s| *s >= 1)
+                        .ok_or_else(|| at(format!("timeout {seconds} is not a whole number of seconds, at least 1")))?;
                     layout.timeout = Some(Duration::from_secs(seconds));
                 }
                 ["ro", source, place] => {
                     let source = relative_source(source).map_err(at)?;
                     layout.read_only.push((source, sandbox_place(place).map_err(at)?));
                 }
-                _ => return Err(at(format!("expected `workdir PATH`, `ro SOURCE PATH`, `out PATH` or `timeout SECONDS` (each but ro once), found `{line}`"))),
+                _ => {
+                    return Err(at(format!(
+                        "expected `workdir PATH`, `ro SOURCE PATH`, `out PATH` or `timeout SECONDS` (each but ro once), found `{line}`"
+                    )));
+                }
             }
         }
         let places: Vec<&PathBuf> = layout.workdir.iter().chain(layout.read_only.iter().map(|(_, p)| p)).chain(layout.out.iter()).collect();
@@ -744,7 +761,10 @@ impl CandidateLayout {
         for (index, (source, place)) in self.read_only.iter().enumerate() {
             let from = evaluator.join(source);
             if !is_real_dir_below(evaluator, source) {
-                return Err(CallError::Request(format!("layout source {} is not a directory of the evaluator (links are not followed)", source.display())));
+                return Err(CallError::Request(format!(
+                    "layout source {} is not a directory of the evaluator (links are not followed)",
+                    source.display()
+                )));
             }
             let to = scratch.join(format!("ro-{index}"));
             fsutil::copy_tree(&from, &to, GitEntries::Keep).map_err(|e| CallError::Sandbox(e.into()))?;

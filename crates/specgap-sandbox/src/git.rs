@@ -124,10 +124,7 @@ impl Git {
     /// [`MaterializeError::GitMissing`] when git cannot start, [`MaterializeError::Git`] on a
     /// non-zero exit (with git's stderr).
     pub(crate) fn run(mut self) -> Result<Vec<u8>, MaterializeError> {
-        self.cmd
-            .stdin(if self.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        self.cmd.stdin(if self.stdin.is_some() { Stdio::piped() } else { Stdio::null() }).stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = self.cmd.spawn().map_err(MaterializeError::GitMissing)?;
         let writer = match (self.stdin.take(), child.stdin.take()) {
             (Some(bytes), Some(mut pipe)) => Some(std::thread::spawn(move || pipe.write_all(&bytes))),

@@ -46,13 +46,7 @@ impl HostView {
     /// # Errors
     /// [`SandboxError::Io`] when the synthetic `/etc` files cannot be written.
     pub fn system() -> Result<HostView, SandboxError> {
-        Ok(HostView {
-            bin_dirs: Vec::new(),
-            mounts: Vec::new(),
-            env: BTreeMap::new(),
-            etc: shared_etc(EtcKind::Commands)?,
-            rootfs: None,
-        })
+        Ok(HostView { bin_dirs: Vec::new(), mounts: Vec::new(), env: BTreeMap::new(), etc: shared_etc(EtcKind::Commands)?, rootfs: None })
     }
 
     /// The same view with the `/etc` of an external agent's sandbox ([`crate::AgentSandbox`]):

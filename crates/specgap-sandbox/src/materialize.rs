@@ -100,9 +100,8 @@ impl BaseCache {
                 return Err(fsutil::annotate(e, "move the built base into", &entry).into());
             }
         }
-        read_entry(key, &entry)?.ok_or_else(|| {
-            MaterializeError::Io(io::Error::other(format!("base cache entry {} vanished", entry.display())))
-        })
+        read_entry(key, &entry)?
+            .ok_or_else(|| MaterializeError::Io(io::Error::other(format!("base cache entry {} vanished", entry.display()))))
     }
 }
 
@@ -182,11 +181,8 @@ fn stage_tree(git_dir: &Path, work_tree: &Path, index: &Path, object_dir: Option
     if paths.is_empty() {
         return Ok(());
     }
-    let mut git = Git::new(work_tree)
-        .no_work_tree_attributes()
-        .env("GIT_DIR", git_dir)
-        .env("GIT_WORK_TREE", work_tree)
-        .env("GIT_INDEX_FILE", index);
+    let mut git =
+        Git::new(work_tree).no_work_tree_attributes().env("GIT_DIR", git_dir).env("GIT_WORK_TREE", work_tree).env("GIT_INDEX_FILE", index);
     if let Some(objects) = object_dir {
         git = git.env("GIT_OBJECT_DIRECTORY", objects).env("GIT_ALTERNATE_OBJECT_DIRECTORIES", git_dir.join("objects"));
     }

@@ -307,8 +307,22 @@ mod tests {
     /// have ambiguous placements for the indent heuristic to settle, and lines that start
     /// hunk-header function names.
     const VOCABULARY: &[&str] = &[
-        "fn main() {", "    let x = 1;", "    return x;", "}", "", "    if x {", "        y += 1;", "    }", "# comment",
-        "def f(a):", "    pass", "class A:", "    x = 2", "$var = 3", "_private = 4", "\tindented with a tab",
+        "fn main() {",
+        "    let x = 1;",
+        "    return x;",
+        "}",
+        "",
+        "    if x {",
+        "        y += 1;",
+        "    }",
+        "# comment",
+        "def f(a):",
+        "    pass",
+        "class A:",
+        "    x = 2",
+        "$var = 3",
+        "_private = 4",
+        "\tindented with a tab",
         "a line long enough to be cut in a hunk header because it runs past eighty bytes of text, surely",
     ];
 

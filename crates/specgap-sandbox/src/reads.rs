@@ -20,9 +20,9 @@
 //! kernel without fanotify, [`ReadWatch::on_mount`] fails with the reason, which the episode
 //! records as a deviation and the report falls back to reading the trajectory.
 
-use std::collections::{BTreeSet, HashSet};
 #[cfg(test)]
 use std::collections::HashMap;
+use std::collections::{BTreeSet, HashSet};
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
@@ -114,9 +114,8 @@ impl ReadWatch {
         let mark_error = |source| ReadWatchError::Mark { path: mount.to_path_buf(), source };
         let path = CString::new(mount.as_os_str().as_bytes()).map_err(|e| mark_error(std::io::Error::other(e)))?;
         // SAFETY: `fd` is a fanotify group and `path` a NUL-terminated string that outlives the call.
-        let marked = unsafe {
-            libc::fanotify_mark(fd.as_raw_fd(), libc::FAN_MARK_ADD | libc::FAN_MARK_MOUNT, MASK, libc::AT_FDCWD, path.as_ptr())
-        };
+        let marked =
+            unsafe { libc::fanotify_mark(fd.as_raw_fd(), libc::FAN_MARK_ADD | libc::FAN_MARK_MOUNT, MASK, libc::AT_FDCWD, path.as_ptr()) };
         if marked < 0 {
             return Err(mark_error(std::io::Error::last_os_error()));
         }

@@ -37,9 +37,9 @@ use crate::capture::{Capture, Captured};
 use crate::cgroup::Cgroups;
 use crate::error::SandboxError;
 use crate::host::{self, HostView, SANDBOX_UID};
+use crate::netns::{self, Lease};
 use crate::seccomp;
 use crate::shellwords;
-use crate::netns::{self, Lease};
 use crate::spawn::{self, SpawnRequest, Spawned};
 
 /// Where the workspace is mounted inside the sandbox, and the default working directory.

@@ -65,7 +65,12 @@ pub(crate) struct LaunchedServer {
 /// # Errors
 /// [`SandboxError::InvalidSpec`] for an unusable template, [`SandboxError::BwrapMissing`],
 /// [`SandboxError::Spawn`] / [`SandboxError::Io`] when a pipe or bubblewrap cannot be made.
-pub(crate) fn launch(template: &CommandSpec, host: &HostView, config: &SandboxConfig, server: &ServerLaunch<'_>) -> Result<LaunchedServer, SandboxError> {
+pub(crate) fn launch(
+    template: &CommandSpec,
+    host: &HostView,
+    config: &SandboxConfig,
+    server: &ServerLaunch<'_>,
+) -> Result<LaunchedServer, SandboxError> {
     validate(template)?;
     let bwrap = bwrap_path().ok_or(SandboxError::BwrapMissing)?;
     let (requests_read, requests_write) = pipe()?;
@@ -82,7 +87,10 @@ pub(crate) fn launch(template: &CommandSpec, host: &HostView, config: &SandboxCo
     let shell = match host.rootfs_view() {
         None => SERVER_SHELL_PATH,
         Some(image) => image.server_shell_path().ok_or_else(|| {
-            SandboxError::InvalidSpec(format!("the image at {} has no /bin/sh, which a session's command server needs", image.root().display()))
+            SandboxError::InvalidSpec(format!(
+                "the image at {} has no /bin/sh, which a session's command server needs",
+                image.root().display()
+            ))
         })?,
     };
     let program: Vec<String> = [shell, "-c", server.script, "/bin/sh"].map(String::from).to_vec();

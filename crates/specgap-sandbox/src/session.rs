@@ -35,12 +35,12 @@ use crate::capture::Capture;
 use crate::cgroup::Cgroups;
 use crate::error::SandboxError;
 use crate::host::HostView;
-use crate::runner::{self, CommandOutput, CommandSpec, Launched, Program, SandboxConfig};
 use crate::netns::Lease;
 use crate::reads::{ReadWatch, Reads};
+use crate::runner::{self, CommandOutput, CommandSpec, Launched, Program, SandboxConfig};
 use crate::server::{self, LaunchedServer, START_TIMEOUT, ServerLaunch};
-use crate::spawn::Spawned;
 use crate::shellwords;
+use crate::spawn::Spawned;
 
 /// The command server (its fds are `server::FD_REQUESTS` … `FD_STDERR`), on one line so that the shell's messages about a command (`/bin/sh: 1:
 /// x: not found`) read as they would under `/bin/sh -c`; `$0` is `/bin/sh` too. A request is
@@ -326,7 +326,8 @@ impl Live {
                 }
                 continue;
             }
-            let open = Instant::now() < deadline && poll_readable(&[&self.status], deadline) && read_into(&self.status, &mut self.status_buf);
+            let open =
+                Instant::now() < deadline && poll_readable(&[&self.status], deadline) && read_into(&self.status, &mut self.status_buf);
             if !open {
                 return Err(self.setup_failure());
             }
@@ -453,7 +454,8 @@ pub(crate) fn drain(fd: &OwnedFd, capture: &mut Capture) {
 
 /// Waits until one of `fds` is readable (or closed) or `deadline` passes; `false` on timeout.
 pub(crate) fn poll_readable(fds: &[&OwnedFd], deadline: Instant) -> bool {
-    let mut polled: Vec<libc::pollfd> = fds.iter().map(|fd| libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 }).collect();
+    let mut polled: Vec<libc::pollfd> =
+        fds.iter().map(|fd| libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 }).collect();
     let left = deadline.saturating_duration_since(Instant::now());
     let timeout_ms = left.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
     // SAFETY: poll(2) over a vector of pollfd structs we own, with its exact length.

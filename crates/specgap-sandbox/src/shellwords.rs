@@ -17,9 +17,9 @@ const RESERVED: &[&str] = &["!", "{", "}", "case", "do", "done", "elif", "else",
 /// `dash`'s built-in commands: run as an argument vector outside a shell, these would find a
 /// different program (`/bin/echo` treats backslashes unlike the built-in) or none at all.
 const BUILTINS: &[&str] = &[
-    ".", ":", "[", "alias", "bg", "break", "cd", "chdir", "command", "continue", "echo", "eval", "exec", "exit", "export",
-    "false", "fc", "fg", "getopts", "hash", "jobs", "kill", "local", "printf", "pwd", "read", "readonly", "return", "set",
-    "shift", "test", "times", "trap", "true", "type", "ulimit", "umask", "unalias", "unset", "wait",
+    ".", ":", "[", "alias", "bg", "break", "cd", "chdir", "command", "continue", "echo", "eval", "exec", "exit", "export", "false", "fc",
+    "fg", "getopts", "hash", "jobs", "kill", "local", "printf", "pwd", "read", "readonly", "return", "set", "shift", "test", "times",
+    "trap", "true", "type", "ulimit", "umask", "unalias", "unset", "wait",
 ];
 
 /// The words of `command` when it is a single simple command of plain and quoted words, with
@@ -90,15 +90,39 @@ mod tests {
         assert_eq!(words("  cat   input.txt\t"), owned(&["cat", "input.txt"]));
         assert_eq!(words("grep -x 'a b' \"c d\" e'f'\"g\" ''"), owned(&["grep", "-x", "a b", "c d", "efg", ""]));
         assert_eq!(words("sh -c 'echo $HOME; ls | wc -l'"), owned(&["sh", "-c", "echo $HOME; ls | wc -l"]));
-        assert_eq!(words("python3 -m pytest -q tests/test_a.py::test_b --x=1"), owned(&["python3", "-m", "pytest", "-q", "tests/test_a.py::test_b", "--x=1"]));
+        assert_eq!(
+            words("python3 -m pytest -q tests/test_a.py::test_b --x=1"),
+            owned(&["python3", "-m", "pytest", "-q", "tests/test_a.py::test_b", "--x=1"])
+        );
     }
 
     #[test]
     fn anything_the_shell_interprets_goes_to_the_shell() {
         for command in [
-            "", "   ", "echo $HOME", "ls > out", "ls | wc", "a && b", "a; b", "ls *.py", "cat ~/x", "ls\nls", "echo \"$x\"",
-            "echo \"`id`\"", "a\\ b", "FOO=1 make", "if true", "( ls )", "{ ls; }", "ls # comment", "echo 'unterminated",
-            "echo \"unterminated", "ls [ab]", "echo 'two\nlines'", "! ls", "''",
+            "",
+            "   ",
+            "echo $HOME",
+            "ls > out",
+            "ls | wc",
+            "a && b",
+            "a; b",
+            "ls *.py",
+            "cat ~/x",
+            "ls\nls",
+            "echo \"$x\"",
+            "echo \"`id`\"",
+            "a\\ b",
+            "FOO=1 make",
+            "if true",
+            "( ls )",
+            "{ ls; }",
+            "ls # comment",
+            "echo 'unterminated",
+            "echo \"unterminated",
+            "ls [ab]",
+            "echo 'two\nlines'",
+            "! ls",
+            "''",
         ] {
             assert_eq!(simple_words(command), None, "{command:?}");
         }

@@ -20,7 +20,6 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::ExitStatus;
 
-
 /// What one of the child's standard streams is connected to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Stdio {

@@ -7,10 +7,7 @@
 //!
 //! Run: `cargo run --release -p specgap-stats --example bootstrap_bench`
 
-use specgap_stats::{
-    BootstrapConfig, BootstrapInterval, IntervalMethod, StatsError, bootstrap_case, bootstrap_mean,
-    mean_or_nan,
-};
+use specgap_stats::{BootstrapConfig, BootstrapInterval, IntervalMethod, StatsError, bootstrap_case, bootstrap_mean, mean_or_nan};
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -20,15 +17,11 @@ const RUNS: usize = 51;
 
 /// The benchmark data, defined identically in bench/stats_bootstrap.py.
 fn cases() -> Vec<f64> {
-    (0..CASES)
-        .map(|i| ((i * 7919) % 101) as f64 / 100.0)
-        .collect()
+    (0..CASES).map(|i| ((i * 7919) % 101) as f64 / 100.0).collect()
 }
 
 /// Median wall time of `RUNS` calls of `run`, in microseconds, after one warm-up call.
-fn median_micros(
-    mut run: impl FnMut() -> Result<BootstrapInterval, StatsError>,
-) -> Result<f64, StatsError> {
+fn median_micros(mut run: impl FnMut() -> Result<BootstrapInterval, StatsError>) -> Result<f64, StatsError> {
     black_box(run()?);
     let mut samples = Vec::with_capacity(RUNS);
     for _ in 0..RUNS {
@@ -42,16 +35,8 @@ fn median_micros(
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let data = cases();
-    for (name, method) in [
-        ("percentile", IntervalMethod::Percentile),
-        ("BCa", IntervalMethod::Bca),
-    ] {
-        let config = BootstrapConfig {
-            confidence_level: 0.95,
-            n_resamples: RESAMPLES,
-            method,
-            seed: 12345,
-        };
+    for (name, method) in [("percentile", IntervalMethod::Percentile), ("BCa", IntervalMethod::Bca)] {
+        let config = BootstrapConfig { confidence_level: 0.95, n_resamples: RESAMPLES, method, seed: 12345 };
         let interval = bootstrap_mean(&data, &config)?;
         if interval != bootstrap_case(&data, mean_or_nan, &config)? {
             return Err("bootstrap_mean and bootstrap_case(mean_or_nan) disagree".into());

@@ -54,21 +54,12 @@ impl BootstrapConfig {
     /// scipy.stats.bootstrap's defaults (`confidence_level=0.95`, `n_resamples=9999`,
     /// `method='BCa'`) with the given seed.
     pub fn new(seed: u64) -> Self {
-        BootstrapConfig {
-            confidence_level: 0.95,
-            n_resamples: 9999,
-            method: IntervalMethod::Bca,
-            seed,
-        }
+        BootstrapConfig { confidence_level: 0.95, n_resamples: 9999, method: IntervalMethod::Bca, seed }
     }
 
     fn validate(&self) -> Result<(), StatsError> {
         if !(self.confidence_level > 0.0 && self.confidence_level < 1.0) {
-            return Err(StatsError::OutOfRange {
-                what: "confidence level",
-                expected: "(0, 1)",
-                value: self.confidence_level,
-            });
+            return Err(StatsError::OutOfRange { what: "confidence level", expected: "(0, 1)", value: self.confidence_level });
         }
         ensure_len("bootstrap resamples", self.n_resamples, 1)
     }
@@ -106,11 +97,7 @@ pub struct BootstrapInterval {
 /// [`StatsError::TooFewObservations`] for fewer than 2 cases (as scipy) or `n_resamples == 0`,
 /// [`StatsError::NonFinite`] for non-finite cases, [`StatsError::OutOfRange`] for a confidence
 /// level outside (0, 1).
-pub fn bootstrap_case<F>(
-    cases: &[f64],
-    mut statistic: F,
-    config: &BootstrapConfig,
-) -> Result<BootstrapInterval, StatsError>
+pub fn bootstrap_case<F>(cases: &[f64], mut statistic: F, config: &BootstrapConfig) -> Result<BootstrapInterval, StatsError>
 where
     F: FnMut(&[f64]) -> f64,
 {
@@ -128,18 +115,9 @@ where
 ///
 /// # Errors
 /// As [`bootstrap_case`].
-pub fn bootstrap_mean(
-    cases: &[f64],
-    config: &BootstrapConfig,
-) -> Result<BootstrapInterval, StatsError> {
+pub fn bootstrap_mean(cases: &[f64], config: &BootstrapConfig) -> Result<BootstrapInterval, StatsError> {
     ensure_finite("cases", cases)?;
-    run_bootstrap(
-        MeanResampler {
-            cases,
-            buffer: Vec::with_capacity(cases.len()),
-        },
-        config,
-    )
+    run_bootstrap(MeanResampler { cases, buffer: Vec::with_capacity(cases.len()) }, config)
 }
 
 /// Paired bootstrap: cases are resampled as aligned pairs `(a[i], b[i])` and `statistic`
@@ -149,12 +127,7 @@ pub fn bootstrap_mean(
 /// # Errors
 /// [`StatsError::LengthMismatch`] when `a` and `b` differ in length; otherwise as
 /// [`bootstrap_case`].
-pub fn bootstrap_paired<F>(
-    a: &[f64],
-    b: &[f64],
-    mut statistic: F,
-    config: &BootstrapConfig,
-) -> Result<BootstrapInterval, StatsError>
+pub fn bootstrap_paired<F>(a: &[f64], b: &[f64], mut statistic: F, config: &BootstrapConfig) -> Result<BootstrapInterval, StatsError>
 where
     F: FnMut(&[f64], &[f64]) -> f64,
 {
@@ -199,22 +172,11 @@ where
 /// # Errors
 /// [`StatsError::TooFewObservations`] for `n_cases < 2` or `n_resamples == 0`,
 /// [`StatsError::OutOfRange`] for a confidence level outside (0, 1) or more than 2³² cases.
-pub fn bootstrap_indices<F>(
-    n_cases: usize,
-    mut statistic: F,
-    config: &BootstrapConfig,
-) -> Result<BootstrapInterval, StatsError>
+pub fn bootstrap_indices<F>(n_cases: usize, mut statistic: F, config: &BootstrapConfig) -> Result<BootstrapInterval, StatsError>
 where
     F: FnMut(&[usize]) -> f64,
 {
-    run_bootstrap(
-        IndexResampler {
-            n_cases,
-            statistic: &mut statistic,
-            indices: vec![0; n_cases],
-        },
-        config,
-    )
+    run_bootstrap(IndexResampler { n_cases, statistic: &mut statistic, indices: vec![0; n_cases] }, config)
 }
 
 /// The bootstrap distribution: `n_resamples` values of `statistic` on index resamples drawn
@@ -223,30 +185,16 @@ where
 /// # Errors
 /// [`StatsError::TooFewObservations`] for `n_cases == 0`; [`StatsError::OutOfRange`] for more
 /// than 2³² cases.
-pub fn resample_statistics<F>(
-    n_cases: usize,
-    mut statistic: F,
-    n_resamples: usize,
-    seed: u64,
-) -> Result<Vec<f64>, StatsError>
+pub fn resample_statistics<F>(n_cases: usize, mut statistic: F, n_resamples: usize, seed: u64) -> Result<Vec<f64>, StatsError>
 where
     F: FnMut(&[usize]) -> f64,
 {
     ensure_len("cases", n_cases, 1)?;
-    IndexResampler {
-        n_cases,
-        statistic: &mut statistic,
-        indices: vec![0; n_cases],
-    }
-    .distribution(seed, n_resamples)
+    IndexResampler { n_cases, statistic: &mut statistic, indices: vec![0; n_cases] }.distribution(seed, n_resamples)
 }
 
 fn new_sampler(n_cases: usize, seed: u64) -> Result<IndexSampler, StatsError> {
-    IndexSampler::new(n_cases, seed).ok_or(StatsError::OutOfRange {
-        what: "number of cases",
-        expected: "[1, 2^32)",
-        value: n_cases as f64,
-    })
+    IndexSampler::new(n_cases, seed).ok_or(StatsError::OutOfRange { what: "number of cases", expected: "[1, 2^32)", value: n_cases as f64 })
 }
 
 /// Evaluates `statistic` on `n_resamples` resamples of `buffer.len()` values, each drawn into
@@ -299,19 +247,12 @@ impl<F: FnMut(&[usize]) -> f64> Resampler for IndexResampler<'_, F> {
 
     fn distribution(&mut self, seed: u64, n_resamples: usize) -> Result<Vec<f64>, StatsError> {
         self.indices.resize(self.n_cases, 0);
-        distribution_of(
-            seed,
-            n_resamples,
-            &mut self.indices,
-            |i| i,
-            &mut self.statistic,
-        )
+        distribution_of(seed, n_resamples, &mut self.indices, |i| i, &mut self.statistic)
     }
 
     fn leave_one_out(&mut self, left_out: usize) -> f64 {
         self.indices.clear();
-        self.indices
-            .extend((0..self.n_cases).filter(|&i| i != left_out));
+        self.indices.extend((0..self.n_cases).filter(|&i| i != left_out));
         (self.statistic)(&self.indices)
     }
 }
@@ -325,11 +266,7 @@ struct CaseResampler<'c, 's, F> {
 
 impl<'c, 's, F> CaseResampler<'c, 's, F> {
     fn new(cases: &'c [f64], statistic: &'s mut F) -> Self {
-        CaseResampler {
-            cases,
-            statistic,
-            buffer: Vec::with_capacity(cases.len()),
-        }
+        CaseResampler { cases, statistic, buffer: Vec::with_capacity(cases.len()) }
     }
 }
 
@@ -345,13 +282,7 @@ impl<F: FnMut(&[f64]) -> f64> Resampler for CaseResampler<'_, '_, F> {
     fn distribution(&mut self, seed: u64, n_resamples: usize) -> Result<Vec<f64>, StatsError> {
         let cases = self.cases;
         self.buffer.resize(cases.len(), 0.0);
-        distribution_of(
-            seed,
-            n_resamples,
-            &mut self.buffer,
-            |i| cases[i],
-            &mut self.statistic,
-        )
+        distribution_of(seed, n_resamples, &mut self.buffer, |i| cases[i], &mut self.statistic)
     }
 
     fn leave_one_out(&mut self, left_out: usize) -> f64 {
@@ -387,9 +318,7 @@ impl Resampler for MeanResampler<'_> {
     fn distribution(&mut self, seed: u64, n_resamples: usize) -> Result<Vec<f64>, StatsError> {
         match MeanSampler::new(self.cases, seed) {
             Some(mut sampler) => Ok((0..n_resamples).map(|_| sampler.next_mean()).collect()),
-            None => {
-                CaseResampler::new(self.cases, &mut mean_or_nan).distribution(seed, n_resamples)
-            }
+            None => CaseResampler::new(self.cases, &mut mean_or_nan).distribution(seed, n_resamples),
         }
     }
 
@@ -400,10 +329,7 @@ impl Resampler for MeanResampler<'_> {
 }
 
 /// The shared procedure: validate, estimate, resample, read the interval.
-fn run_bootstrap(
-    mut resampler: impl Resampler,
-    config: &BootstrapConfig,
-) -> Result<BootstrapInterval, StatsError> {
+fn run_bootstrap(mut resampler: impl Resampler, config: &BootstrapConfig) -> Result<BootstrapInterval, StatsError> {
     config.validate()?;
     let n_cases = resampler.n_cases();
     ensure_len("cases", n_cases, 2)?;
@@ -418,12 +344,7 @@ fn run_bootstrap(
             bca_interval(&distribution, estimate, &jackknife, config.confidence_level)?
         }
     };
-    Ok(BootstrapInterval {
-        estimate,
-        low: interval.low,
-        high: interval.high,
-        standard_error: sample_sd_unchecked(&distribution),
-    })
+    Ok(BootstrapInterval { estimate, low: interval.low, high: interval.high, standard_error: sample_sd_unchecked(&distribution) })
 }
 
 /// Percentile interval: the `(1 − level)/2` and `(1 + level)/2` linear quantiles of the
@@ -432,10 +353,7 @@ fn run_bootstrap(
 /// # Errors
 /// [`StatsError::TooFewObservations`] for an empty distribution, [`StatsError::OutOfRange`]
 /// for a level outside (0, 1). NaN values in the distribution give NaN endpoints.
-pub fn percentile_interval(
-    distribution: &[f64],
-    confidence_level: f64,
-) -> Result<ConfidenceInterval, StatsError> {
+pub fn percentile_interval(distribution: &[f64], confidence_level: f64) -> Result<ConfidenceInterval, StatsError> {
     check_level_and_distribution(distribution, confidence_level)?;
     let alpha = (1.0 - confidence_level) / 2.0;
     Ok(quantile_pair(distribution, alpha, 1.0 - alpha))
@@ -465,11 +383,7 @@ pub fn bca_interval(
         let shifted = z0 + z;
         normal_cdf(z0 + shifted / (1.0 - acceleration * shifted))
     };
-    Ok(quantile_pair(
-        distribution,
-        adjusted(z_alpha),
-        adjusted(-z_alpha),
-    ))
+    Ok(quantile_pair(distribution, adjusted(z_alpha), adjusted(-z_alpha)))
 }
 
 /// BCa bias correction ẑ₀ = Φ⁻¹(q), where q is the mid-rank share of the bootstrap
@@ -491,10 +405,7 @@ pub fn bca_acceleration(jackknife: &[f64]) -> f64 {
     // Sums in numpy's pairwise order, as scipy computes them.
     let n = jackknife.len() as f64;
     let centre = mean_unchecked(jackknife);
-    let u: Vec<f64> = jackknife
-        .iter()
-        .map(|value| (n - 1.0) * (centre - value))
-        .collect();
+    let u: Vec<f64> = jackknife.iter().map(|value| (n - 1.0) * (centre - value)).collect();
     let cubes: Vec<f64> = u.iter().map(|x| x * x * x).collect();
     let squares: Vec<f64> = u.iter().map(|x| x * x).collect();
     let numerator = (0.0 + pairwise_sum(&cubes)) / (n * n * n);
@@ -502,17 +413,10 @@ pub fn bca_acceleration(jackknife: &[f64]) -> f64 {
     1.0 / 6.0 * numerator / denominator.powf(1.5)
 }
 
-fn check_level_and_distribution(
-    distribution: &[f64],
-    confidence_level: f64,
-) -> Result<(), StatsError> {
+fn check_level_and_distribution(distribution: &[f64], confidence_level: f64) -> Result<(), StatsError> {
     ensure_len("bootstrap distribution", distribution.len(), 1)?;
     if !(confidence_level > 0.0 && confidence_level < 1.0) {
-        return Err(StatsError::OutOfRange {
-            what: "confidence level",
-            expected: "(0, 1)",
-            value: confidence_level,
-        });
+        return Err(StatsError::OutOfRange { what: "confidence level", expected: "(0, 1)", value: confidence_level });
     }
     Ok(())
 }
@@ -523,38 +427,25 @@ fn check_level_and_distribution(
 /// a copy) instead of a full sort.
 fn quantile_pair(distribution: &[f64], p_low: f64, p_high: f64) -> ConfidenceInterval {
     if distribution.iter().any(|v| v.is_nan()) {
-        return ConfidenceInterval {
-            low: f64::NAN,
-            high: f64::NAN,
-        };
+        return ConfidenceInterval { low: f64::NAN, high: f64::NAN };
     }
     let mut values = distribution.to_vec();
     let n = values.len();
-    let (low, high) = match (
-        LinearQuantile::locate(n, p_low),
-        LinearQuantile::locate(n, p_high),
-    ) {
+    let (low, high) = match (LinearQuantile::locate(n, p_low), LinearQuantile::locate(n, p_high)) {
         (Some(low), Some(high)) if low.j <= high.j => read_ordered_pair(&mut values, low, high),
         (Some(low), Some(high)) => {
             let (high, low) = read_ordered_pair(&mut values, high, low);
             (low, high)
         }
         // An undefined level (NaN from BCa) gives a NaN endpoint; the other is read alone.
-        (low, high) => (
-            low.map_or(f64::NAN, |q| q.read(&mut values)),
-            high.map_or(f64::NAN, |q| q.read(&mut values)),
-        ),
+        (low, high) => (low.map_or(f64::NAN, |q| q.read(&mut values)), high.map_or(f64::NAN, |q| q.read(&mut values))),
     };
     ConfidenceInterval { low, high }
 }
 
 /// Two linear quantiles with `first.j ≤ second.j`: the second is selected only among the
 /// values above the first's position, which the first selection has already set apart.
-fn read_ordered_pair(
-    values: &mut [f64],
-    first: LinearQuantile,
-    second: LinearQuantile,
-) -> (f64, f64) {
+fn read_ordered_pair(values: &mut [f64], first: LinearQuantile, second: LinearQuantile) -> (f64, f64) {
     let around_first = first.order_statistics(values);
     let second_value = if second.j == first.j {
         // Same j means the same ⌊jg⌋ (clipping merges none: 1 ≤ jg ≤ n), so the same j_next.
@@ -590,20 +481,12 @@ impl LinearQuantile {
         let jp1 = jg.floor();
         let last = n - 1.0;
         // jg ≥ 1, so j ≥ 0; both are clipped to [0, n − 1], so the casts are in range.
-        Some(LinearQuantile {
-            j: (jp1 - 1.0).clamp(0.0, last) as usize,
-            j_next: jp1.clamp(0.0, last) as usize,
-            g: jg - jp1,
-        })
+        Some(LinearQuantile { j: (jp1 - 1.0).clamp(0.0, last) as usize, j_next: jp1.clamp(0.0, last) as usize, g: jg - jp1 })
     }
 
     /// The same quantile among the values from position `start` on (`start ≤ j`).
     fn relative_to(self, start: usize) -> Self {
-        LinearQuantile {
-            j: self.j - start,
-            j_next: self.j_next - start,
-            g: self.g,
-        }
+        LinearQuantile { j: self.j - start, j_next: self.j_next - start, g: self.g }
     }
 
     /// y[j] and y[j_next], by selection (reorders `values`).
@@ -611,11 +494,7 @@ impl LinearQuantile {
         let (_, lower, above) = values.select_nth_unstable_by(self.j, f64::total_cmp);
         let lower = *lower;
         // After selection everything right of j is ≥ y[j]; the smallest of them is y[j + 1].
-        let upper = if self.j_next == self.j {
-            lower
-        } else {
-            above.iter().copied().fold(f64::INFINITY, f64::min)
-        };
+        let upper = if self.j_next == self.j { lower } else { above.iter().copied().fold(f64::INFINITY, f64::min) };
         (lower, upper)
     }
 
@@ -657,29 +536,14 @@ mod tests {
         // The second selection runs only above the first position; whatever the order and
         // spacing of the two levels, the pair must equal two independent readings.
         let distribution: Vec<f64> = (0..101).map(|i| ((i * 37) % 101) as f64 / 7.0).collect();
-        let levels = [
-            0.0,
-            0.01,
-            0.025,
-            0.025,
-            0.026,
-            0.5,
-            0.975,
-            0.99,
-            1.0,
-            f64::NAN,
-            1.5,
-        ];
+        let levels = [0.0, 0.01, 0.025, 0.025, 0.026, 0.5, 0.975, 0.99, 1.0, f64::NAN, 1.5];
         for &p_low in &levels {
             for &p_high in &levels {
                 let pair = quantile_pair(&distribution, p_low, p_high);
                 let low = quantile_linear(&mut distribution.clone(), p_low);
                 let high = quantile_linear(&mut distribution.clone(), p_high);
                 let same = |a: f64, b: f64| a == b || (a.is_nan() && b.is_nan());
-                assert!(
-                    same(pair.low, low) && same(pair.high, high),
-                    "{p_low} {p_high}: {pair:?} vs {low} {high}"
-                );
+                assert!(same(pair.low, low) && same(pair.high, high), "{p_low} {p_high}: {pair:?} vs {low} {high}");
             }
         }
         // Of 101 values, p = 0.25 gives jg = 25.25 + 0.75 = 26 (exact) -> y[25], and p = 0.75
@@ -698,11 +562,7 @@ mod tests {
     fn jackknife_leaves_out_each_case_once() {
         let values = [1.0, 2.0, 4.0];
         let mut sum_of_indexed = |idx: &[usize]| idx.iter().map(|&i| values[i]).sum::<f64>();
-        let mut by_index = IndexResampler {
-            n_cases: 3,
-            statistic: &mut sum_of_indexed,
-            indices: vec![],
-        };
+        let mut by_index = IndexResampler { n_cases: 3, statistic: &mut sum_of_indexed, indices: vec![] };
         let mut sum = |v: &[f64]| v.iter().sum::<f64>();
         let mut by_value = CaseResampler::new(&values, &mut sum);
         for (left_out, expected) in [(0, 6.0), (1, 5.0), (2, 3.0)] {
@@ -715,10 +575,7 @@ mod tests {
     fn same_seed_same_interval_other_seed_other_resamples() {
         let cases: Vec<f64> = (0..20).map(|i| ((i * 37) % 11) as f64 / 10.0).collect();
         let mean = |s: &[f64]| s.iter().sum::<f64>() / s.len() as f64;
-        let config = BootstrapConfig {
-            n_resamples: 500,
-            ..BootstrapConfig::new(7)
-        };
+        let config = BootstrapConfig { n_resamples: 500, ..BootstrapConfig::new(7) };
         let first = bootstrap_case(&cases, mean, &config).unwrap();
         let second = bootstrap_case(&cases, mean, &config).unwrap();
         assert_eq!(first, second);

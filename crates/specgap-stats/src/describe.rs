@@ -141,11 +141,7 @@ pub struct MeanSd {
 pub fn mean_sd(replicates: &[f64]) -> Result<MeanSd, StatsError> {
     ensure_len("replicates", replicates.len(), 1)?;
     ensure_finite("replicates", replicates)?;
-    Ok(MeanSd {
-        mean: mean_unchecked(replicates),
-        sd: sample_sd_unchecked(replicates),
-        n: replicates.len(),
-    })
+    Ok(MeanSd { mean: mean_unchecked(replicates), sd: sample_sd_unchecked(replicates), n: replicates.len() })
 }
 
 /// Ranks from 1 to n with ties given the average of the ranks they span
@@ -211,17 +207,7 @@ mod tests {
 
     #[test]
     fn empty_and_nan_inputs_are_errors() {
-        assert_eq!(
-            mean(&[]),
-            Err(StatsError::TooFewObservations {
-                what: "values",
-                min: 1,
-                got: 0
-            })
-        );
-        assert!(matches!(
-            median(&[1.0, f64::NAN]),
-            Err(StatsError::NonFinite { index: 1, .. })
-        ));
+        assert_eq!(mean(&[]), Err(StatsError::TooFewObservations { what: "values", min: 1, got: 0 }));
+        assert!(matches!(median(&[1.0, f64::NAN]), Err(StatsError::NonFinite { index: 1, .. })));
     }
 }

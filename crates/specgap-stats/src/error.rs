@@ -64,11 +64,7 @@ pub enum StatsError {
 /// Checks that every value is finite, naming the argument in the error.
 pub(crate) fn ensure_finite(what: &'static str, values: &[f64]) -> Result<(), StatsError> {
     match values.iter().position(|v| !v.is_finite()) {
-        Some(index) => Err(StatsError::NonFinite {
-            what,
-            index,
-            value: values[index],
-        }),
+        Some(index) => Err(StatsError::NonFinite { what, index, value: values[index] }),
         None => Ok(()),
     }
 }
@@ -76,21 +72,13 @@ pub(crate) fn ensure_finite(what: &'static str, values: &[f64]) -> Result<(), St
 /// Checks that a slice holds at least `min` values.
 pub(crate) fn ensure_len(what: &'static str, len: usize, min: usize) -> Result<(), StatsError> {
     if len < min {
-        return Err(StatsError::TooFewObservations {
-            what,
-            min,
-            got: len,
-        });
+        return Err(StatsError::TooFewObservations { what, min, got: len });
     }
     Ok(())
 }
 
 /// Checks that two aligned slices have the same length.
-pub(crate) fn ensure_same_len(
-    what: &'static str,
-    left: usize,
-    right: usize,
-) -> Result<(), StatsError> {
+pub(crate) fn ensure_same_len(what: &'static str, left: usize, right: usize) -> Result<(), StatsError> {
     if left != right {
         return Err(StatsError::LengthMismatch { what, left, right });
     }

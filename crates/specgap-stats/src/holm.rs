@@ -17,11 +17,7 @@ use crate::error::StatsError;
 /// [`StatsError::OutOfRange`] for a p-value outside [0, 1] or NaN.
 pub fn holm_adjust(p_values: &[f64]) -> Result<Vec<f64>, StatsError> {
     if let Some(&bad) = p_values.iter().find(|p| !(0.0..=1.0).contains(*p)) {
-        return Err(StatsError::OutOfRange {
-            what: "p-value",
-            expected: "[0, 1]",
-            value: bad,
-        });
+        return Err(StatsError::OutOfRange { what: "p-value", expected: "[0, 1]", value: bad });
     }
     let m = p_values.len();
     let mut order: Vec<usize> = (0..m).collect();
@@ -52,22 +48,13 @@ mod tests {
     fn adjusted_values_are_capped_at_one() {
         // 0.5*2 = 1.0 and 0.75*1 -> max(1.0, 0.75) = 1.0; 0.625*3 = 1.875 -> 1.
         assert_eq!(holm_adjust(&[0.75, 0.5]).unwrap(), vec![1.0, 1.0]);
-        assert_eq!(
-            holm_adjust(&[0.625, 0.75, 0.875]).unwrap(),
-            vec![1.0, 1.0, 1.0]
-        );
+        assert_eq!(holm_adjust(&[0.625, 0.75, 0.875]).unwrap(), vec![1.0, 1.0, 1.0]);
         assert!(holm_adjust(&[]).unwrap().is_empty());
     }
 
     #[test]
     fn rejects_p_values_outside_the_unit_interval() {
-        assert!(matches!(
-            holm_adjust(&[0.2, 1.5]),
-            Err(StatsError::OutOfRange { .. })
-        ));
-        assert!(matches!(
-            holm_adjust(&[f64::NAN]),
-            Err(StatsError::OutOfRange { .. })
-        ));
+        assert!(matches!(holm_adjust(&[0.2, 1.5]), Err(StatsError::OutOfRange { .. })));
+        assert!(matches!(holm_adjust(&[f64::NAN]), Err(StatsError::OutOfRange { .. })));
     }
 }

@@ -43,11 +43,7 @@ impl KappaWeighting {
 /// # Errors
 /// [`StatsError::LengthMismatch`] when the raters labelled different numbers of items,
 /// [`StatsError::TooFewObservations`] when there are no items.
-pub fn cohen_kappa<L: Ord>(
-    rater_a: &[L],
-    rater_b: &[L],
-    weighting: KappaWeighting,
-) -> Result<f64, StatsError> {
+pub fn cohen_kappa<L: Ord>(rater_a: &[L], rater_b: &[L], weighting: KappaWeighting) -> Result<f64, StatsError> {
     ensure_same_len("rater labels", rater_a.len(), rater_b.len())?;
     ensure_len("rater labels", rater_a.len(), 1)?;
     let mut categories: Vec<&L> = rater_a.iter().chain(rater_b).collect();
@@ -85,15 +81,8 @@ mod tests {
 
     #[test]
     fn perfect_agreement_is_one_and_single_category_is_nan() {
-        assert_eq!(
-            cohen_kappa(&[1, 2, 3], &[1, 2, 3], KappaWeighting::Unweighted).unwrap(),
-            1.0
-        );
-        assert!(
-            cohen_kappa(&["a", "a"], &["a", "a"], KappaWeighting::Linear)
-                .unwrap()
-                .is_nan()
-        );
+        assert_eq!(cohen_kappa(&[1, 2, 3], &[1, 2, 3], KappaWeighting::Unweighted).unwrap(), 1.0);
+        assert!(cohen_kappa(&["a", "a"], &["a", "a"], KappaWeighting::Linear).unwrap().is_nan());
     }
 
     #[test]

@@ -79,25 +79,18 @@ mod special;
 pub mod wilcoxon;
 
 pub use bootstrap::{
-    BootstrapConfig, BootstrapInterval, ConfidenceInterval, IntervalMethod, bca_acceleration,
-    bca_bias_correction, bca_interval, bootstrap_case, bootstrap_indices, bootstrap_mean,
-    bootstrap_paired, percentile_interval, resample_statistics,
+    BootstrapConfig, BootstrapInterval, ConfidenceInterval, IntervalMethod, bca_acceleration, bca_bias_correction, bca_interval,
+    bootstrap_case, bootstrap_indices, bootstrap_mean, bootstrap_paired, percentile_interval, resample_statistics,
 };
-pub use describe::{
-    MeanSd, mean, mean_or_nan, mean_sd, median, pairwise_sum, rank_average, sample_sd,
-};
+pub use describe::{MeanSd, mean, mean_or_nan, mean_sd, median, pairwise_sum, rank_average, sample_sd};
 pub use error::StatsError;
 pub use holm::holm_adjust;
 pub use kappa::{KappaWeighting, cohen_kappa};
 pub use noise::{VarianceComponents, flip_rate, variance_components, within_task_sd};
 pub use pass_k::{pass_at_k, pass_hat_k};
 pub use power::{
-    BinaryDesign, SimulatedDetectable, Simulation, monte_carlo_se, paired_t_detectable_effect,
-    paired_t_nobs, paired_t_power, simulated_binary_detectable, simulated_binary_power,
-    simulated_normal_power, simulated_pass_hat_k_power,
+    BinaryDesign, SimulatedDetectable, Simulation, monte_carlo_se, paired_t_detectable_effect, paired_t_nobs, paired_t_power,
+    simulated_binary_detectable, simulated_binary_power, simulated_normal_power, simulated_pass_hat_k_power,
 };
 pub use spearman::{Correlation, spearman};
-pub use wilcoxon::{
-    Alternative, WilcoxonMethod, WilcoxonOptions, WilcoxonPath, WilcoxonResult, ZeroMethod,
-    wilcoxon, wilcoxon_paired,
-};
+pub use wilcoxon::{Alternative, WilcoxonMethod, WilcoxonOptions, WilcoxonPath, WilcoxonResult, ZeroMethod, wilcoxon, wilcoxon_paired};

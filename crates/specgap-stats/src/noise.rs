@@ -88,11 +88,7 @@ pub fn variance_components(tasks: &[&[f64]]) -> Result<VarianceComponents, Stats
     let grand = mean_unchecked(&all);
     let means: Vec<f64> = tasks.iter().map(|t| mean_unchecked(t)).collect();
     let ss_between: f64 = sizes.iter().zip(&means).map(|(n, m)| n * (m - grand) * (m - grand)).sum();
-    let ss_within: f64 = tasks
-        .iter()
-        .zip(&means)
-        .map(|(t, m)| t.iter().map(|y| (y - m) * (y - m)).sum::<f64>())
-        .sum();
+    let ss_within: f64 = tasks.iter().zip(&means).map(|(t, m)| t.iter().map(|y| (y - m) * (y - m)).sum::<f64>()).sum();
     let ms_between = ss_between / (a - 1) as f64;
     let ms_within = ss_within / (total - a as f64);
     let n0 = (total - sizes.iter().map(|n| n * n).sum::<f64>() / total) / (a - 1) as f64;

@@ -16,16 +16,10 @@ use crate::error::StatsError;
 
 fn check_counts(n: u64, c: u64, k: u64) -> Result<(), StatsError> {
     if c > n {
-        return Err(StatsError::InvalidCount {
-            what: "successes c <= attempts n",
-            detail: format!("c = {c}, n = {n}"),
-        });
+        return Err(StatsError::InvalidCount { what: "successes c <= attempts n", detail: format!("c = {c}, n = {n}") });
     }
     if k == 0 || k > n {
-        return Err(StatsError::InvalidCount {
-            what: "1 <= k <= attempts n",
-            detail: format!("k = {k}, n = {n}"),
-        });
+        return Err(StatsError::InvalidCount { what: "1 <= k <= attempts n", detail: format!("k = {k}, n = {n}") });
     }
     Ok(())
 }
@@ -76,8 +70,6 @@ pub fn pass_hat_k(n: u64, c: u64, k: u64) -> Result<f64, StatsError> {
     // C(c, k) / C(n, k) = C(n − a, b) / C(n, b) with a = n − c failures and b = k draws.
     let (a, b) = (n - c, k);
     let (m, r) = (a.min(b), a.max(b));
-    let ratio: f64 = (0..m)
-        .map(|j| (n - r - j) as f64 / (n - j) as f64)
-        .product();
+    let ratio: f64 = (0..m).map(|j| (n - r - j) as f64 / (n - j) as f64).product();
     Ok(ratio.clamp(0.0, 1.0))
 }

@@ -43,11 +43,7 @@ pub fn paired_t_power(effect_size: f64, nobs: f64, alpha: f64) -> Result<f64, St
     check_alpha(alpha)?;
     check_nobs(nobs)?;
     if !effect_size.is_finite() {
-        return Err(StatsError::OutOfRange {
-            what: "effect size",
-            expected: "a finite number",
-            value: effect_size,
-        });
+        return Err(StatsError::OutOfRange { what: "effect size", expected: "a finite number", value: effect_size });
     }
     Ok(power_unchecked(effect_size, nobs, alpha))
 }
@@ -93,11 +89,7 @@ pub fn paired_t_nobs(effect_size: f64, alpha: f64, power: f64) -> Result<f64, St
     check_power(power, alpha)?;
     let effect = effect_size.abs();
     if !effect.is_finite() || effect == 0.0 {
-        return Err(StatsError::OutOfRange {
-            what: "effect size",
-            expected: "a finite nonzero number",
-            value: effect_size,
-        });
+        return Err(StatsError::OutOfRange { what: "effect size", expected: "a finite nonzero number", value: effect_size });
     }
     if power_unchecked(effect, 2.0, alpha) >= power {
         return Ok(2.0);
@@ -127,33 +119,21 @@ fn bisect(mut low: f64, mut high: f64, holds: impl Fn(f64) -> bool) -> f64 {
 
 fn check_alpha(alpha: f64) -> Result<(), StatsError> {
     if !(alpha > 0.0 && alpha < 1.0) {
-        return Err(StatsError::OutOfRange {
-            what: "alpha",
-            expected: "(0, 1)",
-            value: alpha,
-        });
+        return Err(StatsError::OutOfRange { what: "alpha", expected: "(0, 1)", value: alpha });
     }
     Ok(())
 }
 
 fn check_power(power: f64, alpha: f64) -> Result<(), StatsError> {
     if !(power > alpha && power < 1.0) {
-        return Err(StatsError::OutOfRange {
-            what: "power",
-            expected: "(alpha, 1)",
-            value: power,
-        });
+        return Err(StatsError::OutOfRange { what: "power", expected: "(alpha, 1)", value: power });
     }
     Ok(())
 }
 
 fn check_nobs(nobs: f64) -> Result<(), StatsError> {
     if !(nobs > 1.0 && nobs.is_finite()) {
-        return Err(StatsError::OutOfRange {
-            what: "number of tasks",
-            expected: "(1, inf)",
-            value: nobs,
-        });
+        return Err(StatsError::OutOfRange { what: "number of tasks", expected: "(1, inf)", value: nobs });
     }
     Ok(())
 }
@@ -186,11 +166,7 @@ pub(crate) fn nct_cdf(t: f64, df: f64, nc: f64) -> f64 {
     if t.is_nan() || df.is_nan() || nc.is_nan() || df <= 0.0 {
         return f64::NAN;
     }
-    if t >= 0.0 {
-        probability(lenth_series(t, df, nc))
-    } else {
-        probability(1.0 - lenth_series(-t, df, -nc))
-    }
+    if t >= 0.0 { probability(lenth_series(t, df, nc)) } else { probability(1.0 - lenth_series(-t, df, -nc)) }
 }
 
 fn lenth_series(t: f64, df: f64, nc: f64) -> f64 {
@@ -207,11 +183,7 @@ fn lenth_series(t: f64, df: f64, nc: f64) -> f64 {
             let jf = f64::from(j);
             let ln_power = if j == 0 { 0.0 } else { jf * ln_lambda };
             let p = (-lambda + ln_power - ln_gamma(jf + 1.0)).exp();
-            let q = if lambda == 0.0 {
-                0.0
-            } else {
-                nc / std::f64::consts::SQRT_2 * (-lambda + ln_power - ln_gamma(jf + 1.5)).exp()
-            };
+            let q = if lambda == 0.0 { 0.0 } else { nc / std::f64::consts::SQRT_2 * (-lambda + ln_power - ln_gamma(jf + 1.5)).exp() };
             let term = p * beta(jf + 0.5) + q * beta(jf + 1.0);
             sum += term;
             let past_mode = jf > lambda;
@@ -262,17 +234,10 @@ impl BinaryDesign {
         crate::error::ensure_same_len("rates and repeats of A", self.rates.len(), self.repeats_a.len())?;
         crate::error::ensure_same_len("rates and repeats of B", self.rates.len(), self.repeats_b.len())?;
         if let Some(bad) = self.rates.iter().find(|r| !(0.0..=1.0).contains(*r)) {
-            return Err(StatsError::OutOfRange {
-                what: "per-task rate",
-                expected: "[0, 1]",
-                value: *bad,
-            });
+            return Err(StatsError::OutOfRange { what: "per-task rate", expected: "[0, 1]", value: *bad });
         }
         if self.repeats_a.iter().chain(&self.repeats_b).any(|r| *r == 0) {
-            return Err(StatsError::InvalidCount {
-                what: "at least one repeat per task and side",
-                detail: "a task with 0 repeats".into(),
-            });
+            return Err(StatsError::InvalidCount { what: "at least one repeat per task and side", detail: "a task with 0 repeats".into() });
         }
         Ok(())
     }
@@ -317,22 +282,15 @@ fn binary_power_unchecked(design: &BinaryDesign, shift: f64, alpha: f64, simulat
 }
 
 /// The simulated power of the paired t-test on per-task values `value(successes, repeats)`.
-fn binary_power_with(
-    design: &BinaryDesign,
-    shift: f64,
-    alpha: f64,
-    simulation: &Simulation,
-    value: impl Fn(usize, usize) -> f64,
-) -> f64 {
+fn binary_power_with(design: &BinaryDesign, shift: f64, alpha: f64, simulation: &Simulation, value: impl Fn(usize, usize) -> f64) -> f64 {
     let tasks = design.rates.len();
     let critical = t_isf(alpha / 2.0, (tasks - 1) as f64);
     let shifted = design.shifted(shift);
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(simulation.seed);
     let mut differences = vec![0.0; tasks];
     let mut rejections = 0usize;
-    let successes = |rng: &mut Xoshiro256PlusPlus, rate: f64, repeats: usize| -> usize {
-        (0..repeats).filter(|_| uniform(rng) < rate).count()
-    };
+    let successes =
+        |rng: &mut Xoshiro256PlusPlus, rate: f64, repeats: usize| -> usize { (0..repeats).filter(|_| uniform(rng) < rate).count() };
     for _ in 0..simulation.simulations {
         for (t, difference) in differences.iter_mut().enumerate() {
             let (ra, rb) = (design.repeats_a[t], design.repeats_b[t]);
@@ -354,15 +312,18 @@ fn binary_power_with(
 /// # Errors
 /// As [`simulated_binary_power`]; [`StatsError::InvalidCount`] when a task has fewer than `k`
 /// repeats or `k` is 0.
-pub fn simulated_pass_hat_k_power(design: &BinaryDesign, shift: f64, k: usize, alpha: f64, simulation: &Simulation) -> Result<f64, StatsError> {
+pub fn simulated_pass_hat_k_power(
+    design: &BinaryDesign,
+    shift: f64,
+    k: usize,
+    alpha: f64,
+    simulation: &Simulation,
+) -> Result<f64, StatsError> {
     design.validate()?;
     check_alpha(alpha)?;
     ensure_len("simulations", simulation.simulations, 1)?;
     if k == 0 || design.repeats_a.iter().chain(&design.repeats_b).any(|r| *r < k) {
-        return Err(StatsError::InvalidCount {
-            what: "1 <= k <= repeats of every task",
-            detail: format!("k = {k}"),
-        });
+        return Err(StatsError::InvalidCount { what: "1 <= k <= repeats of every task", detail: format!("k = {k}") });
     }
     Ok(binary_power_with(design, shift, alpha, simulation, |c, r| {
         if c < k {
@@ -415,11 +376,7 @@ pub fn simulated_binary_detectable(
             low = middle;
         }
     }
-    Ok(Some(SimulatedDetectable {
-        shift: sign * high,
-        difference: design.difference(sign * high),
-        power: power_at(high),
-    }))
+    Ok(Some(SimulatedDetectable { shift: sign * high, difference: design.difference(sign * high), power: power_at(high) }))
 }
 
 /// Simulated power of the paired t-test under the closed form's model: `tasks` task
@@ -446,11 +403,7 @@ pub fn simulated_normal_power(
     check_alpha(alpha)?;
     for (what, sd) in [("task sd", task_sd), ("repeat sd", repeat_sd)] {
         if !(sd >= 0.0 && sd.is_finite()) {
-            return Err(StatsError::OutOfRange {
-                what,
-                expected: "[0, inf)",
-                value: sd,
-            });
+            return Err(StatsError::OutOfRange { what, expected: "[0, inf)", value: sd });
         }
     }
     let critical = t_isf(alpha / 2.0, (tasks - 1) as f64);

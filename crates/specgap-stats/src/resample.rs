@@ -62,14 +62,7 @@ impl Xoshiro256PlusPlus {
     /// function is a bijection of distinct counter values, so the state is never all zero.
     pub(crate) fn seed_from_u64(seed: u64) -> Self {
         let mut splitmix = SplitMix64 { state: seed };
-        Xoshiro256PlusPlus {
-            state: [
-                splitmix.next_u64(),
-                splitmix.next_u64(),
-                splitmix.next_u64(),
-                splitmix.next_u64(),
-            ],
-        }
+        Xoshiro256PlusPlus { state: [splitmix.next_u64(), splitmix.next_u64(), splitmix.next_u64(), splitmix.next_u64()] }
     }
 
     /// `next()` of the reference `xoshiro256plusplus.c`.
@@ -127,12 +120,7 @@ impl IndexSampler {
         }
         // range = nᵏ < 2³² (≤ 2²⁸, or n itself when k = 1), so the remainder fits in u32.
         let reject_below = u32::try_from((1u64 << 32) % range).ok()?;
-        Some(IndexSampler {
-            rng: Xoshiro256PlusPlus::seed_from_u64(seed),
-            n,
-            half_digits,
-            reject_below,
-        })
+        Some(IndexSampler { rng: Xoshiro256PlusPlus::seed_from_u64(seed), n, half_digits, reject_below })
     }
 
     /// Fills `out` with one resample (`out.len()` is normally n) of `map(index)`, in position
@@ -155,9 +143,7 @@ impl IndexSampler {
         for row in &mut rows {
             let (low, high) = sampler.word_digits::<K>(sampler.n);
             let (first, second) = row.split_at_mut(K);
-            for ((slot_low, slot_high), (&d_low, &d_high)) in
-                first.iter_mut().zip(second).zip(low.iter().zip(&high))
-            {
+            for ((slot_low, slot_high), (&d_low, &d_high)) in first.iter_mut().zip(second).zip(low.iter().zip(&high)) {
                 *slot_low = map(d_low as usize);
                 *slot_high = map(d_high as usize);
             }
@@ -223,11 +209,7 @@ impl MeanSampler {
         debug_assert_eq!(sampler.half_digits, MAX_HALF_DIGITS);
         let mut padded = [0.0; 256];
         padded[..cases.len()].copy_from_slice(cases);
-        Some(MeanSampler {
-            sampler,
-            cases: padded,
-            n: u8::try_from(cases.len()).ok()?,
-        })
+        Some(MeanSampler { sampler, cases: padded, n: u8::try_from(cases.len()).ok()? })
     }
 
     /// The mean of the next resample: `(0 + s) / n` with s summed in numpy's order (see
@@ -287,18 +269,13 @@ mod tests {
             }
         }
         let expected = resamples as f64;
-        counts
-            .iter()
-            .map(|&c| (c as f64 - expected).powi(2) / expected)
-            .sum()
+        counts.iter().map(|&c| (c as f64 - expected).powi(2) / expected).sum()
     }
 
     #[test]
     fn xoshiro_and_splitmix_match_their_reference_outputs() {
         // xoshiro256plusplus.c from the state {1, 2, 3, 4} (the vector rand_xoshiro checks).
-        let mut rng = Xoshiro256PlusPlus {
-            state: [1, 2, 3, 4],
-        };
+        let mut rng = Xoshiro256PlusPlus { state: [1, 2, 3, 4] };
         let expected: [u64; 10] = [
             41943041,
             58720359,
@@ -314,19 +291,10 @@ mod tests {
         assert_eq!(expected.map(|_| rng.next_u64()), expected);
         // splitmix64.c with seed 1234567.
         let mut splitmix = SplitMix64 { state: 1234567 };
-        let expected: [u64; 5] = [
-            6457827717110365317,
-            3203168211198807973,
-            9817491932198370423,
-            4593380528125082431,
-            16408922859458223821,
-        ];
+        let expected: [u64; 5] = [6457827717110365317, 3203168211198807973, 9817491932198370423, 4593380528125082431, 16408922859458223821];
         assert_eq!(expected.map(|_| splitmix.next_u64()), expected);
         // Seeding takes the first four SplitMix64 outputs as the state.
-        assert_eq!(
-            Xoshiro256PlusPlus::seed_from_u64(1234567).state,
-            expected[..4]
-        );
+        assert_eq!(Xoshiro256PlusPlus::seed_from_u64(1234567).state, expected[..4]);
     }
 
     #[test]
@@ -342,10 +310,7 @@ mod tests {
         let mut sampler = IndexSampler::new(1000, 7).unwrap();
         let mut indices = vec![0; 1000];
         sampler.fill_resample_with(&mut indices, |i| i);
-        assert_eq!(
-            indices[..12],
-            [166, 726, 55, 360, 977, 762, 172, 115, 690, 740, 717, 576]
-        );
+        assert_eq!(indices[..12], [166, 726, 55, 360, 977, 762, 172, 115, 690, 740, 717, 576]);
         sampler.fill_resample_with(&mut indices, |i| i);
         assert_eq!(indices[..6], [625, 657, 1, 198, 808, 155]);
         let mut sampler = IndexSampler::new(100_000, 7).unwrap();
@@ -358,8 +323,8 @@ mod tests {
     /// module documentation by `scripts/stats-reference/resample_stream.py` (Python integers;
     /// Z's base-n digits by division rather than the multiplication chain).
     const PINNED_RESAMPLE_49: [usize; 49] = [
-        42, 33, 11, 5, 27, 4, 42, 25, 23, 11, 30, 22, 10, 2, 4, 40, 44, 9, 9, 20, 4, 8, 18, 32, 37,
-        6, 47, 9, 8, 29, 21, 45, 29, 42, 11, 41, 13, 0, 36, 8, 21, 42, 3, 23, 35, 27, 9, 11, 11,
+        42, 33, 11, 5, 27, 4, 42, 25, 23, 11, 30, 22, 10, 2, 4, 40, 44, 9, 9, 20, 4, 8, 18, 32, 37, 6, 47, 9, 8, 29, 21, 45, 29, 42, 11,
+        41, 13, 0, 36, 8, 21, 42, 3, 23, 35, 27, 9, 11, 11,
     ];
 
     #[test]
@@ -389,11 +354,7 @@ mod tests {
                 assert_eq!(low, full as u32, "n = {n}");
             }
             let sampler = IndexSampler::new(n as usize, 0).unwrap();
-            assert_eq!(
-                (sampler.half_digits, sampler.reject_below),
-                (k, ((1u64 << 32) % range) as u32),
-                "n = {n}"
-            );
+            assert_eq!((sampler.half_digits, sampler.reject_below), (k, ((1u64 << 32) % range) as u32), "n = {n}");
         }
     }
 
@@ -421,10 +382,7 @@ mod tests {
             }
         }
         let expected = (490_000 / 8 * 8) as f64 / 49.0;
-        let statistic: f64 = counts
-            .iter()
-            .map(|&c| (c as f64 - expected).powi(2) / expected)
-            .sum();
+        let statistic: f64 = counts.iter().map(|&c| (c as f64 - expected).powi(2) / expected).sum();
         assert!(statistic > 1000.0, "chi-square {statistic}");
     }
 

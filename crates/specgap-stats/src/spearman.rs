@@ -42,10 +42,7 @@ pub fn spearman(x: &[f64], y: &[f64]) -> Result<Correlation, StatsError> {
     ensure_len("x and y", x.len(), 1)?;
     ensure_finite("x", x)?;
     ensure_finite("y", y)?;
-    let undefined = Correlation {
-        rho: f64::NAN,
-        p_value: f64::NAN,
-    };
+    let undefined = Correlation { rho: f64::NAN, p_value: f64::NAN };
     if x.len() == 1 || is_constant(x) || is_constant(y) {
         return Ok(undefined);
     }
@@ -78,10 +75,7 @@ fn pearson_like_numpy(a: &[f64], b: &[f64]) -> f64 {
     }
     let reciprocal = 1.0 / (a.len() - 1) as f64;
     let covariance = cross * reciprocal;
-    let (sd_a, sd_b) = (
-        (square_a * reciprocal).sqrt(),
-        (square_b * reciprocal).sqrt(),
-    );
+    let (sd_a, sd_b) = ((square_a * reciprocal).sqrt(), (square_b * reciprocal).sqrt());
     (covariance / sd_b / sd_a).clamp(-1.0, 1.0)
 }
 

@@ -111,11 +111,7 @@ pub struct WilcoxonResult {
 /// # Errors
 /// [`StatsError::LengthMismatch`] when the samples differ in length, and the errors of
 /// [`wilcoxon`].
-pub fn wilcoxon_paired(
-    x: &[f64],
-    y: &[f64],
-    options: &WilcoxonOptions,
-) -> Result<WilcoxonResult, StatsError> {
+pub fn wilcoxon_paired(x: &[f64], y: &[f64], options: &WilcoxonOptions) -> Result<WilcoxonResult, StatsError> {
     ensure_same_len("paired samples", x.len(), y.len())?;
     ensure_finite("x", x)?;
     ensure_finite("y", y)?;
@@ -135,19 +131,14 @@ pub fn wilcoxon_paired(
 /// # Errors
 /// [`StatsError::TooFewObservations`] for an empty slice (scipy returns NaN there) and
 /// [`StatsError::NonFinite`] for NaN or infinite differences (scipy propagates NaN).
-pub fn wilcoxon(
-    differences: &[f64],
-    options: &WilcoxonOptions,
-) -> Result<WilcoxonResult, StatsError> {
+pub fn wilcoxon(differences: &[f64], options: &WilcoxonOptions) -> Result<WilcoxonResult, StatsError> {
     ensure_len("differences", differences.len(), 1)?;
     ensure_finite("differences", differences)?;
     let ranks = SignedRanks::new(differences, options.zero_method);
     let path = choose_path(options.method, differences.len(), &ranks);
     let (p_value, z_statistic) = match path {
         WilcoxonPath::Exact => (exact_p_value(&ranks, options.alternative), None),
-        WilcoxonPath::ExhaustivePermutation => {
-            (permutation_p_value(&ranks, options.alternative), None)
-        }
+        WilcoxonPath::ExhaustivePermutation => (permutation_p_value(&ranks, options.alternative), None),
         WilcoxonPath::Asymptotic => {
             let (p, z) = asymptotic_p_value(&ranks, options.alternative, options.correction);
             (p, Some(z))
@@ -157,14 +148,7 @@ pub fn wilcoxon(
         Alternative::TwoSided => ranks.r_plus.min(ranks.r_minus),
         Alternative::Greater | Alternative::Less => ranks.r_plus,
     };
-    Ok(WilcoxonResult {
-        statistic,
-        p_value,
-        r_plus: ranks.r_plus,
-        r_minus: ranks.r_minus,
-        z_statistic,
-        path,
-    })
+    Ok(WilcoxonResult { statistic, p_value, r_plus: ranks.r_plus, r_minus: ranks.r_minus, z_statistic, path })
 }
 
 /// Largest sample (zeros included) for which `auto` considers the exact or permutation paths
@@ -253,26 +237,13 @@ impl SignedRanks {
             })
             .sum();
         let sd = ((variance_x24 - tie_correction / 2.0) / 24.0).sqrt();
-        SignedRanks {
-            nonzero,
-            n_zero,
-            count,
-            r_plus,
-            r_minus,
-            has_ties,
-            mean,
-            sd,
-        }
+        SignedRanks { nonzero, n_zero, count, r_plus, r_minus, has_ties, mean, sd }
     }
 }
 
 /// Normal approximation: `z = (r_plus − mean) / sd`, optionally continuity-corrected.
 /// Returns the p-value and the z statistic as scipy reports it (`−|z|` when two-sided).
-fn asymptotic_p_value(
-    ranks: &SignedRanks,
-    alternative: Alternative,
-    correction: bool,
-) -> (f64, f64) {
+fn asymptotic_p_value(ranks: &SignedRanks, alternative: Alternative, correction: bool) -> (f64, f64) {
     let mut z = (ranks.r_plus - ranks.mean) / ranks.sd;
     if correction {
         let sign = match alternative {
@@ -352,9 +323,7 @@ impl ExactNull {
 }
 
 fn exact_p_value(ranks: &SignedRanks, alternative: Alternative) -> f64 {
-    let null = ExactNull {
-        pmf: exact_null_pmf(ranks.count),
-    };
+    let null = ExactNull { pmf: exact_null_pmf(ranks.count) };
     // With ties or zeros r_plus may be a half-integer; scipy rounds conservatively (gh-19872).
     // r_plus ≥ 0 and at most a few thousand, so the casts are exact.
     let up = ranks.r_plus.ceil() as usize;
@@ -375,18 +344,8 @@ fn exact_p_value(ranks: &SignedRanks, alternative: Alternative) -> f64 {
 /// Ranks are half-integers, so doubled ranks are integers and the subset-sum counts are exact
 /// (scipy's relative tolerance of 100·eps never matters for such sums).
 fn permutation_p_value(ranks: &SignedRanks, alternative: Alternative) -> f64 {
-    let doubled: Vec<usize> = ranks
-        .nonzero
-        .iter()
-        .map(|(r, _)| (2.0 * r).round() as usize)
-        .collect();
-    let observed: usize = ranks
-        .nonzero
-        .iter()
-        .zip(&doubled)
-        .filter(|((_, positive), _)| *positive)
-        .map(|(_, d)| d)
-        .sum();
+    let doubled: Vec<usize> = ranks.nonzero.iter().map(|(r, _)| (2.0 * r).round() as usize).collect();
+    let observed: usize = ranks.nonzero.iter().zip(&doubled).filter(|((_, positive), _)| *positive).map(|(_, d)| d).sum();
     let total: usize = doubled.iter().sum();
     // ways[s]: number of sign patterns whose positive doubled ranks sum to s.
     let mut ways = vec![0u64; total + 1];
@@ -429,9 +388,7 @@ mod tests {
 
     #[test]
     fn auto_picks_the_permutation_path_for_small_samples_with_zeros() {
-        let d = [
-            0.0, 2.0, 3.0, -1.0, -4.0, 0.0, 0.0, 8.0, 9.0, 2.0, -2.0, 5.0,
-        ];
+        let d = [0.0, 2.0, 3.0, -1.0, -4.0, 0.0, 0.0, 8.0, 9.0, 2.0, -2.0, 5.0];
         let result = wilcoxon(&d, &WilcoxonOptions::default()).unwrap();
         assert_eq!(result.path, WilcoxonPath::ExhaustivePermutation);
         assert_eq!(result.statistic, 10.0);

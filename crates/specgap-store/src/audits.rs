@@ -202,7 +202,8 @@ impl Store {
         if known.is_some() {
             return Err(StoreError::DuplicateRater { sample: sample.to_string(), rater: sheet.rater.clone() });
         }
-        let now = i64::try_from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis())).unwrap_or(i64::MAX);
+        let now = i64::try_from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis()))
+            .unwrap_or(i64::MAX);
         tx.execute_cached(
             "INSERT INTO audit_sheets (sample, rater, path, sha256, rows, imported_ts) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             params![sample, sheet.rater, sheet.path, sheet.sha256, sheet.rows, now],
@@ -225,8 +226,7 @@ impl Store {
     pub fn audit_sheets(&self, sample: &str) -> Result<Vec<AuditSheetRecord>, StoreError> {
         let path = self.db_path();
         let conn = self.conn();
-        let mut stmt =
-            conn.prepare("SELECT rater, path, sha256, rows FROM audit_sheets WHERE sample = ?1 ORDER BY rater").at(path)?;
+        let mut stmt = conn.prepare("SELECT rater, path, sha256, rows FROM audit_sheets WHERE sample = ?1 ORDER BY rater").at(path)?;
         stmt.query_map([sample], |r| Ok(AuditSheetRecord { rater: r.get(0)?, path: r.get(1)?, sha256: r.get(2)?, rows: r.get(3)? }))
             .at(path)?
             .collect::<Result<Vec<_>, _>>()
@@ -240,9 +240,8 @@ impl Store {
     pub fn audit_labels(&self, sample: &str) -> Result<Vec<AuditLabelRecord>, StoreError> {
         let path = self.db_path();
         let conn = self.conn();
-        let mut stmt = conn
-            .prepare("SELECT item, rater, label, value FROM audit_labels WHERE sample = ?1 ORDER BY item, rater, label")
-            .at(path)?;
+        let mut stmt =
+            conn.prepare("SELECT item, rater, label, value FROM audit_labels WHERE sample = ?1 ORDER BY item, rater, label").at(path)?;
         stmt.query_map([sample], |r| Ok(AuditLabelRecord { item: r.get(0)?, rater: r.get(1)?, label: r.get(2)?, value: r.get(3)? }))
             .at(path)?
             .collect::<Result<Vec<_>, _>>()

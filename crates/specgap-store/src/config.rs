@@ -25,18 +25,10 @@ pub(crate) struct Comparison {
 }
 
 /// Exact equality, field by field.
-pub(crate) const EXACT: Comparison = Comparison {
-    ignore_shard: false,
-    ignore_task_paths: false,
-    ignore_plan_and_merge: false,
-};
+pub(crate) const EXACT: Comparison = Comparison { ignore_shard: false, ignore_task_paths: false, ignore_plan_and_merge: false };
 
 /// What `merge` compares: everything but `shard`, task paths, `plan_hash` and `merge`.
-pub(crate) const SHARDS: Comparison = Comparison {
-    ignore_shard: true,
-    ignore_task_paths: true,
-    ignore_plan_and_merge: true,
-};
+pub(crate) const SHARDS: Comparison = Comparison { ignore_shard: true, ignore_task_paths: true, ignore_plan_and_merge: true };
 
 /// Reads `dir/run.toml`.
 ///
@@ -46,9 +38,7 @@ pub(crate) const SHARDS: Comparison = Comparison {
 pub(crate) fn read_config(dir: &Path) -> Result<RunConfig, StoreError> {
     let path = dir.join(RUN_TOML);
     if !path.is_file() {
-        return Err(StoreError::NotAStore {
-            dir: dir.to_path_buf(),
-        });
+        return Err(StoreError::NotAStore { dir: dir.to_path_buf() });
     }
     let text = fs_err::read_to_string(&path)?;
     toml::from_str(&text).map_err(|source| StoreError::ConfigParse { path, source })
@@ -63,13 +53,7 @@ pub(crate) fn write_config(dir: &Path, config: &RunConfig) -> Result<(), StoreEr
 
 /// The first difference between two configurations, in words naming the field (and the task,
 /// agent or user) and both values; `None` when they agree under `comparison`.
-pub(crate) fn config_difference(
-    a: &RunConfig,
-    a_label: &str,
-    b: &RunConfig,
-    b_label: &str,
-    comparison: Comparison,
-) -> Option<String> {
+pub(crate) fn config_difference(a: &RunConfig, a_label: &str, b: &RunConfig, b_label: &str, comparison: Comparison) -> Option<String> {
     let scalar = |field: &str, x: &dyn Debug, y: &dyn Debug| {
         let (x, y) = (format!("{x:?}"), format!("{y:?}"));
         (x != y).then(|| format!("`{field}` differs: {x} in {a_label}, {y} in {b_label}"))
@@ -81,13 +65,7 @@ pub(crate) fn config_difference(
         .or_else(|| scalar("repeats", &a.repeats, &b.repeats))
         .or_else(|| scalar("retries", &a.retries, &b.retries))
         .or_else(|| scalar("sandbox", &a.sandbox, &b.sandbox))
-        .or_else(|| {
-            if comparison.ignore_shard {
-                None
-            } else {
-                scalar("shard", &a.shard, &b.shard)
-            }
-        })
+        .or_else(|| if comparison.ignore_shard { None } else { scalar("shard", &a.shard, &b.shard) })
         .or_else(|| task_difference(a, a_label, b, b_label, comparison))
         .or_else(|| component_difference("agent", &a.agents, a_label, &b.agents, b_label))
         .or_else(|| component_difference("user", &a.users, a_label, &b.users, b_label))
@@ -119,7 +97,11 @@ fn paper_protocol_difference(a: &RunConfig, a_label: &str, b: &RunConfig, b_labe
         return None;
     }
     let (x, y) = (name(a), name(b));
-    let what = if x == y { format!("protocol {x} in both, with different rules or deviations") } else { format!("protocol {x} in {a_label}, {y} in {b_label}") };
+    let what = if x == y {
+        format!("protocol {x} in both, with different rules or deviations")
+    } else {
+        format!("protocol {x} in {a_label}, {y} in {b_label}")
+    };
     Some(format!(
         "the paper protocol differs: {what} (their episodes ran under different end rules and budgets, so they cannot \
          form one run)"
@@ -129,13 +111,7 @@ fn paper_protocol_difference(a: &RunConfig, a_label: &str, b: &RunConfig, b_labe
 /// Compares every top-level field through its JSON form, so fields added to [`RunConfig`]
 /// later (e.g. `budget`) are compared without a change here. Fields checked above compare
 /// equal by the time this runs; ignored ones are blanked first.
-fn other_field_difference(
-    a: &RunConfig,
-    a_label: &str,
-    b: &RunConfig,
-    b_label: &str,
-    comparison: Comparison,
-) -> Option<String> {
+fn other_field_difference(a: &RunConfig, a_label: &str, b: &RunConfig, b_label: &str, comparison: Comparison) -> Option<String> {
     let as_fields = |c: &RunConfig| {
         let mut c = c.clone();
         if comparison.ignore_shard {
@@ -159,90 +135,50 @@ fn other_field_difference(
     keys.into_iter().find_map(|key| {
         let (x, y) = (fa.get(key), fb.get(key));
         (x != y).then(|| {
-            let show =
-                |v: Option<&serde_json::Value>| v.map_or("(absent)".to_string(), |v| v.to_string());
-            format!(
-                "`{key}` differs: {} in {a_label}, {} in {b_label}",
-                show(x),
-                show(y)
-            )
+            let show = |v: Option<&serde_json::Value>| v.map_or("(absent)".to_string(), |v| v.to_string());
+            format!("`{key}` differs: {} in {a_label}, {} in {b_label}", show(x), show(y))
         })
     })
 }
 
-fn task_difference(
-    a: &RunConfig,
-    a_label: &str,
-    b: &RunConfig,
-    b_label: &str,
-    comparison: Comparison,
-) -> Option<String> {
+fn task_difference(a: &RunConfig, a_label: &str, b: &RunConfig, b_label: &str, comparison: Comparison) -> Option<String> {
     let a_tasks: BTreeMap<&str, _> = a.tasks.iter().map(|t| (t.name.as_str(), t)).collect();
     let b_tasks: BTreeMap<&str, _> = b.tasks.iter().map(|t| (t.name.as_str(), t)).collect();
     for (name, ta) in &a_tasks {
         let Some(tb) = b_tasks.get(name) else {
-            return Some(format!(
-                "task `{name}` is in {a_label} but not in {b_label}"
-            ));
+            return Some(format!("task `{name}` is in {a_label} but not in {b_label}"));
         };
         if ta.hash != tb.hash {
-            return Some(format!(
-                "task `{name}` has hash {} in {a_label} and {} in {b_label}",
-                ta.hash, tb.hash
-            ));
+            return Some(format!("task `{name}` has hash {} in {a_label} and {} in {b_label}", ta.hash, tb.hash));
         }
         if !comparison.ignore_task_paths && ta.path != tb.path {
-            return Some(format!(
-                "task `{name}` is read from {} in {a_label} and {} in {b_label}",
-                ta.path, tb.path
-            ));
+            return Some(format!("task `{name}` is read from {} in {a_label} and {} in {b_label}", ta.path, tb.path));
         }
     }
     if let Some(name) = b_tasks.keys().find(|name| !a_tasks.contains_key(*name)) {
-        return Some(format!(
-            "task `{name}` is in {b_label} but not in {a_label}"
-        ));
+        return Some(format!("task `{name}` is in {b_label} but not in {a_label}"));
     }
     let order = |c: &RunConfig| c.tasks.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
     let (oa, ob) = (order(a), order(b));
     (oa != ob).then(|| format!("task order differs: {oa:?} in {a_label}, {ob:?} in {b_label}"))
 }
 
-fn component_difference(
-    what: &str,
-    a: &[ComponentRef],
-    a_label: &str,
-    b: &[ComponentRef],
-    b_label: &str,
-) -> Option<String> {
-    let by_spec = |list: &[ComponentRef]| {
-        list.iter()
-            .map(|c| (c.label().to_string(), c.clone()))
-            .collect::<BTreeMap<_, _>>()
-    };
+fn component_difference(what: &str, a: &[ComponentRef], a_label: &str, b: &[ComponentRef], b_label: &str) -> Option<String> {
+    let by_spec = |list: &[ComponentRef]| list.iter().map(|c| (c.label().to_string(), c.clone())).collect::<BTreeMap<_, _>>();
     let (ma, mb) = (by_spec(a), by_spec(b));
     for (spec, ca) in &ma {
         let Some(cb) = mb.get(spec) else {
-            return Some(format!(
-                "{what} `{spec}` is in {a_label} but not in {b_label}"
-            ));
+            return Some(format!("{what} `{spec}` is in {a_label} but not in {b_label}"));
         };
         if ca.hash != cb.hash {
-            return Some(format!(
-                "{what} `{spec}` has configuration hash {} in {a_label} and {} in {b_label}",
-                ca.hash, cb.hash
-            ));
+            return Some(format!("{what} `{spec}` has configuration hash {} in {a_label} and {} in {b_label}", ca.hash, cb.hash));
         }
         if ca.config != cb.config {
-            return Some(format!(
-                "{what} `{spec}` has a different configuration in {a_label} and {b_label}"
-            ));
+            return Some(format!("{what} `{spec}` has a different configuration in {a_label} and {b_label}"));
         }
     }
     if let Some(spec) = mb.keys().find(|spec| !ma.contains_key(*spec)) {
-        return Some(format!(
-            "{what} `{spec}` is in {b_label} but not in {a_label}"
-        ));
+        return Some(format!("{what} `{spec}` is in {b_label} but not in {a_label}"));
     }
     let specs = |list: &[ComponentRef]| list.iter().map(|c| c.label().to_string()).collect::<Vec<_>>();
     let (sa, sb) = (specs(a), specs(b));

@@ -240,7 +240,9 @@ pub enum StoreError {
     },
 
     /// One shard is given twice and the copies differ (identical copies are merged once).
-    #[error("shard {shard}/{count} is given twice, in {first} and in {other}, and the copies differ: {difference} — keep the copy you mean and leave the other out")]
+    #[error(
+        "shard {shard}/{count} is given twice, in {first} and in {other}, and the copies differ: {difference} — keep the copy you mean and leave the other out"
+    )]
     MergeDuplicateShard {
         /// The shard number.
         shard: u32,
@@ -333,10 +335,7 @@ pub(crate) trait SqlContext<T> {
 
 impl<T> SqlContext<T> for Result<T, rusqlite::Error> {
     fn at(self, path: &std::path::Path) -> Result<T, StoreError> {
-        self.map_err(|source| StoreError::Sqlite {
-            path: path.to_path_buf(),
-            source,
-        })
+        self.map_err(|source| StoreError::Sqlite { path: path.to_path_buf(), source })
     }
 }
 

@@ -84,18 +84,13 @@ pub use merge::{MergeOptions, MergeSummary, merge, merge_with, run_dirs};
 pub use publish::{network_filesystem, publish};
 pub use query::{AgentUsage, EpisodeFacets, EpisodeFilter, EpisodeOrder, EpisodePage, MatrixCell};
 pub use rows::{
-    Ballot, BallotOutcome, BallotRow, DeliveryRow, EpisodeDetail, EpisodeMeta, EpisodeRow,
-    EpisodeSummary, ErrorClass, ErrorRecord, ErrorRow, Extraction, ExtractionRow,
-    ExtractionStatus, Judgement, JudgementRow, NotApplicableRow, PanelRecord, PanelUse, Question,
-    QuestionRow, RequirementOutcomeRow, Role, RunRows, StartResultRow, Status, SubmissionRecord,
-    SubmissionRow, TestRow, UsageRow, VoteRow,
+    Ballot, BallotOutcome, BallotRow, DeliveryRow, EpisodeDetail, EpisodeMeta, EpisodeRow, EpisodeSummary, ErrorClass, ErrorRecord,
+    ErrorRow, Extraction, ExtractionRow, ExtractionStatus, Judgement, JudgementRow, NotApplicableRow, PanelRecord, PanelUse, Question,
+    QuestionRow, RequirementOutcomeRow, Role, RunRows, StartResultRow, Status, SubmissionRecord, SubmissionRow, TestRow, UsageRow, VoteRow,
 };
 pub use runner_lock::{RUNNER_LOCK, RunnerLock, lock_runner, runner_alive};
 pub use schema::{SCHEMA_VERSION, is_volatile_column};
 pub use store::{EPISODES_DIR, RESULTS_DB, Store};
-pub use trajectory::{
-    TRAJECTORY_FILE, Trajectory, TruncatedTail, read_trajectory, read_trajectory_file,
-    trajectory_path,
-};
+pub use trajectory::{TRAJECTORY_FILE, Trajectory, TruncatedTail, read_trajectory, read_trajectory_file, trajectory_path};
 pub use trajectory_index::{TrajectoryIndex, read_trajectory_values};
 pub use writer::{EpisodeWriter, START_DIFF_FILE, UsageRecorder};

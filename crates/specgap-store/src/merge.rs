@@ -422,19 +422,10 @@ fn read_episodes(
             continue;
         };
         let rows = read_table(store, table)?;
-        let at = rows
-            .columns
-            .iter()
-            .position(|c| c == episode_column)
-            .unwrap_or(0);
+        let at = rows.columns.iter().position(|c| c == episode_column).unwrap_or(0);
         for row in rows.rows {
             let id = render_value(ValueRef::from(&row[at]));
-            by_episode
-                .entry(id)
-                .or_default()
-                .entry(*table)
-                .or_default()
-                .push(row);
+            by_episode.entry(id).or_default().entry(*table).or_default().push(row);
         }
         columns.insert(*table, rows.columns);
     }
@@ -442,21 +433,12 @@ fn read_episodes(
 }
 
 /// The first table whose non-volatile rows differ between two copies of an episode.
-fn first_conflict(
-    a: &TablesOfEpisode,
-    b: &TablesOfEpisode,
-    columns: &BTreeMap<&'static str, Vec<String>>,
-) -> Option<&'static str> {
+fn first_conflict(a: &TablesOfEpisode, b: &TablesOfEpisode, columns: &BTreeMap<&'static str, Vec<String>>) -> Option<&'static str> {
     let empty = Vec::new();
-    TABLES
-        .iter()
-        .filter(|(_, episode)| episode.is_some())
-        .map(|(table, _)| *table)
-        .find(|table| {
-            let names = columns.get(table).map(Vec::as_slice).unwrap_or(&[]);
-            stable_rows(a.get(table).unwrap_or(&empty), names)
-                != stable_rows(b.get(table).unwrap_or(&empty), names)
-        })
+    TABLES.iter().filter(|(_, episode)| episode.is_some()).map(|(table, _)| *table).find(|table| {
+        let names = columns.get(table).map(Vec::as_slice).unwrap_or(&[]);
+        stable_rows(a.get(table).unwrap_or(&empty), names) != stable_rows(b.get(table).unwrap_or(&empty), names)
+    })
 }
 
 /// Rows rendered without volatile columns, sorted.
@@ -496,26 +478,17 @@ fn write_rows(
             continue;
         };
         let placeholders = vec!["?"; names.len()].join(", ");
-        let sql = format!(
-            "INSERT INTO {table} ({}) VALUES ({placeholders})",
-            names.join(", ")
-        );
+        let sql = format!("INSERT INTO {table} ({}) VALUES ({placeholders})", names.join(", "));
         let mut stmt = tx.prepare(&sql).at(&path)?;
         let rows: Box<dyn Iterator<Item = &Vec<Value>>> = if *table == "not_applicable" {
             Box::new(run_level.not_applicable.values())
         } else if *table == "panels" {
             Box::new(run_level.panels.values())
         } else {
-            Box::new(
-                episodes
-                    .values()
-                    .filter_map(|e| e.tables.get(table))
-                    .flatten(),
-            )
+            Box::new(episodes.values().filter_map(|e| e.tables.get(table)).flatten())
         };
         for row in rows {
-            stmt.execute(rusqlite::params_from_iter(row.iter()))
-                .at(&path)?;
+            stmt.execute(rusqlite::params_from_iter(row.iter())).at(&path)?;
         }
     }
     tx.commit().at(&path)

@@ -51,8 +51,8 @@ impl Store {
         self.in_episode_transaction(id, |tx, path| {
             insert_ballots(tx, path, id, ballots)?;
             for j in judgements {
-                let indices = serde_json::to_string(&j.matched_question_indices)
-                    .map_err(json_error("judgements.matched_question_indices"))?;
+                let indices =
+                    serde_json::to_string(&j.matched_question_indices).map_err(json_error("judgements.matched_question_indices"))?;
                 tx.execute_cached(INSERT_JUDGEMENT, params![id, j.judge, j.target, j.verdict, indices]).at(path)?;
             }
             Ok(())
@@ -146,8 +146,7 @@ impl Store {
         let path = self.db_path().to_path_buf();
         let mut conn = self.conn();
         let tx = conn.transaction().at(&path)?;
-        let known: Option<i64> =
-            tx.query_row("SELECT 1 FROM episodes WHERE id = ?1", [id], |r| r.get(0)).optional().at(&path)?;
+        let known: Option<i64> = tx.query_row("SELECT 1 FROM episodes WHERE id = ?1", [id], |r| r.get(0)).optional().at(&path)?;
         if known.is_none() {
             return Err(StoreError::UnknownEpisode { id: id.to_string() });
         }

@@ -10,8 +10,8 @@
 
 use std::collections::BTreeMap;
 
-use rusqlite::types::Value as SqlValue;
 use rusqlite::params_from_iter;
+use rusqlite::types::Value as SqlValue;
 use specgap_protocol::event::Usage;
 
 use crate::error::{SqlContext, StoreError};
@@ -60,12 +60,8 @@ impl EpisodeOrder {
     fn sql(self) -> &'static str {
         match self {
             EpisodeOrder::Key => "task, agent, condition, start, repeat, id",
-            EpisodeOrder::ScoreAscending => {
-                "final_score IS NULL, final_score ASC, task, agent, condition, start, repeat, id"
-            }
-            EpisodeOrder::ScoreDescending => {
-                "final_score IS NULL, final_score DESC, task, agent, condition, start, repeat, id"
-            }
+            EpisodeOrder::ScoreAscending => "final_score IS NULL, final_score ASC, task, agent, condition, start, repeat, id",
+            EpisodeOrder::ScoreDescending => "final_score IS NULL, final_score DESC, task, agent, condition, start, repeat, id",
             EpisodeOrder::Latest => "started_ts DESC, id",
         }
     }
@@ -167,11 +163,7 @@ fn where_clause(filter: &EpisodeFilter) -> (String, Vec<SqlValue>) {
         terms.push("repeat = ?");
         values.push(SqlValue::Integer(i64::from(repeat)));
     }
-    if terms.is_empty() {
-        (String::new(), values)
-    } else {
-        (format!(" WHERE {}", terms.join(" AND ")), values)
-    }
+    if terms.is_empty() { (String::new(), values) } else { (format!(" WHERE {}", terms.join(" AND ")), values) }
 }
 
 impl Store {
@@ -180,13 +172,7 @@ impl Store {
     ///
     /// # Errors
     /// SQLite errors; [`StoreError::BadValue`] for unknown enum texts.
-    pub fn episode_page(
-        &self,
-        filter: &EpisodeFilter,
-        order: EpisodeOrder,
-        offset: u64,
-        limit: u64,
-    ) -> Result<EpisodePage, StoreError> {
+    pub fn episode_page(&self, filter: &EpisodeFilter, order: EpisodeOrder, offset: u64, limit: u64) -> Result<EpisodePage, StoreError> {
         let conn = self.conn();
         let path = self.db_path();
         let (clause, values) = where_clause(filter);
@@ -195,46 +181,24 @@ impl Store {
             .at(path)?
             .query_row(params_from_iter(values.iter()), |r| r.get(0))
             .at(path)?;
-        let rows = crate::read::EPISODES.read_where(
-            &conn,
-            path,
-            &clause,
-            order.sql(),
-            &values,
-            (limit, offset),
-        )?;
-        Ok(EpisodePage {
-            total: u64::try_from(total).unwrap_or(0),
-            rows,
-        })
+        let rows = crate::read::EPISODES.read_where(&conn, path, &clause, order.sql(), &values, (limit, offset))?;
+        Ok(EpisodePage { total: u64::try_from(total).unwrap_or(0), rows })
     }
 
     /// Ids of the episodes matching `filter` in `order` (for scanning them in parts).
     ///
     /// # Errors
     /// SQLite errors.
-    pub fn episode_ids(
-        &self,
-        filter: &EpisodeFilter,
-        order: EpisodeOrder,
-        offset: u64,
-        limit: u64,
-    ) -> Result<Vec<String>, StoreError> {
+    pub fn episode_ids(&self, filter: &EpisodeFilter, order: EpisodeOrder, offset: u64, limit: u64) -> Result<Vec<String>, StoreError> {
         let conn = self.conn();
         let path = self.db_path();
         let (clause, mut values) = where_clause(filter);
         values.push(SqlValue::Integer(clamp(limit)));
         values.push(SqlValue::Integer(clamp(offset)));
-        let sql = format!(
-            "SELECT id FROM episodes{clause} ORDER BY {} LIMIT ? OFFSET ?",
-            order.sql()
-        );
+        let sql = format!("SELECT id FROM episodes{clause} ORDER BY {} LIMIT ? OFFSET ?", order.sql());
         let mut stmt = conn.prepare_cached(&sql).at(path)?;
-        let ids = stmt
-            .query_map(params_from_iter(values.iter()), |r| r.get::<_, String>(0))
-            .at(path)?
-            .collect::<Result<Vec<_>, _>>()
-            .at(path)?;
+        let ids =
+            stmt.query_map(params_from_iter(values.iter()), |r| r.get::<_, String>(0)).at(path)?.collect::<Result<Vec<_>, _>>().at(path)?;
         Ok(ids)
     }
 
@@ -353,12 +317,7 @@ impl Store {
             .at(path)?;
         let mut out = Vec::with_capacity(raw.len());
         for (agent, role, episodes, usage) in raw {
-            out.push(AgentUsage {
-                agent,
-                role: Role::parse(&role)?,
-                episodes,
-                usage,
-            });
+            out.push(AgentUsage { agent, role: Role::parse(&role)?, episodes, usage });
         }
         out.sort_by(|a, b| (&a.agent, a.role).cmp(&(&b.agent, b.role)));
         Ok(out)
@@ -372,8 +331,7 @@ impl Store {
     /// SQLite errors.
     pub fn data_version(&self) -> Result<i64, StoreError> {
         let conn = self.conn();
-        conn.query_row("PRAGMA data_version", [], |r| r.get(0))
-            .at(self.db_path())
+        conn.query_row("PRAGMA data_version", [], |r| r.get(0)).at(self.db_path())
     }
 }
 

@@ -38,19 +38,11 @@ impl<T> Reader<T> {
     ///
     /// # Errors
     /// SQLite errors at `path`; whatever the row mapper returns.
-    pub(crate) fn read(
-        &self,
-        conn: &Connection,
-        path: &Path,
-        filter: Option<&str>,
-    ) -> Result<Vec<T>, StoreError> {
+    pub(crate) fn read(&self, conn: &Connection, path: &Path, filter: Option<&str>) -> Result<Vec<T>, StoreError> {
         let mut out = Vec::new();
         match filter {
             Some(value) => {
-                let sql = format!(
-                    "{} WHERE {} = ?1 ORDER BY {}",
-                    self.sql, self.filter_column, self.order
-                );
+                let sql = format!("{} WHERE {} = ?1 ORDER BY {}", self.sql, self.filter_column, self.order);
                 let mut stmt = conn.prepare_cached(&sql).at(path)?;
                 let mut rows = stmt.query([value]).at(path)?;
                 while let Some(row) = rows.next().at(path)? {
@@ -104,10 +96,7 @@ impl<T> Reader<T> {
 /// Borrowed text of column `i` (NULL is an error: use [`opt_text`] for nullable columns).
 fn text<'r>(r: &'r Row<'_>, i: usize, path: &Path) -> Result<&'r str, StoreError> {
     let value = r.get_ref(i).at(path)?;
-    value
-        .as_str()
-        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(i, value.data_type(), Box::new(e)))
-        .at(path)
+    value.as_str().map_err(|e| rusqlite::Error::FromSqlConversionFailure(i, value.data_type(), Box::new(e))).at(path)
 }
 
 /// Borrowed text of nullable column `i`.
@@ -120,16 +109,8 @@ fn opt_text<'r>(r: &'r Row<'_>, i: usize, path: &Path) -> Result<Option<&'r str>
 
 /// Parses a snake_case / lowercase enum name through its serde form, straight from the
 /// borrowed column text.
-fn parse_name<T: for<'de> Deserialize<'de>>(
-    table: &'static str,
-    column: &'static str,
-    text: &str,
-) -> Result<T, StoreError> {
-    T::deserialize(StrDeserializer::<NameError>::new(text)).map_err(|_| StoreError::BadValue {
-        table,
-        column,
-        value: text.to_string(),
-    })
+fn parse_name<T: for<'de> Deserialize<'de>>(table: &'static str, column: &'static str, text: &str) -> Result<T, StoreError> {
+    T::deserialize(StrDeserializer::<NameError>::new(text)).map_err(|_| StoreError::BadValue { table, column, value: text.to_string() })
 }
 
 /// `episodes`, by id.
@@ -156,17 +137,11 @@ fn episode_row(r: &Row<'_>, path: &Path) -> Result<EpisodeRow, StoreError> {
         condition: r.get(7).at(path)?,
         start: r.get(8).at(path)?,
         repeat: r.get(9).at(path)?,
-        seed: seed.parse().map_err(|_| StoreError::BadValue {
-            table: "episodes",
-            column: "seed",
-            value: seed.to_string(),
-        })?,
+        seed: seed.parse().map_err(|_| StoreError::BadValue { table: "episodes", column: "seed", value: seed.to_string() })?,
         family: parse_name("episodes", "family", text(r, 11, path)?)?,
         scoring_kind: parse_name("episodes", "scoring_kind", text(r, 12, path)?)?,
         status: Status::parse(text(r, 13, path)?)?,
-        end_reason: opt_text(r, 14, path)?
-            .map(|e| parse_name("episodes", "end_reason", e))
-            .transpose()?,
+        end_reason: opt_text(r, 14, path)?.map(|e| parse_name("episodes", "end_reason", e)).transpose()?,
         attempts: r.get(15).at(path)?,
         submissions: r.get(16).at(path)?,
         final_score: r.get(17).at(path)?,
@@ -211,9 +186,7 @@ pub(crate) const SUBMISSIONS: Reader<SubmissionRow> = Reader {
             automatic: r.get(2).at(path)?,
             agent_declared: r.get(3).at(path)?,
             valid_evaluation: r.get(4).at(path)?,
-            kind: opt_text(r, 5, path)?
-                .map(|k| parse_name("submissions", "kind", k))
-                .transpose()?,
+            kind: opt_text(r, 5, path)?.map(|k| parse_name("submissions", "kind", k)).transpose()?,
             score: r.get(6).at(path)?,
             success: r.get(7).at(path)?,
             reward: r.get(8).at(path)?,
@@ -238,8 +211,7 @@ pub(crate) const REQUIREMENT_OUTCOMES: Reader<RequirementOutcomeRow> = Reader {
             requirement: r.get(2).at(path)?,
             pass: r.get(3).at(path)?,
             failure_mode: r.get(4).at(path)?,
-            measured: serde_json::from_str(text(r, 5, path)?)
-                .map_err(json_error("requirement_outcomes.measured"))?,
+            measured: serde_json::from_str(text(r, 5, path)?).map_err(json_error("requirement_outcomes.measured"))?,
             detail: r.get(6).at(path)?,
         })
     },
@@ -273,11 +245,8 @@ pub(crate) const DELIVERIES: Reader<DeliveryRow> = Reader {
             k: r.get(1).at(path)?,
             valid: r.get(2).at(path)?,
             objective: r.get(3).at(path)?,
-            signature: opt_text(r, 4, path)?
-                .map(|s| parse_name("deliveries", "signature", s))
-                .transpose()?,
-            violations: serde_json::from_str(text(r, 5, path)?)
-                .map_err(json_error("deliveries.violations"))?,
+            signature: opt_text(r, 4, path)?.map(|s| parse_name("deliveries", "signature", s)).transpose()?,
+            violations: serde_json::from_str(text(r, 5, path)?).map_err(json_error("deliveries.violations"))?,
         })
     },
 };
@@ -296,8 +265,7 @@ pub(crate) const QUESTIONS: Reader<QuestionRow> = Reader {
                 turn: r.get(2).at(path)?,
                 text: r.get(3).at(path)?,
                 answer: r.get(4).at(path)?,
-                matched_targets: serde_json::from_str(text(r, 5, path)?)
-                    .map_err(json_error("questions.matched_targets"))?,
+                matched_targets: serde_json::from_str(text(r, 5, path)?).map_err(json_error("questions.matched_targets"))?,
             },
         })
     },
@@ -333,9 +301,7 @@ pub(crate) const USAGE: Reader<UsageRow> = Reader {
     filter_column: "episode",
     order: "episode, attempt, role",
     // SQLite orders `role` by its text; compare the text, not the enum's declaration order.
-    cmp: |a, b| {
-        (&a.episode, a.attempt, a.role.as_str()).cmp(&(&b.episode, b.attempt, b.role.as_str()))
-    },
+    cmp: |a, b| (&a.episode, a.attempt, a.role.as_str()).cmp(&(&b.episode, b.attempt, b.role.as_str())),
     map: |r, path| {
         Ok(UsageRow {
             episode: r.get(0).at(path)?,
@@ -394,9 +360,7 @@ pub(crate) const PANELS: Reader<PanelRecord> = Reader {
 };
 
 fn vote_of(r: &Row<'_>, i: usize, path: &Path) -> Result<Option<serde_json::Value>, StoreError> {
-    opt_text(r, i, path)?
-        .map(|v| serde_json::from_str(v).map_err(json_error("ballots.vote")))
-        .transpose()
+    opt_text(r, i, path)?.map(|v| serde_json::from_str(v).map_err(json_error("ballots.vote"))).transpose()
 }
 
 /// `ballots` with requests and responses, by (episode, panel, subject, seat).
@@ -469,9 +433,7 @@ pub(crate) const EXTRACTIONS: Reader<ExtractionRow> = Reader {
                 success: r.get(5).at(path)?,
                 valid: r.get(6).at(path)?,
                 objective: r.get(7).at(path)?,
-                signature: opt_text(r, 8, path)?
-                    .map(|s| parse_name("extractions", "signature", s))
-                    .transpose()?,
+                signature: opt_text(r, 8, path)?.map(|s| parse_name("extractions", "signature", s)).transpose()?,
                 routes: r.get(9).at(path)?,
                 agreeing: r.get(10).at(path)?,
             },
@@ -484,14 +446,7 @@ pub(crate) const NOT_APPLICABLE: Reader<NotApplicableRow> = Reader {
     sql: "SELECT task, agent, condition, start, reason FROM not_applicable",
     filter_column: "task",
     order: "task, agent, condition, start",
-    cmp: |a, b| {
-        (&a.task, &a.agent, &a.condition, &a.start).cmp(&(
-            &b.task,
-            &b.agent,
-            &b.condition,
-            &b.start,
-        ))
-    },
+    cmp: |a, b| (&a.task, &a.agent, &a.condition, &a.start).cmp(&(&b.task, &b.agent, &b.condition, &b.start)),
     map: |r, path| {
         Ok(NotApplicableRow {
             task: r.get(0).at(path)?,
@@ -511,29 +466,13 @@ mod tests {
 
     #[test]
     fn parse_name_reads_serde_names_and_rejects_others() {
-        assert_eq!(
-            parse_name::<EndReason>("episodes", "end_reason", "submission_budget").ok(),
-            Some(EndReason::SubmissionBudget)
-        );
-        assert_eq!(
-            parse_name::<TestOutcome>("tests", "outcome", "skip").ok(),
-            Some(TestOutcome::Skip)
-        );
-        assert_eq!(
-            parse_name::<Signature>("deliveries", "signature", "none").ok(),
-            Some(Signature::None)
-        );
+        assert_eq!(parse_name::<EndReason>("episodes", "end_reason", "submission_budget").ok(), Some(EndReason::SubmissionBudget));
+        assert_eq!(parse_name::<TestOutcome>("tests", "outcome", "skip").ok(), Some(TestOutcome::Skip));
+        assert_eq!(parse_name::<Signature>("deliveries", "signature", "none").ok(), Some(Signature::None));
         let err = parse_name::<TestOutcome>("tests", "outcome", "Pass").err();
         assert_eq!(
             err.map(|e| e.to_string()),
-            Some(
-                StoreError::BadValue {
-                    table: "tests",
-                    column: "outcome",
-                    value: "Pass".into()
-                }
-                .to_string()
-            )
+            Some(StoreError::BadValue { table: "tests", column: "outcome", value: "Pass".into() }.to_string())
         );
     }
 
@@ -547,27 +486,16 @@ mod tests {
                  ('a', 10, 'y'), ('é', 0, 'a'), ('ab', 0, 'a'), ('a', 10, 'Y');",
         )
         .unwrap();
-        let mut stmt = conn
-            .prepare("SELECT episode, k, test FROM t ORDER BY episode, k, test")
-            .unwrap();
-        let sqlite: Vec<(String, u32, String)> = stmt
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
+        let mut stmt = conn.prepare("SELECT episode, k, test FROM t ORDER BY episode, k, test").unwrap();
+        let sqlite: Vec<(String, u32, String)> =
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap().collect::<Result<_, _>>().unwrap();
         let mut ours: Vec<TestRow> = sqlite
             .iter()
             .rev()
-            .map(|(episode, k, test)| TestRow {
-                episode: episode.clone(),
-                k: *k,
-                test: test.clone(),
-                outcome: TestOutcome::Pass,
-            })
+            .map(|(episode, k, test)| TestRow { episode: episode.clone(), k: *k, test: test.clone(), outcome: TestOutcome::Pass })
             .collect();
         ours.sort_unstable_by(TESTS.cmp);
-        let ours: Vec<(String, u32, String)> =
-            ours.into_iter().map(|t| (t.episode, t.k, t.test)).collect();
+        let ours: Vec<(String, u32, String)> = ours.into_iter().map(|t| (t.episode, t.k, t.test)).collect();
         assert_eq!(ours, sqlite);
     }
 }

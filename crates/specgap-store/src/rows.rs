@@ -5,9 +5,7 @@ use std::collections::BTreeMap;
 
 use specgap_protocol::event::Usage;
 use specgap_protocol::package::Family;
-use specgap_protocol::result::{
-    EvalResult, Scored, ScoringKind, Signature, TestOutcome, Violation,
-};
+use specgap_protocol::result::{EvalResult, Scored, ScoringKind, Signature, TestOutcome, Violation};
 use specgap_protocol::run::{EndReason, EpisodeKey};
 
 use crate::error::StoreError;
@@ -55,11 +53,7 @@ impl Status {
             "eval_error" => Status::EvalError,
             "interrupted" => Status::Interrupted,
             other => {
-                return Err(StoreError::BadValue {
-                    table: "episodes",
-                    column: "status",
-                    value: other.to_string(),
-                });
+                return Err(StoreError::BadValue { table: "episodes", column: "status", value: other.to_string() });
             }
         })
     }
@@ -71,10 +65,7 @@ impl Status {
     /// `specgap run --resume` runs `eval_error` episodes again as well (the runner's
     /// `RunOptions::rerun_eval_errors`).
     pub fn needs_rerun(self) -> bool {
-        matches!(
-            self,
-            Status::Running | Status::Interrupted | Status::InfraError
-        )
+        matches!(self, Status::Running | Status::Interrupted | Status::InfraError)
     }
 }
 
@@ -145,11 +136,7 @@ impl ErrorClass {
         match text {
             "infrastructure" => Ok(ErrorClass::Infrastructure),
             "evaluation" => Ok(ErrorClass::Evaluation),
-            other => Err(StoreError::BadValue {
-                table: "errors",
-                column: "class",
-                value: other.to_string(),
-            }),
+            other => Err(StoreError::BadValue { table: "errors", column: "class", value: other.to_string() }),
         }
     }
 }

@@ -81,9 +81,5 @@ fn try_lock(file: &std::fs::File) -> Result<bool, StoreError> {
         return Ok(true);
     }
     let err = std::io::Error::last_os_error();
-    if err.kind() == std::io::ErrorKind::WouldBlock {
-        Ok(false)
-    } else {
-        Err(StoreError::Io(err))
-    }
+    if err.kind() == std::io::ErrorKind::WouldBlock { Ok(false) } else { Err(StoreError::Io(err)) }
 }

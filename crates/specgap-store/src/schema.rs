@@ -357,16 +357,10 @@ CREATE INDEX episodes_by_status ON episodes(status);
 /// [`StoreError::Sqlite`], [`StoreError::NotWal`], [`StoreError::SchemaTooNew`].
 pub(crate) fn open_connection(path: &Path) -> Result<Connection, StoreError> {
     let mut conn = Connection::open(path).at(path)?;
-    conn.busy_timeout(Duration::from_millis(BUSY_TIMEOUT_MS))
-        .at(path)?;
-    let mode: String = conn
-        .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
-        .at(path)?;
+    conn.busy_timeout(Duration::from_millis(BUSY_TIMEOUT_MS)).at(path)?;
+    let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)).at(path)?;
     if !mode.eq_ignore_ascii_case("wal") {
-        return Err(StoreError::NotWal {
-            path: path.to_path_buf(),
-            mode,
-        });
+        return Err(StoreError::NotWal { path: path.to_path_buf(), mode });
     }
     // NORMAL is durable against process crashes in WAL mode; only power loss can drop the
     // last transactions, which a resume re-runs.
@@ -385,28 +379,18 @@ pub(crate) fn open_connection(path: &Path) -> Result<Connection, StoreError> {
 /// # Errors
 /// [`StoreError::Sqlite`] when the file cannot be opened.
 pub(crate) fn open_reader(path: &Path) -> Result<Connection, StoreError> {
-    let flags =
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(path, flags).at(path)?;
-    conn.busy_timeout(Duration::from_millis(BUSY_TIMEOUT_MS))
-        .at(path)?;
+    conn.busy_timeout(Duration::from_millis(BUSY_TIMEOUT_MS)).at(path)?;
     Ok(conn)
 }
 
 /// Brings the schema to [`SCHEMA_VERSION`] in one transaction.
 fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
-    let tx = conn
-        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-        .at(path)?;
-    let found: i64 = tx
-        .query_row("PRAGMA user_version", [], |row| row.get(0))
-        .at(path)?;
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).at(path)?;
+    let found: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0)).at(path)?;
     if found > SCHEMA_VERSION {
-        return Err(StoreError::SchemaTooNew {
-            path: path.to_path_buf(),
-            found,
-            supported: SCHEMA_VERSION,
-        });
+        return Err(StoreError::SchemaTooNew { path: path.to_path_buf(), found, supported: SCHEMA_VERSION });
     }
     let mut version = found;
     if version == 0 {
@@ -416,7 +400,6 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
     for step in &MIGRATIONS[usize::try_from(version - 1).unwrap_or(0)..] {
         tx.execute_batch(step).at(path)?;
     }
-    tx.pragma_update(None, "user_version", SCHEMA_VERSION)
-        .at(path)?;
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION).at(path)?;
     tx.commit().at(path)
 }

@@ -53,25 +53,14 @@ impl Store {
     pub fn create(dir: &Path, config: &RunConfig) -> Result<Store, StoreError> {
         if dir.join(config::RUN_TOML).is_file() {
             let existing = config::read_config(dir)?;
-            if let Some(difference) = config::config_difference(
-                &existing,
-                "the store",
-                config,
-                "the new configuration",
-                EXACT,
-            ) {
-                return Err(StoreError::ConfigMismatch {
-                    dir: dir.to_path_buf(),
-                    difference,
-                });
+            if let Some(difference) = config::config_difference(&existing, "the store", config, "the new configuration", EXACT) {
+                return Err(StoreError::ConfigMismatch { dir: dir.to_path_buf(), difference });
             }
             return Store::open(dir);
         }
         // The runner's lock may be there already (Store::create_for_runner).
         if !files::is_missing_or_only(dir, &[crate::runner_lock::RUNNER_LOCK])? {
-            return Err(StoreError::NonEmptyDir {
-                dir: dir.to_path_buf(),
-            });
+            return Err(StoreError::NonEmptyDir { dir: dir.to_path_buf() });
         }
         fs_err::create_dir_all(dir.join(EPISODES_DIR))?;
         // run.toml first: a crash right after it leaves a store that `open` completes (the
@@ -141,15 +130,9 @@ impl Store {
             return Err(StoreError::NotAStore { dir: dir.to_path_buf() });
         }
         let conn = schema::open_reader(&db_path)?;
-        let found: i64 = conn
-            .query_row("PRAGMA user_version", [], |row| row.get(0))
-            .at(&db_path)?;
+        let found: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0)).at(&db_path)?;
         if found > schema::SCHEMA_VERSION {
-            return Err(StoreError::SchemaTooNew {
-                path: db_path,
-                found,
-                supported: schema::SCHEMA_VERSION,
-            });
+            return Err(StoreError::SchemaTooNew { path: db_path, found, supported: schema::SCHEMA_VERSION });
         }
         if found < schema::SCHEMA_VERSION {
             drop(conn);
@@ -178,15 +161,8 @@ impl Store {
     }
 
     fn from_parts(dir: &Path, db_path: PathBuf, config: RunConfig, conn: Connection) -> Store {
-        let inner = Inner {
-            dir: dir.to_path_buf(),
-            db_path,
-            config,
-            conn: Mutex::new(conn),
-        };
-        Store {
-            inner: Arc::new(inner),
-        }
+        let inner = Inner { dir: dir.to_path_buf(), db_path, config, conn: Mutex::new(conn) };
+        Store { inner: Arc::new(inner) }
     }
 
     /// The run directory.
@@ -212,10 +188,7 @@ impl Store {
     /// Locks the shared connection. A panic in another thread while holding the lock cannot
     /// leave a half transaction (rusqlite rolls back on drop), so a poisoned lock is reused.
     pub(crate) fn conn(&self) -> MutexGuard<'_, Connection> {
-        self.inner
-            .conn
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.inner.conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Starts (or restarts) the episode of `key`: inserts its row or marks it `running` with
@@ -230,33 +203,20 @@ impl Store {
     /// # Errors
     /// [`StoreError::AlreadyFinished`] when the episode is `finished` or `not_applicable`: call
     /// [`Store::reset_episode`] first to run it again.
-    pub fn begin_episode(
-        &self,
-        key: &EpisodeKey,
-        meta: &EpisodeMeta,
-    ) -> Result<EpisodeWriter, StoreError> {
+    pub fn begin_episode(&self, key: &EpisodeKey, meta: &EpisodeMeta) -> Result<EpisodeWriter, StoreError> {
         let id = key.id();
         let attempt = {
             let path = self.db_path();
             let mut conn = self.conn();
-            let tx = conn
-                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-                .at(path)?;
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).at(path)?;
             let existing: Option<(String, u32)> = tx
-                .query_row(
-                    "SELECT status, attempts FROM episodes WHERE id = ?1",
-                    [&id],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )
+                .query_row("SELECT status, attempts FROM episodes WHERE id = ?1", [&id], |r| Ok((r.get(0)?, r.get(1)?)))
                 .optional()
                 .at(path)?;
             if let Some((status, _)) = &existing {
                 let status = Status::parse(status)?;
                 if matches!(status, Status::Finished | Status::NotApplicable) {
-                    return Err(StoreError::AlreadyFinished {
-                        id,
-                        status: status.as_str().to_string(),
-                    });
+                    return Err(StoreError::AlreadyFinished { id, status: status.as_str().to_string() });
                 }
                 delete_attempt_rows(&tx, path, &id)?;
             }
@@ -278,11 +238,8 @@ impl Store {
     /// # Errors
     /// [`StoreError::UnknownEpisode`] when the episode is not in the store; SQLite errors.
     pub fn usage_recorder(&self, id: &str) -> Result<crate::UsageRecorder, StoreError> {
-        let attempts: Option<u32> = self
-            .conn()
-            .query_row("SELECT attempts FROM episodes WHERE id = ?1", [id], |r| r.get(0))
-            .optional()
-            .at(self.db_path())?;
+        let attempts: Option<u32> =
+            self.conn().query_row("SELECT attempts FROM episodes WHERE id = ?1", [id], |r| r.get(0)).optional().at(self.db_path())?;
         let attempts = attempts.ok_or_else(|| StoreError::UnknownEpisode { id: id.to_string() })?;
         Ok(crate::UsageRecorder::new(self.clone(), id.to_string(), attempts))
     }
@@ -293,13 +250,8 @@ impl Store {
     /// SQLite errors; [`StoreError::BadValue`] for an unknown status text.
     pub fn episode_status(&self, id: &str) -> Result<Option<Status>, StoreError> {
         let path = self.db_path();
-        let status: Option<String> = self
-            .conn()
-            .query_row("SELECT status FROM episodes WHERE id = ?1", [id], |r| {
-                r.get(0)
-            })
-            .optional()
-            .at(path)?;
+        let status: Option<String> =
+            self.conn().query_row("SELECT status FROM episodes WHERE id = ?1", [id], |r| r.get(0)).optional().at(path)?;
         status.as_deref().map(Status::parse).transpose()
     }
 
@@ -311,14 +263,9 @@ impl Store {
     pub fn unfinished_or_failed(&self) -> Result<Vec<String>, StoreError> {
         let path = self.db_path();
         let conn = self.conn();
-        let mut stmt = conn
-            .prepare("SELECT id FROM episodes WHERE status IN ('running','interrupted','infra_error') ORDER BY id")
-            .at(path)?;
-        let ids = stmt
-            .query_map([], |r| r.get(0))
-            .at(path)?
-            .collect::<Result<Vec<String>, _>>()
-            .at(path)?;
+        let mut stmt =
+            conn.prepare("SELECT id FROM episodes WHERE status IN ('running','interrupted','infra_error') ORDER BY id").at(path)?;
+        let ids = stmt.query_map([], |r| r.get(0)).at(path)?.collect::<Result<Vec<String>, _>>().at(path)?;
         Ok(ids)
     }
 
@@ -334,8 +281,7 @@ impl Store {
             let tx = conn.transaction().at(path)?;
             for (table, column) in TABLES.iter().rev() {
                 if let Some(column) = column {
-                    tx.execute_cached(&format!("DELETE FROM {table} WHERE {column} = ?1"), [id])
-                        .at(path)?;
+                    tx.execute_cached(&format!("DELETE FROM {table} WHERE {column} = ?1"), [id]).at(path)?;
                 }
             }
             tx.commit().at(path)?;
@@ -364,14 +310,11 @@ impl Store {
     /// # Errors
     /// [`StoreError::UnknownEpisode`] when the episode is not in the store; SQLite errors.
     pub fn record_judgement(&self, id: &str, judgement: &Judgement) -> Result<(), StoreError> {
-        let indices = serde_json::to_string(&judgement.matched_question_indices)
-            .map_err(json_error("judgements.matched_question_indices"))?;
+        let indices =
+            serde_json::to_string(&judgement.matched_question_indices).map_err(json_error("judgements.matched_question_indices"))?;
         let path = self.db_path();
         let conn = self.conn();
-        let known: Option<i64> = conn
-            .query_row("SELECT 1 FROM episodes WHERE id = ?1", [id], |r| r.get(0))
-            .optional()
-            .at(path)?;
+        let known: Option<i64> = conn.query_row("SELECT 1 FROM episodes WHERE id = ?1", [id], |r| r.get(0)).optional().at(path)?;
         if known.is_none() {
             return Err(StoreError::UnknownEpisode { id: id.to_string() });
         }
@@ -395,9 +338,7 @@ impl Store {
         let mut conn = self.conn();
         let tx = conn.transaction().at(path)?;
         {
-            let mut known = tx
-                .prepare("SELECT 1 FROM episodes WHERE id = ?1")
-                .at(path)?;
+            let mut known = tx.prepare("SELECT 1 FROM episodes WHERE id = ?1").at(path)?;
             let mut insert = tx
                 .prepare(
                     "INSERT OR REPLACE INTO judgements (episode, judge, target, verdict, matched_question_indices)
@@ -406,16 +347,12 @@ impl Store {
                 .at(path)?;
             for row in rows {
                 if !known.exists([&row.episode]).at(path)? {
-                    return Err(StoreError::UnknownEpisode {
-                        id: row.episode.clone(),
-                    });
+                    return Err(StoreError::UnknownEpisode { id: row.episode.clone() });
                 }
                 let j = &row.judgement;
-                let indices = serde_json::to_string(&j.matched_question_indices)
-                    .map_err(json_error("judgements.matched_question_indices"))?;
-                insert
-                    .execute(params![row.episode, j.judge, j.target, j.verdict, indices])
-                    .at(path)?;
+                let indices =
+                    serde_json::to_string(&j.matched_question_indices).map_err(json_error("judgements.matched_question_indices"))?;
+                insert.execute(params![row.episode, j.judge, j.target, j.verdict, indices]).at(path)?;
             }
         }
         tx.commit().at(path)
@@ -429,10 +366,7 @@ impl Store {
     ///
     /// # Errors
     /// SQLite errors.
-    pub fn dump_tables(
-        &self,
-        exclude_volatile: bool,
-    ) -> Result<BTreeMap<String, Vec<Vec<String>>>, StoreError> {
+    pub fn dump_tables(&self, exclude_volatile: bool) -> Result<BTreeMap<String, Vec<Vec<String>>>, StoreError> {
         let path = self.db_path();
         let conn = self.conn();
         let mut out = BTreeMap::new();
@@ -667,11 +601,7 @@ fn read_first_half(conn: &Connection, path: &Path) -> Result<RunRows, StoreError
 }
 
 /// Deletes the rows an attempt writes, except `errors` and `usage`, which are kept per attempt.
-fn delete_attempt_rows(
-    tx: &rusqlite::Transaction<'_>,
-    path: &Path,
-    id: &str,
-) -> Result<(), StoreError> {
+fn delete_attempt_rows(tx: &rusqlite::Transaction<'_>, path: &Path, id: &str) -> Result<(), StoreError> {
     for table in [
         "start_results",
         "submissions",
@@ -684,8 +614,7 @@ fn delete_attempt_rows(
         "extractions",
         "resamples",
     ] {
-        tx.execute_cached(&format!("DELETE FROM {table} WHERE episode = ?1"), [id])
-            .at(path)?;
+        tx.execute_cached(&format!("DELETE FROM {table} WHERE episode = ?1"), [id]).at(path)?;
     }
     Ok(())
 }

@@ -66,35 +66,19 @@ pub fn read_trajectory_file(path: &Path) -> Result<Trajectory, StoreError> {
             Ok(len) if len > 0 && len <= rest.len() => len,
             // The frame header or body runs past the end of the file: a cut last frame.
             _ => {
-                let truncated = TruncatedTail {
-                    offset: pos as u64,
-                    bytes: rest.len() as u64,
-                };
-                return Ok(Trajectory {
-                    events,
-                    truncated: Some(truncated),
-                });
+                let truncated = TruncatedTail { offset: pos as u64, bytes: rest.len() as u64 };
+                return Ok(Trajectory { events, truncated: Some(truncated) });
             }
         };
         let offset = pos as u64;
-        let line = decode_frame(&rest[..frame_len]).map_err(|source| StoreError::TrajectoryFrame {
-            path: path.to_path_buf(),
-            offset,
-            source,
-        })?;
+        let line =
+            decode_frame(&rest[..frame_len]).map_err(|source| StoreError::TrajectoryFrame { path: path.to_path_buf(), offset, source })?;
         let event: Event =
-            serde_json::from_slice(&line).map_err(|source| StoreError::TrajectoryEvent {
-                path: path.to_path_buf(),
-                offset,
-                source,
-            })?;
+            serde_json::from_slice(&line).map_err(|source| StoreError::TrajectoryEvent { path: path.to_path_buf(), offset, source })?;
         events.push(event);
         pos += frame_len;
     }
-    Ok(Trajectory {
-        events,
-        truncated: None,
-    })
+    Ok(Trajectory { events, truncated: None })
 }
 
 /// Frames that say they decode to more than this are decoded by streaming instead of into one
@@ -158,8 +142,7 @@ impl FrameWriter {
     /// Writes one event as one frame with a single `write_all`, so the kernel holds it even if
     /// the process is killed right after.
     pub(crate) fn append(&mut self, event: &Event) -> Result<(), StoreError> {
-        let mut line = serde_json::to_vec(event)
-            .map_err(json_error(format!("trajectory event {}", event.seq)))?;
+        let mut line = serde_json::to_vec(event).map_err(json_error(format!("trajectory event {}", event.seq)))?;
         line.push(b'\n');
         let frame = compress_frame(&line)?;
         self.file.write_all(&frame)?;

@@ -111,10 +111,7 @@ impl TrajectoryIndex {
     /// The bytes after the last complete frame, if any: a frame being written now, or (in a
     /// finished episode) a cut last frame left by a crash.
     pub fn pending_tail(&self) -> Option<TruncatedTail> {
-        (self.pending > 0).then_some(TruncatedTail {
-            offset: self.indexed,
-            bytes: self.pending,
-        })
+        (self.pending > 0).then_some(TruncatedTail { offset: self.indexed, bytes: self.pending })
     }
 
     /// Decodes the events at positions `range` (clamped to what is indexed), as raw JSON.
@@ -122,11 +119,7 @@ impl TrajectoryIndex {
     /// # Errors
     /// [`StoreError::Io`]; [`StoreError::TrajectoryFrame`] when a frame does not decode;
     /// [`StoreError::TrajectoryEvent`] when it is not one JSON value.
-    pub fn read(
-        &self,
-        path: &Path,
-        range: Range<usize>,
-    ) -> Result<Vec<serde_json::Value>, StoreError> {
+    pub fn read(&self, path: &Path, range: Range<usize>) -> Result<Vec<serde_json::Value>, StoreError> {
         self.read_as(path, range)
     }
 
@@ -137,11 +130,7 @@ impl TrajectoryIndex {
     /// # Errors
     /// As [`TrajectoryIndex::read`]; [`StoreError::TrajectoryEvent`] when an event does not
     /// have `T`'s shape.
-    pub fn read_as<T: serde::de::DeserializeOwned>(
-        &self,
-        path: &Path,
-        range: Range<usize>,
-    ) -> Result<Vec<T>, StoreError> {
+    pub fn read_as<T: serde::de::DeserializeOwned>(&self, path: &Path, range: Range<usize>) -> Result<Vec<T>, StoreError> {
         let end = range.end.min(self.frames.len());
         let start = range.start.min(end);
         let frames = &self.frames[start..end];
@@ -164,21 +153,9 @@ impl TrajectoryIndex {
     }
 }
 
-fn decode_as<T: serde::de::DeserializeOwned>(
-    path: &Path,
-    offset: u64,
-    frame: &[u8],
-) -> Result<T, StoreError> {
-    let line = decode_frame(frame).map_err(|source| StoreError::TrajectoryFrame {
-        path: path.to_path_buf(),
-        offset,
-        source,
-    })?;
-    serde_json::from_slice(&line).map_err(|source| StoreError::TrajectoryEvent {
-        path: path.to_path_buf(),
-        offset,
-        source,
-    })
+fn decode_as<T: serde::de::DeserializeOwned>(path: &Path, offset: u64, frame: &[u8]) -> Result<T, StoreError> {
+    let line = decode_frame(frame).map_err(|source| StoreError::TrajectoryFrame { path: path.to_path_buf(), offset, source })?;
+    serde_json::from_slice(&line).map_err(|source| StoreError::TrajectoryEvent { path: path.to_path_buf(), offset, source })
 }
 
 /// Every event of the trajectory file at `path` as raw JSON, and the cut last frame, if
@@ -186,9 +163,7 @@ fn decode_as<T: serde::de::DeserializeOwned>(
 ///
 /// # Errors
 /// As [`TrajectoryIndex::read`].
-pub fn read_trajectory_values(
-    path: &Path,
-) -> Result<(Vec<serde_json::Value>, Option<TruncatedTail>), StoreError> {
+pub fn read_trajectory_values(path: &Path) -> Result<(Vec<serde_json::Value>, Option<TruncatedTail>), StoreError> {
     let index = TrajectoryIndex::build(path)?;
     let events = index.read(path, 0..index.len())?;
     Ok((events, index.pending_tail()))

@@ -19,9 +19,7 @@ pub const START_DIFF_FILE: &str = "workspace.diff";
 
 /// Milliseconds since the Unix epoch (0 if the clock is before 1970).
 pub(crate) fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// Writes one attempt of one episode: its trajectory, files and rows. Made by
@@ -46,13 +44,7 @@ pub struct EpisodeWriter {
 }
 
 impl EpisodeWriter {
-    pub(crate) fn new(
-        store: Store,
-        id: String,
-        start: String,
-        attempt: u32,
-        dir: PathBuf,
-    ) -> Result<Self, StoreError> {
+    pub(crate) fn new(store: Store, id: String, start: String, attempt: u32, dir: PathBuf) -> Result<Self, StoreError> {
         let frames = FrameWriter::create(&dir.join(TRAJECTORY_FILE))?;
         Ok(EpisodeWriter {
             store,
@@ -110,12 +102,7 @@ impl EpisodeWriter {
         let seq = self.next_seq;
         let elapsed_ms = u64::try_from(at.saturating_duration_since(self.started).as_millis()).unwrap_or(u64::MAX);
         let ago_ms = u64::try_from(Instant::now().saturating_duration_since(at).as_millis()).unwrap_or(0);
-        let event = Event {
-            seq,
-            ts_ms: now_ms().saturating_sub(ago_ms),
-            elapsed_ms,
-            kind,
-        };
+        let event = Event { seq, ts_ms: now_ms().saturating_sub(ago_ms), elapsed_ms, kind };
         self.frames.append(&event)?;
         self.next_seq += 1;
         self.last_at = at;
@@ -132,22 +119,14 @@ impl EpisodeWriter {
         let dir = self.dir.join("start");
         fs_err::create_dir_all(&dir)?;
         write_json(&dir.join("result.json"), result)?;
-        let state = self
-            .start
-            .strip_prefix("residual:")
-            .unwrap_or(&self.start)
-            .to_string();
+        let state = self.start.strip_prefix("residual:").unwrap_or(&self.start).to_string();
         let path = self.store.db_path().to_path_buf();
         let mut conn = self.store.conn();
         let tx = conn.transaction().at(&path)?;
         delete_result_rows(&tx, &path, &self.id, 0)?;
-        tx.execute_cached("DELETE FROM start_results WHERE episode = ?1", [&self.id])
+        tx.execute_cached("DELETE FROM start_results WHERE episode = ?1", [&self.id]).at(&path)?;
+        tx.execute_cached("INSERT INTO start_results (episode, state, reward) VALUES (?1, ?2, ?3)", params![self.id, state, result.reward])
             .at(&path)?;
-        tx.execute_cached(
-            "INSERT INTO start_results (episode, state, reward) VALUES (?1, ?2, ?3)",
-            params![self.id, state, result.reward],
-        )
-        .at(&path)?;
         insert_result_rows(&tx, &path, &self.id, 0, result)?;
         tx.commit().at(&path)
     }
@@ -190,11 +169,7 @@ impl EpisodeWriter {
     ///
     /// # Errors
     /// File, JSON and SQLite errors.
-    pub fn write_submission(
-        &mut self,
-        k: u32,
-        record: &SubmissionRecord,
-    ) -> Result<(), StoreError> {
+    pub fn write_submission(&mut self, k: u32, record: &SubmissionRecord) -> Result<(), StoreError> {
         let dir = self.dir.join("submissions").join(k.to_string());
         fs_err::create_dir_all(&dir)?;
         if let Some(result) = &record.result {
@@ -205,11 +180,7 @@ impl EpisodeWriter {
         let mut conn = self.store.conn();
         let tx = conn.transaction().at(&path)?;
         delete_result_rows(&tx, &path, &self.id, k)?;
-        tx.execute_cached(
-            "DELETE FROM submissions WHERE episode = ?1 AND k = ?2",
-            params![self.id, k],
-        )
-        .at(&path)?;
+        tx.execute_cached("DELETE FROM submissions WHERE episode = ?1 AND k = ?2", params![self.id, k]).at(&path)?;
         let scored = record.scored.as_ref();
         tx.execute_cached(
             "INSERT INTO submissions (episode, k, automatic, agent_declared, valid_evaluation, kind, score, success,
@@ -249,8 +220,7 @@ impl EpisodeWriter {
     /// JSON and SQLite errors.
     pub fn record_question(&mut self, question: &Question) -> Result<u32, StoreError> {
         let idx = self.next_question;
-        let matched = serde_json::to_string(&question.matched_targets)
-            .map_err(json_error("questions.matched_targets"))?;
+        let matched = serde_json::to_string(&question.matched_targets).map_err(json_error("questions.matched_targets"))?;
         self.store
             .conn()
             .execute_cached(
@@ -307,15 +277,7 @@ impl EpisodeWriter {
             .execute_cached(
                 "INSERT INTO errors (episode, attempt, idx, class, message, stderr_tail, deterministic)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![
-                    self.id,
-                    self.attempt,
-                    idx,
-                    error.class.as_str(),
-                    error.message,
-                    error.stderr_tail,
-                    error.deterministic
-                ],
+                params![self.id, self.attempt, idx, error.class.as_str(), error.message, error.stderr_tail, error.deterministic],
             )
             .at(self.store.db_path())?;
         self.next_error += 1;
@@ -331,10 +293,7 @@ impl EpisodeWriter {
     /// [`StoreError::NotFinal`] for `Status::Running`; file and SQLite errors.
     pub fn finish(mut self, summary: EpisodeSummary) -> Result<(), StoreError> {
         if summary.status == Status::Running {
-            return Err(StoreError::NotFinal {
-                id: self.id.clone(),
-                status: summary.status.as_str().to_string(),
-            });
+            return Err(StoreError::NotFinal { id: self.id.clone(), status: summary.status.as_str().to_string() });
         }
         self.frames.sync()?;
         let path = self.store.db_path().to_path_buf();
@@ -375,9 +334,7 @@ impl EpisodeWriter {
             .at(&path)?;
         if changed == 0 {
             // Someone reset the episode while it ran.
-            return Err(StoreError::UnknownEpisode {
-                id: self.id.clone(),
-            });
+            return Err(StoreError::UnknownEpisode { id: self.id.clone() });
         }
         tx.commit().at(&path)
     }
@@ -449,40 +406,23 @@ impl UsageRecorder {
 
 /// Writes pretty JSON atomically.
 fn write_json(path: &Path, value: &EvalResult) -> Result<(), StoreError> {
-    let mut text =
-        serde_json::to_vec_pretty(value).map_err(json_error(path.display().to_string()))?;
+    let mut text = serde_json::to_vec_pretty(value).map_err(json_error(path.display().to_string()))?;
     text.push(b'\n');
     files::write_atomic(path, &text)
 }
 
 /// Deletes requirement / test / delivery rows of (episode, k).
-fn delete_result_rows(
-    tx: &Transaction<'_>,
-    path: &Path,
-    id: &str,
-    k: u32,
-) -> Result<(), StoreError> {
+fn delete_result_rows(tx: &Transaction<'_>, path: &Path, id: &str, k: u32) -> Result<(), StoreError> {
     for table in ["requirement_outcomes", "tests", "deliveries"] {
-        tx.execute_cached(
-            &format!("DELETE FROM {table} WHERE episode = ?1 AND k = ?2"),
-            params![id, k],
-        )
-        .at(path)?;
+        tx.execute_cached(&format!("DELETE FROM {table} WHERE episode = ?1 AND k = ?2"), params![id, k]).at(path)?;
     }
     Ok(())
 }
 
 /// Inserts every value of `result` into requirement_outcomes, tests and deliveries at k.
-fn insert_result_rows(
-    tx: &Transaction<'_>,
-    path: &Path,
-    id: &str,
-    k: u32,
-    result: &EvalResult,
-) -> Result<(), StoreError> {
+fn insert_result_rows(tx: &Transaction<'_>, path: &Path, id: &str, k: u32, result: &EvalResult) -> Result<(), StoreError> {
     for (requirement, outcome) in result.requirements.iter().flatten() {
-        let measured = serde_json::to_string(&outcome.measured)
-            .map_err(json_error("requirement_outcomes.measured"))?;
+        let measured = serde_json::to_string(&outcome.measured).map_err(json_error("requirement_outcomes.measured"))?;
         tx.execute_cached(
             "INSERT INTO requirement_outcomes (episode, k, requirement, pass, failure_mode, measured, detail)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -492,20 +432,12 @@ fn insert_result_rows(
     }
     for (test, outcome) in result.tests.iter().flatten() {
         let outcome = serde_json::to_value(outcome).map_err(json_error("tests.outcome"))?;
-        tx.execute_cached(
-            "INSERT INTO tests (episode, k, test, outcome) VALUES (?1, ?2, ?3, ?4)",
-            params![id, k, test, outcome.as_str()],
-        )
-        .at(path)?;
+        tx.execute_cached("INSERT INTO tests (episode, k, test, outcome) VALUES (?1, ?2, ?3, ?4)", params![id, k, test, outcome.as_str()])
+            .at(path)?;
     }
     if let Some(delivery) = &result.delivery {
-        let violations = serde_json::to_string(&delivery.violations)
-            .map_err(json_error("deliveries.violations"))?;
-        let signature = delivery
-            .signature
-            .map(serde_json::to_value)
-            .transpose()
-            .map_err(json_error("deliveries.signature"))?;
+        let violations = serde_json::to_string(&delivery.violations).map_err(json_error("deliveries.violations"))?;
+        let signature = delivery.signature.map(serde_json::to_value).transpose().map_err(json_error("deliveries.signature"))?;
         tx.execute_cached(
             "INSERT INTO deliveries (episode, k, valid, objective, signature, violations) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             params![id, k, delivery.valid, delivery.objective, signature.as_ref().and_then(|v| v.as_str()), violations],

@@ -33,9 +33,9 @@ use specgap_protocol::result::{EvalResult, ScoringKind};
 
 use crate::discover::discover_dirs;
 use crate::error::LoadError;
-use crate::judge::{EvaluateError, Judge, Outcome, Submission, judge_outcome};
 use crate::full_instruction;
 use crate::heard;
+use crate::judge::{EvaluateError, Judge, Outcome, Submission, judge_outcome};
 use crate::leak::{self, Leak};
 use crate::package::{ResidualState, TaskPackage};
 use crate::residual::left_out_files;
@@ -102,11 +102,7 @@ pub struct CheckRow {
 
 impl CheckRow {
     fn new(check: impl Into<String>, result: Verdict, reason: impl Into<String>) -> Self {
-        CheckRow {
-            check: check.into(),
-            result,
-            reason: reason.into(),
-        }
+        CheckRow { check: check.into(), result, reason: reason.into() }
     }
 }
 
@@ -130,9 +126,7 @@ pub struct TaskReport {
 impl TaskReport {
     /// The task name, or the root path when the package did not load.
     pub fn title(&self) -> String {
-        self.task
-            .clone()
-            .unwrap_or_else(|| self.root.display().to_string())
+        self.task.clone().unwrap_or_else(|| self.root.display().to_string())
     }
 
     fn finish(mut self) -> Self {
@@ -161,12 +155,7 @@ pub struct CheckSummary {
 impl CheckSummary {
     /// Wraps reports made with `options`.
     pub fn new(tasks: Vec<TaskReport>, options: &CheckOptions) -> Self {
-        CheckSummary {
-            version: CHECK_JSON_VERSION,
-            strict: options.strict,
-            passed: tasks.iter().all(|t| t.passed),
-            tasks,
-        }
+        CheckSummary { version: CHECK_JSON_VERSION, strict: options.strict, passed: tasks.iter().all(|t| t.passed), tasks }
     }
 }
 
@@ -177,11 +166,7 @@ impl CheckSummary {
 ///
 /// # Errors
 /// Only discovery errors ([`discover_dirs`]): unreadable paths, no packages at all.
-pub fn check_paths<P: AsRef<Path>>(
-    paths: &[P],
-    judge: &dyn Judge,
-    jobs: usize,
-) -> Result<Vec<TaskReport>, LoadError> {
+pub fn check_paths<P: AsRef<Path>>(paths: &[P], judge: &dyn Judge, jobs: usize) -> Result<Vec<TaskReport>, LoadError> {
     check_paths_with(paths, judge, jobs, &CheckOptions::default())
 }
 
@@ -212,9 +197,7 @@ pub fn check_paths_with<P: AsRef<Path>>(
             });
         }
     });
-    let mut reports = reports
-        .into_inner()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut reports = reports.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
     reports.sort_by(|a, b| (&a.task, &a.root).cmp(&(&b.task, &b.root)));
     mark_duplicate_names(&mut reports);
     Ok(reports)
@@ -230,9 +213,7 @@ fn mark_duplicate_names(reports: &mut [TaskReport]) {
             .collect();
         if let Some(other) = others.first() {
             let reason = format!("task name is also used by {}", other.display());
-            reports[i]
-                .checks
-                .insert(1, CheckRow::new("unique-name", Verdict::Fail, reason));
+            reports[i].checks.insert(1, CheckRow::new("unique-name", Verdict::Fail, reason));
             reports[i].passed = false;
         }
     }
@@ -264,18 +245,8 @@ pub fn check_package(package: &TaskPackage, judge: &dyn Judge) -> TaskReport {
 }
 
 /// [`check_package`] with `options` (for `--strict`).
-pub fn check_package_with(
-    package: &TaskPackage,
-    judge: &dyn Judge,
-    options: &CheckOptions,
-) -> TaskReport {
-    let mut checker = Checker {
-        package,
-        judge,
-        strict: options.strict,
-        rows: Vec::new(),
-        seen: Vec::new(),
-    };
+pub fn check_package_with(package: &TaskPackage, judge: &dyn Judge, options: &CheckOptions) -> TaskReport {
+    let mut checker = Checker { package, judge, strict: options.strict, rows: Vec::new(), seen: Vec::new() };
     checker.push("load", Verdict::Pass, format!("format {} package loaded", package.format()));
     let kind = checker.run_all();
     TaskReport {
@@ -312,10 +283,7 @@ impl Checker<'_> {
     /// Evaluates a submission, remembering successful results for the observations check.
     fn evaluate(&mut self, submission: Submission<'_>) -> Result<Outcome, EvaluateError> {
         let outcome = judge_outcome(self.judge, self.package, submission)?;
-        self.seen.push(Seen {
-            label: submission.label(),
-            result: outcome.result.clone(),
-        });
+        self.seen.push(Seen { label: submission.label(), result: outcome.result.clone() });
         Ok(outcome)
     }
 
@@ -335,11 +303,7 @@ impl Checker<'_> {
     fn run_all(&mut self) -> Option<ScoringKind> {
         let package = self.package;
         let starter = self.evaluate(Submission::Starter);
-        let gold = package
-            .solutions
-            .gold
-            .as_ref()
-            .map(|overlay| self.evaluate(Submission::Overlay("gold", overlay)));
+        let gold = package.solutions.gold.as_ref().map(|overlay| self.evaluate(Submission::Overlay("gold", overlay)));
         let kind = self.kind_row(&starter, gold.as_ref());
         self.trust_row();
         if kind.is_some_and(|k| k != ScoringKind::Requirement) {
@@ -358,41 +322,21 @@ impl Checker<'_> {
 
     /// The `kind` row: the package's scoring kind, from the package and the evaluations
     /// of the starter and gold; fails when there is nothing to score.
-    fn kind_row(
-        &mut self,
-        starter: &Result<Outcome, EvaluateError>,
-        gold: Option<&Result<Outcome, EvaluateError>>,
-    ) -> Option<ScoringKind> {
+    fn kind_row(&mut self, starter: &Result<Outcome, EvaluateError>, gold: Option<&Result<Outcome, EvaluateError>>) -> Option<ScoringKind> {
         let package = self.package;
         if package.is_requirement_scored() {
             let n = package.requirements().len();
-            self.push(
-                "kind",
-                Verdict::Pass,
-                format!("requirement-scored ({n} requirements)"),
-            );
+            self.push("kind", Verdict::Pass, format!("requirement-scored ({n} requirements)"));
             return Some(ScoringKind::Requirement);
         }
-        let outcomes: Vec<&Outcome> = [Some(starter), gold]
-            .into_iter()
-            .flatten()
-            .filter_map(|r| r.as_ref().ok())
-            .collect();
+        let outcomes: Vec<&Outcome> = [Some(starter), gold].into_iter().flatten().filter_map(|r| r.as_ref().ok()).collect();
         if outcomes.is_empty() {
             let err = describe_error(starter.as_ref().err());
-            self.push(
-                "kind",
-                Verdict::Fail,
-                format!("cannot decide the scoring kind: the starter's {err}"),
-            );
+            self.push("kind", Verdict::Fail, format!("cannot decide the scoring kind: the starter's {err}"));
             return None;
         }
         if let Some(tests) = outcomes.iter().find_map(|o| o.result.tests.as_ref()) {
-            self.push(
-                "kind",
-                Verdict::Pass,
-                format!("test-scored (evaluator reports {} tests)", tests.len()),
-            );
+            self.push("kind", Verdict::Pass, format!("test-scored (evaluator reports {} tests)", tests.len()));
             return Some(ScoringKind::Test);
         }
         if let Some(delivery) = &package.manifest.delivery {
@@ -400,14 +344,7 @@ impl Checker<'_> {
                 Direction::Max => "max",
                 Direction::Min => "min",
             };
-            self.push(
-                "kind",
-                Verdict::Pass,
-                format!(
-                    "delivery-scored (reference {}, {direction})",
-                    delivery.reference
-                ),
-            );
+            self.push("kind", Verdict::Pass, format!("delivery-scored (reference {}, {direction})", delivery.reference));
             return Some(ScoringKind::Delivery);
         }
         if outcomes.iter().any(|o| o.result.reward.is_some()) {
@@ -424,11 +361,7 @@ impl Checker<'_> {
 
     // ---- requirement-scored (seed 000 Appendix E.2) -----------------------------------------
 
-    fn requirement_checks(
-        &mut self,
-        starter: &Result<Outcome, EvaluateError>,
-        gold: Option<&Result<Outcome, EvaluateError>>,
-    ) {
+    fn requirement_checks(&mut self, starter: &Result<Outcome, EvaluateError>, gold: Option<&Result<Outcome, EvaluateError>>) {
         let package = self.package;
         self.instruction_length_row();
         self.leak_scan_row();
@@ -442,49 +375,25 @@ impl Checker<'_> {
             Err(err) => self.push("starter", Verdict::Fail, describe_error(Some(err))),
             Ok(outcome) => {
                 let failing = outcome.failing_requirements(package);
-                let passing: Vec<&str> = package
-                    .requirement_ids()
-                    .iter()
-                    .map(String::as_str)
-                    .filter(|id| !failing.contains(id))
-                    .collect();
+                let passing: Vec<&str> = package.requirement_ids().iter().map(String::as_str).filter(|id| !failing.contains(id)).collect();
                 if passing.is_empty() {
-                    self.push(
-                        "starter",
-                        Verdict::Pass,
-                        format!("fails every requirement ({total} of {total})"),
-                    );
+                    self.push("starter", Verdict::Pass, format!("fails every requirement ({total} of {total})"));
                 } else {
-                    let reason = format!(
-                        "passes {}; expected the starter to fail every requirement",
-                        passing.join(", ")
-                    );
+                    let reason = format!("passes {}; expected the starter to fail every requirement", passing.join(", "));
                     self.push("starter", Verdict::Fail, reason);
                 }
             }
         }
         match gold {
-            None => self.push(
-                "gold",
-                Verdict::Fail,
-                "no solutions/gold/; a requirement-scored task needs a gold solution",
-            ),
+            None => self.push("gold", Verdict::Fail, "no solutions/gold/; a requirement-scored task needs a gold solution"),
             Some(Err(err)) => self.push("gold", Verdict::Fail, describe_error(Some(err))),
             Some(Ok(outcome)) => {
                 let failing = outcome.failing_requirements(package);
                 if failing.is_empty() {
-                    self.push(
-                        "gold",
-                        Verdict::Pass,
-                        format!("passes every requirement ({total} of {total})"),
-                    );
+                    self.push("gold", Verdict::Pass, format!("passes every requirement ({total} of {total})"));
                 } else {
                     let shown = self.with_modes(outcome, &failing);
-                    self.push(
-                        "gold",
-                        Verdict::Fail,
-                        format!("fails {shown}; expected the gold to pass every requirement"),
-                    );
+                    self.push("gold", Verdict::Fail, format!("fails {shown}; expected the gold to pass every requirement"));
                 }
             }
         }
@@ -508,23 +417,11 @@ impl Checker<'_> {
         let (min, max) = INSTRUCTION_WORDS;
         let words = leak::instruction_words(self.package.instruction());
         if words == 0 {
-            self.push(
-                "instruction-length",
-                Verdict::Fail,
-                format!("instruction.md is empty; expected {min} to {max} words"),
-            );
+            self.push("instruction-length", Verdict::Fail, format!("instruction.md is empty; expected {min} to {max} words"));
         } else if (min..=max).contains(&words) {
-            self.push(
-                "instruction-length",
-                Verdict::Pass,
-                format!("{words} words ({min} to {max})"),
-            );
+            self.push("instruction-length", Verdict::Pass, format!("{words} words ({min} to {max})"));
         } else {
-            self.push(
-                "instruction-length",
-                Verdict::Fail,
-                format!("instruction.md has {words} words; expected {min} to {max}"),
-            );
+            self.push("instruction-length", Verdict::Fail, format!("instruction.md has {words} words; expected {min} to {max}"));
         }
     }
 
@@ -584,7 +481,13 @@ impl Checker<'_> {
                             .stated
                             .iter()
                             .min_by(|a, b| a.coverage.total_cmp(&b.coverage))
-                            .map(|s| format!("; lowest: `{}`, {} of its description's content words", s.requirement, full_instruction::percent(s.coverage)))
+                            .map(|s| {
+                                format!(
+                                    "; lowest: `{}`, {} of its description's content words",
+                                    s.requirement,
+                                    full_instruction::percent(s.coverage)
+                                )
+                            })
                             .unwrap_or_default();
                         self.push(
                             "instruction-full",
@@ -611,42 +514,23 @@ impl Checker<'_> {
             );
             return;
         };
-        let empty: Vec<&str> = [
-            ("persona", &user.persona),
-            ("understanding", &user.understanding),
-            ("editable_surface", &user.editable_surface),
-        ]
-        .into_iter()
-        .filter(|(_, text)| text.trim().is_empty())
-        .map(|(key, _)| key)
-        .collect();
+        let empty: Vec<&str> =
+            [("persona", &user.persona), ("understanding", &user.understanding), ("editable_surface", &user.editable_surface)]
+                .into_iter()
+                .filter(|(_, text)| text.trim().is_empty())
+                .map(|(key, _)| key)
+                .collect();
         if empty.is_empty() {
-            self.push(
-                "user",
-                Verdict::Pass,
-                "user.toml present (persona, understanding, editable surface)",
-            );
+            self.push("user", Verdict::Pass, "user.toml present (persona, understanding, editable surface)");
         } else {
-            self.push(
-                "user",
-                Verdict::Fail,
-                format!(
-                    "user.toml has an empty {}; the simulated owner speaks from each",
-                    empty.join(", ")
-                ),
-            );
+            self.push("user", Verdict::Fail, format!("user.toml has an empty {}; the simulated owner speaks from each", empty.join(", ")));
         }
     }
 
     /// `--strict`: warns when the task departs from the paper's shape (seed 000 §4.3).
     fn shape_row(&mut self) {
         let total = self.package.requirements().len();
-        let stated = self
-            .package
-            .requirements()
-            .iter()
-            .filter(|r| r.stated)
-            .count();
+        let stated = self.package.requirements().iter().filter(|r| r.stated).count();
         let shape = format!("{total} requirements, {stated} stated");
         if total == PAPER_REQUIREMENTS && stated <= PAPER_MAX_STATED {
             self.push("shape", Verdict::Pass, format!("{shape}, as in the paper"));
@@ -654,9 +538,7 @@ impl Checker<'_> {
             self.push(
                 "shape",
                 Verdict::Warn,
-                format!(
-                    "{shape}; the paper's tasks have {PAPER_REQUIREMENTS} requirements with at most {PAPER_MAX_STATED} stated"
-                ),
+                format!("{shape}; the paper's tasks have {PAPER_REQUIREMENTS} requirements with at most {PAPER_MAX_STATED} stated"),
             );
         }
     }
@@ -671,11 +553,7 @@ impl Checker<'_> {
                     "no solutions/literal/; --strict needs the literal reference, the instruction-following baseline (seed 000 App. E.2)",
                 );
             } else {
-                self.push(
-                    "literal",
-                    Verdict::Warn,
-                    "no solutions/literal/; the instruction-following baseline is not calibrated",
-                );
+                self.push("literal", Verdict::Warn, "no solutions/literal/; the instruction-following baseline is not calibrated");
             }
             return;
         };
@@ -687,15 +565,9 @@ impl Checker<'_> {
                 let listed = list_or_none(&failing);
                 let n = failing.len();
                 if n >= unstated {
-                    self.push(
-                        "literal",
-                        Verdict::Pass,
-                        format!("fails {n} ({listed}); at least the {unstated} unstated"),
-                    );
+                    self.push("literal", Verdict::Pass, format!("fails {n} ({listed}); at least the {unstated} unstated"));
                 } else {
-                    let reason = format!(
-                        "fails {n} ({listed}); expected at least {unstated}, one per unstated requirement"
-                    );
+                    let reason = format!("fails {n} ({listed}); expected at least {unstated}, one per unstated requirement");
                     self.push("literal", Verdict::Fail, reason);
                 }
             }
@@ -714,13 +586,7 @@ impl Checker<'_> {
                         format!("no solutions/mutants/{id}/; --strict needs one mutant per requirement (seed 000 App. E.2)"),
                     );
                 } else {
-                    self.push(
-                        check,
-                        Verdict::Warn,
-                        format!(
-                            "no solutions/mutants/{id}/; its failure is not shown reproducible"
-                        ),
-                    );
+                    self.push(check, Verdict::Warn, format!("no solutions/mutants/{id}/; its failure is not shown reproducible"));
                 }
                 continue;
             };
@@ -730,11 +596,7 @@ impl Checker<'_> {
                     let failing = outcome.failing_requirements(package);
                     let others: Vec<&str> = failing.iter().copied().filter(|f| f != id).collect();
                     if !failing.contains(&id.as_str()) {
-                        self.push(
-                            check,
-                            Verdict::Fail,
-                            format!("passes {id}; expected the mutant to reproduce its failure"),
-                        );
+                        self.push(check, Verdict::Fail, format!("passes {id}; expected the mutant to reproduce its failure"));
                     } else if let Some(problem) = self.strict_mode_problem(&outcome, id) {
                         self.push(check, Verdict::Fail, problem);
                     } else if others.is_empty() {
@@ -742,11 +604,7 @@ impl Checker<'_> {
                         self.push(check, Verdict::Pass, format!("fails {own} only"));
                     } else {
                         let own = self.with_modes(&outcome, &[id.as_str()]);
-                        self.push(
-                            check,
-                            Verdict::Warn,
-                            format!("fails {own}, and also breaks {}", others.join(", ")),
-                        );
+                        self.push(check, Verdict::Warn, format!("fails {own}, and also breaks {}", others.join(", ")));
                     }
                 }
             }
@@ -760,24 +618,11 @@ impl Checker<'_> {
         if !self.strict {
             return None;
         }
-        let registered: Vec<&str> = self
-            .package
-            .observations()
-            .iter()
-            .filter(|o| o.requirement == id)
-            .map(|o| o.failure_mode.as_str())
-            .collect();
-        let registered_list = if registered.is_empty() {
-            "none registered".to_owned()
-        } else {
-            format!("registered: {}", registered.join(", "))
-        };
-        let reported = outcome
-            .result
-            .requirements
-            .as_ref()
-            .and_then(|m| m.get(id))
-            .and_then(|o| o.failure_mode.as_deref());
+        let registered: Vec<&str> =
+            self.package.observations().iter().filter(|o| o.requirement == id).map(|o| o.failure_mode.as_str()).collect();
+        let registered_list =
+            if registered.is_empty() { "none registered".to_owned() } else { format!("registered: {}", registered.join(", ")) };
+        let reported = outcome.result.requirements.as_ref().and_then(|m| m.get(id)).and_then(|o| o.failure_mode.as_deref());
         match reported {
             None => Some(format!(
                 "fails {id} with no failure mode (null); --strict needs the failure mode its observation names ({registered_list})"
@@ -795,10 +640,7 @@ impl Checker<'_> {
         let shown: Vec<String> = ids
             .iter()
             .map(|id| {
-                let mode = reported
-                    .and_then(|m| m.get(*id))
-                    .and_then(|o| o.failure_mode.as_deref())
-                    .unwrap_or("-");
+                let mode = reported.and_then(|m| m.get(*id)).and_then(|o| o.failure_mode.as_deref()).unwrap_or("-");
                 format!("{id} ({mode})")
             })
             .collect();
@@ -810,11 +652,7 @@ impl Checker<'_> {
     fn observations_row(&mut self) {
         let package = self.package;
         if self.seen.is_empty() {
-            self.push(
-                "observations",
-                Verdict::Skip,
-                "no evaluation succeeded, so no failure mode was reported",
-            );
+            self.push("observations", Verdict::Skip, "no evaluation succeeded, so no failure mode was reported");
             return;
         }
         let mut problems = Vec::new();
@@ -825,15 +663,10 @@ impl Checker<'_> {
                     continue;
                 };
                 modes_seen.insert((id.clone(), mode.to_owned()));
-                let registered = package
-                    .observations()
-                    .iter()
-                    .find(|o| &o.requirement == id && o.failure_mode == mode);
+                let registered = package.observations().iter().find(|o| &o.requirement == id && o.failure_mode == mode);
                 let Some(observation) = registered else {
-                    problems.push(format!(
-                        "{} reports failure mode `{mode}` of `{id}`, which observations.toml does not register",
-                        seen.label
-                    ));
+                    problems
+                        .push(format!("{} reports failure mode `{mode}` of `{id}`, which observations.toml does not register", seen.label));
                     continue;
                 };
                 for key in placeholders(&observation.detail) {
@@ -849,11 +682,7 @@ impl Checker<'_> {
         problems.dedup();
         if problems.is_empty() {
             let n = modes_seen.len();
-            self.push(
-                "observations",
-                Verdict::Pass,
-                format!("{n} reported failure modes, each with an observation"),
-            );
+            self.push("observations", Verdict::Pass, format!("{n} reported failure modes, each with an observation"));
         } else {
             self.push("observations", Verdict::Fail, problems.join("; "));
         }
@@ -861,58 +690,31 @@ impl Checker<'_> {
 
     // ---- test-scored ---------------------------------------------------------------------------
 
-    fn test_checks(
-        &mut self,
-        starter: &Result<Outcome, EvaluateError>,
-        gold: Option<&Result<Outcome, EvaluateError>>,
-    ) {
+    fn test_checks(&mut self, starter: &Result<Outcome, EvaluateError>, gold: Option<&Result<Outcome, EvaluateError>>) {
         match starter {
             Err(err) => self.push("starter", Verdict::Fail, describe_error(Some(err))),
             Ok(outcome) => {
                 let total = outcome.result.tests.as_ref().map_or(0, |t| t.len());
                 let failing = outcome.failing_tests().len();
                 if failing == 0 {
-                    self.push(
-                        "starter",
-                        Verdict::Warn,
-                        format!("passes all {total} tests; there is nothing to fix"),
-                    );
+                    self.push("starter", Verdict::Warn, format!("passes all {total} tests; there is nothing to fix"));
                 } else {
-                    self.push(
-                        "starter",
-                        Verdict::Pass,
-                        format!("fails {failing} of {total} tests"),
-                    );
+                    self.push("starter", Verdict::Pass, format!("fails {failing} of {total} tests"));
                 }
             }
         }
         match gold {
-            None => self.push(
-                "gold",
-                Verdict::Fail,
-                "no solutions/gold/; a test-scored task needs a gold solution",
-            ),
+            None => self.push("gold", Verdict::Fail, "no solutions/gold/; a test-scored task needs a gold solution"),
             Some(Err(err)) => self.push("gold", Verdict::Fail, describe_error(Some(err))),
             Some(Ok(outcome)) => {
                 let total = outcome.result.tests.as_ref().map_or(0, |t| t.len());
                 let failing = outcome.failing_tests();
                 if outcome.success() {
-                    self.push(
-                        "gold",
-                        Verdict::Pass,
-                        format!("passes every test ({total})"),
-                    );
+                    self.push("gold", Verdict::Pass, format!("passes every test ({total})"));
                 } else if failing.is_empty() {
-                    self.push(
-                        "gold",
-                        Verdict::Fail,
-                        "reports no test as passing; expected the gold to pass every test",
-                    );
+                    self.push("gold", Verdict::Fail, "reports no test as passing; expected the gold to pass every test");
                 } else {
-                    let reason = format!(
-                        "fails {}; expected the gold to pass every test",
-                        failing.join(", ")
-                    );
+                    let reason = format!("fails {}; expected the gold to pass every test", failing.join(", "));
                     self.push("gold", Verdict::Fail, reason);
                 }
             }
@@ -921,49 +723,29 @@ impl Checker<'_> {
 
     // ---- delivery-scored (seed 002 §3) --------------------------------------------------------
 
-    fn delivery_checks(
-        &mut self,
-        starter: &Result<Outcome, EvaluateError>,
-        gold: Option<&Result<Outcome, EvaluateError>>,
-    ) {
+    fn delivery_checks(&mut self, starter: &Result<Outcome, EvaluateError>, gold: Option<&Result<Outcome, EvaluateError>>) {
         let package = self.package;
         if package.information().is_some() {
             self.push("information", Verdict::Pass, "information.md present");
         } else {
-            self.push(
-                "information",
-                Verdict::Fail,
-                "no information.md; the customer needs the complete business information",
-            );
+            self.push("information", Verdict::Fail, "no information.md; the customer needs the complete business information");
         }
         self.clarifications_row();
         self.visible_answers_row();
         match starter {
             Err(err) => self.push("starter", Verdict::Fail, describe_error(Some(err))),
             Ok(outcome) if outcome.success() => {
-                let reason = format!(
-                    "{}; expected the starter not to attain it",
-                    describe_delivery(outcome)
-                );
+                let reason = format!("{}; expected the starter not to attain it", describe_delivery(outcome));
                 self.push("starter", Verdict::Fail, reason);
             }
             Ok(outcome) => self.push("starter", Verdict::Pass, describe_delivery(outcome)),
         }
         match gold {
-            None => self.push(
-                "gold",
-                Verdict::Fail,
-                "no solutions/gold/; a delivery case needs the accepted solution",
-            ),
+            None => self.push("gold", Verdict::Fail, "no solutions/gold/; a delivery case needs the accepted solution"),
             Some(Err(err)) => self.push("gold", Verdict::Fail, describe_error(Some(err))),
-            Some(Ok(outcome)) if outcome.success() => {
-                self.push("gold", Verdict::Pass, describe_delivery(outcome))
-            }
+            Some(Ok(outcome)) if outcome.success() => self.push("gold", Verdict::Pass, describe_delivery(outcome)),
             Some(Ok(outcome)) => {
-                let reason = format!(
-                    "{}; expected the gold to be valid and attain the reference",
-                    describe_delivery(outcome)
-                );
+                let reason = format!("{}; expected the gold to be valid and attain the reference", describe_delivery(outcome));
                 self.push("gold", Verdict::Fail, reason);
             }
         }
@@ -972,11 +754,7 @@ impl Checker<'_> {
     fn clarifications_row(&mut self) {
         let targets = self.package.clarifications();
         if targets.is_empty() {
-            self.push(
-                "clarifications",
-                Verdict::Warn,
-                "no clarification targets; oracle conditions and Ask-F1 do not apply",
-            );
+            self.push("clarifications", Verdict::Warn, "no clarification targets; oracle conditions and Ask-F1 do not apply");
             return;
         }
         let mut problems = Vec::new();
@@ -990,11 +768,7 @@ impl Checker<'_> {
         }
         if problems.is_empty() {
             let n = targets.len();
-            self.push(
-                "clarifications",
-                Verdict::Pass,
-                format!("{n} targets, each with an answer and a trigger"),
-            );
+            self.push("clarifications", Verdict::Pass, format!("{n} targets, each with an answer and a trigger"));
         } else {
             self.push("clarifications", Verdict::Fail, problems.join("; "));
         }
@@ -1009,11 +783,9 @@ impl Checker<'_> {
         }
         match crate::visible_answer::visible_answers(self.package) {
             Err(err) => self.push("visible-answers", Verdict::Fail, format!("could not scan: {err}")),
-            Ok(found) if found.is_empty() => self.push(
-                "visible-answers",
-                Verdict::Pass,
-                "no registered answer stands verbatim in instruction.md or the workspace",
-            ),
+            Ok(found) if found.is_empty() => {
+                self.push("visible-answers", Verdict::Pass, "no registered answer stands verbatim in instruction.md or the workspace")
+            }
             Ok(found) => {
                 let shown: Vec<String> = found.iter().map(ToString::to_string).collect();
                 self.push(
@@ -1027,40 +799,20 @@ impl Checker<'_> {
 
     // ---- reward-scored -------------------------------------------------------------------------
 
-    fn reward_checks(
-        &mut self,
-        starter: &Result<Outcome, EvaluateError>,
-        gold: Option<&Result<Outcome, EvaluateError>>,
-    ) {
-        let reward = |o: &Outcome| {
-            o.result
-                .reward
-                .map_or_else(|| "no reward".to_owned(), |r| format!("reward {r}"))
-        };
+    fn reward_checks(&mut self, starter: &Result<Outcome, EvaluateError>, gold: Option<&Result<Outcome, EvaluateError>>) {
+        let reward = |o: &Outcome| o.result.reward.map_or_else(|| "no reward".to_owned(), |r| format!("reward {r}"));
         match starter {
             Err(err) => self.push("starter", Verdict::Fail, describe_error(Some(err))),
-            Ok(outcome) if outcome.success() => self.push(
-                "starter",
-                Verdict::Warn,
-                format!("{}; there is nothing to improve", reward(outcome)),
-            ),
+            Ok(outcome) if outcome.success() => {
+                self.push("starter", Verdict::Warn, format!("{}; there is nothing to improve", reward(outcome)))
+            }
             Ok(outcome) => self.push("starter", Verdict::Pass, reward(outcome)),
         }
         match gold {
-            None => self.push(
-                "gold",
-                Verdict::Fail,
-                "no solutions/gold/; a reward-scored task needs a gold solution",
-            ),
+            None => self.push("gold", Verdict::Fail, "no solutions/gold/; a reward-scored task needs a gold solution"),
             Some(Err(err)) => self.push("gold", Verdict::Fail, describe_error(Some(err))),
-            Some(Ok(outcome)) if outcome.success() => {
-                self.push("gold", Verdict::Pass, reward(outcome))
-            }
-            Some(Ok(outcome)) => self.push(
-                "gold",
-                Verdict::Fail,
-                format!("{}; expected reward 1", reward(outcome)),
-            ),
+            Some(Ok(outcome)) if outcome.success() => self.push("gold", Verdict::Pass, reward(outcome)),
+            Some(Ok(outcome)) => self.push("gold", Verdict::Fail, format!("{}; expected reward 1", reward(outcome))),
         }
     }
 
@@ -1083,11 +835,7 @@ impl Checker<'_> {
     fn declared_complete_row(&mut self, state: &ResidualState) {
         let check = format!("residual:{}:declared-complete", state.id);
         if state.meta.declared_complete {
-            self.push(
-                check,
-                Verdict::Pass,
-                "meta.toml declares the state complete (the predecessor submitted it as done)",
-            );
+            self.push(check, Verdict::Pass, "meta.toml declares the state complete (the predecessor submitted it as done)");
         } else {
             self.push(
                 check,
@@ -1107,11 +855,7 @@ impl Checker<'_> {
                 return;
             }
             Ok(None) => {
-                self.push(
-                    check,
-                    Verdict::Skip,
-                    "no solutions/gold/ to compute the left-out files from",
-                );
+                self.push(check, Verdict::Skip, "no solutions/gold/ to compute the left-out files from");
                 return;
             }
             Ok(Some(computed)) => computed,
@@ -1121,10 +865,7 @@ impl Checker<'_> {
             self.push(
                 check,
                 Verdict::Pass,
-                format!(
-                    "not in meta.toml; computed: {} (files the gold changes that state.patch does not touch)",
-                    list_or_none(&shown)
-                ),
+                format!("not in meta.toml; computed: {} (files the gold changes that state.patch does not touch)", list_or_none(&shown)),
             );
             return;
         };
@@ -1133,10 +874,7 @@ impl Checker<'_> {
             self.push(
                 check,
                 Verdict::Pass,
-                format!(
-                    "lists {}, the files the gold changes that state.patch does not touch",
-                    list_or_none(&shown)
-                ),
+                format!("lists {}, the files the gold changes that state.patch does not touch", list_or_none(&shown)),
             );
         } else {
             let extra: Vec<&str> = listed.difference(&computed).map(String::as_str).collect();
@@ -1167,11 +905,7 @@ impl Checker<'_> {
             Ok(outcome) => outcome,
         };
         if outcome.success() {
-            self.push(
-                check,
-                Verdict::Fail,
-                "the verifier passes on this state; expected it to fail",
-            );
+            self.push(check, Verdict::Fail, "the verifier passes on this state; expected it to fail");
             return;
         }
         let failing: BTreeSet<&str> = if outcome.result.tests.is_some() {
@@ -1179,19 +913,10 @@ impl Checker<'_> {
         } else {
             outcome.failing_requirements(package).into_iter().collect()
         };
-        let listed: BTreeSet<&str> = state
-            .meta
-            .failing_tests
-            .iter()
-            .map(String::as_str)
-            .collect();
+        let listed: BTreeSet<&str> = state.meta.failing_tests.iter().map(String::as_str).collect();
         if failing == listed {
             let shown: Vec<&str> = failing.into_iter().collect();
-            self.push(
-                check,
-                Verdict::Pass,
-                format!("applies; fails {} as meta.toml lists", shown.join(", ")),
-            );
+            self.push(check, Verdict::Pass, format!("applies; fails {} as meta.toml lists", shown.join(", ")));
         } else {
             let missing: Vec<&str> = listed.difference(&failing).copied().collect();
             let extra: Vec<&str> = failing.difference(&listed).copied().collect();
@@ -1212,11 +937,7 @@ fn normalize_listed(path: &str) -> String {
 }
 
 fn list_or_none(items: &[&str]) -> String {
-    if items.is_empty() {
-        "none".to_owned()
-    } else {
-        items.join(", ")
-    }
+    if items.is_empty() { "none".to_owned() } else { items.join(", ") }
 }
 
 /// An evaluation error with its chain of causes, `: `-joined, in one line.
@@ -1230,10 +951,7 @@ pub(crate) fn describe_error(err: Option<&EvaluateError>) -> String {
         return "evaluation did not run".to_owned();
     };
     let mut text = describe_error_chain(err);
-    if let Some(tail) = err
-        .stderr_tail()
-        .and_then(|t| t.lines().rev().find(|l| !l.trim().is_empty()))
-    {
+    if let Some(tail) = err.stderr_tail().and_then(|t| t.lines().rev().find(|l| !l.trim().is_empty())) {
         text.push_str(" (stderr: ");
         text.push_str(tail.trim());
         text.push(')');
@@ -1255,17 +973,11 @@ fn describe_delivery(outcome: &Outcome) -> String {
             specgap_protocol::result::Signature::Quality => "quality",
             specgap_protocol::result::Signature::None => "none",
         });
-        let rules: Vec<&str> = delivery
-            .violations
-            .iter()
-            .map(|v| v.rule.as_str())
-            .collect();
+        let rules: Vec<&str> = delivery.violations.iter().map(|v| v.rule.as_str()).collect();
         return format!("invalid ({signature}: {})", list_or_none(&rules));
     }
     let score = outcome.scored.map_or(0.0, |s| s.score);
-    let objective = delivery
-        .objective
-        .map_or_else(|| "-".to_owned(), |x| x.to_string());
+    let objective = delivery.objective.map_or_else(|| "-".to_owned(), |x| x.to_string());
     if outcome.success() {
         format!("valid, objective {objective} attains the reference (score {score:.4})")
     } else {
@@ -1280,12 +992,7 @@ pub(crate) fn placeholders(detail: &str) -> Vec<&str> {
     while let Some(open) = rest.find('{') {
         let after = &rest[open + 1..];
         match after.find('}') {
-            Some(close)
-                if close > 0
-                    && after[..close]
-                        .chars()
-                        .all(|c| c.is_alphanumeric() || c == '_') =>
-            {
+            Some(close) if close > 0 && after[..close].chars().all(|c| c.is_alphanumeric() || c == '_') => {
                 keys.push(&after[..close]);
                 rest = &after[close + 1..];
             }
@@ -1303,20 +1010,11 @@ pub(crate) fn placeholders(detail: &str) -> Vec<&str> {
 /// sentences it answers questions with (labelled like `observations.toml
 /// charge-once/charged-twice request` and `user.toml understanding`).
 pub fn scan_package(package: &TaskPackage) -> Result<Vec<Leak>, LoadError> {
-    let unstated: Vec<_> = package
-        .requirements()
-        .iter()
-        .filter(|r| !r.stated)
-        .collect();
+    let unstated: Vec<_> = package.requirements().iter().filter(|r| !r.stated).collect();
     let mut leaks = leak::scan_text("instruction.md", package.instruction(), &unstated);
     leaks.extend(scan_workspace(package, &unstated)?);
     for observation in package.observations() {
-        let label = |field: &str| {
-            format!(
-                "observations.toml {}/{} {field}",
-                observation.requirement, observation.failure_mode
-            )
-        };
+        let label = |field: &str| format!("observations.toml {}/{} {field}", observation.requirement, observation.failure_mode);
         leaks.extend(leak::scan_text(&label("incident"), &observation.incident, &unstated));
         leaks.extend(leak::scan_text(&label("detail"), &observation.detail, &unstated));
         if let Some(request) = &observation.request {
@@ -1325,25 +1023,16 @@ pub fn scan_package(package: &TaskPackage) -> Result<Vec<Leak>, LoadError> {
     }
     if let Some(profile) = package.user() {
         leaks.extend(leak::scan_text("user.toml understanding", &profile.understanding, &unstated));
-        leaks.extend(leak::scan_text(
-            "user.toml editable_surface",
-            &profile.editable_surface,
-            &unstated,
-        ));
+        leaks.extend(leak::scan_text("user.toml editable_surface", &profile.editable_surface, &unstated));
     }
     Ok(leaks)
 }
 
 /// Leaks in every regular workspace file, in path order.
-fn scan_workspace(
-    package: &TaskPackage,
-    unstated: &[&specgap_protocol::package::Requirement],
-) -> Result<Vec<Leak>, LoadError> {
+fn scan_workspace(package: &TaskPackage, unstated: &[&specgap_protocol::package::Requirement]) -> Result<Vec<Leak>, LoadError> {
     let mut leaks = Vec::new();
     let root = package.root();
-    let walker = walkdir::WalkDir::new(package.workspace_dir())
-        .follow_links(false)
-        .sort_by_file_name();
+    let walker = walkdir::WalkDir::new(package.workspace_dir()).follow_links(false).sort_by_file_name();
     for entry in walker {
         let entry = entry?;
         if !entry.file_type().is_file() {
@@ -1353,11 +1042,7 @@ fn scan_workspace(
             continue;
         };
         let rel = entry.path().strip_prefix(root).unwrap_or(entry.path());
-        leaks.extend(leak::scan_text(
-            &rel.display().to_string(),
-            &text,
-            unstated,
-        ));
+        leaks.extend(leak::scan_text(&rel.display().to_string(), &text, unstated));
     }
     Ok(leaks)
 }
@@ -1370,26 +1055,13 @@ fn scan_workspace(
 ///   load                pass    format 1 package loaded
 /// ```
 pub fn render_table(report: &TaskReport) -> String {
-    let kind = report
-        .kind
-        .map_or_else(String::new, |k| format!(" ({}-scored)", k.as_str()));
+    let kind = report.kind.map_or_else(String::new, |k| format!(" ({}-scored)", k.as_str()));
     let overall = if report.passed { "pass" } else { "fail" };
     let mut out = format!("{}{kind}: {overall}\n", report.title());
-    let width = report
-        .checks
-        .iter()
-        .map(|r| r.check.len())
-        .max()
-        .unwrap_or(0)
-        .max("check".len());
+    let width = report.checks.iter().map(|r| r.check.len()).max().unwrap_or(0).max("check".len());
     out.push_str(&format!("  {:<width$}  result  reason\n", "check"));
     for row in &report.checks {
-        out.push_str(&format!(
-            "  {:<width$}  {:<6}  {}\n",
-            row.check,
-            row.result.as_str(),
-            row.reason
-        ));
+        out.push_str(&format!("  {:<width$}  {:<6}  {}\n", row.check, row.result.as_str(), row.reason));
     }
     out
 }
@@ -1400,13 +1072,7 @@ mod tests {
 
     #[test]
     fn placeholders_are_brace_keys() {
-        assert_eq!(
-            placeholders("Invoice {invoice} paid {days_late} days late {fee}."),
-            ["invoice", "days_late", "fee"]
-        );
-        assert_eq!(
-            placeholders("no {} keys {a b} here {ok"),
-            Vec::<&str>::new()
-        );
+        assert_eq!(placeholders("Invoice {invoice} paid {days_late} days late {fee}."), ["invoice", "days_late", "fee"]);
+        assert_eq!(placeholders("no {} keys {a b} here {ok"), Vec::<&str>::new());
     }
 }

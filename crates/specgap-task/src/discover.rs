@@ -33,10 +33,7 @@ pub fn discover_dirs<P: AsRef<Path>>(paths: &[P]) -> Result<Vec<PathBuf>, LoadEr
             other => other?,
         };
         if meta.is_file() && path.file_name().is_some_and(|n| n == "task.toml") {
-            found.push(
-                path.parent()
-                    .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
-            );
+            found.push(path.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf));
             continue;
         }
         search(path, &mut found)?;
@@ -44,18 +41,13 @@ pub fn discover_dirs<P: AsRef<Path>>(paths: &[P]) -> Result<Vec<PathBuf>, LoadEr
     found.sort();
     found.dedup();
     if found.is_empty() {
-        return Err(LoadError::NoPackages {
-            paths: paths.iter().map(|p| p.as_ref().to_path_buf()).collect(),
-        });
+        return Err(LoadError::NoPackages { paths: paths.iter().map(|p| p.as_ref().to_path_buf()).collect() });
     }
     Ok(found)
 }
 
 fn search(start: &Path, found: &mut Vec<PathBuf>) -> Result<(), LoadError> {
-    let mut walker = walkdir::WalkDir::new(start)
-        .follow_links(false)
-        .sort_by_file_name()
-        .into_iter();
+    let mut walker = walkdir::WalkDir::new(start).follow_links(false).sort_by_file_name().into_iter();
     while let Some(item) = walker.next() {
         let item = item?;
         if !item.file_type().is_dir() {

@@ -19,26 +19,17 @@ pub struct Location {
 impl Location {
     /// A location naming only a path.
     pub fn path(path: impl Into<PathBuf>) -> Self {
-        Location {
-            path: path.into(),
-            line_column: None,
-        }
+        Location { path: path.into(), line_column: None }
     }
 
     /// A location at a byte offset of `text`, the contents of `path`.
     pub fn at_offset(path: impl Into<PathBuf>, text: &str, offset: usize) -> Self {
-        Location {
-            path: path.into(),
-            line_column: Some(line_column(text, offset)),
-        }
+        Location { path: path.into(), line_column: Some(line_column(text, offset)) }
     }
 
     /// A location at a 1-based line, column 1.
     pub fn at_line(path: impl Into<PathBuf>, line: usize) -> Self {
-        Location {
-            path: path.into(),
-            line_column: Some((line, 1)),
-        }
+        Location { path: path.into(), line_column: Some((line, 1)) }
     }
 }
 
@@ -157,7 +148,9 @@ pub enum LoadError {
     },
 
     /// `task.toml` has no `format` key.
-    #[error("{at}: missing `format`; this specgap reads task package formats 1 and 2 (`format = 1` unless the package uses a format-2 key)")]
+    #[error(
+        "{at}: missing `format`; this specgap reads task package formats 1 and 2 (`format = 1` unless the package uses a format-2 key)"
+    )]
     FormatMissing {
         /// The task.toml.
         at: Location,
@@ -185,9 +178,7 @@ pub enum LoadError {
     },
 
     /// `[evaluator].command` is empty or blank.
-    #[error(
-        "{at}: [evaluator].command is empty; expected the shell command that runs the evaluator"
-    )]
+    #[error("{at}: [evaluator].command is empty; expected the shell command that runs the evaluator")]
     EmptyEvaluatorCommand {
         /// Where the command is set.
         at: Location,
@@ -244,9 +235,7 @@ pub enum LoadError {
     },
 
     /// Two requirements share a priority.
-    #[error(
-        "{at}: requirements `{first}` and `{second}` both have priority {priority}; priorities must be unique in a task"
-    )]
+    #[error("{at}: requirements `{first}` and `{second}` both have priority {priority}; priorities must be unique in a task")]
     DuplicatePriority {
         /// Where the second requirement is defined.
         at: Location,
@@ -280,9 +269,7 @@ pub enum LoadError {
     },
 
     /// A requirement has no observation, so failing it could give no feedback.
-    #[error(
-        "{at}: requirement `{id}` has no observation; expected at least one [[observation]] naming it"
-    )]
+    #[error("{at}: requirement `{id}` has no observation; expected at least one [[observation]] naming it")]
     RequirementWithoutObservation {
         /// The observations.toml.
         at: Location,
@@ -291,9 +278,7 @@ pub enum LoadError {
     },
 
     /// Two observations share a requirement and failure mode.
-    #[error(
-        "{at}: requirement `{requirement}` has two observations for failure mode `{failure_mode}`; expected one per failure mode"
-    )]
+    #[error("{at}: requirement `{requirement}` has two observations for failure mode `{failure_mode}`; expected one per failure mode")]
     DuplicateObservation {
         /// Where the second observation is.
         at: Location,
@@ -314,9 +299,7 @@ pub enum LoadError {
 
     /// A `delete.txt` entry is absolute, leaves the workspace through `..`, or names the
     /// workspace itself.
-    #[error(
-        "{at}: delete.txt entry `{entry}` {why}; expected a relative path inside the workspace"
-    )]
+    #[error("{at}: delete.txt entry `{entry}` {why}; expected a relative path inside the workspace")]
     DeleteEscapes {
         /// The delete.txt and its line.
         at: Location,
@@ -388,10 +371,7 @@ pub enum LoadError {
     },
 
     /// No `task.toml` below the given paths.
-    #[error(
-        "no task packages (directories with a task.toml) found under {}",
-        display_paths(paths)
-    )]
+    #[error("no task packages (directories with a task.toml) found under {}", display_paths(paths))]
     NoPackages {
         /// The paths searched.
         paths: Vec<PathBuf>,
@@ -421,10 +401,7 @@ impl LoadError {
             Some(span) => Location::at_offset(path, text, span.start),
             None => Location::path(path),
         };
-        LoadError::Toml {
-            at,
-            message: err.message().trim().to_owned(),
-        }
+        LoadError::Toml { at, message: err.message().trim().to_owned() }
     }
 }
 

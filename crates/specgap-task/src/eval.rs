@@ -78,11 +78,7 @@ pub struct EvalReport {
 ///
 /// # Errors
 /// [`EvaluateError`] when the evaluator fails or its result breaks the protocol.
-pub fn eval_dir(
-    package: &TaskPackage,
-    dir: &Path,
-    judge: &dyn Judge,
-) -> Result<EvalReport, EvaluateError> {
+pub fn eval_dir(package: &TaskPackage, dir: &Path, judge: &dyn Judge) -> Result<EvalReport, EvaluateError> {
     let outcome = judge_outcome(judge, package, Submission::Directory(dir))?;
     let reported = outcome.result.requirements.clone().unwrap_or_default();
     let requirements: Vec<RequirementLine> = package
@@ -101,18 +97,15 @@ pub fn eval_dir(
             })
         })
         .collect();
-    let feedback = requirements
-        .iter()
-        .find(|line| !line.pass)
-        .and_then(|line| {
-            let observation = package.observation(&line.id, line.failure_mode.as_deref())?;
-            Some(FeedbackPreview {
-                requirement: line.id.clone(),
-                failure_mode: observation.failure_mode.clone(),
-                incident: observation.incident.clone(),
-                detail: specgap_protocol::text::fill_placeholders(&observation.detail, &line.measured),
-            })
-        });
+    let feedback = requirements.iter().find(|line| !line.pass).and_then(|line| {
+        let observation = package.observation(&line.id, line.failure_mode.as_deref())?;
+        Some(FeedbackPreview {
+            requirement: line.id.clone(),
+            failure_mode: observation.failure_mode.clone(),
+            incident: observation.incident.clone(),
+            detail: specgap_protocol::text::fill_placeholders(&observation.detail, &line.measured),
+        })
+    });
     Ok(EvalReport {
         version: EVAL_JSON_VERSION,
         task: package.name().to_owned(),
@@ -128,7 +121,6 @@ pub fn eval_dir(
     })
 }
 
-
 fn measured_text(measured: &BTreeMap<String, serde_json::Value>) -> String {
     let parts: Vec<String> = measured
         .iter()
@@ -137,49 +129,23 @@ fn measured_text(measured: &BTreeMap<String, serde_json::Value>) -> String {
             other => format!("{k}={other}"),
         })
         .collect();
-    if parts.is_empty() {
-        "-".to_owned()
-    } else {
-        parts.join(" ")
-    }
+    if parts.is_empty() { "-".to_owned() } else { parts.join(" ") }
 }
 
 /// The human-readable report of `specgap eval`.
 pub fn render_eval(report: &EvalReport) -> String {
-    let score = report
-        .score
-        .map_or_else(|| "nothing to score".to_owned(), |s| format!("{s:.4}"));
+    let score = report.score.map_or_else(|| "nothing to score".to_owned(), |s| format!("{s:.4}"));
     let success = if report.success { "yes" } else { "no" };
-    let mut out = format!(
-        "{}: {}-scored, score {score}, success {success}\n",
-        report.task,
-        report.kind.as_str()
-    );
+    let mut out = format!("{}: {}-scored, score {score}, success {success}\n", report.task, report.kind.as_str());
     if !report.requirements.is_empty() {
-        let width = report
-            .requirements
-            .iter()
-            .map(|l| l.id.len())
-            .max()
-            .unwrap_or(0)
-            .max("requirement".len());
-        out.push_str(&format!(
-            "  {:<width$}  priority  stated  result  failure mode / measured\n",
-            "requirement"
-        ));
+        let width = report.requirements.iter().map(|l| l.id.len()).max().unwrap_or(0).max("requirement".len());
+        out.push_str(&format!("  {:<width$}  priority  stated  result  failure mode / measured\n", "requirement"));
         for line in &report.requirements {
             let result = if line.pass { "pass" } else { "fail" };
             let stated = if line.stated { "yes" } else { "no" };
             let mode = line.failure_mode.as_deref().unwrap_or("-");
-            let tail = if line.pass {
-                String::new()
-            } else {
-                format!("{mode}  {}", measured_text(&line.measured))
-            };
-            let text = format!(
-                "  {:<width$}  {:<8}  {stated:<6}  {result:<6}  {tail}",
-                line.id, line.priority
-            );
+            let tail = if line.pass { String::new() } else { format!("{mode}  {}", measured_text(&line.measured)) };
+            let text = format!("  {:<width$}  {:<8}  {stated:<6}  {result:<6}  {tail}", line.id, line.priority);
             out.push_str(text.trim_end());
             out.push('\n');
             if let Some(detail) = line.detail.as_deref().filter(|_| !line.pass) {
@@ -188,13 +154,7 @@ pub fn render_eval(report: &EvalReport) -> String {
         }
     }
     if !report.tests.is_empty() {
-        let width = report
-            .tests
-            .keys()
-            .map(String::len)
-            .max()
-            .unwrap_or(0)
-            .max("test".len());
+        let width = report.tests.keys().map(String::len).max().unwrap_or(0).max("test".len());
         out.push_str(&format!("  {:<width$}  result\n", "test"));
         for (id, outcome) in &report.tests {
             let result = match outcome {
@@ -207,18 +167,10 @@ pub fn render_eval(report: &EvalReport) -> String {
         }
     }
     if let Some(delivery) = &report.delivery {
-        let objective = delivery
-            .objective
-            .map_or_else(|| "-".to_owned(), |x| x.to_string());
-        out.push_str(&format!(
-            "  delivery: valid {}, objective {objective}\n",
-            delivery.valid
-        ));
+        let objective = delivery.objective.map_or_else(|| "-".to_owned(), |x| x.to_string());
+        out.push_str(&format!("  delivery: valid {}, objective {objective}\n", delivery.valid));
         for violation in &delivery.violations {
-            out.push_str(&format!(
-                "    violation {} x{}: {}\n",
-                violation.rule, violation.count, violation.detail
-            ));
+            out.push_str(&format!("    violation {} x{}: {}\n", violation.rule, violation.count, violation.detail));
         }
     }
     if let Some(reward) = report.reward {

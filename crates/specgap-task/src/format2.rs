@@ -37,9 +37,7 @@ pub(crate) fn require_format_2(format: u32, at: Location, key: &'static str) -> 
 /// joined by single hyphens, at most [`LABEL_MAX_CHARS`] characters.
 pub fn is_label(label: &str) -> bool {
     label.len() <= LABEL_MAX_CHARS
-        && label.split('-').all(|word| {
-            !word.is_empty() && word.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-        })
+        && label.split('-').all(|word| !word.is_empty() && word.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()))
 }
 
 /// Checks `[task].tags` and `[task].subfamily` (already known to be allowed by the format).
@@ -50,10 +48,7 @@ pub(crate) fn check_labels(info: &TaskInfo, tags_at: Location, subfamily_at: Loc
             return Err(bad_label(tags_at, "[task].tags entry", tag));
         }
         if !seen.insert(tag.as_str()) {
-            return Err(LoadError::Invalid {
-                at: tags_at,
-                message: format!("[task].tags lists `{tag}` twice; expected each tag once"),
-            });
+            return Err(LoadError::Invalid { at: tags_at, message: format!("[task].tags lists `{tag}` twice; expected each tag once") });
         }
     }
     if let Some(subfamily) = &info.subfamily
@@ -86,8 +81,8 @@ pub(crate) fn load_schema(root: &Path, rel: &str, at: Location) -> Result<Delive
         _ => return Err(invalid(format!("[delivery].schema `{rel}` does not name a file inside the package"))),
     };
     let path = root.join(&normal);
-    let inside_workspace = normal.components().next() == Some(Component::Normal("workspace".as_ref()))
-        || resolves_into(&path, &root.join("workspace"));
+    let inside_workspace =
+        normal.components().next() == Some(Component::Normal("workspace".as_ref())) || resolves_into(&path, &root.join("workspace"));
     if inside_workspace {
         return Err(invalid(format!(
             "[delivery].schema `{rel}` is inside workspace/, which the agent sees; keep the schema outside it (it is private)"

@@ -88,11 +88,7 @@ impl ImageEnvironment {
 /// Checks the image-environment keys of `manifest` (format already known to allow them) and
 /// resolves their package paths. Runs after the tree walk, so every symlink on the way is
 /// known to stay inside the package. `Ok(None)`: a host-command environment.
-pub(crate) fn resolve(
-    root: &Path,
-    manifest: &TaskManifest,
-    spans: &EnvironmentSpans,
-) -> Result<Option<ImageEnvironment>, LoadError> {
+pub(crate) fn resolve(root: &Path, manifest: &TaskManifest, spans: &EnvironmentSpans) -> Result<Option<ImageEnvironment>, LoadError> {
     let env = &manifest.environment;
     let evaluator = &manifest.evaluator;
     let sources = ImageSource::all_of(&env.image, &env.dockerfile, &env.rootfs, &env.oci_layout);
@@ -197,10 +193,7 @@ fn resolve_source(root: &Path, source: ImageSource, table: &str, at: &Location) 
             require_kind(&path, rel, &key, at, true)?;
             for member in ["oci-layout", "index.json"] {
                 if !path.join(member).is_file() {
-                    return Err(invalid(
-                        at,
-                        format!("{key} `{rel}` has no `{member}`; expected an OCI image layout directory"),
-                    ));
+                    return Err(invalid(at, format!("{key} `{rel}` has no `{member}`; expected an OCI image layout directory")));
                 }
             }
             Some(path)
@@ -225,7 +218,9 @@ fn package_path(root: &Path, rel: &str, key: &str, at: &Location) -> Result<Path
         if first_is || resolves_into(&path, &root.join(private)) {
             return Err(invalid(
                 at,
-                format!("{key} `{rel}` is inside {private}/; keep the environment's files outside workspace/ and evaluator/ (e.g. environment/)"),
+                format!(
+                    "{key} `{rel}` is inside {private}/; keep the environment's files outside workspace/ and evaluator/ (e.g. environment/)"
+                ),
             ));
         }
     }
@@ -237,9 +232,7 @@ fn require_kind(path: &Path, rel: &str, key: &str, at: &Location, dir: bool) -> 
     match std::fs::metadata(path) {
         Ok(meta) if meta.is_dir() == dir && (dir || meta.is_file()) => Ok(()),
         Ok(_) => Err(invalid(at, format!("{key} `{rel}` is not {expected}"))),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-            Err(invalid(at, format!("{key} `{rel}`: no such path in the package")))
-        }
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Err(invalid(at, format!("{key} `{rel}`: no such path in the package"))),
         Err(_) => fs_err::metadata(path).map(|_| ()).map_err(LoadError::from),
     }
 }
@@ -272,12 +265,7 @@ fn mount_path(value: &str, key: &str, at: &Location) -> Result<PathBuf, LoadErro
 }
 
 /// workdir, dir and out are separate mounts: none may equal or contain another.
-fn check_apart(
-    workdir: &Path,
-    dir: &Option<PathBuf>,
-    out: &Option<PathBuf>,
-    spans: &EnvironmentSpans,
-) -> Result<(), LoadError> {
+fn check_apart(workdir: &Path, dir: &Option<PathBuf>, out: &Option<PathBuf>, spans: &EnvironmentSpans) -> Result<(), LoadError> {
     let mut named: Vec<(&str, &Path, &Location)> = vec![("[environment].workdir", workdir, &spans.workdir)];
     if let Some(dir) = dir {
         named.push(("[evaluator].dir", dir, &spans.dir));

@@ -302,12 +302,16 @@ mod tests {
         let reqs = fee_requirements();
         let partial = "Please add late fees to the invoicing run.";
         assert_eq!(review(partial, partial, &reqs), Err(Problem::CopyOfPartial));
-        let one_line = "Late fees are capped at ten percent of the principal; disputed invoices accrue no late fee while the dispute is open.";
+        let one_line =
+            "Late fees are capped at ten percent of the principal; disputed invoices accrue no late fee while the dispute is open.";
         assert_eq!(review(one_line, partial, &reqs), Err(Problem::TooFewParagraphs { paragraphs: 1, requirements: 2 }));
         let good = "Add late fees.\n\nCap: late fees are capped at ten percent of the principal.\n\nDisputes: disputed invoices accrue no late fee while the dispute is open.\n";
         let accepted = review(good, partial, &reqs).unwrap();
         assert_eq!(accepted.paragraphs, 3);
-        assert_eq!(accepted.stated.iter().map(|s| (s.requirement.as_str(), s.paragraph)).collect::<Vec<_>>(), [("fee-cap", 2), ("disputed-exempt", 3)]);
+        assert_eq!(
+            accepted.stated.iter().map(|s| (s.requirement.as_str(), s.paragraph)).collect::<Vec<_>>(),
+            [("fee-cap", 2), ("disputed-exempt", 3)]
+        );
         assert_eq!(accepted.stated[0].coverage, 1.0);
         let vague = "Add the new charge.\n\nCap: fees are capped at ten percent of the principal.\n\nAlso think about disputed invoices and their state.\n";
         let Err(problem) = review(vague, partial, &reqs) else { panic!("accepted") };

@@ -107,8 +107,7 @@ impl EvaluateError {
     /// The evaluator's stderr tail, when the evaluator ran.
     pub fn stderr_tail(&self) -> Option<&str> {
         match self {
-            EvaluateError::Evaluation { stderr_tail, .. }
-            | EvaluateError::InvalidResult { stderr_tail, .. } => Some(stderr_tail),
+            EvaluateError::Evaluation { stderr_tail, .. } | EvaluateError::InvalidResult { stderr_tail, .. } => Some(stderr_tail),
             EvaluateError::Evaluator { source } => Some(source.stderr_tail()),
             _ => None,
         }
@@ -122,11 +121,7 @@ pub trait Judge: Sync {
     ///
     /// # Errors
     /// [`EvaluateError`] when the submission could not be prepared or the evaluator failed.
-    fn evaluate(
-        &self,
-        package: &TaskPackage,
-        submission: Submission<'_>,
-    ) -> Result<Judged, EvaluateError>;
+    fn evaluate(&self, package: &TaskPackage, submission: Submission<'_>) -> Result<Judged, EvaluateError>;
 
     /// Runs the shell `command` on a fresh copy of `package`'s unchanged starter workspace, as
     /// an agent's command runs (the task's `[environment]`, the workspace as working directory),
@@ -167,10 +162,7 @@ impl Outcome {
     /// [`EvaluateError::InvalidResult`] for every [`ResultProblem`] except "nothing to score".
     pub fn new(package: &TaskPackage, judged: Judged) -> Result<Outcome, EvaluateError> {
         let ctx = package.scoring_context();
-        let invalid = |problem| EvaluateError::InvalidResult {
-            problem,
-            stderr_tail: judged.stderr_tail.clone(),
-        };
+        let invalid = |problem| EvaluateError::InvalidResult { problem, stderr_tail: judged.stderr_tail.clone() };
         judged.result.validate(&ctx).map_err(invalid)?;
         let kind = judged.result.kind(&ctx);
         let scored = match judged.result.score(&ctx) {
@@ -178,11 +170,7 @@ impl Outcome {
             Err(ResultProblem::NothingToScore(_)) => None,
             Err(problem) => return Err(invalid(problem)),
         };
-        Ok(Outcome {
-            result: judged.result,
-            kind,
-            scored,
-        })
+        Ok(Outcome { result: judged.result, kind, scored })
     }
 
     /// Requirement ids that fail, in the task's priority order.
@@ -215,10 +203,6 @@ impl Outcome {
 }
 
 /// Judges and validates in one step.
-pub(crate) fn judge_outcome(
-    judge: &dyn Judge,
-    package: &TaskPackage,
-    submission: Submission<'_>,
-) -> Result<Outcome, EvaluateError> {
+pub(crate) fn judge_outcome(judge: &dyn Judge, package: &TaskPackage, submission: Submission<'_>) -> Result<Outcome, EvaluateError> {
     Outcome::new(package, judge.evaluate(package, submission)?)
 }

@@ -55,18 +55,10 @@ impl std::fmt::Display for Leak {
         match &self.what {
             LeakKind::DescriptionRun { requirement, words } => {
                 let count = words.split(' ').count();
-                write!(
-                    f,
-                    "{}: {count} words of unstated requirement `{requirement}`: \"{words}\"",
-                    self.file
-                )
+                write!(f, "{}: {count} words of unstated requirement `{requirement}`: \"{words}\"", self.file)
             }
             LeakKind::RequirementId { requirement } => {
-                write!(
-                    f,
-                    "{}: names unstated requirement id `{requirement}`",
-                    self.file
-                )
+                write!(f, "{}: names unstated requirement id `{requirement}`", self.file)
             }
             LeakKind::EvaluationWord { word } => {
                 write!(f, "{}: uses the word \"{word}\"", self.file)
@@ -77,18 +69,13 @@ impl std::fmt::Display for Leak {
 
 /// Lowercase words: maximal runs of alphanumeric characters.
 pub(crate) fn words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect()
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
 }
 
 /// Whitespace-separated tokens with at least one letter or digit (so Markdown bullets and
 /// rules do not count): the word count of the instruction-length check.
 pub fn instruction_words(text: &str) -> usize {
-    text.split_whitespace()
-        .filter(|t| t.chars().any(char::is_alphanumeric))
-        .count()
+    text.split_whitespace().filter(|t| t.chars().any(char::is_alphanumeric)).count()
 }
 
 /// Scans one text for leaks of the `unstated` requirements; `file` labels the findings.
@@ -99,31 +86,17 @@ pub fn scan_text(file: &str, text: &str, unstated: &[&Requirement]) -> Vec<Leak>
     let text_words = words(text);
     for requirement in unstated {
         if let Some(run) = longest_first_run(&text_words, &words(&requirement.description)) {
-            leaks.push(Leak {
-                file: file.to_owned(),
-                what: LeakKind::DescriptionRun {
-                    requirement: requirement.id.clone(),
-                    words: run,
-                },
-            });
+            leaks.push(Leak { file: file.to_owned(), what: LeakKind::DescriptionRun { requirement: requirement.id.clone(), words: run } });
         }
     }
     let lower = text.to_lowercase();
     for requirement in unstated {
         if requirement.id.contains('-') && contains_id(&lower, &requirement.id) {
-            leaks.push(Leak {
-                file: file.to_owned(),
-                what: LeakKind::RequirementId {
-                    requirement: requirement.id.clone(),
-                },
-            });
+            leaks.push(Leak { file: file.to_owned(), what: LeakKind::RequirementId { requirement: requirement.id.clone() } });
         }
     }
     if let Some(word) = evaluation_word(&text_words) {
-        leaks.push(Leak {
-            file: file.to_owned(),
-            what: LeakKind::EvaluationWord { word },
-        });
+        leaks.push(Leak { file: file.to_owned(), what: LeakKind::EvaluationWord { word } });
     }
     leaks
 }
@@ -144,14 +117,7 @@ fn longest_first_run(text: &[String], description: &[String]) -> Option<String> 
         };
         let best = ks
             .iter()
-            .map(|&k| {
-                LEAK_RUN
-                    + text[i + LEAK_RUN..]
-                        .iter()
-                        .zip(&description[k + LEAK_RUN..])
-                        .take_while(|(a, b)| a == b)
-                        .count()
-            })
+            .map(|&k| LEAK_RUN + text[i + LEAK_RUN..].iter().zip(&description[k + LEAK_RUN..]).take_while(|(a, b)| a == b).count())
             .max()
             .unwrap_or(LEAK_RUN);
         return Some(text[i..i + best].join(" "));
@@ -171,15 +137,10 @@ fn contains_id(lower: &str, id: &str) -> bool {
 
 fn evaluation_word(text_words: &[String]) -> Option<String> {
     for (i, word) in text_words.iter().enumerate() {
-        if matches!(
-            word.as_str(),
-            "evaluator" | "evaluators" | "rubric" | "rubrics"
-        ) {
+        if matches!(word.as_str(), "evaluator" | "evaluators" | "rubric" | "rubrics") {
             return Some(word.clone());
         }
-        let next = text_words
-            .get(i + 1)
-            .filter(|n| *n == "test" || *n == "tests");
+        let next = text_words.get(i + 1).filter(|n| *n == "test" || *n == "tests");
         if let (true, Some(next)) = (word == "hidden", next) {
             return Some(format!("hidden {next}"));
         }
@@ -202,21 +163,12 @@ mod tests {
     use super::*;
 
     fn requirement(id: &str, description: &str) -> Requirement {
-        Requirement {
-            id: id.into(),
-            priority: 1,
-            stated: false,
-            description: description.into(),
-            discovery: String::new(),
-        }
+        Requirement { id: id.into(), priority: 1, stated: false, description: description.into(), discovery: String::new() }
     }
 
     #[test]
     fn eight_word_run_is_found_across_case_and_punctuation() {
-        let r = requirement(
-            "fee-cap",
-            "The late fee of one invoice is at most ten percent of its principal.",
-        );
+        let r = requirement("fee-cap", "The late fee of one invoice is at most ten percent of its principal.");
         let text = "Note: the LATE fee, of one invoice -- is at most ten percent; more text";
         let leaks = scan_text("workspace/README.md", text, &[&r]);
         assert_eq!(leaks.len(), 1);
@@ -228,24 +180,15 @@ mod tests {
 
     #[test]
     fn seven_words_are_not_a_leak() {
-        let r = requirement(
-            "fee-cap",
-            "The late fee of one invoice is at most ten percent of its principal.",
-        );
+        let r = requirement("fee-cap", "The late fee of one invoice is at most ten percent of its principal.");
         assert!(scan_text("x", "the late fee of one invoice is", &[&r]).is_empty());
-        assert_eq!(
-            scan_text("x", "the late fee of one invoice is at", &[&r]).len(),
-            1
-        );
+        assert_eq!(scan_text("x", "the late fee of one invoice is at", &[&r]).len(), 1);
     }
 
     #[test]
     fn hyphenated_id_is_a_token_match() {
         let r = requirement("fee-cap", "short");
-        assert_eq!(
-            scan_text("f", "see FEE-CAP here", &[&r])[0].to_string(),
-            "f: names unstated requirement id `fee-cap`"
-        );
+        assert_eq!(scan_text("f", "see FEE-CAP here", &[&r])[0].to_string(), "f: names unstated requirement id `fee-cap`");
         assert!(scan_text("f", "the fee-capping rule and fee_cap_ratio", &[&r]).is_empty());
         let one_word = requirement("cap", "short");
         assert!(scan_text("f", "a cap on fees", &[&one_word]).is_empty());
@@ -253,18 +196,9 @@ mod tests {
 
     #[test]
     fn evaluation_words() {
-        assert_eq!(
-            scan_text("f", "The Evaluator checks", &[])[0].to_string(),
-            "f: uses the word \"evaluator\""
-        );
-        assert_eq!(
-            scan_text("f", "see the hidden-tests folder", &[])[0].to_string(),
-            "f: uses the word \"hidden tests\""
-        );
-        assert_eq!(
-            scan_text("f", "grading rubrics", &[])[0].to_string(),
-            "f: uses the word \"rubrics\""
-        );
+        assert_eq!(scan_text("f", "The Evaluator checks", &[])[0].to_string(), "f: uses the word \"evaluator\"");
+        assert_eq!(scan_text("f", "see the hidden-tests folder", &[])[0].to_string(), "f: uses the word \"hidden tests\"");
+        assert_eq!(scan_text("f", "grading rubrics", &[])[0].to_string(), "f: uses the word \"rubrics\"");
         assert!(scan_text("f", "we evaluate the hidden cost of tests", &[]).is_empty());
     }
 

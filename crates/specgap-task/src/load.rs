@@ -11,27 +11,18 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use specgap_protocol::package::{
-    ClarificationTarget, Observation, PACKAGE_FORMATS, Requirement, ResidualMeta, TaskManifest,
-    UserProfile,
-};
+use specgap_protocol::package::{ClarificationTarget, Observation, PACKAGE_FORMATS, Requirement, ResidualMeta, TaskManifest, UserProfile};
 use toml::Spanned;
 
 use crate::error::{LoadError, Location};
-use crate::{format2, format2_env};
 use crate::package::{Overlay, ResidualState, Solutions, TaskPackage};
 use crate::tree;
+use crate::{format2, format2_env};
 
 /// The TOML files formats 1 and 2 define at a package's top level; any other `*.toml` there is
 /// most likely a misspelling (`requirement.toml` would silently unscore a task), so it is an
 /// error.
-const KNOWN_TOML: [&str; 5] = [
-    "task.toml",
-    "requirements.toml",
-    "observations.toml",
-    "user.toml",
-    "clarifications.toml",
-];
+const KNOWN_TOML: [&str; 5] = ["task.toml", "requirements.toml", "observations.toml", "user.toml", "clarifications.toml"];
 
 /// Loads the package at `path` and checks every rule of DESIGN §2 that needs no evaluator run.
 ///
@@ -50,14 +41,10 @@ pub fn load(path: impl AsRef<Path>) -> Result<TaskPackage, LoadError> {
         return Err(LoadError::MissingTaskToml { root });
     }
     let (manifest, spans) = load_manifest(&task_toml)?;
-    let instruction = read_optional_text(&root.join("instruction.md"))?
-        .ok_or_else(|| LoadError::MissingInstruction { root: root.clone() })?;
-    require_dir(&root.join("workspace"), || LoadError::MissingWorkspace {
-        root: root.clone(),
-    })?;
-    require_dir(&root.join("evaluator"), || LoadError::MissingEvaluator {
-        root: root.clone(),
-    })?;
+    let instruction =
+        read_optional_text(&root.join("instruction.md"))?.ok_or_else(|| LoadError::MissingInstruction { root: root.clone() })?;
+    require_dir(&root.join("workspace"), || LoadError::MissingWorkspace { root: root.clone() })?;
+    require_dir(&root.join("evaluator"), || LoadError::MissingEvaluator { root: root.clone() })?;
 
     let entries = tree::walk(&root)?;
     tree::check_symlinks(&root, &entries)?;
@@ -101,9 +88,7 @@ fn is_present(path: &Path) -> Result<bool, LoadError> {
     match std::fs::symlink_metadata(path) {
         Ok(_) => Ok(true),
         Err(err) if err.kind() == ErrorKind::NotFound => Ok(false),
-        Err(_) => fs_err::symlink_metadata(path)
-            .map(|_| true)
-            .map_err(LoadError::from),
+        Err(_) => fs_err::symlink_metadata(path).map(|_| true).map_err(LoadError::from),
     }
 }
 
@@ -123,10 +108,7 @@ fn require_dir(path: &Path, missing: impl FnOnce() -> LoadError) -> Result<(), L
     } else {
         "a special file"
     };
-    Err(LoadError::NotADirectory {
-        path: path.to_path_buf(),
-        found,
-    })
+    Err(LoadError::NotADirectory { path: path.to_path_buf(), found })
 }
 
 fn read_optional_text(path: &Path) -> Result<Option<String>, LoadError> {
@@ -142,10 +124,7 @@ fn read_optional_text(path: &Path) -> Result<Option<String>, LoadError> {
 pub(crate) fn read_text(path: &Path) -> Result<String, LoadError> {
     let meta = fs_err::metadata(path)?;
     if !meta.is_file() {
-        return Err(LoadError::NotAFile {
-            path: path.to_path_buf(),
-            found: tree::kind_name(&meta.file_type()),
-        });
+        return Err(LoadError::NotAFile { path: path.to_path_buf(), found: tree::kind_name(&meta.file_type()) });
     }
     Ok(fs_err::read_to_string(path)?)
 }
@@ -234,8 +213,7 @@ struct ManifestSpans {
 fn load_manifest(path: &Path) -> Result<(TaskManifest, ManifestSpans), LoadError> {
     let (probe, text) = read_toml::<ManifestProbe>(path)?;
     check_format(path, &text, probe.format.as_ref())?;
-    let manifest =
-        toml::from_str::<TaskManifest>(&text).map_err(|err| LoadError::toml(path, &text, &err))?;
+    let manifest = toml::from_str::<TaskManifest>(&text).map_err(|err| LoadError::toml(path, &text, &err))?;
     let locate = |spanned: Option<&Spanned<toml::Value>>| match spanned {
         Some(s) => at(path, &text, s),
         None => Location::path(path),
@@ -273,16 +251,11 @@ fn load_manifest(path: &Path) -> Result<(TaskManifest, ManifestSpans), LoadError
     )?;
     let name_at = locate(task_probe.and_then(|t| t.name.as_ref()));
     if !is_task_name(&manifest.task.name) {
-        return Err(LoadError::BadTaskName {
-            at: name_at,
-            name: manifest.task.name.clone(),
-        });
+        return Err(LoadError::BadTaskName { at: name_at, name: manifest.task.name.clone() });
     }
     let evaluator = probe.evaluator.as_ref();
     if manifest.evaluator.command.trim().is_empty() {
-        return Err(LoadError::EmptyEvaluatorCommand {
-            at: locate(evaluator.and_then(|e| e.command.as_ref())),
-        });
+        return Err(LoadError::EmptyEvaluatorCommand { at: locate(evaluator.and_then(|e| e.command.as_ref())) });
     }
     if manifest.evaluator.timeout_sec == 0 {
         return Err(LoadError::Invalid {
@@ -302,9 +275,7 @@ fn load_manifest(path: &Path) -> Result<(TaskManifest, ManifestSpans), LoadError
         if !Path::new(bind).is_absolute() {
             return Err(LoadError::Invalid {
                 at: Location::path(path),
-                message: format!(
-                    "[environment].binds entry `{bind}` is relative; expected an absolute host path"
-                ),
+                message: format!("[environment].binds entry `{bind}` is relative; expected an absolute host path"),
             });
         }
     }
@@ -319,11 +290,7 @@ fn load_manifest(path: &Path) -> Result<(TaskManifest, ManifestSpans), LoadError
         if let Err(err) = globset::Glob::new(&delivery.artifact) {
             return Err(LoadError::Invalid {
                 at: locate(probe.and_then(|d| d.artifact.as_ref())),
-                message: format!(
-                    "[delivery].artifact `{}` is not a usable glob: {}",
-                    delivery.artifact,
-                    err.kind()
-                ),
+                message: format!("[delivery].artifact `{}` is not a usable glob: {}", delivery.artifact, err.kind()),
             });
         }
     }
@@ -343,22 +310,13 @@ fn load_manifest(path: &Path) -> Result<(TaskManifest, ManifestSpans), LoadError
     Ok((manifest, ManifestSpans { schema, environment }))
 }
 
-fn check_format(
-    path: &Path,
-    text: &str,
-    format: Option<&Spanned<toml::Value>>,
-) -> Result<(), LoadError> {
+fn check_format(path: &Path, text: &str, format: Option<&Spanned<toml::Value>>) -> Result<(), LoadError> {
     let Some(format) = format else {
-        return Err(LoadError::FormatMissing {
-            at: Location::path(path),
-        });
+        return Err(LoadError::FormatMissing { at: Location::path(path) });
     };
     match format.get_ref() {
         toml::Value::Integer(n) if PACKAGE_FORMATS.iter().any(|f| i64::from(*f) == *n) => Ok(()),
-        other => Err(LoadError::FormatUnsupported {
-            at: at(path, text, format),
-            found: other.to_string(),
-        }),
+        other => Err(LoadError::FormatUnsupported { at: at(path, text, format), found: other.to_string() }),
     }
 }
 
@@ -370,9 +328,7 @@ fn is_task_name(name: &str) -> bool {
             !segment.is_empty()
                 && segment != "."
                 && segment != ".."
-                && segment
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+                && segment.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
         })
 }
 
@@ -416,12 +372,7 @@ struct ClarificationsDoc {
 /// first character a letter (DESIGN §2 `requirements.toml`).
 pub fn is_requirement_id(id: &str) -> bool {
     id.starts_with(|c: char| c.is_ascii_lowercase())
-        && id.split('-').all(|word| {
-            !word.is_empty()
-                && word
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-        })
+        && id.split('-').all(|word| !word.is_empty() && word.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()))
 }
 
 /// Loads requirements.toml (if present), sorted by priority, highest first.
@@ -443,22 +394,13 @@ fn load_requirements(root: &Path) -> Result<Vec<Requirement>, LoadError> {
         let requirement = spanned.get_ref();
         let here = || at(&path, &text, spanned);
         if !is_requirement_id(&requirement.id) {
-            return Err(LoadError::BadRequirementId {
-                at: here(),
-                id: requirement.id.clone(),
-            });
+            return Err(LoadError::BadRequirementId { at: here(), id: requirement.id.clone() });
         }
         if !ids.insert(&requirement.id) {
-            return Err(LoadError::DuplicateRequirement {
-                at: here(),
-                id: requirement.id.clone(),
-            });
+            return Err(LoadError::DuplicateRequirement { at: here(), id: requirement.id.clone() });
         }
         if requirement.priority == 0 {
-            return Err(LoadError::ZeroPriority {
-                at: here(),
-                id: requirement.id.clone(),
-            });
+            return Err(LoadError::ZeroPriority { at: here(), id: requirement.id.clone() });
         }
         if let Some(first) = priorities.insert(requirement.priority, &requirement.id) {
             return Err(LoadError::DuplicatePriority {
@@ -469,11 +411,7 @@ fn load_requirements(root: &Path) -> Result<Vec<Requirement>, LoadError> {
             });
         }
     }
-    let mut requirements: Vec<Requirement> = doc
-        .requirement
-        .into_iter()
-        .map(Spanned::into_inner)
-        .collect();
+    let mut requirements: Vec<Requirement> = doc.requirement.into_iter().map(Spanned::into_inner).collect();
     requirements.sort_by_key(|r| r.priority);
     Ok(requirements)
 }
@@ -481,19 +419,13 @@ fn load_requirements(root: &Path) -> Result<Vec<Requirement>, LoadError> {
 /// Loads observations.toml: required with requirements, every observation naming a known
 /// requirement, one observation per (requirement, failure mode), every requirement covered;
 /// a `request` only in format 2, and never blank.
-fn load_observations(
-    root: &Path,
-    requirement_ids: &[String],
-    format: u32,
-) -> Result<Vec<Observation>, LoadError> {
+fn load_observations(root: &Path, requirement_ids: &[String], format: u32) -> Result<Vec<Observation>, LoadError> {
     let path = root.join("observations.toml");
     if !is_present(&path)? {
         if requirement_ids.is_empty() {
             return Ok(Vec::new());
         }
-        return Err(LoadError::MissingObservations {
-            root: root.to_path_buf(),
-        });
+        return Err(LoadError::MissingObservations { root: root.to_path_buf() });
     }
     let (doc, text) = read_toml::<ObservationsDoc>(&path)?;
     let probe = toml::from_str::<ObservationsProbe>(&text).map_err(|err| LoadError::toml(&path, &text, &err))?;
@@ -506,7 +438,8 @@ fn load_observations(
             if request.trim().is_empty() {
                 return Err(LoadError::Invalid {
                     at: request_at,
-                    message: "request is blank; expected what the owner needs to be different, in the owner's words (or no `request`)".into(),
+                    message: "request is blank; expected what the owner needs to be different, in the owner's words (or no `request`)"
+                        .into(),
                 });
             }
         }
@@ -526,31 +459,17 @@ fn load_observations(
         }
     }
     for id in requirement_ids {
-        if !doc
-            .observation
-            .iter()
-            .any(|o| &o.get_ref().requirement == id)
-        {
-            return Err(LoadError::RequirementWithoutObservation {
-                at: Location::path(&path),
-                id: id.clone(),
-            });
+        if !doc.observation.iter().any(|o| &o.get_ref().requirement == id) {
+            return Err(LoadError::RequirementWithoutObservation { at: Location::path(&path), id: id.clone() });
         }
     }
-    Ok(doc
-        .observation
-        .into_iter()
-        .map(Spanned::into_inner)
-        .collect())
+    Ok(doc.observation.into_iter().map(Spanned::into_inner).collect())
 }
 
 /// Loads clarifications.toml: unique ids; a `rule_source` that looks like a requirement id
 /// (lowercase-hyphenated with at least one hyphen) must name a known requirement when the
 /// task has requirements. Free-text sources ("the pricing sheet") are not checked.
-fn load_clarifications(
-    root: &Path,
-    requirement_ids: &[String],
-) -> Result<Vec<ClarificationTarget>, LoadError> {
+fn load_clarifications(root: &Path, requirement_ids: &[String]) -> Result<Vec<ClarificationTarget>, LoadError> {
     let path = root.join("clarifications.toml");
     if !is_present(&path)? {
         return Ok(Vec::new());
@@ -560,19 +479,13 @@ fn load_clarifications(
     for spanned in &doc.target {
         let target = spanned.get_ref();
         if !ids.insert(&target.id) {
-            return Err(LoadError::DuplicateClarification {
-                at: at(&path, &text, spanned),
-                id: target.id.clone(),
-            });
+            return Err(LoadError::DuplicateClarification { at: at(&path, &text, spanned), id: target.id.clone() });
         }
         let Some(source) = &target.rule_source else {
             continue;
         };
         let looks_like_requirement = source.contains('-') && is_requirement_id(source);
-        if !requirement_ids.is_empty()
-            && looks_like_requirement
-            && !requirement_ids.contains(source)
-        {
+        if !requirement_ids.is_empty() && looks_like_requirement && !requirement_ids.contains(source) {
             return Err(LoadError::UnknownRequirement {
                 at: at(&path, &text, spanned),
                 referrer: format!("clarification target `{}` rule_source", target.id),
@@ -593,11 +506,7 @@ fn children(dir: &Path) -> Result<Vec<(String, PathBuf)>, LoadError> {
         let entry = entry?;
         let path = entry.path();
         let Ok(name) = entry.file_name().into_string() else {
-            return Err(LoadError::UnexpectedEntry {
-                path,
-                found: "non-UTF-8 name",
-                expected: "UTF-8 file names",
-            });
+            return Err(LoadError::UnexpectedEntry { path, found: "non-UTF-8 name", expected: "UTF-8 file names" });
         };
         out.push((name, path));
     }
@@ -615,17 +524,11 @@ fn load_solutions(root: &Path, requirement_ids: &[String]) -> Result<Solutions, 
     if !is_present(&dir)? {
         return Ok(solutions);
     }
-    require_dir(&dir, || LoadError::NotADirectory {
-        path: dir.clone(),
-        found: "nothing",
-    })?;
+    require_dir(&dir, || LoadError::NotADirectory { path: dir.clone(), found: "nothing" })?;
     for (name, path) in children(&dir)? {
         match name.as_str() {
             "gold" | "literal" | "mutants" if !is_real_dir(&path)? => {
-                require_dir(&path, || LoadError::NotADirectory {
-                    path: path.clone(),
-                    found: "nothing",
-                })?;
+                require_dir(&path, || LoadError::NotADirectory { path: path.clone(), found: "nothing" })?;
             }
             "gold" => solutions.gold = Some(load_overlay(&path)?),
             "literal" => solutions.literal = Some(load_overlay(&path)?),
@@ -642,10 +545,7 @@ fn load_solutions(root: &Path, requirement_ids: &[String]) -> Result<Solutions, 
     Ok(solutions)
 }
 
-fn load_mutants(
-    dir: &Path,
-    requirement_ids: &[String],
-) -> Result<BTreeMap<String, Overlay>, LoadError> {
+fn load_mutants(dir: &Path, requirement_ids: &[String]) -> Result<BTreeMap<String, Overlay>, LoadError> {
     let mut mutants = BTreeMap::new();
     for (name, path) in children(dir)? {
         if !is_real_dir(&path)? {
@@ -656,11 +556,7 @@ fn load_mutants(
             });
         }
         if !requirement_ids.contains(&name) {
-            return Err(LoadError::UnknownRequirement {
-                at: Location::path(&path),
-                referrer: "mutant directory".into(),
-                id: name,
-            });
+            return Err(LoadError::UnknownRequirement { at: Location::path(&path), referrer: "mutant directory".into(), id: name });
         }
         let overlay = load_overlay(&path)?;
         mutants.insert(name, overlay);
@@ -680,11 +576,7 @@ fn load_overlay(dir: &Path) -> Result<Overlay, LoadError> {
             if entry.is_empty() || entry.starts_with('#') {
                 continue;
             }
-            let escape = |why| LoadError::DeleteEscapes {
-                at: Location::at_line(&delete_txt, index + 1),
-                entry: entry.to_owned(),
-                why,
-            };
+            let escape = |why| LoadError::DeleteEscapes { at: Location::at_line(&delete_txt, index + 1), entry: entry.to_owned(), why };
             if Path::new(entry).is_absolute() {
                 return Err(escape("is absolute"));
             }
@@ -697,20 +589,13 @@ fn load_overlay(dir: &Path) -> Result<Overlay, LoadError> {
             }
         }
     }
-    Ok(Overlay {
-        dir: dir.to_path_buf(),
-        delete,
-    })
+    Ok(Overlay { dir: dir.to_path_buf(), delete })
 }
 
 /// Residual state ids become part of `--start residual:<id>`, so they are restricted to
 /// letters, digits, `.`, `_` and `-`.
 fn is_state_id(id: &str) -> bool {
-    !id.is_empty()
-        && !id.starts_with('.')
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+    !id.is_empty() && !id.starts_with('.') && id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
 }
 
 fn load_residual(root: &Path) -> Result<BTreeMap<String, ResidualState>, LoadError> {
@@ -719,10 +604,7 @@ fn load_residual(root: &Path) -> Result<BTreeMap<String, ResidualState>, LoadErr
     if !is_present(&dir)? {
         return Ok(states);
     }
-    require_dir(&dir, || LoadError::NotADirectory {
-        path: dir.clone(),
-        found: "nothing",
-    })?;
+    require_dir(&dir, || LoadError::NotADirectory { path: dir.clone(), found: "nothing" })?;
     for (id, path) in children(&dir)? {
         if !is_real_dir(&path)? || !is_state_id(&id) {
             return Err(LoadError::UnexpectedEntry {
@@ -733,24 +615,15 @@ fn load_residual(root: &Path) -> Result<BTreeMap<String, ResidualState>, LoadErr
         }
         let patch = path.join("state.patch");
         if !is_present(&patch)? {
-            return Err(LoadError::MissingResidualFile {
-                dir: path,
-                file: "state.patch",
-            });
+            return Err(LoadError::MissingResidualFile { dir: path, file: "state.patch" });
         }
         let patch_meta = fs_err::metadata(&patch)?;
         if !patch_meta.is_file() {
-            return Err(LoadError::NotAFile {
-                path: patch,
-                found: tree::kind_name(&patch_meta.file_type()),
-            });
+            return Err(LoadError::NotAFile { path: patch, found: tree::kind_name(&patch_meta.file_type()) });
         }
         let meta_path = path.join("meta.toml");
         if !is_present(&meta_path)? {
-            return Err(LoadError::MissingResidualFile {
-                dir: path,
-                file: "meta.toml",
-            });
+            return Err(LoadError::MissingResidualFile { dir: path, file: "meta.toml" });
         }
         let (meta, _) = read_toml::<ResidualMeta>(&meta_path)?;
         if meta.failing_tests.is_empty() {
@@ -786,16 +659,7 @@ mod tests {
         for ok in ["charge-once", "a", "retry-after-2s", "x1-y2"] {
             assert!(is_requirement_id(ok), "{ok}");
         }
-        for bad in [
-            "Charge-once",
-            "charge_once",
-            "-a",
-            "a-",
-            "a--b",
-            "1st",
-            "",
-            "a b",
-        ] {
+        for bad in ["Charge-once", "charge_once", "-a", "a-", "a--b", "1st", "", "a b"] {
             assert!(!is_requirement_id(bad), "{bad}");
         }
     }

@@ -84,44 +84,53 @@ const EVIDENCE_TIE: f64 = 1e-9;
 /// for, what is *special* — matched after stemming. Seed 002's judge is told such a question
 /// does not cover a requirement even when its topic is right (App. A.9.5); here a generic
 /// piece reaches a target only through a word that target alone has.
-pub const GENERIC_WORDS: &[&str] = &[
-    "rul", "watch", "special", "pitfall", "gotcha", "caveat", "careful", "awar", "tricky",
-    "quirk",
-];
+pub const GENERIC_WORDS: &[&str] = &["rul", "watch", "special", "pitfall", "gotcha", "caveat", "careful", "awar", "tricky", "quirk"];
 
 /// Openings (lowercase, matched at the start of a sentence after an optional "and", "also",
 /// "finally" or "lastly") that make a sentence without a question mark a request to the
 /// customer (module guide, step 6).
 pub const REQUEST_OPENERS: &[&str] = &[
-    "please", "kindly", "tell me", "tell us", "let me know", "let us know", "confirm", "clarify",
-    "explain", "specify", "describe", "advise", "share", "list", "give me", "i need to know",
-    "i'd like to know", "i would like to know", "i want to know", "could you", "can you",
+    "please",
+    "kindly",
+    "tell me",
+    "tell us",
+    "let me know",
+    "let us know",
+    "confirm",
+    "clarify",
+    "explain",
+    "specify",
+    "describe",
+    "advise",
+    "share",
+    "list",
+    "give me",
+    "i need to know",
+    "i'd like to know",
+    "i would like to know",
+    "i want to know",
+    "could you",
+    "can you",
     "would you",
 ];
 
 /// Words (lowercase tokens) by which a question sentence refers back to the statement before it
 /// ("is that right?", "are they in cases?"), so that the statement is read with it (module
 /// guide, step 6).
-pub const BACK_REFERENCES: &[&str] = &[
-    "it", "its", "this", "that", "these", "those", "they", "them", "their", "so", "right",
-    "correct",
-];
+pub const BACK_REFERENCES: &[&str] = &["it", "its", "this", "that", "these", "those", "they", "them", "their", "so", "right", "correct"];
 
 /// Words that carry no topic: articles, pronouns, auxiliaries, prepositions, question words
 /// and politeness. Matched after lowercasing and before stemming.
 pub const STOPWORDS: &[&str] = &[
-    "a", "about", "above", "after", "again", "all", "also", "am", "an", "and", "any", "anything",
-    "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both",
-    "but", "by", "can", "could", "did", "do", "does", "doing", "done", "each", "either", "else",
-    "etc", "every", "few", "for", "from", "further", "get", "got", "had", "has", "have", "having",
-    "he", "her", "here", "hers", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its",
-    "just", "know", "let", "like", "may", "me", "might", "more", "most", "much", "must", "my",
-    "need", "no", "nor", "not", "now", "of", "off", "on", "once", "one", "only", "or", "other",
-    "our", "ours", "out", "over", "own", "please", "shall", "she", "should", "so", "some", "such",
-    "tell", "than", "thank", "thanks", "that", "the", "their", "theirs", "them", "then", "there",
-    "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "us", "use",
-    "used", "very", "want", "was", "we", "were", "what", "when", "where", "whether", "which",
-    "while", "who", "whom", "why", "will", "with", "would", "yes", "you", "your", "yours",
+    "a", "about", "above", "after", "again", "all", "also", "am", "an", "and", "any", "anything", "are", "as", "at", "be", "because",
+    "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "done", "each",
+    "either", "else", "etc", "every", "few", "for", "from", "further", "get", "got", "had", "has", "have", "having", "he", "her", "here",
+    "hers", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "just", "know", "let", "like", "may", "me", "might", "more",
+    "most", "much", "must", "my", "need", "no", "nor", "not", "now", "of", "off", "on", "once", "one", "only", "or", "other", "our",
+    "ours", "out", "over", "own", "please", "shall", "she", "should", "so", "some", "such", "tell", "than", "thank", "thanks", "that",
+    "the", "their", "theirs", "them", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up",
+    "us", "use", "used", "very", "want", "was", "we", "were", "what", "when", "where", "whether", "which", "while", "who", "whom", "why",
+    "will", "with", "would", "yes", "you", "your", "yours",
 ];
 
 /// Splits a message into question units (seed 002 A.3): one unit per piece between question
@@ -164,9 +173,7 @@ pub fn question_units(message: &str) -> Vec<&str> {
 /// );
 /// ```
 pub fn clauses(unit: &str) -> Vec<&str> {
-    unit.split([',', ';', ':', '\n', '，', '；', '：'])
-        .filter_map(|clause| keep_if_wordy(clause.trim()))
-        .collect()
+    unit.split([',', ';', ':', '\n', '，', '；', '：']).filter_map(|clause| keep_if_wordy(clause.trim())).collect()
 }
 
 /// The sentences of a unit (module guide, step 6), in order: split after `.` or `!` followed
@@ -271,9 +278,9 @@ fn is_request(sentence: &str) -> bool {
             rest = stripped.trim_start_matches([',', ' ']);
         }
     }
-    REQUEST_OPENERS.iter().any(|opener| {
-        rest.strip_prefix(opener).is_some_and(|after| after.is_empty() || after.starts_with(|c: char| !c.is_alphanumeric()))
-    })
+    REQUEST_OPENERS
+        .iter()
+        .any(|opener| rest.strip_prefix(opener).is_some_and(|after| after.is_empty() || after.starts_with(|c: char| !c.is_alphanumeric())))
 }
 
 /// Whether a question sentence needs the statement before it (module guide, step 6).
@@ -331,17 +338,11 @@ pub fn stem(word: &str) -> String {
     if w.len() > 4 && w.ends_with("ies") {
         w.truncate(w.len() - 3);
         w.push('y');
-    } else if w.len() >= 4
-        && w.ends_with('s')
-        && !(w.ends_with("ss") || w.ends_with("us") || w.ends_with("is"))
-    {
+    } else if w.len() >= 4 && w.ends_with('s') && !(w.ends_with("ss") || w.ends_with("us") || w.ends_with("is")) {
         w.pop();
     }
     for suffix in ["ing", "ed", "ly"] {
-        if w.len() >= suffix.len() + 3
-            && w.ends_with(suffix)
-            && !(suffix == "ed" && w.ends_with("eed"))
-        {
+        if w.len() >= suffix.len() + 3 && w.ends_with(suffix) && !(suffix == "ed" && w.ends_with("eed")) {
             w.truncate(w.len() - suffix.len());
             break;
         }
@@ -364,8 +365,7 @@ pub fn words_link(unit: &BTreeSet<String>, cue: &BTreeSet<String>) -> bool {
     }
     let shared = unit.intersection(cue).count();
     let smaller = unit.len().min(cue.len());
-    shared >= MIN_SHARED_WORDS.min(cue.len())
-        && shared as f64 >= MIN_SHARED_FRACTION * smaller as f64
+    shared >= MIN_SHARED_WORDS.min(cue.len()) && shared as f64 >= MIN_SHARED_FRACTION * smaller as f64
 }
 
 /// The shared rule over the clarification targets of one task: each target's cue words and
@@ -385,10 +385,7 @@ impl<'a> TargetMatcher<'a> {
         let cues: Vec<Vec<BTreeSet<String>>> = targets
             .iter()
             .map(|target| {
-                std::iter::once(target.description.as_str())
-                    .chain(target.triggers.iter().map(String::as_str))
-                    .map(content_words)
-                    .collect()
+                std::iter::once(target.description.as_str()).chain(target.triggers.iter().map(String::as_str)).map(content_words).collect()
             })
             .collect();
         let mut frequency: BTreeMap<String, usize> = BTreeMap::new();
@@ -398,11 +395,7 @@ impl<'a> TargetMatcher<'a> {
                 *frequency.entry(word.clone()).or_default() += 1;
             }
         }
-        TargetMatcher {
-            targets,
-            cues,
-            frequency,
-        }
+        TargetMatcher { targets, cues, frequency }
     }
 
     /// The targets, in file order.
@@ -419,10 +412,7 @@ impl<'a> TargetMatcher<'a> {
     /// 1 / (targets whose cues hold the word). A word only this target has counts 1; a topic
     /// word all eight targets of a case share counts 1/8.
     pub fn evidence<'w>(&self, shared: impl IntoIterator<Item = &'w String>) -> f64 {
-        shared
-            .into_iter()
-            .map(|word| 1.0 / self.target_frequency(word).max(1) as f64)
-            .sum()
+        shared.into_iter().map(|word| 1.0 / self.target_frequency(word).max(1) as f64).sum()
     }
 
     /// Indices of the targets one question unit links to, ascending (module guide, steps 5
@@ -487,26 +477,17 @@ impl<'a> TargetMatcher<'a> {
                 linked[index] = true;
             }
         }
-        self.targets
-            .iter()
-            .zip(linked)
-            .filter_map(|(target, linked)| linked.then_some(target))
-            .collect()
+        self.targets.iter().zip(linked).filter_map(|(target, linked)| linked.then_some(target)).collect()
     }
 
     /// The targets one piece (a unit or a clause) links to: among the targets it reaches
     /// (step 4), those with the most evidence.
     fn piece_links(&self, words: &BTreeSet<String>) -> Vec<usize> {
         let generic = words.iter().any(|w| GENERIC_WORDS.contains(&w.as_str()));
-        let reached: Vec<(usize, f64)> = (0..self.targets.len())
-            .filter_map(|index| self.reach(words, index, generic).map(|e| (index, e)))
-            .collect();
+        let reached: Vec<(usize, f64)> =
+            (0..self.targets.len()).filter_map(|index| self.reach(words, index, generic).map(|e| (index, e))).collect();
         let best = reached.iter().map(|(_, e)| *e).fold(f64::NEG_INFINITY, f64::max);
-        reached
-            .into_iter()
-            .filter(|(_, e)| *e >= best - EVIDENCE_TIE)
-            .map(|(index, _)| index)
-            .collect()
+        reached.into_iter().filter(|(_, e)| *e >= best - EVIDENCE_TIE).map(|(index, _)| index).collect()
     }
 
     /// The most evidence any cue of target `index` gives a piece that reaches it through that
@@ -526,10 +507,7 @@ impl<'a> TargetMatcher<'a> {
 }
 
 /// The targets a whole message links to ([`TargetMatcher::linked_targets`] over `targets`).
-pub fn linked_targets<'a>(
-    message: &str,
-    targets: &'a [ClarificationTarget],
-) -> Vec<&'a ClarificationTarget> {
+pub fn linked_targets<'a>(message: &str, targets: &'a [ClarificationTarget]) -> Vec<&'a ClarificationTarget> {
     TargetMatcher::new(targets).linked_targets(message)
 }
 
@@ -556,14 +534,8 @@ mod tests {
 
     #[test]
     fn units_split_at_each_question_mark_and_keep_trailing_text() {
-        assert_eq!(
-            question_units("Is it MAE? Or relative error? I will wait."),
-            ["Is it MAE?", "Or relative error?", "I will wait."]
-        );
-        assert_eq!(
-            question_units("单位是什么？还有范围?"),
-            ["单位是什么？", "还有范围?"]
-        );
+        assert_eq!(question_units("Is it MAE? Or relative error? I will wait."), ["Is it MAE?", "Or relative error?", "I will wait."]);
+        assert_eq!(question_units("单位是什么？还有范围?"), ["单位是什么？", "还有范围?"]);
         assert_eq!(question_units("What range?? ?"), ["What range?"]);
         assert_eq!(question_units("What range?\n\n-- "), ["What range?"]);
         assert_eq!(question_units("No question here."), ["No question here."]);
@@ -601,10 +573,7 @@ mod tests {
 
     #[test]
     fn content_words_drop_stopwords_and_single_characters() {
-        assert_eq!(
-            words("What is the error metric: MAE or a relative error?"),
-            ["error", "mae", "metric", "relativ"]
-        );
+        assert_eq!(words("What is the error metric: MAE or a relative error?"), ["error", "mae", "metric", "relativ"]);
         assert_eq!(words("Is it ok?"), ["ok"]);
         assert!(words("What should I do?").is_empty());
         assert_eq!(words("same-city stock"), ["city", "sam", "stock"]);
@@ -614,39 +583,24 @@ mod tests {
     fn link_threshold_exact_cases() {
         let set = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
         // Two shared of a four-word cue with a two-word unit: 2 >= 2 and 2 >= 0.5 * 2.
-        assert!(words_link(
-            &set(&["error", "mae"]),
-            &set(&["error", "mae", "metric", "relativ"])
-        ));
+        assert!(words_link(&set(&["error", "mae"]), &set(&["error", "mae", "metric", "relativ"])));
         // One shared word never links a multi-word cue.
-        assert!(!words_link(
-            &set(&["error", "unit"]),
-            &set(&["error", "mae", "metric"])
-        ));
+        assert!(!words_link(&set(&["error", "unit"]), &set(&["error", "mae", "metric"])));
         // Two shared but only 2 of min(6, 5) = 5 words: 2 < 2.5.
-        assert!(!words_link(
-            &set(&["a1", "a2", "a3", "a4", "shared1", "shared2"]),
-            &set(&["b1", "b2", "b3", "shared1", "shared2"]),
-        ));
+        assert!(!words_link(&set(&["a1", "a2", "a3", "a4", "shared1", "shared2"]), &set(&["b1", "b2", "b3", "shared1", "shared2"]),));
         // Three shared of min(6, 5) = 5: 3 >= 2.5.
         assert!(words_link(
             &set(&["a1", "a2", "a3", "shared1", "shared2", "shared3"]),
             &set(&["b1", "b2", "shared1", "shared2", "shared3"]),
         ));
         // A one-word cue links on its one word.
-        assert!(words_link(
-            &set(&["currency", "report"]),
-            &set(&["currency"])
-        ));
+        assert!(words_link(&set(&["currency", "report"]), &set(&["currency"])));
         // Empty sets never link.
         assert!(!words_link(&set(&[]), &set(&["currency"])));
     }
 
     fn ids(message: &str, targets: &[ClarificationTarget]) -> Vec<String> {
-        linked_targets(message, targets)
-            .iter()
-            .map(|t| t.id.clone())
-            .collect()
+        linked_targets(message, targets).iter().map(|t| t.id.clone()).collect()
     }
 
     fn two_targets() -> Vec<ClarificationTarget> {
@@ -654,10 +608,7 @@ mod tests {
             target(
                 "error-metric",
                 "Forecast error is measured as mean absolute error in units, not relative error.",
-                &[
-                    "Is the error MAE or a relative error?",
-                    "How is forecast error measured?",
-                ],
+                &["Is the error MAE or a relative error?", "How is forecast error measured?"],
             ),
             target(
                 "same-city-first",
@@ -672,15 +623,9 @@ mod tests {
         let targets = two_targets();
         assert_eq!(ids("Should I report the error as MAE?", &targets), ["error-metric"]);
         assert_eq!(ids("How do you measure forecast errors?", &targets), ["error-metric"]);
+        assert_eq!(ids("Must same city stock go first before buying from a supplier?", &targets), ["same-city-first"]);
         assert_eq!(
-            ids("Must same city stock go first before buying from a supplier?", &targets),
-            ["same-city-first"]
-        );
-        assert_eq!(
-            ids(
-                "Is error MAE? And do same-city transfers precede supplier purchases?",
-                &targets
-            ),
+            ids("Is error MAE? And do same-city transfers precede supplier purchases?", &targets),
             ["error-metric", "same-city-first"]
         );
         assert!(ids("Anything special about the data?", &targets).is_empty());
@@ -696,11 +641,8 @@ mod tests {
         assert_eq!(matcher.target_frequency("error"), 1);
         assert_eq!(matcher.target_frequency("supplier"), 1);
         assert_eq!(matcher.target_frequency("nowhere"), 0);
-        let three = vec![
-            target("a", "shared topic apple", &[]),
-            target("b", "shared topic banana", &[]),
-            target("c", "shared cherry", &[]),
-        ];
+        let three =
+            vec![target("a", "shared topic apple", &[]), target("b", "shared topic banana", &[]), target("c", "shared cherry", &[])];
         let matcher = TargetMatcher::new(&three);
         assert_eq!(matcher.target_frequency("shar"), 3);
         assert_eq!(matcher.target_frequency("topic"), 2);
@@ -722,10 +664,7 @@ mod tests {
         // Reaches both delivery targets; "weekend" gives weekend the most evidence.
         assert_eq!(matcher.unit_links("Do suppliers deliver on weekends?"), [0]);
         // One clause per rule: each clause links to its own target.
-        assert_eq!(
-            matcher.unit_links("Do suppliers deliver straight to stores, and are purchases whole cases?"),
-            [1, 2]
-        );
+        assert_eq!(matcher.unit_links("Do suppliers deliver straight to stores, and are purchases whole cases?"), [1, 2]);
         // A generic piece needs a distinctive shared word.
         assert!(matcher.unit_links("Any rules about suppliers delivering I should watch?").is_empty());
         assert_eq!(matcher.unit_links("Any special rules for weekend deliveries by suppliers?"), [0]);

@@ -3,10 +3,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use specgap_protocol::package::{
-    ClarificationTarget, Observation, Requirement, ResidualMeta, TaskManifest, UserProfile,
-};
 use crate::format2_env::ImageEnvironment;
+use specgap_protocol::package::{ClarificationTarget, Observation, Requirement, ResidualMeta, TaskManifest, UserProfile};
 use specgap_protocol::result::{EvalResult, ScoringContext, ScoringKind};
 
 /// A solution overlay (DESIGN §2): files copied over the *starter workspace*, then the paths
@@ -179,8 +177,7 @@ impl TaskPackage {
     /// requirements; `None` otherwise, because test-scored vs delivery / reward depends on
     /// whether the evaluator reports `tests` (use [`TaskPackage::scoring_kind`]).
     pub fn static_scoring_kind(&self) -> Option<ScoringKind> {
-        self.is_requirement_scored()
-            .then_some(ScoringKind::Requirement)
+        self.is_requirement_scored().then_some(ScoringKind::Requirement)
     }
 
     /// The scoring kind DESIGN §2 gives the task before its evaluator has reported anything:
@@ -217,11 +214,7 @@ impl TaskPackage {
     pub fn scoring_context(&self) -> ScoringContext<'_> {
         ScoringContext {
             requirement_ids: &self.requirement_ids,
-            delivery: self
-                .manifest
-                .delivery
-                .as_ref()
-                .map(|d| (d.reference, d.direction)),
+            delivery: self.manifest.delivery.as_ref().map(|d| (d.reference, d.direction)),
         }
     }
 
@@ -233,33 +226,16 @@ impl TaskPackage {
 
     /// The observations of one requirement, in file order (the first is the one used when
     /// the evaluator reports no failure mode, DESIGN §3.4).
-    pub fn observations_for<'a>(
-        &'a self,
-        requirement: &'a str,
-    ) -> impl Iterator<Item = &'a Observation> + 'a {
-        self.observations
-            .iter()
-            .filter(move |o| o.requirement == requirement)
+    pub fn observations_for<'a>(&'a self, requirement: &'a str) -> impl Iterator<Item = &'a Observation> + 'a {
+        self.observations.iter().filter(move |o| o.requirement == requirement)
     }
 
     /// The observation for a reported failure: the one with this failure mode, or the
     /// requirement's first observation when `failure_mode` is `None` or unregistered
     /// (DESIGN §3.4).
-    pub fn observation(
-        &self,
-        requirement: &str,
-        failure_mode: Option<&str>,
-    ) -> Option<&Observation> {
-        let exact = failure_mode.and_then(|mode| {
-            self.observations
-                .iter()
-                .find(|o| o.requirement == requirement && o.failure_mode == mode)
-        });
-        exact.or_else(|| {
-            self.observations
-                .iter()
-                .find(|o| o.requirement == requirement)
-        })
+    pub fn observation(&self, requirement: &str, failure_mode: Option<&str>) -> Option<&Observation> {
+        let exact = failure_mode.and_then(|mode| self.observations.iter().find(|o| o.requirement == requirement && o.failure_mode == mode));
+        exact.or_else(|| self.observations.iter().find(|o| o.requirement == requirement))
     }
 
     /// `user.toml`, the simulated owner / customer, if present.
@@ -287,9 +263,7 @@ impl TaskPackage {
         match name {
             "gold" => self.solutions.gold.as_ref(),
             "literal" => self.solutions.literal.as_ref(),
-            other => other
-                .strip_prefix("mutant:")
-                .and_then(|id| self.solutions.mutants.get(id)),
+            other => other.strip_prefix("mutant:").and_then(|id| self.solutions.mutants.get(id)),
         }
     }
 

@@ -40,10 +40,7 @@ pub enum LeftOutError {
 ///
 /// # Errors
 /// [`LeftOutError`] when `state.patch` or the gold overlay cannot be read.
-pub fn left_out_files(
-    package: &TaskPackage,
-    state: &ResidualState,
-) -> Result<Option<BTreeSet<String>>, LeftOutError> {
+pub fn left_out_files(package: &TaskPackage, state: &ResidualState) -> Result<Option<BTreeSet<String>>, LeftOutError> {
     let Some(gold) = package.solutions().gold.as_ref() else {
         return Ok(None);
     };
@@ -59,10 +56,7 @@ pub fn left_out_files(
 ///
 /// # Errors
 /// [`LeftOutError`] when the overlay cannot be walked or one of its files read.
-pub fn overlay_changed_files(
-    overlay: &Overlay,
-    workspace: &Path,
-) -> Result<BTreeSet<String>, LeftOutError> {
+pub fn overlay_changed_files(overlay: &Overlay, workspace: &Path) -> Result<BTreeSet<String>, LeftOutError> {
     let mut changed = BTreeSet::new();
     for entry in walkdir::WalkDir::new(&overlay.dir).sort_by_file_name() {
         let entry = entry?;
@@ -136,17 +130,13 @@ pub fn diff_header_path(rest: &str) -> Option<String> {
         // body = "<p> b/<p>": len = 2·|p| + 3.
         if body.len() >= 3 && (body.len() - 3) % 2 == 0 {
             let n = (body.len() - 3) / 2;
-            if body.is_char_boundary(n)
-                && body[n..].starts_with(" b/")
-                && body[..n] == body[n + 3..]
-            {
+            if body.is_char_boundary(n) && body[n..].starts_with(" b/") && body[..n] == body[n + 3..] {
                 return Some(body[..n].to_string());
             }
         }
         return body.find(" b/").map(|at| body[..at].to_string());
     }
-    rest.rsplit_once(" \"b/")
-        .and_then(|(_, p)| diff_side_path(&format!("\"b/{p}"), "b/"))
+    rest.rsplit_once(" \"b/").and_then(|(_, p)| diff_side_path(&format!("\"b/{p}"), "b/"))
 }
 
 /// The path of a `--- a/<p>` / `+++ b/<p>` line (the text after the marker) without its
@@ -155,9 +145,7 @@ pub fn diff_header_path(rest: &str) -> Option<String> {
 pub fn diff_side_path(text: &str, prefix: &str) -> Option<String> {
     let text = text.trim_end();
     match path_quote::unquote(text) {
-        Some(bytes) => bytes
-            .strip_prefix(prefix.as_bytes())
-            .map(|name| String::from_utf8_lossy(name).into_owned()),
+        Some(bytes) => bytes.strip_prefix(prefix.as_bytes()).map(|name| String::from_utf8_lossy(name).into_owned()),
         None => text.strip_prefix(prefix).map(str::to_string),
     }
 }
@@ -199,15 +187,9 @@ new mode 100755
 
     #[test]
     fn header_paths_split_at_the_middle_or_take_the_quoted_side() {
-        assert_eq!(
-            diff_header_path("a/x b/y b/x b/y"),
-            Some("x b/y".to_owned())
-        );
+        assert_eq!(diff_header_path("a/x b/y b/x b/y"), Some("x b/y".to_owned()));
         assert_eq!(diff_header_path("a/old b/new"), Some("old".to_owned()));
-        assert_eq!(
-            diff_header_path("\"a/caf\\303\\251\" \"b/caf\\303\\251\""),
-            Some("café".to_owned())
-        );
+        assert_eq!(diff_header_path("\"a/caf\\303\\251\" \"b/caf\\303\\251\""), Some("café".to_owned()));
         assert_eq!(diff_side_path("/dev/null", "b/"), None);
         assert_eq!(diff_side_path("\"b/q x\"", "b/"), Some("q x".to_owned()));
     }

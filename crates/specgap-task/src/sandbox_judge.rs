@@ -7,16 +7,16 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use specgap_sandbox::{
-    BaseCache, CommandSpec, EvalError, EvaluatorRun, Limits, MaterializeError, SandboxConfig,
-    SandboxError, apply_overlay, materialize, run_evaluator,
+    BaseCache, CommandSpec, EvalError, EvaluatorRun, Limits, MaterializeError, SandboxConfig, SandboxError, apply_overlay, materialize,
+    run_evaluator,
 };
 
 use specgap_env::{EngineChoice, EnvCache};
 
 use crate::heard::{HEARD_OUTPUT_BYTES, Heard};
-use crate::views::{TaskViews, task_views};
 use crate::judge::{EvaluateError, Judge, Judged, Submission};
 use crate::package::TaskPackage;
+use crate::views::{TaskViews, task_views};
 
 /// Why a [`SandboxJudge`] could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -57,28 +57,16 @@ impl SandboxJudge {
     pub fn new(sandbox: bool) -> Result<SandboxJudge, JudgeSetupError> {
         let config = SandboxConfig { enabled: sandbox };
         config.check()?;
-        let cache_dir = tempfile::Builder::new()
-            .prefix("specgap-check-")
-            .tempdir()?;
+        let cache_dir = tempfile::Builder::new().prefix("specgap-check-").tempdir()?;
         let cache = BaseCache::new(cache_dir.path())?;
-        Ok(SandboxJudge {
-            config,
-            cache,
-            hosts: Mutex::new(HashMap::new()),
-            _cache_dir: cache_dir,
-        })
+        Ok(SandboxJudge { config, cache, hosts: Mutex::new(HashMap::new()), _cache_dir: cache_dir })
     }
 
     /// The task's views (built into the environment cache first for an image environment:
     /// `$XDG_CACHE_HOME/specgap/env`, any engine on PATH).
     fn views(&self, package: &TaskPackage) -> Result<TaskViews, EvaluateError> {
         let key = package.hash().to_owned();
-        if let Some(view) = self
-            .hosts
-            .lock()
-            .ok()
-            .and_then(|hosts| hosts.get(&key).cloned())
-        {
+        if let Some(view) = self.hosts.lock().ok().and_then(|hosts| hosts.get(&key).cloned()) {
             return Ok(view);
         }
         let environment_error = |source: Box<dyn std::error::Error + Send + Sync>| EvaluateError::Environment { source };
@@ -96,24 +84,13 @@ impl SandboxJudge {
 
     /// Builds the submitted workspace in `dest`: the starter, plus an overlay or a residual
     /// patch. A directory submission is used as it is (the evaluator runner freezes a copy).
-    fn prepare(
-        &self,
-        package: &TaskPackage,
-        submission: Submission<'_>,
-        dest: &Path,
-    ) -> Result<(), EvaluateError> {
+    fn prepare(&self, package: &TaskPackage, submission: Submission<'_>, dest: &Path) -> Result<(), EvaluateError> {
         let what = submission.label();
-        let prepare_error = |source: MaterializeError| EvaluateError::Prepare {
-            what: what.clone(),
-            source: Box::new(source),
-        };
+        let prepare_error = |source: MaterializeError| EvaluateError::Prepare { what: what.clone(), source: Box::new(source) };
         if let Submission::Directory(_) = submission {
             return Ok(());
         }
-        let base = self
-            .cache
-            .base(package.hash(), &package.workspace_dir())
-            .map_err(prepare_error)?;
+        let base = self.cache.base(package.hash(), &package.workspace_dir()).map_err(prepare_error)?;
         match submission {
             Submission::Directory(_) => Ok(()),
             Submission::Starter => materialize(&base, dest, None).map_err(prepare_error),
@@ -123,10 +100,7 @@ impl SandboxJudge {
             }
             Submission::Residual(state) => match materialize(&base, dest, Some(&state.patch)) {
                 Err(source @ MaterializeError::PatchFailed { .. }) => {
-                    Err(EvaluateError::PatchDoesNotApply {
-                        state: state.id.clone(),
-                        source: Box::new(source),
-                    })
+                    Err(EvaluateError::PatchDoesNotApply { state: state.id.clone(), source: Box::new(source) })
                 }
                 other => other.map_err(prepare_error),
             },
@@ -152,16 +126,12 @@ impl Judge for SandboxJudge {
         let host = self.views(package)?.commands;
         let mut spec = CommandSpec::shell(command, &workspace);
         spec.limits = Limits { timeout, output_bytes: HEARD_OUTPUT_BYTES, ..Limits::default() };
-        let output = specgap_sandbox::run(&spec, &host, &self.config)
-            .map_err(|source| EvaluateError::Command { source: Box::new(source) })?;
+        let output =
+            specgap_sandbox::run(&spec, &host, &self.config).map_err(|source| EvaluateError::Command { source: Box::new(source) })?;
         Ok(Heard { stdout: output.stdout.text(), stderr: output.stderr.text() })
     }
 
-    fn evaluate(
-        &self,
-        package: &TaskPackage,
-        submission: Submission<'_>,
-    ) -> Result<Judged, EvaluateError> {
+    fn evaluate(&self, package: &TaskPackage, submission: Submission<'_>) -> Result<Judged, EvaluateError> {
         let scratch = Self::scratch(submission.label())?;
         let workspace = match submission {
             Submission::Directory(dir) => dir.to_path_buf(),
@@ -180,20 +150,9 @@ impl Judge for SandboxJudge {
         run.requirement_ids = package.requirement_ids().to_vec();
         run.delivery = package.scoring_context().delivery;
         match run_evaluator(&run, &host, &self.config) {
-            Ok(evaluation) => Ok(Judged {
-                result: evaluation.result,
-                stderr_tail: evaluation.stderr_tail,
-            }),
-            Err(EvalError::InvalidResult {
-                problem,
-                stderr_tail,
-            }) => Err(EvaluateError::InvalidResult {
-                problem,
-                stderr_tail,
-            }),
-            Err(source) => Err(EvaluateError::Evaluator {
-                source: Box::new(source),
-            }),
+            Ok(evaluation) => Ok(Judged { result: evaluation.result, stderr_tail: evaluation.stderr_tail }),
+            Err(EvalError::InvalidResult { problem, stderr_tail }) => Err(EvaluateError::InvalidResult { problem, stderr_tail }),
+            Err(source) => Err(EvaluateError::Evaluator { source: Box::new(source) }),
         }
     }
 }

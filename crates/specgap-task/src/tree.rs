@@ -33,10 +33,7 @@ pub(crate) struct Entry {
 /// names, and rejects anything that is not a regular file, directory or symlink.
 pub(crate) fn walk(root: &Path) -> Result<Vec<Entry>, LoadError> {
     let mut entries = Vec::new();
-    let walker = walkdir::WalkDir::new(root)
-        .follow_links(false)
-        .min_depth(1)
-        .sort_by_file_name();
+    let walker = walkdir::WalkDir::new(root).follow_links(false).min_depth(1).sort_by_file_name();
     for item in walker {
         let item = item?;
         let path = item.path();
@@ -45,19 +42,12 @@ pub(crate) fn walk(root: &Path) -> Result<Vec<Entry>, LoadError> {
         let kind = if file_type.is_dir() {
             EntryKind::Dir
         } else if file_type.is_symlink() {
-            EntryKind::Symlink {
-                target: fs_err::read_link(path)?,
-            }
+            EntryKind::Symlink { target: fs_err::read_link(path)? }
         } else if file_type.is_file() {
             let mode = fs_err::symlink_metadata(path)?.permissions().mode();
-            EntryKind::File {
-                executable: mode & 0o111 != 0,
-            }
+            EntryKind::File { executable: mode & 0o111 != 0 }
         } else {
-            return Err(LoadError::SpecialFile {
-                path: path.to_path_buf(),
-                kind: special_kind(&file_type),
-            });
+            return Err(LoadError::SpecialFile { path: path.to_path_buf(), kind: special_kind(&file_type) });
         };
         entries.push(Entry { rel, kind });
     }
@@ -129,22 +119,11 @@ pub(crate) fn check_symlinks(root: &Path, entries: &[Entry]) -> Result<(), LoadE
         let parent = in_tree.parent().unwrap_or(Path::new(""));
         let resolved = resolve(&root.join(&entry.rel), &root.join(&tree));
         if resolved == Resolved::Loop {
-            return Err(LoadError::SymlinkLoop {
-                path: root.join(&entry.rel),
-                target: target.display().to_string(),
-            });
+            return Err(LoadError::SymlinkLoop { path: root.join(&entry.rel), target: target.display().to_string() });
         }
         if !lexically_inside(parent, target) || resolved == Resolved::Outside {
-            let label = if tree.as_os_str().is_empty() {
-                "the package".to_owned()
-            } else {
-                format!("{}/", tree.display())
-            };
-            return Err(LoadError::SymlinkEscapes {
-                path: root.join(&entry.rel),
-                target: target.display().to_string(),
-                tree: label,
-            });
+            let label = if tree.as_os_str().is_empty() { "the package".to_owned() } else { format!("{}/", tree.display()) };
+            return Err(LoadError::SymlinkEscapes { path: root.join(&entry.rel), target: target.display().to_string(), tree: label });
         }
     }
     Ok(())
@@ -283,28 +262,16 @@ mod tests {
 
     #[test]
     fn tree_of_names_the_overlay() {
-        assert_eq!(
-            tree_of(Path::new("workspace/a/b")),
-            PathBuf::from("workspace")
-        );
+        assert_eq!(tree_of(Path::new("workspace/a/b")), PathBuf::from("workspace"));
         assert_eq!(tree_of(Path::new("workspace")), PathBuf::new());
-        assert_eq!(
-            tree_of(Path::new("solutions/gold/x")),
-            PathBuf::from("solutions/gold")
-        );
-        assert_eq!(
-            tree_of(Path::new("solutions/mutants/m/x")),
-            PathBuf::from("solutions/mutants/m")
-        );
+        assert_eq!(tree_of(Path::new("solutions/gold/x")), PathBuf::from("solutions/gold"));
+        assert_eq!(tree_of(Path::new("solutions/mutants/m/x")), PathBuf::from("solutions/mutants/m"));
         assert_eq!(tree_of(Path::new("evaluator/x")), PathBuf::new());
     }
 
     #[test]
     fn normalize_rejects_climbing() {
-        assert_eq!(
-            normalize_relative(Path::new("a/./b/../c")),
-            Some(PathBuf::from("a/c"))
-        );
+        assert_eq!(normalize_relative(Path::new("a/./b/../c")), Some(PathBuf::from("a/c")));
         assert_eq!(normalize_relative(Path::new("a/../../c")), None);
         assert_eq!(normalize_relative(Path::new("/a")), None);
     }

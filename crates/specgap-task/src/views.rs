@@ -72,12 +72,7 @@ fn placement(image: &ImageEnvironment) -> ImagePlacement {
     }
 }
 
-fn build(
-    cache: &EnvCache,
-    source: &ResolvedSource,
-    which: &'static str,
-    engine: EngineChoice,
-) -> Result<std::path::PathBuf, ViewError> {
+fn build(cache: &EnvCache, source: &ResolvedSource, which: &'static str, engine: EngineChoice) -> Result<std::path::PathBuf, ViewError> {
     let built = cache.build(&source.source, source.path.as_deref(), engine).map_err(|err| ViewError::Build {
         which,
         key: source.source.key(),

@@ -116,10 +116,13 @@ mod tests {
     #[test]
     fn an_eight_word_run_of_an_answer_is_found_across_case_and_punctuation() {
         let targets = [target("cases", "The warehouse system counts whole cases, so multiply on_hand by case_pack.")];
-        let found = scan(&targets, &texts(&[
-            ("instruction.md", "Hi, here is the data."),
-            ("workspace/data/README.md", "Note: the WAREHOUSE system counts whole cases -- so multiply on_hand!"),
-        ]));
+        let found = scan(
+            &targets,
+            &texts(&[
+                ("instruction.md", "Hi, here is the data."),
+                ("workspace/data/README.md", "Note: the WAREHOUSE system counts whole cases -- so multiply on_hand!"),
+            ]),
+        );
         assert_eq!(
             found,
             [VisibleAnswer {
@@ -141,7 +144,10 @@ mod tests {
             target("lane", "The lane is closed."),
             target("yes", "Yes, it is."),
         ];
-        let found = scan(&targets, &texts(&[("workspace/notes.txt", "the warehouse system counts whole cases and more. The lane is closed. Yes, it is.")]));
+        let found = scan(
+            &targets,
+            &texts(&[("workspace/notes.txt", "the warehouse system counts whole cases and more. The lane is closed. Yes, it is.")]),
+        );
         let ids: Vec<&str> = found.iter().map(|f| f.target.as_str()).collect();
         // Seven words of `cases` only; all four of `lane`; `yes` (3 words) is not scanned.
         assert_eq!(ids, ["lane"]);

@@ -49,9 +49,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// a fixed linear congruential sequence.
 fn output(turn: u32) -> String {
     const WORDS: [&str; 24] = [
-        "checkout", "payment", "retry", "order", "gateway", "timeout", "captured", "declined", "ledger", "invoice", "status",
-        "request", "response", "pending", "settled", "customer", "amount", "currency", "session", "worker", "queue", "batch",
-        "trace", "error",
+        "checkout", "payment", "retry", "order", "gateway", "timeout", "captured", "declined", "ledger", "invoice", "status", "request",
+        "response", "pending", "settled", "customer", "amount", "currency", "session", "worker", "queue", "batch", "trace", "error",
     ];
     let mut state = u64::from(turn).wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
     let mut text = String::with_capacity(OUTPUT_BYTES + 80);
@@ -98,19 +97,41 @@ fn write_long_episode(dir: &Path) -> Result<(), Box<dyn std::error::Error>> {
         agent: "chat:bench-model".into(),
         system_prompt: "You are an engineer.".into(),
         opening_message: "Find out why checkouts fail.".into(),
-        tools: vec![ToolSpec { name: "run_experiment".into(), description: "Run a command.".into(), parameters: json!({"type": "object", "properties": {"command": {"type": "string"}}}) }],
+        tools: vec![ToolSpec {
+            name: "run_experiment".into(),
+            description: "Run a command.".into(),
+            parameters: json!({"type": "object", "properties": {"command": {"type": "string"}}}),
+        }],
     })?;
     for turn in 1..=TURNS {
         let call = format!("call-{turn}");
         w.event(EventKind::AgentTurn {
             turn,
             text: Some(format!("Looking at batch {turn}.")),
-            tool_calls: vec![ToolCall { id: call.clone(), tool: "run_experiment".into(), arguments: json!({"command": format!("python3 -m shop.replay batch-{turn}.json")}) }],
-            usage: Some(Usage { input_tokens: 2_000 + u64::from(turn), output_tokens: 60, cached_tokens: 1_500, requests: 1, latency_ms: 700, ..Usage::default() }),
+            tool_calls: vec![ToolCall {
+                id: call.clone(),
+                tool: "run_experiment".into(),
+                arguments: json!({"command": format!("python3 -m shop.replay batch-{turn}.json")}),
+            }],
+            usage: Some(Usage {
+                input_tokens: 2_000 + u64::from(turn),
+                output_tokens: 60,
+                cached_tokens: 1_500,
+                requests: 1,
+                latency_ms: 700,
+                ..Usage::default()
+            }),
         })?;
         w.event(EventKind::ToolResult { call_id: call, tool: "run_experiment".into(), output: output(turn), is_error: false })?;
     }
     w.event(EventKind::End { reason: "turn_budget".into(), detail: String::new() })?;
-    w.finish(EpisodeSummary { status: Status::Finished, end_reason: Some(EndReason::TurnBudget), turns: TURNS, tool_calls: TURNS, wall_ms: 3_600_000, error: None })?;
+    w.finish(EpisodeSummary {
+        status: Status::Finished,
+        end_reason: Some(EndReason::TurnBudget),
+        turns: TURNS,
+        tool_calls: TURNS,
+        wall_ms: 3_600_000,
+        error: None,
+    })?;
     Ok(())
 }

@@ -119,7 +119,8 @@ mod tests {
         let exchange = json!({"seq": 9, "type": "model_exchange", "model": "m"});
         assert_eq!(visible_event(exchange, Access::PUBLIC), json!({"seq": 9, "type": "withheld", "kind": "model_exchange"}));
         // What the agent tried on the network is what it did: public.
-        let attempt = json!({"seq": 10, "type": "network_attempt", "protocol": "dns", "name": "api.openai.com", "address": "127.0.0.53", "port": 53});
+        let attempt =
+            json!({"seq": 10, "type": "network_attempt", "protocol": "dns", "name": "api.openai.com", "address": "127.0.0.53", "port": 53});
         assert_eq!(visible_event(attempt.clone(), Access::PUBLIC), attempt);
         let tripwire = json!({"seq": 11, "type": "network_tripwire", "armed": true, "attempts": 1});
         assert_eq!(visible_event(tripwire.clone(), Access::PUBLIC), tripwire);

@@ -175,18 +175,22 @@ fn episode_route(run: &RunEntry, id: &str, rest: &[&str], query: &Query, access:
             }
             let diff = rest[0] == "diff";
             match private_file(run, id, k, diff) {
-                Some(bytes) => Ok(Reply::Bytes {
-                    body: bytes,
-                    content_type: if diff { "text/plain; charset=utf-8" } else { "application/json" },
-                }),
-                None => Ok(Reply::NotFound(format!("episode {id} has no {} for {}", if diff { "workspace.diff" } else { "result.json" }, if k == 0 { "its start".to_string() } else { format!("submission {k}") }))),
+                Some(bytes) => {
+                    Ok(Reply::Bytes { body: bytes, content_type: if diff { "text/plain; charset=utf-8" } else { "application/json" } })
+                }
+                None => Ok(Reply::NotFound(format!(
+                    "episode {id} has no {} for {}",
+                    if diff { "workspace.diff" } else { "result.json" },
+                    if k == 0 { "its start".to_string() } else { format!("submission {k}") }
+                ))),
             }
         }
         ["trajectory.jsonl"] => Ok(Reply::Bytes { body: raw_trajectory(run, id, access)?, content_type: "text/plain; charset=utf-8" }),
         ["atif.json"] => {
             let options = specgap_atif::ExportOptions { include_private: access.private };
             let trajectory = specgap_atif::episode_trajectory(&run.store, id, options)?;
-            let value = serde_json::to_value(&trajectory).map_err(|source| ViewError::Json { what: "the ATIF trajectory".into(), source })?;
+            let value =
+                serde_json::to_value(&trajectory).map_err(|source| ViewError::Json { what: "the ATIF trajectory".into(), source })?;
             Ok(Reply::Json(value))
         }
         _ => Ok(Reply::NotFound(format!("no endpoint episode/{id}/{}", rest.join("/")))),
@@ -212,12 +216,17 @@ pub fn filter_of(query: &Query) -> Result<EpisodeFilter, String> {
     let score = |key: &str| -> Result<Option<f64>, String> {
         match query.get(key).filter(|v| !v.is_empty()) {
             None => Ok(None),
-            Some(v) => v.parse::<f64>().ok().filter(|x| x.is_finite()).map(Some).ok_or_else(|| format!("`{key}` must be a number, not `{v}`")),
+            Some(v) => {
+                v.parse::<f64>().ok().filter(|x| x.is_finite()).map(Some).ok_or_else(|| format!("`{key}` must be a number, not `{v}`"))
+            }
         }
     };
     let status = match text("status") {
         None => None,
-        Some(s) => Some(Status::parse(&s).map_err(|_| format!("`{s}` is not a status (running, finished, not_applicable, infra_error, eval_error, interrupted)"))?),
+        Some(s) => Some(
+            Status::parse(&s)
+                .map_err(|_| format!("`{s}` is not a status (running, finished, not_applicable, infra_error, eval_error, interrupted)"))?,
+        ),
     };
     let repeat = match number(query, "repeat")? {
         None => None,
@@ -343,7 +352,14 @@ pub(crate) fn episode_row_json(row: &EpisodeRow, access: Access) -> Value {
 }
 
 /// `run/{r}/episodes`.
-pub(crate) fn episodes_json(run: &RunEntry, filter: &EpisodeFilter, order: EpisodeOrder, offset: u64, limit: u64, access: Access) -> Result<Value, ViewError> {
+pub(crate) fn episodes_json(
+    run: &RunEntry,
+    filter: &EpisodeFilter,
+    order: EpisodeOrder,
+    offset: u64,
+    limit: u64,
+    access: Access,
+) -> Result<Value, ViewError> {
     let page = run.store.episode_page(filter, order, offset, limit)?;
     Ok(json!({
         "total": page.total,
@@ -480,7 +496,8 @@ fn report_part(set: &Arc<RunSet>, index: usize, version: i64) -> (Option<Arc<Val
 fn compute_report(run: &RunEntry) -> Result<Value, String> {
     let rows = run.store.rows().map_err(|e| e.to_string())?;
     let data = specgap_report::RunData::from_rows(&run.dir, run.store.config().clone(), rows, None);
-    let report = specgap_report::build_report(std::slice::from_ref(&data), &specgap_report::ReportOptions::default()).map_err(|e| e.to_string())?;
+    let report =
+        specgap_report::build_report(std::slice::from_ref(&data), &specgap_report::ReportOptions::default()).map_err(|e| e.to_string())?;
     let full = serde_json::to_value(&report).map_err(|e| e.to_string())?;
     let mut out = Map::new();
     for key in ["group_by", "judge", "extraction", "groups", "usage", "residual", "outcome_costs", "warnings"] {
@@ -640,7 +657,11 @@ pub(crate) fn detail_json(run: &RunEntry, row: &EpisodeRow, access: Access) -> R
                 .collect(),
         );
         out["tests"] = Value::Array(
-            detail.tests.iter().map(|t| json!({"k": t.k, "test": t.test, "outcome": serde_json::to_value(t.outcome).unwrap_or(Value::Null)})).collect(),
+            detail
+                .tests
+                .iter()
+                .map(|t| json!({"k": t.k, "test": t.test, "outcome": serde_json::to_value(t.outcome).unwrap_or(Value::Null)}))
+                .collect(),
         );
         out["deliveries"] = Value::Array(
             detail
@@ -809,7 +830,8 @@ pub(crate) fn raw_trajectory(run: &RunEntry, id: &str, access: Access) -> Result
     };
     let mut out = Vec::new();
     for event in events {
-        let line = serde_json::to_vec(&visible_event(event, access)).map_err(|source| ViewError::Json { what: "an event".into(), source })?;
+        let line =
+            serde_json::to_vec(&visible_event(event, access)).map_err(|source| ViewError::Json { what: "an event".into(), source })?;
         out.extend_from_slice(&line);
         out.push(b'\n');
     }

@@ -34,6 +34,9 @@ pub(crate) fn index_html(static_site: bool) -> String {
     if !static_site {
         return INDEX.to_string();
     }
-    let csp = format!("<meta http-equiv=\"Content-Security-Policy\" content=\"{}\">", crate::server::CSP.replace(" frame-ancestors 'none'", "").trim_end_matches(';'));
+    let csp = format!(
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"{}\">",
+        crate::server::CSP.replace(" frame-ancestors 'none'", "").trim_end_matches(';')
+    );
     INDEX.replace("<meta name=\"specgap-source\" content=\"live\">", &format!("<meta name=\"specgap-source\" content=\"static\">\n{csp}"))
 }

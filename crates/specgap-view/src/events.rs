@@ -201,7 +201,8 @@ mod tests {
 
     #[test]
     fn search_looks_in_values_not_keys_and_snippets_keep_case() {
-        let event = json!({"type": "tool_result", "call_id": "c1", "tool": "read_text", "output": "Hello World\nsecond line", "is_error": false});
+        let event =
+            json!({"type": "tool_result", "call_id": "c1", "tool": "read_text", "output": "Hello World\nsecond line", "is_error": false});
         let text = searchable_text(&event);
         assert_eq!(text, "c1\nHello World\nsecond line\nread_text\n");
         assert_eq!(snippet(&text, "world"), Some("c1 ⏎ Hello World ⏎ second line ⏎ read_text ⏎ ".to_string()));

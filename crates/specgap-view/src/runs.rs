@@ -39,8 +39,7 @@ impl RunSet {
             // The store first: for a directory that is missing or no run, its message says
             // what a run directory is, as every other verb's does.
             let store = Store::open_read_only(dir).map_err(|source| ViewError::Run { dir: dir.clone(), source: Box::new(source) })?;
-            let canonical = fs_err::canonicalize(dir)
-                .map_err(|e| ViewError::Run { dir: dir.clone(), source: Box::new(e.into()) })?;
+            let canonical = fs_err::canonicalize(dir).map_err(|e| ViewError::Run { dir: dir.clone(), source: Box::new(e.into()) })?;
             runs.push(RunEntry::new(dir.clone(), canonical, store));
         }
         Ok(RunSet { runs })
@@ -179,11 +178,7 @@ impl RunEntry {
         }
         let label = |v: &dyn erased::Label| v.label();
         Some(PackageText {
-            requirements: package
-                .requirements()
-                .iter()
-                .map(|r| (r.id.clone(), r.priority, r.stated, r.description.clone()))
-                .collect(),
+            requirements: package.requirements().iter().map(|r| (r.id.clone(), r.priority, r.stated, r.description.clone())).collect(),
             targets: package
                 .clarifications()
                 .iter()

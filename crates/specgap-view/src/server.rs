@@ -187,7 +187,12 @@ struct Ctx {
     cookie: String,
 }
 
-fn run(listener: std::net::TcpListener, ctx: Arc<Ctx>, mut stop: oneshot::Receiver<()>, ready: std::sync::mpsc::Sender<Result<(), std::io::Error>>) {
+fn run(
+    listener: std::net::TcpListener,
+    ctx: Arc<Ctx>,
+    mut stop: oneshot::Receiver<()>,
+    ready: std::sync::mpsc::Sender<Result<(), std::io::Error>>,
+) {
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_io().enable_time().max_blocking_threads(4).build() {
         Ok(r) => r,
         Err(e) => {
@@ -288,7 +293,10 @@ fn token_of(ctx: &Ctx, request: &Request<Incoming>, query: &Query) -> Option<Pre
 async fn handle(ctx: Arc<Ctx>, request: Request<Incoming>) -> Response<Body> {
     let host = request.headers().get(header::HOST).and_then(|h| h.to_str().ok()).map(str::to_ascii_lowercase);
     if !host.as_ref().is_some_and(|h| ctx.hosts.contains(h)) {
-        return text(StatusCode::FORBIDDEN, "refused: the Host header does not name this viewer's address (open the URL `specgap view` printed)");
+        return text(
+            StatusCode::FORBIDDEN,
+            "refused: the Host header does not name this viewer's address (open the URL `specgap view` printed)",
+        );
     }
     if request.method() != Method::GET && request.method() != Method::HEAD {
         return text(StatusCode::METHOD_NOT_ALLOWED, "the viewer is read-only: GET and HEAD only");

@@ -117,7 +117,13 @@ fn prepare(out: &Path) -> Result<(), ViewError> {
     fs_err::create_dir_all(out).map_err(ViewError::Write)
 }
 
-fn write_episode(w: &mut Writer, run: &crate::runs::RunEntry, row: &specgap_store::EpisodeRow, base: &str, access: Access) -> Result<(), ViewError> {
+fn write_episode(
+    w: &mut Writer,
+    run: &crate::runs::RunEntry,
+    row: &specgap_store::EpisodeRow,
+    base: &str,
+    access: Access,
+) -> Result<(), ViewError> {
     w.json(&format!("{base}/detail.json"), &api::detail_json(run, row, access)?)?;
     let (events, index_len) = match run.index(&row.id)? {
         Some((path, index)) => {

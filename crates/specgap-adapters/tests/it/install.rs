@@ -52,10 +52,7 @@ fn a_changed_file_is_refused_and_a_touched_one_accepted() {
     std::fs::write(&script, "console.log('patched')\n").unwrap();
     let error = installation.verify().unwrap_err();
     assert!(matches!(error, InstallError::Changed { .. }));
-    assert!(
-        error.to_string().ends_with("reinstall it with `specgap agents install --force codex@0.171.0`"),
-        "{error}"
-    );
+    assert!(error.to_string().ends_with("reinstall it with `specgap agents install --force codex@0.171.0`"), "{error}");
 }
 
 #[test]
@@ -67,7 +64,10 @@ fn a_manifest_of_another_version_is_a_mismatch() {
     manifest.version = "0.1.0".into();
     manifest.write(&dir).unwrap();
     let error = Installation::open(root.path(), &version).unwrap_err();
-    assert_eq!(error.to_string(), format!("{} holds a manifest of codex@0.1.0, not codex@0.171.0; remove it and install again", dir.display()));
+    assert_eq!(
+        error.to_string(),
+        format!("{} holds a manifest of codex@0.1.0, not codex@0.171.0; remove it and install again", dir.display())
+    );
 }
 
 #[test]

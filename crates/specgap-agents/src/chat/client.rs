@@ -127,9 +127,15 @@ impl ClientError {
 
 /// One failed try.
 enum Fault {
-    Retry { message: String, retry_after: Option<Duration> },
+    Retry {
+        message: String,
+        retry_after: Option<Duration>,
+    },
     ContextOverflow,
-    Rejected { status: u16, body: String },
+    Rejected {
+        status: u16,
+        body: String,
+    },
     /// The deadline became over while the try was in flight.
     Abandoned,
 }
@@ -205,12 +211,8 @@ impl ChatClient {
         let timeout = Duration::from_secs_f64(config.request_timeout_sec.max(0.001));
         // The whole try is timed by `send_once` (capped by the deadline); only connecting
         // has a limit of its own.
-        let http = reqwest::Client::builder()
-            .connect_timeout(timeout.min(Duration::from_secs(30)))
-            .build()
-            .map_err(ClientError::Build)?;
-        let runtime =
-            tokio::runtime::Builder::new_current_thread().enable_io().enable_time().build().map_err(ClientError::Runtime)?;
+        let http = reqwest::Client::builder().connect_timeout(timeout.min(Duration::from_secs(30))).build().map_err(ClientError::Build)?;
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_io().enable_time().build().map_err(ClientError::Runtime)?;
         let api_key = std::env::var(&config.api_key_env).ok().filter(|k| !k.trim().is_empty());
         // Quiet when the caller already warned with where the name came from.
         warn_unset_api_key(&config.api_key_env, "the endpoint's api_key_env");
@@ -386,8 +388,7 @@ impl ChatClient {
     }
 
     async fn exchange(&self, body: &[u8], usage: &mut Usage) -> Result<Completion, Fault> {
-        let mut request =
-            self.http.post(&self.url).header(reqwest::header::CONTENT_TYPE, "application/json").body(body.to_vec());
+        let mut request = self.http.post(&self.url).header(reqwest::header::CONTENT_TYPE, "application/json").body(body.to_vec());
         if let Some(key) = &self.api_key {
             request = request.bearer_auth(key);
         }
@@ -493,7 +494,10 @@ fn body_error(error: Option<&Value>) -> Fault {
     if mentions_context(&text) {
         Fault::ContextOverflow
     } else {
-        Fault::Retry { message: format!("the service answered with an error: {}", text.chars().take(300).collect::<String>()), retry_after: None }
+        Fault::Retry {
+            message: format!("the service answered with an error: {}", text.chars().take(300).collect::<String>()),
+            retry_after: None,
+        }
     }
 }
 
@@ -624,7 +628,10 @@ mod tests {
     fn base_urls_that_cannot_reach_a_model_server_are_refused_with_the_reason() {
         assert_eq!(check_base_url("http://localhost:8000/v1"), Ok(()));
         assert_eq!(check_base_url("https://api.example.com/v1/"), Ok(()));
-        assert_eq!(check_base_url("file:///etc/passwd"), Err("the base URL \"file:///etc/passwd\" must be http:// or https://, not file://".into()));
+        assert_eq!(
+            check_base_url("file:///etc/passwd"),
+            Err("the base URL \"file:///etc/passwd\" must be http:// or https://, not file://".into())
+        );
         assert_eq!(check_base_url("http://[::1"), Err("the base URL \"http://[::1\" is not a URL: invalid IPv6 address".into()));
         assert_eq!(
             check_base_url("http://user:pw@host/v1"),

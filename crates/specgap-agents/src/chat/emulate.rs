@@ -61,11 +61,7 @@ fn push_call(item: &Value, calls: &mut Vec<ToolCall>, errors: &mut Vec<String>) 
         return;
     };
     let arguments = item.get("arguments").or_else(|| item.get("parameters"));
-    calls.push(ToolCall {
-        id: String::new(),
-        tool: name.to_string(),
-        arguments: crate::chat::wire::arguments_value(arguments),
-    });
+    calls.push(ToolCall { id: String::new(), tool: name.to_string(), arguments: crate::chat::wire::arguments_value(arguments) });
 }
 
 #[cfg(test)]

@@ -193,7 +193,10 @@ mod tests {
         let c = ChatConfig::new("m")
             .with_model_args(&["temperature=0", "max_tokens=512", "reasoning_effort=low", "stop=[\"x\"]", "seed=7"])
             .unwrap();
-        assert_eq!(Value::Object(c.model_args.clone()), json!({"temperature": 0, "max_tokens": 512, "reasoning_effort": "low", "stop": ["x"], "seed": 7}));
+        assert_eq!(
+            Value::Object(c.model_args.clone()),
+            json!({"temperature": 0, "max_tokens": 512, "reasoning_effort": "low", "stop": ["x"], "seed": 7})
+        );
         assert!(matches!(parse_model_arg("temperature"), Err(ChatConfigError::BadModelArg(_))));
         assert!(matches!(parse_model_arg("x=null"), Err(ChatConfigError::NullModelArg(_))));
         let table = c.to_table().unwrap();

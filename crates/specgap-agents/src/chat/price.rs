@@ -112,10 +112,8 @@ mod tests {
 
     #[test]
     fn cost_splits_cached_input() {
-        let table: PriceTable = toml::from_str(
-            "[models.\"m\"]\ninput_per_mtok = 0.5\noutput_per_mtok = 1.5\ncached_input_per_mtok = 0.05\n",
-        )
-        .unwrap();
+        let table: PriceTable =
+            toml::from_str("[models.\"m\"]\ninput_per_mtok = 0.5\noutput_per_mtok = 1.5\ncached_input_per_mtok = 0.05\n").unwrap();
         let price = table.price("m").unwrap();
         let usage = Usage { input_tokens: 1_000_000, cached_tokens: 400_000, output_tokens: 200_000, ..Usage::default() };
         // 600k × 0.5 + 400k × 0.05 + 200k × 1.5 = 0.30 + 0.02 + 0.30 dollars.

@@ -35,17 +35,8 @@ pub const REFUSAL_MAX_CHARS: usize = 400;
 
 const APOLOGIES: [&str; 6] = ["i'm sorry", "i am sorry", "sorry", "i apologize", "i apologise", "unfortunately"];
 
-const SUBJECTS: [&str; 9] = [
-    "i can't",
-    "i cannot",
-    "i can not",
-    "i won't",
-    "i will not",
-    "i'm unable to",
-    "i am unable to",
-    "i'm not able to",
-    "i am not able to",
-];
+const SUBJECTS: [&str; 9] =
+    ["i can't", "i cannot", "i can not", "i won't", "i will not", "i'm unable to", "i am unable to", "i'm not able to", "i am not able to"];
 
 /// What the subject declines; each must be followed by the end of the text or punctuation.
 const ACTS: [&str; 38] = [
@@ -89,8 +80,7 @@ const ACTS: [&str; 38] = [
     "assist with this task",
 ];
 
-const DECLINES: [&str; 5] =
-    ["i must decline", "i have to decline", "i'll have to decline", "i will have to decline", "i need to decline"];
+const DECLINES: [&str; 5] = ["i must decline", "i have to decline", "i'll have to decline", "i will have to decline", "i need to decline"];
 
 /// Whether `text`, a reply that called no tool, is a plain-text refusal by the rule of this
 /// module's guide.
@@ -106,7 +96,8 @@ pub fn is_plain_text_refusal(text: &str) -> bool {
             .and_then(|after| after.strip_prefix(' '))
             .is_some_and(|after| ACTS.iter().any(|act| after.strip_prefix(act).is_some_and(ends_the_phrase)))
     });
-    declined || DECLINES.iter().any(|phrase| rest.strip_prefix(phrase).is_some_and(|after| ends_the_phrase(after) || after.starts_with(' ')))
+    declined
+        || DECLINES.iter().any(|phrase| rest.strip_prefix(phrase).is_some_and(|after| ends_the_phrase(after) || after.starts_with(' ')))
 }
 
 /// Lowercase, straight apostrophes, single spaces.

@@ -49,8 +49,8 @@ use specgap_engine::prompt_files::{PromptFile, Replacements};
 use specgap_engine::prompts::opening_message;
 use specgap_engine::runner::{PlannedEpisode, UserFactory};
 use specgap_engine::session::{FeedbackContext, Question, Reply, SessionLink, User, UserError, UserModelRequest};
-use specgap_protocol::request::ChatBody;
 use specgap_protocol::event::Usage;
+use specgap_protocol::request::ChatBody;
 use specgap_protocol::run::ComponentRef;
 use specgap_task::TaskPackage;
 
@@ -212,7 +212,8 @@ impl UserKnowledge {
     pub fn observation_message(&self, context: &FeedbackContext) -> String {
         // protocol: observations reach only the owner of seed 000's conditions (App. F.4).
         let observation = &context.observation;
-        let detail_note = if context.escalated { format!("\nWhat you measured this time: {}", context.detail.trim()) } else { String::new() };
+        let detail_note =
+            if context.escalated { format!("\nWhat you measured this time: {}", context.detail.trim()) } else { String::new() };
         let request_note = observation
             .request
             .as_deref()
@@ -253,10 +254,8 @@ impl ChatUser {
         config.emulate_tools = false;
         let client = ChatClient::new(&config, seed).map_err(|e| UserError::new(format!("cannot start the chat user: {e}"), true))?;
         // The history starts with the user's own first message, verbatim (module guide).
-        let history = vec![
-            WireMessage::text("user", knowledge.opening_cue.clone()),
-            WireMessage::text("assistant", knowledge.first_message.clone()),
-        ];
+        let history =
+            vec![WireMessage::text("user", knowledge.opening_cue.clone()), WireMessage::text("assistant", knowledge.first_message.clone())];
         Ok(ChatUser { client, knowledge, history, recorded_messages: Default::default() })
     }
 

@@ -37,12 +37,7 @@ impl WireMessage {
 
     /// An assistant message with optional text and native tool calls.
     pub fn assistant(content: Option<String>, calls: &[ToolCall]) -> Self {
-        WireMessage {
-            role: "assistant",
-            content,
-            tool_calls: calls.iter().map(WireToolCall::from_call).collect(),
-            tool_call_id: None,
-        }
+        WireMessage { role: "assistant", content, tool_calls: calls.iter().map(WireToolCall::from_call).collect(), tool_call_id: None }
     }
 
     /// Characters of the message, for the context estimate (chars / 4 tokens).
@@ -135,11 +130,9 @@ impl ResponseMessage {
     pub fn text(&self) -> String {
         match &self.content {
             Some(Value::String(s)) => s.clone(),
-            Some(Value::Array(parts)) => parts
-                .iter()
-                .filter_map(|p| p.get("text").and_then(Value::as_str).or_else(|| p.as_str()))
-                .collect::<Vec<_>>()
-                .join(""),
+            Some(Value::Array(parts)) => {
+                parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str).or_else(|| p.as_str())).collect::<Vec<_>>().join("")
+            }
             _ => String::new(),
         }
     }

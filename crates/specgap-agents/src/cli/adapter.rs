@@ -339,7 +339,8 @@ mod tests {
     fn shell_quoting_survives_every_character() {
         assert_eq!(shell_quote("plain"), "'plain'");
         assert_eq!(shell_quote("it's $HOME `x`"), "'it'\\''s $HOME `x`'");
-        let out = std::process::Command::new("/bin/sh").arg("-c").arg(format!("printf %s {}", shell_quote("a'b\"c$d\\e\nf"))).output().unwrap();
+        let out =
+            std::process::Command::new("/bin/sh").arg("-c").arg(format!("printf %s {}", shell_quote("a'b\"c$d\\e\nf"))).output().unwrap();
         assert_eq!(String::from_utf8(out.stdout).unwrap(), "a'b\"c$d\\e\nf");
     }
 

@@ -80,7 +80,8 @@ impl EpisodeBridge {
     /// [`AgentError`]: the `specgap-bridge` program cannot be found (deterministic: the
     /// message says how to install it), or the socket or tools directory cannot be made.
     pub(crate) fn open(scratch: &Path, tools: &[ToolSpec], withhold_ask_user: bool, link: Arc<Link>) -> Result<Self, AgentError> {
-        let program = specgap_bridge::locate_bridge().map_err(|e| AgentError::with_source("cannot offer the harness tools to a cli: agent", true, e))?;
+        let program = specgap_bridge::locate_bridge()
+            .map_err(|e| AgentError::with_source("cannot offer the harness tools to a cli: agent", true, e))?;
         let harness_tools = offered_harness_tools(tools, withhold_ask_user);
         let offered: Vec<String> = harness_tools.iter().map(|t| t.name.clone()).collect();
         let offer = Offer::from_specs(harness_tools).map_err(|e| AgentError::with_source("cannot offer the harness tools", false, e))?;
@@ -142,12 +143,15 @@ impl EpisodeBridge {
     /// [`AgentError`] when the file cannot be written.
     pub(crate) fn write_mcp_config(&self, home: &Path) -> Result<(), AgentError> {
         let server = self.mcp_server();
-        let env: serde_json::Map<String, serde_json::Value> = server.env.iter().map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone()))).collect();
+        let env: serde_json::Map<String, serde_json::Value> =
+            server.env.iter().map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone()))).collect();
         let config = serde_json::json!({
             "mcpServers": { server.name: { "type": "stdio", "command": server.command, "args": server.args, "env": env } }
         });
-        let bytes = serde_json::to_vec_pretty(&config).map_err(|e| AgentError::with_source("cannot write the MCP configuration", false, e))?;
-        super::home::write_file(home, Path::new(MCP_CONFIG), &bytes).map_err(|e| AgentError::with_source("cannot write the MCP configuration", false, e))
+        let bytes =
+            serde_json::to_vec_pretty(&config).map_err(|e| AgentError::with_source("cannot write the MCP configuration", false, e))?;
+        super::home::write_file(home, Path::new(MCP_CONFIG), &bytes)
+            .map_err(|e| AgentError::with_source("cannot write the MCP configuration", false, e))
     }
 
     /// The episode is over: every later call is answered so, without reaching the engine.

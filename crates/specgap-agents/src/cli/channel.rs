@@ -92,7 +92,12 @@ pub fn refuse_unserved(adapter: &str, requested: Option<AskChannel>) -> Result<(
     if requested != Some(AskChannel::Native) || adapter == NATIVE_ADAPTER {
         return Ok(());
     }
-    Err(AgentError::new(format!("--ask-channel native: cli:{adapter} has no question tool of its own that specgap serves (only cli:opencode has); use text or mcp"), true))
+    Err(AgentError::new(
+        format!(
+            "--ask-channel native: cli:{adapter} has no question tool of its own that specgap serves (only cli:opencode has); use text or mcp"
+        ),
+        true,
+    ))
 }
 
 /// The adapter whose own question tool the harness serves.

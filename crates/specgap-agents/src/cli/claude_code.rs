@@ -26,8 +26,9 @@ use specgap_engine::session::{AgentError, ObservedResult};
 use specgap_gateway::Protocol;
 use specgap_protocol::action::{ActionKind, FileAction};
 
-use super::adapter::{SPECGAP_HOME_DIR, StartEvents, 
-    Adapter, Launch, LogReport, SANDBOX_HOME, SystemPromptRoute, command_result, shell_quote, without_reminders, workspace_path,
+use super::adapter::{
+    Adapter, Launch, LogReport, SANDBOX_HOME, SPECGAP_HOME_DIR, StartEvents, SystemPromptRoute, command_result, shell_quote,
+    without_reminders, workspace_path,
 };
 use super::home;
 
@@ -69,7 +70,6 @@ impl ClaudeCode {
         }
         Ok(ClaudeCode { dir: dir.to_path_buf(), version: version.to_string(), events: StartEvents::new(EVENTS_STEM) })
     }
-
 
     fn unknown_format(&self, why: &str) -> String {
         format!(
@@ -521,7 +521,13 @@ not json
         assert_eq!(report.results.len(), 6, "every unanswered call with a result in the log");
         assert_eq!(
             report.results[5],
-            ObservedResult { call_id: "t6".into(), tool: "Bash".into(), output: "exit status 0\n(no output)".into(), is_error: false, blank_success: true }
+            ObservedResult {
+                call_id: "t6".into(),
+                tool: "Bash".into(),
+                output: "exit status 0\n(no output)".into(),
+                is_error: false,
+                blank_success: true
+            }
         );
         let answered_by_requests = adapter.read_log(&home_dir, &[("t6".into(), "Bash".into())]);
         assert!(answered_by_requests.actions.is_empty(), "calls answered in requests were mapped then, not again");
@@ -550,8 +556,14 @@ not json
             adapter.call_actions("Grep", &json!({"pattern": "x", "output_mode": "content"}), "/workspace/a.py:1:x\n", false),
             [FileAction::on(ActionKind::Search, "a.py", "Grep", true)]
         );
-        assert_eq!(adapter.call_actions("Write", &json!({"file_path": "/workspace/b"}), "denied", true), [FileAction::on(ActionKind::Write, "b", "Write", false)]);
-        assert!(adapter.call_actions("Bash", &json!({"command": "cat a.py"}), "x", false).is_empty(), "shell commands go to the shell analysis");
+        assert_eq!(
+            adapter.call_actions("Write", &json!({"file_path": "/workspace/b"}), "denied", true),
+            [FileAction::on(ActionKind::Write, "b", "Write", false)]
+        );
+        assert!(
+            adapter.call_actions("Bash", &json!({"command": "cat a.py"}), "x", false).is_empty(),
+            "shell commands go to the shell analysis"
+        );
     }
 
     #[test]

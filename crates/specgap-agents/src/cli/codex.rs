@@ -28,7 +28,10 @@ use specgap_engine::session::{AgentError, ObservedResult};
 use specgap_gateway::Protocol;
 use specgap_protocol::action::{ActionKind, FileAction};
 
-use super::adapter::{SPECGAP_HOME_DIR, StartEvents, Adapter, Launch, LogReport, SANDBOX_HOME, SystemPromptRoute, TOKEN_ENV, command_result, shell_quote, workspace_path};
+use super::adapter::{
+    Adapter, Launch, LogReport, SANDBOX_HOME, SPECGAP_HOME_DIR, StartEvents, SystemPromptRoute, TOKEN_ENV, command_result, shell_quote,
+    workspace_path,
+};
 use super::home;
 
 /// The default version `specgap agents install codex` installs.
@@ -68,7 +71,6 @@ impl Codex {
         }
         Ok(Codex { dir: dir.to_path_buf(), version: version.to_string(), events: StartEvents::new(EVENTS_STEM) })
     }
-
 
     fn unknown_format(&self, why: &str) -> String {
         format!(
@@ -156,9 +158,12 @@ impl Adapter for Codex {
 
     fn prepare_home(&self, home_dir: &Path, launch: &Launch) -> Result<(), AgentError> {
         if !launch.model_args.is_empty() {
-            tracing::warn!("cli:codex does not pass --model-arg values to the model (its provider configuration has no request-body option)");
+            tracing::warn!(
+                "cli:codex does not pass --model-arg values to the model (its provider configuration has no request-body option)"
+            );
         }
-        let text = toml::to_string(&self.config(launch)).map_err(|e| AgentError::with_source("cannot write the Codex CLI configuration", false, e))?;
+        let text = toml::to_string(&self.config(launch))
+            .map_err(|e| AgentError::with_source("cannot write the Codex CLI configuration", false, e))?;
         home::write_file(home_dir, &Path::new(CODEX_HOME).join("config.toml"), text.as_bytes())
             .map_err(|e| AgentError::with_source("cannot write the Codex CLI configuration", false, e))
     }
@@ -433,15 +438,24 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let adapter = adapter(dir.path());
         assert_eq!(
-            adapter.tool_result("exec_command", "Chunk ID: fd06e4\nWall time: 0.0000 seconds\nProcess exited with code 0\nOriginal token count: 3\nOutput:\nhello world\n"),
+            adapter.tool_result(
+                "exec_command",
+                "Chunk ID: fd06e4\nWall time: 0.0000 seconds\nProcess exited with code 0\nOriginal token count: 3\nOutput:\nhello world\n"
+            ),
             ("exit status 0\n--- stdout ---\nhello world\n".into(), false)
         );
         assert_eq!(
-            adapter.tool_result("exec_command", "Chunk ID: 1e9f37\nWall time: 0.0000 seconds\nProcess exited with code 0\nOriginal token count: 0\nOutput:\n"),
+            adapter.tool_result(
+                "exec_command",
+                "Chunk ID: 1e9f37\nWall time: 0.0000 seconds\nProcess exited with code 0\nOriginal token count: 0\nOutput:\n"
+            ),
             ("exit status 0\n(no output)".into(), true)
         );
         assert_eq!(
-            adapter.tool_result("exec_command", "Chunk ID: 8\nWall time: 0.0 seconds\nProcess exited with code 2\nOriginal token count: 13\nOutput:\nls: nope\n"),
+            adapter.tool_result(
+                "exec_command",
+                "Chunk ID: 8\nWall time: 0.0 seconds\nProcess exited with code 2\nOriginal token count: 13\nOutput:\nls: nope\n"
+            ),
             ("exit status 2\n--- stdout ---\nls: nope\n".into(), false)
         );
         let running = "Chunk ID: 9\nWall time: 10.0 seconds\nProcess running with session ID 3\nOutput:\npartial";
@@ -471,7 +485,10 @@ mod tests {
         assert_eq!(report.final_text.as_deref(), Some("First done."));
         assert_eq!(
             report.actions,
-            vec![FileAction::on(ActionKind::Edit, "src/a.py", "file_change", true), FileAction::on(ActionKind::Write, "NOTES.md", "file_change", true)]
+            vec![
+                FileAction::on(ActionKind::Edit, "src/a.py", "file_change", true),
+                FileAction::on(ActionKind::Write, "NOTES.md", "file_change", true)
+            ]
         );
         assert_eq!(report.note, "");
     }
@@ -492,7 +509,13 @@ mod tests {
 
     #[test]
     fn the_last_turns_command_results_that_no_request_carried_are_read_from_its_command_items() {
-        let blank = ObservedResult { call_id: "call_3".into(), tool: "exec_command".into(), output: "exit status 0\n(no output)".into(), is_error: false, blank_success: true };
+        let blank = ObservedResult {
+            call_id: "call_3".into(),
+            tool: "exec_command".into(),
+            output: "exit status 0\n(no output)".into(),
+            is_error: false,
+            blank_success: true,
+        };
         let report = read_recorded(RECORDED, &[("call_3", "exec_command")]);
         assert_eq!((report.unknown_format.as_deref(), report.note.as_str()), (None, ""));
         assert_eq!(report.results, vec![blank.clone()]);
@@ -516,7 +539,10 @@ mod tests {
         let report = read_recorded(&cut, &[("call_2", "exec_command"), ("call_3", "exec_command")]);
         assert_eq!(report.results.iter().map(|r| r.call_id.as_str()).collect::<Vec<_>>(), ["call_2"]);
         // More unanswered calls than items: the last ones pair with the items.
-        let report = read_recorded(RECORDED, &[("call_0", "shell"), ("call_a", "exec_command"), ("call_b", "exec_command"), ("call_c", "exec_command")]);
+        let report = read_recorded(
+            RECORDED,
+            &[("call_0", "shell"), ("call_a", "exec_command"), ("call_b", "exec_command"), ("call_c", "exec_command")],
+        );
         assert_eq!(report.results.iter().map(|r| r.call_id.as_str()).collect::<Vec<_>>(), ["call_a", "call_b", "call_c"]);
     }
 

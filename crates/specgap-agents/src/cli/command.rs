@@ -32,7 +32,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::adapter::{Adapter, LogReport, SANDBOX_HOME, SANDBOX_TASK_DIR, TOKEN_ENV, Launch, shell_quote};
+use super::adapter::{Adapter, Launch, LogReport, SANDBOX_HOME, SANDBOX_TASK_DIR, TOKEN_ENV, shell_quote};
 use super::home;
 use specgap_protocol::action::FileAction;
 use specgap_sandbox::WORKSPACE_MOUNT;
@@ -42,7 +42,8 @@ const ACTIONS_LOG: &str = ".specgap/actions.jsonl";
 /// Largest actions log read back.
 const ACTIONS_LIMIT: u64 = 16 << 20;
 /// The placeholders a template may use.
-pub const PLACEHOLDERS: &[&str] = &["instruction_file", "system_prompt_file", "base_url", "token_env", "model", "workspace", "home", "mcp_config"];
+pub const PLACEHOLDERS: &[&str] =
+    &["instruction_file", "system_prompt_file", "base_url", "token_env", "model", "workspace", "home", "mcp_config"];
 
 /// The adapter over one command template.
 #[derive(Debug, Clone)]
@@ -65,12 +66,21 @@ impl CommandAdapter {
             let Some(close) = after.find('}') else { break };
             let name = &after[..close];
             if name.chars().all(|c| c.is_ascii_lowercase() || c == '_') && !name.is_empty() && !PLACEHOLDERS.contains(&name) {
-                return Err(format!("unknown placeholder {{{name}}} in the cli:command template; the placeholders are {}", PLACEHOLDERS.iter().map(|p| format!("{{{p}}}")).collect::<Vec<_>>().join(", ")));
+                return Err(format!(
+                    "unknown placeholder {{{name}}} in the cli:command template; the placeholders are {}",
+                    PLACEHOLDERS.iter().map(|p| format!("{{{p}}}")).collect::<Vec<_>>().join(", ")
+                ));
             }
             rest = &after[close + 1..];
         }
-        if let Some(word) = template.split_whitespace().map(unquoted).find(|w| w.starts_with('/') && Path::new(w).components().any(|c| c == std::path::Component::ParentDir)) {
-            return Err(format!("the cli:command template names {word}, which has `..`; give its path without `..` (it is mounted read-only at that path)"));
+        if let Some(word) = template
+            .split_whitespace()
+            .map(unquoted)
+            .find(|w| w.starts_with('/') && Path::new(w).components().any(|c| c == std::path::Component::ParentDir))
+        {
+            return Err(format!(
+                "the cli:command template names {word}, which has `..`; give its path without `..` (it is mounted read-only at that path)"
+            ));
         }
         Ok(CommandAdapter { template: template.to_string() })
     }
@@ -192,7 +202,9 @@ mod tests {
 
     #[test]
     fn placeholders_are_filled_quoted_and_unknown_ones_refused() {
-        let adapter = CommandAdapter::new("my-agent --task {instruction_file} --url {base_url} --key-var {token_env} -m {model} -C {workspace}").unwrap();
+        let adapter =
+            CommandAdapter::new("my-agent --task {instruction_file} --url {base_url} --key-var {token_env} -m {model} -C {workspace}")
+                .unwrap();
         assert_eq!(
             adapter.command(&launch()),
             "my-agent --task '/run/specgap/task/message-1.md' --url 'http://127.0.0.1:4000/v1' --key-var 'OPENAI_API_KEY' -m 'm' -C '/workspace'"

@@ -120,7 +120,11 @@ impl Conversation {
                 let Some(tool) = result.tool.filter(|_| !self.calls.contains_key(&result.id)) else {
                     return Some((result.id, result.content, result.is_error));
                 };
-                let found = self.order.iter().find(|c| !taken.contains(c) && self.calls.get(*c).is_some_and(|(t, seen)| *t == tool && !seen))?.clone();
+                let found = self
+                    .order
+                    .iter()
+                    .find(|c| !taken.contains(c) && self.calls.get(*c).is_some_and(|(t, seen)| *t == tool && !seen))?
+                    .clone();
                 taken.push(found.clone());
                 Some((found, result.content, result.is_error))
             })
@@ -199,11 +203,9 @@ fn tool_results(message: &Value) -> Vec<WireResult> {
     let text_of = |v: &Value| -> String {
         match v {
             Value::String(s) => s.clone(),
-            Value::Array(parts) => parts
-                .iter()
-                .filter_map(|p| p.get("text").and_then(Value::as_str).or_else(|| p.as_str()))
-                .collect::<Vec<_>>()
-                .join(""),
+            Value::Array(parts) => {
+                parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str).or_else(|| p.as_str())).collect::<Vec<_>>().join("")
+            }
             Value::Null => String::new(),
             other => other.to_string(),
         }
@@ -278,7 +280,9 @@ mod tests {
             vec![WireResult::by_id("c1", "out".into(), false)]
         );
         assert_eq!(
-            tool_results(&json!({"role": "tool", "tool_call_id": "c2", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]})),
+            tool_results(
+                &json!({"role": "tool", "tool_call_id": "c2", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]})
+            ),
             vec![WireResult::by_id("c2", "ab".into(), false)]
         );
         assert_eq!(
@@ -286,7 +290,9 @@ mod tests {
             vec![WireResult::by_id("r1", "done".into(), false)]
         );
         assert_eq!(
-            tool_results(&json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "no such file", "is_error": true}, {"type": "text", "text": "x"}]})),
+            tool_results(
+                &json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "no such file", "is_error": true}, {"type": "text", "text": "x"}]})
+            ),
             vec![WireResult::by_id("t1", "no such file".into(), true)]
         );
         assert_eq!(

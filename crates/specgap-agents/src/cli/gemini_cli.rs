@@ -90,10 +90,16 @@ impl GeminiCli {
         }
         let script = dir.join(SCRIPT);
         if !script.is_file() {
-            return Err(format!("cli:gemini-cli@{version} is not installed ({} is missing); run `specgap agents install gemini-cli@{version}`", script.display()));
+            return Err(format!(
+                "cli:gemini-cli@{version} is not installed ({} is missing); run `specgap agents install gemini-cli@{version}`",
+                script.display()
+            ));
         }
         let manifest = dir.join("node_modules/@google/gemini-cli/package.json");
-        let installed = std::fs::read(&manifest).ok().and_then(|b| serde_json::from_slice::<Value>(&b).ok()).and_then(|v| v["version"].as_str().map(str::to_string));
+        let installed = std::fs::read(&manifest)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .and_then(|v| v["version"].as_str().map(str::to_string));
         if installed.as_deref() != Some(version) {
             return Err(format!(
                 "cli:gemini-cli@{version}: {} says version {}; reinstall with `specgap agents install gemini-cli@{version}`",
@@ -101,7 +107,10 @@ impl GeminiCli {
                 installed.unwrap_or_else(|| "nothing readable".into())
             ));
         }
-        let node = node.filter(|n| n.is_file()).or_else(|| find_on_path("node")).ok_or_else(|| format!("cli:gemini-cli@{version} needs Node.js (`node` on PATH)"))?;
+        let node = node
+            .filter(|n| n.is_file())
+            .or_else(|| find_on_path("node"))
+            .ok_or_else(|| format!("cli:gemini-cli@{version} needs Node.js (`node` on PATH)"))?;
         let mut mounts = mounts.to_vec();
         if mounts.is_empty() {
             mounts.push(dir.to_path_buf());
@@ -314,7 +323,13 @@ pub fn read_events(text: &str, unanswered: &[(String, String)]) -> EventsReading
         let Some(call) = uses.iter().filter(|u| &u.tool == tool).rev().nth(n) else { continue };
         let Some((ok, output)) = &call.finished else { continue };
         reading.actions.extend(tool_actions(tool, &call.parameters, *ok));
-        reading.results.push(ObservedResult { call_id: call_id.clone(), tool: tool.clone(), output: output.clone(), is_error: !ok, blank_success: false });
+        reading.results.push(ObservedResult {
+            call_id: call_id.clone(),
+            tool: tool.clone(),
+            output: output.clone(),
+            is_error: !ok,
+            blank_success: false,
+        });
     }
     if unparsed > 0 {
         reading.notes.push(format!("{unparsed} lines of {EVENTS_LOG} are not JSON and were left out"));
@@ -335,11 +350,7 @@ struct LoggedCall {
 /// Each of `calls` (id, tool) with its place from the end among the calls of its tool (0 for
 /// the last), in the order given.
 fn last_calls_of_each_tool(calls: &[(String, String)]) -> Vec<(&String, &String, usize)> {
-    calls
-        .iter()
-        .enumerate()
-        .map(|(i, (id, tool))| (id, tool, calls[i + 1..].iter().filter(|(_, t)| t == tool).count()))
-        .collect()
+    calls.iter().enumerate().map(|(i, (id, tool))| (id, tool, calls[i + 1..].iter().filter(|(_, t)| t == tool).count())).collect()
 }
 
 /// The normalized actions of one of gemini-cli's structured tools.
@@ -352,8 +363,18 @@ fn tool_actions(tool: &str, parameters: &Value, ok: bool) -> Vec<FileAction> {
     match tool {
         "read_file" => vec![on(ActionKind::Read, text("file_path"))],
         "read_many_files" => {
-            let paths: Vec<&str> = parameters["include"].as_array().or_else(|| parameters["paths"].as_array()).into_iter().flatten().filter_map(Value::as_str).collect();
-            if paths.is_empty() { vec![on(ActionKind::Read, None)] } else { paths.into_iter().map(|p| on(ActionKind::Read, Some(p))).collect() }
+            let paths: Vec<&str> = parameters["include"]
+                .as_array()
+                .or_else(|| parameters["paths"].as_array())
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            if paths.is_empty() {
+                vec![on(ActionKind::Read, None)]
+            } else {
+                paths.into_iter().map(|p| on(ActionKind::Read, Some(p))).collect()
+            }
         }
         "write_file" => vec![on(ActionKind::Write, text("file_path"))],
         "replace" => vec![on(ActionKind::Edit, text("file_path"))],
@@ -404,11 +425,25 @@ mod tests {
              -m 'gemini-2.5-pro' --yolo --skip-trust -o stream-json < /dev/null > '/home/specgap/.specgap/gemini-events.jsonl'"
         );
         let resumed = adapter.command(&launch(true, false));
-        assert!(resumed.starts_with("mkdir -p /home/specgap/.specgap /home/specgap/.gemini && : > '/home/specgap/.gemini/GEMINI.md' && exec '/usr/bin/node'"), "{resumed}");
+        assert!(
+            resumed.starts_with(
+                "mkdir -p /home/specgap/.specgap /home/specgap/.gemini && : > '/home/specgap/.gemini/GEMINI.md' && exec '/usr/bin/node'"
+            ),
+            "{resumed}"
+        );
         assert!(resumed.contains(" --skip-trust --resume latest -o stream-json"), "{resumed}");
         let env = adapter.env(&launch(false, true));
-        let mcp = McpServer { name: "specgap".into(), command: "/run/specgap/bin/specgap-bridge".into(), args: vec!["mcp".into()], env: vec![("K".into(), "v".into())], config_file: String::new() };
-        assert_eq!(GeminiCli::settings(&mcp)["mcpServers"], json!({ "specgap": { "command": "/run/specgap/bin/specgap-bridge", "args": ["mcp", "--rename", "ask_user=ask_question"], "env": { "K": "v" }, "trust": true } }));
+        let mcp = McpServer {
+            name: "specgap".into(),
+            command: "/run/specgap/bin/specgap-bridge".into(),
+            args: vec!["mcp".into()],
+            env: vec![("K".into(), "v".into())],
+            config_file: String::new(),
+        };
+        assert_eq!(
+            GeminiCli::settings(&mcp)["mcpServers"],
+            json!({ "specgap": { "command": "/run/specgap/bin/specgap-bridge", "args": ["mcp", "--rename", "ask_user=ask_question"], "env": { "K": "v" }, "trust": true } })
+        );
         assert!(GeminiCli::settings(&McpServer::default()).get("mcpServers").is_none());
         assert_eq!(GeminiCli::settings(&mcp)["tools"], json!({ "sandbox": false, "exclude": ["google_web_search", "web_fetch"] }));
         assert!(env.contains(&("GOOGLE_GEMINI_BASE_URL".into(), "http://127.0.0.1:4000".into())));
@@ -426,8 +461,21 @@ mod tests {
 "#;
         let unanswered = [("r2-0".to_string(), "write_file".to_string()), ("r2-1".to_string(), "read_file".to_string())];
         let reading = read_events(log, &unanswered);
-        assert_eq!(reading.results, vec![ObservedResult { call_id: "r2-0".into(), tool: "write_file".into(), output: "wrote b".into(), is_error: false, blank_success: false }]);
-        assert_eq!(reading.actions, vec![FileAction::on(ActionKind::Write, "b.txt", "write_file", true)], "the read never finished: no action, no result");
+        assert_eq!(
+            reading.results,
+            vec![ObservedResult {
+                call_id: "r2-0".into(),
+                tool: "write_file".into(),
+                output: "wrote b".into(),
+                is_error: false,
+                blank_success: false
+            }]
+        );
+        assert_eq!(
+            reading.actions,
+            vec![FileAction::on(ActionKind::Write, "b.txt", "write_file", true)],
+            "the read never finished: no action, no result"
+        );
     }
 
     #[test]
@@ -448,7 +496,10 @@ mod tests {
 "#;
         let reading = read_events(log, &[("r4-0".into(), "replace".into())]);
         assert_eq!(reading.actions, vec![FileAction::bare(ActionKind::Edit, "replace", false)], "the last turn's calls alone");
-        let all: Vec<(String, String)> = [("r1-0", "read_file"), ("r2-0", "write_file"), ("r4-0", "replace")].iter().map(|(i, t)| (i.to_string(), t.to_string())).collect();
+        let all: Vec<(String, String)> = [("r1-0", "read_file"), ("r2-0", "write_file"), ("r4-0", "replace")]
+            .iter()
+            .map(|(i, t)| (i.to_string(), t.to_string()))
+            .collect();
         assert_eq!(
             read_events(log, &all).actions,
             vec![
@@ -457,7 +508,16 @@ mod tests {
                 FileAction::bare(ActionKind::Edit, "replace", false),
             ]
         );
-        assert_eq!(reading.results, vec![ObservedResult { call_id: "r4-0".into(), tool: "replace".into(), output: "outside the workspace".into(), is_error: true, blank_success: false }]);
+        assert_eq!(
+            reading.results,
+            vec![ObservedResult {
+                call_id: "r4-0".into(),
+                tool: "replace".into(),
+                output: "outside the workspace".into(),
+                is_error: true,
+                blank_success: false
+            }]
+        );
         assert_eq!(reading.session.as_deref(), Some("s1"));
         assert_eq!(reading.final_text.as_deref(), Some("Done."));
         assert_eq!(reading.notes, vec!["gemini-cli event `novel` is not one this adapter knows".to_string()]);

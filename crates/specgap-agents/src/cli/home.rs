@@ -122,7 +122,10 @@ pub fn read_file(root: &Path, relative: &Path, limit: u64) -> Result<Vec<u8>, Ho
         return Err(HomeError::TooLarge { path: shown, limit });
     }
     let mut bytes = Vec::new();
-    File::from(file).take(limit.saturating_add(1)).read_to_end(&mut bytes).map_err(|source| HomeError::Io { path: shown.clone(), source })?;
+    File::from(file)
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|source| HomeError::Io { path: shown.clone(), source })?;
     if bytes.len() as u64 > limit {
         return Err(HomeError::TooLarge { path: shown, limit });
     }

@@ -141,11 +141,7 @@ pub(crate) struct Supervision {
 
 impl Supervisor for Supervision {
     fn classify(&self, info: &RequestInfo, _body: &[u8]) -> RequestClass {
-        if self.toolless_is_side && info.tool_count == 0 && info.endpoint.generates() {
-            RequestClass::Side
-        } else {
-            info.default_class()
-        }
+        if self.toolless_is_side && info.tool_count == 0 && info.endpoint.generates() { RequestClass::Side } else { info.default_class() }
     }
 
     fn admission_waits(&self) -> bool {

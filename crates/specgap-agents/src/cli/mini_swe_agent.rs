@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use specgap_engine::session::ObservedResult;
 
-use super::adapter::{Adapter, LogReport, SANDBOX_HOME, Launch, command_result, shell_quote};
+use super::adapter::{Adapter, Launch, LogReport, SANDBOX_HOME, command_result, shell_quote};
 use super::home;
 
 /// The default version `specgap agents install mini-swe-agent` installs.
@@ -53,7 +53,8 @@ impl MiniSweAgent {
         if !venv.join("bin/mini").is_file() {
             return Err(format!("{} holds no mini-swe-agent (bin/mini is missing)", venv.display()));
         }
-        let cfg = std::fs::read_to_string(venv.join("pyvenv.cfg")).map_err(|e| format!("cannot read {}/pyvenv.cfg: {e}", venv.display()))?;
+        let cfg =
+            std::fs::read_to_string(venv.join("pyvenv.cfg")).map_err(|e| format!("cannot read {}/pyvenv.cfg: {e}", venv.display()))?;
         let home = cfg.lines().find_map(|l| l.split_once('=').filter(|(k, _)| k.trim() == "home").map(|(_, v)| PathBuf::from(v.trim())));
         let python_prefix = home.and_then(|bin| bin.parent().map(Path::to_path_buf)).filter(|p| !is_system(p));
         Ok(MiniSweAgent { venv: venv.to_path_buf(), python_prefix, version: version.to_string() })
@@ -146,10 +147,17 @@ impl Adapter for MiniSweAgent {
             if let Some(message) = found {
                 let content = message["content"].as_str().unwrap_or_default();
                 let (output, blank_success) = self.tool_result(tool, content);
-                report.results.push(ObservedResult { call_id: call_id.clone(), tool: tool.clone(), output, is_error: false, blank_success });
+                report.results.push(ObservedResult {
+                    call_id: call_id.clone(),
+                    tool: tool.clone(),
+                    output,
+                    is_error: false,
+                    blank_success,
+                });
             }
         }
-        report.final_text = messages.iter().rev().find(|m| m["role"] == "assistant").and_then(|m| m["content"].as_str()).map(str::to_string);
+        report.final_text =
+            messages.iter().rev().find(|m| m["role"] == "assistant").and_then(|m| m["content"].as_str()).map(str::to_string);
         report
     }
 }
@@ -181,14 +189,19 @@ mod tests {
 
     #[test]
     fn observations_read_as_command_results() {
-        assert_eq!(observation("{\n  \"returncode\": 0,\n  \"output\": \"a.py\\n\"\n}"), Some(("exit status 0\n--- stdout ---\na.py\n".into(), false)));
+        assert_eq!(
+            observation("{\n  \"returncode\": 0,\n  \"output\": \"a.py\\n\"\n}"),
+            Some(("exit status 0\n--- stdout ---\na.py\n".into(), false))
+        );
         assert_eq!(observation("{\"returncode\": 0, \"output\": \"\"}"), Some(("exit status 0\n(no output)".into(), true)));
         assert_eq!(
             observation("{\"returncode\": -1, \"output\": \"\", \"exception_info\": \"action was not executed\"}"),
             Some(("exit status -1\n(no output)\n--- stderr ---\naction was not executed".into(), false))
         );
         assert_eq!(
-            observation("{\"returncode\": 1, \"output_head\": \"ab\", \"output_tail\": \"yz\", \"elided_chars\": 5, \"warning\": \"Output too long.\"}"),
+            observation(
+                "{\"returncode\": 1, \"output_head\": \"ab\", \"output_tail\": \"yz\", \"elided_chars\": 5, \"warning\": \"Output too long.\"}"
+            ),
             Some(("exit status 1\n--- stdout ---\nab\n[... 5 characters cut by the agent ...]\nyz".into(), false))
         );
         assert_eq!(observation("not json"), None);

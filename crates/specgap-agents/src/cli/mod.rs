@@ -32,10 +32,10 @@
 #![allow(clippy::module_name_repetitions)]
 
 pub mod adapter;
-pub mod claude_code;
-pub mod codex;
 mod bridge;
 pub mod channel;
+pub mod claude_code;
+pub mod codex;
 pub mod command;
 mod exchange;
 pub mod gemini_cli;
@@ -165,7 +165,10 @@ impl CliConfig {
         let chosen = requested.unwrap_or_else(|| adapter.default_ask_channel());
         if chosen == channel::AskChannel::Text && !adapter.can_resume() {
             return Err(AgentError::new(
-                format!("--ask-channel text: {} cannot be resumed, so answers to questions in its reply could never reach it; use mcp", adapter.spec()),
+                format!(
+                    "--ask-channel text: {} cannot be resumed, so answers to questions in its reply could never reach it; use mcp",
+                    adapter.spec()
+                ),
                 true,
             ));
         }
@@ -241,7 +244,8 @@ impl CliConfig {
                 let installation = self.installation()?;
                 let version = installation.manifest().version.clone();
                 let node = installation.manifest().node.as_ref().map(|n| n.path.clone());
-                let adapter = gemini_cli::GeminiCli::new(installation.dir(), &version, node, &installation.mounts()).map_err(|e| AgentError::new(e, true))?;
+                let adapter = gemini_cli::GeminiCli::new(installation.dir(), &version, node, &installation.mounts())
+                    .map_err(|e| AgentError::new(e, true))?;
                 Ok(Box::new(adapter))
             }
             "command" => {
@@ -251,7 +255,8 @@ impl CliConfig {
             "claude-code" => {
                 let installation = self.installation()?;
                 let version = installation.manifest().version.clone();
-                let adapter = claude_code::ClaudeCode::new(installation.dir(), &version).map_err(|e| unusable("claude-code", &version, &e))?;
+                let adapter =
+                    claude_code::ClaudeCode::new(installation.dir(), &version).map_err(|e| unusable("claude-code", &version, &e))?;
                 Ok(Box::new(adapter))
             }
             "codex" => {
@@ -275,7 +280,9 @@ pub const ADAPTERS: &[&str] = &["mini-swe-agent", "claude-code", "codex", "openc
 /// The error for an installation its adapter cannot use.
 fn unusable(adapter: &str, version: &str, why: &str) -> AgentError {
     AgentError::new(
-        format!("the installation of cli:{adapter}@{version} is unusable ({why}); reinstall it with `specgap agents install {adapter}@{version}`"),
+        format!(
+            "the installation of cli:{adapter}@{version} is unusable ({why}); reinstall it with `specgap agents install {adapter}@{version}`"
+        ),
         true,
     )
 }
@@ -416,7 +423,8 @@ impl CliAgent {
         for path in self.adapter.mounts() {
             template.mounts.push(Mount { sandbox: path.clone(), host: path, writable: false });
         }
-        let bridge = self.bridge.as_ref().ok_or_else(|| AgentError::new("a cli: agent's sandbox was made before its harness tools", false))?;
+        let bridge =
+            self.bridge.as_ref().ok_or_else(|| AgentError::new("a cli: agent's sandbox was made before its harness tools", false))?;
         template.mounts.extend(bridge.mounts());
         let mut path: Vec<String> = vec![specgap_bridge::install::SANDBOX_BIN_DIR.to_string()];
         path.extend(self.adapter.path_dirs().iter().map(|d| d.display().to_string()));
@@ -524,7 +532,8 @@ impl CliAgent {
         exports.extend(self.adapter.env(&launch));
         let env_file = format!("env-{}", self.starts);
         let body: String = exports.iter().map(|(k, v)| format!("export {k}={}\n", adapter::shell_quote(v))).collect();
-        std::fs::write(task.join(&env_file), body).map_err(|e| AgentError::with_source("cannot write the agent's environment", false, e))?;
+        std::fs::write(task.join(&env_file), body)
+            .map_err(|e| AgentError::with_source("cannot write the agent's environment", false, e))?;
         self.watch_questions()?;
         let command = format!(". {}/{env_file}\n{}", SANDBOX_TASK_DIR, self.adapter.command(&launch));
         let sandbox = self.sandbox.as_mut().ok_or_else(|| AgentError::new("the agent's sandbox is gone", false))?;
@@ -702,7 +711,12 @@ impl Agent for CliAgent {
         std::fs::write(task.join("system-prompt.md"), system)
             .map_err(|e| AgentError::with_source("cannot write the system prompt file", false, e))?;
         self.opening = Some(opening.clone());
-        let bridge = bridge::EpisodeBridge::open(&place.scratch, &opening.tools, self.config.effective_ask_channel().withholds_ask_user(place.text_questions), self.link.clone())?;
+        let bridge = bridge::EpisodeBridge::open(
+            &place.scratch,
+            &opening.tools,
+            self.config.effective_ask_channel().withholds_ask_user(place.text_questions),
+            self.link.clone(),
+        )?;
         std::fs::create_dir_all(self.home()?).map_err(|e| AgentError::with_source("cannot prepare the agent's home", false, e))?;
         bridge.write_mcp_config(&self.home()?)?;
         self.bridge = Some(bridge);
@@ -753,7 +767,8 @@ impl Agent for CliAgent {
             }
             if let Some(sandbox) = self.sandbox.as_mut()
                 && self.exited.is_none()
-                && let Some(exit) = sandbox.wait_exit(Instant::now()).map_err(|e| AgentError::with_source("lost the agent's sandbox", false, e))?
+                && let Some(exit) =
+                    sandbox.wait_exit(Instant::now()).map_err(|e| AgentError::with_source("lost the agent's sandbox", false, e))?
             {
                 // Report it once the queue is empty: what the agent did before it exited comes first.
                 self.exited = Some(exit);
@@ -902,13 +917,19 @@ mod tests {
         command.resolve_ask_channel(Some(AskChannel::Text)).unwrap();
         assert_eq!(command.ask_channel, Some(AskChannel::Text));
         let refused = command.resolve_ask_channel(Some(AskChannel::Native)).unwrap_err();
-        assert_eq!(refused.message, "--ask-channel native: cli:command has no question tool of its own that specgap serves (only cli:opencode has); use text or mcp");
+        assert_eq!(
+            refused.message,
+            "--ask-channel native: cli:command has no question tool of its own that specgap serves (only cli:opencode has); use text or mcp"
+        );
         assert_eq!(command.ask_channel, Some(AskChannel::Text), "a refusal changes nothing");
 
         // Only opencode's own question tool is served; for another adapter native is refused
         // before its installation is looked at.
         let refused = CliConfig::new("codex", "m").resolve_ask_channel(Some(AskChannel::Native)).unwrap_err();
-        assert_eq!(refused.message, "--ask-channel native: cli:codex has no question tool of its own that specgap serves (only cli:opencode has); use text or mcp");
+        assert_eq!(
+            refused.message,
+            "--ask-channel native: cli:codex has no question tool of its own that specgap serves (only cli:opencode has); use text or mcp"
+        );
         assert!(channel::refuse_unserved("opencode", Some(AskChannel::Native)).is_ok());
     }
 

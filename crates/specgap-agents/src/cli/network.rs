@@ -99,13 +99,17 @@ mod tests {
 
     #[test]
     fn an_episode_without_a_tripwire_says_so_and_why() {
-        let unavailable = EpisodeTripwire::Unavailable("unavailable: cannot arm the network tripwire in network namespace /proc/7/ns/net: Operation not permitted (os error 1)".into());
+        let unavailable = EpisodeTripwire::Unavailable(
+            "unavailable: cannot arm the network tripwire in network namespace /proc/7/ns/net: Operation not permitted (os error 1)".into(),
+        );
         assert_eq!(
             summary(&unavailable),
             EventKind::NetworkTripwire {
                 armed: false,
                 attempts: 0,
-                note: "unavailable: cannot arm the network tripwire in network namespace /proc/7/ns/net: Operation not permitted (os error 1)".into(),
+                note:
+                    "unavailable: cannot arm the network tripwire in network namespace /proc/7/ns/net: Operation not permitted (os error 1)"
+                        .into(),
             }
         );
         assert_eq!(new_attempts(&unavailable, &mut 0), Vec::new());

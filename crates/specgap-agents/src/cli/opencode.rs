@@ -98,7 +98,10 @@ impl OpenCode {
         }
         let program = dir.join(PROGRAM);
         if !program.is_file() {
-            return Err(format!("cli:opencode@{version} is not installed ({} is missing); run `specgap agents install opencode@{version}`", program.display()));
+            return Err(format!(
+                "cli:opencode@{version} is not installed ({} is missing); run `specgap agents install opencode@{version}`",
+                program.display()
+            ));
         }
         let manifest = dir.join("node_modules/opencode-linux-x64/package.json");
         let installed = std::fs::read(&manifest)
@@ -113,7 +116,9 @@ impl OpenCode {
             ));
         }
         if !on_path("rg") {
-            return Err(format!("cli:opencode@{version} needs ripgrep (`rg`) on PATH for its grep and glob tools (it would download it at run time); install it, e.g. Debian's ripgrep"));
+            return Err(format!(
+                "cli:opencode@{version} needs ripgrep (`rg`) on PATH for its grep and glob tools (it would download it at run time); install it, e.g. Debian's ripgrep"
+            ));
         }
         Ok(OpenCode { dir: dir.to_path_buf(), version: version.to_string(), native_questions: false })
     }
@@ -165,8 +170,10 @@ impl OpenCode {
         if !launch.mcp.command.is_empty() {
             let mut command = vec![launch.mcp.command.clone()];
             command.extend(launch.mcp.args.iter().cloned());
-            let environment: serde_json::Map<String, Value> = launch.mcp.env.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
-            config["mcp"] = json!({ launch.mcp.name.clone(): { "type": "local", "command": command, "environment": environment, "enabled": true } });
+            let environment: serde_json::Map<String, Value> =
+                launch.mcp.env.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
+            config["mcp"] =
+                json!({ launch.mcp.name.clone(): { "type": "local", "command": command, "environment": environment, "enabled": true } });
         }
         config
     }
@@ -244,7 +251,8 @@ impl Adapter for OpenCode {
 
     fn prepare_home(&self, home_dir: &Path, launch: &Launch) -> Result<(), specgap_engine::session::AgentError> {
         let text = serde_json::to_vec_pretty(&self.config(launch)).unwrap_or_default();
-        let error = |e| specgap_engine::session::AgentError::with_source("cannot write opencode's configuration into the agent's home", false, e);
+        let error =
+            |e| specgap_engine::session::AgentError::with_source("cannot write opencode's configuration into the agent's home", false, e);
         home::write_file(home_dir, Path::new(CONFIG_FILE), &text).map_err(error)?;
         // opencode installs `@opencode-ai/plugin` from the npm registry into every configuration
         // directory it may write (its `Npm.install` skips one it cannot write), and has no
@@ -258,7 +266,11 @@ impl Adapter for OpenCode {
         if self.native_questions {
             return served_command(launch);
         }
-        let session = if launch.resumed { format!(" --session \"$(cat {})\"", shell_quote(&format!("{SANDBOX_HOME}/{SESSION_FILE}"))) } else { String::new() };
+        let session = if launch.resumed {
+            format!(" --session \"$(cat {})\"", shell_quote(&format!("{SANDBOX_HOME}/{SESSION_FILE}")))
+        } else {
+            String::new()
+        };
         format!(
             "mkdir -p {home}/.specgap && exec opencode run --format json -m {model}{session} < {message} > {events}",
             home = SANDBOX_HOME,
@@ -359,7 +371,13 @@ pub fn read_events(text: &str, unanswered: &[(String, String)]) -> EventsReading
                 // (`call_actions`); the log adds those of its last turn.
                 if let Some((id, called)) = unanswered.iter().find(|(id, _)| id == call_id) {
                     reading.actions.extend(tool_actions(tool, &state["input"], output, ok));
-                    reading.results.push(ObservedResult { call_id: id.clone(), tool: called.clone(), output: output.to_string(), is_error: !ok, blank_success: false });
+                    reading.results.push(ObservedResult {
+                        call_id: id.clone(),
+                        tool: called.clone(),
+                        output: output.to_string(),
+                        is_error: !ok,
+                        blank_success: false,
+                    });
                 }
             }
             "text" => {
@@ -396,7 +414,11 @@ fn tool_actions(tool: &str, input: &Value, output: &str, ok: bool) -> Vec<FileAc
         "glob" | "list" => vec![on(ActionKind::List, path("path"))],
         "grep" => {
             let shown: Vec<String> = if ok { grep_files(output) } else { Vec::new() };
-            if shown.is_empty() { vec![FileAction::bare(ActionKind::Search, tool, ok)] } else { shown.into_iter().map(|p| FileAction::on(ActionKind::Search, p, tool, true)).collect() }
+            if shown.is_empty() {
+                vec![FileAction::bare(ActionKind::Search, tool, ok)]
+            } else {
+                shown.into_iter().map(|p| FileAction::on(ActionKind::Search, p, tool, true)).collect()
+            }
         }
         _ => Vec::new(),
     }
@@ -421,7 +443,11 @@ fn grep_files(output: &str) -> Vec<String> {
 
 /// `path` relative to the workspace, normalized; `None` outside it or for the root itself.
 pub fn workspace_path(path: &str) -> Option<String> {
-    let rest = path.strip_prefix(WORKSPACE_MOUNT).filter(|r| r.is_empty() || r.starts_with('/')).map(|r| r.trim_start_matches('/')).or_else(|| (!path.starts_with('/')).then_some(path))?;
+    let rest = path
+        .strip_prefix(WORKSPACE_MOUNT)
+        .filter(|r| r.is_empty() || r.starts_with('/'))
+        .map(|r| r.trim_start_matches('/'))
+        .or_else(|| (!path.starts_with('/')).then_some(path))?;
     let mut parts: Vec<&str> = Vec::new();
     for part in rest.split('/') {
         match part {
@@ -519,9 +545,16 @@ exit $status";
     fn the_configuration_names_the_gateway_the_token_variable_and_the_instructions() {
         let (_dir, adapter) = installed("1.18.33");
         let config = adapter.config(&launch(false));
-        assert_eq!(config["provider"]["specgap"]["options"], json!({ "baseURL": "http://127.0.0.1:4000/v1", "apiKey": "{env:OPENAI_API_KEY}" }));
+        assert_eq!(
+            config["provider"]["specgap"]["options"],
+            json!({ "baseURL": "http://127.0.0.1:4000/v1", "apiKey": "{env:OPENAI_API_KEY}" })
+        );
         assert_eq!(config["model"], "specgap/qwen3-8b");
-        assert_eq!(config["provider"]["specgap"]["models"]["qwen3-8b"]["limit"], json!({ "context": 1_000_000, "output": 131_072 }), "seed 002 A.3 Runtime");
+        assert_eq!(
+            config["provider"]["specgap"]["models"]["qwen3-8b"]["limit"],
+            json!({ "context": 1_000_000, "output": 131_072 }),
+            "seed 002 A.3 Runtime"
+        );
         assert_eq!(config["instructions"], json!(["/run/specgap/task/system-prompt.md"]));
         assert_eq!(config["autoupdate"], false);
         assert_eq!(config["permission"], json!({ "*": "allow", "webfetch": "deny", "websearch": "deny" }));
@@ -578,10 +611,22 @@ not json
         );
         assert_eq!(
             reading.results,
-            vec![ObservedResult { call_id: "c7".into(), tool: "edit".into(), output: "Edit applied successfully.".into(), is_error: false, blank_success: false }]
+            vec![ObservedResult {
+                call_id: "c7".into(),
+                tool: "edit".into(),
+                output: "Edit applied successfully.".into(),
+                is_error: false,
+                blank_success: false
+            }]
         );
         assert_eq!(reading.final_text.as_deref(), Some("Done."));
-        assert_eq!(reading.notes, vec!["opencode event `surprise` is not one this adapter knows".to_string(), format!("1 lines of {EVENTS_LOG} are not JSON and were left out")]);
+        assert_eq!(
+            reading.notes,
+            vec![
+                "opencode event `surprise` is not one this adapter knows".to_string(),
+                format!("1 lines of {EVENTS_LOG} are not JSON and were left out")
+            ]
+        );
     }
 
     #[test]

@@ -218,8 +218,9 @@ impl QuestionWatcher {
             }
             _ => {}
         }
-        let namespace = std::fs::File::open(&spec.namespace)
-            .map_err(|e| AgentError::with_source(format!("cannot open the sandbox's network namespace {}", spec.namespace.display()), false, e))?;
+        let namespace = std::fs::File::open(&spec.namespace).map_err(|e| {
+            AgentError::with_source(format!("cannot open the sandbox's network namespace {}", spec.namespace.display()), false, e)
+        })?;
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = stop.clone();
         let thread = std::thread::Builder::new()
@@ -310,9 +311,13 @@ fn ensure_session(spec: &WatchSpec) -> Result<(), String> {
         Ok(_) | Err(home::HomeError::Missing(_)) => {}
         Err(e) => return Err(format!("cannot read opencode's session id: {e}")),
     }
-    let (status, body) = request(spec.server.port, "POST", "/session", Some(&json!({}))).map_err(|e| format!("cannot create opencode's session: {e}"))?;
+    let (status, body) =
+        request(spec.server.port, "POST", "/session", Some(&json!({}))).map_err(|e| format!("cannot create opencode's session: {e}"))?;
     let created: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let id = created["id"].as_str().filter(|_| status == 200).ok_or_else(|| format!("opencode did not create a session ({status}): {}", String::from_utf8_lossy(&body)))?;
+    let id = created["id"]
+        .as_str()
+        .filter(|_| status == 200)
+        .ok_or_else(|| format!("opencode did not create a session ({status}): {}", String::from_utf8_lossy(&body)))?;
     home::write_file(&spec.home, file, id.as_bytes()).map_err(|e| format!("cannot keep opencode's session id: {e}"))
 }
 
@@ -350,7 +355,9 @@ fn parse_response(response: &[u8]) -> Option<(u16, Vec<u8>)> {
     let status = head.split_whitespace().nth(1)?.parse().ok()?;
     let body = &response[split + 4..];
     let chunked = head.lines().skip(1).any(|l| {
-        l.split_once(':').is_some_and(|(name, value)| name.trim().eq_ignore_ascii_case("transfer-encoding") && value.trim().eq_ignore_ascii_case("chunked"))
+        l.split_once(':').is_some_and(|(name, value)| {
+            name.trim().eq_ignore_ascii_case("transfer-encoding") && value.trim().eq_ignore_ascii_case("chunked")
+        })
     });
     Some((status, if chunked { dechunk(body)? } else { body.to_vec() }))
 }
@@ -396,7 +403,8 @@ mod tests {
         assert_eq!(call.tool, "ask_user");
         assert_eq!(call.arguments["questions"], json!(["Does the 10 kg limit include the box?", "Which carrier do you use?"]));
         assert_eq!(call.arguments["native"], request_json(), "the request as opencode sent it, options too");
-        let parsed = specgap_engine::tools::parse_args::<specgap_engine::tools::AskUserArgs>("ask_user", &call.arguments).unwrap().asked().unwrap();
+        let parsed =
+            specgap_engine::tools::parse_args::<specgap_engine::tools::AskUserArgs>("ask_user", &call.arguments).unwrap().asked().unwrap();
         assert_eq!((parsed.questions.len(), parsed.listed), (2, true), "one round of two question units");
         assert!(NativeRequest::from_json(&json!({ "id": "que_2" })).is_none());
         assert!(NativeRequest::from_json(&json!({ "questions": [] })).is_none());
@@ -410,7 +418,10 @@ mod tests {
             ("Which carrier do you use?".to_string(), "Only ParcelCo.".to_string()),
         ];
         let message = specgap_engine::text_channel::answer_message(&pairs);
-        assert_eq!(request.answers(&message, false), vec![vec!["Yes: the packed box is weighed.\nAt most 9.5 kg of goods.".to_string()], vec!["Only ParcelCo.".to_string()]]);
+        assert_eq!(
+            request.answers(&message, false),
+            vec![vec!["Yes: the packed box is weighed.\nAt most 9.5 kg of goods.".to_string()], vec!["Only ParcelCo.".to_string()]]
+        );
         let proceed = specgap_engine::episode::PROCEED_REPLY;
         assert_eq!(request.answers(proceed, false), vec![vec![proceed.to_string()], vec![proceed.to_string()]], "past the round limit");
         assert_eq!(request.answers("the customer is gone", true), vec![vec![UNANSWERED.to_string()], vec![UNANSWERED.to_string()]]);
@@ -471,7 +482,12 @@ mod tests {
     }
 
     fn spec(home: &Path, port: u16) -> WatchSpec {
-        WatchSpec { namespace: PathBuf::new(), server: QuestionServer { port, session_file: ".specgap/session", ready_stem: ".specgap/ready" }, home: home.to_path_buf(), start: 1 }
+        WatchSpec {
+            namespace: PathBuf::new(),
+            server: QuestionServer { port, session_file: ".specgap/session", ready_stem: ".specgap/ready" },
+            home: home.to_path_buf(),
+            start: 1,
+        }
     }
 
     #[test]
@@ -485,7 +501,10 @@ mod tests {
         let Some(Happened::Call(call)) = link.next(std::time::Instant::now() + Duration::from_secs(20)) else { panic!("no call") };
         assert_eq!(std::fs::read_to_string(home_dir.path().join(".specgap/session")).unwrap(), "ses_T");
         assert_eq!(std::fs::read_to_string(home_dir.path().join(".specgap/ready-1")).unwrap(), "ready\n");
-        assert_eq!(call.tool_call("bridge-1".into()).arguments["questions"], json!(["Does the 10 kg limit include the box?", "Which carrier do you use?"]));
+        assert_eq!(
+            call.tool_call("bridge-1".into()).arguments["questions"],
+            json!(["Does the 10 kg limit include the box?", "Which carrier do you use?"])
+        );
         // Three more polls list the same pending request while the engine is answering it.
         let gets = |server: &FakeServer| server.requests().iter().filter(|(m, _, _)| m == "GET").count();
         let before = gets(&server);
@@ -500,7 +519,13 @@ mod tests {
         thread.join().unwrap();
         assert!(link.next(std::time::Instant::now()).is_none(), "one call for one request");
         let posts: Vec<(String, String)> = server.requests().into_iter().filter(|(m, _, _)| m == "POST").map(|(_, p, b)| (p, b)).collect();
-        assert_eq!(posts, vec![("/session".to_string(), "{}".to_string()), ("/question/que_1/reply".to_string(), json!({ "answers": [["Yes."], ["ParcelCo."]] }).to_string())]);
+        assert_eq!(
+            posts,
+            vec![
+                ("/session".to_string(), "{}".to_string()),
+                ("/question/que_1/reply".to_string(), json!({ "answers": [["Yes."], ["ParcelCo."]] }).to_string())
+            ]
+        );
         assert!(server.requests().iter().all(|(m, p, _)| m == "POST" || p == "/question"), "{:?}", server.requests());
     }
 
@@ -520,7 +545,10 @@ mod tests {
     #[test]
     fn responses_are_read_whole_or_chunked() {
         assert_eq!(parse_response(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n[]"), Some((200, b"[]".to_vec())));
-        assert_eq!(parse_response(b"HTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=y\r\nde\r\n0\r\n\r\n"), Some((404, b"abcde".to_vec())));
+        assert_eq!(
+            parse_response(b"HTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=y\r\nde\r\n0\r\n\r\n"),
+            Some((404, b"abcde".to_vec()))
+        );
         assert_eq!(parse_response(b"HTTP/1.1 200 OK\r\ntransfer-encoding: Chunked\r\n\r\n5\r\nab"), None, "a cut chunk");
         assert_eq!(parse_response(b"garbage"), None);
         assert_eq!(url_segment("que_1-A"), "que_1-A");

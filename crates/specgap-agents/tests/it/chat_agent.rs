@@ -46,7 +46,11 @@ fn started(config: &ChatConfig) -> ChatAgent {
 #[test]
 fn history_answers_every_call_once_and_usage_sums() {
     let server = MockServer::sequence(vec![
-        Scripted::json(completion(Some("looking"), &[("a1", "list_files", json!({"path": "."})), ("a2", "read_text", json!({"path": "x"}))], "tool_calls")),
+        Scripted::json(completion(
+            Some("looking"),
+            &[("a1", "list_files", json!({"path": "."})), ("a2", "read_text", json!({"path": "x"}))],
+            "tool_calls",
+        )),
         // The same id again from a sloppy server: the agent makes it unique.
         Scripted::json(completion(None, &[("a1", "submit", json!({}))], "tool_calls")),
         Scripted::json(completion(Some("done"), &[], "stop")),
@@ -54,7 +58,10 @@ fn history_answers_every_call_once_and_usage_sums() {
     let mut agent = started(&config(&server));
     let AgentReply::Turn { tool_calls, text, usage } = agent.next_turn(&[]).unwrap() else { panic!("expected a turn") };
     assert_eq!(text.as_deref(), Some("looking"));
-    assert_eq!(tool_calls.iter().map(|c| (c.id.as_str(), c.tool.as_str())).collect::<Vec<_>>(), [("a1", "list_files"), ("a2", "read_text")]);
+    assert_eq!(
+        tool_calls.iter().map(|c| (c.id.as_str(), c.tool.as_str())).collect::<Vec<_>>(),
+        [("a1", "list_files"), ("a2", "read_text")]
+    );
     assert_eq!(tool_calls[0].arguments, json!({"path": "."}));
     let usage = usage.unwrap();
     assert_eq!((usage.input_tokens, usage.output_tokens, usage.cached_tokens, usage.reasoning_tokens, usage.requests), (100, 20, 40, 5, 1));
@@ -62,7 +69,9 @@ fn history_answers_every_call_once_and_usage_sums() {
     let AgentReply::Turn { tool_calls, .. } = agent.next_turn(&inbox).unwrap() else { panic!() };
     assert_eq!(tool_calls[0].id, "call-2-1");
     let feedback = Incoming::UserMessage { kind: UserMessageKind::Feedback, text: "It broke.".into() };
-    let AgentReply::Turn { tool_calls, .. } = agent.next_turn(&[result("call-2-1", "submit", "returned"), feedback]).unwrap() else { panic!() };
+    let AgentReply::Turn { tool_calls, .. } = agent.next_turn(&[result("call-2-1", "submit", "returned"), feedback]).unwrap() else {
+        panic!()
+    };
     assert!(tool_calls.is_empty());
     let requests = server.requests();
     assert_eq!(requests.len(), 3);
@@ -196,12 +205,16 @@ fn finish_reasons_content_filter_and_empty() {
         Scripted::json(completion(Some("I cannot help with that."), &[], "content_filter")),
         Scripted::json(completion(Some("thinking"), &[], "")),
         Scripted::json(json!({"choices": [{"message": {"content": "no", "refusal": "I refuse."}, "finish_reason": "stop"}]})),
-        Scripted::json(json!({"choices": [{"message": {"content": null, "tool_calls": [{"id": "z", "function": {"name": "submit", "arguments": {}}}]}, "finish_reason": "eos", "logprobs": null, "extra_field": [1, 2]}], "system_fingerprint": "x"})),
+        Scripted::json(
+            json!({"choices": [{"message": {"content": null, "tool_calls": [{"id": "z", "function": {"name": "submit", "arguments": {}}}]}, "finish_reason": "eos", "logprobs": null, "extra_field": [1, 2]}], "system_fingerprint": "x"}),
+        ),
     ]);
     let mut agent = started(&config(&server));
     assert!(matches!(agent.next_turn(&[]).unwrap(), AgentReply::Refusal { text: Some(t), .. } if t == "I cannot help with that."));
     let reminder = Incoming::UserMessage { kind: UserMessageKind::Reminder, text: "continue".into() };
-    assert!(matches!(agent.next_turn(std::slice::from_ref(&reminder)).unwrap(), AgentReply::Turn { tool_calls, .. } if tool_calls.is_empty()));
+    assert!(
+        matches!(agent.next_turn(std::slice::from_ref(&reminder)).unwrap(), AgentReply::Turn { tool_calls, .. } if tool_calls.is_empty())
+    );
     assert!(matches!(agent.next_turn(std::slice::from_ref(&reminder)).unwrap(), AgentReply::Refusal { .. }));
     let AgentReply::Turn { tool_calls, usage, .. } = agent.next_turn(&[reminder]).unwrap() else { panic!() };
     assert_eq!(tool_calls[0].tool, "submit");
@@ -225,7 +238,9 @@ fn plain_text_refusal_is_a_refusal_not_a_reply_without_a_call() {
         matches!(agent.next_turn(&[]).unwrap(), AgentReply::Refusal { text: Some(t), .. } if t == "I'm sorry, but I can't help with that.")
     );
     let reminder = Incoming::UserMessage { kind: UserMessageKind::Reminder, text: "continue".into() };
-    assert!(matches!(agent.next_turn(std::slice::from_ref(&reminder)).unwrap(), AgentReply::Turn { tool_calls, .. } if tool_calls.is_empty()));
+    assert!(
+        matches!(agent.next_turn(std::slice::from_ref(&reminder)).unwrap(), AgentReply::Turn { tool_calls, .. } if tool_calls.is_empty())
+    );
     // Refusal-shaped text beside a tool call is a turn: the call runs.
     let AgentReply::Turn { tool_calls, .. } = agent.next_turn(&[reminder]).unwrap() else { panic!("expected a turn") };
     assert_eq!(tool_calls[0].tool, "list_files");

@@ -192,7 +192,8 @@ proc.stdin.close(); proc.wait()
 /// and whether the `ask_user` command exists; and how many questions reached the user.
 fn harness_tools_seen(channel: AskChannel, task: &str, condition: &str) -> (String, usize) {
     let hex: String = MCP_LISTER.bytes().map(|b| format!("{b:02x}")).collect();
-    let probe = format!("python3 -c \"exec(bytes.fromhex('{hex}').decode())\"; command -v ask_user || echo no-ask_user-command; command -v submit");
+    let probe =
+        format!("python3 -c \"exec(bytes.fromhex('{hex}').decode())\"; command -v ask_user || echo no-ask_user-command; command -v submit");
     // Under a delivery condition the exit without a deliverable is answered with up to three
     // continuation messages, each a resumed start that stops at once.
     let mock = MockUpstream::start([
@@ -212,7 +213,8 @@ fn harness_tools_seen(channel: AskChannel, task: &str, condition: &str) -> (Stri
 }
 
 const WITHOUT_ASK_USER: &str = "exit status 0\n--- stdout ---\nsubmit\nrefused\nno-ask_user-command\n/run/specgap/bin/submit\n";
-const WITH_ASK_USER: &str = "exit status 0\n--- stdout ---\nask_user submit\nanswered\n/run/specgap/bin/ask_user\n/run/specgap/bin/submit\n";
+const WITH_ASK_USER: &str =
+    "exit status 0\n--- stdout ---\nask_user submit\nanswered\n/run/specgap/bin/ask_user\n/run/specgap/bin/submit\n";
 
 #[test]
 fn under_the_text_channel_ask_user_is_neither_an_mcp_tool_nor_a_command_in_a_delivery_condition() {

@@ -33,7 +33,10 @@ fn an_agent_that_loops_past_the_turn_budget_has_its_next_request_refused() {
     assert_eq!((episode.turns, episode.tool_calls), (3, 3));
     assert_eq!(run.requests.len(), 3, "the fourth request was refused by the gateway and never reached the upstream");
     check_requests(&run.requests);
-    assert_eq!(run.turns(), vec![(1, vec!["echo 1 >> steps.txt".into()]), (2, vec!["echo 2 >> steps.txt".into()]), (3, vec!["echo 3 >> steps.txt".into()])]);
+    assert_eq!(
+        run.turns(),
+        vec![(1, vec!["echo 1 >> steps.txt".into()]), (2, vec!["echo 2 >> steps.txt".into()]), (3, vec!["echo 3 >> steps.txt".into()])]
+    );
     // The last turn's command ran before the budget ended the episode: the automatic
     // submission holds all three steps.
     assert_eq!(run.detail.submissions.len(), 1);
@@ -43,15 +46,15 @@ fn an_agent_that_loops_past_the_turn_budget_has_its_next_request_refused() {
     let refused = run.events.iter().filter(|e| matches!(&e.kind, EventKind::ModelExchange { outcome, .. } if outcome == "refused")).count();
     assert_eq!(refused, 0, "the refused request came after the end: it is in the gateway's journal, not the trajectory");
     let usage = agent_usage(&run);
-    assert_eq!((usage.requests, usage.input_tokens, usage.output_tokens, usage.cached_tokens), (3, 101 + 102 + 103, 11 + 12 + 13, 1 + 2 + 3));
+    assert_eq!(
+        (usage.requests, usage.input_tokens, usage.output_tokens, usage.cached_tokens),
+        (3, 101 + 102 + 103, 11 + 12 + 13, 1 + 2 + 3)
+    );
     // The fourth request is journalled: refused (by the budget, or as ended once the gateway
     // was abandoned), or given up by an agent the end killed first; it reached nothing.
     let journal = fs_err::read_to_string(run.store.episode_dir(&run.id).join("gateway-1.jsonl")).unwrap();
-    let exchanges: Vec<serde_json::Value> = journal
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .filter(|v| v["kind"] == "exchange")
-        .collect();
+    let exchanges: Vec<serde_json::Value> =
+        journal.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).filter(|v| v["kind"] == "exchange").collect();
     assert_eq!(exchanges.len(), 4, "{journal}");
     let outcome = exchanges[3]["outcome"]["outcome"].as_str().unwrap();
     assert!(matches!(outcome, "refused" | "client_gone"), "{}", exchanges[3]);
@@ -101,7 +104,8 @@ fn an_agent_that_exits_without_submitting_has_its_changed_workspace_submitted() 
     });
     assert_eq!(result.as_deref(), Some("exit status 0\n(no output)"));
     check_requests(&run.requests);
-    let streamed: Vec<bool> = run.requests.iter().map(|r| serde_json::from_slice::<serde_json::Value>(&r.body).unwrap()["stream"] == true).collect();
+    let streamed: Vec<bool> =
+        run.requests.iter().map(|r| serde_json::from_slice::<serde_json::Value>(&r.body).unwrap()["stream"] == true).collect();
     assert_eq!(streamed, [true, true]);
     let usage = agent_usage(&run);
     assert_eq!((usage.requests, usage.input_tokens, usage.output_tokens), (2, 101 + 102, 11 + 12));

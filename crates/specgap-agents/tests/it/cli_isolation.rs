@@ -86,7 +86,12 @@ fn the_key_is_nowhere_in_the_sandbox_the_answers_or_the_store_and_nothing_but_th
     let mock = MockUpstream::start([]).unwrap();
     let port = mock.addr().port();
     // An upstream that echoes the key in its answer (as some error pages do).
-    mock.push(replies::openai_chat(MODEL, &format!("Using key {}.", canary_key()), &[replies::Call::new("call-1", "bash", serde_json::json!({"command": CANARY_PROBE}))], tokens(1)));
+    mock.push(replies::openai_chat(
+        MODEL,
+        &format!("Using key {}.", canary_key()),
+        &[replies::Call::new("call-1", "bash", serde_json::json!({"command": CANARY_PROBE}))],
+        tokens(1),
+    ));
     mock.push(bash(2, &network_probe(port), false));
     mock.push(done(3, "Done probing.", false));
     let config = command_config(&mock, false);
@@ -130,7 +135,8 @@ fn the_evaluators_sandboxes_cannot_reach_the_gateway() {
     let config = command_config(&mock, false);
     let run = run_cli(package, "blind", "clean", SPEC, &config, &mock, BudgetFlags::default());
     assert_eq!(run.detail.episode.end_reason, Some(EndReason::AgentExit));
-    let mut tests: Vec<(String, String)> = run.detail.tests.iter().map(|t| (t.test.clone(), serde_json::to_value(t.outcome).unwrap().as_str().unwrap().to_string())).collect();
+    let mut tests: Vec<(String, String)> =
+        run.detail.tests.iter().map(|t| (t.test.clone(), serde_json::to_value(t.outcome).unwrap().as_str().unwrap().to_string())).collect();
     tests.sort();
     assert_eq!(
         tests,
@@ -154,7 +160,10 @@ fn a_link_planted_in_the_agents_home_does_not_pull_a_host_file_into_the_trajecto
         EventKind::AgentExit { note, .. } => Some(note.clone()),
         _ => None,
     });
-    assert_eq!(note.as_deref(), Some(".specgap/actions.jsonl in the agent's home is or passes through a symbolic link; it is not followed"));
+    assert_eq!(
+        note.as_deref(),
+        Some(".specgap/actions.jsonl in the agent's home is or passes through a symbolic link; it is not followed")
+    );
     assert!(!run.events.iter().any(|e| matches!(e.kind, EventKind::Actions { .. })));
     let stored = run.everything_stored();
     assert!(!stored.windows(16).any(|w| w == b"HOST-ONLY-4f1c9e"), "the host file's content reached the store");

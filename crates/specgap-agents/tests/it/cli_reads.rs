@@ -25,7 +25,9 @@ fn a_cli_agents_commands_have_their_reads_measured_and_what_they_showed() {
         .events
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::FileReads { call_id, read, shown, unmeasured } => Some((call_id.clone(), read.clone(), shown.clone(), unmeasured.clone())),
+            EventKind::FileReads { call_id, read, shown, unmeasured } => {
+                Some((call_id.clone(), read.clone(), shown.clone(), unmeasured.clone()))
+            }
             _ => None,
         })
         .collect();

@@ -142,7 +142,15 @@ impl CliRun {
 }
 
 /// Runs `task` under `condition` with the `cli:` agent `config`.
-pub fn run_cli(task: TaskPackage, condition: &str, start: &str, spec: &str, config: &CliConfig, mock: &MockUpstream, flags: BudgetFlags) -> CliRun {
+pub fn run_cli(
+    task: TaskPackage,
+    condition: &str,
+    start: &str,
+    spec: &str,
+    config: &CliConfig,
+    mock: &MockUpstream,
+    flags: BudgetFlags,
+) -> CliRun {
     // SAFETY: set only here, to the same value, by tests of this binary.
     unsafe { std::env::set_var(KEY_ENV, canary_key()) };
     let agent = component(spec, config);
@@ -173,7 +181,16 @@ pub fn run_cli(task: TaskPackage, condition: &str, start: &str, spec: &str, conf
     let store = Store::create(&dir.path().join("run"), &run_config).unwrap();
     let tasks = vec![task];
     let agents = vec![agent];
-    let input = PlanInput { tasks: &tasks, agents: &agents, user: &user, conditions: &conditions, starts: &starts, repeats: 1, seed: 5, shard: None };
+    let input = PlanInput {
+        tasks: &tasks,
+        agents: &agents,
+        user: &user,
+        conditions: &conditions,
+        starts: &starts,
+        repeats: 1,
+        seed: 5,
+        shard: None,
+    };
     let plan = runner::plan(&input, &runner::AllAgentsApply).unwrap();
     assert_eq!(plan.episodes.len(), 1, "one episode per test run");
     let options = RunOptions {

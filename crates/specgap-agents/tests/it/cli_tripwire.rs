@@ -55,7 +55,8 @@ fn every_attempt_of_a_cli_agent_to_call_home_is_recorded_and_gets_nothing_back()
     // Issue 29 item 1: each attempt is written when the turn after it comes (the bash call ran
     // between the first and the second model exchange), stamped with the moment it arrived —
     // not all at the end with the end's time. Only the summary waits for the end.
-    let position = |want: fn(&EventKind) -> bool| run.events.iter().enumerate().filter(|(_, e)| want(&e.kind)).map(|(i, _)| i).collect::<Vec<_>>();
+    let position =
+        |want: fn(&EventKind) -> bool| run.events.iter().enumerate().filter(|(_, e)| want(&e.kind)).map(|(i, _)| i).collect::<Vec<_>>();
     let exchanges = position(|k| matches!(k, EventKind::ModelExchange { .. }));
     let attempts_at = position(|k| matches!(k, EventKind::NetworkAttempt { .. }));
     assert_eq!(exchanges.len(), 2, "{:?}", run.events);
@@ -106,7 +107,9 @@ fn network_attempts_are_kept_when_the_episode_ends_in_an_evaluation_error() {
     assert_eq!(tripwire, (true, 2, String::new()));
     let kinds: Vec<&EventKind> = run.events.iter().rev().take(3).map(|e| &e.kind).collect();
     assert!(
-        matches!(kinds[0], EventKind::End { .. }) && matches!(kinds[1], EventKind::Error { .. }) && matches!(kinds[2], EventKind::NetworkTripwire { .. }),
+        matches!(kinds[0], EventKind::End { .. })
+            && matches!(kinds[1], EventKind::Error { .. })
+            && matches!(kinds[2], EventKind::NetworkTripwire { .. }),
         "{kinds:?}"
     );
 }

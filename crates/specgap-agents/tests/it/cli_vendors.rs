@@ -152,7 +152,9 @@ fn claude_code_delivers_under_interact_asking_in_text_and_resuming_its_session()
     let Some(_) = installed("claude-code") else { return };
     let plan = gold_plan();
     let say = |n: u64, text: &str| replies::anthropic_stream(MODEL, text, &[], answer_tokens(n));
-    let call = |n: u64, name: &str, input: Value| replies::anthropic_stream(MODEL, "", &[Call::new(&format!("toolu_{n}"), name, input)], answer_tokens(n));
+    let call = |n: u64, name: &str, input: Value| {
+        replies::anthropic_stream(MODEL, "", &[Call::new(&format!("toolu_{n}"), name, input)], answer_tokens(n))
+    };
     let script: Vec<MockReply> = vec![
         say(0, QUESTIONS),
         call(1, "Read", json!({"file_path": "/workspace/data/README.md"})),
@@ -190,8 +192,12 @@ fn claude_code_delivers_under_interact_asking_in_text_and_resuming_its_session()
     // The resumed session holds the first one: its questions, then the customer's answers.
     let resumed = body(&requests[1]);
     let messages = resumed["messages"].as_array().unwrap();
-    let text_of = |m: &Value| m["content"].as_array().map(|c| c.iter().filter_map(|b| b["text"].as_str()).collect::<String>()).unwrap_or_default();
-    assert!(messages.iter().any(|m| m["role"] == "assistant" && text_of(m).contains("Which currency")), "the resume carries the first turn");
+    let text_of =
+        |m: &Value| m["content"].as_array().map(|c| c.iter().filter_map(|b| b["text"].as_str()).collect::<String>()).unwrap_or_default();
+    assert!(
+        messages.iter().any(|m| m["role"] == "assistant" && text_of(m).contains("Which currency")),
+        "the resume carries the first turn"
+    );
     let last = messages.last().unwrap();
     assert_eq!(last["role"], "user");
     assert!(text_of(last).contains(&answers_message(&run)), "{}", text_of(last));
@@ -224,11 +230,17 @@ fn codex_delivers_under_interact_asking_in_text_and_resuming_its_session() {
     let Some(_) = installed("codex") else { return };
     let plan = gold_plan();
     let say = |n: u64, text: &str| replies::responses_stream(MODEL, text, &[], answer_tokens(n));
-    let exec = |n: u64, cmd: &str| replies::responses_stream(MODEL, "", &[Call::new(&format!("call_{n}"), "exec_command", json!({"cmd": cmd}))], answer_tokens(n));
+    let exec = |n: u64, cmd: &str| {
+        replies::responses_stream(MODEL, "", &[Call::new(&format!("call_{n}"), "exec_command", json!({"cmd": cmd}))], answer_tokens(n))
+    };
     let write = format!("cat > plan.json <<'SPECGAP_EOF'\n{}\nSPECGAP_EOF", plan.trim_end());
-    let script: Vec<MockReply> = vec![say(0, QUESTIONS), exec(1, "cat data/README.md"), exec(2, &write), say(3, "The plan is in plan.json.")];
+    let script: Vec<MockReply> =
+        vec![say(0, QUESTIONS), exec(1, "cat data/README.md"), exec(2, &write), say(3, "The plan is in plan.json.")];
     let mock = MockUpstream::start(script).unwrap();
-    mock.set_fallback(MockReply::json(500, "{\"error\":{\"message\":\"unscripted request\",\"type\":\"server_error\",\"param\":null,\"code\":null}}"));
+    mock.set_fallback(MockReply::json(
+        500,
+        "{\"error\":{\"message\":\"unscripted request\",\"type\":\"server_error\",\"param\":null,\"code\":null}}",
+    ));
     let mut config = vendor_config("codex", version, &mock);
     config.ask_channel = Some(AskChannel::Text);
     let run = run_cli(example("retail-replenishment"), "interact", "clean", "cli:codex", &config, &mock, BudgetFlags::default());
@@ -244,17 +256,22 @@ fn codex_delivers_under_interact_asking_in_text_and_resuming_its_session() {
         let hosted: Vec<&Value> = body["tools"].as_array().unwrap().iter().filter(|t| t["type"] == "web_search").collect();
         assert!(hosted.is_empty(), "request {i}: no hosted web search the upstream would run: {hosted:?}");
         // Its default ask channel, the text exchange: the harness's namespace has no ask_user.
-        let harness = body["tools"].as_array().unwrap().iter().find(|t| t["name"] == "mcp__specgap").map(Value::to_string).unwrap_or_default();
+        let harness =
+            body["tools"].as_array().unwrap().iter().find(|t| t["name"] == "mcp__specgap").map(Value::to_string).unwrap_or_default();
         assert!(harness.contains("\"submit\"") && !harness.contains("\"ask_user\""), "request {i}: {harness}");
         // The condition's system prompt goes in as developer instructions.
-        let developer = body["input"].as_array().unwrap().iter().filter(|m| m["role"] == "developer").map(Value::to_string).collect::<String>();
+        let developer =
+            body["input"].as_array().unwrap().iter().filter(|m| m["role"] == "developer").map(Value::to_string).collect::<String>();
         assert!(developer.contains("Questions for the client"), "request {i}: the interact prompt");
         assert!(developer.contains("To ask the client, write your questions in a reply without tool calls"), "request {i}: {developer}");
         assert!(!developer.contains("ask_user"), "request {i}: {developer}");
     }
     let resumed = body(&requests[1]);
     let input = resumed["input"].as_array().unwrap();
-    assert!(input.iter().any(|m| m["role"] == "assistant" && m.to_string().contains("Which currency")), "the resume carries the first turn");
+    assert!(
+        input.iter().any(|m| m["role"] == "assistant" && m.to_string().contains("Which currency")),
+        "the resume carries the first turn"
+    );
     let last = input.last().unwrap();
     assert_eq!(last["role"], "user");
     assert!(last.to_string().contains(&serde_json::to_string(&answers_message(&run)).unwrap().trim_matches('"').to_string()), "{last}");
@@ -299,7 +316,10 @@ fn check_partial(run: &CliRun, requests: usize) {
     assert_eq!(bridge_calls, 3, "ask_user, submit, submit through the MCP server");
     let usage: Vec<_> = run.detail.usage.iter().filter(|u| u.role == Role::Agent).collect();
     let sum = |f: fn(&Tokens) -> u64| (1..=requests as u64).map(|n| f(&answer_tokens(n))).sum::<u64>();
-    assert_eq!((usage[0].usage.requests, usage[0].usage.input_tokens, usage[0].usage.output_tokens), (requests as u64, sum(|t| t.input), sum(|t| t.output)));
+    assert_eq!(
+        (usage[0].usage.requests, usage[0].usage.input_tokens, usage[0].usage.output_tokens),
+        (requests as u64, sum(|t| t.input), sum(|t| t.output))
+    );
     assert!(!String::from_utf8_lossy(&run.everything_stored()).contains(canary_key()));
     assert_no_network_attempt(&run.events);
 }
@@ -308,7 +328,9 @@ fn check_partial(run: &CliRun, requests: usize) {
 fn claude_code_asks_the_owner_and_submits_through_mcp_reads_the_feedback_and_is_accepted() {
     let version = specgap_agents::cli::claude_code::DEFAULT_VERSION;
     let Some(_) = installed("claude-code") else { return };
-    let call = |n: u64, name: &str, input: Value| replies::anthropic_stream(MODEL, "", &[Call::new(&format!("toolu_{n}"), name, input)], answer_tokens(n));
+    let call = |n: u64, name: &str, input: Value| {
+        replies::anthropic_stream(MODEL, "", &[Call::new(&format!("toolu_{n}"), name, input)], answer_tokens(n))
+    };
     let mock = MockUpstream::start([
         call(1, "Read", json!({"file_path": "/workspace/shop/checkout.py"})),
         call(2, "mcp__specgap__ask_user", json!({"question": OWNER_QUESTION})),
@@ -327,7 +349,10 @@ fn claude_code_asks_the_owner_and_submits_through_mcp_reads_the_feedback_and_is_
     assert!(tools.contains(&"mcp__specgap__ask_user".to_string()) && tools.contains(&"mcp__specgap__submit".to_string()), "{tools:?}");
     // The condition's prompt names the tool as Claude Code shows it.
     let system = body(&run.requests[0])["system"].to_string();
-    assert!(system.contains("You can put a question to the owner with `mcp__specgap__ask_user`; they answer from what they know."), "{system}");
+    assert!(
+        system.contains("You can put a question to the owner with `mcp__specgap__ask_user`; they answer from what they know."),
+        "{system}"
+    );
     assert!(system.contains("`submit` and `mcp__specgap__ask_user` each end the turn"), "{system}");
     let result_of = |request: usize, id: &str| -> String {
         body(&run.requests[request])["messages"]
@@ -358,7 +383,9 @@ fn claude_code_that_ends_its_run_after_a_returned_submission_is_resumed_with_the
     let version = specgap_agents::cli::claude_code::DEFAULT_VERSION;
     let Some(_) = installed("claude-code") else { return };
     let say = |n: u64, text: &str| replies::anthropic_stream(MODEL, text, &[], answer_tokens(n));
-    let call = |n: u64, name: &str, input: Value| replies::anthropic_stream(MODEL, "", &[Call::new(&format!("toolu_{n}"), name, input)], answer_tokens(n));
+    let call = |n: u64, name: &str, input: Value| {
+        replies::anthropic_stream(MODEL, "", &[Call::new(&format!("toolu_{n}"), name, input)], answer_tokens(n))
+    };
     let mock = MockUpstream::start([
         call(1, "Read", json!({"file_path": "/workspace/shop/checkout.py"})),
         call(2, "mcp__specgap__ask_user", json!({"question": OWNER_QUESTION})),
@@ -390,7 +417,10 @@ fn claude_code_that_ends_its_run_after_a_returned_submission_is_resumed_with_the
     );
     let resumed = body(&run.requests[5]);
     let messages = resumed["messages"].as_array().unwrap();
-    assert!(messages.iter().any(|m| m["role"] == "assistant" && text_of(m).contains("Submitted.")), "the resumed session holds the first run");
+    assert!(
+        messages.iter().any(|m| m["role"] == "assistant" && text_of(m).contains("Submitted.")),
+        "the resumed session holds the first run"
+    );
     let last = messages.last().unwrap();
     assert_eq!(last["role"], "user");
     assert!(text_of(last).contains("Your delivery (submission 1) was returned."), "{}", text_of(last));
@@ -462,7 +492,9 @@ fn namespaced_call(n: u64, name: &str, arguments: Value) -> MockReply {
 fn codex_asks_the_owner_and_submits_through_mcp_reads_the_feedback_and_is_accepted() {
     let version = specgap_agents::cli::codex::DEFAULT_VERSION;
     let Some(_) = installed("codex") else { return };
-    let exec = |n: u64, cmd: &str| replies::responses_stream(MODEL, "", &[Call::new(&format!("call_{n}"), "exec_command", json!({"cmd": cmd}))], answer_tokens(n));
+    let exec = |n: u64, cmd: &str| {
+        replies::responses_stream(MODEL, "", &[Call::new(&format!("call_{n}"), "exec_command", json!({"cmd": cmd}))], answer_tokens(n))
+    };
     let write = |solution: &str| format!("cat > shop/checkout.py <<'SPECGAP_EOF'\n{}\nSPECGAP_EOF", checkout(solution).trim_end());
     let mock = MockUpstream::start([
         exec(1, "head -3 shop/checkout.py"),
@@ -473,7 +505,10 @@ fn codex_asks_the_owner_and_submits_through_mcp_reads_the_feedback_and_is_accept
         namespaced_call(6, "submit", json!({"summary": "retries only where they are safe"})),
     ])
     .unwrap();
-    mock.set_fallback(MockReply::json(500, "{\"error\":{\"message\":\"unscripted request\",\"type\":\"server_error\",\"param\":null,\"code\":null}}"));
+    mock.set_fallback(MockReply::json(
+        500,
+        "{\"error\":{\"message\":\"unscripted request\",\"type\":\"server_error\",\"param\":null,\"code\":null}}",
+    ));
     let config = vendor_config("codex", version, &mock);
     let run = run_cli(example("payment-retry"), "partial", "clean", "cli:codex", &config, &mock, BudgetFlags::default());
     check_common(&run.requests, "authorization", &format!("Bearer {}", canary_key()));
@@ -502,7 +537,9 @@ fn codex_that_ends_its_run_after_a_returned_submission_is_resumed_with_the_feedb
     let version = specgap_agents::cli::codex::DEFAULT_VERSION;
     let Some(_) = installed("codex") else { return };
     let say = |n: u64, text: &str| replies::responses_stream(MODEL, text, &[], answer_tokens(n));
-    let exec = |n: u64, cmd: &str| replies::responses_stream(MODEL, "", &[Call::new(&format!("call_{n}"), "exec_command", json!({"cmd": cmd}))], answer_tokens(n));
+    let exec = |n: u64, cmd: &str| {
+        replies::responses_stream(MODEL, "", &[Call::new(&format!("call_{n}"), "exec_command", json!({"cmd": cmd}))], answer_tokens(n))
+    };
     let write = |solution: &str| format!("cat > shop/checkout.py <<'SPECGAP_EOF'\n{}\nSPECGAP_EOF", checkout(solution).trim_end());
     let mock = MockUpstream::start([
         exec(1, "head -3 shop/checkout.py"),
@@ -516,7 +553,10 @@ fn codex_that_ends_its_run_after_a_returned_submission_is_resumed_with_the_feedb
         namespaced_call(7, "submit", json!({"summary": "retries only where they are safe"})),
     ])
     .unwrap();
-    mock.set_fallback(MockReply::json(500, "{\"error\":{\"message\":\"unscripted request\",\"type\":\"server_error\",\"param\":null,\"code\":null}}"));
+    mock.set_fallback(MockReply::json(
+        500,
+        "{\"error\":{\"message\":\"unscripted request\",\"type\":\"server_error\",\"param\":null,\"code\":null}}",
+    ));
     let config = vendor_config("codex", version, &mock);
     let run = run_cli(example("payment-retry"), "partial", "clean", "cli:codex", &config, &mock, BudgetFlags::default());
     check_common(&run.requests, "authorization", &format!("Bearer {}", canary_key()));
@@ -527,8 +567,14 @@ fn codex_that_ends_its_run_after_a_returned_submission_is_resumed_with_the_feedb
     };
     let resumed = body(&run.requests[5]);
     let input = resumed["input"].as_array().unwrap();
-    assert!(input.iter().any(|m| m["type"] == "function_call_output" && m["call_id"] == "call_4"), "the resumed session holds the first run's submit");
-    assert!(input.iter().any(|m| m["role"] == "assistant" && text_of(m).contains("Submitted.")), "the resumed session holds the first run's reply");
+    assert!(
+        input.iter().any(|m| m["type"] == "function_call_output" && m["call_id"] == "call_4"),
+        "the resumed session holds the first run's submit"
+    );
+    assert!(
+        input.iter().any(|m| m["role"] == "assistant" && text_of(m).contains("Submitted.")),
+        "the resumed session holds the first run's reply"
+    );
     let last = input.last().unwrap();
     assert_eq!(last["role"], "user");
     assert!(text_of(last).contains("Your delivery (submission 1) was returned."), "{}", text_of(last));

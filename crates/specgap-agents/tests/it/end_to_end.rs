@@ -10,8 +10,8 @@ use std::sync::atomic::AtomicBool;
 
 use serde_json::{Value, json};
 use specgap_agents::Agents;
-use specgap_agents::chat::{ChatConfig, Price};
 use specgap_agents::chat::user::Users;
+use specgap_agents::chat::{ChatConfig, Price};
 use specgap_engine::condition::{BudgetFlags, Budgets, Condition};
 use specgap_engine::runner::{self, PlanInput, RunInputs, RunOptions, RunSummary, Silent};
 use specgap_protocol::run::{ComponentRef, EndReason, RunConfig};
@@ -97,7 +97,12 @@ fn script(request: &Captured, tasks: &[TaskPackage]) -> Vec<Vec<(String, Value)>
             turns.push(one("write_plan", json!({"plan": "Read the records, then write the fix and submit."})));
         }
     }
-    turns.push(gold_files(package).into_iter().map(|(path, content)| ("write_text".to_string(), json!({"path": path, "content": content}))).collect());
+    turns.push(
+        gold_files(package)
+            .into_iter()
+            .map(|(path, content)| ("write_text".to_string(), json!({"path": path, "content": content})))
+            .collect(),
+    );
     turns.push(one("submit", json!({"summary": "done"})));
     turns
 }
@@ -245,7 +250,16 @@ fn run_with(conditions: &[&str], tasks: Vec<TaskPackage>, tweaks: Tweaks) -> E2e
     let store = Store::create(&dir.path().join("run"), &config).unwrap();
     let agents = vec![agent];
     let starts = vec!["clean".to_string()];
-    let input = PlanInput { tasks: &tasks, agents: &agents, user: &user, conditions: &conditions, starts: &starts, repeats: 1, seed: 11, shard: None };
+    let input = PlanInput {
+        tasks: &tasks,
+        agents: &agents,
+        user: &user,
+        conditions: &conditions,
+        starts: &starts,
+        repeats: 1,
+        seed: 11,
+        shard: None,
+    };
     let plan = runner::plan(&input, &runner::AllAgentsApply).unwrap();
     let options = options(tweaks.jobs, dir.path(), tweaks.max_cost_usd);
     let inputs = RunInputs { tasks: &tasks, agents: &agents, user: &user };
@@ -321,7 +335,9 @@ fn check_privacy(e2e: &E2e) {
             let gold: Vec<String> = gold_files(package).into_iter().map(|(_, t)| t).collect();
             for (_, other) in files_under(&package.root().join("solutions")) {
                 if !gold.contains(&other) {
-                    assert!(!text.contains(longest_line(&other).as_str()) || gold.iter().any(|g| g.contains(longest_line(&other).as_str())));
+                    assert!(
+                        !text.contains(longest_line(&other).as_str()) || gold.iter().any(|g| g.contains(longest_line(&other).as_str()))
+                    );
                 }
             }
             if let Some(information) = package.information() {
@@ -389,7 +405,10 @@ fn owner_conditions_with_a_chat_owner() {
     let after_plan: Vec<&Captured> = e2e
         .requests
         .iter()
-        .filter(|r| r.body["model"] == AGENT_MODEL && r.messages().iter().any(|m| m["content"].as_str().is_some_and(|c| c.starts_with("Plan saved to PLAN.md."))))
+        .filter(|r| {
+            r.body["model"] == AGENT_MODEL
+                && r.messages().iter().any(|m| m["content"].as_str().is_some_and(|c| c.starts_with("Plan saved to PLAN.md.")))
+        })
         .collect();
     assert_eq!(after_plan.len(), 2, "the gold write and the submit");
     for request in after_plan {
@@ -398,7 +417,11 @@ fn owner_conditions_with_a_chat_owner() {
             tool_names(request),
             ["list_files", "read_text", "write_text", "replace_text", "run_project", "run_experiment", "ask_user", "submit"]
         );
-        let saved = request.messages().iter().find(|m| m["role"] == "tool" && m["content"].as_str().is_some_and(|c| c.starts_with("Plan saved"))).unwrap();
+        let saved = request
+            .messages()
+            .iter()
+            .find(|m| m["role"] == "tool" && m["content"].as_str().is_some_and(|c| c.starts_with("Plan saved")))
+            .unwrap();
         assert_eq!(saved["content"], specgap_engine::episode::PLAN_SAVED);
     }
     // The owner was asked a question (partial, full, plan) and gave feedback once (partial).
@@ -441,7 +464,10 @@ fn delivery_conditions_with_a_chat_customer() {
     assert_eq!(customer.len(), 2);
     for request in &customer {
         let text = visible_text(request);
-        assert!(text.contains(e2e.tasks[0].information().unwrap().lines().find(|l| l.len() > 40).unwrap()), "the customer knows information.md");
+        assert!(
+            text.contains(e2e.tasks[0].information().unwrap().lines().find(|l| l.len() > 40).unwrap()),
+            "the customer knows information.md"
+        );
     }
     check_privacy(&e2e);
     check_no_key(e2e.dir.path(), &e2e.store);
@@ -458,7 +484,12 @@ fn text_channel_script(request: &Captured, tasks: &[TaskPackage]) -> Vec<Vec<(St
         vec![("list_files".to_string(), json!({"path": "data"}))],
     ];
     assert!(tool_names(request).contains(&"ask_user".to_string()));
-    turns.push(gold_files(package).into_iter().map(|(path, content)| ("write_text".to_string(), json!({"path": path, "content": content}))).collect());
+    turns.push(
+        gold_files(package)
+            .into_iter()
+            .map(|(path, content)| ("write_text".to_string(), json!({"path": path, "content": content})))
+            .collect(),
+    );
     turns.push(vec![("submit".to_string(), json!({"summary": "done"}))]);
     turns
 }

@@ -189,9 +189,7 @@ pub fn check_request(request: &Captured, tools: &[&str]) {
         }
     }
     assert!(open.is_empty(), "calls {open:?} are unanswered in the request");
-    let offered: Vec<&str> = request.body["tools"]
-        .as_array()
-        .map(|t| t.iter().map(|t| t["function"]["name"].as_str().unwrap()).collect())
-        .unwrap_or_default();
+    let offered: Vec<&str> =
+        request.body["tools"].as_array().map(|t| t.iter().map(|t| t["function"]["name"].as_str().unwrap()).collect()).unwrap_or_default();
     assert_eq!(offered, tools, "tools offered");
 }

@@ -89,7 +89,16 @@ fn execute(
     };
     let store = Store::create(&dir.join("run"), &config).unwrap();
     let starts = vec!["clean".to_string()];
-    let input = PlanInput { tasks: &tasks, agents: &agents, user: &user, conditions: &conditions, starts: &starts, repeats: 1, seed: 11, shard: None };
+    let input = PlanInput {
+        tasks: &tasks,
+        agents: &agents,
+        user: &user,
+        conditions: &conditions,
+        starts: &starts,
+        repeats: 1,
+        seed: 11,
+        shard: None,
+    };
     let plan = runner::plan(&input, &runner::AllAgentsApply).unwrap();
     let inputs = RunInputs { tasks: &tasks, agents: &agents, user: &user };
     let summary = runner::execute(&plan, inputs, &store, &Agents, &Users, &Silent, &options).unwrap();
@@ -223,8 +232,7 @@ fn a_user_model_giving_empty_replies_keeps_its_usage_and_is_deterministic_after_
     let tmp = tempfile::tempdir().unwrap();
     let agent = chat(&server, AGENT_MODEL, |_| {});
     let user = chat(&server, USER_MODEL, |_| {});
-    let (store, summary) =
-        execute(tmp.path(), vec![example("payment-retry")], vec![agent], user, &["partial"], |o| o.retries = 4);
+    let (store, summary) = execute(tmp.path(), vec![example("payment-retry")], vec![agent], user, &["partial"], |o| o.retries = 4);
     assert_eq!((summary.infra_errors, summary.retried_attempts), (1, 1));
     let e = &store.episodes().unwrap()[0];
     assert_eq!((e.status, e.attempts), (Status::InfraError, 2));
@@ -243,8 +251,7 @@ fn a_user_model_answering_http_500_is_deterministic_after_two_attempts() {
     let tmp = tempfile::tempdir().unwrap();
     let agent = chat(&server, AGENT_MODEL, |_| {});
     let user = chat(&server, USER_MODEL, |_| {});
-    let (store, summary) =
-        execute(tmp.path(), vec![example("payment-retry")], vec![agent], user, &["partial"], |o| o.retries = 4);
+    let (store, summary) = execute(tmp.path(), vec![example("payment-retry")], vec![agent], user, &["partial"], |o| o.retries = 4);
     assert_eq!(summary.infra_errors, 1);
     let e = &store.episodes().unwrap()[0];
     assert_eq!((e.status, e.attempts, e.end_reason), (Status::InfraError, 2, Some(EndReason::InfrastructureError)));
@@ -293,9 +300,8 @@ fn max_cost_counts_usage_written_while_an_episode_runs() {
             ("priced-model", _) => {
                 // Still running when the free episode ends; then a moment for the free
                 // worker to decide (it starts the third episode only if it missed the spend).
-                let free_done = |s: &Store| {
-                    s.episodes().unwrap().iter().any(|e| e.agent == "chat:free-model" && e.status == Status::Finished)
-                };
+                let free_done =
+                    |s: &Store| s.episodes().unwrap().iter().any(|e| e.agent == "chat:free-model" && e.status == Status::Finished);
                 wait_until(Duration::from_secs(60), || read(&free_done));
                 wait_until(Duration::from_secs(2), || read(&|s: &Store| s.episodes().unwrap().len() > 2));
                 call("submit", json!({}))

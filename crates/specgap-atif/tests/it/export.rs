@@ -47,7 +47,16 @@ config = {}
 }
 
 fn usage(input: u64, output: u64, cached: u64, cost: f64) -> Usage {
-    Usage { input_tokens: input, output_tokens: output, cached_tokens: cached, reasoning_tokens: 3, requests: 1, retries: 0, latency_ms: 40, cost_usd: cost }
+    Usage {
+        input_tokens: input,
+        output_tokens: output,
+        cached_tokens: cached,
+        reasoning_tokens: 3,
+        requests: 1,
+        retries: 0,
+        latency_ms: 40,
+        cost_usd: cost,
+    }
 }
 
 /// The key of repeat 0 of `agent` on task `t/x` of [`config`].
@@ -80,7 +89,11 @@ fn episode(store: &Store) -> String {
         system_prompt: "You are an engineer.".into(),
         opening_message: "Please add retries.".into(),
         tools: vec![
-            ToolSpec { name: "read_text".into(), description: "Read a file.".into(), parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}) },
+            ToolSpec {
+                name: "read_text".into(),
+                description: "Read a file.".into(),
+                parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+            },
             ToolSpec { name: "submit".into(), description: "Deliver.".into(), parameters: json!({"type": "object", "properties": {}}) },
         ],
     })
@@ -97,12 +110,17 @@ fn episode(store: &Store) -> String {
     })
     .unwrap();
     w.event(EventKind::ToolResult { call_id: "c1".into(), tool: "read_text".into(), output: "1 | hello".into(), is_error: false }).unwrap();
-    w.event(EventKind::ToolResult { call_id: "c2".into(), tool: "read_text".into(), output: "no such file".into(), is_error: true }).unwrap();
+    w.event(EventKind::ToolResult { call_id: "c2".into(), tool: "read_text".into(), output: "no such file".into(), is_error: true })
+        .unwrap();
     w.event(EventKind::UserMessage { kind: UserMessageKind::Answer, text: "Yes, retry.".into(), usage: None }).unwrap();
     w.event(EventKind::PhaseChange {
         phase: "execute".into(),
         system_prompt: "Carry out the plan.".into(),
-        tools: vec![ToolSpec { name: "submit".into(), description: "Deliver.".into(), parameters: json!({"type": "object", "properties": {}}) }],
+        tools: vec![ToolSpec {
+            name: "submit".into(),
+            description: "Deliver.".into(),
+            parameters: json!({"type": "object", "properties": {}}),
+        }],
     })
     .unwrap();
     w.event(EventKind::AgentTurn {
@@ -129,9 +147,19 @@ fn episode(store: &Store) -> String {
         diff: Vec::new(),
     };
     w.write_submission(1, &record).unwrap();
-    w.finish(EpisodeSummary { status: Status::Finished, end_reason: Some(EndReason::SubmissionBudget), turns: 2, tool_calls: 3, wall_ms: 9, error: None }).unwrap();
+    w.finish(EpisodeSummary {
+        status: Status::Finished,
+        end_reason: Some(EndReason::SubmissionBudget),
+        turns: 2,
+        tool_calls: 3,
+        wall_ms: 9,
+        error: None,
+    })
+    .unwrap();
     // An event kind this build does not know (written by a newer specgap), appended raw.
-    let line = format!("{{\"seq\":12,\"ts_ms\":1764580260123,\"elapsed_ms\":77,\"type\":\"model_exchange\",\"model\":\"m\",\"note\":\"{CANARY}\"}}\n");
+    let line = format!(
+        "{{\"seq\":12,\"ts_ms\":1764580260123,\"elapsed_ms\":77,\"type\":\"model_exchange\",\"model\":\"m\",\"note\":\"{CANARY}\"}}\n"
+    );
     let frame = zstd::bulk::compress(line.as_bytes(), 3).unwrap();
     let mut file = std::fs::OpenOptions::new().append(true).open(trajectory_path(store.dir(), &id)).unwrap();
     file.write_all(&frame).unwrap();
@@ -191,21 +219,33 @@ fn every_event_kind_maps_to_its_step_and_totals_are_the_stores() {
         ])
     );
     let results = turn1["observation"]["results"].as_array().unwrap();
-    assert_eq!(results.iter().map(|r| (r["source_call_id"].as_str().unwrap(), r["content"].as_str().unwrap())).collect::<Vec<_>>(), vec![("c1", "1 | hello"), ("c2", "no such file")]);
+    assert_eq!(
+        results.iter().map(|r| (r["source_call_id"].as_str().unwrap(), r["content"].as_str().unwrap())).collect::<Vec<_>>(),
+        vec![("c1", "1 | hello"), ("c2", "no such file")]
+    );
     assert_eq!(results[1]["extra"]["specgap"]["is_error"], true);
-    assert_eq!(turn1["metrics"], json!({"prompt_tokens": 100, "completion_tokens": 20, "cached_tokens": 40, "cost_usd": 0.00014, "extra": {"reasoning_tokens": 3, "requests": 1, "retries": 0, "latency_ms": 40}}));
+    assert_eq!(
+        turn1["metrics"],
+        json!({"prompt_tokens": 100, "completion_tokens": 20, "cached_tokens": 40, "cost_usd": 0.00014, "extra": {"reasoning_tokens": 3, "requests": 1, "retries": 0, "latency_ms": 40}})
+    );
     assert!(turn1.get("llm_call_count").is_none(), "a model agent's calls per turn are not claimed");
     // Plan mode's phase change: the new prompt, with the phase and its tools beside it.
     assert_eq!(steps[4]["extra"]["specgap"]["kind"], "phase_change");
     assert_eq!(steps[4]["extra"]["specgap"]["phase"], "execute");
-    assert_eq!(steps[4]["extra"]["specgap"]["tool_definitions"], json!([{"type": "function", "function": {"name": "submit", "description": "Deliver.", "parameters": {"type": "object", "properties": {}}}}]));
+    assert_eq!(
+        steps[4]["extra"]["specgap"]["tool_definitions"],
+        json!([{"type": "function", "function": {"name": "submit", "description": "Deliver.", "parameters": {"type": "object", "properties": {}}}}])
+    );
     // The submit call's result came after the submission event: its own system step.
     assert_eq!(steps[7]["observation"]["results"][0]["content"], "submitted");
     assert!(steps[7]["observation"]["results"][0].get("source_call_id").is_none());
     assert_eq!(steps[7]["observation"]["results"][0]["extra"]["specgap"]["call_id"], "c3");
     assert_eq!(steps[10]["timestamp"], "2025-12-01T09:11:00.123Z");
     let fm = &t["final_metrics"];
-    assert_eq!((fm["total_prompt_tokens"].as_u64(), fm["total_completion_tokens"].as_u64(), fm["total_cached_tokens"].as_u64()), (Some(250), Some(30), Some(140)));
+    assert_eq!(
+        (fm["total_prompt_tokens"].as_u64(), fm["total_completion_tokens"].as_u64(), fm["total_cached_tokens"].as_u64()),
+        (Some(250), Some(30), Some(140))
+    );
     assert_eq!(fm["total_cost_usd"], 0.00031);
     assert_eq!(fm["total_steps"], 11);
     assert_eq!(fm["extra"]["specgap"]["usage"][1]["role"], "user");
@@ -218,10 +258,18 @@ fn every_event_kind_maps_to_its_step_and_totals_are_the_stores() {
     let private = export(&run, &tmp.path().join("private"), true);
     let messages: Vec<&str> = private["steps"].as_array().unwrap().iter().map(|s| s["message"].as_str().unwrap()).collect();
     assert!(messages.contains(&"PRIVATE evaluation of submission 1 (never shown to the agent): score 0.4, success false"), "{messages:?}");
-    assert!(messages.contains(&format!("PRIVATE evaluation of the inherited state `{CANARY}` (never shown to the agent): score 0.5, success false").as_str()), "{messages:?}");
+    assert!(
+        messages.contains(
+            &format!("PRIVATE evaluation of the inherited state `{CANARY}` (never shown to the agent): score 0.5, success false").as_str()
+        ),
+        "{messages:?}"
+    );
     assert!(private.to_string().contains(CANARY));
 
-    let files = [tmp.path().join("out").join(&id).join("agent/trajectory.json"), tmp.path().join("private").join(&id).join("agent/trajectory.json")];
+    let files = [
+        tmp.path().join("out").join(&id).join("agent/trajectory.json"),
+        tmp.path().join("private").join(&id).join("agent/trajectory.json"),
+    ];
     if let Some(lines) = crate::harbor::validate(&files) {
         assert_eq!(lines.len(), 2, "{lines:?}");
         assert!(lines[0].ends_with("ATIF-v1.7 steps=11"), "{lines:?}");
@@ -241,7 +289,13 @@ fn a_scripted_agent_s_steps_are_deterministic_dispatches_and_an_empty_episode_st
     let mut w = store.begin_episode(&key, &meta).unwrap();
     let id = w.id().to_string();
     w.event(EventKind::Overlay { name: "gold".into() }).unwrap();
-    w.event(EventKind::AgentTurn { turn: 1, text: None, tool_calls: vec![ToolCall { id: "call-1".into(), tool: "submit".into(), arguments: json!("odd") }], usage: None }).unwrap();
+    w.event(EventKind::AgentTurn {
+        turn: 1,
+        text: None,
+        tool_calls: vec![ToolCall { id: "call-1".into(), tool: "submit".into(), arguments: json!("odd") }],
+        usage: None,
+    })
+    .unwrap();
     w.event(EventKind::ToolResult { call_id: "call-1".into(), tool: "submit".into(), output: "ok".into(), is_error: false }).unwrap();
     drop(w);
     let key2 = EpisodeKey { repeat: 1, ..key };
@@ -262,10 +316,12 @@ fn a_scripted_agent_s_steps_are_deterministic_dispatches_and_an_empty_episode_st
     assert_eq!(err.as_deref(), Some("episode 0000000000000000 is not in the store"));
     let out = tmp.path().join("out");
     for (name, value) in [("a.json", &t), ("b.json", &empty)] {
-        fs_err::write(out.join(name), value.to_string()).or_else(|_| {
-            fs_err::create_dir_all(&out).unwrap();
-            fs_err::write(out.join(name), value.to_string())
-        }).unwrap();
+        fs_err::write(out.join(name), value.to_string())
+            .or_else(|_| {
+                fs_err::create_dir_all(&out).unwrap();
+                fs_err::write(out.join(name), value.to_string())
+            })
+            .unwrap();
     }
     if let Some(lines) = crate::harbor::validate(&[out.join("a.json"), out.join("b.json")]) {
         assert_eq!(lines.len(), 2, "{lines:?}");

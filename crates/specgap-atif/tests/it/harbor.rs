@@ -31,11 +31,8 @@ fn python() -> Option<PathBuf> {
     static READY: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     let ready = READY.get_or_init(|| {
         let venv = venv_dir();
-        let status = Command::new("bash")
-            .arg(harbor_dir().join("setup.sh"))
-            .arg(&venv)
-            .status()
-            .map_err(|e| format!("cannot run setup.sh: {e}"))?;
+        let status =
+            Command::new("bash").arg(harbor_dir().join("setup.sh")).arg(&venv).status().map_err(|e| format!("cannot run setup.sh: {e}"))?;
         if !status.success() {
             return Err(format!("setup.sh {} failed ({status})", venv.display()));
         }
@@ -55,16 +52,8 @@ fn python() -> Option<PathBuf> {
 /// unchanged); returns validate.py's lines, or `None` when skipped.
 pub fn validate(files: &[PathBuf]) -> Option<Vec<String>> {
     let python = python()?;
-    let output = Command::new(python)
-        .arg(harbor_dir().join("validate.py"))
-        .args(files)
-        .output()
-        .expect("run validate.py");
+    let output = Command::new(python).arg(harbor_dir().join("validate.py")).args(files).output().expect("run validate.py");
     let stdout = String::from_utf8_lossy(&output.stdout).to_string();
-    assert!(
-        output.status.success(),
-        "Harbor's models refuse the export:\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert!(output.status.success(), "Harbor's models refuse the export:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
     Some(stdout.lines().map(str::to_string).collect())
 }

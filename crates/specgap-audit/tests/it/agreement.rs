@@ -5,14 +5,30 @@ use specgap_audit::agreement::{Clusters, IntervalConfig, cluster_estimate, kappa
 
 /// (case, weight, rater A, rater B): the `LABELS` of audit_reference.py.
 const LABELS: [(&str, f64, &str, &str); 24] = [
-    ("c1", 1.0, "covered", "covered"), ("c1", 1.0, "uncovered", "uncovered"), ("c1", 1.0, "covered", "uncertain"),
-    ("c2", 2.0, "covered", "covered"), ("c2", 2.0, "covered", "uncovered"), ("c2", 2.0, "uncovered", "uncovered"),
-    ("c3", 1.5, "uncertain", "uncertain"), ("c3", 1.5, "covered", "covered"), ("c3", 1.5, "uncovered", "covered"),
-    ("c4", 1.0, "uncovered", "uncovered"), ("c4", 1.0, "uncovered", "uncovered"), ("c4", 1.0, "covered", "covered"),
-    ("c5", 3.0, "covered", "covered"), ("c5", 3.0, "covered", "covered"), ("c5", 3.0, "uncertain", "covered"),
-    ("c6", 1.0, "uncovered", "covered"), ("c6", 1.0, "uncovered", "uncovered"), ("c6", 1.0, "covered", "covered"),
-    ("c7", 2.5, "covered", "uncovered"), ("c7", 2.5, "uncovered", "uncovered"), ("c7", 2.5, "uncovered", "uncertain"),
-    ("c8", 1.0, "covered", "covered"), ("c8", 1.0, "uncertain", "uncertain"), ("c8", 1.0, "uncovered", "uncovered"),
+    ("c1", 1.0, "covered", "covered"),
+    ("c1", 1.0, "uncovered", "uncovered"),
+    ("c1", 1.0, "covered", "uncertain"),
+    ("c2", 2.0, "covered", "covered"),
+    ("c2", 2.0, "covered", "uncovered"),
+    ("c2", 2.0, "uncovered", "uncovered"),
+    ("c3", 1.5, "uncertain", "uncertain"),
+    ("c3", 1.5, "covered", "covered"),
+    ("c3", 1.5, "uncovered", "covered"),
+    ("c4", 1.0, "uncovered", "uncovered"),
+    ("c4", 1.0, "uncovered", "uncovered"),
+    ("c4", 1.0, "covered", "covered"),
+    ("c5", 3.0, "covered", "covered"),
+    ("c5", 3.0, "covered", "covered"),
+    ("c5", 3.0, "uncertain", "covered"),
+    ("c6", 1.0, "uncovered", "covered"),
+    ("c6", 1.0, "uncovered", "uncovered"),
+    ("c6", 1.0, "covered", "covered"),
+    ("c7", 2.5, "covered", "uncovered"),
+    ("c7", 2.5, "uncovered", "uncovered"),
+    ("c7", 2.5, "uncovered", "uncertain"),
+    ("c8", 1.0, "covered", "covered"),
+    ("c8", 1.0, "uncertain", "uncertain"),
+    ("c8", 1.0, "uncovered", "uncovered"),
 ];
 
 fn close(actual: f64, expected: f64) {

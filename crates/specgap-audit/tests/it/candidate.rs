@@ -26,7 +26,15 @@ fn predecessors() -> Run {
 }
 
 fn manifest(run: &Run, rubric: Rubric, by: &[&str], n: Option<usize>, seed: u64) -> Manifest {
-    Manifest { unit: UnitKind::Candidate, rubric, runs: vec![run.run.clone()], by: by.iter().map(|s| s.to_string()).collect(), n, seed, batch: None }
+    Manifest {
+        unit: UnitKind::Candidate,
+        rubric,
+        runs: vec![run.run.clone()],
+        by: by.iter().map(|s| s.to_string()).collect(),
+        n,
+        seed,
+        batch: None,
+    }
 }
 
 fn review() -> Rubric {
@@ -74,7 +82,11 @@ fn a_candidate_page_shows_the_request_changes_digest_and_failing_tests_escaped()
     assert!(page.contains("<h2>The request</h2>\n<pre class=\"request\">Subject: the nightly configuration check"), "{page:.1500}");
     assert!(page.contains("<h2>Hidden tests failing on this state (1, private)</h2>\n<pre class=\"private\">test_ledger_identity</pre>"));
     assert!(page.contains("<p>Files: estate/reconcile.py, estate/__pycache__/reconcile.cpython-311.pyc</p>"), "{page}");
-    assert!(page.contains("<p>Incidental artifacts (kept in the state, ignored by the filter): estate/__pycache__/reconcile.cpython-311.pyc</p>"));
+    assert!(
+        page.contains(
+            "<p>Incidental artifacts (kept in the state, ignored by the filter): estate/__pycache__/reconcile.cpython-311.pyc</p>"
+        )
+    );
     // The final diff, its agent text escaped.
     assert!(page.contains("+&lt;script&gt;document.title=&#39;pwned&#39;&lt;/script&gt;&lt;img src=x onerror=&quot;document.title=&#39;pwned&#39;&quot;&gt; a2-0"));
     assert!(!page.contains(AGENT_SCRIPT) && !page.contains("<script") && !page.contains("<img"));
@@ -106,7 +118,8 @@ fn a_candidate_sheet_imports_and_reports() {
     let lines: Vec<&str> = sheet.lines().collect();
     assert_eq!(lines[0], "sample,item,page,task_directed,consistent,note");
     assert_eq!(lines.len(), 3);
-    let filled: Vec<String> = std::iter::once(lines[0].to_string()).chain(lines[1..].iter().map(|l| l.replacen(",,,", ",yes,no,", 1))).collect();
+    let filled: Vec<String> =
+        std::iter::once(lines[0].to_string()).chain(lines[1..].iter().map(|l| l.replacen(",,,", ",yes,no,", 1))).collect();
     let path = out.path().join("rev.csv");
     std::fs::write(&path, filled.join("\n") + "\n").unwrap();
     assert_eq!(import(&run.store, &path, "rev").unwrap().labels, 4);

@@ -36,7 +36,9 @@ fn ballot(seat: u32, position: u32) -> Ballot {
         position,
         prompt_version: "1".into(),
         outcome: BallotOutcome::Ballot,
-        vote: Some(json!({"end": "submitted", "summary": "copied the plan", "turns": 1, "files": ["plan.json"], "score": SCORE_CANARY, "success": false, "valid": true, "objective": 17.5, "signature": null})),
+        vote: Some(
+            json!({"end": "submitted", "summary": "copied the plan", "turns": 1, "files": ["plan.json"], "score": SCORE_CANARY, "success": false, "valid": true, "objective": 17.5, "signature": null}),
+        ),
         request: json!([{"model": MODEL, "system": PROMPT_CANARY, "message": PROMPT_CANARY}]),
         response: transcript,
         error: None,
@@ -48,7 +50,13 @@ fn ballot(seat: u32, position: u32) -> Ballot {
 pub fn with_extractions() -> Run {
     let run = thirteen();
     run.store
-        .record_panel(&PanelRecord { name: PANEL.into(), use_: PanelUse::Extractor, config: json!({"models": [{"model": MODEL}]}), prompt_version: "1".into(), prompt_hash: "cd".repeat(32) })
+        .record_panel(&PanelRecord {
+            name: PANEL.into(),
+            use_: PanelUse::Extractor,
+            config: json!({"models": [{"model": MODEL}]}),
+            prompt_version: "1".into(),
+            prompt_hash: "cd".repeat(32),
+        })
         .unwrap();
     for (i, id) in run.ids[10..].iter().enumerate() {
         let scored = i != 1;
@@ -72,7 +80,15 @@ pub fn with_extractions() -> Run {
 }
 
 fn manifest(run: &Run, rubric: Rubric, by: &[&str], n: Option<usize>, seed: u64) -> Manifest {
-    Manifest { unit: UnitKind::Extraction, rubric, runs: vec![run.run.clone()], by: by.iter().map(|s| s.to_string()).collect(), n, seed, batch: None }
+    Manifest {
+        unit: UnitKind::Extraction,
+        rubric,
+        runs: vec![run.run.clone()],
+        by: by.iter().map(|s| s.to_string()).collect(),
+        n,
+        seed,
+        batch: None,
+    }
 }
 
 fn item(run: &Run, i: usize) -> String {
@@ -92,7 +108,10 @@ fn extraction_units_are_drawn_seeded_and_stratified_by_status() {
     let again = draw(&stores, manifest(&run, rubric(), &["status"], Some(1), 3)).unwrap();
     assert_eq!(drawn(&first), drawn(&again));
     assert_eq!(first.id, again.id);
-    assert_eq!(first.strata.clone().into_iter().collect::<Vec<_>>(), vec![("scored".to_string(), (2, 1)), ("unavailable".to_string(), (1, 1))]);
+    assert_eq!(
+        first.strata.clone().into_iter().collect::<Vec<_>>(),
+        vec![("scored".to_string(), (2, 1)), ("unavailable".to_string(), (1, 1))]
+    );
     let scored_pick = |s: &Sample| s.items.iter().find(|(r, _)| r.stratum == "scored").unwrap().0.item.clone();
     let unavailable = first.items.iter().find(|(r, _)| r.stratum == "unavailable").unwrap();
     assert_eq!((unavailable.0.item.clone(), unavailable.0.weight), (item(&run, 11), 1.0));
@@ -114,7 +133,10 @@ fn extraction_units_are_drawn_seeded_and_stratified_by_status() {
     let wrong = draw(&stores, manifest(&run, Rubric::builtin("seed002-coverage").unwrap(), &[], None, 3)).unwrap_err();
     assert_eq!(wrong.to_string(), "rubric seed002-coverage judges question, not extraction");
     let bad = draw(&stores, manifest(&run, rubric(), &["target"], None, 3)).unwrap_err();
-    assert_eq!(bad.to_string(), "cannot stratify extraction units by `target`; the fields are task, agent, user, condition, start, family, outcome, panel, status");
+    assert_eq!(
+        bad.to_string(),
+        "cannot stratify extraction units by `target`; the fields are task, agent, user, condition, start, family, outcome, panel, status"
+    );
 }
 
 fn page_of(run: &Run, rubric: Rubric, wanted: &str) -> String {
@@ -168,7 +190,9 @@ fn an_extraction_page_shows_scores_and_models_only_when_the_rubric_asks() {
 fn an_extraction_sheet_imports_and_reports() {
     let run = with_extractions();
     let out = tempfile::tempdir().unwrap();
-    let sample = draw(std::slice::from_ref(&run.store), manifest(&run, Rubric::builtin("seed002-extraction").unwrap(), &["status"], Some(1), 3)).unwrap();
+    let sample =
+        draw(std::slice::from_ref(&run.store), manifest(&run, Rubric::builtin("seed002-extraction").unwrap(), &["status"], Some(1), 3))
+            .unwrap();
     let sheet = write(std::slice::from_ref(&run.store), &sample, out.path()).unwrap();
     let text = std::fs::read_to_string(&sheet).unwrap();
     let lines: Vec<&str> = text.lines().collect();

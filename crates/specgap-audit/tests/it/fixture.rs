@@ -43,7 +43,11 @@ pub fn planted_package(dir: &Path) -> (PathBuf, TaskPackage) {
     let root = dir.join("config-drift");
     copy_dir(&examples().join("config-drift"), &root);
     let requirements = std::fs::read_to_string(root.join("requirements.toml")).unwrap();
-    let planted = requirements.replacen("description = \"\"\"The ledger keeps", &format!("description = \"\"\"{CANARY_REQUIREMENT} The ledger keeps"), 1);
+    let planted = requirements.replacen(
+        "description = \"\"\"The ledger keeps",
+        &format!("description = \"\"\"{CANARY_REQUIREMENT} The ledger keeps"),
+        1,
+    );
     assert_ne!(planted, requirements, "the canary must be planted");
     std::fs::write(root.join("requirements.toml"), planted).unwrap();
     let append = |name: &str, text: &str| {
@@ -103,7 +107,12 @@ fn config(seed: u64, tasks: &[(PathBuf, &TaskPackage)], user: &str, user_config:
         specgap_protocol::run::PROTOCOL_VERSION
     );
     for (path, package) in tasks {
-        text.push_str(&format!("\n[[tasks]]\nname = \"{}\"\nhash = \"{}\"\npath = \"{}\"\n", package.name(), package.hash(), path.display()));
+        text.push_str(&format!(
+            "\n[[tasks]]\nname = \"{}\"\nhash = \"{}\"\npath = \"{}\"\n",
+            package.name(),
+            package.hash(),
+            path.display()
+        ));
     }
     for agent in ["a1", "a2"] {
         text.push_str(&format!("\n[[agents]]\nspec = \"scripted:gold\"\nname = \"{agent}\"\nhash = \"h-{agent}\"\nconfig = {{}}\n"));
@@ -137,7 +146,8 @@ pub fn audit_run(episodes: &[Ep]) -> Run {
     let mut ids = Vec::new();
     for spec in episodes {
         let package = packages[spec.task];
-        let meta = EpisodeMeta { user: "relay".into(), family: package.manifest().task.family, scoring_kind: package.planned_scoring_kind() };
+        let meta =
+            EpisodeMeta { user: "relay".into(), family: package.manifest().task.family, scoring_kind: package.planned_scoring_kind() };
         let mut writer = store.begin_episode(&key(package, spec.agent, 1, spec.repeat), &meta).unwrap();
         writer
             .event(EventKind::EpisodeStart {
@@ -159,10 +169,17 @@ pub fn audit_run(episodes: &[Ep]) -> Run {
                 usage: None,
             })
             .unwrap();
-        writer.event(EventKind::ToolResult { call_id: "c1".into(), tool: "bash".into(), output: "README.md\n".into(), is_error: false }).unwrap();
+        writer
+            .event(EventKind::ToolResult { call_id: "c1".into(), tool: "bash".into(), output: "README.md\n".into(), is_error: false })
+            .unwrap();
         for (turn, text) in spec.questions.iter().enumerate() {
             writer
-                .record_question(&Question { turn: turn as u32 + 1, text: text.to_string(), answer: format!("answer to {text}"), matched_targets: vec![] })
+                .record_question(&Question {
+                    turn: turn as u32 + 1,
+                    text: text.to_string(),
+                    answer: format!("answer to {text}"),
+                    matched_targets: vec![],
+                })
                 .unwrap();
         }
         let score = if spec.success { 1.0 } else { 0.0 };
@@ -177,7 +194,8 @@ pub fn audit_run(episodes: &[Ep]) -> Run {
             .unwrap();
         let result: EvalResult = if spec.candidate {
             let outcome = if spec.success { "pass" } else { "fail" };
-            serde_json::from_value(json!({"version": 1, "reward": score, "tests": {"test_ledger_identity": outcome, "test_smoke": "pass"}})).unwrap()
+            serde_json::from_value(json!({"version": 1, "reward": score, "tests": {"test_ledger_identity": outcome, "test_smoke": "pass"}}))
+                .unwrap()
         } else {
             serde_json::from_value(json!({"version": 1, "reward": score})).unwrap()
         };
@@ -202,7 +220,14 @@ pub fn audit_run(episodes: &[Ep]) -> Run {
             .unwrap();
         ids.push(writer.id().to_string());
         writer
-            .finish(EpisodeSummary { status: Status::Finished, end_reason: Some(EndReason::Submitted), turns: 1, tool_calls: 1, wall_ms: 5, error: None })
+            .finish(EpisodeSummary {
+                status: Status::Finished,
+                end_reason: Some(EndReason::Submitted),
+                turns: 1,
+                tool_calls: 1,
+                wall_ms: 5,
+                error: None,
+            })
             .unwrap();
     }
     Run { _dir: dir, run, store, ids }
@@ -237,7 +262,11 @@ pub fn chat_user_run(url: &str, conversations: &[Conversation]) -> (Run, Vec<Vec
     let mut ids = Vec::new();
     let mut all_bytes = Vec::new();
     for conversation in conversations {
-        let meta = EpisodeMeta { user: "chat:owner-model".into(), family: package.manifest().task.family, scoring_kind: package.planned_scoring_kind() };
+        let meta = EpisodeMeta {
+            user: "chat:owner-model".into(),
+            family: package.manifest().task.family,
+            scoring_kind: package.planned_scoring_kind(),
+        };
         let mut writer = store.begin_episode(&key(&package, "a1", 3, conversation.repeat), &meta).unwrap();
         let mut history = vec![
             json!({"role": "system", "content": "You are the owner. OWNER-SYSTEM-PROMPT"}).to_string(),
@@ -269,7 +298,14 @@ pub fn chat_user_run(url: &str, conversations: &[Conversation]) -> (Run, Vec<Vec
         all_bytes.push(bytes);
         ids.push(writer.id().to_string());
         writer
-            .finish(EpisodeSummary { status: Status::Finished, end_reason: Some(EndReason::Submitted), turns: 1, tool_calls: 0, wall_ms: 5, error: None })
+            .finish(EpisodeSummary {
+                status: Status::Finished,
+                end_reason: Some(EndReason::Submitted),
+                turns: 1,
+                tool_calls: 0,
+                wall_ms: 5,
+                error: None,
+            })
             .unwrap();
     }
     (Run { _dir: dir, run, store, ids }, all_bytes)

@@ -20,7 +20,15 @@ fn coverage_sample(run: &Run, out: &Path) -> (String, Vec<String>) {
         for (i, t) in targets.iter().enumerate() {
             let verdict = if i == 0 { "covered" } else { "missed" };
             run.store
-                .record_judgement(id, &Judgement { judge: "offline:2".into(), target: t.id.clone(), verdict: verdict.into(), matched_question_indices: vec![] })
+                .record_judgement(
+                    id,
+                    &Judgement {
+                        judge: "offline:2".into(),
+                        target: t.id.clone(),
+                        verdict: verdict.into(),
+                        matched_question_indices: vec![],
+                    },
+                )
                 .unwrap();
         }
     }
@@ -98,16 +106,15 @@ fn import_rejects_unknown_labels_missing_and_repeated_rows_and_duplicate_raters(
     let good = save(dir, "alice.csv", &full);
     let imported = import(&run.store, &good, "alice").unwrap();
     assert_eq!((imported.rows, imported.labels), (lines.len() - 1, lines.len() - 1));
-    assert_eq!(
-        error(&good, "alice"),
-        format!("run {}", run.run.display()),
-        "the duplicate rater error is the store's, chained"
-    );
+    assert_eq!(error(&good, "alice"), format!("run {}", run.run.display()), "the duplicate rater error is the store's, chained");
     let chained = {
         let e = import(&run.store, &good, "alice").unwrap_err();
         std::error::Error::source(&e).unwrap().to_string()
     };
-    assert_eq!(chained, format!("rater alice has labelled audit sample {sample} already; give each rater's sheet once (another rater needs another name)"));
+    assert_eq!(
+        chained,
+        format!("rater alice has labelled audit sample {sample} already; give each rater's sheet once (another rater needs another name)")
+    );
     // Stored in the rubric's spelling.
     assert!(run.store.audit_labels(&sample).unwrap().iter().all(|l| l.value == "covered"));
 }

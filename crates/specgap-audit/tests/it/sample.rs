@@ -49,10 +49,7 @@ fn a_sample_is_the_same_for_the_same_seed_and_differs_for_another() {
     let stores = [run.store.clone()];
     let m = |seed| manifest(&run, UnitKind::Episode, "seed001-continuation", &["agent"], Some(2), seed);
     // seed001-continuation judges failed episodes only.
-    assert_eq!(
-        draw(&stores, m(7)).unwrap_err().to_string(),
-        "rubric seed001-continuation judges failed-episode, not episode"
-    );
+    assert_eq!(draw(&stores, m(7)).unwrap_err().to_string(), "rubric seed001-continuation judges failed-episode, not episode");
     let m = |seed| manifest(&run, UnitKind::FailedEpisode, "seed000-failure", &["agent"], Some(2), seed);
     let first = draw(&stores, m(7)).unwrap();
     let again = draw(&stores, m(7)).unwrap();
@@ -70,7 +67,14 @@ fn strata_sizes_are_as_asked_and_weights_reweight_to_the_population() {
     let run = thirteen();
     let stores = [run.store.clone()];
     // Failed episodes: a1 has 3 of config-drift and 3 of retail, a2 has 4 of config-drift.
-    let sample = draw(&stores, Manifest { unit: UnitKind::FailedEpisode, ..manifest(&run, UnitKind::FailedEpisode, "seed000-failure", &["task", "agent"], Some(2), 11) }).unwrap();
+    let sample = draw(
+        &stores,
+        Manifest {
+            unit: UnitKind::FailedEpisode,
+            ..manifest(&run, UnitKind::FailedEpisode, "seed000-failure", &["task", "agent"], Some(2), 11)
+        },
+    )
+    .unwrap();
     let strata: Vec<(String, (usize, usize))> = sample.strata.clone().into_iter().collect();
     assert_eq!(
         strata,
@@ -87,11 +91,18 @@ fn strata_sizes_are_as_asked_and_weights_reweight_to_the_population() {
         assert_eq!(record.cluster, record.stratum.split(" / ").next().unwrap());
     }
     // A stratum smaller than n is taken whole, with weight 1.
-    let whole = draw(&stores, Manifest { unit: UnitKind::FailedEpisode, ..manifest(&run, UnitKind::FailedEpisode, "seed000-failure", &["agent"], Some(50), 11) }).unwrap();
+    let whole = draw(
+        &stores,
+        Manifest { unit: UnitKind::FailedEpisode, ..manifest(&run, UnitKind::FailedEpisode, "seed000-failure", &["agent"], Some(50), 11) },
+    )
+    .unwrap();
     assert_eq!(whole.items.len(), 10);
     assert!(whole.items.iter().all(|(r, _)| r.weight == 1.0));
     let bad = draw(&stores, manifest(&run, UnitKind::FailedEpisode, "seed000-failure", &["colour"], Some(2), 11)).unwrap_err();
-    assert_eq!(bad.to_string(), "cannot stratify failed-episode units by `colour`; the fields are task, agent, user, condition, start, family, outcome");
+    assert_eq!(
+        bad.to_string(),
+        "cannot stratify failed-episode units by `colour`; the fields are task, agent, user, condition, start, family, outcome"
+    );
 }
 
 fn write_sample(run: &Run, sample: &Sample, out: &Path) -> String {
@@ -134,7 +145,10 @@ fn pages_escape_agent_text_and_show_only_what_the_rubric_allows() {
     let canaries = [CANARY_REQUIREMENT, CANARY_NOTES, CANARY_FULL, CANARY_EVALUATOR];
     let shown = |rubric: &str| {
         let out = tempfile::tempdir().unwrap();
-        let rubric_manifest = Manifest { rubric: Rubric::named(rubric).unwrap(), ..manifest(&run, UnitKind::FailedEpisode, "seed000-failure", &["task"], Some(1), 3) };
+        let rubric_manifest = Manifest {
+            rubric: Rubric::named(rubric).unwrap(),
+            ..manifest(&run, UnitKind::FailedEpisode, "seed000-failure", &["task"], Some(1), 3)
+        };
         let sample = draw(&stores, rubric_manifest).unwrap();
         write_sample(&run, &sample, out.path());
         let pages = pages(out.path());
@@ -169,7 +183,8 @@ fn pages_escape_agent_text_and_show_only_what_the_rubric_allows() {
 fn pages_open_in_headless_chromium_and_run_no_agent_script() {
     let run = thirteen();
     let out = tempfile::tempdir().unwrap();
-    let sample = draw(std::slice::from_ref(&run.store), manifest(&run, UnitKind::FailedEpisode, "seed000-failure", &[], Some(1), 9)).unwrap();
+    let sample =
+        draw(std::slice::from_ref(&run.store), manifest(&run, UnitKind::FailedEpisode, "seed000-failure", &[], Some(1), 9)).unwrap();
     write_sample(&run, &sample, out.path());
     if !Path::new(CHROMIUM).exists() {
         // CI sets SPECGAP_REQUIRE_EXTERNAL=1: there a missing browser is a failure, not a skip.

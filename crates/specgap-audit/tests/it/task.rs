@@ -72,7 +72,10 @@ fn page_of(run: &Run, rubric: Rubric, item: &str) -> String {
 fn a_task_page_shows_the_package_as_seed000_task_asks_and_never_the_solutions() {
     let run = thirteen();
     let page = page_of(&run, seed000(), DRIFT);
-    assert!(page.contains("<h2>The opening instruction</h2>\n<pre class=\"instruction\">Subject: the nightly configuration check"), "{page:.2000}");
+    assert!(
+        page.contains("<h2>The opening instruction</h2>\n<pre class=\"instruction\">Subject: the nightly configuration check"),
+        "{page:.2000}"
+    );
     assert!(page.contains("<div class=\"who\">README.md</div>") && page.contains("<div class=\"who\">estate/reconcile.py</div>"));
     for canary in [CANARY_REQUIREMENT, CANARY_NOTES, CANARY_FULL, CANARY_EVALUATOR] {
         assert!(page.contains(canary), "seed000-task shows {canary}");

@@ -68,7 +68,9 @@ fn client(socket: &PathBuf) -> BridgeClient {
 #[test]
 fn ask_user_round_trips_to_the_engine_and_back() {
     let mut f = fixture(Offer::standard(Some(Asked::Owner), false));
-    let seen = serve(f.calls.take().unwrap(), |_, args| Response::ok(format!("you asked: {}", args.get("question").and_then(Value::as_str).unwrap_or(""))));
+    let seen = serve(f.calls.take().unwrap(), |_, args| {
+        Response::ok(format!("you asked: {}", args.get("question").and_then(Value::as_str).unwrap_or("")))
+    });
     let response = client(&f.socket).call(HarnessTool::AskUser, json!({"question": "Which records are authoritative?"})).unwrap();
     assert_eq!(response, Response::ok("you asked: Which records are authoritative?"));
     let questions = client(&f.socket).call(HarnessTool::AskUser, json!({"questions": ["a?", "b?"]})).unwrap();
@@ -100,10 +102,13 @@ fn tools_that_are_not_offered_never_reach_the_engine() {
     assert_eq!(refused, Response::error("`ask_user` is not available in this episode"));
     let plan = client(&f.socket).call(HarnessTool::WritePlan, json!({"plan": "p"})).unwrap();
     assert_eq!(plan, Response::error("`write_plan` is not available in this episode"));
-    let responses = raw(&f.socket, &[br#"{"v":1,"token":"0123456789abcdef0123456789abcdef","op":"call","tool":"bash","arguments":{"command":"id"}}"#]);
+    let responses =
+        raw(&f.socket, &[br#"{"v":1,"token":"0123456789abcdef0123456789abcdef","op":"call","tool":"bash","arguments":{"command":"id"}}"#]);
     assert_eq!(
         responses,
-        [json!({"text": "the bridge serves only ask_user, submit and write_plan; `bash` is not one of them", "is_error": true, "end": false})]
+        [
+            json!({"text": "the bridge serves only ask_user, submit and write_plan; `bash` is not one of them", "is_error": true, "end": false})
+        ]
     );
     assert!(seen.lock().unwrap().is_empty());
 }
@@ -138,7 +143,10 @@ fn malformed_lines_get_errors_and_the_connection_goes_on() {
 #[test]
 fn a_wrong_token_closes_the_connection() {
     let f = fixture(Offer::standard(Some(Asked::Owner), false));
-    let responses = raw(&f.socket, &[br#"{"v":1,"token":"guess","op":"tools"}"#, br#"{"v":1,"token":"0123456789abcdef0123456789abcdef","op":"tools"}"#]);
+    let responses = raw(
+        &f.socket,
+        &[br#"{"v":1,"token":"guess","op":"tools"}"#, br#"{"v":1,"token":"0123456789abcdef0123456789abcdef","op":"tools"}"#],
+    );
     assert_eq!(responses, [json!({"text": "wrong bridge token", "is_error": true, "end": false})]);
     let wrong = BridgeClient::new(&f.socket, "0123456789abcdef0123456789abcdeX").tools().unwrap_err();
     assert_eq!(wrong.to_string(), "the specgap harness sent something that is not a bridge response: wrong bridge token");
@@ -201,7 +209,9 @@ fn after_an_answer_marked_end_calls_are_refused_without_the_engine() {
 #[test]
 fn submit_returned_with_feedback_prints_it_and_exits_1() {
     let mut f = fixture(Offer::standard(Some(Asked::Owner), false));
-    serve(f.calls.take().unwrap(), |_, _| Response::ok("Not accepted yet. The owner writes: the nightly report still lists last week's hosts."));
+    serve(f.calls.take().unwrap(), |_, _| {
+        Response::ok("Not accepted yet. The owner writes: the nightly report still lists last week's hosts.")
+    });
     let (mut out, mut err) = (Vec::new(), Vec::new());
     let status = command::run(HarnessTool::Submit, &[], Ok(client(&f.socket)), &mut out, &mut err);
     assert_eq!(status, exit::FEEDBACK);

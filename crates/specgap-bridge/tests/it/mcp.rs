@@ -14,7 +14,12 @@ async fn converse(messages: Vec<Value>, offer: Offer, seen: std::sync::Arc<std::
 }
 
 /// [`converse`] with a server that serves tools under the names `renames` give them.
-async fn converse_renamed(messages: Vec<Value>, offer: Offer, seen: std::sync::Arc<std::sync::Mutex<Vec<(HarnessTool, Value)>>>, renames: Vec<Rename>) -> Vec<Value> {
+async fn converse_renamed(
+    messages: Vec<Value>,
+    offer: Offer,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<(HarnessTool, Value)>>>,
+    renames: Vec<Rename>,
+) -> Vec<Value> {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("b.sock");
     let (_endpoint, calls) = BridgeEndpoint::bind(&socket, TOKEN, offer).unwrap();
@@ -72,7 +77,10 @@ fn initialize_list_and_call_ask_user_reach_the_harness() {
     assert_eq!(responses[0]["result"]["serverInfo"]["name"], "specgap");
     // It names no tool: which are offered changes with the episode (a text channel offers no
     // ask_user) and some CLIs show the text with every request.
-    assert_eq!(responses[0]["result"]["instructions"], "Tools of the person you work for; each tool's description says what it does. Each call stands alone.");
+    assert_eq!(
+        responses[0]["result"]["instructions"],
+        "Tools of the person you work for; each tool's description says what it does. Each call stands alone."
+    );
     assert_eq!(responses[0]["result"]["capabilities"]["tools"], json!({}));
     let tools = responses[1]["result"]["tools"].as_array().unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
@@ -89,7 +97,9 @@ fn initialize_list_and_call_ask_user_reach_the_harness() {
 fn other_tools_and_methods_are_refused_without_reaching_the_harness() {
     let seen = std::sync::Arc::default();
     let mut messages = initialize();
-    messages.push(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "bash", "arguments": {"command": "cat /etc/shadow"}}}));
+    messages.push(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "bash", "arguments": {"command": "cat /etc/shadow"}}}),
+    );
     messages.push(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "write_plan", "arguments": {"plan": "p"}}}));
     messages.push(json!({"jsonrpc": "2.0", "id": 4, "method": "resources/read", "params": {"uri": "file:///etc/passwd"}}));
     messages.push(json!({"jsonrpc": "2.0", "id": 5, "method": "prompts/get", "params": {"name": "x"}}));
@@ -114,10 +124,13 @@ fn a_renamed_ask_user_is_listed_and_called_by_its_new_name_only() {
     let seen = std::sync::Arc::default();
     let mut messages = initialize();
     messages.push(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
-    messages.push(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "ask_user", "arguments": {"question": "Old name?"}}}));
+    messages.push(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "ask_user", "arguments": {"question": "Old name?"}}}),
+    );
     messages.push(json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "ask_question", "arguments": {"question": "Which report?"}}}));
     let renames = vec!["ask_user=ask_question".parse::<Rename>().unwrap()];
-    let responses = runtime().block_on(converse_renamed(messages, Offer::standard(Some(Asked::Owner), false), std::sync::Arc::clone(&seen), renames));
+    let responses =
+        runtime().block_on(converse_renamed(messages, Offer::standard(Some(Asked::Owner), false), std::sync::Arc::clone(&seen), renames));
     let names: Vec<&str> = responses[1]["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["ask_question", "submit"]);
     assert_eq!(
@@ -135,7 +148,9 @@ fn a_rename_must_name_a_harness_tool_and_a_usable_name_no_other_tool_has() {
         let error = bad.parse::<Rename>().unwrap_err().to_string();
         assert_eq!(
             error,
-            format!("--rename {bad}: expected TOOL=NAME, TOOL one of ask_user, submit, write_plan and NAME 1 to 64 letters, digits, `_` or `-`, not another harness tool's name")
+            format!(
+                "--rename {bad}: expected TOOL=NAME, TOOL one of ask_user, submit, write_plan and NAME 1 to 64 letters, digits, `_` or `-`, not another harness tool's name"
+            )
         );
     }
 }

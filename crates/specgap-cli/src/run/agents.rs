@@ -2,9 +2,9 @@
 //! to, and the factory that makes a fresh agent for each attempt.
 
 use anyhow::{Context as _, bail};
-use specgap_agents::{AgentSpec, parse_agent_spec};
 use sha2::{Digest as _, Sha256};
 use specgap_agents::prompt_dir::PromptDir;
+use specgap_agents::{AgentSpec, parse_agent_spec};
 use specgap_engine::condition::NotApplicable;
 use specgap_engine::prompt_files::Replacements;
 use specgap_engine::runner::AgentApplicability;
@@ -68,7 +68,8 @@ pub fn component(spec: &str, chat: &super::ChatArgs, prompts: &Replacements, mis
             put(&mut config, "source_sha256", replay_source_hash(path)?);
             // A script that does not parse is refused here, naming its line, not found by
             // every episode as "cannot build the agent" (issue 31 item 10).
-            specgap_agents::replay::ReplayAgent::load(path).map_err(|e| anyhow::anyhow!("replay:{}: {}", path.display(), specgap_protocol::text::error_chain(&e)))?;
+            specgap_agents::replay::ReplayAgent::load(path)
+                .map_err(|e| anyhow::anyhow!("replay:{}: {}", path.display(), specgap_protocol::text::error_chain(&e)))?;
         }
         AgentSpec::Chat(model) => return chat_component(model, &chat.agent_config(model)?, prompts),
         AgentSpec::Cli(cli) => {
@@ -202,7 +203,9 @@ fn installed_tree_hash(version: &specgap_adapters::AdapterVersion, missing: Miss
         Err(err @ (specgap_adapters::InstallError::NotInstalled { .. } | specgap_adapters::InstallError::Incomplete { .. }))
             if missing == MissingInstall::Note =>
         {
-            eprintln!("dry run: {err}; a real run refuses to start without it (until then its tree hash is unknown, so the plan hash and episode keys shown are provisional)");
+            eprintln!(
+                "dry run: {err}; a real run refuses to start without it (until then its tree hash is unknown, so the plan hash and episode keys shown are provisional)"
+            );
             Ok(None)
         }
         Err(err) => Err(err.into()),
@@ -285,10 +288,7 @@ pub fn user_component(spec: &str, chat: &super::ChatArgs, prompts: &Replacements
 pub fn chat_user_component(model: &str, chat: &specgap_agents::chat::ChatConfig, prompts: &Replacements) -> anyhow::Result<ComponentRef> {
     let mut config = chat.to_table()?;
     config.insert("kind".into(), toml::Value::String("chat".into()));
-    config.insert(
-        "user_prompt_version".into(),
-        toml::Value::String(specgap_agents::chat::user::USER_PROMPT_VERSION.into()),
-    );
+    config.insert("user_prompt_version".into(), toml::Value::String(specgap_agents::chat::user::USER_PROMPT_VERSION.into()));
     prompts.store_in(&mut config);
     Ok(component_ref(&format!("chat:{model}"), config))
 }

@@ -256,7 +256,8 @@ fn describe(index: usize, entry: &AgentEntry) -> String {
 fn chat_config(model: &str, endpoint: &EndpointEntry, context: &FileContext<'_>, what: &str) -> anyhow::Result<ChatConfig> {
     let mut config = ChatConfig::new(model);
     if let Some(url) = &endpoint.base_url {
-        specgap_agents::chat::client::check_base_url(url).map_err(|why| anyhow::anyhow!("`base_url` of {what} in {}: {why}", context.file.display()))?;
+        specgap_agents::chat::client::check_base_url(url)
+            .map_err(|why| anyhow::anyhow!("`base_url` of {what} in {}: {why}", context.file.display()))?;
         config.base_url.clone_from(url);
     }
     if let Some(var) = &endpoint.api_key_env {
@@ -305,10 +306,20 @@ pub fn agent_component(index: usize, entry: &AgentEntry, context: &FileContext<'
         value.clone().filter(|v| !v.trim().is_empty()).with_context(|| format!("{what}: a {} agent needs `{key}`", entry.kind))
     };
     let mut component = match entry.kind.as_str() {
-        "scripted" => agents::component(&format!("scripted:{}", required(&entry.solution, "solution")?), &super::ChatArgs::defaults(), &context.prompts.system, context.missing_install),
+        "scripted" => agents::component(
+            &format!("scripted:{}", required(&entry.solution, "solution")?),
+            &super::ChatArgs::defaults(),
+            &context.prompts.system,
+            context.missing_install,
+        ),
         "replay" => {
             let path = context.path(&required(&entry.path, "path")?);
-            agents::component(&format!("replay:{}", path.display()), &super::ChatArgs::defaults(), &context.prompts.system, context.missing_install)
+            agents::component(
+                &format!("replay:{}", path.display()),
+                &super::ChatArgs::defaults(),
+                &context.prompts.system,
+                context.missing_install,
+            )
         }
         "chat" => {
             let model = required(&entry.model, "model")?;
@@ -331,7 +342,11 @@ fn cli_component(entry: &AgentEntry, context: &FileContext<'_>, what: &str) -> a
         if entry.version.is_some() {
             bail!("{what}: the command adapter runs your own command and has no version");
         }
-        let command = entry.command.as_deref().filter(|c| !c.trim().is_empty()).with_context(|| format!("{what}: the command adapter needs `command`"))?;
+        let command = entry
+            .command
+            .as_deref()
+            .filter(|c| !c.trim().is_empty())
+            .with_context(|| format!("{what}: the command adapter needs `command`"))?;
         (format!("cli:{}={command}", agents::COMMAND_ADAPTER), agents::CliTarget::Command(command.to_string()))
     } else {
         if entry.command.is_some() {
@@ -344,7 +359,11 @@ fn cli_component(entry: &AgentEntry, context: &FileContext<'_>, what: &str) -> a
         };
         (spec, agents::CliTarget::Installed(version))
     };
-    let model = entry.model.as_deref().filter(|m| !m.trim().is_empty()).with_context(|| format!("{what}: a cli agent needs `model` (the model its gateway forwards)"))?;
+    let model = entry
+        .model
+        .as_deref()
+        .filter(|m| !m.trim().is_empty())
+        .with_context(|| format!("{what}: a cli agent needs `model` (the model its gateway forwards)"))?;
     let endpoint = chat_config(model, &entry.endpoint, context, what)?;
     let ask_channel = entry.ask_channel.as_deref().map(str::parse).transpose().context("ask_channel")?;
     agents::cli_component(&spec, &target, endpoint, ask_channel, &context.prompts.system, context.missing_install)

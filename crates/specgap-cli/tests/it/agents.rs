@@ -58,7 +58,10 @@ fn text(bytes: &[u8]) -> String {
 fn agents_install_mini_swe_agent_records_version_tree_hash_and_runtime() {
     let Some(dir) = installed_mini_swe_agent() else { return };
     let manifest = Manifest::read(&dir).unwrap();
-    assert_eq!((manifest.adapter.as_str(), manifest.package.as_str(), manifest.version.as_str()), ("mini-swe-agent", "mini-swe-agent", "2.4.6"));
+    assert_eq!(
+        (manifest.adapter.as_str(), manifest.package.as_str(), manifest.version.as_str()),
+        ("mini-swe-agent", "mini-swe-agent", "2.4.6")
+    );
     assert_eq!((manifest.installer.as_str(), manifest.entry.as_str(), manifest.entry_is_node_script), ("pip", "venv/bin/mini", false));
     let python = manifest.python.as_ref().unwrap();
     assert!(python.version.starts_with("3.11."), "{}", python.version);
@@ -145,7 +148,10 @@ fn an_unreachable_package_index_is_reported_as_a_network_problem() {
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
     let stderr = text(&output.stderr);
-    assert!(stderr.contains("error: cannot install mini-swe-agent@2.4.6: pip install of mini-swe-agent@2.4.6 failed (exit status: 1); "), "{stderr}");
+    assert!(
+        stderr.contains("error: cannot install mini-swe-agent@2.4.6: pip install of mini-swe-agent@2.4.6 failed (exit status: 1); "),
+        "{stderr}"
+    );
     assert!(stderr.contains("PyPI could not be reached"), "{stderr}");
     assert!(!cache.path().join("specgap/agents/mini-swe-agent/2.4.6").exists(), "a failed install leaves no directory");
 }

@@ -43,29 +43,27 @@ fn resample_resends_the_owner_requests_of_a_chat_run_byte_for_byte_and_audits_ro
     let server = MockServer::start(handler());
     let tmp = tempfile::tempdir().unwrap();
     let run = tmp.path().join("run");
-    run_ok(
-        [
-            "run",
-            payment_retry().to_str().unwrap(),
-            "--agent",
-            "chat:mock",
-            "--user",
-            "chat:mock",
-            "--base-url",
-            server.url.as_str(),
-            "--user-model-arg",
-            "temperature=0.7",
-            "--condition",
-            "partial",
-            "--turns",
-            "4",
-            "--jobs",
-            "1",
-            "--out",
-            run.to_str().unwrap(),
-            "--no-report",
-        ],
-    );
+    run_ok([
+        "run",
+        payment_retry().to_str().unwrap(),
+        "--agent",
+        "chat:mock",
+        "--user",
+        "chat:mock",
+        "--base-url",
+        server.url.as_str(),
+        "--user-model-arg",
+        "temperature=0.7",
+        "--condition",
+        "partial",
+        "--turns",
+        "4",
+        "--jobs",
+        "1",
+        "--out",
+        run.to_str().unwrap(),
+        "--no-report",
+    ]);
     let recorded = owner_requests(&server);
     assert!(recorded.len() >= 2, "the owner answered and gave feedback: {} requests", recorded.len());
     let sheet_dir = tmp.path().join("resample");
@@ -83,7 +81,10 @@ fn resample_resends_the_owner_requests_of_a_chat_run_byte_for_byte_and_audits_ro
         sheet_dir.to_str().unwrap(),
     ]);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains(&format!("{n} of {n} checkpoints, {} requests sent (0 failed)", 2 * recorded.len(), n = recorded.len())), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{n} of {n} checkpoints, {} requests sent (0 failed)", 2 * recorded.len(), n = recorded.len())),
+        "{stderr}"
+    );
     let resent: Vec<String> = server.requests()[before..].iter().map(|r| r.raw_body.clone()).collect();
     assert_eq!(resent.len(), 2 * recorded.len());
     // Checkpoints go in (episode, request) order; one episode here, so in recording order.
@@ -138,11 +139,19 @@ fn resample_resends_the_owner_requests_of_a_chat_run_byte_for_byte_and_audits_ro
     let json: Value = serde_json::from_slice(&run_ok(["audit", "report", run.to_str().unwrap(), "--json"]).stdout).unwrap();
     let reply = json.as_array().unwrap().iter().find(|s| s["unit"] == "reply").unwrap();
     assert_eq!(reply["raters"], json!(["ann", "ben"]));
-    let support = reply["agreements"].as_array().unwrap().iter().find(|a| a["label"] == "support" && a["without_uncertain"] == false).unwrap();
+    let support =
+        reply["agreements"].as_array().unwrap().iter().find(|a| a["label"] == "support" && a["without_uncertain"] == false).unwrap();
     assert_eq!(support["percent"]["value"], json!(0.0));
-    let refused = specgap().args(["audit", "import", run.to_str().unwrap(), tmp.path().join("ann.csv").to_str().unwrap(), "--rater", "ann"]).output().unwrap();
+    let refused = specgap()
+        .args(["audit", "import", run.to_str().unwrap(), tmp.path().join("ann.csv").to_str().unwrap(), "--rater", "ann"])
+        .output()
+        .unwrap();
     assert_eq!(refused.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&refused.stderr).contains("rater ann has labelled audit sample"), "{}", String::from_utf8_lossy(&refused.stderr));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("rater ann has labelled audit sample"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
 }
 
 /// The gold agent's delivery on retail-replenishment with an extraction panel's verdict
@@ -158,7 +167,15 @@ fn audit_of_extraction_verdicts_and_tasks_round_trips_through_the_binary() {
     let id = episodes(&run).into_iter().next().expect("one episode").id;
     let store = Store::open(&run).unwrap();
     let panel = "panel:0000000000e1";
-    store.record_panel(&PanelRecord { name: panel.into(), use_: PanelUse::Extractor, config: json!({"models": [{"model": "m"}]}), prompt_version: "v1".into(), prompt_hash: "00".into() }).unwrap();
+    store
+        .record_panel(&PanelRecord {
+            name: panel.into(),
+            use_: PanelUse::Extractor,
+            config: json!({"models": [{"model": "m"}]}),
+            prompt_version: "v1".into(),
+            prompt_hash: "00".into(),
+        })
+        .unwrap();
     let ballot = Ballot {
         panel: panel.into(),
         subject: "submission:1".into(),
@@ -172,10 +189,35 @@ fn audit_of_extraction_verdicts_and_tasks_round_trips_through_the_binary() {
         response: json!([]),
         error: None,
     };
-    let extraction = Extraction { panel: panel.into(), k: 1, status: ExtractionStatus::Scored, score: Some(0.8125), success: Some(false), valid: Some(true), objective: None, signature: None, routes: 1, agreeing: 1 };
+    let extraction = Extraction {
+        panel: panel.into(),
+        k: 1,
+        status: ExtractionStatus::Scored,
+        score: Some(0.8125),
+        success: Some(false),
+        valid: Some(true),
+        objective: None,
+        signature: None,
+        routes: 1,
+        agreeing: 1,
+    };
     store.record_extraction(&id, &[ballot], &extraction).unwrap();
     let out = tmp.path().join("audit");
-    run_ok(["audit", "sample", run.to_str().unwrap(), "--unit", "extraction", "--rubric", "seed002-extraction", "--by", "status", "--seed", "5", "--out", out.to_str().unwrap()]);
+    run_ok([
+        "audit",
+        "sample",
+        run.to_str().unwrap(),
+        "--unit",
+        "extraction",
+        "--rubric",
+        "seed002-extraction",
+        "--by",
+        "status",
+        "--seed",
+        "5",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     let sheet = fs_err::read_to_string(out.join("sheet.csv")).unwrap();
     let lines: Vec<&str> = sheet.lines().collect();
     assert_eq!(lines[0], "sample,item,page,fidelity,note");
@@ -195,14 +237,42 @@ fn audit_of_extraction_verdicts_and_tasks_round_trips_through_the_binary() {
 
     // The same run's task package, and no candidate: the gold delivery passed.
     let tasks = tmp.path().join("tasks");
-    run_ok(["audit", "sample", run.to_str().unwrap(), "--unit", "task", "--rubric", "seed000-task", "--seed", "5", "--out", tasks.to_str().unwrap()]);
+    run_ok([
+        "audit",
+        "sample",
+        run.to_str().unwrap(),
+        "--unit",
+        "task",
+        "--rubric",
+        "seed000-task",
+        "--seed",
+        "5",
+        "--out",
+        tasks.to_str().unwrap(),
+    ]);
     let sheet = fs_err::read_to_string(tasks.join("sheet.csv")).unwrap();
     assert_eq!(sheet.lines().count(), 2);
     assert!(sheet.lines().nth(1).unwrap().contains(",task:examples/retail-replenishment,pages/0001.html,"), "{sheet}");
     let none = specgap()
-        .args(["audit", "sample", run.to_str().unwrap(), "--unit", "candidate", "--rubric", "seed001-review", "--seed", "5", "--out", tmp.path().join("c").to_str().unwrap()])
+        .args([
+            "audit",
+            "sample",
+            run.to_str().unwrap(),
+            "--unit",
+            "candidate",
+            "--rubric",
+            "seed001-review",
+            "--seed",
+            "5",
+            "--out",
+            tmp.path().join("c").to_str().unwrap(),
+        ])
         .output()
         .unwrap();
     assert_eq!(none.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&none.stderr).contains("the runs hold no candidate unit to sample"), "{}", String::from_utf8_lossy(&none.stderr));
+    assert!(
+        String::from_utf8_lossy(&none.stderr).contains("the runs hold no candidate unit to sample"),
+        "{}",
+        String::from_utf8_lossy(&none.stderr)
+    );
 }

@@ -71,7 +71,11 @@ fn ask_user_and_submit_commands_round_trip_from_a_real_sandbox() {
         _ => {
             let mut n = submissions.lock().unwrap();
             *n += 1;
-            if *n == 1 { Response::ok("Not accepted yet. The owner writes: two customers were charged twice.") } else { Response::ok("Accepted.").ended() }
+            if *n == 1 {
+                Response::ok("Not accepted yet. The owner writes: two customers were charged twice.")
+            } else {
+                Response::ok("Accepted.").ended()
+            }
         }
     });
     let output = bridge.run(
@@ -168,6 +172,9 @@ fn a_sandbox_without_the_endpoint_gets_status_5_and_a_clear_message() {
     let output = run(&spec, &HostView::system().unwrap(), &SandboxConfig::default()).unwrap();
     let (stdout, stderr) = text(&output);
     assert_eq!(stdout, "status=5\n");
-    assert!(stderr.starts_with("ask_user: the specgap harness cannot be reached at /run/specgap/bridge.sock; the episode has probably ended"), "{stderr}");
+    assert!(
+        stderr.starts_with("ask_user: the specgap harness cannot be reached at /run/specgap/bridge.sock; the episode has probably ended"),
+        "{stderr}"
+    );
     assert!(bridge.seen.lock().unwrap().is_empty());
 }

@@ -130,7 +130,8 @@ fn chat_agent_and_user_run_with_usage_in_the_store_show_and_report() {
         assert_eq!(request.body["temperature"], 0);
         assert!(request.body.get("max_tokens").is_none());
         assert!(request.body.get("stream").is_none_or(|s| s == false));
-        let names: Vec<String> = request.body["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap().to_string()).collect();
+        let names: Vec<String> =
+            request.body["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap().to_string()).collect();
         check_request(request, &names.iter().map(String::as_str).collect::<Vec<_>>());
     }
     assert!(user.iter().all(|r| r.body["max_tokens"] == 300 && r.body.get("temperature").is_none()));
@@ -140,7 +141,11 @@ fn chat_agent_and_user_run_with_usage_in_the_store_show_and_report() {
     let episodes = store.episodes().unwrap();
     assert_eq!(episodes.len(), 2);
     for e in &episodes {
-        assert_eq!((e.status, e.end_reason, e.final_score, e.submissions), (Status::Finished, Some(EndReason::Accepted), Some(1.0), 1), "{e:?}");
+        assert_eq!(
+            (e.status, e.end_reason, e.final_score, e.submissions),
+            (Status::Finished, Some(EndReason::Accepted), Some(1.0), 1),
+            "{e:?}"
+        );
     }
     let questions = store.questions().unwrap();
     assert_eq!(questions.len(), 2);
@@ -149,7 +154,10 @@ fn chat_agent_and_user_run_with_usage_in_the_store_show_and_report() {
     assert_eq!(usage.len(), 4);
     for row in &usage {
         let requests = if row.role == Role::Agent { 4 } else { 1 };
-        assert_eq!((row.usage.requests, row.usage.input_tokens, row.usage.cached_tokens, row.usage.output_tokens), (requests, 100 * requests, 40 * requests, 20 * requests));
+        assert_eq!(
+            (row.usage.requests, row.usage.input_tokens, row.usage.cached_tokens, row.usage.output_tokens),
+            (requests, 100 * requests, 40 * requests, 20 * requests)
+        );
         assert!((row.usage.cost_usd - requests as f64 * PER_REQUEST_USD).abs() < 1e-12, "{row:?}");
     }
 
@@ -187,11 +195,23 @@ fn chat_agent_and_user_run_with_usage_in_the_store_show_and_report() {
         assert!(row.ends_with("5         500/100        $0.0006"), "{row}");
     }
     assert!(table.contains("model usage of the run (all episodes and attempts):\n  agent 8 requests (0 retried) · 800 input tokens (320 cached) · 160 output tokens (40 reasoning) · "), "{table}");
-    assert!(table.contains("  user  2 requests (0 retried) · 200 input tokens (80 cached) · 40 output tokens (10 reasoning) · "), "{table}");
+    assert!(
+        table.contains("  user  2 requests (0 retried) · 200 input tokens (80 cached) · 40 output tokens (10 reasoning) · "),
+        "{table}"
+    );
     assert!(table.trim_end().ends_with("  total $0.0012"), "{table}");
-    let transcript = String::from_utf8(run_ok([std::ffi::OsStr::new("show"), out.as_os_str(), std::ffi::OsStr::new(&episodes[0].id)]).stdout).unwrap();
-    assert!(transcript.contains("  model usage:\n  agent 4 requests (0 retried) · 400 input tokens (160 cached) · 80 output tokens (20 reasoning) · "), "{transcript}");
-    assert!(transcript.contains("  user  1 requests (0 retried) · 100 input tokens (40 cached) · 20 output tokens (5 reasoning) · "), "{transcript}");
+    let transcript =
+        String::from_utf8(run_ok([std::ffi::OsStr::new("show"), out.as_os_str(), std::ffi::OsStr::new(&episodes[0].id)]).stdout).unwrap();
+    assert!(
+        transcript.contains(
+            "  model usage:\n  agent 4 requests (0 retried) · 400 input tokens (160 cached) · 80 output tokens (20 reasoning) · "
+        ),
+        "{transcript}"
+    );
+    assert!(
+        transcript.contains("  user  1 requests (0 retried) · 100 input tokens (40 cached) · 20 output tokens (5 reasoning) · "),
+        "{transcript}"
+    );
     assert!(transcript.contains("  total $0.0006\n"), "{transcript}");
 
     assert_key_nowhere(&out);
@@ -222,13 +242,19 @@ fn a_model_without_a_price_in_a_priced_run_is_unpriced_not_zero() {
     let episode = crate::support::episodes(&out).remove(0);
     let row = table.lines().find(|l| l.starts_with(&episode.id)).unwrap();
     assert!(row.ends_with("5         500/100        $0.0005 + unpriced"), "{row}");
-    assert!(table.contains(" · $0.0005\n  user  1 requests (0 retried) · 100 input tokens (40 cached) · 20 output tokens (5 reasoning) · "), "{table}");
+    assert!(
+        table.contains(" · $0.0005\n  user  1 requests (0 retried) · 100 input tokens (40 cached) · 20 output tokens (5 reasoning) · "),
+        "{table}"
+    );
     let tail = "s latency · unpriced\n  total $0.0005 + unpriced\n  unpriced: model unlisted has no price in the run's price table (--prices, or the panel file), so its calls' cost is unknown and in no total\n";
     assert!(table.ends_with(tail), "{table}");
-    let transcript = String::from_utf8(run_ok([std::ffi::OsStr::new("show"), out.as_os_str(), std::ffi::OsStr::new(&episode.id)]).stdout).unwrap();
+    let transcript =
+        String::from_utf8(run_ok([std::ffi::OsStr::new("show"), out.as_os_str(), std::ffi::OsStr::new(&episode.id)]).stdout).unwrap();
     assert!(transcript.contains(tail), "{transcript}");
 
-    let report = |format: &str| run_ok([std::ffi::OsStr::new("report"), out.as_os_str(), std::ffi::OsStr::new("--format"), std::ffi::OsStr::new(format)]).stdout;
+    let report = |format: &str| {
+        run_ok([std::ffi::OsStr::new("report"), out.as_os_str(), std::ffi::OsStr::new("--format"), std::ffi::OsStr::new(format)]).stdout
+    };
     let json: Value = serde_json::from_slice(&report("json")).unwrap();
     let usage = json["usage"].as_array().unwrap();
     assert_eq!(usage.len(), 2);
@@ -239,7 +265,8 @@ fn a_model_without_a_price_in_a_priced_run_is_unpriced_not_zero() {
     assert_eq!(usage[1]["priced_cost_usd"], json!(0.0));
     assert_eq!(usage[1]["unpriced_models"], json!(["unlisted"]));
     let markdown = String::from_utf8(report("md")).unwrap();
-    let user_row = markdown.lines().find(|l| l.starts_with("| chat:mock | partial | clean | user | ")).unwrap_or_else(|| panic!("{markdown}"));
+    let user_row =
+        markdown.lines().find(|l| l.starts_with("| chat:mock | partial | clean | user | ")).unwrap_or_else(|| panic!("{markdown}"));
     assert!(user_row.ends_with(" | unpriced | — |"), "{user_row}");
     assert!(markdown.contains("unpriced: model unlisted has no price in the run's price table"), "{markdown}");
 }
@@ -262,14 +289,21 @@ fn max_cost_holds_episodes_back_exits_4_and_a_plain_resume_keeps_the_stored_cap(
         out.display()
     );
     assert!(stderr.ends_with(&held_back), "{stderr}");
-    assert!(stderr.contains(&format!("the run's model cost is $0.0006, above --max-cost ${limit}: no further episodes start (1 not started; running ones finish)")), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "the run's model cost is $0.0006, above --max-cost ${limit}: no further episodes start (1 not started; running ones finish)"
+        )),
+        "{stderr}"
+    );
     assert!(stderr.contains("2 episodes: 1 finished, 0 evaluation errors, 0 infrastructure errors, 0 interrupted, 0 already done; 0 not applicable; 1 not started because the run's model cost passed --max-cost"), "{stderr}");
     let episodes = episodes(&out);
     assert_eq!(episodes.len(), 1);
     assert_eq!((episodes[0].status, episodes[0].end_reason), (Status::Finished, Some(EndReason::Accepted)));
     // The report says the run is incomplete (docs/decisions.md "Report: input checks").
-    let report: serde_json::Value =
-        serde_json::from_slice(&run_ok([std::ffi::OsStr::new("report"), out.as_os_str(), std::ffi::OsStr::new("--format"), std::ffi::OsStr::new("json")]).stdout).unwrap();
+    let report: serde_json::Value = serde_json::from_slice(
+        &run_ok([std::ffi::OsStr::new("report"), out.as_os_str(), std::ffi::OsStr::new("--format"), std::ffi::OsStr::new("json")]).stdout,
+    )
+    .unwrap();
     assert_eq!(
         report["warnings"],
         serde_json::json!([format!(
@@ -294,7 +328,10 @@ fn max_cost_holds_episodes_back_exits_4_and_a_plain_resume_keeps_the_stored_cap(
     let output = resume.env(KEY_ENV, KEY).args(["run", "--no-report", "--max-cost", "1", "--resume"]).arg(&out).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("2 episodes: 1 finished, 0 evaluation errors, 0 infrastructure errors, 0 interrupted, 1 already done"), "{stderr}");
+    assert!(
+        stderr.contains("2 episodes: 1 finished, 0 evaluation errors, 0 infrastructure errors, 0 interrupted, 1 already done"),
+        "{stderr}"
+    );
     let episodes = crate::support::episodes(&out);
     assert_eq!(episodes.len(), 2);
     assert!(episodes.iter().all(|e| e.status == Status::Finished && e.final_score == Some(1.0)));
@@ -356,7 +393,8 @@ fn an_api_key_variable_that_is_not_set_is_warned_about_once() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
-    let warning = "environment variable SPECGAP_UNSET_KEY_7F3A9D (--api-key-env) is not set or empty; requests carry no Authorization header";
+    let warning =
+        "environment variable SPECGAP_UNSET_KEY_7F3A9D (--api-key-env) is not set or empty; requests carry no Authorization header";
     assert_eq!(stderr.matches(warning).count(), 1, "{stderr}");
     assert_eq!(stderr.matches("SPECGAP_UNSET_KEY_7F3A9D").count(), 1, "one warning in all: {stderr}");
     assert!(server.requests().iter().all(|r| r.header("authorization").is_none()));
@@ -413,7 +451,11 @@ fn hanging_agent(hang: &std::sync::Arc<std::sync::atomic::AtomicBool>) -> MockSe
         match step {
             0 => Scripted::json(completion(None, &[("c0", "read_text", json!({"path": "README.md"}))], "tool_calls")),
             1 if hang.load(std::sync::atomic::Ordering::SeqCst) => Scripted::Hang,
-            1 => Scripted::json(completion(None, &[("c1", "write_text", json!({"path": "shop/checkout.py", "content": gold}))], "tool_calls")),
+            1 => Scripted::json(completion(
+                None,
+                &[("c1", "write_text", json!({"path": "shop/checkout.py", "content": gold}))],
+                "tool_calls",
+            )),
             _ => Scripted::json(completion(None, &[("c2", "submit", json!({}))], "tool_calls")),
         }
     })
@@ -559,8 +601,20 @@ fn a_prompts_override_reaches_the_models_and_keys_new_episodes() {
     // A file named after no prompt is refused, naming it.
     fs_err::create_dir(&prompts).unwrap();
     fs_err::write(prompts.join("system.md"), "x").unwrap();
-    let output = specgap().arg("run").arg(payment_retry()).args(["--prompts", prompts.to_str().unwrap(), "--out"]).arg(tmp.path().join("bad")).output().unwrap();
+    let output = specgap()
+        .arg("run")
+        .arg(payment_retry())
+        .args(["--prompts", prompts.to_str().unwrap(), "--out"])
+        .arg(tmp.path().join("bad"))
+        .output()
+        .unwrap();
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains(&format!("{} holds a name that no prompt has: system.md; the prompt files are evidence.md, literal.md", prompts.display())), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{} holds a name that no prompt has: system.md; the prompt files are evidence.md, literal.md",
+            prompts.display()
+        )),
+        "{stderr}"
+    );
 }

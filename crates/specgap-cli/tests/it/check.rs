@@ -10,36 +10,20 @@ use crate::support::{specgap, task_fixture};
 fn req_basic_without_user() -> (tempfile::TempDir, std::path::PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("req-basic");
-    let status = Command::new("cp")
-        .arg("-r")
-        .arg(task_fixture("req-basic"))
-        .arg(&root)
-        .status()
-        .unwrap();
+    let status = Command::new("cp").arg("-r").arg(task_fixture("req-basic")).arg(&root).status().unwrap();
     assert!(status.success());
     std::fs::remove_file(root.join("user.toml")).unwrap();
     (tmp, root)
 }
 
 fn check_json(args: &[&str], package: &Path) -> (Option<i32>, serde_json::Value) {
-    let output = specgap()
-        .arg("check")
-        .args(args)
-        .arg("--json")
-        .arg(package)
-        .output()
-        .unwrap();
-    let json = serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stdout)));
+    let output = specgap().arg("check").args(args).arg("--json").arg(package).output().unwrap();
+    let json = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stdout)));
     (output.status.code(), json)
 }
 
 fn row<'a>(json: &'a serde_json::Value, check: &str) -> Option<&'a serde_json::Value> {
-    json["tasks"][0]["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["check"] == check)
+    json["tasks"][0]["checks"].as_array().unwrap().iter().find(|r| r["check"] == check)
 }
 
 #[test]
@@ -64,17 +48,10 @@ fn check_strict_fails_a_package_without_user_toml_and_says_so_in_json() {
     assert_eq!(lenient["passed"], true);
     assert!(row(&lenient, "user").is_none() && row(&lenient, "shape").is_none());
 
-    let text = specgap()
-        .args(["check", "--strict"])
-        .arg(&package)
-        .output()
-        .unwrap();
+    let text = specgap().args(["check", "--strict"]).arg(&package).output().unwrap();
     assert_eq!(text.status.code(), Some(1));
     let stdout = String::from_utf8_lossy(&text.stdout);
-    assert!(
-        stdout.ends_with("\n1 checked (strict), 1 failed\n"),
-        "{stdout}"
-    );
+    assert!(stdout.ends_with("\n1 checked (strict), 1 failed\n"), "{stdout}");
 }
 
 /// Regression: `specgap check` failed without `PATH` (`env -i`, a bare service unit): it

@@ -196,13 +196,8 @@ fn sigkill_of_the_runner_during_a_cli_episode_then_resume_equals_an_uninterrupte
 
     let out = tmp.path().join("killed");
     let stderr = std::fs::File::create(tmp.path().join("stderr.txt")).unwrap();
-    let mut child = specgap()
-        .args(command_run_args(&mock, &out))
-        .env(KEY_ENV, KEY)
-        .stdout(std::process::Stdio::null())
-        .stderr(stderr)
-        .spawn()
-        .unwrap();
+    let mut child =
+        specgap().args(command_run_args(&mock, &out)).env(KEY_ENV, KEY).stdout(std::process::Stdio::null()).stderr(stderr).spawn().unwrap();
     // Kill it while the second episode's agent sleeps in its first command.
     let ready = wait_for(std::time::Duration::from_secs(120), || finished_count(&out) >= 1 && !processes_with(&marker).is_empty());
     if !ready {
@@ -211,7 +206,9 @@ fn sigkill_of_the_runner_during_a_cli_episode_then_resume_equals_an_uninterrupte
     }
     child.kill().unwrap();
     child.wait().unwrap();
-    let gone = wait_for(std::time::Duration::from_secs(30), || processes_with(&marker).is_empty() && processes_with(&test_agent().display().to_string()).is_empty());
+    let gone = wait_for(std::time::Duration::from_secs(30), || {
+        processes_with(&marker).is_empty() && processes_with(&test_agent().display().to_string()).is_empty()
+    });
     assert!(gone, "agent processes outlived the runner: {:?}", processes_with(&marker));
     assert!(episodes(&out).iter().any(|e| e.status == specgap_store::Status::Running));
 
@@ -259,7 +256,14 @@ fn mini_swe_agent_reads_asks_the_owner_submits_reads_the_feedback_fixes_and_is_a
     let base_url = format!("{}/v1", mock.url());
     let suite = repo().join("examples/tasks/payment-retry");
     let output = specgap()
-        .args([OsStr::new("run"), suite.as_os_str(), OsStr::new("--agent"), OsStr::new("cli:mini-swe-agent"), OsStr::new("--model"), OsStr::new(MODEL)])
+        .args([
+            OsStr::new("run"),
+            suite.as_os_str(),
+            OsStr::new("--agent"),
+            OsStr::new("cli:mini-swe-agent"),
+            OsStr::new("--model"),
+            OsStr::new(MODEL),
+        ])
         .args(["--base-url", &base_url, "--api-key-env", KEY_ENV, "--condition", "partial", "--start", "clean", "--no-report", "--out"])
         .arg(&out)
         .env(KEY_ENV, KEY)
@@ -336,14 +340,18 @@ fn the_ask_channel_is_stored_with_a_cli_agent_and_changes_its_episode_key() {
     let default = dry_run_cli(&[]).unwrap();
     let mcp = dry_run_cli(&["--ask-channel", "mcp"]).unwrap();
     let text = dry_run_cli(&["--ask-channel", "text"]).unwrap();
-    let channel = |c: &specgap_protocol::run::RunConfig| c.agents[0].config.get("ask_channel").and_then(toml::Value::as_str).map(str::to_string);
+    let channel =
+        |c: &specgap_protocol::run::RunConfig| c.agents[0].config.get("ask_channel").and_then(toml::Value::as_str).map(str::to_string);
     assert_eq!(channel(&default).as_deref(), Some("mcp"), "cli:command's default is stored, not left implicit");
     assert_eq!(channel(&text).as_deref(), Some("text"));
     assert_eq!(default.agents[0].hash, mcp.agents[0].hash, "naming the default is the same agent");
     assert_ne!(text.agents[0].hash, mcp.agents[0].hash, "the channel is part of the agent hash, so of every episode key");
 
     for (value, expected) in [
-        ("native", "--ask-channel native: cli:command has no question tool of its own that specgap serves (only cli:opencode has); use text or mcp"),
+        (
+            "native",
+            "--ask-channel native: cli:command has no question tool of its own that specgap serves (only cli:opencode has); use text or mcp",
+        ),
         ("voice", "invalid value 'voice' for '--ask-channel <text|native|mcp>': unknown ask channel `voice`; expected text, native or mcp"),
     ] {
         let refused = dry_run_cli(&["--ask-channel", value]).unwrap_err();
@@ -366,7 +374,11 @@ fn opencode_native_question_tool_is_accepted_and_a_dry_run_only_notes_the_missin
     assert_eq!(refused.status.code(), Some(0), "{}", String::from_utf8_lossy(&refused.stderr));
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(!stderr.contains("--ask-channel native"), "native is opencode's own channel: {stderr}");
-    assert!(stderr.starts_with("dry run: cli agent opencode@1.18.33 is not installed; install it with `specgap agents install opencode@1.18.33`"), "{stderr}");
+    assert!(
+        stderr
+            .starts_with("dry run: cli agent opencode@1.18.33 is not installed; install it with `specgap agents install opencode@1.18.33`"),
+        "{stderr}"
+    );
 }
 
 /// A `cli:command` agent that looks a vendor's API up and connects to it: `specgap report`
@@ -389,12 +401,16 @@ fn network_attempts_of_a_cli_agent_are_a_report_warning_and_lines_of_its_transcr
     let repeats = args.iter().position(|a| a == "--repeats").unwrap();
     args[repeats + 1] = "1".into();
     assert_succeeded(specgap().args(&args).env(KEY_ENV, KEY).output().unwrap());
-    let report: Value = serde_json::from_slice(&run_ok([OsStr::new("report"), out.as_os_str(), OsStr::new("--format"), OsStr::new("json")]).stdout).unwrap();
+    let report: Value =
+        serde_json::from_slice(&run_ok([OsStr::new("report"), out.as_os_str(), OsStr::new("--format"), OsStr::new("json")]).stdout)
+            .unwrap();
     let warnings: Vec<String> = serde_json::from_value(report["warnings"].clone()).unwrap();
     let network: Vec<&String> = warnings.iter().filter(|w| w.contains("network")).collect();
     assert_eq!(
         network,
-        ["1 of 1 cli: episodes tried to reach the network outside the model gateway (3 attempt(s), none got through: dns A api.anthropic.com ×1, dns AAAA api.anthropic.com ×1, tcp 127.0.0.2:443 ×1); `specgap show` lists them"],
+        [
+            "1 of 1 cli: episodes tried to reach the network outside the model gateway (3 attempt(s), none got through: dns A api.anthropic.com ×1, dns AAAA api.anthropic.com ×1, tcp 127.0.0.2:443 ×1); `specgap show` lists them"
+        ],
         "{warnings:#?}"
     );
     let id = episodes(&out)[0].id.clone();

@@ -64,7 +64,11 @@ fn cli_gemini_cli_reads_fixes_and_succeeds_through_the_gemini_pass_through() {
         let step = step_of(request);
         match step {
             0 => replies::gemini_stream("", &[Call::new("", "read_file", json!({ "file_path": "billing/fees.py" }))], tokens(step)),
-            1 => replies::gemini_stream("", &[Call::new("", "write_file", json!({ "file_path": "/workspace/billing/fees.py", "content": fixed }))], tokens(step)),
+            1 => replies::gemini_stream(
+                "",
+                &[Call::new("", "write_file", json!({ "file_path": "/workspace/billing/fees.py", "content": fixed }))],
+                tokens(step),
+            ),
             _ => replies::gemini_stream("The fee counts every started month now.", &[], tokens(step)),
         }
     });
@@ -95,10 +99,26 @@ fn cli_gemini_cli_reads_fixes_and_succeeds_through_the_gemini_pass_through() {
     let row = &rows[0];
     let events = events(&out, &row.id);
     assert_no_network_attempt(&events);
-    let prompt = events.iter().find_map(|e| match &e.kind { EventKind::EpisodeStart { system_prompt, .. } => Some(system_prompt.clone()), _ => None }).unwrap();
+    let prompt = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::EpisodeStart { system_prompt, .. } => Some(system_prompt.clone()),
+            _ => None,
+        })
+        .unwrap();
     let prompt_line = prompt.lines().find(|l| l.len() > 40).unwrap();
-    assert!(system.contains(&serde_json::to_string(prompt_line).unwrap().trim_matches('"').to_string()), "the condition prompt is in the system instruction");
-    let user_text = first["contents"].as_array().unwrap().iter().flat_map(|c| c["parts"].as_array().cloned().unwrap_or_default()).filter_map(|p| p["text"].as_str().map(str::to_string)).collect::<Vec<_>>().join("\n");
+    assert!(
+        system.contains(&serde_json::to_string(prompt_line).unwrap().trim_matches('"').to_string()),
+        "the condition prompt is in the system instruction"
+    );
+    let user_text = first["contents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["parts"].as_array().cloned().unwrap_or_default())
+        .filter_map(|p| p["text"].as_str().map(str::to_string))
+        .collect::<Vec<_>>()
+        .join("\n");
     assert!(user_text.contains(opening.trim_end()), "the opening message is the prompt");
     let read_result = requests[1].body.clone();
     assert!(String::from_utf8_lossy(&read_result).contains("def late_fee"), "its read_file showed the file");
@@ -107,9 +127,21 @@ fn cli_gemini_cli_reads_fixes_and_succeeds_through_the_gemini_pass_through() {
     assert_eq!((row.turns, row.tool_calls, row.submissions), (3, 2, 1), "{row:?}");
     assert_eq!((row.final_score, row.final_success), (Some(1.0), Some(true)), "{row:?}");
     // The calls had no id on the wire: the harness named them and matched their results.
-    let results: Vec<(String, String)> = events.iter().filter_map(|e| match &e.kind { EventKind::ToolResult { call_id, tool, .. } => Some((call_id.clone(), tool.clone())), _ => None }).collect();
+    let results: Vec<(String, String)> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolResult { call_id, tool, .. } => Some((call_id.clone(), tool.clone())),
+            _ => None,
+        })
+        .collect();
     assert_eq!(results, vec![("r0-0".to_string(), "read_file".to_string()), ("r1-0".to_string(), "write_file".to_string())]);
-    assert_eq!(logged_actions(&events), vec![FileAction::on(ActionKind::Read, "billing/fees.py", "read_file", true), FileAction::on(ActionKind::Write, "billing/fees.py", "write_file", true)]);
+    assert_eq!(
+        logged_actions(&events),
+        vec![
+            FileAction::on(ActionKind::Read, "billing/fees.py", "read_file", true),
+            FileAction::on(ActionKind::Write, "billing/fees.py", "write_file", true)
+        ]
+    );
     assert_eq!(agent_usage(&out), vec![usage_of_answers(3)]);
     GEMINI.assert_key_nowhere(&out);
 }
@@ -126,7 +158,11 @@ fn cli_gemini_cli_asks_in_its_reply_under_interact_and_resumes_its_latest_sessio
         let step = step_of(request);
         match step {
             0 => replies::gemini_stream(QUESTION_REPLY, &[], tokens(step)),
-            1 => replies::gemini_stream("", &[Call::new("", "write_file", json!({ "file_path": "plan.json", "content": plan }))], tokens(step)),
+            1 => replies::gemini_stream(
+                "",
+                &[Call::new("", "write_file", json!({ "file_path": "plan.json", "content": plan }))],
+                tokens(step),
+            ),
             _ => replies::gemini_stream("plan.json is written.", &[], tokens(step)),
         }
     });
@@ -185,13 +221,25 @@ fn cli_gemini_cli_asks_the_owner_through_its_mcp_tool_submits_through_mcp_and_re
     let out = tmp.path().join("run");
     GEMINI.run(GEMINI.run_args(&package, &mock.url(), "partial", &out, &["--ask-channel", "mcp"]));
     let requests = mock.requests();
-    let tools: Vec<String> = body(&requests[0])["tools"].as_array().unwrap().iter().flat_map(|t| t["functionDeclarations"].as_array().cloned().unwrap_or_default()).filter_map(|f| f["name"].as_str().map(str::to_string)).collect();
+    let tools: Vec<String> = body(&requests[0])["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| t["functionDeclarations"].as_array().cloned().unwrap_or_default())
+        .filter_map(|f| f["name"].as_str().map(str::to_string))
+        .collect();
     assert!(tools.contains(&SUBMIT_TOOL.to_string()) && tools.contains(&ASK_TOOL.to_string()), "{tools:?}");
-    assert!(tools.contains(&"read_file".to_string()) && !tools.iter().any(|t| t == "google_web_search" || t == "web_fetch"), "no web tool the upstream runs: {tools:?}");
+    assert!(
+        tools.contains(&"read_file".to_string()) && !tools.iter().any(|t| t == "google_web_search" || t == "web_fetch"),
+        "no web tool the upstream runs: {tools:?}"
+    );
     assert!(!tools.iter().any(|t| t.contains("ask_user")), "gemini-cli withholds every tool named ask_user: {tools:?}");
     // The condition's prompt names the tool as gemini-cli shows it.
     let system = body(&requests[0])["systemInstruction"].to_string();
-    assert!(system.contains("You can put a question to the owner with `mcp_specgap_ask_question`; they answer from what they know."), "{system}");
+    assert!(
+        system.contains("You can put a question to the owner with `mcp_specgap_ask_question`; they answer from what they know."),
+        "{system}"
+    );
     assert!(system.contains("`submit` and `mcp_specgap_ask_question` each end the turn"), "{system}");
     assert!(!system.contains("`ask_user`"), "{system}");
     assert_eq!(requests.len(), 5, "the episode ends at the accepted submission");
@@ -214,15 +262,35 @@ fn cli_gemini_cli_asks_the_owner_through_its_mcp_tool_submits_through_mcp_and_re
     // the MCP submit's result; every call answered once.
     let response_of = |request: &ReceivedRequest, tool: &str| -> String {
         let contents = body(request)["contents"].as_array().unwrap().clone();
-        contents.iter().flat_map(|c| c["parts"].as_array().cloned().unwrap_or_default()).filter(|p| p["functionResponse"]["name"] == tool).map(|p| p["functionResponse"]["response"].to_string()).next_back().unwrap()
+        contents
+            .iter()
+            .flat_map(|c| c["parts"].as_array().cloned().unwrap_or_default())
+            .filter(|p| p["functionResponse"]["name"] == tool)
+            .map(|p| p["functionResponse"]["response"].to_string())
+            .next_back()
+            .unwrap()
     };
     assert!(response_of(&requests[1], ASK_TOOL).contains(&answer[..40]), "{}", response_of(&requests[1], ASK_TOOL));
-    assert!(response_of(&requests[3], SUBMIT_TOOL).contains(&serde_json::to_string(&feedback).unwrap().trim_matches('"').to_string()), "{}", response_of(&requests[3], SUBMIT_TOOL));
+    assert!(
+        response_of(&requests[3], SUBMIT_TOOL).contains(&serde_json::to_string(&feedback).unwrap().trim_matches('"').to_string()),
+        "{}",
+        response_of(&requests[3], SUBMIT_TOOL)
+    );
     for (i, request) in requests.iter().enumerate() {
         assert_each_call_answered_once(body(request)["contents"].as_array().unwrap(), &format!("request {i}"));
     }
-    let results: Vec<String> = events.iter().filter_map(|e| match &e.kind { EventKind::ToolResult { call_id, .. } if call_id.starts_with('r') => Some(call_id.clone()), _ => None }).collect();
-    assert_eq!(results, vec!["r0-0", "r1-0", "r2-0", "r3-0"], "each unnamed call got its result, the last one's at the episode's end or never");
+    let results: Vec<String> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolResult { call_id, .. } if call_id.starts_with('r') => Some(call_id.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        results,
+        vec!["r0-0", "r1-0", "r2-0", "r3-0"],
+        "each unnamed call got its result, the last one's at the episode's end or never"
+    );
     // The harness ended its run at the acceptance: its actions were mapped as their results
     // arrived, not from its events (read only when it ends on its own).
     let written = FileAction::on(ActionKind::Write, "billing/fees.py", "write_file", true);
@@ -269,8 +337,14 @@ fn cli_gemini_cli_that_ends_its_run_after_a_returned_submission_is_resumed_with_
     // then the engine's message with the feedback as the user's turn.
     let contents = body(&requests[5])["contents"].as_array().unwrap().clone();
     let parts = |c: &Value| c["parts"].as_array().cloned().unwrap_or_default();
-    assert!(contents.iter().flat_map(parts).any(|p| p["functionResponse"]["name"] == SUBMIT_TOOL), "the resumed session holds the first submit");
-    assert!(contents.iter().any(|c| c["role"] == "model" && parts(c).iter().any(|p| p["text"] == SUBMITTED)), "the resumed session holds the first run's reply");
+    assert!(
+        contents.iter().flat_map(parts).any(|p| p["functionResponse"]["name"] == SUBMIT_TOOL),
+        "the resumed session holds the first submit"
+    );
+    assert!(
+        contents.iter().any(|c| c["role"] == "model" && parts(c).iter().any(|p| p["text"] == SUBMITTED)),
+        "the resumed session holds the first run's reply"
+    );
     let last = contents.last().unwrap();
     assert_eq!(last["role"], "user");
     let text: String = parts(last).iter().filter_map(|p| p["text"].as_str()).collect();
@@ -294,10 +368,19 @@ fn cli_gemini_cli_that_ends_its_run_after_a_returned_submission_is_resumed_with_
         assert_eq!(answers.len(), expected, "call {id}: {answers:?}");
         assert!(answers.windows(2).all(|w| w[0] == w[1]), "call {id}: the repeated responses are the same");
     }
-    let results: Vec<String> = events.iter().filter_map(|e| match &e.kind { EventKind::ToolResult { call_id, .. } if call_id.starts_with('r') => Some(call_id.clone()), _ => None }).collect();
+    let results: Vec<String> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolResult { call_id, .. } if call_id.starts_with('r') => Some(call_id.clone()),
+            _ => None,
+        })
+        .collect();
     assert_eq!(results, vec!["r0-0", "r1-0", "r2-0", "r3-0", "r5-0"], "each call's result once; the accepted submit's never came back");
     let fees = |kind, via| FileAction::on(kind, "billing/fees.py", via, true);
-    assert_eq!(logged_actions(&events), vec![fees(ActionKind::Read, "read_file"), fees(ActionKind::Write, "write_file"), fees(ActionKind::Write, "write_file")]);
+    assert_eq!(
+        logged_actions(&events),
+        vec![fees(ActionKind::Read, "read_file"), fees(ActionKind::Write, "write_file"), fees(ActionKind::Write, "write_file")]
+    );
     assert_eq!(agent_usage(&out), vec![usage_of_answers(7)]);
     GEMINI.assert_key_nowhere(&out);
 }

@@ -49,7 +49,12 @@ fn responder(fixed: String) -> impl Fn(&ReceivedRequest) -> MockReply + Send + S
         let step = body["messages"].as_array().map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count()) as u64;
         let tokens = main_tokens(step);
         match step {
-            0 => replies::openai_chat_stream(MODEL, "", &[Call::new("call-read", "read", json!({ "filePath": "/workspace/billing/fees.py" }))], tokens),
+            0 => replies::openai_chat_stream(
+                MODEL,
+                "",
+                &[Call::new("call-read", "read", json!({ "filePath": "/workspace/billing/fees.py" }))],
+                tokens,
+            ),
             1 => replies::openai_chat_stream(
                 MODEL,
                 "",
@@ -112,7 +117,10 @@ fn cli_opencode_reads_fixes_and_succeeds_through_the_gateway_with_every_request_
     let task = messages.iter().rev().find(|m| m["role"] == "user").unwrap()["content"].as_str().unwrap();
     assert_eq!(task.trim_end(), opening.trim_end(), "the task text is the opening message, no preamble");
     let tools: Vec<&str> = first["tools"].as_array().unwrap().iter().filter_map(|t| t["function"]["name"].as_str()).collect();
-    assert!(tools.contains(&"read") && tools.contains(&"bash") && !tools.contains(&"webfetch") && !tools.contains(&"websearch"), "{tools:?}");
+    assert!(
+        tools.contains(&"read") && tools.contains(&"bash") && !tools.contains(&"webfetch") && !tools.contains(&"websearch"),
+        "{tools:?}"
+    );
     for (step, request) in main.iter().enumerate() {
         // Seed 002 A.3 "Runtime": opencode passes a per-call output limit of 131,072 tokens.
         assert_eq!(body(request)["max_tokens"], 131_072, "main request {step}");
@@ -120,7 +128,10 @@ fn cli_opencode_reads_fixes_and_succeeds_through_the_gateway_with_every_request_
         assert_eq!(messages.iter().filter(|m| m["role"] == "assistant").count(), step, "main request {step}");
         assert_each_call_answered_once(&messages, &format!("main request {step}"));
     }
-    let read_result = body(main[1])["messages"].as_array().unwrap().iter().find(|m| m["role"] == "tool").unwrap()["content"].as_str().unwrap().to_string();
+    let read_result = body(main[1])["messages"].as_array().unwrap().iter().find(|m| m["role"] == "tool").unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert!(read_result.contains("def late_fee"), "opencode's read tool showed the file: {read_result}");
 
     // The episode: the written fix was submitted automatically when opencode ended, and passed.
@@ -139,11 +150,29 @@ fn cli_opencode_reads_fixes_and_succeeds_through_the_gateway_with_every_request_
     // opencode's own events (its read is a read, its write a write, whatever they are called).
     let events = events(&out, &row.id);
     assert_no_network_attempt(&events);
-    let classes: Vec<String> = events.iter().filter_map(|e| match &e.kind { EventKind::ModelExchange { class, .. } => Some(class.clone()), _ => None }).collect();
+    let classes: Vec<String> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ModelExchange { class, .. } => Some(class.clone()),
+            _ => None,
+        })
+        .collect();
     assert_eq!(classes.iter().filter(|c| *c == "side").count(), 1, "{classes:?}");
     assert_eq!(classes.iter().filter(|c| *c == "main").count(), 3, "{classes:?}");
-    assert_eq!(logged_actions(&events), vec![FileAction::on(ActionKind::Read, "billing/fees.py", "read", true), FileAction::on(ActionKind::Write, "billing/fees.py", "write", true)]);
-    let exit = events.iter().find_map(|e| match &e.kind { EventKind::AgentExit { status, how, note, .. } => Some((*status, how.clone(), note.clone())), _ => None }).unwrap();
+    assert_eq!(
+        logged_actions(&events),
+        vec![
+            FileAction::on(ActionKind::Read, "billing/fees.py", "read", true),
+            FileAction::on(ActionKind::Write, "billing/fees.py", "write", true)
+        ]
+    );
+    let exit = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::AgentExit { status, how, note, .. } => Some((*status, how.clone(), note.clone())),
+            _ => None,
+        })
+        .unwrap();
     assert_eq!((exit.0, exit.1.as_str(), exit.2.as_str()), (Some(0), "exited", ""), "{exit:?}");
     // The key was never in the sandbox: nothing of the store holds it.
     OPENCODE.assert_key_nowhere(&out);
@@ -162,7 +191,12 @@ fn delivery_responder(plan: String) -> impl Fn(&ReceivedRequest) -> MockReply + 
         let tokens = main_tokens(step);
         match step {
             0 => replies::openai_chat_stream(MODEL, QUESTION_REPLY, &[], tokens),
-            1 => replies::openai_chat_stream(MODEL, "", &[Call::new("call-plan", "write", json!({ "filePath": "/workspace/plan.json", "content": plan }))], tokens),
+            1 => replies::openai_chat_stream(
+                MODEL,
+                "",
+                &[Call::new("call-plan", "write", json!({ "filePath": "/workspace/plan.json", "content": plan }))],
+                tokens,
+            ),
             _ => replies::openai_chat_stream(MODEL, "plan.json is written.", &[], tokens),
         }
     }
@@ -225,7 +259,8 @@ fn mcp_responder(literal: String, gold: String, exit_after_returned: bool) -> im
         }
         let step = body(request)["messages"].as_array().map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count()) as u64;
         let tokens = main_tokens(step);
-        let call = |id: &str, tool: &str, arguments: Value| replies::openai_chat_stream(MODEL, "", &[Call::new(id, tool, arguments)], tokens);
+        let call =
+            |id: &str, tool: &str, arguments: Value| replies::openai_chat_stream(MODEL, "", &[Call::new(id, tool, arguments)], tokens);
         // The steps after the first submission, one later when a closing reply comes between.
         let after = if exit_after_returned { step.checked_sub(1) } else { Some(step) };
         match (step, after) {
@@ -267,8 +302,12 @@ fn cli_opencode_asks_the_owner_and_submits_through_mcp_and_reads_the_feedback_in
     assert_eq!((row.turns, row.tool_calls, row.submissions), (6, 6, 2), "{row:?}");
     assert_eq!((row.final_score, row.final_success), (Some(1.0), Some(true)), "{row:?}");
     assert_eq!(main.len(), 6, "the episode ends at the accepted submission: no seventh turn");
-    let tools: Vec<String> = body(main[0])["tools"].as_array().unwrap().iter().filter_map(|t| t["function"]["name"].as_str().map(str::to_string)).collect();
-    assert!(tools.contains(&"specgap_ask_user".to_string()) && tools.contains(&"specgap_submit".to_string()), "the bridge's MCP tools are offered: {tools:?}");
+    let tools: Vec<String> =
+        body(main[0])["tools"].as_array().unwrap().iter().filter_map(|t| t["function"]["name"].as_str().map(str::to_string)).collect();
+    assert!(
+        tools.contains(&"specgap_ask_user".to_string()) && tools.contains(&"specgap_submit".to_string()),
+        "the bridge's MCP tools are offered: {tools:?}"
+    );
     assert!(!tools.contains(&"question".to_string()), "plain `opencode run` does not offer its own question tool: {tools:?}");
     // The condition's prompt (in opencode's system prompt) names the tool as opencode shows it.
     let system = body(main[0])["messages"][0]["content"].as_str().unwrap().to_string();
@@ -292,7 +331,10 @@ fn cli_opencode_asks_the_owner_and_submits_through_mcp_and_reads_the_feedback_in
     assert_eq!(tool_message(main[2], "c-ask"), answer);
     // The feedback of the returned submission is part of submit's result.
     let feedback = user_messages(&events, UserMessageKind::Feedback).remove(0);
-    assert_eq!(tool_message(main[4], "c-submit-1"), format!("The delivery was returned; the owner's message follows. 3 submissions left.\n\n{feedback}"));
+    assert_eq!(
+        tool_message(main[4], "c-submit-1"),
+        format!("The delivery was returned; the owner's message follows. 3 submissions left.\n\n{feedback}")
+    );
     for (step, request) in main.iter().enumerate() {
         assert_each_call_answered_once(body(request)["messages"].as_array().unwrap(), &format!("main request {step}"));
         assert_eq!(request.header("authorization"), Some(format!("Bearer {KEY}").as_str()));
@@ -319,13 +361,23 @@ fn cli_opencode_that_ends_its_run_after_a_returned_submission_is_resumed_with_th
     OPENCODE.run(OPENCODE.run_args(&package, &format!("{}/v1", mock.url()), "partial", &out, &[]));
     let requests = mock.requests();
     let main: Vec<&ReceivedRequest> = requests.iter().filter(|r| offers_tools(r)).collect();
-    assert_eq!((main.len(), requests.len() - main.len()), (7, 1), "one title: the resume continues the same session; none after the acceptance");
+    assert_eq!(
+        (main.len(), requests.len() - main.len()),
+        (7, 1),
+        "one title: the resume continues the same session; none after the acceptance"
+    );
     let (events, feedback) = check_resumed_after_a_returned_submission(&out);
     // The resumed request holds the first run (the submit's result, the closing reply), then
     // the engine's message with the feedback.
     let messages = body(main[5])["messages"].as_array().unwrap().clone();
-    assert!(messages.iter().any(|m| m["role"] == "tool" && m["tool_call_id"] == "c-submit-1"), "the resumed session holds the first submit");
-    assert!(messages.iter().any(|m| m["role"] == "assistant" && m["content"] == SUBMITTED), "the resumed session holds the first run's reply");
+    assert!(
+        messages.iter().any(|m| m["role"] == "tool" && m["tool_call_id"] == "c-submit-1"),
+        "the resumed session holds the first submit"
+    );
+    assert!(
+        messages.iter().any(|m| m["role"] == "assistant" && m["content"] == SUBMITTED),
+        "the resumed session holds the first run's reply"
+    );
     let last = messages.last().unwrap();
     assert_eq!(last["role"], "user");
     assert_is_the_feedback_resume(last["content"].as_str().unwrap(), 1, &feedback);
@@ -334,13 +386,17 @@ fn cli_opencode_that_ends_its_run_after_a_returned_submission_is_resumed_with_th
         assert_eq!(request.header("authorization"), Some(format!("Bearer {KEY}").as_str()), "main request {step}");
     }
     let fees = |kind, via| FileAction::on(kind, "billing/fees.py", via, true);
-    assert_eq!(logged_actions(&events), vec![fees(ActionKind::Read, "read"), fees(ActionKind::Write, "write"), fees(ActionKind::Write, "write")]);
+    assert_eq!(
+        logged_actions(&events),
+        vec![fees(ActionKind::Read, "read"), fees(ActionKind::Write, "write"), fees(ActionKind::Write, "write")]
+    );
     assert_eq!(agent_usage(&out), vec![usage_of_main_answers_and_a_title(7)]);
     OPENCODE.assert_key_nowhere(&out);
 }
 
 const BOX_QUESTION: &str = "Does the 10 kg limit include the box itself?";
-const BOX_ANSWER: &str = "Yes: the carrier weighs the packed box, and an empty box with padding is 0.5 kg, so at most 9.5 kg of goods go in a box.";
+const BOX_ANSWER: &str =
+    "Yes: the carrier weighs the packed box, and an empty box with padding is 0.5 kg, so at most 9.5 kg of goods go in a box.";
 const WAIT_HEADER: &str = "Can some items wait until tomorrow?";
 const WAIT_ANSWER: &str = "Every line in orders.csv ships today; nothing may be left for tomorrow.";
 
@@ -371,7 +427,12 @@ fn native_responder(plan: String, asks: &'static [&'static str]) -> impl Fn(&Rec
             return replies::openai_chat_stream(MODEL, "", &[native_question_call(id)], tokens);
         }
         if step == asks.len() {
-            return replies::openai_chat_stream(MODEL, "", &[Call::new("call-plan", "write", json!({ "filePath": "/workspace/plan.json", "content": plan }))], tokens);
+            return replies::openai_chat_stream(
+                MODEL,
+                "",
+                &[Call::new("call-plan", "write", json!({ "filePath": "/workspace/plan.json", "content": plan }))],
+                tokens,
+            );
         }
         replies::openai_chat_stream(MODEL, "plan.json is written.", &[], tokens)
     }
@@ -389,7 +450,10 @@ fn run_delivery(mock: &MockUpstream, extra: &[&str]) -> (tempfile::TempDir, Path
 
 /// The content of the tool message answering `call_id` in `request`'s history.
 fn tool_message(request: &ReceivedRequest, call_id: &str) -> String {
-    body(request)["messages"].as_array().unwrap().iter().find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id).unwrap()["content"].as_str().unwrap().to_string()
+    body(request)["messages"].as_array().unwrap().iter().find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id).unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 /// The text opencode 1.18.33's question tool returns for `answers` (one per question, in
@@ -415,7 +479,8 @@ fn cli_opencode_asks_through_its_own_question_tool_and_the_customers_answers_com
     let requests = mock.requests();
     let main: Vec<&ReceivedRequest> = requests.iter().filter(|r| offers_tools(r)).collect();
     assert_eq!((main.len(), requests.len() - main.len()), (3, 1), "three main-loop requests and one title");
-    let tools: Vec<String> = body(main[0])["tools"].as_array().unwrap().iter().filter_map(|t| t["function"]["name"].as_str().map(str::to_string)).collect();
+    let tools: Vec<String> =
+        body(main[0])["tools"].as_array().unwrap().iter().filter_map(|t| t["function"]["name"].as_str().map(str::to_string)).collect();
     assert!(tools.contains(&"question".to_string()) && tools.contains(&"specgap_submit".to_string()), "{tools:?}");
     assert!(!tools.contains(&"specgap_ask_user".to_string()), "ask_user is withheld under native in a delivery condition: {tools:?}");
     // The condition's prompt (in opencode's system prompt) names the tool opencode offers.
@@ -436,28 +501,51 @@ fn cli_opencode_asks_through_its_own_question_tool_and_the_customers_answers_com
     let events = events(&out, &row.id);
     // The request became one ask_user round with the customer's two questions (the header for
     // the empty one, no option appended), the request itself kept beside them.
-    let calls: Vec<Value> = events.iter().filter_map(|e| match &e.kind { EventKind::BridgeCall { call, .. } => Some(json!({ "tool": call.tool, "arguments": call.arguments })), _ => None }).collect();
+    let calls: Vec<Value> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::BridgeCall { call, .. } => Some(json!({ "tool": call.tool, "arguments": call.arguments })),
+            _ => None,
+        })
+        .collect();
     assert_eq!(calls.len(), 1, "{calls:?}");
     assert_eq!(calls[0]["tool"], "ask_user");
     assert_eq!(calls[0]["arguments"]["questions"], json!([BOX_QUESTION, WAIT_HEADER]));
     let native = &calls[0]["arguments"]["native"];
     assert!(native["id"].as_str().unwrap().starts_with("que_"), "{native}");
     assert_eq!(native["tool"]["callID"], "call-q");
-    assert_eq!(native["questions"][0]["options"], json!([{ "label": "Yes", "description": "the box counts" }, { "label": "No", "description": "goods only" }]));
+    assert_eq!(
+        native["questions"][0]["options"],
+        json!([{ "label": "Yes", "description": "the box counts" }, { "label": "No", "description": "goods only" }])
+    );
     assert_eq!(native["questions"][1]["header"], WAIT_HEADER);
     // Two question units in one round (the turn of the call), each with its own answer.
-    let questions: Vec<(u32, String, String)> = store.questions().unwrap().into_iter().map(|q| (q.question.turn, q.question.text, q.question.answer)).collect();
-    assert_eq!(questions, vec![(1, BOX_QUESTION.to_string(), BOX_ANSWER.to_string()), (1, WAIT_HEADER.to_string(), WAIT_ANSWER.to_string())]);
+    let questions: Vec<(u32, String, String)> =
+        store.questions().unwrap().into_iter().map(|q| (q.question.turn, q.question.text, q.question.answer)).collect();
+    assert_eq!(
+        questions,
+        vec![(1, BOX_QUESTION.to_string(), BOX_ANSWER.to_string()), (1, WAIT_HEADER.to_string(), WAIT_ANSWER.to_string())]
+    );
     let rounds: std::collections::BTreeSet<u32> = questions.iter().map(|q| q.0).collect();
     assert_eq!(rounds.len(), 1, "one clarification round");
     let exits = events.iter().filter(|e| matches!(e.kind, EventKind::AgentExit { .. })).count();
     assert_eq!(exits, 1, "the question was answered inside the run: no resume");
-    let actions: Vec<FileAction> = events.iter().filter_map(|e| match &e.kind { EventKind::Actions { actions, .. } => Some(actions.clone()), _ => None }).flatten().collect();
+    let actions: Vec<FileAction> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Actions { actions, .. } => Some(actions.clone()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
     assert_eq!(actions, vec![FileAction::on(ActionKind::Write, "plan.json", "write", true)]);
     let usage: Vec<_> = store.usage().unwrap().into_iter().filter(|u| u.role == specgap_store::Role::Agent).collect();
     let expected_input = (0..3).map(|s| main_tokens(s).input).sum::<u64>() + TITLE_TOKENS.input;
     let expected_output = (0..3).map(|s| main_tokens(s).output).sum::<u64>() + TITLE_TOKENS.output;
-    assert_eq!(usage.iter().map(|u| (u.usage.requests, u.usage.input_tokens, u.usage.output_tokens)).collect::<Vec<_>>(), vec![(4, expected_input, expected_output)]);
+    assert_eq!(
+        usage.iter().map(|u| (u.usage.requests, u.usage.input_tokens, u.usage.output_tokens)).collect::<Vec<_>>(),
+        vec![(4, expected_input, expected_output)]
+    );
 }
 
 #[test]
@@ -472,13 +560,23 @@ fn cli_opencode_native_questions_past_the_round_limit_get_the_engines_round_limi
     assert_eq!(main.len(), 4);
     assert_eq!(tool_message(main[1], "call-q1"), opencode_answered(&[(BOX_QUESTION, BOX_ANSWER), ("", WAIT_ANSWER)]));
     let proceed = specgap_engine::episode::PROCEED_REPLY;
-    assert_eq!(tool_message(main[2], "call-q2"), opencode_answered(&[(BOX_QUESTION, proceed), ("", proceed)]), "every question gets the round-limit reply");
+    assert_eq!(
+        tool_message(main[2], "call-q2"),
+        opencode_answered(&[(BOX_QUESTION, proceed), ("", proceed)]),
+        "every question gets the round-limit reply"
+    );
     let rows = episodes(&out);
     let row = &rows[0];
     assert_eq!((row.turns, row.tool_calls, row.submissions), (4, 3, 1), "{row:?}");
     assert_eq!((row.final_score, row.final_success), (Some(1.0), Some(true)), "{row:?}");
     let events = events(&out, &row.id);
-    let budget: Vec<(String, Value, Value)> = events.iter().filter_map(|e| match &e.kind { EventKind::Budget { which, used, limit } => Some((which.clone(), json!(used), json!(limit))), _ => None }).collect();
+    let budget: Vec<(String, Value, Value)> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Budget { which, used, limit } => Some((which.clone(), json!(used), json!(limit))),
+            _ => None,
+        })
+        .collect();
     assert_eq!(budget, vec![("clarification_rounds".to_string(), json!(1), json!(1))]);
     // The second request is recorded, but asks the customer nothing: two units, one round.
     let asked = events.iter().filter(|e| matches!(&e.kind, EventKind::BridgeCall { call, .. } if call.tool == "ask_user")).count();

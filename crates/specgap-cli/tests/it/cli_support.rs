@@ -34,7 +34,10 @@ pub fn installed(adapter: &str, version: &str) -> Option<PathBuf> {
     match result {
         Ok(dir) => Some(dir.clone()),
         Err(stderr) => {
-            assert!(std::env::var_os("SPECGAP_REQUIRE_EXTERNAL").is_none_or(|v| v != "1"), "installing {adapter} failed and SPECGAP_REQUIRE_EXTERNAL=1: {stderr}");
+            assert!(
+                std::env::var_os("SPECGAP_REQUIRE_EXTERNAL").is_none_or(|v| v != "1"),
+                "installing {adapter} failed and SPECGAP_REQUIRE_EXTERNAL=1: {stderr}"
+            );
             eprintln!("skipped: {adapter} could not be installed (no package registry?): {stderr}");
             None
         }
@@ -82,7 +85,13 @@ impl CliUnderTest {
     /// `base_url`, then `extra` arguments.
     pub fn run_args(&self, package: &Path, base_url: &str, condition: &str, out: &Path, extra: &[&str]) -> Vec<OsString> {
         let mut args: Vec<OsString> = vec![OsString::from("run"), package.as_os_str().to_owned()];
-        for (flag, value) in [("--agent", self.agent), ("--model", self.model), ("--base-url", base_url), ("--api-key-env", self.key_env), ("--condition", condition)] {
+        for (flag, value) in [
+            ("--agent", self.agent),
+            ("--model", self.model),
+            ("--base-url", base_url),
+            ("--api-key-env", self.key_env),
+            ("--condition", condition),
+        ] {
             args.extend([OsString::from(flag), OsString::from(value)]);
         }
         args.extend([OsString::from("--no-report"), OsString::from("--out"), out.as_os_str().to_owned()]);

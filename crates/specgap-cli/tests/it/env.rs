@@ -12,10 +12,9 @@ fn rootfs_package(dir: &Path) -> std::path::PathBuf {
     let root = dir.join("suite/req-basic");
     copy_dir(&task_fixture("req-basic"), &root);
     let toml = std::fs::read_to_string(root.join("task.toml")).unwrap();
-    let toml = toml.replace("format = 1\n", "format = 2\n").replace(
-        "commands = [\"python3\"]\n",
-        "rootfs = \"environment/rootfs.tar\"\nworkdir = \"/app\"\n",
-    );
+    let toml = toml
+        .replace("format = 1\n", "format = 2\n")
+        .replace("commands = [\"python3\"]\n", "rootfs = \"environment/rootfs.tar\"\nworkdir = \"/app\"\n");
     std::fs::write(root.join("task.toml"), toml).unwrap();
     let tree = dir.join("tree");
     std::fs::create_dir_all(tree.join("etc")).unwrap();

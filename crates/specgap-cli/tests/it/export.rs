@@ -28,7 +28,10 @@ fn handler() -> impl Fn(&Captured, usize) -> Scripted + Send + Sync {
     move |request, _| {
         let step = request.messages().iter().filter(|m| m["role"] == "assistant").count();
         let (text, calls): (Option<&str>, Vec<(&str, Value)>) = match step {
-            0 => (Some("Let me look around first."), vec![("list_files", json!({"path": "records"})), ("read_text", json!({"path": "README.md"}))]),
+            0 => (
+                Some("Let me look around first."),
+                vec![("list_files", json!({"path": "records"})), ("read_text", json!({"path": "README.md"}))],
+            ),
             1 => (None, vec![("ask_user", json!({"question": "Which of the records should I trust most?"}))]),
             2 => (None, vec![("write_text", json!({"path": "shop/checkout.py", "content": gold}))]),
             3 => (Some("Submitting."), vec![("submit", json!({"summary": "retries added"}))]),
@@ -55,7 +58,19 @@ fn export_atif_of_a_chat_agent_episode_carries_the_stores_turns_calls_and_tokens
     cmd.env(KEY_ENV, "sk-export-test")
         .arg("run")
         .arg(repo().join("examples/tasks/payment-retry"))
-        .args(["--agent", "chat:mock", "--base-url", &server.url, "--api-key-env", KEY_ENV, "--condition", "partial", "--max-retries", "1", "--no-report"])
+        .args([
+            "--agent",
+            "chat:mock",
+            "--base-url",
+            &server.url,
+            "--api-key-env",
+            KEY_ENV,
+            "--condition",
+            "partial",
+            "--max-retries",
+            "1",
+            "--no-report",
+        ])
         .arg("--prices")
         .arg(&prices)
         .arg("--out")
@@ -63,13 +78,20 @@ fn export_atif_of_a_chat_agent_episode_carries_the_stores_turns_calls_and_tokens
     assert_succeeded(cmd.output().unwrap());
     let requests = server.requests();
     for request in &requests {
-        let names: Vec<String> = request.body["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap().to_string()).collect();
+        let names: Vec<String> =
+            request.body["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap().to_string()).collect();
         check_request(request, &names.iter().map(String::as_str).collect::<Vec<_>>());
     }
 
     let out = tmp.path().join("atif");
-    let printed = String::from_utf8(run_ok(["export".as_ref(), run.as_os_str(), "--format".as_ref(), "atif".as_ref(), "--out".as_ref(), out.as_os_str()]).stdout).unwrap();
-    assert_eq!(printed, format!("wrote 1 ATIF trajectories (ATIF-v1.7) into {}; index: {}\n", out.display(), out.join("index.json").display()));
+    let printed = String::from_utf8(
+        run_ok(["export".as_ref(), run.as_os_str(), "--format".as_ref(), "atif".as_ref(), "--out".as_ref(), out.as_os_str()]).stdout,
+    )
+    .unwrap();
+    assert_eq!(
+        printed,
+        format!("wrote 1 ATIF trajectories (ATIF-v1.7) into {}; index: {}\n", out.display(), out.join("index.json").display())
+    );
     let store = Store::open(&run).unwrap();
     let episode = store.episodes().unwrap().remove(0);
     let index = read_json(&out.join("index.json"));
@@ -83,9 +105,11 @@ fn export_atif_of_a_chat_agent_episode_carries_the_stores_turns_calls_and_tokens
         .events
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::AgentTurn { text, tool_calls, usage, .. } => {
-                Some((text.clone(), tool_calls.iter().map(|c| (c.id.clone(), c.tool.clone(), c.arguments.clone())).collect(), usage.clone().unwrap()))
-            }
+            EventKind::AgentTurn { text, tool_calls, usage, .. } => Some((
+                text.clone(),
+                tool_calls.iter().map(|c| (c.id.clone(), c.tool.clone(), c.arguments.clone())).collect(),
+                usage.clone().unwrap(),
+            )),
             _ => None,
         })
         .collect();
@@ -103,8 +127,10 @@ fn export_atif_of_a_chat_agent_episode_carries_the_stores_turns_calls_and_tokens
     // The ATIF view of it.
     assert_eq!(atif["agent"]["name"], "chat:mock");
     assert_eq!(atif["agent"]["model_name"], "mock");
-    let tools: Vec<&str> = atif["agent"]["tool_definitions"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
-    let offered: Vec<&str> = requests[0].body["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
+    let tools: Vec<&str> =
+        atif["agent"]["tool_definitions"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
+    let offered: Vec<&str> =
+        requests[0].body["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
     assert_eq!(tools, offered, "the tools the model was offered");
     let steps = atif["steps"].as_array().unwrap();
     let agent_steps: Vec<&Value> = steps.iter().filter(|s| s["source"] == "agent").collect();
@@ -115,7 +141,9 @@ fn export_atif_of_a_chat_agent_episode_carries_the_stores_turns_calls_and_tokens
             .as_array()
             .unwrap()
             .iter()
-            .map(|c| (c["tool_call_id"].as_str().unwrap().to_string(), c["function_name"].as_str().unwrap().to_string(), c["arguments"].clone()))
+            .map(|c| {
+                (c["tool_call_id"].as_str().unwrap().to_string(), c["function_name"].as_str().unwrap().to_string(), c["arguments"].clone())
+            })
             .collect();
         assert_eq!(&atif_calls, calls);
         assert_eq!(step["metrics"]["prompt_tokens"].as_u64(), Some(usage.input_tokens));
@@ -127,7 +155,12 @@ fn export_atif_of_a_chat_agent_episode_carries_the_stores_turns_calls_and_tokens
     let observed: Vec<(String, String)> = steps
         .iter()
         .flat_map(|s| s["observation"]["results"].as_array().cloned().unwrap_or_default())
-        .map(|r| (r["source_call_id"].as_str().or(r["extra"]["specgap"]["call_id"].as_str()).unwrap().to_string(), r["content"].as_str().unwrap().to_string()))
+        .map(|r| {
+            (
+                r["source_call_id"].as_str().or(r["extra"]["specgap"]["call_id"].as_str()).unwrap().to_string(),
+                r["content"].as_str().unwrap().to_string(),
+            )
+        })
         .collect();
     assert_eq!(observed, results, "every tool result, in order");
     let agent_usage = store.usage().unwrap().into_iter().find(|u| u.role == Role::Agent).unwrap().usage;

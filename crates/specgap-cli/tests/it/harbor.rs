@@ -16,34 +16,14 @@ fn an_imported_harbor_dataset_runs_its_gold_to_one_and_its_starter_to_zero() {
     let out = tempfile::tempdir().unwrap();
     let suite = out.path().join("suite");
     let output = specgap()
-        .args([
-            OsStr::new("import"),
-            OsStr::new("harbor"),
-            harbor_dataset().as_os_str(),
-            OsStr::new("--out"),
-            suite.as_os_str(),
-        ])
+        .args([OsStr::new("import"), OsStr::new("harbor"), harbor_dataset().as_os_str(), OsStr::new("--out"), suite.as_os_str()])
         .output()
         .unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
     let stdout = String::from_utf8_lossy(&output.stdout);
     let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(
-        lines.iter().filter(|l| l.starts_with("imported ")).count(),
-        5
-    );
-    assert_eq!(
-        lines
-            .iter()
-            .filter(|l| l.starts_with("refused with-compose: "))
-            .count(),
-        1
-    );
+    assert_eq!(lines.iter().filter(|l| l.starts_with("imported ")).count(), 5);
+    assert_eq!(lines.iter().filter(|l| l.starts_with("refused with-compose: ")).count(), 1);
     assert!(stdout.contains("| refused | 1 |\n"), "{stdout}");
     // The image task needs issue 25's runtime; run the host tasks.
     std::fs::remove_dir_all(suite.join("needs-image")).unwrap();
@@ -68,29 +48,17 @@ fn an_imported_harbor_dataset_runs_its_gold_to_one_and_its_starter_to_zero() {
     ]);
     let config = std::fs::read_to_string(run.join("run.toml")).unwrap();
     assert!(config.contains("source = \"custom protocol file "), "{config}");
-    let mut scores: Vec<(String, String, Option<f64>)> = episodes(&run)
-        .into_iter()
-        .map(|e| (e.task, e.agent, e.final_score))
-        .collect();
+    let mut scores: Vec<(String, String, Option<f64>)> = episodes(&run).into_iter().map(|e| (e.task, e.agent, e.final_score)).collect();
     scores.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
-    let expected: Vec<(String, String, Option<f64>)> =
-        ["app-workdir", "hello-file", "several-keys", "two-steps"]
-            .iter()
-            .flat_map(|t| {
-                [
-                    (
-                        format!("fixtures/{t}"),
-                        "scripted:gold".to_string(),
-                        Some(1.0),
-                    ),
-                    (
-                        format!("fixtures/{t}"),
-                        "scripted:starter".to_string(),
-                        Some(0.0),
-                    ),
-                ]
-            })
-            .collect();
+    let expected: Vec<(String, String, Option<f64>)> = ["app-workdir", "hello-file", "several-keys", "two-steps"]
+        .iter()
+        .flat_map(|t| {
+            [
+                (format!("fixtures/{t}"), "scripted:gold".to_string(), Some(1.0)),
+                (format!("fixtures/{t}"), "scripted:starter".to_string(), Some(0.0)),
+            ]
+        })
+        .collect();
     assert_eq!(scores, expected);
 }
 
@@ -98,17 +66,9 @@ fn an_imported_harbor_dataset_runs_its_gold_to_one_and_its_starter_to_zero() {
 fn export_task_writes_a_harbor_task_directory() {
     let out = tempfile::tempdir().unwrap();
     let task = out.path().join("req-basic");
-    let output = run_ok([
-        OsStr::new("export-task"),
-        task_fixture("req-basic").as_os_str(),
-        OsStr::new("--out"),
-        task.as_os_str(),
-    ]);
+    let output = run_ok([OsStr::new("export-task"), task_fixture("req-basic").as_os_str(), OsStr::new("--out"), task.as_os_str()]);
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        stdout.ends_with("(with solution/solve.sh from the gold)\n"),
-        "{stdout}"
-    );
+    assert!(stdout.ends_with("(with solution/solve.sh from the gold)\n"), "{stdout}");
     for file in [
         "task.toml",
         "instruction.md",
@@ -147,24 +107,13 @@ fn a_cli_agent_completes_an_imported_harbor_task() {
     let mock = MockUpstream::start([]).unwrap();
     mock.set_responder(|request: &specgap_gateway::mock::ReceivedRequest| {
         let body: serde_json::Value = serde_json::from_slice(&request.body).unwrap_or_default();
-        let step = body["messages"]
-            .as_array()
-            .map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count())
-            as u64;
-        let tokens = Tokens {
-            input: 100 + step,
-            output: 5,
-            ..Tokens::default()
-        };
+        let step = body["messages"].as_array().map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count()) as u64;
+        let tokens = Tokens { input: 100 + step, output: 5, ..Tokens::default() };
         match step {
             0 => replies::openai_chat(
                 MODEL,
                 "Writing it.",
-                &[Call::new(
-                    "call-0",
-                    "bash",
-                    json!({"command": "echo 'Hello, specgap!' > greeting.txt"}),
-                )],
+                &[Call::new("call-0", "bash", json!({"command": "echo 'Hello, specgap!' > greeting.txt"}))],
                 tokens,
             ),
             _ => replies::openai_chat(MODEL, "Done.", &[], tokens),
@@ -190,18 +139,8 @@ fn a_cli_agent_completes_an_imported_harbor_task() {
         OsStr::new("--out"),
         run.as_os_str(),
     ];
-    assert_succeeded(
-        specgap()
-            .args(args)
-            .env(KEY_ENV, "sk-harbor-test-0c4e")
-            .output()
-            .unwrap(),
-    );
+    assert_succeeded(specgap().args(args).env(KEY_ENV, "sk-harbor-test-0c4e").output().unwrap());
     let rows = episodes(&run);
     assert_eq!(rows.len(), 1);
-    assert_eq!(
-        (rows[0].final_score, rows[0].final_success),
-        (Some(1.0), Some(true)),
-        "{rows:#?}"
-    );
+    assert_eq!((rows[0].final_score, rows[0].final_success), (Some(1.0), Some(true)), "{rows:#?}");
 }

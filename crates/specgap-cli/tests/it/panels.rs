@@ -99,10 +99,20 @@ fn run_then_judge_then_report_by_the_panel_and_a_second_report_asks_no_model() {
     assert!(server.requests().iter().all(|r| r.authorization.as_deref() == Some(&format!("Bearer {PANEL_KEY}") as &str)));
     assert_key_nowhere(&out);
     let stderr = String::from_utf8_lossy(&judged.stderr);
-    assert!(stderr.contains(": 1 episode judged, 8 target verdicts (1 covered, 0 unavailable), 0 ballots dropped; 0 episodes already judged"), "{stderr}");
+    assert!(
+        stderr.contains(": 1 episode judged, 8 target verdicts (1 covered, 0 unavailable), 0 ballots dropped; 0 episodes already judged"),
+        "{stderr}"
+    );
     assert_eq!(server.requests().len(), 8 * 5);
 
-    let report = run_ok([OsStr::new("report"), out.as_os_str(), OsStr::new("--judge"), OsStr::new("panel"), OsStr::new("--format"), OsStr::new("json")]);
+    let report = run_ok([
+        OsStr::new("report"),
+        out.as_os_str(),
+        OsStr::new("--judge"),
+        OsStr::new("panel"),
+        OsStr::new("--format"),
+        OsStr::new("json"),
+    ]);
     let report: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
     assert!(report["judge"].as_str().unwrap().starts_with("panel:"));
     let clarification = &group(&report, &script_agent(), "interact")["clarification"];
@@ -146,7 +156,9 @@ fn report_by_panel_without_verdicts_says_what_to_run() {
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("no coverage panel has judged these runs; run `specgap judge RUN --panel FILE` first, or give --panel FILE to the report"),
+        stderr.contains(
+            "no coverage panel has judged these runs; run `specgap judge RUN --panel FILE` first, or give --panel FILE to the report"
+        ),
         "{stderr}"
     );
 }
@@ -200,7 +212,11 @@ fn extract_scores_a_run_through_extractor_sessions_and_the_report_uses_the_agree
     fs_err::write(&panel, text).unwrap();
     let extracted = run_ok([OsStr::new("extract"), out.as_os_str(), OsStr::new("--panel"), panel.as_os_str()]);
     let stderr = String::from_utf8_lossy(&extracted.stderr);
-    assert!(stderr.contains(": 1 submission(s) extracted by 2 extractor session(s): 1 scored, 0 unavailable (no majority); 0 already extracted"), "{stderr}");
+    assert!(
+        stderr
+            .contains(": 1 submission(s) extracted by 2 extractor session(s): 1 scored, 0 unavailable (no majority); 0 already extracted"),
+        "{stderr}"
+    );
     assert_eq!(server.requests().len(), 4, "two sessions of two turns");
     let report = report_json(&out);
     assert!(report["extraction"].as_str().unwrap().starts_with("panel:"));

@@ -162,7 +162,10 @@ fn a_custom_protocol_file_runs_a_residual_start_under_a_partial_instruction() {
     );
     let config = fs_err::read_to_string(out.join("run.toml")).unwrap();
     assert!(config.contains("[[protocols]]\nname = \"custom\"\nnamed = true\n"), "{config}");
-    assert!(config.contains(&format!("source = \"custom protocol file {}: residual start x partial instruction\"", file.display())), "{config}");
+    assert!(
+        config.contains(&format!("source = \"custom protocol file {}: residual start x partial instruction\"", file.display())),
+        "{config}"
+    );
 }
 
 #[test]
@@ -197,7 +200,11 @@ fn merge_refuses_shards_run_under_different_protocols() {
     };
     let a = shard("1", &[]);
     let b = shard("2", &["--protocol", "tiganeval", "--allow-stand-in"]);
-    let output = specgap().args([OsStr::new("merge"), a.as_os_str(), b.as_os_str(), OsStr::new("--out")]).arg(dir.path().join("m")).output().unwrap();
+    let output = specgap()
+        .args([OsStr::new("merge"), a.as_os_str(), b.as_os_str(), OsStr::new("--out")])
+        .arg(dir.path().join("m"))
+        .output()
+        .unwrap();
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("the paper protocol differs: protocol tiganeval in both, with different rules or deviations"), "{stderr}");

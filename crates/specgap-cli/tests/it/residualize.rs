@@ -40,7 +40,8 @@ fn state_patch(id: &str) -> String {
 fn write_gold() -> String {
     let gold = interval_tree().join("solutions/gold");
     let files = ["CHANGELOG.md", "README.md", "ivtree/node.py", "ivtree/tree.py", "tests/test_chop.py"];
-    let writes: Vec<String> = files.iter().map(|f| heredoc(&format!("cat > {f}"), &fs_err::read_to_string(gold.join(f)).unwrap())).collect();
+    let writes: Vec<String> =
+        files.iter().map(|f| heredoc(&format!("cat > {f}"), &fs_err::read_to_string(gold.join(f)).unwrap())).collect();
     format!("{}\necho written", writes.join("\n"))
 }
 
@@ -52,13 +53,19 @@ fn scripts() -> Vec<(&'static str, Vec<Value>)> {
         // (b) the gold: passes.
         ("b-passing", vec![bash(&write_gold()), submit()]),
         // (c) only a cache file.
-        ("c-cache-only", vec![bash("mkdir -p ivtree/__pycache__ && printf 'cache' > ivtree/__pycache__/tree.cpython-311.pyc && echo cached"), submit()]),
+        (
+            "c-cache-only",
+            vec![bash("mkdir -p ivtree/__pycache__ && printf 'cache' > ivtree/__pycache__/tree.cpython-311.pyc && echo cached"), submit()],
+        ),
         // (d) the same state as (a), reached another way, plus a cache file.
         (
             "d-duplicate",
             vec![
                 bash("ls"),
-                bash(&format!("{}\nmkdir -p ivtree/__pycache__ && printf 'x' > ivtree/__pycache__/node.cpython-311.pyc && echo applied", heredoc("git apply", &state_patch("trim-only")))),
+                bash(&format!(
+                    "{}\nmkdir -p ivtree/__pycache__ && printf 'x' > ivtree/__pycache__/node.cpython-311.pyc && echo applied",
+                    heredoc("git apply", &state_patch("trim-only"))
+                )),
                 submit(),
             ],
         ),
@@ -124,7 +131,12 @@ fn funnel_json(dir: &Path, extra: &[&str]) -> (Value, String) {
 
 /// `{reason: count}` of a stage, zero counts included.
 fn exclusions(funnel: &Value, stage: usize) -> Vec<(String, u64)> {
-    funnel["stages"][stage]["excluded"].as_array().unwrap().iter().map(|e| (e["reason"].as_str().unwrap().to_string(), e["count"].as_u64().unwrap())).collect()
+    funnel["stages"][stage]["excluded"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["reason"].as_str().unwrap().to_string(), e["count"].as_u64().unwrap()))
+        .collect()
 }
 
 fn counts(pairs: &[(&str, u64)]) -> Vec<(String, u64)> {
@@ -165,7 +177,10 @@ fn residualize_turns_exactly_the_failing_predecessor_state_into_a_residual_state
     assert_eq!(config["conditions"], toml::Value::Array(vec!["blind".into()]));
     assert_eq!(config["starts"], toml::Value::Array(vec!["clean".into()]));
     let budget = config["budget"].as_table().unwrap();
-    assert_eq!((budget["turns"].as_integer(), budget["tool_calls"].as_integer(), budget["wall_sec"].as_integer()), (Some(1000), Some(3000), Some(28_800)));
+    assert_eq!(
+        (budget["turns"].as_integer(), budget["tool_calls"].as_integer(), budget["wall_sec"].as_integer()),
+        (Some(1000), Some(3000), Some(28_800))
+    );
     let requests = generated.server.requests();
     assert_eq!(requests.len(), 1);
     let tools: Vec<&str> = requests[0].body["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
@@ -230,18 +245,32 @@ fn residualize_turns_exactly_the_failing_predecessor_state_into_a_residual_state
     let alice = tmp.path().join("alice.csv");
     let bob = tmp.path().join("bob.csv");
     fs_err::write(&alice, format!("candidate,task_directed,consistent,note\n{id_a},yes,yes,\"coherent, fails straddling chops\"\n{id_f},yes,yes,\n{id_g},yes,no,tests ask more\n")).unwrap();
-    fs_err::write(&bob, format!("note,consistent,candidate,task_directed\n,YES,{id_a},yes\nreadme only,yes,{id_f},no\n,no,{id_g},Yes\n")).unwrap();
+    fs_err::write(&bob, format!("note,consistent,candidate,task_directed\n,YES,{id_a},yes\nreadme only,yes,{id_f},no\n,no,{id_g},Yes\n"))
+        .unwrap();
     let packages = tmp.path().join("packages");
     let (funnel, stderr) = funnel_json(
         gen_dir,
-        &["--review", &format!("alice={}", alice.display()), "--review", &format!("bob={}", bob.display()), "--write-to", &packages.display().to_string()],
+        &[
+            "--review",
+            &format!("alice={}", alice.display()),
+            "--review",
+            &format!("bob={}", bob.display()),
+            "--write-to",
+            &packages.display().to_string(),
+        ],
     );
     assert!(stderr.contains("1 residual state(s) included"), "{stderr}");
     assert_eq!(exclusions(&funnel, 2), counts(&[("not-task-directed", 1), ("task-verifier-inconsistent", 1)]));
     assert_eq!((funnel["stages"][2]["in"].as_u64(), funnel["stages"][2]["out"].as_u64()), (Some(3), Some(1)));
     assert_eq!(
         exclusions(&funnel, 3),
-        counts(&[("patch-failed", 0), ("environment-unusable", 0), ("no-valid-verdict", 0), ("no-longer-failing", 0), ("failing-set-changed", 0)])
+        counts(&[
+            ("patch-failed", 0),
+            ("environment-unusable", 0),
+            ("no-valid-verdict", 0),
+            ("no-longer-failing", 0),
+            ("failing-set-changed", 0)
+        ])
     );
     assert_eq!(funnel["included"], 1);
     // Reference values: sklearn.metrics.cohen_kappa_score (scikit-learn 1.9.1) on the same
@@ -260,7 +289,8 @@ fn residualize_turns_exactly_the_failing_predecessor_state_into_a_residual_state
 
     // Stage IV: exactly (a) is a state of the copy; the source package is untouched.
     let copy = packages.join("examples/interval-tree");
-    let mut states: Vec<String> = fs_err::read_dir(copy.join("residual")).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let mut states: Vec<String> =
+        fs_err::read_dir(copy.join("residual")).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     states.sort();
     let mut expected = vec![id_a.clone(), "root-refresh".to_string(), "trim-only".to_string()];
     expected.sort();
@@ -292,22 +322,45 @@ fn residualize_turns_exactly_the_failing_predecessor_state_into_a_residual_state
     // Other sheets cannot replace the ones the build used.
     fs_err::write(&bob, format!("candidate,task_directed,consistent\n{id_a},yes,yes\n{id_f},yes,yes\n{id_g},yes,yes\n")).unwrap();
     let refused = specgap()
-        .args(["residualize".as_ref(), gen_dir.as_os_str(), "--review".as_ref(), format!("alice={}", alice.display()).as_ref(), "--review".as_ref(), format!("bob={}", bob.display()).as_ref()] as [&std::ffi::OsStr; 6])
+        .args([
+            "residualize".as_ref(),
+            gen_dir.as_os_str(),
+            "--review".as_ref(),
+            format!("alice={}", alice.display()).as_ref(),
+            "--review".as_ref(),
+            format!("bob={}", bob.display()).as_ref(),
+        ] as [&std::ffi::OsStr; 6])
         .output()
         .unwrap();
     assert_eq!(refused.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&refused.stderr).contains("states were already built from the reviews imported"), "{}", String::from_utf8_lossy(&refused.stderr));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("states were already built from the reviews imported"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
 }
 
 #[test]
 fn residualize_names_what_is_missing_from_its_flags() {
     let tmp = tempfile::tempdir().unwrap();
     let cases: [(&[&str], &str); 6] = [
-        (&["residualize", "generate", "--agent", "scripted:gold", "--start", "residual:all", "--out", "o"], "error: predecessors start from the clean state; residualize generate takes no --start"),
-        (&["residualize", "generate", "--agent", "scripted:gold"], "error: name the run directory of the predecessors: residualize generate ... --out RUN"),
+        (
+            &["residualize", "generate", "--agent", "scripted:gold", "--start", "residual:all", "--out", "o"],
+            "error: predecessors start from the clean state; residualize generate takes no --start",
+        ),
+        (
+            &["residualize", "generate", "--agent", "scripted:gold"],
+            "error: name the run directory of the predecessors: residualize generate ... --out RUN",
+        ),
         (&["residualize"], "error: give the pipeline directory: specgap residualize DIR"),
-        (&["residualize", "DIR", "--review", "alice"], "error: --review takes NAME=SHEET.csv (the reviewer's name and their filled sheet), not `alice`"),
-        (&["residualize", "DIR", "--review", "=a.csv"], "error: --review takes NAME=SHEET.csv with a reviewer name and a file, not `=a.csv`"),
+        (
+            &["residualize", "DIR", "--review", "alice"],
+            "error: --review takes NAME=SHEET.csv (the reviewer's name and their filled sheet), not `alice`",
+        ),
+        (
+            &["residualize", "DIR", "--review", "=a.csv"],
+            "error: --review takes NAME=SHEET.csv with a reviewer name and a file, not `=a.csv`",
+        ),
         (&["residualize", "DIR"], "is not a run directory and no --from RUN was given"),
     ];
     for (args, message) in cases {

@@ -181,11 +181,7 @@ fn a_relative_replay_path_is_stored_absolute_so_resume_works_from_another_direct
     let elsewhere = tmp.path().join("elsewhere");
     std::fs::create_dir_all(&here).unwrap();
     std::fs::create_dir_all(&elsewhere).unwrap();
-    write_script(
-        &here,
-        "careful.jsonl",
-        &[json!({"tool": "submit", "arguments": {"summary": "done"}})],
-    );
+    write_script(&here, "careful.jsonl", &[json!({"tool": "submit", "arguments": {"summary": "done"}})]);
     let out = tmp.path().join("run");
     let output = specgap()
         .current_dir(&here)

@@ -31,10 +31,7 @@ fn run_fixture(fixture: &str, out: &Path, retries: &str) {
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(3), "{stderr}");
-    assert!(
-        stderr.contains("error: no episode finished; every one ended in an infrastructure or evaluation error"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("error: no episode finished; every one ended in an infrastructure or evaluation error"), "{stderr}");
 }
 
 /// (attempt, class, message, stderr tail, deterministic) of every error of the only episode.
@@ -89,7 +86,13 @@ fn an_evaluator_that_always_crashes_is_re_evaluated_up_to_the_limit_and_marked_d
     let out = tmp.path().join("run");
     run_fixture("eval-crash", &out, "5");
     let crash = |attempt, deterministic| {
-        (attempt, ErrorClass::Evaluation, "evaluator exited with status 3".to_string(), "the reference table is missing\n".to_string(), deterministic)
+        (
+            attempt,
+            ErrorClass::Evaluation,
+            "evaluator exited with status 3".to_string(),
+            "the reference table is missing\n".to_string(),
+            deterministic,
+        )
     };
     // Issue 24 item 4: a repeat no longer ends the re-evaluation; all six evaluations (1 +
     // 5 retries) are recorded, every repeat marked deterministic.

@@ -59,12 +59,10 @@ fn rule_review_of_relay_runs_finds_the_edited_packages_errors() {
     assert_eq!(findings(&clean), []);
 
     let volunteering = edited_retail(tmp.path(), "volunteering", |text| {
-        let text = text.replacen(
-            "has to go through Harbor.\"",
-            "has to go through Harbor. The delivery trucks are painted green.\"",
-            1,
-        );
-        format!("{text}\n[[target]]\nid = \"truck-colour\"\ndescription = \"The delivery trucks are painted green.\"\nissue_type = \"missing\"\ndomain = \"data-semantics\"\nanswer = \"The delivery trucks are painted green.\"\ntriggers = [\"What colour are the delivery trucks?\"]\n")
+        let text = text.replacen("has to go through Harbor.\"", "has to go through Harbor. The delivery trucks are painted green.\"", 1);
+        format!(
+            "{text}\n[[target]]\nid = \"truck-colour\"\ndescription = \"The delivery trucks are painted green.\"\nissue_type = \"missing\"\ndomain = \"data-semantics\"\nanswer = \"The delivery trucks are painted green.\"\ntriggers = [\"What colour are the delivery trucks?\"]\n"
+        )
     });
     let (out, review) = run_and_review(tmp.path(), &volunteering);
     assert_eq!(findings(&review), [(1, "volunteered".to_string(), "helped".to_string())]);
@@ -73,14 +71,26 @@ fn rule_review_of_relay_runs_finds_the_edited_packages_errors() {
     let report = run_ok(["report".as_ref(), out.as_os_str()] as [&std::ffi::OsStr; 2]);
     let text = String::from_utf8(report.stdout).unwrap();
     assert!(text.contains("## Simulated user quality"), "{text}");
-    let excluded = run_ok(["report".as_ref(), out.as_os_str(), "--exclude-user-findings".as_ref(), "rules:1".as_ref()] as [&std::ffi::OsStr; 4]);
+    let excluded =
+        run_ok(["report".as_ref(), out.as_os_str(), "--exclude-user-findings".as_ref(), "rules:1".as_ref()] as [&std::ffi::OsStr; 4]);
     let text = String::from_utf8(excluded.stdout).unwrap();
     assert!(text.contains("Excluded from every measure: 1 episodes with a severe finding of rules:1"), "{text}");
     // An audit sample drawn by the review's findings: reply units carry `finding`.
     let sheet = out.parent().unwrap().join("audit-volunteering");
     let sampled = run_ok([
-        "audit".as_ref(), "sample".as_ref(), out.as_os_str(), "--unit".as_ref(), "reply".as_ref(), "--rubric".as_ref(),
-        "seed002-customer".as_ref(), "--by".as_ref(), "finding".as_ref(), "--seed".as_ref(), "7".as_ref(), "--out".as_ref(), sheet.as_os_str(),
+        "audit".as_ref(),
+        "sample".as_ref(),
+        out.as_os_str(),
+        "--unit".as_ref(),
+        "reply".as_ref(),
+        "--rubric".as_ref(),
+        "seed002-customer".as_ref(),
+        "--by".as_ref(),
+        "finding".as_ref(),
+        "--seed".as_ref(),
+        "7".as_ref(),
+        "--out".as_ref(),
+        sheet.as_os_str(),
     ] as [&std::ffi::OsStr; 13]);
     let text = String::from_utf8(sampled.stdout).unwrap() + &String::from_utf8(sampled.stderr).unwrap();
     assert!(text.contains("volunteered: 1 of 1") && text.contains("none: 1 of 1"), "{text}");
@@ -104,7 +114,8 @@ fn rule_review_of_relay_runs_finds_the_edited_packages_errors() {
 
 #[test]
 fn plan_study_from_assumed_sds() {
-    let out = run_ok(["plan-study", "--assume", "task-sd=0.1,repeat-sd=0.2", "--difference", "0.1", "--max-repeats", "3", "--format", "json"]);
+    let out =
+        run_ok(["plan-study", "--assume", "task-sd=0.1,repeat-sd=0.2", "--difference", "0.1", "--max-repeats", "3", "--format", "json"]);
     let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(plan["schema"], "specgap-plan-study");
     let tasks: Vec<u64> = plan["measures"][0]["designs"].as_array().unwrap().iter().map(|d| d["tasks"].as_u64().unwrap()).collect();

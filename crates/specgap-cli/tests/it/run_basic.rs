@@ -161,10 +161,7 @@ fn two_runs_racing_for_one_new_directory_leave_one_store_and_a_clear_refusal() {
             let stderr = String::from_utf8_lossy(&output.stderr);
             // The loser either met the winner's lock or, once the winner was done, its
             // configuration; never a half-made store.
-            assert!(
-                stderr.contains("another specgap process") || stderr.contains("holds a run of a different configuration"),
-                "{stderr}"
-            );
+            assert!(stderr.contains("another specgap process") || stderr.contains("holds a run of a different configuration"), "{stderr}");
         }
         assert_eq!(episodes(&out).len(), 1);
     }
@@ -176,7 +173,9 @@ fn run_over_a_suite_names_every_broken_package_then_stops() {
     let tmp = tempfile::tempdir().unwrap();
     let suite = tmp.path().join("suite");
     let task_toml = |name: &str| {
-        format!("format = 1\n[task]\nname = \"{name}\"\nversion = \"1\"\ndescription = \"d\"\nfamily = \"swe\"\n[evaluator]\ncommand = \"true\"\n")
+        format!(
+            "format = 1\n[task]\nname = \"{name}\"\nversion = \"1\"\ndescription = \"d\"\nfamily = \"swe\"\n[evaluator]\ncommand = \"true\"\n"
+        )
     };
     for (dir, toml) in [("one", task_toml("t/one")), ("two", task_toml("t/two").replace("format = 1", "format = 9"))] {
         fs_err::create_dir_all(suite.join(dir)).unwrap();
@@ -208,7 +207,10 @@ fn run_help_names_every_kind_of_agent_and_every_cli_adapter() {
         assert!(help.contains(kind), "run --help does not name {kind}: {help}");
     }
     for adapter in specgap_agents::cli::ADAPTERS {
-        assert!(help.contains(&format!("cli:{adapter},")) || help.contains(&format!("cli:{adapter} ")), "run --help does not name cli:{adapter}");
+        assert!(
+            help.contains(&format!("cli:{adapter},")) || help.contains(&format!("cli:{adapter} ")),
+            "run --help does not name cli:{adapter}"
+        );
     }
     assert_eq!(specgap_agents::cli::ADAPTERS.len(), 5);
 }
@@ -241,22 +243,45 @@ fn bad_prices_base_urls_and_replay_scripts_are_refused_before_any_episode() {
     );
     fs_err::write(&config, nan_price).unwrap();
     let stderr = refused(&["--config".as_ref(), config.as_os_str()]);
-    assert!(stderr.contains(&config.display().to_string()) && stderr.contains("`output_per_mtok` is a finite number of US dollars per million tokens, 0 or more, not NaN"), "{stderr}");
-    let negative = format!("suites = [\"{}\"]\n[[agent]]\nkind = \"chat\"\nmodel = \"m\"\nprice = {{ input_per_mtok = -1.0, output_per_mtok = 1.0 }}\n", suite.display());
+    assert!(
+        stderr.contains(&config.display().to_string())
+            && stderr.contains("`output_per_mtok` is a finite number of US dollars per million tokens, 0 or more, not NaN"),
+        "{stderr}"
+    );
+    let negative = format!(
+        "suites = [\"{}\"]\n[[agent]]\nkind = \"chat\"\nmodel = \"m\"\nprice = {{ input_per_mtok = -1.0, output_per_mtok = 1.0 }}\n",
+        suite.display()
+    );
     fs_err::write(&config, negative).unwrap();
-    assert!(refused(&["--config".as_ref(), config.as_os_str()]).contains("`input_per_mtok` is a finite number of US dollars per million tokens, 0 or more, not -1"));
+    assert!(
+        refused(&["--config".as_ref(), config.as_os_str()])
+            .contains("`input_per_mtok` is a finite number of US dollars per million tokens, 0 or more, not -1")
+    );
 
-    for (url, why) in [("file:///etc/passwd", "must be http:// or https://, not file://"), ("http://[::1", "is not a URL: invalid IPv6 address")] {
+    for (url, why) in
+        [("file:///etc/passwd", "must be http:// or https://, not file://"), ("http://[::1", "is not a URL: invalid IPv6 address")]
+    {
         let stderr = refused(&[suite.as_os_str(), "--agent".as_ref(), "chat:m".as_ref(), "--base-url".as_ref(), url.as_ref()]);
         assert!(stderr.contains(&format!("--base-url: the base URL {url:?} {why}")), "{stderr}");
     }
-    let in_file = format!("suites = [\"{}\"]\n[[agent]]\nkind = \"chat\"\nmodel = \"m\"\nbase_url = \"file:///etc/passwd\"\n", suite.display());
+    let in_file =
+        format!("suites = [\"{}\"]\n[[agent]]\nkind = \"chat\"\nmodel = \"m\"\nbase_url = \"file:///etc/passwd\"\n", suite.display());
     fs_err::write(&config, in_file).unwrap();
     let stderr = refused(&["--config".as_ref(), config.as_os_str()]);
-    assert!(stderr.contains(&format!("`base_url` of agent 1 in {}: the base URL \"file:///etc/passwd\" must be http:// or https://", config.display())), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "`base_url` of agent 1 in {}: the base URL \"file:///etc/passwd\" must be http:// or https://",
+            config.display()
+        )),
+        "{stderr}"
+    );
 
     let script = tmp.path().join("bad.jsonl");
-    for body in ["{\"tool\": \"read_file\", \"arguments\": {\"path\": \"a\"}}\nnot json\n", "{\"tool\": \"read_file\"}\n{\"tool\": \"x\", \"nope\": 1}\n", "{\"tool\": \"read_file\"}\n{\"tool\": \"x\", \"arguments\": {\"n\": 1e400}}\n"] {
+    for body in [
+        "{\"tool\": \"read_file\", \"arguments\": {\"path\": \"a\"}}\nnot json\n",
+        "{\"tool\": \"read_file\"}\n{\"tool\": \"x\", \"nope\": 1}\n",
+        "{\"tool\": \"read_file\"}\n{\"tool\": \"x\", \"arguments\": {\"n\": 1e400}}\n",
+    ] {
         fs_err::write(&script, body).unwrap();
         let spec = format!("replay:{}", script.display());
         let stderr = refused(&[suite.as_os_str(), "--agent".as_ref(), spec.as_ref()]);

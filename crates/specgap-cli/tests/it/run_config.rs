@@ -149,7 +149,10 @@ fn two_chat_agents_on_two_endpoints_run_resolve_into_run_toml_and_resume_from_it
             assert_eq!(request.body["model"], model);
             assert_eq!(request.header("authorization"), Some(format!("Bearer {key}").as_str()));
             assert_eq!(request.body[arg.0], arg.1, "{model}");
-            check_request(&request, &["list_files", "read_text", "write_text", "replace_text", "run_project", "run_experiment", "ask_user", "submit"]);
+            check_request(
+                &request,
+                &["list_files", "read_text", "write_text", "replace_text", "run_project", "run_experiment", "ask_user", "submit"],
+            );
         }
     }
     assert_eq!(b.requests().iter().filter(|r| r.body.get("temperature").is_some()).count(), 0, "agent A's arguments stay A's");
@@ -169,7 +172,8 @@ fn flags_that_declare_the_matrix_conflict_and_scalar_flags_override_the_file() {
             config.display()
         )
     );
-    let overridden = run_with(&config, &["--seed", "9", "--repeats", "2", "--turns", "5", "--submissions", "2", "--shard", "1/2", "--dry-run"]);
+    let overridden =
+        run_with(&config, &["--seed", "9", "--repeats", "2", "--turns", "5", "--submissions", "2", "--shard", "1/2", "--dry-run"]);
     assert!(overridden.status.success(), "{}", stderr(&overridden));
     let resolved: RunConfig = toml::from_str(&String::from_utf8_lossy(&overridden.stdout)).unwrap();
     assert_eq!((resolved.seed, resolved.repeats, resolved.budget.turns, resolved.shard), (9, 2, Some(5), Some([1, 2])));
@@ -186,12 +190,21 @@ fn unknown_keys_kinds_and_misplaced_keys_are_named() {
         ("[[agent]]\nkind = \"chat\"\nmodel = \"m\"\ntemprature = 0\n", "unknown field `temprature`"),
         ("[[agent]]\nkind = \"robot\"\n", "agent 1: unknown kind `robot`; expected scripted, replay, chat or cli"),
         ("[[agent]]\nkind = \"chat\"\nmodel = \"m\"\nsolution = \"gold\"\n", "agent 1: solution does not apply to a chat agent"),
-        ("[[agent]]\nkind = \"scripted\"\nsolution = \"gold\"\nbase_url = \"http://x/v1\"\n", "agent 1: an endpoint setting (base_url, api_key_env, model_args, ...) does not apply to a scripted agent"),
+        (
+            "[[agent]]\nkind = \"scripted\"\nsolution = \"gold\"\nbase_url = \"http://x/v1\"\n",
+            "agent 1: an endpoint setting (base_url, api_key_env, model_args, ...) does not apply to a scripted agent",
+        ),
         ("[[agent]]\nname = \"x\"\nkind = \"chat\"\n", "agent 1 (`x`): a chat agent needs `model`"),
-        ("[[agent]]\nkind = \"scripted\"\nsolution = \"gold\"\n[[agent]]\nkind = \"scripted\"\nsolution = \"gold\"\n", "two agents are called `scripted:gold`; give each a distinct `name`"),
+        (
+            "[[agent]]\nkind = \"scripted\"\nsolution = \"gold\"\n[[agent]]\nkind = \"scripted\"\nsolution = \"gold\"\n",
+            "two agents are called `scripted:gold`; give each a distinct `name`",
+        ),
         ("colour = \"blue\"\n[[agent]]\nkind = \"scripted\"\nsolution = \"gold\"\n", "unknown field `colour`"),
         ("conditions = [\"partial\"]\n", "declares no agent"),
-        ("[overrides]\nask = \"maybe\"\n[[agent]]\nkind = \"scripted\"\nsolution = \"gold\"\n", "overrides.ask must be \"on\" or \"off\", not \"maybe\""),
+        (
+            "[overrides]\nask = \"maybe\"\n[[agent]]\nkind = \"scripted\"\nsolution = \"gold\"\n",
+            "overrides.ask must be \"on\" or \"off\", not \"maybe\"",
+        ),
         ("[[agent]]\nkind = \"scripted\"\nsolution = \"gold\"\n[user]\nkind = \"chat\"\n", "user: a chat user needs `model`"),
     ];
     for (i, (text, expected)) in cases.iter().enumerate() {
@@ -203,7 +216,11 @@ fn unknown_keys_kinds_and_misplaced_keys_are_named() {
 }
 
 fn cli_config(dir: &Path, agents: &str) -> PathBuf {
-    write(dir, "cli.toml", &format!("suites = [\"{}\"]\nconditions = [\"partial\"]\nstarts = [\"clean\"]\n{agents}", payment_retry().display()))
+    write(
+        dir,
+        "cli.toml",
+        &format!("suites = [\"{}\"]\nconditions = [\"partial\"]\nstarts = [\"clean\"]\n{agents}", payment_retry().display()),
+    )
 }
 
 fn dry_run_in_cache(config: &Path, cache: &Path) -> Output {
@@ -215,12 +232,21 @@ fn cli_entries_are_validated_against_the_registry_and_the_installations() {
     let tmp = tempfile::tempdir().unwrap();
     let empty_cache = tmp.path().join("cache");
     let refused = [
-        ("[[agent]]\nkind = \"cli\"\nadapter = \"aider\"\n", "agent 1: unknown agent adapter `aider`; the adapters are mini-swe-agent, claude-code, codex, opencode, gemini-cli"),
-        ("[[agent]]\nkind = \"cli\"\nadapter = \"mini-swe-agent\"\nversion = \"9.9\"\n", "agent 1: mini-swe-agent 9.9 has no lock file in this specgap (locked: 2.4.6)"),
+        (
+            "[[agent]]\nkind = \"cli\"\nadapter = \"aider\"\n",
+            "agent 1: unknown agent adapter `aider`; the adapters are mini-swe-agent, claude-code, codex, opencode, gemini-cli",
+        ),
+        (
+            "[[agent]]\nkind = \"cli\"\nadapter = \"mini-swe-agent\"\nversion = \"9.9\"\n",
+            "agent 1: mini-swe-agent 9.9 has no lock file in this specgap (locked: 2.4.6)",
+        ),
         ("[[agent]]\nkind = \"cli\"\nmodel = \"m\"\n", "agent 1: a cli agent needs `adapter`"),
         ("[[agent]]\nkind = \"cli\"\nadapter = \"command\"\n", "agent 1: the command adapter needs `command`"),
         ("[[agent]]\nkind = \"cli\"\nadapter = \"codex\"\ncommand = \"x\"\n", "agent 1: `command` applies to the command adapter only"),
-        ("[[agent]]\nkind = \"cli\"\nadapter = \"command\"\ncommand = \"x\"\n", "agent 1: a cli agent needs `model` (the model its gateway forwards)"),
+        (
+            "[[agent]]\nkind = \"cli\"\nadapter = \"command\"\ncommand = \"x\"\n",
+            "agent 1: a cli agent needs `model` (the model its gateway forwards)",
+        ),
         (
             "[[agent]]\nkind = \"cli\"\nadapter = \"command\"\ncommand = \"x\"\nmodel = \"m\"\nask_channel = \"voice\"\n",
             "agent 1: ask_channel: unknown ask channel `voice`; expected text, native or mcp",
@@ -229,7 +255,10 @@ fn cli_entries_are_validated_against_the_registry_and_the_installations() {
             "[[agent]]\nkind = \"cli\"\nadapter = \"codex\"\nmodel = \"m\"\nask_channel = \"native\"\n",
             "agent 1: --ask-channel native: cli:codex has no question tool of its own that specgap serves (only cli:opencode has); use text or mcp",
         ),
-        ("[[agent]]\nkind = \"scripted\"\nsolution = \"gold\"\nask_channel = \"text\"\n", "agent 1: ask_channel does not apply to a scripted agent"),
+        (
+            "[[agent]]\nkind = \"scripted\"\nsolution = \"gold\"\nask_channel = \"text\"\n",
+            "agent 1: ask_channel does not apply to a scripted agent",
+        ),
     ];
     for (text, expected) in refused {
         let output = dry_run_in_cache(&cli_config(tmp.path(), text), &empty_cache);
@@ -240,7 +269,12 @@ fn cli_entries_are_validated_against_the_registry_and_the_installations() {
     let native = "[[agent]]\nkind = \"cli\"\nadapter = \"opencode\"\nmodel = \"m\"\nask_channel = \"native\"\n";
     let output = dry_run_in_cache(&cli_config(tmp.path(), native), &empty_cache);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    assert!(stderr(&output).starts_with("dry run: cli agent opencode@1.18.33 is not installed; install it with `specgap agents install opencode@1.18.33`"), "{}", stderr(&output));
+    assert!(
+        stderr(&output)
+            .starts_with("dry run: cli agent opencode@1.18.33 is not installed; install it with `specgap agents install opencode@1.18.33`"),
+        "{}",
+        stderr(&output)
+    );
     let resolved: RunConfig = toml::from_str(&String::from_utf8_lossy(&output.stdout)).unwrap();
     assert_eq!(resolved.agents[0].config["ask_channel"].as_str(), Some("native"));
     let command = "[[agent]]\nkind = \"cli\"\nadapter = \"command\"\ncommand = \"my-agent --task-file {instruction_file}\"\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:8000/v1\"\n";
@@ -289,9 +323,13 @@ fn a_dry_run_names_cli_agents_that_are_not_installed_and_a_real_run_refuses_them
 
     // A real run refuses with the installation's message and leaves no run directory.
     let out = tmp.path().join("run");
-    let real = specgap().env("XDG_CACHE_HOME", &empty_cache).arg("run").arg("--config").arg(&config).arg("--out").arg(&out).output().unwrap();
+    let real =
+        specgap().env("XDG_CACHE_HOME", &empty_cache).arg("run").arg("--config").arg(&config).arg("--out").arg(&out).output().unwrap();
     assert_eq!(real.status.code(), Some(2), "{}", stderr(&real));
-    assert_eq!(stderr(&real), "error: agent 1: cli agent codex@0.171.0 is not installed; install it with `specgap agents install codex@0.171.0`\n");
+    assert_eq!(
+        stderr(&real),
+        "error: agent 1: cli agent codex@0.171.0 is not installed; install it with `specgap agents install codex@0.171.0`\n"
+    );
     assert!(!out.exists());
 }
 
@@ -303,7 +341,11 @@ fn an_installed_cli_adapter_resolves_with_its_tree_hash_and_needs_names_to_pair_
     let two = "[[agent]]\nkind = \"cli\"\nadapter = \"mini-swe-agent\"\nmodel = \"qwen3\"\n[[agent]]\nkind = \"cli\"\nadapter = \"mini-swe-agent\"\nmodel = \"llama\"\n";
     let unnamed = dry_run_in_cache(&cli_config(tmp.path(), two), &crate::agents::test_cache());
     assert!(stderr(&unnamed).contains("two agents are called `cli:mini-swe-agent`; give each a distinct `name`"), "{}", stderr(&unnamed));
-    let named = two.replacen("[[agent]]\n", "[[agent]]\nname = \"mini/qwen3\"\n", 1).replacen("model = \"llama\"", "model = \"llama\"\nname = \"mini/llama\"", 1);
+    let named = two.replacen("[[agent]]\n", "[[agent]]\nname = \"mini/qwen3\"\n", 1).replacen(
+        "model = \"llama\"",
+        "model = \"llama\"\nname = \"mini/llama\"",
+        1,
+    );
     let output = dry_run_in_cache(&cli_config(tmp.path(), &named), &crate::agents::test_cache());
     assert!(output.status.success(), "{}", stderr(&output));
     let resolved: RunConfig = toml::from_str(&String::from_utf8_lossy(&output.stdout)).unwrap();
@@ -479,7 +521,11 @@ max_retries = 0
         for request in mock.requests() {
             let body: Value = serde_json::from_slice(&request.body).unwrap();
             assert_eq!(body["model"], model);
-            assert_eq!(request.header("authorization"), Some(format!("Bearer {key}").as_str()), "each cli agent's gateway adds its own key");
+            assert_eq!(
+                request.header("authorization"),
+                Some(format!("Bearer {key}").as_str()),
+                "each cli agent's gateway adds its own key"
+            );
         }
     }
 }

@@ -51,14 +51,7 @@ fn fs_create(dir: &Path) {
 
 /// The study run in one process, as the reference every merge must equal.
 fn unsharded_run(study: &Path, out: &Path) {
-    run_ok([
-        "run".as_ref(),
-        "--config".as_ref(),
-        study.as_os_str(),
-        "--out".as_ref(),
-        out.as_os_str(),
-        "--no-report".as_ref(),
-    ]);
+    run_ok(["run".as_ref(), "--config".as_ref(), study.as_os_str(), "--out".as_ref(), out.as_os_str(), "--no-report".as_ref()]);
     assert_eq!(episodes(out).len(), 12);
 }
 
@@ -296,7 +289,10 @@ fn the_documented_slurm_array_script_run_task_by_task_merges_into_the_unsharded_
     // The local run stores are removed once published.
     assert!(std::fs::read_dir(tmp.path()).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().starts_with("specgap-100-")));
 
-    wait_all(vec![("the merge job".to_string(), spawn_slurm_script("slurm-merge.sh", &study, tmp.path(), &[("SLURM_JOB_ID", "200".into())]))]);
+    wait_all(vec![(
+        "the merge job".to_string(),
+        spawn_slurm_script("slurm-merge.sh", &study, tmp.path(), &[("SLURM_JOB_ID", "200".into())]),
+    )]);
     assert_same_tables(&study.join("merged"), &whole);
     assert!(study.join("merged/report.md").is_file());
 
@@ -471,7 +467,10 @@ fn a_non_root_run_warns_that_the_limits_are_missing_and_require_limits_refuses_i
     let refused = run_as_nobody(&home, &refused_out, &["--require-limits"]);
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(!refused.status.success(), "{stderr}");
-    assert!(stderr.contains("--require-limits: the per-command limits cannot be applied here: the process limit (cgroup `pids`): "), "{stderr}");
+    assert!(
+        stderr.contains("--require-limits: the per-command limits cannot be applied here: the process limit (cgroup `pids`): "),
+        "{stderr}"
+    );
     assert!(stderr.contains("; the memory limit (cgroup `memory`): "), "{stderr}");
     assert!(stderr.contains("Permission denied") || stderr.contains("not available") || stderr.contains("is mounted"), "{stderr}");
     assert!(!refused_out.exists(), "a refused run left a store behind");

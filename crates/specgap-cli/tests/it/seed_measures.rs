@@ -214,8 +214,7 @@ fn a_residual_episode_that_ends_on_its_budget_is_a_failure_in_res() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
     let verify = repo().join("examples/scripts/interval-verify-inherited.jsonl");
-    let flags =
-        ["--condition", "partial", "--feedback", "off", "--profile", "shell", "--start", "clean,residual:all", "--turns", "8"];
+    let flags = ["--condition", "partial", "--feedback", "off", "--profile", "shell", "--start", "clean,residual:all", "--turns", "8"];
     run_into(&out, "interval-tree", &format!("replay:{}", verify.display()), &flags);
     let report = report_json(&out);
     for g in report["groups"].as_array().unwrap() {

@@ -43,7 +43,14 @@ fn show_lists_episodes_and_prints_a_transcript_with_the_private_evaluation_apart
     let prefix = &literal.id[..6];
     let transcript = String::from_utf8(run_ok([OsStr::new("show"), out.as_os_str(), OsStr::new(prefix)]).stdout).unwrap();
     assert!(transcript.starts_with(&format!("Episode {}\n", literal.id)), "{transcript}");
-    for part in ["-- system prompt --", "-- opening message --", "-- tools --", "apply_overlay", "[submission 1: submitted by the agent]", "[owner reports back]"] {
+    for part in [
+        "-- system prompt --",
+        "-- opening message --",
+        "-- tools --",
+        "apply_overlay",
+        "[submission 1: submitted by the agent]",
+        "[owner reports back]",
+    ] {
         assert!(transcript.contains(part), "missing {part:?} in\n{transcript}");
     }
     let private = transcript.find("PRIVATE evaluation of submission 1 (never shown to the agent").expect("private block");
@@ -89,7 +96,14 @@ fn markdown_report_has_the_measures_and_end_reasons() {
 
     // With --out the report goes to the file, and stderr says where.
     let html_path = tmp.path().join("report.html");
-    let written = run_ok([OsStr::new("report"), out.as_os_str(), OsStr::new("--format"), OsStr::new("html"), OsStr::new("--out"), html_path.as_os_str()]);
+    let written = run_ok([
+        OsStr::new("report"),
+        out.as_os_str(),
+        OsStr::new("--format"),
+        OsStr::new("html"),
+        OsStr::new("--out"),
+        html_path.as_os_str(),
+    ]);
     assert!(written.stdout.is_empty());
     let stderr = String::from_utf8_lossy(&written.stderr);
     assert_eq!(stderr.trim_end(), format!("report written to {}", html_path.display()), "{stderr}");

@@ -94,11 +94,7 @@ fn episodes_column_index(dir: &Path, name: &str) -> usize {
     let conn = rusqlite::Connection::open(dir.join(specgap_store::RESULTS_DB)).expect("open sqlite");
     let mut stmt = conn.prepare("SELECT name FROM pragma_table_info('episodes') ORDER BY cid").expect("table info");
     let names: Vec<String> = stmt.query_map([], |r| r.get(0)).expect("query").map(|r| r.expect("row")).collect();
-    names
-        .iter()
-        .filter(|n| !specgap_store::is_volatile_column(n))
-        .position(|n| n == name)
-        .expect("column exists")
+    names.iter().filter(|n| !specgap_store::is_volatile_column(n)).position(|n| n == name).expect("column exists")
 }
 
 /// The episode rows of a store.

@@ -69,12 +69,16 @@ fn node_dir() -> PathBuf {
 
 /// The replay agent whose outputs hold markup and `javascript:` links.
 fn hostile_script(dir: &Path) -> PathBuf {
-    write_script(dir, "hostile.jsonl", &[
-        json!({"tool": "run_experiment", "arguments": {"command": "printf '%s\\n' \"<script>window.__pwned='script'</script>\" \"see [the docs](javascript:window.__pwned='link')\" '<img src=x onerror=\"window.__pwned=1\">' '<a href=\"javascript:window.__pwned=2\">click</a>'"}}),
-        json!({"tool": "write_text", "arguments": {"path": "NOTES.md", "content": "<script>window.__pwned='notes'</script>\n[x](javascript:alert(1))\n"}}),
-        json!({"tool": "read_text", "arguments": {"path": "NOTES.md"}}),
-        json!({"tool": "submit", "arguments": {"summary": "<img src=x onerror=alert(6)>"}}),
-    ])
+    write_script(
+        dir,
+        "hostile.jsonl",
+        &[
+            json!({"tool": "run_experiment", "arguments": {"command": "printf '%s\\n' \"<script>window.__pwned='script'</script>\" \"see [the docs](javascript:window.__pwned='link')\" '<img src=x onerror=\"window.__pwned=1\">' '<a href=\"javascript:window.__pwned=2\">click</a>'"}}),
+            json!({"tool": "write_text", "arguments": {"path": "NOTES.md", "content": "<script>window.__pwned='notes'</script>\n[x](javascript:alert(1))\n"}}),
+            json!({"tool": "read_text", "arguments": {"path": "NOTES.md"}}),
+            json!({"tool": "submit", "arguments": {"summary": "<img src=x onerror=alert(6)>"}}),
+        ],
+    )
 }
 
 /// A coverage panel's ballots (one counted, one malformed) and an extraction panel's verdict
@@ -85,7 +89,15 @@ fn panel_work(run: &Path, id: &str) {
     use specgap_store::{Ballot, BallotOutcome, Extraction, ExtractionStatus, PanelRecord, PanelUse, Store};
     let store = Store::open(run).unwrap();
     for (name, use_) in [("panel:00000000000a", PanelUse::Judge), ("panel:00000000000b", PanelUse::Extractor)] {
-        store.record_panel(&PanelRecord { name: name.into(), use_, config: json!({"models": [{"model": "m"}]}), prompt_version: "v1".into(), prompt_hash: "00".into() }).unwrap();
+        store
+            .record_panel(&PanelRecord {
+                name: name.into(),
+                use_,
+                config: json!({"models": [{"model": "m"}]}),
+                prompt_version: "v1".into(),
+                prompt_hash: "00".into(),
+            })
+            .unwrap();
     }
     let ballot = |panel: &str, subject: &str, seat: u32, outcome: BallotOutcome, vote: Option<serde_json::Value>| Ballot {
         panel: panel.into(),
@@ -102,26 +114,53 @@ fn panel_work(run: &Path, id: &str) {
     };
     let target = "same-city-first";
     store
-        .record_ballots(id, &[
-            ballot("panel:00000000000a", target, 0, BallotOutcome::Ballot, Some(json!({"covered": true, "question_indices": [0]}))),
-            ballot("panel:00000000000a", target, 1, BallotOutcome::Malformed, None),
-        ])
+        .record_ballots(
+            id,
+            &[
+                ballot("panel:00000000000a", target, 0, BallotOutcome::Ballot, Some(json!({"covered": true, "question_indices": [0]}))),
+                ballot("panel:00000000000a", target, 1, BallotOutcome::Malformed, None),
+            ],
+        )
         .unwrap();
-    let extraction = Extraction { panel: "panel:00000000000b".into(), k: 1, status: ExtractionStatus::Scored, score: Some(0.75), success: Some(false), valid: Some(true), objective: Some(3.0), signature: None, routes: 3, agreeing: 3 };
-    store.record_extraction(id, &[ballot("panel:00000000000b", "submission:1", 0, BallotOutcome::Ballot, Some(json!({"score": 0.75})))], &extraction).unwrap();
+    let extraction = Extraction {
+        panel: "panel:00000000000b".into(),
+        k: 1,
+        status: ExtractionStatus::Scored,
+        score: Some(0.75),
+        success: Some(false),
+        valid: Some(true),
+        objective: Some(3.0),
+        signature: None,
+        routes: 3,
+        agreeing: 3,
+    };
+    store
+        .record_extraction(
+            id,
+            &[ballot("panel:00000000000b", "submission:1", 0, BallotOutcome::Ballot, Some(json!({"score": 0.75})))],
+            &extraction,
+        )
+        .unwrap();
     let path = specgap_store::trajectory_path(run, id);
     let seq = specgap_store::read_trajectory(run, id).unwrap().events.len();
-    let line = format!("{}\n", json!({"seq": seq, "ts_ms": 1, "elapsed_ms": 1, "type": "model_exchange", "model": "m", "request": {"messages": [{"role": "user", "content": "<script>window.__pwned='exchange'</script>"}]}}));
+    let line = format!(
+        "{}\n",
+        json!({"seq": seq, "ts_ms": 1, "elapsed_ms": 1, "type": "model_exchange", "model": "m", "request": {"messages": [{"role": "user", "content": "<script>window.__pwned='exchange'</script>"}]}})
+    );
     let frame = zstd::bulk::compress(line.as_bytes(), 3).unwrap();
     std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(&frame).unwrap();
 }
 
 /// A second run: one plan-mode episode whose replay agent writes its plan (a phase change).
 fn plan_mode_run(dir: &Path) -> PathBuf {
-    let script = write_script(dir, "plan.jsonl", &[
-        json!({"tool": "write_plan", "arguments": {"plan": "read, then fix"}}),
-        json!({"tool": "read_text", "arguments": {"path": "README.md", "limit": 1}}),
-    ]);
+    let script = write_script(
+        dir,
+        "plan.jsonl",
+        &[
+            json!({"tool": "write_plan", "arguments": {"plan": "read, then fix"}}),
+            json!({"tool": "read_text", "arguments": {"path": "README.md", "limit": 1}}),
+        ],
+    );
     let out = dir.join("plan-run");
     let agent = format!("replay:{}", script.display());
     run_ok([

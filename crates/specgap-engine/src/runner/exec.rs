@@ -7,17 +7,17 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use specgap_protocol::run::{ComponentRef, EndReason};
-use specgap_store::{EpisodeMeta, EpisodeSummary, ErrorClass, ErrorRecord, Status, Store};
 use specgap_sandbox::{BaseCache, SandboxConfig};
+use specgap_store::{EpisodeMeta, EpisodeSummary, ErrorClass, ErrorRecord, Status, Store};
 use specgap_task::TaskPackage;
 
 use crate::condition::{BudgetFlags, Budgets};
-use crate::lock;
-use crate::runner::RunnerError;
-use crate::runner::plan::{Plan, PlannedEpisode};
-use crate::prompt_files::Replacements;
 use crate::episode::{EpisodeContext, EpisodeError, HostViews, StartResults, run_episode};
 use crate::evaluation::GoldChecks;
+use crate::lock;
+use crate::prompt_files::Replacements;
+use crate::runner::RunnerError;
+use crate::runner::plan::{Plan, PlannedEpisode};
 use crate::session::{Agent, AgentError, User, UserError};
 
 /// Makes a fresh agent for each attempt of an episode (so no state leaks between retries).
@@ -360,13 +360,7 @@ fn scratch_bytes_needed(tasks: &[TaskPackage], jobs: usize) -> u64 {
 
 /// Bytes of the regular files under `dir` (0 when unreadable).
 fn tree_bytes(dir: &Path) -> u64 {
-    walkdir::WalkDir::new(dir)
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.metadata().ok())
-        .filter(|m| m.is_file())
-        .map(|m| m.len())
-        .sum()
+    walkdir::WalkDir::new(dir).into_iter().flatten().filter_map(|e| e.metadata().ok()).filter(|m| m.is_file()).map(|m| m.len()).sum()
 }
 
 /// Prefix of a run's temporary directory; the owning process id follows, so a later run can
@@ -652,7 +646,10 @@ fn attempt(ctx: &WorkerContext<'_, '_>, episode: &PlannedEpisode) -> Result<Atte
     };
     let workdir = ctx.work_dir.join(format!("{}-{}", episode.id, writer.attempt()));
     if let Err(e) = fs_err::create_dir_all(&workdir) {
-        return Ok(Attempt::Failed { writer: Box::new(writer), failure: infra(format!("cannot create the episode directory: {e}"), false) });
+        return Ok(Attempt::Failed {
+            writer: Box::new(writer),
+            failure: infra(format!("cannot create the episode directory: {e}"), false),
+        });
     }
     let episode_ctx = EpisodeContext {
         episode_id: &episode.id,
@@ -723,7 +720,9 @@ mod tests {
 
     #[test]
     fn repeated_infrastructure_error_of_any_role_is_deterministic() {
-        let first = infra("infrastructure error: user: the user model service failed: model service failed after 2 attempts; last fault: http 500: boom");
+        let first = infra(
+            "infrastructure error: user: the user model service failed: model service failed after 2 attempts; last fault: http 500: boom",
+        );
         assert!(!first.is_deterministic_after(None));
         assert!(first.clone().is_deterministic_after(Some(&first)));
         let empty = infra("infrastructure error: user: the user model gave an empty reply 3 times");
@@ -731,7 +730,9 @@ mod tests {
         assert!(!empty.is_deterministic_after(Some(&first)));
         let port = |p: u16| infra(&format!("infrastructure error: agent: cannot connect to the model service at http://127.0.0.1:{p}/v1"));
         assert!(port(4001).is_deterministic_after(Some(&port(4002))), "numbers are masked");
-        let other = infra("infrastructure error: user: the user model service failed: model service failed after 2 attempts; last fault: the request timed out");
+        let other = infra(
+            "infrastructure error: user: the user model service failed: model service failed after 2 attempts; last fault: the request timed out",
+        );
         assert!(!other.is_deterministic_after(Some(&first)));
     }
 

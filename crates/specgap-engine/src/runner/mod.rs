@@ -118,7 +118,10 @@ mod tests {
             none.to_string(),
             "nothing to run: none of the task × agent × condition × start combinations applies (0 not applicable)"
         );
-        let one = RunnerError::NothingApplies { not_applicable: 28, reasons: vec!["agent scripted:mutant:nope needs solutions/mutants/nope/".into()] };
+        let one = RunnerError::NothingApplies {
+            not_applicable: 28,
+            reasons: vec!["agent scripted:mutant:nope needs solutions/mutants/nope/".into()],
+        };
         assert_eq!(
             one.to_string(),
             "nothing to run: none of the task × agent × condition × start combinations applies \

@@ -254,10 +254,11 @@ fn slurm(get: &impl Fn(&str) -> Option<String>, declared: Option<(u32, &'static 
     let (step, _) = required(SLURM_ARRAY_TASK_STEP)?;
     let max = get(SLURM_ARRAY_TASK_MAX).map(|v| number(SLURM_ARRAY_TASK_MAX, &v)).transpose()?;
     let read = present();
-    let count = u32::try_from(count)
-        .ok()
-        .filter(|n| *n >= 1)
-        .ok_or(ShardEnvError::NotANumber { variable: SLURM_ARRAY_TASK_COUNT, value: count_text, expected: "a task count of at least 1" })?;
+    let count = u32::try_from(count).ok().filter(|n| *n >= 1).ok_or(ShardEnvError::NotANumber {
+        variable: SLURM_ARRAY_TASK_COUNT,
+        value: count_text,
+        expected: "a task count of at least 1",
+    })?;
     if let Some((declared, source)) = declared
         && declared != count
     {

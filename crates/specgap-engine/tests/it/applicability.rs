@@ -30,23 +30,16 @@ fn conditions_a_task_cannot_support_are_not_applicable() {
     );
     assert_eq!(check(&delivery, "hidden", Start::Clean), Ok(()));
     assert_eq!(
-        check(&delivery, "hidden+feedback=on", Start::Clean)
-            .map_err(|r| r.starts_with("condition hidden+feedback=on gives feedback")),
+        check(&delivery, "hidden+feedback=on", Start::Clean).map_err(|r| r.starts_with("condition hidden+feedback=on gives feedback")),
         Err(true)
     );
     assert_eq!(check(&req, "interact", Start::Clean), Err("condition interact needs information.md".into()));
     assert_eq!(check(&req, "interact-req", Start::Clean), Err("condition interact-req needs information.md".into()));
     assert_eq!(check(&req, "full-info", Start::Clean), Err("condition full-info needs information.md".into()));
     assert_eq!(check(&delivery, "full-info", Start::Clean), Ok(()));
-    assert_eq!(
-        check(&req, "oracle:0.5", Start::Clean),
-        Err("condition oracle:0.5 needs clarifications.toml targets".into())
-    );
+    assert_eq!(check(&req, "oracle:0.5", Start::Clean), Err("condition oracle:0.5 needs clarifications.toml targets".into()));
     assert_eq!(check(&delivery, "oracle:0.5", Start::Clean), Ok(()));
-    assert_eq!(
-        check(&req, "partial", Start::Residual("r9".into())),
-        Err("start residual:r9 needs residual/r9/".into())
-    );
+    assert_eq!(check(&req, "partial", Start::Residual("r9".into())), Err("start residual:r9 needs residual/r9/".into()));
 }
 
 #[test]
@@ -56,10 +49,7 @@ fn scripted_agents_need_their_overlay() {
     let applies = |spec: &str, package| parse_agent_spec(spec).unwrap().applicability(package).map_err(|e| e.reason);
     assert_eq!(applies("scripted:gold", &req), Ok(()));
     assert_eq!(applies("scripted:mutant:fee-cap", &req), Ok(()));
-    assert_eq!(
-        applies("scripted:mutant:nope", &req),
-        Err("agent scripted:mutant:nope needs solutions/mutants/nope/".into())
-    );
+    assert_eq!(applies("scripted:mutant:nope", &req), Err("agent scripted:mutant:nope needs solutions/mutants/nope/".into()));
     assert_eq!(applies("scripted:literal", &delivery), Err("agent scripted:literal needs solutions/literal/".into()));
     assert_eq!(applies("scripted:starter", &delivery), Ok(()));
 }

@@ -37,10 +37,7 @@ fn deliver() -> Vec<AgentReply> {
 
 /// Eight distinct questions; the first two name the fixture's two targets.
 fn eight_questions() -> Vec<String> {
-    let mut questions = vec![
-        "Does the 10 kg limit include the box itself?".to_string(),
-        "Can some items wait until tomorrow?".to_string(),
-    ];
+    let mut questions = vec!["Does the 10 kg limit include the box itself?".to_string(), "Can some items wait until tomorrow?".to_string()];
     questions.extend((3..=8).map(|i| format!("Is there a preference number {i} for the boxes?")));
     questions
 }
@@ -195,7 +192,10 @@ fn parallel_ask_user_calls_in_one_turn_are_all_answered_as_one_round() {
             text: Some("## Questions for the client\n- How much does an empty box weigh?".into()),
             tool_calls: vec![
                 crate::support::call("ask_user", json!({"question": "Does the 10 kg limit include the box itself?"})),
-                crate::support::call("ask_user", json!({"questions": ["Can some items wait until tomorrow?", "Which colour are the boxes?"]})),
+                crate::support::call(
+                    "ask_user",
+                    json!({"questions": ["Can some items wait until tomorrow?", "Which colour are the boxes?"]}),
+                ),
                 crate::support::call("list_files", json!({})),
             ],
             usage: None,
@@ -279,7 +279,10 @@ fn a_questions_call_a_text_reply_and_a_heading_block_record_identical_rows() {
         rows.push(stored);
     }
     assert_eq!(rows[0].len(), 8);
-    assert_eq!(rows[0].iter().map(|r| (r.0.clone(), r.1)).collect::<Vec<_>>(), questions.iter().map(|q| (q.clone(), 1)).collect::<Vec<_>>());
+    assert_eq!(
+        rows[0].iter().map(|r| (r.0.clone(), r.1)).collect::<Vec<_>>(),
+        questions.iter().map(|q| (q.clone(), 1)).collect::<Vec<_>>()
+    );
     assert_eq!(rows[1], rows[0]);
     assert_eq!(rows[2], rows[0]);
 }
@@ -341,7 +344,11 @@ fn ask_user_arguments_are_validated_with_clear_tool_errors() {
     assert_eq!(results[2], ("`questions` is empty; give at least one question".into(), true));
     assert_eq!(results[3], ("`questions` item 2 is empty".into(), true));
     assert_eq!(results[4], ("`question` is empty".into(), true));
-    assert!(results[5].0.starts_with("bad arguments for ask_user: invalid type: string \"Unit?\", expected a sequence"), "{}", results[5].0);
+    assert!(
+        results[5].0.starts_with("bad arguments for ask_user: invalid type: string \"Unit?\", expected a sequence"),
+        "{}",
+        results[5].0
+    );
     assert!(results[5].1);
     assert_eq!(r.ok().questions, 0);
 }

@@ -129,10 +129,7 @@ fn an_abandoned_answer_ends_with_wall_budget_and_the_automatic_submission() {
     let r = run(&package, "partial", &mut agent, Options { user: Some(Box::new(AbandoningUser)), ..Options::default() });
     assert_eq!(r.ok().end_reason, EndReason::WallBudget);
     assert_eq!(r.ok().turns, 2);
-    assert_eq!(
-        r.results()[1],
-        ("ask_user".into(), "not answered: the work ended (wall_budget) before the reply came".into(), true)
-    );
+    assert_eq!(r.results()[1], ("ask_user".into(), "not answered: the work ended (wall_budget) before the reply came".into(), true));
     assert!(r.store.questions().unwrap().is_empty(), "an unanswered question is not recorded");
     assert_eq!(
         r.kinds().last(),
@@ -150,11 +147,7 @@ fn abandoned_feedback_ends_with_wall_budget_after_the_submission() {
     assert_eq!(r.ok().end_reason, EndReason::WallBudget);
     assert_eq!(
         r.results()[1],
-        (
-            "submit".into(),
-            "The delivery was returned, and the work ended (wall_budget) before the owner's message came.".into(),
-            false
-        )
+        ("submit".into(), "The delivery was returned, and the work ended (wall_budget) before the owner's message came.".into(), false)
     );
     // The workspace did not change after the submission: no automatic one.
     assert_eq!(submissions(&r), [(1, false)]);

@@ -85,9 +85,8 @@ fn fourth_identical_call_is_not_run_and_ends_the_episode() {
 fn fourth_blank_successful_command_ends_the_episode() {
     let package = fixture("req-basic");
     let commands = ["true", ":", "exit 0", "test -d billing"];
-    let mut agent = TestAgent::new(
-        commands.iter().map(|c| one("run_experiment", json!({ "command": c }))).chain([read("README.md")]).collect(),
-    );
+    let mut agent =
+        TestAgent::new(commands.iter().map(|c| one("run_experiment", json!({ "command": c }))).chain([read("README.md")]).collect());
     let r = run(&package, "partial", &mut agent, Options::default());
     assert_eq!(r.ok().end_reason, EndReason::LoopBlankOutput);
     assert_eq!(r.ok().turns, 4);
@@ -167,8 +166,7 @@ fn three_refusals_end_the_episode() {
 #[test]
 fn context_overflow_ends_with_an_automatic_submission_of_changes() {
     let package = fixture("req-basic");
-    let mut agent =
-        TestAgent::new(vec![one("write_text", json!({"path": "x.txt", "content": "x"})), AgentReply::ContextOverflow]);
+    let mut agent = TestAgent::new(vec![one("write_text", json!({"path": "x.txt", "content": "x"})), AgentReply::ContextOverflow]);
     let r = run(&package, "partial", &mut agent, Options::default());
     assert_eq!(r.ok().end_reason, EndReason::ContextOverflow);
     assert_eq!(r.ok().submissions.len(), 1);

@@ -33,12 +33,7 @@ fn delivery_with_prelude(dir: &Path, prelude: &str) -> specgap_task::TaskPackage
 
 /// (class, message, stderr tail, deterministic) of every error row.
 fn error_rows(r: &crate::support::Run) -> Vec<(ErrorClass, String, String, bool)> {
-    r.store
-        .errors()
-        .unwrap()
-        .into_iter()
-        .map(|e| (e.error.class, e.error.message, e.error.stderr_tail, e.error.deterministic))
-        .collect()
+    r.store.errors().unwrap().into_iter().map(|e| (e.error.class, e.error.message, e.error.stderr_tail, e.error.deterministic)).collect()
 }
 
 #[test]
@@ -69,7 +64,12 @@ fn an_evaluator_failure_on_a_delivered_artifact_whose_gold_evaluates_is_a_scored
     // Re-evaluated up to the retry limit although the failure repeats: three evaluations, all
     // recorded, the repeats marked deterministic.
     let failure = |deterministic| {
-        (ErrorClass::Evaluation, "evaluator exited with status 4".to_string(), "the delivered plan cannot be run\n".to_string(), deterministic)
+        (
+            ErrorClass::Evaluation,
+            "evaluator exited with status 4".to_string(),
+            "the delivered plan cannot be run\n".to_string(),
+            deterministic,
+        )
     };
     assert_eq!(error_rows(&r), [failure(false), failure(true), failure(true)]);
 }
@@ -88,7 +88,12 @@ fn an_evaluator_broken_for_any_input_is_an_evaluation_error_and_never_scored() {
     assert!(deterministic);
     // The engine recorded the first two failures; the third (the limit) is the runner's to record.
     let failure = |deterministic| {
-        (ErrorClass::Evaluation, "evaluator exited with status 3".to_string(), "the reference table is missing\n".to_string(), deterministic)
+        (
+            ErrorClass::Evaluation,
+            "evaluator exited with status 3".to_string(),
+            "the reference table is missing\n".to_string(),
+            deterministic,
+        )
     };
     assert_eq!(error_rows(&r), [failure(false), failure(true)]);
     let rows = r.store.submissions().unwrap();

@@ -114,7 +114,11 @@ fn the_planning_phase_is_read_only_and_its_writes_are_never_delivered() {
     let r = run(&package, "plan", &mut agent, Options::default());
     let results = r.results();
     assert_eq!(results[0].1, "exit status 2\n--- stderr ---\n/bin/sh: 1: cannot create notes.txt: Read-only file system");
-    assert_eq!(results[1].1, "exit status 0\n--- stdout ---\ndone\n--- stderr ---\nsed: couldn't open temporary file billing/sedAAAAAA: Read-only file system".replace("sedAAAAAA", sed_temp(&results[1].1)));
+    assert_eq!(
+        results[1].1,
+        "exit status 0\n--- stdout ---\ndone\n--- stderr ---\nsed: couldn't open temporary file billing/sedAAAAAA: Read-only file system"
+            .replace("sedAAAAAA", sed_temp(&results[1].1))
+    );
     assert_eq!(results[2].1, "exit status 2\n--- stdout ---\nscratch\nls: cannot access 'notes.txt': No such file or directory");
     assert_eq!(results[3].1, PLAN_SAVED.to_string() + "\n\n" + &execute_prompt(&package));
     // The execution phase has a sandbox of its own: the planning /tmp is gone.

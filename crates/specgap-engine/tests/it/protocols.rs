@@ -93,7 +93,14 @@ fn the_fourth_identical_call_ends_only_under_tiganeval() {
     let package = fixture("delivery-basic");
     let script = || {
         let read = || one("list_files", json!({}));
-        vec![read(), read(), read(), read(), one("write_text", json!({ "path": "plan.json", "content": GOLD_PLAN })), one("submit", json!({}))]
+        vec![
+            read(),
+            read(),
+            read(),
+            read(),
+            one("write_text", json!({ "path": "plan.json", "content": GOLD_PLAN })),
+            one("submit", json!({})),
+        ]
     };
     let mut agent = TestAgent::new(script());
     let r = run(&package, "hidden", &mut agent, under(tiganeval()));
@@ -119,8 +126,8 @@ fn the_fourth_owner_question_ends_only_under_a_protocol_with_that_rule() {
 
 #[test]
 fn seed_002s_wall_clock_is_forty_three_thousand_two_hundred_seconds_and_seed_000_has_none() {
-    use specgap_engine::{Budgets, Condition};
     use specgap_engine::condition::{UNBOUNDED, UNBOUNDED_WALL};
+    use specgap_engine::{Budgets, Condition};
     let task = specgap_protocol::package::Budget::default();
     let flags = specgap_engine::BudgetFlags::default();
     let hidden = Condition::parse("hidden").unwrap();

@@ -109,8 +109,7 @@ fn residual_start_results_are_shared_through_the_cache() {
     let cache = specgap_engine::StartResults::default();
     cache.lock().unwrap().insert((package.hash().to_string(), "r1".to_string()), cached.clone());
     let mut agent = TestAgent::new(vec![]);
-    let options =
-        Options { start: Some(Start::Residual("r1".into())), start_results: Some(cache.clone()), ..Options::default() };
+    let options = Options { start: Some(Start::Residual("r1".into())), start_results: Some(cache.clone()), ..Options::default() };
     let r = run(&package, "partial", &mut agent, options);
     let text = fs_err::read_to_string(r.episode_dir().join("start/result.json")).unwrap();
     assert_eq!(serde_json::from_str::<EvalResult>(&text).unwrap(), cached);
@@ -170,7 +169,9 @@ fn file_reads(r: &crate::support::Run) -> Vec<(Vec<String>, Vec<String>, String)
     r.events
         .iter()
         .filter_map(|e| match &e.kind {
-            specgap_protocol::event::EventKind::FileReads { read, shown, unmeasured, .. } => Some((read.clone(), shown.clone(), unmeasured.clone())),
+            specgap_protocol::event::EventKind::FileReads { read, shown, unmeasured, .. } => {
+                Some((read.clone(), shown.clone(), unmeasured.clone()))
+            }
             _ => None,
         })
         .collect()
@@ -196,7 +197,14 @@ fn every_command_records_the_files_it_read_and_the_files_whose_content_the_agent
     ]);
     let r = run(&package, "blind", &mut agent, Options::default());
     let v = |files: &[&str]| files.iter().map(|f| f.to_string()).collect::<Vec<String>>();
-    let modules = v(&["billing/__init__.py", "billing/fees.py", "billing/fees_draft.py", "billing/invoices.py", "billing/policy.py", "billing/replay.py"]);
+    let modules = v(&[
+        "billing/__init__.py",
+        "billing/fees.py",
+        "billing/fees_draft.py",
+        "billing/invoices.py",
+        "billing/policy.py",
+        "billing/replay.py",
+    ]);
     let reads = file_reads(&r);
     if let Some((_, _, why)) = reads.first().filter(|(_, _, why)| !why.is_empty()) {
         assert!(std::env::var("SPECGAP_REQUIRE_EXTERNAL").as_deref() != Ok("1"), "reads not measured: {why}");

@@ -209,8 +209,22 @@ fn a_driving_agent_is_offered_only_the_harness_tools_and_its_bridge_submit_gets_
     assert_eq!(
         kinds,
         [
-            "other", "model_exchange", "agent_turn", "model_exchange", "agent_turn", "bridge_call", "submission", "evaluation",
-            "user_message", "tool_result", "model_exchange", "agent_turn", "bridge_call", "submission", "evaluation", "tool_result",
+            "other",
+            "model_exchange",
+            "agent_turn",
+            "model_exchange",
+            "agent_turn",
+            "bridge_call",
+            "submission",
+            "evaluation",
+            "user_message",
+            "tool_result",
+            "model_exchange",
+            "agent_turn",
+            "bridge_call",
+            "submission",
+            "evaluation",
+            "tool_result",
             "end"
         ]
     );
@@ -242,11 +256,7 @@ fn the_turn_budget_refuses_the_next_request_after_the_last_turns_calls_ran() {
 fn loop_rules_read_the_observed_calls_and_results() {
     let package = fixture("req-basic");
     // The 4th identical call in a row ends the episode.
-    let (mut agent, _) = Driving::new(vec![
-        step(turn(1, &["ls", "ls"])),
-        step(AgentReply::TurnRequested),
-        step(turn(2, &["ls", "ls"])),
-    ]);
+    let (mut agent, _) = Driving::new(vec![step(turn(1, &["ls", "ls"])), step(AgentReply::TurnRequested), step(turn(2, &["ls", "ls"]))]);
     let r = run(&package, "partial", &mut agent, Options::default());
     assert_eq!((r.ok().end_reason, r.ok().tool_calls), (EndReason::LoopRepeatedCall, 4));
     // Four blank successful commands in a row, as the next requests report them.
@@ -355,7 +365,10 @@ fn an_agent_that_exits_after_a_returned_submission_is_started_again_with_the_fee
     let r = run(&package, "partial", &mut agent, Options::default());
     let outcome = r.ok();
     assert_eq!(outcome.end_reason, EndReason::Accepted);
-    assert_eq!(outcome.submissions.iter().map(|s| (s.k, s.automatic, s.scored.success)).collect::<Vec<_>>(), vec![(1, false, false), (2, false, true)]);
+    assert_eq!(
+        outcome.submissions.iter().map(|s| (s.k, s.automatic, s.scored.success)).collect::<Vec<_>>(),
+        vec![(1, false, false), (2, false, true)]
+    );
     let feedback = messages_of(&log, UserMessageKind::Feedback);
     assert_eq!(feedback.len(), 1, "the feedback came once with submit's result");
     let resumed = messages_of(&log, UserMessageKind::Continuation);

@@ -43,12 +43,7 @@ fn gold_fees() -> String {
 fn gold_succeeds_at_submission_1() {
     let package = fixture("req-basic");
     let mut agent = ScriptedAgent::new(Solution::Gold);
-    let r = run(
-        &package,
-        "partial",
-        &mut agent,
-        Options { agent_spec: Some("scripted:gold".into()), ..Options::default() },
-    );
+    let r = run(&package, "partial", &mut agent, Options { agent_spec: Some("scripted:gold".into()), ..Options::default() });
     let outcome = r.ok();
     assert_eq!(outcome.end_reason, EndReason::Accepted);
     assert_eq!(r.scores(), [1.0]);
@@ -124,8 +119,7 @@ fn replay_script_partial_fix_then_full_fix() {
     let script = dir.path().join("fix.jsonl");
     let lines = [
         "// first a partial fix: no cap".to_string(),
-        json!({"tool": "write_text", "arguments": {"path": "billing/fees.py", "content": fees_without_cap()}})
-            .to_string(),
+        json!({"tool": "write_text", "arguments": {"path": "billing/fees.py", "content": fees_without_cap()}}).to_string(),
         json!({"tool": "submit"}).to_string(),
         String::new(),
         "# then the whole rule".to_string(),
@@ -141,8 +135,7 @@ fn replay_script_partial_fix_then_full_fix() {
     assert_eq!(outcome.submissions[0].failing_requirement.as_deref(), Some("fee-cap"));
     assert!(outcome.submissions[1].scored.success);
     assert_eq!(outcome.end_reason, EndReason::Accepted);
-    let incident =
-        "The accountant flagged a statement whose late fee looked far too large for the size of the invoice.";
+    let incident = "The accountant flagged a statement whose late fee looked far too large for the size of the invoice.";
     assert_eq!(r.user_messages(), [incident]);
 }
 
@@ -150,12 +143,7 @@ fn replay_script_partial_fix_then_full_fix() {
 fn stored_trajectory_replays_with_its_overlay() {
     let package = fixture("req-basic");
     let mut agent = ScriptedAgent::new(Solution::Gold);
-    let first = run(
-        &package,
-        "partial",
-        &mut agent,
-        Options { agent_spec: Some("scripted:gold".into()), ..Options::default() },
-    );
+    let first = run(&package, "partial", &mut agent, Options { agent_spec: Some("scripted:gold".into()), ..Options::default() });
     let mut replay = ReplayAgent::load(&first.episode_dir()).unwrap();
     assert!(specgap_engine::Agent::allows_harness_actions(&replay));
     let second = run(&package, "partial", &mut replay, Options::default());

@@ -9,8 +9,7 @@ use serde_json::Value;
 use specgap_engine::prompt_files::Replacements;
 use specgap_engine::session::{Agent, AgentError, AgentReply, Incoming, Opening, PhaseChange, User};
 use specgap_engine::{
-    BudgetFlags, Budgets, Condition, EpisodeContext, EpisodeError, EpisodeOutcome, RelayUser, Start, StartResults, HostViews,
-    run_episode,
+    BudgetFlags, Budgets, Condition, EpisodeContext, EpisodeError, EpisodeOutcome, HostViews, RelayUser, Start, StartResults, run_episode,
 };
 use specgap_protocol::event::{Event, EventKind, ToolCall, Usage};
 use specgap_protocol::run::{EpisodeKey, RunConfig};

@@ -115,10 +115,7 @@ fn the_heading_counts_even_with_tool_calls_and_its_answers_follow_the_results() 
     assert!(matches!(&second[0], Incoming::ToolResult { tool, .. } if tool == "list_files"));
     assert_eq!(
         second[1],
-        Incoming::UserMessage {
-            kind: UserMessageKind::Answer,
-            text: format!("- Can some items wait until tomorrow?\n  {TODAY_ANSWER}")
-        }
+        Incoming::UserMessage { kind: UserMessageKind::Answer, text: format!("- Can some items wait until tomorrow?\n  {TODAY_ANSWER}") }
     );
 }
 

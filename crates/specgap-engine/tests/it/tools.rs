@@ -29,10 +29,7 @@ fn paths_outside_the_workspace_are_refused() {
     assert_eq!(refusals[5], ("`outside` goes through a link that leads outside the workspace", true));
     assert_eq!(
         refusals[6],
-        (
-            "     1\t\"\"\"Numbers agreed with the accountants (shared with the invoicing job; do not edit).\"\"\"\n[lines 1-1 of 7]",
-            false
-        )
+        ("     1\t\"\"\"Numbers agreed with the accountants (shared with the invoicing job; do not edit).\"\"\"\n[lines 1-1 of 7]", false)
     );
     assert!(!r.workdir.join("escape.txt").exists());
 }
@@ -110,19 +107,7 @@ fn openings_follow_the_condition() {
     let partial = opening("partial");
     assert_eq!(partial.message, package.instruction().trim_end());
     let names: Vec<_> = partial.tools.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(
-        names,
-        [
-            "list_files",
-            "read_text",
-            "write_text",
-            "replace_text",
-            "run_project",
-            "run_experiment",
-            "ask_user",
-            "submit"
-        ]
-    );
+    assert_eq!(names, ["list_files", "read_text", "write_text", "replace_text", "run_project", "run_experiment", "ask_user", "submit"]);
     let full = opening("full");
     assert_eq!(full.message, package.instruction_full().unwrap().trim_end());
     // Seed 000 §5.1: Full shares Partial's system prompt byte for byte on the same task; only
@@ -159,11 +144,7 @@ fn openings_follow_the_condition() {
 fn an_evaluator_that_crashes_is_an_evaluation_error() {
     let dir = tempfile::tempdir().unwrap();
     let root = crate::support::fixture_copy("req-basic", dir.path());
-    fs_err::write(
-        root.join("evaluator/evaluate.py"),
-        "import sys\nsys.stderr.write('boom: evaluator broke\\n')\nsys.exit(3)\n",
-    )
-    .unwrap();
+    fs_err::write(root.join("evaluator/evaluate.py"), "import sys\nsys.stderr.write('boom: evaluator broke\\n')\nsys.exit(3)\n").unwrap();
     let package = specgap_task::load(&root).unwrap();
     let mut agent = specgap_agents::ScriptedAgent::new(specgap_agents::Solution::Gold);
     let r = run(&package, "partial", &mut agent, Options::default());
@@ -178,10 +159,7 @@ fn an_evaluator_that_crashes_is_an_evaluation_error() {
         message: "evaluation error: evaluator exited with status 3".into(),
         stderr_tail: "boom: evaluator broke\n".into(),
     }));
-    assert_eq!(
-        kinds.last().cloned().cloned(),
-        Some(EventKind::End { reason: "evaluation_error".into(), detail: String::new() })
-    );
+    assert_eq!(kinds.last().cloned().cloned(), Some(EventKind::End { reason: "evaluation_error".into(), detail: String::new() }));
     // The attempt's submission is recorded as not validly evaluated.
     let rows = r.store.submissions().unwrap();
     assert_eq!(rows.len(), 1);
@@ -215,10 +193,7 @@ fn command_output_cuts_are_stated_once_with_true_counts() {
     // 65,536 bytes of stdout (4,096 lines of 16 bytes) and a short stderr: one marker with the
     // true bytes and lines removed, both headings, at most 16 KiB in all.
     let package = fixture("req-basic");
-    let mut agent = TestAgent::new(vec![one(
-        "run_experiment",
-        json!({"command": "yes 0123456789abcde | head -c 65536; echo warn >&2"}),
-    )]);
+    let mut agent = TestAgent::new(vec![one("run_experiment", json!({"command": "yes 0123456789abcde | head -c 65536; echo warn >&2"}))]);
     let r = run(&package, "partial", &mut agent, Options::default());
     let (_, output, is_error) = &r.results()[0];
     let line = "0123456789abcde\n";

@@ -22,43 +22,25 @@ fn a_rootfs_tarball_is_cached_by_its_hash_and_found_again() {
     let bytes = tarball(&[Item::Dir("etc/"), Item::File("etc/motd", "one\n", 0o644)]);
     let tarball_path = write(&dir.path().join("pkg/environment/rootfs.tar"), &bytes);
     let cache = EnvCache::new(dir.path().join("cache"));
-    let built = cache
-        .build(&rootfs_source(), Some(&tarball_path), EngineChoice::None)
-        .unwrap();
+    let built = cache.build(&rootfs_source(), Some(&tarball_path), EngineChoice::None).unwrap();
     let key = format!("rootfs-{}", sha256(&bytes));
     assert_eq!(built.key, key);
     assert!(!built.cached);
-    assert_eq!(
-        built.rootfs,
-        dir.path().join("cache").join(&key).join("rootfs")
-    );
+    assert_eq!(built.rootfs, dir.path().join("cache").join(&key).join("rootfs"));
     assert_eq!(listing(&built.rootfs), ["etc/", "etc/motd"]);
-    let again = cache
-        .build(&rootfs_source(), Some(&tarball_path), EngineChoice::None)
-        .unwrap();
+    let again = cache.build(&rootfs_source(), Some(&tarball_path), EngineChoice::None).unwrap();
     assert_eq!((again.key.as_str(), again.cached), (key.as_str(), true));
 
     // A changed tarball is a new entry; the old one stays until pruned.
     let changed = tarball(&[Item::Dir("etc/"), Item::File("etc/motd", "two\n", 0o644)]);
     write(&tarball_path, &changed);
-    let second = cache
-        .build(&rootfs_source(), Some(&tarball_path), EngineChoice::None)
-        .unwrap();
+    let second = cache.build(&rootfs_source(), Some(&tarball_path), EngineChoice::None).unwrap();
     assert_eq!(second.key, format!("rootfs-{}", sha256(&changed)));
-    let listed: Vec<(String, String, String, u64)> = cache
-        .list()
-        .unwrap()
-        .into_iter()
-        .map(|e| (e.meta.key, e.meta.source, e.meta.built_by, e.meta.bytes))
-        .collect();
+    let listed: Vec<(String, String, String, u64)> =
+        cache.list().unwrap().into_iter().map(|e| (e.meta.key, e.meta.source, e.meta.built_by, e.meta.bytes)).collect();
     let mut expected = vec![
         (key.clone(), "rootfs".to_string(), "specgap".to_string(), 4),
-        (
-            second.key.clone(),
-            "rootfs".to_string(),
-            "specgap".to_string(),
-            4,
-        ),
+        (second.key.clone(), "rootfs".to_string(), "specgap".to_string(), 4),
     ];
     expected.sort();
     assert_eq!(listed, expected);
@@ -74,30 +56,13 @@ fn a_rootfs_tarball_is_cached_by_its_hash_and_found_again() {
 fn an_oci_layout_stacks_its_layers_and_is_keyed_by_its_manifest() {
     let dir = tempfile::tempdir().unwrap();
     let layout = dir.path().join("environment/oci");
-    let lower = gzip(&tarball(&[
-        Item::Dir("etc/"),
-        Item::File("etc/a", "a", 0o644),
-        Item::File("etc/b", "b", 0o644),
-    ]));
-    let upper = tarball(&[
-        Item::File("etc/.wh.a", "", 0o644),
-        Item::File("etc/c", "c", 0o644),
-    ]);
-    let digest = oci_layout(
-        &layout,
-        &[
-            (&lower, "application/vnd.oci.image.layer.v1.tar+gzip"),
-            (&upper, "application/vnd.oci.image.layer.v1.tar"),
-        ],
-    );
+    let lower = gzip(&tarball(&[Item::Dir("etc/"), Item::File("etc/a", "a", 0o644), Item::File("etc/b", "b", 0o644)]));
+    let upper = tarball(&[Item::File("etc/.wh.a", "", 0o644), Item::File("etc/c", "c", 0o644)]);
+    let digest =
+        oci_layout(&layout, &[(&lower, "application/vnd.oci.image.layer.v1.tar+gzip"), (&upper, "application/vnd.oci.image.layer.v1.tar")]);
     let cache = EnvCache::new(dir.path().join("cache"));
-    let built = cache
-        .build(&oci_source(), Some(&layout), EngineChoice::None)
-        .unwrap();
-    assert_eq!(
-        built.key,
-        format!("oci-{}", digest.trim_start_matches("sha256:"))
-    );
+    let built = cache.build(&oci_source(), Some(&layout), EngineChoice::None).unwrap();
+    assert_eq!(built.key, format!("oci-{}", digest.trim_start_matches("sha256:")));
     assert_eq!(listing(&built.rootfs), ["etc/", "etc/b", "etc/c"]);
     let meta = &cache.list().unwrap()[0].meta;
     assert_eq!((meta.whiteouts, meta.entries), (1, 3));
@@ -108,24 +73,14 @@ fn a_blob_that_does_not_match_its_digest_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let layout = dir.path().join("oci");
     let layer = tarball(&[Item::File("f", "x", 0o644)]);
-    oci_layout(
-        &layout,
-        &[(&layer, "application/vnd.oci.image.layer.v1.tar")],
-    );
+    oci_layout(&layout, &[(&layer, "application/vnd.oci.image.layer.v1.tar")]);
     let blob = layout.join("blobs/sha256").join(sha256(&layer));
     std::fs::write(&blob, b"tampered").unwrap();
     let cache = EnvCache::new(dir.path().join("cache"));
     match cache.build(&oci_source(), Some(&layout), EngineChoice::None) {
         Err(EnvError::BadLayout { path, reason }) => {
             assert_eq!(path, blob);
-            assert_eq!(
-                reason,
-                format!(
-                    "content is sha256:{}, expected sha256:{}",
-                    sha256(b"tampered"),
-                    sha256(&layer)
-                )
-            );
+            assert_eq!(reason, format!("content is sha256:{}, expected sha256:{}", sha256(b"tampered"), sha256(&layer)));
         }
         other => panic!("{other:?}"),
     }
@@ -135,13 +90,7 @@ fn a_blob_that_does_not_match_its_digest_is_refused() {
 #[test]
 fn an_image_without_an_engine_is_refused_naming_the_key() {
     let cache = EnvCache::new(tempfile::tempdir().unwrap().path().join("cache"));
-    let err = cache
-        .build(
-            &ImageSource::Image("python:3.12-slim".into()),
-            None,
-            EngineChoice::None,
-        )
-        .unwrap_err();
+    let err = cache.build(&ImageSource::Image("python:3.12-slim".into()), None, EngineChoice::None).unwrap_err();
     assert_eq!(
         err.to_string(),
         "[environment].image `python:3.12-slim` needs a container engine (podman or docker) on PATH, and none was found; `--engine none` was given"

@@ -35,23 +35,10 @@ fn base_image() -> Option<&'static str> {
         std::os::unix::fs::symlink("busybox", root.join("bin").join(applet)).unwrap();
     }
     let tar = dir.path().join("base.tar");
-    let status = Command::new("tar")
-        .arg("-C")
-        .arg(&root)
-        .arg("-cf")
-        .arg(&tar)
-        .arg(".")
-        .status()
-        .unwrap();
+    let status = Command::new("tar").arg("-C").arg(&root).arg("-cf").arg(&tar).arg(".").status().unwrap();
     assert!(status.success());
-    let status = Command::new("podman")
-        .arg("import")
-        .arg("--quiet")
-        .arg(&tar)
-        .arg(TAG)
-        .stdout(std::process::Stdio::null())
-        .status()
-        .unwrap();
+    let status =
+        Command::new("podman").arg("import").arg("--quiet").arg(&tar).arg(TAG).stdout(std::process::Stdio::null()).status().unwrap();
     assert!(status.success(), "podman import failed");
     Some(TAG)
 }
@@ -68,64 +55,31 @@ fn a_dockerfile_is_built_by_podman_exported_and_then_found_without_it() {
     write(&context.join("note.txt"), b"from the context\n");
     let source = ImageSource::Dockerfile("environment/Dockerfile".into());
     let cache = EnvCache::new(dir.path().join("cache"));
-    let built = cache
-        .build(
-            &source,
-            Some(&dockerfile),
-            EngineChoice::Use(EngineKind::Podman),
-        )
-        .unwrap();
+    let built = cache.build(&source, Some(&dockerfile), EngineChoice::Use(EngineKind::Podman)).unwrap();
     assert!(built.key.starts_with("build-"), "{}", built.key);
     assert!(!built.cached);
-    assert_eq!(
-        std::fs::read_to_string(built.rootfs.join("etc/app/built")).unwrap(),
-        "built\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(built.rootfs.join("opt/note.txt")).unwrap(),
-        "from the context\n"
-    );
+    assert_eq!(std::fs::read_to_string(built.rootfs.join("etc/app/built")).unwrap(), "built\n");
+    assert_eq!(std::fs::read_to_string(built.rootfs.join("opt/note.txt")).unwrap(), "from the context\n");
     assert!(listing(&built.rootfs).contains(&"bin/sh -> busybox".to_string()));
     assert_eq!(cache.list().unwrap()[0].meta.built_by, "podman");
     // Unchanged: found by the context's hash, no engine needed.
-    let again = cache
-        .build(&source, Some(&dockerfile), EngineChoice::None)
-        .unwrap();
+    let again = cache.build(&source, Some(&dockerfile), EngineChoice::None).unwrap();
     assert_eq!((again.key, again.cached), (built.key.clone(), true));
     // A changed context is a new key.
     write(&context.join("note.txt"), b"changed\n");
-    let changed = cache
-        .build(
-            &source,
-            Some(&dockerfile),
-            EngineChoice::Use(EngineKind::Podman),
-        )
-        .unwrap();
+    let changed = cache.build(&source, Some(&dockerfile), EngineChoice::Use(EngineKind::Podman)).unwrap();
     assert_ne!(changed.key, built.key);
-    assert_eq!(
-        std::fs::read_to_string(changed.rootfs.join("opt/note.txt")).unwrap(),
-        "changed\n"
-    );
+    assert_eq!(std::fs::read_to_string(changed.rootfs.join("opt/note.txt")).unwrap(), "changed\n");
 }
 
 #[test]
 fn an_image_reference_is_keyed_by_the_engines_image_id() {
     let Some(base) = base_image() else { return };
-    let engine = Engine::find(EngineChoice::Use(EngineKind::Podman))
-        .unwrap()
-        .unwrap();
+    let engine = Engine::find(EngineChoice::Use(EngineKind::Podman)).unwrap().unwrap();
     let id = engine.image_id(base).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let cache = EnvCache::new(dir.path().join("cache"));
-    let built = cache
-        .build(&ImageSource::Image(base.into()), None, EngineChoice::Auto)
-        .unwrap();
-    assert_eq!(
-        built.key,
-        format!("image-{}", id.trim_start_matches("sha256:"))
-    );
-    assert_eq!(
-        std::fs::read_link(built.rootfs.join("bin/sh")).unwrap(),
-        std::path::Path::new("busybox")
-    );
+    let built = cache.build(&ImageSource::Image(base.into()), None, EngineChoice::Auto).unwrap();
+    assert_eq!(built.key, format!("image-{}", id.trim_start_matches("sha256:")));
+    assert_eq!(std::fs::read_link(built.rootfs.join("bin/sh")).unwrap(), std::path::Path::new("busybox"));
 }

@@ -48,10 +48,7 @@ pub fn gzip(bytes: &[u8]) -> Vec<u8> {
 }
 
 pub fn sha256(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Writes an OCI image layout at `dir` whose one image stacks `layers` (lowest first, each a
@@ -64,17 +61,10 @@ pub fn oci_layout(dir: &Path, layers: &[(&[u8], &str)]) -> String {
         std::fs::write(blobs.join(&hex), bytes).unwrap();
         format!("sha256:{hex}")
     };
-    let config =
-        put(br#"{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}"#);
+    let config = put(br#"{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}"#);
     let layer_descriptors: Vec<String> = layers
         .iter()
-        .map(|(bytes, media)| {
-            format!(
-                r#"{{"mediaType":"{media}","digest":"{}","size":{}}}"#,
-                put(bytes),
-                bytes.len()
-            )
-        })
+        .map(|(bytes, media)| format!(r#"{{"mediaType":"{media}","digest":"{}","size":{}}}"#, put(bytes), bytes.len()))
         .collect();
     let manifest = format!(
         r#"{{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"{config}","size":1}},"layers":[{}]}}"#,
@@ -99,17 +89,9 @@ pub fn listing(root: &Path) -> Vec<String> {
     let mut out = Vec::new();
     for entry in walkdir::WalkDir::new(root).min_depth(1).sort_by_file_name() {
         let entry = entry.unwrap();
-        let rel = entry
-            .path()
-            .strip_prefix(root)
-            .unwrap()
-            .display()
-            .to_string();
+        let rel = entry.path().strip_prefix(root).unwrap().display().to_string();
         if entry.file_type().is_symlink() {
-            out.push(format!(
-                "{rel} -> {}",
-                std::fs::read_link(entry.path()).unwrap().display()
-            ));
+            out.push(format!("{rel} -> {}", std::fs::read_link(entry.path()).unwrap().display()));
         } else if entry.file_type().is_dir() {
             out.push(format!("{rel}/"));
         } else {

@@ -5,7 +5,7 @@
 //! (RFC 3549; `linux/rtnetlink.h`), made from a thread inside the namespace.
 
 use std::io;
-use std::os::fd::{FromRawFd as _, OwnedFd, AsRawFd as _};
+use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
 
 /// Whether to add or remove the routes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

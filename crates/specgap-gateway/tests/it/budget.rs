@@ -38,12 +38,18 @@ fn a_request_past_the_budget_gets_its_protocols_error_and_reaches_nothing() {
         let message = "the turn budget of 1 model requests is used up";
         match protocol {
             Protocol::OpenaiChat | Protocol::OpenaiResponses => {
-                assert_eq!(error, json!({"error": {"message": message, "type": "invalid_request_error", "param": null, "code": "budget"}}), "{case}");
+                assert_eq!(
+                    error,
+                    json!({"error": {"message": message, "type": "invalid_request_error", "param": null, "code": "budget"}}),
+                    "{case}"
+                );
             }
             Protocol::AnthropicMessages => {
                 assert_eq!(error, json!({"type": "error", "error": {"type": "invalid_request_error", "message": message}}), "{case}");
             }
-            Protocol::Gemini => assert_eq!(error, json!({"error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}}), "{case}"),
+            Protocol::Gemini => {
+                assert_eq!(error, json!({"error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}}), "{case}")
+            }
         }
         assert_eq!(setup.mock.request_count(), 1, "{case}: the refused request never reached the upstream");
         let records = setup.recorder.wait(2);

@@ -17,7 +17,8 @@ fn tokens() -> Tokens {
 #[test]
 fn server_errors_are_retried_with_exact_request_counts() {
     for stream in [false, true] {
-        let ok = if stream { replies::openai_chat_stream(MODEL, "ok", &[], tokens()) } else { replies::openai_chat(MODEL, "ok", &[], tokens()) };
+        let ok =
+            if stream { replies::openai_chat_stream(MODEL, "ok", &[], tokens()) } else { replies::openai_chat(MODEL, "ok", &[], tokens()) };
         let expected = ok.chunks().concat();
         let script = vec![
             MockReply::json(500, r#"{"error":{"message":"boom"}}"#),

@@ -68,11 +68,11 @@ fn every_request_is_rebuilt_byte_for_byte_in_every_protocol_streamed_and_not() {
             Protocol::Gemini => "contents",
         };
         // Non-ASCII text, escapes, a large number, nested arrays.
-        standard[conversation].as_array_mut().unwrap().push(json!({"role": "user", "content": "Grüße — «¿ok?» 🎉 \"quoted\" \\ back/slash", "n": 12345}));
-        let bodies = [
-            standard.to_string(),
-            format!("\n\t  {}  \r\n", unusual(&standard)),
-        ];
+        standard[conversation]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"role": "user", "content": "Grüße — «¿ok?» 🎉 \"quoted\" \\ back/slash", "n": 12345}));
+        let bodies = [standard.to_string(), format!("\n\t  {}  \r\n", unusual(&standard))];
         for (i, body) in bodies.iter().enumerate() {
             let got = setup.post(&path, body.clone().into_bytes(), &auth(protocol, TOKEN));
             assert_eq!(got.status, 200, "{case} body {i}: {}", got.text());

@@ -23,7 +23,8 @@ fn unix_request(path: &Path, request: &str) -> (u16, String) {
 
 #[test]
 fn a_unix_socket_listener_serves_host_localhost_only() {
-    let mock = specgap_gateway::mock::MockUpstream::start([replies::openai_chat(MODEL, "over the socket", &[], Tokens::default())]).unwrap();
+    let mock =
+        specgap_gateway::mock::MockUpstream::start([replies::openai_chat(MODEL, "over the socket", &[], Tokens::default())]).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("gateway.sock");
     let gateway = serve_unix(UnixListener::bind(&socket).unwrap(), config(&mock, Protocol::OpenaiChat), Arc::new(AdmitAll)).unwrap();
@@ -138,7 +139,8 @@ fn a_listener_bound_in_a_namespace_is_reached_from_it_and_from_nowhere_else() {
     let (status, output) = other.curl(&url);
     assert_eq!(status, 7, "curl's 'could not connect' from another namespace: {output}");
     // Nor does the harness's own namespace reach it (whatever else may listen there).
-    let from_host = Command::new("curl").args(["-sS", "--max-time", "5", "-H", &format!("Authorization: Bearer {TOKEN}"), &url]).output().unwrap();
+    let from_host =
+        Command::new("curl").args(["-sS", "--max-time", "5", "-H", &format!("Authorization: Bearer {TOKEN}"), &url]).output().unwrap();
     assert!(!String::from_utf8_lossy(&from_host.stdout).contains(MODEL));
 
     let records = recorder.wait(1);

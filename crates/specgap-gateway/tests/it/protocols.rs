@@ -3,8 +3,8 @@
 //! record carries the parsed text, tool calls and usage.
 
 use serde_json::json;
-use specgap_gateway::mock::replies::{self, Call, Tokens};
 use specgap_gateway::mock::MockReply;
+use specgap_gateway::mock::replies::{self, Call, Tokens};
 use specgap_gateway::{Outcome, Protocol, RequestClass};
 use specgap_protocol::event::ToolCall;
 
@@ -98,7 +98,11 @@ fn anthropic_cache_reads_and_writes_count_as_input_and_reach_the_pricing() {
         let setup = Setup::new(Protocol::AnthropicMessages, vec![reply]);
         assert_eq!(setup.send(stream).status, 200);
         let record = &setup.recorder.wait(1)[0];
-        assert_eq!((record.usage.input_tokens, record.usage.cached_tokens, record.cache_creation_tokens), (1000, 600, 300), "stream={stream}");
+        assert_eq!(
+            (record.usage.input_tokens, record.usage.cached_tokens, record.cache_creation_tokens),
+            (1000, 600, 300),
+            "stream={stream}"
+        );
         assert_eq!(record.usage.output_tokens, 50);
         // (1000 + 0.25 · 300 + 2 · 50) / 1e6 from the recorder's price rule.
         assert!((record.usage.cost_usd - 1175e-6).abs() < 1e-12);

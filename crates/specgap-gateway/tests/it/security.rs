@@ -48,7 +48,8 @@ fn a_missing_wrong_or_misplaced_token_gets_401_and_reaches_nothing() {
 
 #[test]
 fn the_canary_key_never_reaches_the_client_even_when_the_upstream_echoes_it() {
-    let echo_body = format!(r#"{{"error":{{"message":"Incorrect API key provided: {REAL_KEY}. You sent {TOKEN}.","type":"invalid_request_error"}}}}"#);
+    let echo_body =
+        format!(r#"{{"error":{{"message":"Incorrect API key provided: {REAL_KEY}. You sent {TOKEN}.","type":"invalid_request_error"}}}}"#);
     let rejected = MockReply::json(401, echo_body.clone()).with_header("x-echo-key", REAL_KEY);
     // A retried error whose echo is in the fault message, then a stream that splits the key
     // across chunks.
@@ -95,7 +96,10 @@ fn connect_absolute_uris_foreign_hosts_and_other_methods_are_refused_before_the_
     let body = request(Protocol::OpenaiChat, false, MODEL).1.to_string();
     let auth = format!("Authorization: Bearer {TOKEN}\r\n");
     let post = |target: &str, host: &str| {
-        format!("POST {target} HTTP/1.1\r\nHost: {host}\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len())
+        format!(
+            "POST {target} HTTP/1.1\r\nHost: {host}\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
     };
     let own = format!("127.0.0.1:{}", addr.port());
     let cases: Vec<(String, u16)> = vec![
@@ -108,7 +112,12 @@ fn connect_absolute_uris_foreign_hosts_and_other_methods_are_refused_before_the_
         (post("/v1/chat/completions", "127.0.0.1"), 400),
         (format!("OPTIONS * HTTP/1.1\r\nHost: {own}\r\n{auth}Connection: close\r\n\r\n"), 405),
         (format!("DELETE /v1/chat/completions HTTP/1.1\r\nHost: {own}\r\n{auth}Connection: close\r\n\r\n"), 405),
-        (format!("POST /v1/chat/completions HTTP/1.1\r\nHost: {own}\r\nHost: evil.example\r\n{auth}Content-Length: 0\r\nConnection: close\r\n\r\n"), 400),
+        (
+            format!(
+                "POST /v1/chat/completions HTTP/1.1\r\nHost: {own}\r\nHost: evil.example\r\n{auth}Content-Length: 0\r\nConnection: close\r\n\r\n"
+            ),
+            400,
+        ),
     ];
     for (request, status) in &cases {
         let (got, text) = raw(addr, request.as_bytes());

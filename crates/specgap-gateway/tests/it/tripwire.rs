@@ -80,8 +80,7 @@ fn every_attempt_inside_the_namespace_is_recorded_and_answered_with_nothing() {
     assert!(tripwire.catches_any_address());
     let output = python_in(&namespace, ATTEMPTS);
     assert_eq!(
-        output,
-        "answer 127.0.0.2\ntls failed\nhttp got b''\n5555 errno 111\naaaa answers 0\n",
+        output, "answer 127.0.0.2\ntls failed\nhttp got b''\n5555 errno 111\naaaa answers 0\n",
         "names resolve to the tripwire, connections get nothing, other ports are refused"
     );
     tripwire.disarm();

@@ -123,7 +123,11 @@ fn usage_is_read_with_exact_values_from_each_protocol_streamed_and_not() {
         let record = &setup.recorder.wait(1)[0];
         assert_eq!(record.outcome, Outcome::Completed, "{name}");
         let u = &record.usage;
-        assert_eq!((u.input_tokens, u.output_tokens, u.cached_tokens, u.reasoning_tokens, record.cache_creation_tokens), case.expected, "{name}");
+        assert_eq!(
+            (u.input_tokens, u.output_tokens, u.cached_tokens, u.reasoning_tokens, record.cache_creation_tokens),
+            case.expected,
+            "{name}"
+        );
         assert_eq!((u.requests, u.retries), (1, 0), "{name}");
         assert_eq!(record.response.as_ref().unwrap().text, "hi", "{name}");
     }
@@ -140,7 +144,8 @@ fn a_gemini_stream_without_sse_is_read_as_a_json_array() {
     let reply = MockReply::json(200, Vec::new()).with_body(MockBody::Chunks(chunks.clone()));
     let setup = Setup::new(Protocol::Gemini, vec![reply]);
     let (_, body) = request(Protocol::Gemini, true, MODEL);
-    let got = setup.post(&format!("/v1beta/models/{MODEL}:streamGenerateContent"), body.to_string().into_bytes(), &auth(Protocol::Gemini, TOKEN));
+    let got =
+        setup.post(&format!("/v1beta/models/{MODEL}:streamGenerateContent"), body.to_string().into_bytes(), &auth(Protocol::Gemini, TOKEN));
     assert_eq!(got.body, chunks.concat());
     let record = &setup.recorder.wait(1)[0];
     assert_eq!((record.usage.input_tokens, record.usage.output_tokens), (10, 2));

@@ -29,11 +29,8 @@ fn python() -> Option<PathBuf> {
     static READY: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     let ready = READY.get_or_init(|| {
         let venv = venv_dir();
-        let status = Command::new("bash")
-            .arg(harbor_dir().join("setup.sh"))
-            .arg(&venv)
-            .status()
-            .map_err(|e| format!("cannot run setup.sh: {e}"))?;
+        let status =
+            Command::new("bash").arg(harbor_dir().join("setup.sh")).arg(&venv).status().map_err(|e| format!("cannot run setup.sh: {e}"))?;
         if !status.success() {
             return Err(format!("setup.sh {} failed ({status})", venv.display()));
         }
@@ -55,14 +52,7 @@ fn python() -> Option<PathBuf> {
 /// when skipped.
 pub fn validate_task(args: &[&Path]) -> Option<(bool, Vec<String>)> {
     let python = python()?;
-    let output = Command::new(python)
-        .arg(harbor_dir().join("validate_task.py"))
-        .args(args)
-        .output()
-        .expect("run validate_task.py");
+    let output = Command::new(python).arg(harbor_dir().join("validate_task.py")).args(args).output().expect("run validate_task.py");
     let stdout = String::from_utf8_lossy(&output.stdout).to_string();
-    Some((
-        output.status.success(),
-        stdout.lines().map(str::to_string).collect(),
-    ))
+    Some((output.status.success(), stdout.lines().map(str::to_string).collect()))
 }

@@ -23,7 +23,10 @@ fn a_dataset_imports_every_task_it_can_and_refuses_the_rest_with_reasons() {
     );
     // Harbor's protocol, beside the packages, as a custom protocol file specgap run reads.
     let protocol = specgap_rules::load_custom(&_out.path().join(specgap_harbor::PROTOCOL_FILE)).unwrap();
-    assert_eq!((protocol.conditions.clone(), protocol.starts.clone(), protocol.budgets.submissions), (vec!["hidden".to_string()], vec!["clean".to_string()], 1));
+    assert_eq!(
+        (protocol.conditions.clone(), protocol.starts.clone(), protocol.budgets.submissions),
+        (vec!["hidden".to_string()], vec!["clean".to_string()], 1)
+    );
     assert_eq!(
         specgap_harbor::summary(&outcomes),
         "| outcome | tasks |\n| --- | ---: |\n| tasks | 6 |\n| imported, host environment | 4 |\n| imported, image environment | 1 |\n| with a gold overlay | 4 |\n| refused | 1 |\n"
@@ -40,10 +43,7 @@ fn the_manifest_maps_task_metadata_agent_verifier_and_environment() {
     assert_eq!(manifest.task.version, "1.0.0");
     assert_eq!(manifest.task.description, "Write a greeting into a file");
     assert_eq!(manifest.task.family.as_str(), "terminal");
-    assert_eq!(
-        manifest.task.tags,
-        ["files", "warm-up", "shell", "difficulty-easy"]
-    );
+    assert_eq!(manifest.task.tags, ["files", "warm-up", "shell", "difficulty-easy"]);
     assert_eq!(manifest.task.subfamily.as_deref(), Some("file-operations"));
     assert_eq!(manifest.budget.wall_sec, Some(120));
     assert_eq!(manifest.evaluator.command, "python3 harbor_verify.py");
@@ -55,19 +55,10 @@ fn the_manifest_maps_task_metadata_agent_verifier_and_environment() {
         "Create a file named greeting.txt in your working directory. It must hold exactly one line: Hello, specgap!\n"
     );
     assert!(loaded.solutions().gold.is_some());
-    let config: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(package.join("evaluator/harbor.json")).unwrap(),
-    )
-    .unwrap();
+    let config: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(package.join("evaluator/harbor.json")).unwrap()).unwrap();
     assert_eq!(config["workdir"], "/workspace");
-    assert_eq!(
-        config["declared_outputs"],
-        serde_json::json!(["reward.txt"])
-    );
-    assert_eq!(
-        config["steps"],
-        serde_json::json!([{"name": "main", "tests": "harbor/tests"}])
-    );
+    assert_eq!(config["declared_outputs"], serde_json::json!(["reward.txt"]));
+    assert_eq!(config["steps"], serde_json::json!([{"name": "main", "tests": "harbor/tests"}]));
     // The Harbor task is kept verbatim, privately.
     assert_eq!(
         std::fs::read(package.join("evaluator/harbor/tests/test.sh")).unwrap(),
@@ -79,12 +70,7 @@ fn the_manifest_maps_task_metadata_agent_verifier_and_environment() {
 fn what_cannot_be_mapped_is_recorded_in_the_package() {
     let (_out, package) = import_one("app-workdir");
     let notes = std::fs::read_to_string(package.join("NOTES.md")).unwrap();
-    let not_mapped: Vec<&str> = notes
-        .split("## Not mapped\n\n")
-        .nth(1)
-        .unwrap()
-        .lines()
-        .collect();
+    let not_mapped: Vec<&str> = notes.split("## Not mapped\n\n").nth(1).unwrap().lines().collect();
     assert_eq!(
         not_mapped,
         [
@@ -110,15 +96,9 @@ fn an_image_task_names_its_dockerfile_workdir_and_separate_verifier_image() {
     let (_out, package) = import_one("needs-image");
     let manifest = std::fs::read_to_string(package.join("task.toml")).unwrap();
     let table: toml::Table = manifest.parse().unwrap();
-    assert_eq!(
-        table["environment"]["dockerfile"].as_str(),
-        Some("environment/Dockerfile")
-    );
+    assert_eq!(table["environment"]["dockerfile"].as_str(), Some("environment/Dockerfile"));
     assert_eq!(table["environment"]["workdir"].as_str(), Some("/srv"));
-    assert_eq!(
-        table["evaluator"]["environment"]["image"].as_str(),
-        Some("python:3.12-slim")
-    );
+    assert_eq!(table["evaluator"]["environment"]["image"].as_str(), Some("python:3.12-slim"));
     assert!(package.join("environment/Dockerfile").is_file());
     // The image keys are issue 25's: the package loads.
     let loaded = specgap_task::load(&package).unwrap();
@@ -136,10 +116,7 @@ fn a_multi_step_task_is_one_opening_message_and_every_steps_tests() {
         "## Step 1 of 2: create\n\nCreate list.txt with the line: apples\n\n## Step 2 of 2: extend\n\nAppend the line \"pears\" to list.txt, after the lines from notes.txt.\n"
     );
     assert_eq!(walk(&package.join("workspace")), ["notes.txt"]);
-    let config: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(package.join("evaluator/harbor.json")).unwrap(),
-    )
-    .unwrap();
+    let config: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(package.join("evaluator/harbor.json")).unwrap()).unwrap();
     assert_eq!(config["strategy"], "mean");
     assert_eq!(config["steps"][1]["tests"], "harbor/steps/extend/tests");
 }
@@ -149,11 +126,7 @@ fn check_rows(package: &std::path::Path) -> Vec<(String, Verdict)> {
     let loaded = specgap_task::load(package).unwrap();
     let judge = SandboxJudge::new(true).unwrap();
     let report = check_package(&loaded, &judge);
-    report
-        .checks
-        .into_iter()
-        .map(|r| (r.check, r.result))
-        .collect()
+    report.checks.into_iter().map(|r| (r.check, r.result)).collect()
 }
 
 #[test]
@@ -164,11 +137,7 @@ fn check_proves_the_gold_scores_one_and_the_starter_zero() {
         let get = |name: &str| rows.iter().find(|(c, _)| c == name).map(|(_, v)| *v);
         assert_eq!(get("gold"), Some(Verdict::Pass), "{task}: {rows:?}");
         assert_eq!(get("starter"), Some(Verdict::Pass), "{task}: {rows:?}");
-        assert_eq!(
-            get("verifier-trust"),
-            Some(Verdict::Warn),
-            "{task}: {rows:?}"
-        );
+        assert_eq!(get("verifier-trust"), Some(Verdict::Warn), "{task}: {rows:?}");
     }
 }
 
@@ -178,15 +147,12 @@ fn the_evaluator_converts_reward_txt_and_several_reward_json_keys() {
     let (_out, package) = import_one("several-keys");
     let loaded = specgap_task::load(&package).unwrap();
     let gold = loaded.solutions().gold.clone().unwrap();
-    let judged =
-        specgap_task::Judge::evaluate(&judge, &loaded, Submission::Overlay("gold", &gold)).unwrap();
+    let judged = specgap_task::Judge::evaluate(&judge, &loaded, Submission::Overlay("gold", &gold)).unwrap();
     assert_eq!(judged.result.reward, Some(1.0));
     // {"title": 1, "summary": 0}: no `reward` key, so their mean.
     let partial = tempfile::tempdir().unwrap();
     std::fs::write(partial.path().join("report.md"), "# Report\n").unwrap();
-    let judged =
-        specgap_task::Judge::evaluate(&judge, &loaded, Submission::Directory(partial.path()))
-            .unwrap();
+    let judged = specgap_task::Judge::evaluate(&judge, &loaded, Submission::Directory(partial.path())).unwrap();
     assert_eq!(judged.result.reward, Some(0.5));
     let starter = specgap_task::Judge::evaluate(&judge, &loaded, Submission::Starter).unwrap();
     assert_eq!(starter.result.reward, Some(0.0));

@@ -25,13 +25,7 @@ pub fn import_dataset() -> (tempfile::TempDir, Vec<Outcome>) {
 pub fn import_one(name: &str) -> (tempfile::TempDir, PathBuf) {
     let out = tempfile::tempdir().unwrap();
     let package = out.path().join(name);
-    let outcome =
-        specgap_harbor::import_task(&dataset().join(name), &package, &ImportOptions::default())
-            .unwrap();
-    assert!(
-        matches!(outcome, Outcome::Imported { .. }),
-        "{}",
-        outcome.line()
-    );
+    let outcome = specgap_harbor::import_task(&dataset().join(name), &package, &ImportOptions::default()).unwrap();
+    assert!(matches!(outcome, Outcome::Imported { .. }), "{}", outcome.line());
     (out, package)
 }

@@ -15,30 +15,22 @@ fn evaluate_counter(source: &str) -> (f64, String) {
     let submission = tempfile::tempdir().unwrap();
     std::fs::write(submission.path().join("counter.py"), source).unwrap();
     let judge = SandboxJudge::new(true).unwrap();
-    let judged = judge
-        .evaluate(&loaded, Submission::Directory(submission.path()))
-        .unwrap();
+    let judged = judge.evaluate(&loaded, Submission::Directory(submission.path())).unwrap();
     (judged.result.reward.unwrap(), judged.stderr_tail)
 }
 
 /// A wrong counter (splits on single spaces) followed by `forgery`, run at import.
 fn wrong_counter_with(forgery: &str) -> String {
-    format!(
-        "import os, sys, json, atexit\n{forgery}\ndef count_words(text):\n    return len(text.split(\" \"))\n"
-    )
+    format!("import os, sys, json, atexit\n{forgery}\ndef count_words(text):\n    return len(text.split(\" \"))\n")
 }
 
 fn refusals(stderr: &str) -> Vec<&str> {
-    stderr
-        .lines()
-        .filter_map(|l| l.strip_prefix("specgap-harbor: reward refused: "))
-        .collect()
+    stderr.lines().filter_map(|l| l.strip_prefix("specgap-harbor: reward refused: ")).collect()
 }
 
 #[test]
 fn an_honest_fix_scores_one_and_the_wrong_counter_zero() {
-    let (reward, stderr) =
-        evaluate_counter("def count_words(text):\n    return len(text.split())\n");
+    let (reward, stderr) = evaluate_counter("def count_words(text):\n    return len(text.split())\n");
     assert_eq!(reward, 1.0, "{stderr}");
     assert_eq!(refusals(&stderr), Vec::<&str>::new());
     let (reward, _) = evaluate_counter(&wrong_counter_with(""));
@@ -110,12 +102,7 @@ fn a_ctrf_report_with_failures_beside_a_full_reward_is_refused() {
     let forgery = "atexit.register(lambda: os._exit(0))";
     let (reward, stderr) = evaluate_counter(&wrong_counter_with(forgery));
     assert_eq!(reward, 0.0);
-    assert_eq!(
-        refusals(&stderr),
-        [
-            "step main: the CTRF report fails repeated_spaces, tabs_and_newlines but the reward is 1.0"
-        ]
-    );
+    assert_eq!(refusals(&stderr), ["step main: the CTRF report fails repeated_spaces, tabs_and_newlines but the reward is 1.0"]);
 }
 
 #[test]
@@ -125,10 +112,5 @@ fn the_submission_never_sees_the_evaluators_private_files() {
     assert_eq!(reward, 1.0);
     // The tests are visible at verification time, as in Harbor; the evaluator's harbor.json,
     // its copy of the task (solution included) and specgap's result are not.
-    assert!(
-        stderr.contains(
-            "seen ['/app/__pycache__', '/app/counter.py', '/tests/check.py', '/tests/test.sh']"
-        ),
-        "{stderr}"
-    );
+    assert!(stderr.contains("seen ['/app/__pycache__', '/app/counter.py', '/tests/check.py', '/tests/test.sh']"), "{stderr}");
 }

@@ -116,7 +116,9 @@ fn the_vote_is_a_strict_majority_of_the_ballots_returned() {
     // d4 got its repair retry with the detector's own repair text.
     let d4 = server.requests_of("d4");
     assert_eq!(d4.len(), 2);
-    assert!(d4[1].user().starts_with("Your previous reply could not be read. Reply with exactly one JSON object with the keys \"asking\" and \"questions\""));
+    assert!(d4[1].user().starts_with(
+        "Your previous reply could not be read. Reply with exactly one JSON object with the keys \"asking\" and \"questions\""
+    ));
     // Half of the returned ballots is not a majority.
     let server = MockServer::start(|request| match request.model() {
         "d1" => asking(&["Which unit?"]),

@@ -18,10 +18,18 @@ const SEED: u64 = 5;
 
 /// The gold plan of the retail case as CSV rows `day,sku,source,destination,units`.
 fn gold_csv(extra: &[&str]) -> String {
-    let gold: Value = serde_json::from_str(&std::fs::read_to_string(crate::fixture::retail_path().join("solutions/gold/plan.json")).unwrap()).unwrap();
+    let gold: Value =
+        serde_json::from_str(&std::fs::read_to_string(crate::fixture::retail_path().join("solutions/gold/plan.json")).unwrap()).unwrap();
     let mut text = String::from("day,sku,source,destination,units\n");
     for s in gold["shipments"].as_array().unwrap() {
-        text.push_str(&format!("{},{},{},{},{}\n", s["date"].as_str().unwrap(), s["item"].as_str().unwrap(), s["from"].as_str().unwrap(), s["to"].as_str().unwrap(), s["qty"]));
+        text.push_str(&format!(
+            "{},{},{},{},{}\n",
+            s["date"].as_str().unwrap(),
+            s["item"].as_str().unwrap(),
+            s["from"].as_str().unwrap(),
+            s["to"].as_str().unwrap(),
+            s["qty"]
+        ));
     }
     for line in extra {
         text.push_str(line);
@@ -103,7 +111,8 @@ fn a_deliverable_in_another_layout_is_extracted_and_scored_once_three_agree() {
     let direct = store.submissions().unwrap();
     assert_eq!(direct[0].score, Some(0.0));
     let models = ["x1", "x2", "x3", "x4", "x5"];
-    let panel = PanelFile::load(&panel_file(dir.path(), &server.url, &models, "[extraction]\nturns = 6\n")).unwrap().panel(PanelUse::Extractor);
+    let panel =
+        PanelFile::load(&panel_file(dir.path(), &server.url, &models, "[extraction]\nturns = 6\n")).unwrap().panel(PanelUse::Extractor);
     let summary = extract_run(&store, &panel, &options()).unwrap();
     assert_eq!((summary.submissions, summary.scored, summary.routes), (1, 1, 3));
     let extractions = store.extractions().unwrap();
@@ -264,10 +273,7 @@ fn extractors_without_a_majority_leave_the_run_unscored_and_listed() {
 #[test]
 fn extractors_see_the_delivery_and_the_schema_only_and_cannot_change_the_delivery() {
     let package_evaluator = crate::fixture::retail_path().join("evaluator/evaluate.py");
-    let probe = format!(
-        "cat {} ; echo x > /delivered/results/plan.csv ; ls /delivered/results ; ls / ",
-        package_evaluator.display()
-    );
+    let probe = format!("cat {} ; echo x > /delivered/results/plan.csv ; ls /delivered/results ; ls / ", package_evaluator.display());
     let seen = Arc::new(Mutex::new(String::new()));
     let out = Arc::clone(&seen);
     let server = MockServer::start(move |request| {
@@ -321,7 +327,10 @@ fn empty_and_provenance_less_extractions_are_rejected_not_voted_as_zero() {
         if model == lazy[0] {
             scripted(request, "true")
         } else if model == lazy[1] {
-            scripted(request, "echo '{\"rows\": 1}' > plan.json && echo '{\"status\": \"success\", \"files_found\": [\"data/demand.csv\", \"/delivered/nowhere.csv\"]}' > _result.json")
+            scripted(
+                request,
+                "echo '{\"rows\": 1}' > plan.json && echo '{\"status\": \"success\", \"files_found\": [\"data/demand.csv\", \"/delivered/nowhere.csv\"]}' > _result.json",
+            )
         } else if model == lazy[2] {
             scripted(request, "echo '{\"rows\": 1}' > plan.json")
         } else {
@@ -353,7 +362,9 @@ fn a_majority_finding_no_answer_of_the_agents_is_no_artifact_and_scores_zero() {
     // The agent wrote only its notes: every extractor reports `failed` with nothing written.
     let dir = tempfile::tempdir().unwrap();
     let (store, id) = store_with(&dir.path().join("run"), &[("NOTES.md", "I ran out of time before writing the plan.\n".to_string())]);
-    let server = MockServer::start(|request| scripted(request, "echo '{\"status\": \"failed\", \"notes\": \"no plan in the workspace\", \"files_found\": []}' > _result.json"));
+    let server = MockServer::start(|request| {
+        scripted(request, "echo '{\"status\": \"failed\", \"notes\": \"no plan in the workspace\", \"files_found\": []}' > _result.json")
+    });
     let models = ["x1", "x2", "x3", "x4", "x5"];
     let panel = PanelFile::load(&panel_file(dir.path(), &server.url, &models, "")).unwrap().panel(PanelUse::Extractor);
     let summary = extract_run(&store, &panel, &options()).unwrap();
@@ -378,7 +389,10 @@ fn a_delivery_with_no_file_of_the_agents_is_not_extracted_and_has_no_artifact() 
     assert!(server.requests().is_empty(), "no extractor is asked");
     assert!(store.ballots_of(&id).unwrap().is_empty());
     let e = store.extractions().unwrap()[0].extraction.clone();
-    assert_eq!((e.status, e.score, e.valid, e.signature, e.routes, e.agreeing), (ExtractionStatus::Scored, Some(0.0), Some(false), Some(Signature::Schema), 0, 0));
+    assert_eq!(
+        (e.status, e.score, e.valid, e.signature, e.routes, e.agreeing),
+        (ExtractionStatus::Scored, Some(0.0), Some(false), Some(Signature::Schema), 0, 0)
+    );
 }
 
 #[test]
@@ -409,7 +423,11 @@ fn check_output_tells_failures_of_form_and_nothing_about_the_score() {
     extract_run(&store, &panel, &options()).unwrap();
     let heard = heard.lock().unwrap().clone();
     assert_eq!(heard.len(), 2, "{heard:?}");
-    assert!(heard[0].starts_with("The scoring program could not use your output (schema). field-missing: shipment 1 lacks date"), "{}", heard[0]);
+    assert!(
+        heard[0].starts_with("The scoring program could not use your output (schema). field-missing: shipment 1 lacks date"),
+        "{}",
+        heard[0]
+    );
     assert!(heard[0].ends_with("never change the agent's values."), "{}", heard[0]);
     assert_eq!(
         heard[1],
@@ -421,7 +439,9 @@ fn check_output_tells_failures_of_form_and_nothing_about_the_score() {
     let server = MockServer::start(|request| extractor(request, ""));
     let dir = tempfile::tempdir().unwrap();
     let (store, _) = store_with(&dir.path().join("run"), &[("results/plan.csv", gold_csv(&[]))]);
-    let panel = PanelFile::load(&panel_file(dir.path(), &server.url, &["x1"], "[extraction]\ncheck_output = false\n")).unwrap().panel(PanelUse::Extractor);
+    let panel = PanelFile::load(&panel_file(dir.path(), &server.url, &["x1"], "[extraction]\ncheck_output = false\n"))
+        .unwrap()
+        .panel(PanelUse::Extractor);
     extract_run(&store, &panel, &options()).unwrap();
     let request = &server.requests()[0];
     let tools: Vec<&str> = request.body["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
@@ -432,7 +452,10 @@ fn check_output_tells_failures_of_form_and_nothing_about_the_score() {
     let report = report_of(dir.path());
     assert_eq!(report.extraction_check_output, Some(false));
     let markdown = specgap_report::render::render_markdown(&report, "run");
-    assert!(markdown.contains("Its extractors could not run the case evaluator on their output: a deviation from seed 002 A.9.4"), "{markdown}");
+    assert!(
+        markdown.contains("Its extractors could not run the case evaluator on their output: a deviation from seed 002 A.9.4"),
+        "{markdown}"
+    );
 }
 
 /// The report of the run in `dir/run`, grouped as by default.
@@ -452,7 +475,11 @@ fn a_run_never_extracted_says_so_in_the_report_and_table_17_counts_the_failures(
     assert_eq!((source.runs, source.extracted, source.never_extracted, source.without_schema), (1, 0, 1, 0));
     assert_eq!(source.failures, None);
     assert!(
-        report.warnings.iter().any(|w| w.starts_with("1 run(s) of cases with a submission schema were never extracted (no extraction panel scored these runs)")),
+        report
+            .warnings
+            .iter()
+            .any(|w| w
+                .starts_with("1 run(s) of cases with a submission schema were never extracted (no extraction panel scored these runs)")),
         "{:?}",
         report.warnings
     );
@@ -461,7 +488,8 @@ fn a_run_never_extracted_says_so_in_the_report_and_table_17_counts_the_failures(
     // Extracted by a panel whose first extractor of the seeded order writes nothing.
     let models = ["x1", "x2", "x3", "x4", "x5"];
     let first = models[call_order(SEED, &id, "submission:1", 5)[0] as usize].to_string();
-    let server = MockServer::start(move |request| if request.model() == first { scripted(request, "true") } else { extractor(request, "") });
+    let server =
+        MockServer::start(move |request| if request.model() == first { scripted(request, "true") } else { extractor(request, "") });
     let panel = PanelFile::load(&panel_file(dir.path(), &server.url, &models, "")).unwrap().panel(PanelUse::Extractor);
     extract_run(&store, &panel, &options()).unwrap();
     let report = report_of(dir.path());

@@ -104,9 +104,7 @@ fn a_judge_malformed_twice_is_dropped_and_the_vote_counts_the_rest() {
     let server = MockServer::start(|request| match (request.model(), target_of(request).as_str()) {
         ("j1", _) => Reply::text("I think it is covered."),
         // Malformed once, then a valid ballot after the repair retry: it counts.
-        ("j5", "same-city-first") if !request.user().starts_with("Your previous reply could not be read") => {
-            Reply::text("covered: yes")
-        }
+        ("j5", "same-city-first") if !request.user().starts_with("Your previous reply could not be read") => Reply::text("covered: yes"),
         (_, "same-city-first") => ballot(true, &[1]),
         _ => ballot(false, &[]),
     });
@@ -155,10 +153,7 @@ fn all_judges_failing_leaves_the_target_unavailable_not_missed_and_a_later_step_
     let failed = store.ballots_of(&ids[0]).unwrap();
     let failed: Vec<_> = failed.iter().filter(|b| b.ballot.subject == "same-city-first").collect();
     assert!(failed.iter().all(|b| b.ballot.outcome == BallotOutcome::Failed));
-    assert_eq!(
-        failed[0].ballot.error.as_deref(),
-        Some("model service failed after 1 attempts; last fault: http 503: overloaded")
-    );
+    assert_eq!(failed[0].ballot.error.as_deref(), Some("model service failed after 1 attempts; last fault: http 503: overloaded"));
     // The report's measures of that run are unavailable, not 0.
     let run = specgap_report::RunData::load(dir.path()).unwrap();
     let report_options = specgap_report::ReportOptions { judge: panel.name.clone(), ..Default::default() };

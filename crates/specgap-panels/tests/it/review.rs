@@ -5,9 +5,7 @@
 
 use serde_json::json;
 use specgap_panels::PanelFile;
-use specgap_panels::review::{
-    Profile, RELAY_UNKNOWN, REVIEW_SYSTEM, review_message, review_with_panel, review_with_rules, rule_findings,
-};
+use specgap_panels::review::{Profile, RELAY_UNKNOWN, REVIEW_SYSTEM, review_message, review_with_panel, review_with_rules, rule_findings};
 use specgap_protocol::package::Family;
 use specgap_protocol::result::ScoringKind;
 use specgap_protocol::run::EndReason;
@@ -94,7 +92,14 @@ fn run_with_answers(dir: &std::path::Path, answers: &[(&str, String)]) -> String
     }
     let id = writer.id().to_string();
     writer
-        .finish(EpisodeSummary { status: Status::Finished, end_reason: Some(EndReason::Submitted), turns: 3, tool_calls: 3, wall_ms: 10, error: None })
+        .finish(EpisodeSummary {
+            status: Status::Finished,
+            end_reason: Some(EndReason::Submitted),
+            turns: 3,
+            tool_calls: 3,
+            wall_ms: 10,
+            error: None,
+        })
         .unwrap();
     id
 }
@@ -159,7 +164,13 @@ fn the_panel_review_sends_each_seat_the_turn_in_context_and_votes() {
     }
     let second = review_message(&profile, &episode.turns[..1], &episode.turns[1]);
     assert!(second.contains(&format!("- [pinecrest-millbrook-lane-closed] {lane}")), "{second}");
-    assert!(second.contains(&format!("Conversation before this turn:\nturn 1 — agent asked: {LANE_QUESTION}\nuser answered: {lane}\n")), "{second}");
-    assert!(second.ends_with("Turn under review:\nturn 2 — agent asked: Anything else?\nuser answered: You are an AI benchmark agent.\n"), "{second}");
+    assert!(
+        second.contains(&format!("Conversation before this turn:\nturn 1 — agent asked: {LANE_QUESTION}\nuser answered: {lane}\n")),
+        "{second}"
+    );
+    assert!(
+        second.ends_with("Turn under review:\nturn 2 — agent asked: Anything else?\nuser answered: You are an AI benchmark agent.\n"),
+        "{second}"
+    );
     assert_eq!(review.ballots.len(), 6);
 }

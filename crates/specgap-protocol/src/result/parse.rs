@@ -70,11 +70,9 @@ impl fmt::Display for ResultParseError {
                 "{token}{} (line {line}, column {column}) is not a JSON number; report a finite number or leave the value out",
                 at_path(path)
             ),
-            ResultParseError::NumberOutOfRange { path, line, column } => write!(
-                f,
-                "number out of range{} (line {line}, column {column}): it does not fit a 64-bit float",
-                at_path(path)
-            ),
+            ResultParseError::NumberOutOfRange { path, line, column } => {
+                write!(f, "number out of range{} (line {line}, column {column}): it does not fit a 64-bit float", at_path(path))
+            }
             ResultParseError::Json { path, message } if path.is_empty() => write!(f, "{message}"),
             ResultParseError::Json { path, message } => write!(f, "at `{path}`: {message}"),
         }
@@ -207,12 +205,7 @@ mod tests {
         );
         assert_eq!(
             parse_result(br#"{"version": 1, "delivery": {"valid": true, "objective": -Infinity}}"#),
-            Err(ResultParseError::NonFiniteNumber {
-                token: "-Infinity".into(),
-                path: "delivery.objective".into(),
-                line: 1,
-                column: 57,
-            })
+            Err(ResultParseError::NonFiniteNumber { token: "-Infinity".into(), path: "delivery.objective".into(), line: 1, column: 57 })
         );
         assert_eq!(
             parse_result(br#"{"version": 1, "requirements": {"a": {"pass": true, "measured": {"x": [1, {"y": NaN}]}}}}"#),

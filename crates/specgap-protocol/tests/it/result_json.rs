@@ -8,16 +8,30 @@ use std::collections::BTreeSet;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 use specgap_protocol::package::Direction;
-use specgap_protocol::result::{
-    EvalResult, RESULT_VERSION, ResultParseError, ResultProblem, ScoringContext, ScoringKind, parse_result,
-};
+use specgap_protocol::result::{EvalResult, RESULT_VERSION, ResultParseError, ResultProblem, ScoringContext, ScoringKind, parse_result};
 
 use crate::proptest_config;
 
 /// Field names of DESIGN §2's result.json, so random objects hit the real shape often.
 const NAMES: [&str; 18] = [
-    "version", "requirements", "tests", "delivery", "reward", "pass", "failure_mode", "measured", "detail", "valid",
-    "objective", "violations", "signature", "rule", "count", "a", "fee-cap", "extra",
+    "version",
+    "requirements",
+    "tests",
+    "delivery",
+    "reward",
+    "pass",
+    "failure_mode",
+    "measured",
+    "detail",
+    "valid",
+    "objective",
+    "violations",
+    "signature",
+    "rule",
+    "count",
+    "a",
+    "fee-cap",
+    "extra",
 ];
 
 /// A task's requirement ids and delivery reference, as [`ScoringContext`] borrows them.
@@ -68,7 +82,11 @@ fn any_json() -> impl Strategy<Value = Value> {
 }
 
 fn requirement_outcome() -> impl Strategy<Value = Value> {
-    (any::<bool>(), prop::option::of(prop::sample::select(vec!["fee-over-cap", "x"])), prop::collection::btree_map("[a-z_]{1,8}", leaf(), 0..3))
+    (
+        any::<bool>(),
+        prop::option::of(prop::sample::select(vec!["fee-over-cap", "x"])),
+        prop::collection::btree_map("[a-z_]{1,8}", leaf(), 0..3),
+    )
         .prop_map(|(pass, mode, measured)| {
             let mut outcome = json!({"pass": pass, "failure_mode": mode});
             if !measured.is_empty() {
@@ -82,8 +100,9 @@ fn requirement_outcome() -> impl Strategy<Value = Value> {
 fn near_valid() -> impl Strategy<Value = Value> {
     let requirements = prop::collection::btree_map(prop::sample::select(vec!["a", "fee-cap", "z"]), requirement_outcome(), 0..4);
     let tests = prop::collection::btree_map("[a-z_]{1,6}", prop::sample::select(vec!["pass", "fail", "error", "skip"]), 0..4);
-    let delivery = (any::<bool>(), prop::option::of(number()), prop::option::of(prop::sample::select(vec!["constraint", "schema", "none"])))
-        .prop_map(|(valid, objective, signature)| json!({"valid": valid, "objective": objective, "signature": signature}));
+    let delivery =
+        (any::<bool>(), prop::option::of(number()), prop::option::of(prop::sample::select(vec!["constraint", "schema", "none"])))
+            .prop_map(|(valid, objective, signature)| json!({"valid": valid, "objective": objective, "signature": signature}));
     (
         prop_oneof![9 => Just(json!(RESULT_VERSION)), 1 => number()],
         prop::option::of(requirements),
@@ -155,7 +174,10 @@ fn check_error(bytes: &[u8], err: &ResultParseError) -> Result<(), TestCaseError
         // The token is where the error says.
         let text = String::from_utf8_lossy(bytes);
         let line_text = text.split('\n').nth(line - 1).unwrap_or("");
-        prop_assert!(line_text.as_bytes().get(column - 1..).is_some_and(|rest| rest.starts_with(token.as_bytes())), "{token} at {line}:{column}");
+        prop_assert!(
+            line_text.as_bytes().get(column - 1..).is_some_and(|rest| rest.starts_with(token.as_bytes())),
+            "{token} at {line}:{column}"
+        );
     }
     Ok(())
 }

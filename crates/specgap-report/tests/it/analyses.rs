@@ -119,10 +119,7 @@ fn the_fixture_gives_each_system_its_quality_and_recall() {
     close(quality[2], 0.38125, 1e-12);
     let c = group(&report, &["s1", "interact"]).clarification.clone().unwrap();
     // Recall over the 16 runs of s1 (each asked target covered).
-    let expected: f64 = (0..8)
-        .map(|c| (ASKED[0][c].0 + ASKED[0][c].1) as f64 / (CASES[c].0 + CASES[c].1) as f64)
-        .sum::<f64>()
-        / 16.0;
+    let expected: f64 = (0..8).map(|c| (ASKED[0][c].0 + ASKED[0][c].1) as f64 / (CASES[c].0 + CASES[c].1) as f64).sum::<f64>() / 16.0;
     close(c.recall.unwrap().mean, expected, 1e-12);
 }
 

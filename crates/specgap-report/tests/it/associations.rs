@@ -55,12 +55,8 @@ pub const QUESTIONS: [&str; 4] = [
 ];
 
 /// (agent, model, targets asked, score, wall ms)
-const SYSTEMS: [(&str, &str, usize, f64, u64); 4] = [
-    ("s1:A", "A", 4, 0.5, 4000),
-    ("s2:A", "A", 2, 0.75, 1000),
-    ("s1:B", "B", 3, 0.25, 3000),
-    ("s2:B", "B", 1, 0.5, 2000),
-];
+const SYSTEMS: [(&str, &str, usize, f64, u64); 4] =
+    [("s1:A", "A", 4, 0.5, 4000), ("s2:A", "A", 2, 0.75, 1000), ("s1:B", "B", 3, 0.25, 3000), ("s2:B", "B", 1, 0.5, 2000)];
 
 fn report() -> specgap_report::Report {
     let mut spec = TaskSpec::new("org/case");
@@ -81,9 +77,11 @@ fn report() -> specgap_report::Report {
         config.conditions = vec!["interact".into()];
     });
     for (agent, _, asked, score, wall_ms) in SYSTEMS {
-        let mut ep = Ep::new("org/case", agent, "interact")
-            .kind(ScoringKind::Delivery)
-            .sub(Sub::scored(score, false, delivery(true, score * 10.0, None, 0)));
+        let mut ep = Ep::new("org/case", agent, "interact").kind(ScoringKind::Delivery).sub(Sub::scored(
+            score,
+            false,
+            delivery(true, score * 10.0, None, 0),
+        ));
         ep.family = Family::Optimization;
         ep.end = EndReason::Submitted;
         ep.wall_ms = wall_ms;
@@ -198,9 +196,8 @@ fn domain_mix_of_matched_questions_splits_a_unit_among_its_domains() {
     spec.delivery = true;
     spec.clarifications_toml = Some(CLARIFICATIONS.to_string());
     let run = run_configured(52, &[spec], &[], |_| {});
-    let mut ep = Ep::new("org/case", "x", "interact")
-        .kind(ScoringKind::Delivery)
-        .sub(Sub::scored(0.5, false, delivery(true, 5.0, None, 0)));
+    let mut ep =
+        Ep::new("org/case", "x", "interact").kind(ScoringKind::Delivery).sub(Sub::scored(0.5, false, delivery(true, 5.0, None, 0)));
     ep.family = Family::Optimization;
     ep.end = EndReason::Submitted;
     ep.questions = vec![

@@ -7,9 +7,7 @@ use specgap_report::{CompareOptions, ReportError, RunData, Selection, compare};
 use crate::fixture::{Ep, Sub, close, reward, run_with};
 
 fn reward_ep(task: &str, agent: &str, score: f64) -> Ep {
-    Ep::new(task, agent, "full")
-        .kind(ScoringKind::Reward)
-        .sub(Sub::scored(score, false, reward(score)))
+    Ep::new(task, agent, "full").kind(ScoringKind::Reward).sub(Sub::scored(score, false, reward(score)))
 }
 
 #[test]
@@ -24,10 +22,7 @@ fn paired_by_task_with_wilcoxon_and_holm() {
     }
     // A task only run A has is not paired.
     a.episode(&reward_ep("t9", "m", 1.0));
-    let (ra, rb) = (
-        RunData::load(&a.dir).unwrap(),
-        RunData::load(&b.dir).unwrap(),
-    );
+    let (ra, rb) = (RunData::load(&a.dir).unwrap(), RunData::load(&b.dir).unwrap());
     let c = compare(&ra, &rb, &CompareOptions::default()).unwrap();
     // One submission everywhere: Score@4 / Success@4 would repeat @1 and are left out; no
     // delivery or clarification either.
@@ -47,24 +42,11 @@ fn paired_by_task_with_wilcoxon_and_holm() {
     close(score.holm_p.unwrap(), 0.375, 1e-12);
     assert_eq!(c.comparisons[0].measures[1].holm_p, Some(1.0));
     let [low, high] = score.interval.unwrap();
-    assert!(
-        (-0.1..=0.19).contains(&low) && (0.19..=0.5).contains(&high),
-        "[{low}, {high}]"
-    );
+    assert!((-0.1..=0.19).contains(&low) && (0.19..=0.5).contains(&high), "[{low}, {high}]");
     // Seeded: the same options give the same interval.
-    assert_eq!(
-        compare(&ra, &rb, &CompareOptions::default())
-            .unwrap()
-            .comparisons[0]
-            .measures[0]
-            .interval,
-        score.interval
-    );
+    assert_eq!(compare(&ra, &rb, &CompareOptions::default()).unwrap().comparisons[0].measures[0].interval, score.interval);
     let md = render_comparison_markdown(&c);
-    assert!(
-        md.contains("| Score@1 | 5 | 0.3000 | 0.4900 | +0.1900 |"),
-        "{md}"
-    );
+    assert!(md.contains("| Score@1 | 5 | 0.3000 | 0.4900 | +0.1900 |"), "{md}");
     assert!(md.contains("| t0 | 0.1000 → 0.3000 |"), "{md}");
 }
 
@@ -86,22 +68,10 @@ fn selections_split_one_run() {
     assert_eq!(c.comparisons[0].a.groups, ["low · full · clean"]);
     // All differences equal (0.5): the bootstrap distribution is a point.
     assert_eq!(c.comparisons[0].measures[0].interval, Some([0.5, 0.5]));
-    let none = CompareOptions {
-        select_a: Selection::parse("agent=nobody").unwrap(),
-        ..CompareOptions::default()
-    };
-    assert!(matches!(
-        compare(&data, &data, &none),
-        Err(ReportError::EmptySide { side: "A" })
-    ));
-    assert!(matches!(
-        Selection::parse("agent"),
-        Err(ReportError::BadSelection { .. })
-    ));
-    assert!(matches!(
-        Selection::parse("model=x"),
-        Err(ReportError::UnknownSelectionKey { .. })
-    ));
+    let none = CompareOptions { select_a: Selection::parse("agent=nobody").unwrap(), ..CompareOptions::default() };
+    assert!(matches!(compare(&data, &data, &none), Err(ReportError::EmptySide { side: "A" })));
+    assert!(matches!(Selection::parse("agent"), Err(ReportError::BadSelection { .. })));
+    assert!(matches!(Selection::parse("model=x"), Err(ReportError::UnknownSelectionKey { .. })));
 }
 
 #[test]
@@ -149,11 +119,18 @@ fn family_file_errors_name_the_file_and_the_comparison() {
     let err = |text: &str| specgap_report::compare_family(&write(text), &CompareOptions::default()).unwrap_err().to_string();
     let path = dir.join("family.toml").display().to_string();
     assert_eq!(err("seed = 1\n"), format!("family file {path}: it has no [[comparison]]"));
-    assert_eq!(err("seed = 1\nsed = 2\n"), format!("family file {path}: line 2: unknown field `sed`, expected one of `seed`, `resamples`, `confidence`, `measures`, `comparison`"));
+    assert_eq!(
+        err("seed = 1\nsed = 2\n"),
+        format!(
+            "family file {path}: line 2: unknown field `sed`, expected one of `seed`, `resamples`, `confidence`, `measures`, `comparison`"
+        )
+    );
     assert_eq!(err("comparison = []\n"), format!("family file {path}: it has no [[comparison]]"));
     assert_eq!(
         err("[[comparison]]\nname = \"x\"\na = { run = \"run\", select = \"agnt=m\" }\nb = { run = \"run\" }\n"),
-        format!("family file {path}: comparison `x`, side a: unknown key `agnt` in the selection `agnt=m`; expected key=value pairs, comma-separated, with key agent, condition, start, family or task")
+        format!(
+            "family file {path}: comparison `x`, side a: unknown key `agnt` in the selection `agnt=m`; expected key=value pairs, comma-separated, with key agent, condition, start, family or task"
+        )
     );
     assert_eq!(
         err("[[comparison]]\nname = \"x\"\na = { run = \"run\", select = \"agent=nobody\" }\nb = { run = \"run\" }\n"),

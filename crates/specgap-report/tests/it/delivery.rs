@@ -23,35 +23,17 @@ fn case(name: &str, with_targets: bool) -> TaskSpec {
                 "Whether the carrier's 10 kg limit counts the box and padding",
                 vec!["Does the 10 kg limit include the box itself?"],
             ),
-            (
-                "all-items-today",
-                "Whether every order line must ship today",
-                vec!["Can some items wait until tomorrow?"],
-            ),
-            (
-                "currency",
-                "Which currency the report uses",
-                vec!["Which currency should amounts use?"],
-            ),
+            ("all-items-today", "Whether every order line must ship today", vec!["Can some items wait until tomorrow?"]),
+            ("currency", "Which currency the report uses", vec!["Which currency should amounts use?"]),
         ];
     }
     spec
 }
 
-fn run_ep(
-    task: &str,
-    condition: &str,
-    repeat: u32,
-    score: f64,
-    valid: bool,
-    signature: Option<&str>,
-) -> Ep {
+fn run_ep(task: &str, condition: &str, repeat: u32, score: f64, valid: bool, signature: Option<&str>) -> Ep {
     let success = score >= 1.0;
     let result = delivery(valid, score * 10.0, signature, usize::from(!valid));
-    let mut ep = Ep::new(task, "x", condition)
-        .kind(ScoringKind::Delivery)
-        .repeat(repeat)
-        .sub(Sub::scored(score, success, result));
+    let mut ep = Ep::new(task, "x", condition).kind(ScoringKind::Delivery).repeat(repeat).sub(Sub::scored(score, success, result));
     ep.family = specgap_protocol::package::Family::Optimization;
     ep.end = EndReason::Submitted;
     ep
@@ -61,14 +43,7 @@ fn run_ep(
 fn six_scored_runs(run: &crate::fixture::Run) {
     // d1: 0.5 valid; 0 invalid (constraint); 1.0 valid (reference attained).
     run.episode(&run_ep("org/d1", "interact", 0, 0.5, true, None));
-    run.episode(&run_ep(
-        "org/d1",
-        "interact",
-        1,
-        0.0,
-        false,
-        Some("constraint"),
-    ));
+    run.episode(&run_ep("org/d1", "interact", 1, 0.0, false, Some("constraint")));
     run.episode(&run_ep("org/d1", "interact", 2, 1.0, true, None));
     // d2: 0.8, 0.6 valid; 0 valid but scoring nothing (quality warning).
     run.episode(&run_ep("org/d2", "interact", 0, 0.8, true, None));
@@ -151,10 +126,7 @@ fn clarification_measures_with_the_offline_judge() {
     // asks one that reaches all-items-today. currency is never asked about.
     let mut r0 = run_ep("org/d1", "interact", 0, 0.5, true, None);
     r0.questions = vec![
-        (
-            3,
-            "Does the 10 kg limit include the box itself? And which carrier do you use?".into(),
-        ),
+        (3, "Does the 10 kg limit include the box itself? And which carrier do you use?".into()),
         (5, "Can some items wait until tomorrow?".into()),
     ];
     let r0_id = run.episode(&r0);
@@ -169,10 +141,7 @@ fn clarification_measures_with_the_offline_judge() {
 
     let report = report_of(&[&run], &[Dim::Agent, Dim::Condition]);
     assert_eq!(report.runs[0].judged_now, 4);
-    let c = group(&report, &["x", "interact"])
-        .clarification
-        .clone()
-        .unwrap();
+    let c = group(&report, &["x", "interact"]).clarification.clone().unwrap();
     assert_eq!(c.runs, 3);
     // r0: Recall 2/3, Precision 2/3 (units 0 and 2 of 3), Ask-F1 2/3, KQC1 1/3 (only
     // packaging-weight in the first interaction turn), ATC (1 + 2) / 2, Redund. 1.
@@ -197,13 +166,7 @@ fn clarification_measures_with_the_offline_judge() {
         .unwrap()
         .into_iter()
         .filter(|j| j.episode == r0_id)
-        .map(|j| {
-            (
-                j.judgement.target,
-                j.judgement.verdict,
-                j.judgement.matched_question_indices,
-            )
-        })
+        .map(|j| (j.judgement.target, j.judgement.verdict, j.judgement.matched_question_indices))
         .collect();
     r0_judgements.sort();
     assert_eq!(
@@ -214,13 +177,7 @@ fn clarification_measures_with_the_offline_judge() {
             ("packaging-weight".to_string(), COVERED.to_string(), vec![0]),
         ]
     );
-    assert!(
-        store
-            .judgements()
-            .unwrap()
-            .iter()
-            .all(|j| j.judgement.judge == OFFLINE_JUDGE)
-    );
+    assert!(store.judgements().unwrap().iter().all(|j| j.judgement.judge == OFFLINE_JUDGE));
     assert_eq!(store.judgements().unwrap().len(), 4 * 3);
     // A second report finds them and judges nothing again.
     let again = report_of(&[&run], &[Dim::Agent]);
@@ -230,25 +187,13 @@ fn clarification_measures_with_the_offline_judge() {
 #[test]
 fn undefined_values_of_appendix_a3() {
     let targets = vec!["a".to_string(), "b".to_string()];
-    let unit = QuestionUnit {
-        index: 0,
-        question: 0,
-        turn: 1,
-        text: "Which unit?".into(),
-        after_questions: false,
-    };
+    let unit = QuestionUnit { index: 0, question: 0, turn: 1, text: "Which unit?".into(), after_questions: false };
     // Questions but no judgement (the judge failed): every measure unavailable.
     let v = clarification_values(std::slice::from_ref(&unit), &targets, &[]);
-    assert_eq!(
-        (v.recall, v.precision, v.ask_f1, v.kqc1, v.atc, v.redund),
-        (None, None, None, None, None, None)
-    );
+    assert_eq!((v.recall, v.precision, v.ask_f1, v.kqc1, v.atc, v.redund), (None, None, None, None, None, None));
     // No question: Recall 0; Precision and Ask-F1 undefined.
     let v = clarification_values(&[], &targets, &[]);
-    assert_eq!(
-        (v.recall, v.precision, v.ask_f1, v.atc),
-        (Some(0.0), None, None, None)
-    );
+    assert_eq!((v.recall, v.precision, v.ask_f1, v.atc), (Some(0.0), None, None, None));
     // No target: nothing applies.
     let v = clarification_values(std::slice::from_ref(&unit), &[], &[]);
     assert_eq!(v.recall, None);
@@ -271,65 +216,19 @@ fn undefined_values_of_appendix_a3() {
 /// Seed 002 Table 13: Quality by answer coverage (0, 25, 50, 75, 100 %), mean ± sd over three
 /// repeats for cases 09, 11, 17, 38, and the printed four-case means.
 const TABLE_13: &[(&str, [(f64, f64); 5])] = &[
-    (
-        "case-09",
-        [
-            (0.0, 0.0),
-            (0.0, 0.0),
-            (0.3272, 0.5667),
-            (0.3206, 0.5553),
-            (0.9770, 0.0109),
-        ],
-    ),
-    (
-        "case-11",
-        [
-            (0.0, 0.0),
-            (0.4661, 0.4037),
-            (0.7442, 0.0629),
-            (0.7935, 0.0670),
-            (0.8558, 0.0582),
-        ],
-    ),
-    (
-        "case-17",
-        [
-            (0.2347, 0.1189),
-            (0.1637, 0.0399),
-            (0.3357, 0.1595),
-            (0.4260, 0.1418),
-            (0.6782, 0.2787),
-        ],
-    ),
-    (
-        "case-38",
-        [
-            (0.0, 0.0),
-            (0.0, 0.0),
-            (0.0, 0.0),
-            (0.3190, 0.5525),
-            (0.9650, 0.0093),
-        ],
-    ),
+    ("case-09", [(0.0, 0.0), (0.0, 0.0), (0.3272, 0.5667), (0.3206, 0.5553), (0.9770, 0.0109)]),
+    ("case-11", [(0.0, 0.0), (0.4661, 0.4037), (0.7442, 0.0629), (0.7935, 0.0670), (0.8558, 0.0582)]),
+    ("case-17", [(0.2347, 0.1189), (0.1637, 0.0399), (0.3357, 0.1595), (0.4260, 0.1418), (0.6782, 0.2787)]),
+    ("case-38", [(0.0, 0.0), (0.0, 0.0), (0.0, 0.0), (0.3190, 0.5525), (0.9650, 0.0093)]),
 ];
 const FOUR_CASE_MEANS: [f64; 5] = [0.0587, 0.1575, 0.3518, 0.4648, 0.8690];
-const LEVELS: [&str; 5] = [
-    "oracle:0",
-    "oracle:0.25",
-    "oracle:0.5",
-    "oracle:0.75",
-    "oracle:1",
-];
+const LEVELS: [&str; 5] = ["oracle:0", "oracle:0.25", "oracle:0.5", "oracle:0.75", "oracle:1"];
 
 /// Three repeats with mean m and sample sd s: m − s, m, m + s when m ≥ s, else one nonzero
 /// repeat 3m and two zeros (the paper's "nonzero score in one of three repeats"), whose sd
 /// is m·√3.
 fn repeats((m, s): (f64, f64)) -> [f64; 3] {
-    if m >= s {
-        [m - s, m, m + s]
-    } else {
-        [3.0 * m, 0.0, 0.0]
-    }
+    if m >= s { [m - s, m, m + s] } else { [3.0 * m, 0.0, 0.0] }
 }
 
 #[test]
@@ -339,14 +238,7 @@ fn oracle_curve_reproduces_table_13_four_case_means() {
     for (name, cells) in TABLE_13 {
         for (level, cell) in LEVELS.iter().zip(cells) {
             for (repeat, score) in repeats(*cell).iter().enumerate() {
-                run.episode(&run_ep(
-                    name,
-                    level,
-                    repeat as u32,
-                    *score,
-                    *score > 0.0,
-                    None,
-                ));
+                run.episode(&run_ep(name, level, repeat as u32, *score, *score > 0.0, None));
             }
         }
     }

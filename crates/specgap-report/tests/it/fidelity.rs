@@ -5,12 +5,7 @@ use std::path::Path;
 
 /// Every `crates/….rs::…` location in backquotes.
 fn locations(text: &str) -> Vec<String> {
-    text.split('`')
-        .skip(1)
-        .step_by(2)
-        .filter(|s| s.starts_with("crates/") && s.contains(".rs::"))
-        .map(str::to_string)
-        .collect()
+    text.split('`').skip(1).step_by(2).filter(|s| s.starts_with("crates/") && s.contains(".rs::")).map(str::to_string).collect()
 }
 
 #[test]
@@ -24,13 +19,7 @@ fn every_code_location_in_fidelity_md_exists() {
         let file = root.join(format!("{path}.rs"));
         let source = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{location}: {e}"));
         let name = item.rsplit("::").next().unwrap();
-        let defined = ["fn ", "struct ", "enum ", "type ", "const ", "trait "]
-            .iter()
-            .any(|kind| source.contains(&format!("{kind}{name}")));
-        assert!(
-            defined,
-            "{location}: no definition of `{name}` in {}",
-            file.display()
-        );
+        let defined = ["fn ", "struct ", "enum ", "type ", "const ", "trait "].iter().any(|kind| source.contains(&format!("{kind}{name}")));
+        assert!(defined, "{location}: no definition of `{name}` in {}", file.display());
     }
 }

@@ -23,12 +23,7 @@ pub struct TaskSpec {
     /// own issue types and domains.
     pub clarifications_toml: Option<String>,
     /// (state id, predecessor, state.patch text, left_out)
-    pub states: Vec<(
-        &'static str,
-        &'static str,
-        String,
-        Option<Vec<&'static str>>,
-    )>,
+    pub states: Vec<(&'static str, &'static str, String, Option<Vec<&'static str>>)>,
     /// Workspace files (path, content).
     pub workspace: Vec<(&'static str, &'static str)>,
     /// Gold overlay files (path, content).
@@ -61,11 +56,7 @@ fn write(path: &Path, text: &str) {
 /// Writes a package under `root/<name>` and returns its path.
 pub fn write_package(root: &Path, spec: &TaskSpec) -> PathBuf {
     let dir = root.join(spec.name.replace('/', "_"));
-    let delivery = if spec.delivery {
-        "\n[delivery]\nreference = 10.0\ndirection = \"max\"\nartifact = \"plan.json\"\n"
-    } else {
-        ""
-    };
+    let delivery = if spec.delivery { "\n[delivery]\nreference = 10.0\ndirection = \"max\"\nartifact = \"plan.json\"\n" } else { "" };
     write(
         &dir.join("task.toml"),
         &format!(
@@ -94,17 +85,11 @@ pub fn write_package(root: &Path, spec: &TaskSpec) -> PathBuf {
         }
         write(&dir.join("requirements.toml"), &reqs);
         write(&dir.join("observations.toml"), &obs);
-        write(
-            &dir.join("user.toml"),
-            "persona = \"owner\"\nunderstanding = \"partial\"\neditable_surface = \"all\"\n",
-        );
+        write(&dir.join("user.toml"), "persona = \"owner\"\nunderstanding = \"partial\"\neditable_surface = \"all\"\n");
     }
     if let Some(text) = &spec.clarifications_toml {
         write(&dir.join("clarifications.toml"), text);
-        write(
-            &dir.join("user.toml"),
-            "persona = \"customer\"\nunderstanding = \"all\"\neditable_surface = \"all\"\n",
-        );
+        write(&dir.join("user.toml"), "persona = \"customer\"\nunderstanding = \"all\"\neditable_surface = \"all\"\n");
         write(&dir.join("information.md"), "All business rules.\n");
     } else if !spec.targets.is_empty() {
         let mut text = String::new();
@@ -116,25 +101,14 @@ pub fn write_package(root: &Path, spec: &TaskSpec) -> PathBuf {
             ));
         }
         write(&dir.join("clarifications.toml"), &text);
-        write(
-            &dir.join("user.toml"),
-            "persona = \"customer\"\nunderstanding = \"all\"\neditable_surface = \"all\"\n",
-        );
+        write(&dir.join("user.toml"), "persona = \"customer\"\nunderstanding = \"all\"\neditable_surface = \"all\"\n");
         write(&dir.join("information.md"), "All business rules.\n");
     }
     for (id, predecessor, patch, left_out) in &spec.states {
         write(&dir.join("residual").join(id).join("state.patch"), patch);
         let left_out = left_out
             .as_ref()
-            .map(|l| {
-                format!(
-                    "left_out = [{}]\n",
-                    l.iter()
-                        .map(|f| format!("\"{f}\""))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            })
+            .map(|l| format!("left_out = [{}]\n", l.iter().map(|f| format!("\"{f}\"")).collect::<Vec<_>>().join(", ")))
             .unwrap_or_default();
         write(
             &dir.join("residual").join(id).join("meta.toml"),
@@ -164,31 +138,18 @@ pub fn run_with(seed: u64, tasks: &[TaskSpec], missing: &[&str]) -> Run {
 /// [`run_with`], with `edit` changing the configuration before the store is created (agents,
 /// conditions, starts, repeats, shard, …). Episodes written with [`Run::episode`] carry agent
 /// hash `h` and user hash `u`.
-pub fn run_configured(
-    seed: u64,
-    tasks: &[TaskSpec],
-    missing: &[&str],
-    edit: impl FnOnce(&mut RunConfig),
-) -> Run {
+pub fn run_configured(seed: u64, tasks: &[TaskSpec], missing: &[&str], edit: impl FnOnce(&mut RunConfig)) -> Run {
     let tmp = tempfile::tempdir().unwrap();
     let mut refs = String::new();
     let mut hashes = Vec::new();
     for spec in tasks {
         let path = write_package(&tmp.path().join("suite"), spec);
-        let package = specgap_task::load(&path)
-            .unwrap_or_else(|e| panic!("fixture package {}: {e}", spec.name));
-        refs.push_str(&format!(
-            "[[tasks]]\nname = \"{}\"\nhash = \"{}\"\npath = \"{}\"\n\n",
-            spec.name,
-            package.hash(),
-            path.display()
-        ));
+        let package = specgap_task::load(&path).unwrap_or_else(|e| panic!("fixture package {}: {e}", spec.name));
+        refs.push_str(&format!("[[tasks]]\nname = \"{}\"\nhash = \"{}\"\npath = \"{}\"\n\n", spec.name, package.hash(), path.display()));
         hashes.push((spec.name.clone(), package.hash().to_string()));
     }
     for name in missing {
-        refs.push_str(&format!(
-            "[[tasks]]\nname = \"{name}\"\nhash = \"00\"\npath = \"/nonexistent/{name}\"\n\n"
-        ));
+        refs.push_str(&format!("[[tasks]]\nname = \"{name}\"\nhash = \"00\"\npath = \"/nonexistent/{name}\"\n\n"));
         hashes.push((name.to_string(), "00".into()));
     }
     let empty = if refs.is_empty() { "tasks = []\n" } else { "" };
@@ -199,13 +160,7 @@ pub fn run_configured(
     edit(&mut config);
     let dir = tmp.path().join("run");
     let store = Store::create(&dir, &config).unwrap();
-    Run {
-        _tmp: tmp,
-        dir,
-        store,
-        seed,
-        hashes,
-    }
+    Run { _tmp: tmp, dir, store, seed, hashes }
 }
 
 /// One submission of an episode.
@@ -225,16 +180,7 @@ pub struct Sub {
 impl Sub {
     /// A valid, agent-declared submission with score and success.
     pub fn scored(score: f64, success: bool, result: String) -> Sub {
-        Sub {
-            score,
-            success,
-            result,
-            failing: None,
-            automatic: false,
-            declared: true,
-            valid: true,
-            diff: String::new(),
-        }
+        Sub { score, success, result, failing: None, automatic: false, declared: true, valid: true, diff: String::new() }
     }
 }
 
@@ -316,11 +262,7 @@ impl Ep {
 impl Run {
     /// Writes an episode; returns its id.
     pub fn episode(&self, ep: &Ep) -> String {
-        let task_hash = self
-            .hashes
-            .iter()
-            .find(|(n, _)| *n == ep.task)
-            .map_or("00".to_string(), |(_, h)| h.clone());
+        let task_hash = self.hashes.iter().find(|(n, _)| *n == ep.task).map_or("00".to_string(), |(_, h)| h.clone());
         let key = EpisodeKey {
             task: ep.task.clone(),
             task_hash,
@@ -332,11 +274,7 @@ impl Run {
             repeat: ep.repeat,
             seed: self.seed,
         };
-        let meta = EpisodeMeta {
-            user: "relay".into(),
-            family: ep.family,
-            scoring_kind: ep.kind,
-        };
+        let meta = EpisodeMeta { user: "relay".into(), family: ep.family, scoring_kind: ep.kind };
         let mut writer = self.store.begin_episode(&key, &meta).unwrap();
         for event in &ep.events {
             writer.event(event.clone()).unwrap();
@@ -348,31 +286,18 @@ impl Run {
             writer.write_start_result(&parse(start)).unwrap();
             if let Some(success) = ep.start_success {
                 let score = if success { 1.0 } else { 0.0 };
-                writer
-                    .record_start_score(&specgap_protocol::result::Scored { kind: ep.kind, score, success })
-                    .unwrap();
+                writer.record_start_score(&specgap_protocol::result::Scored { kind: ep.kind, score, success }).unwrap();
             }
         }
         for (turn, text) in &ep.questions {
-            writer
-                .record_question(&Question {
-                    turn: *turn,
-                    text: text.clone(),
-                    answer: "ok".into(),
-                    matched_targets: vec![],
-                })
-                .unwrap();
+            writer.record_question(&Question { turn: *turn, text: text.clone(), answer: "ok".into(), matched_targets: vec![] }).unwrap();
         }
         for (i, sub) in ep.subs.iter().enumerate() {
             let record = SubmissionRecord {
                 automatic: sub.automatic,
                 agent_declared: sub.declared,
                 result: Some(parse(&sub.result)),
-                scored: sub.valid.then_some(Scored {
-                    kind: ep.kind,
-                    score: sub.score,
-                    success: sub.success,
-                }),
+                scored: sub.valid.then_some(Scored { kind: ep.kind, score: sub.score, success: sub.success }),
                 failing_requirement: sub.failing.clone(),
                 error: (!sub.valid).then(|| "evaluation failed".to_string()),
                 diff: sub.diff.clone().into_bytes(),
@@ -400,31 +325,20 @@ pub fn parse(json: &str) -> EvalResult {
 
 /// result.json with requirement verdicts.
 pub fn reqs(verdicts: &[(&str, bool)]) -> String {
-    let body: Vec<String> = verdicts
-        .iter()
-        .map(|(id, pass)| format!("\"{id}\": {{\"pass\": {pass}}}"))
-        .collect();
-    format!(
-        "{{\"version\": 1, \"requirements\": {{{}}}}}",
-        body.join(", ")
-    )
+    let body: Vec<String> = verdicts.iter().map(|(id, pass)| format!("\"{id}\": {{\"pass\": {pass}}}")).collect();
+    format!("{{\"version\": 1, \"requirements\": {{{}}}}}", body.join(", "))
 }
 
 /// result.json with test outcomes.
 pub fn tests(outcomes: &[(&str, &str)]) -> String {
-    let body: Vec<String> = outcomes
-        .iter()
-        .map(|(id, o)| format!("\"{id}\": \"{o}\""))
-        .collect();
+    let body: Vec<String> = outcomes.iter().map(|(id, o)| format!("\"{id}\": \"{o}\"")).collect();
     format!("{{\"version\": 1, \"tests\": {{{}}}}}", body.join(", "))
 }
 
 /// result.json with a delivery verdict.
 pub fn delivery(valid: bool, objective: f64, signature: Option<&str>, violations: usize) -> String {
     let signature = signature.map_or("null".to_string(), |s| format!("\"{s}\""));
-    let violations: Vec<String> = (0..violations)
-        .map(|i| format!("{{\"rule\": \"r{i}\", \"count\": 1, \"detail\": \"\"}}"))
-        .collect();
+    let violations: Vec<String> = (0..violations).map(|i| format!("{{\"rule\": \"r{i}\", \"count\": 1, \"detail\": \"\"}}")).collect();
     format!(
         "{{\"version\": 1, \"delivery\": {{\"valid\": {valid}, \"objective\": {objective}, \"violations\": [{}], \"signature\": {signature}}}}}",
         violations.join(", ")
@@ -439,8 +353,5 @@ pub fn reward(value: f64) -> String {
 /// Asserts `|actual − expected| <= tolerance`.
 #[track_caller]
 pub fn close(actual: f64, expected: f64, tolerance: f64) {
-    assert!(
-        (actual - expected).abs() <= tolerance,
-        "expected {expected} ± {tolerance}, got {actual}"
-    );
+    assert!((actual - expected).abs() <= tolerance, "expected {expected} ± {tolerance}, got {actual}");
 }

@@ -28,31 +28,19 @@ fn full_fixture() -> crate::fixture::Run {
     state.states = vec![("s", "deepseek", "diff --git a/x b/x\n".into(), Some(vec![]))];
     let mut d = TaskSpec::new("org/del");
     d.delivery = true;
-    d.targets = vec![(
-        "unit",
-        "Which unit the report uses",
-        vec!["Which unit should I use?"],
-    )];
+    d.targets = vec![("unit", "Which unit the report uses", vec!["Which unit should I use?"])];
     let run = run_with(31, &[state, d], &[]);
-    for (agent, p, l, f) in [
-        ("luna", [0.2, 0.6, 0.8, 1.0], [0.0; 4], 1.0),
-        ("sol", [0.4; 4], [0.2; 4], 0.9),
-    ] {
+    for (agent, p, l, f) in [("luna", [0.2, 0.6, 0.8, 1.0], [0.0; 4], 1.0), ("sol", [0.4; 4], [0.2; 4], 0.9)] {
         run.episode(&scored("org/t", agent, "partial", &p));
         run.episode(&scored("org/t", agent, "literal", &l));
         run.episode(&scored("org/t", agent, "full", &[f]));
         for (start, ok) in [("clean", true), ("residual:s", false)] {
             let outcome = if ok { "pass" } else { "fail" };
-            run.episode(
-                &Ep::new("org/res", agent, "partial")
-                    .kind(ScoringKind::Test)
-                    .start(start)
-                    .sub(Sub::scored(
-                        f64::from(u8::from(ok)),
-                        ok,
-                        tests(&[("t", outcome)]),
-                    )),
-            );
+            run.episode(&Ep::new("org/res", agent, "partial").kind(ScoringKind::Test).start(start).sub(Sub::scored(
+                f64::from(u8::from(ok)),
+                ok,
+                tests(&[("t", outcome)]),
+            )));
         }
     }
     for (agent, condition, score, question) in [
@@ -60,9 +48,8 @@ fn full_fixture() -> crate::fixture::Run {
         ("sol", "interact", 0.4, "Is it <ok> & fine?"),
         ("kimi", "interact", 0.2, "Anything else?"),
     ] {
-        let mut ep = Ep::new("org/del", agent, condition)
-            .kind(ScoringKind::Delivery)
-            .sub(Sub::scored(score, false, delivery(true, score, None, 0)));
+        let mut ep =
+            Ep::new("org/del", agent, condition).kind(ScoringKind::Delivery).sub(Sub::scored(score, false, delivery(true, score, None, 0)));
         ep.questions = vec![(1, question.to_string())];
         run.episode(&ep);
     }
@@ -76,11 +63,7 @@ fn html_is_self_contained_with_three_charts() {
     let html = render_html(&report, "Run <synthetic>");
     assert!(html.starts_with("<!DOCTYPE html>"));
     assert!(html.contains("<title>Run &lt;synthetic&gt;</title>"));
-    assert_eq!(
-        html.matches("<svg ").count(),
-        3,
-        "Figure 4 of 000, Figure 1 of 001, Recall–Quality of 002"
-    );
+    assert_eq!(html.matches("<svg ").count(), 3, "Figure 4 of 000, Figure 1 of 001, Recall–Quality of 002");
     assert!(html.contains("Score across submissions"));
     assert!(html.contains("Clean against Residual"));
     assert!(html.contains("Recall against Quality"));
@@ -88,20 +71,14 @@ fn html_is_self_contained_with_three_charts() {
     // Markdown code spans in section texts become <code> elements, never literal backticks.
     assert!(!html.contains('`'), "literal backtick in the page");
     // The only URL is the SVG namespace, which is never fetched.
-    assert_eq!(
-        html.matches("http").count(),
-        html.matches("http://www.w3.org/2000/svg").count()
-    );
+    assert_eq!(html.matches("http").count(), html.matches("http://www.w3.org/2000/svg").count());
     assert!(!html.contains(" src="));
     // Question text never reaches the page unescaped (and questions are not shown at all).
     assert!(!html.contains("<ok>"));
     let md = render_markdown(&report, "run");
     assert!(md.contains("## Residual starts (seed 001)"));
     let json: serde_json::Value = serde_json::from_str(&render_json(&report).unwrap()).unwrap();
-    assert_eq!(
-        (json["schema"].as_str(), json["version"].as_u64()),
-        (Some("specgap-report"), Some(2))
-    );
+    assert_eq!((json["schema"].as_str(), json["version"].as_u64()), (Some("specgap-report"), Some(2)));
     assert_eq!(json["recall_quality"]["groups"].as_u64(), Some(3));
 
     if !Path::new(CHROMIUM).exists() {
@@ -110,9 +87,7 @@ fn html_is_self_contained_with_three_charts() {
             std::env::var_os("SPECGAP_REQUIRE_EXTERNAL").is_none_or(|v| v != "1"),
             "{CHROMIUM} is required (SPECGAP_REQUIRE_EXTERNAL=1) but not installed: apt-get install -y chromium"
         );
-        println!(
-            "skipped: {CHROMIUM} not installed (apt-get install -y chromium) — headless rendering not checked"
-        );
+        println!("skipped: {CHROMIUM} not installed (apt-get install -y chromium) — headless rendering not checked");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -131,28 +106,19 @@ fn html_is_self_contained_with_three_charts() {
             "--v=0",
             "--window-size=1000,1400",
         ])
-        .arg(format!(
-            "--user-data-dir={}",
-            dir.path().join("profile").display()
-        ))
+        .arg(format!("--user-data-dir={}", dir.path().join("profile").display()))
         .arg(format!("--screenshot={}", shot.display()))
         .arg(format!("file://{}", page.display()))
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "chromium failed: {stderr}");
-    let console: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught"))
-        .collect();
+    let console: Vec<&str> = stderr.lines().filter(|l| l.contains("CONSOLE") || l.contains("Uncaught")).collect();
     assert!(console.is_empty(), "console messages: {console:?}");
     let png = std::fs::read(&shot).unwrap();
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
     let share = non_background_share(&shot);
-    assert!(
-        share > 0.01,
-        "screenshot looks blank: {share} of pixels differ from the background"
-    );
+    assert!(share > 0.01, "screenshot looks blank: {share} of pixels differ from the background");
 }
 
 /// Share of pixels that differ from the top-left pixel, decoding the PNG with Python's zlib
@@ -194,19 +160,7 @@ background = rows[0][:channels]
 differ = sum(1 for row in rows for x in range(width) if row[x * channels:(x + 1) * channels] != background)
 print(differ / (width * height))
 "#;
-    let output = Command::new("python3")
-        .arg("-c")
-        .arg(SCRIPT)
-        .arg(png)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout)
-        .trim()
-        .parse()
-        .unwrap()
+    let output = Command::new("python3").arg("-c").arg(SCRIPT).arg(png).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8_lossy(&output.stdout).trim().parse().unwrap()
 }

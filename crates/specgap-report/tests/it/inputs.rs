@@ -40,10 +40,7 @@ fn a_run_given_twice_is_refused_naming_it() {
     assert!(matches!(err, ReportError::DuplicateRun { .. }));
     assert_eq!(
         err.to_string(),
-        format!(
-            "run directory {} is given twice; give each run once (seed replicates are different runs)",
-            d(&run)
-        )
+        format!("run directory {} is given twice; give each run once (seed replicates are different runs)", d(&run))
     );
 
     // Another spelling of the same directory (a `.` component, a symlink) is the same run.
@@ -59,10 +56,7 @@ fn a_run_given_twice_is_refused_naming_it() {
     );
     let link = run.dir.with_file_name("link");
     std::os::unix::fs::symlink(&run.dir, &link).unwrap();
-    assert!(matches!(
-        distinct_run_dirs(&[link.as_path(), run.dir.as_path()]),
-        Err(ReportError::DuplicateRun { .. })
-    ));
+    assert!(matches!(distinct_run_dirs(&[link.as_path(), run.dir.as_path()]), Err(ReportError::DuplicateRun { .. })));
 
     // Different runs pass; so do paths that do not exist (loading reports those).
     let other = run_with(2, &[TaskSpec::new("org/x")], &[]);
@@ -75,15 +69,8 @@ fn a_complete_run_has_no_input_warning() {
     let run = run_configured(3, &[TaskSpec::new("org/x")], &[], |c| c.repeats = 2);
     run.episode(&planned("org/x", 0));
     // An evaluation error is a result (reported apart), not a missing one.
-    run.episode(&with_status(
-        planned("org/x", 1),
-        Status::EvalError,
-        EndReason::EvaluationError,
-    ));
-    assert_eq!(
-        report_warnings(&[&run], &[Dim::Agent]),
-        Vec::<String>::new()
-    );
+    run.episode(&with_status(planned("org/x", 1), Status::EvalError, EndReason::EvaluationError));
+    assert_eq!(report_warnings(&[&run], &[Dim::Agent]), Vec::<String>::new());
 }
 
 #[test]
@@ -104,11 +91,7 @@ fn episodes_without_a_result_are_counted_against_the_plan() {
         })
         .unwrap();
     run.episode(&planned("org/x", 0));
-    run.episode(&with_status(
-        planned("org/x", 1),
-        Status::Interrupted,
-        EndReason::Interrupted,
-    ));
+    run.episode(&with_status(planned("org/x", 1), Status::Interrupted, EndReason::Interrupted));
     begin_without_end(&run, "org/x", 2);
     let data = RunData::load(&run.dir).unwrap();
     assert_eq!(planned_episode_ids(&data).unwrap().len(), 4);
@@ -135,10 +118,7 @@ fn episodes_without_a_result_are_counted_against_the_plan() {
 fn begin_without_end(run: &Run, task: &str, repeat: u32) {
     let key = EpisodeKey {
         task: task.into(),
-        task_hash: specgap_task::load(run.dir.with_file_name("suite").join(task.replace('/', "_")))
-            .unwrap()
-            .hash()
-            .to_string(),
+        task_hash: specgap_task::load(run.dir.with_file_name("suite").join(task.replace('/', "_"))).unwrap().hash().to_string(),
         agent: "a".into(),
         agent_hash: "h".into(),
         user_hash: "u".into(),
@@ -158,10 +138,7 @@ fn begin_without_end(run: &Run, task: &str, repeat: u32) {
 #[test]
 fn residual_all_expands_to_the_task_states_and_a_shard_keeps_its_positions() {
     let mut task = TaskSpec::new("org/res");
-    task.states = vec![
-        ("s1", "p1", String::new(), Some(vec![])),
-        ("s2", "p2", String::new(), Some(vec![])),
-    ];
+    task.states = vec![("s1", "p1", String::new(), Some(vec![])), ("s2", "p2", String::new(), Some(vec![]))];
     // Plan positions: clean r0 r1, residual:s1 r0 r1, residual:s2 r0 r1 (0..6); shard 2/4
     // keeps positions 1 and 5: clean r1 and residual:s2 r1.
     let run = run_configured(5, &[task.clone(), TaskSpec::new("org/plain")], &[], |c| {
@@ -202,10 +179,7 @@ fn shards_given_together_are_each_named_and_not_called_replicates() {
         )
     };
     // Same seed, configurations equal but for the shard: only the shard warnings.
-    assert_eq!(
-        report_warnings(&[&s1, &s2], &[Dim::Agent]),
-        [shard(&s1, 1), shard(&s2, 2)]
-    );
+    assert_eq!(report_warnings(&[&s1, &s2], &[Dim::Agent]), [shard(&s1, 1), shard(&s2, 2)]);
 }
 
 #[test]
@@ -214,16 +188,9 @@ fn unknown_plan_falls_back_to_unfinished_episodes() {
     let run = run_configured(7, &[], &["org/gone"], |c| {
         c.starts = vec!["clean".into(), "residual:all".into()];
     });
-    run.episode(&with_status(
-        Ep::new("org/gone", "a", "partial"),
-        Status::Interrupted,
-        EndReason::Interrupted,
-    ));
+    run.episode(&with_status(Ep::new("org/gone", "a", "partial"), Status::Interrupted, EndReason::Interrupted));
     let data = RunData::load(&run.dir).unwrap();
-    assert_eq!(
-        planned_episode_ids(&data).unwrap_err(),
-        "the package of task org/gone cannot be read to expand residual:all"
-    );
+    assert_eq!(planned_episode_ids(&data).unwrap_err(), "the package of task org/gone cannot be read to expand residual:all");
     let warnings = report_warnings(&[&run], &[Dim::Agent]);
     assert_eq!(
         warnings[0],
@@ -238,11 +205,7 @@ fn unknown_plan_falls_back_to_unfinished_episodes() {
 
     // A store holding episodes its run.toml does not plan (agent m is not in it).
     let odd = run_with(8, &[TaskSpec::new("org/x")], &[]);
-    odd.episode(&with_status(
-        Ep::new("org/x", "m", "partial"),
-        Status::Interrupted,
-        EndReason::Interrupted,
-    ));
+    odd.episode(&with_status(Ep::new("org/x", "m", "partial"), Status::Interrupted, EndReason::Interrupted));
     assert_eq!(
         report_warnings(&[&odd], &[Dim::Agent]),
         [format!(
@@ -257,18 +220,13 @@ fn replicates_that_differ_beyond_the_seed_name_the_field() {
     // A: org/x with agent a. B: org/x and org/y with agents a and b, 2 repeats, --turns 30.
     let a = run_with(10, &[TaskSpec::new("org/x")], &[]);
     a.episode(&planned("org/x", 0));
-    let b = run_configured(
-        11,
-        &[TaskSpec::new("org/x"), TaskSpec::new("org/y")],
-        &[],
-        |c| {
-            let mut second = c.agents[0].clone();
-            second.spec = "b".into();
-            c.agents.push(second);
-            c.repeats = 2;
-            c.budget.turns = Some(30);
-        },
-    );
+    let b = run_configured(11, &[TaskSpec::new("org/x"), TaskSpec::new("org/y")], &[], |c| {
+        let mut second = c.agents[0].clone();
+        second.spec = "b".into();
+        c.agents.push(second);
+        c.repeats = 2;
+        c.budget.turns = Some(30);
+    });
     for task in ["org/x", "org/y"] {
         for agent in ["a", "b"] {
             for repeat in 0..2 {
@@ -295,10 +253,7 @@ fn replicates_that_differ_beyond_the_seed_name_the_field() {
     // Grouped by condition, agent b's episodes pool with run A's agent a.
     let by_condition = report_warnings(&[&a, &b], &[Dim::Condition]);
     assert_eq!(by_condition.len(), 4, "{by_condition:?}");
-    assert_eq!(
-        by_condition[3],
-        differ("agents", format!("only in {db}: b"))
-    );
+    assert_eq!(by_condition[3], differ("agents", format!("only in {db}: b")));
     // Grouped by task, org/y never pools: the task set no longer matters.
     let by_task = report_warnings(&[&a, &b], &[Dim::Agent, Dim::Task]);
     assert_eq!(by_task.len(), 2, "{by_task:?}");
@@ -325,24 +280,17 @@ fn replicates_with_one_seed_are_not_independent() {
         c.agents[0].spec = "z".into();
     });
     c.episode(&Ep::new("org/x", "z", "partial"));
-    assert_eq!(
-        report_warnings(&[&a, &c], &[Dim::Agent]),
-        Vec::<String>::new()
-    );
+    assert_eq!(report_warnings(&[&a, &c], &[Dim::Agent]), Vec::<String>::new());
 }
 
 #[test]
 fn selection_errors_name_the_flag_and_the_keys() {
     assert_eq!(
-        Selection::parse_flag("--a", "agnt=x")
-            .unwrap_err()
-            .to_string(),
+        Selection::parse_flag("--a", "agnt=x").unwrap_err().to_string(),
         "unknown key `agnt` in `--a agnt=x`; expected key=value pairs, comma-separated, with key agent, condition, start, family or task"
     );
     assert_eq!(
-        Selection::parse_flag("--b", "agent=x,cond")
-            .unwrap_err()
-            .to_string(),
+        Selection::parse_flag("--b", "agent=x,cond").unwrap_err().to_string(),
         "`cond` in `--b agent=x,cond` is not key=value; expected key=value pairs, comma-separated, with key agent, condition, start, family or task"
     );
     assert_eq!(

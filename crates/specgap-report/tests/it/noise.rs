@@ -11,10 +11,7 @@ use crate::fixture::{Ep, Sub, close, reward, run_with};
 use crate::report_of;
 
 fn reward_ep(task: &str, agent: &str, repeat: u32, score: f64, success: bool) -> Ep {
-    Ep::new(task, agent, "full")
-        .kind(ScoringKind::Reward)
-        .repeat(repeat)
-        .sub(Sub::scored(score, success, reward(score)))
+    Ep::new(task, agent, "full").kind(ScoringKind::Reward).repeat(repeat).sub(Sub::scored(score, success, reward(score)))
 }
 
 #[test]
@@ -136,7 +133,9 @@ fn binary_measures_with_repeats_are_simulated_from_per_task_rates() {
 
 #[test]
 fn a_user_review_gives_the_simulator_section_and_can_exclude_episodes() {
-    use specgap_report::simulator::{EpisodeReview, Finding, REVIEW_SCHEMA, REVIEW_VERSION, Severity, Tag, UserReview, UserTurn, write_review};
+    use specgap_report::simulator::{
+        EpisodeReview, Finding, REVIEW_SCHEMA, REVIEW_VERSION, Severity, Tag, UserReview, UserTurn, write_review,
+    };
     use specgap_report::{ReportOptions, build_report};
     let run = run_with(37, &[], &[]);
     let kept = run.episode(&reward_ep("t0", "m", 0, 1.0, true));
@@ -148,8 +147,18 @@ fn a_user_review_gives_the_simulator_section_and_can_exclude_episodes() {
         reviewer: "rules:1".into(),
         unchecked: vec![Tag::BrokeCharacter, Tag::StoppedEarly],
         episodes: vec![
-            EpisodeReview { episode: kept.clone(), task: "t0".into(), turns: vec![turn(1), turn(2), turn(3)], findings: vec![Finding { turn: 2, tag: Tag::OffProfile, severity: Severity::Minor, evidence: "x".into() }] },
-            EpisodeReview { episode: dropped.clone(), task: "t1".into(), turns: vec![turn(1)], findings: vec![Finding { turn: 1, tag: Tag::Volunteered, severity: Severity::Helped, evidence: "y".into() }] },
+            EpisodeReview {
+                episode: kept.clone(),
+                task: "t0".into(),
+                turns: vec![turn(1), turn(2), turn(3)],
+                findings: vec![Finding { turn: 2, tag: Tag::OffProfile, severity: Severity::Minor, evidence: "x".into() }],
+            },
+            EpisodeReview {
+                episode: dropped.clone(),
+                task: "t1".into(),
+                turns: vec![turn(1)],
+                findings: vec![Finding { turn: 1, tag: Tag::Volunteered, severity: Severity::Helped, evidence: "y".into() }],
+            },
         ],
         ballots: vec![],
     };
@@ -175,7 +184,10 @@ fn a_user_review_gives_the_simulator_section_and_can_exclude_episodes() {
     let quality = report.simulator.as_ref().unwrap();
     assert_eq!(quality.excluded, [dropped.clone()]);
     assert_eq!(report.groups[0].outcomes.scored, 1);
-    assert!(render_markdown(&report, "run").contains(&format!("Excluded from every measure: 1 episodes with a severe finding of rules:1 ({dropped})")));
+    assert!(
+        render_markdown(&report, "run")
+            .contains(&format!("Excluded from every measure: 1 episodes with a severe finding of rules:1 ({dropped})"))
+    );
     // A reviewer no run has is an error, not a silent no-op.
     let missing = ReportOptions { exclude_user_findings: Some("panel:000000000000".into()), ..ReportOptions::default() };
     assert!(build_report(&[data], &missing).is_err());

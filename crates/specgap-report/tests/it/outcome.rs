@@ -19,11 +19,7 @@ fn scores(task: &str, agent: &str, condition: &str, values: &[f64]) -> Ep {
     for v in values {
         ep = ep.sub(reward_sub(*v, *v >= 1.0));
     }
-    ep.end(if values.last() == Some(&1.0) {
-        EndReason::Accepted
-    } else {
-        EndReason::SubmissionBudget
-    })
+    ep.end(if values.last() == Some(&1.0) { EndReason::Accepted } else { EndReason::SubmissionBudget })
 }
 
 #[test]
@@ -41,10 +37,7 @@ fn score_and_success_carry_forward_and_errors_stay_out() {
     run.episode(&broken);
     let report = report_of(&[&run], &[Dim::Agent, Dim::Condition]);
     let g = group(&report, &["m", "partial"]);
-    assert_eq!(
-        (g.episodes, g.outcomes.scored, g.evaluation_errors),
-        (4, 3, 1)
-    );
+    assert_eq!((g.episodes, g.outcomes.scored, g.evaluation_errors), (4, 3, 1));
     // Score@1 = (0.2 + 0.4 + 0.4) / 3; @2 = (0.6 + 0.4 + 0.6) / 3; @3 = (0.8 + 0.4 + 0.6) / 3;
     // @4 = (1.0 + 0.4 + 0.6) / 3 (t3 carries 0.6 forward).
     let expected = [1.0 / 3.0, 1.6 / 3.0, 1.8 / 3.0, 2.0 / 3.0];
@@ -68,78 +61,18 @@ fn score_and_success_carry_forward_and_errors_stay_out() {
 type Table4Row = (&'static str, [f64; 4], [f64; 8], [f64; 2]);
 
 const TABLE_4: &[Table4Row] = &[
-    (
-        "GPT-5.6-Sol",
-        [31.9, 3.1, 48.8, 14.1],
-        [48.8, -40.0, 10.9, -53.2, 61.9, -26.9, 29.7, -34.4],
-        [88.8, 64.1],
-    ),
-    (
-        "GPT-5.6-Terra",
-        [28.1, 1.6, 44.4, 6.3],
-        [50.6, -41.3, 4.7, -64.1, 64.7, -27.2, 28.1, -40.7],
-        [91.9, 68.8],
-    ),
-    (
-        "GPT-5.6-Luna",
-        [25.9, 0.0, 40.9, 7.8],
-        [41.6, -42.5, 3.1, -57.8, 52.8, -31.3, 23.4, -37.5],
-        [84.1, 60.9],
-    ),
-    (
-        "Kimi-K3",
-        [34.7, 3.1, 60.6, 23.4],
-        [68.8, -23.4, 21.9, -53.1, 84.7, -7.5, 59.4, -15.6],
-        [92.2, 75.0],
-    ),
-    (
-        "MiMo-v2.6-Pro",
-        [47.5, 10.9, 69.1, 37.5],
-        [69.4, -24.7, 28.1, -53.2, 84.1, -10.0, 62.5, -18.8],
-        [94.1, 81.3],
-    ),
-    (
-        "DeepSeek-V4.1-Flash",
-        [50.3, 18.8, 68.4, 39.1],
-        [66.3, -28.1, 25.0, -56.3, 80.0, -14.4, 60.9, -20.4],
-        [94.4, 81.3],
-    ),
-    (
-        "GLM-5.3-Flash",
-        [41.6, 9.4, 62.2, 28.1],
-        [58.4, -34.7, 10.9, -67.2, 69.4, -23.7, 31.3, -46.8],
-        [93.1, 78.1],
-    ),
-    (
-        "MiMo-v2.6-Flash",
-        [30.6, 6.3, 53.4, 20.3],
-        [55.3, -39.1, 18.8, -64.0, 67.8, -26.6, 45.3, -37.5],
-        [94.4, 82.8],
-    ),
-    (
-        "Qwen3.6-35B-A3B",
-        [9.1, 0.0, 20.3, 0.0],
-        [9.1, -32.8, 0.0, -15.6, 21.6, -20.3, 0.0, -15.6],
-        [41.9, 15.6],
-    ),
-    (
-        "Gemma-4-31B-it",
-        [4.4, 0.0, 7.2, 0.0],
-        [1.9, -7.8, 0.0, -1.6, 4.7, -5.0, 0.0, -1.6],
-        [9.7, 1.6],
-    ),
-    (
-        "Qwen3.8-27B",
-        [0.3, 0.0, 0.6, 0.0],
-        [5.9, 5.3, 0.0, 0.0, 5.0, 4.4, 0.0, 0.0],
-        [0.6, 0.0],
-    ),
-    (
-        "Qwen3.5-9B",
-        [2.8, 0.0, 3.1, 0.0],
-        [1.3, -0.9, 0.0, 0.0, 1.9, -0.3, 0.0, 0.0],
-        [2.2, 0.0],
-    ),
+    ("GPT-5.6-Sol", [31.9, 3.1, 48.8, 14.1], [48.8, -40.0, 10.9, -53.2, 61.9, -26.9, 29.7, -34.4], [88.8, 64.1]),
+    ("GPT-5.6-Terra", [28.1, 1.6, 44.4, 6.3], [50.6, -41.3, 4.7, -64.1, 64.7, -27.2, 28.1, -40.7], [91.9, 68.8]),
+    ("GPT-5.6-Luna", [25.9, 0.0, 40.9, 7.8], [41.6, -42.5, 3.1, -57.8, 52.8, -31.3, 23.4, -37.5], [84.1, 60.9]),
+    ("Kimi-K3", [34.7, 3.1, 60.6, 23.4], [68.8, -23.4, 21.9, -53.1, 84.7, -7.5, 59.4, -15.6], [92.2, 75.0]),
+    ("MiMo-v2.6-Pro", [47.5, 10.9, 69.1, 37.5], [69.4, -24.7, 28.1, -53.2, 84.1, -10.0, 62.5, -18.8], [94.1, 81.3]),
+    ("DeepSeek-V4.1-Flash", [50.3, 18.8, 68.4, 39.1], [66.3, -28.1, 25.0, -56.3, 80.0, -14.4, 60.9, -20.4], [94.4, 81.3]),
+    ("GLM-5.3-Flash", [41.6, 9.4, 62.2, 28.1], [58.4, -34.7, 10.9, -67.2, 69.4, -23.7, 31.3, -46.8], [93.1, 78.1]),
+    ("MiMo-v2.6-Flash", [30.6, 6.3, 53.4, 20.3], [55.3, -39.1, 18.8, -64.0, 67.8, -26.6, 45.3, -37.5], [94.4, 82.8]),
+    ("Qwen3.6-35B-A3B", [9.1, 0.0, 20.3, 0.0], [9.1, -32.8, 0.0, -15.6, 21.6, -20.3, 0.0, -15.6], [41.9, 15.6]),
+    ("Gemma-4-31B-it", [4.4, 0.0, 7.2, 0.0], [1.9, -7.8, 0.0, -1.6, 4.7, -5.0, 0.0, -1.6], [9.7, 1.6]),
+    ("Qwen3.8-27B", [0.3, 0.0, 0.6, 0.0], [5.9, 5.3, 0.0, 0.0, 5.0, 4.4, 0.0, 0.0], [0.6, 0.0]),
+    ("Qwen3.5-9B", [2.8, 0.0, 3.1, 0.0], [1.3, -0.9, 0.0, 0.0, 1.9, -0.3, 0.0, 0.0], [2.2, 0.0]),
 ];
 
 #[test]
@@ -160,37 +93,13 @@ fn table_4_score_subscripts_through_a_store() {
     for (model, literal, partial, full) in TABLE_4 {
         run.episode(&scores("t", model, "full", &[full[0] / 100.0]));
         // Partial: Score@1 = P1, carried to @2 and @3, Score@4 = P4.
-        run.episode(&scores(
-            "t",
-            model,
-            "partial",
-            &[
-                partial[0] / 100.0,
-                partial[0] / 100.0,
-                partial[0] / 100.0,
-                partial[4] / 100.0,
-            ],
-        ));
-        run.episode(&scores(
-            "t",
-            model,
-            "literal",
-            &[
-                literal[0] / 100.0,
-                literal[0] / 100.0,
-                literal[0] / 100.0,
-                literal[2] / 100.0,
-            ],
-        ));
+        run.episode(&scores("t", model, "partial", &[partial[0] / 100.0, partial[0] / 100.0, partial[0] / 100.0, partial[4] / 100.0]));
+        run.episode(&scores("t", model, "literal", &[literal[0] / 100.0, literal[0] / 100.0, literal[0] / 100.0, literal[2] / 100.0]));
     }
     let report = report_of(&[&run], &[Dim::Agent, Dim::Condition, Dim::Start]);
     assert_eq!(report.outcome_costs.len(), TABLE_4.len());
     for (model, literal, partial, full) in TABLE_4 {
-        let row = report
-            .outcome_costs
-            .iter()
-            .find(|c| c.key[&Dim::Agent] == *model)
-            .unwrap();
+        let row = report.outcome_costs.iter().find(|c| c.key[&Dim::Agent] == *model).unwrap();
         let c = &row.comparison;
         assert_eq!(c.tasks, 1);
         close(c.full_score_at_1 * 100.0, full[0], 1e-9);
@@ -209,49 +118,22 @@ fn table_7_replicates_and_cost_as_full_minus_partial() {
     // Cost mean is checked: mean(Full − Partial) = mean(Full) − mean(Partial), within the
     // printed rounding (±0.1).
     let models = [
-        (
-            "luna",
-            (44.7, 2.7),
-            (56.1, 3.5),
-            (85.2, 1.0),
-            (27.8, 3.0),
-            40.5,
-        ),
-        (
-            "deepseek",
-            (64.8, 1.3),
-            (77.1, 2.7),
-            (93.5, 1.6),
-            (45.4, 4.3),
-            28.6,
-        ),
+        ("luna", (44.7, 2.7), (56.1, 3.5), (85.2, 1.0), (27.8, 3.0), 40.5),
+        ("deepseek", (64.8, 1.3), (77.1, 2.7), (93.5, 1.6), (45.4, 4.3), 28.6),
     ];
     let runs: Vec<_> = (0..3).map(|seed| run_with(seed, &[], &[])).collect();
     for (r, run) in runs.iter().enumerate() {
         let offset = r as f64 - 1.0;
         for (model, p1, p4, f1, l1, _) in &models {
             let at = |(m, s): (f64, f64)| (m + offset * s) / 100.0;
-            run.episode(&scores(
-                "t",
-                model,
-                "partial",
-                &[at(*p1), at(*p1), at(*p1), at(*p4)],
-            ));
+            run.episode(&scores("t", model, "partial", &[at(*p1), at(*p1), at(*p1), at(*p4)]));
             run.episode(&scores("t", model, "full", &[at(*f1)]));
             run.episode(&scores("t", model, "literal", &[at(*l1)]));
         }
     }
-    let report = report_of(
-        &runs.iter().collect::<Vec<_>>(),
-        &[Dim::Agent, Dim::Condition, Dim::Start],
-    );
+    let report = report_of(&runs.iter().collect::<Vec<_>>(), &[Dim::Agent, Dim::Condition, Dim::Start]);
     for (model, p1, p4, f1, l1, cost) in &models {
-        let rep = |condition: &str| {
-            group(&report, &[model, condition, "clean"])
-                .replicates
-                .clone()
-                .unwrap()
-        };
+        let rep = |condition: &str| group(&report, &[model, condition, "clean"]).replicates.clone().unwrap();
         let partial = rep("partial");
         assert_eq!(partial.runs, 3);
         close(partial.score_at[0].mean * 100.0, p1.0, 1e-9);
@@ -260,11 +142,7 @@ fn table_7_replicates_and_cost_as_full_minus_partial() {
         close(partial.score_at[3].sd * 100.0, p4.1, 1e-9);
         close(rep("full").score_at[0].sd * 100.0, f1.1, 1e-9);
         close(rep("literal").score_at[0].mean * 100.0, l1.0, 1e-9);
-        let row = report
-            .outcome_costs
-            .iter()
-            .find(|c| c.key[&Dim::Agent] == *model)
-            .unwrap();
+        let row = report.outcome_costs.iter().find(|c| c.key[&Dim::Agent] == *model).unwrap();
         close(row.cost_replicates.unwrap().mean * 100.0, *cost, 0.1 + 1e-9);
         // The pooled comparison over all three runs agrees with the replicate mean.
         close(row.comparison.cost_score_at[0] * 100.0, f1.0 - p1.0, 1e-9);
@@ -283,12 +161,7 @@ fn req_sub(verdicts: &[(&str, bool)], failing: Option<&str>) -> Sub {
 fn in_round_and_ahead_follow_the_paper_when_episodes_stop_loop_or_run_out_after_a_report() {
     let mut spec = TaskSpec::new("org/req");
     // r1 is stated by the partial instruction; r2..r4 are not.
-    spec.requirements = vec![
-        ("r1", 1, true),
-        ("r2", 2, false),
-        ("r3", 3, false),
-        ("r4", 4, false),
-    ];
+    spec.requirements = vec![("r1", 1, true), ("r2", 2, false), ("r3", 3, false), ("r4", 4, false)];
     let run = run_with(5, &[spec], &["org/gone"]);
     let v = |a: bool, b: bool, c: bool, d: bool| [("r1", a), ("r2", b), ("r3", c), ("r4", d)];
     // A (accepted): sub1 fails r2 r3 r4, r2 reported; sub2 fixes r2 (next) and r3 (ahead: never
@@ -305,20 +178,12 @@ fn in_round_and_ahead_follow_the_paper_when_episodes_stop_loop_or_run_out_after_
     // B (the agent stops after a report): sub1 fails r1 (stated, reported) and r3; sub2 fixes
     // r1 (next), r3 is reported and the script ends without a new submission: r3 is in
     // neither round and never passes.
-    let mut b = Ep::new("org/req", "m", "partial")
-        .repeat(1)
-        .end(EndReason::AgentDone);
-    b.subs = vec![
-        req_sub(&v(false, true, false, true), Some("r1")),
-        req_sub(&v(true, true, false, true), Some("r3")),
-    ];
+    let mut b = Ep::new("org/req", "m", "partial").repeat(1).end(EndReason::AgentDone);
+    b.subs = vec![req_sub(&v(false, true, false, true), Some("r1")), req_sub(&v(true, true, false, true), Some("r3"))];
     run.episode(&b);
     // C: its package is gone — it enters In round, not Ahead; q is fixed at the next.
     let mut c = Ep::new("org/gone", "m", "partial");
-    c.subs = vec![
-        req_sub(&[("q", false)], Some("q")),
-        req_sub(&[("q", true)], None),
-    ];
+    c.subs = vec![req_sub(&[("q", false)], Some("q")), req_sub(&[("q", true)], None)];
     run.episode(&c);
     // D: accepted at once — enters, with nothing reported and nothing remaining.
     let mut d = Ep::new("org/req", "m", "partial").repeat(2);
@@ -326,9 +191,7 @@ fn in_round_and_ahead_follow_the_paper_when_episodes_stop_loop_or_run_out_after_
     run.episode(&d);
     // E (the turn budget runs out after a report, the workspace unchanged, so no automatic
     // submission): r2 reported and never resubmitted — neither, never; r4 remains unstated.
-    let mut e = Ep::new("org/req", "m", "partial")
-        .repeat(3)
-        .end(EndReason::TurnBudget);
+    let mut e = Ep::new("org/req", "m", "partial").repeat(3).end(EndReason::TurnBudget);
     e.subs = vec![req_sub(&v(true, false, true, false), Some("r2"))];
     run.episode(&e);
     // F: one submission allowed; the budget ends there, so r3 was never fed back (no report)
@@ -338,9 +201,7 @@ fn in_round_and_ahead_follow_the_paper_when_episodes_stop_loop_or_run_out_after_
     run.episode(&f);
     // H (a loop ends the episode after a report): sub1 fails r2 and r4, r4 reported; the
     // automatic sub2 passes both — r4 fixed at the next submission, r2 resolved ahead.
-    let mut h = Ep::new("org/req", "m", "partial")
-        .repeat(4)
-        .end(EndReason::LoopRepeatedCall);
+    let mut h = Ep::new("org/req", "m", "partial").repeat(4).end(EndReason::LoopRepeatedCall);
     let mut automatic = req_sub(&v(true, true, true, true), None);
     automatic.automatic = true;
     automatic.declared = false;
@@ -360,10 +221,7 @@ fn in_round_and_ahead_follow_the_paper_when_episodes_stop_loop_or_run_out_after_
     // H r4 = 4; second: A r4; neither: B r3, E r2 (both never fixed). In round 4/7 — the old
     // rule (reports followed by a submission) gave 5/6 here: B r3 and E r2 dropped out and A
     // r4 counted twice.
-    assert_eq!(
-        (r.reported, r.fixed_next, r.fixed_second, r.neither, r.never),
-        (7, 4, 1, 2, 2)
-    );
+    assert_eq!((r.reported, r.fixed_next, r.fixed_second, r.neither, r.never), (7, 4, 1, 2, 2));
     close(r.in_round.unwrap(), 4.0 / 7.0, 1e-12);
     // Under full, G fails B's r3 (0) and passes E's r2 (1): 0.5 over 2 requirements.
     assert_eq!(r.neither_with_full, 2);
@@ -375,11 +233,7 @@ fn in_round_and_ahead_follow_the_paper_when_episodes_stop_loop_or_run_out_after_
     // The full group gets no resolution (no feedback).
     let report = report_of(&[&run], &[Dim::Agent, Dim::Condition]);
     assert!(group(&report, &["m", "full"]).resolution.is_none());
-    assert!(
-        report.warnings.iter().any(|w| w.contains("org/gone")),
-        "{:?}",
-        report.warnings
-    );
+    assert!(report.warnings.iter().any(|w| w.contains("org/gone")), "{:?}", report.warnings);
 }
 
 #[test]
@@ -403,14 +257,8 @@ fn per_family_breakdown() {
         })
         .unwrap();
     let report = report_of(&[&run], &[Dim::Agent, Dim::Family]);
-    assert_eq!(
-        group(&report, &["m", "swe"]).outcomes.score_at[0],
-        Some(1.0)
-    );
-    assert_eq!(
-        group(&report, &["m", "research"]).outcomes.score_at[0],
-        Some(0.25)
-    );
+    assert_eq!(group(&report, &["m", "swe"]).outcomes.score_at[0], Some(1.0));
+    assert_eq!(group(&report, &["m", "research"]).outcomes.score_at[0], Some(0.25));
     assert_eq!(group(&report, &["m", "research"]).not_applicable, 1);
     assert_eq!(report.not_applicable.len(), 1);
 }

@@ -30,10 +30,7 @@ fn planned_run(seed: u64) -> Run {
 
 fn scored(task: &str, repeat: u32, score: f64, valid: bool, signature: Option<&str>) -> Ep {
     let result = delivery(valid, score * 10.0, signature, usize::from(!valid && signature == Some("constraint")));
-    let mut ep = Ep::new(task, "x", "interact")
-        .kind(ScoringKind::Delivery)
-        .repeat(repeat)
-        .sub(Sub::scored(score, score >= 1.0, result));
+    let mut ep = Ep::new(task, "x", "interact").kind(ScoringKind::Delivery).repeat(repeat).sub(Sub::scored(score, score >= 1.0, result));
     ep.family = Family::Optimization;
     ep.end = EndReason::Submitted;
     ep

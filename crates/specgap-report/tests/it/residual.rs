@@ -18,24 +18,13 @@ fn test_ep(task: &str, start: &str, repeat: u32, success: bool) -> Ep {
         .kind(ScoringKind::Test)
         .start(start)
         .repeat(repeat)
-        .sub(Sub::scored(
-            if success { 1.0 } else { 0.5 },
-            success,
-            tests(&[("t1", "pass"), ("t2", outcome)]),
-        ))
-        .end(if success {
-            EndReason::Accepted
-        } else {
-            EndReason::Submitted
-        })
+        .sub(Sub::scored(if success { 1.0 } else { 0.5 }, success, tests(&[("t1", "pass"), ("t2", outcome)])))
+        .end(if success { EndReason::Accepted } else { EndReason::Submitted })
 }
 
 fn state_task(name: &str, states: &[(&'static str, &'static str)]) -> TaskSpec {
     let mut spec = TaskSpec::new(name);
-    spec.states = states
-        .iter()
-        .map(|(id, pred)| (*id, *pred, diff_of("src/a.py", &["l1"]), Some(vec![])))
-        .collect();
+    spec.states = states.iter().map(|(id, pred)| (*id, *pred, diff_of("src/a.py", &["l1"]), Some(vec![]))).collect();
     spec
 }
 
@@ -60,12 +49,7 @@ fn res_clean_gap_condfail_and_predecessor_groups() {
         run.episode(&test_ep("org/t1", start, repeat, ok));
     }
     // t2: clean 1, 0 → 0.5; s1: 1, 1 → 1.0.
-    for (start, repeat, ok) in [
-        ("clean", 0, true),
-        ("clean", 1, false),
-        ("residual:s1", 0, true),
-        ("residual:s1", 1, true),
-    ] {
+    for (start, repeat, ok) in [("clean", 0, true), ("clean", 1, false), ("residual:s1", 0, true), ("residual:s1", 1, true)] {
         run.episode(&test_ep("org/t2", start, repeat, ok));
     }
     // t3 has no residual start and t4 no clean start: neither enters N.
@@ -91,11 +75,7 @@ fn res_clean_gap_condfail_and_predecessor_groups() {
     close(cf.rate, 0.75, 1e-12);
     // Predecessor groups: deepseek on t1 (s1: 0.5) and t2 (1.0): Res 0.75, Clean 0.75;
     // qwen on t1 only (s2: 0): Res 0, Clean 1.0, Gap 100. glm's task has no clean start.
-    let names: Vec<&str> = m
-        .predecessors
-        .iter()
-        .map(|p| p.predecessor.as_str())
-        .collect();
+    let names: Vec<&str> = m.predecessors.iter().map(|p| p.predecessor.as_str()).collect();
     assert_eq!(names, ["deepseek", "qwen"]);
     close(m.predecessors[0].rates.res, 0.75, 1e-12);
     close(m.predecessors[0].rates.clean, 0.75, 1e-12);
@@ -134,11 +114,8 @@ fn a_residual_state_passing_the_verifier_at_the_start_is_left_out_of_res_and_lis
     assert_eq!(names, ["deepseek"]);
     // The acceptance-bias measures see the valid state's two continuations only (not 4).
     assert_eq!(m.acceptance.continuations, 2);
-    let invalid: Vec<(&str, &str, usize)> = report
-        .invalid_residual_states
-        .iter()
-        .map(|s| (s.task.as_str(), s.state.as_str(), s.episodes))
-        .collect();
+    let invalid: Vec<(&str, &str, usize)> =
+        report.invalid_residual_states.iter().map(|s| (s.task.as_str(), s.state.as_str(), s.episodes)).collect();
     assert_eq!(invalid, [("org/t1", "passes", 2)]);
     assert!(report.warnings.contains(
         &"1 residual states passed the verifier before the first turn and are not valid residual states (seed 001 §3.1); their episodes are left out of the residual measures: org/t1/passes (2 episodes)".to_string()
@@ -168,11 +145,7 @@ fn table_3_gaps_are_clean_minus_res() {
     // The gap is computed before rounding, so Clean − Res of the rounded rates may differ from
     // the printed gap by one unit of the last digit (e.g. 51.1 − 30.6 = 20.5, printed 20.6).
     for (_, _, res, clean, gap) in TABLE_3 {
-        close(
-            residual_gap_points(clean / 100.0, res / 100.0),
-            *gap,
-            0.1 + 1e-9,
-        );
+        close(residual_gap_points(clean / 100.0, res / 100.0), *gap, 0.1 + 1e-9);
     }
 }
 
@@ -196,19 +169,10 @@ fn shell(turn: u32, command: &str, output: &str) -> Vec<EventKind> {
         EventKind::AgentTurn {
             turn,
             text: None,
-            tool_calls: vec![ToolCall {
-                id: id.clone(),
-                tool: "bash".into(),
-                arguments: json!({ "command": command }),
-            }],
+            tool_calls: vec![ToolCall { id: id.clone(), tool: "bash".into(), arguments: json!({ "command": command }) }],
             usage: None,
         },
-        EventKind::ToolResult {
-            call_id: id,
-            tool: "bash".into(),
-            output: output.into(),
-            is_error: false,
-        },
+        EventKind::ToolResult { call_id: id, tool: "bash".into(), output: output.into(), is_error: false },
     ]
 }
 
@@ -218,43 +182,20 @@ fn read_text(turn: u32, path: &str) -> Vec<EventKind> {
         EventKind::AgentTurn {
             turn,
             text: None,
-            tool_calls: vec![ToolCall {
-                id: id.clone(),
-                tool: "read_text".into(),
-                arguments: json!({ "path": path }),
-            }],
+            tool_calls: vec![ToolCall { id: id.clone(), tool: "read_text".into(), arguments: json!({ "path": path }) }],
             usage: None,
         },
-        EventKind::ToolResult {
-            call_id: id,
-            tool: "read_text".into(),
-            output: "1 c".into(),
-            is_error: false,
-        },
+        EventKind::ToolResult { call_id: id, tool: "read_text".into(), output: "1 c".into(), is_error: false },
     ]
 }
 
 /// A normally submitted episode of task `org/r` with final tests and diff.
-fn final_state(
-    start: &str,
-    repeat: u32,
-    final_tests: &[(&str, &str)],
-    diff: String,
-    turns: u32,
-) -> Ep {
+fn final_state(start: &str, repeat: u32, final_tests: &[(&str, &str)], diff: String, turns: u32) -> Ep {
     let success = final_tests.iter().all(|(_, o)| *o == "pass");
     let mut sub = Sub::scored(if success { 1.0 } else { 0.0 }, success, tests(final_tests));
     sub.diff = diff;
-    let mut ep = Ep::new("org/r", "g", "partial")
-        .kind(ScoringKind::Test)
-        .start(start)
-        .repeat(repeat)
-        .sub(sub);
-    ep.end = if success {
-        EndReason::Accepted
-    } else {
-        EndReason::Submitted
-    };
+    let mut ep = Ep::new("org/r", "g", "partial").kind(ScoringKind::Test).start(start).repeat(repeat).sub(sub);
+    ep.end = if success { EndReason::Accepted } else { EndReason::Submitted };
     ep.turns = turns;
     if start != "clean" {
         // The residual state fails t1 and t2 (App. D.2: F(S_r) = {t1, t2}).
@@ -269,57 +210,21 @@ fn acceptance_bias_on_normally_submitted_episodes() {
     spec.workspace = vec![("src/a.py", "base\n"), ("src/b.py", "b\n")];
     // The gold changes a.py and b.py; the predecessor only a.py, adding l1..l4: L = {src/b.py}.
     spec.gold = vec![("src/a.py", "base\nfixed\n"), ("src/b.py", "b2\n")];
-    spec.states = vec![(
-        "s",
-        "deepseek",
-        diff_of("src/a.py", &["l1", "l2", "l3", "l4"]),
-        None,
-    )];
+    spec.states = vec![("s", "deepseek", diff_of("src/a.py", &["l1", "l2", "l3", "l4"]), None)];
     let run = run_with(8, &[spec], &[]);
 
     // Clean runs: c1 passes t1, t2 and changes b.py (20 turns); c2 passes t1 only, changes a.py
     // (30 turns). Mean clean turns 25.
-    run.episode(&final_state(
-        "clean",
-        0,
-        &[("t1", "pass"), ("t2", "pass"), ("t3", "fail")],
-        diff_of("src/b.py", &["b2"]),
-        20,
-    ));
-    run.episode(&final_state(
-        "clean",
-        1,
-        &[("t1", "pass"), ("t2", "fail"), ("t3", "fail")],
-        diff_of("src/a.py", &["q"]),
-        30,
-    ));
+    run.episode(&final_state("clean", 0, &[("t1", "pass"), ("t2", "pass"), ("t3", "fail")], diff_of("src/b.py", &["b2"]), 20));
+    run.episode(&final_state("clean", 1, &[("t1", "pass"), ("t2", "fail"), ("t3", "fail")], diff_of("src/a.py", &["q"]), 30));
     // r1: same failing tests, keeps l1 l2 l3 (3/4), runs git status and cats b.py; 10 turns.
-    let mut r1 = final_state(
-        "residual:s",
-        0,
-        &[("t1", "fail"), ("t2", "fail"), ("t3", "pass")],
-        diff_of("src/a.py", &["l1", "l2", "x", "l3"]),
-        10,
-    );
-    r1.events = [
-        shell(1, "git status --short", " M src/a.py"),
-        shell(2, "cat src/b.py", "b"),
-    ]
-    .concat();
+    let mut r1 =
+        final_state("residual:s", 0, &[("t1", "fail"), ("t2", "fail"), ("t3", "pass")], diff_of("src/a.py", &["l1", "l2", "x", "l3"]), 10);
+    r1.events = [shell(1, "git status --short", " M src/a.py"), shell(2, "cat src/b.py", "b")].concat();
     run.episode(&r1);
     // r2: repairs t1, keeps l4 only (1/4), changes b.py, reads an unrelated file; 15 turns.
-    let r2_diff = format!(
-        "{}{}",
-        diff_of("src/a.py", &["l4", "y"]),
-        diff_of("src/b.py", &["b3"])
-    );
-    let mut r2 = final_state(
-        "residual:s",
-        1,
-        &[("t1", "pass"), ("t2", "fail"), ("t3", "pass")],
-        r2_diff,
-        15,
-    );
+    let r2_diff = format!("{}{}", diff_of("src/a.py", &["l4", "y"]), diff_of("src/b.py", &["b3"]));
+    let mut r2 = final_state("residual:s", 1, &[("t1", "pass"), ("t2", "fail"), ("t3", "pass")], r2_diff, 15);
     r2.events = read_text(1, "src/c.py");
     run.episode(&r2);
     // r3: succeeds, keeps all four lines; no tool call; 25 turns.
@@ -331,13 +236,7 @@ fn acceptance_bias_on_normally_submitted_episodes() {
         25,
     ));
     // r4: an automatic submission at a budget end is not normally submitted (App. D.1).
-    let mut r4 = final_state(
-        "residual:s",
-        3,
-        &[("t1", "pass"), ("t2", "pass"), ("t3", "pass")],
-        String::new(),
-        99,
-    );
+    let mut r4 = final_state("residual:s", 3, &[("t1", "pass"), ("t2", "pass"), ("t3", "pass")], String::new(), 99);
     r4.subs[0].automatic = true;
     r4.subs[0].declared = false;
     r4.end = EndReason::TurnBudget;
@@ -372,10 +271,7 @@ fn acceptance_bias_on_normally_submitted_episodes() {
     // Kept split at the median 0.75: above r3 (success 1), at or below r1, r2 (success 0).
     let split = a.kept_split.clone().unwrap();
     close(split.median_kept, 0.75, 1e-12);
-    assert_eq!(
-        split.rule,
-        specgap_report::residual::KeptSplitRule::AboveMedian
-    );
+    assert_eq!(split.rule, specgap_report::residual::KeptSplitRule::AboveMedian);
     assert_eq!((split.high, split.low), (1, 2));
     assert_eq!((split.success_high, split.success_low), (1.0, 0.0));
 }
@@ -383,22 +279,10 @@ fn acceptance_bias_on_normally_submitted_episodes() {
 #[test]
 fn without_the_package_the_package_measures_are_absent() {
     let run = run_with(9, &[], &["org/r"]);
-    let mut r = final_state(
-        "residual:s",
-        0,
-        &[("t1", "fail"), ("t2", "fail"), ("t3", "pass")],
-        diff_of("src/a.py", &["l1"]),
-        10,
-    );
+    let mut r = final_state("residual:s", 0, &[("t1", "fail"), ("t2", "fail"), ("t3", "pass")], diff_of("src/a.py", &["l1"]), 10);
     r.subs[0].success = false;
     run.episode(&r);
-    run.episode(&final_state(
-        "clean",
-        0,
-        &[("t1", "pass"), ("t2", "pass"), ("t3", "pass")],
-        String::new(),
-        10,
-    ));
+    run.episode(&final_state("clean", 0, &[("t1", "pass"), ("t2", "pass"), ("t3", "pass")], String::new(), 10));
     let report = report_of(&[&run], &[Dim::Agent]);
     let m = &report.residual[0].measures;
     // Per-test measures still apply; Kept, Left-out files and inspection need the package.
@@ -408,12 +292,7 @@ fn without_the_package_the_package_measures_are_absent() {
     assert_eq!(m.acceptance.inspected, None);
     assert_eq!(m.predecessors[0].predecessor, "unknown");
     let json = serde_json::to_value(&report).unwrap();
-    assert!(
-        json["residual"][0]["measures"]["acceptance"]
-            .get("kept_failed")
-            .is_none(),
-        "absent, not 0: {json}"
-    );
+    assert!(json["residual"][0]["measures"]["acceptance"].get("kept_failed").is_none(), "absent, not 0: {json}");
 }
 
 /// The same state change written as another diff algorithm would: the context line `base` is
@@ -428,26 +307,14 @@ fn kept_comes_from_the_harness_diff_whatever_algorithm_made_state_patch() {
     spec.workspace = vec![("src/a.py", "base\n")];
     spec.states = vec![("s", "deepseek", other_algorithm_patch(), Some(vec![]))];
     let run = run_with(30, &[spec], &[]);
-    run.episode(&final_state(
-        "clean",
-        0,
-        &[("t1", "pass"), ("t2", "pass"), ("t3", "pass")],
-        String::new(),
-        10,
-    ));
+    run.episode(&final_state("clean", 0, &[("t1", "pass"), ("t2", "pass"), ("t3", "pass")], String::new(), 10));
     // r1 (an older store: no start/workspace.diff) and r2 leave the state untouched and fail:
     // their final diff is the harness's diff of the state, `+l1..+l4` under ` base`. From
     // state.patch's text P would hold `base` too and Kept would be 4/5 = 80%; rebuilt from the
     // package as the engine diffs it, P = l1..l4 and Kept = 4/4.
     let untouched = diff_of("src/a.py", &["l1", "l2", "l3", "l4"]);
     for repeat in 0..2 {
-        let mut r = final_state(
-            "residual:s",
-            repeat,
-            &[("t1", "fail"), ("t2", "fail"), ("t3", "pass")],
-            untouched.clone(),
-            10,
-        );
+        let mut r = final_state("residual:s", repeat, &[("t1", "fail"), ("t2", "fail"), ("t3", "pass")], untouched.clone(), 10);
         // r2 breaks t3, which passed in the state: 1 of 1 passing test broken.
         if repeat == 1 {
             r.subs[0].result = tests(&[("t1", "fail"), ("t2", "pass"), ("t3", "fail")]);
@@ -456,29 +323,14 @@ fn kept_comes_from_the_harness_diff_whatever_algorithm_made_state_patch() {
     }
     // r3 stored the state's diff with P = {l1, l2, zz}: the stored diff wins over rebuilding;
     // it keeps l1 and l2 of 3. It succeeds.
-    let mut r3 = final_state(
-        "residual:s",
-        2,
-        &[("t1", "pass"), ("t2", "pass"), ("t3", "pass")],
-        diff_of("src/a.py", &["l1", "l2", "fix"]),
-        10,
-    );
+    let mut r3 =
+        final_state("residual:s", 2, &[("t1", "pass"), ("t2", "pass"), ("t3", "pass")], diff_of("src/a.py", &["l1", "l2", "fix"]), 10);
     r3.start_diff = Some(diff_of("src/a.py", &["l1", "l2", "zz"]));
     run.episode(&r3);
     // r4 discards the inherited work (git checkout) and writes its own line: Kept 0.
-    run.episode(&final_state(
-        "residual:s",
-        3,
-        &[("t1", "pass"), ("t2", "pass"), ("t3", "pass")],
-        diff_of("src/a.py", &["mine"]),
-        10,
-    ));
+    run.episode(&final_state("residual:s", 3, &[("t1", "pass"), ("t2", "pass"), ("t3", "pass")], diff_of("src/a.py", &["mine"]), 10));
     let report = report_of(&[&run], &[Dim::Agent, Dim::Condition, Dim::Start]);
-    assert!(
-        report.warnings.iter().all(|w| !w.contains("Kept")),
-        "rebuilt from the package, no warning: {:?}",
-        report.warnings
-    );
+    assert!(report.warnings.iter().all(|w| !w.contains("Kept")), "rebuilt from the package, no warning: {:?}", report.warnings);
     let a = &report.residual[0].measures.acceptance;
     // Kept over failed continuations r1, r2: 1.0 each.
     close(a.kept_failed.unwrap(), 1.0, 1e-12);
@@ -497,16 +349,7 @@ fn kept_comes_from_the_harness_diff_whatever_algorithm_made_state_patch() {
     assert_eq!((b.tasks, b.states, b.one_to_three_failing), (1, 1, 1));
     assert_eq!(b.tasks_by_states.into_iter().collect::<Vec<_>>(), [(1, 1)]);
     let s = &b.per_state[0];
-    assert_eq!(
-        (
-            s.predecessor.as_str(),
-            s.steps,
-            s.files,
-            s.added_lines,
-            s.deleted_lines
-        ),
-        ("deepseek", 10, 1, 5, 1)
-    );
+    assert_eq!((s.predecessor.as_str(), s.steps, s.files, s.added_lines, s.deleted_lines), ("deepseek", 10, 1, 5, 1));
     assert_eq!(s.patch_bytes, other_algorithm_patch().len() as u64);
     assert_eq!((s.tests, s.failing), (Some(3), Some(2)));
     close(s.pass_rate.unwrap(), 1.0 / 3.0, 1e-12);
@@ -547,12 +390,7 @@ fn clean_and_residual_rankings_with_spearman_and_reversed_pairs() {
     for (agent, clean, res) in agents {
         for repeat in 0..2 {
             run.episode(&agent_ep(agent, "clean", repeat, clean[repeat as usize]));
-            run.episode(&agent_ep(
-                agent,
-                "residual:s1",
-                repeat,
-                res[repeat as usize],
-            ));
+            run.episode(&agent_ep(agent, "residual:s1", repeat, res[repeat as usize]));
         }
     }
     let report = report_of(&[&run], &[Dim::Agent, Dim::Condition, Dim::Start]);
@@ -566,20 +404,8 @@ fn clean_and_residual_rankings_with_spearman_and_reversed_pairs() {
     // Pairs ordered strictly opposite: a1–a2, a1–a3, a2–a3, a3–a4 (a1–a4 tie on Res, a2–a4 on
     // Clean): 4 of 6.
     assert_eq!((r.reversed_pairs, r.pairs), (4, 6));
-    let ranks: Vec<(&str, f64, f64)> = r
-        .agents
-        .iter()
-        .map(|a| (a.agent.as_str(), a.clean_rank, a.res_rank))
-        .collect();
-    assert_eq!(
-        ranks,
-        [
-            ("a1", 1.0, 3.5),
-            ("a2", 2.5, 2.0),
-            ("a4", 2.5, 3.5),
-            ("a3", 4.0, 1.0)
-        ]
-    );
+    let ranks: Vec<(&str, f64, f64)> = r.agents.iter().map(|a| (a.agent.as_str(), a.clean_rank, a.res_rank)).collect();
+    assert_eq!(ranks, [("a1", 1.0, 3.5), ("a2", 2.5, 2.0), ("a4", 2.5, 3.5), ("a3", 4.0, 1.0)]);
     // Grouped without the agent there is nothing to rank.
     let report = report_of(&[&run], &[Dim::Condition, Dim::Start]);
     assert!(report.rankings.is_empty());

@@ -40,9 +40,8 @@ fn retail_case() -> TaskSpec {
 }
 
 fn asking(condition: &str, agent: &str, questions: Vec<(u32, String)>) -> Ep {
-    let mut ep = Ep::new("org/retail", agent, condition)
-        .kind(ScoringKind::Delivery)
-        .sub(Sub::scored(1.0, true, delivery(true, 10.0, None, 0)));
+    let mut ep =
+        Ep::new("org/retail", agent, condition).kind(ScoringKind::Delivery).sub(Sub::scored(1.0, true, delivery(true, 10.0, None, 0)));
     ep.family = Family::Optimization;
     ep.end = EndReason::Submitted;
     ep.questions = questions;
@@ -56,9 +55,7 @@ fn summaries(eps: &[Ep], condition: &str) -> Vec<ClarificationSummary> {
         run.episode(ep);
     }
     let report = report_of(&[&run], &[Dim::Agent, Dim::Condition]);
-    eps.iter()
-        .map(|e| group(&report, &[&e.agent, condition]).clarification.clone().unwrap())
-        .collect()
+    eps.iter().map(|e| group(&report, &[&e.agent, condition]).clarification.clone().unwrap()).collect()
 }
 
 fn values(c: &ClarificationSummary) -> (f64, f64, f64, f64, f64, f64) {
@@ -69,15 +66,8 @@ fn values(c: &ClarificationSummary) -> (f64, f64, f64, f64, f64, f64) {
 #[test]
 fn eight_questions_in_one_turn_are_one_round_and_one_per_turn_are_eight() {
     let array: Vec<(u32, String)> = EIGHT.iter().map(|q| (6, q.to_string())).collect();
-    let per_turn: Vec<(u32, String)> = EIGHT
-        .iter()
-        .enumerate()
-        .map(|(i, q)| (6 + 2 * i as u32, q.to_string()))
-        .collect();
-    let got = summaries(
-        &[asking("interact", "array", array), asking("interact", "per-turn", per_turn)],
-        "interact",
-    );
+    let per_turn: Vec<(u32, String)> = EIGHT.iter().enumerate().map(|(i, q)| (6 + 2 * i as u32, q.to_string())).collect();
+    let got = summaries(&[asking("interact", "array", array), asking("interact", "per-turn", per_turn)], "interact");
     // A `questions` array of eight in turn 6: one round covering all eight targets, so KQC1 =
     // Recall = 1 and every target's first covering round is 1.
     assert_eq!(values(&got[0]), (1.0, 1.0, 1.0, 1.0, 1.0, 0.0));
@@ -101,11 +91,7 @@ fn one_array_one_text_block_and_one_heading_block_count_alike() {
     // A `## Questions for the client` block: the engine records one row per line.
     let heading: Vec<(u32, String)> = EIGHT.iter().map(|q| (6, format!("- {q}"))).collect();
     let got = summaries(
-        &[
-            asking("interact", "array", array),
-            asking("interact", "text", vec![(6, block)]),
-            asking("interact", "heading", heading),
-        ],
+        &[asking("interact", "array", array), asking("interact", "text", vec![(6, block)]), asking("interact", "heading", heading)],
         "interact",
     );
     for c in &got {

@@ -85,11 +85,7 @@ fn world() -> Run {
                 ep.end = EndReason::Submitted;
                 ep.wall_ms = 1000 * (1 + ((a * 5 + c + r) % 7) as u64);
                 let asked = if strong { 4 } else { (a * 3 + c + r * 2) % 5 };
-                ep.questions = QUESTIONS[..asked]
-                    .iter()
-                    .enumerate()
-                    .map(|(i, q)| (3 + (i * (a % 2)) as u32, q.to_string()))
-                    .collect();
+                ep.questions = QUESTIONS[..asked].iter().enumerate().map(|(i, q)| (3 + (i * (a % 2)) as u32, q.to_string())).collect();
                 if asked > 0 && (a + c + r) % 3 == 0 {
                     ep.questions.push((9, "Anything else I should know?".into()));
                 }
@@ -103,7 +99,8 @@ fn world() -> Run {
 /// The family file of the world: six pairs of systems, Quality and Recall each.
 fn family_file(run: &Run) -> PathBuf {
     let pairs = [("s1:A", "s2:A"), ("s1:B", "s2:B"), ("s1:A", "s1:B"), ("s2:A", "s2:B"), ("s1:A", "s9:Z"), ("s1:B", "s9:Z")];
-    let mut text = String::from("# Pairs of systems, Holm over every test.\nseed = 12345\nresamples = 2000\nmeasures = [\"Quality\", \"Recall\"]\n\n");
+    let mut text =
+        String::from("# Pairs of systems, Holm over every test.\nseed = 12345\nresamples = 2000\nmeasures = [\"Quality\", \"Recall\"]\n\n");
     for (a, b) in pairs {
         text.push_str(&format!(
             "[[comparison]]\nname = \"{b} - {a}\"\na = {{ run = \"run\", select = \"agent={a}\" }}\nb = {{ run = \"run\", select = \"agent={b}\" }}\n\n"
@@ -146,11 +143,8 @@ fn reference_input(report: &Report, family: &[(String, MeasureComparison)]) -> V
     let measures = ["Recall", "Precision", "Ask-F1", "KQC1", "ATC", "Redund.", "Quality", "DSR", "pass@k", "pass^k"];
     let mut matrix = BTreeMap::new();
     for m in measures {
-        let values: Vec<Value> = report
-            .groups
-            .iter()
-            .map(|g| specgap_report::associations::group_value(g, m).map_or(Value::Null, |v| json!(v)))
-            .collect();
+        let values: Vec<Value> =
+            report.groups.iter().map(|g| specgap_report::associations::group_value(g, m).map_or(Value::Null, |v| json!(v))).collect();
         matrix.insert(m.to_string(), values);
     }
     // The kind association: Recall of `missing` targets against Quality, per group the case data
@@ -191,11 +185,8 @@ fn build() -> (Run, Report, Vec<(String, MeasureComparison)>, Value) {
     let run = world();
     let report = report_of(&[&run], &[Dim::Agent, Dim::Condition]);
     let comparison = compare_family(&family_file(&run), &CompareOptions::default()).unwrap();
-    let family: Vec<(String, MeasureComparison)> = comparison
-        .comparisons
-        .iter()
-        .flat_map(|p| p.measures.iter().map(|m| (p.name.clone(), m.clone())))
-        .collect();
+    let family: Vec<(String, MeasureComparison)> =
+        comparison.comparisons.iter().flat_map(|p| p.measures.iter().map(|m| (p.name.clone(), m.clone()))).collect();
     let input = reference_input(&report, &family);
     (run, report, family, input)
 }
@@ -229,13 +220,14 @@ fn near(actual: Option<f64>, expected: &Value, what: &str) {
 #[test]
 fn report_statistics_match_scipy_and_statsmodels() {
     let (_run, report, family, input) = build();
-    let committed: Value =
-        serde_json::from_str(&std::fs::read_to_string(fixtures().join("reference_input.json")).unwrap()).unwrap();
+    let committed: Value = serde_json::from_str(&std::fs::read_to_string(fixtures().join("reference_input.json")).unwrap()).unwrap();
     // Through text both ways: serde_json's float parsing is not always exact, so compare parses.
     let input: Value = serde_json::from_str(&serde_json::to_string(&input).unwrap()).unwrap();
-    assert!(committed == input, "the world or the resample stream changed: re-export the input and rerun scripts/stats-reference/report_reference.py");
-    let reference: Value =
-        serde_json::from_str(&std::fs::read_to_string(fixtures().join("reference.json")).unwrap()).unwrap();
+    assert!(
+        committed == input,
+        "the world or the resample stream changed: re-export the input and rerun scripts/stats-reference/report_reference.py"
+    );
+    let reference: Value = serde_json::from_str(&std::fs::read_to_string(fixtures().join("reference.json")).unwrap()).unwrap();
 
     // Every cell's interval: scipy.stats.bootstrap(method='percentile') on the distribution
     // of the ratio over the same resamples.
@@ -250,7 +242,10 @@ fn report_statistics_match_scipy_and_statsmodels() {
             .map(|(field, name)| (*name, d.intervals.get(*field)))
             .chain(specgap_report::clarification::CLARIFICATION_MEASURES.iter().map(|(field, name)| (*name, c.intervals.get(*field))));
         for (name, interval) in cells {
-            let e = expected.iter().find(|e| e["group"] == label && e["measure"] == name).unwrap_or_else(|| panic!("no reference for {label} {name}"));
+            let e = expected
+                .iter()
+                .find(|e| e["group"] == label && e["measure"] == name)
+                .unwrap_or_else(|| panic!("no reference for {label} {name}"));
             near(interval.map(|i| i[0]), &e["result"]["low"], &format!("{label} {name} low"));
             near(interval.map(|i| i[1]), &e["result"]["high"], &format!("{label} {name} high"));
             checked += 1;
@@ -266,7 +261,10 @@ fn report_statistics_match_scipy_and_statsmodels() {
         near(cell.map(|a| a.p_value), &e["result"]["p_value"], &what);
         near(cell.and_then(|a| a.holm_p), &e["result"]["holm_p"], &what);
     }
-    assert_eq!(report.associations.clarification_delivery.len(), reference["matrix"].as_array().unwrap().iter().filter(|e| number(&e["result"]["rho"]).is_some()).count());
+    assert_eq!(
+        report.associations.clarification_delivery.len(),
+        reference["matrix"].as_array().unwrap().iter().filter(|e| number(&e["result"]["rho"]).is_some()).count()
+    );
 
     // The kind association's case-bootstrap interval of ρ.
     let missing = report.associations.issue_type_recall.iter().find(|k| k.kind == "missing").unwrap();

@@ -35,10 +35,7 @@ fn assumed_sds_give_statsmodels_task_counts() {
 }
 
 fn reward_ep(task: &str, agent: &str, repeat: u32, score: f64) -> Ep {
-    Ep::new(task, agent, "full")
-        .kind(ScoringKind::Reward)
-        .repeat(repeat)
-        .sub(Sub::scored(score, score >= 0.5, reward(score)))
+    Ep::new(task, agent, "full").kind(ScoringKind::Reward).repeat(repeat).sub(Sub::scored(score, score >= 0.5, reward(score)))
 }
 
 #[test]
@@ -112,7 +109,9 @@ fn a_pilot_without_the_measure_is_an_error() {
     assert!(matches!(err, ReportError::StudyPlan { .. }));
     assert_eq!(err.to_string(), "cannot plan the study: the pilot has no scored episode with Quality");
     // Without repeats the plan says repeats are not credited.
-    let plan = plan_from_pilot(&[RunData::load(&run.dir).unwrap()], &StudyOptions { measures: vec!["Score@1".into()], ..StudyOptions::default() }).unwrap();
+    let plan =
+        plan_from_pilot(&[RunData::load(&run.dir).unwrap()], &StudyOptions { measures: vec!["Score@1".into()], ..StudyOptions::default() })
+            .unwrap();
     assert!(plan.measures[0].notes[0].starts_with("the pilot has no repeats"), "{:?}", plan.measures[0].notes);
     assert_eq!(plan.measures[0].variances.repeat_sd, None);
 }

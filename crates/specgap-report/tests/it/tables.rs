@@ -18,33 +18,20 @@ fn scored(task: &str, condition: &str, family: Family, values: &[f64]) -> Ep {
     for v in values {
         ep = ep.sub(Sub::scored(*v, *v >= 1.0, reward(*v)));
     }
-    ep.end(if values.last() == Some(&1.0) {
-        EndReason::Accepted
-    } else {
-        EndReason::SubmissionBudget
-    })
+    ep.end(if values.last() == Some(&1.0) { EndReason::Accepted } else { EndReason::SubmissionBudget })
 }
 
 fn task(name: &str, family: &'static str, stated: usize) -> TaskSpec {
     let mut spec = TaskSpec::new(name);
     spec.family = family;
     let ids = ["r1", "r2", "r3", "r4", "r5"];
-    spec.requirements = ids
-        .iter()
-        .enumerate()
-        .map(|(i, id)| (*id, i as u32 + 1, i < stated))
-        .collect();
+    spec.requirements = ids.iter().enumerate().map(|(i, id)| (*id, i as u32 + 1, i < stated)).collect();
     spec
 }
 
 #[test]
 fn table_3_families_partial_share_and_plan_against_partial() {
-    let tasks = [
-        task("org/s1", "swe", 1),
-        task("org/s2", "swe", 0),
-        task("org/r1", "research", 2),
-        task("org/r2", "research", 0),
-    ];
+    let tasks = [task("org/s1", "swe", 1), task("org/s2", "swe", 0), task("org/r1", "research", 2), task("org/r2", "research", 0)];
     let run = run_with(21, &tasks, &[]);
     let (swe, research) = (Family::Swe, Family::Research);
     run.episode(&scored("org/s1", "full", swe, &[1.0]));
@@ -62,10 +49,7 @@ fn table_3_families_partial_share_and_plan_against_partial() {
     // Table 3: stated counts s1 1, s2 0, r1 2, r2 0 → 0: 2 tasks (50%), 1: 1 (25%), 2: 1 (25%).
     let stated = report.stated_requirements.clone().unwrap();
     assert_eq!(stated.tasks, 4);
-    assert_eq!(
-        stated.tasks_by_stated.into_iter().collect::<Vec<_>>(),
-        [(0, 2), (1, 1), (2, 1)]
-    );
+    assert_eq!(stated.tasks_by_stated.into_iter().collect::<Vec<_>>(), [(0, 2), (1, 1), (2, 1)]);
     assert_eq!(stated.share_by_stated[&0], 0.5);
     assert_eq!(stated.share_by_stated[&2], 0.25);
 
@@ -89,25 +73,12 @@ fn table_3_families_partial_share_and_plan_against_partial() {
     close(research_partial.score_at[2].unwrap(), 0.25, 1e-12);
     // Plan episodes are SWE only: one row, Score@1 (0.6 + 1.0) / 2.
     close(family("plan", "swe").score_at[0].unwrap(), 0.8, 1e-12);
-    assert!(
-        !report
-            .families
-            .iter()
-            .any(|f| f.key[&Dim::Condition] == "plan" && f.family == "research")
-    );
+    assert!(!report.families.iter().any(|f| f.key[&Dim::Condition] == "plan" && f.family == "research"));
 
     // Partial as a share of Full: SWE on s1, s2: Full@1 (1.0 + 0.8) / 2 = 0.9, Partial@1 0.5
     // → 5/9, Partial@4 (0.8 + 0.6) / 2 = 0.7 → 7/9; research on r1 only: 0.1 / 0.5 = 0.2 and
     // 0.3 / 0.5 = 0.6.
-    let share = |family: &str| {
-        report
-            .partial_shares
-            .iter()
-            .find(|p| p.family == family)
-            .unwrap()
-            .share
-            .clone()
-    };
+    let share = |family: &str| report.partial_shares.iter().find(|p| p.family == family).unwrap().share.clone();
     let s = share("swe");
     assert_eq!(s.tasks, 2);
     close(s.full_score_at_1, 0.9, 1e-12);
@@ -117,12 +88,7 @@ fn table_3_families_partial_share_and_plan_against_partial() {
     assert_eq!(r.tasks, 1);
     close(r.share_at[0].unwrap(), 0.2, 1e-12);
     close(r.share_at[1].unwrap(), 0.6, 1e-12);
-    assert!(
-        report
-            .partial_shares
-            .iter()
-            .all(|p| !p.key.contains_key(&Dim::Condition))
-    );
+    assert!(report.partial_shares.iter().all(|p| !p.key.contains_key(&Dim::Condition)));
 
     // Plan against Partial on s1, s2: Score@1 Partial 0.5 → Plan (0.6 + 1.0) / 2 = 0.8
     // (+0.3); Success@1 0 → 0.5 (s2's plan succeeds at once).
@@ -144,8 +110,5 @@ fn table_3_families_partial_share_and_plan_against_partial() {
     ] {
         assert!(md.contains(title), "{title} missing:\n{md}");
     }
-    assert!(
-        md.contains("| m | clean | swe | 2 | 90.0 | 50.0 | 55.6 | 70.0 | 77.8 |"),
-        "{md}"
-    );
+    assert!(md.contains("| m | clean | swe | 2 | 90.0 | 50.0 | 55.6 | 70.0 | 77.8 |"), "{md}");
 }

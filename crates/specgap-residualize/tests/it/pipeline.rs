@@ -39,11 +39,30 @@ fn stage_two_names_the_first_criterion_each_run_fails_and_keeps_the_first_of_ide
     let runs = vec![
         Predecessor { start: "residual:trim-only", ..Predecessor::submitted(&task, "p:continuation", 0, failing.clone()) },
         Predecessor { status: Status::Running, end: None, last: None, ..Predecessor::submitted(&task, "p:running", 0, failing.clone()) },
-        Predecessor { status: Status::Interrupted, end: Some(EndReason::Interrupted), last: None, ..Predecessor::submitted(&task, "p:running", 1, failing.clone()) },
-        Predecessor { status: Status::InfraError, end: Some(EndReason::InfrastructureError), last: None, ..Predecessor::submitted(&task, "p:infra", 0, failing.clone()) },
-        Predecessor { end: Some(EndReason::TurnBudget), last: Some(Final { declared: false, ..failing.clone() }), ..Predecessor::submitted(&task, "p:budget", 0, failing.clone()) },
+        Predecessor {
+            status: Status::Interrupted,
+            end: Some(EndReason::Interrupted),
+            last: None,
+            ..Predecessor::submitted(&task, "p:running", 1, failing.clone())
+        },
+        Predecessor {
+            status: Status::InfraError,
+            end: Some(EndReason::InfrastructureError),
+            last: None,
+            ..Predecessor::submitted(&task, "p:infra", 0, failing.clone())
+        },
+        Predecessor {
+            end: Some(EndReason::TurnBudget),
+            last: Some(Final { declared: false, ..failing.clone() }),
+            ..Predecessor::submitted(&task, "p:budget", 0, failing.clone())
+        },
         Predecessor { end: Some(EndReason::AgentDone), last: None, ..Predecessor::submitted(&task, "p:silent", 0, failing.clone()) },
-        Predecessor { status: Status::EvalError, end: Some(EndReason::EvaluationError), last: Some(Final { valid: false, ..failing.clone() }), ..Predecessor::submitted(&task, "p:evalerr", 0, failing.clone()) },
+        Predecessor {
+            status: Status::EvalError,
+            end: Some(EndReason::EvaluationError),
+            last: Some(Final { valid: false, ..failing.clone() }),
+            ..Predecessor::submitted(&task, "p:evalerr", 0, failing.clone())
+        },
         Predecessor::submitted(&task, "p:passing", 0, Final::failing(&[], trim.clone())),
         Predecessor::submitted(&task, "p:cache", 0, Final::failing(&TESTS, CACHE_SECTION.to_vec())),
         Predecessor::submitted(&task, "p:nothing", 0, Final::failing(&TESTS, Vec::new())),
@@ -54,7 +73,10 @@ fn stage_two_names_the_first_criterion_each_run_fails_and_keeps_the_first_of_ide
     let ids = write_run(tmp.path(), &[&package], &runs);
     let (advanced, notes) = run(&request(tmp.path())).unwrap();
     assert_eq!(advanced.reached, Reached::AwaitingReviews);
-    assert_eq!(notes, [format!("filtered 13 predecessor run(s): 2 candidate(s); review bundles in {}", tmp.path().join("residualize/review").display())]);
+    assert_eq!(
+        notes,
+        [format!("filtered 13 predecessor run(s): 2 candidate(s); review bundles in {}", tmp.path().join("residualize/review").display())]
+    );
 
     let screened = candidates(tmp.path());
     let verdicts: Vec<(String, Option<FilterExclusion>, String)> = screened
@@ -109,7 +131,10 @@ fn stage_two_names_the_first_criterion_each_run_fails_and_keeps_the_first_of_ide
         assert!(markdown.lines().any(|l| l == line), "no line {line:?} in\n{markdown}");
     }
     let sheet = fs_err::read_to_string(tmp.path().join("residualize/review/sheet.csv")).unwrap();
-    assert_eq!(sheet, format!("candidate,task,predecessor,task_directed,consistent,note\n{},{task},p:first,,,\n{},{task},p:first,,,\n", ids[10], ids[12]));
+    assert_eq!(
+        sheet,
+        format!("candidate,task,predecessor,task_directed,consistent,note\n{},{task},p:first,,,\n{},{task},p:first,,,\n", ids[10], ids[12])
+    );
 }
 
 #[test]
@@ -118,7 +143,16 @@ fn stored_settings_hold_candidates_follow_the_sources_until_reviewed_and_reviews
     let package = specgap_task::load(interval_tree()).unwrap();
     let task = package.name().to_string();
     let gen_dir = tmp.path().join("gen_dir");
-    let first = write_run(&gen_dir, &[&package], &[Predecessor::submitted(&task, "p:a", 0, Final::failing(&["chop_splits_straddling", "random_chop_matches_model"], state_diff(&package, "trim-only")))]);
+    let first = write_run(
+        &gen_dir,
+        &[&package],
+        &[Predecessor::submitted(
+            &task,
+            "p:a",
+            0,
+            Final::failing(&["chop_splits_straddling", "random_chop_matches_model"], state_diff(&package, "trim-only")),
+        )],
+    );
     let (advanced, _) = run(&request(&gen_dir)).unwrap();
     assert_eq!((advanced.reached, advanced.funnel.stages[2].pending), (Reached::AwaitingReviews, 1));
 
@@ -137,12 +171,22 @@ fn stored_settings_hold_candidates_follow_the_sources_until_reviewed_and_reviews
     let filled = format!("candidate,task_directed,consistent\n{},yes,yes\n", first[0]);
     fs_err::write(review_dir.join("sheet.csv"), &filled).unwrap();
     fs_err::write(review_dir.join("bob.csv"), "a reviewer's own copy").unwrap();
-    let second = append_run(&gen_dir, &package, &Predecessor::submitted(&task, "p:a", 1, Final::failing(&["random_remove_matches_model"], state_diff(&package, "root-refresh"))));
+    let second = append_run(
+        &gen_dir,
+        &package,
+        &Predecessor::submitted(&task, "p:a", 1, Final::failing(&["random_remove_matches_model"], state_diff(&package, "root-refresh"))),
+    );
     let (advanced, notes) = run(&request(&gen_dir)).unwrap();
     assert_eq!(advanced.funnel.stages[1].output, 2);
     let sheet_text = fs_err::read_to_string(review_dir.join("sheet.csv")).unwrap();
     assert_eq!(sheet_text.lines().count(), 3);
-    assert_eq!(notes.last().unwrap(), &format!("the candidates changed: the sheet filled in place was moved to {}; its rows may no longer match", review_dir.join("sheet.filled-1.csv").display()));
+    assert_eq!(
+        notes.last().unwrap(),
+        &format!(
+            "the candidates changed: the sheet filled in place was moved to {}; its rows may no longer match",
+            review_dir.join("sheet.filled-1.csv").display()
+        )
+    );
     assert_eq!(fs_err::read_to_string(review_dir.join("sheet.filled-1.csv")).unwrap(), filled);
     assert_eq!(fs_err::read_to_string(review_dir.join("bob.csv")).unwrap(), "a reviewer's own copy");
     assert!(review_dir.join(&second).join("review.md").is_file());
@@ -166,7 +210,16 @@ fn stored_settings_hold_candidates_follow_the_sources_until_reviewed_and_reviews
     assert_eq!((stored.reached, stored.funnel.stages[2].output), (Reached::AwaitingTarget, 2), "later calls use the stored reviews");
 
     // After review, a source that changes is refused: the reviews would not cover it.
-    append_run(&gen_dir, &package, &Predecessor::submitted(&task, "p:a", 2, Final::failing(&["random_remove_matches_model"], state_diff(&package, "trim-only")[..40].to_vec())));
+    append_run(
+        &gen_dir,
+        &package,
+        &Predecessor::submitted(
+            &task,
+            "p:a",
+            2,
+            Final::failing(&["random_remove_matches_model"], state_diff(&package, "trim-only")[..40].to_vec()),
+        ),
+    );
     let err = run(&request(&gen_dir)).unwrap_err();
     assert!(matches!(err, ResidualizeError::CandidatesChanged { .. }), "{err}");
     assert!(err.to_string().contains("(2 run(s) and 2 candidate(s) when reviewed, 3 run(s) and 3 candidate(s) now)"), "{err}");

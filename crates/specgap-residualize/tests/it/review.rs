@@ -48,13 +48,27 @@ fn verdicts_need_both_reviewers_and_agreement_matches_scikit_learn() {
     let runs: Vec<ScreenedRun> = ids.iter().map(|id| candidate(id)).collect();
     let refs: Vec<&ScreenedRun> = runs.iter().collect();
     // alice's verdicts keep, keep, drop, keep, drop; bob's keep, drop, drop, keep, keep.
-    let alice = write(tmp.path(), "a.csv", "candidate,task_directed,consistent,note\nc1,yes,yes,\nc2,yes,yes,\nc3,no,yes,off topic\nc4,yes,yes,\nc5,yes,no,\"tests want more, see t\"\n");
-    let bob = write(tmp.path(), "b.csv", "task_directed,candidate,consistent\r\nYES,c1,yes\r\nyes,c2,no\r\nno,c3,no\r\n yes ,c4, yes\r\nyes,c5,yes\r\n");
+    let alice = write(
+        tmp.path(),
+        "a.csv",
+        "candidate,task_directed,consistent,note\nc1,yes,yes,\nc2,yes,yes,\nc3,no,yes,off topic\nc4,yes,yes,\nc5,yes,no,\"tests want more, see t\"\n",
+    );
+    let bob = write(
+        tmp.path(),
+        "b.csv",
+        "task_directed,candidate,consistent\r\nYES,c1,yes\r\nyes,c2,no\r\nno,c3,no\r\n yes ,c4, yes\r\nyes,c5,yes\r\n",
+    );
     let reviews = import(&pair(alice, bob), &refs).unwrap();
     let outcomes: Vec<Option<ReviewExclusion>> = reviews.candidates.iter().map(|c| c.excluded).collect();
     assert_eq!(
         outcomes,
-        [None, Some(ReviewExclusion::TaskVerifierInconsistent), Some(ReviewExclusion::NotTaskDirected), None, Some(ReviewExclusion::TaskVerifierInconsistent)]
+        [
+            None,
+            Some(ReviewExclusion::TaskVerifierInconsistent),
+            Some(ReviewExclusion::NotTaskDirected),
+            None,
+            Some(ReviewExclusion::TaskVerifierInconsistent)
+        ]
     );
     assert_eq!(reviews.candidates[4].first.note, "tests want more, see t");
     assert_eq!(reviews.rubric, "seed001-review");
@@ -91,11 +105,19 @@ fn bad_sheets_are_refused_naming_the_sheet_and_row() {
     let good = write(tmp.path(), "good.csv", "candidate,task_directed,consistent\nc1,yes,yes\nc2,no,yes\n");
     let cases = [
         ("candidate,task_directed,consistent\nc1,yes,yes\nc9,yes,yes\n", Some(3), "unknown candidate `c9`"),
-        ("candidate,task_directed,consistent\nc1,yes,yes\nc2,maybe,yes\n", Some(3), "task_directed of candidate c2 must be yes or no, not `maybe`"),
+        (
+            "candidate,task_directed,consistent\nc1,yes,yes\nc2,maybe,yes\n",
+            Some(3),
+            "task_directed of candidate c2 must be yes or no, not `maybe`",
+        ),
         ("candidate,task_directed,consistent\nc1,yes,\nc2,yes,yes\n", Some(2), "consistent of candidate c1 must be yes or no, not ``"),
         ("candidate,task_directed,consistent\nc1,yes,yes\nc2,yes,yes\nc1,no,no\n", Some(4), "candidate c1 has a second row"),
         ("candidate,task_directed,consistent\nc2,yes,yes\n", None, "no row for 1 candidate(s): c1"),
-        ("candidate,verdict\nc1,yes\n", Some(1), "the header must name the columns candidate, task_directed and consistent (found: candidate, verdict)"),
+        (
+            "candidate,verdict\nc1,yes\n",
+            Some(1),
+            "the header must name the columns candidate, task_directed and consistent (found: candidate, verdict)",
+        ),
         ("candidate,task_directed,consistent\nc1,yes,yes,extra\n", Some(2), "not a csv row"),
     ];
     for (text, row, message) in cases {

@@ -99,7 +99,15 @@ pub struct Predecessor {
 impl Predecessor {
     /// A finished clean-start run of `agent` on `task` ending `submitted` with `last`.
     pub fn submitted(task: &str, agent: &'static str, repeat: u32, last: Final) -> Predecessor {
-        Predecessor { task: task.into(), agent, start: "clean", repeat, status: Status::Finished, end: Some(EndReason::Submitted), last: Some(last) }
+        Predecessor {
+            task: task.into(),
+            agent,
+            start: "clean",
+            repeat,
+            status: Status::Finished,
+            end: Some(EndReason::Submitted),
+            last: Some(last),
+        }
     }
 }
 
@@ -143,7 +151,11 @@ pub fn write_run(dir: &Path, packages: &[&TaskPackage], runs: &[Predecessor]) ->
             .event(EventKind::AgentTurn {
                 turn: 1,
                 text: Some("I will apply the fix.".into()),
-                tool_calls: vec![ToolCall { id: "c1".into(), tool: "bash".into(), arguments: serde_json::json!({"command": "git apply fix.patch"}) }],
+                tool_calls: vec![ToolCall {
+                    id: "c1".into(),
+                    tool: "bash".into(),
+                    arguments: serde_json::json!({"command": "git apply fix.patch"}),
+                }],
                 usage: None,
             })
             .unwrap();
@@ -240,7 +252,16 @@ pub fn append_run(dir: &Path, package: &TaskPackage, run: &Predecessor) -> Strin
             },
         )
         .unwrap();
-    writer.finish(EpisodeSummary { status: Status::Finished, end_reason: Some(EndReason::Submitted), turns: 4, tool_calls: 4, wall_ms: 1, error: None }).unwrap();
+    writer
+        .finish(EpisodeSummary {
+            status: Status::Finished,
+            end_reason: Some(EndReason::Submitted),
+            turns: 4,
+            tool_calls: 4,
+            wall_ms: 1,
+            error: None,
+        })
+        .unwrap();
     id
 }
 

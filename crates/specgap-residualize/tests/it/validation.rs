@@ -15,8 +15,11 @@ fn reconstruction_excludes_each_failed_step_and_installs_only_the_state_that_pas
     let tmp = tempfile::tempdir().unwrap();
     let tree = specgap_task::load(interval_tree()).unwrap();
     let name = tree.name().to_string();
-    let no_env = package_copy(&tmp.path().join("no-env"), "t/no-env", |t| t.replace("commands = [\"python3\", \"git\"]", "commands = [\"python3\", \"git\", \"specgap-no-such-command\"]"));
-    let crashing = package_copy(&tmp.path().join("crashing"), "t/crashing", |t| t.replace("command = \"python3 evaluate.py\"", "command = \"false\""));
+    let no_env = package_copy(&tmp.path().join("no-env"), "t/no-env", |t| {
+        t.replace("commands = [\"python3\", \"git\"]", "commands = [\"python3\", \"git\", \"specgap-no-such-command\"]")
+    });
+    let crashing =
+        package_copy(&tmp.path().join("crashing"), "t/crashing", |t| t.replace("command = \"python3 evaluate.py\"", "command = \"false\""));
     let trim_failing = ["chop_splits_straddling", "random_chop_matches_model"];
     let trim = state_diff(&tree, "trim-only");
     let not_applying = b"diff --git a/ivtree/tree.py b/ivtree/tree.py\n--- a/ivtree/tree.py\n+++ b/ivtree/tree.py\n@@ -1 +1 @@\n-no such line in the file\n+x\n".to_vec();
@@ -24,7 +27,12 @@ fn reconstruction_excludes_each_failed_step_and_installs_only_the_state_that_pas
         Predecessor::submitted(&name, "p:ok", 0, Final::failing(&trim_failing, trim.clone())),
         // The author's state.patch: it applies, but its bytes are not the harness's diff of
         // the state it makes (abbreviated blob ids), so the rebuilt state is not the recorded one.
-        Predecessor::submitted(&name, "p:foreign-bytes", 0, Final::failing(&trim_failing, fs_err::read(interval_tree().join("residual/trim-only/state.patch")).unwrap())),
+        Predecessor::submitted(
+            &name,
+            "p:foreign-bytes",
+            0,
+            Final::failing(&trim_failing, fs_err::read(interval_tree().join("residual/trim-only/state.patch")).unwrap()),
+        ),
         Predecessor::submitted(&name, "p:not-applying", 0, Final::failing(&["random_chop_matches_model"], not_applying)),
         Predecessor::submitted(&name, "p:passes-now", 0, Final::failing(&["random_chop_matches_model"], gold_diff(&tree))),
         Predecessor::submitted(&name, "p:other-tests", 0, Final::failing(&["chop_splits_straddling"], state_diff(&tree, "root-refresh"))),
@@ -66,7 +74,14 @@ fn reconstruction_excludes_each_failed_step_and_installs_only_the_state_that_pas
         let state = record.state(&ids[i]).unwrap();
         (state.excluded, state.detail.clone(), state.failing_now.clone())
     };
-    assert_eq!(outcome(0), (None, "fails chop_splits_straddling, random_chop_matches_model as recorded".into(), vec!["chop_splits_straddling".to_string(), "random_chop_matches_model".to_string()]));
+    assert_eq!(
+        outcome(0),
+        (
+            None,
+            "fails chop_splits_straddling, random_chop_matches_model as recorded".into(),
+            vec!["chop_splits_straddling".to_string(), "random_chop_matches_model".to_string()]
+        )
+    );
     let (excluded, detail, _) = outcome(1);
     assert_eq!(excluded, Some(BuildExclusion::PatchFailed));
     assert!(detail.starts_with("the rebuilt state differs from the recorded final state"), "{detail}");
@@ -91,7 +106,8 @@ fn reconstruction_excludes_each_failed_step_and_installs_only_the_state_that_pas
 
     // Only the included state is in a package; the copies of the others are untouched.
     let states = |package: &std::path::Path| -> Vec<String> {
-        let mut names: Vec<String> = fs_err::read_dir(package.join("residual")).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        let mut names: Vec<String> =
+            fs_err::read_dir(package.join("residual")).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
         names.sort();
         names
     };
@@ -128,7 +144,16 @@ fn an_in_place_build_resumes_over_the_package_it_changed_and_leaves_no_partial_s
     let package = package_copy(&tmp.path().join("pkg"), "examples/interval-tree", |t| t);
     let name = package.name().to_string();
     let gen_dir = tmp.path().join("gen_dir");
-    let first = write_run(&gen_dir, &[&package], &[Predecessor::submitted(&name, "p:a", 0, Final::failing(&["chop_splits_straddling", "random_chop_matches_model"], state_diff(&package, "trim-only")))]);
+    let first = write_run(
+        &gen_dir,
+        &[&package],
+        &[Predecessor::submitted(
+            &name,
+            "p:a",
+            0,
+            Final::failing(&["chop_splits_straddling", "random_chop_matches_model"], state_diff(&package, "trim-only")),
+        )],
+    );
     let alice = sheet(&tmp.path().join("a.csv"), &[(&first[0], "yes", "yes")]);
     let bob = sheet(&tmp.path().join("b.csv"), &[(&first[0], "yes", "yes")]);
     let request = Request {
@@ -148,10 +173,21 @@ fn an_in_place_build_resumes_over_the_package_it_changed_and_leaves_no_partial_s
     // the package's hash is no longer the one its predecessors ran on (one pipeline with both
     // runs as sources is the way to build from both).
     let gen_dir2 = tmp.path().join("gen_dir2");
-    let second = write_run(&gen_dir2, &[&package], &[Predecessor::submitted(&name, "p:b", 0, Final::failing(&["random_remove_matches_model"], state_diff(&package, "root-refresh")))]);
+    let second = write_run(
+        &gen_dir2,
+        &[&package],
+        &[Predecessor::submitted(&name, "p:b", 0, Final::failing(&["random_remove_matches_model"], state_diff(&package, "root-refresh")))],
+    );
     let alice2 = sheet(&tmp.path().join("a2.csv"), &[(&second[0], "yes", "yes")]);
     let bob2 = sheet(&tmp.path().join("b2.csv"), &[(&second[0], "yes", "yes")]);
-    let err = run(&Request { dir: gen_dir2.clone(), reviews: vec![("alice".into(), alice2), ("bob".into(), bob2)], target: Some(TargetRequest::InPlace), sandbox: true, ..Request::default() }).unwrap_err();
+    let err = run(&Request {
+        dir: gen_dir2.clone(),
+        reviews: vec![("alice".into(), alice2), ("bob".into(), bob2)],
+        target: Some(TargetRequest::InPlace),
+        sandbox: true,
+        ..Request::default()
+    })
+    .unwrap_err();
     assert!(err.to_string().contains("the package changed since the run"), "{err}");
 
     // A partial state left by an interrupted install is removed by the next call.

@@ -74,10 +74,19 @@ fn a_value_of_the_wrong_type_names_the_file_and_its_line() {
 fn values_out_of_range_name_the_key() {
     let cases = [
         (GOOD.replace("format = 1", "format = 2"), "protocol file rules/mix.toml: `format` is 2; this specgap reads format 1"),
-        (GOOD.replace("conditions = [\"partial\"]", "conditions = [\"parital\"]"), "protocol file rules/mix.toml: `conditions` has `parital`; expected partial, full, literal, plan, blind, hidden, interact, interact-req, full-info or oracle"),
-        (GOOD.replace("starts = [\"clean\", \"residual\"]", "starts = [\"dirty\"]"), "protocol file rules/mix.toml: `starts` has `dirty`; expected clean or residual"),
+        (
+            GOOD.replace("conditions = [\"partial\"]", "conditions = [\"parital\"]"),
+            "protocol file rules/mix.toml: `conditions` has `parital`; expected partial, full, literal, plan, blind, hidden, interact, interact-req, full-info or oracle",
+        ),
+        (
+            GOOD.replace("starts = [\"clean\", \"residual\"]", "starts = [\"dirty\"]"),
+            "protocol file rules/mix.toml: `starts` has `dirty`; expected clean or residual",
+        ),
         (GOOD.replace("repeats = 2", "repeats = 0"), "protocol file rules/mix.toml: `repeats` is 0; expected at least 1"),
-        (GOOD.replace("submissions = 4", "submissions = 0"), "protocol file rules/mix.toml: `budgets.submissions` is 0; expected at least 1"),
+        (
+            GOOD.replace("submissions = 4", "submissions = 0"),
+            "protocol file rules/mix.toml: `budgets.submissions` is 0; expected at least 1",
+        ),
         (GOOD.replace("agree = 1", "agree = 2"), "protocol file rules/mix.toml: `roles.owner.agree` is 2; expected 1 to 1"),
     ];
     for (text, expected) in cases {

@@ -29,7 +29,12 @@ fn a_named_protocol_checks_what_it_offers() {
         "protocol tiganeval does not offer condition hidden (it offers partial, full, literal, plan); use --protocol \
          with a protocol that does, or a custom protocol file"
     );
-    assert!(p.check_offers(["partial"], ["residual:r1"]).unwrap_err().to_string().starts_with("protocol tiganeval does not offer residual starts"));
+    assert!(
+        p.check_offers(["partial"], ["residual:r1"])
+            .unwrap_err()
+            .to_string()
+            .starts_with("protocol tiganeval does not offer residual starts")
+    );
     assert!(p.check_offers(["partial", "plan"], ["clean"]).is_ok());
     assert!(matches!(select(Some("tigan"), ["partial"], ["clean"]), Err(SelectError::Protocol(ProtocolError::Unknown(_)))));
 }

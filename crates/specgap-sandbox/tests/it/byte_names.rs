@@ -282,10 +282,8 @@ proptest! {
 fn a_latin1_name_is_stored_quoted_and_reapplies() {
     // Two names that a lossy conversion would both turn into "caf\u{fffd}.txt".
     let start = build(vec![(b"caf\xe9.txt".to_vec(), Node::File { bytes: b"one\n".to_vec(), exec: false })]);
-    let edits = vec![
-        Edit::Add(b"caf\xea.txt".to_vec(), Node::File { bytes: b"two\n".to_vec(), exec: true }),
-        Edit::Modify(0, b"uno\n".to_vec()),
-    ];
+    let edits =
+        vec![Edit::Add(b"caf\xea.txt".to_vec(), Node::File { bytes: b"two\n".to_vec(), exec: true }), Edit::Modify(0, b"uno\n".to_vec())];
     let (expected, workspace, replayed, patch) = round_trip(&start, edits);
     assert_eq!(workspace, expected);
     assert_eq!(replayed, expected);

@@ -85,9 +85,8 @@ EOF
     assert_eq!(evaluation.candidate_calls, 3);
     let measured = &evaluation.result.requirements.as_ref().unwrap()["probe"].measured;
     let text = |k: &str| measured[k].as_str().unwrap().to_string();
-    let expected_run = |stdin: &str| {
-        format!("cwd=/workspace\nfiles=notes.txt probe.sh \nsecret=\nspecgap_vars=0\nearlier=\nstdin={stdin}\n")
-    };
+    let expected_run =
+        |stdin: &str| format!("cwd=/workspace\nfiles=notes.txt probe.sh \nsecret=\nspecgap_vars=0\nearlier=\nstdin={stdin}\n");
     assert_eq!(text("first.out"), format!("{}status=3\n", expected_run("first")));
     assert_eq!(text("first.err"), "to-stderr\n");
     assert_eq!(text("second.out"), expected_run("second"));
@@ -116,7 +115,12 @@ echo '{"version":1,"reward":0.0}' > "$SPECGAP_OUT/result.json"
 #[test]
 fn non_zero_exit_is_an_evaluation_error() {
     let pkg = package();
-    let run = evaluator_run(pkg.dir.path(), &pkg.workspace, "echo boom >&2\necho '{\"version\":1,\"reward\":1.0}' > $SPECGAP_OUT/result.json\nexit 3\n", Duration::from_secs(30));
+    let run = evaluator_run(
+        pkg.dir.path(),
+        &pkg.workspace,
+        "echo boom >&2\necho '{\"version\":1,\"reward\":1.0}' > $SPECGAP_OUT/result.json\nexit 3\n",
+        Duration::from_secs(30),
+    );
     match evaluate(&run) {
         Err(EvalError::NonZeroExit { code, stderr_tail }) => {
             assert_eq!(code, Some(3));
@@ -226,7 +230,12 @@ fn reward_out_of_range_is_an_evaluation_error() {
 fn malformed_result_carries_serdes_message_and_the_json_path() {
     let pkg = package();
     let bad = r#"{"version": 1, "reward": "high"}"#;
-    let run = evaluator_run(pkg.dir.path(), &pkg.workspace, &format!("echo writing >&2\necho '{bad}' > $SPECGAP_OUT/result.json\n"), Duration::from_secs(30));
+    let run = evaluator_run(
+        pkg.dir.path(),
+        &pkg.workspace,
+        &format!("echo writing >&2\necho '{bad}' > $SPECGAP_OUT/result.json\n"),
+        Duration::from_secs(30),
+    );
     let serde_message = serde_json::from_str::<EvalResult>(&format!("{bad}\n")).unwrap_err().to_string();
     match evaluate(&run) {
         Err(EvalError::MalformedResult { message, stderr_tail }) => {
@@ -344,11 +353,20 @@ PY
 fn candidate_layout_refuses_overlaps_links_and_unknown_lines() {
     use specgap_sandbox::CandidateLayout;
     assert_eq!(CandidateLayout::parse("workdir /app\nout /app/logs\n"), Err("layout places /app and /app/logs overlap".into()));
-    assert_eq!(CandidateLayout::parse("rw x /y\n"), Err("layout line 1: expected `workdir PATH`, `ro SOURCE PATH`, `out PATH` or `timeout SECONDS` (each but ro once), found `rw x /y`".into()));
+    assert_eq!(
+        CandidateLayout::parse("rw x /y\n"),
+        Err(
+            "layout line 1: expected `workdir PATH`, `ro SOURCE PATH`, `out PATH` or `timeout SECONDS` (each but ro once), found `rw x /y`"
+                .into()
+        )
+    );
     assert_eq!(CandidateLayout::parse("timeout 0\n"), Err("layout line 1: timeout 0 is not a whole number of seconds, at least 1".into()));
     assert_eq!(CandidateLayout::parse("timeout 90\n").unwrap().timeout, Some(Duration::from_secs(90)));
     assert_eq!(CandidateLayout::parse("ro ../up /tests\n"), Err("layout line 1: ../up must be a relative path of plain names".into()));
-    assert_eq!(CandidateLayout::parse("out /logs/../etc\n"), Err("layout line 1: /logs/../etc must be an absolute path of plain names other than /".into()));
+    assert_eq!(
+        CandidateLayout::parse("out /logs/../etc\n"),
+        Err("layout line 1: /logs/../etc must be an absolute path of plain names other than /".into())
+    );
     let layout = CandidateLayout::parse("workdir /app\nro tests /tests\n").unwrap();
     assert_eq!(layout.workdir.as_deref(), Some(Path::new("/app")));
     assert_eq!(layout.read_only, vec![("tests".into(), "/tests".into())]);

@@ -5,9 +5,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use specgap_sandbox::{
-    BaseCache, EvaluatorRun, MaterializeError, apply_overlay, diff, freeze, materialize, run_evaluator,
-};
+use specgap_sandbox::{BaseCache, EvaluatorRun, MaterializeError, apply_overlay, diff, freeze, materialize, run_evaluator};
 
 use crate::support::{make_executable, sandbox, system_host, write_tree};
 
@@ -106,7 +104,10 @@ fn clean_materialization_has_one_commit_and_a_clean_status() {
     let ws = dir.path().join("ws");
     materialize(&base, &ws, None).unwrap();
     assert_eq!(snapshot(&ws), snapshot(&src));
-    assert_eq!(git(&ws, &["log", "--format=%H %an %ad %s", "--date=raw"]), format!("{} specgap 946684800 +0000 specgap base\n", base.commit_id()));
+    assert_eq!(
+        git(&ws, &["log", "--format=%H %an %ad %s", "--date=raw"]),
+        format!("{} specgap 946684800 +0000 specgap base\n", base.commit_id())
+    );
     assert_eq!(git(&ws, &["status", "--porcelain"]), "");
     assert_eq!(git(&ws, &["rev-parse", "--abbrev-ref", "HEAD"]), "main\n");
     assert_eq!(diff(&base, &ws).unwrap(), b"");
@@ -228,7 +229,10 @@ fn overlay_copies_then_deletes_and_refuses_escapes() {
     let ws = dir.path().join("ws");
     write_tree(&ws, &[("keep.txt", "keep\n"), ("old.txt", "old\n"), ("gone/x.txt", "x\n"), ("src/a.py", "a = 1\n")]);
     let overlay = dir.path().join("gold");
-    write_tree(&overlay, &[("src/a.py", "a = 2\n"), ("src/new.py", "n = 1\n"), ("delete.txt", "# comment\nold.txt\n\ngone\nnot-there.txt\n")]);
+    write_tree(
+        &overlay,
+        &[("src/a.py", "a = 2\n"), ("src/new.py", "n = 1\n"), ("delete.txt", "# comment\nold.txt\n\ngone\nnot-there.txt\n")],
+    );
     apply_overlay(&ws, &overlay).unwrap();
     assert_eq!(
         snapshot(&ws),
@@ -278,7 +282,12 @@ fn arm_git(git_dir: &Path, marker: &Path) {
     let config = std::fs::read_to_string(git_dir.join("config")).unwrap_or_default();
     std::fs::write(
         git_dir.join("config"),
-        format!("{config}[core]\n\tfsmonitor = {}\n\thooksPath = {}\n[diff]\n\texternal = {}\n", script.display(), git_dir.join("hooks").display(), script.display()),
+        format!(
+            "{config}[core]\n\tfsmonitor = {}\n\thooksPath = {}\n[diff]\n\texternal = {}\n",
+            script.display(),
+            git_dir.join("hooks").display(),
+            script.display()
+        ),
     )
     .unwrap();
 }
@@ -304,7 +313,10 @@ fn armed_git_dirs_never_run_anything() {
     assert!(d.contains("+changed"));
     freeze(&ws, &dir.path().join("frozen")).unwrap();
     let evaluator = dir.path().join("evaluator");
-    write_tree(&evaluator, &[("eval.sh", "cat \"$SPECGAP_WORKSPACE/a.txt\" >&2\necho '{\"version\":1,\"reward\":1.0}' > \"$SPECGAP_OUT/result.json\"\n")]);
+    write_tree(
+        &evaluator,
+        &[("eval.sh", "cat \"$SPECGAP_WORKSPACE/a.txt\" >&2\necho '{\"version\":1,\"reward\":1.0}' > \"$SPECGAP_OUT/result.json\"\n")],
+    );
     let run = EvaluatorRun::new("t", &evaluator, "sh eval.sh", Duration::from_secs(30), &ws);
     let evaluation = run_evaluator(&run, &system_host(), &sandbox()).unwrap();
     assert_eq!(evaluation.stderr_tail, "changed\n");

@@ -60,13 +60,10 @@ fn commands_run_on_the_image_with_the_workspace_at_its_workdir() {
     let env = Environment { env: [("TASK_VAR".to_string(), "set".to_string())].into(), ..Default::default() };
     let view = HostView::on_rootfs(&image, &env, &ImagePlacement::workdir("/app")).unwrap();
     assert_eq!(view.rootfs(), Some(image.as_path()));
-    let out = sh_at(&view, &ws, "pwd; cat notes.txt; cat /etc/motd; id -u; whoami; echo $TASK_VAR; echo made > made.txt; ls /tmp; ls /sbin/sh",
-    );
+    let out =
+        sh_at(&view, &ws, "pwd; cat notes.txt; cat /etc/motd; id -u; whoami; echo $TASK_VAR; echo made > made.txt; ls /tmp; ls /sbin/sh");
     assert_eq!(out.exit_code, Some(0), "{}", out.stderr.text());
-    assert_eq!(
-        out.stdout.text(),
-        "/app\npublic notes\nfrom the image\n1000\nspecgap\nset\n/sbin/sh\n"
-    );
+    assert_eq!(out.stdout.text(), "/app\npublic notes\nfrom the image\n1000\nspecgap\nset\n/sbin/sh\n");
     assert_eq!(std::fs::read_to_string(ws.join("made.txt")).unwrap(), "made\n");
 }
 
@@ -130,7 +127,10 @@ fn an_image_environment_never_runs_outside_the_sandbox_nor_as_a_host_view() {
     match run(&spec, &view, &SandboxConfig { enabled: false }) {
         Err(SandboxError::InvalidSpec(message)) => assert_eq!(
             message,
-            format!("an image environment ({}) runs only in the sandbox; --no-sandbox would run the command on the host's files", image.display())
+            format!(
+                "an image environment ({}) runs only in the sandbox; --no-sandbox would run the command on the host's files",
+                image.display()
+            )
         ),
         other => panic!("{other:?}"),
     }
@@ -168,10 +168,7 @@ echo '{"version": 1, "reward": 1.0}' > /logs/verifier/result.json
     let run = EvaluatorRun::new("examples/image", &evaluator, "sh test.sh", Duration::from_secs(30), &ws);
     let evaluation = run_evaluator(&run, &view, &sandbox()).unwrap();
     assert_eq!(evaluation.result.reward, Some(1.0));
-    assert_eq!(
-        evaluation.stderr_tail,
-        "/tests\n/app /logs/verifier\npublic notes\n/app\nls: /tests: No such file or directory\n"
-    );
+    assert_eq!(evaluation.stderr_tail, "/tests\n/app /logs/verifier\npublic notes\n/app\nls: /tests: No such file or directory\n");
     assert!(!ws.join("planted").exists());
     // An agent's command on the same view sees neither the evaluator's files nor its output.
     let out = sh_at(&view, &ws, "ls /tests /logs /evaluator /out");

@@ -29,7 +29,8 @@ fn runs_as_uid_1000_in_the_workspace_with_a_clean_environment() {
 #[test]
 fn environment_and_spec_env_are_applied_in_order() {
     let pkg = package();
-    let env = Environment { env: [("A".to_string(), "task".to_string()), ("B".to_string(), "task".to_string())].into(), ..Default::default() };
+    let env =
+        Environment { env: [("A".to_string(), "task".to_string()), ("B".to_string(), "task".to_string())].into(), ..Default::default() };
     let host = HostView::resolve(&env).unwrap();
     let spec = CommandSpec::shell("echo $A $B", &pkg.workspace).env("B", "spec");
     let out = run(&spec, &host, &sandbox()).unwrap();
@@ -52,7 +53,10 @@ fn private_files_next_to_the_workspace_are_unreachable() {
     assert_denied(ws, "ln -s ../requirements.toml leak2 && cat leak2");
     assert_denied(ws, &format!("ln {root}/requirements.toml hard && cat hard"));
     // Searching the whole file system finds none of the private files.
-    let out = sh(ws, "find / \\( -path /proc -o -path /sys -o -path /usr \\) -prune -o -name '*7f3a9d*' -print 2>/dev/null; find / -name requirements.toml 2>/dev/null; echo done");
+    let out = sh(
+        ws,
+        "find / \\( -path /proc -o -path /sys -o -path /usr \\) -prune -o -name '*7f3a9d*' -print 2>/dev/null; find / -name requirements.toml 2>/dev/null; echo done",
+    );
     assert_eq!(out.stdout.text(), "done\n");
     // The host's own /etc is not there beyond the loader cache and a few harmless entries
     // (and the session's execute-only shell, which nobody inside can read).
@@ -180,7 +184,8 @@ fn fork_bomb_is_contained() {
 #[test]
 fn memory_limit_kills_the_hog() {
     let pkg = package();
-    let mut spec = CommandSpec::shell("/usr/bin/python3 -c 'x = bytearray(512 << 20); print(len(x))'", &pkg.workspace).timeout(Duration::from_secs(30));
+    let mut spec = CommandSpec::shell("/usr/bin/python3 -c 'x = bytearray(512 << 20); print(len(x))'", &pkg.workspace)
+        .timeout(Duration::from_secs(30));
     spec.limits.memory_bytes = Some(128 << 20);
     let out = run(&spec, &system_host(), &sandbox()).unwrap();
     assert_ne!(out.exit_code, Some(0));
@@ -218,10 +223,8 @@ fn stdin_is_fed_and_argv_programs_run() {
 fn environment_commands_resolve_shims_to_the_real_interpreter() {
     let env = Environment { commands: vec!["python3".into()], ..Default::default() };
     let host = HostView::resolve(&env).unwrap();
-    let host_python = std::process::Command::new("python3")
-        .args(["-c", "import sys; print(sys.executable, sys.version_info[:2])"])
-        .output()
-        .unwrap();
+    let host_python =
+        std::process::Command::new("python3").args(["-c", "import sys; print(sys.executable, sys.version_info[:2])"]).output().unwrap();
     let expected = String::from_utf8(host_python.stdout).unwrap();
     let pkg = package();
     let spec = CommandSpec::shell("python3 -c 'import sys; print(sys.executable, sys.version_info[:2])'", &pkg.workspace);

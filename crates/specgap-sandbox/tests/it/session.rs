@@ -33,7 +33,11 @@ fn commands_share_one_sandbox_and_its_tmp() {
     let second = run(&mut s, "cat /tmp/note; cd /tmp; pwd; exit 3");
     assert_eq!((second.exit_code, second.stdout.text()), (Some(3), "kept\n/tmp\n".to_string()));
     let third = run(&mut s, "pwd; echo to-stderr >&2");
-    assert_eq!((third.stdout.text(), third.stderr.text()), ("/workspace\n".to_string(), "to-stderr\n".to_string()), "each command starts in the workspace");
+    assert_eq!(
+        (third.stdout.text(), third.stderr.text()),
+        ("/workspace\n".to_string(), "to-stderr\n".to_string()),
+        "each command starts in the workspace"
+    );
     assert_eq!(s.sandboxes_started(), 1);
 }
 
@@ -42,7 +46,8 @@ fn bash_commands_run_in_bash_with_pushd_and_brace_lists_and_sh_commands_in_sh() 
     let pkg = package();
     let mut s = session(&pkg.workspace);
     let bash = |s: &mut Session, command: &str| s.run_in(Shell::Bash, command, Duration::from_secs(30), OUTPUT).unwrap();
-    let out = bash(&mut s, "mkdir -p d/e && pushd d >/dev/null && echo x{1,2}y && pushd e >/dev/null && dirs -p | wc -l; popd >/dev/null; pwd");
+    let out =
+        bash(&mut s, "mkdir -p d/e && pushd d >/dev/null && echo x{1,2}y && pushd e >/dev/null && dirs -p | wc -l; popd >/dev/null; pwd");
     assert_eq!((out.exit_code, out.stdout.text(), out.stderr.text()), (Some(0), "x1y x2y\n3\n/workspace/d\n".to_string(), String::new()));
     let words = bash(&mut s, "pushd d");
     assert_eq!((words.exit_code, words.stdout.text()), (Some(0), "/workspace/d /workspace\n".to_string()), "plain words are bash's too");
@@ -69,7 +74,8 @@ fn multi_line_commands_arrive_byte_for_byte() {
 fn nothing_a_command_starts_outlives_it() {
     let pkg = package();
     let mut s = session(&pkg.workspace);
-    let out = run(&mut s, "sleep 918301 & echo $! > bg.pid; setsid sh -c 'sleep 918302' & nohup sleep 918303 >/dev/null 2>&1 & echo started");
+    let out =
+        run(&mut s, "sleep 918301 & echo $! > bg.pid; setsid sh -c 'sleep 918302' & nohup sleep 918303 >/dev/null 2>&1 & echo started");
     assert_eq!(out.stdout.text(), "started\n");
     for needle in ["918301", "918302", "918303"] {
         assert_eq!(processes_with(needle), Vec::<u32>::new(), "sleep {needle} survived its command");
@@ -191,7 +197,6 @@ fn a_disabled_sandbox_runs_each_command_on_the_host() {
     assert!(!out.sandboxed);
     assert_eq!(s.sandboxes_started(), 0);
 }
-
 
 #[test]
 fn plain_word_commands_behave_as_under_sh() {

@@ -9,9 +9,8 @@
 use crate::fixture::{arguments, assert_close, cases, floats, num};
 use serde_json::Value;
 use specgap_stats::{
-    BootstrapConfig, IntervalMethod, StatsError, bca_acceleration, bca_bias_correction,
-    bca_interval, bootstrap_case, bootstrap_indices, bootstrap_mean, bootstrap_paired, mean_or_nan,
-    percentile_interval,
+    BootstrapConfig, IntervalMethod, StatsError, bca_acceleration, bca_bias_correction, bca_interval, bootstrap_case, bootstrap_indices,
+    bootstrap_mean, bootstrap_paired, mean_or_nan, percentile_interval,
 };
 
 fn method(args: &Value) -> IntervalMethod {
@@ -30,12 +29,7 @@ fn mean(values: &[f64]) -> f64 {
 fn leave_one_out_means(data: &[f64]) -> Vec<f64> {
     (0..data.len())
         .map(|left_out| {
-            let rest: Vec<f64> = data
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| *i != left_out)
-                .map(|(_, v)| *v)
-                .collect();
+            let rest: Vec<f64> = data.iter().enumerate().filter(|(i, _)| *i != left_out).map(|(_, v)| *v).collect();
             mean(&rest)
         })
         .collect()
@@ -58,12 +52,7 @@ fn intervals_from_a_given_distribution_match_scipy() {
                 let jackknife = leave_one_out_means(&data);
                 // Same sums in the same (numpy pairwise) order; only scipy's `U**3` (a libm pow)
                 // and the normal quantile may differ from ours by an ulp or two.
-                assert_close(
-                    bca_acceleration(&jackknife),
-                    num(&expected["acceleration"]),
-                    1e-14,
-                    &context,
-                );
+                assert_close(bca_acceleration(&jackknife), num(&expected["acceleration"]), 1e-14, &context);
                 let z0 = bca_bias_correction(&distribution, mean(&data));
                 assert_close(z0, num(&expected["bias_correction"]), 1e-14, &context);
                 bca_interval(&distribution, mean(&data), &jackknife, level).unwrap()
@@ -104,12 +93,7 @@ fn resampled_intervals_agree_with_scipy_within_monte_carlo_error() {
             method: method(args),
             seed: 12345,
         };
-        let samples: Vec<Vec<f64>> = args["data"]
-            .as_array()
-            .expect("list")
-            .iter()
-            .map(floats)
-            .collect();
+        let samples: Vec<Vec<f64>> = args["data"].as_array().expect("list").iter().map(floats).collect();
         let ours = match samples.as_slice() {
             [cases] => {
                 let fast = bootstrap_mean(cases, &config).unwrap();
@@ -123,54 +107,25 @@ fn resampled_intervals_agree_with_scipy_within_monte_carlo_error() {
         let se = num(&expected["standard_error"]);
         let b_scipy = num(&args["n_resamples"]);
         let tolerance = endpoint_tolerance(se, b_scipy, OUR_RESAMPLES as f64);
-        let context = format!(
-            "{} {:?} tolerance {tolerance:.5}",
-            case["name"], config.method
-        );
-        assert!(
-            (ours.low - num(&expected["low"])).abs() <= tolerance,
-            "{context}: low {} vs {}",
-            ours.low,
-            expected["low"]
-        );
-        assert!(
-            (ours.high - num(&expected["high"])).abs() <= tolerance,
-            "{context}: high {} vs {}",
-            ours.high,
-            expected["high"]
-        );
+        let context = format!("{} {:?} tolerance {tolerance:.5}", case["name"], config.method);
+        assert!((ours.low - num(&expected["low"])).abs() <= tolerance, "{context}: low {} vs {}", ours.low, expected["low"]);
+        assert!((ours.high - num(&expected["high"])).abs() <= tolerance, "{context}: high {} vs {}", ours.high, expected["high"]);
         // The sd of a sample sd is about se / sqrt(2B); same 6-sd allowance.
-        let se_tolerance =
-            6.0 * se * (1.0 / (2.0 * b_scipy) + 1.0 / (2.0 * OUR_RESAMPLES as f64)).sqrt();
-        assert!(
-            (ours.standard_error - se).abs() <= se_tolerance,
-            "{context}: se {} vs {se}",
-            ours.standard_error
-        );
-        assert!(
-            ours.low < ours.estimate && ours.estimate < ours.high,
-            "{context}"
-        );
+        let se_tolerance = 6.0 * se * (1.0 / (2.0 * b_scipy) + 1.0 / (2.0 * OUR_RESAMPLES as f64)).sqrt();
+        assert!((ours.standard_error - se).abs() <= se_tolerance, "{context}: se {} vs {se}", ours.standard_error);
+        assert!(ours.low < ours.estimate && ours.estimate < ours.high, "{context}");
     }
 }
 
 #[test]
 fn same_seed_gives_the_identical_interval() {
     let cases = floats(&arguments(&crate::fixture::cases("bootstrap_monte_carlo")[0])["data"][0]);
-    let config = BootstrapConfig {
-        n_resamples: 2000,
-        ..BootstrapConfig::new(12345)
-    };
+    let config = BootstrapConfig { n_resamples: 2000, ..BootstrapConfig::new(12345) };
     let first = bootstrap_case(&cases, mean, &config).unwrap();
     let second = bootstrap_case(&cases, mean, &config).unwrap();
     assert_eq!(first, second);
     // The index form with the same statistic draws the same resamples.
-    let by_index = bootstrap_indices(
-        cases.len(),
-        |idx| mean(&idx.iter().map(|&i| cases[i]).collect::<Vec<_>>()),
-        &config,
-    )
-    .unwrap();
+    let by_index = bootstrap_indices(cases.len(), |idx| mean(&idx.iter().map(|&i| cases[i]).collect::<Vec<_>>()), &config).unwrap();
     assert_eq!(first, by_index);
 }
 
@@ -181,10 +136,7 @@ fn paired_resampling_is_resampling_of_differences() {
     let args = arguments(&cases("bootstrap_monte_carlo")[2]);
     let (a, b) = (floats(&args["data"][0]), floats(&args["data"][1]));
     let differences: Vec<f64> = a.iter().zip(&b).map(|(x, y)| x - y).collect();
-    let config = BootstrapConfig {
-        n_resamples: 3000,
-        ..BootstrapConfig::new(99)
-    };
+    let config = BootstrapConfig { n_resamples: 3000, ..BootstrapConfig::new(99) };
     let mean_difference = |x: &[f64], y: &[f64]| {
         let d: Vec<f64> = x.iter().zip(y).map(|(p, q)| p - q).collect();
         mean(&d)
@@ -192,10 +144,7 @@ fn paired_resampling_is_resampling_of_differences() {
     let paired = bootstrap_paired(&a, &b, mean_difference, &config).unwrap();
     let of_differences = bootstrap_case(&differences, mean, &config).unwrap();
     assert_eq!(paired, of_differences);
-    assert!(
-        paired.low > 0.0,
-        "the fixture's conditions differ: {paired:?}"
-    );
+    assert!(paired.low > 0.0, "the fixture's conditions differ: {paired:?}");
 }
 
 #[test]
@@ -204,36 +153,17 @@ fn degenerate_data_gives_nan_bca_endpoints_as_scipy() {
     // jackknife value is equal too, so the acceleration is 0/0 = NaN and the BCa levels are
     // NaN (scipy warns "The BCa confidence interval cannot be calculated").
     let constant = [0.5; 10];
-    let bca = bootstrap_case(
-        &constant,
-        mean,
-        &BootstrapConfig {
-            n_resamples: 100,
-            ..BootstrapConfig::new(1)
-        },
-    )
-    .unwrap();
+    let bca = bootstrap_case(&constant, mean, &BootstrapConfig { n_resamples: 100, ..BootstrapConfig::new(1) }).unwrap();
     assert!(bca.low.is_nan() && bca.high.is_nan());
     assert_eq!(bca.estimate, 0.5);
-    let config = BootstrapConfig {
-        n_resamples: 100,
-        method: IntervalMethod::Percentile,
-        ..BootstrapConfig::new(1)
-    };
+    let config = BootstrapConfig { n_resamples: 100, method: IntervalMethod::Percentile, ..BootstrapConfig::new(1) };
     let percentile = bootstrap_case(&constant, mean, &config).unwrap();
-    assert_eq!(
-        (percentile.low, percentile.high, percentile.standard_error),
-        (0.5, 0.5, 0.0)
-    );
+    assert_eq!((percentile.low, percentile.high, percentile.standard_error), (0.5, 0.5, 0.0));
 }
 
 #[test]
 fn nan_statistics_give_nan_endpoints() {
-    let config = BootstrapConfig {
-        n_resamples: 50,
-        method: IntervalMethod::Percentile,
-        ..BootstrapConfig::new(3)
-    };
+    let config = BootstrapConfig { n_resamples: 50, method: IntervalMethod::Percentile, ..BootstrapConfig::new(3) };
     let interval = bootstrap_case(&[1.0, 2.0, 3.0], |_| f64::NAN, &config).unwrap();
     assert!(interval.low.is_nan() && interval.high.is_nan() && interval.standard_error.is_nan());
 }
@@ -241,42 +171,16 @@ fn nan_statistics_give_nan_endpoints() {
 #[test]
 fn invalid_input_is_a_typed_error() {
     let config = BootstrapConfig::new(0);
-    assert_eq!(
-        bootstrap_case(&[1.0], mean, &config),
-        Err(StatsError::TooFewObservations {
-            what: "cases",
-            min: 2,
-            got: 1
-        })
-    );
+    assert_eq!(bootstrap_case(&[1.0], mean, &config), Err(StatsError::TooFewObservations { what: "cases", min: 2, got: 1 }));
     assert_eq!(
         bootstrap_paired(&[1.0, 2.0], &[1.0], |a, _| mean(a), &config),
-        Err(StatsError::LengthMismatch {
-            what: "paired samples",
-            left: 2,
-            right: 1
-        })
+        Err(StatsError::LengthMismatch { what: "paired samples", left: 2, right: 1 })
     );
-    let bad_level = BootstrapConfig {
-        confidence_level: 1.0,
-        ..config
-    };
-    assert!(matches!(
-        bootstrap_case(&[1.0, 2.0], mean, &bad_level),
-        Err(StatsError::OutOfRange { .. })
-    ));
-    let no_resamples = BootstrapConfig {
-        n_resamples: 0,
-        ..config
-    };
-    assert!(matches!(
-        bootstrap_case(&[1.0, 2.0], mean, &no_resamples),
-        Err(StatsError::TooFewObservations { .. })
-    ));
-    assert!(matches!(
-        bootstrap_case(&[1.0, f64::NAN], mean, &config),
-        Err(StatsError::NonFinite { .. })
-    ));
+    let bad_level = BootstrapConfig { confidence_level: 1.0, ..config };
+    assert!(matches!(bootstrap_case(&[1.0, 2.0], mean, &bad_level), Err(StatsError::OutOfRange { .. })));
+    let no_resamples = BootstrapConfig { n_resamples: 0, ..config };
+    assert!(matches!(bootstrap_case(&[1.0, 2.0], mean, &no_resamples), Err(StatsError::TooFewObservations { .. })));
+    assert!(matches!(bootstrap_case(&[1.0, f64::NAN], mean, &config), Err(StatsError::NonFinite { .. })));
 }
 
 #[test]
@@ -288,18 +192,11 @@ fn the_mean_fast_path_gives_the_general_paths_interval_bit_for_bit() {
     for n in [2, 3, 7, 8, 9, 15, 16, 49, 100, 127, 128, 129, 300] {
         let cases: Vec<f64> = (0..n).map(|i| ((i * 7919) % 101) as f64 / 7.0).collect();
         for method in [IntervalMethod::Percentile, IntervalMethod::Bca] {
-            let config = BootstrapConfig {
-                n_resamples: 500,
-                method,
-                ..BootstrapConfig::new(n as u64)
-            };
+            let config = BootstrapConfig { n_resamples: 500, method, ..BootstrapConfig::new(n as u64) };
             let fast = bootstrap_mean(&cases, &config).unwrap();
             let general = bootstrap_case(&cases, mean, &config).unwrap();
             assert_eq!(fast, general, "n = {n}, {method:?}");
-            assert!(
-                fast.low < fast.estimate && fast.estimate < fast.high,
-                "n = {n}"
-            );
+            assert!(fast.low < fast.estimate && fast.estimate < fast.high, "n = {n}");
         }
     }
 }
@@ -308,11 +205,7 @@ fn the_mean_fast_path_gives_the_general_paths_interval_bit_for_bit() {
 fn the_mean_fast_path_rejects_what_the_general_path_rejects() {
     let config = BootstrapConfig::new(0);
     for cases in [&[1.0][..], &[1.0, f64::INFINITY][..], &[][..]] {
-        assert_eq!(
-            bootstrap_mean(cases, &config),
-            bootstrap_case(cases, mean, &config),
-            "{cases:?}"
-        );
+        assert_eq!(bootstrap_mean(cases, &config), bootstrap_case(cases, mean, &config), "{cases:?}");
         assert!(bootstrap_mean(cases, &config).is_err());
     }
     let constant = [0.5; 10];

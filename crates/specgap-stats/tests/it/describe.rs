@@ -13,21 +13,11 @@ fn matches_numpy_and_scipy() {
         assert_close(mean(&x).unwrap(), num(&expected["mean"]), 0.0, &context);
         assert_close(mean_or_nan(&x), num(&expected["mean"]), 0.0, &context);
         assert_close(median(&x).unwrap(), num(&expected["median"]), 0.0, &context);
-        assert_close(
-            sample_sd(&x).unwrap(),
-            num(&expected["sd"]),
-            1e-14,
-            &context,
-        );
+        assert_close(sample_sd(&x).unwrap(), num(&expected["sd"]), 1e-14, &context);
         let summary = mean_sd(&x).unwrap();
         assert_close(summary.sd, num(&expected["sd"]), 1e-14, &context);
         assert_eq!(summary.n, x.len());
-        let ranks: Vec<f64> = expected["ranks"]
-            .as_array()
-            .expect("list")
-            .iter()
-            .map(num)
-            .collect();
+        let ranks: Vec<f64> = expected["ranks"].as_array().expect("list").iter().map(num).collect();
         assert_eq!(rank_average(&x).unwrap(), ranks, "{context}");
     }
 }

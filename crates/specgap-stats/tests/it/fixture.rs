@@ -6,17 +6,12 @@ use std::sync::OnceLock;
 /// The parsed fixture, embedded at compile time so the tests need no working directory.
 pub fn reference() -> &'static Value {
     static REFERENCE: OnceLock<Value> = OnceLock::new();
-    REFERENCE.get_or_init(|| {
-        serde_json::from_str(include_str!("../fixtures/reference.json"))
-            .expect("reference.json parses")
-    })
+    REFERENCE.get_or_init(|| serde_json::from_str(include_str!("../fixtures/reference.json")).expect("reference.json parses"))
 }
 
 /// The cases of one section, e.g. `"wilcoxon"`.
 pub fn cases(section: &str) -> &'static [Value] {
-    reference()[section]
-        .as_array()
-        .unwrap_or_else(|| panic!("section {section} is a list"))
+    reference()[section].as_array().unwrap_or_else(|| panic!("section {section} is a list"))
 }
 
 /// A fixture number: JSON numbers, or the strings "nan", "inf", "-inf".
@@ -36,12 +31,7 @@ pub fn floats(value: &Value) -> Vec<f64> {
         Some(name) => &reference()["inputs"][name.as_str().expect("input name")],
         None => value,
     };
-    array
-        .as_array()
-        .unwrap_or_else(|| panic!("not an array: {value}"))
-        .iter()
-        .map(num)
-        .collect()
+    array.as_array().unwrap_or_else(|| panic!("not an array: {value}")).iter().map(num).collect()
 }
 
 /// The `origin.arguments` object of a case.
@@ -59,8 +49,5 @@ pub fn assert_close(actual: f64, expected: f64, relative: f64, context: &str) {
     } else {
         (actual - expected).abs() <= relative * expected.abs()
     };
-    assert!(
-        ok,
-        "{context}: got {actual:e}, expected {expected:e} (relative tolerance {relative:e})"
-    );
+    assert!(ok, "{context}: got {actual:e}, expected {expected:e} (relative tolerance {relative:e})");
 }

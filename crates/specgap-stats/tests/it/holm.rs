@@ -16,23 +16,12 @@ fn matches_statsmodels_on_every_fixture_family() {
             // A product and a running maximum: equal up to one rounding of the product.
             assert_close(*ours, num(theirs), 1e-15, &context);
             // Holm's step-down rejects exactly the hypotheses whose adjusted p is <= alpha.
-            assert_eq!(
-                *ours <= 0.05,
-                reject[i].as_bool().expect("bool"),
-                "{context}"
-            );
+            assert_eq!(*ours <= 0.05, reject[i].as_bool().expect("bool"), "{context}");
         }
     }
 }
 
 #[test]
 fn out_of_range_p_values_are_rejected() {
-    assert_eq!(
-        holm_adjust(&[0.1, -0.01]),
-        Err(StatsError::OutOfRange {
-            what: "p-value",
-            expected: "[0, 1]",
-            value: -0.01
-        })
-    );
+    assert_eq!(holm_adjust(&[0.1, -0.01]), Err(StatsError::OutOfRange { what: "p-value", expected: "[0, 1]", value: -0.01 }));
 }

@@ -17,18 +17,10 @@ fn weighting(value: &Value) -> KappaWeighting {
 fn kappa_of(y1: &Value, y2: &Value, weights: KappaWeighting) -> f64 {
     let (a, b) = (y1.as_array().expect("list"), y2.as_array().expect("list"));
     if a.iter().chain(b).all(Value::is_i64) {
-        let ints = |v: &[Value]| {
-            v.iter()
-                .map(|x| x.as_i64().expect("int"))
-                .collect::<Vec<_>>()
-        };
+        let ints = |v: &[Value]| v.iter().map(|x| x.as_i64().expect("int")).collect::<Vec<_>>();
         cohen_kappa(&ints(a), &ints(b), weights).unwrap()
     } else {
-        let strs = |v: &[Value]| {
-            v.iter()
-                .map(|x| x.as_str().expect("str").to_owned())
-                .collect::<Vec<_>>()
-        };
+        let strs = |v: &[Value]| v.iter().map(|x| x.as_str().expect("str").to_owned()).collect::<Vec<_>>();
         cohen_kappa(&strs(a), &strs(b), weights).unwrap()
     }
 }
@@ -36,10 +28,7 @@ fn kappa_of(y1: &Value, y2: &Value, weights: KappaWeighting) -> f64 {
 #[test]
 fn matches_sklearn_on_every_fixture_case() {
     let all = cases("cohen_kappa");
-    assert!(
-        all.iter().any(|c| num(&c["result"]["kappa"]).is_nan()),
-        "a NaN case is covered"
-    );
+    assert!(all.iter().any(|c| num(&c["result"]["kappa"]).is_nan()), "a NaN case is covered");
     for case in all {
         let args = arguments(case);
         let weights = weighting(&args["weights"]);
@@ -53,15 +42,8 @@ fn matches_sklearn_on_every_fixture_case() {
 fn invalid_input_is_a_typed_error() {
     assert_eq!(
         cohen_kappa(&[1, 2], &[1], KappaWeighting::Unweighted),
-        Err(StatsError::LengthMismatch {
-            what: "rater labels",
-            left: 2,
-            right: 1
-        })
+        Err(StatsError::LengthMismatch { what: "rater labels", left: 2, right: 1 })
     );
     let empty: [u8; 0] = [];
-    assert!(matches!(
-        cohen_kappa(&empty, &empty, KappaWeighting::Linear),
-        Err(StatsError::TooFewObservations { .. })
-    ));
+    assert!(matches!(cohen_kappa(&empty, &empty, KappaWeighting::Linear), Err(StatsError::TooFewObservations { .. })));
 }

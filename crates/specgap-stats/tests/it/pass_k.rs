@@ -5,10 +5,7 @@ use crate::fixture::{cases, num};
 use specgap_stats::{StatsError, pass_at_k, pass_hat_k};
 
 fn assert_near(actual: f64, expected: f64) {
-    assert!(
-        (actual - expected).abs() <= 1e-15,
-        "got {actual}, expected {expected}"
-    );
+    assert!((actual - expected).abs() <= 1e-15, "got {actual}, expected {expected}");
 }
 
 #[test]
@@ -42,9 +39,7 @@ fn large_counts_stay_finite_and_complementary() {
     // C(n-c,k)/C(n,k) = pass^k with n - c successes, so pass@k(n,c,k) + pass^k(n,n-c,k) = 1.
     // With n = 1000, c = 10, k = 100 factorials overflow f64; the products do not. By the
     // other grouping, C(990,100)/C(1000,100) = prod_{i=0}^{9} (900 - i)/(1000 - i).
-    let by_hand: f64 = (0..10)
-        .map(|i| (900 - i) as f64 / (1000 - i) as f64)
-        .product();
+    let by_hand: f64 = (0..10).map(|i| (900 - i) as f64 / (1000 - i) as f64).product();
     let at_k = pass_at_k(1000, 10, 100).unwrap();
     let hat_k = pass_hat_k(1000, 990, 100).unwrap();
     assert!((1.0 - at_k - by_hand).abs() < 1e-14, "{at_k} vs {by_hand}");
@@ -61,46 +56,20 @@ fn large_counts_stay_finite_and_complementary() {
 
 #[test]
 fn impossible_counts_are_typed_errors() {
-    assert!(matches!(
-        pass_at_k(3, 4, 1),
-        Err(StatsError::InvalidCount {
-            what: "successes c <= attempts n",
-            ..
-        })
-    ));
-    assert!(matches!(
-        pass_at_k(3, 1, 0),
-        Err(StatsError::InvalidCount {
-            what: "1 <= k <= attempts n",
-            ..
-        })
-    ));
-    assert!(matches!(
-        pass_hat_k(3, 1, 4),
-        Err(StatsError::InvalidCount {
-            what: "1 <= k <= attempts n",
-            ..
-        })
-    ));
+    assert!(matches!(pass_at_k(3, 4, 1), Err(StatsError::InvalidCount { what: "successes c <= attempts n", .. })));
+    assert!(matches!(pass_at_k(3, 1, 0), Err(StatsError::InvalidCount { what: "1 <= k <= attempts n", .. })));
+    assert!(matches!(pass_hat_k(3, 1, 4), Err(StatsError::InvalidCount { what: "1 <= k <= attempts n", .. })));
 }
 
 fn counts(case: &serde_json::Value) -> (u64, u64, u64) {
     let args = &case["exact"]["origin"]["arguments"];
-    let get = |key: &str| {
-        args[key]
-            .as_u64()
-            .unwrap_or_else(|| panic!("{key} in {case}"))
-    };
+    let get = |key: &str| args[key].as_u64().unwrap_or_else(|| panic!("{key} in {case}"));
     (get("n"), get("c"), get("k"))
 }
 
 /// Relative distance, absolute when the expected value is 0.
 fn relative(actual: f64, expected: f64) -> f64 {
-    if expected == 0.0 {
-        actual.abs()
-    } else {
-        ((actual - expected) / expected).abs()
-    }
+    if expected == 0.0 { actual.abs() } else { ((actual - expected) / expected).abs() }
 }
 
 #[test]
@@ -116,20 +85,11 @@ fn pass_k_match_chen_and_the_exact_ratios() {
         let hat_k = pass_hat_k(n, c, k).unwrap();
         let exact_at = num(&case["exact"]["pass_at_k"]);
         let exact_hat = num(&case["exact"]["pass_hat_k"]);
-        assert!(
-            relative(at_k, exact_at) <= 1e-14,
-            "{context}: {at_k} vs {exact_at}"
-        );
-        assert!(
-            relative(hat_k, exact_hat) <= 1e-13,
-            "{context}: {hat_k} vs {exact_hat}"
-        );
+        assert!(relative(at_k, exact_at) <= 1e-14, "{context}: {at_k} vs {exact_at}");
+        assert!(relative(hat_k, exact_hat) <= 1e-13, "{context}: {hat_k} vs {exact_hat}");
         // Chen's form subtracts from 1, so small values carry its absolute rounding.
         let chen = num(&case["result"]["pass_at_k"]);
-        assert!(
-            (at_k - chen).abs() <= 1e-12 * chen + 1e-15,
-            "{context}: {at_k} vs Chen {chen}"
-        );
+        assert!((at_k - chen).abs() <= 1e-12 * chen + 1e-15, "{context}: {at_k} vs Chen {chen}");
     }
 }
 
@@ -147,14 +107,8 @@ fn pass_at_k_is_linear_in_k() {
         let hat_k = pass_hat_k(n, c, k).unwrap();
         let exact_at = num(&case["exact"]["pass_at_k"]);
         let exact_hat = num(&case["exact"]["pass_hat_k"]);
-        assert!(
-            relative(at_k, exact_at) <= 1e-14,
-            "{context}: {at_k} vs {exact_at}"
-        );
-        assert!(
-            relative(hat_k, exact_hat) <= 1e-14,
-            "{context}: {hat_k} vs {exact_hat}"
-        );
+        assert!(relative(at_k, exact_at) <= 1e-14, "{context}: {at_k} vs {exact_at}");
+        assert!(relative(hat_k, exact_hat) <= 1e-14, "{context}: {hat_k} vs {exact_hat}");
     }
     let n = 1_000_000_000_000_000u64;
     assert_eq!(pass_at_k(n, n - 1000, 10).unwrap(), 1.0);

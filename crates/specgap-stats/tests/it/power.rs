@@ -4,9 +4,8 @@
 
 use serde_json::Value;
 use specgap_stats::{
-    BinaryDesign, Simulation, flip_rate, monte_carlo_se, paired_t_detectable_effect, paired_t_nobs,
-    paired_t_power, simulated_binary_detectable, simulated_binary_power, simulated_normal_power,
-    variance_components, within_task_sd,
+    BinaryDesign, Simulation, flip_rate, monte_carlo_se, paired_t_detectable_effect, paired_t_nobs, paired_t_power,
+    simulated_binary_detectable, simulated_binary_power, simulated_normal_power, variance_components, within_task_sd,
 };
 
 use crate::fixture::{assert_close, num};
@@ -50,12 +49,8 @@ fn tasks_needed_match_statsmodels_solve_power() {
 #[test]
 fn one_way_anova_estimator_matches_scipy_and_the_formula() {
     for case in section("variance_components") {
-        let groups: Vec<Vec<f64>> = case["groups"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|g| g.as_array().unwrap().iter().map(num).collect())
-            .collect();
+        let groups: Vec<Vec<f64>> =
+            case["groups"].as_array().unwrap().iter().map(|g| g.as_array().unwrap().iter().map(num).collect()).collect();
         let slices: Vec<&[f64]> = groups.iter().map(Vec::as_slice).collect();
         let c = variance_components(&slices).unwrap();
         assert_close(c.ms_between, num(&case["ms_between"]), 1e-12, "ms_between");

@@ -11,18 +11,8 @@ fn matches_scipy_on_every_fixture_case() {
         let result = spearman(&x, &y).unwrap();
         let context = case["name"].to_string();
         // rho: a correlation of half-integer ranks, equal to a few ulps.
-        assert_close(
-            result.rho,
-            num(&case["result"]["statistic"]),
-            1e-14,
-            &context,
-        );
-        assert_close(
-            result.p_value,
-            num(&case["result"]["pvalue"]),
-            1e-12,
-            &context,
-        );
+        assert_close(result.rho, num(&case["result"]["statistic"]), 1e-14, &context);
+        assert_close(result.p_value, num(&case["result"]["pvalue"]), 1e-12, &context);
     }
 }
 
@@ -36,26 +26,9 @@ fn nan_cases_follow_scipy() {
 
 #[test]
 fn invalid_input_is_a_typed_error() {
-    assert_eq!(
-        spearman(&[1.0, 2.0], &[1.0]),
-        Err(StatsError::LengthMismatch {
-            what: "x and y",
-            left: 2,
-            right: 1
-        })
-    );
-    assert_eq!(
-        spearman(&[], &[]),
-        Err(StatsError::TooFewObservations {
-            what: "x and y",
-            min: 1,
-            got: 0
-        })
-    );
-    assert!(matches!(
-        spearman(&[1.0, 2.0], &[f64::INFINITY, 1.0]),
-        Err(StatsError::NonFinite { what: "y", .. })
-    ));
+    assert_eq!(spearman(&[1.0, 2.0], &[1.0]), Err(StatsError::LengthMismatch { what: "x and y", left: 2, right: 1 }));
+    assert_eq!(spearman(&[], &[]), Err(StatsError::TooFewObservations { what: "x and y", min: 1, got: 0 }));
+    assert!(matches!(spearman(&[1.0, 2.0], &[f64::INFINITY, 1.0]), Err(StatsError::NonFinite { what: "y", .. })));
 }
 
 #[test]

@@ -3,10 +3,7 @@
 
 use crate::fixture::{arguments, assert_close, cases, floats, num};
 use serde_json::Value;
-use specgap_stats::{
-    Alternative, StatsError, WilcoxonMethod, WilcoxonOptions, WilcoxonPath, ZeroMethod, wilcoxon,
-    wilcoxon_paired,
-};
+use specgap_stats::{Alternative, StatsError, WilcoxonMethod, WilcoxonOptions, WilcoxonPath, ZeroMethod, wilcoxon, wilcoxon_paired};
 
 /// p-values agree to 1e-12 relative: the exact and permutation paths are exact dyadic
 /// arithmetic, and the normal approximation differs only by the erfc implementations.
@@ -32,12 +29,7 @@ fn options(args: &Value) -> WilcoxonOptions {
         other => panic!("method {other:?}"),
     };
     let correction = args["correction"].as_bool().expect("correction is a bool");
-    WilcoxonOptions {
-        alternative,
-        zero_method,
-        method,
-        correction,
-    }
+    WilcoxonOptions { alternative, zero_method, method, correction }
 }
 
 #[test]
@@ -53,16 +45,9 @@ fn matches_scipy_on_every_fixture_case() {
         let expected = &case["result"];
         // Ranks are half-integers, so the statistic is exact.
         assert_close(result.statistic, num(&expected["statistic"]), 0.0, &context);
-        assert_close(
-            result.p_value,
-            num(&expected["pvalue"]),
-            P_TOLERANCE,
-            &context,
-        );
+        assert_close(result.p_value, num(&expected["pvalue"]), P_TOLERANCE, &context);
         if let Some(z) = expected.get("zstatistic") {
-            let ours = result
-                .z_statistic
-                .unwrap_or_else(|| panic!("{context}: no z statistic"));
+            let ours = result.z_statistic.unwrap_or_else(|| panic!("{context}: no z statistic"));
             assert_close(ours, num(z), P_TOLERANCE, &context);
         }
     }
@@ -73,9 +58,7 @@ fn worked_example_uses_the_exhaustive_permutation_path() {
     // d = [0,2,3,-1,-4,0,0,8,9,2,-2,5], zero_method wilcox, method auto, scipy 1.17:
     // W = 10, p = 0.16015625 = 82/512. Zeros dropped leave 9 non-zero differences with ranks
     // |d| = 1,2,2,2,3,4,5,8,9 -> 1, 3, 3, 3, 5, 6, 7, 8, 9; r_minus = 1 + 3 + 6 = 10.
-    let d = [
-        0.0, 2.0, 3.0, -1.0, -4.0, 0.0, 0.0, 8.0, 9.0, 2.0, -2.0, 5.0,
-    ];
+    let d = [0.0, 2.0, 3.0, -1.0, -4.0, 0.0, 0.0, 8.0, 9.0, 2.0, -2.0, 5.0];
     let result = wilcoxon(&d, &WilcoxonOptions::default()).unwrap();
     assert_eq!(result.statistic, 10.0);
     assert_eq!(result.r_plus, 35.0);
@@ -88,29 +71,14 @@ fn worked_example_uses_the_exhaustive_permutation_path() {
 #[test]
 fn auto_switches_paths_at_scipys_thresholds() {
     let auto = WilcoxonOptions::default();
-    let untied: Vec<f64> = (1..=50)
-        .map(|i| if i % 3 == 0 { -(i as f64) } else { i as f64 })
-        .collect();
+    let untied: Vec<f64> = (1..=50).map(|i| if i % 3 == 0 { -(i as f64) } else { i as f64 }).collect();
     assert_eq!(wilcoxon(&untied, &auto).unwrap().path, WilcoxonPath::Exact);
     let untied_51: Vec<f64> = (1..=51).map(f64::from).collect();
-    assert_eq!(
-        wilcoxon(&untied_51, &auto).unwrap().path,
-        WilcoxonPath::Asymptotic
-    );
-    let tied_13 = [
-        1.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, -12.0,
-    ];
-    assert_eq!(
-        wilcoxon(&tied_13, &auto).unwrap().path,
-        WilcoxonPath::ExhaustivePermutation
-    );
-    let tied_14 = [
-        1.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, -12.0, 13.0,
-    ];
-    assert_eq!(
-        wilcoxon(&tied_14, &auto).unwrap().path,
-        WilcoxonPath::Asymptotic
-    );
+    assert_eq!(wilcoxon(&untied_51, &auto).unwrap().path, WilcoxonPath::Asymptotic);
+    let tied_13 = [1.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, -12.0];
+    assert_eq!(wilcoxon(&tied_13, &auto).unwrap().path, WilcoxonPath::ExhaustivePermutation);
+    let tied_14 = [1.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, -12.0, 13.0];
+    assert_eq!(wilcoxon(&tied_14, &auto).unwrap().path, WilcoxonPath::Asymptotic);
 }
 
 #[test]
@@ -120,48 +88,17 @@ fn paired_samples_match_scipy() {
         let (x, y) = (floats(&args["x"]), floats(&args["y"]));
         let result = wilcoxon_paired(&x, &y, &WilcoxonOptions::default()).unwrap();
         let context = case["name"].to_string();
-        assert_close(
-            result.statistic,
-            num(&case["result"]["statistic"]),
-            0.0,
-            &context,
-        );
-        assert_close(
-            result.p_value,
-            num(&case["result"]["pvalue"]),
-            P_TOLERANCE,
-            &context,
-        );
+        assert_close(result.statistic, num(&case["result"]["statistic"]), 0.0, &context);
+        assert_close(result.p_value, num(&case["result"]["pvalue"]), P_TOLERANCE, &context);
     }
 }
 
 #[test]
 fn invalid_input_is_a_typed_error() {
     let opts = WilcoxonOptions::default();
-    assert_eq!(
-        wilcoxon(&[], &opts),
-        Err(StatsError::TooFewObservations {
-            what: "differences",
-            min: 1,
-            got: 0
-        })
-    );
-    assert!(matches!(
-        wilcoxon(&[1.0, f64::NAN], &opts),
-        Err(StatsError::NonFinite {
-            what: "differences",
-            index: 1,
-            ..
-        })
-    ));
-    assert_eq!(
-        wilcoxon_paired(&[1.0, 2.0], &[1.0], &opts),
-        Err(StatsError::LengthMismatch {
-            what: "paired samples",
-            left: 2,
-            right: 1
-        })
-    );
+    assert_eq!(wilcoxon(&[], &opts), Err(StatsError::TooFewObservations { what: "differences", min: 1, got: 0 }));
+    assert!(matches!(wilcoxon(&[1.0, f64::NAN], &opts), Err(StatsError::NonFinite { what: "differences", index: 1, .. })));
+    assert_eq!(wilcoxon_paired(&[1.0, 2.0], &[1.0], &opts), Err(StatsError::LengthMismatch { what: "paired samples", left: 2, right: 1 }));
 }
 
 /// scipy's rounding on the exact path from 54 differences on: it returns a tail beyond the mean
@@ -176,11 +113,7 @@ fn exact_options(alternative: &Value) -> WilcoxonOptions {
         Some("less") => Alternative::Less,
         other => panic!("alternative {other:?}"),
     };
-    WilcoxonOptions {
-        alternative,
-        method: WilcoxonMethod::Exact,
-        ..WilcoxonOptions::default()
-    }
+    WilcoxonOptions { alternative, method: WilcoxonMethod::Exact, ..WilcoxonOptions::default() }
 }
 
 /// The fixture's `wilcoxon_exact_edges` case `name` under `alternative`: (our p, scipy's p,
@@ -192,11 +125,7 @@ fn exact_edge(name: &str, alternative: &str) -> (f64, f64, f64) {
         .unwrap_or_else(|| panic!("no case {name} {alternative}"));
     let args = arguments(case);
     let ours = wilcoxon(&floats(&args["x"]), &exact_options(&args["alternative"])).unwrap();
-    (
-        ours.p_value,
-        num(&case["result"]["pvalue"]),
-        num(&case["exact"]["pvalue"]),
-    )
+    (ours.p_value, num(&case["result"]["pvalue"]), num(&case["exact"]["pvalue"]))
 }
 
 #[test]
@@ -207,16 +136,8 @@ fn exact_method_beyond_53_differences_is_the_exact_tail() {
         let context = format!("{} {}", case["name"], args["alternative"]);
         let result = wilcoxon(&floats(&args["x"]), &exact_options(&args["alternative"])).unwrap();
         assert_eq!(result.path, WilcoxonPath::Exact, "{context}");
-        assert_close(
-            result.statistic,
-            num(&case["result"]["statistic"]),
-            0.0,
-            &context,
-        );
-        let (scipy, exact) = (
-            num(&case["result"]["pvalue"]),
-            num(&case["exact"]["pvalue"]),
-        );
+        assert_close(result.statistic, num(&case["result"]["statistic"]), 0.0, &context);
+        let (scipy, exact) = (num(&case["result"]["pvalue"]), num(&case["exact"]["pvalue"]));
         // Within 4 ulps of the correctly rounded rational.
         assert_close(result.p_value, exact, 1e-15, &context);
         if n <= 53 {
@@ -270,19 +191,9 @@ fn wilcoxon_one_sided_p_is_never_negative() {
     // positive.
     for n in 54..=64usize {
         for m in 0..=n {
-            let d: Vec<f64> = (1..=n)
-                .map(|i| if i == m { -(i as f64) } else { i as f64 })
-                .collect();
-            for alternative in [
-                Alternative::TwoSided,
-                Alternative::Greater,
-                Alternative::Less,
-            ] {
-                let opts = WilcoxonOptions {
-                    alternative,
-                    method: WilcoxonMethod::Exact,
-                    ..WilcoxonOptions::default()
-                };
+            let d: Vec<f64> = (1..=n).map(|i| if i == m { -(i as f64) } else { i as f64 }).collect();
+            for alternative in [Alternative::TwoSided, Alternative::Greater, Alternative::Less] {
+                let opts = WilcoxonOptions { alternative, method: WilcoxonMethod::Exact, ..WilcoxonOptions::default() };
                 let p = wilcoxon(&d, &opts).unwrap().p_value;
                 assert!(p > 0.0 && p <= 1.0, "n={n} m={m} {alternative:?}: {p}");
             }
@@ -295,13 +206,7 @@ fn every_p_value_lies_in_the_unit_interval() {
     // Every fixture case and path: scipy's own values lie in [0, 1], and so must ours.
     for case in cases("wilcoxon") {
         let args = arguments(case);
-        let p = wilcoxon(&floats(&args["x"]), &options(args))
-            .unwrap()
-            .p_value;
-        assert!(
-            p.is_nan() || (0.0..=1.0).contains(&p),
-            "{}: {p}",
-            case["name"]
-        );
+        let p = wilcoxon(&floats(&args["x"]), &options(args)).unwrap().p_value;
+        assert!(p.is_nan() || (0.0..=1.0).contains(&p), "{}: {p}", case["name"]);
     }
 }

@@ -3,14 +3,13 @@
 
 use serde_json::json;
 use specgap_protocol::event::Usage;
-use specgap_store::{
-    AuditItemRecord, AuditLabelRecord, AuditSampleRecord, AuditSheetRecord, ResampleRecord, Store, StoreError, merge,
-};
+use specgap_store::{AuditItemRecord, AuditLabelRecord, AuditSampleRecord, AuditSheetRecord, ResampleRecord, Store, StoreError, merge};
 
 use crate::{config, run_episode};
 
 fn sample() -> (AuditSampleRecord, Vec<AuditItemRecord>) {
-    let record = AuditSampleRecord { id: "sample:000000000001".into(), unit: "episode".into(), rubric: "r".into(), manifest: json!({"seed": 1}) };
+    let record =
+        AuditSampleRecord { id: "sample:000000000001".into(), unit: "episode".into(), rubric: "r".into(), manifest: json!({"seed": 1}) };
     let item = |item: &str, position| AuditItemRecord {
         item: item.into(),
         position,
@@ -45,7 +44,10 @@ fn samples_are_stored_once_and_each_raters_sheet_once() {
     store.record_audit_labels(&record.id, &sheet("ann"), &labels).unwrap();
     let again = store.record_audit_labels(&record.id, &sheet("ann"), &labels[..1]).unwrap_err();
     assert!(matches!(again, StoreError::DuplicateRater { .. }), "{again}");
-    assert_eq!(again.to_string(), "rater ann has labelled audit sample sample:000000000001 already; give each rater's sheet once (another rater needs another name)");
+    assert_eq!(
+        again.to_string(),
+        "rater ann has labelled audit sample sample:000000000001 already; give each rater's sheet once (another rater needs another name)"
+    );
     // A label of an item not in the sample is refused, and the sheet with it.
     assert!(store.record_audit_labels(&record.id, &sheet("ben"), &[label("i9", "ben", "yes")]).is_err());
     assert_eq!(store.audit_sheets(&record.id).unwrap(), vec![sheet("ann")]);
@@ -76,5 +78,8 @@ fn resamples_belong_to_an_episode_and_merge_refuses_an_audited_run() {
     let (record, items) = sample();
     s2.record_audit_sample(&record, &items).unwrap();
     let refused = merge(&[s1.dir(), s2.dir()], &tmp.path().join("merged")).unwrap_err();
-    assert_eq!(refused.to_string(), format!("{} holds audit samples; merge the shards first, then draw audit samples from the merged run", s2.dir().display()));
+    assert_eq!(
+        refused.to_string(),
+        format!("{} holds audit samples; merge the shards first, then draw audit samples from the merged run", s2.dir().display())
+    );
 }

@@ -30,11 +30,7 @@ fn child_writes_until_killed() {
     let store = Store::open(std::path::Path::new(&dir)).unwrap();
     let mut writer = store.begin_episode(&key(0, "clean"), &meta()).unwrap();
     for n in 0..1_000_000u64 {
-        writer
-            .event(EventKind::Overlay {
-                name: format!("step {n} {}", "x".repeat((n % 97) as usize)),
-            })
-            .unwrap();
+        writer.event(EventKind::Overlay { name: format!("step {n} {}", "x".repeat((n % 97) as usize)) }).unwrap();
         std::thread::sleep(std::time::Duration::from_micros(200));
     }
 }
@@ -54,13 +50,7 @@ fn killed_writer_loses_at_most_the_last_event() {
     let mut child = KillOnDrop(child);
     let mut seen = 0;
     for _ in 0..3000 {
-        if store
-            .dir()
-            .join("episodes")
-            .join(&id)
-            .join("trajectory.jsonl.zst")
-            .exists()
-        {
+        if store.dir().join("episodes").join(&id).join("trajectory.jsonl.zst").exists() {
             seen = read_trajectory(store.dir(), &id).unwrap().events.len();
             if seen >= 50 {
                 break;
@@ -75,10 +65,7 @@ fn killed_writer_loses_at_most_the_last_event() {
     let trajectory = read_trajectory(store.dir(), &id).unwrap();
     assert!(trajectory.events.len() >= seen);
     let seqs: Vec<u64> = trajectory.events.iter().map(|e| e.seq).collect();
-    assert_eq!(
-        seqs,
-        (0..trajectory.events.len() as u64).collect::<Vec<_>>()
-    );
+    assert_eq!(seqs, (0..trajectory.events.len() as u64).collect::<Vec<_>>());
     assert_eq!(store.episode_status(&id).unwrap(), Some(Status::Running));
     assert_eq!(store.unfinished_or_failed().unwrap(), vec![id]);
 }

@@ -25,13 +25,9 @@ fn database_is_in_wal_mode_with_schema_version() {
     let tmp = tempfile::tempdir().unwrap();
     let store = Store::create(tmp.path(), &config(7, None)).unwrap();
     let conn = rusqlite::Connection::open(store.db_path()).unwrap();
-    let mode: String = conn
-        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
-        .unwrap();
+    let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
     assert_eq!(mode, "wal");
-    let version: i64 = conn
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .unwrap();
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
     assert_eq!(version, 5);
     assert_eq!(SCHEMA_VERSION, 5);
 }
@@ -43,10 +39,7 @@ fn create_refuses_a_non_empty_directory_that_is_not_a_run() {
     let err = Store::create(tmp.path(), &config(7, None)).unwrap_err();
     assert_eq!(
         err.to_string(),
-        format!(
-            "{} is not empty and is not a specgap run; expected an empty or new directory",
-            tmp.path().display()
-        )
+        format!("{} is not empty and is not a specgap run; expected an empty or new directory", tmp.path().display())
     );
 }
 
@@ -71,12 +64,7 @@ fn create_on_a_run_of_the_same_configuration_opens_it() {
     let id = run_episode(&store, 0, 1.0, 10);
     drop(store);
     let again = Store::create(tmp.path(), &config(7, None)).unwrap();
-    let ids: Vec<String> = again
-        .episodes()
-        .unwrap()
-        .into_iter()
-        .map(|e| e.id)
-        .collect();
+    let ids: Vec<String> = again.episodes().unwrap().into_iter().map(|e| e.id).collect();
     assert_eq!(ids, vec![id]);
 }
 
@@ -86,10 +74,7 @@ fn open_refuses_a_directory_without_run_toml() {
     let err = Store::open(tmp.path()).unwrap_err();
     assert_eq!(
         err.to_string(),
-        format!(
-            "{} is not a specgap run directory: expected run.toml and results.sqlite in it",
-            tmp.path().display()
-        )
+        format!("{} is not a specgap run directory: expected run.toml and results.sqlite in it", tmp.path().display())
     );
 }
 
@@ -103,13 +88,7 @@ fn open_refuses_a_newer_schema() {
     conn.pragma_update(None, "user_version", 99).unwrap();
     drop(conn);
     let err = Store::open(tmp.path()).unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        format!(
-            "{} has schema version 99; this specgap reads versions up to 5",
-            db.display()
-        )
-    );
+    assert_eq!(err.to_string(), format!("{} has schema version 99; this specgap reads versions up to 5", db.display()));
 }
 
 #[test]
@@ -124,12 +103,7 @@ fn worker_threads_share_one_store() {
         .collect();
     let mut ids: Vec<String> = handles.into_iter().map(|h| h.join().unwrap()).collect();
     ids.sort();
-    let stored: Vec<String> = store
-        .episodes()
-        .unwrap()
-        .into_iter()
-        .map(|e| e.id)
-        .collect();
+    let stored: Vec<String> = store.episodes().unwrap().into_iter().map(|e| e.id).collect();
     assert_eq!(stored, ids);
     assert_eq!(store.submissions().unwrap().len(), 4);
 }
@@ -186,10 +160,8 @@ fn a_runner_refusing_a_foreign_directory_leaves_no_lock_file_in_it() {
     std::fs::write(tmp.path().join("notes.txt"), "mine").unwrap();
     let err = Store::create_for_runner(tmp.path(), &config(7, None)).unwrap_err();
     assert!(matches!(err, specgap_store::StoreError::NonEmptyDir { .. }), "{err}");
-    let names: Vec<String> = std::fs::read_dir(tmp.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
+    let names: Vec<String> =
+        std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     assert_eq!(names, ["notes.txt"]);
 }
 
@@ -230,10 +202,7 @@ fn a_version_1_store_is_upgraded_in_place_keeping_its_usage_rows_and_takes_the_n
     // Turn the database back into a version-1 one, and check that it refuses a judge row.
     let conn = rusqlite::Connection::open(&db).unwrap();
     conn.execute_batch(USAGE_V1).unwrap();
-    let refused = conn.execute(
-        "INSERT INTO usage VALUES (?1, 1, 'judge', 0, 0, 0, 0, 1, 0, 0, 0.0)",
-        [&id],
-    );
+    let refused = conn.execute("INSERT INTO usage VALUES (?1, 1, 'judge', 0, 0, 0, 0, 1, 0, 0, 0.0)", [&id]);
     assert!(refused.is_err(), "the version-1 table refuses the judge role");
     drop(conn);
 
@@ -255,16 +224,8 @@ fn a_version_1_store_is_upgraded_in_place_keeping_its_usage_rows_and_takes_the_n
     for role in [Role::Judge, Role::Extractor, Role::Detector, Role::Summarizer] {
         writer.record_usage(role, &usage(2, 0.5)).unwrap();
     }
-    let roles: Vec<(u32, &str, u64)> = store
-        .usage()
-        .unwrap()
-        .iter()
-        .map(|u| (u.attempt, u.role.as_str(), u.usage.requests))
-        .collect();
-    assert_eq!(
-        roles,
-        [(1, "agent", 3), (1, "user", 1), (2, "detector", 2), (2, "extractor", 2), (2, "judge", 2), (2, "summarizer", 2)]
-    );
+    let roles: Vec<(u32, &str, u64)> = store.usage().unwrap().iter().map(|u| (u.attempt, u.role.as_str(), u.usage.requests)).collect();
+    assert_eq!(roles, [(1, "agent", 3), (1, "user", 1), (2, "detector", 2), (2, "extractor", 2), (2, "judge", 2), (2, "summarizer", 2)]);
 }
 
 /// `config` (which, like a store written before the field existed, names no protocol version)

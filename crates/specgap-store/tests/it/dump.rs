@@ -28,22 +28,8 @@ fn dump_without_volatile_columns_compares_runs_of_one_seed() {
     assert_eq!(full_a["episodes"][0].len(), 25);
     assert_eq!(stable_a["episodes"][0].len(), 22);
     let id = stable_a["episodes"][0][0].clone();
-    let expected_submission: Vec<String> = [
-        id.as_str(),
-        "1",
-        "0",
-        "1",
-        "1",
-        "requirement",
-        "0.5",
-        "0",
-        "NULL",
-        "a",
-        "NULL",
-        "19",
-    ]
-    .map(String::from)
-    .to_vec();
+    let expected_submission: Vec<String> =
+        [id.as_str(), "1", "0", "1", "1", "requirement", "0.5", "0", "NULL", "a", "NULL", "19"].map(String::from).to_vec();
     assert_eq!(stable_a["submissions"][0], expected_submission);
     let expected_counts = [
         ("audit_items", 0),
@@ -66,13 +52,7 @@ fn dump_without_volatile_columns_compares_runs_of_one_seed() {
         ("tests", 0),
         ("usage", 0),
     ];
-    assert_eq!(
-        counts(&stable_a),
-        expected_counts
-            .iter()
-            .map(|(t, n)| (t.to_string(), *n))
-            .collect()
-    );
+    assert_eq!(counts(&stable_a), expected_counts.iter().map(|(t, n)| (t.to_string(), *n)).collect());
 }
 
 #[test]
@@ -82,8 +62,5 @@ fn a_different_result_shows_in_the_stable_dump() {
     let b = Store::create(&tmp.path().join("b"), &config(7, None)).unwrap();
     run_episode(&a, 0, 0.5, 100);
     run_episode(&b, 0, 1.0, 100);
-    assert_ne!(
-        a.dump_tables(true).unwrap()["submissions"],
-        b.dump_tables(true).unwrap()["submissions"]
-    );
+    assert_ne!(a.dump_tables(true).unwrap()["submissions"], b.dump_tables(true).unwrap()["submissions"]);
 }

@@ -73,11 +73,7 @@ pub fn key(repeat: u32, start: &str) -> EpisodeKey {
 
 /// Metadata of a requirement-scored swe task.
 pub fn meta() -> EpisodeMeta {
-    EpisodeMeta {
-        user: "relay".into(),
-        family: Family::Swe,
-        scoring_kind: ScoringKind::Requirement,
-    }
+    EpisodeMeta { user: "relay".into(), family: Family::Swe, scoring_kind: ScoringKind::Requirement }
 }
 
 /// Parses a result.json text.
@@ -87,50 +83,27 @@ pub fn result(json: &str) -> EvalResult {
 
 /// A finished summary ending with `reason` after 3 turns, 5 tool calls and `wall_ms`.
 pub fn summary(status: Status, reason: Option<EndReason>, wall_ms: u64) -> EpisodeSummary {
-    EpisodeSummary {
-        status,
-        end_reason: reason,
-        turns: 3,
-        tool_calls: 5,
-        wall_ms,
-        error: None,
-    }
+    EpisodeSummary { status, end_reason: reason, turns: 3, tool_calls: 5, wall_ms, error: None }
 }
 
 /// Runs a small complete episode: an overlay event, one submission scored `score`, finished.
 pub fn run_episode(store: &Store, repeat: u32, score: f64, wall_ms: u64) -> String {
     let mut writer = store.begin_episode(&key(repeat, "clean"), &meta()).unwrap();
-    writer
-        .event(EventKind::Overlay {
-            name: "gold".into(),
-        })
-        .unwrap();
+    writer.event(EventKind::Overlay { name: "gold".into() }).unwrap();
     let success = score == 1.0;
     let pass = if success { "true" } else { "false" };
     let record = SubmissionRecord {
         automatic: false,
         agent_declared: true,
-        result: Some(result(&format!(
-            r#"{{"version":1,"requirements":{{"a":{{"pass":{pass}}}}}}}"#
-        ))),
-        scored: Some(Scored {
-            kind: ScoringKind::Requirement,
-            score,
-            success,
-        }),
+        result: Some(result(&format!(r#"{{"version":1,"requirements":{{"a":{{"pass":{pass}}}}}}}"#))),
+        scored: Some(Scored { kind: ScoringKind::Requirement, score, success }),
         failing_requirement: (!success).then(|| "a".to_string()),
         error: None,
         diff: "diff --git a/x b/x\n".into(),
     };
     writer.write_submission(1, &record).unwrap();
     let id = writer.id().to_string();
-    writer
-        .finish(summary(
-            Status::Finished,
-            Some(EndReason::Accepted),
-            wall_ms,
-        ))
-        .unwrap();
+    writer.finish(summary(Status::Finished, Some(EndReason::Accepted), wall_ms)).unwrap();
     id
 }
 
@@ -156,7 +129,5 @@ pub fn files_under(dir: &Path) -> Vec<String> {
 
 /// Table name → row count of a dump.
 pub fn counts(dump: &BTreeMap<String, Vec<Vec<String>>>) -> BTreeMap<String, usize> {
-    dump.iter()
-        .map(|(table, rows)| (table.clone(), rows.len()))
-        .collect()
+    dump.iter().map(|(table, rows)| (table.clone(), rows.len())).collect()
 }

@@ -39,23 +39,9 @@ fn merge_joins_shards_rows_and_files() {
     let mut expected = config(7, None);
     expected.merge = Some(MergeRecord { shards: 2, missing: vec![] });
     assert_eq!(merged.config(), &expected);
-    let mut ids: Vec<String> = s1
-        .episodes()
-        .unwrap()
-        .into_iter()
-        .chain(s2.episodes().unwrap())
-        .map(|e| e.id)
-        .collect();
+    let mut ids: Vec<String> = s1.episodes().unwrap().into_iter().chain(s2.episodes().unwrap()).map(|e| e.id).collect();
     ids.sort();
-    assert_eq!(
-        merged
-            .episodes()
-            .unwrap()
-            .into_iter()
-            .map(|e| e.id)
-            .collect::<Vec<_>>(),
-        ids
-    );
+    assert_eq!(merged.episodes().unwrap().into_iter().map(|e| e.id).collect::<Vec<_>>(), ids);
     // Full rows, timestamps included, are copied verbatim.
     let full = merged.dump_tables(false).unwrap();
     let mut episodes = s1.dump_tables(false).unwrap()["episodes"].clone();
@@ -65,12 +51,7 @@ fn merge_joins_shards_rows_and_files() {
     assert_eq!(full["submissions"].len(), 3);
     for id in &ids {
         assert_eq!(read_trajectory(&out, id).unwrap().events.len(), 1);
-        assert!(
-            out.join("episodes")
-                .join(id)
-                .join("submissions/1/workspace.diff")
-                .is_file()
-        );
+        assert!(out.join("episodes").join(id).join("submissions/1/workspace.diff").is_file());
     }
 }
 
@@ -276,10 +257,7 @@ fn merge_refuses_a_different_seed() {
     let b = Store::create(&tmp.path().join("b"), &config(8, Some([2, 2]))).unwrap();
     let err = merge(&[a.dir(), b.dir()], &tmp.path().join("all")).unwrap_err();
     let (pa, pb) = (a.dir().display(), b.dir().display());
-    assert_eq!(
-        err.to_string(),
-        format!("cannot merge {pb} with {pa}: `seed` differs: 7 in {pa}, 8 in {pb}")
-    );
+    assert_eq!(err.to_string(), format!("cannot merge {pb} with {pa}: `seed` differs: 7 in {pa}, 8 in {pb}"));
     assert!(!tmp.path().join("all").exists());
 }
 
@@ -292,12 +270,7 @@ fn merge_refuses_a_different_task_hash_naming_the_task() {
     let b = Store::create(&tmp.path().join("b"), &other).unwrap();
     let err = merge(&[a.dir(), b.dir()], &tmp.path().join("all")).unwrap_err();
     let (pa, pb) = (a.dir().display(), b.dir().display());
-    assert_eq!(
-        err.to_string(),
-        format!(
-            "cannot merge {pb} with {pa}: task `examples/x` has hash aaa in {pa} and bbb in {pb}"
-        )
-    );
+    assert_eq!(err.to_string(), format!("cannot merge {pb} with {pa}: task `examples/x` has hash aaa in {pa} and bbb in {pb}"));
 }
 
 #[test]
@@ -312,16 +285,11 @@ fn merge_refuses_a_missing_task_and_a_different_agent() {
     let c = Store::create(&tmp.path().join("c"), &agent).unwrap();
     let (pa, pb, pc) = (a.dir().display(), b.dir().display(), c.dir().display());
     let err = merge(&[a.dir(), b.dir()], &tmp.path().join("all")).unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        format!("cannot merge {pb} with {pa}: task `examples/x` is in {pa} but not in {pb}")
-    );
+    assert_eq!(err.to_string(), format!("cannot merge {pb} with {pa}: task `examples/x` is in {pa} but not in {pb}"));
     let err = merge(&[a.dir(), c.dir()], &tmp.path().join("all")).unwrap_err();
     assert_eq!(
         err.to_string(),
-        format!(
-            "cannot merge {pc} with {pa}: agent `scripted:gold` has configuration hash ag1 in {pa} and ag2 in {pc}"
-        )
+        format!("cannot merge {pc} with {pa}: agent `scripted:gold` has configuration hash ag1 in {pa} and ag2 in {pc}")
     );
 }
 
@@ -344,11 +312,7 @@ fn merge_refuses_an_episode_with_different_results() {
     let err = merge(&[s1.dir(), s2.dir()], &tmp.path().join("all")).unwrap_err();
     assert_eq!(
         err.to_string(),
-        format!(
-            "episode {id} has different results in {} and {} (table episodes)",
-            s1.dir().display(),
-            s2.dir().display()
-        )
+        format!("episode {id} has different results in {} and {} (table episodes)", s1.dir().display(), s2.dir().display())
     );
 }
 
@@ -357,20 +321,9 @@ fn merge_refuses_a_non_empty_output_and_no_runs() {
     let tmp = tempfile::tempdir().unwrap();
     let (s1, _) = two_shards(tmp.path());
     let err = merge(&[s1.dir()], s1.dir()).unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        format!(
-            "merge output {} is not empty; expected an empty or new directory",
-            s1.dir().display()
-        )
-    );
+    assert_eq!(err.to_string(), format!("merge output {} is not empty; expected an empty or new directory", s1.dir().display()));
     let none: [&std::path::Path; 0] = [];
-    assert_eq!(
-        merge(&none, &tmp.path().join("all"))
-            .unwrap_err()
-            .to_string(),
-        "merge needs at least one run directory"
-    );
+    assert_eq!(merge(&none, &tmp.path().join("all")).unwrap_err().to_string(), "merge needs at least one run directory");
 }
 
 #[test]
@@ -390,10 +343,7 @@ fn not_applicable_rows_are_joined_once() {
     let out = tmp.path().join("all");
     let summary = merge(&[s1.dir(), s2.dir()], &out).unwrap();
     assert_eq!(summary.not_applicable, 2);
-    assert_eq!(
-        Store::open(&out).unwrap().not_applicable().unwrap(),
-        vec![row("full"), row("interact")]
-    );
+    assert_eq!(Store::open(&out).unwrap().not_applicable().unwrap(), vec![row("full"), row("interact")]);
 }
 
 #[test]
@@ -405,12 +355,7 @@ fn merge_compares_fields_added_to_run_config_later() {
     let b = Store::create(&tmp.path().join("b"), &other).unwrap();
     let err = merge(&[a.dir(), b.dir()], &tmp.path().join("all")).unwrap_err();
     let (pa, pb) = (a.dir().display(), b.dir().display());
-    assert_eq!(
-        err.to_string(),
-        format!(
-            r#"cannot merge {pb} with {pa}: `budget` differs: (absent) in {pa}, {{"turns":50}} in {pb}"#
-        )
-    );
+    assert_eq!(err.to_string(), format!(r#"cannot merge {pb} with {pa}: `budget` differs: (absent) in {pa}, {{"turns":50}} in {pb}"#));
 }
 
 #[test]

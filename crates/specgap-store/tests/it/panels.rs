@@ -3,9 +3,7 @@
 
 use serde_json::json;
 use specgap_protocol::result::Signature;
-use specgap_store::{
-    Ballot, BallotOutcome, Extraction, ExtractionStatus, Judgement, PanelRecord, PanelUse, Store, merge,
-};
+use specgap_store::{Ballot, BallotOutcome, Extraction, ExtractionStatus, Judgement, PanelRecord, PanelUse, Store, merge};
 
 use crate::{config, run_episode};
 
@@ -57,10 +55,8 @@ fn panel_rows_round_trip_and_reach_run_rows() {
     let store = Store::create(tmp.path(), &config(7, None)).unwrap();
     let id = run_episode(&store, 0, 1.0, 10);
     store.record_panel(&panel("panel:aaaaaaaaaaaa", PanelUse::Judge)).unwrap();
-    let ballots = vec![
-        ballot("panel:aaaaaaaaaaaa", "t1", 0, BallotOutcome::Ballot),
-        ballot("panel:aaaaaaaaaaaa", "t1", 1, BallotOutcome::Malformed),
-    ];
+    let ballots =
+        vec![ballot("panel:aaaaaaaaaaaa", "t1", 0, BallotOutcome::Ballot), ballot("panel:aaaaaaaaaaaa", "t1", 1, BallotOutcome::Malformed)];
     let judgement = Judgement {
         judge: "panel:aaaaaaaaaaaa".into(),
         target: "t1".into(),
@@ -68,7 +64,13 @@ fn panel_rows_round_trip_and_reach_run_rows() {
         matched_question_indices: vec![],
     };
     store.record_panel_judgements(&id, &ballots, std::slice::from_ref(&judgement)).unwrap();
-    store.record_extraction(&id, &[ballot("panel:bbbbbbbbbbbb", "submission:1", 2, BallotOutcome::Failed)], &extraction("panel:bbbbbbbbbbbb")).unwrap();
+    store
+        .record_extraction(
+            &id,
+            &[ballot("panel:bbbbbbbbbbbb", "submission:1", 2, BallotOutcome::Failed)],
+            &extraction("panel:bbbbbbbbbbbb"),
+        )
+        .unwrap();
 
     assert_eq!(store.panels().unwrap(), vec![panel("panel:aaaaaaaaaaaa", PanelUse::Judge)]);
     let stored: Vec<Ballot> = store.ballots_of(&id).unwrap().into_iter().map(|b| b.ballot).collect();
@@ -105,7 +107,13 @@ fn reset_clears_an_episodes_ballots_and_extractions_but_keeps_panels() {
     let store = Store::create(tmp.path(), &config(7, None)).unwrap();
     let id = run_episode(&store, 0, 1.0, 10);
     store.record_panel(&panel("panel:aaaaaaaaaaaa", PanelUse::Extractor)).unwrap();
-    store.record_extraction(&id, &[ballot("panel:aaaaaaaaaaaa", "submission:1", 0, BallotOutcome::Ballot)], &extraction("panel:aaaaaaaaaaaa")).unwrap();
+    store
+        .record_extraction(
+            &id,
+            &[ballot("panel:aaaaaaaaaaaa", "submission:1", 0, BallotOutcome::Ballot)],
+            &extraction("panel:aaaaaaaaaaaa"),
+        )
+        .unwrap();
     store.reset_episode(&id).unwrap();
     assert!(store.ballots().unwrap().is_empty());
     assert!(store.extractions().unwrap().is_empty());

@@ -25,8 +25,7 @@ fn a_published_run_holds_every_row_with_the_wal_checkpointed_and_no_lock() {
     assert_eq!(copy.dump_tables(false).unwrap(), store.dump_tables(false).unwrap());
     assert_eq!(copy.config(), store.config());
     // Nothing but the copy is left in the shared directory.
-    let names: Vec<String> =
-        std::fs::read_dir(&shared).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let names: Vec<String> = std::fs::read_dir(&shared).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     assert_eq!(names, ["shard-2-of-4"]);
 }
 

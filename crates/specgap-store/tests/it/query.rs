@@ -5,10 +5,7 @@ use std::io::Write;
 
 use specgap_protocol::event::{EventKind, Usage};
 use specgap_protocol::run::{EndReason, EpisodeKey};
-use specgap_store::{
-    EpisodeFilter, EpisodeOrder, Role, Status, Store, TrajectoryIndex, read_trajectory_values,
-    trajectory_path,
-};
+use specgap_store::{EpisodeFilter, EpisodeOrder, Role, Status, Store, TrajectoryIndex, read_trajectory_values, trajectory_path};
 
 use crate::{config, meta, result, summary};
 
@@ -106,10 +103,7 @@ fn episode_page_filters_counts_and_pages_without_overlap() {
     assert_eq!(store.episode_page(&hostile, EpisodeOrder::Key, 0, 100).unwrap().total, 0);
 
     let by_score = store.episode_page(&EpisodeFilter::default(), EpisodeOrder::ScoreDescending, 0, 100).unwrap();
-    assert_eq!(
-        by_score.rows.iter().map(|e| e.final_score).collect::<Vec<_>>(),
-        vec![Some(1.0), Some(1.0), Some(0.4), Some(0.2), None]
-    );
+    assert_eq!(by_score.rows.iter().map(|e| e.final_score).collect::<Vec<_>>(), vec![Some(1.0), Some(1.0), Some(0.4), Some(0.2), None]);
     let ids = store.episode_ids(&gold, EpisodeOrder::Key, 1, 5).unwrap();
     assert_eq!(ids, vec![all.rows[1].id.clone(), all.rows[3].id.clone()]);
 }
@@ -130,10 +124,8 @@ fn facets_matrix_and_usage_by_agent_aggregate_in_sql() {
 
     let cells = store.outcome_matrix(&EpisodeFilter::default()).unwrap();
     type Cell<'a> = (&'a str, &'a str, u64, u64, Option<f64>, u64, u64);
-    let summary: Vec<Cell> = cells
-        .iter()
-        .map(|c| (c.task.as_str(), c.agent.as_str(), c.episodes, c.scored, c.mean_score, c.successes, c.errors))
-        .collect();
+    let summary: Vec<Cell> =
+        cells.iter().map(|c| (c.task.as_str(), c.agent.as_str(), c.episodes, c.scored, c.mean_score, c.successes, c.errors)).collect();
     assert_eq!(
         summary,
         vec![
@@ -216,7 +208,8 @@ fn open_read_only_upgrades_an_older_store_first_so_its_readers_find_their_column
     assert!(reader.episode_detail(&id).unwrap().is_some());
     assert_eq!(reader.start_results().unwrap(), vec![]);
     assert_eq!((reader.ballots().unwrap(), reader.extractions().unwrap()), (vec![], vec![]));
-    let version: i64 = rusqlite::Connection::open(tmp.path().join("results.sqlite")).unwrap().query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    let version: i64 =
+        rusqlite::Connection::open(tmp.path().join("results.sqlite")).unwrap().query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
     assert_eq!(version, specgap_store::SCHEMA_VERSION);
 }
 

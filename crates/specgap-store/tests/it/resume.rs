@@ -18,40 +18,16 @@ fn resume_lists_unfinished_and_infrastructure_failed_episodes() {
     let tmp = tempfile::tempdir().unwrap();
     let store = Store::create(tmp.path(), &config(7, None)).unwrap();
     let finished = run_episode(&store, 0, 1.0, 5);
-    let running = store
-        .begin_episode(&key(1, "clean"), &meta())
-        .unwrap()
-        .id()
-        .to_string();
-    let infra = end(
-        &store,
-        2,
-        Status::InfraError,
-        EndReason::InfrastructureError,
-    );
+    let running = store.begin_episode(&key(1, "clean"), &meta()).unwrap().id().to_string();
+    let infra = end(&store, 2, Status::InfraError, EndReason::InfrastructureError);
     let interrupted = end(&store, 3, Status::Interrupted, EndReason::Interrupted);
     let eval = end(&store, 4, Status::EvalError, EndReason::EvaluationError);
 
-    assert_eq!(
-        store.episode_status(&finished).unwrap(),
-        Some(Status::Finished)
-    );
-    assert_eq!(
-        store.episode_status(&running).unwrap(),
-        Some(Status::Running)
-    );
-    assert_eq!(
-        store.episode_status(&infra).unwrap(),
-        Some(Status::InfraError)
-    );
-    assert_eq!(
-        store.episode_status(&interrupted).unwrap(),
-        Some(Status::Interrupted)
-    );
-    assert_eq!(
-        store.episode_status(&eval).unwrap(),
-        Some(Status::EvalError)
-    );
+    assert_eq!(store.episode_status(&finished).unwrap(), Some(Status::Finished));
+    assert_eq!(store.episode_status(&running).unwrap(), Some(Status::Running));
+    assert_eq!(store.episode_status(&infra).unwrap(), Some(Status::InfraError));
+    assert_eq!(store.episode_status(&interrupted).unwrap(), Some(Status::Interrupted));
+    assert_eq!(store.episode_status(&eval).unwrap(), Some(Status::EvalError));
     assert_eq!(store.episode_status("0123456789abcdef").unwrap(), None);
 
     let mut expected = vec![running, infra, interrupted];
@@ -68,10 +44,7 @@ fn a_finished_episode_is_not_begun_again() {
     let store = Store::create(tmp.path(), &config(7, None)).unwrap();
     let id = run_episode(&store, 0, 1.0, 5);
     let err = store.begin_episode(&key(0, "clean"), &meta()).unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        format!("episode {id} is already finished; reset it before running it again")
-    );
+    assert_eq!(err.to_string(), format!("episode {id} is already finished; reset it before running it again"));
 }
 
 #[test]
@@ -80,14 +53,8 @@ fn restarting_clears_the_earlier_attempt_but_keeps_its_errors_and_usage() {
     let store = Store::create(tmp.path(), &config(7, None)).unwrap();
     let mut w = store.begin_episode(&key(0, "clean"), &meta()).unwrap();
     let id = w.id().to_string();
-    w.event(EventKind::Overlay {
-        name: "gold".into(),
-    })
-    .unwrap();
-    w.event(EventKind::Overlay {
-        name: "gold".into(),
-    })
-    .unwrap();
+    w.event(EventKind::Overlay { name: "gold".into() }).unwrap();
+    w.event(EventKind::Overlay { name: "gold".into() }).unwrap();
     let record = SubmissionRecord {
         automatic: false,
         agent_declared: true,
@@ -98,8 +65,7 @@ fn restarting_clears_the_earlier_attempt_but_keeps_its_errors_and_usage() {
         diff: "x".into(),
     };
     w.write_submission(1, &record).unwrap();
-    w.record_usage(specgap_store::Role::Agent, &Default::default())
-        .unwrap();
+    w.record_usage(specgap_store::Role::Agent, &Default::default()).unwrap();
     w.record_error(&ErrorRecord {
         class: ErrorClass::Infrastructure,
         message: "model service returned 503".into(),
@@ -107,56 +73,24 @@ fn restarting_clears_the_earlier_attempt_but_keeps_its_errors_and_usage() {
         deterministic: false,
     })
     .unwrap();
-    w.finish(summary(
-        Status::InfraError,
-        Some(EndReason::InfrastructureError),
-        5,
-    ))
-    .unwrap();
+    w.finish(summary(Status::InfraError, Some(EndReason::InfrastructureError), 5)).unwrap();
 
     let mut w = store.begin_episode(&key(0, "clean"), &meta()).unwrap();
     assert_eq!(w.attempt(), 2);
-    assert_eq!(
-        w.event(EventKind::Overlay {
-            name: "starter".into()
-        })
-        .unwrap(),
-        0
-    );
+    assert_eq!(w.event(EventKind::Overlay { name: "starter".into() }).unwrap(), 0);
     let row = store.episode(&id).unwrap().unwrap();
-    assert_eq!(
-        (row.status, row.attempts, row.submissions, row.end_reason),
-        (Status::Running, 2, 0, None)
-    );
+    assert_eq!((row.status, row.attempts, row.submissions, row.end_reason), (Status::Running, 2, 0, None));
     assert!(store.submissions().unwrap().is_empty());
-    assert_eq!(
-        files_under(&store.episode_dir(&id)),
-        vec!["trajectory.jsonl.zst"]
-    );
+    assert_eq!(files_under(&store.episode_dir(&id)), vec!["trajectory.jsonl.zst"]);
     let trajectory = specgap_store::read_trajectory(store.dir(), &id).unwrap();
     assert_eq!(trajectory.events.len(), 1);
     let errors = store.errors().unwrap();
     assert_eq!(errors.len(), 1);
-    assert_eq!(
-        (errors[0].attempt, errors[0].error.message.as_str()),
-        (1, "model service returned 503")
-    );
-    assert_eq!(
-        store
-            .usage()
-            .unwrap()
-            .iter()
-            .map(|u| u.attempt)
-            .collect::<Vec<_>>(),
-        vec![1]
-    );
-    w.finish(summary(Status::Finished, Some(EndReason::AgentDone), 5))
-        .unwrap();
+    assert_eq!((errors[0].attempt, errors[0].error.message.as_str()), (1, "model service returned 503"));
+    assert_eq!(store.usage().unwrap().iter().map(|u| u.attempt).collect::<Vec<_>>(), vec![1]);
+    w.finish(summary(Status::Finished, Some(EndReason::AgentDone), 5)).unwrap();
     let row = store.episode(&id).unwrap().unwrap();
-    assert_eq!(
-        (row.status, row.attempts, row.final_score),
-        (Status::Finished, 2, None)
-    );
+    assert_eq!((row.status, row.attempts, row.final_score), (Status::Finished, 2, None));
     assert!(store.unfinished_or_failed().unwrap().is_empty());
 }
 
@@ -169,15 +103,7 @@ fn reset_removes_rows_and_files() {
     store.reset_episode(&id).unwrap();
     assert_eq!(store.episode_status(&id).unwrap(), None);
     assert!(!store.episode_dir(&id).exists());
-    assert_eq!(
-        store
-            .submissions()
-            .unwrap()
-            .iter()
-            .map(|s| s.episode.clone())
-            .collect::<Vec<_>>(),
-        vec![other.clone()]
-    );
+    assert_eq!(store.submissions().unwrap().iter().map(|s| s.episode.clone()).collect::<Vec<_>>(), vec![other.clone()]);
     assert_eq!(store.requirement_outcomes().unwrap().len(), 1);
     // Resetting twice is harmless; the episode can then begin afresh.
     store.reset_episode(&id).unwrap();
@@ -216,12 +142,8 @@ fn usage_recorded_during_an_attempt_that_never_finishes_is_kept_by_the_restart()
     drop(writer);
     let mut again = store.begin_episode(&key(0, "clean"), &meta()).unwrap();
     again.record_usage(Role::User, &Usage { requests: 1, input_tokens: 100, cost_usd: 0.5, ..Usage::default() }).unwrap();
-    let rows: Vec<(u32, Role, u64, u64, f64)> = store
-        .usage()
-        .unwrap()
-        .into_iter()
-        .map(|u| (u.attempt, u.role, u.usage.requests, u.usage.input_tokens, u.usage.cost_usd))
-        .collect();
+    let rows: Vec<(u32, Role, u64, u64, f64)> =
+        store.usage().unwrap().into_iter().map(|u| (u.attempt, u.role, u.usage.requests, u.usage.input_tokens, u.usage.cost_usd)).collect();
     assert_eq!(rows, [(1, Role::User, 3, 300, 1.5), (2, Role::User, 1, 100, 0.5)]);
 }
 

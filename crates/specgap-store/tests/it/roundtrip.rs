@@ -41,13 +41,7 @@ fn write_everything(dir: &std::path::Path) -> (Store, String) {
     let mut w = store.begin_episode(&key, &meta()).unwrap();
     assert_eq!(w.id(), key.id());
     assert_eq!(w.attempt(), 1);
-    assert_eq!(
-        w.event(EventKind::Overlay {
-            name: "gold".into()
-        })
-        .unwrap(),
-        0
-    );
+    assert_eq!(w.event(EventKind::Overlay { name: "gold".into() }).unwrap(), 0);
     w.write_start_result(&result(START)).unwrap();
     w.record_start_score(&specgap_protocol::result::Scored {
         kind: specgap_protocol::result::ScoringKind::Requirement,
@@ -62,11 +56,7 @@ fn write_everything(dir: &std::path::Path) -> (Store, String) {
             automatic: false,
             agent_declared: true,
             result: Some(result(START)),
-            scored: Some(Scored {
-                kind: ScoringKind::Requirement,
-                score: 0.5,
-                success: false,
-            }),
+            scored: Some(Scored { kind: ScoringKind::Requirement, score: 0.5, success: false }),
             failing_requirement: Some("a".into()),
             error: None,
             diff: "first diff\n".into(),
@@ -79,11 +69,7 @@ fn write_everything(dir: &std::path::Path) -> (Store, String) {
             automatic: true,
             agent_declared: false,
             result: Some(result(SECOND)),
-            scored: Some(Scored {
-                kind: ScoringKind::Requirement,
-                score: 1.0,
-                success: true,
-            }),
+            scored: Some(Scored { kind: ScoringKind::Requirement, score: 1.0, success: true }),
             failing_requirement: None,
             error: None,
             diff: "second\n".into(),
@@ -103,19 +89,9 @@ fn write_everything(dir: &std::path::Path) -> (Store, String) {
         },
     )
     .unwrap();
-    let q = Question {
-        turn: 2,
-        text: "Which rows?".into(),
-        answer: "The open ones.".into(),
-        matched_targets: vec!["t-open".into()],
-    };
+    let q = Question { turn: 2, text: "Which rows?".into(), answer: "The open ones.".into(), matched_targets: vec!["t-open".into()] };
     assert_eq!(w.record_question(&q).unwrap(), 0);
-    let q2 = Question {
-        turn: 4,
-        text: "Why?".into(),
-        answer: "I do not know.".into(),
-        matched_targets: vec![],
-    };
+    let q2 = Question { turn: 4, text: "Why?".into(), answer: "I do not know.".into(), matched_targets: vec![] };
     assert_eq!(w.record_question(&q2).unwrap(), 1);
     w.record_judgement(&Judgement {
         judge: "offline".into(),
@@ -238,45 +214,18 @@ fn result_tables_round_trip_with_start_at_k0() {
     let (store, id) = write_everything(tmp.path());
     assert_eq!(
         store.start_results().unwrap(),
-        vec![StartResultRow {
-            episode: id.clone(),
-            state: "r1".into(),
-            reward: Some(0.25),
-            score: Some(0.5),
-            success: Some(false),
-        }]
+        vec![StartResultRow { episode: id.clone(), state: "r1".into(), reward: Some(0.25), score: Some(0.5), success: Some(false) }]
     );
     let reqs = store.requirement_outcomes().unwrap();
-    let summary: Vec<(u32, &str, bool)> = reqs
-        .iter()
-        .map(|r| (r.k, r.requirement.as_str(), r.pass))
-        .collect();
-    assert_eq!(
-        summary,
-        vec![
-            (0, "a", false),
-            (0, "b", true),
-            (1, "a", false),
-            (1, "b", true),
-            (2, "a", true),
-            (2, "b", true)
-        ]
-    );
+    let summary: Vec<(u32, &str, bool)> = reqs.iter().map(|r| (r.k, r.requirement.as_str(), r.pass)).collect();
+    assert_eq!(summary, vec![(0, "a", false), (0, "b", true), (1, "a", false), (1, "b", true), (2, "a", true), (2, "b", true)]);
     let first = &reqs[0];
     assert_eq!(first.failure_mode.as_deref(), Some("stale"));
-    assert_eq!(
-        first.measured,
-        BTreeMap::from([("open_rows".to_string(), json!(3))])
-    );
+    assert_eq!(first.measured, BTreeMap::from([("open_rows".to_string(), json!(3))]));
     assert_eq!(first.detail.as_deref(), Some("3 rows"));
     assert!(reqs[1].measured.is_empty());
 
-    let tests: Vec<(u32, String, TestOutcome)> = store
-        .tests()
-        .unwrap()
-        .into_iter()
-        .map(|t| (t.k, t.test, t.outcome))
-        .collect();
+    let tests: Vec<(u32, String, TestOutcome)> = store.tests().unwrap().into_iter().map(|t| (t.k, t.test, t.outcome)).collect();
     assert_eq!(
         tests,
         vec![
@@ -289,11 +238,7 @@ fn result_tables_round_trip_with_start_at_k0() {
         ]
     );
 
-    let violation = Violation {
-        rule: "same-city-first".into(),
-        count: 8,
-        detail: "eight".into(),
-    };
+    let violation = Violation { rule: "same-city-first".into(), count: 8, detail: "eight".into() };
     let deliveries = store.deliveries().unwrap();
     let invalid = |k| DeliveryRow {
         episode: id.clone(),
@@ -303,14 +248,8 @@ fn result_tables_round_trip_with_start_at_k0() {
         signature: Some(Signature::Constraint),
         violations: vec![violation.clone()],
     };
-    let valid = DeliveryRow {
-        episode: id.clone(),
-        k: 2,
-        valid: true,
-        objective: Some(99.5),
-        signature: Some(Signature::None),
-        violations: vec![],
-    };
+    let valid =
+        DeliveryRow { episode: id.clone(), k: 2, valid: true, objective: Some(99.5), signature: Some(Signature::None), violations: vec![] };
     assert_eq!(deliveries, vec![invalid(0), invalid(1), valid]);
 }
 
@@ -323,20 +262,9 @@ fn questions_judgements_usage_errors_and_not_applicable_round_trip() {
     assert_eq!(questions[0].idx, 0);
     assert_eq!(
         questions[0].question,
-        Question {
-            turn: 2,
-            text: "Which rows?".into(),
-            answer: "The open ones.".into(),
-            matched_targets: vec!["t-open".into()]
-        }
+        Question { turn: 2, text: "Which rows?".into(), answer: "The open ones.".into(), matched_targets: vec!["t-open".into()] }
     );
-    assert_eq!(
-        (
-            questions[1].idx,
-            questions[1].question.matched_targets.len()
-        ),
-        (1, 0)
-    );
+    assert_eq!((questions[1].idx, questions[1].question.matched_targets.len()), (1, 0));
 
     assert_eq!(
         store.judgements().unwrap(),
@@ -365,18 +293,8 @@ fn questions_judgements_usage_errors_and_not_applicable_round_trip() {
     assert_eq!(
         store.usage().unwrap(),
         vec![
-            UsageRow {
-                episode: id.clone(),
-                attempt: 1,
-                role: Role::Agent,
-                usage: agent
-            },
-            UsageRow {
-                episode: id.clone(),
-                attempt: 1,
-                role: Role::User,
-                usage: usage(7, 0.0)
-            },
+            UsageRow { episode: id.clone(), attempt: 1, role: Role::Agent, usage: agent },
+            UsageRow { episode: id.clone(), attempt: 1, role: Role::User, usage: usage(7, 0.0) },
         ]
     );
 
@@ -426,17 +344,10 @@ fn files_are_written_where_design_section_6_says() {
         ]
     );
     let start: specgap_protocol::result::EvalResult =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("start/result.json")).unwrap())
-            .unwrap();
+        serde_json::from_str(&std::fs::read_to_string(dir.join("start/result.json")).unwrap()).unwrap();
     assert_eq!(start, result(START));
-    assert_eq!(
-        std::fs::read_to_string(dir.join("start").join(specgap_store::START_DIFF_FILE)).unwrap(),
-        "state diff\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(dir.join("submissions/1/workspace.diff")).unwrap(),
-        "first diff\n"
-    );
+    assert_eq!(std::fs::read_to_string(dir.join("start").join(specgap_store::START_DIFF_FILE)).unwrap(), "state diff\n");
+    assert_eq!(std::fs::read_to_string(dir.join("submissions/1/workspace.diff")).unwrap(), "first diff\n");
 }
 
 #[test]
@@ -456,33 +367,16 @@ fn episode_detail_gathers_one_episode() {
     assert_eq!(detail.errors.len(), 1);
     assert_eq!(store.episode_detail("0000000000000000").unwrap(), None);
     let all = store.rows().unwrap();
-    assert_eq!(
-        (
-            all.episodes.len(),
-            all.tests.len(),
-            all.not_applicable.len()
-        ),
-        (1, 6, 1)
-    );
+    assert_eq!((all.episodes.len(), all.tests.len(), all.not_applicable.len()), (1, 6, 1));
 }
 
 #[test]
 fn judgement_for_an_unknown_episode_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let store = Store::create(tmp.path(), &config(7, None)).unwrap();
-    let judgement = Judgement {
-        judge: "offline".into(),
-        target: "t".into(),
-        verdict: "missed".into(),
-        matched_question_indices: vec![],
-    };
-    let err = store
-        .record_judgement("feedfeedfeedfeed", &judgement)
-        .unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "episode feedfeedfeedfeed is not in the store"
-    );
+    let judgement = Judgement { judge: "offline".into(), target: "t".into(), verdict: "missed".into(), matched_question_indices: vec![] };
+    let err = store.record_judgement("feedfeedfeedfeed", &judgement).unwrap_err();
+    assert_eq!(err.to_string(), "episode feedfeedfeedfeed is not in the store");
 }
 
 #[test]
@@ -499,19 +393,12 @@ fn judgements_in_one_batch_are_all_or_nothing() {
             matched_question_indices: indices,
         },
     };
-    store
-        .record_judgements(&[row(&id, "a", vec![0, 2]), row(&id, "b", vec![])])
-        .unwrap();
+    store.record_judgements(&[row(&id, "a", vec![0, 2]), row(&id, "b", vec![])]).unwrap();
     let stored = store.judgements().unwrap();
     assert_eq!(stored, [row(&id, "a", vec![0, 2]), row(&id, "b", vec![])]);
     // One unknown episode refuses the whole batch.
-    let err = store
-        .record_judgements(&[row(&id, "c", vec![1]), row("feedfeedfeedfeed", "a", vec![])])
-        .unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "episode feedfeedfeedfeed is not in the store"
-    );
+    let err = store.record_judgements(&[row(&id, "c", vec![1]), row("feedfeedfeedfeed", "a", vec![])]).unwrap_err();
+    assert_eq!(err.to_string(), "episode feedfeedfeedfeed is not in the store");
     assert_eq!(store.judgements().unwrap().len(), 2);
 }
 
@@ -522,10 +409,7 @@ fn finish_refuses_running() {
     let w = store.begin_episode(&key(0, "clean"), &meta()).unwrap();
     let id = w.id().to_string();
     let err = w.finish(summary(Status::Running, None, 1)).unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        format!("episode {id}: expected a final status in finish, got `running`")
-    );
+    assert_eq!(err.to_string(), format!("episode {id}: expected a final status in finish, got `running`"));
     assert_eq!(store.episode_status(&id).unwrap(), Some(Status::Running));
 }
 

@@ -17,27 +17,15 @@ struct FakeJudge(HashMap<String, String>);
 
 impl FakeJudge {
     fn new(results: &[(&str, &str)]) -> Self {
-        FakeJudge(
-            results
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-        )
+        FakeJudge(results.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
     }
 }
 
 impl Judge for FakeJudge {
-    fn evaluate(
-        &self,
-        _package: &TaskPackage,
-        submission: Submission<'_>,
-    ) -> Result<Judged, EvaluateError> {
+    fn evaluate(&self, _package: &TaskPackage, submission: Submission<'_>) -> Result<Judged, EvaluateError> {
         let label = submission.label();
         match self.0.get(&label) {
-            Some(text) => Ok(Judged {
-                result: serde_json::from_str::<EvalResult>(text).unwrap(),
-                stderr_tail: String::new(),
-            }),
+            Some(text) => Ok(Judged { result: serde_json::from_str::<EvalResult>(text).unwrap(), stderr_tail: String::new() }),
             None => Err(EvaluateError::Evaluation {
                 reason: "the evaluator exited with status 1".into(),
                 stderr_tail: format!("Traceback ...\nKeyError: '{label}'\n"),
@@ -53,12 +41,11 @@ impl Judge for FakeJudge {
 }
 
 fn row<'a>(rows: &'a [CheckRow], check: &str) -> &'a CheckRow {
-    rows.iter()
-        .find(|r| r.check == check)
-        .unwrap_or_else(|| panic!("no row {check} in {rows:#?}"))
+    rows.iter().find(|r| r.check == check).unwrap_or_else(|| panic!("no row {check} in {rows:#?}"))
 }
 
-const REQ_ALL_PASS: &str = r#"{"version":1,"requirements":{"disputed-exempt":{"pass":true},"fee-cap":{"pass":true},"monthly-rate":{"pass":true}}}"#;
+const REQ_ALL_PASS: &str =
+    r#"{"version":1,"requirements":{"disputed-exempt":{"pass":true},"fee-cap":{"pass":true},"monthly-rate":{"pass":true}}}"#;
 const REQ_ALL_FAIL: &str = r#"{"version":1,"requirements":{
   "disputed-exempt":{"pass":false,"failure_mode":"disputed-charged","measured":{"invoice":"I-1","fee":"6.00"}},
   "fee-cap":{"pass":false,"failure_mode":"fee-over-cap","measured":{"invoice":"I-2","principal":"10.00","fee":"9.00"}},
@@ -68,9 +55,7 @@ fn one_failing(id: &str, mode: &str, measured: &str) -> String {
     let mut parts = Vec::new();
     for r in ["disputed-exempt", "fee-cap", "monthly-rate"] {
         if r == id {
-            parts.push(format!(
-                r#""{r}":{{"pass":false,"failure_mode":"{mode}","measured":{measured}}}"#
-            ));
+            parts.push(format!(r#""{r}":{{"pass":false,"failure_mode":"{mode}","measured":{measured}}}"#));
         } else {
             parts.push(format!(r#""{r}":{{"pass":true}}"#));
         }
@@ -81,18 +66,11 @@ fn one_failing(id: &str, mode: &str, measured: &str) -> String {
 #[test]
 fn nothing_to_score_fails_the_kind_row_and_stops() {
     let package = specgap_task::load(fixture("test-basic")).unwrap();
-    let judge = FakeJudge::new(&[
-        ("starter", r#"{"version":1}"#),
-        ("gold", r#"{"version":1}"#),
-    ]);
+    let judge = FakeJudge::new(&[("starter", r#"{"version":1}"#), ("gold", r#"{"version":1}"#)]);
     let report = check_package(&package, &judge);
     assert!(!report.passed);
     assert_eq!(report.kind, None);
-    let rows: Vec<(&str, Verdict)> = report
-        .checks
-        .iter()
-        .map(|r| (r.check.as_str(), r.result))
-        .collect();
+    let rows: Vec<(&str, Verdict)> = report.checks.iter().map(|r| (r.check.as_str(), r.result)).collect();
     assert_eq!(rows, [("load", Verdict::Pass), ("kind", Verdict::Fail)]);
     assert_eq!(
         row(&report.checks, "kind").reason,
@@ -105,18 +83,12 @@ fn reward_scored_task_needs_a_full_gold_reward() {
     let copy = Copy::of("test-basic");
     copy.remove("residual");
     let package = specgap_task::load(&copy.root).unwrap();
-    let judge = FakeJudge::new(&[
-        ("starter", r#"{"version":1,"reward":0.25}"#),
-        ("gold", r#"{"version":1,"reward":0.5}"#),
-    ]);
+    let judge = FakeJudge::new(&[("starter", r#"{"version":1,"reward":0.25}"#), ("gold", r#"{"version":1,"reward":0.5}"#)]);
     let report = check_package(&package, &judge);
     assert_eq!(row(&report.checks, "kind").reason, "reward-scored");
     assert_eq!(row(&report.checks, "starter").result, Verdict::Pass);
     let gold = row(&report.checks, "gold");
-    assert_eq!(
-        (gold.result, gold.reason.as_str()),
-        (Verdict::Fail, "reward 0.5; expected reward 1")
-    );
+    assert_eq!((gold.result, gold.reason.as_str()), (Verdict::Fail, "reward 0.5; expected reward 1"));
 }
 
 /// DESIGN §2 (format 2): `check` names the package's format.
@@ -142,40 +114,24 @@ fn evaluation_error_names_reason_and_stderr() {
     let report = check_package(&package, &judge);
     let gold = row(&report.checks, "gold");
     assert_eq!(gold.result, Verdict::Fail);
-    assert_eq!(
-        gold.reason,
-        "evaluation error: the evaluator exited with status 1 (stderr: KeyError: 'gold')"
-    );
+    assert_eq!(gold.reason, "evaluation error: the evaluator exited with status 1 (stderr: KeyError: 'gold')");
 }
 
 #[test]
 fn invalid_result_is_an_evaluation_error() {
     let package = specgap_task::load(fixture("req-basic")).unwrap();
-    let missing =
-        r#"{"version":1,"requirements":{"fee-cap":{"pass":true},"monthly-rate":{"pass":true}}}"#;
+    let missing = r#"{"version":1,"requirements":{"fee-cap":{"pass":true},"monthly-rate":{"pass":true}}}"#;
     let judge = FakeJudge::new(&[("starter", REQ_ALL_FAIL), ("gold", missing)]);
     let report = check_package(&package, &judge);
-    assert_eq!(
-        row(&report.checks, "gold").reason,
-        "evaluation error: result.json does not report requirement `disputed-exempt`"
-    );
+    assert_eq!(row(&report.checks, "gold").reason, "evaluation error: result.json does not report requirement `disputed-exempt`");
 }
 
 #[test]
 fn unregistered_failure_mode_and_unmeasured_placeholder_fail_observations() {
     let package = specgap_task::load(fixture("req-basic")).unwrap();
     let literal = one_failing("fee-cap", "fee-too-big", "{}");
-    let mutant = one_failing(
-        "fee-cap",
-        "fee-over-cap",
-        r#"{"invoice":"I-2","fee":"9.00"}"#,
-    );
-    let judge = FakeJudge::new(&[
-        ("starter", REQ_ALL_FAIL),
-        ("gold", REQ_ALL_PASS),
-        ("literal", &literal),
-        ("mutant:fee-cap", &mutant),
-    ]);
+    let mutant = one_failing("fee-cap", "fee-over-cap", r#"{"invoice":"I-2","fee":"9.00"}"#);
+    let judge = FakeJudge::new(&[("starter", REQ_ALL_FAIL), ("gold", REQ_ALL_PASS), ("literal", &literal), ("mutant:fee-cap", &mutant)]);
     let report = check_package(&package, &judge);
     let observations = row(&report.checks, "observations");
     assert_eq!(observations.result, Verdict::Fail);
@@ -185,19 +141,10 @@ fn unregistered_failure_mode_and_unmeasured_placeholder_fail_observations() {
          mutant:fee-cap reports `fee-cap`/`fee-over-cap` without measuring `principal`, which its observation's detail needs"
     );
     // The literal fails only 1 of the 2 unstated requirements.
-    assert_eq!(
-        row(&report.checks, "literal").reason,
-        "fails 1 (fee-cap); expected at least 2, one per unstated requirement"
-    );
+    assert_eq!(row(&report.checks, "literal").reason, "fails 1 (fee-cap); expected at least 2, one per unstated requirement");
     // Mutants whose runs error fail; the one that runs passes.
-    assert_eq!(
-        row(&report.checks, "mutant:fee-cap").reason,
-        "fails fee-cap (fee-over-cap) only"
-    );
-    assert_eq!(
-        row(&report.checks, "mutant:disputed-exempt").result,
-        Verdict::Fail
-    );
+    assert_eq!(row(&report.checks, "mutant:fee-cap").reason, "fails fee-cap (fee-over-cap) only");
+    assert_eq!(row(&report.checks, "mutant:disputed-exempt").result, Verdict::Fail);
 }
 
 #[test]
@@ -206,37 +153,22 @@ fn residual_state_that_passes_or_lists_other_tests_fails() {
     let starter = r#"{"version":1,"tests":{"a":"fail","b":"fail","line_count_trailing":"fail"}}"#;
     let gold = r#"{"version":1,"tests":{"a":"pass","b":"pass","line_count_trailing":"pass"}}"#;
     let state = r#"{"version":1,"tests":{"a":"error","b":"pass","line_count_trailing":"fail","top_words_ties":"pass"}}"#;
-    let judge = FakeJudge::new(&[
-        ("starter", starter),
-        ("gold", gold),
-        ("residual:half-done", state),
-    ]);
+    let judge = FakeJudge::new(&[("starter", starter), ("gold", gold), ("residual:half-done", state)]);
     let report = check_package(&package, &judge);
     assert_eq!(
         row(&report.checks, "residual:half-done").reason,
         "failing tests differ from meta.toml's failing_tests: listed but passing: top_words_ties; failing but not listed: a"
     );
-    let judge = FakeJudge::new(&[
-        ("starter", starter),
-        ("gold", gold),
-        ("residual:half-done", gold),
-    ]);
+    let judge = FakeJudge::new(&[("starter", starter), ("gold", gold), ("residual:half-done", gold)]);
     let report = check_package(&package, &judge);
-    assert_eq!(
-        row(&report.checks, "residual:half-done").reason,
-        "the verifier passes on this state; expected it to fail"
-    );
+    assert_eq!(row(&report.checks, "residual:half-done").reason, "the verifier passes on this state; expected it to fail");
 }
 
 #[test]
 fn every_evaluation_failing_fails_each_run_and_skips_observations() {
     let package = specgap_task::load(fixture("req-basic")).unwrap();
     let report = check_package(&package, &FakeJudge::new(&[]));
-    let rows: Vec<(&str, Verdict)> = report
-        .checks
-        .iter()
-        .map(|r| (r.check.as_str(), r.result))
-        .collect();
+    let rows: Vec<(&str, Verdict)> = report.checks.iter().map(|r| (r.check.as_str(), r.result)).collect();
     assert_eq!(
         rows,
         [
@@ -253,10 +185,7 @@ fn every_evaluation_failing_fails_each_run_and_skips_observations() {
             ("observations", Verdict::Skip),
         ]
     );
-    assert_eq!(
-        row(&report.checks, "observations").reason,
-        "no evaluation succeeded, so no failure mode was reported"
-    );
+    assert_eq!(row(&report.checks, "observations").reason, "no evaluation succeeded, so no failure mode was reported");
     assert_eq!(
         row(&report.checks, "mutant:fee-cap").reason,
         "evaluation error: the evaluator exited with status 1 (stderr: KeyError: 'mutant:fee-cap')"
@@ -269,46 +198,17 @@ fn missing_solutions_fail_gold_and_warn_for_literal_and_mutants() {
     copy.remove("solutions");
     let package = specgap_task::load(&copy.root).unwrap();
     let report = check_package(&package, &FakeJudge::new(&[("starter", REQ_ALL_FAIL)]));
-    let rows: Vec<(&str, Verdict, &str)> = report
-        .checks
-        .iter()
-        .skip(4)
-        .map(|r| (r.check.as_str(), r.result, r.reason.as_str()))
-        .collect();
+    let rows: Vec<(&str, Verdict, &str)> = report.checks.iter().skip(4).map(|r| (r.check.as_str(), r.result, r.reason.as_str())).collect();
     assert_eq!(
         rows,
         [
             ("starter", Verdict::Pass, "fails every requirement (3 of 3)"),
-            (
-                "gold",
-                Verdict::Fail,
-                "no solutions/gold/; a requirement-scored task needs a gold solution"
-            ),
-            (
-                "literal",
-                Verdict::Warn,
-                "no solutions/literal/; the instruction-following baseline is not calibrated"
-            ),
-            (
-                "mutant:disputed-exempt",
-                Verdict::Warn,
-                "no solutions/mutants/disputed-exempt/; its failure is not shown reproducible"
-            ),
-            (
-                "mutant:fee-cap",
-                Verdict::Warn,
-                "no solutions/mutants/fee-cap/; its failure is not shown reproducible"
-            ),
-            (
-                "mutant:monthly-rate",
-                Verdict::Warn,
-                "no solutions/mutants/monthly-rate/; its failure is not shown reproducible"
-            ),
-            (
-                "observations",
-                Verdict::Pass,
-                "2 reported failure modes, each with an observation"
-            ),
+            ("gold", Verdict::Fail, "no solutions/gold/; a requirement-scored task needs a gold solution"),
+            ("literal", Verdict::Warn, "no solutions/literal/; the instruction-following baseline is not calibrated"),
+            ("mutant:disputed-exempt", Verdict::Warn, "no solutions/mutants/disputed-exempt/; its failure is not shown reproducible"),
+            ("mutant:fee-cap", Verdict::Warn, "no solutions/mutants/fee-cap/; its failure is not shown reproducible"),
+            ("mutant:monthly-rate", Verdict::Warn, "no solutions/mutants/monthly-rate/; its failure is not shown reproducible"),
+            ("observations", Verdict::Pass, "2 reported failure modes, each with an observation"),
         ]
     );
     assert!(!report.passed);
@@ -321,17 +221,10 @@ fn strict_fails_a_mutant_reporting_no_failure_mode() {
     // the row fails, naming the modes observations.toml registers for fee-cap.
     let package = specgap_task::load(fixture("req-basic")).unwrap();
     let literal = r#"{"version":1,"requirements":{"disputed-exempt":{"pass":false,"failure_mode":"disputed-charged","measured":{"invoice":"I-1","fee":"6.00"}},"fee-cap":{"pass":false,"failure_mode":"fee-over-cap","measured":{"invoice":"I-2","principal":"10.00","fee":"9.00"}},"monthly-rate":{"pass":true}}}"#;
-    let null_mode = r#"{"version":1,"requirements":{"disputed-exempt":{"pass":true},"fee-cap":{"pass":false},"monthly-rate":{"pass":true}}}"#;
-    let disputed = one_failing(
-        "disputed-exempt",
-        "disputed-charged",
-        r#"{"invoice":"I-1","fee":"6.00"}"#,
-    );
-    let monthly = one_failing(
-        "monthly-rate",
-        "fee-miscounted",
-        r#"{"invoice":"I-3","days_late":"40","fee":"2.00"}"#,
-    );
+    let null_mode =
+        r#"{"version":1,"requirements":{"disputed-exempt":{"pass":true},"fee-cap":{"pass":false},"monthly-rate":{"pass":true}}}"#;
+    let disputed = one_failing("disputed-exempt", "disputed-charged", r#"{"invoice":"I-1","fee":"6.00"}"#);
+    let monthly = one_failing("monthly-rate", "fee-miscounted", r#"{"invoice":"I-3","days_late":"40","fee":"2.00"}"#);
     let judge = FakeJudge::new(&[
         ("starter", REQ_ALL_FAIL),
         ("gold", REQ_ALL_PASS),
@@ -342,10 +235,7 @@ fn strict_fails_a_mutant_reporting_no_failure_mode() {
     ]);
     let lenient = check_package(&package, &judge);
     assert_eq!(row(&lenient.checks, "mutant:fee-cap").result, Verdict::Pass);
-    assert_eq!(
-        row(&lenient.checks, "mutant:fee-cap").reason,
-        "fails fee-cap (-) only"
-    );
+    assert_eq!(row(&lenient.checks, "mutant:fee-cap").reason, "fails fee-cap (-) only");
     let strict = check_package_with(&package, &judge, &CheckOptions { strict: true });
     let mutant = row(&strict.checks, "mutant:fee-cap");
     assert_eq!(mutant.result, Verdict::Fail);
@@ -353,10 +243,7 @@ fn strict_fails_a_mutant_reporting_no_failure_mode() {
         mutant.reason,
         "fails fee-cap with no failure mode (null); --strict needs the failure mode its observation names (registered: fee-over-cap)"
     );
-    assert_eq!(
-        row(&strict.checks, "mutant:monthly-rate").result,
-        Verdict::Pass
-    );
+    assert_eq!(row(&strict.checks, "mutant:monthly-rate").result, Verdict::Pass);
     assert!(!strict.passed);
 }
 
@@ -364,49 +251,18 @@ fn strict_fails_a_mutant_reporting_no_failure_mode() {
 fn strict_warns_when_a_task_departs_from_the_papers_shape() {
     // req-basic has 3 requirements, 1 stated: a warning, not a failure.
     let package = specgap_task::load(fixture("req-basic")).unwrap();
-    let report = check_package_with(
-        &package,
-        &FakeJudge::new(&[]),
-        &CheckOptions { strict: true },
-    );
+    let report = check_package_with(&package, &FakeJudge::new(&[]), &CheckOptions { strict: true });
     let shape = row(&report.checks, "shape");
     assert_eq!(shape.result, Verdict::Warn);
-    assert_eq!(
-        shape.reason,
-        "3 requirements, 1 stated; the paper's tasks have 5 requirements with at most 2 stated"
-    );
-    let order: Vec<&str> = report
-        .checks
-        .iter()
-        .take(8)
-        .map(|r| r.check.as_str())
-        .collect();
-    assert_eq!(
-        order,
-        [
-            "load",
-            "kind",
-            "instruction-length",
-            "leak-scan",
-            "instruction-full",
-            "user",
-            "shape",
-            "starter"
-        ]
-    );
+    assert_eq!(shape.reason, "3 requirements, 1 stated; the paper's tasks have 5 requirements with at most 2 stated");
+    let order: Vec<&str> = report.checks.iter().take(8).map(|r| r.check.as_str()).collect();
+    assert_eq!(order, ["load", "kind", "instruction-length", "leak-scan", "instruction-full", "user", "shape", "starter"]);
     // Three stated of five is also outside the shape.
     let copy = Copy::of("req-basic");
     let text = copy.read("requirements.toml");
-    copy.write(
-        "requirements.toml",
-        &text.replace("stated = false", "stated = true"),
-    );
+    copy.write("requirements.toml", &text.replace("stated = false", "stated = true"));
     let package = specgap_task::load(&copy.root).unwrap();
-    let report = check_package_with(
-        &package,
-        &FakeJudge::new(&[]),
-        &CheckOptions { strict: true },
-    );
+    let report = check_package_with(&package, &FakeJudge::new(&[]), &CheckOptions { strict: true });
     assert_eq!(
         row(&report.checks, "shape").reason,
         "3 requirements, 3 stated; the paper's tasks have 5 requirements with at most 2 stated"
@@ -419,16 +275,9 @@ fn strict_adds_nothing_to_other_scoring_kinds() {
     let starter = r#"{"version":1,"tests":{"a":"fail"}}"#;
     let gold = r#"{"version":1,"tests":{"a":"pass"}}"#;
     let judge = FakeJudge::new(&[("starter", starter), ("gold", gold)]);
-    let lenient: Vec<String> = check_package(&package, &judge)
-        .checks
-        .iter()
-        .map(|r| r.check.clone())
-        .collect();
-    let strict: Vec<String> = check_package_with(&package, &judge, &CheckOptions { strict: true })
-        .checks
-        .iter()
-        .map(|r| r.check.clone())
-        .collect();
+    let lenient: Vec<String> = check_package(&package, &judge).checks.iter().map(|r| r.check.clone()).collect();
+    let strict: Vec<String> =
+        check_package_with(&package, &judge, &CheckOptions { strict: true }).checks.iter().map(|r| r.check.clone()).collect();
     assert_eq!(lenient, strict);
 }
 

@@ -8,14 +8,7 @@ use crate::support::{Copy, copy_tree, fixture};
 fn discover_finds_every_fixture_sorted_by_name() {
     let packages = specgap_task::discover(&[fixture("")]).unwrap();
     let names: Vec<&str> = packages.iter().map(|p| p.name()).collect();
-    assert_eq!(
-        names,
-        [
-            "fixtures/delivery-basic",
-            "fixtures/req-basic",
-            "fixtures/test-basic"
-        ]
-    );
+    assert_eq!(names, ["fixtures/delivery-basic", "fixtures/req-basic", "fixtures/test-basic"]);
 }
 
 #[test]
@@ -23,24 +16,12 @@ fn discover_skips_package_insides_and_hidden_directories() {
     let tmp = tempfile::tempdir().unwrap();
     copy_tree(&fixture("req-basic"), &tmp.path().join("suite/b"));
     // A task.toml inside a workspace, a residual dir or a hidden dir is not a package.
-    copy_tree(
-        &fixture("test-basic"),
-        &tmp.path().join("suite/b/workspace/nested"),
-    );
+    copy_tree(&fixture("test-basic"), &tmp.path().join("suite/b/workspace/nested"));
     copy_tree(&fixture("test-basic"), &tmp.path().join("suite/residual/x"));
     copy_tree(&fixture("test-basic"), &tmp.path().join("suite/.cache/x"));
-    copy_tree(
-        &fixture("delivery-basic"),
-        &tmp.path().join("suite/a/deep/delivery"),
-    );
+    copy_tree(&fixture("delivery-basic"), &tmp.path().join("suite/a/deep/delivery"));
     let dirs = specgap_task::discover_dirs(&[tmp.path().join("suite")]).unwrap();
-    assert_eq!(
-        dirs,
-        [
-            tmp.path().join("suite/a/deep/delivery"),
-            tmp.path().join("suite/b")
-        ]
-    );
+    assert_eq!(dirs, [tmp.path().join("suite/a/deep/delivery"), tmp.path().join("suite/b")]);
     // A task.toml path names its package.
     let dirs = specgap_task::discover_dirs(&[tmp.path().join("suite/b/task.toml")]).unwrap();
     assert_eq!(dirs, [tmp.path().join("suite/b")]);
@@ -67,13 +48,7 @@ fn nothing_found_is_an_error() {
     let tmp = tempfile::tempdir().unwrap();
     let err = specgap_task::discover(&[tmp.path()]).unwrap_err();
     assert!(matches!(err, LoadError::NoPackages { .. }));
-    assert_eq!(
-        err.to_string(),
-        format!(
-            "no task packages (directories with a task.toml) found under {}",
-            tmp.path().display()
-        )
-    );
+    assert_eq!(err.to_string(), format!("no task packages (directories with a task.toml) found under {}", tmp.path().display()));
 }
 
 #[test]
@@ -82,10 +57,7 @@ fn a_missing_path_is_named_as_missing() {
     let missing = tmp.path().join("nonexist");
     let err = specgap_task::discover(&[&missing]).unwrap_err();
     assert!(matches!(err, LoadError::NoSuchPath { .. }));
-    assert_eq!(
-        err.to_string(),
-        format!("no such file or directory: {} (expected a task package or a suite directory)", missing.display())
-    );
+    assert_eq!(err.to_string(), format!("no such file or directory: {} (expected a task package or a suite directory)", missing.display()));
 }
 
 #[test]

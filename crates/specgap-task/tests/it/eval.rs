@@ -27,10 +27,7 @@ fn literal_of_req_basic_scores_one_third_with_feedback() {
     assert!(!report.success);
     let feedback = report.feedback.as_ref().unwrap();
     assert_eq!(feedback.requirement, "disputed-exempt");
-    assert_eq!(
-        feedback.detail,
-        "Invoice INV-9201 is marked as disputed and its statement shows a late fee of 12.00."
-    );
+    assert_eq!(feedback.detail, "Invoice INV-9201 is marked as disputed and its statement shows a late fee of 12.00.");
     assert_eq!(
         render_eval(&report),
         "fixtures/req-basic: requirement-scored, score 0.3333, success no
@@ -71,16 +68,10 @@ fn starter_of_test_basic_reports_every_test() {
 #[test]
 fn evaluation_error_carries_the_stderr_tail() {
     let copy = Copy::of("req-basic");
-    copy.write(
-        "evaluator/evaluate.py",
-        "import sys\nprint('looking for invoices', file=sys.stderr)\nraise SystemExit(3)\n",
-    );
+    copy.write("evaluator/evaluate.py", "import sys\nprint('looking for invoices', file=sys.stderr)\nraise SystemExit(3)\n");
     let package = specgap_task::load(&copy.root).unwrap();
     let dir = submission("req-basic", None);
     let err = eval_dir(&package, dir.path(), judge()).unwrap_err();
-    assert_eq!(
-        specgap_task::check::describe_error_chain(&err),
-        "evaluation error: evaluator exited with status 3"
-    );
+    assert_eq!(specgap_task::check::describe_error_chain(&err), "evaluation error: evaluator exited with status 3");
     assert_eq!(err.stderr_tail(), Some("looking for invoices\n"));
 }

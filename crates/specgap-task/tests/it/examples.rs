@@ -72,7 +72,8 @@ fn a_user_toml_sentence_quoting_an_unstated_requirement_fails_the_leak_scan() {
         failing(&report),
         [(
             "leak-scan".to_string(),
-            "user.toml understanding: 8 words of unstated requirement `declines-final`: \"a card decline is final for that checkout\"".to_string()
+            "user.toml understanding: 8 words of unstated requirement `declines-final`: \"a card decline is final for that checkout\""
+                .to_string()
         )]
     );
 }
@@ -82,7 +83,10 @@ fn a_mutant_that_breaks_nothing_fails_its_check() {
     let copy = Copy::of_example("payment-retry");
     copy.write("solutions/mutants/declines-final/shop/checkout.py", &copy.read("solutions/gold/shop/checkout.py"));
     let report = check_dir(&copy.root, judge());
-    assert_eq!(failing(&report), [("mutant:declines-final".to_string(), "passes declines-final; expected the mutant to reproduce its failure".to_string())]);
+    assert_eq!(
+        failing(&report),
+        [("mutant:declines-final".to_string(), "passes declines-final; expected the mutant to reproduce its failure".to_string())]
+    );
 }
 
 #[test]
@@ -120,7 +124,16 @@ fn the_bundled_packages_pass_check_strict() {
         assert!(report.checks.iter().all(|r| r.result != Verdict::Warn), "{}: {:#?}", report.title(), report.checks);
     }
     let names: Vec<String> = reports.iter().map(TaskReport::title).collect();
-    assert_eq!(names, ["examples/config-drift", "examples/experiment-analysis", "examples/interval-tree", "examples/payment-retry", "examples/retail-replenishment"]);
+    assert_eq!(
+        names,
+        [
+            "examples/config-drift",
+            "examples/experiment-analysis",
+            "examples/interval-tree",
+            "examples/payment-retry",
+            "examples/retail-replenishment"
+        ]
+    );
     let payment = &reports[3];
     assert_eq!(
         verdict_of(payment, "instruction-full"),
@@ -137,7 +150,14 @@ fn the_bundled_packages_pass_check_strict() {
 fn strict_rejects_a_copy_without_instruction_full() {
     let copy = Copy::of_example("payment-retry");
     copy.remove("instruction.full.md");
-    assert_eq!(failing(&check_strict(&copy)), [("instruction-full".to_string(), "no instruction.full.md; --strict needs the complete specification the full condition opens with (seed 000 App. E.2)".to_string())]);
+    assert_eq!(
+        failing(&check_strict(&copy)),
+        [(
+            "instruction-full".to_string(),
+            "no instruction.full.md; --strict needs the complete specification the full condition opens with (seed 000 App. E.2)"
+                .to_string()
+        )]
+    );
     // Without --strict nothing changes: the package passes with today's rows.
     let lenient = check_dir(&copy.root, judge());
     assert!(lenient.passed, "{:#?}", lenient.checks);
@@ -148,14 +168,27 @@ fn strict_rejects_a_copy_without_instruction_full() {
 fn strict_rejects_a_copy_with_an_empty_instruction_full() {
     let copy = Copy::of_example("payment-retry");
     copy.write("instruction.full.md", "\n  \n");
-    assert_eq!(failing(&check_strict(&copy)), [("instruction-full".to_string(), "instruction.full.md is empty; --strict needs the complete specification the full condition opens with".to_string())]);
+    assert_eq!(
+        failing(&check_strict(&copy)),
+        [(
+            "instruction-full".to_string(),
+            "instruction.full.md is empty; --strict needs the complete specification the full condition opens with".to_string()
+        )]
+    );
 }
 
 #[test]
 fn strict_rejects_a_copy_without_user_toml() {
     let copy = Copy::of_example("payment-retry");
     copy.remove("user.toml");
-    assert_eq!(failing(&check_strict(&copy)), [("user".to_string(), "no user.toml; --strict needs the simulated owner's persona, understanding and editable surface (seed 000 App. E.1, F.4)".to_string())]);
+    assert_eq!(
+        failing(&check_strict(&copy)),
+        [(
+            "user".to_string(),
+            "no user.toml; --strict needs the simulated owner's persona, understanding and editable surface (seed 000 App. E.1, F.4)"
+                .to_string()
+        )]
+    );
     assert!(check_dir(&copy.root, judge()).passed);
 }
 
@@ -166,31 +199,53 @@ fn strict_rejects_a_copy_with_a_blank_persona() {
     let start = user.find("persona = ").unwrap();
     let end = start + user[start..].find('\n').unwrap();
     copy.write("user.toml", &format!("{}persona = \" \"{}", &user[..start], &user[end..]));
-    assert_eq!(failing(&check_strict(&copy)), [("user".to_string(), "user.toml has an empty persona; the simulated owner speaks from each".to_string())]);
+    assert_eq!(
+        failing(&check_strict(&copy)),
+        [("user".to_string(), "user.toml has an empty persona; the simulated owner speaks from each".to_string())]
+    );
 }
 
 #[test]
 fn strict_rejects_a_copy_without_the_literal_reference() {
     let copy = Copy::of_example("payment-retry");
     copy.remove("solutions/literal");
-    assert_eq!(failing(&check_strict(&copy)), [("literal".to_string(), "no solutions/literal/; --strict needs the literal reference, the instruction-following baseline (seed 000 App. E.2)".to_string())]);
+    assert_eq!(
+        failing(&check_strict(&copy)),
+        [(
+            "literal".to_string(),
+            "no solutions/literal/; --strict needs the literal reference, the instruction-following baseline (seed 000 App. E.2)"
+                .to_string()
+        )]
+    );
     let lenient = check_dir(&copy.root, judge());
     assert!(lenient.passed);
-    assert_eq!(verdict_of(&lenient, "literal"), (Verdict::Warn, "no solutions/literal/; the instruction-following baseline is not calibrated"));
+    assert_eq!(
+        verdict_of(&lenient, "literal"),
+        (Verdict::Warn, "no solutions/literal/; the instruction-following baseline is not calibrated")
+    );
 }
 
 #[test]
 fn strict_rejects_a_literal_reference_failing_fewer_than_the_unstated() {
     let copy = Copy::of_example("payment-retry");
     copy.write("solutions/literal/shop/checkout.py", &copy.read("solutions/gold/shop/checkout.py"));
-    assert_eq!(failing(&check_strict(&copy)), [("literal".to_string(), "fails 0 (none); expected at least 4, one per unstated requirement".to_string())]);
+    assert_eq!(
+        failing(&check_strict(&copy)),
+        [("literal".to_string(), "fails 0 (none); expected at least 4, one per unstated requirement".to_string())]
+    );
 }
 
 #[test]
 fn strict_rejects_a_copy_missing_a_mutant() {
     let copy = Copy::of_example("payment-retry");
     copy.remove("solutions/mutants/declines-final");
-    assert_eq!(failing(&check_strict(&copy)), [("mutant:declines-final".to_string(), "no solutions/mutants/declines-final/; --strict needs one mutant per requirement (seed 000 App. E.2)".to_string())]);
+    assert_eq!(
+        failing(&check_strict(&copy)),
+        [(
+            "mutant:declines-final".to_string(),
+            "no solutions/mutants/declines-final/; --strict needs one mutant per requirement (seed 000 App. E.2)".to_string()
+        )]
+    );
     let lenient = check_dir(&copy.root, judge());
     assert!(lenient.passed);
     assert_eq!(verdict_of(&lenient, "mutant:declines-final").0, Verdict::Warn);
@@ -205,7 +260,10 @@ fn strict_rejects_a_mutant_whose_failure_mode_differs_from_its_observation() {
     let strict = check_strict(&copy);
     assert_eq!(
         verdict_of(&strict, "mutant:declines-final"),
-        (Verdict::Fail, "fails declines-final with failure mode `decline-retried`, which observations.toml does not register for declines-final (registered: decline-sent-again, decline-not-recorded, checkout-error-on-decline)")
+        (
+            Verdict::Fail,
+            "fails declines-final with failure mode `decline-retried`, which observations.toml does not register for declines-final (registered: decline-sent-again, decline-not-recorded, checkout-error-on-decline)"
+        )
     );
     assert_eq!(failing(&strict).iter().map(|(c, _)| c.as_str()).collect::<Vec<_>>(), ["mutant:declines-final", "observations"]);
     // Without --strict the mutant row keeps today's verdict; the registry row still fails.
@@ -233,12 +291,8 @@ fn the_paragraph_rule_separates_the_bundled_full_and_partial_instructions() {
             let description = content_words(&r.description);
             paragraphs(text).iter().map(|p| coverage(&description, &content_words(p))).collect()
         };
-        let partial_highest = package
-            .requirements()
-            .iter()
-            .filter(|r| !r.stated)
-            .flat_map(|r| share(package.instruction(), r))
-            .fold(0.0, f64::max);
+        let partial_highest =
+            package.requirements().iter().filter(|r| !r.stated).flat_map(|r| share(package.instruction(), r)).fold(0.0, f64::max);
         let other_highest = accepted
             .stated
             .iter()
@@ -248,7 +302,12 @@ fn the_paragraph_rule_separates_the_bundled_full_and_partial_instructions() {
             })
             .fold(0.0, f64::max);
         assert!(own_lowest >= MIN_COVERAGE && partial_highest < MIN_COVERAGE, "{name}");
-        rows.push(format!("{name}: own >= {}, partial <= {}, other paragraphs <= {}", percent(own_lowest), percent(partial_highest), percent(other_highest)));
+        rows.push(format!(
+            "{name}: own >= {}, partial <= {}, other paragraphs <= {}",
+            percent(own_lowest),
+            percent(partial_highest),
+            percent(other_highest)
+        ));
     }
     assert_eq!(
         rows,
@@ -269,7 +328,10 @@ fn strict_rejects_a_one_line_full_instruction() {
     copy.write("instruction.full.md", &one_line.join(" "));
     assert_eq!(
         failing(&check_strict(&copy)),
-        [("instruction-full".to_string(), "instruction.full.md has 1 paragraph; seed 000 App. E.2 writes one paragraph per requirement (5)".to_string())]
+        [(
+            "instruction-full".to_string(),
+            "instruction.full.md has 1 paragraph; seed 000 App. E.2 writes one paragraph per requirement (5)".to_string()
+        )]
     );
 }
 
@@ -292,7 +354,11 @@ fn strict_rejects_a_full_instruction_that_copies_the_partial_one() {
     }
     copy.write("instruction.full.md", &padded);
     let reason = &failing(&check_strict(&copy))[0].1;
-    assert!(reason.starts_with("instruction.full.md does not state every requirement in a paragraph of its own: `charge-once` (best: paragraph "), "{reason}");
+    assert!(
+        reason
+            .starts_with("instruction.full.md does not state every requirement in a paragraph of its own: `charge-once` (best: paragraph "),
+        "{reason}"
+    );
     for id in ["declines-final", "respect-busy-wait", "checkout-deadline", "retry-timeouts"] {
         assert!(reason.contains(&format!("`{id}` (best: paragraph ")), "{reason}");
     }
@@ -331,7 +397,8 @@ fn an_empty_instruction_fails_check_for_every_kind() {
 
 /// Python that prints `declines-final`'s rule at run time from its words in reverse order, so
 /// no file of the workspace holds eight of its words in a row.
-const PRINTS_THE_DECLINE_RULE: &str = "_W = 'sent is request charge further no checkout that for final is decline card A'.split()\nprint(' '.join(reversed(_W)))\n";
+const PRINTS_THE_DECLINE_RULE: &str =
+    "_W = 'sent is request charge further no checkout that for final is decline card A'.split()\nprint(' '.join(reversed(_W)))\n";
 
 #[test]
 fn a_replay_that_prints_an_unstated_rule_fails_the_leak_scan() {
@@ -341,7 +408,14 @@ fn a_replay_that_prints_an_unstated_rule_fails_the_leak_scan() {
     let replay = copy.read("workspace/shop/replay.py");
     copy.write("workspace/shop/replay.py", &replay.replacen("import json\n", &format!("import json\n{PRINTS_THE_DECLINE_RULE}"), 1));
     let report = check_dir(&copy.root, judge());
-    let records = ["checkout-2024-06-07.json", "checkout-2024-06-14.json", "checkout-2024-06-21.json", "payments.log", "settlements-2024-06.csv", "support-tickets.txt"];
+    let records = [
+        "checkout-2024-06-07.json",
+        "checkout-2024-06-14.json",
+        "checkout-2024-06-21.json",
+        "payments.log",
+        "settlements-2024-06.csv",
+        "support-tickets.txt",
+    ];
     let leaks = records
         .iter()
         .map(|record| {
@@ -359,7 +433,11 @@ fn a_probe_that_prints_an_unstated_rule_fails_the_leak_scan() {
     let copy = Copy::of_example("payment-retry");
     copy.write("workspace/shop/banner.py", PRINTS_THE_DECLINE_RULE);
     assert!(check_dir(&copy.root, judge()).passed);
-    copy.replace("task.toml", "replay = \"python3 -m shop.replay {record}\"\n", "replay = \"python3 -m shop.replay {record}\"\nprobes = [\"python3 -m shop.banner\"]\n");
+    copy.replace(
+        "task.toml",
+        "replay = \"python3 -m shop.replay {record}\"\n",
+        "replay = \"python3 -m shop.replay {record}\"\nprobes = [\"python3 -m shop.banner\"]\n",
+    );
     let report = check_dir(&copy.root, judge());
     assert_eq!(
         failing(&report),
@@ -374,11 +452,13 @@ fn a_probe_that_prints_an_unstated_rule_fails_the_leak_scan() {
 fn the_bundled_leak_scans_hear_every_record_replayed() {
     let suite = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/tasks");
     let reports = check_paths_with(&[suite], judge(), 2, &CheckOptions::default()).unwrap();
-    let scans: Vec<(String, String)> = reports
-        .iter()
-        .filter_map(|r| r.checks.iter().find(|c| c.check == "leak-scan").map(|c| (r.title(), c.reason.clone())))
-        .collect();
-    let heard = |n: usize| format!("no unstated requirement text in instruction.md, workspace files, observations, user.toml or the starter's output of {n} replays and 0 probes");
+    let scans: Vec<(String, String)> =
+        reports.iter().filter_map(|r| r.checks.iter().find(|c| c.check == "leak-scan").map(|c| (r.title(), c.reason.clone()))).collect();
+    let heard = |n: usize| {
+        format!(
+            "no unstated requirement text in instruction.md, workspace files, observations, user.toml or the starter's output of {n} replays and 0 probes"
+        )
+    };
     assert_eq!(
         scans,
         [

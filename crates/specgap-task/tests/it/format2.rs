@@ -10,11 +10,7 @@ use crate::support::{Copy, add_probes};
 fn req_format_2() -> Copy {
     let copy = Copy::of("req-basic");
     copy.replace("task.toml", "format = 1\n", "format = 2\n");
-    copy.replace(
-        "task.toml",
-        "family = \"swe\"\n",
-        "family = \"swe\"\ntags = [\"billing\", \"late-fees\"]\nsubfamily = \"invoicing\"\n",
-    );
+    copy.replace("task.toml", "family = \"swe\"\n", "family = \"swe\"\ntags = [\"billing\", \"late-fees\"]\nsubfamily = \"invoicing\"\n");
     copy.replace(
         "observations.toml",
         "failure_mode = \"fee-over-cap\"\n",
@@ -27,11 +23,7 @@ fn req_format_2() -> Copy {
 fn delivery_format_2(schema_text: &str) -> Copy {
     let copy = Copy::of("delivery-basic");
     copy.replace("task.toml", "format = 1\n", "format = 2\n");
-    copy.replace(
-        "task.toml",
-        "artifact = \"plan.json\"\n",
-        "artifact = \"plan.json\"\nschema = \"schema/plan.schema.json\"\n",
-    );
+    copy.replace("task.toml", "artifact = \"plan.json\"\n", "artifact = \"plan.json\"\nschema = \"schema/plan.schema.json\"\n");
     copy.write("schema/plan.schema.json", schema_text);
     copy
 }
@@ -45,19 +37,13 @@ fn format_2_package_with_every_addition_loads() {
     assert_eq!(package.format(), 2);
     assert_eq!(package.tags(), ["billing", "late-fees"]);
     assert_eq!(package.subfamily(), Some("invoicing"));
-    let requests: Vec<(&str, Option<&str>)> = package
-        .observations()
-        .iter()
-        .map(|o| (o.failure_mode.as_str(), o.request.as_deref()))
-        .collect();
+    let requests: Vec<(&str, Option<&str>)> =
+        package.observations().iter().map(|o| (o.failure_mode.as_str(), o.request.as_deref())).collect();
     assert_eq!(
         requests,
         [
             ("disputed-charged", None),
-            (
-                "fee-over-cap",
-                Some("Next month no customer should pay a late fee that big for an invoice that small.")
-            ),
+            ("fee-over-cap", Some("Next month no customer should pay a late fee that big for an invoice that small.")),
             ("fee-miscounted", None),
             ("charged-on-time", None),
         ]
@@ -69,10 +55,7 @@ fn format_2_package_with_every_addition_loads() {
     let schema = package.delivery_schema().unwrap();
     assert_eq!(schema.path, delivery.path("schema/plan.schema.json"));
     assert_eq!(schema.schema, serde_json::from_str::<serde_json::Value>(SCHEMA).unwrap());
-    assert_eq!(
-        package.manifest().delivery.as_ref().unwrap().schema.as_deref(),
-        Some("schema/plan.schema.json")
-    );
+    assert_eq!(package.manifest().delivery.as_ref().unwrap().schema.as_deref(), Some("schema/plan.schema.json"));
     assert!(package.tags().is_empty());
     assert_eq!(package.subfamily(), None);
 }
@@ -95,9 +78,7 @@ fn format_1_packages_load_unchanged_and_say_format_1() {
 #[test]
 fn format_1_package_using_a_format_2_key_is_rejected_at_that_key() {
     let needs = |at: String, key: &str| {
-        format!(
-            "{at}: {key} is a format-2 key, and this package says `format = 1`; set `format = 2` in task.toml to use it"
-        )
+        format!("{at}: {key} is a format-2 key, and this package says `format = 1`; set `format = 2` in task.toml to use it")
     };
     let copy = req_format_2();
     copy.replace("task.toml", "format = 2\n", "format = 1\n");
@@ -105,17 +86,11 @@ fn format_1_package_using_a_format_2_key_is_rejected_at_that_key() {
     copy.replace("task.toml", "tags = [\"billing\", \"late-fees\"]\n", "");
     assert_eq!(copy.load_error(), needs(format!("{}:8:13", copy.path("task.toml").display()), "[task].subfamily"));
     copy.replace("task.toml", "subfamily = \"invoicing\"\n", "");
-    assert_eq!(
-        copy.load_error(),
-        needs(format!("{}:11:11", copy.path("observations.toml").display()), "[[observation]].request")
-    );
+    assert_eq!(copy.load_error(), needs(format!("{}:11:11", copy.path("observations.toml").display()), "[[observation]].request"));
 
     let delivery = delivery_format_2(SCHEMA);
     delivery.replace("task.toml", "format = 2\n", "format = 1\n");
-    assert_eq!(
-        delivery.load_error(),
-        needs(format!("{}:20:10", delivery.path("task.toml").display()), "[delivery].schema")
-    );
+    assert_eq!(delivery.load_error(), needs(format!("{}:20:10", delivery.path("task.toml").display()), "[delivery].schema"));
     // The message names every key format 2 adds in the protocol's list.
     assert_eq!(
         FORMAT_2_KEYS,
@@ -148,10 +123,7 @@ fn project_probes_are_a_format_2_list_of_commands() {
     copy.replace("task.toml", "\"ls project_records\"", "\"  \"");
     assert_eq!(
         copy.load_error(),
-        format!(
-            "{}:18:10: [project].probes has a blank command; expected a shell command in each entry",
-            copy.path("task.toml").display()
-        )
+        format!("{}:18:10: [project].probes has a blank command; expected a shell command in each entry", copy.path("task.toml").display())
     );
     // In a format-1 package the key is refused where it stands.
     let one = Copy::of("req-basic");
@@ -189,42 +161,27 @@ fn unknown_keys_stay_errors_in_format_2() {
 
 #[test]
 fn tags_and_subfamily_are_validated() {
-    let label_rule = "expected lowercase letters and digits in words joined by single hyphens, at most 64 characters (e.g. `ml-experiment`)";
+    let label_rule =
+        "expected lowercase letters and digits in words joined by single hyphens, at most 64 characters (e.g. `ml-experiment`)";
     let task_toml = |copy: &Copy| copy.path("task.toml").display().to_string();
     let copy = req_format_2();
     copy.replace("task.toml", "\"late-fees\"", "\"Late Fees\"");
-    assert_eq!(
-        copy.load_error(),
-        format!("{}:8:8: [task].tags entry `Late Fees` is not usable; {label_rule}", task_toml(&copy))
-    );
+    assert_eq!(copy.load_error(), format!("{}:8:8: [task].tags entry `Late Fees` is not usable; {label_rule}", task_toml(&copy)));
     let copy = req_format_2();
     copy.replace("task.toml", "\"late-fees\"", "\"billing\"");
-    assert_eq!(
-        copy.load_error(),
-        format!("{}:8:8: [task].tags lists `billing` twice; expected each tag once", task_toml(&copy))
-    );
+    assert_eq!(copy.load_error(), format!("{}:8:8: [task].tags lists `billing` twice; expected each tag once", task_toml(&copy)));
     let copy = req_format_2();
     copy.replace("task.toml", "subfamily = \"invoicing\"", "subfamily = \"ml_experiment\"");
-    assert_eq!(
-        copy.load_error(),
-        format!("{}:9:13: [task].subfamily `ml_experiment` is not usable; {label_rule}", task_toml(&copy))
-    );
+    assert_eq!(copy.load_error(), format!("{}:9:13: [task].subfamily `ml_experiment` is not usable; {label_rule}", task_toml(&copy)));
     let copy = req_format_2();
     copy.replace("task.toml", "tags = [\"billing\", \"late-fees\"]", "tags = \"billing\"");
-    assert_eq!(
-        copy.load_error(),
-        format!("{}:8:8: invalid type: string \"billing\", expected a sequence", task_toml(&copy))
-    );
+    assert_eq!(copy.load_error(), format!("{}:8:8: invalid type: string \"billing\", expected a sequence", task_toml(&copy)));
 }
 
 #[test]
 fn blank_request_is_rejected() {
     let copy = req_format_2();
-    copy.replace(
-        "observations.toml",
-        "\"Next month no customer should pay a late fee that big for an invoice that small.\"",
-        "\"  \"",
-    );
+    copy.replace("observations.toml", "\"Next month no customer should pay a late fee that big for an invoice that small.\"", "\"  \"");
     assert_eq!(
         copy.load_error(),
         format!(
@@ -249,10 +206,7 @@ fn delivery_schema_must_be_a_private_json_schema_file() {
     );
     for escaping in ["../plan.schema.json", ".", "schema/../.."] {
         let copy = with_path(escaping);
-        assert_eq!(
-            copy.load_error(),
-            format!("{}: [delivery].schema `{escaping}` does not name a file inside the package", at(&copy))
-        );
+        assert_eq!(copy.load_error(), format!("{}: [delivery].schema `{escaping}` does not name a file inside the package", at(&copy)));
     }
     let copy = with_path("workspace/plan.schema.json");
     copy.write("workspace/plan.schema.json", SCHEMA);
@@ -275,15 +229,9 @@ fn delivery_schema_must_be_a_private_json_schema_file() {
         )
     );
     let copy = with_path("schema/missing.json");
-    assert_eq!(
-        copy.load_error(),
-        format!("{}: [delivery].schema `schema/missing.json`: no such file in the package", at(&copy))
-    );
+    assert_eq!(copy.load_error(), format!("{}: [delivery].schema `schema/missing.json`: no such file in the package", at(&copy)));
     let copy = with_path("schema");
-    assert_eq!(
-        copy.load_error(),
-        format!("{}: [delivery].schema `schema` is not a regular file", at(&copy))
-    );
+    assert_eq!(copy.load_error(), format!("{}: [delivery].schema `schema` is not a regular file", at(&copy)));
 }
 
 #[test]
@@ -291,18 +239,12 @@ fn delivery_schema_must_parse_as_a_json_schema() {
     let copy = delivery_format_2("{\"type\": \"object\",\n  \"required\": [\"boxes\"\n}");
     assert_eq!(
         copy.load_error(),
-        format!(
-            "{}:3:1: not JSON, so not a JSON Schema: expected `,` or `]`",
-            copy.path("schema/plan.schema.json").display()
-        )
+        format!("{}:3:1: not JSON, so not a JSON Schema: expected `,` or `]`", copy.path("schema/plan.schema.json").display())
     );
     let copy = delivery_format_2("[\"boxes\"]");
     assert_eq!(
         copy.load_error(),
-        format!(
-            "{}: a JSON Schema is an object (or `true` / `false`); found a list",
-            copy.path("schema/plan.schema.json").display()
-        )
+        format!("{}: a JSON Schema is an object (or `true` / `false`); found a list", copy.path("schema/plan.schema.json").display())
     );
     let copy = delivery_format_2("true");
     assert_eq!(specgap_task::load(&copy.root).unwrap().delivery_schema().unwrap().schema, serde_json::Value::Bool(true));

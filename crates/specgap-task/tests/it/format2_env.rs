@@ -13,11 +13,7 @@ use crate::support::Copy;
 fn with_environment(env_table: &str, evaluator_extra: &str) -> Copy {
     let copy = Copy::of("req-basic");
     copy.replace("task.toml", "format = 1\n", "format = 2\n");
-    copy.replace(
-        "task.toml",
-        "commands = [\"python3\"]\nenv = { PYTHONDONTWRITEBYTECODE = \"1\" }\n",
-        env_table,
-    );
+    copy.replace("task.toml", "commands = [\"python3\"]\nenv = { PYTHONDONTWRITEBYTECODE = \"1\" }\n", env_table);
     copy.replace("task.toml", "timeout_sec = 60\n", &format!("timeout_sec = 60\n{evaluator_extra}"));
     copy.write("environment/Dockerfile", "FROM specgap-test/debian:bookworm\n");
     copy.write("environment/rootfs.tar", "");
@@ -39,11 +35,7 @@ fn each_image_source_loads_with_its_path_resolved() {
             ImageSource::Dockerfile("environment/Dockerfile".into()),
             Some("environment/Dockerfile"),
         ),
-        (
-            "rootfs = \"environment/rootfs.tar\"\n",
-            ImageSource::Rootfs("environment/rootfs.tar".into()),
-            Some("environment/rootfs.tar"),
-        ),
+        ("rootfs = \"environment/rootfs.tar\"\n", ImageSource::Rootfs("environment/rootfs.tar".into()), Some("environment/rootfs.tar")),
         ("oci_layout = \"environment/oci\"\n", ImageSource::OciLayout("environment/oci".into()), Some("environment/oci")),
     ];
     for (table, source, path) in cases {
@@ -115,10 +107,7 @@ fn two_sources_and_host_keys_beside_an_image_are_refused() {
     let copy = with_environment("image = \"a\"\nrootfs = \"environment/rootfs.tar\"\n", "");
     assert_eq!(
         copy.load_error(),
-        format!(
-            "{}: [environment] names its image by `image` and `rootfs`; expected exactly one of them",
-            task_toml_at(&copy, 10, 9)
-        )
+        format!("{}: [environment] names its image by `image` and `rootfs`; expected exactly one of them", task_toml_at(&copy, 10, 9))
     );
     let copy = with_environment("image = \"a\"\ncommands = [\"python3\"]\n", "");
     assert_eq!(
@@ -155,15 +144,30 @@ fn image_only_keys_need_an_image() {
 #[test]
 fn source_paths_must_be_files_of_the_package_outside_workspace_and_evaluator() {
     let cases = [
-        ("dockerfile = \"/etc/Dockerfile\"\n", "[environment].dockerfile `/etc/Dockerfile` is absolute; expected a path relative to the package root"),
+        (
+            "dockerfile = \"/etc/Dockerfile\"\n",
+            "[environment].dockerfile `/etc/Dockerfile` is absolute; expected a path relative to the package root",
+        ),
         ("rootfs = \"../rootfs.tar\"\n", "[environment].rootfs `../rootfs.tar` does not name a path inside the package"),
-        ("rootfs = \"workspace/rootfs.tar\"\n", "[environment].rootfs `workspace/rootfs.tar` is inside workspace/; keep the environment's files outside workspace/ and evaluator/ (e.g. environment/)"),
-        ("dockerfile = \"evaluator/Dockerfile\"\n", "[environment].dockerfile `evaluator/Dockerfile` is inside evaluator/; keep the environment's files outside workspace/ and evaluator/ (e.g. environment/)"),
+        (
+            "rootfs = \"workspace/rootfs.tar\"\n",
+            "[environment].rootfs `workspace/rootfs.tar` is inside workspace/; keep the environment's files outside workspace/ and evaluator/ (e.g. environment/)",
+        ),
+        (
+            "dockerfile = \"evaluator/Dockerfile\"\n",
+            "[environment].dockerfile `evaluator/Dockerfile` is inside evaluator/; keep the environment's files outside workspace/ and evaluator/ (e.g. environment/)",
+        ),
         ("rootfs = \"environment/missing.tar\"\n", "[environment].rootfs `environment/missing.tar`: no such path in the package"),
         ("rootfs = \"environment\"\n", "[environment].rootfs `environment` is not a regular file"),
         ("oci_layout = \"environment/Dockerfile\"\n", "[environment].oci_layout `environment/Dockerfile` is not a directory"),
-        ("oci_layout = \"environment\"\n", "[environment].oci_layout `environment` has no `oci-layout`; expected an OCI image layout directory"),
-        ("image = \"python 3\"\n", "[environment].image `python 3` is not an image reference; expected one without whitespace (e.g. `python:3.12-slim`)"),
+        (
+            "oci_layout = \"environment\"\n",
+            "[environment].oci_layout `environment` has no `oci-layout`; expected an OCI image layout directory",
+        ),
+        (
+            "image = \"python 3\"\n",
+            "[environment].image `python 3` is not an image reference; expected one without whitespace (e.g. `python:3.12-slim`)",
+        ),
     ];
     for (table, message) in cases {
         let copy = with_environment(table, "");
@@ -174,12 +178,42 @@ fn source_paths_must_be_files_of_the_package_outside_workspace_and_evaluator() {
 #[test]
 fn mount_paths_are_absolute_plain_and_apart() {
     let cases = [
-        ("workdir = \"app\"\n", "", 11, 11, "[environment].workdir `app` is not usable; expected an absolute path of plain names other than / (e.g. `/app`)"),
-        ("workdir = \"/\"\n", "", 11, 11, "[environment].workdir `/` is not usable; expected an absolute path of plain names other than / (e.g. `/app`)"),
-        ("workdir = \"/app/../etc\"\n", "", 11, 11, "[environment].workdir `/app/../etc` is not usable; expected an absolute path of plain names other than / (e.g. `/app`)"),
+        (
+            "workdir = \"app\"\n",
+            "",
+            11,
+            11,
+            "[environment].workdir `app` is not usable; expected an absolute path of plain names other than / (e.g. `/app`)",
+        ),
+        (
+            "workdir = \"/\"\n",
+            "",
+            11,
+            11,
+            "[environment].workdir `/` is not usable; expected an absolute path of plain names other than / (e.g. `/app`)",
+        ),
+        (
+            "workdir = \"/app/../etc\"\n",
+            "",
+            11,
+            11,
+            "[environment].workdir `/app/../etc` is not usable; expected an absolute path of plain names other than / (e.g. `/app`)",
+        ),
         ("workdir = \"/proc/app\"\n", "", 11, 11, "[environment].workdir `/proc/app` is under /proc, which the sandbox provides itself"),
-        ("workdir = \"/app\"\n", "dir = \"/app/tests\"\n", 20, 7, "[evaluator].dir `/app/tests` overlaps [environment].workdir `/app`; expected separate directories, neither inside the other"),
-        ("", "dir = \"/tests\"\nout = \"/tests\"\n", 20, 7, "[evaluator].out `/tests` overlaps [evaluator].dir `/tests`; expected separate directories, neither inside the other"),
+        (
+            "workdir = \"/app\"\n",
+            "dir = \"/app/tests\"\n",
+            20,
+            7,
+            "[evaluator].dir `/app/tests` overlaps [environment].workdir `/app`; expected separate directories, neither inside the other",
+        ),
+        (
+            "",
+            "dir = \"/tests\"\nout = \"/tests\"\n",
+            20,
+            7,
+            "[evaluator].out `/tests` overlaps [evaluator].dir `/tests`; expected separate directories, neither inside the other",
+        ),
     ];
     for (extra_env, evaluator, line, column, message) in cases {
         let copy = with_environment(&format!("image = \"a\"\n{extra_env}"), evaluator);

@@ -46,14 +46,7 @@ fn image_package(root: &Path) -> Option<()> {
     }
     std::fs::write(image.join("etc/image-release"), "busybox test image\n").unwrap();
     std::fs::create_dir_all(root.join("environment")).unwrap();
-    let status = Command::new("tar")
-        .arg("-C")
-        .arg(&image)
-        .arg("-cf")
-        .arg(root.join("environment/rootfs.tar"))
-        .arg(".")
-        .status()
-        .unwrap();
+    let status = Command::new("tar").arg("-C").arg(&image).arg("-cf").arg(root.join("environment/rootfs.tar")).arg(".").status().unwrap();
     assert!(status.success());
     std::fs::remove_dir_all(&image).unwrap();
     write_file(

@@ -13,58 +13,21 @@ fn req_basic_loads_every_file() {
     let package = specgap_task::load(fixture("req-basic")).unwrap();
     assert_eq!(package.name(), "fixtures/req-basic");
     assert_eq!(package.manifest().evaluator.command, "python3 evaluate.py");
-    assert!(
-        package
-            .instruction()
-            .starts_with("Hi,\n\nOur late fees are wrong")
-    );
-    assert!(
-        package
-            .instruction_full()
-            .unwrap()
-            .contains("Disputed invoices")
-    );
-    let ids: Vec<&str> = package
-        .requirements()
-        .iter()
-        .map(|r| r.id.as_str())
-        .collect();
+    assert!(package.instruction().starts_with("Hi,\n\nOur late fees are wrong"));
+    assert!(package.instruction_full().unwrap().contains("Disputed invoices"));
+    let ids: Vec<&str> = package.requirements().iter().map(|r| r.id.as_str()).collect();
     assert_eq!(ids, ["disputed-exempt", "fee-cap", "monthly-rate"]);
-    assert_eq!(
-        package.requirement_ids(),
-        ["disputed-exempt", "fee-cap", "monthly-rate"]
-    );
+    assert_eq!(package.requirement_ids(), ["disputed-exempt", "fee-cap", "monthly-rate"]);
     let stated: Vec<bool> = package.requirements().iter().map(|r| r.stated).collect();
     assert_eq!(stated, [false, false, true]);
     assert!(package.is_requirement_scored());
-    assert_eq!(
-        package.static_scoring_kind(),
-        Some(ScoringKind::Requirement)
-    );
+    assert_eq!(package.static_scoring_kind(), Some(ScoringKind::Requirement));
     assert_eq!(package.observations().len(), 4);
     assert_eq!(package.observations_for("monthly-rate").count(), 2);
-    assert_eq!(
-        package
-            .observation("monthly-rate", Some("charged-on-time"))
-            .unwrap()
-            .failure_mode,
-        "charged-on-time"
-    );
+    assert_eq!(package.observation("monthly-rate", Some("charged-on-time")).unwrap().failure_mode, "charged-on-time");
     // No or an unregistered failure mode: the requirement's first observation.
-    assert_eq!(
-        package
-            .observation("monthly-rate", None)
-            .unwrap()
-            .failure_mode,
-        "fee-miscounted"
-    );
-    assert_eq!(
-        package
-            .observation("monthly-rate", Some("nope"))
-            .unwrap()
-            .failure_mode,
-        "fee-miscounted"
-    );
+    assert_eq!(package.observation("monthly-rate", None).unwrap().failure_mode, "fee-miscounted");
+    assert_eq!(package.observation("monthly-rate", Some("nope")).unwrap().failure_mode, "fee-miscounted");
     assert!(package.user().unwrap().persona.starts_with("Dana Okafor"));
     assert_eq!(package.information(), None);
     assert!(package.clarifications().is_empty());
@@ -72,37 +35,15 @@ fn req_basic_loads_every_file() {
     let gold = package.solutions().gold.as_ref().unwrap();
     assert_eq!(gold.dir, fixture("req-basic").join("solutions/gold"));
     assert_eq!(gold.delete, [PathBuf::from("billing/fees_draft.py")]);
-    assert!(
-        package
-            .solutions()
-            .literal
-            .as_ref()
-            .unwrap()
-            .delete
-            .is_empty()
-    );
-    let mutants: Vec<&str> = package
-        .solutions()
-        .mutants
-        .keys()
-        .map(String::as_str)
-        .collect();
+    assert!(package.solutions().literal.as_ref().unwrap().delete.is_empty());
+    let mutants: Vec<&str> = package.solutions().mutants.keys().map(String::as_str).collect();
     assert_eq!(mutants, ["disputed-exempt", "fee-cap", "monthly-rate"]);
-    assert_eq!(
-        package.solution("mutant:fee-cap").unwrap().dir,
-        fixture("req-basic").join("solutions/mutants/fee-cap")
-    );
+    assert_eq!(package.solution("mutant:fee-cap").unwrap().dir, fixture("req-basic").join("solutions/mutants/fee-cap"));
     assert!(package.residual_states().is_empty());
     let ctx = package.scoring_context();
-    assert_eq!(
-        ctx.requirement_ids,
-        ["disputed-exempt", "fee-cap", "monthly-rate"]
-    );
+    assert_eq!(ctx.requirement_ids, ["disputed-exempt", "fee-cap", "monthly-rate"]);
     assert_eq!(ctx.delivery, None);
-    assert_eq!(
-        package.workspace_dir(),
-        fixture("req-basic").join("workspace")
-    );
+    assert_eq!(package.workspace_dir(), fixture("req-basic").join("workspace"));
     assert_eq!(package.hash().len(), 64);
 }
 
@@ -112,14 +53,8 @@ fn test_basic_loads_its_residual_state() {
     assert!(!package.is_requirement_scored());
     assert_eq!(package.static_scoring_kind(), None);
     let state = package.residual("half-done").unwrap();
-    assert_eq!(
-        state.patch,
-        fixture("test-basic").join("residual/half-done/state.patch")
-    );
-    assert_eq!(
-        state.meta.failing_tests,
-        ["line_count_trailing", "top_words_ties"]
-    );
+    assert_eq!(state.patch, fixture("test-basic").join("residual/half-done/state.patch"));
+    assert_eq!(state.meta.failing_tests, ["line_count_trailing", "top_words_ties"]);
     assert!(state.meta.declared_complete);
     assert_eq!(state.meta.steps, 14);
 }
@@ -142,15 +77,8 @@ fn planned_scoring_kind_of_a_reward_task_is_reward_not_test() {
 fn delivery_basic_loads_its_case() {
     let package = specgap_task::load(fixture("delivery-basic")).unwrap();
     assert!(package.is_delivery());
-    assert_eq!(
-        package.scoring_context().delivery,
-        Some((4.0, Direction::Min))
-    );
-    let ids: Vec<&str> = package
-        .clarifications()
-        .iter()
-        .map(|t| t.id.as_str())
-        .collect();
+    assert_eq!(package.scoring_context().delivery, Some((4.0, Direction::Min)));
+    let ids: Vec<&str> = package.clarifications().iter().map(|t| t.id.as_str()).collect();
     assert_eq!(ids, ["packaging-weight", "all-items-today"]);
     assert!(package.information().unwrap().contains("0.5 kg"));
 }
@@ -168,11 +96,7 @@ fn hash_covers_content_not_location() {
 
     // The executable bit is content too.
     use std::os::unix::fs::PermissionsExt as _;
-    fs_err::set_permissions(
-        copy.path("workspace/README.md"),
-        std::fs::Permissions::from_mode(0o755),
-    )
-    .unwrap();
+    fs_err::set_permissions(copy.path("workspace/README.md"), std::fs::Permissions::from_mode(0o755)).unwrap();
     let chmodded = specgap_task::load(&copy.root).unwrap().hash().to_owned();
     assert_ne!(chmodded, edited);
 
@@ -203,45 +127,23 @@ fn other_format_is_rejected_with_its_line() {
     copy.replace("task.toml", "format = 1\n", "\nformat = 3\n");
     assert_eq!(
         copy.load_error(),
-        format!(
-            "{}:2:10: format = 3 is not supported; expected `format = 1` or `format = 2`",
-            copy.path("task.toml").display()
-        )
+        format!("{}:2:10: format = 3 is not supported; expected `format = 1` or `format = 2`", copy.path("task.toml").display())
     );
 }
 
 #[test]
 fn missing_required_parts_are_rejected() {
     let cases = [
-        (
-            "task.toml",
-            "no task.toml; a task package is a directory with a task.toml",
-        ),
-        (
-            "instruction.md",
-            "missing instruction.md; every package needs its opening instruction",
-        ),
-        (
-            "workspace",
-            "missing workspace/ directory; it may be empty but must exist",
-        ),
-        (
-            "evaluator",
-            "missing evaluator/ directory; every package needs its private evaluator",
-        ),
-        (
-            "observations.toml",
-            "missing observations.toml; a package with requirements.toml needs an observation for every requirement",
-        ),
+        ("task.toml", "no task.toml; a task package is a directory with a task.toml"),
+        ("instruction.md", "missing instruction.md; every package needs its opening instruction"),
+        ("workspace", "missing workspace/ directory; it may be empty but must exist"),
+        ("evaluator", "missing evaluator/ directory; every package needs its private evaluator"),
+        ("observations.toml", "missing observations.toml; a package with requirements.toml needs an observation for every requirement"),
     ];
     for (part, message) in cases {
         let copy = Copy::of("req-basic");
         copy.remove(part);
-        assert_eq!(
-            copy.load_error(),
-            format!("{}: {message}", copy.root.display()),
-            "without {part}"
-        );
+        assert_eq!(copy.load_error(), format!("{}: {message}", copy.root.display()), "without {part}");
     }
 }
 
@@ -250,23 +152,13 @@ fn workspace_that_is_a_file_is_rejected() {
     let copy = Copy::of("req-basic");
     copy.remove("workspace");
     copy.write("workspace", "not a directory");
-    assert_eq!(
-        copy.load_error(),
-        format!(
-            "{}: expected a directory, found a regular file",
-            copy.path("workspace").display()
-        )
-    );
+    assert_eq!(copy.load_error(), format!("{}: expected a directory, found a regular file", copy.path("workspace").display()));
 }
 
 #[test]
 fn unknown_key_is_rejected_with_line_and_column() {
     let copy = Copy::of("req-basic");
-    copy.replace(
-        "task.toml",
-        "timeout_sec = 60\n",
-        "timeout_sec = 60\ntimeout = 5\n",
-    );
+    copy.replace("task.toml", "timeout_sec = 60\n", "timeout_sec = 60\ntimeout = 5\n");
     let err = copy.load_error();
     let prefix = format!(
         "{}:20:1: unknown field `timeout`, expected one of `command`, `timeout_sec`, `dir`, `out`, `environment`",
@@ -278,27 +170,16 @@ fn unknown_key_is_rejected_with_line_and_column() {
 #[test]
 fn unknown_requirement_key_is_rejected() {
     let copy = Copy::of("req-basic");
-    copy.replace(
-        "requirements.toml",
-        "priority = 2\n",
-        "priority = 2\nweight = 3\n",
-    );
+    copy.replace("requirements.toml", "priority = 2\n", "priority = 2\nweight = 3\n");
     let err = copy.load_error();
-    let prefix = format!(
-        "{}:11:1: unknown field `weight`, expected one of",
-        copy.path("requirements.toml").display()
-    );
+    let prefix = format!("{}:11:1: unknown field `weight`, expected one of", copy.path("requirements.toml").display());
     assert!(err.starts_with(&prefix), "{err}");
 }
 
 #[test]
 fn empty_evaluator_command_is_rejected() {
     let copy = Copy::of("req-basic");
-    copy.replace(
-        "task.toml",
-        r#"command = "python3 evaluate.py""#,
-        r#"command = "  ""#,
-    );
+    copy.replace("task.toml", r#"command = "python3 evaluate.py""#, r#"command = "  ""#);
     assert_eq!(
         copy.load_error(),
         format!(
@@ -311,11 +192,7 @@ fn empty_evaluator_command_is_rejected() {
 #[test]
 fn duplicate_requirement_id_is_rejected() {
     let copy = Copy::of("req-basic");
-    copy.replace(
-        "requirements.toml",
-        r#"id = "fee-cap""#,
-        r#"id = "disputed-exempt""#,
-    );
+    copy.replace("requirements.toml", r#"id = "fee-cap""#, r#"id = "disputed-exempt""#);
     assert_eq!(
         copy.load_error(),
         format!(
@@ -341,11 +218,7 @@ fn shared_priority_is_rejected() {
 #[test]
 fn non_hyphenated_requirement_id_is_rejected() {
     let copy = Copy::of("req-basic");
-    copy.replace(
-        "requirements.toml",
-        r#"id = "fee-cap""#,
-        r#"id = "Fee_Cap""#,
-    );
+    copy.replace("requirements.toml", r#"id = "fee-cap""#, r#"id = "Fee_Cap""#);
     assert_eq!(
         copy.load_error(),
         format!(
@@ -358,11 +231,7 @@ fn non_hyphenated_requirement_id_is_rejected() {
 #[test]
 fn observation_of_unknown_requirement_is_rejected() {
     let copy = Copy::of("req-basic");
-    copy.replace(
-        "observations.toml",
-        r#"requirement = "fee-cap""#,
-        r#"requirement = "fee-limit""#,
-    );
+    copy.replace("observations.toml", r#"requirement = "fee-cap""#, r#"requirement = "fee-limit""#);
     assert_eq!(
         copy.load_error(),
         format!(
@@ -376,10 +245,7 @@ fn observation_of_unknown_requirement_is_rejected() {
 fn requirement_without_observation_is_rejected() {
     let copy = Copy::of("req-basic");
     let text = copy.read("observations.toml");
-    let kept: Vec<&str> = text
-        .split("[[observation]]")
-        .filter(|block| !block.contains(r#""fee-cap""#))
-        .collect();
+    let kept: Vec<&str> = text.split("[[observation]]").filter(|block| !block.contains(r#""fee-cap""#)).collect();
     copy.write("observations.toml", &kept.join("[[observation]]"));
     assert_eq!(
         copy.load_error(),
@@ -393,11 +259,7 @@ fn requirement_without_observation_is_rejected() {
 #[test]
 fn mutant_of_unknown_requirement_is_rejected() {
     let copy = Copy::of("req-basic");
-    fs_err::rename(
-        copy.path("solutions/mutants/fee-cap"),
-        copy.path("solutions/mutants/fee-limit"),
-    )
-    .unwrap();
+    fs_err::rename(copy.path("solutions/mutants/fee-cap"), copy.path("solutions/mutants/fee-limit")).unwrap();
     assert_eq!(
         copy.load_error(),
         format!(
@@ -438,10 +300,7 @@ fn delete_entry_leaving_the_workspace_is_rejected() {
     ];
     for (entry, why) in cases {
         let copy = Copy::of("req-basic");
-        copy.write(
-            "solutions/gold/delete.txt",
-            &format!("# stale files\nbilling/fees_draft.py\n\n{entry}\n"),
-        );
+        copy.write("solutions/gold/delete.txt", &format!("# stale files\nbilling/fees_draft.py\n\n{entry}\n"));
         assert_eq!(
             copy.load_error(),
             format!(
@@ -455,32 +314,17 @@ fn delete_entry_leaving_the_workspace_is_rejected() {
 #[test]
 fn symlinks_leaving_their_tree_are_rejected() {
     let cases = [
-        (
-            "workspace/billing/escape.py",
-            "../../evaluator/evaluate.py",
-            "workspace/",
-        ),
+        ("workspace/billing/escape.py", "../../evaluator/evaluate.py", "workspace/"),
         ("workspace/abs", "/etc/passwd", "workspace/"),
-        (
-            "solutions/gold/billing/policy.py",
-            "../../../workspace/billing/policy.py",
-            "solutions/gold/",
-        ),
-        (
-            "solutions/mutants/fee-cap/up",
-            "..",
-            "solutions/mutants/fee-cap/",
-        ),
+        ("solutions/gold/billing/policy.py", "../../../workspace/billing/policy.py", "solutions/gold/"),
+        ("solutions/mutants/fee-cap/up", "..", "solutions/mutants/fee-cap/"),
     ];
     for (link, target, tree) in cases {
         let copy = Copy::of("req-basic");
         copy.symlink(target, link);
         assert_eq!(
             copy.load_error(),
-            format!(
-                "{}: symlink to `{target}` leaves {tree}; links must stay inside it",
-                copy.path(link).display()
-            )
+            format!("{}: symlink to `{target}` leaves {tree}; links must stay inside it", copy.path(link).display())
         );
     }
 }
@@ -495,10 +339,7 @@ fn symlink_escaping_through_another_link_is_rejected() {
     let err = copy.load_error();
     assert_eq!(
         err,
-        format!(
-            "{}: symlink to `up/../..` leaves workspace/; links must stay inside it",
-            copy.path("workspace/billing/sneaky").display()
-        )
+        format!("{}: symlink to `up/../..` leaves workspace/; links must stay inside it", copy.path("workspace/billing/sneaky").display())
     );
 }
 
@@ -568,17 +409,11 @@ fn a_fifo_where_a_file_is_read_is_refused_without_blocking() {
 fn fifo_and_socket_in_workspace_are_rejected() {
     let copy = Copy::of("req-basic");
     let fifo = copy.path("workspace/pipe");
-    let status = std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap();
+    let status = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
     assert!(status.success());
     assert_eq!(
         copy.load_error(),
-        format!(
-            "{}: is a fifo; a package may hold only regular files, directories and symlinks",
-            fifo.display()
-        )
+        format!("{}: is a fifo; a package may hold only regular files, directories and symlinks", fifo.display())
     );
 
     let copy = Copy::of("req-basic");
@@ -586,50 +421,26 @@ fn fifo_and_socket_in_workspace_are_rejected() {
     let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
     assert_eq!(
         copy.load_error(),
-        format!(
-            "{}: is a socket; a package may hold only regular files, directories and symlinks",
-            socket.display()
-        )
+        format!("{}: is a socket; a package may hold only regular files, directories and symlinks", socket.display())
     );
 }
 
 #[test]
 fn malformed_residual_meta_is_rejected() {
     let copy = Copy::of("test-basic");
-    copy.replace(
-        "residual/half-done/meta.toml",
-        "steps = 14\n",
-        "steps = \"many\"\n",
-    );
+    copy.replace("residual/half-done/meta.toml", "steps = 14\n", "steps = \"many\"\n");
     let err = copy.load_error();
-    assert_eq!(
-        err,
-        format!(
-            "{}:3:9: invalid type: string \"many\", expected u32",
-            copy.path("residual/half-done/meta.toml").display()
-        )
-    );
+    assert_eq!(err, format!("{}:3:9: invalid type: string \"many\", expected u32", copy.path("residual/half-done/meta.toml").display()));
 
     let copy = Copy::of("test-basic");
-    copy.replace(
-        "residual/half-done/meta.toml",
-        "declared_complete = true\n",
-        "",
-    );
+    copy.replace("residual/half-done/meta.toml", "declared_complete = true\n", "");
     assert_eq!(
         copy.load_error(),
-        format!(
-            "{}:1:1: missing field `declared_complete`",
-            copy.path("residual/half-done/meta.toml").display()
-        )
+        format!("{}:1:1: missing field `declared_complete`", copy.path("residual/half-done/meta.toml").display())
     );
 
     let copy = Copy::of("test-basic");
-    copy.replace(
-        "residual/half-done/meta.toml",
-        r#"["line_count_trailing", "top_words_ties"]"#,
-        "[]",
-    );
+    copy.replace("residual/half-done/meta.toml", r#"["line_count_trailing", "top_words_ties"]"#, "[]");
     assert_eq!(
         copy.load_error(),
         format!(
@@ -642,27 +453,15 @@ fn malformed_residual_meta_is_rejected() {
     copy.remove("residual/half-done/state.patch");
     assert_eq!(
         copy.load_error(),
-        format!(
-            "{}: missing state.patch; a residual state needs state.patch and meta.toml",
-            copy.path("residual/half-done").display()
-        )
+        format!("{}: missing state.patch; a residual state needs state.patch and meta.toml", copy.path("residual/half-done").display())
     );
 }
 
 #[test]
 fn unusable_delivery_reference_is_rejected() {
-    for (value, shown) in [
-        ("0.0", "0"),
-        ("nan", "NaN"),
-        ("inf", "inf"),
-        ("-inf", "-inf"),
-    ] {
+    for (value, shown) in [("0.0", "0"), ("nan", "NaN"), ("inf", "inf"), ("-inf", "-inf")] {
         let copy = Copy::of("delivery-basic");
-        copy.replace(
-            "task.toml",
-            "reference = 4.0",
-            &format!("reference = {value}"),
-        );
+        copy.replace("task.toml", "reference = 4.0", &format!("reference = {value}"));
         assert_eq!(
             copy.load_error(),
             format!(
@@ -703,19 +502,9 @@ fn unknown_solution_directory_is_rejected() {
 #[test]
 fn bad_task_name_is_rejected() {
     let copy = Copy::of("req-basic");
-    copy.replace(
-        "task.toml",
-        r#"name = "fixtures/req-basic""#,
-        r#"name = "fixtures//req basic""#,
-    );
+    copy.replace("task.toml", r#"name = "fixtures/req-basic""#, r#"name = "fixtures//req basic""#);
     let err = copy.load_error();
-    assert!(
-        err.starts_with(&format!(
-            "{}:4:8: task name `fixtures//req basic` is not usable",
-            copy.path("task.toml").display()
-        )),
-        "{err}"
-    );
+    assert!(err.starts_with(&format!("{}:4:8: task name `fixtures//req basic` is not usable", copy.path("task.toml").display())), "{err}");
 }
 
 #[test]
@@ -733,24 +522,13 @@ fn toml_syntax_error_names_line_and_column() {
     let copy = Copy::of("req-basic");
     copy.replace("user.toml", "persona = \"Dana", "persona = Dana");
     let err = copy.load_error();
-    assert!(
-        err.starts_with(&format!(
-            "{}:1:22: unexpected key or value, expected newline",
-            copy.path("user.toml").display()
-        )),
-        "{err}"
-    );
+    assert!(err.starts_with(&format!("{}:1:22: unexpected key or value, expected newline", copy.path("user.toml").display())), "{err}");
 }
 
 #[test]
 fn smaller_format_rules_are_enforced() {
     let cases: [(&str, &str, &str, &str); 4] = [
-        (
-            "task.toml",
-            "timeout_sec = 60",
-            "timeout_sec = 0",
-            "{task}:19:15: [evaluator].timeout_sec = 0; expected at least 1 second",
-        ),
+        ("task.toml", "timeout_sec = 60", "timeout_sec = 0", "{task}:19:15: [evaluator].timeout_sec = 0; expected at least 1 second"),
         (
             "task.toml",
             "commands = [\"python3\"]",
@@ -779,14 +557,8 @@ fn smaller_format_rules_are_enforced() {
         }
         let expected = expected
             .replace("{task}", &copy.path("task.toml").display().to_string())
-            .replace(
-                "{requirements}",
-                &copy.path("requirements.toml").display().to_string(),
-            )
-            .replace(
-                "{observations}",
-                &copy.path("observations.toml").display().to_string(),
-            );
+            .replace("{requirements}", &copy.path("requirements.toml").display().to_string())
+            .replace("{observations}", &copy.path("observations.toml").display().to_string());
         assert_eq!(copy.load_error(), expected, "{file}: {new}");
     }
 }
@@ -794,26 +566,15 @@ fn smaller_format_rules_are_enforced() {
 #[test]
 fn bad_artifact_glob_and_duplicate_clarification_are_rejected() {
     let copy = Copy::of("delivery-basic");
-    copy.replace(
-        "task.toml",
-        r#"artifact = "plan.json""#,
-        r#"artifact = "plan[.json""#,
-    );
+    copy.replace("task.toml", r#"artifact = "plan.json""#, r#"artifact = "plan[.json""#);
     let err = copy.load_error();
     assert!(
-        err.starts_with(&format!(
-            "{}:19:12: [delivery].artifact `plan[.json` is not a usable glob",
-            copy.path("task.toml").display()
-        )),
+        err.starts_with(&format!("{}:19:12: [delivery].artifact `plan[.json` is not a usable glob", copy.path("task.toml").display())),
         "{err}"
     );
 
     let copy = Copy::of("delivery-basic");
-    copy.replace(
-        "clarifications.toml",
-        r#"id = "all-items-today""#,
-        r#"id = "packaging-weight""#,
-    );
+    copy.replace("clarifications.toml", r#"id = "all-items-today""#, r#"id = "packaging-weight""#);
     assert_eq!(
         copy.load_error(),
         format!(
@@ -836,11 +597,7 @@ fn stray_entries_in_solutions_and_residual_are_rejected() {
     );
 
     let copy = Copy::of("test-basic");
-    fs_err::rename(
-        copy.path("residual/half-done"),
-        copy.path("residual/half done"),
-    )
-    .unwrap();
+    fs_err::rename(copy.path("residual/half-done"), copy.path("residual/half done")).unwrap();
     assert_eq!(
         copy.load_error(),
         format!(
@@ -855,11 +612,5 @@ fn workspace_symlink_is_not_a_workspace() {
     let copy = Copy::of("req-basic");
     fs_err::rename(copy.path("workspace"), copy.path("real-workspace")).unwrap();
     copy.symlink("real-workspace", "workspace");
-    assert_eq!(
-        copy.load_error(),
-        format!(
-            "{}: expected a directory, found a symlink",
-            copy.path("workspace").display()
-        )
-    );
+    assert_eq!(copy.load_error(), format!("{}: expected a directory, found a symlink", copy.path("workspace").display()));
 }

@@ -24,8 +24,30 @@ use crate::proptest_config;
 /// Values a mutation may write: right and wrong types, edge numbers, odd strings and paths.
 fn toml_value() -> impl Strategy<Value = Value> {
     let strings = prop::sample::select(vec![
-        "", " ", "x", "r-1", "r-2", "R_1", "a--b", "p/t", "/abs", "../up", "workspace/s.json", "s.json", "[", "*.json",
-        "swe", "research", "min", "max", "missing", "ambiguous", "data-semantics", "ml-experiment", "Bad Tag", "café",
+        "",
+        " ",
+        "x",
+        "r-1",
+        "r-2",
+        "R_1",
+        "a--b",
+        "p/t",
+        "/abs",
+        "../up",
+        "workspace/s.json",
+        "s.json",
+        "[",
+        "*.json",
+        "swe",
+        "research",
+        "min",
+        "max",
+        "missing",
+        "ambiguous",
+        "data-semantics",
+        "ml-experiment",
+        "Bad Tag",
+        "café",
     ]);
     prop_oneof![
         prop_oneof![Just(0i64), Just(1), Just(2), Just(3), Just(-1), Just(i64::MAX), any::<i64>()].prop_map(Value::Integer),
@@ -39,10 +61,40 @@ fn toml_value() -> impl Strategy<Value = Value> {
 
 /// Keys a mutation may add or replace (real ones of every file, and unknown ones).
 const KEYS: [&str; 34] = [
-    "format", "name", "version", "description", "family", "tags", "subfamily", "commands", "binds", "env", "records",
-    "replay", "command", "timeout_sec", "turns", "reference", "direction", "artifact", "schema", "id", "priority",
-    "stated", "discovery", "requirement", "failure_mode", "scene", "incident", "detail", "request", "answer",
-    "triggers", "failing_tests", "steps", "unknown",
+    "format",
+    "name",
+    "version",
+    "description",
+    "family",
+    "tags",
+    "subfamily",
+    "commands",
+    "binds",
+    "env",
+    "records",
+    "replay",
+    "command",
+    "timeout_sec",
+    "turns",
+    "reference",
+    "direction",
+    "artifact",
+    "schema",
+    "id",
+    "priority",
+    "stated",
+    "discovery",
+    "requirement",
+    "failure_mode",
+    "scene",
+    "incident",
+    "detail",
+    "request",
+    "answer",
+    "triggers",
+    "failing_tests",
+    "steps",
+    "unknown",
 ];
 
 #[derive(Debug, Clone)]
@@ -85,14 +137,35 @@ enum Odd {
 }
 
 const PLACES: [&str; 14] = [
-    "workspace/l", "workspace/d/l", "workspace/m", "evaluator/l", "solutions/gold/l", "solutions/mutants/r-1/l", "l", "m",
-    "residual/s/l", "instruction.md", "task.toml", "schema.json", "solutions/gold/delete.txt", "residual/s/state.patch",
+    "workspace/l",
+    "workspace/d/l",
+    "workspace/m",
+    "evaluator/l",
+    "solutions/gold/l",
+    "solutions/mutants/r-1/l",
+    "l",
+    "m",
+    "residual/s/l",
+    "instruction.md",
+    "task.toml",
+    "schema.json",
+    "solutions/gold/delete.txt",
+    "residual/s/state.patch",
 ];
 const TARGETS: [&str; 11] = ["l", "m", "../m", "..", ".", "../..", "/etc/passwd", "missing", "../evaluator/evaluate.py", "d", "d/l"];
 const FILES: [&str; 12] = [
-    "requirement.toml", "solutions/extra/x", "solutions/mutants/r-9/x", "residual/bad id/x", "residual/t/state.patch",
-    "solutions/gold/delete.txt", "solutions/mutants/r-1/delete.txt", "workspace/d/a.txt", "NOTES.md", "information.md",
-    "instruction.full.md", "schema.json",
+    "requirement.toml",
+    "solutions/extra/x",
+    "solutions/mutants/r-9/x",
+    "residual/bad id/x",
+    "residual/t/state.patch",
+    "solutions/gold/delete.txt",
+    "solutions/mutants/r-1/delete.txt",
+    "workspace/d/a.txt",
+    "NOTES.md",
+    "information.md",
+    "instruction.full.md",
+    "schema.json",
 ];
 const CONTENTS: [&[u8]; 7] = [b"", b"x\n", b"../x\n/abs\n#c\n\n.\nd/a.txt\n", b"{\"type\": \"object\"}", b"[1]", b"\xff\xfe", b"{"];
 const REMOVABLE: [&str; 6] = ["instruction.md", "task.toml", "workspace", "evaluator", "observations.toml", "residual/s/meta.toml"];
@@ -168,9 +241,7 @@ fn parse(text: &str) -> Table {
 
 fn task_toml(spec: &PackageSpec) -> Table {
     let format = if spec.format_2 { 2 } else { 1 };
-    let mut text = format!(
-        "format = {format}\n[task]\nname = \"p/t\"\nversion = \"1\"\ndescription = \"d\"\nfamily = \"research\"\n"
-    );
+    let mut text = format!("format = {format}\n[task]\nname = \"p/t\"\nversion = \"1\"\ndescription = \"d\"\nfamily = \"research\"\n");
     if spec.format_2 {
         text.push_str("tags = [\"a\", \"b-2\"]\nsubfamily = \"ml-experiment\"\n");
     }
@@ -443,16 +514,8 @@ proptest! {
 #[test]
 fn unmutated_generated_packages_load() {
     for (format_2, delivery, requirements) in [(false, false, 0), (true, true, 2), (true, false, 1), (false, true, 2)] {
-        let spec = PackageSpec {
-            format_2,
-            delivery,
-            requirements,
-            clarifications: true,
-            user: true,
-            residual: true,
-            damage: vec![],
-            odd: vec![],
-        };
+        let spec =
+            PackageSpec { format_2, delivery, requirements, clarifications: true, user: true, residual: true, damage: vec![], odd: vec![] };
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().join("pkg");
         build(&root, &spec);

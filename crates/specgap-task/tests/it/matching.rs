@@ -23,10 +23,7 @@ fn a_topic_only_question_covers_nothing() {
     // Seed 002 A.9.5: naming the right topic and asking for "rules" to "watch out for" is not
     // coverage. The words it shares with same-city-first (warehouse, stock, supplier, store)
     // are topic words other targets have too.
-    assert_eq!(
-        linked("Are there any rules about warehouse stock, suppliers and stores I should watch out for?"),
-        Vec::<String>::new()
-    );
+    assert_eq!(linked("Are there any rules about warehouse stock, suppliers and stores I should watch out for?"), Vec::<String>::new());
 }
 
 #[test]
@@ -94,8 +91,14 @@ fn a_stated_assumption_is_never_answered_in_place_of_the_question() {
             }
         }
     }
-    assert_eq!(linked("I will treat supplier lead_days as business days. Which lanes are closed this week?"), ["pinecrest-millbrook-lane-closed"]);
-    assert_eq!(linked("I'll assume warehouse on_hand is in cases of case_pack units. Are any lanes closed?"), ["pinecrest-millbrook-lane-closed"]);
+    assert_eq!(
+        linked("I will treat supplier lead_days as business days. Which lanes are closed this week?"),
+        ["pinecrest-millbrook-lane-closed"]
+    );
+    assert_eq!(
+        linked("I'll assume warehouse on_hand is in cases of case_pack units. Are any lanes closed?"),
+        ["pinecrest-millbrook-lane-closed"]
+    );
     // Asking for confirmation of the assumption is asking about it.
     assert_eq!(linked("I will treat supplier lead_days as business days. Is that right?"), ["supplier-lead-business-days"]);
 }

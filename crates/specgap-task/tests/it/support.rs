@@ -4,9 +4,7 @@ use std::path::{Path, PathBuf};
 
 /// `tests/fixtures/<name>`.
 pub fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
 }
 
 /// A copy of a fixture in a fresh temporary directory; the package is `<tmp>/<name>`.
@@ -75,10 +73,7 @@ impl Copy {
 
     /// The load error of the copy, as text.
     pub fn load_error(&self) -> String {
-        specgap_task::load(&self.root)
-            .map(|p| p.name().to_owned())
-            .unwrap_err()
-            .to_string()
+        specgap_task::load(&self.root).map(|p| p.name().to_owned()).unwrap_err().to_string()
     }
 }
 

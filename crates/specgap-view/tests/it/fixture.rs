@@ -12,8 +12,8 @@ use specgap_protocol::package::Family;
 use specgap_protocol::result::{EvalResult, Scored, ScoringKind};
 use specgap_protocol::run::{EndReason, EpisodeKey, RunConfig};
 use specgap_store::{
-    Ballot, BallotOutcome, ErrorClass, ErrorRecord, EpisodeMeta, EpisodeSummary, Extraction, ExtractionStatus, Judgement, NotApplicableRow, PanelRecord, PanelUse, Question, Role,
-    Status, Store, SubmissionRecord,
+    Ballot, BallotOutcome, EpisodeMeta, EpisodeSummary, ErrorClass, ErrorRecord, Extraction, ExtractionStatus, Judgement, NotApplicableRow,
+    PanelRecord, PanelUse, Question, Role, Status, Store, SubmissionRecord,
 };
 
 /// Every private text planted; none may appear in a public static site.
@@ -76,7 +76,11 @@ fn packages(root: &Path) -> (PathBuf, PathBuf) {
     let del = root.join("pkgs/del");
     copy_dir(&task_fixture("delivery-basic"), &del);
     let text = fs_err::read_to_string(del.join("clarifications.toml")).unwrap();
-    fs_err::write(del.join("clarifications.toml"), text.replace("at most 9.5 kg of goods go in a box.", "at most 9.5 kg of goods go in a box. CANARY-TARGET-ANSWER")).unwrap();
+    fs_err::write(
+        del.join("clarifications.toml"),
+        text.replace("at most 9.5 kg of goods go in a box.", "at most 9.5 kg of goods go in a box. CANARY-TARGET-ANSWER"),
+    )
+    .unwrap();
     (req, del)
 }
 
@@ -157,7 +161,11 @@ fn start_event(id: &str, task: &str, agent: &str, condition: &str, start: &str, 
         agent: agent.into(),
         system_prompt: system.into(),
         opening_message: "Please make the late fees right.".into(),
-        tools: vec![ToolSpec { name: "write_text".into(), description: "Write a file.".into(), parameters: json!({"type": "object", "properties": {"path": {}, "content": {}}}) }],
+        tools: vec![ToolSpec {
+            name: "write_text".into(),
+            description: "Write a file.".into(),
+            parameters: json!({"type": "object", "properties": {"path": {}, "content": {}}}),
+        }],
     }
 }
 
@@ -176,7 +184,13 @@ pub fn run() -> Fixture {
     let delivery = delivery_episode(&store);
     let residual = residual_episode(&store);
     store
-        .record_not_applicable(&NotApplicableRow { task: "fixtures/delivery-basic".into(), agent: "scripted:gold".into(), condition: "full".into(), start: "clean".into(), reason: "condition full needs instruction.full.md".into() })
+        .record_not_applicable(&NotApplicableRow {
+            task: "fixtures/delivery-basic".into(),
+            agent: "scripted:gold".into(),
+            condition: "full".into(),
+            start: "clean".into(),
+            reason: "condition full needs instruction.full.md".into(),
+        })
         .unwrap();
     Fixture { _tmp: tmp, dir, hostile, gold, delivery, residual }
 }
@@ -190,18 +204,44 @@ fn hostile_episode(store: &Store) -> String {
     w.event(EventKind::AgentTurn {
         turn: 1,
         text: Some(HOSTILE_TEXT.into()),
-        tool_calls: vec![ToolCall { id: "c1".into(), tool: "write_text".into(), arguments: json!({"path": "billing/fees.py", "content": "<script>window.__pwned='arg'</script>\nFEE = 2\n"}) }],
+        tool_calls: vec![ToolCall {
+            id: "c1".into(),
+            tool: "write_text".into(),
+            arguments: json!({"path": "billing/fees.py", "content": "<script>window.__pwned='arg'</script>\nFEE = 2\n"}),
+        }],
         usage: Some(Usage { input_tokens: 1200, output_tokens: 80, cached_tokens: 200, requests: 1, latency_ms: 900, ..Usage::default() }),
     })
     .unwrap();
-    w.event(EventKind::ToolResult { call_id: "c1".into(), tool: "write_text".into(), output: format!("{HOSTILE_OUTPUT}\n{long}"), is_error: false }).unwrap();
-    w.event(EventKind::UserMessage { kind: UserMessageKind::Feedback, text: "Invoices still look wrong <b>bold?</b>".into(), usage: None }).unwrap();
+    w.event(EventKind::ToolResult {
+        call_id: "c1".into(),
+        tool: "write_text".into(),
+        output: format!("{HOSTILE_OUTPUT}\n{long}"),
+        is_error: false,
+    })
+    .unwrap();
+    w.event(EventKind::UserMessage { kind: UserMessageKind::Feedback, text: "Invoices still look wrong <b>bold?</b>".into(), usage: None })
+        .unwrap();
     w.event(EventKind::Submission { k: 1, summary: Some("done".into()), automatic: false }).unwrap();
     w.event(EventKind::Evaluation { k: 1, score: 2.0 / 3.0, success: false, failing_requirement: Some("disputed-exempt".into()) }).unwrap();
-    w.event(EventKind::Error { class: "evaluation".into(), message: "evaluator said CANARY-EVAL-ERROR".into(), stderr_tail: "CANARY-EVAL-ERROR".into() }).unwrap();
+    w.event(EventKind::Error {
+        class: "evaluation".into(),
+        message: "evaluator said CANARY-EVAL-ERROR".into(),
+        stderr_tail: "CANARY-EVAL-ERROR".into(),
+    })
+    .unwrap();
     w.event(EventKind::End { reason: "submission_budget".into(), detail: String::new() }).unwrap();
-    w.record_usage(Role::Agent, &Usage { input_tokens: 1200, output_tokens: 80, cached_tokens: 200, requests: 1, latency_ms: 900, ..Usage::default() }).unwrap();
-    w.record_error(&ErrorRecord { class: ErrorClass::Evaluation, message: "first try: CANARY-EVAL-ERROR".into(), stderr_tail: "CANARY-EVAL-ERROR".into(), deterministic: false }).unwrap();
+    w.record_usage(
+        Role::Agent,
+        &Usage { input_tokens: 1200, output_tokens: 80, cached_tokens: 200, requests: 1, latency_ms: 900, ..Usage::default() },
+    )
+    .unwrap();
+    w.record_error(&ErrorRecord {
+        class: ErrorClass::Evaluation,
+        message: "first try: CANARY-EVAL-ERROR".into(),
+        stderr_tail: "CANARY-EVAL-ERROR".into(),
+        deterministic: false,
+    })
+    .unwrap();
     let record = SubmissionRecord {
         automatic: false,
         agent_declared: true,
@@ -234,7 +274,9 @@ fn gold_episode(store: &Store) -> String {
     let record = SubmissionRecord {
         automatic: false,
         agent_declared: true,
-        result: Some(result(json!({"version": 1, "requirements": {"disputed-exempt": {"pass": true}, "fee-cap": {"pass": true}, "monthly-rate": {"pass": true}}}))),
+        result: Some(result(
+            json!({"version": 1, "requirements": {"disputed-exempt": {"pass": true}, "fee-cap": {"pass": true}, "monthly-rate": {"pass": true}}}),
+        )),
         scored: Some(Scored { kind: ScoringKind::Requirement, score: 1.0, success: true }),
         failing_requirement: None,
         error: None,
@@ -250,16 +292,54 @@ fn delivery_episode(store: &Store) -> String {
     let mut w = store.begin_episode(&key(task, agent, "interact", "clean"), &meta(ScoringKind::Delivery)).unwrap();
     let id = w.id().to_string();
     w.event(start_event(&id, task, agent, "interact", "clean", "You deliver plans.")).unwrap();
-    w.event(EventKind::AgentTurn { turn: 1, text: None, tool_calls: vec![ToolCall { id: "q1".into(), tool: "ask_user".into(), arguments: json!({"question": "Does the 10 kg limit include the box itself?"}) }], usage: None }).unwrap();
-    w.event(EventKind::ToolResult { call_id: "q1".into(), tool: "ask_user".into(), output: format!("Yes, it does ({NEEDLE})."), is_error: false }).unwrap();
-    w.record_question(&Question { turn: 1, text: "Does the 10 kg limit include the box itself?".into(), answer: "Yes, it does.".into(), matched_targets: vec!["packaging-weight".into()] }).unwrap();
-    w.record_judgement(&Judgement { judge: "chat:judge-model".into(), target: "packaging-weight".into(), verdict: "covered".into(), matched_question_indices: vec![0] }).unwrap();
-    w.record_judgement(&Judgement { judge: "chat:judge-model".into(), target: "all-items-today".into(), verdict: "missed".into(), matched_question_indices: vec![] }).unwrap();
+    w.event(EventKind::AgentTurn {
+        turn: 1,
+        text: None,
+        tool_calls: vec![ToolCall {
+            id: "q1".into(),
+            tool: "ask_user".into(),
+            arguments: json!({"question": "Does the 10 kg limit include the box itself?"}),
+        }],
+        usage: None,
+    })
+    .unwrap();
+    w.event(EventKind::ToolResult {
+        call_id: "q1".into(),
+        tool: "ask_user".into(),
+        output: format!("Yes, it does ({NEEDLE})."),
+        is_error: false,
+    })
+    .unwrap();
+    w.record_question(&Question {
+        turn: 1,
+        text: "Does the 10 kg limit include the box itself?".into(),
+        answer: "Yes, it does.".into(),
+        matched_targets: vec!["packaging-weight".into()],
+    })
+    .unwrap();
+    w.record_judgement(&Judgement {
+        judge: "chat:judge-model".into(),
+        target: "packaging-weight".into(),
+        verdict: "covered".into(),
+        matched_question_indices: vec![0],
+    })
+    .unwrap();
+    w.record_judgement(&Judgement {
+        judge: "chat:judge-model".into(),
+        target: "all-items-today".into(),
+        verdict: "missed".into(),
+        matched_question_indices: vec![],
+    })
+    .unwrap();
     // Plan mode: the agent's prompt and tools change once its plan is written.
     w.event(EventKind::PhaseChange {
         phase: "execute".into(),
         system_prompt: "Carry out the plan you wrote. <script>window.__pwned='phase'</script>".into(),
-        tools: vec![ToolSpec { name: "run_experiment".into(), description: "Run a command.".into(), parameters: json!({"type": "object", "properties": {"command": {}}}) }],
+        tools: vec![ToolSpec {
+            name: "run_experiment".into(),
+            description: "Run a command.".into(),
+            parameters: json!({"type": "object", "properties": {"command": {}}}),
+        }],
     })
     .unwrap();
     w.event(EventKind::End { reason: "submitted".into(), detail: String::new() }).unwrap();
@@ -286,34 +366,91 @@ fn delivery_episode(store: &Store) -> String {
 /// on submission 1 with its ballots.
 fn panel_work(store: &Store, id: &str) {
     store
-        .record_panel(&PanelRecord { name: JUDGE_PANEL.into(), use_: PanelUse::Judge, config: json!({"models": [{"model": "judge-a"}, {"model": "judge-b"}], "vote": "majority"}), prompt_version: "seed002-judge-1".into(), prompt_hash: "ff".into() })
+        .record_panel(&PanelRecord {
+            name: JUDGE_PANEL.into(),
+            use_: PanelUse::Judge,
+            config: json!({"models": [{"model": "judge-a"}, {"model": "judge-b"}], "vote": "majority"}),
+            prompt_version: "seed002-judge-1".into(),
+            prompt_hash: "ff".into(),
+        })
         .unwrap();
     store
-        .record_panel(&PanelRecord { name: EXTRACTOR_PANEL.into(), use_: PanelUse::Extractor, config: json!({"models": [{"model": "extractor-a"}]}), prompt_version: "seed002-extract-1".into(), prompt_hash: "ee".into() })
+        .record_panel(&PanelRecord {
+            name: EXTRACTOR_PANEL.into(),
+            use_: PanelUse::Extractor,
+            config: json!({"models": [{"model": "extractor-a"}]}),
+            prompt_version: "seed002-extract-1".into(),
+            prompt_hash: "ee".into(),
+        })
         .unwrap();
-    let ballot = |panel: &str, subject: &str, seat: u32, model: &str, outcome: BallotOutcome, vote: Option<serde_json::Value>, response: &str| Ballot {
-        panel: panel.into(),
-        subject: subject.into(),
-        seat,
-        model: model.into(),
-        position: seat,
-        prompt_version: "v1".into(),
-        outcome,
-        vote,
-        request: json!([{"messages": [{"role": "user", "content": "Is packaging-weight covered?"}]}]),
-        response: json!([response]),
-        error: (outcome != BallotOutcome::Ballot).then(|| "the reply is not the json asked for".to_string()),
-    };
+    let ballot =
+        |panel: &str, subject: &str, seat: u32, model: &str, outcome: BallotOutcome, vote: Option<serde_json::Value>, response: &str| {
+            Ballot {
+                panel: panel.into(),
+                subject: subject.into(),
+                seat,
+                model: model.into(),
+                position: seat,
+                prompt_version: "v1".into(),
+                outcome,
+                vote,
+                request: json!([{"messages": [{"role": "user", "content": "Is packaging-weight covered?"}]}]),
+                response: json!([response]),
+                error: (outcome != BallotOutcome::Ballot).then(|| "the reply is not the json asked for".to_string()),
+            }
+        };
     let long = "x".repeat(5_000);
     store
-        .record_ballots(id, &[
-            ballot(JUDGE_PANEL, "packaging-weight", 0, "judge-a", BallotOutcome::Ballot, Some(json!({"covered": true, "question_indices": [0]})), &format!("covered: CANARY-BALLOT {long}")),
-            ballot(JUDGE_PANEL, "packaging-weight", 1, "judge-b", BallotOutcome::Malformed, None, "<script>window.__pwned='ballot'</script>"),
-        ])
+        .record_ballots(
+            id,
+            &[
+                ballot(
+                    JUDGE_PANEL,
+                    "packaging-weight",
+                    0,
+                    "judge-a",
+                    BallotOutcome::Ballot,
+                    Some(json!({"covered": true, "question_indices": [0]})),
+                    &format!("covered: CANARY-BALLOT {long}"),
+                ),
+                ballot(
+                    JUDGE_PANEL,
+                    "packaging-weight",
+                    1,
+                    "judge-b",
+                    BallotOutcome::Malformed,
+                    None,
+                    "<script>window.__pwned='ballot'</script>",
+                ),
+            ],
+        )
         .unwrap();
-    let extraction = Extraction { panel: EXTRACTOR_PANEL.into(), k: 1, status: ExtractionStatus::Scored, score: Some(0.9), success: Some(false), valid: Some(true), objective: Some(9.0), signature: None, routes: 3, agreeing: 3 };
+    let extraction = Extraction {
+        panel: EXTRACTOR_PANEL.into(),
+        k: 1,
+        status: ExtractionStatus::Scored,
+        score: Some(0.9),
+        success: Some(false),
+        valid: Some(true),
+        objective: Some(9.0),
+        signature: None,
+        routes: 3,
+        agreeing: 3,
+    };
     store
-        .record_extraction(id, &[ballot(EXTRACTOR_PANEL, "submission:1", 0, "extractor-a", BallotOutcome::Ballot, Some(json!({"score": 0.9, "valid": true})), "plan extracted: CANARY-EXTRACTOR")], &extraction)
+        .record_extraction(
+            id,
+            &[ballot(
+                EXTRACTOR_PANEL,
+                "submission:1",
+                0,
+                "extractor-a",
+                BallotOutcome::Ballot,
+                Some(json!({"score": 0.9, "valid": true})),
+                "plan extracted: CANARY-EXTRACTOR",
+            )],
+            &extraction,
+        )
         .unwrap();
 }
 

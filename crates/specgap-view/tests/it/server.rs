@@ -157,7 +157,10 @@ fn episode_pages_fold_long_outputs_and_the_whole_event_is_fetched_apart() {
     assert_eq!(whole["output"].as_str().unwrap().chars().count() as u64, full_len);
     // The tail: the end event, then the unknown kind, passed on raw.
     let tail = get(addr, token, &format!("/api/run/0/episode/{}/events?offset=7", run.hostile)).json();
-    assert_eq!(tail["events"][1]["event"], serde_json::json!({"seq": 8, "ts_ms": 1764580260123u64, "elapsed_ms": 1300, "type": "judge_ballot", "target": "t", "note": "CANARY-UNKNOWN-EVENT"}));
+    assert_eq!(
+        tail["events"][1]["event"],
+        serde_json::json!({"seq": 8, "ts_ms": 1764580260123u64, "elapsed_ms": 1300, "type": "judge_ballot", "target": "t", "note": "CANARY-UNKNOWN-EVENT"})
+    );
     let timeline = get(addr, token, &format!("/api/run/0/episode/{}/timeline", run.hostile)).json();
     assert_eq!(timeline["events"][1], serde_json::json!([1, "agent_turn", timeline["events"][1][2], 1, 1280]));
     assert_eq!(get(addr, token, &format!("/api/run/0/episode/{}/event/99", run.hostile)).status, 404);
@@ -189,7 +192,10 @@ fn the_live_viewer_shows_private_parts_with_the_package_text() {
     assert_eq!(res["residual"], true);
     assert_eq!(res["start"]["has_diff"], true);
     assert_eq!(res["start"]["has_result"], true);
-    assert_eq!(get(addr, token, &format!("/api/run/0/episode/{}/diff/0", run.residual)).text(), "diff --git a/billing/fees.py b/billing/fees.py\n+# CANARY-START-DIFF\n");
+    assert_eq!(
+        get(addr, token, &format!("/api/run/0/episode/{}/diff/0", run.residual)).text(),
+        "diff --git a/billing/fees.py b/billing/fees.py\n+# CANARY-START-DIFF\n"
+    );
     let start_result = get(addr, token, &format!("/api/run/0/episode/{}/result/0", run.residual)).json();
     assert_eq!(start_result["tests"]["t1"], "fail");
 }
@@ -200,13 +206,25 @@ fn the_live_viewer_shows_panel_ballots_and_extractions_of_an_episode() {
     let viewer = start(&run.dir);
     let (addr, token) = (viewer.addr(), viewer.token());
     let d = get(addr, token, &format!("/api/run/0/episode/{}", run.delivery)).json();
-    let panels: Vec<(&str, &str)> = d["panels"].as_array().unwrap().iter().map(|p| (p["name"].as_str().unwrap(), p["use"].as_str().unwrap())).collect();
+    let panels: Vec<(&str, &str)> =
+        d["panels"].as_array().unwrap().iter().map(|p| (p["name"].as_str().unwrap(), p["use"].as_str().unwrap())).collect();
     assert_eq!(panels, vec![(JUDGE_PANEL, "judge"), (EXTRACTOR_PANEL, "extractor")]);
     assert_eq!(d["panels"][0]["config"]["models"][1]["model"], "judge-b");
     let ballots = d["ballots"].as_array().unwrap();
-    let keys: Vec<(&str, &str, u64, &str)> =
-        ballots.iter().map(|b| (b["panel"].as_str().unwrap(), b["subject"].as_str().unwrap(), b["seat"].as_u64().unwrap(), b["outcome"].as_str().unwrap())).collect();
-    assert_eq!(keys, vec![(JUDGE_PANEL, "packaging-weight", 0, "ballot"), (JUDGE_PANEL, "packaging-weight", 1, "malformed"), (EXTRACTOR_PANEL, "submission:1", 0, "ballot")]);
+    let keys: Vec<(&str, &str, u64, &str)> = ballots
+        .iter()
+        .map(|b| {
+            (b["panel"].as_str().unwrap(), b["subject"].as_str().unwrap(), b["seat"].as_u64().unwrap(), b["outcome"].as_str().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        keys,
+        vec![
+            (JUDGE_PANEL, "packaging-weight", 0, "ballot"),
+            (JUDGE_PANEL, "packaging-weight", 1, "malformed"),
+            (EXTRACTOR_PANEL, "submission:1", 0, "ballot")
+        ]
+    );
     assert_eq!(ballots[0]["vote"], serde_json::json!({"covered": true, "question_indices": [0]}));
     assert_eq!(ballots[1]["vote"], serde_json::Value::Null);
     assert_eq!(ballots[1]["error"], "the reply is not the json asked for");
@@ -269,7 +287,11 @@ fn lists_filter_and_page_and_the_search_continues_from_its_cursor() {
     for _ in 0..10 {
         let part = get(addr, token, &format!("/api/run/0/search?q={}&cursor={cursor}", NEEDLE.to_uppercase())).json();
         for m in part["matches"].as_array().unwrap() {
-            found.push((m["id"].as_str().unwrap().to_string(), m["hits"][0]["index"].as_u64().unwrap(), m["hits"][0]["snippet"].as_str().unwrap().to_string()));
+            found.push((
+                m["id"].as_str().unwrap().to_string(),
+                m["hits"][0]["index"].as_u64().unwrap(),
+                m["hits"][0]["snippet"].as_str().unwrap().to_string(),
+            ));
         }
         match part["next"].as_u64() {
             Some(next) => cursor = next,
@@ -302,7 +324,12 @@ fn the_summary_is_computed_in_the_background_and_follows_new_commits() {
     }
     assert_eq!(summary["report_state"], "ready", "{summary}");
     let groups = summary["report"]["groups"].as_array().unwrap();
-    assert!(groups.iter().any(|g| g["key"]["agent"] == "scripted:gold" && g["key"]["condition"] == "full" && g["outcomes"]["score_at"][0] == 1.0), "{groups:?}");
+    assert!(
+        groups
+            .iter()
+            .any(|g| g["key"]["agent"] == "scripted:gold" && g["key"]["condition"] == "full" && g["outcomes"]["score_at"][0] == 1.0),
+        "{groups:?}"
+    );
     assert_eq!(summary["not_applicable"][0]["reason"], "condition full needs instruction.full.md");
     assert_eq!(summary["usage_by_agent"][0]["agent"], "replay:hostile");
     assert_eq!(summary["usage_by_agent"][0]["input_tokens"], 1200);
@@ -317,7 +344,11 @@ fn the_summary_is_computed_in_the_background_and_follows_new_commits() {
     // A commit by the runner (here: a new episode) changes the version the pages poll.
     let store = specgap_store::Store::open(&run.dir).unwrap();
     let key = specgap_protocol::run::EpisodeKey { repeat: 3, ..store.episodes().unwrap()[0].key() };
-    let meta = specgap_store::EpisodeMeta { user: "relay".into(), family: specgap_protocol::package::Family::Swe, scoring_kind: specgap_protocol::result::ScoringKind::Requirement };
+    let meta = specgap_store::EpisodeMeta {
+        user: "relay".into(),
+        family: specgap_protocol::package::Family::Swe,
+        scoring_kind: specgap_protocol::result::ScoringKind::Requirement,
+    };
     let mut w = store.begin_episode(&key, &meta).unwrap();
     let id = w.id().to_string();
     w.event(specgap_protocol::event::EventKind::Overlay { name: "gold".into() }).unwrap();
@@ -329,7 +360,11 @@ fn the_summary_is_computed_in_the_background_and_follows_new_commits() {
     let v = get(addr, token, &format!("/api/run/0/episode/{id}/version")).json();
     assert_eq!((v["events"].as_u64(), v["status"].as_str()), (Some(2), Some("running")));
     let timeline = get(addr, token, &format!("/api/run/0/episode/{id}/timeline")).json();
-    assert_eq!(timeline["events"][1], serde_json::json!([1, "overlay", timeline["events"][1][2], -1, 0]), "the cached timeline grows with the file");
+    assert_eq!(
+        timeline["events"][1],
+        serde_json::json!([1, "overlay", timeline["events"][1][2], -1, 0]),
+        "the cached timeline grows with the file"
+    );
     let page = get(addr, token, &format!("/api/run/0/episode/{id}/events?offset=1")).json();
     assert_eq!(page["events"][0]["event"]["name"], "again");
 }

@@ -44,7 +44,15 @@ fn a_public_static_site_holds_no_private_text() {
     let names: Vec<&str> = all.iter().map(|(n, _)| n.as_str()).collect();
     assert!(names.iter().all(|n| !n.contains("diff-") && !n.contains("result-")), "{names:?}");
     // The pages are there, and what the agent saw is published.
-    for expected in ["index.html", "assets/app.js", "assets/style.css", "data/runs.json", "data/run-0/summary.json", "data/run-0/episodes.json", "data/run-0/matrix.json"] {
+    for expected in [
+        "index.html",
+        "assets/app.js",
+        "assets/style.css",
+        "data/runs.json",
+        "data/run-0/summary.json",
+        "data/run-0/episodes.json",
+        "data/run-0/matrix.json",
+    ] {
         assert!(names.contains(&expected), "{expected} missing from {names:?}");
     }
     let ep = format!("data/run-0/ep/{}", run.hostile);
@@ -57,17 +65,32 @@ fn a_public_static_site_holds_no_private_text() {
     assert!(index.contains("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'self';"));
     // The unknown event is a placeholder; the evaluation a withheld marker.
     let events: serde_json::Value = serde_json::from_slice(&std::fs::read(site.join(&ep).join("events-0.json")).unwrap()).unwrap();
-    assert_eq!(events["events"][5]["event"], serde_json::json!({"seq": 5, "ts_ms": events["events"][5]["event"]["ts_ms"], "elapsed_ms": events["events"][5]["event"]["elapsed_ms"], "type": "withheld", "kind": "evaluation"}));
+    assert_eq!(
+        events["events"][5]["event"],
+        serde_json::json!({"seq": 5, "ts_ms": events["events"][5]["event"]["ts_ms"], "elapsed_ms": events["events"][5]["event"]["elapsed_ms"], "type": "withheld", "kind": "evaluation"})
+    );
     assert_eq!(events["events"][8]["event"]["type"], "withheld");
     assert_eq!(events["events"][8]["event"]["kind"], "judge_ballot");
-    let residual: serde_json::Value = serde_json::from_slice(&std::fs::read(site.join(format!("data/run-0/ep/{}/events-0.json", run.residual))).unwrap()).unwrap();
-    assert_eq!((residual["events"][1]["event"]["type"].as_str(), residual["events"][1]["event"]["kind"].as_str()), (Some("withheld"), Some("start_evaluation")));
+    let residual: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(site.join(format!("data/run-0/ep/{}/events-0.json", run.residual))).unwrap()).unwrap();
+    assert_eq!(
+        (residual["events"][1]["event"]["type"].as_str(), residual["events"][1]["event"]["kind"].as_str()),
+        (Some("withheld"), Some("start_evaluation"))
+    );
     // Plan mode's phase change is what the agent was told: public. A kind this build does not
     // know (a cli: agent's model exchange) is withheld.
-    let delivery: serde_json::Value = serde_json::from_slice(&std::fs::read(site.join(format!("data/run-0/ep/{}/events-0.json", run.delivery))).unwrap()).unwrap();
-    assert_eq!((delivery["events"][3]["event"]["type"].as_str(), delivery["events"][3]["event"]["phase"].as_str()), (Some("phase_change"), Some("execute")));
-    assert_eq!((delivery["events"][5]["event"]["type"].as_str(), delivery["events"][5]["event"]["kind"].as_str()), (Some("withheld"), Some("model_exchange")));
-    let detail: serde_json::Value = serde_json::from_slice(&std::fs::read(site.join(format!("data/run-0/ep/{}/detail.json", run.delivery))).unwrap()).unwrap();
+    let delivery: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(site.join(format!("data/run-0/ep/{}/events-0.json", run.delivery))).unwrap()).unwrap();
+    assert_eq!(
+        (delivery["events"][3]["event"]["type"].as_str(), delivery["events"][3]["event"]["phase"].as_str()),
+        (Some("phase_change"), Some("execute"))
+    );
+    assert_eq!(
+        (delivery["events"][5]["event"]["type"].as_str(), delivery["events"][5]["event"]["kind"].as_str()),
+        (Some("withheld"), Some("model_exchange"))
+    );
+    let detail: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(site.join(format!("data/run-0/ep/{}/detail.json", run.delivery))).unwrap()).unwrap();
     assert_eq!((detail.get("ballots"), detail.get("extractions"), detail.get("panels")), (None, None, None));
     let runs: serde_json::Value = serde_json::from_slice(&std::fs::read(site.join("data/runs.json")).unwrap()).unwrap();
     assert_eq!(runs[0]["label"], "run", "a published site names no local directory");
@@ -99,6 +122,12 @@ fn a_directory_that_is_not_an_earlier_site_is_refused() {
     let out = tempfile::tempdir().unwrap();
     std::fs::write(out.path().join("notes.txt"), "mine").unwrap();
     let err = write_static(std::slice::from_ref(&run.dir), out.path(), StaticOptions::default()).err().map(|e| e.to_string());
-    assert_eq!(err, Some(format!("{} is not empty and holds no earlier static site (no index.html with the viewer's marker); give an empty or new directory", out.path().display())));
+    assert_eq!(
+        err,
+        Some(format!(
+            "{} is not empty and holds no earlier static site (no index.html with the viewer's marker); give an empty or new directory",
+            out.path().display()
+        ))
+    );
     assert_eq!(std::fs::read_to_string(out.path().join("notes.txt")).unwrap(), "mine");
 }
