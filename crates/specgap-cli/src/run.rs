@@ -491,6 +491,8 @@ struct RunSpec {
     protocol: Option<String>,
     /// No start was given: the defaults, which a named protocol narrows to its own starts.
     starts_defaulted: bool,
+    /// No condition was given: the defaults, which a named protocol narrows to its own.
+    conditions_defaulted: bool,
     /// `--allow-stand-in`.
     allow_stand_in: bool,
 }
@@ -557,6 +559,7 @@ fn spec_from_flags(args: &Args) -> anyhow::Result<RunSpec> {
         overrides: flag_overrides(args),
         starts: if args.starts.is_empty() { split_list(DEFAULT_STARTS) } else { clean_list(&args.starts) },
         starts_defaulted: args.starts.is_empty(),
+        conditions_defaulted: args.conditions.is_empty(),
         shard: args.shard.clone(),
         shards: args.shards,
         repeats: args.repeats,
@@ -661,6 +664,7 @@ fn spec_from_file(args: &Args, path: &Path) -> anyhow::Result<RunSpec> {
         overrides,
         starts: list_or(&file.starts, DEFAULT_STARTS),
         starts_defaulted: file.starts.is_empty(),
+        conditions_defaulted: file.conditions.is_empty(),
         shard: args.shard.clone(),
         shards: args.shards,
         repeats: args.repeats.or(file.repeats),
@@ -682,6 +686,9 @@ fn spec_from_file(args: &Args, path: &Path) -> anyhow::Result<RunSpec> {
 fn build(mut spec: RunSpec) -> anyhow::Result<Resolved> {
     if spec.starts_defaulted {
         spec.starts = protocol::default_starts(spec.protocol.as_deref(), spec.starts)?;
+    }
+    if spec.conditions_defaulted {
+        spec.conditions = protocol::default_conditions(spec.protocol.as_deref(), spec.conditions)?;
     }
     let suites = if spec.suites.is_empty() { vec![default_suite()?] } else { spec.suites };
     let tasks = specgap_task::discover(&suites).context("cannot load the suite")?;

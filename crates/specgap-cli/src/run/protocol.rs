@@ -102,6 +102,23 @@ pub fn default_starts(spec: Option<&str>, defaults: Vec<String>) -> anyhow::Resu
     Ok(defaults.into_iter().filter(|start| protocol.offers_start(start)).collect())
 }
 
+/// The default conditions of a run under `--protocol spec`: those of `defaults` the protocol
+/// offers, or — when it offers none of them — its own list without `oracle` (which needs a
+/// target: `oracle:R`); all of `defaults` without one. So `--protocol tiganeval` alone runs
+/// partial, full and literal instead of refusing `hidden`, a condition the user never named.
+///
+/// # Errors
+/// An unknown protocol or a custom file that does not load.
+pub fn default_conditions(spec: Option<&str>, defaults: Vec<String>) -> anyhow::Result<Vec<String>> {
+    let Some(spec) = spec else { return Ok(defaults) };
+    let protocol = specgap_rules::by_spec(spec)?;
+    let offered: Vec<String> = defaults.into_iter().filter(|c| protocol.offers_condition(c)).collect();
+    if !offered.is_empty() {
+        return Ok(offered);
+    }
+    Ok(protocol.conditions.iter().filter(|c| c.as_str() != "oracle").cloned().collect())
+}
+
 /// The named protocol of a stored run, from its rules.
 ///
 /// # Errors

@@ -209,3 +209,17 @@ fn merge_refuses_shards_run_under_different_protocols() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("the paper protocol differs: protocol tiganeval in both, with different rules or deviations"), "{stderr}");
 }
+
+/// A named protocol without `--condition` runs the default conditions it offers (a fresh user's
+/// `--protocol tiganeval` was refused for `hidden`, a condition never typed).
+#[test]
+fn a_named_protocol_without_conditions_runs_its_own_of_the_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let report = run_report(&example("payment-retry"), &["--protocol", "tiganeval", "--allow-stand-in"], &out);
+    assert_eq!(
+        protocol_lines(&report),
+        ["protocol tiganeval (conditions partial, full, literal), not faithful: owner: the relay owner (offline) stands in for one model"]
+    );
+    assert_eq!(episodes(&out).len(), 3);
+}
