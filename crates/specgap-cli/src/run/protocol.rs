@@ -83,7 +83,7 @@ pub fn resolve(shape: &RunShape<'_>) -> anyhow::Result<RunProtocols> {
             conditions: conditions.iter().map(|c| c.canonical()).collect(),
             overrides: overrides(protocol, conditions, shape, repeats),
             stand_ins,
-            departures: departures(protocol, conditions, shape.starts),
+            departures: departures(protocol, conditions, shape.starts, shape.tasks),
             rules: protocol.to_toml()?,
         });
     }
@@ -128,6 +128,23 @@ pub fn stored(records: &[ProtocolRecord]) -> anyhow::Result<Option<Protocol>> {
         Some(record) => Ok(Some(Protocol::from_toml(record.rules.clone())?)),
         None => Ok(None),
     }
+}
+
+/// Whether some task of the suite runs `condition` from one of the residual `starts`
+/// (`residual:all` standing for each of a task's states).
+fn runs_from_a_residual_start(condition: &Condition, starts: &[&String], tasks: &[TaskPackage]) -> bool {
+    tasks.iter().any(|task| {
+        let ids: Vec<String> = starts
+            .iter()
+            .flat_map(|start| match start.strip_prefix("residual:") {
+                Some("all") => task.residual_states().keys().cloned().collect::<Vec<_>>(),
+                Some(id) => vec![id.to_string()],
+                None => Vec::new(),
+            })
+            .collect();
+        ids.into_iter()
+            .any(|id| specgap_engine::condition::applicability(task, condition, &specgap_engine::condition::Start::Residual(id)).is_ok())
+    })
 }
 
 /// Without `--protocol`: the conditions grouped by their paper, in the papers' order.
@@ -215,13 +232,19 @@ fn overrides(protocol: &Protocol, conditions: &[&Condition], shape: &RunShape<'_
 }
 
 /// Residual starts under a condition of another paper: no paper runs them (issue 24 item 1).
-fn departures(protocol: &Protocol, conditions: &[&Condition], starts: &[String]) -> Vec<String> {
+fn departures(protocol: &Protocol, conditions: &[&Condition], starts: &[String], tasks: &[TaskPackage]) -> Vec<String> {
     let residual: Vec<&String> = starts.iter().filter(|s| s.starts_with("residual")).collect();
     if residual.is_empty() || protocol.name == specgap_rules::CUSTOM || protocol.offers_start("residual") {
         return Vec::new();
     }
+    // Only combinations that run count: a condition none of whose tasks has an applicable
+    // residual start runs no such episode (the plan lists them as not applicable).
+    let conditions: Vec<String> =
+        conditions.iter().filter(|c| runs_from_a_residual_start(c, &residual, tasks)).map(|c| c.canonical()).collect();
+    if conditions.is_empty() {
+        return Vec::new();
+    }
     let starts: Vec<&str> = residual.iter().map(|s| s.as_str()).collect();
-    let conditions: Vec<String> = conditions.iter().map(|c| c.canonical()).collect();
     vec![format!(
         "condition{} {} from start {}: seed 001's residual starts under another paper's conditions, which no paper \
          runs (a custom protocol file, --protocol FILE, lists the rules of such a combination)",

@@ -223,3 +223,31 @@ fn a_named_protocol_without_conditions_runs_its_own_of_the_defaults() {
     );
     assert_eq!(episodes(&out).len(), 3);
 }
+
+/// A residual start under another paper's condition is a deviation only where such episodes
+/// run: on a suite whose only residual task cannot run `partial` (it has no observations for
+/// feedback), the report is faithful to that (fresh-user finding: every default run said "not
+/// faithful" for combinations that were all not applicable).
+#[test]
+fn a_residual_mix_that_runs_no_episode_is_no_deviation() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let all: Vec<&OsStr> = vec![
+        OsStr::new("run"),
+        example("payment-retry").into_os_string().leak(),
+        example("interval-tree").into_os_string().leak(),
+        OsStr::new("--agent"),
+        OsStr::new("scripted:gold"),
+        OsStr::new("--condition"),
+        OsStr::new("partial,blind"),
+        OsStr::new("--start"),
+        OsStr::new("clean,residual:all"),
+        OsStr::new("--out"),
+        out.as_os_str(),
+    ];
+    let report = String::from_utf8(run_ok(all).stdout).unwrap();
+    let lines = protocol_lines(&report);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(!lines[0].contains("residual"), "{}", lines[0]);
+    assert_eq!(lines[1], "protocol swe-residual (conditions blind), faithful");
+}
