@@ -352,6 +352,10 @@ pub fn plan_from_pilot(pilots: &[RunData], options: &StudyOptions) -> Result<Stu
     check_options(options)?;
     let episodes = index_episodes(&pilots.iter().collect::<Vec<_>>());
     let scored: Vec<&Episode> = episodes.iter().filter(|e| e.is_scored()).collect();
+    check_side(&scored, &options.select_a, "--a")?;
+    if let Some(select_b) = &options.select_b {
+        check_side(&scored, select_b, "--b")?;
+    }
     let mut plans = Vec::new();
     for (measure, seed_paper) in PLAN_MEASURES {
         let named = options.measures.iter().any(|m| m == measure);
@@ -393,6 +397,31 @@ pub fn plan_from_pilot(pilots: &[RunData], options: &StudyOptions) -> Result<Stu
         pilots: pilots.iter().map(|p| p.dir.display().to_string()).collect(),
         measures: plans,
     })
+}
+
+/// A pilot side is one agent under one condition: the spread of its episodes of a task is
+/// run-to-run noise. A side that matches nothing, or pools several agents or conditions (whose
+/// differences would pass for repeat noise and inflate the plan), is refused, naming what to
+/// add (a fresh user's `--a condition=partial` over three scripted agents planned 442 tasks).
+fn check_side(scored: &[&Episode<'_>], selection: &Selection, flag: &str) -> Result<(), ReportError> {
+    let chosen: Vec<&&Episode> = scored.iter().filter(|e| selection.matches(e)).collect();
+    if chosen.is_empty() {
+        return Err(plan_error(format!("{flag} matches no scored episode of the pilot")));
+    }
+    for (key, value_of) in
+        [("agent", (|e: &Episode<'_>| e.row.agent.clone()) as fn(&Episode<'_>) -> String), ("condition", |e| e.row.condition.clone())]
+    {
+        let values: std::collections::BTreeSet<String> = chosen.iter().map(|e| value_of(e)).collect();
+        if values.len() > 1 {
+            let listed: Vec<&str> = values.iter().map(String::as_str).collect();
+            return Err(plan_error(format!(
+                "{flag} pools {} {key}s ({}): a pilot side is one agent under one condition, whose repeats show the run-to-run noise; add {key}=<one of them> to {flag}",
+                values.len(),
+                listed.join(", ")
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Plans the measures of `options` (default: Score@1) from assumed variances.

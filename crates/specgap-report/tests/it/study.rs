@@ -115,3 +115,29 @@ fn a_pilot_without_the_measure_is_an_error() {
     assert!(plan.measures[0].notes[0].starts_with("the pilot has no repeats"), "{:?}", plan.measures[0].notes);
     assert_eq!(plan.measures[0].variances.repeat_sd, None);
 }
+
+/// A side that pools agents (or conditions), or matches nothing, is refused: the agents'
+/// differences would pass for repeat noise (a fresh user's `--a condition=full` over three
+/// agents planned hundreds of tasks without a warning).
+#[test]
+fn a_pilot_side_that_pools_agents_or_matches_nothing_is_refused() {
+    let run = run_with(43, &[], &[]);
+    for t in 0..3 {
+        run.episode(&reward_ep(&format!("t{t}"), "a", 0, 1.0));
+        run.episode(&reward_ep(&format!("t{t}"), "b", 0, 0.0));
+    }
+    let pilot = || RunData::load(&run.dir).unwrap();
+    let pooled = StudyOptions { select_a: Selection::parse("condition=full").unwrap(), ..StudyOptions::default() };
+    assert_eq!(
+        plan_from_pilot(&[pilot()], &pooled).unwrap_err().to_string(),
+        "cannot plan the study: --a pools 2 agents (a, b): a pilot side is one agent under one condition, whose repeats show the \
+         run-to-run noise; add agent=<one of them> to --a"
+    );
+    let nothing = StudyOptions { select_a: Selection::parse("agent=c").unwrap(), ..StudyOptions::default() };
+    assert_eq!(
+        plan_from_pilot(&[pilot()], &nothing).unwrap_err().to_string(),
+        "cannot plan the study: --a matches no scored episode of the pilot"
+    );
+    let one = StudyOptions { select_a: Selection::parse("agent=a").unwrap(), ..StudyOptions::default() };
+    assert!(plan_from_pilot(&[pilot()], &one).is_ok());
+}
