@@ -250,12 +250,7 @@ impl GatewayConfig {
             }
             let url = reqwest::Url::parse(&upstream.base_url)
                 .map_err(|e| GatewayError::Config(format!("{} upstream base url {:?}: {e}", upstream.protocol, upstream.base_url)))?;
-            if !matches!(url.scheme(), "http" | "https")
-                || url.query().is_some()
-                || url.fragment().is_some()
-                || !url.username().is_empty()
-                || url.password().is_some()
-            {
+            if !is_plain_http_url(&url) {
                 return bad(format!(
                     "{} upstream base url {:?} must be http(s)://host[:port][/path] without query, fragment or user info",
                     upstream.protocol, upstream.base_url
@@ -296,6 +291,18 @@ fn valid_model_name(protocol: Protocol, name: &str) -> bool {
         Protocol::Gemini => plain && name != "." && name != ".." && !name.chars().any(|c| matches!(c, '/' | '?' | '#' | '%' | ':' | '\\')),
         _ => plain,
     }
+}
+
+/// Whether `url` is a plain model endpoint, `http(s)://host[:port][/path]`: scheme `http` or
+/// `https`, no query, no fragment, no user info (a key belongs in a header, never the URL). The
+/// gateway's upstreams and every configured base URL (`specgap_agents::chat::client::
+/// check_base_url`) are held to it.
+pub fn is_plain_http_url(url: &reqwest::Url) -> bool {
+    matches!(url.scheme(), "http" | "https")
+        && url.query().is_none()
+        && url.fragment().is_none()
+        && url.username().is_empty()
+        && url.password().is_none()
 }
 
 #[cfg(test)]

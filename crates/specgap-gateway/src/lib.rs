@@ -133,7 +133,7 @@ mod supervisor;
 pub mod tripwire;
 mod upstream;
 
-pub use config::{GatewayConfig, KeyPlacement, Protocol, RetryPolicy, Secret, Upstream};
+pub use config::{GatewayConfig, KeyPlacement, Protocol, RetryPolicy, Secret, Upstream, is_plain_http_url};
 pub use endpoint::Endpoint;
 pub use error::GatewayError;
 pub use handle::{GatewayHandle, ListenAddr, serve_tcp, serve_unix};

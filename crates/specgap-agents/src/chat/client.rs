@@ -179,7 +179,7 @@ pub fn check_base_url(url: &str) -> Result<(), String> {
     if parsed.host_str().is_none_or(str::is_empty) {
         return Err(format!("the base URL {url:?} names no host"));
     }
-    if parsed.query().is_some() || parsed.fragment().is_some() || !parsed.username().is_empty() || parsed.password().is_some() {
+    if !specgap_gateway::is_plain_http_url(&parsed) {
         return Err(format!("the base URL {url:?} must be http(s)://host[:port][/path], without query, fragment or user info"));
     }
     Ok(())
