@@ -10,8 +10,15 @@ use specgap_protocol::package::ImageSource;
 use crate::support::{listing, required, write};
 
 /// The busybox base image the test Dockerfiles start from, imported from Debian's
-/// busybox-static; `None` (test skipped) when podman or busybox is missing outside CI.
+/// busybox-static once per test process (tests run in parallel, and a second import would move
+/// the tag to a new image id under a test that has just read it); `None` (test skipped) when
+/// podman or busybox is missing outside CI.
 fn base_image() -> Option<&'static str> {
+    static IMPORTED: std::sync::OnceLock<Option<&'static str>> = std::sync::OnceLock::new();
+    *IMPORTED.get_or_init(import_base_image)
+}
+
+fn import_base_image() -> Option<&'static str> {
     const TAG: &str = "localhost/specgap-test/busybox:1";
     let missing = |what: &str| {
         if required() {
