@@ -22,6 +22,7 @@ mod extract;
 mod import;
 mod judge;
 mod merge;
+mod mock_model;
 mod plan_study;
 mod report;
 mod resample;
@@ -105,6 +106,8 @@ enum Command {
     PlanStudy(plan_study::Args),
     /// Review the simulated owner / customer's turns of a run (offline rules or a model panel).
     ReviewUser(review_user::Args),
+    /// Serve a scripted model (any protocol) to dry-run an agent without a model.
+    MockModel(mock_model::Args),
 }
 
 fn main() -> ExitCode {
@@ -132,6 +135,7 @@ fn main() -> ExitCode {
         Command::Resample(args) => resample::exec(args),
         Command::PlanStudy(args) => plan_study::exec(args),
         Command::ReviewUser(args) => review_user::exec(args),
+        Command::MockModel(args) => mock_model::exec(args),
     };
     match outcome {
         Ok(code) => code,

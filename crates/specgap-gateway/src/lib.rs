@@ -74,7 +74,9 @@
 //! * [`journal`]: the content-addressed journal and its JSON-lines file; [`Journal::read`]
 //!   and [`Journal::rebuild`] for audits.
 //! * `mock` (cargo feature `mock`): a scripted mock upstream that records every request, with
-//!   well-formed answers of each protocol, for this crate's tests and the engine's.
+//!   well-formed answers of each protocol, for this crate's tests and the engine's;
+//!   [`mock_model`] (same feature) serves a user's versioned script of turns in whichever
+//!   protocol a request arrives in (`specgap mock-model`).
 //!
 //! ## Threading model
 //!
@@ -122,6 +124,8 @@ mod handle;
 pub mod journal;
 #[cfg(feature = "mock")]
 pub mod mock;
+#[cfg(feature = "mock")]
+pub mod mock_model;
 pub mod netns;
 pub mod redact;
 mod response;

@@ -145,6 +145,9 @@ struct State {
     fallback: Mutex<Option<MockReply>>,
     received: Mutex<Vec<ReceivedRequest>>,
     arrived: Condvar,
+    /// Replies written whole to their clients (stalled and hanging ones never are).
+    written: Mutex<usize>,
+    replied: Condvar,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -175,7 +178,15 @@ impl MockUpstream {
     /// # Errors
     /// When the listener cannot be bound.
     pub fn start(script: impl IntoIterator<Item = MockReply>) -> io::Result<Self> {
-        let listener = TcpListener::bind("127.0.0.1:0")?;
+        Self::start_on(SocketAddr::from(([127, 0, 0, 1], 0)), script)
+    }
+
+    /// Starts a mock on `addr` that answers with `script`, in order.
+    ///
+    /// # Errors
+    /// When the listener cannot be bound.
+    pub fn start_on(addr: SocketAddr, script: impl IntoIterator<Item = MockReply>) -> io::Result<Self> {
+        let listener = TcpListener::bind(addr)?;
         let addr = listener.local_addr()?;
         let state = Arc::new(State::default());
         lock(&state.script).extend(script);
@@ -243,6 +254,21 @@ impl MockUpstream {
         }
         received.len()
     }
+
+    /// Waits until at least `n` replies were written whole to their clients (or `limit`
+    /// passed); returns the count.
+    pub fn wait_for_replies(&self, n: usize, limit: Duration) -> usize {
+        let end = Instant::now() + limit;
+        let mut written = lock(&self.state.written);
+        while *written < n {
+            let now = Instant::now();
+            if now >= end {
+                break;
+            }
+            written = self.state.replied.wait_timeout(written, end - now).unwrap_or_else(PoisonError::into_inner).0;
+        }
+        *written
+    }
 }
 
 impl Drop for MockUpstream {
@@ -282,7 +308,10 @@ fn serve_connection(stream: TcpStream, state: &State) {
             MockReply::json(SCRIPT_EXHAUSTED_STATUS, &b"{\"error\":{\"message\":\"the mock has no scripted reply left\"}}"[..])
         });
         match write_reply(&mut writer, &reply) {
-            Ok(true) => {}
+            Ok(true) => {
+                *lock(&state.written) += 1;
+                state.replied.notify_all();
+            }
             Ok(false) => {
                 // Stall or hang: wait for the client to go away, then close.
                 let mut sink = [0u8; 1024];
@@ -409,12 +438,21 @@ pub mod replies {
         pub name: String,
         /// Arguments object.
         pub arguments: Value,
+        /// The Responses API's `namespace` of the called tool (how Codex CLI offers MCP tools:
+        /// the namespace `mcp__specgap`); ignored by the other protocols.
+        pub namespace: Option<String>,
     }
 
     impl Call {
         /// A call.
         pub fn new(id: &str, name: &str, arguments: Value) -> Self {
-            Call { id: id.into(), name: name.into(), arguments }
+            Call { id: id.into(), name: name.into(), arguments, namespace: None }
+        }
+
+        /// The same call of a tool in `namespace` (Responses only).
+        pub fn in_namespace(mut self, namespace: &str) -> Self {
+            self.namespace = Some(namespace.into());
+            self
         }
     }
 
@@ -513,8 +551,12 @@ pub mod replies {
                                "content": [{"type": "output_text", "text": text, "annotations": []}]}));
         }
         for call in calls {
-            output.push(json!({"type": "function_call", "id": format!("fc_{}", call.id), "call_id": call.id, "name": call.name,
-                               "arguments": call.arguments.to_string(), "status": "completed"}));
+            let mut item = json!({"type": "function_call", "id": format!("fc_{}", call.id), "call_id": call.id, "name": call.name,
+                                  "arguments": call.arguments.to_string(), "status": "completed"});
+            if let Some(namespace) = &call.namespace {
+                item["namespace"] = json!(namespace);
+            }
+            output.push(item);
         }
         json!({
             "id": "resp_mock", "object": "response", "created_at": 0, "status": "completed", "model": model, "output": output,

@@ -7,6 +7,7 @@ mod budget;
 mod faults;
 mod journal;
 mod listeners;
+mod mock_model;
 mod protocols;
 mod security;
 mod support;
