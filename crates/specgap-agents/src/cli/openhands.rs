@@ -181,7 +181,13 @@ impl Adapter for OpenHands {
         for (call_id, tool) in unanswered {
             if let Some(found) = observations.iter().rev().find(|o| o["tool_call_id"].as_str() == Some(call_id.as_str())) {
                 let (output, blank_success) = self.tool_result(tool, found["text"].as_str().unwrap_or_default());
-                report.results.push(ObservedResult { call_id: call_id.clone(), tool: tool.clone(), output, is_error: false, blank_success });
+                report.results.push(ObservedResult {
+                    call_id: call_id.clone(),
+                    tool: tool.clone(),
+                    output,
+                    is_error: false,
+                    blank_success,
+                });
             }
         }
         report.note = notes.join("; ");

@@ -69,7 +69,8 @@ def main():
         servers = {}
         for name, server in mcp["mcpServers"].items():
             servers[name] = {k: v for k, v in server.items() if k in ("command", "args", "env")}
-        agent = agent.model_copy(update={"mcp_config": {"mcpServers": servers}})
+        # Validated as the agent's own field (name -> stdio server), not copied in raw.
+        agent = type(agent).model_validate({**agent.model_dump(), "mcp_config": servers})
 
     used = int(read(STEPS_FILE, "0").strip() or "0")
     left = max_steps - used
