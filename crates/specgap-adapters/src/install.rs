@@ -29,7 +29,8 @@ use crate::tree::{TreeError, fingerprint, tree_hash};
 pub const PYTHON_ENV: &str = "SPECGAP_PYTHON";
 /// Environment variable choosing `node` for npm installations.
 pub const NODE_ENV: &str = "SPECGAP_NODE";
-/// The Python version the pip locks are generated for.
+/// The Python version the pip locks are generated for unless the adapter names another
+/// ([`crate::registry::Adapter::python`]).
 pub const LOCK_PYTHON: &str = "3.11";
 /// Host directories every sandbox sees; a runtime prefix under one needs no mount.
 const SYSTEM_DIRS: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
@@ -337,7 +338,8 @@ fn make(
     let mut mounts = vec![dir.to_path_buf()];
     let (python, node) = match adapter.installer {
         Installer::Pip => {
-            let python = find_python(options.python.as_deref())?;
+            let want = if adapter.python.is_empty() { LOCK_PYTHON } else { adapter.python };
+            let python = find_python(options.python.as_deref(), want)?;
             note(&format!(
                 "installing {} with pip into a Python {} venv (interpreter {})",
                 version.label(),
@@ -424,7 +426,7 @@ fn hint(output_tail: &str, registry: &str) -> String {
     }
     if output_tail.contains("No matching distribution found") {
         return format!(
-            "; pip found no file of a locked package: {registry} could not be reached (check the network or proxy settings), or it has no build of that package for this interpreter and platform (the locks are for Python {LOCK_PYTHON} on linux x86_64)"
+            "; pip found no file of a locked package: {registry} could not be reached (check the network or proxy settings), or it has no build of that package for this interpreter and platform (each lock is for its adapter's Python version, {LOCK_PYTHON} unless it says otherwise, on linux x86_64)"
         );
     }
     if output_tail.contains("ensurepip") || output_tail.contains("No module named venv") {
@@ -446,15 +448,22 @@ fn step(what: String, output: &Output, registry: &str) -> Result<(), InstallErro
 
 const PYTHON_PROBE: &str = "import sys; print(sys.executable); print(sys.base_prefix); print('%d.%d.%d' % sys.version_info[:3])";
 
-/// The interpreter for pip installations: `explicit`, else [`PYTHON_ENV`] when set, else
-/// the first of `python3.11` and `python3` on `PATH` that is Python [`LOCK_PYTHON`].
-fn find_python(explicit: Option<&Path>) -> Result<PythonRuntime, InstallError> {
-    let chosen =
-        explicit.map(Path::as_os_str).map(std::ffi::OsStr::to_os_string).or_else(|| std::env::var_os(PYTHON_ENV).filter(|v| !v.is_empty()));
-    let candidates: Vec<PathBuf> = match &chosen {
-        Some(path) => vec![PathBuf::from(path)],
-        None => vec![PathBuf::from("python3.11"), PathBuf::from("python3")],
-    };
+/// The interpreter for pip installations of a lock made for Python `want` (`3.11`, `3.12`):
+/// `explicit`, else [`PYTHON_ENV`] when set and of that version, else the first of
+/// `python<want>` and `python3` on `PATH` that is, else pyenv's `<root>/versions/<want>.*`
+/// (`$PYENV_ROOT`, default `~/.pyenv`; a pyenv shim answers only for its selected version).
+fn find_python(explicit: Option<&Path>, want: &str) -> Result<PythonRuntime, InstallError> {
+    let from_env = std::env::var_os(PYTHON_ENV).filter(|v| !v.is_empty());
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    match (explicit, &from_env) {
+        (Some(path), _) => candidates.push(path.to_path_buf()),
+        (None, env) => {
+            candidates.extend(env.iter().map(PathBuf::from));
+            candidates.push(PathBuf::from(format!("python{want}")));
+            candidates.push(PathBuf::from("python3"));
+            candidates.extend(pyenv_pythons(want));
+        }
+    }
     let mut seen = Vec::new();
     for candidate in &candidates {
         let Ok(output) = Command::new(candidate).arg("-c").arg(PYTHON_PROBE).stdin(Stdio::null()).output() else {
@@ -465,7 +474,7 @@ fn find_python(explicit: Option<&Path>) -> Result<PythonRuntime, InstallError> {
         let lines: Vec<&str> = text.lines().collect();
         match lines.as_slice() {
             [executable, prefix, version] if output.status.success() => {
-                if version.starts_with(&format!("{LOCK_PYTHON}.")) {
+                if version.starts_with(&format!("{want}.")) {
                     return Ok(PythonRuntime {
                         interpreter: PathBuf::from(executable),
                         prefix: PathBuf::from(prefix),
@@ -478,9 +487,30 @@ fn find_python(explicit: Option<&Path>) -> Result<PythonRuntime, InstallError> {
         }
     }
     Err(InstallError::NoPython(format!(
-        "the pip locks are made for Python {LOCK_PYTHON}, and no Python {LOCK_PYTHON} interpreter was found ({}); install Python {LOCK_PYTHON} or set {PYTHON_ENV} to one",
+        "this pip lock is made for Python {want}, and no Python {want} interpreter was found ({}); install Python {want} or set {PYTHON_ENV} to one",
         seen.join("; ")
     )))
+}
+
+/// pyenv's interpreters of Python `want`, newest patch release first.
+fn pyenv_pythons(want: &str) -> Vec<PathBuf> {
+    let root = std::env::var_os("PYENV_ROOT")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").filter(|v| !v.is_empty()).map(|h| PathBuf::from(h).join(".pyenv")));
+    let Some(versions) = root.map(|r| r.join("versions")) else { return Vec::new() };
+    let Ok(entries) = std::fs::read_dir(&versions) else { return Vec::new() };
+    let mut found: Vec<(u32, PathBuf)> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let patch = name.strip_prefix(&format!("{want}."))?.parse::<u32>().ok()?;
+            let python = e.path().join("bin").join(format!("python{want}"));
+            python.is_file().then_some((patch, python))
+        })
+        .collect();
+    found.sort_by(|a, b| b.0.cmp(&a.0));
+    found.into_iter().map(|(_, p)| p).collect()
 }
 
 fn install_pip(dir: &Path, version: &AdapterVersion, python: &PythonRuntime) -> Result<(), InstallError> {

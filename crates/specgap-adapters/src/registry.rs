@@ -4,7 +4,7 @@
 //! Lock files live in `crates/specgap-adapters/locks/<adapter>/<version>/` and are compiled
 //! into the binary, so an installed `specgap` needs no source tree. A pip lock is a
 //! `requirements.txt` with every dependency pinned and hashed (`pip-compile
-//! --generate-hashes`, Python 3.11, linux x86_64), installed with `--require-hashes`; an npm
+//! --generate-hashes`, for the adapter's Python version, linux x86_64), installed with `--require-hashes`; an npm
 //! lock is a `package.json` and its `package-lock.json` (integrity hashes), installed with
 //! `npm ci`. Adding a version: generate its lock files there (see `locks/README.md`) and add a
 //! [`Lock`] to the adapter.
@@ -75,6 +75,8 @@ pub struct Adapter {
     pub entry: Entry,
     /// What it is, for `specgap agents list`.
     pub summary: &'static str,
+    /// The Python minor version its pip lock was made for (`3.11`, `3.12`); empty for npm.
+    pub python: &'static str,
 }
 
 impl Adapter {
@@ -109,6 +111,10 @@ macro_rules! lock_file {
 ///   the other platforms' builds of this version are not all on the registry this project
 ///   reaches, and `npm ci` refuses a lock that lacks some.
 /// * `gemini-cli` (npm `@google/gemini-cli`): the bundled `bundle/gemini.js` under node.
+/// * `openhands` (PyPI `openhands-sdk` with `openhands-tools`, the same version): seed 002's
+///   general scaffold. Its releases need Python 3.12 (`Requires-Python >=3.12`), so its lock
+///   is made for 3.12; the program is the venv's `python` running specgap's driver
+///   (`specgap-agents`' `cli/openhands_driver.py`), which builds OpenHands' own agent.
 pub const ADAPTERS: &[Adapter] = &[
     Adapter {
         name: "mini-swe-agent",
@@ -118,6 +124,7 @@ pub const ADAPTERS: &[Adapter] = &[
         locks: &[Lock { version: "2.4.6", files: &[lock_file!("mini-swe-agent", "2.4.6", "requirements.txt")] }],
         entry: Entry::Program("venv/bin/mini"),
         summary: "mini-swe-agent, a bash-only agent loop (seed 001's scaffold)",
+        python: "3.11",
     },
     Adapter {
         name: "claude-code",
@@ -130,6 +137,7 @@ pub const ADAPTERS: &[Adapter] = &[
         }],
         entry: Entry::Program("node_modules/@anthropic-ai/claude-code-linux-x64/claude"),
         summary: "Claude Code, Anthropic's agent CLI",
+        python: "",
     },
     Adapter {
         name: "codex",
@@ -142,6 +150,7 @@ pub const ADAPTERS: &[Adapter] = &[
         }],
         entry: Entry::NodeScript("node_modules/@openai/codex/bin/codex.js"),
         summary: "Codex CLI, OpenAI's agent CLI",
+        python: "",
     },
     Adapter {
         name: "opencode",
@@ -154,6 +163,7 @@ pub const ADAPTERS: &[Adapter] = &[
         }],
         entry: Entry::Program("node_modules/opencode-linux-x64/bin/opencode"),
         summary: "OpenCode, an open-source agent CLI",
+        python: "",
     },
     Adapter {
         name: "gemini-cli",
@@ -166,6 +176,17 @@ pub const ADAPTERS: &[Adapter] = &[
         }],
         entry: Entry::NodeScript("node_modules/@google/gemini-cli/bundle/gemini.js"),
         summary: "Gemini CLI, Google's agent CLI",
+        python: "",
+    },
+    Adapter {
+        name: "openhands",
+        package: "openhands-sdk",
+        installer: Installer::Pip,
+        default_version: "1.58.2",
+        locks: &[Lock { version: "1.58.2", files: &[lock_file!("openhands", "1.58.2", "requirements.txt")] }],
+        entry: Entry::Program("venv/bin/python"),
+        summary: "OpenHands (its SDK and tools, run by specgap's driver; seed 002's general scaffold)",
+        python: "3.12",
     },
 ];
 
@@ -304,7 +325,7 @@ mod tests {
         assert_eq!(AdapterVersion::parse("codex@0.171.0").unwrap().label(), "codex@0.171.0");
         assert_eq!(
             AdapterVersion::parse("aider").unwrap_err().to_string(),
-            "unknown agent adapter `aider`; the adapters are mini-swe-agent, claude-code, codex, opencode, gemini-cli"
+            "unknown agent adapter `aider`; the adapters are mini-swe-agent, claude-code, codex, opencode, gemini-cli, openhands"
         );
         assert_eq!(AdapterVersion::parse("codex@").unwrap_err(), AdapterRefError::EmptyVersion("codex@".into()));
         assert_eq!(

@@ -59,18 +59,19 @@ pub enum CliSpec {
         /// The command template.
         template: String,
     },
-    /// A vendor's agent CLI installed from npm ([`VENDOR_ADAPTERS`]): `cli:<adapter>` or
+    /// A vendor's agent CLI installed from npm or PyPI ([`VENDOR_ADAPTERS`]): `cli:<adapter>` or
     /// `cli:<adapter>@<version>`.
     Vendor {
-        /// The adapter's name (`claude-code`, `codex`, `opencode`, `gemini-cli`).
+        /// The adapter's name (`claude-code`, `codex`, `opencode`, `gemini-cli`, `openhands`).
         adapter: &'static str,
         /// The pinned version, when given.
         version: Option<String>,
     },
 }
 
-/// The vendors' agent CLIs with an adapter (issue 15): `cli:<name>[@version]`.
-pub const VENDOR_ADAPTERS: &[&str] = &["claude-code", "codex", "opencode", "gemini-cli"];
+/// The vendors' agent CLIs with an adapter (issue 15; `openhands`, from PyPI, issue 24):
+/// `cli:<name>[@version]`.
+pub const VENDOR_ADAPTERS: &[&str] = &["claude-code", "codex", "opencode", "gemini-cli", "openhands"];
 
 impl CliSpec {
     /// The adapter's name as stored (`mini-swe-agent`, `command`).
@@ -98,12 +99,12 @@ pub enum AgentSpecError {
     /// Not a known agent kind.
     #[error(
         "unknown agent `{0}`; expected scripted:gold|literal|starter|mutant:<id>, replay:<file>, chat:<model>, \
-         cli:mini-swe-agent|claude-code|codex|opencode|gemini-cli[@version] or cli:command=<template>"
+         cli:mini-swe-agent|claude-code|codex|opencode|gemini-cli|openhands[@version] or cli:command=<template>"
     )]
     Unknown(String),
     /// `cli:` with an unknown adapter.
     #[error(
-        "unknown cli: adapter in `{0}`; expected cli:mini-swe-agent|claude-code|codex|opencode|gemini-cli[@version] or cli:command=<template>"
+        "unknown cli: adapter in `{0}`; expected cli:mini-swe-agent|claude-code|codex|opencode|gemini-cli|openhands[@version] or cli:command=<template>"
     )]
     BadAdapter(String),
     /// `scripted:` with an unknown solution.
@@ -340,6 +341,7 @@ mod tests {
                 "cli:codex",
                 "cli:opencode",
                 "cli:gemini-cli",
+                "cli:openhands",
                 "cli:command=my-agent {instruction_file}",
             ] {
                 let refused = parse_agent_spec(spec).unwrap().applicability_under(&condition).unwrap_err();

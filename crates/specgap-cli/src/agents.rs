@@ -20,7 +20,7 @@ enum AgentsCommand {
     /// Install an agent CLI at its pinned version (or `@<version>` with a committed lock)
     /// into $XDG_CACHE_HOME/specgap/agents/<adapter>/<version>/ (default ~/.cache/...).
     Install {
-        /// `<adapter>[@<version>]`: mini-swe-agent, claude-code, codex, opencode, gemini-cli.
+        /// `<adapter>[@<version>]`: mini-swe-agent, claude-code, codex, opencode, gemini-cli, openhands.
         adapter: String,
         /// Install again even when a complete, unchanged installation exists.
         #[arg(long)]

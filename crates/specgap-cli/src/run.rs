@@ -78,8 +78,8 @@ pub struct Args {
     /// Agents, comma-separated: scripted:gold|literal|starter|mutant:<id>, replay:<file or
     /// RUN/episodes/<id>>, chat:<model> (see the chat flags below), and real CLI agents behind
     /// the gateway (installed with `specgap agents install`; see --model, --base-url):
-    /// cli:mini-swe-agent, cli:claude-code, cli:codex, cli:opencode, cli:gemini-cli, each with an
-    /// optional @<version>, and cli:command=<template> for your own program (docs/adapters.md).
+    /// cli:mini-swe-agent, cli:claude-code, cli:codex, cli:opencode, cli:gemini-cli, cli:openhands
+    /// (seed 002's OpenHands: local runtime, 200 agent steps), each with an optional @<version>, and cli:command=<template> for your own program (docs/adapters.md).
     /// Default: scripted:gold,scripted:literal,scripted:starter.
     #[arg(long = "agent", value_delimiter = ',')]
     pub agents: Vec<String>,
@@ -280,8 +280,8 @@ pub struct ChatArgs {
     /// How a cli: agent's questions reach the customer: text (under delivery conditions: asked in
     /// its reply, answered by resuming its session; no ask_user tool), mcp (the harness's ask_user tool and command)
     /// or native (the CLI's own question tool, answered through its own server; opencode
-    /// only). Part of the episode key. Default: the adapter's (text for claude-code, codex and
-    /// gemini-cli; native for opencode; mcp for mini-swe-agent and command).
+    /// only). Part of the episode key. Default: the adapter's (text for claude-code, codex,
+    /// gemini-cli and openhands, whose user-response callback it serves; native for opencode; mcp for mini-swe-agent and command).
     #[arg(long, value_name = "text|native|mcp", value_parser = parse_ask_channel)]
     pub ask_channel: Option<specgap_agents::cli::channel::AskChannel>,
     /// Base URL of the user model's endpoint (default: --base-url).

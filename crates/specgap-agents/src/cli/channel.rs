@@ -18,7 +18,8 @@
 //!   for every other adapter.
 //!
 //! Each adapter has a default ([`super::adapter::Adapter::default_ask_channel`]): the vendor
-//! CLIs the paper runs with text exchanges (claude-code, codex, gemini-cli) default to `text`;
+//! CLIs the paper runs with text exchanges (claude-code, codex, gemini-cli) and openhands, whose
+//! user-response callback the text exchange serves, default to `text`;
 //! opencode, whose paper channel is its native tool, defaults to `native`; mini-swe-agent,
 //! which cannot be resumed (so a text exchange could never bring its answers back), and
 //! `cli:command` default to `mcp` (docs/decisions.md "CLI agents: the ask channel").

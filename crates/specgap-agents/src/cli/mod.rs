@@ -23,7 +23,7 @@
 //!    SIGKILLs the whole sandbox after the grace period and shuts the gateway down.
 //!
 //! Adapters ([`adapter::Adapter`], docs/adapters.md): [`mini_swe_agent`], [`command`],
-//! [`claude_code`], [`codex`], [`opencode`] and [`gemini_cli`].
+//! [`claude_code`], [`codex`], [`opencode`], [`gemini_cli`] and [`openhands`].
 //!
 //! How the agent's questions reach the customer is its ask channel ([`channel`]: `text`,
 //! `mcp`, or `native`, the CLI's own question tool, which only opencode's adapter serves:
@@ -46,6 +46,7 @@ pub mod mini_swe_agent;
 mod network;
 pub mod opencode;
 pub mod opencode_server;
+pub mod openhands;
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -259,6 +260,13 @@ impl CliConfig {
                     claude_code::ClaudeCode::new(installation.dir(), &version).map_err(|e| unusable("claude-code", &version, &e))?;
                 Ok(Box::new(adapter))
             }
+            "openhands" => {
+                let installation = self.installation()?;
+                let version = installation.manifest().version.clone();
+                let adapter = openhands::OpenHands::new(&installation.dir().join("venv"), &version)
+                    .map_err(|e| unusable("openhands", &version, &e))?;
+                Ok(Box::new(adapter))
+            }
             "codex" => {
                 let installation = self.installation()?;
                 let version = installation.manifest().version.clone();
@@ -275,7 +283,7 @@ impl CliConfig {
 
 /// The installed adapters `cli:<name>` can name (besides `cli:command=<template>`), in the
 /// order `specgap run --help` lists them.
-pub const ADAPTERS: &[&str] = &["mini-swe-agent", "claude-code", "codex", "opencode", "gemini-cli"];
+pub const ADAPTERS: &[&str] = &["mini-swe-agent", "claude-code", "codex", "opencode", "gemini-cli", "openhands"];
 
 /// The error for an installation its adapter cannot use.
 fn unusable(adapter: &str, version: &str, why: &str) -> AgentError {

@@ -585,3 +585,81 @@ fn codex_that_ends_its_run_after_a_returned_submission_is_resumed_with_the_feedb
         "its shell writes are left to the report's shell analysis; it made no file_change"
     );
 }
+
+/// `cli:openhands` (issue 24 item 3): the real OpenHands SDK agent (its CLI-mode default agent on
+/// the local workspace) against a scripted chat completions upstream, under `interact` through
+/// its default channel: it asks under the heading in a reply without a tool call, the driver
+/// ends, the customer's answers come back as the next user message of the persisted
+/// conversation (the user-response callback served by the text exchange); it reads the data
+/// with its terminal, writes the plan and calls `finish`, which is its submission.
+#[test]
+fn openhands_delivers_under_interact_asking_in_text_and_resuming_its_conversation() {
+    let version = specgap_agents::cli::openhands::DEFAULT_VERSION;
+    let Some(_) = installed("openhands") else { return };
+    let plan = gold_plan();
+    let say = |n: u64, text: &str| replies::openai_chat(MODEL, text, &[], answer_tokens(n));
+    let call = |n: u64, tool: &str, arguments: Value| {
+        replies::openai_chat(MODEL, "", &[Call::new(&format!("call_{n}"), tool, arguments)], answer_tokens(n))
+    };
+    let terminal = |cmd: &str| json!({"command": cmd, "security_risk": "LOW", "summary": "run"});
+    let write = format!("cat > plan.json <<'SPECGAP_EOF'\n{}\nSPECGAP_EOF", plan.trim_end());
+    let script: Vec<MockReply> = vec![
+        say(0, QUESTIONS),
+        call(1, "terminal", terminal("cat data/README.md")),
+        call(2, "terminal", terminal(&write)),
+        call(3, "finish", json!({"message": "The plan is in plan.json.", "summary": "done"})),
+    ];
+    let mock = MockUpstream::start(script).unwrap();
+    mock.set_fallback(MockReply::json(
+        500,
+        "{\"error\":{\"message\":\"unscripted request\",\"type\":\"server_error\",\"param\":null,\"code\":null}}",
+    ));
+    let mut config = vendor_config("openhands", version, &mock);
+    config.resolve_ask_channel(None).unwrap();
+    assert_eq!(config.ask_channel, Some(AskChannel::Text), "its default channel");
+    let run = run_cli(example("retail-replenishment"), "interact", "clean", "cli:openhands", &config, &mock, BudgetFlags::default());
+    let requests = &run.requests;
+    let exits: Vec<String> =
+        run.events.iter().filter(|e| matches!(e.kind, EventKind::AgentExit { .. })).map(|e| format!("{:?}", e.kind)).collect();
+    assert_eq!(
+        requests.len(),
+        4,
+        "every request is a main-loop turn: {:?} {exits:?}",
+        requests.iter().map(ReceivedRequest::path).collect::<Vec<_>>()
+    );
+    check_common(requests, "authorization", &format!("Bearer {}", canary_key()));
+    for (i, request) in requests.iter().enumerate() {
+        assert_eq!(request.path(), "/v1/chat/completions", "request {i}");
+        let body = body(request);
+        let tools: Vec<&str> = body["tools"].as_array().unwrap().iter().filter_map(|t| t["function"]["name"].as_str()).collect();
+        for tool in ["terminal", "file_editor", "task_tracker", "finish"] {
+            assert!(tools.contains(&tool), "request {i}: {tools:?}");
+        }
+        assert!(!tools.iter().any(|t| t.contains("browser")), "request {i}: no browser tool: {tools:?}");
+        assert!(!tools.iter().any(|t| t.contains("ask_user")), "request {i}: the text channel offers no ask_user: {tools:?}");
+    }
+    let resumed = body(&requests[1]);
+    let messages = resumed["messages"].as_array().unwrap();
+    assert!(
+        messages.iter().any(|m| m["role"] == "assistant" && m.to_string().contains("Which currency")),
+        "the resumed conversation carries the first turn"
+    );
+    let last = messages.last().unwrap();
+    assert_eq!(last["role"], "user");
+    let answers = answers_message(&run);
+    assert!(last.to_string().contains(serde_json::to_string(&answers).unwrap().trim_matches('"')), "{last}");
+    let episode = &run.detail.episode;
+    assert_eq!(episode.final_score, Some(1.0), "{episode:?}");
+    assert_eq!(run.detail.submissions.len(), 1);
+    assert!(!run.detail.submissions[0].automatic, "finish is its own submission");
+    let exits = run.events.iter().filter(|e| matches!(e.kind, EventKind::AgentExit { .. })).count();
+    assert!(exits >= 1, "the first start ended with questions");
+    let read = run.events.iter().find_map(|e| match &e.kind {
+        EventKind::ToolResult { call_id, output, .. } if call_id == "call_1" => Some(output.clone()),
+        _ => None,
+    });
+    assert!(read.as_deref().is_some_and(|o| o.starts_with("exit status 0\n--- stdout ---\n")), "{read:?}");
+    let stored = run.everything_stored();
+    assert!(!String::from_utf8_lossy(&stored).contains(canary_key()), "the key is nowhere in the store");
+    assert_no_network_attempt(&run.events);
+}

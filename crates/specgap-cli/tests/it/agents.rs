@@ -114,7 +114,7 @@ fn agents_install_refuses_unknown_adapters_and_unlocked_versions() {
     assert_eq!(unknown.status.code(), Some(2));
     assert_eq!(
         text(&unknown.stderr),
-        "error: unknown agent adapter `aider`; the adapters are mini-swe-agent, claude-code, codex, opencode, gemini-cli\n"
+        "error: unknown agent adapter `aider`; the adapters are mini-swe-agent, claude-code, codex, opencode, gemini-cli, openhands\n"
     );
     let unlocked = agents(&["install", "codex@0.1.0"], cache.path());
     assert_eq!(unlocked.status.code(), Some(2));
@@ -125,7 +125,7 @@ fn agents_install_refuses_unknown_adapters_and_unlocked_versions() {
         text(&listed.stdout),
         format!(
             "agents in {}\nadapter          version    pinned   tree hash      state\n(none installed)\n\
-             not installed at their pinned version: mini-swe-agent@2.4.6, claude-code@2.1.332, codex@0.171.0, opencode@1.18.33, gemini-cli@0.61.0 (specgap agents install <adapter>)\n",
+             not installed at their pinned version: mini-swe-agent@2.4.6, claude-code@2.1.332, codex@0.171.0, opencode@1.18.33, gemini-cli@0.61.0, openhands@1.58.2 (specgap agents install <adapter>)\n",
             cache.path().join("specgap/agents").display()
         )
     );

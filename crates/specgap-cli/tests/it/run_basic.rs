@@ -212,7 +212,7 @@ fn run_help_names_every_kind_of_agent_and_every_cli_adapter() {
             "run --help does not name cli:{adapter}"
         );
     }
-    assert_eq!(specgap_agents::cli::ADAPTERS.len(), 5);
+    assert_eq!(specgap_agents::cli::ADAPTERS.len(), 6);
 }
 
 #[test]

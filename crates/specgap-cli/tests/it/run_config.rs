@@ -234,7 +234,7 @@ fn cli_entries_are_validated_against_the_registry_and_the_installations() {
     let refused = [
         (
             "[[agent]]\nkind = \"cli\"\nadapter = \"aider\"\n",
-            "agent 1: unknown agent adapter `aider`; the adapters are mini-swe-agent, claude-code, codex, opencode, gemini-cli",
+            "agent 1: unknown agent adapter `aider`; the adapters are mini-swe-agent, claude-code, codex, opencode, gemini-cli, openhands",
         ),
         (
             "[[agent]]\nkind = \"cli\"\nadapter = \"mini-swe-agent\"\nversion = \"9.9\"\n",
