@@ -78,7 +78,7 @@ fn a_missing_interpreter_is_named_and_nothing_is_left_behind() {
     let error = specgap_adapters::install(root.path(), &version, &options, &mut |_| {}).unwrap_err();
     assert_eq!(
         error.to_string(),
-        "the pip locks are made for Python 3.11, and no Python 3.11 interpreter was found (/nonexistent/python3.11: not found); install Python 3.11 or set SPECGAP_PYTHON to one"
+        "this pip lock is made for Python 3.11, and no Python 3.11 interpreter was found (/nonexistent/python3.11: not found); install Python 3.11 or set SPECGAP_PYTHON to one"
     );
     assert!(!install_dir(root.path(), &version).exists());
 }
