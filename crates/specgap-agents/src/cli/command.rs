@@ -151,13 +151,8 @@ impl Adapter for CommandAdapter {
 
     fn read_log(&self, home_dir: &Path, _unanswered: &[(String, String)]) -> LogReport {
         let mut report = LogReport::default();
-        let bytes = match home::read_file(home_dir, Path::new(ACTIONS_LOG), ACTIONS_LIMIT) {
-            Ok(bytes) => bytes,
-            Err(home::HomeError::Missing(_)) => return report,
-            Err(e) => {
-                report.note = e.to_string();
-                return report;
-            }
+        let Some(bytes) = home::read_log(home_dir, Path::new(ACTIONS_LOG), ACTIONS_LIMIT, &mut report.note) else {
+            return report;
         };
         let text = String::from_utf8_lossy(&bytes);
         let mut bad = 0;

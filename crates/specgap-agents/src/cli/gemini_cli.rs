@@ -252,13 +252,8 @@ impl Adapter for GeminiCli {
 
     fn read_log(&self, home_dir: &Path, unanswered: &[(String, String)]) -> LogReport {
         let mut report = LogReport::default();
-        let bytes = match home::read_file(home_dir, Path::new(EVENTS_LOG), EVENTS_LIMIT) {
-            Ok(bytes) => bytes,
-            Err(home::HomeError::Missing(_)) => return report,
-            Err(e) => {
-                report.note = e.to_string();
-                return report;
-            }
+        let Some(bytes) = home::read_log(home_dir, Path::new(EVENTS_LOG), EVENTS_LIMIT, &mut report.note) else {
+            return report;
         };
         let reading = read_events(&String::from_utf8_lossy(&bytes), unanswered);
         report.actions = reading.actions;

@@ -102,6 +102,20 @@ fn parent(root: &Path, relative: &Path, names: &[CString], create: bool) -> Resu
     Ok(dir)
 }
 
+/// Reads an adapter's log `relative` under `root` (at most `limit` bytes) for its
+/// [`LogReport`](super::adapter::LogReport): `None` when there is no log (nothing was logged)
+/// or it cannot be read, the reason then written to `note`.
+pub fn read_log(root: &Path, relative: &Path, limit: u64, note: &mut String) -> Option<Vec<u8>> {
+    match read_file(root, relative, limit) {
+        Ok(bytes) => Some(bytes),
+        Err(HomeError::Missing(_)) => None,
+        Err(e) => {
+            *note = e.to_string();
+            None
+        }
+    }
+}
+
 /// Reads `relative` under `root`, at most `limit` bytes, refusing links and special files.
 ///
 /// # Errors

@@ -23,6 +23,7 @@ use specgap_engine::session::ObservedResult;
 
 use super::adapter::{Adapter, Launch, LogReport, SANDBOX_HOME, command_result, shell_quote};
 use super::home;
+use super::venv::Venv;
 
 /// The default version `specgap agents install mini-swe-agent` installs.
 pub const DEFAULT_VERSION: &str = "2.4.6";
@@ -37,10 +38,7 @@ pub const COMPLETION_MARKER: &str = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT";
 #[derive(Debug, Clone)]
 pub struct MiniSweAgent {
     /// The virtual environment (holds `bin/mini`).
-    venv: PathBuf,
-    /// The installation prefix of its Python (`home` of `pyvenv.cfg`, minus `bin`), when it
-    /// is outside the system directories.
-    python_prefix: Option<PathBuf>,
+    venv: Venv,
     version: String,
 }
 
@@ -53,16 +51,8 @@ impl MiniSweAgent {
         if !venv.join("bin/mini").is_file() {
             return Err(format!("{} holds no mini-swe-agent (bin/mini is missing)", venv.display()));
         }
-        let cfg =
-            std::fs::read_to_string(venv.join("pyvenv.cfg")).map_err(|e| format!("cannot read {}/pyvenv.cfg: {e}", venv.display()))?;
-        let home = cfg.lines().find_map(|l| l.split_once('=').filter(|(k, _)| k.trim() == "home").map(|(_, v)| PathBuf::from(v.trim())));
-        let python_prefix = home.and_then(|bin| bin.parent().map(Path::to_path_buf)).filter(|p| !is_system(p));
-        Ok(MiniSweAgent { venv: venv.to_path_buf(), python_prefix, version: version.to_string() })
+        Ok(MiniSweAgent { venv: Venv::open(venv)?, version: version.to_string() })
     }
-}
-
-fn is_system(path: &Path) -> bool {
-    ["/usr", "/bin", "/lib", "/lib64", "/sbin"].iter().any(|s| path.starts_with(s)) || path == Path::new("/")
 }
 
 impl Adapter for MiniSweAgent {
@@ -71,13 +61,11 @@ impl Adapter for MiniSweAgent {
     }
 
     fn mounts(&self) -> Vec<PathBuf> {
-        let mut mounts = vec![self.venv.clone()];
-        mounts.extend(self.python_prefix.clone());
-        mounts
+        self.venv.mounts()
     }
 
     fn path_dirs(&self) -> Vec<PathBuf> {
-        vec![self.venv.join("bin")]
+        vec![self.venv.bin()]
     }
 
     fn env(&self, _launch: &Launch) -> Vec<(String, String)> {
@@ -124,13 +112,8 @@ impl Adapter for MiniSweAgent {
 
     fn read_log(&self, home_dir: &Path, unanswered: &[(String, String)]) -> LogReport {
         let mut report = LogReport::default();
-        let bytes = match home::read_file(home_dir, Path::new(TRAJECTORY), TRAJECTORY_LIMIT) {
-            Ok(bytes) => bytes,
-            Err(home::HomeError::Missing(_)) => return report,
-            Err(e) => {
-                report.note = e.to_string();
-                return report;
-            }
+        let Some(bytes) = home::read_log(home_dir, Path::new(TRAJECTORY), TRAJECTORY_LIMIT, &mut report.note) else {
+            return report;
         };
         let Ok(log) = serde_json::from_slice::<Value>(&bytes) else {
             report.note = format!("{TRAJECTORY} in the agent's home is not JSON");

@@ -47,6 +47,7 @@ mod network;
 pub mod opencode;
 pub mod opencode_server;
 pub mod openhands;
+mod venv;
 
 use std::collections::VecDeque;
 use std::path::PathBuf;

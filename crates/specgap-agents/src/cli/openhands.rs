@@ -22,6 +22,7 @@ use specgap_engine::session::ObservedResult;
 use super::adapter::{Adapter, Launch, LogReport, SANDBOX_HOME, SPECGAP_HOME_DIR, command_result, shell_quote};
 use super::channel::AskChannel;
 use super::home;
+use super::venv::Venv;
 
 /// The default version `specgap agents install openhands` installs.
 pub const DEFAULT_VERSION: &str = "1.58.2";
@@ -36,8 +37,7 @@ const LOG_LIMIT: u64 = 64 << 20;
 /// The adapter over one installed virtual environment.
 #[derive(Debug, Clone)]
 pub struct OpenHands {
-    venv: PathBuf,
-    python_prefix: Option<PathBuf>,
+    venv: Venv,
     version: String,
 }
 
@@ -50,16 +50,12 @@ impl OpenHands {
         if !venv.join("bin/python").exists() {
             return Err(format!("{} holds no Python (bin/python is missing)", venv.display()));
         }
-        let cfg =
-            std::fs::read_to_string(venv.join("pyvenv.cfg")).map_err(|e| format!("cannot read {}/pyvenv.cfg: {e}", venv.display()))?;
-        let minor = cfg.lines().find_map(|l| l.split_once('=').filter(|(k, _)| k.trim() == "version").map(|(_, v)| v.trim().to_string()));
-        let site = venv.join(format!("lib/python{}/site-packages/openhands/sdk", minor.as_deref().map_or("3.12", |v| short(v))));
+        let env = Venv::open(venv)?;
+        let site = venv.join(format!("lib/python{}/site-packages/openhands/sdk", env.cfg_value("version").map_or("3.12", short)));
         if !site.is_dir() {
             return Err(format!("{} holds no openhands-sdk ({} is missing)", venv.display(), site.display()));
         }
-        let home = cfg.lines().find_map(|l| l.split_once('=').filter(|(k, _)| k.trim() == "home").map(|(_, v)| PathBuf::from(v.trim())));
-        let python_prefix = home.and_then(|bin| bin.parent().map(Path::to_path_buf)).filter(|p| !is_system(p));
-        Ok(OpenHands { venv: venv.to_path_buf(), python_prefix, version: version.to_string() })
+        Ok(OpenHands { venv: env, version: version.to_string() })
     }
 }
 
@@ -71,23 +67,17 @@ fn short(version: &str) -> &str {
     }
 }
 
-fn is_system(path: &Path) -> bool {
-    ["/usr", "/bin", "/lib", "/lib64", "/sbin"].iter().any(|s| path.starts_with(s)) || path == Path::new("/")
-}
-
 impl Adapter for OpenHands {
     fn spec(&self) -> String {
         format!("cli:openhands@{}", self.version)
     }
 
     fn mounts(&self) -> Vec<PathBuf> {
-        let mut mounts = vec![self.venv.clone()];
-        mounts.extend(self.python_prefix.clone());
-        mounts
+        self.venv.mounts()
     }
 
     fn path_dirs(&self) -> Vec<PathBuf> {
-        vec![self.venv.join("bin")]
+        vec![self.venv.bin()]
     }
 
     fn env(&self, launch: &Launch) -> Vec<(String, String)> {
@@ -149,13 +139,8 @@ impl Adapter for OpenHands {
 
     fn read_log(&self, home_dir: &Path, unanswered: &[(String, String)]) -> LogReport {
         let mut report = LogReport::default();
-        let bytes = match home::read_file(home_dir, Path::new(RESULT_FILE), LOG_LIMIT) {
-            Ok(bytes) => bytes,
-            Err(home::HomeError::Missing(_)) => return report,
-            Err(e) => {
-                report.note = e.to_string();
-                return report;
-            }
+        let Some(bytes) = home::read_log(home_dir, Path::new(RESULT_FILE), LOG_LIMIT, &mut report.note) else {
+            return report;
         };
         let Ok(result) = serde_json::from_slice::<Value>(&bytes) else {
             report.note = format!("{RESULT_FILE} in the agent's home is not JSON");
