@@ -22,7 +22,7 @@ agent (up to /v1). It runs until Ctrl-C, or with --exit-when-done until the last
 answered. Exit status 0 when every turn was used and no request went unanswered, 1 otherwise.
 
 Example:
-  specgap mock-model examples/mock-model/chat-submit.toml --port 8123 &
+  specgap mock-model examples/mock-model/chat-payment-retry.toml --port 8123 &
   specgap run examples/tasks/payment-retry --agent chat:mock-model \\
       --base-url http://127.0.0.1:8123/v1 --condition full --out runs/dry";
 
