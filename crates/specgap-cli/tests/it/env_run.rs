@@ -200,6 +200,31 @@ fn a_rootfs_task_records_its_digest_and_resume_refuses_a_rewritten_tarball() {
     one_finished(&out);
 }
 
+#[test]
+fn a_run_toml_from_before_digests_resumes_with_a_note() {
+    let Some(()) = have(&["bwrap"]) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (cache, task, out) = (dir.path().join("cache"), dir.path().join("image-answer"), dir.path().join("run"));
+    busybox_tarball(&task.join("environment/rootfs.tar"), "old store");
+    image_task(&task, "rootfs = \"environment/rootfs.tar\"\n", &answer_test("echo 42"));
+    assert_ok(&run_gold(&cache, &task, &out));
+    let path = out.join("run.toml");
+    let mut config: RunConfig = toml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    config.tasks[0].environments.clear();
+    std::fs::write(&path, toml::to_string(&config).unwrap()).unwrap();
+    let output = resume(&cache, &out);
+    assert_ok(&output);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(
+            "note: run.toml records no environment digest for task fixtures/image-answer (written before specgap recorded them); \
+             its image is not checked\n"
+        ),
+        "{stderr}"
+    );
+    one_finished(&out);
+}
+
 /// The busybox base image of this binary's engine tests, imported once per process (tests
 /// run in parallel; a second import would move the tag under a test that has just read it).
 fn base_image() -> Option<&'static str> {
