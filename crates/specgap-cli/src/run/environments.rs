@@ -89,8 +89,8 @@ fn restore_hint(source: &str) -> &'static str {
     }
 }
 
-/// Builds every environment of `tasks` that the environment cache lacks, saying so on stderr
-/// for each one built (cached ones pass silently): the first episodes then start at once, and a
+/// Builds every environment of `tasks` that the environment cache lacks, with a spinner on a
+/// terminal and a line on stderr for each one built (cached ones pass silently): the first episodes then start at once, and a
 /// build that fails stops the run before anything is stored.
 ///
 /// # Errors
@@ -106,7 +106,13 @@ pub fn build_missing(tasks: &[TaskPackage]) -> anyhow::Result<()> {
         let sources = std::iter::once(("task", &image.source)).chain(image.evaluator_source.iter().map(|own| ("evaluator", own)));
         for (role, source) in sources {
             let started = Instant::now();
-            let built = cache.build(&source.source, source.path.as_deref(), RUN_ENGINE).with_context(|| {
+            // A spinner while the engine builds (drawn only when stderr is a terminal).
+            let spinner = indicatif::ProgressBar::new_spinner();
+            spinner.set_message(format!("preparing the {role} environment of task {} ({})", package.name(), source.source.key()));
+            spinner.enable_steady_tick(std::time::Duration::from_millis(120));
+            let built = cache.build(&source.source, source.path.as_deref(), RUN_ENGINE);
+            spinner.finish_and_clear();
+            let built = built.with_context(|| {
                 format!(
                     "task {}: cannot build its {role} environment ({} `{}`)",
                     package.name(),
