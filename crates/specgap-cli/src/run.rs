@@ -32,6 +32,7 @@ use specgap_task::TaskPackage;
 
 mod agents;
 mod config;
+mod environments;
 mod protocol;
 mod scale_out;
 
@@ -394,6 +395,7 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
             let resolved = resolve_stored(store.config())?;
             let plan = plan(&resolved)?;
             scale_out::check_resumed_plan(store.config(), &plan)?;
+            environments::build_missing(&resolved.tasks)?;
             (dir.clone(), store, resolved, plan, true, lock)
         }
         None => {
@@ -401,6 +403,7 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
             // Plan before creating the store: a run where nothing applies leaves nothing behind.
             let plan = plan(&resolved)?;
             scale_out::record_plan(&mut resolved.config, &plan);
+            environments::build_missing(&resolved.tasks)?;
             let (out, link_latest) = match &args.out {
                 Some(out) => (out.clone(), false),
                 None => (default_out_dir()?, true),
@@ -747,6 +750,9 @@ fn resolve_stored(config: &RunConfig) -> anyhow::Result<Resolved> {
     let mut tasks = Vec::with_capacity(config.tasks.len());
     for task in &config.tasks {
         let package = specgap_task::load(&task.path).with_context(|| format!("cannot load task {} from {}", task.name, task.path))?;
+        // First: a changed environment file also changes the package hash, and the digest
+        // says what changed.
+        environments::check_stored(task, &package)?;
         if package.hash() != task.hash {
             bail!(
                 "task {} at {} changed since the run began (hash {} in run.toml, {} now); resuming would mix versions",
@@ -781,7 +787,12 @@ fn resolve_stored(config: &RunConfig) -> anyhow::Result<Resolved> {
 
 fn task_ref(package: &TaskPackage) -> anyhow::Result<TaskRef> {
     let path = fs_err::canonicalize(package.root())?;
-    Ok(TaskRef { name: package.name().to_string(), hash: package.hash().to_string(), path: path.display().to_string() })
+    Ok(TaskRef {
+        name: package.name().to_string(),
+        hash: package.hash().to_string(),
+        path: path.display().to_string(),
+        environments: environments::digests(package)?,
+    })
 }
 
 fn split_list(text: &str) -> Vec<String> {

@@ -151,6 +151,13 @@ fn task_difference(a: &RunConfig, a_label: &str, b: &RunConfig, b_label: &str, c
         if ta.hash != tb.hash {
             return Some(format!("task `{name}` has hash {} in {a_label} and {} in {b_label}", ta.hash, tb.hash));
         }
+        if ta.environments != tb.environments {
+            let digests = |t: &specgap_protocol::run::TaskRef| {
+                let listed: Vec<String> = t.environments.iter().map(|e| format!("{} {}", e.role, e.digest)).collect();
+                if listed.is_empty() { "none".to_string() } else { listed.join(", ") }
+            };
+            return Some(format!("task `{name}` has environment digests {} in {a_label} and {} in {b_label}", digests(ta), digests(tb)));
+        }
         if !comparison.ignore_task_paths && ta.path != tb.path {
             return Some(format!("task `{name}` is read from {} in {a_label} and {} in {b_label}", ta.path, tb.path));
         }

@@ -13,6 +13,7 @@ mod cli_support;
 mod containment;
 mod determinism;
 mod env;
+mod env_run;
 mod examples;
 mod export;
 mod harbor;
