@@ -38,8 +38,10 @@ use crate::run::RunData;
 pub const REPORT_SCHEMA: &str = "specgap-report";
 /// The JSON report's version; bumped on any incompatible change (docs/report-schema.md).
 /// Version 2: seed 002's delivery cells count planned runs and may be incomplete; intervals,
-/// ask rate, type- and domain-specific Recall and the associations were added.
-pub const REPORT_VERSION: u32 = 2;
+/// ask rate, type- and domain-specific Recall and the associations were added. Version 3:
+/// usage `cost_usd` may be null (a model without a price), runs holding one episode are
+/// refused, and `-0.0` is written `0.0`.
+pub const REPORT_VERSION: u32 = 3;
 
 /// How a report is built.
 #[derive(Debug, Clone, PartialEq)]
@@ -354,6 +356,7 @@ pub fn build_report(runs: &[RunData], options: &ReportOptions) -> Result<Report,
         return Err(ReportError::NoRuns);
     }
     crate::inputs::distinct_run_dirs(&runs.iter().map(|r| r.dir.as_path()).collect::<Vec<_>>())?;
+    crate::inputs::distinct_episodes(runs)?;
     let options = &ReportOptions { judge: crate::judge::resolve_judge(runs, &options.judge)?, ..options.clone() };
     let mut episodes = index_episodes(&runs.iter().collect::<Vec<_>>());
     let simulator = crate::simulator::quality(runs, options.exclude_user_findings.as_deref())?;

@@ -64,6 +64,34 @@ fn a_run_given_twice_is_refused_naming_it() {
     assert!(distinct_run_dirs(&[Path::new("/nonexistent/a"), Path::new("/nonexistent/b")]).is_ok());
 }
 
+/// Regression (issue 30 item 9): two runs holding the same episode (two runs of one
+/// configuration and seed, or a run and a merge holding it) were both counted.
+#[test]
+fn runs_holding_the_same_episode_are_refused_naming_both_and_the_episode() {
+    let first = run_with(4, &[TaskSpec::new("org/x")], &[]);
+    let second = run_with(4, &[TaskSpec::new("org/x")], &[]);
+    let shared = first.episode(&planned("org/x", 0));
+    assert_eq!(second.episode(&planned("org/x", 0)), shared, "one key, one id");
+    first.episode(&planned("org/x", 1));
+    second.episode(&planned("org/x", 2));
+    let runs = [RunData::load(&first.dir).unwrap(), RunData::load(&second.dir).unwrap()];
+    let err = build_report(&runs, &ReportOptions::default()).unwrap_err();
+    assert!(matches!(err, ReportError::SharedEpisodes { shared: 1, .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "runs {} and {} both hold 1 episode(s) (e.g. {shared}); a report over both would count them twice: report a merge of them (`specgap merge` keeps one copy of each episode two runs hold alike and refuses differing copies) or leave one out",
+            d(&first),
+            d(&second)
+        )
+    );
+    // Runs of other seeds hold other episodes: they pass.
+    let third = run_with(5, &[TaskSpec::new("org/x")], &[]);
+    third.episode(&planned("org/x", 0));
+    let runs = [RunData::load(&first.dir).unwrap(), RunData::load(&third.dir).unwrap()];
+    assert!(build_report(&runs, &ReportOptions::default()).is_ok());
+}
+
 #[test]
 fn a_complete_run_has_no_input_warning() {
     let run = run_configured(3, &[TaskSpec::new("org/x")], &[], |c| c.repeats = 2);
