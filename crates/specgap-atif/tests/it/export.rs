@@ -240,7 +240,7 @@ fn every_event_kind_maps_to_its_step_and_totals_are_the_stores() {
     assert_eq!(steps[5]["tool_calls"][0]["tool_call_id"], "c3");
     assert_eq!(
         steps[5]["observation"]["results"],
-        json!([{"source_call_id": "c3", "content": "submitted", "extra": {"specgap": {"tool": "submit", "is_error": false, "seq": 9}}}])
+        json!([{"source_call_id": "c3", "content": "submitted", "extra": {"specgap": {"tool": "submit", "is_error": false, "seq": 10}}}])
     );
     assert!(steps[6].get("observation").is_none(), "{}", steps[6]);
     assert_eq!(steps[9]["timestamp"], "2025-12-01T09:11:00.123Z");
