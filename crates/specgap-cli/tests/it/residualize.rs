@@ -119,7 +119,7 @@ fn generate(tmp: &Path) -> Generated {
 }
 
 fn episode_of(dir: &Path, agent: &str) -> String {
-    episodes(dir).into_iter().find(|e| e.agent == agent).unwrap_or_else(|| panic!("no episode of {agent}")).id
+    episodes(dir).into_iter().find(|e| e.agent == crate::support::label_of(agent)).unwrap_or_else(|| panic!("no episode of {agent}")).id
 }
 
 fn funnel_json(dir: &Path, extra: &[&str]) -> (Value, String) {
@@ -211,7 +211,7 @@ fn residualize_turns_exactly_the_failing_predecessor_state_into_a_residual_state
     let work = gen_dir.join("residualize");
     let candidates: Vec<Value> = serde_json::from_slice(&fs_err::read(work.join("candidates.json")).unwrap()).unwrap();
     let verdict_of = |agent: &str| -> (String, String) {
-        let run = candidates.iter().find(|r| r["agent"] == agent).unwrap();
+        let run = candidates.iter().find(|r| r["agent"] == crate::support::label_of(agent).as_str()).unwrap();
         (run["verdict"].as_str().unwrap().to_string(), run["reason"].as_str().unwrap_or("").to_string())
     };
     assert!(candidates.iter().all(|r| r["condition"] == "blind" && r["start"] == "clean"), "generation runs blind from the clean state");
@@ -221,7 +221,7 @@ fn residualize_turns_exactly_the_failing_predecessor_state_into_a_residual_state
     assert_eq!(verdict_of(&d), ("excluded".into(), "duplicate".into()));
     assert_eq!(verdict_of(&e), ("excluded".into(), "infrastructure-failure".into()));
     assert_eq!(verdict_of(&h), ("excluded".into(), "not-declared-complete".into()));
-    let duplicate = candidates.iter().find(|r| r["agent"] == d.as_str()).unwrap();
+    let duplicate = candidates.iter().find(|r| r["agent"] == crate::support::label_of(&d).as_str()).unwrap();
     assert_eq!(duplicate["detail"], format!("same final state as episode {id_a}"));
 
     let sheet = fs_err::read_to_string(work.join("review/sheet.csv")).unwrap();

@@ -231,3 +231,12 @@ pub fn assert_no_network_attempt(events: &[Event]) {
     let (attempts, tripwire) = network_record(events);
     assert_eq!(tripwire, (true, 0, String::new()), "the tripwire was armed and caught nothing (attempts: {attempts:?})");
 }
+
+/// The label episodes and reports give the agent `spec`: a replay agent's is `replay:<file
+/// name>` (not the script's path), any other's its spec.
+pub fn label_of(spec: &str) -> String {
+    match spec.strip_prefix("replay:") {
+        Some(path) => format!("replay:{}", Path::new(path).file_name().map_or_else(|| path.into(), |f| f.to_string_lossy().into_owned())),
+        None => spec.to_string(),
+    }
+}
