@@ -176,7 +176,7 @@ fn example_runs_fill_every_measure_family_and_compare_works() {
         OsStr::new("json"),
     ]);
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!((report["schema"].as_str(), report["version"].as_u64()), (Some("specgap-report"), Some(2)));
+    assert_eq!((report["schema"].as_str(), report["version"].as_u64()), (Some("specgap-report"), Some(3)));
     let groups = report["groups"].as_array().unwrap();
     let any = |field: &str| groups.iter().any(|g| g.get(field).is_some());
     // seed 000: Score@k everywhere; In-round / Ahead from the careful script's resubmissions.

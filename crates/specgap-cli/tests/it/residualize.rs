@@ -226,7 +226,7 @@ fn residualize_turns_exactly_the_failing_predecessor_state_into_a_residual_state
 
     let sheet = fs_err::read_to_string(work.join("review/sheet.csv")).unwrap();
     let sheet_ids: Vec<&str> = sheet.lines().skip(1).map(|l| l.split(',').next().unwrap()).collect();
-    assert_eq!(sheet_ids, [id_a.as_str(), id_f.as_str(), id_g.as_str()]);
+    assert_eq!(sheet_ids, [id_g.as_str(), id_a.as_str(), id_f.as_str()]);
     assert!(sheet.starts_with("candidate,task,predecessor,task_directed,consistent,note\n"));
     // The agent's text is escaped on both pages.
     let page = fs_err::read_to_string(work.join("review").join(id_f).join("review.html")).unwrap();

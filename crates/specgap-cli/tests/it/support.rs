@@ -148,8 +148,10 @@ pub fn report_json(dir: &Path) -> serde_json::Value {
     serde_json::from_slice(&output.stdout).expect("report is json")
 }
 
-/// The report group of one agent × condition × start (report schema `specgap-report` 2).
+/// The report group of one agent (by spec or label) × condition × start (report schema
+/// `specgap-report` 3).
 pub fn group<'a>(report: &'a serde_json::Value, agent: &str, condition: &str) -> &'a serde_json::Value {
+    let agent = label_of(agent);
     report["groups"]
         .as_array()
         .expect("groups")
