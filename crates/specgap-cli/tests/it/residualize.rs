@@ -283,9 +283,13 @@ fn residualize_turns_exactly_the_failing_predecessor_state_into_a_residual_state
     assert!((kappa("consistent") - 1.0).abs() < 1e-12);
     assert!((funnel["agreement"]["verdict"]["observed"].as_f64().unwrap() - 2.0 / 3.0).abs() < 1e-12);
     assert_eq!(funnel["reviewers"], json!(["alice", "bob"]));
-    let by_agent = |agent: &str| funnel["predecessors"].as_array().unwrap().iter().find(|p| p["predecessor"] == agent).unwrap().clone();
-    assert_eq!(by_agent(&a), json!({"predecessor": a, "runs": 1, "candidates": 1, "passed_review": 1, "included": 1}));
-    assert_eq!(by_agent(&g), json!({"predecessor": g, "runs": 1, "candidates": 1, "passed_review": 0, "included": 0}));
+    let by_agent = |agent: &str| {
+        let label = crate::support::label_of(agent);
+        funnel["predecessors"].as_array().unwrap().iter().find(|p| p["predecessor"] == label.as_str()).unwrap().clone()
+    };
+    let (label_a, label_g) = (crate::support::label_of(&a), crate::support::label_of(&g));
+    assert_eq!(by_agent(&a), json!({"predecessor": label_a, "runs": 1, "candidates": 1, "passed_review": 1, "included": 1}));
+    assert_eq!(by_agent(&g), json!({"predecessor": label_g, "runs": 1, "candidates": 1, "passed_review": 0, "included": 0}));
 
     // Stage IV: exactly (a) is a state of the copy; the source package is untouched.
     let copy = packages.join("examples/interval-tree");
@@ -302,7 +306,7 @@ fn residualize_turns_exactly_the_failing_predecessor_state_into_a_residual_state
         "state.patch is the stored workspace.diff, byte for byte"
     );
     let meta: toml::Table = toml::from_str(&fs_err::read_to_string(copy.join("residual").join(id_a).join("meta.toml")).unwrap()).unwrap();
-    assert_eq!(meta["predecessor"].as_str(), Some(a.as_str()));
+    assert_eq!(meta["predecessor"].as_str(), Some(label_a.as_str()), "a package names its predecessor without the machine's path");
     assert_eq!(meta["declared_complete"].as_bool(), Some(true));
     assert_eq!(meta["steps"].as_integer(), Some(2));
     assert_eq!(meta["failing_tests"], toml::Value::Array(vec!["chop_splits_straddling".into(), "random_chop_matches_model".into()]));
