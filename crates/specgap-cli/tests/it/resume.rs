@@ -262,6 +262,13 @@ fn a_replay_agent_is_named_by_its_file_and_copies_in_two_places_key_the_same_epi
         assert_eq!(files_containing(dir, "scripts-of-a-private-place"), Vec::<PathBuf>::new());
         assert!(!files_containing(dir, "replay:careful.jsonl").is_empty(), "the agent is named in {}", dir.display());
     }
+    // A real episode's submit result is its call's observation (issue 30 item 4), not a step
+    // of its own.
+    assert_eq!(files_containing(&atif, "answering no call"), Vec::<PathBuf>::new());
+    assert!(
+        !files_containing(&atif, "\"source_call_id\": \"call-1\"").is_empty()
+            || !files_containing(&atif, "\"source_call_id\":\"call-1\"").is_empty()
+    );
     // Resuming and merging still match the agent.
     run_ok([OsStr::new("run"), OsStr::new("--no-report"), OsStr::new("--resume"), a.as_os_str()]);
     let merged = tmp.path().join("merged");
