@@ -435,6 +435,10 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
     }
+    if resuming && outcome.held_back == 0 && store.record_merge_completed()? {
+        // Every planned episode was run: the shards a partial merge lacked are held now.
+        eprintln!("the run now holds every shard its merge lacked; run.toml no longer lists missing shards");
+    }
     if let Some(dir) = &args.publish {
         scale_out::publish(&store, dir)?;
     }
@@ -550,7 +554,12 @@ fn spec_from_flags(args: &Args) -> anyhow::Result<RunSpec> {
         agents: agent_specs
             .iter()
             .map(|spec| agents::component(spec, &args.chat, &prompts.system, missing_install(args)))
-            .collect::<anyhow::Result<Vec<_>>>()?,
+            .collect::<anyhow::Result<Vec<_>>>()
+            .and_then(|mut agents| {
+                agents::name_replays_portably(&mut agents);
+                config::check_unique_labels(&agents)?;
+                Ok(agents)
+            })?,
         user: {
             let user = agents::user_component(args.user.as_deref().unwrap_or("relay"), &args.chat, &prompts.user)?;
             match &args.detector_panel {
@@ -630,8 +639,9 @@ fn spec_from_file(args: &Args, path: &Path) -> anyhow::Result<RunSpec> {
     if file.agents.is_empty() {
         bail!("{} declares no agent; add at least one [[agent]] (docs/run-config.md)", path.display());
     }
-    let agents =
+    let mut agents =
         file.agents.iter().enumerate().map(|(i, entry)| config::agent_component(i, entry, &context)).collect::<anyhow::Result<Vec<_>>>()?;
+    agents::name_replays_portably(&mut agents);
     config::check_unique_labels(&agents)?;
     let mut user = config::user_component(file.user.as_ref(), &context)?;
     if let Some(panel) = file.user.as_ref().and_then(|u| u.detector_panel.as_deref()) {
@@ -774,8 +784,8 @@ fn resolve_stored(config: &RunConfig) -> anyhow::Result<Resolved> {
         }
         let stored = agents::stored_prompts(agent)?;
         let now = agents::component(&agent.spec, &ChatArgs::defaults(), &stored, agents::MissingInstall::Refuse)?;
-        if now.hash != agent.hash {
-            bail!("agent {} has a different configuration now than in run.toml (e.g. its replay file changed)", agent.spec);
+        if now.hash != agent.hash && !agents::is_legacy_replay_hash(agent, &now.config) {
+            bail!("agent {} has a different configuration now than in run.toml (e.g. its replay file changed)", agent.label());
         }
     }
     agents::check_stored_prompt_versions(config)?;
