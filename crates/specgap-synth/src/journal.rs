@@ -1,0 +1,114 @@
+//! The synthesis journal: `<out>/journal.json`, rewritten after every step so an interrupted
+//! synthesis leaves everything up to its last step on disk.
+//!
+//! Shape (format [`JOURNAL_FORMAT`]): `{"format": 1, "source": path, "limits": {...},
+//! "roles": {"planner": label, ...}, "entries": [Entry...], "outcome": null | {"status":
+//! "ready" | "failed", "message": text, "package": path | null}}`; each entry is described on
+//! [`Entry`].
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::pipeline::Limits;
+
+/// Version of the journal shape.
+pub const JOURNAL_FORMAT: u32 = 1;
+
+/// One step of the pipeline.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Entry {
+    /// 1-based position in the journal.
+    pub seq: usize,
+    /// `planner`, `builder`, `acceptance`, `auditor` or `calibrator`.
+    pub stage: &'static str,
+    /// 1-based design (a redesign starts the next).
+    pub design: usize,
+    /// 1-based Builder iteration within the design; 0 for the Planner.
+    pub iteration: usize,
+    /// 1-based attempt at this hand-off (a malformed one is retried).
+    pub attempt: usize,
+    /// `accepted` or `malformed` for a hand-off, `passed` or `failed` for acceptance checks.
+    pub status: &'static str,
+    /// The inputs the role was given (not for acceptance checks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<serde_json::Value>,
+    /// The role's raw answer (not for acceptance checks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reply: Option<String>,
+    /// The parsed hand-off, the acceptance report, or the error message of a malformed answer.
+    pub detail: serde_json::Value,
+}
+
+/// How the synthesis ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JournalOutcome {
+    /// `ready` or `failed`.
+    pub status: &'static str,
+    /// One line for the user.
+    pub message: String,
+    /// The accepted package, when ready.
+    pub package: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+struct Document {
+    format: u32,
+    source: PathBuf,
+    limits: Limits,
+    roles: serde_json::Map<String, serde_json::Value>,
+    entries: Vec<Entry>,
+    outcome: Option<JournalOutcome>,
+}
+
+/// The journal being written.
+#[derive(Debug)]
+pub struct Journal {
+    path: PathBuf,
+    doc: Document,
+}
+
+impl Journal {
+    /// A new journal at `<out>/journal.json` (written on the first [`Journal::push`]).
+    pub fn new(out: &Path, source: &Path, limits: Limits, roles: [(&str, String); 4]) -> Journal {
+        let roles = roles.into_iter().map(|(name, label)| (name.to_owned(), serde_json::Value::String(label))).collect();
+        Journal {
+            path: out.join("journal.json"),
+            doc: Document { format: JOURNAL_FORMAT, source: source.to_owned(), limits, roles, entries: Vec::new(), outcome: None },
+        }
+    }
+
+    /// The journal file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Entries so far.
+    pub fn entries(&self) -> &[Entry] {
+        &self.doc.entries
+    }
+
+    /// Appends `entry` (its `seq` is set here) and rewrites the file.
+    ///
+    /// # Errors
+    /// The write error.
+    pub fn push(&mut self, mut entry: Entry) -> std::io::Result<()> {
+        entry.seq = self.doc.entries.len() + 1;
+        self.doc.entries.push(entry);
+        self.save()
+    }
+
+    /// Records the outcome and rewrites the file.
+    ///
+    /// # Errors
+    /// The write error.
+    pub fn finish(&mut self, outcome: JournalOutcome) -> std::io::Result<()> {
+        self.doc.outcome = Some(outcome);
+        self.save()
+    }
+
+    fn save(&self) -> std::io::Result<()> {
+        let text = serde_json::to_string_pretty(&self.doc).map_err(std::io::Error::other)?;
+        fs_err::write(&self.path, text + "\n")
+    }
+}

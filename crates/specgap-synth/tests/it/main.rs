@@ -1,0 +1,6 @@
+//! Integration tests of specgap-synth (one binary, modules by topic).
+
+mod acceptance;
+mod handoff;
+mod pipeline;
+mod support;

@@ -1,0 +1,208 @@
+//! The offline pipeline end to end with scripted roles on payment-retry: a clean run, the fix
+//! loop, the redesign loop, the iteration limit, and a schema-breaking hand-off.
+
+use serde_json::json;
+use specgap_synth::pipeline::{Limits, SynthError};
+
+use crate::support::{Scripts, audit_fix, audit_pass, brief, build_step, calibrate_ready, copy_within, package_copy, step, steps};
+
+#[test]
+fn a_clean_run_journals_every_hand_off_and_copies_the_package() {
+    let scripts = Scripts::new();
+    let good = package_copy(&scripts.tmp.path().join("good"));
+    let done = scripts
+        .run(
+            [vec![json!({"reply": brief()})], vec![build_step(&good, "built payment-retry")], vec![audit_pass()], vec![calibrate_ready()]],
+            Limits::default(),
+        )
+        .unwrap();
+    assert_eq!(done.package, scripts.out().join("package"));
+    assert_eq!((done.designs, done.iterations), (1, 1));
+    assert!(done.package.join("task.toml").is_file());
+    assert_eq!(specgap_task::load(&done.package).unwrap().name(), "payment-retry");
+
+    let journal = scripts.journal();
+    assert_eq!(
+        steps(&journal),
+        vec![
+            step("planner", 1, 0, 1, "accepted"),
+            step("builder", 1, 1, 1, "accepted"),
+            step("acceptance", 1, 1, 1, "passed"),
+            step("auditor", 1, 1, 1, "accepted"),
+            step("calibrator", 1, 1, 1, "accepted"),
+        ]
+    );
+    let entries = journal["entries"].as_array().unwrap();
+    assert_eq!(entries[0]["detail"], brief());
+    assert_eq!(entries[1]["detail"], json!({"package": "payment-retry", "summary": "built payment-retry"}));
+    assert_eq!(entries[3]["detail"]["verdict"], "pass");
+    assert_eq!(entries[4]["detail"]["rollouts"][0]["turns"], json!([4, 7]));
+    let rows: Vec<(&str, &str)> = entries[2]["detail"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["check"].as_str().unwrap().starts_with("brief:"))
+        .map(|r| (r["check"].as_str().unwrap(), r["result"].as_str().unwrap()))
+        .collect();
+    assert_eq!(rows, vec![("brief:requirements", "pass"), ("brief:stated", "pass"), ("brief:failure-modes", "pass")]);
+    assert_eq!(journal["outcome"]["status"], "ready");
+    assert_eq!(
+        journal["limits"],
+        json!({"max_iterations": 3, "max_redesigns": 1, "max_retries": 2, "brief": {"requirements": 5, "min_withheld": 3}})
+    );
+    assert!(scripts.out().join("prompts/builder.md").is_file());
+}
+
+#[test]
+fn a_failing_acceptance_check_and_an_audit_fix_go_back_to_the_builder_with_numbered_fixes() {
+    let scripts = Scripts::new();
+    let good = package_copy(&scripts.tmp.path().join("good"));
+    let broken = package_copy(&scripts.tmp.path().join("broken"));
+    copy_within(&broken, "workspace/shop/checkout.py", "solutions/gold/shop/checkout.py");
+    let done = scripts
+        .run(
+            [
+                vec![json!({"reply": brief()})],
+                vec![build_step(&broken, "first try"), build_step(&good, "gold repaired"), build_step(&good, "records trimmed")],
+                vec![
+                    audit_fix(&["records/payments.log names the idempotency rule", "the full instruction omits the deadline"]),
+                    audit_pass(),
+                ],
+                vec![calibrate_ready()],
+            ],
+            Limits::default(),
+        )
+        .unwrap();
+    assert_eq!((done.designs, done.iterations), (1, 3));
+    let journal = scripts.journal();
+    assert_eq!(
+        steps(&journal),
+        vec![
+            step("planner", 1, 0, 1, "accepted"),
+            step("builder", 1, 1, 1, "accepted"),
+            step("acceptance", 1, 1, 1, "failed"),
+            step("builder", 1, 2, 1, "accepted"),
+            step("acceptance", 1, 2, 1, "passed"),
+            step("auditor", 1, 2, 1, "accepted"),
+            step("builder", 1, 3, 1, "accepted"),
+            step("acceptance", 1, 3, 1, "passed"),
+            step("auditor", 1, 3, 1, "accepted"),
+            step("calibrator", 1, 3, 1, "accepted"),
+        ]
+    );
+    let entries = journal["entries"].as_array().unwrap();
+    // The failed gold row is what the second Builder round is asked to fix.
+    let fixes = entries[3]["inputs"]["fixes"].as_array().unwrap();
+    assert_eq!(fixes.len(), 1, "{fixes:?}");
+    assert!(fixes[0].as_str().unwrap().starts_with("gold: "), "{fixes:?}");
+    assert_eq!(
+        entries[6]["inputs"]["fixes"],
+        json!(["records/payments.log names the idempotency rule", "the full instruction omits the deadline"])
+    );
+}
+
+#[test]
+fn a_redesign_goes_back_to_the_planner_with_the_reason() {
+    let scripts = Scripts::new();
+    let good = package_copy(&scripts.tmp.path().join("good"));
+    let redesign =
+        json!({"reply": {"verdict": "redesign", "reason": "busy-wait is only discoverable from the full instruction", "evidence": []}});
+    let done = scripts
+        .run(
+            [
+                vec![json!({"reply": brief()}), json!({"reply": brief()})],
+                vec![build_step(&good, "design one"), build_step(&good, "design two")],
+                vec![redesign, audit_pass()],
+                vec![calibrate_ready()],
+            ],
+            Limits::default(),
+        )
+        .unwrap();
+    assert_eq!((done.designs, done.iterations), (2, 1));
+    let journal = scripts.journal();
+    assert_eq!(
+        steps(&journal),
+        vec![
+            step("planner", 1, 0, 1, "accepted"),
+            step("builder", 1, 1, 1, "accepted"),
+            step("acceptance", 1, 1, 1, "passed"),
+            step("auditor", 1, 1, 1, "accepted"),
+            step("planner", 2, 0, 1, "accepted"),
+            step("builder", 2, 1, 1, "accepted"),
+            step("acceptance", 2, 1, 1, "passed"),
+            step("auditor", 2, 1, 1, "accepted"),
+            step("calibrator", 2, 1, 1, "accepted"),
+        ]
+    );
+    let entries = journal["entries"].as_array().unwrap();
+    assert_eq!(entries[0]["inputs"]["redesign_reason"], json!(null));
+    assert_eq!(entries[4]["inputs"]["redesign_reason"], "busy-wait is only discoverable from the full instruction");
+}
+
+#[test]
+fn an_audit_fix_that_never_converges_ends_at_the_iteration_limit() {
+    let scripts = Scripts::new();
+    let good = package_copy(&scripts.tmp.path().join("good"));
+    let limits = Limits { max_iterations: 2, ..Limits::default() };
+    let err = scripts
+        .run(
+            [
+                vec![json!({"reply": brief()})],
+                vec![build_step(&good, "one"), build_step(&good, "two")],
+                vec![audit_fix(&["the starter already retries declines"]), audit_fix(&["the starter already retries declines"])],
+                vec![],
+            ],
+            limits,
+        )
+        .unwrap_err();
+    assert!(matches!(err, SynthError::IterationLimit { design: 1, iterations: 2, .. }), "{err:?}");
+    let message = err.to_string();
+    assert_eq!(
+        message,
+        "design 1 is still not accepted after 2 builder iterations (--max-iterations 2); the last round asked for:\n1. the starter already retries declines"
+    );
+    let journal = scripts.journal();
+    assert_eq!(journal["outcome"], json!({"status": "failed", "message": message, "package": null}));
+    assert!(!scripts.out().join("package").exists());
+}
+
+#[test]
+fn a_schema_breaking_hand_off_is_retried_and_then_refused_naming_the_field() {
+    let scripts = Scripts::new();
+    let good = package_copy(&scripts.tmp.path().join("good"));
+    let mut missing = brief();
+    missing["requirements"][2].as_object_mut().unwrap().remove("discovery");
+    let done = scripts
+        .run(
+            [
+                vec![json!({"reply": missing.clone()}), json!({"reply_text": "Here is my brief: {"}), json!({"reply": brief()})],
+                vec![build_step(&good, "built")],
+                vec![audit_pass()],
+                vec![calibrate_ready()],
+            ],
+            Limits::default(),
+        )
+        .unwrap();
+    assert_eq!(done.designs, 1);
+    let journal = scripts.journal();
+    let entries = journal["entries"].as_array().unwrap();
+    assert!(
+        entries[0]["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("the planner hand-off does not match its schema at `requirements[2]`: missing field `discovery`")
+    );
+    assert_eq!(entries[1]["detail"], "the planner hand-off does not match its schema at `.`: expected value at line 1 column 1");
+    assert_eq!(entries[1]["status"], "malformed");
+    assert_eq!((entries[2]["attempt"].as_u64(), entries[2]["status"].as_str()), (Some(3), Some("accepted")));
+
+    // With no retries left the same answer ends the synthesis, naming the field.
+    let scripts = Scripts::new();
+    let limits = Limits { max_retries: 0, ..Limits::default() };
+    let err = scripts.run([vec![json!({"reply": missing})], vec![], vec![], vec![]], limits).unwrap_err();
+    let chain = format!("{}: {}", err, std::error::Error::source(&err).unwrap());
+    assert!(
+        chain.starts_with("the planner's hand-off was still malformed after 1 attempts (--max-retries 0): the planner hand-off does not match its schema at `requirements[2]`: missing field `discovery`"),
+        "{chain}"
+    );
+}
