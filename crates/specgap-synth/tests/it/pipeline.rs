@@ -19,7 +19,7 @@ fn a_clean_run_journals_every_hand_off_and_copies_the_package() {
     assert_eq!(done.package, scripts.out().join("package"));
     assert_eq!((done.designs, done.iterations), (1, 1));
     assert!(done.package.join("task.toml").is_file());
-    assert_eq!(specgap_task::load(&done.package).unwrap().name(), "payment-retry");
+    assert_eq!(specgap_task::load(&done.package).unwrap().name(), "examples/payment-retry");
 
     let journal = scripts.journal();
     assert_eq!(

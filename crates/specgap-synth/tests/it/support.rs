@@ -16,9 +16,10 @@ pub fn payment_retry() -> PathBuf {
 pub fn brief() -> Value {
     let requirement = |id: &str| json!({"id": id, "predicate": format!("{id} holds on the held-out workload"), "discovery": format!("records show {id}")});
     let mode = |requirement: &str, id: &str| json!({"requirement": requirement, "id": id, "incident": format!("{id} seen"), "detail": format!("{id} counted")});
+    let requirements = ["charge-once", "retry-timeouts", "declines-final", "respect-busy-wait", "checkout-deadline"].map(requirement);
     json!({
         "terminal_outcome": "Every checkout ends with the order paid exactly once or clearly declined, within the request deadline.",
-        "requirements": ["charge-once", "retry-timeouts", "declines-final", "respect-busy-wait", "checkout-deadline"].map(requirement),
+        "requirements": requirements,
         "persona": {
             "role": "Sam, the shop owner",
             "understanding": "Paylane is flaky; retrying fixes it.",
@@ -127,6 +128,7 @@ pub fn step(stage: &str, design: u64, iteration: u64, attempt: u64, status: &str
 
 /// A copy of payment-retry at `<dir>/payment-retry`, to plant a defect in.
 pub fn package_copy(dir: &Path) -> PathBuf {
+    fs_err::create_dir_all(dir).unwrap();
     let root = dir.join("payment-retry");
     let status = std::process::Command::new("cp").arg("-r").arg(payment_retry()).arg(&root).status().unwrap();
     assert!(status.success());
