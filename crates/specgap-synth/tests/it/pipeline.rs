@@ -4,6 +4,7 @@
 use serde_json::json;
 use specgap_synth::pipeline::{Limits, SynthError};
 
+use crate::acceptance::BROKEN_GOLD;
 use crate::support::{Scripts, audit_fix, audit_pass, brief, build_step, calibrate_ready, copy_within, package_copy, step, steps};
 
 #[test]
@@ -92,9 +93,7 @@ fn a_failing_acceptance_check_and_an_audit_fix_go_back_to_the_builder_with_numbe
     );
     let entries = journal["entries"].as_array().unwrap();
     // The failed gold row is what the second Builder round is asked to fix.
-    let fixes = entries[3]["inputs"]["fixes"].as_array().unwrap();
-    assert_eq!(fixes.len(), 1, "{fixes:?}");
-    assert!(fixes[0].as_str().unwrap().starts_with("gold: "), "{fixes:?}");
+    assert_eq!(entries[3]["inputs"]["fixes"], json!([BROKEN_GOLD]));
     assert_eq!(
         entries[6]["inputs"]["fixes"],
         json!(["records/payments.log names the idempotency rule", "the full instruction omits the deadline"])
