@@ -33,6 +33,9 @@ pub struct Entry {
     /// The inputs the role was given (not for acceptance checks).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub inputs: Option<serde_json::Value>,
+    /// On a retry: the error the role was told its last answer had.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_reason: Option<String>,
     /// The role's raw answer (not for acceptance checks).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reply: Option<String>,

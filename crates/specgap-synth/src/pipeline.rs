@@ -452,6 +452,7 @@ impl Run<'_> {
                 attempt,
                 status,
                 inputs: Some(request.inputs.clone()),
+                retry_reason: request.retry_reason.clone(),
                 reply: Some(reply),
                 detail,
             };
@@ -471,7 +472,18 @@ impl Run<'_> {
     fn record_acceptance(&mut self, design: usize, iteration: usize, report: &AcceptanceReport) -> Result<(), SynthError> {
         let status = if report.passed { "passed" } else { "failed" };
         let detail = serde_json::to_value(report).unwrap_or_default();
-        self.push(Entry { seq: 0, stage: "acceptance", design, iteration, attempt: 1, status, inputs: None, reply: None, detail })
+        self.push(Entry {
+            seq: 0,
+            stage: "acceptance",
+            design,
+            iteration,
+            attempt: 1,
+            status,
+            inputs: None,
+            retry_reason: None,
+            reply: None,
+            detail,
+        })
     }
 
     fn push(&mut self, entry: Entry) -> Result<(), SynthError> {

@@ -193,6 +193,9 @@ fn a_schema_breaking_hand_off_is_retried_and_then_refused_naming_the_field() {
     );
     assert_eq!(entries[1]["detail"], "the planner hand-off does not match its schema at `.`: expected value at line 1 column 1");
     assert_eq!(entries[1]["status"], "malformed");
+    assert_eq!(entries[1]["retry_reason"], entries[0]["detail"]);
+    assert_eq!(entries[2]["retry_reason"], entries[1]["detail"]);
+    assert!(entries[0].get("retry_reason").is_none());
     assert_eq!((entries[2]["attempt"].as_u64(), entries[2]["status"].as_str()), (Some(3), Some("accepted")));
 
     // With no retries left the same answer ends the synthesis, naming the field.
@@ -204,4 +207,46 @@ fn a_schema_breaking_hand_off_is_retried_and_then_refused_naming_the_field() {
         chain.starts_with("the planner's hand-off was still malformed after 1 attempts (--max-retries 0): the planner hand-off does not match its schema at `requirements[2]`: missing field `discovery`"),
         "{chain}"
     );
+}
+
+#[test]
+fn a_builder_whose_gold_keeps_failing_ends_at_the_limit_with_the_gold_row() {
+    let scripts = Scripts::new();
+    let broken = package_copy(&scripts.tmp.path().join("broken"));
+    copy_within(&broken, "workspace/shop/checkout.py", "solutions/gold/shop/checkout.py");
+    let limits = Limits { max_iterations: 2, ..Limits::default() };
+    let err = scripts
+        .run([vec![json!({"reply": brief()})], vec![build_step(&broken, "one"), build_step(&broken, "two")], vec![], vec![]], limits)
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "design 1 is still not accepted after 2 builder iterations (--max-iterations 2); the last round asked for:\n1. {BROKEN_GOLD}"
+        )
+    );
+    assert_eq!(
+        steps(&scripts.journal()),
+        vec![
+            step("planner", 1, 0, 1, "accepted"),
+            step("builder", 1, 1, 1, "accepted"),
+            step("acceptance", 1, 1, 1, "failed"),
+            step("builder", 1, 2, 1, "accepted"),
+            step("acceptance", 1, 2, 1, "failed"),
+        ]
+    );
+}
+
+#[test]
+fn a_script_out_of_steps_stops_the_synthesis_naming_the_script() {
+    let scripts = Scripts::new();
+    let good = package_copy(&scripts.tmp.path().join("good"));
+    let err =
+        scripts.run([vec![json!({"reply": brief()})], vec![build_step(&good, "built")], vec![], vec![]], Limits::default()).unwrap_err();
+    let script = scripts.tmp.path().join("auditor.json");
+    assert_eq!(err.to_string(), "the auditor could not answer");
+    assert_eq!(
+        std::error::Error::source(&err).unwrap().to_string(),
+        format!("role script {} has no step left for request 1 of the auditor (it has 0)", script.display())
+    );
+    assert_eq!(scripts.journal()["outcome"]["status"], "failed");
 }
