@@ -132,7 +132,7 @@ pub enum SynthError {
         source: RoleError,
     },
     /// A role's hand-off stayed malformed through every retry.
-    #[error("the {role}'s hand-off was still malformed after {attempts} attempts (--max-retries {retries})")]
+    #[error("the {role}'s hand-off was still malformed at attempt {attempts} (--max-retries {retries})")]
     Malformed {
         /// The role.
         role: &'static str,
@@ -158,9 +158,9 @@ pub enum SynthError {
         fixes: Vec<String>,
     },
     /// The Auditor asked for another redesign after the last one allowed.
-    #[error("the auditor asked for a redesign after {designs} designs (--max-redesigns {redesigns}): {reason}")]
+    #[error("the auditor still asks for a redesign of design {designs} (--max-redesigns {redesigns}): {reason}")]
     RedesignLimit {
-        /// Designs made.
+        /// Designs made (the last one's number).
         designs: usize,
         /// The limit.
         redesigns: usize,

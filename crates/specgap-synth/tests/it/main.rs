@@ -3,4 +3,5 @@
 mod acceptance;
 mod handoff;
 mod pipeline;
+mod prompts;
 mod support;

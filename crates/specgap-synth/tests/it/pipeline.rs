@@ -204,7 +204,7 @@ fn a_schema_breaking_hand_off_is_retried_and_then_refused_naming_the_field() {
     let err = scripts.run([vec![json!({"reply": missing})], vec![], vec![], vec![]], limits).unwrap_err();
     let chain = format!("{}: {}", err, std::error::Error::source(&err).unwrap());
     assert!(
-        chain.starts_with("the planner's hand-off was still malformed after 1 attempts (--max-retries 0): the planner hand-off does not match its schema at `requirements[2]`: missing field `discovery`"),
+        chain.starts_with("the planner's hand-off was still malformed at attempt 1 (--max-retries 0): the planner hand-off does not match its schema at `requirements[2]`: missing field `discovery`"),
         "{chain}"
     );
 }
@@ -249,4 +249,17 @@ fn a_script_out_of_steps_stops_the_synthesis_naming_the_script() {
         format!("role script {} has no step left for request 1 of the auditor (it has 0)", script.display())
     );
     assert_eq!(scripts.journal()["outcome"]["status"], "failed");
+}
+
+#[test]
+fn a_redesign_past_the_limit_ends_the_synthesis_with_the_reason() {
+    let scripts = Scripts::new();
+    let good = package_copy(&scripts.tmp.path().join("good"));
+    let redesign = json!({"reply": {"verdict": "redesign", "reason": "the deadline cannot be observed from any record", "evidence": []}});
+    let limits = Limits { max_redesigns: 0, ..Limits::default() };
+    let err = scripts.run([vec![json!({"reply": brief()})], vec![build_step(&good, "built")], vec![redesign], vec![]], limits).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the auditor still asks for a redesign of design 1 (--max-redesigns 0): the deadline cannot be observed from any record"
+    );
 }
