@@ -22,10 +22,12 @@ formats); other agent kinds are refused by name.
 Exit status: 0 when the package is ready, 1 when the pipeline stopped (a limit reached, a
 hand-off still malformed, a role unable to answer), 2 for unusable arguments.
 
-Example:
-  specgap synthesize examples/tasks/payment-retry --out synth/ \\
-    --planner scripted:planner.json --builder scripted:builder.json \\
-    --auditor scripted:auditor.json --calibrator scripted:calibrator.json";
+Example (the bundled offline role scripts):
+  specgap synthesize examples/tasks/payment-retry --out synth-demo/ \\
+    --planner scripted:examples/synthesize/payment-retry/planner.json \\
+    --builder scripted:examples/synthesize/payment-retry/builder.json \\
+    --auditor scripted:examples/synthesize/payment-retry/auditor.json \\
+    --calibrator scripted:examples/synthesize/payment-retry/calibrator.json";
 
 /// Arguments of `specgap synthesize`.
 #[derive(Debug, clap::Args)]

@@ -372,8 +372,7 @@ impl Run<'_> {
         let inputs = serde_json::json!({"brief": brief_json, "fixes": fixes, "work_dir": work_dir});
         let request = RoleRequest { role: RoleName::Builder, prompt, inputs, work_dir: Some(work_dir.to_owned()), retry_reason: None };
         let check_dir = |handoff: &BuilderHandoff| {
-            let root = work_dir.join(&handoff.package);
-            if root.join("task.toml").is_file() {
+            if package_root(work_dir, handoff).join("task.toml").is_file() {
                 Ok(())
             } else {
                 Err(HandoffError::Rule {
@@ -384,7 +383,7 @@ impl Run<'_> {
             }
         };
         let handoff = self.ask::<BuilderHandoff>(request, design, iteration, check_dir)?;
-        Ok(BuiltPackage { root: work_dir.join(&handoff.package), summary: handoff.summary })
+        Ok(BuiltPackage { root: package_root(work_dir, &handoff), summary: handoff.summary })
     }
 
     fn audit(
@@ -490,6 +489,13 @@ impl Run<'_> {
         let path = self.journal.path().to_owned();
         self.journal.push(entry).map_err(|source| SynthError::Write { path, source })
     }
+}
+
+/// The package directory a Builder hand-off names (`.` components dropped, so `.` is the
+/// working directory itself).
+fn package_root(work_dir: &Path, handoff: &BuilderHandoff) -> PathBuf {
+    let relative: PathBuf = handoff.package.components().filter(|c| !matches!(c, std::path::Component::CurDir)).collect();
+    work_dir.join(relative)
 }
 
 /// The package a Builder round produced.

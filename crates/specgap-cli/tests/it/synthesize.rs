@@ -1,42 +1,18 @@
-//! `specgap synthesize` end to end with scripted roles on payment-retry (issue 27).
-
-use std::path::Path;
-use std::process::Command;
-
-use serde_json::json;
+//! `specgap synthesize` end to end with the bundled scripted roles on payment-retry (issue 27,
+//! examples/synthesize/payment-retry/README.md's command).
 
 use crate::support::{repo, specgap};
 
-fn write_script(dir: &Path, role: &str, steps: serde_json::Value) -> String {
-    let path = dir.join(format!("{role}.json"));
-    std::fs::write(&path, json!({"format": 1, "steps": steps}).to_string()).unwrap();
-    format!("scripted:{}", path.display())
+/// `scripted:<repo>/examples/synthesize/payment-retry/<role>.json`.
+fn bundled(role: &str) -> String {
+    format!("scripted:{}", repo().join(format!("examples/synthesize/payment-retry/{role}.json")).display())
 }
 
 #[test]
-fn synthesize_with_scripted_roles_writes_the_package_and_the_journal() {
+fn synthesize_with_the_bundled_scripted_roles_writes_the_package_and_the_journal() {
     let tmp = tempfile::tempdir().unwrap();
-    let built = tmp.path().join("built");
-    std::fs::create_dir(&built).unwrap();
     let source = repo().join("examples/tasks/payment-retry");
-    assert!(Command::new("cp").arg("-r").arg(&source).arg(built.join("payment-retry")).status().unwrap().success());
-
-    let ids = ["charge-once", "retry-timeouts", "declines-final", "respect-busy-wait", "checkout-deadline"];
-    let modes = ["charged-twice", "timeout-ended-checkout", "decline-retried", "busy-retried-early", "deadline-exceeded"];
-    let brief = json!({
-        "terminal_outcome": "Every checkout ends paid once or declined, within the deadline.",
-        "requirements": ids.map(|id| json!({"id": id, "predicate": format!("{id} holds"), "discovery": format!("records show {id}")})),
-        "persona": {"role": "the shop owner", "understanding": "retries fix it", "mistaken_hypothesis": "retry every failure"},
-        "stated": ["retry-timeouts"],
-        "withheld": ["charge-once", "declines-final", "respect-busy-wait", "checkout-deadline"],
-        "failure_modes": ids.iter().zip(modes).map(|(r, m)| json!({"requirement": r, "id": m, "incident": "seen", "detail": "counted"})).collect::<Vec<_>>(),
-        "leak_risks": [{"risk": "a docstring states the rule", "countermeasure": "docstrings describe parameters only"}]
-    });
-    let planner = write_script(tmp.path(), "planner", json!([{"reply": brief}]));
-    let builder =
-        write_script(tmp.path(), "builder", json!([{"write_from": "built", "reply": {"package": "payment-retry", "summary": "copied"}}]));
-    let auditor = write_script(tmp.path(), "auditor", json!([{"reply": {"verdict": "pass", "evidence": []}}]));
-    let calibrator = write_script(tmp.path(), "calibrator", json!([{"reply": {"verdict": "ready", "rollouts": []}}]));
+    let [planner, builder, auditor, calibrator] = ["planner", "builder", "auditor", "calibrator"].map(bundled);
     let out = tmp.path().join("out");
 
     let output = specgap()
@@ -58,6 +34,9 @@ fn synthesize_with_scripted_roles_writes_the_package_and_the_journal() {
     let stages: Vec<&str> = journal["entries"].as_array().unwrap().iter().map(|e| e["stage"].as_str().unwrap()).collect();
     assert_eq!(stages, ["planner", "builder", "acceptance", "auditor", "calibrator"]);
     assert_eq!(journal["outcome"]["status"], "ready");
+    assert_eq!(journal["entries"][1]["detail"]["package"], ".");
+    assert_eq!(journal["entries"][3]["detail"]["evidence"].as_array().unwrap().len(), 4);
+    assert!(package.join("solutions/mutants/charge-once").is_dir());
 
     // The same output directory is refused now that it holds a synthesis; an agent kind the
     // pipeline cannot play yet is refused by name.
