@@ -69,6 +69,10 @@ pub struct Args {
     /// Directory of replacement prompts (planner.md, builder.md, auditor.md, calibrator.md).
     #[arg(long, value_name = "DIR")]
     pub prompts: Option<PathBuf>,
+    /// Continue the synthesis journaled in --out: its recorded hand-offs are reused, the
+    /// acceptance checks run again, and the roles are asked from where it stopped.
+    #[arg(long)]
+    pub resume: bool,
     /// Run evaluators without bubblewrap (trusted code only).
     #[arg(long)]
     pub no_sandbox: bool,
@@ -92,7 +96,7 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
         max_retries: args.max_retries.into(),
         brief: BriefLimits { requirements: args.requirements.into(), min_withheld: args.min_withheld.into() },
     };
-    let config = Config { source: args.source, out: args.out, limits, prompts };
+    let config = Config { source: args.source, out: args.out, limits, prompts, resume: args.resume };
     let judge = SandboxJudge::new(!args.no_sandbox).context("preparing the evaluator sandbox")?;
     match synthesize(&config, &mut roles, &judge) {
         Ok(done) => {

@@ -1,7 +1,7 @@
 //! The synthesis journal: `<out>/journal.json`, rewritten after every step so an interrupted
 //! synthesis leaves everything up to its last step on disk.
 //!
-//! Shape (format [`JOURNAL_FORMAT`]): `{"format": 1, "source": path, "limits": {...},
+//! Shape (format [`JOURNAL_FORMAT`]): `{"format": 1, "resumed": times, "source": path, "limits": {...},
 //! "roles": {"planner": label, ...}, "entries": [Entry...], "outcome": null | {"status":
 //! "ready" | "failed", "message": text, "package": path | null}}`; each entry is described on
 //! [`Entry`].
@@ -57,6 +57,7 @@ pub struct JournalOutcome {
 #[derive(Debug, Clone, Serialize)]
 struct Document {
     format: u32,
+    resumed: u64,
     source: PathBuf,
     limits: Limits,
     roles: serde_json::Map<String, serde_json::Value>,
@@ -77,8 +78,21 @@ impl Journal {
         let roles = roles.into_iter().map(|(name, label)| (name.to_owned(), serde_json::Value::String(label))).collect();
         Journal {
             path: out.join("journal.json"),
-            doc: Document { format: JOURNAL_FORMAT, source: source.to_owned(), limits, roles, entries: Vec::new(), outcome: None },
+            doc: Document {
+                format: JOURNAL_FORMAT,
+                resumed: 0,
+                source: source.to_owned(),
+                limits,
+                roles,
+                entries: Vec::new(),
+                outcome: None,
+            },
         }
+    }
+
+    /// Counts this synthesis as resumed once more than `previous` times.
+    pub fn set_resumed(&mut self, previous: u64) {
+        self.doc.resumed = previous + 1;
     }
 
     /// The journal file.
@@ -114,4 +128,73 @@ impl Journal {
         let text = serde_json::to_string_pretty(&self.doc).map_err(std::io::Error::other)?;
         fs_err::write(&self.path, text + "\n")
     }
+}
+
+/// A role's answer recorded in an earlier journal, reused by `--resume`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+pub struct Recorded {
+    /// The entry's `seq`.
+    pub seq: usize,
+    /// The role.
+    pub stage: String,
+    /// Design number.
+    pub design: usize,
+    /// Builder iteration.
+    pub iteration: usize,
+    /// Attempt.
+    pub attempt: usize,
+    /// The raw answer.
+    pub reply: String,
+}
+
+/// What `--resume` reads from an earlier journal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Previous {
+    /// How often it was resumed before.
+    pub resumed: u64,
+    /// The outcome's status, when it has one (`ready`, `failed`).
+    pub status: Option<String>,
+    /// Every role answer, in order (acceptance entries are left out: they are re-run).
+    pub answers: Vec<Recorded>,
+}
+
+/// Reads `<out>/journal.json` for `--resume`.
+///
+/// # Errors
+/// The read error, or a parse error naming the file.
+pub fn read_previous(out: &Path) -> std::io::Result<Previous> {
+    #[derive(serde::Deserialize)]
+    struct Outcome {
+        status: String,
+    }
+    #[derive(serde::Deserialize)]
+    struct Entry {
+        seq: usize,
+        stage: String,
+        design: usize,
+        iteration: usize,
+        attempt: usize,
+        #[serde(default)]
+        reply: Option<String>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Doc {
+        #[serde(default)]
+        resumed: u64,
+        entries: Vec<Entry>,
+        outcome: Option<Outcome>,
+    }
+    let path = out.join("journal.json");
+    let text = fs_err::read_to_string(&path)?;
+    let doc: Doc = serde_json::from_str(&text)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{} is not a synthesis journal: {e}", path.display())))?;
+    let answers = doc
+        .entries
+        .into_iter()
+        .filter_map(|e| {
+            let reply = e.reply?;
+            Some(Recorded { seq: e.seq, stage: e.stage, design: e.design, iteration: e.iteration, attempt: e.attempt, reply })
+        })
+        .collect();
+    Ok(Previous { resumed: doc.resumed, status: doc.outcome.map(|o| o.status), answers })
 }

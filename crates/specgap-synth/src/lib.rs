@@ -18,7 +18,7 @@
 //! * [`prompts`] — the role prompts (replaceable files).
 //!
 //! What this slice does not do yet (the Auditor's sufficiency episode, calibration rollouts,
-//! `cli:`/`chat:` roles, `--resume`, human review) is listed in `docs/synthesize.md`.
+//! `cli:`/`chat:` roles, human review) is listed in `docs/synthesize.md`.
 //!
 //! ```no_run
 //! use specgap_synth::pipeline::{Config, Limits, Roles, synthesize};
@@ -28,6 +28,7 @@
 //!     out: "synth-out".into(),
 //!     limits: Limits::default(),
 //!     prompts: Default::default(),
+//!     resume: false,
 //! };
 //! let mut roles = Roles {
 //!     planner: role_from_spec("scripted:planner.json")?,

@@ -9,10 +9,17 @@
 //! * A malformed hand-off is asked for again with the reason, at most [`Limits::max_retries`]
 //!   more times.
 //!
+//! `--resume` ([`Config::resume`]) rebuilds the journal from the start: each role answer the
+//! earlier journal holds is reused for the same request (stage, design, iteration, attempt)
+//! instead of asking the role, the acceptance checks run again, and once the recorded answers
+//! are used up the roles are asked live ([`crate::role::Role::resume_after`] tells each how
+//! many of its answers were reused). A synthesis that ended `ready` is not resumed.
+//!
 //! Layout of `<out>`: `journal.json` ([`crate::journal`]), `prompts/<role>.md` (the templates
 //! used), `work/design-<d>/iteration-<i>/` (each Builder working directory, kept), and
 //! `package/` (a copy of the accepted package, when the synthesis ends `ready`).
 
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -24,7 +31,7 @@ use crate::handoff::{
     AuditDecision, AuditorVerdict, BriefLimits, BuilderHandoff, CalibrationDecision, CalibratorVerdict, HandoffError, PlannerBrief,
     Validate, parse,
 };
-use crate::journal::{Entry, Journal, JournalOutcome};
+use crate::journal::{Entry, Journal, JournalOutcome, Previous, Recorded, read_previous};
 use crate::prompts::{Prompts, fill};
 use crate::role::{Role, RoleError, RoleName, RoleRequest};
 use crate::tree::copy_tree;
@@ -82,6 +89,9 @@ pub struct Config {
     pub limits: Limits,
     /// The role prompts.
     pub prompts: Prompts,
+    /// `--resume`: continue the synthesis journaled in `out` (its role answers are reused in
+    /// order, acceptance checks re-run, roles asked from where it stopped).
+    pub resume: bool,
 }
 
 /// A synthesis that ended `ready`.
@@ -112,6 +122,31 @@ pub enum SynthError {
     OutNotEmpty {
         /// The directory.
         path: PathBuf,
+    },
+    /// `--resume` found no journal it can read.
+    #[error("cannot resume from {}", path.display())]
+    NoJournal {
+        /// The journal path.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// `--resume` of a synthesis that already ended ready.
+    #[error("the synthesis in {} already ended ready; nothing to resume", path.display())]
+    AlreadyReady {
+        /// The output directory.
+        path: PathBuf,
+    },
+    /// The resumed pipeline asks for something other than the journal recorded next.
+    #[error("journal entry {seq} ({recorded}) is not what the resumed pipeline asks for ({asked}); resume with the first run's limits")]
+    Diverged {
+        /// The entry's `seq`.
+        seq: usize,
+        /// `stage design/iteration/attempt` recorded.
+        recorded: String,
+        /// The same for the request.
+        asked: String,
     },
     /// A file or directory of the output could not be written.
     #[error("cannot write {}", path.display())]
@@ -184,15 +219,24 @@ pub fn synthesize(config: &Config, roles: &mut Roles, judge: &dyn Judge) -> Resu
     if !config.source.exists() {
         return Err(SynthError::NoSource { path: config.source.clone() });
     }
-    prepare_out(config)?;
+    let previous = if config.resume { Some(read_resumable(&config.out)?) } else { None };
+    prepare_out(config, previous.is_some())?;
     let labels = [
         ("planner", roles.planner.label()),
         ("builder", roles.builder.label()),
         ("auditor", roles.auditor.label()),
         ("calibrator", roles.calibrator.label()),
     ];
-    let journal = Journal::new(&config.out, &config.source, config.limits, labels);
-    let mut run = Run { config, roles, judge, journal };
+    let mut journal = Journal::new(&config.out, &config.source, config.limits, labels);
+    let mut recorded = VecDeque::new();
+    if let Some(previous) = previous {
+        journal.set_resumed(previous.resumed);
+        for role in [RoleName::Planner, RoleName::Builder, RoleName::Auditor, RoleName::Calibrator] {
+            roles.get(role).resume_after(previous.answers.iter().filter(|a| a.stage == role.as_str()).count());
+        }
+        recorded = previous.answers.into();
+    }
+    let mut run = Run { config, roles, judge, journal, recorded };
     let result = run.designs();
     let outcome = match &result {
         Ok(done) => {
@@ -216,13 +260,21 @@ fn error_chain(err: &dyn std::error::Error) -> String {
     text
 }
 
-fn prepare_out(config: &Config) -> Result<(), SynthError> {
+fn read_resumable(out: &Path) -> Result<Previous, SynthError> {
+    let previous = read_previous(out).map_err(|source| SynthError::NoJournal { path: out.join("journal.json"), source })?;
+    if previous.status.as_deref() == Some("ready") {
+        return Err(SynthError::AlreadyReady { path: out.to_owned() });
+    }
+    Ok(previous)
+}
+
+fn prepare_out(config: &Config, resuming: bool) -> Result<(), SynthError> {
     let out = config.out.as_path();
     let write = |path: &Path| {
         let path = path.to_owned();
         move |source| SynthError::Write { path, source }
     };
-    if out.exists() && fs_err::read_dir(out).map_err(write(out))?.next().is_some() {
+    if !resuming && out.exists() && fs_err::read_dir(out).map_err(write(out))?.next().is_some() {
         return Err(SynthError::OutNotEmpty { path: out.to_owned() });
     }
     let prompts = out.join("prompts");
@@ -249,6 +301,8 @@ struct Run<'a> {
     roles: &'a mut Roles,
     judge: &'a dyn Judge,
     journal: Journal,
+    /// `--resume`: role answers of the earlier journal not yet reused.
+    recorded: VecDeque<Recorded>,
 }
 
 impl Run<'_> {
@@ -300,7 +354,12 @@ impl Run<'_> {
         Err(SynthError::IterationLimit { design, iterations: max, fixes })
     }
 
+    /// A new round's directory starts as a copy of the previous round's; one that exists
+    /// already (a resumed synthesis) keeps what its Builder wrote.
     fn prepare_work_dir(&self, work_dir: &Path, previous: Option<&Path>) -> Result<(), SynthError> {
+        if work_dir.is_dir() {
+            return Ok(());
+        }
         let write = |source| SynthError::Write { path: work_dir.to_owned(), source };
         match previous {
             Some(previous) => copy_tree(previous, work_dir).map_err(write),
@@ -437,7 +496,10 @@ impl Run<'_> {
         let brief_limits = self.limits().brief;
         let mut last = None;
         for attempt in 1..=attempts {
-            let reply = self.roles.get(request.role).answer(&request).map_err(|source| SynthError::Role { role, source })?;
+            let reply = match self.replayed(role, design, iteration, attempt)? {
+                Some(reply) => reply,
+                None => self.roles.get(request.role).answer(&request).map_err(|source| SynthError::Role { role, source })?,
+            };
             let parsed = parse::<T>(&reply, &brief_limits).and_then(|value| extra(&value).map(|()| value));
             let (status, detail) = match &parsed {
                 Ok(value) => ("accepted", serde_json::to_value(value).unwrap_or_default()),
@@ -466,6 +528,20 @@ impl Run<'_> {
         }
         let source = last.unwrap_or(HandoffError::Schema { role, field: ".".into(), problem: "no attempt was made".into() });
         Err(SynthError::Malformed { role, attempts, retries: self.limits().max_retries, source })
+    }
+
+    /// The next recorded answer when resuming, checked to be for this very request.
+    fn replayed(&mut self, role: &str, design: usize, iteration: usize, attempt: usize) -> Result<Option<String>, SynthError> {
+        let Some(next) = self.recorded.pop_front() else { return Ok(None) };
+        let key = |stage: &str, d: usize, i: usize, a: usize| format!("{stage} design {d}, iteration {i}, attempt {a}");
+        if (next.stage.as_str(), next.design, next.iteration, next.attempt) != (role, design, iteration, attempt) {
+            return Err(SynthError::Diverged {
+                seq: next.seq,
+                recorded: key(&next.stage, next.design, next.iteration, next.attempt),
+                asked: key(role, design, iteration, attempt),
+            });
+        }
+        Ok(Some(next.reply))
     }
 
     fn record_acceptance(&mut self, design: usize, iteration: usize, report: &AcceptanceReport) -> Result<(), SynthError> {

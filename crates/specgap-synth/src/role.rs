@@ -131,6 +131,11 @@ pub trait Role {
     /// # Errors
     /// [`RoleError`] when the role cannot answer at all.
     fn answer(&mut self, request: &RoleRequest) -> Result<String, RoleError>;
+
+    /// Told, when a synthesis is resumed, how many of this role's answers the journal already
+    /// holds (they are reused, not asked again). A script skips that many steps; a role that
+    /// starts a fresh episode per request has nothing to do (the default).
+    fn resume_after(&mut self, _answered: usize) {}
 }
 
 /// Builds the role named by `spec`: `scripted:<file>` only, for now.
@@ -207,6 +212,10 @@ impl ScriptedRole {
 impl Role for ScriptedRole {
     fn label(&self) -> String {
         format!("scripted:{}", self.path.display())
+    }
+
+    fn resume_after(&mut self, answered: usize) {
+        self.next = answered;
     }
 
     fn answer(&mut self, request: &RoleRequest) -> Result<String, RoleError> {

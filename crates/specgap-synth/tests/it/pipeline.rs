@@ -263,3 +263,32 @@ fn a_redesign_past_the_limit_ends_the_synthesis_with_the_reason() {
         "the auditor still asks for a redesign of design 1 (--max-redesigns 0): the deadline cannot be observed from any record"
     );
 }
+
+#[test]
+fn resume_reuses_the_recorded_answers_and_asks_the_roles_from_where_it_stopped() {
+    let scripts = Scripts::new();
+    let broken = package_copy(&scripts.tmp.path().join("broken"));
+    copy_within(&broken, "workspace/shop/checkout.py", "solutions/gold/shop/checkout.py");
+    let good = package_copy(&scripts.tmp.path().join("good"));
+    let planner = vec![json!({"reply": brief()})];
+    let builder = vec![build_step(&broken, "first try"), build_step(&good, "gold repaired")];
+    // The Auditor's script is empty the first time: the synthesis stops there.
+    let err = scripts.run([planner.clone(), builder.clone(), vec![], vec![]], Limits::default()).unwrap_err();
+    assert!(matches!(err, SynthError::Role { role: "auditor", .. }), "{err:?}");
+    let first = steps(&scripts.journal());
+
+    // The same scripts, now with an Auditor and a Calibrator: the planner and both builder
+    // answers come from the journal (the scripts skip them), the checks run again.
+    let done = scripts.run_with([planner, builder, vec![audit_pass()], vec![calibrate_ready()]], Limits::default(), true).unwrap();
+    assert_eq!((done.designs, done.iterations), (1, 2));
+    let journal = scripts.journal();
+    let resumed = steps(&journal);
+    assert_eq!(resumed[..first.len()], first[..]);
+    assert_eq!(resumed[first.len()..], [step("auditor", 1, 2, 1, "accepted"), step("calibrator", 1, 2, 1, "accepted")]);
+    assert_eq!(journal["resumed"], 1);
+    assert_eq!(journal["entries"][3]["detail"]["summary"], "gold repaired");
+
+    // A ready synthesis is not resumed.
+    let again = scripts.run_with([vec![], vec![], vec![], vec![]], Limits::default(), true).unwrap_err();
+    assert_eq!(again.to_string(), format!("the synthesis in {} already ended ready; nothing to resume", scripts.out().display()));
+}

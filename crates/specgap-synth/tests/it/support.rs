@@ -85,6 +85,11 @@ impl Scripts {
 
     /// Runs the pipeline with these role scripts.
     pub fn run(&self, steps: [Vec<Value>; 4], limits: Limits) -> Result<Synthesized, SynthError> {
+        self.run_with(steps, limits, false)
+    }
+
+    /// [`Scripts::run`], resuming the synthesis in `<tmp>/out` when `resume`.
+    pub fn run_with(&self, steps: [Vec<Value>; 4], limits: Limits, resume: bool) -> Result<Synthesized, SynthError> {
         let [planner, builder, auditor, calibrator] = steps;
         let mut roles = Roles {
             planner: self.role("planner", planner),
@@ -92,7 +97,7 @@ impl Scripts {
             auditor: self.role("auditor", auditor),
             calibrator: self.role("calibrator", calibrator),
         };
-        let config = Config { source: payment_retry(), out: self.out(), limits, prompts: Default::default() };
+        let config = Config { source: payment_retry(), out: self.out(), limits, prompts: Default::default(), resume };
         let judge = specgap_task::SandboxJudge::new(true).unwrap();
         synthesize(&config, &mut roles, &judge)
     }
