@@ -464,7 +464,7 @@ impl Run<'_> {
             "acceptance": acceptance,
         });
         let request = RoleRequest { role: RoleName::Auditor, prompt, inputs, work_dir: None, retry_reason: None };
-        self.ask::<AuditorVerdict>(request, design, iteration, |_| Ok(()))
+        self.ask::<AuditorVerdict>(request, design, iteration, |verdict| evidence_matches_brief(verdict, brief))
     }
 
     fn calibrate(&mut self, design: usize, iteration: usize, package: &BuiltPackage) -> Result<CalibratorVerdict, SynthError> {
@@ -565,6 +565,26 @@ impl Run<'_> {
         let path = self.journal.path().to_owned();
         self.journal.push(entry).map_err(|source| SynthError::Write { path, source })
     }
+}
+
+/// An Auditor's evidence names only the brief's requirements, and a `pass` quotes evidence for
+/// every withheld one (App. E.3: discovery is confirmed per requirement before the pass).
+fn evidence_matches_brief(verdict: &AuditorVerdict, brief: &PlannerBrief) -> Result<(), HandoffError> {
+    let rule = |field: String, problem: String| HandoffError::Rule { role: "auditor", field, problem };
+    for (index, item) in verdict.evidence.iter().enumerate() {
+        if !brief.requirements.iter().any(|r| r.id == item.requirement) {
+            return Err(rule(
+                format!("evidence[{index}].requirement"),
+                format!("`{}` is not a requirement of the brief", item.requirement),
+            ));
+        }
+    }
+    if verdict.verdict == AuditDecision::Pass {
+        if let Some(bare) = brief.withheld.iter().find(|id| !verdict.evidence.iter().any(|e| &e.requirement == *id)) {
+            return Err(rule("evidence".into(), format!("verdict `pass` quotes no evidence for withheld requirement `{bare}`")));
+        }
+    }
+    Ok(())
 }
 
 /// The package directory a Builder hand-off names (`.` components dropped, so `.` is the

@@ -292,3 +292,26 @@ fn resume_reuses_the_recorded_answers_and_asks_the_roles_from_where_it_stopped()
     let again = scripts.run_with([vec![], vec![], vec![], vec![]], Limits::default(), true).unwrap_err();
     assert_eq!(again.to_string(), format!("the synthesis in {} already ended ready; nothing to resume", scripts.out().display()));
 }
+
+#[test]
+fn an_audit_pass_without_evidence_for_a_withheld_requirement_is_asked_again() {
+    let scripts = Scripts::new();
+    let good = package_copy(&scripts.tmp.path().join("good"));
+    let thin = json!({"reply": {"verdict": "pass", "evidence": [{"requirement": "charge-once", "source": "records", "quote": "q"}]}});
+    let stray =
+        json!({"reply": {"verdict": "fix", "fixes": ["f"], "evidence": [{"requirement": "refunds", "source": "records", "quote": "q"}]}});
+    let limits = Limits { max_retries: 1, ..Limits::default() };
+    let err =
+        scripts.run([vec![json!({"reply": brief()})], vec![build_step(&good, "built")], vec![thin, stray], vec![]], limits).unwrap_err();
+    let journal = scripts.journal();
+    let entries = journal["entries"].as_array().unwrap();
+    assert_eq!(
+        entries[3]["detail"],
+        "the auditor hand-off breaks a rule at `evidence`: verdict `pass` quotes no evidence for withheld requirement `declines-final`"
+    );
+    assert_eq!(
+        entries[4]["detail"],
+        "the auditor hand-off breaks a rule at `evidence[0].requirement`: `refunds` is not a requirement of the brief"
+    );
+    assert!(matches!(err, SynthError::Malformed { role: "auditor", attempts: 2, retries: 1, .. }), "{err:?}");
+}

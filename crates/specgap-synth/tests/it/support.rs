@@ -44,9 +44,11 @@ pub fn build_step(package: &Path, summary: &str) -> Value {
     json!({"write_from": parent, "reply": {"package": package.file_name().unwrap().to_str().unwrap(), "summary": summary}})
 }
 
-/// An Auditor `pass` with evidence for one requirement.
+/// An Auditor `pass` with evidence for each withheld requirement.
 pub fn audit_pass() -> Value {
-    json!({"reply": {"verdict": "pass", "evidence": [{"requirement": "charge-once", "source": "records/settlements-2024-06.csv", "quote": "1042,captured"}]}})
+    let evidence = ["charge-once", "declines-final", "respect-busy-wait", "checkout-deadline"]
+        .map(|id| json!({"requirement": id, "source": "workspace/records", "quote": format!("a record showing {id}")}));
+    json!({"reply": {"verdict": "pass", "evidence": evidence}})
 }
 
 /// An Auditor `fix`.
