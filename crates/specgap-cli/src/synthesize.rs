@@ -11,9 +11,11 @@ use specgap_synth::role::role_from_spec;
 use specgap_task::SandboxJudge;
 
 const AFTER_HELP: &str = "\
-Runs Planner -> Builder -> acceptance checks -> Auditor -> Calibrator (seed 000 §4.2). A failing
-acceptance check or a `fix` verdict sends the numbered list back to the Builder; a `redesign`
-sends the Auditor's reason back to the Planner. Every hand-off, check and verdict goes to
+Runs Planner -> Builder -> acceptance checks -> [sufficiency test] -> Auditor -> Calibrator
+(seed 000 §4.2). A failing acceptance check, a failing sufficiency test (--implementer: an
+implementation from instruction.full.md and the workspace alone, run through the evaluator) or a
+`fix` verdict sends the numbered list back to the Builder; a `redesign` sends the Auditor's
+reason back to the Planner. Every hand-off, check and verdict goes to
 <out>/journal.json; the accepted package is copied to <out>/package.
 
 Roles are `scripted:<file>` for now (docs/synthesize.md describes the script and hand-off
@@ -51,6 +53,10 @@ pub struct Args {
     /// Who plays the Calibrator.
     #[arg(long, value_name = "ROLE")]
     pub calibrator: String,
+    /// Who implements from the full instruction and the workspace alone for the Auditor's
+    /// sufficiency test (specgap evaluates the result); without it the test is skipped.
+    #[arg(long, value_name = "ROLE")]
+    pub implementer: Option<String>,
     /// Builder rounds per design before the synthesis stops.
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..))]
     pub max_iterations: u16,
@@ -89,6 +95,7 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
         builder: role_from_spec(&args.builder).context("--builder")?,
         auditor: role_from_spec(&args.auditor).context("--auditor")?,
         calibrator: role_from_spec(&args.calibrator).context("--calibrator")?,
+        implementer: args.implementer.as_deref().map(role_from_spec).transpose().context("--implementer")?,
     };
     let limits = Limits {
         max_iterations: args.max_iterations.into(),

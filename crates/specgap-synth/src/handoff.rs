@@ -286,6 +286,23 @@ impl Validate for BuilderHandoff {
     }
 }
 
+/// The sufficiency episode's report (seed 000 App. E.3 item 4): it implemented the full
+/// instruction in its working directory, a copy of the package's workspace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImplementerHandoff {
+    /// What it implemented.
+    pub summary: String,
+}
+
+impl Validate for ImplementerHandoff {
+    const ROLE: &'static str = "implementer";
+
+    fn validate(&self, _limits: &BriefLimits) -> Result<(), HandoffError> {
+        require_text(Self::ROLE, "summary", &self.summary)
+    }
+}
+
 /// The Auditor's decision (seed 000 App. E.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

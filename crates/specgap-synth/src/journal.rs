@@ -20,7 +20,8 @@ pub const JOURNAL_FORMAT: u32 = 1;
 pub struct Entry {
     /// 1-based position in the journal.
     pub seq: usize,
-    /// `planner`, `builder`, `acceptance`, `auditor` or `calibrator`.
+    /// `planner`, `builder`, `acceptance`, `implementer`, `sufficiency`, `auditor` or
+    /// `calibrator`.
     pub stage: &'static str,
     /// 1-based design (a redesign starts the next).
     pub design: usize,
@@ -28,7 +29,8 @@ pub struct Entry {
     pub iteration: usize,
     /// 1-based attempt at this hand-off (a malformed one is retried).
     pub attempt: usize,
-    /// `accepted` or `malformed` for a hand-off, `passed` or `failed` for acceptance checks.
+    /// `accepted` or `malformed` for a hand-off, `passed` or `failed` for acceptance checks and
+    /// the sufficiency test.
     pub status: &'static str,
     /// The inputs the role was given (not for acceptance checks).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -74,7 +76,7 @@ pub struct Journal {
 
 impl Journal {
     /// A new journal at `<out>/journal.json` (written on the first [`Journal::push`]).
-    pub fn new(out: &Path, source: &Path, limits: Limits, roles: [(&str, String); 4]) -> Journal {
+    pub fn new(out: &Path, source: &Path, limits: Limits, roles: Vec<(&str, String)>) -> Journal {
         let roles = roles.into_iter().map(|(name, label)| (name.to_owned(), serde_json::Value::String(label))).collect();
         Journal {
             path: out.join("journal.json"),

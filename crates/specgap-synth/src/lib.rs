@@ -17,8 +17,8 @@
 //! * [`journal`] — `<out>/journal.json`, every hand-off, check and verdict.
 //! * [`prompts`] — the role prompts (replaceable files).
 //!
-//! What this slice does not do yet (the Auditor's sufficiency episode, calibration rollouts,
-//! `cli:`/`chat:` roles, human review) is listed in `docs/synthesize.md`.
+//! What this slice does not do yet (calibration rollouts, `cli:`/`chat:` roles, human review)
+//! is listed in `docs/synthesize.md`.
 //!
 //! ```no_run
 //! use specgap_synth::pipeline::{Config, Limits, Roles, synthesize};
@@ -35,6 +35,7 @@
 //!     builder: role_from_spec("scripted:builder.json")?,
 //!     auditor: role_from_spec("scripted:auditor.json")?,
 //!     calibrator: role_from_spec("scripted:calibrator.json")?,
+//!     implementer: None,
 //! };
 //! let judge = specgap_task::SandboxJudge::new(true)?;
 //! let done = synthesize(&config, &mut roles, &judge)?;

@@ -24,12 +24,12 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use specgap_task::Judge;
+use specgap_task::{Judge, Outcome, Submission};
 
 use crate::acceptance::{AcceptanceReport, run_acceptance};
 use crate::handoff::{
-    AuditDecision, AuditorVerdict, BriefLimits, BuilderHandoff, CalibrationDecision, CalibratorVerdict, HandoffError, PlannerBrief,
-    Validate, parse,
+    AuditDecision, AuditorVerdict, BriefLimits, BuilderHandoff, CalibrationDecision, CalibratorVerdict, HandoffError, ImplementerHandoff,
+    PlannerBrief, Validate, parse,
 };
 use crate::journal::{Entry, Journal, JournalOutcome, Previous, Recorded, read_previous};
 use crate::prompts::{Prompts, fill};
@@ -55,7 +55,7 @@ impl Default for Limits {
     }
 }
 
-/// The four players.
+/// The players: the four roles, and optionally the Auditor's sufficiency episode.
 pub struct Roles {
     /// Reads the source, writes the brief.
     pub planner: Box<dyn Role>,
@@ -65,15 +65,19 @@ pub struct Roles {
     pub auditor: Box<dyn Role>,
     /// Reads the calibration rollouts.
     pub calibrator: Box<dyn Role>,
+    /// Implements from the full instruction and the workspace alone (`--implementer`); without
+    /// it the sufficiency test is skipped and the journal says so.
+    pub implementer: Option<Box<dyn Role>>,
 }
 
 impl Roles {
-    fn get(&mut self, role: RoleName) -> &mut dyn Role {
+    fn get(&mut self, role: RoleName) -> Option<&mut dyn Role> {
         match role {
-            RoleName::Planner => self.planner.as_mut(),
-            RoleName::Builder => self.builder.as_mut(),
-            RoleName::Auditor => self.auditor.as_mut(),
-            RoleName::Calibrator => self.calibrator.as_mut(),
+            RoleName::Planner => Some(self.planner.as_mut()),
+            RoleName::Builder => Some(self.builder.as_mut()),
+            RoleName::Auditor => Some(self.auditor.as_mut()),
+            RoleName::Calibrator => Some(self.calibrator.as_mut()),
+            RoleName::Implementer => self.implementer.as_deref_mut().map(|r| r as &mut dyn Role),
         }
     }
 }
@@ -148,6 +152,13 @@ pub enum SynthError {
         /// The same for the request.
         asked: String,
     },
+    /// The accepted package could not be loaded for the sufficiency test.
+    #[error("the package could not be loaded for the sufficiency test")]
+    Sufficiency {
+        /// The cause.
+        #[source]
+        source: Box<specgap_task::LoadError>,
+    },
     /// A file or directory of the output could not be written.
     #[error("cannot write {}", path.display())]
     Write {
@@ -156,6 +167,12 @@ pub enum SynthError {
         /// The cause.
         #[source]
         source: std::io::Error,
+    },
+    /// No player was given for a role the pipeline needs.
+    #[error("no player was given for the {role}")]
+    NoPlayer {
+        /// The role.
+        role: &'static str,
     },
     /// A role could not answer.
     #[error("the {role} could not answer")]
@@ -204,6 +221,8 @@ pub enum SynthError {
     },
 }
 
+const ALL_ROLES: [RoleName; 5] = [RoleName::Planner, RoleName::Builder, RoleName::Auditor, RoleName::Calibrator, RoleName::Implementer];
+
 /// `1. first\n2. second`.
 pub fn numbered(items: &[String]) -> String {
     items.iter().enumerate().map(|(i, item)| format!("{}. {item}", i + 1)).collect::<Vec<_>>().join("\n")
@@ -221,18 +240,24 @@ pub fn synthesize(config: &Config, roles: &mut Roles, judge: &dyn Judge) -> Resu
     }
     let previous = if config.resume { Some(read_resumable(&config.out)?) } else { None };
     prepare_out(config, previous.is_some())?;
-    let labels = [
+    let mut labels = vec![
         ("planner", roles.planner.label()),
         ("builder", roles.builder.label()),
         ("auditor", roles.auditor.label()),
         ("calibrator", roles.calibrator.label()),
     ];
+    if let Some(implementer) = &roles.implementer {
+        labels.push(("implementer", implementer.label()));
+    }
     let mut journal = Journal::new(&config.out, &config.source, config.limits, labels);
     let mut recorded = VecDeque::new();
     if let Some(previous) = previous {
         journal.set_resumed(previous.resumed);
-        for role in [RoleName::Planner, RoleName::Builder, RoleName::Auditor, RoleName::Calibrator] {
-            roles.get(role).resume_after(previous.answers.iter().filter(|a| a.stage == role.as_str()).count());
+        for role in ALL_ROLES {
+            let answered = previous.answers.iter().filter(|a| a.stage == role.as_str()).count();
+            if let Some(player) = roles.get(role) {
+                player.resume_after(answered);
+            }
         }
         recorded = previous.answers.into();
     }
@@ -279,7 +304,7 @@ fn prepare_out(config: &Config, resuming: bool) -> Result<(), SynthError> {
     }
     let prompts = out.join("prompts");
     fs_err::create_dir_all(&prompts).map_err(write(prompts.as_path()))?;
-    for role in [RoleName::Planner, RoleName::Builder, RoleName::Auditor, RoleName::Calibrator] {
+    for role in ALL_ROLES {
         let path = prompts.join(format!("{}.md", role.as_str()));
         fs_err::write(&path, config.prompts.template(role)).map_err(write(path.as_path()))?;
     }
@@ -374,7 +399,11 @@ impl Run<'_> {
         if !acceptance.passed {
             return Ok(Round::Fix(acceptance.failures()));
         }
-        let audit = self.audit(design, iteration, brief, package, &acceptance)?;
+        let sufficiency = self.sufficiency(design, iteration, package)?;
+        if let Some(failing) = sufficiency.as_ref().and_then(|s| s.failure.clone()) {
+            return Ok(Round::Fix(vec![failing]));
+        }
+        let audit = self.audit(design, iteration, brief, package, &acceptance, sufficiency.as_ref())?;
         match audit.verdict {
             AuditDecision::Fix => return Ok(Round::Fix(audit.fixes)),
             AuditDecision::Redesign => return Ok(Round::Redesign(audit.reason.unwrap_or_default())),
@@ -452,6 +481,7 @@ impl Run<'_> {
         brief: &PlannerBrief,
         package: &BuiltPackage,
         acceptance: &AcceptanceReport,
+        sufficiency: Option<&Sufficiency>,
     ) -> Result<AuditorVerdict, SynthError> {
         let prompt = fill(
             self.config.prompts.template(RoleName::Auditor),
@@ -462,9 +492,48 @@ impl Run<'_> {
             "summary": package.summary,
             "brief": brief,
             "acceptance": acceptance,
+            "sufficiency": sufficiency,
         });
         let request = RoleRequest { role: RoleName::Auditor, prompt, inputs, work_dir: None, retry_reason: None };
         self.ask::<AuditorVerdict>(request, design, iteration, |verdict| evidence_matches_brief(verdict, brief))
+    }
+
+    /// The sufficiency test (App. E.3 item 4): the implementer gets a copy of the workspace and
+    /// the full instruction only; specgap runs what it leaves through the evaluator. `None`
+    /// when no implementer plays.
+    fn sufficiency(&mut self, design: usize, iteration: usize, package: &BuiltPackage) -> Result<Option<Sufficiency>, SynthError> {
+        if self.roles.implementer.is_none() {
+            return Ok(None);
+        }
+        let loaded = specgap_task::load(&package.root).map_err(|source| SynthError::Sufficiency { source: Box::new(source) })?;
+        let work_dir = self.config.out.join(format!("work/design-{design}/iteration-{iteration}-sufficiency"));
+        if !work_dir.is_dir() {
+            copy_tree(&loaded.workspace_dir(), &work_dir).map_err(|source| SynthError::Write { path: work_dir.clone(), source })?;
+        }
+        let instruction = loaded.instruction_full().unwrap_or_default().to_owned();
+        let prompt = fill(
+            self.config.prompts.template(RoleName::Implementer),
+            &[("work_dir", work_dir.display().to_string()), ("instruction", instruction.clone())],
+        );
+        let inputs = serde_json::json!({"instruction": instruction, "work_dir": work_dir});
+        let request = RoleRequest { role: RoleName::Implementer, prompt, inputs, work_dir: Some(work_dir.clone()), retry_reason: None };
+        self.ask::<ImplementerHandoff>(request, design, iteration, |_| Ok(()))?;
+        let result = evaluate_sufficiency(&loaded, &work_dir, self.judge);
+        let status = if result.failure.is_none() { "passed" } else { "failed" };
+        let detail = serde_json::to_value(&result).unwrap_or_default();
+        self.push(Entry {
+            seq: 0,
+            stage: "sufficiency",
+            design,
+            iteration,
+            attempt: 1,
+            status,
+            inputs: None,
+            retry_reason: None,
+            reply: None,
+            detail,
+        })?;
+        Ok(Some(result))
     }
 
     fn calibrate(&mut self, design: usize, iteration: usize, package: &BuiltPackage) -> Result<CalibratorVerdict, SynthError> {
@@ -498,7 +567,10 @@ impl Run<'_> {
         for attempt in 1..=attempts {
             let reply = match self.replayed(role, design, iteration, attempt)? {
                 Some(reply) => reply,
-                None => self.roles.get(request.role).answer(&request).map_err(|source| SynthError::Role { role, source })?,
+                None => {
+                    let player = self.roles.get(request.role).ok_or(SynthError::NoPlayer { role })?;
+                    player.answer(&request).map_err(|source| SynthError::Role { role, source })?
+                }
             };
             let parsed = parse::<T>(&reply, &brief_limits).and_then(|value| extra(&value).map(|()| value));
             let (status, detail) = match &parsed {
@@ -564,6 +636,40 @@ impl Run<'_> {
     fn push(&mut self, entry: Entry) -> Result<(), SynthError> {
         let path = self.journal.path().to_owned();
         self.journal.push(entry).map_err(|source| SynthError::Write { path, source })
+    }
+}
+
+/// The sufficiency test's result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Sufficiency {
+    /// Requirement ids the implementation fails, in priority order.
+    pub failing: Vec<String>,
+    /// The fix handed to the Builder when the test failed (failing requirements or an
+    /// evaluation error); `None` when every requirement passed.
+    pub failure: Option<String>,
+}
+
+/// Runs the implementer's directory through the package's evaluator.
+fn evaluate_sufficiency(package: &specgap_task::TaskPackage, dir: &Path, judge: &dyn Judge) -> Sufficiency {
+    let outcome = judge.evaluate(package, Submission::Directory(dir)).and_then(|judged| Outcome::new(package, judged));
+    match outcome {
+        Ok(outcome) => {
+            let failing: Vec<String> = outcome.failing_requirements(package).into_iter().map(str::to_owned).collect();
+            let failure = (!failing.is_empty()).then(|| {
+                format!(
+                    "sufficiency: an implementation written from instruction.full.md and the workspace alone fails {}; the full instruction must state enough to pass every requirement",
+                    failing.join(", ")
+                )
+            });
+            Sufficiency { failing, failure }
+        }
+        Err(err) => Sufficiency {
+            failing: Vec::new(),
+            failure: Some(format!(
+                "sufficiency: the implementation could not be evaluated: {}",
+                specgap_task::check::describe_error_chain(&err)
+            )),
+        },
     }
 }
 

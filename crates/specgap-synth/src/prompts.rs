@@ -1,4 +1,4 @@
-//! The four role prompts: built-in files in this project's own words (following seed 000
+//! The role prompts (the four roles and the Auditor's sufficiency episode): built-in files in this project's own words (following seed 000
 //! App. E.1–E.4's role contracts), replaceable by files of the same name in a `--prompts`
 //! directory.
 //!
@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use crate::role::RoleName;
 
 /// The file names a `--prompts` directory may hold.
-pub const PROMPT_FILES: [&str; 4] = ["planner.md", "builder.md", "auditor.md", "calibrator.md"];
+pub const PROMPT_FILES: [&str; 5] = ["planner.md", "builder.md", "auditor.md", "calibrator.md", "implementer.md"];
 
 /// Why a prompts directory cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +44,8 @@ pub struct Prompts {
     pub auditor: String,
     /// `calibrator.md`.
     pub calibrator: String,
+    /// `implementer.md` (the sufficiency episode).
+    pub implementer: String,
 }
 
 impl Default for Prompts {
@@ -53,6 +55,7 @@ impl Default for Prompts {
             builder: include_str!("../prompts/builder.md").to_owned(),
             auditor: include_str!("../prompts/auditor.md").to_owned(),
             calibrator: include_str!("../prompts/calibrator.md").to_owned(),
+            implementer: include_str!("../prompts/implementer.md").to_owned(),
         }
     }
 }
@@ -79,6 +82,7 @@ impl Prompts {
                 "builder.md" => &mut prompts.builder,
                 "auditor.md" => &mut prompts.auditor,
                 "calibrator.md" => &mut prompts.calibrator,
+                "implementer.md" => &mut prompts.implementer,
                 _ => return Err(PromptError::Unknown { path }),
             };
             *slot = fs_err::read_to_string(&path).map_err(read_err(path.as_path()))?;
@@ -93,6 +97,7 @@ impl Prompts {
             RoleName::Builder => &self.builder,
             RoleName::Auditor => &self.auditor,
             RoleName::Calibrator => &self.calibrator,
+            RoleName::Implementer => &self.implementer,
         }
     }
 }

@@ -25,6 +25,9 @@ pub enum RoleName {
     Auditor,
     /// Reads calibration rollouts.
     Calibrator,
+    /// The Auditor's sufficiency episode: implements from the full instruction and the
+    /// workspace alone (seed 000 App. E.3 item 4).
+    Implementer,
 }
 
 impl RoleName {
@@ -35,6 +38,7 @@ impl RoleName {
             RoleName::Builder => "builder",
             RoleName::Auditor => "auditor",
             RoleName::Calibrator => "calibrator",
+            RoleName::Implementer => "implementer",
         }
     }
 }

@@ -315,3 +315,58 @@ fn an_audit_pass_without_evidence_for_a_withheld_requirement_is_asked_again() {
     );
     assert!(matches!(err, SynthError::Malformed { role: "auditor", attempts: 2, retries: 1, .. }), "{err:?}");
 }
+
+/// An implementer step writing `dir`'s files over its copy of the workspace.
+fn implement_from(dir: &std::path::Path) -> serde_json::Value {
+    json!({"write_from": dir, "reply": {"summary": "implemented the full instruction"}})
+}
+
+#[test]
+fn the_sufficiency_test_evaluates_the_implementers_directory_and_tells_the_auditor() {
+    let scripts = Scripts::new();
+    let good = package_copy(&scripts.tmp.path().join("good"));
+    let roles = [vec![json!({"reply": brief()})], vec![build_step(&good, "built")], vec![audit_pass()], vec![calibrate_ready()]];
+    let done = scripts.run_all(roles, Some(vec![implement_from(&good.join("solutions/gold"))]), Limits::default(), false).unwrap();
+    assert_eq!((done.designs, done.iterations), (1, 1));
+    let journal = scripts.journal();
+    assert_eq!(
+        steps(&journal),
+        vec![
+            step("planner", 1, 0, 1, "accepted"),
+            step("builder", 1, 1, 1, "accepted"),
+            step("acceptance", 1, 1, 1, "passed"),
+            step("implementer", 1, 1, 1, "accepted"),
+            step("sufficiency", 1, 1, 1, "passed"),
+            step("auditor", 1, 1, 1, "accepted"),
+            step("calibrator", 1, 1, 1, "accepted"),
+        ]
+    );
+    let entries = journal["entries"].as_array().unwrap();
+    assert_eq!(entries[4]["detail"], json!({"failing": [], "failure": null}));
+    assert_eq!(entries[5]["inputs"]["sufficiency"], json!({"failing": [], "failure": null}));
+    let instruction = fs_err::read_to_string(good.join("instruction.full.md")).unwrap();
+    assert_eq!(entries[3]["inputs"]["instruction"], instruction.as_str());
+    assert_eq!(journal["roles"]["implementer"], format!("scripted:{}", scripts.tmp.path().join("implementer.json").display()));
+}
+
+#[test]
+fn an_implementation_from_the_full_instruction_that_fails_goes_back_to_the_builder() {
+    let scripts = Scripts::new();
+    let good = package_copy(&scripts.tmp.path().join("good"));
+    let limits = Limits { max_iterations: 1, ..Limits::default() };
+    let roles = [vec![json!({"reply": brief()})], vec![build_step(&good, "built")], vec![], vec![]];
+    // The implementer changes nothing: the starter is what gets evaluated.
+    let idle = json!({"reply": {"summary": "nothing needed changing"}});
+    let err = scripts.run_all(roles, Some(vec![idle]), limits, false).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "design 1 is still not accepted after 1 builder iterations (--max-iterations 1); the last round asked for:\n1. sufficiency: an implementation written from instruction.full.md and the workspace alone fails charge-once, retry-timeouts, declines-final, respect-busy-wait, checkout-deadline; the full instruction must state enough to pass every requirement"
+    );
+    let journal = scripts.journal();
+    let last = journal["entries"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!((last["stage"].as_str(), last["status"].as_str()), (Some("sufficiency"), Some("failed")));
+    assert_eq!(
+        last["detail"]["failing"],
+        json!(["charge-once", "retry-timeouts", "declines-final", "respect-busy-wait", "checkout-deadline"])
+    );
+}

@@ -23,7 +23,7 @@ fn a_stray_file_in_the_prompts_directory_is_refused_by_name() {
     assert_eq!(
         err.to_string(),
         format!(
-            "{} replaces no synthesize prompt; the names are planner.md, builder.md, auditor.md, calibrator.md",
+            "{} replaces no synthesize prompt; the names are planner.md, builder.md, auditor.md, calibrator.md, implementer.md",
             tmp.path().join("reviewer.md").display()
         )
     );
@@ -42,6 +42,7 @@ fn every_built_in_prompt_uses_its_documented_placeholders() {
         (RoleName::Builder, &["{work_dir}", "{brief}", "{fixes}"][..]),
         (RoleName::Auditor, &["{package}", "{summary}", "{acceptance}"][..]),
         (RoleName::Calibrator, &["{package}", "{rollouts}"][..]),
+        (RoleName::Implementer, &["{work_dir}", "{instruction}"][..]),
     ] {
         for name in names {
             assert!(prompts.template(role).contains(name), "{} lacks {name}", role.as_str());

@@ -92,12 +92,24 @@ impl Scripts {
 
     /// [`Scripts::run`], resuming the synthesis in `<tmp>/out` when `resume`.
     pub fn run_with(&self, steps: [Vec<Value>; 4], limits: Limits, resume: bool) -> Result<Synthesized, SynthError> {
+        self.run_all(steps, None, limits, resume)
+    }
+
+    /// [`Scripts::run_with`] with a scripted sufficiency implementer when `implementer` is some.
+    pub fn run_all(
+        &self,
+        steps: [Vec<Value>; 4],
+        implementer: Option<Vec<Value>>,
+        limits: Limits,
+        resume: bool,
+    ) -> Result<Synthesized, SynthError> {
         let [planner, builder, auditor, calibrator] = steps;
         let mut roles = Roles {
             planner: self.role("planner", planner),
             builder: self.role("builder", builder),
             auditor: self.role("auditor", auditor),
             calibrator: self.role("calibrator", calibrator),
+            implementer: implementer.map(|steps| self.role("implementer", steps) as Box<dyn specgap_synth::role::Role>),
         };
         let config = Config { source: payment_retry(), out: self.out(), limits, prompts: Default::default(), resume };
         let judge = specgap_task::SandboxJudge::new(true).unwrap();
