@@ -12,7 +12,7 @@ fn bundled(role: &str) -> String {
 fn synthesize_with_the_bundled_scripted_roles_writes_the_package_and_the_journal() {
     let tmp = tempfile::tempdir().unwrap();
     let source = repo().join("examples/tasks/payment-retry");
-    let [planner, builder, auditor, calibrator] = ["planner", "builder", "auditor", "calibrator"].map(bundled);
+    let [planner, builder, auditor, calibrator, implementer] = ["planner", "builder", "auditor", "calibrator", "implementer"].map(bundled);
     let out = tmp.path().join("out");
 
     let output = specgap()
@@ -21,6 +21,7 @@ fn synthesize_with_the_bundled_scripted_roles_writes_the_package_and_the_journal
         .arg("--out")
         .arg(&out)
         .args(["--planner", &planner, "--builder", &builder, "--auditor", &auditor, "--calibrator", &calibrator])
+        .args(["--implementer", &implementer])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -32,10 +33,11 @@ fn synthesize_with_the_bundled_scripted_roles_writes_the_package_and_the_journal
     );
     let journal: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("journal.json")).unwrap()).unwrap();
     let stages: Vec<&str> = journal["entries"].as_array().unwrap().iter().map(|e| e["stage"].as_str().unwrap()).collect();
-    assert_eq!(stages, ["planner", "builder", "acceptance", "auditor", "calibrator"]);
+    assert_eq!(stages, ["planner", "builder", "acceptance", "implementer", "sufficiency", "auditor", "calibrator"]);
+    assert_eq!(journal["entries"][4]["detail"], serde_json::json!({"failing": [], "failure": null}));
     assert_eq!(journal["outcome"]["status"], "ready");
     assert_eq!(journal["entries"][1]["detail"]["package"], ".");
-    assert_eq!(journal["entries"][3]["detail"]["evidence"].as_array().unwrap().len(), 4);
+    assert_eq!(journal["entries"][5]["detail"]["evidence"].as_array().unwrap().len(), 4);
     assert!(package.join("solutions/mutants/charge-once").is_dir());
 
     // The same output directory is refused now that it holds a synthesis; an agent kind the
