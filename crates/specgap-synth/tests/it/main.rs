@@ -4,4 +4,5 @@ mod acceptance;
 mod handoff;
 mod pipeline;
 mod prompts;
+mod role;
 mod support;
