@@ -370,3 +370,29 @@ fn an_implementation_from_the_full_instruction_that_fails_goes_back_to_the_build
         json!(["charge-once", "retry-timeouts", "declines-final", "respect-busy-wait", "checkout-deadline"])
     );
 }
+
+#[test]
+fn a_calibrator_fix_goes_back_to_the_builder_and_the_package_is_audited_again() {
+    let scripts = Scripts::new();
+    let good = package_copy(&scripts.tmp.path().join("good"));
+    let calibrator_fix = json!({"reply": {"verdict": "fix", "fixes": ["full run 2 faced an unstated retry cap at turn 9"], "rollouts": [
+        {"rollout": "full-2", "condition": "full", "class": "environment-defect", "turns": [9], "note": "the full instruction never says how many retries"}
+    ]}});
+    let done = scripts
+        .run(
+            [
+                vec![json!({"reply": brief()})],
+                vec![build_step(&good, "built"), build_step(&good, "retry cap stated")],
+                vec![audit_pass(), audit_pass()],
+                vec![calibrator_fix, calibrate_ready()],
+            ],
+            Limits::default(),
+        )
+        .unwrap();
+    assert_eq!((done.designs, done.iterations), (1, 2));
+    let journal = scripts.journal();
+    let stages: Vec<String> = steps(&journal).into_iter().map(|s| s.0).collect();
+    assert_eq!(stages, ["planner", "builder", "acceptance", "auditor", "calibrator", "builder", "acceptance", "auditor", "calibrator"]);
+    assert_eq!(journal["entries"][5]["inputs"]["fixes"], json!(["full run 2 faced an unstated retry cap at turn 9"]));
+    assert_eq!(journal["entries"][4]["detail"]["rollouts"][0]["class"], "environment-defect");
+}
