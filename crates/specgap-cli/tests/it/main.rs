@@ -30,4 +30,5 @@ mod scale_out;
 mod seed_measures;
 mod show_report;
 mod support;
+mod synthesize;
 mod view;
