@@ -519,20 +519,7 @@ impl Run<'_> {
         let request = RoleRequest { role: RoleName::Implementer, prompt, inputs, work_dir: Some(work_dir.clone()), retry_reason: None };
         self.ask::<ImplementerHandoff>(request, design, iteration, |_| Ok(()))?;
         let result = evaluate_sufficiency(&loaded, &work_dir, self.judge);
-        let status = if result.failure.is_none() { "passed" } else { "failed" };
-        let detail = serde_json::to_value(&result).unwrap_or_default();
-        self.push(Entry {
-            seq: 0,
-            stage: "sufficiency",
-            design,
-            iteration,
-            attempt: 1,
-            status,
-            inputs: None,
-            retry_reason: None,
-            reply: None,
-            detail,
-        })?;
+        self.push_check("sufficiency", design, iteration, result.failure.is_none(), serde_json::to_value(&result).unwrap_or_default())?;
         Ok(Some(result))
     }
 
@@ -617,20 +604,21 @@ impl Run<'_> {
     }
 
     fn record_acceptance(&mut self, design: usize, iteration: usize, report: &AcceptanceReport) -> Result<(), SynthError> {
-        let status = if report.passed { "passed" } else { "failed" };
-        let detail = serde_json::to_value(report).unwrap_or_default();
-        self.push(Entry {
-            seq: 0,
-            stage: "acceptance",
-            design,
-            iteration,
-            attempt: 1,
-            status,
-            inputs: None,
-            retry_reason: None,
-            reply: None,
-            detail,
-        })
+        self.push_check("acceptance", design, iteration, report.passed, serde_json::to_value(&report).unwrap_or_default())
+    }
+
+    /// Journals a check specgap ran itself (acceptance, sufficiency): no role inputs or reply.
+    fn push_check(
+        &mut self,
+        stage: &'static str,
+        design: usize,
+        iteration: usize,
+        passed: bool,
+        detail: serde_json::Value,
+    ) -> Result<(), SynthError> {
+        let status = if passed { "passed" } else { "failed" };
+        let entry = Entry { seq: 0, stage, design, iteration, attempt: 1, status, inputs: None, retry_reason: None, reply: None, detail };
+        self.push(entry)
     }
 
     fn push(&mut self, entry: Entry) -> Result<(), SynthError> {
