@@ -12,7 +12,8 @@ task, imported or refused with its reasons, then a summary table. The task's own
 tests/test.sh becomes the package's private evaluator; solution/solve.sh, run once in the
 sandbox on the starter, becomes solutions/gold/. What could not be mapped is listed in each
 package's NOTES.md. Compose files, GPUs, Windows tasks and tasks that need the network at run
-time are refused. Exits 0 when every task was imported, 1 when some were refused.
+time are refused. A directory with no task.toml in or below it is reported as not a Harbor
+task. Exits 0 when every task was imported, 1 when some were refused or were not tasks.
 
 Example:
   specgap import harbor ~/harbor-tasks/my-dataset --out suites/my-dataset
@@ -76,6 +77,6 @@ fn harbor(args: HarborArgs) -> anyhow::Result<ExitCode> {
             protocol.display()
         );
     }
-    let refused = outcomes.iter().any(|o| matches!(o, specgap_harbor::Outcome::Refused(_)));
-    Ok(if refused { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    let failed = outcomes.iter().any(specgap_harbor::Outcome::is_failure);
+    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

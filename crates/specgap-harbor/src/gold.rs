@@ -10,7 +10,7 @@ use std::time::Duration;
 use fs_err as fs;
 use specgap_sandbox::{CommandSpec, HostView, Limits, Mount, SandboxConfig};
 
-use crate::error::{HarborError, io};
+use crate::error::{HarborError, io, walk};
 use crate::import::{copy_file, copy_tree, write};
 use crate::task::Plan;
 
@@ -133,7 +133,7 @@ fn write_overlay(starter: &Path, solved: &Path, gold: &Path) -> Result<GoldOutco
 fn regular_files(root: &Path) -> Result<BTreeSet<PathBuf>, HarborError> {
     let mut files = BTreeSet::new();
     for entry in walkdir::WalkDir::new(root).into_iter().filter_entry(|e| e.file_name() != ".git") {
-        let entry = entry.map_err(|e| HarborError::Io { path: root.to_path_buf(), source: e.into() })?;
+        let entry = entry.map_err(walk(root))?;
         if entry.file_type().is_file() {
             files.insert(entry.path().strip_prefix(root).unwrap_or(entry.path()).to_path_buf());
         }

@@ -8,7 +8,7 @@ use fs_err as fs;
 use sha2::{Digest, Sha256};
 use toml::{Table, Value};
 
-use crate::error::{HarborError, io};
+use crate::error::{HarborError, io, walk};
 use crate::gold::{self, GoldOutcome};
 use crate::task::{self, EnvironmentPlan, HARBOR_VERSION, Plan, Refusal};
 
@@ -92,6 +92,16 @@ pub enum Outcome {
     },
     /// The task was refused.
     Refused(Refusal),
+    /// A directory that looks like a Harbor task (it holds two of its parts) but has no
+    /// `task.toml`; or, when nothing below the source is a task, the source itself.
+    NotATask {
+        /// The directory.
+        dir: PathBuf,
+        /// The task parts it holds ([`task::task_parts`]).
+        parts: Vec<&'static str>,
+        /// Whether this is the source itself, with no Harbor task in or below it.
+        is_source: bool,
+    },
 }
 
 impl Outcome {
@@ -104,6 +114,36 @@ impl Outcome {
                 gold.describe()
             ),
             Outcome::Refused(refusal) => format!("refused {}: {}", task::dir_name(&refusal.dir), refusal.reasons.join("; ")),
+            Outcome::NotATask { dir, parts, is_source: true } => format!(
+                "not a Harbor task {}: no task.toml in it or in any directory below it (a Harbor task is a directory with task.toml, instruction.md and tests/test.sh){}",
+                dir.display(),
+                holding(parts)
+            ),
+            Outcome::NotATask { dir, parts, is_source: false } => {
+                format!("not a Harbor task {}: no task.toml{}", task::dir_name(dir), holding(parts))
+            }
+        }
+    }
+}
+
+/// `, though it holds …` for a directory's task parts, or nothing.
+fn holding(parts: &[&str]) -> String {
+    if parts.is_empty() { String::new() } else { format!(", though it holds {}", parts.join(", ")) }
+}
+
+impl Outcome {
+    /// Whether this outcome makes `specgap import harbor` exit 1 (a refused task, or a
+    /// directory that is not a task).
+    pub fn is_failure(&self) -> bool {
+        !matches!(self, Outcome::Imported { .. })
+    }
+
+    /// The directory this outcome is about.
+    pub fn dir(&self) -> &Path {
+        match self {
+            Outcome::Imported { source, .. } => source,
+            Outcome::Refused(refusal) => &refusal.dir,
+            Outcome::NotATask { dir, .. } => dir,
         }
     }
 }
@@ -111,19 +151,27 @@ impl Outcome {
 /// Imports `source` (a Harbor task directory, or a dataset: a directory whose task
 /// directories lie below it) into `out`, one package per task in `out/<task directory
 /// name>/`, in name order, and [`PROTOCOL_FILE`] beside them when any task was imported.
+/// Directories below `source` that look like tasks but have no `task.toml`, and `source`
+/// itself when no task is in or below it, are [`Outcome::NotATask`].
 ///
 /// # Errors
-/// [`HarborError::NoTask`] when `source` holds no task; [`HarborError::OutputExists`] when a
-/// package directory exists and is not empty; I/O errors.
+/// [`HarborError::NotADirectory`] when `source` is no directory;
+/// [`HarborError::OutputExists`] when a package directory exists and is not empty; I/O
+/// errors.
 pub fn import(source: &Path, out: &Path, options: &ImportOptions) -> Result<Vec<Outcome>, HarborError> {
-    let tasks = find_tasks(source)?;
-    if tasks.is_empty() {
-        return Err(HarborError::NoTask { path: source.to_path_buf() });
+    if !source.is_dir() {
+        return Err(HarborError::NotADirectory { path: source.to_path_buf() });
     }
+    let (tasks, lookalikes) = find_tasks(source)?;
     let mut outcomes = Vec::new();
     for dir in tasks {
         let destination = out.join(task::dir_name(&dir));
         outcomes.push(import_task(&dir, &destination, options)?);
+    }
+    outcomes.extend(lookalikes.into_iter().map(|dir| Outcome::NotATask { parts: task::task_parts(&dir), dir, is_source: false }));
+    outcomes.sort_by(|a, b| a.dir().cmp(b.dir()));
+    if outcomes.is_empty() {
+        outcomes.push(Outcome::NotATask { dir: source.to_path_buf(), parts: task::task_parts(source), is_source: true });
     }
     if outcomes.iter().any(|o| matches!(o, Outcome::Imported { .. })) {
         write(&out.join(PROTOCOL_FILE), PROTOCOL)?;
@@ -138,12 +186,14 @@ pub fn summary(outcomes: &[Outcome]) -> String {
     let image = count(&|o| matches!(o, Outcome::Imported { environment: "image", .. }));
     let gold = count(&|o| matches!(o, Outcome::Imported { gold: GoldOutcome::Written { .. }, .. }));
     let refused = count(&|o| matches!(o, Outcome::Refused(_)));
+    let not_tasks = count(&|o| matches!(o, Outcome::NotATask { .. }));
     let rows = [
-        ("tasks", outcomes.len()),
+        ("tasks", outcomes.len() - not_tasks),
         ("imported, host environment", host),
         ("imported, image environment", image),
         ("with a gold overlay", gold),
         ("refused", refused),
+        ("not a Harbor task (no task.toml)", not_tasks),
     ];
     let mut table = String::from("| outcome | tasks |\n| --- | ---: |\n");
     for (what, n) in rows {
@@ -152,16 +202,18 @@ pub fn summary(outcomes: &[Outcome]) -> String {
     table
 }
 
-/// The task directories at or below `source`, sorted; a task's own subdirectories are not
-/// searched.
-fn find_tasks(source: &Path) -> Result<Vec<PathBuf>, HarborError> {
+/// The task directories at or below `source`, sorted, and the directories that look like
+/// tasks (two of [`task::task_parts`]) without a `task.toml`; neither's own subdirectories
+/// are searched.
+fn find_tasks(source: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>), HarborError> {
     if task::is_task_dir(source) {
-        return Ok(vec![source.to_path_buf()]);
+        return Ok((vec![source.to_path_buf()], Vec::new()));
     }
     let mut found = Vec::new();
+    let mut lookalikes = Vec::new();
     let mut walker = walkdir::WalkDir::new(source).min_depth(1).sort_by_file_name().into_iter();
     while let Some(entry) = walker.next() {
-        let entry = entry.map_err(|e| HarborError::Io { path: source.to_path_buf(), source: e.into() })?;
+        let entry = entry.map_err(walk(source))?;
         if !entry.file_type().is_dir() || entry.file_name().to_string_lossy().starts_with('.') {
             if entry.file_type().is_dir() {
                 walker.skip_current_dir();
@@ -171,9 +223,12 @@ fn find_tasks(source: &Path) -> Result<Vec<PathBuf>, HarborError> {
         if task::is_task_dir(entry.path()) {
             found.push(entry.path().to_path_buf());
             walker.skip_current_dir();
+        } else if task::task_parts(entry.path()).len() >= 2 {
+            lookalikes.push(entry.path().to_path_buf());
+            walker.skip_current_dir();
         }
     }
-    Ok(found)
+    Ok((found, lookalikes))
 }
 
 /// Imports one task directory into `destination`.
@@ -372,7 +427,7 @@ fn notes(plan: &Plan, gold: &GoldOutcome) -> String {
 fn starter_hashes(workspace: &Path) -> Result<BTreeMap<String, String>, HarborError> {
     let mut hashes = BTreeMap::new();
     for entry in walkdir::WalkDir::new(workspace).sort_by_file_name() {
-        let entry = entry.map_err(|e| HarborError::Io { path: workspace.to_path_buf(), source: e.into() })?;
+        let entry = entry.map_err(walk(workspace))?;
         if !entry.file_type().is_file() {
             continue;
         }
@@ -408,7 +463,7 @@ pub(crate) fn copy_file(from: &Path, to: &Path) -> Result<(), HarborError> {
 pub(crate) fn copy_tree(from: &Path, to: &Path) -> Result<(), HarborError> {
     let walker = walkdir::WalkDir::new(from).sort_by_file_name().into_iter().filter_entry(|e| e.file_name() != ".git");
     for entry in walker {
-        let entry = entry.map_err(|e| HarborError::Io { path: from.to_path_buf(), source: e.into() })?;
+        let entry = entry.map_err(walk(from))?;
         let rel = entry.path().strip_prefix(from).unwrap_or(entry.path());
         let target = to.join(rel);
         let kind = entry.file_type();

@@ -144,3 +144,43 @@ fn a_cli_agent_completes_an_imported_harbor_task() {
     assert_eq!(rows.len(), 1);
     assert_eq!((rows[0].final_score, rows[0].final_success), (Some(1.0), Some(true)), "{rows:#?}");
 }
+
+#[test]
+fn import_harbor_on_a_directory_without_tasks_prints_one_line_and_the_table_and_exits_1() {
+    let source = tempfile::tempdir().unwrap();
+    std::fs::write(source.path().join("README.md"), "no tasks here\n").unwrap();
+    let out = source.path().join("out");
+    let output = specgap()
+        .args([OsStr::new("import"), OsStr::new("harbor"), source.path().as_os_str(), OsStr::new("--out"), out.as_os_str()])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "");
+    let expected = format!(
+        "not a Harbor task {}: no task.toml in it or in any directory below it (a Harbor task is a directory with task.toml, instruction.md and tests/test.sh)\n\n\
+         | outcome | tasks |\n| --- | ---: |\n| tasks | 0 |\n| imported, host environment | 0 |\n| imported, image environment | 0 |\n\
+         | with a gold overlay | 0 |\n| refused | 0 |\n| not a Harbor task (no task.toml) | 1 |\n",
+        source.path().display()
+    );
+    assert_eq!(String::from_utf8_lossy(&output.stdout), expected);
+}
+
+#[test]
+fn import_harbor_refuses_a_specgap_package_in_one_line() {
+    let out = tempfile::tempdir().unwrap();
+    let output = specgap()
+        .args([
+            OsStr::new("import"),
+            OsStr::new("harbor"),
+            task_fixture("req-basic").as_os_str(),
+            OsStr::new("--out"),
+            out.path().as_os_str(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let first = stdout.lines().next().unwrap();
+    assert!(first.starts_with("refused req-basic: task.toml is a specgap package manifest (format = "), "{stdout}");
+    assert!(stdout.contains("| refused | 1 |\n"), "{stdout}");
+}
