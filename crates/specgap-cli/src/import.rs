@@ -50,6 +50,10 @@ pub struct HarborArgs {
     /// Run solve.sh without bubblewrap, for machines without it; trusted tasks only.
     #[arg(long)]
     pub no_sandbox: bool,
+    /// A Harbor simulated-user persona file (what `harbor run --user-persona-path` takes):
+    /// written into every package's user.toml, so `--user chat:…` answers in character.
+    #[arg(long, value_name = "FILE")]
+    pub user_persona: Option<PathBuf>,
 }
 
 /// Runs `specgap import`.
@@ -60,7 +64,11 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn harbor(args: HarborArgs) -> anyhow::Result<ExitCode> {
-    let options = specgap_harbor::ImportOptions { gold: !args.no_gold, sandbox: !args.no_sandbox };
+    let persona = match &args.user_persona {
+        Some(path) => Some(std::fs::read_to_string(path).with_context(|| format!("reading the persona file {}", path.display()))?),
+        None => None,
+    };
+    let options = specgap_harbor::ImportOptions { gold: !args.no_gold, sandbox: !args.no_sandbox, persona };
     let outcomes = specgap_harbor::import(&args.path, &args.out, &options)
         .with_context(|| format!("importing the Harbor tasks of {} into {}", args.path.display(), args.out.display()))?;
     for outcome in &outcomes {

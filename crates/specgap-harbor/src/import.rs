@@ -64,11 +64,30 @@ pub struct ImportOptions {
     pub gold: bool,
     /// Run it in the sandbox (`false`: directly on the host, trusted tasks only).
     pub sandbox: bool,
+    /// A Harbor simulated-user persona (the text of the file Harbor's `--user-persona-path`
+    /// names), written into every package's `user.toml` ([`user_profile`]).
+    pub persona: Option<String>,
 }
 
 impl Default for ImportOptions {
     fn default() -> Self {
-        ImportOptions { gold: true, sandbox: true }
+        ImportOptions { gold: true, sandbox: true, persona: None }
+    }
+}
+
+/// What the owner may let the engineer change in an imported task: Harbor tasks name no
+/// limit, so the whole work directory.
+const EDITABLE_SURFACE: &str = "Anything in the work directory the task needs changed.";
+
+/// The `user.toml` of an imported task with a Harbor persona: the persona verbatim (trimmed);
+/// as its understanding the task's instruction, which Harbor's simulated user holds as its
+/// private goal; the whole work directory as the editable surface.
+pub fn user_profile(persona: &str, instruction: &str) -> specgap_protocol::package::UserProfile {
+    specgap_protocol::package::UserProfile {
+        persona: persona.trim().to_string(),
+        understanding: instruction.trim().to_string(),
+        editable_surface: EDITABLE_SURFACE.to_string(),
+        style: None,
     }
 }
 
@@ -250,7 +269,14 @@ pub fn import_task(dir: &Path, destination: &Path, options: &ImportOptions) -> R
     if is_image && dir.join("environment").is_dir() {
         copy_tree(&dir.join("environment"), &destination.join("environment"))?;
     }
-    write(&destination.join("instruction.md"), &instruction(&plan))?;
+    let opening = instruction(&plan);
+    write(&destination.join("instruction.md"), &opening)?;
+    if let Some(persona) = &options.persona {
+        let path = destination.join("user.toml");
+        let profile = user_profile(persona, &opening);
+        let text = toml::to_string(&profile).map_err(|source| HarborError::Toml { path: path.clone(), source })?;
+        write(&path, &text)?;
+    }
     write(&destination.join("evaluator/harbor_verify.py"), VERIFIER_PROGRAM)?;
     let starter = starter_hashes(&destination.join("workspace"))?;
     write(&destination.join("evaluator/harbor.json"), &verifier_config(&plan, &starter))?;
@@ -262,7 +288,7 @@ pub fn import_task(dir: &Path, destination: &Path, options: &ImportOptions) -> R
         (EnvironmentPlan::Image { .. }, true) => GoldOutcome::NeedsEnvironment,
         (EnvironmentPlan::Host { .. }, true) => gold::make_gold(&plan, destination, &host_environment(&plan), options.sandbox)?,
     };
-    write(&destination.join("NOTES.md"), &notes(&plan, &gold))?;
+    write(&destination.join("NOTES.md"), &notes(&plan, &gold, options.persona.is_some()))?;
     Ok(Outcome::Imported {
         source: dir.to_path_buf(),
         package: destination.to_path_buf(),
@@ -397,7 +423,7 @@ fn manifest(plan: &Plan, destination: &Path) -> Result<String, HarborError> {
 
 /// NOTES.md: where the package came from, its protocol, its trust model, what was not
 /// mapped.
-fn notes(plan: &Plan, gold: &GoldOutcome) -> String {
+fn notes(plan: &Plan, gold: &GoldOutcome, persona: bool) -> String {
     let mut text = format!(
         "# Imported from Harbor\n\n\
          Source: the Harbor task `{}` (task format of Harbor {HARBOR_VERSION}), kept verbatim in `{HARBOR_COPY}/`.\n\n\
@@ -410,6 +436,12 @@ fn notes(plan: &Plan, gold: &GoldOutcome) -> String {
         task::dir_name(&plan.dir),
         gold.describe()
     );
+    if persona {
+        text.push_str(
+            "\nUser: `user.toml` holds the Harbor simulated user's persona, with the task's instruction as what the user knows \
+             (Harbor's user agent keeps it as its private goal); `--user chat:…` answers in that character under a condition with `ask_user`.\n",
+        );
+    }
     if let EnvironmentPlan::Image { why, .. } = &plan.environment {
         text.push_str(&format!("\nEnvironment: an image, because {why}; it runs once task environments (issue 25) are available.\n"));
     }

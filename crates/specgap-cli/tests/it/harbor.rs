@@ -184,3 +184,36 @@ fn import_harbor_refuses_a_specgap_package_in_one_line() {
     assert!(first.starts_with("refused req-basic: task.toml is a specgap package manifest (format = "), "{stdout}");
     assert!(stdout.contains("| refused | 1 |\n"), "{stdout}");
 }
+
+#[test]
+fn import_harbor_user_persona_makes_the_chat_owner_speak_as_that_persona() {
+    let out = tempfile::tempdir().unwrap();
+    let persona = out.path().join("persona.txt");
+    std::fs::write(&persona, "You are Priya, a lab manager who answers in one sentence and never uses jargon.\n").unwrap();
+    let suite = out.path().join("suite");
+    run_ok([
+        OsStr::new("import"),
+        OsStr::new("harbor"),
+        harbor_dataset().join("hello-file").as_os_str(),
+        OsStr::new("--out"),
+        suite.as_os_str(),
+        OsStr::new("--no-gold"),
+        OsStr::new("--user-persona"),
+        persona.as_os_str(),
+    ]);
+    let package = specgap_task::load(&suite.join("hello-file")).unwrap();
+    let condition = specgap_engine::Condition::parse("partial").unwrap();
+    let knowledge = specgap_agents::chat::UserKnowledge::for_episode(&package, &condition);
+    assert!(
+        knowledge.system_prompt.contains(
+            "This is who you are:\n\nYou are Priya, a lab manager who answers in one sentence and never uses jargon.\n\nAll you know"
+        ),
+        "{}",
+        knowledge.system_prompt
+    );
+    assert!(
+        knowledge.system_prompt.contains("Your picture of the project:\n\nCreate a file named greeting.txt"),
+        "{}",
+        knowledge.system_prompt
+    );
+}

@@ -199,7 +199,7 @@ fn specgap_packages_and_task_lookalikes_are_named_one_line_each_among_real_tasks
     std::fs::write(source.path().join("c-lookalike/instruction.md"), "Do it.\n").unwrap();
     std::fs::write(source.path().join("c-lookalike/tests/test.sh"), "exit 0\n").unwrap();
     let out = tempfile::tempdir().unwrap();
-    let options = specgap_harbor::ImportOptions { gold: false, sandbox: true };
+    let options = specgap_harbor::ImportOptions { gold: false, ..Default::default() };
     let outcomes = specgap_harbor::import(source.path(), out.path(), &options).unwrap();
     let lines: Vec<String> = outcomes.iter().map(|o| o.line()).collect();
     assert_eq!(
@@ -233,4 +233,31 @@ fn copy(from: &std::path::Path, to: &std::path::Path) {
             std::fs::copy(entry.path(), &target).unwrap();
         }
     }
+}
+
+#[test]
+fn a_harbor_persona_becomes_the_packages_user_profile() {
+    let out = tempfile::tempdir().unwrap();
+    let package = out.path().join("hello-file");
+    let persona = "You are Dana, a night-shift operator who types in short bursts.\n";
+    let options = specgap_harbor::ImportOptions { gold: false, persona: Some(persona.into()), ..Default::default() };
+    let outcome = specgap_harbor::import_task(&dataset().join("hello-file"), &package, &options).unwrap();
+    assert!(!outcome.is_failure(), "{}", outcome.line());
+    let loaded = specgap_task::load(&package).unwrap();
+    let profile = loaded.user().unwrap();
+    assert_eq!(
+        profile,
+        &specgap_protocol::package::UserProfile {
+            persona: "You are Dana, a night-shift operator who types in short bursts.".into(),
+            understanding: "Create a file named greeting.txt in your working directory. It must hold exactly one line: Hello, specgap!"
+                .into(),
+            editable_surface: "Anything in the work directory the task needs changed.".into(),
+            style: None,
+        }
+    );
+    let notes = std::fs::read_to_string(package.join("NOTES.md")).unwrap();
+    assert!(notes.contains("\nUser: `user.toml` holds the Harbor simulated user's persona"), "{notes}");
+    // Without a persona there is no user.toml.
+    let (_plain, plain) = import_one("hello-file");
+    assert!(!plain.join("user.toml").exists());
 }
