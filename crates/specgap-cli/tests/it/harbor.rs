@@ -217,3 +217,38 @@ fn import_harbor_user_persona_makes_the_chat_owner_speak_as_that_persona() {
         knowledge.system_prompt
     );
 }
+
+#[test]
+fn check_and_the_report_say_the_imported_verifier_trusts_the_workspace() {
+    let out = tempfile::tempdir().unwrap();
+    let suite = out.path().join("suite");
+    run_ok([
+        OsStr::new("import"),
+        OsStr::new("harbor"),
+        harbor_dataset().join("hello-file").as_os_str(),
+        OsStr::new("--out"),
+        suite.as_os_str(),
+    ]);
+    let check = run_ok([OsStr::new("check"), suite.join("hello-file").as_os_str()]);
+    let check_out = String::from_utf8_lossy(&check.stdout);
+    assert!(check_out.contains("verifier-trust"), "{check_out}");
+    assert!(check_out.contains("the verifier trusts the workspace: it runs submitted code where it writes the reward"), "{check_out}");
+    let run = out.path().join("run");
+    run_ok([
+        OsStr::new("run"),
+        suite.as_os_str(),
+        OsStr::new("--agent"),
+        OsStr::new("scripted:gold"),
+        OsStr::new("--condition"),
+        OsStr::new("hidden"),
+        OsStr::new("--out"),
+        run.as_os_str(),
+        OsStr::new("--no-report"),
+    ]);
+    let report = report_json(&run);
+    let line = "verifier trusts the workspace: fixtures/hello-file (1 of 1 tasks): their verifiers run the submitted code in their own processes, so a reward the submission forges consistently cannot be told from an earned one (docs/harbor.md, \"Trust model\")";
+    let warnings: Vec<&str> = report["warnings"].as_array().unwrap().iter().filter_map(|w| w.as_str()).collect();
+    assert!(warnings.contains(&line), "{warnings:#?}");
+    let markdown = run_ok([OsStr::new("report"), run.as_os_str()]);
+    assert!(String::from_utf8_lossy(&markdown.stdout).contains(line));
+}
