@@ -278,15 +278,25 @@ pub fn import_task(dir: &Path, destination: &Path, options: &ImportOptions) -> R
         write(&path, &text)?;
     }
     write(&destination.join("evaluator/harbor_verify.py"), VERIFIER_PROGRAM)?;
-    let starter = starter_hashes(&destination.join("workspace"))?;
-    write(&destination.join("evaluator/harbor.json"), &verifier_config(&plan, &starter))?;
     write(&destination.join("task.toml"), &manifest(&plan, destination)?)?;
     let has_solution = plan.steps.iter().any(|s| s.solve.is_some());
-    let gold = match (&plan.environment, options.gold) {
+    // An image task's image is built only to make its gold; its work directory's files then
+    // become the starter (the workspace is mounted over the image's work directory).
+    let image_view = match (&plan.environment, options.gold && has_solution) {
+        (EnvironmentPlan::Image { .. }, true) => Some(image_starter(&plan, destination)?),
+        _ => None,
+    };
+    let starter = starter_hashes(&destination.join("workspace"))?;
+    write(&destination.join("evaluator/harbor.json"), &verifier_config(&plan, &starter))?;
+    let gold = match (image_view, options.gold) {
         (_, false) => GoldOutcome::NotAsked,
         _ if !has_solution => GoldOutcome::NoSolution,
-        (EnvironmentPlan::Image { .. }, true) => GoldOutcome::NeedsEnvironment,
-        (EnvironmentPlan::Host { .. }, true) => gold::make_gold(&plan, destination, &host_environment(&plan), options.sandbox)?,
+        (Some(Err(why)), true) => GoldOutcome::NeedsEnvironment { why },
+        (Some(Ok(view)), true) => gold::make_gold(&plan, destination, &view, gold::Launch::Direct, options.sandbox)?,
+        (None, true) => {
+            let view = specgap_sandbox::HostView::resolve(&host_environment(&plan))?;
+            gold::make_gold(&plan, destination, &view, gold::Launch::Bash, options.sandbox)?
+        }
     };
     write(&destination.join("NOTES.md"), &notes(&plan, &gold, options.persona.is_some()))?;
     Ok(Outcome::Imported {
@@ -297,6 +307,44 @@ pub fn import_task(dir: &Path, destination: &Path, options: &ImportOptions) -> R
         gold,
         unmapped: plan.unmapped.len(),
     })
+}
+
+/// Builds an image task's environment (issue 25's cache and engine), copies the files of the
+/// image's work directory into the package's `workspace/`, and returns the view the task's
+/// commands run in; the reason, when the image cannot be built or viewed.
+fn image_starter(plan: &Plan, destination: &Path) -> Result<Result<specgap_sandbox::HostView, String>, HarborError> {
+    use specgap_env::{EngineChoice, EnvCache};
+    let package = specgap_task::load(destination)?;
+    let Some(image) = package.image_environment() else {
+        return Ok(Err("the package names no image environment".into()));
+    };
+    let cache = match EnvCache::default_root() {
+        Ok(root) => EnvCache::new(root),
+        Err(error) => return Ok(Err(error.to_string())),
+    };
+    let built = match cache.build(&image.source.source, image.source.path.as_deref(), EngineChoice::Auto) {
+        Ok(built) => built,
+        Err(error) => return Ok(Err(format!("cannot build it: {}", chain(&error)))),
+    };
+    let inside = built.rootfs.join(plan.workdir.trim_start_matches('/'));
+    if inside.is_dir() {
+        copy_tree(&inside, &destination.join("workspace"))?;
+    }
+    match specgap_task::task_views(&package, &cache, EngineChoice::Auto) {
+        Ok(views) => Ok(Ok(views.commands)),
+        Err(error) => Ok(Err(chain(&error))),
+    }
+}
+
+/// An error and its causes, joined by `: `.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        text.push_str(&format!(": {inner}"));
+        cause = inner.source();
+    }
+    text
 }
 
 /// The host-command `[environment]` of an imported task.
