@@ -102,7 +102,7 @@ pub enum Outcome {
         package: PathBuf,
         /// The task name.
         name: String,
-        /// `host` or `image` (needs issue 25's environments to run).
+        /// `host` or `image` (runs on issue 25's task environments: podman or docker).
         environment: &'static str,
         /// What became of the gold solution.
         gold: GoldOutcome,
@@ -491,7 +491,9 @@ fn notes(plan: &Plan, gold: &GoldOutcome, persona: bool) -> String {
         );
     }
     if let EnvironmentPlan::Image { why, .. } = &plan.environment {
-        text.push_str(&format!("\nEnvironment: an image, because {why}; it runs once task environments (issue 25) are available.\n"));
+        text.push_str(&format!(
+            "\nEnvironment: an image, because {why}; it runs on specgap's task environments (issue 25: podman or docker builds it).\n"
+        ));
     }
     text.push_str("\n## Not mapped\n\n");
     if plan.unmapped.is_empty() {
