@@ -514,6 +514,7 @@ fn report_with(
     }
     warnings.extend(residual_warnings.into_iter().cloned());
     warnings.extend(crate::network::network_warnings(episodes));
+    warnings.extend(trusted_workspace_warning(&contexts));
     let invalid_residual_states = invalid_states(episodes);
     if !invalid_residual_states.is_empty() {
         warnings.push(invalid_states_warning(&invalid_residual_states));
@@ -572,6 +573,21 @@ fn report_with(
         usage,
         warnings,
     })
+}
+
+/// The report's line naming the tasks whose verifier trusts the workspace
+/// (`[evaluator].trusts_workspace`), or none.
+fn trusted_workspace_warning(contexts: &BTreeMap<&str, &crate::context::TaskContext>) -> Option<String> {
+    let trusting: Vec<&str> = contexts.iter().filter(|(_, c)| c.trusts_workspace).map(|(name, _)| *name).collect();
+    if trusting.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "verifier trusts the workspace: {} ({} of {} tasks): their verifiers run the submitted code in their own processes, so a reward the submission forges consistently cannot be told from an earned one (docs/harbor.md, \"Trust model\")",
+        trusting.join(", "),
+        trusting.len(),
+        contexts.len()
+    ))
 }
 
 /// The warning naming the residual states that passed the verifier at the start.
