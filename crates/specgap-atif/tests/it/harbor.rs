@@ -7,9 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-/// This crate's validation script (`validate.py`).
+/// specgap-atif's validation script folder (`validate.py`). Spelled from the sibling crate's
+/// name because the CLI's tests include this file too, where `CARGO_MANIFEST_DIR` is the CLI's.
 fn harbor_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/harbor")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../specgap-atif/tests/harbor")
 }
 
 /// The one Harbor venv setup script (specgap-harbor owns the pinned Harbor version).
