@@ -213,6 +213,9 @@ impl Agent for ChatAgent {
                     ClientError::Exhausted { .. } => {
                         Err(AgentError::with_source("the model service kept failing after retries", false, error))
                     }
+                    ClientError::FailingAtDeadline { .. } => {
+                        Err(AgentError::with_source("the model service was failing when the wall budget ended", false, error))
+                    }
                 }
             }
         }

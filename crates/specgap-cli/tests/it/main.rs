@@ -16,6 +16,7 @@ mod env;
 mod examples;
 mod export;
 mod harbor;
+mod hardening;
 mod panels;
 mod protocols;
 mod report_inputs;
