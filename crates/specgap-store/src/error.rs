@@ -104,11 +104,8 @@ pub enum StoreError {
         found: i64,
         /// This build's version.
         expected: i64,
-        /// What does not fit, in words.
+        /// What does not fit, in words (with SQLite's message when a step failed).
         problem: String,
-        /// The SQLite error of the failed step, if a step failed.
-        #[source]
-        source: Option<rusqlite::Error>,
     },
 
     /// `results.sqlite` is there but holds nothing (0 bytes): its results are lost, and opening

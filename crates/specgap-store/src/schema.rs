@@ -436,22 +436,16 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
     if found > SCHEMA_VERSION {
         return Err(StoreError::SchemaTooNew { path: path.to_path_buf(), found, supported: SCHEMA_VERSION });
     }
-    let mismatch = |problem: String, source: Option<rusqlite::Error>| StoreError::SchemaMismatch {
-        path: path.to_path_buf(),
-        found,
-        expected: SCHEMA_VERSION,
-        problem,
-        source,
-    };
+    let mismatch = |problem: String| StoreError::SchemaMismatch { path: path.to_path_buf(), found, expected: SCHEMA_VERSION, problem };
     if found < 0 {
-        return Err(mismatch("no schema version is negative".into(), None));
+        return Err(mismatch("no schema version is negative".into()));
     }
     let mut version = found;
     if version == 0 {
         // A new database has no table; version 0 over existing tables is a damaged version.
         let tables: i64 = tx.query_row("SELECT count(*) FROM sqlite_schema WHERE type = 'table'", [], |row| row.get(0)).at(path)?;
         if tables > 0 {
-            return Err(mismatch(format!("it already holds {tables} tables (version 0 is a new, empty database)"), None));
+            return Err(mismatch(format!("it already holds {tables} tables (version 0 is a new, empty database)")));
         }
         tx.execute_batch(SCHEMA_V1).at(path)?;
         version = 1;
@@ -460,7 +454,12 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
     for (i, step) in MIGRATIONS.iter().enumerate().skip(first) {
         tx.execute_batch(step).map_err(|source| {
             let (from, to) = (i + 1, i + 2);
-            mismatch(format!("its tables do not have that version's shape: the step from version {from} to {to} fails"), Some(source))
+            // SQLite's message goes in the sentence; its error code adds nothing a reader can act on.
+            let sqlite = match &source {
+                rusqlite::Error::SqliteFailure(_, Some(message)) => message.clone(),
+                other => other.to_string(),
+            };
+            mismatch(format!("its tables do not have that version's shape: the step from version {from} to {to} fails ({sqlite})"))
         })?;
     }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION).at(path)?;

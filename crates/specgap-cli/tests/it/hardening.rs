@@ -223,8 +223,8 @@ fn a_store_with_a_wrong_user_version_names_the_file_and_both_versions() {
         &show,
         &format!(
             "cannot open run {}: {} says it has schema version 2 (PRAGMA user_version), but its tables do not have that \
-             version's shape: the step from version 2 to 3 fails; this specgap reads versions 1 to 5. The file was not \
-             changed: restore it from a copy, or start a new run: duplicate column name: score",
+             version's shape: the step from version 2 to 3 fails (duplicate column name: score); this specgap reads \
+             versions 1 to 5. The file was not changed: restore it from a copy, or start a new run",
             run.display(),
             db.display()
         ),
@@ -253,18 +253,33 @@ fn one_bad_row_is_named_by_its_episode_in_show_and_report() {
 
 #[test]
 fn a_failing_verb_prints_one_error_line_with_each_cause_once() {
+    // `import` printed the walk's I/O error three times (anyhow's `{:#}` repeats every source
+    // an error's own message already quotes).
     let tmp = tempfile::tempdir().unwrap();
-    let missing = tmp.path().join("no-such-run");
-    let show = specgap().arg("show").arg(&missing).output().unwrap();
-    assert_eq!(show.status.code(), Some(2));
-    let text = stderr(&show);
-    assert_eq!(text.lines().count(), 1, "{text}");
-    assert_eq!(text.matches("error").count(), 1, "{text}");
-    let eval = specgap().arg("eval").arg(tmp.path().join("no-such-task")).arg(tmp.path()).output().unwrap();
+    let missing = tmp.path().join("no-such-dir");
+    let out = tmp.path().join("imported");
+    let import = specgap().args(["import", "harbor"]).arg(&missing).arg("--out").arg(&out).output().unwrap();
+    assert_refused(
+        &import,
+        &format!(
+            "importing the Harbor tasks of {m} into {o}: {m}: IO error for operation on {m}: No such file or directory (os error 2)",
+            m = missing.display(),
+            o = out.display()
+        ),
+    );
+    // `eval` said "error: evaluation error: ..."; the evaluator's stderr tail follows its line.
+    let (_copy, package) = req_basic_copy();
+    let manifest = package.join("task.toml");
+    let failing = "command = \"python3 -c \\\"import sys; print('boom', file=sys.stderr); sys.exit(3)\\\"\"";
+    let text = fs_err::read_to_string(&manifest).unwrap().replace("command = \"python3 evaluate.py\"", failing);
+    fs_err::write(&manifest, text).unwrap();
+    let workspace = package.join("workspace");
+    let eval = specgap().arg("eval").arg(&package).arg(&workspace).output().unwrap();
     assert_eq!(eval.status.code(), Some(2));
-    let text = stderr(&eval);
-    assert_eq!(text.lines().count(), 1, "{text}");
-    assert!(text.starts_with("error: "), "{text}");
+    assert_eq!(
+        stderr(&eval),
+        format!("error: cannot evaluate {}: evaluator exited with status 3\nevaluator stderr (tail):\nboom\n", workspace.display())
+    );
 }
 
 /// `specgap run` of a `chat:` agent on payment-retry against a server that answers every
@@ -295,11 +310,15 @@ fn a_dead_model_server_within_a_short_wall_budget_is_an_infrastructure_error_not
     let rows = episodes(&out);
     assert_eq!(rows.len(), 1);
     let row = &rows[0];
-    assert_eq!((row.status, row.end_reason, row.final_score), (specgap_store::Status::InfraError, None, None));
+    assert_eq!(
+        (row.status, row.end_reason, row.final_score),
+        (specgap_store::Status::InfraError, Some(specgap_protocol::run::EndReason::InfrastructureError), None)
+    );
     let error = row.error.clone().unwrap_or_default();
     assert!(
         error.starts_with(
-            "the model service was failing when the wall budget ended: the model service was still failing when the wall budget ended ("
+            "infrastructure error: agent: no reply from the model service: the model service was still failing when the wall budget \
+             ended ("
         ),
         "{error}"
     );

@@ -302,8 +302,8 @@ fn a_wrong_user_version_names_the_file_and_both_versions_and_changes_nothing() {
         open_error(tmp.path()),
         format!(
             "{} says it has schema version 2 (PRAGMA user_version), but its tables do not have that version's shape: the \
-             step from version 2 to 3 fails; this specgap reads versions 1 to 5. The file was not changed: restore it from \
-             a copy, or start a new run: duplicate column name: score",
+             step from version 2 to 3 fails (duplicate column name: score); this specgap reads versions 1 to 5. The file \
+             was not changed: restore it from a copy, or start a new run",
             db.display()
         )
     );
@@ -329,7 +329,7 @@ fn a_negative_or_zero_user_version_over_existing_tables_is_refused() {
     assert_eq!(
         open_error(tmp.path()),
         format!(
-            "{} says it has schema version 0 (PRAGMA user_version), but it already holds 13 tables (version 0 is a new, \
+            "{} says it has schema version 0 (PRAGMA user_version), but it already holds 19 tables (version 0 is a new, \
              empty database); this specgap reads versions 1 to 5. The file was not changed: restore it from a copy, or \
              start a new run",
             db.display()
