@@ -98,7 +98,10 @@ pub enum ClientError {
     /// for infrastructure reasons (the last one or its backoff was cut by the deadline). An
     /// infrastructure error, not the agent's end (docs/decisions.md "Failures are never the
     /// agent's: a service failing at the wall budget").
-    #[error("the model service was still failing when the wall budget ended ({attempts} failed tries); last fault: {last}")]
+    #[error(
+        "the model service was still failing when the wall budget ended ({attempts} failed {}); last fault: {last}",
+        if *attempts == 1 { "try" } else { "tries" }
+    )]
     FailingAtDeadline {
         /// Tries that failed.
         attempts: u32,
