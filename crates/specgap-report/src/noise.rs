@@ -230,8 +230,10 @@ pub fn section(report: &Report) -> Option<Section> {
     let mut text = vec![
         "Run-to-run noise (issue 28): per task with two or more scored repeats, the flip rate is the share of repeat pairs that disagree on success, the within-task sd the sample sd of the repeats' scores; the group's variance is split between tasks (σ²_task) and repeats (σ²_repeat) by the ANOVA estimator of the one-way random-effects model (Searle, Casella & McCulloch 1992 §3.5–3.6), σ²_task truncated at 0. Scores are Score@1 / Success@1, or Quality / DSR for delivery tasks.".to_string(),
     ];
+    // A table of nothing but "cannot be estimated" rows says no more than this sentence.
     if report.noise.iter().all(|g| !g.estimable) {
         text.push("Noise cannot be estimated for this report: no task was run more than once in any group. Run repeats (`repeats` in run.toml) to measure it.".into());
+        return Some(Section { id: "noise", title: "Run-to-run noise".into(), text, tables: vec![], chart: None });
     }
     Some(Section {
         id: "noise",

@@ -323,16 +323,7 @@ pub fn sections(report: &Report) -> Vec<Section> {
     end_table.numeric[reasons_column] = false;
     let mut tables = vec![end_table];
     if !report.not_applicable.is_empty() {
-        tables.push(Table {
-            caption: "Combinations the run skipped because the task cannot support them (DESIGN §4).".into(),
-            headers: vec!["task".into(), "agent".into(), "condition".into(), "start".into(), "why".into()],
-            numeric: vec![false; 5],
-            rows: report
-                .not_applicable
-                .iter()
-                .map(|n| vec![n.task.clone(), n.agent.clone(), n.condition.clone(), n.start.clone(), n.reason.clone()])
-                .collect(),
-        });
+        tables.push(not_applicable_table(&report.not_applicable));
     }
     out.push(Section {
         id: "ends",
@@ -935,6 +926,40 @@ pub fn render_json(report: &Report) -> Result<String, ReportError> {
     let mut text = serde_json::to_string_pretty(report).map_err(ReportError::Json)?;
     text.push('\n');
     Ok(text)
+}
+
+/// The skipped combinations, one row per task and reason with the agents, conditions and
+/// starts it covers (the report's JSON keeps one entry per combination): a run of many agents
+/// would otherwise list the same reason once per agent × start.
+fn not_applicable_table(skipped: &[crate::report::NotApplicable]) -> Table {
+    type Covered = (std::collections::BTreeSet<String>, Vec<String>, Vec<String>, usize);
+    let mut by_reason: std::collections::BTreeMap<(String, String), Covered> = std::collections::BTreeMap::new();
+    for n in skipped {
+        let entry = by_reason.entry((n.task.clone(), n.reason.clone())).or_default();
+        entry.0.insert(n.agent.clone());
+        push_once(&mut entry.1, &n.condition);
+        push_once(&mut entry.2, &n.start);
+        entry.3 += 1;
+    }
+    Table {
+        caption: "Combinations the run skipped because the task cannot support them (DESIGN §4), by task and reason.".into(),
+        headers: ["task", "why", "agents", "conditions", "starts", "combinations"].map(String::from).to_vec(),
+        numeric: vec![false, false, false, false, false, true],
+        rows: by_reason
+            .into_iter()
+            .map(|((task, reason), (agents, conditions, starts, count))| {
+                let agents: Vec<String> = agents.into_iter().collect();
+                vec![task, reason, agents.join(", "), conditions.join(", "), starts.join(", "), count.to_string()]
+            })
+            .collect(),
+    }
+}
+
+/// Appends `value` unless present, keeping first-seen (plan) order.
+fn push_once(values: &mut Vec<String>, value: &str) {
+    if !values.iter().any(|v| v == value) {
+        values.push(value.to_string());
+    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 //! | model endpoint | litellm's OpenAI provider against the gateway (OpenAI chat completions, not streamed); the key is the gateway token |
 //! | network | litellm's bundled cost map (`LITELLM_LOCAL_MODEL_COST_MAP`), its telemetry off, mini's cost tracking told to ignore unknown models (`MSWEA_COST_TRACKING=ignore_errors`), its first-run setup skipped (`MSWEA_CONFIGURED`), Hugging Face offline |
 //! | system prompt | no option to append one: the condition's prompt is a preamble of the task text; `blind` adds nothing (seed 001 keeps the scaffold's prompts) |
-//! | completion signal | `echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT` ends mini with exit status `Submitted`; the adapter reads that from its trajectory file and makes it an agent-declared `submit` with the text after the marker as its summary (seed 001 App. D.1: the scaffold's own signal counts as normally submitted) |
+//! | completion signal | `echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT` ends mini with exit status `Submitted`; the adapter reads that from its trajectory file and makes it an agent-declared `submit` with the text after the marker as its summary (seed 001 App. D.1: the scaffold's own signal counts as normally submitted); the marker command's result is what it printed, since mini's log pads it as "not executed" (it stops inside that command) |
 //! | tool output | mini's JSON observations (`returncode`, `output`, or `output_head` / `output_tail` when long; standard error merged into `output`) become the harness's `exit status N` form |
 //! | log | `~/trajectory.json`, read without following links: the results of the last turn's calls, which no request carried |
 //! | resume | not possible: mini starts every run afresh, so feedback reaches it only as `submit`'s result |
@@ -120,16 +120,22 @@ impl Adapter for MiniSweAgent {
             return report;
         };
         let info = &log["info"];
+        let messages = log["messages"].as_array().cloned().unwrap_or_default();
+        let mut marker_call = None;
         if info["exit_status"].as_str() == Some("Submitted") {
-            let text = info["submission"].as_str().unwrap_or_default().trim().to_string();
+            let text = info["submission"].as_str().unwrap_or_default();
+            marker_call = completion_call(&messages).map(|id| (id, completion_output(text)));
+            let text = text.trim().to_string();
             report.signalled_submit = Some((!text.is_empty()).then_some(text));
         }
-        let messages = log["messages"].as_array().cloned().unwrap_or_default();
         for (call_id, tool) in unanswered {
             let found = messages.iter().find(|m| m["role"] == "tool" && m["tool_call_id"].as_str() == Some(call_id.as_str()));
             if let Some(message) = found {
                 let content = message["content"].as_str().unwrap_or_default();
-                let (output, blank_success) = self.tool_result(tool, content);
+                let (output, blank_success) = match &marker_call {
+                    Some((id, output)) if id == call_id => (output.clone(), false),
+                    _ => self.tool_result(tool, content),
+                };
                 report.results.push(ObservedResult {
                     call_id: call_id.clone(),
                     tool: tool.clone(),
@@ -143,6 +149,32 @@ impl Adapter for MiniSweAgent {
             messages.iter().rev().find(|m| m["role"] == "assistant").and_then(|m| m["content"].as_str()).map(str::to_string);
         report
     }
+}
+
+/// mini's padding for an action it did not run (`format_toolcall_observation_messages`).
+const NOT_EXECUTED: &str = "action was not executed";
+
+/// The call that printed the completion marker. mini stops inside that command's execution
+/// (its environment raises `Submitted` on the output), so the command's own observation is
+/// the same padding as for the actions after it that really never ran: the first padded
+/// result after the last assistant message is the marker's, which ran and succeeded (mini
+/// only ends on a marker printed with exit status 0).
+fn completion_call(messages: &[Value]) -> Option<String> {
+    let last_assistant = messages.iter().rposition(|m| m["role"] == "assistant")?;
+    messages[last_assistant..]
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .find(|m| {
+            let content = m["content"].as_str().unwrap_or_default();
+            serde_json::from_str::<Value>(content.trim()).is_ok_and(|v| v["exception_info"].as_str() == Some(NOT_EXECUTED))
+        })
+        .and_then(|m| m["tool_call_id"].as_str().map(str::to_string))
+}
+
+/// What the completion command printed, rebuilt from mini's submission (the lines after the
+/// marker; leading blank space before the marker is not kept).
+fn completion_output(submission: &str) -> String {
+    command_result(Some(0), &format!("{COMPLETION_MARKER}\n{submission}"))
 }
 
 /// mini's observation (`mini.yaml`'s JSON template) in the harness's form.
@@ -169,6 +201,7 @@ fn observation(content: &str) -> Option<(String, bool)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn observations_read_as_command_results() {
@@ -188,6 +221,23 @@ mod tests {
             Some(("exit status 1\n--- stdout ---\nab\n[... 5 characters cut by the agent ...]\nyz".into(), false))
         );
         assert_eq!(observation("not json"), None);
+    }
+
+    #[test]
+    fn the_completion_command_ran_and_the_actions_after_it_did_not() {
+        let padded = |id: &str| json!({ "role": "tool", "tool_call_id": id, "content": "{\"returncode\": -1, \"output\": \"\", \"exception_info\": \"action was not executed\"}" });
+        let messages = vec![
+            json!({ "role": "assistant", "content": "first" }),
+            padded("old"),
+            json!({ "role": "assistant", "content": "done" }),
+            json!({ "role": "tool", "tool_call_id": "ran", "content": "{\"returncode\": 0, \"output\": \"x\"}" }),
+            padded("marker"),
+            padded("after"),
+            json!({ "role": "exit", "content": "" }),
+        ];
+        assert_eq!(completion_call(&messages).as_deref(), Some("marker"));
+        assert_eq!(completion_output(""), "exit status 0\n--- stdout ---\nCOMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n");
+        assert_eq!(completion_call(&messages[..4]), None, "no padded result after the last assistant message");
     }
 
     #[test]

@@ -100,6 +100,20 @@ fn a_mini_swe_agent_episodes_reads_and_writes_feed_opened_and_inspected() {
     for row in &rows {
         assert_eq!(row.end_reason.map(|r| r.as_str()), Some("submitted"), "{}: the marker is an agent-declared submit", row.start);
         assert_eq!((row.turns, row.tool_calls), (3, 3));
+        // The marker command ran and mini ended on its output (issue 29 item 4): its result is
+        // what it printed, never the "not executed" padding mini's log gives it; the submit
+        // it stands for gets the harness's answer to the delivery.
+        let results: Vec<String> = events(&out, &row.id)
+            .into_iter()
+            .filter_map(|e| match e.kind {
+                specgap_protocol::event::EventKind::ToolResult { output, .. } => Some(output),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(results.len(), 4, "{}: {results:?}", row.start);
+        assert_eq!(results[2], "exit status 0\n--- stdout ---\nCOMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n", "{}", row.start);
+        assert_eq!(results[3], "The delivery was received. The work is finished.", "{}", row.start);
+        assert!(results.iter().all(|r| !r.contains("not executed")), "{results:?}");
     }
     let report = report_json(&out);
     let acceptance = &report["residual"][0]["measures"]["acceptance"];

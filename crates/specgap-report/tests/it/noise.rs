@@ -72,7 +72,9 @@ fn a_run_without_repeats_says_noise_cannot_be_estimated() {
     assert!(noise.get("mean_flip_rate").is_none(), "{noise}");
     let md = render_markdown(&report, "run");
     assert!(md.contains("Noise cannot be estimated for this report"), "{md}");
-    assert!(md.contains("cannot be estimated: no task has two scored repeats in this group"), "{md}");
+    // The sentence stands alone: no table of rows that could only say the same.
+    assert!(!md.contains("Noise per group."), "{md}");
+    assert!(!md.contains("cannot be estimated: no task has two scored repeats in this group"), "{md}");
 }
 
 #[test]

@@ -5,6 +5,7 @@ use specgap_protocol::result::ScoringKind;
 use specgap_protocol::run::EndReason;
 use specgap_report::Dim;
 use specgap_report::outcome::outcome_cost;
+use specgap_report::render::render_markdown;
 
 use crate::fixture::{Ep, Sub, TaskSpec, close, reqs, reward, run_with};
 use crate::{group, report_of};
@@ -261,4 +262,38 @@ fn per_family_breakdown() {
     assert_eq!(group(&report, &["m", "research"]).outcomes.score_at[0], Some(0.25));
     assert_eq!(group(&report, &["m", "research"]).not_applicable, 1);
     assert_eq!(report.not_applicable.len(), 1);
+}
+
+#[test]
+fn skipped_combinations_are_listed_once_per_task_and_reason() {
+    let run = run_with(61, &[TaskSpec::new("org/swe"), TaskSpec::new("org/res")], &[]);
+    run.episode(&scores("org/swe", "a", "full", &[1.0]));
+    let skip = |task: &str, agent: &str, condition: &str, start: &str, reason: &str| {
+        run.store
+            .record_not_applicable(&specgap_store::NotApplicableRow {
+                task: task.into(),
+                agent: agent.into(),
+                condition: condition.into(),
+                start: start.into(),
+                reason: reason.into(),
+            })
+            .unwrap();
+    };
+    for agent in ["b", "a"] {
+        for start in ["clean", "residual:x"] {
+            skip("org/res", agent, "full", start, "condition full needs instruction.full.md");
+        }
+    }
+    skip("org/res", "a", "partial", "clean", "no observations");
+    let report = report_of(&[&run], &[Dim::Agent]);
+    assert_eq!(report.not_applicable.len(), 5, "the JSON keeps every combination");
+    let md = render_markdown(&report, "run");
+    let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| org/res |")).collect();
+    assert_eq!(
+        rows,
+        [
+            "| org/res | condition full needs instruction.full.md | a, b | full | clean, residual:x | 4 |",
+            "| org/res | no observations | a | partial | clean | 1 |",
+        ]
+    );
 }
