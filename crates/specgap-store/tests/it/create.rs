@@ -286,7 +286,7 @@ fn set_user_version(dir: &std::path::Path, version: i64) {
 }
 
 fn open_error(dir: &std::path::Path) -> String {
-    specgap_protocol::text::error_chain(&Store::open(dir).err().expect("the store is refused"))
+    specgap_protocol::text::error_chain(&Store::open(dir).expect_err("the store is refused"))
 }
 
 #[test]
@@ -378,7 +378,7 @@ fn one_bad_row_is_named_by_its_table_and_episode() {
     let db = store.db_path().to_path_buf();
     let conn = rusqlite::Connection::open(&db).unwrap();
     conn.execute("UPDATE episodes SET end_reason = 'exploded' WHERE id = ?1", [&bad]).unwrap();
-    let err = store.episodes().err().expect("the bad row is refused");
+    let err = store.episodes().expect_err("the bad row is refused");
     assert_eq!(
         specgap_protocol::text::error_chain(&err),
         format!(
