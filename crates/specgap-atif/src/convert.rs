@@ -3,8 +3,8 @@
 //! | specgap event | ATIF step |
 //! | --- | --- |
 //! | `episode_start` | a `system` step (the system prompt), then a `user` step (the opening message); the tools go to `agent.tool_definitions` |
-//! | `agent_turn` | an `agent` step: its text, tool calls, per-turn model usage as `metrics`; the `tool_result`s answering its calls become its `observation` |
-//! | `tool_result` answering no call of the step before it | a `system` step whose observation has no `source_call_id` |
+//! | `agent_turn` | an `agent` step: its text, tool calls, per-turn model usage as `metrics`; the `tool_result`s answering its calls become its `observation` (also when system steps, e.g. a `submit`'s submission, came between) |
+//! | `tool_result` answering no call of the latest agent step | a `system` step whose observation has no `source_call_id` |
 //! | `phase_change` (plan mode) | a `system` step holding the new system prompt; the new phase and its tools in `extra.specgap` |
 //! | `user_message` | a `user` step (`extra.specgap.kind`: answer, feedback, reminder, continuation; the user model's usage there too) |
 //! | `overlay` | an `agent` step with `llm_call_count` 0: the scripted agent's harness action |
@@ -57,7 +57,7 @@ pub fn trajectory(config: &RunConfig, detail: &EpisodeDetail, events: &[Value], 
     let agent_extra = component.map(|c| {
         specgap_extra(json!({
             "hash": c.hash,
-            "config": serde_json::to_value(&c.config).unwrap_or(Value::Null),
+            "config": exported_config(&c.config, options),
         }))
     });
     let mut steps = builder.steps;
@@ -95,7 +95,7 @@ pub fn trajectory(config: &RunConfig, detail: &EpisodeDetail, events: &[Value], 
         schema_version: ATIF_VERSION,
         session_id: episode.id.clone(),
         agent: Agent {
-            name: episode.agent.clone(),
+            name: exported_agent_name(&episode.agent, options),
             version: config.specgap_version.clone(),
             model_name,
             tool_definitions: tools,
@@ -132,6 +132,43 @@ fn model_of(config: &toml::Table) -> Option<String> {
     let direct = config.get("model").and_then(|m| m.as_str());
     let endpoint = || config.get("endpoint").and_then(|e| e.get("model")).and_then(|m| m.as_str());
     direct.or_else(endpoint).map(str::to_string)
+}
+
+/// Configuration keys that describe the machine a run was made on, not the agent: where its
+/// model was served and which variable held the key. A public export leaves them out.
+const MACHINE_KEYS: [&str; 2] = ["base_url", "api_key_env"];
+
+/// An agent's stored configuration as exported: whole with `include_private`, else without
+/// [`MACHINE_KEYS`] (at the top, a chat agent's, and in `endpoint`, a `cli:` agent's).
+fn exported_config(config: &toml::Table, options: ExportOptions) -> Value {
+    let mut value = serde_json::to_value(config).unwrap_or(Value::Null);
+    if !options.include_private {
+        strip_machine_keys(&mut value);
+        if let Some(endpoint) = value.get_mut("endpoint") {
+            strip_machine_keys(endpoint);
+        }
+    }
+    value
+}
+
+fn strip_machine_keys(value: &mut Value) {
+    if let Value::Object(map) = value {
+        for key in MACHINE_KEYS {
+            map.remove(key);
+        }
+    }
+}
+
+/// The agent's name as exported: its label, except that a public export of a run made before
+/// replay agents were named portably shows `replay:<file name>`, not the script's absolute path.
+fn exported_agent_name(label: &str, options: ExportOptions) -> String {
+    match label.strip_prefix("replay:") {
+        Some(path) if !options.include_private && std::path::Path::new(path).is_absolute() => {
+            let file = std::path::Path::new(path).file_name().map_or_else(|| path.to_string(), |f| f.to_string_lossy().into_owned());
+            format!("replay:{file}")
+        }
+        _ => label.to_string(),
+    }
 }
 
 /// Agents that call no model: their steps are deterministic dispatches.
@@ -396,16 +433,17 @@ impl Builder {
         }
     }
 
-    /// Attaches a tool result to the step before it when that step made the call; otherwise
-    /// it becomes a system step of its own (ATIF requires a result's `source_call_id` to name
-    /// a call of its own step).
+    /// Attaches a tool result to the latest agent step when that step made the call (the
+    /// steps of what the call did, such as a `submit`'s submission or an `ask`'s answer, may
+    /// stand between them); otherwise it becomes a system step of its own (ATIF requires a result's
+    /// `source_call_id` to name a call of its own step).
     fn attach(&mut self, event: &Event, mut result: ObservationResult) {
-        if let Some(last) = self.steps.last_mut()
-            && last.source == Source::Agent
-            && let Some(calls) = &last.tool_calls
+        let caller = self.steps.iter_mut().rev().find(|s| s.source == Source::Agent);
+        if let Some(step) = caller
+            && let Some(calls) = &step.tool_calls
             && calls.iter().any(|c| Some(&c.tool_call_id) == result.source_call_id.as_ref())
         {
-            last.observation.get_or_insert_with(|| Observation { results: Vec::new() }).results.push(result);
+            step.observation.get_or_insert_with(|| Observation { results: Vec::new() }).results.push(result);
             return;
         }
         let call_id = result.source_call_id.take();
@@ -416,7 +454,7 @@ impl Builder {
             step_id: 0,
             timestamp: Some(iso8601(event.ts_ms)),
             source: Source::System,
-            message: "tool result answering no call of the step before it".into(),
+            message: "tool result answering no call of the latest agent step".into(),
             tool_calls: None,
             observation: Some(Observation { results: vec![result] }),
             metrics: None,

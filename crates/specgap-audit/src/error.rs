@@ -30,7 +30,7 @@ pub enum AuditError {
     Sheet {
         /// The sheet.
         path: PathBuf,
-        /// The 1-based line of the CSV file, when one row is at fault.
+        /// The row at fault as a spreadsheet numbers it (the header is row 1), when one is.
         row: Option<u64>,
         /// What is wrong, lowercase.
         message: String,
@@ -48,6 +48,19 @@ pub enum AuditError {
         /// Why.
         #[source]
         source: specgap_protocol::request::RebuildError,
+    },
+    /// Every resample request of a batch failed: there is no reply to label, so no sheet was
+    /// written.
+    #[error(
+        "every one of the {failed} resample requests of {batch} failed, so there is nothing to label and no label sheet was written (first error: {first_error}); fix the user model's endpoint or key and run the same command again: failed requests are sent again"
+    )]
+    NoReplies {
+        /// The batch.
+        batch: String,
+        /// Its requests, all failed.
+        failed: usize,
+        /// The first failure's words.
+        first_error: String,
     },
     /// Residual candidates could not be screened (`specgap_residualize` Stage II).
     #[error("cannot screen the residual candidates of run {dir}")]

@@ -147,8 +147,9 @@ struct Checkpoint {
 ///
 /// # Errors
 /// [`AuditError::Request`] for no checkpoint or a user whose configuration is not a chat
-/// model's; [`AuditError::Rebuild`] for a stored request that cannot be rebuilt; store and
-/// I/O errors. A request that fails is recorded with its error, not returned.
+/// model's; [`AuditError::Rebuild`] for a stored request that cannot be rebuilt;
+/// [`AuditError::NoReplies`] when every request of the batch failed (no sheet is written);
+/// store and I/O errors. A request that fails is recorded with its error, not returned.
 pub fn resample_run(store: &Store, options: &ResampleOptions) -> Result<ResampleSummary, AuditError> {
     if options.checkpoints == 0 || options.samples == 0 {
         return Err(AuditError::Request("--checkpoints and --samples must be at least 1".into()));
@@ -218,6 +219,7 @@ pub fn resample_run(store: &Store, options: &ResampleOptions) -> Result<Resample
                 .map_err(AuditError::store(store.dir()))?;
         }
     }
+    refuse_a_batch_without_replies(store, &batch)?;
     let manifest = Manifest {
         unit: UnitKind::Resample,
         rubric: Rubric::builtin("seed000-resample")?,
@@ -232,6 +234,21 @@ pub fn resample_run(store: &Store, options: &ResampleOptions) -> Result<Resample
     summary.sheet = write(&stores, &sample, &options.out)?;
     summary.sample = sample.id;
     Ok(summary)
+}
+
+/// A batch none of whose requests got a reply has nothing a rater could label: no sheet is
+/// written for it.
+///
+/// # Errors
+/// [`AuditError::NoReplies`] naming how many requests failed and the first error.
+fn refuse_a_batch_without_replies(store: &Store, batch: &str) -> Result<(), AuditError> {
+    let rows: Vec<ResampleRecord> =
+        store.resamples().map_err(AuditError::store(store.dir()))?.into_iter().filter(|r| r.batch == batch).collect();
+    if rows.iter().any(|r| r.reply.is_some()) {
+        return Ok(());
+    }
+    let first_error = rows.iter().find_map(|r| r.error.clone()).unwrap_or_else(|| "no error recorded".into());
+    Err(AuditError::NoReplies { batch: batch.to_string(), failed: rows.len(), first_error })
 }
 
 /// Every checkpoint of the run's finished episodes, by (episode, request).

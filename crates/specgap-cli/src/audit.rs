@@ -80,6 +80,10 @@ struct ImportArgs {
     /// The rater's name (one sheet per rater and sample).
     #[arg(long)]
     rater: String,
+    /// Replace the labels and notes this rater imported for the sample before (a corrected
+    /// sheet); without it a rater's second sheet is refused.
+    #[arg(long)]
+    replace: bool,
 }
 
 /// Arguments of `specgap audit report`.
@@ -134,8 +138,13 @@ fn sample(args: SampleArgs) -> anyhow::Result<ExitCode> {
 
 fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
     let store = open(&args.run)?;
-    let imported = specgap_audit::import::import(&store, &args.sheet, &args.rater)?;
-    eprintln!("{}: rater {}: {} rows, {} labels stored", imported.sample, imported.rater, imported.rows, imported.labels);
+    let mode = if args.replace { specgap_audit::import::ImportMode::Replace } else { specgap_audit::import::ImportMode::New };
+    let imported = specgap_audit::import::import_sheet(&store, &args.sheet, &args.rater, mode)?;
+    let how = if imported.replaced { "stored in place of the rater's earlier sheet" } else { "stored" };
+    eprintln!(
+        "{}: rater {}: {} rows, {} labels and {} notes {how}",
+        imported.sample, imported.rater, imported.rows, imported.labels, imported.notes
+    );
     Ok(ExitCode::SUCCESS)
 }
 

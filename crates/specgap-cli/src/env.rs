@@ -31,11 +31,17 @@ enum EnvCommand {
     },
     /// List the cached root filesystems: key, source, who built it, size.
     List,
-    /// Remove cached root filesystems, all but the keys given with --keep.
+    /// Remove cached root filesystems, all but the keys given with --keep, and the engine's
+    /// tags of the images `env build` built from Dockerfiles (localhost/specgap-env/build:*),
+    /// all but those of kept keys.
     Prune {
         /// A cache key to keep (repeatable), as `specgap env list` prints it.
         #[arg(long)]
         keep: Vec<String>,
+        /// Container engine whose build tags are removed: auto (podman, else docker), podman,
+        /// docker, or none (the cache only).
+        #[arg(long, default_value = "auto")]
+        engine: EngineChoice,
     },
 }
 
@@ -45,7 +51,7 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
         EnvCommand::Build { paths, engine } => build(&cache, &paths, engine),
         EnvCommand::List => list(&cache),
-        EnvCommand::Prune { keep } => prune(&cache, keep),
+        EnvCommand::Prune { keep, engine } => prune(&cache, keep, engine),
     }
 }
 
@@ -93,11 +99,15 @@ fn list(cache: &EnvCache) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn prune(cache: &EnvCache, keep: Vec<String>) -> anyhow::Result<ExitCode> {
+fn prune(cache: &EnvCache, keep: Vec<String>, engine: EngineChoice) -> anyhow::Result<ExitCode> {
     let keep: BTreeSet<String> = keep.into_iter().collect();
     let removed = cache.prune(&keep)?;
     for key in &removed {
         println!("removed {key}");
+    }
+    let untagged = specgap_env::prune_build_tags(engine, &keep).context("cannot remove the engine's build tags")?;
+    for tag in &untagged {
+        println!("untagged {tag}");
     }
     println!("{} removed, {} kept", removed.len(), keep.len());
     Ok(ExitCode::SUCCESS)

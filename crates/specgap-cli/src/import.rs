@@ -12,7 +12,8 @@ task, imported or refused with its reasons, then a summary table. The task's own
 tests/test.sh becomes the package's private evaluator; solution/solve.sh, run once in the
 sandbox on the starter, becomes solutions/gold/. What could not be mapped is listed in each
 package's NOTES.md. Compose files, GPUs, Windows tasks and tasks that need the network at run
-time are refused. Exits 0 when every task was imported, 1 when some were refused.
+time are refused. A directory with no task.toml in or below it is reported as not a Harbor
+task. Exits 0 when every task was imported, 1 when some were refused or were not tasks.
 
 Example:
   specgap import harbor ~/harbor-tasks/my-dataset --out suites/my-dataset
@@ -49,6 +50,10 @@ pub struct HarborArgs {
     /// Run solve.sh without bubblewrap, for machines without it; trusted tasks only.
     #[arg(long)]
     pub no_sandbox: bool,
+    /// A Harbor simulated-user persona file (what `harbor run --user-persona-path` takes):
+    /// written into every package's user.toml, so `--user chat:…` answers in character.
+    #[arg(long, value_name = "FILE")]
+    pub user_persona: Option<PathBuf>,
 }
 
 /// Runs `specgap import`.
@@ -59,7 +64,11 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn harbor(args: HarborArgs) -> anyhow::Result<ExitCode> {
-    let options = specgap_harbor::ImportOptions { gold: !args.no_gold, sandbox: !args.no_sandbox };
+    let persona = match &args.user_persona {
+        Some(path) => Some(std::fs::read_to_string(path).with_context(|| format!("reading the persona file {}", path.display()))?),
+        None => None,
+    };
+    let options = specgap_harbor::ImportOptions { gold: !args.no_gold, sandbox: !args.no_sandbox, persona };
     let outcomes = specgap_harbor::import(&args.path, &args.out, &options)
         .with_context(|| format!("importing the Harbor tasks of {} into {}", args.path.display(), args.out.display()))?;
     for outcome in &outcomes {
@@ -76,6 +85,6 @@ fn harbor(args: HarborArgs) -> anyhow::Result<ExitCode> {
             protocol.display()
         );
     }
-    let refused = outcomes.iter().any(|o| matches!(o, specgap_harbor::Outcome::Refused(_)));
-    Ok(if refused { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    let failed = outcomes.iter().any(specgap_harbor::Outcome::is_failure);
+    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

@@ -30,6 +30,7 @@ mod residualize;
 mod review_user;
 mod run;
 mod show;
+mod synthesize;
 mod view;
 
 /// specgap evaluates AI agents on work that starts incomplete.
@@ -108,6 +109,8 @@ enum Command {
     ReviewUser(review_user::Args),
     /// Serve a scripted model (any protocol) to dry-run an agent without a model.
     MockModel(mock_model::Args),
+    /// Turn a fully specified task into a checked partial / full package (seed 000 §4.2).
+    Synthesize(synthesize::Args),
 }
 
 fn main() -> ExitCode {
@@ -136,6 +139,7 @@ fn main() -> ExitCode {
         Command::PlanStudy(args) => plan_study::exec(args),
         Command::ReviewUser(args) => review_user::exec(args),
         Command::MockModel(args) => mock_model::exec(args),
+        Command::Synthesize(args) => synthesize::exec(args),
     };
     match outcome {
         Ok(code) => code,

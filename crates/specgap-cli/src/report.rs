@@ -71,6 +71,10 @@ pub struct Args {
     /// them in its simulated-user section.
     #[arg(long, value_name = "REVIEWER")]
     pub exclude_user_findings: Option<String>,
+    /// Show run time against Quality also when every agent is scripted or replayed (their run
+    /// times measure the machine, so it is left out by default).
+    #[arg(long)]
+    pub show_timing: bool,
 }
 
 /// Runs `specgap report`.
@@ -92,6 +96,7 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
                 ..Default::default()
             },
             exclude_user_findings: args.exclude_user_findings.clone(),
+            show_timing: args.show_timing,
         },
         args.format,
     )?;

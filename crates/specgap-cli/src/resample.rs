@@ -38,7 +38,16 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
     let store = Store::open(&args.run).with_context(|| format!("cannot open run {}", args.run.display()))?;
     let options =
         ResampleOptions { checkpoints: args.checkpoints, samples: args.samples, seed: args.seed, purpose: args.purpose, out: args.out };
-    let s = resample_run(&store, &options)?;
+    let s = match resample_run(&store, &options) {
+        Ok(summary) => summary,
+        Err(err @ specgap_audit::AuditError::NoReplies { .. }) => {
+            // Requests were sent and none was answered: like a run where no episode finished
+            // (docs/decisions.md "Exit codes").
+            eprintln!("error: {err}");
+            return Ok(ExitCode::from(crate::run::EXIT_NO_RESULT));
+        }
+        Err(err) => return Err(err.into()),
+    };
     eprintln!(
         "{}: {} of {} checkpoints, {} requests sent ({} failed), {} already stored; user model usage: {} requests, {} input and {} output tokens",
         s.batch, s.checkpoints, s.available, s.sent, s.failed, s.already, s.usage.requests, s.usage.input_tokens, s.usage.output_tokens

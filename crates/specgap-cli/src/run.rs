@@ -32,6 +32,7 @@ use specgap_task::TaskPackage;
 
 mod agents;
 mod config;
+mod environments;
 mod protocol;
 mod scale_out;
 
@@ -394,6 +395,7 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
             let resolved = resolve_stored(store.config())?;
             let plan = plan(&resolved)?;
             scale_out::check_resumed_plan(store.config(), &plan)?;
+            environments::build_missing(&resolved.tasks)?;
             (dir.clone(), store, resolved, plan, true, lock)
         }
         None => {
@@ -401,6 +403,7 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
             // Plan before creating the store: a run where nothing applies leaves nothing behind.
             let plan = plan(&resolved)?;
             scale_out::record_plan(&mut resolved.config, &plan);
+            environments::build_missing(&resolved.tasks)?;
             let (out, link_latest) = match &args.out {
                 Some(out) => (out.clone(), false),
                 None => (default_out_dir()?, true),
@@ -431,6 +434,10 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
             eprintln!("not published: only a run that has ended is copied to --publish");
         }
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
+    }
+    if resuming && outcome.held_back == 0 && store.record_merge_completed()? {
+        // Every planned episode was run: the shards a partial merge lacked are held now.
+        eprintln!("the run now holds every shard its merge lacked; run.toml no longer lists missing shards");
     }
     if let Some(dir) = &args.publish {
         scale_out::publish(&store, dir)?;
@@ -561,7 +568,12 @@ fn spec_from_flags(args: &Args) -> anyhow::Result<RunSpec> {
         agents: agent_specs
             .iter()
             .map(|spec| agents::component(spec, &args.chat, &prompts.system, missing_install(args)))
-            .collect::<anyhow::Result<Vec<_>>>()?,
+            .collect::<anyhow::Result<Vec<_>>>()
+            .and_then(|mut agents| {
+                agents::name_replays_portably(&mut agents);
+                config::check_unique_labels(&agents)?;
+                Ok(agents)
+            })?,
         user: {
             let user = agents::user_component(args.user.as_deref().unwrap_or("relay"), &args.chat, &prompts.user)?;
             match &args.detector_panel {
@@ -641,8 +653,9 @@ fn spec_from_file(args: &Args, path: &Path) -> anyhow::Result<RunSpec> {
     if file.agents.is_empty() {
         bail!("{} declares no agent; add at least one [[agent]] (docs/run-config.md)", path.display());
     }
-    let agents =
+    let mut agents =
         file.agents.iter().enumerate().map(|(i, entry)| config::agent_component(i, entry, &context)).collect::<anyhow::Result<Vec<_>>>()?;
+    agents::name_replays_portably(&mut agents);
     config::check_unique_labels(&agents)?;
     let mut user = config::user_component(file.user.as_ref(), &context)?;
     if let Some(panel) = file.user.as_ref().and_then(|u| u.detector_panel.as_deref()) {
@@ -775,6 +788,9 @@ fn resolve_stored(config: &RunConfig) -> anyhow::Result<Resolved> {
     let mut tasks = Vec::with_capacity(config.tasks.len());
     for task in &config.tasks {
         let package = specgap_task::load(&task.path).with_context(|| format!("cannot load task {} from {}", task.name, task.path))?;
+        // First: a changed environment file also changes the package hash, and the digest
+        // says what changed.
+        environments::check_stored(task, &package)?;
         if package.hash() != task.hash {
             bail!(
                 "task {} at {} changed since the run began (hash {} in run.toml, {} now); resuming would mix versions",
@@ -796,8 +812,8 @@ fn resolve_stored(config: &RunConfig) -> anyhow::Result<Resolved> {
         }
         let stored = agents::stored_prompts(agent)?;
         let now = agents::component(&agent.spec, &ChatArgs::defaults(), &stored, agents::MissingInstall::Refuse)?;
-        if now.hash != agent.hash {
-            bail!("agent {} has a different configuration now than in run.toml (e.g. its replay file changed)", agent.spec);
+        if now.hash != agent.hash && !agents::is_legacy_replay_hash(agent, &now.config) {
+            bail!("agent {} has a different configuration now than in run.toml (e.g. its replay file changed)", agent.label());
         }
     }
     agents::check_stored_prompt_versions(config)?;
@@ -809,7 +825,12 @@ fn resolve_stored(config: &RunConfig) -> anyhow::Result<Resolved> {
 
 fn task_ref(package: &TaskPackage) -> anyhow::Result<TaskRef> {
     let path = fs_err::canonicalize(package.root())?;
-    Ok(TaskRef { name: package.name().to_string(), hash: package.hash().to_string(), path: path.display().to_string() })
+    Ok(TaskRef {
+        name: package.name().to_string(),
+        hash: package.hash().to_string(),
+        path: path.display().to_string(),
+        environments: environments::digests(package)?,
+    })
 }
 
 fn split_list(text: &str) -> Vec<String> {

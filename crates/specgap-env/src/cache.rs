@@ -117,46 +117,28 @@ impl EnvCache {
     /// its package (a Dockerfile's directory is its build context); `None` for an `image`.
     pub fn build(&self, source: &ImageSource, path: Option<&Path>, engine: EngineChoice) -> Result<Built, EnvError> {
         let started = Instant::now();
-        let package_path = || path.map(Path::to_path_buf).unwrap_or_default();
-        match source {
-            ImageSource::Rootfs(_) => {
-                let tarball = package_path();
-                let key = format!("rootfs-{}", oci::sha256_file(&tarball)?);
-                self.fill(&key, source, "specgap", started, |tree| unpack::unpack_layer(&tarball, tree))
-            }
-            ImageSource::OciLayout(_) => {
-                let image = oci::read_layout(&package_path())?;
-                let key = format!("oci-{}", image.manifest_digest.trim_start_matches("sha256:"));
-                self.fill(&key, source, "specgap", started, |tree| {
-                    let mut total = UnpackStats::default();
-                    for layer in &image.layers {
-                        let stats = unpack::unpack_layer(layer, tree)?;
-                        total.entries += stats.entries;
-                        total.whiteouts += stats.whiteouts;
-                        total.skipped += stats.skipped;
-                    }
-                    Ok(total)
-                })
-            }
-            ImageSource::Dockerfile(_) => {
-                let dockerfile = package_path();
-                let context = dockerfile.parent().map(Path::to_path_buf).unwrap_or_default();
-                let hash = context_hash(&context, &dockerfile)?;
-                let key = format!("build-{hash}");
+        let (key, recipe) = resolve(source, path, engine)?;
+        match recipe {
+            Recipe::Tarball(tarball) => self.fill(&key, source, "specgap", started, |tree| unpack::unpack_layer(&tarball, tree)),
+            Recipe::Layout(image) => self.fill(&key, source, "specgap", started, |tree| {
+                let mut total = UnpackStats::default();
+                for layer in &image.layers {
+                    let stats = unpack::unpack_layer(layer, tree)?;
+                    total.entries += stats.entries;
+                    total.whiteouts += stats.whiteouts;
+                    total.skipped += stats.skipped;
+                }
+                Ok(total)
+            }),
+            Recipe::Dockerfile { dockerfile, context, hash } => {
                 if let Some(rootfs) = self.lookup(&key) {
                     return Ok(Built { key, rootfs, cached: true });
                 }
                 let engine = need_engine(source, engine)?;
-                let tag = format!("localhost/specgap-env/build:{}", &hash[..16]);
-                let id = engine.build(&dockerfile, &context, &tag)?;
+                let id = engine.build(&dockerfile, &context, &build_tag(&hash))?;
                 self.fill_from_engine(&key, source, &engine, &id, started)
             }
-            ImageSource::Image(reference) => {
-                let engine = need_engine(source, engine)?;
-                let id = engine.image_id(reference)?;
-                let key = format!("image-{}", id.trim_start_matches("sha256:"));
-                self.fill_from_engine(&key, source, &engine, &id, started)
-            }
+            Recipe::Image { engine, id } => self.fill_from_engine(&key, source, &engine, &id, started),
         }
     }
 
@@ -276,6 +258,91 @@ impl EnvCache {
         removed.sort();
         Ok(removed)
     }
+}
+
+/// The repository under which `build` tags the images it has an engine build from a
+/// Dockerfile (`<BUILD_REPOSITORY>:<first 16 hex digits of the build context's hash>`).
+pub const BUILD_REPOSITORY: &str = "localhost/specgap-env/build";
+
+/// The engine tag of a Dockerfile build whose context hashes to `hash`.
+fn build_tag(hash: &str) -> String {
+    format!("{BUILD_REPOSITORY}:{}", build_tag_suffix(hash))
+}
+
+fn build_tag_suffix(hash: &str) -> &str {
+    hash.get(..16).unwrap_or(hash)
+}
+
+/// The cache key (the environment's digest) `source` has now, without building anything: a
+/// tarball's or build context's hash, a layout's manifest digest (its blobs checked), or the
+/// engine's image id of a reference (which needs the engine and may pull). A run records it
+/// so that a resumed run can tell a changed environment.
+///
+/// # Errors
+/// As [`EnvCache::build`], less the unpacking.
+pub fn environment_digest(source: &ImageSource, path: Option<&Path>, engine: EngineChoice) -> Result<String, EnvError> {
+    resolve(source, path, engine).map(|(key, _)| key)
+}
+
+/// What filling a cache entry needs, once its key is known.
+enum Recipe {
+    Tarball(PathBuf),
+    Layout(oci::LayoutImage),
+    Dockerfile { dockerfile: PathBuf, context: PathBuf, hash: String },
+    Image { engine: Engine, id: String },
+}
+
+/// The key of `source` and how to fill its entry.
+fn resolve(source: &ImageSource, path: Option<&Path>, engine: EngineChoice) -> Result<(String, Recipe), EnvError> {
+    let package_path = || path.map(Path::to_path_buf).unwrap_or_default();
+    match source {
+        ImageSource::Rootfs(_) => {
+            let tarball = package_path();
+            Ok((format!("rootfs-{}", oci::sha256_file(&tarball)?), Recipe::Tarball(tarball)))
+        }
+        ImageSource::OciLayout(_) => {
+            let image = oci::read_layout(&package_path())?;
+            Ok((format!("oci-{}", image.manifest_digest.trim_start_matches("sha256:")), Recipe::Layout(image)))
+        }
+        ImageSource::Dockerfile(_) => {
+            let dockerfile = package_path();
+            let context = dockerfile.parent().map(Path::to_path_buf).unwrap_or_default();
+            let hash = context_hash(&context, &dockerfile)?;
+            Ok((format!("build-{hash}"), Recipe::Dockerfile { dockerfile, context, hash }))
+        }
+        ImageSource::Image(reference) => {
+            let engine = need_engine(source, engine)?;
+            let id = engine.image_id(reference)?;
+            Ok((format!("image-{}", id.trim_start_matches("sha256:")), Recipe::Image { engine, id }))
+        }
+    }
+}
+
+/// Removes the engine tags [`EnvCache::build`] left on Dockerfile builds
+/// (`BUILD_REPOSITORY:<hash prefix>`), all but those of the `build-…` keys in `keep`;
+/// returns the tags removed. Nothing is asked of an engine when `engine` finds none.
+///
+/// # Errors
+/// [`EnvError::EngineMissing`] when `engine` names one that is not on PATH;
+/// [`EnvError::EngineFailed`].
+pub fn prune_build_tags(engine: EngineChoice, keep: &BTreeSet<String>) -> Result<Vec<String>, EnvError> {
+    let Some(engine) = Engine::find(engine)? else {
+        return Ok(Vec::new());
+    };
+    let kept: BTreeSet<String> = keep
+        .iter()
+        .filter_map(|key| key.strip_prefix("build-"))
+        .map(|hash| format!("{BUILD_REPOSITORY}:{}", build_tag_suffix(hash)))
+        .collect();
+    let mut removed = Vec::new();
+    for tag in engine.tags_under(BUILD_REPOSITORY)? {
+        if kept.contains(&tag) {
+            continue;
+        }
+        engine.untag(&tag)?;
+        removed.push(tag);
+    }
+    Ok(removed)
 }
 
 fn need_engine(source: &ImageSource, choice: EngineChoice) -> Result<Engine, EnvError> {

@@ -156,6 +156,34 @@ impl Engine {
         exported?;
         removed.map(|_| ())
     }
+
+    /// The engine's image names (`repository:tag`) under `repository`, sorted.
+    ///
+    /// # Errors
+    /// [`EnvError::EngineFailed`].
+    pub fn tags_under(&self, repository: &str) -> Result<Vec<String>, EnvError> {
+        let mut images = self.command();
+        images.args(["images", "--format", "{{.Repository}}:{{.Tag}}"]);
+        let out = run_quiet(images)?;
+        // An engine's reference filter matches images, and lists every name of a match, so
+        // the names are picked here.
+        let prefix = format!("{repository}:");
+        let mut tags: Vec<String> =
+            String::from_utf8_lossy(&out).lines().map(str::trim).filter(|name| name.starts_with(&prefix)).map(str::to_string).collect();
+        tags.sort();
+        tags.dedup();
+        Ok(tags)
+    }
+
+    /// Removes the image name `tag` (the image too, when no other name holds it).
+    ///
+    /// # Errors
+    /// [`EnvError::EngineFailed`].
+    pub fn untag(&self, tag: &str) -> Result<(), EnvError> {
+        let mut remove = self.command();
+        remove.args(["rmi", tag]);
+        run_quiet(remove).map(|_| ())
+    }
 }
 
 /// The caller's soft limit of `resource`, when finite.

@@ -9,7 +9,8 @@
 //! | --- | --- |
 //! | find podman or docker (`--engine`) | [`Engine::find`] with an [`EngineChoice`] |
 //! | build or find an environment's root filesystem | [`EnvCache::build`] → [`Built`] |
-//! | list and prune the cache | [`EnvCache::list`], [`EnvCache::prune`] |
+//! | an environment's digest (its cache key) without building | [`environment_digest`] |
+//! | list and prune the cache, and the engine's build tags | [`EnvCache::list`], [`EnvCache::prune`], [`prune_build_tags`] |
 //! | unpack a tarball or layer (whiteouts applied) | [`unpack::unpack_layer`] |
 //! | read an OCI image layout | [`oci::read_layout`] |
 //!
@@ -23,6 +24,6 @@ pub mod error;
 pub mod oci;
 pub mod unpack;
 
-pub use cache::{Built, CacheEntry, CacheMeta, EnvCache};
+pub use cache::{BUILD_REPOSITORY, Built, CacheEntry, CacheMeta, EnvCache, environment_digest, prune_build_tags};
 pub use engine::{Engine, EngineChoice, EngineKind};
 pub use error::EnvError;

@@ -8,8 +8,9 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum HarborError {
-    /// Reading or writing a file or directory failed.
-    #[error("{}: {source}", path.display())]
+    /// Reading or writing a file or directory failed. The message is the path; the cause
+    /// (chained) says what failed.
+    #[error("{}", path.display())]
     Io {
         /// The file or directory.
         path: PathBuf,
@@ -23,10 +24,9 @@ pub enum HarborError {
         /// The directory.
         path: PathBuf,
     },
-    /// The source is neither a Harbor task (a `task.toml`) nor a dataset (directories holding
-    /// one).
-    #[error("{}: no Harbor task here (no task.toml in it or in a directory below it)", path.display())]
-    NoTask {
+    /// The path to import does not exist or is not a directory.
+    #[error("{}: not a directory; give a Harbor task directory (with a task.toml) or a dataset directory", path.display())]
+    NotADirectory {
         /// The directory given.
         path: PathBuf,
     },
@@ -55,8 +55,28 @@ pub enum HarborError {
     },
 }
 
-/// Adds the path to an I/O error.
+/// Adds the path to an I/O error (keeping only the underlying cause of an `fs-err` error,
+/// which would name the path a second time).
 pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> HarborError {
     let path = path.into();
-    move |source| HarborError::Io { path, source }
+    move |source| HarborError::Io { path, source: plain(source) }
+}
+
+/// A directory walk's error as an I/O error on `path`.
+pub(crate) fn walk(path: impl Into<PathBuf>) -> impl FnOnce(walkdir::Error) -> HarborError {
+    let path = path.into();
+    move |error| {
+        let path = error.path().map(PathBuf::from).unwrap_or(path);
+        let source = error.into_io_error().unwrap_or_else(|| std::io::Error::other("a symbolic link loops"));
+        HarborError::Io { path, source: plain(source) }
+    }
+}
+
+/// The cause inside an `fs-err` error (whose message repeats the path), else the error.
+fn plain(error: std::io::Error) -> std::io::Error {
+    let inner = error.get_ref().and_then(|wrapper| wrapper.source()).map(ToString::to_string);
+    match inner {
+        Some(cause) => std::io::Error::new(error.kind(), cause),
+        None => error,
+    }
 }

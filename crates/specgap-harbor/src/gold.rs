@@ -10,7 +10,7 @@ use std::time::Duration;
 use fs_err as fs;
 use specgap_sandbox::{CommandSpec, HostView, Limits, Mount, SandboxConfig};
 
-use crate::error::{HarborError, io};
+use crate::error::{HarborError, io, walk};
 use crate::import::{copy_file, copy_tree, write};
 use crate::task::Plan;
 
@@ -34,8 +34,11 @@ pub enum GoldOutcome {
         /// Which step, its exit status and the tail of its stderr.
         why: String,
     },
-    /// The task runs on an image: its solve.sh needs issue 25's environments.
-    NeedsEnvironment,
+    /// The task runs on an image that could not be built at import (the reason).
+    NeedsEnvironment {
+        /// Why the image could not be built or run.
+        why: String,
+    },
     /// The import was asked not to run solutions.
     NotAsked,
 }
@@ -49,30 +52,35 @@ impl GoldOutcome {
             }
             GoldOutcome::NoSolution => "none (no solution/solve.sh)".into(),
             GoldOutcome::Failed { why } => format!("none (solve.sh failed: {why})"),
-            GoldOutcome::NeedsEnvironment => "not made yet (solve.sh needs the task's image)".into(),
+            GoldOutcome::NeedsEnvironment { why } => format!("not made (solve.sh needs the task's image: {why})"),
             GoldOutcome::NotAsked => "not made (--no-gold)".into(),
         }
     }
 }
 
-/// Runs the steps' `solve.sh` on a copy of `package/workspace` and writes the overlay.
+/// How `solve.sh` is started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Launch {
+    /// `bash solve.sh` (host tasks: bash is one of their host programs).
+    Bash,
+    /// The script itself, made executable, so its `#!` line picks the interpreter, as
+    /// Harbor's oracle starts it (image tasks, whose image may have no bash).
+    Direct,
+}
+
+/// Runs the steps' `solve.sh` on a copy of `package/workspace`, in the view `host` (the
+/// host's programs, or the task's image), and writes the overlay.
 ///
 /// # Errors
 /// I/O errors; a sandbox that cannot start. A failing `solve.sh` is
 /// [`GoldOutcome::Failed`].
-pub fn make_gold(
-    plan: &Plan,
-    package: &Path,
-    environment: &specgap_protocol::package::Environment,
-    sandbox: bool,
-) -> Result<GoldOutcome, HarborError> {
+pub fn make_gold(plan: &Plan, package: &Path, host: &HostView, launch: Launch, sandbox: bool) -> Result<GoldOutcome, HarborError> {
     let solves: Vec<(&str, &str)> = plan.steps.iter().filter_map(|s| s.solve.as_deref().map(|p| (s.name.as_str(), p))).collect();
     if solves.is_empty() {
         return Ok(GoldOutcome::NoSolution);
     }
     let config = SandboxConfig { enabled: sandbox };
     config.check()?;
-    let host = HostView::resolve(environment)?;
     let scratch = tempfile::Builder::new().prefix("specgap-harbor-gold-").tempdir().map_err(io(std::env::temp_dir()))?;
     let workspace = scratch.path().join("workspace");
     let starter = package.join("workspace");
@@ -82,7 +90,14 @@ pub fn make_gold(
         let solution_dir = plan.dir.join(solve).parent().map(Path::to_path_buf).unwrap_or_default();
         let copy = scratch.path().join(format!("solution-{step}"));
         copy_tree(&solution_dir, &copy)?;
-        let mut spec = CommandSpec::shell("bash /solution/solve.sh", &workspace);
+        let script = match launch {
+            Launch::Bash => "bash /solution/solve.sh",
+            Launch::Direct => {
+                make_executable(&copy.join("solve.sh"))?;
+                "/solution/solve.sh"
+            }
+        };
+        let mut spec = CommandSpec::shell(script, &workspace);
         let (workdir, solution) =
             if sandbox { (PathBuf::from(&plan.workdir), PathBuf::from("/solution")) } else { (workspace.clone(), copy.clone()) };
         if sandbox {
@@ -95,7 +110,7 @@ pub fn make_gold(
         }
         spec.cwd = workdir;
         spec.limits = Limits { timeout, ..Limits::default() };
-        let output = specgap_sandbox::run(&spec, &host, &config)?;
+        let output = specgap_sandbox::run(&spec, host, &config)?;
         if output.timed_out || output.exit_code != Some(0) {
             let status = if output.timed_out { "timed out".to_string() } else { format!("status {:?}", output.exit_code) };
             let stderr = output.stderr.text();
@@ -104,6 +119,12 @@ pub fn make_gold(
         }
     }
     write_overlay(&starter, &workspace, &package.join("solutions/gold"))
+}
+
+fn make_executable(path: &Path) -> Result<(), HarborError> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = fs::metadata(path).map_err(io(path))?.permissions().mode();
+    fs::set_permissions(path, std::fs::Permissions::from_mode(mode | 0o755)).map_err(io(path))
 }
 
 /// Writes the overlay turning `starter` into `solved`.
@@ -133,7 +154,7 @@ fn write_overlay(starter: &Path, solved: &Path, gold: &Path) -> Result<GoldOutco
 fn regular_files(root: &Path) -> Result<BTreeSet<PathBuf>, HarborError> {
     let mut files = BTreeSet::new();
     for entry in walkdir::WalkDir::new(root).into_iter().filter_entry(|e| e.file_name() != ".git") {
-        let entry = entry.map_err(|e| HarborError::Io { path: root.to_path_buf(), source: e.into() })?;
+        let entry = entry.map_err(walk(root))?;
         if entry.file_type().is_file() {
             files.insert(entry.path().strip_prefix(root).unwrap_or(entry.path()).to_path_buf());
         }

@@ -8,7 +8,7 @@ use fs_err as fs;
 use sha2::{Digest, Sha256};
 use toml::{Table, Value};
 
-use crate::error::{HarborError, io};
+use crate::error::{HarborError, io, walk};
 use crate::gold::{self, GoldOutcome};
 use crate::task::{self, EnvironmentPlan, HARBOR_VERSION, Plan, Refusal};
 
@@ -64,11 +64,30 @@ pub struct ImportOptions {
     pub gold: bool,
     /// Run it in the sandbox (`false`: directly on the host, trusted tasks only).
     pub sandbox: bool,
+    /// A Harbor simulated-user persona (the text of the file Harbor's `--user-persona-path`
+    /// names), written into every package's `user.toml` ([`user_profile`]).
+    pub persona: Option<String>,
 }
 
 impl Default for ImportOptions {
     fn default() -> Self {
-        ImportOptions { gold: true, sandbox: true }
+        ImportOptions { gold: true, sandbox: true, persona: None }
+    }
+}
+
+/// What the owner may let the engineer change in an imported task: Harbor tasks name no
+/// limit, so the whole work directory.
+const EDITABLE_SURFACE: &str = "Anything in the work directory the task needs changed.";
+
+/// The `user.toml` of an imported task with a Harbor persona: the persona verbatim (trimmed);
+/// as its understanding the task's instruction, which Harbor's simulated user holds as its
+/// private goal; the whole work directory as the editable surface.
+pub fn user_profile(persona: &str, instruction: &str) -> specgap_protocol::package::UserProfile {
+    specgap_protocol::package::UserProfile {
+        persona: persona.trim().to_string(),
+        understanding: instruction.trim().to_string(),
+        editable_surface: EDITABLE_SURFACE.to_string(),
+        style: None,
     }
 }
 
@@ -83,7 +102,7 @@ pub enum Outcome {
         package: PathBuf,
         /// The task name.
         name: String,
-        /// `host` or `image` (needs issue 25's environments to run).
+        /// `host` or `image` (runs on issue 25's task environments: podman or docker).
         environment: &'static str,
         /// What became of the gold solution.
         gold: GoldOutcome,
@@ -92,6 +111,16 @@ pub enum Outcome {
     },
     /// The task was refused.
     Refused(Refusal),
+    /// A directory that looks like a Harbor task (it holds two of its parts) but has no
+    /// `task.toml`; or, when nothing below the source is a task, the source itself.
+    NotATask {
+        /// The directory.
+        dir: PathBuf,
+        /// The task parts it holds ([`task::task_parts`]).
+        parts: Vec<&'static str>,
+        /// Whether this is the source itself, with no Harbor task in or below it.
+        is_source: bool,
+    },
 }
 
 impl Outcome {
@@ -104,6 +133,36 @@ impl Outcome {
                 gold.describe()
             ),
             Outcome::Refused(refusal) => format!("refused {}: {}", task::dir_name(&refusal.dir), refusal.reasons.join("; ")),
+            Outcome::NotATask { dir, parts, is_source: true } => format!(
+                "not a Harbor task {}: no task.toml in it or in any directory below it (a Harbor task is a directory with task.toml, instruction.md and tests/test.sh){}",
+                dir.display(),
+                holding(parts)
+            ),
+            Outcome::NotATask { dir, parts, is_source: false } => {
+                format!("not a Harbor task {}: no task.toml{}", task::dir_name(dir), holding(parts))
+            }
+        }
+    }
+}
+
+/// `, though it holds …` for a directory's task parts, or nothing.
+fn holding(parts: &[&str]) -> String {
+    if parts.is_empty() { String::new() } else { format!(", though it holds {}", parts.join(", ")) }
+}
+
+impl Outcome {
+    /// Whether this outcome makes `specgap import harbor` exit 1 (a refused task, or a
+    /// directory that is not a task).
+    pub fn is_failure(&self) -> bool {
+        !matches!(self, Outcome::Imported { .. })
+    }
+
+    /// The directory this outcome is about.
+    pub fn dir(&self) -> &Path {
+        match self {
+            Outcome::Imported { source, .. } => source,
+            Outcome::Refused(refusal) => &refusal.dir,
+            Outcome::NotATask { dir, .. } => dir,
         }
     }
 }
@@ -111,19 +170,27 @@ impl Outcome {
 /// Imports `source` (a Harbor task directory, or a dataset: a directory whose task
 /// directories lie below it) into `out`, one package per task in `out/<task directory
 /// name>/`, in name order, and [`PROTOCOL_FILE`] beside them when any task was imported.
+/// Directories below `source` that look like tasks but have no `task.toml`, and `source`
+/// itself when no task is in or below it, are [`Outcome::NotATask`].
 ///
 /// # Errors
-/// [`HarborError::NoTask`] when `source` holds no task; [`HarborError::OutputExists`] when a
-/// package directory exists and is not empty; I/O errors.
+/// [`HarborError::NotADirectory`] when `source` is no directory;
+/// [`HarborError::OutputExists`] when a package directory exists and is not empty; I/O
+/// errors.
 pub fn import(source: &Path, out: &Path, options: &ImportOptions) -> Result<Vec<Outcome>, HarborError> {
-    let tasks = find_tasks(source)?;
-    if tasks.is_empty() {
-        return Err(HarborError::NoTask { path: source.to_path_buf() });
+    if !source.is_dir() {
+        return Err(HarborError::NotADirectory { path: source.to_path_buf() });
     }
+    let (tasks, lookalikes) = find_tasks(source)?;
     let mut outcomes = Vec::new();
     for dir in tasks {
         let destination = out.join(task::dir_name(&dir));
         outcomes.push(import_task(&dir, &destination, options)?);
+    }
+    outcomes.extend(lookalikes.into_iter().map(|dir| Outcome::NotATask { parts: task::task_parts(&dir), dir, is_source: false }));
+    outcomes.sort_by(|a, b| a.dir().cmp(b.dir()));
+    if outcomes.is_empty() {
+        outcomes.push(Outcome::NotATask { dir: source.to_path_buf(), parts: task::task_parts(source), is_source: true });
     }
     if outcomes.iter().any(|o| matches!(o, Outcome::Imported { .. })) {
         write(&out.join(PROTOCOL_FILE), PROTOCOL)?;
@@ -138,12 +205,14 @@ pub fn summary(outcomes: &[Outcome]) -> String {
     let image = count(&|o| matches!(o, Outcome::Imported { environment: "image", .. }));
     let gold = count(&|o| matches!(o, Outcome::Imported { gold: GoldOutcome::Written { .. }, .. }));
     let refused = count(&|o| matches!(o, Outcome::Refused(_)));
+    let not_tasks = count(&|o| matches!(o, Outcome::NotATask { .. }));
     let rows = [
-        ("tasks", outcomes.len()),
+        ("tasks", outcomes.len() - not_tasks),
         ("imported, host environment", host),
         ("imported, image environment", image),
         ("with a gold overlay", gold),
         ("refused", refused),
+        ("not a Harbor task (no task.toml)", not_tasks),
     ];
     let mut table = String::from("| outcome | tasks |\n| --- | ---: |\n");
     for (what, n) in rows {
@@ -152,16 +221,18 @@ pub fn summary(outcomes: &[Outcome]) -> String {
     table
 }
 
-/// The task directories at or below `source`, sorted; a task's own subdirectories are not
-/// searched.
-fn find_tasks(source: &Path) -> Result<Vec<PathBuf>, HarborError> {
+/// The task directories at or below `source`, sorted, and the directories that look like
+/// tasks (two of [`task::task_parts`]) without a `task.toml`; neither's own subdirectories
+/// are searched.
+fn find_tasks(source: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>), HarborError> {
     if task::is_task_dir(source) {
-        return Ok(vec![source.to_path_buf()]);
+        return Ok((vec![source.to_path_buf()], Vec::new()));
     }
     let mut found = Vec::new();
+    let mut lookalikes = Vec::new();
     let mut walker = walkdir::WalkDir::new(source).min_depth(1).sort_by_file_name().into_iter();
     while let Some(entry) = walker.next() {
-        let entry = entry.map_err(|e| HarborError::Io { path: source.to_path_buf(), source: e.into() })?;
+        let entry = entry.map_err(walk(source))?;
         if !entry.file_type().is_dir() || entry.file_name().to_string_lossy().starts_with('.') {
             if entry.file_type().is_dir() {
                 walker.skip_current_dir();
@@ -171,9 +242,12 @@ fn find_tasks(source: &Path) -> Result<Vec<PathBuf>, HarborError> {
         if task::is_task_dir(entry.path()) {
             found.push(entry.path().to_path_buf());
             walker.skip_current_dir();
+        } else if task::task_parts(entry.path()).len() >= 2 {
+            lookalikes.push(entry.path().to_path_buf());
+            walker.skip_current_dir();
         }
     }
-    Ok(found)
+    Ok((found, lookalikes))
 }
 
 /// Imports one task directory into `destination`.
@@ -195,19 +269,36 @@ pub fn import_task(dir: &Path, destination: &Path, options: &ImportOptions) -> R
     if is_image && dir.join("environment").is_dir() {
         copy_tree(&dir.join("environment"), &destination.join("environment"))?;
     }
-    write(&destination.join("instruction.md"), &instruction(&plan))?;
+    let opening = instruction(&plan);
+    write(&destination.join("instruction.md"), &opening)?;
+    if let Some(persona) = &options.persona {
+        let path = destination.join("user.toml");
+        let profile = user_profile(persona, &opening);
+        let text = toml::to_string(&profile).map_err(|source| HarborError::Toml { path: path.clone(), source })?;
+        write(&path, &text)?;
+    }
     write(&destination.join("evaluator/harbor_verify.py"), VERIFIER_PROGRAM)?;
-    let starter = starter_hashes(&destination.join("workspace"))?;
-    write(&destination.join("evaluator/harbor.json"), &verifier_config(&plan, &starter))?;
     write(&destination.join("task.toml"), &manifest(&plan, destination)?)?;
     let has_solution = plan.steps.iter().any(|s| s.solve.is_some());
-    let gold = match (&plan.environment, options.gold) {
+    // An image task's image is built only to make its gold; its work directory's files then
+    // become the starter (the workspace is mounted over the image's work directory).
+    let image_view = match (&plan.environment, options.gold && has_solution) {
+        (EnvironmentPlan::Image { .. }, true) => Some(image_starter(&plan, destination)?),
+        _ => None,
+    };
+    let starter = starter_hashes(&destination.join("workspace"))?;
+    write(&destination.join("evaluator/harbor.json"), &verifier_config(&plan, &starter))?;
+    let gold = match (image_view, options.gold) {
         (_, false) => GoldOutcome::NotAsked,
         _ if !has_solution => GoldOutcome::NoSolution,
-        (EnvironmentPlan::Image { .. }, true) => GoldOutcome::NeedsEnvironment,
-        (EnvironmentPlan::Host { .. }, true) => gold::make_gold(&plan, destination, &host_environment(&plan), options.sandbox)?,
+        (Some(Err(why)), true) => GoldOutcome::NeedsEnvironment { why },
+        (Some(Ok(view)), true) => gold::make_gold(&plan, destination, &view, gold::Launch::Direct, options.sandbox)?,
+        (None, true) => {
+            let view = specgap_sandbox::HostView::resolve(&host_environment(&plan))?;
+            gold::make_gold(&plan, destination, &view, gold::Launch::Bash, options.sandbox)?
+        }
     };
-    write(&destination.join("NOTES.md"), &notes(&plan, &gold))?;
+    write(&destination.join("NOTES.md"), &notes(&plan, &gold, options.persona.is_some()))?;
     Ok(Outcome::Imported {
         source: dir.to_path_buf(),
         package: destination.to_path_buf(),
@@ -216,6 +307,44 @@ pub fn import_task(dir: &Path, destination: &Path, options: &ImportOptions) -> R
         gold,
         unmapped: plan.unmapped.len(),
     })
+}
+
+/// Builds an image task's environment (issue 25's cache and engine), copies the files of the
+/// image's work directory into the package's `workspace/`, and returns the view the task's
+/// commands run in; the reason, when the image cannot be built or viewed.
+fn image_starter(plan: &Plan, destination: &Path) -> Result<Result<specgap_sandbox::HostView, String>, HarborError> {
+    use specgap_env::{EngineChoice, EnvCache};
+    let package = specgap_task::load(destination)?;
+    let Some(image) = package.image_environment() else {
+        return Ok(Err("the package names no image environment".into()));
+    };
+    let cache = match EnvCache::default_root() {
+        Ok(root) => EnvCache::new(root),
+        Err(error) => return Ok(Err(error.to_string())),
+    };
+    let built = match cache.build(&image.source.source, image.source.path.as_deref(), EngineChoice::Auto) {
+        Ok(built) => built,
+        Err(error) => return Ok(Err(format!("cannot build it: {}", chain(&error)))),
+    };
+    let inside = built.rootfs.join(plan.workdir.trim_start_matches('/'));
+    if inside.is_dir() {
+        copy_tree(&inside, &destination.join("workspace"))?;
+    }
+    match specgap_task::task_views(&package, &cache, EngineChoice::Auto) {
+        Ok(views) => Ok(Ok(views.commands)),
+        Err(error) => Ok(Err(chain(&error))),
+    }
+}
+
+/// An error and its causes, joined by `: `.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        text.push_str(&format!(": {inner}"));
+        cause = inner.source();
+    }
+    text
 }
 
 /// The host-command `[environment]` of an imported task.
@@ -342,7 +471,7 @@ fn manifest(plan: &Plan, destination: &Path) -> Result<String, HarborError> {
 
 /// NOTES.md: where the package came from, its protocol, its trust model, what was not
 /// mapped.
-fn notes(plan: &Plan, gold: &GoldOutcome) -> String {
+fn notes(plan: &Plan, gold: &GoldOutcome, persona: bool) -> String {
     let mut text = format!(
         "# Imported from Harbor\n\n\
          Source: the Harbor task `{}` (task format of Harbor {HARBOR_VERSION}), kept verbatim in `{HARBOR_COPY}/`.\n\n\
@@ -355,8 +484,16 @@ fn notes(plan: &Plan, gold: &GoldOutcome) -> String {
         task::dir_name(&plan.dir),
         gold.describe()
     );
+    if persona {
+        text.push_str(
+            "\nUser: `user.toml` holds the Harbor simulated user's persona, with the task's instruction as what the user knows \
+             (Harbor's user agent keeps it as its private goal); `--user chat:…` answers in that character under a condition with `ask_user`.\n",
+        );
+    }
     if let EnvironmentPlan::Image { why, .. } = &plan.environment {
-        text.push_str(&format!("\nEnvironment: an image, because {why}; it runs once task environments (issue 25) are available.\n"));
+        text.push_str(&format!(
+            "\nEnvironment: an image, because {why}; it runs on specgap's task environments (issue 25: podman or docker builds it).\n"
+        ));
     }
     text.push_str("\n## Not mapped\n\n");
     if plan.unmapped.is_empty() {
@@ -372,7 +509,7 @@ fn notes(plan: &Plan, gold: &GoldOutcome) -> String {
 fn starter_hashes(workspace: &Path) -> Result<BTreeMap<String, String>, HarborError> {
     let mut hashes = BTreeMap::new();
     for entry in walkdir::WalkDir::new(workspace).sort_by_file_name() {
-        let entry = entry.map_err(|e| HarborError::Io { path: workspace.to_path_buf(), source: e.into() })?;
+        let entry = entry.map_err(walk(workspace))?;
         if !entry.file_type().is_file() {
             continue;
         }
@@ -408,7 +545,7 @@ pub(crate) fn copy_file(from: &Path, to: &Path) -> Result<(), HarborError> {
 pub(crate) fn copy_tree(from: &Path, to: &Path) -> Result<(), HarborError> {
     let walker = walkdir::WalkDir::new(from).sort_by_file_name().into_iter().filter_entry(|e| e.file_name() != ".git");
     for entry in walker {
-        let entry = entry.map_err(|e| HarborError::Io { path: from.to_path_buf(), source: e.into() })?;
+        let entry = entry.map_err(walk(from))?;
         let rel = entry.path().strip_prefix(from).unwrap_or(entry.path());
         let target = to.join(rel);
         let kind = entry.file_type();

@@ -26,5 +26,7 @@ pub mod task;
 
 pub use error::HarborError;
 pub use gold::GoldOutcome;
-pub use import::{HARBOR_COPY, ImportOptions, Outcome, PROTOCOL, PROTOCOL_FILE, VERIFIER_PROGRAM, import, import_task, summary};
+pub use import::{
+    HARBOR_COPY, ImportOptions, Outcome, PROTOCOL, PROTOCOL_FILE, VERIFIER_PROGRAM, import, import_task, summary, user_profile,
+};
 pub use task::{HARBOR_VERSION, Refusal};

@@ -10,7 +10,7 @@ use fs_err as fs;
 use toml::{Table, Value};
 
 use crate::dockerfile;
-use crate::error::HarborError;
+use crate::error::{HarborError, io, walk};
 
 /// The Harbor version whose task model this importer follows, whose models the export is
 /// validated with, and which the ATIF tests pin.
@@ -118,11 +118,14 @@ pub struct Plan {
 /// parse, and everything specgap cannot run, is a [`Refusal`].
 pub fn plan(dir: &Path) -> Result<Result<Plan, Refusal>, HarborError> {
     let refuse = |reasons: Vec<String>| Ok(Err(Refusal { dir: dir.to_path_buf(), reasons }));
-    let text = fs::read_to_string(dir.join("task.toml")).map_err(|source| HarborError::Io { path: dir.join("task.toml"), source })?;
+    let text = fs::read_to_string(dir.join("task.toml")).map_err(io(dir.join("task.toml")))?;
     let config: Table = match text.parse() {
         Ok(table) => table,
         Err(e) => return refuse(vec![format!("task.toml does not parse: {}", e.message())]),
     };
+    if let Some(reason) = specgap_manifest(&config) {
+        return refuse(vec![reason]);
+    }
     let mut planner = Planner { dir, config: &config, reasons: Vec::new(), unmapped: Vec::new() };
     let plan = planner.plan()?;
     if planner.reasons.is_empty() {
@@ -132,6 +135,16 @@ pub fn plan(dir: &Path) -> Result<Result<Plan, Refusal>, HarborError> {
     } else {
         refuse(planner.reasons)
     }
+}
+
+/// Why a `task.toml` is a specgap package's manifest rather than a Harbor task's: it has
+/// specgap's `format` and `[evaluator]`, keys Harbor's task model does not have.
+fn specgap_manifest(config: &Table) -> Option<String> {
+    let format = config.get("format")?.as_integer()?;
+    config.get("evaluator")?;
+    Some(format!(
+        "task.toml is a specgap package manifest (format = {format}, [evaluator]), not a Harbor task; run it with specgap as it is"
+    ))
 }
 
 struct Planner<'a> {
@@ -347,7 +360,7 @@ impl Planner<'_> {
         if !path.is_file() {
             return Ok(None);
         }
-        fs::read_to_string(&path).map(Some).map_err(|source| HarborError::Io { path, source })
+        fs::read_to_string(&path).map(Some).map_err(io(&path))
     }
 
     fn steps(&mut self, instruction: Option<String>) -> Result<Vec<StepPlan>, HarborError> {
@@ -422,7 +435,7 @@ impl Planner<'_> {
             self.unmapped.push("no environment/Dockerfile: runs on the host's programs".into());
             return Ok((EnvironmentPlan::Host { files: Vec::new() }, None));
         };
-        let text = fs::read_to_string(&dockerfile_path).map_err(|source| HarborError::Io { path: dockerfile_path.clone(), source })?;
+        let text = fs::read_to_string(&dockerfile_path).map_err(io(dockerfile_path))?;
         let trivial = match dockerfile::parse(&text) {
             Ok(trivial) => trivial,
             Err(why) => {
@@ -478,13 +491,14 @@ impl Planner<'_> {
     /// The `/logs/verifier` files the tests name, and refuses tests that download.
     fn declared_outputs(&mut self, steps: &[StepPlan]) -> Result<Vec<String>, HarborError> {
         let mut declared = Vec::new();
-        for step in steps {
+        // A step without its tests directory is refused already (its test.sh is missing).
+        for step in steps.iter().filter(|s| self.dir.join(&s.tests).is_dir()) {
             for entry in walkdir::WalkDir::new(self.dir.join(&step.tests)).sort_by_file_name() {
-                let entry = entry.map_err(|e| HarborError::Io { path: self.dir.join(&step.tests), source: e.into() })?;
+                let entry = entry.map_err(walk(self.dir.join(&step.tests)))?;
                 if !entry.file_type().is_file() {
                     continue;
                 }
-                let bytes = fs::read(entry.path()).map_err(|source| HarborError::Io { path: entry.path().to_path_buf(), source })?;
+                let bytes = fs::read(entry.path()).map_err(io(entry.path()))?;
                 let text = String::from_utf8_lossy(&bytes);
                 for name in verifier_file_names(&text) {
                     push_once(&mut declared, name);
@@ -588,4 +602,13 @@ pub(crate) fn dir_name(dir: &Path) -> String {
 /// Whether `dir` is a Harbor task directory (holds `task.toml`).
 pub fn is_task_dir(dir: &Path) -> bool {
     dir.join("task.toml").is_file()
+}
+
+/// The parts of a Harbor task besides `task.toml`, as [`task_parts`] names them.
+const TASK_PARTS: [&str; 4] = ["instruction.md", "tests/test.sh", "environment/Dockerfile", "solution/solve.sh"];
+
+/// The parts of a Harbor task (`instruction.md`, `tests/test.sh`, `environment/Dockerfile`,
+/// `solution/solve.sh`) that `dir` holds.
+pub fn task_parts(dir: &Path) -> Vec<&'static str> {
+    TASK_PARTS.into_iter().filter(|part| dir.join(part).is_file()).collect()
 }

@@ -197,6 +197,28 @@ pub struct TaskRef {
     pub hash: String,
     /// Where the package was read from.
     pub path: String,
+    /// The digest of each image environment the task runs on (format 2; none for a
+    /// host-command environment, and absent in stores written before the field existed):
+    /// `--resume` refuses a run whose environments have other digests now.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub environments: Vec<EnvironmentRef>,
+}
+
+/// One image environment of a task, as a run recorded it (`[[tasks.environments]]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnvironmentRef {
+    /// Which environment: `task` (the agent's commands, and the evaluator's unless it has its
+    /// own) or `evaluator` (`[evaluator.environment]`).
+    pub role: String,
+    /// The source key: `image`, `dockerfile`, `rootfs` or `oci_layout`.
+    pub source: String,
+    /// The source's value as the package writes it.
+    pub value: String,
+    /// Its digest, the environment cache's key: `image-<engine image id>`,
+    /// `build-<sha256 of the build context>`, `rootfs-<sha256 of the tarball>` or
+    /// `oci-<manifest digest>`.
+    pub digest: String,
 }
 
 /// An agent or user with its configuration and the hash of that configuration.

@@ -115,6 +115,19 @@ pub struct CostAssociation {
     pub quality: Option<Association>,
 }
 
+/// How a report treats its wall-clock statistics (run time against Quality): they measure the
+/// machine as much as the agents, so two runs of the same episodes can disagree (issue 30 item 8).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Timing {
+    /// Shown and labelled as timing-dependent (some agent calls a model, or `--show-timing`).
+    #[default]
+    TimingDependent,
+    /// Left out: every agent is scripted or replayed, so its run times are the machine's load
+    /// (`--show-timing` shows them).
+    LeftOut,
+}
+
 /// Every association of a report.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Associations {
@@ -125,9 +138,12 @@ pub struct Associations {
     pub issue_type_recall: Vec<KindAssociation>,
     /// Domain-specific Recall against Quality, Holm over the domains.
     pub domain_recall: Vec<KindAssociation>,
-    /// Mean run time against Quality (§5.2).
+    /// Mean run time against Quality (§5.2); absent when [`Associations::timing`] is
+    /// [`Timing::LeftOut`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runtime_quality: Option<Association>,
+    /// Whether the wall-clock statistics are shown (labelled timing-dependent) or left out.
+    pub timing: Timing,
     /// Matched-question domain shares against Quality, Holm over the domains (Table 10).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub domain_share_quality: Vec<ShareAssociation>,
@@ -219,6 +235,7 @@ pub fn associations(
         issue_type_recall,
         domain_recall,
         runtime_quality: associate(groups, "runtime", "Quality", &demean)?,
+        timing: Timing::TimingDependent,
         domain_share_quality: share_associations(groups, &demean, settings)?,
         cost_quality: cost_association(groups, usage)?,
     })

@@ -612,7 +612,7 @@ fn render_pair(out: &mut String, pair: &PairComparison) {
 /// # Errors
 /// [`ReportError::Json`].
 pub fn render_comparison_json(c: &Comparison) -> Result<String, ReportError> {
-    let mut text = serde_json::to_string_pretty(c).map_err(ReportError::Json)?;
+    let mut text = crate::render::unsigned_zeros(&serde_json::to_string_pretty(c).map_err(ReportError::Json)?);
     text.push('\n');
     Ok(text)
 }

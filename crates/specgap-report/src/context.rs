@@ -44,6 +44,9 @@ pub struct TaskContext {
     /// Workspace-relative paths of the files in the package's `workspace/` (the clean starting
     /// tree; seed 001 App. D.2 globs are expanded against it).
     pub workspace_files: BTreeSet<String>,
+    /// Whether the package's evaluator trusts the workspace (format 2
+    /// `[evaluator].trusts_workspace`, e.g. imported Harbor tasks): the report says so.
+    pub trusts_workspace: bool,
 }
 
 /// One residual state (seed 001 §3) as the acceptance-bias measures need it.
@@ -166,6 +169,7 @@ impl TaskContext {
             targets: package.clarifications().to_vec(),
             states,
             workspace_files: tree_files(&package.workspace_dir()),
+            trusts_workspace: package.manifest().evaluator.trusts_workspace,
         };
         (context, warnings)
     }

@@ -34,6 +34,23 @@ pub enum ReportError {
         /// The same directory as given again (perhaps spelled differently).
         again: PathBuf,
     },
+    /// Two runs hold the same episodes (a run and its merge, or two runs of one
+    /// configuration): a report over both would count each of them twice.
+    #[error(
+        "runs {} and {} both hold {shared} episode(s) (e.g. {example}); a report over both would count them twice: report a merge of them (`specgap merge` keeps one copy of each episode two runs hold alike and refuses differing copies) or leave one out",
+        .first.display(),
+        .again.display()
+    )]
+    SharedEpisodes {
+        /// The run given first.
+        first: PathBuf,
+        /// The later run holding episodes of the first.
+        again: PathBuf,
+        /// How many of its episodes the first run holds too.
+        shared: usize,
+        /// One of them.
+        example: String,
+    },
     /// A `--group-by` name that is not a dimension.
     #[error("unknown group-by dimension `{0}`; expected agent, condition, start, family or task")]
     UnknownDimension(String),

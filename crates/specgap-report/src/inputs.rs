@@ -2,6 +2,8 @@
 //!
 //! - [`distinct_run_dirs`]: a run directory given twice is an error (its episodes would count
 //!   twice and pose as seed replicates of themselves, ± 0).
+//! - [`distinct_episodes`]: an episode held by two runs (a run and a merge holding it, two runs
+//!   of one configuration and seed) is an error for the same reason.
 //! - a run that is a shard (`run.toml` `shard`) holds only part of its run's plan: warning.
 //! - a run whose store lacks results for part of its plan (interrupted, stopped by
 //!   `--max-cost`, merged from some shards only): warning with the count ([`planned_episode_ids`]).
@@ -34,6 +36,36 @@ pub fn distinct_run_dirs<P: AsRef<Path>>(dirs: &[P]) -> Result<(), ReportError> 
         let canonical = fs_err::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
         if let Some(first) = seen.insert(canonical, dir) {
             return Err(ReportError::DuplicateRun { dir: first.to_path_buf(), again: dir.to_path_buf() });
+        }
+    }
+    Ok(())
+}
+
+/// Checks that no episode is held by two of the runs: a report would count it twice (and
+/// take it for a seed replicate of itself). A merge keeps one copy of identical episodes, so
+/// the message points there.
+///
+/// # Errors
+/// [`ReportError::SharedEpisodes`] for the first pair of runs holding one episode.
+pub fn distinct_episodes(runs: &[RunData]) -> Result<(), ReportError> {
+    let mut holder: HashMap<&str, usize> = HashMap::new();
+    for (index, run) in runs.iter().enumerate() {
+        let mut shared: BTreeMap<usize, (usize, &str)> = BTreeMap::new();
+        for row in &run.rows.episodes {
+            if let Some(&first) = holder.get(row.id.as_str()) {
+                let entry = shared.entry(first).or_insert((0, row.id.as_str()));
+                entry.0 += 1;
+            } else {
+                holder.insert(row.id.as_str(), index);
+            }
+        }
+        if let Some((&first, &(count, example))) = shared.iter().next() {
+            return Err(ReportError::SharedEpisodes {
+                first: runs[first].dir.clone(),
+                again: run.dir.clone(),
+                shared: count,
+                example: example.to_string(),
+            });
         }
     }
     Ok(())

@@ -923,9 +923,45 @@ pub fn render_html(report: &Report, title: &str) -> String {
 /// # Errors
 /// [`ReportError::Json`] if serialization fails (non-finite numbers serialize as null).
 pub fn render_json(report: &Report) -> Result<String, ReportError> {
-    let mut text = serde_json::to_string_pretty(report).map_err(ReportError::Json)?;
+    let mut text = unsigned_zeros(&serde_json::to_string_pretty(report).map_err(ReportError::Json)?);
     text.push('\n');
     Ok(text)
+}
+
+/// JSON text with every number `-0.0` written `0.0` (a difference or a rounded negative mean of
+/// zero has the sign bit set; a consumer comparing text, or a reader, takes it for a value
+/// below zero). Strings are left as they are.
+pub(crate) fn unsigned_zeros(json: &str) -> String {
+    const NEGATIVE_ZERO: &str = "-0.0";
+    let mut out = String::with_capacity(json.len());
+    let (mut in_string, mut escaped) = (false, false);
+    let mut rest = json;
+    while let Some(c) = rest.chars().next() {
+        if !in_string && c == '-' && rest.starts_with(NEGATIVE_ZERO) {
+            let after = rest[NEGATIVE_ZERO.len()..].chars().next();
+            let whole_number = !after.is_some_and(|a| a.is_ascii_digit() || a == '.' || a == 'e' || a == 'E');
+            let before = out.chars().next_back();
+            if whole_number && !before.is_some_and(|b| b.is_ascii_alphanumeric()) {
+                out.push_str("0.0");
+                rest = &rest[NEGATIVE_ZERO.len()..];
+                continue;
+            }
+        }
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+        } else if c == '"' {
+            in_string = true;
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
 }
 
 /// The skipped combinations, one row per task and reason with the agents, conditions and
@@ -965,6 +1001,12 @@ fn push_once(values: &mut Vec<String>, value: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn negative_zero_numbers_lose_their_sign_and_strings_keep_theirs() {
+        let json = "{\n  \"gap\": -0.0,\n  \"name\": \"t-0.0 \\\" -0.0\",\n  \"xs\": [-0.0, -0.05, -0.0e1, 1e-0.0]\n}";
+        assert_eq!(unsigned_zeros(json), "{\n  \"gap\": 0.0,\n  \"name\": \"t-0.0 \\\" -0.0\",\n  \"xs\": [0.0, -0.05, -0.0e1, 1e-0.0]\n}");
+    }
 
     #[test]
     fn code_spans_become_code_elements_after_escaping() {

@@ -457,11 +457,15 @@ fn association_section(report: &Report) -> Option<Section> {
         }
         tables.push(kind_association_table(label, kinds));
     }
-    if let Some(r) = &a.runtime_quality {
-        text.push(format!(
-            "Mean run time against Quality over {} groups (seed 002 §5.2): Spearman ρ = {:.2} (p = {:.3}).",
+    match (&a.runtime_quality, a.timing) {
+        (Some(r), _) => text.push(format!(
+            "Mean run time against Quality over {} groups (seed 002 §5.2): Spearman ρ = {:.2} (p = {:.3}). Timing-dependent: wall-clock times vary with the machine's load, so runs of the same episodes can disagree.",
             r.groups, r.rho, r.p_value
-        ));
+        )),
+        (None, crate::associations::Timing::LeftOut) => text.push(
+            "Mean run time against Quality is left out: every agent is scripted or replayed, so run times measure the machine, not the agents (`specgap report --show-timing` shows it).".into(),
+        ),
+        (None, crate::associations::Timing::TimingDependent) => {}
     }
     if let Some(c) = &a.cost_quality {
         text.push(match &c.quality {

@@ -38,8 +38,10 @@ use crate::run::RunData;
 pub const REPORT_SCHEMA: &str = "specgap-report";
 /// The JSON report's version; bumped on any incompatible change (docs/report-schema.md).
 /// Version 2: seed 002's delivery cells count planned runs and may be incomplete; intervals,
-/// ask rate, type- and domain-specific Recall and the associations were added.
-pub const REPORT_VERSION: u32 = 2;
+/// ask rate, type- and domain-specific Recall and the associations were added. Version 3:
+/// usage `cost_usd` may be null (a model without a price), runs holding one episode are
+/// refused, and `-0.0` is written `0.0`.
+pub const REPORT_VERSION: u32 = 3;
 
 /// How a report is built.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,6 +61,9 @@ pub struct ReportOptions {
     /// A user review (`specgap review-user`, its reviewer name, e.g. `rules:1`) whose
     /// episodes with a severe finding are left out of every measure ([`crate::simulator`]).
     pub exclude_user_findings: Option<String>,
+    /// Show the wall-clock statistics (run time against Quality) also when every agent is
+    /// scripted or replayed, whose run times measure only the machine (`--show-timing`).
+    pub show_timing: bool,
 }
 
 impl Default for ReportOptions {
@@ -69,6 +74,7 @@ impl Default for ReportOptions {
             extraction: crate::extraction::AUTO.to_string(),
             intervals: IntervalSettings::default(),
             exclude_user_findings: None,
+            show_timing: false,
         }
     }
 }
@@ -354,6 +360,7 @@ pub fn build_report(runs: &[RunData], options: &ReportOptions) -> Result<Report,
         return Err(ReportError::NoRuns);
     }
     crate::inputs::distinct_run_dirs(&runs.iter().map(|r| r.dir.as_path()).collect::<Vec<_>>())?;
+    crate::inputs::distinct_episodes(runs)?;
     let options = &ReportOptions { judge: crate::judge::resolve_judge(runs, &options.judge)?, ..options.clone() };
     let mut episodes = index_episodes(&runs.iter().collect::<Vec<_>>());
     let simulator = crate::simulator::quality(runs, options.exclude_user_findings.as_deref())?;
@@ -390,6 +397,12 @@ fn residual_rows(episodes: &[Episode<'_>], dims: &[Dim]) -> Vec<ResidualRow> {
         }
     }
     residual
+}
+
+/// Whether every agent of the runs is scripted or replayed: its run times are the machine's,
+/// not the agent's (a merge of the same episodes gave another p for run time against Quality).
+fn only_scripted_or_replayed(runs: &[RunData]) -> bool {
+    runs.iter().flat_map(|r| &r.config.agents).all(|a| a.spec.starts_with("scripted:") || a.spec.starts_with("replay:"))
 }
 
 /// Every other measure of [`build_report`], and the report with the residual rows that
@@ -481,7 +494,11 @@ fn report_with(
     let clarification_registry = registry(contexts.values().copied());
     let models = agent_models(runs);
     let usage = crate::usage::usage_summaries(runs, episodes, dims);
-    let associations = associations(&groups, dims, &models, &usage, &options.intervals)?;
+    let mut associations = associations(&groups, dims, &models, &usage, &options.intervals)?;
+    if !options.show_timing && associations.runtime_quality.is_some() && only_scripted_or_replayed(runs) {
+        associations.runtime_quality = None;
+        associations.timing = crate::associations::Timing::LeftOut;
+    }
     let case_associations = crate::case_associations::case_associations(&groups, &contexts, &options.intervals)?;
     let repeat_analyses = crate::repeats::repeat_analyses(&grouped, dims, &options.judge);
     let noise = crate::noise::group_noise(&grouped, dims);
@@ -497,6 +514,7 @@ fn report_with(
     }
     warnings.extend(residual_warnings.into_iter().cloned());
     warnings.extend(crate::network::network_warnings(episodes));
+    warnings.extend(trusted_workspace_warning(&contexts));
     let invalid_residual_states = invalid_states(episodes);
     if !invalid_residual_states.is_empty() {
         warnings.push(invalid_states_warning(&invalid_residual_states));
@@ -555,6 +573,21 @@ fn report_with(
         usage,
         warnings,
     })
+}
+
+/// The report's line naming the tasks whose verifier trusts the workspace
+/// (`[evaluator].trusts_workspace`), or none.
+fn trusted_workspace_warning(contexts: &BTreeMap<&str, &crate::context::TaskContext>) -> Option<String> {
+    let trusting: Vec<&str> = contexts.iter().filter(|(_, c)| c.trusts_workspace).map(|(name, _)| *name).collect();
+    if trusting.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "verifier trusts the workspace: {} ({} of {} tasks): their verifiers run the submitted code in their own processes, so a reward the submission forges consistently cannot be told from an earned one (docs/harbor.md, \"Trust model\")",
+        trusting.join(", "),
+        trusting.len(),
+        contexts.len()
+    ))
 }
 
 /// The warning naming the residual states that passed the verifier at the start.

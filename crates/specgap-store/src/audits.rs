@@ -192,6 +192,26 @@ impl Store {
     /// [`StoreError::DuplicateRater`] when the rater's labels of the sample are stored already
     /// (nothing is written); SQLite errors, also for an item not in the sample.
     pub fn record_audit_labels(&self, sample: &str, sheet: &AuditSheetRecord, labels: &[AuditLabelRecord]) -> Result<(), StoreError> {
+        self.store_audit_labels(sample, sheet, labels, false).map(|_| ())
+    }
+
+    /// Records one rater's labels of sample `sample` in one transaction, in place of the
+    /// labels and sheet that rater imported for it before (a corrected sheet); returns whether
+    /// there were any.
+    ///
+    /// # Errors
+    /// SQLite errors, also for an item not in the sample (nothing is changed then).
+    pub fn replace_audit_labels(&self, sample: &str, sheet: &AuditSheetRecord, labels: &[AuditLabelRecord]) -> Result<bool, StoreError> {
+        self.store_audit_labels(sample, sheet, labels, true)
+    }
+
+    fn store_audit_labels(
+        &self,
+        sample: &str,
+        sheet: &AuditSheetRecord,
+        labels: &[AuditLabelRecord],
+        replace: bool,
+    ) -> Result<bool, StoreError> {
         let path = self.db_path().to_path_buf();
         let mut conn = self.conn();
         let tx = conn.transaction().at(&path)?;
@@ -199,8 +219,13 @@ impl Store {
             .query_row("SELECT 1 FROM audit_sheets WHERE sample = ?1 AND rater = ?2", [sample, &sheet.rater], |r| r.get(0))
             .optional()
             .at(&path)?;
-        if known.is_some() {
-            return Err(StoreError::DuplicateRater { sample: sample.to_string(), rater: sheet.rater.clone() });
+        match (known.is_some(), replace) {
+            (true, false) => return Err(StoreError::DuplicateRater { sample: sample.to_string(), rater: sheet.rater.clone() }),
+            (true, true) => {
+                tx.execute("DELETE FROM audit_labels WHERE sample = ?1 AND rater = ?2", [sample, &sheet.rater]).at(&path)?;
+                tx.execute("DELETE FROM audit_sheets WHERE sample = ?1 AND rater = ?2", [sample, &sheet.rater]).at(&path)?;
+            }
+            (false, _) => {}
         }
         let now = i64::try_from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis()))
             .unwrap_or(i64::MAX);
@@ -216,7 +241,8 @@ impl Store {
             )
             .at(&path)?;
         }
-        tx.commit().at(&path)
+        tx.commit().at(&path)?;
+        Ok(known.is_some())
     }
 
     /// The sheets imported for sample `sample`, by rater.

@@ -16,8 +16,8 @@ pub const RUN_TOML: &str = "run.toml";
 pub(crate) struct Comparison {
     /// Skip `shard` (shards of one run differ only there).
     pub ignore_shard: bool,
-    /// Skip `tasks[].path` (machines of a sharded run mount the suite at different paths;
-    /// the content hash is what identifies a task).
+    /// Skip `tasks[].path` and replay agents' source paths (machines of a sharded run mount
+    /// the suite and the scripts at different paths; content hashes identify them).
     pub ignore_task_paths: bool,
     /// Skip `plan_hash` and `merge` (merge compares plan hashes itself, with its own message,
     /// and a merged run joins the shards it lacks).
@@ -119,6 +119,9 @@ fn other_field_difference(a: &RunConfig, a_label: &str, b: &RunConfig, b_label: 
         }
         if comparison.ignore_task_paths {
             c.tasks.iter_mut().for_each(|t| t.path.clear());
+            // A replay agent's spec holds where its script lay on that machine; its label,
+            // hash and `source_sha256` (compared above) say what it replays.
+            c.agents.iter_mut().filter(|a| a.spec.starts_with("replay:")).for_each(|a| a.spec = "replay:".into());
         }
         if comparison.ignore_plan_and_merge {
             c.plan_hash = None;
@@ -150,6 +153,13 @@ fn task_difference(a: &RunConfig, a_label: &str, b: &RunConfig, b_label: &str, c
         };
         if ta.hash != tb.hash {
             return Some(format!("task `{name}` has hash {} in {a_label} and {} in {b_label}", ta.hash, tb.hash));
+        }
+        if ta.environments != tb.environments {
+            let digests = |t: &specgap_protocol::run::TaskRef| {
+                let listed: Vec<String> = t.environments.iter().map(|e| format!("{} {}", e.role, e.digest)).collect();
+                if listed.is_empty() { "none".to_string() } else { listed.join(", ") }
+            };
+            return Some(format!("task `{name}` has environment digests {} in {a_label} and {} in {b_label}", digests(ta), digests(tb)));
         }
         if !comparison.ignore_task_paths && ta.path != tb.path {
             return Some(format!("task `{name}` is read from {} in {a_label} and {} in {b_label}", ta.path, tb.path));

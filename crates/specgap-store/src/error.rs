@@ -351,7 +351,9 @@ pub enum StoreError {
     },
 
     /// A rater's labels of an audit sample are stored already.
-    #[error("rater {rater} has labelled audit sample {sample} already; give each rater's sheet once (another rater needs another name)")]
+    #[error(
+        "rater {rater} has labelled audit sample {sample} already; to replace those labels with a corrected sheet, import it with --replace (another rater needs another name)"
+    )]
     DuplicateRater {
         /// The sample.
         sample: String,

@@ -179,6 +179,23 @@ impl Store {
         &self.inner.config
     }
 
+    /// Records in `run.toml` that a run merged without some shards (`[merge] missing`) now
+    /// holds every shard: `--resume` ran the missing shards' episodes. Returns whether
+    /// `run.toml` changed (not for a run that is no partial merge). This handle's
+    /// [`Store::config`] keeps the configuration it was opened with.
+    ///
+    /// # Errors
+    /// `run.toml` cannot be written.
+    pub fn record_merge_completed(&self) -> Result<bool, StoreError> {
+        let mut config = self.inner.config.clone();
+        match config.merge.as_mut() {
+            Some(merge) if !merge.missing.is_empty() => merge.missing.clear(),
+            _ => return Ok(false),
+        }
+        config::write_config(&self.inner.dir, &config)?;
+        Ok(true)
+    }
+
     /// Path of `results.sqlite`.
     pub fn db_path(&self) -> &Path {
         &self.inner.db_path

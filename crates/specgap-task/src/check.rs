@@ -305,6 +305,7 @@ impl Checker<'_> {
         let starter = self.evaluate(Submission::Starter);
         let gold = package.solutions.gold.as_ref().map(|overlay| self.evaluate(Submission::Overlay("gold", overlay)));
         let kind = self.kind_row(&starter, gold.as_ref());
+        self.network_row(&[("starter", Some(&starter)), ("gold", gold.as_ref())]);
         self.trust_row();
         if kind.is_some_and(|k| k != ScoringKind::Requirement) {
             self.instruction_row();
@@ -318,6 +319,31 @@ impl Checker<'_> {
         }
         self.residual_checks();
         kind
+    }
+
+    /// `network`, only when an evaluation's stderr says it tried to reach the network (a
+    /// name that does not resolve, an unreachable network): evaluations never have one, so a
+    /// task whose tests download what they need (common in Dockerfile tasks) fails for a
+    /// reason the author should hear plainly.
+    fn network_row(&mut self, evaluations: &[(&str, Option<&Result<Outcome, EvaluateError>>)]) {
+        for (what, evaluation) in evaluations {
+            let tail = match evaluation {
+                Some(Ok(outcome)) => outcome.stderr_tail.as_str(),
+                Some(Err(err)) => err.stderr_tail().unwrap_or(""),
+                None => continue,
+            };
+            if let Some(line) = network_failure(tail) {
+                self.push(
+                    "network",
+                    Verdict::Fail,
+                    format!(
+                        "the {what}'s evaluation tried to reach the network (stderr: {line}); evaluations run without network, so \
+                         what the evaluator downloads belongs in the environment's build (e.g. a RUN line of the Dockerfile)"
+                    ),
+                );
+                return;
+            }
+        }
     }
 
     /// The `kind` row: the package's scoring kind, from the package and the evaluations
@@ -938,6 +964,27 @@ fn normalize_listed(path: &str) -> String {
 
 fn list_or_none(items: &[&str]) -> String {
     if items.is_empty() { "none".to_owned() } else { items.join(", ") }
+}
+
+/// What a failed network access prints, lowercase (busybox and GNU tools, curl, pip's
+/// urllib3, Python's socket, Node).
+const NETWORK_FAILURES: [&str; 8] = [
+    "bad address",
+    "could not resolve host",
+    "temporary failure in name resolution",
+    "name or service not known",
+    "network is unreachable",
+    "failed to establish a new connection",
+    "no address associated with hostname",
+    "getaddrinfo",
+];
+
+/// The first line of `stderr` that reports a failed network access, trimmed.
+fn network_failure(stderr: &str) -> Option<&str> {
+    stderr.lines().map(str::trim).find(|line| {
+        let lower = line.to_lowercase();
+        NETWORK_FAILURES.iter().any(|sign| lower.contains(sign))
+    })
 }
 
 /// An evaluation error with its chain of causes, `: `-joined, in one line.

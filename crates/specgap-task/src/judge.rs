@@ -153,6 +153,8 @@ pub struct Outcome {
     /// Score and Success; `None` when the result has nothing the kind needs (a reward-scored
     /// task whose evaluator reports no reward: "nothing to score").
     pub scored: Option<Scored>,
+    /// The last lines of the evaluator's stderr.
+    pub stderr_tail: String,
 }
 
 impl Outcome {
@@ -170,7 +172,7 @@ impl Outcome {
             Err(ResultProblem::NothingToScore(_)) => None,
             Err(problem) => return Err(invalid(problem)),
         };
-        Ok(Outcome { result: judged.result, kind, scored })
+        Ok(Outcome { result: judged.result, kind, scored, stderr_tail: judged.stderr_tail })
     }
 
     /// Requirement ids that fail, in the task's priority order.

@@ -4,6 +4,7 @@
 //! the evaluator's files placed where the package says.
 
 use specgap_env::{EngineChoice, EnvCache, EnvError};
+use specgap_protocol::run::EnvironmentRef;
 use specgap_sandbox::{HostView, ImagePlacement, SandboxError};
 
 use crate::format2_env::{ImageEnvironment, ResolvedSource};
@@ -80,4 +81,36 @@ fn build(cache: &EnvCache, source: &ResolvedSource, which: &'static str, engine:
         source: err,
     })?;
     Ok(built.rootfs)
+}
+
+/// The digest of each image environment of `package` as it is now (its environment cache
+/// key, [`specgap_env::environment_digest`]), without building: the task's (`role = "task"`)
+/// and the evaluator's own when it has one (`role = "evaluator"`). Empty for a host-command
+/// environment. A run records them; `--resume` compares them.
+///
+/// # Errors
+/// [`ViewError::Build`] when a digest cannot be computed (an unreadable file, no engine for
+/// an `image` reference, one the engine cannot find).
+pub fn environment_digests(package: &TaskPackage, engine: EngineChoice) -> Result<Vec<EnvironmentRef>, ViewError> {
+    let Some(image) = package.image_environment() else {
+        return Ok(Vec::new());
+    };
+    let mut sources = vec![("task", "task environment", &image.source)];
+    if let Some(own) = &image.evaluator_source {
+        sources.push(("evaluator", "evaluator environment", own));
+    }
+    sources
+        .into_iter()
+        .map(|(role, which, source)| {
+            let digest = specgap_env::environment_digest(&source.source, source.path.as_deref(), engine).map_err(|err| {
+                ViewError::Build { which, key: source.source.key(), value: source.source.value().to_string(), source: err }
+            })?;
+            Ok(EnvironmentRef {
+                role: role.to_string(),
+                source: source.source.key().to_string(),
+                value: source.source.value().to_string(),
+                digest,
+            })
+        })
+        .collect()
 }

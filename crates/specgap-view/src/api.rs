@@ -22,7 +22,8 @@
 //!
 //! FILTER: `task`, `agent`, `condition`, `start`, `status`, `end_reason`, `min_score`,
 //! `max_score`, `repeat` ([`specgap_store::EpisodeFilter`]). Page sizes are capped at
-//! [`MAX_PAGE`] episodes and [`MAX_EVENTS`] events.
+//! [`MAX_PAGE`] episodes and [`MAX_EVENTS`] events. A parameter an endpoint does not read
+//! (besides the viewer's `token`) is a 400 naming it and the ones it reads.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -92,7 +93,41 @@ pub fn answer(set: &Arc<RunSet>, access: Access, segments: &[&str], query: &Quer
     }
 }
 
+/// The episode filter's parameters (FILTER in the module guide).
+const FILTER_PARAMETERS: [&str; 9] = ["task", "agent", "condition", "start", "status", "end_reason", "min_score", "max_score", "repeat"];
+
+/// The query parameters the endpoint `segments` reads, besides `token` (the viewer's own,
+/// taken by the server).
+fn parameters_of(segments: &[&str]) -> Vec<&'static str> {
+    let with_filter = |more: &[&'static str]| FILTER_PARAMETERS.iter().chain(more).copied().collect();
+    match segments {
+        ["run", _, "episodes"] => with_filter(&["order", "offset", "limit"]),
+        ["run", _, "matrix"] => with_filter(&[]),
+        ["run", _, "search"] => with_filter(&["q", "cursor"]),
+        ["run", _, "episode", _, "events"] => vec!["offset", "limit"],
+        _ => Vec::new(),
+    }
+}
+
+/// The first parameter (in name order) the endpoint does not read, in words: a misspelt
+/// filter used to be ignored, and the reader saw every episode as if it matched.
+fn unknown_parameter(segments: &[&str], query: &Query) -> Option<String> {
+    let known = parameters_of(segments);
+    let mut names: Vec<&String> = query.keys().filter(|k| k.as_str() != "token" && !known.contains(&k.as_str())).collect();
+    names.sort();
+    let name = names.first()?;
+    let endpoint = segments.join("/");
+    Some(if known.is_empty() {
+        format!("unknown query parameter `{name}`: {endpoint} takes none")
+    } else {
+        format!("unknown query parameter `{name}`: {endpoint} takes {}", known.join(", "))
+    })
+}
+
 fn route(set: &Arc<RunSet>, access: Access, segments: &[&str], query: &Query) -> Result<Reply, ViewError> {
+    if let Some(why) = unknown_parameter(segments, query) {
+        return Ok(Reply::BadRequest(why));
+    }
     match segments {
         ["runs"] => Ok(Reply::Json(runs_json(set, access)?)),
         ["run", r, rest @ ..] => {

@@ -35,7 +35,7 @@ path = "/nowhere"
 [[agents]]
 spec = "chat:mock-model"
 hash = "a1"
-config = { kind = "chat", model = "mock-model", price = { input_per_mtok = 1.0, output_per_mtok = 2.0 } }
+config = { kind = "chat", model = "mock-model", base_url = "http://10.9.8.7:8000/v1", api_key_env = "LAB_KEY", price = { input_per_mtok = 1.0, output_per_mtok = 2.0 } }
 
 [[users]]
 spec = "relay"
@@ -204,10 +204,9 @@ fn every_event_kind_maps_to_its_step_and_totals_are_the_stores() {
             (5, "system", "Carry out the plan."),
             (6, "agent", ""),
             (7, "system", "submission 1: submitted by the agent"),
-            (8, "system", "tool result answering no call of the step before it"),
-            (9, "system", "evaluation error (details are private)"),
-            (10, "system", "episode ended: submission_budget"),
-            (11, "system", "specgap event `model_exchange` (a kind this exporter does not map)"),
+            (8, "system", "evaluation error (details are private)"),
+            (9, "system", "episode ended: submission_budget"),
+            (10, "system", "specgap event `model_exchange` (a kind this exporter does not map)"),
         ]
     );
     let turn1 = &steps[2];
@@ -236,18 +235,28 @@ fn every_event_kind_maps_to_its_step_and_totals_are_the_stores() {
         steps[4]["extra"]["specgap"]["tool_definitions"],
         json!([{"type": "function", "function": {"name": "submit", "description": "Deliver.", "parameters": {"type": "object", "properties": {}}}}])
     );
-    // The submit call's result came after the submission event: its own system step.
-    assert_eq!(steps[7]["observation"]["results"][0]["content"], "submitted");
-    assert!(steps[7]["observation"]["results"][0].get("source_call_id").is_none());
-    assert_eq!(steps[7]["observation"]["results"][0]["extra"]["specgap"]["call_id"], "c3");
-    assert_eq!(steps[10]["timestamp"], "2025-12-01T09:11:00.123Z");
+    // The submit call's result came after the submission event, and is still its call's
+    // observation (it was a system step of its own, without `source_call_id`).
+    assert_eq!(steps[5]["tool_calls"][0]["tool_call_id"], "c3");
+    assert_eq!(
+        steps[5]["observation"]["results"],
+        json!([{"source_call_id": "c3", "content": "submitted", "extra": {"specgap": {"tool": "submit", "is_error": false, "seq": 10}}}])
+    );
+    assert!(steps[6].get("observation").is_none(), "{}", steps[6]);
+    assert_eq!(steps[9]["timestamp"], "2025-12-01T09:11:00.123Z");
+    // The machine the run was made on stays out of a public export: no model server address,
+    // no key variable; the rest of the configuration is there.
+    let exported = &t["agent"]["extra"]["specgap"]["config"];
+    assert_eq!(exported.get("base_url"), None, "{exported}");
+    assert_eq!(exported.get("api_key_env"), None, "{exported}");
+    assert_eq!(exported["model"], "mock-model");
     let fm = &t["final_metrics"];
     assert_eq!(
         (fm["total_prompt_tokens"].as_u64(), fm["total_completion_tokens"].as_u64(), fm["total_cached_tokens"].as_u64()),
         (Some(250), Some(30), Some(140))
     );
     assert_eq!(fm["total_cost_usd"], 0.00031);
-    assert_eq!(fm["total_steps"], 11);
+    assert_eq!(fm["total_steps"], 10);
     assert_eq!(fm["extra"]["specgap"]["usage"][1]["role"], "user");
     assert_eq!(t["extra"]["specgap"]["final_score"], 0.4);
     assert_eq!(t["extra"]["specgap"]["end_reason"], "submission_budget");
@@ -265,6 +274,7 @@ fn every_event_kind_maps_to_its_step_and_totals_are_the_stores() {
         "{messages:?}"
     );
     assert!(private.to_string().contains(CANARY));
+    assert_eq!(private["agent"]["extra"]["specgap"]["config"]["base_url"], "http://10.9.8.7:8000/v1");
 
     let files = [
         tmp.path().join("out").join(&id).join("agent/trajectory.json"),
@@ -272,8 +282,8 @@ fn every_event_kind_maps_to_its_step_and_totals_are_the_stores() {
     ];
     if let Some(lines) = crate::harbor::validate(&files) {
         assert_eq!(lines.len(), 2, "{lines:?}");
-        assert!(lines[0].ends_with("ATIF-v1.7 steps=11"), "{lines:?}");
-        assert!(lines[1].ends_with("ATIF-v1.7 steps=13"), "{lines:?}");
+        assert!(lines[0].ends_with("ATIF-v1.7 steps=10"), "{lines:?}");
+        assert!(lines[1].ends_with("ATIF-v1.7 steps=12"), "{lines:?}");
     }
 }
 
@@ -387,4 +397,26 @@ fn an_agent_model_without_a_price_has_no_cost_in_a_priced_run() {
     assert_eq!(step["metrics"]["prompt_tokens"], 100);
     assert_eq!(step["metrics"].get("cost_usd"), None, "{step}");
     assert_eq!(t["final_metrics"].get("total_cost_usd"), None, "{}", t["final_metrics"]);
+}
+
+/// A run made before replay agents were named portably labels them by the script's absolute
+/// path; a public export names them by the file name (a private one keeps the label).
+#[test]
+fn a_replay_agent_labelled_by_an_absolute_path_is_exported_by_its_file_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cfg = config();
+    let label = "replay:/home/someone/scripts/careful.jsonl";
+    cfg.agents[0].spec = label.into();
+    cfg.agents[0].config = toml::from_str("kind = \"replay\"\nsource_sha256 = \"ab\"\n").unwrap();
+    let store = Store::create(&tmp.path().join("run"), &cfg).unwrap();
+    let meta = EpisodeMeta { user: "relay".into(), family: Family::Swe, scoring_kind: ScoringKind::Requirement };
+    let mut w = store.begin_episode(&key(label), &meta).unwrap();
+    let id = w.id().to_string();
+    w.event(EventKind::AgentTurn { turn: 1, text: None, tool_calls: vec![], usage: None }).unwrap();
+    drop(w);
+    let public = serde_json::to_value(episode_trajectory(&store, &id, ExportOptions::default()).unwrap()).unwrap();
+    assert_eq!(public["agent"]["name"], "replay:careful.jsonl");
+    assert!(!public.to_string().contains("/home/someone"), "{public}");
+    let private = serde_json::to_value(episode_trajectory(&store, &id, ExportOptions { include_private: true }).unwrap()).unwrap();
+    assert_eq!(private["agent"]["name"], label);
 }

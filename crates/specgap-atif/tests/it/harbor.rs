@@ -1,14 +1,20 @@
-//! Validation of exported files with Harbor's own ATIF models, in a virtual environment made
-//! by `tests/harbor/setup.sh` (pinned harbor and pydantic from PyPI) under the target
-//! directory, once per test process. Without python3 or the packages the check is skipped
+//! Validation of exported files with Harbor's own ATIF models, in the virtual environment made
+//! by `crates/specgap-harbor/tests/harbor/setup.sh` (pinned harbor, pydantic and toml from
+//! PyPI; shared with the task export tests) under the target directory, once per test process. Without python3 or the packages the check is skipped
 //! with a note, unless `SPECGAP_REQUIRE_EXTERNAL=1` (CI), where it fails.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+/// This crate's validation script (`validate.py`).
 fn harbor_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../specgap-atif/tests/harbor")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/harbor")
+}
+
+/// The one Harbor venv setup script (specgap-harbor owns the pinned Harbor version).
+fn setup_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../specgap-harbor/tests/harbor/setup.sh")
 }
 
 /// The venv directory: `$SPECGAP_HARBOR_VENV`, else `<target>/harbor-venv`.
@@ -31,8 +37,7 @@ fn python() -> Option<PathBuf> {
     static READY: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     let ready = READY.get_or_init(|| {
         let venv = venv_dir();
-        let status =
-            Command::new("bash").arg(harbor_dir().join("setup.sh")).arg(&venv).status().map_err(|e| format!("cannot run setup.sh: {e}"))?;
+        let status = Command::new("bash").arg(setup_script()).arg(&venv).status().map_err(|e| format!("cannot run setup.sh: {e}"))?;
         if !status.success() {
             return Err(format!("setup.sh {} failed ({status})", venv.display()));
         }

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use specgap_audit::agreement::sample_report;
-use specgap_audit::import::import;
+use specgap_audit::import::{ImportMode, import, import_sheet};
 use specgap_audit::sample::{Manifest, draw, write};
 use specgap_audit::{Rubric, UnitKind};
 use specgap_store::Judgement;
@@ -105,7 +105,7 @@ fn import_rejects_unknown_labels_missing_and_repeated_rows_and_duplicate_raters(
 
     let good = save(dir, "alice.csv", &full);
     let imported = import(&run.store, &good, "alice").unwrap();
-    assert_eq!((imported.rows, imported.labels), (lines.len() - 1, lines.len() - 1));
+    assert_eq!((imported.rows, imported.labels, imported.notes), (lines.len() - 1, lines.len() - 1, 0));
     assert_eq!(error(&good, "alice"), format!("run {}", run.run.display()), "the duplicate rater error is the store's, chained");
     let chained = {
         let e = import(&run.store, &good, "alice").unwrap_err();
@@ -113,10 +113,67 @@ fn import_rejects_unknown_labels_missing_and_repeated_rows_and_duplicate_raters(
     };
     assert_eq!(
         chained,
-        format!("rater alice has labelled audit sample {sample} already; give each rater's sheet once (another rater needs another name)")
+        format!(
+            "rater alice has labelled audit sample {sample} already; to replace those labels with a corrected sheet, import it with --replace (another rater needs another name)"
+        )
     );
     // Stored in the rubric's spelling.
     assert!(run.store.audit_labels(&sample).unwrap().iter().all(|l| l.value == "covered"));
+}
+
+/// The sheet with every item labelled `label`, and `note` on the first item's row.
+fn with_note(lines: &[String], label: &str, note: &str) -> String {
+    let mut out = vec![lines[0].clone()];
+    for (i, line) in lines[1..].iter().enumerate() {
+        let cells: Vec<&str> = line.split(',').collect();
+        let note = if i == 0 { note } else { "" };
+        out.push(format!("{},{},{},{label},{note}", cells[0], cells[1], cells[2]));
+    }
+    out.join("\n") + "\n"
+}
+
+/// Regression (issue 30 item 6): rows were numbered by the CSV file's lines (a note with a line
+/// break shifted every later row), notes counted as labels, and a rater could not import a
+/// corrected sheet.
+#[test]
+fn rows_are_numbered_as_a_spreadsheet_shows_them_notes_are_no_labels_and_a_corrected_sheet_replaces() {
+    let run = thirteen();
+    let out = tempfile::tempdir().unwrap();
+    let (sample, lines) = coverage_sample(&run, out.path());
+    let items = lines.len() - 1;
+    let note = "\"first line\nsecond line, \"\"quoted\"\"\"";
+    // Row 4 (the third item) is wrong; the note on row 2 spans two lines of the file.
+    let mut wrong: Vec<String> = with_note(&lines, "covered", note).lines().map(str::to_string).collect();
+    wrong[4] = wrong[4].replace(",covered,", ",maybe,");
+    let wrong = save(out.path(), "wrong.csv", &(wrong.join("\n") + "\n"));
+    let error = import(&run.store, &wrong, "alice").unwrap_err().to_string();
+    assert_eq!(
+        error,
+        format!("{}, row 4: `maybe` is not a value of label `coverage`; give one of covered, uncovered, uncertain", wrong.display())
+    );
+
+    let first = save(out.path(), "alice.csv", &with_note(&lines, "covered", note));
+    let imported = import(&run.store, &first, "alice").unwrap();
+    assert_eq!((imported.rows, imported.labels, imported.notes, imported.replaced), (items, items, 1, false));
+    let stored = run.store.audit_labels(&sample).unwrap();
+    assert_eq!(stored.iter().find(|l| l.label == "note").map(|l| l.value.as_str()), Some("first line\nsecond line, \"quoted\""));
+
+    // The rater corrects the sheet: refused without --replace, taken in place of the first with it.
+    let corrected = save(out.path(), "alice-2.csv", &with_note(&lines, "uncovered", ""));
+    let refused = import(&run.store, &corrected, "alice").unwrap_err();
+    assert!(
+        std::error::Error::source(&refused).unwrap().to_string().contains("import it with --replace"),
+        "{}",
+        std::error::Error::source(&refused).unwrap()
+    );
+    let replaced = import_sheet(&run.store, &corrected, "alice", ImportMode::Replace).unwrap();
+    assert_eq!((replaced.rows, replaced.labels, replaced.notes, replaced.replaced), (items, items, 0, true));
+    let stored = run.store.audit_labels(&sample).unwrap();
+    assert_eq!(stored.len(), items, "the earlier labels and note are gone");
+    assert!(stored.iter().all(|l| l.label == "coverage" && l.value == "uncovered"), "{stored:?}");
+    let sheets = run.store.audit_sheets(&sample).unwrap();
+    assert_eq!(sheets.len(), 1);
+    assert_eq!(sheets[0].path, corrected.display().to_string());
 }
 
 #[test]

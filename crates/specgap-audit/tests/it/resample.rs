@@ -108,3 +108,30 @@ fn an_altered_trajectory_message_is_refused_before_anything_is_sent() {
     assert!(std::error::Error::source(&error).unwrap().to_string().ends_with("does not hash to its id; the trajectory was altered"));
     assert!(server.requests().is_empty());
 }
+
+/// Regression (issue 30 item 7): when the user model answered none of the requests, resample
+/// succeeded and wrote a sheet of items without a reply to label.
+#[test]
+fn a_batch_whose_every_request_failed_writes_no_sheet_and_says_so() {
+    let server = MockServer::start(|_, _| (500, "{\"error\": \"down\"}".into()));
+    let (run, _) = chat_user_run(&server.url, &conversations());
+    let out = tempfile::tempdir().unwrap();
+    let sheet_dir = out.path().join("sheet");
+    let options = ResampleOptions { checkpoints: 2, samples: 2, seed: 5, purpose: Some("feedback".into()), out: sheet_dir.clone() };
+    let error = resample_run(&run.store, &options).unwrap_err();
+    let text = error.to_string();
+    let batch = run.store.resamples().unwrap()[0].batch.clone();
+    assert!(
+        text.starts_with(&format!(
+            "every one of the 4 resample requests of {batch} failed, so there is nothing to label and no label sheet was written (first error: "
+        )),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("fix the user model's endpoint or key and run the same command again: failed requests are sent again"),
+        "{text}"
+    );
+    assert!(!sheet_dir.exists(), "no sheet directory is made");
+    assert_eq!(server.requests().len(), 4);
+    assert!(run.store.resamples().unwrap().iter().all(|r| r.reply.is_none() && r.error.is_some()));
+}

@@ -78,7 +78,56 @@ pub fn component(spec: &str, chat: &super::ChatArgs, prompts: &Replacements, mis
         }
     }
     prompts.store_in(&mut config);
-    Ok(component_ref(&parsed.canonical(), config))
+    let spec = parsed.canonical();
+    Ok(match &parsed {
+        AgentSpec::Replay(_) => replay_component_ref(&spec, config),
+        _ => component_ref(&spec, config),
+    })
+}
+
+/// What a replay agent's configuration hash covers in place of its spec: the kind without
+/// the source's path. Where a script lies is a fact of one machine; what it replays is its
+/// content, which `source_sha256` in the configuration pins (docs/decisions.md "Portable
+/// agent names").
+const REPLAY_HASHED_SPEC: &str = "replay:";
+
+/// A replay agent's [`ComponentRef`]: its spec (with the source's path, which `--resume`
+/// reads) and a hash that leaves the path out, so copies of one script in two places key the
+/// same episodes.
+fn replay_component_ref(spec: &str, config: toml::Table) -> ComponentRef {
+    let hashed = component_ref(REPLAY_HASHED_SPEC, config);
+    ComponentRef { spec: spec.to_string(), ..hashed }
+}
+
+/// Whether a stored replay agent's hash is the one a run made before portable names computed
+/// for `config` (over the spec with its path), so that `--resume` of such a run goes on.
+pub fn is_legacy_replay_hash(stored: &ComponentRef, config: &toml::Table) -> bool {
+    stored.spec.starts_with("replay:") && component_ref(&stored.spec, config.clone()).hash == stored.hash
+}
+
+/// Gives every replay agent without a name the portable label `replay:<file name>` (the
+/// script's, or a stored episode directory's, last path component), so episodes, reports and
+/// exports do not carry the machine's paths. Replay agents whose file names coincide each get
+/// `@<first 8 hex digits of the source's sha256>` appended. Other agents are unchanged.
+pub fn name_replays_portably(agents: &mut [ComponentRef]) {
+    let bases: Vec<Option<String>> = agents.iter().map(portable_replay_base).collect();
+    for (i, agent) in agents.iter_mut().enumerate() {
+        let Some(base) = &bases[i] else { continue };
+        let shared = bases.iter().enumerate().any(|(j, other)| j != i && other.as_ref() == Some(base));
+        let source = agent.config.get("source_sha256").and_then(toml::Value::as_str).unwrap_or_default();
+        agent.name = Some(if shared { format!("replay:{base}@{}", &source[..source.len().min(8)]) } else { format!("replay:{base}") });
+    }
+}
+
+/// The file name a replay agent without a name is labelled by; `None` for named agents and
+/// other kinds.
+fn portable_replay_base(agent: &ComponentRef) -> Option<String> {
+    if agent.name.is_some() {
+        return None;
+    }
+    let path = agent.spec.strip_prefix("replay:")?;
+    let name = std::path::Path::new(path).file_name()?.to_string_lossy().into_owned();
+    Some(name)
 }
 
 /// A `chat:<model>` agent with its own endpoint configuration and the run's replaced system

@@ -111,7 +111,8 @@ pub struct EndpointEntry {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AgentEntry {
-    /// The agent's name in episodes and reports (default: its spec).
+    /// The agent's name in episodes and reports (default: its spec; a replay agent's is
+    /// `replay:<file name>`).
     pub name: Option<String>,
     /// `scripted`, `replay`, `chat` or `cli`.
     pub kind: String,

@@ -176,7 +176,7 @@ fn example_runs_fill_every_measure_family_and_compare_works() {
         OsStr::new("json"),
     ]);
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!((report["schema"].as_str(), report["version"].as_u64()), (Some("specgap-report"), Some(2)));
+    assert_eq!((report["schema"].as_str(), report["version"].as_u64()), (Some("specgap-report"), Some(3)));
     let groups = report["groups"].as_array().unwrap();
     let any = |field: &str| groups.iter().any(|g| g.get(field).is_some());
     // seed 000: Score@k everywhere; In-round / Ahead from the careful script's resubmissions.
@@ -187,8 +187,12 @@ fn example_runs_fill_every_measure_family_and_compare_works() {
     // the oracle curve, Recall against Quality over four groups.
     let delivery_groups: Vec<_> = groups.iter().filter(|g| g.get("delivery").is_some()).collect();
     assert!(delivery_groups.iter().any(|g| g["delivery"]["pass_k"]["k"] == 3), "no pass@3");
-    let asked =
-        groups.iter().find(|g| g["key"]["agent"].as_str() == Some(ask_first.as_str()) && g["key"]["condition"] == "interact-req").unwrap();
+    let asked = groups
+        .iter()
+        .find(|g| {
+            g["key"]["agent"].as_str() == Some(crate::support::label_of(&ask_first).as_str()) && g["key"]["condition"] == "interact-req"
+        })
+        .unwrap();
     assert_eq!(asked["clarification"]["recall"]["mean"], 1.0);
     // Precision 8/9 (the closing statement is a ninth, unmatched unit): F1 = 2·(8/9)·1 / (8/9 + 1)
     // = 16/17, which f64 arithmetic in that order gives as 0.9411764705882352.

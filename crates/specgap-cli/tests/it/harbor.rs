@@ -144,3 +144,111 @@ fn a_cli_agent_completes_an_imported_harbor_task() {
     assert_eq!(rows.len(), 1);
     assert_eq!((rows[0].final_score, rows[0].final_success), (Some(1.0), Some(true)), "{rows:#?}");
 }
+
+#[test]
+fn import_harbor_on_a_directory_without_tasks_prints_one_line_and_the_table_and_exits_1() {
+    let source = tempfile::tempdir().unwrap();
+    std::fs::write(source.path().join("README.md"), "no tasks here\n").unwrap();
+    let out = source.path().join("out");
+    let output = specgap()
+        .args([OsStr::new("import"), OsStr::new("harbor"), source.path().as_os_str(), OsStr::new("--out"), out.as_os_str()])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "");
+    let expected = format!(
+        "not a Harbor task {}: no task.toml in it or in any directory below it (a Harbor task is a directory with task.toml, instruction.md and tests/test.sh)\n\n\
+         | outcome | tasks |\n| --- | ---: |\n| tasks | 0 |\n| imported, host environment | 0 |\n| imported, image environment | 0 |\n\
+         | with a gold overlay | 0 |\n| refused | 0 |\n| not a Harbor task (no task.toml) | 1 |\n",
+        source.path().display()
+    );
+    assert_eq!(String::from_utf8_lossy(&output.stdout), expected);
+}
+
+#[test]
+fn import_harbor_refuses_a_specgap_package_in_one_line() {
+    let out = tempfile::tempdir().unwrap();
+    let output = specgap()
+        .args([
+            OsStr::new("import"),
+            OsStr::new("harbor"),
+            task_fixture("req-basic").as_os_str(),
+            OsStr::new("--out"),
+            out.path().as_os_str(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let first = stdout.lines().next().unwrap();
+    assert!(first.starts_with("refused req-basic: task.toml is a specgap package manifest (format = "), "{stdout}");
+    assert!(stdout.contains("| refused | 1 |\n"), "{stdout}");
+}
+
+#[test]
+fn import_harbor_user_persona_makes_the_chat_owner_speak_as_that_persona() {
+    let out = tempfile::tempdir().unwrap();
+    let persona = out.path().join("persona.txt");
+    std::fs::write(&persona, "You are Priya, a lab manager who answers in one sentence and never uses jargon.\n").unwrap();
+    let suite = out.path().join("suite");
+    run_ok([
+        OsStr::new("import"),
+        OsStr::new("harbor"),
+        harbor_dataset().join("hello-file").as_os_str(),
+        OsStr::new("--out"),
+        suite.as_os_str(),
+        OsStr::new("--no-gold"),
+        OsStr::new("--user-persona"),
+        persona.as_os_str(),
+    ]);
+    let package = specgap_task::load(&suite.join("hello-file")).unwrap();
+    let condition = specgap_engine::Condition::parse("partial").unwrap();
+    let knowledge = specgap_agents::chat::UserKnowledge::for_episode(&package, &condition);
+    assert!(
+        knowledge.system_prompt.contains(
+            "This is who you are:\n\nYou are Priya, a lab manager who answers in one sentence and never uses jargon.\n\nAll you know"
+        ),
+        "{}",
+        knowledge.system_prompt
+    );
+    assert!(
+        knowledge.system_prompt.contains("Your picture of the project:\n\nCreate a file named greeting.txt"),
+        "{}",
+        knowledge.system_prompt
+    );
+}
+
+#[test]
+fn check_and_the_report_say_the_imported_verifier_trusts_the_workspace() {
+    let out = tempfile::tempdir().unwrap();
+    let suite = out.path().join("suite");
+    run_ok([
+        OsStr::new("import"),
+        OsStr::new("harbor"),
+        harbor_dataset().join("hello-file").as_os_str(),
+        OsStr::new("--out"),
+        suite.as_os_str(),
+    ]);
+    let check = run_ok([OsStr::new("check"), suite.join("hello-file").as_os_str()]);
+    let check_out = String::from_utf8_lossy(&check.stdout);
+    assert!(check_out.contains("verifier-trust"), "{check_out}");
+    assert!(check_out.contains("the verifier trusts the workspace: it runs submitted code where it writes the reward"), "{check_out}");
+    let run = out.path().join("run");
+    run_ok([
+        OsStr::new("run"),
+        suite.as_os_str(),
+        OsStr::new("--agent"),
+        OsStr::new("scripted:gold"),
+        OsStr::new("--condition"),
+        OsStr::new("hidden"),
+        OsStr::new("--out"),
+        run.as_os_str(),
+        OsStr::new("--no-report"),
+    ]);
+    let report = report_json(&run);
+    let line = "verifier trusts the workspace: fixtures/hello-file (1 of 1 tasks): their verifiers run the submitted code in their own processes, so a reward the submission forges consistently cannot be told from an earned one (docs/harbor.md, \"Trust model\")";
+    let warnings: Vec<&str> = report["warnings"].as_array().unwrap().iter().filter_map(|w| w.as_str()).collect();
+    assert!(warnings.contains(&line), "{warnings:#?}");
+    let markdown = run_ok([OsStr::new("report"), run.as_os_str()]);
+    assert!(String::from_utf8_lossy(&markdown.stdout).contains(line));
+}

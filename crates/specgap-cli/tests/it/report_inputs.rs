@@ -152,8 +152,22 @@ fn shards_are_named_and_a_merge_of_some_shards_counts_the_missing_episodes() {
     let md = String::from_utf8(run_ok([OsStr::new("report"), merged.as_os_str()]).stdout).unwrap();
     assert!(md.contains("2 of 6 planned episodes have no result (2 absent from the store, which was merged without shard 3 of 3)"), "{md}");
 
-    // The suggested resume runs exactly the missing two; then nothing is missing.
-    run_ok([OsStr::new("run"), OsStr::new("--resume"), merged.as_os_str(), OsStr::new("--no-report")]);
+    let merge_record = || -> toml::Value {
+        let text = std::fs::read_to_string(merged.join("run.toml")).unwrap();
+        toml::from_str::<toml::Table>(&text).unwrap()["merge"].clone()
+    };
+    assert_eq!(merge_record()["missing"], toml::Value::Array(vec![toml::Value::Integer(3)]));
+
+    // The suggested resume runs exactly the missing two; then nothing is missing, and run.toml
+    // says so too (it kept `missing = [3]` after the resume had run shard 3's episodes).
+    let resumed = run_ok([OsStr::new("run"), OsStr::new("--resume"), merged.as_os_str(), OsStr::new("--no-report")]);
+    assert!(
+        String::from_utf8_lossy(&resumed.stderr)
+            .contains("the run now holds every shard its merge lacked; run.toml no longer lists missing shards"),
+        "{resumed:?}"
+    );
     assert_eq!(episodes(&merged).len(), 6);
     assert_eq!(json_warnings(&[&merged]), Vec::<String>::new());
+    assert_eq!(merge_record()["missing"], toml::Value::Array(Vec::new()));
+    assert_eq!(merge_record()["shards"], toml::Value::Integer(3));
 }

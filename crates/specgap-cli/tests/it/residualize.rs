@@ -119,7 +119,7 @@ fn generate(tmp: &Path) -> Generated {
 }
 
 fn episode_of(dir: &Path, agent: &str) -> String {
-    episodes(dir).into_iter().find(|e| e.agent == agent).unwrap_or_else(|| panic!("no episode of {agent}")).id
+    episodes(dir).into_iter().find(|e| e.agent == crate::support::label_of(agent)).unwrap_or_else(|| panic!("no episode of {agent}")).id
 }
 
 fn funnel_json(dir: &Path, extra: &[&str]) -> (Value, String) {
@@ -211,7 +211,7 @@ fn residualize_turns_exactly_the_failing_predecessor_state_into_a_residual_state
     let work = gen_dir.join("residualize");
     let candidates: Vec<Value> = serde_json::from_slice(&fs_err::read(work.join("candidates.json")).unwrap()).unwrap();
     let verdict_of = |agent: &str| -> (String, String) {
-        let run = candidates.iter().find(|r| r["agent"] == agent).unwrap();
+        let run = candidates.iter().find(|r| r["agent"] == crate::support::label_of(agent).as_str()).unwrap();
         (run["verdict"].as_str().unwrap().to_string(), run["reason"].as_str().unwrap_or("").to_string())
     };
     assert!(candidates.iter().all(|r| r["condition"] == "blind" && r["start"] == "clean"), "generation runs blind from the clean state");
@@ -221,12 +221,12 @@ fn residualize_turns_exactly_the_failing_predecessor_state_into_a_residual_state
     assert_eq!(verdict_of(&d), ("excluded".into(), "duplicate".into()));
     assert_eq!(verdict_of(&e), ("excluded".into(), "infrastructure-failure".into()));
     assert_eq!(verdict_of(&h), ("excluded".into(), "not-declared-complete".into()));
-    let duplicate = candidates.iter().find(|r| r["agent"] == d.as_str()).unwrap();
+    let duplicate = candidates.iter().find(|r| r["agent"] == crate::support::label_of(&d).as_str()).unwrap();
     assert_eq!(duplicate["detail"], format!("same final state as episode {id_a}"));
 
     let sheet = fs_err::read_to_string(work.join("review/sheet.csv")).unwrap();
     let sheet_ids: Vec<&str> = sheet.lines().skip(1).map(|l| l.split(',').next().unwrap()).collect();
-    assert_eq!(sheet_ids, [id_a.as_str(), id_f.as_str(), id_g.as_str()]);
+    assert_eq!(sheet_ids, [id_g.as_str(), id_a.as_str(), id_f.as_str()]);
     assert!(sheet.starts_with("candidate,task,predecessor,task_directed,consistent,note\n"));
     // The agent's text is escaped on both pages.
     let page = fs_err::read_to_string(work.join("review").join(id_f).join("review.html")).unwrap();
@@ -283,9 +283,13 @@ fn residualize_turns_exactly_the_failing_predecessor_state_into_a_residual_state
     assert!((kappa("consistent") - 1.0).abs() < 1e-12);
     assert!((funnel["agreement"]["verdict"]["observed"].as_f64().unwrap() - 2.0 / 3.0).abs() < 1e-12);
     assert_eq!(funnel["reviewers"], json!(["alice", "bob"]));
-    let by_agent = |agent: &str| funnel["predecessors"].as_array().unwrap().iter().find(|p| p["predecessor"] == agent).unwrap().clone();
-    assert_eq!(by_agent(&a), json!({"predecessor": a, "runs": 1, "candidates": 1, "passed_review": 1, "included": 1}));
-    assert_eq!(by_agent(&g), json!({"predecessor": g, "runs": 1, "candidates": 1, "passed_review": 0, "included": 0}));
+    let by_agent = |agent: &str| {
+        let label = crate::support::label_of(agent);
+        funnel["predecessors"].as_array().unwrap().iter().find(|p| p["predecessor"] == label.as_str()).unwrap().clone()
+    };
+    let (label_a, label_g) = (crate::support::label_of(&a), crate::support::label_of(&g));
+    assert_eq!(by_agent(&a), json!({"predecessor": label_a, "runs": 1, "candidates": 1, "passed_review": 1, "included": 1}));
+    assert_eq!(by_agent(&g), json!({"predecessor": label_g, "runs": 1, "candidates": 1, "passed_review": 0, "included": 0}));
 
     // Stage IV: exactly (a) is a state of the copy; the source package is untouched.
     let copy = packages.join("examples/interval-tree");
@@ -302,7 +306,7 @@ fn residualize_turns_exactly_the_failing_predecessor_state_into_a_residual_state
         "state.patch is the stored workspace.diff, byte for byte"
     );
     let meta: toml::Table = toml::from_str(&fs_err::read_to_string(copy.join("residual").join(id_a).join("meta.toml")).unwrap()).unwrap();
-    assert_eq!(meta["predecessor"].as_str(), Some(a.as_str()));
+    assert_eq!(meta["predecessor"].as_str(), Some(label_a.as_str()), "a package names its predecessor without the machine's path");
     assert_eq!(meta["declared_complete"].as_bool(), Some(true));
     assert_eq!(meta["steps"].as_integer(), Some(2));
     assert_eq!(meta["failing_tests"], toml::Value::Array(vec!["chop_splits_straddling".into(), "random_chop_matches_model".into()]));

@@ -199,3 +199,79 @@ fn a_relative_replay_path_is_stored_absolute_so_resume_works_from_another_direct
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("1 already done"), "{stderr}");
 }
+
+/// Every file under `dir` (recursively) that contains `needle`.
+fn files_containing(dir: &Path, needle: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in fs_err::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            found.extend(files_containing(&path, needle));
+        } else if String::from_utf8_lossy(&fs_err::read(&path).unwrap()).contains(needle) {
+            found.push(path);
+        }
+    }
+    found
+}
+
+/// Regression (issue 30 item 3): a replay agent was labelled by its script's absolute path in
+/// the store, the static site and ATIF, and copies of one script in two places keyed different
+/// episodes.
+#[test]
+fn a_replay_agent_is_named_by_its_file_and_copies_in_two_places_key_the_same_episodes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let turns = [json!({"tool": "submit", "arguments": {"summary": "done"}})];
+    let run = |place: &str| {
+        let dir = tmp.path().join(place).join("scripts-of-a-private-place");
+        fs_err::create_dir_all(&dir).unwrap();
+        let script = write_script(&dir, "careful.jsonl", &turns);
+        let out = tmp.path().join(format!("run-{place}"));
+        let agent = format!("replay:{}", script.display());
+        run_ok([
+            OsStr::new("run"),
+            task_fixture("req-basic").as_os_str(),
+            OsStr::new("--agent"),
+            OsStr::new(&agent),
+            OsStr::new("--condition"),
+            OsStr::new("partial"),
+            OsStr::new("--seed"),
+            OsStr::new("3"),
+            OsStr::new("--no-report"),
+            OsStr::new("--out"),
+            out.as_os_str(),
+        ]);
+        out
+    };
+    let (a, b) = (run("a"), run("b"));
+    let (in_a, in_b) = (episodes(&a), episodes(&b));
+    assert_eq!(in_a.iter().map(|e| e.agent.as_str()).collect::<Vec<_>>(), ["replay:careful.jsonl"]);
+    assert_eq!(
+        in_a.iter().map(|e| (&e.id, &e.agent_hash)).collect::<Vec<_>>(),
+        in_b.iter().map(|e| (&e.id, &e.agent_hash)).collect::<Vec<_>>(),
+        "one script, one agent: the same episodes"
+    );
+    let stored = fs_err::read_to_string(a.join("run.toml")).unwrap();
+    assert!(stored.contains("name = \"replay:careful.jsonl\""), "{stored}");
+
+    // Published forms carry no path of the machine.
+    let atif = tmp.path().join("atif");
+    let site = tmp.path().join("site");
+    run_ok([OsStr::new("export"), a.as_os_str(), OsStr::new("--format"), OsStr::new("atif"), OsStr::new("--out"), atif.as_os_str()]);
+    run_ok([OsStr::new("view"), a.as_os_str(), OsStr::new("--static"), site.as_os_str()]);
+    for dir in [&atif, &site] {
+        assert_eq!(files_containing(dir, "scripts-of-a-private-place"), Vec::<PathBuf>::new());
+        assert!(!files_containing(dir, "replay:careful.jsonl").is_empty(), "the agent is named in {}", dir.display());
+    }
+    // A real episode's submit result is its call's observation (issue 30 item 4), not a step
+    // of its own.
+    assert_eq!(files_containing(&atif, "answering no call"), Vec::<PathBuf>::new());
+    assert!(
+        !files_containing(&atif, "\"source_call_id\": \"call-1\"").is_empty()
+            || !files_containing(&atif, "\"source_call_id\":\"call-1\"").is_empty()
+    );
+    // Resuming and merging still match the agent.
+    run_ok([OsStr::new("run"), OsStr::new("--no-report"), OsStr::new("--resume"), a.as_os_str()]);
+    let merged = tmp.path().join("merged");
+    run_ok([OsStr::new("merge"), a.as_os_str(), b.as_os_str(), OsStr::new("--out"), merged.as_os_str()]);
+    assert_eq!(episodes(&merged).len(), 1);
+}

@@ -87,7 +87,7 @@ fn in_round_and_ahead_when_the_agent_stops_loops_or_runs_out_after_a_report() {
     run_into(&short, "payment-retry", &format!("replay:{}", budget.display()), &["--condition", "partial", "--turns", "9"]);
 
     let report = report_of(&[&main, &short], &[]);
-    let agent = |p: &Path| format!("replay:{}", p.display());
+    let agent = |p: &Path| crate::support::label_of(&format!("replay:{}", p.display()));
     let end_reasons = |p: &Path| {
         report["groups"]
             .as_array()
@@ -173,7 +173,7 @@ fn opened_inspected_and_kept_follow_ordinary_shell_habits() {
             .as_array()
             .unwrap()
             .iter()
-            .find(|r| r["key"]["agent"] == format!("replay:{}", p.display()).as_str())
+            .find(|r| r["key"]["agent"] == crate::support::label_of(&format!("replay:{}", p.display())).as_str())
             .unwrap_or_else(|| panic!("no residual row for {}", p.display()))["measures"]["acceptance"]
             .clone()
     };

@@ -148,8 +148,10 @@ pub fn report_json(dir: &Path) -> serde_json::Value {
     serde_json::from_slice(&output.stdout).expect("report is json")
 }
 
-/// The report group of one agent × condition × start (report schema `specgap-report` 2).
+/// The report group of one agent (by spec or label) × condition × start (report schema
+/// `specgap-report` 3).
 pub fn group<'a>(report: &'a serde_json::Value, agent: &str, condition: &str) -> &'a serde_json::Value {
+    let agent = label_of(agent);
     report["groups"]
         .as_array()
         .expect("groups")
@@ -230,4 +232,13 @@ pub fn network_record(events: &[Event]) -> (Vec<String>, (bool, u32, String)) {
 pub fn assert_no_network_attempt(events: &[Event]) {
     let (attempts, tripwire) = network_record(events);
     assert_eq!(tripwire, (true, 0, String::new()), "the tripwire was armed and caught nothing (attempts: {attempts:?})");
+}
+
+/// The label episodes and reports give the agent `spec`: a replay agent's is `replay:<file
+/// name>` (not the script's path), any other's its spec.
+pub fn label_of(spec: &str) -> String {
+    match spec.strip_prefix("replay:") {
+        Some(path) => format!("replay:{}", Path::new(path).file_name().map_or_else(|| path.into(), |f| f.to_string_lossy().into_owned())),
+        None => spec.to_string(),
+    }
 }

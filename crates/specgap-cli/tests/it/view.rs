@@ -251,7 +251,7 @@ fn view_serves_a_run_of_the_example_scripts_in_chromium() {
     ]);
     let delivery = episodes(&run)
         .into_iter()
-        .find(|e| e.agent == spec(&retail) && e.task == "examples/retail-replenishment" && e.condition == "interact")
+        .find(|e| e.agent == label_of(&spec(&retail)) && e.task == "examples/retail-replenishment" && e.condition == "interact")
         .expect("the delivery episode")
         .id;
     panel_work(&run, &delivery);
@@ -288,7 +288,7 @@ fn view_serves_a_run_of_the_example_scripts_in_chromium() {
     let facts = tmp.path().join("facts.json");
     fs_err::write(
         &facts,
-        json!({"agent": spec(&careful), "delivery_agent": spec(&retail), "hostile_agent": spec(&hostile), "task": "examples/payment-retry", "delivery_episode": delivery}).to_string(),
+        json!({"agent": label_of(&spec(&careful)), "delivery_agent": label_of(&spec(&retail)), "hostile_agent": label_of(&spec(&hostile)), "task": "examples/payment-retry", "delivery_episode": delivery}).to_string(),
     )
     .unwrap();
     let output = Command::new("node")

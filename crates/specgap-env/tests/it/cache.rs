@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use specgap_env::{EngineChoice, EnvCache, EnvError};
+use specgap_env::{EngineChoice, EnvCache, EnvError, environment_digest};
 use specgap_protocol::package::ImageSource;
 
 use crate::support::{Item, gzip, listing, oci_layout, sha256, tarball, write};
@@ -95,4 +95,25 @@ fn an_image_without_an_engine_is_refused_naming_the_key() {
         err.to_string(),
         "[environment].image `python:3.12-slim` needs a container engine (podman or docker) on PATH, and none was found; `--engine none` was given"
     );
+}
+
+#[test]
+fn the_digest_is_the_cache_key_computed_without_building() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = tarball(&[Item::File("etc/motd", "one\n", 0o644)]);
+    let tarball_path = write(&dir.path().join("pkg/environment/rootfs.tar"), &bytes);
+    let digest = environment_digest(&rootfs_source(), Some(&tarball_path), EngineChoice::None).unwrap();
+    assert_eq!(digest, format!("rootfs-{}", sha256(&bytes)));
+    let cache = EnvCache::new(dir.path().join("cache"));
+    assert!(!cache.root().exists(), "nothing was built");
+    assert_eq!(cache.build(&rootfs_source(), Some(&tarball_path), EngineChoice::None).unwrap().key, digest);
+
+    let layout = dir.path().join("environment/oci");
+    let manifest = oci_layout(&layout, &[(&bytes, "application/vnd.oci.image.layer.v1.tar")]);
+    let digest = environment_digest(&oci_source(), Some(&layout), EngineChoice::None).unwrap();
+    assert_eq!(digest, format!("oci-{}", manifest.trim_start_matches("sha256:")));
+
+    // A reference needs the engine even for its digest.
+    let err = environment_digest(&ImageSource::Image("python:3.12-slim".into()), None, EngineChoice::None).unwrap_err();
+    assert!(matches!(err, EnvError::NoEngine { key: "image", .. }), "{err:?}");
 }

@@ -1,6 +1,6 @@
-//! Validation of Harbor task directories with Harbor's own task model, in a virtual
-//! environment made by `tests/harbor/setup.sh` (pinned harbor, pydantic and toml from PyPI)
-//! under the target directory, once per test process. Without python3 or the packages the
+//! Validation of Harbor task directories with Harbor's own task model, in the virtual
+//! environment made by `tests/harbor/setup.sh` (pinned harbor, pydantic and toml from PyPI;
+//! shared with the ATIF export tests) under the target directory, once per test process. Without python3 or the packages the
 //! check is skipped with a note, unless `SPECGAP_REQUIRE_EXTERNAL=1`, where it fails.
 
 use std::path::{Path, PathBuf};
@@ -13,15 +13,16 @@ fn harbor_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/harbor")
 }
 
-/// The venv directory: `$SPECGAP_HARBOR_TASK_VENV`, else `<target>/harbor-task-venv`.
+/// The venv directory: `$SPECGAP_HARBOR_VENV`, else `<target>/harbor-venv` (the ATIF tests'
+/// one, made by the same script).
 fn venv_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("SPECGAP_HARBOR_TASK_VENV") {
+    if let Some(dir) = std::env::var_os("SPECGAP_HARBOR_VENV") {
         return PathBuf::from(dir);
     }
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
-    target.join("harbor-task-venv")
+    target.join("harbor-venv")
 }
 
 /// The venv's python when it could be made; `None` (skip) when not and not required.

@@ -29,7 +29,7 @@ fn a_dataset_imports_every_task_it_can_and_refuses_the_rest_with_reasons() {
     );
     assert_eq!(
         specgap_harbor::summary(&outcomes),
-        "| outcome | tasks |\n| --- | ---: |\n| tasks | 6 |\n| imported, host environment | 4 |\n| imported, image environment | 1 |\n| with a gold overlay | 4 |\n| refused | 1 |\n"
+        "| outcome | tasks |\n| --- | ---: |\n| tasks | 6 |\n| imported, host environment | 4 |\n| imported, image environment | 1 |\n| with a gold overlay | 4 |\n| refused | 1 |\n| not a Harbor task (no task.toml) | 0 |\n"
     );
 }
 
@@ -167,4 +167,97 @@ fn walk(root: &std::path::Path) -> Vec<String> {
         .collect();
     files.sort();
     files
+}
+
+#[test]
+fn a_directory_without_any_task_is_one_not_a_task_outcome_naming_task_toml() {
+    let source = tempfile::tempdir().unwrap();
+    std::fs::create_dir(source.path().join("notes")).unwrap();
+    std::fs::write(source.path().join("notes/readme.txt"), "not a task\n").unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let outcomes = specgap_harbor::import(source.path(), out.path(), &specgap_harbor::ImportOptions::default()).unwrap();
+    let lines: Vec<String> = outcomes.iter().map(|o| o.line()).collect();
+    assert_eq!(
+        lines,
+        [format!(
+            "not a Harbor task {}: no task.toml in it or in any directory below it (a Harbor task is a directory with task.toml, instruction.md and tests/test.sh)",
+            source.path().display()
+        )]
+    );
+    assert!(outcomes[0].is_failure());
+    assert!(!out.path().join(specgap_harbor::PROTOCOL_FILE).exists());
+    assert!(specgap_harbor::summary(&outcomes).ends_with("| tasks | 0 |\n| imported, host environment | 0 |\n| imported, image environment | 0 |\n| with a gold overlay | 0 |\n| refused | 0 |\n| not a Harbor task (no task.toml) | 1 |\n"));
+}
+
+#[test]
+fn specgap_packages_and_task_lookalikes_are_named_one_line_each_among_real_tasks() {
+    let source = tempfile::tempdir().unwrap();
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    copy(&repo.join("examples/tasks/payment-retry"), &source.path().join("a-package"));
+    copy(&dataset().join("hello-file"), &source.path().join("b-hello"));
+    std::fs::create_dir_all(source.path().join("c-lookalike/tests")).unwrap();
+    std::fs::write(source.path().join("c-lookalike/instruction.md"), "Do it.\n").unwrap();
+    std::fs::write(source.path().join("c-lookalike/tests/test.sh"), "exit 0\n").unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let options = specgap_harbor::ImportOptions { gold: false, ..Default::default() };
+    let outcomes = specgap_harbor::import(source.path(), out.path(), &options).unwrap();
+    let lines: Vec<String> = outcomes.iter().map(|o| o.line()).collect();
+    assert_eq!(
+        lines,
+        [
+            "refused a-package: task.toml is a specgap package manifest (format = 2, [evaluator]), not a Harbor task; run it with specgap as it is",
+            "imported b-hello: fixtures/hello-file (host environment, gold not made (--no-gold), 1 not mapped, verifier trusts the workspace)",
+            "not a Harbor task c-lookalike: no task.toml, though it holds instruction.md, tests/test.sh",
+        ]
+    );
+    assert_eq!(outcomes.iter().map(|o| o.is_failure()).collect::<Vec<_>>(), [true, false, true]);
+}
+
+#[test]
+fn a_missing_source_is_one_error_naming_it() {
+    let out = tempfile::tempdir().unwrap();
+    let missing = out.path().join("no-such-dataset");
+    let error = specgap_harbor::import(&missing, &out.path().join("o"), &specgap_harbor::ImportOptions::default()).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!("{}: not a directory; give a Harbor task directory (with a task.toml) or a dataset directory", missing.display())
+    );
+}
+
+fn copy(from: &std::path::Path, to: &std::path::Path) {
+    for entry in walkdir::WalkDir::new(from).into_iter().flatten() {
+        let target = to.join(entry.path().strip_prefix(from).unwrap());
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+        } else if entry.file_type().is_file() {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_harbor_persona_becomes_the_packages_user_profile() {
+    let out = tempfile::tempdir().unwrap();
+    let package = out.path().join("hello-file");
+    let persona = "You are Dana, a night-shift operator who types in short bursts.\n";
+    let options = specgap_harbor::ImportOptions { gold: false, persona: Some(persona.into()), ..Default::default() };
+    let outcome = specgap_harbor::import_task(&dataset().join("hello-file"), &package, &options).unwrap();
+    assert!(!outcome.is_failure(), "{}", outcome.line());
+    let loaded = specgap_task::load(&package).unwrap();
+    let profile = loaded.user().unwrap();
+    assert_eq!(
+        profile,
+        &specgap_protocol::package::UserProfile {
+            persona: "You are Dana, a night-shift operator who types in short bursts.".into(),
+            understanding: "Create a file named greeting.txt in your working directory. It must hold exactly one line: Hello, specgap!"
+                .into(),
+            editable_surface: "Anything in the work directory the task needs changed.".into(),
+            style: None,
+        }
+    );
+    let notes = std::fs::read_to_string(package.join("NOTES.md")).unwrap();
+    assert!(notes.contains("\nUser: `user.toml` holds the Harbor simulated user's persona"), "{notes}");
+    // Without a persona there is no user.toml.
+    let (_plain, plain) = import_one("hello-file");
+    assert!(!plain.join("user.toml").exists());
 }

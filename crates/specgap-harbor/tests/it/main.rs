@@ -3,6 +3,7 @@
 
 mod export;
 mod harbor;
+mod image_gold;
 mod import;
 mod support;
 mod trust;

@@ -78,7 +78,7 @@ fn html_is_self_contained_with_three_charts() {
     let md = render_markdown(&report, "run");
     assert!(md.contains("## Residual starts (seed 001)"));
     let json: serde_json::Value = serde_json::from_str(&render_json(&report).unwrap()).unwrap();
-    assert_eq!((json["schema"].as_str(), json["version"].as_u64()), (Some("specgap-report"), Some(2)));
+    assert_eq!((json["schema"].as_str(), json["version"].as_u64()), (Some("specgap-report"), Some(3)));
     assert_eq!(json["recall_quality"]["groups"].as_u64(), Some(3));
 
     if !Path::new(CHROMIUM).exists() {

@@ -64,6 +64,34 @@ fn a_run_given_twice_is_refused_naming_it() {
     assert!(distinct_run_dirs(&[Path::new("/nonexistent/a"), Path::new("/nonexistent/b")]).is_ok());
 }
 
+/// Regression (issue 30 item 9): two runs holding the same episode (two runs of one
+/// configuration and seed, or a run and a merge holding it) were both counted.
+#[test]
+fn runs_holding_the_same_episode_are_refused_naming_both_and_the_episode() {
+    let first = run_with(4, &[TaskSpec::new("org/x")], &[]);
+    let second = run_with(4, &[TaskSpec::new("org/x")], &[]);
+    let shared = first.episode(&planned("org/x", 0));
+    assert_eq!(second.episode(&planned("org/x", 0)), shared, "one key, one id");
+    first.episode(&planned("org/x", 1));
+    second.episode(&planned("org/x", 2));
+    let runs = [RunData::load(&first.dir).unwrap(), RunData::load(&second.dir).unwrap()];
+    let err = build_report(&runs, &ReportOptions::default()).unwrap_err();
+    assert!(matches!(err, ReportError::SharedEpisodes { shared: 1, .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "runs {} and {} both hold 1 episode(s) (e.g. {shared}); a report over both would count them twice: report a merge of them (`specgap merge` keeps one copy of each episode two runs hold alike and refuses differing copies) or leave one out",
+            d(&first),
+            d(&second)
+        )
+    );
+    // Runs of other seeds hold other episodes: they pass.
+    let third = run_with(5, &[TaskSpec::new("org/x")], &[]);
+    third.episode(&planned("org/x", 0));
+    let runs = [RunData::load(&first.dir).unwrap(), RunData::load(&third.dir).unwrap()];
+    assert!(build_report(&runs, &ReportOptions::default()).is_ok());
+}
+
 #[test]
 fn a_complete_run_has_no_input_warning() {
     let run = run_configured(3, &[TaskSpec::new("org/x")], &[], |c| c.repeats = 2);
@@ -261,26 +289,29 @@ fn replicates_that_differ_beyond_the_seed_name_the_field() {
 
 #[test]
 fn replicates_with_one_seed_are_not_independent() {
-    let make = || {
-        let run = run_with(12, &[TaskSpec::new("org/x")], &[]);
-        run.episode(&planned("org/x", 0));
+    // Two runs of one seed holding different repeats (a copy holding the same episodes is
+    // refused outright: `runs_holding_the_same_episode_are_refused_naming_both_and_the_episode`).
+    let make = |repeat: u32| {
+        let run = run_configured(12, &[TaskSpec::new("org/x")], &[], |c| c.repeats = 2);
+        run.episode(&planned("org/x", repeat));
         run
     };
-    let (a, b) = (make(), make());
-    assert_eq!(
-        report_warnings(&[&a, &b], &[Dim::Agent]),
-        [format!(
-            "runs {} and {} are pooled as seed replicates but have the same seed (12): they are not independent replicates (is one a copy of the other?) — give each replicate run its own --seed",
-            d(&a),
-            d(&b)
-        )]
+    let (a, b) = (make(0), make(1));
+    let warnings = report_warnings(&[&a, &b], &[Dim::Agent]);
+    let same_seed = format!(
+        "runs {} and {} are pooled as seed replicates but have the same seed (12): they are not independent replicates (is one a copy of the other?) — give each replicate run its own --seed",
+        d(&a),
+        d(&b)
     );
+    assert!(warnings.contains(&same_seed), "{warnings:#?}");
     // Runs that share no group (different agents, grouped by agent) are not replicates.
     let c = run_configured(12, &[TaskSpec::new("org/x")], &[], |c| {
         c.agents[0].spec = "z".into();
     });
     c.episode(&Ep::new("org/x", "z", "partial"));
-    assert_eq!(report_warnings(&[&a, &c], &[Dim::Agent]), Vec::<String>::new());
+    let warnings = report_warnings(&[&a, &c], &[Dim::Agent]);
+    assert!(!warnings.iter().any(|w| w.contains("same seed")), "{warnings:#?}");
+    assert_eq!(warnings.len(), 1, "only a's missing repeat: {warnings:#?}");
 }
 
 #[test]

@@ -46,7 +46,7 @@ fn samples_are_stored_once_and_each_raters_sheet_once() {
     assert!(matches!(again, StoreError::DuplicateRater { .. }), "{again}");
     assert_eq!(
         again.to_string(),
-        "rater ann has labelled audit sample sample:000000000001 already; give each rater's sheet once (another rater needs another name)"
+        "rater ann has labelled audit sample sample:000000000001 already; to replace those labels with a corrected sheet, import it with --replace (another rater needs another name)"
     );
     // A label of an item not in the sample is refused, and the sheet with it.
     assert!(store.record_audit_labels(&record.id, &sheet("ben"), &[label("i9", "ben", "yes")]).is_err());

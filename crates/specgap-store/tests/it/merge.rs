@@ -274,6 +274,30 @@ fn merge_refuses_a_different_task_hash_naming_the_task() {
 }
 
 #[test]
+fn merge_refuses_shards_whose_environment_digests_differ() {
+    use specgap_protocol::run::EnvironmentRef;
+    let tmp = tempfile::tempdir().unwrap();
+    let environment = |digest: &str| EnvironmentRef {
+        role: "task".into(),
+        source: "image".into(),
+        value: "python:3.12-slim".into(),
+        digest: digest.into(),
+    };
+    let mut first = config(7, Some([1, 2]));
+    first.tasks[0].environments = vec![environment("image-111")];
+    let mut second = config(7, Some([2, 2]));
+    second.tasks[0].environments = vec![environment("image-222")];
+    let a = Store::create(&tmp.path().join("a"), &first).unwrap();
+    let b = Store::create(&tmp.path().join("b"), &second).unwrap();
+    let err = merge(&[a.dir(), b.dir()], &tmp.path().join("all")).unwrap_err();
+    let (pa, pb) = (a.dir().display(), b.dir().display());
+    assert_eq!(
+        err.to_string(),
+        format!("cannot merge {pb} with {pa}: task `examples/x` has environment digests task image-111 in {pa} and task image-222 in {pb}")
+    );
+}
+
+#[test]
 fn merge_refuses_a_missing_task_and_a_different_agent() {
     let tmp = tempfile::tempdir().unwrap();
     let a = Store::create(&tmp.path().join("a"), &config(7, None)).unwrap();

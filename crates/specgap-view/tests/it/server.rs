@@ -273,6 +273,16 @@ fn lists_filter_and_page_and_the_search_continues_from_its_cursor() {
     assert_eq!(bad.status, 400);
     assert_eq!(bad.text(), "`done` is not a status (running, finished, not_applicable, infra_error, eval_error, interrupted)\n");
     assert_eq!(get(addr, token, "/api/run/0/episodes?min_score=x").status, 400);
+    // A misspelt filter is named, not ignored (it listed every episode as if they matched).
+    let misspelt = get(addr, token, "/api/run/0/episodes?agnet=replay:hostile");
+    assert_eq!(misspelt.status, 400);
+    assert_eq!(
+        misspelt.text(),
+        "unknown query parameter `agnet`: run/0/episodes takes task, agent, condition, start, status, end_reason, min_score, max_score, repeat, order, offset, limit\n"
+    );
+    let on_facets = get(addr, token, "/api/run/0/facets?agent=x");
+    assert_eq!((on_facets.status, on_facets.text().as_str()), (400, "unknown query parameter `agent`: run/0/facets takes none\n"));
+    assert_eq!(get(addr, token, &format!("/api/run/0/facets?token={token}")).status, 200, "the viewer's token is no API parameter");
     let ranged = get(addr, token, "/api/run/0/episodes?min_score=0.5&max_score=0.95").json();
     let ids: Vec<&str> = ranged["rows"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
     assert_eq!(ids.len(), 2, "{ids:?}");

@@ -1,0 +1,202 @@
+//! The synthesis journal: `<out>/journal.json`, rewritten after every step so an interrupted
+//! synthesis leaves everything up to its last step on disk.
+//!
+//! Shape (format [`JOURNAL_FORMAT`]): `{"format": 1, "resumed": times, "source": path, "limits": {...},
+//! "roles": {"planner": label, ...}, "entries": [Entry...], "outcome": null | {"status":
+//! "ready" | "failed", "message": text, "package": path | null}}`; each entry is described on
+//! [`Entry`].
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::pipeline::Limits;
+
+/// Version of the journal shape.
+pub const JOURNAL_FORMAT: u32 = 1;
+
+/// One step of the pipeline.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Entry {
+    /// 1-based position in the journal.
+    pub seq: usize,
+    /// `planner`, `builder`, `acceptance`, `implementer`, `sufficiency`, `auditor` or
+    /// `calibrator`.
+    pub stage: &'static str,
+    /// 1-based design (a redesign starts the next).
+    pub design: usize,
+    /// 1-based Builder iteration within the design; 0 for the Planner.
+    pub iteration: usize,
+    /// 1-based attempt at this hand-off (a malformed one is retried).
+    pub attempt: usize,
+    /// `accepted` or `malformed` for a hand-off, `passed` or `failed` for acceptance checks and
+    /// the sufficiency test.
+    pub status: &'static str,
+    /// The inputs the role was given (not for acceptance checks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<serde_json::Value>,
+    /// On a retry: the error the role was told its last answer had.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_reason: Option<String>,
+    /// The role's raw answer (not for acceptance checks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reply: Option<String>,
+    /// The parsed hand-off, the acceptance report, or the error message of a malformed answer.
+    pub detail: serde_json::Value,
+}
+
+/// How the synthesis ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JournalOutcome {
+    /// `ready` or `failed`.
+    pub status: &'static str,
+    /// One line for the user.
+    pub message: String,
+    /// The accepted package, when ready.
+    pub package: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+struct Document {
+    format: u32,
+    resumed: u64,
+    source: PathBuf,
+    limits: Limits,
+    roles: serde_json::Map<String, serde_json::Value>,
+    entries: Vec<Entry>,
+    outcome: Option<JournalOutcome>,
+}
+
+/// The journal being written.
+#[derive(Debug)]
+pub struct Journal {
+    path: PathBuf,
+    doc: Document,
+}
+
+impl Journal {
+    /// A new journal at `<out>/journal.json` (written on the first [`Journal::push`]).
+    pub fn new(out: &Path, source: &Path, limits: Limits, roles: Vec<(&str, String)>) -> Journal {
+        let roles = roles.into_iter().map(|(name, label)| (name.to_owned(), serde_json::Value::String(label))).collect();
+        Journal {
+            path: out.join("journal.json"),
+            doc: Document {
+                format: JOURNAL_FORMAT,
+                resumed: 0,
+                source: source.to_owned(),
+                limits,
+                roles,
+                entries: Vec::new(),
+                outcome: None,
+            },
+        }
+    }
+
+    /// Counts this synthesis as resumed once more than `previous` times.
+    pub fn set_resumed(&mut self, previous: u64) {
+        self.doc.resumed = previous + 1;
+    }
+
+    /// The journal file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Entries so far.
+    pub fn entries(&self) -> &[Entry] {
+        &self.doc.entries
+    }
+
+    /// Appends `entry` (its `seq` is set here) and rewrites the file.
+    ///
+    /// # Errors
+    /// The write error.
+    pub fn push(&mut self, mut entry: Entry) -> std::io::Result<()> {
+        entry.seq = self.doc.entries.len() + 1;
+        self.doc.entries.push(entry);
+        self.save()
+    }
+
+    /// Records the outcome and rewrites the file.
+    ///
+    /// # Errors
+    /// The write error.
+    pub fn finish(&mut self, outcome: JournalOutcome) -> std::io::Result<()> {
+        self.doc.outcome = Some(outcome);
+        self.save()
+    }
+
+    fn save(&self) -> std::io::Result<()> {
+        let text = serde_json::to_string_pretty(&self.doc).map_err(std::io::Error::other)?;
+        fs_err::write(&self.path, text + "\n")
+    }
+}
+
+/// A role's answer recorded in an earlier journal, reused by `--resume`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+pub struct Recorded {
+    /// The entry's `seq`.
+    pub seq: usize,
+    /// The role.
+    pub stage: String,
+    /// Design number.
+    pub design: usize,
+    /// Builder iteration.
+    pub iteration: usize,
+    /// Attempt.
+    pub attempt: usize,
+    /// The raw answer.
+    pub reply: String,
+}
+
+/// What `--resume` reads from an earlier journal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Previous {
+    /// How often it was resumed before.
+    pub resumed: u64,
+    /// The outcome's status, when it has one (`ready`, `failed`).
+    pub status: Option<String>,
+    /// Every role answer, in order (acceptance entries are left out: they are re-run).
+    pub answers: Vec<Recorded>,
+}
+
+/// Reads `<out>/journal.json` for `--resume`.
+///
+/// # Errors
+/// The read error, or a parse error naming the file.
+pub fn read_previous(out: &Path) -> std::io::Result<Previous> {
+    #[derive(serde::Deserialize)]
+    struct Outcome {
+        status: String,
+    }
+    #[derive(serde::Deserialize)]
+    struct Entry {
+        seq: usize,
+        stage: String,
+        design: usize,
+        iteration: usize,
+        attempt: usize,
+        #[serde(default)]
+        reply: Option<String>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Doc {
+        #[serde(default)]
+        resumed: u64,
+        entries: Vec<Entry>,
+        outcome: Option<Outcome>,
+    }
+    let path = out.join("journal.json");
+    let text = fs_err::read_to_string(&path)?;
+    let doc: Doc = serde_json::from_str(&text)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{} is not a synthesis journal: {e}", path.display())))?;
+    let answers = doc
+        .entries
+        .into_iter()
+        .filter_map(|e| {
+            let reply = e.reply?;
+            Some(Recorded { seq: e.seq, stage: e.stage, design: e.design, iteration: e.iteration, attempt: e.attempt, reply })
+        })
+        .collect();
+    Ok(Previous { resumed: doc.resumed, status: doc.outcome.map(|o| o.status), answers })
+}

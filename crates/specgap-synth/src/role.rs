@@ -1,0 +1,249 @@
+//! The seam each of the four roles is played through: any [`Role`] answers a [`RoleRequest`]
+//! with the text of its hand-off.
+//!
+//! [`ScriptedRole`] (`scripted:<file>`) is the offline player: it answers from a script, one
+//! step per request, and can write files into the request's working directory first, as a
+//! Builder agent would. Agents specgap runs as episodes (`cli:`, `chat:`, `replay:`) are not
+//! wired to this seam yet; [`role_from_spec`] says so by name.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Version of the `scripted:` file format.
+pub const SCRIPT_FORMAT: u32 = 1;
+
+/// One of the four pipeline roles (seed 000 §4.2, Figure 3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RoleName {
+    /// Reads the source and writes the design brief.
+    Planner,
+    /// Writes the package from the brief.
+    Builder,
+    /// Reviews the package read-only.
+    Auditor,
+    /// Reads calibration rollouts.
+    Calibrator,
+    /// The Auditor's sufficiency episode: implements from the full instruction and the
+    /// workspace alone (seed 000 App. E.3 item 4).
+    Implementer,
+}
+
+impl RoleName {
+    /// `planner`, `builder`, `auditor` or `calibrator`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RoleName::Planner => "planner",
+            RoleName::Builder => "builder",
+            RoleName::Auditor => "auditor",
+            RoleName::Calibrator => "calibrator",
+            RoleName::Implementer => "implementer",
+        }
+    }
+}
+
+/// What a role is asked to do.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RoleRequest {
+    /// Which role.
+    pub role: RoleName,
+    /// The role's prompt, already filled in.
+    pub prompt: String,
+    /// The structured inputs (the brief, the package path, the fixes to apply, ...).
+    pub inputs: serde_json::Value,
+    /// A directory the role may write into (the Builder's); `None` for read-only roles.
+    pub work_dir: Option<PathBuf>,
+    /// When this request repeats one whose answer was malformed: why it was refused.
+    pub retry_reason: Option<String>,
+}
+
+/// Why a role could not answer at all (a malformed answer is not this: see
+/// [`crate::handoff::HandoffError`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RoleError {
+    /// The role spec names an agent kind this pipeline cannot play yet.
+    #[error(
+        "`{spec}` cannot play a synthesize role yet: only `scripted:<file>` roles are supported (cli:, chat: and replay: agents are not wired to the pipeline)"
+    )]
+    Unsupported {
+        /// The spec given.
+        spec: String,
+    },
+    /// A script file could not be read.
+    #[error("cannot read the role script {}", path.display())]
+    ReadScript {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A script file is not a valid script.
+    #[error("role script {} is malformed at `{field}`: {problem}", path.display())]
+    BadScript {
+        /// The file.
+        path: PathBuf,
+        /// JSON path of the problem.
+        field: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// The script has no step left for this request.
+    #[error("role script {} has no step left for request {request} of the {role} (it has {steps})", path.display())]
+    ScriptExhausted {
+        /// The file.
+        path: PathBuf,
+        /// The role played.
+        role: &'static str,
+        /// 1-based number of the request.
+        request: usize,
+        /// Steps in the script.
+        steps: usize,
+    },
+    /// A step's files could not be written into the working directory.
+    #[error("cannot copy {} into the working directory {}", from.display(), to.display())]
+    WriteFiles {
+        /// The step's `write_from` directory.
+        from: PathBuf,
+        /// The working directory.
+        to: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A step writes files but the request gives no working directory.
+    #[error("step {step} of role script {} writes files, but the {role} is read-only", path.display())]
+    ReadOnly {
+        /// The file.
+        path: PathBuf,
+        /// The role played.
+        role: &'static str,
+        /// 1-based step number.
+        step: usize,
+    },
+}
+
+/// Anything that can play a role: answers each request with the text of its hand-off.
+pub trait Role {
+    /// A label for the journal (`scripted:planner.json`).
+    fn label(&self) -> String;
+
+    /// Answers `request`.
+    ///
+    /// # Errors
+    /// [`RoleError`] when the role cannot answer at all.
+    fn answer(&mut self, request: &RoleRequest) -> Result<String, RoleError>;
+
+    /// Told, when a synthesis is resumed, how many of this role's answers the journal already
+    /// holds (they are reused, not asked again). A script skips that many steps; a role that
+    /// starts a fresh episode per request has nothing to do (the default).
+    fn resume_after(&mut self, _answered: usize) {}
+}
+
+/// Builds the role named by `spec`: `scripted:<file>` only, for now.
+///
+/// # Errors
+/// [`RoleError::Unsupported`] for any other spec; the script's own errors for `scripted:`.
+pub fn role_from_spec(spec: &str) -> Result<Box<dyn Role>, RoleError> {
+    match spec.strip_prefix("scripted:") {
+        Some(path) => Ok(Box::new(ScriptedRole::load(Path::new(path))?)),
+        None => Err(RoleError::Unsupported { spec: spec.to_owned() }),
+    }
+}
+
+/// A `scripted:` file: `{"format": 1, "steps": [...]}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScriptFile {
+    format: u32,
+    steps: Vec<ScriptStep>,
+}
+
+/// One answer of a script. Exactly one of `reply` (a JSON value, sent as its JSON text) and
+/// `reply_text` (sent verbatim, for malformed answers); `write_from` (relative to the script's
+/// directory) is copied into the working directory before answering.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScriptStep {
+    #[serde(default)]
+    write_from: Option<PathBuf>,
+    #[serde(default)]
+    reply: Option<serde_json::Value>,
+    #[serde(default)]
+    reply_text: Option<String>,
+}
+
+/// A role played from a script file, one step per request.
+#[derive(Debug)]
+pub struct ScriptedRole {
+    path: PathBuf,
+    steps: Vec<ScriptStep>,
+    next: usize,
+}
+
+impl ScriptedRole {
+    /// Reads and checks a script file.
+    ///
+    /// # Errors
+    /// [`RoleError::ReadScript`], or [`RoleError::BadScript`] naming the field.
+    pub fn load(path: &Path) -> Result<ScriptedRole, RoleError> {
+        let text = fs_err::read_to_string(path).map_err(|source| RoleError::ReadScript { path: path.to_owned(), source })?;
+        let bad = |field: String, problem: String| RoleError::BadScript { path: path.to_owned(), field, problem };
+        let mut deserializer = serde_json::Deserializer::from_str(&text);
+        let script: ScriptFile =
+            serde_path_to_error::deserialize(&mut deserializer).map_err(|e| bad(e.path().to_string(), e.inner().to_string()))?;
+        if script.format != SCRIPT_FORMAT {
+            return Err(bad(
+                "format".into(),
+                format!("format {} is not supported; this specgap reads format {SCRIPT_FORMAT}", script.format),
+            ));
+        }
+        for (index, step) in script.steps.iter().enumerate() {
+            if step.reply.is_some() == step.reply_text.is_some() {
+                return Err(bad(format!("steps[{index}]"), "needs exactly one of `reply` and `reply_text`".into()));
+            }
+        }
+        Ok(ScriptedRole { path: path.to_owned(), steps: script.steps, next: 0 })
+    }
+
+    fn script_dir(&self) -> &Path {
+        self.path.parent().unwrap_or(Path::new("."))
+    }
+}
+
+impl Role for ScriptedRole {
+    fn label(&self) -> String {
+        format!("scripted:{}", self.path.display())
+    }
+
+    fn resume_after(&mut self, answered: usize) {
+        self.next = answered;
+    }
+
+    fn answer(&mut self, request: &RoleRequest) -> Result<String, RoleError> {
+        let index = self.next;
+        let Some(step) = self.steps.get(index).cloned() else {
+            return Err(RoleError::ScriptExhausted {
+                path: self.path.clone(),
+                role: request.role.as_str(),
+                request: index + 1,
+                steps: self.steps.len(),
+            });
+        };
+        self.next += 1;
+        if let Some(from) = &step.write_from {
+            let Some(work_dir) = &request.work_dir else {
+                return Err(RoleError::ReadOnly { path: self.path.clone(), role: request.role.as_str(), step: index + 1 });
+            };
+            let from = self.script_dir().join(from);
+            crate::tree::copy_tree(&from, work_dir).map_err(|source| RoleError::WriteFiles { from, to: work_dir.clone(), source })?;
+        }
+        Ok(match (step.reply, step.reply_text) {
+            (Some(value), _) => value.to_string(),
+            (None, Some(text)) => text,
+            (None, None) => String::new(),
+        })
+    }
+}

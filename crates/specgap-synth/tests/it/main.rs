@@ -1,0 +1,8 @@
+//! Integration tests of specgap-synth (one binary, modules by topic).
+
+mod acceptance;
+mod handoff;
+mod pipeline;
+mod prompts;
+mod role;
+mod support;
