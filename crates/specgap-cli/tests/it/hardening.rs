@@ -253,19 +253,14 @@ fn one_bad_row_is_named_by_its_episode_in_show_and_report() {
 
 #[test]
 fn a_failing_verb_prints_one_error_line_with_each_cause_once() {
-    // `import` printed the walk's I/O error three times (anyhow's `{:#}` repeats every source
-    // an error's own message already quotes).
+    // A missing protocol file's I/O error was printed twice (anyhow's `{:#}` repeats every
+    // source an error's own message already quotes).
     let tmp = tempfile::tempdir().unwrap();
-    let missing = tmp.path().join("no-such-dir");
-    let out = tmp.path().join("imported");
-    let import = specgap().args(["import", "harbor"]).arg(&missing).arg("--out").arg(&out).output().unwrap();
+    let missing = tmp.path().join("no-such-protocol.toml");
+    let run = specgap().arg("run").arg("--protocol").arg(&missing).arg("--dry-run").output().unwrap();
     assert_refused(
-        &import,
-        &format!(
-            "importing the Harbor tasks of {m} into {o}: {m}: IO error for operation on {m}: No such file or directory (os error 2)",
-            m = missing.display(),
-            o = out.display()
-        ),
+        &run,
+        &format!("cannot read protocol file {m}: failed to open file `{m}`: No such file or directory (os error 2)", m = missing.display()),
     );
     // `eval` said "error: evaluation error: ..."; the evaluator's stderr tail follows its line.
     let (_copy, package) = req_basic_copy();
