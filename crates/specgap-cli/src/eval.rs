@@ -45,7 +45,11 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
     let report = match eval_dir(&package, &args.dir, &judge) {
         Ok(report) => report,
         Err(err) => {
-            eprintln!("error: {}", specgap_task::check::describe_error_chain(&err));
+            // One `error:` line, as every verb's failure (the error's own "evaluation error: "
+            // would say it twice).
+            let text = specgap_task::check::describe_error_chain(&err);
+            let text = text.strip_prefix("evaluation error: ").unwrap_or(&text);
+            eprintln!("error: cannot evaluate {}: {text}", args.dir.display());
             if let Some(tail) = err.stderr_tail().filter(|t| !t.trim().is_empty()) {
                 eprintln!("evaluator stderr (tail):\n{}", tail.trim_end());
             }

@@ -144,10 +144,19 @@ fn main() -> ExitCode {
     match outcome {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            eprintln!("{}", error_line(&err));
             ExitCode::from(2)
         }
     }
+}
+
+/// The one line every verb's failure prints: `error: ` and the error with its causes, each
+/// said once (a cause whose text the line already holds is left out, as errors that repeat
+/// their source in their own message would otherwise print it twice).
+fn error_line(err: &anyhow::Error) -> String {
+    let text = specgap_protocol::text::error_chain(err.as_ref());
+    let text = text.strip_prefix("error: ").unwrap_or(&text);
+    format!("error: {}", text.trim_end())
 }
 
 /// Lets a closed stdout end the process quietly, as it does for other command-line tools.

@@ -506,6 +506,7 @@ struct RunSpec {
 
 /// Resolves a new run from its flags, or from `--config` and the flags that may go with it.
 fn resolve_new(args: &Args) -> anyhow::Result<Resolved> {
+    refuse_zero_budget_flags(args)?;
     let spec = match &args.config {
         Some(path) => spec_from_file(args, path)?,
         None => spec_from_flags(args)?,
@@ -514,6 +515,19 @@ fn resolve_new(args: &Args) -> anyhow::Result<Resolved> {
     // Stored so that --resume keeps the cap (docs/decisions.md, chat agents' `--max-cost`).
     resolved.config.max_cost_usd = args.chat.max_cost;
     Ok(resolved)
+}
+
+/// Refuses `--wall-sec 0` and `--clarification-rounds 0`: neither is "no cap" (a protocol's
+/// own `0` is, inside its rule table, but a user's 0 would end every episode at once or answer
+/// no question; docs/decisions.md "Run configuration: zero budgets are refused").
+fn refuse_zero_budget_flags(args: &Args) -> anyhow::Result<()> {
+    if args.wall_sec == Some(0) {
+        bail!("--wall-sec 0: expected at least 1 second (leave the flag out for the protocol's wall clock)");
+    }
+    if args.clarification_rounds == Some(0) {
+        bail!("--clarification-rounds 0: expected at least 1 round (to withdraw asking, use --ask off or the hidden condition)");
+    }
+    Ok(())
 }
 
 fn flag_overrides(args: &Args) -> Overrides {
@@ -705,6 +719,7 @@ fn build(mut spec: RunSpec) -> anyhow::Result<Resolved> {
     }
     let suites = if spec.suites.is_empty() { vec![default_suite()?] } else { spec.suites };
     let tasks = specgap_task::discover(&suites).context("cannot load the suite")?;
+    refuse_blank_instructions(&tasks)?;
     if spec.overrides.submissions == Some(0) {
         bail!("--submissions must be at least 1");
     }
@@ -752,6 +767,19 @@ fn build(mut spec: RunSpec) -> anyhow::Result<Resolved> {
     };
     let conditions = config.conditions.iter().map(|c| Condition::parse(c)).collect::<Result<Vec<_>, _>>()?;
     Ok(Resolved { config, protocol: protocols.named, tasks, conditions, shard })
+}
+
+/// Refuses a suite with a package whose instruction.md has no word: it is the agent's
+/// opening message, and `check` fails it too (docs/decisions.md "check: an empty
+/// instruction.md").
+fn refuse_blank_instructions(tasks: &[TaskPackage]) -> anyhow::Result<()> {
+    match tasks.iter().find(|t| specgap_task::leak::instruction_words(t.instruction()) == 0) {
+        Some(task) => bail!(
+            "{}: instruction.md is empty; it is the agent's opening message (specgap check fails it too)",
+            task.root().join("instruction.md").display()
+        ),
+        None => Ok(()),
+    }
 }
 
 /// Rebuilds a run from its stored configuration, checking that every task still has the

@@ -146,6 +146,9 @@ pub const NO_TOOL_REMINDER_GOES_ON: &str =
     "Your last reply called no tool. Continue the work by calling a tool; when you are done, deliver with submit.";
 /// The `end` event's detail when the agent's model request was abandoned at the deadline.
 pub const AGENT_ABANDONED: &str = "the agent's model request in flight was abandoned";
+/// The `end` event's detail when the agent was halted at the deadline (or a stop) with no
+/// model request in flight ([`AgentReply::Halted`]).
+pub const AGENT_HALTED: &str = "the agent was halted with no model request in flight";
 /// The `end` event's detail when the user's reply was abandoned at the deadline.
 pub const USER_ABANDONED: &str = "the user's reply in flight was abandoned";
 
@@ -719,6 +722,7 @@ impl<'c, 'a> Episode<'c, 'a> {
             let late = self.deadline_end();
             let ended = match reply? {
                 AgentReply::Abandoned => return Ok(self.abandoned_end(AGENT_ABANDONED)),
+                AgentReply::Halted => return Ok(self.abandoned_end(AGENT_HALTED)),
                 AgentReply::Done => return Ok(EndReason::AgentDone),
                 AgentReply::ContextOverflow => return Ok(EndReason::ContextOverflow),
                 AgentReply::Refusal { text, usage } => self.refusal(text, usage, late)?,

@@ -10,8 +10,9 @@
 //!
 //! | placeholder | filled with |
 //! | --- | --- |
-//! | `{budget_note}` | "Budget: T turns, C tool calls and M minutes of wall-clock time." |
-//! | `{turns}`, `{tool_calls}`, `{wall_minutes}` | the budget's numbers |
+//! | `{budget_note}` | "Budget: T turns, C tool calls and W of wall-clock time.", W exactly ("5 seconds", "1 minute 1 second") |
+//! | `{turns}`, `{tool_calls}`, `{wall_minutes}` | the budget's numbers (`{wall_minutes}` in whole minutes, rounded up) |
+//! | `{wall_budget}` | the wall budget exactly, in words ("5 seconds", "1 minute 1 second"), `unlimited` without a clock |
 //! | `{submissions}`, `{submissions_word}` | the submission budget and "submission(s)" (the built-in evidence and plan prompts do not use them: `submit`'s description tells the budget, so `full` and `partial` share one prompt, seed 000 §5.1) |
 //! | `{rules_note}` | the end rules and the lone-tool rule of the condition (DESIGN §3.5); the round limit of delivery conditions, in the agent's [`AskRoute`] |
 //! | `{ask_note}` | under owner conditions with `ask_user`: one sentence offering it, by the name the agent sees |
@@ -47,8 +48,9 @@ use crate::prompt_files::{PromptFile, Replacements, SYSTEM_PROMPT_FILES};
 /// read-only (issue 24 item 5). 9: the budget and end rules told are the protocol's
 /// (issue 24 items 1, 5): seed 000's prompts state 120 turns and 360 tool calls and no wall
 /// clock, and no end for replies without a tool call; seed 002's state no step cap and none of
-/// seed 000's loop rules.
-pub const PROMPT_VERSION: &str = "9";
+/// seed 000's loop rules. 10: a wall clock stated in a prompt is exact ("5 seconds", "1 minute
+/// 1 second", not "1 minutes"), and `{wall_budget}` fills it in words (issue 31 item 7).
+pub const PROMPT_VERSION: &str = "10";
 
 /// How the agent puts questions to its counterpart, as its prompts tell it (issue 15; seed
 /// 002 App. A.9.3). The agent says which ([`crate::Agent::ask_route`]).
@@ -193,6 +195,7 @@ impl Fills {
             "You deliver once: the owner takes what you hand over without replying, and the job ends there."
         };
         let wall_minutes = budget_number(budgets.wall_sec == UNBOUNDED_WALL, budgets.wall_sec.div_ceil(60));
+        let wall_budget = if budgets.wall_sec == UNBOUNDED_WALL { "unlimited".to_string() } else { duration_words(budgets.wall_sec) };
         let budget_note = budget_note(budgets);
         Fills {
             condition: *condition,
@@ -210,6 +213,7 @@ impl Fills {
                 ("{turns}", budget_number(budgets.turns == UNBOUNDED, budgets.turns.into())),
                 ("{tool_calls}", budget_number(budgets.tool_calls == UNBOUNDED, budgets.tool_calls.into())),
                 ("{wall_minutes}", wall_minutes),
+                ("{wall_budget}", wall_budget),
                 ("{submissions}", budgets.submissions.to_string()),
                 ("{submissions_word}", submissions_word.to_string()),
             ],
@@ -240,13 +244,26 @@ fn budget_note(budgets: &Budgets) -> String {
         parts.push(format!("{} tool calls", budgets.tool_calls));
     }
     if budgets.announce_wall && budgets.wall_sec != UNBOUNDED_WALL {
-        parts.push(format!("{} minutes of wall-clock time", budgets.wall_sec.div_ceil(60)));
+        parts.push(format!("{} of wall-clock time", duration_words(budgets.wall_sec)));
     }
     match parts.as_slice() {
         [] => String::new(),
         [one] => format!("Budget: {one}."),
         [init @ .., last] => format!("Budget: {} and {last}.", init.join(", ")),
     }
+}
+
+/// A whole number of seconds in words, exactly: "5 seconds", "1 minute 1 second", "12 hours"
+/// (`{wall_budget}` and the wall clock of `{budget_note}`; issue 31 item 7).
+pub fn duration_words(seconds: u64) -> String {
+    let units = [(seconds / 3600, "hour"), (seconds % 3600 / 60, "minute"), (seconds % 60, "second")];
+    let words: Vec<String> = units.iter().filter(|(n, _)| *n > 0).map(|(n, unit)| units_of(*n, unit)).collect();
+    if words.is_empty() { units_of(0, "second") } else { words.join(" ") }
+}
+
+/// `1 minute`, `2 minutes`.
+fn units_of(n: u64, unit: &str) -> String {
+    if n == 1 { format!("1 {unit}") } else { format!("{n} {unit}s") }
 }
 
 /// How the client of `interact` / `interact-req` is asked, by `route` (`{ask_how}`).
@@ -414,6 +431,23 @@ mod tests {
                 assert!(!execute.contains('{') && !execute.contains('}'), "{text}: {execute}");
             }
         }
+    }
+
+    #[test]
+    fn an_announced_wall_budget_is_stated_exactly() {
+        // Issue 31 item 7: 5 s read "1 minutes" and 61 s "2 minutes".
+        let c = Condition::parse("partial").unwrap();
+        let mut b = Budgets::resolve(&c, &Budget::default(), &BudgetFlags::default());
+        b.announce_wall = true;
+        let note = |wall_sec| budget_note(&Budgets { wall_sec, ..b });
+        assert_eq!(note(5), "Budget: 120 turns, 360 tool calls and 5 seconds of wall-clock time.");
+        assert_eq!(note(61), "Budget: 120 turns, 360 tool calls and 1 minute 1 second of wall-clock time.");
+        assert_eq!(note(UNBOUNDED_WALL), "Budget: 120 turns and 360 tool calls.");
+        let words: Vec<String> = [1, 5, 60, 61, 120, 3600, 3725, 43_200].into_iter().map(duration_words).collect();
+        assert_eq!(
+            words,
+            ["1 second", "5 seconds", "1 minute", "1 minute 1 second", "2 minutes", "1 hour", "1 hour 2 minutes 5 seconds", "12 hours"]
+        );
     }
 
     #[test]

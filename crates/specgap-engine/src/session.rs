@@ -424,6 +424,11 @@ pub enum AgentReply {
     /// ends the episode with `wall_budget` and its automatic submission, or with `interrupted`
     /// after a stop. Its usage is already in the [`UsageSink`]. Not an infrastructure error.
     Abandoned,
+    /// The episode's [`Deadline`] became over (or a stop was requested) while the agent had
+    /// no model request in flight: it was halted where it was and nothing was abandoned (a
+    /// `cli:` agent between requests, or one that never made any). The engine ends the episode
+    /// as after [`AgentReply::Abandoned`], with its own end detail.
+    Halted,
 }
 
 /// An agent failure that is not the agent's behaviour: a model service error after retries,

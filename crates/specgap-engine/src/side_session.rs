@@ -251,7 +251,7 @@ pub fn run_side_session(
                 outcome.end = SideEnd::ContextOverflow;
                 return Ok(outcome);
             }
-            AgentReply::Abandoned => {
+            AgentReply::Abandoned | AgentReply::Halted => {
                 outcome.end = over(deadline);
                 return Ok(outcome);
             }

@@ -65,6 +65,10 @@ pub struct GatewayReport {
     pub tool_calls: u64,
     /// Whether the gateway was abandoned (deadline or [`crate::GatewayHandle::abandon`]).
     pub abandoned: bool,
+    /// Exchanges the abandonment cut while they were in flight
+    /// ([`crate::Outcome::Abandoned`]); requests refused after it are not counted.
+    #[serde(default)]
+    pub abandoned_exchanges: u64,
     /// The fault that stopped forwarding, if any.
     pub fault: Option<GatewayFault>,
 }
@@ -79,6 +83,9 @@ impl GatewayReport {
 
     fn add(&mut self, record: &ExchangeRecord) {
         self.exchanges += 1;
+        if record.outcome == crate::Outcome::Abandoned {
+            self.abandoned_exchanges += 1;
+        }
         self.cache_creation_tokens += record.cache_creation_tokens;
         match record.class {
             RequestClass::Main => {

@@ -91,6 +91,67 @@ pub enum StoreError {
         supported: i64,
     },
 
+    /// `PRAGMA user_version` holds a version this build cannot migrate from (negative), or
+    /// the tables do not have the shape of the version it names: a migration step failed.
+    #[error(
+        "{path} says it has schema version {found} (PRAGMA user_version), but {problem}; this specgap reads versions 1 to \
+         {expected}. The file was not changed: restore it from a copy, or start a new run"
+    )]
+    SchemaMismatch {
+        /// The database file.
+        path: PathBuf,
+        /// `PRAGMA user_version` found.
+        found: i64,
+        /// This build's version.
+        expected: i64,
+        /// What does not fit, in words (with SQLite's message when a step failed).
+        problem: String,
+    },
+
+    /// `results.sqlite` is there but holds nothing (0 bytes): its results are lost, and opening
+    /// it would make an empty store of it.
+    #[error(
+        "{path} is empty (0 bytes): the run's results are lost or the file was truncated. Refusing to read it as a run \
+         without episodes (or to run every episode again into it): restore it from a copy, or start a new run elsewhere"
+    )]
+    EmptyDatabase {
+        /// The database file.
+        path: PathBuf,
+    },
+
+    /// `results.sqlite` is missing from a run whose `episodes/` directory holds episodes: its
+    /// results are lost, and creating a new database would run every episode again.
+    #[error(
+        "{path} is missing, but {episodes} holds {count} episode director{}: the run's results are lost. Refusing to \
+         start the run over into it: restore the file from a copy, or start a new run elsewhere",
+        if *count == 1 { "y" } else { "ies" }
+    )]
+    MissingDatabase {
+        /// The database file.
+        path: PathBuf,
+        /// The episodes directory.
+        episodes: PathBuf,
+        /// Episode directories found.
+        count: usize,
+    },
+
+    /// A row cannot be read as its table's row type (a value outside its column's set or of
+    /// the wrong type); names the row by its key.
+    #[error("{path}: the {table} row of {key_name} {key} cannot be read")]
+    BadRow {
+        /// The database file.
+        path: PathBuf,
+        /// The table.
+        table: &'static str,
+        /// What the key names (`episode`, `panel`, `task`).
+        key_name: &'static str,
+        /// The key's value (the episode id), or `?` when unreadable.
+        key: String,
+        /// Why it cannot be read.
+        #[source]
+        source: Box<StoreError>,
+    },
+
     /// WAL journaling could not be switched on.
     #[error("{path}: expected journal mode wal, sqlite reports `{mode}`")]
     NotWal {

@@ -46,14 +46,14 @@ impl<T> Reader<T> {
                 let mut stmt = conn.prepare_cached(&sql).at(path)?;
                 let mut rows = stmt.query([value]).at(path)?;
                 while let Some(row) = rows.next().at(path)? {
-                    out.push((self.map)(row, path)?);
+                    out.push(self.map_row(row, path)?);
                 }
             }
             None => {
                 let mut stmt = conn.prepare_cached(self.sql).at(path)?;
                 let mut rows = stmt.query([]).at(path)?;
                 while let Some(row) = rows.next().at(path)? {
-                    out.push((self.map)(row, path)?);
+                    out.push(self.map_row(row, path)?);
                 }
                 // Primary keys are unique, so an unstable sort gives SQLite's order (a table
                 // already in key order costs one linear pass).
@@ -65,6 +65,31 @@ impl<T> Reader<T> {
 }
 
 impl<T> Reader<T> {
+    /// Maps one row; a row that cannot be read is named by its key (the first column: the
+    /// episode id for every table but `panels` and `not_applicable`).
+    fn map_row(&self, row: &Row<'_>, path: &Path) -> Result<T, StoreError> {
+        (self.map)(row, path).map_err(|source| StoreError::BadRow {
+            path: path.to_path_buf(),
+            table: self.table(),
+            key_name: match self.filter_column {
+                "id" | "episode" => "episode",
+                "name" => "panel",
+                other => other,
+            },
+            key: match row.get_ref(0) {
+                Ok(ValueRef::Text(bytes)) => String::from_utf8_lossy(bytes).into_owned(),
+                Ok(ValueRef::Integer(n)) => n.to_string(),
+                _ => "?".into(),
+            },
+            source: Box::new(source),
+        })
+    }
+
+    /// The table the SELECT reads (its last word).
+    fn table(&self) -> &'static str {
+        self.sql.rsplit(' ').next().unwrap_or(self.sql)
+    }
+
     /// The rows matching `clause` (a ` WHERE ...` with `?` placeholders bound to `values`, or
     /// empty) in `order` (SQL), at most `page.0` of them after skipping `page.1`.
     ///
@@ -87,7 +112,7 @@ impl<T> Reader<T> {
         let mut rows = stmt.query(rusqlite::params_from_iter(bound.iter())).at(path)?;
         let mut out = Vec::new();
         while let Some(row) = rows.next().at(path)? {
-            out.push((self.map)(row, path)?);
+            out.push(self.map_row(row, path)?);
         }
         Ok(out)
     }

@@ -353,9 +353,53 @@ CREATE INDEX episodes_by_status ON episodes(status);
 /// Opens (creating if needed) `results.sqlite` at `path`: WAL journaling, foreign keys on,
 /// busy timeout [`BUSY_TIMEOUT_MS`], schema created or migrated to [`SCHEMA_VERSION`].
 ///
+/// A missing file is made whole under a temporary name and then renamed into place
+/// ([`create_database`]), so `results.sqlite` is never seen half made: an empty one is always
+/// a lost store, and is refused.
+///
 /// # Errors
-/// [`StoreError::Sqlite`], [`StoreError::NotWal`], [`StoreError::SchemaTooNew`].
+/// [`StoreError::Sqlite`], [`StoreError::NotWal`], [`StoreError::SchemaTooNew`],
+/// [`StoreError::SchemaMismatch`], [`StoreError::EmptyDatabase`].
 pub(crate) fn open_connection(path: &Path) -> Result<Connection, StoreError> {
+    if !refuse_empty(path)? {
+        create_database(path)?;
+    }
+    configure(path)
+}
+
+/// Whether the file at `path` exists; [`StoreError::EmptyDatabase`] when it holds 0 bytes.
+pub(crate) fn refuse_empty(path: &Path) -> Result<bool, StoreError> {
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.len() == 0 => Err(StoreError::EmptyDatabase { path: path.to_path_buf() }),
+        Ok(_) => Ok(true),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(_) => fs_err::metadata(path).map(|_| true).map_err(StoreError::from),
+    }
+}
+
+/// Makes a new database at `path`: the schema is written into `<path>.new` (left over from an
+/// interrupted creation, it is discarded first), which is closed and then renamed to `path`.
+fn create_database(path: &Path) -> Result<(), StoreError> {
+    let mut name = path.as_os_str().to_os_string();
+    name.push(".new");
+    let staging = std::path::PathBuf::from(name);
+    for suffix in ["", "-wal", "-shm"] {
+        let mut leftover = staging.as_os_str().to_os_string();
+        leftover.push(suffix);
+        match std::fs::remove_file(&leftover) {
+            Ok(()) => {}
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+            Err(_) => fs_err::remove_file(&leftover)?,
+        }
+    }
+    let conn = configure(&staging)?;
+    conn.close().map_err(|(_, source)| StoreError::Sqlite { path: staging.clone(), source })?;
+    fs_err::rename(&staging, path)?;
+    Ok(())
+}
+
+/// Opens the database at `path` with the store's settings and brings its schema up to date.
+fn configure(path: &Path) -> Result<Connection, StoreError> {
     let mut conn = Connection::open(path).at(path)?;
     conn.busy_timeout(Duration::from_millis(BUSY_TIMEOUT_MS)).at(path)?;
     let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)).at(path)?;
@@ -392,13 +436,31 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
     if found > SCHEMA_VERSION {
         return Err(StoreError::SchemaTooNew { path: path.to_path_buf(), found, supported: SCHEMA_VERSION });
     }
+    let mismatch = |problem: String| StoreError::SchemaMismatch { path: path.to_path_buf(), found, expected: SCHEMA_VERSION, problem };
+    if found < 0 {
+        return Err(mismatch("no schema version is negative".into()));
+    }
     let mut version = found;
     if version == 0 {
+        // A new database has no table; version 0 over existing tables is a damaged version.
+        let tables: i64 = tx.query_row("SELECT count(*) FROM sqlite_schema WHERE type = 'table'", [], |row| row.get(0)).at(path)?;
+        if tables > 0 {
+            return Err(mismatch(format!("it already holds {tables} tables (version 0 is a new, empty database)")));
+        }
         tx.execute_batch(SCHEMA_V1).at(path)?;
         version = 1;
     }
-    for step in &MIGRATIONS[usize::try_from(version - 1).unwrap_or(0)..] {
-        tx.execute_batch(step).at(path)?;
+    let first = usize::try_from(version - 1).unwrap_or(0);
+    for (i, step) in MIGRATIONS.iter().enumerate().skip(first) {
+        tx.execute_batch(step).map_err(|source| {
+            let (from, to) = (i + 1, i + 2);
+            // SQLite's message goes in the sentence; its error code adds nothing a reader can act on.
+            let sqlite = match &source {
+                rusqlite::Error::SqliteFailure(_, Some(message)) => message.clone(),
+                other => other.to_string(),
+            };
+            mismatch(format!("its tables do not have that version's shape: the step from version {from} to {to} fails ({sqlite})"))
+        })?;
     }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION).at(path)?;
     tx.commit().at(path)

@@ -108,6 +108,9 @@ impl Store {
         let config = config::read_config(dir)?;
         fs_err::create_dir_all(dir.join(EPISODES_DIR))?;
         let db_path = dir.join(RESULTS_DB);
+        if !schema::refuse_empty(&db_path)? {
+            refuse_lost_database(dir, &db_path)?;
+        }
         let conn = schema::open_connection(&db_path)?;
         Ok(Store::from_parts(dir, db_path, config, conn))
     }
@@ -129,6 +132,7 @@ impl Store {
         if !db_path.is_file() {
             return Err(StoreError::NotAStore { dir: dir.to_path_buf() });
         }
+        schema::refuse_empty(&db_path)?;
         let conn = schema::open_reader(&db_path)?;
         let found: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0)).at(&db_path)?;
         if found > schema::SCHEMA_VERSION {
@@ -684,4 +688,21 @@ pub(crate) fn render_value(value: ValueRef<'_>) -> String {
         ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
         ValueRef::Blob(b) => b.iter().map(|byte| format!("{byte:02x}")).collect(),
     }
+}
+
+/// Refuses to make a new `results.sqlite` for the run in `dir` when its `episodes/` directory
+/// already holds episodes: the database that recorded them is lost (a store is created with
+/// its database before any episode directory).
+fn refuse_lost_database(dir: &Path, db_path: &Path) -> Result<(), StoreError> {
+    let episodes = dir.join(EPISODES_DIR);
+    let mut count = 0;
+    for entry in fs_err::read_dir(&episodes)? {
+        if entry?.file_type()?.is_dir() {
+            count += 1;
+        }
+    }
+    if count > 0 {
+        return Err(StoreError::MissingDatabase { path: db_path.to_path_buf(), episodes, count });
+    }
+    Ok(())
 }

@@ -160,6 +160,12 @@ struct ManifestProbe {
     delivery: Option<DeliveryProbe>,
     project: Option<ProjectProbe>,
     environment: Option<EnvironmentProbe>,
+    budget: Option<BudgetProbe>,
+}
+
+#[derive(Deserialize)]
+struct BudgetProbe {
+    wall_sec: Option<Spanned<toml::Value>>,
 }
 
 #[derive(Deserialize)]
@@ -261,6 +267,12 @@ fn load_manifest(path: &Path) -> Result<(TaskManifest, ManifestSpans), LoadError
         return Err(LoadError::Invalid {
             at: locate(evaluator.and_then(|e| e.timeout_sec.as_ref())),
             message: "[evaluator].timeout_sec = 0; expected at least 1 second".into(),
+        });
+    }
+    if manifest.budget.wall_sec == Some(0) {
+        return Err(LoadError::Invalid {
+            at: locate(probe.budget.as_ref().and_then(|b| b.wall_sec.as_ref())),
+            message: "[budget].wall_sec = 0; expected at least 1 second (leave the key out for the protocol's wall clock)".into(),
         });
     }
     if let Some(project) = &manifest.project

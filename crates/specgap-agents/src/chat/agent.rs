@@ -213,6 +213,7 @@ impl Agent for ChatAgent {
                     ClientError::Exhausted { .. } => {
                         Err(AgentError::with_source("the model service kept failing after retries", false, error))
                     }
+                    ClientError::FailingAtDeadline { .. } => Err(AgentError::with_source("no reply from the model service", false, error)),
                 }
             }
         }

@@ -94,6 +94,22 @@ pub enum ClientError {
         /// the abandoned try).
         usage: Usage,
     },
+    /// The wall budget ended while the service was failing: every try of this completion failed
+    /// for infrastructure reasons (the last one or its backoff was cut by the deadline). An
+    /// infrastructure error, not the agent's end (docs/decisions.md "Failures are never the
+    /// agent's: a service failing at the wall budget").
+    #[error(
+        "the model service was still failing when the wall budget ended ({attempts} failed {}); last fault: {last}",
+        if *attempts == 1 { "try" } else { "tries" }
+    )]
+    FailingAtDeadline {
+        /// Tries that failed.
+        attempts: u32,
+        /// The last fault, lowercase.
+        last: String,
+        /// Usage spent.
+        usage: Usage,
+    },
     /// The server refused the request in a way a retry cannot change.
     #[error("model service rejected the request with http {status}: {body}")]
     Rejected {
@@ -118,6 +134,7 @@ impl ClientError {
         match self {
             ClientError::ContextOverflow { usage }
             | ClientError::Exhausted { usage, .. }
+            | ClientError::FailingAtDeadline { usage, .. }
             | ClientError::Rejected { usage, .. }
             | ClientError::Abandoned { usage } => usage.clone(),
             ClientError::Build(_) | ClientError::Runtime(_) => Usage::default(),
@@ -307,9 +324,11 @@ impl ChatClient {
         // Summed over the tries, for the completion or the error; each try is also recorded.
         let mut usage = Usage::default();
         let mut attempt = 0u32;
+        // The fault of the last failed try, while every try so far failed.
+        let mut failing: Option<String> = None;
         loop {
             if self.link.deadline.is_over() {
-                return Err(ClientError::Abandoned { usage });
+                return Err(self.abandoned(attempt, failing, usage));
             }
             let mut spent = Usage::default();
             let started = Instant::now();
@@ -330,7 +349,7 @@ impl ChatClient {
             match fault {
                 Fault::Abandoned => {
                     self.spend(&spent, &mut usage);
-                    return Err(ClientError::Abandoned { usage });
+                    return Err(self.abandoned(attempt, failing, usage));
                 }
                 Fault::ContextOverflow => {
                     self.spend(&spent, &mut usage);
@@ -348,12 +367,23 @@ impl ChatClient {
                     attempt += 1;
                     spent.retries += 1;
                     self.spend(&spent, &mut usage);
+                    failing = Some(message.clone());
                     let delay = retry_after.map_or_else(|| self.backoff(attempt), |d| d.min(MAX_RETRY_AFTER));
                     tracing::warn!("model request failed ({message}); retry {attempt} of {} in {delay:?}", self.max_retries);
                     // Cut short at the deadline; the check above then abandons the completion.
                     self.link.deadline.sleep(delay);
                 }
             }
+        }
+    }
+
+    /// The error of a completion the deadline cut after `failed` tries had failed with `last`:
+    /// [`ClientError::FailingAtDeadline`] when the wall budget ended while the service was
+    /// failing, else (nothing failed yet, or a stop was requested) [`ClientError::Abandoned`].
+    fn abandoned(&self, failed: u32, last: Option<String>, usage: Usage) -> ClientError {
+        match last {
+            Some(last) if !self.link.deadline.stop_requested() => ClientError::FailingAtDeadline { attempts: failed, last, usage },
+            _ => ClientError::Abandoned { usage },
         }
     }
 

@@ -676,14 +676,20 @@ impl CliAgent {
     }
 
     /// At the deadline: nothing the agent does counts any more.
-    fn halt_now(&mut self) {
+    /// Freezes the agent and abandons its gateway at the deadline; returns whether a model
+    /// request of it was in flight (one under way then, or one the gateway's own deadline cut
+    /// just before).
+    fn halt_now(&mut self) -> bool {
         if let Some(sandbox) = self.sandbox.as_mut() {
             sandbox.freeze();
         }
-        if let Some(gateway) = &self.gateway {
+        let in_flight = self.gateway.as_ref().is_some_and(|gateway| {
+            let under_way = gateway.in_flight() > 0;
             gateway.abandon();
-        }
+            under_way || gateway.report().abandoned_exchanges > 0
+        });
         self.link.end("the episode has ended (its time is up)");
+        in_flight
     }
 }
 
@@ -751,8 +757,7 @@ impl Agent for CliAgent {
         let deadline = self.deadline();
         loop {
             if deadline.is_over() {
-                self.halt_now();
-                return Ok(AgentReply::Abandoned);
+                return Ok(if self.halt_now() { AgentReply::Abandoned } else { AgentReply::Halted });
             }
             if let Some(fault) = self.gateway.as_ref().and_then(GatewayHandle::fault) {
                 return Err(AgentError::new(format!("the model service failed: {fault}"), false));

@@ -81,6 +81,44 @@ fn a_program_that_ignores_sigterm_and_keeps_writing_past_its_wall_budget_submits
     check_requests(&run.requests);
 }
 
+/// The detail of the only episode's `end` event.
+fn end_detail(run: &CliRun) -> String {
+    let details: Vec<&String> = run
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::End { detail, .. } => Some(detail),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(details.len(), 1);
+    details[0].clone()
+}
+
+#[test]
+fn a_wall_budget_end_while_the_agent_runs_a_command_says_no_model_request_was_in_flight() {
+    // Issue 31 item 7: every wall-budget end said a model request in flight was abandoned.
+    let mock = MockUpstream::start([bash(1, "sleep 60 # 730912", false)]).unwrap();
+    let config = command_config(&mock, false);
+    let flags = BudgetFlags { wall_sec: Some(3), ..BudgetFlags::default() };
+    let run = run_cli(example("interval-tree"), "blind", "clean", SPEC, &config, &mock, flags);
+    assert_eq!(run.detail.episode.end_reason, Some(EndReason::WallBudget));
+    assert_eq!(end_detail(&run), format!("{}; {}", specgap_engine::episode::AGENT_HALTED, specgap_engine::episode::unchanged_at_end(None)));
+    assert_eq!(run.requests.len(), 1);
+}
+
+#[test]
+fn a_wall_budget_end_during_a_model_request_says_the_request_was_abandoned() {
+    let slow = bash(2, "echo never > never.txt", false).with_delay(Duration::from_secs(60));
+    let mock = MockUpstream::start([bash(1, "echo early > early.txt", false), slow]).unwrap();
+    let config = command_config(&mock, false);
+    let flags = BudgetFlags { wall_sec: Some(3), ..BudgetFlags::default() };
+    let run = run_cli(example("interval-tree"), "blind", "clean", SPEC, &config, &mock, flags);
+    assert_eq!(run.detail.episode.end_reason, Some(EndReason::WallBudget));
+    assert_eq!(end_detail(&run), specgap_engine::episode::AGENT_ABANDONED);
+    assert!(run.diff(1).contains("early.txt"), "{}", run.diff(1));
+}
+
 #[test]
 fn an_agent_that_exits_without_submitting_has_its_changed_workspace_submitted() {
     let mock = MockUpstream::start([bash(1, "printf 'x = 1\\n' > notes.py", true), done(2, "That is all I will do.", true)]).unwrap();

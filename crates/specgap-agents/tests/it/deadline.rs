@@ -85,7 +85,15 @@ fn a_backoff_longer_than_the_time_left_ends_at_the_deadline() {
     let server = MockServer::start(|_, _| Scripted::Respond(503, vec![("Retry-After".into(), "600".into())], "busy".into()));
     let link = link_ending_in(Duration::from_secs(1), Role::Agent);
     let mut agent = agent_with(&config(&server), &link);
-    assert_eq!(agent.next_turn(&[]).unwrap(), AgentReply::Abandoned);
+    // The service was failing when the budget ended: an infrastructure error, not the agent's
+    // end (issue 31 item 5).
+    let error = agent.next_turn(&[]).unwrap_err();
+    assert!(!error.deterministic);
+    assert_eq!(
+        specgap_protocol::text::error_chain(&error),
+        "no reply from the model service: the model service was still failing when the wall budget ended (1 failed try); \
+         last fault: http 503: busy"
+    );
     assert_eq!(server.requests().len(), 1);
     let spent = link.usage.total();
     assert_eq!((spent.requests, spent.retries), (1, 1));

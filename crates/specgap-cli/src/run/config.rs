@@ -158,7 +158,32 @@ pub struct UserEntry {
 /// An unreadable file, or TOML that is not a run configuration (the message names the key).
 pub fn read(path: &Path) -> anyhow::Result<RunFile> {
     let text = fs_err::read_to_string(path).context("cannot read the run configuration")?;
-    toml::from_str(&text).with_context(|| format!("{} is not a valid run configuration (docs/run-config.md)", path.display()))
+    let file: RunFile =
+        toml::from_str(&text).with_context(|| format!("{} is not a valid run configuration (docs/run-config.md)", path.display()))?;
+    refuse_zero_counts(&file, path)?;
+    Ok(file)
+}
+
+/// Refuses the counts of `file` that must be at least 1 when it gives them as 0, naming the
+/// file, the key and the value (a 0 there never means "no cap": docs/decisions.md "Run
+/// configuration: zero budgets are refused").
+fn refuse_zero_counts(file: &RunFile, path: &Path) -> anyhow::Result<()> {
+    let counts = [
+        ("repeats", file.repeats.map(u64::from), "1 repeat"),
+        (
+            "clarification_rounds",
+            file.clarification_rounds.map(u64::from),
+            "1 round (to withdraw asking, use the hidden condition or overrides.ask = \"off\")",
+        ),
+        ("overrides.submissions", file.overrides.submissions.map(u64::from), "1 submission"),
+        ("budget.wall_sec", file.budget.wall_sec, "1 second (leave the key out for the protocol's wall clock)"),
+    ];
+    for (key, value, least) in counts {
+        if value == Some(0) {
+            bail!("{}: {key} = 0; expected at least {least}", path.display());
+        }
+    }
+    Ok(())
 }
 
 /// What resolving a file needs besides the file.

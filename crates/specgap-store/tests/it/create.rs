@@ -278,3 +278,114 @@ fn create_refuses_a_run_of_another_protocol_version() {
         )
     );
 }
+
+/// Sets `PRAGMA user_version` of the store in `dir` to `version`.
+fn set_user_version(dir: &std::path::Path, version: i64) {
+    let conn = rusqlite::Connection::open(dir.join("results.sqlite")).unwrap();
+    conn.pragma_update(None, "user_version", version).unwrap();
+}
+
+fn open_error(dir: &std::path::Path) -> String {
+    specgap_protocol::text::error_chain(&Store::open(dir).expect_err("the store is refused"))
+}
+
+#[test]
+fn a_wrong_user_version_names_the_file_and_both_versions_and_changes_nothing() {
+    // Issue 31 item 12: user_version 2 on a version-5 store gave "duplicate column name: score".
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::create(tmp.path(), &config(7, None)).unwrap();
+    run_episode(&store, 0, 1.0, 10);
+    let db = store.db_path().to_path_buf();
+    drop(store);
+    set_user_version(tmp.path(), 2);
+    assert_eq!(
+        open_error(tmp.path()),
+        format!(
+            "{} says it has schema version 2 (PRAGMA user_version), but its tables do not have that version's shape: the \
+             step from version 2 to 3 fails (duplicate column name: score); this specgap reads versions 1 to 5. The file \
+             was not changed: restore it from a copy, or start a new run",
+            db.display()
+        )
+    );
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    assert_eq!(version, 2, "the failed migration was rolled back");
+}
+
+#[test]
+fn a_negative_or_zero_user_version_over_existing_tables_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = Store::create(tmp.path(), &config(7, None)).unwrap().db_path().to_path_buf();
+    set_user_version(tmp.path(), -1);
+    assert_eq!(
+        open_error(tmp.path()),
+        format!(
+            "{} says it has schema version -1 (PRAGMA user_version), but no schema version is negative; this specgap reads \
+             versions 1 to 5. The file was not changed: restore it from a copy, or start a new run",
+            db.display()
+        )
+    );
+    set_user_version(tmp.path(), 0);
+    assert_eq!(
+        open_error(tmp.path()),
+        format!(
+            "{} says it has schema version 0 (PRAGMA user_version), but it already holds 19 tables (version 0 is a new, \
+             empty database); this specgap reads versions 1 to 5. The file was not changed: restore it from a copy, or \
+             start a new run",
+            db.display()
+        )
+    );
+    set_user_version(tmp.path(), 99);
+    assert_eq!(open_error(tmp.path()), format!("{} has schema version 99; this specgap reads versions up to 5", db.display()));
+}
+
+#[test]
+fn a_zero_byte_database_is_refused_by_open_and_open_read_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = Store::create(tmp.path(), &config(7, None)).unwrap().db_path().to_path_buf();
+    std::fs::File::create(&db).unwrap();
+    let message = format!(
+        "{} is empty (0 bytes): the run's results are lost or the file was truncated. Refusing to read it as a run without \
+         episodes (or to run every episode again into it): restore it from a copy, or start a new run elsewhere",
+        db.display()
+    );
+    assert_eq!(open_error(tmp.path()), message);
+    assert_eq!(Store::open_read_only(tmp.path()).err().map(|e| e.to_string()), Some(message));
+    assert_eq!(std::fs::metadata(&db).unwrap().len(), 0);
+}
+
+#[test]
+fn a_new_database_is_made_under_a_staging_name_and_renamed_into_place() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A staging file left by a creation that was killed is discarded.
+    std::fs::create_dir_all(tmp.path().join("run")).unwrap();
+    let dir = tmp.path().join("run");
+    let store = Store::create(&dir, &config(7, None)).unwrap();
+    drop(store);
+    std::fs::remove_file(dir.join("results.sqlite")).unwrap();
+    std::fs::write(dir.join("results.sqlite.new"), b"half made").unwrap();
+    let store = Store::open(&dir).unwrap();
+    assert_eq!(store.episodes().unwrap().len(), 0);
+    assert!(!dir.join("results.sqlite.new").exists());
+}
+
+#[test]
+fn one_bad_row_is_named_by_its_table_and_episode() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::create(tmp.path(), &config(7, None)).unwrap();
+    let good = run_episode(&store, 0, 1.0, 10);
+    let bad = run_episode(&store, 1, 0.5, 10);
+    let db = store.db_path().to_path_buf();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute("UPDATE episodes SET end_reason = 'exploded' WHERE id = ?1", [&bad]).unwrap();
+    let err = store.episodes().expect_err("the bad row is refused");
+    assert_eq!(
+        specgap_protocol::text::error_chain(&err),
+        format!(
+            "{}: the episodes row of episode {bad} cannot be read: episodes.end_reason holds `exploded`, which is not a known value",
+            db.display()
+        )
+    );
+    // Reading the other episode alone still works.
+    assert_eq!(store.episode(&good).unwrap().map(|row| row.id), Some(good));
+}

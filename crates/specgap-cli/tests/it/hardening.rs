@@ -1,0 +1,321 @@
+//! Issue 31 (Hardening II), end to end: inputs refused at configuration with the flag or file,
+//! the key and the value (item 11), store damage named by file and episode (items 11, 12), and
+//! one `error: ` line per failure (error output).
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use crate::support::*;
+
+/// A copy of the `req-basic` fixture in a fresh temporary directory.
+fn req_basic_copy() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("req-basic");
+    let status = Command::new("cp").arg("-r").arg(task_fixture("req-basic")).arg(&root).status().unwrap();
+    assert!(status.success());
+    (tmp, root)
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// `specgap run` of `scripted:gold` on req-basic under `partial` into `out` with `extra`.
+fn run_req_basic(out: &Path, extra: &[&str]) -> Output {
+    specgap()
+        .args([OsStr::new("run"), task_fixture("req-basic").as_os_str()])
+        .args(["--agent", "scripted:gold", "--condition", "partial", "--no-report"])
+        .arg("--out")
+        .arg(out)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// Asserts `output` is a refusal (status 2) whose whole stderr is `message` on one line.
+fn assert_refused(output: &Output, message: &str) {
+    assert_eq!(stderr(output), format!("error: {message}\n"));
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(output));
+}
+
+/// A run configuration file of `scripted:gold` on req-basic with `extra` TOML added.
+fn run_toml(dir: &Path, extra: &str) -> PathBuf {
+    let path = dir.join("run.toml");
+    let suite = task_fixture("req-basic");
+    let text = format!(
+        "suites = [\"{}\"]\nconditions = [\"partial\"]\n{extra}\n[[agent]]\nkind = \"scripted\"\nsolution = \"gold\"\n",
+        suite.display()
+    );
+    fs_err::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn wall_sec_0_as_a_flag_is_refused_before_anything_is_stored() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let output = run_req_basic(&out, &["--wall-sec", "0"]);
+    assert_refused(&output, "--wall-sec 0: expected at least 1 second (leave the flag out for the protocol's wall clock)");
+    assert!(!out.exists());
+}
+
+#[test]
+fn clarification_rounds_0_as_a_flag_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let output = run_req_basic(&out, &["--clarification-rounds", "0"]);
+    assert_refused(
+        &output,
+        "--clarification-rounds 0: expected at least 1 round (to withdraw asking, use --ask off or the hidden condition)",
+    );
+    assert!(!out.exists());
+}
+
+#[test]
+fn wall_sec_0_and_clarification_rounds_0_in_run_toml_are_refused_naming_the_file_and_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    for (extra, message) in [
+        ("[budget]\nwall_sec = 0\n", "budget.wall_sec = 0; expected at least 1 second (leave the key out for the protocol's wall clock)"),
+        (
+            "clarification_rounds = 0\n",
+            "clarification_rounds = 0; expected at least 1 round (to withdraw asking, use the hidden condition or overrides.ask = \"off\")",
+        ),
+        ("[overrides]\nsubmissions = 0\n", "overrides.submissions = 0; expected at least 1 submission"),
+    ] {
+        let config = run_toml(tmp.path(), extra);
+        let output = specgap().arg("run").arg("--config").arg(&config).arg("--out").arg(&out).output().unwrap();
+        assert_refused(&output, &format!("{}: {message}", config.display()));
+        assert!(!out.exists());
+    }
+}
+
+#[test]
+fn wall_sec_0_in_a_task_budget_is_refused_at_its_line() {
+    let (_tmp, package) = req_basic_copy();
+    let manifest = package.join("task.toml");
+    let text = fs_err::read_to_string(&manifest).unwrap().replace("wall_sec = 900", "wall_sec = 0");
+    fs_err::write(&manifest, text).unwrap();
+    let out = package.parent().unwrap().join("run");
+    let output = specgap()
+        .arg("run")
+        .arg(&package)
+        .args(["--agent", "scripted:gold", "--condition", "partial", "--no-report", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(
+        err.ends_with(&format!(
+            "{}:24:12: [budget].wall_sec = 0; expected at least 1 second (leave the key out for the protocol's wall clock)\n",
+            manifest.display()
+        )),
+        "{err}"
+    );
+    assert!(err.starts_with("error: ") && err.lines().count() == 1, "{err}");
+    assert!(!out.exists());
+}
+
+#[test]
+fn an_empty_instruction_fails_check_strict_and_is_refused_by_run() {
+    let (_tmp, package) = req_basic_copy();
+    fs_err::write(package.join("instruction.md"), " \n\n").unwrap();
+    let check = specgap().args(["check", "--strict", "--json"]).arg(&package).output().unwrap();
+    assert_eq!(check.status.code(), Some(1));
+    let json: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
+    let row = json["tasks"][0]["checks"].as_array().unwrap().iter().find(|r| r["check"] == "instruction-length").cloned();
+    assert_eq!(
+        row,
+        Some(
+            serde_json::json!({"check": "instruction-length", "result": "fail", "reason": "instruction.md is empty; expected 40 to 250 words"})
+        )
+    );
+    let out = package.parent().unwrap().join("run");
+    let run = specgap()
+        .arg("run")
+        .arg(&package)
+        .args(["--agent", "scripted:gold", "--condition", "partial", "--no-report", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_refused(
+        &run,
+        &format!(
+            "{}: instruction.md is empty; it is the agent's opening message (specgap check fails it too)",
+            package.join("instruction.md").display()
+        ),
+    );
+    assert!(!out.exists());
+}
+
+/// A finished run of one episode in `tmp/run` whose `results.sqlite` is then cut to 0 bytes.
+fn run_with_an_empty_database(tmp: &Path) -> (PathBuf, PathBuf) {
+    let run = tmp.join("run");
+    run_gold_on_req_basic(&run);
+    let db = run.join("results.sqlite");
+    for suffix in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(run.join(format!("results.sqlite{suffix}")));
+    }
+    fs_err::File::create(&db).unwrap();
+    (run, db)
+}
+
+fn empty_database_message(db: &Path) -> String {
+    format!(
+        "{} is empty (0 bytes): the run's results are lost or the file was truncated. Refusing to read it as a run \
+         without episodes (or to run every episode again into it): restore it from a copy, or start a new run elsewhere",
+        db.display()
+    )
+}
+
+#[test]
+fn a_zero_byte_results_sqlite_is_refused_by_show_report_and_resume() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (run, db) = run_with_an_empty_database(tmp.path());
+    let message = empty_database_message(&db);
+    let show = specgap().arg("show").arg(&run).output().unwrap();
+    assert_refused(&show, &format!("cannot open run {}: {message}", run.display()));
+    let report = specgap().arg("report").arg(&run).output().unwrap();
+    assert_eq!(report.status.code(), Some(2), "{}", stderr(&report));
+    assert!(stderr(&report).ends_with(&format!("{message}\n")), "{}", stderr(&report));
+    let resume = specgap().arg("run").arg("--resume").arg(&run).output().unwrap();
+    assert_refused(&resume, &format!("cannot resume {}: {message}", run.display()));
+    assert_eq!(fs_err::metadata(&db).unwrap().len(), 0, "the refusals left the file as it was");
+    assert_eq!(std::fs::read_dir(run.join("episodes")).unwrap().count(), 1, "no episode was run again");
+}
+
+#[test]
+fn a_missing_results_sqlite_beside_stored_episodes_is_refused_by_resume() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (run, db) = run_with_an_empty_database(tmp.path());
+    fs_err::remove_file(&db).unwrap();
+    let resume = specgap().arg("run").arg("--resume").arg(&run).output().unwrap();
+    assert_refused(
+        &resume,
+        &format!(
+            "cannot resume {}: {} is missing, but {} holds 1 episode directory: the run's results are lost. Refusing to \
+             start the run over into it: restore the file from a copy, or start a new run elsewhere",
+            run.display(),
+            db.display(),
+            run.join("episodes").display()
+        ),
+    );
+    assert!(!db.exists());
+}
+
+/// Runs `sql` on the store of `run` (closed by the time it returns).
+fn alter_store(run: &Path, sql: &str) {
+    let conn = rusqlite::Connection::open(run.join("results.sqlite")).unwrap();
+    conn.execute_batch(sql).unwrap();
+}
+
+#[test]
+fn a_store_with_a_wrong_user_version_names_the_file_and_both_versions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    run_gold_on_req_basic(&run);
+    alter_store(&run, "PRAGMA user_version = 2;");
+    let db = run.join("results.sqlite");
+    let show = specgap().arg("show").arg(&run).output().unwrap();
+    assert_refused(
+        &show,
+        &format!(
+            "cannot open run {}: {} says it has schema version 2 (PRAGMA user_version), but its tables do not have that \
+             version's shape: the step from version 2 to 3 fails (duplicate column name: score); this specgap reads \
+             versions 1 to 5. The file was not changed: restore it from a copy, or start a new run",
+            run.display(),
+            db.display()
+        ),
+    );
+}
+
+#[test]
+fn one_bad_row_is_named_by_its_episode_in_show_and_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    run_gold_on_req_basic(&run);
+    let id = episodes(&run)[0].id.clone();
+    alter_store(&run, &format!("UPDATE episodes SET end_reason = 'exploded' WHERE id = '{id}';"));
+    let db = run.join("results.sqlite");
+    let named = format!(
+        "{}: the episodes row of episode {id} cannot be read: episodes.end_reason holds `exploded`, which is not a known value",
+        db.display()
+    );
+    let show = specgap().arg("show").arg(&run).output().unwrap();
+    assert_eq!(show.status.code(), Some(2), "{}", stderr(&show));
+    assert!(stderr(&show).starts_with("error: ") && stderr(&show).ends_with(&format!("{named}\n")), "{}", stderr(&show));
+    let report = specgap().arg("report").arg(&run).output().unwrap();
+    assert_eq!(report.status.code(), Some(2), "{}", stderr(&report));
+    assert!(stderr(&report).starts_with("error: ") && stderr(&report).ends_with(&format!("{named}\n")), "{}", stderr(&report));
+}
+
+#[test]
+fn a_failing_verb_prints_one_error_line_with_each_cause_once() {
+    // A missing protocol file's I/O error was printed twice (anyhow's `{:#}` repeats every
+    // source an error's own message already quotes).
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("no-such-protocol.toml");
+    let run = specgap().arg("run").arg("--protocol").arg(&missing).arg("--dry-run").output().unwrap();
+    assert_refused(
+        &run,
+        &format!("cannot read protocol file {m}: failed to open file `{m}`: No such file or directory (os error 2)", m = missing.display()),
+    );
+    // `eval` said "error: evaluation error: ..."; the evaluator's stderr tail follows its line.
+    let (_copy, package) = req_basic_copy();
+    let manifest = package.join("task.toml");
+    let failing = "command = \"python3 -c \\\"import sys; print('boom', file=sys.stderr); sys.exit(3)\\\"\"";
+    let text = fs_err::read_to_string(&manifest).unwrap().replace("command = \"python3 evaluate.py\"", failing);
+    fs_err::write(&manifest, text).unwrap();
+    let workspace = package.join("workspace");
+    let eval = specgap().arg("eval").arg(&package).arg(&workspace).output().unwrap();
+    assert_eq!(eval.status.code(), Some(2));
+    assert_eq!(
+        stderr(&eval),
+        format!("error: cannot evaluate {}: evaluator exited with status 3\nevaluator stderr (tail):\nboom\n", workspace.display())
+    );
+}
+
+/// `specgap run` of a `chat:` agent on payment-retry against a server that answers every
+/// request with HTTP 500, under `--wall-sec wall`.
+fn run_against_a_dead_server(out: &Path, wall: &str) -> Output {
+    let server = crate::chat::mock_server::MockServer::start(|_, _| {
+        crate::chat::mock_server::Scripted::status(500, r#"{"error": {"message": "internal error"}}"#)
+    });
+    specgap()
+        .env("SPECGAP_HARDENING_KEY", "sk-hardening-test")
+        .arg("run")
+        .arg(repo().join("examples/tasks/payment-retry"))
+        .args(["--agent", "chat:mock", "--base-url", &server.url, "--api-key-env", "SPECGAP_HARDENING_KEY"])
+        .args(["--condition", "partial", "--retries", "0", "--max-retries", "1000", "--wall-sec", wall, "--no-report", "--out"])
+        .arg(out)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_dead_model_server_within_a_short_wall_budget_is_an_infrastructure_error_not_a_score() {
+    // Issue 31 item 5: with --wall-sec 5 the dead server was a finished episode, wall_budget,
+    // Score 0, counted in Score@k.
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let output = run_against_a_dead_server(&out, "5");
+    assert_eq!(output.status.code(), Some(3), "no episode finished: {}", stderr(&output));
+    let rows = episodes(&out);
+    assert_eq!(rows.len(), 1);
+    let row = &rows[0];
+    assert_eq!(
+        (row.status, row.end_reason, row.final_score),
+        (specgap_store::Status::InfraError, Some(specgap_protocol::run::EndReason::InfrastructureError), None)
+    );
+    let error = row.error.clone().unwrap_or_default();
+    assert!(
+        error.starts_with(
+            "infrastructure error: agent: no reply from the model service: the model service was still failing when the wall budget \
+             ended ("
+        ),
+        "{error}"
+    );
+    assert!(error.ends_with("failed tries); last fault: http 500: {\"error\": {\"message\": \"internal error\"}}"), "{error}");
+}
