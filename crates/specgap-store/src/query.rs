@@ -323,6 +323,24 @@ impl Store {
         Ok(out)
     }
 
+    /// How many episodes have ended (every status but `running` and `not_applicable`) and the
+    /// sum of their final attempts' wall-clock durations in milliseconds: what a progress
+    /// display estimates the time left from.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn ended_wall_ms(&self) -> Result<(u64, u64), StoreError> {
+        let conn = self.conn();
+        let (n, sum): (i64, i64) = conn
+            .query_row(
+                "SELECT COUNT(*), COALESCE(SUM(wall_ms), 0) FROM episodes WHERE status NOT IN ('running', 'not_applicable')",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .at(self.db_path())?;
+        Ok((u64::try_from(n).unwrap_or(0), u64::try_from(sum).unwrap_or(0)))
+    }
+
     /// A number that changes whenever another connection commits to `results.sqlite`
     /// (SQLite's `PRAGMA data_version`): a viewer polls it to learn that a running `specgap
     /// run` wrote something.

@@ -38,6 +38,7 @@ class LiveSource {
   base(r) { return `api/run/${r}`; }
   runs() { return getJson('api/runs'); }
   version(r) { return getJson(`${this.base(r)}/version`); }
+  progress(r) { return getJson(`${this.base(r)}/progress`); }
   facets(r) { return getJson(`${this.base(r)}/facets`); }
   episodes(r, filter, order, offset, limit) { return getJson(`${this.base(r)}/episodes${query({...filter, order, offset, limit})}`); }
   matrix(r, condition) { return getJson(`${this.base(r)}/matrix${query({condition})}`); }
@@ -116,6 +117,7 @@ class StaticSource {
   }
   runs() { return this.cached('data/runs.json'); }
   version() { return Promise.resolve({data_version: 0, live: false}); }
+  progress(r) { return this.cached(`${this.base(r)}/progress.json`); }
   facets(r) { return this.cached(`${this.base(r)}/facets.json`); }
   async episodes(r, filter, order, offset, limit) {
     const all = await this.cached(`${this.base(r)}/episodes.json`);

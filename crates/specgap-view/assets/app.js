@@ -8,7 +8,7 @@
 //   #/compare?a=R:ID&b=R:ID         two episodes side by side
 
 import {source} from './api.js';
-import {h, clear, note, route, count} from './dom.js';
+import {h, clear, note, route, count, progressText} from './dom.js';
 import {renderOverview, renderEpisodeList} from './run.js';
 import {renderEpisode} from './episode.js';
 import {renderCompare} from './compare.js';
@@ -19,6 +19,8 @@ const liveBadge = document.getElementById('live');
 
 let generation = 0;
 let poll = null;
+/** Intervals of the current view (`ctx.every`), cleared when another route renders. */
+let viewTimers = [];
 
 /** The current view's context: `alive()` turns false as soon as another route renders, so
  *  late answers of an earlier view are dropped; `onChange` registers what to do when the
@@ -26,9 +28,18 @@ let poll = null;
 function context() {
   const mine = ++generation;
   const listeners = [];
+  viewTimers.forEach(clearInterval);
+  viewTimers = [];
+  const alive = () => mine === generation;
   return {
-    alive: () => mine === generation,
+    alive,
     onChange: (fn) => listeners.push(fn),
+    // Calls `fn` every `ms` while this view is shown (live sources only: a static site's
+    // data never changes).
+    every: (ms, fn) => {
+      if (!source.live) return;
+      viewTimers.push(setInterval(() => { if (alive()) fn(); }, ms));
+    },
     listeners,
   };
 }
@@ -102,10 +113,26 @@ async function renderRuns(ctx) {
     return;
   }
   app.appendChild(h('h1', null, 'Runs'));
-  app.appendChild(h('ul', {class: 'runs'}, runs.map((r) => h('li', null,
+  let list = runList(runs);
+  app.appendChild(list);
+  // The counts follow the runs while they go on (and once more after they end).
+  ctx.every(2000, async () => {
+    try {
+      const fresh = runList(await source.runs());
+      if (!ctx.alive()) return;
+      list.replaceWith(fresh);
+      list = fresh;
+    } catch (e) {
+      // A failed poll is retried by the next one.
+    }
+  });
+}
+
+function runList(runs) {
+  return h('ul', {class: 'runs'}, runs.map((r) => h('li', null,
     h('a', {href: route(`run/${r.index}`)}, r.label),
-    ` · seed ${r.seed} · ${count(r.episodes)} episodes`,
-    r.live ? h('span', {class: 'live'}, 'live') : null))));
+    ` · seed ${r.seed} · `, h('span', {class: 'progress'}, progressText(r.progress)),
+    r.live ? h('span', {class: 'live'}, 'live') : null)));
 }
 
 window.addEventListener('hashchange', render);

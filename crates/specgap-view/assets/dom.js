@@ -72,6 +72,22 @@ export function count(x) {
   return x === null || x === undefined ? '—' : Number(x).toLocaleString('en-US');
 }
 
+/** A run's progress (`run/{r}/progress`) in words: planned, finished, running, failed
+ *  (and interrupted, not started when any), then the time left while a runner goes on
+ *  ("ETA unknown" before the first episode ends), "done" once nothing is left, or "stopped"
+ *  when episodes are left and no runner is alive. */
+export function progressText(p) {
+  if (!p) return '';
+  const parts = [`planned ${p.planned === null ? '?' : count(p.planned)}`, `finished ${count(p.finished)}`,
+    `running ${count(p.running)}`, `failed ${count(p.failed)}`];
+  if (p.interrupted) parts.push(`interrupted ${count(p.interrupted)}`);
+  if (p.not_started) parts.push(`not started ${count(p.not_started)}`);
+  if (p.state === 'done') parts.push('done');
+  else if (p.state === 'running') parts.push(p.eta_ms === null ? 'ETA unknown' : `ETA ${duration(p.eta_ms)}`);
+  else parts.push('stopped (specgap run --resume continues it)');
+  return parts.join(' · ');
+}
+
 /** US dollars with four decimals; an em dash when the run had no price table. */
 export function dollars(x, priced) {
   return priced ? `$${Number(x || 0).toFixed(4)}` : '—';

@@ -3,7 +3,7 @@
 // (filters, pages, transcript search, picking two episodes to compare).
 
 import {source, FILTER_KEYS} from './api.js';
-import {h, clear, num, pct, count, dollars, duration, scoreClass, scoreBadge, table, route, note, markPainted} from './dom.js';
+import {h, clear, num, pct, count, dollars, duration, scoreClass, scoreBadge, table, route, note, markPainted, progressText} from './dom.js';
 
 const PAGE = 100;
 
@@ -11,8 +11,10 @@ function header(run, info) {
   return h('div', {class: 'run-head'},
     h('h1', null, 'Run ', h('code', null, info.label)),
     h('p', {class: 'muted'},
-      `seed ${info.seed} · specgap ${info.specgap_version} · protocol ${info.protocol_version} · ${count(info.episodes)} episodes · `,
+      `seed ${info.seed} · specgap ${info.specgap_version} · protocol ${info.protocol_version} · `,
       `${info.tasks.length} task(s), agents ${info.agents.join(', ')}, conditions ${info.conditions.join(', ')}, starts ${info.starts.join(', ')}`),
+    h('p', {id: 'progress', class: 'progress', title: info.progress && info.progress.planned_error ? `plan unknown: ${info.progress.planned_error}` : undefined},
+      progressText(info.progress)),
     h('p', {class: 'statuses'}, Object.entries(info.statuses).map(([status, n]) =>
       h('a', {class: `status st-${status}`, href: route(`run/${run}/episodes`, {status})}, `${status} ${count(n)}`))));
 }
@@ -28,7 +30,20 @@ async function runInfo(run) {
 export async function renderOverview(app, ctx, run) {
   const info = await runInfo(run);
   if (!ctx.alive()) return;
-  app.appendChild(header(run, info));
+  let head = header(run, info);
+  app.appendChild(head);
+  // The header follows the run: polled, since a run's end changes no data the other
+  // listeners watch.
+  ctx.every(2000, async () => {
+    try {
+      const fresh = header(run, await runInfo(run));
+      if (!ctx.alive()) return;
+      head.replaceWith(fresh);
+      head = fresh;
+    } catch (e) {
+      // A failed poll is retried by the next one.
+    }
+  });
   const groups = h('section', {id: 'groups'}, h('h2', null, 'Groups (agent × condition × start)'), note('Computing the measures…'));
   const matrix = h('section', {id: 'matrix'}, h('h2', null, 'Outcomes per task and agent'));
   const usage = h('section', {id: 'usage'}, h('h2', null, 'Model usage and cost per agent and role'));

@@ -4,6 +4,7 @@
 //! ```text
 //! runs                                   the runs served
 //! run/{r}/version                        the store's data version and whether a runner is alive (polled for live updates)
+//! run/{r}/progress                       planned, finished, running, failed, interrupted episodes and the time left (polled)
 //! run/{r}/facets                         the values each filter can take, with counts
 //! run/{r}/episodes?FILTER&order&offset&limit    one page of episodes and the total
 //! run/{r}/matrix?FILTER                  task × agent outcomes
@@ -141,6 +142,7 @@ fn route(set: &Arc<RunSet>, access: Access, segments: &[&str], query: &Query) ->
             };
             match rest {
                 ["version"] => Ok(Reply::Json(version_json(run)?)),
+                ["progress"] => Ok(Reply::Json(crate::progress::progress_json(run, now_ms())?)),
                 ["facets"] => Ok(Reply::Json(facets_json(run)?)),
                 ["episodes"] => {
                     let (order, offset, limit) = match page_of(query) {
@@ -329,9 +331,15 @@ pub(crate) fn runs_json(set: &RunSet, access: Access) -> Result<Value, ViewError
             "episodes": facets.episodes,
             "statuses": facets.statuses,
             "live": specgap_store::runner_alive(&run.dir).unwrap_or(false),
+            "progress": crate::progress::progress_json(run, now_ms())?,
         }));
     }
     Ok(Value::Array(out))
+}
+
+/// Now, in milliseconds since the Unix epoch (0 on a clock before it).
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
 /// `run/{r}/version`.

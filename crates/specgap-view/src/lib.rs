@@ -12,6 +12,7 @@
 //! | [`api`] | one function per JSON endpoint, shared by the server and the static writer |
 //! | [`access`] | what is private (fenced in the live viewer, withheld from a public site) |
 //! | [`events`] | folding long strings in event pages, the text search looks in, the timeline |
+//! | [`progress`] | planned / finished / running / failed episodes and the time left |
 //! | `runs` | the runs served, each opened read-only, with trajectory indexes, the report and package text cached |
 //! | `assets` | the page, its JavaScript modules and stylesheet, embedded (`assets/`) |
 //! | [`static_site`] | `--static`: one file per API answer under `data/` |
@@ -48,6 +49,7 @@ pub mod api;
 mod assets;
 mod error;
 pub mod events;
+pub mod progress;
 mod runs;
 pub mod server;
 pub mod static_site;

@@ -71,6 +71,8 @@ pub(crate) struct RunEntry {
     /// Timeline events read so far per episode (extended as its trajectory grows).
     pub(crate) timelines: Mutex<HashMap<String, Arc<Vec<crate::events::TimelineEvent>>>>,
     packages: Mutex<HashMap<String, Option<Arc<PackageText>>>>,
+    /// The plan rebuilt from `run.toml` (progress).
+    pub(crate) plan: Mutex<Option<crate::progress::PlanCache>>,
 }
 
 /// The cached run summary (the report's groups and the other run-page tables).
@@ -111,6 +113,7 @@ impl RunEntry {
             summary: Mutex::new(SummaryState::default()),
             timelines: Mutex::new(HashMap::new()),
             packages: Mutex::new(HashMap::new()),
+            plan: Mutex::new(None),
         }
     }
 

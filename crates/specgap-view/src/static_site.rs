@@ -79,6 +79,8 @@ pub fn write_static(runs: &[PathBuf], out: &Path, options: StaticOptions) -> Res
         let base = format!("data/run-{r}");
         w.json(&format!("{base}/version.json"), &json!({"data_version": 0, "live": false}))?;
         w.json(&format!("{base}/facets.json"), &api::facets_json(run)?)?;
+        // The final counts: no runner writes to a store a site is made of, so no estimate.
+        w.json(&format!("{base}/progress.json"), &crate::progress::progress_json(run, api::now_ms())?)?;
         w.json(&format!("{base}/summary.json"), &api::summary_json_now(&set, r, access)?)?;
         let mut matrices = serde_json::Map::new();
         matrices.insert(String::new(), api::matrix_json(run, &EpisodeFilter::default())?);

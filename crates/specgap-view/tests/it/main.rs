@@ -2,5 +2,6 @@
 
 mod fixture;
 mod http;
+mod progress;
 mod server;
 mod static_site;
