@@ -95,7 +95,9 @@ async function render() {
       else if (parts[2] === 'episode' && parts[3]) await renderEpisode(app, ctx, run, parts[3], params);
       else app.appendChild(note(`No such page: ${location.hash}`, 'error'));
     } else if (parts[0] === 'compare') {
-      setNav(null);
+      // The nav of the run the first episode (or run) is of: the page is reached from it.
+      const first = /^(\d+)(:|$)/.exec(params.a || '');
+      setNav(first ? Number(first[1]) : null);
       await renderCompare(app, ctx, params);
     } else {
       app.appendChild(note(`No such page: ${location.hash}`, 'error'));

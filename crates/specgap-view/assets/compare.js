@@ -2,7 +2,7 @@
 // their keys and outcomes in one table, then each one's submissions and transcript.
 
 import {source} from './api.js';
-import {h, num, count, dollars, duration, scoreBadge, table, route, note, privateBox, isDelivery} from './dom.js';
+import {h, pct, count, dollars, duration, scoreBadge, table, route, note, privateBox, hasCustomer} from './dom.js';
 import {transcript} from './transcript.js';
 
 function parseRef(text) {
@@ -45,7 +45,7 @@ export async function renderCompare(app, ctx, params) {
     row('repeat', ea.repeat, eb.repeat), row('status', ea.status, eb.status), row('end reason', ea.end_reason || '—', eb.end_reason || '—'),
     ['final score', ea.final_score === null ? '—' : scoreBadge(ea.final_score, ea.final_success), eb.final_score === null ? '—' : scoreBadge(eb.final_score, eb.final_success)],
     row('submissions', ea.submissions, eb.submissions),
-    row('scores by submission', da.submissions.map((s) => num(s.score)).join(' → ') || '—', db.submissions.map((s) => num(s.score)).join(' → ') || '—'),
+    row('scores by submission', da.submissions.map((s) => pct(s.score)).join(' → ') || '—', db.submissions.map((s) => pct(s.score)).join(' → ') || '—'),
     row('turns', ea.turns, eb.turns), row('tool calls', ea.tool_calls, eb.tool_calls), row('events', count(da.events), count(db.events)),
     row('tokens in / out', `${count(ta.input)} / ${count(ta.output)}`, `${count(tb.input)} / ${count(tb.output)}`),
     row('cost', dollars(ta.cost, da.priced), dollars(tb.cost, db.priced)), row('wall time', duration(ea.wall_ms), duration(eb.wall_ms)),
@@ -65,7 +65,7 @@ export async function renderCompare(app, ctx, params) {
     }
     const box = h('div');
     col.append(h('h3', null, 'Transcript'), box);
-    transcript(box, ctx, {run: ref.run, id: ref.id, priced: d.priced, customer: isDelivery(d.episode.condition), total: d.events});
+    transcript(box, ctx, {run: ref.run, id: ref.id, priced: d.priced, customer: hasCustomer(d.episode), total: d.events});
     return col;
   };
   app.appendChild(h('div', {class: 'compare'}, column(a, da, 'A'), column(b, db, 'B')));

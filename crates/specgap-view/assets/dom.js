@@ -62,9 +62,11 @@ export function num(x, digits = 3) {
   return x === null || x === undefined || Number.isNaN(x) ? '—' : Number(x).toFixed(digits);
 }
 
-/** A fraction in [0, 1] as a percentage with one decimal. */
+/** A score or rate in [0, 1] as a percentage with one decimal and its sign ("66.7%"): the
+ *  viewer's one convention for scores, success rates, DSR, recall and F1, as the report's
+ *  (docs/decisions.md "Viewer: one number convention"). */
 export function pct(x) {
-  return x === null || x === undefined ? '—' : (100 * x).toFixed(1);
+  return x === null || x === undefined || Number.isNaN(x) ? '—' : `${(100 * x).toFixed(1)}%`;
 }
 
 /** A whole number with thousands separators. */
@@ -108,9 +110,9 @@ export function scoreClass(score) {
   return `s${Math.max(0, Math.min(10, Math.round(score * 10)))}`;
 }
 
-/** A score badge: its value (three decimals), coloured, with success marked. */
+/** A score badge: its value (a percentage), coloured, with success marked. */
 export function scoreBadge(score, success) {
-  return h('span', {class: `score ${scoreClass(score)}`, title: success ? 'success' : undefined}, num(score), success ? ' ✓' : '');
+  return h('span', {class: `score ${scoreClass(score)}`, title: success ? 'success' : undefined}, pct(score), success ? ' ✓' : '');
 }
 
 /** The box every private item goes in: never shown to the agent or the user model. */
@@ -184,10 +186,11 @@ export function note(text, cls = 'muted') {
   return h('p', {class: cls}, text);
 }
 
-/** Whether `condition` is a delivery condition (seed 002), whose user is a customer. */
-export function isDelivery(condition) {
-  const base = String(condition || '').split(/[+@ ]/)[0];
-  return ['hidden', 'interact', 'interact-req', 'full-info'].includes(base) || base.startsWith('oracle');
+/** Whether an episode's user is a customer: the task is a delivery case (seed 002, scored as
+ *  a delivery), whose user holds the business facts. Every other task's user is its owner
+ *  (seeds 000, 001), whatever the condition. */
+export function hasCustomer(episode) {
+  return Boolean(episode) && episode.scoring_kind === 'delivery';
 }
 
 /** The value at JSON pointer `pointer` in `value`. */

@@ -4,7 +4,7 @@
 // verdicts, the timeline, and the transcript.
 
 import {source} from './api.js';
-import {h, clear, num, count, dollars, duration, scoreBadge, table, route, note, privateBox, isDelivery, markPainted, foldable} from './dom.js';
+import {h, clear, num, pct, count, dollars, duration, scoreBadge, table, route, note, privateBox, hasCustomer, markPainted, foldable} from './dom.js';
 import {diffView} from './highlight.js';
 import {transcript} from './transcript.js';
 
@@ -90,7 +90,7 @@ function residualSection(ctx, run, d) {
   const body = [h('p', null, `The agent started from the residual state `, h('code', null, d.episode.start.replace(/^residual:/, '')), ' a predecessor left (submitted as complete while the verifier still failed).')];
   if (d.private && d.start) {
     const inner = [...verdicts(d, 0)];
-    if (d.start.score !== null && d.start.score !== undefined) inner.push(h('p', null, 'Score of the starting state: ', h('strong', null, num(d.start.score)), d.start.success ? ' — it passes the verifier, so it is not a valid residual state (seed 001 §3.1)' : ''));
+    if (d.start.score !== null && d.start.score !== undefined) inner.push(h('p', null, 'Score of the starting state: ', h('strong', null, pct(d.start.score)), d.start.success ? ' — it passes the verifier, so it is not a valid residual state (seed 001 §3.1)' : ''));
     if (d.start.reward !== null && d.start.reward !== undefined) inner.push(h('p', null, `reward on the starting state: ${d.start.reward}`));
     if (d.start.has_result) inner.push(lazyFile('show start/result.json', () => source.resultText(run, d.episode.id, 0), (t) => h('pre', {class: 'out'}, t)));
     if (d.start.has_diff) inner.push(lazyFile('show the inherited changes (start/workspace.diff)', () => source.diffText(run, d.episode.id, 0), diffView));
@@ -136,7 +136,7 @@ function questionsSection(d) {
         }))));
     }
   }
-  return h('section', {id: 'questions'}, h('h2', null, 'Questions to the customer'), ...body);
+  return h('section', {id: 'questions'}, h('h2', null, `Questions to the ${hasCustomer(d.episode) ? 'customer' : 'owner'}`), ...body);
 }
 
 /** What a panel's use is, in words. */
@@ -150,7 +150,7 @@ function voteText(b) {
   if (v && typeof v === 'object') {
     if ('covered' in v) return `${v.covered ? 'covered' : 'not covered'}${Array.isArray(v.question_indices) && v.question_indices.length ? ` by question(s) ${v.question_indices.join(', ')}` : ''}`;
     if ('asking' in v) return `${v.asking ? 'asks' : 'does not ask'}${Array.isArray(v.questions) && v.questions.length ? `: ${v.questions.join(' | ')}` : ''}`;
-    if (typeof v.score === 'number') return `score ${num(v.score)}${typeof v.valid === 'boolean' ? (v.valid ? ', valid' : ', not valid') : ''}`;
+    if (typeof v.score === 'number') return `score ${pct(v.score)}${typeof v.valid === 'boolean' ? (v.valid ? ', valid' : ', not valid') : ''}`;
   }
   return JSON.stringify(v);
 }
@@ -230,7 +230,7 @@ async function comparePicker(run, d) {
   const others = page.rows.filter((r) => r.id !== d.episode.id);
   if (!others.length) return box;
   const select = h('select', {id: 'compare-with'}, h('option', {value: ''}, 'compare with another episode of this task…'),
-    others.map((r) => h('option', {value: r.id}, `${r.agent} · ${r.condition} · ${r.start} · repeat ${r.repeat} · score ${num(r.final_score)}`)));
+    others.map((r) => h('option', {value: r.id}, `${r.agent} · ${r.condition} · ${r.start} · repeat ${r.repeat} · score ${pct(r.final_score)}`)));
   select.addEventListener('change', () => {
     if (select.value) location.hash = route('compare', {a: `${run}:${d.episode.id}`, b: `${run}:${select.value}`});
   });
@@ -263,7 +263,7 @@ export async function renderEpisode(app, ctx, run, id, params) {
   let transcriptReady;
   const firstPage = new Promise((resolve) => { transcriptReady = resolve; });
   body.append(...[timelineSection(ctx, run, id, jump, firstPage), residualSection(ctx, run, d), submissionsSection(ctx, run, d), questionsSection(d), panelsSection(d), usageSection(d), errorsSection(d)].filter(Boolean), box);
-  t = transcript(events, ctx, {run, id, priced: d.priced, customer: isDelivery(e.condition), total: d.events, at: params.at});
+  t = transcript(events, ctx, {run, id, priced: d.priced, customer: hasCustomer(e), total: d.events, at: params.at});
   await t.ready;
   markPainted('specgap:episode-events');
   transcriptReady();

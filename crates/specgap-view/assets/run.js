@@ -71,7 +71,7 @@ export async function renderOverview(app, ctx, run) {
 
 /** A mean defined over some runs (`{mean, n}`), or a dash when undefined. */
 function defined(m) {
-  return m ? `${num(m.mean, 3)} (n=${m.n})` : '—';
+  return m ? `${pct(m.mean)} (n=${m.n})` : '—';
 }
 
 function fillGroups(section, run, s) {
@@ -106,7 +106,7 @@ function fillGroups(section, run, s) {
     return row;
   });
   section.appendChild(rows.length ? table(headers, rows) : note('No episodes yet.'));
-  section.appendChild(note('Score@k and Success@k in percent (seed 000); Quality and DSR (seed 002) over the planned runs; the full report: specgap report RUN.'));
+  section.appendChild(note('Scores and rates in percent (Score@k, Success@k: seed 000; DSR, Recall, Ask-F1: seed 002); Quality is a ratio to the reference solution (1 = as good); Quality and DSR over the planned runs; the full report: specgap report RUN.'));
   // Which verdicts the seed 002 measures rest on (specgap report's defaults).
   if (anyClar || anyDelivery) {
     section.appendChild(note(`Clarification verdicts: ${s.report.judge}; delivery scores of cases with a submission schema: ${s.report.extraction ? `extraction panel ${s.report.extraction}` : 'the direct artifacts'}.`));
@@ -129,12 +129,12 @@ async function renderMatrix(section, ctx, run, info, condition) {
     const c = at.get(`${task}\u0000${agent}`);
     if (!c) return {cell: '', class: 'cell-empty'};
     const link = h('a', {href: route(`run/${run}/episodes`, {task, agent, condition})},
-      c.scored ? num(c.mean_score, 2) : '—',
+      c.scored ? pct(c.mean_score) : '—',
       h('small', null, ` ${c.successes}/${c.scored}`, c.errors ? ` · ${c.errors} err` : '', c.unfinished ? ` · ${c.unfinished} running` : ''));
     return {cell: link, class: `cell ${scoreClass(c.scored ? c.mean_score : null)}`, title: `${c.episodes} episodes, ${c.scored} scored, ${c.successes} successes`};
   })]);
   section.appendChild(tasks.length ? table(['task', ...agents], rows, 'grid matrix') : note('No episodes.'));
-  section.appendChild(note('Mean final Score (the delivery score for delivery cases) of the finished episodes; successes / scored. Each cell opens its episodes.'));
+  section.appendChild(note('Mean final Score in percent (the delivery score for delivery cases) of the finished episodes; successes / scored. Each cell opens its episodes.'));
 }
 
 function fillUsage(section, s) {

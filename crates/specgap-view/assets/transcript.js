@@ -5,7 +5,7 @@
 // kinds withheld from a public site say so.
 
 import {source, EVENT_PAGE} from './api.js';
-import {h, clear, count, dollars, duration, foldable, privateBox, atPointer, num} from './dom.js';
+import {h, clear, count, dollars, duration, foldable, privateBox, atPointer, num, pct} from './dom.js';
 
 function speakerOf(kind, customer) {
   const who = customer ? 'customer' : 'owner';
@@ -99,12 +99,12 @@ export function eventCard(ctx, item, next) {
     case 'evaluation':
       return card('ev-evaluation', `Evaluation of submission ${e.k}`,
         privateBox(`evaluation of submission ${e.k}`,
-          h('p', null, 'score ', h('strong', null, num(e.score)), ` · ${e.success ? 'success' : 'not a success'}`,
+          h('p', null, 'score ', h('strong', null, pct(e.score)), ` · ${e.success ? 'success' : 'not a success'}`,
             e.failing_requirement ? [' · highest-priority failing requirement ', h('code', null, e.failing_requirement)] : null)));
     case 'start_evaluation':
       return card('ev-evaluation', `Evaluation of the inherited state ${e.state}`,
         privateBox('evaluation of the residual starting state',
-          h('p', null, 'score ', h('strong', null, num(e.score)), ` · ${e.success ? 'passes the verifier: not a valid residual state' : 'fails the verifier, as a residual state must'}`)));
+          h('p', null, 'score ', h('strong', null, pct(e.score)), ` · ${e.success ? 'passes the verifier: not a valid residual state' : 'fails the verifier, as a residual state must'}`)));
     case 'budget':
       return card('ev-budget', 'Budget exhausted', h('p', null, `${e.which}: ${count(e.used)} of ${count(e.limit)}`));
     case 'error':

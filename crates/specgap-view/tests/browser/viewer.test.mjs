@@ -57,9 +57,13 @@ await step('the overview shows the groups, the matrix and the usage tables', asy
   await page.goto(url);
   await page.locator('ul.runs li').nth(1).waitFor();
   check((await page.locator('ul.runs li').count()) === 2, 'both runs are listed');
+  const listed = await page.locator('ul.runs li').first().innerText();
+  check(/planned \d+ · finished \d+ · running 0 · failed \d+/.test(listed) && listed.includes('done'), `the runs index shows each run's progress: ${listed}`);
   await page.locator('ul.runs li a').first().click();
   await page.waitForURL(/#\/run\/0$/);
   await page.locator('#groups table').waitFor();
+  const progress = await page.locator('#progress').innerText();
+  check(/^planned \d+ · finished \d+ · running 0 · failed \d+/.test(progress) && progress.endsWith('done') && !progress.includes('ETA'), `the header's progress: ${progress}`);
   const groups = await page.locator('#groups').innerText();
   check(groups.includes('Score@1') && groups.includes('scripted:gold') && groups.includes(facts.agent), `groups: ${groups.slice(0, 400)}`);
   check(groups.includes('delivery scores of cases with a submission schema: extraction panel panel:00000000000b'), `the verdicts behind the measures: ${groups.slice(-400)}`);
@@ -144,6 +148,8 @@ await step('the compare page shows the two episodes side by side', async () => {
   const table = await page.locator('table.compare-table').innerText();
   check(table.includes(facts.task) && table.includes('final score') && table.includes('scores by submission'), `compare table: ${table.slice(0, 300)}`);
   check((await page.locator('.compare-col').count()) === 2, 'two columns');
+  const nav = await page.locator('#nav').innerText();
+  check(nav.includes('Overview') && nav.includes('Episodes'), `the nav bar stays on the compare page: "${nav}"`);
   await page.screenshot({path: path.join(shots, 'compare.png')});
 });
 
@@ -225,6 +231,32 @@ await step('a page without the token is refused', async () => {
   const outside = await bare.goto(`${origin}/api/run/0/episode/..%2F..%2Fetc%2Fpasswd?token=${new URL(url).searchParams.get('token')}`);
   check(outside.status() === 404 && !(await bare.locator('body').innerText()).includes('root:'), 'a path outside the run is refused');
   await fresh.close();
+});
+
+/** Tables of the page wider than their container or than the window, as "what: widths". */
+async function overflowingTables(p) {
+  return p.evaluate(() => [...document.querySelectorAll('table')].flatMap((t) => {
+    const box = t.parentElement;
+    const what = `${box.id || box.className || box.tagName} table`;
+    if (t.offsetParent === null) return [];
+    if (t.scrollWidth > box.clientWidth + 1) return [`${what}: ${t.scrollWidth} px in a ${box.clientWidth} px box`];
+    if (t.getBoundingClientRect().right > window.innerWidth + 1) return [`${what}: ends at ${Math.round(t.getBoundingClientRect().right)} px of ${window.innerWidth}`];
+    return [];
+  }));
+}
+
+await step('at 1400 px no table spills out of its box or the window', async () => {
+  await page.goto(`${origin}/#/run/0`);
+  await page.locator('#groups table').waitFor();
+  await page.locator('#matrix table').waitFor();
+  check((await overflowingTables(page)).length === 0, `overview: ${await overflowingTables(page)}`);
+  check((await page.evaluate(() => document.documentElement.scrollWidth)) <= 1400, 'the overview scrolls sideways');
+  await page.goto(episodeUrl);
+  await page.locator('#submissions details[open] .private table').first().waitFor();
+  for (const details of await page.locator('#submissions details').all()) {
+    await details.evaluate((el) => { el.open = true; });
+  }
+  check((await overflowingTables(page)).length === 0, `episode: ${await overflowingTables(page)}`);
 });
 
 await step('the live pages logged no error', async () => {
