@@ -323,6 +323,35 @@ impl Store {
         Ok(out)
     }
 
+    /// Final scores of the episodes matching `filter` in `bins` equal bins over [0, 1] (a
+    /// score of 1 falls in the last), and the matching episodes without a score.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn score_histogram(&self, filter: &EpisodeFilter, bins: u32) -> Result<(Vec<u64>, u64), StoreError> {
+        let bins = bins.max(1);
+        let conn = self.conn();
+        let path = self.db_path();
+        let (clause, values) = where_clause(filter);
+        let sql = format!(
+            "SELECT CASE WHEN final_score IS NULL THEN -1 ELSE MAX(0, MIN({last}, CAST(final_score * {bins} AS INTEGER))) END AS bin, COUNT(*) FROM episodes{clause} GROUP BY bin",
+            last = bins - 1
+        );
+        let mut stmt = conn.prepare_cached(&sql).at(path)?;
+        let mut rows = stmt.query(params_from_iter(values.iter())).at(path)?;
+        let mut counts = vec![0u64; bins as usize];
+        let mut unscored = 0;
+        while let Some(r) = rows.next().at(path)? {
+            let bin: i64 = r.get(0).at(path)?;
+            let n = u64::try_from(r.get::<_, i64>(1).at(path)?).unwrap_or(0);
+            match usize::try_from(bin).ok().and_then(|b| counts.get_mut(b)) {
+                Some(slot) => *slot += n,
+                None => unscored += n,
+            }
+        }
+        Ok((counts, unscored))
+    }
+
     /// How many episodes have ended (every status but `running` and `not_applicable`) and the
     /// sum of their final attempts' wall-clock durations in milliseconds: what a progress
     /// display estimates the time left from.

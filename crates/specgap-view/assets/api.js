@@ -33,8 +33,42 @@ function query(params) {
 /** The filter keys of an episode list. */
 export const FILTER_KEYS = ['task', 'agent', 'condition', 'start', 'status', 'end_reason', 'min_score', 'max_score', 'repeat'];
 
+/** The columns of an episode list's CSV (the server's `csv::COLUMNS`). */
+export const CSV_COLUMNS = ['id', 'task', 'agent', 'user', 'condition', 'start', 'repeat', 'status', 'end_reason', 'attempts', 'submissions',
+  'final_score', 'final_success', 'turns', 'tool_calls', 'wall_ms', 'started_ts', 'error'];
+
+/** One CSV field, as the server writes it: quoted when needed, kept from being a formula. */
+function csvField(v) {
+  if (v === null || v === undefined) return '';
+  if (typeof v !== 'string') return String(v);
+  const text = /^[=+\-@]/.test(v) ? `'${v}` : v;
+  return /[,"\n\r]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
+
+/** Episode rows as CSV. */
+export function csvOf(rows) {
+  const lines = [CSV_COLUMNS.join(',')];
+  for (const row of rows) lines.push(CSV_COLUMNS.map((c) => csvField(row[c])).join(','));
+  return `${lines.join('\n')}\n`;
+}
+
+/** Final scores in ten bins over [0, 1] (1.0 in the last) and the unscored, as the server's
+ *  `run/{r}/histogram`. */
+export function histogramOf(rows) {
+  const bins = new Array(10).fill(0);
+  let unscored = 0;
+  for (const r of rows) {
+    if (r.final_score === null || r.final_score === undefined) unscored += 1;
+    else bins[Math.max(0, Math.min(9, Math.floor(r.final_score * 10)))] += 1;
+  }
+  return {bins, unscored};
+}
+
 class LiveSource {
   constructor() { this.live = true; }
+  compareRuns(a, b, selectA, selectB) { return getJson(`api/compare${query({a, b, select_a: selectA, select_b: selectB})}`); }
+  histogram(r, filter) { return getJson(`${this.base(r)}/histogram${query(filter)}`); }
+  csv(r, filter) { return getText(`${this.base(r)}/episodes.csv${query(filter)}`); }
   base(r) { return `api/run/${r}`; }
   runs() { return getJson('api/runs'); }
   version(r) { return getJson(`${this.base(r)}/version`); }
@@ -116,6 +150,20 @@ class StaticSource {
     return this.cache.get(url);
   }
   runs() { return this.cached('data/runs.json'); }
+  async compareRuns(a, b, selectA, selectB) {
+    if (selectA || selectB) throw new Error('a published site holds the comparisons of whole runs only: selections need the live viewer (specgap view) or specgap compare --a/--b');
+    const c = await this.cached(`data/compare-${a}-${b}.json`);
+    if (c.error) throw new Error(c.error);
+    return c;
+  }
+  async histogram(r, filter) {
+    const all = await this.cached(`${this.base(r)}/episodes.json`);
+    return histogramOf(all.filter((row) => matches(row, filter)));
+  }
+  async csv(r, filter) {
+    const all = await this.cached(`${this.base(r)}/episodes.json`);
+    return csvOf(ordered(all.filter((row) => matches(row, filter)), 'key'));
+  }
   version() { return Promise.resolve({data_version: 0, live: false}); }
   progress(r) { return this.cached(`${this.base(r)}/progress.json`); }
   facets(r) { return this.cached(`${this.base(r)}/facets.json`); }

@@ -6,12 +6,13 @@
 //   #/run/R/episodes?FILTER         the episode list, filters and transcript search
 //   #/run/R/episode/ID?at=N         one episode (N: an event to open at)
 //   #/compare?a=R:ID&b=R:ID         two episodes side by side
+//   #/compare-runs?a=R&b=R&select_a&select_b   run B against run A (specgap compare)
 
 import {source} from './api.js';
 import {h, clear, note, route, count, progressText} from './dom.js';
 import {renderOverview, renderEpisodeList} from './run.js';
 import {renderEpisode} from './episode.js';
-import {renderCompare} from './compare.js';
+import {renderCompare, renderCompareRuns, compareRunsForm} from './compare.js';
 
 const app = document.getElementById('app');
 const nav = document.getElementById('nav');
@@ -55,6 +56,7 @@ function setNav(run) {
   if (run === null) return;
   nav.appendChild(h('a', {href: route(`run/${run}`)}, 'Overview'));
   nav.appendChild(h('a', {href: route(`run/${run}/episodes`)}, 'Episodes'));
+  nav.appendChild(h('a', {href: route('compare-runs', {a: run})}, 'Compare runs'));
 }
 
 async function startPolling(run, ctx) {
@@ -94,6 +96,9 @@ async function render() {
       else if (parts[2] === 'episodes') await renderEpisodeList(app, ctx, run, params);
       else if (parts[2] === 'episode' && parts[3]) await renderEpisode(app, ctx, run, parts[3], params);
       else app.appendChild(note(`No such page: ${location.hash}`, 'error'));
+    } else if (parts[0] === 'compare-runs') {
+      setNav(null);
+      await renderCompareRuns(app, ctx, params);
     } else if (parts[0] === 'compare') {
       // The nav of the run the first episode (or run) is of: the page is reached from it.
       const first = /^(\d+)(:|$)/.exec(params.a || '');
@@ -117,6 +122,7 @@ async function renderRuns(ctx) {
   app.appendChild(h('h1', null, 'Runs'));
   let list = runList(runs);
   app.appendChild(list);
+  app.appendChild(compareRunsForm(runs, {}));
   // The counts follow the runs while they go on (and once more after they end).
   ctx.every(2000, async () => {
     try {

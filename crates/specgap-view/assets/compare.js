@@ -2,7 +2,7 @@
 // their keys and outcomes in one table, then each one's submissions and transcript.
 
 import {source} from './api.js';
-import {h, pct, count, dollars, duration, scoreBadge, table, route, note, privateBox, hasCustomer} from './dom.js';
+import {h, pct, num, count, dollars, duration, scoreBadge, table, route, note, privateBox, hasCustomer, sortable} from './dom.js';
 import {transcript} from './transcript.js';
 
 function parseRef(text) {
@@ -69,4 +69,86 @@ export async function renderCompare(app, ctx, params) {
     return col;
   };
   app.appendChild(h('div', {class: 'compare'}, column(a, da, 'A'), column(b, db, 'B')));
+}
+
+/** The form that picks two runs (and, live, a selection of each) to compare. */
+export function compareRunsForm(runs, params) {
+  const pick = (name, chosen) => h('select', {name},
+    runs.map((r) => h('option', {value: String(r.index), selected: String(r.index) === String(chosen)}, `${r.index}: ${r.label}`)));
+  const selection = (name) => source.live
+    ? h('label', null, `${name === 'select_a' ? 'A' : 'B'} keeps `, h('input', {name, value: params[name] || '', placeholder: 'agent=…,condition=… (empty: all)'}))
+    : null;
+  const form = h('form', {id: 'compare-runs-form', class: 'filters'},
+    h('strong', null, 'Compare two runs'), h('label', null, 'A ', pick('a', params.a ?? 0)), h('label', null, 'B ', pick('b', params.b ?? Math.min(1, runs.length - 1))),
+    selection('select_a'), selection('select_b'), h('button', {type: 'submit'}, 'compare'));
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const next = {};
+    for (const el of form.elements) if (el.name && el.value !== '') next[el.name] = el.value;
+    location.hash = route('compare-runs', next);
+  });
+  return form;
+}
+
+/** A p-value with three decimals (below 0.001 as "< 0.001"). */
+function pValue(p) {
+  if (p === null || p === undefined) return '—';
+  return p < 0.001 ? '< 0.001' : num(p, 3);
+}
+
+/** A difference of two fractions in percentage points, signed. */
+function points(x) {
+  if (x === null || x === undefined) return '—';
+  const v = 100 * x;
+  return `${v > 0 ? '+' : ''}${v.toFixed(1)} pp`;
+}
+
+/** A measure's values: Quality is a ratio to the reference, every other one a fraction. */
+function measureValue(measure, x) {
+  return measure === 'Quality' ? num(x, 3) : pct(x);
+}
+
+/** The whole-run comparison page: run B against run A, task by task (specgap compare). */
+export async function renderCompareRuns(app, ctx, params) {
+  const runs = await source.runs();
+  if (!ctx.alive()) return;
+  app.appendChild(h('h1', null, 'Compare two runs'));
+  app.appendChild(compareRunsForm(runs, params));
+  if (params.a === undefined || params.b === undefined) {
+    app.appendChild(note('Pick run A and run B.'));
+    return;
+  }
+  const out = h('div', {id: 'compare-runs'}, note('Comparing (a paired bootstrap over the tasks)…'));
+  app.appendChild(out);
+  let c;
+  try {
+    c = await source.compareRuns(params.a, params.b, params.select_a, params.select_b);
+  } catch (e) {
+    if (ctx.alive()) clear(out).appendChild(note(`No comparison: ${e.message}`, 'error'));
+    return;
+  }
+  if (!ctx.alive()) return;
+  clear(out);
+  const pair = c.comparisons[0];
+  const side = (label, s) => `${label}: ${s.dir}${s.selection ? ` (${s.selection})` : ''} · ${count(s.episodes)} scored episodes · groups ${s.groups.join(', ') || '—'}`;
+  out.append(h('p', null, side('A', pair.a)), h('p', null, side('B', pair.b)));
+  if (!pair.measures.length) {
+    out.appendChild(note('No measure is defined on a task of both runs.'));
+    return;
+  }
+  out.appendChild(sortable(table(['measure', 'tasks', 'A', 'B', 'B − A', `${Math.round(c.confidence * 100)}% interval`, 'Wilcoxon p', 'Holm p'],
+    pair.measures.map((m) => {
+      const ratio = m.measure === 'Quality';
+      const diff = ratio ? (m.difference > 0 ? '+' : '') + num(m.difference, 3) : points(m.difference);
+      const interval = m.interval ? (ratio ? `[${num(m.interval[0], 3)}, ${num(m.interval[1], 3)}]` : `[${points(m.interval[0])}, ${points(m.interval[1])}]`) : '—';
+      return [m.measure, {cell: String(m.tasks), class: 'num'}, {cell: measureValue(m.measure, m.mean_a), class: 'num'}, {cell: measureValue(m.measure, m.mean_b), class: 'num'},
+        {cell: diff, class: 'num'}, interval, {cell: pValue(m.wilcoxon_p), class: 'num'}, {cell: pValue(m.holm_p), class: 'num'}];
+    }), 'grid compare-runs-table')));
+  out.appendChild(note(`Per-task means paired by task, B − A with a paired bootstrap interval (${count(c.resamples)} resamples, seed ${c.seed}), two-sided Wilcoxon signed-rank p, Holm over the ${c.family.tests} tests (seed 002 §5.1, App. A.6); the same numbers as specgap compare.`));
+  for (const m of pair.measures) {
+    out.appendChild(h('details', {class: 'per-task'}, h('summary', null, `${m.measure} per task (${m.tasks})`),
+      sortable(table(['task', 'A', 'B', 'B − A', 'repeats A', 'repeats B'], m.per_task.map((t) => [t.task,
+        {cell: measureValue(m.measure, t.a), class: 'num'}, {cell: measureValue(m.measure, t.b), class: 'num'},
+        {cell: m.measure === 'Quality' ? num(t.b - t.a, 3) : points(t.b - t.a), class: 'num'}, String(t.repeats_a), String(t.repeats_b)])))));
+  }
 }

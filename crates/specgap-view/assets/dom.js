@@ -175,6 +175,60 @@ export function table(headers, rows, cls = 'grid') {
     })))));
 }
 
+/** The number a cell's text stands for ("66.7%", "$0.0100", "1,200", "3 (n=2)"), or null. */
+function cellNumber(text) {
+  const m = /^[$]?(-?[\d,]*\.?\d+)/.exec(text.trim());
+  return m ? Number(m[1].replace(/,/g, '')) : null;
+}
+
+/** Makes `tableEl`'s columns sortable: a click on a header sorts the rows by that column
+ *  (numbers as numbers, text as text, empty cells last), a second click reverses. The header
+ *  shows ▲ or ▼. Sorts the rows the table holds. */
+export function sortable(tableEl) {
+  const heads = [...tableEl.querySelectorAll('thead th')];
+  heads.forEach((th, column) => {
+    th.classList.add('sortable');
+    th.title = 'sort by this column';
+    th.addEventListener('click', () => {
+      const dir = th.dataset.sorted === 'asc' ? -1 : 1;
+      heads.forEach((x) => { delete x.dataset.sorted; x.classList.remove('sorted-asc', 'sorted-desc'); });
+      th.dataset.sorted = dir === 1 ? 'asc' : 'desc';
+      th.classList.add(dir === 1 ? 'sorted-asc' : 'sorted-desc');
+      const body = tableEl.querySelector('tbody');
+      const rows = [...body.rows];
+      const key = (row) => {
+        const text = row.cells[column] ? row.cells[column].textContent : '';
+        return {text, n: cellNumber(text), empty: text.trim() === '' || text.trim() === '—'};
+      };
+      rows.sort((x, y) => {
+        const a = key(x);
+        const b = key(y);
+        if (a.empty !== b.empty) return a.empty ? 1 : -1;
+        if (a.n !== null && b.n !== null && a.n !== b.n) return dir * (a.n - b.n);
+        return dir * a.text.localeCompare(b.text);
+      });
+      for (const row of rows) body.appendChild(row);
+    });
+  });
+  return tableEl;
+}
+
+/** A small histogram of final scores: `hist` {bins: ten counts over [0, 1], unscored}. Bars
+ *  are sized through the CSS object model (no inline style attribute, which the policy
+ *  forbids). */
+export function histogram(hist) {
+  const most = Math.max(1, ...hist.bins);
+  const bars = hist.bins.map((n, i) => {
+    const label = `${i * 10}–${i === 9 ? 100 : (i + 1) * 10}%`;
+    const bar = h('div', {class: `bar ${scoreClass((i + 0.5) / 10)}`, title: `${label}: ${count(n)} episode(s)`});
+    bar.style.height = `${Math.round((100 * n) / most)}%`;
+    return h('div', {class: 'hist-col'}, h('div', {class: 'hist-bar'}, bar), h('div', {class: 'hist-n'}, count(n)), h('div', {class: 'hist-label'}, label));
+  });
+  return h('figure', {class: 'histogram', id: 'score-histogram'},
+    h('div', {class: 'hist-cols'}, bars),
+    h('figcaption', {class: 'muted'}, `Final scores of the listed episodes (${count(hist.bins.reduce((a, b) => a + b, 0))} scored, ${count(hist.unscored)} without a score).`));
+}
+
 /** A route link: `#/` + path, with `params` as its query. */
 export function route(path, params) {
   const q = params ? new URLSearchParams(Object.entries(params).filter(([, v]) => v !== undefined && v !== null && v !== '')).toString() : '';

@@ -3,7 +3,7 @@
 // (filters, pages, transcript search, picking two episodes to compare).
 
 import {source, FILTER_KEYS} from './api.js';
-import {h, clear, num, pct, count, dollars, duration, scoreClass, scoreBadge, table, route, note, markPainted, progressText} from './dom.js';
+import {h, clear, num, pct, count, dollars, duration, scoreClass, scoreBadge, table, route, note, markPainted, progressText, sortable, histogram} from './dom.js';
 
 const PAGE = 100;
 
@@ -105,7 +105,7 @@ function fillGroups(section, run, s) {
     if (anyClar) row.push(defined(g.clarification && g.clarification.recall), defined(g.clarification && g.clarification.ask_f1));
     return row;
   });
-  section.appendChild(rows.length ? table(headers, rows) : note('No episodes yet.'));
+  section.appendChild(rows.length ? sortable(table(headers, rows)) : note('No episodes yet.'));
   section.appendChild(note('Scores and rates in percent (Score@k, Success@k: seed 000; DSR, Recall, Ask-F1: seed 002); Quality is a ratio to the reference solution (1 = as good); Quality and DSR over the planned runs; the full report: specgap report RUN.'));
   // Which verdicts the seed 002 measures rest on (specgap report's defaults).
   if (anyClar || anyDelivery) {
@@ -143,8 +143,8 @@ function fillUsage(section, s) {
     section.appendChild(note('No model was called (scripted and replay agents, relay user).'));
     return;
   }
-  section.appendChild(table(['agent', 'role', 'episodes', 'requests', 'retries', 'input tokens', 'cached', 'output tokens', 'reasoning', 'latency', 'cost'],
-    s.usage_by_agent.map((u) => [u.agent, u.role, count(u.episodes), count(u.requests), count(u.retries), count(u.input_tokens), count(u.cached_tokens), count(u.output_tokens), count(u.reasoning_tokens), duration(u.latency_ms), dollars(u.cost_usd, s.priced)])));
+  section.appendChild(sortable(table(['agent', 'role', 'episodes', 'requests', 'retries', 'input tokens', 'cached', 'output tokens', 'reasoning', 'latency', 'cost'],
+    s.usage_by_agent.map((u) => [u.agent, u.role, count(u.episodes), count(u.requests), count(u.retries), count(u.input_tokens), count(u.cached_tokens), count(u.output_tokens), count(u.reasoning_tokens), duration(u.latency_ms), dollars(u.cost_usd, s.priced)]))));
   if (!s.priced) section.appendChild(note('The run had no price table (--prices): costs are unknown.'));
 }
 
@@ -218,6 +218,18 @@ export async function renderEpisodeList(app, ctx, run, params) {
   const searchOut = h('div', {id: 'search-results'});
   const searchForm = h('form', {class: 'search'}, searchBox, h('button', {type: 'submit'}, 'search'));
   app.append(searchForm, searchOut);
+  const tools = h('div', {class: 'list-tools'});
+  const csvButton = h('button', {type: 'button', id: 'csv-export'}, 'download these episodes as CSV');
+  csvButton.addEventListener('click', () => downloadCsv(csvButton, run, filter));
+  const histBox = h('div', {id: 'histogram-box'});
+  tools.append(csvButton, histBox);
+  app.appendChild(tools);
+  const drawHistogram = async () => {
+    const hist = await source.histogram(run, filter);
+    if (ctx.alive()) clear(histBox).appendChild(histogram(hist));
+  };
+  drawHistogram().catch((e) => histBox.appendChild(note(`No histogram: ${e.message}`, 'error')));
+  ctx.onChange(() => drawHistogram().catch(() => {}));
   const compareBar = h('div', {class: 'compare-bar'});
   const list = h('div', {id: 'episode-list'}, note('Loading…'));
   app.append(compareBar, list);
@@ -259,7 +271,7 @@ export async function renderEpisodeList(app, ctx, run, params) {
         r.final_score === null ? '—' : scoreBadge(r.final_score, r.final_success), String(r.turns), duration(r.wall_ms)];
     });
     list.appendChild(rows.length
-      ? table(['', 'episode', 'task', 'agent', 'condition', 'start', 'repeat', 'status', 'end reason', 'subs', 'score', 'turns', 'wall'], rows, 'grid episodes')
+      ? sortable(table(['', 'episode', 'task', 'agent', 'condition', 'start', 'repeat', 'status', 'end reason', 'subs', 'score', 'turns', 'wall'], rows, 'grid episodes'))
       : note('No episode matches these filters.'));
     list.appendChild(pager.cloneNode(true));
     markPainted('specgap:episode-list');
@@ -271,6 +283,27 @@ export async function renderEpisodeList(app, ctx, run, params) {
     runSearch(searchOut, ctx, run, filter, searchBox.value);
   });
   if (params.q) runSearch(searchOut, ctx, run, filter, params.q);
+}
+
+/** Saves the filtered episodes (all pages) as `run-R-episodes.csv`. */
+async function downloadCsv(button, run, filter) {
+  button.disabled = true;
+  try {
+    const text = await source.csv(run, filter);
+    const url = URL.createObjectURL(new Blob([text], {type: 'text/csv'}));
+    // A link to the page's own blob; `h` makes links only to the viewer's routes.
+    const a = document.createElement('a');
+    a.href = url;
+    a.download = `run-${run}-episodes.csv`;
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10000);
+  } catch (e) {
+    button.after(note(`Could not export: ${e.message}`, 'error'));
+  } finally {
+    button.disabled = false;
+  }
 }
 
 /** Searches the filtered episodes' transcripts part by part, showing matches as they come. */

@@ -3,10 +3,13 @@
 //!
 //! ```text
 //! runs                                   the runs served
+//! compare?a&b&select_a&select_b          run b against run a, as `specgap compare` ([`crate::compare_runs`])
 //! run/{r}/version                        the store's data version and whether a runner is alive (polled for live updates)
 //! run/{r}/progress                       planned, finished, running, failed, interrupted episodes and the time left (polled)
 //! run/{r}/facets                         the values each filter can take, with counts
 //! run/{r}/episodes?FILTER&order&offset&limit    one page of episodes and the total
+//! run/{r}/episodes.csv?FILTER            every matching episode as CSV (the list's columns)
+//! run/{r}/histogram?FILTER               final scores of the matching episodes in ten bins, and the unscored
 //! run/{r}/matrix?FILTER                  task × agent outcomes
 //! run/{r}/summary                        the report's groups, usage, errors and not-applicable combinations
 //! run/{r}/search?q&cursor&FILTER         transcripts searched in parts: matches and the cursor to continue from
@@ -103,7 +106,8 @@ fn parameters_of(segments: &[&str]) -> Vec<&'static str> {
     let with_filter = |more: &[&'static str]| FILTER_PARAMETERS.iter().chain(more).copied().collect();
     match segments {
         ["run", _, "episodes"] => with_filter(&["order", "offset", "limit"]),
-        ["run", _, "matrix"] => with_filter(&[]),
+        ["run", _, "matrix"] | ["run", _, "histogram"] | ["run", _, "episodes.csv"] => with_filter(&[]),
+        ["compare"] => vec!["a", "b", "select_a", "select_b"],
         ["run", _, "search"] => with_filter(&["q", "cursor"]),
         ["run", _, "episode", _, "events"] => vec!["offset", "limit"],
         _ => Vec::new(),
@@ -131,6 +135,24 @@ fn route(set: &Arc<RunSet>, access: Access, segments: &[&str], query: &Query) ->
     }
     match segments {
         ["runs"] => Ok(Reply::Json(runs_json(set, access)?)),
+        ["compare"] => {
+            let run_of = |key: &str| -> Result<usize, String> {
+                let text = query.get(key).map(String::as_str).unwrap_or("");
+                text.parse::<usize>()
+                    .ok()
+                    .filter(|i| *i < set.len())
+                    .ok_or_else(|| format!("`{key}` must name a run of this viewer (0 to {}), not `{text}`", set.len() - 1))
+            };
+            let (a, b) = match (run_of("a"), run_of("b")) {
+                (Ok(a), Ok(b)) => (a, b),
+                (Err(why), _) | (_, Err(why)) => return Ok(Reply::BadRequest(why)),
+            };
+            let text = |key: &str| query.get(key).map(String::as_str).unwrap_or("");
+            match crate::compare_runs::compare_json(set, a, b, text("select_a"), text("select_b"), access) {
+                Ok(value) => Ok(Reply::Json(value)),
+                Err(why) => Ok(Reply::BadRequest(why)),
+            }
+        }
         ["run", r, rest @ ..] => {
             let Some(index) = r.parse::<usize>().ok().filter(|i| *i < set.len()) else {
                 return Ok(Reply::NotFound(format!("no run {r} in this viewer")));
@@ -152,6 +174,10 @@ fn route(set: &Arc<RunSet>, access: Access, segments: &[&str], query: &Query) ->
                     Ok(Reply::Json(episodes_json(run, &filter, order, offset, limit, access)?))
                 }
                 ["matrix"] => Ok(Reply::Json(matrix_json(run, &filter)?)),
+                ["histogram"] => Ok(Reply::Json(histogram_json(run, &filter)?)),
+                ["episodes.csv"] => {
+                    Ok(Reply::Bytes { body: crate::csv::episodes_csv(run, &filter, access)?, content_type: "text/csv; charset=utf-8" })
+                }
                 ["summary"] => Ok(Reply::Json(summary_json(set, index, access)?)),
                 ["search"] => {
                     let cursor = match number(query, "cursor") {
@@ -297,7 +323,7 @@ fn page_of(query: &Query) -> Result<(EpisodeOrder, u64, u64), String> {
 
 /// A run's label: the directory as given (live), or only its last component (public: a
 /// published site does not name the publisher's directories).
-fn run_label(run: &RunEntry, access: Access) -> String {
+pub(crate) fn run_label(run: &RunEntry, access: Access) -> String {
     if access.private {
         run.given.display().to_string()
     } else {
@@ -410,6 +436,16 @@ pub(crate) fn episodes_json(
         "limit": limit,
         "rows": page.rows.iter().map(|r| episode_row_json(r, access)).collect::<Vec<_>>(),
     }))
+}
+
+/// Bins of the score histogram (tenths of [0, 1]).
+pub const HISTOGRAM_BINS: u32 = 10;
+
+/// `run/{r}/histogram`: `bins[i]` counts final scores in [i/10, (i+1)/10) (1.0 in the last),
+/// `unscored` the matching episodes without a final score.
+pub(crate) fn histogram_json(run: &RunEntry, filter: &EpisodeFilter) -> Result<Value, ViewError> {
+    let (bins, unscored) = run.store.score_histogram(filter, HISTOGRAM_BINS)?;
+    Ok(json!({"bins": bins, "unscored": unscored}))
 }
 
 /// `run/{r}/matrix`.

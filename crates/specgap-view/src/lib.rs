@@ -12,6 +12,8 @@
 //! | [`api`] | one function per JSON endpoint, shared by the server and the static writer |
 //! | [`access`] | what is private (fenced in the live viewer, withheld from a public site) |
 //! | [`events`] | folding long strings in event pages, the text search looks in, the timeline |
+//! | `compare_runs` | one run against another, as `specgap compare` (`specgap_report::compare`) |
+//! | `csv` | a filtered episode list as CSV |
 //! | [`progress`] | planned / finished / running / failed episodes and the time left |
 //! | `runs` | the runs served, each opened read-only, with trajectory indexes, the report and package text cached |
 //! | `assets` | the page, its JavaScript modules and stylesheet, embedded (`assets/`) |
@@ -47,6 +49,8 @@
 pub mod access;
 pub mod api;
 mod assets;
+mod compare_runs;
+mod csv;
 mod error;
 pub mod events;
 pub mod progress;

@@ -97,7 +97,21 @@ pub fn write_static(runs: &[PathBuf], out: &Path, options: StaticOptions) -> Res
             episodes += 1;
         }
     }
+    write_comparisons(&mut w, &set, access)?;
     Ok(StaticSummary { index: out.join("index.html"), episodes, files: w.files })
+}
+
+/// Every run against every other (`data/compare-{a}-{b}.json`, B − A, every episode): the
+/// site cannot compute a comparison, so it holds them all; one the report refuses holds
+/// `{"error": why}`.
+fn write_comparisons(w: &mut Writer, set: &RunSet, access: Access) -> Result<(), ViewError> {
+    for a in 0..set.len() {
+        for b in (0..set.len()).filter(|b| *b != a) {
+            let value = crate::compare_runs::compare_json(set, a, b, "", "", access).unwrap_or_else(|why| json!({"error": why}));
+            w.json(&format!("data/compare-{a}-{b}.json"), &value)?;
+        }
+    }
+    Ok(())
 }
 
 /// Makes `out` ready: created when missing; an earlier site's `data/` and `assets/` removed.
