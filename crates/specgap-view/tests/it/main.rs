@@ -3,5 +3,6 @@
 mod fixture;
 mod http;
 mod progress;
+mod runs_compare;
 mod server;
 mod static_site;
