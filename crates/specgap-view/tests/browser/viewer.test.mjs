@@ -153,6 +153,42 @@ await step('the compare page shows the two episodes side by side', async () => {
   await page.screenshot({path: path.join(shots, 'compare.png')});
 });
 
+await step('the episode list sorts by a column, draws the score histogram and exports its CSV', async () => {
+  await page.goto(`${origin}/#/run/0/episodes`);
+  await page.locator('#episode-list table.episodes').waitFor();
+  const total = Number(/of (\d+)/.exec(await page.locator('#page-info').first().innerText())[1]);
+  const turns = () => page.locator('#episode-list table.episodes tbody tr td:nth-child(12)').allInnerTexts();
+  await page.click('#episode-list table.episodes th:has-text("turns")');
+  const up = (await turns()).map(Number);
+  check(up.every((x, i) => i === 0 || up[i - 1] <= x), `ascending turns: ${up}`);
+  await page.click('#episode-list table.episodes th:has-text("turns")');
+  const down = (await turns()).map(Number);
+  check(down.every((x, i) => i === 0 || down[i - 1] >= x) && down.length === up.length, `descending turns: ${down}`);
+  await page.locator('#score-histogram').waitFor();
+  const caption = await page.locator('#score-histogram figcaption').innerText();
+  const bars = await page.locator('#score-histogram .hist-n').allInnerTexts();
+  const scored = bars.map(Number).reduce((x, y) => x + y, 0);
+  check(bars.length === 10 && caption.includes(`(${scored} scored,`), `histogram: ${bars} / ${caption}`);
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#csv-export')]);
+  const csv = fs.readFileSync(await download.path(), 'utf8').trimEnd().split('\n');
+  check(csv[0].startsWith('id,task,agent,user,condition,start,repeat,status') && csv.length === total + 1, `csv: ${csv.length} lines for ${total} episodes: ${csv[0]}`);
+});
+
+await step('two runs compare as specgap compare compares them, by sortable measures', async () => {
+  await page.goto(`${origin}/#/run/0`);
+  await page.click('#nav a:has-text("Compare runs")');
+  await page.waitForURL(/#\/compare-runs\?a=0$/);
+  await page.selectOption('#compare-runs-form select[name=b]', '0');
+  await page.click('#compare-runs-form button[type=submit]');
+  await page.locator('table.compare-runs-table').waitFor({timeout: 30000});
+  const text = await page.locator('#compare-runs').innerText();
+  check(text.includes('Score@1') && text.includes('0.0 pp') && text.includes('the same numbers as specgap compare'), `comparison: ${text.slice(0, 500)}`);
+  await page.click('table.compare-runs-table th:has-text("measure")');
+  const names = await page.locator('table.compare-runs-table tbody td:first-child').allInnerTexts();
+  check(names.join() === [...names].sort((x, y) => x.localeCompare(y)).join(), `sorted measures: ${names}`);
+  check((await overflowingTables(page)).length === 0, `run comparison: ${await overflowingTables(page)}`);
+});
+
 await step('a delivery episode shows its questions and coverage judgements', async () => {
   await page.goto(`${origin}/#/run/0/episodes?agent=${encodeURIComponent(facts.delivery_agent)}&condition=interact`);
   await page.locator('#episode-list table.episodes').waitFor();
