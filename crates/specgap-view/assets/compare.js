@@ -2,7 +2,7 @@
 // their keys and outcomes in one table, then each one's submissions and transcript.
 
 import {source} from './api.js';
-import {h, pct, num, count, dollars, duration, scoreBadge, table, route, note, privateBox, hasCustomer, sortable} from './dom.js';
+import {h, clear, pct, num, count, dollars, duration, scoreBadge, table, route, note, privateBox, hasCustomer, sortable} from './dom.js';
 import {transcript} from './transcript.js';
 
 function parseRef(text) {

@@ -180,8 +180,9 @@ await step('two runs compare as specgap compare compares them, by sortable measu
   await page.waitForURL(/#\/compare-runs\?a=0$/);
   await page.selectOption('#compare-runs-form select[name=b]', '0');
   await page.click('#compare-runs-form button[type=submit]');
-  await page.locator('table.compare-runs-table').waitFor({timeout: 30000});
-  const text = await page.locator('#compare-runs').innerText();
+  await page.locator('table.compare-runs-table, #app p.error').first().waitFor({timeout: 30000})
+    .catch(async () => { throw new Error(`no comparison shown at ${page.url()}: ${(await page.locator('#app').innerText()).slice(0, 400)}`); });
+  const text = await page.locator('#app').innerText();
   check(text.includes('Score@1') && text.includes('0.0 pp') && text.includes('the same numbers as specgap compare'), `comparison: ${text.slice(0, 500)}`);
   await page.click('table.compare-runs-table th:has-text("measure")');
   const names = await page.locator('table.compare-runs-table tbody td:first-child').allInnerTexts();
