@@ -21,6 +21,7 @@
 //! (every resample, no stratification) and its sheet written, whose import gives App. G's
 //! summaries ([`crate::agreement`], "Resample summaries").
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -109,6 +110,10 @@ pub struct ResampleOptions {
     pub seed: u64,
     /// Only checkpoints of this purpose (`answer` or `feedback`).
     pub purpose: Option<String>,
+    /// Only checkpoints whose user turn carries a finding of the run's user reviews
+    /// (`specgap review-user`, issue 28): a tag name (`volunteered`, `contradiction`, ...) or
+    /// `any` (any tag).
+    pub finding: Option<String>,
     /// Where the label sheet and pages go.
     pub out: PathBuf,
 }
@@ -120,7 +125,7 @@ pub struct ResampleSummary {
     pub batch: String,
     /// Checkpoints picked.
     pub checkpoints: usize,
-    /// Checkpoints the run has (of the purpose asked).
+    /// Checkpoints the run has (of the purpose and the finding asked).
     pub available: usize,
     /// Requests sent now.
     pub sent: usize,
@@ -141,13 +146,16 @@ struct Checkpoint {
     episode: String,
     user_hash: String,
     request: RecordedRequest,
+    /// The user turn the request's reply became, numbered as `review-user` numbers them;
+    /// `None` when no turn holds the reply.
+    turn: Option<u32>,
 }
 
 /// Runs `resample` over the run in `store` (module guide).
 ///
 /// # Errors
-/// [`AuditError::Request`] for no checkpoint or a user whose configuration is not a chat
-/// model's; [`AuditError::Rebuild`] for a stored request that cannot be rebuilt;
+/// [`AuditError::Request`] for no checkpoint (of the purpose and finding asked), a finding
+/// asked of a run without a user review, or a user whose configuration is not a chat model's; [`AuditError::Rebuild`] for a stored request that cannot be rebuilt;
 /// [`AuditError::NoReplies`] when every request of the batch failed (no sheet is written);
 /// store and I/O errors. A request that fails is recorded with its error, not returned.
 pub fn resample_run(store: &Store, options: &ResampleOptions) -> Result<ResampleSummary, AuditError> {
@@ -155,6 +163,9 @@ pub fn resample_run(store: &Store, options: &ResampleOptions) -> Result<Resample
         return Err(AuditError::Request("--checkpoints and --samples must be at least 1".into()));
     }
     let mut all = checkpoints(store, options.purpose.as_deref())?;
+    if let Some(finding) = options.finding.as_deref() {
+        all = with_finding(store, all, finding)?;
+    }
     let available = all.len();
     if all.is_empty() {
         return Err(AuditError::Request(format!(
@@ -251,8 +262,70 @@ fn refuse_a_batch_without_replies(store: &Store, batch: &str) -> Result<(), Audi
     Err(AuditError::NoReplies { batch: batch.to_string(), failed: rows.len(), first_error })
 }
 
+/// The checkpoints whose user turn carries `finding` (a tag, or `any`) in the run's user
+/// reviews (`reviews/user-*.json`, every reviewer's findings together).
+///
+/// # Errors
+/// [`AuditError::Request`] when the run has no user review, or no checkpoint has the finding.
+fn with_finding(store: &Store, all: Vec<Checkpoint>, finding: &str) -> Result<Vec<Checkpoint>, AuditError> {
+    let Some(tags) = crate::unit::review_tags(store.dir()) else {
+        return Err(AuditError::Request(format!(
+            "--finding {finding}: run {} has no user review; run `specgap review-user {}` first",
+            store.dir().display(),
+            store.dir().display()
+        )));
+    };
+    let with: Vec<Checkpoint> = all
+        .into_iter()
+        .filter(|c| {
+            let turn_tags = c.turn.and_then(|turn| tags.get(&(c.episode.clone(), turn)));
+            turn_tags.is_some_and(|t| finding == "any" || t.contains(finding))
+        })
+        .collect();
+    if with.is_empty() {
+        return Err(AuditError::Request(format!(
+            "--finding {finding}: no recorded request of a model-played user in run {} is on a user turn its reviews tag {}",
+            store.dir().display(),
+            if finding == "any" { "at all".to_string() } else { format!("`{finding}`") }
+        )));
+    }
+    Ok(with)
+}
+
+/// The user turn each recorded request's reply became, by request number, numbered as
+/// `review-user` numbers turns (docs/decisions.md "review-user"): the episode's answers
+/// (`answers`, its questions rows' answers in asking order) are turns 1..=Q, then its
+/// feedback messages in order. An answer request is the first question from the last one
+/// placed on whose answer is its reply (a question answered without a request is skipped
+/// over); a feedback request is the feedback message that follows it.
+fn request_turns(events: &[&EventKind], answers: &[String]) -> BTreeMap<u32, u32> {
+    let mut turns = BTreeMap::new();
+    let (mut next_answer, mut feedback_seen) = (0usize, 0u32);
+    for event in events {
+        match event {
+            EventKind::UserRequest { request, purpose: UserMessageKind::Answer, reply, .. } => {
+                if let Some(offset) = answers[next_answer.min(answers.len())..].iter().position(|a| a == reply) {
+                    let index = next_answer + offset;
+                    turns.insert(*request, index as u32 + 1);
+                    next_answer = index + 1;
+                }
+            }
+            EventKind::UserRequest { request, purpose: UserMessageKind::Feedback, .. } => {
+                turns.insert(*request, answers.len() as u32 + feedback_seen + 1);
+            }
+            EventKind::UserMessage { kind: UserMessageKind::Feedback, .. } => feedback_seen += 1,
+            _ => {}
+        }
+    }
+    turns
+}
+
 /// Every checkpoint of the run's finished episodes, by (episode, request).
 fn checkpoints(store: &Store, purpose: Option<&str>) -> Result<Vec<Checkpoint>, AuditError> {
+    let mut answers: BTreeMap<String, Vec<(u32, String)>> = BTreeMap::new();
+    for q in store.questions().map_err(AuditError::store(store.dir()))? {
+        answers.entry(q.episode.clone()).or_default().push((q.idx, q.question.answer));
+    }
     let mut found = Vec::new();
     for episode in store.episodes().map_err(AuditError::store(store.dir()))? {
         if episode.status != Status::Finished || !episode.user.starts_with("chat:") {
@@ -260,11 +333,16 @@ fn checkpoints(store: &Store, purpose: Option<&str>) -> Result<Vec<Checkpoint>, 
         }
         let trajectory = specgap_store::read_trajectory(store.dir(), &episode.id).map_err(AuditError::store(store.dir()))?;
         let events: Vec<&EventKind> = trajectory.events.iter().map(|e| &e.kind).collect();
+        let mut asked = answers.remove(&episode.id).unwrap_or_default();
+        asked.sort_by_key(|(idx, _)| *idx);
+        let asked: Vec<String> = asked.into_iter().map(|(_, answer)| answer).collect();
+        let turns = request_turns(&events, &asked);
         for request in recorded_requests(&events) {
             if purpose.is_some_and(|p| p != request.purpose) {
                 continue;
             }
-            found.push(Checkpoint { episode: episode.id.clone(), user_hash: episode.user_hash.clone(), request });
+            let turn = turns.get(&request.request).copied();
+            found.push(Checkpoint { episode: episode.id.clone(), user_hash: episode.user_hash.clone(), request, turn });
         }
     }
     found.sort_by(|a, b| (&a.episode, a.request.request).cmp(&(&b.episode, b.request.request)));
@@ -275,6 +353,10 @@ fn checkpoints(store: &Store, purpose: Option<&str>) -> Result<Vec<Checkpoint>, 
 fn batch_id(options: &ResampleOptions, picked: &[Checkpoint]) -> String {
     let mut hasher = Sha256::new();
     let _ = write!(HashWriter(&mut hasher), "{}|{}|{}|{:?}", options.seed, options.checkpoints, options.samples, options.purpose);
+    // Only when asked, so that the batches of runs resampled before the option keep their ids.
+    if let Some(finding) = &options.finding {
+        let _ = write!(HashWriter(&mut hasher), "|finding={finding}");
+    }
     for c in picked {
         let _ = write!(HashWriter(&mut hasher), "|{}#{}", c.episode, c.request.request);
     }

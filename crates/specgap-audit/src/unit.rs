@@ -21,7 +21,7 @@
 //! `target`, for resamples `purpose` (`answer` / `feedback`), for extractions `panel` and
 //! `status` (`scored` / `unavailable`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -311,8 +311,17 @@ pub fn population(store: &Store, run_index: u32, kind: UnitKind, batch: Option<&
 /// review's findings on that turn, sorted and joined by `+`. `None` when the run has no
 /// review (reply units are then `unreviewed`); an unreadable review file is skipped.
 fn review_findings(run_dir: &std::path::Path) -> Option<BTreeMap<(String, u32), String>> {
+    let tags = review_tags(run_dir)?;
+    Some(tags.into_iter().map(|(k, v)| (k, v.into_iter().collect::<Vec<_>>().join("+"))).collect())
+}
+
+/// The tags of the run's user reviews by (episode id, user turn numbered from 1, as
+/// `specgap review-user` numbers them: the episode's questions in asking order, then its
+/// feedback messages). Turns without a finding are absent. `None` when the run has no
+/// readable review file.
+pub(crate) fn review_tags(run_dir: &std::path::Path) -> Option<BTreeMap<(String, u32), BTreeSet<String>>> {
     let entries = std::fs::read_dir(run_dir.join("reviews")).ok()?;
-    let mut tags: BTreeMap<(String, u32), std::collections::BTreeSet<String>> = BTreeMap::new();
+    let mut tags: BTreeMap<(String, u32), BTreeSet<String>> = BTreeMap::new();
     let mut any = false;
     for entry in entries.filter_map(Result::ok) {
         let name = entry.file_name().to_string_lossy().to_string();
@@ -330,7 +339,7 @@ fn review_findings(run_dir: &std::path::Path) -> Option<BTreeMap<(String, u32), 
             }
         }
     }
-    any.then(|| tags.into_iter().map(|(k, v)| (k, v.into_iter().collect::<Vec<_>>().join("+"))).collect())
+    any.then_some(tags)
 }
 
 /// One unit per task of the run's `run.toml`, with its family from the package (`unknown`

@@ -28,16 +28,33 @@ pub struct Args {
     /// Only requests for `answer` (questions) or `feedback` (observations).
     #[arg(long, value_parser = ["answer", "feedback"])]
     pub purpose: Option<String>,
+    /// Only requests on a user turn the run's user reviews (`specgap review-user`) tag: a tag
+    /// (off-profile, volunteered, contradiction, revealed, broke-character, wrong-refusal,
+    /// stopped-early) or `any`.
+    #[arg(long, value_parser = finding_names())]
+    pub finding: Option<String>,
     /// Output directory of the label sheet and pages.
     #[arg(long)]
     pub out: PathBuf,
 }
 
+/// The values of `--finding`: every review tag (specgap_report's, the one list) and `any`.
+fn finding_names() -> clap::builder::PossibleValuesParser {
+    let tags = specgap_report::simulator::Tag::ALL.map(|t| t.as_str());
+    clap::builder::PossibleValuesParser::new(tags.into_iter().chain(["any"]))
+}
+
 /// Runs `specgap resample`.
 pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
     let store = Store::open(&args.run).with_context(|| format!("cannot open run {}", args.run.display()))?;
-    let options =
-        ResampleOptions { checkpoints: args.checkpoints, samples: args.samples, seed: args.seed, purpose: args.purpose, out: args.out };
+    let options = ResampleOptions {
+        checkpoints: args.checkpoints,
+        samples: args.samples,
+        seed: args.seed,
+        purpose: args.purpose,
+        finding: args.finding,
+        out: args.out,
+    };
     let s = match resample_run(&store, &options) {
         Ok(summary) => summary,
         Err(err @ specgap_audit::AuditError::NoReplies { .. }) => {

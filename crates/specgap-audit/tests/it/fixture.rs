@@ -291,6 +291,11 @@ pub fn chat_user_run(url: &str, conversations: &[Conversation]) -> (Run, Vec<Vec
                 })
                 .unwrap();
             writer.event(EventKind::UserMessage { kind: *purpose, text: reply.to_string(), usage: None }).unwrap();
+            if *purpose == UserMessageKind::Answer {
+                // As the engine does: the answered question is a questions row.
+                let question = Question { turn: 1, text: item.to_string(), answer: reply.to_string(), matched_targets: Vec::new() };
+                writer.record_question(&question).unwrap();
+            }
             bytes.push(body.bytes.clone());
             history.push(json!({"role": "user", "content": item}).to_string());
             history.push(json!({"role": "assistant", "content": reply}).to_string());

@@ -31,7 +31,14 @@ fn resample_sends_every_stored_request_byte_for_byte_k_times_and_records_user_us
     });
     let (run, bytes) = chat_user_run(&server.url, &conversations());
     let out = tempfile::tempdir().unwrap();
-    let options = ResampleOptions { checkpoints: 2, samples: 3, seed: 5, purpose: Some("feedback".into()), out: out.path().to_path_buf() };
+    let options = ResampleOptions {
+        checkpoints: 2,
+        samples: 3,
+        seed: 5,
+        purpose: Some("feedback".into()),
+        finding: None,
+        out: out.path().to_path_buf(),
+    };
     let summary = resample_run(&run.store, &options).unwrap();
     assert_eq!((summary.available, summary.checkpoints, summary.sent, summary.failed, summary.already), (2, 2, 6, 0, 0));
     let requests = server.requests();
@@ -102,7 +109,7 @@ fn an_altered_trajectory_message_is_refused_before_anything_is_sent() {
     }
     std::fs::write(&path, encoded).unwrap();
     let out = tempfile::tempdir().unwrap();
-    let options = ResampleOptions { checkpoints: 5, samples: 2, seed: 1, purpose: None, out: out.path().to_path_buf() };
+    let options = ResampleOptions { checkpoints: 5, samples: 2, seed: 1, purpose: None, finding: None, out: out.path().to_path_buf() };
     let error = resample_run(&run.store, &options).unwrap_err();
     assert_eq!(error.to_string(), format!("episode {}, user request 0", run.ids[0]));
     assert!(std::error::Error::source(&error).unwrap().to_string().ends_with("does not hash to its id; the trajectory was altered"));
@@ -117,7 +124,8 @@ fn a_batch_whose_every_request_failed_writes_no_sheet_and_says_so() {
     let (run, _) = chat_user_run(&server.url, &conversations());
     let out = tempfile::tempdir().unwrap();
     let sheet_dir = out.path().join("sheet");
-    let options = ResampleOptions { checkpoints: 2, samples: 2, seed: 5, purpose: Some("feedback".into()), out: sheet_dir.clone() };
+    let options =
+        ResampleOptions { checkpoints: 2, samples: 2, seed: 5, purpose: Some("feedback".into()), finding: None, out: sheet_dir.clone() };
     let error = resample_run(&run.store, &options).unwrap_err();
     let text = error.to_string();
     let batch = run.store.resamples().unwrap()[0].batch.clone();
@@ -134,4 +142,78 @@ fn a_batch_whose_every_request_failed_writes_no_sheet_and_says_so() {
     assert!(!sheet_dir.exists(), "no sheet directory is made");
     assert_eq!(server.requests().len(), 4);
     assert!(run.store.resamples().unwrap().iter().all(|r| r.reply.is_none() && r.error.is_some()));
+}
+
+/// Two episodes whose user turns interleave answers and feedback: `review-user` numbers the
+/// answers first (turns 1..=Q), then the feedback messages.
+fn interleaved() -> Vec<Conversation> {
+    vec![
+        Conversation {
+            repeat: 0,
+            turns: vec![
+                (Answer, "The engineer asks: which ledger?", "The drift ledger."),
+                (Feedback, "What happened: two rows for one drift.", "Keep one row per drift."),
+                (Answer, "The engineer asks: which region?", "Only eu-west."),
+            ],
+        },
+        Conversation {
+            repeat: 1,
+            turns: vec![
+                (Feedback, "What happened: a new row.", "The night scan shows a new row."),
+                (Answer, "The engineer asks: keep it?", "Yes, keep it."),
+            ],
+        },
+    ]
+}
+
+#[test]
+fn resample_with_a_finding_picks_the_requests_on_turns_the_user_review_tagged() {
+    let server = MockServer::start(move |_, n| (200, completion(&format!("resample {n}"))));
+    let (run, bytes) = chat_user_run(&server.url, &interleaved());
+    let out = tempfile::tempdir().unwrap();
+    let options = |finding: &str| ResampleOptions {
+        checkpoints: 10,
+        samples: 1,
+        seed: 2,
+        purpose: None,
+        finding: Some(finding.into()),
+        out: out.path().join(finding),
+    };
+    let err = resample_run(&run.store, &options("any")).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        format!("--finding any: run {} has no user review; run `specgap review-user {}` first", run.run.display(), run.run.display())
+    );
+    // Episode 0: turn 1 = "The drift ledger." (request 0), turn 2 = "Only eu-west." (request
+    // 2), turn 3 = the feedback (request 1). Episode 1: turn 1 = "Yes, keep it." (request 1),
+    // turn 2 = the feedback (request 0).
+    let review = serde_json::json!({"episodes": [
+        {"episode": run.ids[0], "findings": [{"turn": 3, "tag": "volunteered"}, {"turn": 2, "tag": "contradiction"}]},
+        {"episode": run.ids[1], "findings": [{"turn": 2, "tag": "volunteered"}]},
+    ]});
+    std::fs::create_dir_all(run.run.join("reviews")).unwrap();
+    std::fs::write(run.run.join("reviews/user-rules.json"), review.to_string()).unwrap();
+
+    let volunteered = resample_run(&run.store, &options("volunteered")).unwrap();
+    assert_eq!((volunteered.available, volunteered.checkpoints, volunteered.sent), (2, 2, 2));
+    let mut want: Vec<(&String, &Vec<u8>)> = vec![(&run.ids[0], &bytes[0][1]), (&run.ids[1], &bytes[1][0])];
+    want.sort();
+    let sent: Vec<Vec<u8>> = server.requests().into_iter().map(|r| r.body).collect();
+    assert_eq!(sent, want.iter().map(|(_, b)| (*b).clone()).collect::<Vec<_>>());
+
+    let contradiction = resample_run(&run.store, &options("contradiction")).unwrap();
+    assert_eq!((contradiction.available, contradiction.sent), (1, 1));
+    assert_eq!(server.requests()[2].body, bytes[0][2], "the answer on turn 2 is request 2, asked after the feedback");
+    let any = resample_run(&run.store, &options("any")).unwrap();
+    assert_eq!((any.available, any.sent, any.already), (3, 3, 0), "a batch of its own: its id names the finding");
+    assert_ne!(any.batch, volunteered.batch);
+
+    let err = resample_run(&run.store, &options("revealed")).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        format!(
+            "--finding revealed: no recorded request of a model-played user in run {} is on a user turn its reviews tag `revealed`",
+            run.run.display()
+        )
+    );
 }

@@ -85,6 +85,17 @@ fn resample_resends_the_owner_requests_of_a_chat_run_byte_for_byte_and_audits_ro
         stderr.contains(&format!("{n} of {n} checkpoints, {} requests sent (0 failed)", 2 * recorded.len(), n = recorded.len())),
         "{stderr}"
     );
+    // Picking by a review finding needs a user review of the run first.
+    let unreviewed = specgap()
+        .args(["resample", run.to_str().unwrap(), "--seed", "7", "--finding", "any", "--out", tmp.path().join("x").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(unreviewed.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&unreviewed.stderr).contains(&format!("--finding any: run {} has no user review", run.display())),
+        "{}",
+        String::from_utf8_lossy(&unreviewed.stderr)
+    );
     let resent: Vec<String> = server.requests()[before..].iter().map(|r| r.raw_body.clone()).collect();
     assert_eq!(resent.len(), 2 * recorded.len());
     // Checkpoints go in (episode, request) order; one episode here, so in recording order.
