@@ -163,6 +163,31 @@ fn facets_matrix_and_usage_by_agent_aggregate_in_sql() {
 }
 
 #[test]
+fn score_histogram_and_ended_durations_aggregate_in_sql() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::create(tmp.path(), &config(7, None)).unwrap();
+    sample(&store);
+    // Scores 1.0, 1.0, 0.2, 0.4 and one infrastructure error without a score.
+    assert_eq!(store.score_histogram(&EpisodeFilter::default(), 10).unwrap(), (vec![0, 0, 1, 0, 1, 0, 0, 0, 0, 2], 1));
+    let gold = EpisodeFilter { agent: Some("scripted:gold".into()), ..EpisodeFilter::default() };
+    assert_eq!(store.score_histogram(&gold, 2).unwrap(), (vec![0, 2], 1));
+    // Every sample episode ended after 5 ms; a running one does not count.
+    let key = EpisodeKey {
+        task: "t/c".into(),
+        task_hash: "h".into(),
+        agent: "scripted:gold".into(),
+        agent_hash: "g".into(),
+        user_hash: "u".into(),
+        condition: "partial".into(),
+        start: "clean".into(),
+        repeat: 0,
+        seed: 7,
+    };
+    let _running = store.begin_episode(&key, &meta()).unwrap();
+    assert_eq!(store.ended_wall_ms().unwrap(), (5, 25));
+}
+
+#[test]
 fn open_read_only_writes_nothing_and_sees_other_writers_commits() {
     let tmp = tempfile::tempdir().unwrap();
     let writer = Store::create(tmp.path(), &config(7, None)).unwrap();
