@@ -75,7 +75,32 @@ await step('the overview shows the groups, the matrix and the usage tables', asy
   await page.screenshot({path: path.join(shots, 'overview.png')});
 });
 
+await step('the overview header and the runs index follow a run while it goes on', async () => {
+  await page.goto(`${origin}/#/run/0`);
+  const before = await page.locator('#progress').innerText();
+  const real = await (await page.request.get(`${origin}/api/runs`)).json();
+  // The run "goes on": later polls answer with more episodes planned, two running and an
+  // estimate, as a runner writing to the store would make them.
+  const going = JSON.parse(JSON.stringify(real));
+  going[0].progress = {...going[0].progress, planned: going[0].progress.planned + 5, running: 2, not_started: 3, state: 'running', live: true, eta_ms: 90000};
+  await page.route('**/api/runs', (r) => r.fulfill({json: going}));
+  try {
+    await page.locator('#progress', {hasText: 'ETA 90.0 s'}).waitFor({timeout: 10000});
+    const now = await page.locator('#progress').innerText();
+    check(now.includes('running 2') && now.includes('not started 3') && now !== before, `header: ${before} → ${now}`);
+    await page.goto(`${origin}/#/`);
+    await page.locator('ul.runs li:first-child .progress', {hasText: 'ETA 90.0 s'}).waitFor({timeout: 10000});
+    // The run ends: the next polls say so, and the estimate goes.
+    await page.route('**/api/runs', (r) => r.fulfill({json: real}));
+    await page.locator('ul.runs li:first-child .progress', {hasText: 'done'}).waitFor({timeout: 10000});
+    check(!(await page.locator('ul.runs li .progress').first().innerText()).includes('ETA'), 'no estimate once done');
+  } finally {
+    await page.unroute('**/api/runs');
+  }
+});
+
 await step('the episode list filters to one agent', async () => {
+  await page.goto(`${origin}/#/run/0`);
   await page.click('#nav a:has-text("Episodes")');
   await page.locator('#episode-list table').waitFor();
   await page.selectOption('select[name=agent]', facts.agent);
