@@ -152,6 +152,11 @@ class StaticSource {
   runs() { return this.cached('data/runs.json'); }
   async compareRuns(a, b, selectA, selectB) {
     if (selectA || selectB) throw new Error('a published site holds the comparisons of whole runs only: selections need the live viewer (specgap view) or specgap compare --a/--b');
+    const runs = await this.runs();
+    const known = (x) => Number.isInteger(Number(x)) && Number(x) >= 0 && Number(x) < runs.length;
+    if (!known(a) || !known(b) || Number(a) === Number(b)) {
+      throw new Error(`this site holds the comparisons of each two of its ${runs.length} run(s): pick two different runs`);
+    }
     const c = await this.cached(`data/compare-${a}-${b}.json`);
     if (c.error) throw new Error(c.error);
     return c;

@@ -349,6 +349,14 @@ await step('the static site shows the same pages without private parts', async (
   await s.locator('#episode-list table.episodes').waitFor();
   const agents = await s.locator('#episode-list table.episodes tbody tr td:nth-child(4)').allInnerTexts();
   check(agents.length > 0 && agents.every((a) => a === facts.agent), `static filter: ${agents}`);
+  // The histogram and the CSV are made in the page from the published list, filtered.
+  await s.locator('#score-histogram').waitFor();
+  const staticBars = (await s.locator('#score-histogram .hist-n').allInnerTexts()).map(Number);
+  const staticCaption = await s.locator('#score-histogram figcaption').innerText();
+  check(staticCaption.includes(`(${staticBars.reduce((x, y) => x + y, 0)} scored,`), `static histogram: ${staticCaption}`);
+  const [staticDownload] = await Promise.all([s.waitForEvent('download'), s.click('#csv-export')]);
+  const staticCsv = fs.readFileSync(await staticDownload.path(), 'utf8').trimEnd().split('\n');
+  check(staticCsv.length === agents.length + 1 && staticCsv.slice(1).every((line) => line.split(',')[2] === facts.agent), `static csv: ${staticCsv.slice(0, 3)}`);
   await s.locator('#episode-list table.episodes tbody tr', {hasText: facts.task}).filter({hasText: 'partial'}).first().locator('td:nth-child(2) a').click();
   await s.locator('#transcript article.ev').first().waitFor();
   await s.locator('#transcript article.ev-withheld').first().waitFor();
@@ -359,8 +367,14 @@ await step('the static site shows the same pages without private parts', async (
   check((await published.locator('#panels').count()) === 0 && (await published.locator('.private').count()) === 0, 'no panel ballots on a public site');
   await published.close();
   check((await s.locator('#transcript').innerText()).includes('Withheld from this published site'), 'evaluations are marked withheld');
-  check(s.errors.length === 0, `errors: ${s.errors}`);
   await s.screenshot({path: path.join(shots, 'static-episode.png')});
+  // The run comparison is published for every pair of runs; selections are the live viewer's.
+  await s.goto(`${staticOrigin}/index.html#/compare-runs?a=0&b=1`);
+  await s.locator('table.compare-runs-table, #app p.error, #compare-runs p.muted').first().waitFor({timeout: 10000});
+  check((await s.locator('#compare-runs-form input').count()) === 0, 'no selection inputs on a published site');
+  const refused = await s.locator('#app').innerText();
+  check(refused.includes('this site holds the comparisons of each two of its 1 run(s)'), `a site of one run: ${refused.slice(0, 300)}`);
+  check(s.errors.length === 0, `errors: ${s.errors}`);
 });
 
 server.close();
