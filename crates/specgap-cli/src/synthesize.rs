@@ -7,7 +7,7 @@ use anyhow::Context;
 use specgap_synth::handoff::BriefLimits;
 use specgap_synth::pipeline::{Config, Limits, Roles, synthesize};
 use specgap_synth::prompts::Prompts;
-use specgap_synth::role::role_from_spec;
+use specgap_synth::role::{ChatEndpoint, RoleName, role_from_spec_with};
 use specgap_task::SandboxJudge;
 
 const AFTER_HELP: &str = "\
@@ -18,8 +18,9 @@ implementation from instruction.full.md and the workspace alone, run through the
 reason back to the Planner. Every hand-off, check and verdict goes to
 <out>/journal.json; the accepted package is copied to <out>/package.
 
-Roles are `scripted:<file>` for now (docs/synthesize.md describes the script and hand-off
-formats); other agent kinds are refused by name.
+Roles are `scripted:<file>` or `chat:<model>` (docs/synthesize.md describes the script and
+hand-off formats); every chat role uses the one endpoint of --base-url / --api-key-env /
+--model-arg. Other agent kinds are refused by name.
 
 Exit status: 0 when the package is ready, 1 when the pipeline stopped (a limit reached, a
 hand-off still malformed, a role unable to answer), 2 for unusable arguments.
@@ -72,6 +73,22 @@ pub struct Args {
     /// Fewest requirements the partial instruction must withhold.
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub min_withheld: u16,
+    /// Base URL of the OpenAI-compatible endpoint every `chat:<model>` role talks to, up to
+    /// /v1. Default: http://127.0.0.1:8000/v1.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Environment variable holding that endpoint's API key (unset: no Authorization header).
+    /// Default: OPENAI_API_KEY.
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
+    /// A request field for every chat role's model, key=value (value parsed as JSON when it
+    /// parses), e.g. temperature=0. Repeatable.
+    #[arg(long = "model-arg", value_name = "KEY=VALUE")]
+    pub model_args: Vec<String>,
+    /// Prompt + completion tokens all roles together may spend; the synthesis stops after
+    /// the answer that goes over. Default: no cap.
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u64>,
     /// Directory of replacement prompts (planner.md, builder.md, auditor.md, calibrator.md).
     #[arg(long, value_name = "DIR")]
     pub prompts: Option<PathBuf>,
@@ -90,18 +107,21 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
         Some(dir) => Prompts::with_dir(dir)?,
         None => Prompts::default(),
     };
+    let endpoint = chat_endpoint(&args)?;
+    let role = |spec: &str, name: RoleName| role_from_spec_with(spec, name, &endpoint);
     let mut roles = Roles {
-        planner: role_from_spec(&args.planner).context("--planner")?,
-        builder: role_from_spec(&args.builder).context("--builder")?,
-        auditor: role_from_spec(&args.auditor).context("--auditor")?,
-        calibrator: role_from_spec(&args.calibrator).context("--calibrator")?,
-        implementer: args.implementer.as_deref().map(role_from_spec).transpose().context("--implementer")?,
+        planner: role(&args.planner, RoleName::Planner).context("--planner")?,
+        builder: role(&args.builder, RoleName::Builder).context("--builder")?,
+        auditor: role(&args.auditor, RoleName::Auditor).context("--auditor")?,
+        calibrator: role(&args.calibrator, RoleName::Calibrator).context("--calibrator")?,
+        implementer: args.implementer.as_deref().map(|spec| role(spec, RoleName::Implementer)).transpose().context("--implementer")?,
     };
     let limits = Limits {
         max_iterations: args.max_iterations.into(),
         max_redesigns: args.max_redesigns.into(),
         max_retries: args.max_retries.into(),
         brief: BriefLimits { requirements: args.requirements.into(), min_withheld: args.min_withheld.into() },
+        max_tokens: args.max_tokens,
     };
     let config = Config { source: args.source, out: args.out, limits, prompts, resume: args.resume };
     let judge = SandboxJudge::new(!args.no_sandbox).context("preparing the evaluator sandbox")?;
@@ -121,4 +141,22 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(1))
         }
     }
+}
+
+/// The endpoint of the `chat:` roles from the flags, its base URL checked up front.
+fn chat_endpoint(args: &Args) -> anyhow::Result<ChatEndpoint> {
+    let mut endpoint = ChatEndpoint::default();
+    if let Some(url) = &args.base_url {
+        specgap_agents::chat::client::check_base_url(url).map_err(anyhow::Error::msg).context("--base-url")?;
+        endpoint.base_url.clone_from(url);
+    }
+    if let Some(var) = &args.api_key_env {
+        specgap_agents::chat::client::warn_unset_api_key(var, "--api-key-env");
+        endpoint.api_key_env.clone_from(var);
+    }
+    for item in &args.model_args {
+        let (key, value) = specgap_agents::chat::parse_model_arg(item).context("--model-arg")?;
+        endpoint.model_args.insert(key, value);
+    }
+    Ok(endpoint)
 }

@@ -10,6 +10,9 @@
 //!   parsed and validated by [`handoff::parse`] into errors that name the field.
 //! * [`role`] — the [`role::Role`] seam and the offline [`role::ScriptedRole`]
 //!   (`scripted:<file>`); [`role::role_from_spec`] names what cannot play a role yet.
+//! * [`chat`] — `chat:<model>` roles: a conversation per hand-off with the chat agent's client,
+//!   shown exactly what the paper gives that role; writing roles send their files in the
+//!   hand-off.
 //! * [`acceptance`] — the checks specgap itself runs between Builder and Auditor:
 //!   `check --strict` plus the `brief:*` rows.
 //! * [`pipeline`] — [`pipeline::synthesize`]: the stages, the fix and redesign loops, the
@@ -17,7 +20,7 @@
 //! * [`journal`] — `<out>/journal.json`, every hand-off, check and verdict.
 //! * [`prompts`] — the role prompts (replaceable files).
 //!
-//! What this slice does not do yet (calibration rollouts, `cli:`/`chat:` roles, human review)
+//! What this slice does not do yet (calibration rollouts, `cli:` roles, human review)
 //! is listed in `docs/synthesize.md`.
 //!
 //! ```no_run
@@ -45,6 +48,7 @@
 #![deny(missing_docs)]
 
 pub mod acceptance;
+pub mod chat;
 pub mod handoff;
 pub mod journal;
 pub mod pipeline;

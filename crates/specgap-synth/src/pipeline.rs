@@ -47,11 +47,16 @@ pub struct Limits {
     pub max_retries: usize,
     /// What the brief must respect (`--requirements`, `--min-withheld`).
     pub brief: BriefLimits,
+    /// `--max-tokens`: prompt + completion tokens all roles together may spend (their model
+    /// requests as journaled); the synthesis stops after the answer that goes over. `None`:
+    /// no cap.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_iterations: 3, max_redesigns: 1, max_retries: 2, brief: BriefLimits::default() }
+        Limits { max_iterations: 3, max_redesigns: 1, max_retries: 2, brief: BriefLimits::default(), max_tokens: None }
     }
 }
 
@@ -208,6 +213,14 @@ pub enum SynthError {
         iterations: usize,
         /// What the last round still asked for.
         fixes: Vec<String>,
+    },
+    /// The roles together spent more tokens than `--max-tokens`.
+    #[error("the roles spent {spent} tokens, more than --max-tokens {cap}")]
+    TokenCap {
+        /// The cap.
+        cap: u64,
+        /// Tokens spent.
+        spent: u64,
     },
     /// The Auditor asked for another redesign after the last one allowed.
     #[error("the auditor still asks for a redesign of design {designs} (--max-redesigns {redesigns}): {reason}")]
@@ -460,6 +473,7 @@ impl Run<'_> {
         let inputs = serde_json::json!({"brief": brief_json, "fixes": fixes, "work_dir": work_dir});
         let request = RoleRequest { role: RoleName::Builder, prompt, inputs, work_dir: Some(work_dir.to_owned()), retry_reason: None };
         let check_dir = |handoff: &BuilderHandoff| {
+            write_handoff_files("builder", work_dir, &handoff.files)?;
             if package_root(work_dir, handoff).join("task.toml").is_file() {
                 Ok(())
             } else {
@@ -517,7 +531,9 @@ impl Run<'_> {
         );
         let inputs = serde_json::json!({"instruction": instruction, "work_dir": work_dir});
         let request = RoleRequest { role: RoleName::Implementer, prompt, inputs, work_dir: Some(work_dir.clone()), retry_reason: None };
-        self.ask::<ImplementerHandoff>(request, design, iteration, |_| Ok(()))?;
+        self.ask::<ImplementerHandoff>(request, design, iteration, |handoff| {
+            write_handoff_files("implementer", &work_dir, &handoff.files)
+        })?;
         let result = evaluate_sufficiency(&loaded, &work_dir, self.judge);
         self.push_check("sufficiency", design, iteration, result.failure.is_none(), serde_json::to_value(&result).unwrap_or_default())?;
         Ok(Some(result))
@@ -552,11 +568,20 @@ impl Run<'_> {
         let brief_limits = self.limits().brief;
         let mut last = None;
         for attempt in 1..=attempts {
+            let mut usage = None;
             let reply = match self.replayed(role, design, iteration, attempt)? {
                 Some(reply) => reply,
                 None => {
                     let player = self.roles.get(request.role).ok_or(SynthError::NoPlayer { role })?;
-                    player.answer(&request).map_err(|source| SynthError::Role { role, source })?
+                    let answered = player.answer(&request);
+                    usage = player.take_usage();
+                    match answered {
+                        Ok(reply) => reply,
+                        Err(source) => {
+                            self.record_spent(role, design, iteration, attempt, &request, usage.take())?;
+                            return Err(SynthError::Role { role, source });
+                        }
+                    }
                 }
             };
             let parsed = parse::<T>(&reply, &brief_limits).and_then(|value| extra(&value).map(|()| value));
@@ -575,8 +600,10 @@ impl Run<'_> {
                 retry_reason: request.retry_reason.clone(),
                 reply: Some(reply),
                 detail,
+                usage,
             };
             self.push(entry)?;
+            self.check_token_cap()?;
             match parsed {
                 Ok(value) => return Ok(value),
                 Err(err) => {
@@ -617,8 +644,58 @@ impl Run<'_> {
         detail: serde_json::Value,
     ) -> Result<(), SynthError> {
         let status = if passed { "passed" } else { "failed" };
-        let entry = Entry { seq: 0, stage, design, iteration, attempt: 1, status, inputs: None, retry_reason: None, reply: None, detail };
+        let entry = Entry {
+            seq: 0,
+            stage,
+            design,
+            iteration,
+            attempt: 1,
+            status,
+            inputs: None,
+            retry_reason: None,
+            reply: None,
+            detail,
+            usage: None,
+        };
         self.push(entry)
+    }
+
+    /// Journals what a role spent on an answer it could not give (status `error`, no reply), so
+    /// a failing model request still counts.
+    fn record_spent(
+        &mut self,
+        stage: &'static str,
+        design: usize,
+        iteration: usize,
+        attempt: usize,
+        request: &RoleRequest,
+        usage: Option<crate::role::Usage>,
+    ) -> Result<(), SynthError> {
+        if usage.is_none() {
+            return Ok(());
+        }
+        let entry = Entry {
+            seq: 0,
+            stage,
+            design,
+            iteration,
+            attempt,
+            status: "error",
+            inputs: Some(request.inputs.clone()),
+            retry_reason: request.retry_reason.clone(),
+            reply: None,
+            detail: serde_json::Value::Null,
+            usage,
+        };
+        self.push(entry)
+    }
+
+    /// Stops the synthesis once every role together spent more tokens than `--max-tokens`.
+    fn check_token_cap(&self) -> Result<(), SynthError> {
+        match self.limits().max_tokens {
+            Some(cap) if self.journal.tokens() > cap => Err(SynthError::TokenCap { cap, spent: self.journal.tokens() }),
+            _ => Ok(()),
+        }
     }
 
     fn push(&mut self, entry: Entry) -> Result<(), SynthError> {
@@ -679,6 +756,20 @@ fn evidence_matches_brief(verdict: &AuditorVerdict, brief: &PlannerBrief) -> Res
         }
     }
     Ok(())
+}
+
+/// Writes a hand-off's `files` (paths checked by its schema) into the role's working
+/// directory; a file that cannot be written refuses the hand-off naming it.
+fn write_handoff_files(
+    role: &'static str,
+    work_dir: &Path,
+    files: &std::collections::BTreeMap<String, String>,
+) -> Result<(), HandoffError> {
+    crate::handoff::write_files(work_dir, files).map_err(|err| HandoffError::Rule {
+        role,
+        field: "files".into(),
+        problem: format!("cannot write into {}: {err}", work_dir.display()),
+    })
 }
 
 /// The package directory a Builder hand-off names (`.` components dropped, so `.` is the

@@ -66,6 +66,6 @@ fn synthesize_with_the_bundled_scripted_roles_writes_the_package_and_the_journal
     assert_eq!(unsupported.status.code(), Some(2));
     assert_eq!(
         String::from_utf8_lossy(&unsupported.stderr),
-        "error: --planner: `cli:claude-code` cannot play a synthesize role yet: only `scripted:<file>` roles are supported (cli:, chat: and replay: agents are not wired to the pipeline)\n"
+        "error: --planner: `cli:claude-code` cannot play a synthesize role yet: only `scripted:<file>` and `chat:<model>` roles are supported (cli: and replay: agents are not wired to the pipeline)\n"
     );
 }
