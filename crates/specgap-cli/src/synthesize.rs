@@ -8,6 +8,7 @@ use specgap_synth::handoff::BriefLimits;
 use specgap_synth::pipeline::{Config, Limits, Roles, synthesize};
 use specgap_synth::prompts::Prompts;
 use specgap_synth::role::{ChatEndpoint, RoleName, role_from_spec_with};
+use specgap_synth::rollouts::{CALIBRATION_CONDITIONS, RolloutError, RolloutSummary, Rollouts};
 use specgap_task::SandboxJudge;
 
 const AFTER_HELP: &str = "\
@@ -58,6 +59,15 @@ pub struct Args {
     /// sufficiency test (specgap evaluates the result); without it the test is skipped.
     #[arg(long, value_name = "ROLE")]
     pub implementer: Option<String>,
+    /// The reference agent of the calibration rollouts: any agent `specgap run --agent` takes
+    /// (`replay:<file>`, `chat:<model>`, `cli:<scaffold>`). It runs on the package under full,
+    /// partial and literal before the Calibrator answers; without it the Calibrator gets no
+    /// rollouts.
+    #[arg(long, value_name = "AGENT")]
+    pub reference: Option<String>,
+    /// Repeats per condition of the calibration rollouts.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub rollouts: u32,
     /// Builder rounds per design before the synthesis stops.
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..))]
     pub max_iterations: u16,
@@ -115,6 +125,9 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
         auditor: role(&args.auditor, RoleName::Auditor).context("--auditor")?,
         calibrator: role(&args.calibrator, RoleName::Calibrator).context("--calibrator")?,
         implementer: args.implementer.as_deref().map(|spec| role(spec, RoleName::Implementer)).transpose().context("--implementer")?,
+        reference: args.reference.as_ref().map(|agent| {
+            Box::new(RunRollouts { agent: agent.clone(), repeats: args.rollouts, no_sandbox: args.no_sandbox }) as Box<dyn Rollouts>
+        }),
     };
     let limits = Limits {
         max_iterations: args.max_iterations.into(),
@@ -159,4 +172,84 @@ fn chat_endpoint(args: &Args) -> anyhow::Result<ChatEndpoint> {
         endpoint.model_args.insert(key, value);
     }
     Ok(endpoint)
+}
+
+/// The calibration rollouts as a `specgap run` in this process: the reference agent on the
+/// package under full, partial and literal, `repeats` each, clean start, into the given store
+/// (continued with `--resume` when it exists).
+struct RunRollouts {
+    agent: String,
+    repeats: u32,
+    no_sandbox: bool,
+}
+
+/// `specgap run`'s flags, parsed as its own command line.
+#[derive(Debug, clap::Parser)]
+struct RunCommand {
+    #[command(flatten)]
+    run: crate::run::Args,
+}
+
+impl RunRollouts {
+    fn argv(&self, package: &std::path::Path, store: &std::path::Path) -> Vec<std::ffi::OsString> {
+        let mut argv: Vec<std::ffi::OsString> = vec!["specgap run".into()];
+        if store.join("run.toml").is_file() {
+            argv.extend(["--resume".into(), store.as_os_str().to_owned()]);
+        } else {
+            argv.push(package.as_os_str().to_owned());
+            argv.extend(["--agent".into(), self.agent.clone().into()]);
+            argv.extend(["--condition".into(), CALIBRATION_CONDITIONS.join(",").into()]);
+            argv.extend(["--start".into(), "clean".into(), "--repeats".into(), self.repeats.to_string().into()]);
+            argv.extend(["--out".into(), store.as_os_str().to_owned()]);
+            if self.no_sandbox {
+                argv.push("--no-sandbox".into());
+            }
+        }
+        argv.extend(["--jobs".into(), "1".into(), "--no-report".into()]);
+        argv
+    }
+
+    fn run_and_read(&self, package: &std::path::Path, store: &std::path::Path) -> anyhow::Result<Vec<RolloutSummary>> {
+        use clap::Parser as _;
+        let command = RunCommand::try_parse_from(self.argv(package, store)).context("the rollouts' run arguments")?;
+        crate::run::exec(command.run)?;
+        let opened =
+            specgap_store::Store::open(store).with_context(|| format!("cannot open the rollouts' run store {}", store.display()))?;
+        let mut summaries: Vec<RolloutSummary> = opened
+            .episodes()?
+            .into_iter()
+            .map(|row| RolloutSummary {
+                episode_dir: opened.episode_dir(&row.id),
+                condition: row.condition.clone(),
+                repeat: row.repeat,
+                status: row.status.as_str().to_owned(),
+                end_reason: row.end_reason.map(|r| r.as_str().to_owned()),
+                score: row.final_score,
+                success: row.final_success,
+                submissions: row.submissions,
+                turns: row.turns,
+                rollout: row.id,
+            })
+            .collect();
+        let rank = |condition: &str| CALIBRATION_CONDITIONS.iter().position(|c| *c == condition).unwrap_or(CALIBRATION_CONDITIONS.len());
+        summaries.sort_by(|a, b| (rank(&a.condition), a.repeat, &a.rollout).cmp(&(rank(&b.condition), b.repeat, &b.rollout)));
+        if summaries.is_empty() {
+            anyhow::bail!("the run recorded no episode");
+        }
+        Ok(summaries)
+    }
+}
+
+impl Rollouts for RunRollouts {
+    fn label(&self) -> String {
+        format!("{} x {} per condition", self.agent, self.repeats)
+    }
+
+    fn run(&mut self, package: &std::path::Path, store: &std::path::Path) -> Result<Vec<RolloutSummary>, RolloutError> {
+        self.run_and_read(package, store).map_err(|err| RolloutError {
+            package: package.to_owned(),
+            store: store.to_owned(),
+            source: err.into(),
+        })
+    }
 }

@@ -17,6 +17,8 @@
 //!   `check --strict` plus the `brief:*` rows.
 //! * [`pipeline`] — [`pipeline::synthesize`]: the stages, the fix and redesign loops, the
 //!   iteration limits ([`pipeline::Limits`]), the output directory.
+//! * [`rollouts`] — the reference agent's calibration rollouts under full, partial and
+//!   literal ([`rollouts::Rollouts`], supplied by the CLI), summarized for the Calibrator.
 //! * [`journal`] — `<out>/journal.json`, every hand-off, check and verdict.
 //! * [`prompts`] — the role prompts (replaceable files).
 //!
@@ -39,6 +41,7 @@
 //!     auditor: role_from_spec("scripted:auditor.json")?,
 //!     calibrator: role_from_spec("scripted:calibrator.json")?,
 //!     implementer: None,
+//!     reference: None,
 //! };
 //! let judge = specgap_task::SandboxJudge::new(true)?;
 //! let done = synthesize(&config, &mut roles, &judge)?;
@@ -54,4 +57,5 @@ pub mod journal;
 pub mod pipeline;
 pub mod prompts;
 pub mod role;
+pub mod rollouts;
 mod tree;

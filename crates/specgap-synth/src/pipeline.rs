@@ -73,6 +73,9 @@ pub struct Roles {
     /// Implements from the full instruction and the workspace alone (`--implementer`); without
     /// it the sufficiency test is skipped and the journal says so.
     pub implementer: Option<Box<dyn Role>>,
+    /// Runs the reference agent's calibration rollouts before the Calibrator answers
+    /// (`--reference`); without it the Calibrator gets none.
+    pub reference: Option<Box<dyn crate::rollouts::Rollouts>>,
 }
 
 impl Roles {
@@ -214,6 +217,13 @@ pub enum SynthError {
         /// What the last round still asked for.
         fixes: Vec<String>,
     },
+    /// The reference agent's calibration rollouts could not be run.
+    #[error("the calibration rollouts failed")]
+    Rollouts {
+        /// The cause.
+        #[source]
+        source: Box<crate::rollouts::RolloutError>,
+    },
     /// The roles together spent more tokens than `--max-tokens`.
     #[error("the roles spent {spent} tokens, more than --max-tokens {cap}")]
     TokenCap {
@@ -261,6 +271,9 @@ pub fn synthesize(config: &Config, roles: &mut Roles, judge: &dyn Judge) -> Resu
     ];
     if let Some(implementer) = &roles.implementer {
         labels.push(("implementer", implementer.label()));
+    }
+    if let Some(reference) = &roles.reference {
+        labels.push(("reference", reference.label()));
     }
     let mut journal = Journal::new(&config.out, &config.source, config.limits, labels);
     let mut recorded = VecDeque::new();
@@ -540,18 +553,51 @@ impl Run<'_> {
     }
 
     fn calibrate(&mut self, design: usize, iteration: usize, package: &BuiltPackage) -> Result<CalibratorVerdict, SynthError> {
-        // This slice runs no calibration rollouts: the Calibrator gets none and its verdict is
-        // taken as given (docs/synthesize.md "What is missing").
+        // Without a reference agent the Calibrator gets no rollouts and its verdict is taken as
+        // given (docs/synthesize.md "Calibration rollouts").
+        let rollouts = self.rollouts(design, iteration, package)?;
+        let rollouts_text = match &rollouts {
+            Some(rollouts) => crate::rollouts::render(rollouts),
+            None => "(none: no reference agent was named, so no rollouts were run)".into(),
+        };
         let prompt = fill(
             self.config.prompts.template(RoleName::Calibrator),
-            &[
-                ("package", package.root.display().to_string()),
-                ("rollouts", "(none: this specgap runs no calibration rollouts yet)".into()),
-            ],
+            &[("package", package.root.display().to_string()), ("rollouts", rollouts_text)],
         );
-        let inputs = serde_json::json!({"package": package.root, "rollouts": []});
+        let inputs = serde_json::json!({"package": package.root, "rollouts": rollouts.unwrap_or_default()});
         let request = RoleRequest { role: RoleName::Calibrator, prompt, inputs, work_dir: None, retry_reason: None };
         self.ask::<CalibratorVerdict>(request, design, iteration, |_| Ok(()))
+    }
+
+    /// Runs the reference agent's rollouts into `<out>/rollouts/design-<d>/iteration-<i>` and
+    /// journals their summaries (stage `rollouts`); `None` without a reference agent.
+    fn rollouts(
+        &mut self,
+        design: usize,
+        iteration: usize,
+        package: &BuiltPackage,
+    ) -> Result<Option<Vec<crate::rollouts::RolloutSummary>>, SynthError> {
+        let Some(reference) = self.roles.reference.as_mut() else { return Ok(None) };
+        let store = self.config.out.join(format!("rollouts/design-{design}/iteration-{iteration}"));
+        let parent = store.parent().unwrap_or(&self.config.out).to_owned();
+        fs_err::create_dir_all(&parent).map_err(|source| SynthError::Write { path: parent, source })?;
+        let summaries = reference.run(&package.root, &store).map_err(|source| SynthError::Rollouts { source: Box::new(source) })?;
+        let detail = serde_json::json!({"store": store, "rollouts": summaries});
+        let entry = Entry {
+            seq: 0,
+            stage: "rollouts",
+            design,
+            iteration,
+            attempt: 1,
+            status: "ran",
+            inputs: None,
+            retry_reason: None,
+            reply: None,
+            detail,
+            usage: None,
+        };
+        self.push(entry)?;
+        Ok(Some(summaries))
     }
 
     /// Asks `request.role` until its answer parses, validates and passes `extra`, retrying a

@@ -55,6 +55,7 @@ fn roles(upstream: &MockUpstream) -> Roles {
         auditor: role(RoleName::Auditor),
         calibrator: role(RoleName::Calibrator),
         implementer: None,
+        reference: None,
     }
 }
 
