@@ -16,7 +16,9 @@ Runs Planner -> Builder -> acceptance checks -> [sufficiency test] -> Auditor ->
 (seed 000 §4.2). A failing acceptance check, a failing sufficiency test (--implementer: an
 implementation from instruction.full.md and the workspace alone, run through the evaluator) or a
 `fix` verdict sends the numbered list back to the Builder; a `redesign` sends the Auditor's
-reason back to the Planner. Every hand-off, check and verdict goes to
+reason back to the Planner. With --reference AGENT, the agent runs on the package under full,
+partial and literal (--rollouts N each) as a run store in <out>/rollouts/, and the Calibrator
+gets the episodes' summaries. Every hand-off, check and verdict goes to
 <out>/journal.json; the accepted package is copied to <out>/package.
 
 Roles are `scripted:<file>` or `chat:<model>` (docs/synthesize.md describes the script and
