@@ -7,7 +7,8 @@ use anyhow::Context;
 use specgap_synth::handoff::BriefLimits;
 use specgap_synth::pipeline::{Config, Limits, Roles, synthesize};
 use specgap_synth::prompts::Prompts;
-use specgap_synth::role::role_from_spec;
+use specgap_synth::role::{ChatEndpoint, RoleName, role_from_spec_with};
+use specgap_synth::rollouts::{CALIBRATION_CONDITIONS, RolloutError, RolloutSummary, Rollouts};
 use specgap_task::SandboxJudge;
 
 const AFTER_HELP: &str = "\
@@ -15,11 +16,14 @@ Runs Planner -> Builder -> acceptance checks -> [sufficiency test] -> Auditor ->
 (seed 000 §4.2). A failing acceptance check, a failing sufficiency test (--implementer: an
 implementation from instruction.full.md and the workspace alone, run through the evaluator) or a
 `fix` verdict sends the numbered list back to the Builder; a `redesign` sends the Auditor's
-reason back to the Planner. Every hand-off, check and verdict goes to
+reason back to the Planner. With --reference AGENT, the agent runs on the package under full,
+partial and literal (--rollouts N each) as a run store in <out>/rollouts/, and the Calibrator
+gets the episodes' summaries. Every hand-off, check and verdict goes to
 <out>/journal.json; the accepted package is copied to <out>/package.
 
-Roles are `scripted:<file>` for now (docs/synthesize.md describes the script and hand-off
-formats); other agent kinds are refused by name.
+Roles are `scripted:<file>` or `chat:<model>` (docs/synthesize.md describes the script and
+hand-off formats); every chat role uses the one endpoint of --base-url / --api-key-env /
+--model-arg. Other agent kinds are refused by name.
 
 Exit status: 0 when the package is ready, 1 when the pipeline stopped (a limit reached, a
 hand-off still malformed, a role unable to answer), 2 for unusable arguments.
@@ -57,6 +61,15 @@ pub struct Args {
     /// sufficiency test (specgap evaluates the result); without it the test is skipped.
     #[arg(long, value_name = "ROLE")]
     pub implementer: Option<String>,
+    /// The reference agent of the calibration rollouts: any agent `specgap run --agent` takes
+    /// (`replay:<file>`, `chat:<model>`, `cli:<scaffold>`). It runs on the package under full,
+    /// partial and literal before the Calibrator answers; without it the Calibrator gets no
+    /// rollouts.
+    #[arg(long, value_name = "AGENT")]
+    pub reference: Option<String>,
+    /// Repeats per condition of the calibration rollouts.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub rollouts: u32,
     /// Builder rounds per design before the synthesis stops.
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..))]
     pub max_iterations: u16,
@@ -72,6 +85,22 @@ pub struct Args {
     /// Fewest requirements the partial instruction must withhold.
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub min_withheld: u16,
+    /// Base URL of the OpenAI-compatible endpoint every `chat:<model>` role talks to, up to
+    /// /v1. Default: http://127.0.0.1:8000/v1.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Environment variable holding that endpoint's API key (unset: no Authorization header).
+    /// Default: OPENAI_API_KEY.
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
+    /// A request field for every chat role's model, key=value (value parsed as JSON when it
+    /// parses), e.g. temperature=0. Repeatable.
+    #[arg(long = "model-arg", value_name = "KEY=VALUE")]
+    pub model_args: Vec<String>,
+    /// Prompt + completion tokens all roles together may spend; the synthesis stops after
+    /// the answer that goes over. Default: no cap.
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u64>,
     /// Directory of replacement prompts (planner.md, builder.md, auditor.md, calibrator.md).
     #[arg(long, value_name = "DIR")]
     pub prompts: Option<PathBuf>,
@@ -90,18 +119,24 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
         Some(dir) => Prompts::with_dir(dir)?,
         None => Prompts::default(),
     };
+    let endpoint = chat_endpoint(&args)?;
+    let role = |spec: &str, name: RoleName| role_from_spec_with(spec, name, &endpoint);
     let mut roles = Roles {
-        planner: role_from_spec(&args.planner).context("--planner")?,
-        builder: role_from_spec(&args.builder).context("--builder")?,
-        auditor: role_from_spec(&args.auditor).context("--auditor")?,
-        calibrator: role_from_spec(&args.calibrator).context("--calibrator")?,
-        implementer: args.implementer.as_deref().map(role_from_spec).transpose().context("--implementer")?,
+        planner: role(&args.planner, RoleName::Planner).context("--planner")?,
+        builder: role(&args.builder, RoleName::Builder).context("--builder")?,
+        auditor: role(&args.auditor, RoleName::Auditor).context("--auditor")?,
+        calibrator: role(&args.calibrator, RoleName::Calibrator).context("--calibrator")?,
+        implementer: args.implementer.as_deref().map(|spec| role(spec, RoleName::Implementer)).transpose().context("--implementer")?,
+        reference: args.reference.as_ref().map(|agent| {
+            Box::new(RunRollouts { agent: agent.clone(), repeats: args.rollouts, no_sandbox: args.no_sandbox }) as Box<dyn Rollouts>
+        }),
     };
     let limits = Limits {
         max_iterations: args.max_iterations.into(),
         max_redesigns: args.max_redesigns.into(),
         max_retries: args.max_retries.into(),
         brief: BriefLimits { requirements: args.requirements.into(), min_withheld: args.min_withheld.into() },
+        max_tokens: args.max_tokens,
     };
     let config = Config { source: args.source, out: args.out, limits, prompts, resume: args.resume };
     let judge = SandboxJudge::new(!args.no_sandbox).context("preparing the evaluator sandbox")?;
@@ -120,5 +155,103 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
             eprintln!("error: {:#}", anyhow::Error::from(err));
             Ok(ExitCode::from(1))
         }
+    }
+}
+
+/// The endpoint of the `chat:` roles from the flags, its base URL checked up front.
+fn chat_endpoint(args: &Args) -> anyhow::Result<ChatEndpoint> {
+    let mut endpoint = ChatEndpoint::default();
+    if let Some(url) = &args.base_url {
+        specgap_agents::chat::client::check_base_url(url).map_err(anyhow::Error::msg).context("--base-url")?;
+        endpoint.base_url.clone_from(url);
+    }
+    if let Some(var) = &args.api_key_env {
+        specgap_agents::chat::client::warn_unset_api_key(var, "--api-key-env");
+        endpoint.api_key_env.clone_from(var);
+    }
+    for item in &args.model_args {
+        let (key, value) = specgap_agents::chat::parse_model_arg(item).context("--model-arg")?;
+        endpoint.model_args.insert(key, value);
+    }
+    Ok(endpoint)
+}
+
+/// The calibration rollouts as a `specgap run` in this process: the reference agent on the
+/// package under full, partial and literal, `repeats` each, clean start, into the given store
+/// (continued with `--resume` when it exists).
+struct RunRollouts {
+    agent: String,
+    repeats: u32,
+    no_sandbox: bool,
+}
+
+/// `specgap run`'s flags, parsed as its own command line.
+#[derive(Debug, clap::Parser)]
+struct RunCommand {
+    #[command(flatten)]
+    run: crate::run::Args,
+}
+
+impl RunRollouts {
+    fn argv(&self, package: &std::path::Path, store: &std::path::Path) -> Vec<std::ffi::OsString> {
+        let mut argv: Vec<std::ffi::OsString> = vec!["specgap run".into()];
+        if store.join("run.toml").is_file() {
+            argv.extend(["--resume".into(), store.as_os_str().to_owned()]);
+        } else {
+            argv.push(package.as_os_str().to_owned());
+            argv.extend(["--agent".into(), self.agent.clone().into()]);
+            argv.extend(["--condition".into(), CALIBRATION_CONDITIONS.join(",").into()]);
+            argv.extend(["--start".into(), "clean".into(), "--repeats".into(), self.repeats.to_string().into()]);
+            argv.extend(["--out".into(), store.as_os_str().to_owned()]);
+            if self.no_sandbox {
+                argv.push("--no-sandbox".into());
+            }
+        }
+        argv.extend(["--jobs".into(), "1".into(), "--no-report".into()]);
+        argv
+    }
+
+    fn run_and_read(&self, package: &std::path::Path, store: &std::path::Path) -> anyhow::Result<Vec<RolloutSummary>> {
+        use clap::Parser as _;
+        let command = RunCommand::try_parse_from(self.argv(package, store)).context("the rollouts' run arguments")?;
+        crate::run::exec(command.run)?;
+        let opened =
+            specgap_store::Store::open(store).with_context(|| format!("cannot open the rollouts' run store {}", store.display()))?;
+        let mut summaries: Vec<RolloutSummary> = opened
+            .episodes()?
+            .into_iter()
+            .map(|row| RolloutSummary {
+                episode_dir: opened.episode_dir(&row.id),
+                condition: row.condition.clone(),
+                repeat: row.repeat,
+                status: row.status.as_str().to_owned(),
+                end_reason: row.end_reason.map(|r| r.as_str().to_owned()),
+                score: row.final_score,
+                success: row.final_success,
+                submissions: row.submissions,
+                turns: row.turns,
+                rollout: row.id,
+            })
+            .collect();
+        let rank = |condition: &str| CALIBRATION_CONDITIONS.iter().position(|c| *c == condition).unwrap_or(CALIBRATION_CONDITIONS.len());
+        summaries.sort_by(|a, b| (rank(&a.condition), a.repeat, &a.rollout).cmp(&(rank(&b.condition), b.repeat, &b.rollout)));
+        if summaries.is_empty() {
+            anyhow::bail!("the run recorded no episode");
+        }
+        Ok(summaries)
+    }
+}
+
+impl Rollouts for RunRollouts {
+    fn label(&self) -> String {
+        format!("{} x {} per condition", self.agent, self.repeats)
+    }
+
+    fn run(&mut self, package: &std::path::Path, store: &std::path::Path) -> Result<Vec<RolloutSummary>, RolloutError> {
+        self.run_and_read(package, store).map_err(|err| RolloutError {
+            package: package.to_owned(),
+            store: store.to_owned(),
+            source: err.into(),
+        })
     }
 }

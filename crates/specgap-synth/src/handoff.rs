@@ -5,7 +5,7 @@
 //! offending field by its JSON path (`requirements[2].discovery`). The published shape of every
 //! type is in `docs/synthesize.md`; unknown fields are refused so a typo never passes silently.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use serde::de::DeserializeOwned;
@@ -81,6 +81,41 @@ pub fn parse<T: DeserializeOwned + Validate>(text: &str, limits: &BriefLimits) -
     deserializer.end().map_err(|err| HandoffError::Schema { role: T::ROLE, field: ".".into(), problem: err.to_string() })?;
     value.validate(limits)?;
     Ok(value)
+}
+
+/// Every key of a hand-off's `files` is a relative path inside the working directory: not
+/// empty, not absolute, no `..`, no `.` component, no empty component.
+fn check_file_paths(role: &'static str, files: &BTreeMap<String, String>) -> Result<(), HandoffError> {
+    for path in files.keys() {
+        let inside = !path.is_empty()
+            && !path.starts_with('/')
+            && !path.contains('\\')
+            && path.split('/').all(|part| !part.is_empty() && part != "." && part != "..");
+        if !inside {
+            return Err(rule(
+                role,
+                format!("files.{path}"),
+                "a file path must be relative to the working directory, without `..`, `.` or empty components (e.g. `workspace/shop/checkout.py`)",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Writes a hand-off's `files` under `dir` (paths already checked by [`Validate`]), creating
+/// parent directories.
+///
+/// # Errors
+/// The first write error, naming the file.
+pub fn write_files(dir: &std::path::Path, files: &BTreeMap<String, String>) -> std::io::Result<()> {
+    for (path, content) in files {
+        let target = dir.join(path);
+        if let Some(parent) = target.parent() {
+            fs_err::create_dir_all(parent)?;
+        }
+        fs_err::write(&target, content)?;
+    }
+    Ok(())
 }
 
 fn rule(role: &'static str, field: impl Into<String>, problem: impl Into<String>) -> HandoffError {
@@ -266,6 +301,12 @@ pub struct BuilderHandoff {
     pub package: PathBuf,
     /// What was built or changed, for the Auditor.
     pub summary: String,
+    /// Files to write into the working directory before the package is looked at: path
+    /// relative to the working directory → full UTF-8 content. How a role without tools (a
+    /// `chat:` Builder) writes; empty (and left out of the JSON) for a role that wrote its
+    /// files itself.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub files: BTreeMap<String, String>,
 }
 
 impl Validate for BuilderHandoff {
@@ -273,6 +314,7 @@ impl Validate for BuilderHandoff {
 
     fn validate(&self, _limits: &BriefLimits) -> Result<(), HandoffError> {
         require_text(Self::ROLE, "summary", &self.summary)?;
+        check_file_paths(Self::ROLE, &self.files)?;
         let escapes = self.package.is_absolute()
             || self.package.components().any(|c| matches!(c, std::path::Component::ParentDir | std::path::Component::Prefix(_)));
         if escapes {
@@ -293,13 +335,17 @@ impl Validate for BuilderHandoff {
 pub struct ImplementerHandoff {
     /// What it implemented.
     pub summary: String,
+    /// Files to write into its working directory, as [`BuilderHandoff::files`].
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub files: BTreeMap<String, String>,
 }
 
 impl Validate for ImplementerHandoff {
     const ROLE: &'static str = "implementer";
 
     fn validate(&self, _limits: &BriefLimits) -> Result<(), HandoffError> {
-        require_text(Self::ROLE, "summary", &self.summary)
+        require_text(Self::ROLE, "summary", &self.summary)?;
+        check_file_paths(Self::ROLE, &self.files)
     }
 }
 

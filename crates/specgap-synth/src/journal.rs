@@ -2,13 +2,15 @@
 //! synthesis leaves everything up to its last step on disk.
 //!
 //! Shape (format [`JOURNAL_FORMAT`]): `{"format": 1, "resumed": times, "source": path, "limits": {...},
-//! "roles": {"planner": label, ...}, "entries": [Entry...], "outcome": null | {"status":
+//! "roles": {"planner": label, ...}, "usage": {role: usage summed} (when any role spent some), "entries": [Entry...], "outcome": null | {"status":
 //! "ready" | "failed", "message": text, "package": path | null}}`; each entry is described on
 //! [`Entry`].
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
+use specgap_protocol::event::Usage;
 
 use crate::pipeline::Limits;
 
@@ -43,6 +45,10 @@ pub struct Entry {
     pub reply: Option<String>,
     /// The parsed hand-off, the acceptance report, or the error message of a malformed answer.
     pub detail: serde_json::Value,
+    /// What the role's model requests for this answer spent (`chat:` roles; left out for
+    /// scripts and checks, and for an answer reused by `--resume`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
 }
 
 /// How the synthesis ended.
@@ -63,6 +69,9 @@ struct Document {
     source: PathBuf,
     limits: Limits,
     roles: serde_json::Map<String, serde_json::Value>,
+    /// Usage summed per role over its entries (only roles that spent any).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    usage: BTreeMap<String, Usage>,
     entries: Vec<Entry>,
     outcome: Option<JournalOutcome>,
 }
@@ -86,6 +95,7 @@ impl Journal {
                 source: source.to_owned(),
                 limits,
                 roles,
+                usage: BTreeMap::new(),
                 entries: Vec::new(),
                 outcome: None,
             },
@@ -102,6 +112,11 @@ impl Journal {
         &self.path
     }
 
+    /// Tokens (prompt + completion) spent so far by every role.
+    pub fn tokens(&self) -> u64 {
+        self.doc.usage.values().map(|u| u.input_tokens + u.output_tokens).sum()
+    }
+
     /// Entries so far.
     pub fn entries(&self) -> &[Entry] {
         &self.doc.entries
@@ -113,6 +128,9 @@ impl Journal {
     /// The write error.
     pub fn push(&mut self, mut entry: Entry) -> std::io::Result<()> {
         entry.seq = self.doc.entries.len() + 1;
+        if let Some(usage) = &entry.usage {
+            self.doc.usage.entry(entry.stage.to_owned()).or_default().add(usage);
+        }
         self.doc.entries.push(entry);
         self.save()
     }

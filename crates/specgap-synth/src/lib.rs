@@ -10,14 +10,19 @@
 //!   parsed and validated by [`handoff::parse`] into errors that name the field.
 //! * [`role`] — the [`role::Role`] seam and the offline [`role::ScriptedRole`]
 //!   (`scripted:<file>`); [`role::role_from_spec`] names what cannot play a role yet.
+//! * [`chat`] — `chat:<model>` roles: a conversation per hand-off with the chat agent's client,
+//!   shown exactly what the paper gives that role; writing roles send their files in the
+//!   hand-off.
 //! * [`acceptance`] — the checks specgap itself runs between Builder and Auditor:
 //!   `check --strict` plus the `brief:*` rows.
 //! * [`pipeline`] — [`pipeline::synthesize`]: the stages, the fix and redesign loops, the
 //!   iteration limits ([`pipeline::Limits`]), the output directory.
+//! * [`rollouts`] — the reference agent's calibration rollouts under full, partial and
+//!   literal ([`rollouts::Rollouts`], supplied by the CLI), summarized for the Calibrator.
 //! * [`journal`] — `<out>/journal.json`, every hand-off, check and verdict.
 //! * [`prompts`] — the role prompts (replaceable files).
 //!
-//! What this slice does not do yet (calibration rollouts, `cli:`/`chat:` roles, human review)
+//! What this slice does not do yet (calibration rollouts, `cli:` roles, human review)
 //! is listed in `docs/synthesize.md`.
 //!
 //! ```no_run
@@ -36,6 +41,7 @@
 //!     auditor: role_from_spec("scripted:auditor.json")?,
 //!     calibrator: role_from_spec("scripted:calibrator.json")?,
 //!     implementer: None,
+//!     reference: None,
 //! };
 //! let judge = specgap_task::SandboxJudge::new(true)?;
 //! let done = synthesize(&config, &mut roles, &judge)?;
@@ -45,9 +51,11 @@
 #![deny(missing_docs)]
 
 pub mod acceptance;
+pub mod chat;
 pub mod handoff;
 pub mod journal;
 pub mod pipeline;
 pub mod prompts;
 pub mod role;
+pub mod rollouts;
 mod tree;

@@ -47,11 +47,16 @@ pub struct Limits {
     pub max_retries: usize,
     /// What the brief must respect (`--requirements`, `--min-withheld`).
     pub brief: BriefLimits,
+    /// `--max-tokens`: prompt + completion tokens all roles together may spend (their model
+    /// requests as journaled); the synthesis stops after the answer that goes over. `None`:
+    /// no cap.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_iterations: 3, max_redesigns: 1, max_retries: 2, brief: BriefLimits::default() }
+        Limits { max_iterations: 3, max_redesigns: 1, max_retries: 2, brief: BriefLimits::default(), max_tokens: None }
     }
 }
 
@@ -68,6 +73,9 @@ pub struct Roles {
     /// Implements from the full instruction and the workspace alone (`--implementer`); without
     /// it the sufficiency test is skipped and the journal says so.
     pub implementer: Option<Box<dyn Role>>,
+    /// Runs the reference agent's calibration rollouts before the Calibrator answers
+    /// (`--reference`); without it the Calibrator gets none.
+    pub reference: Option<Box<dyn crate::rollouts::Rollouts>>,
 }
 
 impl Roles {
@@ -209,6 +217,21 @@ pub enum SynthError {
         /// What the last round still asked for.
         fixes: Vec<String>,
     },
+    /// The reference agent's calibration rollouts could not be run.
+    #[error("the calibration rollouts failed")]
+    Rollouts {
+        /// The cause.
+        #[source]
+        source: Box<crate::rollouts::RolloutError>,
+    },
+    /// The roles together spent more tokens than `--max-tokens`.
+    #[error("the roles spent {spent} tokens, more than --max-tokens {cap}")]
+    TokenCap {
+        /// The cap.
+        cap: u64,
+        /// Tokens spent.
+        spent: u64,
+    },
     /// The Auditor asked for another redesign after the last one allowed.
     #[error("the auditor still asks for a redesign of design {designs} (--max-redesigns {redesigns}): {reason}")]
     RedesignLimit {
@@ -248,6 +271,9 @@ pub fn synthesize(config: &Config, roles: &mut Roles, judge: &dyn Judge) -> Resu
     ];
     if let Some(implementer) = &roles.implementer {
         labels.push(("implementer", implementer.label()));
+    }
+    if let Some(reference) = &roles.reference {
+        labels.push(("reference", reference.label()));
     }
     let mut journal = Journal::new(&config.out, &config.source, config.limits, labels);
     let mut recorded = VecDeque::new();
@@ -460,6 +486,7 @@ impl Run<'_> {
         let inputs = serde_json::json!({"brief": brief_json, "fixes": fixes, "work_dir": work_dir});
         let request = RoleRequest { role: RoleName::Builder, prompt, inputs, work_dir: Some(work_dir.to_owned()), retry_reason: None };
         let check_dir = |handoff: &BuilderHandoff| {
+            write_handoff_files("builder", work_dir, &handoff.files)?;
             if package_root(work_dir, handoff).join("task.toml").is_file() {
                 Ok(())
             } else {
@@ -517,25 +544,60 @@ impl Run<'_> {
         );
         let inputs = serde_json::json!({"instruction": instruction, "work_dir": work_dir});
         let request = RoleRequest { role: RoleName::Implementer, prompt, inputs, work_dir: Some(work_dir.clone()), retry_reason: None };
-        self.ask::<ImplementerHandoff>(request, design, iteration, |_| Ok(()))?;
+        self.ask::<ImplementerHandoff>(request, design, iteration, |handoff| {
+            write_handoff_files("implementer", &work_dir, &handoff.files)
+        })?;
         let result = evaluate_sufficiency(&loaded, &work_dir, self.judge);
         self.push_check("sufficiency", design, iteration, result.failure.is_none(), serde_json::to_value(&result).unwrap_or_default())?;
         Ok(Some(result))
     }
 
     fn calibrate(&mut self, design: usize, iteration: usize, package: &BuiltPackage) -> Result<CalibratorVerdict, SynthError> {
-        // This slice runs no calibration rollouts: the Calibrator gets none and its verdict is
-        // taken as given (docs/synthesize.md "What is missing").
+        // Without a reference agent the Calibrator gets no rollouts and its verdict is taken as
+        // given (docs/synthesize.md "Calibration rollouts").
+        let rollouts = self.rollouts(design, iteration, package)?;
+        let rollouts_text = match &rollouts {
+            Some(rollouts) => crate::rollouts::render(rollouts),
+            None => "(none: no reference agent was named, so no rollouts were run)".into(),
+        };
         let prompt = fill(
             self.config.prompts.template(RoleName::Calibrator),
-            &[
-                ("package", package.root.display().to_string()),
-                ("rollouts", "(none: this specgap runs no calibration rollouts yet)".into()),
-            ],
+            &[("package", package.root.display().to_string()), ("rollouts", rollouts_text)],
         );
-        let inputs = serde_json::json!({"package": package.root, "rollouts": []});
+        let inputs = serde_json::json!({"package": package.root, "rollouts": rollouts.unwrap_or_default()});
         let request = RoleRequest { role: RoleName::Calibrator, prompt, inputs, work_dir: None, retry_reason: None };
         self.ask::<CalibratorVerdict>(request, design, iteration, |_| Ok(()))
+    }
+
+    /// Runs the reference agent's rollouts into `<out>/rollouts/design-<d>/iteration-<i>` and
+    /// journals their summaries (stage `rollouts`); `None` without a reference agent.
+    fn rollouts(
+        &mut self,
+        design: usize,
+        iteration: usize,
+        package: &BuiltPackage,
+    ) -> Result<Option<Vec<crate::rollouts::RolloutSummary>>, SynthError> {
+        let Some(reference) = self.roles.reference.as_mut() else { return Ok(None) };
+        let store = self.config.out.join(format!("rollouts/design-{design}/iteration-{iteration}"));
+        let parent = store.parent().unwrap_or(&self.config.out).to_owned();
+        fs_err::create_dir_all(&parent).map_err(|source| SynthError::Write { path: parent, source })?;
+        let summaries = reference.run(&package.root, &store).map_err(|source| SynthError::Rollouts { source: Box::new(source) })?;
+        let detail = serde_json::json!({"store": store, "rollouts": summaries});
+        let entry = Entry {
+            seq: 0,
+            stage: "rollouts",
+            design,
+            iteration,
+            attempt: 1,
+            status: "ran",
+            inputs: None,
+            retry_reason: None,
+            reply: None,
+            detail,
+            usage: None,
+        };
+        self.push(entry)?;
+        Ok(Some(summaries))
     }
 
     /// Asks `request.role` until its answer parses, validates and passes `extra`, retrying a
@@ -552,11 +614,20 @@ impl Run<'_> {
         let brief_limits = self.limits().brief;
         let mut last = None;
         for attempt in 1..=attempts {
+            let mut usage = None;
             let reply = match self.replayed(role, design, iteration, attempt)? {
                 Some(reply) => reply,
                 None => {
                     let player = self.roles.get(request.role).ok_or(SynthError::NoPlayer { role })?;
-                    player.answer(&request).map_err(|source| SynthError::Role { role, source })?
+                    let answered = player.answer(&request);
+                    usage = player.take_usage();
+                    match answered {
+                        Ok(reply) => reply,
+                        Err(source) => {
+                            self.record_spent(role, design, iteration, attempt, &request, usage.take())?;
+                            return Err(SynthError::Role { role, source });
+                        }
+                    }
                 }
             };
             let parsed = parse::<T>(&reply, &brief_limits).and_then(|value| extra(&value).map(|()| value));
@@ -575,8 +646,10 @@ impl Run<'_> {
                 retry_reason: request.retry_reason.clone(),
                 reply: Some(reply),
                 detail,
+                usage,
             };
             self.push(entry)?;
+            self.check_token_cap()?;
             match parsed {
                 Ok(value) => return Ok(value),
                 Err(err) => {
@@ -617,8 +690,58 @@ impl Run<'_> {
         detail: serde_json::Value,
     ) -> Result<(), SynthError> {
         let status = if passed { "passed" } else { "failed" };
-        let entry = Entry { seq: 0, stage, design, iteration, attempt: 1, status, inputs: None, retry_reason: None, reply: None, detail };
+        let entry = Entry {
+            seq: 0,
+            stage,
+            design,
+            iteration,
+            attempt: 1,
+            status,
+            inputs: None,
+            retry_reason: None,
+            reply: None,
+            detail,
+            usage: None,
+        };
         self.push(entry)
+    }
+
+    /// Journals what a role spent on an answer it could not give (status `error`, no reply), so
+    /// a failing model request still counts.
+    fn record_spent(
+        &mut self,
+        stage: &'static str,
+        design: usize,
+        iteration: usize,
+        attempt: usize,
+        request: &RoleRequest,
+        usage: Option<crate::role::Usage>,
+    ) -> Result<(), SynthError> {
+        if usage.is_none() {
+            return Ok(());
+        }
+        let entry = Entry {
+            seq: 0,
+            stage,
+            design,
+            iteration,
+            attempt,
+            status: "error",
+            inputs: Some(request.inputs.clone()),
+            retry_reason: request.retry_reason.clone(),
+            reply: None,
+            detail: serde_json::Value::Null,
+            usage,
+        };
+        self.push(entry)
+    }
+
+    /// Stops the synthesis once every role together spent more tokens than `--max-tokens`.
+    fn check_token_cap(&self) -> Result<(), SynthError> {
+        match self.limits().max_tokens {
+            Some(cap) if self.journal.tokens() > cap => Err(SynthError::TokenCap { cap, spent: self.journal.tokens() }),
+            _ => Ok(()),
+        }
     }
 
     fn push(&mut self, entry: Entry) -> Result<(), SynthError> {
@@ -679,6 +802,20 @@ fn evidence_matches_brief(verdict: &AuditorVerdict, brief: &PlannerBrief) -> Res
         }
     }
     Ok(())
+}
+
+/// Writes a hand-off's `files` (paths checked by its schema) into the role's working
+/// directory; a file that cannot be written refuses the hand-off naming it.
+fn write_handoff_files(
+    role: &'static str,
+    work_dir: &Path,
+    files: &std::collections::BTreeMap<String, String>,
+) -> Result<(), HandoffError> {
+    crate::handoff::write_files(work_dir, files).map_err(|err| HandoffError::Rule {
+        role,
+        field: "files".into(),
+        problem: format!("cannot write into {}: {err}", work_dir.display()),
+    })
 }
 
 /// The package directory a Builder hand-off names (`.` components dropped, so `.` is the

@@ -3,12 +3,14 @@
 //!
 //! [`ScriptedRole`] (`scripted:<file>`) is the offline player: it answers from a script, one
 //! step per request, and can write files into the request's working directory first, as a
-//! Builder agent would. Agents specgap runs as episodes (`cli:`, `chat:`, `replay:`) are not
+//! Builder agent would. [`crate::chat::ChatRole`] (`chat:<model>`) plays a role as a
+//! conversation with a model. Agents specgap runs as episodes (`cli:`, `replay:`) are not
 //! wired to this seam yet; [`role_from_spec`] says so by name.
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+pub use specgap_protocol::event::Usage;
 
 /// Version of the `scripted:` file format.
 pub const SCRIPT_FORMAT: u32 = 1;
@@ -65,7 +67,7 @@ pub struct RoleRequest {
 pub enum RoleError {
     /// The role spec names an agent kind this pipeline cannot play yet.
     #[error(
-        "`{spec}` cannot play a synthesize role yet: only `scripted:<file>` roles are supported (cli:, chat: and replay: agents are not wired to the pipeline)"
+        "`{spec}` cannot play a synthesize role yet: only `scripted:<file>` and `chat:<model>` roles are supported (cli: and replay: agents are not wired to the pipeline)"
     )]
     Unsupported {
         /// The spec given.
@@ -113,6 +115,41 @@ pub enum RoleError {
         #[source]
         source: std::io::Error,
     },
+    /// A `chat:` role's spec names no model.
+    #[error("`{spec}` names no model; write chat:<model>")]
+    NoModel {
+        /// The spec given.
+        spec: String,
+    },
+    /// A `chat:` role's client could not be made.
+    #[error("cannot set up the chat client of the {role}")]
+    ChatSetup {
+        /// The role played.
+        role: &'static str,
+        /// The cause.
+        #[source]
+        source: specgap_agents::chat::ClientError,
+    },
+    /// A `chat:` role's model request failed (after the client's own retries).
+    #[error("the {role}'s model request failed")]
+    Chat {
+        /// The role played.
+        role: &'static str,
+        /// The cause.
+        #[source]
+        source: specgap_agents::chat::ClientError,
+    },
+    /// A file or directory a `chat:` role is shown could not be read.
+    #[error("cannot read {} to show it to the {role}", path.display())]
+    ReadContext {
+        /// The role played.
+        role: &'static str,
+        /// The path.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
     /// A step writes files but the request gives no working directory.
     #[error("step {step} of role script {} writes files, but the {role} is read-only", path.display())]
     ReadOnly {
@@ -140,16 +177,74 @@ pub trait Role {
     /// holds (they are reused, not asked again). A script skips that many steps; a role that
     /// starts a fresh episode per request has nothing to do (the default).
     fn resume_after(&mut self, _answered: usize) {}
+
+    /// What the last [`Role::answer`] spent on model requests (tokens, requests, cost), taken
+    /// once; `None` for a role that calls no model (a script).
+    fn take_usage(&mut self) -> Option<Usage> {
+        None
+    }
 }
 
-/// Builds the role named by `spec`: `scripted:<file>` only, for now.
+/// Builds the role named by `spec` with the default chat endpoint
+/// ([`role_from_spec_with`]).
 ///
 /// # Errors
-/// [`RoleError::Unsupported`] for any other spec; the script's own errors for `scripted:`.
+/// As [`role_from_spec_with`].
 pub fn role_from_spec(spec: &str) -> Result<Box<dyn Role>, RoleError> {
-    match spec.strip_prefix("scripted:") {
-        Some(path) => Ok(Box::new(ScriptedRole::load(Path::new(path))?)),
-        None => Err(RoleError::Unsupported { spec: spec.to_owned() }),
+    role_from_spec_with(spec, RoleName::Planner, &ChatEndpoint::default())
+}
+
+/// Builds the role named by `spec` to play `role`: `scripted:<file>`, or `chat:<model>` on
+/// `endpoint` ([`crate::chat::ChatRole`]).
+///
+/// # Errors
+/// [`RoleError::Unsupported`] for any other spec, [`RoleError::NoModel`] for `chat:` alone;
+/// the script's own errors for `scripted:`, [`RoleError::ChatSetup`] for `chat:`.
+pub fn role_from_spec_with(spec: &str, role: RoleName, endpoint: &ChatEndpoint) -> Result<Box<dyn Role>, RoleError> {
+    if let Some(path) = spec.strip_prefix("scripted:") {
+        return Ok(Box::new(ScriptedRole::load(Path::new(path))?));
+    }
+    if let Some(model) = spec.strip_prefix("chat:") {
+        if model.trim().is_empty() {
+            return Err(RoleError::NoModel { spec: spec.to_owned() });
+        }
+        let config = endpoint.config(model.trim());
+        return Ok(Box::new(crate::chat::ChatRole::new(config, role)?));
+    }
+    Err(RoleError::Unsupported { spec: spec.to_owned() })
+}
+
+/// Where `chat:<model>` roles send their requests: one endpoint shared by every chat role of
+/// a synthesis (`--base-url`, `--api-key-env`, `--model-arg`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatEndpoint {
+    /// Base URL up to `/v1`.
+    pub base_url: String,
+    /// Environment variable holding the API key.
+    pub api_key_env: String,
+    /// Extra request fields (`temperature`, `max_tokens`, ...).
+    pub model_args: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Default for ChatEndpoint {
+    fn default() -> Self {
+        ChatEndpoint {
+            base_url: specgap_agents::chat::DEFAULT_BASE_URL.into(),
+            api_key_env: specgap_agents::chat::DEFAULT_API_KEY_ENV.into(),
+            model_args: serde_json::Map::new(),
+        }
+    }
+}
+
+impl ChatEndpoint {
+    /// The chat configuration of `model` on this endpoint (every other setting the chat
+    /// agent's default).
+    pub fn config(&self, model: &str) -> specgap_agents::chat::ChatConfig {
+        let mut config = specgap_agents::chat::ChatConfig::new(model);
+        config.base_url.clone_from(&self.base_url);
+        config.api_key_env.clone_from(&self.api_key_env);
+        config.model_args.clone_from(&self.model_args);
+        config
     }
 }
 

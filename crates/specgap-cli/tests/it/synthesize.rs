@@ -66,6 +66,55 @@ fn synthesize_with_the_bundled_scripted_roles_writes_the_package_and_the_journal
     assert_eq!(unsupported.status.code(), Some(2));
     assert_eq!(
         String::from_utf8_lossy(&unsupported.stderr),
-        "error: --planner: `cli:claude-code` cannot play a synthesize role yet: only `scripted:<file>` roles are supported (cli:, chat: and replay: agents are not wired to the pipeline)\n"
+        "error: --planner: `cli:claude-code` cannot play a synthesize role yet: only `scripted:<file>` and `chat:<model>` roles are supported (cli: and replay: agents are not wired to the pipeline)\n"
     );
+}
+
+#[test]
+fn synthesize_runs_the_reference_agents_rollouts_and_hands_their_summaries_to_the_calibrator() {
+    let tmp = tempfile::tempdir().unwrap();
+    let source = repo().join("examples/tasks/payment-retry");
+    let [planner, builder, auditor, calibrator] = ["planner", "builder", "auditor", "calibrator"].map(bundled);
+    let reference = format!("replay:{}", repo().join("examples/scripts/payment-retry-careful.jsonl").display());
+    let out = tmp.path().join("out");
+
+    let output = specgap()
+        .arg("synthesize")
+        .arg(&source)
+        .arg("--out")
+        .arg(&out)
+        .args(["--planner", &planner, "--builder", &builder, "--auditor", &auditor, "--calibrator", &calibrator])
+        .args(["--reference", &reference, "--rollouts", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    let journal: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("journal.json")).unwrap()).unwrap();
+    let stages: Vec<&str> = journal["entries"].as_array().unwrap().iter().map(|e| e["stage"].as_str().unwrap()).collect();
+    assert_eq!(stages, ["planner", "builder", "acceptance", "auditor", "rollouts", "calibrator"]);
+    let rollouts = &journal["entries"][4];
+    assert_eq!(rollouts["status"], "ran");
+    assert_eq!(rollouts["detail"]["store"], serde_json::json!(out.join("rollouts/design-1/iteration-1")));
+    // payment-retry-careful (examples/scripts/README.md): Score 0.2 under full (one
+    // submission), 1.0 under partial and literal (three submissions, the third all five).
+    let rows: Vec<(String, u64, String, f64, bool, u64)> = rollouts["detail"]["rollouts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["condition"].as_str().unwrap().to_owned(),
+                r["repeat"].as_u64().unwrap(),
+                r["status"].as_str().unwrap().to_owned(),
+                r["score"].as_f64().unwrap(),
+                r["success"].as_bool().unwrap(),
+                r["submissions"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let row = |c: &str, score: f64, success: bool, submissions: u64| (c.to_owned(), 0, "finished".to_owned(), score, success, submissions);
+    assert_eq!(rows, vec![row("full", 0.2, false, 1), row("partial", 1.0, true, 3), row("literal", 1.0, true, 3)]);
+    // The Calibrator was given the same summaries, and the run store holds the episodes.
+    assert_eq!(journal["entries"][5]["inputs"]["rollouts"], rollouts["detail"]["rollouts"]);
+    assert!(out.join("rollouts/design-1/iteration-1/run.toml").is_file());
+    assert_eq!(journal["roles"]["reference"], format!("{reference} x 1 per condition"));
 }

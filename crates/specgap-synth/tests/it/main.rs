@@ -1,6 +1,7 @@
 //! Integration tests of specgap-synth (one binary, modules by topic).
 
 mod acceptance;
+mod chat;
 mod handoff;
 mod pipeline;
 mod prompts;

@@ -17,12 +17,12 @@ fn request(role: RoleName, work_dir: Option<PathBuf>) -> RoleRequest {
 
 #[test]
 fn agent_kinds_not_wired_yet_are_refused_by_name() {
-    for spec in ["cli:claude-code", "chat:gpt-x", "replay:run.jsonl"] {
+    for spec in ["cli:claude-code", "replay:run.jsonl"] {
         let Err(err) = role_from_spec(spec) else { panic!("{spec} accepted") };
         assert_eq!(
             err.to_string(),
             format!(
-                "`{spec}` cannot play a synthesize role yet: only `scripted:<file>` roles are supported (cli:, chat: and replay: agents are not wired to the pipeline)"
+                "`{spec}` cannot play a synthesize role yet: only `scripted:<file>` and `chat:<model>` roles are supported (cli: and replay: agents are not wired to the pipeline)"
             )
         );
     }

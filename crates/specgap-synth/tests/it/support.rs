@@ -110,6 +110,7 @@ impl Scripts {
             auditor: self.role("auditor", auditor),
             calibrator: self.role("calibrator", calibrator),
             implementer: implementer.map(|steps| self.role("implementer", steps) as Box<dyn specgap_synth::role::Role>),
+            reference: None,
         };
         let config = Config { source: payment_retry(), out: self.out(), limits, prompts: Default::default(), resume };
         let judge = specgap_task::SandboxJudge::new(true).unwrap();
