@@ -44,6 +44,14 @@ pub enum EnvError {
     /// `--engine` named an engine that is not on PATH.
     #[error("--engine {0}: `{0}` is not on PATH")]
     EngineMissing(String),
+    /// `SPECGAP_ENGINE` names no engine choice.
+    #[error("SPECGAP_ENGINE={value}: {reason}")]
+    BadEngineVariable {
+        /// The variable's value.
+        value: String,
+        /// Why it is not a choice.
+        reason: String,
+    },
     /// An engine command failed.
     #[error("`{command}` failed ({status}): {stderr}")]
     EngineFailed {

@@ -28,5 +28,5 @@ pub mod registry;
 pub mod unpack;
 
 pub use cache::{BUILD_REPOSITORY, Built, CacheEntry, CacheMeta, EnvCache, environment_digest, prune_build_tags};
-pub use engine::{Engine, EngineChoice, EngineKind};
+pub use engine::{ENGINE_VARIABLE, Engine, EngineChoice, EngineKind};
 pub use error::EnvError;
