@@ -25,7 +25,8 @@ enum EnvCommand {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
         /// Container engine for `image` and `dockerfile` environments: auto (podman, else
-        /// docker), podman, docker, or none (only `rootfs` and `oci_layout` can be built).
+        /// docker, else none), podman, docker, or none (specgap pulls an `image` from its
+        /// registry itself; a `dockerfile` cannot be built).
         #[arg(long, default_value = "auto")]
         engine: EngineChoice,
     },
@@ -74,6 +75,9 @@ fn build(cache: &EnvCache, paths: &[PathBuf], engine: EngineChoice) -> anyhow::R
             })?;
             let how = if built.cached { "cached".to_string() } else { format!("built in {:.1} s", started.elapsed().as_secs_f64()) };
             println!("{}: {what} {} {how}: {}", package.name(), built.key, built.rootfs.display());
+            if let Some(manifest) = &built.manifest {
+                println!("{}: {what} pulled from its registry without an engine: manifest {manifest}", package.name());
+            }
             built_any = true;
         }
     }

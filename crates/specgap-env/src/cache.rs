@@ -8,7 +8,7 @@
 //! | --- | --- |
 //! | `rootfs` | `rootfs-<sha256 of the tarball>` |
 //! | `oci_layout` | `oci-<hex of the manifest digest>` |
-//! | `image` | `image-<hex of the engine's image id>` |
+//! | `image` | `image-<hex of the image's config digest>`: the engine's image id, or the pulled manifest's `config` |
 //! | `dockerfile` | `build-<sha256 over the build context: paths, kinds, modes, contents>` |
 //!
 //! An entry appears whole or not at all: it is unpacked under `<root>/.tmp-…` and renamed.
@@ -24,8 +24,8 @@ use specgap_protocol::package::ImageSource;
 
 use crate::engine::{Engine, EngineChoice};
 use crate::error::{EnvError, io};
-use crate::oci;
 use crate::unpack::{self, UnpackStats};
+use crate::{oci, registry};
 
 /// What `meta.json` of a cache entry records.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -46,6 +46,10 @@ pub struct CacheMeta {
     pub whiteouts: u64,
     /// Wall-clock seconds the build took.
     pub build_seconds: f64,
+    /// For an image pulled from its registry: the manifest digest and the platform chosen
+    /// from an index, e.g. `sha256:… (linux/amd64)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manifest: Option<String>,
 }
 
 /// The result of [`EnvCache::build`].
@@ -57,6 +61,9 @@ pub struct Built {
     pub rootfs: PathBuf,
     /// Whether it was in the cache already (nothing was built).
     pub cached: bool,
+    /// For an image pulled from its registry without an engine: the manifest digest and the
+    /// platform chosen from an index (`sha256:… (linux/amd64)`); `None` otherwise.
+    pub manifest: Option<String>,
 }
 
 /// One listed cache entry.
@@ -105,13 +112,15 @@ impl EnvCache {
     }
 
     /// Makes sure the root filesystem of `source` is in the cache and returns it: `rootfs`
-    /// and `oci_layout` are unpacked by specgap itself (no engine needed); `image` and
-    /// `dockerfile` need an engine (`engine`), which resolves or builds the image and exports
-    /// it. A Dockerfile whose build context is unchanged is found without an engine.
+    /// and `oci_layout` are unpacked by specgap itself (no engine needed); an `image` is
+    /// resolved and exported by the engine (`engine`) when one is chosen or found, else pulled
+    /// from its registry by specgap ([`crate::registry`]); a `dockerfile` needs an engine,
+    /// which builds the image and exports it. A Dockerfile whose build context is unchanged is
+    /// found without an engine.
     ///
     /// # Errors
-    /// [`EnvError::NoEngine`] where an engine is needed and none is chosen or found; the
-    /// errors of unpacking, layouts and engines.
+    /// [`EnvError::NoEngine`] for a Dockerfile with no engine chosen or found; the errors of
+    /// unpacking, layouts, engines and registries.
     ///
     /// `path` is the file or directory a `dockerfile`, `rootfs` or `oci_layout` names inside
     /// its package (a Dockerfile's directory is its build context); `None` for an `image`.
@@ -119,31 +128,33 @@ impl EnvCache {
         let started = Instant::now();
         let (key, recipe) = resolve(source, path, engine)?;
         match recipe {
-            Recipe::Tarball(tarball) => self.fill(&key, source, "specgap", started, |tree| unpack::unpack_layer(&tarball, tree)),
-            Recipe::Layout(image) => self.fill(&key, source, "specgap", started, |tree| {
+            Recipe::Tarball(tarball) => self.fill(&key, source, "specgap", started, None, |tree| unpack::unpack_layer(&tarball, tree)),
+            Recipe::Layout(image) => self.fill(&key, source, "specgap", started, None, |tree| {
                 let mut total = UnpackStats::default();
                 for layer in &image.layers {
-                    let stats = unpack::unpack_layer(layer, tree)?;
-                    total.entries += stats.entries;
-                    total.whiteouts += stats.whiteouts;
-                    total.skipped += stats.skipped;
+                    add(&mut total, unpack::unpack_layer(layer, tree)?);
                 }
                 Ok(total)
             }),
             Recipe::Dockerfile { dockerfile, context, hash } => {
                 if let Some(rootfs) = self.lookup(&key) {
-                    return Ok(Built { key, rootfs, cached: true });
+                    return Ok(Built { key, rootfs, cached: true, manifest: None });
                 }
                 let engine = need_engine(source, engine)?;
                 let id = engine.build(&dockerfile, &context, &build_tag(&hash))?;
                 self.fill_from_engine(&key, source, &engine, &id, started)
             }
             Recipe::Image { engine, id } => self.fill_from_engine(&key, source, &engine, &id, started),
+            Recipe::Pull(image) => {
+                let manifest = pulled_description(&image);
+                let built = self.fill(&key, source, "registry", started, Some(&manifest), |tree| pull_into(&image, tree))?;
+                Ok(Built { manifest: Some(manifest), ..built })
+            }
         }
     }
 
     fn fill_from_engine(&self, key: &str, source: &ImageSource, engine: &Engine, id: &str, started: Instant) -> Result<Built, EnvError> {
-        self.fill(key, source, engine.kind.name(), started, |tree| {
+        self.fill(key, source, engine.kind.name(), started, None, |tree| {
             let tar_path = tree.with_extension("export.tar");
             engine.export(id, &tar_path)?;
             let stats = unpack::unpack_layer(&tar_path, tree);
@@ -160,10 +171,11 @@ impl EnvCache {
         source: &ImageSource,
         built_by: &str,
         started: Instant,
+        manifest: Option<&str>,
         make: impl FnOnce(&Path) -> Result<UnpackStats, EnvError>,
     ) -> Result<Built, EnvError> {
         if let Some(rootfs) = self.lookup(key) {
-            return Ok(Built { key: key.to_string(), rootfs, cached: true });
+            return Ok(Built { key: key.to_string(), rootfs, cached: true, manifest: None });
         }
         fs_err::create_dir_all(&self.root).map_err(|e| EnvError::Io { path: self.root.clone(), source: e.into() })?;
         let staging = self.root.join(format!(".tmp-{key}-{}", std::process::id()));
@@ -185,6 +197,7 @@ impl EnvCache {
             entries,
             whiteouts: stats.whiteouts,
             build_seconds: started.elapsed().as_secs_f64(),
+            manifest: manifest.map(str::to_string),
         };
         let meta_path = staging.join("meta.json");
         let text = serde_json::to_string_pretty(&meta).map_err(|e| EnvError::Io { path: meta_path.clone(), source: e.into() })?;
@@ -199,7 +212,7 @@ impl EnvCache {
             }
         }
         tracing::info!("environment {key} built by {built_by}: {entries} entries, {bytes} bytes");
-        Ok(Built { key: key.to_string(), rootfs: dir.join("rootfs"), cached: false })
+        Ok(Built { key: key.to_string(), rootfs: dir.join("rootfs"), cached: false, manifest: None })
     }
 
     /// Every complete entry, by key.
@@ -274,9 +287,11 @@ fn build_tag_suffix(hash: &str) -> &str {
 }
 
 /// The cache key (the environment's digest) `source` has now, without building anything: a
-/// tarball's or build context's hash, a layout's manifest digest (its blobs checked), or the
-/// engine's image id of a reference (which needs the engine and may pull). A run records it
-/// so that a resumed run can tell a changed environment.
+/// tarball's or build context's hash, a layout's manifest digest (its blobs checked), or a
+/// reference's config digest: the engine's image id (the engine may pull), or without an
+/// engine the `config` of the manifest the registry has under the reference now (only the
+/// manifest is fetched). A run records it so that a resumed run can tell a changed
+/// environment, a moved tag included.
 ///
 /// # Errors
 /// As [`EnvCache::build`], less the unpacking.
@@ -290,6 +305,7 @@ enum Recipe {
     Layout(oci::LayoutImage),
     Dockerfile { dockerfile: PathBuf, context: PathBuf, hash: String },
     Image { engine: Engine, id: String },
+    Pull(registry::Resolved),
 }
 
 /// The key of `source` and how to fill its entry.
@@ -310,11 +326,18 @@ fn resolve(source: &ImageSource, path: Option<&Path>, engine: EngineChoice) -> R
             let hash = context_hash(&context, &dockerfile)?;
             Ok((format!("build-{hash}"), Recipe::Dockerfile { dockerfile, context, hash }))
         }
-        ImageSource::Image(reference) => {
-            let engine = need_engine(source, engine)?;
-            let id = engine.image_id(reference)?;
-            Ok((format!("image-{}", id.trim_start_matches("sha256:")), Recipe::Image { engine, id }))
-        }
+        ImageSource::Image(reference) => match Engine::find(engine)? {
+            Some(engine) => {
+                let id = engine.image_id(reference)?;
+                Ok((format!("image-{}", id.trim_start_matches("sha256:")), Recipe::Image { engine, id }))
+            }
+            // No engine: specgap pulls it itself. The engine's image id is the config digest,
+            // so both ways give one key to one image.
+            None => {
+                let image = registry::resolve(reference)?;
+                Ok((format!("image-{}", image.config_digest.trim_start_matches("sha256:")), Recipe::Pull(image)))
+            }
+        },
     }
 }
 
@@ -343,6 +366,35 @@ pub fn prune_build_tags(engine: EngineChoice, keep: &BTreeSet<String>) -> Result
         removed.push(tag);
     }
     Ok(removed)
+}
+
+fn add(total: &mut UnpackStats, stats: UnpackStats) {
+    total.entries += stats.entries;
+    total.whiteouts += stats.whiteouts;
+    total.skipped += stats.skipped;
+}
+
+/// `sha256:<manifest> (linux/amd64)`, or the digest alone for a plain manifest.
+fn pulled_description(image: &registry::Resolved) -> String {
+    match &image.platform {
+        Some(platform) => format!("{} ({platform})", image.manifest_digest),
+        None => image.manifest_digest.clone(),
+    }
+}
+
+/// Fetches `image`'s blobs next to `tree` (each checked against its digest, each layer's
+/// uncompressed bytes against the configuration's `diff_ids`), unpacks the layers in order
+/// and removes the blobs.
+fn pull_into(image: &registry::Resolved, tree: &Path) -> Result<UnpackStats, EnvError> {
+    let blobs = tree.with_extension("blobs");
+    let fetched = image.fetch(&blobs)?;
+    let mut total = UnpackStats::default();
+    for (layer, diff_id) in fetched.layers.iter().zip(&fetched.diff_ids) {
+        registry::verify_diff_id(&image.reference, layer, diff_id)?;
+        add(&mut total, unpack::unpack_layer(layer, tree)?);
+    }
+    std::fs::remove_dir_all(&blobs).map_err(io(&blobs))?;
+    Ok(total)
 }
 
 fn need_engine(source: &ImageSource, choice: EngineChoice) -> Result<Engine, EnvError> {

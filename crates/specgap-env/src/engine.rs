@@ -34,7 +34,7 @@ impl EngineKind {
 /// Which engine `env build` may use (`--engine`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum EngineChoice {
-    /// The first of podman, docker on PATH, if any.
+    /// `$SPECGAP_ENGINE` when set, else the first of podman, docker on PATH, if any.
     #[default]
     Auto,
     /// None: only `rootfs` and `oci_layout` environments can be built.
@@ -57,6 +57,9 @@ impl std::str::FromStr for EngineChoice {
     }
 }
 
+/// The environment variable `EngineChoice::Auto` follows when set.
+pub const ENGINE_VARIABLE: &str = "SPECGAP_ENGINE";
+
 /// A container engine found on PATH.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Engine {
@@ -68,10 +71,19 @@ pub struct Engine {
 
 impl Engine {
     /// The engine `choice` selects, or `None` (no engine wanted, or none on PATH under `Auto`).
+    /// `Auto` follows `$SPECGAP_ENGINE` when it is set (`auto`, `podman`, `docker`, `none`):
+    /// commands without an `--engine` flag (`run`, `check`, their workers) are told so.
     ///
     /// # Errors
-    /// [`EnvError::EngineMissing`] when `choice` names an engine that is not on PATH.
+    /// [`EnvError::EngineMissing`] when `choice` names an engine that is not on PATH;
+    /// [`EnvError::BadEngineVariable`] for another value of `SPECGAP_ENGINE`.
     pub fn find(choice: EngineChoice) -> Result<Option<Engine>, EnvError> {
+        let choice = match (choice, std::env::var(ENGINE_VARIABLE)) {
+            (EngineChoice::Auto, Ok(text)) if !text.is_empty() => {
+                text.parse().map_err(|reason| EnvError::BadEngineVariable { value: text.clone(), reason })?
+            }
+            _ => choice,
+        };
         match choice {
             EngineChoice::None => Ok(None),
             EngineChoice::Use(kind) => on_path(kind.name())

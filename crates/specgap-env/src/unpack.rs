@@ -30,7 +30,7 @@ pub struct UnpackStats {
 }
 
 /// A tar stream's compression, told by its first bytes.
-fn decompressed(path: &Path) -> Result<Box<dyn Read>, EnvError> {
+pub(crate) fn decompressed(path: &Path) -> Result<Box<dyn Read>, EnvError> {
     let mut file = BufReader::new(File::open(path).map_err(io(path))?);
     let mut magic = [0u8; 4];
     let read = read_up_to(&mut file, &mut magic).map_err(io(path))?;

@@ -11,7 +11,8 @@ use specgap_protocol::run::{EnvironmentRef, TaskRef};
 use specgap_task::TaskPackage;
 
 /// The engine a run resolves `image` references and builds Dockerfiles with (a run has no
-/// `--engine` flag; `specgap env build --engine` prepares the cache beforehand).
+/// `--engine` flag; `specgap env build --engine` prepares the cache beforehand). Without
+/// podman or docker, `image` references are pulled from their registries by specgap.
 const RUN_ENGINE: EngineChoice = EngineChoice::Auto;
 
 /// The digests `package`'s environments have now (none for a host-command environment).
@@ -83,7 +84,10 @@ pub fn check_stored(task: &TaskRef, package: &TaskPackage) -> anyhow::Result<()>
 
 fn restore_hint(source: &str) -> &'static str {
     match source {
-        "image" => "point the reference at the image id recorded, e.g. with `podman tag`",
+        "image" => {
+            "point the reference back at the image whose config digest (podman's image id) is recorded, e.g. with `podman tag` \
+             or by pushing that image to the tag again"
+        }
         "dockerfile" => "the build context's files as they were",
         _ => "the package's file as it was",
     }

@@ -281,7 +281,8 @@ fn an_image_reference_moved_to_another_image_is_refused_and_moved_back_resumes()
             &format!("image `{tag}`"),
             &recorded,
             &format!("image-{second}"),
-            "point the reference at the image id recorded, e.g. with `podman tag`"
+            "point the reference back at the image whose config digest (podman's image id) is recorded, e.g. with `podman tag` \
+             or by pushing that image to the tag again"
         )
     );
     podman(&["tag", &first, &tag]);

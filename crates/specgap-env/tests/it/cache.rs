@@ -88,12 +88,15 @@ fn a_blob_that_does_not_match_its_digest_is_refused() {
 }
 
 #[test]
-fn an_image_without_an_engine_is_refused_naming_the_key() {
-    let cache = EnvCache::new(tempfile::tempdir().unwrap().path().join("cache"));
-    let err = cache.build(&ImageSource::Image("python:3.12-slim".into()), None, EngineChoice::None).unwrap_err();
+fn a_dockerfile_without_an_engine_is_refused_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let dockerfile = write(&dir.path().join("pkg/environment/Dockerfile"), b"FROM scratch\n");
+    let cache = EnvCache::new(dir.path().join("cache"));
+    let source = ImageSource::Dockerfile("environment/Dockerfile".into());
+    let err = cache.build(&source, Some(&dockerfile), EngineChoice::None).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "[environment].image `python:3.12-slim` needs a container engine (podman or docker) on PATH, and none was found; `--engine none` was given"
+        "[environment].dockerfile `environment/Dockerfile` needs a container engine (podman or docker) on PATH, and none was found; `--engine none` was given"
     );
 }
 
@@ -113,7 +116,8 @@ fn the_digest_is_the_cache_key_computed_without_building() {
     let digest = environment_digest(&oci_source(), Some(&layout), EngineChoice::None).unwrap();
     assert_eq!(digest, format!("oci-{}", manifest.trim_start_matches("sha256:")));
 
-    // A reference needs the engine even for its digest.
-    let err = environment_digest(&ImageSource::Image("python:3.12-slim".into()), None, EngineChoice::None).unwrap_err();
-    assert!(matches!(err, EnvError::NoEngine { key: "image", .. }), "{err:?}");
+    // Without an engine, a reference's digest is asked of its registry (here: none listens).
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let err = environment_digest(&ImageSource::Image(format!("localhost:{port}/x:1")), None, EngineChoice::None).unwrap_err();
+    assert!(matches!(err, EnvError::RegistryUnreachable { .. }), "{err:?}");
 }

@@ -47,6 +47,17 @@ pub fn gzip(bytes: &[u8]) -> Vec<u8> {
     encoder.finish().unwrap()
 }
 
+/// `bytes` decompressed when they are gzip, else themselves (a layer's uncompressed digest).
+pub fn gunzipped(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Read;
+    if !bytes.starts_with(&[0x1f, 0x8b]) {
+        return bytes.to_vec();
+    }
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(bytes).read_to_end(&mut out).unwrap();
+    out
+}
+
 pub fn sha256(bytes: &[u8]) -> String {
     Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -61,13 +72,17 @@ pub fn oci_layout(dir: &Path, layers: &[(&[u8], &str)]) -> String {
         std::fs::write(blobs.join(&hex), bytes).unwrap();
         format!("sha256:{hex}")
     };
-    let config = put(br#"{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}"#);
+    let diff_ids: Vec<String> = layers.iter().map(|(bytes, _)| format!(r#""sha256:{}""#, sha256(&gunzipped(bytes)))).collect();
+    let config_bytes =
+        format!(r#"{{"architecture":"amd64","os":"linux","rootfs":{{"type":"layers","diff_ids":[{}]}}}}"#, diff_ids.join(","));
+    let config = put(config_bytes.as_bytes());
     let layer_descriptors: Vec<String> = layers
         .iter()
         .map(|(bytes, media)| format!(r#"{{"mediaType":"{media}","digest":"{}","size":{}}}"#, put(bytes), bytes.len()))
         .collect();
     let manifest = format!(
-        r#"{{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"{config}","size":1}},"layers":[{}]}}"#,
+        r#"{{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"{config}","size":{}}},"layers":[{}]}}"#,
+        config_bytes.len(),
         layer_descriptors.join(",")
     );
     let manifest_digest = put(manifest.as_bytes());
