@@ -132,11 +132,16 @@ pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
 
 /// Lowercase hex SHA-256 of the file at `path`, streamed.
 pub(crate) fn sha256_file(path: &Path) -> Result<String, EnvError> {
-    let mut file = std::fs::File::open(path).map_err(io(path))?;
+    let file = std::fs::File::open(path).map_err(io(path))?;
+    sha256_stream(file, path)
+}
+
+/// Lowercase hex SHA-256 of what `reader` yields, streamed; read errors name `path`.
+pub(crate) fn sha256_stream(mut reader: impl Read, path: &Path) -> Result<String, EnvError> {
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
     loop {
-        let n = file.read(&mut buf).map_err(io(path))?;
+        let n = reader.read(&mut buf).map_err(io(path))?;
         if n == 0 {
             break;
         }

@@ -17,7 +17,7 @@
 //! `~/.docker/config.json`) that names the registry with an `auth` entry; credential helpers
 //! (`credsStore`, `credHelpers`) are not run.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -321,17 +321,8 @@ impl Resolved {
 /// # Errors
 /// [`EnvError::DigestMismatch`] naming `reference`; [`EnvError::Io`].
 pub fn verify_diff_id(reference: &str, path: &Path, diff_id: &str) -> Result<(), EnvError> {
-    let mut reader = crate::unpack::decompressed(path)?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        let n = reader.read(&mut buf).map_err(io(path))?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    let actual = format!("sha256:{}", oci::hex(&hasher.finalize()));
+    let reader = crate::unpack::decompressed(path)?;
+    let actual = format!("sha256:{}", oci::sha256_stream(reader, path)?);
     if actual == diff_id {
         return Ok(());
     }
