@@ -197,23 +197,13 @@ impl AgentSpec {
     }
 
     /// Whether the agent can run on `package` (DESIGN §4): a scripted agent needs its overlay
-    /// (`starter` always applies); a `cli:` agent does not run on an image environment (its
-    /// program and runtime are the host's; docs/adapters.md), so the run says so before it
-    /// starts.
+    /// (`starter` always applies). A `cli:` agent applies to image environments too; whether
+    /// its CLI can run in a particular image is checked once the image is built
+    /// ([`cli::image::check`]), before anything starts.
     ///
     /// # Errors
-    /// [`NotApplicable`] naming the missing overlay, or the adapter and the image.
+    /// [`NotApplicable`] naming the missing overlay.
     pub fn applicability(&self, package: &TaskPackage) -> Result<(), NotApplicable> {
-        if let (AgentSpec::Cli(_), Some(image)) = (self, package.image_environment()) {
-            return Err(NotApplicable::new(format!(
-                "agent {} runs the harness's own program, built for the host's libc and interpreters, and task {} runs on an \
-                 image ([environment].{} `{}`); cli: agents do not run in image environments",
-                self.canonical(),
-                package.name(),
-                image.source.source.key(),
-                image.source.source.value()
-            )));
-        }
         let AgentSpec::Scripted(solution) = self else { return Ok(()) };
         let name = solution.name();
         if *solution == Solution::Starter || package.solution(&name).is_some() {

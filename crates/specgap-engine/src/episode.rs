@@ -571,24 +571,6 @@ impl<'c, 'a> Episode<'c, 'a> {
                 source: None,
             });
         }
-        if agent.drives_itself()
-            && let Some(image) = package.image_environment()
-        {
-            // Its program and runtime come from the harness's installation, built against the
-            // host's libc and interpreters; nothing is installed into an image at run time.
-            return Err(EpisodeError::Infrastructure {
-                message: format!(
-                    "agent {} drives itself with a program of the host's, and task {} runs on an image ([environment].{} `{}`); \
-                     such agents do not run in image environments yet",
-                    ctx.agent_spec,
-                    package.name(),
-                    image.source.source.key(),
-                    image.source.source.value()
-                ),
-                deterministic: true,
-                source: None,
-            });
-        }
         let route = agent.ask_route(text_questions_offered(ctx.condition));
         let prompts = system_prompts_with(ctx.condition, &ctx.budgets, ctx.prompts, &route);
         let message = opening_message(package, ctx.condition, ctx.seed, ctx.repeat).ok_or_else(|| EpisodeError::Infrastructure {

@@ -57,7 +57,11 @@ impl HostView {
     /// # Errors
     /// [`SandboxError::Io`] when the agent's `/etc` cannot be written.
     pub(crate) fn for_agent(&self) -> Result<HostView, SandboxError> {
-        Ok(HostView { etc: shared_etc(EtcKind::Agent)?, ..self.clone() })
+        let rootfs = match &self.rootfs {
+            Some(image) => Some(Arc::new(image.for_agent()?)),
+            None => None,
+        };
+        Ok(HostView { etc: shared_etc(EtcKind::Agent)?, rootfs, ..self.clone() })
     }
 
     /// Resolves `[environment]`: each of `commands` is looked up on the host `PATH`; a

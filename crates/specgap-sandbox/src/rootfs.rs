@@ -25,6 +25,11 @@ const NOT_SHOWN: [&str; 4] = ["proc", "dev", "sys", "tmp"];
 /// The `/etc` files of specgap's synthetic set bound over the image's own.
 const ETC_OVERRIDES: [&str; 2] = ["passwd", "group"];
 
+/// The `/etc` files an external agent's sandbox also gets from specgap's agent set (names
+/// resolve through the network tripwire, [`crate::AGENT_NAMESERVER`]), bound over the image's
+/// own; one the image lacks is made as an empty file in the cached tree first (a mount point).
+const AGENT_ETC_OVERRIDES: [&str; 3] = ["hosts", "nsswitch.conf", "resolv.conf"];
+
 /// Where the harness's fixed sandbox paths appear in an image environment (format 2:
 /// `[environment].workdir`, `[evaluator].dir`, `[evaluator].out`), so packages that hard-code
 /// such paths (Harbor's `/app`, `/tests`, `/logs/verifier`) run unchanged.
@@ -83,6 +88,9 @@ pub(crate) struct RootfsView {
     root: PathBuf,
     top: Vec<(OsString, TopKind)>,
     etc_overrides: Vec<&'static str>,
+    /// Whether the image has a `/run` directory: bubblewrap cannot make mount points under
+    /// `/run/specgap` in its read-only bind, so such mounts get a tmpfs there first.
+    has_run_dir: bool,
     remaps: Vec<(PathBuf, PathBuf)>,
     /// An execute-only copy of the image's own `/bin/sh`, for sessions' command servers
     /// ([`SERVER_SHELL_PATH`]); `None` when the image has no shell.
@@ -132,7 +140,60 @@ impl RootfsView {
         let etc = root.join("etc");
         let etc_overrides = ETC_OVERRIDES.into_iter().filter(|f| is_plain_file(&etc.join(f))).collect();
         let server_shell = server_shell(root)?;
-        Ok(RootfsView { root: root.to_path_buf(), top, etc_overrides, remaps: placement.remaps(), server_shell })
+        let has_run_dir = top.iter().any(|(name, kind)| name.as_bytes() == b"run" && *kind == TopKind::Dir);
+        Ok(RootfsView { root: root.to_path_buf(), top, etc_overrides, has_run_dir, remaps: placement.remaps(), server_shell })
+    }
+
+    /// The same view for an external agent's sandbox ([`crate::AgentSandbox`]): the agent's
+    /// `hosts`, `nsswitch.conf` and `resolv.conf` over the image's (made as empty mount points
+    /// in the cached tree where the image's `/etc` lacks them), so names resolve through the
+    /// episode's network tripwire as on the host.
+    ///
+    /// # Errors
+    /// [`SandboxError::Io`] when a mount point cannot be made.
+    pub(crate) fn for_agent(&self) -> Result<RootfsView, SandboxError> {
+        let mut view = self.clone();
+        let etc = self.root.join("etc");
+        let etc_is_dir = std::fs::symlink_metadata(&etc).is_ok_and(|m| m.is_dir());
+        if !etc_is_dir {
+            return Ok(view);
+        }
+        for file in AGENT_ETC_OVERRIDES {
+            let path = etc.join(file);
+            match std::fs::symlink_metadata(&path) {
+                Ok(meta) if meta.is_file() => {}
+                // A link (Debian's resolv.conf often is one) or something else: shown as the image has it.
+                Ok(_) => continue,
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                    fs_err::write(&path, b"")?;
+                }
+                Err(err) => return Err(SandboxError::Io(err)),
+            }
+            view.etc_overrides.push(file);
+        }
+        Ok(view)
+    }
+
+    /// Makes the mount point of each of `mounts` (sandbox paths, already placed) exist in the
+    /// cached tree when it lies inside an image directory, as [`RootfsView::scan`] does for the
+    /// placement's; mounts under `/run/specgap` are left out (they get a tmpfs,
+    /// [`RootfsView::run_tmpfs_needed`]).
+    ///
+    /// # Errors
+    /// As [`RootfsView::scan`].
+    pub(crate) fn prepare_mount_points<'p>(&self, mounts: impl IntoIterator<Item = &'p Path>) -> Result<(), SandboxError> {
+        for point in mounts {
+            if !point.starts_with(RUN_MOUNT) {
+                ensure_mount_point(&self.root, point)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a mount at `point` needs a tmpfs at `/run/specgap` first: the image has a
+    /// `/run` directory, which is shown read-only, and `point` lies below `/run/specgap`.
+    pub(crate) fn run_tmpfs_needed(&self, point: &Path) -> bool {
+        self.has_run_dir && point.starts_with(RUN_MOUNT) && point != Path::new(RUN_MOUNT)
     }
 
     /// `path` (a sandbox path the harness chose: a mount point, a cwd, `SPECGAP_WORKSPACE`)
@@ -197,6 +258,20 @@ fn server_shell(root: &Path) -> Result<Option<Arc<tempfile::TempDir>>, SandboxEr
     fs_err::copy(&real, &copy)?;
     fs_err::set_permissions(&copy, std::fs::Permissions::from_mode(0o111))?;
     Ok(Some(Arc::new(dir)))
+}
+
+/// Where the image at `root` (an unpacked root filesystem) has the program `name`: the first
+/// directory of [`crate::host::SYSTEM_PATH`] holding an executable file of that name, links
+/// followed as the image would see them (never leaving it). Returns the image path
+/// (`/bin/bash`) and the file in the cached tree; `None` when the image has no such program.
+pub fn find_program(root: &Path, name: &str) -> Option<(PathBuf, PathBuf)> {
+    crate::host::SYSTEM_PATH.split(':').find_map(|dir| {
+        let inside = Path::new(dir).join(name);
+        let rel = inside.strip_prefix("/").ok()?;
+        let real = resolve_in_root(root, rel)?;
+        let meta = std::fs::metadata(&real).ok()?;
+        (meta.is_file() && meta.permissions().mode() & 0o111 != 0).then_some((inside, real))
+    })
 }
 
 /// `rel` inside the image at `root` with every link followed as the image would see it

@@ -370,9 +370,18 @@ fn bwrap_args(spec: &CommandSpec, host: &HostView, json_status: bool, pooled_net
         push(&[b"--ro-bind", path.as_os_str().as_bytes(), path.as_os_str().as_bytes()]);
     }
     let place = |path: &Path| host.rootfs_view().map_or_else(|| path.to_path_buf(), |image| image.place(path));
+    // An image's `/run` is shown read-only: mounts below `/run/specgap` (an agent's task
+    // files, harness tools, host runtime) get a tmpfs there, made read-only once they are in.
+    let run_tmpfs = host.rootfs_view().is_some_and(|image| spec.mounts.iter().any(|m| image.run_tmpfs_needed(&place(&m.sandbox))));
+    if run_tmpfs {
+        push(&[b"--tmpfs", crate::rootfs::RUN_MOUNT.as_bytes()]);
+    }
     for mount in &spec.mounts {
         let flag: &[u8] = if mount.writable { b"--bind" } else { b"--ro-bind" };
         push(&[flag, mount.host.as_os_str().as_bytes(), place(&mount.sandbox).as_os_str().as_bytes()]);
+    }
+    if run_tmpfs {
+        push(&[b"--remount-ro", crate::rootfs::RUN_MOUNT.as_bytes()]);
     }
     // The sandbox's root is bubblewrap's tmpfs; make it (and the directories bubblewrap
     // created in it, such as /etc) read-only. Mounted paths keep their own flags.
@@ -565,6 +574,10 @@ pub(crate) fn launch_bwrap(
     json_status: bool,
     freezer: bool,
 ) -> Result<Launched, SandboxError> {
+    if let Some(image) = host.rootfs_view() {
+        let placed: Vec<PathBuf> = spec.mounts.iter().map(|m| image.place(&m.sandbox)).collect();
+        image.prepare_mount_points(placed.iter().map(PathBuf::as_path))?;
+    }
     let (args_read, args_write) = pipe()?;
     let seccomp_fd = filled_pipe(&seccomp::filter_bytes())?;
     let mut args: Vec<Vec<u8>> = vec![b"--args".to_vec(), FD_ARGS.to_string().into_bytes(), b"--".to_vec()];

@@ -189,6 +189,29 @@ pub trait Adapter: Send + Sync + std::fmt::Debug {
     /// Directories put first on the program's `PATH` (inside the sandbox).
     fn path_dirs(&self) -> Vec<PathBuf>;
 
+    /// The programs its command starts by name, as host paths: in an image environment each
+    /// gets a wrapper that starts it through the host's loader ([`super::image`]), and the
+    /// directories of [`Adapter::path_dirs`] are left off `PATH`. By default every executable
+    /// file in those directories outside the host's system directories.
+    fn entry_programs(&self) -> Vec<PathBuf> {
+        let system = ["/usr", "/bin", "/sbin", "/lib", "/lib64"];
+        let mut programs = Vec::new();
+        for dir in self.path_dirs().into_iter().filter(|d| !system.iter().any(|s| d.starts_with(s))) {
+            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+            let mut found: Vec<PathBuf> = entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    use std::os::unix::fs::PermissionsExt as _;
+                    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+                })
+                .collect();
+            found.sort();
+            programs.extend(found);
+        }
+        programs
+    }
+
     /// Environment of the program besides the common one: configuration locations, and every
     /// switch that turns telemetry, update checks and anything else that would wait on the
     /// network off.

@@ -112,6 +112,11 @@ impl EpisodeBridge {
         Ok(EpisodeBridge { endpoint: Some(endpoint), token, tools_dir, socket_dir, forwarder: Some(forwarder) })
     }
 
+    /// The tools directory on the host (mounted at `SANDBOX_BIN_DIR`).
+    pub(crate) fn tools_dir(&self) -> &Path {
+        &self.tools_dir
+    }
+
     /// The sandbox's mounts: the tools directory and the socket, both read-only.
     pub(crate) fn mounts(&self) -> Vec<Mount> {
         let mut mounts = vec![Mount { host: self.tools_dir.clone(), sandbox: SANDBOX_BIN_DIR.into(), writable: false }];

@@ -68,6 +68,11 @@ impl Adapter for MiniSweAgent {
         vec![self.venv.bin()]
     }
 
+    fn entry_programs(&self) -> Vec<PathBuf> {
+        // Its command starts `mini` alone; the environment's `python` stays off an image's PATH.
+        vec![self.venv.bin().join("mini")]
+    }
+
     fn env(&self, _launch: &Launch) -> Vec<(String, String)> {
         [
             ("MSWEA_CONFIGURED", "true"),

@@ -41,6 +41,7 @@ mod exchange;
 pub mod gemini_cli;
 mod harness;
 pub mod home;
+pub mod image;
 mod link;
 pub mod mini_swe_agent;
 mod network;
@@ -353,6 +354,8 @@ pub struct CliAgent {
     tripwire: Option<network::EpisodeTripwire>,
     /// How many of the tripwire's attempts were handed to the engine already.
     attempts_taken: usize,
+    /// On an image environment: the host runtime's mounts and the entry wrappers ([`image`]).
+    image: Option<image::ImageLaunch>,
 }
 
 impl std::fmt::Debug for CliAgent {
@@ -391,6 +394,7 @@ impl CliAgent {
             questions: None,
             tripwire: None,
             attempts_taken: 0,
+            image: None,
         })
     }
 
@@ -430,13 +434,24 @@ impl CliAgent {
         template.mounts.push(Mount { host: home, sandbox: SANDBOX_HOME.into(), writable: true });
         template.mounts.push(Mount { host: task, sandbox: SANDBOX_TASK_DIR.into(), writable: false });
         for path in self.adapter.mounts() {
+            // On an image the host's system directories are not shown: what of them the agent
+            // needs comes through the host runtime's own mounts.
+            if self.image.is_some() && image::is_host_system_path(&path) {
+                continue;
+            }
             template.mounts.push(Mount { sandbox: path.clone(), host: path, writable: false });
         }
         let bridge =
             self.bridge.as_ref().ok_or_else(|| AgentError::new("a cli: agent's sandbox was made before its harness tools", false))?;
         template.mounts.extend(bridge.mounts());
         let mut path: Vec<String> = vec![specgap_bridge::install::SANDBOX_BIN_DIR.to_string()];
-        path.extend(self.adapter.path_dirs().iter().map(|d| d.display().to_string()));
+        match &self.image {
+            Some(launch) => {
+                template.mounts.extend(launch.mounts.iter().cloned());
+                path.push(image::HOST_BIN.to_string());
+            }
+            None => path.extend(self.adapter.path_dirs().iter().map(|d| d.display().to_string())),
+        }
         path.push(place.host.path_var());
         let mut env: Vec<(String, String)> = vec![
             ("PATH".into(), path.join(":")),
@@ -453,6 +468,28 @@ impl CliAgent {
         template.env.extend(env);
         template.limits = Limits::default();
         Ok(template)
+    }
+
+    /// On an image environment: refuses an adapter that cannot run there (before anything
+    /// starts, naming the adapter and the image), then brings in the host's runtime and writes
+    /// the wrappers of its entry programs and of the harness tools ([`image`]).
+    fn prepare_image(
+        &self,
+        rootfs: &std::path::Path,
+        bridge: &bridge::EpisodeBridge,
+        place: &Workplace,
+    ) -> Result<image::ImageLaunch, AgentError> {
+        image::check(&self.config.adapter, rootfs).map_err(|why| {
+            AgentError::new(format!("agent {} cannot run in this task's image ({}): {why}", self.adapter.spec(), rootfs.display()), true)
+        })?;
+        let unprepared = |why: String| AgentError::new(format!("cannot bring agent {} into the image: {why}", self.adapter.spec()), false);
+        let runtime = image::HostRuntime::detect().map_err(unprepared)?;
+        image::wrap_bridge_tools(&runtime, bridge.tools_dir(), specgap_bridge::install::SANDBOX_BIN_DIR).map_err(unprepared)?;
+        let wrappers = place.scratch.join("host-bin");
+        if wrappers.exists() {
+            std::fs::remove_dir_all(&wrappers).map_err(|e| unprepared(format!("{}: {e}", wrappers.display())))?;
+        }
+        image::prepare(&runtime, &self.adapter.entry_programs(), &wrappers).map_err(unprepared)
     }
 
     fn launch(&self, message_file: &str, resumed: bool) -> Launch {
@@ -734,6 +771,9 @@ impl Agent for CliAgent {
         )?;
         std::fs::create_dir_all(self.home()?).map_err(|e| AgentError::with_source("cannot prepare the agent's home", false, e))?;
         bridge.write_mcp_config(&self.home()?)?;
+        if let Some(rootfs) = place.host.rootfs() {
+            self.image = Some(self.prepare_image(rootfs, &bridge, &place)?);
+        }
         self.bridge = Some(bridge);
         let template = self.template(&place)?;
         let mut sandbox = AgentSandbox::start(&template, &place.host, &place.sandbox)

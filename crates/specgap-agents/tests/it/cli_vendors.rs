@@ -38,7 +38,7 @@ fn test_cache() -> PathBuf {
 /// installer's lock makes concurrent processes share it), points this process's cache at it,
 /// and returns the installation's directory; `None` when it cannot be installed (no package
 /// registry): the test is then skipped, or fails under `SPECGAP_REQUIRE_EXTERNAL=1`.
-fn installed(adapter: &str) -> Option<PathBuf> {
+pub(crate) fn installed(adapter: &str) -> Option<PathBuf> {
     static CACHE: std::sync::Once = std::sync::Once::new();
     // SAFETY: set once, to the same value, before any agent of this binary reads it.
     CACHE.call_once(|| unsafe { std::env::set_var("XDG_CACHE_HOME", test_cache()) });

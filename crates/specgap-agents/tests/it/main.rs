@@ -7,6 +7,7 @@ mod chat_agent;
 mod chat_user;
 mod cli_bridge;
 mod cli_ends;
+mod cli_image;
 mod cli_isolation;
 mod cli_reads;
 mod cli_support;

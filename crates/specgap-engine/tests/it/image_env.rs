@@ -10,25 +10,34 @@ use std::sync::Once;
 use serde_json::json;
 use specgap_protocol::run::EndReason;
 
-use specgap_engine::session::{Agent, AgentError, AgentReply, Incoming, Opening};
+use specgap_engine::session::{Agent, AgentError, AgentReply, Incoming, Opening, Workplace};
 use specgap_protocol::event::Usage;
 
 use crate::support::{Options, TestAgent, one, run};
 
-/// An agent that says it drives itself and never gets to do anything.
-struct SelfDriving;
+/// An agent that says it drives itself: it records the image its workplace is on and stops
+/// at its start.
+#[derive(Default)]
+struct SelfDriving {
+    rootfs: Option<PathBuf>,
+}
 
 impl Agent for SelfDriving {
     fn drives_itself(&self) -> bool {
         true
     }
 
+    fn enter(&mut self, place: &Workplace) -> Result<(), AgentError> {
+        self.rootfs = place.host.rootfs().map(Path::to_path_buf);
+        Ok(())
+    }
+
     fn start(&mut self, _opening: &Opening) -> Result<(), AgentError> {
-        panic!("started on an image environment");
+        Err(AgentError::new("the test agent stops here", true))
     }
 
     fn next_turn(&mut self, _inbox: &[Incoming]) -> Result<AgentReply, AgentError> {
-        panic!("asked for a turn on an image environment");
+        panic!("asked for a turn after a failed start");
     }
 
     fn usage(&self) -> Usage {
@@ -109,19 +118,17 @@ fn an_episode_runs_its_commands_and_evaluator_on_the_image() {
 }
 
 #[test]
-fn an_agent_that_drives_itself_is_refused_on_an_image_before_it_starts() {
+fn an_agent_that_drives_itself_is_started_on_the_image() {
+    // Whether its CLI can run in the image is the agent's to say (specgap-agents
+    // `cli::image::check`); the engine hands it the image's view like any other agent's.
     use_test_cache();
     let dir = tempfile::tempdir().unwrap();
     let Some(package) = image_package(&dir.path().join("pkg")) else { return };
-    let mut agent = SelfDriving;
+    let mut agent = SelfDriving::default();
     let options = Options { agent_spec: Some("cli:codex".into()), ..Options::default() };
     let r = run(&package, "partial", &mut agent, options);
     let message = format!("{:?}", r.outcome.as_ref().unwrap_err());
-    assert!(
-        message.contains(
-            "agent cli:codex drives itself with a program of the host's, and task fixtures/image-answer runs on an image \
-             ([environment].rootfs `environment/rootfs.tar`); such agents do not run in image environments yet"
-        ),
-        "{message}"
-    );
+    assert!(message.contains("the test agent stops here"), "{message}");
+    let rootfs = agent.rootfs.expect("the workplace is on the image");
+    assert_eq!(std::fs::read_to_string(rootfs.join("etc/image-release")).unwrap(), "busybox test image\n");
 }

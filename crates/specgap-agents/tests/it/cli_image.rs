@@ -1,0 +1,170 @@
+//! `cli:` agents in image environments (issue 25 item 3): the real mini-swe-agent (its
+//! virtual environment and the host's pyenv Python, read-only from the harness's
+//! installation) completes an episode of a task whose environment is a rootfs tarball with no
+//! libc and no loader at all (Debian's busybox-static and its applets). It runs through the
+//! host's own dynamic loader at `/run/specgap/host`; its commands run with the image's shell.
+//! The gateway is its only network, the key is nowhere in the sandbox. A CLI whose shell tool
+//! needs `bash` is refused on that image before anything starts, naming the adapter and the
+//! image. Skipped with a note when busybox-static or the installation is missing, unless
+//! `SPECGAP_REQUIRE_EXTERNAL=1`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::json;
+use specgap_engine::condition::BudgetFlags;
+use specgap_gateway::mock::MockUpstream;
+use specgap_gateway::mock::replies::{self, Call, Tokens};
+use specgap_protocol::event::EventKind;
+use specgap_protocol::run::EndReason;
+
+use crate::cli_support::*;
+
+const BUSYBOX: &str = "/bin/busybox";
+
+/// busybox's applets the image gets (all links to the one static program).
+const APPLETS: &[&str] =
+    &["sh", "cat", "echo", "ls", "pwd", "readlink", "grep", "tr", "wc", "touch", "test", "tail", "cut", "env", "mkdir", "id"];
+
+/// Whether busybox-static is here; `false` after a note (a failure under
+/// `SPECGAP_REQUIRE_EXTERNAL=1`).
+fn have_busybox() -> bool {
+    if Path::new(BUSYBOX).is_file() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("SPECGAP_REQUIRE_EXTERNAL").is_none_or(|v| v != "1"),
+        "SPECGAP_REQUIRE_EXTERNAL=1 and {BUSYBOX} (Debian's busybox-static) is missing"
+    );
+    eprintln!("skipped: {BUSYBOX} (Debian's busybox-static) is missing");
+    false
+}
+
+fn write_file(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// A reward-scored format-2 package at `root` whose environment is a rootfs tarball of
+/// busybox-static (no `/lib`, no `/usr`, no loader), workdir `/app`, tests at `/tests`.
+fn busybox_package(root: &Path) -> specgap_task::TaskPackage {
+    let image = root.with_extension("image-tree");
+    for dir in ["bin", "etc", "home", "run", "root", "tmp"] {
+        std::fs::create_dir_all(image.join(dir)).unwrap();
+    }
+    std::fs::copy(BUSYBOX, image.join("bin/busybox")).unwrap();
+    for applet in APPLETS {
+        std::os::unix::fs::symlink("busybox", image.join("bin").join(applet)).unwrap();
+    }
+    std::fs::write(image.join("etc/image-release"), "busybox-static test image\n").unwrap();
+    std::fs::write(image.join("etc/passwd"), "root:x:0:0:root:/root:/bin/sh\n").unwrap();
+    std::fs::create_dir_all(root.join("environment")).unwrap();
+    let tar = root.join("environment/rootfs.tar");
+    assert!(Command::new("tar").arg("-C").arg(&image).arg("-cf").arg(&tar).arg(".").status().unwrap().success());
+    write_file(
+        &root.join("task.toml"),
+        "format = 2\n\n[task]\nname = \"fixtures/busybox-answer\"\nversion = \"1.0.0\"\ndescription = \"Write the answer\"\n\
+         family = \"terminal\"\n\n[environment]\nrootfs = \"environment/rootfs.tar\"\nworkdir = \"/app\"\n\n\
+         [evaluator]\ncommand = \"sh test.sh\"\ndir = \"/tests\"\nout = \"/logs/verifier\"\ntimeout_sec = 30\n",
+    );
+    write_file(&root.join("instruction.md"), "Put the answer, 42, in answer.txt.\n");
+    write_file(&root.join("workspace/README"), "answers go here\n");
+    write_file(
+        &root.join("evaluator/test.sh"),
+        "if test \"$(cat /app/answer.txt 2>/dev/null)\" = 42; then r=1.0; else r=0.0; fi\n\
+         echo \"{\\\"version\\\": 1, \\\"reward\\\": $r}\" > /logs/verifier/result.json\n",
+    );
+    specgap_task::load(root).unwrap()
+}
+
+/// mini's answer running `command` with its `bash` tool.
+fn mini_bash(n: u64, command: &str) -> specgap_gateway::mock::MockReply {
+    let call = [Call::new(&format!("call-{n}"), "bash", json!({ "command": command }))];
+    replies::openai_chat(MODEL, &format!("THOUGHT: step {n}."), &call, Tokens { input: 1000 + n, output: 20 + n, ..Tokens::default() })
+}
+
+/// A mini-swe-agent configuration against `mock`.
+fn mini_config(mock: &MockUpstream) -> specgap_agents::cli::CliConfig {
+    let mut config = specgap_agents::cli::CliConfig::new("mini-swe-agent", MODEL);
+    config.version = Some(specgap_agents::cli::mini_swe_agent::DEFAULT_VERSION.into());
+    config.endpoint.base_url = format!("{}/v1", mock.url());
+    config.endpoint.api_key_env = KEY_ENV.into();
+    config.endpoint.retry_base_ms = 1;
+    config.stop_grace_ms = 500;
+    config
+}
+
+/// What the agent's first command shows about where it runs.
+const PROBE: &str = "echo 42 > answer.txt; pwd; cat /etc/image-release; ls /usr /lib /lib64 2>&1; ls /run/specgap/host; \
+     readlink /proc/$PPID/exe; (cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline; env) 2>/dev/null | tr '\\0' '\\n' | grep -c 'sk-canar[y]-'; \
+     touch /etc/x /bin/x /run/specgap/x 2>&1; tail -n +3 /proc/net/dev | cut -d: -f1";
+
+#[test]
+fn mini_swe_agent_completes_an_episode_in_a_busybox_image_through_the_host_loader() {
+    if !have_busybox() {
+        return;
+    }
+    let Some(_) = crate::cli_vendors::installed("mini-swe-agent") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let package = busybox_package(&dir.path().join("pkg"));
+    let mock = MockUpstream::start([mini_bash(1, PROBE), mini_bash(2, "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")]).unwrap();
+    let config = mini_config(&mock);
+    let run = run_cli(package, "blind", "clean", "cli:mini-swe-agent", &config, &mock, BudgetFlags::default());
+    let results: Vec<String> = run
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolResult { output, .. } => Some(output.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        results.first().map(String::as_str),
+        Some(
+            "exit status 0\n--- stdout ---\n/app\nbusybox-static test image\n\
+             ls: /usr: No such file or directory\nls: /lib: No such file or directory\nls: /lib64: No such file or directory\n\
+             bin\nlib\n/run/specgap/host/lib/ld-linux-x86-64.so.2\n0\n\
+             touch: /etc/x: Read-only file system\ntouch: /bin/x: Read-only file system\ntouch: /run/specgap/x: Read-only file system\n    lo\n"
+        ),
+        "the image's shell, no libc of the image's, mini under the host's loader, no key, read-only outside the workspace, \
+         loopback alone: {results:?} {:?}",
+        run.events.iter().filter(|e| matches!(e.kind, EventKind::AgentExit { .. })).map(|e| format!("{:?}", e.kind)).collect::<Vec<_>>()
+    );
+    assert_eq!(run.detail.episode.end_reason, Some(EndReason::Accepted), "{results:?}");
+    let scores: Vec<Option<f64>> = run.detail.submissions.iter().map(|s| s.score).collect();
+    assert_eq!(scores, [Some(1.0)]);
+    assert_eq!(run.requests.len(), 2, "mini ends at its marker");
+    check_requests(&run.requests);
+    assert_no_network_attempt(&run.events);
+    let stored = run.everything_stored();
+    assert!(!stored.windows(canary_key().len()).any(|w| w == canary_key().as_bytes()), "the key is nowhere in the store");
+}
+
+#[test]
+fn a_cli_whose_shell_tool_needs_bash_is_refused_on_a_busybox_image_naming_the_adapter_and_the_image() {
+    if !have_busybox() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let package = busybox_package(&dir.path().join("pkg"));
+    let cache = specgap_env::EnvCache::new(dir.path().join("env-cache"));
+    let image = package.image_environment().unwrap();
+    let built = cache.build(&image.source.source, image.source.path.as_deref(), specgap_env::EngineChoice::None).unwrap();
+    let rootfs: PathBuf = built.rootfs;
+    for adapter in ["claude-code", "codex", "opencode", "openhands"] {
+        assert_eq!(
+            specgap_agents::cli::image::check(adapter, &rootfs),
+            Err("its shell tool runs bash, which the image lacks (looked in /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin)"
+                .to_string()),
+            "{adapter}"
+        );
+    }
+    assert_eq!(specgap_agents::cli::image::check("mini-swe-agent", &rootfs), Ok(()));
+    assert_eq!(specgap_agents::cli::image::check("command", &rootfs), Ok(()));
+    // Without /bin/sh nothing can start there.
+    std::fs::remove_file(rootfs.join("bin/sh")).unwrap();
+    assert_eq!(
+        specgap_agents::cli::image::check("mini-swe-agent", &rootfs),
+        Err("the image has no /bin/sh, which starts the CLI and the harness tools".to_string())
+    );
+}
