@@ -396,6 +396,7 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
             let plan = plan(&resolved)?;
             scale_out::check_resumed_plan(store.config(), &plan)?;
             environments::build_missing(&resolved.tasks)?;
+            environments::check_cli_agents(&resolved.config.agents, &resolved.tasks)?;
             (dir.clone(), store, resolved, plan, true, lock)
         }
         None => {
@@ -404,6 +405,7 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
             let plan = plan(&resolved)?;
             scale_out::record_plan(&mut resolved.config, &plan);
             environments::build_missing(&resolved.tasks)?;
+            environments::check_cli_agents(&resolved.config.agents, &resolved.tasks)?;
             let (out, link_latest) = match &args.out {
                 Some(out) => (out.clone(), false),
                 None => (default_out_dir()?, true),

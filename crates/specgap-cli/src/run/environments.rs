@@ -138,3 +138,50 @@ pub fn build_missing(tasks: &[TaskPackage]) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// Refuses a run in which a `cli:` agent would meet an image its CLI cannot run in
+/// (specgap-agents `cli::image::check`: no `/bin/sh`, no `bash` for a CLI whose shell tool
+/// runs it, an adapter without image support, a host loader specgap cannot start a CLI with),
+/// naming the agent, the task and the image. Runs once the environments are built, before the
+/// store exists, so a refusal leaves nothing behind.
+///
+/// # Errors
+/// The refusal, or the cache that cannot be placed or read.
+pub fn check_cli_agents(agents: &[specgap_protocol::run::ComponentRef], tasks: &[TaskPackage]) -> anyhow::Result<()> {
+    let adapters: Vec<(&str, String)> = agents
+        .iter()
+        .filter(|agent| agent.config.get("kind").and_then(toml::Value::as_str) == Some("cli"))
+        .filter_map(|agent| agent.config.get("adapter").and_then(toml::Value::as_str).map(|a| (agent.spec.as_str(), a.to_string())))
+        .collect();
+    if adapters.is_empty() {
+        return Ok(());
+    }
+    let with_images: Vec<&TaskPackage> = tasks.iter().filter(|t| t.image_environment().is_some()).collect();
+    if with_images.is_empty() {
+        return Ok(());
+    }
+    let cache = EnvCache::new(EnvCache::default_root()?);
+    for package in with_images {
+        let Some(image) = package.image_environment() else { continue };
+        let built = cache.build(&image.source.source, image.source.path.as_deref(), RUN_ENGINE).with_context(|| {
+            format!(
+                "task {}: cannot find its environment ({} `{}`)",
+                package.name(),
+                image.source.source.key(),
+                image.source.source.value()
+            )
+        })?;
+        for (spec, adapter) in &adapters {
+            if let Err(why) = specgap_agents::cli::image::check(adapter, &built.rootfs) {
+                bail!(
+                    "agent {spec} cannot run in the image of task {} ([environment].{} `{}`): {why}; nothing was started. Run \
+                     the task with another agent, or give its image what the agent needs",
+                    package.name(),
+                    image.source.source.key(),
+                    image.source.source.value()
+                );
+            }
+        }
+    }
+    Ok(())
+}

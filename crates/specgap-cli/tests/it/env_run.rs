@@ -382,11 +382,17 @@ fn check_names_an_evaluator_that_downloads_during_evaluation() {
 }
 
 #[test]
-fn a_cli_agent_on_an_image_task_is_refused_before_the_run_starts_naming_adapter_and_image() {
+fn a_cli_agent_on_an_image_without_a_shell_is_refused_before_the_run_starts_naming_adapter_and_image() {
     let Some(()) = have(&[]) else { return };
     let dir = tempfile::tempdir().unwrap();
     let (cache, task, out) = (dir.path().join("cache"), dir.path().join("image-answer"), dir.path().join("run"));
-    busybox_tarball(&task.join("environment/rootfs.tar"), "no libc here");
+    // busybox alone, without its applet links: no /bin/sh for the CLI and the harness tools.
+    let tree = dir.path().join("tree");
+    std::fs::create_dir_all(tree.join("bin")).unwrap();
+    std::fs::copy(BUSYBOX, tree.join("bin/busybox")).unwrap();
+    std::fs::create_dir_all(task.join("environment")).unwrap();
+    let status = Command::new("tar").arg("-C").arg(&tree).arg("-cf").arg(task.join("environment/rootfs.tar")).arg(".").status().unwrap();
+    assert!(status.success());
     image_task(&task, "rootfs = \"environment/rootfs.tar\"\n", &answer_test("echo 42"));
     let output = specgap_with(&cache)
         .arg("run")
@@ -395,12 +401,13 @@ fn a_cli_agent_on_an_image_task_is_refused_before_the_run_starts_naming_adapter_
         .arg(&out)
         .output()
         .unwrap();
+    // The environment is built first (its one line), then the check refuses.
+    let stderr = refusal(&output);
     assert_eq!(
-        refusal(&output),
-        "error: nothing to run: none of the task × agent × condition × start combinations applies (1 not applicable: agent \
-         cli:command=true runs the harness's own program, built for the host's libc and interpreters, and task \
-         fixtures/image-answer runs on an image ([environment].rootfs `environment/rootfs.tar`); cli: agents do not run in \
-         image environments)"
+        stderr.lines().last().unwrap_or_default(),
+        "error: agent cli:command=true cannot run in the image of task fixtures/image-answer ([environment].rootfs \
+         `environment/rootfs.tar`): the image has no /bin/sh, which starts the CLI and the harness tools; nothing was \
+         started. Run the task with another agent, or give its image what the agent needs"
     );
     assert!(!out.exists(), "nothing was created");
 }
