@@ -48,6 +48,11 @@ fn write_file(path: &Path, text: &str) {
 /// A reward-scored format-2 package at `root` whose environment is a rootfs tarball of
 /// busybox-static (no `/lib`, no `/usr`, no loader), workdir `/app`, tests at `/tests`.
 fn busybox_package(root: &Path) -> specgap_task::TaskPackage {
+    busybox_package_with(root, None)
+}
+
+/// [`busybox_package`] with `bash` (a static bash, Debian's `bash-static`) as `/bin/bash`.
+fn busybox_package_with(root: &Path, bash: Option<&Path>) -> specgap_task::TaskPackage {
     let image = root.with_extension("image-tree");
     for dir in ["bin", "etc", "home", "run", "root", "tmp"] {
         std::fs::create_dir_all(image.join(dir)).unwrap();
@@ -55,6 +60,9 @@ fn busybox_package(root: &Path) -> specgap_task::TaskPackage {
     std::fs::copy(BUSYBOX, image.join("bin/busybox")).unwrap();
     for applet in APPLETS {
         std::os::unix::fs::symlink("busybox", image.join("bin").join(applet)).unwrap();
+    }
+    if let Some(bash) = bash {
+        std::fs::copy(bash, image.join("bin/bash")).unwrap();
     }
     std::fs::write(image.join("etc/image-release"), "busybox-static test image\n").unwrap();
     std::fs::write(image.join("etc/passwd"), "root:x:0:0:root:/root:/bin/sh\n").unwrap();
@@ -167,4 +175,68 @@ fn a_cli_whose_shell_tool_needs_bash_is_refused_on_a_busybox_image_naming_the_ad
         specgap_agents::cli::image::check("mini-swe-agent", &rootfs),
         Err("the image has no /bin/sh, which starts the CLI and the harness tools".to_string())
     );
+}
+
+const BASH_STATIC: &str = "/bin/bash-static";
+
+#[test]
+fn claude_code_runs_its_bash_tool_in_a_busybox_image_with_a_static_bash_and_submits_through_mcp() {
+    if !have_busybox() {
+        return;
+    }
+    if !Path::new(BASH_STATIC).is_file() {
+        assert!(
+            std::env::var_os("SPECGAP_REQUIRE_EXTERNAL").is_none_or(|v| v != "1"),
+            "SPECGAP_REQUIRE_EXTERNAL=1 and {BASH_STATIC} (Debian's bash-static) is missing"
+        );
+        eprintln!("skipped: {BASH_STATIC} (Debian's bash-static) is missing");
+        return;
+    }
+    let Some(_) = crate::cli_vendors::installed("claude-code") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let package = busybox_package_with(&dir.path().join("pkg"), Some(Path::new(BASH_STATIC)));
+    let call = |n: u64, name: &str, input: serde_json::Value| {
+        replies::anthropic_stream(
+            MODEL,
+            "",
+            &[Call::new(&format!("toolu_{n}"), name, input)],
+            Tokens { input: 100 + n, output: 10 + n, ..Tokens::default() },
+        )
+    };
+    let mock = MockUpstream::start([
+        call(1, "Bash", json!({"command": "echo 42 > answer.txt; cat /etc/image-release; ls /usr 2>&1", "description": "answer"})),
+        call(2, "mcp__specgap__submit", json!({"summary": "the answer is written"})),
+    ])
+    .unwrap();
+    mock.set_fallback(specgap_gateway::mock::MockReply::json(
+        500,
+        "{\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"unscripted request\"}}",
+    ));
+    let mut config = specgap_agents::cli::CliConfig::new("claude-code", MODEL);
+    config.version = Some(specgap_agents::cli::claude_code::DEFAULT_VERSION.into());
+    config.endpoint.base_url = format!("{}/v1", mock.url());
+    config.endpoint.api_key_env = KEY_ENV.into();
+    config.endpoint.retry_base_ms = 1;
+    config.endpoint.max_retries = 1;
+    config.stop_grace_ms = 500;
+    let run = run_cli(package, "blind", "clean", "cli:claude-code", &config, &mock, BudgetFlags::default());
+    let results: Vec<String> = run
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolResult { output, .. } => Some(output.clone()),
+            _ => None,
+        })
+        .collect();
+    let exits: Vec<String> =
+        run.events.iter().filter(|e| matches!(e.kind, EventKind::AgentExit { .. })).map(|e| format!("{:?}", e.kind)).collect();
+    assert_eq!(run.detail.episode.end_reason, Some(EndReason::Accepted), "{results:?} {exits:?}");
+    assert_eq!(run.detail.submissions.iter().map(|s| s.score).collect::<Vec<_>>(), [Some(1.0)]);
+    assert_eq!(
+        results[0], "exit status 1\n--- stdout ---\nbusybox-static test image\nls: /usr: No such file or directory",
+        "the image's own files, by the image's bash"
+    );
+    assert_no_network_attempt(&run.events);
+    let stored = run.everything_stored();
+    assert!(!stored.windows(canary_key().len()).any(|w| w == canary_key().as_bytes()), "the key is nowhere in the store");
 }
