@@ -240,3 +240,32 @@ fn claude_code_runs_its_bash_tool_in_a_busybox_image_with_a_static_bash_and_subm
     let stored = run.everything_stored();
     assert!(!stored.windows(canary_key().len()).any(|w| w == canary_key().as_bytes()), "the key is nowhere in the store");
 }
+
+#[test]
+fn an_episode_of_a_cli_the_image_cannot_serve_ends_before_the_cli_starts_naming_the_adapter_and_the_image() {
+    // A caller that plans on its own (no `specgap run` check first) gets the reason as the
+    // episode's infrastructure error; the CLI never starts, so no model request is made.
+    if !have_busybox() {
+        return;
+    }
+    let Some(_) = crate::cli_vendors::installed("claude-code") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let package = busybox_package(&dir.path().join("pkg"));
+    let mock = MockUpstream::start([]).unwrap();
+    let mut config = specgap_agents::cli::CliConfig::new("claude-code", MODEL);
+    config.version = Some(specgap_agents::cli::claude_code::DEFAULT_VERSION.into());
+    config.endpoint.base_url = format!("{}/v1", mock.url());
+    config.endpoint.api_key_env = KEY_ENV.into();
+    let run = run_cli(package, "blind", "clean", "cli:claude-code", &config, &mock, BudgetFlags::default());
+    let error = run.detail.episode.error.clone().unwrap_or_default();
+    assert!(
+        error.contains(&format!(
+            "agent cli:claude-code@{} cannot run in this task's image (",
+            specgap_agents::cli::claude_code::DEFAULT_VERSION
+        )) && error.contains(
+            "/rootfs): its shell tool runs bash, which the image lacks (looked in /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin)"
+        ),
+        "{error}"
+    );
+    assert_eq!(run.requests.len(), 0, "the CLI never started");
+}
