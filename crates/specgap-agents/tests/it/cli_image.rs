@@ -269,3 +269,67 @@ fn an_episode_of_a_cli_the_image_cannot_serve_ends_before_the_cli_starts_naming_
     );
     assert_eq!(run.requests.len(), 0, "the CLI never started");
 }
+
+#[test]
+fn codex_runs_its_shell_tool_in_a_busybox_image_with_a_static_bash_and_submits_through_mcp() {
+    // Codex's own program is a static (musl) binary: it runs as it is; its commands run in the
+    // image's bash, its MCP server (the harness's bridge) through the host's loader.
+    if !have_busybox() {
+        return;
+    }
+    if !Path::new(BASH_STATIC).is_file() {
+        assert!(
+            std::env::var_os("SPECGAP_REQUIRE_EXTERNAL").is_none_or(|v| v != "1"),
+            "SPECGAP_REQUIRE_EXTERNAL=1 and {BASH_STATIC} (Debian's bash-static) is missing"
+        );
+        eprintln!("skipped: {BASH_STATIC} (Debian's bash-static) is missing");
+        return;
+    }
+    let Some(_) = crate::cli_vendors::installed("codex") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let package = busybox_package_with(&dir.path().join("pkg"), Some(Path::new(BASH_STATIC)));
+    let exec = |n: u64, cmd: &str| {
+        replies::responses_stream(
+            MODEL,
+            "",
+            &[Call::new(&format!("call_{n}"), "exec_command", json!({"cmd": cmd}))],
+            Tokens { input: 100 + n, output: 10 + n, ..Tokens::default() },
+        )
+    };
+    let mock = MockUpstream::start([
+        exec(1, "echo 42 > answer.txt; cat /etc/image-release; ls /usr 2>&1"),
+        crate::cli_vendors::namespaced_call(2, "submit", json!({"summary": "the answer is written"})),
+    ])
+    .unwrap();
+    mock.set_fallback(specgap_gateway::mock::MockReply::json(
+        500,
+        "{\"error\":{\"message\":\"unscripted request\",\"type\":\"server_error\",\"param\":null,\"code\":null}}",
+    ));
+    let mut config = specgap_agents::cli::CliConfig::new("codex", MODEL);
+    config.version = Some(specgap_agents::cli::codex::DEFAULT_VERSION.into());
+    config.endpoint.base_url = format!("{}/v1", mock.url());
+    config.endpoint.api_key_env = KEY_ENV.into();
+    config.endpoint.retry_base_ms = 1;
+    config.endpoint.max_retries = 1;
+    config.stop_grace_ms = 500;
+    let run = run_cli(package, "blind", "clean", "cli:codex", &config, &mock, BudgetFlags::default());
+    let results: Vec<String> = run
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolResult { output, .. } => Some(output.clone()),
+            _ => None,
+        })
+        .collect();
+    let exits: Vec<String> =
+        run.events.iter().filter(|e| matches!(e.kind, EventKind::AgentExit { .. })).map(|e| format!("{:?}", e.kind)).collect();
+    assert_eq!(run.detail.episode.end_reason, Some(EndReason::Accepted), "{results:?} {exits:?}");
+    assert_eq!(run.detail.submissions.iter().map(|s| s.score).collect::<Vec<_>>(), [Some(1.0)]);
+    assert_eq!(
+        results[0], "exit status 1\n--- stdout ---\nbusybox-static test image\nls: /usr: No such file or directory\n",
+        "the image's own files, by the image's bash"
+    );
+    assert_no_network_attempt(&run.events);
+    let stored = run.everything_stored();
+    assert!(!stored.windows(canary_key().len()).any(|w| w == canary_key().as_bytes()), "the key is nowhere in the store");
+}

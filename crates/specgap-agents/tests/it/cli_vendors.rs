@@ -469,7 +469,7 @@ fn check_resumed_after_a_returned_submission(run: &CliRun, requests: usize) -> S
 
 /// A streamed Responses answer calling the MCP tool `name` of the namespace `mcp__specgap`
 /// (how Codex CLI offers MCP tools: a `namespace` tool).
-fn namespaced_call(n: u64, name: &str, arguments: Value) -> MockReply {
+pub(crate) fn namespaced_call(n: u64, name: &str, arguments: Value) -> MockReply {
     let item = json!({"type": "function_call", "id": format!("fc_{n}"), "call_id": format!("call_{n}"), "namespace": "mcp__specgap",
                       "name": name, "arguments": arguments.to_string(), "status": "completed"});
     let t = answer_tokens(n);
