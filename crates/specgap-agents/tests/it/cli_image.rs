@@ -333,3 +333,71 @@ fn codex_runs_its_shell_tool_in_a_busybox_image_with_a_static_bash_and_submits_t
     let stored = run.everything_stored();
     assert!(!stored.windows(canary_key().len()).any(|w| w == canary_key().as_bytes()), "the key is nowhere in the store");
 }
+
+#[test]
+fn opencode_runs_its_bash_tool_in_a_busybox_image_with_a_static_bash_and_submits_through_mcp() {
+    // opencode's own program is a Bun executable linked against glibc: started through the
+    // host's loader; its bash tool runs the image's bash.
+    if !have_busybox() {
+        return;
+    }
+    if !Path::new(BASH_STATIC).is_file() {
+        assert!(
+            std::env::var_os("SPECGAP_REQUIRE_EXTERNAL").is_none_or(|v| v != "1"),
+            "SPECGAP_REQUIRE_EXTERNAL=1 and {BASH_STATIC} (Debian's bash-static) is missing"
+        );
+        eprintln!("skipped: {BASH_STATIC} (Debian's bash-static) is missing");
+        return;
+    }
+    let Some(_) = crate::cli_vendors::installed("opencode") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let package = busybox_package_with(&dir.path().join("pkg"), Some(Path::new(BASH_STATIC)));
+    let mock = MockUpstream::start([]).unwrap();
+    mock.set_responder(|request: &specgap_gateway::mock::ReceivedRequest| {
+        let body: serde_json::Value = serde_json::from_slice(&request.body).unwrap_or_default();
+        let tokens = Tokens { input: 100, output: 10, ..Tokens::default() };
+        if !body["tools"].as_array().is_some_and(|t| !t.is_empty()) {
+            return replies::openai_chat_stream(MODEL, "Answer", &[], tokens);
+        }
+        let step = body["messages"].as_array().map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count());
+        let call = |id: &str, tool: &str, arguments: serde_json::Value| {
+            replies::openai_chat_stream(MODEL, "", &[Call::new(id, tool, arguments)], tokens)
+        };
+        match step {
+            0 => call(
+                "c-bash",
+                "bash",
+                json!({"command": "echo 42 > answer.txt; cat /etc/image-release; ls /usr 2>&1", "description": "answer"}),
+            ),
+            1 => call("c-submit", "specgap_submit", json!({"summary": "the answer is written"})),
+            _ => replies::openai_chat_stream(MODEL, "Done.", &[], tokens),
+        }
+    });
+    let mut config = specgap_agents::cli::CliConfig::new("opencode", MODEL);
+    config.version = Some(specgap_agents::cli::opencode::DEFAULT_VERSION.into());
+    config.endpoint.base_url = format!("{}/v1", mock.url());
+    config.endpoint.api_key_env = KEY_ENV.into();
+    config.endpoint.retry_base_ms = 1;
+    config.endpoint.max_retries = 1;
+    config.stop_grace_ms = 500;
+    let run = run_cli(package, "blind", "clean", "cli:opencode", &config, &mock, BudgetFlags::default());
+    let results: Vec<String> = run
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolResult { output, .. } => Some(output.clone()),
+            _ => None,
+        })
+        .collect();
+    let exits: Vec<String> =
+        run.events.iter().filter(|e| matches!(e.kind, EventKind::AgentExit { .. })).map(|e| format!("{:?}", e.kind)).collect();
+    assert_eq!(run.detail.episode.end_reason, Some(EndReason::Accepted), "{results:?} {exits:?}");
+    assert_eq!(run.detail.submissions.iter().map(|s| s.score).collect::<Vec<_>>(), [Some(1.0)]);
+    assert_eq!(
+        results[0], "busybox-static test image\nls: /usr: No such file or directory\n",
+        "the image's own files, by the image's bash"
+    );
+    assert_no_network_attempt(&run.events);
+    let stored = run.everything_stored();
+    assert!(!stored.windows(canary_key().len()).any(|w| w == canary_key().as_bytes()), "the key is nowhere in the store");
+}
