@@ -241,6 +241,13 @@ pub trait Adapter: Send + Sync + std::fmt::Debug {
     /// non-interactively.
     fn command(&self, launch: &Launch) -> String;
 
+    /// The start command in an image environment ([`super::image`]), where host paths of the
+    /// host's system directories are the image's: the same as [`Adapter::command`] unless the
+    /// command names such a program by its host path.
+    fn command_on_image(&self, launch: &Launch) -> String {
+        self.command(launch)
+    }
+
     /// Whether it can be started again with a new message when the protocol expects another
     /// turn after its program ended.
     fn can_resume(&self) -> bool;

@@ -154,6 +154,27 @@ fn is_system(path: &Path) -> bool {
     ["/usr", "/bin", "/lib", "/lib64", "/sbin"].iter().any(|s| path.starts_with(s))
 }
 
+impl GeminiCli {
+    /// The start command with `node` (shell-quoted) as the program running the bundle.
+    fn command_with_node(&self, launch: &Launch, node: &str) -> String {
+        let context = format!("{SANDBOX_HOME}/{CONTEXT_FILE}");
+        let prompt = match &launch.system_prompt_file {
+            Some(file) => format!("cp {} {} && ", shell_quote(file), shell_quote(&context)),
+            None => format!(": > {} && ", shell_quote(&context)),
+        };
+        format!(
+            "mkdir -p {home}/.specgap {home}/.gemini && {prompt}exec {node} {script} --prompt=\"$(cat {message})\" -m {model} --yolo --skip-trust{resume} -o stream-json < /dev/null > {events}",
+            home = SANDBOX_HOME,
+            node = node,
+            script = shell_quote(&self.dir.join(SCRIPT).display().to_string()),
+            message = shell_quote(&launch.message_file),
+            model = shell_quote(&launch.model),
+            resume = if launch.resumed { " --resume latest" } else { "" },
+            events = shell_quote(&format!("{SANDBOX_HOME}/{EVENTS_LOG}")),
+        )
+    }
+}
+
 impl Adapter for GeminiCli {
     fn spec(&self) -> String {
         format!("cli:gemini-cli@{}", self.version)
@@ -202,22 +223,20 @@ impl Adapter for GeminiCli {
             .map_err(|e| AgentError::with_source("cannot write gemini-cli's settings into the agent's home", false, e))
     }
 
+    fn entry_programs(&self) -> Vec<PathBuf> {
+        // Its one host program is node (the bundle is a script it runs).
+        vec![self.node.clone()]
+    }
+
     fn command(&self, launch: &Launch) -> String {
-        let context = format!("{SANDBOX_HOME}/{CONTEXT_FILE}");
-        let prompt = match &launch.system_prompt_file {
-            Some(file) => format!("cp {} {} && ", shell_quote(file), shell_quote(&context)),
-            None => format!(": > {} && ", shell_quote(&context)),
-        };
-        format!(
-            "mkdir -p {home}/.specgap {home}/.gemini && {prompt}exec {node} {script} --prompt=\"$(cat {message})\" -m {model} --yolo --skip-trust{resume} -o stream-json < /dev/null > {events}",
-            home = SANDBOX_HOME,
-            node = shell_quote(&self.node.display().to_string()),
-            script = shell_quote(&self.dir.join(SCRIPT).display().to_string()),
-            message = shell_quote(&launch.message_file),
-            model = shell_quote(&launch.model),
-            resume = if launch.resumed { " --resume latest" } else { "" },
-            events = shell_quote(&format!("{SANDBOX_HOME}/{EVENTS_LOG}")),
-        )
+        self.command_with_node(launch, &shell_quote(&self.node.display().to_string()))
+    }
+
+    fn command_on_image(&self, launch: &Launch) -> String {
+        // node by name: the wrapper on PATH that starts the host's node through its loader
+        // (the host path is the image's own inside the sandbox).
+        let name = self.node.file_name().map_or_else(|| "node".to_string(), |n| n.to_string_lossy().into_owned());
+        self.command_with_node(launch, &shell_quote(&name))
     }
 
     fn can_resume(&self) -> bool {

@@ -108,11 +108,8 @@ pub fn image_needs(adapter: &str) -> Result<&'static [&'static str], String> {
         // user's own and runs under /bin/sh.
         "mini-swe-agent" | "command" => Ok(&[]),
         // Their shell tools run `bash` (Claude Code's Bash tool, codex's `bash -lc`,
-        // opencode's bash tool, OpenHands' terminal).
-        "claude-code" | "codex" | "opencode" | "openhands" => Ok(&["bash"]),
-        "gemini-cli" => Err("it starts the host's node by its host path, which is the image's own path inside the sandbox; \
-                             image environments are not supported for it yet"
-            .into()),
+        // opencode's bash tool, gemini-cli's shell tool, OpenHands' terminal).
+        "claude-code" | "codex" | "opencode" | "gemini-cli" | "openhands" => Ok(&["bash"]),
         other => Err(format!("adapter `{other}` is unknown")),
     }
 }
@@ -379,6 +376,7 @@ mod tests {
     fn adapters_needs_of_an_image() {
         assert_eq!(image_needs("mini-swe-agent").unwrap(), &[] as &[&str]);
         assert_eq!(image_needs("claude-code").unwrap(), &["bash"]);
-        assert!(image_needs("gemini-cli").unwrap_err().contains("host's node"));
+        assert_eq!(image_needs("gemini-cli").unwrap(), &["bash"]);
+        assert!(image_needs("aider").unwrap_err().contains("unknown"));
     }
 }

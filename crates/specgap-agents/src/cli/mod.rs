@@ -581,7 +581,8 @@ impl CliAgent {
         std::fs::write(task.join(&env_file), body)
             .map_err(|e| AgentError::with_source("cannot write the agent's environment", false, e))?;
         self.watch_questions()?;
-        let command = format!(". {}/{env_file}\n{}", SANDBOX_TASK_DIR, self.adapter.command(&launch));
+        let start = if self.image.is_some() { self.adapter.command_on_image(&launch) } else { self.adapter.command(&launch) };
+        let command = format!(". {}/{env_file}\n{start}", SANDBOX_TASK_DIR);
         let sandbox = self.sandbox.as_mut().ok_or_else(|| AgentError::new("the agent's sandbox is gone", false))?;
         sandbox.run(&command).map_err(|e| AgentError::with_source("cannot start the agent's program", false, e))
     }

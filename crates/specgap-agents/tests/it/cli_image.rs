@@ -5,7 +5,8 @@
 //! host's own dynamic loader at `/run/specgap/host`; its commands run with the image's shell.
 //! The gateway is its only network, the key is nowhere in the sandbox. A CLI whose shell tool
 //! needs `bash` is refused on that image before anything starts, naming the adapter and the
-//! image. Skipped with a note when busybox-static or the installation is missing, unless
+//! image. Claude Code, Codex, opencode and gemini-cli run in the same image with a static bash
+//! added. Skipped with a note when busybox-static, bash-static or an installation is missing, unless
 //! `SPECGAP_REQUIRE_EXTERNAL=1`.
 
 use std::path::{Path, PathBuf};
@@ -159,7 +160,7 @@ fn a_cli_whose_shell_tool_needs_bash_is_refused_on_a_busybox_image_naming_the_ad
     let image = package.image_environment().unwrap();
     let built = cache.build(&image.source.source, image.source.path.as_deref(), specgap_env::EngineChoice::None).unwrap();
     let rootfs: PathBuf = built.rootfs;
-    for adapter in ["claude-code", "codex", "opencode", "openhands"] {
+    for adapter in ["claude-code", "codex", "opencode", "gemini-cli", "openhands"] {
         assert_eq!(
             specgap_agents::cli::image::check(adapter, &rootfs),
             Err("its shell tool runs bash, which the image lacks (looked in /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin)"
@@ -396,6 +397,68 @@ fn opencode_runs_its_bash_tool_in_a_busybox_image_with_a_static_bash_and_submits
     assert_eq!(
         results[0], "busybox-static test image\nls: /usr: No such file or directory\n",
         "the image's own files, by the image's bash"
+    );
+    assert_no_network_attempt(&run.events);
+    let stored = run.everything_stored();
+    assert!(!stored.windows(canary_key().len()).any(|w| w == canary_key().as_bytes()), "the key is nowhere in the store");
+}
+
+#[test]
+fn gemini_cli_runs_its_shell_tool_in_a_busybox_image_with_a_static_bash_and_submits_through_mcp() {
+    // The host's node (a host system program) is bound at /run/specgap/host/exe/node and
+    // started by name through its wrapper; the bundle runs under it, its shell tool in the
+    // image's bash.
+    if !have_busybox() {
+        return;
+    }
+    if !Path::new(BASH_STATIC).is_file() {
+        assert!(
+            std::env::var_os("SPECGAP_REQUIRE_EXTERNAL").is_none_or(|v| v != "1"),
+            "SPECGAP_REQUIRE_EXTERNAL=1 and {BASH_STATIC} (Debian's bash-static) is missing"
+        );
+        eprintln!("skipped: {BASH_STATIC} (Debian's bash-static) is missing");
+        return;
+    }
+    let Some(_) = crate::cli_vendors::installed("gemini-cli") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let package = busybox_package_with(&dir.path().join("pkg"), Some(Path::new(BASH_STATIC)));
+    let mock = MockUpstream::start([]).unwrap();
+    mock.set_responder(|request: &specgap_gateway::mock::ReceivedRequest| {
+        let body: serde_json::Value = serde_json::from_slice(&request.body).unwrap_or_default();
+        let step = body["contents"].as_array().map_or(0, |c| c.iter().filter(|c| c["role"] == "model").count());
+        let tokens = Tokens { input: 100, output: 10, ..Tokens::default() };
+        let call = |tool: &str, arguments: serde_json::Value| replies::gemini_stream("", &[Call::new("", tool, arguments)], tokens);
+        match step {
+            0 => call("run_shell_command", json!({"command": "echo 42 > answer.txt; cat /etc/image-release; ls /usr 2>&1"})),
+            1 => call("mcp_specgap_submit", json!({"summary": "the answer is written"})),
+            _ => replies::gemini_stream("Done.", &[], tokens),
+        }
+    });
+    let mut config = specgap_agents::cli::CliConfig::new("gemini-cli", MODEL);
+    config.version = Some(specgap_agents::cli::gemini_cli::DEFAULT_VERSION.into());
+    config.endpoint.base_url = format!("{}/v1", mock.url());
+    config.endpoint.api_key_env = KEY_ENV.into();
+    config.endpoint.retry_base_ms = 1;
+    config.endpoint.max_retries = 1;
+    config.stop_grace_ms = 500;
+    let run = run_cli(package, "blind", "clean", "cli:gemini-cli", &config, &mock, BudgetFlags::default());
+    let results: Vec<String> = run
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolResult { output, .. } => Some(output.clone()),
+            _ => None,
+        })
+        .collect();
+    let exits: Vec<String> =
+        run.events.iter().filter(|e| matches!(e.kind, EventKind::AgentExit { .. })).map(|e| format!("{:?}", e.kind)).collect();
+    assert_eq!(run.detail.episode.end_reason, Some(EndReason::Accepted), "{results:?} {exits:?}");
+    assert_eq!(run.detail.submissions.iter().map(|s| s.score).collect::<Vec<_>>(), [Some(1.0)]);
+    // The process group id that follows is the sandbox's to choose.
+    assert!(
+        results[0]
+            .starts_with("<untrusted_context>\nOutput: busybox-static test image\nls: /usr: No such file or directory\nExit Code: 1\n"),
+        "the image's own files, by the image's bash: {results:?}"
     );
     assert_no_network_attempt(&run.events);
     let stored = run.everything_stored();
