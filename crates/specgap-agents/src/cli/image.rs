@@ -203,11 +203,11 @@ pub fn prepare(runtime: &HostRuntime, programs: &[PathBuf], wrappers: &Path) -> 
 /// A message naming the file that cannot be changed.
 pub fn wrap_bridge_tools(runtime: &HostRuntime, tools_dir: &Path, sandbox_dir: &str) -> Result<(), String> {
     let io = |path: &Path, e: std::io::Error| format!("{}: {e}", path.display());
-    let program = tools_dir.join(specgap_sandbox_bridge_program());
+    let program = tools_dir.join(bridge_program_name());
     let hidden = tools_dir.join(".specgap-bridge");
     std::fs::rename(&program, &hidden).map_err(|e| io(&program, e))?;
     let inside = format!("{sandbox_dir}/.specgap-bridge");
-    let mut names = vec![specgap_sandbox_bridge_program().to_string()];
+    let mut names = vec![bridge_program_name().to_string()];
     for entry in std::fs::read_dir(tools_dir).map_err(|e| io(tools_dir, e))? {
         let entry = entry.map_err(|e| io(tools_dir, e))?;
         let name = entry.file_name().to_string_lossy().into_owned();
@@ -223,7 +223,7 @@ pub fn wrap_bridge_tools(runtime: &HostRuntime, tools_dir: &Path, sandbox_dir: &
     Ok(())
 }
 
-fn specgap_sandbox_bridge_program() -> &'static str {
+fn bridge_program_name() -> &'static str {
     specgap_bridge::install::BRIDGE_PROGRAM
 }
 

@@ -464,3 +464,64 @@ fn gemini_cli_runs_its_shell_tool_in_a_busybox_image_with_a_static_bash_and_subm
     let stored = run.everything_stored();
     assert!(!stored.windows(canary_key().len()).any(|w| w == canary_key().as_bytes()), "the key is nowhere in the store");
 }
+
+#[test]
+fn openhands_runs_its_terminal_in_a_busybox_image_with_a_static_bash_and_finishes() {
+    // OpenHands' virtual environment (a pyenv Python 3.12) through the host's loader; its
+    // terminal tool runs the image's bash; its `finish` is the agent-declared submit.
+    if !have_busybox() {
+        return;
+    }
+    if !Path::new(BASH_STATIC).is_file() {
+        assert!(
+            std::env::var_os("SPECGAP_REQUIRE_EXTERNAL").is_none_or(|v| v != "1"),
+            "SPECGAP_REQUIRE_EXTERNAL=1 and {BASH_STATIC} (Debian's bash-static) is missing"
+        );
+        eprintln!("skipped: {BASH_STATIC} (Debian's bash-static) is missing");
+        return;
+    }
+    let Some(_) = crate::cli_vendors::installed("openhands") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let package = busybox_package_with(&dir.path().join("pkg"), Some(Path::new(BASH_STATIC)));
+    let tokens = |n: u64| Tokens { input: 100 + n, output: 10 + n, ..Tokens::default() };
+    let call = |n: u64, tool: &str, arguments: serde_json::Value| {
+        replies::openai_chat(MODEL, "", &[Call::new(&format!("call_{n}"), tool, arguments)], tokens(n))
+    };
+    let mock = MockUpstream::start([
+        call(
+            1,
+            "terminal",
+            json!({"command": "echo 42 > answer.txt; cat /etc/image-release", "security_risk": "LOW", "summary": "answer"}),
+        ),
+        call(2, "finish", json!({"message": "The answer is written.", "summary": "done"})),
+    ])
+    .unwrap();
+    mock.set_fallback(specgap_gateway::mock::MockReply::json(
+        500,
+        "{\"error\":{\"message\":\"unscripted request\",\"type\":\"server_error\",\"param\":null,\"code\":null}}",
+    ));
+    let mut config = specgap_agents::cli::CliConfig::new("openhands", MODEL);
+    config.version = Some(specgap_agents::cli::openhands::DEFAULT_VERSION.into());
+    config.endpoint.base_url = format!("{}/v1", mock.url());
+    config.endpoint.api_key_env = KEY_ENV.into();
+    config.endpoint.retry_base_ms = 1;
+    config.endpoint.max_retries = 1;
+    config.stop_grace_ms = 500;
+    let run = run_cli(package, "blind", "clean", "cli:openhands", &config, &mock, BudgetFlags::default());
+    let results: Vec<String> = run
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolResult { output, .. } => Some(output.clone()),
+            _ => None,
+        })
+        .collect();
+    let exits: Vec<String> =
+        run.events.iter().filter(|e| matches!(e.kind, EventKind::AgentExit { .. })).map(|e| format!("{:?}", e.kind)).collect();
+    assert_eq!(run.detail.episode.end_reason, Some(EndReason::Accepted), "{results:?} {exits:?}");
+    assert_eq!(run.detail.submissions.iter().map(|s| s.score).collect::<Vec<_>>(), [Some(1.0)]);
+    assert!(results[0].contains("busybox-static test image"), "the image's own file, by the image's bash: {results:?}");
+    assert_no_network_attempt(&run.events);
+    let stored = run.everything_stored();
+    assert!(!stored.windows(canary_key().len()).any(|w| w == canary_key().as_bytes()), "the key is nowhere in the store");
+}
