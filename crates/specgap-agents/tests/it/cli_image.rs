@@ -5,8 +5,8 @@
 //! host's own dynamic loader at `/run/specgap/host`; its commands run with the image's shell.
 //! The gateway is its only network, the key is nowhere in the sandbox. A CLI whose shell tool
 //! needs `bash` is refused on that image before anything starts, naming the adapter and the
-//! image. Claude Code, Codex, opencode and gemini-cli run in the same image with a static bash
-//! added. Skipped with a note when busybox-static, bash-static or an installation is missing, unless
+//! image. Claude Code, Codex, opencode, gemini-cli and OpenHands run in the same image with a
+//! static bash added. Skipped with a note when busybox-static, bash-static or an installation is missing, unless
 //! `SPECGAP_REQUIRE_EXTERNAL=1`.
 
 use std::path::{Path, PathBuf};
@@ -520,7 +520,10 @@ fn openhands_runs_its_terminal_in_a_busybox_image_with_a_static_bash_and_finishe
         run.events.iter().filter(|e| matches!(e.kind, EventKind::AgentExit { .. })).map(|e| format!("{:?}", e.kind)).collect();
     assert_eq!(run.detail.episode.end_reason, Some(EndReason::Accepted), "{results:?} {exits:?}");
     assert_eq!(run.detail.submissions.iter().map(|s| s.score).collect::<Vec<_>>(), [Some(1.0)]);
-    assert!(results[0].contains("busybox-static test image"), "the image's own file, by the image's bash: {results:?}");
+    assert_eq!(
+        results[0], "exit status 0\n--- stdout ---\nbusybox-static test image\n",
+        "the image's own file, by the image's bash: {results:?}"
+    );
     assert_no_network_attempt(&run.events);
     let stored = run.everything_stored();
     assert!(!stored.windows(canary_key().len()).any(|w| w == canary_key().as_bytes()), "the key is nowhere in the store");
