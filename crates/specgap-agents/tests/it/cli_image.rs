@@ -106,7 +106,7 @@ fn mini_config(mock: &MockUpstream) -> specgap_agents::cli::CliConfig {
 /// What the agent's first command shows about where it runs.
 const PROBE: &str = "echo 42 > answer.txt; pwd; cat /etc/image-release; ls /usr /lib /lib64 2>&1; ls /run/specgap/host; \
      readlink /proc/$PPID/exe; (cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline; env) 2>/dev/null | tr '\\0' '\\n' | grep -c 'sk-canar[y]-'; \
-     touch /etc/x /bin/x /run/specgap/x 2>&1; tail -n +3 /proc/net/dev | cut -d: -f1";
+     touch /etc/x /bin/x /run/specgap/x 2>&1; tail -n +3 /proc/net/dev | cut -d: -f1; cat /etc/resolv.conf";
 
 #[test]
 fn mini_swe_agent_completes_an_episode_in_a_busybox_image_through_the_host_loader() {
@@ -133,10 +133,11 @@ fn mini_swe_agent_completes_an_episode_in_a_busybox_image_through_the_host_loade
             "exit status 0\n--- stdout ---\n/app\nbusybox-static test image\n\
              ls: /usr: No such file or directory\nls: /lib: No such file or directory\nls: /lib64: No such file or directory\n\
              bin\nlib\n/run/specgap/host/lib/ld-linux-x86-64.so.2\n0\n\
-             touch: /etc/x: Read-only file system\ntouch: /bin/x: Read-only file system\ntouch: /run/specgap/x: Read-only file system\n    lo\n"
+             touch: /etc/x: Read-only file system\ntouch: /bin/x: Read-only file system\ntouch: /run/specgap/x: Read-only file system\n    lo\n\
+             nameserver 127.0.0.53\noptions timeout:2 attempts:1\n"
         ),
         "the image's shell, no libc of the image's, mini under the host's loader, no key, read-only outside the workspace, \
-         loopback alone: {results:?} {:?}",
+         loopback alone, names through the tripwire: {results:?} {:?}",
         run.events.iter().filter(|e| matches!(e.kind, EventKind::AgentExit { .. })).map(|e| format!("{:?}", e.kind)).collect::<Vec<_>>()
     );
     assert_eq!(run.detail.episode.end_reason, Some(EndReason::Accepted), "{results:?}");
