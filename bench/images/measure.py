@@ -26,6 +26,7 @@ BUSYBOX = Path("/bin/busybox")
 APPLETS = ["sh", "ls", "cat", "grep", "printf", "echo", "test", "true", "mkdir", "env"]
 DEBIAN_TOP = ["bin", "boot", "etc", "home", "lib", "lib64", "media", "mnt", "opt", "root", "run", "sbin", "srv", "tmp", "usr", "var", "proc", "sys"]
 IMAGE_REF = "localhost/specgap-bench/busybox:1"
+CLI_AGENT = "cli:command=sh -c 'ls >/dev/null; cat input.txt >/dev/null; echo hello > answer.txt'"
 
 
 def make_tree(dest: Path) -> None:
@@ -100,12 +101,21 @@ def main() -> None:
         subprocess.run(["podman", "import", "-", IMAGE_REF], input=tar, capture_output=True, check=True)
     # Warm the cache (and check every variant once).
     timed([specgap, "env", "build", "--engine", "none", str(packages["image"])], env)
-    results = {k: [] for k in ["host episode", "image episode", "env build again", "cold unpack", "cold engine build", "podman run", "podman create+export"]}
+    keys = ["host episode", "image episode", "host cli episode", "image cli episode", "env build again", "cold unpack", "cold engine build", "podman run", "podman create+export"]
+    results = {k: [] for k in keys}
     for r in range(args.rounds):
-        for variant in ["host", "image"]:
-            out = OUT / f"run-{variant}-{r}"
-            cmd = [specgap, "run", str(packages[variant]), "--agent", f"replay:{replay}", "--condition", "hidden", "--jobs", "1", "--repeats", str(args.repeats), "--no-report", "--out", str(out)]
-            results[f"{variant} episode"].append(timed(cmd, env) / args.repeats)
+        for variant, agent in [("host", "replay"), ("image", "replay"), ("host", "cli"), ("image", "cli")]:
+            out = OUT / f"run-{variant}-{agent}-{r}"
+            if agent == "replay":
+                agent_args = ["--agent", f"replay:{replay}"]
+            else:
+                # A cli: agent doing the same work itself (no model request): the agent's own
+                # sandbox, gateway, tripwire and harness tools (wrapped for the host's loader
+                # on the image) start and stop around it.
+                agent_args = ["--agent", CLI_AGENT, "--model", "bench", "--base-url", "http://127.0.0.1:9/v1"]
+            cmd = [specgap, "run", str(packages[variant]), *agent_args, "--condition", "hidden", "--jobs", "1", "--repeats", str(args.repeats), "--no-report", "--out", str(out)]
+            key = f"{variant} episode" if agent == "replay" else f"{variant} cli episode"
+            results[key].append(timed(cmd, env) / args.repeats)
             check_run(out, args.repeats)
             shutil.rmtree(out)
         results["env build again"].append(timed([specgap, "env", "build", "--engine", "none", str(packages["image"])], env))
@@ -129,6 +139,8 @@ def main() -> None:
     print(json.dumps({k: {"median_ms": round(statistics.median(v) * 1000, 2), "runs": len(v), "all_ms": [round(x * 1000, 1) for x in v]} for k, v in results.items() if v}, indent=1))
     host, image = statistics.median(results["host episode"]), statistics.median(results["image episode"])
     print(f"image / host per episode: {image / host:.2f}")
+    host_cli, image_cli = statistics.median(results["host cli episode"]), statistics.median(results["image cli episode"])
+    print(f"image / host per cli: episode: {image_cli / host_cli:.2f}")
 
 
 if __name__ == "__main__":
