@@ -488,6 +488,8 @@ struct Effect {
     feedback: Option<String>,
     /// The files a command read (a `file_reads` event, written after its result).
     file_reads: Option<EventKind>,
+    /// A staged task's next instruction, delivered after the turn's results.
+    next_stage: Option<String>,
 }
 
 struct Episode<'c, 'a> {
@@ -540,6 +542,9 @@ struct Episode<'c, 'a> {
     inbox: Vec<Incoming>,
     /// Whose request was abandoned at the deadline, for the `end` event's detail.
     abandoned: Option<&'static str>,
+    /// Why a staged task ended before its last stage (a `min_reward` stop), for the `end`
+    /// event's detail.
+    stage_stop: Option<String>,
     /// What the engine keeps about an agent that drives itself.
     driven: self_driven::Driven,
 }
@@ -685,8 +690,12 @@ impl<'c, 'a> Episode<'c, 'a> {
             submissions: Vec::new(),
             inbox: Vec::new(),
             abandoned: None,
+            stage_stop: None,
             driven: self_driven::Driven::default(),
         };
+        if let Some(stages) = package.stages() {
+            episode.writer.aggregate_stages(stages.score);
+        }
         if let Start::Residual(id) = ctx.start {
             // The harness's own diff of the state, for seed 001's Kept (docs/store-schema.md).
             episode.writer.write_start_diff(&episode.last_diff)?;
@@ -826,6 +835,7 @@ impl<'c, 'a> Episode<'c, 'a> {
         // Seed 000 App. F.1: `submit`, `ask_user` (and plan mode's `write_plan`) end the turn.
         let mut turn_ended_by: Option<String> = None;
         let mut feedback = None;
+        let mut next_stage = None;
         for call in &calls {
             // Calls that are not run get a "not run" result and are charged to no budget.
             if let Some(reason) = ended {
@@ -854,6 +864,9 @@ impl<'c, 'a> Episode<'c, 'a> {
             if effect.feedback.is_some() {
                 feedback = effect.feedback;
             }
+            if effect.next_stage.is_some() {
+                next_stage = effect.next_stage;
+            }
             ended = effect.end;
             if ended.is_none() && reached(self.ctx.budgets.rules.blank_output(), self.counters.blank) {
                 ended = Some(EndReason::LoopBlankOutput);
@@ -867,6 +880,9 @@ impl<'c, 'a> Episode<'c, 'a> {
         }
         if let Some(text) = feedback {
             self.inbox.push(Incoming::UserMessage { kind: UserMessageKind::Feedback, text });
+        }
+        if let Some(text) = next_stage {
+            self.inbox.push(Incoming::UserMessage { kind: UserMessageKind::Stage, text });
         }
         if ended.is_none() && self.text_questions_offered() {
             let questions = match text_channel::heading_questions(&text) {
@@ -1063,7 +1079,7 @@ impl<'c, 'a> Episode<'c, 'a> {
         } else if call.tool != names::ASK_USER {
             self.counters.asks = 0;
         }
-        if effect.feedback.is_some() {
+        if effect.feedback.is_some() || effect.next_stage.is_some() {
             self.counters.owner_feedback();
         }
     }
@@ -1104,6 +1120,9 @@ impl<'c, 'a> Episode<'c, 'a> {
             },
         };
         self.tool_result(call, output)?;
+        if let Some(text) = &effect.next_stage {
+            self.writer.event(EventKind::UserMessage { kind: UserMessageKind::Stage, text: text.clone(), usage: None })?;
+        }
         if let Some(reads) = effect.file_reads.take() {
             self.writer.event(reads)?;
         }
@@ -1382,6 +1401,9 @@ impl<'c, 'a> Episode<'c, 'a> {
             Err(message) => return Ok(ToolOutput::error(message)),
         };
         let outcome = self.submit(args.summary, false)?;
+        if let Some(stages) = self.ctx.package.stages() {
+            return Ok(self.stage_submitted(stages, &outcome, effect));
+        }
         let condition = self.ctx.condition;
         if outcome.scored.success {
             effect.end = Some(EndReason::Accepted);
@@ -1408,6 +1430,31 @@ impl<'c, 'a> Episode<'c, 'a> {
         let left = self.ctx.budgets.submissions - used;
         let word = if left == 1 { "submission" } else { "submissions" };
         Ok(ToolOutput::ok(format!("The delivery was returned; the owner's message follows. {left} {word} left.")))
+    }
+
+    /// After submission k of a staged task (it answers stage k; module guide "Stages"): the
+    /// episode ends after the last stage or below the stage's `min_reward`; otherwise the next
+    /// stage's instruction follows the turn's results.
+    fn stage_submitted(&mut self, stages: &specgap_task::PackageStages, outcome: &SubmissionOutcome, effect: &mut Effect) -> ToolOutput {
+        let k = outcome.k;
+        let n = stages.len() as u32;
+        let below = stages.stage(k).and_then(|stage| stage.min_reward.filter(|min| outcome.scored.score < *min));
+        if let Some(min) = below {
+            let name = stages.stage(k).map_or("", |s| s.name.as_str());
+            self.stage_stop = Some(stage_stop_detail(k, n, name, outcome.scored.score, min));
+            effect.end = Some(EndReason::Submitted);
+            return ToolOutput::ok(format!("The delivery for stage {k} of {n} was received. The work is finished."));
+        }
+        match stages.stage(k + 1).and_then(|stage| stage.instruction.clone()) {
+            Some(text) if k < n => {
+                effect.next_stage = Some(text);
+                ToolOutput::ok(format!("The delivery for stage {k} of {n} was received. The instruction for stage {} follows.", k + 1))
+            }
+            _ => {
+                effect.end = Some(EndReason::Submitted);
+                ToolOutput::ok(format!("The delivery for stage {k} of {n}, the last, was received. The work is finished."))
+            }
+        }
     }
 
     /// The user's message for a failed submission; recorded as a feedback event. `None` when
@@ -1455,7 +1502,9 @@ impl<'c, 'a> Episode<'c, 'a> {
         if !automatic {
             self.agent.resume();
         }
-        let evaluated = evaluation::evaluate_with_retries(self.ctx, &self.host, &frozen, self.writer)?;
+        // Submission k of a staged task answers stage k (one submission per stage).
+        let stage = self.ctx.package.stages().map(|_| k);
+        let evaluated = evaluation::evaluate_with_retries(self.ctx, &self.host, &frozen, stage, self.writer)?;
         sandbox_ops::remove_scratch(&frozen);
         let (result, scored, error) = match evaluated {
             Evaluated::Scored(result, scored) => (result, scored, None),
@@ -1518,7 +1567,7 @@ impl<'c, 'a> Episode<'c, 'a> {
         let cached = lock(self.ctx.start_results).get(&key).cloned();
         let result = match cached {
             Some(result) => result,
-            None => match evaluation::evaluate_with_retries(self.ctx, &self.host, &self.ws_dir, self.writer)? {
+            None => match evaluation::evaluate_with_retries(self.ctx, &self.host, &self.ws_dir, None, self.writer)? {
                 Evaluated::Scored(result, _) => {
                     lock(self.ctx.start_results).insert(key, result.clone());
                     result
@@ -1543,9 +1592,13 @@ impl<'c, 'a> Episode<'c, 'a> {
         // part of the automatic submission (issue 14 item 6).
         self.agent.suspend();
         let mut details: Vec<String> = self.abandoned.iter().map(|whose| whose.to_string()).collect();
+        details.extend(self.stage_stop.take());
         if submits_automatically(reason) {
             let diff = sandbox_ops::diff(&self.base, &self.ws_dir)?;
-            if diff != self.last_diff {
+            // A staged task's open stage has no submission yet, and its tests are not the last
+            // stage's: it is scored even when nothing changed (Harbor verifies every step it ran).
+            let stage_open = self.ctx.package.stages().is_some();
+            if diff != self.last_diff || stage_open {
                 self.submit(None, true)?;
             } else {
                 details.push(unchanged_at_end(self.submissions.last().map(|s| s.k)));
@@ -1596,6 +1649,13 @@ pub fn unchanged_at_end(last: Option<u32>) -> String {
         Some(k) => format!("no automatic submission: the workspace is unchanged since submission {k}"),
         None => "no automatic submission: the workspace is unchanged since the start".to_string(),
     }
+}
+
+/// The `end` event's detail when stage `k` of `n` (named `name`) scored `score`, below its
+/// `min_reward` `min`, so the later stages were not given.
+pub fn stage_stop_detail(k: u32, n: u32, name: &str, score: f64, min: f64) -> String {
+    let rest = if k + 1 == n { format!("stage {n} was") } else { format!("stages {}-{n} were", k + 1) };
+    format!("stage {k} `{name}` scored {score}, below its min_reward {min}: {rest} not given")
 }
 
 /// The result of a call that did not run because the episode had ended.

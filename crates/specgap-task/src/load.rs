@@ -62,6 +62,10 @@ pub fn load(path: impl AsRef<Path>) -> Result<TaskPackage, LoadError> {
         None => None,
     };
     let image_environment = format2_env::resolve(&root, &manifest, &spans.environment)?;
+    let stages = match &manifest.stages {
+        Some(stages) => Some(crate::stages::load(&root, stages, spans.stages.clone())?),
+        None => None,
+    };
 
     Ok(TaskPackage {
         manifest,
@@ -78,6 +82,7 @@ pub fn load(path: impl AsRef<Path>) -> Result<TaskPackage, LoadError> {
         notes: read_optional_text(&root.join("NOTES.md"))?,
         delivery_schema,
         image_environment,
+        stages,
         hash: tree::content_hash(&root, &entries)?,
         root,
     })
@@ -161,6 +166,7 @@ struct ManifestProbe {
     project: Option<ProjectProbe>,
     environment: Option<EnvironmentProbe>,
     budget: Option<BudgetProbe>,
+    stages: Option<Spanned<toml::Value>>,
 }
 
 #[derive(Deserialize)]
@@ -212,6 +218,8 @@ struct DeliveryProbe {
 /// `[delivery].schema` and the image-environment keys stand.
 struct ManifestSpans {
     schema: Location,
+    /// Where `[stages]` stands.
+    stages: Location,
     environment: format2_env::EnvironmentSpans,
 }
 
@@ -244,6 +252,7 @@ fn load_manifest(path: &Path) -> Result<(TaskManifest, ManifestSpans), LoadError
         ("[evaluator].out", eval_key(|e| e.out.as_ref())),
         ("[evaluator.environment]", eval_key(|e| e.environment.as_ref())),
         ("[evaluator].trusts_workspace", eval_key(|e| e.trusts_workspace.as_ref())),
+        ("[stages]", probe.stages.as_ref()),
     ];
     for (key, spanned) in format_2_keys {
         if spanned.is_some() {
@@ -319,7 +328,8 @@ fn load_manifest(path: &Path) -> Result<(TaskManifest, ManifestSpans), LoadError
         evaluator_environment: locate(eval_key(|e| e.environment.as_ref())),
     };
     let schema = locate(delivery_probe.and_then(|d| d.schema.as_ref()));
-    Ok((manifest, ManifestSpans { schema, environment }))
+    let stages = locate(probe.stages.as_ref());
+    Ok((manifest, ManifestSpans { schema, stages, environment }))
 }
 
 fn check_format(path: &Path, text: &str, format: Option<&Spanned<toml::Value>>) -> Result<(), LoadError> {

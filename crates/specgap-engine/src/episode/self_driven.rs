@@ -162,6 +162,9 @@ impl Episode<'_, '_> {
             self.driven.returned = Some((self.submissions.len() as u32, text.clone()));
             self.inbox.push(Incoming::UserMessage { kind: UserMessageKind::Feedback, text });
         }
+        if let Some(text) = effect.next_stage {
+            self.inbox.push(Incoming::UserMessage { kind: UserMessageKind::Stage, text });
+        }
         Ok(effect.end.or_else(|| self.deadline_end()))
     }
 
