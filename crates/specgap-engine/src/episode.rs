@@ -1438,7 +1438,8 @@ impl<'c, 'a> Episode<'c, 'a> {
     fn stage_submitted(&mut self, stages: &specgap_task::PackageStages, outcome: &SubmissionOutcome, effect: &mut Effect) -> ToolOutput {
         let k = outcome.k;
         let n = stages.len() as u32;
-        let below = stages.stage(k).and_then(|stage| stage.min_reward.filter(|min| outcome.scored.score < *min));
+        // After the last stage there is nothing left to withhold: it ends as any last stage.
+        let below = stages.stage(k).and_then(|stage| stage.min_reward.filter(|min| k < n && outcome.scored.score < *min));
         if let Some(min) = below {
             let name = stages.stage(k).map_or("", |s| s.name.as_str());
             self.stage_stop = Some(stage_stop_detail(k, n, name, outcome.scored.score, min));

@@ -193,3 +193,59 @@ fn an_open_stage_is_scored_at_the_end_even_when_unchanged() {
     assert_eq!(outcome.submissions.iter().map(|s| s.automatic).collect::<Vec<_>>(), [false, true]);
     assert_eq!(final_score(&r), (Some(0.5), Some(false)));
 }
+
+/// The Harbor fixture `two-steps` (specgap-harbor's tests): step `create` asks for list.txt
+/// starting with `apples`, step `extend` (min_reward 1) for a last line `pears`.
+fn imported_two_steps(dir: &Path) -> TaskPackage {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../specgap-harbor/tests/fixtures/dataset/two-steps");
+    let destination = dir.join("two-steps");
+    let options = specgap_harbor::ImportOptions { gold: false, ..Default::default() };
+    match specgap_harbor::import_task(&source, &destination, &options).unwrap() {
+        specgap_harbor::Outcome::Imported { .. } => {}
+        other => panic!("not imported: {other:?}"),
+    }
+    specgap_task::load(&destination).unwrap()
+}
+
+#[test]
+fn an_imported_harbor_multi_step_task_runs_stage_by_stage() {
+    let dir = tempfile::tempdir().unwrap();
+    let package = imported_two_steps(dir.path());
+    assert_eq!(package.instruction(), "Create list.txt with the line: apples\n");
+    let extend = "Append the line \"pears\" to list.txt, after the lines from notes.txt.\n";
+    let mut agent = TestAgent::new(vec![
+        one("write_text", json!({"path": "list.txt", "content": "apples\n"})),
+        one("submit", json!({})),
+        // Stage 2's tests see only the last line; stage 1's would still pass too.
+        one("write_text", json!({"path": "list.txt", "content": "apples\nfigs\npears\n"})),
+        one("submit", json!({})),
+    ]);
+    let r = run(&package, "hidden", &mut agent, Options::default());
+    assert_eq!(r.scores(), [1.0, 1.0]);
+    assert_eq!(stage_messages(&r), [extend]);
+    assert_eq!(r.ok().end_reason, EndReason::Submitted);
+    assert_eq!(final_score(&r), (Some(1.0), Some(true)));
+}
+
+#[test]
+fn an_imported_step_scores_only_its_own_tests() {
+    let dir = tempfile::tempdir().unwrap();
+    let package = imported_two_steps(dir.path());
+    // Stage 1 passes; stage 2's delivery breaks nothing of stage 1's tests but misses `pears`:
+    // were every step's tests run, the second submission would score 0.5, not 0.
+    let mut agent = TestAgent::new(vec![
+        one("write_text", json!({"path": "list.txt", "content": "apples\n"})),
+        one("submit", json!({})),
+        one("write_text", json!({"path": "list.txt", "content": "apples\nfigs\n"})),
+        one("submit", json!({})),
+    ]);
+    let r = run(&package, "hidden", &mut agent, Options::default());
+    assert_eq!(r.scores(), [1.0, 0.0]);
+    assert_eq!(final_score(&r), (Some(0.5), Some(false)));
+    // Below the last step's min_reward: nothing is left to withhold, so no stop detail.
+    let detail = r.events.iter().rev().find_map(|e| match &e.kind {
+        EventKind::End { detail, .. } => Some(detail.clone()),
+        _ => None,
+    });
+    assert_eq!(detail.as_deref(), Some(""));
+}
