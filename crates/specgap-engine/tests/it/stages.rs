@@ -24,11 +24,11 @@ if [ -n "$SPECGAP_STAGE" ] && [ -f "$file" ]; then reward=$(cat "$file"); fi
 printf '{"version": 1, "reward": %s}\n' "$reward" > "$SPECGAP_OUT/result.json"
 "#;
 
-const STAGE_2: &str = "Now write the second part.\n";
+pub(crate) const STAGE_2: &str = "Now write the second part.\n";
 const STAGE_3: &str = "Finally, write the third part.\n";
 
 /// A three-stage reward-scored package; `stages_toml` is its `[stages]` table.
-fn staged(dir: &Path, stages_toml: &str) -> TaskPackage {
+pub(crate) fn staged(dir: &Path, stages_toml: &str) -> TaskPackage {
     let root = dir.join("staged");
     fs_err::create_dir_all(root.join("workspace")).unwrap();
     fs_err::create_dir_all(root.join("evaluator")).unwrap();
@@ -46,7 +46,7 @@ fn staged(dir: &Path, stages_toml: &str) -> TaskPackage {
     specgap_task::load(&root).unwrap()
 }
 
-const THREE_STAGES: &str = "[[stages.stage]]\nname = \"first\"\n\n\
+pub(crate) const THREE_STAGES: &str = "[[stages.stage]]\nname = \"first\"\n\n\
     [[stages.stage]]\nname = \"second\"\ninstruction = \"stages/second.md\"\n\n\
     [[stages.stage]]\nname = \"third\"\ninstruction = \"stages/third.md\"\n";
 
