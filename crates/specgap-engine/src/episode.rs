@@ -13,6 +13,15 @@
 //!   condition without feedback ends with `submitted`; otherwise the user gets consequence
 //!   feedback ([`crate::feedback`]) unless that was the last submission
 //!   (`submission_budget`).
+//! * **Stages** (a package with `[stages]`, Harbor's `[[steps]]`; docs/writing-tasks.md
+//!   "Stages"): submission k answers stage k and is evaluated with `SPECGAP_STAGE=k`. Then,
+//!   under every condition, the episode ends `submitted` after the last stage or after a stage
+//!   before the last that scored below its `min_reward` (the `end` detail names it,
+//!   [`stage_stop_detail`]); otherwise stage k+1's instruction is a `stage` user message after
+//!   the turn's results. A stage's success ends nothing, no feedback is asked for, the
+//!   submission budget does not apply, and an end that submits automatically submits the open
+//!   stage even when the workspace is unchanged. The store aggregates the stage Scores
+//!   (`EpisodeWriter::aggregate_stages`).
 //! * **Budgets**: the turn budget is checked after each turn (an agent gets exactly `turns`
 //!   turns); the tool-call budget after each charged call (exactly `tool_calls` calls run;
 //!   calls that are not run are not charged, see *Batched turns*); the wall
