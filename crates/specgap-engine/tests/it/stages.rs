@@ -249,3 +249,21 @@ fn an_imported_step_scores_only_its_own_tests() {
     });
     assert_eq!(detail.as_deref(), Some(""));
 }
+
+#[test]
+fn a_staged_episode_is_deterministic() {
+    let dir = tempfile::tempdir().unwrap();
+    let package = staged(dir.path(), THREE_STAGES);
+    let episode = || {
+        let mut replies = part(1, "0.5");
+        replies.extend(part(2, "1"));
+        let mut agent = TestAgent::new(replies);
+        let r = run(&package, "hidden", &mut agent, Options::default());
+        let kinds: Vec<EventKind> = r.kinds().into_iter().cloned().collect();
+        let rows: Vec<(u32, Option<f64>, bool)> = r.store.submissions().unwrap().into_iter().map(|s| (s.k, s.score, s.automatic)).collect();
+        (kinds, rows, final_score(&r))
+    };
+    let first = episode();
+    assert_eq!(first.1, [(1, Some(0.5), false), (2, Some(1.0), false), (3, Some(0.0), true)]);
+    assert_eq!(first, episode());
+}
