@@ -355,7 +355,7 @@ pub fn stage(
     fs_err::create_dir_all(dir)?;
     let patch = dir.join("state.patch");
     write_atomic(&patch, diff)?;
-    let mut state = ResidualState { id: id.to_string(), patch, meta: meta.clone() };
+    let mut state = ResidualState { id: id.to_string(), patch, meta: meta.clone(), machine: None };
     let left_out = specgap_task::residual::left_out_files(package, &state)
         .map_err(|e| ResidualizeError::Package { task: package.name().to_string(), message: specgap_protocol::text::error_chain(&e) })?;
     meta.left_out = left_out.map(|files| files.into_iter().collect());

@@ -113,6 +113,19 @@ impl HostView {
         Ok(view)
     }
 
+    /// The same image view (environment, placement) on another root filesystem: the image
+    /// with a layer over it (a whole-machine residual state, a submission's machine).
+    ///
+    /// # Errors
+    /// [`SandboxError::Overlay`] for a view that is not an image environment's; those of
+    /// [`HostView::on_rootfs`].
+    pub fn with_root(&self, rootfs: &Path) -> Result<HostView, SandboxError> {
+        let Some(image) = self.rootfs.as_deref() else {
+            return Err(SandboxError::Overlay("only an image environment has a root filesystem to replace".into()));
+        };
+        Ok(HostView { rootfs: Some(Arc::new(RootfsView::scan(rootfs, image.placement())?)), ..self.clone() })
+    }
+
     /// The same image view on `machine` ([`crate::machine`]): every sandbox made with it
     /// mounts the machine's overlay over the image, so its commands may change any of the
     /// image's files and the changes stay in the machine.

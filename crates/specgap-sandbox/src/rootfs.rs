@@ -85,6 +85,7 @@ pub(crate) struct RootfsView {
     top: Vec<(OsString, TopKind)>,
     etc_overrides: Vec<&'static str>,
     remaps: Vec<(PathBuf, PathBuf)>,
+    placement: ImagePlacement,
     /// An execute-only copy of the image's own `/bin/sh`, for sessions' command servers
     /// ([`SERVER_SHELL_PATH`]); `None` when the image has no shell.
     server_shell: Option<Arc<tempfile::TempDir>>,
@@ -137,7 +138,15 @@ impl RootfsView {
         let etc = root.join("etc");
         let etc_overrides = ETC_OVERRIDES.into_iter().filter(|f| is_plain_file(&etc.join(f))).collect();
         let server_shell = server_shell(root)?;
-        Ok(RootfsView { root: root.to_path_buf(), top, etc_overrides, remaps: placement.remaps(), server_shell, overlay: None })
+        Ok(RootfsView {
+            root: root.to_path_buf(),
+            top,
+            etc_overrides,
+            remaps: placement.remaps(),
+            placement: placement.clone(),
+            server_shell,
+            overlay: None,
+        })
     }
 
     /// `path` (a sandbox path the harness chose: a mount point, a cwd, `SPECGAP_WORKSPACE`)
@@ -159,6 +168,11 @@ impl RootfsView {
     /// The root filesystem directory.
     pub(crate) fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// How the harness's paths are placed on this image.
+    pub(crate) fn placement(&self) -> &ImagePlacement {
+        &self.placement
     }
 
     /// The same view on `machine`: the image's entries writable through its overlay.

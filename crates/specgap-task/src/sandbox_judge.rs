@@ -15,8 +15,8 @@ use specgap_env::{EngineChoice, EnvCache};
 
 use crate::heard::{HEARD_OUTPUT_BYTES, Heard};
 use crate::judge::{EvaluateError, Judge, Judged, Submission};
-use crate::package::TaskPackage;
-use crate::views::{TaskViews, task_views};
+use crate::package::{ResidualState, TaskPackage};
+use crate::views::{TaskViews, task_views, views_with_layer};
 
 /// Why a [`SandboxJudge`] could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -64,6 +64,16 @@ impl SandboxJudge {
 
     /// The task's views (built into the environment cache first for an image environment:
     /// `$XDG_CACHE_HOME/specgap/env`, any engine on PATH).
+    /// The views `submission` runs on: the task's, with a whole-machine residual state's layer
+    /// over the image when the state has one.
+    fn submission_views(&self, package: &TaskPackage, submission: Submission<'_>) -> Result<TaskViews, EvaluateError> {
+        let views = self.views(package)?;
+        let Submission::Residual(ResidualState { machine: Some(layer), .. }) = submission else { return Ok(views) };
+        let environment_error = |source: Box<dyn std::error::Error + Send + Sync>| EvaluateError::Environment { source };
+        let root = EnvCache::default_root().map_err(|e| environment_error(Box::new(e)))?;
+        views_with_layer(&views, package, &EnvCache::new(root), layer).map_err(|e| environment_error(Box::new(e)))
+    }
+
     fn views(&self, package: &TaskPackage) -> Result<TaskViews, EvaluateError> {
         let key = package.hash().to_owned();
         if let Some(view) = self.hosts.lock().ok().and_then(|hosts| hosts.get(&key).cloned()) {
@@ -138,7 +148,7 @@ impl Judge for SandboxJudge {
             _ => scratch.path().join("workspace"),
         };
         self.prepare(package, submission, &workspace)?;
-        let host = self.views(package)?.evaluator;
+        let host = self.submission_views(package, submission)?.evaluator;
         let manifest = package.manifest();
         let mut run = EvaluatorRun::new(
             package.name(),

@@ -3,6 +3,8 @@
 //! filesystem built into the environment cache (`specgap env build`), with the workspace and
 //! the evaluator's files placed where the package says.
 
+use std::path::Path;
+
 use specgap_env::{EngineChoice, EnvCache, EnvError};
 use specgap_protocol::run::EnvironmentRef;
 use specgap_sandbox::{HostView, ImagePlacement, SandboxError};
@@ -36,6 +38,15 @@ pub enum ViewError {
         #[source]
         source: EnvError,
     },
+    /// A machine layer could not be stacked on the task's image.
+    #[error("cannot stack the machine layer {} on the task environment", layer.display())]
+    Layer {
+        /// The layer tarball.
+        layer: std::path::PathBuf,
+        /// The cause.
+        #[source]
+        source: EnvError,
+    },
     /// The sandbox view could not be made (a host command missing, a bad bind or mount point).
     #[error(transparent)]
     Sandbox(#[from] SandboxError),
@@ -62,6 +73,25 @@ pub fn task_views(package: &TaskPackage, cache: &EnvCache, engine: EngineChoice)
             HostView::on_rootfs(&rootfs, environment, &placement)?
         }
     };
+    Ok(TaskViews { commands, evaluator })
+}
+
+/// `views` (an image task's, from [`task_views`]) with `layer` (an OCI layer of a machine's
+/// changes: a whole-machine residual state's `machine.tar`, or a submission's machine) over the
+/// task's image, stacked in `cache` ([`EnvCache::layered`]). The evaluator's view changes with
+/// it unless the package names an evaluator image of its own (Harbor's separate verifier
+/// environment sees the workspace only).
+///
+/// # Errors
+/// [`ViewError::Layer`]; [`ViewError::Sandbox`] for a host-command view.
+pub fn views_with_layer(views: &TaskViews, package: &TaskPackage, cache: &EnvCache, layer: &Path) -> Result<TaskViews, ViewError> {
+    let Some(root) = views.commands.rootfs() else {
+        return Err(ViewError::Sandbox(SandboxError::Overlay("a machine layer needs an image environment".into())));
+    };
+    let layered = cache.layered(root, layer).map_err(|source| ViewError::Layer { layer: layer.to_path_buf(), source })?;
+    let commands = views.commands.with_root(&layered.rootfs)?;
+    let own_evaluator = package.image_environment().is_some_and(|image| image.evaluator_source.is_some());
+    let evaluator = if own_evaluator { views.evaluator.clone() } else { commands.clone() };
     Ok(TaskViews { commands, evaluator })
 }
 
