@@ -11,12 +11,12 @@ use specgap_sandbox::{
     run_evaluator,
 };
 
-use specgap_env::{EngineChoice, EnvCache};
+use specgap_env::EngineChoice;
 
 use crate::heard::{HEARD_OUTPUT_BYTES, Heard};
 use crate::judge::{EvaluateError, Judge, Judged, Submission};
 use crate::package::{ResidualState, TaskPackage};
-use crate::views::{TaskViews, task_views, views_with_layer};
+use crate::views::{TaskViews, cache_for, views_on, views_with_layer};
 
 /// Why a [`SandboxJudge`] could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -69,9 +69,8 @@ impl SandboxJudge {
     fn submission_views(&self, package: &TaskPackage, submission: Submission<'_>) -> Result<TaskViews, EvaluateError> {
         let views = self.views(package)?;
         let Submission::Residual(ResidualState { machine: Some(layer), .. }) = submission else { return Ok(views) };
-        let environment_error = |source: Box<dyn std::error::Error + Send + Sync>| EvaluateError::Environment { source };
-        let root = EnvCache::default_root().map_err(|e| environment_error(Box::new(e)))?;
-        views_with_layer(&views, package, &EnvCache::new(root), layer).map_err(|e| environment_error(Box::new(e)))
+        let cache = cache_for(package).map_err(|e| EvaluateError::Environment { source: Box::new(e) })?;
+        views_with_layer(&views, package, &cache, layer).map_err(|e| EvaluateError::Environment { source: Box::new(e) })
     }
 
     fn views(&self, package: &TaskPackage) -> Result<TaskViews, EvaluateError> {
@@ -79,13 +78,7 @@ impl SandboxJudge {
         if let Some(view) = self.hosts.lock().ok().and_then(|hosts| hosts.get(&key).cloned()) {
             return Ok(view);
         }
-        let environment_error = |source: Box<dyn std::error::Error + Send + Sync>| EvaluateError::Environment { source };
-        let view = if package.image_environment().is_some() {
-            let root = EnvCache::default_root().map_err(|e| environment_error(Box::new(e)))?;
-            task_views(package, &EnvCache::new(root), EngineChoice::Auto).map_err(|e| environment_error(Box::new(e)))?
-        } else {
-            task_views(package, &EnvCache::new(""), EngineChoice::None).map_err(|e| environment_error(Box::new(e)))?
-        };
+        let view = views_on(package, None, EngineChoice::Auto).map_err(|e| EvaluateError::Environment { source: Box::new(e) })?;
         if let Ok(mut hosts) = self.hosts.lock() {
             hosts.insert(key, view.clone());
         }

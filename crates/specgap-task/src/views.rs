@@ -38,6 +38,9 @@ pub enum ViewError {
         #[source]
         source: EnvError,
     },
+    /// The user's environment cache has no place (no `$XDG_CACHE_HOME` or `$HOME`).
+    #[error("cannot place the environment cache")]
+    Cache(#[source] EnvError),
     /// A machine layer could not be stacked on the task's image.
     #[error("cannot stack the machine layer {} on the task environment", layer.display())]
     Layer {
@@ -93,6 +96,33 @@ pub fn views_with_layer(views: &TaskViews, package: &TaskPackage, cache: &EnvCac
     let own_evaluator = package.image_environment().is_some_and(|image| image.evaluator_source.is_some());
     let evaluator = if own_evaluator { views.evaluator.clone() } else { commands.clone() };
     Ok(TaskViews { commands, evaluator })
+}
+
+/// The environment cache `package`'s views are built in: the user's
+/// ([`EnvCache::default_root`]) for an image environment, none for host commands.
+///
+/// # Errors
+/// [`ViewError::Cache`].
+pub fn cache_for(package: &TaskPackage) -> Result<EnvCache, ViewError> {
+    if package.image_environment().is_none() {
+        return Ok(EnvCache::new(""));
+    }
+    Ok(EnvCache::new(EnvCache::default_root().map_err(ViewError::Cache)?))
+}
+
+/// [`task_views`] in the user's cache ([`cache_for`]), with `layer` over the image when given
+/// ([`views_with_layer`]).
+///
+/// # Errors
+/// [`ViewError`].
+pub fn views_on(package: &TaskPackage, layer: Option<&Path>, engine: EngineChoice) -> Result<TaskViews, ViewError> {
+    let cache = cache_for(package)?;
+    let engine = if package.image_environment().is_some() { engine } else { EngineChoice::None };
+    let views = task_views(package, &cache, engine)?;
+    match layer {
+        Some(layer) => views_with_layer(&views, package, &cache, layer),
+        None => Ok(views),
+    }
 }
 
 fn placement(image: &ImageEnvironment) -> ImagePlacement {
