@@ -65,4 +65,4 @@ pub use judge::{EvaluateError, Judge, Judged, Outcome, Submission};
 pub use load::{MACHINE_LAYER_FILE, is_requirement_id, load};
 pub use package::{DeliverySchema, Overlay, ResidualState, Solutions, TaskPackage};
 pub use sandbox_judge::{JudgeSetupError, SandboxJudge};
-pub use views::{TaskViews, ViewError, cache_for, environment_digests, task_views, views_on, views_with_layer};
+pub use views::{TaskViews, ViewError, cache_for, cached_task_root, environment_digests, task_views, views_on, views_with_layer};

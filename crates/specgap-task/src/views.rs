@@ -143,6 +143,18 @@ fn build(cache: &EnvCache, source: &ResolvedSource, which: &'static str, engine:
     Ok(built.rootfs)
 }
 
+/// The task image's root filesystem when the user's environment cache already holds it;
+/// nothing is built, pulled or asked of an engine. `None` for a host-command task, an `image`
+/// reference (its digest needs an engine or its registry), or an environment not built yet.
+pub fn cached_task_root(package: &TaskPackage) -> Option<std::path::PathBuf> {
+    let image = package.image_environment()?;
+    if matches!(image.source.source, specgap_protocol::package::ImageSource::Image(_)) {
+        return None;
+    }
+    let key = specgap_env::environment_digest(&image.source.source, image.source.path.as_deref(), EngineChoice::None).ok()?;
+    cache_for(package).ok()?.lookup(&key)
+}
+
 /// The digest of each image environment of `package` as it is now (its environment cache
 /// key, [`specgap_env::environment_digest`]), without building: the task's (`role = "task"`)
 /// and the evaluator's own when it has one (`role = "evaluator"`). Empty for a host-command
