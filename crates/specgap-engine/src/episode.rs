@@ -106,6 +106,7 @@ use crate::detector::{QuestionDetector, ReplyText, SentenceRule};
 use crate::evaluation::{self, Evaluated, GoldChecks};
 use crate::feedback::{Escalation, NO_OBSERVATION, failing_requirement};
 use crate::lock;
+use crate::machine::{EpisodeMachine, MachineSnapshot};
 use crate::prompt_files::{self, Replacements};
 use crate::prompts::{opening_message, system_prompts_with};
 use crate::sandbox_ops::{self, CommandResult};
@@ -501,6 +502,16 @@ struct Effect {
     next_stage: Option<String>,
 }
 
+/// The view an episode starts on: the task's, with a whole-machine residual state's layer over
+/// its image when the episode starts from one.
+fn start_view(ctx: &EpisodeContext<'_>, task: HostView) -> Result<HostView, EpisodeError> {
+    let Start::Residual(id) = ctx.start else { return Ok(task) };
+    match ctx.package.residual(id).and_then(|state| state.machine.as_deref()) {
+        Some(layer) => crate::machine::layered_view(&task, layer),
+        None => Ok(task),
+    }
+}
+
 struct Episode<'c, 'a> {
     ctx: &'c EpisodeContext<'a>,
     links: &'c Links,
@@ -508,7 +519,13 @@ struct Episode<'c, 'a> {
     user: &'c mut dyn User,
     writer: &'c mut EpisodeWriter,
     started: Instant,
+    /// The view the evaluator and the gold check run on: the task's (a residual state's
+    /// machine layer over its image included), never the agent's machine.
     host: HostView,
+    /// The view the agent's commands run on: `host`, or `host` on the episode's machine.
+    command_host: HostView,
+    /// An image episode's copy-on-write machine ([`crate::machine`]).
+    machine: Option<EpisodeMachine>,
     /// The sandbox every command of the episode runs in (built by the first command).
     session: Session,
     /// Plan mode, until `write_plan` succeeds: the planning phase's sandbox, whose workspace is
@@ -648,7 +665,12 @@ impl<'c, 'a> Episode<'c, 'a> {
             opening_message: opening.message.clone(),
             tools: opening.tools.clone(),
         })?;
-        let host = sandbox_ops::host_view(ctx)?;
+        let host = start_view(ctx, sandbox_ops::host_view(ctx)?)?;
+        let machine = EpisodeMachine::for_view(&host, ctx.sandbox.enabled)?;
+        let command_host = match &machine {
+            Some(machine) => machine.view()?,
+            None => host.clone(),
+        };
         let ws_dir = ctx.workdir.join("workspace");
         let base = sandbox_ops::materialize(ctx, &ws_dir)?;
         let ws =
@@ -658,7 +680,7 @@ impl<'c, 'a> Episode<'c, 'a> {
             Start::Clean => Vec::new(),
             Start::Residual(_) => sandbox_ops::diff(&base, &ws_dir)?,
         };
-        let session = sandbox_ops::command_session(ctx, &host, &ws_dir);
+        let session = sandbox_ops::command_session(ctx, &command_host, &ws_dir);
         // Scripted calibration agents are not held by the phases (module guide).
         // protocol: plan mode is seed 000's (§5.4, App. F.3); the read-only planning phase
         // belongs to that protocol, known here by the condition.
@@ -672,6 +694,8 @@ impl<'c, 'a> Episode<'c, 'a> {
             writer,
             started,
             host,
+            command_host,
+            machine,
             session,
             planning_session,
             base,
@@ -1509,13 +1533,22 @@ impl<'c, 'a> Episode<'c, 'a> {
         let diff = sandbox_ops::diff(&self.base, &self.ws_dir)?;
         let frozen = self.ctx.workdir.join("frozen").join(k.to_string());
         sandbox_ops::freeze(&self.ws_dir, &frozen)?;
+        let snapshot = match &self.machine {
+            Some(machine) => Some(machine.snapshot(&self.ctx.workdir.join("frozen").join(format!("{k}.machine.tar")))?),
+            None => None,
+        };
         if !automatic {
             self.agent.resume();
         }
         // Submission k of a staged task answers stage k (one submission per stage).
         let stage = self.ctx.package.stages().map(|_| k);
-        let evaluated = evaluation::evaluate_with_retries(self.ctx, &self.host, &frozen, stage, self.writer)?;
+        let evaluated =
+            evaluation::evaluate_with_retries(self.ctx, snapshot.as_ref().map_or(&self.host, |s| &s.host), &frozen, stage, self.writer);
         sandbox_ops::remove_scratch(&frozen);
+        if let Some(snapshot) = &snapshot {
+            self.record_machine(k, snapshot)?;
+        }
+        let evaluated = evaluated?;
         let (result, scored, error) = match evaluated {
             Evaluated::Scored(result, scored) => (result, scored, None),
             Evaluated::Failed(failure) if evaluation::failure_is_the_deliverys(self.ctx, &self.host)? => {
@@ -1566,6 +1599,27 @@ impl<'c, 'a> Episode<'c, 'a> {
         Ok(outcome)
     }
 
+    /// Stores submission `k`'s machine layer (when it changes anything) and remembers it as
+    /// delivered.
+    fn record_machine(&mut self, k: u32, snapshot: &MachineSnapshot) -> Result<(), EpisodeError> {
+        if !snapshot.summary.is_empty() {
+            self.writer.write_submission_machine(k, &snapshot.layer)?;
+        }
+        if let Some(machine) = &mut self.machine {
+            machine.submitted(snapshot)?;
+        }
+        let _ = std::fs::remove_file(&snapshot.layer);
+        Ok(())
+    }
+
+    /// Whether the machine (if any) changed since the last submission delivered it.
+    fn machine_changed(&self) -> Result<bool, EpisodeError> {
+        match &self.machine {
+            Some(machine) => machine.changed_since_submission(&self.ctx.workdir.join("machine-at-end.tar")),
+            None => Ok(false),
+        }
+    }
+
     /// Evaluates the residual starting state once per (task hash, state id) (re-evaluated
     /// on evaluation errors like a submission) and records it as `start/result.json` with its
     /// Score and Success. A residual state must fail the verifier (seed 001 §3.1, App. B.3):
@@ -1608,7 +1662,7 @@ impl<'c, 'a> Episode<'c, 'a> {
             // A staged task's open stage has no submission yet, and its tests are not the last
             // stage's: it is scored even when nothing changed (Harbor verifies every step it ran).
             let stage_open = self.ctx.package.stages().is_some();
-            if diff != self.last_diff || stage_open {
+            if diff != self.last_diff || stage_open || self.machine_changed()? {
                 self.submit(None, true)?;
             } else {
                 details.push(unchanged_at_end(self.submissions.last().map(|s| s.k)));

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use specgap_env::{EngineChoice, EnvCache};
+use specgap_env::EngineChoice;
 use specgap_protocol::result::{EvalResult, Scored};
 use specgap_sandbox::{
     Base, CommandOutput, CommandSpec, EvalError, EvaluatorRun, HostView, Limits, MaterializeError, SandboxConfig, SandboxError, Session,
@@ -67,15 +67,10 @@ fn views(ctx: &EpisodeContext<'_>) -> Result<specgap_task::TaskViews, EpisodeErr
     if let (Some(commands), Some(evaluator)) = (views.get(hash), views.get(&evaluator_key)) {
         return Ok(specgap_task::TaskViews { commands: commands.clone(), evaluator: evaluator.clone() });
     }
-    let made = if ctx.package.image_environment().is_some() {
-        let root = EnvCache::default_root().map_err(|e| EpisodeError::infrastructure("cannot place the environment cache", true, e))?;
-        specgap_task::task_views(ctx.package, &EnvCache::new(root), EngineChoice::Auto)
-    } else {
-        specgap_task::task_views(ctx.package, &EnvCache::new(""), EngineChoice::None)
-    };
-    let made = match made {
+    let made = match specgap_task::views_on(ctx.package, None, EngineChoice::Auto) {
         Ok(made) => made,
         Err(ViewError::Sandbox(error)) => return Err(sandbox_error(error)),
+        Err(error @ ViewError::Cache(_)) => return Err(EpisodeError::infrastructure("cannot place the environment cache", true, error)),
         Err(error) => return Err(EpisodeError::infrastructure("cannot build the task's image environment", true, error)),
     };
     views.insert(hash.to_string(), made.commands.clone());

@@ -17,6 +17,10 @@ use crate::trajectory::{FrameWriter, TRAJECTORY_FILE};
 /// ([`EpisodeWriter::write_start_diff`]).
 pub const START_DIFF_FILE: &str = "workspace.diff";
 
+/// Name of a submission's machine layer inside `DIR/episodes/<id>/submissions/<k>/`
+/// ([`EpisodeWriter::write_submission_machine`]).
+pub const MACHINE_LAYER_FILE: &str = "machine.tar";
+
 /// Milliseconds since the Unix epoch (0 if the clock is before 1970).
 pub(crate) fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
@@ -163,6 +167,21 @@ impl EpisodeWriter {
         let dir = self.dir.join("start");
         fs_err::create_dir_all(&dir)?;
         files::write_atomic(&dir.join(START_DIFF_FILE), diff)
+    }
+
+    /// Records the machine layer of submission `k` of an image episode (the changes its
+    /// commands made outside the workspace, as an OCI layer): `submissions/<k>/machine.tar`,
+    /// copied from `layer`. Written only when the layer changes something.
+    ///
+    /// # Errors
+    /// File errors.
+    pub fn write_submission_machine(&mut self, k: u32, layer: &Path) -> Result<(), StoreError> {
+        let dir = self.dir.join("submissions").join(k.to_string());
+        fs_err::create_dir_all(&dir)?;
+        let staged = dir.join(format!(".{MACHINE_LAYER_FILE}.partial"));
+        fs_err::copy(layer, &staged)?;
+        fs_err::rename(&staged, dir.join(MACHINE_LAYER_FILE))?;
+        Ok(())
     }
 
     /// Records submission `k` (1-based): `submissions/<k>/result.json` (when there is a

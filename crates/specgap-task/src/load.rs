@@ -66,6 +66,14 @@ pub fn load(path: impl AsRef<Path>) -> Result<TaskPackage, LoadError> {
         Some(stages) => Some(crate::stages::load(&root, stages, spans.stages.clone())?),
         None => None,
     };
+    if image_environment.is_none()
+        && let Some(state) = residual.values().find(|state| state.machine.is_some())
+    {
+        return Err(LoadError::Invalid {
+            at: Location::path(state.machine.as_deref().unwrap_or(&root)),
+            message: "a machine layer is a change to an image's files; this package's [environment] names no image (format 2 `image`, `dockerfile`, `rootfs` or `oci_layout`)".into(),
+        });
+    }
 
     Ok(TaskPackage {
         manifest,
@@ -620,6 +628,9 @@ fn is_state_id(id: &str) -> bool {
     !id.is_empty() && !id.starts_with('.') && id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
 }
 
+/// A whole-machine residual state's layer inside `residual/<id>/` ([`ResidualState::machine`]).
+pub const MACHINE_LAYER_FILE: &str = "machine.tar";
+
 fn load_residual(root: &Path) -> Result<BTreeMap<String, ResidualState>, LoadError> {
     let dir = root.join("residual");
     let mut states = BTreeMap::new();
@@ -654,7 +665,17 @@ fn load_residual(root: &Path) -> Result<BTreeMap<String, ResidualState>, LoadErr
                 message: "failing_tests is empty; a residual state is one the verifier still fails, so list those tests".into(),
             });
         }
-        states.insert(id.clone(), ResidualState { id, patch, meta });
+        let machine = path.join(MACHINE_LAYER_FILE);
+        let machine = if is_present(&machine)? {
+            let found = fs_err::symlink_metadata(&machine)?;
+            if !found.is_file() {
+                return Err(LoadError::NotAFile { path: machine, found: tree::kind_name(&found.file_type()) });
+            }
+            Some(machine)
+        } else {
+            None
+        };
+        states.insert(id.clone(), ResidualState { id, patch, meta, machine });
     }
     Ok(states)
 }

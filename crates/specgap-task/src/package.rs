@@ -44,6 +44,10 @@ pub struct ResidualState {
     pub patch: PathBuf,
     /// `residual/<id>/meta.toml`, parsed.
     pub meta: ResidualMeta,
+    /// `residual/<id>/machine.tar`, when present: a whole-machine state's changes outside the
+    /// workspace as an OCI layer over the task's image (seed 001's Terminal-Bench track;
+    /// image environments only, docs/decisions.md "Whole-machine residual states").
+    pub machine: Option<PathBuf>,
 }
 
 /// A format-2 delivery case's submission schema (`[delivery].schema`): a JSON Schema the

@@ -69,7 +69,7 @@ impl Episode<'_, '_> {
             workspace: self.ws_dir.clone(),
             scratch: self.ctx.workdir.join("agent"),
             store_dir: self.writer.dir().to_path_buf(),
-            host: self.host.clone(),
+            host: self.command_host.clone(),
             sandbox: self.ctx.sandbox.clone(),
             budgets: self.ctx.budgets,
             scaffold_prompt_only: self.ctx.condition.preset() == crate::condition::Preset::Blind,
