@@ -248,6 +248,7 @@ impl Builder {
                     UserMessageKind::Feedback => "feedback",
                     UserMessageKind::Reminder => "reminder",
                     UserMessageKind::Continuation => "continuation",
+                    UserMessageKind::Stage => "stage",
                 };
                 let usage = usage.as_ref().map(|u| serde_json::to_value(u).unwrap_or(Value::Null));
                 self.push(event, Source::User, text.clone(), json!({"kind": kind, "user_model_usage": usage}));
@@ -274,6 +275,7 @@ impl Builder {
                     UserMessageKind::Feedback => "feedback",
                     UserMessageKind::Reminder => "reminder",
                     UserMessageKind::Continuation => "continuation",
+                    UserMessageKind::Stage => "stage",
                 };
                 self.push(
                     event,

@@ -233,6 +233,7 @@ fn kind_name(kind: UserMessageKind) -> &'static str {
         UserMessageKind::Feedback => "feedback",
         UserMessageKind::Reminder => "reminder",
         UserMessageKind::Continuation => "continuation",
+        UserMessageKind::Stage => "stage",
     }
 }
 

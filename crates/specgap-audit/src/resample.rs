@@ -60,6 +60,7 @@ fn purpose_name(kind: UserMessageKind) -> &'static str {
         UserMessageKind::Feedback => "feedback",
         UserMessageKind::Reminder => "reminder",
         UserMessageKind::Continuation => "continuation",
+        UserMessageKind::Stage => "stage",
     }
 }
 

@@ -375,6 +375,7 @@ fn render_event(out: &mut String, event: &Event, detail: &EpisodeDetail, speaker
                 UserMessageKind::Feedback => format!("{speaker} reports back"),
                 UserMessageKind::Reminder => "harness reminder".to_string(),
                 UserMessageKind::Continuation => format!("{speaker} continues"),
+                UserMessageKind::Stage => "next stage of the task".to_string(),
             };
             let _ = writeln!(out, "\n[{who}]");
             out.push_str(&indent(&limits.cut(text), "  | "));

@@ -13,6 +13,15 @@
 //!   condition without feedback ends with `submitted`; otherwise the user gets consequence
 //!   feedback ([`crate::feedback`]) unless that was the last submission
 //!   (`submission_budget`).
+//! * **Stages** (a package with `[stages]`, Harbor's `[[steps]]`; docs/writing-tasks.md
+//!   "Stages"): submission k answers stage k and is evaluated with `SPECGAP_STAGE=k`. Then,
+//!   under every condition, the episode ends `submitted` after the last stage or after a stage
+//!   before the last that scored below its `min_reward` (the `end` detail names it,
+//!   [`stage_stop_detail`]); otherwise stage k+1's instruction is a `stage` user message after
+//!   the turn's results. A stage's success ends nothing, no feedback is asked for, the
+//!   submission budget does not apply, and an end that submits automatically submits the open
+//!   stage even when the workspace is unchanged. The store aggregates the stage Scores
+//!   (`EpisodeWriter::aggregate_stages`).
 //! * **Budgets**: the turn budget is checked after each turn (an agent gets exactly `turns`
 //!   turns); the tool-call budget after each charged call (exactly `tool_calls` calls run;
 //!   calls that are not run are not charged, see *Batched turns*); the wall
@@ -97,6 +106,7 @@ use crate::detector::{QuestionDetector, ReplyText, SentenceRule};
 use crate::evaluation::{self, Evaluated, GoldChecks};
 use crate::feedback::{Escalation, NO_OBSERVATION, failing_requirement};
 use crate::lock;
+use crate::machine::{EpisodeMachine, MachineSnapshot};
 use crate::prompt_files::{self, Replacements};
 use crate::prompts::{opening_message, system_prompts_with};
 use crate::sandbox_ops::{self, CommandResult};
@@ -488,6 +498,18 @@ struct Effect {
     feedback: Option<String>,
     /// The files a command read (a `file_reads` event, written after its result).
     file_reads: Option<EventKind>,
+    /// A staged task's next instruction, delivered after the turn's results.
+    next_stage: Option<String>,
+}
+
+/// The view an episode starts on: the task's, with a whole-machine residual state's layer over
+/// its image when the episode starts from one.
+fn start_view(ctx: &EpisodeContext<'_>, task: HostView) -> Result<HostView, EpisodeError> {
+    let Start::Residual(id) = ctx.start else { return Ok(task) };
+    match ctx.package.residual(id).and_then(|state| state.machine.as_deref()) {
+        Some(layer) => crate::machine::layered_view(&task, layer),
+        None => Ok(task),
+    }
 }
 
 struct Episode<'c, 'a> {
@@ -497,7 +519,13 @@ struct Episode<'c, 'a> {
     user: &'c mut dyn User,
     writer: &'c mut EpisodeWriter,
     started: Instant,
+    /// The view the evaluator and the gold check run on: the task's (a residual state's
+    /// machine layer over its image included), never the agent's machine.
     host: HostView,
+    /// The view the agent's commands run on: `host`, or `host` on the episode's machine.
+    command_host: HostView,
+    /// An image episode's copy-on-write machine ([`crate::machine`]).
+    machine: Option<EpisodeMachine>,
     /// The sandbox every command of the episode runs in (built by the first command).
     session: Session,
     /// Plan mode, until `write_plan` succeeds: the planning phase's sandbox, whose workspace is
@@ -540,6 +568,9 @@ struct Episode<'c, 'a> {
     inbox: Vec<Incoming>,
     /// Whose request was abandoned at the deadline, for the `end` event's detail.
     abandoned: Option<&'static str>,
+    /// Why a staged task ended before its last stage (a `min_reward` stop), for the `end`
+    /// event's detail.
+    stage_stop: Option<String>,
     /// What the engine keeps about an agent that drives itself.
     driven: self_driven::Driven,
 }
@@ -616,7 +647,12 @@ impl<'c, 'a> Episode<'c, 'a> {
             opening_message: opening.message.clone(),
             tools: opening.tools.clone(),
         })?;
-        let host = sandbox_ops::host_view(ctx)?;
+        let host = start_view(ctx, sandbox_ops::host_view(ctx)?)?;
+        let machine = EpisodeMachine::for_view(&host, ctx.sandbox.enabled)?;
+        let command_host = match &machine {
+            Some(machine) => machine.view()?,
+            None => host.clone(),
+        };
         let ws_dir = ctx.workdir.join("workspace");
         let base = sandbox_ops::materialize(ctx, &ws_dir)?;
         let ws =
@@ -626,7 +662,7 @@ impl<'c, 'a> Episode<'c, 'a> {
             Start::Clean => Vec::new(),
             Start::Residual(_) => sandbox_ops::diff(&base, &ws_dir)?,
         };
-        let session = sandbox_ops::command_session(ctx, &host, &ws_dir);
+        let session = sandbox_ops::command_session(ctx, &command_host, &ws_dir);
         // Scripted calibration agents are not held by the phases (module guide).
         // protocol: plan mode is seed 000's (§5.4, App. F.3); the read-only planning phase
         // belongs to that protocol, known here by the condition.
@@ -640,6 +676,8 @@ impl<'c, 'a> Episode<'c, 'a> {
             writer,
             started,
             host,
+            command_host,
+            machine,
             session,
             planning_session,
             base,
@@ -667,8 +705,12 @@ impl<'c, 'a> Episode<'c, 'a> {
             submissions: Vec::new(),
             inbox: Vec::new(),
             abandoned: None,
+            stage_stop: None,
             driven: self_driven::Driven::default(),
         };
+        if let Some(stages) = package.stages() {
+            episode.writer.aggregate_stages(stages.score);
+        }
         if let Start::Residual(id) = ctx.start {
             // The harness's own diff of the state, for seed 001's Kept (docs/store-schema.md).
             episode.writer.write_start_diff(&episode.last_diff)?;
@@ -808,6 +850,7 @@ impl<'c, 'a> Episode<'c, 'a> {
         // Seed 000 App. F.1: `submit`, `ask_user` (and plan mode's `write_plan`) end the turn.
         let mut turn_ended_by: Option<String> = None;
         let mut feedback = None;
+        let mut next_stage = None;
         for call in &calls {
             // Calls that are not run get a "not run" result and are charged to no budget.
             if let Some(reason) = ended {
@@ -836,6 +879,9 @@ impl<'c, 'a> Episode<'c, 'a> {
             if effect.feedback.is_some() {
                 feedback = effect.feedback;
             }
+            if effect.next_stage.is_some() {
+                next_stage = effect.next_stage;
+            }
             ended = effect.end;
             if ended.is_none() && reached(self.ctx.budgets.rules.blank_output(), self.counters.blank) {
                 ended = Some(EndReason::LoopBlankOutput);
@@ -849,6 +895,9 @@ impl<'c, 'a> Episode<'c, 'a> {
         }
         if let Some(text) = feedback {
             self.inbox.push(Incoming::UserMessage { kind: UserMessageKind::Feedback, text });
+        }
+        if let Some(text) = next_stage {
+            self.inbox.push(Incoming::UserMessage { kind: UserMessageKind::Stage, text });
         }
         if ended.is_none() && self.text_questions_offered() {
             let questions = match text_channel::heading_questions(&text) {
@@ -1045,7 +1094,7 @@ impl<'c, 'a> Episode<'c, 'a> {
         } else if call.tool != names::ASK_USER {
             self.counters.asks = 0;
         }
-        if effect.feedback.is_some() {
+        if effect.feedback.is_some() || effect.next_stage.is_some() {
             self.counters.owner_feedback();
         }
     }
@@ -1086,6 +1135,9 @@ impl<'c, 'a> Episode<'c, 'a> {
             },
         };
         self.tool_result(call, output)?;
+        if let Some(text) = &effect.next_stage {
+            self.writer.event(EventKind::UserMessage { kind: UserMessageKind::Stage, text: text.clone(), usage: None })?;
+        }
         if let Some(reads) = effect.file_reads.take() {
             self.writer.event(reads)?;
         }
@@ -1364,6 +1416,9 @@ impl<'c, 'a> Episode<'c, 'a> {
             Err(message) => return Ok(ToolOutput::error(message)),
         };
         let outcome = self.submit(args.summary, false)?;
+        if let Some(stages) = self.ctx.package.stages() {
+            return Ok(self.stage_submitted(stages, &outcome, effect));
+        }
         let condition = self.ctx.condition;
         if outcome.scored.success {
             effect.end = Some(EndReason::Accepted);
@@ -1390,6 +1445,32 @@ impl<'c, 'a> Episode<'c, 'a> {
         let left = self.ctx.budgets.submissions - used;
         let word = if left == 1 { "submission" } else { "submissions" };
         Ok(ToolOutput::ok(format!("The delivery was returned; the owner's message follows. {left} {word} left.")))
+    }
+
+    /// After submission k of a staged task (it answers stage k; module guide "Stages"): the
+    /// episode ends after the last stage or below the stage's `min_reward`; otherwise the next
+    /// stage's instruction follows the turn's results.
+    fn stage_submitted(&mut self, stages: &specgap_task::PackageStages, outcome: &SubmissionOutcome, effect: &mut Effect) -> ToolOutput {
+        let k = outcome.k;
+        let n = stages.len() as u32;
+        // After the last stage there is nothing left to withhold: it ends as any last stage.
+        let below = stages.stage(k).and_then(|stage| stage.min_reward.filter(|min| k < n && outcome.scored.score < *min));
+        if let Some(min) = below {
+            let name = stages.stage(k).map_or("", |s| s.name.as_str());
+            self.stage_stop = Some(stage_stop_detail(k, n, name, outcome.scored.score, min));
+            effect.end = Some(EndReason::Submitted);
+            return ToolOutput::ok(format!("The delivery for stage {k} of {n} was received. The work is finished."));
+        }
+        match stages.stage(k + 1).and_then(|stage| stage.instruction.clone()) {
+            Some(text) if k < n => {
+                effect.next_stage = Some(text);
+                ToolOutput::ok(format!("The delivery for stage {k} of {n} was received. The instruction for stage {} follows.", k + 1))
+            }
+            _ => {
+                effect.end = Some(EndReason::Submitted);
+                ToolOutput::ok(format!("The delivery for stage {k} of {n}, the last, was received. The work is finished."))
+            }
+        }
     }
 
     /// The user's message for a failed submission; recorded as a feedback event. `None` when
@@ -1434,11 +1515,22 @@ impl<'c, 'a> Episode<'c, 'a> {
         let diff = sandbox_ops::diff(&self.base, &self.ws_dir)?;
         let frozen = self.ctx.workdir.join("frozen").join(k.to_string());
         sandbox_ops::freeze(&self.ws_dir, &frozen)?;
+        let snapshot = match &self.machine {
+            Some(machine) => Some(machine.snapshot(&self.ctx.workdir.join("frozen").join(format!("{k}.machine.tar")))?),
+            None => None,
+        };
         if !automatic {
             self.agent.resume();
         }
-        let evaluated = evaluation::evaluate_with_retries(self.ctx, &self.host, &frozen, self.writer)?;
+        // Submission k of a staged task answers stage k (one submission per stage).
+        let stage = self.ctx.package.stages().map(|_| k);
+        let evaluated =
+            evaluation::evaluate_with_retries(self.ctx, snapshot.as_ref().map_or(&self.host, |s| &s.host), &frozen, stage, self.writer);
         sandbox_ops::remove_scratch(&frozen);
+        if let Some(snapshot) = &snapshot {
+            self.record_machine(k, snapshot)?;
+        }
+        let evaluated = evaluated?;
         let (result, scored, error) = match evaluated {
             Evaluated::Scored(result, scored) => (result, scored, None),
             Evaluated::Failed(failure) if evaluation::failure_is_the_deliverys(self.ctx, &self.host)? => {
@@ -1489,6 +1581,27 @@ impl<'c, 'a> Episode<'c, 'a> {
         Ok(outcome)
     }
 
+    /// Stores submission `k`'s machine layer (when it changes anything) and remembers it as
+    /// delivered.
+    fn record_machine(&mut self, k: u32, snapshot: &MachineSnapshot) -> Result<(), EpisodeError> {
+        if !snapshot.summary.is_empty() {
+            self.writer.write_submission_machine(k, &snapshot.layer)?;
+        }
+        if let Some(machine) = &mut self.machine {
+            machine.submitted(snapshot)?;
+        }
+        let _ = std::fs::remove_file(&snapshot.layer);
+        Ok(())
+    }
+
+    /// Whether the machine (if any) changed since the last submission delivered it.
+    fn machine_changed(&self) -> Result<bool, EpisodeError> {
+        match &self.machine {
+            Some(machine) => machine.changed_since_submission(&self.ctx.workdir.join("machine-at-end.tar")),
+            None => Ok(false),
+        }
+    }
+
     /// Evaluates the residual starting state once per (task hash, state id) (re-evaluated
     /// on evaluation errors like a submission) and records it as `start/result.json` with its
     /// Score and Success. A residual state must fail the verifier (seed 001 §3.1, App. B.3):
@@ -1500,7 +1613,7 @@ impl<'c, 'a> Episode<'c, 'a> {
         let cached = lock(self.ctx.start_results).get(&key).cloned();
         let result = match cached {
             Some(result) => result,
-            None => match evaluation::evaluate_with_retries(self.ctx, &self.host, &self.ws_dir, self.writer)? {
+            None => match evaluation::evaluate_with_retries(self.ctx, &self.host, &self.ws_dir, None, self.writer)? {
                 Evaluated::Scored(result, _) => {
                     lock(self.ctx.start_results).insert(key, result.clone());
                     result
@@ -1525,9 +1638,13 @@ impl<'c, 'a> Episode<'c, 'a> {
         // part of the automatic submission (issue 14 item 6).
         self.agent.suspend();
         let mut details: Vec<String> = self.abandoned.iter().map(|whose| whose.to_string()).collect();
+        details.extend(self.stage_stop.take());
         if submits_automatically(reason) {
             let diff = sandbox_ops::diff(&self.base, &self.ws_dir)?;
-            if diff != self.last_diff {
+            // A staged task's open stage has no submission yet, and its tests are not the last
+            // stage's: it is scored even when nothing changed (Harbor verifies every step it ran).
+            let stage_open = self.ctx.package.stages().is_some();
+            if diff != self.last_diff || stage_open || self.machine_changed()? {
                 self.submit(None, true)?;
             } else {
                 details.push(unchanged_at_end(self.submissions.last().map(|s| s.k)));
@@ -1578,6 +1695,13 @@ pub fn unchanged_at_end(last: Option<u32>) -> String {
         Some(k) => format!("no automatic submission: the workspace is unchanged since submission {k}"),
         None => "no automatic submission: the workspace is unchanged since the start".to_string(),
     }
+}
+
+/// The `end` event's detail when stage `k` of `n` (named `name`) scored `score`, below its
+/// `min_reward` `min`, so the later stages were not given.
+pub fn stage_stop_detail(k: u32, n: u32, name: &str, score: f64, min: f64) -> String {
+    let rest = if k + 1 == n { format!("stage {n} was") } else { format!("stages {}-{n} were", k + 1) };
+    format!("stage {k} `{name}` scored {score}, below its min_reward {min}: {rest} not given")
 }
 
 /// The result of a call that did not run because the episode had ended.

@@ -94,7 +94,8 @@ pub(crate) enum Evaluated {
 }
 
 /// Evaluates `state` (never changed in between) up to `1 + ctx.eval_retries` times (module
-/// guide).
+/// guide), as the submission of `stage` (1-based, `SPECGAP_STAGE`) of a staged task, or as
+/// the whole task with `None`.
 ///
 /// # Errors
 /// Infrastructure errors of the sandbox and store errors; evaluator failures are
@@ -103,13 +104,14 @@ pub(crate) fn evaluate_with_retries(
     ctx: &EpisodeContext<'_>,
     host: &HostView,
     state: &Path,
+    stage: Option<u32>,
     writer: &mut EpisodeWriter,
 ) -> Result<Evaluated, EpisodeError> {
     let mut previous: Option<EvalFailure> = None;
     let mut evaluations = 0u32;
     loop {
         evaluations += 1;
-        let mut failure = match sandbox_ops::evaluate(ctx, host, state) {
+        let mut failure = match sandbox_ops::evaluate(ctx, host, state, stage) {
             Ok((result, scored)) => return Ok(Evaluated::Scored(result, scored)),
             Err(EpisodeError::Evaluation { message, stderr_tail, deterministic }) => EvalFailure { message, stderr_tail, deterministic },
             Err(other) => return Err(other),
@@ -166,7 +168,7 @@ fn run_gold_check(ctx: &EpisodeContext<'_>, host: &HostView) -> Result<GoldCheck
     let dir = ctx.workdir.join("gold-check");
     sandbox_ops::materialize_clean(ctx, &dir)?;
     sandbox_ops::apply_overlay(&dir, overlay)?;
-    let check = match sandbox_ops::evaluate(ctx, host, &dir) {
+    let check = match sandbox_ops::evaluate(ctx, host, &dir, None) {
         Ok((_, scored)) => GoldCheck::Valid(scored.kind),
         Err(EpisodeError::Evaluation { .. }) => GoldCheck::Failed,
         Err(other) => return Err(other),

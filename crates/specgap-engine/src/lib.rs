@@ -31,6 +31,7 @@ pub mod detector;
 pub mod episode;
 pub mod evaluation;
 pub mod feedback;
+mod machine;
 pub mod prompt_files;
 pub mod prompts;
 pub mod relay;

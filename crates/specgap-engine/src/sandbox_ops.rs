@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use specgap_env::{EngineChoice, EnvCache};
+use specgap_env::EngineChoice;
 use specgap_protocol::result::{EvalResult, Scored};
 use specgap_sandbox::{
     Base, CommandOutput, CommandSpec, EvalError, EvaluatorRun, HostView, Limits, MaterializeError, SandboxConfig, SandboxError, Session,
@@ -67,15 +67,10 @@ fn views(ctx: &EpisodeContext<'_>) -> Result<specgap_task::TaskViews, EpisodeErr
     if let (Some(commands), Some(evaluator)) = (views.get(hash), views.get(&evaluator_key)) {
         return Ok(specgap_task::TaskViews { commands: commands.clone(), evaluator: evaluator.clone() });
     }
-    let made = if ctx.package.image_environment().is_some() {
-        let root = EnvCache::default_root().map_err(|e| EpisodeError::infrastructure("cannot place the environment cache", true, e))?;
-        specgap_task::task_views(ctx.package, &EnvCache::new(root), EngineChoice::Auto)
-    } else {
-        specgap_task::task_views(ctx.package, &EnvCache::new(""), EngineChoice::None)
-    };
-    let made = match made {
+    let made = match specgap_task::views_on(ctx.package, None, EngineChoice::Auto) {
         Ok(made) => made,
         Err(ViewError::Sandbox(error)) => return Err(sandbox_error(error)),
+        Err(error @ ViewError::Cache(_)) => return Err(EpisodeError::infrastructure("cannot place the environment cache", true, error)),
         Err(error) => return Err(EpisodeError::infrastructure("cannot build the task's image environment", true, error)),
     };
     views.insert(hash.to_string(), made.commands.clone());
@@ -280,13 +275,18 @@ pub(crate) fn run_command(session: &mut Session, shell: Shell, command: &str, ti
 /// # Errors
 /// [`EpisodeError::Evaluation`] for every evaluator failure and for a result the scoring
 /// kind cannot score.
-pub(crate) fn evaluate(ctx: &EpisodeContext<'_>, host: &HostView, workspace: &Path) -> Result<(EvalResult, Scored), EpisodeError> {
+pub(crate) fn evaluate(
+    ctx: &EpisodeContext<'_>,
+    host: &HostView,
+    workspace: &Path,
+    stage: Option<u32>,
+) -> Result<(EvalResult, Scored), EpisodeError> {
     // An image environment may name its own evaluator image; the commands' view is `host`.
     if ctx.package.image_environment().is_some_and(|image| image.evaluator_source.is_some()) {
         let evaluator = evaluator_view(ctx)?;
-        return evaluate_package(ctx.package, ctx.sandbox, &evaluator, workspace, ctx.workdir);
+        return evaluate_stage(ctx.package, ctx.sandbox, &evaluator, workspace, ctx.workdir, stage);
     }
-    evaluate_package(ctx.package, ctx.sandbox, host, workspace, ctx.workdir)
+    evaluate_stage(ctx.package, ctx.sandbox, host, workspace, ctx.workdir, stage)
 }
 
 /// [`evaluate`] without an episode: `package`'s evaluator on `workspace`, its scratch copies
@@ -301,6 +301,19 @@ pub(crate) fn evaluate_package(
     workspace: &Path,
     scratch: &Path,
 ) -> Result<(EvalResult, Scored), EpisodeError> {
+    evaluate_stage(package, sandbox, host, workspace, scratch, None)
+}
+
+/// [`evaluate_package`] for the submission of `stage` (1-based, `SPECGAP_STAGE`) of a staged
+/// task; `None` scores the task as a whole.
+fn evaluate_stage(
+    package: &TaskPackage,
+    sandbox: &SandboxConfig,
+    host: &HostView,
+    workspace: &Path,
+    scratch: &Path,
+    stage: Option<u32>,
+) -> Result<(EvalResult, Scored), EpisodeError> {
     let spec = &package.manifest().evaluator;
     let mut run =
         EvaluatorRun::new(package.name(), package.evaluator_dir(), spec.command.clone(), Duration::from_secs(spec.timeout_sec), workspace);
@@ -308,6 +321,7 @@ pub(crate) fn evaluate_package(
     run.delivery = package.scoring_context().delivery;
     run.limits = Limits { timeout: run.timeout, ..Limits::default() };
     run.scratch_dir = Some(scratch.to_path_buf());
+    run.stage = stage;
     let evaluation = run_evaluator(&run, host, sandbox).map_err(evaluation_error)?;
     let scored = evaluation.result.score(&package.scoring_context()).map_err(|problem| EpisodeError::Evaluation {
         message: format!("cannot score result.json: {problem}"),

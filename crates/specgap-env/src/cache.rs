@@ -10,6 +10,7 @@
 //! | `oci_layout` | `oci-<hex of the manifest digest>` |
 //! | `image` | `image-<hex of the image's config digest>`: the engine's image id, or the pulled manifest's `config` |
 //! | `dockerfile` | `build-<sha256 over the build context: paths, kinds, modes, contents>` |
+//! | an entry with a layer over it ([`EnvCache::layered`]) | `layered-<sha256 of the base's key and the layer's sha256>` |
 //!
 //! An entry appears whole or not at all: it is unpacked under `<root>/.tmp-…` and renamed.
 
@@ -128,8 +129,10 @@ impl EnvCache {
         let started = Instant::now();
         let (key, recipe) = resolve(source, path, engine)?;
         match recipe {
-            Recipe::Tarball(tarball) => self.fill(&key, source, "specgap", started, None, |tree| unpack::unpack_layer(&tarball, tree)),
-            Recipe::Layout(image) => self.fill(&key, source, "specgap", started, None, |tree| {
+            Recipe::Tarball(tarball) => {
+                self.fill(&key, origin(source), "specgap", started, None, |tree| unpack::unpack_layer(&tarball, tree))
+            }
+            Recipe::Layout(image) => self.fill(&key, origin(source), "specgap", started, None, |tree| {
                 let mut total = UnpackStats::default();
                 for layer in &image.layers {
                     add(&mut total, unpack::unpack_layer(layer, tree)?);
@@ -147,14 +150,14 @@ impl EnvCache {
             Recipe::Image { engine, id } => self.fill_from_engine(&key, source, &engine, &id, started),
             Recipe::Pull(image) => {
                 let manifest = pulled_description(&image);
-                let built = self.fill(&key, source, "registry", started, Some(&manifest), |tree| pull_into(&image, tree))?;
+                let built = self.fill(&key, origin(source), "registry", started, Some(&manifest), |tree| pull_into(&image, tree))?;
                 Ok(Built { manifest: Some(manifest), ..built })
             }
         }
     }
 
     fn fill_from_engine(&self, key: &str, source: &ImageSource, engine: &Engine, id: &str, started: Instant) -> Result<Built, EnvError> {
-        self.fill(key, source, engine.kind.name(), started, None, |tree| {
+        self.fill(key, origin(source), engine.kind.name(), started, None, |tree| {
             let tar_path = tree.with_extension("export.tar");
             engine.export(id, &tar_path)?;
             let stats = unpack::unpack_layer(&tar_path, tree);
@@ -168,7 +171,7 @@ impl EnvCache {
     fn fill(
         &self,
         key: &str,
-        source: &ImageSource,
+        (source, value): (&str, &str),
         built_by: &str,
         started: Instant,
         manifest: Option<&str>,
@@ -190,8 +193,8 @@ impl EnvCache {
         let (bytes, entries) = unpack::tree_size(&tree);
         let meta = CacheMeta {
             key: key.to_string(),
-            source: source.key().to_string(),
-            value: source.value().to_string(),
+            source: source.to_string(),
+            value: value.to_string(),
             built_by: built_by.to_string(),
             bytes,
             entries,
@@ -213,6 +216,43 @@ impl EnvCache {
         }
         tracing::info!("environment {key} built by {built_by}: {entries} entries, {bytes} bytes");
         Ok(Built { key: key.to_string(), rootfs: dir.join("rootfs"), cached: false, manifest: None })
+    }
+
+    /// Makes sure `base` (a root filesystem in this cache) with `layer` (an OCI layer tarball,
+    /// e.g. a copy-on-write machine's changes, specgap-sandbox's `Machine::write_layer`)
+    /// applied over it is in the cache, and returns it. Key: `layered-<sha256 of the base's key
+    /// and the layer's sha256>`. The tree is a hard-linked copy of the base (the cache's trees
+    /// are only ever read: sandboxes see them read-only or as an overlay's lower layer), so it
+    /// costs directories and links, not the base's bytes; the layer's files replace links
+    /// instead of writing through them.
+    ///
+    /// # Errors
+    /// [`EnvError::BadCacheEntry`] when `base` is not an entry of this cache; the errors of
+    /// unpacking.
+    pub fn layered(&self, base: &Path, layer: &Path) -> Result<Built, EnvError> {
+        let started = Instant::now();
+        let base_key = self.entry_key(base)?;
+        let layer_digest = oci::sha256_file(layer)?;
+        let key = format!("layered-{}", oci::sha256_hex(format!("{base_key}\n{layer_digest}").as_bytes()));
+        let value = format!("{base_key} + sha256:{layer_digest}");
+        self.fill(&key, ("layer", &value), "specgap", started, None, |tree| {
+            link_tree(base, tree)?;
+            unpack::unpack_layer(layer, tree)
+        })
+    }
+
+    /// The key of the entry whose root filesystem is `rootfs`.
+    fn entry_key(&self, rootfs: &Path) -> Result<String, EnvError> {
+        let not_ours = || EnvError::BadCacheEntry {
+            path: rootfs.to_path_buf(),
+            reason: format!("not a root filesystem of the environment cache {}", self.root.display()),
+        };
+        let entry = rootfs.parent().ok_or_else(not_ours)?;
+        let key = entry.file_name().and_then(|k| k.to_str()).ok_or_else(not_ours)?;
+        if entry.parent() != Some(self.root.as_path()) || self.lookup(key).as_deref() != Some(rootfs) {
+            return Err(not_ours());
+        }
+        Ok(key.to_string())
     }
 
     /// Every complete entry, by key.
@@ -278,6 +318,39 @@ impl EnvCache {
 pub const BUILD_REPOSITORY: &str = "localhost/specgap-env/build";
 
 /// The engine tag of a Dockerfile build whose context hashes to `hash`.
+/// The cache metadata's description of `source`: its key and value.
+fn origin(source: &ImageSource) -> (&'static str, &str) {
+    (source.key(), source.value())
+}
+
+/// Recreates the tree at `from` in the empty directory `to`: directories made (modes kept),
+/// regular files hard-linked (copied where a link cannot be made), symbolic links recreated.
+fn link_tree(from: &Path, to: &Path) -> Result<(), EnvError> {
+    // Modes are set last: a read-only directory must first receive its contents.
+    let mut modes = Vec::new();
+    for entry in walkdir::WalkDir::new(from).min_depth(1) {
+        let entry = entry.map_err(|e| EnvError::Io { path: from.to_path_buf(), source: e.into() })?;
+        let Ok(rel) = entry.path().strip_prefix(from) else { continue };
+        let dest = to.join(rel);
+        let kind = entry.file_type();
+        if kind.is_dir() {
+            std::fs::create_dir(&dest).map_err(io(&dest))?;
+            let mode =
+                entry.metadata().map_err(|e| EnvError::Io { path: entry.path().to_path_buf(), source: e.into() })?.permissions().mode();
+            modes.push((dest, mode));
+        } else if kind.is_symlink() {
+            let target = std::fs::read_link(entry.path()).map_err(io(entry.path()))?;
+            std::os::unix::fs::symlink(target, &dest).map_err(io(&dest))?;
+        } else if kind.is_file() && std::fs::hard_link(entry.path(), &dest).is_err() {
+            std::fs::copy(entry.path(), &dest).map_err(io(&dest))?;
+        }
+    }
+    for (dir, mode) in modes.into_iter().rev() {
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).map_err(io(&dir))?;
+    }
+    Ok(())
+}
+
 fn build_tag(hash: &str) -> String {
     format!("{BUILD_REPOSITORY}:{}", build_tag_suffix(hash))
 }

@@ -72,6 +72,12 @@ pub fn export_task(package: &Path, out: &Path) -> Result<Exported, HarborError> 
     let not_exportable = |reason: String| HarborError::NotExportable { path: package.to_path_buf(), reason };
     let name = harbor_name(&manifest.task.name)
         .ok_or_else(|| not_exportable(format!("its name `{}` has no org/name form", manifest.task.name)))?;
+    if let Some(stages) = loaded.stages() {
+        return Err(not_exportable(format!(
+            "it has {} stages ([stages]); export-task writes one-step Harbor tasks, and writing stages back as [[steps]] is not done",
+            stages.len()
+        )));
+    }
     let workdir = image.workdir.clone().unwrap_or_else(|| WORKSPACE.to_string());
     match (&image.image, &image.dockerfile) {
         (None, None) if image.other.is_some() => {

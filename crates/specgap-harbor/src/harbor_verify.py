@@ -15,6 +15,10 @@ the reward files itself. What this program refuses (reward 0, the reason on stde
   * a CTRF report with failed tests, or whose summary disagrees with its tests, beside a
     full reward; a CTRF report the tests write that is missing beside a reward above 0;
   * a test.sh killed by a signal (its reward file may be anyone's).
+
+With $SPECGAP_STAGE set (1-based: the engine scores stage k's submission of a multi-step
+task), only that step's tests run and its reward is the result; unset (specgap check, a
+one-step task), every step runs and the rewards are combined by the task's strategy.
 """
 
 import hashlib
@@ -157,13 +161,24 @@ def run_step(config, step, scratch):
     return reward, flags, rewards
 
 
+def chosen_steps(steps):
+    """(index, step) pairs to run: the one $SPECGAP_STAGE names, else every step."""
+    stage = os.environ.get("SPECGAP_STAGE", "").strip()
+    if not stage:
+        return list(enumerate(steps))
+    if not stage.isdigit() or not 1 <= int(stage) <= len(steps):
+        raise SystemExit(f"specgap-harbor: SPECGAP_STAGE={stage!r} names no step of {len(steps)}")
+    index = int(stage) - 1
+    return [(index, steps[index])]
+
+
 def main():
     with open("harbor.json", encoding="utf-8") as f:
         config = json.load(f)
     workspace = os.environ["SPECGAP_WORKSPACE"]
     flags = channel_references(workspace, config.get("starter_sha256", {}))
     rewards = []
-    for index, step in enumerate(config["steps"]):
+    for index, step in chosen_steps(config["steps"]):
         scratch = os.path.join(os.getcwd(), f".specgap-step-{index}")
         reward, step_flags, values = run_step(config, step, scratch)
         flags += [f"step {step['name']}: {flag}" for flag in step_flags]

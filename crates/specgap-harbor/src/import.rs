@@ -269,11 +269,14 @@ pub fn import_task(dir: &Path, destination: &Path, options: &ImportOptions) -> R
     if is_image && dir.join("environment").is_dir() {
         copy_tree(&dir.join("environment"), &destination.join("environment"))?;
     }
-    let opening = instruction(&plan);
+    let opening = plan.steps.first().map(|step| step.instruction.clone()).unwrap_or_default();
     write(&destination.join("instruction.md"), &opening)?;
+    for (step, label) in plan.steps.iter().zip(stage_labels(&plan)).skip(1) {
+        write(&destination.join(stage_file(&label)), &step.instruction)?;
+    }
     if let Some(persona) = &options.persona {
         let path = destination.join("user.toml");
-        let profile = user_profile(persona, &opening);
+        let profile = user_profile(persona, &every_instruction(&plan));
         let text = toml::to_string(&profile).map_err(|source| HarborError::Toml { path: path.clone(), source })?;
         write(&path, &text)?;
     }
@@ -383,8 +386,69 @@ fn write_workspace(plan: &Plan, destination: &Path) -> Result<(), HarborError> {
     Ok(())
 }
 
-/// The opening message: the instruction, or every step's under its own heading.
-fn instruction(plan: &Plan) -> String {
+/// The package's stage names: each step's name as a label (lowercase letters and digits in
+/// words joined by hyphens), made unique with `-2`, `-3`, … where two collide.
+fn stage_labels(plan: &Plan) -> Vec<String> {
+    let mut labels: Vec<String> = Vec::with_capacity(plan.steps.len());
+    for (index, step) in plan.steps.iter().enumerate() {
+        let words: Vec<String> = step
+            .name
+            .to_ascii_lowercase()
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_string)
+            .collect();
+        let mut base = words.join("-");
+        base.truncate(56);
+        let base = base.trim_end_matches('-').to_string();
+        let base = if base.is_empty() { format!("step-{}", index + 1) } else { base };
+        let mut label = base.clone();
+        let mut n = 2;
+        while labels.contains(&label) {
+            label = format!("{base}-{n}");
+            n += 1;
+        }
+        labels.push(label);
+    }
+    labels
+}
+
+/// Where a later stage's instruction goes in the package (outside `workspace/`).
+fn stage_file(label: &str) -> String {
+    format!("stages/{label}.md")
+}
+
+/// `[stages]` of a multi-step task: one stage per step, Harbor's strategy as the score.
+fn stages_table(plan: &Plan) -> Option<Value> {
+    if plan.steps.len() < 2 {
+        return None;
+    }
+    let mut stages = Table::new();
+    stages.insert("score".into(), (if plan.strategy == "final" { "final" } else { "mean" }).into());
+    let entries = plan
+        .steps
+        .iter()
+        .zip(stage_labels(plan))
+        .enumerate()
+        .map(|(index, (step, label))| {
+            let mut entry = Table::new();
+            entry.insert("name".into(), label.clone().into());
+            if index > 0 {
+                entry.insert("instruction".into(), stage_file(&label).into());
+            }
+            if let Some(min) = step.min_reward {
+                entry.insert("min_reward".into(), Value::Float(min));
+            }
+            Value::Table(entry)
+        })
+        .collect();
+    stages.insert("stage".into(), Value::Array(entries));
+    Some(Value::Table(stages))
+}
+
+/// Every step's instruction in order, each under its own heading (one step: its instruction):
+/// what a simulated user knows of the whole task.
+fn every_instruction(plan: &Plan) -> String {
     if let [only] = plan.steps.as_slice() {
         return only.instruction.clone();
     }
@@ -465,6 +529,9 @@ fn manifest(plan: &Plan, destination: &Path) -> Result<String, HarborError> {
         budget.insert("wall_sec".into(), Value::Integer(i64::try_from(wall).unwrap_or(i64::MAX)));
         root.insert("budget".into(), Value::Table(budget));
     }
+    if let Some(stages) = stages_table(plan) {
+        root.insert("stages".into(), stages);
+    }
     let text = toml::to_string(&root).map_err(|source| HarborError::Toml { path: destination.join("task.toml"), source })?;
     Ok(format!("# Imported from a Harbor task (Harbor {HARBOR_VERSION}'s format) by `specgap import harbor`; see NOTES.md.\n{text}"))
 }
@@ -484,6 +551,15 @@ fn notes(plan: &Plan, gold: &GoldOutcome, persona: bool) -> String {
         task::dir_name(&plan.dir),
         gold.describe()
     );
+    if plan.steps.len() > 1 {
+        text.push_str(&format!(
+            "\nSteps: {} stages (`[stages]`), one per Harbor step: `instruction.md` is the first step's instruction, each later step's \
+             is sent when the previous step's submission has been scored, the evaluator runs only that step's tests \
+             (`SPECGAP_STAGE`), and the episode's score is the {} of the steps' rewards.\n",
+            plan.steps.len(),
+            if plan.strategy == "final" { "last" } else { "mean" }
+        ));
+    }
     if persona {
         text.push_str(
             "\nUser: `user.toml` holds the Harbor simulated user's persona, with the task's instruction as what the user knows \

@@ -55,7 +55,7 @@ pub enum EnvironmentPlan {
 }
 
 /// One step of the episode (a single-step task has one, named `main`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct StepPlan {
     /// The step's name.
     pub name: String,
@@ -67,6 +67,8 @@ pub struct StepPlan {
     pub solve: Option<String>,
     /// Its staged files (`steps/<name>/workdir`), relative to the task directory.
     pub staged: Option<String>,
+    /// Its `min_reward`, when a number in [0, 1] (a table of keys is not mapped).
+    pub min_reward: Option<f64>,
 }
 
 /// How one Harbor task maps to a specgap package.
@@ -371,7 +373,7 @@ impl Planner<'_> {
             };
             self.require_script("tests/test.sh", "tests/test.bat");
             let solve = self.dir.join("solution/solve.sh").is_file().then(|| "solution/solve.sh".to_string());
-            return Ok(vec![StepPlan { name: "main".into(), instruction, tests: "tests".into(), solve, staged: None }]);
+            return Ok(vec![StepPlan { name: "main".into(), instruction, tests: "tests".into(), solve, staged: None, min_reward: None }]);
         };
         let mut plans = Vec::new();
         for (index, step) in steps.iter().enumerate() {
@@ -392,19 +394,33 @@ impl Planner<'_> {
             if self.dir.join(&base).join("workdir/setup.sh").exists() {
                 self.unmapped.push(format!("{base}/workdir/setup.sh: not run (its step's files are staged into the starter)"));
             }
-            if step.get("min_reward").is_some() {
-                self.unmapped.push(format!("[[steps]] {name}: min_reward: every step is scored"));
-            }
+            let min_reward = match step.get("min_reward") {
+                None => None,
+                Some(value) => match number(value).filter(|m| (0.0..=1.0).contains(m)) {
+                    Some(min) => Some(min),
+                    None => {
+                        self.unmapped.push(format!(
+                            "[[steps]] {name}: min_reward {value}: only a number in [0, 1] (gating the reward) is mapped; this step never ends the episode"
+                        ));
+                        None
+                    }
+                },
+            };
             let solve = self.dir.join(&base).join("solution/solve.sh").is_file().then(|| format!("{base}/solution/solve.sh"));
             let staged = self.dir.join(&base).join("workdir").is_dir().then(|| format!("{base}/workdir"));
-            plans.push(StepPlan { name: name.to_string(), instruction: step_instruction, tests: format!("{base}/tests"), solve, staged });
-        }
-        if plans.len() > 1 {
-            self.unmapped.push(format!(
-                "{} steps: one episode whose opening message holds every step's instruction in order, one submission scored by every step's tests ({}); specgap has no per-step messages yet",
-                plans.len(),
-                self.config.get("multi_step_reward_strategy").and_then(Value::as_str).unwrap_or("mean")
-            ));
+            if staged.is_some() && index > 0 {
+                self.unmapped.push(format!(
+                    "{base}/workdir: staged into the starter, so the agent sees it from the first stage (Harbor uploads it when its step begins)"
+                ));
+            }
+            plans.push(StepPlan {
+                name: name.to_string(),
+                instruction: step_instruction,
+                tests: format!("{base}/tests"),
+                solve,
+                staged,
+                min_reward,
+            });
         }
         Ok(plans)
     }

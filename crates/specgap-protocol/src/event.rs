@@ -83,6 +83,9 @@ pub enum UserMessageKind {
     Reminder,
     /// A continuation message (delivery text channel).
     Continuation,
+    /// The next stage's instruction of a staged task (`[stages]`), sent after the previous
+    /// stage's submission was scored (Harbor's `[[steps]]`; not owner feedback).
+    Stage,
 }
 
 /// An event with its sequence number and timestamps.

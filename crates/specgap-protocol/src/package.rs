@@ -20,7 +20,7 @@ pub const FORMAT_2: u32 = 2;
 
 /// Every key format 2 adds (file, then the key's place in it), in the order CHANGELOG.md
 /// lists them. Each is optional; each is an error in a format-1 package.
-pub const FORMAT_2_KEYS: [&str; 14] = [
+pub const FORMAT_2_KEYS: [&str; 15] = [
     "task.toml [task].tags",
     "task.toml [task].subfamily",
     "task.toml [delivery].schema",
@@ -35,6 +35,7 @@ pub const FORMAT_2_KEYS: [&str; 14] = [
     "task.toml [evaluator].out",
     "task.toml [evaluator.environment]",
     "task.toml [evaluator].trusts_workspace",
+    "task.toml [stages]",
 ];
 
 /// Where the workspace appears in an image environment without `[environment].workdir`.
@@ -62,6 +63,64 @@ pub struct TaskManifest {
     /// Present on delivery cases only (seed 002).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivery: Option<Delivery>,
+    /// Format 2: the task's ordered stages (a Harbor multi-step task); absent for a task of
+    /// one stage, which is every task before format 2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stages: Option<Stages>,
+}
+
+/// `[stages]` of `task.toml` (format 2): a task given in ordered parts, each part's
+/// instruction sent after the previous part's submission was scored (Harbor's `[[steps]]`,
+/// docs/harbor.md). One submission per stage; submission k answers stage k, and the
+/// evaluator learns which stage it scores from `SPECGAP_STAGE` (1-based).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Stages {
+    /// How the episode's score is made from the stage submissions' scores (default `mean`).
+    #[serde(default)]
+    pub score: StageScore,
+    /// The stages, in order; at least one. The first stage's instruction is the episode's
+    /// opening message (`instruction.md`, or `instruction.full.md` under `full`), so it has no
+    /// `instruction` key; every later stage has one.
+    pub stage: Vec<Stage>,
+}
+
+/// One entry of `[[stages.stage]]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Stage {
+    /// A label (lowercase words joined by hyphens), unique in the task.
+    pub name: String,
+    /// The stage's instruction file, relative to the package root and outside `workspace/`
+    /// (the agent must not read it before the stage begins). Absent on the first stage only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instruction: Option<String>,
+    /// In [0, 1]: when this stage's submission scores below it, the episode ends there and the
+    /// later stages are never given (Harbor's `min_reward` of a step).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_reward: Option<f64>,
+}
+
+/// How a staged episode's score is aggregated over its stage submissions (Harbor's
+/// `multi_step_reward_strategy`). Stages never reached (after a `min_reward` stop) do not count.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StageScore {
+    /// The mean of the stage submissions' scores; Success when every one succeeded.
+    #[default]
+    Mean,
+    /// The last stage submission's Score and Success.
+    Final,
+}
+
+impl StageScore {
+    /// The name used in `task.toml` (`mean`, `final`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StageScore::Mean => "mean",
+            StageScore::Final => "final",
+        }
+    }
 }
 
 /// `[task]` of `task.toml`.

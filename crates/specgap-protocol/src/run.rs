@@ -300,7 +300,8 @@ pub struct EpisodeKey {
 pub enum EndReason {
     /// A submission succeeded.
     Accepted,
-    /// A submission was made under a condition without feedback.
+    /// A submission was made under a condition without feedback; for a staged task
+    /// (`[stages]`), the last stage's submission, or a stage's below its `min_reward`.
     Submitted,
     /// The submission budget is used up.
     SubmissionBudget,

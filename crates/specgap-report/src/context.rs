@@ -15,6 +15,7 @@ use specgap_task::TaskPackage;
 use specgap_task::residual::left_out_files;
 
 use crate::diff::{DiffChanges, parse_diff};
+use crate::machine::MachineState;
 
 /// What the measures use from one task package.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,6 +68,9 @@ pub struct StateContext {
     pub left_out: BTreeSet<String>,
     /// Where to rebuild the state for [`StateContext::harness_changes`].
     pub source: Option<StateSource>,
+    /// A whole-machine state's layer over the task's image (`residual/<id>/machine.tar`):
+    /// its files count in Kept ([`crate::machine`]).
+    pub machine: Option<MachineState>,
     /// The harness's diff of the rebuilt state, computed on first use.
     harness: OnceLock<Result<(DiffChanges, u64), String>>,
 }
@@ -124,6 +128,13 @@ impl TaskContext {
     pub fn from_package(package: &TaskPackage) -> (TaskContext, Vec<String>) {
         let mut warnings = Vec::new();
         let mut states = BTreeMap::new();
+        let image_root = specgap_task::cached_task_root(package);
+        if image_root.is_none() && package.residual_states().values().any(|s| s.machine.is_some()) {
+            warnings.push(format!(
+                "task {}: its image is not in the environment cache (`specgap env build`), so Kept counts every line of a machine file a state changed as the predecessor's",
+                package.name()
+            ));
+        }
         for (id, state) in package.residual_states() {
             let (changes, patch_bytes) = match fs_err::read(&state.patch) {
                 Ok(bytes) => (parse_diff(&String::from_utf8_lossy(&bytes)), bytes.len() as u64),
@@ -154,6 +165,7 @@ impl TaskContext {
                         hash: package.hash().to_string(),
                         patch: state.patch.clone(),
                     }),
+                    machine: state.machine.as_ref().map(|layer| MachineState { layer: layer.clone(), image_root: image_root.clone() }),
                     harness: OnceLock::new(),
                 },
             );

@@ -10,6 +10,7 @@
 //! runs. Repeats are averaged within each (task, state) first, then states within the task,
 //! then tasks, so every task weighs the same.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io::Read;
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
@@ -19,6 +20,7 @@ use specgap_store::read_trajectory;
 
 use crate::diff::{DiffChanges, kept_lines, parse_diff};
 use crate::episode::{Episode, indicator, mean};
+use crate::machine::LayerFiles;
 use crate::opened::{Measured, Tree, file_actions, inspects_inherited, measured_reads, opened_files};
 use crate::reset::resets_all_inherited;
 use specgap_protocol::action::FileAction;
@@ -291,6 +293,9 @@ struct Artifacts<'a> {
     measured: HashMap<&'a str, Result<Measured, String>>,
     /// Continuations whose commands reset every inherited change ([`crate::reset`]).
     reset_all: HashSet<&'a str>,
+    /// The last submission's machine layer of continuations from whole-machine states
+    /// (`None`: that submission changed nothing outside the workspace).
+    machine_finals: HashMap<&'a str, Option<LayerFiles>>,
 }
 
 /// What to read for one episode.
@@ -308,6 +313,14 @@ fn read_final_diff(e: &Episode<'_>) -> Option<DiffChanges> {
     let k = e.submissions.last()?.k;
     let path = e.run_dir.join(specgap_store::EPISODES_DIR).join(&e.row.id).join("submissions").join(k.to_string()).join("workspace.diff");
     read_diff(&path).map(|(changes, _)| changes)
+}
+
+/// The final submission's machine layer (`submissions/<k>/machine.tar`), or `None` when that
+/// submission changed nothing outside the workspace (or the layer cannot be read).
+fn read_final_machine(e: &Episode<'_>) -> Option<LayerFiles> {
+    let k = e.submissions.last()?.k;
+    let dir = e.run_dir.join(specgap_store::EPISODES_DIR).join(&e.row.id).join("submissions").join(k.to_string());
+    LayerFiles::read(&dir.join(specgap_store::MACHINE_LAYER_FILE))
 }
 
 /// The harness's diff of a residual episode's starting state (`start/workspace.diff`), or
@@ -363,6 +376,7 @@ impl<'a> Artifacts<'a> {
             all.actions.extend(part.actions);
             all.measured.extend(part.measured);
             all.reset_all.extend(part.reset_all);
+            all.machine_finals.extend(part.machine_finals);
         }
         all
     }
@@ -382,6 +396,10 @@ impl<'a> Artifacts<'a> {
                 let id = e.row.id.as_str();
                 if let Some(diff) = read_final_diff(e) {
                     out.diffs.insert(id, diff);
+                }
+                let machine_state = e.state().and_then(|s| e.context.and_then(|c| c.states.get(s))).is_some_and(|s| s.machine.is_some());
+                if machine_state {
+                    out.machine_finals.insert(id, read_final_machine(e));
                 }
                 if matches!(need, Need::DiffAndActions) {
                     if let Ok(t) = read_trajectory(e.run_dir, id) {
@@ -521,7 +539,10 @@ pub fn acceptance_bias(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Acc
             },
         };
         if let Some(final_changes) = final_changes {
-            let (kept, total) = kept_lines(&inherited.added, &final_changes.added);
+            // A whole-machine state's files outside the workspace count like its own.
+            let (inherited_added, final_added) =
+                with_machine(state, &inherited.added, &final_changes.added, artifacts.machine_finals.get(e.row.id.as_str()));
+            let (kept, total) = kept_lines(&inherited_added, &final_added);
             if total > 0 {
                 let value = kept as f64 / total as f64;
                 // A reset to the base followed by a rewrite discards the earlier work even
@@ -633,6 +654,21 @@ pub fn acceptance_bias(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Acc
             warnings.into_iter().collect()
         },
     }
+}
+
+/// The predecessor's and the final state's added lines per file, with a whole-machine state's
+/// machine files (keyed by absolute path, [`crate::machine`]) beside the workspace's.
+fn with_machine<'m>(
+    state: &crate::context::StateContext,
+    inherited: &'m BTreeMap<String, Vec<String>>,
+    finals: &'m BTreeMap<String, Vec<String>>,
+    machine_final: Option<&Option<LayerFiles>>,
+) -> (Cow<'m, BTreeMap<String, Vec<String>>>, Cow<'m, BTreeMap<String, Vec<String>>>) {
+    let Some(machine) = &state.machine else { return (Cow::Borrowed(inherited), Cow::Borrowed(finals)) };
+    let (mut inherited, mut finals) = (inherited.clone(), finals.clone());
+    inherited.extend(machine.inherited().unwrap_or_default());
+    finals.extend(machine.final_added(machine_final.and_then(Option::as_ref)).unwrap_or_default());
+    (Cow::Owned(inherited), Cow::Owned(finals))
 }
 
 /// One continuation's Kept and final success.

@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use specgap_protocol::package::ResidualMeta;
-use specgap_sandbox::{BaseCache, CommandSpec, HostView, MaterializeError, SandboxConfig, Session};
+use specgap_sandbox::{BaseCache, CommandSpec, MaterializeError, SandboxConfig, Session};
 use specgap_task::{Judge as _, Outcome, ResidualState, SandboxJudge, Submission, TaskPackage};
 
 use crate::error::ResidualizeError;
@@ -238,10 +238,10 @@ impl Validator {
             );
             return Ok(Validation::excluded(BuildExclusion::PatchFailed, detail));
         }
-        if let Err(why) = self.usable(package, &ws) {
+        if let Err(why) = self.usable(package, state, &ws) {
             return Ok(Validation::excluded(BuildExclusion::EnvironmentUnusable, why));
         }
-        let outcome = match self.evaluate(package, &ws) {
+        let outcome = match self.evaluate(package, state) {
             Ok(outcome) => outcome,
             Err(why) => return Ok(Validation::excluded(BuildExclusion::NoValidVerdict, why)),
         };
@@ -267,10 +267,12 @@ impl Validator {
         Ok(Validation { excluded, detail, failing_now })
     }
 
-    /// Runs a trivial command in the episode sandbox over `ws`; `Err` says why it is unusable.
-    fn usable(&self, package: &TaskPackage, ws: &Path) -> Result<(), String> {
-        let host = HostView::resolve(&package.manifest().environment)
-            .map_err(|e| format!("the task's [environment]: {}", specgap_protocol::text::error_chain(&e)))?;
+    /// Runs a trivial command in the episode sandbox over `ws` (on the task's image with the
+    /// state's machine layer, for an image task); `Err` says why it is unusable.
+    fn usable(&self, package: &TaskPackage, state: &ResidualState, ws: &Path) -> Result<(), String> {
+        let host = specgap_task::views_on(package, state.machine.as_deref(), specgap_env::EngineChoice::Auto)
+            .map_err(|e| format!("the task's [environment]: {}", specgap_protocol::text::error_chain(&e)))?
+            .commands;
         let mut session = Session::new(CommandSpec::shell("", ws), host, self.sandbox.clone());
         let command = format!("ls -A > /dev/null && echo {READY}");
         let output = session
@@ -289,11 +291,12 @@ impl Validator {
         }
     }
 
-    /// The evaluator on `ws`, retried once on an evaluation error; `Err` is the last error.
-    fn evaluate(&self, package: &TaskPackage, ws: &Path) -> Result<Outcome, String> {
+    /// The evaluator on the state (its patch applied to the clean workspace, its machine layer
+    /// over the image), retried once on an evaluation error; `Err` is the last error.
+    fn evaluate(&self, package: &TaskPackage, state: &ResidualState) -> Result<Outcome, String> {
         let mut last = String::new();
         for _ in 0..EVALUATION_ATTEMPTS {
-            match self.judge.evaluate(package, Submission::Directory(ws)).and_then(|judged| Outcome::new(package, judged)) {
+            match self.judge.evaluate(package, Submission::Residual(state)).and_then(|judged| Outcome::new(package, judged)) {
                 Ok(outcome) => return Ok(outcome),
                 Err(e) => last = specgap_task::check::describe_error_chain(&e),
             }
@@ -340,8 +343,9 @@ pub fn meta_for(candidate: &ScreenedRun, reviewers: &[String]) -> ResidualMeta {
     }
 }
 
-/// Writes `state.patch` (the recorded diff) and `meta.toml` into `dir` and returns the state
-/// as a package would hold it, with `left_out` computed against `package`'s gold.
+/// Writes `state.patch` (the recorded diff), `machine.tar` (a copy of `machine`, the final
+/// submission's machine layer, when given) and `meta.toml` into `dir` and returns the state as
+/// a package would hold it, with `left_out` computed against `package`'s gold.
 ///
 /// # Errors
 /// I/O errors; [`ResidualizeError::Package`] when the left-out files cannot be computed.
@@ -350,12 +354,21 @@ pub fn stage(
     id: &str,
     dir: &Path,
     diff: &[u8],
+    machine: Option<&Path>,
     mut meta: ResidualMeta,
 ) -> Result<(ResidualState, Vec<u8>), ResidualizeError> {
     fs_err::create_dir_all(dir)?;
     let patch = dir.join("state.patch");
     write_atomic(&patch, diff)?;
-    let mut state = ResidualState { id: id.to_string(), patch, meta: meta.clone() };
+    let machine = match machine {
+        Some(layer) => {
+            let copy = dir.join(specgap_task::MACHINE_LAYER_FILE);
+            write_atomic(&copy, &fs_err::read(layer)?)?;
+            Some(copy)
+        }
+        None => None,
+    };
+    let mut state = ResidualState { id: id.to_string(), patch, meta: meta.clone(), machine };
     let left_out = specgap_task::residual::left_out_files(package, &state)
         .map_err(|e| ResidualizeError::Package { task: package.name().to_string(), message: specgap_protocol::text::error_chain(&e) })?;
     meta.left_out = left_out.map(|files| files.into_iter().collect());
@@ -453,9 +466,12 @@ pub fn install(record: &mut BuildRecord, staging: &Path) -> Result<(), Residuali
         let to = Path::new(&package.target).join("residual").join(&state.id);
         let patch = fs_err::read(from.join("state.patch"))?;
         let meta = fs_err::read(from.join("meta.toml"))?;
+        let machine_path = from.join(specgap_task::MACHINE_LAYER_FILE);
+        let machine = if machine_path.is_file() { Some(fs_err::read(&machine_path)?) } else { None };
         if to.exists() {
             let same = std::fs::read(to.join("state.patch")).ok().as_deref() == Some(patch.as_slice())
-                && std::fs::read(to.join("meta.toml")).ok().as_deref() == Some(meta.as_slice());
+                && std::fs::read(to.join("meta.toml")).ok().as_deref() == Some(meta.as_slice())
+                && std::fs::read(to.join(specgap_task::MACHINE_LAYER_FILE)).ok() == machine;
             if !same {
                 return Err(ResidualizeError::StateExists { id: state.id.clone(), package: PathBuf::from(&package.target) });
             }
@@ -468,6 +484,9 @@ pub fn install(record: &mut BuildRecord, staging: &Path) -> Result<(), Residuali
         fs_err::create_dir_all(&partial)?;
         write_atomic(&partial.join("state.patch"), &patch)?;
         write_atomic(&partial.join("meta.toml"), &meta)?;
+        if let Some(machine) = &machine {
+            write_atomic(&partial.join(specgap_task::MACHINE_LAYER_FILE), machine)?;
+        }
         fs_err::rename(&partial, &to)?;
         touched.insert(state.task.clone());
     }

@@ -155,6 +155,10 @@ pub struct ScreenedRun {
     pub diff_sha256: Option<String>,
     /// Hex SHA-256 of the normalized final diff.
     pub normalized_sha256: Option<String>,
+    /// Hex SHA-256 of the final submission's machine layer (`machine.tar`, an image task's
+    /// changes outside the workspace), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_sha256: Option<String>,
     /// Stage II's verdict.
     #[serde(flatten)]
     pub screen: Screen,
@@ -176,6 +180,14 @@ impl ScreenedRun {
                 .join(k.to_string())
                 .join("workspace.diff")
         })
+    }
+
+    /// `episodes/<id>/submissions/<k>/machine.tar` of the final submission, when it exists (an
+    /// image task whose predecessor changed files outside the workspace).
+    pub fn final_machine_path(&self) -> Option<std::path::PathBuf> {
+        let diff = self.final_diff_path()?;
+        let layer = diff.with_file_name(specgap_store::MACHINE_LAYER_FILE);
+        layer.is_file().then_some(layer)
     }
 
     /// The final diff's bytes (empty without a submission).
@@ -214,10 +226,12 @@ pub fn screen(runs: &[PredecessorRun], rules: &IgnoreRules) -> Result<Vec<Screen
             Some(excluded) => excluded,
             None => {
                 let changes = read_changes(run, rules, &mut screened)?;
-                let state_key = (run.task.clone(), changes.normalized_sha256.clone());
+                // Two states are the same when their workspaces and their machines are.
+                let state_key =
+                    (run.task.clone(), format!("{}+{}", changes.normalized_sha256, screened.machine_sha256.as_deref().unwrap_or("")));
                 if let Some(first) = seen_episodes.get(&run.episode) {
                     excluded(FilterExclusion::Duplicate, format!("episode {} is also in {first}", run.episode))
-                } else if !changes.changed() {
+                } else if !changes.changed() && screened.machine_sha256.is_none() {
                     let detail = if changes.files.is_empty() {
                         "the final state equals the clean state".to_string()
                     } else {
@@ -295,6 +309,10 @@ fn read_changes(run: &PredecessorRun, rules: &IgnoreRules, screened: &mut Screen
     screened.substantive_files = changes.substantive.clone();
     screened.diff_sha256 = Some(sha256_hex(&diff));
     screened.normalized_sha256 = Some(changes.normalized_sha256.clone());
+    screened.machine_sha256 = match screened.final_machine_path() {
+        Some(layer) => Some(sha256_hex(&fs_err::read(layer)?)),
+        None => None,
+    };
     Ok(changes)
 }
 
@@ -318,6 +336,7 @@ fn blank(run: &PredecessorRun) -> ScreenedRun {
         substantive_files: Vec::new(),
         diff_sha256: None,
         normalized_sha256: None,
+        machine_sha256: None,
         screen: Screen::Candidate,
     }
 }

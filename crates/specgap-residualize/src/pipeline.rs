@@ -243,7 +243,9 @@ pub fn advance(request: &Request, summarizer: Option<&dyn TrajectorySummarizer>,
         write_json(&paths.build(), &record)?;
         let diff = candidate.final_diff()?;
         let meta = build::meta_for(candidate, &reviewers);
-        let (state, meta_bytes) = build::stage(&package, &candidate.episode, &paths.states().join(&candidate.episode), &diff, meta)?;
+        let machine = candidate.final_machine_path();
+        let (state, meta_bytes) =
+            build::stage(&package, &candidate.episode, &paths.states().join(&candidate.episode), &diff, machine.as_deref(), meta)?;
         let validator = match &mut validator {
             Some(v) => v,
             None => validator.insert(Validator::new(request.sandbox)?),

@@ -675,6 +675,7 @@ mod tests {
             substantive_files: vec!["a.py".into()],
             diff_sha256: None,
             normalized_sha256: None,
+            machine_sha256: None,
             screen: Screen::Candidate,
         }
     }

@@ -75,6 +75,50 @@ fn make_tree(root: &Path, files: usize) -> BenchResult<()> {
     Ok(())
 }
 
+/// Per-command cost on an image (a busybox tree) read-only and on a copy-on-write machine over
+/// it (the overlay mounted by `unshare` before bubblewrap; issue 25 item 4), with the cost of
+/// writing an untouched machine's layer. Skipped without `/bin/busybox`.
+fn image_rows(runs: usize, ws: &Path, config: &SandboxConfig) -> BenchResult<()> {
+    if !Path::new("/bin/busybox").is_file() {
+        println!("(image rows skipped: /bin/busybox is missing)\n");
+        return Ok(());
+    }
+    let dir = tempfile::Builder::new().prefix("specgap-bench-image-").tempdir()?;
+    let image = dir.path().join("image");
+    std::fs::create_dir_all(image.join("bin"))?;
+    std::fs::create_dir_all(image.join("etc"))?;
+    std::fs::copy("/bin/busybox", image.join("bin/busybox"))?;
+    for applet in ["sh", "true"] {
+        std::os::unix::fs::symlink("busybox", image.join("bin").join(applet))?;
+    }
+    let view = HostView::on_rootfs(&image, &Default::default(), &specgap_sandbox::ImagePlacement::workdir("/app"))?;
+    let machine = specgap_sandbox::Machine::new()?;
+    let on_machine = view.with_machine(&machine)?;
+    let spec = CommandSpec::argv(vec!["true".into()], ws);
+    let ours = |view: &HostView| -> BenchResult<()> {
+        let out = run(&spec, view, config)?;
+        if !out.success() {
+            return Err(format!("`true` failed: {}", out.stderr.text()).into());
+        }
+        Ok(())
+    };
+    let mut variants: Vec<Variant<'_>> = vec![
+        ("`run` on an image, read-only", Box::new(|_| ours(&view))),
+        ("`run` on a copy-on-write machine over the image", Box::new(|_| ours(&on_machine))),
+        (
+            "`Machine::write_layer` of an untouched machine",
+            Box::new(|_| Ok(machine.write_layer(&image, std::io::sink(), &view.machine_mount_points()).map(|_| ())?)),
+        ),
+    ];
+    let medians = measure(runs, &mut variants)?;
+    println!("| on an image (`true`, default limits) | median | / read-only image |\n| --- | --- | --- |");
+    for ((name, _), m) in variants.iter().zip(&medians) {
+        println!("| {name} | {} | {:.2} |", ms(*m), m.as_secs_f64() / medians[0].as_secs_f64());
+    }
+    println!();
+    Ok(())
+}
+
 fn main() -> BenchResult<()> {
     let args: Vec<String> = std::env::args().collect();
     let runs = args.iter().position(|a| a == "--runs").and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(30);
@@ -113,6 +157,7 @@ fn main() -> BenchResult<()> {
         println!("| {name} | {} | {:.2} |", ms(*m), m.as_secs_f64() / bare.as_secs_f64());
     }
     println!();
+    image_rows(runs, &ws, &config)?;
 
     let cache = BaseCache::new(scratch.path().join("cache"))?;
     println!("| files | `cp -r` | materialize (cached base) | ratio | freeze | diff (unchanged) | base build (once) |");

@@ -108,6 +108,10 @@ pub enum SandboxError {
         /// bwrap's standard error.
         stderr: String,
     },
+    /// A copy-on-write machine ([`crate::Machine`]) cannot be used here: overlayfs does not
+    /// mount, util-linux is missing, or the view is not an image's.
+    #[error("copy-on-write machine: {0}")]
+    Overlay(String),
     /// Another I/O failure around the command (pipes, temporary files, cgroups).
     #[error(transparent)]
     Io(#[from] std::io::Error),

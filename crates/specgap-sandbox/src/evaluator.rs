@@ -9,7 +9,8 @@
 //! | `/out` = `$SPECGAP_OUT` | an empty directory for `result.json` | read-write |
 //! | `$SPECGAP_CANDIDATE` | the candidate launcher (below) | execute |
 //!
-//! plus `SPECGAP_TASK` (the task name) and the task's `[environment]`. The submission is never
+//! plus `SPECGAP_TASK` (the task name), `SPECGAP_STAGE` (the 1-based stage a submission of a
+//! staged task answers; unset otherwise) and the task's `[environment]`. The submission is never
 //! mounted writable, and nothing else of the package is visible.
 //!
 //! # The candidate launcher
@@ -105,6 +106,10 @@ pub struct EvaluatorRun {
     pub candidate_limits: Limits,
     /// Where the scratch directory goes (default: the system temporary directory).
     pub scratch_dir: Option<PathBuf>,
+    /// The 1-based stage of a staged task (`[stages]`) the submission answers, given as
+    /// `SPECGAP_STAGE`; `None` (the variable unset) for a task of one stage and for checks
+    /// that score the whole task.
+    pub stage: Option<u32>,
 }
 
 impl EvaluatorRun {
@@ -127,6 +132,7 @@ impl EvaluatorRun {
             limits: Limits::default(),
             candidate_limits: Limits { output_bytes: 16 << 20, ..Limits::default() },
             scratch_dir: None,
+            stage: None,
         }
     }
 
@@ -331,6 +337,9 @@ pub fn run_evaluator(run: &EvaluatorRun, host: &HostView, config: &SandboxConfig
     spec.env.insert("SPECGAP_OUT".into(), out_path.display().to_string());
     spec.env.insert("SPECGAP_TASK".into(), run.task_name.clone());
     spec.env.insert("SPECGAP_CANDIDATE".into(), launcher.display().to_string());
+    if let Some(stage) = run.stage {
+        spec.env.insert("SPECGAP_STAGE".into(), stage.to_string());
+    }
 
     let deadline = Instant::now() + run.timeout;
     let service = CandidateService::start(&scratch, run.candidate_limits, deadline, host.clone(), config.clone());

@@ -11,6 +11,7 @@ use fs_err as fs;
 use specgap_protocol::package::Environment;
 
 use crate::error::SandboxError;
+use crate::machine::Machine;
 use crate::rootfs::{ImagePlacement, RootfsView};
 use crate::scratch;
 
@@ -114,6 +115,40 @@ impl HostView {
         view.rootfs = Some(Arc::new(RootfsView::scan(rootfs, placement)?));
         view.env = environment.env.clone();
         Ok(view)
+    }
+
+    /// The same image view (environment, placement) on another root filesystem: the image
+    /// with a layer over it (a whole-machine residual state, a submission's machine).
+    ///
+    /// # Errors
+    /// [`SandboxError::Overlay`] for a view that is not an image environment's; those of
+    /// [`HostView::on_rootfs`].
+    pub fn with_root(&self, rootfs: &Path) -> Result<HostView, SandboxError> {
+        let Some(image) = self.rootfs.as_deref() else {
+            return Err(SandboxError::Overlay("only an image environment has a root filesystem to replace".into()));
+        };
+        Ok(HostView { rootfs: Some(Arc::new(RootfsView::scan(rootfs, image.placement())?)), ..self.clone() })
+    }
+
+    /// The same image view on `machine` ([`crate::machine`]): every sandbox made with it
+    /// mounts the machine's overlay over the image, so its commands may change any of the
+    /// image's files and the changes stay in the machine.
+    ///
+    /// # Errors
+    /// [`SandboxError::Overlay`] for a view that is not an image environment's;
+    /// [`SandboxError::BadBind`] for a layer path overlayfs cannot take.
+    pub fn with_machine(&self, machine: &Machine) -> Result<HostView, SandboxError> {
+        let Some(image) = self.rootfs.as_deref() else {
+            return Err(SandboxError::Overlay("only an image environment runs on a copy-on-write machine".into()));
+        };
+        Ok(HostView { rootfs: Some(Arc::new(image.on_machine(machine)?)), ..self.clone() })
+    }
+
+    /// The machine paths a layer of this view's machine leaves out ([`Machine::write_layer`]'s
+    /// `skip`): where the harness mounts the workspace, the evaluator's files, `/tmp` and the
+    /// other sandbox paths. Empty for a host-command view.
+    pub fn machine_mount_points(&self) -> Vec<PathBuf> {
+        self.rootfs.as_deref().map(RootfsView::mount_points).unwrap_or_default()
     }
 
     /// The image root filesystem this view runs on, if it is an image environment's.

@@ -15,6 +15,7 @@
 //! | run an episode's commands one after another in one long-lived sandbox | [`Session::run_shell`] |
 //! | the workspace files each of those commands read, measured with fanotify | [`Session::last_reads`] → [`Reads`] |
 //! | run an external agent program in a sandbox of its own, freeze it, end it | [`AgentSandbox`] |
+//! | give an image episode a copy-on-write root (overlayfs) and write its changes as a layer | [`Machine`], [`HostView::with_machine`], [`Machine::write_layer`] |
 //! | run a package's evaluator and validate its `result.json` | [`run_evaluator`] → [`Evaluation`] or [`EvalError`] |
 //! | show a captured stream within a byte budget, cut once with the true counts stated | [`Captured::render`] |
 //!
@@ -55,6 +56,7 @@ pub mod evaluator;
 mod fsutil;
 mod git;
 pub mod host;
+pub mod machine;
 pub mod materialize;
 mod netns;
 mod patch;
@@ -73,6 +75,7 @@ pub use capture::{Captured, cut_marker};
 pub use error::{MaterializeError, SandboxError};
 pub use evaluator::{CandidateLayout, EvalError, Evaluation, EvaluatorRun, run_evaluator};
 pub use host::{AGENT_NAMESERVER, HostView};
+pub use machine::{LayerSummary, Machine};
 pub use materialize::{Base, BaseCache, apply_overlay, diff, freeze, materialize};
 pub use reads::{ReadWatch, ReadWatchError, Reads};
 pub use rootfs::ImagePlacement;

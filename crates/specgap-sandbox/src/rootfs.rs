@@ -18,6 +18,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::SandboxError;
+use crate::machine::{Machine, Overlay};
 
 /// Top-level names of an image never shown: the sandbox provides its own.
 const NOT_SHOWN: [&str; 4] = ["proc", "dev", "sys", "tmp"];
@@ -92,15 +93,20 @@ pub(crate) struct RootfsView {
     /// `/run/specgap` in its read-only bind, so such mounts get a tmpfs there first.
     has_run_dir: bool,
     remaps: Vec<(PathBuf, PathBuf)>,
+    placement: ImagePlacement,
     /// An execute-only copy of the image's own `/bin/sh`, for sessions' command servers
     /// ([`SERVER_SHELL_PATH`]); `None` when the image has no shell.
     server_shell: Option<Arc<tempfile::TempDir>>,
+    /// A copy-on-write machine's overlay ([`crate::machine`]): the image's entries come from
+    /// its merged tree, writable; `None` shows the image read-only.
+    overlay: Option<Overlay>,
 }
 
 /// Where a session's command server finds its execute-only shell on an image. Named `sh`, so
 /// a multi-call binary (busybox) runs its shell; outside the image's `/etc`, which is the
 /// image's own and read-only.
 pub(crate) const SERVER_SHELL_PATH: &str = "/.specgap-server/sh";
+const SERVER_SHELL_DIR: &str = "/.specgap-server";
 
 impl RootfsView {
     /// Scans `root` (an unpacked image, e.g. `specgap env build`'s) and makes every mount
@@ -141,7 +147,16 @@ impl RootfsView {
         let etc_overrides = ETC_OVERRIDES.into_iter().filter(|f| is_plain_file(&etc.join(f))).collect();
         let server_shell = server_shell(root)?;
         let has_run_dir = top.iter().any(|(name, kind)| name.as_bytes() == b"run" && *kind == TopKind::Dir);
-        Ok(RootfsView { root: root.to_path_buf(), top, etc_overrides, has_run_dir, remaps: placement.remaps(), server_shell })
+        Ok(RootfsView {
+            root: root.to_path_buf(),
+            top,
+            etc_overrides,
+            has_run_dir,
+            remaps: placement.remaps(),
+            placement: placement.clone(),
+            server_shell,
+            overlay: None,
+        })
     }
 
     /// The same view for an external agent's sandbox ([`crate::AgentSandbox`]): the agent's
@@ -217,17 +232,46 @@ impl RootfsView {
         &self.root
     }
 
+    /// How the harness's paths are placed on this image.
+    pub(crate) fn placement(&self) -> &ImagePlacement {
+        &self.placement
+    }
+
+    /// The same view on `machine`: the image's entries writable through its overlay.
+    pub(crate) fn on_machine(&self, machine: &Machine) -> Result<RootfsView, SandboxError> {
+        Ok(RootfsView { overlay: Some(machine.overlay(&self.root)?), ..self.clone() })
+    }
+
+    /// The overlay to mount before bubblewrap starts, when the view is a machine's.
+    pub(crate) fn overlay(&self) -> Option<&Overlay> {
+        self.overlay.as_ref()
+    }
+
+    /// The sandbox paths the harness mounts over the image (the workspace, the evaluator's,
+    /// the run directory): what a machine's layer leaves out.
+    pub(crate) fn mount_points(&self) -> Vec<PathBuf> {
+        let mut points: Vec<PathBuf> = self.remaps.iter().map(|(_, to)| to.clone()).collect();
+        points.extend([RUN_MOUNT, EVALUATOR_MOUNT, OUT_MOUNT, SERVER_SHELL_DIR].map(PathBuf::from));
+        points.extend(NOT_SHOWN.iter().map(|name| Path::new("/").join(name)));
+        points
+    }
+
     /// bubblewrap arguments placing the image in the sandbox's root, with `synthetic_etc`'s
     /// `passwd` and `group` over the image's.
     pub(crate) fn bwrap_args(&self, synthetic_etc: &Path) -> Vec<Vec<u8>> {
         let mut args: Vec<Vec<u8>> = Vec::new();
         let mut push = |parts: &[&[u8]]| args.extend(parts.iter().map(|p| p.to_vec()));
+        // On a machine, the image's entries come writable from the overlay's merged tree.
+        let (from, bind): (&Path, &[u8]) = match &self.overlay {
+            Some(overlay) => (&overlay.merged, b"--bind"),
+            None => (&self.root, b"--ro-bind"),
+        };
         for (name, kind) in &self.top {
-            let host = self.root.join(name);
+            let host = from.join(name);
             let inside = Path::new("/").join(name);
             match kind {
                 TopKind::Dir | TopKind::File => {
-                    push(&[b"--ro-bind", host.as_os_str().as_bytes(), inside.as_os_str().as_bytes()]);
+                    push(&[bind, host.as_os_str().as_bytes(), inside.as_os_str().as_bytes()]);
                 }
                 TopKind::Link(target) => push(&[b"--symlink", target.as_os_str().as_bytes(), inside.as_os_str().as_bytes()]),
             }

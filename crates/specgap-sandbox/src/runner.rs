@@ -585,7 +585,16 @@ pub(crate) fn launch_bwrap(
     let mut handed = vec![(args_read.as_raw_fd(), FD_ARGS), (seccomp_fd.as_raw_fd(), FD_SECCOMP)];
     handed.extend_from_slice(fds);
     let [stdin, stdout, stderr] = stdio;
-    let request = SpawnRequest { program: bwrap, args: &args, env, fds: &handed, stdin, stdout, stderr };
+    // A machine's overlay is mounted by a wrapper that then becomes bubblewrap (same pid).
+    let wrapped = match host.rootfs_view().and_then(|image| image.overlay()) {
+        Some(overlay) => Some(crate::machine::overlay_support()?.wrap(overlay, bwrap, &args)),
+        None => None,
+    };
+    let (program, args) = match &wrapped {
+        Some((program, args)) => (program.as_path(), args.as_slice()),
+        None => (bwrap, args.as_slice()),
+    };
+    let request = SpawnRequest { program, args, env, fds: &handed, stdin, stdout, stderr };
     let mut cgroups = Cgroups::create(spec.limits.max_processes, spec.limits.memory_bytes);
     if freezer {
         cgroups.add_freezer();

@@ -93,4 +93,4 @@ pub use schema::{SCHEMA_VERSION, is_volatile_column};
 pub use store::{EPISODES_DIR, RESULTS_DB, Store};
 pub use trajectory::{TRAJECTORY_FILE, Trajectory, TruncatedTail, read_trajectory, read_trajectory_file, trajectory_path};
 pub use trajectory_index::{TrajectoryIndex, read_trajectory_values};
-pub use writer::{EpisodeWriter, START_DIFF_FILE, UsageRecorder};
+pub use writer::{EpisodeWriter, MACHINE_LAYER_FILE, START_DIFF_FILE, UsageRecorder};

@@ -17,6 +17,10 @@ use crate::trajectory::{FrameWriter, TRAJECTORY_FILE};
 /// ([`EpisodeWriter::write_start_diff`]).
 pub const START_DIFF_FILE: &str = "workspace.diff";
 
+/// Name of a submission's machine layer inside `DIR/episodes/<id>/submissions/<k>/`
+/// ([`EpisodeWriter::write_submission_machine`]).
+pub const MACHINE_LAYER_FILE: &str = "machine.tar";
+
 /// Milliseconds since the Unix epoch (0 if the clock is before 1970).
 pub(crate) fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
@@ -41,6 +45,8 @@ pub struct EpisodeWriter {
     next_seq: u64,
     next_question: u32,
     next_error: u32,
+    /// A staged task's aggregation of its stage submissions ([`EpisodeWriter::aggregate_stages`]).
+    stage_score: Option<specgap_protocol::package::StageScore>,
 }
 
 impl EpisodeWriter {
@@ -58,6 +64,7 @@ impl EpisodeWriter {
             next_seq: 0,
             next_question: 0,
             next_error: 0,
+            stage_score: None,
         })
     }
 
@@ -160,6 +167,21 @@ impl EpisodeWriter {
         let dir = self.dir.join("start");
         fs_err::create_dir_all(&dir)?;
         files::write_atomic(&dir.join(START_DIFF_FILE), diff)
+    }
+
+    /// Records the machine layer of submission `k` of an image episode (the changes its
+    /// commands made outside the workspace, as an OCI layer): `submissions/<k>/machine.tar`,
+    /// copied from `layer`. Written only when the layer changes something.
+    ///
+    /// # Errors
+    /// File errors.
+    pub fn write_submission_machine(&mut self, k: u32, layer: &Path) -> Result<(), StoreError> {
+        let dir = self.dir.join("submissions").join(k.to_string());
+        fs_err::create_dir_all(&dir)?;
+        let staged = dir.join(format!(".{MACHINE_LAYER_FILE}.partial"));
+        fs_err::copy(layer, &staged)?;
+        fs_err::rename(&staged, dir.join(MACHINE_LAYER_FILE))?;
+        Ok(())
     }
 
     /// Records submission `k` (1-based): `submissions/<k>/result.json` (when there is a
@@ -284,9 +306,18 @@ impl EpisodeWriter {
         Ok(idx)
     }
 
+    /// Makes `final_score` / `final_success` of a staged task's episode (`[stages]`, one
+    /// submission per stage) the aggregate `score` of its validly evaluated submissions:
+    /// `mean` averages their Scores, with Success when every one succeeded; `final` is the
+    /// last one's, as for any episode. Call it before [`EpisodeWriter::finish`].
+    pub fn aggregate_stages(&mut self, score: specgap_protocol::package::StageScore) {
+        self.stage_score = Some(score);
+    }
+
     /// Ends the attempt in one transaction: status, end reason, counts, `wall_ms`,
     /// `ended_ts`, error, the submission count, and `final_score` / `final_success` from the
-    /// last validly evaluated submission (NULL without one). The trajectory is synced to disk
+    /// last validly evaluated submission (NULL without one), or for a staged task their
+    /// aggregate ([`EpisodeWriter::aggregate_stages`]). The trajectory is synced to disk
     /// first.
     ///
     /// # Errors
@@ -299,14 +330,23 @@ impl EpisodeWriter {
         let path = self.store.db_path().to_path_buf();
         let mut conn = self.store.conn();
         let tx = conn.transaction().at(&path)?;
-        let last_valid: Option<(f64, bool)> = tx
-            .query_row(
-                "SELECT score, success FROM submissions WHERE episode = ?1 AND valid_evaluation = 1 ORDER BY k DESC LIMIT 1",
-                [&self.id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()
-            .at(&path)?;
+        let last_valid: Option<(f64, bool)> = match self.stage_score {
+            Some(specgap_protocol::package::StageScore::Mean) => tx
+                .query_row(
+                    "SELECT AVG(score), MIN(success) FROM submissions WHERE episode = ?1 AND valid_evaluation = 1",
+                    [&self.id],
+                    |r| Ok(r.get::<_, Option<f64>>(0)?.zip(r.get::<_, Option<bool>>(1)?)),
+                )
+                .at(&path)?,
+            _ => tx
+                .query_row(
+                    "SELECT score, success FROM submissions WHERE episode = ?1 AND valid_evaluation = 1 ORDER BY k DESC LIMIT 1",
+                    [&self.id],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .optional()
+                .at(&path)?,
+        };
         let changed = tx
             .execute(
                 "UPDATE episodes SET status = ?2, end_reason = ?3, turns = ?4, tool_calls = ?5, wall_ms = ?6,

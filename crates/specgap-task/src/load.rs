@@ -62,6 +62,18 @@ pub fn load(path: impl AsRef<Path>) -> Result<TaskPackage, LoadError> {
         None => None,
     };
     let image_environment = format2_env::resolve(&root, &manifest, &spans.environment)?;
+    let stages = match &manifest.stages {
+        Some(stages) => Some(crate::stages::load(&root, stages, spans.stages.clone())?),
+        None => None,
+    };
+    if image_environment.is_none()
+        && let Some(state) = residual.values().find(|state| state.machine.is_some())
+    {
+        return Err(LoadError::Invalid {
+            at: Location::path(state.machine.as_deref().unwrap_or(&root)),
+            message: "a machine layer is a change to an image's files; this package's [environment] names no image (format 2 `image`, `dockerfile`, `rootfs` or `oci_layout`)".into(),
+        });
+    }
 
     Ok(TaskPackage {
         manifest,
@@ -78,6 +90,7 @@ pub fn load(path: impl AsRef<Path>) -> Result<TaskPackage, LoadError> {
         notes: read_optional_text(&root.join("NOTES.md"))?,
         delivery_schema,
         image_environment,
+        stages,
         hash: tree::content_hash(&root, &entries)?,
         root,
     })
@@ -161,6 +174,7 @@ struct ManifestProbe {
     project: Option<ProjectProbe>,
     environment: Option<EnvironmentProbe>,
     budget: Option<BudgetProbe>,
+    stages: Option<Spanned<toml::Value>>,
 }
 
 #[derive(Deserialize)]
@@ -212,6 +226,8 @@ struct DeliveryProbe {
 /// `[delivery].schema` and the image-environment keys stand.
 struct ManifestSpans {
     schema: Location,
+    /// Where `[stages]` stands.
+    stages: Location,
     environment: format2_env::EnvironmentSpans,
 }
 
@@ -244,6 +260,7 @@ fn load_manifest(path: &Path) -> Result<(TaskManifest, ManifestSpans), LoadError
         ("[evaluator].out", eval_key(|e| e.out.as_ref())),
         ("[evaluator.environment]", eval_key(|e| e.environment.as_ref())),
         ("[evaluator].trusts_workspace", eval_key(|e| e.trusts_workspace.as_ref())),
+        ("[stages]", probe.stages.as_ref()),
     ];
     for (key, spanned) in format_2_keys {
         if spanned.is_some() {
@@ -319,7 +336,8 @@ fn load_manifest(path: &Path) -> Result<(TaskManifest, ManifestSpans), LoadError
         evaluator_environment: locate(eval_key(|e| e.environment.as_ref())),
     };
     let schema = locate(delivery_probe.and_then(|d| d.schema.as_ref()));
-    Ok((manifest, ManifestSpans { schema, environment }))
+    let stages = locate(probe.stages.as_ref());
+    Ok((manifest, ManifestSpans { schema, stages, environment }))
 }
 
 fn check_format(path: &Path, text: &str, format: Option<&Spanned<toml::Value>>) -> Result<(), LoadError> {
@@ -610,6 +628,9 @@ fn is_state_id(id: &str) -> bool {
     !id.is_empty() && !id.starts_with('.') && id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
 }
 
+/// A whole-machine residual state's layer inside `residual/<id>/` ([`ResidualState::machine`]).
+pub const MACHINE_LAYER_FILE: &str = "machine.tar";
+
 fn load_residual(root: &Path) -> Result<BTreeMap<String, ResidualState>, LoadError> {
     let dir = root.join("residual");
     let mut states = BTreeMap::new();
@@ -644,7 +665,17 @@ fn load_residual(root: &Path) -> Result<BTreeMap<String, ResidualState>, LoadErr
                 message: "failing_tests is empty; a residual state is one the verifier still fails, so list those tests".into(),
             });
         }
-        states.insert(id.clone(), ResidualState { id, patch, meta });
+        let machine = path.join(MACHINE_LAYER_FILE);
+        let machine = if is_present(&machine)? {
+            let found = fs_err::symlink_metadata(&machine)?;
+            if !found.is_file() {
+                return Err(LoadError::NotAFile { path: machine, found: tree::kind_name(&found.file_type()) });
+            }
+            Some(machine)
+        } else {
+            None
+        };
+        states.insert(id.clone(), ResidualState { id, patch, meta, machine });
     }
     Ok(states)
 }

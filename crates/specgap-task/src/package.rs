@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::format2_env::ImageEnvironment;
+use crate::stages::PackageStages;
 use specgap_protocol::package::{ClarificationTarget, Observation, Requirement, ResidualMeta, TaskManifest, UserProfile};
 use specgap_protocol::result::{EvalResult, ScoringContext, ScoringKind};
 
@@ -43,6 +44,10 @@ pub struct ResidualState {
     pub patch: PathBuf,
     /// `residual/<id>/meta.toml`, parsed.
     pub meta: ResidualMeta,
+    /// `residual/<id>/machine.tar`, when present: a whole-machine state's changes outside the
+    /// workspace as an OCI layer over the task's image (seed 001's Terminal-Bench track;
+    /// image environments only, docs/decisions.md "Whole-machine residual states").
+    pub machine: Option<PathBuf>,
 }
 
 /// A format-2 delivery case's submission schema (`[delivery].schema`): a JSON Schema the
@@ -77,6 +82,7 @@ pub struct TaskPackage {
     pub(crate) notes: Option<String>,
     pub(crate) delivery_schema: Option<DeliverySchema>,
     pub(crate) image_environment: Option<ImageEnvironment>,
+    pub(crate) stages: Option<PackageStages>,
     pub(crate) hash: String,
 }
 
@@ -110,6 +116,11 @@ impl TaskPackage {
     /// `[task].subfamily` (format 2), the sub-family within `[task].family`, if given.
     pub fn subfamily(&self) -> Option<&str> {
         self.manifest.task.subfamily.as_deref()
+    }
+
+    /// `[stages]` (format 2), loaded: `None` for a task of one stage.
+    pub fn stages(&self) -> Option<&PackageStages> {
+        self.stages.as_ref()
     }
 
     /// `[delivery].schema` (format 2), read and parsed, if given.

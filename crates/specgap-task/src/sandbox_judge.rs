@@ -11,12 +11,12 @@ use specgap_sandbox::{
     run_evaluator,
 };
 
-use specgap_env::{EngineChoice, EnvCache};
+use specgap_env::EngineChoice;
 
 use crate::heard::{HEARD_OUTPUT_BYTES, Heard};
 use crate::judge::{EvaluateError, Judge, Judged, Submission};
-use crate::package::TaskPackage;
-use crate::views::{TaskViews, task_views};
+use crate::package::{ResidualState, TaskPackage};
+use crate::views::{TaskViews, cache_for, views_on, views_with_layer};
 
 /// Why a [`SandboxJudge`] could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -64,18 +64,21 @@ impl SandboxJudge {
 
     /// The task's views (built into the environment cache first for an image environment:
     /// `$XDG_CACHE_HOME/specgap/env`, any engine on PATH).
+    /// The views `submission` runs on: the task's, with a whole-machine residual state's layer
+    /// over the image when the state has one.
+    fn submission_views(&self, package: &TaskPackage, submission: Submission<'_>) -> Result<TaskViews, EvaluateError> {
+        let views = self.views(package)?;
+        let Submission::Residual(ResidualState { machine: Some(layer), .. }) = submission else { return Ok(views) };
+        let cache = cache_for(package).map_err(|e| EvaluateError::Environment { source: Box::new(e) })?;
+        views_with_layer(&views, package, &cache, layer).map_err(|e| EvaluateError::Environment { source: Box::new(e) })
+    }
+
     fn views(&self, package: &TaskPackage) -> Result<TaskViews, EvaluateError> {
         let key = package.hash().to_owned();
         if let Some(view) = self.hosts.lock().ok().and_then(|hosts| hosts.get(&key).cloned()) {
             return Ok(view);
         }
-        let environment_error = |source: Box<dyn std::error::Error + Send + Sync>| EvaluateError::Environment { source };
-        let view = if package.image_environment().is_some() {
-            let root = EnvCache::default_root().map_err(|e| environment_error(Box::new(e)))?;
-            task_views(package, &EnvCache::new(root), EngineChoice::Auto).map_err(|e| environment_error(Box::new(e)))?
-        } else {
-            task_views(package, &EnvCache::new(""), EngineChoice::None).map_err(|e| environment_error(Box::new(e)))?
-        };
+        let view = views_on(package, None, EngineChoice::Auto).map_err(|e| EvaluateError::Environment { source: Box::new(e) })?;
         if let Ok(mut hosts) = self.hosts.lock() {
             hosts.insert(key, view.clone());
         }
@@ -138,7 +141,7 @@ impl Judge for SandboxJudge {
             _ => scratch.path().join("workspace"),
         };
         self.prepare(package, submission, &workspace)?;
-        let host = self.views(package)?.evaluator;
+        let host = self.submission_views(package, submission)?.evaluator;
         let manifest = package.manifest();
         let mut run = EvaluatorRun::new(
             package.name(),

@@ -3,6 +3,8 @@
 //! filesystem built into the environment cache (`specgap env build`), with the workspace and
 //! the evaluator's files placed where the package says.
 
+use std::path::Path;
+
 use specgap_env::{EngineChoice, EnvCache, EnvError};
 use specgap_protocol::run::EnvironmentRef;
 use specgap_sandbox::{HostView, ImagePlacement, SandboxError};
@@ -36,6 +38,18 @@ pub enum ViewError {
         #[source]
         source: EnvError,
     },
+    /// The user's environment cache has no place (no `$XDG_CACHE_HOME` or `$HOME`).
+    #[error("cannot place the environment cache")]
+    Cache(#[source] EnvError),
+    /// A machine layer could not be stacked on the task's image.
+    #[error("cannot stack the machine layer {} on the task environment", layer.display())]
+    Layer {
+        /// The layer tarball.
+        layer: std::path::PathBuf,
+        /// The cause.
+        #[source]
+        source: EnvError,
+    },
     /// The sandbox view could not be made (a host command missing, a bad bind or mount point).
     #[error(transparent)]
     Sandbox(#[from] SandboxError),
@@ -65,6 +79,52 @@ pub fn task_views(package: &TaskPackage, cache: &EnvCache, engine: EngineChoice)
     Ok(TaskViews { commands, evaluator })
 }
 
+/// `views` (an image task's, from [`task_views`]) with `layer` (an OCI layer of a machine's
+/// changes: a whole-machine residual state's `machine.tar`, or a submission's machine) over the
+/// task's image, stacked in `cache` ([`EnvCache::layered`]). The evaluator's view changes with
+/// it unless the package names an evaluator image of its own (Harbor's separate verifier
+/// environment sees the workspace only).
+///
+/// # Errors
+/// [`ViewError::Layer`]; [`ViewError::Sandbox`] for a host-command view.
+pub fn views_with_layer(views: &TaskViews, package: &TaskPackage, cache: &EnvCache, layer: &Path) -> Result<TaskViews, ViewError> {
+    let Some(root) = views.commands.rootfs() else {
+        return Err(ViewError::Sandbox(SandboxError::Overlay("a machine layer needs an image environment".into())));
+    };
+    let layered = cache.layered(root, layer).map_err(|source| ViewError::Layer { layer: layer.to_path_buf(), source })?;
+    let commands = views.commands.with_root(&layered.rootfs)?;
+    let own_evaluator = package.image_environment().is_some_and(|image| image.evaluator_source.is_some());
+    let evaluator = if own_evaluator { views.evaluator.clone() } else { commands.clone() };
+    Ok(TaskViews { commands, evaluator })
+}
+
+/// The environment cache `package`'s views are built in: the user's
+/// ([`EnvCache::default_root`]) for an image environment, none for host commands.
+///
+/// # Errors
+/// [`ViewError::Cache`].
+pub fn cache_for(package: &TaskPackage) -> Result<EnvCache, ViewError> {
+    if package.image_environment().is_none() {
+        return Ok(EnvCache::new(""));
+    }
+    Ok(EnvCache::new(EnvCache::default_root().map_err(ViewError::Cache)?))
+}
+
+/// [`task_views`] in the user's cache ([`cache_for`]), with `layer` over the image when given
+/// ([`views_with_layer`]).
+///
+/// # Errors
+/// [`ViewError`].
+pub fn views_on(package: &TaskPackage, layer: Option<&Path>, engine: EngineChoice) -> Result<TaskViews, ViewError> {
+    let cache = cache_for(package)?;
+    let engine = if package.image_environment().is_some() { engine } else { EngineChoice::None };
+    let views = task_views(package, &cache, engine)?;
+    match layer {
+        Some(layer) => views_with_layer(&views, package, &cache, layer),
+        None => Ok(views),
+    }
+}
+
 fn placement(image: &ImageEnvironment) -> ImagePlacement {
     ImagePlacement {
         workdir: image.workdir.clone(),
@@ -81,6 +141,18 @@ fn build(cache: &EnvCache, source: &ResolvedSource, which: &'static str, engine:
         source: err,
     })?;
     Ok(built.rootfs)
+}
+
+/// The task image's root filesystem when the user's environment cache already holds it;
+/// nothing is built, pulled or asked of an engine. `None` for a host-command task, an `image`
+/// reference (its digest needs an engine or its registry), or an environment not built yet.
+pub fn cached_task_root(package: &TaskPackage) -> Option<std::path::PathBuf> {
+    let image = package.image_environment()?;
+    if matches!(image.source.source, specgap_protocol::package::ImageSource::Image(_)) {
+        return None;
+    }
+    let key = specgap_env::environment_digest(&image.source.source, image.source.path.as_deref(), EngineChoice::None).ok()?;
+    cache_for(package).ok()?.lookup(&key)
 }
 
 /// The digest of each image environment of `package` as it is now (its environment cache

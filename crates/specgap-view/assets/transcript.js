@@ -9,7 +9,7 @@ import {h, clear, count, dollars, duration, foldable, privateBox, atPointer, num
 
 function speakerOf(kind, customer) {
   const who = customer ? 'customer' : 'owner';
-  return {answer: `${who} answers`, feedback: `${who} reports back`, reminder: 'harness reminder', continuation: `${who} continues`}[kind] || `${who} (${kind})`;
+  return {answer: `${who} answers`, feedback: `${who} reports back`, reminder: 'harness reminder', continuation: `${who} continues`, stage: 'next stage of the task'}[kind] || `${who} (${kind})`;
 }
 
 /** A string field of an event, folded when long; `pointer` names it for fetching the whole. */

@@ -683,7 +683,7 @@ impl CliAgent {
         self.queued.pop_front().ok_or_else(|| AgentError::new("no reply for the agent's exit", false))
     }
 
-    /// Hands the engine's answers on: a result (with feedback appended) to the waiting
+    /// Hands the engine's answers on: a result (with feedback or the next stage appended) to the waiting
     /// harness call; messages for a program that has exited start it again.
     fn deliver(&mut self, inbox: &[Incoming]) -> Result<(), AgentError> {
         let mut result: Option<(String, bool)> = None;
@@ -691,7 +691,8 @@ impl CliAgent {
         for item in inbox {
             match item {
                 Incoming::ToolResult { output, is_error, .. } => result = Some((output.clone(), *is_error)),
-                Incoming::UserMessage { kind: UserMessageKind::Feedback, text } => match &mut result {
+                // A staged task's next instruction comes with `submit`'s result, as feedback does.
+                Incoming::UserMessage { kind: UserMessageKind::Feedback | UserMessageKind::Stage, text } => match &mut result {
                     Some((output, _)) => {
                         output.push_str("\n\n");
                         output.push_str(text);

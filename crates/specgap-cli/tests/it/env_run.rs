@@ -411,3 +411,30 @@ fn a_cli_agent_on_an_image_without_a_shell_is_refused_before_the_run_starts_nami
     );
     assert!(!out.exists(), "nothing was created");
 }
+
+#[test]
+fn check_judges_a_whole_machine_residual_state_on_its_layer() {
+    let Some(()) = have(&["bwrap"]) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (cache, task) = (dir.path().join("cache"), dir.path().join("image-answer"));
+    busybox_tarball(&task.join("environment/rootfs.tar"), "machine image");
+    // The right answer is wrong on a machine a predecessor broke (a file outside the workspace).
+    image_task(
+        &task,
+        "rootfs = \"environment/rootfs.tar\"\n",
+        &answer_test("if test -e /etc/broken; then echo repaired; else echo 42; fi"),
+    );
+    let state = task.join("residual/broke-the-machine");
+    write_file(
+        &state.join("state.patch"),
+        "diff --git a/answer.txt b/answer.txt\nnew file mode 100644\n--- /dev/null\n+++ b/answer.txt\n@@ -0,0 +1 @@\n+42\n",
+    );
+    write_file(&state.join("meta.toml"), "predecessor = \"scripted\"\ndeclared_complete = true\nsteps = 2\nfailing_tests = [\"answer\"]\n");
+    let layer = dir.path().join("layer");
+    write_file(&layer.join("etc/broken"), "yes\n");
+    assert!(Command::new("tar").arg("-C").arg(&layer).arg("-cf").arg(state.join("machine.tar")).arg("etc").status().unwrap().success());
+    let output = specgap_with(&cache).arg("check").arg("--json").arg(&task).output().unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let row = json["tasks"][0]["checks"].as_array().unwrap().iter().find(|r| r["check"] == "residual:broke-the-machine").cloned();
+    assert_eq!(row.as_ref().map(|r| r["result"].clone()), Some(serde_json::json!("pass")), "{json:#}");
+}

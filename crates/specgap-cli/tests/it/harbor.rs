@@ -252,3 +252,38 @@ fn check_and_the_report_say_the_imported_verifier_trusts_the_workspace() {
     let markdown = run_ok([OsStr::new("report"), run.as_os_str()]);
     assert!(String::from_utf8_lossy(&markdown.stdout).contains(line));
 }
+
+#[test]
+fn an_imported_multi_step_task_runs_stage_by_stage_and_show_prints_the_next_stage() {
+    let out = tempfile::tempdir().unwrap();
+    let suite = out.path().join("suite");
+    let task = harbor_dataset().join("two-steps");
+    run_ok([OsStr::new("import"), OsStr::new("harbor"), task.as_os_str(), OsStr::new("--out"), suite.as_os_str()]);
+    let run = out.path().join("run");
+    let protocol = suite.join("harbor-protocol.toml");
+    run_ok([
+        OsStr::new("run"),
+        suite.as_os_str(),
+        OsStr::new("--protocol"),
+        protocol.as_os_str(),
+        OsStr::new("--agent"),
+        OsStr::new("scripted:gold"),
+        OsStr::new("--condition"),
+        OsStr::new("hidden"),
+        OsStr::new("--start"),
+        OsStr::new("clean"),
+        OsStr::new("--out"),
+        run.as_os_str(),
+        OsStr::new("--no-report"),
+    ]);
+    let episodes = episodes(&run);
+    assert_eq!(episodes.len(), 1);
+    // The gold answers step 1 with submit; the script then ends during step 2, whose open
+    // stage is submitted automatically: both steps' tests pass on the gold.
+    assert_eq!((episodes[0].submissions, episodes[0].final_score), (2, Some(1.0)));
+    let shown = String::from_utf8(run_ok([OsStr::new("show"), run.as_os_str(), OsStr::new(&episodes[0].id)]).stdout).unwrap();
+    assert!(
+        shown.contains("[next stage of the task]\n  | Append the line \"pears\" to list.txt, after the lines from notes.txt.\n"),
+        "{shown}"
+    );
+}

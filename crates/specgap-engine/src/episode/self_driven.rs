@@ -27,8 +27,11 @@
 //!   goes into the inbox and the agent is started again with it. So is an agent whose last
 //!   submission was returned with the owner's feedback, when submissions remain and it was
 //!   not yet started again after that submission: a `continuation` message repeating the
-//!   feedback ([`resume_message`]) starts it once more. Otherwise the episode ends
-//!   `agent_exit`, with the automatic submission of a changed workspace.
+//!   feedback ([`resume_message`]) starts it once more; and, for a staged task, an agent
+//!   whose last submission brought the next stage's instruction (appended to `submit`'s
+//!   result by its adapter), once per stage ([`stage_resume_message`]). Otherwise the episode
+//!   ends `agent_exit`, with the automatic submission of a changed workspace (for a staged
+//!   task, of the open stage, changed or not).
 
 use super::*;
 use crate::session::{ObservedResult, ObservedTurn, Workplace};
@@ -50,6 +53,11 @@ pub(super) struct Driven {
     /// The submission after whose return the agent was last started again on exit (at most
     /// one such resume per returned submission).
     resumed_after: Option<u32>,
+    /// A staged task: the last submission after which the next stage's instruction was sent,
+    /// with that instruction (cleared by any later submission).
+    stage_given: Option<(u32, String)>,
+    /// The submission after which the agent was last started again with the next stage.
+    stage_resumed_after: Option<u32>,
 }
 
 impl Episode<'_, '_> {
@@ -61,7 +69,7 @@ impl Episode<'_, '_> {
             workspace: self.ws_dir.clone(),
             scratch: self.ctx.workdir.join("agent"),
             store_dir: self.writer.dir().to_path_buf(),
-            host: self.host.clone(),
+            host: self.command_host.clone(),
             sandbox: self.ctx.sandbox.clone(),
             budgets: self.ctx.budgets,
             scaffold_prompt_only: self.ctx.condition.preset() == crate::condition::Preset::Blind,
@@ -152,6 +160,7 @@ impl Episode<'_, '_> {
         self.count(&call, &effect);
         if self.submissions.len() != submissions_before {
             self.driven.returned = None;
+            self.driven.stage_given = None;
         }
         if call.tool == names::ASK_USER {
             self.driven.asked_since_turn = true;
@@ -161,6 +170,10 @@ impl Episode<'_, '_> {
             // adapter appends it to the result it hands back (issue 14 item 5).
             self.driven.returned = Some((self.submissions.len() as u32, text.clone()));
             self.inbox.push(Incoming::UserMessage { kind: UserMessageKind::Feedback, text });
+        }
+        if let Some(text) = effect.next_stage {
+            self.driven.stage_given = Some((self.submissions.len() as u32, text.clone()));
+            self.inbox.push(Incoming::UserMessage { kind: UserMessageKind::Stage, text });
         }
         Ok(effect.end.or_else(|| self.deadline_end()))
     }
@@ -211,7 +224,7 @@ impl Episode<'_, '_> {
                 return self.text_exchange(questions, true);
             }
         }
-        if let Some(message) = self.resume_after_return() {
+        if let Some(message) = self.resume_after_return().or_else(|| self.resume_for_stage()) {
             self.harness_message(UserMessageKind::Continuation, &message)?;
             return Ok(None);
         }
@@ -241,6 +254,31 @@ impl Episode<'_, '_> {
         self.driven.resumed_after = Some(*k);
         Some(message)
     }
+}
+
+impl Episode<'_, '_> {
+    /// The message that starts an agent again whose program exited after a stage's
+    /// submission of a staged task, when the next stage was sent with that submission's result
+    /// and nothing was submitted since: once per stage, it repeats the next stage's
+    /// instruction, so an agent that exits after each `submit` still works every stage.
+    fn resume_for_stage(&mut self) -> Option<String> {
+        let (k, text) = self.driven.stage_given.as_ref()?;
+        if self.driven.stage_resumed_after == Some(*k) {
+            return None;
+        }
+        let message = stage_resume_message(*k, text);
+        self.driven.stage_resumed_after = Some(*k);
+        Some(message)
+    }
+}
+
+/// The text of a resume for the next stage (our words): which stage was received and the
+/// next stage's instruction.
+pub(super) fn stage_resume_message(k: u32, instruction: &str) -> String {
+    format!(
+        "Your delivery for stage {k} was received. The next stage of the task:\n\n{}\n\nCarry on with the work in the workspace and submit when this stage is ready.",
+        instruction.trim()
+    )
 }
 
 /// The text of a resume after a returned submission (our words): which submission came back,

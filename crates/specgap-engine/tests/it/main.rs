@@ -17,6 +17,7 @@ mod protocols;
 mod relay_owner;
 mod residual;
 mod self_driven;
+mod stages;
 mod submissions;
 mod support;
 mod text_channel;

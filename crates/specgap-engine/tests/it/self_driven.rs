@@ -443,3 +443,35 @@ fn an_agent_that_drives_itself_never_gets_a_writable_planning_phase() {
     assert!(log.lock().unwrap().opening.is_none(), "the agent was never started");
     assert!(!calls_of(&agent.log).contains(&"enter".to_string()));
 }
+
+#[test]
+fn a_driving_agent_that_exits_after_each_stage_is_started_again_with_the_next_stage() {
+    use crate::stages::{STAGE_2, THREE_STAGES, staged};
+    let dir = tempfile::tempdir().unwrap();
+    let package = staged(dir.path(), THREE_STAGES);
+    let (mut agent, log) = Driving::new(vec![
+        Step { writes: vec![("stage1.txt", "1".into())], reply: turn(1, &["submit"]) },
+        step(harness("submit", json!({}))),
+        step(exited(Some("Done with this part."), true)),
+        Step { writes: vec![("stage2.txt", "0.5".into())], reply: turn(2, &["submit"]) },
+        step(harness("submit", json!({}))),
+        // Exits after stage 2 (started again with stage 3), then exits once more: one resume
+        // per stage...
+        step(exited(None, true)),
+        step(exited(None, true)),
+    ]);
+    let r = run(&package, "hidden", &mut agent, Options::default());
+    let outcome = r.ok();
+    // ...so the episode ends there and the open stage 3 is submitted automatically.
+    assert_eq!(outcome.end_reason, EndReason::AgentExit);
+    assert_eq!(r.scores(), [1.0, 0.5, 0.0]);
+    let stage_message = messages_of(&log, UserMessageKind::Stage);
+    assert_eq!(stage_message.len(), 2, "each next stage came once with submit's result");
+    assert_eq!(stage_message[0], STAGE_2);
+    let resumed = messages_of(&log, UserMessageKind::Continuation);
+    assert_eq!(
+        resumed[0],
+        "Your delivery for stage 1 was received. The next stage of the task:\n\nNow write the second part.\n\nCarry on with the work in the workspace and submit when this stage is ready."
+    );
+    assert_eq!(resumed.len(), 2);
+}

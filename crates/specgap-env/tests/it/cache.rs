@@ -121,3 +121,58 @@ fn the_digest_is_the_cache_key_computed_without_building() {
     let err = environment_digest(&ImageSource::Image(format!("localhost:{port}/x:1")), None, EngineChoice::None).unwrap_err();
     assert!(matches!(err, EnvError::RegistryUnreachable { .. }), "{err:?}");
 }
+
+#[test]
+fn a_layer_over_a_cached_root_is_a_linked_copy_that_never_writes_the_base() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let base_bytes = tarball(&[
+        Item::Dir("etc/"),
+        Item::File("etc/motd", "base\n", 0o644),
+        Item::File("etc/keep", "kept\n", 0o644),
+        Item::File("etc/hostname", "box\n", 0o644),
+        Item::Dir("opt/"),
+        Item::Dir("opt/tool/"),
+        Item::File("opt/tool/old", "old\n", 0o644),
+        Item::Link("bin", "usr/bin"),
+    ]);
+    let tarball_path = write(&dir.path().join("pkg/environment/rootfs.tar"), &base_bytes);
+    let cache = EnvCache::new(dir.path().join("cache"));
+    let base = cache.build(&rootfs_source(), Some(&tarball_path), EngineChoice::None).unwrap();
+    // A machine's layer: /etc/motd replaced, /etc/keep deleted, /opt/tool made opaque with new contents.
+    let layer_bytes = tarball(&[
+        Item::Dir("etc/"),
+        Item::File("etc/.wh.keep", "", 0o644),
+        Item::File("etc/motd", "machine\n", 0o600),
+        Item::Dir("opt/tool/"),
+        Item::File("opt/tool/.wh..wh..opq", "", 0o644),
+        Item::File("opt/tool/new", "new\n", 0o755),
+    ]);
+    let layer = write(&dir.path().join("machine.tar"), &layer_bytes);
+    let layered = cache.layered(&base.rootfs, &layer).unwrap();
+    let expected_key = format!("layered-{}", sha256(format!("{}\n{}", base.key, sha256(&layer_bytes)).as_bytes()));
+    assert_eq!((layered.key.as_str(), layered.cached), (expected_key.as_str(), false));
+    assert_eq!(listing(&layered.rootfs), ["bin -> usr/bin", "etc/", "etc/hostname", "etc/motd", "opt/", "opt/tool/", "opt/tool/new"]);
+    assert_eq!(std::fs::read_to_string(layered.rootfs.join("etc/motd")).unwrap(), "machine\n");
+    // The base is untouched, and what the layer does not change is the base's own inode.
+    assert_eq!(
+        listing(&base.rootfs),
+        ["bin -> usr/bin", "etc/", "etc/hostname", "etc/keep", "etc/motd", "opt/", "opt/tool/", "opt/tool/old"]
+    );
+    assert_eq!(std::fs::read_to_string(base.rootfs.join("etc/motd")).unwrap(), "base\n");
+    let inode = |root: &std::path::Path| std::fs::metadata(root.join("etc/hostname")).unwrap().ino();
+    assert_eq!(inode(&layered.rootfs), inode(&base.rootfs), "an unchanged file is linked, not copied");
+    let again = cache.layered(&base.rootfs, &layer).unwrap();
+    assert_eq!((again.key, again.cached), (expected_key.clone(), true));
+    let meta: Vec<(String, String, String)> =
+        cache.list().unwrap().into_iter().map(|e| (e.meta.key, e.meta.source, e.meta.value)).collect();
+    assert!(meta.contains(&(expected_key, "layer".into(), format!("{} + sha256:{}", base.key, sha256(&layer_bytes)))), "{meta:?}");
+    let base_inode = std::fs::metadata(base.rootfs.join("etc")).unwrap().ino();
+    assert_ne!(std::fs::metadata(layered.rootfs.join("etc")).unwrap().ino(), base_inode, "directories are the layered tree's own");
+
+    // A root filesystem that is not one of this cache's entries is refused.
+    let stray = dir.path().join("stray");
+    std::fs::create_dir_all(&stray).unwrap();
+    let err = cache.layered(&stray, &layer).unwrap_err();
+    assert!(matches!(err, EnvError::BadCacheEntry { .. }), "{err}");
+}

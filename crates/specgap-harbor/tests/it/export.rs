@@ -114,3 +114,21 @@ fn an_exported_native_package_imports_back_and_its_gold_still_passes() {
     assert_eq!(rows.iter().find(|(c, _)| c == "gold").map(|(_, v)| *v), Some(Verdict::Pass), "{:?}", report.checks);
     assert_eq!(rows.iter().find(|(c, _)| c == "starter").map(|(_, v)| *v), Some(Verdict::Pass), "{:?}", report.checks);
 }
+
+#[test]
+fn a_staged_native_package_is_not_exported() {
+    let (out, package) = import_one("two-steps");
+    // Without its kept Harbor copy the package is specgap's own: its stages have no export.
+    std::fs::remove_dir_all(package.join(specgap_harbor::HARBOR_COPY)).unwrap();
+    let target = out.path().join("exported");
+    let error = export_task(&package, &target).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "{}: cannot be exported as a Harbor task: it has 2 stages ([stages]); export-task writes one-step Harbor tasks, \
+             and writing stages back as [[steps]] is not done",
+            package.display()
+        )
+    );
+    assert!(!target.exists());
+}

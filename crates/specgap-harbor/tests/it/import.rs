@@ -17,7 +17,7 @@ fn a_dataset_imports_every_task_it_can_and_refuses_the_rest_with_reasons() {
             "imported hello-file: fixtures/hello-file (host environment, gold solutions/gold/ from solve.sh (1 files, 0 deleted), 1 not mapped, verifier trusts the workspace)",
             "imported needs-image: fixtures/needs-image (image environment, gold none (no solution/solve.sh), 0 not mapped, verifier trusts the workspace)",
             "imported several-keys: fixtures/several-keys (host environment, gold solutions/gold/ from solve.sh (1 files, 0 deleted), 1 not mapped, verifier trusts the workspace)",
-            "imported two-steps: fixtures/two-steps (host environment, gold solutions/gold/ from solve.sh (1 files, 0 deleted), 3 not mapped, verifier trusts the workspace)",
+            "imported two-steps: fixtures/two-steps (host environment, gold solutions/gold/ from solve.sh (1 files, 0 deleted), 2 not mapped, verifier trusts the workspace)",
             "refused with-compose: environment/docker-compose.yaml: multi-container (compose) tasks cannot run here; the task asks for GPUs or TPUs; tests/test.sh downloads at verification time (`curl`); specgap's sandbox has no network",
         ]
     );
@@ -108,17 +108,60 @@ fn an_image_task_names_its_dockerfile_workdir_and_separate_verifier_image() {
 }
 
 #[test]
-fn a_multi_step_task_is_one_opening_message_and_every_steps_tests() {
+fn a_multi_step_task_becomes_stages_one_per_step() {
     let (_out, package) = import_one("two-steps");
     let loaded = specgap_task::load(&package).unwrap();
+    // The first step's instruction opens the episode; the second is stage 2's message.
+    assert_eq!(loaded.instruction(), "Create list.txt with the line: apples\n");
+    let stages = loaded.stages().unwrap();
+    assert_eq!(stages.score, specgap_protocol::package::StageScore::Mean);
+    let summary: Vec<(String, Option<String>, Option<f64>)> =
+        stages.stages.iter().map(|s| (s.name.clone(), s.instruction.clone(), s.min_reward)).collect();
     assert_eq!(
-        loaded.instruction(),
-        "## Step 1 of 2: create\n\nCreate list.txt with the line: apples\n\n## Step 2 of 2: extend\n\nAppend the line \"pears\" to list.txt, after the lines from notes.txt.\n"
+        summary,
+        [
+            ("create".to_string(), None, None),
+            ("extend".to_string(), Some("Append the line \"pears\" to list.txt, after the lines from notes.txt.\n".to_string()), Some(1.0)),
+        ]
     );
+    let table: toml::Table = std::fs::read_to_string(package.join("task.toml")).unwrap().parse().unwrap();
+    assert_eq!(table["stages"]["stage"][1]["instruction"].as_str(), Some("stages/extend.md"));
     assert_eq!(walk(&package.join("workspace")), ["notes.txt"]);
     let config: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(package.join("evaluator/harbor.json")).unwrap()).unwrap();
     assert_eq!(config["strategy"], "mean");
     assert_eq!(config["steps"][1]["tests"], "harbor/steps/extend/tests");
+    let notes = std::fs::read_to_string(package.join("NOTES.md")).unwrap();
+    assert!(notes.contains("Steps: 2 stages (`[stages]`), one per Harbor step:"), "{notes}");
+    assert!(
+        notes.contains(
+            "- steps/extend/workdir: staged into the starter, so the agent sees it from the first stage (Harbor uploads it when its step begins)\n"
+        ),
+        "{notes}"
+    );
+    assert!(!notes.contains("min_reward"), "{notes}");
+}
+
+#[test]
+fn the_evaluator_runs_only_the_step_specgap_stage_names() {
+    let (_out, package) = import_one("two-steps");
+    let loaded = specgap_task::load(&package).unwrap();
+    let workspace = tempfile::tempdir().unwrap();
+    // Step 1 passes on this workspace, step 2 fails.
+    std::fs::write(workspace.path().join("list.txt"), "apples\nfigs\n").unwrap();
+    let reward = |stage: Option<u32>| {
+        let mut run = specgap_sandbox::EvaluatorRun::new(
+            loaded.name(),
+            loaded.evaluator_dir(),
+            loaded.manifest().evaluator.command.clone(),
+            std::time::Duration::from_secs(loaded.manifest().evaluator.timeout_sec),
+            workspace.path(),
+        );
+        run.stage = stage;
+        let view = specgap_sandbox::HostView::resolve(&loaded.manifest().environment).unwrap();
+        let evaluation = specgap_sandbox::run_evaluator(&run, &view, &specgap_sandbox::SandboxConfig { enabled: true }).unwrap();
+        evaluation.result.reward
+    };
+    assert_eq!([reward(Some(1)), reward(Some(2)), reward(None)], [Some(1.0), Some(0.0), Some(0.5)]);
 }
 
 /// Runs `check` on an imported package; returns (check, verdict) pairs.

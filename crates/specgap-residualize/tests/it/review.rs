@@ -27,6 +27,7 @@ fn candidate(id: &str) -> ScreenedRun {
         substantive_files: vec!["a.py".into()],
         diff_sha256: None,
         normalized_sha256: None,
+        machine_sha256: None,
         screen: Screen::Candidate,
     }
 }

@@ -68,12 +68,14 @@ pub struct Final {
     pub failing: Vec<&'static str>,
     /// The stored workspace.diff.
     pub diff: Vec<u8>,
+    /// The stored machine.tar (an image task's changes outside the workspace), if any.
+    pub machine: Option<Vec<u8>>,
 }
 
 impl Final {
     /// Submitted by the agent, validly evaluated, failing `failing`.
     pub fn failing(failing: &[&'static str], diff: Vec<u8>) -> Final {
-        Final { declared: true, valid: true, failing: failing.to_vec(), diff }
+        Final { declared: true, valid: true, failing: failing.to_vec(), diff, machine: None }
     }
 }
 
@@ -164,10 +166,12 @@ pub fn write_run(dir: &Path, packages: &[&TaskPackage], runs: &[Predecessor]) ->
             continue;
         }
         if let Some(last) = &run.last {
-            let tests: BTreeMap<String, TestOutcome> = TESTS
+            let mut tests: BTreeMap<String, TestOutcome> = TESTS
                 .iter()
                 .map(|t| (t.to_string(), if last.failing.contains(t) { TestOutcome::Fail } else { TestOutcome::Pass }))
                 .collect();
+            // A package of another test's own: its failing tests are recorded too.
+            tests.extend(last.failing.iter().map(|t| (t.to_string(), TestOutcome::Fail)));
             let success = last.failing.is_empty();
             let result = EvalResult { version: 1, requirements: None, tests: Some(tests), delivery: None, reward: None };
             let score = (TESTS.len() - last.failing.len()) as f64 / TESTS.len() as f64;
@@ -185,6 +189,11 @@ pub fn write_run(dir: &Path, packages: &[&TaskPackage], runs: &[Predecessor]) ->
                     },
                 )
                 .unwrap();
+            if let Some(layer) = &last.machine {
+                let file = tempfile::NamedTempFile::new().unwrap();
+                fs_err::write(file.path(), layer).unwrap();
+                writer.write_submission_machine(1, file.path()).unwrap();
+            }
         }
         let error = match run.status {
             Status::InfraError => Some("model service returned HTTP 500 after 0 retries".to_string()),

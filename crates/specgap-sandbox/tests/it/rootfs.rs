@@ -16,7 +16,7 @@ const BUSYBOX: &str = "/bin/busybox";
 /// An image root: busybox and its applets in `/bin`, `/usr` absent, an `/etc` of its own
 /// (with a `passwd` that knows no uid 1000), `/home`, and its own `/tmp` with a file that must
 /// not show. `None` when busybox-static is missing outside CI (test skipped with a note).
-fn busybox_image(dir: &Path) -> Option<PathBuf> {
+pub(crate) fn busybox_image(dir: &Path) -> Option<PathBuf> {
     if !Path::new(BUSYBOX).is_file() {
         if std::env::var("SPECGAP_REQUIRE_EXTERNAL").is_ok_and(|v| v == "1") {
             panic!("SPECGAP_REQUIRE_EXTERNAL=1 and {BUSYBOX} (Debian's busybox-static) is missing");
@@ -40,7 +40,7 @@ fn busybox_image(dir: &Path) -> Option<PathBuf> {
     Some(root)
 }
 
-fn workspace(dir: &Path) -> PathBuf {
+pub(crate) fn workspace(dir: &Path) -> PathBuf {
     let ws = dir.join("ws");
     std::fs::create_dir_all(&ws).unwrap();
     std::fs::write(ws.join("notes.txt"), "public notes\n").unwrap();

@@ -108,7 +108,8 @@ fn format_1_package_using_a_format_2_key_is_rejected_at_that_key() {
             "task.toml [evaluator].dir",
             "task.toml [evaluator].out",
             "task.toml [evaluator.environment]",
-            "task.toml [evaluator].trusts_workspace"
+            "task.toml [evaluator].trusts_workspace",
+            "task.toml [stages]"
         ]
     );
 }

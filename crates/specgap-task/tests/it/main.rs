@@ -12,6 +12,7 @@ mod image_env;
 mod load;
 mod load_props;
 mod matching;
+mod stages;
 mod support;
 
 /// The proptest configuration of this binary: 256 cases (`PROPTEST_CASES` overrides), a fixed

@@ -1,0 +1,131 @@
+//! `[stages]` (format 2): a task given in ordered parts (Harbor's `[[steps]]`, docs/harbor.md).
+//!
+//! | rule | why |
+//! | --- | --- |
+//! | at least one `[[stages.stage]]` | a `[stages]` table without stages says nothing |
+//! | each `name` a label, unique | the store, `show` and the evaluator's logs name stages by it |
+//! | the first stage has no `instruction` | its instruction is the opening message (`instruction.md` / `instruction.full.md`) |
+//! | every later stage has `instruction`: a regular file relative to the root, outside `workspace/` | the agent must not read a stage before it begins |
+//! | `min_reward` in [0, 1] | it is compared with the stage submission's Score |
+//!
+//! Each later stage's file is read as UTF-8 when the package loads ([`StageText::instruction`]).
+
+use std::path::{Component, Path};
+
+use specgap_protocol::package::{StageScore, Stages};
+
+use crate::error::{LoadError, Location};
+use crate::format2::is_label;
+use crate::tree;
+
+/// The loaded `[stages]` of a package.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PackageStages {
+    /// How the episode's score is made from the stage scores.
+    pub score: StageScore,
+    /// The stages in order (at least one).
+    pub stages: Vec<StageText>,
+}
+
+/// One loaded stage.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StageText {
+    /// Its label.
+    pub name: String,
+    /// The instruction sent when the stage begins; `None` for the first stage (the opening
+    /// message is its instruction).
+    pub instruction: Option<String>,
+    /// The Score below which the episode ends after this stage.
+    pub min_reward: Option<f64>,
+}
+
+impl PackageStages {
+    /// How many stages there are.
+    pub fn len(&self) -> usize {
+        self.stages.len()
+    }
+
+    /// Always false: a loaded `[stages]` has at least one stage.
+    pub fn is_empty(&self) -> bool {
+        self.stages.is_empty()
+    }
+
+    /// Stage `k` (1-based), if there is one.
+    pub fn stage(&self, k: u32) -> Option<&StageText> {
+        self.stages.get((k as usize).checked_sub(1)?)
+    }
+}
+
+/// Checks `[stages]` (written at `at` in task.toml) and reads every later stage's instruction.
+/// Runs after the tree walk, so any symlink on the way is known to stay inside the package.
+pub(crate) fn load(root: &Path, stages: &Stages, at: Location) -> Result<PackageStages, LoadError> {
+    let invalid = |message: String| LoadError::Invalid { at: at.clone(), message };
+    if stages.stage.is_empty() {
+        return Err(invalid("[stages] lists no [[stages.stage]]; expected at least one stage".into()));
+    }
+    let mut loaded: Vec<StageText> = Vec::with_capacity(stages.stage.len());
+    for (i, stage) in stages.stage.iter().enumerate() {
+        let n = i + 1;
+        if !is_label(&stage.name) {
+            return Err(invalid(format!(
+                "stage {n}'s name `{}` is not usable; expected lowercase letters and digits in words joined by single hyphens",
+                stage.name
+            )));
+        }
+        if loaded.iter().any(|s| s.name == stage.name) {
+            return Err(invalid(format!("[[stages.stage]] names `{}` twice; expected each stage name once", stage.name)));
+        }
+        if let Some(min) = stage.min_reward
+            && !(0.0..=1.0).contains(&min)
+        {
+            return Err(invalid(format!("stage `{}` has min_reward = {min}; expected a number in [0, 1]", stage.name)));
+        }
+        let instruction = match (n, stage.instruction.as_deref()) {
+            (1, Some(rel)) => {
+                return Err(invalid(format!(
+                    "the first stage `{}` names instruction `{rel}`; the first stage's instruction is the opening message \
+                     (instruction.md), so leave the key out",
+                    stage.name
+                )));
+            }
+            (1, None) => None,
+            (_, None) => {
+                return Err(invalid(format!(
+                    "stage {n} `{}` has no instruction; expected a file such as `stages/{}.md`",
+                    stage.name, stage.name
+                )));
+            }
+            (_, Some(rel)) => Some(read_instruction(root, rel, &stage.name, &invalid)?),
+        };
+        loaded.push(StageText { name: stage.name.clone(), instruction, min_reward: stage.min_reward });
+    }
+    Ok(PackageStages { score: stages.score, stages: loaded })
+}
+
+fn read_instruction(root: &Path, rel: &str, name: &str, invalid: &dyn Fn(String) -> LoadError) -> Result<String, LoadError> {
+    if Path::new(rel).is_absolute() {
+        return Err(invalid(format!("stage `{name}`'s instruction `{rel}` is absolute; expected a path relative to the package root")));
+    }
+    let normal = match tree::normalize_relative(Path::new(rel)) {
+        Some(normal) if !normal.as_os_str().is_empty() => normal,
+        _ => return Err(invalid(format!("stage `{name}`'s instruction `{rel}` does not name a file inside the package"))),
+    };
+    let first = normal.components().next();
+    if first == Some(Component::Normal("workspace".as_ref())) {
+        return Err(invalid(format!(
+            "stage `{name}`'s instruction `{rel}` is inside workspace/, which the agent sees from the start; keep it outside"
+        )));
+    }
+    let path = root.join(&normal);
+    match std::fs::metadata(&path) {
+        Ok(meta) if meta.is_file() => crate::load::read_text(&path),
+        Ok(_) => Err(invalid(format!("stage `{name}`'s instruction `{rel}` is not a regular file"))),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            Err(invalid(format!("stage `{name}`'s instruction `{rel}`: no such file in the package")))
+        }
+        Err(_) => {
+            fs_err::metadata(&path)?;
+            Err(invalid(format!("stage `{name}`'s instruction `{rel}` cannot be read")))
+        }
+    }
+}
