@@ -3,7 +3,8 @@
 //! installation) completes an episode of a task whose environment is a rootfs tarball with no
 //! libc and no loader at all (Debian's busybox-static and its applets). It runs through the
 //! host's own dynamic loader at `/run/specgap/host`; its commands run with the image's shell.
-//! The gateway is its only network, the key is nowhere in the sandbox. A CLI whose shell tool
+//! The gateway is its only network, the key is nowhere in the sandbox; the image is writable
+//! only through the episode's copy-on-write machine, the harness's `/run/specgap` not at all. A CLI whose shell tool
 //! needs `bash` is refused on that image before anything starts, naming the adapter and the
 //! image. Claude Code, Codex, opencode, gemini-cli and OpenHands run in the same image with a
 //! static bash added. Skipped with a note when busybox-static, bash-static or an installation is missing, unless
@@ -133,11 +134,11 @@ fn mini_swe_agent_completes_an_episode_in_a_busybox_image_through_the_host_loade
             "exit status 0\n--- stdout ---\n/app\nbusybox-static test image\n\
              ls: /usr: No such file or directory\nls: /lib: No such file or directory\nls: /lib64: No such file or directory\n\
              bin\nlib\n/run/specgap/host/lib/ld-linux-x86-64.so.2\n0\n\
-             touch: /etc/x: Read-only file system\ntouch: /bin/x: Read-only file system\ntouch: /run/specgap/x: Read-only file system\n    lo\n\
+             touch: /run/specgap/x: Read-only file system\n    lo\n\
              nameserver 127.0.0.53\noptions timeout:2 attempts:1\n"
         ),
-        "the image's shell, no libc of the image's, mini under the host's loader, no key, read-only outside the workspace, \
-         loopback alone, names through the tripwire: {results:?} {:?}",
+        "the image's shell, no libc of the image's, mini under the host's loader, no key, the image writable only through the episode's machine \
+         (/etc, /bin) and the harness's /run/specgap read-only, loopback alone, names through the tripwire: {results:?} {:?}",
         run.events.iter().filter(|e| matches!(e.kind, EventKind::AgentExit { .. })).map(|e| format!("{:?}", e.kind)).collect::<Vec<_>>()
     );
     assert_eq!(run.detail.episode.end_reason, Some(EndReason::Accepted), "{results:?}");
