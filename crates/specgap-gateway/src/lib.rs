@@ -57,7 +57,8 @@
 //!   [`Usage`](specgap_protocol::event::Usage) (input, output, cached, reasoning tokens,
 //!   requests, retries, latency, cost), the answer's text and tool calls
 //!   ([`ModelResponse`]), the request's messages by journal id (each marked new or not) and
-//!   the blobs first stored by it; [`ExchangeRecord::is_turn`] says whether it counts as a
+//!   the blobs first stored by it (and, for a body the end cut mid-upload, what arrived of it:
+//!   [`ExchangeRecord::incomplete_body`]); [`ExchangeRecord::is_turn`] says whether it counts as a
 //!   turn (a forwarded main-loop request).
 //! * [`GatewayHandle`]: [`GatewayHandle::abandon`] (wall budget or interruption; also
 //!   triggered by [`GatewayConfig::deadline`], a plain [`std::time::Instant`]),
