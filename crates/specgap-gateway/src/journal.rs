@@ -122,6 +122,11 @@ pub struct JournalEntry {
     /// The request body's skeleton (`None` when the body was never read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<Vec<Segment>>,
+    /// Whether [`JournalEntry::body`] is only the part of the body received before the
+    /// exchange ended (the client had not finished sending it: a stalled upload the wall
+    /// budget cut, or a client that went away). Such a body is one blob, never forwarded.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub body_incomplete: bool,
     /// The status the client got.
     pub status: u16,
     /// Response headers the client got.

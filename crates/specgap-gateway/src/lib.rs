@@ -57,7 +57,8 @@
 //!   [`Usage`](specgap_protocol::event::Usage) (input, output, cached, reasoning tokens,
 //!   requests, retries, latency, cost), the answer's text and tool calls
 //!   ([`ModelResponse`]), the request's messages by journal id (each marked new or not) and
-//!   the blobs first stored by it; [`ExchangeRecord::is_turn`] says whether it counts as a
+//!   the blobs first stored by it (and, for a body the end cut mid-upload, what arrived of it:
+//!   [`ExchangeRecord::incomplete_body`]); [`ExchangeRecord::is_turn`] says whether it counts as a
 //!   turn (a forwarded main-loop request).
 //! * [`GatewayHandle`]: [`GatewayHandle::abandon`] (wall budget or interruption; also
 //!   triggered by [`GatewayConfig::deadline`], a plain [`std::time::Instant`]),
@@ -84,10 +85,10 @@
 //! server, reqwest async client with rustls, HTTP/1.1 to the upstream): requests of one
 //! episode are served concurrently on it; the only locks are short ones (the journal, the
 //! totals, the backoff generator). Supervisor hooks run on that thread (keep them short; a
-//! panicking hook loses that connection and delays shutdown by its 10 s bound). [`serve_tcp`]
+//! panicking hook loses that connection and delays shutdown by at most 0.5 s). [`serve_tcp`]
 //! returns once it accepts;
 //! [`GatewayHandle::shutdown`] (or dropping the handle) stops accepting, abandons in-flight
-//! exchanges, waits until each is recorded (at most 10 s) and joins the thread.
+//! exchanges, waits until each is recorded (at most 0.5 s; a request body still being received counts as in flight and is cut too) and joins the thread.
 //!
 //! ## Security rules
 //!

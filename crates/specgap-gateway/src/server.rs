@@ -112,6 +112,8 @@ pub(crate) struct Exchange {
     upstream_url: Option<String>,
     headers: Vec<(String, String)>,
     body: Option<Vec<Segment>>,
+    /// The part of the body received before the exchange ended, when it ended first.
+    incomplete_body: Option<Blob>,
     messages: Vec<MessageRef>,
     new_blobs: Vec<Blob>,
     pub(crate) usage: Usage,
@@ -140,6 +142,7 @@ impl Exchange {
             upstream_url: None,
             headers: Vec::new(),
             body: None,
+            incomplete_body: None,
             messages: Vec::new(),
             new_blobs: Vec::new(),
             usage: Usage::default(),
@@ -168,6 +171,23 @@ impl Exchange {
         *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
         *response.headers_mut() = headers;
         response
+    }
+
+    /// Keeps the part of the request body received before the exchange ended (journalled as
+    /// one blob, marked incomplete, and handed to the supervisor in the record).
+    fn keep_incomplete_body(&mut self, received: &[u8]) {
+        if received.is_empty() {
+            return;
+        }
+        let stored = lock(&self.ctx.shared.journal).store_blob(received);
+        match stored {
+            Ok((id, new)) => {
+                self.new_blobs.extend(new);
+                self.body = Some(vec![Segment::Blob(id.clone())]);
+                self.incomplete_body = Some(Blob { id, bytes: received.into() });
+            }
+            Err(e) => self.ctx.shared.set_fault(GatewayFault::Journal { message: specgap_protocol::text::error_chain(&e) }),
+        }
     }
 
     /// Refuses the request with a protocol-shaped error.
@@ -218,6 +238,7 @@ impl Exchange {
                     upstream_url: self.upstream_url.clone(),
                     headers: std::mem::take(&mut self.headers),
                     body: self.body.take(),
+                    body_incomplete: self.incomplete_body.is_some(),
                     status: entry_status,
                     response_headers: self.response_headers.clone(),
                     response_body,
@@ -245,6 +266,7 @@ impl Exchange {
             response: self.response.take(),
             messages: std::mem::take(&mut self.messages),
             new_blobs: std::mem::take(&mut self.new_blobs),
+            incomplete_body: self.incomplete_body.take(),
         };
         ctx.shared.add_record(&record);
         ctx.supervisor.exchange_done(&record);
@@ -264,7 +286,7 @@ pub(crate) async fn handle(ctx: Arc<Ctx>, request: Request<Incoming>) -> Result<
     Ok(serve(ctx, exchange, request).await)
 }
 
-async fn serve(ctx: Arc<Ctx>, ex: Exchange, request: Request<Incoming>) -> Response<GwBody> {
+async fn serve(ctx: Arc<Ctx>, mut ex: Exchange, request: Request<Incoming>) -> Response<GwBody> {
     let (parts, body) = request.into_parts();
     if let Err(refusal) = check_target(&ctx, &parts.method, &parts.uri, &parts.headers) {
         return ex.refuse(None, refusal.0, RefusalReason::BadTarget, refusal.1);
@@ -313,14 +335,23 @@ async fn serve(ctx: Arc<Ctx>, ex: Exchange, request: Request<Incoming>) -> Respo
     {
         return too_large(ex, protocol, ctx.config.max_request_bytes);
     }
-    let body = match http_body_util::Limited::new(body, ctx.config.max_request_bytes).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
-            return too_large(ex, protocol, ctx.config.max_request_bytes);
-        }
-        Err(_) => {
+    let body = match read_body(&ctx, body).await {
+        BodyRead::Whole(bytes) => bytes,
+        BodyRead::TooLarge => return too_large(ex, protocol, ctx.config.max_request_bytes),
+        BodyRead::ClientGone(received) => {
+            ex.keep_incomplete_body(&received);
             ex.finish(Outcome::ClientGone);
             return Response::new(GwBody::Full(None));
+        }
+        BodyRead::Abandoned(received) => {
+            ex.keep_incomplete_body(&received);
+            let body = crate::shape::error_body(
+                Some(protocol),
+                403,
+                RefusalReason::Ended.code(),
+                "the episode has ended; the model request was abandoned",
+            );
+            return json_reply(ex, 403, body, Outcome::Abandoned);
         }
     };
     if route.endpoint.is_local() {
@@ -472,6 +503,48 @@ async fn serve_model_request(
             *reply.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
             *reply.headers_mut() = headers;
             reply
+        }
+    }
+}
+
+/// How reading a request body ended.
+enum BodyRead {
+    /// Every byte arrived.
+    Whole(Bytes),
+    /// More than [`GatewayConfig::max_request_bytes`] arrived.
+    TooLarge,
+    /// The client went away first; what it had sent.
+    ClientGone(Vec<u8>),
+    /// The gateway was abandoned first (a stalled or slow upload at the wall budget); what
+    /// had arrived.
+    Abandoned(Vec<u8>),
+}
+
+/// Reads a request body frame by frame, up to the size limit, until it ends or the gateway
+/// is abandoned: a client that sends its headers and then stalls mid-body must not hold the
+/// exchange (and the end of the episode) past the wall budget (issue 31 item 3).
+async fn read_body(ctx: &Ctx, mut body: Incoming) -> BodyRead {
+    let limit = ctx.config.max_request_bytes;
+    let abandoned = ctx.shared.abandoned();
+    tokio::pin!(abandoned);
+    let mut received: Vec<u8> = Vec::new();
+    loop {
+        let frame = tokio::select! {
+            biased;
+            () = &mut abandoned => return BodyRead::Abandoned(received),
+            frame = body.frame() => frame,
+        };
+        match frame {
+            None => return BodyRead::Whole(Bytes::from(received)),
+            Some(Err(_)) => return BodyRead::ClientGone(received),
+            Some(Ok(frame)) => {
+                if let Some(data) = frame.data_ref() {
+                    if received.len() + data.len() > limit {
+                        return BodyRead::TooLarge;
+                    }
+                    received.extend_from_slice(data);
+                }
+            }
         }
     }
 }

@@ -211,6 +211,11 @@ pub struct ExchangeRecord {
     /// Blobs this exchange stored first (messages, tools, system prompts, the response
     /// body): with them the caller can persist the journal itself.
     pub new_blobs: Vec<Blob>,
+    /// The request body as far as it was received, when the exchange ended before the
+    /// client finished sending it (a stalled or slow upload cut by the wall budget, or a
+    /// client that went away): the caller can still read what it holds (e.g. the tool
+    /// results of complete messages). `None` for a body received whole or never begun.
+    pub incomplete_body: Option<Blob>,
 }
 
 impl ExchangeRecord {

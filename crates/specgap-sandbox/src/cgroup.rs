@@ -423,6 +423,66 @@ fn kill_members(group: &Path) -> bool {
     }
 }
 
+/// Prefixes of the groups a runner makes, the runner's pid and a sequence number following:
+/// `specgap-<pid>-<n>` (command groups) and `specgap-probe-<pid>-<n>` ([`unavailable`]).
+const GROUP_PREFIXES: &[&str] = &["specgap-probe-", "specgap-"];
+
+/// The runner's pid in a group name of [`GROUP_PREFIXES`] (`None` for any other name, such as
+/// the harness's own leaf `specgap-harness`).
+pub(crate) fn group_owner(name: &str) -> Option<u32> {
+    GROUP_PREFIXES.iter().find_map(|prefix| {
+        let (pid, sequence) = name.strip_prefix(prefix)?.split_once('-')?;
+        sequence.parse::<u64>().ok()?;
+        pid.parse().ok()
+    })
+}
+
+/// Removes the groups under `parent` whose runner no longer exists (its pid has no `/proc`
+/// entry): a runner killed with SIGKILL removes none of its own (issue 31 item 4). Processes
+/// still in such a group (a dead runner's orphans) are killed first. A group of a live runner,
+/// or any other name, is never touched. Returns the groups removed.
+pub(crate) fn remove_dead_groups_in(parent: &Path) -> Vec<PathBuf> {
+    let mut removed = Vec::new();
+    let Ok(entries) = std::fs::read_dir(parent) else { return removed };
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(group_owner) else { continue };
+        if pid == std::process::id() || Path::new("/proc").join(pid.to_string()).exists() {
+            continue;
+        }
+        let group = entry.path();
+        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        kill_members(&group);
+        match std::fs::remove_dir(&group) {
+            Ok(()) => removed.push(group),
+            Err(e) => tracing::debug!("cannot remove the cgroup {} of a runner that is gone: {e}", group.display()),
+        }
+    }
+    removed
+}
+
+/// [`remove_dead_groups_in`] in every place this runner makes groups (the `pids`, `memory` and
+/// `freezer` parents it finds): where a runner started from the same place put its groups.
+/// Best effort; returns how many groups were removed.
+pub(crate) fn remove_dead_runners_groups() -> usize {
+    group_parents().iter().map(|parent| remove_dead_groups_in(parent).len()).sum()
+}
+
+/// The directories this runner makes its groups in (one per hierarchy holding `pids`,
+/// `memory` or `freezer`), without duplicates; empty where no controller is usable.
+pub(crate) fn group_parents() -> Vec<PathBuf> {
+    let mut parents: Vec<PathBuf> = Vec::new();
+    for controller in ["pids", "memory", "freezer"] {
+        if let Ok(located) = locate_here(controller)
+            && !parents.contains(&located.parent)
+        {
+            parents.push(located.parent);
+        }
+    }
+    parents
+}
+
 fn remove_group(group: &Path) {
     // A group whose last process just exited can stay busy for a moment.
     let deadline = Instant::now() + Duration::from_secs(2);
@@ -446,6 +506,56 @@ fn remove_group(group: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn group_names_give_their_runners_pid() {
+        assert_eq!(group_owner("specgap-4242-7"), Some(4242));
+        assert_eq!(group_owner("specgap-probe-4242-0"), Some(4242));
+        assert_eq!(group_owner("specgap-harness"), None);
+        assert_eq!(group_owner("specgap-4242-x"), None);
+        assert_eq!(group_owner("specgap-run-4242-Ab12"), None);
+        assert_eq!(group_owner("other-4242-1"), None);
+    }
+
+    #[test]
+    fn only_the_groups_of_runners_that_are_gone_are_removed() {
+        // Plain directories stand in for cgroups (rmdir of an empty one works alike; a
+        // non-empty one stands for a group the kernel still holds busy).
+        let parent = tempfile::tempdir().unwrap();
+        let live = std::process::id();
+        let dead = 99_999_999u32; // above every pid_max: no such process
+        let names = [
+            format!("specgap-{dead}-0"),
+            format!("specgap-{dead}-5"),
+            format!("specgap-probe-{dead}-1"),
+            format!("specgap-{live}-2"),
+            format!("specgap-probe-{live}-3"),
+            "specgap-harness".to_string(),
+            format!("unrelated-{dead}-4"),
+            format!("specgap-{dead}-busy"),
+        ];
+        for name in &names {
+            std::fs::create_dir(parent.path().join(name)).unwrap();
+        }
+        std::fs::write(parent.path().join(format!("specgap-{dead}-9")), "a file, not a group").unwrap();
+        let mut removed: Vec<String> =
+            remove_dead_groups_in(parent.path()).iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
+        removed.sort();
+        assert_eq!(removed, [format!("specgap-{dead}-0"), format!("specgap-{dead}-5"), format!("specgap-probe-{dead}-1")]);
+        let mut left: Vec<String> =
+            std::fs::read_dir(parent.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        left.sort();
+        let mut expected = vec![
+            format!("specgap-{dead}-9"),
+            format!("specgap-{dead}-busy"),
+            format!("specgap-{live}-2"),
+            "specgap-harness".to_string(),
+            format!("specgap-probe-{live}-3"),
+            format!("unrelated-{dead}-4"),
+        ];
+        expected.sort();
+        assert_eq!(left, expected);
+    }
 
     fn touch(path: &Path, text: &str) {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();

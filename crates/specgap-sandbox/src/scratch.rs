@@ -59,3 +59,16 @@ pub fn remove_dead_owners(parent: &Path, prefix: &str) {
         }
     }
 }
+
+/// Removes the cgroups of runners that no longer exist, wherever this runner makes its own
+/// (docs/decisions.md "Sandbox: leftovers of killed runners"); best effort. Returns how many
+/// groups were removed.
+pub fn remove_dead_runners_cgroups() -> usize {
+    crate::cgroup::remove_dead_runners_groups()
+}
+
+/// The directories this runner makes its cgroups in (`pids`, `memory`, `freezer` parents),
+/// where [`remove_dead_runners_cgroups`] looks; empty where no controller is usable.
+pub fn runner_cgroup_parents() -> Vec<PathBuf> {
+    crate::cgroup::group_parents()
+}

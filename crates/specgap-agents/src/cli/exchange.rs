@@ -71,19 +71,17 @@ impl Conversation {
             let common = ids.iter().zip(&self.last_main).take_while(|(a, b)| a == b).count();
             for id in &ids[common..] {
                 let Some(bytes) = self.blobs.get(id) else { continue };
-                for (call_id, content, is_error) in self.with_call_ids(tool_results(&json_or_text(bytes))) {
-                    let Some((tool, seen)) = self.calls.get_mut(&call_id) else { continue };
-                    if *seen {
-                        continue;
-                    }
-                    *seen = true;
-                    let arguments = self.arguments.get(&call_id).unwrap_or(&Value::Null);
-                    actions.extend(adapter.call_actions(tool, arguments, &content, is_error));
-                    let (output, blank_success) = adapter.tool_result(tool, &content);
-                    results.push(ObservedResult { call_id, tool: tool.clone(), output, is_error, blank_success });
-                }
+                let message = json_or_text(bytes);
+                self.take_results(&message, adapter, &mut results, &mut actions);
             }
             self.last_main = ids.clone();
+        }
+        if let Some(body) = &record.incomplete_body {
+            // A request the end cut while it was being sent (issue 29 item 5): the results of
+            // its complete messages are still the results of calls made before the end.
+            for message in complete_elements(&body.bytes) {
+                self.take_results(&message, adapter, &mut results, &mut actions);
+            }
         }
         let turn = record.is_turn().then(|| self.turn(record));
         let (outcome, detail) = outcome_words(&record.outcome);
@@ -107,6 +105,27 @@ impl Conversation {
             duration_ms: record.duration_ms,
         };
         Reading { results, actions, event, turn }
+    }
+
+    /// The results `message` carries for calls of the agent's turns that have none yet.
+    fn take_results(
+        &mut self,
+        message: &Value,
+        adapter: &dyn Adapter,
+        results: &mut Vec<ObservedResult>,
+        actions: &mut Vec<specgap_protocol::action::FileAction>,
+    ) {
+        for (call_id, content, is_error) in self.with_call_ids(tool_results(message)) {
+            let Some((tool, seen)) = self.calls.get_mut(&call_id) else { continue };
+            if *seen {
+                continue;
+            }
+            *seen = true;
+            let arguments = self.arguments.get(&call_id).unwrap_or(&Value::Null);
+            actions.extend(adapter.call_actions(tool, arguments, &content, is_error));
+            let (output, blank_success) = adapter.tool_result(tool, &content);
+            results.push(ObservedResult { call_id, tool: tool.clone(), output, is_error, blank_success });
+        }
     }
 
     /// Results named by tool rather than by call id (Gemini's `functionResponse`, whose `id`
@@ -193,6 +212,68 @@ impl WireResult {
     }
 }
 
+/// The top-level arrays that hold a request's conversation: OpenAI chat's and Anthropic's
+/// `messages`, Responses' `input`, Gemini's `contents`.
+const CONVERSATION_ARRAYS: &[&[u8]] = &[b"messages", b"input", b"contents"];
+
+/// The conversation elements a request body cut short still holds whole: each object or
+/// array element of its top-level conversation array ([`CONVERSATION_ARRAYS`]) that arrived
+/// complete, parsed, in order. A scan of strings and nesting, so it reads a body whose end
+/// never came (no JSON parser accepts one).
+fn complete_elements(body: &[u8]) -> Vec<Value> {
+    let mut elements = Vec::new();
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    let mut string_start = 0;
+    // The last string read at the top level: the key of the value that follows it.
+    let mut last_top_string: &[u8] = b"";
+    let mut in_conversation = false;
+    let mut element_start: Option<usize> = None;
+    for (i, &byte) in body.iter().enumerate() {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if byte == b'\\' {
+                escaped = true;
+            } else if byte == b'"' {
+                in_string = false;
+                if depth == 1 {
+                    last_top_string = &body[string_start..i];
+                }
+            }
+            continue;
+        }
+        match byte {
+            b'"' => {
+                in_string = true;
+                string_start = i + 1;
+            }
+            b'{' | b'[' => {
+                if depth == 1 && byte == b'[' {
+                    in_conversation = CONVERSATION_ARRAYS.contains(&last_top_string);
+                } else if depth == 2 && in_conversation {
+                    element_start = Some(i);
+                }
+                depth += 1;
+            }
+            b'}' | b']' => {
+                depth = depth.saturating_sub(1);
+                if depth == 2
+                    && in_conversation
+                    && let Some(start) = element_start.take()
+                    && let Ok(element) = serde_json::from_slice::<Value>(&body[start..=i])
+                {
+                    elements.push(element);
+                }
+                if depth <= 1 {
+                    in_conversation = false;
+                }
+            }
+            _ => {}
+        }
+    }
+    elements
+}
+
 /// The JSON a message blob holds, or its text as a JSON string when it is not JSON.
 fn json_or_text(bytes: &[u8]) -> Value {
     serde_json::from_slice(bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(bytes).into_owned()))
@@ -272,6 +353,18 @@ fn outcome_words(outcome: &Outcome) -> (String, String) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_body_cut_short_gives_its_complete_conversation_elements() {
+        let whole = br#"{"model":"m","messages":[{"role":"user","content":"a [\"}"},{"role":"tool","tool_call_id":"c1","content":"ok"},{"role":"tool","tool_call_id":"c2","content":"cut"#;
+        assert_eq!(
+            complete_elements(whole),
+            vec![json!({"role": "user", "content": "a [\"}"}), json!({"role": "tool", "tool_call_id": "c1", "content": "ok"})]
+        );
+        assert_eq!(complete_elements(br#"{"model":"messages","tools":[{"a":1}],"contents":[{"parts":[]}"#), vec![json!({"parts": []})]);
+        assert_eq!(complete_elements(b"{"), Vec::<Value>::new());
+        assert_eq!(complete_elements(br#"{"input":["text",{"type":"function_call_output","call_id":"r","output":"x"}]}"#).len(), 1);
+    }
 
     #[test]
     fn tool_results_are_read_from_each_protocols_shape() {

@@ -72,6 +72,13 @@ const POLL: Duration = Duration::from_millis(5);
 pub const EPISODE_OVER: &str = "the work has ended: nothing more is accepted; stop working";
 /// The longest the end waits for the gateway to hand its last refusals to the agent.
 const REFUSAL_DELIVERY: Duration = Duration::from_millis(200);
+/// The detail of an exchange abandoned at the wall budget (its `model_exchange` event).
+pub const ABANDONED_AT_WALL_BUDGET: &str = "abandoned at the wall budget";
+/// The detail of an exchange abandoned by a stop request (Ctrl-C).
+pub const ABANDONED_AT_STOP: &str = "abandoned when the run was stopped";
+/// The detail of an exchange abandoned when the episode ended for another reason (a budget,
+/// a loop rule, a submission).
+pub const ABANDONED_AT_END: &str = "abandoned at the end of the episode";
 /// Bytes of the program's standard error kept in the `agent_exit` event.
 const STDERR_TAIL: usize = 2048;
 
@@ -356,6 +363,10 @@ pub struct CliAgent {
     attempts_taken: usize,
     /// On an image environment: the host runtime's mounts and the entry wrappers ([`image`]).
     image: Option<image::ImageLaunch>,
+    /// Exchanges that ended after the engine stopped reading the agent (at the deadline or
+    /// the end), as trajectory events for [`Agent::records_since_last`]: every exchange is in
+    /// the trajectory with its outcome (issue 31 item 6).
+    late: Vec<(Instant, EventKind)>,
 }
 
 impl std::fmt::Debug for CliAgent {
@@ -395,6 +406,7 @@ impl CliAgent {
             tripwire: None,
             attempts_taken: 0,
             image: None,
+            late: Vec::new(),
         })
     }
 
@@ -727,8 +739,57 @@ impl CliAgent {
             gateway.abandon();
             under_way || gateway.report().abandoned_exchanges > 0
         });
-        self.link.end("the episode has ended (its time is up)");
+        // The abandoned exchanges record themselves at once; keep them for the trajectory.
+        self.settle_gateway();
+        let left = self.link.end("the episode has ended (its time is up)");
+        let why = if self.deadline().passed() { ABANDONED_AT_WALL_BUDGET } else { ABANDONED_AT_STOP };
+        self.record_late(left, why);
         in_flight
+    }
+
+    /// Waits (bounded) until the abandoned gateway has recorded every exchange in flight.
+    fn settle_gateway(&self) {
+        if let Some(gateway) = &self.gateway {
+            let until = Instant::now() + REFUSAL_DELIVERY;
+            while gateway.in_flight() > 0 && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+    }
+
+    /// What happened after the engine stopped reading the agent: each exchange becomes its
+    /// `model_exchange` event (an abandoned one saying `why`), preceded by the tool results
+    /// its request carried (the results of calls made before the end, which no later
+    /// request will carry: issue 29 item 5); a harness call still queued gets the end's
+    /// answer.
+    fn record_late(&mut self, left: Vec<Happened>, why: &str) {
+        for happened in left {
+            match happened {
+                Happened::Exchange(record) => {
+                    let reading = self.conversation.read(&record, self.adapter.as_ref());
+                    let at = Instant::now();
+                    for result in reading.results {
+                        let event = EventKind::ToolResult {
+                            call_id: result.call_id,
+                            tool: result.tool,
+                            output: result.output,
+                            is_error: result.is_error,
+                        };
+                        self.late.push((at, event));
+                    }
+                    let mut event = reading.event;
+                    if let EventKind::ModelExchange { outcome, detail, .. } = &mut event
+                        && outcome == "abandoned"
+                        && detail.is_empty()
+                    {
+                        *detail = why.to_string();
+                    }
+                    self.late.push((at, event));
+                }
+                Happened::Call(call) => call.answer(EPISODE_OVER.into(), true, true),
+                Happened::TurnRequested(_) => {}
+            }
+        }
     }
 }
 
@@ -862,11 +923,8 @@ impl Agent for CliAgent {
         if let Some(bridge) = &self.bridge {
             bridge.end();
         }
-        for left in self.link.end("the episode has ended; no more model requests are served") {
-            if let Happened::Call(call) = left {
-                call.answer(EPISODE_OVER.into(), true, true);
-            }
-        }
+        let left = self.link.end("the episode has ended; no more model requests are served");
+        self.record_late(left, ABANDONED_AT_END);
         if let Some(call) = self.pending.take() {
             let text = undelivered.iter().find_map(|i| match i {
                 Incoming::ToolResult { output, .. } => Some(output.clone()),
@@ -891,6 +949,9 @@ impl Agent for CliAgent {
         {
             tracing::warn!("the model gateway did not stop cleanly: {e}");
         }
+        // Every exchange is recorded once the gateway has stopped.
+        let left = self.link.end("the episode has ended; no more model requests are served");
+        self.record_late(left, ABANDONED_AT_END);
         self.questions.take();
         if let Some(mut sandbox) = self.sandbox.take() {
             sandbox.terminate(Duration::from_millis(self.config.stop_grace_ms));
@@ -900,10 +961,13 @@ impl Agent for CliAgent {
     }
 
     fn records_since_last(&mut self) -> Vec<(Instant, EventKind)> {
-        match &self.tripwire {
-            Some(tripwire) => network::new_attempts(tripwire, &mut self.attempts_taken),
-            None => Vec::new(),
+        let mut records = std::mem::take(&mut self.late);
+        if let Some(tripwire) = &self.tripwire {
+            records.extend(network::new_attempts(tripwire, &mut self.attempts_taken));
         }
+        // In the order they happened (stable: an exchange's results stay before it).
+        records.sort_by_key(|(at, _)| *at);
+        records
     }
 
     fn closing_records(&mut self) -> Vec<EventKind> {

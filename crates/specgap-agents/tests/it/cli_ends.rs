@@ -43,8 +43,16 @@ fn an_agent_that_loops_past_the_turn_budget_has_its_next_request_refused() {
     assert!(run.detail.submissions[0].automatic);
     assert!(run.diff(1).contains("+1\n+2\n+3\n"), "{}", run.diff(1));
     assert!(run.events.iter().any(|e| e.kind == EventKind::Budget { which: "turns".into(), used: 3, limit: 3 }));
-    let refused = run.events.iter().filter(|e| matches!(&e.kind, EventKind::ModelExchange { outcome, .. } if outcome == "refused")).count();
-    assert_eq!(refused, 0, "the refused request came after the end: it is in the gateway's journal, not the trajectory");
+    // The fourth request came after the end: it is in the trajectory too (issue 31 item 6),
+    // refused (by the budget, or as ended once the gateway was abandoned), or given up by an
+    // agent the end killed first.
+    let outcomes: Vec<(u64, String)> = exchanges(&run).into_iter().map(|(seq, outcome, _)| (seq, outcome)).collect();
+    assert_eq!(outcomes[..3], [(0, "completed".to_string()), (1, "completed".to_string()), (2, "completed".to_string())]);
+    assert_eq!(outcomes.len(), 4, "{outcomes:?}");
+    assert!(matches!((outcomes[3].0, outcomes[3].1.as_str()), (3, "refused" | "client_gone")), "{outcomes:?}");
+    let end_at = run.events.iter().position(|e| matches!(e.kind, EventKind::End { .. })).unwrap();
+    let fourth_at = run.events.iter().position(|e| matches!(e.kind, EventKind::ModelExchange { request: 3, .. })).unwrap();
+    assert!(fourth_at < end_at, "recorded before the end event");
     let usage = agent_usage(&run);
     assert_eq!(
         (usage.requests, usage.input_tokens, usage.output_tokens, usage.cached_tokens),
@@ -202,4 +210,102 @@ fn a_dead_upstream_is_an_infrastructure_error_not_the_agents_failure() {
     assert!(run.detail.submissions.is_empty());
     assert_eq!(run.summary.infra_errors, 1);
     let _ = Duration::ZERO;
+}
+
+/// The `model_exchange` events: (request, outcome, detail).
+fn exchanges(run: &CliRun) -> Vec<(u64, String, String)> {
+    run.events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ModelExchange { request, outcome, detail, .. } => Some((*request, outcome.clone(), detail.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The `budget` event's `(which, used, limit)`.
+fn budget_event(run: &CliRun) -> Option<(String, u64, u64)> {
+    run.events.iter().find_map(|e| match &e.kind {
+        EventKind::Budget { which, used, limit } => Some((which.clone(), *used, *limit)),
+        _ => None,
+    })
+}
+
+/// The `tool_result` event of `call_id`: (output, is_error).
+fn tool_result(run: &CliRun, call_id: &str) -> Option<(String, bool)> {
+    run.events.iter().find_map(|e| match &e.kind {
+        EventKind::ToolResult { call_id: id, output, is_error, .. } if id == call_id => Some((output.clone(), *is_error)),
+        _ => None,
+    })
+}
+
+#[test]
+fn a_stalled_request_body_does_not_hold_the_episode_past_its_wall_budget_and_is_in_the_trajectory() {
+    // Issue 31 items 3 and 6: the agent sends a request's headers, then 1 of 1,000 body bytes,
+    // then stalls. It held every episode ~10 s past its budget (`wall_sec 15 of 5`), and the
+    // abandoned request was in the journal only.
+    let mock = MockUpstream::start([]).unwrap();
+    let mut config = command_config(&mock, false);
+    config.command = Some(format!("python3 {} --stall 1:1:1000", agent_script().display()));
+    let flags = BudgetFlags { wall_sec: Some(5), ..BudgetFlags::default() };
+    let run = run_cli(example("interval-tree"), "blind", "clean", SPEC, &config, &mock, flags);
+    assert_eq!(run.detail.episode.end_reason, Some(EndReason::WallBudget));
+    assert_eq!(
+        end_detail(&run),
+        format!("{}; {}", specgap_engine::episode::AGENT_ABANDONED, specgap_engine::episode::unchanged_at_end(None))
+    );
+    // The end is recorded within a few seconds of the budget (the stop used to wait 10 s more
+    // for the stalled upload; this bound is generous, not a timing measurement).
+    let (which, used, limit) = budget_event(&run).unwrap();
+    assert_eq!((which.as_str(), limit), ("wall_sec", 5));
+    assert!(used < limit + 5, "wall_sec {used} of {limit}");
+    assert_eq!(exchanges(&run), vec![(0, "abandoned".to_string(), specgap_agents::cli::ABANDONED_AT_WALL_BUDGET.to_string())]);
+    assert_eq!(run.requests.len(), 0, "nothing of the stalled request reached the upstream");
+    let journal = fs_err::read_to_string(run.store.episode_dir(&run.id).join("gateway-1.jsonl")).unwrap();
+    let entry: serde_json::Value =
+        journal.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).find(|v| v["kind"] == "exchange").unwrap();
+    assert_eq!((entry["outcome"]["outcome"].as_str(), entry["body_incomplete"].as_bool()), (Some("abandoned"), Some(true)), "{entry}");
+}
+
+#[test]
+fn the_result_carried_by_a_request_stalled_mid_body_at_the_wall_budget_is_in_the_transcript() {
+    // Issue 29 item 5 (a request cut while being sent): the second request carries the first
+    // command's result in its complete messages, and its body never finishes.
+    let mock = MockUpstream::start([bash(1, "echo early > early.txt", false)]).unwrap();
+    let mut config = command_config(&mock, false);
+    // Everything but the last 20 bytes (which lie in its `tools`, after the messages).
+    config.command = Some(format!("python3 {} --stall 2:-20", agent_script().display()));
+    let flags = BudgetFlags { wall_sec: Some(4), ..BudgetFlags::default() };
+    let run = run_cli(example("interval-tree"), "blind", "clean", SPEC, &config, &mock, flags);
+    assert_eq!(run.detail.episode.end_reason, Some(EndReason::WallBudget));
+    assert_eq!(tool_result(&run, "call-1"), Some(("exit status 0\n(no output)".to_string(), false)));
+    let outcomes: Vec<(u64, String)> = exchanges(&run).into_iter().map(|(seq, outcome, _)| (seq, outcome)).collect();
+    assert_eq!(outcomes, vec![(0, "completed".to_string()), (1, "abandoned".to_string())]);
+    assert_eq!(run.requests.len(), 1);
+}
+
+#[test]
+fn the_result_carried_by_a_model_request_that_hangs_until_the_wall_budget_is_in_the_transcript() {
+    // Issue 29 item 5 (as seen with Claude Code): the request carrying the first command's
+    // result hangs upstream until the wall budget; the result was missing from the transcript.
+    let slow = bash(2, "echo never > never.txt", false).with_delay(Duration::from_secs(60));
+    let mock = MockUpstream::start([bash(1, "echo early > early.txt", false), slow]).unwrap();
+    let config = command_config(&mock, false);
+    let flags = BudgetFlags { wall_sec: Some(4), ..BudgetFlags::default() };
+    let run = run_cli(example("interval-tree"), "blind", "clean", SPEC, &config, &mock, flags);
+    assert_eq!(run.detail.episode.end_reason, Some(EndReason::WallBudget));
+    assert_eq!(tool_result(&run, "call-1"), Some(("exit status 0\n(no output)".to_string(), false)));
+    assert_eq!(
+        exchanges(&run),
+        vec![
+            (0, "completed".to_string(), String::new()),
+            (1, "abandoned".to_string(), specgap_agents::cli::ABANDONED_AT_WALL_BUDGET.to_string())
+        ]
+    );
+    // The result comes before the exchange that carried it, and both before the end.
+    let position = |wanted: &dyn Fn(&EventKind) -> bool| run.events.iter().position(|e| wanted(&e.kind)).unwrap();
+    let result_at = position(&|k| matches!(k, EventKind::ToolResult { call_id, .. } if call_id == "call-1"));
+    let abandoned_at = position(&|k| matches!(k, EventKind::ModelExchange { request: 1, .. }));
+    let end_at = position(&|k| matches!(k, EventKind::End { .. }));
+    assert!(result_at < abandoned_at && abandoned_at < end_at, "{result_at} {abandoned_at} {end_at}");
 }

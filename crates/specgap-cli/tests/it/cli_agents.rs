@@ -437,3 +437,37 @@ fn network_attempts_of_a_cli_agent_are_a_report_warning_and_lines_of_its_transcr
     let summary = transcript.find("  [network tripwire: armed, 3 attempt(s)]\n").expect("the tripwire summary");
     assert!(attempt < done && done < summary, "{transcript}");
 }
+
+#[test]
+fn show_lists_the_request_abandoned_at_the_wall_budget_with_its_outcome_and_the_result_it_carried() {
+    // Issue 31 item 6 and issue 29 item 5: the request in flight at the wall budget was in the
+    // journal only, and the result it carried was missing from the transcript.
+    let tmp = tempfile::tempdir().unwrap();
+    let mock = MockUpstream::start([]).unwrap();
+    mock.set_responder(|request: &specgap_gateway::mock::ReceivedRequest| {
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        let step = body["messages"].as_array().map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count());
+        match step {
+            0 => replies::openai_chat(
+                MODEL,
+                "",
+                &[Call::new("call-0", "bash", json!({ "command": "echo $((4700+11))" }))],
+                Tokens::default(),
+            ),
+            _ => replies::openai_chat(MODEL, "Done.", &[], Tokens::default()).with_delay(std::time::Duration::from_secs(60)),
+        }
+    });
+    let out = tmp.path().join("run");
+    let mut args = command_run_args(&mock, &out);
+    let repeats = args.iter().position(|a| a == "--repeats").unwrap();
+    args[repeats + 1] = "1".into();
+    args.extend(["--wall-sec", "3"].map(std::ffi::OsString::from));
+    assert_succeeded(specgap().args(&args).env(KEY_ENV, KEY).output().unwrap());
+    let id = episodes(&out)[0].id.clone();
+    let transcript = String::from_utf8(run_ok([OsStr::new("show"), out.as_os_str(), OsStr::new(&id)]).stdout).unwrap();
+    let abandoned = "  [model request 1 main /v1/chat/completions: 403 abandoned (abandoned at the wall budget), 0 in, 0 out]\n";
+    let at = transcript.find(abandoned).unwrap_or_else(|| panic!("the abandoned request is listed: {transcript}"));
+    let result = transcript.find("4711").expect("the command's result is in the transcript");
+    let end = transcript.find("[episode ended: wall_budget").expect("the end");
+    assert!(result < at && at < end, "{transcript}");
+}

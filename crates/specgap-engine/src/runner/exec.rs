@@ -211,6 +211,13 @@ pub fn execute(
     }
     let work_root = options.work_root.clone().unwrap_or_else(|| default_work_root(inputs.tasks, options.jobs.max(1)));
     let work_dir = make_work_dir(Some(&work_root))?;
+    if options.sandbox {
+        // What runners killed with SIGKILL left (their workspaces went with `make_work_dir`).
+        let removed = specgap_sandbox::scratch::remove_dead_runners_cgroups();
+        if removed > 0 {
+            tracing::info!("removed {removed} cgroup(s) left by runners that are gone");
+        }
+    }
     let shared = Shared {
         queue: Mutex::new(queue),
         reports: Mutex::new(Vec::new()),

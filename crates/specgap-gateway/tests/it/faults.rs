@@ -221,3 +221,40 @@ fn a_client_that_goes_away_is_still_recorded() {
     assert_eq!(record.outcome, Outcome::ClientGone);
     assert_eq!(record.status, 499);
 }
+
+#[test]
+fn a_stalled_request_body_is_cut_when_the_gateway_is_abandoned_and_kept_as_far_as_received() {
+    // Issue 31 item 3: headers, then 1 of 1,000 body bytes, then nothing. The exchange must
+    // end when the gateway is abandoned (the wall budget), not when the stop gives up on it.
+    let setup = Setup::new(Protocol::OpenaiChat, vec![]);
+    let addr = setup.addr();
+    let mut client = std::net::TcpStream::connect(addr).unwrap();
+    client.set_read_timeout(Some(PATIENCE)).unwrap();
+    let head = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{"
+    );
+    std::io::Write::write_all(&mut client, head.as_bytes()).unwrap();
+    let waited = Instant::now();
+    while setup.gateway.in_flight() == 0 {
+        assert!(waited.elapsed() < PATIENCE, "the stalled request never began");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    setup.gateway.abandon();
+    // Recorded while the client still holds its connection open, mid-body.
+    let record = setup.recorder.wait(1)[0].clone();
+    assert_eq!(record.outcome, Outcome::Abandoned);
+    assert_eq!(record.status, 403);
+    assert_eq!(record.incomplete_body.as_ref().map(|b| b.bytes.to_vec()), Some(b"{".to_vec()));
+    assert_eq!(setup.gateway.report().abandoned_exchanges, 1);
+    let mut answer = vec![0u8; 12];
+    client.read_exact(&mut answer).unwrap();
+    assert_eq!(&answer, b"HTTP/1.1 403");
+    let journal = setup.journal_text();
+    let entry: serde_json::Value =
+        journal.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).find(|v| v["kind"] == "exchange").unwrap();
+    assert_eq!((entry["outcome"]["outcome"].as_str(), entry["body_incomplete"].as_bool()), (Some("abandoned"), Some(true)), "{entry}");
+    assert_eq!(setup.gateway.rebuild_request(0).map(|r| r.body), Some(b"{".to_vec()));
+    assert_eq!(setup.mock.request_count(), 0, "nothing of it was forwarded");
+    let report = setup.gateway.shutdown().unwrap();
+    assert_eq!((report.exchanges, report.abandoned_exchanges), (1, 1));
+}

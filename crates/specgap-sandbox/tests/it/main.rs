@@ -4,6 +4,7 @@
 mod agent_sandbox;
 mod byte_names;
 mod evaluator;
+mod leftovers;
 mod machine;
 mod materialize;
 mod reads;
