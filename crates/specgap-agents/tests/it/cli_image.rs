@@ -233,7 +233,7 @@ fn claude_code_runs_its_bash_tool_in_a_busybox_image_with_a_static_bash_and_subm
         .collect();
     let exits: Vec<String> =
         run.events.iter().filter(|e| matches!(e.kind, EventKind::AgentExit { .. })).map(|e| format!("{:?}", e.kind)).collect();
-    assert_eq!(run.detail.episode.end_reason, Some(EndReason::Accepted), "{results:?} {exits:?}");
+    assert_eq!(run.detail.episode.end_reason, Some(EndReason::Accepted), "{results:?} {exits:?} {:?}", run.detail.episode.error);
     assert_eq!(run.detail.submissions.iter().map(|s| s.score).collect::<Vec<_>>(), [Some(1.0)]);
     assert_eq!(
         results[0], "exit status 1\n--- stdout ---\nbusybox-static test image\nls: /usr: No such file or directory",
@@ -359,7 +359,7 @@ fn opencode_runs_its_bash_tool_in_a_busybox_image_with_a_static_bash_and_submits
     mock.set_responder(|request: &specgap_gateway::mock::ReceivedRequest| {
         let body: serde_json::Value = serde_json::from_slice(&request.body).unwrap_or_default();
         let tokens = Tokens { input: 100, output: 10, ..Tokens::default() };
-        if !body["tools"].as_array().is_some_and(|t| !t.is_empty()) {
+        if body["tools"].as_array().is_none_or(|t| t.is_empty()) {
             return replies::openai_chat_stream(MODEL, "Answer", &[], tokens);
         }
         let step = body["messages"].as_array().map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count());
