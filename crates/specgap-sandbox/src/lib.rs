@@ -60,6 +60,7 @@ pub mod machine;
 pub mod materialize;
 mod netns;
 mod patch;
+pub mod quota;
 pub mod reads;
 pub mod rootfs;
 pub mod runner;
@@ -77,6 +78,7 @@ pub use evaluator::{CandidateLayout, EvalError, Evaluation, EvaluatorRun, run_ev
 pub use host::{AGENT_NAMESERVER, HostView};
 pub use machine::{LayerSummary, Machine};
 pub use materialize::{Base, BaseCache, apply_overlay, diff, freeze, materialize};
+pub use quota::{WorkspaceLimits, over_limit};
 pub use reads::{ReadWatch, ReadWatchError, Reads};
 pub use rootfs::ImagePlacement;
 pub use runner::{CommandOutput, CommandSpec, Limits, Mount, Program, SandboxConfig, WORKSPACE_MOUNT, run};
