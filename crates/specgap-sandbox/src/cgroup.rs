@@ -14,6 +14,9 @@
 //! missing or not writable the limit is skipped with a one-time warning; [`unavailable`]
 //! tells beforehand (`specgap run --require-limits`). An external agent's sandbox may also get a
 //! cgroup-v1 `freezer` group ([`Cgroups::add_freezer`]) so that `submit` can stop all of it at once.
+//! Once a run sets a CPU share ([`set_sandbox_cpus`]), every sandbox also gets a `cpu` group
+//! with that quota (issue 31 item 2), or runs at niceness [`FALLBACK_NICE`] where the `cpu`
+//! controller is not usable.
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -147,7 +150,7 @@ fn locate_here(controller: &str) -> Result<Located, String> {
 const V2_HARNESS_LEAF: &str = "specgap-harness";
 
 /// Makes the v2 group `own` (the harness's, process `pid`) able to hold command groups with
-/// the `pids` and `memory` controllers: a non-root group with processes in it may not enable
+/// the `pids`, `memory` and `cpu` controllers: a non-root group with processes in it may not enable
 /// controllers for children, so when `pid` is its only process the harness moves into the leaf
 /// `own/specgap-harness`; then the controllers `own` has are enabled in its
 /// `cgroup.subtree_control`. Returns `own`, where command groups go (beside the leaf).
@@ -726,7 +729,7 @@ mod tests {
         touch(&own.join("cgroup.controllers"), "cpu memory pids\n");
         assert_eq!(prepare_v2(&own, 4242).unwrap(), own);
         assert_eq!(std::fs::read_to_string(own.join("specgap-harness/cgroup.procs")).unwrap(), "4242");
-        assert_eq!(std::fs::read_to_string(own.join("cgroup.subtree_control")).unwrap(), "+pids +memory");
+        assert_eq!(std::fs::read_to_string(own.join("cgroup.subtree_control")).unwrap(), "+pids +memory +cpu");
     }
 
     #[test]
