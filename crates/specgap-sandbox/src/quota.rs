@@ -108,3 +108,53 @@ fn shown(roots: &[&Path], path: &Path) -> String {
     let rel = roots.iter().find_map(|root| path.strip_prefix(root).ok()).unwrap_or(path);
     format!("`{}`", rel.display())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(workspace: u64, file: u64) -> WorkspaceLimits {
+        WorkspaceLimits { max_workspace_bytes: workspace, max_file_bytes: file, max_diff_bytes: 0 }
+    }
+
+    #[test]
+    fn a_sparse_file_counts_its_apparent_size_and_links_are_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let sparse = std::fs::File::create(dir.path().join("sparse.bin")).unwrap();
+        sparse.set_len(1 << 30).unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("big.txt"), vec![b'x'; 4096]).unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("link")).unwrap();
+        let over = over_limit(&[dir.path()], &limits(u64::MAX, 1 << 29)).unwrap();
+        assert_eq!(
+            over.as_deref(),
+            Some("the file `sparse.bin` is 1073741824 bytes (apparent size), over the per-file cap of 536870912 bytes (--max-file-bytes)")
+        );
+        // Exactly at the caps is within them: 2^30 bytes of the file plus the link's own length.
+        let link_len = std::fs::symlink_metadata(dir.path().join("link")).unwrap().len();
+        assert_eq!(over_limit(&[dir.path()], &limits((1 << 30) + link_len, 1 << 30)).unwrap(), None);
+        let over = over_limit(&[dir.path()], &limits(1 << 30, 1 << 30)).unwrap();
+        assert_eq!(
+            over.as_deref(),
+            Some(
+                "the workspace holds more than 1073741824 bytes (apparent size of its files), over the cap of 1073741824 bytes (--max-workspace-bytes)"
+            )
+        );
+    }
+
+    #[test]
+    fn every_root_counts_and_a_missing_root_is_empty() {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        std::fs::create_dir(a.path().join("sub")).unwrap();
+        std::fs::write(a.path().join("sub/one.txt"), [0u8; 600]).unwrap();
+        std::fs::write(b.path().join("two.txt"), [0u8; 600]).unwrap();
+        let missing = a.path().join("absent");
+        assert_eq!(over_limit(&[a.path(), &missing], &limits(1000, 1000)).unwrap(), None);
+        assert!(over_limit(&[a.path(), b.path()], &limits(1000, 1000)).unwrap().is_some());
+        assert_eq!(WorkspaceLimits::default().diff_over(64 << 20), None);
+        assert_eq!(
+            WorkspaceLimits::default().diff_over((64 << 20) + 1).as_deref(),
+            Some("the submission's diff is 67108865 bytes, over the cap of 67108864 bytes (--max-diff-bytes)")
+        );
+    }
+}
