@@ -41,7 +41,7 @@ pid=
 [ "$status" = 0 ] || { echo "run failed ($status):"; tail -5 "$out/stderr"; exit 1; }
 end=$(date +%s)
 echo "machine: $(nproc) cores; $episodes episodes requested ($(( repeats * 4 )) run) at --jobs $jobs in $(( end - start )) s"
-tail -1 "$out/stdout"
+echo "stored: $(sqlite3 -readonly "$out/run/results.sqlite" "select group_concat(status || ' ' || n, ', ') from (select status, count(*) as n from episodes group by status)")"
 samples=$(( $(wc -l <"$out/soak.csv") - 1 ))
 echo "samples: $samples (first, middle, last; then the maxima)"
 sed -n "1p;2p;$(( samples / 2 + 1 ))p;\$p" "$out/soak.csv"
