@@ -206,6 +206,21 @@ pub struct Args {
     /// without them after a warning (docs/scale-out.md "Process and memory limits").
     #[arg(long)]
     pub require_limits: bool,
+    /// Cap on the apparent size (sparse files count whole) of all files in an episode's
+    /// workspace, with an image episode's machine changes, in bytes; measured after every agent
+    /// turn and before every diff. Over it the episode ends `workspace_limit`, scored, without
+    /// reading the workspace. Default: 536870912 (512 MiB). Not stored: give it again on
+    /// --resume.
+    #[arg(long, value_name = "BYTES")]
+    pub max_workspace_bytes: Option<u64>,
+    /// Cap on the apparent size of any one file in the workspace, in bytes (ends the episode
+    /// `workspace_limit`). Default: 67108864 (64 MiB).
+    #[arg(long, value_name = "BYTES")]
+    pub max_file_bytes: Option<u64>,
+    /// Cap on one submission's diff, in bytes (ends the episode `workspace_limit`, the diff not
+    /// stored). Default: 67108864 (64 MiB).
+    #[arg(long, value_name = "BYTES")]
+    pub max_diff_bytes: Option<u64>,
     /// Do not print the report at the end.
     #[arg(long)]
     pub no_report: bool,
@@ -423,7 +438,8 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
     let _runner = lock;
     // A resumed run keeps its stored cap unless --max-cost gives a new one.
     let max_cost = args.chat.max_cost.or(store.config().max_cost_usd);
-    let how = Execution { jobs, resuming, max_cost, work_dir: args.work_dir.clone() };
+    let caps = [args.max_workspace_bytes, args.max_file_bytes, args.max_diff_bytes];
+    let how = Execution { jobs, resuming, max_cost, work_dir: args.work_dir.clone(), caps };
     let outcome = run_plan(&store, &resolved, &plan, &how)?;
     if outcome.interrupted {
         eprintln!(
@@ -974,10 +990,12 @@ struct Execution {
     resuming: bool,
     max_cost: Option<f64>,
     work_dir: Option<PathBuf>,
+    /// `--max-workspace-bytes`, `--max-file-bytes`, `--max-diff-bytes`.
+    caps: [Option<u64>; 3],
 }
 
 fn run_plan(store: &Store, resolved: &Resolved, plan: &runner::Plan, how: &Execution) -> anyhow::Result<Outcome> {
-    let Execution { jobs, resuming, max_cost, .. } = *how;
+    let Execution { jobs, resuming, max_cost, caps: [max_workspace_bytes, max_file_bytes, max_diff_bytes], .. } = *how;
     let config = &resolved.config;
     let user = config.users.first().context("the run configuration names no user")?;
     if let Some(table) = user.config.get(specgap_panels::detector::DETECTOR_KEY).and_then(toml::Value::as_table) {
@@ -1004,6 +1022,9 @@ fn run_plan(store: &Store, resolved: &Resolved, plan: &runner::Plan, how: &Execu
             tool_calls: config.budget.tool_calls,
             wall_sec: config.budget.wall_sec,
             clarification_rounds: config.clarification_rounds,
+            max_workspace_bytes,
+            max_file_bytes,
+            max_diff_bytes,
         },
         protocol: resolved.protocol.clone(),
         seed: config.seed,

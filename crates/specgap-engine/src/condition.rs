@@ -536,6 +536,9 @@ pub struct Budgets {
     pub rules: EndRules,
     /// Whether the prompts state the wall-clock budget.
     pub announce_wall: bool,
+    /// The caps on the workspace's apparent size, one file's and one diff's (issue 31 item
+    /// 1; [`specgap_sandbox::quota`]).
+    pub workspace: specgap_sandbox::WorkspaceLimits,
 }
 
 /// A turn, tool-call or round budget without a cap (a protocol's `0`).
@@ -554,6 +557,12 @@ pub struct BudgetFlags {
     pub wall_sec: Option<u64>,
     /// `--clarification-rounds`.
     pub clarification_rounds: Option<u32>,
+    /// `--max-workspace-bytes` (default [`specgap_sandbox::quota::DEFAULT_MAX_WORKSPACE_BYTES`]).
+    pub max_workspace_bytes: Option<u64>,
+    /// `--max-file-bytes` (default [`specgap_sandbox::quota::DEFAULT_MAX_FILE_BYTES`]).
+    pub max_file_bytes: Option<u64>,
+    /// `--max-diff-bytes` (default [`specgap_sandbox::quota::DEFAULT_MAX_DIFF_BYTES`]).
+    pub max_diff_bytes: Option<u64>,
 }
 
 /// The protocol of the paper `condition`'s preset comes from (issue 24 item 1: without
@@ -590,7 +599,18 @@ impl Budgets {
             clarification_rounds: flags.clarification_rounds.unwrap_or(cap(b.clarification_rounds)),
             rules: protocol.end_rules,
             announce_wall: b.announce_wall,
+            workspace: workspace_limits(flags),
         }
+    }
+}
+
+/// The workspace caps of `flags`, each defaulting to [`specgap_sandbox::quota`]'s.
+fn workspace_limits(flags: &BudgetFlags) -> specgap_sandbox::WorkspaceLimits {
+    let defaults = specgap_sandbox::WorkspaceLimits::default();
+    specgap_sandbox::WorkspaceLimits {
+        max_workspace_bytes: flags.max_workspace_bytes.unwrap_or(defaults.max_workspace_bytes),
+        max_file_bytes: flags.max_file_bytes.unwrap_or(defaults.max_file_bytes),
+        max_diff_bytes: flags.max_diff_bytes.unwrap_or(defaults.max_diff_bytes),
     }
 }
 
@@ -729,7 +749,8 @@ mod tests {
                 submissions: 3,
                 clarification_rounds: UNBOUNDED,
                 rules,
-                announce_wall: false
+                announce_wall: false,
+                workspace: specgap_sandbox::WorkspaceLimits::default(),
             }
         );
         // Seed 000 names no wall clock; seed 002 has 43,200 s, no step cap and 30 rounds.

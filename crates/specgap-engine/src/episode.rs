@@ -526,6 +526,9 @@ struct Episode<'c, 'a> {
     command_host: HostView,
     /// An image episode's copy-on-write machine ([`crate::machine`]).
     machine: Option<EpisodeMachine>,
+    /// Why the workspace passed a cap ([`specgap_sandbox::quota`]), once it did: the episode
+    /// then ends `workspace_limit` and this is its `end` event's detail.
+    over_cap: Option<String>,
     /// The sandbox every command of the episode runs in (built by the first command).
     session: Session,
     /// Plan mode, until `write_plan` succeeds: the planning phase's sandbox, whose workspace is
@@ -678,6 +681,7 @@ impl<'c, 'a> Episode<'c, 'a> {
             host,
             command_host,
             machine,
+            over_cap: None,
             session,
             planning_session,
             base,
@@ -761,12 +765,31 @@ impl<'c, 'a> Episode<'c, 'a> {
             if let Some(reason) = ended {
                 return Ok(reason);
             }
+            if self.workspace_over_cap()? {
+                return Ok(EndReason::WorkspaceLimit);
+            }
             // An agent driving itself runs its last turn's calls first; its budgets end the
             // episode when it asks for the next turn (`turn_requested`).
             if self.turns >= self.ctx.budgets.turns && !self.agent.drives_itself() {
                 return Ok(EndReason::TurnBudget);
             }
         }
+    }
+
+    /// Whether the workspace (with the machine's changes) passes a cap of
+    /// `budgets.workspace` now; the first time, the reason is kept for the `end` event. Only
+    /// file metadata is read (issue 31 item 1).
+    fn workspace_over_cap(&mut self) -> Result<bool, EpisodeError> {
+        if self.over_cap.is_some() {
+            return Ok(true);
+        }
+        let upper = self.machine.as_ref().map(EpisodeMachine::upper);
+        let mut roots = vec![self.ws_dir.as_path()];
+        roots.extend(upper.as_deref());
+        let over = specgap_sandbox::over_limit(&roots, &self.ctx.budgets.workspace)
+            .map_err(|e| EpisodeError::infrastructure("cannot measure the workspace", false, e))?;
+        self.over_cap = over;
+        Ok(self.over_cap.is_some())
     }
 
     fn wall_exhausted(&self) -> bool {
@@ -1415,7 +1438,11 @@ impl<'c, 'a> Episode<'c, 'a> {
             Ok(args) => args,
             Err(message) => return Ok(ToolOutput::error(message)),
         };
-        let outcome = self.submit(args.summary, false)?;
+        let Some(outcome) = self.submit(args.summary, false)? else {
+            effect.end = Some(EndReason::WorkspaceLimit);
+            let why = self.over_cap.clone().unwrap_or_default();
+            return Ok(ToolOutput::error(format!("not submitted: {why}. The work is finished.")));
+        };
         if let Some(stages) = self.ctx.package.stages() {
             return Ok(self.stage_submitted(stages, &outcome, effect));
         }
@@ -1506,13 +1533,24 @@ impl<'c, 'a> Episode<'c, 'a> {
     /// An evaluation error re-evaluates the frozen copy (kept under `frozen/<k>` until it is
     /// evaluated) instead of running the agent again; a failure the gold check attributes to
     /// the delivery is scored 0 ([`crate::evaluation`]).
-    fn submit(&mut self, summary: Option<String>, automatic: bool) -> Result<SubmissionOutcome, EpisodeError> {
+    ///
+    /// `None`, nothing evaluated or stored, when the workspace or its diff passes a cap
+    /// ([`Self::workspace_over_cap`]; the reason is in `over_cap`).
+    fn submit(&mut self, summary: Option<String>, automatic: bool) -> Result<Option<SubmissionOutcome>, EpisodeError> {
         let k = self.submissions.len() as u32 + 1;
-        self.writer.event(EventKind::Submission { k, summary, automatic })?;
-        // Nothing an external agent runs may change the workspace while it is copied; an
-        // automatic submission is made at the end, after which the agent never runs again.
+        // Nothing an external agent runs may change the workspace while it is measured and
+        // copied; an automatic submission is made at the end, after which the agent never
+        // runs again.
         self.agent.suspend();
+        if self.workspace_over_cap()? {
+            return Ok(None);
+        }
+        self.writer.event(EventKind::Submission { k, summary, automatic })?;
         let diff = sandbox_ops::diff(&self.base, &self.ws_dir)?;
+        if let Some(why) = self.ctx.budgets.workspace.diff_over(diff.len() as u64) {
+            self.over_cap = Some(why);
+            return Ok(None);
+        }
         let frozen = self.ctx.workdir.join("frozen").join(k.to_string());
         sandbox_ops::freeze(&self.ws_dir, &frozen)?;
         let snapshot = match &self.machine {
@@ -1578,7 +1616,7 @@ impl<'c, 'a> Episode<'c, 'a> {
         self.last_result = Some(result);
         let outcome = SubmissionOutcome { k, automatic, scored, failing_requirement: failing };
         self.submissions.push(outcome.clone());
-        Ok(outcome)
+        Ok(Some(outcome))
     }
 
     /// Stores submission `k`'s machine layer (when it changes anything) and remembers it as
@@ -1637,18 +1675,28 @@ impl<'c, 'a> Episode<'c, 'a> {
         // An external agent is stopped where it is: what it writes after the end is never
         // part of the automatic submission (issue 14 item 6).
         self.agent.suspend();
+        let mut reason = reason;
         let mut details: Vec<String> = self.abandoned.iter().map(|whose| whose.to_string()).collect();
         details.extend(self.stage_stop.take());
+        // An over-cap workspace is never read: the cap, not the budget, ends the episode.
+        if submits_automatically(reason) && self.workspace_over_cap()? {
+            reason = EndReason::WorkspaceLimit;
+        }
         if submits_automatically(reason) {
             let diff = sandbox_ops::diff(&self.base, &self.ws_dir)?;
             // A staged task's open stage has no submission yet, and its tests are not the last
             // stage's: it is scored even when nothing changed (Harbor verifies every step it ran).
             let stage_open = self.ctx.package.stages().is_some();
             if diff != self.last_diff || stage_open || self.machine_changed()? {
-                self.submit(None, true)?;
+                if self.submit(None, true)?.is_none() {
+                    reason = EndReason::WorkspaceLimit;
+                }
             } else {
                 details.push(unchanged_at_end(self.submissions.last().map(|s| s.k)));
             }
+        }
+        if reason == EndReason::WorkspaceLimit {
+            details.extend(self.over_cap.clone());
         }
         let undelivered = std::mem::take(&mut self.inbox);
         self.agent.stop(&undelivered);

@@ -56,6 +56,12 @@ impl EpisodeMachine {
         Ok(Some(EpisodeMachine { machine, plain: plain.clone(), submitted: None }))
     }
 
+    /// The machine's upper directory (what its sandboxes changed), measured with the
+    /// workspace against the episode's caps (issue 31 item 1).
+    pub(crate) fn upper(&self) -> PathBuf {
+        self.machine.upper()
+    }
+
     /// The view the agent's commands run on: the plain view on the machine.
     ///
     /// # Errors

@@ -331,6 +331,11 @@ pub enum EndReason {
     /// submitting, or when the protocol expected another turn that its adapter cannot resume
     /// (issue 14 item 6). The changed workspace is submitted automatically.
     AgentExit,
+    /// The workspace (with an image episode's machine layer) passed a cap of its apparent
+    /// size, of one file's, or of the submission's diff (`--max-workspace-bytes`,
+    /// `--max-file-bytes`, `--max-diff-bytes`; issue 31 item 1). Scored: the agent made it so;
+    /// the over-cap tree is never read, so no automatic submission is made.
+    WorkspaceLimit,
     /// An infrastructure error after retries.
     InfrastructureError,
     /// An evaluation error after retries.
@@ -358,6 +363,7 @@ impl EndReason {
             EndReason::Refusals => "refusals",
             EndReason::AgentDone => "agent_done",
             EndReason::AgentExit => "agent_exit",
+            EndReason::WorkspaceLimit => "workspace_limit",
             EndReason::InfrastructureError => "infrastructure_error",
             EndReason::EvaluationError => "evaluation_error",
             EndReason::Interrupted => "interrupted",
@@ -367,8 +373,8 @@ impl EndReason {
     /// Whether this end makes the automatic final submission of the current workspace
     /// (seed 000 Alg. 1 line 18, DESIGN §3.5): every budget and loop end, `no_tool_call`,
     /// `context_overflow`, `refusals` and `agent_done` — not `accepted`, `submitted`,
-    /// `submission_budget` (a submission just ended the episode), `interrupted` or the error
-    /// ends. The submission is made only when the workspace changed since the last submission
+    /// `submission_budget` (a submission just ended the episode), `workspace_limit` (the
+    /// over-cap workspace is never read), `interrupted` or the error ends. The submission is made only when the workspace changed since the last submission
     /// (or since the start); so an episode with such an end and no automatic submission row
     /// ended with its workspace unchanged, and its `end` event's detail says so
     /// (docs/decisions.md "Engine: automatic final submission").
@@ -378,6 +384,7 @@ impl EndReason {
             EndReason::Accepted
                 | EndReason::Submitted
                 | EndReason::SubmissionBudget
+                | EndReason::WorkspaceLimit
                 | EndReason::Interrupted
                 | EndReason::InfrastructureError
                 | EndReason::EvaluationError

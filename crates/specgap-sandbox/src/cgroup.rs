@@ -14,6 +14,9 @@
 //! missing or not writable the limit is skipped with a one-time warning; [`unavailable`]
 //! tells beforehand (`specgap run --require-limits`). An external agent's sandbox may also get a
 //! cgroup-v1 `freezer` group ([`Cgroups::add_freezer`]) so that `submit` can stop all of it at once.
+//! Once a run sets a CPU share ([`set_sandbox_cpus`]), every sandbox also gets a `cpu` group
+//! with that quota (issue 31 item 2), or runs at niceness [`FALLBACK_NICE`] where the `cpu`
+//! controller is not usable.
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -27,6 +30,56 @@ const CGROUP_ROOT: &str = "/sys/fs/cgroup";
 static PIDS_WARNED: AtomicBool = AtomicBool::new(false);
 static MEMORY_WARNED: AtomicBool = AtomicBool::new(false);
 static FREEZER_WARNED: AtomicBool = AtomicBool::new(false);
+static CPU_WARNED: AtomicBool = AtomicBool::new(false);
+/// The CPU time each sandbox may use per [`CPU_PERIOD_US`], in microseconds (0: no CPU
+/// limit); set once per run by [`set_sandbox_cpus`].
+static CPU_QUOTA_US: AtomicU64 = AtomicU64::new(0);
+
+/// The scheduling period of the CPU limit, in microseconds (the kernel's default, 100 ms).
+pub const CPU_PERIOD_US: u64 = 100_000;
+/// The niceness sandboxes run at where the `cpu` controller cannot be used (issue 31 item 2).
+pub const FALLBACK_NICE: i32 = 10;
+
+/// Limits every sandbox (command, session, agent and evaluator) made from now on to `cpus`
+/// CPUs of time — `cpu.cfs_quota_us` over `cpu.cfs_period_us` on cgroup v1, `cpu.max` on v2
+/// — or lifts the limit (`None`). At least 0.01 CPU. Where the `cpu` controller cannot be
+/// used, sandboxes run at niceness [`FALLBACK_NICE`] instead ([`cpu_unavailable`] tells
+/// beforehand).
+pub fn set_sandbox_cpus(cpus: Option<f64>) {
+    let quota = cpus.filter(|c| c.is_finite() && *c > 0.0).map_or(0, |c| ((c * CPU_PERIOD_US as f64) as u64).max(CPU_PERIOD_US / 100));
+    CPU_QUOTA_US.store(quota, Ordering::Relaxed);
+}
+
+/// The CPU quota per period set by [`set_sandbox_cpus`], in microseconds (`None`: no limit).
+pub fn sandbox_cpu_quota_us() -> Option<u64> {
+    Some(CPU_QUOTA_US.load(Ordering::Relaxed)).filter(|q| *q > 0)
+}
+
+/// The CPUs of time a sandbox gets by default: the machine's cores shared by `jobs` episodes
+/// at once (`cores / jobs`, at least 0.1).
+pub fn default_sandbox_cpus(jobs: usize) -> f64 {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    (cores as f64 / jobs.max(1) as f64).max(0.1)
+}
+
+/// Why the CPU limit cannot be applied here (the `cpu` controller is missing or not
+/// writable), or `None` when it can. Probes by making (and removing) a group with a quota.
+pub fn cpu_unavailable() -> Option<String> {
+    let name = format!("specgap-probe-{}-{}", std::process::id(), SEQUENCE.fetch_add(1, Ordering::Relaxed));
+    match locate_here("cpu").and_then(|located| make_group(&located, "cpu", &name, "100000").map_err(|e| e.to_string())) {
+        Ok(group) => {
+            remove_group(&group);
+            None
+        }
+        Err(e) => Some(e),
+    }
+}
+
+/// The directory the sandboxes' `cpu` groups are made in, `None` where the controller is not
+/// usable.
+pub fn cpu_group_parent() -> Option<PathBuf> {
+    locate_here("cpu").ok().map(|located| located.parent)
+}
 static SEQUENCE: AtomicU64 = AtomicU64::new(0);
 
 /// Which cgroup version holds a controller.
@@ -97,7 +150,7 @@ fn locate_here(controller: &str) -> Result<Located, String> {
 const V2_HARNESS_LEAF: &str = "specgap-harness";
 
 /// Makes the v2 group `own` (the harness's, process `pid`) able to hold command groups with
-/// the `pids` and `memory` controllers: a non-root group with processes in it may not enable
+/// the `pids`, `memory` and `cpu` controllers: a non-root group with processes in it may not enable
 /// controllers for children, so when `pid` is its only process the harness moves into the leaf
 /// `own/specgap-harness`; then the controllers `own` has are enabled in its
 /// `cgroup.subtree_control`. Returns `own`, where command groups go (beside the leaf).
@@ -130,7 +183,7 @@ fn prepare_v2(own: &Path, pid: u32) -> Result<PathBuf, String> {
     }
     let available = std::fs::read_to_string(own.join("cgroup.controllers")).unwrap_or_default();
     let wanted: Vec<String> =
-        ["pids", "memory"].into_iter().filter(|c| available.split_whitespace().any(|a| a == *c)).map(|c| format!("+{c}")).collect();
+        ["pids", "memory", "cpu"].into_iter().filter(|c| available.split_whitespace().any(|a| a == *c)).map(|c| format!("+{c}")).collect();
     let control = own.join("cgroup.subtree_control");
     std::fs::write(&control, wanted.join(" ")).map_err(|e| format!("cannot enable {} in {}: {e}", wanted.join(" "), control.display()))?;
     Ok(own.to_path_buf())
@@ -162,6 +215,11 @@ fn settings(controller: &str, version: Version, value: &str) -> (Settings, Setti
         // A freezer group has no limit: it is only frozen and thawed.
         ("freezer", _) => (Vec::new(), Vec::new()),
         ("pids", _) => (vec![("pids.max", value.to_string())], Vec::new()),
+        // The period first: v1 refuses a quota below 1 ms of the period in force.
+        ("cpu", Version::V1) => {
+            (vec![("cpu.cfs_period_us", CPU_PERIOD_US.to_string()), ("cpu.cfs_quota_us", value.to_string())], Vec::new())
+        }
+        ("cpu", Version::V2) => (vec![("cpu.max", format!("{value} {CPU_PERIOD_US}"))], Vec::new()),
         (_, Version::V1) => (
             vec![("memory.limit_in_bytes", value.to_string())],
             vec![("memory.memsw.limit_in_bytes", value.to_string()), ("memory.swappiness", "0".into())],
@@ -197,6 +255,12 @@ pub(crate) struct Cgroups {
     /// A cgroup-v1 `freezer` group, only for sandboxes that ask for one
     /// ([`Cgroups::add_freezer`]).
     freezer: Option<PathBuf>,
+    /// The `cpu` group with the run's quota ([`set_sandbox_cpus`]); on cgroup v2 the
+    /// command's one group.
+    cpu: Option<PathBuf>,
+    /// Whether a CPU limit was asked for and could not be made: the command then runs at
+    /// niceness [`FALLBACK_NICE`].
+    lower_priority: bool,
 }
 
 impl Cgroups {
@@ -206,7 +270,8 @@ impl Cgroups {
     /// cgroup-v1 group costs the child an RCU grace period (about 4 ms measured here), and the
     /// sandbox's PID namespace already takes every process down with the command.
     pub(crate) fn create(max_processes: Option<u32>, memory_bytes: Option<u64>) -> Cgroups {
-        if max_processes.is_none() && memory_bytes.is_none() {
+        let cpu_quota = sandbox_cpu_quota_us();
+        if max_processes.is_none() && memory_bytes.is_none() && cpu_quota.is_none() {
             return Cgroups::default();
         }
         let name = format!("specgap-{}-{}", std::process::id(), SEQUENCE.fetch_add(1, Ordering::Relaxed));
@@ -220,7 +285,13 @@ impl Cgroups {
             let group = located.and_then(|located| make_group(&located, "memory", &name, &bytes.to_string()).map_err(|e| e.to_string()));
             warn_unless(group, "memory", &MEMORY_WARNED, true).map(|group| (group, version))
         });
-        Cgroups { pids, memory, freezer: None }
+        let cpu = cpu_quota.and_then(|quota| {
+            let group =
+                locate_here("cpu").and_then(|located| make_group(&located, "cpu", &name, &quota.to_string()).map_err(|e| e.to_string()));
+            warn_unless(group, "cpu", &CPU_WARNED, true)
+        });
+        let lower_priority = cpu_quota.is_some() && cpu.is_none();
+        Cgroups { pids, memory, freezer: None, cpu, lower_priority }
     }
 
     /// Adds a cgroup-v1 `freezer` group, so that [`Cgroups::set_frozen`] can stop every
@@ -235,6 +306,12 @@ impl Cgroups {
             Version::V2 => Err("cgroup v2 has no freezer controller".to_string()),
         });
         self.freezer = warn_unless(group, "freezer", &FREEZER_WARNED, true);
+    }
+
+    /// Whether the command must run at niceness [`FALLBACK_NICE`] (a CPU limit was asked for
+    /// and the `cpu` controller is not usable).
+    pub(crate) fn lower_priority(&self) -> bool {
+        self.lower_priority
     }
 
     /// Whether there is a `freezer` group.
@@ -324,6 +401,7 @@ impl Cgroups {
         self.pids = None;
         self.memory = None;
         self.freezer = None;
+        self.cpu = None;
         for group in groups {
             emptied &= kill_members(&group);
             remove_group(&group);
@@ -340,6 +418,11 @@ impl Cgroups {
             groups.push(memory.clone());
         }
         groups.extend(self.freezer.iter().cloned());
+        if let Some(cpu) = &self.cpu
+            && !groups.contains(cpu)
+        {
+            groups.push(cpu.clone());
+        }
         groups
     }
 
@@ -473,7 +556,7 @@ pub(crate) fn remove_dead_runners_groups() -> usize {
 /// `memory` or `freezer`), without duplicates; empty where no controller is usable.
 pub(crate) fn group_parents() -> Vec<PathBuf> {
     let mut parents: Vec<PathBuf> = Vec::new();
-    for controller in ["pids", "memory", "freezer"] {
+    for controller in ["pids", "memory", "freezer", "cpu"] {
         if let Ok(located) = locate_here(controller)
             && !parents.contains(&located.parent)
         {
@@ -506,6 +589,14 @@ fn remove_group(group: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cpu_limit_writes_the_period_before_the_quota_on_v1_and_cpu_max_on_v2() {
+        let (v1, _) = settings("cpu", Version::V1, "50000");
+        assert_eq!(v1, vec![("cpu.cfs_period_us", "100000".to_string()), ("cpu.cfs_quota_us", "50000".to_string())]);
+        let (v2, _) = settings("cpu", Version::V2, "50000");
+        assert_eq!(v2, vec![("cpu.max", "50000 100000".to_string())]);
+    }
 
     #[test]
     fn group_names_give_their_runners_pid() {
@@ -620,7 +711,8 @@ mod tests {
         assert_eq!(std::fs::read_to_string(pids.join("memory.max")).unwrap(), "1048576");
         assert_eq!(std::fs::read_to_string(pids.join("memory.swap.max")).unwrap(), "0");
         touch(&pids.join("memory.events"), "low 0\nhigh 0\nmax 3\noom 1\noom_kill 2\n");
-        let cgroups = Cgroups { pids: Some(pids.clone()), memory: Some((memory, Version::V2)), freezer: None };
+        let cgroups =
+            Cgroups { pids: Some(pids.clone()), memory: Some((memory, Version::V2)), freezer: None, cpu: None, lower_priority: false };
         assert_eq!(cgroups.oom_kills(), 2);
         assert_eq!(cgroups.groups(), [pids]);
         std::mem::forget(cgroups);
@@ -637,7 +729,7 @@ mod tests {
         touch(&own.join("cgroup.controllers"), "cpu memory pids\n");
         assert_eq!(prepare_v2(&own, 4242).unwrap(), own);
         assert_eq!(std::fs::read_to_string(own.join("specgap-harness/cgroup.procs")).unwrap(), "4242");
-        assert_eq!(std::fs::read_to_string(own.join("cgroup.subtree_control")).unwrap(), "+pids +memory");
+        assert_eq!(std::fs::read_to_string(own.join("cgroup.subtree_control")).unwrap(), "+pids +memory +cpu");
     }
 
     #[test]

@@ -60,6 +60,7 @@ pub mod machine;
 pub mod materialize;
 mod netns;
 mod patch;
+pub mod quota;
 pub mod reads;
 pub mod rootfs;
 pub mod runner;
@@ -72,11 +73,15 @@ mod spawn;
 
 pub use agent::{AgentSandbox, ProgramExit, SandboxProcess};
 pub use capture::{Captured, cut_marker};
+pub use cgroup::{
+    CPU_PERIOD_US, FALLBACK_NICE, cpu_group_parent, cpu_unavailable, default_sandbox_cpus, sandbox_cpu_quota_us, set_sandbox_cpus,
+};
 pub use error::{MaterializeError, SandboxError};
 pub use evaluator::{CandidateLayout, EvalError, Evaluation, EvaluatorRun, run_evaluator};
 pub use host::{AGENT_NAMESERVER, HostView};
 pub use machine::{LayerSummary, Machine};
 pub use materialize::{Base, BaseCache, apply_overlay, diff, freeze, materialize};
+pub use quota::{WorkspaceLimits, over_limit};
 pub use reads::{ReadWatch, ReadWatchError, Reads};
 pub use rootfs::ImagePlacement;
 pub use runner::{CommandOutput, CommandSpec, Limits, Mount, Program, SandboxConfig, WORKSPACE_MOUNT, run};

@@ -600,9 +600,24 @@ pub(crate) fn launch_bwrap(
         cgroups.add_freezer();
     }
     let (child, lease) = spawn_sandbox(&request, &cgroups)?;
+    if cgroups.lower_priority() {
+        // bubblewrap waits for its arguments (written below) before it forks anything, so
+        // every process of the sandbox inherits the lower priority.
+        lower_priority(child.id());
+    }
     drop((args_read, seccomp_fd));
     start_bwrap(&child, &cgroups, args_write, &bwrap_args(spec, host, json_status, lease.is_some()));
     Ok(Launched { child, cgroups, lease })
+}
+
+/// Sets process `pid`'s niceness to [`crate::cgroup::FALLBACK_NICE`] (the CPU limit's
+/// stand-in where the `cpu` controller is not usable); a failure is logged.
+fn lower_priority(pid: libc::pid_t) {
+    // SAFETY: setpriority(2) on a pid this process just spawned; no memory is touched.
+    let failed = unsafe { libc::setpriority(libc::PRIO_PROCESS, pid as libc::id_t, crate::cgroup::FALLBACK_NICE) } != 0;
+    if failed {
+        tracing::warn!("cannot lower the scheduling priority of process {pid}: {}", std::io::Error::last_os_error());
+    }
 }
 
 /// Starts bubblewrap for `request`, inside a pooled network namespace when one can be leased
@@ -661,6 +676,7 @@ fn host_path_of(spec: &CommandSpec, sandbox: &Path) -> Result<PathBuf, SandboxEr
 fn prepare_child(cmd: &mut Command, cgroups: &Cgroups, fd_map: &[(RawFd, RawFd)]) {
     cmd.process_group(0);
     let procs: Vec<CString> = cgroups.procs_files();
+    let nice = cgroups.lower_priority();
     let fd_map: Vec<(RawFd, RawFd)> = fd_map.to_vec();
     let first_free = fd_map.iter().map(|(_, to)| to + 1).max().unwrap_or(3);
     // SAFETY: the closure only calls async-signal-safe functions (getpid, open, write, close,
@@ -668,6 +684,9 @@ fn prepare_child(cmd: &mut Command, cgroups: &Cgroups, fd_map: &[(RawFd, RawFd)]
     unsafe {
         cmd.pre_exec(move || {
             join_cgroups(&procs);
+            if nice {
+                libc::setpriority(libc::PRIO_PROCESS, 0, crate::cgroup::FALLBACK_NICE);
+            }
             let mut moved = [0 as RawFd; 8];
             for (i, (from, _)) in fd_map.iter().enumerate().take(moved.len()) {
                 moved[i] = libc::fcntl(*from, libc::F_DUPFD_CLOEXEC, 64);

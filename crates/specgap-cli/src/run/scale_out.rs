@@ -35,6 +35,12 @@ pub fn shard_flag(shard: Option<&str>, shards: Option<u32>) -> anyhow::Result<Op
 /// `--require-limits` a limit that cannot is an error naming it and why; without, a warning on
 /// stderr says the commands will run without it.
 pub fn check_limits(required: bool) -> anyhow::Result<()> {
+    if let Some(why) = specgap_sandbox::cpu_unavailable() {
+        eprintln!(
+            "note: the per-sandbox CPU limit (cgroup `cpu`) cannot be applied here ({why}); sandboxed commands run at a lower scheduling priority (nice {}) instead",
+            specgap_sandbox::FALLBACK_NICE
+        );
+    }
     let missing = specgap_sandbox::runner::Limits::default().unavailable();
     if missing.is_empty() {
         return Ok(());

@@ -319,3 +319,109 @@ fn a_dead_model_server_within_a_short_wall_budget_is_an_infrastructure_error_not
     );
     assert!(error.ends_with("failed tries); last fault: http 500: {\"error\": {\"message\": \"internal error\"}}"), "{error}");
 }
+
+/// Runs `replay:` of `turns` on req-basic under `full` into `dir/run` with `extra` flags and
+/// returns the one episode's row, its `end` event's detail and the tool results' texts.
+fn run_replay(dir: &Path, turns: &[serde_json::Value], extra: &[&str]) -> (specgap_store::EpisodeRow, String, Vec<(String, bool)>) {
+    let script = write_script(dir, "agent.jsonl", turns);
+    let out = dir.join("run");
+    let agent = format!("replay:{}", script.display());
+    let output = specgap()
+        .args([OsStr::new("run"), task_fixture("req-basic").as_os_str()])
+        .args(["--agent", &agent, "--condition", "full", "--no-report"])
+        .arg("--out")
+        .arg(&out)
+        .args(extra)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let rows = episodes(&out);
+    assert_eq!(rows.len(), 1);
+    let mut detail = None;
+    let mut results = Vec::new();
+    for event in events(&out, &rows[0].id) {
+        match event.kind {
+            specgap_protocol::event::EventKind::End { reason, detail: d } => detail = Some((reason, d)),
+            specgap_protocol::event::EventKind::ToolResult { output, is_error, .. } => results.push((output, is_error)),
+            _ => {}
+        }
+    }
+    let (reason, detail) = detail.expect("an end event");
+    assert_eq!(reason, "workspace_limit");
+    (rows[0].clone(), detail, results)
+}
+
+fn command(text: &str) -> serde_json::Value {
+    serde_json::json!({"tool": "run_experiment", "arguments": {"command": text}})
+}
+
+fn submit() -> serde_json::Value {
+    serde_json::json!({"tool": "submit", "arguments": {}})
+}
+
+/// Issue 31 item 1: a 1 GiB sparse file (0 blocks, 1 GiB apparent size) in the workspace ends
+/// the episode `workspace_limit` at the per-file cap, scored, nothing diffed or stored.
+#[test]
+fn a_one_gib_sparse_file_ends_the_episode_at_the_per_file_cap() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (row, detail, results) = run_replay(tmp.path(), &[command("truncate -s 1G big.bin && echo made"), submit()], &[]);
+    assert_eq!(row.status, specgap_store::Status::Finished);
+    assert_eq!(row.end_reason, Some(specgap_protocol::run::EndReason::WorkspaceLimit));
+    assert_eq!(row.submissions, 0);
+    assert_eq!(
+        detail,
+        "the file `big.bin` is 1073741824 bytes (apparent size), over the per-file cap of 67108864 bytes (--max-file-bytes)"
+    );
+    // The command ran; the submit call never did (the cap ended the episode after the turn).
+    assert_eq!(results.len(), 1, "{results:?}");
+    let run_dir = tmp.path().join("run");
+    let store = specgap_store::Store::open(&run_dir).unwrap();
+    let diffs: Vec<_> = walk(&store.episode_dir(&row.id)).into_iter().filter(|p| p.ends_with("workspace.diff")).collect();
+    assert_eq!(diffs, Vec::<PathBuf>::new());
+}
+
+/// Issue 31 item 1: 1 GiB in sixteen files of exactly the per-file cap (64 MiB each, sparse)
+/// passes the whole-workspace cap (512 MiB by default).
+#[test]
+fn one_gib_in_files_at_the_per_file_cap_ends_the_episode_at_the_workspace_cap() {
+    let tmp = tempfile::tempdir().unwrap();
+    let make = command("for i in $(seq 16); do truncate -s 64M part$i.bin; done; echo made");
+    let (row, detail, _) = run_replay(tmp.path(), &[make, submit()], &[]);
+    assert_eq!((row.end_reason, row.submissions), (Some(specgap_protocol::run::EndReason::WorkspaceLimit), 0));
+    assert_eq!(
+        detail,
+        "the workspace holds more than 536870912 bytes (apparent size of its files), over the cap of 536870912 bytes (--max-workspace-bytes)"
+    );
+}
+
+/// Issue 31 item 1: a submission whose diff passes `--max-diff-bytes` is refused, not
+/// stored, and ends the episode `workspace_limit`; the per-file and workspace caps are flags.
+#[test]
+fn a_diff_over_max_diff_bytes_is_not_stored_and_ends_the_episode() {
+    let tmp = tempfile::tempdir().unwrap();
+    // 100 lines of 20 bytes: the patch adding x.txt is 2,281 bytes (27 + 21 + 89 + 14 + 12 +
+    // 18 header bytes and 100 lines of 21).
+    let write = command("for i in $(seq 100); do echo aaaaaaaaaaaaaaaaaaa; done > x.txt; echo made");
+    let (row, detail, results) = run_replay(tmp.path(), &[write, submit()], &["--max-diff-bytes", "1000"]);
+    assert_eq!((row.end_reason, row.submissions), (Some(specgap_protocol::run::EndReason::WorkspaceLimit), 0));
+    let why = "the submission's diff is 2281 bytes, over the cap of 1000 bytes (--max-diff-bytes)";
+    assert_eq!(detail, why);
+    assert_eq!(results.last().unwrap(), &(format!("not submitted: {why}. The work is finished."), true));
+
+    let small = tempfile::tempdir().unwrap();
+    let (_, detail, _) = run_replay(small.path(), &[command("head -c 2000 /dev/zero > z.bin"), submit()], &["--max-file-bytes", "1999"]);
+    assert_eq!(detail, "the file `z.bin` is 2000 bytes (apparent size), over the per-file cap of 1999 bytes (--max-file-bytes)");
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(d) = pending.pop() {
+        for entry in std::fs::read_dir(&d).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() { pending.push(path) } else { out.push(path) }
+        }
+    }
+    out
+}

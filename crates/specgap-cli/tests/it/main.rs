@@ -30,6 +30,7 @@ mod run_config;
 mod scale_out;
 mod seed_measures;
 mod show_report;
+mod soak;
 mod support;
 mod synthesize;
 mod view;

@@ -211,6 +211,9 @@ pub fn execute(
     }
     let work_root = options.work_root.clone().unwrap_or_else(|| default_work_root(inputs.tasks, options.jobs.max(1)));
     let work_dir = make_work_dir(Some(&work_root))?;
+    // Each sandbox gets its share of the machine's cores (issue 31 item 2; where the `cpu`
+    // controller is unusable, sandboxes run at a lower priority instead).
+    specgap_sandbox::set_sandbox_cpus(Some(specgap_sandbox::default_sandbox_cpus(options.jobs)));
     if options.sandbox {
         // What runners killed with SIGKILL left (their workspaces went with `make_work_dir`).
         let removed = specgap_sandbox::scratch::remove_dead_runners_cgroups();

@@ -3,6 +3,7 @@
 
 mod agent_sandbox;
 mod byte_names;
+mod cpu;
 mod evaluator;
 mod leftovers;
 mod machine;
