@@ -45,7 +45,7 @@ pub struct Args {
     /// Output directory (must be missing or empty).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
-    /// Who plays the Planner (`scripted:<file>`).
+    /// Who plays the Planner (`scripted:<file>` or `chat:<model>`).
     #[arg(long, value_name = "ROLE")]
     pub planner: String,
     /// Who plays the Builder.

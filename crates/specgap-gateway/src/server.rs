@@ -345,13 +345,7 @@ async fn serve(ctx: Arc<Ctx>, mut ex: Exchange, request: Request<Incoming>) -> R
         }
         BodyRead::Abandoned(received) => {
             ex.keep_incomplete_body(&received);
-            let body = crate::shape::error_body(
-                Some(protocol),
-                403,
-                RefusalReason::Ended.code(),
-                "the episode has ended; the model request was abandoned",
-            );
-            return json_reply(ex, 403, body, Outcome::Abandoned);
+            return abandoned_reply(ex, protocol);
         }
     };
     if route.endpoint.is_local() {
@@ -483,13 +477,7 @@ async fn serve_model_request(
             };
             if ctx.shared.is_abandoned() {
                 // The answer came in as the episode ended: its usage counts, the agent gets nothing of it.
-                let body = crate::shape::error_body(
-                    Some(protocol),
-                    403,
-                    RefusalReason::Ended.code(),
-                    "the episode has ended; the model request was abandoned",
-                );
-                return json_reply(ex, 403, body, Outcome::Abandoned);
+                return abandoned_reply(ex, protocol);
             }
             let headers = client_headers(&ctx.redactor, &headers);
             ex.reply(status, headers, body, outcome)
@@ -577,6 +565,17 @@ fn json_reply(ex: Exchange, status: u16, body: Vec<u8>, outcome: Outcome) -> Res
     let mut headers = HeaderMap::new();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     ex.reply(status, headers, body, outcome)
+}
+
+/// The 403 a request abandoned at the episode's end gets, recorded as [`Outcome::Abandoned`].
+fn abandoned_reply(ex: Exchange, protocol: Protocol) -> Response<GwBody> {
+    let body = crate::shape::error_body(
+        Some(protocol),
+        403,
+        RefusalReason::Ended.code(),
+        "the episode has ended; the model request was abandoned",
+    );
+    json_reply(ex, 403, body, Outcome::Abandoned)
 }
 
 fn too_large(ex: Exchange, protocol: Protocol, limit: usize) -> Response<GwBody> {

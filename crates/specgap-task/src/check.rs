@@ -358,7 +358,7 @@ impl Checker<'_> {
         let outcomes: Vec<&Outcome> = [Some(starter), gold].into_iter().flatten().filter_map(|r| r.as_ref().ok()).collect();
         if outcomes.is_empty() {
             let err = describe_error(starter.as_ref().err());
-            self.push("kind", Verdict::Fail, format!("cannot decide the scoring kind: the starter's {err}"));
+            self.push("kind", Verdict::Fail, format!("cannot decide the scoring kind: the starter could not be evaluated: {err}"));
             return None;
         }
         if let Some(tests) = outcomes.iter().find_map(|o| o.result.tests.as_ref()) {

@@ -105,6 +105,48 @@ fn a_run_where_nothing_applies_is_an_error_and_leaves_no_store() {
     assert!(!out.exists());
 }
 
+/// `specgap run` of the interval-tree example with `args` after it; (exit code, stderr).
+fn run_interval_tree(out: &std::path::Path, starts: &str) -> (Option<i32>, String) {
+    let output = specgap()
+        .arg("run")
+        .arg(repo().join("examples/tasks/interval-tree"))
+        .args(["--agent", "scripted:gold", "--condition", "blind", "--start", starts, "--dry-run", "--out"])
+        .arg(out)
+        .output()
+        .unwrap();
+    (output.status.code(), String::from_utf8_lossy(&output.stderr).trim().to_string())
+}
+
+#[test]
+fn a_residual_state_no_task_has_is_refused_naming_the_states_there_are() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    assert_eq!(
+        run_interval_tree(&out, "clean,residual:trim-onyl"),
+        (
+            Some(2),
+            "error: start residual:trim-onyl: no task of the suite has a residual state `trim-onyl` (states: examples/interval-tree: root-refresh, trim-only)".to_string()
+        )
+    );
+    assert!(!out.exists());
+    let output = specgap()
+        .args([OsStr::new("run"), task_fixture("delivery-basic").as_os_str(), OsStr::new("--agent"), OsStr::new("scripted:gold")])
+        .args([
+            OsStr::new("--condition"),
+            OsStr::new("partial"),
+            OsStr::new("--start"),
+            OsStr::new("residual:all"),
+            OsStr::new("--out"),
+            out.as_os_str(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr).trim(),
+        "error: nothing to run: none of the task × agent × condition × start combinations applies (0 not applicable: start residual:all: no task of the suite has residual states)"
+    );
+}
+
 #[test]
 fn without_a_suite_the_example_suite_runs_offline_and_the_report_is_printed() {
     let tmp = tempfile::tempdir().unwrap();

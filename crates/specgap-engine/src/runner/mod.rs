@@ -71,6 +71,14 @@ pub enum RunnerError {
         /// The distinct reasons they do not apply, in first-seen order.
         reasons: Vec<String>,
     },
+    /// A `residual:<id>` start names a state no task of the suite has.
+    #[error("start residual:{id}: no task of the suite has a residual state `{id}` (states: {known})")]
+    UnknownResidualState {
+        /// The state id as given.
+        id: String,
+        /// The states the suite's tasks have, `task: a, b; …`, or `none`.
+        known: String,
+    },
     /// The run store failed.
     #[error("run store error")]
     Store(#[from] specgap_store::StoreError),

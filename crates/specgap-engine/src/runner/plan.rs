@@ -101,6 +101,29 @@ pub struct Plan {
     pub hash: String,
 }
 
+/// Refuses a `residual:<id>` start that no task of the suite has: a misspelt state would
+/// otherwise only show as not-applicable rows (docs/decisions.md "Runner: a residual state no
+/// task has").
+fn refuse_unknown_states(input: &PlanInput<'_>) -> Result<(), RunnerError> {
+    for start in input.starts {
+        let Some(id) = start.strip_prefix("residual:").filter(|id| *id != "all") else { continue };
+        if input.tasks.iter().any(|p| p.residual(id).is_some()) {
+            continue;
+        }
+        let known: Vec<String> = input
+            .tasks
+            .iter()
+            .filter(|p| !p.residual_states().is_empty())
+            .map(|p| format!("{}: {}", p.name(), p.residual_states().keys().cloned().collect::<Vec<_>>().join(", ")))
+            .collect();
+        return Err(RunnerError::UnknownResidualState {
+            id: id.to_string(),
+            known: if known.is_empty() { "none".into() } else { known.join("; ") },
+        });
+    }
+    Ok(())
+}
+
 /// Plans a run: for each task (in order), agent, condition, start (with `residual:all`
 /// expanded to the task's states, sorted) and repeat, either an episode or a not-applicable
 /// record. A combination is not applicable when [`applicability`] or `agents` says so; its
@@ -110,6 +133,7 @@ pub struct Plan {
 /// [`RunnerError::Condition`] for a bad start; [`RunnerError::NothingApplies`] when no
 /// combination applies (DESIGN §4: a run where nothing applies is an error).
 pub fn plan(input: &PlanInput<'_>, agents: &dyn AgentApplicability) -> Result<Plan, RunnerError> {
+    refuse_unknown_states(input)?;
     let mut all = Vec::new();
     let mut not_applicable = Vec::new();
     for (task_index, package) in input.tasks.iter().enumerate() {
@@ -170,6 +194,10 @@ pub fn plan(input: &PlanInput<'_>, agents: &dyn AgentApplicability) -> Result<Pl
             if !reasons.contains(&skipped.reason) {
                 reasons.push(skipped.reason.clone());
             }
+        }
+        let no_states = input.tasks.iter().all(|p| p.residual_states().is_empty());
+        if no_states && input.starts.iter().any(|s| s == "residual:all") {
+            reasons.insert(0, "start residual:all: no task of the suite has residual states".into());
         }
         return Err(RunnerError::NothingApplies { not_applicable: not_applicable.len(), reasons });
     }
