@@ -981,6 +981,13 @@ fn plan(resolved: &Resolved) -> anyhow::Result<runner::Plan> {
         seed: config.seed,
         shard: resolved.shard,
     };
+    // Printed once per invocation, though a resume plans more than once.
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    WARNED.call_once(|| {
+        for warning in runner::unknown_residual_states(&input) {
+            eprintln!("warning: {warning}");
+        }
+    });
     Ok(runner::plan(&input, &agents::Applicability)?)
 }
 

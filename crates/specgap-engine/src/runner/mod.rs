@@ -44,7 +44,7 @@ pub use exec::{
     AgentFactory, EpisodeReport, RelayUsers, RunInputs, RunObserver, RunOptions, RunSummary, Silent, UserFactory, execute,
     record_not_applicable,
 };
-pub use plan::{AgentApplicability, AllAgentsApply, Plan, PlanInput, PlannedEpisode, Skipped, plan};
+pub use plan::{AgentApplicability, AllAgentsApply, Plan, PlanInput, PlannedEpisode, Skipped, plan, unknown_residual_states};
 pub use shard::{ScheduledShard, Scheduler, Shard, ShardEnvError};
 
 /// Why a run cannot be planned or carried out. Failures of single episodes are not
@@ -70,14 +70,6 @@ pub enum RunnerError {
         not_applicable: usize,
         /// The distinct reasons they do not apply, in first-seen order.
         reasons: Vec<String>,
-    },
-    /// A `residual:<id>` start names a state no task of the suite has.
-    #[error("start residual:{id}: no task of the suite has a residual state `{id}` (states: {known})")]
-    UnknownResidualState {
-        /// The state id as given.
-        id: String,
-        /// The states the suite's tasks have, `task: a, b; …`, or `none`.
-        known: String,
     },
     /// The run store failed.
     #[error("run store error")]

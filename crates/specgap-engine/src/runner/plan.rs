@@ -101,10 +101,11 @@ pub struct Plan {
     pub hash: String,
 }
 
-/// Refuses a `residual:<id>` start that no task of the suite has: a misspelt state would
-/// otherwise only show as not-applicable rows (docs/decisions.md "Runner: a residual state no
-/// task has").
-fn refuse_unknown_states(input: &PlanInput<'_>) -> Result<(), RunnerError> {
+/// A warning for each `residual:<id>` start that no task of the suite has: a misspelt state
+/// would otherwise only show as not-applicable rows. Such starts still plan as not applicable
+/// (DESIGN §4); the CLI prints these before the run.
+pub fn unknown_residual_states(input: &PlanInput<'_>) -> Vec<String> {
+    let mut warnings = Vec::new();
     for start in input.starts {
         let Some(id) = start.strip_prefix("residual:").filter(|id| *id != "all") else { continue };
         if input.tasks.iter().any(|p| p.residual(id).is_some()) {
@@ -116,12 +117,10 @@ fn refuse_unknown_states(input: &PlanInput<'_>) -> Result<(), RunnerError> {
             .filter(|p| !p.residual_states().is_empty())
             .map(|p| format!("{}: {}", p.name(), p.residual_states().keys().cloned().collect::<Vec<_>>().join(", ")))
             .collect();
-        return Err(RunnerError::UnknownResidualState {
-            id: id.to_string(),
-            known: if known.is_empty() { "none".into() } else { known.join("; ") },
-        });
+        let known = if known.is_empty() { "none".to_string() } else { known.join("; ") };
+        warnings.push(format!("start residual:{id}: no task of the suite has a residual state `{id}` (states: {known})"));
     }
-    Ok(())
+    warnings
 }
 
 /// Plans a run: for each task (in order), agent, condition, start (with `residual:all`
@@ -133,7 +132,6 @@ fn refuse_unknown_states(input: &PlanInput<'_>) -> Result<(), RunnerError> {
 /// [`RunnerError::Condition`] for a bad start; [`RunnerError::NothingApplies`] when no
 /// combination applies (DESIGN §4: a run where nothing applies is an error).
 pub fn plan(input: &PlanInput<'_>, agents: &dyn AgentApplicability) -> Result<Plan, RunnerError> {
-    refuse_unknown_states(input)?;
     let mut all = Vec::new();
     let mut not_applicable = Vec::new();
     for (task_index, package) in input.tasks.iter().enumerate() {
@@ -196,7 +194,7 @@ pub fn plan(input: &PlanInput<'_>, agents: &dyn AgentApplicability) -> Result<Pl
             }
         }
         let no_states = input.tasks.iter().all(|p| p.residual_states().is_empty());
-        if no_states && input.starts.iter().any(|s| s == "residual:all") {
+        if no_states && not_applicable.is_empty() && input.starts.iter().any(|s| s == "residual:all") {
             reasons.insert(0, "start residual:all: no task of the suite has residual states".into());
         }
         return Err(RunnerError::NothingApplies { not_applicable: not_applicable.len(), reasons });
