@@ -105,7 +105,10 @@ fn image_rows(runs: usize, ws: &Path, config: &SandboxConfig) -> BenchResult<()>
     let mut variants: Vec<Variant<'_>> = vec![
         ("`run` on an image, read-only", Box::new(|_| ours(&view))),
         ("`run` on a copy-on-write machine over the image", Box::new(|_| ours(&on_machine))),
-        ("`Machine::write_layer` of an untouched machine", Box::new(|_| Ok(machine.write_layer(&image, std::io::sink(), &view.machine_mount_points()).map(|_| ())?))),
+        (
+            "`Machine::write_layer` of an untouched machine",
+            Box::new(|_| Ok(machine.write_layer(&image, std::io::sink(), &view.machine_mount_points()).map(|_| ())?)),
+        ),
     ];
     let medians = measure(runs, &mut variants)?;
     println!("| on an image (`true`, default limits) | median | / read-only image |\n| --- | --- | --- |");

@@ -56,6 +56,7 @@ pub mod handoff;
 pub mod journal;
 pub mod pipeline;
 pub mod prompts;
+pub mod review;
 pub mod role;
 pub mod rollouts;
 mod tree;

@@ -339,8 +339,8 @@ fn prepare_out(config: &Config, resuming: bool) -> Result<(), SynthError> {
 
 /// What a Builder round ended with.
 enum Round {
-    /// The package is ready.
-    Ready,
+    /// The package is ready; the sufficiency test's result, when one ran.
+    Ready(Option<Sufficiency>),
     /// Back to the Builder with these fixes.
     Fix(Vec<String>),
     /// Back to the Planner with this reason.
@@ -387,9 +387,10 @@ impl Run<'_> {
             self.prepare_work_dir(&work_dir, previous.as_deref())?;
             let package = self.build(design, iteration, brief, &fixes, &work_dir)?;
             match self.review(design, iteration, brief, &package)? {
-                Round::Ready => {
+                Round::Ready(sufficiency) => {
                     let target = self.config.out.join("package");
                     copy_tree(&package.root, &target).map_err(|source| SynthError::Write { path: target.clone(), source })?;
+                    self.record_synthesis(&target, sufficiency.as_ref())?;
                     return Ok(Ok(Synthesized {
                         package: target,
                         journal: self.journal.path().to_owned(),
@@ -403,6 +404,25 @@ impl Run<'_> {
             previous = Some(work_dir);
         }
         Err(SynthError::IterationLimit { design, iterations: max, fixes })
+    }
+
+    /// Writes `<package>/synthesis.toml` ([`specgap_task::synthesis`]): the source and the
+    /// sufficiency test's result, so `check` can report it; no review yet.
+    fn record_synthesis(&self, package: &Path, sufficiency: Option<&Sufficiency>) -> Result<(), SynthError> {
+        use specgap_task::synthesis::{SYNTHESIS_FILE, SYNTHESIS_FORMAT, SufficiencyRecord, SufficiencyResult, SynthesisRecord};
+        let sufficiency = match sufficiency {
+            None => SufficiencyRecord { result: SufficiencyResult::Skipped, failing: Vec::new(), failure: None },
+            Some(s) => SufficiencyRecord {
+                result: if s.failure.is_none() { SufficiencyResult::Pass } else { SufficiencyResult::Fail },
+                failing: s.failing.clone(),
+                failure: s.failure.clone().filter(|_| s.failing.is_empty()),
+            },
+        };
+        let record =
+            SynthesisRecord { format: SYNTHESIS_FORMAT, source: self.config.source.display().to_string(), sufficiency, review: None };
+        let path = package.join(SYNTHESIS_FILE);
+        let text = record.to_toml().map_err(|e| SynthError::Write { path: path.clone(), source: std::io::Error::other(e) })?;
+        fs_err::write(&path, text).map_err(|source| SynthError::Write { path, source })
     }
 
     /// A new round's directory starts as a copy of the previous round's; one that exists
@@ -437,7 +457,7 @@ impl Run<'_> {
         }
         let calibration = self.calibrate(design, iteration, package)?;
         Ok(match calibration.verdict {
-            CalibrationDecision::Ready => Round::Ready,
+            CalibrationDecision::Ready => Round::Ready(sufficiency),
             CalibrationDecision::Fix => Round::Fix(calibration.fixes),
         })
     }
