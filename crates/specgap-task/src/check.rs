@@ -347,7 +347,9 @@ impl Checker<'_> {
         };
         self.push("synthesis:sufficiency", verdict, reason);
         let (verdict, reason) = match &record.review {
-            None => (Verdict::Warn, "not reviewed: no reviewers' verdicts imported (specgap synthesize --import-review)".to_owned()),
+            None => {
+                (Verdict::Warn, "not reviewed: no reviewers' verdicts imported (specgap synthesis-review --review NAME=CSV)".to_owned())
+            }
             Some(review) if review.status == ReviewStatus::Reviewed => {
                 (Verdict::Pass, format!("reviewed (version {}): every criterion passed", review.version))
             }

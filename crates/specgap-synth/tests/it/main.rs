@@ -5,5 +5,6 @@ mod chat;
 mod handoff;
 mod pipeline;
 mod prompts;
+mod review;
 mod role;
 mod support;
