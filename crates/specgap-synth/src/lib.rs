@@ -59,4 +59,5 @@ pub mod prompts;
 pub mod review;
 pub mod role;
 pub mod rollouts;
+pub mod sandbox_view;
 mod tree;

@@ -7,4 +7,5 @@ mod pipeline;
 mod prompts;
 mod review;
 mod role;
+mod sandbox_view;
 mod support;
