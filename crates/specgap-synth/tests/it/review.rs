@@ -139,3 +139,22 @@ fn malformed_sheets_and_unsynthesized_packages_are_refused_by_name() {
         "no review sheet given: name each reviewer's sheet as NAME=CSV"
     );
 }
+
+#[test]
+fn a_recorded_failing_sufficiency_test_fails_check() {
+    let tmp = tempfile::tempdir().unwrap();
+    let package = package_copy(&tmp.path().join("p"));
+    let record = "format = 1\nsource = \"src\"\n\n[sufficiency]\nresult = \"fail\"\nfailing = [\"charge-once\", \"declines-final\"]\n";
+    fs_err::write(package.join("synthesis.toml"), record).unwrap();
+    let rows = synthesis_rows(&package);
+    assert_eq!(
+        rows[0],
+        (
+            "synthesis:sufficiency".to_owned(),
+            Verdict::Fail,
+            "the synthesis's implementation from instruction.full.md failed charge-once, declines-final".to_owned()
+        )
+    );
+    fs_err::write(package.join("synthesis.toml"), "format = 1\nsource = \"src\"\n\n[sufficiency]\nresult = \"skipped\"\n").unwrap();
+    assert_eq!(synthesis_rows(&package)[0].1, Verdict::Skip);
+}
