@@ -37,7 +37,7 @@ use crate::role::{Role, RoleError, RoleName, RoleRequest};
 use crate::tree::copy_tree;
 
 /// The pipeline's limits: the paper leaves each unnamed, so each is a flag with this default.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Limits {
     /// Builder rounds per design (`--max-iterations`, default 3).
     pub max_iterations: usize,
@@ -52,11 +52,16 @@ pub struct Limits {
     /// no cap.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u64>,
+    /// `--max-cost`: US dollars all roles together may spend, as their model clients price
+    /// their requests (the journal's `usage.*.cost_usd`); the synthesis stops after the answer
+    /// that goes over. `None`: no cap.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_iterations: 3, max_redesigns: 1, max_retries: 2, brief: BriefLimits::default(), max_tokens: None }
+        Limits { max_iterations: 3, max_redesigns: 1, max_retries: 2, brief: BriefLimits::default(), max_tokens: None, max_cost_usd: None }
     }
 }
 
@@ -231,6 +236,14 @@ pub enum SynthError {
         cap: u64,
         /// Tokens spent.
         spent: u64,
+    },
+    /// The roles together spent more than `--max-cost`.
+    #[error("the roles spent ${spent:.4}, more than --max-cost {cap}")]
+    CostCap {
+        /// The cap, in US dollars.
+        cap: f64,
+        /// Dollars spent.
+        spent: f64,
     },
     /// The Auditor asked for another redesign after the last one allowed.
     #[error("the auditor still asks for a redesign of design {designs} (--max-redesigns {redesigns}): {reason}")]
@@ -758,8 +771,13 @@ impl Run<'_> {
 
     /// Stops the synthesis once every role together spent more tokens than `--max-tokens`.
     fn check_token_cap(&self) -> Result<(), SynthError> {
-        match self.limits().max_tokens {
-            Some(cap) if self.journal.tokens() > cap => Err(SynthError::TokenCap { cap, spent: self.journal.tokens() }),
+        if let Some(cap) = self.limits().max_tokens
+            && self.journal.tokens() > cap
+        {
+            return Err(SynthError::TokenCap { cap, spent: self.journal.tokens() });
+        }
+        match self.limits().max_cost_usd {
+            Some(cap) if self.journal.cost_usd() > cap => Err(SynthError::CostCap { cap, spent: self.journal.cost_usd() }),
             _ => Ok(()),
         }
     }
