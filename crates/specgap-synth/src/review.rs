@@ -235,7 +235,10 @@ fn html_page(package: &specgap_task::TaskPackage, record: &SynthesisRecord) -> S
 }
 
 /// One reviewer's parsed sheet: criterion → (verdict, note).
-fn read_sheet(path: &Path) -> Result<BTreeMap<String, (CriterionResult, String)>, ReviewError> {
+type Sheet = BTreeMap<String, (CriterionResult, String)>;
+
+/// Reads one reviewer's sheet (module guide "Sheets").
+fn read_sheet(path: &Path) -> Result<Sheet, ReviewError> {
     let bad = |place: String, problem: String| ReviewError::Sheet { path: path.to_owned(), place, problem };
     let text = fs_err::read_to_string(path).map_err(|source| ReviewError::Io { action: "read", path: path.to_owned(), source })?;
     let mut reader = csv::ReaderBuilder::new().flexible(false).from_reader(text.as_bytes());
@@ -279,7 +282,7 @@ pub fn import_review(package: &Path, sheets: &[(String, PathBuf)], judge: &dyn J
     if sheets.is_empty() {
         return Err(ReviewError::NoSheets);
     }
-    let parsed: Vec<(String, BTreeMap<String, (CriterionResult, String)>)> =
+    let parsed: Vec<(String, Sheet)> =
         sheets.iter().map(|(name, path)| read_sheet(path).map(|v| (name.clone(), v))).collect::<Result<_, _>>()?;
     let (loaded, mut record) = load_synthesized(package)?;
     let report = check_package_with(&loaded, judge, &CheckOptions { strict: true });
