@@ -30,6 +30,7 @@ mod residualize;
 mod review_user;
 mod run;
 mod show;
+mod synthesis_review;
 mod synthesize;
 mod view;
 
@@ -111,6 +112,8 @@ enum Command {
     MockModel(mock_model::Args),
     /// Turn a fully specified task into a checked partial / full package (seed 000 §4.2).
     Synthesize(synthesize::Args),
+    /// Review a synthesized package: pages and sheets, then import the reviewers' verdicts.
+    SynthesisReview(synthesis_review::Args),
 }
 
 fn main() -> ExitCode {
@@ -140,6 +143,7 @@ fn main() -> ExitCode {
         Command::ReviewUser(args) => review_user::exec(args),
         Command::MockModel(args) => mock_model::exec(args),
         Command::Synthesize(args) => synthesize::exec(args),
+        Command::SynthesisReview(args) => synthesis_review::exec(args),
     };
     match outcome {
         Ok(code) => code,

@@ -101,6 +101,10 @@ pub struct Args {
     /// the answer that goes over. Default: no cap.
     #[arg(long, value_name = "N")]
     pub max_tokens: Option<u64>,
+    /// US dollars all roles together may spend (as each chat role's client prices its model
+    /// requests); the synthesis stops after the answer that goes over. Default: no cap.
+    #[arg(long, value_name = "USD")]
+    pub max_cost: Option<f64>,
     /// Directory of replacement prompts (planner.md, builder.md, auditor.md, calibrator.md).
     #[arg(long, value_name = "DIR")]
     pub prompts: Option<PathBuf>,
@@ -137,6 +141,7 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
         max_retries: args.max_retries.into(),
         brief: BriefLimits { requirements: args.requirements.into(), min_withheld: args.min_withheld.into() },
         max_tokens: args.max_tokens,
+        max_cost_usd: args.max_cost,
     };
     let config = Config { source: args.source, out: args.out, limits, prompts, resume: args.resume };
     let judge = SandboxJudge::new(!args.no_sandbox).context("preparing the evaluator sandbox")?;

@@ -117,6 +117,11 @@ impl Journal {
         self.doc.usage.values().map(|u| u.input_tokens + u.output_tokens).sum()
     }
 
+    /// US dollars every role spent so far, as their clients priced it.
+    pub fn cost_usd(&self) -> f64 {
+        self.doc.usage.values().map(|u| u.cost_usd).sum()
+    }
+
     /// Entries so far.
     pub fn entries(&self) -> &[Entry] {
         &self.doc.entries

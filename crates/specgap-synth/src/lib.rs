@@ -21,9 +21,12 @@
 //!   literal ([`rollouts::Rollouts`], supplied by the CLI), summarized for the Calibrator.
 //! * [`journal`] — `<out>/journal.json`, every hand-off, check and verdict.
 //! * [`prompts`] — the role prompts (replaceable files).
+//! * [`review`] — human review: pages, sheets, and the import that marks the package's
+//!   `synthesis.toml` reviewed with a version.
+//! * [`sandbox_view`] — the mounts a role played in its own sandbox would get (App. E).
 //!
-//! What this slice does not do yet (calibration rollouts, `cli:` roles, human review)
-//! is listed in `docs/synthesize.md`.
+//! What this slice does not do yet (`cli:` roles, `--max-cost`) is listed in
+//! `docs/synthesize.md`.
 //!
 //! ```no_run
 //! use specgap_synth::pipeline::{Config, Limits, Roles, synthesize};
@@ -56,6 +59,8 @@ pub mod handoff;
 pub mod journal;
 pub mod pipeline;
 pub mod prompts;
+pub mod review;
 pub mod role;
 pub mod rollouts;
+pub mod sandbox_view;
 mod tree;

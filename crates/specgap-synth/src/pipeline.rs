@@ -37,7 +37,7 @@ use crate::role::{Role, RoleError, RoleName, RoleRequest};
 use crate::tree::copy_tree;
 
 /// The pipeline's limits: the paper leaves each unnamed, so each is a flag with this default.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Limits {
     /// Builder rounds per design (`--max-iterations`, default 3).
     pub max_iterations: usize,
@@ -52,11 +52,16 @@ pub struct Limits {
     /// no cap.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u64>,
+    /// `--max-cost`: US dollars all roles together may spend, as their model clients price
+    /// their requests (the journal's `usage.*.cost_usd`); the synthesis stops after the answer
+    /// that goes over. `None`: no cap.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_iterations: 3, max_redesigns: 1, max_retries: 2, brief: BriefLimits::default(), max_tokens: None }
+        Limits { max_iterations: 3, max_redesigns: 1, max_retries: 2, brief: BriefLimits::default(), max_tokens: None, max_cost_usd: None }
     }
 }
 
@@ -232,6 +237,14 @@ pub enum SynthError {
         /// Tokens spent.
         spent: u64,
     },
+    /// The roles together spent more than `--max-cost`.
+    #[error("the roles spent ${spent:.4}, more than --max-cost {cap}")]
+    CostCap {
+        /// The cap, in US dollars.
+        cap: f64,
+        /// Dollars spent.
+        spent: f64,
+    },
     /// The Auditor asked for another redesign after the last one allowed.
     #[error("the auditor still asks for a redesign of design {designs} (--max-redesigns {redesigns}): {reason}")]
     RedesignLimit {
@@ -339,8 +352,8 @@ fn prepare_out(config: &Config, resuming: bool) -> Result<(), SynthError> {
 
 /// What a Builder round ended with.
 enum Round {
-    /// The package is ready.
-    Ready,
+    /// The package is ready; the sufficiency test's result, when one ran.
+    Ready(Option<Sufficiency>),
     /// Back to the Builder with these fixes.
     Fix(Vec<String>),
     /// Back to the Planner with this reason.
@@ -387,9 +400,10 @@ impl Run<'_> {
             self.prepare_work_dir(&work_dir, previous.as_deref())?;
             let package = self.build(design, iteration, brief, &fixes, &work_dir)?;
             match self.review(design, iteration, brief, &package)? {
-                Round::Ready => {
+                Round::Ready(sufficiency) => {
                     let target = self.config.out.join("package");
                     copy_tree(&package.root, &target).map_err(|source| SynthError::Write { path: target.clone(), source })?;
+                    self.record_synthesis(&target, sufficiency.as_ref())?;
                     return Ok(Ok(Synthesized {
                         package: target,
                         journal: self.journal.path().to_owned(),
@@ -403,6 +417,25 @@ impl Run<'_> {
             previous = Some(work_dir);
         }
         Err(SynthError::IterationLimit { design, iterations: max, fixes })
+    }
+
+    /// Writes `<package>/synthesis.toml` ([`specgap_task::synthesis`]): the source and the
+    /// sufficiency test's result, so `check` can report it; no review yet.
+    fn record_synthesis(&self, package: &Path, sufficiency: Option<&Sufficiency>) -> Result<(), SynthError> {
+        use specgap_task::synthesis::{SYNTHESIS_FILE, SYNTHESIS_FORMAT, SufficiencyRecord, SufficiencyResult, SynthesisRecord};
+        let sufficiency = match sufficiency {
+            None => SufficiencyRecord { result: SufficiencyResult::Skipped, failing: Vec::new(), failure: None },
+            Some(s) => SufficiencyRecord {
+                result: if s.failure.is_none() { SufficiencyResult::Pass } else { SufficiencyResult::Fail },
+                failing: s.failing.clone(),
+                failure: s.failure.clone().filter(|_| s.failing.is_empty()),
+            },
+        };
+        let record =
+            SynthesisRecord { format: SYNTHESIS_FORMAT, source: self.config.source.display().to_string(), sufficiency, review: None };
+        let path = package.join(SYNTHESIS_FILE);
+        let text = record.to_toml().map_err(|e| SynthError::Write { path: path.clone(), source: std::io::Error::other(e) })?;
+        fs_err::write(&path, text).map_err(|source| SynthError::Write { path, source })
     }
 
     /// A new round's directory starts as a copy of the previous round's; one that exists
@@ -437,7 +470,7 @@ impl Run<'_> {
         }
         let calibration = self.calibrate(design, iteration, package)?;
         Ok(match calibration.verdict {
-            CalibrationDecision::Ready => Round::Ready,
+            CalibrationDecision::Ready => Round::Ready(sufficiency),
             CalibrationDecision::Fix => Round::Fix(calibration.fixes),
         })
     }
@@ -738,8 +771,13 @@ impl Run<'_> {
 
     /// Stops the synthesis once every role together spent more tokens than `--max-tokens`.
     fn check_token_cap(&self) -> Result<(), SynthError> {
-        match self.limits().max_tokens {
-            Some(cap) if self.journal.tokens() > cap => Err(SynthError::TokenCap { cap, spent: self.journal.tokens() }),
+        if let Some(cap) = self.limits().max_tokens
+            && self.journal.tokens() > cap
+        {
+            return Err(SynthError::TokenCap { cap, spent: self.journal.tokens() });
+        }
+        match self.limits().max_cost_usd {
+            Some(cap) if self.journal.cost_usd() > cap => Err(SynthError::CostCap { cap, spent: self.journal.cost_usd() }),
             _ => Ok(()),
         }
     }

@@ -318,7 +318,52 @@ impl Checker<'_> {
             None => return None,
         }
         self.residual_checks();
+        self.synthesis_rows();
         kind
+    }
+
+    // ---- synthesis.toml (specgap synthesize, seed 000 §4.2) -----------------------------------
+
+    /// `synthesis:sufficiency` and `synthesis:review`, only for a package that records its
+    /// synthesis: the sufficiency test's recorded result (a failed one fails the package:
+    /// its full instruction did not state enough), and whether humans reviewed it.
+    fn synthesis_rows(&mut self) {
+        use crate::synthesis::{ReviewStatus, SufficiencyResult};
+        let Some(record) = self.package.synthesis() else { return };
+        let sufficiency = &record.sufficiency;
+        let (verdict, reason) = match sufficiency.result {
+            SufficiencyResult::Pass => {
+                (Verdict::Pass, "the synthesis's implementation from instruction.full.md passed every requirement".to_owned())
+            }
+            SufficiencyResult::Fail if sufficiency.failing.is_empty() => (
+                Verdict::Fail,
+                format!("the synthesis's sufficiency test failed: {}", sufficiency.failure.as_deref().unwrap_or("no reason recorded")),
+            ),
+            SufficiencyResult::Fail => (
+                Verdict::Fail,
+                format!("the synthesis's implementation from instruction.full.md failed {}", sufficiency.failing.join(", ")),
+            ),
+            SufficiencyResult::Skipped => (Verdict::Skip, "the synthesis ran no sufficiency test (no implementer)".to_owned()),
+        };
+        self.push("synthesis:sufficiency", verdict, reason);
+        let (verdict, reason) = match &record.review {
+            None => {
+                (Verdict::Warn, "not reviewed: no reviewers' verdicts imported (specgap synthesis-review --review NAME=CSV)".to_owned())
+            }
+            Some(review) if review.status == ReviewStatus::Reviewed => {
+                (Verdict::Pass, format!("reviewed (version {}): every criterion passed", review.version))
+            }
+            Some(review) => {
+                let failed: Vec<&str> = review
+                    .criteria
+                    .iter()
+                    .filter(|c| c.verdict == crate::synthesis::CriterionResult::Fail)
+                    .map(|c| c.criterion.as_str())
+                    .collect();
+                (Verdict::Fail, format!("review version {} rejected it: {} failed", review.version, failed.join(", ")))
+            }
+        };
+        self.push("synthesis:review", verdict, reason);
     }
 
     /// `network`, only when an evaluation's stderr says it tried to reach the network (a

@@ -55,6 +55,7 @@ mod package;
 pub mod residual;
 mod sandbox_judge;
 pub mod stages;
+pub mod synthesis;
 mod tree;
 pub mod views;
 pub mod visible_answer;

@@ -22,7 +22,8 @@ use crate::{format2, format2_env};
 /// The TOML files formats 1 and 2 define at a package's top level; any other `*.toml` there is
 /// most likely a misspelling (`requirement.toml` would silently unscore a task), so it is an
 /// error.
-const KNOWN_TOML: [&str; 5] = ["task.toml", "requirements.toml", "observations.toml", "user.toml", "clarifications.toml"];
+const KNOWN_TOML: [&str; 6] =
+    ["task.toml", "requirements.toml", "observations.toml", "user.toml", "clarifications.toml", crate::synthesis::SYNTHESIS_FILE];
 
 /// Loads the package at `path` and checks every rule of DESIGN §2 that needs no evaluator run.
 ///
@@ -57,6 +58,7 @@ pub fn load(path: impl AsRef<Path>) -> Result<TaskPackage, LoadError> {
     let solutions = load_solutions(&root, &requirement_ids)?;
     let residual = load_residual(&root)?;
     reject_unknown_toml(&root)?;
+    let synthesis = load_synthesis(&root)?;
     let delivery_schema = match manifest.delivery.as_ref().and_then(|d| d.schema.as_deref()) {
         Some(rel) => Some(format2::load_schema(&root, rel, spans.schema)?),
         None => None,
@@ -91,6 +93,7 @@ pub fn load(path: impl AsRef<Path>) -> Result<TaskPackage, LoadError> {
         delivery_schema,
         image_environment,
         stages,
+        synthesis,
         hash: tree::content_hash(&root, &entries)?,
         root,
     })
@@ -680,13 +683,32 @@ fn load_residual(root: &Path) -> Result<BTreeMap<String, ResidualState>, LoadErr
     Ok(states)
 }
 
+/// `synthesis.toml`, when present: its format must be one this specgap reads.
+fn load_synthesis(root: &Path) -> Result<Option<crate::synthesis::SynthesisRecord>, LoadError> {
+    let path = root.join(crate::synthesis::SYNTHESIS_FILE);
+    let record = read_optional_toml::<crate::synthesis::SynthesisRecord>(&path)?;
+    if let Some(record) = &record
+        && record.format != crate::synthesis::SYNTHESIS_FORMAT
+    {
+        return Err(LoadError::Invalid {
+            at: Location::path(&path),
+            message: format!(
+                "synthesis.toml format {} is not supported; this specgap reads format {}",
+                record.format,
+                crate::synthesis::SYNTHESIS_FORMAT
+            ),
+        });
+    }
+    Ok(record)
+}
+
 fn reject_unknown_toml(root: &Path) -> Result<(), LoadError> {
     for (name, path) in children(root)? {
         if name.ends_with(".toml") && !KNOWN_TOML.contains(&name.as_str()) {
             return Err(LoadError::UnexpectedEntry {
                 path,
                 found: "toml file",
-                expected: "only task.toml, requirements.toml, observations.toml, user.toml and clarifications.toml at the package top level",
+                expected: "only task.toml, requirements.toml, observations.toml, user.toml, clarifications.toml and synthesis.toml at the package top level",
             });
         }
     }

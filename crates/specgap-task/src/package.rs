@@ -83,6 +83,7 @@ pub struct TaskPackage {
     pub(crate) delivery_schema: Option<DeliverySchema>,
     pub(crate) image_environment: Option<ImageEnvironment>,
     pub(crate) stages: Option<PackageStages>,
+    pub(crate) synthesis: Option<crate::synthesis::SynthesisRecord>,
     pub(crate) hash: String,
 }
 
@@ -90,6 +91,11 @@ impl TaskPackage {
     /// The package directory, as given to [`crate::load`] (or found by [`crate::discover`]).
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// `synthesis.toml`: what `specgap synthesize` recorded about this package, if it built it.
+    pub fn synthesis(&self) -> Option<&crate::synthesis::SynthesisRecord> {
+        self.synthesis.as_ref()
     }
 
     /// `[task].name`, unique in a suite.

@@ -40,6 +40,39 @@ fn synthesize_with_the_bundled_scripted_roles_writes_the_package_and_the_journal
     assert_eq!(journal["entries"][5]["detail"]["evidence"].as_array().unwrap().len(), 4);
     assert!(package.join("solutions/mutants/charge-once").is_dir());
 
+    // `check` reports the recorded sufficiency test and the (missing) review.
+    let synthesis_rows = |package: &std::path::Path| -> Vec<(String, String)> {
+        let check = specgap().args(["check", "--strict", "--json"]).arg(package).output().unwrap();
+        let summary: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
+        summary["tasks"][0]["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["check"].as_str().unwrap().starts_with("synthesis:"))
+            .map(|r| (r["check"].as_str().unwrap().to_owned(), r["result"].as_str().unwrap().to_owned()))
+            .collect()
+    };
+    let row = |check: &str, result: &str| (check.to_owned(), result.to_owned());
+    assert_eq!(synthesis_rows(&package), [row("synthesis:sufficiency", "pass"), row("synthesis:review", "warn")]);
+
+    // Review pages, then one reviewer's sheet passing every criterion: version 1, reviewed.
+    let pages = tmp.path().join("pages");
+    let written = specgap().arg("synthesis-review").arg(&package).arg("--pages").arg(&pages).output().unwrap();
+    assert_eq!(written.status.code(), Some(0), "{}", String::from_utf8_lossy(&written.stderr));
+    let blank = std::fs::read_to_string(pages.join("sheet.csv")).unwrap();
+    let filled: String = blank
+        .lines()
+        .enumerate()
+        .map(|(i, line)| if i == 0 { format!("{line}\n") } else { format!("{},pass,\n", line.trim_end_matches(',')) })
+        .collect();
+    let sheet = tmp.path().join("ana.csv");
+    std::fs::write(&sheet, filled).unwrap();
+    let imported =
+        specgap().arg("synthesis-review").arg(&package).arg("--review").arg(format!("ana={}", sheet.display())).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&imported.stdout), "review version 1: reviewed\n", "{}", String::from_utf8_lossy(&imported.stderr));
+    assert_eq!(imported.status.code(), Some(0));
+    assert_eq!(synthesis_rows(&package), [row("synthesis:sufficiency", "pass"), row("synthesis:review", "pass")]);
+
     // The same output directory is refused now that it holds a synthesis; an agent kind the
     // pipeline cannot play yet is refused by name.
     let again = specgap()

@@ -5,5 +5,7 @@ mod chat;
 mod handoff;
 mod pipeline;
 mod prompts;
+mod review;
 mod role;
+mod sandbox_view;
 mod support;

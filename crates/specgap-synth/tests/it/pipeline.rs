@@ -396,3 +396,48 @@ fn a_calibrator_fix_goes_back_to_the_builder_and_the_package_is_audited_again() 
     assert_eq!(journal["entries"][5]["inputs"]["fixes"], json!(["full run 2 faced an unstated retry cap at turn 9"]));
     assert_eq!(journal["entries"][4]["detail"]["rollouts"][0]["class"], "environment-defect");
 }
+
+/// A scripted role that reports a priced usage for every answer, as a chat role's client does.
+struct Priced(Box<dyn specgap_synth::role::Role>, f64);
+
+impl specgap_synth::role::Role for Priced {
+    fn label(&self) -> String {
+        self.0.label()
+    }
+    fn answer(&mut self, request: &specgap_synth::role::RoleRequest) -> Result<String, specgap_synth::role::RoleError> {
+        self.0.answer(request)
+    }
+    fn take_usage(&mut self) -> Option<specgap_synth::role::Usage> {
+        Some(specgap_synth::role::Usage { requests: 1, cost_usd: self.1, ..Default::default() })
+    }
+}
+
+#[test]
+fn the_cost_cap_stops_the_synthesis_after_the_answer_that_goes_over() {
+    let scripts = Scripts::new();
+    let planner = scripts.role("planner", vec![json!({"reply_text": "not json"}), json!({"reply": brief()})]);
+    let mut roles = specgap_synth::pipeline::Roles {
+        planner: Box::new(Priced(planner, 0.25)),
+        builder: scripts.role("builder", vec![]),
+        auditor: scripts.role("auditor", vec![]),
+        calibrator: scripts.role("calibrator", vec![]),
+        implementer: None,
+        reference: None,
+    };
+    let limits = Limits { max_cost_usd: Some(0.4), ..Limits::default() };
+    let config = specgap_synth::pipeline::Config {
+        source: crate::support::payment_retry(),
+        out: scripts.out(),
+        limits,
+        prompts: Default::default(),
+        resume: false,
+    };
+    let judge = specgap_task::SandboxJudge::new(true).unwrap();
+    let err = specgap_synth::pipeline::synthesize(&config, &mut roles, &judge).unwrap_err();
+    assert!(matches!(err, SynthError::CostCap { spent, .. } if spent == 0.5), "{err:?}");
+    assert_eq!(err.to_string(), "the roles spent $0.5000, more than --max-cost 0.4");
+    let journal = scripts.journal();
+    assert_eq!(steps(&journal), vec![step("planner", 1, 0, 1, "malformed"), step("planner", 1, 0, 2, "accepted")]);
+    assert_eq!(journal["limits"]["max_cost_usd"], 0.4);
+    assert_eq!(journal["usage"]["planner"]["cost_usd"], 0.5);
+}

@@ -480,10 +480,29 @@ fn misspelt_package_toml_is_rejected() {
     assert_eq!(
         copy.load_error(),
         format!(
-            "{}: unexpected toml file; expected only task.toml, requirements.toml, observations.toml, user.toml and clarifications.toml at the package top level",
+            "{}: unexpected toml file; expected only task.toml, requirements.toml, observations.toml, user.toml, clarifications.toml and synthesis.toml at the package top level",
             copy.path("users.toml").display()
         )
     );
+}
+
+#[test]
+fn synthesis_toml_is_read_and_checked() {
+    let copy = Copy::of("req-basic");
+    assert!(specgap_task::load(copy.path("")).unwrap().synthesis().is_none());
+    copy.write("synthesis.toml", "format = 1\nsource = \"src\"\n\n[sufficiency]\nresult = \"fail\"\nfailing = [\"a\"]\n");
+    let loaded = specgap_task::load(copy.path("")).unwrap();
+    let record = loaded.synthesis().unwrap();
+    assert_eq!(record.sufficiency.result, specgap_task::synthesis::SufficiencyResult::Fail);
+    assert_eq!(record.sufficiency.failing, ["a"]);
+    assert_eq!(record.to_toml().unwrap(), copy.read("synthesis.toml"), "what is written reads back the same");
+    copy.write("synthesis.toml", "format = 2\nsource = \"src\"\n\n[sufficiency]\nresult = \"pass\"\n");
+    assert_eq!(
+        copy.load_error(),
+        format!("{}: synthesis.toml format 2 is not supported; this specgap reads format 1", copy.path("synthesis.toml").display())
+    );
+    copy.write("synthesis.toml", "format = 1\nsource = \"src\"\nreviewed = true\n\n[sufficiency]\nresult = \"pass\"\n");
+    assert!(copy.load_error().contains("unknown field `reviewed`"), "{}", copy.load_error());
 }
 
 #[test]
