@@ -42,6 +42,60 @@ fn have_busybox() -> bool {
     false
 }
 
+/// Whether busybox-static and bash-static are both here (the vendor CLIs' image); `false`
+/// after a note (a failure under `SPECGAP_REQUIRE_EXTERNAL=1`).
+fn have_busybox_and_static_bash() -> bool {
+    if !have_busybox() {
+        return false;
+    }
+    if Path::new(BASH_STATIC).is_file() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("SPECGAP_REQUIRE_EXTERNAL").is_none_or(|v| v != "1"),
+        "SPECGAP_REQUIRE_EXTERNAL=1 and {BASH_STATIC} (Debian's bash-static) is missing"
+    );
+    eprintln!("skipped: {BASH_STATIC} (Debian's bash-static) is missing");
+    false
+}
+
+/// The configuration of vendor CLI `adapter` at `version` against `mock`: one quick retry and
+/// a short stop grace.
+fn vendor_config(adapter: &str, version: &str, mock: &MockUpstream) -> specgap_agents::cli::CliConfig {
+    let mut config = specgap_agents::cli::CliConfig::new(adapter, MODEL);
+    config.version = Some(version.into());
+    config.endpoint.base_url = format!("{}/v1", mock.url());
+    config.endpoint.api_key_env = KEY_ENV.into();
+    config.endpoint.retry_base_ms = 1;
+    config.endpoint.max_retries = 1;
+    config.stop_grace_ms = 500;
+    config
+}
+
+/// The tool results of `run`, after asserting it was accepted with Score 1.
+fn accepted_results(run: &CliRun) -> Vec<String> {
+    let results: Vec<String> = run
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolResult { output, .. } => Some(output.clone()),
+            _ => None,
+        })
+        .collect();
+    let exits: Vec<String> =
+        run.events.iter().filter(|e| matches!(e.kind, EventKind::AgentExit { .. })).map(|e| format!("{:?}", e.kind)).collect();
+    assert_eq!(run.detail.episode.end_reason, Some(EndReason::Accepted), "{results:?} {exits:?} {:?}", run.detail.episode.error);
+    assert_eq!(run.detail.submissions.iter().map(|s| s.score).collect::<Vec<_>>(), [Some(1.0)]);
+    results
+}
+
+/// No network attempt was recorded and the key is nowhere in the store.
+fn assert_no_network_and_no_key(run: &CliRun) {
+    assert_no_network_attempt(&run.events);
+    let stored = run.everything_stored();
+    assert!(!stored.windows(canary_key().len()).any(|w| w == canary_key().as_bytes()), "the key is nowhere in the store");
+}
+
 fn write_file(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, text).unwrap();
@@ -146,9 +200,7 @@ fn mini_swe_agent_completes_an_episode_in_a_busybox_image_through_the_host_loade
     assert_eq!(scores, [Some(1.0)]);
     assert_eq!(run.requests.len(), 2, "mini ends at its marker");
     check_requests(&run.requests);
-    assert_no_network_attempt(&run.events);
-    let stored = run.everything_stored();
-    assert!(!stored.windows(canary_key().len()).any(|w| w == canary_key().as_bytes()), "the key is nowhere in the store");
+    assert_no_network_and_no_key(&run);
 }
 
 #[test]
@@ -184,15 +236,7 @@ const BASH_STATIC: &str = "/bin/bash-static";
 
 #[test]
 fn claude_code_runs_its_bash_tool_in_a_busybox_image_with_a_static_bash_and_submits_through_mcp() {
-    if !have_busybox() {
-        return;
-    }
-    if !Path::new(BASH_STATIC).is_file() {
-        assert!(
-            std::env::var_os("SPECGAP_REQUIRE_EXTERNAL").is_none_or(|v| v != "1"),
-            "SPECGAP_REQUIRE_EXTERNAL=1 and {BASH_STATIC} (Debian's bash-static) is missing"
-        );
-        eprintln!("skipped: {BASH_STATIC} (Debian's bash-static) is missing");
+    if !have_busybox_and_static_bash() {
         return;
     }
     let Some(_) = crate::cli_vendors::installed("claude-code") else { return };
@@ -215,33 +259,14 @@ fn claude_code_runs_its_bash_tool_in_a_busybox_image_with_a_static_bash_and_subm
         500,
         "{\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"unscripted request\"}}",
     ));
-    let mut config = specgap_agents::cli::CliConfig::new("claude-code", MODEL);
-    config.version = Some(specgap_agents::cli::claude_code::DEFAULT_VERSION.into());
-    config.endpoint.base_url = format!("{}/v1", mock.url());
-    config.endpoint.api_key_env = KEY_ENV.into();
-    config.endpoint.retry_base_ms = 1;
-    config.endpoint.max_retries = 1;
-    config.stop_grace_ms = 500;
+    let config = vendor_config("claude-code", specgap_agents::cli::claude_code::DEFAULT_VERSION, &mock);
     let run = run_cli(package, "blind", "clean", "cli:claude-code", &config, &mock, BudgetFlags::default());
-    let results: Vec<String> = run
-        .events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::ToolResult { output, .. } => Some(output.clone()),
-            _ => None,
-        })
-        .collect();
-    let exits: Vec<String> =
-        run.events.iter().filter(|e| matches!(e.kind, EventKind::AgentExit { .. })).map(|e| format!("{:?}", e.kind)).collect();
-    assert_eq!(run.detail.episode.end_reason, Some(EndReason::Accepted), "{results:?} {exits:?} {:?}", run.detail.episode.error);
-    assert_eq!(run.detail.submissions.iter().map(|s| s.score).collect::<Vec<_>>(), [Some(1.0)]);
+    let results = accepted_results(&run);
     assert_eq!(
         results[0], "exit status 1\n--- stdout ---\nbusybox-static test image\nls: /usr: No such file or directory",
         "the image's own files, by the image's bash"
     );
-    assert_no_network_attempt(&run.events);
-    let stored = run.everything_stored();
-    assert!(!stored.windows(canary_key().len()).any(|w| w == canary_key().as_bytes()), "the key is nowhere in the store");
+    assert_no_network_and_no_key(&run);
 }
 
 #[test]
@@ -277,15 +302,7 @@ fn an_episode_of_a_cli_the_image_cannot_serve_ends_before_the_cli_starts_naming_
 fn codex_runs_its_shell_tool_in_a_busybox_image_with_a_static_bash_and_submits_through_mcp() {
     // Codex's own program is a static (musl) binary: it runs as it is; its commands run in the
     // image's bash, its MCP server (the harness's bridge) through the host's loader.
-    if !have_busybox() {
-        return;
-    }
-    if !Path::new(BASH_STATIC).is_file() {
-        assert!(
-            std::env::var_os("SPECGAP_REQUIRE_EXTERNAL").is_none_or(|v| v != "1"),
-            "SPECGAP_REQUIRE_EXTERNAL=1 and {BASH_STATIC} (Debian's bash-static) is missing"
-        );
-        eprintln!("skipped: {BASH_STATIC} (Debian's bash-static) is missing");
+    if !have_busybox_and_static_bash() {
         return;
     }
     let Some(_) = crate::cli_vendors::installed("codex") else { return };
@@ -308,48 +325,21 @@ fn codex_runs_its_shell_tool_in_a_busybox_image_with_a_static_bash_and_submits_t
         500,
         "{\"error\":{\"message\":\"unscripted request\",\"type\":\"server_error\",\"param\":null,\"code\":null}}",
     ));
-    let mut config = specgap_agents::cli::CliConfig::new("codex", MODEL);
-    config.version = Some(specgap_agents::cli::codex::DEFAULT_VERSION.into());
-    config.endpoint.base_url = format!("{}/v1", mock.url());
-    config.endpoint.api_key_env = KEY_ENV.into();
-    config.endpoint.retry_base_ms = 1;
-    config.endpoint.max_retries = 1;
-    config.stop_grace_ms = 500;
+    let config = vendor_config("codex", specgap_agents::cli::codex::DEFAULT_VERSION, &mock);
     let run = run_cli(package, "blind", "clean", "cli:codex", &config, &mock, BudgetFlags::default());
-    let results: Vec<String> = run
-        .events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::ToolResult { output, .. } => Some(output.clone()),
-            _ => None,
-        })
-        .collect();
-    let exits: Vec<String> =
-        run.events.iter().filter(|e| matches!(e.kind, EventKind::AgentExit { .. })).map(|e| format!("{:?}", e.kind)).collect();
-    assert_eq!(run.detail.episode.end_reason, Some(EndReason::Accepted), "{results:?} {exits:?}");
-    assert_eq!(run.detail.submissions.iter().map(|s| s.score).collect::<Vec<_>>(), [Some(1.0)]);
+    let results = accepted_results(&run);
     assert_eq!(
         results[0], "exit status 1\n--- stdout ---\nbusybox-static test image\nls: /usr: No such file or directory\n",
         "the image's own files, by the image's bash"
     );
-    assert_no_network_attempt(&run.events);
-    let stored = run.everything_stored();
-    assert!(!stored.windows(canary_key().len()).any(|w| w == canary_key().as_bytes()), "the key is nowhere in the store");
+    assert_no_network_and_no_key(&run);
 }
 
 #[test]
 fn opencode_runs_its_bash_tool_in_a_busybox_image_with_a_static_bash_and_submits_through_mcp() {
     // opencode's own program is a Bun executable linked against glibc: started through the
     // host's loader; its bash tool runs the image's bash.
-    if !have_busybox() {
-        return;
-    }
-    if !Path::new(BASH_STATIC).is_file() {
-        assert!(
-            std::env::var_os("SPECGAP_REQUIRE_EXTERNAL").is_none_or(|v| v != "1"),
-            "SPECGAP_REQUIRE_EXTERNAL=1 and {BASH_STATIC} (Debian's bash-static) is missing"
-        );
-        eprintln!("skipped: {BASH_STATIC} (Debian's bash-static) is missing");
+    if !have_busybox_and_static_bash() {
         return;
     }
     let Some(_) = crate::cli_vendors::installed("opencode") else { return };
@@ -376,33 +366,14 @@ fn opencode_runs_its_bash_tool_in_a_busybox_image_with_a_static_bash_and_submits
             _ => replies::openai_chat_stream(MODEL, "Done.", &[], tokens),
         }
     });
-    let mut config = specgap_agents::cli::CliConfig::new("opencode", MODEL);
-    config.version = Some(specgap_agents::cli::opencode::DEFAULT_VERSION.into());
-    config.endpoint.base_url = format!("{}/v1", mock.url());
-    config.endpoint.api_key_env = KEY_ENV.into();
-    config.endpoint.retry_base_ms = 1;
-    config.endpoint.max_retries = 1;
-    config.stop_grace_ms = 500;
+    let config = vendor_config("opencode", specgap_agents::cli::opencode::DEFAULT_VERSION, &mock);
     let run = run_cli(package, "blind", "clean", "cli:opencode", &config, &mock, BudgetFlags::default());
-    let results: Vec<String> = run
-        .events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::ToolResult { output, .. } => Some(output.clone()),
-            _ => None,
-        })
-        .collect();
-    let exits: Vec<String> =
-        run.events.iter().filter(|e| matches!(e.kind, EventKind::AgentExit { .. })).map(|e| format!("{:?}", e.kind)).collect();
-    assert_eq!(run.detail.episode.end_reason, Some(EndReason::Accepted), "{results:?} {exits:?}");
-    assert_eq!(run.detail.submissions.iter().map(|s| s.score).collect::<Vec<_>>(), [Some(1.0)]);
+    let results = accepted_results(&run);
     assert_eq!(
         results[0], "busybox-static test image\nls: /usr: No such file or directory\n",
         "the image's own files, by the image's bash"
     );
-    assert_no_network_attempt(&run.events);
-    let stored = run.everything_stored();
-    assert!(!stored.windows(canary_key().len()).any(|w| w == canary_key().as_bytes()), "the key is nowhere in the store");
+    assert_no_network_and_no_key(&run);
 }
 
 #[test]
@@ -410,15 +381,7 @@ fn gemini_cli_runs_its_shell_tool_in_a_busybox_image_with_a_static_bash_and_subm
     // The host's node (a host system program) is bound at /run/specgap/host/exe/node and
     // started by name through its wrapper; the bundle runs under it, its shell tool in the
     // image's bash.
-    if !have_busybox() {
-        return;
-    }
-    if !Path::new(BASH_STATIC).is_file() {
-        assert!(
-            std::env::var_os("SPECGAP_REQUIRE_EXTERNAL").is_none_or(|v| v != "1"),
-            "SPECGAP_REQUIRE_EXTERNAL=1 and {BASH_STATIC} (Debian's bash-static) is missing"
-        );
-        eprintln!("skipped: {BASH_STATIC} (Debian's bash-static) is missing");
+    if !have_busybox_and_static_bash() {
         return;
     }
     let Some(_) = crate::cli_vendors::installed("gemini-cli") else { return };
@@ -436,50 +399,23 @@ fn gemini_cli_runs_its_shell_tool_in_a_busybox_image_with_a_static_bash_and_subm
             _ => replies::gemini_stream("Done.", &[], tokens),
         }
     });
-    let mut config = specgap_agents::cli::CliConfig::new("gemini-cli", MODEL);
-    config.version = Some(specgap_agents::cli::gemini_cli::DEFAULT_VERSION.into());
-    config.endpoint.base_url = format!("{}/v1", mock.url());
-    config.endpoint.api_key_env = KEY_ENV.into();
-    config.endpoint.retry_base_ms = 1;
-    config.endpoint.max_retries = 1;
-    config.stop_grace_ms = 500;
+    let config = vendor_config("gemini-cli", specgap_agents::cli::gemini_cli::DEFAULT_VERSION, &mock);
     let run = run_cli(package, "blind", "clean", "cli:gemini-cli", &config, &mock, BudgetFlags::default());
-    let results: Vec<String> = run
-        .events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::ToolResult { output, .. } => Some(output.clone()),
-            _ => None,
-        })
-        .collect();
-    let exits: Vec<String> =
-        run.events.iter().filter(|e| matches!(e.kind, EventKind::AgentExit { .. })).map(|e| format!("{:?}", e.kind)).collect();
-    assert_eq!(run.detail.episode.end_reason, Some(EndReason::Accepted), "{results:?} {exits:?}");
-    assert_eq!(run.detail.submissions.iter().map(|s| s.score).collect::<Vec<_>>(), [Some(1.0)]);
+    let results = accepted_results(&run);
     // The process group id that follows is the sandbox's to choose.
     assert!(
         results[0]
             .starts_with("<untrusted_context>\nOutput: busybox-static test image\nls: /usr: No such file or directory\nExit Code: 1\n"),
         "the image's own files, by the image's bash: {results:?}"
     );
-    assert_no_network_attempt(&run.events);
-    let stored = run.everything_stored();
-    assert!(!stored.windows(canary_key().len()).any(|w| w == canary_key().as_bytes()), "the key is nowhere in the store");
+    assert_no_network_and_no_key(&run);
 }
 
 #[test]
 fn openhands_runs_its_terminal_in_a_busybox_image_with_a_static_bash_and_finishes() {
     // OpenHands' virtual environment (a pyenv Python 3.12) through the host's loader; its
     // terminal tool runs the image's bash; its `finish` is the agent-declared submit.
-    if !have_busybox() {
-        return;
-    }
-    if !Path::new(BASH_STATIC).is_file() {
-        assert!(
-            std::env::var_os("SPECGAP_REQUIRE_EXTERNAL").is_none_or(|v| v != "1"),
-            "SPECGAP_REQUIRE_EXTERNAL=1 and {BASH_STATIC} (Debian's bash-static) is missing"
-        );
-        eprintln!("skipped: {BASH_STATIC} (Debian's bash-static) is missing");
+    if !have_busybox_and_static_bash() {
         return;
     }
     let Some(_) = crate::cli_vendors::installed("openhands") else { return };
@@ -502,31 +438,12 @@ fn openhands_runs_its_terminal_in_a_busybox_image_with_a_static_bash_and_finishe
         500,
         "{\"error\":{\"message\":\"unscripted request\",\"type\":\"server_error\",\"param\":null,\"code\":null}}",
     ));
-    let mut config = specgap_agents::cli::CliConfig::new("openhands", MODEL);
-    config.version = Some(specgap_agents::cli::openhands::DEFAULT_VERSION.into());
-    config.endpoint.base_url = format!("{}/v1", mock.url());
-    config.endpoint.api_key_env = KEY_ENV.into();
-    config.endpoint.retry_base_ms = 1;
-    config.endpoint.max_retries = 1;
-    config.stop_grace_ms = 500;
+    let config = vendor_config("openhands", specgap_agents::cli::openhands::DEFAULT_VERSION, &mock);
     let run = run_cli(package, "blind", "clean", "cli:openhands", &config, &mock, BudgetFlags::default());
-    let results: Vec<String> = run
-        .events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::ToolResult { output, .. } => Some(output.clone()),
-            _ => None,
-        })
-        .collect();
-    let exits: Vec<String> =
-        run.events.iter().filter(|e| matches!(e.kind, EventKind::AgentExit { .. })).map(|e| format!("{:?}", e.kind)).collect();
-    assert_eq!(run.detail.episode.end_reason, Some(EndReason::Accepted), "{results:?} {exits:?}");
-    assert_eq!(run.detail.submissions.iter().map(|s| s.score).collect::<Vec<_>>(), [Some(1.0)]);
+    let results = accepted_results(&run);
     assert_eq!(
         results[0], "exit status 0\n--- stdout ---\nbusybox-static test image\n",
         "the image's own file, by the image's bash: {results:?}"
     );
-    assert_no_network_attempt(&run.events);
-    let stored = run.everything_stored();
-    assert!(!stored.windows(canary_key().len()).any(|w| w == canary_key().as_bytes()), "the key is nowhere in the store");
+    assert_no_network_and_no_key(&run);
 }
