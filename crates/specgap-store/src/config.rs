@@ -97,6 +97,11 @@ fn paper_protocol_difference(a: &RunConfig, a_label: &str, b: &RunConfig, b_labe
         return None;
     }
     let (x, y) = (name(a), name(b));
+    // One protocol records its rules per condition: other conditions are the difference to name
+    // (the `conditions` field, below), not the protocol (fresh-user trial).
+    if x == y && a.conditions != b.conditions {
+        return None;
+    }
     let what = if x == y {
         format!("protocol {x} in both, with different rules or deviations")
     } else {

@@ -185,6 +185,26 @@ fn a_custom_protocol_file_error_names_the_file_and_the_key() {
 }
 
 #[test]
+fn a_store_reused_with_another_condition_names_the_conditions_not_the_protocol() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let run = |conditions: &str| {
+        specgap()
+            .current_dir(repo())
+            .args(["run", "examples/tasks/payment-retry", "--agent", "scripted:gold", "--condition", conditions, "--no-report", "--out"])
+            .arg(&out)
+            .output()
+            .unwrap()
+    };
+    assert_succeeded(run("partial"));
+    let output = run("partial,full");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("`conditions` differs: [\"partial\"] in the store, [\"partial\", \"full\"]"), "{stderr}");
+    assert!(!stderr.contains("paper protocol differs"), "{stderr}");
+}
+
+#[test]
 fn merge_refuses_shards_run_under_different_protocols() {
     let dir = tempfile::tempdir().unwrap();
     let shard = |n: &str, extra: &[&str]| {
