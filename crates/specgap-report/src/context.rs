@@ -165,7 +165,7 @@ impl TaskContext {
                         hash: package.hash().to_string(),
                         patch: state.patch.clone(),
                     }),
-                    machine: state.machine.as_ref().map(|layer| MachineState { layer: layer.clone(), image_root: image_root.clone() }),
+                    machine: state.machine.as_ref().map(|layer| MachineState::new(layer.clone(), image_root.clone())),
                     harness: OnceLock::new(),
                 },
             );

@@ -16,6 +16,7 @@
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 /// What a layer does to one path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,37 +67,54 @@ impl LayerFiles {
     }
 }
 
-/// A whole-machine state's layer and the image it lies over.
+/// A whole-machine state's layer and the image it lies over. The layer is read, and P
+/// computed, once per state, however many continuations start from it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MachineState {
     /// `residual/<id>/machine.tar`.
     pub layer: PathBuf,
     /// The task's root filesystem in the user's environment cache, when it is there.
     pub image_root: Option<PathBuf>,
+    files: OnceLock<Option<LayerFiles>>,
+    inherited: OnceLock<Option<BTreeMap<String, Vec<String>>>>,
 }
 
 impl MachineState {
+    /// The state whose layer is `layer`, over the image at `image_root` (when cached).
+    pub fn new(layer: PathBuf, image_root: Option<PathBuf>) -> MachineState {
+        MachineState { layer, image_root, files: OnceLock::new(), inherited: OnceLock::new() }
+    }
+
+    /// The predecessor's layer, read on first use; `None` when it cannot be read.
+    fn files(&self) -> Option<&LayerFiles> {
+        self.files.get_or_init(|| LayerFiles::read(&self.layer)).as_ref()
+    }
+
     /// P of the machine: per absolute path, the lines the predecessor's layer added or
     /// replaced relative to the image's version. `None` when the layer cannot be read.
-    pub(crate) fn inherited(&self) -> Option<BTreeMap<String, Vec<String>>> {
-        let layer = LayerFiles::read(&self.layer)?;
-        Some(
-            layer
-                .files
-                .iter()
-                .filter_map(|(path, change)| match change {
-                    Change::File(bytes) => Some((path.clone(), self.added(path, bytes, layer.hides(path)))),
-                    Change::Deleted => None,
-                })
-                .collect(),
-        )
+    pub(crate) fn inherited(&self) -> Option<&BTreeMap<String, Vec<String>>> {
+        self.inherited
+            .get_or_init(|| {
+                let layer = self.files()?;
+                Some(
+                    layer
+                        .files
+                        .iter()
+                        .filter_map(|(path, change)| match change {
+                            Change::File(bytes) => Some((path.clone(), self.added(path, bytes, layer.hides(path)))),
+                            Change::Deleted => None,
+                        })
+                        .collect(),
+                )
+            })
+            .as_ref()
     }
 
     /// The final machine's added lines per absolute path, relative to the image, with
     /// `last` (the continuation's last submission layer, `None` when it changed nothing) over
     /// the predecessor's layer. `None` when the predecessor's layer cannot be read.
     pub(crate) fn final_added(&self, last: Option<&LayerFiles>) -> Option<BTreeMap<String, Vec<String>>> {
-        let inherited = LayerFiles::read(&self.layer)?;
+        let inherited = self.files()?;
         let empty = LayerFiles::default();
         let last = last.unwrap_or(&empty);
         let mut out = BTreeMap::new();
@@ -166,18 +184,18 @@ mod tests {
         std::fs::create_dir_all(image.join("etc")).unwrap();
         std::fs::write(image.join("etc/conf"), "a\nb\n").unwrap();
         let layer = layer(dir, "state.tar", &[("etc/conf", "a\nb\nc\n"), ("etc/new", "x\ny\n")]);
-        MachineState { layer, image_root: Some(image) }
+        MachineState::new(layer, Some(image))
     }
 
     #[test]
     fn p_is_what_the_predecessor_added_over_the_image_and_an_untouched_machine_keeps_it_all() {
         let dir = tempfile::tempdir().unwrap();
         let state = state(dir.path());
-        let p = state.inherited().unwrap();
+        let p = state.inherited().unwrap().clone();
         assert_eq!(p, BTreeMap::from([("/etc/conf".to_string(), lines(&["c"])), ("/etc/new".to_string(), lines(&["x", "y"]))]));
         assert_eq!(kept_lines(&p, &state.final_added(None).unwrap()), (3, 3));
         // Without the image every line of a changed file is the predecessor's.
-        let unknown = MachineState { image_root: None, ..state };
+        let unknown = MachineState::new(state.layer.clone(), None);
         assert_eq!(unknown.inherited().unwrap()["/etc/conf"], lines(&["a", "b", "c"]));
     }
 
@@ -185,7 +203,7 @@ mod tests {
     fn rewrites_whiteouts_and_opaque_directories_of_the_continuation_take_lines_away() {
         let dir = tempfile::tempdir().unwrap();
         let state = state(dir.path());
-        let p = state.inherited().unwrap();
+        let p = state.inherited().unwrap().clone();
         let rewrote = LayerFiles::read(&layer(dir.path(), "rewrote.tar", &[("etc/conf", "a\nz\n"), ("etc/.wh.new", "")])).unwrap();
         let finals = state.final_added(Some(&rewrote)).unwrap();
         assert_eq!(finals, BTreeMap::from([("/etc/conf".to_string(), lines(&["z"]))]));

@@ -666,7 +666,7 @@ fn with_machine<'m>(
 ) -> (Cow<'m, BTreeMap<String, Vec<String>>>, Cow<'m, BTreeMap<String, Vec<String>>>) {
     let Some(machine) = &state.machine else { return (Cow::Borrowed(inherited), Cow::Borrowed(finals)) };
     let (mut inherited, mut finals) = (inherited.clone(), finals.clone());
-    inherited.extend(machine.inherited().unwrap_or_default());
+    inherited.extend(machine.inherited().cloned().unwrap_or_default());
     finals.extend(machine.final_added(machine_final.and_then(Option::as_ref)).unwrap_or_default());
     (Cow::Owned(inherited), Cow::Owned(finals))
 }
