@@ -15,7 +15,6 @@
 
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
 use specgap_env::EnvCache;
 use specgap_sandbox::{HostView, LayerSummary, Machine};
 
@@ -129,8 +128,5 @@ pub(crate) fn layered_view(plain: &HostView, layer: &Path) -> Result<HostView, E
 }
 
 fn file_digest(path: &Path) -> Result<String, EpisodeError> {
-    let mut file = fs_err::File::open(path).map_err(|e| EpisodeError::infrastructure("cannot read the machine's layer", false, e))?;
-    let mut hasher = Sha256::new();
-    std::io::copy(&mut file, &mut hasher).map_err(|e| EpisodeError::infrastructure("cannot read the machine's layer", false, e))?;
-    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    specgap_env::oci::sha256_file(path).map_err(|e| EpisodeError::infrastructure("cannot read the machine's layer", false, e))
 }

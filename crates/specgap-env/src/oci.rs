@@ -131,7 +131,10 @@ pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// Lowercase hex SHA-256 of the file at `path`, streamed.
-pub(crate) fn sha256_file(path: &Path) -> Result<String, EnvError> {
+///
+/// # Errors
+/// [`EnvError::Io`] naming `path`.
+pub fn sha256_file(path: &Path) -> Result<String, EnvError> {
     let file = std::fs::File::open(path).map_err(io(path))?;
     sha256_stream(file, path)
 }
