@@ -181,7 +181,12 @@ impl EnvCache {
             return Ok(Built { key: key.to_string(), rootfs, cached: true, manifest: None });
         }
         fs_err::create_dir_all(&self.root).map_err(|e| EnvError::Io { path: self.root.clone(), source: e.into() })?;
-        let staging = self.root.join(format!(".tmp-{key}-{}", std::process::id()));
+        // Unique per build, not only per process: two threads may build one key at once (two
+        // packages with the same tarball), and a shared staging tree would be unpacked into
+        // and removed under each other.
+        static BUILDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let build = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let staging = self.root.join(format!(".tmp-{key}-{}-{build}", std::process::id()));
         if staging.exists() {
             std::fs::remove_dir_all(&staging).map_err(io(&staging))?;
         }
