@@ -176,3 +176,23 @@ fn a_layer_over_a_cached_root_is_a_linked_copy_that_never_writes_the_base() {
     let err = cache.layered(&stray, &layer).unwrap_err();
     assert!(matches!(err, EnvError::BadCacheEntry { .. }), "{err}");
 }
+
+#[test]
+fn threads_building_one_key_at_once_all_get_the_whole_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut items = vec![Item::Dir("etc/")];
+    let names: Vec<String> = (0..200).map(|i| format!("etc/f{i:03}")).collect();
+    items.extend(names.iter().map(|n| Item::File(n, "x\n", 0o644)));
+    let tarball_path = write(&dir.path().join("pkg/environment/rootfs.tar"), &tarball(&items));
+    let cache = EnvCache::new(dir.path().join("cache"));
+    let built: Vec<_> = std::thread::scope(|scope| {
+        let handles: Vec<_> =
+            (0..6).map(|_| scope.spawn(|| cache.build(&rootfs_source(), Some(&tarball_path), EngineChoice::None))).collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for result in built {
+        let entry = result.unwrap();
+        assert_eq!(listing(&entry.rootfs).len(), 201);
+    }
+    assert_eq!(cache.list().unwrap().len(), 1);
+}
