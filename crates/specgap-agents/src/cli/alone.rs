@@ -111,7 +111,11 @@ pub fn run_alone(config: &CliConfig, job: &AloneJob) -> Result<AloneOutcome, Age
 type Driven = (AloneEnd, Option<String>, Option<i32>, u32);
 
 /// The loop of [`run_alone`]: starts the program and answers its replies until it exits.
-fn drive(agent: &mut CliAgent, opening: &Opening, write: &mut dyn FnMut(&EventKind) -> Result<(), AgentError>) -> Result<Driven, AgentError> {
+fn drive(
+    agent: &mut CliAgent,
+    opening: &Opening,
+    write: &mut dyn FnMut(&EventKind) -> Result<(), AgentError>,
+) -> Result<Driven, AgentError> {
     agent.start(opening)?;
     let mut inbox: Vec<Incoming> = Vec::new();
     let mut exchanges = 0;
