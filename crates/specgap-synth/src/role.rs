@@ -150,6 +150,43 @@ pub enum RoleError {
         #[source]
         source: std::io::Error,
     },
+    /// A `cli:` role's sandbox view could not be made.
+    #[error("cannot set up the {role}'s sandbox")]
+    View {
+        /// The role played.
+        role: &'static str,
+        /// The cause.
+        #[source]
+        source: crate::sandbox_view::ViewError,
+    },
+    /// A `cli:` role's run directory could not be prepared or read.
+    #[error("cannot prepare or read the {role}'s run directory {}", path.display())]
+    RunDir {
+        /// The role played.
+        role: &'static str,
+        /// The path.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A `cli:` role's program could not be run (sandbox, gateway, model service).
+    #[error("the {role}'s agent program could not be run")]
+    Cli {
+        /// The role played.
+        role: &'static str,
+        /// The cause.
+        #[source]
+        source: specgap_engine::session::AgentError,
+    },
+    /// A `cli:` role wrote no hand-off file and ended without a final message.
+    #[error("the {role} wrote no /handoff/handoff.json and ended without a final message (trajectory {})", trajectory.display())]
+    NoHandoff {
+        /// The role played.
+        role: &'static str,
+        /// Its `trajectory.jsonl`.
+        trajectory: PathBuf,
+    },
     /// A step writes files but the request gives no working directory.
     #[error("step {step} of role script {} writes files, but the {role} is read-only", path.display())]
     ReadOnly {
