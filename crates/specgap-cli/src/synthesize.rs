@@ -222,10 +222,14 @@ impl RunRollouts {
         crate::run::exec(command.run)?;
         let opened =
             specgap_store::Store::open(store).with_context(|| format!("cannot open the rollouts' run store {}", store.display()))?;
-        let mut summaries: Vec<RolloutSummary> = opened
-            .episodes()?
-            .into_iter()
-            .map(|row| RolloutSummary {
+        let mut summaries = Vec::new();
+        for row in opened.episodes()? {
+            // Every attempt and role of the episode counts toward the synthesis's caps.
+            let mut usage = specgap_protocol::event::Usage::default();
+            for spent in opened.episode_detail(&row.id)?.map(|d| d.usage).unwrap_or_default() {
+                usage.add(&spent.usage);
+            }
+            summaries.push(RolloutSummary {
                 episode_dir: opened.episode_dir(&row.id),
                 condition: row.condition.clone(),
                 repeat: row.repeat,
@@ -236,8 +240,9 @@ impl RunRollouts {
                 submissions: row.submissions,
                 turns: row.turns,
                 rollout: row.id,
-            })
-            .collect();
+                usage,
+            });
+        }
         let rank = |condition: &str| CALIBRATION_CONDITIONS.iter().position(|c| *c == condition).unwrap_or(CALIBRATION_CONDITIONS.len());
         summaries.sort_by(|a, b| (rank(&a.condition), a.repeat, &a.rollout).cmp(&(rank(&b.condition), b.repeat, &b.rollout)));
         if summaries.is_empty() {

@@ -229,16 +229,16 @@ pub enum SynthError {
         #[source]
         source: Box<crate::rollouts::RolloutError>,
     },
-    /// The roles together spent more tokens than `--max-tokens`.
-    #[error("the roles spent {spent} tokens, more than --max-tokens {cap}")]
+    /// The roles and the calibration rollouts together spent more tokens than `--max-tokens`.
+    #[error("the roles and rollouts spent {spent} tokens, more than --max-tokens {cap}")]
     TokenCap {
         /// The cap.
         cap: u64,
         /// Tokens spent.
         spent: u64,
     },
-    /// The roles together spent more than `--max-cost`.
-    #[error("the roles spent ${spent:.4}, more than --max-cost {cap}")]
+    /// The roles and the calibration rollouts together spent more than `--max-cost`.
+    #[error("the roles and rollouts spent ${spent:.4}, more than --max-cost {cap}")]
     CostCap {
         /// The cap, in US dollars.
         cap: f64,
@@ -616,6 +616,11 @@ impl Run<'_> {
         fs_err::create_dir_all(&parent).map_err(|source| SynthError::Write { path: parent, source })?;
         let summaries = reference.run(&package.root, &store).map_err(|source| SynthError::Rollouts { source: Box::new(source) })?;
         let detail = serde_json::json!({"store": store, "rollouts": summaries});
+        let mut spent = crate::role::Usage::default();
+        for summary in &summaries {
+            spent.add(&summary.usage);
+        }
+        let usage = (spent != crate::role::Usage::default()).then_some(spent);
         let entry = Entry {
             seq: 0,
             stage: "rollouts",
@@ -627,9 +632,11 @@ impl Run<'_> {
             retry_reason: None,
             reply: None,
             detail,
-            usage: None,
+            usage,
         };
         self.push(entry)?;
+        // The rollouts count toward the caps like any role: a synthesis over them stops here.
+        self.check_token_cap()?;
         Ok(Some(summaries))
     }
 

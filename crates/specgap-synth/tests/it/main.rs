@@ -8,5 +8,6 @@ mod pipeline;
 mod prompts;
 mod review;
 mod role;
+mod rollout_caps;
 mod sandbox_view;
 mod support;
