@@ -41,13 +41,20 @@ impl Rollouts for FakeRollouts {
     }
 }
 
+/// [`calibrate_ready`] citing a rollout [`FakeRollouts`] ran.
+fn cites_partial_0() -> serde_json::Value {
+    let mut step = calibrate_ready();
+    step["reply"]["rollouts"][0]["rollout"] = json!("partial-0");
+    step
+}
+
 fn run(scripts: &Scripts, limits: Limits) -> Result<specgap_synth::pipeline::Synthesized, SynthError> {
     let good = package_copy(&scripts.tmp.path().join("good"));
     let mut roles = Roles {
         planner: scripts.role("planner", vec![json!({"reply": brief()})]),
         builder: scripts.role("builder", vec![build_step(&good, "built")]),
         auditor: scripts.role("auditor", vec![audit_pass()]),
-        calibrator: scripts.role("calibrator", vec![calibrate_ready()]),
+        calibrator: scripts.role("calibrator", vec![cites_partial_0()]),
         implementer: None,
         reference: Some(Box::new(FakeRollouts)),
     };
@@ -88,4 +95,40 @@ fn rollouts_over_the_cost_cap_stop_the_synthesis_before_the_calibrator() {
     let err = run(&scripts, Limits { max_cost_usd: Some(0.7), ..Limits::default() }).unwrap_err();
     assert_eq!(err.to_string(), "the roles and rollouts spent $0.7500, more than --max-cost 0.7");
     assert_eq!(steps(&scripts.journal()).last(), Some(&step("rollouts", 1, 1, 1, "ran")));
+}
+
+/// A Calibrator citing a rollout that did not run, then one under the wrong condition, is
+/// asked again each time with the reason; the third answer cites a real one.
+#[test]
+fn a_calibrator_citing_a_rollout_that_did_not_run_or_under_another_condition_is_asked_again() {
+    let scripts = Scripts::new();
+    let good = package_copy(&scripts.tmp.path().join("good"));
+    let finding = |rollout: &str, condition: &str| json!({"reply": {"verdict": "ready", "rollouts": [{"rollout": rollout, "condition": condition, "class": "legitimate-inference", "turns": [1], "note": "n"}]}});
+    let mut roles = Roles {
+        planner: scripts.role("planner", vec![json!({"reply": brief()})]),
+        builder: scripts.role("builder", vec![build_step(&good, "built")]),
+        auditor: scripts.role("auditor", vec![audit_pass()]),
+        calibrator: scripts
+            .role("calibrator", vec![finding("partial-7", "partial"), finding("literal-0", "partial"), finding("partial-0", "partial")]),
+        implementer: None,
+        reference: Some(Box::new(FakeRollouts)),
+    };
+    let config =
+        Config { source: payment_retry(), out: scripts.out(), limits: Limits::default(), prompts: Default::default(), resume: false };
+    synthesize(&config, &mut roles, &specgap_task::SandboxJudge::new(true).unwrap()).unwrap();
+    let journal = scripts.journal();
+    let calibrator: Vec<_> = steps(&journal).into_iter().filter(|s| s.0 == "calibrator").collect();
+    assert_eq!(
+        calibrator,
+        vec![step("calibrator", 1, 1, 1, "malformed"), step("calibrator", 1, 1, 2, "malformed"), step("calibrator", 1, 1, 3, "accepted")]
+    );
+    let entries = journal["entries"].as_array().unwrap();
+    let detail = |attempt: u64| {
+        entries.iter().find(|e| e["stage"] == "calibrator" && e["attempt"] == attempt).unwrap()["detail"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(
+        detail(1),
+        "the calibrator hand-off breaks a rule at `rollouts[0].rollout`: `partial-7` is not a rollout that ran; the rollouts are: full-0, partial-0, literal-0"
+    );
+    assert_eq!(detail(2), "the calibrator hand-off breaks a rule at `rollouts[0].rollout`: `literal-0` ran under literal, not partial");
 }
