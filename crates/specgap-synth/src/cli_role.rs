@@ -84,7 +84,7 @@ impl Role for CliRole {
             message: message(request, &view),
             wall: self.wall,
         };
-        let outcome = run_alone(&self.config, &job).map_err(|source| RoleError::Cli { role, source })?;
+        let outcome = run_alone(&self.config, &job).map_err(|source| RoleError::Cli { role, source: Box::new(source) })?;
         self.usage = Some(outcome.usage.clone());
         let file = handoff_dir.join(HANDOFF_FILE);
         if file.is_file() {

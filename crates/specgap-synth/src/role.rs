@@ -186,7 +186,7 @@ pub enum RoleError {
         role: &'static str,
         /// The cause.
         #[source]
-        source: specgap_engine::session::AgentError,
+        source: Box<specgap_engine::session::AgentError>,
     },
     /// A `cli:` role wrote no hand-off file and ended without a final message.
     #[error("the {role} wrote no /handoff/handoff.json and ended without a final message (trajectory {})", trajectory.display())]
