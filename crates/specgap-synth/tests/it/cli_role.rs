@@ -143,3 +143,37 @@ fn cli_planner_and_auditor_drive_payment_retry_to_ready_in_their_own_views() {
         brief()
     );
 }
+
+/// A cli: role that writes no hand-off file and ends with an empty message cannot answer: the
+/// synthesis stops naming the run's trajectory, and what the run spent is journaled.
+#[test]
+fn a_cli_role_without_a_hand_off_file_or_final_message_stops_the_synthesis_naming_its_trajectory() {
+    // SAFETY: set only by tests of this binary, always to the same value.
+    unsafe { std::env::set_var(KEY_ENV, "sk-synth-cli-test") };
+    let scripts = Scripts::new();
+    let runs: PathBuf = scripts.tmp.path().join("runs");
+    let mock = MockUpstream::start([done(1, "")]).unwrap();
+    let mut roles = Roles {
+        planner: cli_role(&mock, RoleName::Planner, &runs),
+        builder: scripts.role("builder", vec![]),
+        auditor: scripts.role("auditor", vec![]),
+        calibrator: scripts.role("calibrator", vec![]),
+        implementer: None,
+        reference: None,
+    };
+    let config =
+        Config { source: payment_retry(), out: scripts.out(), limits: Limits::default(), prompts: Default::default(), resume: false };
+    let err = synthesize(&config, &mut roles, &specgap_task::SandboxJudge::new(true).unwrap()).unwrap_err();
+    let trajectory = runs.join("planner-1/record/trajectory.jsonl");
+    assert_eq!(
+        specgap_protocol::text::error_chain(&err),
+        format!(
+            "the planner could not answer: the planner wrote no /handoff/handoff.json and ended without a final message (trajectory {})",
+            trajectory.display()
+        )
+    );
+    assert!(trajectory.is_file());
+    let journal = scripts.journal();
+    assert_eq!(steps(&journal), vec![step("planner", 1, 0, 1, "error")]);
+    assert_eq!(without_latency(journal["usage"]["planner"].clone()), usage_of(&[1]));
+}
