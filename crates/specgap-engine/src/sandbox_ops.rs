@@ -86,7 +86,7 @@ fn views(ctx: &EpisodeContext<'_>) -> Result<specgap_task::TaskViews, EpisodeErr
 pub(crate) fn materialize(ctx: &EpisodeContext<'_>, dest: &Path) -> Result<Base, EpisodeError> {
     let package = ctx.package;
     let base =
-        ctx.bases.base(package.hash(), &package.workspace_dir()).map_err(|e| materialize_error("cannot prepare the base workspace", e))?;
+        ctx.bases.base(package.workspace_hash(), &package.workspace_dir()).map_err(|e| materialize_error("cannot prepare the base workspace", e))?;
     let patch = match ctx.start {
         Start::Clean => None,
         Start::Residual(id) => Some(
@@ -114,7 +114,7 @@ pub(crate) fn materialize_clean(ctx: &EpisodeContext<'_>, dest: &Path) -> Result
     let package = ctx.package;
     remove_scratch(dest);
     let base =
-        ctx.bases.base(package.hash(), &package.workspace_dir()).map_err(|e| materialize_error("cannot prepare the base workspace", e))?;
+        ctx.bases.base(package.workspace_hash(), &package.workspace_dir()).map_err(|e| materialize_error("cannot prepare the base workspace", e))?;
     specgap_sandbox::materialize(&base, dest, None).map_err(|e| materialize_error("cannot materialize the workspace", e))
 }
 

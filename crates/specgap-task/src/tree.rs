@@ -191,41 +191,75 @@ pub(crate) fn normalize_relative(path: &Path) -> Option<PathBuf> {
     Some(out)
 }
 
-/// The package's content hash: lowercase hex SHA-256 over every walked entry in walk order —
-/// its kind, its relative path, and its content (files, with the executable bit) or target
-/// (symlinks). Renaming, adding, removing, chmod +x or editing any file changes the hash.
-pub(crate) fn content_hash(root: &Path, entries: &[Entry]) -> Result<String, LoadError> {
-    let mut hasher = Sha256::new();
-    hasher.update(b"specgap-package-hash-v1\0");
-    for entry in entries {
-        let tag: &[u8] = match entry.kind {
-            EntryKind::Dir => b"d",
-            EntryKind::File { executable: false } => b"f",
-            EntryKind::File { executable: true } => b"x",
-            EntryKind::Symlink { .. } => b"l",
-        };
-        hasher.update(tag);
-        hasher.update(entry.rel.as_os_str().as_bytes());
-        hasher.update(b"\0");
-        match &entry.kind {
-            EntryKind::Dir => {}
-            EntryKind::File { .. } => {
-                let path = root.join(&entry.rel);
-                let len = fs_err::symlink_metadata(&path)?.len();
-                hasher.update(len.to_le_bytes());
-                let mut file = fs_err::File::open(&path)?;
-                std::io::copy(&mut file, &mut HashWriter(&mut hasher))?;
-            }
-            EntryKind::Symlink { target } => {
-                hasher.update(target.as_os_str().as_bytes());
-                hasher.update(b"\0");
-            }
-        }
-    }
-    Ok(to_hex(&hasher.finalize()))
+/// The two content hashes of a package (a workspace file is read once for each).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ContentHashes {
+    /// The package's content hash: lowercase hex SHA-256 over every walked entry in walk order
+    /// — its kind, its relative path, and its content (files, with the executable bit) or
+    /// target (symlinks). Renaming, adding, removing, chmod +x or editing any file changes it.
+    pub package: String,
+    /// The same over `workspace/` alone, paths relative to it and under its own domain tag:
+    /// equal for packages whose workspaces are equal whatever else differs, so the harness's
+    /// per-workspace work (the git base) is shared between them (issue 32).
+    pub workspace: String,
 }
 
+/// [`ContentHashes`] of the walked `entries` below `root`: every entry is fed to the package
+/// hasher and, when it lies under `workspace/`, to the workspace hasher too.
+pub(crate) fn content_hashes(root: &Path, entries: &[Entry]) -> Result<ContentHashes, LoadError> {
+    let mut package = Sha256::new();
+    package.update(b"specgap-package-hash-v1\0");
+    let mut workspace = Sha256::new();
+    workspace.update(b"specgap-workspace-hash-v1\0");
+    for entry in entries {
+        // The path is the one thing the two hashes see differently: relative to the package
+        // root, and to workspace/.
+        let in_workspace = entry.rel.strip_prefix("workspace").ok().filter(|rel| !rel.as_os_str().is_empty());
+        hash_entry(root, entry, entry.rel.as_os_str().as_bytes(), &mut HashWriter(&mut package))?;
+        if let Some(rel) = in_workspace {
+            hash_entry(root, entry, rel.as_os_str().as_bytes(), &mut HashWriter(&mut workspace))?;
+        }
+    }
+    Ok(ContentHashes { package: to_hex(&package.finalize()), workspace: to_hex(&workspace.finalize()) })
+}
+
+/// Feeds one entry to `hasher`: its kind tag, `rel`, and its length and content (files) or
+/// target (symlinks).
+fn hash_entry(root: &Path, entry: &Entry, rel: &[u8], hasher: &mut HashWriter<'_>) -> Result<(), LoadError> {
+    let tag: &[u8] = match entry.kind {
+        EntryKind::Dir => b"d",
+        EntryKind::File { executable: false } => b"f",
+        EntryKind::File { executable: true } => b"x",
+        EntryKind::Symlink { .. } => b"l",
+    };
+    hasher.update(tag);
+    hasher.update(rel);
+    hasher.update(b"\0");
+    match &entry.kind {
+        EntryKind::Dir => {}
+        EntryKind::File { .. } => {
+            let path = root.join(&entry.rel);
+            let len = fs_err::symlink_metadata(&path)?.len();
+            hasher.update(&len.to_le_bytes());
+            let mut file = fs_err::File::open(&path)?;
+            std::io::copy(&mut file, hasher)?;
+        }
+        EntryKind::Symlink { target } => {
+            hasher.update(target.as_os_str().as_bytes());
+            hasher.update(b"\0");
+        }
+    }
+    Ok(())
+}
+
+/// Feeds what is written to a hasher.
 struct HashWriter<'a>(&'a mut Sha256);
+
+impl HashWriter<'_> {
+    fn update(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+}
 
 impl std::io::Write for HashWriter<'_> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
