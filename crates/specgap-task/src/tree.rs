@@ -191,7 +191,7 @@ pub(crate) fn normalize_relative(path: &Path) -> Option<PathBuf> {
     Some(out)
 }
 
-/// The two content hashes of a package (a workspace file is read once for each).
+/// The two content hashes of a package; every file is read once for both.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ContentHashes {
     /// The package's content hash: lowercase hex SHA-256 over every walked entry in walk order
@@ -215,55 +215,60 @@ pub(crate) fn content_hashes(root: &Path, entries: &[Entry]) -> Result<ContentHa
         // The path is the one thing the two hashes see differently: relative to the package
         // root, and to workspace/.
         let in_workspace = entry.rel.strip_prefix("workspace").ok().filter(|rel| !rel.as_os_str().is_empty());
-        hash_entry(root, entry, entry.rel.as_os_str().as_bytes(), &mut HashWriter(&mut package))?;
+        let mut hashers = HashWriter(vec![(&mut package, entry.rel.as_os_str().as_bytes())]);
         if let Some(rel) = in_workspace {
-            hash_entry(root, entry, rel.as_os_str().as_bytes(), &mut HashWriter(&mut workspace))?;
+            hashers.0.push((&mut workspace, rel.as_os_str().as_bytes()));
         }
+        hash_entry(root, entry, &mut hashers)?;
     }
     Ok(ContentHashes { package: to_hex(&package.finalize()), workspace: to_hex(&workspace.finalize()) })
 }
 
-/// Feeds one entry to `hasher`: its kind tag, `rel`, and its length and content (files) or
-/// target (symlinks).
-fn hash_entry(root: &Path, entry: &Entry, rel: &[u8], hasher: &mut HashWriter<'_>) -> Result<(), LoadError> {
+/// Feeds one entry to every hasher of `hashers`: its kind tag, the hasher's own relative
+/// path for it, and its length and content (files) or target (symlinks).
+fn hash_entry(root: &Path, entry: &Entry, hashers: &mut HashWriter<'_>) -> Result<(), LoadError> {
     let tag: &[u8] = match entry.kind {
         EntryKind::Dir => b"d",
         EntryKind::File { executable: false } => b"f",
         EntryKind::File { executable: true } => b"x",
         EntryKind::Symlink { .. } => b"l",
     };
-    hasher.update(tag);
-    hasher.update(rel);
-    hasher.update(b"\0");
+    for (hasher, rel) in &mut hashers.0 {
+        hasher.update(tag);
+        hasher.update(rel);
+        hasher.update(b"\0");
+    }
     match &entry.kind {
         EntryKind::Dir => {}
         EntryKind::File { .. } => {
             let path = root.join(&entry.rel);
             let len = fs_err::symlink_metadata(&path)?.len();
-            hasher.update(&len.to_le_bytes());
+            hashers.update(&len.to_le_bytes());
             let mut file = fs_err::File::open(&path)?;
-            std::io::copy(&mut file, hasher)?;
+            std::io::copy(&mut file, hashers)?;
         }
         EntryKind::Symlink { target } => {
-            hasher.update(target.as_os_str().as_bytes());
-            hasher.update(b"\0");
+            hashers.update(target.as_os_str().as_bytes());
+            hashers.update(b"\0");
         }
     }
     Ok(())
 }
 
-/// Feeds what is written to a hasher.
-struct HashWriter<'a>(&'a mut Sha256);
+/// Feeds what is written to each hasher (each paired with the entry's path as it sees it).
+struct HashWriter<'a>(Vec<(&'a mut Sha256, &'a [u8])>);
 
 impl HashWriter<'_> {
     fn update(&mut self, bytes: &[u8]) {
-        self.0.update(bytes);
+        for (hasher, _) in &mut self.0 {
+            hasher.update(bytes);
+        }
     }
 }
 
 impl std::io::Write for HashWriter<'_> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.update(buf);
+        self.update(buf);
         Ok(buf.len())
     }
     fn flush(&mut self) -> std::io::Result<()> {
