@@ -11,6 +11,8 @@ use serde_json::{Value, json};
 use specgap_protocol::run::EndReason;
 use specgap_store::{Role, Status, Store};
 
+use specgap_test_support::files::walk;
+
 use crate::support::*;
 
 #[allow(dead_code)]
@@ -97,17 +99,6 @@ fn assert_key_nowhere(dir: &Path) {
     }
 }
 
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in fs_err::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() { stack.push(path) } else { out.push(path) }
-        }
-    }
-    out
-}
 
 #[test]
 fn chat_agent_and_user_run_with_usage_in_the_store_show_and_report() {
