@@ -77,6 +77,7 @@ pub fn load(path: impl AsRef<Path>) -> Result<TaskPackage, LoadError> {
         });
     }
 
+    let hashes = tree::content_hashes(&root, &entries)?;
     Ok(TaskPackage {
         manifest,
         instruction,
@@ -94,7 +95,8 @@ pub fn load(path: impl AsRef<Path>) -> Result<TaskPackage, LoadError> {
         image_environment,
         stages,
         synthesis,
-        hash: tree::content_hash(&root, &entries)?,
+        hash: hashes.package,
+        workspace_hash: hashes.workspace,
         root,
     })
 }
