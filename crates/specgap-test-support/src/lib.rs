@@ -15,7 +15,10 @@
 //! - [`files`]: writing a file with its parents, listing a tree, searching bytes.
 //! - [`tripwire`]: reading an episode's network tripwire record from its events.
 //!
-//! Everything here panics on failure: it is test code, and a panic names what went wrong.
+//! Everything here panics on failure: it is test-only code, so `expect()`/`panic!` with a
+//! message naming what failed (and the path) stand in for the typed errors the library crates
+//! return. Only the test binaries depend on it: it is a dev-dependency of the crates that use
+//! it, never a normal one, and `publish = false`.
 //! It depends on nothing but `specgap-protocol`, which every user already builds.
 
 pub mod external;

@@ -11,10 +11,7 @@
 //! answers resume the same session with the CLI's own resume mechanism; it reads the data,
 //! writes the plan and exits, and the changed workspace is submitted.
 
-use std::path::PathBuf;
-
 use serde_json::{Value, json};
-use specgap_agents::cli::CliConfig;
 use specgap_agents::cli::channel::AskChannel;
 use specgap_engine::condition::BudgetFlags;
 use specgap_gateway::mock::replies::{self, Call, Tokens};
