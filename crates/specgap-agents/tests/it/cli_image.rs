@@ -168,7 +168,6 @@ fn a_cli_whose_shell_tool_needs_bash_is_refused_on_a_busybox_image_naming_the_ad
     );
 }
 
-
 #[test]
 fn claude_code_runs_its_bash_tool_in_a_busybox_image_with_a_static_bash_and_submits_through_mcp() {
     if !have_busybox_and_static_bash() {

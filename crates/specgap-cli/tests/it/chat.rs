@@ -99,7 +99,6 @@ fn assert_key_nowhere(dir: &Path) {
     }
 }
 
-
 #[test]
 fn chat_agent_and_user_run_with_usage_in_the_store_show_and_report() {
     let server = MockServer::start(handler());

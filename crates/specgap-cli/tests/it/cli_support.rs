@@ -20,7 +20,8 @@ use crate::support::*;
 /// fails under `SPECGAP_REQUIRE_EXTERNAL=1`, as in CI, where `.ci/run` installs it first).
 pub fn installed(adapter: &str, version: &str) -> Option<PathBuf> {
     specgap_test_support::installs::installed_once(adapter, || {
-        let output = specgap().args(["agents", "install", adapter]).env("XDG_CACHE_HOME", test_cache()).output().map_err(|e| e.to_string())?;
+        let output =
+            specgap().args(["agents", "install", adapter]).env("XDG_CACHE_HOME", test_cache()).output().map_err(|e| e.to_string())?;
         if output.status.success() {
             Ok(test_cache().join("specgap/agents").join(adapter).join(version))
         } else {

@@ -414,4 +414,3 @@ fn a_diff_over_max_diff_bytes_is_not_stored_and_ends_the_episode() {
     let (_, detail, _) = run_replay(small.path(), &[command("head -c 2000 /dev/zero > z.bin"), submit()], &["--max-file-bytes", "1999"]);
     assert_eq!(detail, "the file `z.bin` is 2000 bytes (apparent size), over the per-file cap of 1999 bytes (--max-file-bytes)");
 }
-

@@ -212,7 +212,7 @@ pub fn send_signal(pid: u32, signal: i32) {
     assert_eq!(rc, 0, "kill({pid}, {signal}) failed");
 }
 
-pub use specgap_test_support::tripwire::{assert_no_network_attempt, network_record};
+pub use specgap_test_support::tripwire::assert_no_network_attempt;
 
 /// The label episodes and reports give the agent `spec`: a replay agent's is `replay:<file
 /// name>` (not the script's path), any other's its spec.
