@@ -6,6 +6,8 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use specgap_test_support::files::walk;
+
 use crate::support::*;
 
 /// A copy of the `req-basic` fixture in a fresh temporary directory.
@@ -411,17 +413,4 @@ fn a_diff_over_max_diff_bytes_is_not_stored_and_ends_the_episode() {
     let small = tempfile::tempdir().unwrap();
     let (_, detail, _) = run_replay(small.path(), &[command("head -c 2000 /dev/zero > z.bin"), submit()], &["--max-file-bytes", "1999"]);
     assert_eq!(detail, "the file `z.bin` is 2000 bytes (apparent size), over the per-file cap of 1999 bytes (--max-file-bytes)");
-}
-
-/// Every file under `dir`.
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(d) = pending.pop() {
-        for entry in std::fs::read_dir(&d).unwrap().flatten() {
-            let path = entry.path();
-            if path.is_dir() { pending.push(path) } else { out.push(path) }
-        }
-    }
-    out
 }
