@@ -80,7 +80,7 @@ pub use error::{MaterializeError, SandboxError};
 pub use evaluator::{CandidateLayout, EvalError, Evaluation, EvaluatorRun, run_evaluator};
 pub use host::{AGENT_NAMESERVER, HostView};
 pub use machine::{LayerSummary, Machine};
-pub use materialize::{Base, BaseCache, apply_overlay, diff, freeze, materialize};
+pub use materialize::{Base, BaseCache, BoundedDiff, WHOLE_READ_MAX_BYTES, apply_overlay, diff, diff_within, freeze, materialize};
 pub use quota::{WorkspaceLimits, over_limit};
 pub use reads::{ReadWatch, ReadWatchError, Reads};
 pub use rootfs::ImagePlacement;
