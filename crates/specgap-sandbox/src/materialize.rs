@@ -316,10 +316,6 @@ pub struct BoundedDiff {
     /// The patch's exact length in bytes, also when it passed the cap (counted as git wrote
     /// it, never held).
     pub bytes: u64,
-    /// The most bytes of one file's content the runner held in memory at once while diffing:
-    /// at most [`WHOLE_READ_MAX_BYTES`] (a changed file read whole) or one 64 KiB comparison
-    /// chunk, whatever the files' sizes; 0 when git read every file.
-    pub largest_file_buffer: u64,
 }
 
 /// [`diff`] holding at most `max_bytes` of the patch in memory (issue 31 item 1, the
@@ -331,13 +327,12 @@ pub struct BoundedDiff {
 /// # Errors
 /// I/O and git failures.
 pub fn diff_within(base: &Base, workspace: &Path, max_bytes: u64) -> Result<BoundedDiff, MaterializeError> {
-    let mut meter = crate::patch::ReadMeter::default();
-    if let Some(patch) = crate::patch::text_patch(&base.repo, workspace, max_bytes, &mut meter)? {
+    if let Some(patch) = crate::patch::text_patch(&base.repo, workspace, max_bytes)? {
         let bytes = patch.len() as u64;
-        return Ok(BoundedDiff { patch: Some(patch), bytes, largest_file_buffer: meter.largest });
+        return Ok(BoundedDiff { patch: Some(patch), bytes });
     }
     let (patch, bytes) = git_diff(base, workspace)?.run_bounded(max_bytes)?;
-    Ok(BoundedDiff { patch, bytes, largest_file_buffer: meter.largest })
+    Ok(BoundedDiff { patch, bytes })
 }
 
 /// [`diff`] computed by git from a temporary index of the work tree.

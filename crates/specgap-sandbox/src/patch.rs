@@ -42,21 +42,6 @@ const NULL_ID: &str = "0000000000000000000000000000000000000000";
 /// (issue 31 item 1: the runner never holds a file near the per-file cap).
 pub const WHOLE_READ_MAX_BYTES: u64 = 1024 * 1024;
 
-/// The most bytes of one file the in-process patch held in memory at once: whole files of at
-/// most [`WHOLE_READ_MAX_BYTES`], or two [`STREAM_CHUNK`]-byte chunks comparing a file of equal
-/// size in both trees.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ReadMeter {
-    /// Bytes of the largest buffer of file content held.
-    pub(crate) largest: u64,
-}
-
-impl ReadMeter {
-    fn held(&mut self, bytes: u64) {
-        self.largest = self.largest.max(bytes);
-    }
-}
-
 /// The git mode and apparent size of one regular file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct FileMeta {
@@ -70,11 +55,11 @@ struct FileMeta {
 /// mode change) of at most [`WHOLE_READ_MAX_BYTES`] on both sides and the patch is at most
 /// `max_patch` bytes, else `None` (git writes it). Paths are bytes, compared bytewise, as git
 /// orders them. A file of equal size on both sides is compared in chunks, never read whole
-/// unless it differs; `meter` records the largest buffer of content held.
+/// unless it differs.
 ///
 /// # Errors
 /// I/O errors reading either tree.
-pub(crate) fn text_patch(base_tree: &Path, workspace: &Path, max_patch: u64, meter: &mut ReadMeter) -> io::Result<Option<Vec<u8>>> {
+pub(crate) fn text_patch(base_tree: &Path, workspace: &Path, max_patch: u64) -> io::Result<Option<Vec<u8>>> {
     let (Some(old), Some(new)) = (regular_files(base_tree)?, regular_files(workspace)?) else {
         return Ok(None);
     };
@@ -87,7 +72,7 @@ pub(crate) fn text_patch(base_tree: &Path, workspace: &Path, max_patch: u64, met
         let rel = Path::new(std::ffi::OsStr::from_bytes(path));
         if let (Some(b), Some(a)) = (before, after)
             && b.size == a.size
-            && same_content(&base_tree.join(rel), &workspace.join(rel), meter)?
+            && same_content(&base_tree.join(rel), &workspace.join(rel))?
         {
             if b.mode != a.mode {
                 // Equal content: only the mode lines are written, so no content is needed.
@@ -98,8 +83,8 @@ pub(crate) fn text_patch(base_tree: &Path, workspace: &Path, max_patch: u64, met
         if before.is_some_and(|m| m.size > WHOLE_READ_MAX_BYTES) || after.is_some_and(|m| m.size > WHOLE_READ_MAX_BYTES) {
             return Ok(None);
         }
-        let old_bytes = read_whole(before.map(|_| base_tree.join(rel)), meter)?;
-        let new_bytes = read_whole(after.map(|_| workspace.join(rel)), meter)?;
+        let old_bytes = read_whole(before.map(|_| base_tree.join(rel)))?;
+        let new_bytes = read_whole(after.map(|_| workspace.join(rel)))?;
         if is_binary(&old_bytes) || is_binary(&new_bytes) {
             return Ok(None);
         }
@@ -115,19 +100,18 @@ pub(crate) fn text_patch(base_tree: &Path, workspace: &Path, max_patch: u64, met
 
 /// The content of `path` (at most [`WHOLE_READ_MAX_BYTES`], checked by the caller), or
 /// nothing for an absent side.
-fn read_whole(path: Option<std::path::PathBuf>, meter: &mut ReadMeter) -> io::Result<Vec<u8>> {
-    let Some(path) = path else { return Ok(Vec::new()) };
-    let bytes = fs_err::read(path)?;
-    meter.held(bytes.len() as u64);
-    Ok(bytes)
+fn read_whole(path: Option<std::path::PathBuf>) -> io::Result<Vec<u8>> {
+    match path {
+        Some(path) => fs_err::read(path),
+        None => Ok(Vec::new()),
+    }
 }
 
 /// Whether the files `a` and `b` hold the same bytes, read side by side in [`STREAM_CHUNK`]
 /// chunks (so a file near the per-file cap costs two chunks, not its size).
-fn same_content(a: &Path, b: &Path, meter: &mut ReadMeter) -> io::Result<bool> {
+fn same_content(a: &Path, b: &Path) -> io::Result<bool> {
     let (mut a, mut b) = (fs_err::File::open(a)?, fs_err::File::open(b)?);
     let (mut chunk_a, mut chunk_b) = (vec![0u8; STREAM_CHUNK], vec![0u8; STREAM_CHUNK]);
-    meter.held(STREAM_CHUNK as u64);
     loop {
         let (n_a, n_b) = (fill(&mut a, &mut chunk_a)?, fill(&mut b, &mut chunk_b)?);
         if n_a != n_b || chunk_a[..n_a] != chunk_b[..n_b] {
@@ -506,7 +490,7 @@ mod tests {
                     1 => write_file(&ws.join("empty.txt"), b""),
                     _ => {}
                 }
-                let ours = text_patch(base.tree_dir(), &ws, u64::MAX, &mut ReadMeter::default()).unwrap().expect("only text files changed");
+                let ours = text_patch(base.tree_dir(), &ws, u64::MAX).unwrap().expect("only text files changed");
                 let git = crate::materialize::git_diff_bytes(&base, &ws).unwrap();
                 assert_eq!(String::from_utf8_lossy(&ours), String::from_utf8_lossy(&git), "tree {tree}, case {case}");
                 assert_applies(&base, &ws, &ours, &root.path().join(format!("check-{tree}-{case}")));
@@ -550,12 +534,12 @@ mod tests {
         let ws = root.path().join("ws");
         crate::materialize(&base, &ws, None).unwrap();
         std::fs::write(ws.join("a.txt"), b"two\n").unwrap();
-        assert!(text_patch(base.tree_dir(), &ws, u64::MAX, &mut ReadMeter::default()).unwrap().is_some());
+        assert!(text_patch(base.tree_dir(), &ws, u64::MAX).unwrap().is_some());
         std::fs::write(ws.join("b.bin"), b"\0\x01").unwrap();
-        assert_eq!(text_patch(base.tree_dir(), &ws, u64::MAX, &mut ReadMeter::default()).unwrap(), None);
+        assert_eq!(text_patch(base.tree_dir(), &ws, u64::MAX).unwrap(), None);
         std::fs::remove_file(ws.join("b.bin")).unwrap();
         std::os::unix::fs::symlink("a.txt", ws.join("link")).unwrap();
-        assert_eq!(text_patch(base.tree_dir(), &ws, u64::MAX, &mut ReadMeter::default()).unwrap(), None);
+        assert_eq!(text_patch(base.tree_dir(), &ws, u64::MAX).unwrap(), None);
     }
 
     #[test]
@@ -579,7 +563,7 @@ mod tests {
             }
             write_file(&ws.join("new").join(std::ffi::OsStr::from_bytes(name)), b"fresh");
         }
-        let ours = text_patch(base.tree_dir(), &ws, u64::MAX, &mut ReadMeter::default()).unwrap().expect("only text files changed");
+        let ours = text_patch(base.tree_dir(), &ws, u64::MAX).unwrap().expect("only text files changed");
         let git = crate::materialize::git_diff_bytes(&base, &ws).unwrap();
         assert_eq!(String::from_utf8(ours.clone()).unwrap(), String::from_utf8(git).unwrap());
         let text = String::from_utf8(ours.clone()).unwrap();
