@@ -1257,11 +1257,7 @@ impl<'c, 'a> Episode<'c, 'a> {
         match session.last_reads() {
             Reads::Measured(files) => {
                 let seen = Observation::new(observation);
-                let shown = files
-                    .iter()
-                    .filter(|f| std::fs::read(self.ws_dir.join(f)).is_ok_and(|bytes| seen.shows(&String::from_utf8_lossy(&bytes))))
-                    .cloned()
-                    .collect();
+                let shown = files.iter().filter(|f| crate::shown::file_shown(&self.ws_dir.join(f), &seen)).cloned().collect();
                 EventKind::FileReads { call_id, read: files.iter().cloned().collect(), shown, unmeasured: String::new() }
             }
             Reads::Unmeasured(why) => EventKind::FileReads { call_id, read: Vec::new(), shown: Vec::new(), unmeasured: why.clone() },
