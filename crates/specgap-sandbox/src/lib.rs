@@ -74,7 +74,8 @@ mod spawn;
 pub use agent::{AgentSandbox, ProgramExit, SandboxProcess};
 pub use capture::{Captured, cut_marker};
 pub use cgroup::{
-    CPU_PERIOD_US, FALLBACK_NICE, cpu_group_parent, cpu_unavailable, default_sandbox_cpus, sandbox_cpu_quota_us, set_sandbox_cpus,
+    CPU_PERIOD_US, FALLBACK_NICE, NO_CPU_CONTROLLER_ENV, cpu_group_parent, cpu_unavailable, default_sandbox_cpus, sandbox_cpu_quota_us,
+    set_sandbox_cpus,
 };
 pub use error::{MaterializeError, SandboxError};
 pub use evaluator::{CandidateLayout, EvalError, Evaluation, EvaluatorRun, run_evaluator};

@@ -534,3 +534,156 @@ fn a_50_mb_binary_file_is_diffed_without_the_runner_holding_it() {
     eprintln!("runner VmHWM {peak} bytes");
     assert!(peak > 0 && peak < 50_000_000, "the runner's resident set reached {peak} bytes");
 }
+
+/// Runs `replay:` of `turns` on req-basic under `full` into `dir/run` with `extra` flags and
+/// `env`, without waiting: the runner process.
+fn spawn_replay(dir: &Path, turns: &[serde_json::Value], extra: &[&str], env: &[(&str, &str)]) -> std::process::Child {
+    let script = write_script(dir, "agent.jsonl", turns);
+    let agent = format!("replay:{}", script.display());
+    let mut cmd = specgap();
+    cmd.args([OsStr::new("run"), task_fixture("req-basic").as_os_str()])
+        .args(["--agent", &agent, "--condition", "full", "--no-report"])
+        .arg("--out")
+        .arg(dir.join("run"))
+        .args(extra)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    for (key, value) in env {
+        cmd.env(key, value);
+    }
+    cmd.spawn().unwrap()
+}
+
+/// The first tool result's text of the one episode of `dir/run`.
+fn first_result(dir: &Path) -> String {
+    let out = dir.join("run");
+    let rows = episodes(&out);
+    assert_eq!(rows.len(), 1);
+    events(&out, &rows[0].id)
+        .into_iter()
+        .find_map(|e| match e.kind {
+            specgap_protocol::event::EventKind::ToolResult { output, .. } => Some(output),
+            _ => None,
+        })
+        .expect("a tool result")
+}
+
+/// The `cpu` group of runner `runner` holding a process whose command line has `marker`, and
+/// that process's pid.
+fn marked_cpu_group(parent: &Path, runner: u32, marker: &str) -> Option<(PathBuf, String)> {
+    let prefix = format!("specgap-{runner}-");
+    for group in std::fs::read_dir(parent).ok()?.flatten().map(|e| e.path()) {
+        if !group.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(&prefix)) {
+            continue;
+        }
+        let procs = std::fs::read_to_string(group.join("cgroup.procs")).unwrap_or_default();
+        let marked = procs
+            .lines()
+            .map(str::trim)
+            .find(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker)));
+        if let Some(pid) = marked {
+            return Some((group, pid.to_string()));
+        }
+    }
+    None
+}
+
+/// Issue 31 item 2: `--cpu-per-sandbox 0.25` is the quota of the sandbox's `cpu` group (read
+/// from the group while the episode's command runs), and the command keeps niceness 0.
+#[test]
+fn cpu_per_sandbox_sets_the_quota_of_the_sandboxs_cpu_group() {
+    let Some(parent) = specgap_sandbox::cpu_group_parent() else {
+        assert!(std::env::var("SPECGAP_REQUIRE_EXTERNAL").as_deref() != Ok("1"), "the cgroup `cpu` controller is not usable here");
+        eprintln!("skipped: the cgroup `cpu` controller is not usable here");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let marker = "cpu-flag-probe-7c21";
+    // The command waits until the test, having read the group, puts `stop` in the workspace.
+    let probe = command(&format!("cut -d' ' -f19 /proc/self/stat; : {marker}; while [ ! -e stop ]; do sleep 0.05; done; echo stopped"));
+    let work = tmp.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let work_flag = work.display().to_string();
+    let mut runner = spawn_replay(tmp.path(), &[probe], &["--cpu-per-sandbox", "0.25", "--work-dir", &work_flag], &[]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let found = loop {
+        if let Some(found) = marked_cpu_group(&parent, runner.id(), marker) {
+            break Some(found);
+        }
+        if std::time::Instant::now() > deadline || runner.try_wait().unwrap().is_some() {
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let read = |group: &Path, file: &str| std::fs::read_to_string(group.join(file)).map(|t| t.trim().to_string()).unwrap_or_default();
+    let configured = found.as_ref().map(|(group, pid)| {
+        let values = if parent.join("cgroup.controllers").exists() {
+            vec![read(group, "cpu.max")]
+        } else {
+            vec![read(group, "cpu.cfs_quota_us"), read(group, "cpu.cfs_period_us")]
+        };
+        assert!(!pid.is_empty());
+        values
+    });
+    for dir in walk_dirs(&work).into_iter().filter(|d| d.ends_with("workspace")) {
+        let _ = std::fs::write(dir.join("stop"), "");
+    }
+    if found.is_none() {
+        let _ = runner.kill();
+    }
+    let output = runner.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let expected =
+        if parent.join("cgroup.controllers").exists() { vec!["25000 100000".to_string()] } else { vec!["25000".into(), "100000".into()] };
+    assert_eq!(configured, Some(expected));
+    assert_eq!(first_result(tmp.path()), "exit status 0\n--- stdout ---\n0\nstopped");
+    assert!(!stderr(&output).contains("cannot be applied"), "{}", stderr(&output));
+}
+
+/// Issue 31 item 2: where the `cpu` controller is missing (made so by
+/// `SPECGAP_NO_CPU_CONTROLLER=1`), `run` says so once and the sandboxed command sees
+/// niceness 10 (`/proc/self/stat` field 19); `--cpu-per-sandbox off` lifts both; a bad value
+/// is refused naming the flag.
+#[test]
+fn without_the_cpu_controller_sandboxes_run_at_nice_10_and_run_says_so_once() {
+    let nice = || command("cut -d' ' -f19 /proc/self/stat; echo again; cut -d' ' -f19 /proc/self/stat");
+    let env = [("SPECGAP_NO_CPU_CONTROLLER", "1")];
+    let tmp = tempfile::tempdir().unwrap();
+    let output = spawn_replay(tmp.path(), &[nice()], &[], &env).wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(first_result(tmp.path()), "exit status 0\n--- stdout ---\n10\nagain\n10");
+    let note = "note: the per-sandbox CPU limit (cgroup `cpu`) cannot be applied here (SPECGAP_NO_CPU_CONTROLLER=1 treats the `cpu` controller as missing); sandboxed commands run at a lower scheduling priority (nice 10) instead\n";
+    assert_eq!(stderr(&output).matches(note).count(), 1, "{}", stderr(&output));
+
+    let off = tempfile::tempdir().unwrap();
+    let output = spawn_replay(off.path(), &[nice()], &["--cpu-per-sandbox", "off"], &env).wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(first_result(off.path()), "exit status 0\n--- stdout ---\n0\nagain\n0");
+    assert!(!stderr(&output).contains("note: the per-sandbox CPU limit"), "{}", stderr(&output));
+
+    let bad = tempfile::tempdir().unwrap();
+    let output = spawn_replay(bad.path(), &[nice()], &["--cpu-per-sandbox", "0"], &[]).wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).starts_with(
+            "error: invalid value '0' for '--cpu-per-sandbox <CORES|off>': `0` is neither a number of cores of at least 0.01 (like 1.5) nor `off`"
+        ),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// Every directory under `dir` (not following links).
+fn walk_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(d) = pending.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                pending.push(entry.path());
+                out.push(entry.path());
+            }
+        }
+    }
+    out
+}
