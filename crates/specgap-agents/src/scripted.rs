@@ -5,7 +5,7 @@
 use serde_json::json;
 use specgap_engine::session::{Agent, AgentError, AgentReply, Incoming, Opening};
 use specgap_engine::tools::names;
-use specgap_protocol::event::{ToolCall, Usage};
+use specgap_protocol::event::{ToolCall, Usage, UserMessageKind};
 
 /// Which overlay a scripted agent applies.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -43,7 +43,9 @@ impl Solution {
     }
 }
 
-/// The scripted agent: turn 1 `apply_overlay {name}`, turn 2 `submit`, then done.
+/// The scripted agent: turn 1 `apply_overlay {name}`, turn 2 `submit`, then done. In a
+/// staged task the next stage's instruction starts the two turns again, so every stage gets
+/// its own delivery (for `gold`, the stage's own gold where the stages have one).
 #[derive(Debug, Clone)]
 pub struct ScriptedAgent {
     solution: Solution,
@@ -63,7 +65,10 @@ impl Agent for ScriptedAgent {
         Ok(())
     }
 
-    fn next_turn(&mut self, _inbox: &[Incoming]) -> Result<AgentReply, AgentError> {
+    fn next_turn(&mut self, inbox: &[Incoming]) -> Result<AgentReply, AgentError> {
+        if inbox.iter().any(|message| matches!(message, Incoming::UserMessage { kind: UserMessageKind::Stage, .. })) {
+            self.turn = 0;
+        }
         self.turn += 1;
         let call = match self.turn {
             1 => ToolCall { id: "call-1".into(), tool: names::APPLY_OVERLAY.into(), arguments: json!({ "name": self.solution.name() }) },

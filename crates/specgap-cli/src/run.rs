@@ -258,6 +258,19 @@ pub struct Args {
 // Chat agent and LLM user flags (owned by the chat-agent work; see specgap_agents::chat).
 // ---------------------------------------------------------------------------------------
 
+/// The configuration of the `cli:` agent `spec` on the endpoint of `chat` (`--model`,
+/// `--base-url`, `--api-key-env`, `--model-arg`, `--prices`), resolved exactly as `--agent`
+/// resolves it (installed version, tree hash, ask channel): `specgap synthesize` plays its
+/// `cli:` roles with it.
+///
+/// # Errors
+/// As `--agent cli:…`: an unknown adapter, a missing installation, no `--model`, an
+/// unreadable price table.
+pub fn cli_agent_config(spec: &str, chat: &ChatArgs) -> anyhow::Result<specgap_agents::cli::CliConfig> {
+    let component = agents::component(spec, chat, &specgap_engine::prompt_files::Replacements::default(), agents::MissingInstall::Refuse)?;
+    Ok(specgap_agents::cli::CliConfig::from_table(&component.config)?)
+}
+
 /// Flags of `--agent chat:<model>` and `--user chat:<model>`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ChatArgs {

@@ -4,10 +4,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use specgap_synth::cli_role::CliRole;
 use specgap_synth::handoff::BriefLimits;
 use specgap_synth::pipeline::{Config, Limits, Roles, synthesize};
 use specgap_synth::prompts::Prompts;
-use specgap_synth::role::{ChatEndpoint, RoleName, role_from_spec_with};
+use specgap_synth::role::{ChatEndpoint, Role, RoleName, role_from_spec_with};
 use specgap_synth::rollouts::{CALIBRATION_CONDITIONS, RolloutError, RolloutSummary, Rollouts};
 use specgap_task::SandboxJudge;
 
@@ -21,9 +22,12 @@ partial and literal (--rollouts N each) as a run store in <out>/rollouts/, and t
 gets the episodes' summaries. Every hand-off, check and verdict goes to
 <out>/journal.json; the accepted package is copied to <out>/package.
 
-Roles are `scripted:<file>` or `chat:<model>` (docs/synthesize.md describes the script and
-hand-off formats); every chat role uses the one endpoint of --base-url / --api-key-env /
---model-arg. Other agent kinds are refused by name.
+Roles are `scripted:<file>`, `chat:<model>` or `cli:<adapter>` (cli:claude-code, cli:codex,
+..., cli:command=<template>; installed with `specgap agents install`): a cli: role runs the
+program once per request in its own sandbox, seeing only its inputs, and writes its hand-off to
+/handoff/handoff.json (docs/synthesize.md describes the script and hand-off formats). Every chat
+and cli role uses the one endpoint of --base-url / --api-key-env / --model-arg (cli roles: the
+model of --model), priced by --prices. Other agent kinds are refused by name.
 
 Exit status: 0 when the package is ready, 1 when the pipeline stopped (a limit reached, a
 hand-off still malformed, a role unable to answer), 2 for unusable arguments.
@@ -45,7 +49,7 @@ pub struct Args {
     /// Output directory (must be missing or empty).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
-    /// Who plays the Planner (`scripted:<file>` or `chat:<model>`).
+    /// Who plays the Planner (`scripted:<file>`, `chat:<model>` or `cli:<adapter>`).
     #[arg(long, value_name = "ROLE")]
     pub planner: String,
     /// Who plays the Builder.
@@ -97,14 +101,27 @@ pub struct Args {
     /// parses), e.g. temperature=0. Repeatable.
     #[arg(long = "model-arg", value_name = "KEY=VALUE")]
     pub model_args: Vec<String>,
-    /// Prompt + completion tokens all roles together may spend; the synthesis stops after
-    /// the answer that goes over. Default: no cap.
+    /// Prompt + completion tokens all roles and calibration rollouts together may spend; the
+    /// synthesis stops after the answer (or the rollouts) that goes over. Default: no cap.
     #[arg(long, value_name = "N")]
     pub max_tokens: Option<u64>,
-    /// US dollars all roles together may spend (as each chat role's client prices its model
-    /// requests); the synthesis stops after the answer that goes over. Default: no cap.
+    /// US dollars all roles and calibration rollouts together may spend (priced by
+    /// --prices); the synthesis stops after the answer (or the rollouts) that goes over.
+    /// Default: no cap.
     #[arg(long, value_name = "USD")]
     pub max_cost: Option<f64>,
+    /// Price table, TOML, as `specgap run --prices`: [models."<name>"] input_per_mtok,
+    /// output_per_mtok, cached_input_per_mtok. Prices the chat and cli roles and is passed to
+    /// the rollouts' run. Without it every cost is 0.
+    #[arg(long, value_name = "FILE.toml")]
+    pub prices: Option<PathBuf>,
+    /// The model of the cli: roles and of a cli: --reference (their spec names the program):
+    /// the one model their gateway forwards to --base-url.
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Wall time of one cli: role run, in seconds (the program is halted at its end).
+    #[arg(long, value_name = "SEC", default_value_t = 3600, value_parser = clap::value_parser!(u64).range(1..))]
+    pub role_wall: u64,
     /// Directory of replacement prompts (planner.md, builder.md, auditor.md, calibrator.md).
     #[arg(long, value_name = "DIR")]
     pub prompts: Option<PathBuf>,
@@ -124,7 +141,16 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
         None => Prompts::default(),
     };
     let endpoint = chat_endpoint(&args)?;
-    let role = |spec: &str, name: RoleName| role_from_spec_with(spec, name, &endpoint);
+    let chat = run_chat_args(&args);
+    let runs = args.out.join("roles");
+    let role = |spec: &str, name: RoleName| -> anyhow::Result<Box<dyn Role>> {
+        if spec.starts_with("cli:") {
+            let config = crate::run::cli_agent_config(spec, &chat)?;
+            let wall = std::time::Duration::from_secs(args.role_wall);
+            return Ok(Box::new(CliRole::new(spec, config, name, runs.clone(), wall)));
+        }
+        Ok(role_from_spec_with(spec, name, &endpoint)?)
+    };
     let mut roles = Roles {
         planner: role(&args.planner, RoleName::Planner).context("--planner")?,
         builder: role(&args.builder, RoleName::Builder).context("--builder")?,
@@ -132,7 +158,12 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
         calibrator: role(&args.calibrator, RoleName::Calibrator).context("--calibrator")?,
         implementer: args.implementer.as_deref().map(|spec| role(spec, RoleName::Implementer)).transpose().context("--implementer")?,
         reference: args.reference.as_ref().map(|agent| {
-            Box::new(RunRollouts { agent: agent.clone(), repeats: args.rollouts, no_sandbox: args.no_sandbox }) as Box<dyn Rollouts>
+            Box::new(RunRollouts {
+                agent: agent.clone(),
+                repeats: args.rollouts,
+                no_sandbox: args.no_sandbox,
+                endpoint: endpoint_flags(&args),
+            }) as Box<dyn Rollouts>
         }),
     };
     let limits = Limits {
@@ -178,7 +209,40 @@ fn chat_endpoint(args: &Args) -> anyhow::Result<ChatEndpoint> {
         let (key, value) = specgap_agents::chat::parse_model_arg(item).context("--model-arg")?;
         endpoint.model_args.insert(key, value);
     }
+    if let Some(path) = &args.prices {
+        endpoint.prices = Some(specgap_agents::chat::PriceTable::load(path).context("--prices")?);
+    }
     Ok(endpoint)
+}
+
+/// `specgap run`'s endpoint flags from ours, for resolving the cli: roles as `--agent` would.
+fn run_chat_args(args: &Args) -> crate::run::ChatArgs {
+    let mut chat = crate::run::ChatArgs::defaults();
+    chat.base_url.clone_from(&args.base_url);
+    chat.api_key_env.clone_from(&args.api_key_env);
+    chat.model.clone_from(&args.model);
+    chat.model_args.clone_from(&args.model_args);
+    chat.prices.clone_from(&args.prices);
+    chat
+}
+
+/// The endpoint flags passed on to the rollouts' `specgap run` (as given to us).
+fn endpoint_flags(args: &Args) -> Vec<std::ffi::OsString> {
+    let mut flags: Vec<std::ffi::OsString> = Vec::new();
+    let mut pass = |flag: &str, value: Option<std::ffi::OsString>| {
+        if let Some(value) = value {
+            flags.extend([flag.into(), value]);
+        }
+    };
+    pass("--base-url", args.base_url.clone().map(Into::into));
+    pass("--api-key-env", args.api_key_env.clone().map(Into::into));
+    pass("--prices", args.prices.clone().map(Into::into));
+    // `--model` names the model of cli: agents only.
+    pass("--model", args.model.clone().filter(|_| args.reference.as_deref().is_some_and(|r| r.starts_with("cli:"))).map(Into::into));
+    for item in &args.model_args {
+        flags.extend(["--model-arg".into(), item.into()]);
+    }
+    flags
 }
 
 /// The calibration rollouts as a `specgap run` in this process: the reference agent on the
@@ -188,6 +252,8 @@ struct RunRollouts {
     agent: String,
     repeats: u32,
     no_sandbox: bool,
+    /// `--base-url`, `--api-key-env`, `--model`, `--model-arg`, `--prices` as given.
+    endpoint: Vec<std::ffi::OsString>,
 }
 
 /// `specgap run`'s flags, parsed as its own command line.
@@ -211,6 +277,7 @@ impl RunRollouts {
             if self.no_sandbox {
                 argv.push("--no-sandbox".into());
             }
+            argv.extend(self.endpoint.iter().cloned());
         }
         argv.extend(["--jobs".into(), "1".into(), "--no-report".into()]);
         argv
@@ -222,10 +289,14 @@ impl RunRollouts {
         crate::run::exec(command.run)?;
         let opened =
             specgap_store::Store::open(store).with_context(|| format!("cannot open the rollouts' run store {}", store.display()))?;
-        let mut summaries: Vec<RolloutSummary> = opened
-            .episodes()?
-            .into_iter()
-            .map(|row| RolloutSummary {
+        let mut summaries = Vec::new();
+        for row in opened.episodes()? {
+            // Every attempt and role of the episode counts toward the synthesis's caps.
+            let mut usage = specgap_protocol::event::Usage::default();
+            for spent in opened.episode_detail(&row.id)?.map(|d| d.usage).unwrap_or_default() {
+                usage.add(&spent.usage);
+            }
+            summaries.push(RolloutSummary {
                 episode_dir: opened.episode_dir(&row.id),
                 condition: row.condition.clone(),
                 repeat: row.repeat,
@@ -236,8 +307,9 @@ impl RunRollouts {
                 submissions: row.submissions,
                 turns: row.turns,
                 rollout: row.id,
-            })
-            .collect();
+                usage,
+            });
+        }
         let rank = |condition: &str| CALIBRATION_CONDITIONS.iter().position(|c| *c == condition).unwrap_or(CALIBRATION_CONDITIONS.len());
         summaries.sort_by(|a, b| (rank(&a.condition), a.repeat, &a.rollout).cmp(&(rank(&b.condition), b.repeat, &b.rollout)));
         if summaries.is_empty() {

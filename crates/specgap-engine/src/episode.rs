@@ -117,6 +117,7 @@ use crate::text_channel::{self, CONTINUATION_LIMIT};
 use crate::tools::{self, ToolOutput, names};
 
 mod self_driven;
+mod stages;
 
 /// Evaluations of residual starting states, keyed by (task hash, state id), shared across the
 /// episodes of a run so each state is evaluated once.
@@ -1430,10 +1431,12 @@ impl<'c, 'a> Episode<'c, 'a> {
             Err(message) => return Ok(ToolOutput::error(message)),
         };
         if args.name != "starter" {
-            let Some(overlay) = self.ctx.package.solution(&args.name) else {
+            let Some(overlay) = self.overlay_named(&args.name) else {
                 return Ok(ToolOutput::error(format!("the task has no overlay `{}`", args.name)));
             };
-            sandbox_ops::apply_overlay(&self.ws_dir, overlay)?;
+            if let Some(overlay) = overlay {
+                sandbox_ops::apply_overlay(&self.ws_dir, overlay)?;
+            }
         }
         self.writer.event(EventKind::Overlay { name: args.name.clone() })?;
         Ok(ToolOutput::ok(format!("applied overlay `{}`", args.name)))
@@ -1450,7 +1453,7 @@ impl<'c, 'a> Episode<'c, 'a> {
             return Ok(ToolOutput::error(format!("not submitted: {why}. The work is finished.")));
         };
         if let Some(stages) = self.ctx.package.stages() {
-            return Ok(self.stage_submitted(stages, &outcome, effect));
+            return self.stage_submitted(stages, &outcome, effect);
         }
         let condition = self.ctx.condition;
         if outcome.scored.success {
@@ -1483,7 +1486,13 @@ impl<'c, 'a> Episode<'c, 'a> {
     /// After submission k of a staged task (it answers stage k; module guide "Stages"): the
     /// episode ends after the last stage or below the stage's `min_reward`; otherwise the next
     /// stage's instruction follows the turn's results.
-    fn stage_submitted(&mut self, stages: &specgap_task::PackageStages, outcome: &SubmissionOutcome, effect: &mut Effect) -> ToolOutput {
+    /// Stage k+1's files are applied to the workspace before its instruction is sent.
+    fn stage_submitted(
+        &mut self,
+        stages: &specgap_task::PackageStages,
+        outcome: &SubmissionOutcome,
+        effect: &mut Effect,
+    ) -> Result<ToolOutput, EpisodeError> {
         let k = outcome.k;
         let n = stages.len() as u32;
         // After the last stage there is nothing left to withhold: it ends as any last stage.
@@ -1492,16 +1501,17 @@ impl<'c, 'a> Episode<'c, 'a> {
             let name = stages.stage(k).map_or("", |s| s.name.as_str());
             self.stage_stop = Some(stage_stop_detail(k, n, name, outcome.scored.score, min));
             effect.end = Some(EndReason::Submitted);
-            return ToolOutput::ok(format!("The delivery for stage {k} of {n} was received. The work is finished."));
+            return Ok(ToolOutput::ok(format!("The delivery for stage {k} of {n} was received. The work is finished.")));
         }
         match stages.stage(k + 1).and_then(|stage| stage.instruction.clone()) {
             Some(text) if k < n => {
+                self.begin_stage(k + 1)?;
                 effect.next_stage = Some(text);
-                ToolOutput::ok(format!("The delivery for stage {k} of {n} was received. The instruction for stage {} follows.", k + 1))
+                Ok(ToolOutput::ok(format!("The delivery for stage {k} of {n} was received. The instruction for stage {} follows.", k + 1)))
             }
             _ => {
                 effect.end = Some(EndReason::Submitted);
-                ToolOutput::ok(format!("The delivery for stage {k} of {n}, the last, was received. The work is finished."))
+                Ok(ToolOutput::ok(format!("The delivery for stage {k} of {n}, the last, was received. The work is finished.")))
             }
         }
     }

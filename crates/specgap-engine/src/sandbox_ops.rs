@@ -85,8 +85,10 @@ fn views(ctx: &EpisodeContext<'_>) -> Result<specgap_task::TaskViews, EpisodeErr
 /// An infrastructure error.
 pub(crate) fn materialize(ctx: &EpisodeContext<'_>, dest: &Path) -> Result<Base, EpisodeError> {
     let package = ctx.package;
-    let base =
-        ctx.bases.base(package.hash(), &package.workspace_dir()).map_err(|e| materialize_error("cannot prepare the base workspace", e))?;
+    let base = ctx
+        .bases
+        .base(package.workspace_hash(), &package.workspace_dir())
+        .map_err(|e| materialize_error("cannot prepare the base workspace", e))?;
     let patch = match ctx.start {
         Start::Clean => None,
         Start::Residual(id) => Some(
@@ -113,8 +115,10 @@ pub(crate) fn materialize(ctx: &EpisodeContext<'_>, dest: &Path) -> Result<Base,
 pub(crate) fn materialize_clean(ctx: &EpisodeContext<'_>, dest: &Path) -> Result<(), EpisodeError> {
     let package = ctx.package;
     remove_scratch(dest);
-    let base =
-        ctx.bases.base(package.hash(), &package.workspace_dir()).map_err(|e| materialize_error("cannot prepare the base workspace", e))?;
+    let base = ctx
+        .bases
+        .base(package.workspace_hash(), &package.workspace_dir())
+        .map_err(|e| materialize_error("cannot prepare the base workspace", e))?;
     specgap_sandbox::materialize(&base, dest, None).map_err(|e| materialize_error("cannot materialize the workspace", e))
 }
 

@@ -2,6 +2,11 @@
 //! order) run once at import on a copy of the starter, in the sandbox, and stored as the
 //! overlay `solutions/gold/` (changed and new files, and `delete.txt` for removed ones), so
 //! `specgap check` proves the gold passes and the starter fails (Harbor's oracle run).
+//!
+//! A multi-step task's steps run as Harbor's oracle runs them: before step k's `solve.sh`,
+//! step k's `workdir/` files are added (the stage's `files`), and what step k's `solve.sh`
+//! changed is also that stage's own gold, `stages/<label>/gold/` (written only when it changed
+//! something), which scripted `gold` applies at stage k.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -75,10 +80,11 @@ pub enum Launch {
 /// I/O errors; a sandbox that cannot start. A failing `solve.sh` is
 /// [`GoldOutcome::Failed`].
 pub fn make_gold(plan: &Plan, package: &Path, host: &HostView, launch: Launch, sandbox: bool) -> Result<GoldOutcome, HarborError> {
-    let solves: Vec<(&str, &str)> = plan.steps.iter().filter_map(|s| s.solve.as_deref().map(|p| (s.name.as_str(), p))).collect();
-    if solves.is_empty() {
+    if plan.steps.iter().all(|s| s.solve.is_none()) {
         return Ok(GoldOutcome::NoSolution);
     }
+    let staged = plan.steps.len() > 1;
+    let mut stage_golds: Vec<PathBuf> = Vec::new();
     let config = SandboxConfig { enabled: sandbox };
     config.check()?;
     let scratch = tempfile::Builder::new().prefix("specgap-harbor-gold-").tempdir().map_err(io(std::env::temp_dir()))?;
@@ -86,7 +92,18 @@ pub fn make_gold(plan: &Plan, package: &Path, host: &HostView, launch: Launch, s
     let starter = package.join("workspace");
     copy_tree(&starter, &workspace)?;
     let timeout = Duration::from_secs(plan.wall_sec.unwrap_or(SOLVE_TIMEOUT_SEC));
-    for (step, solve) in solves {
+    for ((index, plan_step), label) in plan.steps.iter().enumerate().zip(crate::import::stage_labels(plan)) {
+        let step = plan_step.name.as_str();
+        if index > 0
+            && let Some(files) = &plan_step.staged
+        {
+            crate::import::copy_staged(&plan.dir.join(files), &workspace)?;
+        }
+        let Some(solve) = plan_step.solve.as_deref() else { continue };
+        let before = scratch.path().join(format!("before-{index}"));
+        if staged {
+            copy_tree(&workspace, &before)?;
+        }
         let solution_dir = plan.dir.join(solve).parent().map(Path::to_path_buf).unwrap_or_default();
         let copy = scratch.path().join(format!("solution-{step}"));
         copy_tree(&solution_dir, &copy)?;
@@ -115,9 +132,21 @@ pub fn make_gold(plan: &Plan, package: &Path, host: &HostView, launch: Launch, s
             let status = if output.timed_out { "timed out".to_string() } else { format!("status {:?}", output.exit_code) };
             let stderr = output.stderr.text();
             let tail: String = stderr.chars().rev().take(200).collect::<Vec<_>>().into_iter().rev().collect();
+            // A task whose oracle fails has no gold at all: no stage keeps its own either.
+            for dir in &stage_golds {
+                fs::remove_dir_all(dir).map_err(io(dir))?;
+            }
             return Ok(GoldOutcome::Failed { why: format!("step {step}, {status}: {}", tail.trim()) });
         }
+        if staged {
+            let gold = package.join(crate::import::stage_gold_dir(&label));
+            match write_overlay(&before, &workspace, &gold)? {
+                GoldOutcome::Written { files: 0, deleted: 0 } => fs::remove_dir_all(&gold).map_err(io(&gold))?,
+                _ => stage_golds.push(gold),
+            }
+        }
     }
+
     write_overlay(&starter, &workspace, &package.join("solutions/gold"))
 }
 

@@ -44,8 +44,19 @@ def sha256(path):
     return digest.hexdigest()
 
 
+def known_files(config, last_index):
+    """Path -> the SHA-256s the task itself put there: the starter's, and the files of every
+    stage up to the step at `last_index` (added to the workspace when that stage began)."""
+    known = {rel: {digest} for rel, digest in config.get("starter_sha256", {}).items()}
+    for files in config.get("stage_sha256", [])[: last_index + 1]:
+        for rel, digest in files.items():
+            known.setdefault(rel, set()).add(digest)
+    return known
+
+
 def changed_files(workspace, starter):
-    """Workspace-relative paths of regular files that are new or differ from the starter."""
+    """Workspace-relative paths of regular files that are new or differ from every version
+    the task itself put there (`starter`: path -> set of SHA-256s)."""
     changed = []
     for root, dirs, files in os.walk(workspace):
         dirs[:] = sorted(d for d in dirs if d != ".git")
@@ -54,7 +65,7 @@ def changed_files(workspace, starter):
             rel = os.path.relpath(path, workspace)
             if os.path.islink(path) or not os.path.isfile(path):
                 continue
-            if starter.get(rel) != sha256(path):
+            if sha256(path) not in starter.get(rel, ()):
                 changed.append(rel)
     return changed
 
@@ -176,9 +187,10 @@ def main():
     with open("harbor.json", encoding="utf-8") as f:
         config = json.load(f)
     workspace = os.environ["SPECGAP_WORKSPACE"]
-    flags = channel_references(workspace, config.get("starter_sha256", {}))
+    chosen = chosen_steps(config["steps"])
+    flags = channel_references(workspace, known_files(config, chosen[-1][0]))
     rewards = []
-    for index, step in chosen_steps(config["steps"]):
+    for index, step in chosen:
         scratch = os.path.join(os.getcwd(), f".specgap-step-{index}")
         reward, step_flags, values = run_step(config, step, scratch)
         flags += [f"step {step['name']}: {flag}" for flag in step_flags]

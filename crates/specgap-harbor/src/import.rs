@@ -281,7 +281,7 @@ pub fn import_task(dir: &Path, destination: &Path, options: &ImportOptions) -> R
         write(&path, &text)?;
     }
     write(&destination.join("evaluator/harbor_verify.py"), VERIFIER_PROGRAM)?;
-    write(&destination.join("task.toml"), &manifest(&plan, destination)?)?;
+    write(&destination.join("task.toml"), &manifest(&plan, destination, &[])?)?;
     let has_solution = plan.steps.iter().any(|s| s.solve.is_some());
     // An image task's image is built only to make its gold; its work directory's files then
     // become the starter (the workspace is mounted over the image's work directory).
@@ -290,7 +290,13 @@ pub fn import_task(dir: &Path, destination: &Path, options: &ImportOptions) -> R
         _ => None,
     };
     let starter = starter_hashes(&destination.join("workspace"))?;
-    write(&destination.join("evaluator/harbor.json"), &verifier_config(&plan, &starter))?;
+    let mut stage_files = Vec::with_capacity(plan.steps.len());
+    for ((index, step), label) in plan.steps.iter().enumerate().zip(stage_labels(&plan)) {
+        let dir = destination.join(stage_files_dir(&label));
+        let later = index > 0 && step.staged.is_some();
+        stage_files.push(if later { starter_hashes(&dir)? } else { BTreeMap::new() });
+    }
+    write(&destination.join("evaluator/harbor.json"), &verifier_config(&plan, &starter, &stage_files))?;
     let gold = match (image_view, options.gold) {
         (_, false) => GoldOutcome::NotAsked,
         _ if !has_solution => GoldOutcome::NoSolution,
@@ -301,6 +307,11 @@ pub fn import_task(dir: &Path, destination: &Path, options: &ImportOptions) -> R
             gold::make_gold(&plan, destination, &view, gold::Launch::Bash, options.sandbox)?
         }
     };
+    let golds: Vec<String> =
+        stage_labels(&plan).into_iter().filter(|label| plan.steps.len() > 1 && destination.join(stage_gold_dir(label)).is_dir()).collect();
+    if !golds.is_empty() {
+        write(&destination.join("task.toml"), &manifest(&plan, destination, &golds)?)?;
+    }
     write(&destination.join("NOTES.md"), &notes(&plan, &gold, options.persona.is_some()))?;
     Ok(Outcome::Imported {
         source: dir.to_path_buf(),
@@ -374,21 +385,30 @@ fn write_workspace(plan: &Plan, destination: &Path) -> Result<(), HarborError> {
             }
         }
     }
-    for step in &plan.steps {
+    for ((index, step), label) in plan.steps.iter().enumerate().zip(stage_labels(plan)) {
         if let Some(staged) = &step.staged {
-            copy_tree(&plan.dir.join(staged), &workspace)?;
-            let setup = workspace.join("setup.sh");
-            if setup.exists() {
-                fs::remove_file(&setup).map_err(io(&setup))?;
-            }
+            // The first step's files are the starter; a later step's are its stage's files,
+            // added to the workspace when the stage begins (as Harbor uploads them).
+            let target = if index == 0 { workspace.clone() } else { destination.join(stage_files_dir(&label)) };
+            copy_staged(&plan.dir.join(staged), &target)?;
         }
+    }
+    Ok(())
+}
+
+/// Copies a step's `workdir/` to `target`, without its `setup.sh` (not run: NOTES.md).
+pub(crate) fn copy_staged(staged: &Path, target: &Path) -> Result<(), HarborError> {
+    copy_tree(staged, target)?;
+    let setup = target.join("setup.sh");
+    if setup.exists() {
+        fs::remove_file(&setup).map_err(io(&setup))?;
     }
     Ok(())
 }
 
 /// The package's stage names: each step's name as a label (lowercase letters and digits in
 /// words joined by hyphens), made unique with `-2`, `-3`, … where two collide.
-fn stage_labels(plan: &Plan) -> Vec<String> {
+pub(crate) fn stage_labels(plan: &Plan) -> Vec<String> {
     let mut labels: Vec<String> = Vec::with_capacity(plan.steps.len());
     for (index, step) in plan.steps.iter().enumerate() {
         let words: Vec<String> = step
@@ -418,8 +438,21 @@ fn stage_file(label: &str) -> String {
     format!("stages/{label}.md")
 }
 
+/// Where a later stage's files (its step's `workdir/`) go in the package.
+pub(crate) fn stage_files_dir(label: &str) -> String {
+    format!("stages/{label}/files")
+}
+
+/// Where a stage's own gold overlay goes in the package.
+pub(crate) fn stage_gold_dir(label: &str) -> String {
+    format!("stages/{label}/gold")
+}
+
 /// `[stages]` of a multi-step task: one stage per step, Harbor's strategy as the score.
-fn stages_table(plan: &Plan) -> Option<Value> {
+/// Each later step's `workdir/` is the stage's `files` (`stages/<label>/files`); a step whose
+/// `solve.sh` changed something has `gold` (`stages/<label>/gold`) once the gold is made
+/// (`golds`: the labels that have one).
+fn stages_table(plan: &Plan, golds: &[String]) -> Option<Value> {
     if plan.steps.len() < 2 {
         return None;
     }
@@ -438,6 +471,12 @@ fn stages_table(plan: &Plan) -> Option<Value> {
             }
             if let Some(min) = step.min_reward {
                 entry.insert("min_reward".into(), Value::Float(min));
+            }
+            if index > 0 && step.staged.is_some() {
+                entry.insert("files".into(), stage_files_dir(&label).into());
+            }
+            if golds.contains(&label) {
+                entry.insert("gold".into(), stage_gold_dir(&label).into());
             }
             Value::Table(entry)
         })
@@ -463,7 +502,8 @@ fn every_instruction(plan: &Plan) -> String {
 }
 
 /// `evaluator/harbor.json`: what harbor_verify.py needs.
-fn verifier_config(plan: &Plan, starter: &BTreeMap<String, String>) -> String {
+/// `stage_files`: per step, the SHA-256 of each file its stage adds (empty for the first).
+fn verifier_config(plan: &Plan, starter: &BTreeMap<String, String>, stage_files: &[BTreeMap<String, String>]) -> String {
     let steps: Vec<serde_json::Value> =
         plan.steps.iter().map(|s| serde_json::json!({"name": s.name, "tests": format!("harbor/{}", s.tests)})).collect();
     let config = serde_json::json!({
@@ -475,12 +515,13 @@ fn verifier_config(plan: &Plan, starter: &BTreeMap<String, String>) -> String {
         "verifier_env": plan.verifier_env,
         "declared_outputs": plan.declared_outputs,
         "starter_sha256": starter,
+        "stage_sha256": stage_files,
     });
     format!("{}\n", serde_json::to_string_pretty(&config).unwrap_or_default())
 }
 
 /// `task.toml` (format 2).
-fn manifest(plan: &Plan, destination: &Path) -> Result<String, HarborError> {
+fn manifest(plan: &Plan, destination: &Path, golds: &[String]) -> Result<String, HarborError> {
     let mut root = Table::new();
     root.insert("format".into(), Value::Integer(2));
     let mut info = Table::new();
@@ -529,7 +570,7 @@ fn manifest(plan: &Plan, destination: &Path) -> Result<String, HarborError> {
         budget.insert("wall_sec".into(), Value::Integer(i64::try_from(wall).unwrap_or(i64::MAX)));
         root.insert("budget".into(), Value::Table(budget));
     }
-    if let Some(stages) = stages_table(plan) {
+    if let Some(stages) = stages_table(plan, golds) {
         root.insert("stages".into(), stages);
     }
     let text = toml::to_string(&root).map_err(|source| HarborError::Toml { path: destination.join("task.toml"), source })?;

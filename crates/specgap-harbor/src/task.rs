@@ -392,7 +392,9 @@ impl Planner<'_> {
             };
             self.require_script(&format!("{base}/tests/test.sh"), &format!("{base}/tests/test.bat"));
             if self.dir.join(&base).join("workdir/setup.sh").exists() {
-                self.unmapped.push(format!("{base}/workdir/setup.sh: not run (its step's files are staged into the starter)"));
+                self.unmapped.push(format!(
+                    "{base}/workdir/setup.sh: not run (its step's other files are added to the workspace when the stage begins)"
+                ));
             }
             let min_reward = match step.get("min_reward") {
                 None => None,
@@ -408,11 +410,6 @@ impl Planner<'_> {
             };
             let solve = self.dir.join(&base).join("solution/solve.sh").is_file().then(|| format!("{base}/solution/solve.sh"));
             let staged = self.dir.join(&base).join("workdir").is_dir().then(|| format!("{base}/workdir"));
-            if staged.is_some() && index > 0 {
-                self.unmapped.push(format!(
-                    "{base}/workdir: staged into the starter, so the agent sees it from the first stage (Harbor uploads it when its step begins)"
-                ));
-            }
             plans.push(StepPlan {
                 name: name.to_string(),
                 instruction: step_instruction,

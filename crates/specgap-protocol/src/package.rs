@@ -99,6 +99,18 @@ pub struct Stage {
     /// later stages are never given (Harbor's `min_reward` of a step).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_reward: Option<f64>,
+    /// The stage's files: an overlay directory (relative to the package root, outside
+    /// `workspace/`; a top-level `delete.txt` lists files to remove) applied to the workspace
+    /// when the stage begins, before its instruction is sent (Harbor's `steps/<name>/workdir/`).
+    /// Absent on the first stage, whose files are `workspace/`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<String>,
+    /// The stage's gold: an overlay directory (relative to the package root, outside
+    /// `workspace/`) that solves this stage from the state the previous stages' golds and this
+    /// stage's files leave (Harbor's oracle running step k's `solve.sh` at step k). Scripted
+    /// `gold` applies it at this stage; `check` proves each stage's gold passes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gold: Option<String>,
 }
 
 /// How a staged episode's score is aggregated over its stage submissions (Harbor's

@@ -13,6 +13,13 @@
 //! tasks under partial / full / literal with 1–4 submissions; 10 test-scored tasks from a clean
 //! start and two residual states, with per-test results, diffs and a short trajectory; 20
 //! delivery cases with 3 clarification targets under interact (2 questions) and hidden).
+//!
+//! The data repeat with period [`TEMPLATE_REPEATS`] (every value derives from the repeat modulo
+//! 10), so a store of more episodes than that writes the first 10 repeats with the writer API
+//! and copies the rest from them: each later episode's rows are its template's rows under its
+//! own key and id, and its files are hard links to the template's (only the files a report
+//! reads: those of test-scored episodes; directories cost a disk block each). `--check-copy`
+//! writes one store both ways and compares their reports byte for byte.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -32,10 +39,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let root = PathBuf::from(args.next().unwrap_or_else(|| "/tmp/specgap-bench".into()));
     let episodes: usize = args.next().map_or(Ok(100_000), |n| n.parse())?;
+    if episodes == 0 {
+        return check_copy(&root);
+    }
     let run_dir = root.join(format!("run-{episodes}"));
     if !run_dir.join("run.toml").exists() {
         let started = Instant::now();
-        generate(&root, &run_dir, episodes)?;
+        generate(&root, &run_dir, episodes, true)?;
         println!("generated {episodes} episodes in {:.1} s", started.elapsed().as_secs_f64());
     }
     for pass in 1..=2 {
@@ -107,7 +117,39 @@ enum Kind {
     Delivery,
 }
 
-fn generate(root: &Path, run_dir: &Path, episodes: usize) -> Result<(), Box<dyn std::error::Error>> {
+/// The data's period in repeats (the `seed` of [`generate`] is a function of `repeat % 10`).
+const TEMPLATE_REPEATS: u32 = 10;
+
+/// Writes the 10,400-episode store twice under ROOT/check — every episode with the writer API,
+/// and the first 10 repeats with it plus copies — and fails unless their reports (Markdown,
+/// HTML, JSON) are identical but for the directory's name. Run as `bench_report ROOT 0`.
+fn check_copy(root: &Path) -> Result<(), Box<dyn std::error::Error>> {
+    let episodes = 2 * 520 * TEMPLATE_REPEATS as usize;
+    let mut outputs = Vec::new();
+    for copy in [false, true] {
+        let dir = root.join(format!("check-{copy}"));
+        let run_dir = dir.join("run");
+        if !run_dir.join("run.toml").exists() {
+            generate(&dir, &run_dir, episodes, copy)?;
+        }
+        let run = RunData::load(&run_dir)?;
+        let report = build_report(std::slice::from_ref(&run), &ReportOptions::default())?;
+        // The reports name their run directory and task paths: the one difference allowed.
+        let same_dir = |text: String| text.replace(&dir.display().to_string(), "DIR");
+        outputs.push((
+            same_dir(render_markdown(&report, "bench")),
+            same_dir(render_html(&report, "bench")),
+            same_dir(render_json(&report)?),
+        ));
+    }
+    if outputs[0] != outputs[1] {
+        return Err("the copied store's report differs from the written store's".into());
+    }
+    println!("copied and written stores of {episodes} episodes give identical reports");
+    Ok(())
+}
+
+fn generate(root: &Path, run_dir: &Path, episodes: usize, copy: bool) -> Result<(), Box<dyn std::error::Error>> {
     let suite = root.join("suite");
     let mut tasks: Vec<(String, Kind, String, String)> = Vec::new();
     for i in 0..20 {
@@ -153,6 +195,10 @@ fn generate(root: &Path, run_dir: &Path, episodes: usize) -> Result<(), Box<dyn 
     let mut written = 0usize;
     let mut repeat = 0u32;
     while written < episodes {
+        if copy && repeat == TEMPLATE_REPEATS {
+            drop(store);
+            return copy_repeats(run_dir, episodes - written);
+        }
         for (t, (name, kind, hash, _)) in tasks.iter().enumerate() {
             for (a, agent) in AGENTS.iter().enumerate() {
                 let plans: Vec<(&str, &str)> = match kind {
@@ -182,6 +228,101 @@ fn generate(root: &Path, run_dir: &Path, episodes: usize) -> Result<(), Box<dyn 
             }
         }
         repeat += 1;
+    }
+    Ok(())
+}
+
+/// Adds `more` episodes to the store in `run_dir`, repeats 10, 11, … in the order [`generate`]
+/// writes them, each a copy of the episode of repeat `r % 10` with the same task, agent,
+/// condition and start.
+fn copy_repeats(run_dir: &Path, more: usize) -> Result<(), Box<dyn std::error::Error>> {
+    let mut db = rusqlite::Connection::open(run_dir.join("results.sqlite"))?;
+    let tx = db.transaction()?;
+    let templates = template_keys(&tx)?;
+    let per_repeat = templates.len() / TEMPLATE_REPEATS as usize;
+    let copiers = row_copiers(&tx)?;
+    let mut episode_copy = tx.prepare(&copy_sql(&tx, "episodes", "id", Some("repeat"))?)?;
+    let mut statements: Vec<rusqlite::Statement<'_>> = copiers.iter().map(|sql| tx.prepare(sql)).collect::<Result<_, _>>()?;
+    for n in 0..more {
+        let repeat = TEMPLATE_REPEATS + (n / per_repeat) as u32;
+        let (old_id, key, scoring) = &templates[(repeat % TEMPLATE_REPEATS) as usize * per_repeat + n % per_repeat];
+        let new_id = EpisodeKey { repeat, ..key.clone() }.id();
+        episode_copy.execute(rusqlite::params![new_id, old_id, repeat])?;
+        for statement in &mut statements {
+            statement.execute(rusqlite::params![new_id, old_id])?;
+        }
+        if scoring == "test" {
+            link_tree(&run_dir.join("episodes").join(old_id), &run_dir.join("episodes").join(&new_id))?;
+        }
+    }
+    drop(statements);
+    drop(episode_copy);
+    tx.commit()?;
+    Ok(())
+}
+
+/// The stored episodes in the order they were written: id, key, scoring kind.
+fn template_keys(db: &rusqlite::Connection) -> rusqlite::Result<Vec<(String, EpisodeKey, String)>> {
+    let mut statement = db.prepare(
+        "SELECT id, task, task_hash, agent, agent_hash, user_hash, condition, start, repeat, seed, scoring_kind FROM episodes ORDER BY rowid",
+    )?;
+    let rows = statement.query_map([], |row| {
+        let key = EpisodeKey {
+            task: row.get(1)?,
+            task_hash: row.get(2)?,
+            agent: row.get(3)?,
+            agent_hash: row.get(4)?,
+            user_hash: row.get(5)?,
+            condition: row.get(6)?,
+            start: row.get(7)?,
+            repeat: row.get(8)?,
+            seed: row.get::<_, String>(9)?.parse().unwrap_or(1),
+        };
+        Ok((row.get(0)?, key, row.get(10)?))
+    })?;
+    rows.collect()
+}
+
+/// One `INSERT … SELECT` per table with an `episode` column, copying an episode's rows
+/// (`?2`) under another id (`?1`).
+fn row_copiers(db: &rusqlite::Connection) -> rusqlite::Result<Vec<String>> {
+    let mut statement = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'episodes'")?;
+    let tables: Vec<String> = statement.query_map([], |row| row.get(0))?.collect::<Result<_, _>>()?;
+    let mut copiers = Vec::new();
+    for table in tables {
+        if columns(db, &table)?.iter().any(|c| c == "episode") {
+            copiers.push(copy_sql(db, &table, "episode", None)?);
+        }
+    }
+    Ok(copiers)
+}
+
+/// `INSERT INTO t (…) SELECT ?1, … FROM t WHERE key_column = ?2`, with `?3` for `override_column`.
+fn copy_sql(db: &rusqlite::Connection, table: &str, key_column: &str, override_column: Option<&str>) -> rusqlite::Result<String> {
+    let columns = columns(db, table)?;
+    let values: Vec<String> = columns
+        .iter()
+        .map(|c| if c == key_column { "?1".to_string() } else if Some(c.as_str()) == override_column { "?3".to_string() } else { format!("\"{c}\"") })
+        .collect();
+    let names: Vec<String> = columns.iter().map(|c| format!("\"{c}\"")).collect();
+    Ok(format!("INSERT INTO \"{table}\" ({}) SELECT {} FROM \"{table}\" WHERE \"{key_column}\" = ?2", names.join(", "), values.join(", ")))
+}
+
+fn columns(db: &rusqlite::Connection, table: &str) -> rusqlite::Result<Vec<String>> {
+    let mut statement = db.prepare(&format!("SELECT name FROM pragma_table_info('{table}')"))?;
+    statement.query_map([], |row| row.get(0))?.collect()
+}
+
+/// Recreates the tree `from` at `to` with hard links to its files.
+fn link_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    for entry in walkdir::WalkDir::new(from) {
+        let entry = entry.map_err(std::io::Error::other)?;
+        let target = to.join(entry.path().strip_prefix(from).map_err(std::io::Error::other)?);
+        if entry.file_type().is_dir() {
+            fs_err::create_dir_all(&target)?;
+        } else {
+            fs_err::hard_link(entry.path(), &target)?;
+        }
     }
     Ok(())
 }

@@ -609,7 +609,7 @@ struct GroupContext<'c, 'p, 'e, 'a> {
     runs: &'c [RunData],
     options: &'c ReportOptions,
     /// `full` episodes by (agent, task), for In round's never-fixed share (seed 000 §5.3).
-    full_index: &'c FullIndex<'e, 'a>,
+    full_index: &'c FullIndex<'a>,
     /// The report's extraction panel, if any.
     extraction: Option<&'c str>,
 }
@@ -715,16 +715,36 @@ fn ranking_rows(residual: &[ResidualRow], dims: &[Dim]) -> Result<Vec<RankingRow
 
 /// The scored episodes under condition `full`, by (agent, task, start): the Full reference of
 /// seed 000 §5.3 for requirements that feedback did not get fixed.
-pub struct FullIndex<'e, 'a> {
-    by_key: BTreeMap<(&'a str, &'a str, &'a str), Vec<&'e Episode<'a>>>,
+///
+/// Each key's pass counts per requirement are summed once here: asking the episodes for every
+/// partial episode and requirement made a report quadratic in the repeats per cell (268 s of
+/// a 1,000,000-episode report, BENCHMARKS.md "Reports").
+pub struct FullIndex<'a> {
+    by_key: BTreeMap<(&'a str, &'a str, &'a str), BTreeMap<&'a str, PassCount>>,
 }
 
-impl<'e, 'a> FullIndex<'e, 'a> {
-    /// Indexes the `full` episodes among `episodes`.
-    pub fn new(episodes: &'e [Episode<'a>]) -> Self {
-        let mut by_key: BTreeMap<(&str, &str, &str), Vec<&Episode>> = BTreeMap::new();
+/// Passes among the `full` episodes with a verdict for one requirement.
+#[derive(Debug, Clone, Copy, Default)]
+struct PassCount {
+    passed: f64,
+    judged: usize,
+}
+
+impl<'a> FullIndex<'a> {
+    /// Indexes the `full` episodes among `episodes`: for each (agent, task, start) and
+    /// requirement, how many first valid submissions have a verdict and how many pass.
+    pub fn new(episodes: &[Episode<'a>]) -> Self {
+        let mut by_key: BTreeMap<(&str, &str, &str), BTreeMap<&str, PassCount>> = BTreeMap::new();
         for e in episodes.iter().filter(|e| e.is_scored() && e.row.condition == "full") {
-            by_key.entry((e.row.agent.as_str(), e.row.task.as_str(), e.row.start.as_str())).or_default().push(e);
+            let counts = by_key.entry((e.row.agent.as_str(), e.row.task.as_str(), e.row.start.as_str())).or_default();
+            let Some(verdicts) = e.scores.first().and_then(|first| e.requirements.get(&first.k)) else {
+                continue;
+            };
+            for (&requirement, &passes) in verdicts {
+                let count = counts.entry(requirement).or_default();
+                count.passed += crate::episode::indicator(passes);
+                count.judged += 1;
+            }
         }
         FullIndex { by_key }
     }
@@ -732,11 +752,9 @@ impl<'e, 'a> FullIndex<'e, 'a> {
     /// Share of the `full` episodes of `episode`'s agent, task and start whose first valid
     /// submission passes `requirement`; `None` when none has a verdict for it.
     pub fn pass_share(&self, episode: &Episode<'_>, requirement: &str) -> Option<f64> {
-        let partners = self.by_key.get(&(episode.row.agent.as_str(), episode.row.task.as_str(), episode.row.start.as_str()))?;
-        crate::episode::mean(partners.iter().filter_map(|f| {
-            let k = f.scores.first()?.k;
-            f.requirement_passes(k, requirement).map(crate::episode::indicator)
-        }))
+        let counts = self.by_key.get(&(episode.row.agent.as_str(), episode.row.task.as_str(), episode.row.start.as_str()))?;
+        let count = counts.get(requirement)?;
+        (count.judged > 0).then(|| count.passed / count.judged as f64)
     }
 }
 

@@ -435,6 +435,17 @@ pub enum RolloutCondition {
     Literal,
 }
 
+impl RolloutCondition {
+    /// `full`, `partial` or `literal`, as the run store writes the condition.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RolloutCondition::Full => "full",
+            RolloutCondition::Partial => "partial",
+            RolloutCondition::Literal => "literal",
+        }
+    }
+}
+
 /// How the Calibrator explains one rollout's outcome.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

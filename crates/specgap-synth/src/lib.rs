@@ -55,6 +55,7 @@
 
 pub mod acceptance;
 pub mod chat;
+pub mod cli_role;
 pub mod handoff;
 pub mod journal;
 pub mod pipeline;

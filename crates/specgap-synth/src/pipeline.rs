@@ -229,16 +229,16 @@ pub enum SynthError {
         #[source]
         source: Box<crate::rollouts::RolloutError>,
     },
-    /// The roles together spent more tokens than `--max-tokens`.
-    #[error("the roles spent {spent} tokens, more than --max-tokens {cap}")]
+    /// The roles and the calibration rollouts together spent more tokens than `--max-tokens`.
+    #[error("the roles and rollouts spent {spent} tokens, more than --max-tokens {cap}")]
     TokenCap {
         /// The cap.
         cap: u64,
         /// Tokens spent.
         spent: u64,
     },
-    /// The roles together spent more than `--max-cost`.
-    #[error("the roles spent ${spent:.4}, more than --max-cost {cap}")]
+    /// The roles and the calibration rollouts together spent more than `--max-cost`.
+    #[error("the roles and rollouts spent ${spent:.4}, more than --max-cost {cap}")]
     CostCap {
         /// The cap, in US dollars.
         cap: f64,
@@ -597,9 +597,16 @@ impl Run<'_> {
             self.config.prompts.template(RoleName::Calibrator),
             &[("package", package.root.display().to_string()), ("rollouts", rollouts_text)],
         );
+        // With rollouts, every finding must name one that ran, under its condition (a made-up
+        // or mislabelled citation is malformed and asked again).
+        let ran: Option<Vec<(String, String)>> =
+            rollouts.as_ref().map(|list| list.iter().map(|r| (r.rollout.clone(), r.condition.clone())).collect());
         let inputs = serde_json::json!({"package": package.root, "rollouts": rollouts.unwrap_or_default()});
         let request = RoleRequest { role: RoleName::Calibrator, prompt, inputs, work_dir: None, retry_reason: None };
-        self.ask::<CalibratorVerdict>(request, design, iteration, |_| Ok(()))
+        self.ask::<CalibratorVerdict>(request, design, iteration, |verdict| match &ran {
+            Some(ran) => check_cited_rollouts(verdict, ran),
+            None => Ok(()),
+        })
     }
 
     /// Runs the reference agent's rollouts into `<out>/rollouts/design-<d>/iteration-<i>` and
@@ -616,6 +623,11 @@ impl Run<'_> {
         fs_err::create_dir_all(&parent).map_err(|source| SynthError::Write { path: parent, source })?;
         let summaries = reference.run(&package.root, &store).map_err(|source| SynthError::Rollouts { source: Box::new(source) })?;
         let detail = serde_json::json!({"store": store, "rollouts": summaries});
+        let mut spent = crate::role::Usage::default();
+        for summary in &summaries {
+            spent.add(&summary.usage);
+        }
+        let usage = (spent != crate::role::Usage::default()).then_some(spent);
         let entry = Entry {
             seq: 0,
             stage: "rollouts",
@@ -627,9 +639,11 @@ impl Run<'_> {
             retry_reason: None,
             reply: None,
             detail,
-            usage: None,
+            usage,
         };
         self.push(entry)?;
+        // The rollouts count toward the caps like any role: a synthesis over them stops here.
+        self.check_token_cap()?;
         Ok(Some(summaries))
     }
 
@@ -786,6 +800,26 @@ impl Run<'_> {
         let path = self.journal.path().to_owned();
         self.journal.push(entry).map_err(|source| SynthError::Write { path, source })
     }
+}
+
+/// Every finding of `verdict` names a rollout of `ran` (`(id, condition)`) under that
+/// rollout's condition.
+fn check_cited_rollouts(verdict: &CalibratorVerdict, ran: &[(String, String)]) -> Result<(), HandoffError> {
+    for (index, finding) in verdict.rollouts.iter().enumerate() {
+        let field = format!("rollouts[{index}].rollout");
+        let problem = match ran.iter().find(|(id, _)| *id == finding.rollout) {
+            None => {
+                let ids: Vec<&str> = ran.iter().map(|(id, _)| id.as_str()).collect();
+                format!("`{}` is not a rollout that ran; the rollouts are: {}", finding.rollout, ids.join(", "))
+            }
+            Some((_, condition)) if condition != finding.condition.as_str() => {
+                format!("`{}` ran under {condition}, not {}", finding.rollout, finding.condition.as_str())
+            }
+            Some(_) => continue,
+        };
+        return Err(HandoffError::Rule { role: "calibrator", field, problem });
+    }
+    Ok(())
 }
 
 /// The sufficiency test's result.

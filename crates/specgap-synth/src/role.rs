@@ -4,8 +4,10 @@
 //! [`ScriptedRole`] (`scripted:<file>`) is the offline player: it answers from a script, one
 //! step per request, and can write files into the request's working directory first, as a
 //! Builder agent would. [`crate::chat::ChatRole`] (`chat:<model>`) plays a role as a
-//! conversation with a model. Agents specgap runs as episodes (`cli:`, `replay:`) are not
-//! wired to this seam yet; [`role_from_spec`] says so by name.
+//! conversation with a model. [`crate::cli_role::CliRole`] (`cli:<adapter>`) runs an agent
+//! program per request in the role's sandbox view; its configuration is resolved by the
+//! caller (`specgap synthesize`), so [`role_from_spec`] names it without building it.
+//! `replay:` agents are not wired to this seam; [`role_from_spec`] says so by name.
 
 use std::path::{Path, PathBuf};
 
@@ -67,9 +69,16 @@ pub struct RoleRequest {
 pub enum RoleError {
     /// The role spec names an agent kind this pipeline cannot play yet.
     #[error(
-        "`{spec}` cannot play a synthesize role yet: only `scripted:<file>` and `chat:<model>` roles are supported (cli: and replay: agents are not wired to the pipeline)"
+        "`{spec}` cannot play a synthesize role yet: only `scripted:<file>`, `chat:<model>` and `cli:<adapter>` roles are supported (replay: agents are not wired to the pipeline)"
     )]
     Unsupported {
+        /// The spec given.
+        spec: String,
+    },
+    /// A `cli:` spec given to [`role_from_spec_with`]: its agent configuration is resolved
+    /// by the caller (installation, model), then played with [`crate::cli_role::CliRole`].
+    #[error("`{spec}` is a cli: role: resolve its agent configuration and play it with CliRole (specgap synthesize does)")]
+    CliUnresolved {
         /// The spec given.
         spec: String,
     },
@@ -150,6 +159,43 @@ pub enum RoleError {
         #[source]
         source: std::io::Error,
     },
+    /// A `cli:` role's sandbox view could not be made.
+    #[error("cannot set up the {role}'s sandbox")]
+    View {
+        /// The role played.
+        role: &'static str,
+        /// The cause.
+        #[source]
+        source: crate::sandbox_view::ViewError,
+    },
+    /// A `cli:` role's run directory could not be prepared or read.
+    #[error("cannot prepare or read the {role}'s run directory {}", path.display())]
+    RunDir {
+        /// The role played.
+        role: &'static str,
+        /// The path.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A `cli:` role's program could not be run (sandbox, gateway, model service).
+    #[error("the {role}'s agent program could not be run")]
+    Cli {
+        /// The role played.
+        role: &'static str,
+        /// The cause.
+        #[source]
+        source: Box<specgap_engine::session::AgentError>,
+    },
+    /// A `cli:` role wrote no hand-off file and ended without a final message.
+    #[error("the {role} wrote no /handoff/handoff.json and ended without a final message (trajectory {})", trajectory.display())]
+    NoHandoff {
+        /// The role played.
+        role: &'static str,
+        /// Its `trajectory.jsonl`.
+        trajectory: PathBuf,
+    },
     /// A step writes files but the request gives no working directory.
     #[error("step {step} of role script {} writes files, but the {role} is read-only", path.display())]
     ReadOnly {
@@ -198,7 +244,8 @@ pub fn role_from_spec(spec: &str) -> Result<Box<dyn Role>, RoleError> {
 /// `endpoint` ([`crate::chat::ChatRole`]).
 ///
 /// # Errors
-/// [`RoleError::Unsupported`] for any other spec, [`RoleError::NoModel`] for `chat:` alone;
+/// [`RoleError::CliUnresolved`] for `cli:`, [`RoleError::Unsupported`] for any other spec,
+/// [`RoleError::NoModel`] for `chat:` alone;
 /// the script's own errors for `scripted:`, [`RoleError::ChatSetup`] for `chat:`.
 pub fn role_from_spec_with(spec: &str, role: RoleName, endpoint: &ChatEndpoint) -> Result<Box<dyn Role>, RoleError> {
     if let Some(path) = spec.strip_prefix("scripted:") {
@@ -210,6 +257,9 @@ pub fn role_from_spec_with(spec: &str, role: RoleName, endpoint: &ChatEndpoint) 
         }
         let config = endpoint.config(model.trim());
         return Ok(Box::new(crate::chat::ChatRole::new(config, role)?));
+    }
+    if spec.starts_with("cli:") {
+        return Err(RoleError::CliUnresolved { spec: spec.to_owned() });
     }
     Err(RoleError::Unsupported { spec: spec.to_owned() })
 }
@@ -224,6 +274,9 @@ pub struct ChatEndpoint {
     pub api_key_env: String,
     /// Extra request fields (`temperature`, `max_tokens`, ...).
     pub model_args: serde_json::Map<String, serde_json::Value>,
+    /// `--prices`: the price table each chat role's model is priced by (as `specgap run`
+    /// prices its agents); `None`, or a model it lacks: cost 0.
+    pub prices: Option<specgap_agents::chat::PriceTable>,
 }
 
 impl Default for ChatEndpoint {
@@ -232,6 +285,7 @@ impl Default for ChatEndpoint {
             base_url: specgap_agents::chat::DEFAULT_BASE_URL.into(),
             api_key_env: specgap_agents::chat::DEFAULT_API_KEY_ENV.into(),
             model_args: serde_json::Map::new(),
+            prices: None,
         }
     }
 }
@@ -244,6 +298,7 @@ impl ChatEndpoint {
         config.base_url.clone_from(&self.base_url);
         config.api_key_env.clone_from(&self.api_key_env);
         config.model_args.clone_from(&self.model_args);
+        config.price = self.prices.as_ref().and_then(|table| table.price(model));
         config
     }
 }

@@ -10,6 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
+use specgap_protocol::event::Usage;
 
 /// The conditions the reference agent runs under, in this order (seed 000's calibration).
 pub const CALIBRATION_CONDITIONS: [&str; 3] = ["full", "partial", "literal"];
@@ -37,6 +38,11 @@ pub struct RolloutSummary {
     pub turns: u32,
     /// The episode's directory in the store (its trajectory is there).
     pub episode_dir: PathBuf,
+    /// What the episode's model requests spent (every role of the episode: agent and
+    /// simulated user), as the run priced them; counted toward the synthesis's `--max-tokens`
+    /// and `--max-cost`, journaled under the stage `rollouts`, not shown to the Calibrator.
+    #[serde(skip)]
+    pub usage: Usage,
 }
 
 impl RolloutSummary {

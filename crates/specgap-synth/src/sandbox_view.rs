@@ -1,4 +1,4 @@
-//! What a role played as an episode in its own sandbox (a future `cli:` role) may see and
+//! What a role played in its own sandbox (a `cli:` role, [`crate::cli_role`]) may see and
 //! write, per seed 000 App. E: the mounts of its [`specgap_sandbox::AgentSandbox`], computed
 //! from the request alone so they can be checked without starting anything.
 //!
@@ -12,9 +12,8 @@
 //!
 //! `/handoff` is a fresh directory per request into which the role writes its JSON hand-off
 //! ([`HANDOFF_FILE`]); nothing else of the synthesis (the journal, other rounds, the brief's
-//! source when it is not the Planner) is mounted. Only this table is implemented: the `cli:`
-//! adapter that runs a role in these mounts is not wired yet (docs/synthesize.md "What is
-//! missing").
+//! source when it is not the Planner) is mounted. [`crate::cli_role::CliRole`] adds these
+//! mounts after an empty writable `/workspace` the program starts in.
 
 use std::path::{Path, PathBuf};
 

@@ -239,6 +239,36 @@ pub fn check_dir_with(root: &Path, judge: &dyn Judge, options: &CheckOptions) ->
     }
 }
 
+/// The `stage:<name>` row of stage `k` of `n` from its starter's and gold's evaluations.
+fn stage_verdict(
+    k: u32,
+    n: u32,
+    starter: &Result<Outcome, EvaluateError>,
+    gold: Option<&Result<Outcome, EvaluateError>>,
+) -> (Verdict, String) {
+    let score = |o: &Outcome| o.scored.map_or_else(|| "nothing to score".to_owned(), |s| format!("score {}", s.score));
+    let gold = match gold {
+        None => return (Verdict::Fail, format!("stage {k} of {n}: no gold (solutions/gold/ or the stages' gold)")),
+        Some(Err(err)) => return (Verdict::Fail, format!("stage {k} of {n}: the gold's evaluation failed: {}", describe_error(Some(err)))),
+        Some(Ok(outcome)) if !outcome.success() => {
+            return (Verdict::Fail, format!("stage {k} of {n}: the gold has {}; expected success", score(outcome)));
+        }
+        Some(Ok(outcome)) => outcome,
+    };
+    match starter {
+        Err(err) => (Verdict::Fail, format!("stage {k} of {n}: the starter's evaluation failed: {}", describe_error(Some(err)))),
+        Ok(outcome) if outcome.success() => (
+            Verdict::Warn,
+            format!(
+                "stage {k} of {n}: the gold has {} but so has the starter ({}): doing nothing passes this stage",
+                score(gold),
+                score(outcome)
+            ),
+        ),
+        Ok(outcome) => (Verdict::Pass, format!("stage {k} of {n}: the gold has {}, the starter {}", score(gold), score(outcome))),
+    }
+}
+
 /// Checks a loaded package (the `load` row passes).
 pub fn check_package(package: &TaskPackage, judge: &dyn Judge) -> TaskReport {
     check_package_with(package, judge, &CheckOptions::default())
@@ -317,9 +347,34 @@ impl Checker<'_> {
             Some(ScoringKind::Reward) => self.reward_checks(&starter, gold.as_ref()),
             None => return None,
         }
+        self.stage_checks();
         self.residual_checks();
         self.synthesis_rows();
         kind
+    }
+
+    // ---- [stages] with files or golds of their own (Harbor's oracle, step by step) -----------
+
+    /// `stage:<name>`, for a staged package whose stages add files or have their own gold:
+    /// at each stage k, the gold's state (stage golds applied in turn) must succeed when scored
+    /// as stage k, and the state an agent doing nothing has there (the starter plus the stage
+    /// files) should not (a warning when it does).
+    fn stage_checks(&mut self) {
+        let Some(stages) = self.package.stages() else { return };
+        if !stages.has_stage_golds() && !stages.has_stage_files() {
+            return;
+        }
+        let has_gold = stages.has_stage_golds() || self.package.solutions.gold.is_some();
+        let n = stages.len() as u32;
+        let names: Vec<String> = stages.stages.iter().map(|s| s.name.clone()).collect();
+        for (index, name) in names.iter().enumerate() {
+            let k = index as u32 + 1;
+            let check = format!("stage:{name}");
+            let starter = self.evaluate(Submission::Stage { stage: k, solved: false });
+            let gold = has_gold.then(|| self.evaluate(Submission::Stage { stage: k, solved: true }));
+            let (verdict, reason) = stage_verdict(k, n, &starter, gold.as_ref());
+            self.push(check, verdict, reason);
+        }
     }
 
     // ---- synthesis.toml (specgap synthesize, seed 000 §4.2) -----------------------------------

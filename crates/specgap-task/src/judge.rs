@@ -24,6 +24,16 @@ pub enum Submission<'a> {
     Residual(&'a ResidualState),
     /// Any directory, evaluated as the submitted workspace (`specgap eval`).
     Directory(&'a Path),
+    /// A staged task's state at stage `stage` (1-based), scored as that stage
+    /// (`SPECGAP_STAGE`): the starter with the files of stages 1..=`stage` applied in order
+    /// and, when `solved`, each of those stages' own gold after its files (a package without
+    /// stage golds: `solutions/gold/` last).
+    Stage {
+        /// The stage, 1-based.
+        stage: u32,
+        /// Whether the golds are applied (the oracle) or not (an agent that does nothing).
+        solved: bool,
+    },
 }
 
 impl Submission<'_> {
@@ -34,6 +44,15 @@ impl Submission<'_> {
             Submission::Overlay(name, _) => (*name).to_owned(),
             Submission::Residual(state) => format!("residual:{}", state.id),
             Submission::Directory(dir) => dir.display().to_string(),
+            Submission::Stage { stage, solved } => format!("{}@stage-{stage}", if *solved { "gold" } else { "starter" }),
+        }
+    }
+
+    /// The stage the evaluator is told it scores (`SPECGAP_STAGE`), if any.
+    pub fn stage(&self) -> Option<u32> {
+        match self {
+            Submission::Stage { stage, .. } => Some(*stage),
+            _ => None,
         }
     }
 }

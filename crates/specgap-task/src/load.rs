@@ -77,6 +77,7 @@ pub fn load(path: impl AsRef<Path>) -> Result<TaskPackage, LoadError> {
         });
     }
 
+    let hashes = tree::content_hashes(&root, &entries)?;
     Ok(TaskPackage {
         manifest,
         instruction,
@@ -94,7 +95,8 @@ pub fn load(path: impl AsRef<Path>) -> Result<TaskPackage, LoadError> {
         image_environment,
         stages,
         synthesis,
-        hash: tree::content_hash(&root, &entries)?,
+        hash: hashes.package,
+        workspace_hash: hashes.workspace,
         root,
     })
 }
@@ -599,7 +601,7 @@ fn load_mutants(dir: &Path, requirement_ids: &[String]) -> Result<BTreeMap<Strin
 
 /// An overlay directory and its `delete.txt`: one workspace-relative path per line; blank
 /// lines and lines starting with `#` are ignored; surrounding whitespace is trimmed.
-fn load_overlay(dir: &Path) -> Result<Overlay, LoadError> {
+pub(crate) fn load_overlay(dir: &Path) -> Result<Overlay, LoadError> {
     let delete_txt = dir.join("delete.txt");
     let mut delete = Vec::new();
     if is_present(&delete_txt)? {

@@ -85,6 +85,7 @@ pub struct TaskPackage {
     pub(crate) stages: Option<PackageStages>,
     pub(crate) synthesis: Option<crate::synthesis::SynthesisRecord>,
     pub(crate) hash: String,
+    pub(crate) workspace_hash: String,
 }
 
 impl TaskPackage {
@@ -304,5 +305,13 @@ impl TaskPackage {
     /// stable order. Keys episodes in the run store (DESIGN §6).
     pub fn hash(&self) -> &str {
         &self.hash
+    }
+
+    /// The content hash of `workspace/` alone (lowercase hex SHA-256, the same rule as
+    /// [`TaskPackage::hash`] with paths relative to `workspace/`): equal for packages whose
+    /// workspaces are equal, whatever else differs. Keys the harness's git base of the
+    /// workspace, so task directories that share a workspace build it once (issue 32).
+    pub fn workspace_hash(&self) -> &str {
+        &self.workspace_hash
     }
 }

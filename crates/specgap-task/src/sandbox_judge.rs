@@ -101,6 +101,13 @@ impl SandboxJudge {
                 materialize(&base, dest, None).map_err(prepare_error)?;
                 apply_overlay(dest, &overlay.dir).map_err(prepare_error)
             }
+            Submission::Stage { stage, solved } => {
+                materialize(&base, dest, None).map_err(prepare_error)?;
+                for overlay in stage_overlays(package, stage, solved) {
+                    apply_overlay(dest, &overlay.dir).map_err(prepare_error)?;
+                }
+                Ok(())
+            }
             Submission::Residual(state) => match materialize(&base, dest, Some(&state.patch)) {
                 Err(source @ MaterializeError::PatchFailed { .. }) => {
                     Err(EvaluateError::PatchDoesNotApply { state: state.id.clone(), source: Box::new(source) })
@@ -109,6 +116,24 @@ impl SandboxJudge {
             },
         }
     }
+}
+
+/// The overlays that make a staged task's state at `stage` from its starter, in order: each
+/// stage's files, then (when `solved`) its own gold; without stage golds, `solutions/gold/`
+/// last.
+fn stage_overlays(package: &TaskPackage, stage: u32, solved: bool) -> Vec<&crate::package::Overlay> {
+    let Some(stages) = package.stages() else { return Vec::new() };
+    let mut overlays = Vec::new();
+    for text in stages.stages.iter().take(stage as usize) {
+        overlays.extend(text.files.as_ref());
+        if solved {
+            overlays.extend(text.gold.as_ref());
+        }
+    }
+    if solved && !stages.has_stage_golds() {
+        overlays.extend(package.solutions.gold.as_ref());
+    }
+    overlays
 }
 
 impl SandboxJudge {
@@ -152,6 +177,7 @@ impl Judge for SandboxJudge {
         );
         run.requirement_ids = package.requirement_ids().to_vec();
         run.delivery = package.scoring_context().delivery;
+        run.stage = submission.stage();
         match run_evaluator(&run, &host, &self.config) {
             Ok(evaluation) => Ok(Judged { result: evaluation.result, stderr_tail: evaluation.stderr_tail }),
             Err(EvalError::InvalidResult { problem, stderr_tail }) => Err(EvaluateError::InvalidResult { problem, stderr_tail }),

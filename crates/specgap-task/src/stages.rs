@@ -7,15 +7,21 @@
 //! | the first stage has no `instruction` | its instruction is the opening message (`instruction.md` / `instruction.full.md`) |
 //! | every later stage has `instruction`: a regular file relative to the root, outside `workspace/` | the agent must not read a stage before it begins |
 //! | `min_reward` in [0, 1] | it is compared with the stage submission's Score |
+//! | `files` only on a later stage: a directory relative to the root, outside `workspace/` | the first stage's files are `workspace/`; a later stage's must stay hidden until it begins |
+//! | `gold`: a directory relative to the root, outside `workspace/` | the agent must not read a solution |
 //!
 //! Each later stage's file is read as UTF-8 when the package loads ([`StageText::instruction`]).
+//! A stage's `files` and `gold` are overlays ([`Overlay`]: their top-level `delete.txt` lists
+//! files to remove): the engine applies a stage's files when the stage begins, and scripted
+//! `gold` applies the stage's gold during it.
 
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
 
 use specgap_protocol::package::{StageScore, Stages};
 
 use crate::error::{LoadError, Location};
 use crate::format2::is_label;
+use crate::package::Overlay;
 use crate::tree;
 
 /// The loaded `[stages]` of a package.
@@ -37,6 +43,12 @@ pub struct StageText {
     pub instruction: Option<String>,
     /// The Score below which the episode ends after this stage.
     pub min_reward: Option<f64>,
+    /// The files the stage adds to the workspace when it begins (`files`); `None` for the
+    /// first stage and for a stage that adds none.
+    pub files: Option<Overlay>,
+    /// The stage's own gold overlay (`gold`), applied on the state the earlier stages' golds
+    /// and this stage's files leave.
+    pub gold: Option<Overlay>,
 }
 
 impl PackageStages {
@@ -53,6 +65,17 @@ impl PackageStages {
     /// Stage `k` (1-based), if there is one.
     pub fn stage(&self, k: u32) -> Option<&StageText> {
         self.stages.get((k as usize).checked_sub(1)?)
+    }
+
+    /// Whether any stage has its own gold (`gold`): then scripted `gold` applies stage k's
+    /// gold at stage k, and `check` proves each stage's gold passes that stage.
+    pub fn has_stage_golds(&self) -> bool {
+        self.stages.iter().any(|s| s.gold.is_some())
+    }
+
+    /// Whether any stage adds files when it begins.
+    pub fn has_stage_files(&self) -> bool {
+        self.stages.iter().any(|s| s.files.is_some())
     }
 }
 
@@ -97,26 +120,60 @@ pub(crate) fn load(root: &Path, stages: &Stages, at: Location) -> Result<Package
             }
             (_, Some(rel)) => Some(read_instruction(root, rel, &stage.name, &invalid)?),
         };
-        loaded.push(StageText { name: stage.name.clone(), instruction, min_reward: stage.min_reward });
+        if n == 1
+            && let Some(rel) = &stage.files
+        {
+            return Err(invalid(format!(
+                "the first stage `{}` names files `{rel}`; the first stage's files are workspace/, so leave the key out",
+                stage.name
+            )));
+        }
+        let files = stage.files.as_deref().map(|rel| overlay_dir(root, rel, &stage.name, "files", &invalid)).transpose()?;
+        let gold = stage.gold.as_deref().map(|rel| overlay_dir(root, rel, &stage.name, "gold", &invalid)).transpose()?;
+        loaded.push(StageText { name: stage.name.clone(), instruction, min_reward: stage.min_reward, files, gold });
     }
     Ok(PackageStages { score: stages.score, stages: loaded })
 }
 
-fn read_instruction(root: &Path, rel: &str, name: &str, invalid: &dyn Fn(String) -> LoadError) -> Result<String, LoadError> {
+/// `rel` (a stage's `key`) as a path below `root`, outside `workspace/`.
+fn inside_package(rel: &str, name: &str, key: &str, invalid: &dyn Fn(String) -> LoadError) -> Result<PathBuf, LoadError> {
     if Path::new(rel).is_absolute() {
-        return Err(invalid(format!("stage `{name}`'s instruction `{rel}` is absolute; expected a path relative to the package root")));
+        return Err(invalid(format!("stage `{name}`'s {key} `{rel}` is absolute; expected a path relative to the package root")));
     }
     let normal = match tree::normalize_relative(Path::new(rel)) {
         Some(normal) if !normal.as_os_str().is_empty() => normal,
-        _ => return Err(invalid(format!("stage `{name}`'s instruction `{rel}` does not name a file inside the package"))),
+        _ => {
+            let noun = if key == "instruction" { "file" } else { "directory" };
+            return Err(invalid(format!("stage `{name}`'s {key} `{rel}` does not name a {noun} inside the package")));
+        }
     };
     let first = normal.components().next();
     if first == Some(Component::Normal("workspace".as_ref())) {
         return Err(invalid(format!(
-            "stage `{name}`'s instruction `{rel}` is inside workspace/, which the agent sees from the start; keep it outside"
+            "stage `{name}`'s {key} `{rel}` is inside workspace/, which the agent sees from the start; keep it outside"
         )));
     }
-    let path = root.join(&normal);
+    Ok(normal)
+}
+
+/// A stage's `files` or `gold` (`key`): a directory of the package, loaded as an overlay.
+fn overlay_dir(root: &Path, rel: &str, name: &str, key: &str, invalid: &dyn Fn(String) -> LoadError) -> Result<Overlay, LoadError> {
+    let path = root.join(inside_package(rel, name, key, invalid)?);
+    match std::fs::symlink_metadata(&path) {
+        Ok(meta) if meta.is_dir() => crate::load::load_overlay(&path),
+        Ok(_) => Err(invalid(format!("stage `{name}`'s {key} `{rel}` is not a directory"))),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            Err(invalid(format!("stage `{name}`'s {key} `{rel}`: no such directory in the package")))
+        }
+        Err(_) => {
+            fs_err::symlink_metadata(&path)?;
+            Err(invalid(format!("stage `{name}`'s {key} `{rel}` cannot be read")))
+        }
+    }
+}
+
+fn read_instruction(root: &Path, rel: &str, name: &str, invalid: &dyn Fn(String) -> LoadError) -> Result<String, LoadError> {
+    let path = root.join(inside_package(rel, name, "instruction", invalid)?);
     match std::fs::metadata(&path) {
         Ok(meta) if meta.is_file() => crate::load::read_text(&path),
         Ok(_) => Err(invalid(format!("stage `{name}`'s instruction `{rel}` is not a regular file"))),

@@ -191,45 +191,84 @@ pub(crate) fn normalize_relative(path: &Path) -> Option<PathBuf> {
     Some(out)
 }
 
-/// The package's content hash: lowercase hex SHA-256 over every walked entry in walk order —
-/// its kind, its relative path, and its content (files, with the executable bit) or target
-/// (symlinks). Renaming, adding, removing, chmod +x or editing any file changes the hash.
-pub(crate) fn content_hash(root: &Path, entries: &[Entry]) -> Result<String, LoadError> {
-    let mut hasher = Sha256::new();
-    hasher.update(b"specgap-package-hash-v1\0");
-    for entry in entries {
-        let tag: &[u8] = match entry.kind {
-            EntryKind::Dir => b"d",
-            EntryKind::File { executable: false } => b"f",
-            EntryKind::File { executable: true } => b"x",
-            EntryKind::Symlink { .. } => b"l",
-        };
-        hasher.update(tag);
-        hasher.update(entry.rel.as_os_str().as_bytes());
-        hasher.update(b"\0");
-        match &entry.kind {
-            EntryKind::Dir => {}
-            EntryKind::File { .. } => {
-                let path = root.join(&entry.rel);
-                let len = fs_err::symlink_metadata(&path)?.len();
-                hasher.update(len.to_le_bytes());
-                let mut file = fs_err::File::open(&path)?;
-                std::io::copy(&mut file, &mut HashWriter(&mut hasher))?;
-            }
-            EntryKind::Symlink { target } => {
-                hasher.update(target.as_os_str().as_bytes());
-                hasher.update(b"\0");
-            }
-        }
-    }
-    Ok(to_hex(&hasher.finalize()))
+/// The two content hashes of a package; every file is read once for both.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ContentHashes {
+    /// The package's content hash: lowercase hex SHA-256 over every walked entry in walk order
+    /// — its kind, its relative path, and its content (files, with the executable bit) or
+    /// target (symlinks). Renaming, adding, removing, chmod +x or editing any file changes it.
+    pub package: String,
+    /// The same over `workspace/` alone, paths relative to it and under its own domain tag:
+    /// equal for packages whose workspaces are equal whatever else differs, so the harness's
+    /// per-workspace work (the git base) is shared between them (issue 32).
+    pub workspace: String,
 }
 
-struct HashWriter<'a>(&'a mut Sha256);
+/// [`ContentHashes`] of the walked `entries` below `root`: every entry is fed to the package
+/// hasher and, when it lies under `workspace/`, to the workspace hasher too.
+pub(crate) fn content_hashes(root: &Path, entries: &[Entry]) -> Result<ContentHashes, LoadError> {
+    let mut package = Sha256::new();
+    package.update(b"specgap-package-hash-v1\0");
+    let mut workspace = Sha256::new();
+    workspace.update(b"specgap-workspace-hash-v1\0");
+    for entry in entries {
+        // The path is the one thing the two hashes see differently: relative to the package
+        // root, and to workspace/.
+        let in_workspace = entry.rel.strip_prefix("workspace").ok().filter(|rel| !rel.as_os_str().is_empty());
+        let mut hashers = HashWriter(vec![(&mut package, entry.rel.as_os_str().as_bytes())]);
+        if let Some(rel) = in_workspace {
+            hashers.0.push((&mut workspace, rel.as_os_str().as_bytes()));
+        }
+        hash_entry(root, entry, &mut hashers)?;
+    }
+    Ok(ContentHashes { package: to_hex(&package.finalize()), workspace: to_hex(&workspace.finalize()) })
+}
+
+/// Feeds one entry to every hasher of `hashers`: its kind tag, the hasher's own relative
+/// path for it, and its length and content (files) or target (symlinks).
+fn hash_entry(root: &Path, entry: &Entry, hashers: &mut HashWriter<'_>) -> Result<(), LoadError> {
+    let tag: &[u8] = match entry.kind {
+        EntryKind::Dir => b"d",
+        EntryKind::File { executable: false } => b"f",
+        EntryKind::File { executable: true } => b"x",
+        EntryKind::Symlink { .. } => b"l",
+    };
+    for (hasher, rel) in &mut hashers.0 {
+        hasher.update(tag);
+        hasher.update(rel);
+        hasher.update(b"\0");
+    }
+    match &entry.kind {
+        EntryKind::Dir => {}
+        EntryKind::File { .. } => {
+            let path = root.join(&entry.rel);
+            let len = fs_err::symlink_metadata(&path)?.len();
+            hashers.update(&len.to_le_bytes());
+            let mut file = fs_err::File::open(&path)?;
+            std::io::copy(&mut file, hashers)?;
+        }
+        EntryKind::Symlink { target } => {
+            hashers.update(target.as_os_str().as_bytes());
+            hashers.update(b"\0");
+        }
+    }
+    Ok(())
+}
+
+/// Feeds what is written to each hasher (each paired with the entry's path as it sees it).
+struct HashWriter<'a>(Vec<(&'a mut Sha256, &'a [u8])>);
+
+impl HashWriter<'_> {
+    fn update(&mut self, bytes: &[u8]) {
+        for (hasher, _) in &mut self.0 {
+            hasher.update(bytes);
+        }
+    }
+}
 
 impl std::io::Write for HashWriter<'_> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.update(buf);
+        self.update(buf);
         Ok(buf.len())
     }
     fn flush(&mut self) -> std::io::Result<()> {

@@ -32,6 +32,7 @@
 #![allow(clippy::module_name_repetitions)]
 
 pub mod adapter;
+pub mod alone;
 mod bridge;
 pub mod channel;
 pub mod claude_code;
@@ -367,6 +368,9 @@ pub struct CliAgent {
     /// the end), as trajectory events for [`Agent::records_since_last`]: every exchange is in
     /// the trajectory with its outcome (issue 31 item 6).
     late: Vec<(Instant, EventKind)>,
+    /// Mounts added after the workspace's ([`CliAgent::with_mounts`]): a role of `specgap
+    /// synthesize` sees its inputs there ([`alone`]).
+    extra_mounts: Vec<Mount>,
 }
 
 impl std::fmt::Debug for CliAgent {
@@ -407,7 +411,17 @@ impl CliAgent {
             attempts_taken: 0,
             image: None,
             late: Vec::new(),
+            extra_mounts: Vec::new(),
         })
+    }
+
+    /// The same agent with `mounts` added to its sandbox right after the workspace's, so a
+    /// read-only mount at `/workspace` covers the workspace (outside an engine episode:
+    /// [`alone`]). An engine episode adds none.
+    #[must_use]
+    pub fn with_mounts(mut self, mounts: Vec<Mount>) -> Self {
+        self.extra_mounts = mounts;
+        self
     }
 
     fn place(&self) -> Result<&Workplace, AgentError> {
@@ -439,6 +453,7 @@ impl CliAgent {
     /// The sandbox template: mounts, environment, limits.
     fn template(&self, place: &Workplace) -> Result<CommandSpec, AgentError> {
         let mut template = CommandSpec::shell("", &place.workspace);
+        template.mounts.extend(self.extra_mounts.iter().cloned());
         let io = |what: &str, e: std::io::Error| AgentError::with_source(format!("cannot prepare the agent's {what}"), false, e);
         let home = self.home()?;
         let task = self.task_dir()?;

@@ -5,6 +5,7 @@
 
 mod chat_agent;
 mod chat_user;
+mod cli_alone;
 mod cli_bridge;
 mod cli_ends;
 mod cli_image;

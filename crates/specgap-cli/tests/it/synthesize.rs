@@ -93,13 +93,27 @@ fn synthesize_with_the_bundled_scripted_roles_writes_the_package_and_the_journal
         .arg(&source)
         .arg("--out")
         .arg(tmp.path().join("out2"))
-        .args(["--planner", "cli:claude-code", "--builder", &builder, "--auditor", &auditor, "--calibrator", &calibrator])
+        .args(["--planner", "replay:x.jsonl", "--builder", &builder, "--auditor", &auditor, "--calibrator", &calibrator])
         .output()
         .unwrap();
     assert_eq!(unsupported.status.code(), Some(2));
     assert_eq!(
         String::from_utf8_lossy(&unsupported.stderr),
-        "error: --planner: `cli:claude-code` cannot play a synthesize role yet: only `scripted:<file>` and `chat:<model>` roles are supported (cli: and replay: agents are not wired to the pipeline)\n"
+        "error: --planner: `replay:x.jsonl` cannot play a synthesize role yet: only `scripted:<file>`, `chat:<model>` and `cli:<adapter>` roles are supported (replay: agents are not wired to the pipeline)\n"
+    );
+    // A cli: role is resolved as `specgap run --agent` resolves it: it needs --model.
+    let no_model = specgap()
+        .arg("synthesize")
+        .arg(&source)
+        .arg("--out")
+        .arg(tmp.path().join("out3"))
+        .args(["--planner", "cli:command=true", "--builder", &builder, "--auditor", &auditor, "--calibrator", &calibrator])
+        .output()
+        .unwrap();
+    assert_eq!(no_model.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&no_model.stderr),
+        "error: --planner: a cli: agent needs --model <name>: the model its gateway forwards to http://127.0.0.1:8000/v1\n"
     );
 }
 
@@ -150,4 +164,61 @@ fn synthesize_runs_the_reference_agents_rollouts_and_hands_their_summaries_to_th
     assert_eq!(journal["entries"][5]["inputs"]["rollouts"], rollouts["detail"]["rollouts"]);
     assert!(out.join("rollouts/design-1/iteration-1/run.toml").is_file());
     assert_eq!(journal["roles"]["reference"], format!("{reference} x 1 per condition"));
+}
+
+/// `specgap synthesize` with a `cli:command` Planner (specgap-agents' test agent) against a
+/// scripted mock model: the planner writes the bundled brief to /handoff/handoff.json from
+/// inside its sandbox, `--prices` prices its two requests, and the journal says so exactly.
+#[test]
+fn synthesize_plays_a_cli_planner_in_its_sandbox_and_prices_it_with_prices() {
+    use specgap_gateway::mock::MockUpstream;
+    use specgap_gateway::mock::replies::{self, Call, Tokens};
+
+    let tmp = tempfile::tempdir().unwrap();
+    let source = repo().join("examples/tasks/payment-retry");
+    let [builder, auditor, calibrator] = ["builder", "auditor", "calibrator"].map(bundled);
+    let planner_script: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(repo().join("examples/synthesize/payment-retry/planner.json")).unwrap()).unwrap();
+    let brief = &planner_script["steps"][0]["reply"];
+    let tokens = |n: u64| Tokens { input: 1000 + n, output: 100 + n, ..Tokens::default() };
+    let write = format!("test -f /source/instruction.full.md && cat > /handoff/handoff.json <<'SPECGAP_EOF'\n{brief}\nSPECGAP_EOF");
+    let mock = MockUpstream::start([
+        replies::openai_chat("role-model", "step 1", &[Call::new("call-1", "bash", serde_json::json!({ "command": write }))], tokens(1)),
+        replies::openai_chat("role-model", "brief written", &[], tokens(2)),
+    ])
+    .unwrap();
+    let prices = tmp.path().join("prices.toml");
+    std::fs::write(&prices, "[models.\"role-model\"]\ninput_per_mtok = 1.0\noutput_per_mtok = 10.0\n").unwrap();
+    let agent = std::fs::canonicalize(repo().join("crates/specgap-agents/tests/fixtures/cli-agent.py")).unwrap();
+    let planner = format!("cli:command=python3 {}", agent.display());
+    let out = tmp.path().join("out");
+    let output = specgap()
+        .env("SYNTH_TEST_KEY", "sk-synth-test")
+        .arg("synthesize")
+        .arg(&source)
+        .arg("--out")
+        .arg(&out)
+        .args(["--planner", &planner, "--builder", &builder, "--auditor", &auditor, "--calibrator", &calibrator])
+        .args(["--model", "role-model", "--base-url", &format!("{}/v1", mock.url()), "--api-key-env", "SYNTH_TEST_KEY"])
+        .arg("--prices")
+        .arg(&prices)
+        .args(["--max-cost", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    let journal: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("journal.json")).unwrap()).unwrap();
+    let stages: Vec<&str> = journal["entries"].as_array().unwrap().iter().map(|e| e["stage"].as_str().unwrap()).collect();
+    assert_eq!(stages, ["planner", "builder", "acceptance", "auditor", "calibrator"]);
+    assert_eq!(&journal["entries"][0]["detail"], brief);
+    assert_eq!(journal["roles"]["planner"], planner);
+    let usage = &journal["usage"]["planner"];
+    assert_eq!(
+        (usage["requests"].as_u64(), usage["input_tokens"].as_u64(), usage["output_tokens"].as_u64()),
+        (Some(2), Some(2003), Some(203))
+    );
+    // 2003 prompt tokens at $1/Mtok + 203 completion tokens at $10/Mtok.
+    assert!((usage["cost_usd"].as_f64().unwrap() - 0.004033).abs() < 1e-12, "{usage}");
+    assert!(out.join("roles/planner-1/record/trajectory.jsonl").is_file());
+    assert_eq!(mock.requests().len(), 2);
+    assert!(mock.requests().iter().all(|r| r.header("authorization") == Some("Bearer sk-synth-test")));
 }

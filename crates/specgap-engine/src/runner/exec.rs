@@ -252,7 +252,7 @@ pub fn execute(
     }
     let shared = Shared {
         queue: Mutex::new(queue),
-        reports: Mutex::new(Vec::new()),
+        ended: Mutex::new(EndedCounts::default()),
         fatal: Mutex::new(None),
         retried: AtomicUsize::new(0),
         cost_limit_reached: AtomicBool::new(false),
@@ -312,16 +312,33 @@ pub fn execute(
     summary.not_started = lock(&shared.queue).len();
     summary.retried_attempts = shared.retried.load(Ordering::SeqCst);
     summary.cost_limit_reached = shared.cost_limit_reached.load(Ordering::SeqCst);
-    for report in lock(&shared.reports).iter() {
-        match report.status {
-            Status::Finished => summary.finished += 1,
-            Status::InfraError => summary.infra_errors += 1,
-            Status::EvalError => summary.eval_errors += 1,
-            Status::Interrupted | Status::Running => summary.interrupted += 1,
+    let ended = *lock(&shared.ended);
+    summary.finished = ended.finished;
+    summary.infra_errors = ended.infra_errors;
+    summary.eval_errors = ended.eval_errors;
+    summary.interrupted = ended.interrupted;
+    Ok(summary)
+}
+
+/// How the episodes this process ran ended, counted as each ends.
+#[derive(Debug, Clone, Copy, Default)]
+struct EndedCounts {
+    finished: usize,
+    infra_errors: usize,
+    eval_errors: usize,
+    interrupted: usize,
+}
+
+impl EndedCounts {
+    fn count(&mut self, status: Status) {
+        match status {
+            Status::Finished => self.finished += 1,
+            Status::InfraError => self.infra_errors += 1,
+            Status::EvalError => self.eval_errors += 1,
+            Status::Interrupted | Status::Running => self.interrupted += 1,
             Status::NotApplicable => {}
         }
     }
-    Ok(summary)
 }
 
 /// After a stop request, kills the sandboxed commands and evaluators still running, again
@@ -419,7 +436,9 @@ fn make_work_dir(root: Option<&Path>) -> Result<tempfile::TempDir, RunnerError> 
 
 struct Shared<'p> {
     queue: Mutex<VecDeque<&'p PlannedEpisode>>,
-    reports: Mutex<Vec<EpisodeReport>>,
+    // Counts, not the reports themselves: a report kept per episode made the runner's memory
+    // grow with the run (0.56 KiB an episode in the 20,000-episode soak, BENCHMARKS.md).
+    ended: Mutex<EndedCounts>,
     fatal: Mutex<Option<RunnerError>>,
     retried: AtomicUsize,
     cost_limit_reached: AtomicBool,
@@ -461,7 +480,7 @@ fn worker(ctx: &WorkerContext<'_, '_>) {
         match run_with_retries(ctx, episode) {
             Ok(report) => {
                 ctx.observer.episode_ended(&report);
-                lock(&ctx.shared.reports).push(report);
+                lock(&ctx.shared.ended).count(report.status);
             }
             Err(error) => {
                 // The store cannot record results: stop everything, keep the first error.

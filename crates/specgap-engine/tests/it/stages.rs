@@ -267,3 +267,28 @@ fn a_staged_episode_is_deterministic() {
     assert_eq!(first.1, [(1, Some(0.5), false), (2, Some(1.0), false), (3, Some(0.0), true)]);
     assert_eq!(first, episode());
 }
+
+#[test]
+fn a_later_stage_file_is_absent_in_stage_one_and_present_after_its_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let stages = THREE_STAGES
+        .replace("instruction = \"stages/second.md\"\n", "instruction = \"stages/second.md\"\nfiles = \"stages/second/files\"\n");
+    let root = dir.path().join("staged");
+    fs_err::create_dir_all(root.join("stages/second/files")).unwrap();
+    fs_err::write(root.join("stages/second/files/extra.txt"), "added by stage 2\n").unwrap();
+    let package = staged(dir.path(), &stages);
+    let read = || one("read_text", json!({"path": "extra.txt"}));
+    let mut replies = vec![read()];
+    replies.extend(part(1, "1"));
+    replies.push(read());
+    replies.extend(part(2, "1"));
+    let mut agent = TestAgent::new(replies);
+    let r = run(&package, "hidden", &mut agent, Options::default());
+    let reads: Vec<(String, bool)> =
+        r.results().into_iter().filter(|(tool, _, _)| tool == "read_text").map(|(_, output, error)| (output, error)).collect();
+    assert_eq!(reads.len(), 2, "{reads:?}");
+    assert!(reads[0].1, "stage 1 must not see stage 2's file: {reads:?}");
+    assert_eq!(reads[1], ("     1\tadded by stage 2".to_string(), false));
+    assert_eq!(r.scores(), [1.0, 1.0, 0.0]);
+    assert_eq!(stage_messages(&r), [STAGE_2, STAGE_3]);
+}

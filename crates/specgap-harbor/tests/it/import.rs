@@ -17,7 +17,7 @@ fn a_dataset_imports_every_task_it_can_and_refuses_the_rest_with_reasons() {
             "imported hello-file: fixtures/hello-file (host environment, gold solutions/gold/ from solve.sh (1 files, 0 deleted), 1 not mapped, verifier trusts the workspace)",
             "imported needs-image: fixtures/needs-image (image environment, gold none (no solution/solve.sh), 0 not mapped, verifier trusts the workspace)",
             "imported several-keys: fixtures/several-keys (host environment, gold solutions/gold/ from solve.sh (1 files, 0 deleted), 1 not mapped, verifier trusts the workspace)",
-            "imported two-steps: fixtures/two-steps (host environment, gold solutions/gold/ from solve.sh (1 files, 0 deleted), 2 not mapped, verifier trusts the workspace)",
+            "imported two-steps: fixtures/two-steps (host environment, gold solutions/gold/ from solve.sh (2 files, 0 deleted), 1 not mapped, verifier trusts the workspace)",
             "refused with-compose: environment/docker-compose.yaml: multi-container (compose) tasks cannot run here; the task asks for GPUs or TPUs; tests/test.sh downloads at verification time (`curl`); specgap's sandbox has no network",
         ]
     );
@@ -126,18 +126,22 @@ fn a_multi_step_task_becomes_stages_one_per_step() {
     );
     let table: toml::Table = std::fs::read_to_string(package.join("task.toml")).unwrap().parse().unwrap();
     assert_eq!(table["stages"]["stage"][1]["instruction"].as_str(), Some("stages/extend.md"));
-    assert_eq!(walk(&package.join("workspace")), ["notes.txt"]);
+    // A later step's workdir is its stage's files, not the starter's (Harbor uploads it when the
+    // step begins); each step's solve.sh change is its stage's gold.
+    assert_eq!(walk(&package.join("workspace")), Vec::<String>::new());
+    assert_eq!(walk(&package.join("stages/extend/files")), ["notes.txt"]);
+    assert_eq!(table["stages"]["stage"][1]["files"].as_str(), Some("stages/extend/files"));
+    assert_eq!(table["stages"]["stage"][0]["gold"].as_str(), Some("stages/create/gold"));
+    assert_eq!(table["stages"]["stage"][1]["gold"].as_str(), Some("stages/extend/gold"));
+    assert_eq!(walk(&package.join("stages/create/gold")), ["list.txt"]);
+    assert_eq!(walk(&package.join("stages/extend/gold")), ["list.txt"]);
+    assert_eq!(walk(&package.join("solutions/gold")), ["list.txt", "notes.txt"]);
     let config: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(package.join("evaluator/harbor.json")).unwrap()).unwrap();
     assert_eq!(config["strategy"], "mean");
     assert_eq!(config["steps"][1]["tests"], "harbor/steps/extend/tests");
     let notes = std::fs::read_to_string(package.join("NOTES.md")).unwrap();
     assert!(notes.contains("Steps: 2 stages (`[stages]`), one per Harbor step:"), "{notes}");
-    assert!(
-        notes.contains(
-            "- steps/extend/workdir: staged into the starter, so the agent sees it from the first stage (Harbor uploads it when its step begins)\n"
-        ),
-        "{notes}"
-    );
+    assert!(!notes.contains("staged into the starter"), "{notes}");
     assert!(!notes.contains("min_reward"), "{notes}");
 }
 
@@ -303,4 +307,24 @@ fn a_harbor_persona_becomes_the_packages_user_profile() {
     // Without a persona there is no user.toml.
     let (_plain, plain) = import_one("hello-file");
     assert!(!plain.join("user.toml").exists());
+}
+
+#[test]
+fn check_has_one_stage_row_per_step_and_each_stage_gold_passes_where_the_starter_fails() {
+    let (_out, package) = import_one("two-steps");
+    let loaded = specgap_task::load(&package).unwrap();
+    let judge = SandboxJudge::new(true).unwrap();
+    let rows: Vec<(String, Verdict, String)> = check_package(&loaded, &judge)
+        .checks
+        .into_iter()
+        .filter(|r| r.check.starts_with("stage:"))
+        .map(|r| (r.check, r.result, r.reason))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("stage:create".to_string(), Verdict::Pass, "stage 1 of 2: the gold has score 1, the starter score 0".to_string()),
+            ("stage:extend".to_string(), Verdict::Pass, "stage 2 of 2: the gold has score 1, the starter score 0".to_string()),
+        ]
+    );
 }

@@ -186,7 +186,7 @@ fn the_token_cap_stops_the_synthesis_after_the_answer_that_goes_over() {
     let judge = specgap_task::SandboxJudge::new(true).unwrap();
     let err = synthesize(&config, &mut roles, &judge).unwrap_err();
     assert!(matches!(err, SynthError::TokenCap { cap: 150, spent: 240 }), "{err:?}");
-    assert_eq!(err.to_string(), "the roles spent 240 tokens, more than --max-tokens 150");
+    assert_eq!(err.to_string(), "the roles and rollouts spent 240 tokens, more than --max-tokens 150");
     let journal: Value = serde_json::from_str(&fs_err::read_to_string(out.join("journal.json")).unwrap()).unwrap();
     assert_eq!(steps(&journal), vec![step("planner", 1, 0, 1, "malformed"), step("planner", 1, 0, 2, "accepted")]);
     assert_eq!(journal["outcome"]["status"], "failed");

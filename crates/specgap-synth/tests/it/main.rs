@@ -2,10 +2,12 @@
 
 mod acceptance;
 mod chat;
+mod cli_role;
 mod handoff;
 mod pipeline;
 mod prompts;
 mod review;
 mod role;
+mod rollout_caps;
 mod sandbox_view;
 mod support;

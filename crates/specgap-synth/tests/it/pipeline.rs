@@ -435,7 +435,7 @@ fn the_cost_cap_stops_the_synthesis_after_the_answer_that_goes_over() {
     let judge = specgap_task::SandboxJudge::new(true).unwrap();
     let err = specgap_synth::pipeline::synthesize(&config, &mut roles, &judge).unwrap_err();
     assert!(matches!(err, SynthError::CostCap { spent, .. } if spent == 0.5), "{err:?}");
-    assert_eq!(err.to_string(), "the roles spent $0.5000, more than --max-cost 0.4");
+    assert_eq!(err.to_string(), "the roles and rollouts spent $0.5000, more than --max-cost 0.4");
     let journal = scripts.journal();
     assert_eq!(steps(&journal), vec![step("planner", 1, 0, 1, "malformed"), step("planner", 1, 0, 2, "accepted")]);
     assert_eq!(journal["limits"]["max_cost_usd"], 0.4);

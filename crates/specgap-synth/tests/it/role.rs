@@ -17,15 +17,16 @@ fn request(role: RoleName, work_dir: Option<PathBuf>) -> RoleRequest {
 
 #[test]
 fn agent_kinds_not_wired_yet_are_refused_by_name() {
-    for spec in ["cli:claude-code", "replay:run.jsonl"] {
-        let Err(err) = role_from_spec(spec) else { panic!("{spec} accepted") };
-        assert_eq!(
-            err.to_string(),
-            format!(
-                "`{spec}` cannot play a synthesize role yet: only `scripted:<file>` and `chat:<model>` roles are supported (cli: and replay: agents are not wired to the pipeline)"
-            )
-        );
-    }
+    let Err(err) = role_from_spec("replay:run.jsonl") else { panic!("replay accepted") };
+    assert_eq!(
+        err.to_string(),
+        "`replay:run.jsonl` cannot play a synthesize role yet: only `scripted:<file>`, `chat:<model>` and `cli:<adapter>` roles are supported (replay: agents are not wired to the pipeline)"
+    );
+    let Err(err) = role_from_spec("cli:claude-code") else { panic!("cli accepted unresolved") };
+    assert_eq!(
+        err.to_string(),
+        "`cli:claude-code` is a cli: role: resolve its agent configuration and play it with CliRole (specgap synthesize does)"
+    );
 }
 
 #[test]

@@ -106,6 +106,24 @@ fn hash_covers_content_not_location() {
     assert_ne!(linked, chmodded);
 }
 
+#[test]
+fn workspace_hash_covers_the_workspace_alone() {
+    let original = specgap_task::load(fixture("req-basic")).unwrap();
+    assert_ne!(original.workspace_hash(), original.hash());
+    assert_eq!(original.workspace_hash().len(), 64);
+
+    // Another instruction: another package, the same workspace (so one git base serves both).
+    let copy = Copy::of("req-basic");
+    copy.write("instruction.md", "Fix the late fees.\n");
+    let reworded = specgap_task::load(&copy.root).unwrap();
+    assert_ne!(reworded.hash(), original.hash());
+    assert_eq!(reworded.workspace_hash(), original.workspace_hash());
+
+    copy.write("workspace/README.md", "# billing\n");
+    let edited = specgap_task::load(&copy.root).unwrap();
+    assert_ne!(edited.workspace_hash(), original.workspace_hash());
+}
+
 // ---- rejections: one broken copy each, asserting the exact message --------------------------
 
 #[test]

@@ -103,3 +103,40 @@ fn every_stage_rule_is_an_error_naming_the_stage() {
         assert!(error.ends_with(&format!(": {message}")), "{error}\nexpected: {message}");
     }
 }
+
+#[test]
+fn stage_files_and_gold_load_as_overlays_and_every_rule_names_the_stage() {
+    let with_keys = TWO_STAGES.replace(
+        "instruction = \"stages/second.md\"\n",
+        "instruction = \"stages/second.md\"\nfiles = \"stages/second/files\"\ngold = \"stages/second/gold\"\n",
+    );
+    let copy = staged(&with_keys);
+    copy.write("stages/second/files/extra.txt", "more\n");
+    copy.write("stages/second/gold/answer.txt", "done\n");
+    let package = specgap_task::load(&copy.root).unwrap();
+    let stages = package.stages().unwrap();
+    assert!(stages.has_stage_files());
+    assert!(stages.has_stage_golds());
+    assert!(stages.stage(1).unwrap().files.is_none());
+    assert!(stages.stage(2).unwrap().files.is_some());
+    assert!(stages.stage(2).unwrap().gold.is_some());
+    let cases = [
+        (
+            with_keys.replace("min_reward = 0.5\n", "files = \"stages/second/files\"\n"),
+            "the first stage `first` names files `stages/second/files`; the first stage's files are workspace/, so leave the key out",
+        ),
+        (
+            with_keys.replace("stages/second/gold", "workspace"),
+            "stage `second`'s gold `workspace` is inside workspace/, which the agent sees from the start; keep it outside",
+        ),
+        (with_keys.replace("stages/second/files", "stages/none"), "stage `second`'s files `stages/none`: no such directory in the package"),
+        (with_keys.replace("stages/second/gold", "stages/second.md"), "stage `second`'s gold `stages/second.md` is not a directory"),
+    ];
+    for (stages, message) in cases {
+        let copy = staged(&stages);
+        copy.write("stages/second/files/extra.txt", "more\n");
+        copy.write("stages/second/gold/answer.txt", "done\n");
+        let error = copy.load_error();
+        assert!(error.ends_with(&format!(": {message}")), "{error}\nexpected: {message}");
+    }
+}

@@ -1,0 +1,134 @@
+//! The calibration rollouts' usage counts toward `--max-tokens` and `--max-cost` (issue 27
+//! item 2): a fake reference agent reports what its episodes spent; the journal holds it
+//! under `rollouts`, and a cap the rollouts go over stops the synthesis before the Calibrator.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+use specgap_synth::pipeline::{Config, Limits, Roles, SynthError, synthesize};
+use specgap_synth::role::Usage;
+use specgap_synth::rollouts::{RolloutError, RolloutSummary, Rollouts};
+
+use crate::support::{Scripts, audit_pass, brief, build_step, calibrate_ready, package_copy, payment_retry, step, steps};
+
+/// Three episodes, one per condition, each spending 1000 + 100·k prompt and 50 completion
+/// tokens and $0.25.
+struct FakeRollouts;
+
+impl Rollouts for FakeRollouts {
+    fn label(&self) -> String {
+        "fake".into()
+    }
+
+    fn run(&mut self, _package: &Path, store: &Path) -> Result<Vec<RolloutSummary>, RolloutError> {
+        Ok(["full", "partial", "literal"]
+            .iter()
+            .enumerate()
+            .map(|(k, condition)| RolloutSummary {
+                rollout: format!("{condition}-0"),
+                condition: (*condition).into(),
+                repeat: 0,
+                status: "finished".into(),
+                end_reason: Some("submitted".into()),
+                score: Some(1.0),
+                success: Some(true),
+                submissions: 1,
+                turns: 2,
+                episode_dir: PathBuf::from(store).join(format!("episodes/{condition}-0")),
+                usage: Usage { input_tokens: 1000 + 100 * k as u64, output_tokens: 50, requests: 2, cost_usd: 0.25, ..Usage::default() },
+            })
+            .collect())
+    }
+}
+
+/// [`calibrate_ready`] citing a rollout [`FakeRollouts`] ran.
+fn cites_partial_0() -> serde_json::Value {
+    let mut step = calibrate_ready();
+    step["reply"]["rollouts"][0]["rollout"] = json!("partial-0");
+    step
+}
+
+fn run(scripts: &Scripts, limits: Limits) -> Result<specgap_synth::pipeline::Synthesized, SynthError> {
+    let good = package_copy(&scripts.tmp.path().join("good"));
+    let mut roles = Roles {
+        planner: scripts.role("planner", vec![json!({"reply": brief()})]),
+        builder: scripts.role("builder", vec![build_step(&good, "built")]),
+        auditor: scripts.role("auditor", vec![audit_pass()]),
+        calibrator: scripts.role("calibrator", vec![cites_partial_0()]),
+        implementer: None,
+        reference: Some(Box::new(FakeRollouts)),
+    };
+    let config = Config { source: payment_retry(), out: scripts.out(), limits, prompts: Default::default(), resume: false };
+    synthesize(&config, &mut roles, &specgap_task::SandboxJudge::new(true).unwrap())
+}
+
+#[test]
+fn rollout_usage_is_journaled_and_under_the_caps_the_synthesis_is_ready() {
+    let scripts = Scripts::new();
+    let limits = Limits { max_tokens: Some(3450), max_cost_usd: Some(0.75), ..Limits::default() };
+    run(&scripts, limits).unwrap();
+    let journal = scripts.journal();
+    let mut usage = journal["usage"]["rollouts"].clone();
+    usage.as_object_mut().unwrap().remove("latency_ms");
+    assert_eq!(
+        usage,
+        json!({"input_tokens": 3300, "output_tokens": 150, "cached_tokens": 0, "reasoning_tokens": 0, "requests": 6, "retries": 0, "cost_usd": 0.75})
+    );
+    assert_eq!(journal["outcome"]["status"], "ready");
+    // The Calibrator is not shown what the rollouts spent.
+    assert_eq!(journal["entries"][5]["inputs"]["rollouts"][0].get("usage"), None);
+}
+
+#[test]
+fn rollouts_over_the_token_cap_stop_the_synthesis_before_the_calibrator() {
+    let scripts = Scripts::new();
+    let err = run(&scripts, Limits { max_tokens: Some(3449), ..Limits::default() }).unwrap_err();
+    assert!(matches!(err, SynthError::TokenCap { cap: 3449, spent: 3450 }), "{err:?}");
+    assert_eq!(err.to_string(), "the roles and rollouts spent 3450 tokens, more than --max-tokens 3449");
+    let journal = scripts.journal();
+    assert_eq!(steps(&journal).last(), Some(&step("rollouts", 1, 1, 1, "ran")));
+}
+
+#[test]
+fn rollouts_over_the_cost_cap_stop_the_synthesis_before_the_calibrator() {
+    let scripts = Scripts::new();
+    let err = run(&scripts, Limits { max_cost_usd: Some(0.7), ..Limits::default() }).unwrap_err();
+    assert_eq!(err.to_string(), "the roles and rollouts spent $0.7500, more than --max-cost 0.7");
+    assert_eq!(steps(&scripts.journal()).last(), Some(&step("rollouts", 1, 1, 1, "ran")));
+}
+
+/// A Calibrator citing a rollout that did not run, then one under the wrong condition, is
+/// asked again each time with the reason; the third answer cites a real one.
+#[test]
+fn a_calibrator_citing_a_rollout_that_did_not_run_or_under_another_condition_is_asked_again() {
+    let scripts = Scripts::new();
+    let good = package_copy(&scripts.tmp.path().join("good"));
+    let finding = |rollout: &str, condition: &str| json!({"reply": {"verdict": "ready", "rollouts": [{"rollout": rollout, "condition": condition, "class": "legitimate-inference", "turns": [1], "note": "n"}]}});
+    let mut roles = Roles {
+        planner: scripts.role("planner", vec![json!({"reply": brief()})]),
+        builder: scripts.role("builder", vec![build_step(&good, "built")]),
+        auditor: scripts.role("auditor", vec![audit_pass()]),
+        calibrator: scripts
+            .role("calibrator", vec![finding("partial-7", "partial"), finding("literal-0", "partial"), finding("partial-0", "partial")]),
+        implementer: None,
+        reference: Some(Box::new(FakeRollouts)),
+    };
+    let config =
+        Config { source: payment_retry(), out: scripts.out(), limits: Limits::default(), prompts: Default::default(), resume: false };
+    synthesize(&config, &mut roles, &specgap_task::SandboxJudge::new(true).unwrap()).unwrap();
+    let journal = scripts.journal();
+    let calibrator: Vec<_> = steps(&journal).into_iter().filter(|s| s.0 == "calibrator").collect();
+    assert_eq!(
+        calibrator,
+        vec![step("calibrator", 1, 1, 1, "malformed"), step("calibrator", 1, 1, 2, "malformed"), step("calibrator", 1, 1, 3, "accepted")]
+    );
+    let entries = journal["entries"].as_array().unwrap();
+    let detail = |attempt: u64| {
+        entries.iter().find(|e| e["stage"] == "calibrator" && e["attempt"] == attempt).unwrap()["detail"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(
+        detail(1),
+        "the calibrator hand-off breaks a rule at `rollouts[0].rollout`: `partial-7` is not a rollout that ran; the rollouts are: full-0, partial-0, literal-0"
+    );
+    assert_eq!(detail(2), "the calibrator hand-off breaks a rule at `rollouts[0].rollout`: `literal-0` ran under literal, not partial");
+}
