@@ -302,7 +302,15 @@ fn copy_sql(db: &rusqlite::Connection, table: &str, key_column: &str, override_c
     let columns = columns(db, table)?;
     let values: Vec<String> = columns
         .iter()
-        .map(|c| if c == key_column { "?1".to_string() } else if Some(c.as_str()) == override_column { "?3".to_string() } else { format!("\"{c}\"") })
+        .map(|c| {
+            if c == key_column {
+                "?1".to_string()
+            } else if Some(c.as_str()) == override_column {
+                "?3".to_string()
+            } else {
+                format!("\"{c}\"")
+            }
+        })
         .collect();
     let names: Vec<String> = columns.iter().map(|c| format!("\"{c}\"")).collect();
     Ok(format!("INSERT INTO \"{table}\" ({}) SELECT {} FROM \"{table}\" WHERE \"{key_column}\" = ?2", names.join(", "), values.join(", ")))
