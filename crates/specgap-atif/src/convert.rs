@@ -17,7 +17,7 @@
 
 use serde_json::{Map, Value, json};
 use specgap_protocol::event::{Event, EventKind, ToolSpec, Usage, UserMessageKind};
-use specgap_protocol::run::{ComponentRef, RunConfig};
+use specgap_protocol::run::{COMMAND_AGENT_PREFIX, ComponentRef, RunConfig, without_local_paths};
 use specgap_store::{EpisodeDetail, Role};
 
 use crate::schema::*;
@@ -139,13 +139,17 @@ fn model_of(config: &toml::Table) -> Option<String> {
 const MACHINE_KEYS: [&str; 2] = ["base_url", "api_key_env"];
 
 /// An agent's stored configuration as exported: whole with `include_private`, else without
-/// [`MACHINE_KEYS`] (at the top, a chat agent's, and in `endpoint`, a `cli:` agent's).
+/// [`MACHINE_KEYS`] (at the top, a chat agent's, and in `endpoint`, a `cli:` agent's), and with
+/// a `cli:command=` agent's `command` stripped of its absolute paths' directories.
 fn exported_config(config: &toml::Table, options: ExportOptions) -> Value {
     let mut value = serde_json::to_value(config).unwrap_or(Value::Null);
     if !options.include_private {
         strip_machine_keys(&mut value);
         if let Some(endpoint) = value.get_mut("endpoint") {
             strip_machine_keys(endpoint);
+        }
+        if let Some(Value::String(command)) = value.get_mut("command") {
+            *command = without_local_paths(command);
         }
     }
     value
@@ -160,10 +164,17 @@ fn strip_machine_keys(value: &mut Value) {
 }
 
 /// The agent's name as exported: its label, except that a public export of a run made before
-/// replay agents were named portably shows `replay:<file name>`, not the script's absolute path.
+/// agents were named portably shows `replay:<file name>`, not the script's absolute path, and a
+/// `cli:command=` agent's command without its paths' directories.
 fn exported_agent_name(label: &str, options: ExportOptions) -> String {
+    if options.include_private {
+        return label.to_string();
+    }
+    if let Some(template) = label.strip_prefix(COMMAND_AGENT_PREFIX) {
+        return format!("{COMMAND_AGENT_PREFIX}{}", without_local_paths(template));
+    }
     match label.strip_prefix("replay:") {
-        Some(path) if !options.include_private && std::path::Path::new(path).is_absolute() => {
+        Some(path) if std::path::Path::new(path).is_absolute() => {
             let file = std::path::Path::new(path).file_name().map_or_else(|| path.to_string(), |f| f.to_string_lossy().into_owned());
             format!("replay:{file}")
         }

@@ -610,7 +610,7 @@ fn spec_from_flags(args: &Args) -> anyhow::Result<RunSpec> {
             .map(|spec| agents::component(spec, &args.chat, &prompts.system, missing_install(args)))
             .collect::<anyhow::Result<Vec<_>>>()
             .and_then(|mut agents| {
-                agents::name_replays_portably(&mut agents);
+                agents::name_agents_portably(&mut agents);
                 config::check_unique_labels(&agents)?;
                 Ok(agents)
             })?,
@@ -695,7 +695,7 @@ fn spec_from_file(args: &Args, path: &Path) -> anyhow::Result<RunSpec> {
     }
     let mut agents =
         file.agents.iter().enumerate().map(|(i, entry)| config::agent_component(i, entry, &context)).collect::<anyhow::Result<Vec<_>>>()?;
-    agents::name_replays_portably(&mut agents);
+    agents::name_agents_portably(&mut agents);
     config::check_unique_labels(&agents)?;
     let mut user = config::user_component(file.user.as_ref(), &context)?;
     if let Some(panel) = file.user.as_ref().and_then(|u| u.detector_panel.as_deref()) {

@@ -270,6 +270,45 @@ impl ComponentRef {
     }
 }
 
+/// How the spec of an agent that runs the user's own command begins: `cli:command=<template>`.
+pub const COMMAND_AGENT_PREFIX: &str = "cli:command=";
+
+/// `text` (a `cli:command=<template>` agent's command) with every absolute path reduced to its
+/// last component, so a label or a public export does not carry the machine's directories:
+/// `/opt/me/bin/agent --rules=/home/me/r.md {instruction_file}` becomes
+/// `agent --rules=r.md {instruction_file}`. A path is recognised where a whitespace-separated
+/// word starts with `/`, or continues with `/` right after `=` or an opening quote; it ends at
+/// the word's end or a quote. `/` alone is kept; a quoted path with a space keeps what follows
+/// the space (words are split first). (docs/decisions.md "Portable agent names".)
+pub fn without_local_paths(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while !rest.is_empty() {
+        let word_end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        out.push_str(&word_without_local_path(&rest[..word_end]));
+        let after = &rest[word_end..];
+        let space_end = after.find(|c: char| !c.is_whitespace()).unwrap_or(after.len());
+        out.push_str(&after[..space_end]);
+        rest = &after[space_end..];
+    }
+    out
+}
+
+/// One word of [`without_local_paths`]: its first absolute path reduced to the file name.
+fn word_without_local_path(word: &str) -> String {
+    let starts_path = |(i, c): &(usize, char)| *c == '/' && (*i == 0 || word[..*i].ends_with(['=', '"', '\'']));
+    let Some((start, _)) = word.char_indices().find(starts_path) else {
+        return word.to_string();
+    };
+    let path_and_tail = &word[start..];
+    let end = path_and_tail.find(['"', '\'']).unwrap_or(path_and_tail.len());
+    let file_name = path_and_tail[..end].trim_end_matches('/').rsplit('/').next().unwrap_or_default();
+    if file_name.is_empty() {
+        return word.to_string();
+    }
+    format!("{}{file_name}{}", &word[..start], &path_and_tail[end..])
+}
+
 /// The key of an episode (DESIGN §6); its id is derived from it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct EpisodeKey {

@@ -723,10 +723,11 @@ pub struct FullIndex<'a> {
     by_key: BTreeMap<(&'a str, &'a str, &'a str), BTreeMap<&'a str, PassCount>>,
 }
 
-/// Passes among the `full` episodes with a verdict for one requirement.
+/// Passes among the `full` episodes with a verdict for one requirement (an entry exists only
+/// once one episode has a verdict, so `judged` ≥ 1).
 #[derive(Debug, Clone, Copy, Default)]
 struct PassCount {
-    passed: f64,
+    passed: usize,
     judged: usize,
 }
 
@@ -742,7 +743,7 @@ impl<'a> FullIndex<'a> {
             };
             for (&requirement, &passes) in verdicts {
                 let count = counts.entry(requirement).or_default();
-                count.passed += crate::episode::indicator(passes);
+                count.passed += usize::from(passes);
                 count.judged += 1;
             }
         }
@@ -754,7 +755,7 @@ impl<'a> FullIndex<'a> {
     pub fn pass_share(&self, episode: &Episode<'_>, requirement: &str) -> Option<f64> {
         let counts = self.by_key.get(&(episode.row.agent.as_str(), episode.row.task.as_str(), episode.row.start.as_str()))?;
         let count = counts.get(requirement)?;
-        (count.judged > 0).then(|| count.passed / count.judged as f64)
+        Some(count.passed as f64 / count.judged as f64)
     }
 }
 

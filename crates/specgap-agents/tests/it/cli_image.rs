@@ -11,7 +11,6 @@
 //! `SPECGAP_REQUIRE_EXTERNAL=1`.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::json;
 use specgap_engine::condition::BudgetFlags;
@@ -20,57 +19,13 @@ use specgap_gateway::mock::replies::{self, Call, Tokens};
 use specgap_protocol::event::EventKind;
 use specgap_protocol::run::EndReason;
 
-use crate::cli_support::*;
+use specgap_test_support::image::{BusyboxImage, ImageTask, REWARD_FOR_42, have_busybox, have_busybox_and_static_bash};
 
-const BUSYBOX: &str = "/bin/busybox";
+use crate::cli_support::*;
 
 /// busybox's applets the image gets (all links to the one static program).
 const APPLETS: &[&str] =
     &["sh", "cat", "echo", "ls", "pwd", "readlink", "grep", "tr", "wc", "touch", "test", "tail", "cut", "env", "mkdir", "id"];
-
-/// Whether busybox-static is here; `false` after a note (a failure under
-/// `SPECGAP_REQUIRE_EXTERNAL=1`).
-fn have_busybox() -> bool {
-    if Path::new(BUSYBOX).is_file() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("SPECGAP_REQUIRE_EXTERNAL").is_none_or(|v| v != "1"),
-        "SPECGAP_REQUIRE_EXTERNAL=1 and {BUSYBOX} (Debian's busybox-static) is missing"
-    );
-    eprintln!("skipped: {BUSYBOX} (Debian's busybox-static) is missing");
-    false
-}
-
-/// Whether busybox-static and bash-static are both here (the vendor CLIs' image); `false`
-/// after a note (a failure under `SPECGAP_REQUIRE_EXTERNAL=1`).
-fn have_busybox_and_static_bash() -> bool {
-    if !have_busybox() {
-        return false;
-    }
-    if Path::new(BASH_STATIC).is_file() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("SPECGAP_REQUIRE_EXTERNAL").is_none_or(|v| v != "1"),
-        "SPECGAP_REQUIRE_EXTERNAL=1 and {BASH_STATIC} (Debian's bash-static) is missing"
-    );
-    eprintln!("skipped: {BASH_STATIC} (Debian's bash-static) is missing");
-    false
-}
-
-/// The configuration of vendor CLI `adapter` at `version` against `mock`: one quick retry and
-/// a short stop grace.
-fn vendor_config(adapter: &str, version: &str, mock: &MockUpstream) -> specgap_agents::cli::CliConfig {
-    let mut config = specgap_agents::cli::CliConfig::new(adapter, MODEL);
-    config.version = Some(version.into());
-    config.endpoint.base_url = format!("{}/v1", mock.url());
-    config.endpoint.api_key_env = KEY_ENV.into();
-    config.endpoint.retry_base_ms = 1;
-    config.endpoint.max_retries = 1;
-    config.stop_grace_ms = 500;
-    config
-}
 
 /// The tool results of `run`, after asserting it was accepted with Score 1.
 fn accepted_results(run: &CliRun) -> Vec<String> {
@@ -96,48 +51,29 @@ fn assert_no_network_and_no_key(run: &CliRun) {
     assert!(!stored.windows(canary_key().len()).any(|w| w == canary_key().as_bytes()), "the key is nowhere in the store");
 }
 
-fn write_file(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
-
 /// A reward-scored format-2 package at `root` whose environment is a rootfs tarball of
 /// busybox-static (no `/lib`, no `/usr`, no loader), workdir `/app`, tests at `/tests`.
 fn busybox_package(root: &Path) -> specgap_task::TaskPackage {
-    busybox_package_with(root, None)
+    busybox_package_with(root, false)
 }
 
-/// [`busybox_package`] with `bash` (a static bash, Debian's `bash-static`) as `/bin/bash`.
-fn busybox_package_with(root: &Path, bash: Option<&Path>) -> specgap_task::TaskPackage {
-    let image = root.with_extension("image-tree");
-    for dir in ["bin", "etc", "home", "run", "root", "tmp"] {
-        std::fs::create_dir_all(image.join(dir)).unwrap();
+/// [`busybox_package`] with a static bash (Debian's `bash-static`) as `/bin/bash` when
+/// `static_bash`.
+fn busybox_package_with(root: &Path, static_bash: bool) -> specgap_task::TaskPackage {
+    let mut image = BusyboxImage::new(APPLETS)
+        .dirs(&["home", "run", "root", "tmp"])
+        .file("etc/image-release", "busybox-static test image\n")
+        .file("etc/passwd", "root:x:0:0:root:/root:/bin/sh\n");
+    if static_bash {
+        image = image.with_static_bash();
     }
-    std::fs::copy(BUSYBOX, image.join("bin/busybox")).unwrap();
-    for applet in APPLETS {
-        std::os::unix::fs::symlink("busybox", image.join("bin").join(applet)).unwrap();
-    }
-    if let Some(bash) = bash {
-        std::fs::copy(bash, image.join("bin/bash")).unwrap();
-    }
-    std::fs::write(image.join("etc/image-release"), "busybox-static test image\n").unwrap();
-    std::fs::write(image.join("etc/passwd"), "root:x:0:0:root:/root:/bin/sh\n").unwrap();
-    std::fs::create_dir_all(root.join("environment")).unwrap();
-    let tar = root.join("environment/rootfs.tar");
-    assert!(Command::new("tar").arg("-C").arg(&image).arg("-cf").arg(&tar).arg(".").status().unwrap().success());
-    write_file(
-        &root.join("task.toml"),
-        "format = 2\n\n[task]\nname = \"fixtures/busybox-answer\"\nversion = \"1.0.0\"\ndescription = \"Write the answer\"\n\
-         family = \"terminal\"\n\n[environment]\nrootfs = \"environment/rootfs.tar\"\nworkdir = \"/app\"\n\n\
-         [evaluator]\ncommand = \"sh test.sh\"\ndir = \"/tests\"\nout = \"/logs/verifier\"\ntimeout_sec = 30\n",
-    );
-    write_file(&root.join("instruction.md"), "Put the answer, 42, in answer.txt.\n");
-    write_file(&root.join("workspace/README"), "answers go here\n");
-    write_file(
-        &root.join("evaluator/test.sh"),
-        "if test \"$(cat /app/answer.txt 2>/dev/null)\" = 42; then r=1.0; else r=0.0; fi\n\
-         echo \"{\\\"version\\\": 1, \\\"reward\\\": $r}\" > /logs/verifier/result.json\n",
-    );
+    let task = ImageTask {
+        name: "fixtures/busybox-answer",
+        description: "Write the answer",
+        instruction: "Put the answer, 42, in answer.txt.\n",
+        test_sh: REWARD_FOR_42,
+    };
+    task.write(root, &image);
     specgap_task::load(root).unwrap()
 }
 
@@ -168,7 +104,7 @@ fn mini_swe_agent_completes_an_episode_in_a_busybox_image_through_the_host_loade
     if !have_busybox() {
         return;
     }
-    let Some(_) = crate::cli_vendors::installed("mini-swe-agent") else { return };
+    let Some(_) = installed("mini-swe-agent") else { return };
     let dir = tempfile::tempdir().unwrap();
     let package = busybox_package(&dir.path().join("pkg"));
     let mock = MockUpstream::start([mini_bash(1, PROBE), mini_bash(2, "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")]).unwrap();
@@ -232,16 +168,14 @@ fn a_cli_whose_shell_tool_needs_bash_is_refused_on_a_busybox_image_naming_the_ad
     );
 }
 
-const BASH_STATIC: &str = "/bin/bash-static";
-
 #[test]
 fn claude_code_runs_its_bash_tool_in_a_busybox_image_with_a_static_bash_and_submits_through_mcp() {
     if !have_busybox_and_static_bash() {
         return;
     }
-    let Some(_) = crate::cli_vendors::installed("claude-code") else { return };
+    let Some(_) = installed("claude-code") else { return };
     let dir = tempfile::tempdir().unwrap();
-    let package = busybox_package_with(&dir.path().join("pkg"), Some(Path::new(BASH_STATIC)));
+    let package = busybox_package_with(&dir.path().join("pkg"), true);
     let call = |n: u64, name: &str, input: serde_json::Value| {
         replies::anthropic_stream(
             MODEL,
@@ -276,7 +210,7 @@ fn an_episode_of_a_cli_the_image_cannot_serve_ends_before_the_cli_starts_naming_
     if !have_busybox() {
         return;
     }
-    let Some(_) = crate::cli_vendors::installed("claude-code") else { return };
+    let Some(_) = installed("claude-code") else { return };
     let dir = tempfile::tempdir().unwrap();
     let package = busybox_package(&dir.path().join("pkg"));
     let mock = MockUpstream::start([]).unwrap();
@@ -305,9 +239,9 @@ fn codex_runs_its_shell_tool_in_a_busybox_image_with_a_static_bash_and_submits_t
     if !have_busybox_and_static_bash() {
         return;
     }
-    let Some(_) = crate::cli_vendors::installed("codex") else { return };
+    let Some(_) = installed("codex") else { return };
     let dir = tempfile::tempdir().unwrap();
-    let package = busybox_package_with(&dir.path().join("pkg"), Some(Path::new(BASH_STATIC)));
+    let package = busybox_package_with(&dir.path().join("pkg"), true);
     let exec = |n: u64, cmd: &str| {
         replies::responses_stream(
             MODEL,
@@ -342,9 +276,9 @@ fn opencode_runs_its_bash_tool_in_a_busybox_image_with_a_static_bash_and_submits
     if !have_busybox_and_static_bash() {
         return;
     }
-    let Some(_) = crate::cli_vendors::installed("opencode") else { return };
+    let Some(_) = installed("opencode") else { return };
     let dir = tempfile::tempdir().unwrap();
-    let package = busybox_package_with(&dir.path().join("pkg"), Some(Path::new(BASH_STATIC)));
+    let package = busybox_package_with(&dir.path().join("pkg"), true);
     let mock = MockUpstream::start([]).unwrap();
     mock.set_responder(|request: &specgap_gateway::mock::ReceivedRequest| {
         let body: serde_json::Value = serde_json::from_slice(&request.body).unwrap_or_default();
@@ -384,9 +318,9 @@ fn gemini_cli_runs_its_shell_tool_in_a_busybox_image_with_a_static_bash_and_subm
     if !have_busybox_and_static_bash() {
         return;
     }
-    let Some(_) = crate::cli_vendors::installed("gemini-cli") else { return };
+    let Some(_) = installed("gemini-cli") else { return };
     let dir = tempfile::tempdir().unwrap();
-    let package = busybox_package_with(&dir.path().join("pkg"), Some(Path::new(BASH_STATIC)));
+    let package = busybox_package_with(&dir.path().join("pkg"), true);
     let mock = MockUpstream::start([]).unwrap();
     mock.set_responder(|request: &specgap_gateway::mock::ReceivedRequest| {
         let body: serde_json::Value = serde_json::from_slice(&request.body).unwrap_or_default();
@@ -418,9 +352,9 @@ fn openhands_runs_its_terminal_in_a_busybox_image_with_a_static_bash_and_finishe
     if !have_busybox_and_static_bash() {
         return;
     }
-    let Some(_) = crate::cli_vendors::installed("openhands") else { return };
+    let Some(_) = installed("openhands") else { return };
     let dir = tempfile::tempdir().unwrap();
-    let package = busybox_package_with(&dir.path().join("pkg"), Some(Path::new(BASH_STATIC)));
+    let package = busybox_package_with(&dir.path().join("pkg"), true);
     let tokens = |n: u64| Tokens { input: 100 + n, output: 10 + n, ..Tokens::default() };
     let call = |n: u64, tool: &str, arguments: serde_json::Value| {
         replies::openai_chat(MODEL, "", &[Call::new(&format!("call_{n}"), tool, arguments)], tokens(n))

@@ -245,26 +245,36 @@ pub fn processes_with(needle: &str) -> Vec<u32> {
     found
 }
 
-/// The network tripwire's record of an episode: each `network_attempt` as its one-line form
-/// (`dns A api.openai.com`, `tcp 127.0.0.2:443 tls api.openai.com`), and the
-/// `network_tripwire` event's `(armed, attempts, note)`. Panics when the episode has no
-/// `network_tripwire` event (every `cli:` episode ends with one).
-pub fn network_record(events: &[Event]) -> (Vec<String>, (bool, u32, String)) {
-    let attempts = events.iter().filter_map(|e| specgap_protocol::event::network_attempt_line(&e.kind)).collect();
-    let tripwire = events
-        .iter()
-        .find_map(|e| match &e.kind {
-            EventKind::NetworkTripwire { armed, attempts, note } => Some((*armed, *attempts, note.clone())),
-            _ => None,
-        })
-        .expect("a cli: episode records its network tripwire");
-    (attempts, tripwire)
+pub use specgap_test_support::tripwire::{assert_no_network_attempt, network_record};
+
+/// Installs `adapter` at its pinned version into the shared test cache (kept between runs; the
+/// installer's lock makes concurrent processes share it), points this process's cache at it,
+/// and returns the installation's directory; `None` when it cannot be installed (no package
+/// registry): the test is then skipped, or fails under `SPECGAP_REQUIRE_EXTERNAL=1`.
+pub fn installed(adapter: &str) -> Option<PathBuf> {
+    static CACHE: std::sync::Once = std::sync::Once::new();
+    // SAFETY: set once, to the same value, before any agent of this binary reads it.
+    CACHE.call_once(|| unsafe { std::env::set_var("XDG_CACHE_HOME", specgap_test_support::installs::test_cache()) });
+    specgap_test_support::installs::installed_once(adapter, || {
+        let version = specgap_adapters::AdapterVersion::parse(adapter).map_err(|e| e.to_string())?;
+        let root = specgap_adapters::default_root().map_err(|e| e.to_string())?;
+        match specgap_adapters::install(&root, &version, &specgap_adapters::InstallOptions::default(), &mut |_| {}) {
+            Ok((installation, _)) => Ok(installation.dir().to_path_buf()),
+            Err(e) => Err(format!("{} cannot be installed into {}: {e}", version.label(), root.display())),
+        }
+    })
 }
 
-/// Asserts that the episode's tripwire was armed and recorded no attempt: the agent tried to
-/// reach nothing but its gateway.
-pub fn assert_no_network_attempt(events: &[Event]) {
-    let (attempts, tripwire) = network_record(events);
-    assert_eq!(tripwire, (true, 0, String::new()), "the tripwire was armed and caught nothing (attempts: {attempts:?})");
-    assert_eq!(attempts, Vec::<String>::new());
+/// A `cli:<adapter>` configuration at `version` against `mock`: one quick retry and a short
+/// stop grace (the Anthropic upstream takes the origin; the gateway drops a trailing `/v1`, so
+/// both spellings work).
+pub fn vendor_config(adapter: &str, version: &str, mock: &MockUpstream) -> CliConfig {
+    let mut config = CliConfig::new(adapter, MODEL);
+    config.version = Some(version.into());
+    config.endpoint.base_url = format!("{}/v1", mock.url());
+    config.endpoint.api_key_env = KEY_ENV.into();
+    config.endpoint.retry_base_ms = 1;
+    config.endpoint.max_retries = 1;
+    config.stop_grace_ms = 500;
+    config
 }

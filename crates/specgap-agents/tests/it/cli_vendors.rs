@@ -11,10 +11,7 @@
 //! answers resume the same session with the CLI's own resume mechanism; it reads the data,
 //! writes the plan and exits, and the changed workspace is submitted.
 
-use std::path::PathBuf;
-
 use serde_json::{Value, json};
-use specgap_agents::cli::CliConfig;
 use specgap_agents::cli::channel::AskChannel;
 use specgap_engine::condition::BudgetFlags;
 use specgap_gateway::mock::replies::{self, Call, Tokens};
@@ -25,35 +22,6 @@ use specgap_protocol::run::EndReason;
 use specgap_store::Role;
 
 use crate::cli_support::*;
-
-/// The shared test cache under the target directory (`XDG_CACHE_HOME` of the installs; the
-/// same directory the `specgap-cli` tests and `.ci/run` install into).
-fn test_cache() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    // target/<profile>/deps/it-<hash>
-    exe.ancestors().nth(3).map_or_else(|| PathBuf::from("target"), std::path::Path::to_path_buf).join("specgap-test-cache")
-}
-
-/// Installs `adapter` at its pinned version into [`test_cache`] (kept between runs; the
-/// installer's lock makes concurrent processes share it), points this process's cache at it,
-/// and returns the installation's directory; `None` when it cannot be installed (no package
-/// registry): the test is then skipped, or fails under `SPECGAP_REQUIRE_EXTERNAL=1`.
-pub(crate) fn installed(adapter: &str) -> Option<PathBuf> {
-    static CACHE: std::sync::Once = std::sync::Once::new();
-    // SAFETY: set once, to the same value, before any agent of this binary reads it.
-    CACHE.call_once(|| unsafe { std::env::set_var("XDG_CACHE_HOME", test_cache()) });
-    let version = specgap_adapters::AdapterVersion::parse(adapter).unwrap();
-    let root = specgap_adapters::default_root().unwrap();
-    match specgap_adapters::install(&root, &version, &specgap_adapters::InstallOptions::default(), &mut |_| {}) {
-        Ok((installation, _)) => Some(installation.dir().to_path_buf()),
-        Err(e) => {
-            let why = format!("{} cannot be installed into {}: {e}", version.label(), root.display());
-            assert!(std::env::var_os("SPECGAP_REQUIRE_EXTERNAL").is_none_or(|v| v != "1"), "SPECGAP_REQUIRE_EXTERNAL=1: {why}");
-            eprintln!("skipped: {why}");
-            None
-        }
-    }
-}
 
 /// Questions under seed 002's heading, in a reply without a tool call.
 const QUESTIONS: &str = "I have read the request.\n\n## Questions for the client\n1. How should a store be supplied when its own city's warehouse runs out?\n2. Which currency are the costs in?\n";
@@ -67,19 +35,6 @@ fn gold_plan() -> String {
 /// Tokens of the `n`-th answer.
 fn answer_tokens(n: u64) -> Tokens {
     Tokens { input: 1000 + n, output: 20 + n, cached: n, ..Tokens::default() }
-}
-
-/// A `cli:<adapter>` configuration against `mock` (the Anthropic upstream takes the origin;
-/// the gateway drops a trailing `/v1`, so both spellings work).
-fn vendor_config(adapter: &str, version: &str, mock: &MockUpstream) -> CliConfig {
-    let mut config = CliConfig::new(adapter, MODEL);
-    config.version = Some(version.into());
-    config.endpoint.base_url = format!("{}/v1", mock.url());
-    config.endpoint.api_key_env = KEY_ENV.into();
-    config.endpoint.retry_base_ms = 1;
-    config.endpoint.max_retries = 1;
-    config.stop_grace_ms = 500;
-    config
 }
 
 /// The JSON body of a request.

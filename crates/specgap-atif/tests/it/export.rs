@@ -420,3 +420,31 @@ fn a_replay_agent_labelled_by_an_absolute_path_is_exported_by_its_file_name() {
     let private = serde_json::to_value(episode_trajectory(&store, &id, ExportOptions { include_private: true }).unwrap()).unwrap();
     assert_eq!(private["agent"]["name"], label);
 }
+
+/// A `cli:command=` agent labelled by its whole template (a run made before portable names, or
+/// a label a user gave it) and configured with it: a public export names it and shows its
+/// command without the directories of its absolute paths; a private one keeps both.
+#[test]
+fn a_command_agent_is_exported_without_its_paths_directories() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cfg = config();
+    let label = "cli:command=/home/someone/bin/agent --rules=/home/someone/r.md {instruction_file}";
+    cfg.agents[0].spec = label.into();
+    cfg.agents[0].config = toml::from_str(
+        "kind = \"cli\"\nadapter = \"command\"\ncommand = \"/home/someone/bin/agent --rules=/home/someone/r.md {instruction_file}\"\n",
+    )
+    .unwrap();
+    let store = Store::create(&tmp.path().join("run"), &cfg).unwrap();
+    let meta = EpisodeMeta { user: "relay".into(), family: Family::Swe, scoring_kind: ScoringKind::Requirement };
+    let mut w = store.begin_episode(&key(label), &meta).unwrap();
+    let id = w.id().to_string();
+    w.event(EventKind::AgentTurn { turn: 1, text: None, tool_calls: vec![], usage: None }).unwrap();
+    drop(w);
+    let public = serde_json::to_value(episode_trajectory(&store, &id, ExportOptions::default()).unwrap()).unwrap();
+    assert_eq!(public["agent"]["name"], "cli:command=agent --rules=r.md {instruction_file}");
+    assert_eq!(public["agent"]["extra"]["specgap"]["config"]["command"], "agent --rules=r.md {instruction_file}");
+    assert!(!public.to_string().contains("/home/someone"), "{public}");
+    let private = serde_json::to_value(episode_trajectory(&store, &id, ExportOptions { include_private: true }).unwrap()).unwrap();
+    assert_eq!(private["agent"]["name"], label);
+    assert_eq!(private["agent"]["extra"]["specgap"]["config"]["command"], label.trim_start_matches("cli:command="));
+}

@@ -8,7 +8,7 @@ use specgap_agents::{AgentSpec, parse_agent_spec};
 use specgap_engine::condition::NotApplicable;
 use specgap_engine::prompt_files::Replacements;
 use specgap_engine::runner::AgentApplicability;
-use specgap_protocol::run::ComponentRef;
+use specgap_protocol::run::{COMMAND_AGENT_PREFIX, ComponentRef};
 use specgap_task::TaskPackage;
 
 /// Lowercase hex sha256 of `bytes`.
@@ -105,29 +105,44 @@ pub fn is_legacy_replay_hash(stored: &ComponentRef, config: &toml::Table) -> boo
     stored.spec.starts_with("replay:") && component_ref(&stored.spec, config.clone()).hash == stored.hash
 }
 
-/// Gives every replay agent without a name the portable label `replay:<file name>` (the
-/// script's, or a stored episode directory's, last path component), so episodes, reports and
-/// exports do not carry the machine's paths. Replay agents whose file names coincide each get
-/// `@<first 8 hex digits of the source's sha256>` appended. Other agents are unchanged.
-pub fn name_replays_portably(agents: &mut [ComponentRef]) {
-    let bases: Vec<Option<String>> = agents.iter().map(portable_replay_base).collect();
+/// Gives every agent without a name whose spec carries the machine's paths a portable label,
+/// so episodes, reports and exports do not carry them (docs/decisions.md "Portable agent
+/// names"):
+/// - a replay agent gets `replay:<file name>` (the script's, or a stored episode directory's,
+///   last path component), with `@<first 8 hex digits of the source's sha256>` appended where
+///   two replay agents' file names coincide;
+/// - a `cli:command=<template>` agent whose template holds absolute paths gets the template
+///   with each reduced to its file name ([`specgap_protocol::run::without_local_paths`]), with
+///   `@<first 8 hex digits of the template's sha256>` appended where two reduce alike.
+///
+/// Other agents are unchanged; the hash each agent keys episodes by is not touched.
+pub fn name_agents_portably(agents: &mut [ComponentRef]) {
+    let bases: Vec<Option<(String, String)>> = agents.iter().map(portable_base).collect();
     for (i, agent) in agents.iter_mut().enumerate() {
-        let Some(base) = &bases[i] else { continue };
-        let shared = bases.iter().enumerate().any(|(j, other)| j != i && other.as_ref() == Some(base));
-        let source = agent.config.get("source_sha256").and_then(toml::Value::as_str).unwrap_or_default();
-        agent.name = Some(if shared { format!("replay:{base}@{}", &source[..source.len().min(8)]) } else { format!("replay:{base}") });
+        let Some((base, content_hash)) = &bases[i] else { continue };
+        let shared = bases.iter().enumerate().any(|(j, other)| j != i && other.as_ref().map(|(b, _)| b) == Some(base));
+        agent.name = Some(if shared { format!("{base}@{}", &content_hash[..content_hash.len().min(8)]) } else { base.clone() });
     }
 }
 
-/// The file name a replay agent without a name is labelled by; `None` for named agents and
-/// other kinds.
-fn portable_replay_base(agent: &ComponentRef) -> Option<String> {
+/// The portable label of an unnamed agent whose spec holds local paths, with the hash that
+/// tells apart two agents sharing it; `None` for named agents and specs without paths.
+fn portable_base(agent: &ComponentRef) -> Option<(String, String)> {
     if agent.name.is_some() {
         return None;
     }
-    let path = agent.spec.strip_prefix("replay:")?;
-    let name = std::path::Path::new(path).file_name()?.to_string_lossy().into_owned();
-    Some(name)
+    if let Some(path) = agent.spec.strip_prefix("replay:") {
+        let name = std::path::Path::new(path).file_name()?.to_string_lossy().into_owned();
+        let source = agent.config.get("source_sha256").and_then(toml::Value::as_str).unwrap_or_default();
+        return Some((format!("replay:{name}"), source.to_string()));
+    }
+    let template = agent.spec.strip_prefix(COMMAND_AGENT_PREFIX)?;
+    let portable = specgap_protocol::run::without_local_paths(template);
+    if portable == template {
+        return None;
+    }
+    let digest = sha256_hex(template.as_bytes());
+    Some((format!("{COMMAND_AGENT_PREFIX}{portable}"), digest))
 }
 
 /// A `chat:<model>` agent with its own endpoint configuration and the run's replaced system

@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
-use std::sync::OnceLock;
 
 use specgap_adapters::AdapterVersion;
 use specgap_adapters::manifest::Manifest;
@@ -12,38 +11,14 @@ use specgap_sandbox::{CommandSpec, HostView, SandboxConfig, run};
 
 use crate::support::specgap;
 
-/// The shared test cache (`XDG_CACHE_HOME` of the installing `specgap`): under the target
-/// directory, so every test process and later runs reuse one installation per version.
-pub fn test_cache() -> PathBuf {
-    let exe = Path::new(env!("CARGO_BIN_EXE_specgap"));
-    exe.parent().and_then(Path::parent).map_or_else(|| PathBuf::from("target"), Path::to_path_buf).join("specgap-test-cache")
-}
+pub use specgap_test_support::installs::test_cache;
 
 /// Installs mini-swe-agent at its pinned version into [`test_cache`] once per process (the
 /// installer's lock makes concurrent processes share it) and returns the installation's
 /// directory. Without the package registry the test is skipped, unless
 /// `SPECGAP_REQUIRE_EXTERNAL=1` (CI), where a failed install fails it.
 pub fn installed_mini_swe_agent() -> Option<PathBuf> {
-    static INSTALLED: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let result = INSTALLED.get_or_init(|| {
-        let output = specgap().args(["agents", "install", "mini-swe-agent"]).env("XDG_CACHE_HOME", test_cache()).output().unwrap();
-        if output.status.success() {
-            Ok(test_cache().join("specgap/agents/mini-swe-agent/2.4.6"))
-        } else {
-            Err(String::from_utf8_lossy(&output.stderr).into_owned())
-        }
-    });
-    match result {
-        Ok(dir) => Some(dir.clone()),
-        Err(stderr) => {
-            assert!(
-                std::env::var_os("SPECGAP_REQUIRE_EXTERNAL").is_none_or(|v| v != "1"),
-                "installing mini-swe-agent failed and SPECGAP_REQUIRE_EXTERNAL=1: {stderr}"
-            );
-            eprintln!("skipped: mini-swe-agent could not be installed (no package registry?): {stderr}");
-            None
-        }
-    }
+    crate::cli_support::installed("mini-swe-agent", specgap_agents::cli::mini_swe_agent::DEFAULT_VERSION)
 }
 
 fn agents(args: &[&str], cache: &Path) -> Output {

@@ -11,6 +11,8 @@ use serde_json::{Value, json};
 use specgap_protocol::run::EndReason;
 use specgap_store::{Role, Status, Store};
 
+use specgap_test_support::files::walk;
+
 use crate::support::*;
 
 #[allow(dead_code)]
@@ -95,18 +97,6 @@ fn assert_key_nowhere(dir: &Path) {
         let trajectory = specgap_store::read_trajectory(store.dir(), &episode.id).unwrap();
         assert!(!serde_json::to_string(&trajectory.events).unwrap().contains(KEY));
     }
-}
-
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in fs_err::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() { stack.push(path) } else { out.push(path) }
-        }
-    }
-    out
 }
 
 #[test]

@@ -471,3 +471,37 @@ fn show_lists_the_request_abandoned_at_the_wall_budget_with_its_outcome_and_the_
     let end = transcript.find("[episode ended: wall_budget").expect("the end");
     assert!(result < at && at < end, "{transcript}");
 }
+
+/// A `cli:command=` agent's label keeps the machine's directories out (issue 30 item 3):
+/// absolute paths are reduced to file names, two agents that reduce alike are told apart by
+/// their templates' hashes, a template without paths keeps its spec as label, and the hash
+/// that keys episodes still covers the whole template.
+#[test]
+fn a_command_agent_is_labelled_without_its_paths_directories() {
+    let tmp = tempfile::tempdir().unwrap();
+    let templates =
+        ["/opt/one/agent --rules=/home/me/r.md", "/opt/two/agent --rules=/home/me/r.md", "/srv/solo/run.sh {instruction_file}", "true"];
+    let mut command = specgap();
+    command.arg("run").arg(repo().join("examples/tasks/interval-tree"));
+    for template in templates {
+        command.args(["--agent", &format!("cli:command={template}")]);
+    }
+    let output = command.args(["--model", MODEL, "--dry-run", "--out"]).arg(tmp.path().join("run")).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let config: specgap_protocol::run::RunConfig = toml::from_str(&String::from_utf8_lossy(&output.stdout)).unwrap();
+    let labels: Vec<&str> = config.agents.iter().map(|a| a.label()).collect();
+    // The suffixes: the first 8 hex digits of sha256 of each template
+    // (`printf %s '/opt/one/agent --rules=/home/me/r.md' | sha256sum`).
+    assert_eq!(
+        labels,
+        [
+            "cli:command=agent --rules=r.md@8046cb13",
+            "cli:command=agent --rules=r.md@da02b06c",
+            "cli:command=run.sh {instruction_file}",
+            "cli:command=true"
+        ]
+    );
+    assert_eq!(config.agents[3].name, None, "a template without paths needs no name");
+    assert_eq!(config.agents[0].spec, "cli:command=/opt/one/agent --rules=/home/me/r.md", "the spec keeps the path");
+    assert_ne!(config.agents[0].hash, config.agents[1].hash, "two programs, two keys");
+}

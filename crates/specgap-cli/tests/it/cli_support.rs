@@ -3,10 +3,8 @@
 //! command line against a scripted mock, and readers for what the run stored (the agent's
 //! usage, the engine's messages, the actions mapped from the CLI's log).
 
-use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use serde_json::Value;
 use specgap_gateway::mock::ReceivedRequest;
@@ -21,41 +19,18 @@ use crate::support::*;
 /// directory, or `None` when the registry cannot be reached (the test is then skipped, or
 /// fails under `SPECGAP_REQUIRE_EXTERNAL=1`, as in CI, where `.ci/run` installs it first).
 pub fn installed(adapter: &str, version: &str) -> Option<PathBuf> {
-    static INSTALLED: Mutex<BTreeMap<String, Result<PathBuf, String>>> = Mutex::new(BTreeMap::new());
-    let mut done = INSTALLED.lock().unwrap();
-    let result = done.entry(adapter.to_string()).or_insert_with(|| {
-        let output = specgap().args(["agents", "install", adapter]).env("XDG_CACHE_HOME", test_cache()).output().unwrap();
+    specgap_test_support::installs::installed_once(adapter, || {
+        let output =
+            specgap().args(["agents", "install", adapter]).env("XDG_CACHE_HOME", test_cache()).output().map_err(|e| e.to_string())?;
         if output.status.success() {
             Ok(test_cache().join("specgap/agents").join(adapter).join(version))
         } else {
             Err(String::from_utf8_lossy(&output.stderr).into_owned())
         }
-    });
-    match result {
-        Ok(dir) => Some(dir.clone()),
-        Err(stderr) => {
-            assert!(
-                std::env::var_os("SPECGAP_REQUIRE_EXTERNAL").is_none_or(|v| v != "1"),
-                "installing {adapter} failed and SPECGAP_REQUIRE_EXTERNAL=1: {stderr}"
-            );
-            eprintln!("skipped: {adapter} could not be installed (no package registry?): {stderr}");
-            None
-        }
-    }
+    })
 }
 
-/// Every file under `dir`.
-pub fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap().flatten() {
-            let path = entry.path();
-            if entry.file_type().unwrap().is_dir() { stack.push(path) } else { files.push(path) }
-        }
-    }
-    files
-}
+pub use specgap_test_support::files::walk;
 
 /// The JSON body of a request (`null` when it is not JSON).
 pub fn body(request: &ReceivedRequest) -> Value {

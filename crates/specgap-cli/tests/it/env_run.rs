@@ -12,52 +12,24 @@ use std::process::{Command, Output};
 use specgap_protocol::run::{EnvironmentRef, RunConfig};
 use specgap_store::Status;
 
-use crate::support::{episodes, specgap};
+use specgap_test_support::external::have_programs;
+use specgap_test_support::files::write_file;
+use specgap_test_support::image::{BUSYBOX, BusyboxImage};
 
-const BUSYBOX: &str = "/bin/busybox";
+use crate::support::{episodes, specgap};
 
 /// The applets the test images link to busybox.
 const APPLETS: [&str; 10] = ["sh", "cat", "test", "echo", "ls", "pwd", "mkdir", "chmod", "printf", "wget"];
 
-fn required() -> bool {
-    std::env::var("SPECGAP_REQUIRE_EXTERNAL").is_ok_and(|v| v == "1")
-}
-
 /// `Some(())` when every program in `programs` is on PATH (or at its absolute path) and busybox
 /// is installed; else a note (or, in CI, a panic).
 fn have(programs: &[&str]) -> Option<()> {
-    let on_path = |name: &str| {
-        Path::new(name).is_absolute() && Path::new(name).is_file()
-            || std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
-    };
-    for program in programs.iter().copied().chain([BUSYBOX]) {
-        if !on_path(program) {
-            assert!(!required(), "SPECGAP_REQUIRE_EXTERNAL=1 and {program} is missing");
-            eprintln!("skipped: {program} is missing");
-            return None;
-        }
-    }
-    Some(())
-}
-
-fn write_file(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
+    (have_programs(programs) && have_programs(&[BUSYBOX])).then_some(())
 }
 
 /// A busybox root filesystem tarball at `tarball` whose `/etc/image-release` says `release`.
 fn busybox_tarball(tarball: &Path, release: &str) {
-    let tree = tarball.with_extension("tree");
-    std::fs::create_dir_all(tree.join("bin")).unwrap();
-    std::fs::create_dir_all(tree.join("etc")).unwrap();
-    std::fs::copy(BUSYBOX, tree.join("bin/busybox")).unwrap();
-    for applet in APPLETS {
-        std::os::unix::fs::symlink("busybox", tree.join("bin").join(applet)).unwrap();
-    }
-    std::fs::write(tree.join("etc/image-release"), format!("{release}\n")).unwrap();
-    std::fs::create_dir_all(tarball.parent().unwrap()).unwrap();
-    let status = Command::new("tar").arg("-C").arg(&tree).arg("-cf").arg(tarball).arg(".").status().unwrap();
-    assert!(status.success());
+    let tree = BusyboxImage::new(&APPLETS).file("etc/image-release", &format!("{release}\n")).write_tarball(tarball);
     std::fs::remove_dir_all(&tree).unwrap();
 }
 

@@ -6,6 +6,8 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use specgap_test_support::files::walk;
+
 use crate::support::*;
 
 /// A copy of the `req-basic` fixture in a fresh temporary directory.

@@ -212,27 +212,7 @@ pub fn send_signal(pid: u32, signal: i32) {
     assert_eq!(rc, 0, "kill({pid}, {signal}) failed");
 }
 
-/// The network tripwire's record of a `cli:` episode: each `network_attempt` in its one-line
-/// form (`dns A registry.npmjs.org`), and the `network_tripwire` event's
-/// `(armed, attempts, note)`. Panics when there is no `network_tripwire` event.
-pub fn network_record(events: &[Event]) -> (Vec<String>, (bool, u32, String)) {
-    let attempts = events.iter().filter_map(|e| specgap_protocol::event::network_attempt_line(&e.kind)).collect();
-    let tripwire = events
-        .iter()
-        .find_map(|e| match &e.kind {
-            EventKind::NetworkTripwire { armed, attempts, note } => Some((*armed, *attempts, note.clone())),
-            _ => None,
-        })
-        .expect("a cli: episode records its network tripwire");
-    (attempts, tripwire)
-}
-
-/// Asserts that the episode's tripwire was armed and recorded no attempt: the agent's
-/// program tried to reach nothing but its gateway.
-pub fn assert_no_network_attempt(events: &[Event]) {
-    let (attempts, tripwire) = network_record(events);
-    assert_eq!(tripwire, (true, 0, String::new()), "the tripwire was armed and caught nothing (attempts: {attempts:?})");
-}
+pub use specgap_test_support::tripwire::assert_no_network_attempt;
 
 /// The label episodes and reports give the agent `spec`: a replay agent's is `replay:<file
 /// name>` (not the script's path), any other's its spec.

@@ -4,7 +4,6 @@
 //! busybox-static is missing, unless `SPECGAP_REQUIRE_EXTERNAL=1`.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Once;
 
 use serde_json::json;
@@ -12,6 +11,9 @@ use specgap_protocol::run::EndReason;
 
 use specgap_engine::session::{Agent, AgentError, AgentReply, Incoming, Opening, Workplace};
 use specgap_protocol::event::Usage;
+
+use specgap_test_support::files::write_file;
+use specgap_test_support::image::{BusyboxImage, ImageTask, REWARD_FOR_42, have_busybox, tar};
 
 use crate::support::{Options, TestAgent, one, run};
 
@@ -45,8 +47,6 @@ impl Agent for SelfDriving {
     }
 }
 
-const BUSYBOX: &str = "/bin/busybox";
-
 fn use_test_cache() {
     static CACHE: Once = Once::new();
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("specgap-engine-env-cache");
@@ -55,44 +55,19 @@ fn use_test_cache() {
     CACHE.call_once(|| unsafe { std::env::set_var("XDG_CACHE_HOME", &dir) });
 }
 
-fn write_file(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
-
 /// A reward-scored package on a busybox image at `root`; `None` when busybox is missing.
 fn image_package(root: &Path) -> Option<specgap_task::TaskPackage> {
-    if !Path::new(BUSYBOX).is_file() {
-        if std::env::var("SPECGAP_REQUIRE_EXTERNAL").is_ok_and(|v| v == "1") {
-            panic!("SPECGAP_REQUIRE_EXTERNAL=1 and {BUSYBOX} (Debian's busybox-static) is missing");
-        }
-        eprintln!("skipped: {BUSYBOX} (Debian's busybox-static) is missing");
+    if !have_busybox() {
         return None;
     }
-    let image = root.with_extension("image-tree");
-    std::fs::create_dir_all(image.join("bin")).unwrap();
-    std::fs::create_dir_all(image.join("etc")).unwrap();
-    std::fs::copy(BUSYBOX, image.join("bin/busybox")).unwrap();
-    for applet in ["sh", "cat", "test", "echo", "ls", "pwd"] {
-        std::os::unix::fs::symlink("busybox", image.join("bin").join(applet)).unwrap();
-    }
-    std::fs::write(image.join("etc/image-release"), "busybox test image\n").unwrap();
-    std::fs::create_dir_all(root.join("environment")).unwrap();
-    let tar = root.join("environment/rootfs.tar");
-    assert!(Command::new("tar").arg("-C").arg(&image).arg("-cf").arg(&tar).arg(".").status().unwrap().success());
-    write_file(
-        &root.join("task.toml"),
-        "format = 2\n\n[task]\nname = \"fixtures/image-answer\"\nversion = \"1.0.0\"\ndescription = \"Write the answer\"\nfamily = \"terminal\"\n\n\
-         [environment]\nrootfs = \"environment/rootfs.tar\"\nworkdir = \"/app\"\n\n\
-         [evaluator]\ncommand = \"sh test.sh\"\ndir = \"/tests\"\nout = \"/logs/verifier\"\ntimeout_sec = 30\n",
-    );
-    write_file(&root.join("instruction.md"), "Put the answer in answer.txt.\n");
-    write_file(&root.join("workspace/README"), "answers go here\n");
-    write_file(
-        &root.join("evaluator/test.sh"),
-        "if test \"$(cat /app/answer.txt 2>/dev/null)\" = 42; then r=1.0; else r=0.0; fi\n\
-         echo \"{\\\"version\\\": 1, \\\"reward\\\": $r}\" > /logs/verifier/result.json\n",
-    );
+    let image = BusyboxImage::new(&["sh", "cat", "test", "echo", "ls", "pwd"]).file("etc/image-release", "busybox test image\n");
+    let task = ImageTask {
+        name: "fixtures/image-answer",
+        description: "Write the answer",
+        instruction: "Put the answer in answer.txt.\n",
+        test_sh: REWARD_FOR_42,
+    };
+    task.write(root, &image);
     Some(specgap_task::load(root).unwrap())
 }
 
@@ -218,9 +193,7 @@ fn a_whole_machine_residual_state_starts_the_continuation_on_its_layer_and_fails
     write_file(&state.join("meta.toml"), "predecessor = \"scripted\"\ndeclared_complete = true\nsteps = 3\nfailing_tests = [\"answer\"]\n");
     let layer_tree = dir.path().join("layer");
     write_file(&layer_tree.join("etc/tool.conf"), "on\n");
-    assert!(
-        Command::new("tar").arg("-C").arg(&layer_tree).arg("-cf").arg(state.join("machine.tar")).arg("etc").status().unwrap().success()
-    );
+    tar(&layer_tree, &state.join("machine.tar"), "etc");
     let package = specgap_task::load(&root).unwrap();
     let mut agent = TestAgent::new(vec![
         one("run_experiment", json!({"command": "cat /etc/tool.conf answer.txt"})),

@@ -5,6 +5,7 @@
 //! `PROPTEST_CASES` and `PROPTEST_RNG_SEED` override both (e.g. to explore locally). A failure
 //! prints its shrunk input; add it as a named regression test.
 
+mod portable;
 mod result_json;
 
 /// The proptest configuration of this binary: 256 cases (`PROPTEST_CASES` overrides), a fixed

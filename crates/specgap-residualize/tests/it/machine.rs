@@ -4,58 +4,30 @@
 //! re-verified on the image with the layer over it, and installed with the state.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use specgap_residualize::build::BuildExclusion;
 use specgap_residualize::pipeline::{Request, TargetRequest};
 
+use specgap_test_support::files::write_file;
+use specgap_test_support::image::{BusyboxImage, ImageTask, have_busybox, tar};
+
 use crate::support::{Final, Predecessor, harness_diff, run, sheet, write_run};
-
-const BUSYBOX: &str = "/bin/busybox";
-
-fn write_file(path: &Path, text: &str) {
-    fs_err::create_dir_all(path.parent().unwrap()).unwrap();
-    fs_err::write(path, text).unwrap();
-}
-
-fn tar_of(tree: &Path, out: &Path, what: &str) -> Vec<u8> {
-    assert!(Command::new("tar").arg("-C").arg(tree).arg("-cf").arg(out).arg(what).status().unwrap().success());
-    fs_err::read(out).unwrap()
-}
 
 /// A test-scored image task (a busybox rootfs) whose tests are `answer` (answer.txt says 42)
 /// and `tool` (/etc/tool.conf, outside the workspace, says `on`); `None` without busybox.
 fn machine_task(root: &Path) -> Option<specgap_task::TaskPackage> {
-    if !Path::new(BUSYBOX).is_file() {
-        if std::env::var("SPECGAP_REQUIRE_EXTERNAL").is_ok_and(|v| v == "1") {
-            panic!("SPECGAP_REQUIRE_EXTERNAL=1 and {BUSYBOX} (Debian's busybox-static) is missing");
-        }
-        eprintln!("skipped: {BUSYBOX} (Debian's busybox-static) is missing");
+    if !have_busybox() {
         return None;
     }
-    let image = root.with_extension("image-tree");
-    fs_err::create_dir_all(image.join("bin")).unwrap();
-    fs_err::create_dir_all(image.join("etc")).unwrap();
-    fs_err::copy(BUSYBOX, image.join("bin/busybox")).unwrap();
-    for applet in ["sh", "cat", "test", "echo", "ls"] {
-        std::os::unix::fs::symlink("busybox", image.join("bin").join(applet)).unwrap();
-    }
-    fs_err::create_dir_all(root.join("environment")).unwrap();
-    tar_of(&image, &root.join("environment/rootfs.tar"), ".");
-    write_file(
-        &root.join("task.toml"),
-        "format = 2\n\n[task]\nname = \"fixtures/machine\"\nversion = \"1.0.0\"\ndescription = \"Configure the tool and answer\"\n\
-         family = \"terminal\"\n\n[environment]\nrootfs = \"environment/rootfs.tar\"\nworkdir = \"/app\"\n\n\
-         [evaluator]\ncommand = \"sh test.sh\"\ndir = \"/tests\"\nout = \"/logs/verifier\"\ntimeout_sec = 30\n",
-    );
-    write_file(&root.join("instruction.md"), "Turn the tool on and put the answer in answer.txt.\n");
-    write_file(&root.join("workspace/README"), "answers go here\n");
-    write_file(
-        &root.join("evaluator/test.sh"),
-        "a=fail; test \"$(cat /app/answer.txt 2>/dev/null)\" = 42 && a=pass\n\
+    let task = ImageTask {
+        name: "fixtures/machine",
+        description: "Configure the tool and answer",
+        instruction: "Turn the tool on and put the answer in answer.txt.\n",
+        test_sh: "a=fail; test \"$(cat /app/answer.txt 2>/dev/null)\" = 42 && a=pass\n\
          t=fail; test \"$(cat /etc/tool.conf 2>/dev/null)\" = on && t=pass\n\
          echo \"{\\\"version\\\": 1, \\\"tests\\\": {\\\"answer\\\": \\\"$a\\\", \\\"tool\\\": \\\"$t\\\"}}\" > /logs/verifier/result.json\n",
-    );
+    };
+    task.write(root, &BusyboxImage::new(&["sh", "cat", "test", "echo", "ls"]));
     Some(specgap_task::load(root).unwrap())
 }
 
@@ -70,7 +42,7 @@ fn a_predecessors_machine_is_part_of_its_state_from_screening_to_the_installed_p
     let diff = harness_diff(&package, &patch);
     let layer_tree = tmp.path().join("layer");
     write_file(&layer_tree.join("etc/tool.conf"), "on\n");
-    let layer = tar_of(&layer_tree, &tmp.path().join("machine.tar"), "etc");
+    let layer = tar(&layer_tree, &tmp.path().join("machine.tar"), "etc");
     let name = package.name().to_string();
     let runs = vec![
         // Turned the tool on (outside the workspace) and wrote a wrong answer.
