@@ -444,19 +444,6 @@ fn a_diff_over_max_diff_bytes_is_not_stored_and_ends_the_episode() {
     assert_eq!(detail, "the file `z.bin` is 2000 bytes (apparent size), over the per-file cap of 1999 bytes (--max-file-bytes)");
 }
 
-/// Every file under `dir`.
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(d) = pending.pop() {
-        for entry in std::fs::read_dir(&d).unwrap().flatten() {
-            let path = entry.path();
-            if path.is_dir() { pending.push(path) } else { out.push(path) }
-        }
-    }
-    out
-}
-
 /// The stored `workspace.diff` files of the one episode of `dir/run`, in path order.
 fn stored_diffs(dir: &Path, row: &specgap_store::EpisodeRow) -> Vec<Vec<u8>> {
     let store = specgap_store::Store::open(&dir.join("run")).unwrap();
