@@ -105,9 +105,16 @@ fn list(cache: &EnvCache) -> anyhow::Result<ExitCode> {
 
 fn prune(cache: &EnvCache, keep: Vec<String>, engine: EngineChoice) -> anyhow::Result<ExitCode> {
     let keep: BTreeSet<String> = keep.into_iter().collect();
-    let removed = cache.prune(&keep)?;
+    let pruned = cache.prune(&keep)?;
+    let removed = pruned.entries;
     for key in &removed {
         println!("removed {key}");
+    }
+    for name in &pruned.staging_removed {
+        println!("removed {name} (the staging tree of a build that was killed)");
+    }
+    for name in &pruned.staging_kept {
+        println!("kept {name} (the staging tree of a build that may still run)");
     }
     let untagged = specgap_env::prune_build_tags(engine, &keep).context("cannot remove the engine's build tags")?;
     for tag in &untagged {

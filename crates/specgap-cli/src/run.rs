@@ -24,7 +24,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{Context as _, bail};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use specgap_engine::condition::{BudgetFlags, Condition, Overrides, Start, parse_profile};
-use specgap_engine::runner::{self, EpisodeReport, PlanInput, PlannedEpisode, RunInputs, RunObserver, RunOptions, Shard};
+use specgap_engine::runner::{self, CpuPerSandbox, EpisodeReport, PlanInput, PlannedEpisode, RunInputs, RunObserver, RunOptions, Shard};
 use specgap_protocol::package::Budget;
 use specgap_protocol::run::{ComponentRef, RunConfig, TaskRef};
 use specgap_store::{Status, Store};
@@ -221,6 +221,14 @@ pub struct Args {
     /// stored). Default: 67108864 (64 MiB).
     #[arg(long, value_name = "BYTES")]
     pub max_diff_bytes: Option<u64>,
+    /// CPU time each sandbox (command, session, agent, evaluator) may use: a number of cores
+    /// (like 1.5; at least 0.01), or `off` for no limit. Applied as a cgroup `cpu` quota
+    /// (`cpu.max` on v2, `cpu.cfs_quota_us` on v1) per 100 ms period; where the `cpu`
+    /// controller is not usable, `run` says so once and sandboxes run at nice 10 instead.
+    /// Default: the machine's cores divided by --jobs (at least 0.1). Not stored: give it again
+    /// on --resume.
+    #[arg(long, value_name = "CORES|off", value_parser = parse_cpu_per_sandbox)]
+    pub cpu_per_sandbox: Option<CpuPerSandbox>,
     /// Do not print the report at the end.
     #[arg(long)]
     pub no_report: bool,
@@ -410,7 +418,7 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     // Before any store is made or opened: a refusal leaves nothing behind.
-    scale_out::check_limits(args.require_limits)?;
+    scale_out::check_limits(args.require_limits, args.cpu_per_sandbox != Some(CpuPerSandbox::Off))?;
     let (out, store, resolved, plan, resuming, lock) = match &args.resume {
         Some(dir) => {
             let ignored = args.flags_resume_ignores();
@@ -452,7 +460,8 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
     // A resumed run keeps its stored cap unless --max-cost gives a new one.
     let max_cost = args.chat.max_cost.or(store.config().max_cost_usd);
     let caps = [args.max_workspace_bytes, args.max_file_bytes, args.max_diff_bytes];
-    let how = Execution { jobs, resuming, max_cost, work_dir: args.work_dir.clone(), caps };
+    let cpu_per_sandbox = args.cpu_per_sandbox.unwrap_or_default();
+    let how = Execution { jobs, resuming, max_cost, work_dir: args.work_dir.clone(), caps, cpu_per_sandbox };
     let outcome = run_plan(&store, &resolved, &plan, &how)?;
     if outcome.interrupted {
         eprintln!(
@@ -1012,6 +1021,19 @@ struct Execution {
     work_dir: Option<PathBuf>,
     /// `--max-workspace-bytes`, `--max-file-bytes`, `--max-diff-bytes`.
     caps: [Option<u64>; 3],
+    /// `--cpu-per-sandbox`.
+    cpu_per_sandbox: CpuPerSandbox,
+}
+
+/// `--cpu-per-sandbox`: `off`, or a finite number of cores of at least 0.01.
+fn parse_cpu_per_sandbox(text: &str) -> Result<CpuPerSandbox, String> {
+    if text == "off" {
+        return Ok(CpuPerSandbox::Off);
+    }
+    match text.parse::<f64>() {
+        Ok(cores) if cores.is_finite() && cores >= 0.01 => Ok(CpuPerSandbox::Cores(cores)),
+        _ => Err(format!("`{text}` is neither a number of cores of at least 0.01 (like 1.5) nor `off`")),
+    }
 }
 
 fn run_plan(store: &Store, resolved: &Resolved, plan: &runner::Plan, how: &Execution) -> anyhow::Result<Outcome> {
@@ -1052,6 +1074,7 @@ fn run_plan(store: &Store, resolved: &Resolved, plan: &runner::Plan, how: &Execu
         work_root: how.work_dir.clone(),
         rerun_eval_errors: resuming,
         max_cost_usd: max_cost,
+        cpu_per_sandbox: how.cpu_per_sandbox,
     };
     let inputs = RunInputs { tasks: &resolved.tasks, agents: &config.agents, user };
     let users = specgap_panels::DetectingUsers { inner: specgap_agents::chat::user::Users };

@@ -793,6 +793,16 @@ impl<'c, 'a> Episode<'c, 'a> {
         Ok(self.over_cap.is_some())
     }
 
+    /// The workspace's patch when it is at most `--max-diff-bytes`, else `None` with the
+    /// reason in `over_cap`; a longer patch is counted, never held (issue 31 item 1).
+    fn diff_within_cap(&mut self) -> Result<Option<Vec<u8>>, EpisodeError> {
+        let cap = self.ctx.budgets.workspace.max_diff_bytes;
+        let diff = sandbox_ops::diff_within(&self.base, &self.ws_dir, cap)?;
+        // The patch is dropped exactly when it is longer than the cap, so `diff_over` says why.
+        self.over_cap = self.ctx.budgets.workspace.diff_over(diff.bytes);
+        Ok(diff.patch.filter(|_| self.over_cap.is_none()))
+    }
+
     fn wall_exhausted(&self) -> bool {
         self.links.agent.deadline.passed()
     }
@@ -1248,11 +1258,7 @@ impl<'c, 'a> Episode<'c, 'a> {
         match session.last_reads() {
             Reads::Measured(files) => {
                 let seen = Observation::new(observation);
-                let shown = files
-                    .iter()
-                    .filter(|f| std::fs::read(self.ws_dir.join(f)).is_ok_and(|bytes| seen.shows(&String::from_utf8_lossy(&bytes))))
-                    .cloned()
-                    .collect();
+                let shown = files.iter().filter(|f| crate::shown::file_shown(&self.ws_dir.join(f), &seen)).cloned().collect();
                 EventKind::FileReads { call_id, read: files.iter().cloned().collect(), shown, unmeasured: String::new() }
             }
             Reads::Unmeasured(why) => EventKind::FileReads { call_id, read: Vec::new(), shown: Vec::new(), unmeasured: why.clone() },
@@ -1556,11 +1562,9 @@ impl<'c, 'a> Episode<'c, 'a> {
             return Ok(None);
         }
         self.writer.event(EventKind::Submission { k, summary, automatic })?;
-        let diff = sandbox_ops::diff(&self.base, &self.ws_dir)?;
-        if let Some(why) = self.ctx.budgets.workspace.diff_over(diff.len() as u64) {
-            self.over_cap = Some(why);
+        let Some(diff) = self.diff_within_cap()? else {
             return Ok(None);
-        }
+        };
         let frozen = self.ctx.workdir.join("frozen").join(k.to_string());
         sandbox_ops::freeze(&self.ws_dir, &frozen)?;
         let snapshot = match &self.machine {
@@ -1693,16 +1697,20 @@ impl<'c, 'a> Episode<'c, 'a> {
             reason = EndReason::WorkspaceLimit;
         }
         if submits_automatically(reason) {
-            let diff = sandbox_ops::diff(&self.base, &self.ws_dir)?;
-            // A staged task's open stage has no submission yet, and its tests are not the last
-            // stage's: it is scored even when nothing changed (Harbor verifies every step it ran).
-            let stage_open = self.ctx.package.stages().is_some();
-            if diff != self.last_diff || stage_open || self.machine_changed()? {
-                if self.submit(None, true)?.is_none() {
-                    reason = EndReason::WorkspaceLimit;
+            match self.diff_within_cap()? {
+                None => reason = EndReason::WorkspaceLimit,
+                Some(diff) => {
+                    // A staged task's open stage has no submission yet, and its tests are not the last
+                    // stage's: it is scored even when nothing changed (Harbor verifies every step it ran).
+                    let stage_open = self.ctx.package.stages().is_some();
+                    if diff != self.last_diff || stage_open || self.machine_changed()? {
+                        if self.submit(None, true)?.is_none() {
+                            reason = EndReason::WorkspaceLimit;
+                        }
+                    } else {
+                        details.push(unchanged_at_end(self.submissions.last().map(|s| s.k)));
+                    }
                 }
-            } else {
-                details.push(unchanged_at_end(self.submissions.last().map(|s| s.k)));
             }
         }
         if reason == EndReason::WorkspaceLimit {

@@ -38,6 +38,7 @@ pub mod relay;
 pub mod runner;
 mod sandbox_ops;
 pub mod session;
+mod shown;
 pub mod side_session;
 pub mod text_channel;
 pub mod tools;

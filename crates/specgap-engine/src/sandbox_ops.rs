@@ -151,6 +151,15 @@ pub(crate) fn diff(base: &Base, workspace: &Path) -> Result<Vec<u8>, EpisodeErro
     specgap_sandbox::diff(base, workspace).map_err(|e| materialize_error("cannot diff the workspace", e))
 }
 
+/// [`diff`] holding at most `max_bytes` of the patch (`--max-diff-bytes`): a longer patch is
+/// only counted.
+///
+/// # Errors
+/// An infrastructure error.
+pub(crate) fn diff_within(base: &Base, workspace: &Path, max_bytes: u64) -> Result<specgap_sandbox::BoundedDiff, EpisodeError> {
+    specgap_sandbox::diff_within(base, workspace, max_bytes).map_err(|e| materialize_error("cannot diff the workspace", e))
+}
+
 /// Applies a solution overlay to the workspace.
 ///
 /// # Errors

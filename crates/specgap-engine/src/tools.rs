@@ -537,7 +537,9 @@ fn shown_path(path: &Path, suffix: &str) -> String {
 }
 
 /// `read_text`: lines `offset..offset+limit` with 1-based numbers (`{n:>6}\t{line}`), and a
-/// closing note when the file has lines outside the range.
+/// closing note when the file has lines outside the range. The file is read a line at a time
+/// and only the lines in the range are kept (issue 31 item 1: a file near the per-file cap
+/// costs the runner its longest line, not its size); lines are those of `str::lines`.
 pub fn read_text(ws: &WorkspaceRoot, args: &ReadTextArgs) -> ToolOutput {
     let path = match ws.resolve(&args.path) {
         Ok(path) => path,
@@ -546,28 +548,52 @@ pub fn read_text(ws: &WorkspaceRoot, args: &ReadTextArgs) -> ToolOutput {
     if path.is_dir() {
         return ToolOutput::error(format!("`{}` is a directory; use list_files", args.path));
     }
-    let bytes = match fs_err::read(&path) {
-        Ok(bytes) => bytes,
-        Err(e) => return ToolOutput::error(format!("cannot read `{}`: {}", args.path, io_text(&e))),
-    };
-    let Ok(text) = String::from_utf8(bytes) else {
-        return ToolOutput::error(format!("`{}` is not UTF-8 text", args.path));
-    };
-    let lines: Vec<&str> = text.lines().collect();
     let offset = args.offset.unwrap_or(1).max(1);
     let limit = args.limit.unwrap_or(DEFAULT_READ_LIMIT).max(1);
-    if lines.is_empty() {
+    let (lines, count) = match lines_in_range(&path, offset, limit) {
+        Ok(Some(found)) => found,
+        Ok(None) => return ToolOutput::error(format!("`{}` is not UTF-8 text", args.path)),
+        Err(e) => return ToolOutput::error(format!("cannot read `{}`: {}", args.path, io_text(&e))),
+    };
+    if count == 0 {
         return ToolOutput::ok(format!("`{}` is empty", args.path));
     }
-    if offset > lines.len() {
-        return ToolOutput::error(format!("offset {offset} is past the end; `{}` has {} lines", args.path, lines.len()));
+    if offset > count {
+        return ToolOutput::error(format!("offset {offset} is past the end; `{}` has {count} lines", args.path));
     }
-    let end = (offset - 1 + limit).min(lines.len());
-    let mut out: Vec<String> = lines[offset - 1..end].iter().enumerate().map(|(i, line)| format!("{:>6}\t{line}", offset + i)).collect();
-    if offset > 1 || end < lines.len() {
-        out.push(format!("[lines {offset}-{end} of {}]", lines.len()));
+    let end = (offset - 1 + limit).min(count);
+    let mut out: Vec<String> = lines.iter().enumerate().map(|(i, line)| format!("{:>6}\t{line}", offset + i)).collect();
+    if offset > 1 || end < count {
+        out.push(format!("[lines {offset}-{end} of {count}]"));
     }
     ToolOutput::ok(out.join("\n"))
+}
+
+/// The lines `offset..offset+limit` (1-based) of the file at `path` and its number of lines,
+/// read a line at a time; `None` when the file is not UTF-8 (a line break is never inside a
+/// UTF-8 sequence, so checking each line checks the file). Lines end at `\n` or `\r\n`, as
+/// `str::lines` splits them.
+fn lines_in_range(path: &Path, offset: usize, limit: usize) -> std::io::Result<Option<(Vec<String>, usize)>> {
+    use std::io::BufRead;
+    let mut reader = std::io::BufReader::new(fs_err::File::open(path)?);
+    let (mut kept, mut count, mut line) = (Vec::new(), 0usize, Vec::new());
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line)? == 0 {
+            return Ok(Some((kept, count)));
+        }
+        if line.ends_with(b"\n") {
+            line.pop();
+            if line.ends_with(b"\r") {
+                line.pop();
+            }
+        }
+        let Ok(text) = std::str::from_utf8(&line) else { return Ok(None) };
+        count += 1;
+        if count >= offset && count - offset < limit {
+            kept.push(text.to_string());
+        }
+    }
 }
 
 /// `write_text`: creates parents and writes the whole content.
@@ -653,6 +679,36 @@ mod tests {
         let c = Condition::parse(condition).unwrap();
         let b = Budgets::resolve(&c, &specgap_protocol::package::Budget::default(), &crate::condition::BudgetFlags::default());
         tool_specs(&c, &b, true).into_iter().find(|t| t.name == names::SUBMIT).unwrap().description
+    }
+
+    /// The lines and count `str::lines` gives for the same range (the whole-file reading
+    /// `lines_in_range` replaced).
+    fn whole_file_lines(bytes: &[u8], offset: usize, limit: usize) -> Option<(Vec<String>, usize)> {
+        let text = std::str::from_utf8(bytes).ok()?;
+        let lines: Vec<&str> = text.lines().collect();
+        let kept = lines.iter().skip(offset - 1).take(limit).map(|l| l.to_string()).collect();
+        Some((kept, lines.len()))
+    }
+
+    #[test]
+    fn lines_are_read_in_a_range_as_str_lines_splits_the_whole_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.txt");
+        let mut big = Vec::new();
+        for i in 0..200_000 {
+            big.extend_from_slice(format!("line {i}\r\n").as_bytes());
+        }
+        let cases: [&[u8]; 9] = [b"", b"\n", b"a\nb", b"a\r\nb\r", b"a\r\n\r\n", b"\r", b"ok\n\xff\n", b"one\ntwo\nthree\n", &big];
+        for (i, bytes) in cases.iter().enumerate() {
+            std::fs::write(&path, bytes).unwrap();
+            for (offset, limit) in [(1, 2000), (2, 1), (3, 5), (150_000, 3)] {
+                assert_eq!(
+                    lines_in_range(&path, offset, limit).unwrap(),
+                    whole_file_lines(bytes, offset, limit),
+                    "case {i}, {offset}+{limit}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -186,7 +186,7 @@ impl EnvCache {
         // and removed under each other.
         static BUILDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let build = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let staging = self.root.join(format!(".tmp-{key}-{}-{build}", std::process::id()));
+        let staging = self.root.join(format!("{STAGING_PREFIX}{key}-{}-{build}", std::process::id()));
         if staging.exists() {
             std::fs::remove_dir_all(&staging).map_err(io(&staging))?;
         }
@@ -288,16 +288,19 @@ impl EnvCache {
         Ok(found)
     }
 
-    /// Removes every entry whose key is not in `keep`, and any leftover staging directory;
-    /// returns the keys removed.
+    /// Removes every entry whose key is not in `keep`, and every staging tree (`.tmp-…`)
+    /// whose build is over: its owning process (the pid in its name) is gone, so a killed
+    /// build's tree never stays. A staging tree whose owner runs (a build in progress, in this
+    /// or another process) is kept, as is one whose name has no owner pid when it is younger
+    /// than [`UNOWNED_STAGING_GRACE`]. Other names starting with `.` are removed as before.
     ///
     /// # Errors
     /// [`EnvError::Io`].
-    pub fn prune(&self, keep: &BTreeSet<String>) -> Result<Vec<String>, EnvError> {
-        let mut removed = Vec::new();
+    pub fn prune(&self, keep: &BTreeSet<String>) -> Result<Pruned, EnvError> {
+        let mut pruned = Pruned::default();
         let read = match std::fs::read_dir(&self.root) {
             Ok(read) => read,
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(removed),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(pruned),
             Err(err) => {
                 return Err(EnvError::Io { path: self.root.clone(), source: err });
             }
@@ -308,13 +311,61 @@ impl EnvCache {
             if keep.contains(&name) {
                 continue;
             }
+            let staging = name.starts_with(STAGING_PREFIX);
+            if staging && staging_in_use(&name, &child.path()) {
+                pruned.staging_kept.push(name);
+                continue;
+            }
             std::fs::remove_dir_all(child.path()).map_err(io(child.path()))?;
-            if !name.starts_with('.') {
-                removed.push(name);
+            if staging {
+                pruned.staging_removed.push(name);
+            } else if !name.starts_with('.') {
+                pruned.entries.push(name);
             }
         }
-        removed.sort();
-        Ok(removed)
+        pruned.entries.sort();
+        pruned.staging_removed.sort();
+        pruned.staging_kept.sort();
+        Ok(pruned)
+    }
+}
+
+/// What [`EnvCache::prune`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Pruned {
+    /// The keys of the entries removed, sorted.
+    pub entries: Vec<String>,
+    /// The names of the staging trees removed (their builds were killed), sorted.
+    pub staging_removed: Vec<String>,
+    /// The names of the staging trees kept because their builds may still run, sorted.
+    pub staging_kept: Vec<String>,
+}
+
+/// How a staging tree's name starts: `.tmp-<key>-<pid>-<build>` ([`EnvCache::fill`]).
+const STAGING_PREFIX: &str = ".tmp-";
+
+/// How long a staging tree whose name names no owner pid (not made by this version) is kept
+/// by [`EnvCache::prune`]: an hour, longer than any build.
+pub const UNOWNED_STAGING_GRACE: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// The pid that made the staging tree `name`: `.tmp-<key>-<pid>-<build>` (key holds `-`, so
+/// the pid is the second field from the end), else `None`.
+fn staging_owner(name: &str) -> Option<u32> {
+    let mut fields = name.strip_prefix(STAGING_PREFIX)?.rsplitn(3, '-');
+    let (build, pid, _key) = (fields.next()?, fields.next()?, fields.next()?);
+    build.parse::<u64>().ok()?;
+    pid.parse::<u32>().ok().filter(|pid| *pid > 0)
+}
+
+/// Whether the staging tree `name` at `path` may belong to a build still running: its owner
+/// process exists (a pid reused by another process keeps the tree until a later prune), or,
+/// without an owner in the name, it is younger than [`UNOWNED_STAGING_GRACE`].
+fn staging_in_use(name: &str, path: &Path) -> bool {
+    match staging_owner(name) {
+        Some(pid) => Path::new("/proc").join(pid.to_string()).exists(),
+        None => std::fs::symlink_metadata(path)
+            .and_then(|meta| meta.modified())
+            .is_ok_and(|modified| modified.elapsed().is_ok_and(|age| age < UNOWNED_STAGING_GRACE)),
     }
 }
 

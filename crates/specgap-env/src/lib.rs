@@ -27,6 +27,8 @@ pub mod oci;
 pub mod registry;
 pub mod unpack;
 
-pub use cache::{BUILD_REPOSITORY, Built, CacheEntry, CacheMeta, EnvCache, environment_digest, prune_build_tags};
+pub use cache::{
+    BUILD_REPOSITORY, Built, CacheEntry, CacheMeta, EnvCache, Pruned, UNOWNED_STAGING_GRACE, environment_digest, prune_build_tags,
+};
 pub use engine::{ENGINE_VARIABLE, Engine, EngineChoice, EngineKind};
 pub use error::EnvError;

@@ -39,6 +39,10 @@ static CPU_QUOTA_US: AtomicU64 = AtomicU64::new(0);
 pub const CPU_PERIOD_US: u64 = 100_000;
 /// The niceness sandboxes run at where the `cpu` controller cannot be used (issue 31 item 2).
 pub const FALLBACK_NICE: i32 = 10;
+/// The environment variable that, set to `1`, makes the `cpu` controller count as missing, so
+/// sandboxes take the [`FALLBACK_NICE`] path where the controller exists (to test or compare
+/// that path; docs/scale-out.md).
+pub const NO_CPU_CONTROLLER_ENV: &str = "SPECGAP_NO_CPU_CONTROLLER";
 
 /// Limits every sandbox (command, session, agent and evaluator) made from now on to `cpus`
 /// CPUs of time — `cpu.cfs_quota_us` over `cpu.cfs_period_us` on cgroup v1, `cpu.max` on v2
@@ -136,6 +140,9 @@ static V2_PARENT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
 /// [`locate`] on this machine; for cgroup v2 the parent is the harness's own group prepared
 /// by [`prepare_v2`] on first use.
 fn locate_here(controller: &str) -> Result<Located, String> {
+    if controller == "cpu" && std::env::var_os(NO_CPU_CONTROLLER_ENV).is_some_and(|v| v == "1") {
+        return Err(format!("{NO_CPU_CONTROLLER_ENV}=1 treats the `cpu` controller as missing"));
+    }
     let proc_self = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
     let located = locate(Path::new(CGROUP_ROOT), &proc_self, controller)?;
     if located.version == Version::V1 {

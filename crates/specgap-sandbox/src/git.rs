@@ -51,6 +51,32 @@ fn git_program() -> &'static Path {
     GIT.get_or_init(|| crate::host::find_on_path("git").unwrap_or_else(|| "git".into()))
 }
 
+/// Bytes read from a pipe at a time by [`Git::run_bounded`].
+pub(crate) const STREAM_CHUNK: usize = 64 * 1024;
+
+/// Reads `from` to its end in [`STREAM_CHUNK`]-byte chunks, keeping the bytes while there are
+/// at most `keep` of them; past that, what was kept is dropped and the rest is only counted.
+/// Returns the bytes (when kept) and the count.
+pub(crate) fn read_bounded(from: &mut impl std::io::Read, keep: u64) -> std::io::Result<(Option<Vec<u8>>, u64)> {
+    let mut kept = Some(Vec::new());
+    let mut total: u64 = 0;
+    let mut chunk = vec![0u8; STREAM_CHUNK];
+    loop {
+        let n = match from.read(&mut chunk) {
+            Ok(0) => return Ok((kept, total)),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        total += n as u64;
+        if total > keep {
+            kept = None;
+        } else if let Some(bytes) = kept.as_mut() {
+            bytes.extend_from_slice(&chunk[..n]);
+        }
+    }
+}
+
 /// A git command with the hardened environment; add arguments, then [`Git::run`].
 pub(crate) struct Git {
     cmd: Command,
@@ -143,6 +169,41 @@ impl Git {
             });
         }
         Ok(output.stdout)
+    }
+
+    /// Runs git (no standard input) and reads its standard output in chunks of
+    /// [`STREAM_CHUNK`] bytes, keeping at most `keep` bytes of it: the output when it is no
+    /// longer, else `None` and the rest only counted, never held (issue 31 item 1: a patch
+    /// over its cap costs the runner `keep` bytes, not the patch). Returns the output (when
+    /// kept) and its length in bytes.
+    ///
+    /// # Errors
+    /// As [`Git::run`], and I/O errors reading the pipe.
+    pub(crate) fn run_bounded(mut self, keep: u64) -> Result<(Option<Vec<u8>>, u64), MaterializeError> {
+        self.cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = self.cmd.spawn().map_err(MaterializeError::GitMissing)?;
+        // git's stderr is read beside its stdout, so a chatty git never blocks on a full pipe.
+        let stderr = child.stderr.take().map(|mut pipe| {
+            std::thread::spawn(move || {
+                let mut text = Vec::new();
+                let _ = std::io::Read::read_to_end(&mut pipe, &mut text);
+                text
+            })
+        });
+        let counted = match child.stdout.take() {
+            Some(mut pipe) => read_bounded(&mut pipe, keep),
+            None => Ok((Some(Vec::new()), 0)),
+        };
+        let status = child.wait()?;
+        let stderr = stderr.and_then(|reader| reader.join().ok()).unwrap_or_default();
+        if !status.success() {
+            return Err(MaterializeError::Git {
+                args: self.args_text,
+                status: status.to_string(),
+                stderr: String::from_utf8_lossy(&stderr).trim().to_string(),
+            });
+        }
+        Ok(counted?)
     }
 
     /// Runs git and returns trimmed standard output as text.

@@ -74,13 +74,14 @@ mod spawn;
 pub use agent::{AgentSandbox, ProgramExit, SandboxProcess};
 pub use capture::{Captured, cut_marker};
 pub use cgroup::{
-    CPU_PERIOD_US, FALLBACK_NICE, cpu_group_parent, cpu_unavailable, default_sandbox_cpus, sandbox_cpu_quota_us, set_sandbox_cpus,
+    CPU_PERIOD_US, FALLBACK_NICE, NO_CPU_CONTROLLER_ENV, cpu_group_parent, cpu_unavailable, default_sandbox_cpus, sandbox_cpu_quota_us,
+    set_sandbox_cpus,
 };
 pub use error::{MaterializeError, SandboxError};
 pub use evaluator::{CandidateLayout, EvalError, Evaluation, EvaluatorRun, run_evaluator};
 pub use host::{AGENT_NAMESERVER, HostView};
 pub use machine::{LayerSummary, Machine};
-pub use materialize::{Base, BaseCache, apply_overlay, diff, freeze, materialize};
+pub use materialize::{Base, BaseCache, BoundedDiff, WHOLE_READ_MAX_BYTES, apply_overlay, diff, diff_within, freeze, materialize};
 pub use quota::{WorkspaceLimits, over_limit};
 pub use reads::{ReadWatch, ReadWatchError, Reads};
 pub use rootfs::ImagePlacement;

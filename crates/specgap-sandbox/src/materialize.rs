@@ -295,26 +295,62 @@ fn read_delete_list(workspace: &Path, list: &Path) -> Result<Vec<PathBuf>, Mater
 /// The patch is bytes, not text: a text file need not be UTF-8, and a lossy conversion would
 /// make the patch apply to other files than the submitted ones. When only text files changed,
 /// the patch is written in process (`crate::patch`, byte for byte what git writes); otherwise
-/// git computes it.
+/// git computes it. No file is read whole unless it changed and is at most
+/// [`WHOLE_READ_MAX_BYTES`]; see [`diff_within`] for a bound on the patch itself.
 ///
 /// # Errors
 /// I/O and git failures.
 pub fn diff(base: &Base, workspace: &Path) -> Result<Vec<u8>, MaterializeError> {
-    if let Some(patch) = crate::patch::text_patch(&base.repo, workspace)? {
-        return Ok(patch);
+    let within = diff_within(base, workspace, u64::MAX)?;
+    Ok(within.patch.unwrap_or_default())
+}
+
+pub use crate::patch::WHOLE_READ_MAX_BYTES;
+
+/// A patch computed under a cap on its size ([`diff_within`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BoundedDiff {
+    /// The patch ([`diff`]'s bytes), or `None` when it is longer than the cap: then nothing of
+    /// it is kept.
+    pub patch: Option<Vec<u8>>,
+    /// The patch's exact length in bytes, also when it passed the cap (counted as git wrote
+    /// it, never held).
+    pub bytes: u64,
+}
+
+/// [`diff`] holding at most `max_bytes` of the patch in memory (issue 31 item 1, the
+/// `--max-diff-bytes` cap): a patch longer than that is counted as git writes it and dropped,
+/// so a submission near the per-file cap costs the runner a bounded buffer, not the file or
+/// its patch. Files of equal size on both sides are compared in 64 KiB chunks; a changed file
+/// above [`WHOLE_READ_MAX_BYTES`] is diffed by git, whose output is read in chunks.
+///
+/// # Errors
+/// I/O and git failures.
+pub fn diff_within(base: &Base, workspace: &Path, max_bytes: u64) -> Result<BoundedDiff, MaterializeError> {
+    if let Some(patch) = crate::patch::text_patch(&base.repo, workspace, max_bytes)? {
+        let bytes = patch.len() as u64;
+        return Ok(BoundedDiff { patch: Some(patch), bytes });
     }
-    git_diff_bytes(base, workspace)
+    let (patch, bytes) = git_diff(base, workspace)?.run_bounded(max_bytes)?;
+    Ok(BoundedDiff { patch, bytes })
 }
 
 /// [`diff`] computed by git from a temporary index of the work tree.
+#[cfg(test)]
 pub(crate) fn git_diff_bytes(base: &Base, workspace: &Path) -> Result<Vec<u8>, MaterializeError> {
+    Ok(git_diff(base, workspace)?.run_bounded(u64::MAX)?.0.unwrap_or_default())
+}
+
+/// The `git diff --cached` of a temporary index of the work tree against the base. The index
+/// and its objects live in a scratch directory that lives as long as the returned call.
+fn git_diff(base: &Base, workspace: &Path) -> Result<ScratchGit, MaterializeError> {
     let scratch = tempfile::Builder::new().prefix("specgap-diff-").tempdir()?;
     let index = scratch.path().join("index");
     let objects = scratch.path().join("objects");
     fs::create_dir(&objects)?;
     let git_dir = base.git_dir();
     stage_tree(&git_dir, workspace, &index, Some(&objects))?;
-    Git::new(workspace)
+    let git = Git::new(workspace)
         .no_work_tree_attributes()
         .env("GIT_DIR", &git_dir)
         .env("GIT_WORK_TREE", workspace)
@@ -332,8 +368,20 @@ pub(crate) fn git_diff_bytes(base: &Base, workspace: &Path) -> Result<Vec<u8>, M
             "--no-renames",
             &base.commit,
             "--",
-        ])
-        .run()
+        ]);
+    Ok(ScratchGit { git, _scratch: scratch })
+}
+
+/// A git call and the scratch directory its index lives in (removed when dropped).
+struct ScratchGit {
+    git: Git,
+    _scratch: tempfile::TempDir,
+}
+
+impl ScratchGit {
+    fn run_bounded(self, keep: u64) -> Result<(Option<Vec<u8>>, u64), MaterializeError> {
+        self.git.run_bounded(keep)
+    }
 }
 
 /// Copies the work tree of `workspace` to `dest` (absent or empty) for evaluation: regular

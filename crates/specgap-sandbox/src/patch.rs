@@ -16,7 +16,7 @@
 //! generated edits with many repeated lines), and both patches apply to the same files.
 
 use std::collections::BTreeMap;
-use std::io;
+use std::io::{self, Read};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -26,6 +26,7 @@ use sha1::{Digest, Sha1};
 use specgap_protocol::path_quote::git_quoted;
 
 use crate::fsutil::{self, EntryKind, GitEntries};
+use crate::git::STREAM_CHUNK;
 
 /// Lines of context around each change (git's default `-U3`).
 const CONTEXT: u32 = 3;
@@ -36,12 +37,29 @@ const FUNC_LINE_MAX: usize = 80;
 /// The id of an absent blob.
 const NULL_ID: &str = "0000000000000000000000000000000000000000";
 
+/// The largest file, in bytes, the runner reads whole to write its patch in process (1 MiB):
+/// a changed file above it is diffed by git, whose output the runner reads in bounded chunks
+/// (issue 31 item 1: the runner never holds a file near the per-file cap).
+pub const WHOLE_READ_MAX_BYTES: u64 = 1024 * 1024;
+
+/// The git mode and apparent size of one regular file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileMeta {
+    /// `0o100644` or `0o100755`.
+    mode: u32,
+    /// `st_size`, bytes.
+    size: u64,
+}
+
 /// The patch of `workspace` against `base_tree` when every changed path is a text file (or a
-/// mode change), else `None`. Paths are bytes, compared bytewise, as git orders them.
+/// mode change) of at most [`WHOLE_READ_MAX_BYTES`] on both sides and the patch is at most
+/// `max_patch` bytes, else `None` (git writes it). Paths are bytes, compared bytewise, as git
+/// orders them. A file of equal size on both sides is compared in chunks, never read whole
+/// unless it differs.
 ///
 /// # Errors
 /// I/O errors reading either tree.
-pub(crate) fn text_patch(base_tree: &Path, workspace: &Path) -> io::Result<Option<Vec<u8>>> {
+pub(crate) fn text_patch(base_tree: &Path, workspace: &Path, max_patch: u64) -> io::Result<Option<Vec<u8>>> {
     let (Some(old), Some(new)) = (regular_files(base_tree)?, regular_files(workspace)?) else {
         return Ok(None);
     };
@@ -50,32 +68,78 @@ pub(crate) fn text_patch(base_tree: &Path, workspace: &Path) -> io::Result<Optio
     paths.dedup();
     let mut patch = Vec::new();
     for path in paths {
-        let (before, after) = (old.get(path), new.get(path));
+        let (before, after) = (old.get(path).copied(), new.get(path).copied());
         let rel = Path::new(std::ffi::OsStr::from_bytes(path));
-        let old_bytes = match before {
-            Some(_) => fs_err::read(base_tree.join(rel))?,
-            None => Vec::new(),
-        };
-        let new_bytes = match after {
-            Some(_) => fs_err::read(workspace.join(rel))?,
-            None => Vec::new(),
-        };
-        if before == after && old_bytes == new_bytes {
+        if let (Some(b), Some(a)) = (before, after)
+            && b.size == a.size
+            && same_content(&base_tree.join(rel), &workspace.join(rel))?
+        {
+            if b.mode != a.mode {
+                // Equal content: only the mode lines are written, so no content is needed.
+                FileChange { path, before: Some(b.mode), after: Some(a.mode), old: &[], new: &[] }.write(&mut patch);
+            }
             continue;
         }
+        if before.is_some_and(|m| m.size > WHOLE_READ_MAX_BYTES) || after.is_some_and(|m| m.size > WHOLE_READ_MAX_BYTES) {
+            return Ok(None);
+        }
+        let old_bytes = read_whole(before.map(|_| base_tree.join(rel)))?;
+        let new_bytes = read_whole(after.map(|_| workspace.join(rel)))?;
         if is_binary(&old_bytes) || is_binary(&new_bytes) {
             return Ok(None);
         }
-        let change = FileChange { path, before: before.copied(), after: after.copied(), old: &old_bytes, new: &new_bytes };
+        let change = FileChange { path, before: before.map(|m| m.mode), after: after.map(|m| m.mode), old: &old_bytes, new: &new_bytes };
         change.write(&mut patch);
+        if patch.len() as u64 > max_patch {
+            // git measures it without the runner holding it ([`crate::git::Git::run_bounded`]).
+            return Ok(None);
+        }
     }
     Ok(Some(patch))
 }
 
-/// Every regular file under `root` (no `.git` entries) with its git mode (`0o100644` or
-/// `0o100755`), keyed by path bytes;
-/// `None` when the tree holds a symbolic link (left to git).
-fn regular_files(root: &Path) -> io::Result<Option<BTreeMap<Vec<u8>, u32>>> {
+/// The content of `path` (at most [`WHOLE_READ_MAX_BYTES`], checked by the caller), or
+/// nothing for an absent side.
+fn read_whole(path: Option<std::path::PathBuf>) -> io::Result<Vec<u8>> {
+    match path {
+        Some(path) => fs_err::read(path),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// Whether the files `a` and `b` hold the same bytes, read side by side in [`STREAM_CHUNK`]
+/// chunks (so a file near the per-file cap costs two chunks, not its size).
+fn same_content(a: &Path, b: &Path) -> io::Result<bool> {
+    let (mut a, mut b) = (fs_err::File::open(a)?, fs_err::File::open(b)?);
+    let (mut chunk_a, mut chunk_b) = (vec![0u8; STREAM_CHUNK], vec![0u8; STREAM_CHUNK]);
+    loop {
+        let (n_a, n_b) = (fill(&mut a, &mut chunk_a)?, fill(&mut b, &mut chunk_b)?);
+        if n_a != n_b || chunk_a[..n_a] != chunk_b[..n_b] {
+            return Ok(false);
+        }
+        if n_a < STREAM_CHUNK {
+            return Ok(true);
+        }
+    }
+}
+
+/// Reads from `from` until `buf` is full or the file ends; the bytes read.
+fn fill(from: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match from.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
+}
+
+/// Every regular file under `root` (no `.git` entries) with its git mode and apparent size,
+/// keyed by path bytes; `None` when the tree holds a symbolic link (left to git).
+fn regular_files(root: &Path) -> io::Result<Option<BTreeMap<Vec<u8>, FileMeta>>> {
     let mut files = BTreeMap::new();
     for entry in fsutil::walk(root, GitEntries::Skip)? {
         match entry.kind {
@@ -85,7 +149,7 @@ fn regular_files(root: &Path) -> io::Result<Option<BTreeMap<Vec<u8>, u32>>> {
                 let meta = fs_err::symlink_metadata(root.join(&entry.rel))?;
                 // git records a file as executable when its owner may execute it.
                 let mode = if meta.permissions().mode() & 0o100 != 0 { 0o100755 } else { 0o100644 };
-                files.insert(entry.rel.as_os_str().as_bytes().to_vec(), mode);
+                files.insert(entry.rel.as_os_str().as_bytes().to_vec(), FileMeta { mode, size: meta.len() });
             }
         }
     }
@@ -426,7 +490,7 @@ mod tests {
                     1 => write_file(&ws.join("empty.txt"), b""),
                     _ => {}
                 }
-                let ours = text_patch(base.tree_dir(), &ws).unwrap().expect("only text files changed");
+                let ours = text_patch(base.tree_dir(), &ws, u64::MAX).unwrap().expect("only text files changed");
                 let git = crate::materialize::git_diff_bytes(&base, &ws).unwrap();
                 assert_eq!(String::from_utf8_lossy(&ours), String::from_utf8_lossy(&git), "tree {tree}, case {case}");
                 assert_applies(&base, &ws, &ours, &root.path().join(format!("check-{tree}-{case}")));
@@ -470,12 +534,12 @@ mod tests {
         let ws = root.path().join("ws");
         crate::materialize(&base, &ws, None).unwrap();
         std::fs::write(ws.join("a.txt"), b"two\n").unwrap();
-        assert!(text_patch(base.tree_dir(), &ws).unwrap().is_some());
+        assert!(text_patch(base.tree_dir(), &ws, u64::MAX).unwrap().is_some());
         std::fs::write(ws.join("b.bin"), b"\0\x01").unwrap();
-        assert_eq!(text_patch(base.tree_dir(), &ws).unwrap(), None);
+        assert_eq!(text_patch(base.tree_dir(), &ws, u64::MAX).unwrap(), None);
         std::fs::remove_file(ws.join("b.bin")).unwrap();
         std::os::unix::fs::symlink("a.txt", ws.join("link")).unwrap();
-        assert_eq!(text_patch(base.tree_dir(), &ws).unwrap(), None);
+        assert_eq!(text_patch(base.tree_dir(), &ws, u64::MAX).unwrap(), None);
     }
 
     #[test]
@@ -499,7 +563,7 @@ mod tests {
             }
             write_file(&ws.join("new").join(std::ffi::OsStr::from_bytes(name)), b"fresh");
         }
-        let ours = text_patch(base.tree_dir(), &ws).unwrap().expect("only text files changed");
+        let ours = text_patch(base.tree_dir(), &ws, u64::MAX).unwrap().expect("only text files changed");
         let git = crate::materialize::git_diff_bytes(&base, &ws).unwrap();
         assert_eq!(String::from_utf8(ours.clone()).unwrap(), String::from_utf8(git).unwrap());
         let text = String::from_utf8(ours.clone()).unwrap();

@@ -204,6 +204,7 @@ pub fn run_cli(
         work_root: Some(dir.path().to_path_buf()),
         rerun_eval_errors: false,
         max_cost_usd: None,
+        cpu_per_sandbox: Default::default(),
     };
     let inputs = RunInputs { tasks: &tasks, agents: &agents, user: &user };
     let summary = runner::execute(&plan, inputs, &store, &Agents, &Users, &Silent, &options).unwrap();

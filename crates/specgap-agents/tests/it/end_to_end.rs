@@ -204,6 +204,7 @@ pub(crate) fn options(jobs: usize, work_root: &Path, max_cost_usd: Option<f64>) 
         work_root: Some(work_root.to_path_buf()),
         rerun_eval_errors: false,
         max_cost_usd,
+        cpu_per_sandbox: Default::default(),
     }
 }
 

@@ -33,9 +33,10 @@ pub fn shard_flag(shard: Option<&str>, shards: Option<u32>) -> anyhow::Result<Op
 
 /// Checks that the sandbox's per-command process and memory limits can be applied here: with
 /// `--require-limits` a limit that cannot is an error naming it and why; without, a warning on
-/// stderr says the commands will run without it.
-pub fn check_limits(required: bool) -> anyhow::Result<()> {
-    if let Some(why) = specgap_sandbox::cpu_unavailable() {
+/// stderr says the commands will run without it. With `cpu_limited` (a `--cpu-per-sandbox`
+/// other than `off`), a note says once when the CPU limit falls back to a lower priority.
+pub fn check_limits(required: bool, cpu_limited: bool) -> anyhow::Result<()> {
+    if let Some(why) = specgap_sandbox::cpu_unavailable().filter(|_| cpu_limited) {
         eprintln!(
             "note: the per-sandbox CPU limit (cgroup `cpu`) cannot be applied here ({why}); sandboxed commands run at a lower scheduling priority (nice {}) instead",
             specgap_sandbox::FALLBACK_NICE

@@ -325,17 +325,47 @@ fn a_dead_model_server_within_a_short_wall_budget_is_an_infrastructure_error_not
 /// Runs `replay:` of `turns` on req-basic under `full` into `dir/run` with `extra` flags and
 /// returns the one episode's row, its `end` event's detail and the tool results' texts.
 fn run_replay(dir: &Path, turns: &[serde_json::Value], extra: &[&str]) -> (specgap_store::EpisodeRow, String, Vec<(String, bool)>) {
+    let (row, reason, detail, results) = run_replay_ended(dir, turns, extra, None);
+    assert_eq!(reason, "workspace_limit");
+    (row, detail, results)
+}
+
+/// [`run_replay`] with any end: the row, the end event's reason and detail, and the tool
+/// results. With `peak_rss`, the runner's high-water resident set (`VmHWM`, bytes) is
+/// sampled while it runs and the last sample stored there (a high-water mark only grows, so
+/// any sample after a peak sees it).
+fn run_replay_ended(
+    dir: &Path,
+    turns: &[serde_json::Value],
+    extra: &[&str],
+    peak_rss: Option<&mut u64>,
+) -> (specgap_store::EpisodeRow, String, String, Vec<(String, bool)>) {
     let script = write_script(dir, "agent.jsonl", turns);
     let out = dir.join("run");
     let agent = format!("replay:{}", script.display());
-    let output = specgap()
+    let mut child = specgap()
         .args([OsStr::new("run"), task_fixture("req-basic").as_os_str()])
         .args(["--agent", &agent, "--condition", "full", "--no-report"])
         .arg("--out")
         .arg(&out)
         .args(extra)
-        .output()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
+    let status_file = format!("/proc/{}/status", child.id());
+    let mut high_water = 0;
+    while child.try_wait().unwrap().is_none() {
+        let status = std::fs::read_to_string(&status_file).unwrap_or_default();
+        if let Some(kb) = status.lines().find_map(|l| l.strip_prefix("VmHWM:")) {
+            high_water = high_water.max(kb.trim().trim_end_matches("kB").trim().parse::<u64>().unwrap() * 1024);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    if let Some(peak) = peak_rss {
+        *peak = high_water;
+    }
+    let output = child.wait_with_output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let rows = episodes(&out);
     assert_eq!(rows.len(), 1);
@@ -349,8 +379,7 @@ fn run_replay(dir: &Path, turns: &[serde_json::Value], extra: &[&str]) -> (specg
         }
     }
     let (reason, detail) = detail.expect("an end event");
-    assert_eq!(reason, "workspace_limit");
-    (rows[0].clone(), detail, results)
+    (rows[0].clone(), reason, detail, results)
 }
 
 fn command(text: &str) -> serde_json::Value {
@@ -413,4 +442,237 @@ fn a_diff_over_max_diff_bytes_is_not_stored_and_ends_the_episode() {
     let small = tempfile::tempdir().unwrap();
     let (_, detail, _) = run_replay(small.path(), &[command("head -c 2000 /dev/zero > z.bin"), submit()], &["--max-file-bytes", "1999"]);
     assert_eq!(detail, "the file `z.bin` is 2000 bytes (apparent size), over the per-file cap of 1999 bytes (--max-file-bytes)");
+}
+
+/// The stored `workspace.diff` files of the one episode of `dir/run`, in path order.
+fn stored_diffs(dir: &Path, row: &specgap_store::EpisodeRow) -> Vec<Vec<u8>> {
+    let store = specgap_store::Store::open(&dir.join("run")).unwrap();
+    let mut paths: Vec<_> = walk(&store.episode_dir(&row.id)).into_iter().filter(|p| p.ends_with("workspace.diff")).collect();
+    paths.sort();
+    paths.iter().map(|p| std::fs::read(p).unwrap()).collect()
+}
+
+/// 1,000,000 lines of 50 bytes (50,000,000 bytes), as `yes … | head` writes them in the
+/// sandbox.
+const FIFTY_MB_LINE: &str = "0123456789012345678901234567890123456789012345678";
+
+/// The patch adding `big.txt` of [`FIFTY_MB_LINE`] 1,000,000 times, as git writes it: the
+/// blob id is plain git's (`git hash-object`).
+fn fifty_mb_patch() -> Vec<u8> {
+    let content = format!("{FIFTY_MB_LINE}\n").repeat(1_000_000);
+    let mut hash = Command::new("git")
+        .args(["hash-object", "--stdin"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut hash.stdin.take().unwrap(), content.as_bytes()).unwrap();
+    let id = String::from_utf8(hash.wait_with_output().unwrap().stdout).unwrap();
+    let mut patch = format!(
+        "diff --git a/big.txt b/big.txt\nnew file mode 100644\nindex 0000000000000000000000000000000000000000..{}\n--- /dev/null\n+++ b/big.txt\n@@ -0,0 +1,1000000 @@\n",
+        id.trim()
+    )
+    .into_bytes();
+    patch.extend_from_slice(format!("+{FIFTY_MB_LINE}\n").repeat(1_000_000).as_bytes());
+    patch
+}
+
+fn write_fifty_mb() -> serde_json::Value {
+    command(&format!("yes {FIFTY_MB_LINE} | head -n 1000000 > big.txt; wc -c < big.txt"))
+}
+
+/// Issue 31 item 1: a 50 MB text file (under every cap) is submitted and its patch is
+/// stored byte for byte as git writes it; with `--max-diff-bytes` one byte under that patch's
+/// length, the episode ends `workspace_limit` naming the exact length, nothing stored.
+#[test]
+fn a_50_mb_file_is_stored_exactly_and_one_byte_over_the_diff_cap_ends_the_episode() {
+    let expected = fifty_mb_patch();
+    assert_eq!(expected.len(), 51_000_000 + 191);
+    let tmp = tempfile::tempdir().unwrap();
+    let (row, reason, _, results) = run_replay_ended(tmp.path(), &[write_fifty_mb(), submit()], &[], None);
+    assert_eq!(results[0], ("exit status 0\n--- stdout ---\n50000000".to_string(), false), "{reason}");
+    assert_eq!(row.submissions, 1, "{reason}");
+    let diffs = stored_diffs(tmp.path(), &row);
+    assert_eq!(diffs.len(), 1);
+    assert!(diffs[0] == expected, "the stored diff ({} bytes) is not git's patch ({} bytes)", diffs[0].len(), expected.len());
+
+    let over = tempfile::tempdir().unwrap();
+    let cap = (expected.len() - 1).to_string();
+    let (row, detail, _) = run_replay(over.path(), &[write_fifty_mb(), submit()], &["--max-diff-bytes", &cap]);
+    assert_eq!(row.submissions, 0);
+    assert_eq!(detail, format!("the submission's diff is {} bytes, over the cap of {cap} bytes (--max-diff-bytes)", expected.len()));
+    assert_eq!(stored_diffs(over.path(), &row), Vec::<Vec<u8>>::new());
+}
+
+/// Issue 31 item 1: a 50,000,000-byte binary file that a command wrote and read (`wc -c`) is
+/// measured for the file-reads event and diffed without the runner holding it: its binary
+/// patch is stored and the runner's resident set never reaches the file's size (it reached
+/// 78 MB before: the read file was loaded whole to see whether the observation showed it).
+#[test]
+fn a_50_mb_binary_file_is_diffed_without_the_runner_holding_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let write = command("head -c 50000000 /dev/zero > zeros.bin; wc -c < zeros.bin");
+    let mut peak = 0;
+    let (row, reason, _, results) = run_replay_ended(tmp.path(), &[write, submit()], &[], Some(&mut peak));
+    assert_eq!(results[0], ("exit status 0\n--- stdout ---\n50000000".to_string(), false), "{reason}");
+    assert_eq!(row.submissions, 1, "{reason}");
+    let diffs = stored_diffs(tmp.path(), &row);
+    let text = String::from_utf8_lossy(&diffs[0]).into_owned();
+    assert!(text.starts_with("diff --git a/zeros.bin b/zeros.bin\nnew file mode 100644\n"), "{}", &text[..200.min(text.len())]);
+    assert!(text.contains("\nGIT binary patch\nliteral 50000000\n"), "{}", &text[..200.min(text.len())]);
+    eprintln!("runner VmHWM {peak} bytes");
+    assert!(peak > 0 && peak < 50_000_000, "the runner's resident set reached {peak} bytes");
+}
+
+/// Runs `replay:` of `turns` on req-basic under `full` into `dir/run` with `extra` flags and
+/// `env`, without waiting: the runner process.
+fn spawn_replay(dir: &Path, turns: &[serde_json::Value], extra: &[&str], env: &[(&str, &str)]) -> std::process::Child {
+    let script = write_script(dir, "agent.jsonl", turns);
+    let agent = format!("replay:{}", script.display());
+    let mut cmd = specgap();
+    cmd.args([OsStr::new("run"), task_fixture("req-basic").as_os_str()])
+        .args(["--agent", &agent, "--condition", "full", "--no-report"])
+        .arg("--out")
+        .arg(dir.join("run"))
+        .args(extra)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    for (key, value) in env {
+        cmd.env(key, value);
+    }
+    cmd.spawn().unwrap()
+}
+
+/// The first tool result's text of the one episode of `dir/run`.
+fn first_result(dir: &Path) -> String {
+    let out = dir.join("run");
+    let rows = episodes(&out);
+    assert_eq!(rows.len(), 1);
+    events(&out, &rows[0].id)
+        .into_iter()
+        .find_map(|e| match e.kind {
+            specgap_protocol::event::EventKind::ToolResult { output, .. } => Some(output),
+            _ => None,
+        })
+        .expect("a tool result")
+}
+
+/// The `cpu` group of runner `runner` holding a process whose command line has `marker`, and
+/// that process's pid.
+fn marked_cpu_group(parent: &Path, runner: u32, marker: &str) -> Option<(PathBuf, String)> {
+    let prefix = format!("specgap-{runner}-");
+    for group in std::fs::read_dir(parent).ok()?.flatten().map(|e| e.path()) {
+        if !group.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(&prefix)) {
+            continue;
+        }
+        let procs = std::fs::read_to_string(group.join("cgroup.procs")).unwrap_or_default();
+        let marked = procs
+            .lines()
+            .map(str::trim)
+            .find(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker)));
+        if let Some(pid) = marked {
+            return Some((group, pid.to_string()));
+        }
+    }
+    None
+}
+
+/// Issue 31 item 2: `--cpu-per-sandbox 0.25` is the quota of the sandbox's `cpu` group (read
+/// from the group while the episode's command runs), and the command keeps niceness 0.
+#[test]
+fn cpu_per_sandbox_sets_the_quota_of_the_sandboxs_cpu_group() {
+    let Some(parent) = specgap_sandbox::cpu_group_parent() else {
+        assert!(std::env::var("SPECGAP_REQUIRE_EXTERNAL").as_deref() != Ok("1"), "the cgroup `cpu` controller is not usable here");
+        eprintln!("skipped: the cgroup `cpu` controller is not usable here");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let marker = "cpu-flag-probe-7c21";
+    // The command waits until the test, having read the group, puts `stop` in the workspace.
+    let probe = command(&format!("cut -d' ' -f19 /proc/self/stat; : {marker}; while [ ! -e stop ]; do sleep 0.05; done; echo stopped"));
+    let work = tmp.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let work_flag = work.display().to_string();
+    let mut runner = spawn_replay(tmp.path(), &[probe], &["--cpu-per-sandbox", "0.25", "--work-dir", &work_flag], &[]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let found = loop {
+        if let Some(found) = marked_cpu_group(&parent, runner.id(), marker) {
+            break Some(found);
+        }
+        if std::time::Instant::now() > deadline || runner.try_wait().unwrap().is_some() {
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let read = |group: &Path, file: &str| std::fs::read_to_string(group.join(file)).map(|t| t.trim().to_string()).unwrap_or_default();
+    let configured = found.as_ref().map(|(group, pid)| {
+        let values = if parent.join("cgroup.controllers").exists() {
+            vec![read(group, "cpu.max")]
+        } else {
+            vec![read(group, "cpu.cfs_quota_us"), read(group, "cpu.cfs_period_us")]
+        };
+        assert!(!pid.is_empty());
+        values
+    });
+    for dir in walk_dirs(&work).into_iter().filter(|d| d.ends_with("workspace")) {
+        let _ = std::fs::write(dir.join("stop"), "");
+    }
+    if found.is_none() {
+        let _ = runner.kill();
+    }
+    let output = runner.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let expected =
+        if parent.join("cgroup.controllers").exists() { vec!["25000 100000".to_string()] } else { vec!["25000".into(), "100000".into()] };
+    assert_eq!(configured, Some(expected));
+    assert_eq!(first_result(tmp.path()), "exit status 0\n--- stdout ---\n0\nstopped");
+    assert!(!stderr(&output).contains("cannot be applied"), "{}", stderr(&output));
+}
+
+/// Issue 31 item 2: where the `cpu` controller is missing (made so by
+/// `SPECGAP_NO_CPU_CONTROLLER=1`), `run` says so once and the sandboxed command sees
+/// niceness 10 (`/proc/self/stat` field 19); `--cpu-per-sandbox off` lifts both; a bad value
+/// is refused naming the flag.
+#[test]
+fn without_the_cpu_controller_sandboxes_run_at_nice_10_and_run_says_so_once() {
+    let nice = || command("cut -d' ' -f19 /proc/self/stat; echo again; cut -d' ' -f19 /proc/self/stat");
+    let env = [("SPECGAP_NO_CPU_CONTROLLER", "1")];
+    let tmp = tempfile::tempdir().unwrap();
+    let output = spawn_replay(tmp.path(), &[nice()], &[], &env).wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(first_result(tmp.path()), "exit status 0\n--- stdout ---\n10\nagain\n10");
+    let note = "note: the per-sandbox CPU limit (cgroup `cpu`) cannot be applied here (SPECGAP_NO_CPU_CONTROLLER=1 treats the `cpu` controller as missing); sandboxed commands run at a lower scheduling priority (nice 10) instead\n";
+    assert_eq!(stderr(&output).matches(note).count(), 1, "{}", stderr(&output));
+
+    let off = tempfile::tempdir().unwrap();
+    let output = spawn_replay(off.path(), &[nice()], &["--cpu-per-sandbox", "off"], &env).wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(first_result(off.path()), "exit status 0\n--- stdout ---\n0\nagain\n0");
+    assert!(!stderr(&output).contains("note: the per-sandbox CPU limit"), "{}", stderr(&output));
+
+    let bad = tempfile::tempdir().unwrap();
+    let output = spawn_replay(bad.path(), &[nice()], &["--cpu-per-sandbox", "0"], &[]).wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).starts_with(
+            "error: invalid value '0' for '--cpu-per-sandbox <CORES|off>': `0` is neither a number of cores of at least 0.01 (like 1.5) nor `off`"
+        ),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// Every directory under `dir` (not following links).
+fn walk_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(d) = pending.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                pending.push(entry.path());
+                out.push(entry.path());
+            }
+        }
+    }
+    out
 }

@@ -95,6 +95,34 @@ pub struct RunOptions {
     /// it, and once the cost is above it no further episode starts. Running episodes finish
     /// normally; episodes not started stay unstarted, for `--resume`.
     pub max_cost_usd: Option<f64>,
+    /// The CPU time each sandbox may use (`--cpu-per-sandbox`; issue 31 item 2).
+    pub cpu_per_sandbox: CpuPerSandbox,
+}
+
+/// The CPU limit of every sandbox of a run (`--cpu-per-sandbox`; issue 31 item 2): a cgroup
+/// `cpu` quota, or the lower scheduling priority where the `cpu` controller is not usable
+/// ([`specgap_sandbox::set_sandbox_cpus`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub enum CpuPerSandbox {
+    /// The machine's cores shared by the episodes run at once
+    /// ([`specgap_sandbox::default_sandbox_cpus`] of `jobs`).
+    #[default]
+    Share,
+    /// This many CPUs of time per sandbox (at least 0.01).
+    Cores(f64),
+    /// No CPU limit and no priority change.
+    Off,
+}
+
+impl CpuPerSandbox {
+    /// The CPUs of time per sandbox for a run of `jobs` episodes at once; `None`: no limit.
+    pub fn cpus(self, jobs: usize) -> Option<f64> {
+        match self {
+            CpuPerSandbox::Share => Some(specgap_sandbox::default_sandbox_cpus(jobs)),
+            CpuPerSandbox::Cores(cores) => Some(cores),
+            CpuPerSandbox::Off => None,
+        }
+    }
 }
 
 /// How one episode ended in this run.
@@ -211,9 +239,10 @@ pub fn execute(
     }
     let work_root = options.work_root.clone().unwrap_or_else(|| default_work_root(inputs.tasks, options.jobs.max(1)));
     let work_dir = make_work_dir(Some(&work_root))?;
-    // Each sandbox gets its share of the machine's cores (issue 31 item 2; where the `cpu`
-    // controller is unusable, sandboxes run at a lower priority instead).
-    specgap_sandbox::set_sandbox_cpus(Some(specgap_sandbox::default_sandbox_cpus(options.jobs)));
+    // Each sandbox gets its share of the machine's cores unless `--cpu-per-sandbox` says
+    // otherwise (issue 31 item 2; where the `cpu` controller is unusable, sandboxes run at a
+    // lower priority instead).
+    specgap_sandbox::set_sandbox_cpus(options.cpu_per_sandbox.cpus(options.jobs));
     if options.sandbox {
         // What runners killed with SIGKILL left (their workspaces went with `make_work_dir`).
         let removed = specgap_sandbox::scratch::remove_dead_runners_cgroups();

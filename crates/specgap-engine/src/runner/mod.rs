@@ -41,7 +41,7 @@ pub mod plan;
 pub mod shard;
 
 pub use exec::{
-    AgentFactory, EpisodeReport, RelayUsers, RunInputs, RunObserver, RunOptions, RunSummary, Silent, UserFactory, execute,
+    AgentFactory, CpuPerSandbox, EpisodeReport, RelayUsers, RunInputs, RunObserver, RunOptions, RunSummary, Silent, UserFactory, execute,
     record_not_applicable,
 };
 pub use plan::{AgentApplicability, AllAgentsApply, Plan, PlanInput, PlannedEpisode, Skipped, plan, unknown_residual_states};

@@ -45,10 +45,10 @@ fn a_rootfs_tarball_is_cached_by_its_hash_and_found_again() {
     expected.sort();
     assert_eq!(listed, expected);
 
-    let removed = cache.prune(&BTreeSet::from([second.key.clone()])).unwrap();
+    let removed = cache.prune(&BTreeSet::from([second.key.clone()])).unwrap().entries;
     assert_eq!(removed, [key]);
     assert_eq!(cache.list().unwrap().len(), 1);
-    assert_eq!(cache.prune(&BTreeSet::new()).unwrap(), [second.key]);
+    assert_eq!(cache.prune(&BTreeSet::new()).unwrap().entries, [second.key]);
     assert!(cache.list().unwrap().is_empty());
 }
 
@@ -195,4 +195,43 @@ fn threads_building_one_key_at_once_all_get_the_whole_entry() {
         assert_eq!(listing(&entry.rootfs).len(), 201);
     }
     assert_eq!(cache.list().unwrap().len(), 1);
+}
+
+/// Issue 31: `prune` removes the staging trees of builds that were killed (their owner pid is
+/// gone, or, for a name with no owner, older than an hour) and keeps those of builds that may
+/// still run (this process's, a fresh one without an owner), beside the entries it prunes.
+#[test]
+fn prune_removes_a_killed_builds_staging_tree_and_keeps_a_running_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = tarball(&[Item::Dir("etc/"), Item::File("etc/motd", "one\n", 0o644)]);
+    let tarball_path = write(&dir.path().join("pkg/environment/rootfs.tar"), &bytes);
+    let root = dir.path().join("cache");
+    let cache = EnvCache::new(&root);
+    let built = cache.build(&rootfs_source(), Some(&tarball_path), EngineChoice::None).unwrap();
+
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let dead_pid = gone.id();
+    gone.wait().unwrap();
+    assert!(!std::path::Path::new(&format!("/proc/{dead_pid}")).exists());
+    let killed = format!(".tmp-{}-{dead_pid}-0", built.key);
+    let running = format!(".tmp-{}-{}-3", built.key, std::process::id());
+    let unowned_fresh = ".tmp-rootfs-0a1b-x".to_string();
+    let unowned_old = ".tmp-rootfs-2c3d-y".to_string();
+    for name in [&killed, &running, &unowned_fresh, &unowned_old] {
+        write(&root.join(name).join("rootfs/etc/motd"), b"partial");
+    }
+    let old = root.join(&unowned_old);
+    assert!(std::process::Command::new("touch").args(["-d", "2 hours ago"]).arg(&old).status().unwrap().success());
+
+    let pruned = cache.prune(&BTreeSet::new()).unwrap();
+    let mut kept = vec![running.clone(), unowned_fresh.clone()];
+    kept.sort();
+    let mut removed = vec![killed.clone(), unowned_old.clone()];
+    removed.sort();
+    assert_eq!(pruned, specgap_env::Pruned { entries: vec![built.key.clone()], staging_removed: removed, staging_kept: kept });
+    let mut left: Vec<String> = std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    left.sort();
+    let mut expected = vec![running, unowned_fresh];
+    expected.sort();
+    assert_eq!(left, expected);
 }

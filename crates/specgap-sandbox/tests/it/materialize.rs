@@ -5,7 +5,10 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use specgap_sandbox::{BaseCache, EvaluatorRun, MaterializeError, apply_overlay, diff, freeze, materialize, run_evaluator};
+use specgap_sandbox::{
+    BaseCache, BoundedDiff, EvaluatorRun, MaterializeError, WHOLE_READ_MAX_BYTES, apply_overlay, diff, diff_within, freeze, materialize,
+    run_evaluator,
+};
 
 use crate::support::{make_executable, sandbox, system_host, write_tree};
 
@@ -198,6 +201,65 @@ fn diff_covers_untracked_deleted_binary_links_and_modes_but_not_git() {
     materialize(&base, &again, Some(&patch)).unwrap();
     let without_nested = |v: Vec<(String, String)>| v.into_iter().filter(|(p, _)| !p.starts_with("nested")).collect::<Vec<_>>();
     assert_eq!(without_nested(snapshot(&again)), without_nested(snapshot(&ws)));
+}
+
+/// `lines` numbered lines of 50 bytes each (`line 0000001 ` and padding), as one text.
+fn numbered_lines(lines: u32) -> Vec<u8> {
+    let mut text = Vec::with_capacity(lines as usize * 50);
+    for i in 0..lines {
+        text.extend_from_slice(format!("line {i:07} {}\n", "x".repeat(36)).as_bytes());
+    }
+    text
+}
+
+/// Issue 31 item 1: files far above the in-process limit diff exactly as plain git diffs
+/// them (an unchanged 3 MB file compared in chunks writes nothing; a 3 MB file with one line
+/// changed and a new 50 MB file are git's), and one byte of cap less than the patch keeps
+/// nothing but still counts it exactly.
+#[test]
+fn big_files_diff_exactly_and_a_patch_over_the_cap_is_only_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    let three_mb = numbered_lines(60_000);
+    assert!(three_mb.len() as u64 > 2 * WHOLE_READ_MAX_BYTES);
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("big.txt"), &three_mb).unwrap();
+    std::fs::write(src.join("same.txt"), &three_mb).unwrap();
+    let base = BaseCache::new(dir.path().join("cache")).unwrap().base("k", &src).unwrap();
+    let ws = dir.path().join("ws");
+    materialize(&base, &ws, None).unwrap();
+    assert_eq!(diff_within(&base, &ws, 64 << 20).unwrap(), BoundedDiff { patch: Some(Vec::new()), bytes: 0 });
+
+    // One line in the middle changed, the size kept: the chunked comparison finds it.
+    let mut edited = three_mb.clone();
+    let at = 30_000 * 50;
+    edited[at..at + 12].copy_from_slice(b"LINE 0030000");
+    std::fs::write(ws.join("big.txt"), &edited).unwrap();
+    let fifty_mb = numbered_lines(1_000_000);
+    assert_eq!(fifty_mb.len(), 50_000_000);
+    std::fs::write(ws.join("new.txt"), &fifty_mb).unwrap();
+    drop((edited, fifty_mb));
+
+    git(&ws, &["add", "-A"]);
+    let expected = Command::new("git")
+        .args(["diff", "--cached", "--binary", "--full-index", "--no-renames", "HEAD"])
+        .current_dir(&ws)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap()
+        .stdout;
+    std::fs::remove_file(ws.join(".git/index")).unwrap();
+    let header = "diff --git a/big.txt b/big.txt\n";
+    assert!(expected.starts_with(header.as_bytes()));
+    assert!(expected.len() > 50_000_000, "{}", expected.len());
+    let len = expected.len() as u64;
+
+    let within = diff_within(&base, &ws, 64 << 20).unwrap();
+    assert_eq!(within.bytes, len);
+    assert!(within.patch.as_ref() == Some(&expected), "the patch differs from git's");
+    assert_eq!(diff_within(&base, &ws, len).unwrap().bytes, len);
+    assert_eq!(diff_within(&base, &ws, len - 1).unwrap(), BoundedDiff { patch: None, bytes: len });
 }
 
 #[test]
