@@ -292,6 +292,7 @@ pub fn synthesize(config: &Config, roles: &mut Roles, judge: &dyn Judge) -> Resu
     let mut recorded = VecDeque::new();
     if let Some(previous) = previous {
         journal.set_resumed(previous.resumed);
+        journal.carry(&previous.unanswered);
         for role in ALL_ROLES {
             let answered = previous.answers.iter().filter(|a| a.stage == role.as_str()).count();
             if let Some(player) = roles.get(role) {
@@ -661,17 +662,18 @@ impl Run<'_> {
         let brief_limits = self.limits().brief;
         let mut last = None;
         for attempt in 1..=attempts {
-            let mut usage = None;
-            let reply = match self.replayed(role, design, iteration, attempt)? {
-                Some(reply) => reply,
+            let (reply, usage) = match self.replayed(role, design, iteration, attempt)? {
+                Some(recorded) => recorded,
                 None => {
                     let player = self.roles.get(request.role).ok_or(SynthError::NoPlayer { role })?;
                     let answered = player.answer(&request);
-                    usage = player.take_usage();
+                    let usage = player.take_usage();
                     match answered {
-                        Ok(reply) => reply,
+                        Ok(reply) => (reply, usage),
                         Err(source) => {
-                            self.record_spent(role, design, iteration, attempt, &request, usage.take())?;
+                            // A failed answer's spending is journaled (status `error`) and
+                            // carried into a resumed synthesis's caps.
+                            self.record_spent(role, design, iteration, attempt, &request, usage)?;
                             return Err(SynthError::Role { role, source });
                         }
                     }
@@ -710,7 +712,13 @@ impl Run<'_> {
     }
 
     /// The next recorded answer when resuming, checked to be for this very request.
-    fn replayed(&mut self, role: &str, design: usize, iteration: usize, attempt: usize) -> Result<Option<String>, SynthError> {
+    fn replayed(
+        &mut self,
+        role: &str,
+        design: usize,
+        iteration: usize,
+        attempt: usize,
+    ) -> Result<Option<(String, Option<crate::role::Usage>)>, SynthError> {
         let Some(next) = self.recorded.pop_front() else { return Ok(None) };
         let key = |stage: &str, d: usize, i: usize, a: usize| format!("{stage} design {d}, iteration {i}, attempt {a}");
         if (next.stage.as_str(), next.design, next.iteration, next.attempt) != (role, design, iteration, attempt) {
@@ -720,7 +728,7 @@ impl Run<'_> {
                 asked: key(role, design, iteration, attempt),
             });
         }
-        Ok(Some(next.reply))
+        Ok(Some((next.reply, next.usage)))
     }
 
     fn record_acceptance(&mut self, design: usize, iteration: usize, report: &AcceptanceReport) -> Result<(), SynthError> {
