@@ -618,11 +618,19 @@ impl Run<'_> {
         iteration: usize,
         package: &BuiltPackage,
     ) -> Result<Option<Vec<crate::rollouts::RolloutSummary>>, SynthError> {
-        let Some(reference) = self.roles.reference.as_mut() else { return Ok(None) };
+        if self.roles.reference.is_none() {
+            return Ok(None);
+        }
         let store = self.config.out.join(format!("rollouts/design-{design}/iteration-{iteration}"));
         let parent = store.parent().unwrap_or(&self.config.out).to_owned();
         fs_err::create_dir_all(&parent).map_err(|source| SynthError::Write { path: parent, source })?;
-        let summaries = reference.run(&package.root, &store).map_err(|source| SynthError::Rollouts { source: Box::new(source) })?;
+        // What the caps leave for the rollouts: the runner stops between episodes once passed.
+        let budget = crate::rollouts::RolloutBudget {
+            tokens: self.config.limits.max_tokens.map(|cap| cap.saturating_sub(self.journal.tokens())),
+            cost_usd: self.config.limits.max_cost_usd.map(|cap| (cap - self.journal.cost_usd()).max(0.0)),
+        };
+        let Some(reference) = self.roles.reference.as_mut() else { return Ok(None) };
+        let summaries = reference.run(&package.root, &store, budget).map_err(|source| SynthError::Rollouts { source: Box::new(source) })?;
         let detail = serde_json::json!({"store": store, "rollouts": summaries});
         let mut spent = crate::role::Usage::default();
         for summary in &summaries {
