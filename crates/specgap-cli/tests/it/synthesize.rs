@@ -99,7 +99,7 @@ fn synthesize_with_the_bundled_scripted_roles_writes_the_package_and_the_journal
     assert_eq!(unsupported.status.code(), Some(2));
     assert_eq!(
         String::from_utf8_lossy(&unsupported.stderr),
-        "error: --planner: `replay:x.jsonl` cannot play a synthesize role yet: only `scripted:<file>`, `chat:<model>` and `cli:<adapter>` roles are supported (replay: agents are not wired to the pipeline)\n"
+        "error: --planner: `replay:x.jsonl` cannot play a synthesize role: a replay: script replays an episode's tool calls, and a role answers with a hand-off; for the offline path write a `scripted:<file>` role script (docs/synthesize.md \"Roles\")\n"
     );
     // A cli: role is resolved as `specgap run --agent` resolves it: it needs --model.
     let no_model = specgap()
