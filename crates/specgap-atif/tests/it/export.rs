@@ -404,16 +404,8 @@ fn an_agent_model_without_a_price_has_no_cost_in_a_priced_run() {
 #[test]
 fn a_replay_agent_labelled_by_an_absolute_path_is_exported_by_its_file_name() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut cfg = config();
     let label = "replay:/home/someone/scripts/careful.jsonl";
-    cfg.agents[0].spec = label.into();
-    cfg.agents[0].config = toml::from_str("kind = \"replay\"\nsource_sha256 = \"ab\"\n").unwrap();
-    let store = Store::create(&tmp.path().join("run"), &cfg).unwrap();
-    let meta = EpisodeMeta { user: "relay".into(), family: Family::Swe, scoring_kind: ScoringKind::Requirement };
-    let mut w = store.begin_episode(&key(label), &meta).unwrap();
-    let id = w.id().to_string();
-    w.event(EventKind::AgentTurn { turn: 1, text: None, tool_calls: vec![], usage: None }).unwrap();
-    drop(w);
+    let (store, id) = store_of_one_turn(tmp.path(), label, "kind = \"replay\"\nsource_sha256 = \"ab\"\n");
     let public = serde_json::to_value(episode_trajectory(&store, &id, ExportOptions::default()).unwrap()).unwrap();
     assert_eq!(public["agent"]["name"], "replay:careful.jsonl");
     assert!(!public.to_string().contains("/home/someone"), "{public}");
@@ -427,19 +419,10 @@ fn a_replay_agent_labelled_by_an_absolute_path_is_exported_by_its_file_name() {
 #[test]
 fn a_command_agent_is_exported_without_its_paths_directories() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut cfg = config();
     let label = "cli:command=/home/someone/bin/agent --rules=/home/someone/r.md {instruction_file}";
-    cfg.agents[0].spec = label.into();
-    cfg.agents[0].config = toml::from_str(
-        "kind = \"cli\"\nadapter = \"command\"\ncommand = \"/home/someone/bin/agent --rules=/home/someone/r.md {instruction_file}\"\n",
-    )
-    .unwrap();
-    let store = Store::create(&tmp.path().join("run"), &cfg).unwrap();
-    let meta = EpisodeMeta { user: "relay".into(), family: Family::Swe, scoring_kind: ScoringKind::Requirement };
-    let mut w = store.begin_episode(&key(label), &meta).unwrap();
-    let id = w.id().to_string();
-    w.event(EventKind::AgentTurn { turn: 1, text: None, tool_calls: vec![], usage: None }).unwrap();
-    drop(w);
+    let config =
+        "kind = \"cli\"\nadapter = \"command\"\ncommand = \"/home/someone/bin/agent --rules=/home/someone/r.md {instruction_file}\"\n";
+    let (store, id) = store_of_one_turn(tmp.path(), label, config);
     let public = serde_json::to_value(episode_trajectory(&store, &id, ExportOptions::default()).unwrap()).unwrap();
     assert_eq!(public["agent"]["name"], "cli:command=agent --rules=r.md {instruction_file}");
     assert_eq!(public["agent"]["extra"]["specgap"]["config"]["command"], "agent --rules=r.md {instruction_file}");
@@ -447,4 +430,20 @@ fn a_command_agent_is_exported_without_its_paths_directories() {
     let private = serde_json::to_value(episode_trajectory(&store, &id, ExportOptions { include_private: true }).unwrap()).unwrap();
     assert_eq!(private["agent"]["name"], label);
     assert_eq!(private["agent"]["extra"]["specgap"]["config"]["command"], label.trim_start_matches("cli:command="));
+}
+
+/// A store under `dir/run` whose one agent is labelled `label` (its spec) with the stored
+/// configuration `config_toml`, holding one episode of one empty turn; the store and the
+/// episode's id.
+fn store_of_one_turn(dir: &std::path::Path, label: &str, config_toml: &str) -> (Store, String) {
+    let mut cfg = config();
+    cfg.agents[0].spec = label.into();
+    cfg.agents[0].config = toml::from_str(config_toml).unwrap();
+    let store = Store::create(&dir.join("run"), &cfg).unwrap();
+    let meta = EpisodeMeta { user: "relay".into(), family: Family::Swe, scoring_kind: ScoringKind::Requirement };
+    let mut w = store.begin_episode(&key(label), &meta).unwrap();
+    let id = w.id().to_string();
+    w.event(EventKind::AgentTurn { turn: 1, text: None, tool_calls: vec![], usage: None }).unwrap();
+    drop(w);
+    (store, id)
 }
