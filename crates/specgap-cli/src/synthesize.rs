@@ -9,7 +9,7 @@ use specgap_synth::handoff::BriefLimits;
 use specgap_synth::pipeline::{Config, Limits, Roles, synthesize};
 use specgap_synth::prompts::Prompts;
 use specgap_synth::role::{ChatEndpoint, Role, RoleName, role_from_spec_with};
-use specgap_synth::rollouts::{CALIBRATION_CONDITIONS, RolloutError, RolloutSummary, Rollouts};
+use specgap_synth::rollouts::{CALIBRATION_CONDITIONS, RolloutBudget, RolloutError, RolloutSummary, Rollouts};
 use specgap_task::SandboxJudge;
 
 const AFTER_HELP: &str = "\
@@ -264,7 +264,7 @@ struct RunCommand {
 }
 
 impl RunRollouts {
-    fn argv(&self, package: &std::path::Path, store: &std::path::Path) -> Vec<std::ffi::OsString> {
+    fn argv(&self, package: &std::path::Path, store: &std::path::Path, budget: RolloutBudget) -> Vec<std::ffi::OsString> {
         let mut argv: Vec<std::ffi::OsString> = vec!["specgap run".into()];
         if store.join("run.toml").is_file() {
             argv.extend(["--resume".into(), store.as_os_str().to_owned()]);
@@ -279,13 +279,24 @@ impl RunRollouts {
             }
             argv.extend(self.endpoint.iter().cloned());
         }
+        // The cost the synthesis's --max-cost leaves: the run starts no episode once its cost
+        // passes it (one job, so the stop falls between two rollouts). specgap run has no token
+        // cap: --max-tokens is checked once the rollouts end.
+        if let Some(usd) = budget.cost_usd {
+            argv.extend(["--max-cost".into(), usd.to_string().into()]);
+        }
         argv.extend(["--jobs".into(), "1".into(), "--no-report".into()]);
         argv
     }
 
-    fn run_and_read(&self, package: &std::path::Path, store: &std::path::Path) -> anyhow::Result<Vec<RolloutSummary>> {
+    fn run_and_read(
+        &self,
+        package: &std::path::Path,
+        store: &std::path::Path,
+        budget: RolloutBudget,
+    ) -> anyhow::Result<Vec<RolloutSummary>> {
         use clap::Parser as _;
-        let command = RunCommand::try_parse_from(self.argv(package, store)).context("the rollouts' run arguments")?;
+        let command = RunCommand::try_parse_from(self.argv(package, store, budget)).context("the rollouts' run arguments")?;
         crate::run::exec(command.run)?;
         let opened =
             specgap_store::Store::open(store).with_context(|| format!("cannot open the rollouts' run store {}", store.display()))?;
@@ -324,8 +335,13 @@ impl Rollouts for RunRollouts {
         format!("{} x {} per condition", self.agent, self.repeats)
     }
 
-    fn run(&mut self, package: &std::path::Path, store: &std::path::Path) -> Result<Vec<RolloutSummary>, RolloutError> {
-        self.run_and_read(package, store).map_err(|err| RolloutError {
+    fn run(
+        &mut self,
+        package: &std::path::Path,
+        store: &std::path::Path,
+        budget: RolloutBudget,
+    ) -> Result<Vec<RolloutSummary>, RolloutError> {
+        self.run_and_read(package, store, budget).map_err(|err| RolloutError {
             package: package.to_owned(),
             store: store.to_owned(),
             source: err.into(),

@@ -16,7 +16,8 @@
 //!
 //! **Records.** Request `n` of a role runs in `<runs>/<role>-<n>/` (`workspace/`, `handoff/`,
 //! `scratch/`, and `record/` with `trajectory.jsonl` and the gateway's journal); its model
-//! usage, as the gateway counted and priced it, is what [`Role::take_usage`] returns.
+//! usage, as the gateway counted and priced it, is what [`Role::take_usage`] returns, also
+//! after a run that failed (the model service failing mid-run: its answered requests count).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -84,7 +85,15 @@ impl Role for CliRole {
             message: message(request, &view),
             wall: self.wall,
         };
-        let outcome = run_alone(&self.config, &job).map_err(|source| RoleError::Cli { role, source: Box::new(source) })?;
+        let outcome = match run_alone(&self.config, &job) {
+            Ok(outcome) => outcome,
+            Err(failure) => {
+                // What the run spent before it failed is the role's spending all the same: the
+                // pipeline journals it with the error and counts it toward the caps.
+                self.usage = Some(failure.usage);
+                return Err(RoleError::Cli { role, source: Box::new(failure.error) });
+            }
+        };
         self.usage = Some(outcome.usage.clone());
         let file = handoff_dir.join(HANDOFF_FILE);
         if file.is_file() {

@@ -45,8 +45,9 @@ pub struct Entry {
     pub reply: Option<String>,
     /// The parsed hand-off, the acceptance report, or the error message of a malformed answer.
     pub detail: serde_json::Value,
-    /// What the role's model requests for this answer spent (`chat:` roles; left out for
-    /// scripts and checks, and for an answer reused by `--resume`).
+    /// What the role's model requests for this answer spent (`chat:` and `cli:` roles; left out
+    /// for scripts and checks; an answer reused by `--resume` keeps what it spent when it was
+    /// given, so the caps count it once, across resumptions).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
 }
@@ -69,9 +70,15 @@ struct Document {
     source: PathBuf,
     limits: Limits,
     roles: serde_json::Map<String, serde_json::Value>,
-    /// Usage summed per role over its entries (only roles that spent any).
+    /// Usage summed per role over its entries, plus what `carried` holds (only roles that
+    /// spent any).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     usage: BTreeMap<String, Usage>,
+    /// `--resume`: what role runs of the earlier journal spent on requests that gave no answer
+    /// (status `error` entries, which are asked again, not reused), per role; counted in
+    /// `usage` and so toward the caps.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    carried: BTreeMap<String, Usage>,
     entries: Vec<Entry>,
     outcome: Option<JournalOutcome>,
 }
@@ -96,6 +103,7 @@ impl Journal {
                 limits,
                 roles,
                 usage: BTreeMap::new(),
+                carried: BTreeMap::new(),
                 entries: Vec::new(),
                 outcome: None,
             },
@@ -105,6 +113,15 @@ impl Journal {
     /// Counts this synthesis as resumed once more than `previous` times.
     pub fn set_resumed(&mut self, previous: u64) {
         self.doc.resumed = previous + 1;
+    }
+
+    /// Counts what an earlier journal's unanswered requests spent (`--resume`): into `carried`
+    /// and `usage`, so the caps see it (written with the next step).
+    pub fn carry(&mut self, spent: &BTreeMap<String, Usage>) {
+        for (stage, usage) in spent {
+            self.doc.carried.entry(stage.clone()).or_default().add(usage);
+            self.doc.usage.entry(stage.clone()).or_default().add(usage);
+        }
     }
 
     /// The journal file.
@@ -156,7 +173,7 @@ impl Journal {
 }
 
 /// A role's answer recorded in an earlier journal, reused by `--resume`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
 pub struct Recorded {
     /// The entry's `seq`.
     pub seq: usize,
@@ -170,10 +187,12 @@ pub struct Recorded {
     pub attempt: usize,
     /// The raw answer.
     pub reply: String,
+    /// What giving it spent.
+    pub usage: Option<Usage>,
 }
 
 /// What `--resume` reads from an earlier journal.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Previous {
     /// How often it was resumed before.
     pub resumed: u64,
@@ -181,6 +200,9 @@ pub struct Previous {
     pub status: Option<String>,
     /// Every role answer, in order (acceptance entries are left out: they are re-run).
     pub answers: Vec<Recorded>,
+    /// What requests that gave no answer (status `error`) spent, per role, with what the
+    /// earlier journal already carried.
+    pub unanswered: BTreeMap<String, Usage>,
 }
 
 /// Reads `<out>/journal.json` for `--resume`.
@@ -200,26 +222,47 @@ pub fn read_previous(out: &Path) -> std::io::Result<Previous> {
         iteration: usize,
         attempt: usize,
         #[serde(default)]
+        status: String,
+        #[serde(default)]
         reply: Option<String>,
+        #[serde(default)]
+        usage: Option<Usage>,
     }
     #[derive(serde::Deserialize)]
     struct Doc {
         #[serde(default)]
         resumed: u64,
         entries: Vec<Entry>,
+        #[serde(default)]
+        carried: BTreeMap<String, Usage>,
         outcome: Option<Outcome>,
     }
     let path = out.join("journal.json");
     let text = fs_err::read_to_string(&path)?;
     let doc: Doc = serde_json::from_str(&text)
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{} is not a synthesis journal: {e}", path.display())))?;
-    let answers = doc
-        .entries
-        .into_iter()
-        .filter_map(|e| {
-            let reply = e.reply?;
-            Some(Recorded { seq: e.seq, stage: e.stage, design: e.design, iteration: e.iteration, attempt: e.attempt, reply })
-        })
-        .collect();
-    Ok(Previous { resumed: doc.resumed, status: doc.outcome.map(|o| o.status), answers })
+    let mut unanswered = doc.carried;
+    let mut answers = Vec::new();
+    for e in doc.entries {
+        match e.reply {
+            Some(reply) => answers.push(Recorded {
+                seq: e.seq,
+                stage: e.stage,
+                design: e.design,
+                iteration: e.iteration,
+                attempt: e.attempt,
+                reply,
+                usage: e.usage,
+            }),
+            // A failed request is asked again, but what it spent stays spent. (Rollout entries
+            // are re-read from their run store, usage included, so they are not carried.)
+            None if e.status == "error" => {
+                if let Some(usage) = &e.usage {
+                    unanswered.entry(e.stage).or_default().add(usage);
+                }
+            }
+            None => {}
+        }
+    }
+    Ok(Previous { resumed: doc.resumed, status: doc.outcome.map(|o| o.status), answers, unanswered })
 }

@@ -292,6 +292,7 @@ pub fn synthesize(config: &Config, roles: &mut Roles, judge: &dyn Judge) -> Resu
     let mut recorded = VecDeque::new();
     if let Some(previous) = previous {
         journal.set_resumed(previous.resumed);
+        journal.carry(&previous.unanswered);
         for role in ALL_ROLES {
             let answered = previous.answers.iter().filter(|a| a.stage == role.as_str()).count();
             if let Some(player) = roles.get(role) {
@@ -617,11 +618,19 @@ impl Run<'_> {
         iteration: usize,
         package: &BuiltPackage,
     ) -> Result<Option<Vec<crate::rollouts::RolloutSummary>>, SynthError> {
-        let Some(reference) = self.roles.reference.as_mut() else { return Ok(None) };
+        if self.roles.reference.is_none() {
+            return Ok(None);
+        }
         let store = self.config.out.join(format!("rollouts/design-{design}/iteration-{iteration}"));
         let parent = store.parent().unwrap_or(&self.config.out).to_owned();
         fs_err::create_dir_all(&parent).map_err(|source| SynthError::Write { path: parent, source })?;
-        let summaries = reference.run(&package.root, &store).map_err(|source| SynthError::Rollouts { source: Box::new(source) })?;
+        // What the caps leave for the rollouts: the runner stops between episodes once passed.
+        let budget = crate::rollouts::RolloutBudget {
+            tokens: self.config.limits.max_tokens.map(|cap| cap.saturating_sub(self.journal.tokens())),
+            cost_usd: self.config.limits.max_cost_usd.map(|cap| (cap - self.journal.cost_usd()).max(0.0)),
+        };
+        let Some(reference) = self.roles.reference.as_mut() else { return Ok(None) };
+        let summaries = reference.run(&package.root, &store, budget).map_err(|source| SynthError::Rollouts { source: Box::new(source) })?;
         let detail = serde_json::json!({"store": store, "rollouts": summaries});
         let mut spent = crate::role::Usage::default();
         for summary in &summaries {
@@ -661,17 +670,18 @@ impl Run<'_> {
         let brief_limits = self.limits().brief;
         let mut last = None;
         for attempt in 1..=attempts {
-            let mut usage = None;
-            let reply = match self.replayed(role, design, iteration, attempt)? {
-                Some(reply) => reply,
+            let (reply, usage) = match self.replayed(role, design, iteration, attempt)? {
+                Some(recorded) => recorded,
                 None => {
                     let player = self.roles.get(request.role).ok_or(SynthError::NoPlayer { role })?;
                     let answered = player.answer(&request);
-                    usage = player.take_usage();
+                    let usage = player.take_usage();
                     match answered {
-                        Ok(reply) => reply,
+                        Ok(reply) => (reply, usage),
                         Err(source) => {
-                            self.record_spent(role, design, iteration, attempt, &request, usage.take())?;
+                            // A failed answer's spending is journaled (status `error`) and
+                            // carried into a resumed synthesis's caps.
+                            self.record_spent(role, design, iteration, attempt, &request, usage)?;
                             return Err(SynthError::Role { role, source });
                         }
                     }
@@ -710,7 +720,13 @@ impl Run<'_> {
     }
 
     /// The next recorded answer when resuming, checked to be for this very request.
-    fn replayed(&mut self, role: &str, design: usize, iteration: usize, attempt: usize) -> Result<Option<String>, SynthError> {
+    fn replayed(
+        &mut self,
+        role: &str,
+        design: usize,
+        iteration: usize,
+        attempt: usize,
+    ) -> Result<Option<(String, Option<crate::role::Usage>)>, SynthError> {
         let Some(next) = self.recorded.pop_front() else { return Ok(None) };
         let key = |stage: &str, d: usize, i: usize, a: usize| format!("{stage} design {d}, iteration {i}, attempt {a}");
         if (next.stage.as_str(), next.design, next.iteration, next.attempt) != (role, design, iteration, attempt) {
@@ -720,7 +736,7 @@ impl Run<'_> {
                 asked: key(role, design, iteration, attempt),
             });
         }
-        Ok(Some(next.reply))
+        Ok(Some((next.reply, next.usage)))
     }
 
     fn record_acceptance(&mut self, design: usize, iteration: usize, report: &AcceptanceReport) -> Result<(), SynthError> {

@@ -7,7 +7,8 @@
 //! conversation with a model. [`crate::cli_role::CliRole`] (`cli:<adapter>`) runs an agent
 //! program per request in the role's sandbox view; its configuration is resolved by the
 //! caller (`specgap synthesize`), so [`role_from_spec`] names it without building it.
-//! `replay:` agents are not wired to this seam; [`role_from_spec`] says so by name.
+//! `replay:` agents do not play roles (a replay script is an episode's tool calls, not a
+//! hand-off); [`role_from_spec`] refuses them pointing to `scripted:`.
 
 use std::path::{Path, PathBuf};
 
@@ -67,11 +68,19 @@ pub struct RoleRequest {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RoleError {
-    /// The role spec names an agent kind this pipeline cannot play yet.
-    #[error(
-        "`{spec}` cannot play a synthesize role yet: only `scripted:<file>`, `chat:<model>` and `cli:<adapter>` roles are supported (replay: agents are not wired to the pipeline)"
-    )]
+    /// The role spec names an agent kind this pipeline cannot play.
+    #[error("`{spec}` cannot play a synthesize role: only `scripted:<file>`, `chat:<model>` and `cli:<adapter>` roles are supported")]
     Unsupported {
+        /// The spec given.
+        spec: String,
+    },
+    /// A `replay:` spec: replay scripts replay an episode's tool calls against a task package,
+    /// and a role answers a request with a hand-off, so the offline path is `scripted:`
+    /// (docs/decisions.md "synthesize: no `replay:` roles").
+    #[error(
+        "`{spec}` cannot play a synthesize role: a replay: script replays an episode's tool calls, and a role answers with a hand-off; for the offline path write a `scripted:<file>` role script (docs/synthesize.md \"Roles\")"
+    )]
+    Replay {
         /// The spec given.
         spec: String,
     },
@@ -244,7 +253,8 @@ pub fn role_from_spec(spec: &str) -> Result<Box<dyn Role>, RoleError> {
 /// `endpoint` ([`crate::chat::ChatRole`]).
 ///
 /// # Errors
-/// [`RoleError::CliUnresolved`] for `cli:`, [`RoleError::Unsupported`] for any other spec,
+/// [`RoleError::CliUnresolved`] for `cli:`, [`RoleError::Replay`] for `replay:`,
+/// [`RoleError::Unsupported`] for any other spec,
 /// [`RoleError::NoModel`] for `chat:` alone;
 /// the script's own errors for `scripted:`, [`RoleError::ChatSetup`] for `chat:`.
 pub fn role_from_spec_with(spec: &str, role: RoleName, endpoint: &ChatEndpoint) -> Result<Box<dyn Role>, RoleError> {
@@ -260,6 +270,9 @@ pub fn role_from_spec_with(spec: &str, role: RoleName, endpoint: &ChatEndpoint) 
     }
     if spec.starts_with("cli:") {
         return Err(RoleError::CliUnresolved { spec: spec.to_owned() });
+    }
+    if spec.starts_with("replay:") {
+        return Err(RoleError::Replay { spec: spec.to_owned() });
     }
     Err(RoleError::Unsupported { spec: spec.to_owned() })
 }

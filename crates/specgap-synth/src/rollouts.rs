@@ -83,6 +83,27 @@ pub struct RolloutError {
     pub source: Box<dyn std::error::Error + Send + Sync>,
 }
 
+/// What the rollouts may still spend under the synthesis's caps (`--max-tokens`,
+/// `--max-cost` minus what the roles and earlier rollouts spent): the runner starts another
+/// episode only while its rollouts' spending is within it (at most the budget), so a cap
+/// passed between two rollouts stops them there; the pipeline then stops the synthesis naming
+/// the cap. `None`: no cap.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RolloutBudget {
+    /// Prompt + completion tokens.
+    pub tokens: Option<u64>,
+    /// US dollars.
+    pub cost_usd: Option<f64>,
+}
+
+impl RolloutBudget {
+    /// Whether `spent` is still within the budget (another episode may start).
+    pub fn allows(&self, spent: &Usage) -> bool {
+        self.tokens.is_none_or(|cap| spent.input_tokens + spent.output_tokens <= cap)
+            && self.cost_usd.is_none_or(|cap| spent.cost_usd <= cap)
+    }
+}
+
 /// Runs the reference agent on a package.
 pub trait Rollouts {
     /// A label for the journal (`replay:gold.jsonl × 2`).
@@ -90,11 +111,13 @@ pub trait Rollouts {
 
     /// Runs the reference agent on `package` under [`CALIBRATION_CONDITIONS`] into the run
     /// store `store` (created, or continued when it exists: a resumed synthesis), and returns
-    /// one summary per episode, ordered by condition as listed, then repeat.
+    /// one summary per episode that ran, ordered by condition as listed, then repeat; once
+    /// the episodes' spending passes `budget` no further episode starts
+    /// ([`RolloutBudget`]).
     ///
     /// # Errors
     /// [`RolloutError`] when the run cannot be made or read.
-    fn run(&mut self, package: &Path, store: &Path) -> Result<Vec<RolloutSummary>, RolloutError>;
+    fn run(&mut self, package: &Path, store: &Path, budget: RolloutBudget) -> Result<Vec<RolloutSummary>, RolloutError>;
 }
 
 /// The Calibrator's `{rollouts}` text.

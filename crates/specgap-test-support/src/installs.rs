@@ -36,3 +36,25 @@ pub fn installed_once(adapter: &str, install: impl FnOnce() -> Result<PathBuf, S
         }
     }
 }
+
+/// Installs `adapter` (`claude-code`, `codex`, …) at its pinned version into [`test_cache`] in
+/// this process, once per process (the installer's lock lets processes share the cache), after
+/// pointing this process's `XDG_CACHE_HOME` at the cache so the agents find it; returns the
+/// installation's directory, or `None` as [`installed_once`] (feature `adapters`).
+///
+/// # Panics
+/// When the install failed and `SPECGAP_REQUIRE_EXTERNAL=1`.
+#[cfg(feature = "adapters")]
+pub fn installed_adapter(adapter: &str) -> Option<PathBuf> {
+    static CACHE: std::sync::Once = std::sync::Once::new();
+    // SAFETY: set once, to the same value, before any agent of the test binary reads it.
+    CACHE.call_once(|| unsafe { std::env::set_var("XDG_CACHE_HOME", test_cache()) });
+    installed_once(adapter, || {
+        let version = specgap_adapters::AdapterVersion::parse(adapter).map_err(|e| e.to_string())?;
+        let root = specgap_adapters::default_root().map_err(|e| e.to_string())?;
+        match specgap_adapters::install(&root, &version, &specgap_adapters::InstallOptions::default(), &mut |_| {}) {
+            Ok((installation, _)) => Ok(installation.dir().to_path_buf()),
+            Err(e) => Err(format!("{} cannot be installed into {}: {e}", version.label(), root.display())),
+        }
+    })
+}

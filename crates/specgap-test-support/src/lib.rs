@@ -8,7 +8,9 @@
 //! - [`external`]: the rule for a missing external program — skip the test with a
 //!   `skipped: …` note, or fail it when `SPECGAP_REQUIRE_EXTERNAL=1` (CI).
 //! - [`installs`]: the shared installation cache of the real agent CLIs
-//!   (`target/specgap-test-cache`, which `.ci/run` fills first) and a once-per-process install.
+//!   (`target/specgap-test-cache`, which `.ci/run` fills first) and a once-per-process install;
+//!   with the feature `adapters`, the in-process install of a pinned CLI
+//!   ([`installs::installed_adapter`]).
 //! - [`image`]: busybox root filesystems (optionally with a static bash) and format-2 image
 //!   task packages on them, as the image-environment tests of the engine, the `cli:` agents
 //!   and the residualization pipeline use.
@@ -19,7 +21,8 @@
 //! message naming what failed (and the path) stand in for the typed errors the library crates
 //! return. Only the test binaries depend on it: it is a dev-dependency of the crates that use
 //! it, never a normal one, and `publish = false`.
-//! It depends on nothing but `specgap-protocol`, which every user already builds.
+//! It depends on nothing but `specgap-protocol`, which every user already builds (and, with
+//! the feature `adapters`, `specgap-adapters`).
 
 pub mod external;
 pub mod files;

@@ -79,20 +79,53 @@ pub struct AloneOutcome {
     pub trajectory: PathBuf,
 }
 
+/// A lone run that failed, with what its model requests spent before it did (the requests the
+/// gateway answered count: a run whose model service failed at its third request spent the
+/// first two).
+#[derive(Debug)]
+pub struct AloneFailure {
+    /// Why it failed.
+    pub error: AgentError,
+    /// What its model requests spent up to the failure (zero when it failed before any).
+    pub usage: Usage,
+    /// `<record_dir>/trajectory.jsonl`, as far as it was written.
+    pub trajectory: PathBuf,
+}
+
+impl std::fmt::Display for AloneFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl std::error::Error for AloneFailure {
+    /// The failure's own cause (the display is the [`AgentError`]'s, so its cause is next).
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        std::error::Error::source(&self.error)
+    }
+}
+
 /// Runs `config`'s program once for `job` (module guide).
 ///
 /// # Errors
-/// [`AgentError`]: the adapter cannot be used, the sandbox or the gateway cannot be set up,
-/// the model service failed after its retries, the trajectory cannot be written.
-pub fn run_alone(config: &CliConfig, job: &AloneJob) -> Result<AloneOutcome, AgentError> {
+/// [`AloneFailure`]: the adapter cannot be used, the sandbox or the gateway cannot be set up,
+/// the model service failed after its retries, the trajectory cannot be written; it carries
+/// what the run spent until then.
+pub fn run_alone(config: &CliConfig, job: &AloneJob) -> Result<AloneOutcome, AloneFailure> {
+    let trajectory = job.record_dir.join("trajectory.jsonl");
+    let link = SessionLink { deadline: Deadline::at(Instant::now() + job.wall), usage: UsageSink::detached(specgap_store::Role::Agent) };
+    run_linked(config, job, &link).map_err(|error| AloneFailure { error, usage: link.usage.total(), trajectory })
+}
+
+/// [`run_alone`] with its session link (whose usage sink outlives a failure).
+fn run_linked(config: &CliConfig, job: &AloneJob, link: &SessionLink) -> Result<AloneOutcome, AgentError> {
     let io = |what: &str, e: std::io::Error| AgentError::with_source(format!("cannot write {what}"), false, e);
     std::fs::create_dir_all(&job.record_dir).map_err(|e| io(&job.record_dir.display().to_string(), e))?;
     std::fs::create_dir_all(&job.scratch).map_err(|e| io(&job.scratch.display().to_string(), e))?;
     let trajectory = job.record_dir.join("trajectory.jsonl");
     let mut events = std::fs::File::create(&trajectory).map_err(|e| io(&trajectory.display().to_string(), e))?;
-    let link = SessionLink { deadline: Deadline::at(Instant::now() + job.wall), usage: UsageSink::detached(specgap_store::Role::Agent) };
     let mut agent = CliAgent::new(config)?.with_mounts(job.mounts.clone());
-    agent.attach(&link);
+    agent.attach(link);
     agent.enter(&workplace(job)?)?;
     let opening = Opening { system_prompt: job.system_prompt.clone(), message: job.message.clone(), tools: Vec::new() };
     let mut write = |event: &EventKind| -> Result<(), AgentError> {

@@ -252,17 +252,7 @@ pub use specgap_test_support::tripwire::{assert_no_network_attempt, network_reco
 /// and returns the installation's directory; `None` when it cannot be installed (no package
 /// registry): the test is then skipped, or fails under `SPECGAP_REQUIRE_EXTERNAL=1`.
 pub fn installed(adapter: &str) -> Option<PathBuf> {
-    static CACHE: std::sync::Once = std::sync::Once::new();
-    // SAFETY: set once, to the same value, before any agent of this binary reads it.
-    CACHE.call_once(|| unsafe { std::env::set_var("XDG_CACHE_HOME", specgap_test_support::installs::test_cache()) });
-    specgap_test_support::installs::installed_once(adapter, || {
-        let version = specgap_adapters::AdapterVersion::parse(adapter).map_err(|e| e.to_string())?;
-        let root = specgap_adapters::default_root().map_err(|e| e.to_string())?;
-        match specgap_adapters::install(&root, &version, &specgap_adapters::InstallOptions::default(), &mut |_| {}) {
-            Ok((installation, _)) => Ok(installation.dir().to_path_buf()),
-            Err(e) => Err(format!("{} cannot be installed into {}: {e}", version.label(), root.display())),
-        }
-    })
+    specgap_test_support::installs::installed_adapter(adapter)
 }
 
 /// A `cli:<adapter>` configuration at `version` against `mock`: one quick retry and a short

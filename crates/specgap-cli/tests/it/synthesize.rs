@@ -99,7 +99,7 @@ fn synthesize_with_the_bundled_scripted_roles_writes_the_package_and_the_journal
     assert_eq!(unsupported.status.code(), Some(2));
     assert_eq!(
         String::from_utf8_lossy(&unsupported.stderr),
-        "error: --planner: `replay:x.jsonl` cannot play a synthesize role yet: only `scripted:<file>`, `chat:<model>` and `cli:<adapter>` roles are supported (replay: agents are not wired to the pipeline)\n"
+        "error: --planner: `replay:x.jsonl` cannot play a synthesize role: a replay: script replays an episode's tool calls, and a role answers with a hand-off; for the offline path write a `scripted:<file>` role script (docs/synthesize.md \"Roles\")\n"
     );
     // A cli: role is resolved as `specgap run --agent` resolves it: it needs --model.
     let no_model = specgap()
@@ -164,6 +164,32 @@ fn synthesize_runs_the_reference_agents_rollouts_and_hands_their_summaries_to_th
     assert_eq!(journal["entries"][5]["inputs"]["rollouts"], rollouts["detail"]["rollouts"]);
     assert!(out.join("rollouts/design-1/iteration-1/run.toml").is_file());
     assert_eq!(journal["roles"]["reference"], format!("{reference} x 1 per condition"));
+}
+
+/// With `--max-cost`, the rollouts' run gets the cost the roles left as its own `--max-cost`
+/// (stored in its run.toml): scripted roles and a replay reference spend nothing, so the run
+/// has the whole $0.5 and every rollout runs.
+#[test]
+fn synthesize_passes_the_cost_the_caps_leave_to_the_rollouts_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let source = repo().join("examples/tasks/payment-retry");
+    let [planner, builder, auditor, calibrator] = ["planner", "builder", "auditor", "calibrator"].map(bundled);
+    let reference = format!("replay:{}", repo().join("examples/scripts/payment-retry-careful.jsonl").display());
+    let out = tmp.path().join("out");
+    let output = specgap()
+        .arg("synthesize")
+        .arg(&source)
+        .arg("--out")
+        .arg(&out)
+        .args(["--planner", &planner, "--builder", &builder, "--auditor", &auditor, "--calibrator", &calibrator])
+        .args(["--reference", &reference, "--rollouts", "1", "--max-cost", "0.5", "--max-tokens", "100"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    let journal: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("journal.json")).unwrap()).unwrap();
+    assert_eq!(journal["entries"][4]["detail"]["rollouts"].as_array().unwrap().len(), 3);
+    let run_toml = std::fs::read_to_string(out.join("rollouts/design-1/iteration-1/run.toml")).unwrap();
+    assert!(run_toml.contains("max_cost_usd = 0.5"), "{run_toml}");
 }
 
 /// `specgap synthesize` with a `cli:command` Planner (specgap-agents' test agent) against a

@@ -177,3 +177,55 @@ fn a_cli_role_without_a_hand_off_file_or_final_message_stops_the_synthesis_namin
     assert_eq!(steps(&journal), vec![step("planner", 1, 0, 1, "error")]);
     assert_eq!(without_latency(journal["usage"]["planner"].clone()), usage_of(&[1]));
 }
+
+/// A cli: role run that fails inside the run (the model service refuses its second request)
+/// still spent its first request: the journal records it (status `error`), and a resumed
+/// synthesis carries it into its caps: with `--max-tokens` one below what the failed run and
+/// the resumed one spent together, the resumed synthesis stops after the Planner's answer.
+#[test]
+fn a_failing_cli_role_runs_spending_is_journaled_and_counts_toward_the_caps_of_a_resumed_synthesis() {
+    // SAFETY: set only by tests of this binary, always to the same value.
+    unsafe { std::env::set_var(KEY_ENV, "sk-synth-cli-test") };
+    let scripts = Scripts::new();
+    let runs: PathBuf = scripts.tmp.path().join("runs");
+    let refused =
+        specgap_gateway::mock::MockReply::json(400, r#"{"error": {"message": "scripted refusal", "type": "invalid_request_error"}}"#);
+    let mock = MockUpstream::start([bash(1, "true"), refused]).unwrap();
+    let roles = |mock: &MockUpstream| Roles {
+        planner: cli_role(mock, RoleName::Planner, &runs),
+        builder: scripts.role("builder", vec![]),
+        auditor: scripts.role("auditor", vec![]),
+        calibrator: scripts.role("calibrator", vec![]),
+        implementer: None,
+        reference: None,
+    };
+    let judge = specgap_task::SandboxJudge::new(true).unwrap();
+    let limits = Limits { max_tokens: Some(3311), ..Limits::default() };
+    let config = Config { source: payment_retry(), out: scripts.out(), limits, prompts: Default::default(), resume: false };
+    let err = synthesize(&config, &mut roles(&mock), &judge).unwrap_err();
+    assert!(matches!(err, specgap_synth::pipeline::SynthError::Role { role: "planner", .. }), "{err:?}");
+    let journal = scripts.journal();
+    assert_eq!(steps(&journal), vec![step("planner", 1, 0, 1, "error")]);
+    // Two requests, the refused one spending no token.
+    let failed_run = with_requests(usage_of(&[1]), 2);
+    assert_eq!(without_latency(journal["entries"][0]["usage"].clone()), failed_run);
+    assert_eq!(without_latency(journal["usage"]["planner"].clone()), failed_run);
+
+    // Resumed: the Planner is asked again (a fresh run) and answers; 1102 tokens carried plus
+    // 1104 + 1106 now make 3312, over the cap of 3311.
+    let mock = MockUpstream::start([bash(2, &write_handoff("true", &brief())), done(3, "brief written")]).unwrap();
+    let config = Config { resume: true, ..config };
+    let err = synthesize(&config, &mut roles(&mock), &judge).unwrap_err();
+    assert_eq!(err.to_string(), "the roles and rollouts spent 3312 tokens, more than --max-tokens 3311");
+    let journal = scripts.journal();
+    assert_eq!(steps(&journal), vec![step("planner", 1, 0, 1, "accepted")]);
+    assert_eq!(without_latency(journal["carried"]["planner"].clone()), failed_run);
+    assert_eq!(without_latency(journal["entries"][0]["usage"].clone()), usage_of(&[2, 3]));
+    assert_eq!(without_latency(journal["usage"]["planner"].clone()), with_requests(usage_of(&[1, 2, 3]), 4));
+    assert_eq!(journal["outcome"]["message"], "the roles and rollouts spent 3312 tokens, more than --max-tokens 3311");
+}
+
+fn with_requests(mut usage: Value, requests: u64) -> Value {
+    usage["requests"] = json!(requests);
+    usage
+}

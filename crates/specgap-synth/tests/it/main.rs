@@ -2,6 +2,7 @@
 
 mod acceptance;
 mod chat;
+mod cli_claude_code;
 mod cli_role;
 mod handoff;
 mod pipeline;

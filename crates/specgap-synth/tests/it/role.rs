@@ -20,7 +20,12 @@ fn agent_kinds_not_wired_yet_are_refused_by_name() {
     let Err(err) = role_from_spec("replay:run.jsonl") else { panic!("replay accepted") };
     assert_eq!(
         err.to_string(),
-        "`replay:run.jsonl` cannot play a synthesize role yet: only `scripted:<file>`, `chat:<model>` and `cli:<adapter>` roles are supported (replay: agents are not wired to the pipeline)"
+        "`replay:run.jsonl` cannot play a synthesize role: a replay: script replays an episode's tool calls, and a role answers with a hand-off; for the offline path write a `scripted:<file>` role script (docs/synthesize.md \"Roles\")"
+    );
+    let Err(err) = role_from_spec("gold") else { panic!("gold accepted") };
+    assert_eq!(
+        err.to_string(),
+        "`gold` cannot play a synthesize role: only `scripted:<file>`, `chat:<model>` and `cli:<adapter>` roles are supported"
     );
     let Err(err) = role_from_spec("cli:claude-code") else { panic!("cli accepted unresolved") };
     assert_eq!(
