@@ -377,3 +377,29 @@ fn a_missing_key_never_reaches_its_minimum() {
     assert_eq!(shortfall(&scored, 0.5, None).as_deref(), Some("scored 0.5, below its min_reward 0.6"));
     assert_eq!(shortfall(&scored, 0.6, None), None);
 }
+
+#[test]
+fn a_specgap_staged_package_exported_to_harbor_and_imported_back_runs_stage_by_stage() {
+    let dir = tempfile::tempdir().unwrap();
+    let native = Path::new(env!("CARGO_MANIFEST_DIR")).join("../specgap-harbor/tests/fixtures/staged-native");
+    let harbor = dir.path().join("harbor");
+    specgap_harbor::export::export_task(&native, &harbor).unwrap();
+    let destination = dir.path().join("imported");
+    let options = specgap_harbor::ImportOptions { gold: false, ..Default::default() };
+    match specgap_harbor::import_task(&harbor, &destination, &options).unwrap() {
+        specgap_harbor::Outcome::Imported { .. } => {}
+        other => panic!("not imported: {other:?}"),
+    }
+    let package = specgap_task::load(&destination).unwrap();
+    let mut agent = TestAgent::new(vec![
+        one("write_text", json!({"path": "a.txt", "content": "one\n"})),
+        one("submit", json!({})),
+        // Stage 2 scores b.txt and notes.txt, the file stage 2 added when it began.
+        one("write_text", json!({"path": "b.txt", "content": "two\n"})),
+        one("submit", json!({})),
+    ]);
+    let r = run(&package, "hidden", &mut agent, Options::default());
+    assert_eq!(r.scores(), [1.0, 1.0]);
+    assert_eq!(stage_messages(&r), ["Write b.txt holding the word: two. Keep notes.txt as it is.\n"]);
+    assert_eq!(final_score(&r), (Some(1.0), Some(true)));
+}

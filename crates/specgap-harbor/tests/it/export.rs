@@ -218,3 +218,27 @@ fn a_stage_whose_files_delete_something_is_not_exported() {
     );
     assert!(!target.exists());
 }
+
+#[test]
+fn a_min_reward_table_is_exported_and_reward_json_carries_its_keys() {
+    let (_dir, package) = staged_native();
+    let manifest = read(&package.join("task.toml")).replace("min_reward = 1.0", "min_reward = { parts = 1.0 }");
+    std::fs::write(package.join("task.toml"), manifest).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let harbor = out.path().join("staged-native");
+    export_task(&package, &harbor).unwrap();
+    let exported: toml::Table = read(&harbor.join("task.toml")).parse().unwrap();
+    let gate = exported["steps"][0]["min_reward"].as_table().unwrap();
+    assert_eq!(gate.iter().map(|(k, v)| (k.as_str(), v.as_float())).collect::<Vec<_>>(), [("parts", Some(1.0))]);
+    // The converter keeps the result's reward keys beside `reward` (the Score, never replaced).
+    let result = out.path().join("result.json");
+    std::fs::write(&result, r#"{"version": 1, "reward": 0.5, "rewards": {"reward": 0.9, "parts": 0.5}}"#).unwrap();
+    let converted =
+        std::process::Command::new("python3").arg(harbor.join("steps/first/tests/specgap_reward.py")).arg(&result).output().unwrap();
+    assert!(converted.status.success(), "{converted:?}");
+    assert_eq!(String::from_utf8_lossy(&converted.stdout), "{\"reward\": 0.5, \"parts\": 0.5}\n");
+    let Some((ok, lines)) = validate_task(&[harbor.as_path()]) else {
+        return;
+    };
+    assert!(ok, "{lines:?}");
+}
