@@ -47,10 +47,13 @@ const WORKSPACE: &str = "/workspace";
 pub enum Exported {
     /// The package came from Harbor: its original task directory was written back.
     Original,
-    /// The package was converted; `gold` says whether `solution/solve.sh` was written.
+    /// The package was converted; `gold` says whether a `solve.sh` was written.
     Converted {
-        /// Whether the package had a gold solution.
+        /// Whether the package had a gold solution (`solution/solve.sh`; for a staged
+        /// package, at least one step's).
         gold: bool,
+        /// How many `[[steps]]` were written: the package's stages; 0 for a one-step task.
+        steps: usize,
     },
 }
 
@@ -104,6 +107,7 @@ pub fn export_task(package: &Path, out: &Path) -> Result<Exported, HarborError> 
         (Some(_), _) => {}
     }
     let instruction = loaded.instruction_full().unwrap_or(loaded.instruction());
+    let steps = loaded.stages().map_or(0, |stages| stages.len());
     let gold = match loaded.stages() {
         None => {
             write(&out.join("instruction.md"), instruction)?;
@@ -117,7 +121,7 @@ pub fn export_task(package: &Path, out: &Path) -> Result<Exported, HarborError> 
         Some(stages) => write_steps(&loaded, stages, instruction, out, &workdir)?,
     };
     write(&out.join("task.toml"), &harbor_manifest(&loaded, &name, &image, &workdir, out)?)?;
-    Ok(Exported::Converted { gold })
+    Ok(Exported::Converted { gold, steps })
 }
 
 /// Why a staged package's stages cannot be Harbor steps, if they cannot: a stage's files that

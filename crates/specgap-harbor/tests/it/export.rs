@@ -54,7 +54,7 @@ fn native_packages_export_as_valid_harbor_tasks() {
     let mut written = Vec::new();
     for name in ["req-basic", "test-basic", "delivery-basic"] {
         let dir = out.path().join(name);
-        assert_eq!(export_task(&task_fixture(name), &dir).unwrap(), Exported::Converted { gold: true });
+        assert_eq!(export_task(&task_fixture(name), &dir).unwrap(), Exported::Converted { gold: true, steps: 0 });
         written.push(dir);
     }
     let manifest: toml::Table = std::fs::read_to_string(written[0].join("task.toml")).unwrap().parse().unwrap();
@@ -145,7 +145,7 @@ fn a_staged_native_package_exports_one_harbor_step_per_stage() {
     let (_dir, package) = staged_native();
     let out = tempfile::tempdir().unwrap();
     let harbor = out.path().join("staged-native");
-    assert_eq!(export_task(&package, &harbor).unwrap(), Exported::Converted { gold: true });
+    assert_eq!(export_task(&package, &harbor).unwrap(), Exported::Converted { gold: true, steps: 2 });
     let manifest: toml::Table = read(&harbor.join("task.toml")).parse().unwrap();
     assert_eq!(manifest["multi_step_reward_strategy"].as_str(), Some("mean"));
     let steps = manifest["steps"].as_array().unwrap();
