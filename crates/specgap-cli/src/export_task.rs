@@ -10,6 +10,8 @@ const AFTER_HELP: &str = "\
 Writes DIR as a Harbor task (Harbor 0.25.0's format) for what Harbor can express: the full
 instruction (instruction.full.md when the package has one), one submission, no owner, and the
 package's evaluator, run by tests/test.sh, whose score becomes /logs/verifier/reward.json.
+A staged package ([stages]) becomes one [[steps]] entry per stage (steps/<name>/: its
+instruction, tests scoring that stage, workdir/ from its files, solution/ from its gold).
 A package imported with `specgap import harbor` is written back as the task it came from.
 
 Example:
@@ -35,11 +37,17 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
         specgap_harbor::export::Exported::Original => {
             println!("wrote the Harbor task {} was imported from into {}", args.package.display(), args.out.display());
         }
-        specgap_harbor::export::Exported::Converted { gold } => println!(
+        specgap_harbor::export::Exported::Converted { gold, steps: 0 } => println!(
             "wrote {} as a Harbor task into {} ({})",
             args.package.display(),
             args.out.display(),
             if gold { "with solution/solve.sh from the gold" } else { "no gold, so no solution/solve.sh" }
+        ),
+        specgap_harbor::export::Exported::Converted { gold, steps } => println!(
+            "wrote {} as a Harbor task of {steps} steps into {} ({})",
+            args.package.display(),
+            args.out.display(),
+            if gold { "with steps/<name>/solution/solve.sh from the stages' gold" } else { "no gold, so no solve.sh" }
         ),
     }
     Ok(ExitCode::SUCCESS)

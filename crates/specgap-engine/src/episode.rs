@@ -16,7 +16,8 @@
 //! * **Stages** (a package with `[stages]`, Harbor's `[[steps]]`; docs/writing-tasks.md
 //!   "Stages"): submission k answers stage k and is evaluated with `SPECGAP_STAGE=k`. Then,
 //!   under every condition, the episode ends `submitted` after the last stage or after a stage
-//!   before the last that scored below its `min_reward` (the `end` detail names it,
+//!   before the last that fell short of its `min_reward` (its Score, or a key of the result's
+//!   `rewards` under a per-key table: [`stage_shortfall`]; the `end` detail names it,
 //!   [`stage_stop_detail`]); otherwise stage k+1's instruction is a `stage` user message after
 //!   the turn's results. A stage's success ends nothing, no feedback is asked for, the
 //!   submission budget does not apply, and an end that submits automatically submits the open
@@ -84,7 +85,7 @@
 //!   deliverable exists, gets a `continuation` message instead of the reminder, at most
 //!   three times per episode; the no-tool-call rule applies after that.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -1496,10 +1497,13 @@ impl<'c, 'a> Episode<'c, 'a> {
         let k = outcome.k;
         let n = stages.len() as u32;
         // After the last stage there is nothing left to withhold: it ends as any last stage.
-        let below = stages.stage(k).and_then(|stage| stage.min_reward.filter(|min| k < n && outcome.scored.score < *min));
-        if let Some(min) = below {
+        let short = stages.stage(k).filter(|_| k < n).and_then(|stage| {
+            let rewards = self.last_result.as_ref().and_then(|result| result.rewards.as_ref());
+            stage_shortfall(stage, outcome.scored.score, rewards)
+        });
+        if let Some(shortfall) = short {
             let name = stages.stage(k).map_or("", |s| s.name.as_str());
-            self.stage_stop = Some(stage_stop_detail(k, n, name, outcome.scored.score, min));
+            self.stage_stop = Some(stage_stop_detail(k, n, name, &shortfall));
             effect.end = Some(EndReason::Submitted);
             return Ok(ToolOutput::ok(format!("The delivery for stage {k} of {n} was received. The work is finished.")));
         }
@@ -1525,6 +1529,7 @@ impl<'c, 'a> Episode<'c, 'a> {
             tests: None,
             delivery: None,
             reward: None,
+            rewards: None,
         });
         let reply = match self.escalation.feedback(self.ctx.package, &result) {
             Some(context) => {
@@ -1763,11 +1768,30 @@ pub fn unchanged_at_end(last: Option<u32>) -> String {
     }
 }
 
-/// The `end` event's detail when stage `k` of `n` (named `name`) scored `score`, below its
-/// `min_reward` `min`, so the later stages were not given.
-pub fn stage_stop_detail(k: u32, n: u32, name: &str, score: f64, min: f64) -> String {
+/// How a stage submission fell short of its stage's `min_reward`: the text after "stage k
+/// `name` " in the `end` detail ("scored 0.5, below its min_reward 0.6"; "reward key
+/// `accuracy` is 0.5, below its min_reward 0.8"; "reward key `style` is missing, ...").
+/// `None` when it reached every threshold. `score` is the submission's Score; `rewards` the
+/// result's `rewards`. Keys are checked in name order, as a missing key never reaches its
+/// minimum (Harbor's `-inf`); the first short key is named.
+pub fn stage_shortfall(stage: &specgap_task::StageText, score: f64, rewards: Option<&BTreeMap<String, f64>>) -> Option<String> {
+    if let Some(min) = stage.min_reward
+        && score < min
+    {
+        return Some(format!("scored {score}, below its min_reward {min}"));
+    }
+    stage.min_reward_keys.iter().find_map(|(key, min)| match rewards.and_then(|r| r.get(key)) {
+        Some(value) if value >= min => None,
+        Some(value) => Some(format!("reward key `{key}` is {value}, below its min_reward {min}")),
+        None => Some(format!("reward key `{key}` is missing, below its min_reward {min}")),
+    })
+}
+
+/// The `end` event's detail when stage `k` of `n` (named `name`) fell short of its
+/// `min_reward` (`shortfall`, from [`stage_shortfall`]), so the later stages were not given.
+pub fn stage_stop_detail(k: u32, n: u32, name: &str, shortfall: &str) -> String {
     let rest = if k + 1 == n { format!("stage {n} was") } else { format!("stages {}-{n} were", k + 1) };
-    format!("stage {k} `{name}` scored {score}, below its min_reward {min}: {rest} not given")
+    format!("stage {k} `{name}` {shortfall}: {rest} not given")
 }
 
 /// The result of a call that did not run because the episode had ended.

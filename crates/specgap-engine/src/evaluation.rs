@@ -190,6 +190,7 @@ pub(crate) fn execution_failure(ctx: &EpisodeContext<'_>) -> Result<(EvalResult,
         tests: None,
         delivery: Some(DeliveryOutcome { valid: false, objective: None, violations: Vec::new(), signature: Some(Signature::Execution) }),
         reward: None,
+        rewards: None,
     };
     let scored = result.score(&ctx.package.scoring_context()).map_err(|problem| EpisodeError::Evaluation {
         message: format!("cannot score the execution failure: {problem}"),

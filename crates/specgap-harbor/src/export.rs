@@ -15,6 +15,11 @@
 //! | `instruction.md` | `instruction.full.md`, else `instruction.md` |
 //! | `tests/test.sh` | runs `[evaluator].command` on a private copy of `evaluator/` with specgap's variables, then `specgap_reward.py` |
 //! | `solution/solve.sh` | applies `solutions/gold/` (and its `delete.txt`) |
+//! | `multi_step_reward_strategy`, `[[steps]]` (name, `min_reward`) | `[stages]`: `score`, each stage's name and `min_reward` (number or table) |
+//! | `steps/<name>/instruction.md` | the first stage: as `instruction.md` above; a later stage: its instruction |
+//! | `steps/<name>/tests/` | as `tests/`, with `SPECGAP_STAGE=k` for stage k |
+//! | `steps/<name>/workdir/` | the stage's `files` (an overlay that deletes nothing) |
+//! | `steps/<name>/solution/` | the stage's `gold`; without stage golds, `solutions/gold/` as the first step's |
 //!
 //! A package imported from Harbor is exported as the Harbor task it came from (its verbatim
 //! copy in `evaluator/harbor/`), so import → export → import gives the same package.
@@ -42,10 +47,13 @@ const WORKSPACE: &str = "/workspace";
 pub enum Exported {
     /// The package came from Harbor: its original task directory was written back.
     Original,
-    /// The package was converted; `gold` says whether `solution/solve.sh` was written.
+    /// The package was converted; `gold` says whether a `solve.sh` was written.
     Converted {
-        /// Whether the package had a gold solution.
+        /// Whether the package had a gold solution (`solution/solve.sh`; for a staged
+        /// package, at least one step's).
         gold: bool,
+        /// How many `[[steps]]` were written: the package's stages; 0 for a one-step task.
+        steps: usize,
     },
 }
 
@@ -73,10 +81,7 @@ pub fn export_task(package: &Path, out: &Path) -> Result<Exported, HarborError> 
     let name = harbor_name(&manifest.task.name)
         .ok_or_else(|| not_exportable(format!("its name `{}` has no org/name form", manifest.task.name)))?;
     if let Some(stages) = loaded.stages() {
-        return Err(not_exportable(format!(
-            "it has {} stages ([stages]); export-task writes one-step Harbor tasks, and writing stages back as [[steps]] is not done",
-            stages.len()
-        )));
+        stages_exportable(stages).map_err(not_exportable)?;
     }
     let workdir = image.workdir.clone().unwrap_or_else(|| WORKSPACE.to_string());
     match (&image.image, &image.dockerfile) {
@@ -102,11 +107,86 @@ pub fn export_task(package: &Path, out: &Path) -> Result<Exported, HarborError> 
         (Some(_), _) => {}
     }
     let instruction = loaded.instruction_full().unwrap_or(loaded.instruction());
-    write(&out.join("instruction.md"), instruction)?;
-    copy_tree(&loaded.evaluator_dir(), &out.join("tests/evaluator"))?;
-    write(&out.join("tests/test.sh"), &test_script(&loaded, &workdir))?;
-    write(&out.join("tests/specgap-candidate"), &candidate_script(&workdir))?;
-    let delivery = manifest.delivery.as_ref().map(|d| {
+    let steps = loaded.stages().map_or(0, |stages| stages.len());
+    let gold = match loaded.stages() {
+        None => {
+            write(&out.join("instruction.md"), instruction)?;
+            write_tests(&loaded, &out.join("tests"), &workdir, None)?;
+            let gold = loaded.solutions().gold.clone();
+            if let Some(gold) = &gold {
+                write_solution(&gold.dir, &out.join("solution"), &workdir)?;
+            }
+            gold.is_some()
+        }
+        Some(stages) => write_steps(&loaded, stages, instruction, out, &workdir)?,
+    };
+    write(&out.join("task.toml"), &harbor_manifest(&loaded, &name, &image, &workdir, out)?)?;
+    Ok(Exported::Converted { gold, steps })
+}
+
+/// Why a staged package's stages cannot be Harbor steps, if they cannot: a stage's files that
+/// delete something (Harbor uploads a step's `workdir/`, it never removes), or that hold a
+/// top-level `setup.sh` (Harbor would run it when the step begins).
+fn stages_exportable(stages: &specgap_task::PackageStages) -> Result<(), String> {
+    for stage in &stages.stages {
+        let Some(files) = &stage.files else { continue };
+        if !files.delete.is_empty() {
+            return Err(format!(
+                "stage `{}`'s files delete {} path(s) (delete.txt); a Harbor step's workdir/ can only add files",
+                stage.name,
+                files.delete.len()
+            ));
+        }
+        if files.dir.join("setup.sh").exists() {
+            return Err(format!("stage `{}`'s files hold setup.sh, which Harbor would run as the step's setup script", stage.name));
+        }
+    }
+    Ok(())
+}
+
+/// Writes one Harbor step per stage (`steps/<name>/`): the stage's instruction (the first
+/// stage's is `instruction`), tests running the package's evaluator with `SPECGAP_STAGE` set
+/// to the stage's number, the stage's files as `workdir/`, and the stage's gold (without stage
+/// golds, `solutions/gold/` as the first step's) as `solution/`. Returns whether any step has
+/// a solution.
+fn write_steps(
+    loaded: &specgap_task::TaskPackage,
+    stages: &specgap_task::PackageStages,
+    instruction: &str,
+    out: &Path,
+    workdir: &str,
+) -> Result<bool, HarborError> {
+    let whole_gold = loaded.solutions().gold.clone().filter(|_| !stages.has_stage_golds());
+    let mut any_gold = false;
+    for (index, stage) in stages.stages.iter().enumerate() {
+        let k = index as u32 + 1;
+        let dir = out.join("steps").join(&stage.name);
+        write(&dir.join("instruction.md"), stage.instruction.as_deref().unwrap_or(instruction))?;
+        write_tests(loaded, &dir.join("tests"), workdir, Some(k))?;
+        if let Some(files) = &stage.files {
+            copy_tree(&files.dir, &dir.join("workdir"))?;
+            // The overlay's delete.txt lists nothing (stages_exportable): not a file to upload.
+            let delete = dir.join("workdir/delete.txt");
+            if delete.is_file() {
+                fs::remove_file(&delete).map_err(io(&delete))?;
+            }
+        }
+        let gold = stage.gold.as_ref().or(whole_gold.as_ref().filter(|_| k == 1));
+        if let Some(gold) = gold {
+            write_solution(&gold.dir, &dir.join("solution"), workdir)?;
+            any_gold = true;
+        }
+    }
+    Ok(any_gold)
+}
+
+/// Writes a tests directory: the evaluator's copy, `test.sh` (for stage `stage` of a staged
+/// package, with `SPECGAP_STAGE` set), the candidate launcher and the reward converter.
+fn write_tests(loaded: &specgap_task::TaskPackage, tests: &Path, workdir: &str, stage: Option<u32>) -> Result<(), HarborError> {
+    copy_tree(&loaded.evaluator_dir(), &tests.join("evaluator"))?;
+    write(&tests.join("test.sh"), &test_script(loaded, workdir, stage))?;
+    write(&tests.join("specgap-candidate"), &candidate_script(workdir))?;
+    let delivery = loaded.manifest().delivery.as_ref().map(|d| {
         format!(
             "[{}, \"{}\"]",
             d.reference,
@@ -117,20 +197,21 @@ pub fn export_task(package: &Path, out: &Path) -> Result<Exported, HarborError> 
         )
     });
     write(
-        &out.join("tests/specgap_reward.py"),
+        &tests.join("specgap_reward.py"),
         &REWARD_PROGRAM.replace("DELIVERY = None  #", &format!("DELIVERY = {}  #", delivery.as_deref().unwrap_or("None"))),
     )?;
-    for script in ["tests/test.sh", "tests/specgap-candidate"] {
-        make_executable(&out.join(script))?;
+    for script in ["test.sh", "specgap-candidate"] {
+        make_executable(&tests.join(script))?;
     }
-    let gold = loaded.solutions().gold.clone();
-    if let Some(gold) = &gold {
-        copy_tree(&gold.dir, &out.join("solution/gold"))?;
-        write(&out.join("solution/solve.sh"), &solve_script(&workdir))?;
-        make_executable(&out.join("solution/solve.sh"))?;
-    }
-    write(&out.join("task.toml"), &harbor_manifest(&loaded, &name, &image, &workdir, out)?)?;
-    Ok(Exported::Converted { gold: gold.is_some() })
+    Ok(())
+}
+
+/// Writes a solution directory: the gold overlay `gold` as `gold/` and the `solve.sh` that
+/// applies it.
+fn write_solution(gold: &Path, solution: &Path, workdir: &str) -> Result<(), HarborError> {
+    copy_tree(gold, &solution.join("gold"))?;
+    write(&solution.join("solve.sh"), &solve_script(workdir))?;
+    make_executable(&solution.join("solve.sh"))
 }
 
 /// The image keys of a format-2 package (issue 25), read from task.toml's text so this works
@@ -216,8 +297,27 @@ fn harbor_manifest(
         );
     }
     root.insert("environment".into(), Value::Table(environment));
+    if let Some(stages) = loaded.stages() {
+        root.insert("multi_step_reward_strategy".into(), stages.score.as_str().into());
+        root.insert("steps".into(), Value::Array(stages.stages.iter().map(step_entry).collect()));
+    }
     let text = toml::to_string(&root).map_err(|source| HarborError::Toml { path: out.join("task.toml"), source })?;
     Ok(format!("# Exported from the specgap package {} by `specgap export-task`.\n{text}", manifest.task.name))
+}
+
+/// One `[[steps]]` entry: the stage's name and its `min_reward` (a number, gating Harbor's
+/// `reward` key, which is specgap's Score; or the table of keys, which the exported
+/// `reward.json` carries from the result's `rewards`).
+fn step_entry(stage: &specgap_task::StageText) -> Value {
+    let mut entry = Table::new();
+    entry.insert("name".into(), stage.name.clone().into());
+    if let Some(min) = stage.min_reward {
+        entry.insert("min_reward".into(), Value::Float(min));
+    } else if !stage.min_reward_keys.is_empty() {
+        let keys = stage.min_reward_keys.iter().map(|(key, min)| (key.clone(), Value::Float(*min))).collect();
+        entry.insert("min_reward".into(), Value::Table(keys));
+    }
+    Value::Table(entry)
 }
 
 /// Single-quotes `text` for a POSIX shell.
@@ -225,8 +325,9 @@ fn quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', "'\\''"))
 }
 
-fn test_script(loaded: &specgap_task::TaskPackage, workdir: &str) -> String {
+fn test_script(loaded: &specgap_task::TaskPackage, workdir: &str, stage: Option<u32>) -> String {
     let manifest = loaded.manifest();
+    let stage = stage.map(|k| format!(" SPECGAP_STAGE={k}")).unwrap_or_default();
     format!(
         r#"#!/bin/bash
 # Written by `specgap export-task`: runs the specgap evaluator of {name} on the workspace and
@@ -236,7 +337,7 @@ set -u
 out=$(mktemp -d)
 evaluator=$(mktemp -d)
 cp -a /tests/evaluator/. "$evaluator"/
-export SPECGAP_WORKSPACE={workdir} SPECGAP_OUT="$out" SPECGAP_TASK={task} SPECGAP_CANDIDATE=/tests/specgap-candidate
+export SPECGAP_WORKSPACE={workdir} SPECGAP_OUT="$out" SPECGAP_TASK={task} SPECGAP_CANDIDATE=/tests/specgap-candidate{stage}
 (cd "$evaluator" && /bin/sh -c {command})
 echo "specgap evaluator exited with status $?" >&2
 mkdir -p /logs/verifier

@@ -19,6 +19,9 @@ the reward files itself. What this program refuses (reward 0, the reason on stde
 With $SPECGAP_STAGE set (1-based: the engine scores stage k's submission of a multi-step
 task), only that step's tests run and its reward is the result; unset (specgap check, a
 one-step task), every step runs and the rewards are combined by the task's strategy.
+When one step ran and its reward stands, result.json also has `rewards`: the step's reward
+keys (reward.json's, or {"reward": ...} from reward.txt), which a stage's per-key min_reward
+table is compared with.
 """
 
 import hashlib
@@ -190,12 +193,14 @@ def main():
     chosen = chosen_steps(config["steps"])
     flags = channel_references(workspace, known_files(config, chosen[-1][0]))
     rewards = []
+    keyed = {}
     for index, step in chosen:
         scratch = os.path.join(os.getcwd(), f".specgap-step-{index}")
         reward, step_flags, values = run_step(config, step, scratch)
         flags += [f"step {step['name']}: {flag}" for flag in step_flags]
         note(f"step {step['name']}: reward {reward} {json.dumps(values, sort_keys=True)}")
         rewards.append(reward)
+        keyed = values
     if config.get("strategy") == "final":
         reward = rewards[-1]
     else:
@@ -207,8 +212,13 @@ def main():
     if not 0.0 <= reward <= 1.0:
         note(f"the reward {reward} is outside [0, 1], which specgap's result needs")
         return 1
+    result = {"version": 1, "reward": reward}
+    # One step's reward keys, as Harbor's per-key min_reward sees them; none when several steps
+    # were combined, or when the reward was refused (a stage gated on a key then stops).
+    if len(chosen) == 1 and keyed and not flags:
+        result["rewards"] = {key: float(value) for key, value in sorted(keyed.items())}
     with open(os.path.join(os.environ["SPECGAP_OUT"], "result.json"), "w", encoding="utf-8") as f:
-        json.dump({"version": 1, "reward": reward}, f)
+        json.dump(result, f)
     return 0
 
 

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use fs_err as fs;
 use sha2::{Digest, Sha256};
+use specgap_protocol::package::MinReward;
 use toml::{Table, Value};
 
 use crate::error::{HarborError, io, walk};
@@ -469,8 +470,15 @@ fn stages_table(plan: &Plan, golds: &[String]) -> Option<Value> {
             if index > 0 {
                 entry.insert("instruction".into(), stage_file(&label).into());
             }
-            if let Some(min) = step.min_reward {
-                entry.insert("min_reward".into(), Value::Float(min));
+            match &step.min_reward {
+                Some(MinReward::Score(min)) => {
+                    entry.insert("min_reward".into(), Value::Float(*min));
+                }
+                Some(MinReward::Keys(keys)) => {
+                    let table = keys.iter().map(|(key, min)| (key.clone(), Value::Float(*min))).collect();
+                    entry.insert("min_reward".into(), Value::Table(table));
+                }
+                None => {}
             }
             if index > 0 && step.staged.is_some() {
                 entry.insert("files".into(), stage_files_dir(&label).into());

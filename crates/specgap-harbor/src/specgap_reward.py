@@ -5,7 +5,9 @@ usage: specgap_reward.py RESULT_JSON > /logs/verifier/reward.json
 The reward is specgap's Score (DESIGN §2 scoring kinds): requirements passed / total; tests
 passed / (total - skipped), errors failing; a delivery 0 when invalid, else objective /
 reference (max) or reference / objective (min); else the reported reward. A missing or
-unreadable result is reward 0 with "evaluation_error": 1.
+unreadable result is reward 0 with "evaluation_error": 1. The result's `rewards` (its reward
+keys) are written beside `reward`, which stays the Score, so a step's min_reward table can
+gate on them.
 """
 
 import json
@@ -39,6 +41,9 @@ def main(path):
         with open(path, encoding="utf-8") as f:
             result = json.load(f)
         rewards = {"reward": score(result)}
+        for key, value in sorted((result.get("rewards") or {}).items()):
+            if key != "reward" and isinstance(value, (int, float)) and not isinstance(value, bool):
+                rewards[key] = value
     except (OSError, ValueError, AttributeError, TypeError) as error:
         print(f"specgap: no usable result.json: {error}", file=sys.stderr)
         rewards = {"reward": 0.0, "evaluation_error": 1}

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use fs_err as fs;
+use specgap_protocol::package::MinReward;
 use toml::{Table, Value};
 
 use crate::dockerfile;
@@ -67,8 +68,9 @@ pub struct StepPlan {
     pub solve: Option<String>,
     /// Its staged files (`steps/<name>/workdir`), relative to the task directory.
     pub staged: Option<String>,
-    /// Its `min_reward`, when a number in [0, 1] (a table of keys is not mapped).
-    pub min_reward: Option<f64>,
+    /// Its `min_reward`: a number in [0, 1] (gating the step's reward), or a table of reward
+    /// keys with finite minimums (gating those keys of its `reward.json`).
+    pub min_reward: Option<MinReward>,
 }
 
 /// How one Harbor task maps to a specgap package.
@@ -396,18 +398,16 @@ impl Planner<'_> {
                     "{base}/workdir/setup.sh: not run (its step's other files are added to the workspace when the stage begins)"
                 ));
             }
-            let min_reward = match step.get("min_reward") {
-                None => None,
-                Some(value) => match number(value).filter(|m| (0.0..=1.0).contains(m)) {
-                    Some(min) => Some(min),
-                    None => {
-                        self.unmapped.push(format!(
-                            "[[steps]] {name}: min_reward {value}: only a number in [0, 1] (gating the reward) is mapped; this step never ends the episode"
-                        ));
-                        None
-                    }
-                },
-            };
+            let min_reward = step.get("min_reward").and_then(|value| {
+                let mapped = min_reward(value);
+                if mapped.is_none() {
+                    self.unmapped.push(format!(
+                        "[[steps]] {name}: min_reward {value}: only a number in [0, 1] (gating the reward) or a table of reward keys \
+                         with finite numbers is mapped; this step never ends the episode"
+                    ));
+                }
+                mapped
+            });
             let solve = self.dir.join(&base).join("solution/solve.sh").is_file().then(|| format!("{base}/solution/solve.sh"));
             let staged = self.dir.join(&base).join("workdir").is_dir().then(|| format!("{base}/workdir"));
             plans.push(StepPlan {
@@ -559,6 +559,22 @@ fn below(destination: &str, workdir: &str) -> Option<String> {
         return Some(String::new());
     }
     destination.strip_prefix(&format!("{workdir}/")).map(str::to_string)
+}
+
+/// A step's `min_reward` as specgap can gate on it: a number in [0, 1], or a non-empty table
+/// whose every value is a finite number (Harbor's `dict[str, float]`, any range).
+fn min_reward(value: &Value) -> Option<MinReward> {
+    if let Some(table) = value.as_table() {
+        let keys: Option<BTreeMap<String, f64>> = table
+            .iter()
+            .map(|(key, min)| {
+                let min = min.as_float().or_else(|| min.as_integer().map(|i| i as f64)).filter(|m| m.is_finite())?;
+                (!key.is_empty()).then(|| (key.clone(), min))
+            })
+            .collect();
+        return keys.filter(|keys| !keys.is_empty()).map(MinReward::Keys);
+    }
+    number(value).filter(|min| (0.0..=1.0).contains(min)).map(MinReward::Score)
 }
 
 fn number(value: &Value) -> Option<f64> {

@@ -95,10 +95,12 @@ pub struct Stage {
     /// (the agent must not read it before the stage begins). Absent on the first stage only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instruction: Option<String>,
-    /// In [0, 1]: when this stage's submission scores below it, the episode ends there and the
-    /// later stages are never given (Harbor's `min_reward` of a step).
+    /// When this stage's submission falls short of it, the episode ends there and the later
+    /// stages are never given (Harbor's `min_reward` of a step): a number in [0, 1] that the
+    /// Score must reach, or a table of reward keys (`{ accuracy = 0.8 }`) each of which the
+    /// result's `rewards` must reach.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min_reward: Option<f64>,
+    pub min_reward: Option<MinReward>,
     /// The stage's files: an overlay directory (relative to the package root, outside
     /// `workspace/`; a top-level `delete.txt` lists files to remove) applied to the workspace
     /// when the stage begins, before its instruction is sent (Harbor's `steps/<name>/workdir/`).
@@ -111,6 +113,18 @@ pub struct Stage {
     /// `gold` applies it at this stage; `check` proves each stage's gold passes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gold: Option<String>,
+}
+
+/// A stage's `min_reward` (Harbor's step `min_reward`, `trial/multi_step.py`): the stage
+/// passes its threshold when the number or every key is reached.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum MinReward {
+    /// In [0, 1]: the stage submission's Score must be at least this.
+    Score(f64),
+    /// Reward key -> minimum (any finite number): the result's `rewards` must hold every key
+    /// at or above its minimum; a missing key falls short (Harbor counts it as -inf).
+    Keys(BTreeMap<String, f64>),
 }
 
 /// How a staged episode's score is aggregated over its stage submissions (Harbor's

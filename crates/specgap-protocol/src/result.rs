@@ -41,6 +41,11 @@ pub struct EvalResult {
     /// [`ResultProblem::RewardOutOfRange`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reward: Option<f64>,
+    /// The reward's components by name (an imported Harbor task's `reward.json` keys),
+    /// finite numbers of any range. Not scored: a stage's `min_reward` table compares them
+    /// with its per-key minimums (docs/writing-tasks.md "Stages"); otherwise only recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rewards: Option<BTreeMap<String, f64>>,
 }
 
 /// One requirement's verdict.
@@ -268,6 +273,9 @@ impl EvalResult {
     fn check_finite(&self) -> Result<(), ResultProblem> {
         if self.reward.is_some_and(|r| !r.is_finite()) {
             return Err(ResultProblem::NonFinite("reward".into()));
+        }
+        if let Some((key, _)) = self.rewards.iter().flatten().find(|(_, value)| !value.is_finite()) {
+            return Err(ResultProblem::NonFinite(format!("rewards.{key}")));
         }
         if self.delivery.as_ref().and_then(|d| d.objective).is_some_and(|obj| !obj.is_finite()) {
             return Err(ResultProblem::NonFinite("delivery.objective".into()));

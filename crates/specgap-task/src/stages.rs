@@ -6,7 +6,8 @@
 //! | each `name` a label, unique | the store, `show` and the evaluator's logs name stages by it |
 //! | the first stage has no `instruction` | its instruction is the opening message (`instruction.md` / `instruction.full.md`) |
 //! | every later stage has `instruction`: a regular file relative to the root, outside `workspace/` | the agent must not read a stage before it begins |
-//! | `min_reward` in [0, 1] | it is compared with the stage submission's Score |
+//! | `min_reward` a number in [0, 1] | it is compared with the stage submission's Score |
+//! | or a non-empty table of reward keys, each a finite number | each is compared with the same key of the result's `rewards` (Harbor's per-key table) |
 //! | `files` only on a later stage: a directory relative to the root, outside `workspace/` | the first stage's files are `workspace/`; a later stage's must stay hidden until it begins |
 //! | `gold`: a directory relative to the root, outside `workspace/` | the agent must not read a solution |
 //!
@@ -15,9 +16,10 @@
 //! files to remove): the engine applies a stage's files when the stage begins, and scripted
 //! `gold` applies the stage's gold during it.
 
+use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
-use specgap_protocol::package::{StageScore, Stages};
+use specgap_protocol::package::{MinReward, Stage, StageScore, Stages};
 
 use crate::error::{LoadError, Location};
 use crate::format2::is_label;
@@ -41,8 +43,12 @@ pub struct StageText {
     /// The instruction sent when the stage begins; `None` for the first stage (the opening
     /// message is its instruction).
     pub instruction: Option<String>,
-    /// The Score below which the episode ends after this stage.
+    /// The Score below which the episode ends after this stage (`min_reward` as a number).
     pub min_reward: Option<f64>,
+    /// Reward key -> minimum (`min_reward` as a table, Harbor's per-key thresholds): the
+    /// episode ends after this stage unless the result's `rewards` holds every key at or above
+    /// its minimum. Empty when `min_reward` is a number or absent.
+    pub min_reward_keys: BTreeMap<String, f64>,
     /// The files the stage adds to the workspace when it begins (`files`); `None` for the
     /// first stage and for a stage that adds none.
     pub files: Option<Overlay>,
@@ -98,11 +104,7 @@ pub(crate) fn load(root: &Path, stages: &Stages, at: Location) -> Result<Package
         if loaded.iter().any(|s| s.name == stage.name) {
             return Err(invalid(format!("[[stages.stage]] names `{}` twice; expected each stage name once", stage.name)));
         }
-        if let Some(min) = stage.min_reward
-            && !(0.0..=1.0).contains(&min)
-        {
-            return Err(invalid(format!("stage `{}` has min_reward = {min}; expected a number in [0, 1]", stage.name)));
-        }
+        let (min_reward, min_reward_keys) = min_rewards(stage, &invalid)?;
         let instruction = match (n, stage.instruction.as_deref()) {
             (1, Some(rel)) => {
                 return Err(invalid(format!(
@@ -130,9 +132,31 @@ pub(crate) fn load(root: &Path, stages: &Stages, at: Location) -> Result<Package
         }
         let files = stage.files.as_deref().map(|rel| overlay_dir(root, rel, &stage.name, "files", &invalid)).transpose()?;
         let gold = stage.gold.as_deref().map(|rel| overlay_dir(root, rel, &stage.name, "gold", &invalid)).transpose()?;
-        loaded.push(StageText { name: stage.name.clone(), instruction, min_reward: stage.min_reward, files, gold });
+        loaded.push(StageText { name: stage.name.clone(), instruction, min_reward, min_reward_keys, files, gold });
     }
     Ok(PackageStages { score: stages.score, stages: loaded })
+}
+
+/// A stage's `min_reward` split into its Score threshold and its per-key thresholds.
+fn min_rewards(stage: &Stage, invalid: &dyn Fn(String) -> LoadError) -> Result<(Option<f64>, BTreeMap<String, f64>), LoadError> {
+    match &stage.min_reward {
+        None => Ok((None, BTreeMap::new())),
+        Some(MinReward::Score(min)) if (0.0..=1.0).contains(min) => Ok((Some(*min), BTreeMap::new())),
+        Some(MinReward::Score(min)) => Err(invalid(format!("stage `{}` has min_reward = {min}; expected a number in [0, 1]", stage.name))),
+        Some(MinReward::Keys(keys)) if keys.is_empty() => Err(invalid(format!(
+            "stage `{}` has an empty min_reward table; expected reward keys with their minimums, such as {{ reward = 1.0 }}",
+            stage.name
+        ))),
+        Some(MinReward::Keys(keys)) => {
+            if let Some((key, min)) = keys.iter().find(|(key, min)| key.is_empty() || !min.is_finite()) {
+                return Err(invalid(format!(
+                    "stage `{}` has min_reward key `{key}` = {min}; expected a non-empty key and a finite number",
+                    stage.name
+                )));
+            }
+            Ok((None, keys.clone()))
+        }
+    }
 }
 
 /// `rel` (a stage's `key`) as a path below `root`, outside `workspace/`.

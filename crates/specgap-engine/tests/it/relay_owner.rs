@@ -36,7 +36,7 @@ fn failing(package: &TaskPackage, requirement: &str, failure_mode: &str, measure
             (id.clone(), outcome)
         })
         .collect();
-    EvalResult { version: RESULT_VERSION, requirements: Some(requirements), tests: None, delivery: None, reward: None }
+    EvalResult { version: RESULT_VERSION, requirements: Some(requirements), tests: None, delivery: None, reward: None, rewards: None }
 }
 
 /// The relay owner's first message after each failure mode: the incident, then the request.

@@ -1,7 +1,7 @@
 //! Staged tasks (`[stages]`, Harbor's `[[steps]]`): stage k+1's instruction arrives only after
 //! submission k was scored, the evaluator learns the stage from `SPECGAP_STAGE`, the episode's
 //! score aggregates the stage submissions (`mean` or `final`), and a stage scoring below its
-//! `min_reward` ends the episode there.
+//! `min_reward` (a Score, or a table of reward keys) ends the episode there.
 //!
 //! The package is written here: its evaluator reads the reward from the workspace file
 //! `stage<SPECGAP_STAGE>.txt` (0 when the variable or the file is missing), so a score
@@ -291,4 +291,115 @@ fn a_later_stage_file_is_absent_in_stage_one_and_present_after_its_message() {
     assert_eq!(reads[1], ("     1\tadded by stage 2".to_string(), false));
     assert_eq!(r.scores(), [1.0, 1.0, 0.0]);
     assert_eq!(stage_messages(&r), [STAGE_2, STAGE_3]);
+}
+
+/// The Harbor fixture `keyed-steps` (specgap-harbor's tests): step `draft` writes reward.json
+/// with `title` (0 or 1) and `length` (a quarter per line of report.md), gated on the table
+/// `{ title = 1.0, length = 0.5 }`; step `finish` asks for a last line `Done.`.
+fn imported_keyed_steps(dir: &Path) -> TaskPackage {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../specgap-harbor/tests/fixtures/keyed-steps");
+    let destination = dir.join("keyed-steps");
+    let options = specgap_harbor::ImportOptions { gold: false, ..Default::default() };
+    match specgap_harbor::import_task(&source, &destination, &options).unwrap() {
+        specgap_harbor::Outcome::Imported { .. } => {}
+        other => panic!("not imported: {other:?}"),
+    }
+    specgap_task::load(&destination).unwrap()
+}
+
+fn end_detail(r: &crate::support::Run) -> Option<String> {
+    r.events.iter().rev().find_map(|e| match &e.kind {
+        EventKind::End { detail, .. } => Some(detail.clone()),
+        _ => None,
+    })
+}
+
+#[test]
+fn a_stage_short_of_one_key_of_its_min_reward_table_ends_the_episode() {
+    let dir = tempfile::tempdir().unwrap();
+    let package = imported_keyed_steps(dir.path());
+    // title 1, length 0.25: the step's reward (their mean, 0.625) would pass a min_reward of
+    // 0.6, but the table gates each key, and `length` is short.
+    let mut agent = TestAgent::new(vec![
+        one("write_text", json!({"path": "report.md", "content": "# Report\n"})),
+        one("submit", json!({})),
+        one("write_text", json!({"path": "report.md", "content": "# Report\nDone.\n"})),
+        one("submit", json!({})),
+    ]);
+    let r = run(&package, "hidden", &mut agent, Options::default());
+    assert_eq!(r.scores(), [0.625]);
+    assert!(stage_messages(&r).is_empty());
+    assert_eq!(
+        end_detail(&r).as_deref(),
+        Some("stage 1 `draft` reward key `length` is 0.25, below its min_reward 0.5: stage 2 was not given")
+    );
+    assert_eq!(final_score(&r), (Some(0.625), Some(false)));
+}
+
+#[test]
+fn a_stage_meeting_every_key_of_its_min_reward_table_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let package = imported_keyed_steps(dir.path());
+    let mut agent = TestAgent::new(vec![
+        one("write_text", json!({"path": "report.md", "content": "# Report\nAll fine.\n"})),
+        one("submit", json!({})),
+        one("write_text", json!({"path": "report.md", "content": "# Report\nAll fine.\nDone.\n"})),
+        one("submit", json!({})),
+    ]);
+    let r = run(&package, "hidden", &mut agent, Options::default());
+    assert_eq!(r.scores(), [0.75, 1.0]);
+    assert_eq!(stage_messages(&r), ["End report.md with the line: Done.\n"]);
+    assert_eq!(r.ok().end_reason, EndReason::Submitted);
+    assert_eq!(final_score(&r), (Some(0.875), Some(false)));
+}
+
+#[test]
+fn a_missing_key_never_reaches_its_minimum() {
+    let stage = specgap_task::StageText {
+        name: "gated".into(),
+        instruction: None,
+        min_reward: None,
+        min_reward_keys: [("accuracy".to_string(), 0.5), ("style".to_string(), 0.0)].into_iter().collect(),
+        files: None,
+        gold: None,
+    };
+    let shortfall = specgap_engine::episode::stage_shortfall;
+    let rewards = |pairs: &[(&str, f64)]| pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect::<std::collections::BTreeMap<_, _>>();
+    // No `rewards` at all (an evaluator that writes none, a refused reward): the first key is short.
+    assert_eq!(shortfall(&stage, 1.0, None).as_deref(), Some("reward key `accuracy` is missing, below its min_reward 0.5"));
+    assert_eq!(
+        shortfall(&stage, 1.0, Some(&rewards(&[("accuracy", 0.9)]))).as_deref(),
+        Some("reward key `style` is missing, below its min_reward 0")
+    );
+    assert_eq!(shortfall(&stage, 0.0, Some(&rewards(&[("accuracy", 0.5), ("style", 0.0)]))), None);
+    // A number is compared with the Score, as before.
+    let scored = specgap_task::StageText { min_reward: Some(0.6), min_reward_keys: Default::default(), ..stage };
+    assert_eq!(shortfall(&scored, 0.5, None).as_deref(), Some("scored 0.5, below its min_reward 0.6"));
+    assert_eq!(shortfall(&scored, 0.6, None), None);
+}
+
+#[test]
+fn a_specgap_staged_package_exported_to_harbor_and_imported_back_runs_stage_by_stage() {
+    let dir = tempfile::tempdir().unwrap();
+    let native = Path::new(env!("CARGO_MANIFEST_DIR")).join("../specgap-harbor/tests/fixtures/staged-native");
+    let harbor = dir.path().join("harbor");
+    specgap_harbor::export::export_task(&native, &harbor).unwrap();
+    let destination = dir.path().join("imported");
+    let options = specgap_harbor::ImportOptions { gold: false, ..Default::default() };
+    match specgap_harbor::import_task(&harbor, &destination, &options).unwrap() {
+        specgap_harbor::Outcome::Imported { .. } => {}
+        other => panic!("not imported: {other:?}"),
+    }
+    let package = specgap_task::load(&destination).unwrap();
+    let mut agent = TestAgent::new(vec![
+        one("write_text", json!({"path": "a.txt", "content": "one\n"})),
+        one("submit", json!({})),
+        // Stage 2 scores b.txt and notes.txt, the file stage 2 added when it began.
+        one("write_text", json!({"path": "b.txt", "content": "two\n"})),
+        one("submit", json!({})),
+    ]);
+    let r = run(&package, "hidden", &mut agent, Options::default());
+    assert_eq!(r.scores(), [1.0, 1.0]);
+    assert_eq!(stage_messages(&r), ["Write b.txt holding the word: two. Keep notes.txt as it is.\n"]);
+    assert_eq!(final_score(&r), (Some(1.0), Some(true)));
 }

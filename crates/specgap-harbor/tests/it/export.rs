@@ -8,7 +8,7 @@ use specgap_harbor::{ImportOptions, Outcome, import_task};
 use specgap_task::check::{Verdict, check_package};
 
 use crate::harbor::validate_task;
-use crate::support::{dataset, import_one};
+use crate::support::{dataset, fixture, import_one};
 
 fn task_fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../specgap-task/tests/fixtures").join(name)
@@ -54,7 +54,7 @@ fn native_packages_export_as_valid_harbor_tasks() {
     let mut written = Vec::new();
     for name in ["req-basic", "test-basic", "delivery-basic"] {
         let dir = out.path().join(name);
-        assert_eq!(export_task(&task_fixture(name), &dir).unwrap(), Exported::Converted { gold: true });
+        assert_eq!(export_task(&task_fixture(name), &dir).unwrap(), Exported::Converted { gold: true, steps: 0 });
         written.push(dir);
     }
     let manifest: toml::Table = std::fs::read_to_string(written[0].join("task.toml")).unwrap().parse().unwrap();
@@ -115,20 +115,130 @@ fn an_exported_native_package_imports_back_and_its_gold_still_passes() {
     assert_eq!(rows.iter().find(|(c, _)| c == "starter").map(|(_, v)| *v), Some(Verdict::Pass), "{:?}", report.checks);
 }
 
+/// Copies the fixture package `tests/fixtures/staged-native` (two stages: `first` asks for
+/// a.txt, min_reward 1; `second` adds notes.txt and asks for b.txt; a gold per stage).
+fn staged_native() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let package = dir.path().join("staged-native");
+    copy_dir(&fixture("staged-native"), &package);
+    (dir, package)
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    for entry in walkdir::WalkDir::new(from) {
+        let entry = entry.unwrap();
+        let target = to.join(entry.path().strip_prefix(from).unwrap());
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 #[test]
-fn a_staged_native_package_is_not_exported() {
-    let (out, package) = import_one("two-steps");
-    // Without its kept Harbor copy the package is specgap's own: its stages have no export.
-    std::fs::remove_dir_all(package.join(specgap_harbor::HARBOR_COPY)).unwrap();
+fn a_staged_native_package_exports_one_harbor_step_per_stage() {
+    let (_dir, package) = staged_native();
+    let out = tempfile::tempdir().unwrap();
+    let harbor = out.path().join("staged-native");
+    assert_eq!(export_task(&package, &harbor).unwrap(), Exported::Converted { gold: true, steps: 2 });
+    let manifest: toml::Table = read(&harbor.join("task.toml")).parse().unwrap();
+    assert_eq!(manifest["multi_step_reward_strategy"].as_str(), Some("mean"));
+    let steps = manifest["steps"].as_array().unwrap();
+    let names: Vec<(&str, Option<f64>)> =
+        steps.iter().map(|s| (s["name"].as_str().unwrap(), s.get("min_reward").and_then(toml::Value::as_float))).collect();
+    assert_eq!(names, [("first", Some(1.0)), ("second", None)]);
+    assert_eq!(read(&harbor.join("steps/first/instruction.md")), "Write a.txt holding the word: one\n");
+    assert_eq!(read(&harbor.join("steps/second/instruction.md")), "Write b.txt holding the word: two. Keep notes.txt as it is.\n");
+    // Stage 2's files are step 2's workdir/, uploaded when the step begins; not in the image.
+    assert_eq!(read(&harbor.join("steps/second/workdir/notes.txt")), "from stage two\n");
+    assert!(!harbor.join("environment/workspace/notes.txt").exists());
+    assert!(!harbor.join("steps/first/workdir").exists());
+    // Each step's tests run the evaluator as that stage; its own gold is its solution.
+    for (step, k) in [("first", 1), ("second", 2)] {
+        let test = read(&harbor.join(format!("steps/{step}/tests/test.sh")));
+        assert!(test.contains(&format!("SPECGAP_CANDIDATE=/tests/specgap-candidate SPECGAP_STAGE={k}\n")), "{test}");
+        assert!(harbor.join(format!("steps/{step}/tests/evaluator/evaluate.py")).is_file());
+        assert!(harbor.join(format!("steps/{step}/solution/solve.sh")).is_file());
+    }
+    assert_eq!(read(&harbor.join("steps/first/solution/gold/a.txt")), "one\n");
+    assert_eq!(read(&harbor.join("steps/second/solution/gold/b.txt")), "two\n");
+    // A multi-step Harbor task has no top-level instruction or tests.
+    assert!(!harbor.join("instruction.md").exists() && !harbor.join("tests").exists() && !harbor.join("solution").exists());
+    let Some((ok, lines)) = validate_task(&[harbor.as_path()]) else {
+        return;
+    };
+    assert!(ok, "{lines:?}");
+    assert_eq!(lines, ["valid fixtures/staged-native steps=2"]);
+}
+
+#[test]
+fn an_exported_staged_package_imports_back_and_check_passes() {
+    let (_dir, package) = staged_native();
+    let exported = tempfile::tempdir().unwrap();
+    let harbor = exported.path().join("staged-native");
+    export_task(&package, &harbor).unwrap();
+    let imported = tempfile::tempdir().unwrap();
+    let outcome = import_task(&harbor, &imported.path().join("staged-native"), &ImportOptions::default()).unwrap();
+    let Outcome::Imported { package: again, .. } = &outcome else { panic!("{}", outcome.line()) };
+    let loaded = specgap_task::load(again).unwrap();
+    assert_eq!(loaded.instruction(), "Write a.txt holding the word: one\n");
+    let stages = loaded.stages().unwrap();
+    let read_back: Vec<(&str, Option<f64>, bool, bool)> =
+        stages.stages.iter().map(|s| (s.name.as_str(), s.min_reward, s.files.is_some(), s.gold.is_some())).collect();
+    assert_eq!(read_back, [("first", Some(1.0), false, true), ("second", None, true, true)]);
+    let judge = specgap_task::SandboxJudge::new(true).unwrap();
+    let report = check_package(&loaded, &judge);
+    let rows: Vec<(String, Verdict)> = report.checks.iter().map(|r| (r.check.clone(), r.result)).collect();
+    let get = |name: &str| rows.iter().find(|(c, _)| c == name).map(|(_, v)| *v);
+    for row in ["gold", "starter", "stage:first", "stage:second"] {
+        assert_eq!(get(row), Some(Verdict::Pass), "{row}: {:?}", report.checks);
+    }
+    assert!(rows.iter().all(|(_, v)| *v != Verdict::Fail), "{:?}", report.checks);
+}
+
+#[test]
+fn a_stage_whose_files_delete_something_is_not_exported() {
+    let (_dir, package) = staged_native();
+    std::fs::write(package.join("stages/second/files/delete.txt"), "README.md\n").unwrap();
+    let out = tempfile::tempdir().unwrap();
     let target = out.path().join("exported");
     let error = export_task(&package, &target).unwrap_err();
     assert_eq!(
         error.to_string(),
         format!(
-            "{}: cannot be exported as a Harbor task: it has 2 stages ([stages]); export-task writes one-step Harbor tasks, \
-             and writing stages back as [[steps]] is not done",
+            "{}: cannot be exported as a Harbor task: stage `second`'s files delete 1 path(s) (delete.txt); \
+             a Harbor step's workdir/ can only add files",
             package.display()
         )
     );
     assert!(!target.exists());
+}
+
+#[test]
+fn a_min_reward_table_is_exported_and_reward_json_carries_its_keys() {
+    let (_dir, package) = staged_native();
+    let manifest = read(&package.join("task.toml")).replace("min_reward = 1.0", "min_reward = { parts = 1.0 }");
+    std::fs::write(package.join("task.toml"), manifest).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let harbor = out.path().join("staged-native");
+    export_task(&package, &harbor).unwrap();
+    let exported: toml::Table = read(&harbor.join("task.toml")).parse().unwrap();
+    let gate = exported["steps"][0]["min_reward"].as_table().unwrap();
+    assert_eq!(gate.iter().map(|(k, v)| (k.as_str(), v.as_float())).collect::<Vec<_>>(), [("parts", Some(1.0))]);
+    // The converter keeps the result's reward keys beside `reward` (the Score, never replaced).
+    let result = out.path().join("result.json");
+    std::fs::write(&result, r#"{"version": 1, "reward": 0.5, "rewards": {"reward": 0.9, "parts": 0.5}}"#).unwrap();
+    let converted =
+        std::process::Command::new("python3").arg(harbor.join("steps/first/tests/specgap_reward.py")).arg(&result).output().unwrap();
+    assert!(converted.status.success(), "{converted:?}");
+    assert_eq!(String::from_utf8_lossy(&converted.stdout), "{\"reward\": 0.5, \"parts\": 0.5}\n");
+    let Some((ok, lines)) = validate_task(&[harbor.as_path()]) else {
+        return;
+    };
+    assert!(ok, "{lines:?}");
 }

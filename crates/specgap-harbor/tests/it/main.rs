@@ -5,5 +5,6 @@ mod export;
 mod harbor;
 mod image_gold;
 mod import;
+mod min_reward;
 mod support;
 mod trust;

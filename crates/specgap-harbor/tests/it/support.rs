@@ -29,3 +29,18 @@ pub fn import_one(name: &str) -> (tempfile::TempDir, PathBuf) {
     assert!(matches!(outcome, Outcome::Imported { .. }), "{}", outcome.line());
     (out, package)
 }
+
+/// A fixture task outside the dataset (`tests/fixtures/<name>`), so the dataset's lists stay.
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+}
+
+/// Imports the fixture task `tests/fixtures/<name>` into a fresh directory; returns the
+/// directory and the package.
+pub fn import_fixture(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let out = tempfile::tempdir().unwrap();
+    let package = out.path().join(name);
+    let outcome = specgap_harbor::import_task(&fixture(name), &package, &ImportOptions::default()).unwrap();
+    assert!(matches!(outcome, Outcome::Imported { .. }), "{}", outcome.line());
+    (out, package)
+}

@@ -173,7 +173,7 @@ pub fn write_run(dir: &Path, packages: &[&TaskPackage], runs: &[Predecessor]) ->
             // A package of another test's own: its failing tests are recorded too.
             tests.extend(last.failing.iter().map(|t| (t.to_string(), TestOutcome::Fail)));
             let success = last.failing.is_empty();
-            let result = EvalResult { version: 1, requirements: None, tests: Some(tests), delivery: None, reward: None };
+            let result = EvalResult { version: 1, requirements: None, tests: Some(tests), delivery: None, reward: None, rewards: None };
             let score = (TESTS.len() - last.failing.len()) as f64 / TESTS.len() as f64;
             writer
                 .write_submission(
@@ -253,7 +253,14 @@ pub fn append_run(dir: &Path, package: &TaskPackage, run: &Predecessor) -> Strin
             &SubmissionRecord {
                 automatic: false,
                 agent_declared: true,
-                result: Some(EvalResult { version: 1, requirements: None, tests: Some(tests), delivery: None, reward: None }),
+                result: Some(EvalResult {
+                    version: 1,
+                    requirements: None,
+                    tests: Some(tests),
+                    delivery: None,
+                    reward: None,
+                    rewards: None,
+                }),
                 scored: Some(Scored { kind: ScoringKind::Test, score: 0.5, success: last.failing.is_empty() }),
                 failing_requirement: None,
                 error: None,

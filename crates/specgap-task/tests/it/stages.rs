@@ -40,6 +40,17 @@ fn stages_load_with_their_instructions_and_score() {
 }
 
 #[test]
+fn a_min_reward_table_loads_as_per_key_thresholds() {
+    // Harbor's per-key table: keys of the result's `rewards`, any finite minimum.
+    let copy = staged(&TWO_STAGES.replace("min_reward = 0.5", "min_reward = { accuracy = 0.8, tokens = 3 }"));
+    let package = specgap_task::load(&copy.root).unwrap();
+    let first = &package.stages().unwrap().stages[0];
+    assert_eq!(first.min_reward, None);
+    let keys: Vec<(&str, f64)> = first.min_reward_keys.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+    assert_eq!(keys, [("accuracy", 0.8), ("tokens", 3.0)]);
+}
+
+#[test]
 fn mean_is_the_default_score() {
     let copy = staged(&TWO_STAGES.replace("score = \"final\"\n", ""));
     assert_eq!(specgap_task::load(&copy.root).unwrap().stages().unwrap().score, StageScore::Mean);
@@ -68,6 +79,18 @@ fn every_stage_rule_is_an_error_naming_the_stage() {
             "[[stages.stage]] names `first` twice; expected each stage name once",
         ),
         (TWO_STAGES.replace("min_reward = 0.5", "min_reward = 1.5"), "stage `first` has min_reward = 1.5; expected a number in [0, 1]"),
+        (
+            TWO_STAGES.replace("min_reward = 0.5", "min_reward = {}"),
+            "stage `first` has an empty min_reward table; expected reward keys with their minimums, such as { reward = 1.0 }",
+        ),
+        (
+            TWO_STAGES.replace("min_reward = 0.5", "min_reward = { \"\" = 0.5 }"),
+            "stage `first` has min_reward key `` = 0.5; expected a non-empty key and a finite number",
+        ),
+        (
+            TWO_STAGES.replace("min_reward = 0.5", "min_reward = { accuracy = nan }"),
+            "stage `first` has min_reward key `accuracy` = NaN; expected a non-empty key and a finite number",
+        ),
         (
             TWO_STAGES.replace("min_reward = 0.5\n", "instruction = \"instruction.md\"\n"),
             "the first stage `first` names instruction `instruction.md`; the first stage's instruction is the opening message (instruction.md), so leave the key out",
