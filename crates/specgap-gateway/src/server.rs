@@ -254,6 +254,7 @@ impl Exchange {
         let record = ExchangeRecord {
             seq: self.seq,
             started_unix_ms: self.started_unix_ms,
+            started_at: self.started,
             duration_ms: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
             method: std::mem::take(&mut self.method),
             path: std::mem::take(&mut self.path),

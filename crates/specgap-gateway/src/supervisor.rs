@@ -13,6 +13,8 @@
 //! pool: [`Supervisor::admission_waits`]): keep them short and never block on the gateway itself ([`crate::GatewayHandle::shutdown`] from inside a hook would wait for
 //! itself; [`crate::GatewayHandle::abandon`] is fine).
 
+use std::time::Instant;
+
 use serde::{Deserialize, Serialize};
 use specgap_protocol::event::Usage;
 
@@ -182,6 +184,9 @@ pub struct ExchangeRecord {
     pub seq: u64,
     /// Arrival time, milliseconds since the Unix epoch.
     pub started_unix_ms: u64,
+    /// Arrival time on the monotonic clock: what happened before it (a tripwire's attempts)
+    /// can be ordered against the exchange exactly.
+    pub started_at: Instant,
     /// Arrival to the last byte sent to the client, milliseconds.
     pub duration_ms: u64,
     /// The method as received.

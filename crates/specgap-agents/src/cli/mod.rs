@@ -362,6 +362,11 @@ pub struct CliAgent {
     tripwire: Option<network::EpisodeTripwire>,
     /// How many of the tripwire's attempts were handed to the engine already.
     attempts_taken: usize,
+    /// The arrival of the exchange [`Agent::next_turn`] handed out last (and of the replies
+    /// queued after it), `None` when what it handed out has no exchange: the engine writes
+    /// that exchange after [`Agent::records_since_last`], so only attempts made before it
+    /// may go first; the later ones wait for the next turn.
+    records_until: Option<Instant>,
     /// On an image environment: the host runtime's mounts and the entry wrappers ([`image`]).
     image: Option<image::ImageLaunch>,
     /// Exchanges that ended after the engine stopped reading the agent (at the deadline or
@@ -409,6 +414,7 @@ impl CliAgent {
             questions: None,
             tripwire: None,
             attempts_taken: 0,
+            records_until: None,
             image: None,
             late: Vec::new(),
             extra_mounts: Vec::new(),
@@ -872,6 +878,7 @@ impl Agent for CliAgent {
         if let Some(reply) = self.queued.pop_front() {
             return Ok(reply);
         }
+        self.records_until = None;
         let deadline = self.deadline();
         loop {
             if deadline.is_over() {
@@ -885,7 +892,10 @@ impl Agent for CliAgent {
                 until = until.min(at);
             }
             match self.link.next(until) {
-                Some(Happened::Exchange(record)) => return Ok(self.observed(&record)),
+                Some(Happened::Exchange(record)) => {
+                    self.records_until = Some(record.started_at);
+                    return Ok(self.observed(&record));
+                }
                 Some(Happened::TurnRequested(ticket)) => {
                     self.granting = Some(ticket);
                     return Ok(AgentReply::TurnRequested);
@@ -935,6 +945,8 @@ impl Agent for CliAgent {
             return;
         }
         self.stopped = true;
+        // The closing records take every attempt left.
+        self.records_until = None;
         if let Some(bridge) = &self.bridge {
             bridge.end();
         }
@@ -978,7 +990,7 @@ impl Agent for CliAgent {
     fn records_since_last(&mut self) -> Vec<(Instant, EventKind)> {
         let mut records = std::mem::take(&mut self.late);
         if let Some(tripwire) = &self.tripwire {
-            records.extend(network::new_attempts(tripwire, &mut self.attempts_taken));
+            records.extend(network::new_attempts(tripwire, &mut self.attempts_taken, self.records_until));
         }
         // In the order they happened (stable: an exchange's results stay before it).
         records.sort_by_key(|(at, _)| *at);

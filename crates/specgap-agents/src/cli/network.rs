@@ -42,14 +42,24 @@ pub(super) fn arm(sandbox: &mut AgentSandbox) -> EpisodeTripwire {
     }
 }
 
-/// The `network_attempt` events of the attempts completed since the `taken` first ones, each
-/// with the moment it arrived; `taken` grows by their number. Called at every turn, and once
-/// more after the sandbox is gone (the tripwire is disarmed then, so every record is complete).
-pub(super) fn new_attempts(tripwire: &EpisodeTripwire, taken: &mut usize) -> Vec<(Instant, EventKind)> {
+/// The `network_attempt` events of the attempts completed since the `taken` first ones that
+/// arrived before `until` (all of them without it), each with the moment it arrived; `taken`
+/// grows by their number. Called at every turn, and once more after the sandbox is gone (the
+/// tripwire is disarmed then, so every record is complete).
+pub(super) fn new_attempts(tripwire: &EpisodeTripwire, taken: &mut usize, until: Option<Instant>) -> Vec<(Instant, EventKind)> {
     let EpisodeTripwire::Armed(tripwire) = tripwire else { return Vec::new() };
-    let settled = tripwire.settled_since(*taken);
+    let settled = arrived_before(tripwire.settled_since(*taken), until);
     *taken += settled.len();
     settled.into_iter().map(|(at, attempt)| (at, attempt_event(attempt))).collect()
+}
+
+/// The leading `records` (in arrival order) that arrived before `until`; all without it.
+fn arrived_before<T>(mut records: Vec<(Instant, T)>, until: Option<Instant>) -> Vec<(Instant, T)> {
+    if let Some(until) = until {
+        let before = records.iter().take_while(|(at, _)| *at < until).count();
+        records.truncate(before);
+    }
+    records
 }
 
 /// The `network_tripwire` event for the end (the tripwire disarmed first): armed or not, and
@@ -112,7 +122,20 @@ mod tests {
                         .into(),
             }
         );
-        assert_eq!(new_attempts(&unavailable, &mut 0), Vec::new());
+        assert_eq!(new_attempts(&unavailable, &mut 0, None), Vec::new());
+    }
+
+    /// An attempt made after the exchange the engine has yet to write waits for the next
+    /// turn, so it is never written before that exchange (a race under load).
+    #[test]
+    fn only_attempts_made_before_the_exchange_handed_out_go_first() {
+        let t0 = Instant::now();
+        let at = |ms| t0 + std::time::Duration::from_millis(ms);
+        let records = vec![(at(1), "a"), (at(5), "b"), (at(9), "c")];
+        assert_eq!(arrived_before(records.clone(), Some(at(5))), vec![(at(1), "a")]);
+        assert_eq!(arrived_before(records.clone(), Some(at(10))), records);
+        assert_eq!(arrived_before(records.clone(), Some(at(0))), Vec::new());
+        assert_eq!(arrived_before(records.clone(), None), records);
     }
 
     #[test]
