@@ -19,10 +19,9 @@ use specgap_agents::cli::CliConfig;
 use specgap_gateway::mock::replies::{self, Call, Tokens};
 use specgap_gateway::mock::{MockReply, MockUpstream, ReceivedRequest};
 use specgap_synth::cli_role::CliRole;
-use specgap_synth::pipeline::{Config, Limits, Roles, synthesize};
 use specgap_synth::role::{Role, RoleName};
 
-use crate::support::{Scripts, audit_pass, brief, build_step, calibrate_ready, package_copy, payment_retry, step, steps};
+use crate::support::{Scripts, accepted_at_first_iteration, audit_pass, brief, package_copy, steps, without_latency, write_handoff};
 
 const MODEL: &str = "mock-claude-role-model";
 const KEY_ENV: &str = "SPECGAP_TEST_SYNTH_CLAUDE_KEY";
@@ -42,12 +41,6 @@ fn bash(n: u64, command: &str) -> MockReply {
 /// An answer without a tool call: Claude Code ends its turn and exits.
 fn say(n: u64, text: &str) -> MockReply {
     replies::anthropic_stream(MODEL, text, &[], tokens(n))
-}
-
-/// A shell command writing `value` to the hand-off file when `guard` holds (so a role that
-/// sees the wrong mounts writes nothing, and the synthesis fails).
-fn write_handoff(guard: &str, value: &Value) -> String {
-    format!("{guard} && cat > /handoff/handoff.json <<'SPECGAP_EOF'\n{value}\nSPECGAP_EOF")
 }
 
 fn config(mock: &MockUpstream) -> CliConfig {
@@ -83,11 +76,6 @@ fn usage_of(requests: &[u64]) -> Value {
         "cached_tokens": requests.iter().sum::<u64>(),
         "reasoning_tokens": 0, "requests": requests.len(), "retries": 0, "cost_usd": 0.0
     })
-}
-
-fn without_latency(mut usage: Value) -> Value {
-    usage.as_object_mut().unwrap().remove("latency_ms");
-    usage
 }
 
 /// The text of every user message of a request, its text blocks joined.
@@ -135,31 +123,13 @@ fn claude_code_planner_and_auditor_drive_payment_retry_to_ready_writing_their_ha
     ])
     .unwrap();
     mock.set_fallback(MockReply::json(500, "{\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"unscripted request\"}}"));
-    let mut roles = Roles {
-        planner: claude_role(&mock, RoleName::Planner, &runs),
-        builder: scripts.role("builder", vec![build_step(&good, "built payment-retry")]),
-        auditor: claude_role(&mock, RoleName::Auditor, &runs),
-        calibrator: scripts.role("calibrator", vec![calibrate_ready()]),
-        implementer: None,
-        reference: None,
-    };
-    let config =
-        Config { source: payment_retry(), out: scripts.out(), limits: Limits::default(), prompts: Default::default(), resume: false };
-    let judge = specgap_task::SandboxJudge::new(true).unwrap();
-    let done = synthesize(&config, &mut roles, &judge).unwrap();
+    let planner = claude_role(&mock, RoleName::Planner, &runs);
+    let auditor = claude_role(&mock, RoleName::Auditor, &runs);
+    let done = scripts.run_planner_and_auditor(planner, auditor, &good).unwrap();
     assert_eq!((done.designs, done.iterations), (1, 1));
 
     let journal = scripts.journal();
-    assert_eq!(
-        steps(&journal),
-        vec![
-            step("planner", 1, 0, 1, "accepted"),
-            step("builder", 1, 1, 1, "accepted"),
-            step("acceptance", 1, 1, 1, "passed"),
-            step("auditor", 1, 1, 1, "accepted"),
-            step("calibrator", 1, 1, 1, "accepted"),
-        ]
-    );
+    assert_eq!(steps(&journal), accepted_at_first_iteration(1));
     let entries = journal["entries"].as_array().unwrap();
     // The hand-offs, exactly as the roles' Bash tool wrote them.
     let written = |run: &str| fs_err::read_to_string(runs.join(run).join("handoff/handoff.json")).unwrap();

@@ -5,7 +5,9 @@ use serde_json::json;
 use specgap_synth::pipeline::{Limits, SynthError};
 
 use crate::acceptance::BROKEN_GOLD;
-use crate::support::{Scripts, audit_fix, audit_pass, brief, build_step, calibrate_ready, copy_within, package_copy, step, steps};
+use crate::support::{
+    Scripts, accepted_at_first_iteration, audit_fix, audit_pass, brief, build_step, calibrate_ready, copy_within, package_copy, step, steps,
+};
 
 #[test]
 fn a_clean_run_journals_every_hand_off_and_copies_the_package() {
@@ -23,16 +25,7 @@ fn a_clean_run_journals_every_hand_off_and_copies_the_package() {
     assert_eq!(specgap_task::load(&done.package).unwrap().name(), "examples/payment-retry");
 
     let journal = scripts.journal();
-    assert_eq!(
-        steps(&journal),
-        vec![
-            step("planner", 1, 0, 1, "accepted"),
-            step("builder", 1, 1, 1, "accepted"),
-            step("acceptance", 1, 1, 1, "passed"),
-            step("auditor", 1, 1, 1, "accepted"),
-            step("calibrator", 1, 1, 1, "accepted"),
-        ]
-    );
+    assert_eq!(steps(&journal), accepted_at_first_iteration(1));
     let entries = journal["entries"].as_array().unwrap();
     assert_eq!(entries[0]["detail"], brief());
     assert_eq!(entries[1]["detail"], json!({"package": "payment-retry", "summary": "built payment-retry"}));

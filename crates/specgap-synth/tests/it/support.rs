@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use specgap_synth::pipeline::{Config, Limits, Roles, SynthError, Synthesized, synthesize};
-use specgap_synth::role::ScriptedRole;
+use specgap_synth::role::{Role, ScriptedRole};
 
 /// `examples/tasks/payment-retry`.
 pub fn payment_retry() -> PathBuf {
@@ -117,6 +117,23 @@ impl Scripts {
         synthesize(&config, &mut roles, &judge)
     }
 
+    /// Runs the pipeline with `planner` and `auditor` (e.g. `cli:` roles) beside a scripted
+    /// Builder that hands over `good` and a Calibrator that says ready.
+    pub fn run_planner_and_auditor(&self, planner: Box<dyn Role>, auditor: Box<dyn Role>, good: &Path) -> Result<Synthesized, SynthError> {
+        let mut roles = Roles {
+            planner,
+            builder: self.role("builder", vec![build_step(good, "built payment-retry")]),
+            auditor,
+            calibrator: self.role("calibrator", vec![calibrate_ready()]),
+            implementer: None,
+            reference: None,
+        };
+        let config =
+            Config { source: payment_retry(), out: self.out(), limits: Limits::default(), prompts: Default::default(), resume: false };
+        let judge = specgap_task::SandboxJudge::new(true).unwrap();
+        synthesize(&config, &mut roles, &judge)
+    }
+
     /// The journal written to `<tmp>/out/journal.json`.
     pub fn journal(&self) -> Value {
         serde_json::from_str(&fs_err::read_to_string(self.out().join("journal.json")).unwrap()).unwrap()
@@ -144,6 +161,30 @@ pub fn steps(journal: &Value) -> Vec<(String, u64, u64, u64, String)> {
 /// Shorthand for one expected journal step.
 pub fn step(stage: &str, design: u64, iteration: u64, attempt: u64, status: &str) -> (String, u64, u64, u64, String) {
     (stage.to_owned(), design, iteration, attempt, status.to_owned())
+}
+
+/// The journal steps of one design accepted at its first iteration, the Planner answering at
+/// its `planner_attempt`-th attempt (earlier attempts are not included).
+pub fn accepted_at_first_iteration(planner_attempt: u64) -> Vec<(String, u64, u64, u64, String)> {
+    vec![
+        step("planner", 1, 0, planner_attempt, "accepted"),
+        step("builder", 1, 1, 1, "accepted"),
+        step("acceptance", 1, 1, 1, "passed"),
+        step("auditor", 1, 1, 1, "accepted"),
+        step("calibrator", 1, 1, 1, "accepted"),
+    ]
+}
+
+/// A shell command writing `value` to a role's hand-off file when `guard` holds (so a role
+/// that sees the wrong mounts writes nothing, and the synthesis fails).
+pub fn write_handoff(guard: &str, value: &Value) -> String {
+    format!("{guard} && cat > /handoff/handoff.json <<'SPECGAP_EOF'\n{value}\nSPECGAP_EOF")
+}
+
+/// A journaled usage without its `latency_ms` (which is measured, not scripted).
+pub fn without_latency(mut usage: Value) -> Value {
+    usage.as_object_mut().unwrap().remove("latency_ms");
+    usage
 }
 
 /// A copy of payment-retry at `<dir>/payment-retry`, to plant a defect in.
