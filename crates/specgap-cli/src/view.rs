@@ -75,7 +75,10 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
     config.port = args.port;
     let handle = specgap_view::serve(config).context("starting the viewer")?;
     println!("specgap view: {}", handle.url());
-    println!("serving {} run(s) read-only; press Ctrl-C to stop", args.runs.len());
+    match handle.served() {
+        (runs, 0) => println!("serving {runs} run(s) read-only; press Ctrl-C to stop"),
+        (runs, syntheses) => println!("serving {syntheses} synthesis(es) and {runs} run(s) read-only; press Ctrl-C to stop"),
+    }
     handle.wait();
     Ok(ExitCode::SUCCESS)
 }
