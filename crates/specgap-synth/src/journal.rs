@@ -4,7 +4,8 @@
 //! Shape (format [`JOURNAL_FORMAT`]): `{"format": 1, "resumed": times, "source": path, "limits": {...},
 //! "roles": {"planner": label, ...}, "usage": {role: usage summed} (when any role spent some), "entries": [Entry...], "outcome": null | {"status":
 //! "ready" | "failed", "message": text, "package": path | null}}`; each entry is described on
-//! [`Entry`].
+//! [`Entry`]. [`Journal`] writes it; [`read_journal`] is the one reader ([`SynthesisJournal`]),
+//! used by `--resume` ([`read_previous`]) and by `specgap view`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
