@@ -1,4 +1,4 @@
-//! `specgap view RUN...`: the browser viewer of `specgap-view`, live on 127.0.0.1, or
+//! `specgap view RUN...`: the browser viewer of `specgap-view` (runs, and syntheses), live on 127.0.0.1, or
 //! `--static DIR` to write the same pages as files. This module parses arguments and prints
 //! the URL; the server, the pages and the static writer live in `specgap-view`.
 
@@ -14,6 +14,10 @@ listens on 127.0.0.1 and prints a URL with a random token: requests without it, 
 header names another site, are refused. Private evaluations, requirement text and workspace
 diffs are shown fenced as private.
 
+A directory holding journal.json is a synthesis (specgap synthesize --out DIR): its page lists
+the journal's entries with their tokens and cost, the limits, usage per role, the outcome and
+each hand-off, and its calibration rollouts' run stores are shown as runs.
+
 --static DIR writes the pages as files to publish; without --include-private it leaves out
 private evaluations, requirement and clarification-target text, diffs, coverage judgements,
 model panels' ballots and extraction verdicts, evaluation-error details and event kinds this
@@ -22,13 +26,14 @@ build does not know.
 Examples:
   specgap view runs/latest
   specgap view runs/demo runs/other --port 8765
+  specgap view synth-demo/
   specgap view runs/demo --static site/ && python3 -m http.server -d site 8000 --bind 127.0.0.1";
 
 /// Arguments of `specgap view`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
-    /// Run directories to view.
+    /// Run directories (or synthesis output directories) to view.
     #[arg(value_name = "RUN", required = true, num_args = 1..)]
     pub runs: Vec<PathBuf>,
     /// Port to listen on (default: one the system chooses).
@@ -70,7 +75,10 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
     config.port = args.port;
     let handle = specgap_view::serve(config).context("starting the viewer")?;
     println!("specgap view: {}", handle.url());
-    println!("serving {} run(s) read-only; press Ctrl-C to stop", args.runs.len());
+    match handle.served() {
+        (runs, 0) => println!("serving {runs} run(s) read-only; press Ctrl-C to stop"),
+        (runs, syntheses) => println!("serving {syntheses} synthesis(es) and {runs} run(s) read-only; press Ctrl-C to stop"),
+    }
     handle.wait();
     Ok(ExitCode::SUCCESS)
 }

@@ -40,7 +40,7 @@ pub enum HandoffError {
 }
 
 /// What the Planner is asked to respect; the brief is validated against these.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct BriefLimits {
     /// How many requirements the brief must have (the paper's `$NUM_REQUIREMENTS`; default 5).
     pub requirements: usize,

@@ -4,7 +4,8 @@
 //! Shape (format [`JOURNAL_FORMAT`]): `{"format": 1, "resumed": times, "source": path, "limits": {...},
 //! "roles": {"planner": label, ...}, "usage": {role: usage summed} (when any role spent some), "entries": [Entry...], "outcome": null | {"status":
 //! "ready" | "failed", "message": text, "package": path | null}}`; each entry is described on
-//! [`Entry`].
+//! [`Entry`]. [`Journal`] writes it; [`read_journal`] is the one reader ([`SynthesisJournal`]),
+//! used by `--resume` ([`read_previous`]) and by `specgap view`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -205,42 +206,12 @@ pub struct Previous {
     pub unanswered: BTreeMap<String, Usage>,
 }
 
-/// Reads `<out>/journal.json` for `--resume`.
+/// Reads `<out>/journal.json` for `--resume` (through [`read_journal`]).
 ///
 /// # Errors
 /// The read error, or a parse error naming the file.
 pub fn read_previous(out: &Path) -> std::io::Result<Previous> {
-    #[derive(serde::Deserialize)]
-    struct Outcome {
-        status: String,
-    }
-    #[derive(serde::Deserialize)]
-    struct Entry {
-        seq: usize,
-        stage: String,
-        design: usize,
-        iteration: usize,
-        attempt: usize,
-        #[serde(default)]
-        status: String,
-        #[serde(default)]
-        reply: Option<String>,
-        #[serde(default)]
-        usage: Option<Usage>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Doc {
-        #[serde(default)]
-        resumed: u64,
-        entries: Vec<Entry>,
-        #[serde(default)]
-        carried: BTreeMap<String, Usage>,
-        outcome: Option<Outcome>,
-    }
-    let path = out.join("journal.json");
-    let text = fs_err::read_to_string(&path)?;
-    let doc: Doc = serde_json::from_str(&text)
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{} is not a synthesis journal: {e}", path.display())))?;
+    let doc = read_journal(&out.join("journal.json")).map_err(JournalError::into_io)?;
     let mut unanswered = doc.carried;
     let mut answers = Vec::new();
     for e in doc.entries {
@@ -265,4 +236,142 @@ pub fn read_previous(out: &Path) -> std::io::Result<Previous> {
         }
     }
     Ok(Previous { resumed: doc.resumed, status: doc.outcome.map(|o| o.status), answers, unanswered })
+}
+
+/// A journal as read back from its file: what `--resume` and `specgap view` read (the one
+/// parser of `journal.json`; [`Journal`] writes it).
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+pub struct SynthesisJournal {
+    /// [`JOURNAL_FORMAT`].
+    pub format: u32,
+    /// How often the synthesis was resumed.
+    #[serde(default)]
+    pub resumed: u64,
+    /// The source task.
+    pub source: PathBuf,
+    /// The limits it ran under.
+    pub limits: Limits,
+    /// Who played each role (`planner` → `scripted:planner.json`, ...).
+    #[serde(default)]
+    pub roles: BTreeMap<String, String>,
+    /// Usage summed per role (and `rollouts`), `carried` included.
+    #[serde(default)]
+    pub usage: BTreeMap<String, Usage>,
+    /// What an earlier journal's unanswered requests spent, per role (`--resume`).
+    #[serde(default)]
+    pub carried: BTreeMap<String, Usage>,
+    /// Every step, in order.
+    pub entries: Vec<RecordedEntry>,
+    /// How it ended; `None` while it runs (or when it was interrupted).
+    #[serde(default)]
+    pub outcome: Option<RecordedOutcome>,
+}
+
+/// One step as read back ([`Entry`] with owned text).
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+pub struct RecordedEntry {
+    /// 1-based position in the journal.
+    pub seq: usize,
+    /// The stage ([`Entry::stage`]).
+    pub stage: String,
+    /// 1-based design.
+    pub design: usize,
+    /// Builder iteration (0 for the Planner).
+    pub iteration: usize,
+    /// Attempt at this hand-off.
+    pub attempt: usize,
+    /// The status ([`Entry::status`]).
+    #[serde(default)]
+    pub status: String,
+    /// The inputs the role was given.
+    #[serde(default)]
+    pub inputs: Option<serde_json::Value>,
+    /// On a retry: what the role was told about its last answer.
+    #[serde(default)]
+    pub retry_reason: Option<String>,
+    /// The role's raw answer.
+    #[serde(default)]
+    pub reply: Option<String>,
+    /// The parsed hand-off, the check's report, or the error message.
+    #[serde(default)]
+    pub detail: serde_json::Value,
+    /// What giving it spent.
+    #[serde(default)]
+    pub usage: Option<Usage>,
+}
+
+/// How a synthesis ended, as read back ([`JournalOutcome`] with owned text).
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+pub struct RecordedOutcome {
+    /// `ready` or `failed`.
+    pub status: String,
+    /// One line for the user.
+    #[serde(default)]
+    pub message: String,
+    /// The accepted package, when ready.
+    #[serde(default)]
+    pub package: Option<PathBuf>,
+}
+
+/// Why a journal file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    /// The file could not be read (the `fs_err` error names it).
+    #[error("cannot read the synthesis journal")]
+    Read(#[source] std::io::Error),
+    /// The file is not a synthesis journal of any format.
+    #[error("{} is not a synthesis journal", path.display())]
+    Malformed {
+        /// The file.
+        path: PathBuf,
+        /// serde_json's error, with its line and column.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The file is a journal of another format.
+    #[error("{} is a synthesis journal of format {found}; this build reads format {JOURNAL_FORMAT}", path.display())]
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// Its `format`.
+        found: u64,
+    },
+}
+
+impl JournalError {
+    fn into_io(self) -> std::io::Error {
+        match self {
+            JournalError::Read(e) => e,
+            JournalError::Malformed { path, source } => {
+                std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{} is not a synthesis journal: {source}", path.display()))
+            }
+            other => std::io::Error::new(std::io::ErrorKind::InvalidData, other.to_string()),
+        }
+    }
+}
+
+/// Reads the journal file at `path` (`<out>/journal.json`), refusing another format.
+///
+/// # Errors
+/// [`JournalError`], naming the file.
+pub fn read_journal(path: &Path) -> Result<SynthesisJournal, JournalError> {
+    let text = fs_err::read_to_string(path).map_err(JournalError::Read)?;
+    parse_journal(path, &text)
+}
+
+/// Parses `text`, the journal read from `path` (named in errors).
+///
+/// # Errors
+/// [`JournalError::Malformed`], [`JournalError::Format`].
+pub fn parse_journal(path: &Path, text: &str) -> Result<SynthesisJournal, JournalError> {
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        format: u64,
+    }
+    let malformed = |source| JournalError::Malformed { path: path.to_owned(), source };
+    let probe: Probe = serde_json::from_str(text).map_err(malformed)?;
+    if probe.format != u64::from(JOURNAL_FORMAT) {
+        return Err(JournalError::Format { path: path.to_owned(), found: probe.format });
+    }
+    serde_json::from_str(text).map_err(malformed)
 }

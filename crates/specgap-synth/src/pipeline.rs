@@ -37,7 +37,7 @@ use crate::role::{Role, RoleError, RoleName, RoleRequest};
 use crate::tree::copy_tree;
 
 /// The pipeline's limits: the paper leaves each unnamed, so each is a flag with this default.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct Limits {
     /// Builder rounds per design (`--max-iterations`, default 3).
     pub max_iterations: usize,
@@ -50,12 +50,12 @@ pub struct Limits {
     /// `--max-tokens`: prompt + completion tokens all roles together may spend (their model
     /// requests as journaled); the synthesis stops after the answer that goes over. `None`:
     /// no cap.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u64>,
     /// `--max-cost`: US dollars all roles together may spend, as their model clients price
     /// their requests (the journal's `usage.*.cost_usd`); the synthesis stops after the answer
     /// that goes over. `None`: no cap.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_cost_usd: Option<f64>,
 }
 

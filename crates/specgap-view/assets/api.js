@@ -71,6 +71,9 @@ class LiveSource {
   csv(r, filter) { return getText(`${this.base(r)}/episodes.csv${query(filter)}`); }
   base(r) { return `api/run/${r}`; }
   runs() { return getJson('api/runs'); }
+  syntheses() { return getJson('api/syntheses'); }
+  synthesis(s) { return getJson(`api/synthesis/${s}`); }
+  synthesisEntry(s, seq) { return getJson(`api/synthesis/${s}/entry/${seq}`); }
   version(r) { return getJson(`${this.base(r)}/version`); }
   progress(r) { return getJson(`${this.base(r)}/progress`); }
   facets(r) { return getJson(`${this.base(r)}/facets`); }
@@ -150,6 +153,9 @@ class StaticSource {
     return this.cache.get(url);
   }
   runs() { return this.cached('data/runs.json'); }
+  syntheses() { return this.cached('data/syntheses.json'); }
+  synthesis(s) { return this.cached(`data/synthesis-${s}/journal.json`); }
+  synthesisEntry(s, seq) { return this.cached(`data/synthesis-${s}/entry-${seq}.json`); }
   async compareRuns(a, b, selectA, selectB) {
     if (selectA || selectB) throw new Error('a published site holds the comparisons of whole runs only: selections need the live viewer (specgap view) or specgap compare --a/--b');
     const runs = await this.runs();

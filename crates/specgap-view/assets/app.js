@@ -7,12 +7,14 @@
 //   #/run/R/episode/ID?at=N         one episode (N: an event to open at)
 //   #/compare?a=R:ID&b=R:ID         two episodes side by side
 //   #/compare-runs?a=R&b=R&select_a&select_b   run B against run A (specgap compare)
+//   #/synthesis/S                   a synthesis: its journal, limits, usage, outcome, rollout runs
 
 import {source} from './api.js';
 import {h, clear, note, route, count, progressText} from './dom.js';
 import {renderOverview, renderEpisodeList} from './run.js';
 import {renderEpisode} from './episode.js';
 import {renderCompare, renderCompareRuns, compareRunsForm} from './compare.js';
+import {renderSynthesis} from './synthesis.js';
 
 const app = document.getElementById('app');
 const nav = document.getElementById('nav');
@@ -96,6 +98,9 @@ async function render() {
       else if (parts[2] === 'episodes') await renderEpisodeList(app, ctx, run, params);
       else if (parts[2] === 'episode' && parts[3]) await renderEpisode(app, ctx, run, parts[3], params);
       else app.appendChild(note(`No such page: ${location.hash}`, 'error'));
+    } else if (parts[0] === 'synthesis' && parts.length === 2) {
+      setNav(null);
+      await renderSynthesis(app, ctx, Number(parts[1]));
     } else if (parts[0] === 'compare-runs') {
       setNav(null);
       await renderCompareRuns(app, ctx, params);
@@ -113,11 +118,24 @@ async function render() {
 }
 
 async function renderRuns(ctx) {
-  const runs = await source.runs();
+  const [runs, syntheses] = await Promise.all([source.runs(), source.syntheses()]);
   if (!ctx.alive()) return;
-  if (runs.length === 1) {
+  // One synthesis given alone (its rollout runs are its own): its page.
+  const rollouts = new Map();
+  for (const s of syntheses) for (const r of s.rollouts) rollouts.set(r.run, {...r, synthesis: s});
+  if (syntheses.length === 1 && runs.every((r) => rollouts.has(r.index))) {
+    location.replace(route('synthesis/0'));
+    return;
+  }
+  if (syntheses.length === 0 && runs.length === 1) {
     location.replace(route('run/0'));
     return;
+  }
+  if (syntheses.length) {
+    app.appendChild(h('h1', null, 'Syntheses'));
+    app.appendChild(h('ul', {class: 'syntheses'}, syntheses.map((s) => h('li', null,
+      h('a', {href: route(`synthesis/${s.index}`)}, s.label),
+      ` · ${count(s.entries)} journal entries · ${s.status || 'not ended'}`))));
   }
   app.appendChild(h('h1', null, 'Runs'));
   let list = runList(runs);

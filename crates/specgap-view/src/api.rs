@@ -22,6 +22,9 @@
 //! run/{r}/episode/{id}/result/{k}        result.json of submission k (0: the residual start)    [private]
 //! run/{r}/episode/{id}/trajectory.jsonl  the raw trajectory (private events removed for public access)
 //! run/{r}/episode/{id}/atif.json         the episode as an ATIF trajectory
+//! syntheses                              the syntheses served ([`crate::synthesis`])
+//! synthesis/{s}                          a synthesis's journal: limits, usage, outcome, the entries
+//! synthesis/{s}/entry/{seq}              one journal entry with its hand-off                    [private]
 //! ```
 //!
 //! FILTER: `task`, `agent`, `condition`, `start`, `status`, `end_reason`, `min_score`,
@@ -135,13 +138,15 @@ fn route(set: &Arc<RunSet>, access: Access, segments: &[&str], query: &Query) ->
     }
     match segments {
         ["runs"] => Ok(Reply::Json(runs_json(set, access)?)),
+        ["syntheses"] => Ok(Reply::Json(crate::synthesis::syntheses_json(&set.syntheses, access)?)),
+        ["synthesis", s, rest @ ..] => synthesis_route(set, access, s, rest),
         ["compare"] => {
             let run_of = |key: &str| -> Result<usize, String> {
                 let text = query.get(key).map(String::as_str).unwrap_or("");
                 text.parse::<usize>()
                     .ok()
                     .filter(|i| *i < set.len())
-                    .ok_or_else(|| format!("`{key}` must name a run of this viewer (0 to {}), not `{text}`", set.len() - 1))
+                    .ok_or_else(|| format!("`{key}` must name a run of this viewer (0 to {}), not `{text}`", set.len().saturating_sub(1)))
             };
             let (a, b) = match (run_of("a"), run_of("b")) {
                 (Ok(a), Ok(b)) => (a, b),
@@ -192,6 +197,28 @@ fn route(set: &Arc<RunSet>, access: Access, segments: &[&str], query: &Query) ->
             }
         }
         _ => Ok(Reply::NotFound(format!("no endpoint {}", segments.join("/")))),
+    }
+}
+
+fn synthesis_route(set: &RunSet, access: Access, s: &str, rest: &[&str]) -> Result<Reply, ViewError> {
+    let Some((index, synthesis)) = s.parse::<usize>().ok().and_then(|i| set.syntheses.get(i).map(|x| (i, x))) else {
+        return Ok(Reply::NotFound(format!("no synthesis {s} in this viewer")));
+    };
+    match rest {
+        [] => Ok(Reply::Json(crate::synthesis::synthesis_json(synthesis, index, access)?)),
+        ["entry", seq] => {
+            if !access.private {
+                return Ok(Reply::Forbidden("a journal entry's hand-off is private".into()));
+            }
+            let Ok(seq) = seq.parse::<usize>() else {
+                return Ok(Reply::BadRequest(format!("entry `{seq}` is not a number")));
+            };
+            match crate::synthesis::entry_json(synthesis, seq)? {
+                Some(entry) => Ok(Reply::Json(entry)),
+                None => Ok(Reply::NotFound(format!("synthesis {s} has no journal entry {seq}"))),
+            }
+        }
+        _ => Ok(Reply::NotFound(format!("no endpoint synthesis/{s}/{}", rest.join("/")))),
     }
 }
 

@@ -14,6 +14,7 @@ pub(crate) const FILES: &[(&str, &str, &str)] = &[
     ("transcript.js", JS, include_str!("../assets/transcript.js")),
     ("compare.js", JS, include_str!("../assets/compare.js")),
     ("highlight.js", JS, include_str!("../assets/highlight.js")),
+    ("synthesis.js", JS, include_str!("../assets/synthesis.js")),
     ("style.css", "text/css; charset=utf-8", include_str!("../assets/style.css")),
 ];
 

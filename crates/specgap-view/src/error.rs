@@ -14,8 +14,26 @@ pub enum ViewError {
         #[source]
         source: Box<specgap_store::StoreError>,
     },
+    /// A synthesis's journal could not be read (its message names the file).
+    #[error("cannot open the synthesis {dir}")]
+    Synthesis {
+        /// The directory given.
+        dir: PathBuf,
+        /// Why.
+        #[source]
+        source: Box<specgap_synth::journal::JournalError>,
+    },
+    /// A synthesis's rollouts directory could not be listed.
+    #[error("cannot list the rollouts in {dir}")]
+    Rollouts {
+        /// The directory.
+        dir: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// No run directory was given.
-    #[error("no run directory given: `specgap view RUN...` needs at least one")]
+    #[error("no run directory given: `specgap view RUN...` needs at least one (a run store, or a synthesis's output directory)")]
     NoRuns,
     /// Reading the store failed while answering.
     #[error("cannot read the run store")]

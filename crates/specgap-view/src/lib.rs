@@ -1,6 +1,7 @@
 //! # specgap-view
 //!
-//! `specgap view RUN...`: a read-only viewer of run stores in the browser, live while a run is
+//! `specgap view RUN...`: a read-only viewer of run stores (and of syntheses: their journals,
+//! with their calibration rollouts' run stores) in the browser, live while a run is
 //! in progress, and usable on runs of 100,000 episodes and episodes of 10,000 events; and
 //! `--static DIR`, the same pages as files to publish.
 //!
@@ -18,6 +19,7 @@
 //! | `runs` | the runs served, each opened read-only, with trajectory indexes, the report and package text cached |
 //! | `assets` | the page, its JavaScript modules and stylesheet, embedded (`assets/`) |
 //! | [`static_site`] | `--static`: one file per API answer under `data/` |
+//! | [`synthesis`] | a synthesis's output directory (`journal.json`): its journal page, its rollouts as runs |
 //!
 //! ## How it stays fast
 //!
@@ -57,6 +59,7 @@ pub mod progress;
 mod runs;
 pub mod server;
 pub mod static_site;
+pub mod synthesis;
 
 pub use access::Access;
 pub use error::ViewError;

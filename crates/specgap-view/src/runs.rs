@@ -11,6 +11,7 @@ use serde_json::Value;
 use specgap_store::{Store, TrajectoryIndex};
 
 use crate::error::ViewError;
+use crate::synthesis::{RolloutRun, SynthesisEntry, is_synthesis, rollout_dirs};
 
 /// A trajectory index shared by the requests that read its episode.
 pub(crate) type SharedIndex = Arc<Mutex<TrajectoryIndex>>;
@@ -18,31 +19,45 @@ pub(crate) type SharedIndex = Arc<Mutex<TrajectoryIndex>>;
 /// Trajectory indexes kept per run (least recently built dropped first).
 const INDEX_CACHE: usize = 64;
 
-/// The runs of one viewer, in the order given.
+/// The runs of one viewer, in the order given, and the syntheses given (each synthesis's
+/// rollout runs follow it among the runs).
 #[derive(Debug)]
 pub struct RunSet {
     pub(crate) runs: Vec<RunEntry>,
+    pub(crate) syntheses: Vec<SynthesisEntry>,
 }
 
 impl RunSet {
-    /// Opens every run directory read-only.
+    /// Opens every run directory read-only; a directory holding `journal.json` is a synthesis
+    /// ([`crate::synthesis`]): its journal is read and its rollouts' run stores opened.
     ///
     /// # Errors
     /// [`ViewError::NoRuns`]; [`ViewError::Run`] naming the first directory that is not a
-    /// readable run store.
+    /// readable run store; [`ViewError::Synthesis`] for a journal that does not read.
     pub fn open(dirs: &[PathBuf]) -> Result<RunSet, ViewError> {
         if dirs.is_empty() {
             return Err(ViewError::NoRuns);
         }
-        let mut runs = Vec::with_capacity(dirs.len());
+        let mut set = RunSet { runs: Vec::with_capacity(dirs.len()), syntheses: Vec::new() };
         for dir in dirs {
-            // The store first: for a directory that is missing or no run, its message says
-            // what a run directory is, as every other verb's does.
-            let store = Store::open_read_only(dir).map_err(|source| ViewError::Run { dir: dir.clone(), source: Box::new(source) })?;
-            let canonical = fs_err::canonicalize(dir).map_err(|e| ViewError::Run { dir: dir.clone(), source: Box::new(e.into()) })?;
-            runs.push(RunEntry::new(dir.clone(), canonical, store));
+            if is_synthesis(dir) {
+                set.open_synthesis(dir)?;
+            } else {
+                set.runs.push(open_run(dir)?);
+            }
         }
-        Ok(RunSet { runs })
+        Ok(set)
+    }
+
+    /// Opens the synthesis at `dir` and its rollouts' run stores (as runs).
+    fn open_synthesis(&mut self, dir: &Path) -> Result<(), ViewError> {
+        let mut rollouts = Vec::new();
+        for (design, iteration, path) in rollout_dirs(dir)? {
+            rollouts.push(RolloutRun { design, iteration, run: self.runs.len() });
+            self.runs.push(open_run(&path)?);
+        }
+        self.syntheses.push(SynthesisEntry::open(dir, rollouts)?);
+        Ok(())
     }
 
     /// Runs served.
@@ -50,10 +65,24 @@ impl RunSet {
         self.runs.len()
     }
 
-    /// Whether no run is served (never: [`RunSet::open`] refuses an empty list).
+    /// Whether no run is served (a synthesis without rollouts serves none).
     pub fn is_empty(&self) -> bool {
         self.runs.is_empty()
     }
+
+    /// Syntheses served.
+    pub fn syntheses(&self) -> usize {
+        self.syntheses.len()
+    }
+}
+
+/// `dir` opened read-only as a run store.
+fn open_run(dir: &Path) -> Result<RunEntry, ViewError> {
+    // The store first: for a directory that is missing or no run, its message says what a run
+    // directory is, as every other verb's does.
+    let store = Store::open_read_only(dir).map_err(|source| ViewError::Run { dir: dir.to_owned(), source: Box::new(source) })?;
+    let canonical = fs_err::canonicalize(dir).map_err(|e| ViewError::Run { dir: dir.to_owned(), source: Box::new(e.into()) })?;
+    Ok(RunEntry::new(dir.to_owned(), canonical, store))
 }
 
 /// One run and its caches.

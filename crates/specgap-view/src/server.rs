@@ -68,6 +68,8 @@ impl ViewerConfig {
 pub struct ViewerHandle {
     addr: SocketAddr,
     token: String,
+    /// Runs and syntheses served.
+    served: (usize, usize),
     stop: Mutex<Option<oneshot::Sender<()>>>,
     thread: Option<JoinHandle<()>>,
 }
@@ -76,6 +78,11 @@ impl ViewerHandle {
     /// The address listened on.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Runs served (a synthesis's rollouts included) and syntheses served.
+    pub fn served(&self) -> (usize, usize) {
+        self.served
     }
 
     /// The token requests must carry.
@@ -151,6 +158,7 @@ pub fn random_token() -> Result<String, ViewError> {
 /// [`ViewError::Runtime`], [`ViewError::Random`].
 pub fn serve(config: ViewerConfig) -> Result<ViewerHandle, ViewError> {
     let runs = Arc::new(RunSet::open(&config.runs)?);
+    let served = (runs.len(), runs.syntheses());
     let token = match config.token {
         Some(t) => t,
         None => random_token()?,
@@ -177,7 +185,7 @@ pub fn serve(config: ViewerConfig) -> Result<ViewerHandle, ViewError> {
             return Err(ViewError::Runtime(std::io::Error::other("the server thread ended before listening")));
         }
     }
-    Ok(ViewerHandle { addr, token, stop: Mutex::new(Some(stop_tx)), thread: Some(thread) })
+    Ok(ViewerHandle { addr, token, served, stop: Mutex::new(Some(stop_tx)), thread: Some(thread) })
 }
 
 struct Ctx {

@@ -1,4 +1,5 @@
-//! `specgap view RUN... --static DIR`: the same pages as files, for publishing. The scripts
+//! `specgap view RUN... --static DIR`: the same pages as files, for publishing (a synthesis's
+//! journal page too, [`crate::synthesis`]). The scripts
 //! read `data/` instead of `/api/` (one file per API answer; episode lists whole, filtered in
 //! the page; each episode's events in pages of [`EVENT_PAGE`](crate::api::EVENT_PAGE)).
 //!
@@ -98,6 +99,7 @@ pub fn write_static(runs: &[PathBuf], out: &Path, options: StaticOptions) -> Res
         }
     }
     write_comparisons(&mut w, &set, access)?;
+    write_syntheses(&mut w, &set, access)?;
     Ok(StaticSummary { index: out.join("index.html"), episodes, files: w.files })
 }
 
@@ -109,6 +111,22 @@ fn write_comparisons(w: &mut Writer, set: &RunSet, access: Access) -> Result<(),
         for b in (0..set.len()).filter(|b| *b != a) {
             let value = crate::compare_runs::compare_json(set, a, b, "", "", access).unwrap_or_else(|why| json!({"error": why}));
             w.json(&format!("data/compare-{a}-{b}.json"), &value)?;
+        }
+    }
+    Ok(())
+}
+
+/// `data/syntheses.json`, each synthesis's page (`data/synthesis-{s}/journal.json`) and, with
+/// private access only, each entry whole (`data/synthesis-{s}/entry-{seq}.json`).
+fn write_syntheses(w: &mut Writer, set: &RunSet, access: Access) -> Result<(), ViewError> {
+    w.json("data/syntheses.json", &crate::synthesis::syntheses_json(&set.syntheses, access)?)?;
+    for (s, synthesis) in set.syntheses.iter().enumerate() {
+        w.json(&format!("data/synthesis-{s}/journal.json"), &crate::synthesis::synthesis_json(synthesis, s, access)?)?;
+        if !access.private {
+            continue;
+        }
+        for entry in &synthesis.read()?.entries {
+            w.json(&format!("data/synthesis-{s}/entry-{}.json", entry.seq), &crate::synthesis::entry_whole(synthesis, entry))?;
         }
     }
     Ok(())

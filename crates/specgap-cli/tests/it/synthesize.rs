@@ -248,3 +248,105 @@ fn synthesize_plays_a_cli_planner_in_its_sandbox_and_prices_it_with_prices() {
     assert_eq!(mock.requests().len(), 2);
     assert!(mock.requests().iter().all(|r| r.header("authorization") == Some("Bearer sk-synth-test")));
 }
+
+/// `specgap view` over a synthesis's output directory (issue 27 item 1): the static site of a
+/// synthesis with calibration rollouts holds its journal page (every entry in order with its
+/// usage, the limits, usage per role, the outcome), each entry's hand-off, and the rollouts'
+/// run store as an ordinary run; a malformed journal is refused naming the file.
+#[test]
+fn view_shows_a_synthesis_its_journal_entries_and_its_rollouts_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let source = repo().join("examples/tasks/payment-retry");
+    let [planner, builder, auditor, calibrator] = ["planner", "builder", "auditor", "calibrator"].map(bundled);
+    let reference = format!("replay:{}", repo().join("examples/scripts/payment-retry-careful.jsonl").display());
+    let out = tmp.path().join("out");
+    let output = specgap()
+        .arg("synthesize")
+        .arg(&source)
+        .arg("--out")
+        .arg(&out)
+        .args(["--planner", &planner, "--builder", &builder, "--auditor", &auditor, "--calibrator", &calibrator])
+        .args(["--reference", &reference, "--rollouts", "1", "--max-iterations", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+
+    let site = tmp.path().join("site");
+    let viewed = specgap().arg("view").arg(&out).arg("--static").arg(&site).arg("--include-private").output().unwrap();
+    assert_eq!(viewed.status.code(), Some(0), "{}", String::from_utf8_lossy(&viewed.stderr));
+    let stdout = String::from_utf8_lossy(&viewed.stdout);
+    assert!(stdout.contains(" files (3 episodes, private parts included) into "), "{stdout}");
+    let read = |relative: &str| -> serde_json::Value { serde_json::from_slice(&std::fs::read(site.join(relative)).unwrap()).unwrap() };
+
+    let page = read("data/synthesis-0/journal.json");
+    let rows: Vec<(u64, String, u64, u64, u64, String, serde_json::Value, serde_json::Value)> = page["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["seq"].as_u64().unwrap(),
+                e["stage"].as_str().unwrap().to_owned(),
+                e["design"].as_u64().unwrap(),
+                e["iteration"].as_u64().unwrap(),
+                e["attempt"].as_u64().unwrap(),
+                e["status"].as_str().unwrap().to_owned(),
+                e["tokens"].clone(),
+                e["run"].clone(),
+            )
+        })
+        .collect();
+    let null = serde_json::Value::Null;
+    let row = |seq: u64, stage: &str, iteration: u64, status: &str, tokens: serde_json::Value, run: serde_json::Value| {
+        (seq, stage.to_owned(), 1, iteration, 1, status.to_owned(), tokens, run)
+    };
+    assert_eq!(
+        rows,
+        vec![
+            row(1, "planner", 0, "accepted", null.clone(), null.clone()),
+            row(2, "builder", 1, "accepted", null.clone(), null.clone()),
+            row(3, "acceptance", 1, "passed", null.clone(), null.clone()),
+            row(4, "auditor", 1, "accepted", null.clone(), null.clone()),
+            // A replay reference spends nothing (no usage); the entry links its run, run 0.
+            row(5, "rollouts", 1, "ran", null.clone(), serde_json::json!(0)),
+            row(6, "calibrator", 1, "accepted", null.clone(), null.clone()),
+        ]
+    );
+    assert_eq!(
+        page["limits"],
+        serde_json::json!({"max_iterations": 2, "max_redesigns": 1, "max_retries": 2, "brief": {"requirements": 5, "min_withheld": 3}})
+    );
+    assert_eq!(
+        page["outcome"],
+        serde_json::json!({"status": "ready", "message": "the package passed every stage", "package": out.join("package")})
+    );
+    assert_eq!(page["rollouts"], serde_json::json!([{"design": 1, "iteration": 1, "run": 0}]));
+    assert_eq!(page["total"], serde_json::json!({"tokens": 0, "cost_usd": 0.0}));
+    assert_eq!(page["handoffs"], true);
+    // Each entry whole, as the journal holds it.
+    let journal: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("journal.json")).unwrap()).unwrap();
+    for (i, entry) in journal["entries"].as_array().unwrap().iter().enumerate() {
+        let whole = read(&format!("data/synthesis-0/entry-{}.json", i + 1));
+        for key in ["inputs", "reply", "detail"] {
+            assert_eq!(whole[key], entry.get(key).cloned().unwrap_or(serde_json::Value::Null), "entry {} {key}", i + 1);
+        }
+    }
+    // The rollouts' run store is run 0 of the site, its three episodes written as any run's.
+    let runs = read("data/runs.json");
+    assert_eq!(runs[0]["label"], serde_json::json!(out.join("rollouts/design-1/iteration-1").display().to_string()));
+    assert_eq!(read("data/run-0/episodes.json").as_array().unwrap().len(), 3);
+
+    // A malformed journal: refused, naming the file.
+    let broken = tmp.path().join("broken");
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::write(broken.join("journal.json"), "{\"format\": 1}").unwrap();
+    let refused = specgap().arg("view").arg(&broken).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&refused.stderr),
+        format!(
+            "error: starting the viewer: cannot open the synthesis {0}: {0}/journal.json is not a synthesis journal: missing field `source` at line 1 column 13\n",
+            broken.display()
+        )
+    );
+}

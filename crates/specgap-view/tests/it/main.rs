@@ -6,3 +6,4 @@ mod progress;
 mod runs_compare;
 mod server;
 mod static_site;
+mod synthesis;
