@@ -379,8 +379,13 @@ fn image_starter(plan: &Plan, destination: &Path, engine: EngineChoice) -> Resul
         Err(error) => return Ok(Err(one_line(&chain(&error)))),
     };
     let inside = built.rootfs.join(plan.workdir.trim_start_matches('/'));
+    let workspace = destination.join("workspace");
     if inside.is_dir() {
-        copy_tree(&inside, &destination.join("workspace"))?;
+        copy_tree(&inside, &workspace)?;
+    }
+    // Harbor uploads the first step's `workdir/` into the running image: its files win.
+    if let Some(staged) = plan.steps.first().and_then(|step| step.staged.as_ref()) {
+        copy_staged(&plan.dir.join(staged), &workspace)?;
     }
     Ok(Ok(()))
 }
@@ -463,7 +468,8 @@ fn write_workspace(plan: &Plan, destination: &Path) -> Result<(), HarborError> {
 pub(crate) fn copy_staged(staged: &Path, target: &Path) -> Result<(), HarborError> {
     copy_tree(staged, target)?;
     let setup = target.join("setup.sh");
-    if setup.exists() {
+    // Only the step's own: a `setup.sh` the image has in its work directory stays.
+    if staged.join("setup.sh").exists() && setup.exists() {
         fs::remove_file(&setup).map_err(io(&setup))?;
     }
     Ok(())

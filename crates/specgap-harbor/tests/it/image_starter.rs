@@ -92,6 +92,31 @@ fn an_image_task_imported_without_gold_starts_from_the_files_its_dockerfile_copi
 }
 
 #[test]
+fn the_first_steps_workdir_files_win_over_the_images_as_harbor_uploads_them_into_the_running_image() {
+    if !have_busybox() || !have_programs(&["podman"]) {
+        return;
+    }
+    use_test_cache();
+    let dir = tempfile::tempdir().unwrap();
+    let task = dir.path().join("image-starter");
+    image_starter_task(&task, true);
+    // The same task as one Harbor step whose workdir/ holds its own words.txt.
+    let step = task.join("steps/count");
+    std::fs::create_dir_all(step.join("workdir")).unwrap();
+    std::fs::rename(task.join("instruction.md"), step.join("instruction.md")).unwrap();
+    std::fs::rename(task.join("tests"), step.join("tests")).unwrap();
+    std::fs::remove_dir_all(task.join("solution")).unwrap();
+    std::fs::write(step.join("workdir/words.txt"), "one two\n").unwrap();
+    let manifest = std::fs::read_to_string(task.join("task.toml")).unwrap();
+    std::fs::write(task.join("task.toml"), format!("{manifest}\n[[steps]]\nname = \"count\"\n")).unwrap();
+    let package = dir.path().join("out/image-starter");
+    let outcome = import_task(&task, &package, &ImportOptions { gold: false, ..ImportOptions::default() }).unwrap();
+    assert!(!outcome.is_failure(), "{}", outcome.line());
+    assert_eq!(workspace_files(&package), ["words.txt"]);
+    assert_eq!(std::fs::read_to_string(package.join("workspace/words.txt")).unwrap(), "one two\n");
+}
+
+#[test]
 fn an_image_task_whose_image_cannot_be_built_is_imported_with_its_starter_marked_incomplete() {
     use_test_cache();
     let dir = tempfile::tempdir().unwrap();
