@@ -6,10 +6,9 @@ use std::path::{Path, PathBuf};
 
 use fs_err as fs;
 use sha2::{Digest, Sha256};
+use specgap_env::{EngineChoice, EnvCache};
 use specgap_protocol::package::MinReward;
 use toml::{Table, Value};
-
-use specgap_env::{EngineChoice, EnvCache};
 
 use crate::error::{HarborError, io, walk};
 use crate::gold::{self, GoldOutcome};
@@ -71,7 +70,8 @@ pub struct ImportOptions {
     /// names), written into every package's `user.toml` ([`user_profile`]).
     pub persona: Option<String>,
     /// The container engine that builds an image task's environment at import (its work
-    /// directory's files are the starter): `Auto` (podman, else docker), or `None` (only
+    /// directory's files are the starter): `Auto` (`$SPECGAP_ENGINE` when set, else podman,
+    /// else docker), a named one, or `None` (only
     /// `docker_image` tasks, pulled by specgap itself; a Dockerfile is then not built and the
     /// task's starter is marked incomplete).
     pub engine: EngineChoice,
@@ -115,7 +115,7 @@ pub enum Outcome {
         /// What became of the gold solution.
         gold: GoldOutcome,
         /// Why the starter is incomplete: an image task whose image could not be built at
-        /// import, so the files its Dockerfile puts in the work directory are missing from
+        /// import, so the files its image has in the work directory are missing from
         /// `workspace/` (the package's evaluator then refuses to score; [`STARTER_INCOMPLETE`]).
         starter_incomplete: Option<String>,
         /// How many things could not be mapped (listed in the package's NOTES.md).
@@ -593,7 +593,7 @@ fn verifier_config(
 ) -> String {
     let steps: Vec<serde_json::Value> =
         plan.steps.iter().map(|s| serde_json::json!({"name": s.name, "tests": format!("harbor/{}", s.tests)})).collect();
-    let config = serde_json::json!({
+    let mut config = serde_json::json!({
         "harbor_version": HARBOR_VERSION,
         "workdir": plan.workdir,
         "steps": steps,
@@ -604,7 +604,6 @@ fn verifier_config(
         "starter_sha256": starter,
         "stage_sha256": stage_files,
     });
-    let mut config = config;
     if let (Some(why), Some(object)) = (incomplete, config.as_object_mut()) {
         object.insert(STARTER_INCOMPLETE.into(), why.into());
     }
