@@ -16,6 +16,10 @@ the reward files itself. What this program refuses (reward 0, the reason on stde
     full reward; a CTRF report the tests write that is missing beside a reward above 0;
   * a test.sh killed by a signal (its reward file may be anyone's).
 
+An image task whose image was not built at import has `starter_incomplete` (the reason) in
+harbor.json: its workspace lacks the files the image has in its work directory, so this
+program scores nothing and exits 1 (an evaluation error naming the reason).
+
 With $SPECGAP_STAGE set (1-based: the engine scores stage k's submission of a multi-step
 task), only that step's tests run and its reward is the result; unset (specgap check, a
 one-step task), every step runs and the rewards are combined by the task's strategy.
@@ -189,6 +193,13 @@ def chosen_steps(steps):
 def main():
     with open("harbor.json", encoding="utf-8") as f:
         config = json.load(f)
+    incomplete = config.get("starter_incomplete")
+    if incomplete:
+        note(
+            f"the starter is incomplete ({incomplete}): the files the task's image has in {config['workdir']} "
+            "are missing from the workspace, so no reward is given; import the task again where its image can be built"
+        )
+        return 1
     workspace = os.environ["SPECGAP_WORKSPACE"]
     chosen = chosen_steps(config["steps"])
     flags = channel_references(workspace, known_files(config, chosen[-1][0]))

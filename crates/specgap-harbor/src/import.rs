@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use fs_err as fs;
 use sha2::{Digest, Sha256};
+use specgap_env::{EngineChoice, EnvCache};
 use specgap_protocol::package::MinReward;
 use toml::{Table, Value};
 
@@ -68,11 +69,17 @@ pub struct ImportOptions {
     /// A Harbor simulated-user persona (the text of the file Harbor's `--user-persona-path`
     /// names), written into every package's `user.toml` ([`user_profile`]).
     pub persona: Option<String>,
+    /// The container engine that builds an image task's environment at import (its work
+    /// directory's files are the starter): `Auto` (`$SPECGAP_ENGINE` when set, else podman,
+    /// else docker), a named one, or `None` (only
+    /// `docker_image` tasks, pulled by specgap itself; a Dockerfile is then not built and the
+    /// task's starter is marked incomplete).
+    pub engine: EngineChoice,
 }
 
 impl Default for ImportOptions {
     fn default() -> Self {
-        ImportOptions { gold: true, sandbox: true, persona: None }
+        ImportOptions { gold: true, sandbox: true, persona: None, engine: EngineChoice::Auto }
     }
 }
 
@@ -107,6 +114,10 @@ pub enum Outcome {
         environment: &'static str,
         /// What became of the gold solution.
         gold: GoldOutcome,
+        /// Why the starter is incomplete: an image task whose image could not be built at
+        /// import, so the files its image has in the work directory are missing from
+        /// `workspace/` (the package's evaluator then refuses to score; [`STARTER_INCOMPLETE`]).
+        starter_incomplete: Option<String>,
         /// How many things could not be mapped (listed in the package's NOTES.md).
         unmapped: usize,
     },
@@ -128,9 +139,10 @@ impl Outcome {
     /// The one line `specgap import harbor` prints for this task.
     pub fn line(&self) -> String {
         match self {
-            Outcome::Imported { source, name, environment, gold, unmapped, .. } => format!(
-                "imported {}: {name} ({environment} environment, gold {}, {unmapped} not mapped, verifier trusts the workspace)",
+            Outcome::Imported { source, name, environment, gold, starter_incomplete, unmapped, .. } => format!(
+                "imported {}: {name} ({environment} environment, {}gold {}, {unmapped} not mapped, verifier trusts the workspace)",
                 task::dir_name(source),
+                starter_incomplete.as_deref().map(|why| format!("starter incomplete ({why}), ")).unwrap_or_default(),
                 gold.describe()
             ),
             Outcome::Refused(refusal) => format!("refused {}: {}", task::dir_name(&refusal.dir), refusal.reasons.join("; ")),
@@ -152,10 +164,10 @@ fn holding(parts: &[&str]) -> String {
 }
 
 impl Outcome {
-    /// Whether this outcome makes `specgap import harbor` exit 1 (a refused task, or a
-    /// directory that is not a task).
+    /// Whether this outcome makes `specgap import harbor` exit 1 (a refused task, a task
+    /// whose starter is incomplete, or a directory that is not a task).
     pub fn is_failure(&self) -> bool {
-        !matches!(self, Outcome::Imported { .. })
+        !matches!(self, Outcome::Imported { starter_incomplete: None, .. })
     }
 
     /// The directory this outcome is about.
@@ -204,6 +216,7 @@ pub fn summary(outcomes: &[Outcome]) -> String {
     let count = |f: &dyn Fn(&Outcome) -> bool| outcomes.iter().filter(|o| f(o)).count();
     let host = count(&|o| matches!(o, Outcome::Imported { environment: "host", .. }));
     let image = count(&|o| matches!(o, Outcome::Imported { environment: "image", .. }));
+    let incomplete = count(&|o| matches!(o, Outcome::Imported { starter_incomplete: Some(_), .. }));
     let gold = count(&|o| matches!(o, Outcome::Imported { gold: GoldOutcome::Written { .. }, .. }));
     let refused = count(&|o| matches!(o, Outcome::Refused(_)));
     let not_tasks = count(&|o| matches!(o, Outcome::NotATask { .. }));
@@ -211,6 +224,7 @@ pub fn summary(outcomes: &[Outcome]) -> String {
         ("tasks", outcomes.len() - not_tasks),
         ("imported, host environment", host),
         ("imported, image environment", image),
+        ("imported, starter incomplete (image not built)", incomplete),
         ("with a gold overlay", gold),
         ("refused", refused),
         ("not a Harbor task (no task.toml)", not_tasks),
@@ -283,13 +297,13 @@ pub fn import_task(dir: &Path, destination: &Path, options: &ImportOptions) -> R
     }
     write(&destination.join("evaluator/harbor_verify.py"), VERIFIER_PROGRAM)?;
     write(&destination.join("task.toml"), &manifest(&plan, destination, &[])?)?;
-    let has_solution = plan.steps.iter().any(|s| s.solve.is_some());
-    // An image task's image is built only to make its gold; its work directory's files then
-    // become the starter (the workspace is mounted over the image's work directory).
-    let image_view = match (&plan.environment, options.gold && has_solution) {
-        (EnvironmentPlan::Image { .. }, true) => Some(image_starter(&plan, destination)?),
-        _ => None,
+    // An image task's image is built at import, gold or not: the files of its work directory
+    // are the starter (the workspace is mounted over the image's work directory).
+    let built = match &plan.environment {
+        EnvironmentPlan::Image { .. } => Some(image_starter(&plan, destination, options.engine)?),
+        EnvironmentPlan::Host { .. } => None,
     };
+    let starter_incomplete = built.as_ref().and_then(|b| b.as_ref().err()).map(|why| format!("the image was not built: {why}"));
     let starter = starter_hashes(&destination.join("workspace"))?;
     let mut stage_files = Vec::with_capacity(plan.steps.len());
     for ((index, step), label) in plan.steps.iter().enumerate().zip(stage_labels(&plan)) {
@@ -297,58 +311,111 @@ pub fn import_task(dir: &Path, destination: &Path, options: &ImportOptions) -> R
         let later = index > 0 && step.staged.is_some();
         stage_files.push(if later { starter_hashes(&dir)? } else { BTreeMap::new() });
     }
-    write(&destination.join("evaluator/harbor.json"), &verifier_config(&plan, &starter, &stage_files))?;
-    let gold = match (image_view, options.gold) {
-        (_, false) => GoldOutcome::NotAsked,
-        _ if !has_solution => GoldOutcome::NoSolution,
-        (Some(Err(why)), true) => GoldOutcome::NeedsEnvironment { why },
-        (Some(Ok(view)), true) => gold::make_gold(&plan, destination, &view, gold::Launch::Direct, options.sandbox)?,
-        (None, true) => {
-            let view = specgap_sandbox::HostView::resolve(&host_environment(&plan))?;
-            gold::make_gold(&plan, destination, &view, gold::Launch::Bash, options.sandbox)?
-        }
-    };
+    write(&destination.join("evaluator/harbor.json"), &verifier_config(&plan, &starter, &stage_files, starter_incomplete.as_deref()))?;
+    let gold = task_gold(&plan, destination, built.as_ref(), options)?;
     let golds: Vec<String> =
         stage_labels(&plan).into_iter().filter(|label| plan.steps.len() > 1 && destination.join(stage_gold_dir(label)).is_dir()).collect();
     if !golds.is_empty() {
         write(&destination.join("task.toml"), &manifest(&plan, destination, &golds)?)?;
     }
-    write(&destination.join("NOTES.md"), &notes(&plan, &gold, options.persona.is_some()))?;
+    write(&destination.join("NOTES.md"), &notes(&plan, &gold, starter_incomplete.as_deref(), options.persona.is_some()))?;
     Ok(Outcome::Imported {
         source: dir.to_path_buf(),
         package: destination.to_path_buf(),
         name: plan.name.clone(),
         environment: if is_image { "image" } else { "host" },
         gold,
+        starter_incomplete,
         unmapped: plan.unmapped.len(),
     })
 }
 
-/// Builds an image task's environment (issue 25's cache and engine), copies the files of the
-/// image's work directory into the package's `workspace/`, and returns the view the task's
-/// commands run in; the reason, when the image cannot be built or viewed.
-fn image_starter(plan: &Plan, destination: &Path) -> Result<Result<specgap_sandbox::HostView, String>, HarborError> {
-    use specgap_env::{EngineChoice, EnvCache};
+/// Makes the gold of a task (when asked and it has a solution): on the host's programs, or on
+/// its image when `built` says the image was built (`None`: a host task).
+fn task_gold(
+    plan: &Plan,
+    destination: &Path,
+    built: Option<&Result<(), String>>,
+    options: &ImportOptions,
+) -> Result<GoldOutcome, HarborError> {
+    if !options.gold {
+        return Ok(GoldOutcome::NotAsked);
+    }
+    if plan.steps.iter().all(|s| s.solve.is_none()) {
+        return Ok(GoldOutcome::NoSolution);
+    }
+    match built {
+        Some(Err(_)) => Ok(GoldOutcome::NeedsEnvironment { why: "it was not built".into() }),
+        Some(Ok(())) => match image_view(destination, options.engine)? {
+            Ok(view) => gold::make_gold(plan, destination, &view, gold::Launch::Direct, options.sandbox),
+            Err(why) => Ok(GoldOutcome::NeedsEnvironment { why }),
+        },
+        None => {
+            let view = specgap_sandbox::HostView::resolve(&host_environment(plan))?;
+            gold::make_gold(plan, destination, &view, gold::Launch::Bash, options.sandbox)
+        }
+    }
+}
+
+/// The environment cache (`$XDG_CACHE_HOME/specgap/env`), or why there is none.
+fn env_cache() -> Result<EnvCache, String> {
+    EnvCache::default_root().map(EnvCache::new).map_err(|error| one_line(&chain(&error)))
+}
+
+/// Builds an image task's environment (issue 25's cache and engine) and copies the files of
+/// the image's work directory into the package's `workspace/`; the reason, in one line, when
+/// the image cannot be built.
+fn image_starter(plan: &Plan, destination: &Path, engine: EngineChoice) -> Result<Result<(), String>, HarborError> {
     let package = specgap_task::load(destination)?;
     let Some(image) = package.image_environment() else {
         return Ok(Err("the package names no image environment".into()));
     };
-    let cache = match EnvCache::default_root() {
-        Ok(root) => EnvCache::new(root),
-        Err(error) => return Ok(Err(error.to_string())),
+    let cache = match env_cache() {
+        Ok(cache) => cache,
+        Err(why) => return Ok(Err(why)),
     };
-    let built = match cache.build(&image.source.source, image.source.path.as_deref(), EngineChoice::Auto) {
+    let built = match cache.build(&image.source.source, image.source.path.as_deref(), engine) {
         Ok(built) => built,
-        Err(error) => return Ok(Err(format!("cannot build it: {}", chain(&error)))),
+        Err(error) => return Ok(Err(one_line(&chain(&error)))),
     };
     let inside = built.rootfs.join(plan.workdir.trim_start_matches('/'));
+    let workspace = destination.join("workspace");
     if inside.is_dir() {
-        copy_tree(&inside, &destination.join("workspace"))?;
+        copy_tree(&inside, &workspace)?;
     }
-    match specgap_task::task_views(&package, &cache, EngineChoice::Auto) {
+    // Harbor uploads the first step's `workdir/` into the running image: its files win.
+    if let Some(staged) = plan.steps.first().and_then(|step| step.staged.as_ref()) {
+        copy_staged(&plan.dir.join(staged), &workspace)?;
+    }
+    Ok(Ok(()))
+}
+
+/// The view an image task's commands run in (its image, built by [`image_starter`]); the
+/// reason, in one line, when it cannot be made.
+fn image_view(destination: &Path, engine: EngineChoice) -> Result<Result<specgap_sandbox::HostView, String>, HarborError> {
+    let package = specgap_task::load(destination)?;
+    let cache = match env_cache() {
+        Ok(cache) => cache,
+        Err(why) => return Ok(Err(why)),
+    };
+    match specgap_task::task_views(&package, &cache, engine) {
         Ok(views) => Ok(Ok(views.commands)),
-        Err(error) => Ok(Err(chain(&error))),
+        Err(error) => Ok(Err(one_line(&chain(&error)))),
     }
+}
+
+/// Longest reason an import line quotes.
+const REASON_CHARS: usize = 300;
+
+/// `text` on one line (its non-blank lines trimmed and joined by ` / `), cut to
+/// [`REASON_CHARS`] characters.
+fn one_line(text: &str) -> String {
+    let joined = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" / ");
+    if joined.chars().count() <= REASON_CHARS {
+        return joined;
+    }
+    let cut: String = joined.chars().take(REASON_CHARS).collect();
+    format!("{cut}…")
 }
 
 /// An error and its causes, joined by `: `.
@@ -401,7 +468,8 @@ fn write_workspace(plan: &Plan, destination: &Path) -> Result<(), HarborError> {
 pub(crate) fn copy_staged(staged: &Path, target: &Path) -> Result<(), HarborError> {
     copy_tree(staged, target)?;
     let setup = target.join("setup.sh");
-    if setup.exists() {
+    // Only the step's own: a `setup.sh` the image has in its work directory stays.
+    if staged.join("setup.sh").exists() && setup.exists() {
         fs::remove_file(&setup).map_err(io(&setup))?;
     }
     Ok(())
@@ -509,12 +577,23 @@ fn every_instruction(plan: &Plan) -> String {
     format!("{}\n", parts.join("\n\n"))
 }
 
+/// The key of `evaluator/harbor.json` that marks an incomplete starter (an image task whose
+/// image was not built at import), with the reason: `harbor_verify.py` then refuses to score,
+/// so `specgap check` fails (its `kind` row: the starter could not be evaluated) saying so.
+pub const STARTER_INCOMPLETE: &str = "starter_incomplete";
+
 /// `evaluator/harbor.json`: what harbor_verify.py needs.
-/// `stage_files`: per step, the SHA-256 of each file its stage adds (empty for the first).
-fn verifier_config(plan: &Plan, starter: &BTreeMap<String, String>, stage_files: &[BTreeMap<String, String>]) -> String {
+/// `stage_files`: per step, the SHA-256 of each file its stage adds (empty for the first);
+/// `incomplete`: why the starter is incomplete, if it is ([`STARTER_INCOMPLETE`]).
+fn verifier_config(
+    plan: &Plan,
+    starter: &BTreeMap<String, String>,
+    stage_files: &[BTreeMap<String, String>],
+    incomplete: Option<&str>,
+) -> String {
     let steps: Vec<serde_json::Value> =
         plan.steps.iter().map(|s| serde_json::json!({"name": s.name, "tests": format!("harbor/{}", s.tests)})).collect();
-    let config = serde_json::json!({
+    let mut config = serde_json::json!({
         "harbor_version": HARBOR_VERSION,
         "workdir": plan.workdir,
         "steps": steps,
@@ -525,6 +604,9 @@ fn verifier_config(plan: &Plan, starter: &BTreeMap<String, String>, stage_files:
         "starter_sha256": starter,
         "stage_sha256": stage_files,
     });
+    if let (Some(why), Some(object)) = (incomplete, config.as_object_mut()) {
+        object.insert(STARTER_INCOMPLETE.into(), why.into());
+    }
     format!("{}\n", serde_json::to_string_pretty(&config).unwrap_or_default())
 }
 
@@ -587,7 +669,7 @@ fn manifest(plan: &Plan, destination: &Path, golds: &[String]) -> Result<String,
 
 /// NOTES.md: where the package came from, its protocol, its trust model, what was not
 /// mapped.
-fn notes(plan: &Plan, gold: &GoldOutcome, persona: bool) -> String {
+fn notes(plan: &Plan, gold: &GoldOutcome, incomplete: Option<&str>, persona: bool) -> String {
     let mut text = format!(
         "# Imported from Harbor\n\n\
          Source: the Harbor task `{}` (task format of Harbor {HARBOR_VERSION}), kept verbatim in `{HARBOR_COPY}/`.\n\n\
@@ -600,6 +682,13 @@ fn notes(plan: &Plan, gold: &GoldOutcome, persona: bool) -> String {
         task::dir_name(&plan.dir),
         gold.describe()
     );
+    if let Some(why) = incomplete {
+        text.push_str(&format!(
+            "\nStarter: incomplete, {why}. The files the task's image has in its work directory ({}) are missing from \
+             `workspace/`, so the evaluator refuses to score; import the task again where its image can be built (podman or docker).\n",
+            plan.workdir
+        ));
+    }
     if plan.steps.len() > 1 {
         text.push_str(&format!(
             "\nSteps: {} stages (`[stages]`), one per Harbor step: `instruction.md` is the first step's instruction, each later step's \

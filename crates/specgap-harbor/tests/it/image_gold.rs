@@ -4,27 +4,17 @@
 //! image is made here from the host's busybox-static (`FROM scratch`, no `RUN`). Skipped with
 //! a note without busybox or an engine, unless `SPECGAP_REQUIRE_EXTERNAL=1`.
 
-use std::path::{Path, PathBuf};
-use std::sync::Once;
+use std::path::Path;
 
 use specgap_harbor::{GoldOutcome, ImportOptions, Outcome, import_task};
 
-use crate::support::required;
+use crate::support::{required, use_test_cache};
 
 const BUSYBOX: &str = "/bin/busybox";
 
 fn write_file(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, text).unwrap();
-}
-
-/// The environment cache of these tests, under the target directory.
-fn use_test_cache() {
-    static CACHE: Once = Once::new();
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("specgap-harbor-env-cache");
-    // SAFETY: set once, before this test reads it; no other test of this binary reads
-    // XDG_CACHE_HOME (host tasks never use the environment cache).
-    CACHE.call_once(|| unsafe { std::env::set_var("XDG_CACHE_HOME", &dir) });
 }
 
 fn engine_present() -> bool {

@@ -15,7 +15,7 @@ fn a_dataset_imports_every_task_it_can_and_refuses_the_rest_with_reasons() {
         [
             "imported app-workdir: fixtures/app-workdir (host environment, gold solutions/gold/ from solve.sh (1 files, 0 deleted), 7 not mapped, verifier trusts the workspace)",
             "imported hello-file: fixtures/hello-file (host environment, gold solutions/gold/ from solve.sh (1 files, 0 deleted), 1 not mapped, verifier trusts the workspace)",
-            "imported needs-image: fixtures/needs-image (image environment, gold none (no solution/solve.sh), 0 not mapped, verifier trusts the workspace)",
+            "imported needs-image: fixtures/needs-image (image environment, starter incomplete (the image was not built: [environment].dockerfile `environment/Dockerfile` needs a container engine (podman or docker) on PATH, and none was found; `--engine none` was given), gold none (no solution/solve.sh), 0 not mapped, verifier trusts the workspace)",
             "imported several-keys: fixtures/several-keys (host environment, gold solutions/gold/ from solve.sh (1 files, 0 deleted), 1 not mapped, verifier trusts the workspace)",
             "imported two-steps: fixtures/two-steps (host environment, gold solutions/gold/ from solve.sh (2 files, 0 deleted), 1 not mapped, verifier trusts the workspace)",
             "refused with-compose: environment/docker-compose.yaml: multi-container (compose) tasks cannot run here; the task asks for GPUs or TPUs; tests/test.sh downloads at verification time (`curl`); specgap's sandbox has no network",
@@ -29,7 +29,7 @@ fn a_dataset_imports_every_task_it_can_and_refuses_the_rest_with_reasons() {
     );
     assert_eq!(
         specgap_harbor::summary(&outcomes),
-        "| outcome | tasks |\n| --- | ---: |\n| tasks | 6 |\n| imported, host environment | 4 |\n| imported, image environment | 1 |\n| with a gold overlay | 4 |\n| refused | 1 |\n| not a Harbor task (no task.toml) | 0 |\n"
+        "| outcome | tasks |\n| --- | ---: |\n| tasks | 6 |\n| imported, host environment | 4 |\n| imported, image environment | 1 |\n| imported, starter incomplete (image not built) | 1 |\n| with a gold overlay | 4 |\n| refused | 1 |\n| not a Harbor task (no task.toml) | 0 |\n"
     );
 }
 
@@ -233,7 +233,7 @@ fn a_directory_without_any_task_is_one_not_a_task_outcome_naming_task_toml() {
     );
     assert!(outcomes[0].is_failure());
     assert!(!out.path().join(specgap_harbor::PROTOCOL_FILE).exists());
-    assert!(specgap_harbor::summary(&outcomes).ends_with("| tasks | 0 |\n| imported, host environment | 0 |\n| imported, image environment | 0 |\n| with a gold overlay | 0 |\n| refused | 0 |\n| not a Harbor task (no task.toml) | 1 |\n"));
+    assert!(specgap_harbor::summary(&outcomes).ends_with("| tasks | 0 |\n| imported, host environment | 0 |\n| imported, image environment | 0 |\n| imported, starter incomplete (image not built) | 0 |\n| with a gold overlay | 0 |\n| refused | 0 |\n| not a Harbor task (no task.toml) | 1 |\n"));
 }
 
 #[test]

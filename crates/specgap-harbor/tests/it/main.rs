@@ -4,6 +4,7 @@
 mod export;
 mod harbor;
 mod image_gold;
+mod image_starter;
 mod import;
 mod min_reward;
 mod support;

@@ -1,8 +1,29 @@
-//! Shared helpers: the fixture dataset, a fresh import of it.
+//! Shared helpers: the fixture dataset, a fresh import of it, the environment cache of these
+//! tests.
 
 use std::path::{Path, PathBuf};
+use std::sync::Once;
 
-use specgap_harbor::{ImportOptions, Outcome, import};
+use specgap_harbor::{EngineChoice, ImportOptions, Outcome, import};
+
+/// The environment cache of these tests, under the target directory: every test that imports
+/// an image task (whose image the import builds) calls this first, so `XDG_CACHE_HOME` is set
+/// once, before any test reads it.
+pub fn use_test_cache() {
+    static CACHE: Once = Once::new();
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("specgap-harbor-env-cache");
+    // SAFETY: set once, and every test of this binary that reads XDG_CACHE_HOME (an import of
+    // an image task) calls this function before it does.
+    CACHE.call_once(|| unsafe { std::env::set_var("XDG_CACHE_HOME", &dir) });
+}
+
+/// The options of the fixture imports: no engine, so the dataset's image task (whose
+/// Dockerfile installs packages from the network) is never built and always imports with its
+/// starter marked incomplete, on any machine.
+pub fn fixture_options() -> ImportOptions {
+    use_test_cache();
+    ImportOptions { engine: EngineChoice::None, ..ImportOptions::default() }
+}
 
 /// The fixture dataset (`tests/fixtures/dataset`).
 pub fn dataset() -> PathBuf {
@@ -17,7 +38,7 @@ pub fn required() -> bool {
 /// Imports the whole fixture dataset into a fresh directory.
 pub fn import_dataset() -> (tempfile::TempDir, Vec<Outcome>) {
     let out = tempfile::tempdir().unwrap();
-    let outcomes = import(&dataset(), out.path(), &ImportOptions::default()).unwrap();
+    let outcomes = import(&dataset(), out.path(), &fixture_options()).unwrap();
     (out, outcomes)
 }
 
@@ -25,7 +46,7 @@ pub fn import_dataset() -> (tempfile::TempDir, Vec<Outcome>) {
 pub fn import_one(name: &str) -> (tempfile::TempDir, PathBuf) {
     let out = tempfile::tempdir().unwrap();
     let package = out.path().join(name);
-    let outcome = specgap_harbor::import_task(&dataset().join(name), &package, &ImportOptions::default()).unwrap();
+    let outcome = specgap_harbor::import_task(&dataset().join(name), &package, &fixture_options()).unwrap();
     assert!(matches!(outcome, Outcome::Imported { .. }), "{}", outcome.line());
     (out, package)
 }
@@ -40,7 +61,7 @@ pub fn fixture(name: &str) -> PathBuf {
 pub fn import_fixture(name: &str) -> (tempfile::TempDir, PathBuf) {
     let out = tempfile::tempdir().unwrap();
     let package = out.path().join(name);
-    let outcome = specgap_harbor::import_task(&fixture(name), &package, &ImportOptions::default()).unwrap();
+    let outcome = specgap_harbor::import_task(&fixture(name), &package, &fixture_options()).unwrap();
     assert!(matches!(outcome, Outcome::Imported { .. }), "{}", outcome.line());
     (out, package)
 }
