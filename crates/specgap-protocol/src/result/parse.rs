@@ -236,7 +236,10 @@ mod tests {
             message(r#"{"version": 1, "score": 1}"#),
             "at `score`: unknown field `score`, expected one of `version`, `requirements`, `tests`, `delivery`, `reward`, `rewards` at line 1 column 22"
         );
-        assert_eq!(message(r#"{"version": 1, "rewards": 1}"#), "at `rewards`: invalid type: integer `1`, expected a map at line 1 column 27");
+        assert_eq!(
+            message(r#"{"version": 1, "rewards": 1}"#),
+            "at `rewards`: invalid type: integer `1`, expected a map at line 1 column 27"
+        );
         assert_eq!(message(r#"{"reward": 1}"#), "missing field `version` at line 1 column 13");
     }
 
