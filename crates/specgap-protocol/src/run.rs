@@ -81,6 +81,12 @@ pub struct RunConfig {
     /// `--resume` replaces it for that invocation. Absent without a cap.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_cost_usd: Option<f64>,
+    /// `--max-tokens` of the run, prompt + completion tokens (`input_tokens + output_tokens`
+    /// of the store's `usage` rows): new episodes stop starting once the run's summed tokens
+    /// pass it. Kept and replaced on `--resume` as [`RunConfig::max_cost_usd`] is. Absent
+    /// without a cap (and in stores written before the field existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
     /// Tasks with their content hashes.
     pub tasks: Vec<TaskRef>,
     /// Agents with their full configuration.

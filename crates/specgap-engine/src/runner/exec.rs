@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use specgap_protocol::run::{ComponentRef, EndReason};
 use specgap_sandbox::{BaseCache, SandboxConfig};
@@ -95,6 +95,12 @@ pub struct RunOptions {
     /// it, and once the cost is above it no further episode starts. Running episodes finish
     /// normally; episodes not started stay unstarted, for `--resume`.
     pub max_cost_usd: Option<f64>,
+    /// `--max-tokens`, in tokens: the same rule as [`RunOptions::max_cost_usd`] for the run's
+    /// summed prompt + completion tokens (`input_tokens + output_tokens` of every `usage`
+    /// row; cached prompt tokens are part of `input_tokens`, reasoning tokens of
+    /// `output_tokens`, so neither counts twice). Once the sum is above it no further episode
+    /// starts.
+    pub max_tokens: Option<u64>,
     /// The CPU time each sandbox may use (`--cpu-per-sandbox`; issue 31 item 2).
     pub cpu_per_sandbox: CpuPerSandbox,
 }
@@ -165,11 +171,11 @@ pub struct RunSummary {
     pub eval_errors: usize,
     /// Episodes that ended `interrupted`.
     pub interrupted: usize,
-    /// Episodes never started because of a stop request or the cost limit.
+    /// Episodes never started because of a stop request or a spending limit.
     pub not_started: usize,
-    /// Whether the run's summed model cost passed [`RunOptions::max_cost_usd`], so episodes
-    /// stopped starting.
-    pub cost_limit_reached: bool,
+    /// The spending limit the run passed, so that episodes stopped starting
+    /// ([`RunOptions::max_cost_usd`], [`RunOptions::max_tokens`]); `None`: neither was passed.
+    pub limit_reached: Option<SpendingLimit>,
     /// Attempts retried after a failure.
     pub retried_attempts: usize,
     /// Not-applicable combinations recorded.
@@ -255,7 +261,7 @@ pub fn execute(
         ended: Mutex::new(EndedCounts::default()),
         fatal: Mutex::new(None),
         retried: AtomicUsize::new(0),
-        cost_limit_reached: AtomicBool::new(false),
+        limit_reached: OnceLock::new(),
     };
     let bases = BaseCache::new(work_dir.path().join("bases"))
         .map_err(|e| RunnerError::WorkDir { path: work_dir.path().join("bases"), source: std::io::Error::other(e) })?;
@@ -311,7 +317,7 @@ pub fn execute(
     }
     summary.not_started = lock(&shared.queue).len();
     summary.retried_attempts = shared.retried.load(Ordering::SeqCst);
-    summary.cost_limit_reached = shared.cost_limit_reached.load(Ordering::SeqCst);
+    summary.limit_reached = shared.limit_reached.get().copied();
     let ended = *lock(&shared.ended);
     summary.finished = ended.finished;
     summary.infra_errors = ended.infra_errors;
@@ -441,7 +447,8 @@ struct Shared<'p> {
     ended: Mutex<EndedCounts>,
     fatal: Mutex<Option<RunnerError>>,
     retried: AtomicUsize,
-    cost_limit_reached: AtomicBool,
+    /// Set once, by the first worker to find a spending limit passed.
+    limit_reached: OnceLock<SpendingLimit>,
 }
 
 struct WorkerContext<'a, 'p> {
@@ -465,7 +472,7 @@ fn worker(ctx: &WorkerContext<'_, '_>) {
         if ctx.options.stop.load(Ordering::SeqCst) {
             return;
         }
-        match cost_limit_reached(ctx) {
+        match spending_limit_reached(ctx) {
             Ok(false) => {}
             Ok(true) => return,
             Err(error) => {
@@ -492,23 +499,90 @@ fn worker(ctx: &WorkerContext<'_, '_>) {
     }
 }
 
-/// Whether `--max-cost` forbids starting another episode (see [`RunOptions::max_cost_usd`]);
-/// the first worker to find the limit passed tells the observer, with the amounts.
-fn cost_limit_reached(ctx: &WorkerContext<'_, '_>) -> Result<bool, RunnerError> {
-    let Some(limit) = ctx.options.max_cost_usd else { return Ok(false) };
-    if ctx.shared.cost_limit_reached.load(Ordering::SeqCst) {
-        return Ok(true);
+/// A spending limit of a run: what stops further episodes from starting once the run's
+/// summed usage is above it (not a stop request: running episodes finish).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpendingLimit {
+    /// [`RunOptions::max_cost_usd`] (`--max-cost`), US dollars of model cost.
+    Cost,
+    /// [`RunOptions::max_tokens`] (`--max-tokens`), prompt + completion tokens.
+    Tokens,
+}
+
+impl SpendingLimit {
+    /// The `specgap run` flag that sets the limit (`--max-cost`, `--max-tokens`).
+    pub fn flag(self) -> &'static str {
+        match self {
+            SpendingLimit::Cost => "--max-cost",
+            SpendingLimit::Tokens => "--max-tokens",
+        }
     }
-    let spent: f64 = ctx.store.usage()?.iter().map(|row| row.usage.cost_usd).sum();
-    if spent <= limit {
+
+    /// What the limit caps, as messages name it ("the run's model cost").
+    pub fn measure(self) -> &'static str {
+        match self {
+            SpendingLimit::Cost => "the run's model cost",
+            SpendingLimit::Tokens => "the run's prompt + completion tokens",
+        }
+    }
+}
+
+/// A spending limit found passed, with the amounts as the note shows them.
+struct Passed {
+    limit: SpendingLimit,
+    /// "is $0.0006", "are 600".
+    spent: String,
+    /// "$0.0003", "599".
+    cap: String,
+}
+
+impl Passed {
+    /// The run's note, with `waiting` episodes not started.
+    fn note(&self, waiting: usize) -> String {
+        let flag = self.limit.flag();
+        format!(
+            "{} {}, above {flag} {}: no further episodes start ({waiting} not started; running ones finish). \
+             Continue later with --resume and a higher {flag}",
+            self.limit.measure(),
+            self.spent,
+            self.cap
+        )
+    }
+}
+
+/// The first of `options`' spending limits (cost, then tokens) that `spent` — the run's
+/// summed usage — is above; `None` while within all (equal to a limit is within it).
+fn passed_limit(options: &RunOptions, spent: &specgap_protocol::event::Usage) -> Option<Passed> {
+    if let Some(cap) = options.max_cost_usd
+        && spent.cost_usd > cap
+    {
+        return Some(Passed { limit: SpendingLimit::Cost, spent: format!("is ${:.4}", spent.cost_usd), cap: format!("${cap}") });
+    }
+    let tokens = spent.input_tokens + spent.output_tokens;
+    match options.max_tokens {
+        Some(cap) if tokens > cap => Some(Passed { limit: SpendingLimit::Tokens, spent: format!("are {tokens}"), cap: cap.to_string() }),
+        _ => None,
+    }
+}
+
+/// Whether a spending limit forbids starting another episode (see [`RunOptions::max_cost_usd`]
+/// and [`RunOptions::max_tokens`]): the store's `usage` rows are summed and compared with
+/// each; the first worker to find one passed tells the observer, with the amounts.
+fn spending_limit_reached(ctx: &WorkerContext<'_, '_>) -> Result<bool, RunnerError> {
+    if ctx.options.max_cost_usd.is_none() && ctx.options.max_tokens.is_none() {
         return Ok(false);
     }
-    if !ctx.shared.cost_limit_reached.swap(true, Ordering::SeqCst) {
+    if ctx.shared.limit_reached.get().is_some() {
+        return Ok(true);
+    }
+    let mut spent = specgap_protocol::event::Usage::default();
+    for row in ctx.store.usage()? {
+        spent.add(&row.usage);
+    }
+    let Some(passed) = passed_limit(ctx.options, &spent) else { return Ok(false) };
+    if ctx.shared.limit_reached.set(passed.limit).is_ok() {
         let waiting = lock(&ctx.shared.queue).len();
-        ctx.observer.note(&format!(
-            "the run's model cost is ${spent:.4}, above --max-cost ${limit}: no further episodes start \
-             ({waiting} not started; running ones finish). Continue later with --resume and a higher --max-cost"
-        ));
+        ctx.observer.note(&passed.note(waiting));
     }
     Ok(true)
 }
@@ -838,6 +912,50 @@ mod tests {
         assert_eq!(parent_and_group(stat), Some((100, 4242)));
         assert_eq!(parent_and_group("1 (init) S 0 1 1"), Some((0, 1)));
         assert_eq!(parent_and_group("garbage"), None);
+    }
+
+    fn spending_options(max_cost_usd: Option<f64>, max_tokens: Option<u64>) -> RunOptions {
+        RunOptions {
+            jobs: 1,
+            retries: 0,
+            sandbox: false,
+            budget_flags: BudgetFlags::default(),
+            protocol: None,
+            seed: 0,
+            stop: Arc::default(),
+            work_root: None,
+            rerun_eval_errors: false,
+            max_cost_usd,
+            max_tokens,
+            cpu_per_sandbox: CpuPerSandbox::Off,
+        }
+    }
+
+    #[test]
+    fn spending_limits_pass_only_above_and_cost_is_named_first() {
+        let spent = specgap_protocol::event::Usage {
+            input_tokens: 500,
+            output_tokens: 100,
+            cached_tokens: 40,
+            reasoning_tokens: 5,
+            cost_usd: 0.0006,
+            ..Default::default()
+        };
+        assert!(passed_limit(&spending_options(None, None), &spent).is_none());
+        // Cached and reasoning tokens are inside input and output: 600, not 645.
+        assert!(passed_limit(&spending_options(None, Some(600)), &spent).is_none());
+        let tokens = passed_limit(&spending_options(Some(0.0006), Some(599)), &spent).unwrap();
+        assert_eq!(tokens.limit, SpendingLimit::Tokens);
+        assert_eq!(
+            tokens.note(2),
+            "the run's prompt + completion tokens are 600, above --max-tokens 599: no further episodes start (2 not started; running ones finish). Continue later with --resume and a higher --max-tokens"
+        );
+        let cost = passed_limit(&spending_options(Some(0.0005), Some(599)), &spent).unwrap();
+        assert_eq!(cost.limit, SpendingLimit::Cost);
+        assert_eq!(
+            cost.note(1),
+            "the run's model cost is $0.0006, above --max-cost $0.0005: no further episodes start (1 not started; running ones finish). Continue later with --resume and a higher --max-cost"
+        );
     }
 
     #[test]

@@ -29,9 +29,10 @@
 //! 4. A stop request (Ctrl-C) stops new episodes from starting; running ones end as
 //!    `interrupted` (the engine kills their sandboxed commands), so `--resume` picks them up.
 //!    A stop also abandons model requests in flight (the episode's deadline carries it).
-//!    A cost limit ([`RunOptions::max_cost_usd`]) is not a stop request: once the store's
-//!    summed model cost — written as each request completes, so running episodes count —
-//!    passes it no episode starts, and running ones finish normally.
+//!    A spending limit ([`RunOptions::max_cost_usd`], [`RunOptions::max_tokens`];
+//!    [`SpendingLimit`]) is not a stop request: once the store's summed model cost or prompt +
+//!    completion tokens — written as each request completes, so running episodes count —
+//!    pass it no episode starts, and running ones finish normally.
 //!
 //! The runner knows agents only through [`AgentFactory`], so this crate does not depend on
 //! `specgap-agents`; progress goes to a [`RunObserver`].
@@ -41,8 +42,8 @@ pub mod plan;
 pub mod shard;
 
 pub use exec::{
-    AgentFactory, CpuPerSandbox, EpisodeReport, RelayUsers, RunInputs, RunObserver, RunOptions, RunSummary, Silent, UserFactory, execute,
-    record_not_applicable,
+    AgentFactory, CpuPerSandbox, EpisodeReport, RelayUsers, RunInputs, RunObserver, RunOptions, RunSummary, Silent, SpendingLimit,
+    UserFactory, execute, record_not_applicable,
 };
 pub use plan::{AgentApplicability, AllAgentsApply, Plan, PlanInput, PlannedEpisode, Skipped, plan, unknown_residual_states};
 pub use shard::{ScheduledShard, Scheduler, Shard, ShardEnvError};

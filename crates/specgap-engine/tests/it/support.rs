@@ -296,6 +296,7 @@ pub fn run(package: &TaskPackage, condition: &str, agent: &mut dyn Agent, option
         shard: None,
         plan_hash: None,
         max_cost_usd: None,
+        max_tokens: None,
         merge: None,
         tasks: vec![],
         agents: vec![],
