@@ -24,7 +24,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{Context as _, bail};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use specgap_engine::condition::{BudgetFlags, Condition, Overrides, Start, parse_profile};
-use specgap_engine::runner::{self, CpuPerSandbox, EpisodeReport, PlanInput, PlannedEpisode, RunInputs, RunObserver, RunOptions, Shard};
+use specgap_engine::runner::{
+    self, CpuPerSandbox, EpisodeReport, PlanInput, PlannedEpisode, RunInputs, RunObserver, RunOptions, Shard, SpendingLimit,
+};
 use specgap_protocol::package::Budget;
 use specgap_protocol::run::{ComponentRef, RunConfig, TaskRef};
 use specgap_store::{Status, Store};
@@ -314,6 +316,10 @@ pub struct ChatArgs {
     /// Stop starting new episodes once the run's summed model cost passes this many US dollars.
     #[arg(long, value_name = "USD")]
     pub max_cost: Option<f64>,
+    /// Stop starting new episodes once the run's summed prompt + completion tokens (every
+    /// model request's input and output tokens, all roles) pass this many.
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u64>,
     /// How a cli: agent's questions reach the customer: text (under delivery conditions: asked in
     /// its reply, answered by resuming its session; no ask_user tool), mcp (the harness's ask_user tool and command)
     /// or native (the CLI's own question tool, answered through its own server; opencode
@@ -457,11 +463,10 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
     };
     // Held until the run ends: one runner per store (a second would run the same episodes).
     let _runner = lock;
-    // A resumed run keeps its stored cap unless --max-cost gives a new one.
-    let max_cost = args.chat.max_cost.or(store.config().max_cost_usd);
+    let limits = SpendingCaps::of(&args.chat, store.config());
     let caps = [args.max_workspace_bytes, args.max_file_bytes, args.max_diff_bytes];
     let cpu_per_sandbox = args.cpu_per_sandbox.unwrap_or_default();
-    let how = Execution { jobs, resuming, max_cost, work_dir: args.work_dir.clone(), caps, cpu_per_sandbox };
+    let how = Execution { jobs, resuming, limits, work_dir: args.work_dir.clone(), caps, cpu_per_sandbox };
     let outcome = run_plan(&store, &resolved, &plan, &how)?;
     if outcome.interrupted {
         eprintln!(
@@ -493,20 +498,50 @@ pub fn exec(args: Args) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(EXIT_NO_RESULT));
     }
-    if outcome.held_back > 0 {
-        eprintln!("{}", held_back_message(outcome.held_back, max_cost, &out));
+    if outcome.held_back > 0
+        && let Some(limit) = outcome.limit_reached
+    {
+        eprintln!("{}", held_back_message(outcome.held_back, limit, &limits, &out));
         return Ok(ExitCode::from(EXIT_HELD_BACK));
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// What `specgap run` says when it exits with [`EXIT_HELD_BACK`]: how many episodes the cost
-/// cap held back and the command that runs them.
-fn held_back_message(held_back: usize, max_cost: Option<f64>, out: &Path) -> String {
-    let cap = max_cost.map_or_else(|| "its cap".to_string(), |usd| format!("${usd}"));
+/// The spending limits this invocation runs under: `--max-cost` and `--max-tokens`, each
+/// falling back to the cap stored in run.toml, so a resumed run keeps its caps unless a flag
+/// gives a new one.
+#[derive(Debug, Clone, Copy)]
+struct SpendingCaps {
+    /// US dollars.
+    max_cost: Option<f64>,
+    /// Prompt + completion tokens.
+    max_tokens: Option<u64>,
+}
+
+impl SpendingCaps {
+    fn of(chat: &ChatArgs, stored: &RunConfig) -> SpendingCaps {
+        SpendingCaps { max_cost: chat.max_cost.or(stored.max_cost_usd), max_tokens: chat.max_tokens.or(stored.max_tokens) }
+    }
+
+    /// `limit`'s cap as messages show it (`$0.5`, `600`).
+    fn shown(&self, limit: SpendingLimit) -> String {
+        let shown = match limit {
+            SpendingLimit::Cost => self.max_cost.map(|usd| format!("${usd}")),
+            SpendingLimit::Tokens => self.max_tokens.map(|tokens| tokens.to_string()),
+        };
+        shown.unwrap_or_else(|| "its cap".to_string())
+    }
+}
+
+/// What `specgap run` says when it exits with [`EXIT_HELD_BACK`]: how many episodes the
+/// spending limit `limit` held back and the command that runs them.
+fn held_back_message(held_back: usize, limit: SpendingLimit, caps: &SpendingCaps, out: &Path) -> String {
+    let flag = limit.flag();
     format!(
-        "incomplete: {held_back} planned episode{} not started because the run's model cost passed --max-cost {cap}. Continue with:\n  specgap run --resume {} --max-cost <higher>",
+        "incomplete: {held_back} planned episode{} not started because {} passed {flag} {}. Continue with:\n  specgap run --resume {} {flag} <higher>",
         if held_back == 1 { " was" } else { "s were" },
+        limit.measure(),
+        caps.shown(limit),
         shell_word(&out.display().to_string())
     )
 }
@@ -552,8 +587,10 @@ fn resolve_new(args: &Args) -> anyhow::Result<Resolved> {
         None => spec_from_flags(args)?,
     };
     let mut resolved = build(spec)?;
-    // Stored so that --resume keeps the cap (docs/decisions.md, chat agents' `--max-cost`).
+    // Stored so that --resume keeps the caps (docs/decisions.md, chat agents' `--max-cost`,
+    // "run: --max-tokens").
     resolved.config.max_cost_usd = args.chat.max_cost;
+    resolved.config.max_tokens = args.chat.max_tokens;
     Ok(resolved)
 }
 
@@ -795,6 +832,7 @@ fn build(mut spec: RunSpec) -> anyhow::Result<Resolved> {
         // Set once the plan is made (scale_out::record_plan).
         plan_hash: None,
         max_cost_usd: None,
+        max_tokens: None,
         merge: None,
         tasks: tasks.iter().map(task_ref).collect::<anyhow::Result<Vec<_>>>()?,
         agents: spec.agents,
@@ -984,8 +1022,10 @@ struct Outcome {
     interrupted: bool,
     /// Episodes ran in this invocation, and every one of them ended in an error.
     only_errors: bool,
-    /// Planned episodes left unstarted because the run's model cost passed its cap.
+    /// Planned episodes left unstarted because the run passed a spending limit.
     held_back: usize,
+    /// The spending limit the run passed, if it did.
+    limit_reached: Option<SpendingLimit>,
     summary_line: String,
 }
 
@@ -1017,7 +1057,7 @@ fn plan(resolved: &Resolved) -> anyhow::Result<runner::Plan> {
 struct Execution {
     jobs: usize,
     resuming: bool,
-    max_cost: Option<f64>,
+    limits: SpendingCaps,
     work_dir: Option<PathBuf>,
     /// `--max-workspace-bytes`, `--max-file-bytes`, `--max-diff-bytes`.
     caps: [Option<u64>; 3],
@@ -1037,7 +1077,7 @@ fn parse_cpu_per_sandbox(text: &str) -> Result<CpuPerSandbox, String> {
 }
 
 fn run_plan(store: &Store, resolved: &Resolved, plan: &runner::Plan, how: &Execution) -> anyhow::Result<Outcome> {
-    let Execution { jobs, resuming, max_cost, caps: [max_workspace_bytes, max_file_bytes, max_diff_bytes], .. } = *how;
+    let Execution { jobs, resuming, limits, caps: [max_workspace_bytes, max_file_bytes, max_diff_bytes], .. } = *how;
     let config = &resolved.config;
     let user = config.users.first().context("the run configuration names no user")?;
     if let Some(table) = user.config.get(specgap_panels::detector::DETECTOR_KEY).and_then(toml::Value::as_table) {
@@ -1073,7 +1113,8 @@ fn run_plan(store: &Store, resolved: &Resolved, plan: &runner::Plan, how: &Execu
         stop: Arc::clone(&stop),
         work_root: how.work_dir.clone(),
         rerun_eval_errors: resuming,
-        max_cost_usd: max_cost,
+        max_cost_usd: limits.max_cost,
+        max_tokens: limits.max_tokens,
         cpu_per_sandbox: how.cpu_per_sandbox,
     };
     let inputs = RunInputs { tasks: &resolved.tasks, agents: &config.agents, user };
@@ -1083,7 +1124,7 @@ fn run_plan(store: &Store, resolved: &Resolved, plan: &runner::Plan, how: &Execu
     let summary = summary?;
     let stopped = stop.load(Ordering::SeqCst);
     let interrupted = stopped && (summary.interrupted > 0 || summary.not_started > 0);
-    // Without a stop request, episodes left unstarted were held back by --max-cost.
+    // Without a stop request, episodes left unstarted were held back by a spending limit.
     let (interrupted_count, held_back) =
         if stopped { (summary.interrupted + summary.not_started, 0) } else { (summary.interrupted, summary.not_started) };
     let mut summary_line = format!(
@@ -1099,15 +1140,19 @@ fn run_plan(store: &Store, resolved: &Resolved, plan: &runner::Plan, how: &Execu
         summary.already_done,
         summary.not_applicable
     );
-    if summary.cost_limit_reached && held_back > 0 {
+    if let Some(limit) = summary.limit_reached
+        && held_back > 0
+    {
         summary_line.push_str(&format!(
-            "; {held_back} not started because the run's model cost passed --max-cost (continue with specgap run --resume {} --max-cost <higher>)",
-            shell_word(&store.dir().display().to_string())
+            "; {held_back} not started because {} passed {flag} (continue with specgap run --resume {} {flag} <higher>)",
+            limit.measure(),
+            shell_word(&store.dir().display().to_string()),
+            flag = limit.flag()
         ));
     }
     let only_errors = summary.finished == 0 && summary.eval_errors + summary.infra_errors > 0;
-    let held_back = if summary.cost_limit_reached { held_back } else { 0 };
-    Ok(Outcome { interrupted, only_errors, held_back, summary_line })
+    let held_back = if summary.limit_reached.is_some() { held_back } else { 0 };
+    Ok(Outcome { interrupted, only_errors, held_back, limit_reached: summary.limit_reached, summary_line })
 }
 
 /// Ctrl-C (and SIGTERM / SIGHUP): the first one asks the runner to stop starting episodes

@@ -279,11 +279,14 @@ impl RunRollouts {
             }
             argv.extend(self.endpoint.iter().cloned());
         }
-        // The cost the synthesis's --max-cost leaves: the run starts no episode once its cost
-        // passes it (one job, so the stop falls between two rollouts). specgap run has no token
-        // cap: --max-tokens is checked once the rollouts end.
+        // What the synthesis's --max-cost and --max-tokens leave: the run starts no episode
+        // once its cost or its prompt + completion tokens pass them (one job, so the stop falls
+        // between two rollouts).
         if let Some(usd) = budget.cost_usd {
             argv.extend(["--max-cost".into(), usd.to_string().into()]);
+        }
+        if let Some(tokens) = budget.tokens {
+            argv.extend(["--max-tokens".into(), tokens.to_string().into()]);
         }
         argv.extend(["--jobs".into(), "1".into(), "--no-report".into()]);
         argv

@@ -176,6 +176,7 @@ pub fn run_cli(
         protocols: Vec::new(),
         plan_hash: None,
         max_cost_usd: None,
+        max_tokens: None,
         merge: None,
     };
     let store = Store::create(&dir.path().join("run"), &run_config).unwrap();
@@ -204,6 +205,7 @@ pub fn run_cli(
         work_root: Some(dir.path().to_path_buf()),
         rerun_eval_errors: false,
         max_cost_usd: None,
+        max_tokens: None,
         cpu_per_sandbox: Default::default(),
     };
     let inputs = RunInputs { tasks: &tasks, agents: &agents, user: &user };

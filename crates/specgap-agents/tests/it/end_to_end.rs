@@ -13,7 +13,7 @@ use specgap_agents::Agents;
 use specgap_agents::chat::user::Users;
 use specgap_agents::chat::{ChatConfig, Price};
 use specgap_engine::condition::{BudgetFlags, Budgets, Condition};
-use specgap_engine::runner::{self, PlanInput, RunInputs, RunOptions, RunSummary, Silent};
+use specgap_engine::runner::{self, PlanInput, RunInputs, RunOptions, RunSummary, Silent, SpendingLimit};
 use specgap_protocol::run::{ComponentRef, EndReason, RunConfig};
 use specgap_store::{Role, Status, Store};
 use specgap_task::TaskPackage;
@@ -160,18 +160,20 @@ struct Tweaks {
     jobs: usize,
     price: Option<Price>,
     max_cost_usd: Option<f64>,
+    max_tokens: Option<u64>,
     script: Script,
 }
 
 impl Default for Tweaks {
     fn default() -> Self {
-        Tweaks { jobs: 2, price: None, max_cost_usd: None, script }
+        Tweaks { jobs: 2, price: None, max_cost_usd: None, max_tokens: None, script }
     }
 }
 
 impl E2e {
-    /// Executes the run's plan again on its store (as `--resume` does).
-    fn execute_again(&mut self, max_cost_usd: Option<f64>) -> RunSummary {
+    /// Executes the run's plan again on its store (as `--resume` does), under `--max-cost
+    /// max_cost_usd` and `--max-tokens max_tokens`.
+    fn execute_again(&mut self, max_cost_usd: Option<f64>, max_tokens: Option<u64>) -> RunSummary {
         let starts = vec!["clean".to_string()];
         let input = PlanInput {
             tasks: &self.tasks,
@@ -184,7 +186,7 @@ impl E2e {
             shard: None,
         };
         let plan = runner::plan(&input, &runner::AllAgentsApply).unwrap();
-        let options = options(1, self.dir.path(), max_cost_usd);
+        let options = RunOptions { max_tokens, ..options(1, self.dir.path(), max_cost_usd) };
         let inputs = RunInputs { tasks: &self.tasks, agents: &self.agents, user: &self.user };
         let summary = runner::execute(&plan, inputs, &self.store, &Agents, &Users, &Silent, &options).unwrap();
         self.requests = self.server.requests();
@@ -204,6 +206,7 @@ pub(crate) fn options(jobs: usize, work_root: &Path, max_cost_usd: Option<f64>) 
         work_root: Some(work_root.to_path_buf()),
         rerun_eval_errors: false,
         max_cost_usd,
+        max_tokens: None,
         cpu_per_sandbox: Default::default(),
     }
 }
@@ -238,6 +241,7 @@ fn run_with(conditions: &[&str], tasks: Vec<TaskPackage>, tweaks: Tweaks) -> E2e
         shard: None,
         plan_hash: None,
         max_cost_usd: None,
+        max_tokens: None,
         merge: None,
         tasks: vec![],
         agents: vec![agent.clone()],
@@ -262,7 +266,7 @@ fn run_with(conditions: &[&str], tasks: Vec<TaskPackage>, tweaks: Tweaks) -> E2e
         shard: None,
     };
     let plan = runner::plan(&input, &runner::AllAgentsApply).unwrap();
-    let options = options(tweaks.jobs, dir.path(), tweaks.max_cost_usd);
+    let options = RunOptions { max_tokens: tweaks.max_tokens, ..options(tweaks.jobs, dir.path(), tweaks.max_cost_usd) };
     let inputs = RunInputs { tasks: &tasks, agents: &agents, user: &user };
     let summary = runner::execute(&plan, inputs, &store, &Agents, &Users, &Silent, &options).unwrap();
     let requests = server.requests();
@@ -569,7 +573,7 @@ fn max_cost_stops_starting_episodes_and_resume_runs_the_rest() {
     let per_request = (60.0 * 1.0 + 40.0 * 0.5 + 20.0 * 2.0) / 1_000_000.0;
     let tweaks = Tweaks { jobs: 1, price: Some(price), max_cost_usd: Some(per_request / 2.0), ..Tweaks::default() };
     let mut e2e = run_with(&["full", "literal", "partial"], vec![example("payment-retry")], tweaks);
-    assert!(e2e.summary.cost_limit_reached);
+    assert_eq!(e2e.summary.limit_reached, Some(SpendingLimit::Cost));
     assert_eq!((e2e.summary.finished, e2e.summary.interrupted, e2e.summary.not_started), (1, 0, 2));
     let episodes = e2e.store.episodes().unwrap();
     assert_eq!(episodes.len(), 1, "episodes not started stay out of the store");
@@ -581,11 +585,45 @@ fn max_cost_stops_starting_episodes_and_resume_runs_the_rest() {
     assert!((cost - requests * per_request).abs() < 1e-12, "{cost} for {requests} requests");
 
     // Resuming under the same limit starts nothing; without it, the rest runs.
-    let again = e2e.execute_again(Some(per_request / 2.0));
+    let again = e2e.execute_again(Some(per_request / 2.0), None);
     assert_eq!((again.already_done, again.not_started, again.finished), (1, 2, 0));
-    let rest = e2e.execute_again(None);
-    assert!(!rest.cost_limit_reached);
+    let rest = e2e.execute_again(None, None);
+    assert_eq!(rest.limit_reached, None);
     assert_eq!((rest.already_done, rest.finished, rest.not_started), (1, 2, 0));
+    let episodes = e2e.store.episodes().unwrap();
+    assert_eq!(episodes.len(), 3);
+    assert!(episodes.iter().all(|e| e.status == Status::Finished && e.final_score == Some(1.0)));
+}
+
+/// The run's prompt + completion tokens (`input_tokens + output_tokens` of every usage row).
+fn stored_tokens(store: &Store) -> u64 {
+    store.usage().unwrap().iter().map(|u| u.usage.input_tokens + u.usage.output_tokens).sum()
+}
+
+#[test]
+fn max_tokens_stops_starting_episodes_and_a_higher_cap_runs_the_rest() {
+    // Every mock completion: 100 prompt tokens (40 of them cached) and 20 completion tokens
+    // (5 of them reasoning): 120 tokens a request, so one request already passes 119.
+    let tweaks = Tweaks { jobs: 1, max_tokens: Some(119), ..Tweaks::default() };
+    let mut e2e = run_with(&["full", "literal", "partial"], vec![example("payment-retry")], tweaks);
+    assert_eq!(e2e.summary.limit_reached, Some(SpendingLimit::Tokens));
+    assert_eq!((e2e.summary.finished, e2e.summary.interrupted, e2e.summary.not_started), (1, 0, 2));
+    assert_eq!(e2e.store.episodes().unwrap().len(), 1, "episodes not started stay out of the store");
+    let first = stored_tokens(&e2e.store);
+    assert_eq!(first, 120 * e2e.requests.len() as u64);
+
+    // A cap equal to the spend is not passed: one more episode starts, and after it the cap
+    // holds the last one back.
+    let at_cap = e2e.execute_again(None, Some(first));
+    assert_eq!(at_cap.limit_reached, Some(SpendingLimit::Tokens));
+    assert_eq!((at_cap.already_done, at_cap.finished, at_cap.not_started), (1, 1, 1));
+    let second = stored_tokens(&e2e.store);
+    assert_eq!(second, 120 * e2e.requests.len() as u64);
+    assert!(second > first);
+    // A higher cap lets the rest run.
+    let rest = e2e.execute_again(None, Some(second + 1_000_000));
+    assert_eq!(rest.limit_reached, None);
+    assert_eq!((rest.already_done, rest.finished, rest.not_started), (2, 1, 0));
     let episodes = e2e.store.episodes().unwrap();
     assert_eq!(episodes.len(), 3);
     assert!(episodes.iter().all(|e| e.status == Status::Finished && e.final_score == Some(1.0)));

@@ -77,6 +77,7 @@ fn execute(
         shard: None,
         plan_hash: None,
         max_cost_usd: None,
+        max_tokens: None,
         merge: None,
         tasks: vec![],
         agents: agents.clone(),
@@ -325,7 +326,7 @@ fn max_cost_counts_usage_written_while_an_episode_runs() {
         o.jobs = 2;
         o.max_cost_usd = Some(per_request / 2.0);
     });
-    assert!(summary.cost_limit_reached);
+    assert_eq!(summary.limit_reached, Some(runner::SpendingLimit::Cost));
     assert_eq!((summary.finished, summary.not_started), (2, 1));
     let agents: Vec<String> = store.episodes().unwrap().iter().map(|e| e.agent.clone()).collect();
     assert_eq!(agents.len(), 2);
