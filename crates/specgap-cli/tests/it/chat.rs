@@ -1,7 +1,7 @@
 //! `specgap run --agent chat:<model> --user chat:<model>` against the hand-written
 //! OpenAI-compatible mock server of `specgap-agents` (shared by path): the flags reach the
 //! requests, the store and run.toml hold the configuration and usage, `show` and the report
-//! show usage and cost, `--max-cost` holds episodes back for `--resume`, and the API key
+//! show usage and cost, `--max-cost` and `--max-tokens` hold episodes back for `--resume`, and the API key
 //! appears nowhere in the run directory.
 
 use std::path::Path;
@@ -259,6 +259,66 @@ fn a_model_without_a_price_in_a_priced_run_is_unpriced_not_zero() {
         markdown.lines().find(|l| l.starts_with("| chat:mock | partial | clean | user | ")).unwrap_or_else(|| panic!("{markdown}"));
     assert!(user_row.ends_with(" | unpriced | — |"), "{user_row}");
     assert!(markdown.contains("unpriced: model unlisted has no price in the run's price table"), "{markdown}");
+}
+
+/// `--max-tokens` as `--max-cost`, counting prompt + completion tokens: every mock completion
+/// is 100 prompt tokens (40 cached) and 20 completion tokens (5 reasoning), and an episode
+/// makes 4 agent requests and 1 user request, so the first episode spends 600 tokens.
+#[test]
+fn max_tokens_holds_episodes_back_exits_4_and_a_resume_at_the_spend_runs_the_rest() {
+    let server = MockServer::start(handler());
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let prices = write_prices(tmp.path());
+    let output = chat_run_any_status(&server, &out, &prices, &["--max-tokens", "599", "--no-report"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(4), "{stderr}");
+    let held_back = format!(
+        "incomplete: 1 planned episode was not started because the run's prompt + completion tokens passed --max-tokens 599. Continue with:\n  specgap run --resume {} --max-tokens <higher>\n",
+        out.display()
+    );
+    assert!(stderr.ends_with(&held_back), "{stderr}");
+    assert!(
+        stderr.contains(
+            "the run's prompt + completion tokens are 600, above --max-tokens 599: no further episodes start (1 not started; running ones finish). Continue later with --resume and a higher --max-tokens"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "2 episodes: 1 finished, 0 evaluation errors, 0 infrastructure errors, 0 interrupted, 0 already done; 0 not applicable; 1 not started because the run's prompt + completion tokens passed --max-tokens (continue with specgap run --resume {} --max-tokens <higher>)",
+            out.display()
+        )),
+        "{stderr}"
+    );
+    let episodes = episodes(&out);
+    assert_eq!(episodes.len(), 1);
+    assert_eq!((episodes[0].status, episodes[0].end_reason), (Status::Finished, Some(EndReason::Accepted)));
+    let usage = Store::open(&out).unwrap().usage().unwrap();
+    assert_eq!(usage.iter().map(|u| u.usage.input_tokens + u.usage.output_tokens).sum::<u64>(), 600);
+
+    // run.toml keeps the cap (and no cost cap): a plain --resume starts nothing new.
+    let toml_text = std::fs::read_to_string(out.join("run.toml")).unwrap();
+    assert!(toml_text.contains("max_tokens = 599\n"), "{toml_text}");
+    assert!(!toml_text.contains("max_cost_usd"), "{toml_text}");
+    let output = specgap().env(KEY_ENV, KEY).args(["run", "--no-report", "--resume"]).arg(&out).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(4), "{stderr}");
+    assert!(stderr.ends_with(&held_back), "{stderr}");
+    assert_eq!(crate::support::episodes(&out).len(), 1);
+    // A cap equal to the 600 spent is not passed: the held-back episode runs.
+    let output = specgap().env(KEY_ENV, KEY).args(["run", "--no-report", "--max-tokens", "600", "--resume"]).arg(&out).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(
+            "2 episodes: 1 finished, 0 evaluation errors, 0 infrastructure errors, 0 interrupted, 1 already done; 0 not applicable\n"
+        ),
+        "{stderr}"
+    );
+    let episodes = crate::support::episodes(&out);
+    assert_eq!(episodes.len(), 2);
+    assert!(episodes.iter().all(|e| e.status == Status::Finished && e.final_score == Some(1.0)));
 }
 
 #[test]

@@ -190,6 +190,56 @@ fn synthesize_passes_the_cost_the_caps_leave_to_the_rollouts_run() {
     assert_eq!(journal["entries"][4]["detail"]["rollouts"].as_array().unwrap().len(), 3);
     let run_toml = std::fs::read_to_string(out.join("rollouts/design-1/iteration-1/run.toml")).unwrap();
     assert!(run_toml.contains("max_cost_usd = 0.5"), "{run_toml}");
+    assert!(run_toml.contains("max_tokens = 100\n"), "{run_toml}");
+}
+
+/// With `--max-tokens`, the rollouts' run gets the tokens the roles left as its own
+/// `--max-tokens` (stored in its run.toml): the `cli:command` Planner spends 1001 + 101 and
+/// 1002 + 102 tokens on its two requests, so of 3000 the rollouts have 3000 - 2206 = 794; the
+/// replay reference spends none, so every rollout runs.
+#[test]
+fn synthesize_passes_the_tokens_the_cap_leaves_to_the_rollouts_run() {
+    use specgap_gateway::mock::MockUpstream;
+    use specgap_gateway::mock::replies::{self, Call, Tokens};
+
+    let tmp = tempfile::tempdir().unwrap();
+    let source = repo().join("examples/tasks/payment-retry");
+    let [builder, auditor, calibrator] = ["builder", "auditor", "calibrator"].map(bundled);
+    let planner_script: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(repo().join("examples/synthesize/payment-retry/planner.json")).unwrap()).unwrap();
+    let brief = &planner_script["steps"][0]["reply"];
+    let tokens = |n: u64| Tokens { input: 1000 + n, output: 100 + n, ..Tokens::default() };
+    let write = format!("test -f /source/instruction.full.md && cat > /handoff/handoff.json <<'SPECGAP_EOF'\n{brief}\nSPECGAP_EOF");
+    let mock = MockUpstream::start([
+        replies::openai_chat("role-model", "step 1", &[Call::new("call-1", "bash", serde_json::json!({ "command": write }))], tokens(1)),
+        replies::openai_chat("role-model", "brief written", &[], tokens(2)),
+    ])
+    .unwrap();
+    let agent = std::fs::canonicalize(repo().join("crates/specgap-agents/tests/fixtures/cli-agent.py")).unwrap();
+    let planner = format!("cli:command=python3 {}", agent.display());
+    let reference = format!("replay:{}", repo().join("examples/scripts/payment-retry-careful.jsonl").display());
+    let out = tmp.path().join("out");
+    let output = specgap()
+        .env("SYNTH_TEST_KEY", "sk-synth-test")
+        .arg("synthesize")
+        .arg(&source)
+        .arg("--out")
+        .arg(&out)
+        .args(["--planner", &planner, "--builder", &builder, "--auditor", &auditor, "--calibrator", &calibrator])
+        .args(["--model", "role-model", "--base-url", &format!("{}/v1", mock.url()), "--api-key-env", "SYNTH_TEST_KEY"])
+        .args(["--reference", &reference, "--rollouts", "1", "--max-tokens", "3000"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    let journal: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("journal.json")).unwrap()).unwrap();
+    let usage = &journal["usage"]["planner"];
+    assert_eq!((usage["input_tokens"].as_u64(), usage["output_tokens"].as_u64()), (Some(2003), Some(203)));
+    let stages: Vec<&str> = journal["entries"].as_array().unwrap().iter().map(|e| e["stage"].as_str().unwrap()).collect();
+    assert_eq!(stages, ["planner", "builder", "acceptance", "auditor", "rollouts", "calibrator"]);
+    assert_eq!(journal["entries"][4]["detail"]["rollouts"].as_array().unwrap().len(), 3);
+    let run_toml = std::fs::read_to_string(out.join("rollouts/design-1/iteration-1/run.toml")).unwrap();
+    assert!(run_toml.contains("max_tokens = 794\n"), "{run_toml}");
+    assert!(!run_toml.contains("max_cost_usd"), "{run_toml}");
 }
 
 /// `specgap synthesize` with a `cli:command` Planner (specgap-agents' test agent) against a
