@@ -44,8 +44,9 @@ pub const EXIT_INTERRUPTED: u8 = 130;
 /// evaluation error (a dead model endpoint, a broken evaluator), so the run has no result.
 pub const EXIT_NO_RESULT: u8 = 3;
 /// Exit code when the run ended before every planned episode ran because its model cost
-/// passed `--max-cost` (or the cap stored in run.toml): the held-back episodes run with
-/// `specgap run --resume DIR --max-cost <higher>` (docs/decisions.md "Exit codes").
+/// passed `--max-cost` or its prompt + completion tokens passed `--max-tokens` (or the cap
+/// stored in run.toml): the held-back episodes run with `specgap run --resume DIR
+/// --max-cost <higher>` (or `--max-tokens <higher>`; docs/decisions.md "Exit codes").
 pub const EXIT_HELD_BACK: u8 = 4;
 
 /// Examples and exit status, printed after `specgap run --help`'s flags.
