@@ -6,7 +6,7 @@
 //!   of one configuration and seed) is an error for the same reason.
 //! - a run that is a shard (`run.toml` `shard`) holds only part of its run's plan: warning.
 //! - a run whose store lacks results for part of its plan (interrupted, stopped by
-//!   `--max-cost`, merged from some shards only): warning with the count ([`planned_episode_ids`]).
+//!   `--max-cost` or `--max-tokens`, merged from some shards only): warning with the count ([`planned_episode_ids`]).
 //! - runs pooled as seed replicates (seed 000 §5.6: one replicate per run) whose
 //!   configurations differ in more than the seed, or that share the seed: warning naming the
 //!   field.
