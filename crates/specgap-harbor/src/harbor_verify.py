@@ -34,11 +34,13 @@ import hashlib
 import json
 import math
 import os
+import re
 import shlex
 import subprocess
 import sys
 
 CHANNEL_WORDS = (b"reward.txt", b"reward.json", b"/logs/verifier", b"ctrf")
+SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def note(message):
@@ -135,11 +137,16 @@ def test_command(config, step):
     """How the candidate starts test.sh, as Harbor does: made executable (here, in this
     program's copy of the tests, which the candidate sees read-only at /tests), then run by its
     `#!` line from a `sh -c` command line (a script without one is run by sh itself), with the
-    verifier's variables. Only `sh` is needed in the image: no `bash`, no `env`."""
+    verifier's variables as assignments. Only `sh` is needed in the image: no `bash`, and no
+    `env` unless a variable's name is not one the shell can assign."""
     script = os.path.join(step["tests"], "test.sh")
     os.chmod(script, os.stat(script).st_mode | 0o111)
-    assignments = [f"{k}={shlex.quote(str(v))}" for k, v in sorted(config.get("verifier_env", {}).items())]
-    return ["sh", "-c", " ".join(assignments + ["/tests/test.sh"])]
+    variables = sorted(config.get("verifier_env", {}).items())
+    if all(SHELL_NAME.fullmatch(k) for k, _ in variables):
+        assignments = [f"{k}={shlex.quote(str(v))}" for k, v in variables]
+        return ["sh", "-c", " ".join(assignments + ["/tests/test.sh"])]
+    # A name the shell cannot assign: set them all with env(1), which the image then needs.
+    return ["env"] + [f"{k}={v}" for k, v in variables] + ["sh", "-c", "/tests/test.sh"]
 
 
 def run_step(config, step, scratch):
