@@ -87,12 +87,12 @@ pub fn task_views(package: &TaskPackage, cache: &EnvCache, engine: EngineChoice)
 
 /// The host view of an evaluator that runs on the host's programs
 /// (`[evaluator.environment].commands`, with the task's `env`); `None` when it runs on an image.
-fn evaluator_on_host(image: &ImageEnvironment, environment: &Environment) -> Result<Option<HostView>, ViewError> {
+fn evaluator_on_host(image: &ImageEnvironment, environment: &Environment) -> Result<Option<HostView>, SandboxError> {
     if !image.evaluator_on_host() {
         return Ok(None);
     }
     let host = Environment { commands: image.evaluator_commands.clone(), env: environment.env.clone(), ..Environment::default() };
-    Ok(Some(HostView::resolve(&host)?))
+    HostView::resolve(&host).map(Some)
 }
 
 /// `views` (an image task's, from [`task_views`]) with `layer` (an OCI layer of a machine's
