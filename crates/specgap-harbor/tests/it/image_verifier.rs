@@ -78,6 +78,15 @@ fn the_evaluator_runs_on_host_python3_and_its_test_sh_on_the_image() {
     let loaded = specgap_task::load(&package).unwrap();
     let image = loaded.image_environment().unwrap();
     assert_eq!((image.evaluator_on_host(), image.evaluator_source.is_none()), (true, true));
+    // Without the key the evaluator would run on the image, which has no python3.
+    let manifest = std::fs::read_to_string(package.join("task.toml")).unwrap();
+    let without = manifest.replace("\n[evaluator.environment]\ncommands = [\"python3\"]\n", "\n");
+    assert_ne!(without, manifest);
+    std::fs::write(package.join("task.toml"), without).unwrap();
+    let loaded = specgap_task::load(&package).unwrap();
+    let error = SandboxJudge::new(true).unwrap().evaluate(&loaded, Submission::Starter).unwrap_err();
+    // 127: the image's sh found no python3.
+    assert_eq!(specgap_protocol::text::error_chain(&error), "evaluation error: evaluator exited with status 127");
 }
 
 #[test]
