@@ -47,16 +47,8 @@ pub(crate) fn host_view(ctx: &EpisodeContext<'_>) -> Result<HostView, EpisodeErr
     views(ctx).map(|views| views.commands)
 }
 
-/// The view the task's evaluator runs on: the commands' view, or (format 2) the evaluator's
-/// own image's ([`specgap_task::task_views`]).
-///
-/// # Errors
-/// As [`host_view`].
-pub(crate) fn evaluator_view(ctx: &EpisodeContext<'_>) -> Result<HostView, EpisodeError> {
-    views(ctx).map(|views| views.evaluator)
-}
-
-/// Both views of the task, cached by package hash (the evaluator's under `<hash>/evaluator`).
+/// The views of the task, cached by package hash (the evaluator's under `<hash>/evaluator`, its
+/// candidates' under `<hash>/candidates`).
 /// An image environment (format 2) is built into the environment cache
 /// (`$XDG_CACHE_HOME/specgap/env`, with podman or docker when one is needed) the first time,
 /// under the lock, so workers starting on one package build it once.
@@ -64,8 +56,9 @@ fn views(ctx: &EpisodeContext<'_>) -> Result<specgap_task::TaskViews, EpisodeErr
     let mut views = lock(ctx.host_views);
     let hash = ctx.package.hash();
     let evaluator_key = format!("{hash}/evaluator");
-    if let (Some(commands), Some(evaluator)) = (views.get(hash), views.get(&evaluator_key)) {
-        return Ok(specgap_task::TaskViews { commands: commands.clone(), evaluator: evaluator.clone() });
+    let candidates_key = format!("{hash}/candidates");
+    if let (Some(commands), Some(evaluator), Some(candidates)) = (views.get(hash), views.get(&evaluator_key), views.get(&candidates_key)) {
+        return Ok(specgap_task::TaskViews { commands: commands.clone(), evaluator: evaluator.clone(), candidates: candidates.clone() });
     }
     let made = match specgap_task::views_on(ctx.package, None, EngineChoice::Auto) {
         Ok(made) => made,
@@ -75,6 +68,7 @@ fn views(ctx: &EpisodeContext<'_>) -> Result<specgap_task::TaskViews, EpisodeErr
     };
     views.insert(hash.to_string(), made.commands.clone());
     views.insert(evaluator_key, made.evaluator.clone());
+    views.insert(candidates_key, made.candidates.clone());
     Ok(made)
 }
 
@@ -294,12 +288,24 @@ pub(crate) fn evaluate(
     workspace: &Path,
     stage: Option<u32>,
 ) -> Result<(EvalResult, Scored), EpisodeError> {
-    // An image environment may name its own evaluator image; the commands' view is `host`.
-    if ctx.package.image_environment().is_some_and(|image| image.evaluator_source.is_some()) {
-        let evaluator = evaluator_view(ctx)?;
-        return evaluate_stage(ctx.package, ctx.sandbox, &evaluator, workspace, ctx.workdir, stage);
+    // An image environment may name its own evaluator image, or run its evaluator on the host's
+    // programs with its candidates on the image; the commands' view is `host`.
+    let Some(image) = ctx.package.image_environment() else {
+        return evaluate_stage(ctx.package, ctx.sandbox, Views { evaluator: host, candidates: None }, workspace, ctx.workdir, stage);
+    };
+    if !image.evaluator_on_host() && image.evaluator_source.is_none() {
+        return evaluate_stage(ctx.package, ctx.sandbox, Views { evaluator: host, candidates: None }, workspace, ctx.workdir, stage);
     }
-    evaluate_stage(ctx.package, ctx.sandbox, host, workspace, ctx.workdir, stage)
+    let views = views(ctx)?;
+    let candidates = if image.evaluator_source.is_some() { views.candidates.clone() } else { host.clone() };
+    let on = Views { evaluator: &views.evaluator, candidates: Some(candidates) };
+    evaluate_stage(ctx.package, ctx.sandbox, on, workspace, ctx.workdir, stage)
+}
+
+/// The views one evaluation runs on: the evaluator's, and its candidate calls' when they differ.
+struct Views<'a> {
+    evaluator: &'a HostView,
+    candidates: Option<HostView>,
 }
 
 /// [`evaluate`] without an episode: `package`'s evaluator on `workspace`, its scratch copies
@@ -314,7 +320,7 @@ pub(crate) fn evaluate_package(
     workspace: &Path,
     scratch: &Path,
 ) -> Result<(EvalResult, Scored), EpisodeError> {
-    evaluate_stage(package, sandbox, host, workspace, scratch, None)
+    evaluate_stage(package, sandbox, Views { evaluator: host, candidates: None }, workspace, scratch, None)
 }
 
 /// [`evaluate_package`] for the submission of `stage` (1-based, `SPECGAP_STAGE`) of a staged
@@ -322,7 +328,7 @@ pub(crate) fn evaluate_package(
 fn evaluate_stage(
     package: &TaskPackage,
     sandbox: &SandboxConfig,
-    host: &HostView,
+    views: Views<'_>,
     workspace: &Path,
     scratch: &Path,
     stage: Option<u32>,
@@ -335,7 +341,8 @@ fn evaluate_stage(
     run.limits = Limits { timeout: run.timeout, ..Limits::default() };
     run.scratch_dir = Some(scratch.to_path_buf());
     run.stage = stage;
-    let evaluation = run_evaluator(&run, host, sandbox).map_err(evaluation_error)?;
+    run.candidate_view = views.candidates;
+    let evaluation = run_evaluator(&run, views.evaluator, sandbox).map_err(evaluation_error)?;
     let scored = evaluation.result.score(&package.scoring_context()).map_err(|problem| EpisodeError::Evaluation {
         message: format!("cannot score result.json: {problem}"),
         stderr_tail: evaluation.stderr_tail.clone(),

@@ -2,7 +2,9 @@
 
 Runs the task's own tests/test.sh, unchanged, through $SPECGAP_CANDIDATE: in a fresh sandbox
 holding a copy of the submission at the task's work directory, the tests read-only at /tests
-and an empty /logs/verifier. Only the files left in /logs/verifier once every process of that
+and an empty /logs/verifier; for an image task that sandbox is on the task's image (or the
+verifier's), while this program runs on the host's python3 ([evaluator.environment].commands),
+so the image needs neither python3 nor bash, only sh. Only the files left in /logs/verifier once every process of that
 sandbox has ended come back here; this program, which the submission never reaches, turns
 them into $SPECGAP_OUT/result.json.
 
@@ -32,11 +34,13 @@ import hashlib
 import json
 import math
 import os
+import re
 import shlex
 import subprocess
 import sys
 
 CHANNEL_WORDS = (b"reward.txt", b"reward.json", b"/logs/verifier", b"ctrf")
+SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def note(message):
@@ -129,6 +133,22 @@ def ctrf_problem(document, reward):
     return None
 
 
+def test_command(config, step):
+    """How the candidate starts test.sh, as Harbor does: made executable (here, in this
+    program's copy of the tests, which the candidate sees read-only at /tests), then run by its
+    `#!` line from a `sh -c` command line (a script without one is run by sh itself), with the
+    verifier's variables as assignments. Only `sh` is needed in the image: no `bash`, and no
+    `env` unless a variable's name is not one the shell can assign."""
+    script = os.path.join(step["tests"], "test.sh")
+    os.chmod(script, os.stat(script).st_mode | 0o111)
+    variables = sorted(config.get("verifier_env", {}).items())
+    if all(SHELL_NAME.fullmatch(k) for k, _ in variables):
+        assignments = [f"{k}={shlex.quote(str(v))}" for k, v in variables]
+        return ["sh", "-c", " ".join(assignments + ["/tests/test.sh"])]
+    # A name the shell cannot assign: set them all with env(1), which the image then needs.
+    return ["env"] + [f"{k}={v}" for k, v in variables] + ["sh", "-c", "/tests/test.sh"]
+
+
 def run_step(config, step, scratch):
     """Runs one step's test.sh; returns (reward or None, flags, rewards dict)."""
     out = os.path.join(scratch, "out")
@@ -138,9 +158,7 @@ def run_step(config, step, scratch):
         f.write(f"workdir {config['workdir']}\nro {step['tests']} /tests\nout /logs/verifier\n")
         f.write(f"timeout {max(1, int(config.get('verifier_timeout_sec', 600)))}\n")
     env = dict(os.environ, SPECGAP_CANDIDATE_LAYOUT=layout, SPECGAP_CANDIDATE_OUT=out)
-    command = shlex.split(os.environ["SPECGAP_CANDIDATE"]) + ["env"]
-    command += [f"{k}={v}" for k, v in sorted(config.get("verifier_env", {}).items())]
-    command += ["bash", "/tests/test.sh"]
+    command = shlex.split(os.environ["SPECGAP_CANDIDATE"]) + test_command(config, step)
     proc = subprocess.run(command, env=env, stdin=subprocess.DEVNULL, capture_output=True)
     sys.stderr.write(proc.stderr.decode("utf-8", "replace")[-2000:])
     flags = []

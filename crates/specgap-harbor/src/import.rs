@@ -22,6 +22,10 @@ pub const HARBOR_COPY: &str = "evaluator/harbor";
 /// Host programs an imported host-command package needs: Harbor's `test.sh` is a bash
 /// script, and the evaluator is a Python program.
 const HOST_COMMANDS: [&str; 2] = ["bash", "python3"];
+/// Host programs an imported image task's evaluator runs on (`[evaluator.environment].commands`,
+/// issue 26): `harbor_verify.py` runs on the host's `python3`, its `test.sh` calls on the image,
+/// which need have neither python3 nor bash.
+pub const VERIFIER_COMMANDS: [&str; 1] = ["python3"];
 /// The file [`import`] writes beside the packages: Harbor's protocol as a custom protocol
 /// (`specgap run DIR --protocol DIR/harbor-protocol.toml --condition hidden --start clean`).
 pub const PROTOCOL_FILE: &str = "harbor-protocol.toml";
@@ -429,6 +433,18 @@ fn chain(error: &dyn std::error::Error) -> String {
     text
 }
 
+/// `[evaluator.environment]` of an imported image task: `harbor_verify.py` on the host's
+/// [`VERIFIER_COMMANDS`], its `test.sh` calls on the task's image, or on the separate
+/// verifier's (`[verifier.environment].docker_image`) when the task names one.
+fn evaluator_environment(plan: &Plan) -> Table {
+    let mut own = Table::new();
+    own.insert("commands".into(), Value::Array(VERIFIER_COMMANDS.iter().map(|c| Value::from(*c)).collect()));
+    if let Some(image) = &plan.verifier_image {
+        own.insert("image".into(), image.clone().into());
+    }
+    own
+}
+
 /// The host-command `[environment]` of an imported task.
 pub(crate) fn host_environment(plan: &Plan) -> specgap_protocol::package::Environment {
     specgap_protocol::package::Environment {
@@ -649,10 +665,8 @@ fn manifest(plan: &Plan, destination: &Path, golds: &[String]) -> Result<String,
     evaluator.insert("trusts_workspace".into(), Value::Boolean(true));
     let timeout = plan.verifier_timeout_sec * plan.steps.len() as u64 + EVALUATOR_MARGIN_SEC;
     evaluator.insert("timeout_sec".into(), Value::Integer(i64::try_from(timeout).unwrap_or(i64::MAX)));
-    if let (Some(image), EnvironmentPlan::Image { .. }) = (&plan.verifier_image, &plan.environment) {
-        let mut own = Table::new();
-        own.insert("image".into(), image.clone().into());
-        evaluator.insert("environment".into(), Value::Table(own));
+    if let EnvironmentPlan::Image { .. } = &plan.environment {
+        evaluator.insert("environment".into(), Value::Table(evaluator_environment(plan)));
     }
     root.insert("evaluator".into(), Value::Table(evaluator));
     if let Some(wall) = plan.wall_sec {

@@ -27,8 +27,8 @@ pub mod task;
 pub use error::HarborError;
 pub use gold::GoldOutcome;
 pub use import::{
-    HARBOR_COPY, ImportOptions, Outcome, PROTOCOL, PROTOCOL_FILE, STARTER_INCOMPLETE, VERIFIER_PROGRAM, import, import_task, summary,
-    user_profile,
+    HARBOR_COPY, ImportOptions, Outcome, PROTOCOL, PROTOCOL_FILE, STARTER_INCOMPLETE, VERIFIER_COMMANDS, VERIFIER_PROGRAM, import,
+    import_task, summary, user_profile,
 };
 pub use specgap_env::EngineChoice;
 pub use task::{HARBOR_VERSION, Refusal};

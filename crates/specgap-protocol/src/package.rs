@@ -302,10 +302,19 @@ impl Environment {
 }
 
 /// `[evaluator.environment]` (format 2): the evaluator's own image when it differs from the
-/// task's (Harbor's separate verifier). Exactly one of the four keys.
+/// task's (Harbor's separate verifier), and/or `commands`: the evaluator's program runs on the
+/// host's programs while its candidate calls run on the image. At most one of the four image
+/// keys; at least one of them or `commands`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EvaluatorEnvironment {
+    /// Host command names (as `[environment].commands`): when set, the evaluator's own command
+    /// runs on the host's system directories with these programs (no network, as a
+    /// host-command evaluator), and only its candidate calls (`$SPECGAP_CANDIDATE`) run on the
+    /// image — this table's, else the task's. Issue 26: an imported Harbor verifier
+    /// (`python3 harbor_verify.py`) on an image without `python3`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<String>,
     /// An image reference resolved by a container engine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,

@@ -43,6 +43,11 @@
 //!
 //! Nothing a candidate writes reaches the evaluator except through those copies, made after
 //! the candidate's sandbox is gone, so no process of the candidate outlives the copy.
+//!
+//! # Candidates on another view
+//! The candidate calls run on the evaluator's view unless [`EvaluatorRun::candidate_view`]
+//! names another: an evaluator on the host's programs (`[evaluator.environment].commands`)
+//! whose candidates run on the task's image, where the submitted code belongs.
 
 use std::collections::HashSet;
 use std::io;
@@ -110,6 +115,9 @@ pub struct EvaluatorRun {
     /// `SPECGAP_STAGE`; `None` (the variable unset) for a task of one stage and for checks
     /// that score the whole task.
     pub stage: Option<u32>,
+    /// The view candidate calls run on, when it is not the evaluator's own (an evaluator on
+    /// the host's programs whose candidates run on the task's image); `None`: the evaluator's.
+    pub candidate_view: Option<HostView>,
 }
 
 impl EvaluatorRun {
@@ -133,6 +141,7 @@ impl EvaluatorRun {
             candidate_limits: Limits { output_bytes: 16 << 20, ..Limits::default() },
             scratch_dir: None,
             stage: None,
+            candidate_view: None,
         }
     }
 
@@ -342,7 +351,8 @@ pub fn run_evaluator(run: &EvaluatorRun, host: &HostView, config: &SandboxConfig
     }
 
     let deadline = Instant::now() + run.timeout;
-    let service = CandidateService::start(&scratch, run.candidate_limits, deadline, host.clone(), config.clone());
+    let candidates = run.candidate_view.clone().unwrap_or_else(|| host.clone());
+    let service = CandidateService::start(&scratch, run.candidate_limits, deadline, candidates, config.clone());
     let outcome = run_sandboxed(&spec, host, config);
     let served = service.stop();
 

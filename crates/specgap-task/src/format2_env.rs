@@ -9,7 +9,8 @@
 //! | `[environment].oci_layout` | a directory in the package holding `oci-layout` and `index.json`, outside `workspace/` and `evaluator/` |
 //! | `[environment].workdir` | an absolute path of plain names, not `/` nor under `/proc`, `/dev`, `/sys` (default `/workspace`) |
 //! | `[evaluator].dir`, `[evaluator].out` | the same form; none of workdir, dir, out equal to or inside another |
-//! | `[evaluator.environment]` | exactly one of `image`, `dockerfile`, `rootfs`, `oci_layout`, with the rules above |
+//! | `[evaluator.environment]` | at most one of `image`, `dockerfile`, `rootfs`, `oci_layout`, with the rules above, and/or `commands` (command names); at least one |
+//! | `[evaluator.environment].commands` | the evaluator runs on the host's programs, its candidate calls on the image; not beside `[evaluator].dir` or `out` |
 //!
 //! At most one of the four source keys names the task's image. `commands` and `binds` (host
 //! programs and paths) are refused beside one: an image brings its own programs.
@@ -76,12 +77,21 @@ pub struct ImageEnvironment {
     pub evaluator_out: Option<PathBuf>,
     /// `[evaluator.environment]`: the evaluator's own image, if it has one.
     pub evaluator_source: Option<ResolvedSource>,
+    /// `[evaluator.environment].commands`: when not empty, the evaluator runs on the host's
+    /// programs (these), and only its candidate calls on [`Self::evaluator_image`].
+    pub evaluator_commands: Vec<String>,
 }
 
 impl ImageEnvironment {
     /// The image the evaluator runs on: its own, or the task's.
     pub fn evaluator_image(&self) -> &ResolvedSource {
         self.evaluator_source.as_ref().unwrap_or(&self.source)
+    }
+
+    /// Whether the evaluator's own command runs on the host's programs
+    /// (`[evaluator.environment].commands`), its candidate calls on [`Self::evaluator_image`].
+    pub fn evaluator_on_host(&self) -> bool {
+        !self.evaluator_commands.is_empty()
     }
 }
 
@@ -113,26 +123,53 @@ pub(crate) fn resolve(root: &Path, manifest: &TaskManifest, spans: &EnvironmentS
     let evaluator_dir = evaluator.dir.as_deref().map(|d| mount_path(d, "[evaluator].dir", &spans.dir)).transpose()?;
     let evaluator_out = evaluator.out.as_deref().map(|d| mount_path(d, "[evaluator].out", &spans.out)).transpose()?;
     check_apart(&workdir, &evaluator_dir, &evaluator_out, spans)?;
-    let evaluator_source = match &evaluator.environment {
-        None => None,
-        Some(table) => {
-            let sources = ImageSource::all_of(&table.image, &table.dockerfile, &table.rootfs, &table.oci_layout);
-            let at = &spans.evaluator_environment;
-            match sources.len() {
-                0 => {
-                    return Err(invalid(
-                        at,
-                        "[evaluator.environment] names no image; expected one of `image`, `dockerfile`, `rootfs`, `oci_layout` (or no table: the task's image)".into(),
-                    ));
-                }
-                1 => {}
-                _ => return Err(invalid(at, several("[evaluator.environment]", &sources))),
-            }
-            let first = sources.into_iter().next().ok_or_else(|| invalid(at, "no image".into()))?;
-            Some(resolve_source(root, first, "[evaluator.environment]", at)?)
+    let (evaluator_source, evaluator_commands) = evaluator_environment(root, manifest, spans)?;
+    Ok(Some(ImageEnvironment { source, workdir, evaluator_dir, evaluator_out, evaluator_source, evaluator_commands }))
+}
+
+/// `[evaluator.environment]` of an image environment: its image (at most one source) and its
+/// host `commands`; at least one of them. `commands` runs the evaluator on the host's programs,
+/// so `[evaluator].dir` and `out` (places inside an image) are refused beside it.
+fn evaluator_environment(
+    root: &Path,
+    manifest: &TaskManifest,
+    spans: &EnvironmentSpans,
+) -> Result<(Option<ResolvedSource>, Vec<String>), LoadError> {
+    let evaluator = &manifest.evaluator;
+    let Some(table) = &evaluator.environment else { return Ok((None, Vec::new())) };
+    let at = &spans.evaluator_environment;
+    let sources = ImageSource::all_of(&table.image, &table.dockerfile, &table.rootfs, &table.oci_layout);
+    if sources.len() > 1 {
+        return Err(invalid(at, several("[evaluator.environment]", &sources)));
+    }
+    if sources.is_empty() && table.commands.is_empty() {
+        return Err(invalid(
+            at,
+            "[evaluator.environment] names no image; expected one of `image`, `dockerfile`, `rootfs`, `oci_layout`, \
+             or `commands` (the evaluator on the host's programs), or no table: the task's image"
+                .into(),
+        ));
+    }
+    if !table.commands.is_empty() {
+        if let Some(name) = table.commands.iter().find(|c| c.trim().is_empty() || c.contains('/')) {
+            return Err(invalid(at, format!("[evaluator.environment].commands names `{name}`; expected command names (e.g. `python3`)")));
         }
+        let placed = [("[evaluator].dir", &evaluator.dir, &spans.dir), ("[evaluator].out", &evaluator.out, &spans.out)];
+        if let Some((key, _, place)) = placed.into_iter().find(|(_, value, _)| value.is_some()) {
+            return Err(invalid(
+                place,
+                format!(
+                    "{key} places the evaluator's files inside an image, and [evaluator.environment].commands runs the \
+                     evaluator on the host's programs; remove {key} (its candidate calls still run on the image)"
+                ),
+            ));
+        }
+    }
+    let source = match sources.into_iter().next() {
+        Some(first) => Some(resolve_source(root, first, "[evaluator.environment]", at)?),
+        None => None,
     };
-    Ok(Some(ImageEnvironment { source, workdir, evaluator_dir, evaluator_out, evaluator_source }))
+    Ok((source, table.commands.clone()))
 }
 
 /// A host-command environment: the keys that only mean something on an image are refused.

@@ -166,7 +166,7 @@ impl Judge for SandboxJudge {
             _ => scratch.path().join("workspace"),
         };
         self.prepare(package, submission, &workspace)?;
-        let host = self.submission_views(package, submission)?.evaluator;
+        let views = self.submission_views(package, submission)?;
         let manifest = package.manifest();
         let mut run = EvaluatorRun::new(
             package.name(),
@@ -178,7 +178,8 @@ impl Judge for SandboxJudge {
         run.requirement_ids = package.requirement_ids().to_vec();
         run.delivery = package.scoring_context().delivery;
         run.stage = submission.stage();
-        match run_evaluator(&run, &host, &self.config) {
+        run.candidate_view = Some(views.candidates);
+        match run_evaluator(&run, &views.evaluator, &self.config) {
             Ok(evaluation) => Ok(Judged { result: evaluation.result, stderr_tail: evaluation.stderr_tail }),
             Err(EvalError::InvalidResult { problem, stderr_tail }) => Err(EvaluateError::InvalidResult { problem, stderr_tail }),
             Err(source) => Err(EvaluateError::Evaluator { source: Box::new(source) }),

@@ -6,20 +6,25 @@
 use std::path::Path;
 
 use specgap_env::{EngineChoice, EnvCache, EnvError};
+use specgap_protocol::package::Environment;
 use specgap_protocol::run::EnvironmentRef;
 use specgap_sandbox::{HostView, ImagePlacement, SandboxError};
 
 use crate::format2_env::{ImageEnvironment, ResolvedSource};
 use crate::package::TaskPackage;
 
-/// The two views of one task: the agent's commands and the evaluator's (the same unless the
-/// package names `[evaluator.environment]`).
+/// The views of one task: the agent's commands, the evaluator's and its candidate calls' (the
+/// same unless the package names `[evaluator.environment]`).
 #[derive(Debug, Clone)]
 pub struct TaskViews {
-    /// Where the agent's commands, `run_project` and the candidate launcher run.
+    /// Where the agent's commands and `run_project` run.
     pub commands: HostView,
-    /// Where the evaluator runs.
+    /// Where the evaluator runs: the host's programs with `[evaluator.environment].commands`,
+    /// else the candidates' view.
     pub evaluator: HostView,
+    /// Where the evaluator's candidate calls (`$SPECGAP_CANDIDATE`) run: the evaluator's own
+    /// image, else the commands' view.
+    pub candidates: HostView,
 }
 
 /// Why a task's views could not be made.
@@ -64,26 +69,38 @@ pub fn task_views(package: &TaskPackage, cache: &EnvCache, engine: EngineChoice)
     let environment = &package.manifest().environment;
     let Some(image) = package.image_environment() else {
         let view = HostView::resolve(environment)?;
-        return Ok(TaskViews { commands: view.clone(), evaluator: view });
+        return Ok(TaskViews { commands: view.clone(), evaluator: view.clone(), candidates: view });
     };
     let placement = placement(image);
     let rootfs = build(cache, &image.source, "task environment", engine)?;
     let commands = HostView::on_rootfs(&rootfs, environment, &placement)?;
-    let evaluator = match &image.evaluator_source {
+    let candidates = match &image.evaluator_source {
         None => commands.clone(),
         Some(own) => {
             let rootfs = build(cache, own, "evaluator environment", engine)?;
             HostView::on_rootfs(&rootfs, environment, &placement)?
         }
     };
-    Ok(TaskViews { commands, evaluator })
+    let evaluator = evaluator_on_host(image, environment)?.unwrap_or_else(|| candidates.clone());
+    Ok(TaskViews { commands, evaluator, candidates })
+}
+
+/// The host view of an evaluator that runs on the host's programs
+/// (`[evaluator.environment].commands`, with the task's `env`); `None` when it runs on an image.
+fn evaluator_on_host(image: &ImageEnvironment, environment: &Environment) -> Result<Option<HostView>, SandboxError> {
+    if !image.evaluator_on_host() {
+        return Ok(None);
+    }
+    let host = Environment { commands: image.evaluator_commands.clone(), env: environment.env.clone(), ..Environment::default() };
+    HostView::resolve(&host).map(Some)
 }
 
 /// `views` (an image task's, from [`task_views`]) with `layer` (an OCI layer of a machine's
 /// changes: a whole-machine residual state's `machine.tar`, or a submission's machine) over the
-/// task's image, stacked in `cache` ([`EnvCache::layered`]). The evaluator's view changes with
+/// task's image, stacked in `cache` ([`EnvCache::layered`]). The candidates' view changes with
 /// it unless the package names an evaluator image of its own (Harbor's separate verifier
-/// environment sees the workspace only).
+/// environment sees the workspace only); so does the evaluator's, unless it runs on the host's
+/// programs.
 ///
 /// # Errors
 /// [`ViewError::Layer`]; [`ViewError::Sandbox`] for a host-command view.
@@ -93,9 +110,11 @@ pub fn views_with_layer(views: &TaskViews, package: &TaskPackage, cache: &EnvCac
     };
     let layered = cache.layered(root, layer).map_err(|source| ViewError::Layer { layer: layer.to_path_buf(), source })?;
     let commands = views.commands.with_root(&layered.rootfs)?;
-    let own_evaluator = package.image_environment().is_some_and(|image| image.evaluator_source.is_some());
-    let evaluator = if own_evaluator { views.evaluator.clone() } else { commands.clone() };
-    Ok(TaskViews { commands, evaluator })
+    let image = package.image_environment();
+    let own_image = image.is_some_and(|image| image.evaluator_source.is_some());
+    let candidates = if own_image { views.candidates.clone() } else { commands.clone() };
+    let evaluator = if image.is_some_and(ImageEnvironment::evaluator_on_host) { views.evaluator.clone() } else { candidates.clone() };
+    Ok(TaskViews { commands, evaluator, candidates })
 }
 
 /// The environment cache `package`'s views are built in: the user's

@@ -17,6 +17,7 @@ mod env_run;
 mod examples;
 mod export;
 mod harbor;
+mod harbor_image_verifier;
 mod harbor_starter;
 mod hardening;
 mod panels;

@@ -5,6 +5,7 @@ mod export;
 mod harbor;
 mod image_gold;
 mod image_starter;
+mod image_verifier;
 mod import;
 mod min_reward;
 mod support;

@@ -122,7 +122,49 @@ fn two_sources_and_host_keys_beside_an_image_are_refused() {
     assert_eq!(
         copy.load_error(),
         format!(
-            "{}: [evaluator.environment] names no image; expected one of `image`, `dockerfile`, `rootfs`, `oci_layout` (or no table: the task's image)",
+            "{}: [evaluator.environment] names no image; expected one of `image`, `dockerfile`, `rootfs`, `oci_layout`, \
+             or `commands` (the evaluator on the host's programs), or no table: the task's image",
+            task_toml_at(&copy, 20, 1)
+        )
+    );
+}
+
+#[test]
+fn evaluator_commands_run_the_evaluator_on_host_programs_and_its_candidates_on_the_image() {
+    // Alone: the candidates run on the task's image.
+    let copy = with_environment("image = \"a\"\n", "\n[evaluator.environment]\ncommands = [\"python3\"]\n");
+    let package = specgap_task::load(&copy.root).unwrap();
+    let image = package.image_environment().unwrap();
+    assert_eq!(image.evaluator_commands, ["python3"]);
+    assert!(image.evaluator_on_host());
+    assert_eq!(image.evaluator_image(), &image.source);
+    // Beside an image of its own: the candidates run on that one.
+    let copy = with_environment("image = \"a\"\n", "\n[evaluator.environment]\ncommands = [\"python3\"]\nimage = \"b\"\n");
+    let package = specgap_task::load(&copy.root).unwrap();
+    let image = package.image_environment().unwrap();
+    assert_eq!(image.evaluator_image().source, ImageSource::Image("b".into()));
+    assert!(image.evaluator_on_host());
+    // Without the key nothing changes.
+    let copy = with_environment("image = \"a\"\n", "");
+    assert!(!specgap_task::load(&copy.root).unwrap().image_environment().unwrap().evaluator_on_host());
+}
+
+#[test]
+fn evaluator_commands_beside_a_place_in_the_image_or_naming_a_path_are_refused() {
+    let copy = with_environment("image = \"a\"\n", "dir = \"/tests\"\n\n[evaluator.environment]\ncommands = [\"python3\"]\n");
+    assert_eq!(
+        copy.load_error(),
+        format!(
+            "{}: [evaluator].dir places the evaluator's files inside an image, and [evaluator.environment].commands runs the \
+             evaluator on the host's programs; remove [evaluator].dir (its candidate calls still run on the image)",
+            task_toml_at(&copy, 19, 7)
+        )
+    );
+    let copy = with_environment("image = \"a\"\n", "\n[evaluator.environment]\ncommands = [\"/usr/bin/python3\"]\n");
+    assert_eq!(
+        copy.load_error(),
+        format!(
+            "{}: [evaluator.environment].commands names `/usr/bin/python3`; expected command names (e.g. `python3`)",
             task_toml_at(&copy, 20, 1)
         )
     );
