@@ -99,15 +99,18 @@ fn test_agent() -> PathBuf {
     std::fs::canonicalize(repo().join("crates/specgap-agents/tests/fixtures/cli-agent.py")).unwrap()
 }
 
-#[test]
-fn a_cli_agent_completes_an_imported_harbor_task() {
-    use serde_json::json;
-    use specgap_gateway::mock::MockUpstream;
-    use specgap_gateway::mock::replies::{self, Call, Tokens};
-    const MODEL: &str = "mock-harbor-model";
-    const KEY_ENV: &str = "SPECGAP_TEST_HARBOR_KEY";
-    let out = tempfile::tempdir().unwrap();
-    let suite = out.path().join("suite");
+const HARBOR_MODEL: &str = "mock-harbor-model";
+const HARBOR_KEY_ENV: &str = "SPECGAP_TEST_HARBOR_KEY";
+const HARBOR_KEY: &str = "sk-harbor-test-0c4e";
+
+/// Imports the dataset's `hello-file` task and runs `agent` on it under `hidden` against
+/// `mock` (one episode); returns the run directory and its episode rows.
+fn run_imported_hello_file(
+    out: &std::path::Path,
+    agent: &str,
+    mock: &specgap_gateway::mock::MockUpstream,
+) -> (PathBuf, Vec<specgap_store::EpisodeRow>) {
+    let suite = out.join("suite");
     run_ok([
         OsStr::new("import"),
         OsStr::new("harbor"),
@@ -115,6 +118,45 @@ fn a_cli_agent_completes_an_imported_harbor_task() {
         OsStr::new("--out"),
         suite.as_os_str(),
     ]);
+    let base_url = format!("{}/v1", mock.url());
+    let run = out.join("run");
+    let args = [
+        OsStr::new("run"),
+        suite.as_os_str(),
+        OsStr::new("--agent"),
+        OsStr::new(agent),
+        OsStr::new("--model"),
+        OsStr::new(HARBOR_MODEL),
+        OsStr::new("--base-url"),
+        OsStr::new(&base_url),
+        OsStr::new("--api-key-env"),
+        OsStr::new(HARBOR_KEY_ENV),
+        OsStr::new("--condition"),
+        OsStr::new("hidden"),
+        OsStr::new("--no-report"),
+        OsStr::new("--out"),
+        run.as_os_str(),
+    ];
+    let output = specgap()
+        .args(args)
+        .env(HARBOR_KEY_ENV, HARBOR_KEY)
+        .env("XDG_CACHE_HOME", specgap_test_support::installs::test_cache())
+        .output()
+        .unwrap();
+    assert_succeeded(output);
+    let rows = episodes(&run);
+    (run, rows)
+}
+
+/// The shell command that completes `hello-file`.
+const WRITE_GREETING: &str = "echo 'Hello, specgap!' > greeting.txt";
+
+#[test]
+fn a_cli_agent_completes_an_imported_harbor_task() {
+    use serde_json::json;
+    use specgap_gateway::mock::MockUpstream;
+    use specgap_gateway::mock::replies::{self, Call, Tokens};
+    let out = tempfile::tempdir().unwrap();
     let mock = MockUpstream::start([]).unwrap();
     mock.set_responder(|request: &specgap_gateway::mock::ReceivedRequest| {
         let body: serde_json::Value = serde_json::from_slice(&request.body).unwrap_or_default();
@@ -122,38 +164,50 @@ fn a_cli_agent_completes_an_imported_harbor_task() {
         let tokens = Tokens { input: 100 + step, output: 5, ..Tokens::default() };
         match step {
             0 => replies::openai_chat(
-                MODEL,
+                HARBOR_MODEL,
                 "Writing it.",
-                &[Call::new("call-0", "bash", json!({"command": "echo 'Hello, specgap!' > greeting.txt"}))],
+                &[Call::new("call-0", "bash", json!({"command": WRITE_GREETING}))],
                 tokens,
             ),
-            _ => replies::openai_chat(MODEL, "Done.", &[], tokens),
+            _ => replies::openai_chat(HARBOR_MODEL, "Done.", &[], tokens),
         }
     });
     let agent = format!("cli:command=python3 {}", test_agent().display());
-    let base_url = format!("{}/v1", mock.url());
-    let run = out.path().join("run");
-    let args = [
-        OsStr::new("run"),
-        suite.as_os_str(),
-        OsStr::new("--agent"),
-        OsStr::new(&agent),
-        OsStr::new("--model"),
-        OsStr::new(MODEL),
-        OsStr::new("--base-url"),
-        OsStr::new(&base_url),
-        OsStr::new("--api-key-env"),
-        OsStr::new(KEY_ENV),
-        OsStr::new("--condition"),
-        OsStr::new("hidden"),
-        OsStr::new("--no-report"),
-        OsStr::new("--out"),
-        run.as_os_str(),
-    ];
-    assert_succeeded(specgap().args(args).env(KEY_ENV, "sk-harbor-test-0c4e").output().unwrap());
-    let rows = episodes(&run);
+    let (_, rows) = run_imported_hello_file(out.path(), &agent, &mock);
     assert_eq!(rows.len(), 1);
     assert_eq!((rows[0].final_score, rows[0].final_success), (Some(1.0), Some(true)), "{rows:#?}");
+}
+
+/// Issue 26, Tests: "Real `cli:` agents (their existing mocks) complete an imported task": the
+/// pinned mini-swe-agent (from PyPI; with `SPECGAP_REQUIRE_EXTERNAL=1` a missing installation
+/// fails the test) writes the file with its bash tool and ends with its completion marker.
+#[test]
+fn mini_swe_agent_completes_an_imported_harbor_task() {
+    use serde_json::json;
+    use specgap_gateway::mock::MockUpstream;
+    use specgap_gateway::mock::replies::{self, Call, Tokens};
+    let Some(_) = crate::cli_agents::mini_installed() else { return };
+    let bash = |n: u64, command: &str| {
+        let call = [Call::new(&format!("call-{n}"), "bash", json!({ "command": command }))];
+        replies::openai_chat(
+            HARBOR_MODEL,
+            &format!("THOUGHT: step {n}."),
+            &call,
+            Tokens { input: 500 + n, output: 10 + n, ..Tokens::default() },
+        )
+    };
+    let mock = MockUpstream::start([bash(1, WRITE_GREETING), bash(2, "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")]).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let (run, rows) = run_imported_hello_file(out.path(), "cli:mini-swe-agent", &mock);
+    assert_eq!(rows.len(), 1);
+    assert_eq!((rows[0].final_score, rows[0].final_success), (Some(1.0), Some(true)), "{rows:#?}");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2, "mini ends at its marker without asking again");
+    for request in &requests {
+        assert_eq!(request.path(), "/v1/chat/completions");
+        assert_eq!(request.header("authorization"), Some(format!("Bearer {HARBOR_KEY}").as_str()));
+    }
+    specgap_test_support::tripwire::assert_no_network_attempt(&events(&run, &rows[0].id));
 }
 
 #[test]
