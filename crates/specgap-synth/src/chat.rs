@@ -154,7 +154,7 @@ fn render_rollouts(inputs: &serde_json::Value) -> Result<String, RoleError> {
         let id = field("rollout");
         text.push_str(&format!("--- rollout {id} ({}, repeat {}) ---\n", field("condition"), field("repeat")));
         let rendering = crate::trajectory::render_episode(Path::new(&field("episode_dir")))
-            .map_err(|source| RoleError::ReadTrajectory { rollout: id, source })?;
+            .map_err(|source| RoleError::ReadTrajectory { rollout: id, source: Box::new(source) })?;
         text.push_str(&rendering);
     }
     Ok(text)

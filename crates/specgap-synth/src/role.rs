@@ -173,9 +173,9 @@ pub enum RoleError {
     ReadTrajectory {
         /// The rollout (episode id).
         rollout: String,
-        /// The cause.
+        /// The cause (boxed: a store error is large).
         #[source]
-        source: specgap_store::StoreError,
+        source: Box<specgap_store::StoreError>,
     },
     /// A `cli:` role's sandbox view could not be made.
     #[error("cannot set up the {role}'s sandbox")]
