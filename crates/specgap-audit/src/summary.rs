@@ -100,3 +100,23 @@ impl Summarizer {
         Ok(completion.text.trim().to_string())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use specgap_protocol::event::ToolCall;
+
+    use super::*;
+
+    #[test]
+    fn the_summarizers_message_cuts_results_at_result_chars_with_its_own_marker() {
+        let turn = EventKind::AgentTurn {
+            turn: 1,
+            text: Some(" Looking. ".into()),
+            tool_calls: vec![ToolCall { id: "c1".into(), tool: "bash".into(), arguments: serde_json::json!({"command": "ls"}) }],
+            usage: None,
+        };
+        let result = EventKind::ToolResult { call_id: "c1".into(), tool: "bash".into(), output: "é".repeat(2001), is_error: false };
+        let text = summary_message(&[&turn, &result]);
+        assert_eq!(text, format!("[turn 1] Looking.\n  call bash {{\"command\":\"ls\"}}\n  result of bash: {} […]\n", "é".repeat(2000)));
+    }
+}
