@@ -34,8 +34,23 @@ pub struct Summarizer {
     pub config: ChatConfig,
 }
 
-/// The user message of one episode: the request, then the transcript.
+/// The user message of one episode: the request, then the transcript ([`compact_transcript`]
+/// with each tool result cut at [`RESULT_CHARS`] characters, ` […]` marking a cut).
 pub fn summary_message(events: &[&EventKind]) -> String {
+    compact_transcript(events, &|output: &str| {
+        let cut: String = output.chars().take(RESULT_CHARS).collect();
+        let more = if output.chars().count() > RESULT_CHARS { " […]" } else { "" };
+        format!("{}{more}", cut.trim())
+    })
+}
+
+/// A compact transcript of what the agent saw and did, nothing else: the request (the
+/// opening message), then each turn as `[turn N] <text>` with its calls (`  call <tool>
+/// <arguments JSON>`), each tool result as `  result of <tool>[ (error)]: <output>` (the
+/// output as `result` gives it back), each message to the agent and each submission. The
+/// private evaluation, the model traffic and the harness's measurements are left out.
+/// Also the chat Calibrator's view of a rollout (`specgap_synth::trajectory`).
+pub fn compact_transcript(events: &[&EventKind], result: &dyn Fn(&str) -> String) -> String {
     let mut text = String::new();
     for event in events {
         match event {
@@ -49,9 +64,7 @@ pub fn summary_message(events: &[&EventKind]) -> String {
                 }
             }
             EventKind::ToolResult { tool, output, is_error, .. } => {
-                let cut: String = output.chars().take(RESULT_CHARS).collect();
-                let more = if output.chars().count() > RESULT_CHARS { " […]" } else { "" };
-                let _ = writeln!(text, "  result of {tool}{}: {}{more}", if *is_error { " (error)" } else { "" }, cut.trim());
+                let _ = writeln!(text, "  result of {tool}{}: {}", if *is_error { " (error)" } else { "" }, result(output));
             }
             EventKind::UserMessage { text: message, .. } => {
                 let _ = writeln!(text, "[message to the agent] {}", message.trim());
@@ -85,5 +98,25 @@ impl Summarizer {
             return Err(AuditError::store(store.dir())(failure));
         }
         Ok(completion.text.trim().to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use specgap_protocol::event::ToolCall;
+
+    use super::*;
+
+    #[test]
+    fn the_summarizers_message_cuts_results_at_result_chars_with_its_own_marker() {
+        let turn = EventKind::AgentTurn {
+            turn: 1,
+            text: Some(" Looking. ".into()),
+            tool_calls: vec![ToolCall { id: "c1".into(), tool: "bash".into(), arguments: serde_json::json!({"command": "ls"}) }],
+            usage: None,
+        };
+        let result = EventKind::ToolResult { call_id: "c1".into(), tool: "bash".into(), output: "é".repeat(2001), is_error: false };
+        let text = summary_message(&[&turn, &result]);
+        assert_eq!(text, format!("[turn 1] Looking.\n  call bash {{\"command\":\"ls\"}}\n  result of bash: {} […]\n", "é".repeat(2000)));
     }
 }

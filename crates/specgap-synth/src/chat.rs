@@ -12,7 +12,7 @@
 //! | Planner | the source task (`inputs.source`, a directory or one file) |
 //! | Builder | its working directory as it stands (empty in round 1, the previous round's files after) |
 //! | Auditor | the package, evaluator and solutions included (`inputs.package`); it writes nothing |
-//! | Calibrator | none: the rollouts are in its inputs |
+//! | Calibrator | each rollout's trajectory ([`crate::trajectory`]), after its inputs (the summaries) |
 //! | Implementer | its working directory: the package's workspace only |
 //!
 //! A model has no tools here, so the roles that write (Builder, Implementer) are told to put
@@ -87,6 +87,9 @@ impl ChatRole {
             user.push_str(&format!("\nThe files of {label} ({}):\n\n", dir.display()));
             user.push_str(&render_files(&dir, request.role)?);
         }
+        if request.role == RoleName::Calibrator {
+            user.push_str(&render_rollouts(&request.inputs)?);
+        }
         if request.work_dir.is_some() {
             user.push('\n');
             user.push_str(FILES_NOTE);
@@ -132,6 +135,29 @@ impl Role for ChatRole {
 /// What a refused answer is followed by.
 fn retry_message(reason: &str) -> String {
     format!("That answer was refused: {reason}\nSend the corrected JSON hand-off only.")
+}
+
+/// The trajectories of the rollouts in the Calibrator's `inputs.rollouts` (the summaries), in
+/// their order, each as `--- rollout <id> (<condition>, repeat <r>) ---` and its rendering;
+/// empty without rollouts.
+fn render_rollouts(inputs: &serde_json::Value) -> Result<String, RoleError> {
+    let Some(rollouts) = inputs.get("rollouts").and_then(|r| r.as_array()).filter(|r| !r.is_empty()) else {
+        return Ok(String::new());
+    };
+    let mut text = format!(
+        "\nThe trajectories of the rollouts, numbered by turn (tool results cut at {} bytes, each trajectory at {}):\n\n",
+        crate::trajectory::MAX_OUTPUT_BYTES,
+        crate::trajectory::MAX_TRAJECTORY_BYTES
+    );
+    for rollout in rollouts {
+        let field = |key: &str| rollout.get(key).map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned)).unwrap_or_default();
+        let id = field("rollout");
+        text.push_str(&format!("--- rollout {id} ({}, repeat {}) ---\n", field("condition"), field("repeat")));
+        let rendering = crate::trajectory::render_episode(Path::new(&field("episode_dir")))
+            .map_err(|source| RoleError::ReadTrajectory { rollout: id, source: Box::new(source) })?;
+        text.push_str(&rendering);
+    }
+    Ok(text)
 }
 
 /// The directory (or file) the role is shown, per the module guide's table.

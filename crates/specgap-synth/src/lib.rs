@@ -23,6 +23,7 @@
 //! * [`prompts`] — the role prompts (replaceable files).
 //! * [`review`] — human review: pages, sheets, and the import that marks the package's
 //!   `synthesis.toml` reviewed with a version.
+//! * [`trajectory`] — the rollouts' trajectories as a `chat:` Calibrator reads them.
 //! * [`sandbox_view`] — the mounts a role played in its own sandbox would get (App. E).
 //!
 //! What this slice does not do yet (`cli:` roles, `--max-cost`) is listed in
@@ -64,4 +65,5 @@ pub mod review;
 pub mod role;
 pub mod rollouts;
 pub mod sandbox_view;
+pub mod trajectory;
 mod tree;

@@ -168,6 +168,15 @@ pub enum RoleError {
         #[source]
         source: std::io::Error,
     },
+    /// A rollout's trajectory, shown to a `chat:` Calibrator, could not be read.
+    #[error("cannot read the trajectory of rollout `{rollout}` to show it to the calibrator")]
+    ReadTrajectory {
+        /// The rollout (episode id).
+        rollout: String,
+        /// The cause (boxed: a store error is large).
+        #[source]
+        source: Box<specgap_store::StoreError>,
+    },
     /// A `cli:` role's sandbox view could not be made.
     #[error("cannot set up the {role}'s sandbox")]
     View {

@@ -12,7 +12,7 @@ use specgap_gateway::mock::{MockReply, MockUpstream, ReceivedRequest};
 use specgap_synth::chat::unfence;
 use specgap_synth::pipeline::{Config, Limits, Roles, SynthError, synthesize};
 use specgap_synth::prompts::Prompts;
-use specgap_synth::role::{ChatEndpoint, Role, RoleName, role_from_spec_with};
+use specgap_synth::role::{ChatEndpoint, Role, RoleName, RoleRequest, role_from_spec_with};
 
 use crate::support::{accepted_at_first_iteration, audit_pass, brief, calibrate_ready, payment_retry, step, steps};
 
@@ -234,4 +234,98 @@ fn a_chat_spec_without_a_model_is_refused() {
     assert_eq!(err.to_string(), "`chat:` names no model; write chat:<model>");
     let role: Box<dyn Role> = role_from_spec_with("chat:m1", RoleName::Auditor, &ChatEndpoint::default()).unwrap();
     assert_eq!(role.label(), "chat:m1");
+}
+
+/// Writes `events` (JSON, `seq` from 0) as `dir/trajectory.jsonl.zst`, one zstd frame per
+/// event, as the run store does.
+fn write_trajectory(dir: &Path, events: &[Value]) {
+    fs_err::create_dir_all(dir).unwrap();
+    let mut bytes = Vec::new();
+    for (seq, event) in events.iter().enumerate() {
+        let mut event = event.clone();
+        event.as_object_mut().unwrap().extend([("seq".into(), json!(seq)), ("ts_ms".into(), json!(0)), ("elapsed_ms".into(), json!(0))]);
+        bytes.extend(zstd::encode_all(format!("{event}\n").as_bytes(), 3).unwrap());
+    }
+    fs_err::write(dir.join("trajectory.jsonl.zst"), bytes).unwrap();
+}
+
+fn start(opening: &str) -> Value {
+    json!({"type": "episode_start", "episode": "e", "task": "payment-retry", "condition": "full", "start": "clean",
+           "agent": "replay:x", "system_prompt": "SYSTEM PROMPT", "opening_message": opening, "tools": []})
+}
+
+fn summary(rollout: &str, condition: &str, dir: &Path) -> Value {
+    json!({"rollout": rollout, "condition": condition, "repeat": 0, "status": "finished", "end_reason": "submitted",
+           "score": 0.5, "success": false, "submissions": 1, "turns": 2, "episode_dir": dir})
+}
+
+#[test]
+fn a_chat_calibrator_is_shown_each_rollouts_trajectory_numbered_by_turn_with_exact_cuts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let full = tmp.path().join("episodes/full-0");
+    write_trajectory(
+        &full,
+        &[
+            start("Make checkout retry declined payments."),
+            json!({"type": "agent_turn", "turn": 1, "text": "Reading the code first.",
+                   "tool_calls": [{"id": "c1", "tool": "bash", "arguments": {"command": "cat shop/checkout.py"}}]}),
+            json!({"type": "tool_result", "call_id": "c1", "tool": "bash", "output": "def checkout():\n    pay()\n", "is_error": false}),
+            json!({"type": "agent_turn", "turn": 2, "text": "Running the tests.",
+                   "tool_calls": [{"id": "c2", "tool": "bash", "arguments": {"command": "pytest"}}]}),
+            json!({"type": "tool_result", "call_id": "c2", "tool": "bash", "output": "x".repeat(2500), "is_error": true}),
+            json!({"type": "submission", "k": 1, "summary": "retries declines", "automatic": false}),
+            json!({"type": "evaluation", "k": 1, "score": 0.5, "success": false, "failing_requirement": "secret-idempotency"}),
+            json!({"type": "end", "reason": "submitted", "detail": ""}),
+        ],
+    );
+    // 20 results of exactly 2000 bytes (not cut) make a rendering over 32 KiB.
+    let partial = tmp.path().join("episodes/partial-0");
+    let mut events = vec![start("go")];
+    events.extend((0..20).map(
+        |i| json!({"type": "tool_result", "call_id": format!("c{i}"), "tool": "bash", "output": "y".repeat(2000), "is_error": false}),
+    ));
+    write_trajectory(&partial, &events);
+    let missing = tmp.path().join("episodes/literal-0");
+
+    let upstream = mock(vec![calibrate_ready()["reply"].to_string()]);
+    let endpoint = ChatEndpoint { base_url: format!("{}/v1", upstream.url()), ..ChatEndpoint::default() };
+    let mut calibrator = role_from_spec_with("chat:role-model", RoleName::Calibrator, &endpoint).unwrap();
+    let inputs = json!({"package": "pkg", "rollouts": [summary("full-0", "full", &full), summary("partial-0", "partial", &partial),
+                                                       summary("literal-0", "literal", &missing)]});
+    let request = RoleRequest { role: RoleName::Calibrator, prompt: "calibrate".into(), inputs, work_dir: None, retry_reason: None };
+    calibrator.answer(&request).unwrap();
+
+    let user = messages(&upstream.requests()[0])[1].1.clone();
+    let expected_full = format!(
+        "\nThe trajectories of the rollouts, numbered by turn (tool results cut at 2000 bytes, each trajectory at 32768):\n\n\
+--- rollout full-0 (full, repeat 0) ---
+REQUEST:
+Make checkout retry declined payments.
+
+TRANSCRIPT:
+[turn 1] Reading the code first.
+  call bash {{\"command\":\"cat shop/checkout.py\"}}
+  result of bash: def checkout():
+    pay()
+[turn 2] Running the tests.
+  call bash {{\"command\":\"pytest\"}}
+  result of bash (error): {}[… 500 more bytes of this output cut]
+[submission 1] retries declines
+--- rollout partial-0 (partial, repeat 0) ---
+REQUEST:
+go
+
+TRANSCRIPT:
+",
+        "x".repeat(2000)
+    );
+    assert!(user.contains(&expected_full), "{user:.3000}");
+    // The partial rendering: 25 + 20 × 2019 = 40405 bytes, cut at 32768.
+    let line = format!("  result of bash: {}\n", "y".repeat(2000));
+    let rendering = format!("REQUEST:\ngo\n\nTRANSCRIPT:\n{}", line.repeat(20));
+    assert_eq!(rendering.len(), 40405);
+    let expected_partial = format!("{}\n[… 7637 more bytes of this trajectory cut]\n", &rendering[..32768]);
+    assert!(user.contains(&format!("--- rollout partial-0 (partial, repeat 0) ---\n{expected_partial}--- rollout literal-0 (literal, repeat 0) ---\n(no trajectory recorded)\n")));
+    // Nothing private: the evaluation's failing requirement and the system prompt stay out.
+    assert!(!user.contains("secret-idempotency") && !user.contains("SYSTEM PROMPT"));
 }
