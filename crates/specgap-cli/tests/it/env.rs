@@ -5,7 +5,7 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
-use crate::support::{specgap, task_fixture};
+use crate::support::{copy_dir, specgap, task_fixture};
 
 /// req-basic as a format-2 package whose environment is a rootfs tarball of one file.
 fn rootfs_package(dir: &Path) -> std::path::PathBuf {
@@ -30,18 +30,6 @@ fn rootfs_package(dir: &Path) -> std::path::PathBuf {
         .unwrap();
     assert!(status.success());
     root
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    for entry in walkdir::WalkDir::new(from) {
-        let entry = entry.unwrap();
-        let dest = to.join(entry.path().strip_prefix(from).unwrap());
-        if entry.file_type().is_dir() {
-            std::fs::create_dir_all(&dest).unwrap();
-        } else {
-            std::fs::copy(entry.path(), &dest).unwrap();
-        }
-    }
 }
 
 fn stdout_of(cmd: &mut std::process::Command) -> String {

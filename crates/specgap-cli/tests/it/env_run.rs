@@ -16,7 +16,7 @@ use specgap_test_support::external::have_programs;
 use specgap_test_support::files::write_file;
 use specgap_test_support::image::{BUSYBOX, BusyboxImage};
 
-use crate::support::{episodes, specgap};
+use crate::support::{episodes, specgap_with};
 
 /// The applets the test images link to busybox.
 const APPLETS: [&str; 10] = ["sh", "cat", "test", "echo", "ls", "pwd", "mkdir", "chmod", "printf", "wget"];
@@ -70,13 +70,6 @@ fn answer_test(expected: &str) -> String {
          printf '{{\"version\": 1, \"requirements\": {{\"answer\": {{\"pass\": %s, \"failure_mode\": %s, \
          \"measured\": {{\"answer\": \"%s\"}}}}}}}}\\n' \"$p\" \"$m\" \"$got\" > /logs/verifier/result.json\n"
     )
-}
-
-/// `specgap` with the environment cache at `cache`.
-fn specgap_with(cache: &Path) -> Command {
-    let mut cmd = specgap();
-    cmd.env("XDG_CACHE_HOME", cache);
-    cmd
 }
 
 fn run_gold(cache: &Path, task: &Path, out: &Path) -> Output {

@@ -7,7 +7,6 @@
 
 use std::ffi::OsStr;
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::json;
 use specgap_store::Status;
@@ -22,23 +21,8 @@ const APPLETS: [&str; 3] = ["sh", "cat", "test"];
 /// Copies the fixture task to `root` and adds its busybox root filesystem.
 fn busybox_total_task(root: &Path) {
     let fixture = repo().join("crates/specgap-harbor/tests/fixtures/busybox-total");
-    for entry in walkdir::WalkDir::new(&fixture) {
-        let entry = entry.unwrap();
-        let target = root.join(entry.path().strip_prefix(&fixture).unwrap());
-        if entry.file_type().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
+    copy_dir(&fixture, root);
     BusyboxImage::new(&APPLETS).write_tree(&root.join("environment/rootfs"));
-}
-
-/// `specgap` with the environment cache at `cache`.
-fn specgap_with(cache: &Path) -> Command {
-    let mut command = specgap();
-    command.env("XDG_CACHE_HOME", cache);
-    command
 }
 
 /// Runs one episode of the suite with `agent` into `run`; returns its final score.

@@ -7,7 +7,7 @@
 
 use std::ffi::OsStr;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::json;
 use specgap_protocol::event::EventKind;
@@ -26,23 +26,8 @@ const WORDS: &str = "alpha beta gamma delta\n";
 /// Copies the fixture task to `root` and adds its busybox root filesystem.
 fn image_starter_task(root: &Path) {
     let fixture = repo().join("crates/specgap-harbor/tests/fixtures/image-starter");
-    for entry in walkdir::WalkDir::new(&fixture) {
-        let entry = entry.unwrap();
-        let target = root.join(entry.path().strip_prefix(&fixture).unwrap());
-        if entry.file_type().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
+    copy_dir(&fixture, root);
     BusyboxImage::new(&APPLETS).write_tree(&root.join("environment/rootfs"));
-}
-
-/// `specgap` with the environment cache at `cache`.
-fn specgap_with(cache: &Path) -> Command {
-    let mut command = specgap();
-    command.env("XDG_CACHE_HOME", cache);
-    command
 }
 
 fn succeeded(output: Output) -> String {

@@ -222,3 +222,23 @@ pub fn label_of(spec: &str) -> String {
         None => spec.to_string(),
     }
 }
+
+/// Copies the tree `from` to `to` (directories created, files copied).
+pub fn copy_dir(from: &Path, to: &Path) {
+    for entry in walkdir::WalkDir::new(from) {
+        let entry = entry.unwrap();
+        let dest = to.join(entry.path().strip_prefix(from).unwrap());
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&dest).unwrap();
+        } else {
+            std::fs::copy(entry.path(), &dest).unwrap();
+        }
+    }
+}
+
+/// `specgap` with the environment cache at `cache` (`XDG_CACHE_HOME`).
+pub fn specgap_with(cache: &Path) -> std::process::Command {
+    let mut command = specgap();
+    command.env("XDG_CACHE_HOME", cache);
+    command
+}

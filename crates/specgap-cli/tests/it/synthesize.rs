@@ -193,21 +193,16 @@ fn synthesize_passes_the_cost_the_caps_leave_to_the_rollouts_run() {
     assert!(run_toml.contains("max_tokens = 100\n"), "{run_toml}");
 }
 
-/// With `--max-tokens`, the rollouts' run gets the tokens the roles left as its own
-/// `--max-tokens` (stored in its run.toml): the `cli:command` Planner spends 1001 + 101 and
-/// 1002 + 102 tokens on its two requests, so of 3000 the rollouts have 3000 - 2206 = 794; the
-/// replay reference spends none, so every rollout runs.
-#[test]
-fn synthesize_passes_the_tokens_the_cap_leaves_to_the_rollouts_run() {
+/// A `cli:command` Planner (specgap-agents' test agent) for `specgap synthesize`, against a
+/// scripted mock model that answers its two requests (1001 + 101 and 1002 + 102 tokens): it
+/// writes the bundled payment-retry brief to /handoff/handoff.json from inside its sandbox.
+/// Returns the mock, the Planner's spec and the brief.
+fn cli_planner_on_a_mock() -> (specgap_gateway::mock::MockUpstream, String, serde_json::Value) {
     use specgap_gateway::mock::MockUpstream;
     use specgap_gateway::mock::replies::{self, Call, Tokens};
-
-    let tmp = tempfile::tempdir().unwrap();
-    let source = repo().join("examples/tasks/payment-retry");
-    let [builder, auditor, calibrator] = ["builder", "auditor", "calibrator"].map(bundled);
     let planner_script: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(repo().join("examples/synthesize/payment-retry/planner.json")).unwrap()).unwrap();
-    let brief = &planner_script["steps"][0]["reply"];
+    let brief = planner_script["steps"][0]["reply"].clone();
     let tokens = |n: u64| Tokens { input: 1000 + n, output: 100 + n, ..Tokens::default() };
     let write = format!("test -f /source/instruction.full.md && cat > /handoff/handoff.json <<'SPECGAP_EOF'\n{brief}\nSPECGAP_EOF");
     let mock = MockUpstream::start([
@@ -216,20 +211,43 @@ fn synthesize_passes_the_tokens_the_cap_leaves_to_the_rollouts_run() {
     ])
     .unwrap();
     let agent = std::fs::canonicalize(repo().join("crates/specgap-agents/tests/fixtures/cli-agent.py")).unwrap();
-    let planner = format!("cli:command=python3 {}", agent.display());
-    let reference = format!("replay:{}", repo().join("examples/scripts/payment-retry-careful.jsonl").display());
-    let out = tmp.path().join("out");
-    let output = specgap()
+    (mock, format!("cli:command=python3 {}", agent.display()), brief)
+}
+
+/// `specgap synthesize` of payment-retry into `out` with `planner` on `mock` (model
+/// `role-model`, key from SYNTH_TEST_KEY), the bundled scripts in the other roles, and `extra`.
+fn synthesize_with_planner(
+    out: &std::path::Path,
+    planner: &str,
+    mock: &specgap_gateway::mock::MockUpstream,
+    extra: &[&std::ffi::OsStr],
+) -> std::process::Output {
+    let [builder, auditor, calibrator] = ["builder", "auditor", "calibrator"].map(bundled);
+    specgap()
         .env("SYNTH_TEST_KEY", "sk-synth-test")
         .arg("synthesize")
-        .arg(&source)
+        .arg(repo().join("examples/tasks/payment-retry"))
         .arg("--out")
-        .arg(&out)
-        .args(["--planner", &planner, "--builder", &builder, "--auditor", &auditor, "--calibrator", &calibrator])
+        .arg(out)
+        .args(["--planner", planner, "--builder", &builder, "--auditor", &auditor, "--calibrator", &calibrator])
         .args(["--model", "role-model", "--base-url", &format!("{}/v1", mock.url()), "--api-key-env", "SYNTH_TEST_KEY"])
-        .args(["--reference", &reference, "--rollouts", "1", "--max-tokens", "3000"])
+        .args(extra)
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+/// With `--max-tokens`, the rollouts' run gets the tokens the roles left as its own
+/// `--max-tokens` (stored in its run.toml): the `cli:command` Planner spends 1001 + 101 and
+/// 1002 + 102 tokens on its two requests, so of 3000 the rollouts have 3000 - 2206 = 794; the
+/// replay reference spends none, so every rollout runs.
+#[test]
+fn synthesize_passes_the_tokens_the_cap_leaves_to_the_rollouts_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mock, planner, _) = cli_planner_on_a_mock();
+    let reference = format!("replay:{}", repo().join("examples/scripts/payment-retry-careful.jsonl").display());
+    let out = tmp.path().join("out");
+    let extra = ["--reference", &reference, "--rollouts", "1", "--max-tokens", "3000"].map(std::ffi::OsStr::new);
+    let output = synthesize_with_planner(&out, &planner, &mock, &extra);
     assert_eq!(output.status.code(), Some(0), "{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     let journal: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("journal.json")).unwrap()).unwrap();
     let usage = &journal["usage"]["planner"];
@@ -247,45 +265,18 @@ fn synthesize_passes_the_tokens_the_cap_leaves_to_the_rollouts_run() {
 /// inside its sandbox, `--prices` prices its two requests, and the journal says so exactly.
 #[test]
 fn synthesize_plays_a_cli_planner_in_its_sandbox_and_prices_it_with_prices() {
-    use specgap_gateway::mock::MockUpstream;
-    use specgap_gateway::mock::replies::{self, Call, Tokens};
-
     let tmp = tempfile::tempdir().unwrap();
-    let source = repo().join("examples/tasks/payment-retry");
-    let [builder, auditor, calibrator] = ["builder", "auditor", "calibrator"].map(bundled);
-    let planner_script: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(repo().join("examples/synthesize/payment-retry/planner.json")).unwrap()).unwrap();
-    let brief = &planner_script["steps"][0]["reply"];
-    let tokens = |n: u64| Tokens { input: 1000 + n, output: 100 + n, ..Tokens::default() };
-    let write = format!("test -f /source/instruction.full.md && cat > /handoff/handoff.json <<'SPECGAP_EOF'\n{brief}\nSPECGAP_EOF");
-    let mock = MockUpstream::start([
-        replies::openai_chat("role-model", "step 1", &[Call::new("call-1", "bash", serde_json::json!({ "command": write }))], tokens(1)),
-        replies::openai_chat("role-model", "brief written", &[], tokens(2)),
-    ])
-    .unwrap();
+    let (mock, planner, brief) = cli_planner_on_a_mock();
     let prices = tmp.path().join("prices.toml");
     std::fs::write(&prices, "[models.\"role-model\"]\ninput_per_mtok = 1.0\noutput_per_mtok = 10.0\n").unwrap();
-    let agent = std::fs::canonicalize(repo().join("crates/specgap-agents/tests/fixtures/cli-agent.py")).unwrap();
-    let planner = format!("cli:command=python3 {}", agent.display());
     let out = tmp.path().join("out");
-    let output = specgap()
-        .env("SYNTH_TEST_KEY", "sk-synth-test")
-        .arg("synthesize")
-        .arg(&source)
-        .arg("--out")
-        .arg(&out)
-        .args(["--planner", &planner, "--builder", &builder, "--auditor", &auditor, "--calibrator", &calibrator])
-        .args(["--model", "role-model", "--base-url", &format!("{}/v1", mock.url()), "--api-key-env", "SYNTH_TEST_KEY"])
-        .arg("--prices")
-        .arg(&prices)
-        .args(["--max-cost", "1"])
-        .output()
-        .unwrap();
+    let extra = [std::ffi::OsStr::new("--prices"), prices.as_os_str(), "--max-cost".as_ref(), "1".as_ref()];
+    let output = synthesize_with_planner(&out, &planner, &mock, &extra);
     assert_eq!(output.status.code(), Some(0), "{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     let journal: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("journal.json")).unwrap()).unwrap();
     let stages: Vec<&str> = journal["entries"].as_array().unwrap().iter().map(|e| e["stage"].as_str().unwrap()).collect();
     assert_eq!(stages, ["planner", "builder", "acceptance", "auditor", "calibrator"]);
-    assert_eq!(&journal["entries"][0]["detail"], brief);
+    assert_eq!(journal["entries"][0]["detail"], brief);
     assert_eq!(journal["roles"]["planner"], planner);
     let usage = &journal["usage"]["planner"];
     assert_eq!(
