@@ -30,15 +30,9 @@ fn image_starter_task(root: &Path) {
     BusyboxImage::new(&APPLETS).write_tree(&root.join("environment/rootfs"));
 }
 
+/// The stdout of a `specgap` call that succeeded ([`assert_succeeded`]).
 fn succeeded(output: Output) -> String {
-    assert!(
-        output.status.success(),
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
+    String::from_utf8_lossy(&assert_succeeded(output).stdout).into_owned()
 }
 
 #[test]
