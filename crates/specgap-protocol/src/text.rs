@@ -36,9 +36,30 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
     text
 }
 
+/// The last `max` bytes of `text` or fewer: the suffix that starts on the first character
+/// boundary at or after `text.len() - max` (a cut character is left out whole).
+pub fn tail(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut start = text.len() - max;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    &text[start..]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tail_keeps_the_last_bytes_on_a_char_boundary() {
+        assert_eq!(tail("abcdef", 3), "def");
+        assert_eq!(tail("ab", 3), "ab");
+        assert_eq!(tail("aé", 1), "");
+        assert_eq!(tail("aéb", 2), "b");
+    }
 
     #[test]
     fn placeholders_take_strings_bare_and_numbers_compact() {

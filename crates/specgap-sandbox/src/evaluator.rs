@@ -259,18 +259,6 @@ impl From<io::Error> for EvalError {
     }
 }
 
-/// The last `max` bytes of `text`, starting on a character boundary.
-pub fn tail(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_string();
-    }
-    let mut start = text.len() - max;
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    text[start..].to_string()
-}
-
 /// Host-side layout of one evaluation's scratch directory.
 struct Scratch {
     _dir: tempfile::TempDir,
@@ -360,7 +348,7 @@ pub fn run_evaluator(run: &EvaluatorRun, host: &HostView, config: &SandboxConfig
         Ok(output) => output,
         Err(source) => return Err(EvalError::Sandbox { source, stderr_tail: String::new() }),
     };
-    let stderr_tail = tail(&output.stderr.text(), STDERR_TAIL_BYTES);
+    let stderr_tail = specgap_protocol::text::tail(&output.stderr.text(), STDERR_TAIL_BYTES).to_string();
     if let Some(source) = served.failure {
         return Err(EvalError::Sandbox { source, stderr_tail });
     }
@@ -857,18 +845,5 @@ fn copy_out_files(out: &Path, call: &CallDir, stderr: &mut Vec<u8>) {
             Ok(()) => copied += 1,
             Err(e) => stderr.extend_from_slice(format!("specgap-candidate: cannot copy {name} of the output directory: {e}\n").as_bytes()),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tail_keeps_the_last_bytes_on_a_char_boundary() {
-        assert_eq!(tail("abcdef", 3), "def");
-        assert_eq!(tail("ab", 3), "ab");
-        assert_eq!(tail("aé", 1), "");
-        assert_eq!(tail("aéb", 2), "b");
     }
 }

@@ -709,7 +709,7 @@ impl CliAgent {
             self.queued.push_back(AgentReply::HarnessCall { call: SignalledSubmit { summary }.tool_call(String::new()) });
         }
         let stderr = self.sandbox.as_ref().map(|s| s.stderr().text()).unwrap_or_default();
-        let tail = tail(&stderr, STDERR_TAIL).replace(&self.token, "[token]");
+        let tail = specgap_protocol::text::tail(&stderr, STDERR_TAIL).replace(&self.token, "[token]");
         let event = EventKind::AgentExit { status: exit.status, how: how.into(), stderr_tail: tail, note: report.note };
         let text = report.final_text.or_else(|| self.conversation.last_text());
         self.queued.push_back(AgentReply::Exited { text, can_resume: self.adapter.can_resume(), exit: Box::new(event) });
@@ -1017,18 +1017,6 @@ fn upstream_base(protocol: Protocol, base_url: &str) -> String {
         Protocol::AnthropicMessages => trimmed.strip_suffix("/v1").unwrap_or(trimmed).to_string(),
         _ => base_url.to_string(),
     }
-}
-
-/// The last `max` bytes of `text`, starting at a character boundary.
-fn tail(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_string();
-    }
-    let mut start = text.len() - max;
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    text[start..].to_string()
 }
 
 /// FNV-1a of `bytes` (the gateway's retry jitter seed from the episode id).
