@@ -4,6 +4,10 @@
 //! cargo run --release -p specgap-report --example bench_report -- /tmp/specgap-bench 100000
 //! ```
 //!
+//! With a third argument, a directory, the first pass's Markdown, HTML and JSON reports are
+//! written there (`report.md`, `report.html`, `report.json`): two builds' reports of one
+//! store can then be compared byte for byte (`cmp`), as every speed-up must leave them.
+//!
 //! The first call writes the store (with the store's writer API) and its task packages under
 //! the directory; later calls reuse it. Each call then times reading the run (the first read
 //! also runs the offline judge and records its verdicts), building the report and rendering
@@ -39,6 +43,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let root = PathBuf::from(args.next().unwrap_or_else(|| "/tmp/specgap-bench".into()));
     let episodes: usize = args.next().map_or(Ok(100_000), |n| n.parse())?;
+    // Where to write the first pass's reports, to compare two builds byte for byte.
+    let keep = args.next().map(PathBuf::from);
     if episodes == 0 {
         return check_copy(&root);
     }
@@ -60,6 +66,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let t4 = Instant::now();
         let json = render_json(&report)?;
         let t5 = Instant::now();
+        if let (1, Some(dir)) = (pass, &keep) {
+            fs_err::create_dir_all(dir)?;
+            for (name, text) in [("report.md", &md), ("report.html", &html), ("report.json", &json)] {
+                fs_err::write(dir.join(name), text)?;
+            }
+        }
         println!(
             "pass {pass}: {} episodes, judged now {}; load {:.3} s, measures {:.3} s, markdown {:.3} s ({} B), html {:.3} s ({} B), json {:.3} s ({} B); total {:.3} s",
             run.rows.episodes.len(),

@@ -297,3 +297,42 @@ fn skipped_combinations_are_listed_once_per_task_and_reason() {
         ]
     );
 }
+
+/// Groups are formed and ordered by their values (bytewise), whatever order the episodes come
+/// in, and the per-task means of the cost comparison pair tasks by name (a guard for any
+/// faster grouping of issue 32: it must give what string keys give).
+#[test]
+fn groups_come_in_the_order_of_their_values_and_ranks_order_as_values_do() {
+    let run = run_with(1, &[], &[]);
+    // Agents and tasks written in an order that is neither sorted nor reversed; episode ids
+    // (the stores' order) are hashes, so the rows come back in yet another order.
+    for (agent, task, full, partial) in
+        [("mid", "t-b", 1.0, 0.5), ("zeta", "t-a", 1.0, 0.0), ("alpha", "t-c", 0.5, 0.5), ("mid", "t-a", 0.0, 0.0), ("zeta", "t-c", 1.0, 1.0)]
+    {
+        run.episode(&scores(task, agent, "full", &[full]));
+        run.episode(&scores(task, agent, "partial", &[partial]));
+    }
+    let report = report_of(&[&run], &[Dim::Agent, Dim::Condition]);
+    let keys: Vec<Vec<&str>> = report.groups.iter().map(|g| g.key.values().map(String::as_str).collect()).collect();
+    assert_eq!(
+        keys,
+        [
+            ["alpha", "full"],
+            ["alpha", "partial"],
+            ["mid", "full"],
+            ["mid", "partial"],
+            ["zeta", "full"],
+            ["zeta", "partial"]
+        ]
+    );
+    // Outcome cost per agent over its tasks under both conditions: mid has t-a (full 0,
+    // partial 0) and t-b (full 1, partial 0.5): Full@1 = 0.5, Partial@1 = 0.25.
+    let mid = report.outcome_costs.iter().find(|c| c.key.values().any(|v| v == "mid")).unwrap();
+    let comparison = &mid.comparison;
+    assert_eq!(comparison.tasks, 2);
+    close(comparison.full_score_at_1, 0.5, 1e-12);
+    close(comparison.partial_score_at[0], 0.25, 1e-12);
+    // zeta: t-a (1, 0) and t-c (1, 1): Full@1 = 1, Partial@1 = 0.5.
+    let zeta = report.outcome_costs.iter().find(|c| c.key.values().any(|v| v == "zeta")).unwrap();
+    close(zeta.comparison.partial_score_at[0], 0.5, 1e-12);
+}
