@@ -306,25 +306,19 @@ fn groups_come_in_the_order_of_their_values_and_ranks_order_as_values_do() {
     let run = run_with(1, &[], &[]);
     // Agents and tasks written in an order that is neither sorted nor reversed; episode ids
     // (the stores' order) are hashes, so the rows come back in yet another order.
-    for (agent, task, full, partial) in
-        [("mid", "t-b", 1.0, 0.5), ("zeta", "t-a", 1.0, 0.0), ("alpha", "t-c", 0.5, 0.5), ("mid", "t-a", 0.0, 0.0), ("zeta", "t-c", 1.0, 1.0)]
-    {
+    for (agent, task, full, partial) in [
+        ("mid", "t-b", 1.0, 0.5),
+        ("zeta", "t-a", 1.0, 0.0),
+        ("alpha", "t-c", 0.5, 0.5),
+        ("mid", "t-a", 0.0, 0.0),
+        ("zeta", "t-c", 1.0, 1.0),
+    ] {
         run.episode(&scores(task, agent, "full", &[full]));
         run.episode(&scores(task, agent, "partial", &[partial]));
     }
     let report = report_of(&[&run], &[Dim::Agent, Dim::Condition]);
     let keys: Vec<Vec<&str>> = report.groups.iter().map(|g| g.key.values().map(String::as_str).collect()).collect();
-    assert_eq!(
-        keys,
-        [
-            ["alpha", "full"],
-            ["alpha", "partial"],
-            ["mid", "full"],
-            ["mid", "partial"],
-            ["zeta", "full"],
-            ["zeta", "partial"]
-        ]
-    );
+    assert_eq!(keys, [["alpha", "full"], ["alpha", "partial"], ["mid", "full"], ["mid", "partial"], ["zeta", "full"], ["zeta", "partial"]]);
     // Outcome cost per agent over its tasks under both conditions: mid has t-a (full 0,
     // partial 0) and t-b (full 1, partial 0.5): Full@1 = 0.5, Partial@1 = 0.25.
     let mid = report.outcome_costs.iter().find(|c| c.key.values().any(|v| v == "mid")).unwrap();
