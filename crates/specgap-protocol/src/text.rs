@@ -1,5 +1,5 @@
-//! Small text rules every crate applies the same way: observation placeholders and one-line
-//! error chains.
+//! Small text rules every crate applies the same way: observation placeholders, one-line
+//! error chains, and cuts on character boundaries ([`head`], [`tail`]).
 
 use std::collections::BTreeMap;
 
@@ -49,9 +49,33 @@ pub fn tail(text: &str, max: usize) -> &str {
     &text[start..]
 }
 
+/// The first `max` bytes of `text` or fewer: the prefix that ends on the last character
+/// boundary at or before `max` (a cut character is left out whole), and how many bytes were
+/// left out (0 when `text` fits).
+pub fn head(text: &str, max: usize) -> (&str, usize) {
+    if text.len() <= max {
+        return (text, 0);
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    (&text[..end], text.len() - end)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn head_keeps_the_first_bytes_on_a_char_boundary_and_counts_the_rest() {
+        assert_eq!(head("abcdef", 3), ("abc", 3));
+        assert_eq!(head("ab", 3), ("ab", 0));
+        // "é" is two bytes: a cut inside it leaves it out whole.
+        assert_eq!(head("aé", 2), ("a", 2));
+        assert_eq!(head("éa", 1), ("", 3));
+        assert_eq!(head("", 0), ("", 0));
+    }
 
     #[test]
     fn tail_keeps_the_last_bytes_on_a_char_boundary() {

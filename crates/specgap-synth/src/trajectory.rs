@@ -19,6 +19,7 @@
 use std::path::Path;
 
 use specgap_protocol::event::EventKind;
+use specgap_protocol::text::head;
 use specgap_store::{StoreError, TRAJECTORY_FILE, Trajectory, read_trajectory_file};
 
 /// Bytes of one tool result shown to a chat Calibrator.
@@ -26,18 +27,6 @@ pub const MAX_OUTPUT_BYTES: usize = 2_000;
 
 /// Bytes of one rollout's rendered trajectory shown to a chat Calibrator.
 pub const MAX_TRAJECTORY_BYTES: usize = 32 * 1024;
-
-/// The head of `text` within `max` bytes, and how many bytes were left out.
-fn head(text: &str, max: usize) -> (&str, usize) {
-    if text.len() <= max {
-        return (text, 0);
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    (&text[..end], text.len() - end)
-}
 
 /// A tool result as shown: trimmed, cut at [`MAX_OUTPUT_BYTES`] with the marker.
 pub fn cut_output(output: &str) -> String {
