@@ -610,11 +610,11 @@ pub(crate) fn launch_bwrap(
     Ok(Launched { child, cgroups, lease })
 }
 
-/// Sets process `pid`'s niceness to [`crate::cgroup::FALLBACK_NICE`] (the CPU limit's
-/// stand-in where the `cpu` controller is not usable); a failure is logged.
+/// Sets process `pid`'s niceness to [`fallback_niceness`] (the CPU limit's stand-in where the
+/// `cpu` controller is not usable); a failure is logged.
 fn lower_priority(pid: libc::pid_t) {
     // SAFETY: setpriority(2) on a pid this process just spawned; no memory is touched.
-    let failed = unsafe { libc::setpriority(libc::PRIO_PROCESS, pid as libc::id_t, crate::cgroup::FALLBACK_NICE) } != 0;
+    let failed = unsafe { libc::setpriority(libc::PRIO_PROCESS, pid as libc::id_t, fallback_niceness()) } != 0;
     if failed {
         tracing::warn!("cannot lower the scheduling priority of process {pid}: {}", std::io::Error::last_os_error());
     }
@@ -670,13 +670,23 @@ fn host_path_of(spec: &CommandSpec, sandbox: &Path) -> Result<PathBuf, SandboxEr
         .ok_or_else(|| SandboxError::InvalidSpec(format!("working directory {} is not inside any mount", sandbox.display())))
 }
 
+/// The niceness a sandbox gets where the `cpu` controller cannot be used:
+/// [`crate::cgroup::FALLBACK_NICE`], or the runner's own niceness when that is already higher
+/// (a runner started under `nice -n 15` never raises its sandboxes to 10).
+fn fallback_niceness() -> i32 {
+    // SAFETY: getpriority reads the calling process's niceness and touches no memory. -1 is
+    // both an error and a valid niceness; either way the fallback value wins.
+    let own = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+    own.max(crate::cgroup::FALLBACK_NICE)
+}
+
 /// Sets up the child between fork and exec: its own process group (so a timeout can kill the
 /// group), membership of the command's cgroups (before it can fork), the inherited fds moved
 /// to their fixed numbers, and every other fd marked close-on-exec.
 fn prepare_child(cmd: &mut Command, cgroups: &Cgroups, fd_map: &[(RawFd, RawFd)]) {
     cmd.process_group(0);
     let procs: Vec<CString> = cgroups.procs_files();
-    let nice = cgroups.lower_priority();
+    let niceness = cgroups.lower_priority().then(fallback_niceness);
     let fd_map: Vec<(RawFd, RawFd)> = fd_map.to_vec();
     let first_free = fd_map.iter().map(|(_, to)| to + 1).max().unwrap_or(3);
     // SAFETY: the closure only calls async-signal-safe functions (getpid, open, write, close,
@@ -684,8 +694,8 @@ fn prepare_child(cmd: &mut Command, cgroups: &Cgroups, fd_map: &[(RawFd, RawFd)]
     unsafe {
         cmd.pre_exec(move || {
             join_cgroups(&procs);
-            if nice {
-                libc::setpriority(libc::PRIO_PROCESS, 0, crate::cgroup::FALLBACK_NICE);
+            if let Some(niceness) = niceness {
+                libc::setpriority(libc::PRIO_PROCESS, 0, niceness);
             }
             let mut moved = [0 as RawFd; 8];
             for (i, (from, _)) in fd_map.iter().enumerate().take(moved.len()) {
