@@ -641,8 +641,8 @@ fn own_niceness() -> i32 {
 
 /// Issue 31 item 2: where the `cpu` controller is missing (made so by
 /// `SPECGAP_NO_CPU_CONTROLLER=1`), `run` says so once and the sandboxed command sees
-/// niceness 10 (`/proc/self/stat` field 19), or the test's own when that is higher; `--cpu-per-sandbox off` lifts both; a bad value
-/// is refused naming the flag.
+/// niceness 10 (`/proc/self/stat` field 19), or the test's own when that is higher;
+/// `--cpu-per-sandbox off` lifts both; a bad value is refused naming the flag.
 #[test]
 fn without_the_cpu_controller_sandboxes_run_at_nice_10_and_run_says_so_once() {
     let nice = || command("cut -d' ' -f19 /proc/self/stat; echo again; cut -d' ' -f19 /proc/self/stat");

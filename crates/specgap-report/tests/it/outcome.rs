@@ -302,7 +302,7 @@ fn skipped_combinations_are_listed_once_per_task_and_reason() {
 /// in, and the per-task means of the cost comparison pair tasks by name (a guard for any
 /// faster grouping of issue 32: it must give what string keys give).
 #[test]
-fn groups_come_in_the_order_of_their_values_and_ranks_order_as_values_do() {
+fn groups_come_in_the_order_of_their_values_and_the_cost_pairs_tasks_by_name() {
     let run = run_with(1, &[], &[]);
     // Agents and tasks written in an order that is neither sorted nor reversed; episode ids
     // (the stores' order) are hashes, so the rows come back in yet another order.
