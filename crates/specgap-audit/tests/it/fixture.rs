@@ -11,6 +11,7 @@ use specgap_protocol::result::{EvalResult, Scored, ScoringKind};
 use specgap_protocol::run::{EndReason, EpisodeKey, RunConfig};
 use specgap_store::{EpisodeMeta, EpisodeSummary, Question, Status, Store, SubmissionRecord};
 use specgap_task::TaskPackage;
+use specgap_test_support::files::copy_dir;
 
 pub const CANARY_REQUIREMENT: &str = "CANARY-REQUIREMENT-7f3a";
 pub const CANARY_NOTES: &str = "CANARY-NOTES-91be";
@@ -23,19 +24,6 @@ pub const AGENT_SCRIPT: &str = "<script>document.title='pwned'</script><img src=
 
 fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/tasks").canonicalize().unwrap()
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 /// config-drift copied under `dir` with the canaries planted.

@@ -212,6 +212,7 @@ pub fn send_signal(pid: u32, signal: i32) {
     assert_eq!(rc, 0, "kill({pid}, {signal}) failed");
 }
 
+pub use specgap_test_support::files::copy_dir;
 pub use specgap_test_support::tripwire::assert_no_network_attempt;
 
 /// The label episodes and reports give the agent `spec`: a replay agent's is `replay:<file
@@ -220,19 +221,6 @@ pub fn label_of(spec: &str) -> String {
     match spec.strip_prefix("replay:") {
         Some(path) => format!("replay:{}", Path::new(path).file_name().map_or_else(|| path.into(), |f| f.to_string_lossy().into_owned())),
         None => spec.to_string(),
-    }
-}
-
-/// Copies the tree `from` to `to` (directories created, files copied).
-pub fn copy_dir(from: &Path, to: &Path) {
-    for entry in walkdir::WalkDir::new(from) {
-        let entry = entry.unwrap();
-        let dest = to.join(entry.path().strip_prefix(from).unwrap());
-        if entry.file_type().is_dir() {
-            std::fs::create_dir_all(&dest).unwrap();
-        } else {
-            std::fs::copy(entry.path(), &dest).unwrap();
-        }
     }
 }
 

@@ -16,6 +16,7 @@ use specgap_protocol::run::{EpisodeKey, RunConfig};
 use specgap_sandbox::{BaseCache, SandboxConfig};
 use specgap_store::{EpisodeMeta, Store, read_trajectory};
 use specgap_task::TaskPackage;
+use specgap_test_support::files::copy_dir;
 
 /// The task crate's fixture directory `name`.
 pub fn fixture_dir(name: &str) -> PathBuf {
@@ -32,19 +33,6 @@ pub fn fixture_copy(name: &str, into: &Path) -> PathBuf {
     let dest = into.join(name);
     copy_dir(&fixture_dir(name), &dest);
     dest
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs_err::create_dir_all(to).unwrap();
-    for entry in fs_err::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            fs_err::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 /// A tool call with an engine-assigned id.

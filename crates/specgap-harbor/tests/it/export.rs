@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use specgap_harbor::export::{Exported, export_task};
 use specgap_harbor::{ImportOptions, Outcome, import_task};
 use specgap_task::check::{Verdict, check_package};
+use specgap_test_support::files::copy_dir;
 
 use crate::harbor::validate_task;
 use crate::support::{dataset, fixture, import_one};
@@ -122,18 +123,6 @@ fn staged_native() -> (tempfile::TempDir, PathBuf) {
     let package = dir.path().join("staged-native");
     copy_dir(&fixture("staged-native"), &package);
     (dir, package)
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    for entry in walkdir::WalkDir::new(from) {
-        let entry = entry.unwrap();
-        let target = to.join(entry.path().strip_prefix(from).unwrap());
-        if entry.file_type().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 fn read(path: &Path) -> String {

@@ -31,15 +31,7 @@ const NO_ENGINE: &str = "the image was not built: [environment].dockerfile `envi
 
 /// Copies the fixture task to `root`, with its busybox root filesystem when `rootfs`.
 fn image_starter_task(root: &Path, rootfs: bool) {
-    for entry in walkdir::WalkDir::new(fixture("image-starter")) {
-        let entry = entry.unwrap();
-        let target = root.join(entry.path().strip_prefix(fixture("image-starter")).unwrap());
-        if entry.file_type().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
+    specgap_test_support::files::copy_dir(&fixture("image-starter"), root);
     if rootfs {
         BusyboxImage::new(&APPLETS).write_tree(&root.join("environment/rootfs"));
     }

@@ -30,15 +30,7 @@ fn have_image_tools() -> bool {
 fn import_busybox_total(root: &Path) -> PathBuf {
     use_test_cache();
     let task = root.join("busybox-total");
-    for entry in walkdir::WalkDir::new(fixture("busybox-total")) {
-        let entry = entry.unwrap();
-        let target = task.join(entry.path().strip_prefix(fixture("busybox-total")).unwrap());
-        if entry.file_type().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
+    specgap_test_support::files::copy_dir(&fixture("busybox-total"), &task);
     // Not executable: the evaluator makes it so, as Harbor's verifier does.
     std::fs::set_permissions(task.join("tests/test.sh"), std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
     BusyboxImage::new(&APPLETS).write_tree(&task.join("environment/rootfs"));

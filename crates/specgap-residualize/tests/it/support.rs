@@ -10,6 +10,7 @@ use specgap_protocol::run::{EndReason, EpisodeKey, RunConfig};
 use specgap_residualize::pipeline::{Advance, Request, advance};
 use specgap_store::{EpisodeMeta, EpisodeSummary, Status, Store, SubmissionRecord};
 use specgap_task::TaskPackage;
+use specgap_test_support::files::copy_dir;
 
 /// The bundled package.
 pub fn interval_tree() -> PathBuf {
@@ -21,24 +22,11 @@ pub const TESTS: [&str; 3] = ["chop_splits_straddling", "random_chop_matches_mod
 
 /// A copy of interval-tree at `dir` named `name`, with `edit` applied to its task.toml text.
 pub fn package_copy(dir: &Path, name: &str, edit: impl Fn(String) -> String) -> TaskPackage {
-    copy_tree(&interval_tree(), dir);
+    copy_dir(&interval_tree(), dir);
     let manifest = dir.join("task.toml");
     let text = fs_err::read_to_string(&manifest).unwrap().replace("name = \"examples/interval-tree\"", &format!("name = \"{name}\""));
     fs_err::write(&manifest, edit(text)).unwrap();
     specgap_task::load(dir).unwrap()
-}
-
-fn copy_tree(src: &Path, dst: &Path) {
-    fs_err::create_dir_all(dst).unwrap();
-    for entry in fs_err::read_dir(src).unwrap() {
-        let entry = entry.unwrap();
-        let to = dst.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &to);
-        } else {
-            fs_err::copy(entry.path(), &to).unwrap();
-        }
-    }
 }
 
 /// The harness's own diff of `package`'s clean workspace with `patch` applied (what a run

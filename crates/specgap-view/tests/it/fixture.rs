@@ -15,6 +15,7 @@ use specgap_store::{
     Ballot, BallotOutcome, EpisodeMeta, EpisodeSummary, ErrorClass, ErrorRecord, Extraction, ExtractionStatus, Judgement, NotApplicableRow,
     PanelRecord, PanelUse, Question, Role, Status, Store, SubmissionRecord,
 };
+use specgap_test_support::files::copy_dir;
 
 /// Every private text planted; none may appear in a public static site.
 pub const CANARIES: &[&str] = &[
@@ -49,19 +50,6 @@ pub struct Fixture {
     pub gold: String,
     pub delivery: String,
     pub residual: String,
-}
-
-fn copy_dir(src: &Path, dst: &Path) {
-    fs_err::create_dir_all(dst).unwrap();
-    for entry in fs_err::read_dir(src).unwrap() {
-        let entry = entry.unwrap();
-        let target = dst.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            fs_err::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 fn task_fixture(name: &str) -> PathBuf {

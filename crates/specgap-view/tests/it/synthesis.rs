@@ -3,9 +3,10 @@
 //! hand-off on demand, its rollouts' run store served as a run, the static site's files
 //! (hand-offs only with private parts), and malformed journals refused naming the file.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::{Value, json};
+use specgap_test_support::files::copy_dir;
 use specgap_view::{RunSet, StaticOptions, ViewerConfig, serve, write_static};
 
 use crate::fixture;
@@ -63,19 +64,6 @@ fn synthesis() -> Synthesis {
     let episode = run.gold.clone();
     fs_err::write(dir.join("journal.json"), serde_json::to_string_pretty(&journal(&episode)).unwrap()).unwrap();
     Synthesis { _run: run, _tmp: tmp, dir, episode }
-}
-
-fn copy_dir(src: &Path, dst: &Path) {
-    fs_err::create_dir_all(dst).unwrap();
-    for entry in fs_err::read_dir(src).unwrap() {
-        let entry = entry.unwrap();
-        let target = dst.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            fs_err::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 /// A row of the entry table: `(seq, stage, design, iteration, attempt, status, retried)`,
