@@ -495,6 +495,38 @@ impl Store {
         self.read_all(&read::USAGE)
     }
 
+    /// The sum of every usage row, computed by SQLite in one pass (no rows are read out): what
+    /// the runner's spending limits compare with before each episode, so that checking stays
+    /// cheap at 10⁵ episodes. Counts are exact; `cost_usd` is SQLite's `TOTAL` (compensated
+    /// summation since SQLite 3.43) in table order, which may differ from adding [`Store::usage`]'s rows in key order
+    /// in the last bits (docs/decisions.md "Spending limits read one SQL sum").
+    ///
+    /// # Errors
+    /// SQLite errors, including an integer overflow of a sum beyond `i64::MAX`.
+    pub fn usage_total(&self) -> Result<specgap_protocol::event::Usage, StoreError> {
+        // SUM of integers stays an integer (NULL on no rows, hence the COALESCE); TOTAL is the
+        // floating-point sum, 0.0 on no rows.
+        const SQL: &str = "SELECT COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0), \
+                           COALESCE(SUM(cached_tokens), 0), COALESCE(SUM(reasoning_tokens), 0), \
+                           COALESCE(SUM(requests), 0), COALESCE(SUM(retries), 0), COALESCE(SUM(latency_ms), 0), \
+                           TOTAL(cost_usd) FROM usage";
+        let path = self.db_path();
+        self.conn()
+            .query_row(SQL, [], |r| {
+                Ok(specgap_protocol::event::Usage {
+                    input_tokens: r.get(0)?,
+                    output_tokens: r.get(1)?,
+                    cached_tokens: r.get(2)?,
+                    reasoning_tokens: r.get(3)?,
+                    requests: r.get(4)?,
+                    retries: r.get(5)?,
+                    latency_ms: r.get(6)?,
+                    cost_usd: r.get(7)?,
+                })
+            })
+            .at(path)
+    }
+
     /// All error rows, by (episode, attempt, idx).
     ///
     /// # Errors

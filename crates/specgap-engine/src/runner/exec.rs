@@ -566,7 +566,8 @@ fn passed_limit(options: &RunOptions, spent: &specgap_protocol::event::Usage) ->
 }
 
 /// Whether a spending limit forbids starting another episode (see [`RunOptions::max_cost_usd`]
-/// and [`RunOptions::max_tokens`]): the store's `usage` rows are summed and compared with
+/// and [`RunOptions::max_tokens`]): the store's `usage` rows are summed by one SQL aggregate
+/// (no rows are read out, so the check stays cheap deep into a long run) and compared with
 /// each; the first worker to find one passed tells the observer, with the amounts.
 fn spending_limit_reached(ctx: &WorkerContext<'_, '_>) -> Result<bool, RunnerError> {
     if ctx.options.max_cost_usd.is_none() && ctx.options.max_tokens.is_none() {
@@ -575,10 +576,7 @@ fn spending_limit_reached(ctx: &WorkerContext<'_, '_>) -> Result<bool, RunnerErr
     if ctx.shared.limit_reached.get().is_some() {
         return Ok(true);
     }
-    let mut spent = specgap_protocol::event::Usage::default();
-    for row in ctx.store.usage()? {
-        spent.add(&row.usage);
-    }
+    let spent = ctx.store.usage_total()?;
     let Some(passed) = passed_limit(ctx.options, &spent) else { return Ok(false) };
     if ctx.shared.limit_reached.set(passed.limit).is_ok() {
         let waiting = lock(&ctx.shared.queue).len();
