@@ -398,15 +398,47 @@ fn usage_total_sums_every_row_of_every_role_and_episode_and_is_zero_on_an_empty_
     let store = Store::create(tmp.path(), &config(7, None)).unwrap();
     assert_eq!(store.usage_total().unwrap(), Usage::default());
     let mut first = store.begin_episode(&crate::key(0, "clean"), &crate::meta()).unwrap();
-    first.record_usage(Role::Agent, &Usage { input_tokens: 100, output_tokens: 7, cached_tokens: 40, requests: 2, latency_ms: 900, cost_usd: 0.25, ..Usage::default() }).unwrap();
-    first.record_usage(Role::User, &Usage { input_tokens: 11, output_tokens: 3, reasoning_tokens: 2, requests: 1, retries: 1, cost_usd: 0.5, ..Usage::default() }).unwrap();
+    first
+        .record_usage(
+            Role::Agent,
+            &Usage {
+                input_tokens: 100,
+                output_tokens: 7,
+                cached_tokens: 40,
+                requests: 2,
+                latency_ms: 900,
+                cost_usd: 0.25,
+                ..Usage::default()
+            },
+        )
+        .unwrap();
+    first
+        .record_usage(
+            Role::User,
+            &Usage { input_tokens: 11, output_tokens: 3, reasoning_tokens: 2, requests: 1, retries: 1, cost_usd: 0.5, ..Usage::default() },
+        )
+        .unwrap();
     let mut second = store.begin_episode(&crate::key(1, "clean"), &crate::meta()).unwrap();
-    second.record_usage(Role::Agent, &Usage { input_tokens: 5, output_tokens: 1, requests: 1, latency_ms: 100, cost_usd: 0.125, ..Usage::default() }).unwrap();
+    second
+        .record_usage(
+            Role::Agent,
+            &Usage { input_tokens: 5, output_tokens: 1, requests: 1, latency_ms: 100, cost_usd: 0.125, ..Usage::default() },
+        )
+        .unwrap();
     let by_rows = store.usage().unwrap().iter().fold(Usage::default(), |mut sum, row| {
         sum.add(&row.usage);
         sum
     });
-    let expected = Usage { input_tokens: 116, output_tokens: 11, cached_tokens: 40, reasoning_tokens: 2, requests: 4, retries: 1, latency_ms: 1000, cost_usd: 0.875 };
+    let expected = Usage {
+        input_tokens: 116,
+        output_tokens: 11,
+        cached_tokens: 40,
+        reasoning_tokens: 2,
+        requests: 4,
+        retries: 1,
+        latency_ms: 1000,
+        cost_usd: 0.875,
+    };
     assert_eq!(by_rows, expected);
     assert_eq!(store.usage_total().unwrap(), expected);
 }
