@@ -26,6 +26,9 @@ url=$(sed -n 's/^url //p' /tmp/specgap-view-bench.log)
 episode=$(sed -n 's/^episode //p' /tmp/specgap-view-bench.log)
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); load $(cut -d' ' -f1-3 /proc/loadavg); $(/usr/bin/chromium --version 2>/dev/null | head -1)"
 (cd "$node_dir" && node first_paint.mjs "$url" "$episode" "$repeats")
+# The server's stdin is the fifo opened read-write, so closing fd 3 alone never gives it an
+# end of file: stop it.
 exec 3>&-
-wait "$server" || true
+kill "$server" 2>/dev/null || true
+wait "$server" 2>/dev/null || true
 rm -f "$fifo"

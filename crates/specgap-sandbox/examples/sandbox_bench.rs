@@ -7,7 +7,8 @@
 //! - per-episode materialization of workspaces with 10, 1,000 and 10,000 files from a cached
 //!   base, against `cp -r` of the same tree; plus `freeze`, `diff` and the one-time base build.
 //!
-//! Usage: `sandbox_bench [--runs N]` (default 30; at most 10 for the 10,000-file tree).
+//! Usage: `sandbox_bench [--runs N] [--commands-only]` (default 30; at most 10 for the 10,000-file
+//! tree). `--commands-only` stops after the per-command table.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -157,6 +158,9 @@ fn main() -> BenchResult<()> {
         println!("| {name} | {} | {:.2} |", ms(*m), m.as_secs_f64() / bare.as_secs_f64());
     }
     println!();
+    if args.iter().any(|a| a == "--commands-only") {
+        return Ok(());
+    }
     image_rows(runs, &ws, &config)?;
 
     let cache = BaseCache::new(scratch.path().join("cache"))?;

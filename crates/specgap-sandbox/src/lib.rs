@@ -70,6 +70,7 @@ mod server;
 pub mod session;
 mod shellwords;
 mod spawn;
+mod watch;
 
 pub use agent::{AgentSandbox, ProgramExit, SandboxProcess};
 pub use capture::{Captured, cut_marker};

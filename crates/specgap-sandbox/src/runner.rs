@@ -27,13 +27,12 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Component, Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, mpsc};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::capture::{Capture, Captured};
+use crate::capture::Captured;
 use crate::cgroup::Cgroups;
 use crate::error::SandboxError;
 use crate::host::{self, HostView, SANDBOX_UID};
@@ -761,10 +760,7 @@ fn collect(
             let _ = stdin.write_all(&bytes);
         });
     }
-    let stdout = spawn_reader(child.stdout.take(), spec.limits.output_bytes);
-    let stderr = spawn_reader(child.stderr.take(), spec.limits.output_bytes);
-
-    let timed_out = wait_or_kill(pid, spec.limits.timeout);
+    let watched = crate::watch::watch(pid, child.stdout.take(), child.stderr.take(), spec.limits.output_bytes, spec.limits.timeout);
     let status = child.wait()?;
     if let Some(signal) = status.signal() {
         tracing::debug!("sandboxed command ended by signal {signal}");
@@ -778,92 +774,14 @@ fn collect(
     }
 
     Ok(CommandOutput {
-        exit_code: if timed_out { None } else { status.code() },
-        timed_out,
+        exit_code: if watched.timed_out { None } else { status.code() },
+        timed_out: watched.timed_out,
         memory_exceeded,
-        stdout: finish_reader(stdout),
-        stderr: finish_reader(stderr),
+        stdout: watched.stdout,
+        stderr: watched.stderr,
         duration,
         sandboxed,
     })
-}
-
-/// Waits for `pid` to exit (without reaping it, so its pid and process group stay ours) for at
-/// most `timeout`; on expiry kills its process group and returns `true`.
-fn wait_or_kill(pid: libc::pid_t, timeout: Duration) -> bool {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        loop {
-            // SAFETY: waitid on our own child with WNOWAIT; siginfo is a plain out-parameter.
-            let rc = unsafe {
-                let mut info: libc::siginfo_t = std::mem::zeroed();
-                libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT)
-            };
-            if rc == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-                let _ = tx.send(());
-                return;
-            }
-        }
-    });
-    match rx.recv_timeout(timeout) {
-        Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => false,
-        Err(mpsc::RecvTimeoutError::Timeout) => {
-            // SAFETY: the child is not reaped yet, so `pid` still names our process group.
-            unsafe {
-                libc::kill(-pid, libc::SIGKILL);
-            }
-            let _ = rx.recv();
-            true
-        }
-    }
-}
-
-/// A reader thread's shared capture and its "done" flag.
-struct Reader {
-    capture: Arc<Mutex<Capture>>,
-    done: Arc<AtomicBool>,
-}
-
-fn spawn_reader(pipe: Option<impl std::io::Read + Send + 'static>, limit: usize) -> Reader {
-    let capture = Arc::new(Mutex::new(Capture::new(limit)));
-    let done = Arc::new(AtomicBool::new(false));
-    if let Some(mut pipe) = pipe {
-        let (capture, done) = (Arc::clone(&capture), Arc::clone(&done));
-        std::thread::spawn(move || {
-            let mut buf = vec![0u8; 64 * 1024];
-            loop {
-                match pipe.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        if let Ok(mut c) = capture.lock() {
-                            c.push(&buf[..n]);
-                        }
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(_) => break,
-                }
-            }
-            done.store(true, Ordering::Release);
-        });
-    } else {
-        done.store(true, Ordering::Release);
-    }
-    Reader { capture, done }
-}
-
-/// Waits (up to 2 s after the command ended) for the stream to close, then renders what was
-/// read. Only an unsandboxed command whose escaped descendants hold the pipe can hit the bound.
-fn finish_reader(reader: Reader) -> Captured {
-    let deadline = Instant::now() + Duration::from_secs(2);
-    let mut pause = Duration::from_micros(50);
-    while !reader.done.load(Ordering::Acquire) && Instant::now() < deadline {
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(10));
-    }
-    match reader.capture.lock() {
-        Ok(c) => c.finish(),
-        Err(poisoned) => poisoned.into_inner().finish(),
-    }
 }
 
 #[cfg(test)]
