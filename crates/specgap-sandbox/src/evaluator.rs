@@ -494,6 +494,8 @@ impl CandidateService {
     /// Stops polling and waits for the calls in flight (each ends by the evaluator's deadline).
     fn stop(self) -> Served {
         self.stop.store(true, Ordering::Release);
+        // Wakes the poller from its pause at once: the evaluator's result waits on this join.
+        self.poller.thread().unpark();
         let _ = self.poller.join();
         let failure = match self.failure.lock() {
             Ok(mut guard) => guard.take(),
@@ -502,6 +504,9 @@ impl CandidateService {
         Served { calls: self.calls.load(Ordering::Acquire), failure }
     }
 }
+
+/// How often the calls directory is read while the evaluator runs.
+const CALL_POLL_INTERVAL: Duration = Duration::from_millis(2);
 
 fn poll_calls(calls_dir: &Path, stop: &AtomicBool, count: &AtomicU32, ctx: &Arc<CallContext>) {
     let (tx, rx) = mpsc::channel::<PathBuf>();
@@ -541,7 +546,8 @@ fn poll_calls(calls_dir: &Path, stop: &AtomicBool, count: &AtomicU32, ctx: &Arc<
                 }
             }
         }
-        std::thread::sleep(Duration::from_millis(2));
+        // A pause that `CandidateService::stop` cuts short (a spurious wake-up only polls again).
+        std::thread::park_timeout(CALL_POLL_INTERVAL);
     }
     drop(tx);
     for worker in workers {
