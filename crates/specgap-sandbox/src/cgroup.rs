@@ -18,11 +18,12 @@
 //! with that quota (issue 31 item 2), or runs at niceness [`FALLBACK_NICE`] where the `cpu`
 //! controller is not usable.
 
+use std::collections::HashMap;
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 const CGROUP_ROOT: &str = "/sys/fs/cgroup";
@@ -143,6 +144,21 @@ fn locate_here(controller: &str) -> Result<Located, String> {
     if controller == "cpu" && std::env::var_os(NO_CPU_CONTROLLER_ENV).is_some_and(|v| v == "1") {
         return Err(format!("{NO_CPU_CONTROLLER_ENV}=1 treats the `cpu` controller as missing"));
     }
+    // Found once per controller: every sandboxed command asks for two or three, and the
+    // harness's own groups do not change while it runs (on v2 it moves itself once, into the
+    // leaf that `prepare_v2` makes, and the parent it returns stays the same).
+    static FOUND: OnceLock<Mutex<HashMap<String, Result<Located, String>>>> = OnceLock::new();
+    let found = FOUND.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Some(known) = found.lock().unwrap_or_else(PoisonError::into_inner).get(controller) {
+        return known.clone();
+    }
+    let located = locate_uncached(controller);
+    found.lock().unwrap_or_else(PoisonError::into_inner).insert(controller.to_string(), located.clone());
+    located
+}
+
+/// [`locate_here`] from `/proc/self/cgroup` as it reads now.
+fn locate_uncached(controller: &str) -> Result<Located, String> {
     let proc_self = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
     let located = locate(Path::new(CGROUP_ROOT), &proc_self, controller)?;
     if located.version == Version::V1 {
