@@ -115,7 +115,14 @@ fn copy(from: &Path, to: &Path) {
 /// # Panics
 /// When `tar` fails or the tarball cannot be read.
 pub fn tar(tree: &Path, out: &Path, what: &str) -> Vec<u8> {
-    let status = Command::new("tar").arg("-C").arg(tree).arg("-cf").arg(out).arg(what).status().expect("run tar");
+    let status = Command::new("tar")
+        .arg("-C")
+        .arg(tree)
+        .arg("-cf")
+        .arg(out)
+        .arg(what)
+        .status()
+        .unwrap_or_else(|e| panic!("run tar -C {} -cf {} {what}: {e}", tree.display(), out.display()));
     assert!(status.success(), "tar -C {} -cf {} {what}: {status}", tree.display(), out.display());
     std::fs::read(out).unwrap_or_else(|e| panic!("read {}: {e}", out.display()))
 }

@@ -10,13 +10,11 @@ use specgap_protocol::event::{Event, EventKind, network_attempt_line};
 /// When the episode has no `network_tripwire` event (every `cli:` episode ends with one).
 pub fn network_record(events: &[Event]) -> (Vec<String>, (bool, u32, String)) {
     let attempts = events.iter().filter_map(|e| network_attempt_line(&e.kind)).collect();
-    let tripwire = events
-        .iter()
-        .find_map(|e| match &e.kind {
-            EventKind::NetworkTripwire { armed, attempts, note } => Some((*armed, *attempts, note.clone())),
-            _ => None,
-        })
-        .expect("a cli: episode records its network tripwire");
+    let tripwire = events.iter().find_map(|e| match &e.kind {
+        EventKind::NetworkTripwire { armed, attempts, note } => Some((*armed, *attempts, note.clone())),
+        _ => None,
+    });
+    let Some(tripwire) = tripwire else { panic!("the episode has no network_tripwire event (every cli: episode records one)") };
     (attempts, tripwire)
 }
 
