@@ -97,13 +97,13 @@ pub fn residual_benchmark(runs: &[RunData], episodes: &[Episode<'_>]) -> Option<
         if verdicts.contains_key(&key) {
             continue;
         }
-        if let Some(tests) = e.tests.get(&0) {
+        if let Some(tests) = e.tests.get(0) {
             use specgap_protocol::result::TestOutcome;
-            let judged = tests.values().filter(|o| **o != TestOutcome::Skip).count();
+            let judged = tests.values().filter(|o| *o != TestOutcome::Skip).count();
             let failing = tests.values().filter(|o| matches!(o, TestOutcome::Fail | TestOutcome::Error)).count();
             verdicts.insert(key, (tests.len(), failing, judged - failing));
-        } else if let Some(reqs) = e.requirements.get(&0) {
-            let failing = reqs.values().filter(|p| !**p).count();
+        } else if let Some(reqs) = e.requirements.get(0) {
+            let failing = reqs.values().filter(|p| !*p).count();
             verdicts.insert(key, (reqs.len(), failing, reqs.len() - failing));
         }
     }

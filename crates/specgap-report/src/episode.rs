@@ -4,12 +4,15 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
+use foldhash::fast::FixedState;
+
 use specgap_protocol::result::{ScoringKind, TestOutcome};
 use specgap_store::{DeliveryRow, EpisodeRow, Extraction, ExtractionStatus, Judgement, QuestionRow, Status, SubmissionRow};
 
 use crate::context::TaskContext;
 use crate::first::{SubmissionScore, score_at_k, success_at_k};
 use crate::run::RunData;
+use crate::verdicts::ByK;
 
 /// An episode joined with its submissions, per-submission outcomes, questions and judgements.
 /// Borrowed from the [`RunData`] it came from.
@@ -26,9 +29,9 @@ pub struct Episode<'a> {
     /// Validly evaluated submissions as Score / Success, by k.
     pub scores: Vec<SubmissionScore>,
     /// Test outcomes by k (0 = the residual starting state) and test id.
-    pub tests: BTreeMap<u32, BTreeMap<&'a str, TestOutcome>>,
+    pub tests: ByK<'a, TestOutcome>,
     /// Requirement verdicts by k (0 = starting state) and requirement id.
-    pub requirements: BTreeMap<u32, BTreeMap<&'a str, bool>>,
+    pub requirements: ByK<'a, bool>,
     /// Delivery verdicts by k.
     pub deliveries: BTreeMap<u32, &'a DeliveryRow>,
     /// Questions by idx.
@@ -60,8 +63,8 @@ pub fn index_episodes<'a>(runs: &[&'a RunData]) -> Vec<Episode<'a>> {
                 row,
                 submissions: Vec::new(),
                 scores: Vec::new(),
-                tests: BTreeMap::new(),
-                requirements: BTreeMap::new(),
+                tests: ByK::default(),
+                requirements: ByK::default(),
                 deliveries: BTreeMap::new(),
                 questions: Vec::new(),
                 judgements: Vec::new(),
@@ -82,12 +85,12 @@ pub fn index_episodes<'a>(runs: &[&'a RunData]) -> Vec<Episode<'a>> {
         }
         for t in &rows.tests {
             if let Some(i) = slot(&t.episode) {
-                out[i].tests.entry(t.k).or_default().insert(t.test.as_str(), t.outcome);
+                out[i].tests.push(t.k, t.test.as_str(), t.outcome);
             }
         }
         for r in &rows.requirement_outcomes {
             if let Some(i) = slot(&r.episode) {
-                out[i].requirements.entry(r.k).or_default().insert(r.requirement.as_str(), r.pass);
+                out[i].requirements.push(r.k, r.requirement.as_str(), r.pass);
             }
         }
         for d in &rows.deliveries {
@@ -114,6 +117,8 @@ pub fn index_episodes<'a>(runs: &[&'a RunData]) -> Vec<Episode<'a>> {
             episode.submissions.sort_by_key(|s| s.k);
             episode.scores.sort_by_key(|s| s.k);
             episode.questions.sort_by_key(|q| q.idx);
+            episode.tests.finish();
+            episode.requirements.finish();
         }
     }
     out
@@ -269,18 +274,18 @@ impl<'a> Episode<'a> {
     /// test outcome is stored for that k.
     pub fn failing_tests(&self, k: u32) -> Option<BTreeSet<&'a str>> {
         self.tests
-            .get(&k)
-            .map(|tests| tests.iter().filter(|(_, o)| matches!(o, TestOutcome::Fail | TestOutcome::Error)).map(|(t, _)| *t).collect())
+            .get(k)
+            .map(|tests| tests.iter().filter(|(_, o)| matches!(o, TestOutcome::Fail | TestOutcome::Error)).map(|(t, _)| t).collect())
     }
 
     /// Whether `test` passes at submission `k`.
     pub fn test_passes(&self, k: u32, test: &str) -> bool {
-        self.tests.get(&k).and_then(|t| t.get(test)).is_some_and(|o| *o == TestOutcome::Pass)
+        self.tests.get(k).and_then(|t| t.get(test)).is_some_and(|o| o == TestOutcome::Pass)
     }
 
     /// Whether requirement `id` passes at submission `k`, if reported.
     pub fn requirement_passes(&self, k: u32, id: &str) -> Option<bool> {
-        self.requirements.get(&k).and_then(|r| r.get(id)).copied()
+        self.requirements.get(k).and_then(|r| r.get(id))
     }
 
     /// Whether the delivery at the last valid submission is valid (hard constraints hold);
@@ -430,9 +435,11 @@ pub fn group_by<'e, 'a>(
     keep: impl Fn(&Episode<'a>) -> bool,
 ) -> BTreeMap<GroupKey, Vec<&'e Episode<'a>>> {
     // Keys borrowed from the rows, looked up through one reused buffer: no allocation per
-    // episode (a report groups 100,000 episodes four times). Borrowed and owned keys order
-    // the same way, so the result is as if grouped by owned keys.
-    let mut groups: BTreeMap<Vec<&'a str>, Vec<&Episode>> = BTreeMap::new();
+    // episode (a report groups 10^6 episodes several times). A hash map costs one hash and
+    // one comparison per episode where a B-tree compares the key with ten or more others;
+    // the groups are sorted once at the end. Borrowed and owned keys order the same way, so
+    // the result is as if grouped by owned keys into a sorted map.
+    let mut groups: HashMap<Vec<&'a str>, Vec<&Episode>, FixedState> = HashMap::with_hasher(FixedState::default());
     let mut key: Vec<&'a str> = Vec::with_capacity(dims.len());
     for episode in episodes.iter().filter(|e| keep(e)) {
         key.clear();

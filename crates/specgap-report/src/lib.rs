@@ -100,6 +100,7 @@ pub mod simulator;
 pub mod study;
 pub mod svg;
 pub mod usage;
+pub mod verdicts;
 
 pub use compare::{CompareOptions, Comparison, Selection, compare, compare_family};
 pub use episode::{Dim, Episode};

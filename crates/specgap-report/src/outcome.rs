@@ -242,12 +242,12 @@ pub fn resolution(episodes: &[&Episode<'_>], full_pass: &FullPass<'_>) -> Option
         let Some(context) = episode.context else {
             continue;
         };
-        let Some(at_first) = episode.requirements.get(&first) else {
+        let Some(at_first) = episode.requirements.get(first) else {
             continue;
         };
         let reported_first = episode.reported_at(first);
-        for (req, _) in at_first.iter().filter(|(_, pass)| !**pass) {
-            if context.stated.contains(*req) || reported_first == Some(*req) {
+        for (req, _) in at_first.iter().filter(|(_, pass)| !*pass) {
+            if context.stated.contains(req) || reported_first == Some(req) {
                 continue;
             }
             r.remaining_unstated += 1;
@@ -256,7 +256,7 @@ pub fn resolution(episodes: &[&Episode<'_>], full_pass: &FullPass<'_>) -> Option
                     r.resolved_ahead += 1;
                     break;
                 }
-                if episode.reported_at(k) == Some(*req) {
+                if episode.reported_at(k) == Some(req) {
                     break;
                 }
             }

@@ -126,12 +126,12 @@ impl UnscoredRun {
 pub fn planned_delivery_runs<'e, 'a>(runs: &[RunData], episodes: &'e [Episode<'a>]) -> Vec<PlannedRun<'e, 'a>> {
     let mut out = Vec::new();
     for (index, run) in runs.iter().enumerate() {
-        let stored: HashMap<&str, &'e Episode<'a>> = episodes.iter().filter(|e| e.run == index).map(|e| (e.row.id.as_str(), e)).collect();
-        let stored_kind: HashMap<&str, (ScoringKind, String)> = episodes
-            .iter()
-            .filter(|e| e.run == index)
-            .map(|e| (e.row.task.as_str(), (e.row.scoring_kind, e.row.family.as_str().to_string())))
-            .collect();
+        // Kind and family of each task as its stored episodes give them (the last one wins, as
+        // collecting them into a map would), for tasks whose package could not be read.
+        let mut stored_kind: HashMap<&str, (ScoringKind, &'static str)> = HashMap::new();
+        for e in episodes.iter().filter(|e| e.run == index) {
+            stored_kind.insert(e.row.task.as_str(), (e.row.scoring_kind, e.row.family.as_str()));
+        }
         let is_delivery = |task: &str| match run.tasks.get(task) {
             Some(context) => context.delivery,
             None => stored_kind.get(task).is_some_and(|(kind, _)| *kind == ScoringKind::Delivery),
@@ -139,10 +139,14 @@ pub fn planned_delivery_runs<'e, 'a>(runs: &[RunData], episodes: &'e [Episode<'a
         let family = |task: &str| -> String {
             run.tasks
                 .get(task)
-                .map(|c| c.family.as_str().to_string())
-                .or_else(|| stored_kind.get(task).map(|(_, f)| f.clone()))
-                .unwrap_or_else(|| "unknown".to_string())
+                .map(|c| c.family.as_str())
+                .or_else(|| stored_kind.get(task).map(|(_, f)| *f))
+                .unwrap_or("unknown")
+                .to_string()
         };
+        // Only delivery episodes are looked up (a study's other episodes can be most of them).
+        let stored: HashMap<&str, &'e Episode<'a>> =
+            episodes.iter().filter(|e| e.run == index && is_delivery(&e.row.task)).map(|e| (e.row.id.as_str(), e)).collect();
         let mut seen: HashSet<String> = HashSet::new();
         for key in crate::inputs::planned_episodes(run).unwrap_or_default() {
             if !is_delivery(&key.task) {

@@ -377,12 +377,29 @@ pub fn build_report(runs: &[RunData], options: &ReportOptions) -> Result<Report,
         // The seed 001 measures read thousands of diffs and trajectories (with their own
         // reader threads); they run beside the other measures, which use one core.
         let residual = scope.spawn(|| residual_rows(&episodes, &residual_dims));
-        let residual = move || match residual.join() {
-            Ok(rows) => rows,
-            Err(panic) => std::panic::resume_unwind(panic),
-        };
-        report_with(runs, options, &episodes, extraction, residual).map(|report| Report { simulator, ..report })
+        let residual = move || joined(residual);
+        // The rows comparing conditions need only the episodes: the second core computes them
+        // while this thread writes the group reports.
+        let conditions = scope.spawn(|| condition_rows(&episodes, &options.group_by, runs.len()));
+        let conditions = move || joined(conditions);
+        report_with(runs, options, &episodes, extraction, Later { residual, conditions }).map(|report| Report { simulator, ..report })
     })
+}
+
+/// What a scoped thread returned; its panic goes on in this thread.
+fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    match handle.join() {
+        Ok(value) => value,
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+}
+
+/// Rows [`report_with`] waits for, computed on other threads.
+struct Later<R, C> {
+    /// The seed 001 rows ([`residual_rows`]).
+    residual: R,
+    /// [`condition_rows`].
+    conditions: C,
 }
 
 /// The seed 001 rows of the report: one per group of `dims` (the report's dimensions
@@ -399,23 +416,65 @@ fn residual_rows(episodes: &[Episode<'_>], dims: &[Dim]) -> Vec<ResidualRow> {
     residual
 }
 
+/// The rows of [`Report`] that compare conditions or families within wider groups: outcome
+/// against cost, the oracle curve, families, Partial as a share of Full, plan against partial.
+/// [`build_report`] computes them on a thread of their own, beside the group reports.
+struct ConditionRows {
+    outcome_costs: Vec<CostRow>,
+    oracle: Vec<OracleRow>,
+    families: Vec<FamilyRow>,
+    partial_shares: Vec<PartialShareRow>,
+    plan_rows: Vec<PlanRow>,
+}
+
+/// [`ConditionRows`] over `episodes` for the report's dimensions `dims`, from `n_runs` runs.
+fn condition_rows(episodes: &[Episode<'_>], dims: &[Dim], n_runs: usize) -> ConditionRows {
+    let cost_dims = without_all(dims, &[Dim::Condition]);
+    let mut outcome_costs = Vec::new();
+    for (key, members) in group_by(episodes, &cost_dims, |_| true) {
+        if let Some(row) = cost_row(&cost_dims, &key, &members, n_runs) {
+            outcome_costs.push(row);
+        }
+    }
+
+    let oracle_dims = without_all(dims, &[Dim::Condition]);
+    let mut oracle = Vec::new();
+    for (key, members) in group_by(episodes, &oracle_dims, |e| oracle_ratio(&e.row.condition).is_some()) {
+        let levels = oracle_curve(&members);
+        if !levels.is_empty() {
+            oracle.push(OracleRow { key: key_map(&oracle_dims, &key), levels });
+        }
+    }
+
+    let families = family_rows(episodes, &without_all(dims, &[Dim::Family, Dim::Task]));
+    let partial_shares = partial_share_rows(episodes, &without_all(dims, &[Dim::Condition, Dim::Family, Dim::Task]));
+    let plan_dims = without_all(dims, &[Dim::Condition]);
+    let mut plan_rows = Vec::new();
+    for (key, members) in group_by(episodes, &plan_dims, |_| true) {
+        let of = |condition: &str| -> Vec<&Episode> { members.iter().copied().filter(|e| e.row.condition == condition).collect() };
+        if let Some(comparison) = plan_vs_partial(&of("plan"), &of("partial")) {
+            plan_rows.push(PlanRow { key: key_map(&plan_dims, &key), comparison });
+        }
+    }
+    ConditionRows { outcome_costs, oracle, families, partial_shares, plan_rows }
+}
+
 /// Whether every agent of the runs is scripted or replayed: its run times are the machine's,
 /// not the agent's (a merge of the same episodes gave another p for run time against Quality).
 fn only_scripted_or_replayed(runs: &[RunData]) -> bool {
     runs.iter().flat_map(|r| &r.config.agents).all(|a| a.spec.starts_with("scripted:") || a.spec.starts_with("replay:"))
 }
 
-/// Every other measure of [`build_report`], and the report with the residual rows that
-/// `residual` waits for.
+/// Every other measure of [`build_report`], and the report with the rows that `later` waits
+/// for.
 fn report_with(
     runs: &[RunData],
     options: &ReportOptions,
     episodes: &[Episode<'_>],
     extraction: Option<String>,
-    residual: impl FnOnce() -> Vec<ResidualRow>,
+    later: Later<impl FnOnce() -> Vec<ResidualRow>, impl FnOnce() -> ConditionRows>,
 ) -> Result<Report, ReportError> {
     let dims = &options.group_by;
-    let without = |dim: Dim| -> Vec<Dim> { dims.iter().copied().filter(|d| *d != dim).collect() };
     let not_applicable = not_applicable_rows(runs);
 
     let mut groups = Vec::new();
@@ -457,34 +516,6 @@ fn report_with(
         groups.push(group_report(dims, key, members, &context)?);
     }
 
-    let cost_dims = without(Dim::Condition);
-    let mut outcome_costs = Vec::new();
-    for (key, members) in group_by(episodes, &cost_dims, |_| true) {
-        if let Some(row) = cost_row(&cost_dims, &key, &members, runs.len()) {
-            outcome_costs.push(row);
-        }
-    }
-
-    let oracle_dims = without(Dim::Condition);
-    let mut oracle = Vec::new();
-    for (key, members) in group_by(episodes, &oracle_dims, |e| oracle_ratio(&e.row.condition).is_some()) {
-        let levels = oracle_curve(&members);
-        if !levels.is_empty() {
-            oracle.push(OracleRow { key: key_map(&oracle_dims, &key), levels });
-        }
-    }
-
-    let families = family_rows(episodes, &without_all(dims, &[Dim::Family, Dim::Task]));
-    let partial_shares = partial_share_rows(episodes, &without_all(dims, &[Dim::Condition, Dim::Family, Dim::Task]));
-    let plan_dims = without(Dim::Condition);
-    let mut plan_rows = Vec::new();
-    for (key, members) in group_by(episodes, &plan_dims, |_| true) {
-        let of = |condition: &str| -> Vec<&Episode> { members.iter().copied().filter(|e| e.row.condition == condition).collect() };
-        if let Some(comparison) = plan_vs_partial(&of("plan"), &of("partial")) {
-            plan_rows.push(PlanRow { key: key_map(&plan_dims, &key), comparison });
-        }
-    }
-
     let mut contexts: BTreeMap<&str, &crate::context::TaskContext> = BTreeMap::new();
     for e in episodes {
         if let Some(context) = e.context {
@@ -506,7 +537,8 @@ fn report_with(
     let mut warnings = crate::inputs::input_warnings(runs, dims, &pooled);
     warnings.extend(crate::scoring_source::never_extracted_warning(episodes, extraction.as_deref()));
     warnings.extend(runs.iter().flat_map(|r| r.warnings.iter().map(move |w| format!("{}: {w}", r.dir.display()))));
-    let residual = residual();
+    let residual = (later.residual)();
+    let ConditionRows { outcome_costs, oracle, families, partial_shares, plan_rows } = (later.conditions)();
     let rankings = ranking_rows(&residual, dims)?;
     let mut residual_warnings: BTreeSet<&String> = BTreeSet::new();
     for row in &residual {
@@ -738,10 +770,10 @@ impl<'a> FullIndex<'a> {
         let mut by_key: BTreeMap<(&str, &str, &str), BTreeMap<&str, PassCount>> = BTreeMap::new();
         for e in episodes.iter().filter(|e| e.is_scored() && e.row.condition == "full") {
             let counts = by_key.entry((e.row.agent.as_str(), e.row.task.as_str(), e.row.start.as_str())).or_default();
-            let Some(verdicts) = e.scores.first().and_then(|first| e.requirements.get(&first.k)) else {
+            let Some(verdicts) = e.scores.first().and_then(|first| e.requirements.get(first.k)) else {
                 continue;
             };
-            for (&requirement, &passes) in verdicts {
+            for (requirement, passes) in verdicts.iter() {
                 let count = counts.entry(requirement).or_default();
                 count.passed += usize::from(passes);
                 count.judged += 1;

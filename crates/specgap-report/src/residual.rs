@@ -488,9 +488,9 @@ pub fn acceptance_bias(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Acc
             }
             // Passing tests broken: passing in the state, failing or erroring at the end
             // (§5.4), over failed continuations.
-            if failed && let (Some(start), Some(end_failing)) = (e.tests.get(&0), e.failing_tests(final_k)) {
+            if failed && let (Some(start), Some(end_failing)) = (e.tests.get(0), e.failing_tests(final_k)) {
                 let passing: Vec<&str> =
-                    start.iter().filter(|(_, o)| **o == specgap_protocol::result::TestOutcome::Pass).map(|(t, _)| *t).collect();
+                    start.iter().filter(|(_, o)| *o == specgap_protocol::result::TestOutcome::Pass).map(|(t, _)| t).collect();
                 if !passing.is_empty() {
                     let broken = passing.iter().filter(|t| end_failing.contains(*t)).count();
                     broken_failed.add(task, broken as f64 / passing.len() as f64);
@@ -499,7 +499,7 @@ pub fn acceptance_bias(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Acc
             if !start_failing.is_empty() {
                 let share = |ep: &Episode| -> Option<f64> {
                     let k = ep.final_k()?;
-                    ep.tests.get(&k)?;
+                    ep.tests.get(k)?;
                     Some(start_failing.iter().filter(|t| ep.test_passes(k, t)).count() as f64 / start_failing.len() as f64)
                 };
                 if let Some(v) = share(e) {
