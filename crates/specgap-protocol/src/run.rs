@@ -450,7 +450,13 @@ impl EpisodeKey {
         // Serializing a struct of strings and integers cannot fail.
         let canonical = serde_json::to_vec(self).unwrap_or_default();
         let digest = Sha256::digest(&canonical);
-        digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut id = String::with_capacity(16);
+        for byte in digest.iter().take(8) {
+            id.push(char::from(HEX[usize::from(byte >> 4)]));
+            id.push(char::from(HEX[usize::from(byte & 0x0f)]));
+        }
+        id
     }
 }
 
@@ -501,7 +507,9 @@ mod tests {
             seed: 7,
         };
         let id = key.id();
-        assert_eq!(id.len(), 16);
+        // The first 8 bytes of SHA-256 over the compact JSON of the key, in lowercase hex:
+        // python3 hashlib.sha256(json.dumps(key, separators=(",", ":")).encode()).hexdigest()[:16]
+        assert_eq!(id, "bfa18214eb7fb177");
         assert_eq!(id, key.clone().id());
         let mut other = key;
         other.repeat = 1;

@@ -138,6 +138,23 @@ fn parse_name<T: for<'de> Deserialize<'de>>(table: &'static str, column: &'stati
     T::deserialize(StrDeserializer::<NameError>::new(text)).map_err(|_| StoreError::BadValue { table, column, value: text.to_string() })
 }
 
+/// Orders two texts exactly as `str::cmp` does (bytewise: SQLite's BINARY collation), faster
+/// for the short keys of these tables: sorting a million episodes' rows by episode id spent
+/// most of its time calling `memcmp` for 16-byte ids. The first eight bytes compare as one
+/// big-endian integer, which orders them as bytewise comparison would; only texts equal
+/// there go on to the rest.
+fn text_cmp(a: &str, b: &str) -> Ordering {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if let (Some(x), Some(y)) = (a.first_chunk::<8>(), b.first_chunk::<8>()) {
+        match u64::from_be_bytes(*x).cmp(&u64::from_be_bytes(*y)) {
+            Ordering::Equal => a[8..].cmp(&b[8..]),
+            unequal => unequal,
+        }
+    } else {
+        a.cmp(b)
+    }
+}
+
 /// `episodes`, by id.
 pub(crate) const EPISODES: Reader<EpisodeRow> = Reader {
     sql: "SELECT id, task, task_hash, agent, agent_hash, user, user_hash, condition, start,
@@ -145,7 +162,7 @@ pub(crate) const EPISODES: Reader<EpisodeRow> = Reader {
         final_success, turns, tool_calls, wall_ms, started_ts, ended_ts, error FROM episodes",
     filter_column: "id",
     order: "id",
-    cmp: |a, b| a.id.cmp(&b.id),
+    cmp: |a, b| text_cmp(&a.id, &b.id),
     map: episode_row,
 };
 
@@ -203,7 +220,7 @@ pub(crate) const SUBMISSIONS: Reader<SubmissionRow> = Reader {
         reward, failing_requirement, error, diff_bytes FROM submissions",
     filter_column: "episode",
     order: "episode, k",
-    cmp: |a, b| (&a.episode, a.k).cmp(&(&b.episode, b.k)),
+    cmp: |a, b| text_cmp(&a.episode, &b.episode).then(a.k.cmp(&b.k)),
     map: |r, path| {
         Ok(SubmissionRow {
             episode: r.get(0).at(path)?,
@@ -228,7 +245,7 @@ pub(crate) const REQUIREMENT_OUTCOMES: Reader<RequirementOutcomeRow> = Reader {
         FROM requirement_outcomes",
     filter_column: "episode",
     order: "episode, k, requirement",
-    cmp: |a, b| (&a.episode, a.k, &a.requirement).cmp(&(&b.episode, b.k, &b.requirement)),
+    cmp: |a, b| text_cmp(&a.episode, &b.episode).then(a.k.cmp(&b.k)).then_with(|| a.requirement.cmp(&b.requirement)),
     map: |r, path| {
         Ok(RequirementOutcomeRow {
             episode: r.get(0).at(path)?,
@@ -247,7 +264,7 @@ pub(crate) const TESTS: Reader<TestRow> = Reader {
     sql: "SELECT episode, k, test, outcome FROM tests",
     filter_column: "episode",
     order: "episode, k, test",
-    cmp: |a, b| (&a.episode, a.k, &a.test).cmp(&(&b.episode, b.k, &b.test)),
+    cmp: |a, b| text_cmp(&a.episode, &b.episode).then(a.k.cmp(&b.k)).then_with(|| a.test.cmp(&b.test)),
     map: |r, path| {
         Ok(TestRow {
             episode: r.get(0).at(path)?,
@@ -303,7 +320,7 @@ pub(crate) const JUDGEMENTS: Reader<JudgementRow> = Reader {
     order: "episode, judge, target",
     cmp: |a, b| {
         let (x, y) = (&a.judgement, &b.judgement);
-        (&a.episode, &x.judge, &x.target).cmp(&(&b.episode, &y.judge, &y.target))
+        text_cmp(&a.episode, &b.episode).then_with(|| (&x.judge, &x.target).cmp(&(&y.judge, &y.target)))
     },
     map: |r, path| {
         Ok(JudgementRow {
@@ -499,6 +516,38 @@ mod tests {
             err.map(|e| e.to_string()),
             Some(StoreError::BadValue { table: "tests", column: "outcome", value: "Pass".into() }.to_string())
         );
+    }
+
+    #[test]
+    fn text_cmp_orders_as_str_cmp() {
+        let texts = [
+            "",
+            "a",
+            "ab",
+            "abcdefg",
+            "abcdefgh",
+            "abcdefgh0",
+            "abcdefgi",
+            "abcdefgh\u{0}",
+            "abcdefghé",
+            "abcdefgé",
+            "d60176c8e39f1fb2",
+            "d60176c8e39f1fb3",
+            "d60176c8e39f1fb",
+            "d60176c9",
+            "D60176c8e39f1fb2",
+            "é",
+            "\u{7f}zzzzzzzz",
+            "zzzzzzzz",
+            "zzzzzzz",
+            "ffffffffffffffff1",
+            "ffffffffffffffff",
+        ];
+        for a in texts {
+            for b in texts {
+                assert_eq!(text_cmp(a, b), a.cmp(b), "{a:?} against {b:?}");
+            }
+        }
     }
 
     #[test]
