@@ -11,7 +11,9 @@
 //! The first call writes the store (with the store's writer API) and its task packages under
 //! the directory; later calls reuse it. Each call then times reading the run (the first read
 //! also runs the offline judge and records its verdicts), building the report and rendering
-//! Markdown, HTML and JSON, and prints the timings.
+//! Markdown, HTML and JSON, and prints the timings and the resident memory after loading, after
+//! the measures and at its peak (`/proc/self/status`). `bench/report/interleave.sh` runs two
+//! builds of this example in alternation and checks that their reports are identical.
 //!
 //! Composition, cycled until the episode count is reached: 4 agents × (20 requirement-scored
 //! tasks under partial / full / literal with 1–4 submissions; 10 test-scored tasks from a clean
@@ -58,8 +60,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let t0 = Instant::now();
         let run = RunData::load(&run_dir)?;
         let t1 = Instant::now();
+        let rss_loaded = memory("VmRSS");
         let report = build_report(std::slice::from_ref(&run), &ReportOptions::default())?;
         let t2 = Instant::now();
+        let rss_measured = memory("VmRSS");
         let md = render_markdown(&report, "bench");
         let t3 = Instant::now();
         let html = render_html(&report, "bench");
@@ -86,8 +90,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             json.len(),
             (t5 - t0).as_secs_f64(),
         );
+        println!(
+            "pass {pass}: resident after loading {rss_loaded} MB, after the measures {rss_measured} MB, peak so far {} MB",
+            memory("VmHWM")
+        );
     }
     Ok(())
+}
+
+/// A memory figure of this process from `/proc/self/status` (`VmRSS`: resident now; `VmHWM`:
+/// the peak resident so far), in MB (10^6 bytes); 0 where it cannot be read.
+fn memory(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kb = status
+        .lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    kb * 1024 / 1_000_000
 }
 
 fn write(path: &Path, text: &str) -> std::io::Result<()> {
