@@ -24,6 +24,8 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use foldhash::fast::FixedState;
+
 use serde::Serialize;
 use specgap_protocol::result::ScoringKind;
 use specgap_protocol::run::{EndReason, EpisodeKey};
@@ -128,7 +130,7 @@ pub fn planned_delivery_runs<'e, 'a>(runs: &[RunData], episodes: &'e [Episode<'a
     for (index, run) in runs.iter().enumerate() {
         // Kind and family of each task as its stored episodes give them (the last one wins, as
         // collecting them into a map would), for tasks whose package could not be read.
-        let mut stored_kind: HashMap<&str, (ScoringKind, &'static str)> = HashMap::new();
+        let mut stored_kind: HashMap<&str, (ScoringKind, &'static str), FixedState> = HashMap::with_hasher(FixedState::default());
         for e in episodes.iter().filter(|e| e.run == index) {
             stored_kind.insert(e.row.task.as_str(), (e.row.scoring_kind, e.row.family.as_str()));
         }
@@ -145,25 +147,27 @@ pub fn planned_delivery_runs<'e, 'a>(runs: &[RunData], episodes: &'e [Episode<'a
                 .to_string()
         };
         // Only delivery episodes are looked up (a study's other episodes can be most of them).
-        let stored: HashMap<&str, &'e Episode<'a>> =
+        let stored: HashMap<&str, &'e Episode<'a>, FixedState> =
             episodes.iter().filter(|e| e.run == index && is_delivery(&e.row.task)).map(|e| (e.row.id.as_str(), e)).collect();
-        let mut seen: HashSet<String> = HashSet::new();
+        let mut planned_ids: HashSet<String> = HashSet::new();
         for key in crate::inputs::planned_episodes(run).unwrap_or_default() {
             if !is_delivery(&key.task) {
                 continue;
             }
             let id = key.id();
-            if !seen.insert(id.clone()) {
+            if !planned_ids.insert(id.clone()) {
                 continue;
             }
             out.push(PlannedRun { run: index, family: family(&key.task), episode: stored.get(id.as_str()).copied(), id, key });
         }
-        // Stored episodes the plan does not name: planned too (their ids are the rows').
+        // Stored episodes the plan does not name: planned too (their ids are the rows'), each
+        // once.
+        let mut stored_seen: HashSet<&str, FixedState> = HashSet::with_hasher(FixedState::default());
         for e in episodes.iter().filter(|e| e.run == index) {
-            if !is_delivery(&e.row.task) || seen.contains(e.row.id.as_str()) {
+            let id = e.row.id.as_str();
+            if !is_delivery(&e.row.task) || planned_ids.contains(id) || !stored_seen.insert(id) {
                 continue;
             }
-            seen.insert(e.row.id.clone());
             out.push(PlannedRun { run: index, family: family(&e.row.task), episode: Some(e), id: e.row.id.clone(), key: e.row.key() });
         }
     }
@@ -173,10 +177,18 @@ pub fn planned_delivery_runs<'e, 'a>(runs: &[RunData], episodes: &'e [Episode<'a
 /// Planned runs grouped by `dims`, keys sorted (the same keys as
 /// [`crate::episode::group_by`] gives the runs' episodes).
 pub fn group_planned<'p, 'e, 'a>(planned: &'p [PlannedRun<'e, 'a>], dims: &[Dim]) -> BTreeMap<GroupKey, Vec<&'p PlannedRun<'e, 'a>>> {
-    let mut groups: BTreeMap<GroupKey, Vec<&PlannedRun>> = BTreeMap::new();
+    // Borrowed keys through one buffer, hashed, sorted once at the end (as `group_by` does).
+    let mut groups: HashMap<Vec<&str>, Vec<&PlannedRun>, FixedState> = HashMap::with_hasher(FixedState::default());
+    let mut key: Vec<&str> = Vec::with_capacity(dims.len());
     for run in planned {
-        let key: GroupKey = dims.iter().map(|d| run.value(*d).to_string()).collect();
-        groups.entry(key).or_default().push(run);
+        key.clear();
+        key.extend(dims.iter().map(|d| run.value(*d)));
+        match groups.get_mut(key.as_slice()) {
+            Some(members) => members.push(run),
+            None => {
+                groups.insert(key.clone(), vec![run]);
+            }
+        }
     }
-    groups
+    groups.into_iter().map(|(key, members)| (key.into_iter().map(str::to_string).collect(), members)).collect()
 }
