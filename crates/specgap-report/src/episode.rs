@@ -434,20 +434,30 @@ pub fn group_by<'e, 'a>(
     dims: &[Dim],
     keep: impl Fn(&Episode<'a>) -> bool,
 ) -> BTreeMap<GroupKey, Vec<&'e Episode<'a>>> {
-    // Keys borrowed from the rows, looked up through one reused buffer: no allocation per
-    // episode (a report groups 10^6 episodes several times). A hash map costs one hash and
-    // one comparison per episode where a B-tree compares the key with ten or more others;
-    // the groups are sorted once at the end. Borrowed and owned keys order the same way, so
-    // the result is as if grouped by owned keys into a sorted map.
-    let mut groups: HashMap<Vec<&'a str>, Vec<&Episode>, FixedState> = HashMap::with_hasher(FixedState::default());
-    let mut key: Vec<&'a str> = Vec::with_capacity(dims.len());
-    for episode in episodes.iter().filter(|e| keep(e)) {
+    group_sorted(episodes.iter().filter(|e| keep(e)), dims, |episode, dim| dim.value_str(episode))
+}
+
+/// Groups `items` by their values on `dims` (`value`), each group's items in input order; keys
+/// sorted. Shared by [`group_by`] and [`crate::plan::group_planned`].
+pub(crate) fn group_sorted<'k, T: Copy>(
+    items: impl IntoIterator<Item = T>,
+    dims: &[Dim],
+    value: impl Fn(T, Dim) -> &'k str,
+) -> BTreeMap<GroupKey, Vec<T>> {
+    // Keys borrowed from the items, looked up through one reused buffer: no allocation per
+    // item (a report groups 10^6 episodes several times). A hash map costs one hash and one
+    // comparison per item where a B-tree compares the key with ten or more others; the
+    // groups are sorted once at the end. Borrowed and owned keys order the same way, so the
+    // result is as if grouped by owned keys into a sorted map.
+    let mut groups: HashMap<Vec<&'k str>, Vec<T>, FixedState> = HashMap::with_hasher(FixedState::default());
+    let mut key: Vec<&'k str> = Vec::with_capacity(dims.len());
+    for item in items {
         key.clear();
-        key.extend(dims.iter().map(|d| d.value_str(episode)));
+        key.extend(dims.iter().map(|d| value(item, *d)));
         match groups.get_mut(key.as_slice()) {
-            Some(members) => members.push(episode),
+            Some(members) => members.push(item),
             None => {
-                groups.insert(key.clone(), vec![episode]);
+                groups.insert(key.clone(), vec![item]);
             }
         }
     }

@@ -177,18 +177,5 @@ pub fn planned_delivery_runs<'e, 'a>(runs: &[RunData], episodes: &'e [Episode<'a
 /// Planned runs grouped by `dims`, keys sorted (the same keys as
 /// [`crate::episode::group_by`] gives the runs' episodes).
 pub fn group_planned<'p, 'e, 'a>(planned: &'p [PlannedRun<'e, 'a>], dims: &[Dim]) -> BTreeMap<GroupKey, Vec<&'p PlannedRun<'e, 'a>>> {
-    // Borrowed keys through one buffer, hashed, sorted once at the end (as `group_by` does).
-    let mut groups: HashMap<Vec<&str>, Vec<&PlannedRun>, FixedState> = HashMap::with_hasher(FixedState::default());
-    let mut key: Vec<&str> = Vec::with_capacity(dims.len());
-    for run in planned {
-        key.clear();
-        key.extend(dims.iter().map(|d| run.value(*d)));
-        match groups.get_mut(key.as_slice()) {
-            Some(members) => members.push(run),
-            None => {
-                groups.insert(key.clone(), vec![run]);
-            }
-        }
-    }
-    groups.into_iter().map(|(key, members)| (key.into_iter().map(str::to_string).collect(), members)).collect()
+    crate::episode::group_sorted(planned, dims, |run, dim| run.value(dim))
 }

@@ -20,13 +20,6 @@ impl<V> Default for ByK<'_, V> {
 }
 
 impl<'a, V: Copy> ByK<'a, V> {
-    /// Builds the table from verdicts in any order (see [`ByK::finish`] for duplicates).
-    pub fn from_unsorted(entries: Vec<(u32, &'a str, V)>) -> Self {
-        let mut table = ByK { entries };
-        table.finish();
-        table
-    }
-
     /// Adds a verdict; [`ByK::finish`] must follow the last one.
     pub(crate) fn push(&mut self, k: u32, name: &'a str, verdict: V) {
         self.entries.push((k, name, verdict));
@@ -38,16 +31,16 @@ impl<'a, V: Copy> ByK<'a, V> {
     pub(crate) fn finish(&mut self) {
         let key = |e: &(u32, &'a str, V)| (e.0, e.1);
         if !self.entries.windows(2).all(|w| key(&w[0]) < key(&w[1])) {
-            // Stable, so equal keys keep their order and the last of them is the later one.
+            // Stable, so equal keys keep their order; `dedup_by` keeps the first of a run of
+            // equal keys, which takes the value of each later one in turn.
             self.entries.sort_by_key(key);
-            let mut kept: Vec<(u32, &'a str, V)> = Vec::with_capacity(self.entries.len());
-            for entry in self.entries.drain(..) {
-                match kept.last_mut() {
-                    Some(last) if key(last) == key(&entry) => *last = entry,
-                    _ => kept.push(entry),
+            self.entries.dedup_by(|later, kept| {
+                let same = key(later) == key(kept);
+                if same {
+                    *kept = *later;
                 }
-            }
-            self.entries = kept;
+                same
+            });
         }
         self.entries.shrink_to_fit();
     }
@@ -102,9 +95,19 @@ impl<'t, 'a, V: Copy> Verdicts<'t, 'a, V> {
 mod tests {
     use super::ByK;
 
+    /// A table of `entries` pushed in this order.
+    fn pushed<V: Copy>(entries: Vec<(u32, &str, V)>) -> ByK<'_, V> {
+        let mut table = ByK::default();
+        for (k, name, verdict) in entries {
+            table.push(k, name, verdict);
+        }
+        table.finish();
+        table
+    }
+
     #[test]
     fn lookups_follow_k_then_name_and_the_later_duplicate_wins() {
-        let table = ByK::from_unsorted(vec![(2, "b", 1), (0, "z", 2), (2, "a", 3), (0, "z", 4), (5, "a", 5)]);
+        let table = pushed(vec![(2, "b", 1), (0, "z", 2), (2, "a", 3), (0, "z", 4), (5, "a", 5)]);
         assert!(!table.is_empty());
         assert_eq!(table.get(0).map(|v| v.iter().collect::<Vec<_>>()), Some(vec![("z", 4)]));
         let at_two = table.get(2).map(|v| (v.len(), v.iter().collect::<Vec<_>>(), v.get("b"), v.get("c")));
@@ -112,12 +115,12 @@ mod tests {
         assert_eq!(table.get(1).map(|v| v.len()), None);
         assert_eq!(table.get(5).map(|v| v.values().collect::<Vec<_>>()), Some(vec![5]));
         assert_eq!(table.get(6).map(|v| v.len()), None);
-        assert!(ByK::<bool>::from_unsorted(Vec::new()).is_empty());
+        assert!(pushed::<bool>(Vec::new()).is_empty());
     }
 
     #[test]
     fn sorted_input_is_kept_as_given() {
-        let table = ByK::from_unsorted(vec![(1, "a", true), (1, "b", false), (3, "a", true)]);
+        let table = pushed(vec![(1, "a", true), (1, "b", false), (3, "a", true)]);
         assert_eq!(table.get(1).map(|v| v.iter().collect::<Vec<_>>()), Some(vec![("a", true), ("b", false)]));
         assert_eq!(table.get(3).and_then(|v| v.get("a")), Some(true));
     }
