@@ -298,6 +298,14 @@ impl GatewayHandle {
         self.shared.in_flight()
     }
 
+    /// Main-loop responses streaming to the client whose exchanges are not recorded yet. A
+    /// CLI may act on a tool call as soon as it has streamed in; the supervisor's
+    /// `exchange_done` for the exchange that carried it comes when the stream ends, and this
+    /// count drops only after it.
+    pub fn main_streams(&self) -> u64 {
+        self.shared.main_streams()
+    }
+
     /// The totals so far.
     pub fn report(&self) -> GatewayReport {
         self.shared.report()

@@ -123,6 +123,8 @@ pub(crate) struct Exchange {
     response_headers: Vec<(String, String)>,
     /// What the client got, for the journal.
     pub(crate) sent: Vec<u8>,
+    /// Counted among the gateway's main-loop streams ([`Exchange::begin_main_stream`]).
+    main_stream: bool,
     done: bool,
 }
 
@@ -151,6 +153,7 @@ impl Exchange {
             status: 0,
             response_headers: Vec::new(),
             sent: Vec::new(),
+            main_stream: false,
             done: false,
         }
     }
@@ -199,6 +202,14 @@ impl Exchange {
             headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
         self.reply(status, headers, body, Outcome::Refused { reason, message })
+    }
+
+    /// Counts a main-loop response that starts streaming to the client, until it is recorded.
+    pub(crate) fn begin_main_stream(&mut self) {
+        if self.class == RequestClass::Main && !self.main_stream && !self.done {
+            self.main_stream = true;
+            self.ctx.shared.begin_main_stream();
+        }
     }
 
     /// Records the exchange (once).
@@ -271,6 +282,10 @@ impl Exchange {
         };
         ctx.shared.add_record(&record);
         ctx.supervisor.exchange_done(&record);
+        // Only now, with the record handed over, does the stream stop counting.
+        if self.main_stream {
+            ctx.shared.end_main_stream();
+        }
         ctx.shared.end_exchange();
     }
 }

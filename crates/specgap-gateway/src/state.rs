@@ -106,6 +106,8 @@ pub(crate) struct Shared {
     report: Mutex<GatewayReport>,
     pub(crate) journal: Mutex<Journal>,
     inflight: AtomicUsize,
+    /// Main-loop responses streaming to the client and not yet recorded.
+    main_streams: AtomicUsize,
     idle: Notify,
 }
 
@@ -121,6 +123,7 @@ impl Shared {
             report: Mutex::new(GatewayReport::default()),
             journal: Mutex::new(journal),
             inflight: AtomicUsize::new(0),
+            main_streams: AtomicUsize::new(0),
             idle: Notify::new(),
         }
     }
@@ -169,6 +172,20 @@ impl Shared {
     /// Exchanges begun and not yet recorded.
     pub(crate) fn in_flight(&self) -> u64 {
         self.inflight.load(Ordering::SeqCst) as u64
+    }
+
+    /// Main-loop responses streaming and not yet recorded: a client may act on a tool call
+    /// it has read from one before the gateway records its exchange.
+    pub(crate) fn main_streams(&self) -> u64 {
+        self.main_streams.load(Ordering::SeqCst) as u64
+    }
+
+    pub(crate) fn begin_main_stream(&self) {
+        self.main_streams.fetch_add(1, Ordering::SeqCst);
+    }
+
+    pub(crate) fn end_main_stream(&self) {
+        self.main_streams.fetch_sub(1, Ordering::SeqCst);
     }
 
     pub(crate) fn begin_exchange(&self) {

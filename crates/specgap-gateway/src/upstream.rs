@@ -171,6 +171,7 @@ pub(crate) async fn pump(
         ex.finish(Outcome::ClientGone);
         return;
     };
+    ex.begin_main_stream();
     let event_stream = is_event_stream(response.headers());
     let mut parser = ResponseParser::new(protocol, endpoint, event_stream);
     let mut redactor = StreamRedactor::default();

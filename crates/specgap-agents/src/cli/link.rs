@@ -79,6 +79,11 @@ impl Link {
         }
     }
 
+    /// Whether a model exchange waits in the queue.
+    pub(crate) fn has_exchange(&self) -> bool {
+        self.lock().queue.iter().any(|happened| matches!(happened, Happened::Exchange(_)))
+    }
+
     /// Lets the turn request `ticket` (and every earlier one) through.
     pub(crate) fn grant(&self, ticket: u64) {
         let mut state = self.lock();

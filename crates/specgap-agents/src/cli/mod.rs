@@ -69,6 +69,10 @@ use self::link::{Happened, Link, Supervision};
 
 /// How long the engine's thread waits on the queue before it looks at the program again.
 const POLL: Duration = Duration::from_millis(5);
+/// How long a harness call waits for the main-loop stream under way to be recorded: a CLI
+/// acts on a tool call as soon as it streams in, and a response ends moments after its last
+/// call (a stream still going after that releases the call anyway).
+const CALL_ORDER_WAIT: Duration = Duration::from_secs(2);
 /// The text a harness call gets once the episode is over.
 pub const EPISODE_OVER: &str = "the work has ended: nothing more is accepted; stop working";
 /// The longest the end waits for the gateway to hand its last refusals to the agent.
@@ -340,6 +344,11 @@ pub struct CliAgent {
     conversation: Conversation,
     /// The harness call the engine is answering.
     pending: Option<Box<dyn PendingCall>>,
+    /// Harness calls that came while the response carrying them was still streaming, and
+    /// since when the first waits: they go to the engine after that exchange (bounded by
+    /// [`CALL_ORDER_WAIT`]), so the trajectory shows the exchange before its calls.
+    held: VecDeque<Box<dyn PendingCall>>,
+    held_since: Option<Instant>,
     /// The turn request the engine was last given (granted by its next `next_turn`).
     granting: Option<u64>,
     /// Replies made ahead (the exit's log, its completion signal, the exit itself).
@@ -402,6 +411,8 @@ impl CliAgent {
             gateway: None,
             conversation: Conversation::default(),
             pending: None,
+            held: VecDeque::new(),
+            held_since: None,
             granting: None,
             queued: VecDeque::new(),
             exited: None,
@@ -755,6 +766,7 @@ impl CliAgent {
         if let Some(sandbox) = self.sandbox.as_mut() {
             sandbox.freeze();
         }
+        self.end_held();
         let in_flight = self.gateway.as_ref().is_some_and(|gateway| {
             let under_way = gateway.in_flight() > 0;
             gateway.abandon();
@@ -810,6 +822,30 @@ impl CliAgent {
                 Happened::Call(call) => call.answer(EPISODE_OVER.into(), true, true),
                 Happened::TurnRequested(_) => {}
             }
+        }
+    }
+
+    /// The first held harness call, once the exchange that carried it is handed out: no
+    /// main-loop stream is under way and no exchange waits in the link, or the call has
+    /// waited [`CALL_ORDER_WAIT`] for a stream.
+    fn release_held(&mut self) -> Option<AgentReply> {
+        let since = self.held_since?;
+        let streaming = self.gateway.as_ref().is_some_and(|g| g.main_streams() > 0);
+        if (streaming && since.elapsed() < CALL_ORDER_WAIT) || self.link.has_exchange() {
+            return None;
+        }
+        let call = self.held.pop_front()?;
+        self.held_since = if self.held.is_empty() { None } else { Some(Instant::now()) };
+        let tool_call = call.tool_call(String::new());
+        self.pending = Some(call);
+        Some(AgentReply::HarnessCall { call: tool_call })
+    }
+
+    /// Answers the harness calls still held when the episode ends.
+    fn end_held(&mut self) {
+        self.held_since = None;
+        for call in self.held.drain(..) {
+            call.answer(EPISODE_OVER.into(), true, true);
         }
     }
 }
@@ -887,6 +923,9 @@ impl Agent for CliAgent {
             if let Some(fault) = self.gateway.as_ref().and_then(GatewayHandle::fault) {
                 return Err(AgentError::new(format!("the model service failed: {fault}"), false));
             }
+            if let Some(reply) = self.release_held() {
+                return Ok(reply);
+            }
             let mut until = Instant::now() + POLL;
             if let Some(at) = deadline.instant() {
                 until = until.min(at);
@@ -901,9 +940,9 @@ impl Agent for CliAgent {
                     return Ok(AgentReply::TurnRequested);
                 }
                 Some(Happened::Call(call)) => {
-                    let tool_call = call.tool_call(String::new());
-                    self.pending = Some(call);
-                    return Ok(AgentReply::HarnessCall { call: tool_call });
+                    self.held_since.get_or_insert_with(Instant::now);
+                    self.held.push_back(call);
+                    continue;
                 }
                 None => {}
             }
@@ -912,11 +951,14 @@ impl Agent for CliAgent {
                 && let Some(exit) =
                     sandbox.wait_exit(Instant::now()).map_err(|e| AgentError::with_source("lost the agent's sandbox", false, e))?
             {
-                // Report it once the queue is empty: what the agent did before it exited comes first.
+                // Report it once the queue and the held calls are empty: what the agent did
+                // before it exited comes first.
                 self.exited = Some(exit);
                 continue;
             }
-            if let Some(exit) = self.exited.take() {
+            if self.held.is_empty()
+                && let Some(exit) = self.exited.take()
+            {
                 return self.on_exit(exit);
             }
         }
@@ -952,6 +994,7 @@ impl Agent for CliAgent {
         }
         let left = self.link.end("the episode has ended; no more model requests are served");
         self.record_late(left, ABANDONED_AT_END);
+        self.end_held();
         if let Some(call) = self.pending.take() {
             let text = undelivered.iter().find_map(|i| match i {
                 Incoming::ToolResult { output, .. } => Some(output.clone()),

@@ -487,6 +487,57 @@ fn codex_asks_the_owner_and_submits_through_mcp_reads_the_feedback_and_is_accept
     check_partial(&run, 6);
 }
 
+/// Codex runs a tool call as soon as its item has streamed in, before the response ends
+/// and the gateway records the exchange: the harness holds the call until that exchange is
+/// handed out, so the trajectory shows the exchange (and the results its request carried)
+/// before the call, and the call belongs to the turn that made it (the CI failure of stop 42).
+#[test]
+fn codex_submitting_while_its_response_still_streams_is_ordered_after_that_exchange() {
+    let version = specgap_agents::cli::codex::DEFAULT_VERSION;
+    let Some(_) = installed("codex") else { return };
+    let write = format!("cat > shop/checkout.py <<'SPECGAP_EOF'\n{}\nSPECGAP_EOF\necho written", checkout("gold").trim_end());
+    let mut submit = namespaced_call(2, "submit", json!({"summary": "retries only where they are safe"}));
+    // The call's item, then a pause before `response.completed`.
+    submit.chunk_delay = std::time::Duration::from_millis(400);
+    let mock = MockUpstream::start([
+        replies::responses_stream(MODEL, "", &[Call::new("call_1", "exec_command", json!({"cmd": write}))], answer_tokens(1)),
+        submit,
+    ])
+    .unwrap();
+    mock.set_fallback(MockReply::json(
+        500,
+        "{\"error\":{\"message\":\"unscripted request\",\"type\":\"server_error\",\"param\":null,\"code\":null}}",
+    ));
+    let config = vendor_config("codex", version, &mock);
+    let run = run_cli(example("payment-retry"), "partial", "clean", "cli:codex", &config, &mock, BudgetFlags::default());
+    assert_eq!(run.detail.episode.end_reason, Some(EndReason::Accepted), "{:?}", run.detail.episode);
+    let order: Vec<String> = run
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::AgentTurn { turn, tool_calls, .. } => {
+                Some(format!("turn {turn}: {}", tool_calls.iter().map(|c| c.tool.as_str()).collect::<Vec<_>>().join(",")))
+            }
+            EventKind::ToolResult { call_id, tool, .. } => Some(format!("result {call_id} {tool}")),
+            EventKind::BridgeCall { turn, call } => Some(format!("bridge call {} in turn {turn}", call.tool)),
+            EventKind::Submission { .. } => Some("submission".into()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "turn 1: exec_command",
+            "result call_1 exec_command",
+            "turn 2: submit",
+            "bridge call submit in turn 2",
+            "submission",
+            "result bridge-1 submit",
+        ],
+        "the exchange that carried the call comes first"
+    );
+}
+
 #[test]
 fn codex_that_ends_its_run_after_a_returned_submission_is_resumed_with_the_feedback_and_accepted_at_k2() {
     let version = specgap_agents::cli::codex::DEFAULT_VERSION;

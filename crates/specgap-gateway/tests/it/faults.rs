@@ -258,3 +258,33 @@ fn a_stalled_request_body_is_cut_when_the_gateway_is_abandoned_and_kept_as_far_a
     let report = setup.gateway.shutdown().unwrap();
     assert_eq!((report.exchanges, report.abandoned_exchanges), (1, 1));
 }
+
+#[test]
+fn a_main_stream_counts_from_its_first_byte_until_its_exchange_is_recorded() {
+    // A CLI may act on a tool call it has read before the stream ends; the engine holds the
+    // call while `main_streams` is above 0, so the count must drop only after the record.
+    let mut reply = replies::openai_chat_stream(MODEL, "ok", &[], tokens());
+    let chunks = reply.chunks();
+    reply = reply.with_body(MockBody::Stall(chunks[..1].to_vec()));
+    let setup = Setup::new(Protocol::OpenaiChat, vec![reply]);
+    assert_eq!(setup.gateway.main_streams(), 0);
+    let (path, body) = request(Protocol::OpenaiChat, true, MODEL);
+    let mut response = client().post(setup.url(&path)).bearer_auth(TOKEN).body(body.to_string()).send().unwrap();
+    let mut first = vec![0u8; chunks[0].len()];
+    response.read_exact(&mut first).unwrap();
+    assert_eq!(first, chunks[0], "the first chunk reached the client");
+    assert_eq!((setup.gateway.main_streams(), setup.recorder.records().len()), (1, 0), "streaming, not yet recorded");
+    setup.gateway.abandon();
+    let record = setup.recorder.wait(1)[0].clone();
+    assert_eq!(record.outcome, Outcome::Abandoned);
+    let waited = Instant::now();
+    while setup.gateway.main_streams() > 0 {
+        assert!(waited.elapsed() < PATIENCE, "the stream still counts after its record");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // A whole stream: nothing counts once the client has read its end.
+    let setup = Setup::new(Protocol::OpenaiChat, vec![replies::openai_chat_stream(MODEL, "ok", &[], tokens())]);
+    let got = setup.send(true);
+    assert_eq!(got.status, 200);
+    assert_eq!((setup.gateway.main_streams(), setup.recorder.records().len()), (0, 1));
+}
