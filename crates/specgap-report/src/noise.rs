@@ -232,7 +232,7 @@ pub fn section(report: &Report) -> Option<Section> {
     ];
     // A table of nothing but "cannot be estimated" rows says no more than this sentence.
     if report.noise.iter().all(|g| !g.estimable) {
-        text.push("Noise cannot be estimated for this report: no task was run more than once in any group. Run repeats (`repeats` in run.toml) to measure it.".into());
+        text.push("Noise cannot be estimated for this report: no task was run more than once in any group. Run each task more than once (`specgap run --repeats N`, stored as `repeats` in run.toml) to measure it.".into());
         return Some(Section { id: "noise", title: "Run-to-run noise".into(), text, tables: vec![], chart: None });
     }
     Some(Section {
