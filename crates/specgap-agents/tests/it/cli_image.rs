@@ -189,10 +189,7 @@ fn claude_code_runs_its_bash_tool_in_a_busybox_image_with_a_static_bash_and_subm
         call(2, "mcp__specgap__submit", json!({"summary": "the answer is written"})),
     ])
     .unwrap();
-    mock.set_fallback(specgap_gateway::mock::MockReply::json(
-        500,
-        "{\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"unscripted request\"}}",
-    ));
+    refuse_unscripted_anthropic(&mock);
     let config = vendor_config("claude-code", specgap_agents::cli::claude_code::DEFAULT_VERSION, &mock);
     let run = run_cli(package, "blind", "clean", "cli:claude-code", &config, &mock, BudgetFlags::default());
     let results = accepted_results(&run);
@@ -255,10 +252,7 @@ fn codex_runs_its_shell_tool_in_a_busybox_image_with_a_static_bash_and_submits_t
         crate::cli_vendors::namespaced_call(2, "submit", json!({"summary": "the answer is written"})),
     ])
     .unwrap();
-    mock.set_fallback(specgap_gateway::mock::MockReply::json(
-        500,
-        "{\"error\":{\"message\":\"unscripted request\",\"type\":\"server_error\",\"param\":null,\"code\":null}}",
-    ));
+    refuse_unscripted_openai(&mock);
     let config = vendor_config("codex", specgap_agents::cli::codex::DEFAULT_VERSION, &mock);
     let run = run_cli(package, "blind", "clean", "cli:codex", &config, &mock, BudgetFlags::default());
     let results = accepted_results(&run);
@@ -368,10 +362,7 @@ fn openhands_runs_its_terminal_in_a_busybox_image_with_a_static_bash_and_finishe
         call(2, "finish", json!({"message": "The answer is written.", "summary": "done"})),
     ])
     .unwrap();
-    mock.set_fallback(specgap_gateway::mock::MockReply::json(
-        500,
-        "{\"error\":{\"message\":\"unscripted request\",\"type\":\"server_error\",\"param\":null,\"code\":null}}",
-    ));
+    refuse_unscripted_openai(&mock);
     let config = vendor_config("openhands", specgap_agents::cli::openhands::DEFAULT_VERSION, &mock);
     let run = run_cli(package, "blind", "clean", "cli:openhands", &config, &mock, BudgetFlags::default());
     let results = accepted_results(&run);

@@ -260,6 +260,22 @@ pub fn installed(adapter: &str) -> Option<PathBuf> {
 /// A `cli:<adapter>` configuration at `version` against `mock`: one quick retry and a short
 /// stop grace (the Anthropic upstream takes the origin; the gateway drops a trailing `/v1`, so
 /// both spellings work).
+/// Any request past the script gets an OpenAI-shaped 500 naming it unscripted.
+pub fn refuse_unscripted_openai(mock: &MockUpstream) {
+    mock.set_fallback(specgap_gateway::mock::MockReply::json(
+        500,
+        "{\"error\":{\"message\":\"unscripted request\",\"type\":\"server_error\",\"param\":null,\"code\":null}}",
+    ));
+}
+
+/// Any request past the script gets an Anthropic-shaped 500 naming it unscripted.
+pub fn refuse_unscripted_anthropic(mock: &MockUpstream) {
+    mock.set_fallback(specgap_gateway::mock::MockReply::json(
+        500,
+        "{\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"unscripted request\"}}",
+    ));
+}
+
 pub fn vendor_config(adapter: &str, version: &str, mock: &MockUpstream) -> CliConfig {
     let mut config = CliConfig::new(adapter, MODEL);
     config.version = Some(version.into());

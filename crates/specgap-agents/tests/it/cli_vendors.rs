@@ -118,7 +118,7 @@ fn claude_code_delivers_under_interact_asking_in_text_and_resuming_its_session()
         say(4, "The plan is in plan.json."),
     ];
     let mock = MockUpstream::start(script).unwrap();
-    mock.set_fallback(MockReply::json(500, "{\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"unscripted request\"}}"));
+    refuse_unscripted_anthropic(&mock);
     let mut config = vendor_config("claude-code", version, &mock);
     config.ask_channel = Some(AskChannel::Text);
     let run = run_cli(example("retail-replenishment"), "interact", "clean", "cli:claude-code", &config, &mock, BudgetFlags::default());
@@ -192,10 +192,7 @@ fn codex_delivers_under_interact_asking_in_text_and_resuming_its_session() {
     let script: Vec<MockReply> =
         vec![say(0, QUESTIONS), exec(1, "cat data/README.md"), exec(2, &write), say(3, "The plan is in plan.json.")];
     let mock = MockUpstream::start(script).unwrap();
-    mock.set_fallback(MockReply::json(
-        500,
-        "{\"error\":{\"message\":\"unscripted request\",\"type\":\"server_error\",\"param\":null,\"code\":null}}",
-    ));
+    refuse_unscripted_openai(&mock);
     let mut config = vendor_config("codex", version, &mock);
     config.ask_channel = Some(AskChannel::Text);
     let run = run_cli(example("retail-replenishment"), "interact", "clean", "cli:codex", &config, &mock, BudgetFlags::default());
@@ -295,7 +292,7 @@ fn claude_code_asks_the_owner_and_submits_through_mcp_reads_the_feedback_and_is_
         call(6, "mcp__specgap__submit", json!({"summary": "retries only where they are safe"})),
     ])
     .unwrap();
-    mock.set_fallback(MockReply::json(500, "{\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"unscripted request\"}}"));
+    refuse_unscripted_anthropic(&mock);
     let config = vendor_config("claude-code", version, &mock);
     let run = run_cli(example("payment-retry"), "partial", "clean", "cli:claude-code", &config, &mock, BudgetFlags::default());
     check_common(&run.requests, "x-api-key", canary_key());
@@ -353,7 +350,7 @@ fn claude_code_that_ends_its_run_after_a_returned_submission_is_resumed_with_the
         call(7, "mcp__specgap__submit", json!({"summary": "retries only where they are safe"})),
     ])
     .unwrap();
-    mock.set_fallback(MockReply::json(500, "{\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"unscripted request\"}}"));
+    refuse_unscripted_anthropic(&mock);
     let config = vendor_config("claude-code", version, &mock);
     let run = run_cli(example("payment-retry"), "partial", "clean", "cli:claude-code", &config, &mock, BudgetFlags::default());
     check_common(&run.requests, "x-api-key", canary_key());
@@ -460,10 +457,7 @@ fn codex_asks_the_owner_and_submits_through_mcp_reads_the_feedback_and_is_accept
         namespaced_call(6, "submit", json!({"summary": "retries only where they are safe"})),
     ])
     .unwrap();
-    mock.set_fallback(MockReply::json(
-        500,
-        "{\"error\":{\"message\":\"unscripted request\",\"type\":\"server_error\",\"param\":null,\"code\":null}}",
-    ));
+    refuse_unscripted_openai(&mock);
     let config = vendor_config("codex", version, &mock);
     let run = run_cli(example("payment-retry"), "partial", "clean", "cli:codex", &config, &mock, BudgetFlags::default());
     check_common(&run.requests, "authorization", &format!("Bearer {}", canary_key()));
@@ -504,10 +498,7 @@ fn codex_submitting_while_its_response_still_streams_is_ordered_after_that_excha
         submit,
     ])
     .unwrap();
-    mock.set_fallback(MockReply::json(
-        500,
-        "{\"error\":{\"message\":\"unscripted request\",\"type\":\"server_error\",\"param\":null,\"code\":null}}",
-    ));
+    refuse_unscripted_openai(&mock);
     let config = vendor_config("codex", version, &mock);
     let run = run_cli(example("payment-retry"), "partial", "clean", "cli:codex", &config, &mock, BudgetFlags::default());
     assert_eq!(run.detail.episode.end_reason, Some(EndReason::Accepted), "{:?}", run.detail.episode);
@@ -559,10 +550,7 @@ fn codex_that_ends_its_run_after_a_returned_submission_is_resumed_with_the_feedb
         namespaced_call(7, "submit", json!({"summary": "retries only where they are safe"})),
     ])
     .unwrap();
-    mock.set_fallback(MockReply::json(
-        500,
-        "{\"error\":{\"message\":\"unscripted request\",\"type\":\"server_error\",\"param\":null,\"code\":null}}",
-    ));
+    refuse_unscripted_openai(&mock);
     let config = vendor_config("codex", version, &mock);
     let run = run_cli(example("payment-retry"), "partial", "clean", "cli:codex", &config, &mock, BudgetFlags::default());
     check_common(&run.requests, "authorization", &format!("Bearer {}", canary_key()));
@@ -616,10 +604,7 @@ fn openhands_delivers_under_interact_asking_in_text_and_resuming_its_conversatio
         call(3, "finish", json!({"message": "The plan is in plan.json.", "summary": "done"})),
     ];
     let mock = MockUpstream::start(script).unwrap();
-    mock.set_fallback(MockReply::json(
-        500,
-        "{\"error\":{\"message\":\"unscripted request\",\"type\":\"server_error\",\"param\":null,\"code\":null}}",
-    ));
+    refuse_unscripted_openai(&mock);
     let mut config = vendor_config("openhands", version, &mock);
     config.resolve_ask_channel(None).unwrap();
     assert_eq!(config.ask_channel, Some(AskChannel::Text), "its default channel");

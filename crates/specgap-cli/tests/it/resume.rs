@@ -93,6 +93,9 @@ fn sigkill_then_resume_equals_an_uninterrupted_run_and_nothing_survives() {
 
     let out = tmp.path().join("killed");
     let mut child = start_and_wait(&script, &out, &marker, &tmp.path().join("stderr.txt"));
+    // Stopped, it cannot finish its last episodes and release the store before the second
+    // runner looks (on a loaded machine it did: CI of 2026-12-07); SIGKILL ends it stopped.
+    send_signal(child.id(), libc::SIGSTOP);
     // While it runs, a second runner on the same store is refused, and `show` raises no alarm.
     let second = specgap().args([OsStr::new("run"), OsStr::new("--resume"), out.as_os_str()]).output().unwrap();
     assert_eq!(second.status.code(), Some(2));
