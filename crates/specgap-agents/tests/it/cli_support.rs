@@ -257,9 +257,6 @@ pub fn installed(adapter: &str) -> Option<PathBuf> {
     specgap_test_support::installs::installed_adapter(adapter)
 }
 
-/// A `cli:<adapter>` configuration at `version` against `mock`: one quick retry and a short
-/// stop grace (the Anthropic upstream takes the origin; the gateway drops a trailing `/v1`, so
-/// both spellings work).
 /// Any request past the script gets an OpenAI-shaped 500 naming it unscripted.
 pub fn refuse_unscripted_openai(mock: &MockUpstream) {
     mock.set_fallback(specgap_gateway::mock::MockReply::json(
@@ -276,6 +273,9 @@ pub fn refuse_unscripted_anthropic(mock: &MockUpstream) {
     ));
 }
 
+/// A `cli:<adapter>` configuration at `version` against `mock`: one quick retry and a short
+/// stop grace (the Anthropic upstream takes the origin; the gateway drops a trailing `/v1`, so
+/// both spellings work).
 pub fn vendor_config(adapter: &str, version: &str, mock: &MockUpstream) -> CliConfig {
     let mut config = CliConfig::new(adapter, MODEL);
     config.version = Some(version.into());
