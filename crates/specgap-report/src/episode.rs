@@ -1,16 +1,15 @@
 //! One episode with everything the store holds about it, joined from the per-table rows, and
 //! the grouping dimensions of a report.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-
-use foldhash::fast::FixedState;
 
 use specgap_protocol::result::{ScoringKind, TestOutcome};
 use specgap_store::{DeliveryRow, EpisodeRow, Extraction, ExtractionStatus, Judgement, QuestionRow, Status, SubmissionRow};
 
 use crate::context::TaskContext;
 use crate::first::{SubmissionScore, score_at_k, success_at_k};
+use crate::keyed::KeyedMap;
 use crate::run::RunData;
 use crate::verdicts::ByK;
 
@@ -135,7 +134,7 @@ struct EpisodeFinder<'a> {
     /// Whether `ids` increase strictly (sorted, no duplicates); otherwise `by_id` is used.
     sorted: bool,
     cursor: usize,
-    by_id: HashMap<&'a str, usize>,
+    by_id: KeyedMap<&'a str, usize>,
 }
 
 impl<'a> EpisodeFinder<'a> {
@@ -143,7 +142,7 @@ impl<'a> EpisodeFinder<'a> {
     fn new(ids: Vec<&'a str>) -> Self {
         let sorted = ids.windows(2).all(|w| w[0] < w[1]);
         let by_id = if sorted {
-            HashMap::new()
+            KeyedMap::default()
         } else {
             // Later rows win, as inserting them one by one would.
             ids.iter().enumerate().map(|(i, id)| (*id, i)).collect()
@@ -449,7 +448,7 @@ pub(crate) fn group_sorted<'k, T: Copy>(
     // comparison per item where a B-tree compares the key with ten or more others; the
     // groups are sorted once at the end. Borrowed and owned keys order the same way, so the
     // result is as if grouped by owned keys into a sorted map.
-    let mut groups: HashMap<Vec<&'k str>, Vec<T>, FixedState> = HashMap::with_hasher(FixedState::default());
+    let mut groups: KeyedMap<Vec<&'k str>, Vec<T>> = KeyedMap::default();
     let mut key: Vec<&'k str> = Vec::with_capacity(dims.len());
     for item in items {
         key.clear();
@@ -480,7 +479,7 @@ pub fn per_task_means<'e, 'a: 'e>(
     episodes: impl IntoIterator<Item = &'e Episode<'a>>,
     value: impl Fn(&Episode<'a>) -> Option<f64>,
 ) -> BTreeMap<String, f64> {
-    let mut sums: HashMap<&'a str, (f64, usize)> = HashMap::new();
+    let mut sums: KeyedMap<&'a str, (f64, usize)> = KeyedMap::default();
     for episode in episodes {
         if let Some(v) = value(episode) {
             let slot = sums.entry(episode.row.task.as_str()).or_insert((0.0, 0));

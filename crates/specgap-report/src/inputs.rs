@@ -13,7 +13,7 @@
 //!
 //! Warnings are sentences for `Report::warnings` (docs/report-schema.md lists them).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use specgap_protocol::package::Budget;
@@ -22,6 +22,7 @@ use specgap_store::Status;
 
 use crate::ReportError;
 use crate::episode::Dim;
+use crate::keyed::{KeyedMap, KeyedSet};
 use crate::run::RunData;
 
 /// Refuses a run directory given more than once. Directories are compared canonicalized
@@ -31,7 +32,7 @@ use crate::run::RunData;
 /// # Errors
 /// [`ReportError::DuplicateRun`] naming the directory as first given and as given again.
 pub fn distinct_run_dirs<P: AsRef<Path>>(dirs: &[P]) -> Result<(), ReportError> {
-    let mut seen: HashMap<PathBuf, &Path> = HashMap::new();
+    let mut seen: KeyedMap<PathBuf, &Path> = KeyedMap::default();
     for dir in dirs.iter().map(AsRef::as_ref) {
         let canonical = fs_err::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
         if let Some(first) = seen.insert(canonical, dir) {
@@ -48,7 +49,7 @@ pub fn distinct_run_dirs<P: AsRef<Path>>(dirs: &[P]) -> Result<(), ReportError> 
 /// # Errors
 /// [`ReportError::SharedEpisodes`] for the first pair of runs holding one episode.
 pub fn distinct_episodes(runs: &[RunData]) -> Result<(), ReportError> {
-    let mut holder: HashMap<&str, usize> = HashMap::new();
+    let mut holder: KeyedMap<&str, usize> = KeyedMap::default();
     for (index, run) in runs.iter().enumerate() {
         let mut shared: BTreeMap<usize, (usize, &str)> = BTreeMap::new();
         for row in &run.rows.episodes {
@@ -94,7 +95,7 @@ pub fn planned_episode_ids(run: &RunData) -> Result<BTreeSet<String>, String> {
 pub fn planned_episodes(run: &RunData) -> Result<Vec<EpisodeKey>, String> {
     let config = &run.config;
     let user = config.users.first().ok_or("run.toml names no user")?;
-    let not_applicable: HashSet<(&str, &str, &str, &str)> =
+    let not_applicable: KeyedSet<(&str, &str, &str, &str)> =
         run.rows.not_applicable.iter().map(|n| (n.task.as_str(), n.agent.as_str(), n.condition.as_str(), n.start.as_str())).collect();
     let owns = shard_filter(config.shard)?;
     let mut all = Vec::new();
@@ -188,7 +189,7 @@ fn shard_warning(run: &RunData) -> Option<String> {
 /// `interrupted`). Finished episodes and those ended by an error have their result.
 fn missing_results_warning(run: &RunData) -> Option<String> {
     let open = |status: Status| matches!(status, Status::Running | Status::Interrupted);
-    let stored: HashMap<&str, Status> = run.rows.episodes.iter().map(|e| (e.id.as_str(), e.status)).collect();
+    let stored: KeyedMap<&str, Status> = run.rows.episodes.iter().map(|e| (e.id.as_str(), e.status)).collect();
     let dir = run.dir.display();
     // A run still going is not to be resumed: a second runner would be refused.
     let resume = if specgap_store::runner_alive(&run.dir).unwrap_or(false) {

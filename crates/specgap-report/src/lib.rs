@@ -79,6 +79,7 @@ pub mod faithful;
 pub mod first;
 pub mod inputs;
 pub mod judge;
+mod keyed;
 pub mod machine;
 pub mod network;
 pub mod noise;

@@ -22,9 +22,7 @@
 //! cannot be rebuilt because a package is unreadable) are planned runs too: the plan is the
 //! union of `run.toml`'s plan and the store.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-
-use foldhash::fast::FixedState;
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 use specgap_protocol::result::ScoringKind;
@@ -32,6 +30,7 @@ use specgap_protocol::run::{EndReason, EpisodeKey};
 use specgap_store::Status;
 
 use crate::episode::{Dim, Episode, GroupKey};
+use crate::keyed::{KeyedMap, KeyedSet};
 use crate::run::RunData;
 
 /// One planned run of a delivery case, with its episode when the store has one.
@@ -130,7 +129,7 @@ pub fn planned_delivery_runs<'e, 'a>(runs: &[RunData], episodes: &'e [Episode<'a
     for (index, run) in runs.iter().enumerate() {
         // Kind and family of each task as its stored episodes give them (the last one wins, as
         // collecting them into a map would), for tasks whose package could not be read.
-        let mut stored_kind: HashMap<&str, (ScoringKind, &'static str), FixedState> = HashMap::with_hasher(FixedState::default());
+        let mut stored_kind: KeyedMap<&str, (ScoringKind, &'static str)> = KeyedMap::default();
         for e in episodes.iter().filter(|e| e.run == index) {
             stored_kind.insert(e.row.task.as_str(), (e.row.scoring_kind, e.row.family.as_str()));
         }
@@ -147,9 +146,9 @@ pub fn planned_delivery_runs<'e, 'a>(runs: &[RunData], episodes: &'e [Episode<'a
                 .to_string()
         };
         // Only delivery episodes are looked up (a study's other episodes can be most of them).
-        let stored: HashMap<&str, &'e Episode<'a>, FixedState> =
+        let stored: KeyedMap<&str, &'e Episode<'a>> =
             episodes.iter().filter(|e| e.run == index && is_delivery(&e.row.task)).map(|e| (e.row.id.as_str(), e)).collect();
-        let mut planned_ids: HashSet<String> = HashSet::new();
+        let mut planned_ids: KeyedSet<String> = KeyedSet::default();
         for key in crate::inputs::planned_episodes(run).unwrap_or_default() {
             if !is_delivery(&key.task) {
                 continue;
@@ -162,7 +161,7 @@ pub fn planned_delivery_runs<'e, 'a>(runs: &[RunData], episodes: &'e [Episode<'a
         }
         // Stored episodes the plan does not name: planned too (their ids are the rows'), each
         // once.
-        let mut stored_seen: HashSet<&str, FixedState> = HashSet::with_hasher(FixedState::default());
+        let mut stored_seen: KeyedSet<&str> = KeyedSet::default();
         for e in episodes.iter().filter(|e| e.run == index) {
             let id = e.row.id.as_str();
             if !is_delivery(&e.row.task) || planned_ids.contains(id) || !stored_seen.insert(id) {

@@ -11,7 +11,7 @@
 //! then tasks, so every task weighs the same.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
@@ -20,6 +20,7 @@ use specgap_store::read_trajectory;
 
 use crate::diff::{DiffChanges, kept_lines, parse_diff};
 use crate::episode::{Episode, indicator, mean};
+use crate::keyed::{KeyedMap, KeyedSet};
 use crate::machine::LayerFiles;
 use crate::opened::{Measured, Tree, file_actions, inspects_inherited, measured_reads, opened_files};
 use crate::reset::resets_all_inherited;
@@ -285,17 +286,17 @@ impl TaskAverage {
 /// threads as the machine has cores (reports read thousands of small files).
 #[derive(Default)]
 struct Artifacts<'a> {
-    diffs: HashMap<&'a str, DiffChanges>,
+    diffs: KeyedMap<&'a str, DiffChanges>,
     /// The harness's diffs of the starting states (`start/workspace.diff`), with their sizes.
-    start_diffs: HashMap<&'a str, (DiffChanges, u64)>,
-    actions: HashMap<&'a str, Vec<FileAction>>,
+    start_diffs: KeyedMap<&'a str, (DiffChanges, u64)>,
+    actions: KeyedMap<&'a str, Vec<FileAction>>,
     /// The measured reads of each trajectory, or why it has none.
-    measured: HashMap<&'a str, Result<Measured, String>>,
+    measured: KeyedMap<&'a str, Result<Measured, String>>,
     /// Continuations whose commands reset every inherited change ([`crate::reset`]).
-    reset_all: HashSet<&'a str>,
+    reset_all: KeyedSet<&'a str>,
     /// The last submission's machine layer of continuations from whole-machine states
     /// (`None`: that submission changed nothing outside the workspace).
-    machine_finals: HashMap<&'a str, Option<LayerFiles>>,
+    machine_finals: KeyedMap<&'a str, Option<LayerFiles>>,
 }
 
 /// What to read for one episode.
@@ -430,7 +431,7 @@ impl<'a> Artifacts<'a> {
 /// cannot be read leaves that run's value undefined.
 pub fn acceptance_bias(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> AcceptanceBias {
     // The agent's normally submitted clean runs by task: each continuation's partners.
-    let mut clean_by_task: HashMap<&str, Vec<&Episode>> = HashMap::new();
+    let mut clean_by_task: KeyedMap<&str, Vec<&Episode>> = KeyedMap::default();
     for c in clean.iter().copied().filter(|e| e.normally_submitted()) {
         clean_by_task.entry(c.row.task.as_str()).or_default().push(c);
     }
@@ -440,7 +441,7 @@ pub fn acceptance_bias(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Acc
         continuations.iter().copied().filter(|e| has_state(e)).map(|e| (e, Need::DiffAndActions)).collect();
     // Clean runs' diffs serve only Left-out files: read them for tasks where a continuation
     // starts from a state with left-out files.
-    let left_out_tasks: HashSet<&str> = continuations
+    let left_out_tasks: KeyedSet<&str> = continuations
         .iter()
         .filter(|e| e.state().and_then(|s| e.context.and_then(|c| c.states.get(s))).is_some_and(|state| !state.left_out.is_empty()))
         .map(|e| e.row.task.as_str())
@@ -450,9 +451,9 @@ pub fn acceptance_bias(clean: &[&Episode<'_>], residual: &[&Episode<'_>]) -> Acc
     );
     let artifacts = Artifacts::read(&work);
     // Partner values depend only on the task and the state, so they are computed once.
-    let mut clean_turns: HashMap<&str, Option<f64>> = HashMap::new();
-    let mut clean_repair: HashMap<(&str, Vec<&str>), Option<f64>> = HashMap::new();
-    let mut clean_left_out: HashMap<(&str, &str), Option<f64>> = HashMap::new();
+    let mut clean_turns: KeyedMap<&str, Option<f64>> = KeyedMap::default();
+    let mut clean_repair: KeyedMap<(&str, Vec<&str>), Option<f64>> = KeyedMap::default();
+    let mut clean_left_out: KeyedMap<(&str, &str), Option<f64>> = KeyedMap::default();
 
     let mut same_failing = TaskAverage::default();
     let mut if_clean = TaskAverage::default();

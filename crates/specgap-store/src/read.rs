@@ -22,13 +22,15 @@ use crate::error::{SqlContext, StoreError, json_error};
 use crate::rows::*;
 
 /// How to read one table: the SELECT (no WHERE, no ORDER BY), the column naming the episode
-/// (for reads of one episode), the primary-key order as SQL and as a comparator, and the
-/// row mapper. Columns are read by index, in the SELECT's order.
+/// (for reads of one episode), the primary-key order as SQL and as a comparator, the text of
+/// the key's first column (for sorting, [`sort_by_key_order`]), and the row mapper. Columns
+/// are read by index, in the SELECT's order.
 pub(crate) struct Reader<T> {
     sql: &'static str,
     filter_column: &'static str,
     order: &'static str,
     cmp: fn(&T, &T) -> Ordering,
+    first_key: fn(&T) -> &str,
     map: fn(&Row<'_>, &Path) -> Result<T, StoreError>,
 }
 
@@ -55,9 +57,7 @@ impl<T> Reader<T> {
                 while let Some(row) = rows.next().at(path)? {
                     out.push(self.map_row(row, path)?);
                 }
-                // Primary keys are unique, so an unstable sort gives SQLite's order (a table
-                // already in key order costs one linear pass).
-                out.sort_unstable_by(self.cmp);
+                sort_by_key_order(&mut out, self.first_key, self.cmp);
             }
         }
         Ok(out)
@@ -155,6 +155,50 @@ fn text_cmp(a: &str, b: &str) -> Ordering {
     }
 }
 
+/// The first eight bytes of `text` as a big-endian integer, zero-padded: `a <= b` implies
+/// `text_prefix(a) <= text_prefix(b)` under bytewise order, so texts whose prefixes differ
+/// are ordered by them alone.
+fn text_prefix(text: &str) -> u64 {
+    let mut bytes = [0u8; 8];
+    let head = &text.as_bytes()[..text.len().min(8)];
+    bytes[..head.len()].copy_from_slice(head);
+    u64::from_be_bytes(bytes)
+}
+
+/// Sorts `rows` by `cmp` (a primary-key order, so no two rows are equal and the unstable
+/// sort gives SQLite's order). Sorts a dense array of (prefix of the first key column, row
+/// index) pairs, going to the rows only when two prefixes tie, then moves each row once: the
+/// rows of `requirement_outcomes` are over a hundred bytes, and sorting them in place spent
+/// most of a million-episode load's sort moving them between cache misses. A table already
+/// in key order costs one linear pass.
+fn sort_by_key_order<T>(rows: &mut [T], first_key: fn(&T) -> &str, cmp: fn(&T, &T) -> Ordering) {
+    if rows.is_sorted_by(|a, b| cmp(a, b) != Ordering::Greater) {
+        return;
+    }
+    let mut order: Vec<(u64, usize)> = rows.iter().enumerate().map(|(i, row)| (text_prefix(first_key(row)), i)).collect();
+    order.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| cmp(&rows[a.1], &rows[b.1])));
+    let mut source: Vec<usize> = order.into_iter().map(|(_, i)| i).collect();
+    permute(rows, &mut source);
+}
+
+/// Rearranges `rows` so that position `i` holds the row that was at `source[i]` (a
+/// permutation of the positions), by following each cycle with swaps; `source` is used up.
+fn permute<T>(rows: &mut [T], source: &mut [usize]) {
+    for start in 0..rows.len() {
+        let mut hole = start;
+        // A position whose source is itself is in place, or was filled by an earlier cycle.
+        while source[hole] != hole {
+            let from = source[hole];
+            source[hole] = hole;
+            if from == start {
+                break;
+            }
+            rows.swap(hole, from);
+            hole = from;
+        }
+    }
+}
+
 /// `episodes`, by id.
 pub(crate) const EPISODES: Reader<EpisodeRow> = Reader {
     sql: "SELECT id, task, task_hash, agent, agent_hash, user, user_hash, condition, start,
@@ -163,6 +207,7 @@ pub(crate) const EPISODES: Reader<EpisodeRow> = Reader {
     filter_column: "id",
     order: "id",
     cmp: |a, b| text_cmp(&a.id, &b.id),
+    first_key: |r| &r.id,
     map: episode_row,
 };
 
@@ -203,6 +248,7 @@ pub(crate) const START_RESULTS: Reader<StartResultRow> = Reader {
     filter_column: "episode",
     order: "episode",
     cmp: |a, b| a.episode.cmp(&b.episode),
+    first_key: |r| &r.episode,
     map: |r, path| {
         Ok(StartResultRow {
             episode: r.get(0).at(path)?,
@@ -221,6 +267,7 @@ pub(crate) const SUBMISSIONS: Reader<SubmissionRow> = Reader {
     filter_column: "episode",
     order: "episode, k",
     cmp: |a, b| text_cmp(&a.episode, &b.episode).then(a.k.cmp(&b.k)),
+    first_key: |r| &r.episode,
     map: |r, path| {
         Ok(SubmissionRow {
             episode: r.get(0).at(path)?,
@@ -246,6 +293,7 @@ pub(crate) const REQUIREMENT_OUTCOMES: Reader<RequirementOutcomeRow> = Reader {
     filter_column: "episode",
     order: "episode, k, requirement",
     cmp: |a, b| text_cmp(&a.episode, &b.episode).then(a.k.cmp(&b.k)).then_with(|| a.requirement.cmp(&b.requirement)),
+    first_key: |r| &r.episode,
     map: |r, path| {
         Ok(RequirementOutcomeRow {
             episode: r.get(0).at(path)?,
@@ -265,6 +313,7 @@ pub(crate) const TESTS: Reader<TestRow> = Reader {
     filter_column: "episode",
     order: "episode, k, test",
     cmp: |a, b| text_cmp(&a.episode, &b.episode).then(a.k.cmp(&b.k)).then_with(|| a.test.cmp(&b.test)),
+    first_key: |r| &r.episode,
     map: |r, path| {
         Ok(TestRow {
             episode: r.get(0).at(path)?,
@@ -281,6 +330,7 @@ pub(crate) const DELIVERIES: Reader<DeliveryRow> = Reader {
     filter_column: "episode",
     order: "episode, k",
     cmp: |a, b| (&a.episode, a.k).cmp(&(&b.episode, b.k)),
+    first_key: |r| &r.episode,
     map: |r, path| {
         Ok(DeliveryRow {
             episode: r.get(0).at(path)?,
@@ -299,6 +349,7 @@ pub(crate) const QUESTIONS: Reader<QuestionRow> = Reader {
     filter_column: "episode",
     order: "episode, idx",
     cmp: |a, b| (&a.episode, a.idx).cmp(&(&b.episode, b.idx)),
+    first_key: |r| &r.episode,
     map: |r, path| {
         Ok(QuestionRow {
             episode: r.get(0).at(path)?,
@@ -322,6 +373,7 @@ pub(crate) const JUDGEMENTS: Reader<JudgementRow> = Reader {
         let (x, y) = (&a.judgement, &b.judgement);
         text_cmp(&a.episode, &b.episode).then_with(|| (&x.judge, &x.target).cmp(&(&y.judge, &y.target)))
     },
+    first_key: |r| &r.episode,
     map: |r, path| {
         Ok(JudgementRow {
             episode: r.get(0).at(path)?,
@@ -344,6 +396,7 @@ pub(crate) const USAGE: Reader<UsageRow> = Reader {
     order: "episode, attempt, role",
     // SQLite orders `role` by its text; compare the text, not the enum's declaration order.
     cmp: |a, b| (&a.episode, a.attempt, a.role.as_str()).cmp(&(&b.episode, b.attempt, b.role.as_str())),
+    first_key: |r| &r.episode,
     map: |r, path| {
         Ok(UsageRow {
             episode: r.get(0).at(path)?,
@@ -369,6 +422,7 @@ pub(crate) const ERRORS: Reader<ErrorRow> = Reader {
     filter_column: "episode",
     order: "episode, attempt, idx",
     cmp: |a, b| (&a.episode, a.attempt, a.idx).cmp(&(&b.episode, b.attempt, b.idx)),
+    first_key: |r| &r.episode,
     map: |r, path| {
         Ok(ErrorRow {
             episode: r.get(0).at(path)?,
@@ -390,6 +444,7 @@ pub(crate) const PANELS: Reader<PanelRecord> = Reader {
     filter_column: "name",
     order: "name",
     cmp: |a, b| a.name.cmp(&b.name),
+    first_key: |r| &r.name,
     map: |r, path| {
         Ok(PanelRecord {
             name: r.get(0).at(path)?,
@@ -415,6 +470,7 @@ pub(crate) const BALLOTS: Reader<BallotRow> = Reader {
         let (x, y) = (&a.ballot, &b.ballot);
         (&a.episode, &x.panel, &x.subject, x.seat).cmp(&(&b.episode, &y.panel, &y.subject, y.seat))
     },
+    first_key: |r| &r.episode,
     map: |r, path| {
         Ok(BallotRow {
             episode: r.get(0).at(path)?,
@@ -441,6 +497,7 @@ pub(crate) const VOTES: Reader<VoteRow> = Reader {
     filter_column: "episode",
     order: "episode, panel, subject, seat",
     cmp: |a, b| (&a.episode, &a.panel, &a.subject, a.seat).cmp(&(&b.episode, &b.panel, &b.subject, b.seat)),
+    first_key: |r| &r.episode,
     map: |r, path| {
         Ok(VoteRow {
             episode: r.get(0).at(path)?,
@@ -464,6 +521,7 @@ pub(crate) const EXTRACTIONS: Reader<ExtractionRow> = Reader {
         let (x, y) = (&a.extraction, &b.extraction);
         (&a.episode, &x.panel, x.k).cmp(&(&b.episode, &y.panel, y.k))
     },
+    first_key: |r| &r.episode,
     map: |r, path| {
         Ok(ExtractionRow {
             episode: r.get(0).at(path)?,
@@ -489,6 +547,7 @@ pub(crate) const NOT_APPLICABLE: Reader<NotApplicableRow> = Reader {
     filter_column: "task",
     order: "task, agent, condition, start",
     cmp: |a, b| (&a.task, &a.agent, &a.condition, &a.start).cmp(&(&b.task, &b.agent, &b.condition, &b.start)),
+    first_key: |r| &r.task,
     map: |r, path| {
         Ok(NotApplicableRow {
             task: r.get(0).at(path)?,
@@ -551,6 +610,47 @@ mod tests {
     }
 
     #[test]
+    fn text_prefix_never_orders_two_texts_against_bytewise_order() {
+        let texts = ["", "a", "a\u{0}", "ab", "abcdefgh", "abcdefgh0", "abcdefgi", "abcdefgé", "é", "zzzzzzz", "zzzzzzzz"];
+        for a in texts {
+            for b in texts {
+                if a <= b {
+                    assert!(text_prefix(a) <= text_prefix(b), "{a:?} before {b:?}");
+                }
+            }
+        }
+        assert_eq!(text_prefix("ab"), 0x6162_0000_0000_0000);
+        assert_eq!(text_prefix("abcdefghij"), 0x6162_6364_6566_6768);
+    }
+
+    #[test]
+    fn permute_puts_each_source_row_in_its_place() {
+        // Cycles (0 2 4), (1 3), a fixed point 5, and a 2-cycle (6 7).
+        let mut rows = vec!["a", "b", "c", "d", "e", "f", "g", "h"];
+        let mut source = vec![2, 3, 4, 1, 0, 5, 7, 6];
+        permute(&mut rows, &mut source);
+        assert_eq!(rows, ["c", "d", "e", "b", "a", "f", "h", "g"]);
+        let mut empty: Vec<u8> = Vec::new();
+        permute(&mut empty, &mut []);
+        assert!(empty.is_empty());
+    }
+
+    #[test]
+    fn sorting_by_key_order_breaks_prefix_ties_with_the_whole_key() {
+        let row = |episode: &str, k: u32, test: &str| TestRow { episode: episode.into(), k, test: test.into(), outcome: TestOutcome::Pass };
+        let mut rows = vec![
+            row("abcdefgh2", 1, "t"),
+            row("abcdefgh10", 0, "t"),
+            row("abcdefgh2", 0, "u"),
+            row("abc", 3, "t"),
+            row("abcdefgh2", 0, "t"),
+        ];
+        sort_by_key_order(&mut rows, TESTS.first_key, TESTS.cmp);
+        let keys: Vec<(&str, u32, &str)> = rows.iter().map(|t| (t.episode.as_str(), t.k, t.test.as_str())).collect();
+        assert_eq!(keys, [("abc", 3, "t"), ("abcdefgh10", 0, "t"), ("abcdefgh2", 0, "t"), ("abcdefgh2", 0, "u"), ("abcdefgh2", 1, "t")]);
+    }
+
+    #[test]
     fn in_memory_order_is_sqlites_primary_key_order() {
         let conn = Connection::open_in_memory().unwrap();
         conn.execute_batch(
@@ -568,7 +668,7 @@ mod tests {
             .rev()
             .map(|(episode, k, test)| TestRow { episode: episode.clone(), k: *k, test: test.clone(), outcome: TestOutcome::Pass })
             .collect();
-        ours.sort_unstable_by(TESTS.cmp);
+        sort_by_key_order(&mut ours, TESTS.first_key, TESTS.cmp);
         let ours: Vec<(String, u32, String)> = ours.into_iter().map(|t| (t.episode, t.k, t.test)).collect();
         assert_eq!(ours, sqlite);
     }
