@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::episode::{Episode, indicator, mean};
 use crate::first::MAX_K;
+use crate::keyed::KeyedMap;
 
 /// Score@k and Success@k of a set of episodes (seed 000 §4.1, carried forward as in
 /// [`crate::first`]): means over its scored episodes, k = 1..=4. Score is a fraction in [0, 1]
@@ -77,8 +78,10 @@ struct TaskSums {
     success: [f64; MAX_K],
 }
 
-fn task_sums<'a>(episodes: &[&Episode<'a>]) -> BTreeMap<&'a str, TaskSums> {
-    let mut out: BTreeMap<&str, TaskSums> = BTreeMap::new();
+/// Per task, the sums over its scored episodes in `episodes` (added in their order). A hash
+/// map: its readers only look tasks up, in the order of a sorted set of tasks.
+fn task_sums<'a>(episodes: &[&Episode<'a>]) -> KeyedMap<&'a str, TaskSums> {
+    let mut out: KeyedMap<&str, TaskSums> = KeyedMap::default();
     for e in episodes.iter().filter(|e| e.is_scored()) {
         let sums = out.entry(e.row.task.as_str()).or_insert(TaskSums { n: 0, score: [0.0; MAX_K], success: [0.0; MAX_K] });
         sums.n += 1;
@@ -92,7 +95,7 @@ fn task_sums<'a>(episodes: &[&Episode<'a>]) -> BTreeMap<&'a str, TaskSums> {
 
 /// Mean over `tasks` of the per-task means of Score@k (or Success@k), k = 1..=4; `None` when
 /// a task has no scored episode in `sums`.
-fn macro_at_k(sums: &BTreeMap<&str, TaskSums>, tasks: &BTreeSet<&str>, success: bool) -> Option<[f64; MAX_K]> {
+fn macro_at_k(sums: &KeyedMap<&str, TaskSums>, tasks: &BTreeSet<&str>, success: bool) -> Option<[f64; MAX_K]> {
     let mut out = [0.0; MAX_K];
     for task in tasks {
         let t = sums.get(task)?;
@@ -322,7 +325,7 @@ pub fn plan_vs_partial(plan: &[&Episode<'_>], partial: &[&Episode<'_>]) -> Optio
     if tasks.is_empty() {
         return None;
     }
-    let at_1 = |sums: &BTreeMap<&str, TaskSums>| -> Option<[f64; 2]> {
+    let at_1 = |sums: &KeyedMap<&str, TaskSums>| -> Option<[f64; 2]> {
         Some([macro_at_k(sums, &tasks, false)?[0], macro_at_k(sums, &tasks, true)?[0]])
     };
     let partial_at_1 = at_1(&partial)?;

@@ -82,18 +82,19 @@ fn clean_by_task(clean: &[&Episode<'_>]) -> BTreeMap<String, f64> {
 /// Success of each task's residual starts: repeats averaged per state, then states (eq. 3's
 /// inner mean over R_i).
 fn residual_by_task(residual: &[&Episode<'_>]) -> BTreeMap<String, f64> {
-    let mut by_state: BTreeMap<(String, String), (f64, usize)> = BTreeMap::new();
+    // Borrowed keys order as the owned ones would (`str` and `String` compare alike).
+    let mut by_state: BTreeMap<(&str, &str), (f64, usize)> = BTreeMap::new();
     for e in residual.iter().filter(|e| e.is_scored()) {
         let Some(state) = e.state() else { continue };
-        let slot = by_state.entry((e.row.task.clone(), state.to_string())).or_insert((0.0, 0));
+        let slot = by_state.entry((e.row.task.as_str(), state)).or_insert((0.0, 0));
         slot.0 += indicator(e.declared_success());
         slot.1 += 1;
     }
-    let mut by_task: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut by_task: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     for ((task, _), (sum, n)) in by_state {
         by_task.entry(task).or_default().push(sum / n as f64);
     }
-    by_task.into_iter().filter_map(|(t, v)| mean(v).map(|m| (t, m))).collect()
+    by_task.into_iter().filter_map(|(t, v)| mean(v).map(|m| (t.to_string(), m))).collect()
 }
 
 /// [`ResidualRates`] from an agent's clean and residual episodes; `None` when no task has

@@ -132,6 +132,24 @@ fn opt_text<'r>(r: &'r Row<'_>, i: usize, path: &Path) -> Result<Option<&'r str>
     }
 }
 
+/// Column `i` parsed as JSON, named `what` in errors. `empty` is the text the writer stores
+/// for an empty value (`{}` or `[]`), which most rows hold: it maps to `T::default()` without
+/// the parser, and the error's name is built only for an error (a million-episode store has
+/// over four million `requirement_outcomes.measured` of `{}`).
+fn json_column<T: for<'de> Deserialize<'de> + Default>(
+    r: &Row<'_>,
+    i: usize,
+    path: &Path,
+    what: &'static str,
+    empty: &str,
+) -> Result<T, StoreError> {
+    let column = text(r, i, path)?;
+    if column == empty {
+        return Ok(T::default());
+    }
+    serde_json::from_str(column).map_err(|source| StoreError::Json { what: what.into(), source })
+}
+
 /// Parses a snake_case / lowercase enum name through its serde form, straight from the
 /// borrowed column text.
 fn parse_name<T: for<'de> Deserialize<'de>>(table: &'static str, column: &'static str, text: &str) -> Result<T, StoreError> {
@@ -301,7 +319,7 @@ pub(crate) const REQUIREMENT_OUTCOMES: Reader<RequirementOutcomeRow> = Reader {
             requirement: r.get(2).at(path)?,
             pass: r.get(3).at(path)?,
             failure_mode: r.get(4).at(path)?,
-            measured: serde_json::from_str(text(r, 5, path)?).map_err(json_error("requirement_outcomes.measured"))?,
+            measured: json_column(r, 5, path, "requirement_outcomes.measured", "{}")?,
             detail: r.get(6).at(path)?,
         })
     },
@@ -338,7 +356,7 @@ pub(crate) const DELIVERIES: Reader<DeliveryRow> = Reader {
             valid: r.get(2).at(path)?,
             objective: r.get(3).at(path)?,
             signature: opt_text(r, 4, path)?.map(|s| parse_name("deliveries", "signature", s)).transpose()?,
-            violations: serde_json::from_str(text(r, 5, path)?).map_err(json_error("deliveries.violations"))?,
+            violations: json_column(r, 5, path, "deliveries.violations", "[]")?,
         })
     },
 };
@@ -358,7 +376,7 @@ pub(crate) const QUESTIONS: Reader<QuestionRow> = Reader {
                 turn: r.get(2).at(path)?,
                 text: r.get(3).at(path)?,
                 answer: r.get(4).at(path)?,
-                matched_targets: serde_json::from_str(text(r, 5, path)?).map_err(json_error("questions.matched_targets"))?,
+                matched_targets: json_column(r, 5, path, "questions.matched_targets", "[]")?,
             },
         })
     },
@@ -381,8 +399,7 @@ pub(crate) const JUDGEMENTS: Reader<JudgementRow> = Reader {
                 judge: r.get(1).at(path)?,
                 target: r.get(2).at(path)?,
                 verdict: r.get(3).at(path)?,
-                matched_question_indices: serde_json::from_str(text(r, 4, path)?)
-                    .map_err(json_error("judgements.matched_question_indices"))?,
+                matched_question_indices: json_column(r, 4, path, "judgements.matched_question_indices", "[]")?,
             },
         })
     },
@@ -564,6 +581,7 @@ mod tests {
     use super::*;
     use specgap_protocol::result::{Signature, TestOutcome};
     use specgap_protocol::run::EndReason;
+    use std::collections::BTreeMap;
 
     #[test]
     fn parse_name_reads_serde_names_and_rejects_others() {
@@ -648,6 +666,21 @@ mod tests {
         sort_by_key_order(&mut rows, TESTS.first_key, TESTS.cmp);
         let keys: Vec<(&str, u32, &str)> = rows.iter().map(|t| (t.episode.as_str(), t.k, t.test.as_str())).collect();
         assert_eq!(keys, [("abc", 3, "t"), ("abcdefgh10", 0, "t"), ("abcdefgh2", 0, "t"), ("abcdefgh2", 0, "u"), ("abcdefgh2", 1, "t")]);
+    }
+
+    #[test]
+    fn json_columns_read_the_empty_text_as_the_default_and_parse_the_rest() {
+        let conn = Connection::open_in_memory().unwrap();
+        let read = |text: &str| -> Result<BTreeMap<String, serde_json::Value>, String> {
+            conn.query_row("SELECT ?1", [text], |r| {
+                Ok(json_column(r, 0, Path::new("t.sqlite"), "t.measured", "{}").map_err(|e| e.to_string()))
+            })
+            .unwrap()
+        };
+        assert_eq!(read("{}"), Ok(BTreeMap::new()));
+        assert_eq!(read(r#"{"n": 2}"#), Ok(BTreeMap::from([("n".to_string(), serde_json::json!(2))])));
+        let err = read("[]").unwrap_err();
+        assert!(err.starts_with("t.measured"), "{err}");
     }
 
     #[test]

@@ -142,7 +142,7 @@ impl FrameWriter {
     /// Writes one event as one frame with a single `write_all`, so the kernel holds it even if
     /// the process is killed right after.
     pub(crate) fn append(&mut self, event: &Event) -> Result<(), StoreError> {
-        let mut line = serde_json::to_vec(event).map_err(json_error(format!("trajectory event {}", event.seq)))?;
+        let mut line = serde_json::to_vec(event).map_err(|e| json_error(format!("trajectory event {}", event.seq))(e))?;
         line.push(b'\n');
         let frame = compress_frame(&line)?;
         self.file.write_all(&frame)?;
