@@ -1,7 +1,7 @@
 //! Measures of seed 000 (Instructions Are Evidence): Score@k and Success@k per group, the
 //! outcome cost against the full specification, and requirement resolution In round / Ahead.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use serde::Serialize;
 
