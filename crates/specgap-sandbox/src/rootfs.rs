@@ -382,9 +382,41 @@ fn ensure_mount_point(root: &Path, point: &Path) -> Result<(), SandboxError> {
                     reason: format!("mount point {} passes through something in the image that is not a directory", point.display()),
                 });
             }
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => fs_err::create_dir(&at)?,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => create_missing_dir(&at)?,
             Err(err) => return Err(SandboxError::Io(err)),
         }
     }
     Ok(())
+}
+
+/// Creates the directory `at`, which was just seen missing. Sandboxes on one image share its
+/// root, so another one may have made it since: a directory there then is success, as it
+/// would have been had it been there first (CI of 2026-12-08: two `cli:` agents' image tests
+/// both making `/home/specgap`).
+fn create_missing_dir(at: &Path) -> Result<(), SandboxError> {
+    match fs_err::create_dir(at) {
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists && std::fs::symlink_metadata(at).is_ok_and(|m| m.is_dir()) => Ok(()),
+        made => made.map_err(SandboxError::from),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mount_point_made_meanwhile_is_success_and_anything_else_is_not() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("home");
+        create_missing_dir(&dir).unwrap();
+        assert!(dir.is_dir());
+        // Made by another sandbox between the look and the create.
+        create_missing_dir(&dir).unwrap();
+        let file = root.path().join("file");
+        std::fs::write(&file, b"").unwrap();
+        let err = create_missing_dir(&file).unwrap_err();
+        assert!(err.to_string().contains("file"), "{err}");
+        let nested = root.path().join("absent/inner");
+        assert!(create_missing_dir(&nested).is_err());
+    }
 }
