@@ -415,10 +415,10 @@ impl ExecuteCached for rusqlite::Connection {
     }
 }
 
-/// Wraps a serde_json error with what was being converted.
+/// Wraps a serde_json error with what was being converted. `what` becomes a `String` only
+/// when there is an error: readers pass a `&'static str` for every row they parse.
 pub(crate) fn json_error(what: impl Into<String>) -> impl FnOnce(serde_json::Error) -> StoreError {
-    let what = what.into();
-    move |source| StoreError::Json { what, source }
+    move |source| StoreError::Json { what: what.into(), source }
 }
 
 /// The message of [`StoreError::MergeSameRunTwice`] (as `specgap report` words its own): the

@@ -134,8 +134,8 @@ fn opt_text<'r>(r: &'r Row<'_>, i: usize, path: &Path) -> Result<Option<&'r str>
 
 /// Column `i` parsed as JSON, named `what` in errors. `empty` is the text the writer stores
 /// for an empty value (`{}` or `[]`), which most rows hold: it maps to `T::default()` without
-/// the parser, and the error's name is built only for an error (a million-episode store has
-/// over four million `requirement_outcomes.measured` of `{}`).
+/// the parser (a million-episode store has over four million `requirement_outcomes.measured`
+/// of `{}`).
 fn json_column<T: for<'de> Deserialize<'de> + Default>(
     r: &Row<'_>,
     i: usize,
@@ -147,7 +147,7 @@ fn json_column<T: for<'de> Deserialize<'de> + Default>(
     if column == empty {
         return Ok(T::default());
     }
-    serde_json::from_str(column).map_err(|source| StoreError::Json { what: what.into(), source })
+    serde_json::from_str(column).map_err(json_error(what))
 }
 
 /// Parses a snake_case / lowercase enum name through its serde form, straight from the
@@ -159,18 +159,9 @@ fn parse_name<T: for<'de> Deserialize<'de>>(table: &'static str, column: &'stati
 /// Orders two texts exactly as `str::cmp` does (bytewise: SQLite's BINARY collation), faster
 /// for the short keys of these tables: sorting a million episodes' rows by episode id spent
 /// most of its time calling `memcmp` for 16-byte ids. The first eight bytes compare as one
-/// big-endian integer, which orders them as bytewise comparison would; only texts equal
-/// there go on to the rest.
+/// integer ([`text_prefix`]); only texts equal there are compared whole.
 fn text_cmp(a: &str, b: &str) -> Ordering {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if let (Some(x), Some(y)) = (a.first_chunk::<8>(), b.first_chunk::<8>()) {
-        match u64::from_be_bytes(*x).cmp(&u64::from_be_bytes(*y)) {
-            Ordering::Equal => a[8..].cmp(&b[8..]),
-            unequal => unequal,
-        }
-    } else {
-        a.cmp(b)
-    }
+    text_prefix(a).cmp(&text_prefix(b)).then_with(|| a.cmp(b))
 }
 
 /// The first eight bytes of `text` as a big-endian integer, zero-padded: `a <= b` implies
